@@ -1,0 +1,1 @@
+//! The actors of a run (ractor on tokio). They talk only by messages.

@@ -1,0 +1,18 @@
+//! Bugatti supervisor: plain-English, agent-assisted verification of local applications.
+//!
+//! Data flows one way:
+//! files → [`model`] (a validated plan and effective config) → [`actors`] (run it, supervised)
+//! → events → [`report`] (run.json, events.jsonl, report.md, JUnit, console).
+//!
+//! - [`model`]: pure data and pure functions: config, test files, plan expansion, substitution,
+//!   result-marker scanning, outcomes. No I/O beyond reading the user's files.
+//! - [`process`]: process groups and PTYs, output pumps, teardown, the leak registry.
+//! - [`providers`]: the agent providers behind one trait (claude-code, command, shell).
+//! - [`actors`]: the ractor actors: supervisor, session, command, readiness, agent, reporter.
+//! - [`report`]: every artifact a run leaves behind, and the console.
+
+pub mod actors;
+pub mod model;
+pub mod process;
+pub mod providers;
+pub mod report;

@@ -1,0 +1,3 @@
+//! Pure data and pure functions: what the user wrote, validated and expanded.
+
+pub mod outcome;

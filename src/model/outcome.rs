@@ -1,0 +1,164 @@
+//! Outcomes of steps, runs and teardowns, and how they rank into the process exit code (SPEC §6).
+
+use serde::{Deserialize, Serialize};
+
+/// The verdict on one planned step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepStatus {
+    Ok,
+    Warn,
+    Error,
+    ProtocolError,
+    Timeout,
+    NotRun,
+}
+
+impl StepStatus {
+    /// A step that stops the remaining steps of its session.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Self::Error | Self::ProtocolError | Self::Timeout)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Warn => "warn",
+            Self::Error => "error",
+            Self::ProtocolError => "protocol_error",
+            Self::Timeout => "timeout",
+            Self::NotRun => "not_run",
+        }
+    }
+}
+
+/// How one root-test run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunOutcome {
+    Passed,
+    Warned,
+    Failed,
+    /// The harness could not run the test: setup, readiness, provider start, a dead server.
+    Error,
+    Interrupted,
+}
+
+impl RunOutcome {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Passed => "passed",
+            Self::Warned => "warned",
+            Self::Failed => "failed",
+            Self::Error => "error",
+            Self::Interrupted => "interrupted",
+        }
+    }
+
+    /// Whether the run counts as a pass (warnings pass unless strict).
+    pub fn is_pass(self, strict_warnings: bool) -> bool {
+        match self {
+            Self::Passed => true,
+            Self::Warned => !strict_warnings,
+            _ => false,
+        }
+    }
+}
+
+/// What teardown found for one process group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TeardownState {
+    /// Exited within the grace period after the stop signal (or had already exited).
+    Clean,
+    /// Needed SIGKILL after the grace period.
+    Killed,
+    /// A process outlived its group's teardown (escaped with setsid, say); it was found and killed.
+    Leaked,
+}
+
+/// Why the invocation exits as it does. Ordered so that the highest-ranked reason wins (SPEC §6):
+/// interrupted, then invalid input, then harness error, then test failure, then success.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ExitReason {
+    Success,
+    TestFailed,
+    HarnessError,
+    InvalidInput,
+    Interrupted(InterruptSignal),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum InterruptSignal {
+    Terminate,
+    Interrupt,
+}
+
+impl ExitReason {
+    pub fn code(self) -> u8 {
+        match self {
+            Self::Success => 0,
+            Self::TestFailed => 1,
+            Self::InvalidInput => 2,
+            Self::HarnessError => 3,
+            Self::Interrupted(InterruptSignal::Interrupt) => 130,
+            Self::Interrupted(InterruptSignal::Terminate) => 143,
+        }
+    }
+
+    /// The exit reason one root test contributes.
+    pub fn for_outcome(outcome: RunOutcome, strict_warnings: bool) -> Self {
+        match outcome {
+            RunOutcome::Passed => Self::Success,
+            RunOutcome::Warned if !strict_warnings => Self::Success,
+            RunOutcome::Warned | RunOutcome::Failed => Self::TestFailed,
+            RunOutcome::Error => Self::HarnessError,
+            RunOutcome::Interrupted => Self::Interrupted(InterruptSignal::Interrupt),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn highest_ranked_exit_reason_wins() {
+        let reasons = [
+            ExitReason::Success,
+            ExitReason::TestFailed,
+            ExitReason::HarnessError,
+            ExitReason::InvalidInput,
+        ];
+        assert_eq!(reasons.iter().max().map(|r| r.code()), Some(2));
+        assert_eq!(
+            [ExitReason::HarnessError, ExitReason::TestFailed].iter().max().map(|r| r.code()),
+            Some(3)
+        );
+        assert_eq!(
+            [
+                ExitReason::InvalidInput,
+                ExitReason::Interrupted(InterruptSignal::Terminate)
+            ]
+            .iter()
+            .max()
+            .map(|r| r.code()),
+            Some(143)
+        );
+    }
+
+    #[test]
+    fn warnings_fail_only_when_strict() {
+        assert_eq!(ExitReason::for_outcome(RunOutcome::Warned, false).code(), 0);
+        assert_eq!(ExitReason::for_outcome(RunOutcome::Warned, true).code(), 1);
+        assert_eq!(ExitReason::for_outcome(RunOutcome::Error, false).code(), 3);
+    }
+
+    #[test]
+    fn statuses_serialize_as_spec_names() {
+        let json = serde_json::to_string(&StepStatus::ProtocolError).unwrap_or_default();
+        assert_eq!(json, "\"protocol_error\"");
+        let json = serde_json::to_string(&RunOutcome::Interrupted).unwrap_or_default();
+        assert_eq!(json, "\"interrupted\"");
+    }
+}

@@ -1,0 +1,146 @@
+//! Process-group primitives: signal a group, list its live members, find processes by run id.
+//!
+//! Liveness is read from `/proc`, not from `kill(-pgid, 0)`: a zombie still answers `kill`, and
+//! a group whose members are all zombies is dead for every purpose that matters here.
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use std::fs;
+
+/// The fields of `/proc/<pid>/stat` that teardown needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub pid: i32,
+    pub ppid: i32,
+    pub pgid: i32,
+    pub state: char,
+}
+
+impl ProcStat {
+    pub fn is_zombie(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
+    }
+}
+
+/// Parses `/proc/<pid>/stat`. The command name is in parentheses and may itself contain spaces
+/// and parentheses, so the fields are read after the *last* `)`.
+pub fn parse_stat(text: &str) -> Option<ProcStat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid = text.get(..open)?.trim().parse().ok()?;
+    let mut rest = text.get(close + 1..)?.split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    let ppid = rest.next()?.parse().ok()?;
+    let pgid = rest.next()?.parse().ok()?;
+    Some(ProcStat {
+        pid,
+        ppid,
+        pgid,
+        state,
+    })
+}
+
+pub fn read_stat(pid: i32) -> Option<ProcStat> {
+    parse_stat(&fs::read_to_string(format!("/proc/{pid}/stat")).ok()?)
+}
+
+/// Every process currently visible in `/proc`.
+pub fn all_processes() -> Vec<ProcStat> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(read_stat)
+        .collect()
+}
+
+/// Live (non-zombie) members of process group `pgid`.
+pub fn live_members(pgid: i32) -> Vec<i32> {
+    all_processes()
+        .into_iter()
+        .filter(|p| p.pgid == pgid && !p.is_zombie())
+        .map(|p| p.pid)
+        .collect()
+}
+
+pub fn group_is_alive(pgid: i32) -> bool {
+    !live_members(pgid).is_empty()
+}
+
+/// Sends `signal` to every member of the group. A group that no longer exists is not an error.
+pub fn signal_group(pgid: i32, signal: Signal) -> nix::Result<()> {
+    match killpg(Pid::from_raw(pgid), signal) {
+        Err(nix::errno::Errno::ESRCH) => Ok(()),
+        other => other,
+    }
+}
+
+/// Live processes whose environment carries `key=value` (e.g. `BUGATTI_RUN_ID=<run id>`):
+/// how descendants that left their process group with `setsid` are still found.
+pub fn live_processes_with_env(key: &str, value: &str) -> Vec<i32> {
+    let needle = format!("{key}={value}");
+    let own = std::process::id() as i32;
+    all_processes()
+        .into_iter()
+        .filter(|p| !p.is_zombie() && p.pid != own)
+        .filter(|p| environ_contains(p.pid, needle.as_bytes()))
+        .map(|p| p.pid)
+        .collect()
+}
+
+fn environ_contains(pid: i32, needle: &[u8]) -> bool {
+    fs::read(format!("/proc/{pid}/environ"))
+        .map(|env| env.split(|b| *b == 0).any(|entry| entry == needle))
+        .unwrap_or(false)
+}
+
+/// Reaps zombie children of this process that no one else waits for: descendants re-parented to
+/// us as child subreaper. Only pids *not* in `owned` are touched, so the exit statuses of children
+/// tokio waits for are never stolen (never `waitpid(-1)`).
+pub fn reap_adopted_zombies(owned: &std::collections::HashSet<i32>) {
+    use nix::sys::wait::{waitpid, WaitPidFlag};
+    let own = std::process::id() as i32;
+    for p in all_processes() {
+        if p.ppid == own && p.is_zombie() && !owned.contains(&p.pid) {
+            let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_parentheses_in_the_name() {
+        let stat = parse_stat("4242 (my (odd) name) S 1 4240 4240 0 -1").expect("parses");
+        assert_eq!(
+            stat,
+            ProcStat {
+                pid: 4242,
+                ppid: 1,
+                pgid: 4240,
+                state: 'S'
+            }
+        );
+        assert!(parse_stat("garbage").is_none());
+    }
+
+    #[test]
+    fn sees_a_real_process_group_and_its_end() {
+        use std::os::unix::process::CommandExt;
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .expect("spawn sleep");
+        let pgid = child.id() as i32;
+        assert_eq!(live_members(pgid), vec![pgid]);
+        signal_group(pgid, Signal::SIGKILL).expect("signal");
+        let _ = child.wait();
+        assert!(!group_is_alive(pgid));
+        // Signalling a group that is gone is fine.
+        signal_group(pgid, Signal::SIGTERM).expect("gone is ok");
+    }
+}

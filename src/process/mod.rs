@@ -1,0 +1,5 @@
+//! Processes: groups, signals, teardown and the registry that guarantees nothing leaks.
+
+pub mod group;
+pub mod registry;
+pub mod subreaper;

@@ -1,0 +1,62 @@
+//! One registry of every process group the supervisor started, swept on the way out, so that no
+//! panic, early return or killed actor can leave a process running (actors' `post_stop` is skipped
+//! after a panic; this is not).
+
+use super::group::signal_group;
+use nix::sys::signal::Signal;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisteredGroup {
+    pub pgid: i32,
+    /// Pid of the group leader, the child tokio (or the PTY layer) waits for.
+    pub leader: i32,
+    /// What started it, for messages: `command server (run 0190…)`, `agent (run 0190…)`.
+    pub label: String,
+}
+
+fn groups() -> &'static Mutex<HashMap<i32, RegisteredGroup>> {
+    static GROUPS: OnceLock<Mutex<HashMap<i32, RegisteredGroup>>> = OnceLock::new();
+    GROUPS.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+fn lock() -> std::sync::MutexGuard<'static, HashMap<i32, RegisteredGroup>> {
+    // A panic while holding the lock must not stop the final sweep.
+    groups().lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+pub fn register(pgid: i32, leader: i32, label: impl Into<String>) {
+    lock().insert(
+        pgid,
+        RegisteredGroup {
+            pgid,
+            leader,
+            label: label.into(),
+        },
+    );
+}
+
+/// Called once a group has been torn down and checked.
+pub fn unregister(pgid: i32) {
+    lock().remove(&pgid);
+}
+
+pub fn registered() -> Vec<RegisteredGroup> {
+    lock().values().cloned().collect()
+}
+
+/// Pids of the group leaders, whose exit statuses belong to their owners (see
+/// [`super::group::reap_adopted_zombies`]).
+pub fn leader_pids() -> std::collections::HashSet<i32> {
+    lock().values().map(|g| g.leader).collect()
+}
+
+/// SIGKILLs every group still registered and forgets them. Returns what was swept.
+pub fn sweep() -> Vec<RegisteredGroup> {
+    let swept: Vec<RegisteredGroup> = lock().drain().map(|(_, g)| g).collect();
+    for group in &swept {
+        let _ = signal_group(group.pgid, Signal::SIGKILL);
+    }
+    swept
+}

@@ -1,0 +1,1 @@
+//! Agent providers behind one trait.

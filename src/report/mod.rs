@@ -1,0 +1,1 @@
+//! Everything a run leaves behind: run.json, events.jsonl, report.md, JUnit, suite summary, console.

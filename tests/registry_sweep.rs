@@ -1,0 +1,26 @@
+//! The registry sweep kills every registered group. Its own test binary: a sweep is process-wide.
+
+use bugatti::process::{group, registry};
+use std::os::unix::process::CommandExt;
+
+#[test]
+fn sweep_kills_every_registered_group() {
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "sleep 30 & sleep 30; wait"])
+        .process_group(0)
+        .spawn()
+        .expect("spawn sh");
+    let pgid = child.id() as i32;
+    registry::register(pgid, pgid, "test sleeper");
+    assert!(registry::leader_pids().contains(&pgid));
+    let swept = registry::sweep();
+    assert!(swept.iter().any(|g| g.pgid == pgid && g.label == "test sleeper"));
+    let status = child.wait().expect("wait");
+    assert!(!status.success());
+    assert!(
+        !group::group_is_alive(pgid),
+        "survivors: {:?}",
+        group::live_members(pgid)
+    );
+    assert!(registry::registered().is_empty());
+}
