@@ -14,7 +14,9 @@ fn sweep_kills_every_registered_group() {
     registry::register(pgid, pgid, "test sleeper");
     assert!(registry::leader_pids().contains(&pgid));
     let swept = registry::sweep();
-    assert!(swept.iter().any(|g| g.pgid == pgid && g.label == "test sleeper"));
+    assert!(swept
+        .iter()
+        .any(|g| g.pgid == pgid && g.label == "test sleeper"));
     let status = child.wait().expect("wait");
     assert!(!status.success());
     assert!(

@@ -132,7 +132,10 @@ mod tests {
         ];
         assert_eq!(reasons.iter().max().map(|r| r.code()), Some(2));
         assert_eq!(
-            [ExitReason::HarnessError, ExitReason::TestFailed].iter().max().map(|r| r.code()),
+            [ExitReason::HarnessError, ExitReason::TestFailed]
+                .iter()
+                .max()
+                .map(|r| r.code()),
             Some(3)
         );
         assert_eq!(

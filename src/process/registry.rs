@@ -23,7 +23,9 @@ fn groups() -> &'static Mutex<HashMap<i32, RegisteredGroup>> {
 
 fn lock() -> std::sync::MutexGuard<'static, HashMap<i32, RegisteredGroup>> {
     // A panic while holding the lock must not stop the final sweep.
-    groups().lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    groups()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 pub fn register(pgid: i32, leader: i32, label: impl Into<String>) {
