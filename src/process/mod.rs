@@ -2,4 +2,5 @@
 
 pub mod group;
 pub mod registry;
+pub mod signals;
 pub mod subreaper;

@@ -1,0 +1,210 @@
+//! The suite's queue of root-test attempts: at most `jobs` at once, a slot refilled as soon as it
+//! frees, retries with flaky detection, fail-fast and stop. Pure bookkeeping: the supervisor actor
+//! owns one and asks it what to start next.
+
+use crate::model::outcome::RunOutcome;
+use std::collections::VecDeque;
+
+/// One attempt to start: which root test (index into the suite's list) and its 1-based attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Attempt {
+    pub test: usize,
+    pub number: u32,
+}
+
+/// Why the queue stopped starting new attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Halt {
+    FailFast,
+    Shutdown,
+}
+
+/// What happened to one root test across its attempts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Tally {
+    /// Outcome of each finished attempt, in order.
+    pub attempts: Vec<RunOutcome>,
+}
+
+impl Tally {
+    pub fn final_outcome(&self) -> Option<RunOutcome> {
+        self.attempts.last().copied()
+    }
+
+    /// Passed (or warned) in the end after at least one failed attempt.
+    pub fn is_flaky(&self, strict_warnings: bool) -> bool {
+        matches!(self.final_outcome(), Some(o) if o.is_pass(strict_warnings))
+            && self.attempts.len() > 1
+    }
+
+    pub fn was_started(&self) -> bool {
+        !self.attempts.is_empty()
+    }
+}
+
+#[derive(Debug)]
+pub struct SuiteQueue {
+    pending: VecDeque<Attempt>,
+    running: usize,
+    jobs: usize,
+    max_attempts: u32,
+    fail_fast: bool,
+    strict_warnings: bool,
+    halted: Option<Halt>,
+    tallies: Vec<Tally>,
+}
+
+impl SuiteQueue {
+    /// `retries` is the number of re-runs of a failed root test (so attempts = retries + 1).
+    pub fn new(
+        tests: usize,
+        jobs: usize,
+        retries: u32,
+        fail_fast: bool,
+        strict_warnings: bool,
+    ) -> Self {
+        Self {
+            pending: (0..tests).map(|test| Attempt { test, number: 1 }).collect(),
+            running: 0,
+            jobs: jobs.max(1),
+            max_attempts: retries.saturating_add(1),
+            fail_fast,
+            strict_warnings,
+            halted: None,
+            tallies: vec![Tally::default(); tests],
+        }
+    }
+
+    /// The next attempt to start now, if a slot is free and nothing halted the queue.
+    pub fn next_to_start(&mut self) -> Option<Attempt> {
+        if self.halted.is_some() || self.running >= self.jobs {
+            return None;
+        }
+        let attempt = self.pending.pop_front()?;
+        self.running += 1;
+        Some(attempt)
+    }
+
+    /// Records a finished attempt; queues a retry when the test failed and attempts are left.
+    pub fn finished(&mut self, attempt: Attempt, outcome: RunOutcome) {
+        self.running = self.running.saturating_sub(1);
+        if let Some(tally) = self.tallies.get_mut(attempt.test) {
+            tally.attempts.push(outcome);
+        }
+        let failed = matches!(outcome, RunOutcome::Failed | RunOutcome::Error)
+            || (outcome == RunOutcome::Warned && self.strict_warnings);
+        if !failed {
+            return;
+        }
+        if attempt.number < self.max_attempts && self.halted.is_none() {
+            // A retry goes to the front: it should not wait behind the whole suite.
+            self.pending.push_front(Attempt {
+                test: attempt.test,
+                number: attempt.number + 1,
+            });
+        } else if self.fail_fast && self.halted.is_none() {
+            self.halted = Some(Halt::FailFast);
+        }
+    }
+
+    /// Stops starting anything new (signal, deadline).
+    pub fn halt(&mut self, why: Halt) {
+        self.halted.get_or_insert(why);
+    }
+
+    pub fn halted(&self) -> Option<Halt> {
+        self.halted
+    }
+
+    pub fn running(&self) -> usize {
+        self.running
+    }
+
+    /// Nothing running and nothing more will start.
+    pub fn is_done(&self) -> bool {
+        self.running == 0 && (self.pending.is_empty() || self.halted.is_some())
+    }
+
+    pub fn tallies(&self) -> &[Tally] {
+        &self.tallies
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use RunOutcome::*;
+
+    fn drain(q: &mut SuiteQueue) -> Vec<Attempt> {
+        std::iter::from_fn(|| q.next_to_start()).collect()
+    }
+
+    #[test]
+    fn starts_at_most_jobs_and_refills_a_slot_as_soon_as_it_frees() {
+        let mut q = SuiteQueue::new(5, 2, 0, false, false);
+        let first = drain(&mut q);
+        assert_eq!(first.iter().map(|a| a.test).collect::<Vec<_>>(), vec![0, 1]);
+        q.finished(first[1], Passed);
+        let next = drain(&mut q);
+        assert_eq!(next, vec![Attempt { test: 2, number: 1 }]);
+        assert!(!q.is_done());
+    }
+
+    #[test]
+    fn retries_a_failure_and_marks_a_later_pass_flaky() {
+        let mut q = SuiteQueue::new(1, 1, 2, false, false);
+        let a1 = q.next_to_start().expect("first attempt");
+        q.finished(a1, Failed);
+        let a2 = q.next_to_start().expect("retry");
+        assert_eq!(a2, Attempt { test: 0, number: 2 });
+        q.finished(a2, Passed);
+        assert!(q.is_done());
+        assert!(q.tallies()[0].is_flaky(false));
+        assert_eq!(q.tallies()[0].attempts, vec![Failed, Passed]);
+    }
+
+    #[test]
+    fn stops_retrying_after_the_last_attempt() {
+        let mut q = SuiteQueue::new(1, 1, 1, false, false);
+        for _ in 0..2 {
+            let a = q.next_to_start().expect("attempt");
+            q.finished(a, Error);
+        }
+        assert!(q.next_to_start().is_none());
+        assert!(q.is_done());
+        assert!(!q.tallies()[0].is_flaky(false));
+    }
+
+    #[test]
+    fn fail_fast_starts_nothing_new_after_a_final_failure() {
+        let mut q = SuiteQueue::new(4, 2, 0, true, false);
+        let started = drain(&mut q);
+        q.finished(started[0], Failed);
+        assert_eq!(q.halted(), Some(Halt::FailFast));
+        assert!(q.next_to_start().is_none());
+        assert!(!q.is_done(), "the other session still runs");
+        q.finished(started[1], Passed);
+        assert!(q.is_done());
+        assert!(!q.tallies()[3].was_started());
+    }
+
+    #[test]
+    fn strict_warnings_count_as_failures_for_retries() {
+        let mut q = SuiteQueue::new(1, 1, 1, false, true);
+        let a = q.next_to_start().expect("attempt");
+        q.finished(a, Warned);
+        assert_eq!(q.next_to_start().map(|a| a.number), Some(2));
+    }
+
+    #[test]
+    fn a_halt_waits_for_running_sessions() {
+        let mut q = SuiteQueue::new(3, 3, 0, false, false);
+        let started = drain(&mut q);
+        q.halt(Halt::Shutdown);
+        assert!(!q.is_done());
+        for a in started {
+            q.finished(a, Interrupted);
+        }
+        assert!(q.is_done());
+    }
+}
