@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""A scripted agent for the `command` provider (SPEC §8), driven by directives in each instruction.
+
+It reads JSON lines on stdin (a bootstrap, then one per step) and answers each with free text ending
+in a result marker. Each line of a step's instruction is a directive:
+
+    say TEXT          print TEXT as is (e.g. `say RESULT WARN: slow page`)
+    log TEXT          print `BUGATTI_LOG TEXT`
+    evidence KIND P   write a small file at P (relative to BUGATTI_RUN_DIR), print BUGATTI_EVIDENCE
+    get URL           HTTP GET; the body is printed and kept for `expect`
+    expect TEXT       RESULT ERROR unless TEXT is in the last body
+    env NAME          print NAME=value from the agent's environment
+    sleep SECS        sleep
+    exit CODE         exit the agent process with CODE (a crash mid-step)
+    panic             same as `exit 70`, for readability
+    noresult          end the reply without a result marker
+    # anything else   ignored (plain English is fine)
+
+Unless a directive already decided, the reply ends with `RESULT OK`.
+"""
+import json
+import os
+import sys
+import time
+import urllib.request
+
+
+def reply(lines, result):
+    for line in lines:
+        print(line)
+    if result is not None:
+        print(result)
+    sys.stdout.flush()
+
+
+def run_step(instruction):
+    out, body, result = [], "", "RESULT OK"
+    for raw in instruction.splitlines():
+        word, _, rest = raw.strip().partition(" ")
+        if word == "say":
+            out.append(rest)
+        elif word == "log":
+            out.append(f"BUGATTI_LOG {rest}")
+        elif word == "evidence":
+            kind, _, path = rest.partition(" ")
+            full = os.path.join(os.environ.get("BUGATTI_RUN_DIR", "."), path)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w") as f:
+                f.write("evidence\n")
+            out.append(f"BUGATTI_EVIDENCE {kind} {path}")
+        elif word == "get":
+            try:
+                with urllib.request.urlopen(rest, timeout=10) as resp:
+                    body = resp.read().decode()
+            except Exception as err:  # the agent reports, it does not crash
+                body = f"request failed: {err}"
+            out.append(body)
+        elif word == "expect":
+            if rest not in body:
+                result = f"RESULT ERROR: expected {rest!r} in {body!r}"
+        elif word == "env":
+            out.append(f"{rest}={os.environ.get(rest, '<unset>')}")
+        elif word == "sleep":
+            sys.stdout.flush()
+            time.sleep(float(rest))
+        elif word in ("exit", "panic"):
+            reply(out, None)
+            sys.exit(int(rest) if word == "exit" else 70)
+        elif word == "noresult":
+            result = None
+    reply(out, result)
+
+
+for line in sys.stdin:
+    message = json.loads(line)
+    if message.get("type") == "bootstrap":
+        reply(["directive agent ready"], "RESULT OK")
+    else:
+        run_step(message.get("instruction", ""))
