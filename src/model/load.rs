@@ -1,0 +1,507 @@
+//! Loading a suite: config layers, discovery, test files, plans, and every check that must pass
+//! before anything runs (unknown `${NAME}`, missing assets, checkpoints, `--skip-cmd` names).
+//! Collects every problem rather than stopping at the first.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::assets::check_assets;
+use super::config::{parse_config, ConfigFile};
+use super::diagnostics::{Problem, Problems};
+use super::discovery::{from_globs, resolve_arg, walk_test_files};
+use super::layers::{EffectiveConfig, Layer, LayerProblem, ProbeKind};
+use super::options::RunOptions;
+use super::paths::{normalize, relative_to};
+use super::plan::{expand, PlannedStep, TestFiles};
+use super::substitute::{check_known, BUILTIN_NAMES, CHECKPOINT_NAMES};
+use super::test_file::test_name;
+
+pub const CONFIG_FILE_NAME: &str = "bugatti.config.toml";
+
+/// What the loader needs from the outside world, so tests can give their own.
+#[derive(Debug, Clone, Default)]
+pub struct HostEnv {
+    pub cwd: PathBuf,
+    pub vars: BTreeMap<String, String>,
+}
+
+impl HostEnv {
+    pub fn from_process() -> Self {
+        HostEnv {
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            vars: std::env::vars().collect(),
+        }
+    }
+
+    fn var(&self, name: &str) -> Option<String> {
+        self.vars.get(name).cloned()
+    }
+
+    /// `$BUGATTI_CONFIG_HOME/config.toml`, else `~/.bugatti/config.toml`.
+    pub fn global_config_path(&self) -> Option<PathBuf> {
+        if let Some(home) = self.var("BUGATTI_CONFIG_HOME").filter(|v| !v.is_empty()) {
+            return Some(PathBuf::from(home).join("config.toml"));
+        }
+        self.var("HOME")
+            .filter(|v| !v.is_empty())
+            .map(|h| PathBuf::from(h).join(".bugatti").join("config.toml"))
+    }
+}
+
+/// One root test, ready to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootTest {
+    /// Absolute path of the test file.
+    pub path: PathBuf,
+    /// Path relative to the project root.
+    pub rel_path: PathBuf,
+    pub name: String,
+    pub tags: Vec<String>,
+    pub plan: Vec<PlannedStep>,
+    pub effective: EffectiveConfig,
+}
+
+/// Everything a run needs, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suite {
+    pub project_root: PathBuf,
+    /// None: no config file, defaults apply (see `notes`).
+    pub config_path: Option<PathBuf>,
+    /// The global config file, when one was read.
+    pub global_config_path: Option<PathBuf>,
+    /// One-line remarks for the console ("no bugatti.config.toml: using defaults").
+    pub notes: Vec<String>,
+    /// The config without any test's overrides (defaults < global < project < env < flags).
+    pub base: EffectiveConfig,
+    /// Root tests after `--tag` and `--shard`, sorted by path.
+    pub tests: Vec<RootTest>,
+    /// How many root tests discovery found before `--tag` / `--shard`.
+    pub discovered: usize,
+}
+
+/// Load with the real process environment and working directory.
+pub fn load_suite(options: &RunOptions) -> Result<Suite, Problems> {
+    load_suite_with(options, &HostEnv::from_process())
+}
+
+/// Load, collecting every problem.
+pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Problems> {
+    let mut problems = Problems::default();
+    let mut texts: BTreeMap<PathBuf, String> = BTreeMap::new();
+    let mut notes = Vec::new();
+    let env = |name: &str| host.var(name);
+
+    // Where the project is, and its config.
+    let (project_root, config_path) = match &options.config {
+        Some(c) => {
+            let abs = normalize(&host.cwd.join(c));
+            if !abs.is_file() {
+                problems.push(Problem::new(format!(
+                    "config file {} does not exist",
+                    abs.display()
+                )));
+                return Err(finish(problems, &host.cwd));
+            }
+            let root = abs.parent().unwrap_or(&host.cwd).to_path_buf();
+            (root, Some(abs))
+        }
+        None => {
+            let p = host.cwd.join(CONFIG_FILE_NAME);
+            (host.cwd.clone(), p.is_file().then_some(p))
+        }
+    };
+    let project_root = project_root.canonicalize().unwrap_or(project_root);
+    if config_path.is_none() {
+        notes.push(format!(
+            "no {CONFIG_FILE_NAME} in {}: using defaults",
+            project_root.display()
+        ));
+    }
+
+    let mut base = EffectiveConfig::default();
+    let mut read_config = |path: &Path, problems: &mut Problems| -> Option<ConfigFile> {
+        match std::fs::read_to_string(path) {
+            Err(e) => {
+                problems.push(Problem::in_file(path, format!("cannot read config: {e}")));
+                None
+            }
+            Ok(text) => {
+                let r = parse_config(path, &text);
+                texts.insert(path.to_path_buf(), text);
+                r.map_err(|p| problems.push(p)).ok()
+            }
+        }
+    };
+    let global_config_path = host.global_config_path().filter(|p| p.is_file());
+    let mut layer_problems: Vec<LayerProblem> = Vec::new();
+    if let Some(g) = &global_config_path {
+        if let Some(cfg) = read_config(g, &mut problems) {
+            layer_problems.extend(base.apply_file(&cfg, g, Layer::Global, &env));
+        }
+    }
+    if let Some(c) = &config_path {
+        if let Some(cfg) = read_config(c, &mut problems) {
+            layer_problems.extend(base.apply_file(&cfg, c, Layer::Project, &env));
+        }
+    }
+    layer_problems.extend(base.apply_env(&env));
+    let mut flagged = base.clone();
+    layer_problems.extend(flagged.apply_flags(options));
+    layer_problems.extend(flagged.validate());
+    push_layer_problems(&mut problems, layer_problems, &texts);
+
+    // --skip-cmd / --skip-readiness must name commands.
+    for (flag, names) in [
+        ("--skip-cmd", &options.skip_cmd),
+        ("--skip-readiness", &options.skip_readiness),
+    ] {
+        for n in names {
+            if !flagged.commands.contains_key(n) {
+                let known: Vec<&str> = flagged.commands.keys().map(String::as_str).collect();
+                problems.push(
+                    Problem::new(format!("{flag} `{n}`: no command of that name")).with_help(
+                        if known.is_empty() {
+                            "the config defines no commands".to_string()
+                        } else {
+                            format!("commands defined: {}", known.join(", "))
+                        },
+                    ),
+                );
+            }
+        }
+    }
+
+    // Discovery.
+    let mut candidates: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut explicit: BTreeSet<PathBuf> = BTreeSet::new();
+    if !options.paths.is_empty() {
+        for arg in &options.paths {
+            match resolve_arg(arg, &host.cwd, &project_root) {
+                Ok(found) => {
+                    if found.len() == 1 && found[0].is_file() && !Path::new(arg).is_dir() {
+                        explicit.extend(found.iter().cloned());
+                    }
+                    candidates.extend(found);
+                }
+                Err(e) => problems.push(Problem::new(e.to_string())),
+            }
+        }
+    } else if !flagged.supervisor.tests.value.is_empty() {
+        let (found, errors) = from_globs(&project_root, &flagged.supervisor.tests.value);
+        for e in errors {
+            let at = flagged.supervisor.tests.origin.clone();
+            problems.push(layer_problem_to_problem(
+                LayerProblem {
+                    message: format!("[supervisor] tests: {e}"),
+                    origin: at,
+                },
+                &texts,
+            ));
+        }
+        candidates.extend(found);
+    } else {
+        match walk_test_files(&project_root, false) {
+            Ok(found) => candidates.extend(found),
+            Err(e) => problems.push(Problem::new(e.to_string())),
+        }
+    }
+    let candidates: Vec<PathBuf> = candidates
+        .into_iter()
+        .map(|p| p.canonicalize().unwrap_or(p))
+        .collect();
+
+    // Parse candidates; keep root tests.
+    let mut files = TestFiles::default();
+    let mut roots: Vec<(PathBuf, String, Vec<String>)> = Vec::new();
+    for path in &candidates {
+        let Some(test) = files.get(path) else {
+            continue;
+        };
+        if test.include_only {
+            if explicit.contains(path) {
+                problems.push(Problem::in_file(
+                    path,
+                    "this file has `include_only = true`: it can only be included, not run as a root test",
+                ));
+            }
+            continue;
+        }
+        roots.push((path.clone(), test_name(test, path), test.tags.clone()));
+    }
+    let discovered = roots.len();
+    if candidates.is_empty() && problems.is_empty() {
+        problems.push(
+            Problem::new(format!(
+                "no root tests found under {}",
+                project_root.display()
+            ))
+            .with_help("test files are named `*.test.toml`; files starting with `_` and `include_only = true` files are not root tests"),
+        );
+    }
+    if !options.tags.is_empty() {
+        roots.retain(|(_, _, tags)| tags.iter().any(|t| options.tags.contains(t)));
+        if roots.is_empty() && discovered > 0 {
+            problems.push(Problem::new(format!(
+                "no root test carries any of the tags {}",
+                options.tags.join(", ")
+            )));
+        }
+    }
+    if let Some(shard) = options.shard {
+        roots = roots
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| shard.contains(*i))
+            .map(|(_, r)| r)
+            .collect();
+        if roots.is_empty() {
+            notes.push(format!("shard {shard} holds no root tests"));
+        }
+    }
+
+    // Each root test: plan, effective config, name and asset checks.
+    let mut tests = Vec::new();
+    for (path, name, tags) in roots {
+        let plan = match expand(&project_root, &path, &mut files) {
+            Ok(plan) => plan,
+            Err(ps) => {
+                problems.extend(ps);
+                continue;
+            }
+        };
+        let mut effective = base.clone();
+        let mut lps = Vec::new();
+        let text = files.text(&path).to_string();
+        texts.insert(path.clone(), text);
+        if let Some(test) = files.get(&path) {
+            lps.extend(effective.apply_test_overrides(
+                &test.overrides.provider,
+                &test.overrides.commands,
+                &path,
+            ));
+        }
+        lps.extend(effective.apply_flags(options));
+        lps.extend(effective.validate());
+        check_names(&effective, &plan, &project_root, &mut lps, &mut problems);
+        push_layer_problems(&mut problems, lps, &texts);
+        check_plan(
+            &effective,
+            &plan,
+            &project_root,
+            &path,
+            options,
+            &mut problems,
+        );
+        tests.push(RootTest {
+            rel_path: relative_to(&project_root, &path),
+            path,
+            name,
+            tags,
+            plan,
+            effective,
+        });
+    }
+    problems.extend(std::mem::take(&mut files.problems));
+    if !problems.is_empty() {
+        return Err(finish(problems, &host.cwd));
+    }
+    Ok(Suite {
+        project_root,
+        config_path,
+        global_config_path,
+        notes,
+        base: flagged,
+        tests,
+        discovered,
+    })
+}
+
+/// Every `${NAME}` in the config and in the plan's instructions must be known.
+fn check_names(
+    eff: &EffectiveConfig,
+    plan: &[PlannedStep],
+    root: &Path,
+    lps: &mut Vec<LayerProblem>,
+    problems: &mut Problems,
+) {
+    let mut known: BTreeSet<String> = BUILTIN_NAMES.iter().map(|s| s.to_string()).collect();
+    known.extend(eff.ports.keys().cloned());
+    known.extend(eff.env.keys().cloned());
+    known.extend(eff.secrets.keys().cloned());
+    let mut check =
+        |field: String, text: &str, origin: Option<super::layers::Origin>, extra: &[&str]| {
+            let mut k = known.clone();
+            k.extend(extra.iter().map(|s| s.to_string()));
+            if let Err(e) = check_known(text, &k) {
+                lps.push(LayerProblem {
+                    message: format!("{field}: {e}"),
+                    origin,
+                });
+            }
+        };
+    for (k, v) in &eff.env {
+        check(format!("env.{k}"), &v.value, v.origin.clone(), &[]);
+    }
+    if let Some(u) = &eff.provider.base_url.value {
+        check(
+            "provider.base_url".into(),
+            u,
+            eff.provider.base_url.origin.clone(),
+            &[],
+        );
+    }
+    if let Some(c) = &eff.provider.cmd.value {
+        check(
+            "provider.cmd".into(),
+            c,
+            eff.provider.cmd.origin.clone(),
+            &[],
+        );
+    }
+    for c in eff.commands.values() {
+        let o = c.origin.clone();
+        check(format!("commands.{}.cmd", c.name), &c.cmd, o.clone(), &[]);
+        if let Some(cwd) = &c.cwd {
+            check(format!("commands.{}.cwd", c.name), cwd, o.clone(), &[]);
+        }
+        for p in &c.readiness {
+            let (what, text) = match &p.kind {
+                ProbeKind::Http(t) => ("http", t),
+                ProbeKind::Tcp(t) => ("tcp", t),
+                ProbeKind::Log(t) => ("log", t),
+                ProbeKind::Exec(t) => ("exec", t),
+            };
+            check(
+                format!("commands.{}.readiness ({what})", c.name),
+                text,
+                o.clone(),
+                &[],
+            );
+        }
+    }
+    if let Some(cp) = &eff.checkpoint {
+        check(
+            "checkpoint.save".into(),
+            &cp.value.save,
+            cp.origin.clone(),
+            CHECKPOINT_NAMES,
+        );
+        check(
+            "checkpoint.restore".into(),
+            &cp.value.restore,
+            cp.origin.clone(),
+            CHECKPOINT_NAMES,
+        );
+    }
+    for s in plan {
+        if let Err(e) = check_known(&s.instruction, &known) {
+            problems.push(Problem::in_file(
+                &root.join(&s.source_file),
+                format!(
+                    "step {} (instruction #{} of this file): {e}",
+                    s.step_id, s.source_index
+                ),
+            ));
+        }
+    }
+}
+
+/// Assets, checkpoints and `--from-checkpoint` against one root test's plan.
+fn check_plan(
+    eff: &EffectiveConfig,
+    plan: &[PlannedStep],
+    root: &Path,
+    test: &Path,
+    options: &RunOptions,
+    problems: &mut Problems,
+) {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for s in plan {
+        let file = root.join(&s.source_file);
+        for e in check_assets(&s.instruction, &file) {
+            problems.push(Problem::in_file(
+                &file,
+                format!(
+                    "step {} (instruction #{} of this file): {e}",
+                    s.step_id, s.source_index
+                ),
+            ));
+        }
+        if let Some(cp) = &s.checkpoint {
+            if eff.checkpoint.is_none() {
+                problems.push(
+                    Problem::in_file(
+                        &file,
+                        format!("step {} sets `checkpoint = \"{cp}\"` but the config has no [checkpoint] table", s.step_id),
+                    )
+                    .with_help("add [checkpoint] with `save` and `restore` commands"),
+                );
+            }
+            if let Some(first) = seen.insert(cp, s.step_id) {
+                problems.push(Problem::in_file(
+                    test,
+                    format!(
+                        "checkpoint `{cp}` is set by both step {first} and step {} of this plan",
+                        s.step_id
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(name) = &options.from_checkpoint {
+        if !seen.contains_key(name.as_str()) {
+            let have: Vec<&str> = seen.keys().copied().collect();
+            problems.push(Problem::in_file(
+                test,
+                format!(
+                    "--from-checkpoint `{name}`: this test has no step with that checkpoint{}",
+                    if have.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (it has: {})", have.join(", "))
+                    }
+                ),
+            ));
+        }
+    }
+}
+
+fn layer_problem_to_problem(lp: LayerProblem, texts: &BTreeMap<PathBuf, String>) -> Problem {
+    match lp.origin {
+        Some(o) => match texts.get(&o.file) {
+            Some(text) => Problem::at(&o.file, text, o.span, lp.message),
+            None => Problem::in_file(&o.file, lp.message),
+        },
+        None => Problem::new(lp.message),
+    }
+}
+
+fn push_layer_problems(
+    problems: &mut Problems,
+    lps: Vec<LayerProblem>,
+    texts: &BTreeMap<PathBuf, String>,
+) {
+    for lp in lps {
+        problems.push(layer_problem_to_problem(lp, texts));
+    }
+}
+
+/// Dedupe (the same config problem shows up once per root test) and show paths relative to
+/// the working directory.
+fn finish(problems: Problems, cwd: &Path) -> Problems {
+    let cwd = cwd.canonicalize().unwrap_or(cwd.to_path_buf());
+    let mut out = Problems::default();
+    let mut seen = BTreeSet::new();
+    for mut p in problems.0 {
+        if let Some(f) = &p.file {
+            p.file = Some(relative_to(&cwd, f));
+        }
+        if let Some(l) = &mut p.location {
+            l.file = relative_to(&cwd, &l.file);
+        }
+        if seen.insert(p.to_string()) {
+            out.push(p);
+        }
+    }
+    out
+}
