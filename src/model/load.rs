@@ -144,6 +144,10 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
             layer_problems.extend(base.apply_file(&cfg, c, Layer::Project, &env));
         }
     }
+    if !problems.is_empty() {
+        // A config that does not parse makes every later check noise.
+        return Err(finish(problems, &host.cwd));
+    }
     layer_problems.extend(base.apply_env(&env));
     let mut flagged = base.clone();
     layer_problems.extend(flagged.apply_flags(options));
@@ -262,13 +266,8 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
     // Each root test: plan, effective config, name and asset checks.
     let mut tests = Vec::new();
     for (path, name, tags) in roots {
-        let plan = match expand(&project_root, &path, &mut files) {
-            Ok(plan) => plan,
-            Err(ps) => {
-                problems.extend(ps);
-                continue;
-            }
-        };
+        let (plan, plan_problems) = expand(&project_root, &path, &mut files);
+        problems.extend(plan_problems);
         let mut effective = base.clone();
         let mut lps = Vec::new();
         let text = files.text(&path).to_string();
@@ -282,7 +281,14 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         }
         lps.extend(effective.apply_flags(options));
         lps.extend(effective.validate());
-        check_names(&effective, &plan, &project_root, &mut lps, &mut problems);
+        check_names(
+            &effective,
+            &plan,
+            &project_root,
+            &files,
+            &mut lps,
+            &mut problems,
+        );
         push_layer_problems(&mut problems, lps, &texts);
         check_plan(
             &effective,
@@ -290,6 +296,7 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
             &project_root,
             &path,
             options,
+            &files,
             &mut problems,
         );
         tests.push(RootTest {
@@ -321,6 +328,7 @@ fn check_names(
     eff: &EffectiveConfig,
     plan: &[PlannedStep],
     root: &Path,
+    files: &TestFiles,
     lps: &mut Vec<LayerProblem>,
     problems: &mut Problems,
 ) {
@@ -395,13 +403,7 @@ fn check_names(
     }
     for s in plan {
         if let Err(e) = check_known(&s.instruction, &known) {
-            problems.push(Problem::in_file(
-                &root.join(&s.source_file),
-                format!(
-                    "step {} (instruction #{} of this file): {e}",
-                    s.step_id, s.source_index
-                ),
-            ));
+            problems.push(step_problem(root, files, s, format!("instruction: {e}")));
         }
     }
 }
@@ -413,26 +415,23 @@ fn check_plan(
     root: &Path,
     test: &Path,
     options: &RunOptions,
+    files: &TestFiles,
     problems: &mut Problems,
 ) {
     let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
     for s in plan {
         let file = root.join(&s.source_file);
         for e in check_assets(&s.instruction, &file) {
-            problems.push(Problem::in_file(
-                &file,
-                format!(
-                    "step {} (instruction #{} of this file): {e}",
-                    s.step_id, s.source_index
-                ),
-            ));
+            problems.push(step_problem(root, files, s, e.to_string()));
         }
         if let Some(cp) = &s.checkpoint {
             if eff.checkpoint.is_none() {
                 problems.push(
-                    Problem::in_file(
-                        &file,
-                        format!("step {} sets `checkpoint = \"{cp}\"` but the config has no [checkpoint] table", s.step_id),
+                    step_problem(
+                        root,
+                        files,
+                        s,
+                        format!("`checkpoint = \"{cp}\"` needs a [checkpoint] table in the config"),
                     )
                     .with_help("add [checkpoint] with `save` and `restore` commands"),
                 );
@@ -464,6 +463,12 @@ fn check_plan(
             ));
         }
     }
+}
+
+/// A problem pointing at a planned step's table in its file.
+fn step_problem(root: &Path, files: &TestFiles, s: &PlannedStep, message: String) -> Problem {
+    let file = root.join(&s.source_file);
+    Problem::at(&file, files.text(&file), s.source_span.clone(), message)
 }
 
 fn layer_problem_to_problem(lp: LayerProblem, texts: &BTreeMap<PathBuf, String>) -> Problem {

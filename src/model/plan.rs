@@ -32,6 +32,8 @@ pub struct PlannedStep {
     pub setup: bool,
     /// Bugatti 0.7 `skip = true`: not sent to the agent, counts as passed.
     pub skip: bool,
+    /// Byte span of the step's table in `source_file`, for error positions.
+    pub source_span: std::ops::Range<usize>,
 }
 
 impl PlannedStep {
@@ -57,6 +59,9 @@ pub struct TestFiles {
     parsed: BTreeMap<PathBuf, Option<TestFile>>,
     /// Problems from reading and parsing, each reported once however often the file is used.
     pub problems: Problems,
+    /// Include cycles already reported (as the sorted set of their files), so a cycle
+    /// reachable from several root tests is reported once.
+    reported_cycles: std::collections::BTreeSet<Vec<PathBuf>>,
 }
 
 impl TestFiles {
@@ -102,12 +107,9 @@ struct Expander<'a> {
     problems: Problems,
 }
 
-/// Expand the root test at absolute `file` into its flat plan.
-pub fn expand(
-    root: &Path,
-    file: &Path,
-    files: &mut TestFiles,
-) -> Result<Vec<PlannedStep>, Problems> {
+/// Expand the root test at absolute `file` into its flat plan. With problems, the plan holds
+/// the steps that could be expanded, so later checks still see them.
+pub fn expand(root: &Path, file: &Path, files: &mut TestFiles) -> (Vec<PlannedStep>, Problems) {
     let mut ex = Expander {
         root,
         files,
@@ -115,11 +117,7 @@ pub fn expand(
         problems: Problems::default(),
     };
     ex.file(file, &mut Vec::new());
-    if ex.problems.is_empty() {
-        Ok(ex.steps)
-    } else {
-        Err(ex.problems)
-    }
+    (ex.steps, ex.problems)
 }
 
 impl Expander<'_> {
@@ -172,6 +170,7 @@ impl Expander<'_> {
                         checkpoint,
                         setup,
                         skip,
+                        source_span: span.clone(),
                     });
                 }
                 Ok(StepKind::IncludePath(p)) => {
@@ -211,8 +210,13 @@ impl Expander<'_> {
                 .map(|s| self.rel(s).display().to_string())
                 .collect();
             chain.push(self.rel(target).display().to_string());
-            self.problems
-                .push(at(format!("include cycle: {}", chain.join(" -> "))));
+            let mut members: Vec<PathBuf> =
+                stack.iter().skip_while(|s| *s != target).cloned().collect();
+            members.sort();
+            if self.files.reported_cycles.insert(members) {
+                self.problems
+                    .push(at(format!("include cycle: {}", chain.join(" -> "))));
+            }
             return;
         }
         self.file(target, stack);
@@ -289,15 +293,13 @@ mod tests {
 
     fn expand_at(root: &Path, file: &Path) -> Result<Vec<PlannedStep>, Problems> {
         let mut files = TestFiles::default();
-        let r = expand(root, file, &mut files);
+        let (steps, p) = expand(root, file, &mut files);
         let mut problems = files.problems;
-        match r {
-            Ok(s) if problems.is_empty() => Ok(s),
-            Ok(_) => Err(problems),
-            Err(p) => {
-                problems.extend(p);
-                Err(problems)
-            }
+        problems.extend(p);
+        if problems.is_empty() {
+            Ok(steps)
+        } else {
+            Err(problems)
         }
     }
 
