@@ -113,8 +113,39 @@ impl Problem {
     /// A TOML parse/deserialize error, positioned when toml knows where.
     pub fn from_toml(file: &Path, text: &str, err: &toml::de::Error) -> Self {
         let message = err.message().trim().to_string();
-        Problem::at_opt(file, text, err.span(), message)
+        let help = suggestion(&message);
+        let p = Problem::at_opt(file, text, err.span(), message);
+        match help {
+            Some(h) => p.with_help(h),
+            None => p,
+        }
     }
+}
+
+/// For serde's "unknown field `x`, expected one of `a`, `b`": the closest expected name.
+fn suggestion(message: &str) -> Option<String> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (unknown, rest) = rest.split_once('`')?;
+    let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    let (best, dist) = expected
+        .iter()
+        .map(|e| (*e, edit_distance(unknown, e)))
+        .min_by_key(|(_, d)| *d)?;
+    (dist <= 3.max(unknown.len() / 3)).then(|| format!("did you mean `{best}`?"))
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur.push(sub.min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 impl fmt::Display for Problem {
@@ -235,6 +266,15 @@ mod tests {
         assert!(out.contains("error: one"));
         assert!(out.contains("--> x"));
         assert!(out.ends_with("2 problems found; nothing was run"));
+    }
+
+    #[test]
+    fn unknown_field_gets_a_did_you_mean() {
+        let err = toml::from_str::<crate::model::config::ConfigFile>("[provider]\nnmae = 1\n")
+            .unwrap_err();
+        let p = Problem::from_toml(Path::new("c.toml"), "[provider]\nnmae = 1\n", &err);
+        assert_eq!(p.help.as_deref(), Some("did you mean `name`?"));
+        assert_eq!(suggestion("unknown field `zzzzzzzz`, expected `a`"), None);
     }
 
     #[test]

@@ -1042,3 +1042,352 @@ fn dependency_cycle(commands: &BTreeMap<String, CommandConfig>) -> Option<Vec<St
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::config::parse_config;
+
+    fn cfg(text: &str) -> ConfigFile {
+        parse_config(Path::new("c.toml"), text).expect("parses")
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn apply(text: &str) -> (EffectiveConfig, Vec<String>) {
+        let mut e = EffectiveConfig::default();
+        let mut ps = e.apply_file(&cfg(text), Path::new("c.toml"), Layer::Project, &no_env);
+        ps.extend(e.validate());
+        (e, ps.into_iter().map(|p| p.message).collect())
+    }
+
+    #[test]
+    fn defaults_when_nothing_is_set() {
+        let e = EffectiveConfig::default();
+        assert_eq!(e.provider.name.value, "claude-code");
+        assert_eq!(e.provider.step_timeout_secs.value, 300);
+        assert_eq!(e.supervisor.jobs.value, 4);
+        assert_eq!(e.supervisor.artifact_dir.value, ".bugatti");
+        assert!(e.rows().iter().all(|r| r.2 == Layer::Default));
+    }
+
+    #[test]
+    fn each_layer_wins_over_the_one_below_field_by_field() {
+        let mut e = EffectiveConfig::default();
+        let global = cfg(
+            "[provider]\nname = \"codex\"\nstep_timeout_secs = 10\nextra_system_prompt = \"g\"\n",
+        );
+        let project = cfg("[provider]\nstep_timeout_secs = 20\nbase_url = \"http://p\"\n[commands.s]\nkind = \"long_lived\"\ncmd = \"a\"\n");
+        assert!(e
+            .apply_file(&global, Path::new("g.toml"), Layer::Global, &no_env)
+            .is_empty());
+        assert!(e
+            .apply_file(&project, Path::new("p.toml"), Layer::Project, &no_env)
+            .is_empty());
+        let env = |k: &str| match k {
+            "BUGATTI_BASE_URL" => Some("http://env".to_string()),
+            "BUGATTI_PROVIDER" => Some("shell".to_string()),
+            _ => None,
+        };
+        assert!(e.apply_env(&env).is_empty());
+        let over = crate::model::test_file::parse_test_file(
+            Path::new("t.test.toml"),
+            "[overrides.provider]\nextra_system_prompt = \"t\"\n[overrides.commands.s]\ncmd = \"b\"\n",
+        )
+        .expect("parses");
+        assert!(e
+            .apply_test_overrides(
+                &over.overrides.provider,
+                &over.overrides.commands,
+                Path::new("t.test.toml")
+            )
+            .is_empty());
+        let flags = RunOptions {
+            step_timeout: Some(30),
+            jobs: Some(2),
+            ..Default::default()
+        };
+        assert!(e.apply_flags(&flags).is_empty());
+        let p = &e.provider;
+        assert_eq!(
+            (p.name.value.as_str(), p.name.source),
+            ("shell", Layer::Env)
+        );
+        assert_eq!(
+            (p.step_timeout_secs.value, p.step_timeout_secs.source),
+            (30, Layer::Flag)
+        );
+        assert_eq!(p.base_url.value.as_deref(), Some("http://env"));
+        assert_eq!(p.extra_system_prompt.source, Layer::Test);
+        assert_eq!(p.agent_args.source, Layer::Default);
+        assert_eq!(e.supervisor.jobs.source, Layer::Flag);
+        let s = &e.commands["s"];
+        assert_eq!((s.cmd.as_str(), s.source_of("cmd")), ("b", Layer::Test));
+        assert_eq!(s.source_of("kind"), Layer::Project);
+        assert_eq!(s.source_of("stop_signal"), Layer::Default);
+        let rows = e.rows();
+        assert!(
+            rows.contains(&("commands.s.cmd".into(), "b".into(), Layer::Test)),
+            "{rows:?}"
+        );
+        assert!(rows.contains(&("provider.name".into(), "shell".into(), Layer::Env)));
+    }
+
+    #[test]
+    fn bad_env_and_flag_values_are_problems() {
+        let mut e = EffectiveConfig::default();
+        let env = |k: &str| match k {
+            "BUGATTI_STEP_TIMEOUT" => Some("soon".to_string()),
+            "BUGATTI_PROVIDER" => Some("gpt".to_string()),
+            _ => None,
+        };
+        let ps: Vec<String> = e.apply_env(&env).into_iter().map(|p| p.message).collect();
+        assert!(
+            ps.iter()
+                .any(|m| m.contains("BUGATTI_STEP_TIMEOUT=`soon` is not a whole number")),
+            "{ps:?}"
+        );
+        assert!(
+            ps.iter()
+                .any(|m| m.contains("BUGATTI_PROVIDER=`gpt` is not a provider")),
+            "{ps:?}"
+        );
+        let flags = RunOptions {
+            provider: Some("nope".into()),
+            jobs: Some(0),
+            step_timeout: Some(0),
+            timeout: Some(0),
+            ..Default::default()
+        };
+        let ps: Vec<String> = e
+            .apply_flags(&flags)
+            .into_iter()
+            .map(|p| p.message)
+            .collect();
+        assert_eq!(ps.len(), 4, "{ps:?}");
+        assert!(ps[0].starts_with("--provider `nope` is not a provider"));
+    }
+
+    #[test]
+    fn unknown_provider_and_command_provider_without_cmd() {
+        let (_, ps) = apply("[provider]\nname = \"gpt\"\n");
+        assert!(ps[0].starts_with("unknown provider `gpt`"), "{ps:?}");
+        let (_, ps) = apply("[provider]\nname = \"command\"\n");
+        assert_eq!(
+            ps,
+            vec!["provider `command` needs `[provider] cmd`, the program to run"]
+        );
+        let (_, ps) = apply("[supervisor]\nmax_parallel = 0\n");
+        assert_eq!(ps, vec!["`max_parallel` must be at least 1"]);
+    }
+
+    #[test]
+    fn secrets_resolve_from_env_and_missing_ones_are_named() {
+        let mut e = EffectiveConfig::default();
+        let c = cfg(
+            "[secrets]\nA = { from_env = \"HAVE\" }\nB = { from_env = \"MISSING\" }\nC = \"lit\"\n",
+        );
+        let env = |k: &str| (k == "HAVE").then(|| "s3cret".to_string());
+        let ps = e.apply_file(&c, Path::new("c.toml"), Layer::Project, &env);
+        assert_eq!(ps.len(), 1);
+        assert_eq!(
+            ps[0].message,
+            "secret `B` is read from environment variable `MISSING`, which is not set"
+        );
+        assert!(ps[0].origin.is_some());
+        assert_eq!(e.secrets["A"].value.value, "s3cret");
+        assert_eq!(e.secrets["C"].value.value, "lit");
+        let shown = format!("{:?} {:?}", e.secrets, e.rows());
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("lit\""),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn commands_need_kind_and_cmd() {
+        let (_, ps) = apply("[commands.a]\ntimeout_secs = 3\n");
+        assert_eq!(
+            ps,
+            vec![
+                "command `a` needs `kind` (\"short_lived\" or \"long_lived\")",
+                "command `a` needs `cmd`, the shell command to run"
+            ]
+        );
+    }
+
+    #[test]
+    fn bugatti_readiness_urls_merge_into_http_probes() {
+        let (e, ps) = apply(
+            "[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\nreadiness_url = \"http://a\"\nreadiness_urls = [\"http://a\", \"http://b\"]\nreadiness_timeout_secs = 7\n",
+        );
+        assert!(ps.is_empty(), "{ps:?}");
+        let probes = &e.commands["s"].readiness;
+        assert_eq!(probes.len(), 2);
+        assert_eq!(probes[0].kind, ProbeKind::Http("http://a".into()));
+        assert_eq!(probes[1].kind, ProbeKind::Http("http://b".into()));
+        assert!(probes
+            .iter()
+            .all(|p| p.timeout_secs == 7 && p.interval_ms == 50));
+    }
+
+    #[test]
+    fn explicit_readiness_probe_kinds_and_defaults() {
+        for (text, kind) in [
+            (
+                "{ tcp = \"127.0.0.1:1\" }",
+                ProbeKind::Tcp("127.0.0.1:1".into()),
+            ),
+            (
+                "{ log = \"listening on .*\" }",
+                ProbeKind::Log("listening on .*".into()),
+            ),
+            ("{ exec = \"true\" }", ProbeKind::Exec("true".into())),
+        ] {
+            let (e, ps) = apply(&format!(
+                "[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\nreadiness = {text}\n"
+            ));
+            assert!(ps.is_empty(), "{ps:?}");
+            assert_eq!(
+                e.commands["s"].readiness,
+                vec![ReadinessProbe {
+                    kind,
+                    interval_ms: 50,
+                    timeout_secs: 60
+                }]
+            );
+        }
+    }
+
+    #[test]
+    fn readiness_mistakes_are_refused() {
+        let base = "[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\n";
+        for (extra, want) in [
+            (
+                "readiness = { http = \"a\", tcp = \"b\" }\n",
+                "exactly one of `http`, `tcp`, `log`, `exec`",
+            ),
+            ("readiness = {}\n", "exactly one of"),
+            (
+                "readiness = { http = \"a\" }\nreadiness_url = \"b\"\n",
+                "not both",
+            ),
+            (
+                "readiness = { http = \"a\" }\nreadiness_timeout_secs = 3\n",
+                "set `timeout_secs` inside it",
+            ),
+            (
+                "readiness = { log = \"(\" }\n",
+                "readiness `log` is not a valid regex",
+            ),
+            (
+                "readiness = { http = \"a\", interval_ms = 0 }\n",
+                "`interval_ms` must be at least 1",
+            ),
+        ] {
+            let (_, ps) = apply(&format!("{base}{extra}"));
+            assert_eq!(ps.len(), 1, "{extra}: {ps:?}");
+            assert!(ps[0].starts_with("command `s`: "), "{ps:?}");
+            assert!(ps[0].contains(want), "{extra}: {ps:?}");
+        }
+        let (_, ps) = apply("[commands.m]\nkind = \"short_lived\"\ncmd = \"x\"\nreadiness_url = \"u\"\nrestart = \"always\"\n");
+        assert_eq!(ps.len(), 2, "{ps:?}");
+        assert!(ps[0].contains("readiness checks apply to long_lived commands only"));
+        assert!(ps[1].contains("`restart` applies to long_lived commands only"));
+    }
+
+    #[test]
+    fn stop_signals_are_normalized_and_checked() {
+        assert_eq!(normalize_signal("TERM").as_deref(), Some("SIGTERM"));
+        assert_eq!(normalize_signal("sigint").as_deref(), Some("SIGINT"));
+        assert_eq!(normalize_signal("SIGNOPE"), None);
+        let (e, ps) =
+            apply("[commands.a]\nkind = \"long_lived\"\ncmd = \"x\"\nstop_signal = \"INT\"\n");
+        assert!(ps.is_empty());
+        assert_eq!(e.commands["a"].stop_signal, "SIGINT");
+        assert_eq!(
+            e.commands["a"].signal(),
+            Some(nix::sys::signal::Signal::SIGINT)
+        );
+        let (_, ps) =
+            apply("[commands.a]\nkind = \"long_lived\"\ncmd = \"x\"\nstop_signal = \"SIGSTOPP\"\n");
+        assert!(
+            ps[0].contains("`stop_signal = \"SIGSTOPP\"` is not a signal name"),
+            "{ps:?}"
+        );
+    }
+
+    #[test]
+    fn depends_on_must_exist_without_cycles_and_respect_scope() {
+        let c = |n: &str, deps: &str, scope: &str| {
+            format!("[commands.{n}]\nkind = \"long_lived\"\ncmd = \"x\"\ndepends_on = [{deps}]\nscope = \"{scope}\"\n")
+        };
+        let (_, ps) = apply(&c("a", "\"ghost\"", "test"));
+        assert_eq!(
+            ps,
+            vec!["command `a` depends on `ghost`, which is not defined (defined: a)"]
+        );
+        let (_, ps) = apply(&format!(
+            "{}{}{}",
+            c("a", "\"b\"", "test"),
+            c("b", "\"c\"", "test"),
+            c("c", "\"a\"", "test")
+        ));
+        assert_eq!(
+            ps,
+            vec!["commands depend on each other in a cycle: a -> b -> c -> a"]
+        );
+        let (_, ps) = apply(&c("a", "\"a\"", "test"));
+        assert_eq!(ps, vec!["command `a` depends on itself"]);
+        let (_, ps) = apply(&format!(
+            "{}{}",
+            c("a", "\"b\"", "suite"),
+            c("b", "", "test")
+        ));
+        assert_eq!(
+            ps,
+            vec!["suite-scoped command `a` cannot depend on `b`, which is scoped per test"]
+        );
+    }
+
+    #[test]
+    fn overriding_an_undefined_command_is_refused() {
+        let mut e = EffectiveConfig::default();
+        let t = crate::model::test_file::parse_test_file(
+            Path::new("t.test.toml"),
+            "[overrides.commands.ghost]\ncmd = \"x\"\n",
+        )
+        .expect("parses");
+        let ps = e.apply_test_overrides(
+            &t.overrides.provider,
+            &t.overrides.commands,
+            Path::new("t.test.toml"),
+        );
+        assert_eq!(
+            ps[0].message,
+            "`[overrides.commands.ghost]` overrides a command that is not defined in the config (no commands are defined)"
+        );
+    }
+
+    #[test]
+    fn a_lone_readiness_timeout_override_retimes_existing_probes() {
+        let (mut e, _) =
+            apply("[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\nreadiness_url = \"u\"\n");
+        let t = crate::model::test_file::parse_test_file(
+            Path::new("t.test.toml"),
+            "[overrides.commands.s]\nreadiness_timeout_secs = 5\n",
+        )
+        .expect("parses");
+        assert!(e
+            .apply_test_overrides(
+                &t.overrides.provider,
+                &t.overrides.commands,
+                Path::new("t.test.toml")
+            )
+            .is_empty());
+        assert_eq!(e.commands["s"].readiness[0].timeout_secs, 5);
+        assert_eq!(e.commands["s"].source_of("readiness"), Layer::Test);
+    }
+}
