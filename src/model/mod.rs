@@ -1,3 +1,19 @@
 //! Pure data and pure functions: what the user wrote, validated and expanded.
+//!
+//! `load::load_suite` is the entry point: config files ([`config`]) merged into layers
+//! ([`layers`]), test files ([`test_file`]) found by [`discovery`] and expanded into plans
+//! ([`plan`]), with names ([`substitute`]) and [`assets`] checked; every problem collected in
+//! [`diagnostics`].
 
+pub mod assets;
+pub mod config;
+pub mod diagnostics;
+pub mod discovery;
+pub mod layers;
+pub mod load;
+pub mod options;
 pub mod outcome;
+pub mod paths;
+pub mod plan;
+pub mod substitute;
+pub mod test_file;

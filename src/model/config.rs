@@ -1,0 +1,347 @@
+//! The project / global config file (`bugatti.config.toml`, SPEC §3) exactly as written: every
+//! table and field, unknown fields rejected with file:line:col. Merging into effective values
+//! with defaults is `layers`' job; this module only parses.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use toml::Spanned;
+
+use super::diagnostics::Problem;
+
+/// A whole config file. Every field optional: absent means "not set in this layer".
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    #[serde(default)]
+    pub provider: ProviderSection,
+    #[serde(default)]
+    pub supervisor: SupervisorSection,
+    #[serde(default)]
+    pub env: BTreeMap<String, Spanned<String>>,
+    #[serde(default)]
+    pub secrets: BTreeMap<String, Spanned<SecretSpec>>,
+    #[serde(default)]
+    pub ports: BTreeMap<String, Spanned<PortSpec>>,
+    #[serde(default)]
+    pub commands: BTreeMap<String, Spanned<CommandSection>>,
+    pub checkpoint: Option<Spanned<CheckpointSection>>,
+}
+
+/// `[provider]`, also the shape of a test's `[overrides.provider]`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderSection {
+    pub name: Option<Spanned<String>>,
+    pub extra_system_prompt: Option<String>,
+    pub agent_args: Option<Vec<String>>,
+    pub cmd: Option<Spanned<String>>,
+    pub step_timeout_secs: Option<u64>,
+    pub base_url: Option<Spanned<String>>,
+    pub strict_warnings: Option<bool>,
+}
+
+/// `[supervisor]`: defaults for the options of `start` / `test`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SupervisorSection {
+    pub max_parallel: Option<Spanned<usize>>,
+    pub tests: Option<Spanned<Vec<String>>>,
+    pub artifact_dir: Option<String>,
+    pub retries: Option<u32>,
+    pub keep_workspace: Option<KeepWorkspace>,
+    pub fail_fast: Option<bool>,
+    /// Whole-invocation deadline, like `--timeout`.
+    pub timeout_secs: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum KeepWorkspace {
+    Always,
+    Never,
+    #[default]
+    OnFailure,
+}
+
+impl KeepWorkspace {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KeepWorkspace::Always => "always",
+            KeepWorkspace::Never => "never",
+            KeepWorkspace::OnFailure => "on-failure",
+        }
+    }
+}
+
+/// A `[secrets]` value: `{ from_env = "VAR" }`, or a literal string (discouraged: it then sits
+/// in the config file, but it is still redacted from every artifact).
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(untagged)]
+pub enum SecretSpec {
+    Literal(String),
+    FromEnv(FromEnv),
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct FromEnv {
+    pub from_env: String,
+}
+
+/// A `[ports]` value: `"auto"` (a free loopback port per session) or a fixed port number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PortSpec {
+    Auto,
+    Fixed(u16),
+}
+
+impl<'de> Deserialize<'de> for PortSpec {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Text(String),
+            Number(i64),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Text(s) if s == "auto" => Ok(PortSpec::Auto),
+            Raw::Text(s) => Err(serde::de::Error::custom(format!(
+                "port must be \"auto\" or a number from 1 to 65535, not \"{s}\""
+            ))),
+            Raw::Number(n) if (1..=65535).contains(&n) => Ok(PortSpec::Fixed(n as u16)),
+            Raw::Number(n) => Err(serde::de::Error::custom(format!(
+                "port must be \"auto\" or a number from 1 to 65535, not {n}"
+            ))),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandKind {
+    ShortLived,
+    LongLived,
+}
+
+impl CommandKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommandKind::ShortLived => "short_lived",
+            CommandKind::LongLived => "long_lived",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestartPolicy {
+    #[default]
+    Never,
+    OnFailure,
+    Always,
+}
+
+impl RestartPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RestartPolicy::Never => "never",
+            RestartPolicy::OnFailure => "on-failure",
+            RestartPolicy::Always => "always",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandScope {
+    #[default]
+    Test,
+    Suite,
+}
+
+impl CommandScope {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CommandScope::Test => "test",
+            CommandScope::Suite => "suite",
+        }
+    }
+}
+
+/// `readiness = { http | tcp | log | exec = "...", interval_ms, timeout_secs }`.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ReadinessSection {
+    pub http: Option<String>,
+    pub tcp: Option<String>,
+    pub log: Option<String>,
+    pub exec: Option<String>,
+    pub interval_ms: Option<u64>,
+    pub timeout_secs: Option<u64>,
+}
+
+/// `[commands.NAME]`, also the shape of `[overrides.commands.NAME]` (where `kind` is refused).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct CommandSection {
+    pub kind: Option<CommandKind>,
+    pub cmd: Option<String>,
+    pub cwd: Option<String>,
+    pub depends_on: Option<Vec<String>>,
+    pub timeout_secs: Option<u64>,
+    pub readiness_url: Option<String>,
+    pub readiness_urls: Option<Vec<String>>,
+    pub readiness_timeout_secs: Option<u64>,
+    pub readiness: Option<ReadinessSection>,
+    pub restart: Option<RestartPolicy>,
+    pub max_restarts: Option<u32>,
+    pub restart_window_secs: Option<u64>,
+    pub backoff_ms: Option<u64>,
+    pub stop_signal: Option<String>,
+    pub stop_timeout_secs: Option<u64>,
+    pub pty: Option<bool>,
+    pub scope: Option<CommandScope>,
+}
+
+/// `[checkpoint]` (Bugatti's): save / restore commands run at step boundaries.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct CheckpointSection {
+    pub save: String,
+    pub restore: String,
+    pub timeout_secs: Option<u64>,
+}
+
+/// Parse a config file's text; `path` is only for the error's location.
+pub fn parse_config(path: &Path, text: &str) -> Result<ConfigFile, Problem> {
+    toml::from_str(text).map_err(|e| Problem::from_toml(path, text, &e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<ConfigFile, Problem> {
+        parse_config(Path::new("bugatti.config.toml"), text)
+    }
+
+    #[test]
+    fn empty_file_is_all_unset() {
+        assert_eq!(parse("").unwrap(), ConfigFile::default());
+    }
+
+    #[test]
+    fn full_spec_example_parses() {
+        let cfg = parse(include_str!("../../config/bugatti.config.toml")).unwrap();
+        assert!(cfg.commands.contains_key("server"));
+        assert!(cfg.checkpoint.is_none() || cfg.checkpoint.is_some());
+    }
+
+    #[test]
+    fn unknown_field_names_file_line_and_column() {
+        let p = parse("[provider]\nname = \"shell\"\nstep_timout_secs = 3\n").unwrap_err();
+        assert!(
+            p.message.contains("unknown field `step_timout_secs`"),
+            "{}",
+            p.message
+        );
+        let loc = p.location.expect("location");
+        assert_eq!((loc.line, loc.col), (3, 1));
+        assert_eq!(loc.file, Path::new("bugatti.config.toml"));
+    }
+
+    #[test]
+    fn unknown_table_is_an_error() {
+        let p = parse("[provder]\nname = \"x\"\n").unwrap_err();
+        assert!(
+            p.message.contains("unknown field `provder`"),
+            "{}",
+            p.message
+        );
+    }
+
+    #[test]
+    fn wrong_type_is_an_error_with_position() {
+        let p = parse("[supervisor]\nmax_parallel = \"four\"\n").unwrap_err();
+        assert!(p.message.contains("invalid type"), "{}", p.message);
+        assert_eq!(p.location.unwrap().line, 2);
+    }
+
+    #[test]
+    fn bad_enum_values_are_errors() {
+        let p = parse("[commands.a]\nkind = \"forever\"\ncmd = \"x\"\n").unwrap_err();
+        assert!(
+            p.message.contains("unknown variant `forever`"),
+            "{}",
+            p.message
+        );
+        let p = parse("[commands.a]\nrestart = \"sometimes\"\n").unwrap_err();
+        assert!(p.message.contains("sometimes"), "{}", p.message);
+        let p = parse("[supervisor]\nkeep_workspace = \"maybe\"\n").unwrap_err();
+        assert!(p.message.contains("maybe"), "{}", p.message);
+    }
+
+    #[test]
+    fn ports_accept_auto_or_number_only() {
+        let cfg = parse("[ports]\nA = \"auto\"\nB = 8080\n").unwrap();
+        assert_eq!(cfg.ports["A"].get_ref(), &PortSpec::Auto);
+        assert_eq!(cfg.ports["B"].get_ref(), &PortSpec::Fixed(8080));
+        let p = parse("[ports]\nA = 70000\n").unwrap_err();
+        assert!(
+            p.message.contains("from 1 to 65535, not 70000"),
+            "{}",
+            p.message
+        );
+        let p = parse("[ports]\nA = \"any\"\n").unwrap_err();
+        assert!(p.message.contains("not \"any\""), "{}", p.message);
+    }
+
+    #[test]
+    fn secrets_from_env_or_literal() {
+        let cfg = parse("[secrets]\nA = { from_env = \"X\" }\nB = \"lit\"\n").unwrap();
+        assert_eq!(
+            cfg.secrets["A"].get_ref(),
+            &SecretSpec::FromEnv(FromEnv {
+                from_env: "X".into()
+            })
+        );
+        assert_eq!(
+            cfg.secrets["B"].get_ref(),
+            &SecretSpec::Literal("lit".into())
+        );
+    }
+
+    #[test]
+    fn bugatti_07_config_is_accepted_as_is() {
+        let text = r#"
+[provider]
+name = "claude-code"
+extra_system_prompt = "Use the browser for UI tests."
+agent_args = ["--dangerously-skip-permissions"]
+step_timeout_secs = 300
+strict_warnings = true
+base_url = "http://localhost:3000"
+
+[commands.install]
+kind = "short_lived"
+cmd = "pnpm install"
+
+[commands.server]
+kind = "long_lived"
+cmd = "npm start"
+readiness_url = "http://localhost:3000/health"
+readiness_urls = ["http://localhost:3000/api"]
+readiness_timeout_secs = 60
+
+[checkpoint]
+save = "./scripts/checkpoint.sh save"
+restore = "./scripts/checkpoint.sh restore"
+timeout_secs = 180
+"#;
+        let cfg = parse(text).unwrap();
+        assert_eq!(cfg.provider.strict_warnings, Some(true));
+        assert_eq!(cfg.checkpoint.unwrap().get_ref().timeout_secs, Some(180));
+    }
+}

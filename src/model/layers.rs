@@ -1,0 +1,1393 @@
+//! The effective configuration of one root test: SPEC §3 merged field by field over the layers
+//! defaults < global config < project config < `BUGATTI_*` env < test `[overrides]` < flags,
+//! each value remembering the layer (and, when it came from a file, the place) it came from.
+//!
+//! Harness commands are normalized here too: readiness forms become one list of probes, signal
+//! names are checked, `depends_on` must name existing commands without cycles.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use toml::Spanned;
+
+use super::config::{
+    CheckpointSection, CommandKind, CommandScope, CommandSection, ConfigFile, KeepWorkspace,
+    PortSpec, ProviderSection, RestartPolicy, SecretSpec,
+};
+use super::options::RunOptions;
+
+/// Where a value came from, lowest precedence first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Layer {
+    Default,
+    Global,
+    Project,
+    Env,
+    Test,
+    Flag,
+}
+
+impl Layer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Default => "default",
+            Layer::Global => "global config",
+            Layer::Project => "project config",
+            Layer::Env => "environment",
+            Layer::Test => "test overrides",
+            Layer::Flag => "command line",
+        }
+    }
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A place in a file: for error messages about a value after parsing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub span: Range<usize>,
+}
+
+/// A value and the layer it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub source: Layer,
+    pub origin: Option<Origin>,
+}
+
+impl<T> Sourced<T> {
+    pub fn default_value(value: T) -> Self {
+        Sourced {
+            value,
+            source: Layer::Default,
+            origin: None,
+        }
+    }
+    fn set(&mut self, value: T, source: Layer, origin: Option<Origin>) {
+        *self = Sourced {
+            value,
+            source,
+            origin,
+        };
+    }
+}
+
+pub const DEFAULT_PROVIDER: &str = "claude-code";
+pub const DEFAULT_STEP_TIMEOUT_SECS: u64 = 300;
+pub const DEFAULT_JOBS: usize = 4;
+pub const DEFAULT_ARTIFACT_DIR: &str = ".bugatti";
+pub const DEFAULT_READINESS_INTERVAL_MS: u64 = 50;
+pub const DEFAULT_READINESS_TIMEOUT_SECS: u64 = 60;
+pub const DEFAULT_MAX_RESTARTS: u32 = 3;
+pub const DEFAULT_RESTART_WINDOW_SECS: u64 = 60;
+pub const DEFAULT_BACKOFF_MS: u64 = 200;
+pub const DEFAULT_STOP_SIGNAL: &str = "SIGTERM";
+pub const DEFAULT_STOP_TIMEOUT_SECS: u64 = 5;
+pub const DEFAULT_CHECKPOINT_TIMEOUT_SECS: u64 = 120;
+pub const PROVIDERS: &[&str] = &["claude-code", "codex", "command", "shell"];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderSettings {
+    pub name: Sourced<String>,
+    pub extra_system_prompt: Sourced<Option<String>>,
+    pub agent_args: Sourced<Vec<String>>,
+    /// Provider `command` only: the program to run.
+    pub cmd: Sourced<Option<String>>,
+    pub step_timeout_secs: Sourced<u64>,
+    pub base_url: Sourced<Option<String>>,
+    pub strict_warnings: Sourced<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SupervisorSettings {
+    /// `[supervisor] max_parallel` / `--jobs`.
+    pub jobs: Sourced<usize>,
+    /// Discovery globs, relative to the project root; empty = the whole root.
+    pub tests: Sourced<Vec<String>>,
+    pub artifact_dir: Sourced<String>,
+    pub retries: Sourced<u32>,
+    pub keep_workspace: Sourced<KeepWorkspace>,
+    pub fail_fast: Sourced<bool>,
+    /// Whole-invocation deadline in seconds (`--timeout`).
+    pub timeout_secs: Sourced<Option<u64>>,
+}
+
+/// A resolved secret. Its Debug never shows the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret {
+    /// The environment variable it was read from; None for a literal in the config.
+    pub from_env: Option<String>,
+    pub value: String,
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Secret")
+            .field("from_env", &self.from_env)
+            .field("value", &"[REDACTED]")
+            .finish()
+    }
+}
+
+/// One readiness probe of a long-lived command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProbeKind {
+    /// Ready when a GET answers 2xx or 3xx.
+    Http(String),
+    /// Ready when a TCP connect to `host:port` succeeds.
+    Tcp(String),
+    /// Ready when a line of the command's output matches this regex (validated).
+    Log(String),
+    /// Ready when this shell command exits 0.
+    Exec(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadinessProbe {
+    pub kind: ProbeKind,
+    pub interval_ms: u64,
+    pub timeout_secs: u64,
+}
+
+/// A harness command with every layer applied and defaults filled in: plain data until spawn.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandConfig {
+    pub name: String,
+    pub kind: CommandKind,
+    pub cmd: String,
+    pub cwd: Option<String>,
+    pub depends_on: Vec<String>,
+    pub timeout_secs: Option<u64>,
+    /// All must pass; empty = ready as soon as spawned.
+    pub readiness: Vec<ReadinessProbe>,
+    pub restart: RestartPolicy,
+    pub max_restarts: u32,
+    pub restart_window_secs: u64,
+    pub backoff_ms: u64,
+    /// Normalized `SIGxxx` name, known to be a valid signal.
+    pub stop_signal: String,
+    pub stop_timeout_secs: u64,
+    pub pty: bool,
+    pub scope: CommandScope,
+    /// Layer of each field that was set explicitly (fields absent here are defaults).
+    pub field_sources: BTreeMap<String, Layer>,
+    /// The `[commands.NAME]` table that defined it (and, later, the override that changed it).
+    pub origin: Option<Origin>,
+}
+
+impl CommandConfig {
+    pub fn source_of(&self, field: &str) -> Layer {
+        self.field_sources
+            .get(field)
+            .copied()
+            .unwrap_or(Layer::Default)
+    }
+
+    /// The stop signal as a nix Signal (always valid: checked at load).
+    pub fn signal(&self) -> Option<nix::sys::signal::Signal> {
+        nix::sys::signal::Signal::from_str(&self.stop_signal).ok()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointConfig {
+    pub save: String,
+    pub restore: String,
+    pub timeout_secs: u64,
+}
+
+/// Everything of SPEC §3 that applies to one root test.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EffectiveConfig {
+    pub provider: ProviderSettings,
+    pub supervisor: SupervisorSettings,
+    pub env: BTreeMap<String, Sourced<String>>,
+    pub secrets: BTreeMap<String, Sourced<Secret>>,
+    pub ports: BTreeMap<String, Sourced<PortSpec>>,
+    pub commands: BTreeMap<String, CommandConfig>,
+    pub checkpoint: Option<Sourced<CheckpointConfig>>,
+}
+
+/// A problem found while layering, before it gets a rendered position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerProblem {
+    pub message: String,
+    pub origin: Option<Origin>,
+}
+
+fn problem(message: impl Into<String>, origin: Option<Origin>) -> LayerProblem {
+    LayerProblem {
+        message: message.into(),
+        origin,
+    }
+}
+
+impl Default for EffectiveConfig {
+    fn default() -> Self {
+        EffectiveConfig {
+            provider: ProviderSettings {
+                name: Sourced::default_value(DEFAULT_PROVIDER.to_string()),
+                extra_system_prompt: Sourced::default_value(None),
+                agent_args: Sourced::default_value(Vec::new()),
+                cmd: Sourced::default_value(None),
+                step_timeout_secs: Sourced::default_value(DEFAULT_STEP_TIMEOUT_SECS),
+                base_url: Sourced::default_value(None),
+                strict_warnings: Sourced::default_value(false),
+            },
+            supervisor: SupervisorSettings {
+                jobs: Sourced::default_value(DEFAULT_JOBS),
+                tests: Sourced::default_value(Vec::new()),
+                artifact_dir: Sourced::default_value(DEFAULT_ARTIFACT_DIR.to_string()),
+                retries: Sourced::default_value(0),
+                keep_workspace: Sourced::default_value(KeepWorkspace::OnFailure),
+                fail_fast: Sourced::default_value(false),
+                timeout_secs: Sourced::default_value(None),
+            },
+            env: BTreeMap::new(),
+            secrets: BTreeMap::new(),
+            ports: BTreeMap::new(),
+            commands: BTreeMap::new(),
+            checkpoint: None,
+        }
+    }
+}
+
+fn origin(file: &Path, span: Range<usize>) -> Option<Origin> {
+    Some(Origin {
+        file: file.to_path_buf(),
+        span,
+    })
+}
+
+impl EffectiveConfig {
+    /// Apply one config file (global or project) over this config.
+    pub fn apply_file(
+        &mut self,
+        cfg: &ConfigFile,
+        file: &Path,
+        layer: Layer,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<LayerProblem> {
+        let mut problems = self.apply_provider(&cfg.provider, file, layer);
+        let s = &cfg.supervisor;
+        if let Some(v) = &s.max_parallel {
+            if *v.get_ref() == 0 {
+                problems.push(problem(
+                    "`max_parallel` must be at least 1",
+                    origin(file, v.span()),
+                ));
+            }
+            self.supervisor
+                .jobs
+                .set(*v.get_ref(), layer, origin(file, v.span()));
+        }
+        if let Some(v) = &s.tests {
+            self.supervisor
+                .tests
+                .set(v.get_ref().clone(), layer, origin(file, v.span()));
+        }
+        if let Some(v) = &s.artifact_dir {
+            self.supervisor.artifact_dir.set(v.clone(), layer, None);
+        }
+        if let Some(v) = s.retries {
+            self.supervisor.retries.set(v, layer, None);
+        }
+        if let Some(v) = s.keep_workspace {
+            self.supervisor.keep_workspace.set(v, layer, None);
+        }
+        if let Some(v) = s.fail_fast {
+            self.supervisor.fail_fast.set(v, layer, None);
+        }
+        if let Some(v) = s.timeout_secs {
+            self.supervisor.timeout_secs.set(Some(v), layer, None);
+        }
+        for (k, v) in &cfg.env {
+            self.env.insert(
+                k.clone(),
+                Sourced {
+                    value: v.get_ref().clone(),
+                    source: layer,
+                    origin: origin(file, v.span()),
+                },
+            );
+        }
+        for (k, v) in &cfg.secrets {
+            let at = origin(file, v.span());
+            let secret = match v.get_ref() {
+                SecretSpec::Literal(value) => Secret {
+                    from_env: None,
+                    value: value.clone(),
+                },
+                SecretSpec::FromEnv(f) => match env(&f.from_env) {
+                    Some(value) => Secret {
+                        from_env: Some(f.from_env.clone()),
+                        value,
+                    },
+                    None => {
+                        problems.push(problem(
+                            format!(
+                                "secret `{k}` is read from environment variable `{}`, which is not set",
+                                f.from_env
+                            ),
+                            at,
+                        ));
+                        continue;
+                    }
+                },
+            };
+            self.secrets.insert(
+                k.clone(),
+                Sourced {
+                    value: secret,
+                    source: layer,
+                    origin: at,
+                },
+            );
+        }
+        for (k, v) in &cfg.ports {
+            self.ports.insert(
+                k.clone(),
+                Sourced {
+                    value: *v.get_ref(),
+                    source: layer,
+                    origin: origin(file, v.span()),
+                },
+            );
+        }
+        for (name, section) in &cfg.commands {
+            // A command redefined by a higher config layer replaces the lower one whole.
+            match new_command(name, section, file, layer) {
+                Ok(c) => {
+                    self.commands.insert(name.clone(), c);
+                }
+                Err(mut ps) => problems.append(&mut ps),
+            }
+        }
+        if let Some(cp) = &cfg.checkpoint {
+            let CheckpointSection {
+                save,
+                restore,
+                timeout_secs,
+            } = cp.get_ref();
+            self.checkpoint = Some(Sourced {
+                value: CheckpointConfig {
+                    save: save.clone(),
+                    restore: restore.clone(),
+                    timeout_secs: timeout_secs.unwrap_or(DEFAULT_CHECKPOINT_TIMEOUT_SECS),
+                },
+                source: layer,
+                origin: origin(file, cp.span()),
+            });
+        }
+        problems
+    }
+
+    fn apply_provider(
+        &mut self,
+        p: &ProviderSection,
+        file: &Path,
+        layer: Layer,
+    ) -> Vec<LayerProblem> {
+        let mut problems = Vec::new();
+        let pr = &mut self.provider;
+        if let Some(v) = &p.name {
+            let at = origin(file, v.span());
+            if !PROVIDERS.contains(&v.get_ref().as_str()) {
+                problems.push(problem(
+                    format!(
+                        "unknown provider `{}` (expected one of {})",
+                        v.get_ref(),
+                        PROVIDERS.join(", ")
+                    ),
+                    at.clone(),
+                ));
+            }
+            pr.name.set(v.get_ref().clone(), layer, at);
+        }
+        if let Some(v) = &p.extra_system_prompt {
+            pr.extra_system_prompt.set(Some(v.clone()), layer, None);
+        }
+        if let Some(v) = &p.agent_args {
+            pr.agent_args.set(v.clone(), layer, None);
+        }
+        if let Some(v) = &p.cmd {
+            pr.cmd
+                .set(Some(v.get_ref().clone()), layer, origin(file, v.span()));
+        }
+        if let Some(v) = p.step_timeout_secs {
+            if v == 0 {
+                problems.push(problem("`step_timeout_secs` must be at least 1", None));
+            }
+            pr.step_timeout_secs.set(v, layer, None);
+        }
+        if let Some(v) = &p.base_url {
+            pr.base_url
+                .set(Some(v.get_ref().clone()), layer, origin(file, v.span()));
+        }
+        if let Some(v) = p.strict_warnings {
+            pr.strict_warnings.set(v, layer, None);
+        }
+        problems
+            .into_iter()
+            .map(|mut p| {
+                if p.origin.is_none() {
+                    p.message = format!("{} (in {})", p.message, file.display());
+                }
+                p
+            })
+            .collect()
+    }
+
+    /// The `BUGATTI_PROVIDER`, `BUGATTI_BASE_URL`, `BUGATTI_STEP_TIMEOUT` layer.
+    pub fn apply_env(&mut self, env: &dyn Fn(&str) -> Option<String>) -> Vec<LayerProblem> {
+        let mut problems = Vec::new();
+        if let Some(v) = env("BUGATTI_PROVIDER").filter(|v| !v.is_empty()) {
+            if !PROVIDERS.contains(&v.as_str()) {
+                problems.push(problem(
+                    format!(
+                        "BUGATTI_PROVIDER=`{v}` is not a provider (expected one of {})",
+                        PROVIDERS.join(", ")
+                    ),
+                    None,
+                ));
+            }
+            self.provider.name.set(v, Layer::Env, None);
+        }
+        if let Some(v) = env("BUGATTI_BASE_URL").filter(|v| !v.is_empty()) {
+            self.provider.base_url.set(Some(v), Layer::Env, None);
+        }
+        if let Some(v) = env("BUGATTI_STEP_TIMEOUT").filter(|v| !v.is_empty()) {
+            match v.trim().parse::<u64>() {
+                Ok(n) if n > 0 => self.provider.step_timeout_secs.set(n, Layer::Env, None),
+                _ => problems.push(problem(
+                    format!("BUGATTI_STEP_TIMEOUT=`{v}` is not a whole number of seconds ≥ 1"),
+                    None,
+                )),
+            }
+        }
+        problems
+    }
+
+    /// A test file's `[overrides]`: provider fields and command fields (any but `kind`).
+    pub fn apply_test_overrides(
+        &mut self,
+        provider: &ProviderSection,
+        commands: &BTreeMap<String, Spanned<CommandSection>>,
+        file: &Path,
+    ) -> Vec<LayerProblem> {
+        let mut problems = self.apply_provider(provider, file, Layer::Test);
+        for (name, section) in commands {
+            let at = origin(file, section.span());
+            match self.commands.get_mut(name) {
+                None => problems.push(problem(
+                    format!(
+                        "`[overrides.commands.{name}]` overrides a command that is not defined in the config{}",
+                        known_list(self.commands.keys())
+                    ),
+                    at,
+                )),
+                Some(cmd) => {
+                    let mut ps = apply_command_fields(cmd, section.get_ref(), Layer::Test, &at);
+                    if ps.is_empty() {
+                        cmd.origin = at;
+                    }
+                    problems.append(&mut ps);
+                }
+            }
+        }
+        problems
+    }
+
+    /// The command line, the top layer.
+    pub fn apply_flags(&mut self, o: &RunOptions) -> Vec<LayerProblem> {
+        let mut problems = Vec::new();
+        if let Some(v) = &o.provider {
+            if !PROVIDERS.contains(&v.as_str()) {
+                problems.push(problem(
+                    format!(
+                        "--provider `{v}` is not a provider (expected one of {})",
+                        PROVIDERS.join(", ")
+                    ),
+                    None,
+                ));
+            }
+            self.provider.name.set(v.clone(), Layer::Flag, None);
+        }
+        if let Some(v) = o.step_timeout {
+            if v == 0 {
+                problems.push(problem("--step-timeout must be at least 1 second", None));
+            }
+            self.provider.step_timeout_secs.set(v, Layer::Flag, None);
+        }
+        if o.strict_warnings {
+            self.provider.strict_warnings.set(true, Layer::Flag, None);
+        }
+        if let Some(v) = o.jobs {
+            if v == 0 {
+                problems.push(problem("--jobs must be at least 1", None));
+            }
+            self.supervisor.jobs.set(v, Layer::Flag, None);
+        }
+        if let Some(v) = o.retries {
+            self.supervisor.retries.set(v, Layer::Flag, None);
+        }
+        if o.fail_fast {
+            self.supervisor.fail_fast.set(true, Layer::Flag, None);
+        }
+        if let Some(v) = o.timeout {
+            if v == 0 {
+                problems.push(problem("--timeout must be at least 1 second", None));
+            }
+            self.supervisor.timeout_secs.set(Some(v), Layer::Flag, None);
+        }
+        problems
+    }
+
+    /// Whole-config checks once every layer is applied: provider needs, command graph.
+    pub fn validate(&self) -> Vec<LayerProblem> {
+        let mut problems = Vec::new();
+        if self.provider.name.value == "command" && self.provider.cmd.value.is_none() {
+            problems.push(problem(
+                "provider `command` needs `[provider] cmd`, the program to run",
+                self.provider.name.origin.clone(),
+            ));
+        }
+        if self.provider.step_timeout_secs.value == 0 {
+            problems.push(problem("`step_timeout_secs` must be at least 1", None));
+        }
+        for cmd in self.commands.values() {
+            for dep in &cmd.depends_on {
+                match self.commands.get(dep) {
+                    None => problems.push(problem(
+                        format!(
+                            "command `{}` depends on `{dep}`, which is not defined{}",
+                            cmd.name,
+                            known_list(self.commands.keys())
+                        ),
+                        cmd.origin.clone(),
+                    )),
+                    Some(d) if cmd.scope == CommandScope::Suite && d.scope == CommandScope::Test => {
+                        problems.push(problem(
+                            format!(
+                                "suite-scoped command `{}` cannot depend on `{dep}`, which is scoped per test",
+                                cmd.name
+                            ),
+                            cmd.origin.clone(),
+                        ))
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        if let Some(cycle) = dependency_cycle(&self.commands) {
+            let at = self.commands.get(&cycle[0]).and_then(|c| c.origin.clone());
+            problems.push(problem(
+                format!(
+                    "commands depend on each other in a cycle: {}",
+                    cycle.join(" -> ")
+                ),
+                at,
+            ));
+        }
+        problems
+    }
+
+    /// Every effective value as (key, value, source) rows, for `check` and the reports.
+    /// Secret values are never shown.
+    pub fn rows(&self) -> Vec<(String, String, Layer)> {
+        let mut rows = Vec::new();
+        let mut row = |k: &str, v: String, l: Layer| rows.push((k.to_string(), v, l));
+        let p = &self.provider;
+        row("provider.name", p.name.value.clone(), p.name.source);
+        row(
+            "provider.extra_system_prompt",
+            opt(&p.extra_system_prompt.value),
+            p.extra_system_prompt.source,
+        );
+        row(
+            "provider.agent_args",
+            format!("{:?}", p.agent_args.value),
+            p.agent_args.source,
+        );
+        row("provider.cmd", opt(&p.cmd.value), p.cmd.source);
+        row(
+            "provider.step_timeout_secs",
+            p.step_timeout_secs.value.to_string(),
+            p.step_timeout_secs.source,
+        );
+        row(
+            "provider.base_url",
+            opt(&p.base_url.value),
+            p.base_url.source,
+        );
+        row(
+            "provider.strict_warnings",
+            p.strict_warnings.value.to_string(),
+            p.strict_warnings.source,
+        );
+        let s = &self.supervisor;
+        row(
+            "supervisor.max_parallel",
+            s.jobs.value.to_string(),
+            s.jobs.source,
+        );
+        row(
+            "supervisor.tests",
+            format!("{:?}", s.tests.value),
+            s.tests.source,
+        );
+        row(
+            "supervisor.artifact_dir",
+            s.artifact_dir.value.clone(),
+            s.artifact_dir.source,
+        );
+        row(
+            "supervisor.retries",
+            s.retries.value.to_string(),
+            s.retries.source,
+        );
+        row(
+            "supervisor.keep_workspace",
+            s.keep_workspace.value.as_str().to_string(),
+            s.keep_workspace.source,
+        );
+        row(
+            "supervisor.fail_fast",
+            s.fail_fast.value.to_string(),
+            s.fail_fast.source,
+        );
+        row(
+            "supervisor.timeout_secs",
+            s.timeout_secs
+                .value
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "(none)".into()),
+            s.timeout_secs.source,
+        );
+        for (k, v) in &self.env {
+            row(&format!("env.{k}"), v.value.clone(), v.source);
+        }
+        for (k, v) in &self.secrets {
+            let shown = match &v.value.from_env {
+                Some(var) => format!("[REDACTED] (from ${var})"),
+                None => "[REDACTED]".to_string(),
+            };
+            row(&format!("secrets.{k}"), shown, v.source);
+        }
+        for (k, v) in &self.ports {
+            let shown = match v.value {
+                PortSpec::Auto => "auto".to_string(),
+                PortSpec::Fixed(n) => n.to_string(),
+            };
+            row(&format!("ports.{k}"), shown, v.source);
+        }
+        for c in self.commands.values() {
+            let key = |f: &str| format!("commands.{}.{f}", c.name);
+            let src = |f: &str| c.source_of(f);
+            row(&key("kind"), c.kind.as_str().into(), src("kind"));
+            row(&key("cmd"), c.cmd.clone(), src("cmd"));
+            if let Some(cwd) = &c.cwd {
+                row(&key("cwd"), cwd.clone(), src("cwd"));
+            }
+            if !c.depends_on.is_empty() {
+                row(
+                    &key("depends_on"),
+                    format!("{:?}", c.depends_on),
+                    src("depends_on"),
+                );
+            }
+            if let Some(t) = c.timeout_secs {
+                row(&key("timeout_secs"), t.to_string(), src("timeout_secs"));
+            }
+            for (i, probe) in c.readiness.iter().enumerate() {
+                let what = match &probe.kind {
+                    ProbeKind::Http(u) => format!("http {u}"),
+                    ProbeKind::Tcp(a) => format!("tcp {a}"),
+                    ProbeKind::Log(r) => format!("log /{r}/"),
+                    ProbeKind::Exec(e) => format!("exec {e}"),
+                };
+                row(
+                    &key(&format!("readiness[{}]", i + 1)),
+                    format!(
+                        "{what} (every {} ms, up to {} s)",
+                        probe.interval_ms, probe.timeout_secs
+                    ),
+                    src("readiness"),
+                );
+            }
+            if c.kind == CommandKind::LongLived {
+                row(&key("restart"), c.restart.as_str().into(), src("restart"));
+                row(
+                    &key("max_restarts"),
+                    c.max_restarts.to_string(),
+                    src("max_restarts"),
+                );
+                row(
+                    &key("restart_window_secs"),
+                    c.restart_window_secs.to_string(),
+                    src("restart_window_secs"),
+                );
+                row(
+                    &key("backoff_ms"),
+                    c.backoff_ms.to_string(),
+                    src("backoff_ms"),
+                );
+            }
+            row(
+                &key("stop_signal"),
+                c.stop_signal.clone(),
+                src("stop_signal"),
+            );
+            row(
+                &key("stop_timeout_secs"),
+                c.stop_timeout_secs.to_string(),
+                src("stop_timeout_secs"),
+            );
+            row(&key("pty"), c.pty.to_string(), src("pty"));
+            row(&key("scope"), c.scope.as_str().into(), src("scope"));
+        }
+        if let Some(cp) = &self.checkpoint {
+            row("checkpoint.save", cp.value.save.clone(), cp.source);
+            row("checkpoint.restore", cp.value.restore.clone(), cp.source);
+            row(
+                "checkpoint.timeout_secs",
+                cp.value.timeout_secs.to_string(),
+                cp.source,
+            );
+        }
+        rows
+    }
+}
+
+fn opt(v: &Option<String>) -> String {
+    v.clone().unwrap_or_else(|| "(none)".to_string())
+}
+
+fn known_list<'a>(names: impl Iterator<Item = &'a String>) -> String {
+    let names: Vec<&str> = names.map(String::as_str).collect();
+    if names.is_empty() {
+        " (no commands are defined)".to_string()
+    } else {
+        format!(" (defined: {})", names.join(", "))
+    }
+}
+
+/// A command defined by a config file: `kind` and `cmd` required, the rest defaulted.
+fn new_command(
+    name: &str,
+    section: &Spanned<CommandSection>,
+    file: &Path,
+    layer: Layer,
+) -> Result<CommandConfig, Vec<LayerProblem>> {
+    let at = origin(file, section.span());
+    let s = section.get_ref();
+    let mut problems = Vec::new();
+    if s.kind.is_none() {
+        problems.push(problem(
+            format!("command `{name}` needs `kind` (\"short_lived\" or \"long_lived\")"),
+            at.clone(),
+        ));
+    }
+    if s.cmd.is_none() {
+        problems.push(problem(
+            format!("command `{name}` needs `cmd`, the shell command to run"),
+            at.clone(),
+        ));
+    }
+    let mut cmd = CommandConfig {
+        name: name.to_string(),
+        kind: s.kind.unwrap_or(CommandKind::ShortLived),
+        cmd: String::new(),
+        cwd: None,
+        depends_on: Vec::new(),
+        timeout_secs: None,
+        readiness: Vec::new(),
+        restart: RestartPolicy::Never,
+        max_restarts: DEFAULT_MAX_RESTARTS,
+        restart_window_secs: DEFAULT_RESTART_WINDOW_SECS,
+        backoff_ms: DEFAULT_BACKOFF_MS,
+        stop_signal: DEFAULT_STOP_SIGNAL.to_string(),
+        stop_timeout_secs: DEFAULT_STOP_TIMEOUT_SECS,
+        pty: false,
+        scope: CommandScope::Test,
+        field_sources: BTreeMap::new(),
+        origin: at.clone(),
+    };
+    if s.kind.is_some() {
+        cmd.field_sources.insert("kind".into(), layer);
+    }
+    problems.append(&mut apply_command_fields(&mut cmd, s, layer, &at));
+    if problems.is_empty() {
+        Ok(cmd)
+    } else {
+        Err(problems)
+    }
+}
+
+/// Set every field `s` gives on `cmd`, then re-check the rules that depend on the result.
+fn apply_command_fields(
+    cmd: &mut CommandConfig,
+    s: &CommandSection,
+    layer: Layer,
+    at: &Option<Origin>,
+) -> Vec<LayerProblem> {
+    let name = cmd.name.clone();
+    let mut problems = Vec::new();
+    let mut mark = |f: &str| {
+        cmd.field_sources.insert(f.to_string(), layer);
+    };
+    macro_rules! take {
+        ($field:ident) => {
+            if let Some(v) = &s.$field {
+                mark(stringify!($field));
+                cmd.$field = v.clone().into();
+            }
+        };
+    }
+    take!(cmd);
+    if let Some(v) = &s.cwd {
+        mark("cwd");
+        cmd.cwd = Some(v.clone());
+    }
+    take!(depends_on);
+    if let Some(v) = s.timeout_secs {
+        mark("timeout_secs");
+        cmd.timeout_secs = Some(v);
+    }
+    take!(restart);
+    take!(max_restarts);
+    take!(restart_window_secs);
+    take!(backoff_ms);
+    take!(stop_timeout_secs);
+    take!(pty);
+    take!(scope);
+    if let Some(sig) = &s.stop_signal {
+        mark("stop_signal");
+        match normalize_signal(sig) {
+            Some(n) => cmd.stop_signal = n,
+            None => problems.push(problem(
+                format!("command `{name}`: `stop_signal = \"{sig}\"` is not a signal name (e.g. \"SIGTERM\", \"SIGINT\")"),
+                at.clone(),
+            )),
+        }
+    }
+    match readiness_from(s) {
+        Ok(Some(probes)) => {
+            mark("readiness");
+            cmd.readiness = probes;
+        }
+        Ok(None) => {
+            // A lone readiness_timeout_secs retimes the probes defined below it.
+            if let Some(t) = s.readiness_timeout_secs {
+                mark("readiness");
+                for p in &mut cmd.readiness {
+                    p.timeout_secs = t;
+                }
+            }
+        }
+        Err(msg) => problems.push(problem(format!("command `{name}`: {msg}"), at.clone())),
+    }
+    if cmd.cmd.trim().is_empty() && s.cmd.is_some() {
+        problems.push(problem(
+            format!("command `{name}`: `cmd` is empty"),
+            at.clone(),
+        ));
+    }
+    if cmd.kind == CommandKind::ShortLived {
+        if !cmd.readiness.is_empty() {
+            problems.push(problem(
+                format!("command `{name}` is short_lived: readiness checks apply to long_lived commands only"),
+                at.clone(),
+            ));
+        }
+        if cmd.restart != RestartPolicy::Never {
+            problems.push(problem(
+                format!("command `{name}` is short_lived: `restart` applies to long_lived commands only"),
+                at.clone(),
+            ));
+        }
+    }
+    if cmd.depends_on.iter().any(|d| d == &name) {
+        problems.push(problem(
+            format!("command `{name}` depends on itself"),
+            at.clone(),
+        ));
+    }
+    problems
+}
+
+/// The readiness probes a section defines, None when it defines none.
+fn readiness_from(s: &CommandSection) -> Result<Option<Vec<ReadinessProbe>>, String> {
+    let mut urls: Vec<String> = Vec::new();
+    if let Some(u) = &s.readiness_url {
+        urls.push(u.clone());
+    }
+    for u in s.readiness_urls.iter().flatten() {
+        if !urls.contains(u) {
+            urls.push(u.clone());
+        }
+    }
+    if let Some(r) = &s.readiness {
+        if !urls.is_empty() {
+            return Err("use either `readiness = {...}` or `readiness_url(s)`, not both".into());
+        }
+        if s.readiness_timeout_secs.is_some() {
+            return Err(
+                "with `readiness = {...}`, set `timeout_secs` inside it instead of `readiness_timeout_secs`"
+                    .into(),
+            );
+        }
+        let kinds: Vec<ProbeKind> = [
+            r.http.clone().map(ProbeKind::Http),
+            r.tcp.clone().map(ProbeKind::Tcp),
+            r.log.clone().map(ProbeKind::Log),
+            r.exec.clone().map(ProbeKind::Exec),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        let [kind] = <[ProbeKind; 1]>::try_from(kinds).map_err(|_| {
+            "`readiness` needs exactly one of `http`, `tcp`, `log`, `exec`".to_string()
+        })?;
+        if let ProbeKind::Log(re) = &kind {
+            regex::Regex::new(re)
+                .map_err(|e| format!("readiness `log` is not a valid regex: {e}"))?;
+        }
+        if r.interval_ms == Some(0) {
+            return Err("readiness `interval_ms` must be at least 1".into());
+        }
+        return Ok(Some(vec![ReadinessProbe {
+            kind,
+            interval_ms: r.interval_ms.unwrap_or(DEFAULT_READINESS_INTERVAL_MS),
+            timeout_secs: r.timeout_secs.unwrap_or(DEFAULT_READINESS_TIMEOUT_SECS),
+        }]));
+    }
+    if urls.is_empty() {
+        return Ok(None);
+    }
+    let timeout = s
+        .readiness_timeout_secs
+        .unwrap_or(DEFAULT_READINESS_TIMEOUT_SECS);
+    Ok(Some(
+        urls.into_iter()
+            .map(|u| ReadinessProbe {
+                kind: ProbeKind::Http(u),
+                interval_ms: DEFAULT_READINESS_INTERVAL_MS,
+                timeout_secs: timeout,
+            })
+            .collect(),
+    ))
+}
+
+/// `"SIGTERM"`, `"TERM"`, `"sigterm"` → `Some("SIGTERM")`; unknown names → None.
+pub fn normalize_signal(name: &str) -> Option<String> {
+    let upper = name.trim().to_ascii_uppercase();
+    let full = if upper.starts_with("SIG") {
+        upper
+    } else {
+        format!("SIG{upper}")
+    };
+    nix::sys::signal::Signal::from_str(&full)
+        .ok()
+        .map(|s| s.as_str().to_string())
+}
+
+/// The first dependency cycle among commands, as a closed chain `a -> b -> a`.
+fn dependency_cycle(commands: &BTreeMap<String, CommandConfig>) -> Option<Vec<String>> {
+    fn visit(
+        name: &str,
+        commands: &BTreeMap<String, CommandConfig>,
+        stack: &mut Vec<String>,
+        done: &mut Vec<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(pos) = stack.iter().position(|n| n == name) {
+            let mut chain = stack[pos..].to_vec();
+            chain.push(name.to_string());
+            return Some(chain);
+        }
+        if done.iter().any(|d| d == name) {
+            return None;
+        }
+        stack.push(name.to_string());
+        for dep in commands
+            .get(name)
+            .map(|c| c.depends_on.as_slice())
+            .unwrap_or(&[])
+        {
+            if dep == name {
+                continue; // reported on its own
+            }
+            if let Some(c) = visit(dep, commands, stack, done) {
+                return Some(c);
+            }
+        }
+        stack.pop();
+        done.push(name.to_string());
+        None
+    }
+    let mut done = Vec::new();
+    for name in commands.keys() {
+        if let Some(c) = visit(name, commands, &mut Vec::new(), &mut done) {
+            return Some(c);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::config::parse_config;
+
+    fn cfg(text: &str) -> ConfigFile {
+        parse_config(Path::new("c.toml"), text).expect("parses")
+    }
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn apply(text: &str) -> (EffectiveConfig, Vec<String>) {
+        let mut e = EffectiveConfig::default();
+        let mut ps = e.apply_file(&cfg(text), Path::new("c.toml"), Layer::Project, &no_env);
+        ps.extend(e.validate());
+        (e, ps.into_iter().map(|p| p.message).collect())
+    }
+
+    #[test]
+    fn defaults_when_nothing_is_set() {
+        let e = EffectiveConfig::default();
+        assert_eq!(e.provider.name.value, "claude-code");
+        assert_eq!(e.provider.step_timeout_secs.value, 300);
+        assert_eq!(e.supervisor.jobs.value, 4);
+        assert_eq!(e.supervisor.artifact_dir.value, ".bugatti");
+        assert!(e.rows().iter().all(|r| r.2 == Layer::Default));
+    }
+
+    #[test]
+    fn each_layer_wins_over_the_one_below_field_by_field() {
+        let mut e = EffectiveConfig::default();
+        let global = cfg(
+            "[provider]\nname = \"codex\"\nstep_timeout_secs = 10\nextra_system_prompt = \"g\"\n",
+        );
+        let project = cfg("[provider]\nstep_timeout_secs = 20\nbase_url = \"http://p\"\n[commands.s]\nkind = \"long_lived\"\ncmd = \"a\"\n");
+        assert!(e
+            .apply_file(&global, Path::new("g.toml"), Layer::Global, &no_env)
+            .is_empty());
+        assert!(e
+            .apply_file(&project, Path::new("p.toml"), Layer::Project, &no_env)
+            .is_empty());
+        let env = |k: &str| match k {
+            "BUGATTI_BASE_URL" => Some("http://env".to_string()),
+            "BUGATTI_PROVIDER" => Some("shell".to_string()),
+            _ => None,
+        };
+        assert!(e.apply_env(&env).is_empty());
+        let over = crate::model::test_file::parse_test_file(
+            Path::new("t.test.toml"),
+            "[overrides.provider]\nextra_system_prompt = \"t\"\n[overrides.commands.s]\ncmd = \"b\"\n",
+        )
+        .expect("parses");
+        assert!(e
+            .apply_test_overrides(
+                &over.overrides.provider,
+                &over.overrides.commands,
+                Path::new("t.test.toml")
+            )
+            .is_empty());
+        let flags = RunOptions {
+            step_timeout: Some(30),
+            jobs: Some(2),
+            ..Default::default()
+        };
+        assert!(e.apply_flags(&flags).is_empty());
+        let p = &e.provider;
+        assert_eq!(
+            (p.name.value.as_str(), p.name.source),
+            ("shell", Layer::Env)
+        );
+        assert_eq!(
+            (p.step_timeout_secs.value, p.step_timeout_secs.source),
+            (30, Layer::Flag)
+        );
+        assert_eq!(p.base_url.value.as_deref(), Some("http://env"));
+        assert_eq!(p.extra_system_prompt.source, Layer::Test);
+        assert_eq!(p.agent_args.source, Layer::Default);
+        assert_eq!(e.supervisor.jobs.source, Layer::Flag);
+        let s = &e.commands["s"];
+        assert_eq!((s.cmd.as_str(), s.source_of("cmd")), ("b", Layer::Test));
+        assert_eq!(s.source_of("kind"), Layer::Project);
+        assert_eq!(s.source_of("stop_signal"), Layer::Default);
+        let rows = e.rows();
+        assert!(
+            rows.contains(&("commands.s.cmd".into(), "b".into(), Layer::Test)),
+            "{rows:?}"
+        );
+        assert!(rows.contains(&("provider.name".into(), "shell".into(), Layer::Env)));
+    }
+
+    #[test]
+    fn bad_env_and_flag_values_are_problems() {
+        let mut e = EffectiveConfig::default();
+        let env = |k: &str| match k {
+            "BUGATTI_STEP_TIMEOUT" => Some("soon".to_string()),
+            "BUGATTI_PROVIDER" => Some("gpt".to_string()),
+            _ => None,
+        };
+        let ps: Vec<String> = e.apply_env(&env).into_iter().map(|p| p.message).collect();
+        assert!(
+            ps.iter()
+                .any(|m| m.contains("BUGATTI_STEP_TIMEOUT=`soon` is not a whole number")),
+            "{ps:?}"
+        );
+        assert!(
+            ps.iter()
+                .any(|m| m.contains("BUGATTI_PROVIDER=`gpt` is not a provider")),
+            "{ps:?}"
+        );
+        let flags = RunOptions {
+            provider: Some("nope".into()),
+            jobs: Some(0),
+            step_timeout: Some(0),
+            timeout: Some(0),
+            ..Default::default()
+        };
+        let ps: Vec<String> = e
+            .apply_flags(&flags)
+            .into_iter()
+            .map(|p| p.message)
+            .collect();
+        assert_eq!(ps.len(), 4, "{ps:?}");
+        assert!(ps[0].starts_with("--provider `nope` is not a provider"));
+    }
+
+    #[test]
+    fn unknown_provider_and_command_provider_without_cmd() {
+        let (_, ps) = apply("[provider]\nname = \"gpt\"\n");
+        assert!(ps[0].starts_with("unknown provider `gpt`"), "{ps:?}");
+        let (_, ps) = apply("[provider]\nname = \"command\"\n");
+        assert_eq!(
+            ps,
+            vec!["provider `command` needs `[provider] cmd`, the program to run"]
+        );
+        let (_, ps) = apply("[supervisor]\nmax_parallel = 0\n");
+        assert_eq!(ps, vec!["`max_parallel` must be at least 1"]);
+    }
+
+    #[test]
+    fn secrets_resolve_from_env_and_missing_ones_are_named() {
+        let mut e = EffectiveConfig::default();
+        let c = cfg(
+            "[secrets]\nA = { from_env = \"HAVE\" }\nB = { from_env = \"MISSING\" }\nC = \"lit\"\n",
+        );
+        let env = |k: &str| (k == "HAVE").then(|| "s3cret".to_string());
+        let ps = e.apply_file(&c, Path::new("c.toml"), Layer::Project, &env);
+        assert_eq!(ps.len(), 1);
+        assert_eq!(
+            ps[0].message,
+            "secret `B` is read from environment variable `MISSING`, which is not set"
+        );
+        assert!(ps[0].origin.is_some());
+        assert_eq!(e.secrets["A"].value.value, "s3cret");
+        assert_eq!(e.secrets["C"].value.value, "lit");
+        let shown = format!("{:?} {:?}", e.secrets, e.rows());
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("lit\""),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn commands_need_kind_and_cmd() {
+        let (_, ps) = apply("[commands.a]\ntimeout_secs = 3\n");
+        assert_eq!(
+            ps,
+            vec![
+                "command `a` needs `kind` (\"short_lived\" or \"long_lived\")",
+                "command `a` needs `cmd`, the shell command to run"
+            ]
+        );
+    }
+
+    #[test]
+    fn bugatti_readiness_urls_merge_into_http_probes() {
+        let (e, ps) = apply(
+            "[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\nreadiness_url = \"http://a\"\nreadiness_urls = [\"http://a\", \"http://b\"]\nreadiness_timeout_secs = 7\n",
+        );
+        assert!(ps.is_empty(), "{ps:?}");
+        let probes = &e.commands["s"].readiness;
+        assert_eq!(probes.len(), 2);
+        assert_eq!(probes[0].kind, ProbeKind::Http("http://a".into()));
+        assert_eq!(probes[1].kind, ProbeKind::Http("http://b".into()));
+        assert!(probes
+            .iter()
+            .all(|p| p.timeout_secs == 7 && p.interval_ms == 50));
+    }
+
+    #[test]
+    fn explicit_readiness_probe_kinds_and_defaults() {
+        for (text, kind) in [
+            (
+                "{ tcp = \"127.0.0.1:1\" }",
+                ProbeKind::Tcp("127.0.0.1:1".into()),
+            ),
+            (
+                "{ log = \"listening on .*\" }",
+                ProbeKind::Log("listening on .*".into()),
+            ),
+            ("{ exec = \"true\" }", ProbeKind::Exec("true".into())),
+        ] {
+            let (e, ps) = apply(&format!(
+                "[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\nreadiness = {text}\n"
+            ));
+            assert!(ps.is_empty(), "{ps:?}");
+            assert_eq!(
+                e.commands["s"].readiness,
+                vec![ReadinessProbe {
+                    kind,
+                    interval_ms: 50,
+                    timeout_secs: 60
+                }]
+            );
+        }
+    }
+
+    #[test]
+    fn readiness_mistakes_are_refused() {
+        let base = "[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\n";
+        for (extra, want) in [
+            (
+                "readiness = { http = \"a\", tcp = \"b\" }\n",
+                "exactly one of `http`, `tcp`, `log`, `exec`",
+            ),
+            ("readiness = {}\n", "exactly one of"),
+            (
+                "readiness = { http = \"a\" }\nreadiness_url = \"b\"\n",
+                "not both",
+            ),
+            (
+                "readiness = { http = \"a\" }\nreadiness_timeout_secs = 3\n",
+                "set `timeout_secs` inside it",
+            ),
+            (
+                "readiness = { log = \"(\" }\n",
+                "readiness `log` is not a valid regex",
+            ),
+            (
+                "readiness = { http = \"a\", interval_ms = 0 }\n",
+                "`interval_ms` must be at least 1",
+            ),
+        ] {
+            let (_, ps) = apply(&format!("{base}{extra}"));
+            assert_eq!(ps.len(), 1, "{extra}: {ps:?}");
+            assert!(ps[0].starts_with("command `s`: "), "{ps:?}");
+            assert!(ps[0].contains(want), "{extra}: {ps:?}");
+        }
+        let (_, ps) = apply("[commands.m]\nkind = \"short_lived\"\ncmd = \"x\"\nreadiness_url = \"u\"\nrestart = \"always\"\n");
+        assert_eq!(ps.len(), 2, "{ps:?}");
+        assert!(ps[0].contains("readiness checks apply to long_lived commands only"));
+        assert!(ps[1].contains("`restart` applies to long_lived commands only"));
+    }
+
+    #[test]
+    fn stop_signals_are_normalized_and_checked() {
+        assert_eq!(normalize_signal("TERM").as_deref(), Some("SIGTERM"));
+        assert_eq!(normalize_signal("sigint").as_deref(), Some("SIGINT"));
+        assert_eq!(normalize_signal("SIGNOPE"), None);
+        let (e, ps) =
+            apply("[commands.a]\nkind = \"long_lived\"\ncmd = \"x\"\nstop_signal = \"INT\"\n");
+        assert!(ps.is_empty());
+        assert_eq!(e.commands["a"].stop_signal, "SIGINT");
+        assert_eq!(
+            e.commands["a"].signal(),
+            Some(nix::sys::signal::Signal::SIGINT)
+        );
+        let (_, ps) =
+            apply("[commands.a]\nkind = \"long_lived\"\ncmd = \"x\"\nstop_signal = \"SIGSTOPP\"\n");
+        assert!(
+            ps[0].contains("`stop_signal = \"SIGSTOPP\"` is not a signal name"),
+            "{ps:?}"
+        );
+    }
+
+    #[test]
+    fn depends_on_must_exist_without_cycles_and_respect_scope() {
+        let c = |n: &str, deps: &str, scope: &str| {
+            format!("[commands.{n}]\nkind = \"long_lived\"\ncmd = \"x\"\ndepends_on = [{deps}]\nscope = \"{scope}\"\n")
+        };
+        let (_, ps) = apply(&c("a", "\"ghost\"", "test"));
+        assert_eq!(
+            ps,
+            vec!["command `a` depends on `ghost`, which is not defined (defined: a)"]
+        );
+        let (_, ps) = apply(&format!(
+            "{}{}{}",
+            c("a", "\"b\"", "test"),
+            c("b", "\"c\"", "test"),
+            c("c", "\"a\"", "test")
+        ));
+        assert_eq!(
+            ps,
+            vec!["commands depend on each other in a cycle: a -> b -> c -> a"]
+        );
+        let (_, ps) = apply(&c("a", "\"a\"", "test"));
+        assert_eq!(ps, vec!["command `a` depends on itself"]);
+        let (_, ps) = apply(&format!(
+            "{}{}",
+            c("a", "\"b\"", "suite"),
+            c("b", "", "test")
+        ));
+        assert_eq!(
+            ps,
+            vec!["suite-scoped command `a` cannot depend on `b`, which is scoped per test"]
+        );
+    }
+
+    #[test]
+    fn overriding_an_undefined_command_is_refused() {
+        let mut e = EffectiveConfig::default();
+        let t = crate::model::test_file::parse_test_file(
+            Path::new("t.test.toml"),
+            "[overrides.commands.ghost]\ncmd = \"x\"\n",
+        )
+        .expect("parses");
+        let ps = e.apply_test_overrides(
+            &t.overrides.provider,
+            &t.overrides.commands,
+            Path::new("t.test.toml"),
+        );
+        assert_eq!(
+            ps[0].message,
+            "`[overrides.commands.ghost]` overrides a command that is not defined in the config (no commands are defined)"
+        );
+    }
+
+    #[test]
+    fn a_lone_readiness_timeout_override_retimes_existing_probes() {
+        let (mut e, _) =
+            apply("[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\nreadiness_url = \"u\"\n");
+        let t = crate::model::test_file::parse_test_file(
+            Path::new("t.test.toml"),
+            "[overrides.commands.s]\nreadiness_timeout_secs = 5\n",
+        )
+        .expect("parses");
+        assert!(e
+            .apply_test_overrides(
+                &t.overrides.provider,
+                &t.overrides.commands,
+                Path::new("t.test.toml")
+            )
+            .is_empty());
+        assert_eq!(e.commands["s"].readiness[0].timeout_secs, 5);
+        assert_eq!(e.commands["s"].source_of("readiness"), Layer::Test);
+    }
+}

@@ -1,0 +1,937 @@
+//! Loading a suite: config layers, discovery, test files, plans, and every check that must pass
+//! before anything runs (unknown `${NAME}`, missing assets, checkpoints, `--skip-cmd` names).
+//! Collects every problem rather than stopping at the first.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::assets::check_assets;
+use super::config::{parse_config, ConfigFile};
+use super::diagnostics::{Problem, Problems};
+use super::discovery::{from_globs, resolve_arg, walk_test_files};
+use super::layers::{EffectiveConfig, Layer, LayerProblem, ProbeKind};
+use super::options::RunOptions;
+use super::paths::{normalize, relative_to};
+use super::plan::{expand, PlannedStep, TestFiles};
+use super::substitute::{check_known, BUILTIN_NAMES, CHECKPOINT_NAMES};
+use super::test_file::test_name;
+
+pub const CONFIG_FILE_NAME: &str = "bugatti.config.toml";
+
+/// What the loader needs from the outside world, so tests can give their own.
+#[derive(Debug, Clone, Default)]
+pub struct HostEnv {
+    pub cwd: PathBuf,
+    pub vars: BTreeMap<String, String>,
+}
+
+impl HostEnv {
+    pub fn from_process() -> Self {
+        HostEnv {
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            vars: std::env::vars().collect(),
+        }
+    }
+
+    fn var(&self, name: &str) -> Option<String> {
+        self.vars.get(name).cloned()
+    }
+
+    /// `$BUGATTI_CONFIG_HOME/config.toml`, else `~/.bugatti/config.toml`.
+    pub fn global_config_path(&self) -> Option<PathBuf> {
+        if let Some(home) = self.var("BUGATTI_CONFIG_HOME").filter(|v| !v.is_empty()) {
+            return Some(PathBuf::from(home).join("config.toml"));
+        }
+        self.var("HOME")
+            .filter(|v| !v.is_empty())
+            .map(|h| PathBuf::from(h).join(".bugatti").join("config.toml"))
+    }
+}
+
+/// One root test, ready to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootTest {
+    /// Absolute path of the test file.
+    pub path: PathBuf,
+    /// Path relative to the project root.
+    pub rel_path: PathBuf,
+    pub name: String,
+    pub tags: Vec<String>,
+    pub plan: Vec<PlannedStep>,
+    pub effective: EffectiveConfig,
+}
+
+/// Everything a run needs, validated.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suite {
+    pub project_root: PathBuf,
+    /// None: no config file, defaults apply (see `notes`).
+    pub config_path: Option<PathBuf>,
+    /// The global config file, when one was read.
+    pub global_config_path: Option<PathBuf>,
+    /// One-line remarks for the console ("no bugatti.config.toml: using defaults").
+    pub notes: Vec<String>,
+    /// The config without any test's overrides (defaults < global < project < env < flags).
+    pub base: EffectiveConfig,
+    /// Root tests after `--tag` and `--shard`, sorted by path.
+    pub tests: Vec<RootTest>,
+    /// How many root tests discovery found before `--tag` / `--shard`.
+    pub discovered: usize,
+}
+
+/// Load with the real process environment and working directory.
+pub fn load_suite(options: &RunOptions) -> Result<Suite, Problems> {
+    load_suite_with(options, &HostEnv::from_process())
+}
+
+/// Load, collecting every problem.
+pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Problems> {
+    let mut problems = Problems::default();
+    let mut texts: BTreeMap<PathBuf, String> = BTreeMap::new();
+    let mut notes = Vec::new();
+    let env = |name: &str| host.var(name);
+
+    // Where the project is, and its config.
+    let (project_root, config_path) = match &options.config {
+        Some(c) => {
+            let abs = normalize(&host.cwd.join(c));
+            if !abs.is_file() {
+                problems.push(Problem::new(format!(
+                    "config file {} does not exist",
+                    abs.display()
+                )));
+                return Err(finish(problems, &host.cwd));
+            }
+            let root = abs.parent().unwrap_or(&host.cwd).to_path_buf();
+            (root, Some(abs))
+        }
+        None => {
+            let p = host.cwd.join(CONFIG_FILE_NAME);
+            (host.cwd.clone(), p.is_file().then_some(p))
+        }
+    };
+    let project_root = project_root.canonicalize().unwrap_or(project_root);
+    if config_path.is_none() {
+        notes.push(format!(
+            "no {CONFIG_FILE_NAME} in {}: using defaults",
+            project_root.display()
+        ));
+    }
+
+    let mut base = EffectiveConfig::default();
+    let mut read_config = |path: &Path, problems: &mut Problems| -> Option<ConfigFile> {
+        match std::fs::read_to_string(path) {
+            Err(e) => {
+                problems.push(Problem::in_file(path, format!("cannot read config: {e}")));
+                None
+            }
+            Ok(text) => {
+                let r = parse_config(path, &text);
+                texts.insert(path.to_path_buf(), text);
+                r.map_err(|p| problems.push(p)).ok()
+            }
+        }
+    };
+    let global_config_path = host.global_config_path().filter(|p| p.is_file());
+    let mut layer_problems: Vec<LayerProblem> = Vec::new();
+    if let Some(g) = &global_config_path {
+        if let Some(cfg) = read_config(g, &mut problems) {
+            layer_problems.extend(base.apply_file(&cfg, g, Layer::Global, &env));
+        }
+    }
+    if let Some(c) = &config_path {
+        if let Some(cfg) = read_config(c, &mut problems) {
+            layer_problems.extend(base.apply_file(&cfg, c, Layer::Project, &env));
+        }
+    }
+    if !problems.is_empty() {
+        // A config that does not parse makes every later check noise.
+        return Err(finish(problems, &host.cwd));
+    }
+    layer_problems.extend(base.apply_env(&env));
+    let mut flagged = base.clone();
+    layer_problems.extend(flagged.apply_flags(options));
+    layer_problems.extend(flagged.validate());
+    push_layer_problems(&mut problems, layer_problems, &texts);
+
+    // --skip-cmd / --skip-readiness must name commands.
+    for (flag, names) in [
+        ("--skip-cmd", &options.skip_cmd),
+        ("--skip-readiness", &options.skip_readiness),
+    ] {
+        for n in names {
+            if !flagged.commands.contains_key(n) {
+                let known: Vec<&str> = flagged.commands.keys().map(String::as_str).collect();
+                problems.push(
+                    Problem::new(format!("{flag} `{n}`: no command of that name")).with_help(
+                        if known.is_empty() {
+                            "the config defines no commands".to_string()
+                        } else {
+                            format!("commands defined: {}", known.join(", "))
+                        },
+                    ),
+                );
+            }
+        }
+    }
+
+    // Discovery.
+    let mut candidates: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut explicit: BTreeSet<PathBuf> = BTreeSet::new();
+    if !options.paths.is_empty() {
+        for arg in &options.paths {
+            match resolve_arg(arg, &host.cwd, &project_root) {
+                Ok(found) => {
+                    if found.len() == 1 && found[0].is_file() && !Path::new(arg).is_dir() {
+                        explicit.extend(found.iter().cloned());
+                    }
+                    candidates.extend(found);
+                }
+                Err(e) => problems.push(Problem::new(e.to_string())),
+            }
+        }
+    } else if !flagged.supervisor.tests.value.is_empty() {
+        let (found, errors) = from_globs(&project_root, &flagged.supervisor.tests.value);
+        for e in errors {
+            let at = flagged.supervisor.tests.origin.clone();
+            problems.push(layer_problem_to_problem(
+                LayerProblem {
+                    message: format!("[supervisor] tests: {e}"),
+                    origin: at,
+                },
+                &texts,
+            ));
+        }
+        candidates.extend(found);
+    } else {
+        match walk_test_files(&project_root, false) {
+            Ok(found) => candidates.extend(found),
+            Err(e) => problems.push(Problem::new(e.to_string())),
+        }
+    }
+    let candidates: Vec<PathBuf> = candidates
+        .into_iter()
+        .map(|p| p.canonicalize().unwrap_or(p))
+        .collect();
+
+    // Parse candidates; keep root tests.
+    let mut files = TestFiles::default();
+    let mut roots: Vec<(PathBuf, String, Vec<String>)> = Vec::new();
+    for path in &candidates {
+        let Some(test) = files.get(path) else {
+            continue;
+        };
+        if test.include_only {
+            if explicit.contains(path) {
+                problems.push(Problem::in_file(
+                    path,
+                    "this file has `include_only = true`: it can only be included, not run as a root test",
+                ));
+            }
+            continue;
+        }
+        roots.push((path.clone(), test_name(test, path), test.tags.clone()));
+    }
+    let discovered = roots.len();
+    if candidates.is_empty() && problems.is_empty() {
+        problems.push(
+            Problem::new(format!(
+                "no root tests found under {}",
+                project_root.display()
+            ))
+            .with_help("test files are named `*.test.toml`; files starting with `_` and `include_only = true` files are not root tests"),
+        );
+    }
+    if !options.tags.is_empty() {
+        roots.retain(|(_, _, tags)| tags.iter().any(|t| options.tags.contains(t)));
+        if roots.is_empty() && discovered > 0 {
+            problems.push(Problem::new(format!(
+                "no root test carries any of the tags {}",
+                options.tags.join(", ")
+            )));
+        }
+    }
+    if let Some(shard) = options.shard {
+        roots = roots
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| shard.contains(*i))
+            .map(|(_, r)| r)
+            .collect();
+        if roots.is_empty() {
+            notes.push(format!("shard {shard} holds no root tests"));
+        }
+    }
+
+    // Each root test: plan, effective config, name and asset checks.
+    let mut tests = Vec::new();
+    for (path, name, tags) in roots {
+        let (plan, plan_problems) = expand(&project_root, &path, &mut files);
+        problems.extend(plan_problems);
+        let mut effective = base.clone();
+        let mut lps = Vec::new();
+        let text = files.text(&path).to_string();
+        texts.insert(path.clone(), text);
+        if let Some(test) = files.get(&path) {
+            lps.extend(effective.apply_test_overrides(
+                &test.overrides.provider,
+                &test.overrides.commands,
+                &path,
+            ));
+        }
+        lps.extend(effective.apply_flags(options));
+        lps.extend(effective.validate());
+        check_names(
+            &effective,
+            &plan,
+            &project_root,
+            &files,
+            &mut lps,
+            &mut problems,
+        );
+        push_layer_problems(&mut problems, lps, &texts);
+        check_plan(
+            &effective,
+            &plan,
+            &project_root,
+            &path,
+            options,
+            &files,
+            &mut problems,
+        );
+        tests.push(RootTest {
+            rel_path: relative_to(&project_root, &path),
+            path,
+            name,
+            tags,
+            plan,
+            effective,
+        });
+    }
+    problems.extend(std::mem::take(&mut files.problems));
+    if !problems.is_empty() {
+        return Err(finish(problems, &host.cwd));
+    }
+    Ok(Suite {
+        project_root,
+        config_path,
+        global_config_path,
+        notes,
+        base: flagged,
+        tests,
+        discovered,
+    })
+}
+
+/// Every `${NAME}` in the config and in the plan's instructions must be known.
+fn check_names(
+    eff: &EffectiveConfig,
+    plan: &[PlannedStep],
+    root: &Path,
+    files: &TestFiles,
+    lps: &mut Vec<LayerProblem>,
+    problems: &mut Problems,
+) {
+    let mut known: BTreeSet<String> = BUILTIN_NAMES.iter().map(|s| s.to_string()).collect();
+    known.extend(eff.ports.keys().cloned());
+    known.extend(eff.env.keys().cloned());
+    known.extend(eff.secrets.keys().cloned());
+    let mut check =
+        |field: String, text: &str, origin: Option<super::layers::Origin>, extra: &[&str]| {
+            let mut k = known.clone();
+            k.extend(extra.iter().map(|s| s.to_string()));
+            if let Err(e) = check_known(text, &k) {
+                lps.push(LayerProblem {
+                    message: format!("{field}: {e}"),
+                    origin,
+                });
+            }
+        };
+    for (k, v) in &eff.env {
+        check(format!("env.{k}"), &v.value, v.origin.clone(), &[]);
+    }
+    if let Some(u) = &eff.provider.base_url.value {
+        check(
+            "provider.base_url".into(),
+            u,
+            eff.provider.base_url.origin.clone(),
+            &[],
+        );
+    }
+    if let Some(c) = &eff.provider.cmd.value {
+        check(
+            "provider.cmd".into(),
+            c,
+            eff.provider.cmd.origin.clone(),
+            &[],
+        );
+    }
+    for c in eff.commands.values() {
+        let o = c.origin.clone();
+        check(format!("commands.{}.cmd", c.name), &c.cmd, o.clone(), &[]);
+        if let Some(cwd) = &c.cwd {
+            check(format!("commands.{}.cwd", c.name), cwd, o.clone(), &[]);
+        }
+        for p in &c.readiness {
+            let (what, text) = match &p.kind {
+                ProbeKind::Http(t) => ("http", t),
+                ProbeKind::Tcp(t) => ("tcp", t),
+                ProbeKind::Log(t) => ("log", t),
+                ProbeKind::Exec(t) => ("exec", t),
+            };
+            check(
+                format!("commands.{}.readiness ({what})", c.name),
+                text,
+                o.clone(),
+                &[],
+            );
+        }
+    }
+    if let Some(cp) = &eff.checkpoint {
+        check(
+            "checkpoint.save".into(),
+            &cp.value.save,
+            cp.origin.clone(),
+            CHECKPOINT_NAMES,
+        );
+        check(
+            "checkpoint.restore".into(),
+            &cp.value.restore,
+            cp.origin.clone(),
+            CHECKPOINT_NAMES,
+        );
+    }
+    for s in plan {
+        if let Err(e) = check_known(&s.instruction, &known) {
+            problems.push(step_problem(root, files, s, format!("instruction: {e}")));
+        }
+    }
+}
+
+/// Assets, checkpoints and `--from-checkpoint` against one root test's plan.
+fn check_plan(
+    eff: &EffectiveConfig,
+    plan: &[PlannedStep],
+    root: &Path,
+    test: &Path,
+    options: &RunOptions,
+    files: &TestFiles,
+    problems: &mut Problems,
+) {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for s in plan {
+        let file = root.join(&s.source_file);
+        for e in check_assets(&s.instruction, &file) {
+            problems.push(step_problem(root, files, s, e.to_string()));
+        }
+        if let Some(cp) = &s.checkpoint {
+            if eff.checkpoint.is_none() {
+                problems.push(
+                    step_problem(
+                        root,
+                        files,
+                        s,
+                        format!("`checkpoint = \"{cp}\"` needs a [checkpoint] table in the config"),
+                    )
+                    .with_help("add [checkpoint] with `save` and `restore` commands"),
+                );
+            }
+            if let Some(first) = seen.insert(cp, s.step_id) {
+                problems.push(Problem::in_file(
+                    test,
+                    format!(
+                        "checkpoint `{cp}` is set by both step {first} and step {} of this plan",
+                        s.step_id
+                    ),
+                ));
+            }
+        }
+    }
+    if let Some(name) = &options.from_checkpoint {
+        if !seen.contains_key(name.as_str()) {
+            let have: Vec<&str> = seen.keys().copied().collect();
+            problems.push(Problem::in_file(
+                test,
+                format!(
+                    "--from-checkpoint `{name}`: this test has no step with that checkpoint{}",
+                    if have.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (it has: {})", have.join(", "))
+                    }
+                ),
+            ));
+        }
+    }
+}
+
+/// A problem pointing at a planned step's table in its file.
+fn step_problem(root: &Path, files: &TestFiles, s: &PlannedStep, message: String) -> Problem {
+    let file = root.join(&s.source_file);
+    Problem::at(&file, files.text(&file), s.source_span.clone(), message)
+}
+
+fn layer_problem_to_problem(lp: LayerProblem, texts: &BTreeMap<PathBuf, String>) -> Problem {
+    match lp.origin {
+        Some(o) => match texts.get(&o.file) {
+            Some(text) => Problem::at(&o.file, text, o.span, lp.message),
+            None => Problem::in_file(&o.file, lp.message),
+        },
+        None => Problem::new(lp.message),
+    }
+}
+
+fn push_layer_problems(
+    problems: &mut Problems,
+    lps: Vec<LayerProblem>,
+    texts: &BTreeMap<PathBuf, String>,
+) {
+    for lp in lps {
+        problems.push(layer_problem_to_problem(lp, texts));
+    }
+}
+
+/// Dedupe (the same config problem shows up once per root test) and show paths relative to
+/// the working directory.
+fn finish(problems: Problems, cwd: &Path) -> Problems {
+    let cwd = cwd.canonicalize().unwrap_or(cwd.to_path_buf());
+    let mut out = Problems::default();
+    let mut seen = BTreeSet::new();
+    for mut p in problems.0 {
+        if let Some(f) = &p.file {
+            p.file = Some(relative_to(&cwd, f));
+        }
+        if let Some(l) = &mut p.location {
+            l.file = relative_to(&cwd, &l.file);
+        }
+        if seen.insert(p.to_string()) {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::options::Shard;
+    use std::fs;
+
+    struct Project {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        host: HostEnv,
+    }
+
+    impl Project {
+        fn new() -> Self {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let root = dir.path().canonicalize().expect("canonical");
+            let host = HostEnv {
+                cwd: root.clone(),
+                // No HOME: the developer's own global config must not leak into tests.
+                vars: BTreeMap::new(),
+            };
+            Project {
+                _dir: dir,
+                root,
+                host,
+            }
+        }
+        fn write(&self, rel: &str, text: &str) -> &Self {
+            let p = self.root.join(rel);
+            fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+            fs::write(p, text).expect("write");
+            self
+        }
+        fn load(&self, o: &RunOptions) -> Result<Suite, Problems> {
+            load_suite_with(o, &self.host)
+        }
+        fn errors(&self, o: &RunOptions) -> String {
+            match self.load(o) {
+                Ok(s) => panic!("expected problems, got {} tests", s.tests.len()),
+                Err(p) => p.to_string(),
+            }
+        }
+    }
+
+    const STEP: &str = "[[steps]]\ninstruction = \"do it\"\n";
+
+    #[test]
+    fn no_config_means_defaults_and_a_note() {
+        let p = Project::new();
+        p.write("a.test.toml", STEP);
+        let s = p.load(&RunOptions::default()).unwrap();
+        assert_eq!(s.config_path, None);
+        assert!(
+            s.notes[0].starts_with("no bugatti.config.toml in "),
+            "{:?}",
+            s.notes
+        );
+        assert_eq!(s.tests.len(), 1);
+        assert_eq!(s.tests[0].name, "a");
+        assert_eq!(s.tests[0].rel_path, PathBuf::from("a.test.toml"));
+        assert_eq!(s.tests[0].plan[0].instruction, "do it");
+    }
+
+    #[test]
+    fn missing_config_flag_file_is_an_error() {
+        let p = Project::new();
+        let e = p.errors(&RunOptions {
+            config: Some("nope.toml".into()),
+            ..Default::default()
+        });
+        assert!(
+            e.contains("config file") && e.contains("nope.toml does not exist"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn config_dir_is_the_project_root_and_global_config_is_a_layer() {
+        let p = Project::new();
+        p.write("proj/cfg.toml", "[provider]\nname = \"shell\"\n")
+            .write("proj/t/a.test.toml", STEP)
+            .write(
+                "home/config.toml",
+                "[provider]\nname = \"codex\"\nstep_timeout_secs = 9\n",
+            );
+        let mut host = p.host.clone();
+        host.vars.insert(
+            "BUGATTI_CONFIG_HOME".into(),
+            p.root.join("home").display().to_string(),
+        );
+        let s = load_suite_with(
+            &RunOptions {
+                config: Some("proj/cfg.toml".into()),
+                ..Default::default()
+            },
+            &host,
+        )
+        .unwrap();
+        assert_eq!(s.project_root, p.root.join("proj"));
+        assert_eq!(s.global_config_path, Some(p.root.join("home/config.toml")));
+        assert_eq!(s.base.provider.name.value, "shell");
+        assert_eq!(s.base.provider.name.source, Layer::Project);
+        assert_eq!(s.base.provider.step_timeout_secs.value, 9);
+        assert_eq!(s.base.provider.step_timeout_secs.source, Layer::Global);
+        assert_eq!(s.tests[0].rel_path, PathBuf::from("t/a.test.toml"));
+    }
+
+    #[test]
+    fn config_parse_errors_stop_before_tests_are_judged() {
+        let p = Project::new();
+        p.write("bugatti.config.toml", "[provider]\nnmae = \"shell\"\n")
+            .write("a.test.toml", "[[steps]]\ninstruction = \"${UNKNOWN}\"\n");
+        let e = p.load(&RunOptions::default()).unwrap_err();
+        assert_eq!(e.len(), 1, "{e}");
+        let text = e.to_string();
+        assert!(text.contains("unknown field `nmae`"), "{text}");
+        assert!(text.contains("--> bugatti.config.toml:2:1"), "{text}");
+        assert!(text.contains("did you mean `name`?"), "{text}");
+    }
+
+    #[test]
+    fn include_only_and_underscore_files_are_not_root_tests() {
+        let p = Project::new();
+        p.write("a.test.toml", STEP)
+            .write("_b.test.toml", STEP)
+            .write("c.test.toml", &format!("include_only = true\n{STEP}"));
+        let s = p.load(&RunOptions::default()).unwrap();
+        let names: Vec<&str> = s.tests.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, vec!["a"]);
+        let e = p.errors(&RunOptions {
+            paths: vec!["c.test.toml".into()],
+            ..Default::default()
+        });
+        assert!(
+            e.contains("`include_only = true`: it can only be included"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn nothing_to_run_is_an_error() {
+        let p = Project::new();
+        let e = p.errors(&RunOptions::default());
+        assert!(e.contains("no root tests found under"), "{e}");
+    }
+
+    #[test]
+    fn tags_then_shards_select_deterministically() {
+        let p = Project::new();
+        for n in ["a", "b", "c", "d"] {
+            p.write(
+                &format!("{n}.test.toml"),
+                &format!(
+                    "tags = [\"{}\"]\n{STEP}",
+                    if n == "d" { "slow" } else { "fast" }
+                ),
+            );
+        }
+        let names = |o: RunOptions| -> Vec<String> {
+            p.load(&o)
+                .unwrap()
+                .tests
+                .iter()
+                .map(|t| t.name.clone())
+                .collect()
+        };
+        assert_eq!(
+            names(RunOptions {
+                tags: vec!["fast".into()],
+                ..Default::default()
+            }),
+            vec!["a", "b", "c"]
+        );
+        let shard = |k| RunOptions {
+            shard: Some(Shard { index: k, count: 2 }),
+            ..Default::default()
+        };
+        assert_eq!(names(shard(1)), vec!["a", "c"]);
+        assert_eq!(names(shard(2)), vec!["b", "d"]);
+        let e = p.errors(&RunOptions {
+            tags: vec!["none".into()],
+            ..Default::default()
+        });
+        assert!(
+            e.contains("no root test carries any of the tags none"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn tests_globs_from_config_and_a_glob_matching_nothing() {
+        let p = Project::new();
+        p.write(
+            "bugatti.config.toml",
+            "[supervisor]\ntests = [\"e2e/*.test.toml\", \"nothing/*.test.toml\"]\n",
+        )
+        .write("e2e/a.test.toml", STEP)
+        .write("other/b.test.toml", STEP);
+        let e = p.errors(&RunOptions::default());
+        assert!(
+            e.contains("[supervisor] tests: tests glob `nothing/*.test.toml` matches no file"),
+            "{e}"
+        );
+        assert!(e.contains("bugatti.config.toml:2:"), "{e}");
+        p.write(
+            "bugatti.config.toml",
+            "[supervisor]\ntests = [\"e2e/*.test.toml\"]\n",
+        );
+        let s = p.load(&RunOptions::default()).unwrap();
+        assert_eq!(s.tests.len(), 1);
+        assert_eq!(s.tests[0].rel_path, PathBuf::from("e2e/a.test.toml"));
+    }
+
+    #[test]
+    fn unknown_names_are_reported_with_field_and_place() {
+        let p = Project::new();
+        p.write(
+            "bugatti.config.toml",
+            "[ports]\nAPP_PORT = \"auto\"\n[env]\nURL = \"http://x:${APP_PORT}/${BUGATTI_WORKDIR}\"\nBAD = \"${NOPE}\"\n[commands.s]\nkind = \"long_lived\"\ncmd = \"run --port ${APP_PROT} $${HOME}\"\nreadiness = { tcp = \"127.0.0.1:${PORT}\" }\n",
+        )
+        .write("a.test.toml", "[[steps]]\ninstruction = \"open ${URL} ${MISSING}\"\n");
+        let e = p.errors(&RunOptions::default());
+        assert!(e.contains("env.BAD: unknown variable `${NOPE}`"), "{e}");
+        assert!(
+            e.contains("commands.s.cmd: unknown variable `${APP_PROT}`"),
+            "{e}"
+        );
+        assert!(
+            e.contains("commands.s.readiness (tcp): unknown variable `${PORT}`"),
+            "{e}"
+        );
+        assert!(
+            e.contains("instruction: unknown variable `${MISSING}`"),
+            "{e}"
+        );
+        assert!(e.contains("--> a.test.toml:1:1"), "{e}");
+        assert!(!e.contains("HOME"), "escaped $${{ must not be checked: {e}");
+        assert!(e.ends_with("4 problems found; nothing was run"), "{e}");
+    }
+
+    #[test]
+    fn skip_flags_must_name_commands() {
+        let p = Project::new();
+        p.write(
+            "bugatti.config.toml",
+            "[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\n",
+        )
+        .write("a.test.toml", STEP);
+        let e = p.errors(&RunOptions {
+            skip_cmd: vec!["web".into()],
+            skip_readiness: vec!["db".into()],
+            ..Default::default()
+        });
+        assert!(
+            e.contains("--skip-cmd `web`: no command of that name"),
+            "{e}"
+        );
+        assert!(
+            e.contains("--skip-readiness `db`: no command of that name"),
+            "{e}"
+        );
+        assert!(e.contains("commands defined: s"), "{e}");
+        assert!(p
+            .load(&RunOptions {
+                skip_cmd: vec!["s".into()],
+                ..Default::default()
+            })
+            .is_ok());
+    }
+
+    #[test]
+    fn checkpoints_need_the_table_are_unique_and_resume_names_exist() {
+        let p = Project::new();
+        let test = "[[steps]]\ninstruction = \"a\"\ncheckpoint = \"in\"\n[[steps]]\ninstruction = \"b\"\ncheckpoint = \"in\"\n";
+        p.write("a.test.toml", test);
+        let e = p.errors(&RunOptions::default());
+        assert!(
+            e.contains("`checkpoint = \"in\"` needs a [checkpoint] table"),
+            "{e}"
+        );
+        assert!(
+            e.contains("checkpoint `in` is set by both step 1 and step 2"),
+            "{e}"
+        );
+        p.write("bugatti.config.toml", "[checkpoint]\nsave = \"s ${BUGATTI_CHECKPOINT_ID}\"\nrestore = \"r\"\n")
+            .write("a.test.toml", "[[steps]]\ninstruction = \"a\"\nsetup = true\n[[steps]]\ninstruction = \"b\"\ncheckpoint = \"in\"\n");
+        let s = p
+            .load(&RunOptions {
+                from_checkpoint: Some("in".into()),
+                ..Default::default()
+            })
+            .unwrap();
+        let cp = s.tests[0].effective.checkpoint.as_ref().unwrap();
+        assert_eq!(cp.value.timeout_secs, 120);
+        assert!(s.tests[0].plan[0].setup);
+        let e = p.errors(&RunOptions {
+            from_checkpoint: Some("out".into()),
+            ..Default::default()
+        });
+        assert!(
+            e.contains(
+                "--from-checkpoint `out`: this test has no step with that checkpoint (it has: in)"
+            ),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn missing_assets_are_errors_and_present_ones_pass() {
+        let p = Project::new();
+        p.write(
+            "t/a.test.toml",
+            "[[steps]]\ninstruction = \"use [[asset:data.json]] and {{path:pic.png}}\"\n",
+        )
+        .write("t/a/data.json", "{}");
+        let e = p.errors(&RunOptions::default());
+        assert!(e.contains("asset `pic.png` not found"), "{e}");
+        assert!(!e.contains("data.json"), "{e}");
+        p.write("t/a/pic.png", "png");
+        assert!(p.load(&RunOptions::default()).is_ok());
+    }
+
+    #[test]
+    fn test_overrides_apply_per_test_and_flags_win() {
+        let p = Project::new();
+        p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n[commands.s]\nkind = \"long_lived\"\ncmd = \"serve\"\n")
+            .write("a.test.toml", &format!("[overrides.provider]\nstep_timeout_secs = 7\n[overrides.commands.s]\ncmd = \"serve --big\"\n{STEP}"))
+            .write("b.test.toml", STEP);
+        let s = p
+            .load(&RunOptions {
+                provider: Some("command".into()),
+                ..Default::default()
+            })
+            .unwrap_err()
+            .to_string();
+        assert!(
+            s.contains("provider `command` needs `[provider] cmd`"),
+            "{s}"
+        );
+        assert_eq!(
+            s.matches("provider `command` needs").count(),
+            1,
+            "deduped: {s}"
+        );
+        let s = p
+            .load(&RunOptions {
+                step_timeout: Some(3),
+                ..Default::default()
+            })
+            .unwrap();
+        let a = &s.tests[0].effective;
+        let b = &s.tests[1].effective;
+        assert_eq!(a.commands["s"].cmd, "serve --big");
+        assert_eq!(b.commands["s"].cmd, "serve");
+        assert_eq!(a.provider.step_timeout_secs.value, 3);
+        assert_eq!(a.provider.step_timeout_secs.source, Layer::Flag);
+    }
+
+    #[test]
+    fn env_layer_sits_between_project_and_test() {
+        let p = Project::new();
+        p.write(
+            "bugatti.config.toml",
+            "[provider]\nbase_url = \"http://project\"\nstep_timeout_secs = 50\n",
+        )
+        .write(
+            "a.test.toml",
+            &format!("[overrides.provider]\nbase_url = \"http://test\"\n{STEP}"),
+        )
+        .write("b.test.toml", STEP);
+        let mut host = p.host.clone();
+        host.vars
+            .insert("BUGATTI_BASE_URL".into(), "http://env".into());
+        host.vars.insert("BUGATTI_STEP_TIMEOUT".into(), "40".into());
+        let s = load_suite_with(&RunOptions::default(), &host).unwrap();
+        assert_eq!(
+            s.tests[0].effective.provider.base_url.value.as_deref(),
+            Some("http://test")
+        );
+        assert_eq!(
+            s.tests[1].effective.provider.base_url.value.as_deref(),
+            Some("http://env")
+        );
+        assert_eq!(s.tests[1].effective.provider.base_url.source, Layer::Env);
+        assert_eq!(s.base.provider.step_timeout_secs.value, 40);
+    }
+
+    #[test]
+    fn a_cycle_reachable_from_two_roots_is_reported_once() {
+        let p = Project::new();
+        p.write("a.test.toml", "[[steps]]\ninclude_path = \"b.test.toml\"\n")
+            .write("b.test.toml", "[[steps]]\ninclude_path = \"a.test.toml\"\n");
+        let e = p.load(&RunOptions::default()).unwrap_err();
+        assert_eq!(e.len(), 1, "{e}");
+        assert!(e
+            .to_string()
+            .contains("include cycle: a.test.toml -> b.test.toml -> a.test.toml"));
+    }
+
+    #[test]
+    fn bugatti_07_project_loads_as_is() {
+        let p = Project::new();
+        p.write(
+            "bugatti.config.toml",
+            "[provider]\nname = \"claude-code\"\nstrict_warnings = true\nbase_url = \"http://localhost:3000\"\n[commands.server]\nkind = \"long_lived\"\ncmd = \"npm start\"\nreadiness_urls = [\"http://localhost:3000/health\"]\nreadiness_timeout_secs = 60\n[checkpoint]\nsave = \"./cp.sh save\"\nrestore = \"./cp.sh restore\"\n",
+        )
+        .write("_setup.test.toml", "name = \"setup\"\n[[steps]]\ninstruction = \"seed\"\ncheckpoint = \"seeded\"\n")
+        .write("ui.test.toml", "name = \"UI\"\n[overrides.provider]\nstep_timeout_secs = 600\n[[steps]]\ninclude_path = \"_setup.test.toml\"\n[[steps]]\ninstruction = \"click\"\nstep_timeout_secs = 30\nskip = true\n");
+        let s = p
+            .load(&RunOptions {
+                paths: vec!["ui".into()],
+                ..Default::default()
+            })
+            .unwrap();
+        let t = &s.tests[0];
+        assert_eq!(t.name, "UI");
+        assert_eq!(t.plan.len(), 2);
+        assert_eq!(t.plan[0].checkpoint.as_deref(), Some("seeded"));
+        assert_eq!(t.plan[0].include_chain, vec![PathBuf::from("ui.test.toml")]);
+        assert_eq!((t.plan[1].timeout_secs, t.plan[1].skip), (Some(30), true));
+        assert!(t.effective.provider.strict_warnings.value);
+        assert_eq!(t.effective.provider.step_timeout_secs.value, 600);
+    }
+}

@@ -1,0 +1,134 @@
+//! The options of `start` / `test` (SPEC §2) as plain data, independent of the CLI parser.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+/// `--shard K/N`: the K-th (1-based) of N deterministic slices of the discovered root tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardError {
+    #[error("--shard `{0}` is not of the form K/N (for example 1/3)")]
+    Form(String),
+    #[error("--shard `{0}`: K and N must be whole numbers")]
+    Number(String),
+    #[error("--shard `{0}`: N must be at least 1")]
+    ZeroCount(String),
+    #[error("--shard `{0}`: K must be between 1 and N ({1})")]
+    OutOfRange(String, usize),
+}
+
+impl FromStr for Shard {
+    type Err = ShardError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (k, n) = s
+            .split_once('/')
+            .ok_or_else(|| ShardError::Form(s.to_string()))?;
+        let index: usize = k
+            .trim()
+            .parse()
+            .map_err(|_| ShardError::Number(s.to_string()))?;
+        let count: usize = n
+            .trim()
+            .parse()
+            .map_err(|_| ShardError::Number(s.to_string()))?;
+        if count == 0 {
+            return Err(ShardError::ZeroCount(s.to_string()));
+        }
+        if index == 0 || index > count {
+            return Err(ShardError::OutOfRange(s.to_string(), count));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl Shard {
+    /// Whether the root test at `position` (0-based, in sorted discovery order) is in this shard.
+    /// Round-robin, so every test lands in exactly one shard and shards differ in size by ≤ 1.
+    pub fn contains(&self, position: usize) -> bool {
+        position % self.count == self.index - 1
+    }
+}
+
+/// Console verbosity: `-q` / default / `-v`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Verbosity {
+    Quiet,
+    #[default]
+    Normal,
+    Verbose,
+}
+
+/// Every option of `start` / `test` / `check`. `None` / empty / false = not given on the
+/// command line, so lower layers (config, env, defaults) decide.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    pub config: Option<PathBuf>,
+    /// PATH arguments: files, directories or short names.
+    pub paths: Vec<String>,
+    pub jobs: Option<usize>,
+    pub skip_cmd: Vec<String>,
+    pub skip_readiness: Vec<String>,
+    pub provider: Option<String>,
+    pub step_timeout: Option<u64>,
+    /// Whole-invocation deadline in seconds.
+    pub timeout: Option<u64>,
+    pub retries: Option<u32>,
+    pub fail_fast: bool,
+    pub strict_warnings: bool,
+    pub shard: Option<Shard>,
+    pub from_checkpoint: Option<String>,
+    pub tags: Vec<String>,
+    pub junit: Option<PathBuf>,
+    pub json: Option<PathBuf>,
+    pub verbosity: Verbosity,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shard_parses_and_rejects_bad_forms() {
+        assert_eq!("2/3".parse::<Shard>(), Ok(Shard { index: 2, count: 3 }));
+        let e = "4/3".parse::<Shard>().unwrap_err().to_string();
+        assert_eq!(e, "--shard `4/3`: K must be between 1 and N (3)");
+        let e = "0/3".parse::<Shard>().unwrap_err().to_string();
+        assert!(e.contains("between 1 and N"), "{e}");
+        let e = "1/0".parse::<Shard>().unwrap_err().to_string();
+        assert!(e.contains("N must be at least 1"), "{e}");
+        let e = "3".parse::<Shard>().unwrap_err().to_string();
+        assert!(e.contains("not of the form K/N"), "{e}");
+        let e = "a/b".parse::<Shard>().unwrap_err().to_string();
+        assert!(e.contains("whole numbers"), "{e}");
+    }
+
+    #[test]
+    fn shards_partition_every_position_exactly_once() {
+        for n in 1..6 {
+            for pos in 0..20 {
+                let hits = (1..=n)
+                    .filter(|k| {
+                        Shard {
+                            index: *k,
+                            count: n,
+                        }
+                        .contains(pos)
+                    })
+                    .count();
+                assert_eq!(hits, 1, "pos {pos} n {n}");
+            }
+        }
+    }
+}

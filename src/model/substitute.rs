@@ -1,0 +1,175 @@
+//! `${NAME}` substitution over the session's variables (ports, `[env]`, `[secrets]`, `BUGATTI_*`).
+//!
+//! `$${` is a literal `${` (so `$${HOME}` stays `${HOME}` for the shell); a lone `$` is left
+//! alone. An unknown or unterminated reference is an error, found at check time by
+//! [`references`] and at run time by [`substitute`].
+
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The names the harness itself defines for every session.
+pub const BUILTIN_NAMES: &[&str] = &[
+    "BUGATTI_RUN_ID",
+    "BUGATTI_SESSION_ID",
+    "BUGATTI_STEP_ID",
+    "BUGATTI_RUN_DIR",
+    "BUGATTI_WORKDIR",
+    "BUGATTI_PROJECT_ROOT",
+];
+
+/// Also defined while a `[checkpoint]` save / restore command runs.
+pub const CHECKPOINT_NAMES: &[&str] = &["BUGATTI_CHECKPOINT_ID", "BUGATTI_CHECKPOINT_PATH"];
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubstError {
+    #[error("unknown variable `${{{name}}}`")]
+    Unknown { name: String },
+    #[error("`${{` at byte {at} is not closed with `}}` (write `$${{` for a literal `${{`)")]
+    Unterminated { at: usize },
+    #[error("`${{{name}}}` is not a valid variable name (letters, digits and `_`, not starting with a digit)")]
+    BadName { name: String },
+}
+
+enum Piece<'a> {
+    Text(&'a str),
+    Var(&'a str),
+}
+
+/// Split `text` into literal pieces and `${NAME}` references.
+fn pieces(text: &str) -> Result<Vec<Piece<'_>>, SubstError> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    let mut offset = 0;
+    while let Some(i) = rest.find('$') {
+        let after = &rest[i..];
+        if after.starts_with("$${") {
+            out.push(Piece::Text(&rest[..i]));
+            out.push(Piece::Text("${"));
+            rest = &rest[i + 3..];
+            offset += i + 3;
+        } else if after.starts_with("${") {
+            out.push(Piece::Text(&rest[..i]));
+            let close = after
+                .find('}')
+                .ok_or(SubstError::Unterminated { at: offset + i })?;
+            let name = &after[2..close];
+            if !valid_name(name) {
+                return Err(SubstError::BadName {
+                    name: name.to_string(),
+                });
+            }
+            out.push(Piece::Var(name));
+            rest = &after[close + 1..];
+            offset += i + close + 1;
+        } else {
+            out.push(Piece::Text(&rest[..=i]));
+            rest = &rest[i + 1..];
+            offset += i + 1;
+        }
+    }
+    out.push(Piece::Text(rest));
+    Ok(out)
+}
+
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Replace every `${NAME}` by its value; `$${` becomes `${`.
+pub fn substitute(text: &str, vars: &BTreeMap<String, String>) -> Result<String, SubstError> {
+    let mut out = String::with_capacity(text.len());
+    for piece in pieces(text)? {
+        match piece {
+            Piece::Text(t) => out.push_str(t),
+            Piece::Var(name) => {
+                out.push_str(vars.get(name).ok_or_else(|| SubstError::Unknown {
+                    name: name.to_string(),
+                })?)
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The names `text` refers to, in order of appearance.
+pub fn references(text: &str) -> Result<Vec<String>, SubstError> {
+    Ok(pieces(text)?
+        .into_iter()
+        .filter_map(|p| match p {
+            Piece::Var(n) => Some(n.to_string()),
+            Piece::Text(_) => None,
+        })
+        .collect())
+}
+
+/// Check-time validation: every reference in `text` is one of `known`.
+pub fn check_known(text: &str, known: &BTreeSet<String>) -> Result<(), SubstError> {
+    for name in references(text)? {
+        if !known.contains(&name) {
+            return Err(SubstError::Unknown { name });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars() -> BTreeMap<String, String> {
+        [("APP_PORT", "8080"), ("X", "y")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn replaces_known_names() {
+        assert_eq!(
+            substitute("http://127.0.0.1:${APP_PORT}/${X}", &vars()).unwrap(),
+            "http://127.0.0.1:8080/y"
+        );
+    }
+
+    #[test]
+    fn escape_and_lone_dollar_are_literal() {
+        assert_eq!(
+            substitute("echo $${HOME} costs $5 $X", &vars()).unwrap(),
+            "echo ${HOME} costs $5 $X"
+        );
+    }
+
+    #[test]
+    fn unknown_name_is_an_error() {
+        assert_eq!(
+            substitute("${NOPE}", &vars()).unwrap_err().to_string(),
+            "unknown variable `${NOPE}`"
+        );
+    }
+
+    #[test]
+    fn unterminated_and_bad_names_are_errors() {
+        let e = substitute("ab ${APP_PORT", &vars()).unwrap_err();
+        assert_eq!(e, SubstError::Unterminated { at: 3 });
+        assert!(e.to_string().contains("$${"));
+        let e = substitute("${1X}", &vars()).unwrap_err().to_string();
+        assert!(e.contains("not a valid variable name"), "{e}");
+        let e = substitute("${}", &vars()).unwrap_err().to_string();
+        assert!(e.contains("not a valid variable name"), "{e}");
+    }
+
+    #[test]
+    fn references_and_check_known() {
+        assert_eq!(
+            references("${A} $${B} ${C}").unwrap(),
+            vec!["A".to_string(), "C".to_string()]
+        );
+        let known: BTreeSet<String> = ["A".to_string()].into();
+        assert!(check_known("${A}", &known).is_ok());
+        assert_eq!(
+            check_known("${A}${Z}", &known).unwrap_err(),
+            SubstError::Unknown { name: "Z".into() }
+        );
+    }
+}
