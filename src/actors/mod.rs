@@ -1,1 +1,5 @@
 //! The actors of a run (ractor on tokio). They talk only by messages.
+
+pub mod command;
+pub mod harness;
+pub mod readiness;

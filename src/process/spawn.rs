@@ -45,7 +45,8 @@ pub struct Running {
     /// The value of [`HARNESS_TAG_VAR`] in its environment.
     pub tag: String,
     /// Held until teardown: dropping the master hangs up the PTY session.
-    pty_master: Option<Box<dyn portable_pty::MasterPty + Send>>,
+    /// (In a mutex only to make `Running` shareable across awaits: the master is not `Sync`.)
+    pty_master: std::sync::Mutex<Option<Box<dyn portable_pty::MasterPty + Send>>>,
 }
 
 impl std::fmt::Debug for Running {
@@ -54,7 +55,7 @@ impl std::fmt::Debug for Running {
             .field("pid", &self.pid)
             .field("pgid", &self.pgid)
             .field("tag", &self.tag)
-            .field("pty", &self.pty_master.is_some())
+            .field("pty", &self.pty_master.lock().is_ok_and(|m| m.is_some()))
             .finish()
     }
 }
@@ -78,7 +79,9 @@ impl Running {
 
     /// Closes the PTY (if any) once the group is gone.
     pub fn release_pty(&mut self) {
-        self.pty_master = None;
+        if let Ok(mut master) = self.pty_master.lock() {
+            *master = None;
+        }
     }
 }
 
@@ -186,7 +189,7 @@ fn spawn_piped(
         exit: exit_rx,
         pump,
         tag,
-        pty_master: None,
+        pty_master: std::sync::Mutex::new(None),
     })
 }
 
@@ -259,6 +262,6 @@ fn spawn_pty(
         exit: exit_rx,
         pump,
         tag,
-        pty_master: Some(pair.master),
+        pty_master: std::sync::Mutex::new(Some(pair.master)),
     })
 }
