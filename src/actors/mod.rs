@@ -1,2 +1,6 @@
 //! The actors of a run (ractor on tokio). They talk only by messages.
+
+pub mod command;
+pub mod harness;
 pub mod queue;
+pub mod readiness;

@@ -1,6 +1,18 @@
-//! Processes: groups, signals, teardown and the registry that guarantees nothing leaks.
+//! Processes: specs, spawning in groups or PTYs, output pumps, probes, teardown, ports, and the
+//! registry that guarantees nothing leaks. Actor-free: the actors in `crate::actors` drive these.
 
+pub mod error;
+pub mod event;
+pub mod exit;
 pub mod group;
+pub mod order;
+pub mod output;
+pub mod ports;
+pub mod probe;
+pub mod record;
 pub mod registry;
 pub mod signals;
+pub mod spawn;
+pub mod spec;
 pub mod subreaper;
+pub mod teardown;

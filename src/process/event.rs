@@ -1,0 +1,44 @@
+//! What a running harness tells its session, as plain data over a channel the session owns (no
+//! dependency on the session's message type). `GaveUp` is the one that fails the session.
+
+use super::exit::ExitStatus;
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HarnessEvent {
+    pub command: String,
+    pub at: DateTime<Utc>,
+    pub kind: HarnessEventKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HarnessEventKind {
+    /// A process was started (pid = its process group).
+    Started { pid: i32 },
+    /// A short-lived command finished successfully.
+    Completed { status: ExitStatus },
+    /// A readiness probe passed (`probe` as in [`super::spec::ProbeSpec::describe`]).
+    Ready { probe: String, detail: String },
+    /// A long-lived command exited on its own; `restart_in` is set when a restart is scheduled.
+    Exited {
+        status: ExitStatus,
+        restart_in: Option<Duration>,
+    },
+    /// A new process replaced the one that exited.
+    Restarted { attempt: u32, pid: i32 },
+    /// Every probe passed again after restart number `attempt`.
+    ReadyAgain { attempt: u32 },
+    /// No restart left, not allowed one, or readiness failed after a restart: the session fails.
+    GaveUp { reason: String },
+}
+
+impl HarnessEvent {
+    pub fn now(command: impl Into<String>, kind: HarnessEventKind) -> Self {
+        Self {
+            command: command.into(),
+            at: Utc::now(),
+            kind,
+        }
+    }
+}

@@ -1,0 +1,211 @@
+//! One readiness attempt per probe kind, and the loop that repeats it. The log probe is not a
+//! loop: it waits on the command's output lines and fires on the matching line itself.
+//!
+//! Every attempt records what it saw (`HTTP 503`, `connection refused`, the last log line, the
+//! exec's exit and output) so that a readiness failure can say why.
+
+use super::group::signal_group;
+use super::registry;
+use super::spec::{ProbeKind, ProbeSpec};
+use nix::sys::signal::Signal;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// An exec attempt may not hang the probe: it is bounded by this (or the probe's interval, if longer).
+const EXEC_ATTEMPT_LIMIT: Duration = Duration::from_secs(10);
+const HTTP_ATTEMPT_LIMIT: Duration = Duration::from_secs(5);
+
+/// Where an exec probe runs: the command's directory and environment.
+#[derive(Debug, Clone, Default)]
+pub struct ProbeContext {
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+}
+
+/// What the probe saw last, shared with whoever reports a timeout.
+#[derive(Debug, Clone, Default)]
+pub struct LastSeen(Arc<Mutex<String>>);
+
+impl LastSeen {
+    pub fn set(&self, text: impl Into<String>) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = text.into();
+    }
+    pub fn get(&self) -> String {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("invalid log probe regex /{regex}/: {reason}")]
+    BadRegex { regex: String, reason: String },
+    #[error(
+        "log probe has no output to watch (the command was not launched, or its output ended)"
+    )]
+    NoOutput,
+}
+
+/// Runs `probe` until it succeeds; returns what made it ready. The caller owns the deadline (drop
+/// the future to stop). `lines` is required for a log probe.
+pub async fn run_until_ready(
+    probe: &ProbeSpec,
+    ctx: &ProbeContext,
+    lines: Option<mpsc::UnboundedReceiver<Arc<str>>>,
+    seen: &LastSeen,
+) -> Result<String, ProbeError> {
+    if let ProbeKind::Log(pattern) = &probe.kind {
+        return wait_for_line(pattern, lines, seen).await;
+    }
+    let mut ticker = tokio::time::interval(probe.interval.max(Duration::from_millis(1)));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticker.tick().await;
+        let attempt = match &probe.kind {
+            ProbeKind::Http(url) => http_once(url).await,
+            ProbeKind::Tcp(addr) => tcp_once(addr).await,
+            ProbeKind::Exec(cmd) => exec_once(cmd, ctx, probe.interval).await,
+            ProbeKind::Log(_) => unreachable_log(),
+        };
+        match attempt {
+            Ok(detail) => {
+                seen.set(detail.clone());
+                return Ok(detail);
+            }
+            Err(saw) => seen.set(saw),
+        }
+    }
+}
+
+fn unreachable_log() -> Result<String, String> {
+    Err("log probe in the polling loop".into())
+}
+
+async fn wait_for_line(
+    pattern: &str,
+    lines: Option<mpsc::UnboundedReceiver<Arc<str>>>,
+    seen: &LastSeen,
+) -> Result<String, ProbeError> {
+    let regex = regex::Regex::new(pattern).map_err(|e| ProbeError::BadRegex {
+        regex: pattern.to_string(),
+        reason: e.to_string(),
+    })?;
+    let mut lines = lines.ok_or(ProbeError::NoOutput)?;
+    seen.set("no output yet");
+    while let Some(line) = lines.recv().await {
+        if regex.is_match(&line) {
+            seen.set(format!("matching line: {line}"));
+            return Ok(line.to_string());
+        }
+        seen.set(format!("last line: {line}"));
+    }
+    // The hub lives as long as the command; ending here means nobody will ever write again.
+    std::future::pending::<()>().await;
+    Err(ProbeError::NoOutput)
+}
+
+/// One HTTP GET; 2xx and 3xx are ready.
+pub async fn http_once(url: &str) -> Result<String, String> {
+    let url = url.to_string();
+    let joined = tokio::task::spawn_blocking(move || {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .max_redirects_will_error(false)
+            .proxy(None)
+            .timeout_global(Some(HTTP_ATTEMPT_LIMIT))
+            .build();
+        let agent = ureq::Agent::new_with_config(config);
+        match agent.get(&url).call() {
+            Ok(response) => {
+                let status = response.status();
+                if status.is_success() || status.is_redirection() {
+                    Ok(format!("HTTP {}", status.as_u16()))
+                } else {
+                    Err(format!("HTTP {}", status.as_u16()))
+                }
+            }
+            Err(e) => Err(e.to_string()),
+        }
+    })
+    .await;
+    joined.unwrap_or_else(|e| Err(format!("http probe task failed: {e}")))
+}
+
+/// One TCP connect.
+pub async fn tcp_once(addr: &str) -> Result<String, String> {
+    match tokio::time::timeout(
+        HTTP_ATTEMPT_LIMIT,
+        tokio::net::TcpStream::connect(addr.to_string()),
+    )
+    .await
+    {
+        Ok(Ok(_)) => Ok(format!("connected to {addr}")),
+        Ok(Err(e)) => Err(format!("{addr}: {e}")),
+        Err(_) => Err(format!("{addr}: connect timed out")),
+    }
+}
+
+/// Kills an exec attempt's whole group if the attempt is abandoned (deadline, actor stopped).
+struct GroupGuard(i32);
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        let _ = signal_group(self.0, Signal::SIGKILL);
+        registry::unregister(self.0);
+    }
+}
+
+/// One run of `sh -c cmd` in its own group; exit 0 is ready.
+pub async fn exec_once(
+    cmd: &str,
+    ctx: &ProbeContext,
+    interval: Duration,
+) -> Result<String, String> {
+    let mut command = tokio::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(cmd)
+        .envs(ctx.env.iter().map(|(k, v)| (k, v)))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    if !ctx.cwd.as_os_str().is_empty() {
+        command.current_dir(&ctx.cwd);
+    }
+    let child = command
+        .spawn()
+        .map_err(|e| format!("cannot run `{cmd}`: {e}"))?;
+    let pgid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .unwrap_or(0);
+    let _guard = (pgid > 0).then(|| {
+        registry::register(pgid, pgid, format!("exec probe `{cmd}`"));
+        GroupGuard(pgid)
+    });
+    let limit = EXEC_ATTEMPT_LIMIT.max(interval);
+    match tokio::time::timeout(limit, child.wait_with_output()).await {
+        Ok(Ok(out)) => {
+            let status = super::exit::ExitStatus::from_std(out.status);
+            let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+            text.push_str(&String::from_utf8_lossy(&out.stderr));
+            let last = text.lines().last().unwrap_or("").to_string();
+            let detail = if last.is_empty() {
+                format!("`{cmd}`: {status}")
+            } else {
+                format!("`{cmd}`: {status}, output: {last}")
+            };
+            if status.success() {
+                Ok(detail)
+            } else {
+                Err(detail)
+            }
+        }
+        Ok(Err(e)) => Err(format!("`{cmd}`: {e}")),
+        Err(_) => Err(format!("`{cmd}`: still running after {limit:?}")),
+    }
+}
