@@ -1,1 +1,3 @@
 //! The actors of a run (ractor on tokio). They talk only by messages.
+
+pub mod agent;
