@@ -1,5 +1,6 @@
 //! The actors of a run (ractor on tokio). They talk only by messages.
 
+pub mod agent;
 pub mod command;
 pub mod harness;
 pub mod queue;

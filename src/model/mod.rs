@@ -11,6 +11,7 @@ pub mod diagnostics;
 pub mod discovery;
 pub mod layers;
 pub mod load;
+pub mod markers;
 pub mod options;
 pub mod outcome;
 pub mod paths;

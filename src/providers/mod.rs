@@ -1,1 +1,309 @@
-//! Agent providers behind one trait.
+//! Agent providers behind one trait (SPEC §8): `claude-code`, `command` and `shell`.
+//!
+//! The session never knows which provider it talks to: it builds an [`AgentSpec`] (what the
+//! config says) and [`SessionFacts`] (what this session is), asks [`create`] for a provider, then
+//! calls `start`, `bootstrap`, `run_step` per planned step and `close`. Live markers of a running
+//! step (`BUGATTI_LOG`, `BUGATTI_EVIDENCE`) and the agent's death between steps are sent as
+//! [`AgentEvent`]s on a channel the session passes in; the agent's bulk output goes straight to
+//! `<run_dir>/transcripts/` and never through a channel.
+//!
+//! These types are deliberately plain data, decoupled from the config model: the session maps its
+//! effective config onto them.
+
+pub mod bootstrap;
+pub mod claude_code;
+pub mod command;
+pub mod process;
+pub mod reply;
+pub mod shell;
+pub mod transcript;
+
+use crate::model::markers::Evidence;
+use crate::model::outcome::{StepStatus, TeardownState};
+use crate::report::redact::Secrets;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc::UnboundedSender, watch};
+
+/// The environment variable every agent process (and so every tool command it runs) carries, with
+/// the run id as value. Teardown finds the agent's escaped descendants by it. It is distinct from
+/// `BUGATTI_RUN_ID`, which the harness commands of the same run carry too and must not be killed
+/// with the agent.
+pub const AGENT_MARKER_ENV: &str = "BUGATTI_AGENT_RUN_ID";
+
+/// Environment variables Claude Code sets for its own children. A supervisor started from inside
+/// Claude Code inherits them, and the agent must not believe it is nested.
+pub const CLAUDE_NESTING_VARS: [&str; 3] = [
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CLAUDE_CODE_SSE_PORT",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    ClaudeCode,
+    Command,
+    Shell,
+}
+
+impl ProviderKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "claude-code",
+            Self::Command => "command",
+            Self::Shell => "shell",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "claude-code" => Some(Self::ClaudeCode),
+            "command" => Some(Self::Command),
+            "shell" => Some(Self::Shell),
+            _ => None,
+        }
+    }
+}
+
+/// What the effective config says about the agent.
+#[derive(Debug, Clone)]
+pub struct AgentSpec {
+    pub provider: ProviderKind,
+    /// `command` provider: the program line, split like a shell would (no shell runs it).
+    pub cmd: Option<String>,
+    /// Appended to the provider's own command line.
+    pub agent_args: Vec<String>,
+    /// Appended to the harness's own system prompt.
+    pub extra_system_prompt: Option<String>,
+    /// The per-step timeout when a step gives none.
+    pub step_timeout: Duration,
+    /// Told to the agent in the bootstrap.
+    pub base_url: Option<String>,
+    /// The Claude Code executable (`claude` on `PATH` unless configured).
+    pub claude_bin: PathBuf,
+    /// A step whose agent writes nothing for this long ends: `timeout` for claude-code,
+    /// `protocol_error` for `command` (a reply without a marker). `None`: only the step timeout.
+    pub no_output_timeout: Option<Duration>,
+    /// `command` provider: a reply ends when the agent has written a result marker line and then
+    /// nothing for this long (so a later marker in the same burst still wins).
+    pub reply_settle: Duration,
+    /// Grace of each teardown phase (stdin close / SIGINT, then SIGTERM) before escalating.
+    pub stop_timeout: Duration,
+    /// How long `start` watches for an immediate exit (bad arguments) before calling it started.
+    pub startup_grace: Duration,
+    /// Start the agent with the supervisor's own environment under the session's (`true`), or
+    /// with the session's environment only.
+    pub inherit_env: bool,
+}
+
+impl AgentSpec {
+    pub fn new(provider: ProviderKind) -> Self {
+        Self {
+            provider,
+            cmd: None,
+            agent_args: Vec::new(),
+            extra_system_prompt: None,
+            step_timeout: Duration::from_secs(300),
+            base_url: None,
+            claude_bin: PathBuf::from("claude"),
+            no_output_timeout: None,
+            reply_settle: Duration::from_millis(250),
+            stop_timeout: Duration::from_secs(5),
+            startup_grace: Duration::from_millis(300),
+            inherit_env: true,
+        }
+    }
+}
+
+/// What this root-test session is.
+#[derive(Debug, Clone)]
+pub struct SessionFacts {
+    pub run_id: String,
+    pub session_id: String,
+    pub suite_id: String,
+    pub test_name: String,
+    pub test_file: PathBuf,
+    pub project_root: PathBuf,
+    /// `.bugatti/runs/<run_id>/`: transcripts go to `transcripts/` under it.
+    pub run_dir: PathBuf,
+    /// The session workspace (`BUGATTI_WORKDIR`): the agent's working directory.
+    pub workdir: PathBuf,
+    /// Ports, `[env]`, `[secrets]` and the `BUGATTI_*` variables, in order; later entries win.
+    pub env: Vec<(String, String)>,
+    pub secrets: Arc<Secrets>,
+}
+
+impl SessionFacts {
+    pub fn transcripts_dir(&self) -> PathBuf {
+        self.run_dir.join("transcripts")
+    }
+}
+
+/// One planned step, its instruction already substituted.
+#[derive(Debug, Clone)]
+pub struct StepRequest {
+    pub step_id: u32,
+    pub source_file: String,
+    pub source_index: usize,
+    pub include_chain: Vec<String>,
+    pub instruction: String,
+    pub timeout: Duration,
+}
+
+/// What one Claude Code turn cost, from its `result` event.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaudeUsage {
+    pub session_id: String,
+    pub num_turns: u64,
+    pub duration_ms: u64,
+    pub total_cost_usd: f64,
+}
+
+/// The agent process ended on its own: how, and the end of what it wrote to stderr.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentDeath {
+    /// `exit code 3`, `signal 9 (SIGKILL)`.
+    pub status: String,
+    pub stderr_tail: String,
+}
+
+impl std::fmt::Display for AgentDeath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.stderr_tail.trim().is_empty() {
+            write!(f, "{} (no stderr)", self.status)
+        } else {
+            write!(
+                f,
+                "{}; stderr ends with: {}",
+                self.status,
+                self.stderr_tail.trim()
+            )
+        }
+    }
+}
+
+/// The verdict on one step. `message`, `logs` and evidence paths are already redacted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepVerdict {
+    pub step_id: u32,
+    pub status: StepStatus,
+    pub message: String,
+    pub logs: Vec<String>,
+    pub evidence: Vec<Evidence>,
+    pub duration: Duration,
+    pub usage: Option<ClaudeUsage>,
+    /// Set when the agent died during this step (or before it): the session fails with `error`.
+    pub agent_died: Option<AgentDeath>,
+    /// The step was cut short by [`CancelSignal`] (shutdown), not by its own outcome.
+    pub interrupted: bool,
+}
+
+impl StepVerdict {
+    pub fn new(step_id: u32, status: StepStatus, message: impl Into<String>) -> Self {
+        Self {
+            step_id,
+            status,
+            message: message.into(),
+            logs: Vec::new(),
+            evidence: Vec::new(),
+            duration: Duration::ZERO,
+            usage: None,
+            agent_died: None,
+            interrupted: false,
+        }
+    }
+}
+
+/// Live news from the agent, for the console and events.jsonl. `step_id` 0 is the bootstrap.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AgentEvent {
+    Log {
+        step_id: u32,
+        message: String,
+    },
+    Evidence {
+        step_id: u32,
+        evidence: Evidence,
+    },
+    /// The agent process ended without being asked to (between or during steps).
+    Exited(AgentDeath),
+}
+
+/// Cancels a running step (shutdown): `true` once cancelled. Cheap to clone.
+pub type CancelSignal = watch::Receiver<bool>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("provider {provider}: {problem}")]
+    Config {
+        provider: &'static str,
+        problem: String,
+    },
+    #[error("could not start the agent `{command}`: {source}")]
+    Spawn {
+        command: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("the agent `{command}` exited right after starting: {death}")]
+    ExitedAtStart { command: String, death: AgentDeath },
+    #[error("the agent `{command}` did not accept the bootstrap: {reason}")]
+    Bootstrap { command: String, reason: String },
+    #[error("cannot write the agent transcript {path}: {source}")]
+    Transcript {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// One agent conversation. Call order: `start`, `bootstrap`, `run_step`…, `close` (always, also
+/// after a failed start: it tears down whatever was started).
+#[async_trait]
+pub trait Provider: Send {
+    fn kind(&self) -> ProviderKind;
+    /// Starts the agent (if the provider has a process). Failures name the command line.
+    async fn start(&mut self) -> Result<(), AgentError>;
+    /// Tells the agent what the harness is and the result contract.
+    async fn bootstrap(&mut self) -> Result<(), AgentError>;
+    /// Runs one step to its verdict; never longer than `request.timeout` (plus teardown grace).
+    async fn run_step(&mut self, request: &StepRequest, cancel: CancelSignal) -> StepVerdict;
+    /// Stops the agent and everything it started; reports how that went.
+    async fn close(&mut self) -> TeardownState;
+}
+
+/// Everything a provider is built from.
+#[derive(Debug, Clone)]
+pub struct AgentContext {
+    pub spec: AgentSpec,
+    pub facts: SessionFacts,
+    pub events: UnboundedSender<AgentEvent>,
+}
+
+/// The provider the spec names.
+pub fn create(context: AgentContext) -> Box<dyn Provider> {
+    match context.spec.provider {
+        ProviderKind::ClaudeCode => Box::new(claude_code::ClaudeCode::new(context)),
+        ProviderKind::Command => Box::new(command::CommandProvider::new(context)),
+        ProviderKind::Shell => Box::new(shell::ShellProvider::new(context)),
+    }
+}
+
+/// The agent's environment: (optionally) the supervisor's own without Claude Code's nesting
+/// variables, then the session's, then the agent marker.
+pub fn agent_env(spec: &AgentSpec, facts: &SessionFacts) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = if spec.inherit_env {
+        std::env::vars()
+            .filter(|(k, _)| !CLAUDE_NESTING_VARS.contains(&k.as_str()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    env.extend(facts.env.iter().cloned());
+    env.push((AGENT_MARKER_ENV.to_string(), facts.run_id.clone()));
+    env
+}

@@ -1,0 +1,135 @@
+//! The AgentActor: one provider conversation per root-test session (SPEC §8), owned by the
+//! session actor (spawned linked under it).
+//!
+//! The actor keeps its mailbox free while a step runs: the step runs in a task that holds the
+//! provider and answers the caller's reply port itself, so a `Cancel` (shutdown) or `Close` is
+//! handled at once. The per-step timeout is a tokio timer inside the provider; the agent's output
+//! never passes through this mailbox (it goes from the pipe to the transcript files, and only
+//! marker lines reach the session, as [`AgentEvent`]s on the channel it passed in).
+//!
+//! Teardown cannot live only in `post_stop` (skipped after a panic or kill): every agent process
+//! group is in the process registry, which the supervisor sweeps on the way out. `post_stop`
+//! still closes a provider that was never closed, so a stopped actor leaves nothing behind.
+
+use crate::model::outcome::TeardownState;
+use crate::providers::{
+    self, AgentContext, AgentError, AgentEvent, AgentSpec, Provider, SessionFacts, StepRequest,
+    StepVerdict,
+};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use std::sync::Arc;
+use tokio::sync::{mpsc::UnboundedSender, watch, Mutex};
+
+pub struct AgentActor;
+
+/// What the actor is spawned with.
+pub struct AgentArgs {
+    pub spec: AgentSpec,
+    pub facts: SessionFacts,
+    pub events: UnboundedSender<AgentEvent>,
+}
+
+pub enum AgentMsg {
+    /// Start the agent process. Errors name the command line.
+    Start(RpcReplyPort<Result<(), AgentError>>),
+    /// Send the bootstrap (harness, result contract, run facts).
+    Bootstrap(RpcReplyPort<Result<(), AgentError>>),
+    /// Run one step; the reply comes when the step has its verdict (or timed out).
+    RunStep(StepRequest, RpcReplyPort<StepVerdict>),
+    /// Cut the running step short (shutdown): it ends `interrupted`, the agent is stopped.
+    Cancel,
+    /// Stop the agent and everything it started; the actor stops after replying.
+    Close(RpcReplyPort<TeardownState>),
+}
+
+pub struct AgentState {
+    provider: Arc<Mutex<Box<dyn Provider>>>,
+    cancel: watch::Sender<bool>,
+    closed: bool,
+}
+
+impl Actor for AgentActor {
+    type Msg = AgentMsg;
+    type State = AgentState;
+    type Arguments = AgentArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        args: AgentArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let provider = providers::create(AgentContext {
+            spec: args.spec,
+            facts: args.facts,
+            events: args.events,
+        });
+        let (cancel, _) = watch::channel(false);
+        Ok(AgentState {
+            provider: Arc::new(Mutex::new(provider)),
+            cancel,
+            closed: false,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<Self::Msg>,
+        message: AgentMsg,
+        state: &mut AgentState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            AgentMsg::Start(reply) => {
+                let provider = Arc::clone(&state.provider);
+                tokio::spawn(async move {
+                    let result = provider.lock().await.start().await;
+                    let _ = reply.send(result);
+                });
+            }
+            AgentMsg::Bootstrap(reply) => {
+                let provider = Arc::clone(&state.provider);
+                tokio::spawn(async move {
+                    let result = provider.lock().await.bootstrap().await;
+                    let _ = reply.send(result);
+                });
+            }
+            AgentMsg::RunStep(request, reply) => {
+                let provider = Arc::clone(&state.provider);
+                let cancel = state.cancel.subscribe();
+                tokio::spawn(async move {
+                    let verdict = provider.lock().await.run_step(&request, cancel).await;
+                    let _ = reply.send(verdict);
+                });
+            }
+            AgentMsg::Cancel => {
+                state.cancel.send_replace(true);
+            }
+            AgentMsg::Close(reply) => {
+                // A running step ends first (interrupted); the lock waits for it.
+                state.cancel.send_replace(true);
+                state.closed = true;
+                let provider = Arc::clone(&state.provider);
+                tokio::spawn(async move {
+                    let teardown = provider.lock().await.close().await;
+                    let _ = reply.send(teardown);
+                    myself.stop(Some("agent closed".into()));
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn post_stop(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        state: &mut AgentState,
+    ) -> Result<(), ActorProcessingErr> {
+        if !state.closed {
+            state.cancel.send_replace(true);
+            let provider = Arc::clone(&state.provider);
+            tokio::spawn(async move {
+                provider.lock().await.close().await;
+            });
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,449 @@
+//! The `claude-code` provider: one `claude -p --input-format stream-json --output-format
+//! stream-json --verbose` process per session (Claude Code 2.1.x).
+//!
+//! - The bootstrap (and `extra_system_prompt`) goes in with `--append-system-prompt`; `agent_args`
+//!   are appended to the command line. No model turn is spent on the bootstrap.
+//! - Each step is one stream-json user line carrying run id, session id, step id and provenance.
+//! - Output lines go raw to `transcripts/agent.jsonl`; the readable part (text blocks, tool calls,
+//!   tool results) to `transcripts/agent.log`. Text blocks are scanned for markers as they come.
+//! - The `result` event ends the turn and is authoritative: `is_error` (not the subtype, not the
+//!   exit code) says whether the turn failed; the marker in its `result` text decides the step
+//!   (else the last marker of the turn's text blocks). Its session id, turns, duration and cost are
+//!   kept as [`ClaudeUsage`]. Lines after it, or a process that lingers, are not waited for.
+//! - Stopping: an `interrupt` control request first (it kills a running Bash tool, whose process
+//!   runs in its own session out of reach of our group signals), then stdin closed, then SIGINT,
+//!   SIGTERM, SIGKILL to the group, then processes carrying the agent marker.
+
+use super::process::{spawn_drain, AgentProcess, SpawnSpec};
+use super::reply::ReplyCollector;
+use super::transcript::SharedTranscript;
+use super::{
+    agent_env, bootstrap, command::cancelled, AgentContext, AgentError, CancelSignal, ClaudeUsage,
+    Provider, ProviderKind, StepRequest, StepVerdict,
+};
+use crate::model::markers::scan_text;
+use crate::model::outcome::{StepStatus, TeardownState};
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::ChildStdout;
+use tokio::time::{sleep_until, Instant as TokioInstant};
+
+/// Characters of a tool result shown in `agent.log` (the whole one is in `agent.jsonl`).
+const TOOL_RESULT_SHOWN: usize = 2000;
+
+pub struct ClaudeCode {
+    ctx: AgentContext,
+    process: Option<AgentProcess>,
+    stdout: Option<BufReader<ChildStdout>>,
+    /// The line being read; kept across `select!` turns (read_until is cancel-safe with it).
+    line: Vec<u8>,
+    log: Option<SharedTranscript>,
+    jsonl: Option<SharedTranscript>,
+    /// A turn was sent and its `result` not yet read.
+    in_turn: bool,
+}
+
+enum TurnEnd {
+    Result(Box<StepVerdict>),
+    Ended,
+    TimedOut,
+    Silent,
+    Cancelled,
+}
+
+impl ClaudeCode {
+    pub fn new(ctx: AgentContext) -> Self {
+        Self {
+            ctx,
+            process: None,
+            stdout: None,
+            line: Vec::new(),
+            log: None,
+            jsonl: None,
+            in_turn: false,
+        }
+    }
+
+    fn args(&self) -> Vec<String> {
+        let mut args: Vec<String> = [
+            "-p",
+            "--input-format",
+            "stream-json",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+            "--append-system-prompt",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        args.push(bootstrap::system_prompt(&self.ctx.spec, &self.ctx.facts));
+        args.extend(self.ctx.spec.agent_args.iter().cloned());
+        args
+    }
+
+    /// The command line for messages, with the long prompt elided.
+    fn shown_command(&self) -> String {
+        let mut words = vec![
+            self.ctx.spec.claude_bin.display().to_string(),
+            "-p".into(),
+            "--input-format".into(),
+            "stream-json".into(),
+            "--output-format".into(),
+            "stream-json".into(),
+            "--verbose".into(),
+            "--append-system-prompt".into(),
+            "<bootstrap>".into(),
+        ];
+        words.extend(self.ctx.spec.agent_args.iter().cloned());
+        shell_words::join(words)
+    }
+
+    fn log(&self, text: &str) {
+        if let Some(log) = &self.log {
+            log.write(text.as_bytes());
+        }
+    }
+
+    /// Handles one stream-json line; `Some` once the turn's `result` arrived.
+    fn handle_line(
+        &mut self,
+        raw: &[u8],
+        collector: &mut ReplyCollector,
+        step_id: u32,
+    ) -> Option<StepVerdict> {
+        if let Some(jsonl) = &self.jsonl {
+            jsonl.write(raw);
+            if !raw.ends_with(b"\n") {
+                jsonl.write(b"\n");
+            }
+        }
+        let text = String::from_utf8_lossy(raw);
+        let Ok(event) = serde_json::from_str::<Value>(text.trim()) else {
+            // Not JSON: keep it readable, it is still the agent's output.
+            self.log(&format!("[non-json] {}\n", text.trim_end()));
+            return None;
+        };
+        match event["type"].as_str() {
+            Some("assistant") => {
+                for block in event["message"]["content"].as_array().into_iter().flatten() {
+                    match block["type"].as_str() {
+                        Some("text") => {
+                            let text = block["text"].as_str().unwrap_or_default();
+                            self.log(&format!("{}\n", text.trim_end()));
+                            collector.push_text(text);
+                        }
+                        Some("tool_use") => {
+                            let name = block["name"].as_str().unwrap_or("tool");
+                            let input = match block["input"]["command"].as_str() {
+                                Some(cmd) => cmd.to_string(),
+                                None => block["input"].to_string(),
+                            };
+                            self.log(&format!("[tool_use {name}] {input}\n"));
+                        }
+                        _ => {}
+                    }
+                }
+                None
+            }
+            Some("user") => {
+                for block in event["message"]["content"].as_array().into_iter().flatten() {
+                    if block["type"] == "tool_result" {
+                        let content = match &block["content"] {
+                            Value::String(s) => s.clone(),
+                            Value::Array(parts) => parts
+                                .iter()
+                                .filter_map(|p| p["text"].as_str())
+                                .collect::<Vec<_>>()
+                                .join("\n"),
+                            other => other.to_string(),
+                        };
+                        let shown: String = content.chars().take(TOOL_RESULT_SHOWN).collect();
+                        let cut = if shown.len() < content.len() {
+                            " …"
+                        } else {
+                            ""
+                        };
+                        self.log(&format!("[tool_result] {}{cut}\n", shown.trim_end()));
+                    }
+                }
+                None
+            }
+            Some("result") => Some(self.result_verdict(&event, collector, step_id)),
+            _ => None,
+        }
+    }
+
+    fn result_verdict(
+        &self,
+        event: &Value,
+        collector: &mut ReplyCollector,
+        step_id: u32,
+    ) -> StepVerdict {
+        let usage = ClaudeUsage {
+            session_id: event["session_id"].as_str().unwrap_or_default().to_string(),
+            num_turns: event["num_turns"].as_u64().unwrap_or(0),
+            duration_ms: event["duration_ms"].as_u64().unwrap_or(0),
+            total_cost_usd: event["total_cost_usd"].as_f64().unwrap_or(0.0),
+        };
+        let result_text = event["result"].as_str().unwrap_or_default();
+        let subtype = event["subtype"].as_str().unwrap_or("unknown");
+        self.log(&format!(
+            "[result {subtype}] turns={} duration_ms={} cost_usd={}\n",
+            usage.num_turns, usage.duration_ms, usage.total_cost_usd
+        ));
+        let mut verdict = if event["is_error"].as_bool().unwrap_or(false) {
+            let detail = if result_text.trim().is_empty() {
+                event["errors"].to_string()
+            } else {
+                result_text.trim().to_string()
+            };
+            collector.verdict_with(
+                StepStatus::Error,
+                format!("the Claude Code turn failed ({subtype}): {detail}"),
+            )
+        } else {
+            let (_, marker) = scan_text(result_text);
+            collector.verdict(marker.as_ref())
+        };
+        verdict.step_id = step_id;
+        verdict.usage = Some(usage);
+        verdict
+    }
+
+    async fn read_turn(
+        &mut self,
+        collector: &mut ReplyCollector,
+        step_id: u32,
+        timeout: Duration,
+        mut cancel: CancelSignal,
+    ) -> TurnEnd {
+        let far = TokioInstant::now() + Duration::from_secs(86_400 * 365);
+        let deadline = TokioInstant::now() + timeout;
+        let idle_limit = self.ctx.spec.no_output_timeout;
+        let mut idle_at = idle_limit.map(|d| TokioInstant::now() + d);
+        loop {
+            let Some(stdout) = self.stdout.as_mut() else {
+                return TurnEnd::Ended;
+            };
+            let mut line = std::mem::take(&mut self.line);
+            let outcome = tokio::select! {
+                read = stdout.read_until(b'\n', &mut line) => Some(read),
+                _ = sleep_until(deadline) => None,
+                _ = sleep_until(idle_at.unwrap_or(far)), if idle_at.is_some() => {
+                    self.line = line;
+                    return TurnEnd::Silent;
+                }
+                _ = cancelled(&mut cancel) => {
+                    self.line = line;
+                    return TurnEnd::Cancelled;
+                }
+            };
+            match outcome {
+                None => {
+                    self.line = line;
+                    return TurnEnd::TimedOut;
+                }
+                Some(Ok(0)) | Some(Err(_)) => {
+                    if !line.is_empty() {
+                        if let Some(v) = self.handle_line(&line, collector, step_id) {
+                            return TurnEnd::Result(Box::new(v));
+                        }
+                    }
+                    return TurnEnd::Ended;
+                }
+                Some(Ok(_)) => {
+                    idle_at = idle_limit.map(|d| TokioInstant::now() + d);
+                    if line.ends_with(b"\n") {
+                        let verdict = self.handle_line(&line, collector, step_id);
+                        line.clear();
+                        self.line = line;
+                        if let Some(v) = verdict {
+                            return TurnEnd::Result(Box::new(v));
+                        }
+                    } else {
+                        self.line = line;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Interrupts a running turn (the control request kills a running tool), then tears down.
+    async fn stop(&mut self) -> TeardownState {
+        let Some(process) = self.process.as_mut() else {
+            return TeardownState::Clean;
+        };
+        if self.in_turn && !process.is_torn_down() {
+            let interrupt = json!({
+                "type": "control_request",
+                "request_id": "bugatti-stop",
+                "request": {"subtype": "interrupt"},
+            });
+            let _ = process.write_line(&interrupt.to_string()).await;
+        }
+        if let Some(stdout) = self.stdout.take() {
+            spawn_drain(stdout, self.jsonl.clone());
+        }
+        let state = process.stop(self.ctx.spec.stop_timeout).await;
+        self.in_turn = false;
+        for t in [&self.log, &self.jsonl].into_iter().flatten() {
+            t.finish();
+        }
+        state
+    }
+
+    async fn died(&mut self, collector: &ReplyCollector, what: &str) -> StepVerdict {
+        let secrets = self.ctx.facts.secrets.clone();
+        let command = self.shown_command();
+        let death = match self.process.as_ref() {
+            Some(p) => {
+                p.wait_exit(Duration::from_secs(2)).await;
+                p.death(&secrets).await
+            }
+            None => None,
+        };
+        let detail = death
+            .as_ref()
+            .map_or("its output ended".to_string(), ToString::to_string);
+        let mut verdict = collector.verdict_with(
+            StepStatus::Error,
+            format!("Claude Code `{command}` {what}: {detail}"),
+        );
+        verdict.agent_died = death;
+        verdict
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for ClaudeCode {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::ClaudeCode
+    }
+
+    async fn start(&mut self) -> Result<(), AgentError> {
+        let facts = &self.ctx.facts;
+        let dir = facts.transcripts_dir();
+        self.log = Some(SharedTranscript::create(
+            &dir.join("agent.log"),
+            facts.secrets.clone(),
+        )?);
+        self.jsonl = Some(SharedTranscript::create(
+            &dir.join("agent.jsonl"),
+            facts.secrets.clone(),
+        )?);
+        let stderr =
+            SharedTranscript::create(&dir.join("agent.stderr.log"), facts.secrets.clone())?;
+        let spawn = SpawnSpec {
+            program: self.ctx.spec.claude_bin.clone(),
+            args: self.args(),
+            env: agent_env(&self.ctx.spec, facts),
+            cwd: facts.workdir.clone(),
+            label: format!("agent claude-code (run {})", facts.run_id),
+            run_id: facts.run_id.clone(),
+            stderr,
+            display: Some(self.shown_command()),
+        };
+        let mut process = AgentProcess::spawn(spawn)?;
+        self.stdout = process.take_stdout().map(BufReader::new);
+        process.notify_unexpected_exit(self.ctx.events.clone(), facts.secrets.clone());
+        let exited = process.wait_exit(self.ctx.spec.startup_grace).await;
+        let command = process.command_line.clone();
+        let death = process.death(&facts.secrets).await;
+        self.process = Some(process);
+        match death {
+            Some(death) if exited => Err(AgentError::ExitedAtStart { command, death }),
+            _ => Ok(()),
+        }
+    }
+
+    /// The bootstrap travels as the appended system prompt: nothing to send, but a process that
+    /// died since `start` (bad arguments are reported after a few seconds) is caught here.
+    async fn bootstrap(&mut self) -> Result<(), AgentError> {
+        let secrets = self.ctx.facts.secrets.clone();
+        if let Some(process) = self.process.as_ref() {
+            if let Some(death) = process.death(&secrets).await {
+                return Err(AgentError::ExitedAtStart {
+                    command: process.command_line.clone(),
+                    death,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn run_step(&mut self, request: &StepRequest, cancel: CancelSignal) -> StepVerdict {
+        let started = Instant::now();
+        let secrets = self.ctx.facts.secrets.clone();
+        let mut collector =
+            ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets.clone());
+        let Some(process) = self.process.as_mut() else {
+            return collector.verdict_with(StepStatus::Error, "Claude Code is not running");
+        };
+        if process.is_torn_down() {
+            return collector.verdict_with(StepStatus::Error, "Claude Code was stopped earlier");
+        }
+        if process.exit_status().is_some() {
+            return self
+                .died(&collector, "had already exited before the step")
+                .await;
+        }
+        let message = bootstrap::step_message(&self.ctx.facts, request);
+        let line = json!({"type": "user", "message": {"role": "user", "content": message}});
+        let _ = process.write_line(&line.to_string()).await;
+        self.log(&format!("### step {}\n", request.step_id));
+        self.in_turn = true;
+        let end = self
+            .read_turn(&mut collector, request.step_id, request.timeout, cancel)
+            .await;
+        let mut verdict = match end {
+            TurnEnd::Result(v) => {
+                self.in_turn = false;
+                *v
+            }
+            TurnEnd::Ended => self.died(&collector, "exited during the step").await,
+            TurnEnd::TimedOut => {
+                let v = collector.verdict_with(
+                    StepStatus::Timeout,
+                    format!(
+                        "step timed out after {}s with no result from Claude Code; the agent was stopped",
+                        request.timeout.as_secs_f64()
+                    ),
+                );
+                self.stop().await;
+                v
+            }
+            TurnEnd::Silent => {
+                let limit = self.ctx.spec.no_output_timeout.unwrap_or_default();
+                let v = collector.verdict_with(
+                    StepStatus::Timeout,
+                    format!(
+                        "Claude Code wrote nothing for {}s (no-output limit); the agent was stopped",
+                        limit.as_secs_f64()
+                    ),
+                );
+                self.stop().await;
+                v
+            }
+            TurnEnd::Cancelled => {
+                let mut v = collector.verdict_with(
+                    StepStatus::Error,
+                    "step interrupted: the session is stopping",
+                );
+                v.interrupted = true;
+                self.stop().await;
+                v
+            }
+        };
+        for t in [&self.log, &self.jsonl].into_iter().flatten() {
+            t.flush();
+        }
+        verdict.duration = started.elapsed();
+        verdict
+    }
+
+    async fn close(&mut self) -> TeardownState {
+        self.stop().await
+    }
+}

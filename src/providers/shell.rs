@@ -1,0 +1,425 @@
+//! The `shell` provider (SPEC §8): no model, the instruction's own commands decide. It makes every
+//! test runnable offline and is the demo's provider.
+//!
+//! - Commands are the instruction's fenced code blocks (no language tag, or `sh`, `bash`, `shell`,
+//!   `console`; other languages are data, not commands) and its inline `` `backtick` `` spans outside
+//!   fences, in order of appearance. Each runs as `sh -c` (stderr merged into stdout) in the
+//!   workspace, with the session's environment plus `BUGATTI_STEP_ID`, in its own process group.
+//! - The first command that exits non-zero ends the step: `RESULT ERROR: <command> exited <code>`
+//!   with the tail of its output. All exit 0: `RESULT OK`.
+//! - The commands' output is scanned like an agent's reply: `BUGATTI_LOG` and `BUGATTI_EVIDENCE`
+//!   lines count, and so do result markers: when every command exits 0, the last
+//!   `RESULT WARN: …` / `RESULT ERROR: …` printed by a command decides (that is how a shell step
+//!   reports a warning). A non-zero exit always wins over a printed marker.
+//! - An instruction without any command is a `protocol_error`: nothing could be checked.
+//! - Background processes do not outlive their step: when a command exits, what is left of its
+//!   process group (and anything carrying the agent marker) is killed.
+//!
+//! The output goes to `transcripts/agent.log` as `$ command` headers, the raw output, and the
+//! step's `RESULT` line, like a reply from an agent.
+
+use super::process::kill_escaped;
+use super::reply::ReplyCollector;
+use super::transcript::SharedTranscript;
+use super::{
+    agent_env, command::cancelled, AgentContext, AgentError, CancelSignal, Provider, ProviderKind,
+    StepRequest, StepVerdict,
+};
+use crate::model::markers::{ResultMarker, Verdict};
+use crate::model::outcome::{StepStatus, TeardownState};
+use crate::process::{group, registry};
+use nix::sys::signal::Signal;
+use std::process::{ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+use tokio::io::AsyncReadExt;
+use tokio::process::Command;
+use tokio::time::{sleep_until, Instant as TokioInstant};
+
+/// Bytes of a failing command's output quoted in the step message.
+const OUTPUT_TAIL: usize = 2048;
+
+/// Fenced-block languages that are commands.
+const SHELL_LANGUAGES: [&str; 5] = ["", "sh", "bash", "shell", "console"];
+
+/// The commands of an instruction, in order.
+pub fn extract_commands(instruction: &str) -> Vec<String> {
+    let mut commands = Vec::new();
+    let mut fence: Option<(String, bool, Vec<&str>)> = None; // (marker, is shell, lines)
+    for line in instruction.lines() {
+        let trimmed = line.trim_start();
+        if let Some((marker, is_shell, lines)) = fence.as_mut() {
+            if trimmed.starts_with(marker.as_str())
+                && trimmed.trim_start_matches('`').trim().is_empty()
+            {
+                let body = lines.join("\n");
+                if *is_shell && !body.trim().is_empty() {
+                    commands.push(body.trim_matches('\n').to_string());
+                }
+                fence = None;
+            } else {
+                lines.push(line);
+            }
+            continue;
+        }
+        if trimmed.starts_with("```") {
+            let ticks = trimmed.len() - trimmed.trim_start_matches('`').len();
+            let language = trimmed[ticks..].trim().to_ascii_lowercase();
+            let is_shell = SHELL_LANGUAGES.contains(&language.as_str());
+            fence = Some(("`".repeat(ticks), is_shell, Vec::new()));
+            continue;
+        }
+        commands.extend(inline_spans(line));
+    }
+    // An unclosed fence still holds commands: take them rather than silently skipping.
+    if let Some((_, true, lines)) = fence {
+        let body = lines.join("\n");
+        if !body.trim().is_empty() {
+            commands.push(body.trim_matches('\n').to_string());
+        }
+    }
+    commands
+}
+
+/// `` `a` `` and ``` ``a `b` c`` ``` spans of one line (Markdown's rule: a run of N backticks
+/// closes at the next run of exactly N).
+fn inline_spans(line: &str) -> Vec<String> {
+    let bytes = line.as_bytes();
+    let mut spans = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'`' {
+            i += 1;
+            continue;
+        }
+        let run = bytes[i..].iter().take_while(|&&b| b == b'`').count();
+        let start = i + run;
+        let mut j = start;
+        let mut closed = None;
+        while j < bytes.len() {
+            if bytes[j] == b'`' {
+                let r = bytes[j..].iter().take_while(|&&b| b == b'`').count();
+                if r == run {
+                    closed = Some(j);
+                    break;
+                }
+                j += r;
+            } else {
+                j += 1;
+            }
+        }
+        match closed {
+            Some(end) => {
+                let span = line[start..end].trim();
+                if !span.is_empty() {
+                    spans.push(span.to_string());
+                }
+                i = end + run;
+            }
+            None => i = start,
+        }
+    }
+    spans
+}
+
+pub struct ShellProvider {
+    ctx: AgentContext,
+    transcript: Option<SharedTranscript>,
+    teardown: TeardownState,
+}
+
+/// How one command ended.
+enum CommandEnd {
+    Exited(ExitStatus),
+    TimedOut,
+    Cancelled,
+    SpawnFailed(std::io::Error),
+}
+
+impl ShellProvider {
+    pub fn new(ctx: AgentContext) -> Self {
+        Self {
+            ctx,
+            transcript: None,
+            teardown: TeardownState::Clean,
+        }
+    }
+
+    fn write(&self, bytes: &[u8]) {
+        if let Some(t) = &self.transcript {
+            t.write(bytes);
+        }
+    }
+
+    /// Runs one command to its end; its output feeds the collector and `tail`.
+    async fn run_command(
+        &mut self,
+        command: &str,
+        step_id: u32,
+        deadline: TokioInstant,
+        cancel: &mut CancelSignal,
+        collector: &mut ReplyCollector,
+        tail: &mut Vec<u8>,
+    ) -> CommandEnd {
+        let facts = &self.ctx.facts;
+        let mut env = agent_env(&self.ctx.spec, facts);
+        env.push(("BUGATTI_STEP_ID".into(), step_id.to_string()));
+        let script = format!("exec 2>&1\n{command}");
+        let mut child = match Command::new("sh")
+            .arg("-c")
+            .arg(&script)
+            .env_clear()
+            .envs(env)
+            .current_dir(&facts.workdir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .kill_on_drop(true)
+            .spawn()
+        {
+            Ok(child) => child,
+            Err(e) => return CommandEnd::SpawnFailed(e),
+        };
+        let Some(pgid) = child.id().map(|p| p as i32) else {
+            return CommandEnd::SpawnFailed(std::io::Error::other("no pid"));
+        };
+        registry::register(
+            pgid,
+            pgid,
+            format!("shell step {step_id} (run {})", facts.run_id),
+        );
+        let mut stdout = child.stdout.take();
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut status: Option<ExitStatus> = None;
+        let mut drain_until: Option<TokioInstant> = None;
+        let far = TokioInstant::now() + Duration::from_secs(86_400 * 365);
+        let end = loop {
+            tokio::select! {
+                read = async { match stdout.as_mut() {
+                    Some(out) => out.read(&mut buf).await,
+                    None => std::future::pending().await,
+                } } => match read {
+                    Ok(0) | Err(_) => {
+                        stdout = None;
+                        if let Some(s) = status { break CommandEnd::Exited(s); }
+                    }
+                    Ok(n) => {
+                        let chunk = &buf[..n];
+                        self.write(chunk);
+                        collector.push(chunk);
+                        tail.extend_from_slice(chunk);
+                        if tail.len() > 2 * OUTPUT_TAIL {
+                            tail.drain(..tail.len() - OUTPUT_TAIL);
+                        }
+                    }
+                },
+                waited = child.wait(), if status.is_none() => {
+                    let s = waited.unwrap_or_else(|_| std::os::unix::process::ExitStatusExt::from_raw(0xff00));
+                    if stdout.is_none() { break CommandEnd::Exited(s); }
+                    status = Some(s);
+                    // A background job may hold the pipe open: read what is there, briefly.
+                    drain_until = Some(TokioInstant::now() + Duration::from_millis(500));
+                }
+                _ = sleep_until(drain_until.unwrap_or(far)), if drain_until.is_some() => {
+                    if let Some(s) = status { break CommandEnd::Exited(s); }
+                }
+                _ = sleep_until(deadline), if status.is_none() => break CommandEnd::TimedOut,
+                _ = cancelled(cancel), if status.is_none() => break CommandEnd::Cancelled,
+            }
+        };
+        if !matches!(end, CommandEnd::Exited(_)) {
+            let _ = group::signal_group(pgid, Signal::SIGTERM);
+            let grace = self.ctx.spec.stop_timeout;
+            if tokio::time::timeout(grace, child.wait()).await.is_err() {
+                let _ = group::signal_group(pgid, Signal::SIGKILL);
+                let _ = child.wait().await;
+            }
+        }
+        // Nothing a step started outlives it.
+        let _ = group::signal_group(pgid, Signal::SIGKILL);
+        if !kill_escaped(&facts.run_id).is_empty() {
+            self.teardown = TeardownState::Leaked;
+        }
+        for _ in 0..100 {
+            group::reap_adopted_zombies(&registry::leader_pids());
+            if group::live_members(pgid).is_empty() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        registry::unregister(pgid);
+        end
+    }
+}
+
+/// `exited 3`, `was killed by signal 9 (SIGKILL)`.
+fn exit_words(status: ExitStatus) -> String {
+    match status.code() {
+        Some(code) => format!("exited {code}"),
+        None => format!("ended by {}", super::process::describe(status)),
+    }
+}
+
+/// The first line of a command, for messages.
+fn short(command: &str) -> String {
+    let mut lines = command.lines();
+    let first = lines.next().unwrap_or_default();
+    if lines.next().is_some() {
+        format!("{first} …")
+    } else {
+        first.to_string()
+    }
+}
+
+fn tail_text(tail: &[u8]) -> String {
+    let start = tail.len().saturating_sub(OUTPUT_TAIL);
+    String::from_utf8_lossy(&tail[start..])
+        .trim_end()
+        .to_string()
+}
+
+#[async_trait::async_trait]
+impl Provider for ShellProvider {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Shell
+    }
+
+    async fn start(&mut self) -> Result<(), AgentError> {
+        let facts = &self.ctx.facts;
+        self.transcript = Some(SharedTranscript::create(
+            &facts.transcripts_dir().join("agent.log"),
+            facts.secrets.clone(),
+        )?);
+        if !facts.workdir.is_dir() {
+            return Err(AgentError::Config {
+                provider: "shell",
+                problem: format!(
+                    "the workspace {} is not a directory",
+                    facts.workdir.display()
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    async fn bootstrap(&mut self) -> Result<(), AgentError> {
+        Ok(())
+    }
+
+    async fn run_step(&mut self, request: &StepRequest, mut cancel: CancelSignal) -> StepVerdict {
+        let started = Instant::now();
+        let deadline = TokioInstant::now() + request.timeout;
+        let secrets = self.ctx.facts.secrets.clone();
+        let mut collector = ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets);
+        let commands = extract_commands(&request.instruction);
+        self.write(format!("### step {}\n", request.step_id).as_bytes());
+        let mut failure: Option<StepVerdict> = None;
+        if commands.is_empty() {
+            failure = Some(collector.verdict_with(
+                StepStatus::ProtocolError,
+                "the shell provider found no command in the instruction \
+                 (write commands in `backticks` or a fenced code block)",
+            ));
+        }
+        for command in &commands {
+            self.write(format!("$ {command}\n").as_bytes());
+            let mut tail = Vec::new();
+            let end = self
+                .run_command(
+                    command,
+                    request.step_id,
+                    deadline,
+                    &mut cancel,
+                    &mut collector,
+                    &mut tail,
+                )
+                .await;
+            collector.finish();
+            let verdict = match end {
+                CommandEnd::Exited(status) if status.success() => continue,
+                CommandEnd::Exited(status) => {
+                    let output = tail_text(&tail);
+                    let mut message = format!("{} {}", short(command), exit_words(status));
+                    if !output.is_empty() {
+                        message.push('\n');
+                        message.push_str(&output);
+                    }
+                    collector.verdict_with(StepStatus::Error, message)
+                }
+                CommandEnd::TimedOut => collector.verdict_with(
+                    StepStatus::Timeout,
+                    format!(
+                        "step timed out after {}s while running {}",
+                        request.timeout.as_secs_f64(),
+                        short(command)
+                    ),
+                ),
+                CommandEnd::Cancelled => {
+                    let mut v = collector.verdict_with(
+                        StepStatus::Error,
+                        "step interrupted: the session is stopping",
+                    );
+                    v.interrupted = true;
+                    v
+                }
+                CommandEnd::SpawnFailed(e) => collector.verdict_with(
+                    StepStatus::Error,
+                    format!("could not run `sh -c {}`: {e}", short(command)),
+                ),
+            };
+            failure = Some(verdict);
+            break;
+        }
+        let mut verdict = match failure {
+            Some(v) => v,
+            None => {
+                let printed = collector.last_result().cloned();
+                let result = printed.unwrap_or(ResultMarker {
+                    verdict: Verdict::Ok,
+                    text: String::new(),
+                });
+                collector.verdict(Some(&result))
+            }
+        };
+        let line = match verdict.status {
+            StepStatus::Ok => "RESULT OK".to_string(),
+            StepStatus::Warn => format!("RESULT WARN: {}", verdict.message),
+            status => format!("RESULT ERROR: [{}] {}", status.as_str(), verdict.message),
+        };
+        self.write(format!("{line}\n").as_bytes());
+        if let Some(t) = &self.transcript {
+            t.flush();
+        }
+        verdict.duration = started.elapsed();
+        verdict
+    }
+
+    async fn close(&mut self) -> TeardownState {
+        if let Some(t) = &self.transcript {
+            t.finish();
+        }
+        self.teardown
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_backticks_and_shell_fences_in_order() {
+        let text = "Check `curl -sf http://x/health` then\n\n```sh\necho one\necho two\n```\n\
+                    and ``printf '`x`'`` too.\n```json\n{\"not\": \"a command\"}\n```\n`true`";
+        assert_eq!(
+            extract_commands(text),
+            vec![
+                "curl -sf http://x/health".to_string(),
+                "echo one\necho two".to_string(),
+                "printf '`x`'".to_string(),
+                "true".to_string(),
+            ]
+        );
+        assert!(extract_commands("no commands here, just `` and text").is_empty());
+        assert_eq!(extract_commands("```\nls\n"), vec!["ls".to_string()]);
+    }
+}

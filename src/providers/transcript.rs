@@ -1,0 +1,99 @@
+//! The agent's transcripts under `<run_dir>/transcripts/`: bytes written as they arrive, redacted,
+//! through a buffered writer. Shared behind a mutex so a drain task can keep writing while the
+//! agent is torn down; the lock is uncontended in the normal case (one reader per stream).
+
+use super::AgentError;
+use crate::report::redact::{Secrets, StreamRedactor};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+#[derive(Debug)]
+pub struct Transcript {
+    path: PathBuf,
+    out: BufWriter<File>,
+    redactor: StreamRedactor,
+    /// The first write error: reported once by [`Transcript::take_error`], never fatal to a step.
+    error: Option<std::io::Error>,
+}
+
+impl Transcript {
+    pub fn create(path: &Path, secrets: Arc<Secrets>) -> Result<Self, AgentError> {
+        let fail = |source| AgentError::Transcript {
+            path: path.to_path_buf(),
+            source,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(fail)?;
+        }
+        let file = File::create(path).map_err(fail)?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            out: BufWriter::with_capacity(64 * 1024, file),
+            redactor: StreamRedactor::new(secrets),
+            error: None,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn write(&mut self, bytes: &[u8]) {
+        let safe = self.redactor.push(bytes);
+        if let Err(e) = self.out.write_all(&safe) {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    pub fn flush(&mut self) {
+        if let Err(e) = self.out.flush() {
+            self.error.get_or_insert(e);
+        }
+    }
+
+    /// Writes whatever the redactor held back and flushes: the end of the stream.
+    pub fn finish(&mut self) {
+        let tail = self.redactor.finish();
+        if let Err(e) = self.out.write_all(&tail) {
+            self.error.get_or_insert(e);
+        }
+        self.flush();
+    }
+
+    pub fn take_error(&mut self) -> Option<std::io::Error> {
+        self.error.take()
+    }
+}
+
+/// A transcript several tasks write to.
+#[derive(Debug, Clone)]
+pub struct SharedTranscript(Arc<Mutex<Transcript>>);
+
+impl SharedTranscript {
+    pub fn create(path: &Path, secrets: Arc<Secrets>) -> Result<Self, AgentError> {
+        Ok(Self(Arc::new(Mutex::new(Transcript::create(
+            path, secrets,
+        )?))))
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Transcript> {
+        // A writer that panicked mid-write leaves bytes, not broken invariants.
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    pub fn write(&self, bytes: &[u8]) {
+        self.lock().write(bytes);
+    }
+
+    pub fn flush(&self) {
+        self.lock().flush();
+    }
+
+    pub fn finish(&self) {
+        self.lock().finish();
+    }
+}

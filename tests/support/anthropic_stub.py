@@ -1,0 +1,166 @@
+#!/usr/bin/env python3
+"""A scripted Anthropic Messages API on loopback, for running the real Claude Code CLI offline.
+
+Usage: anthropic_stub.py SCRIPT.json REQUEST_LOG.jsonl
+Prints `PORT <n>` on stdout once listening on 127.0.0.1 (port chosen by the kernel).
+
+SCRIPT.json is a list of replies, consumed in order by the *main-loop* requests (those that carry
+tools, as Claude Code's agent loop always does). Each reply is one of:
+  {"text": "..."}                    a streamed text answer (end_turn); "{tool_result}" in it is
+                                     replaced by the text of the last tool_result the client sent
+  {"bash": "command"}                a Bash tool call (stop_reason tool_use)
+  {"hang": true}                     starts streaming, then never sends another event
+  {"break": true}                    starts streaming, then drops the connection mid-message
+Other requests (side queries without tools) get a short plain answer. When the script runs out,
+main-loop requests get a text reply without a result marker.
+Every request body is appended to REQUEST_LOG.jsonl, one JSON object per line.
+Python standard library only.
+"""
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+SCRIPT = json.load(open(sys.argv[1]))
+LOG_PATH = sys.argv[2]
+LOCK = threading.Lock()
+STATE = {"next": 0, "msg": 0}
+
+
+def next_reply():
+    with LOCK:
+        i = STATE["next"]
+        STATE["next"] += 1
+    if i < len(SCRIPT):
+        return SCRIPT[i]
+    return {"text": "stub: script exhausted"}
+
+
+def last_tool_result(body):
+    for message in reversed(body.get("messages", [])):
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    inner = block.get("content")
+                    if isinstance(inner, list):
+                        return "".join(b.get("text", "") for b in inner if isinstance(b, dict))
+                    return str(inner or "")
+    return ""
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def do_HEAD(self):
+        self.send_response(200)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_GET(self):
+        body = b"{}"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        with LOCK:
+            with open(LOG_PATH, "a") as log:
+                log.write(json.dumps({"path": self.path, "body": body}) + "\n")
+        if not self.path.startswith("/v1/messages") or self.path.startswith("/v1/messages/count_tokens"):
+            self.json_reply({"input_tokens": 10})
+            return
+        main_loop = any(t.get("name") == "Bash" for t in body.get("tools") or [])
+        reply = next_reply() if main_loop else {"text": "ok"}
+        model = body.get("model", "claude-sonnet-4-5")
+        if not body.get("stream"):
+            self.json_reply(self.message(model, [{"type": "text", "text": reply.get("text", "ok")}], "end_turn"))
+            return
+        self.stream(model, reply, body)
+
+    def json_reply(self, obj):
+        data = json.dumps(obj).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def message(self, model, content, stop):
+        with LOCK:
+            STATE["msg"] += 1
+            n = STATE["msg"]
+        return {
+            "id": f"msg_stub_{n}", "type": "message", "role": "assistant", "model": model,
+            "content": content, "stop_reason": stop, "stop_sequence": None,
+            "usage": {"input_tokens": 1000, "output_tokens": 200},
+        }
+
+    def event(self, name, data):
+        self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
+        self.wfile.flush()
+
+    def stream(self, model, reply, body):
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        start = self.message(model, [], None)
+        start["usage"] = {"input_tokens": 1000, "output_tokens": 1}
+        self.event("message_start", {"type": "message_start", "message": start})
+        if "bash" in reply:
+            block = {"type": "tool_use", "id": f"toolu_stub_{start['id']}", "name": "Bash", "input": {}}
+            self.event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block})
+            partial = json.dumps({"command": reply["bash"], "description": "scripted command"})
+            self.event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                               "delta": {"type": "input_json_delta", "partial_json": partial}})
+            self.event("content_block_stop", {"type": "content_block_stop", "index": 0})
+            stop = "tool_use"
+        else:
+            text = reply.get("text", "")
+            text = text.replace("{tool_result}", last_tool_result(body).strip())
+            self.event("content_block_start", {"type": "content_block_start", "index": 0,
+                                               "content_block": {"type": "text", "text": ""}})
+            half = len(text) // 2
+            self.event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                               "delta": {"type": "text_delta", "text": text[:half]}})
+            if reply.get("hang"):
+                # Keep the connection open and silent until the client goes away.
+                while True:
+                    time.sleep(3600)
+            if reply.get("break"):
+                self.wfile.flush()
+                self.connection.shutdown(2)
+                return
+            self.event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                               "delta": {"type": "text_delta", "text": text[half:]}})
+            self.event("content_block_stop", {"type": "content_block_stop", "index": 0})
+            stop = "end_turn"
+        self.event("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                                     "usage": {"output_tokens": 200}})
+        self.event("message_stop", {"type": "message_stop"})
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print(f"PORT {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+//! Shared rig for the agent tests: a run directory and workspace in a temp dir, session facts with
+//! a unique run id, and the check that no process of the run survives.
+#![allow(dead_code)]
+
+use bugatti::process::{group, registry, subreaper};
+use bugatti::providers::{
+    AgentEvent, AgentSpec, ProviderKind, SessionFacts, StepRequest, AGENT_MARKER_ENV,
+};
+use bugatti::report::redact::Secrets;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+
+pub fn support_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support")
+}
+
+pub struct Rig {
+    pub dir: tempfile::TempDir,
+    pub facts: SessionFacts,
+    pub events: UnboundedSender<AgentEvent>,
+    pub received: UnboundedReceiver<AgentEvent>,
+}
+
+impl Rig {
+    pub fn new(secrets: &[(&str, &str)]) -> Self {
+        subreaper::become_child_subreaper();
+        let dir = tempfile::tempdir().expect("tempdir");
+        let run_id = uuid::Uuid::now_v7().to_string();
+        let run_dir = dir.path().join("runs").join(&run_id);
+        let workdir = dir.path().join("work");
+        std::fs::create_dir_all(run_dir.join("screenshots")).expect("run dir");
+        std::fs::create_dir_all(&workdir).expect("workdir");
+        let mut env = vec![
+            ("BUGATTI_RUN_ID".to_string(), run_id.clone()),
+            ("BUGATTI_SESSION_ID".to_string(), format!("s-{run_id}")),
+            ("BUGATTI_RUN_DIR".to_string(), run_dir.display().to_string()),
+            ("BUGATTI_WORKDIR".to_string(), workdir.display().to_string()),
+        ];
+        env.extend(secrets.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        let facts = SessionFacts {
+            run_id: run_id.clone(),
+            session_id: format!("s-{run_id}"),
+            suite_id: "suite-test".into(),
+            test_name: "agent test".into(),
+            test_file: PathBuf::from("agent.test.toml"),
+            project_root: dir.path().to_path_buf(),
+            run_dir,
+            workdir,
+            env,
+            secrets: Arc::new(Secrets::new(secrets.iter().map(|(k, v)| (*k, *v)))),
+        };
+        let (events, received) = unbounded_channel();
+        Self {
+            dir,
+            facts,
+            events,
+            received,
+        }
+    }
+
+    pub fn command_spec(&self) -> AgentSpec {
+        let mut spec = AgentSpec::new(ProviderKind::Command);
+        spec.cmd = Some(format!(
+            "python3 {}",
+            support_dir().join("scripted_agent.py").display()
+        ));
+        spec.stop_timeout = Duration::from_secs(3);
+        spec
+    }
+
+    pub fn transcript(&self, name: &str) -> Vec<u8> {
+        std::fs::read(self.facts.run_dir.join("transcripts").join(name)).unwrap_or_default()
+    }
+
+    pub fn drain_events(&mut self) -> Vec<AgentEvent> {
+        let mut out = Vec::new();
+        while let Ok(e) = self.received.try_recv() {
+            out.push(e);
+        }
+        out
+    }
+
+    /// Nothing of this run is alive: no process with the agent marker or the run id, no group
+    /// of this run left in the registry.
+    pub fn assert_no_survivors(&self) {
+        let run_id = &self.facts.run_id;
+        let marked = group::live_processes_with_env(AGENT_MARKER_ENV, run_id);
+        let of_run = group::live_processes_with_env("BUGATTI_RUN_ID", run_id);
+        assert!(marked.is_empty(), "agent processes survive: {marked:?}");
+        assert!(
+            of_run.is_empty(),
+            "processes of the run survive: {of_run:?}"
+        );
+        let left: Vec<_> = registry::registered()
+            .into_iter()
+            .filter(|g| g.label.contains(run_id.as_str()))
+            .collect();
+        assert!(left.is_empty(), "groups still registered: {left:?}");
+        for g in left {
+            assert!(group::live_members(g.pgid).is_empty());
+        }
+    }
+}
+
+pub fn step(step_id: u32, instruction: impl Into<String>, timeout: Duration) -> StepRequest {
+    StepRequest {
+        step_id,
+        source_file: "agent.test.toml".into(),
+        source_index: step_id as usize,
+        include_chain: vec!["root.test.toml".into(), "agent.test.toml".into()],
+        instruction: instruction.into(),
+        timeout,
+    }
+}
+
+/// A step for the scripted agent: its actions as JSON.
+pub fn scripted(step_id: u32, actions: serde_json::Value, timeout: Duration) -> StepRequest {
+    step(step_id, actions.to_string(), timeout)
+}
