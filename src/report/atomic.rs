@@ -5,7 +5,11 @@ use std::path::Path;
 
 use crate::report::error::ReportError;
 
-/// Writes `bytes` to a temp file beside `path`, syncs it, and renames it over `path`.
+/// Writes `bytes` to a temp file beside `path` and renames it over `path`.
+///
+/// No fsync: readers (a CI job polling run.json) need atomicity, not durability across a power
+/// cut, and an fsync per rewrite costs hundreds of milliseconds on a busy disk — in the one
+/// reporter every session waits on.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
@@ -16,7 +20,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
         .tempfile_in(dir)
         .map_err(|e| ReportError::write(path, e))?;
     tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_data())
+        .and_then(|()| tmp.flush())
         .map_err(|e| ReportError::write(path, e))?;
     tmp.persist(path)
         .map_err(|e| ReportError::write(path, e.error))?;

@@ -145,6 +145,19 @@ impl HarnessLogs {
         }
     }
 
+    /// Flushes every open file; they stay open.
+    pub fn flush(&self) -> Result<(), ReportError> {
+        let mut sinks = self.lock();
+        let Sinks { runs, suite, .. } = &mut *sinks;
+        let mut first_error = None;
+        for sink in runs.values_mut().chain(suite.as_mut()) {
+            if let Err(e) = sink.writer.flush() {
+                first_error.get_or_insert(ReportError::write(&sink.path, e));
+            }
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
     /// Flushes and closes every file (the end of the invocation).
     pub fn close_all(&self) -> Result<(), ReportError> {
         let (runs, suite) = {

@@ -25,7 +25,7 @@ impl Redactor {
     /// This redactor plus one more set.
     pub fn with(&self, more: Arc<Secrets>) -> Self {
         let mut sets = self.sets.clone();
-        if !more.is_empty() {
+        if !more.is_empty() && !sets.iter().any(|s| Arc::ptr_eq(s, &more)) {
             sets.push(more);
         }
         Self { sets }
