@@ -47,10 +47,13 @@ fn failed_run_leaves_complete_run_json_events_and_report() {
     std::fs::write(run_dir.join("screenshots/cart.png"), b"png").expect("evidence file");
     let clock = EventClock::start();
     let evs: Vec<Event> = events(&clock, StepStatus::Error, RunOutcome::Failed);
-    for ev in &evs {
+    for (i, ev) in evs.iter().enumerate() {
         writer.apply(ev).expect("apply");
         // run.json is whole and valid after every event: it is only ever replaced atomically.
         let _ = run_json(&run_dir);
+        // events.jsonl is on disk as soon as the event is applied (run_started + i + 1 lines).
+        let on_disk = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
+        assert_eq!(on_disk.lines().count(), i + 2);
     }
     let (record, files) = writer.finish();
     let files = files.expect("final files");

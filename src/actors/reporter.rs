@@ -192,12 +192,13 @@ impl ReporterState {
             })?;
         let redactor = writer.redactor().clone();
         let report_path = writer.paths().report_md().display().to_string();
-        let (record, files) = writer.finish();
+        // Closed first, so that the report lists a harness.log that is complete on disk.
         if let Some(logs) = &self.args.harness_logs {
             if let Err(e) = logs.close_run(run_id) {
                 self.notes.push(e.to_string());
             }
         }
+        let (record, files) = writer.finish();
         self.args
             .console
             .run_finished(&record, &report_path, &redactor);

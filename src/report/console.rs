@@ -95,7 +95,11 @@ pub fn run_label(test_file: &str, run_id: &str) -> String {
 }
 
 fn secs(ms: u64) -> String {
-    format!("{:.1}s", ms as f64 / 1000.0)
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    }
 }
 
 fn outcome_word(outcome: RunOutcome) -> &'static str {

@@ -8,6 +8,8 @@ use std::fmt::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
+use chrono::SecondsFormat;
+
 use crate::model::outcome::StepStatus;
 use crate::report::run_record::{CommandStatus, RunRecord};
 
@@ -117,8 +119,14 @@ fn summary(input: &ReportInput<'_>) -> Result<String, String> {
         writeln!(s, "| test file | `{}` |", cell(&r.test_file))?;
         writeln!(s, "| provider | {} |", cell(&r.provider))?;
         writeln!(s, "| attempt | {} |", r.attempt)?;
-        writeln!(s, "| started | {} |", r.started_at.to_rfc3339())?;
-        let finished = r.finished_at.map_or("—".to_string(), |t| t.to_rfc3339());
+        writeln!(
+            s,
+            "| started | {} |",
+            r.started_at.to_rfc3339_opts(SecondsFormat::Millis, true)
+        )?;
+        let finished = r.finished_at.map_or("—".to_string(), |t| {
+            t.to_rfc3339_opts(SecondsFormat::Millis, true)
+        });
         writeln!(s, "| finished | {finished} |")?;
         writeln!(s, "| duration | {} |", ms(r.duration_ms))?;
         writeln!(s, "| project root | `{}` |", cell(&r.project_root))?;
