@@ -5,3 +5,4 @@ pub mod command;
 pub mod harness;
 pub mod queue;
 pub mod readiness;
+pub mod reporter;

@@ -1,2 +1,21 @@
-//! Everything a run leaves behind: run.json, events.jsonl, report.md, JUnit, suite summary, console.
+//! Everything a run leaves behind: run.json, events.jsonl, report.md, diagnostics/harness.log,
+//! the suite's summary.json / summary.md / junit.xml, and the console.
+//!
+//! [`events::Event`] is the contract: sessions produce events, the reporter actor
+//! (`crate::actors::reporter`) applies them to a [`run_record::RunRecord`] per run and writes the
+//! files through [`run_writer::RunWriter`]; the suite files come from [`suite::SuiteSummary`].
+
+pub mod atomic;
+pub mod console;
+pub mod error;
+pub mod event_log;
+pub mod events;
+pub mod harness_log;
+pub mod junit;
+pub mod markdown;
+pub mod paths;
 pub mod redact;
+pub mod run_record;
+pub mod run_writer;
+pub mod scrub;
+pub mod suite;

@@ -1,0 +1,437 @@
+//! The ReporterActor: fans in the events of every session and is the only writer of each run's
+//! `run.json`, `events.jsonl` and `report.md`, of the console, and of the suite's `summary.json`,
+//! `summary.md` and `junit.xml` (plus the `--junit` / `--json` copies).
+//!
+//! A session calls [`ReporterMsg::RunStarted`] before it launches anything (the reply says the run
+//! directory and its files exist, or why not), casts [`ReporterMsg::Event`]s as things happen, and
+//! calls [`ReporterMsg::RunFinished`], whose reply comes when every file of the run is final. The
+//! supervisor calls [`ReporterMsg::SuiteFinished`] last; its reply lists the suite files written.
+//! A write failure never stops the actor: it is kept as a note in the report and in the replies.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+
+use crate::model::outcome::RunOutcome;
+use crate::report::atomic::write_atomic;
+use crate::report::console::Console;
+use crate::report::error::ReportError;
+use crate::report::events::{millis, Event, EventKind};
+use crate::report::harness_log::HarnessLogs;
+use crate::report::junit;
+use crate::report::paths::{RunPaths, SuitePaths};
+use crate::report::redact::Secrets;
+use crate::report::run_record::{RunPlan, RunRecord};
+use crate::report::run_writer::{RunFiles, RunWriter};
+use crate::report::scrub::Redactor;
+use crate::report::suite::SuiteSummary;
+
+/// The facts of the invocation the reporter needs from the start.
+pub struct ReporterArgs {
+    pub suite_id: String,
+    /// `<project root>/.bugatti` (or `[supervisor] artifact_dir`).
+    pub artifact_dir: PathBuf,
+    /// How many root tests the suite will run (after shard/tag filtering).
+    pub root_tests: usize,
+    pub jobs: usize,
+    pub strict_warnings: bool,
+    pub console: Console,
+    /// The suite's secrets: applied to every file and line, on top of each run's own.
+    pub secrets: Arc<Secrets>,
+    /// The harness log files, when the lead installed [`HarnessLogs::layer`]; the reporter opens
+    /// `diagnostics/harness.log` per run and the suite's `harness.log`.
+    pub harness_logs: Option<HarnessLogs>,
+    /// `--junit FILE`.
+    pub junit_copy: Option<PathBuf>,
+    /// `--json FILE`.
+    pub json_copy: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for ReporterArgs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReporterArgs")
+            .field("suite_id", &self.suite_id)
+            .field("artifact_dir", &self.artifact_dir)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The suite files written at the end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuiteFiles {
+    pub summary: SuiteSummary,
+    pub summary_json: PathBuf,
+    pub summary_md: PathBuf,
+    pub junit: PathBuf,
+    /// The `--junit` / `--json` copies that were written.
+    pub copies: Vec<PathBuf>,
+    /// Problems met (a run that had to be closed by the reporter, a file that could not be written).
+    pub notes: Vec<String>,
+}
+
+pub enum ReporterMsg {
+    /// A run begins. Creates `.bugatti/runs/<run_id>/` with its subdirectories, events.jsonl
+    /// (first line: `run_started`) and run.json; opens its harness log. Replies with the run's
+    /// paths, or the error that must stop the session before it launches anything (exit 3).
+    RunStarted {
+        plan: Box<RunPlan>,
+        /// The run's own secrets (its `[secrets]` values).
+        secrets: Arc<Secrets>,
+        reply: RpcReplyPort<Result<RunPaths, ReportError>>,
+    },
+    /// One event of run `run_id`, in order. A `run_started` event is written by `RunStarted`;
+    /// sessions need not send one.
+    Event { run_id: String, event: Event },
+    /// The run is over: closes it (as `error` if no `run_finished` event came), writes the final
+    /// run.json and report.md, prints its final console line. Replies when the files are on disk.
+    RunFinished {
+        run_id: String,
+        reply: RpcReplyPort<Result<RunFiles, ReportError>>,
+    },
+    /// The suite is over. Runs still open are closed as `interrupted`; `not_run` lists root tests
+    /// never started. Writes summary.json, summary.md, junit.xml and the copies; prints the
+    /// aggregate summary. Replies when the files are on disk.
+    SuiteFinished {
+        not_run: Vec<String>,
+        reply: RpcReplyPort<Result<SuiteFiles, ReportError>>,
+    },
+}
+
+pub struct ReporterState {
+    args: ReporterArgs,
+    started_at: DateTime<Utc>,
+    started: std::time::Instant,
+    redactor: Redactor,
+    open: HashMap<String, RunWriter>,
+    finished: Vec<RunRecord>,
+    /// The secrets of finished runs: the suite files quote their messages.
+    finished_secrets: Vec<Arc<Secrets>>,
+    notes: Vec<String>,
+}
+
+pub struct ReporterActor;
+
+impl ReporterActor {
+    /// Spawns the reporter (unlinked: it must outlive any session that fails).
+    pub async fn spawn(
+        args: ReporterArgs,
+    ) -> Result<(ActorRef<ReporterMsg>, tokio::task::JoinHandle<()>), ractor::SpawnErr> {
+        Actor::spawn(None, ReporterActor, args).await
+    }
+}
+
+impl ReporterState {
+    fn suite_paths(&self) -> SuitePaths {
+        SuitePaths::under(&self.args.artifact_dir, &self.args.suite_id)
+    }
+
+    fn suite_event(&self, kind: EventKind) -> Event {
+        Event {
+            timestamp: Utc::now(),
+            elapsed_ms: millis(self.started.elapsed()),
+            kind,
+        }
+    }
+
+    fn run_started(
+        &mut self,
+        plan: &RunPlan,
+        secrets: Arc<Secrets>,
+    ) -> Result<RunPaths, ReportError> {
+        let redactor = self.redactor.with(secrets);
+        let writer = RunWriter::start(plan, redactor.clone())?;
+        let paths = writer.paths().clone();
+        if let Some(logs) = &self.args.harness_logs {
+            logs.open_run(&plan.run_id, &paths.harness_log(), redactor.clone())?;
+        }
+        self.args.console.run_started(&plan.run_id, &plan.test_file);
+        let first = Event {
+            timestamp: plan.started_at,
+            elapsed_ms: 0,
+            kind: EventKind::RunStarted {
+                run_id: plan.run_id.clone(),
+                session_id: plan.session_id.clone(),
+                test_file: plan.test_file.clone(),
+                test_name: plan.test_name.clone(),
+                attempt: plan.attempt,
+                provider: plan.provider.clone(),
+                run_dir: plan.run_dir.clone(),
+            },
+        };
+        self.args.console.run_event(&plan.run_id, &first, &redactor);
+        self.open.insert(plan.run_id.clone(), writer);
+        Ok(paths)
+    }
+
+    fn event(&mut self, run_id: &str, event: &Event) {
+        let Some(writer) = self.open.get_mut(run_id) else {
+            let note = format!(
+                "an event ({}) arrived for run {run_id}, which is not open",
+                event.kind.name()
+            );
+            tracing::warn!("{note}");
+            self.notes.push(note);
+            return;
+        };
+        // The error is already kept as a note of the run (shown in its report.md).
+        let _ = writer.apply(event);
+        self.args
+            .console
+            .run_event(run_id, event, writer.redactor());
+    }
+
+    fn run_finished(&mut self, run_id: &str) -> Result<RunFiles, ReportError> {
+        let writer = self
+            .open
+            .remove(run_id)
+            .ok_or_else(|| ReportError::UnknownRun {
+                run_id: run_id.to_string(),
+            })?;
+        let redactor = writer.redactor().clone();
+        let report_path = writer.paths().report_md().display().to_string();
+        // Closed first, so that the report lists a harness.log that is complete on disk.
+        if let Some(logs) = &self.args.harness_logs {
+            if let Err(e) = logs.close_run(run_id) {
+                self.notes.push(e.to_string());
+            }
+        }
+        let (record, files) = writer.finish();
+        self.args
+            .console
+            .run_finished(&record, &report_path, &redactor);
+        self.finished.push(record);
+        self.finished_secrets
+            .extend(redactor.sets().iter().cloned());
+        files
+    }
+
+    fn suite_finished(&mut self, not_run: &[String]) -> Result<SuiteFiles, ReportError> {
+        let still_open: Vec<String> = self.open.keys().cloned().collect();
+        for run_id in still_open {
+            if let Some(writer) = self.open.get_mut(&run_id) {
+                let at = Utc::now();
+                let event = Event {
+                    timestamp: at,
+                    elapsed_ms: u64::try_from((at - writer.record().started_at).num_milliseconds())
+                        .unwrap_or(0),
+                    kind: EventKind::RunFinished {
+                        outcome: RunOutcome::Interrupted,
+                        message: Some("the suite ended before this run finished".to_string()),
+                    },
+                };
+                let _ = writer.apply(&event);
+            }
+            self.notes.push(format!(
+                "run {run_id} was still open at the end of the suite"
+            ));
+            if let Err(e) = self.run_finished(&run_id) {
+                self.notes.push(e.to_string());
+            }
+        }
+
+        let summary = SuiteSummary::build(
+            &self.args.suite_id,
+            self.started_at,
+            Utc::now(),
+            self.args.strict_warnings,
+            &self.finished,
+            not_run,
+        );
+        let paths = self.suite_paths();
+        std::fs::create_dir_all(&paths.dir).map_err(|source| ReportError::CreateDir {
+            path: paths.dir.clone(),
+            source,
+        })?;
+        // Redact the data before it is formatted: XML and JSON escape characters a secret may hold.
+        let redacted_summary: SuiteSummary = redact_data(&self.redactor_all(), &summary)?;
+        let redacted_records: Vec<RunRecord> = self
+            .finished
+            .iter()
+            .map(|r| redact_data(&self.redactor_all(), r))
+            .collect::<Result<_, _>>()?;
+
+        let mut first_error = None;
+        let mut keep = |r: Result<(), ReportError>, notes: &mut Vec<String>| {
+            if let Err(e) = r {
+                notes.push(e.to_string());
+                first_error.get_or_insert(e);
+            }
+        };
+        let mut notes = std::mem::take(&mut self.notes);
+        let redactor = self.redactor_all();
+        let json = redactor
+            .json("summary.json", &redacted_summary, true)
+            .map(|mut j| {
+                j.push('\n');
+                j
+            });
+        let md = redactor.str(&redacted_summary.to_markdown());
+        let xml = junit::to_xml(&redacted_summary, &redacted_records).map(|x| redactor.str(&x));
+        let mut copies = Vec::new();
+        match &json {
+            Ok(json) => {
+                keep(
+                    write_atomic(&paths.summary_json(), json.as_bytes()),
+                    &mut notes,
+                );
+                if let Some(copy) = &self.args.json_copy {
+                    let r = write_atomic(copy, json.as_bytes());
+                    if r.is_ok() {
+                        copies.push(copy.clone());
+                    }
+                    keep(r, &mut notes);
+                }
+            }
+            Err(e) => notes.push(e.to_string()),
+        }
+        keep(write_atomic(&paths.summary_md(), md.as_bytes()), &mut notes);
+        match xml {
+            Ok(xml) => {
+                keep(write_atomic(&paths.junit(), xml.as_bytes()), &mut notes);
+                if let Some(copy) = &self.args.junit_copy {
+                    let r = write_atomic(copy, xml.as_bytes());
+                    if r.is_ok() {
+                        copies.push(copy.clone());
+                    }
+                    keep(r, &mut notes);
+                }
+            }
+            Err(e) => keep(Err(e), &mut notes),
+        }
+        if let Err(e) = json {
+            first_error.get_or_insert(e);
+        }
+
+        let finished = self.suite_event(EventKind::SuiteFinished {
+            totals: summary.totals,
+            duration_ms: summary.duration_ms,
+        });
+        tracing::info!(event = ?finished.kind, "suite finished");
+        self.args.console.suite_finished(
+            &summary,
+            &paths.summary_md().display().to_string(),
+            &redactor,
+        );
+        if let Some(logs) = &self.args.harness_logs {
+            if let Err(e) = logs.flush() {
+                notes.push(e.to_string());
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(SuiteFiles {
+                summary,
+                summary_json: paths.summary_json(),
+                summary_md: paths.summary_md(),
+                junit: paths.junit(),
+                copies,
+                notes,
+            }),
+        }
+    }
+
+    /// The suite's secrets and every run's (suite files quote messages from every run).
+    fn redactor_all(&self) -> Redactor {
+        let mut all = self.redactor.clone();
+        for writer in self.open.values() {
+            for set in writer.redactor().sets() {
+                all = all.with(set.clone());
+            }
+        }
+        for set in &self.finished_secrets {
+            all = all.with(set.clone());
+        }
+        all
+    }
+}
+
+/// `data` with every string redacted, by a round trip through a JSON value.
+fn redact_data<T>(redactor: &Redactor, data: &T) -> Result<T, ReportError>
+where
+    T: serde::Serialize + serde::de::DeserializeOwned,
+{
+    let mut value = serde_json::to_value(data).map_err(|source| ReportError::Json {
+        what: "suite data",
+        source,
+    })?;
+    redactor.value(&mut value);
+    serde_json::from_value(value).map_err(|source| ReportError::Json {
+        what: "suite data",
+        source,
+    })
+}
+
+impl Actor for ReporterActor {
+    type Msg = ReporterMsg;
+    type State = ReporterState;
+    type Arguments = ReporterArgs;
+
+    async fn pre_start(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        mut args: ReporterArgs,
+    ) -> Result<Self::State, ActorProcessingErr> {
+        let redactor = Redactor::new([args.secrets.clone()]);
+        let suite_paths = SuitePaths::under(&args.artifact_dir, &args.suite_id);
+        let mut notes = Vec::new();
+        if let Some(logs) = &args.harness_logs {
+            // Not fatal: the runs can still be reported without the suite's own log.
+            if let Err(e) = logs.open_suite(&suite_paths.harness_log(), redactor.clone()) {
+                notes.push(e.to_string());
+            }
+        }
+        let started = std::time::Instant::now();
+        let event = Event {
+            timestamp: Utc::now(),
+            elapsed_ms: 0,
+            kind: EventKind::SuiteStarted {
+                suite_id: args.suite_id.clone(),
+                root_tests: args.root_tests,
+                jobs: args.jobs,
+            },
+        };
+        args.console.suite_event(&event, &redactor);
+        Ok(ReporterState {
+            args,
+            started_at: event.timestamp,
+            started,
+            redactor,
+            open: HashMap::new(),
+            finished: Vec::new(),
+            finished_secrets: Vec::new(),
+            notes,
+        })
+    }
+
+    async fn handle(
+        &self,
+        _myself: ActorRef<Self::Msg>,
+        message: Self::Msg,
+        state: &mut Self::State,
+    ) -> Result<(), ActorProcessingErr> {
+        // Never return an error: that would stop the reporter and lose every later report.
+        match message {
+            ReporterMsg::RunStarted {
+                plan,
+                secrets,
+                reply,
+            } => {
+                let result = state.run_started(&plan, secrets);
+                let _ = reply.send(result);
+            }
+            ReporterMsg::Event { run_id, event } => state.event(&run_id, &event),
+            ReporterMsg::RunFinished { run_id, reply } => {
+                let result = state.run_finished(&run_id);
+                let _ = reply.send(result);
+            }
+            ReporterMsg::SuiteFinished { not_run, reply } => {
+                let result = state.suite_finished(&not_run);
+                let _ = reply.send(result);
+            }
+        }
+        Ok(())
+    }
+}

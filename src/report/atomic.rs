@@ -1,0 +1,55 @@
+//! Atomic file replacement: a reader sees the old file or the new one, never half of one.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::report::error::ReportError;
+
+/// Writes `bytes` to a temp file beside `path` and renames it over `path`.
+///
+/// No fsync: readers (a CI job polling run.json) need atomicity, not durability across a power
+/// cut, and an fsync per rewrite costs hundreds of milliseconds on a busy disk — in the one
+/// reporter every session waits on.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempfile_in(dir)
+        .map_err(|e| ReportError::write(path, e))?;
+    tmp.write_all(bytes)
+        .and_then(|()| tmp.flush())
+        .map_err(|e| ReportError::write(path, e))?;
+    tmp.persist(path)
+        .map_err(|e| ReportError::write(path, e.error))?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_whole_file_and_leaves_no_temp_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("run.json");
+        write_atomic(&path, b"first version, long").expect("write");
+        write_atomic(&path, b"second").expect("rewrite");
+        assert_eq!(std::fs::read(&path).expect("read"), b"second");
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|e| e.expect("entry").file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("run.json")]);
+    }
+
+    #[test]
+    fn names_the_file_when_the_directory_is_missing() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("missing/run.json");
+        let err = write_atomic(&path, b"x").expect_err("must fail");
+        assert!(err.to_string().contains("missing/run.json"), "{err}");
+    }
+}

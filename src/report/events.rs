@@ -1,0 +1,286 @@
+//! The one closed event enum: the contract between the runner (sessions, supervisor) and every
+//! reporter (run.json, events.jsonl, report.md, console, suite summary).
+//!
+//! Each [`Event`] carries a wall-clock timestamp, the time elapsed since its run (or suite)
+//! started, and an [`EventKind`]. Reporters match on `EventKind` without a catch-all arm, so a new
+//! kind is a compile error everywhere it must be handled. Serialized, an event is one flat JSON
+//! object tagged by `"type"` (one line of `events.jsonl`).
+
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
+
+/// One thing that happened, with when it happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub timestamp: DateTime<Utc>,
+    /// Milliseconds since the run (or, for suite events, the suite) started.
+    pub elapsed_ms: u64,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+/// Stamps events with the time since a fixed start. A session keeps one per run.
+#[derive(Debug, Clone, Copy)]
+pub struct EventClock {
+    started: Instant,
+    started_at: DateTime<Utc>,
+}
+
+impl EventClock {
+    pub fn start() -> Self {
+        Self {
+            started: Instant::now(),
+            started_at: Utc::now(),
+        }
+    }
+
+    pub fn started_at(&self) -> DateTime<Utc> {
+        self.started_at
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+
+    /// An event of `kind`, stamped now.
+    pub fn event(&self, kind: EventKind) -> Event {
+        Event {
+            timestamp: Utc::now(),
+            elapsed_ms: millis(self.started.elapsed()),
+            kind,
+        }
+    }
+}
+
+/// Whole milliseconds of a duration, saturating.
+pub fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// Where a planned step came from (SPEC §4).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub source_file: String,
+    /// 0-based index of the step in its source file.
+    pub source_index: usize,
+    /// The files that included this one, outermost first.
+    pub include_chain: Vec<String>,
+}
+
+/// Usage facts a provider reports for one step (Claude Code's `result` event).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub session_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub turns: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub duration_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub cost_usd: Option<f64>,
+}
+
+/// What happened to a harness command during setup and while the session ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum SetupState {
+    /// The process was spawned.
+    Started,
+    /// Its readiness probe answered (`probe` names it, e.g. `http://127.0.0.1:8000/health`).
+    Ready { probe: String },
+    /// Not launched (`--skip-cmd`).
+    Skipped,
+    /// It exited (a short-lived command finishing, or a long-lived one dying).
+    Exited { exit_code: Option<i32> },
+    /// It was restarted by its restart policy; `attempt` counts restarts from 1.
+    Restarted { attempt: u32, exit_status: String },
+    /// It failed the session: a non-zero setup exit, readiness timeout, no restarts left.
+    Failed {
+        reason: String,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        exit_code: Option<i32>,
+    },
+}
+
+/// Totals of a suite, by outcome.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Totals {
+    pub total: usize,
+    pub passed: usize,
+    pub warned: usize,
+    pub failed: usize,
+    pub error: usize,
+    pub interrupted: usize,
+    pub flaky: usize,
+    /// Root tests that were never started (fail-fast, interruption).
+    pub not_run: usize,
+}
+
+impl Totals {
+    pub fn count(&mut self, outcome: RunOutcome) {
+        self.total += 1;
+        match outcome {
+            RunOutcome::Passed => self.passed += 1,
+            RunOutcome::Warned => self.warned += 1,
+            RunOutcome::Failed => self.failed += 1,
+            RunOutcome::Error => self.error += 1,
+            RunOutcome::Interrupted => self.interrupted += 1,
+        }
+    }
+}
+
+/// What happened. Closed: reporters match it without a catch-all.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    SuiteStarted {
+        suite_id: String,
+        root_tests: usize,
+        jobs: usize,
+    },
+    RunStarted {
+        run_id: String,
+        session_id: String,
+        test_file: String,
+        test_name: String,
+        attempt: u32,
+        provider: String,
+        run_dir: String,
+    },
+    SetupStatus {
+        command: String,
+        #[serde(flatten)]
+        state: SetupState,
+    },
+    StepStarted {
+        step_id: u32,
+        /// One line, shortened: the console and the event log do not carry whole instructions.
+        instruction: String,
+        #[serde(flatten)]
+        provenance: Provenance,
+    },
+    AgentLog {
+        step_id: u32,
+        message: String,
+    },
+    Evidence {
+        step_id: u32,
+        kind: String,
+        /// Relative to the run directory.
+        path: String,
+    },
+    StepFinished {
+        step_id: u32,
+        status: StepStatus,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        message: Option<String>,
+        duration_ms: u64,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        usage: Option<Usage>,
+    },
+    CommandTornDown {
+        name: String,
+        teardown: TeardownState,
+    },
+    RunFinished {
+        outcome: RunOutcome,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        message: Option<String>,
+    },
+    SuiteFinished {
+        totals: Totals,
+        duration_ms: u64,
+    },
+}
+
+impl EventKind {
+    /// The snake_case name used as `"type"` in events.jsonl.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::SuiteStarted { .. } => "suite_started",
+            Self::RunStarted { .. } => "run_started",
+            Self::SetupStatus { .. } => "setup_status",
+            Self::StepStarted { .. } => "step_started",
+            Self::AgentLog { .. } => "agent_log",
+            Self::Evidence { .. } => "evidence",
+            Self::StepFinished { .. } => "step_finished",
+            Self::CommandTornDown { .. } => "command_torn_down",
+            Self::RunFinished { .. } => "run_finished",
+            Self::SuiteFinished { .. } => "suite_finished",
+        }
+    }
+}
+
+/// The first line of an instruction, cut to `max` characters (on a char boundary) with `…`.
+pub fn summarize_instruction(instruction: &str, max: usize) -> String {
+    let first = instruction
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    let more_lines = instruction.trim().lines().count() > 1;
+    if first.chars().count() > max {
+        let cut: String = first.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    } else if more_lines {
+        format!("{first} …")
+    } else {
+        first.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_serialize_flat_and_tagged_and_round_trip() {
+        let clock = EventClock::start();
+        let ev = clock.event(EventKind::StepFinished {
+            step_id: 2,
+            status: StepStatus::Warn,
+            message: Some("slow".into()),
+            duration_ms: 12,
+            usage: Some(Usage {
+                session_id: Some("abc".into()),
+                turns: Some(3),
+                duration_ms: Some(11),
+                cost_usd: Some(0.25),
+            }),
+        });
+        let json = serde_json::to_string(&ev).expect("serialize");
+        assert!(json.contains("\"type\":\"step_finished\""), "{json}");
+        assert!(json.contains("\"status\":\"warn\""), "{json}");
+        assert!(json.contains("\"elapsed_ms\":"), "{json}");
+        let back: Event = serde_json::from_str(&json).expect("deserialize");
+        assert_eq!(back, ev);
+
+        let ev = clock.event(EventKind::SetupStatus {
+            command: "server".into(),
+            state: SetupState::Restarted {
+                attempt: 1,
+                exit_status: "exit 1".into(),
+            },
+        });
+        let json = serde_json::to_string(&ev).expect("serialize");
+        assert!(json.contains("\"state\":\"restarted\""), "{json}");
+        let back: Event = serde_json::from_str(&json).expect("deserialize");
+        assert_eq!(back, ev);
+        assert_eq!(back.kind.name(), "setup_status");
+    }
+
+    #[test]
+    fn instruction_summary_is_one_short_line() {
+        assert_eq!(
+            summarize_instruction("  Open the page\nthen", 80),
+            "Open the page …"
+        );
+        assert_eq!(summarize_instruction("abcdef", 4), "abc…");
+        assert_eq!(summarize_instruction("ééééé", 5), "ééééé");
+        assert_eq!(summarize_instruction("", 5), "");
+    }
+}

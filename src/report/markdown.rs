@@ -1,0 +1,335 @@
+//! `report.md`: the human-readable record of one run, written for every run however it ended.
+//!
+//! Best effort: the report is a list of sections, each rendered on its own. A section that fails
+//! (an I/O error listing artifacts, a bug that panics) is replaced by a note saying so, and the
+//! rest is still written: a partial report is far more useful than none.
+
+use std::fmt::Write as _;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+
+use chrono::SecondsFormat;
+
+use crate::model::outcome::StepStatus;
+use crate::report::run_record::{CommandStatus, RunRecord};
+
+/// What a section renderer gets.
+pub struct ReportInput<'a> {
+    pub record: &'a RunRecord,
+    pub run_dir: &'a Path,
+    /// Problems the reporter met while writing this run's files (shown at the end).
+    pub notes: &'a [String],
+}
+
+/// One section: its title and a renderer.
+pub type Section = (&'static str, fn(&ReportInput<'_>) -> Result<String, String>);
+
+/// The sections of report.md, in order.
+pub const SECTIONS: &[Section] = &[
+    ("summary", summary),
+    ("skipped commands", skipped),
+    ("steps", steps),
+    ("step details", step_details),
+    ("commands", commands),
+    ("artifacts", artifacts),
+    ("effective config", effective_config),
+];
+
+/// The whole report.md text (not yet redacted).
+pub fn render(input: &ReportInput<'_>) -> String {
+    render_sections(input, SECTIONS)
+}
+
+/// Renders `sections` in order; a failing or panicking section becomes a note.
+pub fn render_sections(input: &ReportInput<'_>, sections: &[Section]) -> String {
+    let mut out = String::new();
+    let mut failed = Vec::new();
+    for (title, render) in sections {
+        match catch_unwind(AssertUnwindSafe(|| render(input))) {
+            Ok(Ok(text)) => out.push_str(&text),
+            Ok(Err(e)) => failed.push(format!("the {title} section could not be written: {e}")),
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic".to_string());
+                failed.push(format!("the {title} section could not be written: {why}"));
+            }
+        }
+    }
+    if !failed.is_empty() || !input.notes.is_empty() || !input.record.anomalies.is_empty() {
+        out.push_str("\n## Notes\n\n");
+        for note in failed
+            .iter()
+            .chain(input.notes)
+            .chain(&input.record.anomalies)
+        {
+            let _ = writeln!(out, "- {}", one_line(note));
+        }
+    }
+    out
+}
+
+/// Text made safe for one markdown table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|")
+        .replace("\r\n", "<br>")
+        .replace('\n', "<br>")
+}
+
+fn one_line(text: &str) -> String {
+    text.replace('\n', " ")
+}
+
+fn ms(ms: Option<u64>) -> String {
+    match ms {
+        Some(ms) if ms >= 1000 => format!("{:.1}s", ms as f64 / 1000.0),
+        Some(ms) => format!("{ms}ms"),
+        None => "—".to_string(),
+    }
+}
+
+fn status_label(status: StepStatus) -> &'static str {
+    match status {
+        StepStatus::Ok => "OK",
+        StepStatus::Warn => "WARN",
+        StepStatus::Error => "ERROR",
+        StepStatus::ProtocolError => "PROTOCOL ERROR",
+        StepStatus::Timeout => "TIMEOUT",
+        StepStatus::NotRun => "not run",
+    }
+}
+
+fn fmt_err(e: std::fmt::Error) -> String {
+    e.to_string()
+}
+
+fn summary(input: &ReportInput<'_>) -> Result<String, String> {
+    let r = input.record;
+    let mut s = String::new();
+    let outcome = r.outcome.map_or("running", |o| o.as_str());
+    (|| {
+        writeln!(s, "# Bugatti run: {}\n", r.test_name)?;
+        writeln!(s, "**Outcome: {}**\n", outcome.to_uppercase())?;
+        writeln!(s, "| | |\n|---|---|")?;
+        writeln!(s, "| run id | `{}` |", r.run_id)?;
+        writeln!(s, "| session id | `{}` |", r.session_id)?;
+        writeln!(s, "| suite id | `{}` |", r.suite_id)?;
+        writeln!(s, "| test file | `{}` |", cell(&r.test_file))?;
+        writeln!(s, "| provider | {} |", cell(&r.provider))?;
+        writeln!(s, "| attempt | {} |", r.attempt)?;
+        writeln!(
+            s,
+            "| started | {} |",
+            r.started_at.to_rfc3339_opts(SecondsFormat::Millis, true)
+        )?;
+        let finished = r.finished_at.map_or("—".to_string(), |t| {
+            t.to_rfc3339_opts(SecondsFormat::Millis, true)
+        });
+        writeln!(s, "| finished | {finished} |")?;
+        writeln!(s, "| duration | {} |", ms(r.duration_ms))?;
+        writeln!(s, "| project root | `{}` |", cell(&r.project_root))?;
+        if let Some(msg) = r.failure_message() {
+            writeln!(s, "| reason | {} |", cell(&msg))?;
+        }
+        writeln!(s)
+    })()
+    .map_err(fmt_err)?;
+    Ok(s)
+}
+
+fn skipped(input: &ReportInput<'_>) -> Result<String, String> {
+    let r = input.record;
+    let mut s = String::from("## Skipped commands\n\n");
+    if r.skipped_commands.is_empty() {
+        s.push_str("None.\n\n");
+    } else {
+        for name in &r.skipped_commands {
+            let _ = writeln!(s, "- `{name}` (not launched; readiness still checked)");
+        }
+        s.push('\n');
+    }
+    Ok(s)
+}
+
+fn steps(input: &ReportInput<'_>) -> Result<String, String> {
+    let mut s = String::from("## Steps\n\n");
+    if input.record.steps.is_empty() {
+        s.push_str("No steps were planned.\n\n");
+        return Ok(s);
+    }
+    s.push_str("| # | status | duration | source | instruction | message |\n");
+    s.push_str("|---|---|---|---|---|---|\n");
+    for step in &input.record.steps {
+        let p = &step.provenance;
+        let mut source = format!("{}#{}", p.source_file, p.source_index + 1);
+        if !p.include_chain.is_empty() {
+            source = format!("{} (via {})", source, p.include_chain.join(" -> "));
+        }
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} |",
+            step.step_id,
+            status_label(step.status),
+            ms(step.duration_ms),
+            cell(&source),
+            cell(&step.instruction),
+            cell(step.message.as_deref().unwrap_or(""))
+        );
+    }
+    s.push('\n');
+    Ok(s)
+}
+
+/// Logs, evidence and usage of the steps that need a look: WARN and every failure.
+fn step_details(input: &ReportInput<'_>) -> Result<String, String> {
+    let mut s = String::new();
+    let noteworthy = input
+        .record
+        .steps
+        .iter()
+        .filter(|st| st.status == StepStatus::Warn || st.status.is_failure());
+    for step in noteworthy {
+        if s.is_empty() {
+            s.push_str("## Warnings and failures\n\n");
+        }
+        let _ = writeln!(
+            s,
+            "### Step {}: {}\n",
+            step.step_id,
+            status_label(step.status)
+        );
+        if let Some(msg) = &step.message {
+            let _ = writeln!(s, "{}\n", one_line(msg));
+        }
+        if step.logs.is_empty() {
+            s.push_str("No BUGATTI_LOG entries.\n\n");
+        } else {
+            s.push_str("BUGATTI_LOG entries:\n\n");
+            for log in &step.logs {
+                let _ = writeln!(s, "- {}", one_line(log));
+            }
+            s.push('\n');
+        }
+        if !step.evidence.is_empty() {
+            s.push_str("Evidence:\n\n");
+            for ev in &step.evidence {
+                let exists = input.run_dir.join(&ev.path).exists();
+                let missing = if exists { "" } else { " (file not found)" };
+                let _ = writeln!(s, "- {}: [`{}`]({}){missing}", ev.kind, ev.path, ev.path);
+            }
+            s.push('\n');
+        }
+        if let Some(u) = &step.usage {
+            let _ = writeln!(
+                s,
+                "Usage: session {}, {} turns, {}, cost {}\n",
+                u.session_id.as_deref().unwrap_or("—"),
+                u.turns.map_or("—".to_string(), |t| t.to_string()),
+                ms(u.duration_ms),
+                u.cost_usd.map_or("—".to_string(), |c| format!("${c:.4}"))
+            );
+        }
+    }
+    Ok(s)
+}
+
+fn commands(input: &ReportInput<'_>) -> Result<String, String> {
+    let mut s = String::from("## Commands\n\n");
+    if input.record.commands.is_empty() {
+        s.push_str("No harness commands.\n\n");
+        return Ok(s);
+    }
+    s.push_str("| name | kind | status | exit code | restarts | teardown | log |\n");
+    s.push_str("|---|---|---|---|---|---|---|\n");
+    for c in &input.record.commands {
+        let status = match c.status {
+            CommandStatus::Pending => "pending",
+            CommandStatus::Running => "running",
+            CommandStatus::Ready => "ready",
+            CommandStatus::Skipped => "skipped",
+            CommandStatus::Exited => "exited",
+            CommandStatus::Failed => "failed",
+        };
+        let restarts = c
+            .restarts
+            .iter()
+            .map(|r| format!("#{} after {}", r.attempt, r.exit_status))
+            .collect::<Vec<_>>()
+            .join("; ");
+        let teardown = c.teardown.map_or("—", |t| match t {
+            crate::model::outcome::TeardownState::Clean => "clean",
+            crate::model::outcome::TeardownState::Killed => "killed",
+            crate::model::outcome::TeardownState::Leaked => "leaked",
+        });
+        let mut status = status.to_string();
+        if let Some(e) = &c.error {
+            status = format!("{status}: {e}");
+        }
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | [`{}`]({}) |",
+            cell(&c.name),
+            cell(&c.kind),
+            cell(&status),
+            c.exit_code.map_or("—".to_string(), |c| c.to_string()),
+            if restarts.is_empty() {
+                "0".to_string()
+            } else {
+                cell(&restarts)
+            },
+            teardown,
+            c.log,
+            c.log
+        );
+    }
+    s.push('\n');
+    Ok(s)
+}
+
+/// The files in the run directory, as they are now.
+fn artifacts(input: &ReportInput<'_>) -> Result<String, String> {
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(input.run_dir).sort_by_file_name() {
+        let entry = entry.map_err(|e| format!("listing {}: {e}", input.run_dir.display()))?;
+        if entry.file_type().is_file() {
+            if let Ok(rel) = entry.path().strip_prefix(input.run_dir) {
+                let name = rel.to_string_lossy().to_string();
+                if !name.starts_with(".tmp-") && !name.contains("/.tmp-") {
+                    files.push(name);
+                }
+            }
+        }
+    }
+    if !files.iter().any(|f| f == "report.md") {
+        files.push("report.md".to_string());
+        files.sort();
+    }
+    let mut s = format!("## Artifacts\n\nIn `{}`:\n\n", input.run_dir.display());
+    for f in files {
+        let _ = writeln!(s, "- [`{f}`]({f})");
+    }
+    s.push('\n');
+    Ok(s)
+}
+
+fn effective_config(input: &ReportInput<'_>) -> Result<String, String> {
+    let mut s = String::from("## Effective config\n\n");
+    if input.record.effective_config.is_empty() {
+        s.push_str("Not recorded.\n\n");
+        return Ok(s);
+    }
+    s.push_str("| key | value | source |\n|---|---|---|\n");
+    for row in &input.record.effective_config {
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} |",
+            cell(&row.key),
+            cell(&row.value),
+            cell(&row.source)
+        );
+    }
+    s.push('\n');
+    Ok(s)
+}

@@ -1,0 +1,474 @@
+//! The record of one run: what `run.json` holds (SPEC §5).
+//!
+//! A [`RunRecord`] starts from the [`RunPlan`] a session hands over before anything is launched
+//! (every step `not_run`, every command `pending`) and is brought up to date by [`RunRecord::apply`]
+//! with each [`Event`] of the run, in order. It is pure data: writing it is `writers`' job.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
+use crate::report::events::{Event, EventKind, Provenance, SetupState, Usage};
+
+/// What a session knows about its run before it launches anything.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunPlan {
+    pub run_id: String,
+    pub session_id: String,
+    pub suite_id: String,
+    /// As the user names it: relative to the project root.
+    pub test_file: String,
+    pub test_name: String,
+    pub project_root: String,
+    pub provider: String,
+    /// `.bugatti/runs/<run_id>`, absolute.
+    pub run_dir: String,
+    /// 1 for the first attempt, 2 for the first retry, ...
+    pub attempt: u32,
+    pub started_at: DateTime<Utc>,
+    pub skipped_commands: Vec<String>,
+    pub steps: Vec<PlannedStep>,
+    pub commands: Vec<PlannedCommand>,
+    pub effective_config: Vec<ConfigRow>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedStep {
+    pub step_id: u32,
+    #[serde(flatten)]
+    pub provenance: Provenance,
+    /// The instruction as sent to the agent (after substitution).
+    pub instruction: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedCommand {
+    pub name: String,
+    /// `short_lived` | `long_lived`.
+    pub kind: String,
+    /// The command's log file, relative to the run directory (`logs/<name>.log`).
+    pub log: String,
+}
+
+/// One effective configuration value and the layer it came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfigRow {
+    pub key: String,
+    pub value: String,
+    /// `default` | `global` | `project` | `env` | `test` | `cli` (or a file path).
+    pub source: String,
+}
+
+/// What the record knows about one harness command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CommandStatus {
+    Pending,
+    Running,
+    Ready,
+    Skipped,
+    Exited,
+    Failed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Restart {
+    pub attempt: u32,
+    pub exit_status: String,
+    pub at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommandRecord {
+    pub name: String,
+    pub kind: String,
+    pub status: CommandStatus,
+    pub exit_code: Option<i32>,
+    pub restarts: Vec<Restart>,
+    pub log: String,
+    pub teardown: Option<TeardownState>,
+    /// Why it failed, when it did.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+    /// The readiness probe that answered.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ready_probe: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceRecord {
+    pub kind: String,
+    /// Relative to the run directory.
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepRecord {
+    pub step_id: u32,
+    #[serde(flatten)]
+    pub provenance: Provenance,
+    pub instruction: String,
+    pub status: StepStatus,
+    pub message: Option<String>,
+    pub duration_ms: Option<u64>,
+    pub started_at: Option<DateTime<Utc>>,
+    /// `BUGATTI_LOG` messages, in order.
+    pub logs: Vec<String>,
+    pub evidence: Vec<EvidenceRecord>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub usage: Option<Usage>,
+}
+
+/// Everything `run.json` holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub run_id: String,
+    pub session_id: String,
+    pub suite_id: String,
+    pub test_file: String,
+    pub test_name: String,
+    pub project_root: String,
+    pub provider: String,
+    pub run_dir: String,
+    pub attempt: u32,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub duration_ms: Option<u64>,
+    /// `None` while the run goes on.
+    pub outcome: Option<RunOutcome>,
+    /// Why the run failed, errored or was interrupted, in one message.
+    pub error: Option<String>,
+    pub skipped_commands: Vec<String>,
+    pub steps: Vec<StepRecord>,
+    pub commands: Vec<CommandRecord>,
+    pub effective_config: Vec<ConfigRow>,
+    /// Events that named a step or command the plan does not have: kept, not dropped.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub anomalies: Vec<String>,
+}
+
+impl RunRecord {
+    pub fn from_plan(plan: &RunPlan) -> Self {
+        let skipped = |name: &str| plan.skipped_commands.iter().any(|s| s == name);
+        Self {
+            run_id: plan.run_id.clone(),
+            session_id: plan.session_id.clone(),
+            suite_id: plan.suite_id.clone(),
+            test_file: plan.test_file.clone(),
+            test_name: plan.test_name.clone(),
+            project_root: plan.project_root.clone(),
+            provider: plan.provider.clone(),
+            run_dir: plan.run_dir.clone(),
+            attempt: plan.attempt,
+            started_at: plan.started_at,
+            finished_at: None,
+            duration_ms: None,
+            outcome: None,
+            error: None,
+            skipped_commands: plan.skipped_commands.clone(),
+            steps: plan
+                .steps
+                .iter()
+                .map(|s| StepRecord {
+                    step_id: s.step_id,
+                    provenance: s.provenance.clone(),
+                    instruction: s.instruction.clone(),
+                    status: StepStatus::NotRun,
+                    message: None,
+                    duration_ms: None,
+                    started_at: None,
+                    logs: Vec::new(),
+                    evidence: Vec::new(),
+                    usage: None,
+                })
+                .collect(),
+            commands: plan
+                .commands
+                .iter()
+                .map(|c| CommandRecord {
+                    name: c.name.clone(),
+                    kind: c.kind.clone(),
+                    status: if skipped(&c.name) {
+                        CommandStatus::Skipped
+                    } else {
+                        CommandStatus::Pending
+                    },
+                    exit_code: None,
+                    restarts: Vec::new(),
+                    log: c.log.clone(),
+                    teardown: None,
+                    error: None,
+                    ready_probe: None,
+                })
+                .collect(),
+            effective_config: plan.effective_config.clone(),
+            anomalies: Vec::new(),
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.outcome.is_some()
+    }
+
+    /// The step that decided a failed run: the first failing step.
+    pub fn failing_step(&self) -> Option<&StepRecord> {
+        self.steps.iter().find(|s| s.status.is_failure())
+    }
+
+    /// The message that explains a non-passing outcome: the failing step's, else the run's error.
+    pub fn failure_message(&self) -> Option<String> {
+        if let Some(step) = self.failing_step() {
+            let what = step.message.as_deref().unwrap_or(step.status.as_str());
+            return Some(format!("step {}: {}", step.step_id, what));
+        }
+        self.error.clone()
+    }
+
+    fn step_mut(&mut self, step_id: u32, event: &str) -> Option<&mut StepRecord> {
+        let found = self.steps.iter().position(|s| s.step_id == step_id);
+        match found {
+            Some(i) => self.steps.get_mut(i),
+            None => {
+                self.anomalies.push(format!(
+                    "{event} for step {step_id}, which is not in the plan"
+                ));
+                None
+            }
+        }
+    }
+
+    fn command_mut(&mut self, name: &str) -> &mut CommandRecord {
+        // A command the plan did not list (a suite-scoped one, say) is added, not dropped.
+        let index = match self.commands.iter().position(|c| c.name == name) {
+            Some(i) => i,
+            None => {
+                self.commands.push(CommandRecord {
+                    name: name.to_string(),
+                    kind: "unknown".to_string(),
+                    status: CommandStatus::Pending,
+                    exit_code: None,
+                    restarts: Vec::new(),
+                    log: format!("logs/{name}.log"),
+                    teardown: None,
+                    error: None,
+                    ready_probe: None,
+                });
+                self.commands.len() - 1
+            }
+        };
+        &mut self.commands[index]
+    }
+
+    /// Brings the record up to date with one event of this run.
+    pub fn apply(&mut self, event: &Event) {
+        match &event.kind {
+            // Suite events do not change a run.
+            EventKind::SuiteStarted { .. } | EventKind::SuiteFinished { .. } => {}
+            EventKind::RunStarted { attempt, .. } => {
+                self.attempt = *attempt;
+            }
+            EventKind::SetupStatus { command, state } => {
+                let cmd = self.command_mut(command);
+                match state {
+                    SetupState::Started => cmd.status = CommandStatus::Running,
+                    SetupState::Ready { probe } => {
+                        cmd.status = CommandStatus::Ready;
+                        cmd.ready_probe = Some(probe.clone());
+                    }
+                    SetupState::Skipped => cmd.status = CommandStatus::Skipped,
+                    SetupState::Exited { exit_code } => {
+                        cmd.status = CommandStatus::Exited;
+                        cmd.exit_code = *exit_code;
+                    }
+                    SetupState::Restarted {
+                        attempt,
+                        exit_status,
+                    } => {
+                        cmd.status = CommandStatus::Running;
+                        cmd.restarts.push(Restart {
+                            attempt: *attempt,
+                            exit_status: exit_status.clone(),
+                            at: event.timestamp,
+                        });
+                    }
+                    SetupState::Failed { reason, exit_code } => {
+                        cmd.status = CommandStatus::Failed;
+                        cmd.error = Some(reason.clone());
+                        if exit_code.is_some() {
+                            cmd.exit_code = *exit_code;
+                        }
+                    }
+                }
+            }
+            EventKind::StepStarted { step_id, .. } => {
+                if let Some(step) = self.step_mut(*step_id, "step_started") {
+                    step.started_at = Some(event.timestamp);
+                }
+            }
+            EventKind::AgentLog { step_id, message } => {
+                if let Some(step) = self.step_mut(*step_id, "agent_log") {
+                    step.logs.push(message.clone());
+                }
+            }
+            EventKind::Evidence {
+                step_id,
+                kind,
+                path,
+            } => {
+                if let Some(step) = self.step_mut(*step_id, "evidence") {
+                    step.evidence.push(EvidenceRecord {
+                        kind: kind.clone(),
+                        path: path.clone(),
+                    });
+                }
+            }
+            EventKind::StepFinished {
+                step_id,
+                status,
+                message,
+                duration_ms,
+                usage,
+            } => {
+                if let Some(step) = self.step_mut(*step_id, "step_finished") {
+                    step.status = *status;
+                    step.message = message.clone();
+                    step.duration_ms = Some(*duration_ms);
+                    step.usage = usage.clone();
+                }
+            }
+            EventKind::CommandTornDown { name, teardown } => {
+                self.command_mut(name).teardown = Some(*teardown);
+            }
+            EventKind::RunFinished { outcome, message } => {
+                self.finish(*outcome, message.clone(), event.timestamp);
+            }
+        }
+    }
+
+    /// Closes the record: outcome, end time, and a note on a step that started but never finished.
+    pub fn finish(&mut self, outcome: RunOutcome, message: Option<String>, at: DateTime<Utc>) {
+        self.outcome = Some(outcome);
+        self.finished_at = Some(at);
+        let ms = (at - self.started_at).num_milliseconds();
+        self.duration_ms = Some(u64::try_from(ms).unwrap_or(0));
+        if message.is_some() {
+            self.error = message;
+        }
+        for step in &mut self.steps {
+            if step.status == StepStatus::NotRun && step.started_at.is_some() {
+                step.message.get_or_insert_with(|| {
+                    format!("started but did not finish: run {}", outcome.as_str())
+                });
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::events::EventClock;
+
+    pub(crate) fn plan() -> RunPlan {
+        RunPlan {
+            run_id: "run-1".into(),
+            session_id: "sess-1".into(),
+            suite_id: "suite-1".into(),
+            test_file: "checkout.test.toml".into(),
+            test_name: "Checkout".into(),
+            project_root: "/p".into(),
+            provider: "shell".into(),
+            run_dir: "/p/.bugatti/runs/run-1".into(),
+            attempt: 1,
+            started_at: Utc::now(),
+            skipped_commands: vec!["seed".into()],
+            steps: (1..=3)
+                .map(|i| PlannedStep {
+                    step_id: i,
+                    provenance: Provenance {
+                        source_file: "checkout.test.toml".into(),
+                        source_index: (i - 1) as usize,
+                        include_chain: vec![],
+                    },
+                    instruction: format!("do thing {i}"),
+                })
+                .collect(),
+            commands: vec![
+                PlannedCommand {
+                    name: "server".into(),
+                    kind: "long_lived".into(),
+                    log: "logs/server.log".into(),
+                },
+                PlannedCommand {
+                    name: "seed".into(),
+                    kind: "short_lived".into(),
+                    log: "logs/seed.log".into(),
+                },
+            ],
+            effective_config: vec![ConfigRow {
+                key: "provider.name".into(),
+                value: "shell".into(),
+                source: "project".into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn apply_builds_steps_commands_and_outcome() {
+        let clock = EventClock::start();
+        let mut r = RunRecord::from_plan(&plan());
+        assert!(r.steps.iter().all(|s| s.status == StepStatus::NotRun));
+        assert_eq!(r.commands[1].status, CommandStatus::Skipped);
+        for kind in [
+            EventKind::SetupStatus {
+                command: "server".into(),
+                state: SetupState::Started,
+            },
+            EventKind::SetupStatus {
+                command: "server".into(),
+                state: SetupState::Restarted {
+                    attempt: 1,
+                    exit_status: "exit status 1".into(),
+                },
+            },
+            EventKind::StepStarted {
+                step_id: 1,
+                instruction: "do thing 1".into(),
+                provenance: plan().steps[0].provenance.clone(),
+            },
+            EventKind::AgentLog {
+                step_id: 1,
+                message: "saw it".into(),
+            },
+            EventKind::StepFinished {
+                step_id: 1,
+                status: StepStatus::Error,
+                message: Some("no button".into()),
+                duration_ms: 5,
+                usage: None,
+            },
+            EventKind::AgentLog {
+                step_id: 9,
+                message: "stray".into(),
+            },
+            EventKind::CommandTornDown {
+                name: "server".into(),
+                teardown: TeardownState::Killed,
+            },
+            EventKind::RunFinished {
+                outcome: RunOutcome::Failed,
+                message: None,
+            },
+        ] {
+            r.apply(&clock.event(kind));
+        }
+        assert_eq!(r.outcome, Some(RunOutcome::Failed));
+        assert_eq!(r.steps[0].logs, vec!["saw it".to_string()]);
+        assert_eq!(r.steps[1].status, StepStatus::NotRun);
+        assert_eq!(r.commands[0].restarts.len(), 1);
+        assert_eq!(r.commands[0].teardown, Some(TeardownState::Killed));
+        assert_eq!(r.failure_message().as_deref(), Some("step 1: no button"));
+        assert_eq!(r.anomalies.len(), 1);
+        assert!(r.finished_at.is_some() && r.duration_ms.is_some());
+    }
+}

@@ -1,0 +1,183 @@
+//! The files of one run, kept up to date as its events arrive: `events.jsonl` (appended and
+//! flushed per event), `run.json` (rewritten atomically as the run goes) and, at the end,
+//! `report.md`. Everything passes through the run's redactor. The reporter actor owns one
+//! `RunWriter` per open run; nothing else writes these files.
+
+use std::path::PathBuf;
+
+use chrono::Utc;
+
+use crate::model::outcome::RunOutcome;
+use crate::report::atomic::write_atomic;
+use crate::report::error::ReportError;
+use crate::report::event_log::EventLog;
+use crate::report::events::{Event, EventKind};
+use crate::report::markdown::{self, ReportInput, Section};
+use crate::report::paths::RunPaths;
+use crate::report::run_record::{RunPlan, RunRecord};
+use crate::report::scrub::Redactor;
+
+/// What a finished run left behind.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunFiles {
+    pub run_id: String,
+    pub outcome: RunOutcome,
+    pub run_json: PathBuf,
+    pub events: PathBuf,
+    pub report_md: PathBuf,
+    /// Problems met while writing (each also in report.md's notes).
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug)]
+pub struct RunWriter {
+    paths: RunPaths,
+    record: RunRecord,
+    events: EventLog,
+    redactor: Redactor,
+    notes: Vec<String>,
+}
+
+impl RunWriter {
+    /// Creates the run directory and its subdirectories, writes the first `run_started` event
+    /// and the first run.json. Fails, naming the path, when the directory cannot be made.
+    pub fn start(plan: &RunPlan, redactor: Redactor) -> Result<Self, ReportError> {
+        let paths = RunPaths::new(&plan.run_dir);
+        for dir in std::iter::once(paths.dir.clone()).chain(paths.subdirs()) {
+            std::fs::create_dir_all(&dir)
+                .map_err(|source| ReportError::CreateDir { path: dir, source })?;
+        }
+        let events = EventLog::open(&paths.events())?;
+        let mut writer = Self {
+            record: RunRecord::from_plan(plan),
+            paths,
+            events,
+            redactor,
+            notes: Vec::new(),
+        };
+        let started = Event {
+            timestamp: plan.started_at,
+            elapsed_ms: 0,
+            kind: EventKind::RunStarted {
+                run_id: plan.run_id.clone(),
+                session_id: plan.session_id.clone(),
+                test_file: plan.test_file.clone(),
+                test_name: plan.test_name.clone(),
+                attempt: plan.attempt,
+                provider: plan.provider.clone(),
+                run_dir: plan.run_dir.clone(),
+            },
+        };
+        writer.events.append(&started, &writer.redactor)?;
+        writer.write_run_json()?;
+        Ok(writer)
+    }
+
+    pub fn record(&self) -> &RunRecord {
+        &self.record
+    }
+
+    pub fn paths(&self) -> &RunPaths {
+        &self.paths
+    }
+
+    pub fn redactor(&self) -> &Redactor {
+        &self.redactor
+    }
+
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    fn note(&mut self, e: &ReportError) {
+        tracing::error!(run_id = %self.record.run_id, "{e}");
+        self.notes.push(e.to_string());
+    }
+
+    fn write_run_json(&self) -> Result<(), ReportError> {
+        let mut json = self.redactor.json("run.json", &self.record, true)?;
+        json.push('\n');
+        write_atomic(&self.paths.run_json(), json.as_bytes())
+    }
+
+    /// Records one event: appended to events.jsonl at once, applied to the record, and run.json
+    /// rewritten when the event changes something a reader polls for. A write failure is kept
+    /// as a note for report.md and returned; the run goes on.
+    pub fn apply(&mut self, event: &Event) -> Result<(), ReportError> {
+        let appended = self.events.append(event, &self.redactor);
+        if let Err(e) = &appended {
+            self.note(e);
+        }
+        self.record.apply(event);
+        let rewrite = match &event.kind {
+            EventKind::StepFinished { .. }
+            | EventKind::StepStarted { .. }
+            | EventKind::SetupStatus { .. }
+            | EventKind::CommandTornDown { .. }
+            | EventKind::RunFinished { .. } => true,
+            EventKind::SuiteStarted { .. }
+            | EventKind::SuiteFinished { .. }
+            | EventKind::RunStarted { .. }
+            | EventKind::AgentLog { .. }
+            | EventKind::Evidence { .. } => false,
+        };
+        if rewrite {
+            if let Err(e) = self.write_run_json() {
+                self.note(&e);
+                return Err(e);
+            }
+        }
+        appended
+    }
+
+    /// Closes the run: a run that never reported its end is closed as `error`; writes the final
+    /// run.json and report.md. Both are attempted even when one fails; the first error is returned
+    /// beside the final record (which the suite summary needs either way).
+    pub fn finish(self) -> (RunRecord, Result<RunFiles, ReportError>) {
+        self.finish_with_sections(markdown::SECTIONS)
+    }
+
+    /// [`finish`](Self::finish) with a chosen list of report.md sections.
+    pub fn finish_with_sections(
+        mut self,
+        sections: &[Section],
+    ) -> (RunRecord, Result<RunFiles, ReportError>) {
+        if !self.record.is_finished() {
+            let event = Event {
+                timestamp: Utc::now(),
+                elapsed_ms: u64::try_from((Utc::now() - self.record.started_at).num_milliseconds())
+                    .unwrap_or(0),
+                kind: EventKind::RunFinished {
+                    outcome: RunOutcome::Error,
+                    message: Some("the run ended without reporting an outcome".to_string()),
+                },
+            };
+            let _ = self.apply(&event);
+        }
+        let json_result = self.write_run_json();
+        if let Err(e) = &json_result {
+            self.note(e);
+        }
+        let text = markdown::render_sections(
+            &ReportInput {
+                record: &self.record,
+                run_dir: &self.paths.dir,
+                notes: &self.notes,
+            },
+            sections,
+        );
+        let md_result = write_atomic(&self.paths.report_md(), self.redactor.str(&text).as_bytes());
+        if let Err(e) = &md_result {
+            self.note(e);
+        }
+        let files = json_result.and(md_result).map(|()| RunFiles {
+            run_id: self.record.run_id.clone(),
+            outcome: self.record.outcome.unwrap_or(RunOutcome::Error),
+            run_json: self.paths.run_json(),
+            events: self.paths.events(),
+            report_md: self.paths.report_md(),
+            notes: self.notes,
+        });
+        (self.record, files)
+    }
+}

@@ -1,0 +1,201 @@
+//! The suite summary: one entry per root test over all its attempts (`summary.json`,
+//! `summary.md`), built from the final records of every run of the invocation.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::model::outcome::RunOutcome;
+use crate::report::events::Totals;
+use crate::report::paths::RunPaths;
+use crate::report::run_record::RunRecord;
+
+/// One attempt of a root test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AttemptSummary {
+    pub run_id: String,
+    pub attempt: u32,
+    pub outcome: RunOutcome,
+    pub duration_ms: u64,
+    pub message: Option<String>,
+    pub report: String,
+}
+
+/// One root test: its final attempt decides.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RootTestSummary {
+    pub test_file: String,
+    pub test_name: String,
+    /// The final attempt's run.
+    pub run_id: String,
+    pub outcome: RunOutcome,
+    pub attempts: u32,
+    /// Passed after an earlier attempt did not.
+    pub flaky: bool,
+    /// Over all attempts.
+    pub duration_ms: u64,
+    pub message: Option<String>,
+    /// The final attempt's report.md.
+    pub report: String,
+    /// Every attempt, first to last (the last one is the final one).
+    pub history: Vec<AttemptSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SuiteSummary {
+    pub suite_id: String,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    pub duration_ms: u64,
+    pub strict_warnings: bool,
+    pub tests: Vec<RootTestSummary>,
+    /// Root tests that were never started (fail-fast, interruption), by test file.
+    pub not_run: Vec<String>,
+    pub totals: Totals,
+}
+
+impl SuiteSummary {
+    /// Groups `records` by test file (sorted, as discovery is), attempts in order.
+    pub fn build(
+        suite_id: &str,
+        started_at: DateTime<Utc>,
+        finished_at: DateTime<Utc>,
+        strict_warnings: bool,
+        records: &[RunRecord],
+        not_run: &[String],
+    ) -> Self {
+        let mut by_file: BTreeMap<&str, Vec<&RunRecord>> = BTreeMap::new();
+        for r in records {
+            by_file.entry(&r.test_file).or_default().push(r);
+        }
+        let mut tests = Vec::new();
+        let mut totals = Totals::default();
+        for (file, mut runs) in by_file {
+            runs.sort_by_key(|r| (r.attempt, r.started_at));
+            let history: Vec<AttemptSummary> = runs
+                .iter()
+                .map(|r| AttemptSummary {
+                    run_id: r.run_id.clone(),
+                    attempt: r.attempt,
+                    // A record without an outcome here was never finished: treat as interrupted.
+                    outcome: r.outcome.unwrap_or(RunOutcome::Interrupted),
+                    duration_ms: r.duration_ms.unwrap_or(0),
+                    message: r.failure_message(),
+                    report: RunPaths::new(&r.run_dir).report_md().display().to_string(),
+                })
+                .collect();
+            let Some(last) = history.last().cloned() else {
+                continue;
+            };
+            let flaky = last.outcome.is_pass(strict_warnings)
+                && history[..history.len() - 1]
+                    .iter()
+                    .any(|a| !a.outcome.is_pass(strict_warnings));
+            totals.count(last.outcome);
+            if flaky {
+                totals.flaky += 1;
+            }
+            tests.push(RootTestSummary {
+                test_file: file.to_string(),
+                test_name: runs.last().map_or(String::new(), |r| r.test_name.clone()),
+                run_id: last.run_id.clone(),
+                outcome: last.outcome,
+                attempts: u32::try_from(history.len()).unwrap_or(u32::MAX),
+                flaky,
+                duration_ms: history.iter().map(|a| a.duration_ms).sum(),
+                message: last.message.clone(),
+                report: last.report.clone(),
+                history,
+            });
+        }
+        let mut not_run: Vec<String> = not_run
+            .iter()
+            .filter(|f| !tests.iter().any(|t| &t.test_file == *f))
+            .cloned()
+            .collect();
+        not_run.sort();
+        not_run.dedup();
+        totals.not_run = not_run.len();
+        totals.total += not_run.len();
+        let ms = (finished_at - started_at).num_milliseconds();
+        Self {
+            suite_id: suite_id.to_string(),
+            started_at,
+            finished_at,
+            duration_ms: u64::try_from(ms).unwrap_or(0),
+            strict_warnings,
+            tests,
+            not_run,
+            totals,
+        }
+    }
+
+    /// `summary.md` (not yet redacted).
+    pub fn to_markdown(&self) -> String {
+        let t = &self.totals;
+        let mut s = String::new();
+        let _ = writeln!(s, "# Bugatti suite `{}`\n", self.suite_id);
+        let _ = writeln!(
+            s,
+            "{} root tests: {} passed, {} warned, {} failed, {} error, {} interrupted, {} not run; {} flaky. Duration {:.1}s.\n",
+            t.total,
+            t.passed,
+            t.warned,
+            t.failed,
+            t.error,
+            t.interrupted,
+            t.not_run,
+            t.flaky,
+            self.duration_ms as f64 / 1000.0
+        );
+        if !self.tests.is_empty() {
+            s.push_str("| test file | outcome | attempts | flaky | duration | run id | report |\n");
+            s.push_str("|---|---|---|---|---|---|---|\n");
+            for test in &self.tests {
+                let _ = writeln!(
+                    s,
+                    "| `{}` | {} | {} | {} | {:.1}s | `{}` | [report.md]({}) |",
+                    test.test_file.replace('|', "\\|"),
+                    test.outcome.as_str(),
+                    test.attempts,
+                    if test.flaky { "yes" } else { "no" },
+                    test.duration_ms as f64 / 1000.0,
+                    test.run_id,
+                    test.report
+                );
+            }
+            s.push('\n');
+        }
+        let failing: Vec<_> = self
+            .tests
+            .iter()
+            .filter(|t| !t.outcome.is_pass(self.strict_warnings))
+            .collect();
+        if !failing.is_empty() {
+            s.push_str("## Not passed\n\n");
+            for test in failing {
+                let _ = writeln!(
+                    s,
+                    "- `{}` {}: {}",
+                    test.test_file,
+                    test.outcome.as_str(),
+                    test.message
+                        .as_deref()
+                        .unwrap_or("no message")
+                        .replace('\n', " ")
+                );
+            }
+            s.push('\n');
+        }
+        if !self.not_run.is_empty() {
+            s.push_str("## Not run\n\n");
+            for f in &self.not_run {
+                let _ = writeln!(s, "- `{f}`");
+            }
+            s.push('\n');
+        }
+        s
+    }
+}
