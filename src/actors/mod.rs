@@ -6,3 +6,6 @@ pub mod harness;
 pub mod queue;
 pub mod readiness;
 pub mod reporter;
+pub mod session;
+pub mod session_plan;
+pub mod supervisor;

@@ -1,0 +1,859 @@
+//! The SessionActor: one root-test attempt, from its run directory to its final report.
+//!
+//! Order (SPEC §5): run directory and reporter record → workspace → ports and env → short-lived
+//! commands → long-lived commands → readiness → agent start and bootstrap → steps in order →
+//! teardown (agent and every command, concurrently) → final report → workspace kept or removed.
+//!
+//! The actor's mailbox must stay free while a step runs, so that a shutdown, a dying server or a
+//! dying agent is seen at once: the linear flow above runs in a *driver* task the actor owns, and
+//! the actor steers it through a stop signal. Harness and agent news arrive as messages; the
+//! actor turns them into report events. If the actor dies (a panic), the driver is aborted with
+//! it and the supervisor, told by ractor's supervision, cleans up the run's processes.
+
+use crate::actors::agent::{AgentActor, AgentArgs, AgentMsg};
+use crate::actors::harness::Harness;
+use crate::actors::queue::Attempt;
+use crate::actors::session_plan::{
+    agent_spec, command_specs, session_vars, skipped_commands, step_vars, SessionIdentity,
+    SessionVars,
+};
+use crate::actors::supervisor::SupervisorMsg;
+use crate::model::assets::render_assets;
+use crate::model::config::{CommandScope, KeepWorkspace};
+use crate::model::load::RootTest;
+use crate::model::outcome::{RunOutcome, StepStatus};
+use crate::model::plan::PlannedStep;
+use crate::model::substitute::substitute;
+use crate::process::event::{HarnessEvent, HarnessEventKind};
+use crate::process::group::{live_processes_with_env, signal_group};
+use crate::process::record::CommandRecord as HarnessRecord;
+use crate::providers::{AgentEvent, StepRequest, StepVerdict};
+use crate::report::events::{
+    millis, summarize_instruction, EventClock, EventKind, Provenance, SetupState, Usage,
+};
+use crate::report::run_record::{ConfigRow, PlannedCommand, PlannedStep as ReportStep, RunPlan};
+use nix::sys::signal::Signal;
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
+
+/// Test-only fault injection: a session whose test file path contains this value panics when its
+/// first step starts (proves that one session's panic fails only that test).
+pub const FAULT_PANIC_ENV: &str = "BUGATTI_FAULT_PANIC_IN";
+
+/// How long the agent gets to answer `Close` before the session moves on (its process group is
+/// in the registry either way).
+const AGENT_CLOSE_LIMIT: Duration = Duration::from_secs(30);
+
+/// What every session of an invocation shares.
+pub struct SuiteContext {
+    pub suite_id: String,
+    pub project_root: PathBuf,
+    pub artifact_dir: PathBuf,
+    pub reporter: ActorRef<crate::actors::reporter::ReporterMsg>,
+    pub skip_cmd: Vec<String>,
+    pub skip_readiness: Vec<String>,
+    /// Ports of suite-scoped commands: every session sees the same value.
+    pub shared_ports: BTreeMap<String, u16>,
+    pub claude_bin: PathBuf,
+    /// Flipped by a second SIGINT: teardown stops waiting for grace periods.
+    pub skip_grace: watch::Receiver<bool>,
+}
+
+pub struct SessionArgs {
+    pub test: Arc<RootTest>,
+    pub attempt: Attempt,
+    pub run_id: String,
+    pub suite: Arc<SuiteContext>,
+    pub supervisor: ActorRef<SupervisorMsg>,
+}
+
+/// Why the driver must stop early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    Interrupted,
+    /// A long-lived command died with no restart left (or its readiness failed after one).
+    HarnessGaveUp(String),
+    AgentDied(String),
+}
+
+pub enum SessionMsg {
+    /// Shutdown: stop the running step, tear down, report `interrupted`.
+    Interrupt,
+    Harness(HarnessEvent),
+    Agent(AgentEvent),
+    /// The driver is about to send step `step_id` (a point for fault injection).
+    StepStarting(usize),
+    /// The driver finished: the run's files are final.
+    DriverDone(RunOutcome),
+}
+
+pub struct SessionState {
+    run_id: String,
+    stop: watch::Sender<Option<StopReason>>,
+    clock: EventClock,
+    reporter: ActorRef<crate::actors::reporter::ReporterMsg>,
+    /// Last exit status seen per command, to report with its restart.
+    last_exit: HashMap<String, String>,
+    fault_panic: bool,
+    driver: Option<AbortOnDrop>,
+    supervisor: ActorRef<SupervisorMsg>,
+    attempt: Attempt,
+}
+
+/// Aborts the driver task when the session's state is dropped (also after a panic).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+pub struct SessionActor;
+
+impl Actor for SessionActor {
+    type Msg = SessionMsg;
+    type State = SessionState;
+    type Arguments = SessionArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<SessionMsg>,
+        args: SessionArgs,
+    ) -> Result<SessionState, ActorProcessingErr> {
+        let (stop, stop_rx) = watch::channel(None);
+        let clock = EventClock::start();
+        let fault_panic = std::env::var(FAULT_PANIC_ENV).is_ok_and(|needle| {
+            !needle.is_empty() && args.test.rel_path.to_string_lossy().contains(&needle)
+        });
+        let driver = Driver {
+            test: Arc::clone(&args.test),
+            attempt: args.attempt,
+            suite: Arc::clone(&args.suite),
+            run_id: args.run_id.clone(),
+            session_id: uuid::Uuid::now_v7().to_string(),
+            clock,
+            myself: myself.clone(),
+            stop: stop_rx,
+        };
+        let span = tracing::info_span!("run", run_id = %args.run_id);
+        let handle = tokio::spawn(
+            async move {
+                let outcome = driver.run().await;
+                let _ = driver.myself.cast(SessionMsg::DriverDone(outcome));
+            }
+            .instrument(span),
+        );
+        Ok(SessionState {
+            run_id: args.run_id,
+            stop,
+            clock,
+            reporter: args.suite.reporter.clone(),
+            last_exit: HashMap::new(),
+            fault_panic,
+            driver: Some(AbortOnDrop(handle)),
+            supervisor: args.supervisor,
+            attempt: args.attempt,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<SessionMsg>,
+        message: SessionMsg,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            SessionMsg::Interrupt => {
+                state.stop_with(StopReason::Interrupted);
+            }
+            SessionMsg::Harness(event) => state.on_harness_event(event),
+            SessionMsg::Agent(event) => state.on_agent_event(event),
+            SessionMsg::StepStarting(step_id) => {
+                if state.fault_panic {
+                    panic!("injected fault: session panicked before step {step_id}");
+                }
+            }
+            SessionMsg::DriverDone(outcome) => {
+                state.driver = None;
+                let _ = state.supervisor.cast(SupervisorMsg::SessionDone {
+                    attempt: state.attempt,
+                    run_id: state.run_id.clone(),
+                    outcome,
+                });
+                myself.stop(None);
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        _myself: ActorRef<SessionMsg>,
+        message: SupervisionEvent,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        // The harness and the agent are linked children; their ends must not stop the session
+        // (ractor's default). A child that *fails* is reported and ends the run.
+        if let SupervisionEvent::ActorFailed(who, err) = message {
+            tracing::error!("session child {who:?} failed: {err}");
+            state.stop_with(StopReason::AgentDied(format!(
+                "an actor of the session failed: {err}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl SessionState {
+    fn stop_with(&self, reason: StopReason) {
+        self.stop.send_if_modified(|current| {
+            let fresh = current.is_none();
+            if fresh {
+                *current = Some(reason);
+            }
+            fresh
+        });
+    }
+
+    fn emit(&self, kind: EventKind) {
+        let _ = self
+            .reporter
+            .cast(crate::actors::reporter::ReporterMsg::Event {
+                run_id: self.run_id.clone(),
+                event: self.clock.event(kind),
+            });
+    }
+
+    fn on_harness_event(&mut self, event: HarnessEvent) {
+        let command = event.command.clone();
+        let state = match event.kind {
+            HarnessEventKind::Started { .. } => SetupState::Started,
+            HarnessEventKind::Completed { status } => SetupState::Exited {
+                exit_code: status.code(),
+            },
+            HarnessEventKind::Ready { probe, .. } => SetupState::Ready { probe },
+            HarnessEventKind::Exited { status, .. } => {
+                self.last_exit.insert(command.clone(), status.to_string());
+                SetupState::Exited {
+                    exit_code: status.code(),
+                }
+            }
+            HarnessEventKind::Restarted { attempt, .. } => SetupState::Restarted {
+                attempt,
+                exit_status: self
+                    .last_exit
+                    .get(&command)
+                    .cloned()
+                    .unwrap_or_else(|| "unknown".into()),
+            },
+            HarnessEventKind::ReadyAgain { attempt } => SetupState::Ready {
+                probe: format!("ready again after restart {attempt}"),
+            },
+            HarnessEventKind::GaveUp { reason } => {
+                self.stop_with(StopReason::HarnessGaveUp(format!(
+                    "long-lived command `{command}` failed: {reason}"
+                )));
+                SetupState::Failed {
+                    reason,
+                    exit_code: None,
+                }
+            }
+        };
+        self.emit(EventKind::SetupStatus { command, state });
+    }
+
+    fn on_agent_event(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::Log { step_id, message } if step_id > 0 => {
+                self.emit(EventKind::AgentLog { step_id, message });
+            }
+            AgentEvent::Evidence { step_id, evidence } if step_id > 0 => {
+                self.emit(EventKind::Evidence {
+                    step_id,
+                    kind: evidence.kind.to_string(),
+                    path: evidence.path.clone(),
+                });
+            }
+            AgentEvent::Log { message, .. } => {
+                tracing::info!("agent log during bootstrap: {message}");
+            }
+            AgentEvent::Evidence { evidence, .. } => {
+                tracing::info!("agent evidence during bootstrap: {evidence:?}");
+            }
+            AgentEvent::Exited(death) => {
+                self.stop_with(StopReason::AgentDied(format!(
+                    "the agent exited during the run: {death}"
+                )));
+            }
+        }
+    }
+}
+
+/// The linear flow of one session, run in its own task.
+struct Driver {
+    test: Arc<RootTest>,
+    attempt: Attempt,
+    suite: Arc<SuiteContext>,
+    run_id: String,
+    session_id: String,
+    clock: EventClock,
+    myself: ActorRef<SessionMsg>,
+    stop: watch::Receiver<Option<StopReason>>,
+}
+
+/// How a phase of the run ended, when not by going on.
+struct Ending {
+    outcome: RunOutcome,
+    message: Option<String>,
+}
+
+impl Ending {
+    fn error(message: impl Into<String>) -> Self {
+        Self {
+            outcome: RunOutcome::Error,
+            message: Some(message.into()),
+        }
+    }
+
+    fn from_stop(reason: StopReason) -> Self {
+        match reason {
+            StopReason::Interrupted => Self {
+                outcome: RunOutcome::Interrupted,
+                message: Some("interrupted".into()),
+            },
+            StopReason::HarnessGaveUp(m) | StopReason::AgentDied(m) => Self::error(m),
+        }
+    }
+}
+
+/// What the session started, for teardown.
+#[derive(Default)]
+struct Started {
+    harness: Option<Harness>,
+    agent: Option<ActorRef<AgentMsg>>,
+    workdir: Option<PathBuf>,
+}
+
+impl Driver {
+    fn emit(&self, kind: EventKind) {
+        let _ = self
+            .suite
+            .reporter
+            .cast(crate::actors::reporter::ReporterMsg::Event {
+                run_id: self.run_id.clone(),
+                event: self.clock.event(kind),
+            });
+    }
+
+    fn run_dir(&self) -> PathBuf {
+        self.suite.artifact_dir.join("runs").join(&self.run_id)
+    }
+
+    fn stopped(&self) -> Option<StopReason> {
+        self.stop.borrow().clone()
+    }
+
+    /// Waits until a stop is requested.
+    async fn until_stopped(mut stop: watch::Receiver<Option<StopReason>>) -> StopReason {
+        loop {
+            if let Some(reason) = stop.borrow_and_update().clone() {
+                return reason;
+            }
+            if stop.changed().await.is_err() {
+                // The session is gone: nothing will ask again.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    async fn run(&self) -> RunOutcome {
+        let plan = self.run_plan();
+        let reporter = &self.suite.reporter;
+        let secrets = Arc::new(crate::report::redact::Secrets::new(
+            self.test
+                .effective
+                .secrets
+                .iter()
+                .map(|(n, s)| (n.clone(), s.value.value.clone())),
+        ));
+        let opened = ractor::call!(reporter, |reply| {
+            crate::actors::reporter::ReporterMsg::RunStarted {
+                plan: Box::new(plan),
+                secrets,
+                reply,
+            }
+        });
+        match opened {
+            Ok(Ok(_paths)) => {}
+            Ok(Err(e)) => {
+                eprintln!(
+                    "supervisor: cannot create the run directory {}: {e}",
+                    self.run_dir().display()
+                );
+                return RunOutcome::Error;
+            }
+            Err(e) => {
+                eprintln!("supervisor: the reporter is gone: {e}");
+                return RunOutcome::Error;
+            }
+        }
+        tracing::info!(
+            test = %self.test.rel_path.display(),
+            attempt = self.attempt.number,
+            "session started"
+        );
+        let mut started = Started::default();
+        let ending = self.setup_and_steps(&mut started).await;
+        self.teardown(started, &ending).await;
+        let outcome = ending.outcome;
+        tracing::info!(outcome = outcome.as_str(), "session finished");
+        self.emit(EventKind::RunFinished {
+            outcome,
+            message: ending.message,
+        });
+        let run_id = self.run_id.clone();
+        match ractor::call!(reporter, |reply| {
+            crate::actors::reporter::ReporterMsg::RunFinished { run_id, reply }
+        }) {
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => eprintln!("supervisor: the report of run {} is incomplete: {e}", self.run_id),
+            Err(e) => eprintln!("supervisor: the reporter is gone: {e}"),
+        }
+        outcome
+    }
+
+    fn run_plan(&self) -> RunPlan {
+        let effective = &self.test.effective;
+        RunPlan {
+            run_id: self.run_id.clone(),
+            session_id: self.session_id.clone(),
+            suite_id: self.suite.suite_id.clone(),
+            test_file: self.test.rel_path.display().to_string(),
+            test_name: self.test.name.clone(),
+            project_root: self.suite.project_root.display().to_string(),
+            provider: effective.provider.name.value.clone(),
+            run_dir: self.run_dir().display().to_string(),
+            attempt: self.attempt.number,
+            started_at: self.clock.started_at(),
+            skipped_commands: skipped_commands(&self.test, &self.suite.skip_cmd),
+            steps: self
+                .test
+                .plan
+                .iter()
+                .map(|s| ReportStep {
+                    step_id: step_id(s),
+                    provenance: provenance(s),
+                    instruction: s.instruction.clone(),
+                })
+                .collect(),
+            commands: effective
+                .commands
+                .values()
+                .filter(|c| c.scope == CommandScope::Test)
+                .map(|c| PlannedCommand {
+                    name: c.name.clone(),
+                    kind: c.kind.as_str().to_string(),
+                    log: format!("logs/{}.log", c.name),
+                })
+                .collect(),
+            effective_config: effective
+                .rows()
+                .into_iter()
+                .map(|(key, value, source)| ConfigRow {
+                    key,
+                    value,
+                    source: source.as_str().to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    async fn setup_and_steps(&self, started: &mut Started) -> Ending {
+        match self.setup(started).await {
+            Ok(vars) => self.steps(started, &vars).await,
+            Err(ending) => ending,
+        }
+    }
+
+    /// Workspace, variables, harness, agent. Returns the session variables.
+    async fn setup(&self, started: &mut Started) -> Result<SessionVars, Ending> {
+        let workdir = tempfile::Builder::new()
+            .prefix("bugatti-ws-")
+            .tempdir()
+            .map_err(|e| Ending::error(format!("cannot create the session workspace: {e}")))?
+            .keep();
+        started.workdir = Some(workdir.clone());
+        let id = SessionIdentity {
+            run_id: self.run_id.clone(),
+            session_id: self.session_id.clone(),
+            run_dir: self.run_dir(),
+            workdir: workdir.clone(),
+            project_root: self.suite.project_root.clone(),
+        };
+        let effective = &self.test.effective;
+        let vars = session_vars(effective, &id, &self.suite.shared_ports)
+            .map_err(|e| Ending::error(e.to_string()))?;
+        let mut specs = command_specs(
+            effective,
+            CommandScope::Test,
+            &vars,
+            &self.suite.project_root,
+            &self.run_dir().join("logs"),
+            &self.suite.skip_cmd,
+        )
+        .map_err(|e| Ending::error(e.to_string()))?;
+        for spec in &mut specs {
+            if self.suite.skip_readiness.contains(&spec.name) {
+                spec.probes.clear();
+            }
+            if spec.skipped {
+                self.emit(EventKind::SetupStatus {
+                    command: spec.name.clone(),
+                    state: SetupState::Skipped,
+                });
+            }
+        }
+        let agent = agent_spec(effective, &vars, self.suite.claude_bin.clone())
+            .map_err(|e| Ending::error(e.to_string()))?;
+
+        // The harness: its events come back through the session's mailbox.
+        let (harness_tx, mut harness_rx) = mpsc::unbounded_channel();
+        let me = self.myself.clone();
+        tokio::spawn(async move {
+            while let Some(event) = harness_rx.recv().await {
+                if me.cast(SessionMsg::Harness(event)).is_err() {
+                    break;
+                }
+            }
+        });
+        let harness = Harness::spawn(self.myself.get_cell(), self.run_id.clone(), harness_tx)
+            .await
+            .map_err(|e| Ending::error(e.to_string()))?;
+        started.harness = Some(harness.clone());
+        if !specs.is_empty() {
+            tokio::select! {
+                result = harness.start(specs) => result.map_err(|e| Ending::error(e.to_string()))?,
+                reason = Self::until_stopped(self.stop.clone()) => return Err(Ending::from_stop(reason)),
+            }
+        }
+
+        // The agent: one conversation for the whole session.
+        let (agent_tx, mut agent_rx) = mpsc::unbounded_channel();
+        let me = self.myself.clone();
+        tokio::spawn(async move {
+            while let Some(event) = agent_rx.recv().await {
+                if me.cast(SessionMsg::Agent(event)).is_err() {
+                    break;
+                }
+            }
+        });
+        let facts = crate::providers::SessionFacts {
+            run_id: self.run_id.clone(),
+            session_id: self.session_id.clone(),
+            suite_id: self.suite.suite_id.clone(),
+            test_name: self.test.name.clone(),
+            test_file: self.test.rel_path.clone(),
+            project_root: self.suite.project_root.clone(),
+            run_dir: self.run_dir(),
+            workdir,
+            env: vars.env.clone(),
+            secrets: Arc::clone(&vars.secrets),
+        };
+        let args = AgentArgs {
+            spec: agent,
+            facts,
+            events: agent_tx,
+        };
+        let (actor, _) = Actor::spawn_linked(None, AgentActor, args, self.myself.get_cell())
+            .await
+            .map_err(|e| Ending::error(format!("cannot start the agent actor: {e}")))?;
+        started.agent = Some(actor.clone());
+        for phase in ["start", "bootstrap"] {
+            let call = async {
+                if phase == "start" {
+                    ractor::call!(actor, AgentMsg::Start)
+                } else {
+                    ractor::call!(actor, AgentMsg::Bootstrap)
+                }
+            };
+            tokio::select! {
+                answer = call => match answer {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return Err(Ending::error(e.to_string())),
+                    Err(e) => return Err(Ending::error(format!("the agent actor did not answer {phase}: {e}"))),
+                },
+                reason = Self::until_stopped(self.stop.clone()) => return Err(Ending::from_stop(reason)),
+            }
+        }
+        Ok(vars)
+    }
+
+    async fn steps(&self, started: &Started, vars: &SessionVars) -> Ending {
+        let Some(agent) = started.agent.clone() else {
+            return Ending::error("no agent was started");
+        };
+        let Some(workdir) = started.workdir.clone() else {
+            return Ending::error("no workspace was created");
+        };
+        let strict = self.test.effective.provider.strict_warnings.value;
+        let mut warnings = Vec::new();
+        for step in &self.test.plan {
+            if let Some(reason) = self.stopped() {
+                return Ending::from_stop(reason);
+            }
+            let id = step_id(step);
+            let _ = self.myself.cast(SessionMsg::StepStarting(step.step_id));
+            let instruction = match self.render(step, vars, &workdir) {
+                Ok(text) => text,
+                Err(message) => return Ending::error(message),
+            };
+            self.emit(EventKind::StepStarted {
+                step_id: id,
+                instruction: summarize_instruction(&instruction, 100),
+                provenance: provenance(step),
+            });
+            if step.skip {
+                self.emit(step_finished(id, StepStatus::Ok, Some("skipped (skip = true)".into()), Duration::ZERO, None));
+                continue;
+            }
+            let request = StepRequest {
+                step_id: id,
+                source_file: step.source_file.display().to_string(),
+                source_index: step.source_index,
+                include_chain: step
+                    .include_chain
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect(),
+                instruction,
+                timeout: Duration::from_secs(
+                    step.timeout_secs
+                        .unwrap_or(self.test.effective.provider.step_timeout_secs.value),
+                ),
+            };
+            let verdict = self.run_step(&agent, request).await;
+            let verdict = match verdict {
+                Ok(v) => v,
+                Err(message) => {
+                    self.emit(step_finished(id, StepStatus::Error, Some(message.clone()), Duration::ZERO, None));
+                    return Ending::error(message);
+                }
+            };
+            let usage = verdict.usage.as_ref().map(|u| Usage {
+                session_id: Some(u.session_id.clone()),
+                turns: u32::try_from(u.num_turns).ok(),
+                duration_ms: Some(u.duration_ms),
+                cost_usd: Some(u.total_cost_usd),
+            });
+            let message = (!verdict.message.is_empty()).then(|| verdict.message.clone());
+            if verdict.interrupted {
+                self.emit(step_finished(id, StepStatus::NotRun, Some("interrupted".into()), verdict.duration, usage));
+                return Ending::from_stop(self.stopped().unwrap_or(StopReason::Interrupted));
+            }
+            self.emit(step_finished(id, verdict.status, message.clone(), verdict.duration, usage));
+            if let Some(death) = &verdict.agent_died {
+                return Ending::error(format!("the agent died during step {id}: {death}"));
+            }
+            if let Some(reason) = self.stopped() {
+                return Ending::from_stop(reason);
+            }
+            match verdict.status {
+                StepStatus::Ok | StepStatus::NotRun => {}
+                StepStatus::Warn => warnings.push(format!(
+                    "step {id} warned: {}",
+                    message.unwrap_or_default()
+                )),
+                StepStatus::Error | StepStatus::ProtocolError | StepStatus::Timeout => {
+                    return Ending {
+                        outcome: RunOutcome::Failed,
+                        message: Some(format!(
+                            "step {id} {}: {}",
+                            verdict.status.as_str(),
+                            message.unwrap_or_default()
+                        )),
+                    };
+                }
+            }
+        }
+        match (warnings.is_empty(), strict) {
+            (true, _) => Ending {
+                outcome: RunOutcome::Passed,
+                message: None,
+            },
+            (false, false) => Ending {
+                outcome: RunOutcome::Warned,
+                message: Some(warnings.join("; ")),
+            },
+            (false, true) => Ending {
+                outcome: RunOutcome::Failed,
+                message: Some(format!("strict warnings: {}", warnings.join("; "))),
+            },
+        }
+    }
+
+    /// Sends one step; on a stop request, cancels it and waits for the (interrupted) verdict.
+    async fn run_step(
+        &self,
+        agent: &ActorRef<AgentMsg>,
+        request: StepRequest,
+    ) -> Result<StepVerdict, String> {
+        let limit = request.timeout + Duration::from_secs(60);
+        let (reply, answer) = ractor::concurrency::oneshot();
+        agent
+            .cast(AgentMsg::RunStep(request, reply.into()))
+            .map_err(|e| format!("the agent actor is gone: {e}"))?;
+        let mut answer = answer;
+        tokio::select! {
+            verdict = &mut answer => return verdict.map_err(|_| "the agent actor stopped without a verdict".to_string()),
+            _ = Self::until_stopped(self.stop.clone()) => {}
+        }
+        let _ = agent.cast(AgentMsg::Cancel);
+        match tokio::time::timeout(limit, answer).await {
+            Ok(Ok(verdict)) => Ok(verdict),
+            _ => Err("the agent did not end the step after it was cancelled".into()),
+        }
+    }
+
+    /// The instruction as the agent gets it: variables substituted, assets inlined or copied.
+    fn render(&self, step: &PlannedStep, vars: &SessionVars, workdir: &Path) -> Result<String, String> {
+        let text = substitute(&step.instruction, &step_vars(vars, step.step_id)).map_err(|e| {
+            format!(
+                "step {} ({}): {e}",
+                step.step_id,
+                step.provenance()
+            )
+        })?;
+        let source = self.suite.project_root.join(&step.source_file);
+        let rendered = render_assets(&text, &source, workdir)
+            .map_err(|e| format!("step {} ({}): {e}", step.step_id, step.provenance()))?;
+        for copy in &rendered.copies {
+            if let Some(parent) = copy.to.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            }
+            std::fs::copy(&copy.from, &copy.to).map_err(|e| {
+                format!(
+                    "cannot copy asset {} to {}: {e}",
+                    copy.from.display(),
+                    copy.to.display()
+                )
+            })?;
+        }
+        Ok(rendered.text)
+    }
+
+    /// Stops the agent and every command (concurrently), records how each went, sweeps what
+    /// escaped, and keeps or removes the workspace.
+    async fn teardown(&self, started: Started, ending: &Ending) {
+        let skip_grace = *self.suite.skip_grace.borrow();
+        let agent_close = async {
+            if let Some(agent) = &started.agent {
+                let close = ractor::call!(agent, AgentMsg::Close);
+                match tokio::time::timeout(AGENT_CLOSE_LIMIT, close).await {
+                    Ok(Ok(state)) => tracing::info!("agent teardown: {state:?}"),
+                    other => tracing::warn!("agent teardown did not answer: {other:?}"),
+                }
+            }
+        };
+        let harness_down = async {
+            match &started.harness {
+                Some(harness) => harness.teardown_all(skip_grace).await,
+                None => Vec::new(),
+            }
+        };
+        let ((), records) = tokio::join!(agent_close, harness_down);
+        for record in records.iter().filter(|r| !r.skipped) {
+            self.report_teardown(record);
+        }
+        let escaped = live_processes_with_env("BUGATTI_RUN_ID", &self.run_id);
+        if !escaped.is_empty() {
+            tracing::warn!("processes of run {} outlived teardown: {escaped:?}; killing them", self.run_id);
+            for pid in escaped {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+            }
+        }
+        if let Some(workdir) = started.workdir {
+            let keep = match self.test.effective.supervisor.keep_workspace.value {
+                KeepWorkspace::Always => true,
+                KeepWorkspace::Never => false,
+                KeepWorkspace::OnFailure => !matches!(
+                    ending.outcome,
+                    RunOutcome::Passed | RunOutcome::Warned
+                ),
+            };
+            if keep {
+                tracing::info!("workspace kept at {}", workdir.display());
+            } else if let Err(e) = std::fs::remove_dir_all(&workdir) {
+                tracing::warn!("cannot remove workspace {}: {e}", workdir.display());
+            }
+        }
+    }
+
+    fn report_teardown(&self, record: &HarnessRecord) {
+        if let Some(teardown) = record.teardown {
+            self.emit(EventKind::CommandTornDown {
+                name: record.name.clone(),
+                teardown,
+            });
+        }
+        if !record.leaked_pids.is_empty() {
+            tracing::warn!(
+                "command `{}` leaked processes {:?} (killed)",
+                record.name,
+                record.leaked_pids
+            );
+        }
+    }
+}
+
+/// Kills whatever a session that died (panicked) left behind: its registered process groups and
+/// any process carrying its run id.
+pub fn kill_run_processes(run_id: &str) {
+    for group in crate::process::registry::registered() {
+        if group.label.contains(run_id) {
+            let _ = signal_group(group.pgid, Signal::SIGKILL);
+            crate::process::registry::unregister(group.pgid);
+        }
+    }
+    for pid in live_processes_with_env("BUGATTI_RUN_ID", run_id) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+    }
+}
+
+fn step_id(step: &PlannedStep) -> u32 {
+    u32::try_from(step.step_id).unwrap_or(u32::MAX)
+}
+
+fn provenance(step: &PlannedStep) -> Provenance {
+    Provenance {
+        source_file: step.source_file.display().to_string(),
+        source_index: step.source_index,
+        include_chain: step
+            .include_chain
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+    }
+}
+
+fn step_finished(
+    step_id: u32,
+    status: StepStatus,
+    message: Option<String>,
+    duration: Duration,
+    usage: Option<Usage>,
+) -> EventKind {
+    EventKind::StepFinished {
+        step_id,
+        status,
+        message,
+        duration_ms: millis(duration),
+        usage,
+    }
+}

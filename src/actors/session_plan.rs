@@ -1,0 +1,267 @@
+//! Turns a root test's effective config into what its session launches: the session variables
+//! (`BUGATTI_*`, ports, `[env]`, `[secrets]`), the harness command specs, the agent spec, and the
+//! run plan the reporter starts from. Pure apart from port allocation.
+
+use crate::model::config::{CommandKind as ConfigKind, CommandScope, PortSpec, RestartPolicy};
+use crate::model::layers::{CommandConfig, EffectiveConfig, ProbeKind as ConfigProbe};
+use crate::model::load::RootTest;
+use crate::model::substitute::{substitute, SubstError};
+use crate::process::ports::allocate_loopback_port;
+use crate::process::spec::{CommandKind, CommandSpec, ProbeKind, ProbeSpec, RestartPolicy as Rp};
+use crate::providers::{AgentSpec, ProviderKind};
+use crate::report::redact::Secrets;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    #[error("{what}: {source}")]
+    Substitution {
+        what: String,
+        #[source]
+        source: SubstError,
+    },
+    #[error("no free loopback port for `{name}`: {reason}")]
+    Port { name: String, reason: String },
+    #[error("provider `{0}` is not available in this version (use claude-code, command or shell)")]
+    UnsupportedProvider(String),
+}
+
+/// The identity and places of one session.
+#[derive(Debug, Clone)]
+pub struct SessionIdentity {
+    pub run_id: String,
+    pub session_id: String,
+    pub run_dir: PathBuf,
+    pub workdir: PathBuf,
+    pub project_root: PathBuf,
+}
+
+/// The session's variables, in the order they are resolved, and its secrets.
+#[derive(Debug, Clone)]
+pub struct SessionVars {
+    pub vars: BTreeMap<String, String>,
+    /// What harness commands and the agent get in their environment (no `BUGATTI_STEP_ID`).
+    pub env: Vec<(String, String)>,
+    pub secrets: Arc<Secrets>,
+}
+
+/// Allocates the session's ports (`auto` ones fresh; `shared` ones, from suite-scoped commands,
+/// as given) and resolves `[env]` values, which may refer to ports, secrets, `BUGATTI_*` and
+/// other `[env]` names.
+pub fn session_vars(
+    config: &EffectiveConfig,
+    id: &SessionIdentity,
+    shared_ports: &BTreeMap<String, u16>,
+) -> Result<SessionVars, PlanError> {
+    let mut vars = BTreeMap::new();
+    vars.insert("BUGATTI_RUN_ID".to_string(), id.run_id.clone());
+    vars.insert("BUGATTI_SESSION_ID".to_string(), id.session_id.clone());
+    vars.insert(
+        "BUGATTI_RUN_DIR".to_string(),
+        id.run_dir.display().to_string(),
+    );
+    vars.insert(
+        "BUGATTI_WORKDIR".to_string(),
+        id.workdir.display().to_string(),
+    );
+    vars.insert(
+        "BUGATTI_PROJECT_ROOT".to_string(),
+        id.project_root.display().to_string(),
+    );
+    for (name, spec) in &config.ports {
+        let port = match (shared_ports.get(name), &spec.value) {
+            (Some(port), _) => *port,
+            (None, PortSpec::Fixed(port)) => *port,
+            (None, PortSpec::Auto) => allocate_loopback_port().map_err(|e| PlanError::Port {
+                name: name.clone(),
+                reason: e.to_string(),
+            })?,
+        };
+        vars.insert(name.clone(), port.to_string());
+    }
+    for (name, secret) in &config.secrets {
+        vars.insert(name.clone(), secret.value.value.clone());
+    }
+    resolve_env(&config.env, &mut vars)?;
+    let secrets = Arc::new(Secrets::new(
+        config
+            .secrets
+            .iter()
+            .map(|(name, s)| (name.clone(), s.value.value.clone())),
+    ));
+    let env = vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    Ok(SessionVars {
+        vars,
+        env,
+        secrets,
+    })
+}
+
+/// `[env]` values may name each other: resolve in passes until nothing changes, then report
+/// whatever is still unresolved with its own error.
+fn resolve_env(
+    raw: &BTreeMap<String, crate::model::layers::Sourced<String>>,
+    vars: &mut BTreeMap<String, String>,
+) -> Result<(), PlanError> {
+    let mut pending: Vec<(&String, &String)> = raw.iter().map(|(k, v)| (k, &v.value)).collect();
+    while !pending.is_empty() {
+        let before = pending.len();
+        let mut left = Vec::new();
+        for (name, value) in pending {
+            match substitute(value, vars) {
+                Ok(resolved) => {
+                    vars.insert(name.clone(), resolved);
+                }
+                Err(_) => left.push((name, value)),
+            }
+        }
+        if left.len() == before {
+            let (name, value) = left[0];
+            return Err(PlanError::Substitution {
+                what: format!("[env] {name}"),
+                source: substitute(value, vars)
+                    .err()
+                    .unwrap_or(SubstError::Unknown { name: name.clone() }),
+            });
+        }
+        pending = left;
+    }
+    Ok(())
+}
+
+fn subst(text: &str, vars: &BTreeMap<String, String>, what: String) -> Result<String, PlanError> {
+    substitute(text, vars).map_err(|source| PlanError::Substitution { what, source })
+}
+
+/// The harness command specs of `scope`, substituted, in name order.
+pub fn command_specs(
+    config: &EffectiveConfig,
+    scope: CommandScope,
+    vars: &SessionVars,
+    project_root: &Path,
+    logs_dir: &Path,
+    skipped: &[String],
+) -> Result<Vec<CommandSpec>, PlanError> {
+    config
+        .commands
+        .values()
+        .filter(|c| c.scope == scope)
+        .map(|c| command_spec(c, vars, project_root, logs_dir, skipped))
+        .collect()
+}
+
+fn command_spec(
+    c: &CommandConfig,
+    vars: &SessionVars,
+    project_root: &Path,
+    logs_dir: &Path,
+    skipped: &[String],
+) -> Result<CommandSpec, PlanError> {
+    let field = |f: &str| format!("[commands.{}] {f}", c.name);
+    let cmd = subst(&c.cmd, &vars.vars, field("cmd"))?;
+    let cwd = match &c.cwd {
+        Some(cwd) => {
+            let cwd = PathBuf::from(subst(cwd, &vars.vars, field("cwd"))?);
+            if cwd.is_absolute() {
+                cwd
+            } else {
+                project_root.join(cwd)
+            }
+        }
+        None => project_root.to_path_buf(),
+    };
+    let kind = match c.kind {
+        ConfigKind::ShortLived => CommandKind::ShortLived,
+        ConfigKind::LongLived => CommandKind::LongLived,
+    };
+    let mut spec = CommandSpec::new(
+        c.name.clone(),
+        kind,
+        cmd,
+        cwd,
+        logs_dir.join(format!("{}.log", c.name)),
+    );
+    spec.env = vars.env.clone();
+    spec.pty = c.pty;
+    spec.timeout = c.timeout_secs.map(Duration::from_secs);
+    spec.restart = match c.restart {
+        RestartPolicy::Never => Rp::Never,
+        RestartPolicy::OnFailure => Rp::OnFailure,
+        RestartPolicy::Always => Rp::Always,
+    };
+    spec.max_restarts = c.max_restarts;
+    spec.restart_window = Duration::from_secs(c.restart_window_secs);
+    spec.backoff = Duration::from_millis(c.backoff_ms);
+    if let Some(signal) = c.signal() {
+        spec.stop_signal = signal;
+    }
+    spec.stop_timeout = Duration::from_secs(c.stop_timeout_secs);
+    spec.depends_on = c.depends_on.clone();
+    spec.skipped = skipped.contains(&c.name);
+    spec.secrets = Arc::clone(&vars.secrets);
+    spec.probes = c
+        .readiness
+        .iter()
+        .map(|p| {
+            let what = field("readiness");
+            let kind = match &p.kind {
+                ConfigProbe::Http(url) => ProbeKind::Http(subst(url, &vars.vars, what)?),
+                ConfigProbe::Tcp(addr) => ProbeKind::Tcp(subst(addr, &vars.vars, what)?),
+                ConfigProbe::Log(re) => ProbeKind::Log(subst(re, &vars.vars, what)?),
+                ConfigProbe::Exec(cmd) => ProbeKind::Exec(subst(cmd, &vars.vars, what)?),
+            };
+            Ok(ProbeSpec::new(kind)
+                .with_interval(Duration::from_millis(p.interval_ms.max(1)))
+                .with_timeout(Duration::from_secs(p.timeout_secs)))
+        })
+        .collect::<Result<_, PlanError>>()?;
+    Ok(spec)
+}
+
+/// Where the Claude Code executable is: `$BUGATTI_CLAUDE_BIN`, else `claude` on `PATH`.
+pub fn claude_bin() -> PathBuf {
+    std::env::var_os("BUGATTI_CLAUDE_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("claude"))
+}
+
+pub fn agent_spec(
+    config: &EffectiveConfig,
+    vars: &SessionVars,
+    claude: PathBuf,
+) -> Result<AgentSpec, PlanError> {
+    let name = &config.provider.name.value;
+    let kind = ProviderKind::parse(name)
+        .ok_or_else(|| PlanError::UnsupportedProvider(name.clone()))?;
+    let mut spec = AgentSpec::new(kind);
+    spec.cmd = config.provider.cmd.value.clone();
+    spec.agent_args = config.provider.agent_args.value.clone();
+    spec.extra_system_prompt = config.provider.extra_system_prompt.value.clone();
+    spec.step_timeout = Duration::from_secs(config.provider.step_timeout_secs.value);
+    spec.base_url = match &config.provider.base_url.value {
+        Some(url) => Some(subst(url, &vars.vars, "[provider] base_url".into())?),
+        None => None,
+    };
+    spec.claude_bin = claude;
+    Ok(spec)
+}
+
+/// The step's instruction as the agent gets it: `${NAME}` substituted (with `BUGATTI_STEP_ID`).
+pub fn step_vars(vars: &SessionVars, step_id: usize) -> BTreeMap<String, String> {
+    let mut step = vars.vars.clone();
+    step.insert("BUGATTI_STEP_ID".to_string(), step_id.to_string());
+    step
+}
+
+/// The command names of the test (and suite) that are skipped, as listed in run.json.
+pub fn skipped_commands(test: &RootTest, skipped: &[String]) -> Vec<String> {
+    test.effective
+        .commands
+        .keys()
+        .filter(|name| skipped.contains(name))
+        .cloned()
+        .collect()
+}

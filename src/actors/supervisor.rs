@@ -1,0 +1,382 @@
+//! The SupervisorActor: one per invocation. Owns the queue of root-test attempts, starts suite-
+//! scoped commands, spawns a linked SessionActor per attempt (at most `jobs` at once, a slot
+//! refilled as soon as it frees), turns signals and the deadline into an orderly shutdown, and
+//! answers with the exit reason once every report is on disk.
+//!
+//! A session that panics reaches us as a supervision event: its test fails with `error` and the
+//! panic message, its processes are killed through the registry, and the others run on.
+
+use crate::actors::harness::Harness;
+use crate::actors::queue::{Attempt, Halt, SuiteQueue};
+use crate::actors::reporter::ReporterMsg;
+use crate::actors::session::{kill_run_processes, SessionActor, SessionArgs, SessionMsg, SuiteContext};
+use crate::actors::session_plan::{command_specs, session_vars, SessionIdentity};
+use crate::model::config::CommandScope;
+use crate::model::load::{RootTest, Suite};
+use crate::model::outcome::{ExitReason, InterruptSignal, RunOutcome};
+use crate::model::substitute::references;
+use crate::process::ports::allocate_loopback_port;
+use crate::process::signals::ShutdownRequest;
+use crate::report::events::{EventClock, EventKind};
+use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
+
+pub enum SupervisorMsg {
+    /// Start suite-scoped commands, then dispatch.
+    Begin,
+    SessionDone {
+        attempt: Attempt,
+        run_id: String,
+        outcome: RunOutcome,
+    },
+    Shutdown(ShutdownRequest),
+}
+
+pub struct SupervisorArgs {
+    pub suite: Suite,
+    pub suite_id: String,
+    pub artifact_dir: PathBuf,
+    pub reporter: ActorRef<ReporterMsg>,
+    pub skip_cmd: Vec<String>,
+    pub skip_readiness: Vec<String>,
+    pub claude_bin: PathBuf,
+    /// Answered once, when every report is written.
+    pub done: oneshot::Sender<ExitReason>,
+}
+
+struct Running {
+    attempt: Attempt,
+    run_id: String,
+    actor: ActorRef<SessionMsg>,
+}
+
+pub struct SupervisorState {
+    tests: Vec<Arc<RootTest>>,
+    queue: SuiteQueue,
+    running: HashMap<ActorId, Running>,
+    context: Option<Arc<SuiteContext>>,
+    args_skip_cmd: Vec<String>,
+    args_skip_readiness: Vec<String>,
+    claude_bin: PathBuf,
+    suite: Suite,
+    suite_id: String,
+    artifact_dir: PathBuf,
+    reporter: ActorRef<ReporterMsg>,
+    suite_harness: Option<Harness>,
+    /// Set when the suite harness could not start: nothing runs, exit 3.
+    harness_error: bool,
+    shutdown: Option<InterruptSignal>,
+    skip_grace: watch::Sender<bool>,
+    done: Option<oneshot::Sender<ExitReason>>,
+}
+
+pub struct SupervisorActor;
+
+impl Actor for SupervisorActor {
+    type Msg = SupervisorMsg;
+    type State = SupervisorState;
+    type Arguments = SupervisorArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<SupervisorMsg>,
+        args: SupervisorArgs,
+    ) -> Result<SupervisorState, ActorProcessingErr> {
+        let base = &args.suite.base.supervisor;
+        let tests: Vec<Arc<RootTest>> = args.suite.tests.iter().cloned().map(Arc::new).collect();
+        let strict = args.suite.base.provider.strict_warnings.value;
+        let queue = SuiteQueue::new(
+            tests.len(),
+            base.jobs.value,
+            base.retries.value,
+            base.fail_fast.value,
+            strict,
+        );
+        if let Some(secs) = base.timeout_secs.value {
+            myself.send_after(Duration::from_secs(secs), || {
+                SupervisorMsg::Shutdown(ShutdownRequest::Graceful(InterruptSignal::Terminate))
+            });
+        }
+        let (skip_grace, _) = watch::channel(false);
+        myself.cast(SupervisorMsg::Begin)?;
+        Ok(SupervisorState {
+            tests,
+            queue,
+            running: HashMap::new(),
+            context: None,
+            args_skip_cmd: args.skip_cmd,
+            args_skip_readiness: args.skip_readiness,
+            claude_bin: args.claude_bin,
+            suite: args.suite,
+            suite_id: args.suite_id,
+            artifact_dir: args.artifact_dir,
+            reporter: args.reporter,
+            suite_harness: None,
+            harness_error: false,
+            shutdown: None,
+            skip_grace,
+            done: Some(args.done),
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<SupervisorMsg>,
+        message: SupervisorMsg,
+        state: &mut SupervisorState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            SupervisorMsg::Begin => {
+                let shared_ports = state.start_suite_commands(&myself).await;
+                state.context = Some(Arc::new(SuiteContext {
+                    suite_id: state.suite_id.clone(),
+                    project_root: state.suite.project_root.clone(),
+                    artifact_dir: state.artifact_dir.clone(),
+                    reporter: state.reporter.clone(),
+                    skip_cmd: state.args_skip_cmd.clone(),
+                    skip_readiness: state.args_skip_readiness.clone(),
+                    shared_ports,
+                    claude_bin: state.claude_bin.clone(),
+                    skip_grace: state.skip_grace.subscribe(),
+                }));
+                if state.harness_error {
+                    state.queue.halt(Halt::Shutdown);
+                }
+                state.dispatch(&myself).await;
+            }
+            SupervisorMsg::SessionDone {
+                attempt,
+                run_id,
+                outcome,
+            } => {
+                state.running.retain(|_, r| r.run_id != run_id);
+                state.queue.finished(attempt, outcome);
+                state.dispatch(&myself).await;
+            }
+            SupervisorMsg::Shutdown(request) => {
+                let signal = match request {
+                    ShutdownRequest::Graceful(s) => s,
+                    ShutdownRequest::SkipGrace(s) => {
+                        state.skip_grace.send_replace(true);
+                        s
+                    }
+                };
+                state.shutdown.get_or_insert(signal);
+                state.queue.halt(Halt::Shutdown);
+                for running in state.running.values() {
+                    let _ = running.actor.cast(SessionMsg::Interrupt);
+                }
+                state.dispatch(&myself).await;
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        myself: ActorRef<SupervisorMsg>,
+        message: SupervisionEvent,
+        state: &mut SupervisorState,
+    ) -> Result<(), ActorProcessingErr> {
+        // Never ractor's default (which would stop us when a session ends).
+        if let SupervisionEvent::ActorFailed(who, err) = message {
+            let Some(running) = state.running.remove(&who.get_id()) else {
+                tracing::error!("a child of the supervisor failed: {err}");
+                return Ok(());
+            };
+            let message = format!("the session panicked: {err}");
+            eprintln!(
+                "supervisor: {} (run {}): {message}",
+                state.tests[running.attempt.test].rel_path.display(),
+                running.run_id
+            );
+            kill_run_processes(&running.run_id);
+            let _ = state.reporter.cast(ReporterMsg::Event {
+                run_id: running.run_id.clone(),
+                event: EventClock::start().event(EventKind::RunFinished {
+                    outcome: RunOutcome::Error,
+                    message: Some(message),
+                }),
+            });
+            let run_id = running.run_id.clone();
+            let _ = ractor::call!(state.reporter, |reply| ReporterMsg::RunFinished {
+                run_id,
+                reply
+            });
+            state.queue.finished(running.attempt, RunOutcome::Error);
+            state.dispatch(&myself).await;
+        }
+        Ok(())
+    }
+}
+
+impl SupervisorState {
+    /// Starts as many sessions as the queue allows; finishes the suite when nothing is left.
+    async fn dispatch(&mut self, myself: &ActorRef<SupervisorMsg>) {
+        let Some(context) = self.context.clone() else {
+            return;
+        };
+        while let Some(attempt) = self.queue.next_to_start() {
+            let run_id = uuid::Uuid::now_v7().to_string();
+            let args = SessionArgs {
+                test: Arc::clone(&self.tests[attempt.test]),
+                attempt,
+                run_id: run_id.clone(),
+                suite: Arc::clone(&context),
+                supervisor: myself.clone(),
+            };
+            match Actor::spawn_linked(None, SessionActor, args, myself.get_cell()).await {
+                Ok((actor, _)) => {
+                    self.running.insert(
+                        actor.get_id(),
+                        Running {
+                            attempt,
+                            run_id,
+                            actor,
+                        },
+                    );
+                }
+                Err(e) => {
+                    eprintln!("supervisor: cannot start a session: {e}");
+                    self.queue.finished(attempt, RunOutcome::Error);
+                }
+            }
+        }
+        if self.queue.is_done() {
+            self.finish(myself).await;
+        }
+    }
+
+    /// Suite-scoped commands: started once, with the ports they name shared by every session.
+    async fn start_suite_commands(&mut self, myself: &ActorRef<SupervisorMsg>) -> BTreeMap<String, u16> {
+        let base = &self.suite.base;
+        let suite_commands: Vec<_> = base
+            .commands
+            .values()
+            .filter(|c| c.scope == CommandScope::Suite)
+            .collect();
+        if suite_commands.is_empty() {
+            return BTreeMap::new();
+        }
+        let mut named = BTreeSet::new();
+        for c in &suite_commands {
+            let probe_texts = c.readiness.iter().map(|p| format!("{:?}", p.kind));
+            for text in std::iter::once(c.cmd.clone())
+                .chain(c.cwd.clone())
+                .chain(probe_texts)
+            {
+                named.extend(references(&text).unwrap_or_default());
+            }
+        }
+        let mut shared = BTreeMap::new();
+        for name in named.into_iter().filter(|n| base.ports.contains_key(n)) {
+            match allocate_loopback_port() {
+                Ok(port) => {
+                    shared.insert(name, port);
+                }
+                Err(e) => {
+                    eprintln!("supervisor: no free port for suite port `{name}`: {e}");
+                    self.harness_error = true;
+                    return shared;
+                }
+            }
+        }
+        let suite_dir = self.artifact_dir.join("suites").join(&self.suite_id);
+        let workdir = suite_dir.join("workspace");
+        let _ = std::fs::create_dir_all(&workdir);
+        let id = SessionIdentity {
+            run_id: self.suite_id.clone(),
+            session_id: self.suite_id.clone(),
+            run_dir: suite_dir.clone(),
+            workdir,
+            project_root: self.suite.project_root.clone(),
+        };
+        let specs = session_vars(base, &id, &shared).and_then(|vars| {
+            command_specs(
+                base,
+                CommandScope::Suite,
+                &vars,
+                &self.suite.project_root,
+                &suite_dir.join("logs"),
+                &self.args_skip_cmd,
+            )
+        });
+        let specs = match specs {
+            Ok(specs) => specs,
+            Err(e) => {
+                eprintln!("supervisor: suite-scoped commands: {e}");
+                self.harness_error = true;
+                return shared;
+            }
+        };
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                tracing::info!("suite command event: {event:?}");
+            }
+        });
+        match Harness::spawn(myself.get_cell(), self.suite_id.clone(), tx).await {
+            Ok(harness) => {
+                self.suite_harness = Some(harness.clone());
+                if let Err(e) = harness.start(specs).await {
+                    eprintln!("supervisor: suite-scoped commands failed to start: {e}");
+                    self.harness_error = true;
+                }
+            }
+            Err(e) => {
+                eprintln!("supervisor: cannot start the suite harness: {e}");
+                self.harness_error = true;
+            }
+        }
+        shared
+    }
+
+    async fn finish(&mut self, myself: &ActorRef<SupervisorMsg>) {
+        let Some(done) = self.done.take() else {
+            return;
+        };
+        if let Some(harness) = self.suite_harness.take() {
+            let skip_grace = *self.skip_grace.borrow();
+            for record in harness.teardown_all(skip_grace).await {
+                tracing::info!("suite command {} teardown: {:?}", record.name, record.teardown);
+            }
+        }
+        let tallies = self.queue.tallies();
+        let not_run: Vec<String> = tallies
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !t.was_started())
+            .map(|(i, _)| self.tests[i].rel_path.display().to_string())
+            .collect();
+        let mut reason = ExitReason::Success;
+        for tally in tallies {
+            if let Some(outcome) = tally.final_outcome() {
+                let contributes = match (outcome, self.shutdown) {
+                    (RunOutcome::Interrupted, Some(signal)) => ExitReason::Interrupted(signal),
+                    _ => ExitReason::for_outcome(outcome, false),
+                };
+                reason = reason.max(contributes);
+            }
+        }
+        if self.harness_error {
+            reason = reason.max(ExitReason::HarnessError);
+        }
+        if let Some(signal) = self.shutdown {
+            reason = reason.max(ExitReason::Interrupted(signal));
+        }
+        match ractor::call!(self.reporter, |reply| ReporterMsg::SuiteFinished {
+            not_run,
+            reply
+        }) {
+            Ok(Ok(_files)) => {}
+            Ok(Err(e)) => eprintln!("supervisor: the suite summary is incomplete: {e}"),
+            Err(e) => eprintln!("supervisor: the reporter is gone: {e}"),
+        }
+        let _ = done.send(reason);
+        myself.stop(None);
+    }
+}
