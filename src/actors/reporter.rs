@@ -19,7 +19,7 @@ use crate::model::outcome::RunOutcome;
 use crate::report::atomic::write_atomic;
 use crate::report::console::Console;
 use crate::report::error::ReportError;
-use crate::report::events::{millis, Event, EventKind};
+use crate::report::events::{millis, Event, EventClock, EventKind};
 use crate::report::harness_log::HarnessLogs;
 use crate::report::junit;
 use crate::report::paths::{RunPaths, SuitePaths};
@@ -434,4 +434,107 @@ impl Actor for ReporterActor {
         }
         Ok(())
     }
+}
+
+/// A session's handle on the reporter for its run: stamps events with the run's clock and sends
+/// them with its run id. Cheap to clone (the agent and command actors of a session may each hold
+/// one).
+#[derive(Clone)]
+pub struct RunReporter {
+    reporter: ActorRef<ReporterMsg>,
+    run_id: String,
+    clock: EventClock,
+    paths: RunPaths,
+}
+
+impl std::fmt::Debug for RunReporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunReporter")
+            .field("run_id", &self.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunReporter {
+    /// Opens the run (its directory, run.json, events.jsonl, harness log) and waits until it is
+    /// on disk. The plan's `started_at` is set to the start of the run's clock. An error here
+    /// means nothing may be launched (exit 3).
+    pub async fn start(
+        reporter: &ActorRef<ReporterMsg>,
+        mut plan: RunPlan,
+        secrets: Arc<Secrets>,
+    ) -> Result<Self, ReportError> {
+        let clock = EventClock::start();
+        plan.started_at = clock.started_at();
+        let run_id = plan.run_id.clone();
+        let paths = ractor::call!(reporter, |reply| ReporterMsg::RunStarted {
+            plan: Box::new(plan),
+            secrets,
+            reply
+        })
+        .map_err(|e| ReportError::ReporterGone(e.to_string()))??;
+        Ok(Self {
+            reporter: reporter.clone(),
+            run_id,
+            clock,
+            paths,
+        })
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    pub fn paths(&self) -> &RunPaths {
+        &self.paths
+    }
+
+    pub fn clock(&self) -> &EventClock {
+        &self.clock
+    }
+
+    /// Sends one event, stamped now. Fails only when the reporter is gone.
+    pub fn emit(&self, kind: EventKind) -> Result<(), ReportError> {
+        self.reporter
+            .cast(ReporterMsg::Event {
+                run_id: self.run_id.clone(),
+                event: self.clock.event(kind),
+            })
+            .map_err(|e| ReportError::ReporterGone(e.to_string()))
+    }
+
+    /// Ends the run with `outcome` and waits until all its files are final.
+    pub async fn finish(
+        &self,
+        outcome: RunOutcome,
+        message: Option<String>,
+    ) -> Result<RunFiles, ReportError> {
+        self.emit(EventKind::RunFinished { outcome, message })?;
+        close_run(&self.reporter, &self.run_id).await
+    }
+}
+
+/// Closes run `run_id` (as `error` if it never sent `run_finished`) and waits for its files.
+/// The supervisor uses this for a session that panicked, after sending its `run_finished`.
+pub async fn close_run(
+    reporter: &ActorRef<ReporterMsg>,
+    run_id: &str,
+) -> Result<RunFiles, ReportError> {
+    ractor::call!(reporter, |reply| ReporterMsg::RunFinished {
+        run_id: run_id.to_string(),
+        reply
+    })
+    .map_err(|e| ReportError::ReporterGone(e.to_string()))?
+}
+
+/// Ends the suite and waits for summary.json, summary.md, junit.xml and the copies.
+pub async fn finish_suite(
+    reporter: &ActorRef<ReporterMsg>,
+    not_run: Vec<String>,
+) -> Result<SuiteFiles, ReportError> {
+    ractor::call!(reporter, |reply| ReporterMsg::SuiteFinished {
+        not_run,
+        reply
+    })
+    .map_err(|e| ReportError::ReporterGone(e.to_string()))?
 }

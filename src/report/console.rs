@@ -233,6 +233,31 @@ impl Console {
         }
     }
 
+    /// A live console drawing to `target` (a terminal, or a captured one in tests).
+    pub fn live_to(target: ProgressDrawTarget, verbosity: Verbosity) -> Self {
+        Self {
+            verbosity,
+            out: Box::new(std::io::sink()),
+            live: Some(LiveView {
+                multi: MultiProgress::with_draw_target(target),
+                bars: HashMap::new(),
+            }),
+            labels: HashMap::new(),
+        }
+    }
+
+    /// The live view's lines now: each running session's label and current activity, sorted.
+    pub fn live_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .live
+            .iter()
+            .flat_map(|live| live.bars.values())
+            .map(|bar| format!("{} {}", bar.prefix(), bar.message()))
+            .collect();
+        lines.sort();
+        lines
+    }
+
     /// A plain console writing to `out` (tests, files).
     pub fn plain_to(out: Box<dyn Write + Send>, verbosity: Verbosity) -> Self {
         Self {
