@@ -186,7 +186,12 @@ fn live_view_shows_each_running_session_and_prints_results_above() {
     assert_eq!(console.live_lines(), vec!["b bbbbbb setup: server"]);
     console.suite_finished(&summary(&[record_a]), "/x/summary.md", &r);
     assert!(console.live_lines().is_empty());
-    let drawn = term.text();
+    let raw = term.text();
+    assert!(
+        raw.contains("\u{1b}["),
+        "final lines are coloured on a terminal"
+    );
+    let drawn = strip_ansi_escapes::strip_str(&raw);
     // Results worth reading are printed above the bars; routine lines are not.
     assert!(
         drawn.contains("STEP 2 ........ WARN: cart slow to load"),

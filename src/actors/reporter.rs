@@ -348,6 +348,22 @@ impl ReporterState {
     }
 }
 
+/// Runs `f`, turning a panic into an error that names the message being handled.
+fn guarded<T>(
+    what: &'static str,
+    f: impl FnOnce() -> Result<T, ReportError>,
+) -> Result<T, ReportError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".to_string());
+        tracing::error!("the reporter panicked handling {what}: {why}");
+        Err(ReportError::Panicked { what, why })
+    })
+}
+
 /// `data` with every string redacted, by a round trip through a JSON value.
 fn redact_data<T>(redactor: &Redactor, data: &T) -> Result<T, ReportError>
 where
@@ -412,23 +428,32 @@ impl Actor for ReporterActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        // Never return an error: that would stop the reporter and lose every later report.
+        // Never return an error or let a panic out: either would stop the reporter and lose every
+        // later report. A bug while handling one message fails that message's reply only.
         match message {
             ReporterMsg::RunStarted {
                 plan,
                 secrets,
                 reply,
             } => {
-                let result = state.run_started(&plan, secrets);
+                let result = guarded("run_started", || state.run_started(&plan, secrets));
                 let _ = reply.send(result);
             }
-            ReporterMsg::Event { run_id, event } => state.event(&run_id, &event),
+            ReporterMsg::Event { run_id, event } => {
+                let result = guarded("event", || {
+                    state.event(&run_id, &event);
+                    Ok(())
+                });
+                if let Err(e) = result {
+                    state.notes.push(e.to_string());
+                }
+            }
             ReporterMsg::RunFinished { run_id, reply } => {
-                let result = state.run_finished(&run_id);
+                let result = guarded("run_finished", || state.run_finished(&run_id));
                 let _ = reply.send(result);
             }
             ReporterMsg::SuiteFinished { not_run, reply } => {
-                let result = state.suite_finished(&not_run);
+                let result = guarded("suite_finished", || state.suite_finished(&not_run));
                 let _ = reply.send(result);
             }
         }

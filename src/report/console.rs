@@ -31,7 +31,8 @@ impl ConsoleMode {
     pub fn detect() -> Self {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
-        if std::io::stdout().is_terminal() && !no_color && !ci {
+        let dumb = std::env::var_os("TERM").is_some_and(|v| v == "dumb");
+        if std::io::stdout().is_terminal() && !no_color && !ci && !dumb {
             Self::Live
         } else {
             Self::Plain
@@ -369,12 +370,25 @@ impl Console {
             }
         }
         let outcome = record.outcome.unwrap_or(RunOutcome::Interrupted);
+        let word = format!("{:<11}", outcome_word(outcome));
+        // Colour only in the live view: plain output (pipes, CI, NO_COLOR) stays plain text.
+        let word = if self.live.is_some() {
+            let styled = console::style(word);
+            match outcome {
+                RunOutcome::Passed => styled.green(),
+                RunOutcome::Warned => styled.yellow(),
+                RunOutcome::Failed | RunOutcome::Error => styled.red(),
+                RunOutcome::Interrupted => styled.magenta(),
+            }
+            .bold()
+            .force_styling(true)
+            .to_string()
+        } else {
+            word
+        };
         let mut line = format!(
-            "{:<11} {}  run {}  {}",
-            outcome_word(outcome),
-            record.test_file,
-            record.run_id,
-            report_path
+            "{} {}  run {}  {}",
+            word, record.test_file, record.run_id, report_path
         );
         if record.attempt > 1 {
             line.push_str(&format!("  (attempt {})", record.attempt));
