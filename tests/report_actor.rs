@@ -637,3 +637,60 @@ async fn run_reporter_handle_records_a_real_process_step() {
     );
     suite.reporter.stop(None);
 }
+
+/// Many sessions sending many events at once: each run's events.jsonl holds exactly its own
+/// events, in the order its session sent them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sessions_keep_their_own_event_order() {
+    use bugatti::actors::reporter::{finish_suite, RunReporter};
+
+    const SESSIONS: usize = 8;
+    const LOGS: usize = 200;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let suite = start_suite(tmp.path(), false).await;
+    let mut tasks = Vec::new();
+    for i in 0..SESSIONS {
+        let reporter = suite.reporter.clone();
+        let artifacts = suite.artifacts.clone();
+        tasks.push(tokio::spawn(async move {
+            let run_id = format!("run-{i}");
+            let p = plan(&artifacts, &run_id, &format!("t{i}.test.toml"), 1);
+            let run = RunReporter::start(&reporter, p, secrets())
+                .await
+                .expect("start");
+            for n in 0..LOGS {
+                run.emit(EventKind::AgentLog {
+                    step_id: 1,
+                    message: format!("{run_id} message {n}"),
+                })
+                .expect("emit");
+                if n % 16 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            run.finish(RunOutcome::Passed, None).await.expect("finish")
+        }));
+    }
+    for t in tasks {
+        let files = t.await.expect("task");
+        let text = std::fs::read_to_string(&files.events).expect("events");
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        assert_eq!(lines.len(), LOGS + 2);
+        for (n, line) in lines[1..=LOGS].iter().enumerate() {
+            assert_eq!(line["message"], format!("{} message {n}", files.run_id));
+        }
+        let json: Value =
+            serde_json::from_str(&std::fs::read_to_string(&files.run_json).expect("run.json"))
+                .expect("json");
+        assert_eq!(
+            json["steps"][0]["logs"].as_array().map(Vec::len),
+            Some(LOGS)
+        );
+    }
+    let files = finish_suite(&suite.reporter, vec![]).await.expect("suite");
+    assert_eq!(files.summary.totals.passed, SESSIONS);
+    suite.reporter.stop(None);
+}

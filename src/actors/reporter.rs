@@ -7,6 +7,21 @@
 //! calls [`ReporterMsg::RunFinished`], whose reply comes when every file of the run is final. The
 //! supervisor calls [`ReporterMsg::SuiteFinished`] last; its reply lists the suite files written.
 //! A write failure never stops the actor: it is kept as a note in the report and in the replies.
+//!
+//! Wiring, in short (see [`RunReporter`] for a session's side):
+//!
+//! ```text
+//! let logs = HarnessLogs::new();                       // before anything traces
+//! tracing_subscriber::registry().with(logs.layer()).init();
+//! let (reporter, _) = ReporterActor::spawn(ReporterArgs { harness_logs: Some(logs), .. }).await?;
+//! // per session:
+//! let run = RunReporter::start(&reporter, plan, secrets).await?;   // Err → exit 3, launch nothing
+//! let _span = tracing::info_span!("run", run_id = %run.run_id()).entered(); // → diagnostics/harness.log
+//! run.emit(EventKind::StepStarted { .. })?;  ...
+//! run.finish(outcome, message).await?;                 // files final on disk
+//! // a session that panicked: cast Event(run_id, RunFinished{error, panic message}), then close_run
+//! let suite_files = finish_suite(&reporter, not_run).await?;
+//! ```
 
 use std::collections::HashMap;
 use std::path::PathBuf;
