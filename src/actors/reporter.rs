@@ -16,7 +16,10 @@
 //! let (reporter, _) = ReporterActor::spawn(ReporterArgs { harness_logs: Some(logs), .. }).await?;
 //! // per session:
 //! let run = RunReporter::start(&reporter, plan, secrets).await?;   // Err → exit 3, launch nothing
-//! let _span = tracing::info_span!("run", run_id = %run.run_id()).entered(); // → diagnostics/harness.log
+//! let span = tracing::info_span!("run", run_id = %run.run_id()); // → diagnostics/harness.log
+//! // Spans do not cross actor tasks: each actor of the session keeps `span` (or a child of it)
+//! // in its state and runs its work inside it: `work.instrument(span.clone()).await`, or
+//! // `span.in_scope(|| ..)`. Never hold `span.enter()` across an `.await`.
 //! run.emit(EventKind::StepStarted { .. })?;  ...
 //! run.finish(outcome, message).await?;                 // files final on disk
 //! // a session that panicked: cast Event(run_id, RunFinished{error, panic message}), then close_run
