@@ -256,6 +256,13 @@ async fn parallel_sessions_leave_every_file_and_a_suite_summary() {
     for t in tasks {
         t.await.expect("session task");
     }
+    cast!(
+        suite.reporter,
+        ReporterMsg::Notice {
+            message: format!("SIGINT received while holding {SECRET}: stopping")
+        }
+    )
+    .expect("cast");
     let files = call!(suite.reporter, |reply| ReporterMsg::SuiteFinished {
         not_run: vec!["f.test.toml".into()],
         reply
@@ -427,6 +434,7 @@ async fn parallel_sessions_leave_every_file_and_a_suite_summary() {
         "Summary: 6 root tests in ",
         "0 passed, 2 warned, 1 failed, 1 error, 1 interrupted, 1 not run; 1 flaky",
         "FLAKY       a.test.toml passed on attempt 2",
+        "SIGINT received while holding [REDACTED:API_TOKEN]: stopping",
     ] {
         assert!(
             console.contains(needle),

@@ -109,6 +109,9 @@ pub enum ReporterMsg {
         run_id: String,
         reply: RpcReplyPort<Result<RunFiles, ReportError>>,
     },
+    /// A line for the console that belongs to no run ("no config file: defaults apply",
+    /// "SIGINT: stopping"), printed above the live view, redacted, also traced to the suite log.
+    Notice { message: String },
     /// The suite is over. Runs still open are closed as `interrupted`; `not_run` lists root tests
     /// never started. Writes summary.json, summary.md, junit.xml and the copies; prints the
     /// aggregate summary. Replies when the files are on disk.
@@ -460,6 +463,16 @@ impl Actor for ReporterActor {
             ReporterMsg::Event { run_id, event } => {
                 let result = guarded("event", || {
                     state.event(&run_id, &event);
+                    Ok(())
+                });
+                if let Err(e) = result {
+                    state.notes.push(e.to_string());
+                }
+            }
+            ReporterMsg::Notice { message } => {
+                let result = guarded("notice", || {
+                    tracing::info!("{message}");
+                    state.args.console.notice(&message, &state.redactor);
                     Ok(())
                 });
                 if let Err(e) = result {

@@ -282,6 +282,11 @@ impl Console {
         }
     }
 
+    /// A line that belongs to no run; printed at every verbosity (it is rare and matters).
+    pub fn notice(&mut self, message: &str, redactor: &Redactor) {
+        self.print(&redactor.str(message));
+    }
+
     /// A suite-level event (not tied to a run).
     pub fn suite_event(&mut self, event: &Event, redactor: &Redactor) {
         if self.verbosity == Verbosity::Quiet {
