@@ -256,6 +256,13 @@ async fn parallel_sessions_leave_every_file_and_a_suite_summary() {
     for t in tasks {
         t.await.expect("session task");
     }
+    cast!(
+        suite.reporter,
+        ReporterMsg::Notice {
+            message: format!("SIGINT received while holding {SECRET}: stopping")
+        }
+    )
+    .expect("cast");
     let files = call!(suite.reporter, |reply| ReporterMsg::SuiteFinished {
         not_run: vec!["f.test.toml".into()],
         reply
@@ -427,6 +434,7 @@ async fn parallel_sessions_leave_every_file_and_a_suite_summary() {
         "Summary: 6 root tests in ",
         "0 passed, 2 warned, 1 failed, 1 error, 1 interrupted, 1 not run; 1 flaky",
         "FLAKY       a.test.toml passed on attempt 2",
+        "SIGINT received while holding [REDACTED:API_TOKEN]: stopping",
     ] {
         assert!(
             console.contains(needle),
@@ -532,5 +540,165 @@ async fn unwritable_run_directory_is_an_error_reply_naming_it() {
         "{:?}",
         files.notes
     );
+    suite.reporter.stop(None);
+}
+
+/// A session written against the `RunReporter` handle, fed by a real `sh` process that plays the
+/// agent: its `BUGATTI_LOG` / `BUGATTI_EVIDENCE` / `RESULT` lines become events. The secret comes
+/// from the process's environment and must not reach any file or console line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_reporter_handle_records_a_real_process_step() {
+    use bugatti::actors::reporter::{finish_suite, RunReporter};
+    use bugatti::report::events::{summarize_instruction, Provenance};
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let suite = start_suite(tmp.path(), false).await;
+    let mut p = plan(&suite.artifacts, "run-sh", "sh.test.toml", 1);
+    p.steps.truncate(1);
+    let run = RunReporter::start(&suite.reporter, p.clone(), secrets())
+        .await
+        .expect("run opened");
+    assert!(run.paths().events().is_file());
+    let marker = format!("bugatti-report-test-{}", std::process::id());
+    let script = r#"
+        echo "thinking about it"
+        echo "BUGATTI_LOG cart page answered with token $TOKEN"
+        mkdir -p "$RUN_DIR/screenshots" && echo png > "$RUN_DIR/screenshots/cart.png"
+        echo "BUGATTI_EVIDENCE screenshot screenshots/cart.png"
+        echo "RESULT WARN: total shown as $TOKEN"
+    "#;
+    let mut child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .env("TOKEN", SECRET)
+        .env("RUN_DIR", &p.run_dir)
+        .env("BUGATTI_TEST_MARKER", &marker)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn sh");
+    let pid = child.id().expect("pid");
+    run.emit(EventKind::StepStarted {
+        step_id: 1,
+        instruction: summarize_instruction(&p.steps[0].instruction, 80),
+        provenance: Provenance {
+            source_file: "sh.test.toml".into(),
+            source_index: 0,
+            include_chain: vec![],
+        },
+    })
+    .expect("emit");
+    let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut verdict = None;
+    while let Some(line) = lines.next_line().await.expect("read") {
+        if let Some(msg) = line.strip_prefix("BUGATTI_LOG ") {
+            run.emit(EventKind::AgentLog {
+                step_id: 1,
+                message: msg.to_string(),
+            })
+            .expect("emit");
+        } else if let Some(rest) = line.strip_prefix("BUGATTI_EVIDENCE ") {
+            let (kind, path) = rest.split_once(' ').expect("kind and path");
+            run.emit(EventKind::Evidence {
+                step_id: 1,
+                kind: kind.into(),
+                path: path.into(),
+            })
+            .expect("emit");
+        } else if let Some(msg) = line.strip_prefix("RESULT WARN: ") {
+            verdict = Some(msg.to_string());
+        }
+    }
+    let status = child.wait().await.expect("wait");
+    assert!(status.success());
+    run.emit(EventKind::StepFinished {
+        step_id: 1,
+        status: StepStatus::Warn,
+        message: verdict,
+        duration_ms: u64::try_from(run.clock().elapsed().as_millis()).unwrap_or(0),
+        usage: None,
+    })
+    .expect("emit");
+    let files = run
+        .finish(RunOutcome::Warned, None)
+        .await
+        .expect("files final");
+    let md = std::fs::read_to_string(&files.report_md).expect("report.md");
+    assert!(md.contains("### Step 1: WARN"), "{md}");
+    assert!(md.contains("total shown as [REDACTED:API_TOKEN]"), "{md}");
+    assert!(
+        md.contains("- cart page answered with token [REDACTED:API_TOKEN]"),
+        "{md}"
+    );
+    assert!(
+        md.contains("- screenshot: [`screenshots/cart.png`](screenshots/cart.png)\n"),
+        "evidence present on disk: {md}"
+    );
+    let suite_files = finish_suite(&suite.reporter, vec![]).await.expect("suite");
+    assert_eq!(suite_files.summary.totals.warned, 1);
+    assert_absent_everywhere(tmp.path(), SECRET);
+    assert!(!suite.console.text().contains(SECRET));
+    // The process is gone, and nothing carrying our marker survives.
+    assert!(!Path::new(&format!("/proc/{pid}")).exists());
+    assert!(
+        bugatti::process::group::live_processes_with_env("BUGATTI_TEST_MARKER", &marker).is_empty()
+    );
+    suite.reporter.stop(None);
+}
+
+/// Many sessions sending many events at once: each run's events.jsonl holds exactly its own
+/// events, in the order its session sent them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_sessions_keep_their_own_event_order() {
+    use bugatti::actors::reporter::{finish_suite, RunReporter};
+
+    const SESSIONS: usize = 8;
+    const LOGS: usize = 200;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let suite = start_suite(tmp.path(), false).await;
+    let mut tasks = Vec::new();
+    for i in 0..SESSIONS {
+        let reporter = suite.reporter.clone();
+        let artifacts = suite.artifacts.clone();
+        tasks.push(tokio::spawn(async move {
+            let run_id = format!("run-{i}");
+            let p = plan(&artifacts, &run_id, &format!("t{i}.test.toml"), 1);
+            let run = RunReporter::start(&reporter, p, secrets())
+                .await
+                .expect("start");
+            for n in 0..LOGS {
+                run.emit(EventKind::AgentLog {
+                    step_id: 1,
+                    message: format!("{run_id} message {n}"),
+                })
+                .expect("emit");
+                if n % 16 == 0 {
+                    tokio::task::yield_now().await;
+                }
+            }
+            run.finish(RunOutcome::Passed, None).await.expect("finish")
+        }));
+    }
+    for t in tasks {
+        let files = t.await.expect("task");
+        let text = std::fs::read_to_string(&files.events).expect("events");
+        let lines: Vec<Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        assert_eq!(lines.len(), LOGS + 2);
+        for (n, line) in lines[1..=LOGS].iter().enumerate() {
+            assert_eq!(line["message"], format!("{} message {n}", files.run_id));
+        }
+        let json: Value =
+            serde_json::from_str(&std::fs::read_to_string(&files.run_json).expect("run.json"))
+                .expect("json");
+        assert_eq!(
+            json["steps"][0]["logs"].as_array().map(Vec::len),
+            Some(LOGS)
+        );
+    }
+    let files = finish_suite(&suite.reporter, vec![]).await.expect("suite");
+    assert_eq!(files.summary.totals.passed, SESSIONS);
     suite.reporter.stop(None);
 }

@@ -143,6 +143,9 @@ fn failed_run_leaves_complete_run_json_events_and_report() {
         .collect();
     let expected: Vec<String> = evs.iter().map(|e| e.kind.name().to_string()).collect();
     assert_eq!(types, expected);
+    for line in text.lines() {
+        let _: Event = serde_json::from_str(line).expect("each line parses back into an Event");
+    }
     assert_eq!(
         lines.last().map(|l| l["outcome"].clone()),
         Some("failed".into())

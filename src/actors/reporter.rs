@@ -7,6 +7,24 @@
 //! calls [`ReporterMsg::RunFinished`], whose reply comes when every file of the run is final. The
 //! supervisor calls [`ReporterMsg::SuiteFinished`] last; its reply lists the suite files written.
 //! A write failure never stops the actor: it is kept as a note in the report and in the replies.
+//!
+//! Wiring, in short (see [`RunReporter`] for a session's side):
+//!
+//! ```text
+//! let logs = HarnessLogs::new();                       // before anything traces
+//! tracing_subscriber::registry().with(logs.layer()).init();
+//! let (reporter, _) = ReporterActor::spawn(ReporterArgs { harness_logs: Some(logs), .. }).await?;
+//! // per session:
+//! let run = RunReporter::start(&reporter, plan, secrets).await?;   // Err → exit 3, launch nothing
+//! let span = tracing::info_span!("run", run_id = %run.run_id()); // → diagnostics/harness.log
+//! // Spans do not cross actor tasks: each actor of the session keeps `span` (or a child of it)
+//! // in its state and runs its work inside it: `work.instrument(span.clone()).await`, or
+//! // `span.in_scope(|| ..)`. Never hold `span.enter()` across an `.await`.
+//! run.emit(EventKind::StepStarted { .. })?;  ...
+//! run.finish(outcome, message).await?;                 // files final on disk
+//! // a session that panicked: cast Event(run_id, RunFinished{error, panic message}), then close_run
+//! let suite_files = finish_suite(&reporter, not_run).await?;
+//! ```
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -19,7 +37,7 @@ use crate::model::outcome::RunOutcome;
 use crate::report::atomic::write_atomic;
 use crate::report::console::Console;
 use crate::report::error::ReportError;
-use crate::report::events::{millis, Event, EventKind};
+use crate::report::events::{millis, Event, EventClock, EventKind};
 use crate::report::harness_log::HarnessLogs;
 use crate::report::junit;
 use crate::report::paths::{RunPaths, SuitePaths};
@@ -91,6 +109,9 @@ pub enum ReporterMsg {
         run_id: String,
         reply: RpcReplyPort<Result<RunFiles, ReportError>>,
     },
+    /// A line for the console that belongs to no run ("no config file: defaults apply",
+    /// "SIGINT: stopping"), printed above the live view, redacted, also traced to the suite log.
+    Notice { message: String },
     /// The suite is over. Runs still open are closed as `interrupted`; `not_run` lists root tests
     /// never started. Writes summary.json, summary.md, junit.xml and the copies; prints the
     /// aggregate summary. Replies when the files are on disk.
@@ -348,6 +369,22 @@ impl ReporterState {
     }
 }
 
+/// Runs `f`, turning a panic into an error that names the message being handled.
+fn guarded<T>(
+    what: &'static str,
+    f: impl FnOnce() -> Result<T, ReportError>,
+) -> Result<T, ReportError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".to_string());
+        tracing::error!("the reporter panicked handling {what}: {why}");
+        Err(ReportError::Panicked { what, why })
+    })
+}
+
 /// `data` with every string redacted, by a round trip through a JSON value.
 fn redact_data<T>(redactor: &Redactor, data: &T) -> Result<T, ReportError>
 where
@@ -412,26 +449,148 @@ impl Actor for ReporterActor {
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
-        // Never return an error: that would stop the reporter and lose every later report.
+        // Never return an error or let a panic out: either would stop the reporter and lose every
+        // later report. A bug while handling one message fails that message's reply only.
         match message {
             ReporterMsg::RunStarted {
                 plan,
                 secrets,
                 reply,
             } => {
-                let result = state.run_started(&plan, secrets);
+                let result = guarded("run_started", || state.run_started(&plan, secrets));
                 let _ = reply.send(result);
             }
-            ReporterMsg::Event { run_id, event } => state.event(&run_id, &event),
+            ReporterMsg::Event { run_id, event } => {
+                let result = guarded("event", || {
+                    state.event(&run_id, &event);
+                    Ok(())
+                });
+                if let Err(e) = result {
+                    state.notes.push(e.to_string());
+                }
+            }
+            ReporterMsg::Notice { message } => {
+                let result = guarded("notice", || {
+                    tracing::info!("{message}");
+                    state.args.console.notice(&message, &state.redactor);
+                    Ok(())
+                });
+                if let Err(e) = result {
+                    state.notes.push(e.to_string());
+                }
+            }
             ReporterMsg::RunFinished { run_id, reply } => {
-                let result = state.run_finished(&run_id);
+                let result = guarded("run_finished", || state.run_finished(&run_id));
                 let _ = reply.send(result);
             }
             ReporterMsg::SuiteFinished { not_run, reply } => {
-                let result = state.suite_finished(&not_run);
+                let result = guarded("suite_finished", || state.suite_finished(&not_run));
                 let _ = reply.send(result);
             }
         }
         Ok(())
     }
+}
+
+/// A session's handle on the reporter for its run: stamps events with the run's clock and sends
+/// them with its run id. Cheap to clone (the agent and command actors of a session may each hold
+/// one).
+#[derive(Clone)]
+pub struct RunReporter {
+    reporter: ActorRef<ReporterMsg>,
+    run_id: String,
+    clock: EventClock,
+    paths: RunPaths,
+}
+
+impl std::fmt::Debug for RunReporter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunReporter")
+            .field("run_id", &self.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl RunReporter {
+    /// Opens the run (its directory, run.json, events.jsonl, harness log) and waits until it is
+    /// on disk. The plan's `started_at` is set to the start of the run's clock. An error here
+    /// means nothing may be launched (exit 3).
+    pub async fn start(
+        reporter: &ActorRef<ReporterMsg>,
+        mut plan: RunPlan,
+        secrets: Arc<Secrets>,
+    ) -> Result<Self, ReportError> {
+        let clock = EventClock::start();
+        plan.started_at = clock.started_at();
+        let run_id = plan.run_id.clone();
+        let paths = ractor::call!(reporter, |reply| ReporterMsg::RunStarted {
+            plan: Box::new(plan),
+            secrets,
+            reply
+        })
+        .map_err(|e| ReportError::ReporterGone(e.to_string()))??;
+        Ok(Self {
+            reporter: reporter.clone(),
+            run_id,
+            clock,
+            paths,
+        })
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    pub fn paths(&self) -> &RunPaths {
+        &self.paths
+    }
+
+    pub fn clock(&self) -> &EventClock {
+        &self.clock
+    }
+
+    /// Sends one event, stamped now. Fails only when the reporter is gone.
+    pub fn emit(&self, kind: EventKind) -> Result<(), ReportError> {
+        self.reporter
+            .cast(ReporterMsg::Event {
+                run_id: self.run_id.clone(),
+                event: self.clock.event(kind),
+            })
+            .map_err(|e| ReportError::ReporterGone(e.to_string()))
+    }
+
+    /// Ends the run with `outcome` and waits until all its files are final.
+    pub async fn finish(
+        &self,
+        outcome: RunOutcome,
+        message: Option<String>,
+    ) -> Result<RunFiles, ReportError> {
+        self.emit(EventKind::RunFinished { outcome, message })?;
+        close_run(&self.reporter, &self.run_id).await
+    }
+}
+
+/// Closes run `run_id` (as `error` if it never sent `run_finished`) and waits for its files.
+/// The supervisor uses this for a session that panicked, after sending its `run_finished`.
+pub async fn close_run(
+    reporter: &ActorRef<ReporterMsg>,
+    run_id: &str,
+) -> Result<RunFiles, ReportError> {
+    ractor::call!(reporter, |reply| ReporterMsg::RunFinished {
+        run_id: run_id.to_string(),
+        reply
+    })
+    .map_err(|e| ReportError::ReporterGone(e.to_string()))?
+}
+
+/// Ends the suite and waits for summary.json, summary.md, junit.xml and the copies.
+pub async fn finish_suite(
+    reporter: &ActorRef<ReporterMsg>,
+    not_run: Vec<String>,
+) -> Result<SuiteFiles, ReportError> {
+    ractor::call!(reporter, |reply| ReporterMsg::SuiteFinished {
+        not_run,
+        reply
+    })
+    .map_err(|e| ReportError::ReporterGone(e.to_string()))?
 }

@@ -31,7 +31,8 @@ impl ConsoleMode {
     pub fn detect() -> Self {
         let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
         let ci = std::env::var_os("CI").is_some_and(|v| !v.is_empty() && v != "false");
-        if std::io::stdout().is_terminal() && !no_color && !ci {
+        let dumb = std::env::var_os("TERM").is_some_and(|v| v == "dumb");
+        if std::io::stdout().is_terminal() && !no_color && !ci && !dumb {
             Self::Live
         } else {
             Self::Plain
@@ -233,6 +234,31 @@ impl Console {
         }
     }
 
+    /// A live console drawing to `target` (a terminal, or a captured one in tests).
+    pub fn live_to(target: ProgressDrawTarget, verbosity: Verbosity) -> Self {
+        Self {
+            verbosity,
+            out: Box::new(std::io::sink()),
+            live: Some(LiveView {
+                multi: MultiProgress::with_draw_target(target),
+                bars: HashMap::new(),
+            }),
+            labels: HashMap::new(),
+        }
+    }
+
+    /// The live view's lines now: each running session's label and current activity, sorted.
+    pub fn live_lines(&self) -> Vec<String> {
+        let mut lines: Vec<String> = self
+            .live
+            .iter()
+            .flat_map(|live| live.bars.values())
+            .map(|bar| format!("{} {}", bar.prefix(), bar.message()))
+            .collect();
+        lines.sort();
+        lines
+    }
+
     /// A plain console writing to `out` (tests, files).
     pub fn plain_to(out: Box<dyn Write + Send>, verbosity: Verbosity) -> Self {
         Self {
@@ -254,6 +280,11 @@ impl Console {
                 let _ = self.out.flush();
             }
         }
+    }
+
+    /// A line that belongs to no run; printed at every verbosity (it is rare and matters).
+    pub fn notice(&mut self, message: &str, redactor: &Redactor) {
+        self.print(&redactor.str(message));
     }
 
     /// A suite-level event (not tied to a run).
@@ -344,12 +375,25 @@ impl Console {
             }
         }
         let outcome = record.outcome.unwrap_or(RunOutcome::Interrupted);
+        let word = format!("{:<11}", outcome_word(outcome));
+        // Colour only in the live view: plain output (pipes, CI, NO_COLOR) stays plain text.
+        let word = if self.live.is_some() {
+            let styled = console::style(word);
+            match outcome {
+                RunOutcome::Passed => styled.green(),
+                RunOutcome::Warned => styled.yellow(),
+                RunOutcome::Failed | RunOutcome::Error => styled.red(),
+                RunOutcome::Interrupted => styled.magenta(),
+            }
+            .bold()
+            .force_styling(true)
+            .to_string()
+        } else {
+            word
+        };
         let mut line = format!(
-            "{:<11} {}  run {}  {}",
-            outcome_word(outcome),
-            record.test_file,
-            record.run_id,
-            report_path
+            "{} {}  run {}  {}",
+            word, record.test_file, record.run_id, report_path
         );
         if record.attempt > 1 {
             line.push_str(&format!("  (attempt {})", record.attempt));

@@ -23,6 +23,8 @@ pub enum ReportError {
     Junit(String),
     #[error("no run {run_id} is open in the reporter")]
     UnknownRun { run_id: String },
+    #[error("the reporter failed while handling {what}: {why}")]
+    Panicked { what: &'static str, why: String },
     #[error("the reporter is gone: {0}")]
     ReporterGone(String),
 }

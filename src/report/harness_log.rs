@@ -291,6 +291,8 @@ where
         let _ = write!(line, "{}: {}{}", meta.target(), text.message, text.fields);
         line.push('\n');
         let urgent = *meta.level() <= Level::WARN;
+        // Outside any run span, an event may still name its run in a `run_id` field.
+        let run_id = run_id.or(text.run_id);
         self.logs.write(run_id.as_deref(), line, urgent);
     }
 }
@@ -325,6 +327,7 @@ mod tests {
             logs.close_run("run-b").expect("close b");
             span_b.in_scope(|| tracing::info!("late event of b"));
             tracing::info!("suite event");
+            tracing::info!(run_id = "run-a", "named its run");
         });
         logs.close_all().expect("close");
         let a = std::fs::read_to_string(a).expect("a log");
@@ -339,6 +342,7 @@ mod tests {
             "{a}"
         );
         assert!(!a.contains("event of b"), "{a}");
+        assert!(a.contains("named its run"), "{a}");
         assert!(b.contains("WARN") && b.contains("event of b"), "{b}");
         assert!(!b.contains("late event"), "{b}");
         assert!(

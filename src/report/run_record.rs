@@ -119,9 +119,18 @@ pub struct StepRecord {
     pub usage: Option<Usage>,
 }
 
+/// The version of the run.json / summary.json layout; bumped on an incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+fn schema_version() -> u32 {
+    SCHEMA_VERSION
+}
+
 /// Everything `run.json` holds.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunRecord {
+    #[serde(default = "schema_version")]
+    pub schema_version: u32,
     pub run_id: String,
     pub session_id: String,
     pub suite_id: String,
@@ -151,6 +160,7 @@ impl RunRecord {
     pub fn from_plan(plan: &RunPlan) -> Self {
         let skipped = |name: &str| plan.skipped_commands.iter().any(|s| s == name);
         Self {
+            schema_version: SCHEMA_VERSION,
             run_id: plan.run_id.clone(),
             session_id: plan.session_id.clone(),
             suite_id: plan.suite_id.clone(),

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::outcome::RunOutcome;
 use crate::report::events::Totals;
 use crate::report::paths::RunPaths;
-use crate::report::run_record::RunRecord;
+use crate::report::run_record::{RunRecord, SCHEMA_VERSION};
 
 /// One attempt of a root test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,6 +45,7 @@ pub struct RootTestSummary {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SuiteSummary {
+    pub schema_version: u32,
     pub suite_id: String,
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
@@ -121,6 +122,7 @@ impl SuiteSummary {
         totals.total += not_run.len();
         let ms = (finished_at - started_at).num_milliseconds();
         Self {
+            schema_version: SCHEMA_VERSION,
             suite_id: suite_id.to_string(),
             started_at,
             finished_at,
