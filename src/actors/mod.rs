@@ -6,6 +6,7 @@ pub mod harness;
 pub mod queue;
 pub mod readiness;
 pub mod reporter;
+pub mod run;
 pub mod session;
 pub mod session_plan;
 pub mod supervisor;

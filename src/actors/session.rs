@@ -754,10 +754,10 @@ impl Driver {
         let skip_grace = *self.suite.skip_grace.borrow();
         let agent_close = async {
             if let Some(agent) = &started.agent {
-                let close = ractor::call!(agent, AgentMsg::Close);
-                match tokio::time::timeout(AGENT_CLOSE_LIMIT, close).await {
-                    Ok(Ok(state)) => tracing::info!("agent teardown: {state:?}"),
-                    other => tracing::warn!("agent teardown did not answer: {other:?}"),
+                let limit = u64::try_from(AGENT_CLOSE_LIMIT.as_millis()).unwrap_or(u64::MAX);
+                match ractor::call_t!(agent, AgentMsg::Close, limit) {
+                    Ok(state) => tracing::info!("agent teardown: {state:?}"),
+                    Err(e) => tracing::warn!("agent teardown did not answer: {e}"),
                 }
             }
         };

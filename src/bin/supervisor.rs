@@ -341,9 +341,14 @@ fn init() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Run a validated suite. The actors replace this body.
+/// Run a validated suite under the actors; map why it ended to the exit code of SPEC §6.
 fn run_suite(suite: Suite, options: RunOptions) -> ExitCode {
-    let _ = (suite, options);
-    eprintln!("supervisor start: running is not wired yet");
-    ExitCode::from(2)
+    if let Some(name) = &options.from_checkpoint {
+        eprintln!(
+            "supervisor: --from-checkpoint {name}: checkpoints are parsed and validated, but \
+             resuming from one is not implemented yet"
+        );
+        return ExitCode::from(2);
+    }
+    ExitCode::from(bugatti::actors::run::run_suite(suite, &options).code())
 }

@@ -1,0 +1,150 @@
+//! The main job (`supervisor start`): builds the runtime, the reporter and the supervisor, wires
+//! signals to it, waits for the exit reason, and sweeps the process registry on the way out so
+//! that nothing the supervisor started outlives it.
+
+use crate::actors::reporter::{ReporterActor, ReporterArgs};
+use crate::actors::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
+use crate::model::load::Suite;
+use crate::model::options::{RunOptions, Verbosity as CliVerbosity};
+use crate::model::outcome::ExitReason;
+use crate::process::{registry, signals, subreaper};
+use crate::report::console::{Console, ConsoleMode, Verbosity};
+use crate::report::harness_log::HarnessLogs;
+use crate::report::redact::Secrets;
+use ractor::Actor;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::Layer;
+
+/// Runs a validated suite to its end and returns why the process should exit as it does.
+pub fn run_suite(suite: Suite, options: &RunOptions) -> ExitReason {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("supervisor: cannot start the async runtime: {e}");
+            return ExitReason::HarnessError;
+        }
+    };
+    let reason = runtime.block_on(run(suite, options));
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
+    let swept = registry::sweep();
+    for group in &swept {
+        eprintln!(
+            "supervisor: killed process group {} left by {}",
+            group.pgid, group.label
+        );
+    }
+    reason
+}
+
+fn console_verbosity(v: CliVerbosity) -> Verbosity {
+    match v {
+        CliVerbosity::Quiet => Verbosity::Quiet,
+        CliVerbosity::Normal => Verbosity::Normal,
+        CliVerbosity::Verbose => Verbosity::Verbose,
+    }
+}
+
+/// The artifact directory, created owner-only: reports may hold what the app printed.
+fn artifact_dir(suite: &Suite) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let configured = PathBuf::from(&suite.base.supervisor.artifact_dir.value);
+    let dir = if configured.is_absolute() {
+        configured
+    } else {
+        suite.project_root.join(configured)
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(&dir)?;
+    Ok(dir)
+}
+
+async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
+    if !subreaper::become_child_subreaper() {
+        tracing::warn!("could not become a child subreaper: escaped processes may go unseen");
+    }
+    let logs = HarnessLogs::new();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BUGATTI_LOG_LEVEL")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,ractor=warn"));
+    let _ = tracing_subscriber::registry()
+        .with(logs.layer().with_filter(filter))
+        .try_init();
+
+    let artifact_dir = match artifact_dir(&suite) {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!(
+                "supervisor: cannot create the artifact directory `{}`: {e}",
+                suite.base.supervisor.artifact_dir.value
+            );
+            return ExitReason::HarnessError;
+        }
+    };
+    let suite_id = uuid::Uuid::now_v7().to_string();
+    let secrets = Arc::new(Secrets::new(
+        suite
+            .base
+            .secrets
+            .iter()
+            .map(|(n, s)| (n.clone(), s.value.value.clone())),
+    ));
+    let reporter_args = ReporterArgs {
+        suite_id: suite_id.clone(),
+        artifact_dir: artifact_dir.clone(),
+        root_tests: suite.tests.len(),
+        jobs: suite.base.supervisor.jobs.value,
+        strict_warnings: suite.base.provider.strict_warnings.value,
+        console: Console::new(ConsoleMode::detect(), console_verbosity(options.verbosity)),
+        secrets,
+        harness_logs: Some(logs.clone()),
+        junit_copy: options.junit.clone(),
+        json_copy: options.json.clone(),
+    };
+    let (reporter, reporter_task) = match ReporterActor::spawn(reporter_args).await {
+        Ok(spawned) => spawned,
+        Err(e) => {
+            eprintln!("supervisor: cannot start the reporter: {e}");
+            return ExitReason::HarnessError;
+        }
+    };
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    let args = SupervisorArgs {
+        suite,
+        suite_id,
+        artifact_dir,
+        reporter: reporter.clone(),
+        skip_cmd: options.skip_cmd.clone(),
+        skip_readiness: options.skip_readiness.clone(),
+        claude_bin: crate::actors::session_plan::claude_bin(),
+        done: done_tx,
+    };
+    let (supervisor, supervisor_task) = match Actor::spawn(None, SupervisorActor, args).await {
+        Ok(spawned) => spawned,
+        Err(e) => {
+            eprintln!("supervisor: cannot start the supervisor actor: {e}");
+            reporter.stop(None);
+            return ExitReason::HarnessError;
+        }
+    };
+    let to_supervisor = supervisor.clone();
+    let listener = signals::listen(move |request| {
+        let _ = to_supervisor.cast(SupervisorMsg::Shutdown(request));
+    });
+    if let Err(e) = &listener {
+        eprintln!("supervisor: cannot listen for signals ({e}); Ctrl-C will not tear down cleanly");
+    }
+    let reason = done_rx.await.unwrap_or(ExitReason::HarnessError);
+    let _ = supervisor_task.await;
+    reporter.stop(None);
+    let _ = reporter_task.await;
+    let _ = logs.close_all();
+    drop(listener);
+    reason
+}
