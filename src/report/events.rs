@@ -65,7 +65,7 @@ pub fn millis(d: Duration) -> u64 {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Provenance {
     pub source_file: String,
-    /// 0-based index of the step in its source file.
+    /// 1-based index of the step among the `[[steps]]` of its source file.
     pub source_index: usize,
     /// The files that included this one, outermost first.
     pub include_chain: Vec<String>,

@@ -163,7 +163,7 @@ fn steps(input: &ReportInput<'_>) -> Result<String, String> {
     s.push_str("|---|---|---|---|---|---|\n");
     for step in &input.record.steps {
         let p = &step.provenance;
-        let mut source = format!("{}#{}", p.source_file, p.source_index + 1);
+        let mut source = format!("{}#{}", p.source_file, p.source_index);
         if !p.include_chain.is_empty() {
             source = format!("{} (via {})", source, p.include_chain.join(" -> "));
         }
