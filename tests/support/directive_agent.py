@@ -4,7 +4,8 @@
 It reads JSON lines on stdin (a bootstrap, then one per step) and answers each with free text ending
 in a result marker. Each line of a step's instruction is a directive:
 
-    say TEXT          print TEXT as is (e.g. `say RESULT WARN: slow page`)
+    say TEXT          print TEXT as is (e.g. `say RESULT WARN: slow page`; a RESULT line said
+                      here replaces the closing `RESULT OK`)
     log TEXT          print `BUGATTI_LOG TEXT`
     evidence KIND P   write a small file at P (relative to BUGATTI_RUN_DIR), print BUGATTI_EVIDENCE
     get URL           HTTP GET; the body is printed and kept for `expect`
@@ -39,6 +40,9 @@ def run_step(instruction):
         word, _, rest = raw.strip().partition(" ")
         if word == "say":
             out.append(rest)
+            if rest.startswith("RESULT "):
+                result = None  # the script chose its own verdict
+
         elif word == "log":
             out.append(f"BUGATTI_LOG {rest}")
         elif word == "evidence":
