@@ -13,7 +13,7 @@ use super::layers::{EffectiveConfig, Layer, LayerProblem, ProbeKind};
 use super::options::RunOptions;
 use super::paths::{normalize, relative_to};
 use super::plan::{expand, PlannedStep, TestFiles};
-use super::substitute::{check_known, BUILTIN_NAMES, CHECKPOINT_NAMES};
+use super::substitute::{check_known, session_vars, SubstError, BUILTIN_NAMES, CHECKPOINT_NAMES};
 use super::test_file::test_name;
 
 pub const CONFIG_FILE_NAME: &str = "bugatti.config.toml";
@@ -336,6 +336,23 @@ fn check_names(
     known.extend(eff.ports.keys().cloned());
     known.extend(eff.env.keys().cloned());
     known.extend(eff.secrets.keys().cloned());
+    let placeholders: BTreeMap<String, String> =
+        known.iter().map(|k| (k.clone(), String::new())).collect();
+    let env_raw: BTreeMap<String, String> = eff
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.value.clone()))
+        .collect();
+    if let Err(e @ SubstError::Cycle { .. }) = session_vars(&placeholders, &env_raw) {
+        let first = match &e {
+            SubstError::Cycle { chain } => chain.split(" -> ").next().unwrap_or_default(),
+            _ => "",
+        };
+        lps.push(LayerProblem {
+            message: e.to_string(),
+            origin: eff.env.get(first).and_then(|v| v.origin.clone()),
+        });
+    }
     let mut check =
         |field: String, text: &str, origin: Option<super::layers::Origin>, extra: &[&str]| {
             let mut k = known.clone();
@@ -749,6 +766,24 @@ mod tests {
         assert!(e.contains("--> a.test.toml:1:1"), "{e}");
         assert!(!e.contains("HOME"), "escaped $${{ must not be checked: {e}");
         assert!(e.ends_with("4 problems found; nothing was run"), "{e}");
+    }
+
+    #[test]
+    fn env_values_may_chain_but_not_cycle() {
+        let p = Project::new();
+        p.write(
+            "bugatti.config.toml",
+            "[env]\nA = \"${B}/x\"\nB = \"${BUGATTI_WORKDIR}\"\n",
+        )
+        .write("a.test.toml", STEP);
+        assert!(p.load(&RunOptions::default()).is_ok());
+        p.write("bugatti.config.toml", "[env]\nA = \"${B}\"\nB = \"${A}\"\n");
+        let e = p.errors(&RunOptions::default());
+        assert!(
+            e.contains("[env] values refer to each other in a cycle: A -> B -> A"),
+            "{e}"
+        );
+        assert!(e.contains("--> bugatti.config.toml:2:"), "{e}");
     }
 
     #[test]
