@@ -354,3 +354,54 @@ fn init_writes_a_starter_that_checks_clean_and_never_overwrites() {
         .code(2)
         .stderr(contains("already exists"));
 }
+
+#[test]
+fn doctor_reports_a_busy_port_and_a_missing_provider_program() {
+    let d = project();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = busy.local_addr().expect("addr").port();
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"command\"\ncmd = \"no-such-agent-program --flag\"\n[ports]\nAPP_PORT = {port}\n"
+        ),
+    );
+    write(d.path(), "a.test.toml", "[[steps]]\ninstruction = \"x\"\n");
+    supervisor(d.path())
+        .arg("doctor")
+        .assert()
+        .code(1)
+        .stdout(contains("ok   config and tests: 1 root test(s)"))
+        .stdout(contains(
+            "FAIL provider command: `no-such-agent-program` not found on PATH",
+        ))
+        .stdout(contains(format!("FAIL port APP_PORT = {port}")))
+        .stdout(contains("is writable"));
+    drop(busy);
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n",
+    );
+    supervisor(d.path())
+        .arg("doctor")
+        .assert()
+        .success()
+        .stdout(contains("ok   provider shell:"));
+}
+
+#[test]
+fn doctor_on_invalid_input_is_exit_2() {
+    let d = project();
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nnaem = \"shell\"\n",
+    );
+    supervisor(d.path())
+        .arg("doctor")
+        .assert()
+        .code(2)
+        .stderr(contains("unknown field `naem`"));
+}

@@ -45,8 +45,13 @@ enum Command {
     Check(RunArgs),
     /// Write a commented starter config and an example test into the current directory.
     Init,
-    /// Check the provider CLI, config, ports and permissions (not implemented yet).
-    Doctor,
+    /// Check the config and tests, the provider's program, fixed ports and the artifact
+    /// directory. Exit 0 when all is well, 1 when a check failed, 2 on invalid input.
+    Doctor {
+        /// Project config [default: ./bugatti.config.toml if present]
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -164,10 +169,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Init => init(),
-        Command::Doctor => {
-            eprintln!("supervisor doctor: not implemented yet; `supervisor check` validates the config and tests");
-            ExitCode::from(2)
-        }
+        Command::Doctor { config } => doctor(config),
     }
 }
 
@@ -339,6 +341,105 @@ fn init() -> ExitCode {
     }
     println!("next: `supervisor check` to see the plan, `supervisor start` to run it");
     ExitCode::SUCCESS
+}
+
+/// `program` as found on PATH (or as a path, relative to `root`).
+fn find_program(program: &str, root: &std::path::Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        p.metadata()
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    if program.contains('/') {
+        let p = root.join(program);
+        return executable(&p).then_some(p);
+    }
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
+}
+
+/// Check what a run will need, without running anything.
+fn doctor(config: Option<PathBuf>) -> ExitCode {
+    let options = RunOptions {
+        config,
+        ..RunOptions::default()
+    };
+    let Some(suite) = load(&options) else {
+        println!("FAIL config and tests: see the problems above");
+        return ExitCode::from(2);
+    };
+    println!(
+        "ok   config and tests: {} root test(s) in {}",
+        suite.tests.len(),
+        suite.project_root.display()
+    );
+    let mut failed = false;
+    let mut providers: Vec<(String, Option<String>)> = suite
+        .tests
+        .iter()
+        .map(|t| {
+            let p = &t.effective.provider;
+            (p.name.value.clone(), p.cmd.value.clone())
+        })
+        .collect();
+    providers.push((
+        suite.base.provider.name.value.clone(),
+        suite.base.provider.cmd.value.clone(),
+    ));
+    providers.sort();
+    providers.dedup();
+    for (name, cmd) in providers {
+        let program = match name.as_str() {
+            "claude-code" => "claude".to_string(),
+            "codex" => "codex".to_string(),
+            "shell" => "sh".to_string(),
+            _ => cmd
+                .as_deref()
+                .and_then(|c| shell_words::split(c).ok())
+                .and_then(|w| w.into_iter().next())
+                .unwrap_or_default(),
+        };
+        match find_program(&program, &suite.project_root) {
+            Some(p) => println!("ok   provider {name}: {}", p.display()),
+            None => {
+                failed = true;
+                println!("FAIL provider {name}: `{program}` not found on PATH");
+            }
+        }
+    }
+    for (name, port) in &suite.base.ports {
+        if let bugatti::model::config::PortSpec::Fixed(n) = port.value {
+            match std::net::TcpListener::bind(("127.0.0.1", n)) {
+                Ok(_) => println!("ok   port {name} = {n} is free"),
+                Err(e) => {
+                    failed = true;
+                    println!("FAIL port {name} = {n}: {e}");
+                }
+            }
+        }
+    }
+    let artifacts = suite
+        .project_root
+        .join(&suite.base.supervisor.artifact_dir.value);
+    let probe = artifacts
+        .ancestors()
+        .find(|p| p.exists())
+        .unwrap_or(&suite.project_root)
+        .to_path_buf();
+    match nix::unistd::access(&probe, nix::unistd::AccessFlags::W_OK) {
+        Ok(()) => println!("ok   artifacts: {} is writable", artifacts.display()),
+        Err(e) => {
+            failed = true;
+            println!("FAIL artifacts: {} is not writable: {e}", probe.display());
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Run a validated suite. The actors replace this body.
