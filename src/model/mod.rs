@@ -6,6 +6,7 @@
 //! [`diagnostics`].
 
 pub mod assets;
+pub mod commands;
 pub mod config;
 pub mod diagnostics;
 pub mod discovery;
