@@ -154,65 +154,16 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
     layer_problems.extend(flagged.validate());
     push_layer_problems(&mut problems, layer_problems, &texts);
 
-    // --skip-cmd / --skip-readiness must name commands.
-    for (flag, names) in [
-        ("--skip-cmd", &options.skip_cmd),
-        ("--skip-readiness", &options.skip_readiness),
-    ] {
-        for n in names {
-            if !flagged.commands.contains_key(n) {
-                let known: Vec<&str> = flagged.commands.keys().map(String::as_str).collect();
-                problems.push(
-                    Problem::new(format!("{flag} `{n}`: no command of that name")).with_help(
-                        if known.is_empty() {
-                            "the config defines no commands".to_string()
-                        } else {
-                            format!("commands defined: {}", known.join(", "))
-                        },
-                    ),
-                );
-            }
-        }
-    }
+    check_skip_flags(options, &flagged, &mut problems);
 
-    // Discovery.
-    let mut candidates: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut explicit: BTreeSet<PathBuf> = BTreeSet::new();
-    if !options.paths.is_empty() {
-        for arg in &options.paths {
-            match resolve_arg(arg, &host.cwd, &project_root) {
-                Ok(found) => {
-                    if found.len() == 1 && found[0].is_file() && !Path::new(arg).is_dir() {
-                        explicit.extend(found.iter().cloned());
-                    }
-                    candidates.extend(found);
-                }
-                Err(e) => problems.push(Problem::new(e.to_string())),
-            }
-        }
-    } else if !flagged.supervisor.tests.value.is_empty() {
-        let (found, errors) = from_globs(&project_root, &flagged.supervisor.tests.value);
-        for e in errors {
-            let at = flagged.supervisor.tests.origin.clone();
-            problems.push(layer_problem_to_problem(
-                LayerProblem {
-                    message: format!("[supervisor] tests: {e}"),
-                    origin: at,
-                },
-                &texts,
-            ));
-        }
-        candidates.extend(found);
-    } else {
-        match walk_test_files(&project_root, false) {
-            Ok(found) => candidates.extend(found),
-            Err(e) => problems.push(Problem::new(e.to_string())),
-        }
-    }
-    let candidates: Vec<PathBuf> = candidates
-        .into_iter()
-        .map(|p| p.canonicalize().unwrap_or(p))
-        .collect();
+    let (candidates, explicit) = discover(
+        options,
+        host,
+        &project_root,
+        &flagged,
+        &texts,
+        &mut problems,
+    );
 
     // Parse candidates; keep root tests.
     let mut files = TestFiles::default();
@@ -233,7 +184,7 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         roots.push((path.clone(), test_name(test, path), test.tags.clone()));
     }
     let discovered = roots.len();
-    if candidates.is_empty() && problems.is_empty() {
+    if roots.is_empty() && problems.is_empty() {
         problems.push(
             Problem::new(format!(
                 "no root tests found under {}",
@@ -321,6 +272,78 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         tests,
         discovered,
     })
+}
+
+/// `--skip-cmd` / `--skip-readiness` must name defined commands.
+fn check_skip_flags(options: &RunOptions, config: &EffectiveConfig, problems: &mut Problems) {
+    for (flag, names) in [
+        ("--skip-cmd", &options.skip_cmd),
+        ("--skip-readiness", &options.skip_readiness),
+    ] {
+        for n in names {
+            if !config.commands.contains_key(n) {
+                let known: Vec<&str> = config.commands.keys().map(String::as_str).collect();
+                problems.push(
+                    Problem::new(format!("{flag} `{n}`: no command of that name")).with_help(
+                        if known.is_empty() {
+                            "the config defines no commands".to_string()
+                        } else {
+                            format!("commands defined: {}", known.join(", "))
+                        },
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Candidate root-test files (canonical, sorted, unique) and those named explicitly as files.
+fn discover(
+    options: &RunOptions,
+    host: &HostEnv,
+    project_root: &Path,
+    config: &EffectiveConfig,
+    texts: &BTreeMap<PathBuf, String>,
+    problems: &mut Problems,
+) -> (Vec<PathBuf>, BTreeSet<PathBuf>) {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    let mut explicit: BTreeSet<PathBuf> = BTreeSet::new();
+    if !options.paths.is_empty() {
+        for arg in &options.paths {
+            match resolve_arg(arg, &host.cwd, project_root) {
+                Ok(found) => {
+                    if found.len() == 1 && !host.cwd.join(arg).is_dir() {
+                        explicit.extend(found.iter().map(|p| canonical(p)));
+                    }
+                    candidates.extend(found);
+                }
+                Err(e) => problems.push(Problem::new(e.to_string())),
+            }
+        }
+    } else if !config.supervisor.tests.value.is_empty() {
+        let (found, errors) = from_globs(project_root, &config.supervisor.tests.value);
+        for e in errors {
+            problems.push(layer_problem_to_problem(
+                LayerProblem {
+                    message: format!("[supervisor] tests: {e}"),
+                    origin: config.supervisor.tests.origin.clone(),
+                },
+                texts,
+            ));
+        }
+        candidates.extend(found);
+    } else {
+        match walk_test_files(project_root, false) {
+            Ok(found) => candidates.extend(found),
+            Err(e) => problems.push(Problem::new(e.to_string())),
+        }
+    }
+    let unique: BTreeSet<PathBuf> = candidates.iter().map(|p| canonical(p)).collect();
+    (unique.into_iter().collect(), explicit)
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// Every `${NAME}` in the config and in the plan's instructions must be known.
@@ -670,6 +693,10 @@ mod tests {
     #[test]
     fn nothing_to_run_is_an_error() {
         let p = Project::new();
+        let e = p.errors(&RunOptions::default());
+        assert!(e.contains("no root tests found under"), "{e}");
+        p.write("_only.test.toml", STEP)
+            .write("inc.test.toml", &format!("include_only = true\n{STEP}"));
         let e = p.errors(&RunOptions::default());
         assert!(e.contains("no root tests found under"), "{e}");
     }
