@@ -19,6 +19,12 @@ use super::config::{
     ProviderSection, SecretSpec,
 };
 use super::options::RunOptions;
+use super::substitute::{
+    session_vars, valid_name as valid_env_name, SubstError, BUILTIN_NAMES, CHECKPOINT_NAMES,
+};
+
+/// The names of one table with where each was defined.
+type NamedOrigins<'a> = Vec<(&'a String, Option<Origin>)>;
 
 /// Where a value came from, lowest precedence first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -499,7 +505,94 @@ impl EffectiveConfig {
             problems.push(problem("`step_timeout_secs` must be at least 1", None));
         }
         problems.extend(validate_commands(&self.commands));
+        problems.extend(self.validate_names());
         problems
+    }
+
+    /// `[ports]`, `[env]` and `[secrets]` share one namespace (they all become env vars and
+    /// `${NAME}`s), which the harness's own `BUGATTI_*` names are not part of.
+    fn validate_names(&self) -> Vec<LayerProblem> {
+        let mut problems = Vec::new();
+        let tables: [(&str, NamedOrigins); 3] = [
+            (
+                "ports",
+                self.ports
+                    .iter()
+                    .map(|(k, v)| (k, v.origin.clone()))
+                    .collect(),
+            ),
+            (
+                "env",
+                self.env
+                    .iter()
+                    .map(|(k, v)| (k, v.origin.clone()))
+                    .collect(),
+            ),
+            (
+                "secrets",
+                self.secrets
+                    .iter()
+                    .map(|(k, v)| (k, v.origin.clone()))
+                    .collect(),
+            ),
+        ];
+        let mut seen: BTreeMap<&String, &str> = BTreeMap::new();
+        for (table, names) in &tables {
+            for (name, at) in names {
+                if BUILTIN_NAMES.contains(&name.as_str())
+                    || CHECKPOINT_NAMES.contains(&name.as_str())
+                {
+                    problems.push(problem(
+                        format!("[{table}] may not define `{name}`: the harness sets it"),
+                        at.clone(),
+                    ));
+                }
+                if !valid_env_name(name) {
+                    problems.push(problem(
+                        format!("[{table}] name `{name}` is not usable as an environment variable and `${{{name}}}` (letters, digits and `_`, not starting with a digit)"),
+                        at.clone(),
+                    ));
+                }
+                if let Some(other) = seen.insert(name, table) {
+                    problems.push(problem(
+                        format!("`{name}` is defined in both [{other}] and [{table}]"),
+                        at.clone(),
+                    ));
+                }
+            }
+        }
+        problems
+    }
+
+    /// The session's variables for `${NAME}` and the environment of harness commands and the
+    /// agent: `builtins` (the `BUGATTI_*` values of this session), the session's actual ports,
+    /// the secrets, and `[env]` with its own references resolved.
+    pub fn session_vars(
+        &self,
+        builtins: &BTreeMap<String, String>,
+        ports: &BTreeMap<String, u16>,
+    ) -> Result<BTreeMap<String, String>, SubstError> {
+        let mut base = builtins.clone();
+        base.extend(ports.iter().map(|(k, v)| (k.clone(), v.to_string())));
+        base.extend(
+            self.secrets
+                .iter()
+                .map(|(k, v)| (k.clone(), v.value.value.clone())),
+        );
+        let env = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect();
+        session_vars(&base, &env)
+    }
+
+    /// (name, value) of every secret, for the redactor.
+    pub fn secret_pairs(&self) -> Vec<(String, String)> {
+        self.secrets
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.value.clone()))
+            .collect()
     }
 
     /// Every effective value as (key, value, source) rows, for `check` and the reports.
@@ -843,6 +936,34 @@ mod tests {
             !shown.contains("s3cret") && !shown.contains("lit\""),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn ports_env_and_secrets_share_one_namespace_without_builtins() {
+        let (_, ps) = apply("[ports]\nX = \"auto\"\n[env]\nX = \"1\"\nBUGATTI_WORKDIR = \"/tmp\"\n[secrets]\n\"my-key\" = \"v\"\n");
+        assert_eq!(
+            ps,
+            vec![
+                "[env] may not define `BUGATTI_WORKDIR`: the harness sets it",
+                "`X` is defined in both [ports] and [env]",
+                "[secrets] name `my-key` is not usable as an environment variable and `${my-key}` (letters, digits and `_`, not starting with a digit)",
+            ]
+        );
+    }
+
+    #[test]
+    fn session_vars_combine_builtins_ports_secrets_and_env() {
+        let mut e = EffectiveConfig::default();
+        let c = cfg("[ports]\nP = \"auto\"\n[secrets]\nT = \"tok\"\n[env]\nURL = \"http://127.0.0.1:${P}/?t=${T}&w=${BUGATTI_WORKDIR}\"\n");
+        assert!(e
+            .apply_file(&c, Path::new("c.toml"), Layer::Project, &no_env)
+            .is_empty());
+        let builtins = [("BUGATTI_WORKDIR".to_string(), "/w".to_string())].into();
+        let ports = [("P".to_string(), 4321u16)].into();
+        let vars = e.session_vars(&builtins, &ports).unwrap();
+        assert_eq!(vars["URL"], "http://127.0.0.1:4321/?t=tok&w=/w");
+        assert_eq!(vars["P"], "4321");
+        assert_eq!(e.secret_pairs(), vec![("T".to_string(), "tok".to_string())]);
     }
 
     #[test]

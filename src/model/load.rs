@@ -376,6 +376,7 @@ fn check_names(
             origin: eff.env.get(first).and_then(|v| v.origin.clone()),
         });
     }
+    let mut cwd_problems = Vec::new();
     let mut check =
         |field: String, text: &str, origin: Option<super::layers::Origin>, extra: &[&str]| {
             let mut k = known.clone();
@@ -411,6 +412,16 @@ fn check_names(
         check(format!("commands.{}.cmd", c.name), &c.cmd, o.clone(), &[]);
         if let Some(cwd) = &c.cwd {
             check(format!("commands.{}.cwd", c.name), cwd, o.clone(), &[]);
+            // Without variables the folder is known now; with them, only at run time.
+            if !cwd.contains("${") && !root.join(cwd).is_dir() {
+                cwd_problems.push(LayerProblem {
+                    message: format!(
+                        "commands.{}.cwd: `{cwd}` is not a directory under the project root",
+                        c.name
+                    ),
+                    origin: o.clone(),
+                });
+            }
         }
         for p in &c.readiness {
             let (what, text) = match &p.kind {
@@ -441,6 +452,7 @@ fn check_names(
             CHECKPOINT_NAMES,
         );
     }
+    lps.extend(cwd_problems);
     for s in plan {
         if let Err(e) = check_known(&s.instruction, &known) {
             problems.push(step_problem(root, files, s, format!("instruction: {e}")));
@@ -811,6 +823,21 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("--> bugatti.config.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn a_command_cwd_must_exist_unless_it_uses_variables() {
+        let p = Project::new();
+        p.write("bugatti.config.toml", "[commands.a]\nkind = \"short_lived\"\ncmd = \"x\"\ncwd = \"app\"\n[commands.b]\nkind = \"short_lived\"\ncmd = \"x\"\ncwd = \"${BUGATTI_WORKDIR}\"\n")
+            .write("a.test.toml", STEP);
+        let e = p.errors(&RunOptions::default());
+        assert!(
+            e.contains("commands.a.cwd: `app` is not a directory under the project root"),
+            "{e}"
+        );
+        assert!(e.ends_with("1 problem found; nothing was run"), "{e}");
+        p.write("app/keep", "");
+        assert!(p.load(&RunOptions::default()).is_ok());
     }
 
     #[test]

@@ -72,7 +72,8 @@ fn pieces(text: &str) -> Result<Vec<Piece<'_>>, SubstError> {
     Ok(out)
 }
 
-fn valid_name(name: &str) -> bool {
+/// A name usable as `${NAME}` and as an environment variable.
+pub fn valid_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
