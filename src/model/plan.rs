@@ -225,18 +225,21 @@ impl Expander<'_> {
     /// Files matching `glob` relative to `dir`, sorted; `_` files included (they are meant
     /// to be included), skipped directories not entered.
     fn glob(&self, dir: &Path, glob: &str) -> Result<Vec<PathBuf>, String> {
-        let pattern = normalize(&dir.join(glob));
-        let pattern_str = pattern.to_string_lossy().into_owned();
+        // The glob's leading literal segments (`..` included) name the folder to walk; the
+        // rest is matched below it. The folder is escaped: its name may contain `[` or `*`.
+        let segments: Vec<&str> = glob.split('/').filter(|s| !s.is_empty()).collect();
+        let literal = segments
+            .iter()
+            .take_while(|s| !s.contains(['*', '?', '[', '{']))
+            .count()
+            .min(segments.len().saturating_sub(1));
+        let base = normalize(&dir.join(segments[..literal].join("/")));
+        let rest = segments[literal..].join("/");
+        let pattern_str = format!(
+            "{}/{rest}",
+            globset::escape(&base.to_string_lossy()).trim_end_matches('/')
+        );
         let matcher = glob_matcher(&pattern_str).map_err(|e| format!("include_glob {e}"))?;
-        // Walk from the deepest directory without glob characters.
-        let mut base = PathBuf::new();
-        for c in pattern.components() {
-            let s = c.as_os_str().to_string_lossy();
-            if s.contains(['*', '?', '[', '{']) {
-                break;
-            }
-            base.push(c.as_os_str());
-        }
         if !is_inside(self.root, &base) {
             return Err(format!(
                 "include_glob `{glob}` leaves the project root ({})",
@@ -366,6 +369,26 @@ mod tests {
         let plan = expand_at(&r, &root).unwrap();
         let texts: Vec<&str> = plan.iter().map(|s| s.instruction.as_str()).collect();
         assert_eq!(texts, vec!["c", "a", "b"]); // `_` sorts before letters
+    }
+
+    #[test]
+    fn glob_in_a_folder_whose_name_has_glob_characters() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path().canonicalize().unwrap().join("we[ir]d *dir");
+        let root = write(
+            &r,
+            "root.test.toml",
+            "[[steps]]\ninclude_glob = \"./inc/*.test.toml\"\n",
+        );
+        write(&r, "inc/a.test.toml", &step("a"));
+        let plan = expand_at(&r, &root).unwrap();
+        assert_eq!(plan[0].instruction, "a");
+        let root2 = write(
+            &r,
+            "two.test.toml",
+            "[[steps]]\ninclude_glob = \"inc/a.test.toml\"\n",
+        );
+        assert_eq!(expand_at(&r, &root2).unwrap().len(), 1);
     }
 
     #[test]
