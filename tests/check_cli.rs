@@ -405,3 +405,29 @@ fn doctor_on_invalid_input_is_exit_2() {
         .code(2)
         .stderr(contains("unknown field `naem`"));
 }
+
+#[test]
+fn quiet_check_prints_plans_only_and_verbose_prints_each_tests_whole_config() {
+    let d = project();
+    valid_project(d.path());
+    supervisor(d.path())
+        .args(["check", "-q"])
+        .assert()
+        .success()
+        .stdout(contains("plan (3 steps):"))
+        .stdout(contains("effective config").not());
+    let out = supervisor(d.path())
+        .args(["check", "-v"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).expect("utf8");
+    assert_eq!(out.matches("  effective config:\n").count(), 2, "{out}");
+    assert_eq!(
+        out.matches("provider.step_timeout_secs").count(),
+        2,
+        "{out}"
+    );
+}

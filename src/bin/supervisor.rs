@@ -162,7 +162,7 @@ fn main() -> ExitCode {
             match load(&options) {
                 Some(suite) => {
                     print_notes(&suite);
-                    print_check(&suite);
+                    print_check(&suite, options.verbosity);
                     ExitCode::SUCCESS
                 }
                 None => ExitCode::from(2),
@@ -200,7 +200,18 @@ fn first_line(text: &str) -> String {
     }
 }
 
-fn print_rows(rows: &[(String, String, Layer)], indent: &str) {
+/// `writeln!` into a String, which cannot fail.
+macro_rules! outln {
+    ($out:expr) => {
+        $out.push('\n')
+    };
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
+fn print_rows(out: &mut String, rows: &[(String, String, Layer)], indent: &str) {
     let kw = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     let vw = rows
         .iter()
@@ -209,38 +220,54 @@ fn print_rows(rows: &[(String, String, Layer)], indent: &str) {
         .unwrap_or(0)
         .min(60);
     for (k, v, l) in rows {
-        println!("{indent}{k:kw$}  {v:vw$}  ({l})");
+        outln!(out, "{indent}{k:kw$}  {v:vw$}  ({l})");
     }
 }
 
-fn print_check(suite: &Suite) {
-    println!("project root: {}", suite.project_root.display());
+/// `-q`: plans only; default: the shared config once, then what each test changes; `-v`: every
+/// test's whole effective config.
+fn print_check(suite: &Suite, verbosity: Verbosity) {
+    let mut text = String::new();
+    let out = &mut text;
+    outln!(out, "project root: {}", suite.project_root.display());
     match &suite.config_path {
-        Some(p) => println!("config:       {}", p.display()),
-        None => println!("config:       none ({CONFIG_FILE_NAME} not found; defaults apply)"),
+        Some(p) => outln!(out, "config:       {}", p.display()),
+        None => outln!(
+            out,
+            "config:       none ({CONFIG_FILE_NAME} not found; defaults apply)"
+        ),
     }
     if let Some(g) = &suite.global_config_path {
-        println!("global:       {}", g.display());
+        outln!(out, "global:       {}", g.display());
     }
-    println!(
+    outln!(
+        out,
         "root tests:   {} selected of {} discovered",
         suite.tests.len(),
         suite.discovered
     );
-    println!();
-    println!("effective config (before test overrides):");
     let base_rows = suite.base.rows();
-    print_rows(&base_rows, "  ");
+    if verbosity == Verbosity::Normal {
+        outln!(out);
+        outln!(out, "effective config (before test overrides):");
+        print_rows(out, &base_rows, "  ");
+    }
     let mut steps = 0;
     for test in &suite.tests {
-        println!();
+        outln!(out);
         let tags = if test.tags.is_empty() {
             String::new()
         } else {
             format!("  [tags: {}]", test.tags.join(", "))
         };
-        println!("== {} — \"{}\"{tags}", test.rel_path.display(), test.name);
-        println!(
+        outln!(
+            out,
+            "== {} — \"{}\"{tags}",
+            test.rel_path.display(),
+            test.name
+        );
+        outln!(
+            out,
             "  plan ({} step{}):",
             test.plan.len(),
             if test.plan.len() == 1 { "" } else { "s" }
@@ -270,7 +297,8 @@ fn print_check(suite: &Suite) {
             } else {
                 format!("[{}] ", marks.join(", "))
             };
-            println!(
+            outln!(
+                out,
                 "  {:>3}  {:pw$}  {marks}{}",
                 s.step_id,
                 s.provenance(),
@@ -278,26 +306,38 @@ fn print_check(suite: &Suite) {
             );
         }
         steps += test.plan.len();
-        let own: Vec<(String, String, Layer)> = test
-            .effective
-            .rows()
-            .into_iter()
-            .filter(|r| !base_rows.contains(r))
-            .collect();
-        if own.is_empty() {
-            println!("  effective config: as above");
-        } else {
-            println!("  effective config: as above, except");
-            print_rows(&own, "    ");
+        match verbosity {
+            Verbosity::Quiet => {}
+            Verbosity::Verbose => {
+                outln!(out, "  effective config:");
+                print_rows(out, &test.effective.rows(), "    ");
+            }
+            Verbosity::Normal => {
+                let own: Vec<(String, String, Layer)> = test
+                    .effective
+                    .rows()
+                    .into_iter()
+                    .filter(|r| !base_rows.contains(r))
+                    .collect();
+                if own.is_empty() {
+                    outln!(out, "  effective config: as above");
+                } else {
+                    outln!(out, "  effective config: as above, except");
+                    print_rows(out, &own, "    ");
+                }
+            }
         }
     }
-    println!();
-    println!(
+    outln!(out);
+    outln!(
+        out,
         "ok: {} root test{}, {steps} step{}; nothing was run",
         suite.tests.len(),
         if suite.tests.len() == 1 { "" } else { "s" },
         if steps == 1 { "" } else { "s" }
     );
+    // A closed stdout (`| head`) is not an error worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
 }
 
 const STARTER_CONFIG: &str = r#"# bugatti.config.toml — see config/bugatti.config.toml in the bugatti repository for every field.
