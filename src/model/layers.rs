@@ -26,8 +26,10 @@ use super::substitute::{
 /// The names of one table with where each was defined.
 type NamedOrigins<'a> = Vec<(&'a String, Option<Origin>)>;
 
-/// Where a value came from, lowest precedence first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// Where a value came from, lowest precedence first. Serialized as `default`, `global`,
+/// `project`, `env`, `test`, `flag`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Layer {
     Default,
     Global,

@@ -13,8 +13,9 @@ use super::discovery::glob_matcher;
 use super::paths::{is_inside, is_skipped_dir, normalize, relative_to};
 use super::test_file::{parse_test_file, StepKind, TestFile};
 
-/// One step to hand to the agent, with where it came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One step to hand to the agent, with where it came from. Serializes to the step fields of
+/// SPEC §5's `run.json`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PlannedStep {
     /// 1-based, in plan order.
     pub step_id: usize,
@@ -33,6 +34,7 @@ pub struct PlannedStep {
     /// Bugatti 0.7 `skip = true`: not sent to the agent, counts as passed.
     pub skip: bool,
     /// Byte span of the step's table in `source_file`, for error positions.
+    #[serde(skip)]
     pub source_span: std::ops::Range<usize>,
 }
 
@@ -351,6 +353,25 @@ mod tests {
         assert_eq!(
             plan[2].provenance(),
             "shared/_deeper.test.toml#1 (via root.test.toml -> shared/_login.test.toml)"
+        );
+    }
+
+    #[test]
+    fn planned_steps_serialize_with_spec_field_names() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path().canonicalize().unwrap();
+        let root = write(&r, "a.test.toml", &step("x"));
+        let plan = expand_at(&r, &root).unwrap();
+        let json = serde_json::to_value(&plan[0]).unwrap();
+        assert_eq!(json["step_id"], 1);
+        assert_eq!(json["source_file"], "a.test.toml");
+        assert_eq!(json["source_index"], 1);
+        assert_eq!(json["include_chain"], serde_json::json!([]));
+        assert_eq!(json["instruction"], "x");
+        assert!(json.get("source_span").is_none());
+        assert_eq!(
+            serde_json::to_value(crate::model::layers::Layer::Project).unwrap(),
+            "project"
         );
     }
 
