@@ -15,8 +15,8 @@ use super::commands::{apply_command_fields, new_command, validate_commands};
 pub use super::commands::{CommandConfig, ProbeKind, ReadinessProbe};
 
 use super::config::{
-    CheckpointSection, CommandKind, CommandSection, ConfigFile, KeepWorkspace, PortSpec,
-    ProviderSection, SecretSpec,
+    CheckpointSection, CommandKind, CommandScope, CommandSection, ConfigFile, KeepWorkspace,
+    PortSpec, ProviderSection, SecretSpec,
 };
 use super::options::RunOptions;
 use super::substitute::{
@@ -437,6 +437,14 @@ impl EffectiveConfig {
                     ),
                     at,
                 )),
+                Some(cmd) if cmd.scope == CommandScope::Suite || section.get_ref().scope.is_some() => {
+                    problems.push(problem(
+                        format!(
+                            "`[overrides.commands.{name}]`: a test cannot override a suite-scoped command or change `scope` (suite commands are shared by every test)"
+                        ),
+                        at,
+                    ))
+                }
                 Some(cmd) => {
                     let mut ps = apply_command_fields(cmd, section.get_ref(), Layer::Test, &at);
                     if ps.is_empty() {
@@ -966,6 +974,40 @@ mod tests {
         assert_eq!(vars["URL"], "http://127.0.0.1:4321/?t=tok&w=/w");
         assert_eq!(vars["P"], "4321");
         assert_eq!(e.secret_pairs(), vec![("T".to_string(), "tok".to_string())]);
+    }
+
+    #[test]
+    fn suite_scoped_commands_cannot_be_overridden_per_test() {
+        for (config, over) in [
+            ("scope = \"suite\"\n", "cmd = \"y\"\n"),
+            ("", "scope = \"suite\"\n"),
+        ] {
+            let mut e = EffectiveConfig::default();
+            let c = cfg(&format!(
+                "[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\n{config}"
+            ));
+            assert!(e
+                .apply_file(&c, Path::new("c.toml"), Layer::Project, &no_env)
+                .is_empty());
+            let t = crate::model::test_file::parse_test_file(
+                Path::new("t.test.toml"),
+                &format!("[overrides.commands.s]\n{over}"),
+            )
+            .expect("parses");
+            let ps = e.apply_test_overrides(
+                &t.overrides.provider,
+                &t.overrides.commands,
+                Path::new("t.test.toml"),
+            );
+            assert_eq!(ps.len(), 1);
+            assert!(
+                ps[0]
+                    .message
+                    .contains("cannot override a suite-scoped command"),
+                "{}",
+                ps[0].message
+            );
+        }
     }
 
     #[test]

@@ -155,6 +155,17 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
     push_layer_problems(&mut problems, layer_problems, &texts);
 
     check_skip_flags(options, &flagged, &mut problems);
+    // The base config is what suite-scoped commands run with, whatever tests are selected.
+    let mut base_lps = Vec::new();
+    check_names(
+        &flagged,
+        &[],
+        &project_root,
+        &TestFiles::default(),
+        &mut base_lps,
+        &mut problems,
+    );
+    push_layer_problems(&mut problems, base_lps, &texts);
 
     let (candidates, explicit) = discover(
         options,
@@ -838,6 +849,19 @@ mod tests {
         assert!(e.ends_with("1 problem found; nothing was run"), "{e}");
         p.write("app/keep", "");
         assert!(p.load(&RunOptions::default()).is_ok());
+    }
+
+    #[test]
+    fn base_config_names_are_checked_even_when_no_test_is_selected() {
+        let p = Project::new();
+        p.write("bugatti.config.toml", "[env]\nA = \"${NOPE}\"\n")
+            .write("a.test.toml", STEP);
+        let e = p.errors(&RunOptions {
+            shard: Some(Shard { index: 2, count: 2 }),
+            ..Default::default()
+        });
+        assert!(e.contains("env.A: unknown variable `${NOPE}`"), "{e}");
+        assert!(e.ends_with("1 problem found; nothing was run"), "{e}");
     }
 
     #[test]
