@@ -74,17 +74,27 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     assert_eq!(warn["outcome"], "warned");
     assert_eq!(statuses(&warn), ["warn"]);
     assert_eq!(warn["steps"][0]["message"], "the page took 3 s");
-    assert_eq!(warn["steps"][0]["evidence"][0]["path"], "screenshots/slow.png");
+    assert_eq!(
+        warn["steps"][0]["evidence"][0]["path"],
+        "screenshots/slow.png"
+    );
     let warn_report = std::fs::read_to_string(
         std::path::Path::new(warn["run_dir"].as_str().expect("run_dir")).join("report.md"),
     )
     .expect("report.md");
     assert!(warn_report.contains("looked slow"), "{warn_report}");
-    assert!(warn_report.contains("screenshots/slow.png"), "{warn_report}");
+    assert!(
+        warn_report.contains("screenshots/slow.png"),
+        "{warn_report}"
+    );
 
     let fail = p.record_for("fail.test.toml");
     assert_eq!(fail["outcome"], "failed");
-    assert_eq!(statuses(&fail), ["ok", "error", "not_run"], "last marker wins");
+    assert_eq!(
+        statuses(&fail),
+        ["ok", "error", "not_run"],
+        "last marker wins"
+    );
     assert_eq!(fail["steps"][1]["message"], "basket is empty");
 
     let nomarker = p.record_for("nomarker.test.toml");
@@ -139,14 +149,20 @@ kind = "short_lived"
 cmd = "echo migrating; echo 'table exists' >&2; exit 4"
 "#),
     );
-    p.write("t.test.toml", "name = \"T\"\n[[steps]]\ninstruction = \"say hi\"\n");
+    p.write(
+        "t.test.toml",
+        "name = \"T\"\n[[steps]]\ninstruction = \"say hi\"\n",
+    );
     let out = p.run(&["start"]);
     assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
     let record = p.record_for("t.test.toml");
     assert_eq!(record["outcome"], "error");
     assert_eq!(statuses(&record), ["not_run"]);
     let error = record["error"].as_str().unwrap_or_default();
-    assert!(error.contains("migrate") && error.contains("table exists"), "{error}");
+    assert!(
+        error.contains("migrate") && error.contains("table exists"),
+        "{error}"
+    );
     let report = std::fs::read_to_string(
         std::path::Path::new(record["run_dir"].as_str().expect("run_dir")).join("report.md"),
     )
@@ -171,7 +187,10 @@ readiness = { tcp = "127.0.0.1:${APP_PORT}", timeout_secs = 1 }
 stop_timeout_secs = 1
 "#),
     );
-    p.write("t.test.toml", "name = \"T\"\n[[steps]]\ninstruction = \"say hi\"\n");
+    p.write(
+        "t.test.toml",
+        "name = \"T\"\n[[steps]]\ninstruction = \"say hi\"\n",
+    );
     let out = p.run(&["start"]);
     assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
     let record = p.record_for("t.test.toml");
@@ -185,17 +204,26 @@ stop_timeout_secs = 1
 fn invalid_input_exits_2_and_runs_nothing() {
     let p = Project::new();
     p.write("bugatti.config.toml", &command_provider_config(""));
-    p.write("t.test.toml", "name = \"T\"\n[[steps]]\ninstruction = \"say hi\"\n");
+    p.write(
+        "t.test.toml",
+        "name = \"T\"\n[[steps]]\ninstruction = \"say hi\"\n",
+    );
     let out = p.run(&["start", "--skip-cmd", "nope"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(common::stderr(&out).contains("nope"));
-    assert!(!p.root().join(".bugatti").exists(), "nothing may be written");
+    assert!(
+        !p.root().join(".bugatti").exists(),
+        "nothing may be written"
+    );
 }
 
 #[test]
 fn a_crashing_server_is_restarted_and_teardown_states_are_recorded() {
     let p = Project::new();
-    let app = format!("{}/tests/support/counter_app.py", env!("CARGO_MANIFEST_DIR"));
+    let app = format!(
+        "{}/tests/support/counter_app.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
     p.write(
         "bugatti.config.toml",
         &(command_provider_config("")
@@ -273,7 +301,10 @@ cmd = "sleep 1; exit 7"
 #[test]
 fn parallel_sessions_of_the_same_steps_each_see_their_own_port_workspace_and_state() {
     let p = Project::new();
-    let app = format!("{}/tests/support/counter_app.py", env!("CARGO_MANIFEST_DIR"));
+    let app = format!(
+        "{}/tests/support/counter_app.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
     p.write(
         "bugatti.config.toml",
         &format!(
@@ -322,10 +353,18 @@ curl -fsS http://127.0.0.1:$APP_PORT/count | grep -x count=1
     let logs: Vec<String> = p
         .run_records()
         .iter()
-        .map(|r| r["steps"][0]["logs"][0].as_str().unwrap_or_default().to_string())
+        .map(|r| {
+            r["steps"][0]["logs"][0]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
         .collect();
     assert_eq!(logs.len(), 2);
-    assert_ne!(logs[0], logs[1], "each session has its own port and workspace");
+    assert_ne!(
+        logs[0], logs[1],
+        "each session has its own port and workspace"
+    );
     let ports: Vec<&str> = logs
         .iter()
         .map(|l| l.split_whitespace().next().unwrap_or_default())
@@ -334,7 +373,9 @@ curl -fsS http://127.0.0.1:$APP_PORT/count | grep -x count=1
     for log in &logs {
         let workdir = log.split("workdir=").nth(1).expect("workdir");
         assert_eq!(
-            std::fs::read_to_string(format!("{workdir}/count")).ok().as_deref(),
+            std::fs::read_to_string(format!("{workdir}/count"))
+                .ok()
+                .as_deref(),
             Some("1"),
             "each workspace holds its own state"
         );
@@ -366,9 +407,18 @@ fn retries_mark_a_later_pass_flaky() {
 fn fail_fast_starts_no_new_root_test_after_a_failure() {
     let p = Project::new();
     p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
-    p.write("a.test.toml", "name = \"A\"\n[[steps]]\ninstruction = \"`false`\"\n");
-    p.write("b.test.toml", "name = \"B\"\n[[steps]]\ninstruction = \"`true`\"\n");
-    p.write("c.test.toml", "name = \"C\"\n[[steps]]\ninstruction = \"`true`\"\n");
+    p.write(
+        "a.test.toml",
+        "name = \"A\"\n[[steps]]\ninstruction = \"`false`\"\n",
+    );
+    p.write(
+        "b.test.toml",
+        "name = \"B\"\n[[steps]]\ninstruction = \"`true`\"\n",
+    );
+    p.write(
+        "c.test.toml",
+        "name = \"C\"\n[[steps]]\ninstruction = \"`true`\"\n",
+    );
     let out = p.run(&["start", "-j", "1", "--fail-fast"]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert_eq!(p.run_records().len(), 1, "only the first test ran");
@@ -376,7 +426,11 @@ fn fail_fast_starts_no_new_root_test_after_a_failure() {
         &std::fs::read_to_string(p.suite_dir().join("summary.json")).expect("summary.json"),
     )
     .expect("JSON");
-    assert_eq!(summary["not_run"].as_array().map(Vec::len), Some(2), "{summary}");
+    assert_eq!(
+        summary["not_run"].as_array().map(Vec::len),
+        Some(2),
+        "{summary}"
+    );
 }
 
 #[test]
@@ -387,7 +441,10 @@ fn a_panic_in_one_session_fails_that_test_only() {
         "boom.test.toml",
         "name = \"Boom\"\n[[steps]]\ninstruction = \"`sleep 5`\"\n",
     );
-    p.write("fine.test.toml", "name = \"Fine\"\n[[steps]]\ninstruction = \"`sleep 1`\"\n");
+    p.write(
+        "fine.test.toml",
+        "name = \"Fine\"\n[[steps]]\ninstruction = \"`sleep 1`\"\n",
+    );
     let out = p
         .supervisor()
         .args(["start"])
@@ -399,7 +456,10 @@ fn a_panic_in_one_session_fails_that_test_only() {
     let boom = p.record_for("boom.test.toml");
     assert_eq!(boom["outcome"], "error");
     assert!(
-        boom["error"].as_str().unwrap_or_default().contains("panicked"),
+        boom["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("panicked"),
         "{boom}"
     );
     let fine = p.record_for("fine.test.toml");

@@ -88,13 +88,7 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         }
     };
     let suite_id = uuid::Uuid::now_v7().to_string();
-    let secrets = Arc::new(Secrets::new(
-        suite
-            .base
-            .secrets
-            .iter()
-            .map(|(n, s)| (n.clone(), s.value.value.clone())),
-    ));
+    let secrets = Arc::new(Secrets::new(suite.base.secret_pairs()));
     let reporter_args = ReporterArgs {
         suite_id: suite_id.clone(),
         artifact_dir: artifact_dir.clone(),

@@ -18,12 +18,11 @@ use crate::actors::session_plan::{
     SessionVars,
 };
 use crate::actors::supervisor::SupervisorMsg;
-use crate::model::assets::render_assets;
+use crate::model::assets::prepare_instruction;
 use crate::model::config::{CommandScope, KeepWorkspace};
 use crate::model::load::RootTest;
 use crate::model::outcome::{RunOutcome, StepStatus};
 use crate::model::plan::PlannedStep;
-use crate::model::substitute::substitute;
 use crate::process::event::{HarnessEvent, HarnessEventKind};
 use crate::process::group::{live_processes_with_env, signal_group};
 use crate::process::record::CommandRecord as HarnessRecord;
@@ -376,11 +375,7 @@ impl Driver {
         let plan = self.run_plan();
         let reporter = &self.suite.reporter;
         let secrets = Arc::new(crate::report::redact::Secrets::new(
-            self.test
-                .effective
-                .secrets
-                .iter()
-                .map(|(n, s)| (n.clone(), s.value.value.clone())),
+            self.test.effective.secret_pairs(),
         ));
         let opened = ractor::call!(reporter, |reply| {
             crate::actors::reporter::ReporterMsg::RunStarted {
@@ -422,7 +417,10 @@ impl Driver {
             crate::actors::reporter::ReporterMsg::RunFinished { run_id, reply }
         }) {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => eprintln!("supervisor: the report of run {} is incomplete: {e}", self.run_id),
+            Ok(Err(e)) => eprintln!(
+                "supervisor: the report of run {} is incomplete: {e}",
+                self.run_id
+            ),
             Err(e) => eprintln!("supervisor: the reporter is gone: {e}"),
         }
         outcome
@@ -619,7 +617,13 @@ impl Driver {
                 provenance: provenance(step),
             });
             if step.skip {
-                self.emit(step_finished(id, StepStatus::Ok, Some("skipped (skip = true)".into()), Duration::ZERO, None));
+                self.emit(step_finished(
+                    id,
+                    StepStatus::Ok,
+                    Some("skipped (skip = true)".into()),
+                    Duration::ZERO,
+                    None,
+                ));
                 continue;
             }
             let request = StepRequest {
@@ -641,7 +645,13 @@ impl Driver {
             let verdict = match verdict {
                 Ok(v) => v,
                 Err(message) => {
-                    self.emit(step_finished(id, StepStatus::Error, Some(message.clone()), Duration::ZERO, None));
+                    self.emit(step_finished(
+                        id,
+                        StepStatus::Error,
+                        Some(message.clone()),
+                        Duration::ZERO,
+                        None,
+                    ));
                     return Ending::error(message);
                 }
             };
@@ -653,10 +663,22 @@ impl Driver {
             });
             let message = (!verdict.message.is_empty()).then(|| verdict.message.clone());
             if verdict.interrupted {
-                self.emit(step_finished(id, StepStatus::NotRun, Some("interrupted".into()), verdict.duration, usage));
+                self.emit(step_finished(
+                    id,
+                    StepStatus::NotRun,
+                    Some("interrupted".into()),
+                    verdict.duration,
+                    usage,
+                ));
                 return Ending::from_stop(self.stopped().unwrap_or(StopReason::Interrupted));
             }
-            self.emit(step_finished(id, verdict.status, message.clone(), verdict.duration, usage));
+            self.emit(step_finished(
+                id,
+                verdict.status,
+                message.clone(),
+                verdict.duration,
+                usage,
+            ));
             if let Some(death) = &verdict.agent_died {
                 return Ending::error(format!("the agent died during step {id}: {death}"));
             }
@@ -665,10 +687,9 @@ impl Driver {
             }
             match verdict.status {
                 StepStatus::Ok | StepStatus::NotRun => {}
-                StepStatus::Warn => warnings.push(format!(
-                    "step {id} warned: {}",
-                    message.unwrap_or_default()
-                )),
+                StepStatus::Warn => {
+                    warnings.push(format!("step {id} warned: {}", message.unwrap_or_default()))
+                }
                 StepStatus::Error | StepStatus::ProtocolError | StepStatus::Timeout => {
                     return Ending {
                         outcome: RunOutcome::Failed,
@@ -721,17 +742,19 @@ impl Driver {
     }
 
     /// The instruction as the agent gets it: variables substituted, assets inlined or copied.
-    fn render(&self, step: &PlannedStep, vars: &SessionVars, workdir: &Path) -> Result<String, String> {
-        let text = substitute(&step.instruction, &step_vars(vars, step.step_id)).map_err(|e| {
-            format!(
-                "step {} ({}): {e}",
-                step.step_id,
-                step.provenance()
-            )
-        })?;
-        let source = self.suite.project_root.join(&step.source_file);
-        let rendered = render_assets(&text, &source, workdir)
-            .map_err(|e| format!("step {} ({}): {e}", step.step_id, step.provenance()))?;
+    fn render(
+        &self,
+        step: &PlannedStep,
+        vars: &SessionVars,
+        workdir: &Path,
+    ) -> Result<String, String> {
+        let rendered = prepare_instruction(
+            step,
+            &self.suite.project_root,
+            &step_vars(vars, step.step_id),
+            workdir,
+        )
+        .map_err(|e| format!("{e} ({})", step.provenance()))?;
         for copy in &rendered.copies {
             if let Some(parent) = copy.to.parent() {
                 std::fs::create_dir_all(parent)
@@ -773,7 +796,10 @@ impl Driver {
         }
         let escaped = live_processes_with_env("BUGATTI_RUN_ID", &self.run_id);
         if !escaped.is_empty() {
-            tracing::warn!("processes of run {} outlived teardown: {escaped:?}; killing them", self.run_id);
+            tracing::warn!(
+                "processes of run {} outlived teardown: {escaped:?}; killing them",
+                self.run_id
+            );
             for pid in escaped {
                 let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
             }
@@ -782,10 +808,9 @@ impl Driver {
             let keep = match self.test.effective.supervisor.keep_workspace.value {
                 KeepWorkspace::Always => true,
                 KeepWorkspace::Never => false,
-                KeepWorkspace::OnFailure => !matches!(
-                    ending.outcome,
-                    RunOutcome::Passed | RunOutcome::Warned
-                ),
+                KeepWorkspace::OnFailure => {
+                    !matches!(ending.outcome, RunOutcome::Passed | RunOutcome::Warned)
+                }
             };
             if keep {
                 tracing::info!("workspace kept at {}", workdir.display());

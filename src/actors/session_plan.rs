@@ -49,8 +49,7 @@ pub struct SessionVars {
 }
 
 /// Allocates the session's ports (`auto` ones fresh; `shared` ones, from suite-scoped commands,
-/// as given) and resolves `[env]` values, which may refer to ports, secrets, `BUGATTI_*` and
-/// other `[env]` names.
+/// as given) and resolves the session's variables (see `EffectiveConfig::session_vars`).
 pub fn session_vars(
     config: &EffectiveConfig,
     id: &SessionIdentity,
@@ -82,54 +81,25 @@ pub fn session_vars(
         };
         vars.insert(name.clone(), port.to_string());
     }
-    for (name, secret) in &config.secrets {
-        vars.insert(name.clone(), secret.value.value.clone());
-    }
-    resolve_env(&config.env, &mut vars)?;
-    let secrets = Arc::new(Secrets::new(
+    let ports: BTreeMap<String, u16> = vars
+        .iter()
+        .filter(|(k, _)| config.ports.contains_key(*k))
+        .filter_map(|(k, v)| Some((k.clone(), v.parse().ok()?)))
+        .collect();
+    let builtins: BTreeMap<String, String> = vars
+        .into_iter()
+        .filter(|(k, _)| !ports.contains_key(k))
+        .collect();
+    let vars =
         config
-            .secrets
-            .iter()
-            .map(|(name, s)| (name.clone(), s.value.value.clone())),
-    ));
+            .session_vars(&builtins, &ports)
+            .map_err(|source| PlanError::Substitution {
+                what: "[env]".into(),
+                source,
+            })?;
+    let secrets = Arc::new(Secrets::new(config.secret_pairs()));
     let env = vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    Ok(SessionVars {
-        vars,
-        env,
-        secrets,
-    })
-}
-
-/// `[env]` values may name each other: resolve in passes until nothing changes, then report
-/// whatever is still unresolved with its own error.
-fn resolve_env(
-    raw: &BTreeMap<String, crate::model::layers::Sourced<String>>,
-    vars: &mut BTreeMap<String, String>,
-) -> Result<(), PlanError> {
-    let mut pending: Vec<(&String, &String)> = raw.iter().map(|(k, v)| (k, &v.value)).collect();
-    while !pending.is_empty() {
-        let before = pending.len();
-        let mut left = Vec::new();
-        for (name, value) in pending {
-            match substitute(value, vars) {
-                Ok(resolved) => {
-                    vars.insert(name.clone(), resolved);
-                }
-                Err(_) => left.push((name, value)),
-            }
-        }
-        if left.len() == before {
-            let (name, value) = left[0];
-            return Err(PlanError::Substitution {
-                what: format!("[env] {name}"),
-                source: substitute(value, vars)
-                    .err()
-                    .unwrap_or(SubstError::Unknown { name: name.clone() }),
-            });
-        }
-        pending = left;
-    }
-    Ok(())
+    Ok(SessionVars { vars, env, secrets })
 }
 
 fn subst(text: &str, vars: &BTreeMap<String, String>, what: String) -> Result<String, PlanError> {
@@ -234,8 +204,8 @@ pub fn agent_spec(
     claude: PathBuf,
 ) -> Result<AgentSpec, PlanError> {
     let name = &config.provider.name.value;
-    let kind = ProviderKind::parse(name)
-        .ok_or_else(|| PlanError::UnsupportedProvider(name.clone()))?;
+    let kind =
+        ProviderKind::parse(name).ok_or_else(|| PlanError::UnsupportedProvider(name.clone()))?;
     let mut spec = AgentSpec::new(kind);
     spec.cmd = config.provider.cmd.value.clone();
     spec.agent_args = config.provider.agent_args.value.clone();

@@ -9,7 +9,9 @@
 use crate::actors::harness::Harness;
 use crate::actors::queue::{Attempt, Halt, SuiteQueue};
 use crate::actors::reporter::ReporterMsg;
-use crate::actors::session::{kill_run_processes, SessionActor, SessionArgs, SessionMsg, SuiteContext};
+use crate::actors::session::{
+    kill_run_processes, SessionActor, SessionArgs, SessionMsg, SuiteContext,
+};
 use crate::actors::session_plan::{command_specs, session_vars, SessionIdentity};
 use crate::model::config::CommandScope;
 use crate::model::load::{RootTest, Suite};
@@ -252,7 +254,10 @@ impl SupervisorState {
     }
 
     /// Suite-scoped commands: started once, with the ports they name shared by every session.
-    async fn start_suite_commands(&mut self, myself: &ActorRef<SupervisorMsg>) -> BTreeMap<String, u16> {
+    async fn start_suite_commands(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+    ) -> BTreeMap<String, u16> {
         let base = &self.suite.base;
         let suite_commands: Vec<_> = base
             .commands
@@ -342,7 +347,11 @@ impl SupervisorState {
         if let Some(harness) = self.suite_harness.take() {
             let skip_grace = *self.skip_grace.borrow();
             for record in harness.teardown_all(skip_grace).await {
-                tracing::info!("suite command {} teardown: {:?}", record.name, record.teardown);
+                tracing::info!(
+                    "suite command {} teardown: {:?}",
+                    record.name,
+                    record.teardown
+                );
             }
         }
         let tallies = self.queue.tallies();

@@ -45,8 +45,13 @@ enum Command {
     Check(RunArgs),
     /// Write a commented starter config and an example test into the current directory.
     Init,
-    /// Check the provider CLI, config, ports and permissions (not implemented yet).
-    Doctor,
+    /// Check the config and tests, the provider's program, fixed ports and the artifact
+    /// directory. Exit 0 when all is well, 1 when a check failed, 2 on invalid input.
+    Doctor {
+        /// Project config [default: ./bugatti.config.toml if present]
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -157,17 +162,14 @@ fn main() -> ExitCode {
             match load(&options) {
                 Some(suite) => {
                     print_notes(&suite);
-                    print_check(&suite);
+                    print_check(&suite, options.verbosity);
                     ExitCode::SUCCESS
                 }
                 None => ExitCode::from(2),
             }
         }
         Command::Init => init(),
-        Command::Doctor => {
-            eprintln!("supervisor doctor: not implemented yet; `supervisor check` validates the config and tests");
-            ExitCode::from(2)
-        }
+        Command::Doctor { config } => doctor(config),
     }
 }
 
@@ -198,7 +200,18 @@ fn first_line(text: &str) -> String {
     }
 }
 
-fn print_rows(rows: &[(String, String, Layer)], indent: &str) {
+/// `writeln!` into a String, which cannot fail.
+macro_rules! outln {
+    ($out:expr) => {
+        $out.push('\n')
+    };
+    ($out:expr, $($arg:tt)*) => {{
+        use std::fmt::Write as _;
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+
+fn print_rows(out: &mut String, rows: &[(String, String, Layer)], indent: &str) {
     let kw = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
     let vw = rows
         .iter()
@@ -207,38 +220,54 @@ fn print_rows(rows: &[(String, String, Layer)], indent: &str) {
         .unwrap_or(0)
         .min(60);
     for (k, v, l) in rows {
-        println!("{indent}{k:kw$}  {v:vw$}  ({l})");
+        outln!(out, "{indent}{k:kw$}  {v:vw$}  ({l})");
     }
 }
 
-fn print_check(suite: &Suite) {
-    println!("project root: {}", suite.project_root.display());
+/// `-q`: plans only; default: the shared config once, then what each test changes; `-v`: every
+/// test's whole effective config.
+fn print_check(suite: &Suite, verbosity: Verbosity) {
+    let mut text = String::new();
+    let out = &mut text;
+    outln!(out, "project root: {}", suite.project_root.display());
     match &suite.config_path {
-        Some(p) => println!("config:       {}", p.display()),
-        None => println!("config:       none ({CONFIG_FILE_NAME} not found; defaults apply)"),
+        Some(p) => outln!(out, "config:       {}", p.display()),
+        None => outln!(
+            out,
+            "config:       none ({CONFIG_FILE_NAME} not found; defaults apply)"
+        ),
     }
     if let Some(g) = &suite.global_config_path {
-        println!("global:       {}", g.display());
+        outln!(out, "global:       {}", g.display());
     }
-    println!(
+    outln!(
+        out,
         "root tests:   {} selected of {} discovered",
         suite.tests.len(),
         suite.discovered
     );
-    println!();
-    println!("effective config (before test overrides):");
     let base_rows = suite.base.rows();
-    print_rows(&base_rows, "  ");
+    if verbosity == Verbosity::Normal {
+        outln!(out);
+        outln!(out, "effective config (before test overrides):");
+        print_rows(out, &base_rows, "  ");
+    }
     let mut steps = 0;
     for test in &suite.tests {
-        println!();
+        outln!(out);
         let tags = if test.tags.is_empty() {
             String::new()
         } else {
             format!("  [tags: {}]", test.tags.join(", "))
         };
-        println!("== {} — \"{}\"{tags}", test.rel_path.display(), test.name);
-        println!(
+        outln!(
+            out,
+            "== {} — \"{}\"{tags}",
+            test.rel_path.display(),
+            test.name
+        );
+        outln!(
+            out,
             "  plan ({} step{}):",
             test.plan.len(),
             if test.plan.len() == 1 { "" } else { "s" }
@@ -268,7 +297,8 @@ fn print_check(suite: &Suite) {
             } else {
                 format!("[{}] ", marks.join(", "))
             };
-            println!(
+            outln!(
+                out,
                 "  {:>3}  {:pw$}  {marks}{}",
                 s.step_id,
                 s.provenance(),
@@ -276,26 +306,38 @@ fn print_check(suite: &Suite) {
             );
         }
         steps += test.plan.len();
-        let own: Vec<(String, String, Layer)> = test
-            .effective
-            .rows()
-            .into_iter()
-            .filter(|r| !base_rows.contains(r))
-            .collect();
-        if own.is_empty() {
-            println!("  effective config: as above");
-        } else {
-            println!("  effective config: as above, except");
-            print_rows(&own, "    ");
+        match verbosity {
+            Verbosity::Quiet => {}
+            Verbosity::Verbose => {
+                outln!(out, "  effective config:");
+                print_rows(out, &test.effective.rows(), "    ");
+            }
+            Verbosity::Normal => {
+                let own: Vec<(String, String, Layer)> = test
+                    .effective
+                    .rows()
+                    .into_iter()
+                    .filter(|r| !base_rows.contains(r))
+                    .collect();
+                if own.is_empty() {
+                    outln!(out, "  effective config: as above");
+                } else {
+                    outln!(out, "  effective config: as above, except");
+                    print_rows(out, &own, "    ");
+                }
+            }
         }
     }
-    println!();
-    println!(
+    outln!(out);
+    outln!(
+        out,
         "ok: {} root test{}, {steps} step{}; nothing was run",
         suite.tests.len(),
         if suite.tests.len() == 1 { "" } else { "s" },
         if steps == 1 { "" } else { "s" }
     );
+    // A closed stdout (`| head`) is not an error worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
 }
 
 const STARTER_CONFIG: &str = r#"# bugatti.config.toml — see config/bugatti.config.toml in the bugatti repository for every field.
@@ -339,6 +381,105 @@ fn init() -> ExitCode {
     }
     println!("next: `supervisor check` to see the plan, `supervisor start` to run it");
     ExitCode::SUCCESS
+}
+
+/// `program` as found on PATH (or as a path, relative to `root`).
+fn find_program(program: &str, root: &std::path::Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &std::path::Path| {
+        p.metadata()
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
+    if program.contains('/') {
+        let p = root.join(program);
+        return executable(&p).then_some(p);
+    }
+    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
+}
+
+/// Check what a run will need, without running anything.
+fn doctor(config: Option<PathBuf>) -> ExitCode {
+    let options = RunOptions {
+        config,
+        ..RunOptions::default()
+    };
+    let Some(suite) = load(&options) else {
+        println!("FAIL config and tests: see the problems above");
+        return ExitCode::from(2);
+    };
+    println!(
+        "ok   config and tests: {} root test(s) in {}",
+        suite.tests.len(),
+        suite.project_root.display()
+    );
+    let mut failed = false;
+    let mut providers: Vec<(String, Option<String>)> = suite
+        .tests
+        .iter()
+        .map(|t| {
+            let p = &t.effective.provider;
+            (p.name.value.clone(), p.cmd.value.clone())
+        })
+        .collect();
+    providers.push((
+        suite.base.provider.name.value.clone(),
+        suite.base.provider.cmd.value.clone(),
+    ));
+    providers.sort();
+    providers.dedup();
+    for (name, cmd) in providers {
+        let program = match name.as_str() {
+            "claude-code" => "claude".to_string(),
+            "codex" => "codex".to_string(),
+            "shell" => "sh".to_string(),
+            _ => cmd
+                .as_deref()
+                .and_then(|c| shell_words::split(c).ok())
+                .and_then(|w| w.into_iter().next())
+                .unwrap_or_default(),
+        };
+        match find_program(&program, &suite.project_root) {
+            Some(p) => println!("ok   provider {name}: {}", p.display()),
+            None => {
+                failed = true;
+                println!("FAIL provider {name}: `{program}` not found on PATH");
+            }
+        }
+    }
+    for (name, port) in &suite.base.ports {
+        if let bugatti::model::config::PortSpec::Fixed(n) = port.value {
+            match std::net::TcpListener::bind(("127.0.0.1", n)) {
+                Ok(_) => println!("ok   port {name} = {n} is free"),
+                Err(e) => {
+                    failed = true;
+                    println!("FAIL port {name} = {n}: {e}");
+                }
+            }
+        }
+    }
+    let artifacts = suite
+        .project_root
+        .join(&suite.base.supervisor.artifact_dir.value);
+    let probe = artifacts
+        .ancestors()
+        .find(|p| p.exists())
+        .unwrap_or(&suite.project_root)
+        .to_path_buf();
+    match nix::unistd::access(&probe, nix::unistd::AccessFlags::W_OK) {
+        Ok(()) => println!("ok   artifacts: {} is writable", artifacts.display()),
+        Err(e) => {
+            failed = true;
+            println!("FAIL artifacts: {} is not writable: {e}", probe.display());
+        }
+    }
+    if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 /// Run a validated suite under the actors; map why it ended to the exit code of SPEC §6.

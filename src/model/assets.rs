@@ -10,6 +10,10 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 
+use std::collections::BTreeMap;
+
+use super::plan::PlannedStep;
+use super::substitute::{substitute, SubstError};
 use super::test_file::file_stem;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -179,6 +183,36 @@ pub fn render_assets(
     Ok(RenderedInstruction { text, copies })
 }
 
+/// Why a step's instruction could not be prepared at run time.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PrepareError {
+    #[error("step {step_id}: {source}")]
+    Subst { step_id: usize, source: SubstError },
+    #[error("step {step_id}: {source}")]
+    Asset { step_id: usize, source: AssetError },
+}
+
+/// The session's one call per step: `${NAME}` replaced from `vars` (see
+/// `EffectiveConfig::session_vars`, plus `BUGATTI_STEP_ID`), then the assets of the step's own
+/// file rendered against `workspace`. Asset content is inserted after substitution, verbatim.
+pub fn prepare_instruction(
+    step: &PlannedStep,
+    project_root: &Path,
+    vars: &BTreeMap<String, String>,
+    workspace: &Path,
+) -> Result<RenderedInstruction, PrepareError> {
+    let text = substitute(&step.instruction, vars).map_err(|source| PrepareError::Subst {
+        step_id: step.step_id,
+        source,
+    })?;
+    render_assets(&text, &project_root.join(&step.source_file), workspace).map_err(|source| {
+        PrepareError::Asset {
+            step_id: step.step_id,
+            source,
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,6 +301,36 @@ mod tests {
         );
         let e = render_assets("[[asset:data/img.bin]]", &t, &root).unwrap_err();
         assert!(e.to_string().contains("is not UTF-8 text"), "{e}");
+    }
+
+    #[test]
+    fn prepare_substitutes_then_renders_the_steps_own_assets() {
+        let (_d, root) = setup();
+        fs::write(root.join("tests/checkout/note.txt"), "literal ${NOT_A_VAR}").unwrap();
+        let step = PlannedStep {
+            step_id: 4,
+            source_file: PathBuf::from("tests/checkout.test.toml"),
+            source_index: 1,
+            include_chain: vec![],
+            instruction: "at ${P}: [[asset:note.txt]] {{path:cart.json}}".into(),
+            timeout_secs: None,
+            checkpoint: None,
+            setup: false,
+            skip: false,
+            source_span: 0..0,
+        };
+        let vars = [("P".to_string(), "9".to_string())].into();
+        let ws = root.join("ws");
+        let r = prepare_instruction(&step, &root, &vars, &ws).unwrap();
+        assert_eq!(
+            r.text,
+            format!(
+                "at 9: literal ${{NOT_A_VAR}} {}",
+                ws.join("assets/cart.json").display()
+            )
+        );
+        let e = prepare_instruction(&step, &root, &BTreeMap::new(), &ws).unwrap_err();
+        assert_eq!(e.to_string(), "step 4: unknown variable `${P}`");
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub enum DiscoveryError {
     BadGlob { glob: String, reason: String },
     #[error("tests glob `{glob}` matches no file under {root}")]
     GlobMatchesNothing { glob: String, root: String },
+    #[error("directory {dir} holds no root tests (*.test.toml, not starting with `_`)")]
+    EmptyDir { dir: String },
     #[error("cannot read directory {dir}: {reason}")]
     Walk { dir: String, reason: String },
 }
@@ -79,17 +81,29 @@ pub fn resolve_arg(arg: &str, cwd: &Path, root: &Path) -> Result<Vec<PathBuf>, D
     if direct.is_file() {
         return Ok(vec![direct]);
     }
-    if direct.is_dir() {
-        return walk_test_files(&direct, false);
-    }
+    // A short name wins over a directory of the same name: `checkout` next to `checkout/` (its
+    // asset folder) means `checkout.test.toml`.
     let short = if arg.ends_with(".test.toml") {
         arg.to_string()
     } else {
         format!("{arg}.test.toml")
     };
+    let beside = normalize(&cwd.join(&short));
+    if beside.is_file() {
+        return Ok(vec![beside]);
+    }
     let at_root = normalize(&root.join(&short));
     if at_root.is_file() {
         return Ok(vec![at_root]);
+    }
+    if direct.is_dir() {
+        let found = walk_test_files(&direct, false)?;
+        if found.is_empty() {
+            return Err(DiscoveryError::EmptyDir {
+                dir: direct.display().to_string(),
+            });
+        }
+        return Ok(found);
     }
     // A bare short name may also name a test deeper in the tree, if unambiguous.
     if !arg.contains('/') {
@@ -215,6 +229,21 @@ mod tests {
             rel(r, &resolve_arg("_shared.test.toml", r, r).unwrap()),
             vec!["_shared.test.toml"]
         );
+    }
+
+    #[test]
+    fn short_name_wins_over_its_asset_folder_and_empty_dirs_are_errors() {
+        let d = project();
+        let r = d.path();
+        fs::create_dir_all(r.join("a")).unwrap();
+        fs::write(r.join("a/data.json"), "{}").unwrap();
+        assert_eq!(
+            rel(r, &resolve_arg("a", r, r).unwrap()),
+            vec!["a.test.toml"]
+        );
+        fs::create_dir_all(r.join("empty")).unwrap();
+        let e = resolve_arg("empty", r, r).unwrap_err().to_string();
+        assert!(e.contains("empty holds no root tests"), "{e}");
     }
 
     #[test]

@@ -2,25 +2,34 @@
 //! defaults < global config < project config < `BUGATTI_*` env < test `[overrides]` < flags,
 //! each value remembering the layer (and, when it came from a file, the place) it came from.
 //!
-//! Harness commands are normalized here too: readiness forms become one list of probes, signal
-//! names are checked, `depends_on` must name existing commands without cycles.
+//! Harness commands are normalized by [`super::commands`].
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::str::FromStr;
 
 use toml::Spanned;
 
+use super::commands::{apply_command_fields, new_command, validate_commands};
+pub use super::commands::{CommandConfig, ProbeKind, ReadinessProbe};
+
 use super::config::{
     CheckpointSection, CommandKind, CommandScope, CommandSection, ConfigFile, KeepWorkspace,
-    PortSpec, ProviderSection, RestartPolicy, SecretSpec,
+    PortSpec, ProviderSection, SecretSpec,
 };
 use super::options::RunOptions;
+use super::substitute::{
+    session_vars, valid_name as valid_env_name, SubstError, BUILTIN_NAMES, CHECKPOINT_NAMES,
+};
 
-/// Where a value came from, lowest precedence first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// The names of one table with where each was defined.
+type NamedOrigins<'a> = Vec<(&'a String, Option<Origin>)>;
+
+/// Where a value came from, lowest precedence first. Serialized as `default`, `global`,
+/// `project`, `env`, `test`, `flag`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Layer {
     Default,
     Global,
@@ -85,13 +94,6 @@ pub const DEFAULT_PROVIDER: &str = "claude-code";
 pub const DEFAULT_STEP_TIMEOUT_SECS: u64 = 300;
 pub const DEFAULT_JOBS: usize = 4;
 pub const DEFAULT_ARTIFACT_DIR: &str = ".bugatti";
-pub const DEFAULT_READINESS_INTERVAL_MS: u64 = 50;
-pub const DEFAULT_READINESS_TIMEOUT_SECS: u64 = 60;
-pub const DEFAULT_MAX_RESTARTS: u32 = 3;
-pub const DEFAULT_RESTART_WINDOW_SECS: u64 = 60;
-pub const DEFAULT_BACKOFF_MS: u64 = 200;
-pub const DEFAULT_STOP_SIGNAL: &str = "SIGTERM";
-pub const DEFAULT_STOP_TIMEOUT_SECS: u64 = 5;
 pub const DEFAULT_CHECKPOINT_TIMEOUT_SECS: u64 = 120;
 pub const PROVIDERS: &[&str] = &["claude-code", "codex", "command", "shell"];
 
@@ -138,66 +140,6 @@ impl fmt::Debug for Secret {
     }
 }
 
-/// One readiness probe of a long-lived command.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProbeKind {
-    /// Ready when a GET answers 2xx or 3xx.
-    Http(String),
-    /// Ready when a TCP connect to `host:port` succeeds.
-    Tcp(String),
-    /// Ready when a line of the command's output matches this regex (validated).
-    Log(String),
-    /// Ready when this shell command exits 0.
-    Exec(String),
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReadinessProbe {
-    pub kind: ProbeKind,
-    pub interval_ms: u64,
-    pub timeout_secs: u64,
-}
-
-/// A harness command with every layer applied and defaults filled in: plain data until spawn.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandConfig {
-    pub name: String,
-    pub kind: CommandKind,
-    pub cmd: String,
-    pub cwd: Option<String>,
-    pub depends_on: Vec<String>,
-    pub timeout_secs: Option<u64>,
-    /// All must pass; empty = ready as soon as spawned.
-    pub readiness: Vec<ReadinessProbe>,
-    pub restart: RestartPolicy,
-    pub max_restarts: u32,
-    pub restart_window_secs: u64,
-    pub backoff_ms: u64,
-    /// Normalized `SIGxxx` name, known to be a valid signal.
-    pub stop_signal: String,
-    pub stop_timeout_secs: u64,
-    pub pty: bool,
-    pub scope: CommandScope,
-    /// Layer of each field that was set explicitly (fields absent here are defaults).
-    pub field_sources: BTreeMap<String, Layer>,
-    /// The `[commands.NAME]` table that defined it (and, later, the override that changed it).
-    pub origin: Option<Origin>,
-}
-
-impl CommandConfig {
-    pub fn source_of(&self, field: &str) -> Layer {
-        self.field_sources
-            .get(field)
-            .copied()
-            .unwrap_or(Layer::Default)
-    }
-
-    /// The stop signal as a nix Signal (always valid: checked at load).
-    pub fn signal(&self) -> Option<nix::sys::signal::Signal> {
-        nix::sys::signal::Signal::from_str(&self.stop_signal).ok()
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckpointConfig {
     pub save: String,
@@ -224,7 +166,7 @@ pub struct LayerProblem {
     pub origin: Option<Origin>,
 }
 
-fn problem(message: impl Into<String>, origin: Option<Origin>) -> LayerProblem {
+pub(super) fn problem(message: impl Into<String>, origin: Option<Origin>) -> LayerProblem {
     LayerProblem {
         message: message.into(),
         origin,
@@ -261,7 +203,7 @@ impl Default for EffectiveConfig {
     }
 }
 
-fn origin(file: &Path, span: Range<usize>) -> Option<Origin> {
+pub(super) fn origin(file: &Path, span: Range<usize>) -> Option<Origin> {
     Some(Origin {
         file: file.to_path_buf(),
         span,
@@ -495,6 +437,14 @@ impl EffectiveConfig {
                     ),
                     at,
                 )),
+                Some(cmd) if cmd.scope == CommandScope::Suite || section.get_ref().scope.is_some() => {
+                    problems.push(problem(
+                        format!(
+                            "`[overrides.commands.{name}]`: a test cannot override a suite-scoped command or change `scope` (suite commands are shared by every test)"
+                        ),
+                        at,
+                    ))
+                }
                 Some(cmd) => {
                     let mut ps = apply_command_fields(cmd, section.get_ref(), Layer::Test, &at);
                     if ps.is_empty() {
@@ -564,41 +514,95 @@ impl EffectiveConfig {
         if self.provider.step_timeout_secs.value == 0 {
             problems.push(problem("`step_timeout_secs` must be at least 1", None));
         }
-        for cmd in self.commands.values() {
-            for dep in &cmd.depends_on {
-                match self.commands.get(dep) {
-                    None => problems.push(problem(
-                        format!(
-                            "command `{}` depends on `{dep}`, which is not defined{}",
-                            cmd.name,
-                            known_list(self.commands.keys())
-                        ),
-                        cmd.origin.clone(),
-                    )),
-                    Some(d) if cmd.scope == CommandScope::Suite && d.scope == CommandScope::Test => {
-                        problems.push(problem(
-                            format!(
-                                "suite-scoped command `{}` cannot depend on `{dep}`, which is scoped per test",
-                                cmd.name
-                            ),
-                            cmd.origin.clone(),
-                        ))
-                    }
-                    Some(_) => {}
+        problems.extend(validate_commands(&self.commands));
+        problems.extend(self.validate_names());
+        problems
+    }
+
+    /// `[ports]`, `[env]` and `[secrets]` share one namespace (they all become env vars and
+    /// `${NAME}`s), which the harness's own `BUGATTI_*` names are not part of.
+    fn validate_names(&self) -> Vec<LayerProblem> {
+        let mut problems = Vec::new();
+        let tables: [(&str, NamedOrigins); 3] = [
+            (
+                "ports",
+                self.ports
+                    .iter()
+                    .map(|(k, v)| (k, v.origin.clone()))
+                    .collect(),
+            ),
+            (
+                "env",
+                self.env
+                    .iter()
+                    .map(|(k, v)| (k, v.origin.clone()))
+                    .collect(),
+            ),
+            (
+                "secrets",
+                self.secrets
+                    .iter()
+                    .map(|(k, v)| (k, v.origin.clone()))
+                    .collect(),
+            ),
+        ];
+        let mut seen: BTreeMap<&String, &str> = BTreeMap::new();
+        for (table, names) in &tables {
+            for (name, at) in names {
+                if BUILTIN_NAMES.contains(&name.as_str())
+                    || CHECKPOINT_NAMES.contains(&name.as_str())
+                {
+                    problems.push(problem(
+                        format!("[{table}] may not define `{name}`: the harness sets it"),
+                        at.clone(),
+                    ));
+                }
+                if !valid_env_name(name) {
+                    problems.push(problem(
+                        format!("[{table}] name `{name}` is not usable as an environment variable and `${{{name}}}` (letters, digits and `_`, not starting with a digit)"),
+                        at.clone(),
+                    ));
+                }
+                if let Some(other) = seen.insert(name, table) {
+                    problems.push(problem(
+                        format!("`{name}` is defined in both [{other}] and [{table}]"),
+                        at.clone(),
+                    ));
                 }
             }
         }
-        if let Some(cycle) = dependency_cycle(&self.commands) {
-            let at = self.commands.get(&cycle[0]).and_then(|c| c.origin.clone());
-            problems.push(problem(
-                format!(
-                    "commands depend on each other in a cycle: {}",
-                    cycle.join(" -> ")
-                ),
-                at,
-            ));
-        }
         problems
+    }
+
+    /// The session's variables for `${NAME}` and the environment of harness commands and the
+    /// agent: `builtins` (the `BUGATTI_*` values of this session), the session's actual ports,
+    /// the secrets, and `[env]` with its own references resolved.
+    pub fn session_vars(
+        &self,
+        builtins: &BTreeMap<String, String>,
+        ports: &BTreeMap<String, u16>,
+    ) -> Result<BTreeMap<String, String>, SubstError> {
+        let mut base = builtins.clone();
+        base.extend(ports.iter().map(|(k, v)| (k.clone(), v.to_string())));
+        base.extend(
+            self.secrets
+                .iter()
+                .map(|(k, v)| (k.clone(), v.value.value.clone())),
+        );
+        let env = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect();
+        session_vars(&base, &env)
+    }
+
+    /// (name, value) of every secret, for the redactor.
+    pub fn secret_pairs(&self) -> Vec<(String, String)> {
+        self.secrets
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.value.clone()))
+            .collect()
     }
 
     /// Every effective value as (key, value, source) rows, for `check` and the reports.
@@ -772,275 +776,13 @@ fn opt(v: &Option<String>) -> String {
     v.clone().unwrap_or_else(|| "(none)".to_string())
 }
 
-fn known_list<'a>(names: impl Iterator<Item = &'a String>) -> String {
+pub(super) fn known_list<'a>(names: impl Iterator<Item = &'a String>) -> String {
     let names: Vec<&str> = names.map(String::as_str).collect();
     if names.is_empty() {
         " (no commands are defined)".to_string()
     } else {
         format!(" (defined: {})", names.join(", "))
     }
-}
-
-/// A command defined by a config file: `kind` and `cmd` required, the rest defaulted.
-fn new_command(
-    name: &str,
-    section: &Spanned<CommandSection>,
-    file: &Path,
-    layer: Layer,
-) -> Result<CommandConfig, Vec<LayerProblem>> {
-    let at = origin(file, section.span());
-    let s = section.get_ref();
-    let mut problems = Vec::new();
-    if s.kind.is_none() {
-        problems.push(problem(
-            format!("command `{name}` needs `kind` (\"short_lived\" or \"long_lived\")"),
-            at.clone(),
-        ));
-    }
-    if s.cmd.is_none() {
-        problems.push(problem(
-            format!("command `{name}` needs `cmd`, the shell command to run"),
-            at.clone(),
-        ));
-    }
-    let mut cmd = CommandConfig {
-        name: name.to_string(),
-        kind: s.kind.unwrap_or(CommandKind::ShortLived),
-        cmd: String::new(),
-        cwd: None,
-        depends_on: Vec::new(),
-        timeout_secs: None,
-        readiness: Vec::new(),
-        restart: RestartPolicy::Never,
-        max_restarts: DEFAULT_MAX_RESTARTS,
-        restart_window_secs: DEFAULT_RESTART_WINDOW_SECS,
-        backoff_ms: DEFAULT_BACKOFF_MS,
-        stop_signal: DEFAULT_STOP_SIGNAL.to_string(),
-        stop_timeout_secs: DEFAULT_STOP_TIMEOUT_SECS,
-        pty: false,
-        scope: CommandScope::Test,
-        field_sources: BTreeMap::new(),
-        origin: at.clone(),
-    };
-    if s.kind.is_some() {
-        cmd.field_sources.insert("kind".into(), layer);
-    }
-    problems.append(&mut apply_command_fields(&mut cmd, s, layer, &at));
-    if problems.is_empty() {
-        Ok(cmd)
-    } else {
-        Err(problems)
-    }
-}
-
-/// Set every field `s` gives on `cmd`, then re-check the rules that depend on the result.
-fn apply_command_fields(
-    cmd: &mut CommandConfig,
-    s: &CommandSection,
-    layer: Layer,
-    at: &Option<Origin>,
-) -> Vec<LayerProblem> {
-    let name = cmd.name.clone();
-    let mut problems = Vec::new();
-    let mut mark = |f: &str| {
-        cmd.field_sources.insert(f.to_string(), layer);
-    };
-    macro_rules! take {
-        ($field:ident) => {
-            if let Some(v) = &s.$field {
-                mark(stringify!($field));
-                cmd.$field = v.clone().into();
-            }
-        };
-    }
-    take!(cmd);
-    if let Some(v) = &s.cwd {
-        mark("cwd");
-        cmd.cwd = Some(v.clone());
-    }
-    take!(depends_on);
-    if let Some(v) = s.timeout_secs {
-        mark("timeout_secs");
-        cmd.timeout_secs = Some(v);
-    }
-    take!(restart);
-    take!(max_restarts);
-    take!(restart_window_secs);
-    take!(backoff_ms);
-    take!(stop_timeout_secs);
-    take!(pty);
-    take!(scope);
-    if let Some(sig) = &s.stop_signal {
-        mark("stop_signal");
-        match normalize_signal(sig) {
-            Some(n) => cmd.stop_signal = n,
-            None => problems.push(problem(
-                format!("command `{name}`: `stop_signal = \"{sig}\"` is not a signal name (e.g. \"SIGTERM\", \"SIGINT\")"),
-                at.clone(),
-            )),
-        }
-    }
-    match readiness_from(s) {
-        Ok(Some(probes)) => {
-            mark("readiness");
-            cmd.readiness = probes;
-        }
-        Ok(None) => {
-            // A lone readiness_timeout_secs retimes the probes defined below it.
-            if let Some(t) = s.readiness_timeout_secs {
-                mark("readiness");
-                for p in &mut cmd.readiness {
-                    p.timeout_secs = t;
-                }
-            }
-        }
-        Err(msg) => problems.push(problem(format!("command `{name}`: {msg}"), at.clone())),
-    }
-    if cmd.cmd.trim().is_empty() && s.cmd.is_some() {
-        problems.push(problem(
-            format!("command `{name}`: `cmd` is empty"),
-            at.clone(),
-        ));
-    }
-    if cmd.kind == CommandKind::ShortLived {
-        if !cmd.readiness.is_empty() {
-            problems.push(problem(
-                format!("command `{name}` is short_lived: readiness checks apply to long_lived commands only"),
-                at.clone(),
-            ));
-        }
-        if cmd.restart != RestartPolicy::Never {
-            problems.push(problem(
-                format!("command `{name}` is short_lived: `restart` applies to long_lived commands only"),
-                at.clone(),
-            ));
-        }
-    }
-    if cmd.depends_on.iter().any(|d| d == &name) {
-        problems.push(problem(
-            format!("command `{name}` depends on itself"),
-            at.clone(),
-        ));
-    }
-    problems
-}
-
-/// The readiness probes a section defines, None when it defines none.
-fn readiness_from(s: &CommandSection) -> Result<Option<Vec<ReadinessProbe>>, String> {
-    let mut urls: Vec<String> = Vec::new();
-    if let Some(u) = &s.readiness_url {
-        urls.push(u.clone());
-    }
-    for u in s.readiness_urls.iter().flatten() {
-        if !urls.contains(u) {
-            urls.push(u.clone());
-        }
-    }
-    if let Some(r) = &s.readiness {
-        if !urls.is_empty() {
-            return Err("use either `readiness = {...}` or `readiness_url(s)`, not both".into());
-        }
-        if s.readiness_timeout_secs.is_some() {
-            return Err(
-                "with `readiness = {...}`, set `timeout_secs` inside it instead of `readiness_timeout_secs`"
-                    .into(),
-            );
-        }
-        let kinds: Vec<ProbeKind> = [
-            r.http.clone().map(ProbeKind::Http),
-            r.tcp.clone().map(ProbeKind::Tcp),
-            r.log.clone().map(ProbeKind::Log),
-            r.exec.clone().map(ProbeKind::Exec),
-        ]
-        .into_iter()
-        .flatten()
-        .collect();
-        let [kind] = <[ProbeKind; 1]>::try_from(kinds).map_err(|_| {
-            "`readiness` needs exactly one of `http`, `tcp`, `log`, `exec`".to_string()
-        })?;
-        if let ProbeKind::Log(re) = &kind {
-            regex::Regex::new(re)
-                .map_err(|e| format!("readiness `log` is not a valid regex: {e}"))?;
-        }
-        if r.interval_ms == Some(0) {
-            return Err("readiness `interval_ms` must be at least 1".into());
-        }
-        return Ok(Some(vec![ReadinessProbe {
-            kind,
-            interval_ms: r.interval_ms.unwrap_or(DEFAULT_READINESS_INTERVAL_MS),
-            timeout_secs: r.timeout_secs.unwrap_or(DEFAULT_READINESS_TIMEOUT_SECS),
-        }]));
-    }
-    if urls.is_empty() {
-        return Ok(None);
-    }
-    let timeout = s
-        .readiness_timeout_secs
-        .unwrap_or(DEFAULT_READINESS_TIMEOUT_SECS);
-    Ok(Some(
-        urls.into_iter()
-            .map(|u| ReadinessProbe {
-                kind: ProbeKind::Http(u),
-                interval_ms: DEFAULT_READINESS_INTERVAL_MS,
-                timeout_secs: timeout,
-            })
-            .collect(),
-    ))
-}
-
-/// `"SIGTERM"`, `"TERM"`, `"sigterm"` → `Some("SIGTERM")`; unknown names → None.
-pub fn normalize_signal(name: &str) -> Option<String> {
-    let upper = name.trim().to_ascii_uppercase();
-    let full = if upper.starts_with("SIG") {
-        upper
-    } else {
-        format!("SIG{upper}")
-    };
-    nix::sys::signal::Signal::from_str(&full)
-        .ok()
-        .map(|s| s.as_str().to_string())
-}
-
-/// The first dependency cycle among commands, as a closed chain `a -> b -> a`.
-fn dependency_cycle(commands: &BTreeMap<String, CommandConfig>) -> Option<Vec<String>> {
-    fn visit(
-        name: &str,
-        commands: &BTreeMap<String, CommandConfig>,
-        stack: &mut Vec<String>,
-        done: &mut Vec<String>,
-    ) -> Option<Vec<String>> {
-        if let Some(pos) = stack.iter().position(|n| n == name) {
-            let mut chain = stack[pos..].to_vec();
-            chain.push(name.to_string());
-            return Some(chain);
-        }
-        if done.iter().any(|d| d == name) {
-            return None;
-        }
-        stack.push(name.to_string());
-        for dep in commands
-            .get(name)
-            .map(|c| c.depends_on.as_slice())
-            .unwrap_or(&[])
-        {
-            if dep == name {
-                continue; // reported on its own
-            }
-            if let Some(c) = visit(dep, commands, stack, done) {
-                return Some(c);
-            }
-        }
-        stack.pop();
-        done.push(name.to_string());
-        None
-    }
-    let mut done = Vec::new();
-    for name in commands.keys() {
-        if let Some(c) = visit(name, commands, &mut Vec::new(), &mut done) {
-            return Some(c);
-        }
-    }
-    None
 }
 
 #[cfg(test)]
@@ -1207,149 +949,65 @@ mod tests {
     }
 
     #[test]
-    fn commands_need_kind_and_cmd() {
-        let (_, ps) = apply("[commands.a]\ntimeout_secs = 3\n");
+    fn ports_env_and_secrets_share_one_namespace_without_builtins() {
+        let (_, ps) = apply("[ports]\nX = \"auto\"\n[env]\nX = \"1\"\nBUGATTI_WORKDIR = \"/tmp\"\n[secrets]\n\"my-key\" = \"v\"\n");
         assert_eq!(
             ps,
             vec![
-                "command `a` needs `kind` (\"short_lived\" or \"long_lived\")",
-                "command `a` needs `cmd`, the shell command to run"
+                "[env] may not define `BUGATTI_WORKDIR`: the harness sets it",
+                "`X` is defined in both [ports] and [env]",
+                "[secrets] name `my-key` is not usable as an environment variable and `${my-key}` (letters, digits and `_`, not starting with a digit)",
             ]
         );
     }
 
     #[test]
-    fn bugatti_readiness_urls_merge_into_http_probes() {
-        let (e, ps) = apply(
-            "[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\nreadiness_url = \"http://a\"\nreadiness_urls = [\"http://a\", \"http://b\"]\nreadiness_timeout_secs = 7\n",
-        );
-        assert!(ps.is_empty(), "{ps:?}");
-        let probes = &e.commands["s"].readiness;
-        assert_eq!(probes.len(), 2);
-        assert_eq!(probes[0].kind, ProbeKind::Http("http://a".into()));
-        assert_eq!(probes[1].kind, ProbeKind::Http("http://b".into()));
-        assert!(probes
-            .iter()
-            .all(|p| p.timeout_secs == 7 && p.interval_ms == 50));
+    fn session_vars_combine_builtins_ports_secrets_and_env() {
+        let mut e = EffectiveConfig::default();
+        let c = cfg("[ports]\nP = \"auto\"\n[secrets]\nT = \"tok\"\n[env]\nURL = \"http://127.0.0.1:${P}/?t=${T}&w=${BUGATTI_WORKDIR}\"\n");
+        assert!(e
+            .apply_file(&c, Path::new("c.toml"), Layer::Project, &no_env)
+            .is_empty());
+        let builtins = [("BUGATTI_WORKDIR".to_string(), "/w".to_string())].into();
+        let ports = [("P".to_string(), 4321u16)].into();
+        let vars = e.session_vars(&builtins, &ports).unwrap();
+        assert_eq!(vars["URL"], "http://127.0.0.1:4321/?t=tok&w=/w");
+        assert_eq!(vars["P"], "4321");
+        assert_eq!(e.secret_pairs(), vec![("T".to_string(), "tok".to_string())]);
     }
 
     #[test]
-    fn explicit_readiness_probe_kinds_and_defaults() {
-        for (text, kind) in [
-            (
-                "{ tcp = \"127.0.0.1:1\" }",
-                ProbeKind::Tcp("127.0.0.1:1".into()),
-            ),
-            (
-                "{ log = \"listening on .*\" }",
-                ProbeKind::Log("listening on .*".into()),
-            ),
-            ("{ exec = \"true\" }", ProbeKind::Exec("true".into())),
+    fn suite_scoped_commands_cannot_be_overridden_per_test() {
+        for (config, over) in [
+            ("scope = \"suite\"\n", "cmd = \"y\"\n"),
+            ("", "scope = \"suite\"\n"),
         ] {
-            let (e, ps) = apply(&format!(
-                "[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\nreadiness = {text}\n"
+            let mut e = EffectiveConfig::default();
+            let c = cfg(&format!(
+                "[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\n{config}"
             ));
-            assert!(ps.is_empty(), "{ps:?}");
-            assert_eq!(
-                e.commands["s"].readiness,
-                vec![ReadinessProbe {
-                    kind,
-                    interval_ms: 50,
-                    timeout_secs: 60
-                }]
+            assert!(e
+                .apply_file(&c, Path::new("c.toml"), Layer::Project, &no_env)
+                .is_empty());
+            let t = crate::model::test_file::parse_test_file(
+                Path::new("t.test.toml"),
+                &format!("[overrides.commands.s]\n{over}"),
+            )
+            .expect("parses");
+            let ps = e.apply_test_overrides(
+                &t.overrides.provider,
+                &t.overrides.commands,
+                Path::new("t.test.toml"),
+            );
+            assert_eq!(ps.len(), 1);
+            assert!(
+                ps[0]
+                    .message
+                    .contains("cannot override a suite-scoped command"),
+                "{}",
+                ps[0].message
             );
         }
-    }
-
-    #[test]
-    fn readiness_mistakes_are_refused() {
-        let base = "[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\n";
-        for (extra, want) in [
-            (
-                "readiness = { http = \"a\", tcp = \"b\" }\n",
-                "exactly one of `http`, `tcp`, `log`, `exec`",
-            ),
-            ("readiness = {}\n", "exactly one of"),
-            (
-                "readiness = { http = \"a\" }\nreadiness_url = \"b\"\n",
-                "not both",
-            ),
-            (
-                "readiness = { http = \"a\" }\nreadiness_timeout_secs = 3\n",
-                "set `timeout_secs` inside it",
-            ),
-            (
-                "readiness = { log = \"(\" }\n",
-                "readiness `log` is not a valid regex",
-            ),
-            (
-                "readiness = { http = \"a\", interval_ms = 0 }\n",
-                "`interval_ms` must be at least 1",
-            ),
-        ] {
-            let (_, ps) = apply(&format!("{base}{extra}"));
-            assert_eq!(ps.len(), 1, "{extra}: {ps:?}");
-            assert!(ps[0].starts_with("command `s`: "), "{ps:?}");
-            assert!(ps[0].contains(want), "{extra}: {ps:?}");
-        }
-        let (_, ps) = apply("[commands.m]\nkind = \"short_lived\"\ncmd = \"x\"\nreadiness_url = \"u\"\nrestart = \"always\"\n");
-        assert_eq!(ps.len(), 2, "{ps:?}");
-        assert!(ps[0].contains("readiness checks apply to long_lived commands only"));
-        assert!(ps[1].contains("`restart` applies to long_lived commands only"));
-    }
-
-    #[test]
-    fn stop_signals_are_normalized_and_checked() {
-        assert_eq!(normalize_signal("TERM").as_deref(), Some("SIGTERM"));
-        assert_eq!(normalize_signal("sigint").as_deref(), Some("SIGINT"));
-        assert_eq!(normalize_signal("SIGNOPE"), None);
-        let (e, ps) =
-            apply("[commands.a]\nkind = \"long_lived\"\ncmd = \"x\"\nstop_signal = \"INT\"\n");
-        assert!(ps.is_empty());
-        assert_eq!(e.commands["a"].stop_signal, "SIGINT");
-        assert_eq!(
-            e.commands["a"].signal(),
-            Some(nix::sys::signal::Signal::SIGINT)
-        );
-        let (_, ps) =
-            apply("[commands.a]\nkind = \"long_lived\"\ncmd = \"x\"\nstop_signal = \"SIGSTOPP\"\n");
-        assert!(
-            ps[0].contains("`stop_signal = \"SIGSTOPP\"` is not a signal name"),
-            "{ps:?}"
-        );
-    }
-
-    #[test]
-    fn depends_on_must_exist_without_cycles_and_respect_scope() {
-        let c = |n: &str, deps: &str, scope: &str| {
-            format!("[commands.{n}]\nkind = \"long_lived\"\ncmd = \"x\"\ndepends_on = [{deps}]\nscope = \"{scope}\"\n")
-        };
-        let (_, ps) = apply(&c("a", "\"ghost\"", "test"));
-        assert_eq!(
-            ps,
-            vec!["command `a` depends on `ghost`, which is not defined (defined: a)"]
-        );
-        let (_, ps) = apply(&format!(
-            "{}{}{}",
-            c("a", "\"b\"", "test"),
-            c("b", "\"c\"", "test"),
-            c("c", "\"a\"", "test")
-        ));
-        assert_eq!(
-            ps,
-            vec!["commands depend on each other in a cycle: a -> b -> c -> a"]
-        );
-        let (_, ps) = apply(&c("a", "\"a\"", "test"));
-        assert_eq!(ps, vec!["command `a` depends on itself"]);
-        let (_, ps) = apply(&format!(
-            "{}{}",
-            c("a", "\"b\"", "suite"),
-            c("b", "", "test")
-        ));
-        assert_eq!(
-            ps,
-            vec!["suite-scoped command `a` cannot depend on `b`, which is scoped per test"]
-        );
     }
 
     #[test]
@@ -1369,25 +1027,5 @@ mod tests {
             ps[0].message,
             "`[overrides.commands.ghost]` overrides a command that is not defined in the config (no commands are defined)"
         );
-    }
-
-    #[test]
-    fn a_lone_readiness_timeout_override_retimes_existing_probes() {
-        let (mut e, _) =
-            apply("[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\nreadiness_url = \"u\"\n");
-        let t = crate::model::test_file::parse_test_file(
-            Path::new("t.test.toml"),
-            "[overrides.commands.s]\nreadiness_timeout_secs = 5\n",
-        )
-        .expect("parses");
-        assert!(e
-            .apply_test_overrides(
-                &t.overrides.provider,
-                &t.overrides.commands,
-                Path::new("t.test.toml")
-            )
-            .is_empty());
-        assert_eq!(e.commands["s"].readiness[0].timeout_secs, 5);
-        assert_eq!(e.commands["s"].source_of("readiness"), Layer::Test);
     }
 }

@@ -13,7 +13,7 @@ use super::layers::{EffectiveConfig, Layer, LayerProblem, ProbeKind};
 use super::options::RunOptions;
 use super::paths::{normalize, relative_to};
 use super::plan::{expand, PlannedStep, TestFiles};
-use super::substitute::{check_known, BUILTIN_NAMES, CHECKPOINT_NAMES};
+use super::substitute::{check_known, session_vars, SubstError, BUILTIN_NAMES, CHECKPOINT_NAMES};
 use super::test_file::test_name;
 
 pub const CONFIG_FILE_NAME: &str = "bugatti.config.toml";
@@ -154,65 +154,27 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
     layer_problems.extend(flagged.validate());
     push_layer_problems(&mut problems, layer_problems, &texts);
 
-    // --skip-cmd / --skip-readiness must name commands.
-    for (flag, names) in [
-        ("--skip-cmd", &options.skip_cmd),
-        ("--skip-readiness", &options.skip_readiness),
-    ] {
-        for n in names {
-            if !flagged.commands.contains_key(n) {
-                let known: Vec<&str> = flagged.commands.keys().map(String::as_str).collect();
-                problems.push(
-                    Problem::new(format!("{flag} `{n}`: no command of that name")).with_help(
-                        if known.is_empty() {
-                            "the config defines no commands".to_string()
-                        } else {
-                            format!("commands defined: {}", known.join(", "))
-                        },
-                    ),
-                );
-            }
-        }
-    }
+    check_skip_flags(options, &flagged, &mut problems);
+    // The base config is what suite-scoped commands run with, whatever tests are selected.
+    let mut base_lps = Vec::new();
+    check_names(
+        &flagged,
+        &[],
+        &project_root,
+        &TestFiles::default(),
+        &mut base_lps,
+        &mut problems,
+    );
+    push_layer_problems(&mut problems, base_lps, &texts);
 
-    // Discovery.
-    let mut candidates: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut explicit: BTreeSet<PathBuf> = BTreeSet::new();
-    if !options.paths.is_empty() {
-        for arg in &options.paths {
-            match resolve_arg(arg, &host.cwd, &project_root) {
-                Ok(found) => {
-                    if found.len() == 1 && found[0].is_file() && !Path::new(arg).is_dir() {
-                        explicit.extend(found.iter().cloned());
-                    }
-                    candidates.extend(found);
-                }
-                Err(e) => problems.push(Problem::new(e.to_string())),
-            }
-        }
-    } else if !flagged.supervisor.tests.value.is_empty() {
-        let (found, errors) = from_globs(&project_root, &flagged.supervisor.tests.value);
-        for e in errors {
-            let at = flagged.supervisor.tests.origin.clone();
-            problems.push(layer_problem_to_problem(
-                LayerProblem {
-                    message: format!("[supervisor] tests: {e}"),
-                    origin: at,
-                },
-                &texts,
-            ));
-        }
-        candidates.extend(found);
-    } else {
-        match walk_test_files(&project_root, false) {
-            Ok(found) => candidates.extend(found),
-            Err(e) => problems.push(Problem::new(e.to_string())),
-        }
-    }
-    let candidates: Vec<PathBuf> = candidates
-        .into_iter()
-        .map(|p| p.canonicalize().unwrap_or(p))
-        .collect();
+    let (candidates, explicit) = discover(
+        options,
+        host,
+        &project_root,
+        &flagged,
+        &texts,
+        &mut problems,
+    );
 
     // Parse candidates; keep root tests.
     let mut files = TestFiles::default();
@@ -233,7 +195,7 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         roots.push((path.clone(), test_name(test, path), test.tags.clone()));
     }
     let discovered = roots.len();
-    if candidates.is_empty() && problems.is_empty() {
+    if roots.is_empty() && problems.is_empty() {
         problems.push(
             Problem::new(format!(
                 "no root tests found under {}",
@@ -323,6 +285,78 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
     })
 }
 
+/// `--skip-cmd` / `--skip-readiness` must name defined commands.
+fn check_skip_flags(options: &RunOptions, config: &EffectiveConfig, problems: &mut Problems) {
+    for (flag, names) in [
+        ("--skip-cmd", &options.skip_cmd),
+        ("--skip-readiness", &options.skip_readiness),
+    ] {
+        for n in names {
+            if !config.commands.contains_key(n) {
+                let known: Vec<&str> = config.commands.keys().map(String::as_str).collect();
+                problems.push(
+                    Problem::new(format!("{flag} `{n}`: no command of that name")).with_help(
+                        if known.is_empty() {
+                            "the config defines no commands".to_string()
+                        } else {
+                            format!("commands defined: {}", known.join(", "))
+                        },
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Candidate root-test files (canonical, sorted, unique) and those named explicitly as files.
+fn discover(
+    options: &RunOptions,
+    host: &HostEnv,
+    project_root: &Path,
+    config: &EffectiveConfig,
+    texts: &BTreeMap<PathBuf, String>,
+    problems: &mut Problems,
+) -> (Vec<PathBuf>, BTreeSet<PathBuf>) {
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    let mut explicit: BTreeSet<PathBuf> = BTreeSet::new();
+    if !options.paths.is_empty() {
+        for arg in &options.paths {
+            match resolve_arg(arg, &host.cwd, project_root) {
+                Ok(found) => {
+                    if found.len() == 1 && !host.cwd.join(arg).is_dir() {
+                        explicit.extend(found.iter().map(|p| canonical(p)));
+                    }
+                    candidates.extend(found);
+                }
+                Err(e) => problems.push(Problem::new(e.to_string())),
+            }
+        }
+    } else if !config.supervisor.tests.value.is_empty() {
+        let (found, errors) = from_globs(project_root, &config.supervisor.tests.value);
+        for e in errors {
+            problems.push(layer_problem_to_problem(
+                LayerProblem {
+                    message: format!("[supervisor] tests: {e}"),
+                    origin: config.supervisor.tests.origin.clone(),
+                },
+                texts,
+            ));
+        }
+        candidates.extend(found);
+    } else {
+        match walk_test_files(project_root, false) {
+            Ok(found) => candidates.extend(found),
+            Err(e) => problems.push(Problem::new(e.to_string())),
+        }
+    }
+    let unique: BTreeSet<PathBuf> = candidates.iter().map(|p| canonical(p)).collect();
+    (unique.into_iter().collect(), explicit)
+}
+
+fn canonical(p: &Path) -> PathBuf {
+    p.canonicalize().unwrap_or_else(|_| p.to_path_buf())
+}
+
 /// Every `${NAME}` in the config and in the plan's instructions must be known.
 fn check_names(
     eff: &EffectiveConfig,
@@ -336,6 +370,24 @@ fn check_names(
     known.extend(eff.ports.keys().cloned());
     known.extend(eff.env.keys().cloned());
     known.extend(eff.secrets.keys().cloned());
+    let placeholders: BTreeMap<String, String> =
+        known.iter().map(|k| (k.clone(), String::new())).collect();
+    let env_raw: BTreeMap<String, String> = eff
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.value.clone()))
+        .collect();
+    if let Err(e @ SubstError::Cycle { .. }) = session_vars(&placeholders, &env_raw) {
+        let first = match &e {
+            SubstError::Cycle { chain } => chain.split(" -> ").next().unwrap_or_default(),
+            _ => "",
+        };
+        lps.push(LayerProblem {
+            message: e.to_string(),
+            origin: eff.env.get(first).and_then(|v| v.origin.clone()),
+        });
+    }
+    let mut cwd_problems = Vec::new();
     let mut check =
         |field: String, text: &str, origin: Option<super::layers::Origin>, extra: &[&str]| {
             let mut k = known.clone();
@@ -371,6 +423,16 @@ fn check_names(
         check(format!("commands.{}.cmd", c.name), &c.cmd, o.clone(), &[]);
         if let Some(cwd) = &c.cwd {
             check(format!("commands.{}.cwd", c.name), cwd, o.clone(), &[]);
+            // Without variables the folder is known now; with them, only at run time.
+            if !cwd.contains("${") && !root.join(cwd).is_dir() {
+                cwd_problems.push(LayerProblem {
+                    message: format!(
+                        "commands.{}.cwd: `{cwd}` is not a directory under the project root",
+                        c.name
+                    ),
+                    origin: o.clone(),
+                });
+            }
         }
         for p in &c.readiness {
             let (what, text) = match &p.kind {
@@ -401,6 +463,7 @@ fn check_names(
             CHECKPOINT_NAMES,
         );
     }
+    lps.extend(cwd_problems);
     for s in plan {
         if let Err(e) = check_known(&s.instruction, &known) {
             problems.push(step_problem(root, files, s, format!("instruction: {e}")));
@@ -655,6 +718,10 @@ mod tests {
         let p = Project::new();
         let e = p.errors(&RunOptions::default());
         assert!(e.contains("no root tests found under"), "{e}");
+        p.write("_only.test.toml", STEP)
+            .write("inc.test.toml", &format!("include_only = true\n{STEP}"));
+        let e = p.errors(&RunOptions::default());
+        assert!(e.contains("no root tests found under"), "{e}");
     }
 
     #[test]
@@ -749,6 +816,52 @@ mod tests {
         assert!(e.contains("--> a.test.toml:1:1"), "{e}");
         assert!(!e.contains("HOME"), "escaped $${{ must not be checked: {e}");
         assert!(e.ends_with("4 problems found; nothing was run"), "{e}");
+    }
+
+    #[test]
+    fn env_values_may_chain_but_not_cycle() {
+        let p = Project::new();
+        p.write(
+            "bugatti.config.toml",
+            "[env]\nA = \"${B}/x\"\nB = \"${BUGATTI_WORKDIR}\"\n",
+        )
+        .write("a.test.toml", STEP);
+        assert!(p.load(&RunOptions::default()).is_ok());
+        p.write("bugatti.config.toml", "[env]\nA = \"${B}\"\nB = \"${A}\"\n");
+        let e = p.errors(&RunOptions::default());
+        assert!(
+            e.contains("[env] values refer to each other in a cycle: A -> B -> A"),
+            "{e}"
+        );
+        assert!(e.contains("--> bugatti.config.toml:2:"), "{e}");
+    }
+
+    #[test]
+    fn a_command_cwd_must_exist_unless_it_uses_variables() {
+        let p = Project::new();
+        p.write("bugatti.config.toml", "[commands.a]\nkind = \"short_lived\"\ncmd = \"x\"\ncwd = \"app\"\n[commands.b]\nkind = \"short_lived\"\ncmd = \"x\"\ncwd = \"${BUGATTI_WORKDIR}\"\n")
+            .write("a.test.toml", STEP);
+        let e = p.errors(&RunOptions::default());
+        assert!(
+            e.contains("commands.a.cwd: `app` is not a directory under the project root"),
+            "{e}"
+        );
+        assert!(e.ends_with("1 problem found; nothing was run"), "{e}");
+        p.write("app/keep", "");
+        assert!(p.load(&RunOptions::default()).is_ok());
+    }
+
+    #[test]
+    fn base_config_names_are_checked_even_when_no_test_is_selected() {
+        let p = Project::new();
+        p.write("bugatti.config.toml", "[env]\nA = \"${NOPE}\"\n")
+            .write("a.test.toml", STEP);
+        let e = p.errors(&RunOptions {
+            shard: Some(Shard { index: 2, count: 2 }),
+            ..Default::default()
+        });
+        assert!(e.contains("env.A: unknown variable `${NOPE}`"), "{e}");
+        assert!(e.ends_with("1 problem found; nothing was run"), "{e}");
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! Pure data and pure functions: what the user wrote, validated and expanded.
 //!
-//! `load::load_suite` is the entry point: config files ([`config`]) merged into layers
-//! ([`layers`]), test files ([`test_file`]) found by [`discovery`] and expanded into plans
-//! ([`plan`]), with names ([`substitute`]) and [`assets`] checked; every problem collected in
-//! [`diagnostics`].
+//! [`load::load_suite`] is the entry point: config files ([`config`]) merged into layers
+//! ([`layers`], with harness commands normalized by [`commands`]), test files ([`test_file`])
+//! found by [`discovery`] and expanded into plans ([`plan`]), with `${NAME}`s ([`substitute`])
+//! and [`assets`] checked; every problem is collected and positioned by [`diagnostics`].
+//! [`options`] is the command line as plain data; [`outcome`] the verdicts of a run.
 
 pub mod assets;
+pub mod commands;
 pub mod config;
 pub mod diagnostics;
 pub mod discovery;

@@ -13,8 +13,9 @@ use super::discovery::glob_matcher;
 use super::paths::{is_inside, is_skipped_dir, normalize, relative_to};
 use super::test_file::{parse_test_file, StepKind, TestFile};
 
-/// One step to hand to the agent, with where it came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One step to hand to the agent, with where it came from. Serializes to the step fields of
+/// SPEC §5's `run.json`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PlannedStep {
     /// 1-based, in plan order.
     pub step_id: usize,
@@ -33,6 +34,7 @@ pub struct PlannedStep {
     /// Bugatti 0.7 `skip = true`: not sent to the agent, counts as passed.
     pub skip: bool,
     /// Byte span of the step's table in `source_file`, for error positions.
+    #[serde(skip)]
     pub source_span: std::ops::Range<usize>,
 }
 
@@ -225,18 +227,21 @@ impl Expander<'_> {
     /// Files matching `glob` relative to `dir`, sorted; `_` files included (they are meant
     /// to be included), skipped directories not entered.
     fn glob(&self, dir: &Path, glob: &str) -> Result<Vec<PathBuf>, String> {
-        let pattern = normalize(&dir.join(glob));
-        let pattern_str = pattern.to_string_lossy().into_owned();
+        // The glob's leading literal segments (`..` included) name the folder to walk; the
+        // rest is matched below it. The folder is escaped: its name may contain `[` or `*`.
+        let segments: Vec<&str> = glob.split('/').filter(|s| !s.is_empty()).collect();
+        let literal = segments
+            .iter()
+            .take_while(|s| !s.contains(['*', '?', '[', '{']))
+            .count()
+            .min(segments.len().saturating_sub(1));
+        let base = normalize(&dir.join(segments[..literal].join("/")));
+        let rest = segments[literal..].join("/");
+        let pattern_str = format!(
+            "{}/{rest}",
+            globset::escape(&base.to_string_lossy()).trim_end_matches('/')
+        );
         let matcher = glob_matcher(&pattern_str).map_err(|e| format!("include_glob {e}"))?;
-        // Walk from the deepest directory without glob characters.
-        let mut base = PathBuf::new();
-        for c in pattern.components() {
-            let s = c.as_os_str().to_string_lossy();
-            if s.contains(['*', '?', '[', '{']) {
-                break;
-            }
-            base.push(c.as_os_str());
-        }
         if !is_inside(self.root, &base) {
             return Err(format!(
                 "include_glob `{glob}` leaves the project root ({})",
@@ -352,6 +357,25 @@ mod tests {
     }
 
     #[test]
+    fn planned_steps_serialize_with_spec_field_names() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path().canonicalize().unwrap();
+        let root = write(&r, "a.test.toml", &step("x"));
+        let plan = expand_at(&r, &root).unwrap();
+        let json = serde_json::to_value(&plan[0]).unwrap();
+        assert_eq!(json["step_id"], 1);
+        assert_eq!(json["source_file"], "a.test.toml");
+        assert_eq!(json["source_index"], 1);
+        assert_eq!(json["include_chain"], serde_json::json!([]));
+        assert_eq!(json["instruction"], "x");
+        assert!(json.get("source_span").is_none());
+        assert_eq!(
+            serde_json::to_value(crate::model::layers::Layer::Project).unwrap(),
+            "project"
+        );
+    }
+
+    #[test]
     fn glob_includes_are_sorted() {
         let d = tempfile::tempdir().unwrap();
         let r = d.path().canonicalize().unwrap();
@@ -366,6 +390,26 @@ mod tests {
         let plan = expand_at(&r, &root).unwrap();
         let texts: Vec<&str> = plan.iter().map(|s| s.instruction.as_str()).collect();
         assert_eq!(texts, vec!["c", "a", "b"]); // `_` sorts before letters
+    }
+
+    #[test]
+    fn glob_in_a_folder_whose_name_has_glob_characters() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path().canonicalize().unwrap().join("we[ir]d *dir");
+        let root = write(
+            &r,
+            "root.test.toml",
+            "[[steps]]\ninclude_glob = \"./inc/*.test.toml\"\n",
+        );
+        write(&r, "inc/a.test.toml", &step("a"));
+        let plan = expand_at(&r, &root).unwrap();
+        assert_eq!(plan[0].instruction, "a");
+        let root2 = write(
+            &r,
+            "two.test.toml",
+            "[[steps]]\ninclude_glob = \"inc/a.test.toml\"\n",
+        );
+        assert_eq!(expand_at(&r, &root2).unwrap().len(), 1);
     }
 
     #[test]

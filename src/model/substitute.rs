@@ -27,6 +27,8 @@ pub enum SubstError {
     Unterminated { at: usize },
     #[error("`${{{name}}}` is not a valid variable name (letters, digits and `_`, not starting with a digit)")]
     BadName { name: String },
+    #[error("[env] values refer to each other in a cycle: {chain}")]
+    Cycle { chain: String },
 }
 
 enum Piece<'a> {
@@ -70,7 +72,8 @@ fn pieces(text: &str) -> Result<Vec<Piece<'_>>, SubstError> {
     Ok(out)
 }
 
-fn valid_name(name: &str) -> bool {
+/// A name usable as `${NAME}` and as an environment variable.
+pub fn valid_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -111,6 +114,54 @@ pub fn check_known(text: &str, known: &BTreeSet<String>) -> Result<(), SubstErro
         }
     }
     Ok(())
+}
+
+/// The session's variables: `base` (the `BUGATTI_*` values, ports, secrets) plus the `[env]`
+/// values with their own `${NAME}`s resolved. An env value may use base names and other env
+/// names; a cycle among env values is an error.
+pub fn session_vars(
+    base: &BTreeMap<String, String>,
+    env: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, SubstError> {
+    /// Resolve env `name` into `out` (which starts with the base names), depth first.
+    fn resolve(
+        name: &str,
+        env: &BTreeMap<String, String>,
+        out: &mut BTreeMap<String, String>,
+        stack: &mut Vec<String>,
+    ) -> Result<(), SubstError> {
+        if out.contains_key(name) {
+            return Ok(());
+        }
+        if let Some(pos) = stack.iter().position(|n| n == name) {
+            let mut chain = stack[pos..].to_vec();
+            chain.push(name.to_string());
+            return Err(SubstError::Cycle {
+                chain: chain.join(" -> "),
+            });
+        }
+        let raw = env.get(name).ok_or_else(|| SubstError::Unknown {
+            name: name.to_string(),
+        })?;
+        stack.push(name.to_string());
+        for r in references(raw)? {
+            resolve(&r, env, out, stack)?;
+        }
+        stack.pop();
+        let value = substitute(raw, out)?;
+        out.insert(name.to_string(), value);
+        Ok(())
+    }
+    // An [env] name shadows a base name of the same spelling.
+    let mut out: BTreeMap<String, String> = base
+        .iter()
+        .filter(|(k, _)| !env.contains_key(*k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for name in env.keys() {
+        resolve(name, env, &mut out, &mut Vec::new())?;
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -157,6 +208,46 @@ mod tests {
         assert!(e.contains("not a valid variable name"), "{e}");
         let e = substitute("${}", &vars()).unwrap_err().to_string();
         assert!(e.contains("not a valid variable name"), "{e}");
+    }
+
+    #[test]
+    fn session_vars_resolve_env_over_base_and_other_env() {
+        let base: BTreeMap<String, String> = [("APP_PORT", "8080"), ("BUGATTI_WORKDIR", "/w")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let env: BTreeMap<String, String> = [
+            ("URL", "http://127.0.0.1:${APP_PORT}${PATH_PART}"),
+            ("PATH_PART", "/api"),
+            ("DB", "sqlite:///${BUGATTI_WORKDIR}/app.db"),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+        let vars = session_vars(&base, &env).unwrap();
+        assert_eq!(vars["URL"], "http://127.0.0.1:8080/api");
+        assert_eq!(vars["DB"], "sqlite:////w/app.db");
+        assert_eq!(vars["APP_PORT"], "8080");
+    }
+
+    #[test]
+    fn session_vars_refuse_env_cycles_and_unknowns() {
+        let env: BTreeMap<String, String> = [("A", "${B}"), ("B", "x${A}")]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let e = session_vars(&BTreeMap::new(), &env)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "[env] values refer to each other in a cycle: A -> B -> A"
+        );
+        let env: BTreeMap<String, String> = [("A".to_string(), "${Z}".to_string())].into();
+        assert_eq!(
+            session_vars(&BTreeMap::new(), &env).unwrap_err(),
+            SubstError::Unknown { name: "Z".into() }
+        );
     }
 
     #[test]

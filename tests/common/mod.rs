@@ -53,7 +53,11 @@ impl Project {
     }
 
     pub fn run(&self, args: &[&str]) -> Output {
-        let out = self.supervisor().args(args).output().expect("run supervisor");
+        let out = self
+            .supervisor()
+            .args(args)
+            .output()
+            .expect("run supervisor");
         self.assert_nothing_survives();
         out
     }
@@ -125,7 +129,13 @@ pub fn processes_with_env_entry(entry: &str) -> Vec<i32> {
         .filter(|pid| *pid != own)
         .filter(|pid| {
             let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-                .map(|s| s.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'))
+                .map(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                })
                 .unwrap_or(true);
             !zombie
                 && std::fs::read(format!("/proc/{pid}/environ"))

@@ -1,0 +1,433 @@
+//! `supervisor check` / `start` tried as a new user would: each mistake gives one clear error
+//! and exit 2, a valid project prints a plan a person can read. Runs nothing, writes nothing.
+
+use std::fs;
+use std::path::Path;
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use predicates::str::contains;
+
+fn matches(re: &str) -> predicates::str::RegexPredicate {
+    predicates::str::is_match(re).expect("regex")
+}
+
+fn project() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
+}
+
+fn write(root: &Path, rel: &str, text: &str) {
+    let p = root.join(rel);
+    fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    fs::write(p, text).expect("write");
+}
+
+fn supervisor(dir: &Path) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin!("supervisor"));
+    cmd.current_dir(dir)
+        .env_remove("BUGATTI_PROVIDER")
+        .env_remove("BUGATTI_BASE_URL")
+        .env_remove("BUGATTI_STEP_TIMEOUT")
+        // Keep the developer's global config out of the test.
+        .env("BUGATTI_CONFIG_HOME", dir.join(".no-global"));
+    cmd
+}
+
+/// Every file under `dir`, to prove `check` wrote nothing.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = walkdir::WalkDir::new(dir)
+        .into_iter()
+        .filter_map(Result::ok)
+        .map(|e| e.path().display().to_string())
+        .collect();
+    out.sort();
+    out
+}
+
+const VALID_CONFIG: &str = r#"
+[provider]
+name = "shell"
+
+[ports]
+APP_PORT = "auto"
+
+[commands.migrate]
+kind = "short_lived"
+cmd = "python3 app/migrate.py"
+
+[commands.server]
+kind = "long_lived"
+cmd = "python3 -m http.server ${APP_PORT}"
+depends_on = ["migrate"]
+readiness_url = "http://127.0.0.1:${APP_PORT}/"
+"#;
+
+fn valid_project(root: &Path) {
+    write(root, "bugatti.config.toml", VALID_CONFIG);
+    write(
+        root,
+        "tests/checkout.test.toml",
+        r#"name = "Checkout"
+tags = ["nightly"]
+
+[overrides.commands.server]
+cmd = "python3 -m http.server ${APP_PORT} --bind 127.0.0.1"
+
+[[steps]]
+instruction = """
+Open http://127.0.0.1:${APP_PORT}/ and check that three products are listed.
+Then stop.
+"""
+timeout_secs = 120
+
+[[steps]]
+include_path = "shared/_login.test.toml"
+
+[[steps]]
+instruction = "Upload {{path:cart.json}}"
+"#,
+    );
+    write(root, "tests/checkout/cart.json", "{}");
+    write(
+        root,
+        "tests/shared/_login.test.toml",
+        "[[steps]]\ninstruction = \"Log in as `admin`\"\nsetup = true\n",
+    );
+    write(
+        root,
+        "tests/smoke.test.toml",
+        "[[steps]]\ninstruction = \"Run `true`\"\n",
+    );
+}
+
+#[test]
+fn valid_project_prints_a_readable_plan_and_writes_nothing() {
+    let d = project();
+    valid_project(d.path());
+    let before = listing(d.path());
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .success()
+        .stdout(contains("root tests:   2 selected of 2 discovered"))
+        .stdout(contains("== tests/checkout.test.toml — \"Checkout\"  [tags: nightly]"))
+        .stdout(contains("plan (3 steps):"))
+        .stdout(matches(
+            r"(?m)^ +1  tests/checkout\.test\.toml#1 +\[timeout: 120s\] Open http://127\.0\.0\.1:\$\{APP_PORT\}/ and check that three products are listed\. …$",
+        ))
+        .stdout(matches(
+            r"(?m)^ +2  tests/shared/_login\.test\.toml#1 \(via tests/checkout\.test\.toml\)  \[setup\] Log in as `admin`$",
+        ))
+        .stdout(matches(r"(?m)^ +3  tests/checkout\.test\.toml#3 +Upload \{\{path:cart\.json\}\}$"))
+        .stdout(contains("provider.name").and(contains("(project config)")))
+        .stdout(contains("commands.server.cmd  python3 -m http.server ${APP_PORT} --bind 127.0.0.1  (test overrides)"))
+        .stdout(contains("ok: 2 root tests, 4 steps; nothing was run"));
+    assert_eq!(before, listing(d.path()), "check must write nothing");
+}
+
+#[test]
+fn no_config_says_defaults_apply_in_one_line() {
+    let d = project();
+    write(d.path(), "a.test.toml", "[[steps]]\ninstruction = \"x\"\n");
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .success()
+        .stderr(contains("note: no bugatti.config.toml in").and(contains("using defaults")))
+        .stdout(
+            contains("provider.name")
+                .and(contains("claude-code"))
+                .and(contains("(default)")),
+        );
+}
+
+#[test]
+fn typo_in_config_field_is_one_clear_error() {
+    let d = project();
+    valid_project(d.path());
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        &VALID_CONFIG.replace("depends_on", "depend_on"),
+    );
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(contains("error: unknown field `depend_on`"))
+        .stderr(contains("--> bugatti.config.toml:15:1"))
+        .stderr(contains("15 | depend_on = [\"migrate\"]"))
+        .stderr(contains("did you mean `depends_on`?"))
+        .stderr(contains("1 problem found; nothing was run"));
+}
+
+#[test]
+fn include_cycle_prints_the_whole_chain() {
+    let d = project();
+    write(
+        d.path(),
+        "a.test.toml",
+        "[[steps]]\ninclude_path = \"sub/_b.test.toml\"\n",
+    );
+    write(
+        d.path(),
+        "sub/_b.test.toml",
+        "[[steps]]\ninclude_path = \"../a.test.toml\"\n",
+    );
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "error: include cycle: a.test.toml -> sub/_b.test.toml -> a.test.toml",
+        ))
+        .stderr(contains("--> sub/_b.test.toml:1:1"))
+        .stderr(contains("1 problem found"));
+}
+
+#[test]
+fn missing_include_is_one_clear_error() {
+    let d = project();
+    write(
+        d.path(),
+        "a.test.toml",
+        "[[steps]]\ninstruction = \"x\"\n\n[[steps]]\ninclude_path = \"shared/login.test.toml\"\n",
+    );
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "error: include_path `shared/login.test.toml` not found",
+        ))
+        .stderr(contains("--> a.test.toml:4:1"))
+        .stderr(contains("1 problem found"));
+}
+
+#[test]
+fn glob_matching_nothing_is_one_clear_error() {
+    let d = project();
+    write(
+        d.path(),
+        "a.test.toml",
+        "[[steps]]\ninclude_glob = \"smoke/*.test.toml\"\n",
+    );
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "error: include_glob `smoke/*.test.toml` matches no file",
+        ))
+        .stderr(contains("1 problem found"));
+}
+
+#[test]
+fn bad_shard_is_a_usage_error() {
+    let d = project();
+    valid_project(d.path());
+    for sub in ["start", "check"] {
+        supervisor(d.path())
+            .args([sub, "--shard", "4/3"])
+            .assert()
+            .code(2)
+            .stderr(contains("--shard `4/3`: K must be between 1 and N (3)"));
+    }
+}
+
+#[test]
+fn unknown_skip_cmd_is_exit_2_and_names_the_commands() {
+    let d = project();
+    valid_project(d.path());
+    supervisor(d.path())
+        .args(["start", "--skip-cmd", "sever"])
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "error: --skip-cmd `sever`: no command of that name",
+        ))
+        .stderr(contains("commands defined: migrate, server"))
+        .stderr(contains("not wired").not());
+}
+
+#[test]
+fn every_problem_is_reported_not_just_the_first() {
+    let d = project();
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[ports]\nAPP_PORT = \"auto\"\n",
+    );
+    write(
+        d.path(),
+        "a.test.toml",
+        "[[steps]]\ninstruction = \"open ${APP_PROT}\"\n[[steps]]\ninstruction = \"see [[asset:menu.txt]]\"\n",
+    );
+    write(
+        d.path(),
+        "b.test.toml",
+        "[[steps]]\ninstruction = \"x\"\ninclude_path = \"a.test.toml\"\n",
+    );
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .code(2)
+        .stderr(contains("instruction: unknown variable `${APP_PROT}`"))
+        .stderr(contains("asset `menu.txt` not found"))
+        .stderr(contains(
+            "exactly one of `instruction`, `include_path`, `include_glob`",
+        ))
+        .stderr(contains("3 problems found; nothing was run"));
+}
+
+#[test]
+fn short_names_and_tags_select_tests() {
+    let d = project();
+    valid_project(d.path());
+    supervisor(d.path())
+        .args([
+            "test",
+            "--tag",
+            "nightly",
+            "checkout",
+            "--config",
+            "bugatti.config.toml",
+        ])
+        .assert()
+        .code(2)
+        .stderr(contains("running is not wired yet"));
+    supervisor(d.path())
+        .args(["check", "smoke"])
+        .assert()
+        .success()
+        .stdout(contains("root tests:   1 selected of 1 discovered"))
+        .stdout(contains("== tests/smoke.test.toml"));
+    supervisor(d.path())
+        .args(["check", "nope"])
+        .assert()
+        .code(2)
+        .stderr(contains(
+            "`nope` is not a file, a directory, or the short name of a test",
+        ));
+}
+
+#[test]
+fn missing_config_file_flag_is_an_error() {
+    let d = project();
+    supervisor(d.path())
+        .args(["check", "--config", "missing.toml"])
+        .assert()
+        .code(2)
+        .stderr(contains("missing.toml does not exist"));
+}
+
+#[test]
+fn start_help_documents_exit_codes() {
+    let d = project();
+    supervisor(d.path())
+        .args(["start", "--help"])
+        .assert()
+        .success()
+        .stdout(contains("Exit codes:"))
+        .stdout(contains("130/143"))
+        .stdout(contains("--skip-cmd <NAME>"))
+        .stdout(contains("--shard <K/N>"));
+}
+
+#[test]
+fn init_writes_a_starter_that_checks_clean_and_never_overwrites() {
+    let d = project();
+    supervisor(d.path())
+        .arg("init")
+        .assert()
+        .success()
+        .stdout(contains("wrote bugatti.config.toml"));
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .success()
+        .stdout(contains("ok: 1 root test, 1 step; nothing was run"));
+    supervisor(d.path())
+        .arg("init")
+        .assert()
+        .code(2)
+        .stderr(contains("already exists"));
+}
+
+#[test]
+fn doctor_reports_a_busy_port_and_a_missing_provider_program() {
+    let d = project();
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = busy.local_addr().expect("addr").port();
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"command\"\ncmd = \"no-such-agent-program --flag\"\n[ports]\nAPP_PORT = {port}\n"
+        ),
+    );
+    write(d.path(), "a.test.toml", "[[steps]]\ninstruction = \"x\"\n");
+    supervisor(d.path())
+        .arg("doctor")
+        .assert()
+        .code(1)
+        .stdout(contains("ok   config and tests: 1 root test(s)"))
+        .stdout(contains(
+            "FAIL provider command: `no-such-agent-program` not found on PATH",
+        ))
+        .stdout(contains(format!("FAIL port APP_PORT = {port}")))
+        .stdout(contains("is writable"));
+    drop(busy);
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n",
+    );
+    supervisor(d.path())
+        .arg("doctor")
+        .assert()
+        .success()
+        .stdout(contains("ok   provider shell:"));
+}
+
+#[test]
+fn doctor_on_invalid_input_is_exit_2() {
+    let d = project();
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nnaem = \"shell\"\n",
+    );
+    supervisor(d.path())
+        .arg("doctor")
+        .assert()
+        .code(2)
+        .stderr(contains("unknown field `naem`"));
+}
+
+#[test]
+fn quiet_check_prints_plans_only_and_verbose_prints_each_tests_whole_config() {
+    let d = project();
+    valid_project(d.path());
+    supervisor(d.path())
+        .args(["check", "-q"])
+        .assert()
+        .success()
+        .stdout(contains("plan (3 steps):"))
+        .stdout(contains("effective config").not());
+    let out = supervisor(d.path())
+        .args(["check", "-v"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).expect("utf8");
+    assert_eq!(out.matches("  effective config:\n").count(), 2, "{out}");
+    assert_eq!(
+        out.matches("provider.step_timeout_secs").count(),
+        2,
+        "{out}"
+    );
+}
