@@ -61,7 +61,13 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
         "nomarker.test.toml",
         "name = \"No marker\"\n[[steps]]\ninstruction = \"noresult\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("BUGATTI_NO_OUTPUT_TIMEOUT_SECS", "2")
+        .output()
+        .expect("run");
+    p.assert_nothing_survives();
     let console = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "console:\n{console}");
 

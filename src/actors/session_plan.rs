@@ -216,6 +216,7 @@ pub fn agent_spec(
         None => None,
     };
     spec.claude_bin = claude;
+    spec.no_output_timeout = no_output_timeout(kind);
     Ok(spec)
 }
 
@@ -234,4 +235,22 @@ pub fn skipped_commands(test: &RootTest, skipped: &[String]) -> Vec<String> {
         .filter(|name| skipped.contains(name))
         .cloned()
         .collect()
+}
+
+/// How long an agent may stay silent in a reply before the step ends: without a marker that is a
+/// `protocol_error` (`command`) or a `timeout` (`claude-code`). A `command` agent's reply has no
+/// end signal but its marker, so silence is the only way to tell "no marker" from "still busy".
+/// `$BUGATTI_NO_OUTPUT_TIMEOUT_SECS` overrides it.
+pub const DEFAULT_NO_OUTPUT_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn no_output_timeout(kind: ProviderKind) -> Option<Duration> {
+    let configured = std::env::var("BUGATTI_NO_OUTPUT_TIMEOUT_SECS")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs);
+    match kind {
+        ProviderKind::Shell => None,
+        ProviderKind::Command => Some(configured.unwrap_or(DEFAULT_NO_OUTPUT_TIMEOUT)),
+        ProviderKind::ClaudeCode => configured,
+    }
 }
