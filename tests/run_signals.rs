@@ -1,0 +1,139 @@
+//! Signals and the deadline: SIGINT / SIGTERM mid-step stop the run, tear everything down, write
+//! every report as `interrupted` and exit 130 / 143; `--timeout` behaves like SIGTERM.
+
+mod common;
+
+use common::{stdout, Project};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+fn project_with_a_long_step() -> Project {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            r#"
+[provider]
+name = "command"
+cmd = "{agent}"
+
+[ports]
+APP_PORT = "auto"
+
+[commands.server]
+kind = "long_lived"
+cmd = "python3 -m http.server ${{APP_PORT}} --bind 127.0.0.1"
+readiness = {{ tcp = "127.0.0.1:${{APP_PORT}}" }}
+stop_timeout_secs = 2
+
+[commands.stubborn]
+kind = "long_lived"
+cmd = "trap '' TERM; echo up; while true; do sleep 1; done"
+readiness = {{ log = "^up$" }}
+stop_timeout_secs = 30
+"#,
+            agent = Project::directive_agent_cmd()
+        ),
+    );
+    for name in ["one", "two"] {
+        p.write(
+            &format!("{name}.test.toml"),
+            "name = \"Long\"\n[[steps]]\ninstruction = \"sleep 60\"\n[[steps]]\ninstruction = \"say never\"\n",
+        );
+    }
+    p
+}
+
+/// Waits until every run of the project has started its first step.
+fn wait_for_steps(p: &Project, runs: usize, child: &mut Child) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let started = std::fs::read_dir(p.root().join(".bugatti/runs"))
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .filter(|e| {
+                std::fs::read_to_string(e.path().join("events.jsonl"))
+                    .is_ok_and(|t| t.contains("\"step_started\""))
+            })
+            .count();
+        if started >= runs {
+            return;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the supervisor ended early: {status}");
+        }
+        assert!(Instant::now() < deadline, "steps never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn interrupt_mid_step(signals: &[&str]) -> (Project, std::process::Output) {
+    let p = project_with_a_long_step();
+    let mut child = p
+        .supervisor()
+        .args(["start", "-j", "2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    wait_for_steps(&p, 2, &mut child);
+    for signal in signals {
+        let status = std::process::Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = child.wait_with_output().expect("wait");
+    p.assert_nothing_survives();
+    (p, out)
+}
+
+fn assert_all_interrupted(p: &Project) {
+    let records = p.run_records();
+    assert_eq!(records.len(), 2);
+    for record in records {
+        assert_eq!(record["outcome"], "interrupted", "{record}");
+        assert_eq!(record["steps"][1]["status"], "not_run");
+        let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
+        let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+        assert!(report.contains("INTERRUPTED"), "{report}");
+    }
+    assert!(p.suite_dir().join("junit.xml").exists());
+}
+
+#[test]
+fn sigint_mid_step_interrupts_every_session_and_exits_130() {
+    // The second SIGINT skips the 30 s grace period of the server that ignores SIGTERM.
+    let (p, out) = interrupt_mid_step(&["INT", "INT"]);
+    assert_eq!(out.status.code(), Some(130), "{}", stdout(&out));
+    assert_all_interrupted(&p);
+    let record = &p.run_records()[0];
+    let stubborn = record["commands"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "stubborn"))
+        .expect("stubborn command");
+    assert_eq!(stubborn["teardown"], "killed", "{stubborn}");
+}
+
+#[test]
+fn sigterm_mid_step_exits_143() {
+    let (p, out) = interrupt_mid_step(&["TERM", "INT"]);
+    assert_eq!(out.status.code(), Some(143), "{}", stdout(&out));
+    assert_all_interrupted(&p);
+}
+
+#[test]
+fn the_invocation_deadline_behaves_like_sigterm() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    p.write(
+        "slow.test.toml",
+        "name = \"Slow\"\n[[steps]]\ninstruction = \"`sleep 60`\"\n",
+    );
+    let out = p.run(&["start", "--timeout", "2"]);
+    assert_eq!(out.status.code(), Some(143), "{}", stdout(&out));
+    assert_eq!(p.record_for("slow.test.toml")["outcome"], "interrupted");
+}
