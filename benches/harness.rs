@@ -43,13 +43,19 @@ fn now_ns() -> u128 {
         .unwrap_or(0)
 }
 
-/// The nanosecond timestamp after `READY ` in a line.
+/// The nanosecond timestamp ending a `READY <ns>` line.
 fn stamp(line: &str) -> Option<u128> {
-    line.split_whitespace().nth(1)?.parse().ok()
+    line.split_whitespace().last()?.parse().ok()
 }
 
 fn spec(dir: &std::path::Path, name: &str, kind: CommandKind, cmd: &str) -> CommandSpec {
-    CommandSpec::new(name, kind, cmd, dir, dir.join("logs").join(format!("{name}.log")))
+    CommandSpec::new(
+        name,
+        kind,
+        cmd,
+        dir,
+        dir.join("logs").join(format!("{name}.log")),
+    )
 }
 
 async fn new_harness(parent: &ActorRef<()>) -> (Harness, mpsc::UnboundedReceiver<HarnessEvent>) {
@@ -151,7 +157,10 @@ async fn teardown_ten(parent: &ActorRef<()>, dir: &std::path::Path) {
         .count();
     println!("teardown of 10 commands, 5 ignoring SIGTERM, stop_timeout 1 s ({killed} killed):");
     println!("  10 commands  {:8.1} ms", ten.as_secs_f64() * 1e3);
-    println!("  1 stubborn   {:8.1} ms   (baseline)", single.as_secs_f64() * 1e3);
+    println!(
+        "  1 stubborn   {:8.1} ms   (baseline)",
+        single.as_secs_f64() * 1e3
+    );
     println!(
         "  ratio        x{:.2} of one stubborn command, x{:.2} of one grace period (10 one by one would be ~x5)",
         ten.as_secs_f64() / single.as_secs_f64(),
@@ -207,7 +216,8 @@ async fn throughput(parent: &ActorRef<()>, dir: &std::path::Path) {
         let t = Instant::now();
         if probe {
             // A log probe that matches only after the bulk: every line is cut and matched.
-            s.probes = vec![ProbeSpec::log("never matches this").with_timeout(Duration::from_secs(600))];
+            s.probes =
+                vec![ProbeSpec::log("never matches this").with_timeout(Duration::from_secs(600))];
             s.kind = CommandKind::LongLived;
             s.cmd = format!("{cmd}; echo never matches this; exec sleep 600");
         }
