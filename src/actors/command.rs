@@ -14,7 +14,7 @@ use crate::process::output::{log_tail, OutputHub};
 use crate::process::probe::ProbeContext;
 use crate::process::record::{worse, CommandRecord, CommandStatus, RestartRecord};
 use crate::process::spawn::{spawn, Running};
-use crate::process::spec::{CommandKind, CommandSpec, ProbeKind, RestartPolicy};
+use crate::process::spec::{CommandKind, CommandSpec, RestartPolicy};
 use crate::process::teardown::{teardown, TeardownReport};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::time::Duration;
@@ -443,15 +443,14 @@ async fn restart(myself: &ActorRef<CommandMsg>, state: &mut CommandState) {
     });
     state.restart_times.push(Instant::now());
     // Subscribe before spawning, so a log probe cannot miss the new process's ready line.
-    let probes: Vec<_> = state
-        .spec
-        .probes
-        .iter()
-        .map(|p| {
-            let lines = matches!(p.kind, ProbeKind::Log(_)).then(|| state.hub.subscribe());
-            (p.clone(), lines)
-        })
-        .collect();
+    let probes = match readiness::subscribe_probes(&state.spec.name, &state.spec.probes, &state.hub)
+    {
+        Ok(p) => p,
+        Err(f) => {
+            state.give_up(HarnessError::from(f).to_string());
+            return;
+        }
+    };
     let pid = match state.start_process(myself) {
         Ok(pid) => pid,
         Err(e) => {

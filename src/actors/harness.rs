@@ -17,7 +17,7 @@ use crate::process::output::{log_tail, OutputHub};
 use crate::process::probe::ProbeContext;
 use crate::process::record::{CommandRecord, CommandStatus};
 use crate::process::registry;
-use crate::process::spec::{CommandSpec, ProbeKind};
+use crate::process::spec::CommandSpec;
 use ractor::rpc::CallResult;
 use ractor::{
     Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
@@ -335,14 +335,7 @@ impl Harness {
             .await;
         let (command, hub) = unwrap_call(answer, &spec.name)??;
         // Subscribe before launching, so a log probe cannot miss the ready line.
-        let probes = spec
-            .probes
-            .iter()
-            .map(|p| {
-                let lines = matches!(p.kind, ProbeKind::Log(_)).then(|| hub.subscribe());
-                (p.clone(), lines)
-            })
-            .collect();
+        let probes = readiness::subscribe_probes(&spec.name, &spec.probes, &hub)?;
         let launched = command.call(CommandMsg::Launch, None).await;
         unwrap_call(launched, &spec.name)??;
         self.check(spec, probes, &ctx).await
@@ -353,7 +346,7 @@ impl Harness {
         spec: &CommandSpec,
         probes: Vec<(
             crate::process::spec::ProbeSpec,
-            Option<mpsc::UnboundedReceiver<std::sync::Arc<str>>>,
+            Option<crate::process::output::LineSubscription>,
         )>,
         ctx: &ProbeContext,
     ) -> Result<(), HarnessError> {

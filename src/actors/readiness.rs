@@ -3,12 +3,13 @@
 //! oneshot and stops. Its probe task ends with it, even when the actor is killed (the task watches
 //! a channel whose sender lives in the actor's state).
 
+use crate::process::output::{LineSubscription, OutputHub};
 use crate::process::probe::{run_until_ready, LastSeen, ProbeContext, ProbeError};
+use crate::process::spec::ProbeKind;
 use crate::process::spec::ProbeSpec;
 use ractor::{Actor, ActorProcessingErr, ActorRef};
-use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 use tokio::time::Instant;
 
 /// A probe that passed.
@@ -72,7 +73,7 @@ pub struct ReadinessArgs {
     pub ctx: ProbeContext,
     /// The command's output lines; required for a log probe. Subscribe before the command starts,
     /// so the readiness line cannot slip by.
-    pub lines: Option<mpsc::UnboundedReceiver<Arc<str>>>,
+    pub lines: Option<LineSubscription>,
     pub reply: oneshot::Sender<ProbeResult>,
 }
 
@@ -105,7 +106,10 @@ impl Actor for ReadinessActor {
         myself: ActorRef<Self::Msg>,
         args: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
-        let seen = LastSeen::default();
+        let seen = match &args.lines {
+            Some(sub) => LastSeen::from_hub(sub.hub().clone()),
+            None => LastSeen::default(),
+        };
         seen.set("no attempt yet");
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let task_probe = args.probe.clone();
@@ -172,7 +176,7 @@ impl Actor for ReadinessActor {
 pub async fn check_all(
     parent: ractor::ActorCell,
     command: &str,
-    probes: Vec<(ProbeSpec, Option<mpsc::UnboundedReceiver<Arc<str>>>)>,
+    probes: Vec<(ProbeSpec, Option<LineSubscription>)>,
     ctx: &ProbeContext,
 ) -> Result<Vec<ProbeReady>, ProbeFailure> {
     let mut waiting = Vec::new();
@@ -205,4 +209,27 @@ pub async fn check_all(
         })
     }))
     .await
+}
+
+/// Subscribes each log probe to `hub` with its pattern (do this before the command starts, so the
+/// ready line cannot slip by); other probes get no subscription.
+pub fn subscribe_probes(
+    command: &str,
+    probes: &[ProbeSpec],
+    hub: &OutputHub,
+) -> Result<Vec<(ProbeSpec, Option<LineSubscription>)>, ProbeFailure> {
+    probes
+        .iter()
+        .map(|p| match &p.kind {
+            ProbeKind::Log(pattern) => match hub.subscribe_matching(pattern) {
+                Ok(sub) => Ok((p.clone(), Some(sub))),
+                Err(e) => Err(ProbeFailure::Invalid {
+                    command: command.to_string(),
+                    probe: p.describe(),
+                    reason: format!("invalid regex: {e}"),
+                }),
+            },
+            _ => Ok((p.clone(), None)),
+        })
+        .collect()
 }

@@ -9,7 +9,7 @@
 use crate::report::redact::{Secrets, StreamRedactor};
 use std::fs::File;
 use std::io::{BufWriter, Read, Write};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
 
@@ -17,6 +17,9 @@ const READ_CHUNK: usize = 64 * 1024;
 const WRITE_BUFFER: usize = 256 * 1024;
 /// A "line" longer than this is handed to subscribers in pieces.
 const MAX_LINE: usize = 64 * 1024;
+/// Lines a subscriber may have unread before further lines are dropped (and counted): a slow
+/// reader must not grow the supervisor's memory with a command's whole output.
+pub const SUBSCRIBER_CAPACITY: usize = 1024;
 
 /// The subscribers to one command's output lines. Cheap to clone; outlives restarts, so a
 /// subscription made before a restart keeps receiving the new process's lines.
@@ -27,8 +30,53 @@ pub struct OutputHub {
 
 #[derive(Default, Debug)]
 struct HubInner {
-    subscribers: Mutex<Vec<mpsc::UnboundedSender<Arc<str>>>>,
+    subscribers: Mutex<Vec<Subscriber>>,
     count: AtomicUsize,
+    /// The last complete line written, for "what it last saw" messages.
+    last_line: Mutex<Vec<u8>>,
+}
+
+#[derive(Debug)]
+struct Subscriber {
+    tx: mpsc::Sender<Arc<str>>,
+    /// Only lines matching this (`^`/`$` anchor lines); `None`: every line.
+    filter: Option<Filter>,
+    dropped: Arc<AtomicU64>,
+}
+
+#[derive(Debug)]
+struct Filter {
+    line: regex::bytes::Regex,
+    /// The same pattern in multi-line, CRLF-aware form, run over a whole chunk of lines first:
+    /// a chunk without a match (the usual case) is never cut into lines.
+    chunk: regex::bytes::Regex,
+}
+
+/// A stream of output lines (secrets redacted, decoded lossily, without the line end).
+#[derive(Debug)]
+pub struct LineSubscription {
+    rx: mpsc::Receiver<Arc<str>>,
+    hub: OutputHub,
+    dropped: Arc<AtomicU64>,
+}
+
+impl LineSubscription {
+    pub async fn recv(&mut self) -> Option<Arc<str>> {
+        self.rx.recv().await
+    }
+
+    pub fn try_recv(&mut self) -> Option<Arc<str>> {
+        self.rx.try_recv().ok()
+    }
+
+    /// Lines lost because this subscriber had [`SUBSCRIBER_CAPACITY`] lines unread.
+    pub fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
+    }
+
+    pub fn hub(&self) -> &OutputHub {
+        &self.hub
+    }
 }
 
 impl OutputHub {
@@ -36,78 +84,166 @@ impl OutputHub {
         Self::default()
     }
 
-    /// Every line written from now on (secrets redacted, decoded lossily, without the line end).
-    /// Dropping the receiver unsubscribes.
-    pub fn subscribe(&self) -> mpsc::UnboundedReceiver<Arc<str>> {
-        let (tx, rx) = mpsc::unbounded_channel();
+    /// Every line written from now on. Dropping the subscription unsubscribes.
+    pub fn subscribe(&self) -> LineSubscription {
+        self.add(None)
+    }
+
+    /// Only the lines matching `pattern` (a regex; `^` and `$` anchor a line), matched in the pump
+    /// thread, so that a log probe costs nothing per line of a chatty command.
+    pub fn subscribe_matching(&self, pattern: &str) -> Result<LineSubscription, regex::Error> {
+        let line = regex::bytes::Regex::new(pattern)?;
+        let chunk = regex::bytes::Regex::new(&format!("(?mR:{pattern})"))?;
+        Ok(self.add(Some(Filter { line, chunk })))
+    }
+
+    fn add(&self, filter: Option<Filter>) -> LineSubscription {
+        let (tx, rx) = mpsc::channel(SUBSCRIBER_CAPACITY);
+        let dropped = Arc::new(AtomicU64::new(0));
         let mut subs = self.lock();
-        subs.push(tx);
+        subs.push(Subscriber {
+            tx,
+            filter,
+            dropped: dropped.clone(),
+        });
         self.inner.count.store(subs.len(), Ordering::Release);
-        rx
+        LineSubscription {
+            rx,
+            hub: self.clone(),
+            dropped,
+        }
     }
 
     pub fn has_subscribers(&self) -> bool {
         self.inner.count.load(Ordering::Acquire) > 0
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<mpsc::UnboundedSender<Arc<str>>>> {
+    /// The last complete line written so far, if any.
+    pub fn last_line(&self) -> Option<String> {
+        let last = self
+            .inner
+            .last_line
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        (!last.is_empty()).then(|| String::from_utf8_lossy(strip_cr(&last)).into_owned())
+    }
+
+    fn set_last_line(&self, line: &[u8]) {
+        let mut last = self
+            .inner
+            .last_line
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        last.clear();
+        last.extend_from_slice(&line[..line.len().min(MAX_LINE)]);
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Subscriber>> {
         self.inner
             .subscribers
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    fn publish(&self, line: &[u8]) {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let text: Arc<str> = String::from_utf8_lossy(line).into();
+    /// Hands the complete lines in `region` (ending with a newline) to the subscribers.
+    fn publish_lines(&self, region: &[u8]) {
         let mut subs = self.lock();
-        subs.retain(|tx| tx.send(text.clone()).is_ok());
+        let wanted: Vec<bool> = subs
+            .iter()
+            .map(|s| s.filter.as_ref().is_none_or(|f| f.chunk.is_match(region)))
+            .collect();
+        if wanted.iter().any(|w| *w) {
+            for line in region.split(|&b| b == b'\n') {
+                deliver(&subs, &wanted, line);
+            }
+        }
+        subs.retain(|s| !s.tx.is_closed());
         self.inner.count.store(subs.len(), Ordering::Release);
+    }
+
+    /// Hands one (unterminated) line to the subscribers.
+    fn publish(&self, line: &[u8]) {
+        let mut subs = self.lock();
+        let wanted = vec![true; subs.len()];
+        deliver(&subs, &wanted, line);
+        subs.retain(|s| !s.tx.is_closed());
+        self.inner.count.store(subs.len(), Ordering::Release);
+    }
+}
+
+fn strip_cr(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\r").unwrap_or(line)
+}
+
+fn deliver(subs: &[Subscriber], wanted: &[bool], line: &[u8]) {
+    let line = strip_cr(line);
+    let mut text: Option<Arc<str>> = None;
+    for (sub, _) in subs.iter().zip(wanted).filter(|(_, w)| **w) {
+        if sub.filter.as_ref().is_some_and(|f| !f.line.is_match(line)) {
+            continue;
+        }
+        if sub.tx.capacity() == 0 {
+            sub.dropped.fetch_add(1, Ordering::Relaxed);
+            continue;
+        }
+        let text = text.get_or_insert_with(|| String::from_utf8_lossy(line).into());
+        if let Err(mpsc::error::TrySendError::Full(_)) = sub.tx.try_send(text.clone()) {
+            sub.dropped.fetch_add(1, Ordering::Relaxed);
+        }
     }
 }
 
 /// Cuts a byte stream into lines for the hub, carrying a partial line across chunks.
 struct LineSplitter {
     partial: Vec<u8>,
+    scratch: Vec<u8>,
 }
 
 impl LineSplitter {
-    fn feed(&mut self, hub: &OutputHub, data: &[u8]) {
-        if !hub.has_subscribers() {
-            // Keep only the unfinished tail, so a subscriber arriving mid-line gets it whole.
-            match data.iter().rposition(|&b| b == b'\n') {
-                Some(end) => {
-                    self.partial.clear();
-                    self.partial.extend_from_slice(&data[end + 1..]);
-                }
-                None => self.partial.extend_from_slice(data),
-            }
-            if self.partial.len() > MAX_LINE {
-                self.partial.clear();
-            }
-            return;
-        }
-        let mut rest = data;
-        while let Some(end) = rest.iter().position(|&b| b == b'\n') {
-            if self.partial.is_empty() {
-                hub.publish(&rest[..end]);
-            } else {
-                self.partial.extend_from_slice(&rest[..end]);
-                hub.publish(&self.partial);
-                self.partial.clear();
-            }
-            rest = &rest[end + 1..];
-        }
-        self.partial.extend_from_slice(rest);
-        if self.partial.len() > MAX_LINE {
-            hub.publish(&self.partial);
-            self.partial.clear();
+    fn new() -> Self {
+        Self {
+            partial: Vec::new(),
+            scratch: Vec::new(),
         }
     }
 
+    fn feed(&mut self, hub: &OutputHub, data: &[u8]) {
+        let Some(end) = data.iter().rposition(|&b| b == b'\n') else {
+            self.partial.extend_from_slice(data);
+            if self.partial.len() > MAX_LINE {
+                if hub.has_subscribers() {
+                    hub.publish(&self.partial);
+                }
+                self.partial.clear();
+            }
+            return;
+        };
+        let (complete, rest) = data.split_at(end + 1);
+        // The region of complete lines: the carried partial line, then this chunk's lines.
+        let region: &[u8] = if self.partial.is_empty() {
+            complete
+        } else {
+            self.scratch.clear();
+            self.scratch.extend_from_slice(&self.partial);
+            self.scratch.extend_from_slice(complete);
+            &self.scratch
+        };
+        let body = &region[..region.len() - 1];
+        let last_start = body.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+        hub.set_last_line(&body[last_start..]);
+        if hub.has_subscribers() {
+            hub.publish_lines(body);
+        }
+        self.partial.clear();
+        self.partial.extend_from_slice(rest);
+    }
+
     fn finish(&mut self, hub: &OutputHub) {
-        if !self.partial.is_empty() && hub.has_subscribers() {
-            hub.publish(&self.partial);
+        if !self.partial.is_empty() {
+            hub.set_last_line(&self.partial);
+            if hub.has_subscribers() {
+                hub.publish(&self.partial);
+            }
         }
         self.partial.clear();
     }
@@ -144,9 +280,7 @@ pub fn spawn_pump(
         .spawn(move || {
             let mut writer = BufWriter::with_capacity(WRITE_BUFFER, log);
             let mut redactor = (!secrets.is_empty()).then(|| StreamRedactor::new(secrets));
-            let mut splitter = LineSplitter {
-                partial: Vec::new(),
-            };
+            let mut splitter = LineSplitter::new();
             let mut buf = vec![0u8; READ_CHUNK];
             loop {
                 let n = match source.read(&mut buf) {
@@ -225,29 +359,56 @@ pub fn log_tail(path: &std::path::Path, max_lines: usize) -> String {
 mod tests {
     use super::*;
 
+    fn drain(sub: &mut LineSubscription) -> Vec<String> {
+        std::iter::from_fn(|| sub.try_recv())
+            .map(|l| l.to_string())
+            .collect()
+    }
+
     #[test]
     fn splitter_joins_lines_across_chunks_and_strips_cr() {
         let hub = OutputHub::new();
-        let mut rx = hub.subscribe();
-        let mut s = LineSplitter {
-            partial: Vec::new(),
-        };
+        let mut all = hub.subscribe();
+        let mut s = LineSplitter::new();
         s.feed(&hub, b"hel");
         s.feed(&hub, b"lo\r\nwor");
         s.feed(&hub, b"ld\n\xffend");
         s.finish(&hub);
-        let got: Vec<String> = std::iter::from_fn(|| rx.try_recv().ok())
-            .map(|l| l.to_string())
-            .collect();
-        assert_eq!(got, vec!["hello", "world", "\u{fffd}end"]);
+        assert_eq!(drain(&mut all), vec!["hello", "world", "\u{fffd}end"]);
+        assert_eq!(hub.last_line().as_deref(), Some("\u{fffd}end"));
+    }
+
+    #[test]
+    fn filtered_subscribers_get_only_matching_lines_even_across_chunks() {
+        let hub = OutputHub::new();
+        let mut ready = hub
+            .subscribe_matching("^listening on \\d+$")
+            .expect("regex");
+        let mut s = LineSplitter::new();
+        s.feed(&hub, b"noise\nlisten");
+        s.feed(&hub, b"ing on 80\r\nlistening on x\n");
+        s.finish(&hub);
+        assert_eq!(drain(&mut ready), vec!["listening on 80"]);
+        assert!(hub.subscribe_matching("(unclosed").is_err());
+    }
+
+    #[test]
+    fn a_slow_subscriber_loses_lines_instead_of_growing_memory() {
+        let hub = OutputHub::new();
+        let mut all = hub.subscribe();
+        let mut s = LineSplitter::new();
+        let many = b"y\n".repeat(SUBSCRIBER_CAPACITY + 10);
+        s.feed(&hub, &many);
+        assert_eq!(drain(&mut all).len(), SUBSCRIBER_CAPACITY);
+        assert_eq!(all.dropped(), 10);
     }
 
     #[test]
     fn dropped_subscribers_are_pruned() {
         let hub = OutputHub::new();
-        let rx = hub.subscribe();
+        let sub = hub.subscribe();
         assert!(hub.has_subscribers());
-        drop(rx);
+        drop(sub);
         hub.publish(b"x");
         assert!(!hub.has_subscribers());
     }

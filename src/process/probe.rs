@@ -5,13 +5,13 @@
 //! exec's exit and output) so that a readiness failure can say why.
 
 use super::group::signal_group;
+use super::output::{LineSubscription, OutputHub};
 use super::registry;
 use super::spec::{ProbeKind, ProbeSpec};
 use nix::sys::signal::Signal;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::mpsc;
 
 /// An exec attempt may not hang the probe: it is bounded by this (or the probe's interval, if longer).
 const EXEC_ATTEMPT_LIMIT: Duration = Duration::from_secs(10);
@@ -24,23 +24,37 @@ pub struct ProbeContext {
     pub env: Vec<(String, String)>,
 }
 
-/// What the probe saw last, shared with whoever reports a timeout.
+/// What the probe saw last, shared with whoever reports a timeout. A log probe reads the last
+/// line from the command's output hub instead (it only receives matching lines).
 #[derive(Debug, Clone, Default)]
-pub struct LastSeen(Arc<Mutex<String>>);
+pub struct LastSeen {
+    text: Arc<Mutex<String>>,
+    hub: Option<OutputHub>,
+}
 
 impl LastSeen {
+    pub fn from_hub(hub: OutputHub) -> Self {
+        Self {
+            text: Arc::default(),
+            hub: Some(hub),
+        }
+    }
     pub fn set(&self, text: impl Into<String>) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = text.into();
+        *self.text.lock().unwrap_or_else(|p| p.into_inner()) = text.into();
     }
     pub fn get(&self) -> String {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        match &self.hub {
+            Some(hub) => match hub.last_line() {
+                Some(line) => format!("last line: {line}"),
+                None => "no output yet".to_string(),
+            },
+            None => self.text.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+        }
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
-    #[error("invalid log probe regex /{regex}/: {reason}")]
-    BadRegex { regex: String, reason: String },
     #[error(
         "log probe has no output to watch (the command was not launched, or its output ended)"
     )]
@@ -48,15 +62,16 @@ pub enum ProbeError {
 }
 
 /// Runs `probe` until it succeeds; returns what made it ready. The caller owns the deadline (drop
-/// the future to stop). `lines` is required for a log probe.
+/// the future to stop). A log probe needs `lines`, subscribed with the probe's pattern
+/// ([`OutputHub::subscribe_matching`]) before the command started.
 pub async fn run_until_ready(
     probe: &ProbeSpec,
     ctx: &ProbeContext,
-    lines: Option<mpsc::UnboundedReceiver<Arc<str>>>,
+    lines: Option<LineSubscription>,
     seen: &LastSeen,
 ) -> Result<String, ProbeError> {
-    if let ProbeKind::Log(pattern) = &probe.kind {
-        return wait_for_line(pattern, lines, seen).await;
+    if let ProbeKind::Log(_) = &probe.kind {
+        return wait_for_line(lines).await;
     }
     let mut ticker = tokio::time::interval(probe.interval.max(Duration::from_millis(1)));
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -82,27 +97,16 @@ fn unreachable_log() -> Result<String, String> {
     Err("log probe in the polling loop".into())
 }
 
-async fn wait_for_line(
-    pattern: &str,
-    lines: Option<mpsc::UnboundedReceiver<Arc<str>>>,
-    seen: &LastSeen,
-) -> Result<String, ProbeError> {
-    let regex = regex::Regex::new(pattern).map_err(|e| ProbeError::BadRegex {
-        regex: pattern.to_string(),
-        reason: e.to_string(),
-    })?;
+async fn wait_for_line(lines: Option<LineSubscription>) -> Result<String, ProbeError> {
     let mut lines = lines.ok_or(ProbeError::NoOutput)?;
-    seen.set("no output yet");
-    while let Some(line) = lines.recv().await {
-        if regex.is_match(&line) {
-            seen.set(format!("matching line: {line}"));
-            return Ok(line.to_string());
+    match lines.recv().await {
+        Some(line) => Ok(format!("matching line: {line}")),
+        // The hub lives as long as the command: this is not reached while anyone could write.
+        None => {
+            std::future::pending::<()>().await;
+            Err(ProbeError::NoOutput)
         }
-        seen.set(format!("last line: {line}"));
     }
-    // The hub lives as long as the command; ending here means nobody will ever write again.
-    std::future::pending::<()>().await;
-    Err(ProbeError::NoOutput)
 }
 
 /// One HTTP GET; 2xx and 3xx are ready.
