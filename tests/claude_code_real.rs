@@ -16,27 +16,35 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use support::{step, support_dir, Rig};
 
+/// Says why a test is skipped where the test harness does not capture it: straight to the
+/// process's stderr, so `cargo test` shows it even for a passing test.
+fn skip_loudly(why: String) {
+    use std::io::Write;
+    let line = format!("\nSKIPPED (real Claude Code test): {why}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
+}
+
 fn claude_bin() -> Option<PathBuf> {
     if let Ok(bin) = std::env::var("BUGATTI_CLAUDE_BIN") {
         let path = PathBuf::from(bin);
         if path.is_file() {
             return Some(path);
         }
-        eprintln!(
-            "SKIPPED (real Claude Code test): $BUGATTI_CLAUDE_BIN={} is not a file",
+        skip_loudly(format!(
+            "$BUGATTI_CLAUDE_BIN={} is not a file",
             path.display()
-        );
+        ));
         return None;
     }
     let local = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/node/node_modules/.bin/claude");
     if local.is_file() {
         return Some(local);
     }
-    eprintln!(
-        "SKIPPED (real Claude Code test): no Claude Code CLI at {} and $BUGATTI_CLAUDE_BIN is unset; \
-         install it with `cd .ci/node && npm install @anthropic-ai/claude-code@2` (what .ci/run does)",
+    skip_loudly(format!(
+        "no Claude Code CLI at {} and $BUGATTI_CLAUDE_BIN is unset; install it with \
+         `cd .ci/node && npm install @anthropic-ai/claude-code@2` (what .ci/run does)",
         local.display()
-    );
+    ));
     None
 }
 
