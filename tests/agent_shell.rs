@@ -165,7 +165,8 @@ async fn background_and_escaped_processes_do_not_outlive_their_step() {
     let v = run(
         &mut p,
         2,
-        "`setsid sleep 300 > /dev/null 2>&1 & echo started`",
+        "```\nsetsid sh -c 'echo $$ > escaped.pid; exec sleep 300' > /dev/null 2>&1 &\n\
+             while [ ! -s escaped.pid ]; do sleep 0.05; done\necho started\n```",
         LONG,
     )
     .await;

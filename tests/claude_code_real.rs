@@ -216,6 +216,15 @@ async fn a_multi_step_session_with_a_real_bash_tool_call() {
         Some(usage.session_id.clone()),
         "one conversation"
     );
+    // Claude Code reports the conversation's running total; each step gets its own share.
+    let second_usage = second.usage.clone().expect("usage");
+    assert!(second_usage.total_cost_usd > usage.total_cost_usd);
+    assert!(second_usage.step_cost_usd > 0.0);
+    assert!(
+        (usage.total_cost_usd + second_usage.step_cost_usd - second_usage.total_cost_usd).abs()
+            < 1e-9
+    );
+    assert_eq!(usage.step_cost_usd, usage.total_cost_usd);
     let third = run(&mut p, step(3, "Check again.", timeout)).await;
     assert_eq!(
         third.status,
@@ -351,7 +360,8 @@ async fn a_tool_process_that_escaped_is_found_and_killed_at_close() {
     let (stub, stub_port, _) = start_stub(
         &rig,
         json!([
-            {"bash": "setsid sleep 300 > /dev/null 2>&1 < /dev/null & echo started"},
+            {"bash": "setsid sh -c 'echo $$ > escaped.pid; exec sleep 300' > /dev/null 2>&1 < /dev/null & \
+                      while [ ! -s escaped.pid ]; do sleep 0.05; done; echo started"},
             {"text": "Started it.\nRESULT OK"},
         ]),
     );
@@ -371,6 +381,25 @@ async fn a_tool_process_that_escaped_is_found_and_killed_at_close() {
         "the background sleep runs until teardown"
     );
     assert_eq!(p.close().await, TeardownState::Leaked);
+    drop(stub);
+    rig.assert_no_survivors();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_agent_hits_the_no_output_limit() {
+    let Some(bin) = claude_bin() else { return };
+    let mut rig = Rig::new(&[]);
+    let (stub, stub_port, _) = start_stub(&rig, json!([{"text": "thinking", "hang": true}]));
+    let mut spec = claude_spec(&mut rig, bin, stub_port);
+    spec.no_output_timeout = Some(Duration::from_secs(4));
+    let mut p = create(&rig, spec);
+    p.start().await.expect("claude starts");
+    p.bootstrap().await.expect("bootstrap");
+    let v = run(&mut p, step(1, "Do something.", Duration::from_secs(300))).await;
+    assert_eq!(v.status, StepStatus::Timeout, "{v:?}");
+    assert!(v.message.contains("no-output limit"), "{}", v.message);
+    rig.assert_agent_stopped();
+    p.close().await;
     drop(stub);
     rig.assert_no_survivors();
 }
