@@ -42,6 +42,8 @@ pub struct ClaudeCode {
     jsonl: Option<SharedTranscript>,
     /// A turn was sent and its `result` not yet read.
     in_turn: bool,
+    /// The conversation's cost at the end of the previous turn (Claude Code reports totals).
+    cost_so_far: f64,
 }
 
 enum TurnEnd {
@@ -62,6 +64,7 @@ impl ClaudeCode {
             log: None,
             jsonl: None,
             in_turn: false,
+            cost_so_far: 0.0,
         }
     }
 
@@ -176,7 +179,7 @@ impl ClaudeCode {
     }
 
     fn result_verdict(
-        &self,
+        &mut self,
         event: &Value,
         collector: &mut ReplyCollector,
         step_id: u32,
@@ -186,7 +189,11 @@ impl ClaudeCode {
             num_turns: event["num_turns"].as_u64().unwrap_or(0),
             duration_ms: event["duration_ms"].as_u64().unwrap_or(0),
             total_cost_usd: event["total_cost_usd"].as_f64().unwrap_or(0.0),
+            step_cost_usd: 0.0,
         };
+        let mut usage = usage;
+        usage.step_cost_usd = (usage.total_cost_usd - self.cost_so_far).max(0.0);
+        self.cost_so_far = usage.total_cost_usd.max(self.cost_so_far);
         let result_text = event["result"].as_str().unwrap_or_default();
         let subtype = event["subtype"].as_str().unwrap_or("unknown");
         self.log(&format!(

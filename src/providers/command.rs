@@ -80,6 +80,12 @@ impl CommandProvider {
         let Some(process) = self.process.as_mut() else {
             return collector.verdict_with(StepStatus::Error, "the agent is not running");
         };
+        if process.is_torn_down() {
+            return collector.verdict_with(
+                StepStatus::Error,
+                "the agent was stopped earlier (after a timeout or a cancel)",
+            );
+        }
         if let Some(death) = process.death(&secrets).await {
             let mut verdict = collector.verdict_with(
                 StepStatus::Error,
@@ -90,9 +96,6 @@ impl CommandProvider {
             );
             verdict.agent_died = Some(death);
             return verdict;
-        }
-        if process.is_torn_down() {
-            return collector.verdict_with(StepStatus::Error, "the agent was stopped earlier");
         }
         if let Err(e) = process.write_line(&line.to_string()).await {
             tracing::debug!("writing to the agent failed: {e}");
@@ -184,6 +187,9 @@ impl CommandProvider {
         loop {
             tokio::select! {
                 read = stdout.read(&mut buf) => match read {
+                    // A reply that ended with its marker stands; the exit is news for the next
+                    // step (and the session, through the exit event).
+                    Ok(0) | Err(_) if settle_at.is_some() => return ReplyEnd::Replied,
                     Ok(0) | Err(_) => return ReplyEnd::Ended,
                     Ok(n) => {
                         if let Some(t) = &self.transcript {

@@ -154,13 +154,18 @@ pub struct StepRequest {
     pub timeout: Duration,
 }
 
-/// What one Claude Code turn cost, from its `result` event.
+/// What one Claude Code turn (one step) cost, from its `result` event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ClaudeUsage {
+    /// Claude Code's conversation id (the same for every step of a session).
     pub session_id: String,
+    /// Model round trips of this turn.
     pub num_turns: u64,
     pub duration_ms: u64,
+    /// As Claude Code reports it: the cost of the whole conversation so far.
     pub total_cost_usd: f64,
+    /// This step's share: `total_cost_usd` minus the previous step's.
+    pub step_cost_usd: f64,
 }
 
 /// The agent process ended on its own: how, and the end of what it wrote to stderr.

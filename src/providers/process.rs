@@ -1,7 +1,8 @@
 //! The agent's process: spawned in its own process group with piped stdio, registered for the
 //! final sweep, watched for its exit (an event, not a poll), its stderr kept as a transcript and a
 //! short tail, and torn down like a harness command:
-//! stdin closed → grace → SIGINT to the group → grace → SIGTERM → grace → SIGKILL; then any member
+//! stdin closed → short grace → SIGINT to the group → short grace → SIGTERM → grace → SIGKILL
+//! (SIGINT before SIGTERM: Claude Code cleans up its tools on SIGINT, not on SIGTERM); then any member
 //! left in the group is killed, and so is every process that escaped the group (Claude Code runs
 //! its Bash tools in their own sessions) but still carries [`AGENT_MARKER_ENV`] in its environment.
 
@@ -223,9 +224,12 @@ impl AgentProcess {
         self.stopping.store(true, Ordering::SeqCst);
         self.close_stdin();
         let mut state = TeardownState::Clean;
-        if !self.wait_exit(grace).await {
+        // An idle agent ends on EOF at once, and one interrupted by SIGINT cleans up quickly:
+        // these two phases are short; the SIGTERM phase gets the whole grace.
+        let gentle = grace.min(Duration::from_secs(2));
+        if !self.wait_exit(gentle).await {
             let _ = group::signal_group(self.pid, Signal::SIGINT);
-            if !self.wait_exit(grace).await {
+            if !self.wait_exit(gentle).await {
                 state = TeardownState::Killed;
                 let _ = group::signal_group(self.pid, Signal::SIGTERM);
                 if !self.wait_exit(grace).await {
@@ -363,5 +367,17 @@ pub fn describe(status: ExitStatus) -> String {
             Err(_) => format!("signal {sig}"),
         },
         None => "unknown exit status".to_string(),
+    }
+}
+
+impl Drop for AgentProcess {
+    /// A provider dropped without `close` (its actor killed, a panic): no grace, but nothing left.
+    fn drop(&mut self) {
+        if self.teardown.is_none() {
+            self.stopping.store(true, Ordering::SeqCst);
+            let _ = group::signal_group(self.pid, Signal::SIGKILL);
+            kill_escaped(&self.run_id);
+            registry::unregister(self.pid);
+        }
     }
 }

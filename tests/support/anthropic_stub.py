@@ -10,7 +10,8 @@ tools, as Claude Code's agent loop always does). Each reply is one of:
                                      replaced by the text of the last tool_result the client sent
   {"bash": "command"}                a Bash tool call (stop_reason tool_use)
   {"hang": true}                     starts streaming, then never sends another event
-  {"break": true}                    starts streaming, then drops the connection mid-message
+  {"break": true}                    starts streaming, then drops the connection mid-message (a
+                                     non-streaming request gets half a body, then the same)
 Other requests (side queries without tools) get a short plain answer. When the script runs out,
 main-loop requests get a text reply without a result marker.
 Every request body is appended to REQUEST_LOG.jsonl, one JSON object per line.
@@ -86,6 +87,18 @@ class Handler(BaseHTTPRequestHandler):
         reply = next_reply() if main_loop else {"text": "ok"}
         model = body.get("model", "claude-sonnet-4-5")
         if not body.get("stream"):
+            if reply.get("break"):
+                # Claude Code falls back to a non-streaming request after a broken stream: break
+                # that one too, mid-body.
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", "4096")
+                self.end_headers()
+                self.wfile.write(b'{"id": "msg_broken", "type": "mess')
+                self.wfile.flush()
+                self.connection.shutdown(2)
+                self.close_connection = True
+                return
             self.json_reply(self.message(model, [{"type": "text", "text": reply.get("text", "ok")}], "end_turn"))
             return
         self.stream(model, reply, body)

@@ -82,6 +82,19 @@ impl Rig {
         out
     }
 
+    /// No agent process of this run is alive and none is registered (helpers such as a test's
+    /// own app may still run).
+    pub fn assert_agent_stopped(&self) {
+        let run_id = &self.facts.run_id;
+        let marked = group::live_processes_with_env(AGENT_MARKER_ENV, run_id);
+        assert!(marked.is_empty(), "agent processes survive: {marked:?}");
+        let left: Vec<_> = registry::registered()
+            .into_iter()
+            .filter(|g| g.label.contains(run_id.as_str()))
+            .collect();
+        assert!(left.is_empty(), "groups still registered: {left:?}");
+    }
+
     /// Nothing of this run is alive: no process with the agent marker or the run id, no group
     /// of this run left in the registry.
     pub fn assert_no_survivors(&self) {
