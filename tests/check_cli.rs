@@ -287,7 +287,7 @@ fn short_names_and_tags_select_tests() {
     valid_project(d.path());
     supervisor(d.path())
         .args([
-            "test",
+            "check",
             "--tag",
             "nightly",
             "checkout",
@@ -295,8 +295,9 @@ fn short_names_and_tags_select_tests() {
             "bugatti.config.toml",
         ])
         .assert()
-        .code(2)
-        .stderr(contains("running is not wired yet"));
+        .success()
+        .stdout(contains("root tests:   1 selected of 1 discovered"))
+        .stdout(contains("== tests/checkout.test.toml"));
     supervisor(d.path())
         .args(["check", "smoke"])
         .assert()
