@@ -275,7 +275,7 @@ pub fn kill_escaped(run_id: &str) -> Vec<i32> {
 /// Waits (bounded) until SIGKILLed processes are really gone, reaping those re-parented to us as
 /// subreaper. Processes that are not our children give no exit event, so this looks at `/proc`
 /// a few times; it only runs after a kill, at teardown.
-async fn settle_survivors(pgid: i32, run_id: &str) {
+pub(crate) async fn settle_survivors(pgid: i32, run_id: &str) {
     for _ in 0..100 {
         group::reap_adopted_zombies(&registry::leader_pids());
         let group_left = group::live_members(pgid);

@@ -18,7 +18,7 @@
 //! The output goes to `transcripts/agent.log` as `$ command` headers, the raw output, and the
 //! step's `RESULT` line, like a reply from an agent.
 
-use super::process::kill_escaped;
+use super::process::{kill_escaped, settle_survivors};
 use super::reply::ReplyCollector;
 use super::transcript::SharedTranscript;
 use super::{
@@ -240,13 +240,7 @@ impl ShellProvider {
         if !kill_escaped(&facts.run_id).is_empty() {
             self.teardown = TeardownState::Leaked;
         }
-        for _ in 0..100 {
-            group::reap_adopted_zombies(&registry::leader_pids());
-            if group::live_members(pgid).is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        settle_survivors(pgid, &facts.run_id).await;
         registry::unregister(pgid);
         end
     }
