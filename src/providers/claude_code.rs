@@ -384,7 +384,8 @@ impl Provider for ClaudeCode {
         let started = Instant::now();
         let secrets = self.ctx.facts.secrets.clone();
         let mut collector =
-            ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets.clone());
+            ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets.clone())
+                .relative_to(&self.ctx.facts.run_dir);
         let Some(process) = self.process.as_mut() else {
             return collector.verdict_with(StepStatus::Error, "Claude Code is not running");
         };

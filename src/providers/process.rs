@@ -216,7 +216,8 @@ impl AgentProcess {
     }
 
     /// Stops the agent and everything it started. Idempotent: a second call returns the first
-    /// result. `before_signals` has already been done by the caller (e.g. an interrupt message).
+    /// result. A provider with a gentler first step (Claude Code's interrupt request) sends it
+    /// before calling this.
     pub async fn stop(&mut self, grace: Duration) -> TeardownState {
         if let Some(state) = self.teardown {
             return state;

@@ -304,7 +304,8 @@ impl Provider for ShellProvider {
         let started = Instant::now();
         let deadline = TokioInstant::now() + request.timeout;
         let secrets = self.ctx.facts.secrets.clone();
-        let mut collector = ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets);
+        let mut collector = ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets)
+            .relative_to(&self.ctx.facts.run_dir);
         let commands = extract_commands(&request.instruction);
         self.write(format!("### step {}\n", request.step_id).as_bytes());
         let mut failure: Option<StepVerdict> = None;
