@@ -58,11 +58,22 @@ async fn ok_warn_error_over_one_session_through_the_actor() {
         .expect("call")
         .expect("bootstrap");
 
-    let ok = actor_step(&agent, 1, json!([{"say": "looking\nBUGATTI_LOG opened the page\nBUGATTI_EVIDENCE screenshot screenshots/home.png\nall good\nRESULT OK\n"}])).await;
+    let absolute = rig.facts.run_dir.join("logs/console.txt");
+    let reply = format!(
+        "looking\nBUGATTI_LOG opened the page\nBUGATTI_EVIDENCE screenshot screenshots/home.png\n\
+         BUGATTI_EVIDENCE console {}\nall good\nRESULT OK\n",
+        absolute.display()
+    );
+    let ok = actor_step(&agent, 1, json!([{ "say": reply }])).await;
     assert_eq!(ok.status, StepStatus::Ok, "{ok:?}");
     assert_eq!(ok.logs, vec!["opened the page".to_string()]);
-    assert_eq!(ok.evidence.len(), 1);
+    assert_eq!(ok.evidence.len(), 2);
     assert_eq!(ok.evidence[0].path, "screenshots/home.png");
+    assert_eq!(
+        (ok.evidence[1].kind.as_str(), ok.evidence[1].path.as_str()),
+        ("console", "logs/console.txt"),
+        "absolute paths inside the run directory become relative"
+    );
     let warn = actor_step(
         &agent,
         2,

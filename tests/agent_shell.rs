@@ -224,3 +224,68 @@ async fn the_actor_runs_shell_steps_and_closes() {
     handle.await.expect("actor ends");
     rig.assert_no_survivors();
 }
+
+/// A stand-in for the session actor: a parent that keeps running when its agent child ends.
+struct Parent;
+
+impl Actor for Parent {
+    type Msg = ();
+    type State = tokio::sync::mpsc::UnboundedSender<String>;
+    type Arguments = tokio::sync::mpsc::UnboundedSender<String>;
+
+    async fn pre_start(
+        &self,
+        _myself: ractor::ActorRef<()>,
+        seen: Self::Arguments,
+    ) -> Result<Self::State, ractor::ActorProcessingErr> {
+        Ok(seen)
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        _myself: ractor::ActorRef<()>,
+        event: ractor::SupervisionEvent,
+        seen: &mut Self::State,
+    ) -> Result<(), ractor::ActorProcessingErr> {
+        if let ractor::SupervisionEvent::ActorTerminated(_, _, reason) = event {
+            let _ = seen.send(reason.unwrap_or_default());
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_spawned_under_a_session_ends_without_stopping_it() {
+    let rig = Rig::new(&[]);
+    let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
+    let (parent, parent_handle) = Actor::spawn(None, Parent, seen_tx).await.expect("parent");
+    let args = AgentArgs {
+        spec: AgentSpec::new(ProviderKind::Shell),
+        facts: rig.facts.clone(),
+        events: rig.events.clone(),
+    };
+    let (agent, handle) = AgentActor::spawn_under(parent.get_cell(), args)
+        .await
+        .expect("spawn under parent");
+    call!(agent, AgentMsg::Start).expect("call").expect("start");
+    let v = call!(
+        agent,
+        AgentMsg::RunStep,
+        step(1, "`echo BUGATTI_LOG hi`", LONG)
+    )
+    .expect("step");
+    assert_eq!(
+        (v.status, v.logs.clone()),
+        (StepStatus::Ok, vec!["hi".to_string()])
+    );
+    call!(agent, AgentMsg::Close).expect("close");
+    handle.await.expect("agent ends");
+    let reason = tokio::time::timeout(LONG, seen.recv())
+        .await
+        .expect("in time");
+    assert_eq!(reason.as_deref(), Some("agent closed"));
+    assert_eq!(parent.get_status(), ractor::ActorStatus::Running);
+    parent.stop(None);
+    parent_handle.await.expect("parent ends");
+    rig.assert_no_survivors();
+}

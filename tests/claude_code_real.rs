@@ -403,3 +403,22 @@ async fn a_silent_agent_hits_the_no_output_limit() {
     drop(stub);
     rig.assert_no_survivors();
 }
+
+/// Needs no CLI: a missing binary is a startup error naming the command line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_claude_binary_is_a_startup_error() {
+    let rig = Rig::new(&[]);
+    let mut spec = AgentSpec::new(ProviderKind::ClaudeCode);
+    spec.claude_bin = PathBuf::from("/nonexistent/bin/claude");
+    spec.agent_args = vec!["--model".into(), "sonnet".into()];
+    let mut p = create(&rig, spec);
+    let err = p.start().await.expect_err("missing binary");
+    let text = err.to_string();
+    assert!(
+        text.contains("/nonexistent/bin/claude -p --input-format stream-json")
+            && text.contains("--model sonnet"),
+        "{text}"
+    );
+    p.close().await;
+    rig.assert_no_survivors();
+}

@@ -16,11 +16,23 @@ use crate::providers::{
     self, AgentContext, AgentError, AgentEvent, AgentSpec, Provider, SessionFacts, StepRequest,
     StepVerdict,
 };
-use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
+use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort, SpawnErr};
 use std::sync::Arc;
 use tokio::sync::{mpsc::UnboundedSender, watch, Mutex};
 
 pub struct AgentActor;
+
+impl AgentActor {
+    /// Spawns the agent linked under `parent` (the session): its failure reaches the parent as a
+    /// supervision event. The parent must override `handle_supervisor_evt` (ractor's default
+    /// stops the parent when a child exits, and this actor exits after `Close`).
+    pub async fn spawn_under(
+        parent: ActorCell,
+        args: AgentArgs,
+    ) -> Result<(ActorRef<AgentMsg>, tokio::task::JoinHandle<()>), SpawnErr> {
+        Actor::spawn_linked(None, AgentActor, args, parent).await
+    }
+}
 
 /// What the actor is spawned with.
 pub struct AgentArgs {

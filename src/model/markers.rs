@@ -130,6 +130,10 @@ pub struct MarkerScanner {
     line: Vec<u8>,
     /// The current line grew past [`MAX_MARKER_LINE`]; its tail is being skipped.
     truncated: bool,
+    /// The current line's start already rules out a marker; the rest is skipped.
+    rejected: bool,
+    /// The current line's start is that of a marker; it is kept to the end.
+    candidate: bool,
     last_result: Option<ResultMarker>,
     bytes_seen: u64,
 }
@@ -174,7 +178,7 @@ impl MarkerScanner {
     }
 
     fn append(&mut self, bytes: &[u8]) {
-        if self.truncated {
+        if self.truncated || self.rejected {
             return;
         }
         let room = MAX_MARKER_LINE.saturating_sub(self.line.len());
@@ -184,9 +188,27 @@ impl MarkerScanner {
         } else {
             self.line.extend_from_slice(bytes);
         }
+        if !self.candidate {
+            match could_be_marker(&self.line) {
+                Some(true) => self.candidate = true,
+                Some(false) => {
+                    // Most output is not markers: stop copying this line as soon as that is known.
+                    self.rejected = true;
+                    self.line.clear();
+                }
+                None => {}
+            }
+        }
     }
 
     fn finish_line(&mut self, out: &mut Vec<Marker>) {
+        let rejected = std::mem::take(&mut self.rejected);
+        self.candidate = false;
+        if rejected {
+            self.line.clear();
+            self.truncated = false;
+            return;
+        }
         let text = String::from_utf8_lossy(&self.line);
         let text = text.strip_suffix('\r').unwrap_or(&text);
         if let Some(marker) = parse_line(text) {
@@ -197,6 +219,37 @@ impl MarkerScanner {
         }
         self.line.clear();
         self.truncated = false;
+    }
+}
+
+/// Whether a line starting with `start` can be a marker: `Some(false)` once its first
+/// non-decoration bytes differ from every marker keyword, `Some(true)` once they hold a whole
+/// keyword, `None` while undecided. Decoration is skipped generously (any mix of ASCII whitespace,
+/// `>`, `*`, `` ` ``), so this never rejects what [`parse_line`] would accept; a non-ASCII byte
+/// (Unicode whitespace, say) makes the line a candidate and [`parse_line`] decides.
+fn could_be_marker(start: &[u8]) -> Option<bool> {
+    const KEYWORDS: [&[u8]; 3] = [b"RESULT", b"BUGATTI_LOG", b"BUGATTI_EVIDENCE"];
+    let first = start
+        .iter()
+        .position(|b| !(b.is_ascii_whitespace() || matches!(b, b'>' | b'*' | b'`' | b'\x0b')))?;
+    let rest = &start[first..];
+    if rest[0] >= 0x80 {
+        return Some(true);
+    }
+    let mut undecided = false;
+    for keyword in KEYWORDS {
+        let n = rest.len().min(keyword.len());
+        if rest[..n] == keyword[..n] {
+            if rest.len() >= keyword.len() {
+                return Some(true);
+            }
+            undecided = true;
+        }
+    }
+    if undecided {
+        None
+    } else {
+        Some(false)
     }
 }
 
@@ -310,7 +363,65 @@ mod tests {
         prop::collection::vec(line, 0..12).prop_map(|lines| lines.join("\n"))
     }
 
+    /// The plain definition the streaming scanner must match: split on `\n`, decode lossily,
+    /// drop a trailing `\r`, read each line.
+    fn reference(bytes: &[u8]) -> Vec<Marker> {
+        bytes
+            .split(|&b| b == b'\n')
+            .filter_map(|line| {
+                let text = String::from_utf8_lossy(line);
+                parse_line(text.strip_suffix('\r').unwrap_or(&text))
+            })
+            .collect()
+    }
+
+    fn noisy_reply() -> impl Strategy<Value = Vec<u8>> {
+        let line = prop_oneof![
+            reply().prop_map(String::into_bytes),
+            prop::collection::vec(
+                prop_oneof![
+                    Just(b" ".to_vec()),
+                    Just(b"> ".to_vec()),
+                    Just(b"**".to_vec()),
+                    Just(b"`".to_vec()),
+                    Just(b"\t".to_vec()),
+                    Just(b"\r".to_vec()),
+                    Just("\u{a0}".as_bytes().to_vec()),
+                    Just(b"\xff".to_vec()),
+                    Just(b"RESULT".to_vec()),
+                    Just(b" OK".to_vec()),
+                    Just(b" WARN: w".to_vec()),
+                    Just(b"RESULTS".to_vec()),
+                    Just(b"BUGATTI_".to_vec()),
+                    Just(b"LOG x".to_vec()),
+                    Just(b"EVIDENCE log a.txt".to_vec()),
+                    Just(b"plain words".to_vec()),
+                ],
+                0..8,
+            )
+            .prop_map(|parts| parts.concat()),
+        ];
+        prop::collection::vec(line, 0..10).prop_map(|lines| lines.join(&b'\n'))
+    }
+
     proptest! {
+        /// The early rejection of non-marker lines never changes what is found.
+        #[test]
+        fn the_scanner_matches_the_plain_definition(bytes in noisy_reply(), cuts in prop::collection::vec(0usize..300, 0..12)) {
+            let mut points: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
+            points.sort_unstable();
+            let mut scanner = MarkerScanner::new();
+            let mut out = Vec::new();
+            let mut start = 0;
+            for p in points {
+                scanner.push(&bytes[start..p], &mut out);
+                start = p;
+            }
+            scanner.push(&bytes[start..], &mut out);
+            scanner.finish(&mut out);
+            prop_assert_eq!(out, reference(&bytes));
+        }
+
         /// However the reply is cut into chunks, the scanner sees exactly what a whole-text scan sees.
         #[test]
         fn chunk_boundaries_never_change_the_markers(text in reply(), cuts in prop::collection::vec(0usize..400, 0..20)) {

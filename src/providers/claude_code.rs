@@ -194,6 +194,17 @@ impl ClaudeCode {
         let mut usage = usage;
         usage.step_cost_usd = (usage.total_cost_usd - self.cost_so_far).max(0.0);
         self.cost_so_far = usage.total_cost_usd.max(self.cost_so_far);
+        if let Some(denials) = event["permission_denials"]
+            .as_array()
+            .filter(|d| !d.is_empty())
+        {
+            // Usually a tool the agent_args did not allow (as root: `--allowedTools Bash`).
+            let tools: Vec<&str> = denials
+                .iter()
+                .filter_map(|d| d["tool_name"].as_str())
+                .collect();
+            self.log(&format!("[permission_denials] {}\n", tools.join(", ")));
+        }
         let result_text = event["result"].as_str().unwrap_or_default();
         let subtype = event["subtype"].as_str().unwrap_or("unknown");
         self.log(&format!(
@@ -384,7 +395,8 @@ impl Provider for ClaudeCode {
         let started = Instant::now();
         let secrets = self.ctx.facts.secrets.clone();
         let mut collector =
-            ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets.clone());
+            ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets.clone())
+                .relative_to(&self.ctx.facts.run_dir);
         let Some(process) = self.process.as_mut() else {
             return collector.verdict_with(StepStatus::Error, "Claude Code is not running");
         };

@@ -6,7 +6,10 @@
 //! When a reply ends is not signalled by the protocol, so: a reply ends once a result marker line
 //! has been written and the agent then stays quiet for `reply_settle` (a later marker in the same
 //! burst still wins). A reply that never has a marker ends as `protocol_error` after
-//! `no_output_timeout` of silence, or as `timeout` at the step's deadline.
+//! `no_output_timeout` of silence, or as `timeout` at the step's deadline. A reply whose marker is
+//! followed by the agent's exit keeps its verdict; the exit fails the next step. Output written
+//! after a reply ended is read as the start of the next reply (the protocol has no turn ids).
+//! A timed-out or cancelled step stops the agent: later steps get `error` without being sent.
 
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
@@ -76,7 +79,8 @@ impl CommandProvider {
     ) -> StepVerdict {
         let started = Instant::now();
         let secrets = self.ctx.facts.secrets.clone();
-        let mut collector = ReplyCollector::new(step_id, self.ctx.events.clone(), secrets.clone());
+        let mut collector = ReplyCollector::new(step_id, self.ctx.events.clone(), secrets.clone())
+            .relative_to(&self.ctx.facts.run_dir);
         let Some(process) = self.process.as_mut() else {
             return collector.verdict_with(StepStatus::Error, "the agent is not running");
         };

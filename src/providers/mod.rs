@@ -301,14 +301,105 @@ pub fn create(context: AgentContext) -> Box<dyn Provider> {
 /// The agent's environment: (optionally) the supervisor's own without Claude Code's nesting
 /// variables, then the session's, then the agent marker.
 pub fn agent_env(spec: &AgentSpec, facts: &SessionFacts) -> Vec<(String, String)> {
-    let mut env: Vec<(String, String)> = if spec.inherit_env {
-        std::env::vars()
-            .filter(|(k, _)| !CLAUDE_NESTING_VARS.contains(&k.as_str()))
-            .collect()
+    if spec.inherit_env {
+        env_over(std::env::vars(), facts)
     } else {
-        Vec::new()
-    };
+        env_over(std::iter::empty(), facts)
+    }
+}
+
+fn env_over(
+    inherited: impl Iterator<Item = (String, String)>,
+    facts: &SessionFacts,
+) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = inherited
+        .filter(|(k, _)| !CLAUDE_NESTING_VARS.contains(&k.as_str()))
+        .collect();
     env.extend(facts.env.iter().cloned());
     env.push((AGENT_MARKER_ENV.to_string(), facts.run_id.clone()));
     env
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn facts() -> SessionFacts {
+        SessionFacts {
+            run_id: "run-1".into(),
+            session_id: "sess-1".into(),
+            suite_id: "suite-1".into(),
+            test_name: "Checkout".into(),
+            test_file: PathBuf::from("tests/checkout.test.toml"),
+            project_root: PathBuf::from("/p"),
+            run_dir: PathBuf::from("/p/.bugatti/runs/run-1"),
+            workdir: PathBuf::from("/tmp/w"),
+            env: vec![
+                ("APP_PORT".into(), "4100".into()),
+                ("HOME".into(), "/h".into()),
+            ],
+            secrets: Arc::new(Secrets::default()),
+        }
+    }
+
+    #[test]
+    fn the_agent_env_drops_claude_nesting_and_carries_the_marker() {
+        let inherited = [
+            ("CLAUDECODE", "1"),
+            ("CLAUDE_CODE_ENTRYPOINT", "cli"),
+            ("PATH", "/bin"),
+            ("HOME", "/root"),
+        ]
+        .map(|(k, v)| (k.to_string(), v.to_string()));
+        let env = env_over(inherited.into_iter(), &facts());
+        let get = |key: &str| {
+            env.iter()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("CLAUDECODE"), None);
+        assert_eq!(get("CLAUDE_CODE_ENTRYPOINT"), None);
+        assert_eq!(get("PATH"), Some("/bin"));
+        assert_eq!(get("HOME"), Some("/h"), "the session's value wins");
+        assert_eq!(get("APP_PORT"), Some("4100"));
+        assert_eq!(get(AGENT_MARKER_ENV), Some("run-1"));
+    }
+
+    #[test]
+    fn the_bootstrap_states_the_contract_and_the_facts() {
+        let mut spec = AgentSpec::new(ProviderKind::ClaudeCode);
+        spec.base_url = Some("http://127.0.0.1:4100".into());
+        spec.extra_system_prompt = Some("Log in as demo/demo.".into());
+        let text = bootstrap::system_prompt(&spec, &facts());
+        for needle in [
+            "RESULT OK",
+            "RESULT WARN: <short reason>",
+            "RESULT ERROR: <short reason>",
+            "the last one decides",
+            "BUGATTI_LOG <message>",
+            "BUGATTI_EVIDENCE <kind> <path>",
+            "/p/.bugatti/runs/run-1/screenshots/",
+            "run id: run-1",
+            "session id: sess-1",
+            "http://127.0.0.1:4100",
+            "Log in as demo/demo.",
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+        }
+        let request = StepRequest {
+            step_id: 4,
+            source_file: "shared/login.test.toml".into(),
+            source_index: 2,
+            include_chain: vec!["checkout.test.toml".into(), "shared/login.test.toml".into()],
+            instruction: "  Log in.  ".into(),
+            timeout: Duration::from_secs(5),
+        };
+        let message = bootstrap::step_message(&facts(), &request);
+        assert!(message.starts_with(
+            "Bugatti step 4 (run run-1, session sess-1; from shared/login.test.toml step 2 \
+             (via checkout.test.toml -> shared/login.test.toml))."
+        ));
+        assert!(message.contains("\n\nLog in.\n\n"));
+    }
 }

@@ -216,7 +216,8 @@ impl AgentProcess {
     }
 
     /// Stops the agent and everything it started. Idempotent: a second call returns the first
-    /// result. `before_signals` has already been done by the caller (e.g. an interrupt message).
+    /// result. A provider with a gentler first step (Claude Code's interrupt request) sends it
+    /// before calling this.
     pub async fn stop(&mut self, grace: Duration) -> TeardownState {
         if let Some(state) = self.teardown {
             return state;
@@ -275,7 +276,7 @@ pub fn kill_escaped(run_id: &str) -> Vec<i32> {
 /// Waits (bounded) until SIGKILLed processes are really gone, reaping those re-parented to us as
 /// subreaper. Processes that are not our children give no exit event, so this looks at `/proc`
 /// a few times; it only runs after a kill, at teardown.
-async fn settle_survivors(pgid: i32, run_id: &str) {
+pub(crate) async fn settle_survivors(pgid: i32, run_id: &str) {
     for _ in 0..100 {
         group::reap_adopted_zombies(&registry::leader_pids());
         let group_left = group::live_members(pgid);

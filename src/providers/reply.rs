@@ -6,6 +6,7 @@ use super::{AgentEvent, StepVerdict};
 use crate::model::markers::{Evidence, Marker, MarkerScanner, ResultMarker, Verdict};
 use crate::model::outcome::StepStatus;
 use crate::report::redact::Secrets;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -18,6 +19,8 @@ pub struct ReplyCollector {
     events: UnboundedSender<AgentEvent>,
     secrets: Arc<Secrets>,
     markers: Vec<Marker>,
+    /// Evidence paths are relative to the run directory; absolute ones inside it are made so.
+    run_dir: Option<PathBuf>,
 }
 
 impl ReplyCollector {
@@ -30,7 +33,23 @@ impl ReplyCollector {
             events,
             secrets,
             markers: Vec::new(),
+            run_dir: None,
         }
+    }
+
+    /// Evidence written with an absolute path inside `run_dir` is recorded relative to it.
+    pub fn relative_to(mut self, run_dir: &Path) -> Self {
+        self.run_dir = Some(run_dir.to_path_buf());
+        self
+    }
+
+    fn evidence_path(&self, path: &str) -> String {
+        let relative = self
+            .run_dir
+            .as_deref()
+            .and_then(|dir| Path::new(path).strip_prefix(dir).ok())
+            .and_then(|p| p.to_str());
+        relative.unwrap_or(path).to_string()
     }
 
     /// Feeds output; returns true when a result marker line completed in this chunk.
@@ -62,7 +81,8 @@ impl ReplyCollector {
 
     fn dispatch(&mut self) -> bool {
         let mut saw_result = false;
-        for marker in self.markers.drain(..) {
+        let markers = std::mem::take(&mut self.markers);
+        for marker in markers {
             match marker {
                 Marker::Result(_) => saw_result = true,
                 Marker::Log(message) => {
@@ -76,7 +96,7 @@ impl ReplyCollector {
                 Marker::Evidence(evidence) => {
                     let evidence = Evidence {
                         kind: evidence.kind,
-                        path: self.secrets.redact_str(&evidence.path),
+                        path: self.secrets.redact_str(&self.evidence_path(&evidence.path)),
                     };
                     let _ = self.events.send(AgentEvent::Evidence {
                         step_id: self.step_id,

@@ -18,7 +18,7 @@
 //! The output goes to `transcripts/agent.log` as `$ command` headers, the raw output, and the
 //! step's `RESULT` line, like a reply from an agent.
 
-use super::process::kill_escaped;
+use super::process::{kill_escaped, settle_survivors};
 use super::reply::ReplyCollector;
 use super::transcript::SharedTranscript;
 use super::{
@@ -240,13 +240,7 @@ impl ShellProvider {
         if !kill_escaped(&facts.run_id).is_empty() {
             self.teardown = TeardownState::Leaked;
         }
-        for _ in 0..100 {
-            group::reap_adopted_zombies(&registry::leader_pids());
-            if group::live_members(pgid).is_empty() {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        settle_survivors(pgid, &facts.run_id).await;
         registry::unregister(pgid);
         end
     }
@@ -310,7 +304,8 @@ impl Provider for ShellProvider {
         let started = Instant::now();
         let deadline = TokioInstant::now() + request.timeout;
         let secrets = self.ctx.facts.secrets.clone();
-        let mut collector = ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets);
+        let mut collector = ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets)
+            .relative_to(&self.ctx.facts.run_dir);
         let commands = extract_commands(&request.instruction);
         self.write(format!("### step {}\n", request.step_id).as_bytes());
         let mut failure: Option<StepVerdict> = None;
