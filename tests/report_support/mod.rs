@@ -37,7 +37,7 @@ pub fn plan(artifact_dir: &Path, run_id: &str, test_file: &str, attempt: u32) ->
                     } else {
                         test_file.to_string()
                     },
-                    source_index: (i - 1) as usize,
+                    source_index: i as usize,
                     include_chain: if i == 2 {
                         vec![test_file.to_string()]
                     } else {
