@@ -659,7 +659,8 @@ impl Driver {
                 session_id: Some(u.session_id.clone()),
                 turns: u32::try_from(u.num_turns).ok(),
                 duration_ms: Some(u.duration_ms),
-                cost_usd: Some(u.total_cost_usd),
+                cost_usd: Some(u.step_cost_usd),
+                total_cost_usd: Some(u.total_cost_usd),
             });
             let message = (!verdict.message.is_empty()).then(|| verdict.message.clone());
             if verdict.interrupted {

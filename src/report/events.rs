@@ -80,8 +80,12 @@ pub struct Usage {
     pub turns: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub duration_ms: Option<u64>,
+    /// What this step cost.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub cost_usd: Option<f64>,
+    /// The conversation's running total after this step (Claude Code's `total_cost_usd`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub total_cost_usd: Option<f64>,
 }
 
 /// What happened to a harness command during setup and while the session ran.
@@ -250,6 +254,7 @@ mod tests {
                 turns: Some(3),
                 duration_ms: Some(11),
                 cost_usd: Some(0.25),
+                total_cost_usd: Some(0.5),
             }),
         });
         let json = serde_json::to_string(&ev).expect("serialize");

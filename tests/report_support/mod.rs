@@ -139,6 +139,7 @@ pub fn events(clock: &EventClock, last: StepStatus, outcome: RunOutcome) -> Vec<
                 turns: Some(4),
                 duration_ms: Some(19),
                 cost_usd: Some(0.0123),
+                total_cost_usd: Some(0.0123),
             }),
         },
     ];
