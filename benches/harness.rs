@@ -285,7 +285,12 @@ fn main() {
         let (parent, _) = Actor::spawn(None, Parent, ()).await.expect("parent");
         log_probe_latency(&parent, dir.path(), 30).await;
         teardown_ten(&parent, dir.path()).await;
-        throughput(&parent, dir.path(), 3).await;
+        // Bulk files go to tmpfs when there is one: the figure is the capture path's cost, not
+        // the shared disk's writeback.
+        let bulk = tempfile::tempdir_in("/dev/shm")
+            .unwrap_or_else(|_| tempfile::tempdir().expect("tempdir"));
+        println!("(bulk files in {})", bulk.path().display());
+        throughput(&parent, bulk.path(), 5).await;
         parent.stop(None);
     });
     let left = bugatti::process::registry::sweep();
