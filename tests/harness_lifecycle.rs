@@ -335,3 +335,27 @@ async fn setup_runs_first_and_logs_are_raw_and_redacted() {
     );
     fx.assert_nothing_left().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn abandoning_startup_then_tearing_down_stops_everything() {
+    let fx = Fixture::new().await;
+    let server = fx.spec("server", CommandKind::LongLived, "exec sleep 600");
+    let mut setup = fx.spec("setup", CommandKind::ShortLived, "echo working; sleep 600");
+    setup.depends_on = vec![];
+    let mut waits = fx.spec("waits", CommandKind::LongLived, "exec sleep 600");
+    waits.probes = vec![ProbeSpec::exec("false")];
+    // The session was interrupted: it stops waiting for start and tears down (second Ctrl-C:
+    // no grace).
+    let start = fx.harness.start(vec![setup, server, waits]);
+    assert!(tokio::time::timeout(Duration::from_secs(1), start)
+        .await
+        .is_err());
+    let records = fx.harness.teardown_all(true).await;
+    assert_eq!(records[0].name, "setup");
+    assert_eq!(records[0].status, CommandStatus::Interrupted);
+    assert_eq!(records[0].teardown, Some(TeardownState::Killed));
+    // The long-lived ones wait for the setup command, so they never started.
+    assert_eq!(records[1].status, CommandStatus::NotStarted);
+    assert_eq!(records[2].status, CommandStatus::NotStarted);
+    fx.assert_nothing_left().await;
+}

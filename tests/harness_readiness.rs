@@ -178,3 +178,37 @@ async fn skipped_command_is_not_launched_but_its_probe_runs() {
 }
 
 use std::os::unix::process::CommandExt;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn live_output_can_be_subscribed_to_by_others() {
+    let fx = Fixture::new().await;
+    let mut chatty = fx.spec(
+        "chatty",
+        CommandKind::LongLived,
+        "echo up; while true; do echo tick; sleep 0.05; done",
+    );
+    chatty.probes = vec![ProbeSpec::log("^up$")];
+    fx.harness.start(vec![chatty]).await.expect("ready");
+    let hub = fx
+        .harness
+        .output("chatty")
+        .await
+        .expect("hub of a launched command");
+    assert!(fx.harness.output("nope").await.is_none());
+    let mut everything = hub.subscribe();
+    let mut ticks = hub.subscribe_matching("^tick$").expect("regex");
+    let line = tokio::time::timeout(Duration::from_secs(30), everything.recv())
+        .await
+        .expect("a line within 30 s")
+        .expect("open");
+    assert_eq!(&*line, "tick");
+    let tick = tokio::time::timeout(Duration::from_secs(30), ticks.recv())
+        .await
+        .expect("a tick within 30 s")
+        .expect("open");
+    assert_eq!(&*tick, "tick");
+    assert_eq!(hub.last_line().as_deref(), Some("tick"));
+    let records = fx.harness.teardown_all(false).await;
+    assert_eq!(records[0].teardown, Some(TeardownState::Clean));
+    fx.assert_nothing_left().await;
+}

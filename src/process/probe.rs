@@ -152,12 +152,18 @@ pub async fn tcp_once(addr: &str) -> Result<String, String> {
 }
 
 /// Kills an exec attempt's whole group if the attempt is abandoned (deadline, actor stopped).
-struct GroupGuard(i32);
+/// Disarmed once the attempt's leader was reaped: its pgid may then belong to someone else.
+struct GroupGuard {
+    pgid: i32,
+    armed: bool,
+}
 
 impl Drop for GroupGuard {
     fn drop(&mut self) {
-        let _ = signal_group(self.0, Signal::SIGKILL);
-        registry::unregister(self.0);
+        if self.armed {
+            let _ = signal_group(self.pgid, Signal::SIGKILL);
+        }
+        registry::unregister(self.pgid);
     }
 }
 
@@ -187,13 +193,18 @@ pub async fn exec_once(
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .unwrap_or(0);
-    let _guard = (pgid > 0).then(|| {
+    let mut guard = (pgid > 0).then(|| {
         registry::register(pgid, pgid, format!("exec probe `{cmd}`"));
-        GroupGuard(pgid)
+        GroupGuard { pgid, armed: true }
     });
     let limit = EXEC_ATTEMPT_LIMIT.max(interval);
     match tokio::time::timeout(limit, child.wait_with_output()).await {
         Ok(Ok(out)) => {
+            // Its output pipes closed, so no member of the group is left to kill; the pgid
+            // may already be reused.
+            if let Some(g) = guard.as_mut() {
+                g.armed = false;
+            }
             let status = super::exit::ExitStatus::from_std(out.status);
             let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
             text.push_str(&String::from_utf8_lossy(&out.stderr));
