@@ -471,3 +471,68 @@ fn a_panic_in_one_session_fails_that_test_only() {
     let fine = p.record_for("fine.test.toml");
     assert_eq!(fine["outcome"], "passed");
 }
+
+#[test]
+fn a_skipped_command_is_not_launched_but_its_readiness_is_still_checked() {
+    let p = Project::new();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let app = format!(
+        "{}/tests/support/counter_app.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            r#"
+[provider]
+name = "shell"
+
+[ports]
+APP_PORT = {port}
+
+[commands.app]
+kind = "long_lived"
+cmd = "python3 {app} --port ${{APP_PORT}} --state ${{BUGATTI_WORKDIR}}/count"
+readiness = {{ http = "http://127.0.0.1:${{APP_PORT}}/health", timeout_secs = 2 }}
+"#
+        ),
+    );
+    p.write(
+        "t.test.toml",
+        "name = \"T\"\n[[steps]]\ninstruction = \"`curl -fsS -X POST http://127.0.0.1:$APP_PORT/inc`\"\n",
+    );
+    // Nobody started the server: readiness fails, nothing was launched.
+    let out = p.run(&["start", "--skip-cmd", "app"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+
+    // Started by hand: the run uses it.
+    let state = p.root().join("by-hand-count");
+    let mut by_hand = std::process::Command::new("python3")
+        .args([&app, "--port", &port.to_string(), "--state"])
+        .arg(&state)
+        .spawn()
+        .expect("server by hand");
+    let out = p.run(&["start", "--skip-cmd", "app"]);
+    let _ = by_hand.kill();
+    let _ = by_hand.wait();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        std::fs::read_to_string(&state).ok().as_deref(),
+        Some("1"),
+        "the step reached the server started by hand"
+    );
+    let record = p
+        .run_records()
+        .into_iter()
+        .find(|r| r["outcome"] == "passed")
+        .expect("the passing run");
+    assert_eq!(record["skipped_commands"][0], "app");
+    assert_eq!(record["commands"][0]["status"], "skipped", "{record}");
+    assert!(
+        record["commands"][0]["teardown"].is_null(),
+        "not torn down: {record}"
+    );
+}

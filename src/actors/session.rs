@@ -221,6 +221,7 @@ impl SessionState {
     }
 
     fn emit(&self, kind: EventKind) {
+        trace_event(&self.run_id, &kind);
         let _ = self
             .reporter
             .cast(crate::actors::reporter::ReporterMsg::Event {
@@ -341,6 +342,7 @@ struct Started {
 
 impl Driver {
     fn emit(&self, kind: EventKind) {
+        trace_event(&self.run_id, &kind);
         let _ = self
             .suite
             .reporter
@@ -850,6 +852,12 @@ pub fn kill_run_processes(run_id: &str) {
     for pid in live_processes_with_env("BUGATTI_RUN_ID", run_id) {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
     }
+}
+
+/// Every run event also goes to the run's `diagnostics/harness.log` (routed by `run_id`).
+fn trace_event(run_id: &str, kind: &EventKind) {
+    let detail = serde_json::to_string(kind).unwrap_or_default();
+    tracing::info!(run_id = %run_id, "{} {detail}", kind.name());
 }
 
 fn step_id(step: &PlannedStep) -> u32 {

@@ -282,7 +282,10 @@ impl RunRecord {
                 match state {
                     SetupState::Started => cmd.status = CommandStatus::Running,
                     SetupState::Ready { probe } => {
-                        cmd.status = CommandStatus::Ready;
+                        // A skipped command's probe still runs; it stays `skipped`.
+                        if cmd.status != CommandStatus::Skipped {
+                            cmd.status = CommandStatus::Ready;
+                        }
                         cmd.ready_probe = Some(probe.clone());
                     }
                     SetupState::Skipped => cmd.status = CommandStatus::Skipped,
