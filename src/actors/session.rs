@@ -797,15 +797,12 @@ impl Driver {
         for record in records.iter().filter(|r| !r.skipped) {
             self.report_teardown(record);
         }
-        let escaped = live_processes_with_env("BUGATTI_RUN_ID", &self.run_id);
+        let escaped = kill_processes_carrying(&self.run_id);
         if !escaped.is_empty() {
             tracing::warn!(
-                "processes of run {} outlived teardown: {escaped:?}; killing them",
+                "processes of run {} outlived teardown and were killed: {escaped:?}",
                 self.run_id
             );
-            for pid in escaped {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
-            }
         }
         if let Some(workdir) = started.workdir {
             let keep = match self.test.effective.supervisor.keep_workspace.value {
@@ -849,9 +846,16 @@ pub fn kill_run_processes(run_id: &str) {
             crate::process::registry::unregister(group.pgid);
         }
     }
-    for pid in live_processes_with_env("BUGATTI_RUN_ID", run_id) {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+    kill_processes_carrying(run_id);
+}
+
+/// SIGKILLs every live process with `BUGATTI_RUN_ID=<run_id>` in its environment; returns them.
+fn kill_processes_carrying(run_id: &str) -> Vec<i32> {
+    let pids = live_processes_with_env("BUGATTI_RUN_ID", run_id);
+    for pid in &pids {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), Signal::SIGKILL);
     }
+    pids
 }
 
 /// Every run event also goes to the run's `diagnostics/harness.log` (routed by `run_id`).
