@@ -536,3 +536,51 @@ readiness = {{ http = "http://127.0.0.1:${{APP_PORT}}/health", timeout_secs = 2 
         "not torn down: {record}"
     );
 }
+
+#[test]
+fn a_suite_scoped_command_is_started_once_and_shared_by_every_session() {
+    let p = Project::new();
+    let app = format!(
+        "{}/tests/support/counter_app.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let state = p.root().join("suite-count");
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            r#"
+[provider]
+name = "shell"
+
+[supervisor]
+max_parallel = 3
+
+[ports]
+SHARED_PORT = "auto"
+
+[commands.shared]
+kind = "long_lived"
+scope = "suite"
+cmd = "echo started >> {log}; python3 {app} --port ${{SHARED_PORT}} --state {state}"
+readiness_url = "http://127.0.0.1:${{SHARED_PORT}}/health"
+"#,
+            log = p.root().join("starts.log").display(),
+            state = state.display()
+        ),
+    );
+    for name in ["a", "b", "c"] {
+        p.write(
+            &format!("{name}.test.toml"),
+            "name = \"Inc\"\n[[steps]]\ninstruction = \"`curl -fsS -X POST http://127.0.0.1:$SHARED_PORT/inc`\"\n",
+        );
+    }
+    let out = p.run(&["start"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        std::fs::read_to_string(&state).ok().as_deref(),
+        Some("3"),
+        "all three sessions reached the one shared server"
+    );
+    let starts = std::fs::read_to_string(p.root().join("starts.log")).expect("starts.log");
+    assert_eq!(starts.lines().count(), 1, "started once for the suite");
+}

@@ -11,6 +11,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 parser = argparse.ArgumentParser()
@@ -26,6 +27,9 @@ if args.crash_once and not os.path.exists(args.crash_once):
     sys.exit(1)
 if args.ignore_term:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+
+LOCK = threading.Lock()
 
 
 def count():
@@ -47,9 +51,11 @@ class App(BaseHTTPRequestHandler):
         self.reply("ok" if self.path == "/health" else f"count={count()}")
 
     def do_POST(self):
-        with open(args.state, "w") as f:
-            f.write(str(count() + 1))
-        self.reply(f"count={count()}")
+        with LOCK:  # parallel sessions may share one server
+            new = count() + 1
+            with open(args.state, "w") as f:
+                f.write(str(new))
+        self.reply(f"count={new}")
 
     def log_message(self, *a):
         pass
