@@ -89,6 +89,38 @@ pub fn live_processes_with_env(key: &str, value: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Like [`live_processes_with_env`], but only among this process's descendants, which is all that
+/// can be ours while we are a child subreaper (orphans of our tree re-parent to us). Reading the
+/// environment of every process on the machine costs milliseconds per call; the descendants are
+/// few. Without the subreaper flag, falls back to the machine-wide search.
+pub fn live_descendants_with_env(key: &str, value: &str) -> Vec<i32> {
+    if !super::subreaper::is_child_subreaper() {
+        return live_processes_with_env(key, value);
+    }
+    let needle = format!("{key}={value}");
+    let procs = all_processes();
+    let own = std::process::id() as i32;
+    descendants_of(own, &procs)
+        .into_iter()
+        .filter(|p| !p.is_zombie())
+        .filter(|p| environ_contains(p.pid, needle.as_bytes()))
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// Every process below `root` in the parent tree of `procs`.
+pub fn descendants_of(root: i32, procs: &[ProcStat]) -> Vec<ProcStat> {
+    let mut found = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for p in procs.iter().filter(|p| p.ppid == parent && p.pid != root) {
+            found.push(*p);
+            frontier.push(p.pid);
+        }
+    }
+    found
+}
+
 fn environ_contains(pid: i32, needle: &[u8]) -> bool {
     fs::read(format!("/proc/{pid}/environ"))
         .map(|env| env.split(|b| *b == 0).any(|entry| entry == needle))

@@ -266,7 +266,7 @@ impl AgentProcess {
 
 /// SIGKILLs every live process carrying the agent marker for `run_id`; returns their pids.
 pub fn kill_escaped(run_id: &str) -> Vec<i32> {
-    let escaped = group::live_processes_with_env(AGENT_MARKER_ENV, run_id);
+    let escaped = group::live_descendants_with_env(AGENT_MARKER_ENV, run_id);
     for pid in &escaped {
         let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
     }
@@ -280,7 +280,7 @@ pub(crate) async fn settle_survivors(pgid: i32, run_id: &str) {
     for _ in 0..100 {
         group::reap_adopted_zombies(&registry::leader_pids());
         let group_left = group::live_members(pgid);
-        let escaped = group::live_processes_with_env(AGENT_MARKER_ENV, run_id);
+        let escaped = group::live_descendants_with_env(AGENT_MARKER_ENV, run_id);
         if group_left.is_empty() && escaped.is_empty() {
             return;
         }
