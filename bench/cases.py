@@ -269,7 +269,8 @@ def idle(ctx):
     per10 = (med(long_cpu) - med(short_cpu)) * 10 / secs
     return Row(f"7. idle CPU during a {secs} s step (minus a 0 s step)",
                f"{ms(med(long_cpu))} CPU", f"{ms(med(short_cpu))} CPU (0 s step)",
-               f"{ms(per10)} per 10 s", "< 10 ms per 10 s", per10 < 0.010)
+               f"{ms(per10)} per 10 s" + (" (below the noise)" if per10 < 0 else ""),
+               "< 10 ms per 10 s", per10 < 0.010)
 
 
 # 8 ------------------------------------------------------------------------------------------------
