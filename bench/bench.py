@@ -113,11 +113,13 @@ def main():
 
     mode = "quick (1 run each, smaller sizes)" if args.quick else f"median of {runs} runs"
     header = (f"Machine: {info['cpu']}, {info['memory']} RAM, {info['kernel']}; "
-              f"load average at start {info['load']}.  \n"
+              f"load average at start {info['load']}, at the end "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} (the machine is shared: "
+              f"other work on it shows up as noise).  \n"
               f"Run {info['date']} at commit {info['commit']}; {mode}; "
               f"took {time.monotonic() - began:.0f} s.")
     text = table(rows)
-    print(text)
+    print(header + "\n\n" + text)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         f.write("# Benchmarks\n\nWritten by `bench/run` (see the README's Benchmarks section). "
