@@ -79,7 +79,7 @@ readiness = {{ tcp = "127.0.0.1:${{APP_PORT}}" }}
         .lines()
         .find(|l| l.contains(&format!("leftover processes of dead run {dead_run}")))
         .unwrap_or_else(|| panic!("no leftover report for {dead_run}: {err}"));
-    assert!(line.contains("command server"), "{line}");
+    assert!(line.contains("command server"), "{err}");
     for pid in &survivors {
         assert!(
             line.contains(&pid.to_string()),

@@ -235,13 +235,27 @@ fn kill_leftovers(file: &LedgerFile) -> Vec<Leftovers> {
         })
     }
     let mut killed: BTreeSet<i32> = BTreeSet::new();
+    let mut run_ids: BTreeSet<String> = file
+        .groups
+        .iter()
+        .filter_map(|g| g.run_id.clone())
+        .collect();
     for group in &file.groups {
         let members = survivors(group);
         if members.is_empty() {
             continue;
         }
+        // Read at registration, the environ may have been caught mid-`exec` (empty): the
+        // survivors still carry it.
+        let run_id = group
+            .run_id
+            .clone()
+            .or_else(|| members.iter().find_map(|pid| run_id_of(*pid)));
         let _ = signal_group(group.pgid, Signal::SIGKILL);
-        let found = entry(&mut by_run, &file.suite_id, &group.run_id);
+        if let Some(id) = &run_id {
+            run_ids.insert(id.clone());
+        }
+        let found = entry(&mut by_run, &file.suite_id, &run_id);
         found.labels.push(group.label.clone());
         for pid in members {
             if killed.insert(pid) {
