@@ -311,6 +311,8 @@ pub fn reap_dead(artifact_dir: &Path) -> Vec<Leftovers> {
         }
         found.extend(kill_leftovers(&file));
         let _ = fs::remove_file(&path);
+        // A write the SIGKILL interrupted.
+        let _ = fs::remove_file(path.with_extension("json.tmp"));
     }
     found
 }
