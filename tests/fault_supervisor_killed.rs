@@ -27,6 +27,12 @@ APP_PORT = "auto"
 kind = "long_lived"
 cmd = "setsid sleep 300 & exec python3 -m http.server ${{APP_PORT}} --bind 127.0.0.1"
 readiness = {{ tcp = "127.0.0.1:${{APP_PORT}}" }}
+
+[commands.shared]
+kind = "long_lived"
+scope = "suite"
+cmd = "echo up; exec sleep 300"
+readiness = {{ log = "^up$" }}
 "#,
             agent = Project::directive_agent_cmd()
         ),
@@ -68,8 +74,9 @@ readiness = {{ tcp = "127.0.0.1:${{APP_PORT}}" }}
     // The situation to recover from: server, escaped sleep and agent are still running.
     let survivors = fault::project_processes(&p);
     assert!(
-        survivors.len() >= 3,
-        "server, escaped child and agent should survive a SIGKILLed supervisor: {survivors:?}"
+        survivors.len() >= 4,
+        "server, escaped child, agent and suite command should survive a SIGKILLed supervisor: \
+         {survivors:?}"
     );
 
     let out = p.run(&["start", "quick.test.toml"]); // also asserts that nothing survives
@@ -80,10 +87,14 @@ readiness = {{ tcp = "127.0.0.1:${{APP_PORT}}" }}
         .find(|l| l.contains(&format!("leftover processes of dead run {dead_run}")))
         .unwrap_or_else(|| panic!("no leftover report for {dead_run}: {err}"));
     assert!(line.contains("command server"), "{err}");
+    let suite_line = err
+        .lines()
+        .find(|l| l.contains("leftover process") && l.contains("command shared"))
+        .unwrap_or_else(|| panic!("no leftover report for the suite command: {err}"));
     for pid in &survivors {
         assert!(
-            line.contains(&pid.to_string()),
-            "pid {pid} not reported: {line}"
+            line.contains(&pid.to_string()) || suite_line.contains(&pid.to_string()),
+            "pid {pid} not reported: {err}"
         );
     }
     let harness_log =

@@ -419,6 +419,31 @@ mod tests {
     }
 
     #[test]
+    fn the_ledger_follows_the_registry_and_survives_its_directory_vanishing() {
+        use crate::process::registry;
+        let artifacts = tempfile::tempdir().expect("tempdir");
+        let path = open(artifacts.path(), "suite-under-test").expect("open");
+        let read = || -> LedgerFile {
+            serde_json::from_slice(&fs::read(&path).expect("ledger")).expect("json")
+        };
+        assert_eq!(read().supervisor_pid, std::process::id() as i32);
+        // A pgid no real group has: the registry only records it.
+        let pgid = i32::MAX - 7;
+        registry::register(pgid, pgid, "command fake (run r)");
+        assert!(read()
+            .groups
+            .iter()
+            .any(|g| g.pgid == pgid && g.label == "command fake (run r)"));
+        registry::unregister(pgid);
+        assert!(!read().groups.iter().any(|g| g.pgid == pgid));
+        fs::remove_dir_all(artifacts.path()).expect("rm -rf");
+        registry::register(pgid, pgid, "after the directory went");
+        registry::unregister(pgid);
+        close();
+        assert!(!path.exists());
+    }
+
+    #[test]
     fn a_group_whose_leader_pid_was_reused_is_not_touched() {
         let mut child = Command::new("sleep")
             .arg("60")
