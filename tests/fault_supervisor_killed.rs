@@ -11,6 +11,11 @@ use std::process::Stdio;
 
 #[test]
 fn the_next_start_kills_what_a_sigkilled_supervisor_left() {
+    // A fixed port: the next start's own server can only bind it once the leftover is gone.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
     let p = Project::new();
     p.write(
         "bugatti.config.toml",
@@ -21,12 +26,12 @@ name = "command"
 cmd = "{agent}"
 
 [ports]
-APP_PORT = "auto"
+APP_PORT = {port}
 
 [commands.server]
 kind = "long_lived"
 cmd = "setsid sleep 300 & exec python3 -m http.server ${{APP_PORT}} --bind 127.0.0.1"
-readiness = {{ tcp = "127.0.0.1:${{APP_PORT}}" }}
+readiness_url = "http://127.0.0.1:${{APP_PORT}}/"
 
 [commands.shared]
 kind = "long_lived"
