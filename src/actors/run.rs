@@ -1,6 +1,7 @@
 //! The main job (`supervisor start`): builds the runtime, the reporter and the supervisor, wires
 //! signals to it, waits for the exit reason, and sweeps the process registry on the way out so
-//! that nothing the supervisor started outlives it.
+//! that nothing the supervisor started outlives it. First, it kills what supervisors that died
+//! without a sweep (SIGKILL) left running, found through their process ledgers.
 
 use crate::actors::reporter::{ReporterActor, ReporterArgs};
 use crate::actors::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
