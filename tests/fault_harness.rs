@@ -195,3 +195,26 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/"
     assert_eq!(ports.len(), 4, "each session its own port: {text}");
     drop(held);
 }
+
+#[test]
+fn quick_commands_in_parallel_sessions_keep_their_own_exit_status() {
+    // Regression: a step command that exited before it was registered could be reaped by another
+    // session's zombie sweep, and read as "exited 255".
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    for i in 0..50 {
+        p.write(
+            &format!("tests/q{i:02}.test.toml"),
+            "name = \"Quick\"\n[[steps]]\ninstruction = \"`true` then `echo a` then `exit 0` then `:`\"\n",
+        );
+    }
+    let out = p.run(&["start", "-j", "8"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(p.run_records().len(), 50);
+}
