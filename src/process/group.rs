@@ -129,12 +129,16 @@ fn environ_contains(pid: i32, needle: &[u8]) -> bool {
 
 /// Reaps zombie children of this process that no one else waits for: descendants re-parented to
 /// us as child subreaper. Only pids *not* in `owned` are touched, so the exit statuses of children
-/// tokio waits for are never stolen (never `waitpid(-1)`).
+/// tokio waits for are never stolen (never `waitpid(-1)`). Group leaders are never touched either:
+/// every child we spawn leads its own group, and one that exits between its spawn and its
+/// registration is not in `owned` yet (reaping it made a step's `echo` "exit 255" under load).
+/// The price is that an adopted process that made itself a leader (`setsid`) stays a zombie until
+/// we exit.
 pub fn reap_adopted_zombies(owned: &std::collections::HashSet<i32>) {
     use nix::sys::wait::{waitpid, WaitPidFlag};
     let own = std::process::id() as i32;
     for p in all_processes() {
-        if p.ppid == own && p.is_zombie() && !owned.contains(&p.pid) {
+        if p.ppid == own && p.is_zombie() && p.pid != p.pgid && !owned.contains(&p.pid) {
             let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
         }
     }
