@@ -268,15 +268,25 @@ fn kill_leftovers(file: &LedgerFile) -> Vec<Leftovers> {
         .iter()
         .filter_map(|g| g.run_id.clone())
         .collect();
-    for run_id in run_ids {
-        for pid in live_processes_with_env("BUGATTI_RUN_ID", &run_id) {
-            if killed.insert(pid) {
+    // A process may fork while we scan (a shell between two commands): scan again until a pass
+    // finds nothing new, a few times at most.
+    for _ in 0..10 {
+        let mut found_new = false;
+        for run_id in &run_ids {
+            for pid in live_processes_with_env("BUGATTI_RUN_ID", run_id) {
                 let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
-                entry(&mut by_run, &file.suite_id, &Some(run_id.clone()))
-                    .pids
-                    .push(pid);
+                if killed.insert(pid) {
+                    found_new = true;
+                    entry(&mut by_run, &file.suite_id, &Some(run_id.clone()))
+                        .pids
+                        .push(pid);
+                }
             }
         }
+        if !found_new {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
     }
     by_run
         .into_values()
