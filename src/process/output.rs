@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
 
-const READ_CHUNK: usize = 64 * 1024;
+const READ_CHUNK: usize = 256 * 1024;
 const WRITE_BUFFER: usize = 256 * 1024;
 /// A "line" longer than this is handed to subscribers in pieces.
 const MAX_LINE: usize = 64 * 1024;
