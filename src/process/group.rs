@@ -94,18 +94,59 @@ pub fn live_processes_with_env(key: &str, value: &str) -> Vec<i32> {
 /// environment of every process on the machine costs milliseconds per call; the descendants are
 /// few. Without the subreaper flag, falls back to the machine-wide search.
 pub fn live_descendants_with_env(key: &str, value: &str) -> Vec<i32> {
-    if !super::subreaper::is_child_subreaper() {
-        return live_processes_with_env(key, value);
+    ProcSnapshot::take().live_descendants_with_env(key, value)
+}
+
+/// One pass over `/proc`, asked several questions: teardown checks the group, the escapees and
+/// the zombies to reap together, and each pass costs a read of every process's `stat`.
+#[derive(Debug, Clone)]
+pub struct ProcSnapshot {
+    procs: Vec<ProcStat>,
+}
+
+impl ProcSnapshot {
+    pub fn take() -> Self {
+        Self {
+            procs: all_processes(),
+        }
     }
-    let needle = format!("{key}={value}");
-    let procs = all_processes();
-    let own = std::process::id() as i32;
-    descendants_of(own, &procs)
-        .into_iter()
-        .filter(|p| !p.is_zombie())
-        .filter(|p| environ_contains(p.pid, needle.as_bytes()))
-        .map(|p| p.pid)
-        .collect()
+
+    /// Live (non-zombie) members of process group `pgid`.
+    pub fn live_members(&self, pgid: i32) -> Vec<i32> {
+        self.procs
+            .iter()
+            .filter(|p| p.pgid == pgid && !p.is_zombie())
+            .map(|p| p.pid)
+            .collect()
+    }
+
+    /// See [`live_descendants_with_env`].
+    pub fn live_descendants_with_env(&self, key: &str, value: &str) -> Vec<i32> {
+        let needle = format!("{key}={value}");
+        let own = std::process::id() as i32;
+        let candidates = if super::subreaper::is_child_subreaper() {
+            descendants_of(own, &self.procs)
+        } else {
+            self.procs.clone()
+        };
+        candidates
+            .into_iter()
+            .filter(|p| !p.is_zombie() && p.pid != own)
+            .filter(|p| environ_contains(p.pid, needle.as_bytes()))
+            .map(|p| p.pid)
+            .collect()
+    }
+
+    /// See [`reap_adopted_zombies`].
+    pub fn reap_adopted_zombies(&self, owned: &std::collections::HashSet<i32>) {
+        use nix::sys::wait::{waitpid, WaitPidFlag};
+        let own = std::process::id() as i32;
+        for p in &self.procs {
+            if p.ppid == own && p.is_zombie() && p.pid != p.pgid && !owned.contains(&p.pid) {
+                let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
+            }
+        }
+    }
 }
 
 /// Every process below `root` in the parent tree of `procs`.
@@ -135,13 +176,7 @@ fn environ_contains(pid: i32, needle: &[u8]) -> bool {
 /// The price is that an adopted process that made itself a leader (`setsid`) stays a zombie until
 /// we exit.
 pub fn reap_adopted_zombies(owned: &std::collections::HashSet<i32>) {
-    use nix::sys::wait::{waitpid, WaitPidFlag};
-    let own = std::process::id() as i32;
-    for p in all_processes() {
-        if p.ppid == own && p.is_zombie() && p.pid != p.pgid && !owned.contains(&p.pid) {
-            let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
-        }
-    }
+    ProcSnapshot::take().reap_adopted_zombies(owned);
 }
 
 #[cfg(test)]
