@@ -11,6 +11,8 @@ pub struct Secrets {
     entries: Vec<(String, Vec<u8>)>,
     /// `first_byte[b]` is true when some secret starts with byte `b`: lets the scan skip fast.
     first_byte: Vec<bool>,
+    /// The distinct first bytes of the secrets.
+    firsts: Vec<u8>,
     longest: usize,
 }
 
@@ -34,9 +36,11 @@ impl Secrets {
             }
         }
         let longest = entries.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
+        let firsts = (0..=255u8).filter(|b| first_byte[*b as usize]).collect();
         Self {
             entries,
             first_byte,
+            firsts,
             longest,
         }
     }
@@ -62,6 +66,17 @@ impl Secrets {
         out
     }
 
+    /// Where the next byte that could start a secret is. With up to three distinct first bytes
+    /// (the common case) this is a vectorized memchr: redaction runs over every byte of every log.
+    fn next_candidate(&self, data: &[u8]) -> Option<usize> {
+        match self.firsts.as_slice() {
+            [a] => memchr::memchr(*a, data),
+            [a, b] => memchr::memchr2(*a, *b, data),
+            [a, b, c] => memchr::memchr3(*a, *b, *c, data),
+            _ => data.iter().position(|&c| self.first_byte[c as usize]),
+        }
+    }
+
     /// Writes the redacted form of `data` to `out`. When `complete` is false, a tail of `data`
     /// that could be the start of a secret is held back and its length returned, so the caller
     /// can prepend it to the next chunk.
@@ -71,9 +86,8 @@ impl Secrets {
             let b = data[i];
             if !self.first_byte[b as usize] {
                 // Copy the run of bytes that cannot start a secret in one go.
-                let run_end = data[i..]
-                    .iter()
-                    .position(|&c| self.first_byte[c as usize])
+                let run_end = self
+                    .next_candidate(&data[i..])
                     .map_or(data.len(), |p| i + p);
                 out.extend_from_slice(&data[i..run_end]);
                 i = run_end;
