@@ -18,7 +18,7 @@ enum Step {
 /// File i lives at `f{i}.test.toml` (even) or `sub/f{i}.test.toml` (odd), so includes cross
 /// folders and go back up with `..`.
 fn rel_path(i: usize) -> String {
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         format!("f{i}.test.toml")
     } else {
         format!("sub/f{i}.test.toml")
