@@ -399,9 +399,12 @@ fn check_names(
         .iter()
         .map(|(k, v)| (k.clone(), v.value.clone()))
         .collect();
-    if let Err(e @ SubstError::Cycle { .. }) = session_vars(&placeholders, &env_raw) {
+    if let Err(e @ (SubstError::Cycle { .. } | SubstError::TooLong { .. })) =
+        session_vars(&placeholders, &env_raw)
+    {
         let first = match &e {
             SubstError::Cycle { chain } => chain.split(" -> ").next().unwrap_or_default(),
+            SubstError::TooLong { name, .. } => name,
             _ => "",
         };
         lps.push(LayerProblem {
