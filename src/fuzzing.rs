@@ -14,7 +14,7 @@ use crate::model::config::parse_config;
 use crate::model::diagnostics::Problem;
 use crate::model::layers::{EffectiveConfig, Layer};
 use crate::model::markers::{parse_line, Marker, MarkerScanner, MAX_MARKER_LINE};
-use crate::model::plan::{expand, PlannedStep, TestFiles};
+use crate::model::plan::{expand, PlannedStep, TestFiles, MAX_PLAN_STEPS};
 use crate::model::substitute::{check_known, references, session_vars, substitute, SubstError};
 use crate::model::test_file::{parse_test_file, test_name};
 use crate::providers::claude_code::ClaudeCode;
@@ -87,6 +87,7 @@ pub type Expansion = (Vec<PlannedStep>, Vec<String>);
 pub fn expand_checked(project: &Path, root: &Path) -> Expansion {
     let mut files = TestFiles::default();
     let (steps, problems) = expand(project, root, &mut files);
+    assert!(steps.len() <= MAX_PLAN_STEPS, "{} steps", steps.len());
     let ids: Vec<usize> = steps.iter().map(|s| s.step_id).collect();
     assert_eq!(ids, (1..=steps.len()).collect::<Vec<_>>(), "step ids");
     for s in &steps {
