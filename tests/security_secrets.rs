@@ -57,6 +57,9 @@ step_timeout_secs = 60
 [secrets]
 API_TOKEN = {{ from_env = "{SECRET_ENV}" }}
 
+[env]
+DSN = "postgres://app:${{API_TOKEN}}@localhost/db"
+
 [commands.drip]
 kind = "short_lived"
 cmd = "python3 drip.py ${{API_TOKEN}}"
@@ -84,7 +87,10 @@ log token ${API_TOKEN}
 """
 
 [[steps]]
-instruction = "say RESULT WARN: leaked ${API_TOKEN}"
+instruction = """
+env DSN
+say RESULT WARN: leaked ${API_TOKEN}
+"""
 "#;
 
 const SHELL_TEST: &str = r#"
@@ -230,6 +236,29 @@ fn the_secret_never_reaches_an_artifact_or_the_console() {
         );
     }
     assert_owner_only(&p);
+
+    // `check` and `doctor` print the effective config: never the value.
+    for args in [["check", "-v"].as_slice(), ["doctor"].as_slice()] {
+        let out = p
+            .supervisor()
+            .args(args)
+            .env(SECRET_ENV, SECRET)
+            .output()
+            .expect("run supervisor");
+        p.assert_nothing_survives();
+        let mut console = out.stdout.clone();
+        console.extend_from_slice(&out.stderr);
+        assert!(
+            matches!(out.status.code(), Some(0 | 1)),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&console)
+        );
+        assert!(
+            !contains(&console, SECRET.as_bytes()),
+            "{args:?} printed the secret:\n{}",
+            String::from_utf8_lossy(&console)
+        );
+    }
 }
 
 #[test]
