@@ -137,8 +137,21 @@ fn warnings_pass_unless_strict() {
         "warn.test.toml",
         "name = \"Warn\"\n[[steps]]\ninstruction = \"say RESULT WARN: meh\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.run(&[
+        "start",
+        "--junit",
+        "ci/junit.xml",
+        "--json",
+        "ci/summary.json",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let junit = std::fs::read_to_string(p.root().join("ci/junit.xml")).expect("--junit copy");
+    assert_eq!(junit_attr(&junit, "tests"), 1, "{junit}");
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(p.root().join("ci/summary.json")).expect("--json copy"),
+    )
+    .expect("JSON");
+    assert_eq!(summary["tests"][0]["outcome"], "warned");
     let out = p.run(&["start", "--strict-warnings"]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
 }

@@ -301,7 +301,7 @@ impl ReporterState {
                     &mut notes,
                 );
                 if let Some(copy) = &self.args.json_copy {
-                    let r = write_atomic(copy, json.as_bytes());
+                    let r = write_copy(copy, json.as_bytes());
                     if r.is_ok() {
                         copies.push(copy.clone());
                     }
@@ -315,7 +315,7 @@ impl ReporterState {
             Ok(xml) => {
                 keep(write_atomic(&paths.junit(), xml.as_bytes()), &mut notes);
                 if let Some(copy) = &self.args.junit_copy {
-                    let r = write_atomic(copy, xml.as_bytes());
+                    let r = write_copy(copy, xml.as_bytes());
                     if r.is_ok() {
                         copies.push(copy.clone());
                     }
@@ -595,4 +595,12 @@ pub async fn finish_suite(
         reply
     })
     .map_err(|e| ReportError::ReporterGone(e.to_string()))?
+}
+
+/// A `--junit` / `--json` copy: its folder is created, as CI jobs name fresh output folders.
+fn write_copy(path: &std::path::Path, bytes: &[u8]) -> Result<(), ReportError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| ReportError::write(parent, e))?;
+    }
+    write_atomic(path, bytes)
 }

@@ -1,13 +1,14 @@
 //! The main job (`supervisor start`): builds the runtime, the reporter and the supervisor, wires
 //! signals to it, waits for the exit reason, and sweeps the process registry on the way out so
-//! that nothing the supervisor started outlives it.
+//! that nothing the supervisor started outlives it. First, it kills what supervisors that died
+//! without a sweep (SIGKILL) left running, found through their process ledgers.
 
 use crate::actors::reporter::{ReporterActor, ReporterArgs};
 use crate::actors::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
 use crate::model::load::Suite;
 use crate::model::options::{RunOptions, Verbosity as CliVerbosity};
 use crate::model::outcome::ExitReason;
-use crate::process::{registry, signals, subreaper};
+use crate::process::{ledger, registry, signals, subreaper};
 use crate::report::console::{Console, ConsoleMode, Verbosity};
 use crate::report::harness_log::HarnessLogs;
 use crate::report::redact::Secrets;
@@ -39,6 +40,7 @@ pub fn run_suite(suite: Suite, options: &RunOptions) -> ExitReason {
             group.pgid, group.label
         );
     }
+    ledger::close();
     reason
 }
 
@@ -66,6 +68,16 @@ fn artifact_dir(suite: &Suite) -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
+/// Kills what earlier supervisors that died without cleaning up (SIGKILL, OOM, power cut) left
+/// running, before anything of ours starts: their servers may hold our ports.
+fn reap_dead_runs(artifact_dir: &std::path::Path) {
+    for leftovers in ledger::reap_dead(artifact_dir) {
+        let line = leftovers.describe();
+        eprintln!("supervisor: {line}");
+        tracing::warn!("{line}");
+    }
+}
+
 async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     if !subreaper::become_child_subreaper() {
         tracing::warn!("could not become a child subreaper: escaped processes may go unseen");
@@ -88,6 +100,11 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         }
     };
     let suite_id = uuid::Uuid::now_v7().to_string();
+    reap_dead_runs(&artifact_dir);
+    if let Err(e) = ledger::open(&artifact_dir, &suite_id) {
+        eprintln!("supervisor: cannot record this run's processes in the ledger: {e}");
+        tracing::warn!("cannot open the process ledger: {e}");
+    }
     let secrets = Arc::new(Secrets::new(suite.base.secret_pairs()));
     let reporter_args = ReporterArgs {
         suite_id: suite_id.clone(),

@@ -24,7 +24,7 @@ use crate::model::load::RootTest;
 use crate::model::outcome::{RunOutcome, StepStatus};
 use crate::model::plan::PlannedStep;
 use crate::process::event::{HarnessEvent, HarnessEventKind};
-use crate::process::group::{live_processes_with_env, signal_group};
+use crate::process::group::{live_descendants_with_env, signal_group};
 use crate::process::record::CommandRecord as HarnessRecord;
 use crate::providers::{AgentEvent, StepRequest, StepVerdict};
 use crate::report::events::{
@@ -851,7 +851,7 @@ pub fn kill_run_processes(run_id: &str) {
 
 /// SIGKILLs every live process with `BUGATTI_RUN_ID=<run_id>` in its environment; returns them.
 fn kill_processes_carrying(run_id: &str) -> Vec<i32> {
-    let pids = live_processes_with_env("BUGATTI_RUN_ID", run_id);
+    let pids = live_descendants_with_env("BUGATTI_RUN_ID", run_id);
     for pid in &pids {
         let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), Signal::SIGKILL);
     }

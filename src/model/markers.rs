@@ -147,7 +147,7 @@ impl MarkerScanner {
     pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Marker>) {
         self.bytes_seen += chunk.len() as u64;
         let mut rest = chunk;
-        while let Some(newline) = rest.iter().position(|&b| b == b'\n') {
+        while let Some(newline) = memchr::memchr(b'\n', rest) {
             self.append(&rest[..newline]);
             self.finish_line(out);
             rest = &rest[newline + 1..];

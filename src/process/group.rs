@@ -89,6 +89,79 @@ pub fn live_processes_with_env(key: &str, value: &str) -> Vec<i32> {
         .collect()
 }
 
+/// Like [`live_processes_with_env`], but only among this process's descendants, which is all that
+/// can be ours while we are a child subreaper (orphans of our tree re-parent to us). Reading the
+/// environment of every process on the machine costs milliseconds per call; the descendants are
+/// few. Without the subreaper flag, falls back to the machine-wide search.
+pub fn live_descendants_with_env(key: &str, value: &str) -> Vec<i32> {
+    ProcSnapshot::take().live_descendants_with_env(key, value)
+}
+
+/// One pass over `/proc`, asked several questions: teardown checks the group, the escapees and
+/// the zombies to reap together, and each pass costs a read of every process's `stat`.
+#[derive(Debug, Clone)]
+pub struct ProcSnapshot {
+    procs: Vec<ProcStat>,
+}
+
+impl ProcSnapshot {
+    pub fn take() -> Self {
+        Self {
+            procs: all_processes(),
+        }
+    }
+
+    /// Live (non-zombie) members of process group `pgid`.
+    pub fn live_members(&self, pgid: i32) -> Vec<i32> {
+        self.procs
+            .iter()
+            .filter(|p| p.pgid == pgid && !p.is_zombie())
+            .map(|p| p.pid)
+            .collect()
+    }
+
+    /// See [`live_descendants_with_env`].
+    pub fn live_descendants_with_env(&self, key: &str, value: &str) -> Vec<i32> {
+        let needle = format!("{key}={value}");
+        let own = std::process::id() as i32;
+        let candidates = if super::subreaper::is_child_subreaper() {
+            descendants_of(own, &self.procs)
+        } else {
+            self.procs.clone()
+        };
+        candidates
+            .into_iter()
+            .filter(|p| !p.is_zombie() && p.pid != own)
+            .filter(|p| environ_contains(p.pid, needle.as_bytes()))
+            .map(|p| p.pid)
+            .collect()
+    }
+
+    /// See [`reap_adopted_zombies`].
+    pub fn reap_adopted_zombies(&self, owned: &std::collections::HashSet<i32>) {
+        use nix::sys::wait::{waitpid, WaitPidFlag};
+        let own = std::process::id() as i32;
+        for p in &self.procs {
+            if p.ppid == own && p.is_zombie() && p.pid != p.pgid && !owned.contains(&p.pid) {
+                let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
+            }
+        }
+    }
+}
+
+/// Every process below `root` in the parent tree of `procs`.
+pub fn descendants_of(root: i32, procs: &[ProcStat]) -> Vec<ProcStat> {
+    let mut found = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for p in procs.iter().filter(|p| p.ppid == parent && p.pid != root) {
+            found.push(*p);
+            frontier.push(p.pid);
+        }
+    }
+    found
+}
+
 fn environ_contains(pid: i32, needle: &[u8]) -> bool {
     fs::read(format!("/proc/{pid}/environ"))
         .map(|env| env.split(|b| *b == 0).any(|entry| entry == needle))
@@ -97,15 +170,13 @@ fn environ_contains(pid: i32, needle: &[u8]) -> bool {
 
 /// Reaps zombie children of this process that no one else waits for: descendants re-parented to
 /// us as child subreaper. Only pids *not* in `owned` are touched, so the exit statuses of children
-/// tokio waits for are never stolen (never `waitpid(-1)`).
+/// tokio waits for are never stolen (never `waitpid(-1)`). Group leaders are never touched either:
+/// every child we spawn leads its own group, and one that exits between its spawn and its
+/// registration is not in `owned` yet (reaping it made a step's `echo` "exit 255" under load).
+/// The price is that an adopted process that made itself a leader (`setsid`) stays a zombie until
+/// we exit.
 pub fn reap_adopted_zombies(owned: &std::collections::HashSet<i32>) {
-    use nix::sys::wait::{waitpid, WaitPidFlag};
-    let own = std::process::id() as i32;
-    for p in all_processes() {
-        if p.ppid == own && p.is_zombie() && !owned.contains(&p.pid) {
-            let _ = waitpid(Pid::from_raw(p.pid), Some(WaitPidFlag::WNOHANG));
-        }
-    }
+    ProcSnapshot::take().reap_adopted_zombies(owned);
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@ pub mod error;
 pub mod event;
 pub mod exit;
 pub mod group;
+pub mod ledger;
 pub mod order;
 pub mod output;
 pub mod ports;

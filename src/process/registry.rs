@@ -29,19 +29,20 @@ fn lock() -> std::sync::MutexGuard<'static, HashMap<i32, RegisteredGroup>> {
 }
 
 pub fn register(pgid: i32, leader: i32, label: impl Into<String>) {
-    lock().insert(
+    let group = RegisteredGroup {
         pgid,
-        RegisteredGroup {
-            pgid,
-            leader,
-            label: label.into(),
-        },
-    );
+        leader,
+        label: label.into(),
+    };
+    lock().insert(pgid, group.clone());
+    // On disk too, for the next supervisor should this one be SIGKILLed.
+    super::ledger::record(&group);
 }
 
 /// Called once a group has been torn down and checked.
 pub fn unregister(pgid: i32) {
     lock().remove(&pgid);
+    super::ledger::forget(pgid);
 }
 
 pub fn registered() -> Vec<RegisteredGroup> {
@@ -59,6 +60,7 @@ pub fn sweep() -> Vec<RegisteredGroup> {
     let swept: Vec<RegisteredGroup> = lock().drain().map(|(_, g)| g).collect();
     for group in &swept {
         let _ = signal_group(group.pgid, Signal::SIGKILL);
+        super::ledger::forget(group.pgid);
     }
     swept
 }

@@ -133,6 +133,9 @@ fn start_error(spec: &CommandSpec, reason: impl std::fmt::Display) -> SpawnError
     }
 }
 
+/// Kernel buffer of a command's output pipe.
+const PIPE_SIZE: i32 = 1 << 20;
+
 fn spawn_piped(
     spec: &CommandSpec,
     hub: &OutputHub,
@@ -142,6 +145,10 @@ fn spawn_piped(
 ) -> Result<Running, SpawnError> {
     let (read_end, write_end) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| start_error(spec, e))?;
+    // A larger pipe means fewer, larger reads when a command floods its output (best effort:
+    // the kernel may refuse above /proc/sys/fs/pipe-max-size).
+    #[cfg(target_os = "linux")]
+    let _ = nix::fcntl::fcntl(&read_end, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
     let stderr_end = write_end.try_clone().map_err(|e| start_error(spec, e))?;
     let mut command = tokio::process::Command::new("sh");
     command

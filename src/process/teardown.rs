@@ -123,7 +123,7 @@ pub async fn teardown(
 async fn kill_leftovers(running: &Running, snapshot: &HashSet<i32>) -> Vec<i32> {
     let own = std::process::id() as i32;
     let mut leftovers: HashSet<i32> = snapshot.iter().copied().filter(|&p| is_alive(p)).collect();
-    leftovers.extend(group::live_processes_with_env(
+    leftovers.extend(group::live_descendants_with_env(
         HARNESS_TAG_VAR,
         &running.tag,
     ));

@@ -266,7 +266,7 @@ impl AgentProcess {
 
 /// SIGKILLs every live process carrying the agent marker for `run_id`; returns their pids.
 pub fn kill_escaped(run_id: &str) -> Vec<i32> {
-    let escaped = group::live_processes_with_env(AGENT_MARKER_ENV, run_id);
+    let escaped = group::live_descendants_with_env(AGENT_MARKER_ENV, run_id);
     for pid in &escaped {
         let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
     }
@@ -276,19 +276,23 @@ pub fn kill_escaped(run_id: &str) -> Vec<i32> {
 /// Waits (bounded) until SIGKILLed processes are really gone, reaping those re-parented to us as
 /// subreaper. Processes that are not our children give no exit event, so this looks at `/proc`
 /// a few times; it only runs after a kill, at teardown.
-pub(crate) async fn settle_survivors(pgid: i32, run_id: &str) {
+pub(crate) async fn settle_survivors(pgid: i32, run_id: &str) -> Vec<i32> {
+    let mut escaped_ever: Vec<i32> = Vec::new();
     for _ in 0..100 {
-        group::reap_adopted_zombies(&registry::leader_pids());
-        let group_left = group::live_members(pgid);
-        let escaped = group::live_processes_with_env(AGENT_MARKER_ENV, run_id);
+        let snapshot = group::ProcSnapshot::take();
+        snapshot.reap_adopted_zombies(&registry::leader_pids());
+        let group_left = snapshot.live_members(pgid);
+        let escaped = snapshot.live_descendants_with_env(AGENT_MARKER_ENV, run_id);
         if group_left.is_empty() && escaped.is_empty() {
-            return;
+            return escaped_ever;
         }
         for pid in group_left.iter().chain(escaped.iter()) {
             let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
         }
+        escaped_ever.extend(escaped.iter().filter(|p| !group_left.contains(p)));
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    escaped_ever
 }
 
 async fn death_of(

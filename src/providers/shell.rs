@@ -18,7 +18,7 @@
 //! The output goes to `transcripts/agent.log` as `$ command` headers, the raw output, and the
 //! step's `RESULT` line, like a reply from an agent.
 
-use super::process::{kill_escaped, settle_survivors};
+use super::process::settle_survivors;
 use super::reply::ReplyCollector;
 use super::transcript::SharedTranscript;
 use super::{
@@ -237,10 +237,9 @@ impl ShellProvider {
         }
         // Nothing a step started outlives it.
         let _ = group::signal_group(pgid, Signal::SIGKILL);
-        if !kill_escaped(&facts.run_id).is_empty() {
+        if !settle_survivors(pgid, &facts.run_id).await.is_empty() {
             self.teardown = TeardownState::Leaked;
         }
-        settle_survivors(pgid, &facts.run_id).await;
         registry::unregister(pgid);
         end
     }

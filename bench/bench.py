@@ -1,0 +1,133 @@
+"""The benchmark driver behind bench/run: runs every case of cases.py in a temp dir, checks that
+nothing it started survives, prints one markdown table and writes it, with the machine it ran on,
+to BENCHMARKS.md (or target/bench/BENCHMARKS.quick.md for --quick)."""
+import argparse
+import datetime
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import cases  # noqa: E402
+from proc import MARK_VAR, BenchError, reap_leaks  # noqa: E402
+
+
+def machine(root):
+    def read(path, key):
+        try:
+            with open(path) as f:
+                for line in f:
+                    if line.startswith(key):
+                        return line.split(":", 1)[1].strip()
+        except OSError:
+            pass
+        return "unknown"
+
+    def git(*args):
+        try:
+            return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True,
+                                  check=True).stdout.strip()
+        except (OSError, subprocess.CalledProcessError):
+            return ""
+
+    commit = git("rev-parse", "--short", "HEAD") or "unknown"
+    if git("status", "--porcelain", "--untracked-files=no"):
+        commit += " (with uncommitted changes)"
+    mem_kib = read("/proc/meminfo", "MemTotal").split()[0]
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": commit,
+        "cpu": f"{os.cpu_count()} × {read('/proc/cpuinfo', 'model name')}",
+        "memory": f"{int(mem_kib) / 1024 / 1024:.1f} GiB" if mem_kib.isdigit() else "unknown",
+        "kernel": f"{platform.system()} {platform.release()}",
+        "load": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+    }
+
+
+def table(rows):
+    lines = ["| measurement | supervisor | baseline | figure | goal | result |",
+             "|---|---|---|---|---|---|"]
+    for r in rows:
+        result = "—" if r.met is None else ("pass" if r.met else "**miss**")
+        lines.append(f"| {r.name} | {r.supervisor} | {r.baseline} | {r.figure} | {r.goal} | {result} |")
+    return "\n".join(lines)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--root", required=True)
+    parser.add_argument("--quick", action="store_true", help="one run each, smaller sizes")
+    parser.add_argument("--out", help="where to write the table")
+    parser.add_argument("--only", help="comma-separated case numbers (1-8) to run")
+    args = parser.parse_args()
+
+    runs = 1 if args.quick else int(os.environ.get("BENCH_RUNS", "5"))
+    if runs < 1:
+        sys.exit("BENCH_RUNS must be at least 1")
+    out = args.out or (os.path.join(args.root, "target", "bench", "BENCHMARKS.quick.md")
+                       if args.quick else os.path.join(args.root, "BENCHMARKS.md"))
+    selected = cases.ALL
+    if args.only:
+        wanted = {int(n) for n in args.only.split(",")}
+        selected = [c for i, c in enumerate(cases.ALL, 1) if i in wanted]
+
+    mark = uuid.uuid4().hex
+    env = dict(os.environ, **{MARK_VAR: mark, "NO_COLOR": "1"})
+    keep = os.environ.get("BENCH_KEEP") == "1"
+    tmp = tempfile.mkdtemp(prefix="bugatti-bench-")
+    os.makedirs(os.path.join(tmp, "out"))
+    ctx = cases.Context(os.path.abspath(args.binary), args.root, tmp, runs, args.quick, env)
+    info = machine(args.root)
+    rows, failure = [], None
+    began = time.monotonic()
+    try:
+        for case in selected:
+            t = time.monotonic()
+            print(f"bench: {case.__name__} …", file=sys.stderr, flush=True)
+            rows.append(case(ctx))
+            leaked = reap_leaks(mark)
+            if leaked:
+                raise BenchError(f"{case.__name__}: processes survived the run:\n  " + "\n  ".join(leaked))
+            print(f"bench: {case.__name__} done in {time.monotonic() - t:.1f} s", file=sys.stderr)
+    except BenchError as e:
+        failure = e
+    finally:
+        leaked = reap_leaks(mark)
+        if not keep:
+            import shutil
+            shutil.rmtree(tmp, ignore_errors=True)
+    if failure:
+        print(f"\nbench: FAILED — {failure}", file=sys.stderr)
+        if keep:
+            print(f"bench: projects and outputs kept in {tmp}", file=sys.stderr)
+        sys.exit(1)
+    if leaked:
+        print("bench: FAILED — processes survived:\n  " + "\n  ".join(leaked), file=sys.stderr)
+        sys.exit(1)
+
+    mode = "quick (1 run each, smaller sizes)" if args.quick else f"median of {runs} runs"
+    header = (f"Machine: {info['cpu']}, {info['memory']} RAM, {info['kernel']}; "
+              f"load average at start {info['load']}, at the end "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} (the machine is shared: "
+              f"other work on it shows up as noise).  \n"
+              f"Run {info['date']} at commit {info['commit']}; {mode}; "
+              f"took {time.monotonic() - began:.0f} s.")
+    text = table(rows)
+    print(header + "\n\n" + text)
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+    with open(out, "w") as f:
+        f.write("# Benchmarks\n\nWritten by `bench/run` (see the README's Benchmarks section). "
+                "Every figure pairs the supervisor with its baseline in the same invocation, "
+                "runs interleaved.\n\n")
+        f.write(header + "\n\n" + text + "\n")
+    print(f"\nbench: wrote {out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,299 @@
+"""The eight measurements. Each generates its temp project(s), runs the supervisor and its baseline
+in turn (interleaved, so both see the same noise), checks that every run passed, and returns one
+table row: what was measured on each side, the figure, the goal and whether it was met."""
+import os
+import shutil
+import statistics
+
+import artifacts
+from proc import BenchError, run
+
+MIB = 1024 * 1024
+
+
+class Context:
+    def __init__(self, binary, root, tmp, runs, quick, env):
+        self.binary = binary
+        self.root = root  # the repository
+        self.tmp = tmp
+        self.runs = runs
+        self.quick = quick
+        self.env = env  # carries the leak marker
+        self.counter = 0
+
+    def out(self, label):
+        self.counter += 1
+        return os.path.join(self.tmp, "out", f"{self.counter:04d}-{label}.log")
+
+
+class Row:
+    def __init__(self, name, supervisor, baseline, figure, goal, met, note=""):
+        self.name, self.supervisor, self.baseline = name, supervisor, baseline
+        self.figure, self.goal, self.met, self.note = figure, goal, met, note
+
+
+def write_project(ctx, name, config, tests, files=None):
+    """A project under the temp dir: bugatti.config.toml, tests/<name>.test.toml, other files."""
+    project = os.path.join(ctx.tmp, name)
+    shutil.rmtree(project, ignore_errors=True)
+    os.makedirs(os.path.join(project, "tests"))
+    with open(os.path.join(project, "bugatti.config.toml"), "w") as f:
+        f.write(config)
+    for test, text in tests.items():
+        with open(os.path.join(project, "tests", f"{test}.test.toml"), "w") as f:
+            f.write(text)
+    for rel, text in (files or {}).items():
+        with open(os.path.join(project, rel), "w") as f:
+            f.write(text)
+    return project
+
+
+def step_test(name, command):
+    return f'name = "{name}"\n\n[[steps]]\ninstruction = "Run `{command}`"\n'
+
+
+SHELL_CONFIG = """[provider]
+name = "shell"
+
+[supervisor]
+tests = ["tests/*.test.toml"]
+keep_workspace = "never"
+"""
+
+
+def supervise(ctx, project, extra=(), expected_runs=1, poll_rss=False, label="supervisor"):
+    """One `supervisor start` on `project`, which must pass; its previous artifacts are removed."""
+    shutil.rmtree(os.path.join(project, ".bugatti"), ignore_errors=True)
+    argv = [ctx.binary, "start", "--config", os.path.join(project, "bugatti.config.toml"), *extra]
+    m = run(argv, project, ctx.out(label), ctx.env, poll_rss=poll_rss)
+    if m.rc != 0:
+        raise BenchError(f"{' '.join(argv)} exited {m.rc}, expected 0; its output ends:\n{m.tail()}")
+    artifacts.assert_outcomes(project, expected_runs)
+    return m
+
+
+def baseline(ctx, argv, cwd, label="baseline", poll_rss=False):
+    m = run(argv, cwd, ctx.out(label), ctx.env, poll_rss=poll_rss)
+    if m.rc != 0:
+        raise BenchError(f"baseline {' '.join(argv)} exited {m.rc}; its output ends:\n{m.tail()}")
+    return m
+
+
+def med(values):
+    return statistics.median(values)
+
+
+def ms(seconds):
+    return f"{seconds * 1000:.1f} ms"
+
+
+# 1 ------------------------------------------------------------------------------------------------
+def overhead(ctx):
+    project = write_project(ctx, "overhead", SHELL_CONFIG, {"trivial": step_test("Trivial", "true")},
+                            {"baseline.sh": "sh -c 'true' && echo 'RESULT OK'\n"})
+    sup, base = [], []
+    supervise(ctx, project, ["-j", "1"])  # warm-up: page cache, dynamic loader
+    for _ in range(max(ctx.runs, 5)):
+        sup.append(supervise(ctx, project, ["-j", "1"]).wall)
+        base.append(baseline(ctx, ["sh", "baseline.sh"], project).wall)
+    ratio = med(sup) / med(base)
+    return Row("1. overhead: 1 test, 1 `true` step, no commands", ms(med(sup)),
+               f"{ms(med(base))} (`sh` script)", f"{ratio:.1f}×", "≤ 1.5× shell", ratio <= 1.5)
+
+
+# 2 ------------------------------------------------------------------------------------------------
+def demo(ctx):
+    project = os.path.join(ctx.tmp, "demo")
+    shutil.rmtree(project, ignore_errors=True)
+    source = os.path.join(ctx.root, "examples", "demo")
+    shutil.copytree(source, project, ignore=shutil.ignore_patterns(".bugatti", "__pycache__"))
+    harness = os.path.join(ctx.root, "bench", "demo_harness.sh")
+    sup, base = [], []
+    for _ in range(ctx.runs):
+        sup.append(supervise(ctx, project, ["-j", "1"], expected_runs=2).wall)
+        base.append(baseline(ctx, ["sh", harness, project], project, "demo-harness").wall)
+    ratio = med(sup) / med(base)
+    return Row("2. demo project (2 tests, 6 steps, migrate + server), `-j 1`",
+               f"{med(sup):.2f} s", f"{med(base):.2f} s (bash + curl/sleep 0.1 harness)",
+               f"{ratio:.2f}×", "(no goal)", None)
+
+
+# 3 ------------------------------------------------------------------------------------------------
+def readiness(ctx):
+    app = os.path.join(ctx.root, "bench", "ready_app.py")
+    results = {}
+    for mode in ("log", "http"):
+        stamps = os.path.join(ctx.tmp, f"ready-{mode}-stamps")
+        os.makedirs(stamps, exist_ok=True)
+        ready_stamp, step_stamp = os.path.join(stamps, "ready"), os.path.join(stamps, "step")
+        if mode == "log":
+            cmd, probe = f"python3 -u {app} log {ready_stamp}", '{ log = "^READY$" }'
+        else:
+            cmd = f"python3 -u {app} http {ready_stamp} ${{APP_PORT}}"
+            probe = '{ http = "http://127.0.0.1:${APP_PORT}/" }'
+        config = SHELL_CONFIG + f"""
+[ports]
+APP_PORT = "auto"
+
+[commands.app]
+kind = "long_lived"
+cmd = "{cmd}"
+readiness = {probe}
+stop_timeout_secs = 1
+"""
+        project = write_project(ctx, f"ready-{mode}", config,
+                                {"first": step_test("First step", f"date +%s.%N > {step_stamp}")})
+        sent, ran = [], []
+        for _ in range(ctx.runs):
+            for stamp in (ready_stamp, step_stamp):
+                if os.path.exists(stamp):
+                    os.remove(stamp)
+            supervise(ctx, project, ["-j", "1"], label=f"ready-{mode}")
+            run_dir = artifacts.only_run(project)
+            evs = artifacts.events(run_dir)
+            try:
+                with open(ready_stamp) as f:
+                    ready_at = float(f.read())
+                with open(step_stamp) as f:
+                    step_ran_at = float(f.read())
+            except (OSError, ValueError) as e:
+                raise BenchError(f"readiness stamps missing in {stamps}: {e}") from e
+            started = artifacts.event_time(evs, run_dir, "step_started", step_id=1)
+            sent.append(started - ready_at)
+            ran.append(step_ran_at - ready_at)
+        results[mode] = (med(sent), med(ran))
+    log_sent, log_ran = results["log"]
+    http_sent, http_ran = results["http"]
+    return Row("3. readiness latency: ready → first step sent (step's `sh` ran)",
+               f"log probe {ms(log_sent)} ({ms(log_ran)})",
+               f"http probe (50 ms interval) {ms(http_sent)} ({ms(http_ran)})",
+               f"log {ms(log_sent)}", "log < 5 ms", log_sent < 0.005)
+
+
+# 4 ------------------------------------------------------------------------------------------------
+def parallel(ctx):
+    tests, jobs, secs = (16, 8, 1) if ctx.quick else (32, 16, 2)
+    project = write_project(ctx, "parallel", SHELL_CONFIG,
+                            {f"t{i:03d}": step_test(f"Sleeper {i}", f"sleep {secs}")
+                             for i in range(tests)})
+    ideal = tests / jobs * secs
+    walls = [supervise(ctx, project, ["-j", str(jobs)], expected_runs=tests).wall
+             for _ in range(ctx.runs)]
+    eff = ideal / med(walls)
+    return Row(f"4. parallel: {tests} tests × `sleep {secs}`, `-j {jobs}`", f"{med(walls):.2f} s",
+               f"{ideal:.2f} s (ideal)", f"efficiency {eff:.3f}", "≥ 0.95", eff >= 0.95)
+
+
+# 5 ------------------------------------------------------------------------------------------------
+def teardown(ctx):
+    commands = []
+    for i in range(10):
+        # `armed` comes after the trap, and readiness waits for it: teardown cannot beat the trap.
+        body = "trap '' TERM; echo armed; exec sleep 1000" if i % 2 else "echo armed; exec sleep 1000"
+        commands.append(f"""
+[commands.c{i}]
+kind = "long_lived"
+cmd = "{body}"
+readiness = {{ log = "^armed$" }}
+stop_timeout_secs = 1
+""")
+    project = write_project(ctx, "teardown", SHELL_CONFIG + "".join(commands),
+                            {"step": step_test("One step", "true")})
+    spans = []
+    for _ in range(ctx.runs):
+        supervise(ctx, project, ["-j", "1"], label="teardown")
+        run_dir = artifacts.only_run(project)
+        evs = artifacts.events(run_dir)
+        states = sorted(c.get("teardown") for c in artifacts.run_json(run_dir).get("commands", []))
+        if states != ["clean"] * 5 + ["killed"] * 5:
+            raise BenchError(f"{run_dir}/run.json: teardown states {states}, expected 5 clean, 5 killed")
+        last_step_end = artifacts.event_time(evs, run_dir, "step_finished", last=True)
+        spans.append(artifacts.event_time(evs, run_dir, "run_finished") - last_step_end)
+    ratio = med(spans) / 1.0
+    return Row("5. teardown: 10 commands, 5 ignore SIGTERM, grace 1 s", f"{med(spans):.3f} s",
+               "1.000 s (one grace period)", f"{ratio:.2f}×", "≤ 1.2×", ratio <= 1.2)
+
+
+# 6 ------------------------------------------------------------------------------------------------
+def log_throughput(ctx):
+    size = 128 * MIB if ctx.quick else 1024 * MIB
+    produce = f"head -c {size} /dev/zero"
+    config = SHELL_CONFIG + f"""
+[commands.flood]
+kind = "short_lived"
+cmd = "{produce}"
+timeout_secs = 600
+"""
+    project = write_project(ctx, "logs", config, {"step": step_test("One step", "true")})
+    target = os.path.join(project, "redirected.log")
+    sup, base, piped, rss = [], [], [], []
+    for _ in range(ctx.runs):
+        m = supervise(ctx, project, ["-j", "1"], poll_rss=True, label="logs")
+        run_dir = artifacts.only_run(project)
+        evs = artifacts.events(run_dir)
+        log = os.path.join(run_dir, "logs", "flood.log")
+        if os.path.getsize(log) != size:
+            raise BenchError(f"{log} holds {os.path.getsize(log)} bytes, expected {size}")
+        began = artifacts.event_time(evs, run_dir, "setup_status", command="flood", state="started")
+        ended = artifacts.event_time(evs, run_dir, "setup_status", command="flood", state="exited")
+        sup.append(size / MIB / (ended - began))
+        rss.append(m.peak_rss_kib or 0)
+        shutil.rmtree(os.path.join(project, ".bugatti"))
+        b = baseline(ctx, ["sh", "-c", f"{produce} > {target}"], project, "redirect")
+        if os.path.getsize(target) != size:
+            raise BenchError(f"{target} holds {os.path.getsize(target)} bytes, expected {size}")
+        os.remove(target)
+        base.append(size / MIB / b.wall)
+        # Context, not the goal's baseline: the same bytes through a pipe, as the supervisor gets them.
+        p = baseline(ctx, ["sh", "-c", f"{produce} | cat > {target}"], project, "pipe")
+        os.remove(target)
+        piped.append(size / MIB / p.wall)
+    ratio = med(sup) / med(base)
+    peak = max(rss) / 1024
+    return Row(f"6. log capture: {size // MIB} MiB of harness output",
+               f"{med(sup):.0f} MiB/s, peak RSS {peak:.1f} MiB",
+               f"{med(base):.0f} MiB/s (`sh` redirect); piped through `cat`: {med(piped):.0f} MiB/s",
+               f"{ratio:.2f}×, RSS {peak:.1f} MiB", "≥ 0.7×, RSS < 64 MiB",
+               ratio >= 0.7 and peak < 64)
+
+
+# 7 ------------------------------------------------------------------------------------------------
+def idle(ctx):
+    secs = 3 if ctx.quick else 10
+    busy = write_project(ctx, "idle", SHELL_CONFIG, {"wait": step_test("Idle", f"sleep {secs}")})
+    zero = write_project(ctx, "idle-zero", SHELL_CONFIG, {"wait": step_test("Idle", "sleep 0")})
+    long_cpu, short_cpu = [], []
+    for _ in range(ctx.runs):
+        long_cpu.append(supervise(ctx, busy, ["-j", "1"], label="idle").cpu)
+        short_cpu.append(supervise(ctx, zero, ["-j", "1"], label="idle-zero").cpu)
+    per10 = (med(long_cpu) - med(short_cpu)) * 10 / secs
+    return Row(f"7. idle CPU during a {secs} s step (minus a 0 s step)",
+               f"{ms(med(long_cpu))} CPU", f"{ms(med(short_cpu))} CPU (0 s step)",
+               f"{ms(per10)} per 10 s" + (" (below the noise)" if per10 < 0 else ""),
+               "< 10 ms per 10 s", per10 < 0.010)
+
+
+# 8 ------------------------------------------------------------------------------------------------
+def memory(ctx):
+    sessions, secs = (20, 1) if ctx.quick else (100, 3)
+    many = write_project(ctx, "memory", SHELL_CONFIG,
+                         {f"t{i:03d}": step_test(f"Sleeper {i}", f"sleep {secs}")
+                          for i in range(sessions)})
+    one = write_project(ctx, "memory-one", SHELL_CONFIG,
+                        {"t000": step_test("Sleeper", f"sleep {secs}")})
+    peaks, singles = [], []
+    for _ in range(ctx.runs):
+        m = supervise(ctx, many, ["-j", str(sessions)], expected_runs=sessions, poll_rss=True,
+                      label="memory")
+        peaks.append(m.peak_rss_kib)
+        singles.append(supervise(ctx, one, ["-j", "1"], poll_rss=True, label="memory-one").peak_rss_kib)
+    if None in peaks or None in singles:
+        raise BenchError("could not read the supervisor's VmHWM from /proc")
+    total, single = med(peaks) / 1024, med(singles) / 1024
+    per = (total - single) / (sessions - 1)
+    return Row(f"8. memory: {sessions} concurrent sessions (`-j {sessions}`)",
+               f"peak RSS {total:.1f} MiB", f"{single:.1f} MiB (1 session)",
+               f"{per * 1024:.0f} KiB per session", "< 1 MiB per session", per < 1.0)
+
+
+ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory]

@@ -1,0 +1,475 @@
+//! The on-disk ledger of the process groups a supervisor started, so that a supervisor killed
+//! with SIGKILL (no sweep, no teardown) does not leave its servers running forever: the next
+//! `start` in the same artifact directory reads the dead supervisor's ledger and kills what
+//! survived.
+//!
+//! One file per invocation, `<artifact_dir>/ledger/<suite_id>.json`, rewritten atomically
+//! (temporary file + rename, so a SIGKILL mid-write leaves the old version) each time the
+//! registry gains or loses a group, and removed when the supervisor ends normally. It names the
+//! supervisor (pid and start time, so a live supervisor's groups are never touched and a reused
+//! pid is not mistaken for it) and each group (pgid, leader pid and start time, label, and the
+//! `BUGATTI_RUN_ID` of the leader, which also finds descendants that left their group with
+//! `setsid`). Writing is best effort: an artifact directory that vanished mid-run must not stop
+//! the run, only this safety net.
+
+use super::group::{live_members, live_processes_with_env, signal_group};
+use super::registry::RegisteredGroup;
+use nix::sys::signal::Signal;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerGroup {
+    pub pgid: i32,
+    pub leader: i32,
+    /// The leader's start time (field 22 of `/proc/<pid>/stat`, clock ticks since boot).
+    pub leader_start: Option<u64>,
+    pub label: String,
+    /// The leader's `BUGATTI_RUN_ID`, when it has one (suite-scoped commands have none).
+    pub run_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerFile {
+    pub suite_id: String,
+    pub supervisor_pid: i32,
+    pub supervisor_start: Option<u64>,
+    pub groups: Vec<LedgerGroup>,
+}
+
+/// What was found and killed for one dead run (or, with `run_id` None, for the dead suite's
+/// suite-scoped commands).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Leftovers {
+    pub suite_id: String,
+    pub run_id: Option<String>,
+    /// The labels of the groups that still had live members.
+    pub labels: Vec<String>,
+    pub pids: Vec<i32>,
+}
+
+impl Leftovers {
+    /// One console line: `killed 2 leftover processes of dead run 0190… (command server (…), pid 41, 42)`.
+    pub fn describe(&self) -> String {
+        let whose = match &self.run_id {
+            Some(run) => format!("dead run {run}"),
+            None => format!("dead suite {}", self.suite_id),
+        };
+        let what = if self.labels.is_empty() {
+            "escaped its process group".to_string()
+        } else {
+            self.labels.join(", ")
+        };
+        let pids: Vec<String> = self.pids.iter().map(|p| p.to_string()).collect();
+        format!(
+            "killed {} leftover process{} of {whose} ({what}, pid {})",
+            self.pids.len(),
+            if self.pids.len() == 1 { "" } else { "es" },
+            pids.join(", ")
+        )
+    }
+}
+
+/// Field 22 of `/proc/<pid>/stat`: when the process started. Read after the last `)` because the
+/// command name may hold spaces and parentheses.
+pub fn start_time(pid: i32) -> Option<u64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_start_time(&stat)
+}
+
+fn parse_start_time(stat: &str) -> Option<u64> {
+    let rest = stat.get(stat.rfind(')')? + 1..)?;
+    // After the name come field 3 (state) onwards; start time is field 22.
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+fn run_id_of(pid: i32) -> Option<String> {
+    let env = fs::read(format!("/proc/{pid}/environ")).ok()?;
+    env.split(|b| *b == 0)
+        .find_map(|entry| entry.strip_prefix(b"BUGATTI_RUN_ID="))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+pub fn ledger_dir(artifact_dir: &Path) -> PathBuf {
+    artifact_dir.join("ledger")
+}
+
+struct Open {
+    path: PathBuf,
+    file: LedgerFile,
+    /// Set after the first failed write, so a vanished directory is reported once.
+    failing: bool,
+}
+
+fn current() -> &'static Mutex<Option<Open>> {
+    static CURRENT: OnceLock<Mutex<Option<Open>>> = OnceLock::new();
+    CURRENT.get_or_init(|| Mutex::new(None))
+}
+
+fn lock() -> std::sync::MutexGuard<'static, Option<Open>> {
+    current()
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn write_atomically(path: &Path, file: &LedgerFile) -> std::io::Result<()> {
+    let text = serde_json::to_vec_pretty(file).map_err(std::io::Error::other)?;
+    let tmp = path.with_extension("json.tmp");
+    fs::write(&tmp, text)?;
+    fs::rename(&tmp, path)
+}
+
+fn persist(open: &mut Open) {
+    match write_atomically(&open.path, &open.file) {
+        Ok(()) => open.failing = false,
+        Err(e) if !open.failing => {
+            open.failing = true;
+            tracing::warn!(
+                "cannot write the process ledger `{}`: {e}; a SIGKILLed supervisor's processes may go unfound",
+                open.path.display()
+            );
+        }
+        Err(_) => {}
+    }
+}
+
+/// Starts this invocation's ledger under `artifact_dir`. Groups registered from now on are
+/// recorded. Errors name the file that could not be written.
+pub fn open(artifact_dir: &Path, suite_id: &str) -> std::io::Result<PathBuf> {
+    let dir = ledger_dir(artifact_dir);
+    fs::create_dir_all(&dir)?;
+    let own = std::process::id() as i32;
+    let mut open = Open {
+        path: dir.join(format!("{suite_id}.json")),
+        file: LedgerFile {
+            suite_id: suite_id.to_string(),
+            supervisor_pid: own,
+            supervisor_start: start_time(own),
+            groups: Vec::new(),
+        },
+        failing: false,
+    };
+    write_atomically(&open.path, &open.file).map_err(|e| {
+        std::io::Error::new(
+            e.kind(),
+            format!("cannot write `{}`: {e}", open.path.display()),
+        )
+    })?;
+    let path = open.path.clone();
+    open.failing = false;
+    *lock() = Some(open);
+    Ok(path)
+}
+
+/// Called by the registry for every group it gains.
+pub fn record(group: &RegisteredGroup) {
+    let mut guard = lock();
+    let Some(open) = guard.as_mut() else { return };
+    open.file.groups.retain(|g| g.pgid != group.pgid);
+    open.file.groups.push(LedgerGroup {
+        pgid: group.pgid,
+        leader: group.leader,
+        leader_start: start_time(group.leader),
+        label: group.label.clone(),
+        run_id: run_id_of(group.leader),
+    });
+    persist(open);
+}
+
+/// Called by the registry once a group is torn down.
+pub fn forget(pgid: i32) {
+    let mut guard = lock();
+    let Some(open) = guard.as_mut() else { return };
+    let before = open.file.groups.len();
+    open.file.groups.retain(|g| g.pgid != pgid);
+    if open.file.groups.len() != before {
+        persist(open);
+    }
+}
+
+/// Ends this invocation's ledger: every group is gone, so the file goes too.
+pub fn close() {
+    if let Some(open) = lock().take() {
+        let _ = fs::remove_file(&open.path);
+    }
+}
+
+/// Whether the supervisor of `file` is still this very process: same pid, same start time.
+fn supervisor_alive(file: &LedgerFile) -> bool {
+    match (start_time(file.supervisor_pid), file.supervisor_start) {
+        (Some(now), Some(then)) => now == then,
+        (Some(_), None) => true, // cannot tell a reused pid apart: leave it alone
+        (None, _) => false,
+    }
+}
+
+/// Live members of a recorded group, if the group is still the one recorded. A pgid cannot be
+/// reused while its group has members, so a group whose leader died is still the original; a
+/// leader pid alive with another start time means the group ended and the pid was reused.
+fn survivors(group: &LedgerGroup) -> Vec<i32> {
+    if let (Some(now), Some(then)) = (start_time(group.leader), group.leader_start) {
+        if now != then {
+            return Vec::new();
+        }
+    }
+    live_members(group.pgid)
+}
+
+/// Kills what the dead supervisor of `file` left: its recorded groups and every process carrying
+/// one of its run ids. Returns one entry per run (or the suite) that had survivors.
+fn kill_leftovers(file: &LedgerFile) -> Vec<Leftovers> {
+    let mut by_run: BTreeMap<Option<String>, Leftovers> = BTreeMap::new();
+    fn entry<'a>(
+        by_run: &'a mut BTreeMap<Option<String>, Leftovers>,
+        suite_id: &str,
+        run_id: &Option<String>,
+    ) -> &'a mut Leftovers {
+        by_run.entry(run_id.clone()).or_insert_with(|| Leftovers {
+            suite_id: suite_id.to_string(),
+            run_id: run_id.clone(),
+            labels: Vec::new(),
+            pids: Vec::new(),
+        })
+    }
+    let mut killed: BTreeSet<i32> = BTreeSet::new();
+    let mut run_ids: BTreeSet<String> = file
+        .groups
+        .iter()
+        .filter_map(|g| g.run_id.clone())
+        .collect();
+    for group in &file.groups {
+        let members = survivors(group);
+        if members.is_empty() {
+            continue;
+        }
+        // Read at registration, the environ may have been caught mid-`exec` (empty): the
+        // survivors still carry it.
+        let run_id = group
+            .run_id
+            .clone()
+            .or_else(|| members.iter().find_map(|pid| run_id_of(*pid)));
+        let _ = signal_group(group.pgid, Signal::SIGKILL);
+        if let Some(id) = &run_id {
+            run_ids.insert(id.clone());
+        }
+        let found = entry(&mut by_run, &file.suite_id, &run_id);
+        found.labels.push(group.label.clone());
+        for pid in members {
+            if killed.insert(pid) {
+                found.pids.push(pid);
+            }
+        }
+    }
+    let run_ids: BTreeSet<String> = file
+        .groups
+        .iter()
+        .filter_map(|g| g.run_id.clone())
+        .collect();
+    // A process may fork while we scan (a shell between two commands): scan again until a pass
+    // finds nothing new, a few times at most.
+    for _ in 0..10 {
+        let mut found_new = false;
+        for run_id in &run_ids {
+            for pid in live_processes_with_env("BUGATTI_RUN_ID", run_id) {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+                if killed.insert(pid) {
+                    found_new = true;
+                    entry(&mut by_run, &file.suite_id, &Some(run_id.clone()))
+                        .pids
+                        .push(pid);
+                }
+            }
+        }
+        if !found_new {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    by_run
+        .into_values()
+        .filter(|l| !l.pids.is_empty())
+        .collect()
+}
+
+/// Scans the ledgers under `artifact_dir` for supervisors that died without cleaning up, kills
+/// their surviving processes and removes their ledgers. Ledgers of live supervisors are left
+/// alone. Unreadable or corrupt ledgers are skipped with a warning, never fatal.
+pub fn reap_dead(artifact_dir: &Path) -> Vec<Leftovers> {
+    let Ok(entries) = fs::read_dir(ledger_dir(artifact_dir)) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        if path.extension().and_then(|e| e.to_str()) != Some("json") {
+            continue;
+        }
+        let file: LedgerFile = match fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
+        {
+            Ok(file) => file,
+            Err(e) => {
+                tracing::warn!("skipping the process ledger `{}`: {e}", path.display());
+                continue;
+            }
+        };
+        if supervisor_alive(&file) {
+            continue;
+        }
+        found.extend(kill_leftovers(&file));
+        let _ = fs::remove_file(&path);
+        // A write the SIGKILL interrupted.
+        let _ = fs::remove_file(path.with_extension("json.tmp"));
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+    use std::process::Command;
+
+    #[test]
+    fn reads_the_start_time_after_an_odd_name() {
+        let stat = "77 (a ) b) S 1 77 77 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 9 9";
+        assert_eq!(parse_start_time(stat), Some(123456));
+        assert_eq!(parse_start_time("garbage"), None);
+        let own = std::process::id() as i32;
+        assert!(start_time(own).is_some());
+    }
+
+    #[test]
+    fn a_live_supervisor_is_recognised_and_a_dead_or_reused_pid_is_not() {
+        let own = std::process::id() as i32;
+        let mut file = LedgerFile {
+            suite_id: "s".into(),
+            supervisor_pid: own,
+            supervisor_start: start_time(own),
+            groups: Vec::new(),
+        };
+        assert!(supervisor_alive(&file));
+        file.supervisor_start = file.supervisor_start.map(|t| t + 1);
+        assert!(
+            !supervisor_alive(&file),
+            "a reused pid is not the supervisor"
+        );
+        file.supervisor_pid = i32::MAX;
+        assert!(!supervisor_alive(&file));
+    }
+
+    #[test]
+    fn kills_the_groups_and_run_processes_of_a_dead_supervisor_only() {
+        let artifacts = tempfile::tempdir().expect("tempdir");
+        let dir = ledger_dir(artifacts.path());
+        fs::create_dir_all(&dir).expect("mkdir");
+        let run_id = format!("ledger-test-{}", std::process::id());
+        let spawn = |run: &str| {
+            Command::new("sleep")
+                .arg("60")
+                .env("BUGATTI_RUN_ID", run)
+                .process_group(0)
+                .spawn()
+                .expect("spawn sleep")
+        };
+        let mut leader = spawn(&run_id);
+        // Stands for a descendant that escaped the group: same run id, another group.
+        let mut escaped = spawn(&run_id);
+        let mut other_live = spawn(&format!("{run_id}-live"));
+        let pid = |c: &std::process::Child| c.id() as i32;
+        let group = |c: &std::process::Child, label: &str| LedgerGroup {
+            pgid: pid(c),
+            leader: pid(c),
+            leader_start: start_time(pid(c)),
+            label: label.into(),
+            run_id: run_id_of(pid(c)),
+        };
+        let dead = LedgerFile {
+            suite_id: "dead".into(),
+            supervisor_pid: i32::MAX,
+            supervisor_start: Some(1),
+            groups: vec![group(&leader, "command server")],
+        };
+        let own = std::process::id() as i32;
+        let live = LedgerFile {
+            suite_id: "live".into(),
+            supervisor_pid: own,
+            supervisor_start: start_time(own),
+            groups: vec![group(&other_live, "command other")],
+        };
+        write_atomically(&dir.join("dead.json"), &dead).expect("write");
+        write_atomically(&dir.join("live.json"), &live).expect("write");
+        fs::write(dir.join("corrupt.json"), "{ not json").expect("write");
+
+        let found = reap_dead(artifacts.path());
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].run_id.as_deref(), Some(run_id.as_str()));
+        assert_eq!(found[0].labels, vec!["command server".to_string()]);
+        let mut pids = found[0].pids.clone();
+        pids.sort();
+        let mut expected = vec![pid(&leader), pid(&escaped)];
+        expected.sort();
+        assert_eq!(pids, expected);
+        assert!(found[0]
+            .describe()
+            .starts_with("killed 2 leftover processes of dead run"));
+        leader.wait().expect("wait");
+        escaped.wait().expect("wait");
+        assert!(!dir.join("dead.json").exists());
+        assert!(
+            dir.join("live.json").exists(),
+            "a live supervisor is left alone"
+        );
+        assert!(live_members(pid(&other_live)) == vec![pid(&other_live)]);
+        other_live.kill().expect("kill");
+        other_live.wait().expect("wait");
+    }
+
+    #[test]
+    fn the_ledger_follows_the_registry_and_survives_its_directory_vanishing() {
+        use crate::process::registry;
+        let artifacts = tempfile::tempdir().expect("tempdir");
+        let path = open(artifacts.path(), "suite-under-test").expect("open");
+        let read = || -> LedgerFile {
+            serde_json::from_slice(&fs::read(&path).expect("ledger")).expect("json")
+        };
+        assert_eq!(read().supervisor_pid, std::process::id() as i32);
+        // A pgid no real group has: the registry only records it.
+        let pgid = i32::MAX - 7;
+        registry::register(pgid, pgid, "command fake (run r)");
+        assert!(read()
+            .groups
+            .iter()
+            .any(|g| g.pgid == pgid && g.label == "command fake (run r)"));
+        registry::unregister(pgid);
+        assert!(!read().groups.iter().any(|g| g.pgid == pgid));
+        fs::remove_dir_all(artifacts.path()).expect("rm -rf");
+        registry::register(pgid, pgid, "after the directory went");
+        registry::unregister(pgid);
+        close();
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_group_whose_leader_pid_was_reused_is_not_touched() {
+        let mut child = Command::new("sleep")
+            .arg("60")
+            .process_group(0)
+            .spawn()
+            .expect("spawn");
+        let pid = child.id() as i32;
+        let group = LedgerGroup {
+            pgid: pid,
+            leader: pid,
+            leader_start: start_time(pid).map(|t| t + 1),
+            label: "x".into(),
+            run_id: None,
+        };
+        assert!(survivors(&group).is_empty());
+        child.kill().expect("kill");
+        child.wait().expect("wait");
+    }
+}

@@ -1,0 +1,149 @@
+//! Hostile agents, end to end through the binary: an agent SIGKILLed mid-step, and a
+//! `claude-code` agent (a fake `claude` executable) writing truncated and invalid stream-json.
+
+mod common;
+#[path = "support/fault/mod.rs"]
+mod fault;
+
+use common::{stderr, stdout, Project};
+use std::process::Stdio;
+
+#[test]
+fn an_agent_sigkilled_mid_step_fails_the_session_with_error_and_exit_3() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            r#"
+[provider]
+name = "command"
+cmd = "{agent}"
+
+[ports]
+APP_PORT = "auto"
+
+[commands.server]
+kind = "long_lived"
+cmd = "python3 -m http.server ${{APP_PORT}} --bind 127.0.0.1"
+readiness = {{ tcp = "127.0.0.1:${{APP_PORT}}" }}
+"#,
+            agent = Project::directive_agent_cmd()
+        ),
+    );
+    p.write(
+        "victim.test.toml",
+        "name = \"Victim\"\n[[steps]]\ninstruction = \"sleep 120\"\n[[steps]]\ninstruction = \"say never\"\n",
+    );
+    let mut child = p
+        .supervisor()
+        .arg("start")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    fault::wait_for_steps(&p, 1, &mut child);
+    let project = fault::project_processes(&p);
+    let agents: Vec<i32> = fault::processes_running("directive_agent.py")
+        .into_iter()
+        .filter(|pid| project.contains(pid))
+        .collect();
+    assert_eq!(agents.len(), 1, "one agent: {agents:?}");
+    fault::signal(agents[0] as u32, "KILL");
+
+    let out = fault::wait_guarded(child);
+    p.assert_nothing_survives();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("victim.test.toml");
+    assert_eq!(record["outcome"], "error", "{record}");
+    assert_eq!(record["steps"][0]["status"], "error");
+    assert_eq!(record["steps"][1]["status"], "not_run");
+    let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("exited during the step")
+            && (message.contains("SIGKILL") || message.contains("signal: 9")),
+        "the message says the agent died, and of what: {message}"
+    );
+    let run_dir = std::path::PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+    assert!(report.contains("exited during the step"), "{report}");
+    let server = record["commands"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "server"))
+        .expect("server command");
+    assert_ne!(server["teardown"], "leaked", "{server}");
+}
+
+fn garbage_claude_project(mode: &str) -> (Project, std::process::Output) {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"claude-code\"\nstep_timeout_secs = 60\n",
+    );
+    p.write(
+        "garbage.test.toml",
+        "name = \"Garbage\"\n[[steps]]\ninstruction = \"Check something.\"\n[[steps]]\ninstruction = \"And again.\"\n",
+    );
+    let child = p
+        .supervisor()
+        .arg("start")
+        .env(
+            "BUGATTI_CLAUDE_BIN",
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/support/fault/garbage_claude.py"
+            ),
+        )
+        .env("FAKE_CLAUDE_MODE", mode)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    let out = fault::wait_guarded(child);
+    p.assert_nothing_survives();
+    (p, out)
+}
+
+#[test]
+fn invalid_and_truncated_stream_json_lines_are_skipped_and_kept_in_the_transcript() {
+    let (p, out) = garbage_claude_project("recover");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("garbage.test.toml");
+    assert_eq!(record["outcome"], "passed", "{record}");
+    for step in record["steps"].as_array().expect("steps") {
+        assert_eq!(step["status"], "ok", "{step}");
+    }
+    let run_dir = std::path::PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let log = std::fs::read_to_string(run_dir.join("transcripts/agent.log")).expect("agent.log");
+    assert!(log.contains("[non-json] this is not json"), "{log}");
+    assert!(log.contains("[non-json] [1, 2"), "{log}");
+}
+
+#[test]
+fn a_stream_ending_in_a_truncated_line_is_an_error_not_a_hang() {
+    let (p, out) = garbage_claude_project("truncate");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("garbage.test.toml");
+    assert_eq!(record["outcome"], "error", "{record}");
+    assert_eq!(record["steps"][0]["status"], "error");
+    assert_eq!(record["steps"][1]["status"], "not_run");
+    let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("exited during the step"), "{message}");
+}

@@ -1,0 +1,92 @@
+//! The artifact directory unusable before the run, or vanishing mid-run. Tests run as root, so
+//! `chmod` would not stop writes: the directory is replaced by a regular file, or removed.
+
+mod common;
+#[path = "support/fault/mod.rs"]
+mod fault;
+
+use common::{stderr, stdout, Project};
+use std::process::Stdio;
+
+fn project() -> Project {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            r#"
+[provider]
+name = "command"
+cmd = "{agent}"
+
+[ports]
+APP_PORT = "auto"
+
+[commands.server]
+kind = "long_lived"
+cmd = "python3 -m http.server ${{APP_PORT}} --bind 127.0.0.1"
+readiness = {{ tcp = "127.0.0.1:${{APP_PORT}}" }}
+"#,
+            agent = Project::directive_agent_cmd()
+        ),
+    );
+    p.write(
+        "a.test.toml",
+        "name = \"A\"\n[[steps]]\ninstruction = \"sleep 3\"\n[[steps]]\ninstruction = \"say done\"\n",
+    );
+    p
+}
+
+#[test]
+fn an_artifact_directory_that_is_a_file_is_a_clear_error_with_exit_3() {
+    let p = project();
+    p.write(".bugatti", "not a directory\n");
+    let out = p.run(&["start"]);
+    let all = format!("{}\n{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert!(
+        all.contains("artifact directory") && all.contains(".bugatti"),
+        "the error names the directory: {all}"
+    );
+}
+
+#[test]
+fn a_runs_directory_that_is_a_file_is_a_clear_error_with_exit_3() {
+    let p = project();
+    p.write(".bugatti/runs", "not a directory\n");
+    let out = p.run(&["start"]);
+    let all = format!("{}\n{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert!(
+        all.contains("cannot create the run directory") && all.contains("Not a directory"),
+        "the error names what it could not create and why: {all}"
+    );
+}
+
+#[test]
+fn the_artifact_directory_vanishing_mid_step_neither_crashes_nor_hangs_nor_leaks() {
+    let p = project();
+    let mut child = p
+        .supervisor()
+        .arg("start")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    fault::wait_for_steps(&p, 1, &mut child);
+    std::fs::remove_dir_all(p.root().join(".bugatti")).expect("rm -rf .bugatti");
+    let out = fault::wait_guarded(child);
+    p.assert_nothing_survives();
+    let all = format!("{}\n{}", stdout(&out), stderr(&out));
+    let code = out.status.code();
+    assert!(
+        matches!(code, Some(0) | Some(3)),
+        "a sensible exit code, not a crash: {code:?}\n{all}"
+    );
+    assert!(!all.contains("panicked"), "{all}");
+    // The verdict still reaches the console, and so does the loss of its files.
+    assert!(all.contains("PASSED") || all.contains("ERROR"), "{all}");
+    assert!(
+        all.contains("report of run") && all.contains("is incomplete"),
+        "{all}"
+    );
+}

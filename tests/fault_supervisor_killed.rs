@@ -1,0 +1,166 @@
+//! The supervisor itself SIGKILLed mid-step: no teardown runs, so its server, agent and a process
+//! that escaped its group with `setsid` survive. The next `start` in the project finds them
+//! through the dead run's process ledger, reports them and kills them.
+
+mod common;
+#[path = "support/fault/mod.rs"]
+mod fault;
+
+use common::{stderr, Project};
+use std::process::Stdio;
+
+#[test]
+fn the_next_start_kills_what_a_sigkilled_supervisor_left() {
+    // A fixed port: the next start's own server can only bind it once the leftover is gone.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            r#"
+[provider]
+name = "command"
+cmd = "{agent}"
+
+[ports]
+APP_PORT = {port}
+
+[commands.server]
+kind = "long_lived"
+cmd = "setsid sleep 300 & exec python3 -m http.server ${{APP_PORT}} --bind 127.0.0.1"
+readiness_url = "http://127.0.0.1:${{APP_PORT}}/"
+
+[commands.shared]
+kind = "long_lived"
+scope = "suite"
+cmd = "echo up; exec sleep 300"
+readiness = {{ log = "^up$" }}
+"#,
+            agent = Project::directive_agent_cmd()
+        ),
+    );
+    p.write(
+        "tests/long.test.toml",
+        "name = \"Long\"\n[[steps]]\ninstruction = \"sleep 120\"\n",
+    );
+    p.write(
+        "quick.test.toml",
+        "name = \"Quick\"\n[[steps]]\ninstruction = \"say hello\"\n",
+    );
+
+    let mut child = p
+        .supervisor()
+        .args(["start", "tests"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    let runs = fault::wait_for_steps(&p, 1, &mut child);
+    let dead_run = runs[0]
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("run id")
+        .to_string();
+    assert!(
+        p.root()
+            .join(".bugatti/ledger")
+            .read_dir()
+            .expect("ledger dir")
+            .count()
+            == 1,
+        "the running supervisor keeps a ledger"
+    );
+    child.kill().expect("SIGKILL the supervisor");
+    child.wait().expect("reap the supervisor");
+
+    // The situation to recover from: server, escaped sleep and agent are still running.
+    let survivors = fault::project_processes(&p);
+    assert!(
+        survivors.len() >= 4,
+        "server, escaped child, agent and suite command should survive a SIGKILLed supervisor: \
+         {survivors:?}"
+    );
+
+    let out = p.run(&["start", "quick.test.toml"]); // also asserts that nothing survives
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.contains(&format!("leftover processes of dead run {dead_run}")))
+        .unwrap_or_else(|| panic!("no leftover report for {dead_run}: {err}"));
+    assert!(line.contains("command server"), "{err}");
+    let suite_line = err
+        .lines()
+        .find(|l| l.contains("leftover process") && l.contains("command shared"))
+        .unwrap_or_else(|| panic!("no leftover report for the suite command: {err}"));
+    for pid in &survivors {
+        assert!(
+            line.contains(&pid.to_string()) || suite_line.contains(&pid.to_string()),
+            "pid {pid} not reported: {err}"
+        );
+    }
+    let harness_log =
+        std::fs::read_to_string(p.suite_dir().join("harness.log")).expect("suite harness.log");
+    assert!(
+        harness_log.contains(&dead_run),
+        "the suite's harness log records the leftovers: {harness_log}"
+    );
+    // The dead supervisor's ledger is gone, and so is the finished one's.
+    let ledgers = p
+        .root()
+        .join(".bugatti/ledger")
+        .read_dir()
+        .expect("ledger dir")
+        .count();
+    assert_eq!(ledgers, 0);
+}
+
+#[test]
+fn a_live_supervisor_s_processes_are_left_alone() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"command\"\ncmd = \"{}\"\n",
+            Project::directive_agent_cmd()
+        ),
+    );
+    p.write(
+        "tests/long.test.toml",
+        "name = \"Long\"\n[[steps]]\ninstruction = \"sleep 120\"\n",
+    );
+    p.write(
+        "quick.test.toml",
+        "name = \"Quick\"\n[[steps]]\ninstruction = \"say hello\"\n",
+    );
+    let mut first = p
+        .supervisor()
+        .args(["start", "tests"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    fault::wait_for_steps(&p, 1, &mut first);
+    let before = fault::project_processes(&p);
+
+    let second = p
+        .supervisor()
+        .args(["start", "quick.test.toml"])
+        .output()
+        .expect("second supervisor");
+    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert!(!stderr(&second).contains("leftover"), "{}", stderr(&second));
+    for pid in &before {
+        assert!(
+            fault::project_processes(&p).contains(pid),
+            "a live supervisor's process {pid} was touched"
+        );
+    }
+    fault::signal(first.id(), "INT");
+    let out = fault::wait_guarded(first);
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    p.assert_nothing_survives();
+}
