@@ -12,6 +12,8 @@
 //! - [`report`]: every artifact a run leaves behind, and the console.
 
 pub mod actors;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod model;
 pub mod process;
 pub mod providers;

@@ -262,10 +262,12 @@ impl ReporterState {
             not_run,
         );
         let paths = self.suite_paths();
-        std::fs::create_dir_all(&paths.dir).map_err(|source| ReportError::CreateDir {
-            path: paths.dir.clone(),
-            source,
-        })?;
+        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+            .create(&paths.dir)
+            .map_err(|source| ReportError::CreateDir {
+                path: paths.dir.clone(),
+                source,
+            })?;
         // Redact the data before it is formatted: XML and JSON escape characters a secret may hold.
         let redacted_summary: SuiteSummary = redact_data(&self.redactor_all(), &summary)?;
         let redacted_records: Vec<RunRecord> = self

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use globset::{GlobBuilder, GlobMatcher};
 use walkdir::WalkDir;
 
-use super::paths::{is_skipped_dir, normalize, relative_to};
+use super::paths::{is_inside, is_skipped_dir, normalize, relative_to};
 
 /// Why a candidate could not be found; the caller positions it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -35,7 +35,8 @@ pub fn is_root_candidate_name(name: &str) -> bool {
 }
 
 /// Every `*.test.toml` below `dir`, skipping hidden dirs, `target/`, `node_modules/`;
-/// `_`-prefixed files only when `include_underscore`.
+/// `_`-prefixed files only when `include_underscore`. A symlinked directory leading out of `dir`
+/// is not entered: discovery never lists (say) `/etc` because a project links to it.
 pub fn walk_test_files(
     dir: &Path,
     include_underscore: bool,
@@ -45,7 +46,8 @@ pub fn walk_test_files(
     for entry in walker.filter_entry(|e| {
         e.depth() == 0
             || !e.file_type().is_dir()
-            || !is_skipped_dir(&e.file_name().to_string_lossy())
+            || !(is_skipped_dir(&e.file_name().to_string_lossy())
+                || (e.path_is_symlink() && !is_inside(dir, e.path())))
     }) {
         let entry = entry.map_err(|e| DiscoveryError::Walk {
             dir: dir.display().to_string(),

@@ -349,7 +349,29 @@ fn discover(
             Err(e) => problems.push(Problem::new(e.to_string())),
         }
     }
-    let unique: BTreeSet<PathBuf> = candidates.iter().map(|p| canonical(p)).collect();
+    let mut unique: BTreeSet<PathBuf> = BTreeSet::new();
+    for found in &candidates {
+        let real = canonical(found);
+        // A test file symlinked from outside (or named by an outside path) would read files the
+        // project does not hold, and its includes and assets would resolve out there too.
+        if real.starts_with(project_root) {
+            unique.insert(real);
+        } else {
+            let via = if real == *found {
+                String::new()
+            } else {
+                format!(" (reached as {})", found.display())
+            };
+            problems.push(Problem::in_file(
+                &real,
+                format!(
+                    "test file {}{via} is outside the project root ({}); not read",
+                    real.display(),
+                    project_root.display()
+                ),
+            ));
+        }
+    }
     (unique.into_iter().collect(), explicit)
 }
 
@@ -377,9 +399,12 @@ fn check_names(
         .iter()
         .map(|(k, v)| (k.clone(), v.value.clone()))
         .collect();
-    if let Err(e @ SubstError::Cycle { .. }) = session_vars(&placeholders, &env_raw) {
+    if let Err(e @ (SubstError::Cycle { .. } | SubstError::TooLong { .. })) =
+        session_vars(&placeholders, &env_raw)
+    {
         let first = match &e {
             SubstError::Cycle { chain } => chain.split(" -> ").next().unwrap_or_default(),
+            SubstError::TooLong { name, .. } => name,
             _ => "",
         };
         lps.push(LayerProblem {

@@ -157,7 +157,9 @@ impl MarkerScanner {
 
     /// The end of the reply: an unfinished last line counts as a line.
     pub fn finish(&mut self, out: &mut Vec<Marker>) {
-        if !self.line.is_empty() {
+        // A rejected line has already been dropped from `line`; finishing it still resets the
+        // state, or the next text (a Claude Code text block) would be skipped up to its newline.
+        if !self.line.is_empty() || self.rejected {
             self.finish_line(out);
         }
     }
@@ -335,6 +337,17 @@ mod tests {
         let last = scanner.last_result().expect("marker");
         assert_eq!(last.verdict, Verdict::Warn);
         assert!(last.text.starts_with("café"));
+    }
+
+    #[test]
+    fn a_finished_non_marker_text_does_not_hide_the_next_text() {
+        let mut scanner = MarkerScanner::new();
+        let mut out = Vec::new();
+        scanner.push(b"I will check the page.", &mut out);
+        scanner.finish(&mut out);
+        scanner.push(b"RESULT OK", &mut out);
+        scanner.finish(&mut out);
+        assert_eq!(out, vec![result(Verdict::Ok, "")]);
     }
 
     #[test]

@@ -102,11 +102,17 @@ impl TestFiles {
     }
 }
 
+/// Steps one root test may expand to. Includes may repeat a file, so a few small files that each
+/// include the next twice would otherwise expand exponentially and exhaust memory.
+pub const MAX_PLAN_STEPS: usize = 10_000;
+
 struct Expander<'a> {
     root: &'a Path,
     files: &'a mut TestFiles,
     steps: Vec<PlannedStep>,
     problems: Problems,
+    /// [`MAX_PLAN_STEPS`] was reached (and reported): expansion stops.
+    too_big: bool,
 }
 
 /// Expand the root test at absolute `file` into its flat plan. With problems, the plan holds
@@ -117,6 +123,7 @@ pub fn expand(root: &Path, file: &Path, files: &mut TestFiles) -> (Vec<PlannedSt
         files,
         steps: Vec::new(),
         problems: Problems::default(),
+        too_big: false,
     };
     ex.file(file, &mut Vec::new());
     (ex.steps, ex.problems)
@@ -143,6 +150,9 @@ impl Expander<'_> {
         stack.push(file.to_path_buf());
         let dir = file.parent().unwrap_or(self.root).to_path_buf();
         for (i, step) in test.steps.iter().enumerate() {
+            if self.too_big {
+                break;
+            }
             let span = step.span();
             let at = |msg: String| Problem::at(file, &text, span.clone(), msg);
             match step.get_ref().kind() {
@@ -154,6 +164,13 @@ impl Expander<'_> {
                     setup,
                     skip,
                 }) => {
+                    if self.steps.len() == MAX_PLAN_STEPS {
+                        self.too_big = true;
+                        self.problems.push(at(format!(
+                            "the plan grows past {MAX_PLAN_STEPS} steps here: includes repeat files too often"
+                        )));
+                        break;
+                    }
                     if timeout_secs == Some(0) {
                         self.problems
                             .push(at("step `timeout_secs` must be at least 1".into()));
@@ -354,6 +371,28 @@ mod tests {
             plan[2].provenance(),
             "shared/_deeper.test.toml#1 (via root.test.toml -> shared/_login.test.toml)"
         );
+    }
+
+    #[test]
+    fn exponential_includes_stop_at_the_step_limit() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path().canonicalize().unwrap();
+        for i in 0..40 {
+            let next = format!("f{}.test.toml", i + 1);
+            write(
+                &r,
+                &format!("f{i}.test.toml"),
+                &format!("{}{}", inc(&next), inc(&next)),
+            );
+        }
+        write(&r, "f40.test.toml", &step("leaf"));
+        let mut files = TestFiles::default();
+        let (steps, problems) = expand(&r, &r.join("f0.test.toml"), &mut files);
+        assert_eq!(steps.len(), MAX_PLAN_STEPS);
+        assert_eq!(problems.len(), 1, "{problems}");
+        let e = problems.to_string();
+        assert!(e.contains("grows past 10000 steps"), "{e}");
+        assert!(e.contains("f40.test.toml:1:1"), "{e}");
     }
 
     #[test]

@@ -29,7 +29,13 @@ pub enum SubstError {
     BadName { name: String },
     #[error("[env] values refer to each other in a cycle: {chain}")]
     Cycle { chain: String },
+    #[error("`${{{name}}}` expands to more than {limit} bytes ([env] values that repeat each other grow exponentially)")]
+    TooLong { name: String, limit: usize },
 }
+
+/// Bytes an `[env]` value may expand to. Values may repeat each other (`B = "${A}${A}"`), so a
+/// few dozen short lines could otherwise expand to more memory than the machine has.
+pub const MAX_VALUE_LEN: usize = 1 << 20;
 
 enum Piece<'a> {
     Text(&'a str),
@@ -148,6 +154,19 @@ pub fn session_vars(
             resolve(&r, env, out, stack)?;
         }
         stack.pop();
+        let len: usize = pieces(raw)?
+            .iter()
+            .map(|p| match p {
+                Piece::Text(t) => t.len(),
+                Piece::Var(n) => out.get(*n).map_or(0, String::len),
+            })
+            .sum();
+        if len > MAX_VALUE_LEN {
+            return Err(SubstError::TooLong {
+                name: name.to_string(),
+                limit: MAX_VALUE_LEN,
+            });
+        }
         let value = substitute(raw, out)?;
         out.insert(name.to_string(), value);
         Ok(())
@@ -262,5 +281,17 @@ mod tests {
             check_known("${A}${Z}", &known).unwrap_err(),
             SubstError::Unknown { name: "Z".into() }
         );
+    }
+
+    #[test]
+    fn env_values_that_double_each_other_stop_at_the_size_limit() {
+        let mut env = BTreeMap::new();
+        env.insert("A0".to_string(), "x".repeat(64));
+        for i in 1..40 {
+            env.insert(format!("A{i}"), format!("${{A{0}}}${{A{0}}}", i - 1));
+        }
+        let e = session_vars(&BTreeMap::new(), &env).unwrap_err();
+        assert!(matches!(e, SubstError::TooLong { .. }), "{e}");
+        assert!(e.to_string().contains("more than 1048576 bytes"), "{e}");
     }
 }

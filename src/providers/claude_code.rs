@@ -110,7 +110,7 @@ impl ClaudeCode {
     }
 
     /// Handles one stream-json line; `Some` once the turn's `result` arrived.
-    fn handle_line(
+    pub(crate) fn handle_line(
         &mut self,
         raw: &[u8],
         collector: &mut ReplyCollector,

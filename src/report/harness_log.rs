@@ -35,7 +35,13 @@ struct Sink {
 impl Sink {
     fn open(path: &Path, redactor: Redactor) -> Result<Self, ReportError> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| ReportError::CreateDir {
+            // Owner-only, like every artifact directory.
+            std::os::unix::fs::DirBuilderExt::mode(
+                std::fs::DirBuilder::new().recursive(true),
+                0o700,
+            )
+            .create(dir)
+            .map_err(|source| ReportError::CreateDir {
                 path: dir.to_path_buf(),
                 source,
             })?;

@@ -44,8 +44,14 @@ impl RunWriter {
     pub fn start(plan: &RunPlan, redactor: Redactor) -> Result<Self, ReportError> {
         let paths = RunPaths::new(&plan.run_dir);
         for dir in std::iter::once(paths.dir.clone()).chain(paths.subdirs()) {
-            std::fs::create_dir_all(&dir)
-                .map_err(|source| ReportError::CreateDir { path: dir, source })?;
+            // Owner-only, like the artifact directory: transcripts and logs hold what the app
+            // and the agent printed.
+            std::os::unix::fs::DirBuilderExt::mode(
+                std::fs::DirBuilder::new().recursive(true),
+                0o700,
+            )
+            .create(&dir)
+            .map_err(|source| ReportError::CreateDir { path: dir, source })?;
         }
         let events = EventLog::open(&paths.events())?;
         let mut writer = Self {
