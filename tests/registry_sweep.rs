@@ -19,6 +19,11 @@ fn sweep_kills_every_registered_group() {
         .any(|g| g.pgid == pgid && g.label == "test sleeper"));
     let status = child.wait().expect("wait");
     assert!(!status.success());
+    // SIGKILLed members need a moment to leave /proc (the background `sleep` is not our child).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while group::group_is_alive(pgid) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     assert!(
         !group::group_is_alive(pgid),
         "survivors: {:?}",

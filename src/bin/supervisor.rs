@@ -158,6 +158,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Check(args) => {
+            restore_default_sigpipe();
             let options = args.into_options();
             match load(&options) {
                 Some(suite) => {
@@ -170,6 +171,16 @@ fn main() -> ExitCode {
         }
         Command::Init => init(),
         Command::Doctor { config } => doctor(config),
+    }
+}
+
+/// `check` only prints: like any Unix filter it should end quietly when its reader goes away
+/// (`supervisor check | head`) instead of panicking on a broken pipe. Not for `start`, where a
+/// dead agent's closed stdin must be an error to handle, not a death.
+fn restore_default_sigpipe() {
+    // SAFETY: resetting a signal disposition to its default touches no memory of ours.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 
