@@ -60,6 +60,20 @@ fn a_runs_directory_that_is_a_file_is_a_clear_error_with_exit_3() {
         all.contains("cannot create the run directory") && all.contains("Not a directory"),
         "the error names what it could not create and why: {all}"
     );
+    // The run still counts in the suite's summary and JUnit, as an error.
+    let summary: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(p.suite_dir().join("summary.json")).expect("summary.json"),
+    )
+    .expect("JSON");
+    assert_eq!(summary["totals"]["error"], 1, "{summary}");
+    assert!(
+        summary["tests"][0]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("cannot create the run directory")),
+        "{summary}"
+    );
+    let junit = std::fs::read_to_string(p.suite_dir().join("junit.xml")).expect("junit.xml");
+    assert!(junit.contains("errors=\"1\""), "{junit}");
 }
 
 #[test]

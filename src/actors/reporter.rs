@@ -162,8 +162,22 @@ impl ReporterState {
         plan: &RunPlan,
         secrets: Arc<Secrets>,
     ) -> Result<RunPaths, ReportError> {
-        let redactor = self.redactor.with(secrets);
-        let writer = RunWriter::start(plan, redactor.clone())?;
+        let redactor = self.redactor.with(secrets.clone());
+        let writer = match RunWriter::start(plan, redactor.clone()) {
+            Ok(writer) => writer,
+            Err(e) => {
+                // No files for this run, but the suite summary and JUnit must still count it.
+                let mut record = RunRecord::from_plan(plan);
+                record.finish(
+                    RunOutcome::Error,
+                    Some(format!("cannot create the run directory: {e}")),
+                    Utc::now(),
+                );
+                self.finished.push(record);
+                self.finished_secrets.push(secrets);
+                return Err(e);
+            }
+        };
         let paths = writer.paths().clone();
         if let Some(logs) = &self.args.harness_logs {
             logs.open_run(&plan.run_id, &paths.harness_log(), redactor.clone())?;
