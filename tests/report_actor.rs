@@ -534,7 +534,13 @@ async fn unwritable_run_directory_is_an_error_reply_naming_it() {
     })
     .expect("answer")
     .expect("suite files");
-    assert_eq!(files.summary.totals.not_run, 1);
+    // It did run, and failed to: an error in the summary, not a test that never started.
+    assert_eq!(files.summary.totals.not_run, 0);
+    assert_eq!(files.summary.totals.error, 1);
+    assert!(files.summary.tests[0]
+        .message
+        .as_deref()
+        .is_some_and(|m| m.contains("cannot create the run directory")));
     assert!(
         files.notes.iter().any(|n| n.contains("run-x")),
         "{:?}",
