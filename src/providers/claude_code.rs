@@ -446,11 +446,7 @@ impl Provider for ClaudeCode {
                 v
             }
             TurnEnd::Cancelled => {
-                let mut v = collector.verdict_with(
-                    StepStatus::Error,
-                    "step interrupted: the session is stopping",
-                );
-                v.interrupted = true;
+                let v = collector.interrupted_verdict();
                 self.stop().await;
                 v
             }

@@ -134,11 +134,7 @@ impl CommandProvider {
                 v
             }
             ReplyEnd::Cancelled => {
-                let mut v = collector.verdict_with(
-                    StepStatus::Error,
-                    "step interrupted: the session is stopping",
-                );
-                v.interrupted = true;
+                let v = collector.interrupted_verdict();
                 self.stop().await;
                 v
             }

@@ -146,6 +146,16 @@ impl ReplyCollector {
         verdict
     }
 
+    /// The verdict of a step cut short by shutdown (not by its own outcome).
+    pub fn interrupted_verdict(&self) -> StepVerdict {
+        let mut verdict = self.verdict_with(
+            StepStatus::Error,
+            "step interrupted: the session is stopping",
+        );
+        verdict.interrupted = true;
+        verdict
+    }
+
     fn fill(&self, verdict: &mut StepVerdict) {
         verdict.logs = self.logs.clone();
         verdict.evidence = self.evidence.clone();

@@ -348,14 +348,7 @@ impl Provider for ShellProvider {
                         short(command)
                     ),
                 ),
-                CommandEnd::Cancelled => {
-                    let mut v = collector.verdict_with(
-                        StepStatus::Error,
-                        "step interrupted: the session is stopping",
-                    );
-                    v.interrupted = true;
-                    v
-                }
+                CommandEnd::Cancelled => collector.interrupted_verdict(),
                 CommandEnd::SpawnFailed(e) => collector.verdict_with(
                     StepStatus::Error,
                     format!("could not run `sh -c {}`: {e}", short(command)),
