@@ -24,7 +24,7 @@ use crate::model::load::RootTest;
 use crate::model::outcome::{RunOutcome, StepStatus};
 use crate::model::plan::PlannedStep;
 use crate::process::event::{HarnessEvent, HarnessEventKind};
-use crate::process::group::{live_descendants_with_env, signal_group};
+use crate::process::group::{kill_descendants_with_env, signal_group};
 use crate::process::record::CommandRecord as HarnessRecord;
 use crate::providers::{AgentEvent, StepRequest, StepVerdict};
 use crate::report::events::{
@@ -797,7 +797,7 @@ impl Driver {
         for record in records.iter().filter(|r| !r.skipped) {
             self.report_teardown(record);
         }
-        let escaped = kill_processes_carrying(&self.run_id);
+        let escaped = kill_descendants_with_env("BUGATTI_RUN_ID", &self.run_id);
         if !escaped.is_empty() {
             tracing::warn!(
                 "processes of run {} outlived teardown and were killed: {escaped:?}",
@@ -846,16 +846,7 @@ pub fn kill_run_processes(run_id: &str) {
             crate::process::registry::unregister(group.pgid);
         }
     }
-    kill_processes_carrying(run_id);
-}
-
-/// SIGKILLs every live process with `BUGATTI_RUN_ID=<run_id>` in its environment; returns them.
-fn kill_processes_carrying(run_id: &str) -> Vec<i32> {
-    let pids = live_descendants_with_env("BUGATTI_RUN_ID", run_id);
-    for pid in &pids {
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(*pid), Signal::SIGKILL);
-    }
-    pids
+    kill_descendants_with_env("BUGATTI_RUN_ID", run_id);
 }
 
 /// Every run event also goes to the run's `diagnostics/harness.log` (routed by `run_id`).

@@ -97,6 +97,15 @@ pub fn live_descendants_with_env(key: &str, value: &str) -> Vec<i32> {
     ProcSnapshot::take().live_descendants_with_env(key, value)
 }
 
+/// SIGKILLs every live descendant carrying `key=value` in its environment; returns their pids.
+pub fn kill_descendants_with_env(key: &str, value: &str) -> Vec<i32> {
+    let pids = live_descendants_with_env(key, value);
+    for pid in &pids {
+        let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
+    }
+    pids
+}
+
 /// One pass over `/proc`, asked several questions: teardown checks the group, the escapees and
 /// the zombies to reap together, and each pass costs a read of every process's `stat`.
 #[derive(Debug, Clone)]

@@ -266,11 +266,7 @@ impl AgentProcess {
 
 /// SIGKILLs every live process carrying the agent marker for `run_id`; returns their pids.
 pub fn kill_escaped(run_id: &str) -> Vec<i32> {
-    let escaped = group::live_descendants_with_env(AGENT_MARKER_ENV, run_id);
-    for pid in &escaped {
-        let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
-    }
-    escaped
+    group::kill_descendants_with_env(AGENT_MARKER_ENV, run_id)
 }
 
 /// Waits (bounded) until SIGKILLed processes are really gone, reaping those re-parented to us as
