@@ -11,25 +11,7 @@ use std::process::Stdio;
 #[test]
 fn an_agent_sigkilled_mid_step_fails_the_session_with_error_and_exit_3() {
     let p = Project::new();
-    p.write(
-        "bugatti.config.toml",
-        &format!(
-            r#"
-[provider]
-name = "command"
-cmd = "{agent}"
-
-[ports]
-APP_PORT = "auto"
-
-[commands.server]
-kind = "long_lived"
-cmd = "python3 -m http.server ${{APP_PORT}} --bind 127.0.0.1"
-readiness = {{ tcp = "127.0.0.1:${{APP_PORT}}" }}
-"#,
-            agent = Project::directive_agent_cmd()
-        ),
-    );
+    p.write("bugatti.config.toml", &fault::agent_and_server_config());
     p.write(
         "victim.test.toml",
         "name = \"Victim\"\n[[steps]]\ninstruction = \"sleep 120\"\n[[steps]]\ninstruction = \"say never\"\n",

@@ -10,25 +10,7 @@ use std::process::Stdio;
 
 fn project() -> Project {
     let p = Project::new();
-    p.write(
-        "bugatti.config.toml",
-        &format!(
-            r#"
-[provider]
-name = "command"
-cmd = "{agent}"
-
-[ports]
-APP_PORT = "auto"
-
-[commands.server]
-kind = "long_lived"
-cmd = "python3 -m http.server ${{APP_PORT}} --bind 127.0.0.1"
-readiness = {{ tcp = "127.0.0.1:${{APP_PORT}}" }}
-"#,
-            agent = Project::directive_agent_cmd()
-        ),
-    );
+    p.write("bugatti.config.toml", &fault::agent_and_server_config());
     p.write(
         "a.test.toml",
         "name = \"A\"\n[[steps]]\ninstruction = \"sleep 3\"\n[[steps]]\ninstruction = \"say done\"\n",

@@ -2,10 +2,12 @@
 //! every report as `interrupted` and exit 130 / 143; `--timeout` behaves like SIGTERM.
 
 mod common;
+#[path = "support/fault/mod.rs"]
+mod fault;
 
 use common::{stdout, Project};
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Stdio;
+use std::time::Duration;
 
 fn project_with_a_long_step() -> Project {
     let p = Project::new();
@@ -44,30 +46,6 @@ stop_timeout_secs = 30
     p
 }
 
-/// Waits until every run of the project has started its first step.
-fn wait_for_steps(p: &Project, runs: usize, child: &mut Child) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let started = std::fs::read_dir(p.root().join(".bugatti/runs"))
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.ok())
-            .filter(|e| {
-                std::fs::read_to_string(e.path().join("events.jsonl"))
-                    .is_ok_and(|t| t.contains("\"step_started\""))
-            })
-            .count();
-        if started >= runs {
-            return;
-        }
-        if let Ok(Some(status)) = child.try_wait() {
-            panic!("the supervisor ended early: {status}");
-        }
-        assert!(Instant::now() < deadline, "steps never started");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn interrupt_mid_step(signals: &[&str]) -> (Project, std::process::Output) {
     let p = project_with_a_long_step();
     let mut child = p
@@ -77,7 +55,7 @@ fn interrupt_mid_step(signals: &[&str]) -> (Project, std::process::Output) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn supervisor");
-    wait_for_steps(&p, 2, &mut child);
+    fault::wait_for_steps(&p, 2, &mut child);
     for signal in signals {
         let status = std::process::Command::new("kill")
             .args([&format!("-{signal}"), &child.id().to_string()])

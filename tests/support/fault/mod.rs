@@ -10,6 +10,26 @@ use std::time::{Duration, Instant};
 /// Generous: a guard against hangs on a loaded 2-core machine, not a timing assertion.
 pub const GUARD: Duration = Duration::from_secs(60);
 
+/// A config with the scripted `command` agent and one real HTTP server on an `auto` port.
+pub fn agent_and_server_config() -> String {
+    format!(
+        r#"
+[provider]
+name = "command"
+cmd = "{agent}"
+
+[ports]
+APP_PORT = "auto"
+
+[commands.server]
+kind = "long_lived"
+cmd = "python3 -m http.server ${{APP_PORT}} --bind 127.0.0.1"
+readiness = {{ tcp = "127.0.0.1:${{APP_PORT}}" }}
+"#,
+        agent = Project::directive_agent_cmd()
+    )
+}
+
 /// The run directories of the project, in no particular order.
 pub fn run_dirs(p: &Project) -> Vec<PathBuf> {
     std::fs::read_dir(p.root().join(".bugatti/runs"))
