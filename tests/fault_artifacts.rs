@@ -43,10 +43,7 @@ fn a_runs_directory_that_is_a_file_is_a_clear_error_with_exit_3() {
         "the error names what it could not create and why: {all}"
     );
     // The run still counts in the suite's summary and JUnit, as an error.
-    let summary: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(p.suite_dir().join("summary.json")).expect("summary.json"),
-    )
-    .expect("JSON");
+    let summary: serde_json::Value = p.suite_summary();
     assert_eq!(summary["totals"]["error"], 1, "{summary}");
     assert!(
         summary["tests"][0]["message"]

@@ -122,10 +122,7 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     assert_eq!(junit_attr(&junit, "tests"), 4, "{junit}");
     assert_eq!(junit_attr(&junit, "failures"), 2, "{junit}");
     assert_eq!(junit_attr(&junit, "errors"), 0, "{junit}");
-    let summary: Value = serde_json::from_str(
-        &std::fs::read_to_string(p.suite_dir().join("summary.json")).expect("summary.json"),
-    )
-    .expect("summary is JSON");
+    let summary: Value = p.suite_summary();
     assert_eq!(summary["tests"].as_array().map(Vec::len), Some(4));
 }
 
@@ -412,10 +409,7 @@ fn retries_mark_a_later_pass_flaky() {
     );
     let out = p.run(&["start", "--retries", "1"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let summary: Value = serde_json::from_str(
-        &std::fs::read_to_string(p.suite_dir().join("summary.json")).expect("summary.json"),
-    )
-    .expect("JSON");
+    let summary: Value = p.suite_summary();
     assert_eq!(summary["tests"][0]["flaky"], true, "{summary}");
     assert_eq!(summary["tests"][0]["attempts"], 2);
     let junit = std::fs::read_to_string(p.suite_dir().join("junit.xml")).expect("junit");
@@ -441,10 +435,7 @@ fn fail_fast_starts_no_new_root_test_after_a_failure() {
     let out = p.run(&["start", "-j", "1", "--fail-fast"]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert_eq!(p.run_records().len(), 1, "only the first test ran");
-    let summary: Value = serde_json::from_str(
-        &std::fs::read_to_string(p.suite_dir().join("summary.json")).expect("summary.json"),
-    )
-    .expect("JSON");
+    let summary: Value = p.suite_summary();
     assert_eq!(
         summary["not_run"].as_array().map(Vec::len),
         Some(2),

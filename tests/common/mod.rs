@@ -99,6 +99,13 @@ impl Project {
         dirs.pop().expect("a suite dir")
     }
 
+    /// The (only) invocation's summary.json, parsed.
+    pub fn suite_summary(&self) -> serde_json::Value {
+        let text =
+            std::fs::read_to_string(self.suite_dir().join("summary.json")).expect("summary.json");
+        serde_json::from_str(&text).expect("summary.json is JSON")
+    }
+
     /// Fails when any process whose environment names this project survives the supervisor.
     /// Waits briefly, because a killed process needs a moment to disappear from /proc.
     pub fn assert_nothing_survives(&self) {
