@@ -55,21 +55,20 @@ pub fn session_vars(
     id: &SessionIdentity,
     shared_ports: &BTreeMap<String, u16>,
 ) -> Result<SessionVars, PlanError> {
-    let mut vars = BTreeMap::new();
-    vars.insert("BUGATTI_RUN_ID".to_string(), id.run_id.clone());
-    vars.insert("BUGATTI_SESSION_ID".to_string(), id.session_id.clone());
-    vars.insert(
-        "BUGATTI_RUN_DIR".to_string(),
-        id.run_dir.display().to_string(),
-    );
-    vars.insert(
-        "BUGATTI_WORKDIR".to_string(),
-        id.workdir.display().to_string(),
-    );
-    vars.insert(
-        "BUGATTI_PROJECT_ROOT".to_string(),
-        id.project_root.display().to_string(),
-    );
+    let builtins: BTreeMap<String, String> = [
+        ("BUGATTI_RUN_ID", id.run_id.clone()),
+        ("BUGATTI_SESSION_ID", id.session_id.clone()),
+        ("BUGATTI_RUN_DIR", id.run_dir.display().to_string()),
+        ("BUGATTI_WORKDIR", id.workdir.display().to_string()),
+        (
+            "BUGATTI_PROJECT_ROOT",
+            id.project_root.display().to_string(),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    let mut ports = BTreeMap::new();
     for (name, spec) in &config.ports {
         let port = match (shared_ports.get(name), &spec.value) {
             (Some(port), _) => *port,
@@ -79,17 +78,8 @@ pub fn session_vars(
                 reason: e.to_string(),
             })?,
         };
-        vars.insert(name.clone(), port.to_string());
+        ports.insert(name.clone(), port);
     }
-    let ports: BTreeMap<String, u16> = vars
-        .iter()
-        .filter(|(k, _)| config.ports.contains_key(*k))
-        .filter_map(|(k, v)| Some((k.clone(), v.parse().ok()?)))
-        .collect();
-    let builtins: BTreeMap<String, String> = vars
-        .into_iter()
-        .filter(|(k, _)| !ports.contains_key(k))
-        .collect();
     let vars =
         config
             .session_vars(&builtins, &ports)
