@@ -14,6 +14,7 @@ use crate::actors::session::{
 };
 use crate::actors::session_plan::{command_specs, session_vars, SessionIdentity};
 use crate::model::config::CommandScope;
+use crate::model::layers::ProbeKind;
 use crate::model::load::{RootTest, Suite};
 use crate::model::outcome::{ExitReason, InterruptSignal, RunOutcome};
 use crate::model::substitute::references;
@@ -269,12 +270,16 @@ impl SupervisorState {
         }
         let mut named = BTreeSet::new();
         for c in &suite_commands {
-            let probe_texts = c.readiness.iter().map(|p| format!("{:?}", p.kind));
-            for text in std::iter::once(c.cmd.clone())
-                .chain(c.cwd.clone())
+            let probe_texts = c.readiness.iter().map(|p| match &p.kind {
+                ProbeKind::Http(t) | ProbeKind::Tcp(t) | ProbeKind::Log(t) | ProbeKind::Exec(t) => {
+                    t.as_str()
+                }
+            });
+            for text in std::iter::once(c.cmd.as_str())
+                .chain(c.cwd.as_deref())
                 .chain(probe_texts)
             {
-                named.extend(references(&text).unwrap_or_default());
+                named.extend(references(text).unwrap_or_default());
             }
         }
         let mut shared = BTreeMap::new();
