@@ -138,11 +138,9 @@ async fn ok_warn_error_over_one_session_through_the_actor() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_last_marker_of_a_reply_wins() {
+async fn the_marker_line_ends_the_reply_and_the_last_marker_of_its_read_wins() {
     let rig = Rig::new(&[]);
-    let mut spec = rig.command_spec();
-    spec.reply_settle = Duration::from_secs(2);
-    let mut p = started(&rig, spec).await;
+    let mut p = started(&rig, rig.command_spec()).await;
     let one_burst = step(
         &mut p,
         1,
@@ -150,9 +148,29 @@ async fn the_last_marker_of_a_reply_wins() {
     )
     .await;
     assert_eq!(one_burst.status, StepStatus::Ok, "{one_burst:?}");
-    let second_thoughts = step(&mut p, 2, json!([{"say": "RESULT OK\n"}, {"pause": 0.1}, {"say": "wait, no\nRESULT ERROR: changed my mind\n"}])).await;
-    assert_eq!(second_thoughts.status, StepStatus::Error);
-    assert_eq!(second_thoughts.message, "changed my mind");
+    // The marker line ends the reply at once (no quiet period): what the agent writes after it
+    // is the start of the next reply, as the protocol has no turn ids.
+    let second_thoughts = step(
+        &mut p,
+        2,
+        json!([{"say": "RESULT OK\n"}, {"pause": 0.3}, {"say": "wait, no\nRESULT ERROR: changed my mind\n"}]),
+    )
+    .await;
+    assert_eq!(
+        second_thoughts.status,
+        StepStatus::Ok,
+        "{second_thoughts:?}"
+    );
+    assert!(
+        second_thoughts.duration < Duration::from_millis(300),
+        "the reply ended at its marker, before the pause: {:?}",
+        second_thoughts.duration
+    );
+    let next = step(&mut p, 3, json!([])).await;
+    assert_eq!(
+        (next.status, next.message.as_str()),
+        (StepStatus::Error, "changed my mind")
+    );
     assert_eq!(p.close().await, TeardownState::Clean);
     rig.assert_no_survivors();
 }
@@ -188,7 +206,7 @@ async fn a_reply_without_a_marker_is_a_protocol_error() {
     .await;
     assert_eq!(v.status, StepStatus::ProtocolError, "{v:?}");
     assert!(
-        v.message.contains("without a result marker"),
+        v.message.contains("but no RESULT line") && v.message.contains("no_output_timeout_secs"),
         "{}",
         v.message
     );
@@ -201,13 +219,10 @@ async fn a_step_past_its_timeout_is_timeout_and_the_agent_is_stopped() {
     let rig = Rig::new(&[]);
     let mut p = started(&rig, rig.command_spec()).await;
     let (_keep, cancel) = tokio::sync::watch::channel(false);
-    let request = scripted(
-        1,
-        json!([{"say": "working\n"}, {"pause": 120}]),
-        Duration::from_secs(1),
-    );
+    let request = scripted(1, json!([{"pause": 120}]), Duration::from_secs(1));
     let v = p.run_step(&request, cancel).await;
     assert_eq!(v.status, StepStatus::Timeout, "{v:?}");
+    assert!(v.message.contains("wrote nothing"), "{}", v.message);
     // Stopped right away, not at close.
     rig.assert_no_survivors();
     let after = step(&mut p, 2, json!([{"say": "RESULT OK\n"}])).await;
@@ -217,6 +232,28 @@ async fn a_step_past_its_timeout_is_timeout_and_the_agent_is_stopped() {
         state,
         TeardownState::Clean | TeardownState::Killed
     ));
+    rig.assert_no_survivors();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_without_a_marker_at_the_step_timeout_is_a_protocol_error() {
+    let rig = Rig::new(&[]);
+    let mut p = started(&rig, rig.command_spec()).await;
+    let (_keep, cancel) = tokio::sync::watch::channel(false);
+    let request = scripted(
+        1,
+        json!([{"say": "working\n"}, {"pause": 120}]),
+        Duration::from_secs(1),
+    );
+    let v = p.run_step(&request, cancel).await;
+    assert_eq!(v.status, StepStatus::ProtocolError, "{v:?}");
+    assert!(
+        v.message.contains("timed out after 1s") && v.message.contains("no RESULT line"),
+        "{}",
+        v.message
+    );
+    rig.assert_no_survivors();
+    p.close().await;
     rig.assert_no_survivors();
 }
 
@@ -335,9 +372,10 @@ async fn startup_failures_name_the_command_line() {
 
     let mut spec = rig.command_spec();
     spec.cmd = Some("sh -c 'echo unknown option --bogus >&2; exit 2'".into());
-    spec.startup_grace = Duration::from_secs(10);
     let mut p = provider(&rig, spec);
-    let err = p.start().await.expect_err("immediate exit");
+    p.start().await.expect("spawned");
+    let err = p.bootstrap().await.expect_err("immediate exit");
+    assert!(matches!(err, AgentError::ExitedAtStart { .. }), "{err}");
     let text = err.to_string();
     assert!(
         text.contains("sh -c") && text.contains("exit code 2") && text.contains("unknown option"),

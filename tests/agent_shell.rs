@@ -5,9 +5,7 @@ mod support;
 
 use bugatti::actors::agent::{AgentActor, AgentArgs, AgentMsg};
 use bugatti::model::outcome::{StepStatus, TeardownState};
-use bugatti::providers::{
-    self, AgentContext, AgentEvent, AgentSpec, Provider, ProviderKind, StepVerdict,
-};
+use bugatti::providers::{self, AgentContext, AgentEvent, Provider, StepVerdict};
 use ractor::{call, Actor};
 use std::time::Duration;
 use support::{step, Rig};
@@ -15,7 +13,7 @@ use support::{step, Rig};
 const LONG: Duration = Duration::from_secs(60);
 
 async fn shell(rig: &Rig) -> Box<dyn Provider> {
-    let mut spec = AgentSpec::new(ProviderKind::Shell);
+    let mut spec = rig.shell_spec();
     spec.stop_timeout = Duration::from_secs(2);
     let mut p = providers::create(AgentContext {
         spec,
@@ -206,7 +204,7 @@ async fn secrets_are_redacted_from_messages_and_transcript() {
 async fn the_actor_runs_shell_steps_and_closes() {
     let rig = Rig::new(&[]);
     let args = AgentArgs {
-        spec: AgentSpec::new(ProviderKind::Shell),
+        spec: rig.shell_spec(),
         facts: rig.facts.clone(),
         events: rig.events.clone(),
     };
@@ -260,7 +258,7 @@ async fn the_agent_spawned_under_a_session_ends_without_stopping_it() {
     let (seen_tx, mut seen) = tokio::sync::mpsc::unbounded_channel();
     let (parent, parent_handle) = Actor::spawn(None, Parent, seen_tx).await.expect("parent");
     let args = AgentArgs {
-        spec: AgentSpec::new(ProviderKind::Shell),
+        spec: rig.shell_spec(),
         facts: rig.facts.clone(),
         events: rig.events.clone(),
     };

@@ -141,6 +141,7 @@ fn claude_spec(rig: &mut Rig, bin: PathBuf, stub_port: u16) -> AgentSpec {
         .map(|(k, v)| (k.to_string(), v.to_string())),
     );
     let mut spec = AgentSpec::new(ProviderKind::ClaudeCode);
+    spec.cwd = rig.facts.project_root.clone();
     spec.claude_bin = bin;
     // As root, bypass modes refuse to run; allowing the Bash tool is what works.
     spec.agent_args = vec!["--allowedTools".into(), "Bash".into()];
@@ -169,7 +170,7 @@ async fn a_multi_step_session_with_a_real_bash_tool_call() {
     let token = format!("token-{}", uuid::Uuid::new_v4());
     let (app, app_port) = start_app(&rig, &token);
     let fetch = format!(
-        "printf %s \"$BUGATTI_RUN_ID\" > run_id.txt; \
+        "cd \"$BUGATTI_WORKDIR\" && printf %s \"$OLDPWD\" > pwd.txt; printf %s \"$BUGATTI_RUN_ID\" > run_id.txt; \
          curl -s http://127.0.0.1:{app_port}/token.txt > fetched.txt; cat fetched.txt"
     );
     let (stub, stub_port, requests) = start_stub(
@@ -193,8 +194,14 @@ async fn a_multi_step_session_with_a_real_bash_tool_call() {
     assert_eq!(first.status, StepStatus::Ok, "{first:?}");
     assert_eq!(first.logs, vec![format!("fetched {token}")]);
     let fetched = std::fs::read_to_string(rig.facts.workdir.join("fetched.txt"))
-        .expect("the Bash tool ran in the workspace");
+        .expect("the Bash tool wrote to the workspace");
     assert_eq!(fetched, token);
+    let cwd = std::fs::read_to_string(rig.facts.workdir.join("pwd.txt")).expect("pwd.txt");
+    assert_eq!(
+        std::path::Path::new(&cwd),
+        rig.facts.project_root,
+        "Claude Code runs in the agent's cwd"
+    );
     // The tool ran with the session's environment (so teardown can find what it starts).
     let seen_run_id =
         std::fs::read_to_string(rig.facts.workdir.join("run_id.txt")).expect("run_id.txt");
@@ -250,7 +257,7 @@ async fn a_multi_step_session_with_a_real_bash_tool_call() {
     );
     let log = String::from_utf8_lossy(&rig.transcript("agent.log")).into_owned();
     assert!(
-        log.contains("[tool_use Bash] printf") && log.contains(&format!("[tool_result] {token}")),
+        log.contains("[tool_use Bash] cd ") && log.contains(&format!("[tool_result] {token}")),
         "{log}"
     );
     drop(stub);

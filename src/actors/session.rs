@@ -519,7 +519,7 @@ impl Driver {
                 });
             }
         }
-        let agent = agent_spec(effective, &vars, self.suite.claude_bin.clone())
+        let agent = agent_spec(effective, &id, &vars, self.suite.claude_bin.clone())
             .map_err(|e| Ending::error(e.to_string()))?;
 
         // The harness: its events come back through the session's mailbox.

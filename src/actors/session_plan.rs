@@ -27,6 +27,8 @@ pub enum PlanError {
     Port { name: String, reason: String },
     #[error("provider `{0}` is not available in this version (use claude-code, command or shell)")]
     UnsupportedProvider(String),
+    #[error("[provider] cwd: {} is not a directory", .0.display())]
+    AgentCwd(PathBuf),
 }
 
 /// The identity and places of one session.
@@ -188,25 +190,56 @@ pub fn claude_bin() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("claude"))
 }
 
+/// The agent's spec, `${NAME}` substituted in `cmd`, `cwd`, `agent_args` and `base_url`, its
+/// working directory resolved: `[provider] cwd` against the project root, by default the project
+/// root itself (as Bugatti 0.7 runs it, so `CLAUDE.md`, `.claude/` and `.mcp.json` are found) — but
+/// the `shell` provider's steps run in the workspace unless `cwd` is set (SPEC §8).
 pub fn agent_spec(
     config: &EffectiveConfig,
+    id: &SessionIdentity,
     vars: &SessionVars,
     claude: PathBuf,
 ) -> Result<AgentSpec, PlanError> {
-    let name = &config.provider.name.value;
+    let p = &config.provider;
+    let name = &p.name.value;
     let kind =
         ProviderKind::parse(name).ok_or_else(|| PlanError::UnsupportedProvider(name.clone()))?;
     let mut spec = AgentSpec::new(kind);
-    spec.cmd = config.provider.cmd.value.clone();
-    spec.agent_args = config.provider.agent_args.value.clone();
-    spec.extra_system_prompt = config.provider.extra_system_prompt.value.clone();
-    spec.step_timeout = Duration::from_secs(config.provider.step_timeout_secs.value);
-    spec.base_url = match &config.provider.base_url.value {
+    spec.cmd = match &p.cmd.value {
+        Some(cmd) => Some(subst(cmd, &vars.vars, "[provider] cmd".into())?),
+        None => None,
+    };
+    spec.agent_args = p
+        .agent_args
+        .value
+        .iter()
+        .enumerate()
+        .map(|(i, arg)| subst(arg, &vars.vars, format!("[provider] agent_args[{i}]")))
+        .collect::<Result<_, _>>()?;
+    spec.cwd = match (&p.cwd.value, kind) {
+        (Some(cwd), _) => {
+            let cwd = PathBuf::from(subst(cwd, &vars.vars, "[provider] cwd".into())?);
+            id.project_root.join(cwd)
+        }
+        (None, ProviderKind::Shell) => id.workdir.clone(),
+        (None, _) => id.project_root.clone(),
+    };
+    if !spec.cwd.is_dir() {
+        return Err(PlanError::AgentCwd(spec.cwd.clone()));
+    }
+    spec.extra_system_prompt = p.extra_system_prompt.value.clone();
+    spec.step_timeout = Duration::from_secs(p.step_timeout_secs.value);
+    spec.base_url = match &p.base_url.value {
         Some(url) => Some(subst(url, &vars.vars, "[provider] base_url".into())?),
         None => None,
     };
     spec.claude_bin = claude;
-    spec.no_output_timeout = no_output_timeout(kind);
+    spec.no_output_timeout = match kind {
+        ProviderKind::Shell => None,
+        ProviderKind::Command | ProviderKind::ClaudeCode => {
+            Some(Duration::from_secs(p.no_output_timeout_secs.value))
+        }
+    };
     Ok(spec)
 }
 
@@ -225,22 +258,4 @@ pub fn skipped_commands(test: &RootTest, skipped: &[String]) -> Vec<String> {
         .filter(|name| skipped.contains(name))
         .cloned()
         .collect()
-}
-
-/// How long an agent may stay silent in a reply before the step ends: without a marker that is a
-/// `protocol_error` (`command`) or a `timeout` (`claude-code`). A `command` agent's reply has no
-/// end signal but its marker, so silence is the only way to tell "no marker" from "still busy".
-/// `$BUGATTI_NO_OUTPUT_TIMEOUT_SECS` overrides it.
-pub const DEFAULT_NO_OUTPUT_TIMEOUT: Duration = Duration::from_secs(30);
-
-fn no_output_timeout(kind: ProviderKind) -> Option<Duration> {
-    let configured = std::env::var("BUGATTI_NO_OUTPUT_TIMEOUT_SECS")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs);
-    match kind {
-        ProviderKind::Shell => None,
-        ProviderKind::Command => Some(configured.unwrap_or(DEFAULT_NO_OUTPUT_TIMEOUT)),
-        ProviderKind::ClaudeCode => configured,
-    }
 }

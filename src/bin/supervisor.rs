@@ -151,6 +151,7 @@ fn main() -> ExitCode {
             let options = args.into_options();
             match load(&options) {
                 Some(suite) => {
+                    println!("supervisor: {}", suite.config_summary());
                     print_notes(&suite);
                     run_suite(suite, options)
                 }
@@ -162,6 +163,9 @@ fn main() -> ExitCode {
             let options = args.into_options();
             match load(&options) {
                 Some(suite) => {
+                    if suite.config_path.is_none() {
+                        eprintln!("note: {}", suite.config_summary());
+                    }
                     print_notes(&suite);
                     print_check(&suite, options.verbosity);
                     ExitCode::SUCCESS
@@ -394,23 +398,6 @@ fn init() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `program` as found on PATH (or as a path, relative to `root`).
-fn find_program(program: &str, root: &std::path::Path) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let executable = |p: &std::path::Path| {
-        p.metadata()
-            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            .unwrap_or(false)
-    };
-    if program.contains('/') {
-        let p = root.join(program);
-        return executable(&p).then_some(p);
-    }
-    std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-        .map(|dir| dir.join(program))
-        .find(|p| executable(p))
-}
-
 /// Check what a run will need, without running anything.
 fn doctor(config: Option<PathBuf>) -> ExitCode {
     let options = RunOptions {
@@ -427,37 +414,27 @@ fn doctor(config: Option<PathBuf>) -> ExitCode {
         suite.project_root.display()
     );
     let mut failed = false;
-    let mut providers: Vec<(String, Option<String>)> = suite
-        .tests
-        .iter()
-        .map(|t| {
-            let p = &t.effective.provider;
-            (p.name.value.clone(), p.cmd.value.clone())
+    // Every distinct provider setting (tests may override it), checked as a session starts it.
+    let mut providers: Vec<_> = suite.tests.iter().map(|t| &t.effective.provider).collect();
+    providers.push(&suite.base.provider);
+    let claude = bugatti::actors::session_plan::claude_bin();
+    let mut findings: Vec<_> = providers
+        .into_iter()
+        .flat_map(|p| {
+            bugatti::providers::locate::check_agent_program(p, &suite.project_root, &claude)
         })
         .collect();
-    providers.push((
-        suite.base.provider.name.value.clone(),
-        suite.base.provider.cmd.value.clone(),
-    ));
-    providers.sort();
-    providers.dedup();
-    for (name, cmd) in providers {
-        let program = match name.as_str() {
-            "claude-code" => "claude".to_string(),
-            "codex" => "codex".to_string(),
-            "shell" => "sh".to_string(),
-            _ => cmd
-                .as_deref()
-                .and_then(|c| shell_words::split(c).ok())
-                .and_then(|w| w.into_iter().next())
-                .unwrap_or_default(),
-        };
-        match find_program(&program, &suite.project_root) {
-            Some(p) => println!("ok   provider {name}: {}", p.display()),
-            None => {
-                failed = true;
-                println!("FAIL provider {name}: `{program}` not found on PATH");
-            }
+    findings.dedup();
+    let mut seen = std::collections::BTreeSet::new();
+    for finding in findings {
+        if !seen.insert(finding.message.clone()) {
+            continue;
+        }
+        if finding.ok {
+            println!("ok   {}", finding.message);
+        } else {
+            failed = true;
+            println!("FAIL {}", finding.message);
         }
     }
     for (name, port) in &suite.base.ports {

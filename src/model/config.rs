@@ -37,7 +37,11 @@ pub struct ProviderSection {
     pub extra_system_prompt: Option<String>,
     pub agent_args: Option<Vec<String>>,
     pub cmd: Option<Spanned<String>>,
+    /// Where the agent runs; relative to the project root.
+    pub cwd: Option<Spanned<String>>,
     pub step_timeout_secs: Option<u64>,
+    /// An agent silent this long in the middle of a step is taken as hung.
+    pub no_output_timeout_secs: Option<u64>,
     pub base_url: Option<Spanned<String>>,
     pub strict_warnings: Option<bool>,
 }

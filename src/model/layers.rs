@@ -95,6 +95,7 @@ pub const DEFAULT_STEP_TIMEOUT_SECS: u64 = 300;
 pub const DEFAULT_JOBS: usize = 4;
 pub const DEFAULT_ARTIFACT_DIR: &str = ".bugatti";
 pub const DEFAULT_CHECKPOINT_TIMEOUT_SECS: u64 = 120;
+pub const DEFAULT_NO_OUTPUT_TIMEOUT_SECS: u64 = 120;
 pub const PROVIDERS: &[&str] = &["claude-code", "codex", "command", "shell"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -104,7 +105,11 @@ pub struct ProviderSettings {
     pub agent_args: Sourced<Vec<String>>,
     /// Provider `command` only: the program to run.
     pub cmd: Sourced<Option<String>>,
+    /// Where the agent runs, relative to the project root; `None`: the project root itself.
+    pub cwd: Sourced<Option<String>>,
     pub step_timeout_secs: Sourced<u64>,
+    /// An agent silent this long mid-step is hung (a `command` reply without a marker ends).
+    pub no_output_timeout_secs: Sourced<u64>,
     pub base_url: Sourced<Option<String>>,
     pub strict_warnings: Sourced<bool>,
 }
@@ -181,7 +186,9 @@ impl Default for EffectiveConfig {
                 extra_system_prompt: Sourced::default_value(None),
                 agent_args: Sourced::default_value(Vec::new()),
                 cmd: Sourced::default_value(None),
+                cwd: Sourced::default_value(None),
                 step_timeout_secs: Sourced::default_value(DEFAULT_STEP_TIMEOUT_SECS),
+                no_output_timeout_secs: Sourced::default_value(DEFAULT_NO_OUTPUT_TIMEOUT_SECS),
                 base_url: Sourced::default_value(None),
                 strict_warnings: Sourced::default_value(false),
             },
@@ -370,6 +377,16 @@ impl EffectiveConfig {
                 problems.push(problem("`step_timeout_secs` must be at least 1", None));
             }
             pr.step_timeout_secs.set(v, layer, None);
+        }
+        if let Some(v) = &p.cwd {
+            pr.cwd
+                .set(Some(v.get_ref().clone()), layer, origin(file, v.span()));
+        }
+        if let Some(v) = p.no_output_timeout_secs {
+            if v == 0 {
+                problems.push(problem("`no_output_timeout_secs` must be at least 1", None));
+            }
+            pr.no_output_timeout_secs.set(v, layer, None);
         }
         if let Some(v) = &p.base_url {
             pr.base_url
@@ -624,9 +641,19 @@ impl EffectiveConfig {
         );
         row("provider.cmd", opt(&p.cmd.value), p.cmd.source);
         row(
+            "provider.cwd",
+            p.cwd.value.clone().unwrap_or_else(|| ".".to_string()),
+            p.cwd.source,
+        );
+        row(
             "provider.step_timeout_secs",
             p.step_timeout_secs.value.to_string(),
             p.step_timeout_secs.source,
+        );
+        row(
+            "provider.no_output_timeout_secs",
+            p.no_output_timeout_secs.value.to_string(),
+            p.no_output_timeout_secs.source,
         );
         row(
             "provider.base_url",

@@ -69,7 +69,7 @@ pub struct Suite {
     pub config_path: Option<PathBuf>,
     /// The global config file, when one was read.
     pub global_config_path: Option<PathBuf>,
-    /// One-line remarks for the console ("no bugatti.config.toml: using defaults").
+    /// One-line remarks for the console ("shard 2/3 holds no root tests").
     pub notes: Vec<String>,
     /// The config without any test's overrides (defaults < global < project < env < flags).
     pub base: EffectiveConfig,
@@ -77,6 +77,32 @@ pub struct Suite {
     pub tests: Vec<RootTest>,
     /// How many root tests discovery found before `--tag` / `--shard`.
     pub discovered: usize,
+}
+
+impl Suite {
+    /// One line naming the config that was loaded (or that none was found), and the project
+    /// root: the first line of every run's console.
+    pub fn config_summary(&self) -> String {
+        match &self.config_path {
+            Some(path) => format!(
+                "config {} (project root {})",
+                path.display(),
+                self.project_root.display()
+            ),
+            None => format!(
+                "no {CONFIG_FILE_NAME} in {} or its parents: using defaults (project root {})",
+                self.project_root.display(),
+                self.project_root.display()
+            ),
+        }
+    }
+}
+
+/// The nearest `bugatti.config.toml` in `dir` or one of its parents.
+pub fn find_config_upward(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .map(|d| d.join(CONFIG_FILE_NAME))
+        .find(|p| p.is_file())
 }
 
 /// Load with the real process environment and working directory.
@@ -105,18 +131,13 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
             let root = abs.parent().unwrap_or(&host.cwd).to_path_buf();
             (root, Some(abs))
         }
-        None => {
-            let p = host.cwd.join(CONFIG_FILE_NAME);
-            (host.cwd.clone(), p.is_file().then_some(p))
-        }
+        // Like cargo and git: the nearest config in the current directory or a parent.
+        None => match find_config_upward(&host.cwd) {
+            Some(p) => (p.parent().unwrap_or(&host.cwd).to_path_buf(), Some(p)),
+            None => (host.cwd.clone(), None),
+        },
     };
     let project_root = project_root.canonicalize().unwrap_or(project_root);
-    if config_path.is_none() {
-        notes.push(format!(
-            "no {CONFIG_FILE_NAME} in {}: using defaults",
-            project_root.display()
-        ));
-    }
 
     let mut base = EffectiveConfig::default();
     let mut read_config = |path: &Path, problems: &mut Problems| -> Option<ConfigFile> {
@@ -443,6 +464,28 @@ fn check_names(
             &[],
         );
     }
+    for (i, arg) in eff.provider.agent_args.value.iter().enumerate() {
+        check(
+            format!("provider.agent_args[{i}]"),
+            arg,
+            eff.provider.agent_args.origin.clone(),
+            &[],
+        );
+    }
+    if let Some(cwd) = &eff.provider.cwd.value {
+        let o = eff.provider.cwd.origin.clone();
+        check("provider.cwd".into(), cwd, o.clone(), &[]);
+        // Without variables the folder is known now; with them, only at run time.
+        if !cwd.contains("${") && !root.join(cwd).is_dir() {
+            cwd_problems.push(LayerProblem {
+                message: format!(
+                    "provider.cwd: `{cwd}` is not a directory (relative paths start at the project root {})",
+                    root.display()
+                ),
+                origin: o,
+            });
+        }
+    }
     for c in eff.commands.values() {
         let o = c.origin.clone();
         check(format!("commands.{}.cmd", c.name), &c.cmd, o.clone(), &[]);
@@ -646,15 +689,30 @@ mod tests {
     const STEP: &str = "[[steps]]\ninstruction = \"do it\"\n";
 
     #[test]
+    fn the_nearest_config_upward_is_the_project_root() {
+        let mut p = Project::new();
+        p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n")
+            .write("tests/a.test.toml", STEP)
+            .write("tests/deep/more/keep", "");
+        p.host.cwd = p.root.join("tests/deep/more");
+        let s = p.load(&RunOptions::default()).unwrap();
+        assert_eq!(s.project_root, p.root);
+        assert_eq!(s.config_path, Some(p.root.join("bugatti.config.toml")));
+        assert_eq!(s.tests[0].rel_path, PathBuf::from("tests/a.test.toml"));
+        assert_eq!(s.base.provider.name.value, "shell");
+    }
+
+    #[test]
     fn no_config_means_defaults_and_a_note() {
         let p = Project::new();
         p.write("a.test.toml", STEP);
         let s = p.load(&RunOptions::default()).unwrap();
         assert_eq!(s.config_path, None);
+        let summary = s.config_summary();
         assert!(
-            s.notes[0].starts_with("no bugatti.config.toml in "),
-            "{:?}",
-            s.notes
+            summary.starts_with("no bugatti.config.toml in ")
+                && summary.contains("or its parents: using defaults"),
+            "{summary}"
         );
         assert_eq!(s.tests.len(), 1);
         assert_eq!(s.tests[0].name, "a");

@@ -40,7 +40,12 @@ pub fn system_prompt(spec: &AgentSpec, facts: &SessionFacts) -> String {
     let _ = writeln!(text, "- run directory: {}", facts.run_dir.display());
     let _ = writeln!(
         text,
-        "- workspace (your working directory): {}",
+        "- your working directory: {} (relative paths in the instructions start here)",
+        spec.cwd.display()
+    );
+    let _ = writeln!(
+        text,
+        "- workspace for scratch files (removed after a passing run): {}",
         facts.workdir.display()
     );
     if let Some(url) = &spec.base_url {
@@ -49,7 +54,7 @@ pub fn system_prompt(spec: &AgentSpec, facts: &SessionFacts) -> String {
     let _ = writeln!(
         text,
         "- environment variables BUGATTI_RUN_ID, BUGATTI_SESSION_ID, BUGATTI_RUN_DIR, \
-         BUGATTI_WORKDIR and the session's ports are set for your commands."
+         BUGATTI_WORKDIR, BUGATTI_PROJECT_ROOT and the session's ports are set for your commands."
     );
     if let Some(extra) = spec
         .extra_system_prompt

@@ -357,7 +357,7 @@ impl Provider for ClaudeCode {
             program: self.ctx.spec.claude_bin.clone(),
             args: self.args(),
             env: agent_env(&self.ctx.spec, facts),
-            cwd: facts.workdir.clone(),
+            cwd: self.ctx.spec.cwd.clone(),
             label: format!("agent claude-code (run {})", facts.run_id),
             run_id: facts.run_id.clone(),
             stderr,

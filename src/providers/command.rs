@@ -1,15 +1,21 @@
 //! The `command` provider (SPEC §8): any program speaking JSON lines on stdin and free text on
 //! stdout. It gets `{"type":"bootstrap",…}` first, then one `{"type":"step",…}` line per step, and
 //! answers each with free text ending in a result marker line. Stdout goes raw to
-//! `transcripts/agent.log`, stderr to `transcripts/agent.stderr.log`.
+//! `transcripts/agent.log`, stderr to `transcripts/agent.stderr.log`, and both directions, a JSON
+//! object per message sent and per line received, to `transcripts/agent.jsonl`.
 //!
-//! When a reply ends is not signalled by the protocol, so: a reply ends once a result marker line
-//! has been written and the agent then stays quiet for `reply_settle` (a later marker in the same
-//! burst still wins). A reply that never has a marker ends as `protocol_error` after
-//! `no_output_timeout` of silence, or as `timeout` at the step's deadline. A reply whose marker is
-//! followed by the agent's exit keeps its verdict; the exit fails the next step. Output written
-//! after a reply ended is read as the start of the next reply (the protocol has no turn ids).
-//! A timed-out or cancelled step stops the agent: later steps get `error` without being sent.
+//! The marker line ends the reply: the read that completes a result marker line ends it (markers
+//! later in that same read still count, the last one deciding), and the next message goes at once.
+//! A reply that has output but no marker ends as `protocol_error` once the agent has been silent
+//! for `no_output_timeout`, or at the step's deadline; a reply with no output at all is a
+//! `timeout` either way. A reply whose marker is followed by the agent's exit keeps its verdict;
+//! the exit fails the next step. Output written after a reply ended is read as the start of the
+//! next reply (the protocol has no turn ids). A timed-out or cancelled step stops the agent:
+//! later steps get `error` without being sent.
+//!
+//! The message is written while the reply is read, never before it: an agent that answers
+//! before it has read its whole input (or never reads it) cannot wedge the step past its
+//! deadline on a full pipe.
 
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
@@ -22,7 +28,7 @@ use crate::model::outcome::{StepStatus, TeardownState};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::ChildStdout;
 use tokio::time::{sleep_until, Instant as TokioInstant};
 
@@ -31,14 +37,19 @@ pub struct CommandProvider {
     process: Option<AgentProcess>,
     stdout: Option<ChildStdout>,
     transcript: Option<SharedTranscript>,
+    /// Both directions, one JSON object per message or output line.
+    jsonl: Option<JsonlTranscript>,
 }
 
 /// Why reading a reply stopped.
 enum ReplyEnd {
+    /// A result marker line was read.
     Replied,
+    /// No output for `no_output_timeout`.
     Silent,
     TimedOut,
     Cancelled,
+    /// The agent's stdout closed before a marker.
     Ended,
 }
 
@@ -49,10 +60,14 @@ impl CommandProvider {
             process: None,
             stdout: None,
             transcript: None,
+            jsonl: None,
         }
     }
 
-    fn command_words(&self) -> Result<Vec<String>, AgentError> {
+    /// The program and its arguments: `cmd` split like a shell would (no shell runs it), then
+    /// `agent_args`. A relative program path (`agents/run.sh`, `./run.sh`) starts at the agent's
+    /// cwd, as a harness command's does at the project root; a bare name is looked up on `PATH`.
+    fn command_words(&self) -> Result<(PathBuf, Vec<String>), AgentError> {
         let problem = |p: String| AgentError::Config {
             provider: "command",
             problem: p,
@@ -66,7 +81,8 @@ impl CommandProvider {
             return Err(problem("`[provider] cmd` is empty".into()));
         }
         words.extend(self.ctx.spec.agent_args.iter().cloned());
-        Ok(words)
+        let program = words.remove(0);
+        Ok((program_path(&program, &self.ctx.spec.cwd), words))
     }
 
     /// Sends one JSON line and reads the reply to it.
@@ -101,35 +117,68 @@ impl CommandProvider {
             verdict.agent_died = Some(death);
             return verdict;
         }
-        if let Err(e) = process.write_line(&line.to_string()).await {
-            tracing::debug!("writing to the agent failed: {e}");
-            // The read below sees the exit and reports it with the stderr tail.
+        let mut message = line.to_string();
+        if let Some(jsonl) = &self.jsonl {
+            jsonl.record("to_agent", &message);
         }
-        let end = self.read_reply(&mut collector, timeout, cancel).await;
+        message.push('\n');
+        let end = self
+            .read_reply(message.into_bytes(), &mut collector, timeout, cancel)
+            .await;
         if let Some(t) = &self.transcript {
             t.flush();
         }
+        if let Some(jsonl) = &self.jsonl {
+            jsonl.flush();
+        }
+        let limit = self.ctx.spec.no_output_timeout.unwrap_or_default();
         let mut verdict = match end {
             ReplyEnd::Replied => collector.verdict(None),
+            // A last marker line without its newline still counts once the agent is quiet.
+            ReplyEnd::Silent if collector.finish() => collector.verdict(None),
+            ReplyEnd::Silent if collector.bytes_seen() > 0 => collector.verdict_with(
+                StepStatus::ProtocolError,
+                format!(
+                    "the agent wrote {} bytes, then nothing for {}s (no_output_timeout_secs), \
+                     but no RESULT line: a reply must end with a line RESULT OK, \
+                     RESULT WARN: <reason> or RESULT ERROR: <reason>",
+                    collector.bytes_seen(),
+                    limit.as_secs_f64()
+                ),
+            ),
             ReplyEnd::Silent => {
-                let limit = self.ctx.spec.no_output_timeout.unwrap_or_default();
-                collector.verdict_with(
-                    StepStatus::ProtocolError,
-                    format!(
-                        "the agent wrote {} bytes, then nothing for {}s, without a result marker line",
-                        collector.bytes_seen(),
-                        limit.as_secs_f64()
-                    ),
-                )
-            }
-            ReplyEnd::TimedOut => {
                 let v = collector.verdict_with(
                     StepStatus::Timeout,
                     format!(
-                        "step timed out after {}s; the agent was stopped",
-                        timeout.as_secs_f64()
+                        "the agent wrote nothing for {}s (no_output_timeout_secs); it was stopped",
+                        limit.as_secs_f64()
                     ),
                 );
+                self.stop().await;
+                v
+            }
+            ReplyEnd::TimedOut => {
+                let v = if collector.finish() {
+                    collector.verdict(None)
+                } else if collector.bytes_seen() > 0 {
+                    collector.verdict_with(
+                        StepStatus::ProtocolError,
+                        format!(
+                            "step timed out after {}s: the agent wrote {} bytes but no RESULT line \
+                             (RESULT OK, RESULT WARN: <reason>, RESULT ERROR: <reason>); it was stopped",
+                            timeout.as_secs_f64(),
+                            collector.bytes_seen()
+                        ),
+                    )
+                } else {
+                    collector.verdict_with(
+                        StepStatus::Timeout,
+                        format!(
+                            "step timed out after {}s; the agent wrote nothing and was stopped",
+                            timeout.as_secs_f64()
+                        ),
+                    )
+                };
                 self.stop().await;
                 v
             }
@@ -168,41 +217,65 @@ impl CommandProvider {
         verdict
     }
 
+    /// Writes `message` to the agent's stdin while reading its reply from stdout, until the
+    /// reply's marker line, silence, the deadline, a cancel or the end of stdout.
     async fn read_reply(
         &mut self,
+        message: Vec<u8>,
         collector: &mut ReplyCollector,
         timeout: Duration,
         mut cancel: CancelSignal,
     ) -> ReplyEnd {
-        let Some(stdout) = self.stdout.as_mut() else {
+        let Self {
+            ctx,
+            process,
+            stdout,
+            transcript,
+            jsonl,
+        } = self;
+        let (Some(stdout), Some(process)) = (stdout.as_mut(), process.as_mut()) else {
             return ReplyEnd::Ended;
         };
-        let settle = self.ctx.spec.reply_settle;
-        let idle_limit = self.ctx.spec.no_output_timeout;
+        let idle_limit = ctx.spec.no_output_timeout;
         let far = TokioInstant::now() + Duration::from_secs(86_400 * 365);
         let deadline = TokioInstant::now() + timeout;
-        let mut settle_at: Option<TokioInstant> = None;
         let mut idle_at = idle_limit.map(|d| TokioInstant::now() + d);
         let mut buf = vec![0u8; 64 * 1024];
+        let stdin = process.stdin_mut();
+        let mut written = stdin.is_none();
+        let write = async {
+            if let Some(stdin) = stdin {
+                stdin.write_all(&message).await?;
+                stdin.flush().await?;
+            }
+            Ok::<(), std::io::Error>(())
+        };
+        tokio::pin!(write);
         loop {
             tokio::select! {
+                sent = &mut write, if !written => {
+                    written = true;
+                    if let Err(e) = sent {
+                        // The read below sees the exit and reports it with the stderr tail.
+                        tracing::debug!("writing to the agent failed: {e}");
+                    }
+                }
                 read = stdout.read(&mut buf) => match read {
-                    // A reply that ended with its marker stands; the exit is news for the next
-                    // step (and the session, through the exit event).
-                    Ok(0) | Err(_) if settle_at.is_some() => return ReplyEnd::Replied,
                     Ok(0) | Err(_) => return ReplyEnd::Ended,
                     Ok(n) => {
-                        if let Some(t) = &self.transcript {
-                            t.write(&buf[..n]);
+                        let chunk = &buf[..n];
+                        if let Some(t) = transcript.as_ref() {
+                            t.write(chunk);
                         }
-                        let now = TokioInstant::now();
-                        if collector.push(&buf[..n]) || settle_at.is_some() {
-                            settle_at = Some(now + settle);
+                        if let Some(j) = jsonl.as_mut() {
+                            j.push_output(chunk);
                         }
-                        idle_at = idle_limit.map(|d| now + d);
+                        if collector.push(chunk) {
+                            return ReplyEnd::Replied;
+                        }
+                        idle_at = idle_limit.map(|d| TokioInstant::now() + d);
                     }
                 },
-                _ = sleep_until(settle_at.unwrap_or(far)), if settle_at.is_some() => return ReplyEnd::Replied,
                 _ = sleep_until(idle_at.unwrap_or(far)), if idle_at.is_some() => return ReplyEnd::Silent,
                 _ = sleep_until(deadline) => return ReplyEnd::TimedOut,
                 _ = cancelled(&mut cancel) => return ReplyEnd::Cancelled,
@@ -222,7 +295,59 @@ impl CommandProvider {
         if let Some(t) = &self.transcript {
             t.finish();
         }
+        if let Some(j) = self.jsonl.as_mut() {
+            j.finish();
+        }
         state
+    }
+}
+
+/// `program` as `Command` should get it: a relative path with a `/` joined to `cwd`; a bare name
+/// (looked up on `PATH`) or an absolute path as it is.
+fn program_path(program: &str, cwd: &std::path::Path) -> PathBuf {
+    let path = PathBuf::from(program);
+    if path.is_relative() && program.contains('/') {
+        cwd.join(path)
+    } else {
+        path
+    }
+}
+
+/// `transcripts/agent.jsonl` of a `command` agent: `{"ts","dir","line"}` per message sent
+/// (`to_agent`) and per output line received (`from_agent`), redacted like every transcript.
+struct JsonlTranscript {
+    out: SharedTranscript,
+    /// Output after the last newline, waiting for the rest of its line.
+    partial: Vec<u8>,
+}
+
+impl JsonlTranscript {
+    fn record(&self, dir: &str, line: &str) {
+        let ts = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let mut entry = json!({"ts": ts, "dir": dir, "line": line}).to_string();
+        entry.push('\n');
+        self.out.write(entry.as_bytes());
+    }
+
+    fn push_output(&mut self, chunk: &[u8]) {
+        self.partial.extend_from_slice(chunk);
+        while let Some(at) = memchr::memchr(b'\n', &self.partial) {
+            let line: Vec<u8> = self.partial.drain(..=at).collect();
+            let text = String::from_utf8_lossy(&line[..line.len() - 1]);
+            self.record("from_agent", text.trim_end_matches('\r'));
+        }
+    }
+
+    fn flush(&self) {
+        self.out.flush();
+    }
+
+    fn finish(&mut self) {
+        if !self.partial.is_empty() {
+            let rest = std::mem::take(&mut self.partial);
+            self.record("from_agent", &String::from_utf8_lossy(&rest));
+        }
+        self.out.finish();
     }
 }
 
@@ -240,20 +365,24 @@ impl Provider for CommandProvider {
     }
 
     async fn start(&mut self) -> Result<(), AgentError> {
-        let words = self.command_words()?;
+        let (program, args) = self.command_words()?;
         let facts = &self.ctx.facts;
         let dir = facts.transcripts_dir();
         self.transcript = Some(SharedTranscript::create(
             &dir.join("agent.log"),
             facts.secrets.clone(),
         )?);
+        self.jsonl = Some(JsonlTranscript {
+            out: SharedTranscript::create(&dir.join("agent.jsonl"), facts.secrets.clone())?,
+            partial: Vec::new(),
+        });
         let stderr =
             SharedTranscript::create(&dir.join("agent.stderr.log"), facts.secrets.clone())?;
         let spawn = SpawnSpec {
-            program: PathBuf::from(&words[0]),
-            args: words[1..].to_vec(),
+            program,
+            args,
             env: agent_env(&self.ctx.spec, facts),
-            cwd: facts.workdir.clone(),
+            cwd: self.ctx.spec.cwd.clone(),
             label: format!("agent command (run {})", facts.run_id),
             run_id: facts.run_id.clone(),
             stderr,
@@ -262,14 +391,9 @@ impl Provider for CommandProvider {
         let mut process = AgentProcess::spawn(spawn)?;
         self.stdout = process.take_stdout();
         process.notify_unexpected_exit(self.ctx.events.clone(), facts.secrets.clone());
-        let exited = process.wait_exit(self.ctx.spec.startup_grace).await;
-        let command = process.command_line.clone();
-        let death = process.death(&facts.secrets).await;
+        // No waiting for an early exit here: the bootstrap exchange sees it at once.
         self.process = Some(process);
-        match death {
-            Some(death) if exited => Err(AgentError::ExitedAtStart { command, death }),
-            _ => Ok(()),
-        }
+        Ok(())
     }
 
     async fn bootstrap(&mut self) -> Result<(), AgentError> {
@@ -288,13 +412,26 @@ impl Provider for CommandProvider {
             .as_ref()
             .map(|p| p.command_line.clone())
             .unwrap_or_default();
-        match verdict.status {
-            StepStatus::Ok | StepStatus::Warn => Ok(()),
-            status => Err(AgentError::Bootstrap {
-                command,
-                reason: format!("{}: {}", status.as_str(), verdict.message),
-            }),
+        if let Some(death) = verdict.agent_died {
+            return Err(AgentError::ExitedAtStart { command, death });
         }
+        let reason = match verdict.status {
+            StepStatus::Ok | StepStatus::Warn => return Ok(()),
+            StepStatus::Timeout => format!(
+                "it did not answer the bootstrap message ({}); a `command` agent answers every \
+                 line it reads, the bootstrap included, with text ending in a line RESULT OK",
+                verdict.message
+            ),
+            StepStatus::ProtocolError => {
+                format!("its answer to the bootstrap message: {}", verdict.message)
+            }
+            status => format!(
+                "it answered the bootstrap with {}: {}",
+                status.as_str(),
+                verdict.message
+            ),
+        };
+        Err(AgentError::Bootstrap { command, reason })
     }
 
     async fn run_step(&mut self, request: &StepRequest, cancel: CancelSignal) -> StepVerdict {

@@ -13,6 +13,7 @@
 pub mod bootstrap;
 pub mod claude_code;
 pub mod command;
+pub mod locate;
 pub mod process;
 pub mod reply;
 pub mod shell;
@@ -77,6 +78,9 @@ pub struct AgentSpec {
     pub cmd: Option<String>,
     /// Appended to the provider's own command line.
     pub agent_args: Vec<String>,
+    /// Where the agent runs (`[provider] cwd`, resolved): a relative program in `cmd` is found
+    /// from here too.
+    pub cwd: PathBuf,
     /// Appended to the harness's own system prompt.
     pub extra_system_prompt: Option<String>,
     /// The per-step timeout when a step gives none.
@@ -88,9 +92,6 @@ pub struct AgentSpec {
     /// A step whose agent writes nothing for this long ends: `timeout` for claude-code,
     /// `protocol_error` for `command` (a reply without a marker). `None`: only the step timeout.
     pub no_output_timeout: Option<Duration>,
-    /// `command` provider: a reply ends when the agent has written a result marker line and then
-    /// nothing for this long (so a later marker in the same burst still wins).
-    pub reply_settle: Duration,
     /// Grace of each teardown phase (stdin close / SIGINT, then SIGTERM) before escalating.
     pub stop_timeout: Duration,
     /// How long `start` watches for an immediate exit (bad arguments) before calling it started.
@@ -106,12 +107,12 @@ impl AgentSpec {
             provider,
             cmd: None,
             agent_args: Vec::new(),
+            cwd: PathBuf::from("."),
             extra_system_prompt: None,
             step_timeout: Duration::from_secs(300),
             base_url: None,
             claude_bin: PathBuf::from("claude"),
             no_output_timeout: None,
-            reply_settle: Duration::from_millis(250),
             stop_timeout: Duration::from_secs(5),
             startup_grace: Duration::from_millis(300),
             inherit_env: true,
@@ -130,7 +131,7 @@ pub struct SessionFacts {
     pub project_root: PathBuf,
     /// `.bugatti/runs/<run_id>/`: transcripts go to `transcripts/` under it.
     pub run_dir: PathBuf,
-    /// The session workspace (`BUGATTI_WORKDIR`): the agent's working directory.
+    /// The session workspace (`BUGATTI_WORKDIR`): scratch space for the agent.
     pub workdir: PathBuf,
     /// Ports, `[env]`, `[secrets]` and the `BUGATTI_*` variables, in order; later entries win.
     pub env: Vec<(String, String)>,
@@ -256,7 +257,7 @@ pub enum AgentError {
     },
     #[error("the agent `{command}` exited right after starting: {death}")]
     ExitedAtStart { command: String, death: AgentDeath },
-    #[error("the agent `{command}` did not accept the bootstrap: {reason}")]
+    #[error("the agent `{command}` did not take the bootstrap: {reason}")]
     Bootstrap { command: String, reason: String },
     #[error("cannot write the agent transcript {path}: {source}")]
     Transcript {

@@ -155,6 +155,11 @@ impl AgentProcess {
         stdin.flush().await
     }
 
+    /// The agent's stdin, for a write the caller races against its own deadlines.
+    pub fn stdin_mut(&mut self) -> Option<&mut ChildStdin> {
+        self.stdin.as_mut()
+    }
+
     pub fn close_stdin(&mut self) {
         self.stdin.take();
     }

@@ -169,7 +169,7 @@ impl ShellProvider {
             .arg(&script)
             .env_clear()
             .envs(env)
-            .current_dir(&facts.workdir)
+            .current_dir(&self.ctx.spec.cwd)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -283,13 +283,11 @@ impl Provider for ShellProvider {
             &facts.transcripts_dir().join("agent.log"),
             facts.secrets.clone(),
         )?);
-        if !facts.workdir.is_dir() {
+        let cwd = &self.ctx.spec.cwd;
+        if !cwd.is_dir() {
             return Err(AgentError::Config {
                 provider: "shell",
-                problem: format!(
-                    "the workspace {} is not a directory",
-                    facts.workdir.display()
-                ),
+                problem: format!("its working directory {} is not a directory", cwd.display()),
             });
         }
         Ok(())

@@ -67,6 +67,14 @@ impl Rig {
             support_dir().join("scripted_agent.py").display()
         ));
         spec.stop_timeout = Duration::from_secs(3);
+        spec.cwd = self.facts.project_root.clone();
+        spec
+    }
+
+    /// The `shell` provider as a session configures it by default: its steps run in the workspace.
+    pub fn shell_spec(&self) -> AgentSpec {
+        let mut spec = AgentSpec::new(ProviderKind::Shell);
+        spec.cwd = self.facts.workdir.clone();
         spec
     }
 

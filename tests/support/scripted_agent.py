@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A scripted agent for the `command` provider: speaks the JSON-lines protocol of SPEC §8.
 
-Every line received is appended to ./received.jsonl (the agent runs in the session workspace).
+Every line received is appended to $BUGATTI_WORKDIR/received.jsonl (the session workspace, the
+agent's scratch space; the agent itself runs in the project root).
 The bootstrap is answered with "ready" and RESULT OK (or with what $SCRIPTED_BOOTSTRAP_REPLY says).
 A step's instruction is a JSON list of actions, executed in order:
   {"say": "text"}          write text to stdout (no newline added) and flush
@@ -39,7 +40,7 @@ def bulk(n):
 
 def main():
     for raw in sys.stdin:
-        with open("received.jsonl", "a") as log:
+        with open(os.path.join(os.environ["BUGATTI_WORKDIR"], "received.jsonl"), "a") as log:
             log.write(raw if raw.endswith("\n") else raw + "\n")
         message = json.loads(raw)
         if message["type"] == "bootstrap":
