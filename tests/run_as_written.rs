@@ -1,0 +1,241 @@
+//! Projects configured the way the README tells users to, run through the real binary: the
+//! README's own `command` agent (`agents/my_agent.py`, taken from the README at test time) with
+//! `cmd = "python3 agents/my_agent.py"`, started from the project root and from a subdirectory;
+//! `${NAME}` in the agent's `cmd` and `cwd`; `doctor` on a missing script; an agent that never
+//! answers the bootstrap.
+
+mod common;
+
+use common::{stderr, stdout, Project};
+use std::path::Path;
+
+/// The README's fenced block whose first line is `# <name>`, without that line.
+fn readme_block(name: &str) -> String {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+        .expect("README.md");
+    let mut lines = readme.lines();
+    while let Some(line) = lines.next() {
+        let fence = line.trim_start();
+        if !fence.starts_with("```") || fence.len() == 3 {
+            continue;
+        }
+        let indent = line.len() - fence.len();
+        let body: Vec<&str> = lines
+            .by_ref()
+            .take_while(|l| !l.trim_start().starts_with("```"))
+            .map(|l| l.get(indent..).unwrap_or("").trim_end())
+            .collect();
+        if body.first().map(|l| l.trim()) == Some(&format!("# {name}")) {
+            return body[1..].join("\n") + "\n";
+        }
+    }
+    panic!("README.md has no fenced block starting with `# {name}`");
+}
+
+const CONFIG: &str = r#"[provider]
+name = "command"
+cmd = "python3 agents/my_agent.py"
+step_timeout_secs = 60
+
+[ports]
+APP_PORT = "auto"
+"#;
+
+/// A project as a user lays it out: the agent beside the tests, notes for it at the root.
+fn project(config: &str) -> Project {
+    let p = Project::new();
+    p.write("bugatti.config.toml", config);
+    p.write("agents/my_agent.py", &readme_block("agents/my_agent.py"));
+    p.write("CLAUDE.md", "The greeting is in notes/greeting.txt.\n");
+    p.write("notes/greeting.txt", "hello\n");
+    for name in ["first", "second"] {
+        p.write(
+            &format!("tests/{name}.test.toml"),
+            "[[steps]]\ninstruction = \"Read the notes: `test -f CLAUDE.md` and `grep -q hello notes/greeting.txt`.\"\n\
+             [[steps]]\ninstruction = \"Note where we are: `echo cwd=$PWD work=$BUGATTI_WORKDIR port=$APP_PORT > \\\"$BUGATTI_WORKDIR/where.txt\\\"` and `cp \\\"$BUGATTI_WORKDIR/where.txt\\\" \\\"$BUGATTI_RUN_DIR/where.txt\\\"`.\"\n",
+        );
+    }
+    p
+}
+
+fn where_of(record: &serde_json::Value) -> String {
+    let run_dir = record["run_dir"].as_str().expect("run_dir");
+    std::fs::read_to_string(Path::new(run_dir).join("where.txt")).expect("where.txt")
+}
+
+fn canonical(p: &Path) -> String {
+    p.canonicalize().expect("canonical").display().to_string()
+}
+
+#[test]
+fn the_readme_command_agent_runs_from_the_project_root_and_from_a_subdirectory() {
+    let p = project(CONFIG);
+    let root = canonical(p.root());
+    for (from, label) in [
+        (p.root().to_path_buf(), "root"),
+        (p.root().join("tests"), "subdir"),
+    ] {
+        let _ = std::fs::remove_dir_all(p.root().join(".bugatti"));
+        let out = p
+            .supervisor()
+            .current_dir(&from)
+            .args(["start", "-j", "2"])
+            .output()
+            .expect("run");
+        p.assert_nothing_survives();
+        let console = stdout(&out);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "from the {label}:\n{console}\n{}",
+            stderr(&out)
+        );
+        let first = console.lines().next().unwrap_or_default();
+        assert_eq!(
+            first,
+            format!("supervisor: config {root}/bugatti.config.toml (project root {root})"),
+            "the first line names the config, from the {label}"
+        );
+        assert!(
+            !p.root().join("tests/.bugatti").exists(),
+            "artifacts go to the project root, also from the {label}"
+        );
+        let records = p.run_records();
+        assert_eq!(records.len(), 2, "from the {label}");
+        let mut workspaces = Vec::new();
+        let mut ports = Vec::new();
+        for record in &records {
+            assert_eq!(record["outcome"], "passed", "{record}");
+            assert_eq!(record["steps"][0]["status"], "ok");
+            let line = where_of(record);
+            let field = |name: &str| {
+                line.split_whitespace()
+                    .find_map(|w| w.strip_prefix(&format!("{name}=")))
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            assert_eq!(field("cwd"), root, "the agent runs in the project root");
+            workspaces.push(field("work"));
+            ports.push(field("port"));
+        }
+        assert_ne!(
+            workspaces[0], workspaces[1],
+            "parallel sessions: own workspaces"
+        );
+        assert_ne!(ports[0], ports[1], "parallel sessions: own ports");
+        // Both directions of the conversation are in agent.jsonl.
+        let run_dir = records[0]["run_dir"].as_str().expect("run_dir");
+        let jsonl = std::fs::read_to_string(Path::new(run_dir).join("transcripts/agent.jsonl"))
+            .expect("agent.jsonl");
+        assert!(
+            jsonl.contains(r#""dir":"to_agent""#) && jsonl.contains(r#""dir":"from_agent""#),
+            "{jsonl}"
+        );
+    }
+}
+
+#[test]
+fn variables_in_the_agent_cmd_and_cwd_are_substituted() {
+    let p = project(
+        &CONFIG
+            .replace(
+                "cmd = \"python3 agents/my_agent.py\"",
+                "cmd = \"python3 ${BUGATTI_PROJECT_ROOT}/agents/my_agent.py\"\ncwd = \"${BUGATTI_WORKDIR}\"",
+            ),
+    );
+    p.write(
+        "tests/first.test.toml",
+        "[[steps]]\ninstruction = \"`test ! -f CLAUDE.md` and `echo cwd=$PWD work=$BUGATTI_WORKDIR > \\\"$BUGATTI_RUN_DIR/where.txt\\\"`\"\n",
+    );
+    std::fs::remove_file(p.root().join("tests/second.test.toml")).expect("rm");
+    let out = p.run(&["start"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("first.test.toml");
+    let line = where_of(&record);
+    let cwd = line.split_whitespace().next().unwrap_or_default();
+    let work = line.split_whitespace().nth(1).unwrap_or_default();
+    assert_eq!(
+        cwd.strip_prefix("cwd="),
+        work.strip_prefix("work="),
+        "{line}"
+    );
+}
+
+#[test]
+fn doctor_names_a_missing_agent_script_and_passes_once_it_exists() {
+    let p = project(CONFIG);
+    std::fs::remove_file(p.root().join("agents/my_agent.py")).expect("rm");
+    let out = p.supervisor().arg("doctor").output().expect("doctor");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("FAIL provider command: script `agents/my_agent.py` not found at"),
+        "{text}"
+    );
+    // From a subdirectory, the same project root and the same finding.
+    let out = p
+        .supervisor()
+        .current_dir(p.root().join("tests"))
+        .arg("doctor")
+        .output()
+        .expect("doctor");
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    p.write("agents/my_agent.py", &readme_block("agents/my_agent.py"));
+    let out = p.supervisor().arg("doctor").output().expect("doctor");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("ok   provider command: script"), "{text}");
+}
+
+#[test]
+fn an_agent_that_never_answers_the_bootstrap_gets_an_error_that_says_so() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"command\"\ncmd = \"sh agents/silent.sh\"\nno_output_timeout_secs = 1\n",
+    );
+    p.write("agents/silent.sh", "exec sleep 60\n");
+    p.write("a.test.toml", "[[steps]]\ninstruction = \"anything\"\n");
+    let out = p.run(&["start"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    let record = p.record_for("a.test.toml");
+    assert_eq!(record["outcome"], "error");
+    let report = std::fs::read_to_string(
+        Path::new(record["run_dir"].as_str().expect("run_dir")).join("report.md"),
+    )
+    .expect("report.md");
+    assert!(
+        report.contains("did not answer the bootstrap message"),
+        "{report}"
+    );
+}
+
+#[test]
+fn output_without_a_result_line_is_a_protocol_error_after_the_silence_limit() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"command\"\ncmd = \"python3 agents/chatty.py\"\nno_output_timeout_secs = 1\n",
+    );
+    p.write(
+        "agents/chatty.py",
+        "import json, sys, time\nfor line in sys.stdin:\n    m = json.loads(line)\n    if m['type'] == 'bootstrap':\n        print('RESULT OK', flush=True)\n    else:\n        print('it all looks fine to me', flush=True)\n",
+    );
+    p.write("a.test.toml", "[[steps]]\ninstruction = \"anything\"\n");
+    let out = p.run(&["start"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let record = p.record_for("a.test.toml");
+    let step = &record["steps"][0];
+    assert_eq!(step["status"], "protocol_error", "{step}");
+    let message = step["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("no RESULT line") && message.contains("no_output_timeout_secs"),
+        "{message}"
+    );
+}
