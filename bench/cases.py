@@ -1,4 +1,4 @@
-"""The eight measurements. Each generates its temp project(s), runs the supervisor and its baseline
+"""The nine measurements. Each generates its temp project(s), runs the supervisor and its baseline
 in turn (interleaved, so both see the same noise), checks that every run passed, and returns one
 table row: what was measured on each side, the figure, the goal and whether it was met."""
 import os
@@ -296,4 +296,52 @@ def memory(ctx):
                f"{per * 1024:.0f} KiB per session", "< 1 MiB per session", per < 1.0)
 
 
-ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory]
+# 9 ------------------------------------------------------------------------------------------------
+INSTANT_AGENT = """import json, sys
+for line in sys.stdin:
+    json.loads(line)
+    sys.stdout.write("RESULT OK\\n")
+    sys.stdout.flush()
+"""
+
+# Drives the same agent over the same JSON-lines protocol with nothing else around it: what a step
+# costs the agent itself (its read, parse and answer) and the pipes.
+DIRECT_DRIVER = """import json, subprocess, sys
+steps = int(sys.argv[1])
+agent = subprocess.Popen([sys.executable, "agent.py"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+for i in range(steps + 1):
+    kind = "bootstrap" if i == 0 else "step"
+    agent.stdin.write((json.dumps({"type": kind, "step_id": i, "instruction": "check it"}) + "\\n").encode())
+    agent.stdin.flush()
+    if agent.stdout.readline() != b"RESULT OK\\n":
+        sys.exit("bad reply")
+agent.stdin.close()
+sys.exit(agent.wait())
+"""
+
+
+def step_overhead(ctx):
+    many = 20
+    config = '[provider]\nname = "command"\ncmd = "python3 agent.py"\n\n[supervisor]\n' \
+             'tests = ["tests/*.test.toml"]\nkeep_workspace = "never"\n'
+    steps = lambda n: "".join(f'[[steps]]\ninstruction = "Check item {i}."\n\n' for i in range(n))
+    files = {"agent.py": INSTANT_AGENT, "driver.py": DIRECT_DRIVER}
+    long = write_project(ctx, "steps-many", config, {"steps": steps(many)}, files)
+    short = write_project(ctx, "steps-one", config, {"steps": steps(1)}, files)
+    sup_many, sup_one, direct_many, direct_one = [], [], [], []
+    supervise(ctx, long, ["-j", "1"])  # warm-up
+    for _ in range(max(ctx.runs, 5)):
+        sup_many.append(supervise(ctx, long, ["-j", "1"], label="steps-many").wall)
+        sup_one.append(supervise(ctx, short, ["-j", "1"], label="steps-one").wall)
+        direct_many.append(baseline(ctx, ["python3", "driver.py", str(many)], long, "driver-many").wall)
+        direct_one.append(baseline(ctx, ["python3", "driver.py", "1"], long, "driver-one").wall)
+    per_sup = (med(sup_many) - med(sup_one)) / (many - 1)
+    per_direct = (med(direct_many) - med(direct_one)) / (many - 1)
+    beyond = per_sup - per_direct
+    return Row(f"9. per-step overhead, instant `command` agent, {many} steps",
+               f"{ms(per_sup)} per step ({med(sup_many):.2f} s for {many}, {med(sup_one):.2f} s for 1)",
+               f"{ms(per_direct)} per step (the agent driven directly)",
+               f"{ms(beyond)} per step beyond the agent's own", "≤ 5 ms", beyond <= 0.005)
+
+
+ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead]
