@@ -2,6 +2,8 @@
 //! files it wrote, and the check that no process it started survives.
 #![allow(dead_code)]
 
+pub mod claude;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
