@@ -1000,6 +1000,25 @@ mod tests {
     }
 
     #[test]
+    fn checkpoint_names_must_be_folder_names_and_own_their_log() {
+        let p = Project::new();
+        p.write(
+            "bugatti.config.toml",
+            "[checkpoint]\nsave = \"s\"\nrestore = \"r\"\n[commands.checkpoint]\nkind = \"short_lived\"\ncmd = \"true\"\n",
+        )
+        .write(
+            "a.test.toml",
+            "[[steps]]\ninstruction = \"a\"\ncheckpoint = \"../up\"\n",
+        );
+        let e = p.errors(&RunOptions::default());
+        assert!(
+            e.contains("`checkpoint = \"../up\"` cannot name a checkpoint folder"),
+            "{e}"
+        );
+        assert!(e.contains("a harness command named `checkpoint`"), "{e}");
+    }
+
+    #[test]
     fn missing_assets_are_errors_and_present_ones_pass() {
         let p = Project::new();
         p.write(

@@ -585,4 +585,56 @@ mod tests {
         assert_eq!(r.anomalies.len(), 1);
         assert!(r.finished_at.is_some() && r.duration_ms.is_some());
     }
+
+    #[test]
+    fn checkpoint_events_become_one_record_per_save_or_restore() {
+        let clock = EventClock::start();
+        let mut r = RunRecord::from_plan(&plan());
+        let event = |action, step_id, state| EventKind::Checkpoint {
+            name: "seeded".into(),
+            action,
+            step_id,
+            path: "/p/.bugatti/checkpoints/checkout/seeded".into(),
+            log: "logs/checkpoint.log".into(),
+            state,
+        };
+        for kind in [
+            event(CheckpointAction::Restore, None, CheckpointState::Started),
+            event(
+                CheckpointAction::Restore,
+                None,
+                CheckpointState::Done { duration_ms: 7 },
+            ),
+            event(CheckpointAction::Save, Some(2), CheckpointState::Started),
+            event(
+                CheckpointAction::Save,
+                Some(2),
+                CheckpointState::Failed {
+                    reason: "exit code 4".into(),
+                    exit_code: Some(4),
+                    duration_ms: 9,
+                },
+            ),
+        ] {
+            let ev = clock.event(kind);
+            let json = serde_json::to_string(&ev).expect("serialize");
+            assert!(json.contains("\"type\":\"checkpoint\""), "{json}");
+            let back: Event = serde_json::from_str(&json).expect("deserialize");
+            assert_eq!(back, ev);
+            r.apply(&ev);
+        }
+        assert_eq!(r.checkpoints.len(), 2);
+        let restore = &r.checkpoints[0];
+        assert_eq!(
+            (restore.action, restore.status, restore.exit_code),
+            (CheckpointAction::Restore, CheckpointStatus::Done, Some(0))
+        );
+        let save = &r.checkpoints[1];
+        assert_eq!(save.status, CheckpointStatus::Failed);
+        assert_eq!(save.step_id, Some(2));
+        assert_eq!(save.exit_code, Some(4));
+        assert_eq!(save.error.as_deref(), Some("exit code 4"));
+        // A steps' status is untouched by checkpoints.
+        assert!(r.steps.iter().all(|s| s.status == StepStatus::NotRun));
+    }
 }
