@@ -1,7 +1,8 @@
 //! The SessionActor: one root-test attempt, from its run directory to its final report.
 //!
 //! Order (SPEC §5): run directory and reporter record → workspace → ports and env → short-lived
-//! commands → long-lived commands → readiness → agent start and bootstrap → steps in order →
+//! commands → long-lived commands → readiness → `[checkpoint] restore` (`--from-checkpoint`) →
+//! agent start and bootstrap → steps in order (a passed checkpoint step's save right after it) →
 //! teardown (agent and every command, concurrently) → final report → workspace kept or removed.
 //!
 //! The actor's mailbox must stay free while a step runs, so that a shutdown, a dying server or a
