@@ -1,6 +1,7 @@
 //! The actors of a run (ractor on tokio). They talk only by messages.
 
 pub mod agent;
+pub mod checkpoint;
 pub mod command;
 pub mod harness;
 pub mod queue;

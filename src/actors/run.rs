@@ -133,6 +133,7 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         reporter: reporter.clone(),
         skip_cmd: options.skip_cmd.clone(),
         skip_readiness: options.skip_readiness.clone(),
+        from_checkpoint: options.from_checkpoint.clone(),
         claude_bin: crate::actors::session_plan::claude_bin(),
         done: done_tx,
     };

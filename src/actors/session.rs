@@ -1,7 +1,8 @@
 //! The SessionActor: one root-test attempt, from its run directory to its final report.
 //!
 //! Order (SPEC §5): run directory and reporter record → workspace → ports and env → short-lived
-//! commands → long-lived commands → readiness → agent start and bootstrap → steps in order →
+//! commands → long-lived commands → readiness → `[checkpoint] restore` (`--from-checkpoint`) →
+//! agent start and bootstrap → steps in order (a passed checkpoint step's save right after it) →
 //! teardown (agent and every command, concurrently) → final report → workspace kept or removed.
 //!
 //! The actor's mailbox must stay free while a step runs, so that a shutdown, a dying server or a
@@ -11,6 +12,7 @@
 //! it and the supervisor, told by ractor's supervision, cleans up the run's processes.
 
 use crate::actors::agent::{AgentActor, AgentArgs, AgentMsg};
+use crate::actors::checkpoint::{CheckpointFailure, CheckpointJob};
 use crate::actors::harness::Harness;
 use crate::actors::queue::Attempt;
 use crate::actors::session_plan::{
@@ -19,6 +21,7 @@ use crate::actors::session_plan::{
 };
 use crate::actors::supervisor::SupervisorMsg;
 use crate::model::assets::prepare_instruction;
+use crate::model::checkpoint::CheckpointPaths;
 use crate::model::config::{CommandScope, KeepWorkspace};
 use crate::model::load::RootTest;
 use crate::model::outcome::{RunOutcome, StepStatus};
@@ -28,7 +31,8 @@ use crate::process::group::{kill_descendants_with_env, signal_group};
 use crate::process::record::CommandRecord as HarnessRecord;
 use crate::providers::{AgentEvent, StepRequest, StepVerdict};
 use crate::report::events::{
-    millis, summarize_instruction, EventClock, EventKind, Provenance, SetupState, Usage,
+    millis, summarize_instruction, CheckpointAction, EventClock, EventKind, Provenance, SetupState,
+    Usage,
 };
 use crate::report::run_record::{ConfigRow, PlannedCommand, PlannedStep as ReportStep, RunPlan};
 use nix::sys::signal::Signal;
@@ -56,6 +60,8 @@ pub struct SuiteContext {
     pub reporter: ActorRef<crate::actors::reporter::ReporterMsg>,
     pub skip_cmd: Vec<String>,
     pub skip_readiness: Vec<String>,
+    /// `--from-checkpoint NAME`: restore it after setup and skip the steps up to it.
+    pub from_checkpoint: Option<String>,
     /// Ports of suite-scoped commands: every session sees the same value.
     pub shared_ports: BTreeMap<String, u16>,
     pub claude_bin: PathBuf,
@@ -543,6 +549,12 @@ impl Driver {
             }
         }
 
+        // Resuming: the saved state comes back once the harness is up, before the agent starts.
+        if let Some(name) = &self.suite.from_checkpoint {
+            self.checkpoint(CheckpointAction::Restore, name, None, &vars)
+                .await?;
+        }
+
         // The agent: one conversation for the whole session.
         let (agent_tx, mut agent_rx) = mpsc::unbounded_channel();
         let me = self.myself.clone();
@@ -603,6 +615,15 @@ impl Driver {
         };
         let strict = self.test.effective.provider.strict_warnings.value;
         let mut warnings = Vec::new();
+        // Resuming from a checkpoint: the steps up to and including its step were restored, not
+        // run (but `setup = true` steps still run), and no checkpoint is saved among them.
+        let resumed_through = self.suite.from_checkpoint.as_deref().and_then(|name| {
+            self.test
+                .plan
+                .iter()
+                .find(|s| s.checkpoint.as_deref() == Some(name))
+                .map(|s| (s.step_id, name))
+        });
         for step in &self.test.plan {
             if let Some(reason) = self.stopped() {
                 return Ending::from_stop(reason);
@@ -618,11 +639,19 @@ impl Driver {
                 instruction: summarize_instruction(&instruction, 100),
                 provenance: provenance(step),
             });
-            if step.skip {
+            let restored = resumed_through.filter(|(last, _)| step.step_id <= *last);
+            let skipped = if step.skip {
+                Some("skip = true".to_string())
+            } else {
+                restored
+                    .filter(|_| !step.setup)
+                    .map(|(_, name)| format!("restored from checkpoint `{name}`"))
+            };
+            if let Some(message) = skipped {
                 self.emit(step_finished(
                     id,
-                    StepStatus::Ok,
-                    Some("skipped (skip = true)".into()),
+                    StepStatus::Skipped,
+                    Some(message),
                     Duration::ZERO,
                     None,
                 ));
@@ -689,7 +718,7 @@ impl Driver {
                 return Ending::from_stop(reason);
             }
             match verdict.status {
-                StepStatus::Ok | StepStatus::NotRun => {}
+                StepStatus::Ok | StepStatus::Skipped | StepStatus::NotRun => {}
                 StepStatus::Warn => {
                     warnings.push(format!("step {id} warned: {}", message.unwrap_or_default()))
                 }
@@ -702,6 +731,17 @@ impl Driver {
                             message.unwrap_or_default()
                         )),
                     };
+                }
+            }
+            // A passed step with a checkpoint saves it (not while replaying a resumed prefix).
+            if let (Some(name), None) = (&step.checkpoint, restored) {
+                if matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
+                    if let Err(ending) = self
+                        .checkpoint(CheckpointAction::Save, name, Some(id), vars)
+                        .await
+                    {
+                        return ending;
+                    }
                 }
             }
         }
@@ -718,6 +758,46 @@ impl Driver {
                 outcome: RunOutcome::Failed,
                 message: Some(format!("strict warnings: {}", warnings.join("; "))),
             },
+        }
+    }
+
+    /// Runs `[checkpoint] save` or `restore` for checkpoint `name`; a failure ends the run.
+    async fn checkpoint(
+        &self,
+        action: CheckpointAction,
+        name: &str,
+        step_id: Option<u32>,
+        vars: &SessionVars,
+    ) -> Result<(), Ending> {
+        let Some(config) = &self.test.effective.checkpoint else {
+            return Err(Ending::error(format!(
+                "checkpoint `{name}`: the config has no [checkpoint] table"
+            )));
+        };
+        let run_dir = self.run_dir();
+        let job = CheckpointJob {
+            config: &config.value,
+            action,
+            name,
+            step_id,
+            paths: CheckpointPaths::new(&self.suite.artifact_dir, &self.test.rel_path, name),
+            project_root: &self.suite.project_root,
+            run_dir: &run_dir,
+            run_id: &self.run_id,
+            test_file: &self.test.rel_path,
+            vars,
+        };
+        tracing::info!("{} checkpoint `{name}`", action.as_str());
+        match job
+            .run(
+                |kind| self.emit(kind),
+                Self::until_stopped(self.stop.clone()),
+            )
+            .await
+        {
+            Ok(()) => Ok(()),
+            Err(CheckpointFailure::Failed(message)) => Err(Ending::error(message)),
+            Err(CheckpointFailure::Stopped(reason)) => Err(Ending::from_stop(reason)),
         }
     }
 

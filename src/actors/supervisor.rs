@@ -46,6 +46,8 @@ pub struct SupervisorArgs {
     pub reporter: ActorRef<ReporterMsg>,
     pub skip_cmd: Vec<String>,
     pub skip_readiness: Vec<String>,
+    /// `--from-checkpoint NAME`: every session restores it and skips the steps up to it.
+    pub from_checkpoint: Option<String>,
     pub claude_bin: PathBuf,
     /// Answered once, when every report is written.
     pub done: oneshot::Sender<ExitReason>,
@@ -64,6 +66,7 @@ pub struct SupervisorState {
     context: Option<Arc<SuiteContext>>,
     args_skip_cmd: Vec<String>,
     args_skip_readiness: Vec<String>,
+    from_checkpoint: Option<String>,
     claude_bin: PathBuf,
     suite: Suite,
     suite_id: String,
@@ -113,6 +116,7 @@ impl Actor for SupervisorActor {
             context: None,
             args_skip_cmd: args.skip_cmd,
             args_skip_readiness: args.skip_readiness,
+            from_checkpoint: args.from_checkpoint,
             claude_bin: args.claude_bin,
             suite: args.suite,
             suite_id: args.suite_id,
@@ -142,6 +146,7 @@ impl Actor for SupervisorActor {
                     reporter: state.reporter.clone(),
                     skip_cmd: state.args_skip_cmd.clone(),
                     skip_readiness: state.args_skip_readiness.clone(),
+                    from_checkpoint: state.from_checkpoint.clone(),
                     shared_ports,
                     claude_bin: state.claude_bin.clone(),
                     skip_grace: state.skip_grace.subscribe(),

@@ -14,9 +14,9 @@ Exit codes:
   0        every root test passed (warnings allowed unless --strict-warnings)
   1        at least one root test failed (a step ERROR, protocol error or step timeout)
   2        invalid input: bad flags, config or test file, include cycle, unknown --skip-cmd,
-           missing asset; nothing was run
-  3        harness error: a setup command, readiness check, the provider's start or a
-           long-lived command failed
+           missing asset, --from-checkpoint of a checkpoint never saved; nothing was run
+  3        harness error: a setup command, readiness check, the provider's start, a
+           long-lived command or a [checkpoint] save / restore failed
   130/143  interrupted by SIGINT / SIGTERM (reports are still written)
 Across several root tests the highest-ranked code wins: 130/143, then 2, then 3, then 1, then 0.";
 
@@ -94,7 +94,9 @@ struct RunArgs {
     /// Run only the K-th of N deterministic slices of the discovered root tests (1-based)
     #[arg(long, value_name = "K/N")]
     shard: Option<Shard>,
-    /// Resume each root test from that checkpoint (steps with `setup = true` still run)
+    /// Resume each root test from checkpoint NAME, saved by an earlier run: `[checkpoint] restore`
+    /// runs after setup, then the steps up to and including NAME's are `skipped` (steps with
+    /// `setup = true` still run). A checkpoint never saved is an error (exit 2)
     #[arg(long = "from-checkpoint", value_name = "NAME")]
     from_checkpoint: Option<String>,
     /// Run only root tests carrying one of these tags. Repeatable.
@@ -472,12 +474,5 @@ fn doctor(config: Option<PathBuf>) -> ExitCode {
 
 /// Run a validated suite under the actors; map why it ended to the exit code of SPEC §6.
 fn run_suite(suite: Suite, options: RunOptions) -> ExitCode {
-    if let Some(name) = &options.from_checkpoint {
-        eprintln!(
-            "supervisor: --from-checkpoint {name}: checkpoints are parsed and validated, but \
-             resuming from one is not implemented yet"
-        );
-        return ExitCode::from(2);
-    }
     ExitCode::from(bugatti::actors::run::run_suite(suite, &options).code())
 }

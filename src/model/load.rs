@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use super::assets::check_assets;
+use super::checkpoint::{artifact_root, name_problem, CheckpointPaths};
 use super::config::{parse_config, ConfigFile};
 use super::diagnostics::{Problem, Problems};
 use super::discovery::{from_globs, resolve_arg, walk_test_files};
@@ -556,6 +557,14 @@ fn check_plan(
             problems.push(step_problem(root, files, s, e.to_string()));
         }
         if let Some(cp) = &s.checkpoint {
+            if let Some(why) = name_problem(cp) {
+                problems.push(step_problem(
+                    root,
+                    files,
+                    s,
+                    format!("`checkpoint = \"{cp}\"` cannot name a checkpoint folder: {why}"),
+                ));
+            }
             if eff.checkpoint.is_none() {
                 problems.push(
                     step_problem(
@@ -578,8 +587,25 @@ fn check_plan(
             }
         }
     }
+    if !seen.is_empty() && eff.checkpoint.is_some() && eff.commands.contains_key("checkpoint") {
+        problems.push(Problem::in_file(
+            test,
+            "a harness command named `checkpoint` would share logs/checkpoint.log with the \
+             [checkpoint] save and restore commands: rename it",
+        ));
+    }
     if let Some(name) = &options.from_checkpoint {
-        if !seen.contains_key(name.as_str()) {
+        if seen.contains_key(name.as_str()) && name_problem(name).is_none() {
+            // The checkpoint must have been saved by an earlier run.
+            let artifacts = artifact_root(root, &eff.supervisor.artifact_dir.value);
+            let paths = CheckpointPaths::new(&artifacts, &relative_to(root, test), name);
+            if let Some(why) = paths.resume_problem() {
+                problems.push(Problem::in_file(
+                    test,
+                    format!("--from-checkpoint `{name}`: {why}"),
+                ));
+            }
+        } else if !seen.contains_key(name.as_str()) {
             let have: Vec<&str> = seen.keys().copied().collect();
             problems.push(Problem::in_file(
                 test,
@@ -993,6 +1019,23 @@ mod tests {
         );
         p.write("bugatti.config.toml", "[checkpoint]\nsave = \"s ${BUGATTI_CHECKPOINT_ID}\"\nrestore = \"r\"\n")
             .write("a.test.toml", "[[steps]]\ninstruction = \"a\"\nsetup = true\n[[steps]]\ninstruction = \"b\"\ncheckpoint = \"in\"\n");
+        let resume = RunOptions {
+            from_checkpoint: Some("in".into()),
+            ..Default::default()
+        };
+        // Never saved: an error naming the folder expected.
+        let e = p.errors(&resume);
+        let dir = p.root.join(".bugatti/checkpoints/a/in");
+        assert!(
+            e.contains("--from-checkpoint `in`: no saved checkpoint")
+                && e.contains(&dir.display().to_string()),
+            "{e}"
+        );
+        // A folder whose save did not succeed is not a checkpoint either.
+        fs::create_dir_all(&dir).unwrap();
+        let e = p.errors(&resume);
+        assert!(e.contains("was never saved successfully"), "{e}");
+        fs::write(p.root.join(".bugatti/checkpoints/a/in.saved.json"), "{}").unwrap();
         let s = p
             .load(&RunOptions {
                 from_checkpoint: Some("in".into()),
@@ -1012,6 +1055,25 @@ mod tests {
             ),
             "{e}"
         );
+    }
+
+    #[test]
+    fn checkpoint_names_must_be_folder_names_and_own_their_log() {
+        let p = Project::new();
+        p.write(
+            "bugatti.config.toml",
+            "[checkpoint]\nsave = \"s\"\nrestore = \"r\"\n[commands.checkpoint]\nkind = \"short_lived\"\ncmd = \"true\"\n",
+        )
+        .write(
+            "a.test.toml",
+            "[[steps]]\ninstruction = \"a\"\ncheckpoint = \"../up\"\n",
+        );
+        let e = p.errors(&RunOptions::default());
+        assert!(
+            e.contains("`checkpoint = \"../up\"` cannot name a checkpoint folder"),
+            "{e}"
+        );
+        assert!(e.contains("a harness command named `checkpoint`"), "{e}");
     }
 
     #[test]

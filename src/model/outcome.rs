@@ -11,6 +11,9 @@ pub enum StepStatus {
     Error,
     ProtocolError,
     Timeout,
+    /// Not sent to the agent: `skip = true`, or before the checkpoint a run resumed from.
+    /// Counts as passed.
+    Skipped,
     NotRun,
 }
 
@@ -27,6 +30,7 @@ impl StepStatus {
             Self::Error => "error",
             Self::ProtocolError => "protocol_error",
             Self::Timeout => "timeout",
+            Self::Skipped => "skipped",
             Self::NotRun => "not_run",
         }
     }
@@ -161,6 +165,9 @@ mod tests {
     fn statuses_serialize_as_spec_names() {
         let json = serde_json::to_string(&StepStatus::ProtocolError).unwrap_or_default();
         assert_eq!(json, "\"protocol_error\"");
+        let json = serde_json::to_string(&StepStatus::Skipped).unwrap_or_default();
+        assert_eq!(json, "\"skipped\"");
+        assert!(!StepStatus::Skipped.is_failure());
         let json = serde_json::to_string(&RunOutcome::Interrupted).unwrap_or_default();
         assert_eq!(json, "\"interrupted\"");
     }

@@ -6,6 +6,7 @@ pub mod event;
 pub mod exit;
 pub mod group;
 pub mod ledger;
+pub mod oneshot;
 pub mod order;
 pub mod output;
 pub mod ports;

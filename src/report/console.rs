@@ -13,7 +13,7 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
-use crate::report::events::{summarize_instruction, Event, EventKind, SetupState};
+use crate::report::events::{summarize_instruction, CheckpointState, Event, EventKind, SetupState};
 use crate::report::run_record::RunRecord;
 use crate::report::scrub::Redactor;
 use crate::report::suite::SuiteSummary;
@@ -120,6 +120,7 @@ fn step_word(status: StepStatus) -> &'static str {
         StepStatus::Error => "ERROR",
         StepStatus::ProtocolError => "PROTOCOL ERROR",
         StepStatus::Timeout => "TIMEOUT",
+        StepStatus::Skipped => "SKIPPED",
         StepStatus::NotRun => "NOT RUN",
     }
 }
@@ -210,6 +211,24 @@ fn event_line(kind: &EventKind) -> Option<(String, Verbosity)> {
                 TeardownState::Leaked => ("LEAKED (a process outlived its group)", Normal),
             };
             (format!("TEARDOWN {name} ........ {word}"), level)
+        }
+        EventKind::Checkpoint {
+            name,
+            action,
+            state,
+            ..
+        } => {
+            let what = match state {
+                CheckpointState::Started => "started".to_string(),
+                CheckpointState::Done { duration_ms } => format!("done ({})", secs(*duration_ms)),
+                CheckpointState::Failed { reason, .. } => {
+                    format!("FAILED: {}", summarize_instruction(reason, 200))
+                }
+            };
+            (
+                format!("CHECKPOINT {} {name} ........ {what}", action.as_str()),
+                Normal,
+            )
         }
     };
     Some(line)
@@ -344,17 +363,30 @@ impl Console {
                     EventKind::SetupStatus { command, .. } => {
                         bar.set_message(redactor.str(&format!("setup: {command}")))
                     }
+                    EventKind::Checkpoint {
+                        name,
+                        action,
+                        state: CheckpointState::Started,
+                        ..
+                    } => bar.set_message(
+                        redactor.str(&format!("checkpoint {}: {name}", action.as_str())),
+                    ),
                     _ => {}
                 }
             }
             // Live: the bar shows progress; print only what a person needs to read.
             let worth = match &event.kind {
-                EventKind::StepFinished { status, .. } => *status != StepStatus::Ok,
+                EventKind::StepFinished { status, .. } => {
+                    !matches!(status, StepStatus::Ok | StepStatus::Skipped)
+                }
                 EventKind::SetupStatus { state, .. } => matches!(
                     state,
                     SetupState::Failed { .. } | SetupState::Restarted { .. }
                 ),
                 EventKind::CommandTornDown { teardown, .. } => *teardown != TeardownState::Clean,
+                EventKind::Checkpoint { state, .. } => {
+                    matches!(state, CheckpointState::Failed { .. })
+                }
                 _ => false,
             };
             if !(worth || self.verbosity == Verbosity::Verbose) {

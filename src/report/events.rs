@@ -110,6 +110,43 @@ pub enum SetupState {
     },
 }
 
+/// Which `[checkpoint]` command ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointAction {
+    /// `[checkpoint] save`, after the step carrying the checkpoint passed.
+    Save,
+    /// `[checkpoint] restore`, for `--from-checkpoint`, after setup and before the agent starts.
+    Restore,
+}
+
+impl CheckpointAction {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Save => "save",
+            Self::Restore => "restore",
+        }
+    }
+}
+
+/// How a `[checkpoint]` command went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum CheckpointState {
+    Started,
+    /// Exited 0.
+    Done {
+        duration_ms: u64,
+    },
+    /// A non-zero exit, a timeout, or no start at all: the run ends as `error`.
+    Failed {
+        reason: String,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        exit_code: Option<i32>,
+        duration_ms: u64,
+    },
+}
+
 /// Totals of a suite, by outcome.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Totals {
@@ -190,6 +227,21 @@ pub enum EventKind {
         name: String,
         teardown: TeardownState,
     },
+    /// A `[checkpoint]` save or restore command.
+    Checkpoint {
+        /// The checkpoint's name (`BUGATTI_CHECKPOINT_ID`).
+        name: String,
+        action: CheckpointAction,
+        /// The step whose pass triggered a save.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        step_id: Option<u32>,
+        /// `BUGATTI_CHECKPOINT_PATH`, absolute.
+        path: String,
+        /// The command's output, relative to the run directory.
+        log: String,
+        #[serde(flatten)]
+        state: CheckpointState,
+    },
     RunFinished {
         outcome: RunOutcome,
         #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -213,6 +265,7 @@ impl EventKind {
             Self::Evidence { .. } => "evidence",
             Self::StepFinished { .. } => "step_finished",
             Self::CommandTornDown { .. } => "command_torn_down",
+            Self::Checkpoint { .. } => "checkpoint",
             Self::RunFinished { .. } => "run_finished",
             Self::SuiteFinished { .. } => "suite_finished",
         }

@@ -11,6 +11,7 @@ use std::path::Path;
 use chrono::SecondsFormat;
 
 use crate::model::outcome::StepStatus;
+use crate::report::events::CheckpointAction;
 use crate::report::run_record::{CommandStatus, RunRecord};
 
 /// What a section renderer gets.
@@ -30,6 +31,7 @@ pub const SECTIONS: &[Section] = &[
     ("skipped commands", skipped),
     ("steps", steps),
     ("step details", step_details),
+    ("checkpoints", checkpoints),
     ("commands", commands),
     ("artifacts", artifacts),
     ("effective config", effective_config),
@@ -97,6 +99,7 @@ fn status_label(status: StepStatus) -> &'static str {
         StepStatus::Error => "ERROR",
         StepStatus::ProtocolError => "PROTOCOL ERROR",
         StepStatus::Timeout => "TIMEOUT",
+        StepStatus::Skipped => "skipped",
         StepStatus::NotRun => "not run",
     }
 }
@@ -130,6 +133,18 @@ fn summary(input: &ReportInput<'_>) -> Result<String, String> {
         writeln!(s, "| finished | {finished} |")?;
         writeln!(s, "| duration | {} |", ms(r.duration_ms))?;
         writeln!(s, "| project root | `{}` |", cell(&r.project_root))?;
+        if let Some(cp) = r
+            .checkpoints
+            .iter()
+            .find(|c| c.action == CheckpointAction::Restore)
+        {
+            writeln!(
+                s,
+                "| resumed from | checkpoint `{}` (restore {}) |",
+                cell(&cp.name),
+                cp.status.as_str()
+            )?;
+        }
         if let Some(msg) = r.failure_message() {
             writeln!(s, "| reason | {} |", cell(&msg))?;
         }
@@ -232,6 +247,40 @@ fn step_details(input: &ReportInput<'_>) -> Result<String, String> {
             );
         }
     }
+    Ok(s)
+}
+
+/// `[checkpoint]` saves and restores; no section when there were none.
+fn checkpoints(input: &ReportInput<'_>) -> Result<String, String> {
+    let r = input.record;
+    if r.checkpoints.is_empty() {
+        return Ok(String::new());
+    }
+    let mut s = String::from("## Checkpoints\n\n");
+    s.push_str(
+        "| checkpoint | action | after step | status | exit code | duration | path | log |\n",
+    );
+    s.push_str("|---|---|---|---|---|---|---|---|\n");
+    for c in &r.checkpoints {
+        let mut status = c.status.as_str().to_string();
+        if let Some(e) = &c.error {
+            status = format!("{status}: {e}");
+        }
+        let _ = writeln!(
+            s,
+            "| `{}` | {} | {} | {} | {} | {} | `{}` | [`{}`]({}) |",
+            cell(&c.name),
+            c.action.as_str(),
+            c.step_id.map_or("—".to_string(), |id| id.to_string()),
+            cell(&status),
+            c.exit_code.map_or("—".to_string(), |c| c.to_string()),
+            ms(c.duration_ms),
+            cell(&c.path),
+            c.log,
+            c.log
+        );
+    }
+    s.push('\n');
     Ok(s)
 }
 

@@ -8,7 +8,9 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
-use crate::report::events::{Event, EventKind, Provenance, SetupState, Usage};
+use crate::report::events::{
+    CheckpointAction, CheckpointState, Event, EventKind, Provenance, SetupState, Usage,
+};
 
 /// What a session knows about its run before it launches anything.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,6 +97,43 @@ pub struct CommandRecord {
     pub ready_probe: Option<String>,
 }
 
+/// How a `[checkpoint]` command of the run went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckpointStatus {
+    Running,
+    Done,
+    Failed,
+}
+
+impl CheckpointStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Running => "running",
+            Self::Done => "done",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// One `[checkpoint]` save or restore of the run, in the order they ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CheckpointRecord {
+    pub name: String,
+    pub action: CheckpointAction,
+    /// The step whose pass triggered a save.
+    pub step_id: Option<u32>,
+    /// `BUGATTI_CHECKPOINT_PATH`: where the checkpoint's data lives.
+    pub path: String,
+    /// The command's output, relative to the run directory.
+    pub log: String,
+    pub status: CheckpointStatus,
+    pub exit_code: Option<i32>,
+    pub duration_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EvidenceRecord {
     pub kind: String,
@@ -150,6 +189,9 @@ pub struct RunRecord {
     pub skipped_commands: Vec<String>,
     pub steps: Vec<StepRecord>,
     pub commands: Vec<CommandRecord>,
+    /// `[checkpoint]` saves and restores, in order.
+    #[serde(default)]
+    pub checkpoints: Vec<CheckpointRecord>,
     pub effective_config: Vec<ConfigRow>,
     /// Events that named a step or command the plan does not have: kept, not dropped.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
@@ -211,6 +253,7 @@ impl RunRecord {
                     ready_probe: None,
                 })
                 .collect(),
+            checkpoints: Vec::new(),
             effective_config: plan.effective_config.clone(),
             anomalies: Vec::new(),
         }
@@ -352,8 +395,66 @@ impl RunRecord {
             EventKind::CommandTornDown { name, teardown } => {
                 self.command_mut(name).teardown = Some(*teardown);
             }
+            EventKind::Checkpoint {
+                name,
+                action,
+                step_id,
+                path,
+                log,
+                state,
+            } => self.apply_checkpoint(name, *action, *step_id, path, log, state),
             EventKind::RunFinished { outcome, message } => {
                 self.finish(*outcome, message.clone(), event.timestamp);
+            }
+        }
+    }
+
+    fn apply_checkpoint(
+        &mut self,
+        name: &str,
+        action: CheckpointAction,
+        step_id: Option<u32>,
+        path: &str,
+        log: &str,
+        state: &CheckpointState,
+    ) {
+        let open = self.checkpoints.iter().rposition(|c| {
+            c.name == name && c.action == action && c.status == CheckpointStatus::Running
+        });
+        let index = match (state, open) {
+            (CheckpointState::Started, _) | (_, None) => {
+                self.checkpoints.push(CheckpointRecord {
+                    name: name.to_string(),
+                    action,
+                    step_id,
+                    path: path.to_string(),
+                    log: log.to_string(),
+                    status: CheckpointStatus::Running,
+                    exit_code: None,
+                    duration_ms: None,
+                    error: None,
+                });
+                self.checkpoints.len() - 1
+            }
+            (_, Some(i)) => i,
+        };
+        let record = &mut self.checkpoints[index];
+        match state {
+            CheckpointState::Started => {}
+            CheckpointState::Done { duration_ms } => {
+                record.status = CheckpointStatus::Done;
+                record.exit_code = Some(0);
+                record.duration_ms = Some(*duration_ms);
+            }
+            CheckpointState::Failed {
+                reason,
+                exit_code,
+                duration_ms,
+            } => {
+                record.status = CheckpointStatus::Failed;
+                record.exit_code = *exit_code;
+                record.duration_ms = Some(*duration_ms);
+                record.error = Some(reason.clone());
             }
         }
     }
@@ -483,5 +584,57 @@ mod tests {
         assert_eq!(r.failure_message().as_deref(), Some("step 1: no button"));
         assert_eq!(r.anomalies.len(), 1);
         assert!(r.finished_at.is_some() && r.duration_ms.is_some());
+    }
+
+    #[test]
+    fn checkpoint_events_become_one_record_per_save_or_restore() {
+        let clock = EventClock::start();
+        let mut r = RunRecord::from_plan(&plan());
+        let event = |action, step_id, state| EventKind::Checkpoint {
+            name: "seeded".into(),
+            action,
+            step_id,
+            path: "/p/.bugatti/checkpoints/checkout/seeded".into(),
+            log: "logs/checkpoint.log".into(),
+            state,
+        };
+        for kind in [
+            event(CheckpointAction::Restore, None, CheckpointState::Started),
+            event(
+                CheckpointAction::Restore,
+                None,
+                CheckpointState::Done { duration_ms: 7 },
+            ),
+            event(CheckpointAction::Save, Some(2), CheckpointState::Started),
+            event(
+                CheckpointAction::Save,
+                Some(2),
+                CheckpointState::Failed {
+                    reason: "exit code 4".into(),
+                    exit_code: Some(4),
+                    duration_ms: 9,
+                },
+            ),
+        ] {
+            let ev = clock.event(kind);
+            let json = serde_json::to_string(&ev).expect("serialize");
+            assert!(json.contains("\"type\":\"checkpoint\""), "{json}");
+            let back: Event = serde_json::from_str(&json).expect("deserialize");
+            assert_eq!(back, ev);
+            r.apply(&ev);
+        }
+        assert_eq!(r.checkpoints.len(), 2);
+        let restore = &r.checkpoints[0];
+        assert_eq!(
+            (restore.action, restore.status, restore.exit_code),
+            (CheckpointAction::Restore, CheckpointStatus::Done, Some(0))
+        );
+        let save = &r.checkpoints[1];
+        assert_eq!(save.status, CheckpointStatus::Failed);
+        assert_eq!(save.step_id, Some(2));
+        assert_eq!(save.exit_code, Some(4));
+        assert_eq!(save.error.as_deref(), Some("exit code 4"));
+        // A steps' status is untouched by checkpoints.
+        assert!(r.steps.iter().all(|s| s.status == StepStatus::NotRun));
     }
 }

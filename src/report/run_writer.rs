@@ -120,6 +120,7 @@ impl RunWriter {
             | EventKind::StepStarted { .. }
             | EventKind::SetupStatus { .. }
             | EventKind::CommandTornDown { .. }
+            | EventKind::Checkpoint { .. }
             | EventKind::RunFinished { .. } => true,
             EventKind::SuiteStarted { .. }
             | EventKind::SuiteFinished { .. }
