@@ -44,7 +44,13 @@ fn junit_attr(xml: &str, attr: &str) -> usize {
 #[test]
 fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     let p = Project::new();
-    p.write("bugatti.config.toml", &command_provider_config(""));
+    p.write(
+        "bugatti.config.toml",
+        &command_provider_config("").replace(
+            "step_timeout_secs = 30",
+            "step_timeout_secs = 30\nno_output_timeout_secs = 2",
+        ),
+    );
     p.write(
         "pass.test.toml",
         "name = \"Pass\"\n[[steps]]\ninstruction = \"log all good\"\n[[steps]]\ninstruction = \"say fine\"\n",
@@ -59,12 +65,11 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     );
     p.write(
         "nomarker.test.toml",
-        "name = \"No marker\"\n[[steps]]\ninstruction = \"noresult\"\n",
+        "name = \"No marker\"\n[[steps]]\ninstruction = \"\"\"\nsay I had a look around\nnoresult\n\"\"\"\n",
     );
     let out = p
         .supervisor()
         .arg("start")
-        .env("BUGATTI_NO_OUTPUT_TIMEOUT_SECS", "2")
         .output()
         .expect("run");
     p.assert_nothing_survives();

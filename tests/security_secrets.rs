@@ -84,6 +84,8 @@ instruction = """
 env API_TOKEN
 say the token is ${API_TOKEN}
 log token ${API_TOKEN}
+# long enough for the server to print its `still` line (every 0.2 s) while the session runs
+sleep 0.6
 """
 
 [[steps]]
