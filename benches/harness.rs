@@ -60,7 +60,7 @@ fn spec(dir: &std::path::Path, name: &str, kind: CommandKind, cmd: &str) -> Comm
 
 async fn new_harness(parent: &ActorRef<()>) -> (Harness, mpsc::UnboundedReceiver<HarnessEvent>) {
     let (tx, rx) = mpsc::unbounded_channel();
-    let harness = Harness::spawn(parent.get_cell(), "bench", tx)
+    let harness = Harness::spawn(parent.get_cell(), bugatti::process::Scope::run("bench"), tx)
         .await
         .expect("harness");
     (harness, rx)

@@ -1,6 +1,6 @@
 //! The registry sweep kills every registered group. Its own test binary: a sweep is process-wide.
 
-use bugatti::process::{group, registry};
+use bugatti::process::{group, registry, Owner, Role, Scope};
 use std::os::unix::process::CommandExt;
 
 #[test]
@@ -11,12 +11,13 @@ fn sweep_kills_every_registered_group() {
         .spawn()
         .expect("spawn sh");
     let pgid = child.id() as i32;
-    registry::register(pgid, pgid, "test sleeper");
+    let owner = Owner::new(Scope::run("sweep-test"), Role::Other("test sleeper".into()));
+    registry::register(pgid, pgid, &owner);
     assert!(registry::leader_pids().contains(&pgid));
     let swept = registry::sweep();
     assert!(swept
         .iter()
-        .any(|g| g.pgid == pgid && g.label == "test sleeper"));
+        .any(|g| g.pgid == pgid && g.owner == owner && g.label == "test sleeper (sweep-test)"));
     let status = child.wait().expect("wait");
     assert!(!status.success());
     // SIGKILLed members need a moment to leave /proc (the background `sleep` is not our child).

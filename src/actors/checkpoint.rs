@@ -13,6 +13,7 @@ use crate::model::checkpoint::CheckpointPaths;
 use crate::model::layers::CheckpointConfig;
 use crate::model::substitute::substitute;
 use crate::process::oneshot::{run_once, OneShotEnd};
+use crate::process::owner::{Owner, Role, Scope};
 use crate::process::spec::{CommandKind, CommandSpec};
 use crate::report::events::{millis, CheckpointAction, CheckpointState, EventKind};
 use std::future::Future;
@@ -91,8 +92,8 @@ impl CheckpointJob<'_> {
         };
         let log_start = std::fs::metadata(&spec.log_path).map_or(0, |m| m.len());
         emit(event(CheckpointState::Started));
-        let label = format!("{} (run {})", self.what(), self.run_id);
-        let done = match run_once(&spec, &label, stop).await {
+        let owner = Owner::new(Scope::run(self.run_id), Role::Checkpoint(self.what()));
+        let done = match run_once(&spec, owner, stop).await {
             Ok(done) => done,
             Err(e) => return Err(failed(e.to_string(), None, Duration::ZERO)),
         };

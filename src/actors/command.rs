@@ -11,11 +11,12 @@ use crate::process::error::HarnessError;
 use crate::process::event::{HarnessEvent, HarnessEventKind};
 use crate::process::exit::ExitStatus;
 use crate::process::output::{log_tail, OutputHub};
+use crate::process::owner::Owner;
 use crate::process::probe::ProbeContext;
 use crate::process::record::{worse, CommandRecord, CommandStatus, RestartRecord};
 use crate::process::spawn::{spawn, Running};
 use crate::process::spec::{CommandKind, CommandSpec, RestartPolicy};
-use crate::process::teardown::{teardown, TeardownReport};
+use crate::process::teardown::TeardownReport;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::time::Duration;
 use tokio::sync::mpsc::UnboundedSender;
@@ -30,8 +31,8 @@ pub struct CommandArgs {
     pub spec: CommandSpec,
     pub hub: OutputHub,
     pub events: UnboundedSender<HarnessEvent>,
-    /// Names the group in the registry: `command server (run 0190…)`.
-    pub label: String,
+    /// Whose process group it is, in the registry: this command of this run (or suite).
+    pub owner: Owner,
 }
 
 /// What `Launch` answers: the pid of the process (group), and for a short-lived command its exit.
@@ -74,7 +75,7 @@ pub struct CommandState {
     spec: CommandSpec,
     hub: OutputHub,
     events: UnboundedSender<HarnessEvent>,
-    label: String,
+    owner: Owner,
     running: Option<Running>,
     /// Counts spawns, so that messages about an earlier process are recognised and ignored.
     incarnation: u32,
@@ -126,7 +127,7 @@ impl CommandState {
             } else {
                 self.spec.stop_timeout
             };
-            let report = teardown(&mut running, self.spec.stop_signal, grace).await;
+            let report = running.stop(self.spec.stop_signal, grace).await;
             self.absorb(report);
         }
     }
@@ -139,11 +140,11 @@ impl CommandState {
     }
 
     fn start_process(&mut self, myself: &ActorRef<CommandMsg>) -> Result<i32, HarnessError> {
-        let running = spawn(&self.spec, &self.hub, &self.label)?;
+        let running = spawn(&self.spec, &self.hub, self.owner.clone())?;
         self.incarnation += 1;
         let incarnation = self.incarnation;
-        let pid = running.pid;
-        let mut exit = running.exit.clone();
+        let pid = running.pid();
+        let mut exit = running.exit_watch();
         let me = myself.clone();
         tokio::spawn(async move {
             let status = match exit.wait_for(|s| s.is_some()).await {
@@ -166,6 +167,7 @@ impl CommandState {
         ProbeContext {
             cwd: self.spec.cwd.clone(),
             env: self.spec.env.clone(),
+            owner: self.owner.clone(),
         }
     }
 
@@ -192,7 +194,7 @@ impl Actor for CommandActor {
             spec: args.spec,
             hub: args.hub,
             events: args.events,
-            label: args.label,
+            owner: args.owner,
             running: None,
             incarnation: 0,
             last_exit: None,
@@ -356,7 +358,7 @@ async fn short_lived_exited(state: &mut CommandState, status: ExitStatus) {
     let Some(waiting) = state.waiting.take() else {
         return;
     };
-    let pid = state.running.as_ref().map_or(0, |r| r.pid);
+    let pid = state.running.as_ref().map_or(0, Running::pid);
     if status.success() {
         state.status = CommandStatus::Succeeded;
         state.emit(HarnessEventKind::Completed {

@@ -11,13 +11,13 @@ use crate::actors::readiness;
 use crate::model::outcome::TeardownState;
 use crate::process::error::HarnessError;
 use crate::process::event::{HarnessEvent, HarnessEventKind};
-use crate::process::group::signal_group;
 use crate::process::order::start_layers;
 use crate::process::output::{log_tail, OutputHub};
+use crate::process::owner::{Owner, Role, Scope};
 use crate::process::probe::ProbeContext;
 use crate::process::record::{CommandRecord, CommandStatus};
-use crate::process::registry;
 use crate::process::spec::CommandSpec;
+use crate::process::teardown::kill_owner;
 use ractor::rpc::CallResult;
 use ractor::{
     Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
@@ -56,14 +56,15 @@ struct Entry {
 }
 
 pub struct HarnessState {
-    label: String,
+    /// The run (or, for suite-scoped commands, the suite) whose commands these are.
+    scope: Scope,
     events: mpsc::UnboundedSender<HarnessEvent>,
     entries: Vec<Entry>,
 }
 
 impl HarnessState {
-    fn group_label(&self, command: &str) -> String {
-        format!("command {command} ({})", self.label)
+    fn owner_of(&self, command: &str) -> Owner {
+        Owner::new(self.scope.clone(), Role::Command(command.to_string()))
     }
 
     fn name_of(&self, id: ActorId) -> Option<String> {
@@ -75,7 +76,7 @@ impl HarnessState {
 }
 
 pub struct HarnessArgs {
-    pub label: String,
+    pub scope: Scope,
     pub events: mpsc::UnboundedSender<HarnessEvent>,
 }
 
@@ -92,7 +93,7 @@ impl Actor for HarnessActor {
         args: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
         Ok(HarnessState {
-            label: args.label,
+            scope: args.scope,
             events: args.events,
             entries: Vec::new(),
         })
@@ -120,7 +121,7 @@ impl Actor for HarnessActor {
                 let spec = *spec;
                 let hub = OutputHub::new();
                 let args = CommandArgs {
-                    label: state.group_label(&spec.name),
+                    owner: state.owner_of(&spec.name),
                     spec: spec.clone(),
                     hub: hub.clone(),
                     events: state.events.clone(),
@@ -196,7 +197,7 @@ impl Actor for HarnessActor {
 
 async fn teardown_entries(state: &mut HarnessState, skip_grace: bool) -> Vec<CommandRecord> {
     let jobs = state.entries.iter().map(|entry| {
-        let label = state.group_label(&entry.spec.name);
+        let owner = state.owner_of(&entry.spec.name);
         async move {
             let Some(actor) = &entry.actor else {
                 return CommandRecord::unstarted(&entry.spec);
@@ -210,7 +211,7 @@ async fn teardown_entries(state: &mut HarnessState, skip_grace: bool) -> Vec<Com
                 .await;
             match answer {
                 Ok(CallResult::Success(record)) => record,
-                _ => fallback_teardown(&entry.spec, &label),
+                _ => fallback_teardown(&entry.spec, &owner),
             }
         }
     });
@@ -218,14 +219,9 @@ async fn teardown_entries(state: &mut HarnessState, skip_grace: bool) -> Vec<Com
 }
 
 /// The command's actor is gone (failed or unresponsive): kill its registered groups directly.
-fn fallback_teardown(spec: &CommandSpec, label: &str) -> CommandRecord {
+fn fallback_teardown(spec: &CommandSpec, owner: &Owner) -> CommandRecord {
     let mut record = CommandRecord::unstarted(spec);
-    for group in registry::registered()
-        .into_iter()
-        .filter(|g| g.label == label)
-    {
-        let _ = signal_group(group.pgid, nix::sys::signal::Signal::SIGKILL);
-        registry::unregister(group.pgid);
+    if kill_owner(owner) > 0 {
         record.teardown = Some(TeardownState::Killed);
         record.status = CommandStatus::Exited;
     }
@@ -240,14 +236,16 @@ pub struct Harness {
     /// a command that gives up.
     gave_up: watch::Receiver<Option<HarnessEvent>>,
     events: mpsc::UnboundedSender<HarnessEvent>,
+    /// Owns the exec probes' process groups.
+    scope: Scope,
 }
 
 impl Harness {
-    /// Spawns the harness actor linked under `parent`. `label` names its process groups in the
-    /// registry (e.g. the run id); `events` receives every [`HarnessEvent`] of its commands.
+    /// Spawns the harness actor linked under `parent`. `scope` owns its process groups in the
+    /// registry (the run, or the suite); `events` receives every [`HarnessEvent`] of its commands.
     pub async fn spawn(
         parent: ActorCell,
-        label: impl Into<String>,
+        scope: Scope,
         events: mpsc::UnboundedSender<HarnessEvent>,
     ) -> Result<Self, HarnessError> {
         let (tx, mut rx) = mpsc::unbounded_channel::<HarnessEvent>();
@@ -267,7 +265,7 @@ impl Harness {
             }
         });
         let args = HarnessArgs {
-            label: label.into(),
+            scope: scope.clone(),
             events: tx.clone(),
         };
         let (actor, _) = Actor::spawn_linked(None, HarnessActor, args, parent)
@@ -280,6 +278,7 @@ impl Harness {
             actor,
             gave_up,
             events: tx,
+            scope,
         })
     }
 
@@ -318,6 +317,7 @@ impl Harness {
         let ctx = ProbeContext {
             cwd: spec.cwd.clone(),
             env: spec.env.clone(),
+            owner: Owner::new(self.scope.clone(), Role::Command(spec.name.clone())),
         };
         if spec.skipped {
             let probes = spec.probes.iter().map(|p| (p.clone(), None)).collect();

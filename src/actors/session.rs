@@ -27,15 +27,15 @@ use crate::model::load::RootTest;
 use crate::model::outcome::{RunOutcome, StepStatus};
 use crate::model::plan::PlannedStep;
 use crate::process::event::{HarnessEvent, HarnessEventKind};
-use crate::process::group::{kill_descendants_with_env, signal_group};
+use crate::process::owner::Scope;
 use crate::process::record::CommandRecord as HarnessRecord;
+use crate::process::teardown::{kill_scope, sweep_run};
 use crate::providers::{AgentEvent, StepRequest, StepVerdict};
 use crate::report::events::{
     millis, summarize_instruction, CheckpointAction, EventClock, EventKind, Provenance, SetupState,
     Usage,
 };
 use crate::report::run_record::{ConfigRow, PlannedCommand, PlannedStep as ReportStep, RunPlan};
-use nix::sys::signal::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -538,9 +538,13 @@ impl Driver {
                 }
             }
         });
-        let harness = Harness::spawn(self.myself.get_cell(), self.run_id.clone(), harness_tx)
-            .await
-            .map_err(|e| Ending::error(e.to_string()))?;
+        let harness = Harness::spawn(
+            self.myself.get_cell(),
+            Scope::run(self.run_id.clone()),
+            harness_tx,
+        )
+        .await
+        .map_err(|e| Ending::error(e.to_string()))?;
         started.harness = Some(harness.clone());
         if !specs.is_empty() {
             tokio::select! {
@@ -877,7 +881,7 @@ impl Driver {
         for record in records.iter().filter(|r| !r.skipped) {
             self.report_teardown(record);
         }
-        let escaped = kill_descendants_with_env("BUGATTI_RUN_ID", &self.run_id);
+        let escaped = sweep_run(&Scope::run(self.run_id.clone()));
         if !escaped.is_empty() {
             tracing::warn!(
                 "processes of run {} outlived teardown and were killed: {escaped:?}",
@@ -920,13 +924,7 @@ impl Driver {
 /// Kills whatever a session that died (panicked) left behind: its registered process groups and
 /// any process carrying its run id.
 pub fn kill_run_processes(run_id: &str) {
-    for group in crate::process::registry::registered() {
-        if group.label.contains(run_id) {
-            let _ = signal_group(group.pgid, Signal::SIGKILL);
-            crate::process::registry::unregister(group.pgid);
-        }
-    }
-    kill_descendants_with_env("BUGATTI_RUN_ID", run_id);
+    kill_scope(&Scope::run(run_id));
 }
 
 /// Every run event also goes to the run's `diagnostics/harness.log` (routed by `run_id`).

@@ -334,7 +334,13 @@ impl SupervisorState {
                 tracing::info!("suite command event: {event:?}");
             }
         });
-        match Harness::spawn(myself.get_cell(), self.suite_id.clone(), tx).await {
+        match Harness::spawn(
+            myself.get_cell(),
+            crate::process::owner::Scope::suite(self.suite_id.clone()),
+            tx,
+        )
+        .await
+        {
             Ok(harness) => {
                 self.suite_harness = Some(harness.clone());
                 if let Err(e) = harness.start(specs).await {

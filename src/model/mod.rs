@@ -12,6 +12,7 @@ pub mod commands;
 pub mod config;
 pub mod diagnostics;
 pub mod discovery;
+pub mod ids;
 pub mod layers;
 pub mod load;
 pub mod markers;

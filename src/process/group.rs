@@ -120,6 +120,11 @@ impl ProcSnapshot {
         }
     }
 
+    /// Every process seen.
+    pub fn procs(&self) -> &[ProcStat] {
+        &self.procs
+    }
+
     /// Live (non-zombie) members of process group `pgid`.
     pub fn live_members(&self, pgid: i32) -> Vec<i32> {
         self.procs

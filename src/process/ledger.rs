@@ -174,7 +174,11 @@ pub fn record(group: &RegisteredGroup) {
         leader: group.leader,
         leader_start: start_time(group.leader),
         label: group.label.clone(),
-        run_id: run_id_of(group.leader),
+        run_id: group
+            .owner
+            .run_id()
+            .map(|id| id.to_string())
+            .or_else(|| run_id_of(group.leader)),
     });
     persist(open);
 }
@@ -430,6 +434,7 @@ mod tests {
 
     #[test]
     fn the_ledger_follows_the_registry_and_survives_its_directory_vanishing() {
+        use crate::process::owner::{Owner, Role, Scope};
         use crate::process::registry;
         let artifacts = tempfile::tempdir().expect("tempdir");
         let path = open(artifacts.path(), "suite-under-test").expect("open");
@@ -439,15 +444,15 @@ mod tests {
         assert_eq!(read().supervisor_pid, std::process::id() as i32);
         // A pgid no real group has: the registry only records it.
         let pgid = i32::MAX - 7;
-        registry::register(pgid, pgid, "command fake (run r)");
-        assert!(read()
-            .groups
-            .iter()
-            .any(|g| g.pgid == pgid && g.label == "command fake (run r)"));
+        let owner = Owner::new(Scope::run("r"), Role::Command("fake".into()));
+        registry::register(pgid, pgid, &owner);
+        assert!(read().groups.iter().any(|g| g.pgid == pgid
+            && g.label == "command fake (r)"
+            && g.run_id.as_deref() == Some("r")));
         registry::unregister(pgid);
         assert!(!read().groups.iter().any(|g| g.pgid == pgid));
         fs::remove_dir_all(artifacts.path()).expect("rm -rf");
-        registry::register(pgid, pgid, "after the directory went");
+        registry::register(pgid, pgid, &owner);
         registry::unregister(pgid);
         close();
         assert!(!path.exists());

@@ -5,9 +5,10 @@
 
 use super::exit::ExitStatus;
 use super::output::OutputHub;
+use super::owner::Owner;
 use super::spawn::{spawn, SpawnError};
 use super::spec::CommandSpec;
-use super::teardown::{teardown, TeardownReport};
+use super::teardown::TeardownReport;
 use std::future::Future;
 use std::time::{Duration, Instant};
 
@@ -30,14 +31,14 @@ pub struct OneShot<R> {
     pub duration: Duration,
 }
 
-/// Runs `spec` to its end (or its timeout, or `stop`). `label` names the group in the registry.
+/// Runs `spec` to its end (or its timeout, or `stop`), its group registered under `owner`.
 pub async fn run_once<R>(
     spec: &CommandSpec,
-    label: &str,
+    owner: Owner,
     stop: impl Future<Output = R>,
 ) -> Result<OneShot<R>, SpawnError> {
     let started = Instant::now();
-    let mut running = spawn(spec, &OutputHub::new(), label)?;
+    let mut running = spawn(spec, &OutputHub::new(), owner)?;
     let limit = async {
         match spec.timeout {
             Some(limit) => {
@@ -57,7 +58,7 @@ pub async fn run_once<R>(
         OneShotEnd::Exited(_) => spec.stop_timeout.min(Duration::from_secs(1)),
         _ => spec.stop_timeout,
     };
-    let report = teardown(&mut running, spec.stop_signal, grace).await;
+    let report = running.stop(spec.stop_signal, grace).await;
     Ok(OneShot {
         end,
         teardown: report,
@@ -68,7 +69,12 @@ pub async fn run_once<R>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::process::owner::{Role, Scope};
     use crate::process::spec::CommandKind;
+
+    fn owner() -> Owner {
+        Owner::new(Scope::run("once-test"), Role::Other("once test".into()))
+    }
 
     fn spec(dir: &std::path::Path, cmd: &str) -> CommandSpec {
         let mut spec = CommandSpec::new(
@@ -86,7 +92,7 @@ mod tests {
     async fn runs_to_its_exit_with_its_env_and_logs_its_output() {
         let dir = tempfile::tempdir().expect("tempdir");
         let s = spec(dir.path(), "echo value=$ONCE_VALUE; exit 3");
-        let done = run_once(&s, "once test", std::future::pending::<()>())
+        let done = run_once(&s, owner(), std::future::pending::<()>())
             .await
             .expect("spawn");
         assert_eq!(done.end, OneShotEnd::Exited(ExitStatus::Code(3)));
@@ -100,19 +106,15 @@ mod tests {
         let mut s = spec(dir.path(), "sleep 30 & sleep 30");
         s.timeout = Some(Duration::from_millis(200));
         s.stop_timeout = Duration::from_millis(200);
-        let done = run_once(&s, "once test", std::future::pending::<()>())
+        let done = run_once(&s, owner(), std::future::pending::<()>())
             .await
             .expect("spawn");
         assert_eq!(done.end, OneShotEnd::TimedOut(Duration::from_millis(200)));
         assert!(done.duration < Duration::from_secs(5), "{done:?}");
         s.timeout = None;
-        let done = run_once(
-            &s,
-            "once test",
-            tokio::time::sleep(Duration::from_millis(100)),
-        )
-        .await
-        .expect("spawn");
+        let done = run_once(&s, owner(), tokio::time::sleep(Duration::from_millis(100)))
+            .await
+            .expect("spawn");
         assert_eq!(done.end, OneShotEnd::Stopped(()));
         assert!(done.teardown.leaked.is_empty(), "{done:?}");
     }

@@ -4,11 +4,11 @@
 //! Every attempt records what it saw (`HTTP 503`, `connection refused`, the last log line, the
 //! exec's exit and output) so that a readiness failure can say why.
 
-use super::group::signal_group;
+use super::handle::{self, Io, Launch};
 use super::output::{LineSubscription, OutputHub};
-use super::registry;
+use super::owner::{Owner, Role};
 use super::spec::{ProbeKind, ProbeSpec};
-use nix::sys::signal::Signal;
+use super::teardown::{terminate, Ladder};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,11 +17,13 @@ use std::time::Duration;
 const EXEC_ATTEMPT_LIMIT: Duration = Duration::from_secs(10);
 const HTTP_ATTEMPT_LIMIT: Duration = Duration::from_secs(5);
 
-/// Where an exec probe runs: the command's directory and environment.
-#[derive(Debug, Clone, Default)]
+/// Where an exec probe runs: the command's directory and environment, and whose it is (the
+/// command's owner; each attempt is registered as an [`Role::ExecProbe`] of the same scope).
+#[derive(Debug, Clone)]
 pub struct ProbeContext {
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
+    pub owner: Owner,
 }
 
 /// What the probe saw last, shared with whoever reports a timeout. A log probe reads the last
@@ -151,63 +153,56 @@ pub async fn tcp_once(addr: &str) -> Result<String, String> {
     }
 }
 
-/// Kills an exec attempt's whole group if the attempt is abandoned (deadline, actor stopped).
-/// Disarmed once the attempt's leader was reaped: its pgid may then belong to someone else.
-struct GroupGuard {
-    pgid: i32,
-    armed: bool,
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = signal_group(self.pgid, Signal::SIGKILL);
-        }
-        registry::unregister(self.pgid);
-    }
-}
-
 /// One run of `sh -c cmd` in its own group; exit 0 is ready.
 pub async fn exec_once(
     cmd: &str,
     ctx: &ProbeContext,
     interval: Duration,
 ) -> Result<String, String> {
-    let mut command = tokio::process::Command::new("sh");
-    command
-        .arg("-c")
-        .arg(cmd)
-        .envs(ctx.env.iter().map(|(k, v)| (k, v)))
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+    let owner = Owner::new(ctx.owner.scope.clone(), Role::ExecProbe(cmd.to_string()));
+    let mut launch = Launch::shell(
+        owner,
+        cmd,
+        Io::Piped {
+            stdin: false,
+            stdout: true,
+            stderr: true,
+        },
+    );
+    launch.env = ctx.env.clone();
     if !ctx.cwd.as_os_str().is_empty() {
-        command.current_dir(&ctx.cwd);
+        launch.cwd = Some(ctx.cwd.clone());
     }
-    let child = command
-        .spawn()
-        .map_err(|e| format!("cannot run `{cmd}`: {e}"))?;
-    let pgid = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .unwrap_or(0);
-    let mut guard = (pgid > 0).then(|| {
-        registry::register(pgid, pgid, format!("exec probe `{cmd}`"));
-        GroupGuard { pgid, armed: true }
-    });
+    // Dropped mid-attempt (deadline, actor stopped), the whole group dies with the handle.
+    launch.kill_on_drop = true;
+    let mut group = handle::start(launch).map_err(|e| format!("cannot run `{cmd}`: {e}"))?;
+    let mut stdout = group.take_stdout();
+    let mut stderr = group.take_stderr();
     let limit = EXEC_ATTEMPT_LIMIT.max(interval);
-    match tokio::time::timeout(limit, child.wait_with_output()).await {
-        Ok(Ok(out)) => {
-            // Its output pipes closed, so no member of the group is left to kill; the pgid
-            // may already be reused.
-            if let Some(g) = guard.as_mut() {
-                g.armed = false;
+    let attempt = async {
+        use tokio::io::AsyncReadExt;
+        let mut out = Vec::new();
+        let mut err = Vec::new();
+        let read_out = async {
+            if let Some(s) = stdout.as_mut() {
+                let _ = s.read_to_end(&mut out).await;
             }
-            let status = super::exit::ExitStatus::from_std(out.status);
-            let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-            text.push_str(&String::from_utf8_lossy(&out.stderr));
+        };
+        let read_err = async {
+            if let Some(s) = stderr.as_mut() {
+                let _ = s.read_to_end(&mut err).await;
+            }
+        };
+        let ((), (), status) = tokio::join!(read_out, read_err, group.wait());
+        (status, out, err)
+    };
+    let outcome = tokio::time::timeout(limit, attempt).await;
+    // Whatever the attempt left (its output pipes closed, so normally nothing) goes now.
+    terminate(&mut group, &Ladder::kill()).await;
+    match outcome {
+        Ok((status, out, err)) => {
+            let mut text = String::from_utf8_lossy(&out).into_owned();
+            text.push_str(&String::from_utf8_lossy(&err));
             let last = text.lines().last().unwrap_or("").to_string();
             let detail = if last.is_empty() {
                 format!("`{cmd}`: {status}")
@@ -220,7 +215,6 @@ pub async fn exec_once(
                 Err(detail)
             }
         }
-        Ok(Err(e)) => Err(format!("`{cmd}`: {e}")),
         Err(_) => Err(format!("`{cmd}`: still running after {limit:?}")),
     }
 }

@@ -3,6 +3,7 @@
 //! after a panic; this is not).
 
 use super::group::signal_group;
+use super::owner::Owner;
 use nix::sys::signal::Signal;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -12,7 +13,9 @@ pub struct RegisteredGroup {
     pub pgid: i32,
     /// Pid of the group leader, the child tokio (or the PTY layer) waits for.
     pub leader: i32,
-    /// What started it, for messages: `command server (run 0190…)`, `agent (run 0190…)`.
+    /// Whose it is: the key by which a run's or a command's groups are found.
+    pub owner: Owner,
+    /// The owner as text, for messages and the ledger: `command server (0190…)`.
     pub label: String,
 }
 
@@ -28,11 +31,13 @@ fn lock() -> std::sync::MutexGuard<'static, HashMap<i32, RegisteredGroup>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-pub fn register(pgid: i32, leader: i32, label: impl Into<String>) {
+/// Called by [`super::handle::start`] for every group, before its handle is returned.
+pub fn register(pgid: i32, leader: i32, owner: &Owner) {
     let group = RegisteredGroup {
         pgid,
         leader,
-        label: label.into(),
+        owner: owner.clone(),
+        label: owner.to_string(),
     };
     lock().insert(pgid, group.clone());
     // On disk too, for the next supervisor should this one be SIGKILLed.

@@ -1,21 +1,24 @@
-//! Starting one harness command: `sh -c <cmd>` in its own process group (or under a PTY, which
-//! makes it a session and group leader), stdout and stderr into one pipe read by the pump, the
-//! group registered before anything else can go wrong.
+//! Starting one harness command: a [`Launch`] of `sh -c <cmd>` (piped, or under a PTY) through the
+//! one spawn function, [`super::handle::start`], with its output into the pump that writes the
+//! command's log and feeds its [`OutputHub`]; and stopping it through the one termination routine.
 //!
-//! Every process gets [`HARNESS_TAG_VAR`] set to a token unique to this spawn, so that teardown can
-//! find descendants that left the group (`setsid`) and attribute them to this command, even while
-//! other commands of the same run are being torn down at the same moment.
+//! Every harness process gets a fresh [`super::handle::Marker`] (`BUGATTI_HARNESS_TAG`), so that
+//! teardown can find descendants that left the group (`setsid`) and attribute them to this
+//! command, even while other commands of the same run are being torn down at the same moment.
 
 use super::exit::ExitStatus;
+use super::handle::{self, Group, Io, Launch};
 use super::output::{spawn_pump, OutputHub, PumpHandle};
-use super::registry;
+use super::owner::Owner;
 use super::spec::CommandSpec;
+use super::teardown::{self, Ladder, TeardownReport};
 use std::fs::{File, OpenOptions};
 use std::path::Path;
+use std::time::Duration;
 use tokio::sync::watch;
 
-/// The environment variable carrying the per-spawn token.
-pub const HARNESS_TAG_VAR: &str = "BUGATTI_HARNESS_TAG";
+/// How long the log pump gets to reach end-of-file after the group is gone.
+const DRAIN_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
@@ -35,53 +38,43 @@ pub enum SpawnError {
     },
 }
 
-/// A started process group.
+/// A started harness command: its process group and the pump reading its output.
+#[derive(Debug)]
 pub struct Running {
-    pub pid: i32,
-    pub pgid: i32,
-    /// `Some` once the leader exited (set by the waiter, an event, not a poll).
-    pub exit: watch::Receiver<Option<ExitStatus>>,
+    pub group: Group,
     pub pump: PumpHandle,
-    /// The value of [`HARNESS_TAG_VAR`] in its environment.
-    pub tag: String,
-    /// Held until teardown: dropping the master hangs up the PTY session.
-    /// (In a mutex only to make `Running` shareable across awaits: the master is not `Sync`.)
-    pty_master: std::sync::Mutex<Option<Box<dyn portable_pty::MasterPty + Send>>>,
-}
-
-impl std::fmt::Debug for Running {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Running")
-            .field("pid", &self.pid)
-            .field("pgid", &self.pgid)
-            .field("tag", &self.tag)
-            .field("pty", &self.pty_master.lock().is_ok_and(|m| m.is_some()))
-            .finish()
-    }
 }
 
 impl Running {
+    pub fn pid(&self) -> i32 {
+        self.group.pid()
+    }
+
+    /// A receiver that changes once, when the leader exits.
+    pub fn exit_watch(&self) -> watch::Receiver<Option<ExitStatus>> {
+        self.group.exit_watch()
+    }
+
     pub fn exit_status(&self) -> Option<ExitStatus> {
-        self.exit.borrow().clone()
+        self.group.exit_status()
     }
 
     /// Waits for the leader's exit event.
     pub async fn wait(&self) -> ExitStatus {
-        let mut rx = self.exit.clone();
-        let status = match rx.wait_for(|s| s.is_some()).await {
-            Ok(s) => s
-                .clone()
-                .unwrap_or_else(|| ExitStatus::Unknown("no status".into())),
-            Err(_) => ExitStatus::Unknown("waiter gone".into()),
-        };
-        status
+        self.group.wait().await
     }
 
-    /// Closes the PTY (if any) once the group is gone.
-    pub fn release_pty(&mut self) {
-        if let Ok(mut master) = self.pty_master.lock() {
-            *master = None;
-        }
+    /// Stops the command: its stop signal, `grace` to end (zero: SIGKILL at once), then the
+    /// termination routine's kill and sweep; then its output is drained into the log.
+    pub async fn stop(
+        &mut self,
+        stop_signal: nix::sys::signal::Signal,
+        grace: Duration,
+    ) -> TeardownReport {
+        let report =
+            teardown::terminate(&mut self.group, &Ladder::harness(stop_signal, grace)).await;
+        self.pump.drained(DRAIN_WAIT).await;
+        report
     }
 }
 
@@ -113,18 +106,6 @@ fn check_cwd(spec: &CommandSpec) -> Result<(), SpawnError> {
     }
 }
 
-/// Spawns `spec` (must run inside a tokio runtime). `label` names the group in the registry.
-pub fn spawn(spec: &CommandSpec, hub: &OutputHub, label: &str) -> Result<Running, SpawnError> {
-    check_cwd(spec)?;
-    let log = open_log(spec)?;
-    let tag = uuid::Uuid::now_v7().to_string();
-    if spec.pty {
-        spawn_pty(spec, hub, label, log, tag)
-    } else {
-        spawn_piped(spec, hub, label, log, tag)
-    }
-}
-
 fn start_error(spec: &CommandSpec, reason: impl std::fmt::Display) -> SpawnError {
     SpawnError::Start {
         command: spec.name.clone(),
@@ -133,142 +114,31 @@ fn start_error(spec: &CommandSpec, reason: impl std::fmt::Display) -> SpawnError
     }
 }
 
-/// Kernel buffer of a command's output pipe.
-const PIPE_SIZE: i32 = 1 << 20;
-
-fn spawn_piped(
-    spec: &CommandSpec,
-    hub: &OutputHub,
-    label: &str,
-    log: File,
-    tag: String,
-) -> Result<Running, SpawnError> {
-    let (read_end, write_end) =
-        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| start_error(spec, e))?;
-    // A larger pipe means fewer, larger reads when a command floods its output (best effort:
-    // the kernel may refuse above /proc/sys/fs/pipe-max-size).
-    #[cfg(target_os = "linux")]
-    let _ = nix::fcntl::fcntl(&read_end, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
-    let stderr_end = write_end.try_clone().map_err(|e| start_error(spec, e))?;
-    let mut command = tokio::process::Command::new("sh");
-    command
-        .arg("-c")
-        .arg(&spec.cmd)
-        .current_dir(&spec.cwd)
-        .envs(spec.env.iter().map(|(k, v)| (k, v)))
-        .env(HARNESS_TAG_VAR, &tag)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::from(write_end))
-        .stderr(std::process::Stdio::from(stderr_end))
-        .process_group(0);
-    let mut child = command.spawn().map_err(|e| start_error(spec, e))?;
-    // Our copies of the write end must close, or the pump never sees end-of-file.
-    drop(command);
-    let pid = child
-        .id()
-        .and_then(|id| i32::try_from(id).ok())
-        .ok_or_else(|| start_error(spec, "the child has no pid"))?;
-    registry::register(pid, pid, label);
-    let pump = match spawn_pump(
-        &spec.name,
-        Box::new(File::from(read_end)),
-        log,
-        spec.secrets.clone(),
-        hub.clone(),
-    ) {
-        Ok(p) => p,
-        Err(e) => {
-            let _ = super::group::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
-            return Err(start_error(spec, e));
-        }
-    };
-    let (exit_tx, exit_rx) = watch::channel(None);
-    tokio::spawn(async move {
-        let status = match child.wait().await {
-            Ok(s) => ExitStatus::from_std(s),
-            Err(e) => ExitStatus::Unknown(e.to_string()),
-        };
-        let _ = exit_tx.send(Some(status));
-    });
-    Ok(Running {
-        pid,
-        pgid: pid,
-        exit: exit_rx,
-        pump,
-        tag,
-        pty_master: std::sync::Mutex::new(None),
-    })
-}
-
-fn spawn_pty(
-    spec: &CommandSpec,
-    hub: &OutputHub,
-    label: &str,
-    log: File,
-    tag: String,
-) -> Result<Running, SpawnError> {
-    use portable_pty::{native_pty_system, CommandBuilder, PtySize};
-    let pair = native_pty_system()
-        .openpty(PtySize {
+/// Spawns `spec` (must run inside a tokio runtime), its group registered under `owner`.
+pub fn spawn(spec: &CommandSpec, hub: &OutputHub, owner: Owner) -> Result<Running, SpawnError> {
+    check_cwd(spec)?;
+    let log = open_log(spec)?;
+    let io = if spec.pty {
+        Io::Pty {
             rows: 50,
             cols: 200,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .map_err(|e| start_error(spec, e))?;
-    let mut builder = CommandBuilder::new("sh");
-    builder.args(["-c", &spec.cmd]);
-    // CommandBuilder would silently fall back to $HOME for a bad cwd; checked above.
-    builder.cwd(&spec.cwd);
-    // The same environment a piped command gets, spelled out: inherited, then the session's.
-    builder.env_clear();
-    for (k, v) in std::env::vars_os() {
-        builder.env(k, v);
+        }
+    } else {
+        Io::Merged
+    };
+    let mut launch = Launch::shell(owner, spec.cmd.clone(), io);
+    launch.cwd = Some(spec.cwd.clone());
+    launch.env = spec.env.clone();
+    let mut group = handle::start(launch).map_err(|e| start_error(spec, e))?;
+    let pumped = match group.take_output() {
+        Some(output) => spawn_pump(&spec.name, output, log, spec.secrets.clone(), hub.clone()),
+        None => Err(std::io::Error::other("no output stream")),
+    };
+    match pumped {
+        Ok(pump) => Ok(Running { group, pump }),
+        Err(e) => {
+            teardown::abandon(&mut group);
+            Err(start_error(spec, e))
+        }
     }
-    for (k, v) in &spec.env {
-        builder.env(k, v);
-    }
-    builder.env(HARNESS_TAG_VAR, &tag);
-    let mut child = pair
-        .slave
-        .spawn_command(builder)
-        .map_err(|e| start_error(spec, e))?;
-    drop(pair.slave);
-    let pid = child
-        .process_id()
-        .and_then(|id| i32::try_from(id).ok())
-        .ok_or_else(|| start_error(spec, "the child has no pid"))?;
-    registry::register(pid, pid, label);
-    let reader = pair.master.try_clone_reader().map_err(|e| {
-        let _ = super::group::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
-        start_error(spec, e)
-    })?;
-    let pump =
-        spawn_pump(&spec.name, reader, log, spec.secrets.clone(), hub.clone()).map_err(|e| {
-            let _ = super::group::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
-            start_error(spec, e)
-        })?;
-    let (exit_tx, exit_rx) = watch::channel(None);
-    // portable-pty's wait blocks: a thread of its own.
-    let spawned = std::thread::Builder::new()
-        .name(format!("wait-{}", spec.name))
-        .spawn(move || {
-            let status = match child.wait() {
-                Ok(s) => ExitStatus::from_pty(&s),
-                Err(e) => ExitStatus::Unknown(e.to_string()),
-            };
-            let _ = exit_tx.send(Some(status));
-        });
-    if let Err(e) = spawned {
-        let _ = super::group::signal_group(pid, nix::sys::signal::Signal::SIGKILL);
-        return Err(start_error(spec, e));
-    }
-    Ok(Running {
-        pid,
-        pgid: pid,
-        exit: exit_rx,
-        pump,
-        tag,
-        pty_master: std::sync::Mutex::new(Some(pair.master)),
-    })
 }

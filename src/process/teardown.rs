@@ -1,11 +1,20 @@
-//! Tearing down one process group: stop signal, wait for the exit event up to the grace period,
-//! SIGKILL the group, then look for anything of this command still alive (the group, descendants
-//! seen before the stop, anything carrying its spawn tag) and record `clean`, `killed` or `leaked`.
+//! The one termination routine: [`terminate`] ends a [`Group`] by climbing its [`Ladder`] (data:
+//! which signals, in which order, how long each may take), then SIGKILLs the group, then sweeps for
+//! escapees — descendants seen before the stop (by parentage) and anything carrying the group's
+//! environment [`super::handle::Marker`] — and answers with a [`TeardownReport`]: `clean` (it
+//! ended on a gentle rung), `killed` (it needed a harsh rung or SIGKILL) or `leaked` (something
+//! outlived the group and was killed).
+//!
+//! This file is where process groups die. The only other signal senders are the safety nets:
+//! [`abandon`] (a handle dropped without termination), [`kill_owner`] / [`kill_scope`] (an actor
+//! that died without tearing down), [`super::registry::sweep`] (the supervisor's exit) and
+//! [`super::ledger::reap_dead`] (a SIGKILLed supervisor's leftovers).
 
 use super::exit::ExitStatus;
-use super::group::{self, all_processes, live_members, signal_group, ProcStat};
+use super::group::{self, all_processes, signal_group, ProcSnapshot, ProcStat};
+use super::handle::Group;
+use super::owner::{Owner, Scope};
 use super::registry;
-use super::spawn::{Running, HARNESS_TAG_VAR};
 use crate::model::outcome::TeardownState;
 use nix::sys::signal::Signal;
 use std::collections::{HashMap, HashSet};
@@ -16,9 +25,76 @@ use tokio::time::{sleep, timeout, Instant};
 /// leader are not our children, so no exit event exists for them.
 const GROUP_POLL: Duration = Duration::from_millis(20);
 /// How long SIGKILLed processes get to disappear before we stop waiting.
-const KILL_WAIT: Duration = Duration::from_secs(5);
-/// How long the log pump gets to reach end-of-file after the group is gone.
-const DRAIN_WAIT: Duration = Duration::from_secs(2);
+pub const KILL_WAIT: Duration = Duration::from_secs(5);
+
+/// One step of an escalation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rung {
+    /// Close the child's stdin (an idle agent ends on end-of-file) and wait up to `wait`.
+    CloseStdin { wait: Duration },
+    /// Send `signal` to the group and wait up to `wait`. `clean`: ending here counts as a clean
+    /// teardown (a harness command's stop signal, the agent's SIGINT) rather than a kill.
+    Signal {
+        signal: Signal,
+        wait: Duration,
+        clean: bool,
+    },
+}
+
+/// An escalation: the rungs in order, then SIGKILL of the group (waited on up to `kill_wait`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ladder {
+    pub rungs: Vec<Rung>,
+    pub kill_wait: Duration,
+}
+
+impl Ladder {
+    /// A harness command (and a `shell` step cut short): its stop signal, `grace` to end; a zero
+    /// grace goes straight to SIGKILL.
+    pub fn harness(stop_signal: Signal, grace: Duration) -> Self {
+        let rungs = if grace.is_zero() {
+            Vec::new()
+        } else {
+            vec![Rung::Signal {
+                signal: stop_signal,
+                wait: grace,
+                clean: true,
+            }]
+        };
+        Self {
+            rungs,
+            kill_wait: KILL_WAIT,
+        }
+    }
+
+    /// An agent: stdin closed, SIGINT (Claude Code cleans up its tools on SIGINT, not on
+    /// SIGTERM), SIGTERM, SIGKILL. An idle agent ends on EOF at once and an interrupted one cleans
+    /// up quickly, so those two rungs are short; SIGTERM gets the whole grace.
+    pub fn agent(grace: Duration) -> Self {
+        let gentle = grace.min(Duration::from_secs(2));
+        Self {
+            rungs: vec![
+                Rung::CloseStdin { wait: gentle },
+                Rung::Signal {
+                    signal: Signal::SIGINT,
+                    wait: gentle,
+                    clean: true,
+                },
+                Rung::Signal {
+                    signal: Signal::SIGTERM,
+                    wait: grace,
+                    clean: false,
+                },
+            ],
+            kill_wait: grace.max(Duration::from_secs(2)),
+        }
+    }
+
+    /// No ceremony: SIGKILL at once (an abandoned probe attempt, a finished step's leftovers).
+    pub fn kill() -> Self {
+        Self::harness(Signal::SIGKILL, Duration::ZERO)
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TeardownReport {
@@ -52,17 +128,17 @@ fn is_alive(pid: i32) -> bool {
 }
 
 /// Waits until the leader exited and the group has no live member, at most until `deadline`.
-async fn wait_gone(running: &Running, deadline: Instant) -> bool {
+async fn wait_gone(group: &Group, deadline: Instant) -> bool {
     let exited = timeout(
         deadline.saturating_duration_since(Instant::now()),
-        running.wait(),
+        group.wait(),
     )
     .await;
     if exited.is_err() {
         return false;
     }
     loop {
-        if live_members(running.pgid).is_empty() {
+        if group::live_members(group.pgid()).is_empty() {
             return true;
         }
         if Instant::now() >= deadline {
@@ -72,96 +148,196 @@ async fn wait_gone(running: &Running, deadline: Instant) -> bool {
     }
 }
 
-/// Tears the group down. `grace` is the stop timeout; zero skips straight to SIGKILL.
-pub async fn teardown(
-    running: &mut Running,
-    stop_signal: Signal,
-    grace: Duration,
-) -> TeardownReport {
+/// Ends the group: climbs `ladder`, SIGKILLs what is left, sweeps for escapees, unregisters the
+/// group and closes its PTY. Idempotent: a second call answers the first report.
+pub async fn terminate(group: &mut Group, ladder: &Ladder) -> TeardownReport {
+    if let Some(report) = &group.report {
+        return report.clone();
+    }
     let own = std::process::id() as i32;
     let procs = all_processes();
-    let mut roots = live_members(running.pgid);
-    roots.push(running.pid);
+    let pgid = group.pgid();
+    let mut roots: Vec<i32> = procs
+        .iter()
+        .filter(|p| p.pgid == pgid && !p.is_zombie())
+        .map(|p| p.pid)
+        .collect();
+    let members_alive = !roots.is_empty();
+    roots.push(group.pid());
     let snapshot: HashSet<i32> = descendants(&roots, &procs)
         .into_iter()
         .filter(|&pid| pid != own)
         .collect();
 
-    let already_gone = running.exit_status().is_some() && live_members(running.pgid).is_empty();
+    let already_gone = group.exit_status().is_some() && !members_alive;
     let mut state = TeardownState::Clean;
     if !already_gone {
-        let clean = if grace.is_zero() {
-            false
-        } else {
-            let _ = signal_group(running.pgid, stop_signal);
-            wait_gone(running, Instant::now() + grace).await
-        };
-        if !clean {
+        let mut ended = false;
+        for rung in &ladder.rungs {
+            let wait = match *rung {
+                Rung::CloseStdin { wait } => {
+                    group.stdin = None;
+                    wait
+                }
+                Rung::Signal {
+                    signal,
+                    wait,
+                    clean,
+                } => {
+                    if !clean {
+                        state = TeardownState::Killed;
+                    }
+                    let _ = signal_group(pgid, signal);
+                    wait
+                }
+            };
+            if wait_gone(group, Instant::now() + wait).await {
+                ended = true;
+                break;
+            }
+        }
+        if !ended {
             state = TeardownState::Killed;
-            let _ = signal_group(running.pgid, Signal::SIGKILL);
-            wait_gone(running, Instant::now() + KILL_WAIT).await;
+            let _ = signal_group(pgid, Signal::SIGKILL);
+            wait_gone(group, Instant::now() + ladder.kill_wait).await;
         }
     }
+    group.stdin = None;
 
-    let leaked = kill_leftovers(running, &snapshot).await;
+    let leaked = kill_leftovers(group, &snapshot).await;
     if !leaked.is_empty() {
         state = TeardownState::Leaked;
     }
-    reap_ours(running.pid, running.pgid, &leaked);
-    registry::unregister(running.pgid);
-    running.pump.drained(DRAIN_WAIT).await;
-    running.release_pty();
-    TeardownReport {
+    reap_ours(group.pid(), pgid, &leaked);
+    registry::unregister(pgid);
+    group.release_pty();
+    let report = TeardownReport {
         state,
-        exit: running.exit_status(),
+        exit: group.exit_status(),
         leaked,
-    }
+    };
+    group.report = Some(report.clone());
+    report
 }
 
-/// Finds what outlived the group (seen before the stop, or tagged with this spawn), SIGKILLs it and
-/// waits for it to go. Returns the pids that were alive.
-async fn kill_leftovers(running: &Running, snapshot: &HashSet<i32>) -> Vec<i32> {
+/// Finds what outlived the group (seen before the stop, or carrying its marker; not looked up by
+/// pgid, which may belong to someone else once the group is gone), SIGKILLs it and waits for it to go, looking again while it does (a shell may fork
+/// between two commands). Returns the pids that were alive.
+async fn kill_leftovers(group: &Group, snapshot: &HashSet<i32>) -> Vec<i32> {
     let own = std::process::id() as i32;
-    let mut leftovers: HashSet<i32> = snapshot.iter().copied().filter(|&p| is_alive(p)).collect();
-    leftovers.extend(group::live_descendants_with_env(
-        HARNESS_TAG_VAR,
-        &running.tag,
-    ));
-    // Descendants of the leftovers (a daemon's own children).
-    let procs = all_processes();
-    let roots: Vec<i32> = leftovers.iter().copied().collect();
-    leftovers.extend(descendants(&roots, &procs));
-    leftovers.remove(&own);
-    let mut leaked: Vec<i32> = leftovers.into_iter().collect();
-    leaked.sort_unstable();
-    for &pid in &leaked {
-        // A setsid escapee leads its own group: take that group down with it.
-        if let Some(stat) = group::read_stat(pid) {
-            if stat.pgid == pid && stat.pgid != own {
-                let _ = signal_group(pid, Signal::SIGKILL);
-            }
-        }
-        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
-    }
+    let marker = group.marker();
+    let mut leaked: HashSet<i32> = HashSet::new();
+    let mut alive: HashSet<i32> = snapshot.iter().copied().filter(|&p| is_alive(p)).collect();
     let deadline = Instant::now() + KILL_WAIT;
-    while leaked.iter().any(|&p| is_alive(p)) && Instant::now() < deadline {
-        sleep(GROUP_POLL).await;
+    loop {
+        let now = ProcSnapshot::take();
+        alive.extend(now.live_descendants_with_env(marker.var, &marker.value));
+        // Descendants of the leftovers (a daemon's own children).
+        let roots: Vec<i32> = alive.iter().copied().collect();
+        alive.extend(descendants(&roots, now.procs()));
+        alive.remove(&own);
+        if alive.is_empty() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            leaked.extend(alive.iter().copied());
+            break;
+        }
+        for &pid in &alive {
+            // A setsid escapee leads its own group: take that group down with it.
+            if let Some(stat) = group::read_stat(pid) {
+                if stat.pgid == pid && stat.pgid != own {
+                    let _ = signal_group(pid, Signal::SIGKILL);
+                }
+            }
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        leaked.extend(alive.iter().copied());
+        while alive.iter().any(|&p| is_alive(p)) && Instant::now() < deadline {
+            sleep(GROUP_POLL).await;
+        }
+        alive.clear();
     }
+    let mut leaked: Vec<i32> = leaked.into_iter().collect();
+    leaked.sort_unstable();
     leaked
 }
 
-/// Reaps zombies re-parented to us (as child subreaper) that belong to this command: members of its
-/// group or leaked pids, never the leader (its waiter owns that status), one pid at a time.
+/// Reaps zombies re-parented to us (as child subreaper) that belong to this group: members of its
+/// group or leaked pids, never the leader (its waiter owns that status) nor another registered
+/// leader, one pid at a time.
 fn reap_ours(leader: i32, pgid: i32, leaked: &[i32]) {
     use nix::sys::wait::{waitpid, WaitPidFlag};
     let own = std::process::id() as i32;
+    let leaders = registry::leader_pids();
     for p in all_processes() {
         let ours = p.pgid == pgid || leaked.contains(&p.pid);
-        if ours && p.ppid == own && p.pid != leader && p.is_zombie() {
+        if ours && p.ppid == own && p.pid != leader && p.is_zombie() && !leaders.contains(&p.pid) {
             let _ = waitpid(
                 nix::unistd::Pid::from_raw(p.pid),
                 Some(WaitPidFlag::WNOHANG),
             );
         }
+    }
+}
+
+/// A handle dropped without [`terminate`] (its owner killed, a panic): SIGKILL now, no waiting.
+/// A leader already reaped with no member left is not signalled: its pgid may be reused.
+pub(super) fn abandon(group: &mut Group) {
+    if group.report.is_some() {
+        return;
+    }
+    let pgid = group.pgid();
+    if group.exit_status().is_none() || !group::live_members(pgid).is_empty() {
+        let _ = signal_group(pgid, Signal::SIGKILL);
+    }
+    let marker = group.marker();
+    let leaked = group::kill_descendants_with_env(marker.var, &marker.value);
+    registry::unregister(pgid);
+    group.release_pty();
+    group.report = Some(TeardownReport {
+        state: if leaked.is_empty() {
+            TeardownState::Killed
+        } else {
+            TeardownState::Leaked
+        },
+        exit: group.exit_status(),
+        leaked,
+    });
+}
+
+/// Kills every registered group of `owner` whose handle is out of reach (its actor failed or
+/// does not answer). Returns how many there were.
+pub fn kill_owner(owner: &Owner) -> usize {
+    let groups: Vec<_> = registry::registered()
+        .into_iter()
+        .filter(|g| &g.owner == owner)
+        .collect();
+    for g in &groups {
+        let _ = signal_group(g.pgid, Signal::SIGKILL);
+        registry::unregister(g.pgid);
+    }
+    groups.len()
+}
+
+/// Kills whatever a run or suite that died (panicked) left behind: its registered groups and,
+/// for a run, every process carrying its `BUGATTI_RUN_ID`.
+pub fn kill_scope(scope: &Scope) {
+    for g in registry::registered()
+        .into_iter()
+        .filter(|g| &g.owner.scope == scope)
+    {
+        let _ = signal_group(g.pgid, Signal::SIGKILL);
+        registry::unregister(g.pgid);
+    }
+    sweep_run(scope);
+}
+
+/// After a run's teardown: SIGKILLs every descendant still carrying the run's `BUGATTI_RUN_ID`
+/// (escaped from every group); returns their pids.
+pub fn sweep_run(scope: &Scope) -> Vec<i32> {
+    match scope.run_id() {
+        Some(run) => group::kill_descendants_with_env("BUGATTI_RUN_ID", run.as_str()),
+        None => Vec::new(),
     }
 }

@@ -23,6 +23,7 @@ use super::{
 };
 use crate::model::markers::scan_text;
 use crate::model::outcome::{StepStatus, TeardownState};
+use crate::process::owner::{Owner, Role, Scope};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
@@ -358,8 +359,10 @@ impl Provider for ClaudeCode {
             args: self.args(),
             env: agent_env(&self.ctx.spec, facts),
             cwd: self.ctx.spec.cwd.clone(),
-            label: format!("agent claude-code (run {})", facts.run_id),
-            run_id: facts.run_id.clone(),
+            owner: Owner::new(
+                Scope::run(facts.run_id.clone()),
+                Role::Agent("claude-code".into()),
+            ),
             stderr,
             display: Some(self.shown_command()),
         };

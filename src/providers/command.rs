@@ -25,6 +25,7 @@ use super::{
     StepRequest, StepVerdict,
 };
 use crate::model::outcome::{StepStatus, TeardownState};
+use crate::process::owner::{Owner, Role, Scope};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -383,8 +384,10 @@ impl Provider for CommandProvider {
             args,
             env: agent_env(&self.ctx.spec, facts),
             cwd: self.ctx.spec.cwd.clone(),
-            label: format!("agent command (run {})", facts.run_id),
-            run_id: facts.run_id.clone(),
+            owner: Owner::new(
+                Scope::run(facts.run_id.clone()),
+                Role::Agent("command".into()),
+            ),
             stderr,
             display: None,
         };

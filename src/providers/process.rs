@@ -1,26 +1,27 @@
-//! The agent's process: spawned in its own process group with piped stdio, registered for the
-//! final sweep, watched for its exit (an event, not a poll), its stderr kept as a transcript and a
-//! short tail, and torn down like a harness command:
-//! stdin closed → short grace → SIGINT to the group → short grace → SIGTERM → grace → SIGKILL
-//! (SIGINT before SIGTERM: Claude Code cleans up its tools on SIGINT, not on SIGTERM); then any member
-//! left in the group is killed, and so is every process that escaped the group (Claude Code runs
-//! its Bash tools in their own sessions) but still carries [`AGENT_MARKER_ENV`] in its environment.
+//! The agent's process: started through the one spawn function ([`crate::process::handle::start`])
+//! in its own process group with piped stdio, registered under its owner (the run, role `agent`),
+//! watched for its exit (an event, not a poll), its stderr kept as a transcript and a short tail,
+//! and ended by the one termination routine with the agent's ladder
+//! ([`crate::process::Ladder::agent`]): stdin closed → short grace → SIGINT to the group → short
+//! grace → SIGTERM → grace → SIGKILL (SIGINT before SIGTERM: Claude Code cleans up its tools on
+//! SIGINT, not on SIGTERM); then every process that escaped the group (Claude Code runs its Bash
+//! tools in their own sessions) but still carries [`AGENT_MARKER_ENV`] is killed.
 
 use super::transcript::SharedTranscript;
 use super::{AgentDeath, AgentError, AgentEvent, AGENT_MARKER_ENV};
 use crate::model::outcome::TeardownState;
-use crate::process::{group, registry};
+use crate::process::exit::ExitStatus;
+use crate::process::handle::{self, Group, Io, Launch, Marker};
+use crate::process::owner::Owner;
+use crate::process::teardown::{terminate, Ladder};
 use crate::report::redact::Secrets;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::Pid;
-use std::os::unix::process::ExitStatusExt;
+use nix::sys::signal::Signal;
 use std::path::PathBuf;
-use std::process::{ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
-use tokio::process::{ChildStdin, ChildStdout, Command};
+use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -35,9 +36,9 @@ pub struct SpawnSpec {
     pub args: Vec<String>,
     pub env: Vec<(String, String)>,
     pub cwd: PathBuf,
-    /// For the registry and messages: `agent claude-code (run …)`.
-    pub label: String,
-    pub run_id: String,
+    /// Its key in the registry (and its label in messages): `agent claude-code (run …)`. The
+    /// owner's run id is also the value of [`AGENT_MARKER_ENV`] by which escapees are found.
+    pub owner: Owner,
     /// Where stderr goes (`agent.stderr.log`).
     pub stderr: SharedTranscript,
     /// The command line shown in messages, when the real one is unreadable (a long prompt).
@@ -61,9 +62,8 @@ pub struct AgentProcess {
     pub command_line: String,
     /// Pid of the leader, which is also the process group id.
     pub pid: i32,
-    run_id: String,
-    stdin: Option<ChildStdin>,
-    stdout: Option<ChildStdout>,
+    /// The process group; its stdin stays in it until the termination routine closes it.
+    group: Group,
     exit: watch::Receiver<Option<ExitStatus>>,
     stderr_tail: Arc<Mutex<Vec<u8>>>,
     /// Becomes true when stderr reached its end.
@@ -77,39 +77,32 @@ pub struct AgentProcess {
 impl AgentProcess {
     pub fn spawn(spec: SpawnSpec) -> Result<Self, AgentError> {
         let command_line = spec.command_line();
-        let mut command = Command::new(&spec.program);
-        command
-            .args(&spec.args)
-            .env_clear()
-            .envs(spec.env.iter().map(|(k, v)| (k, v)))
-            .current_dir(&spec.cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|source| AgentError::Spawn {
+        let marker = Marker {
+            var: AGENT_MARKER_ENV,
+            value: spec.owner.scope.id().to_string(),
+        };
+        let launch = Launch {
+            owner: spec.owner.clone(),
+            program: spec.program.clone(),
+            args: spec.args.clone(),
+            cwd: Some(spec.cwd.clone()),
+            env: spec.env.clone(),
+            inherit_env: false,
+            io: Io::Piped {
+                stdin: true,
+                stdout: true,
+                stderr: true,
+            },
+            marker,
+            kill_on_drop: true,
+        };
+        let mut group = handle::start(launch).map_err(|source| AgentError::Spawn {
             command: command_line.clone(),
             source,
         })?;
-        let Some(pid) = child.id().map(|p| p as i32) else {
-            return Err(AgentError::Spawn {
-                command: command_line,
-                source: std::io::Error::other("the process ended before its pid was read"),
-            });
-        };
-        registry::register(pid, pid, spec.label.clone());
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take();
-        let stderr_pipe = child.stderr.take();
-        let (exit_tx, exit_rx) = watch::channel(None);
-        tokio::spawn(async move {
-            let status = child
-                .wait()
-                .await
-                .unwrap_or_else(|_| ExitStatus::from_raw(0xff00));
-            let _ = exit_tx.send(Some(status));
-        });
+        let pid = group.pid();
+        let stderr_pipe = group.take_stderr();
+        let exit_rx = group.exit_watch();
         let stderr_tail = Arc::new(Mutex::new(Vec::new()));
         let (done_tx, stderr_done) = watch::channel(false);
         match stderr_pipe {
@@ -128,9 +121,7 @@ impl AgentProcess {
         Ok(Self {
             command_line,
             pid,
-            run_id: spec.run_id,
-            stdin,
-            stdout,
+            group,
             exit: exit_rx,
             stderr_tail,
             stderr_done,
@@ -141,14 +132,14 @@ impl AgentProcess {
     }
 
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
-        self.stdout.take()
+        self.group.take_stdout()
     }
 
     /// Writes one line (a newline is added) to the agent's stdin.
     pub async fn write_line(&mut self, line: &str) -> std::io::Result<()> {
         let stdin = self
-            .stdin
-            .as_mut()
+            .group
+            .stdin_mut()
             .ok_or_else(|| std::io::Error::other("the agent's stdin is closed"))?;
         stdin.write_all(line.as_bytes()).await?;
         stdin.write_all(b"\n").await?;
@@ -157,11 +148,11 @@ impl AgentProcess {
 
     /// The agent's stdin, for a write the caller races against its own deadlines.
     pub fn stdin_mut(&mut self) -> Option<&mut ChildStdin> {
-        self.stdin.as_mut()
+        self.group.stdin_mut()
     }
 
     pub fn close_stdin(&mut self) {
-        self.stdin.take();
+        self.group.take_stdin();
     }
 
     /// A receiver that changes once, when the process exits.
@@ -170,7 +161,7 @@ impl AgentProcess {
     }
 
     pub fn exit_status(&self) -> Option<ExitStatus> {
-        *self.exit.borrow()
+        self.exit.borrow().clone()
     }
 
     pub fn is_torn_down(&self) -> bool {
@@ -206,7 +197,7 @@ impl AgentProcess {
         let stopping = Arc::clone(&self.stopping);
         tokio::spawn(async move {
             let status = match exit.wait_for(|s| s.is_some()).await {
-                Ok(status) => *status,
+                Ok(status) => status.clone(),
                 Err(_) => return,
             };
             let Some(status) = status else { return };
@@ -220,80 +211,29 @@ impl AgentProcess {
         });
     }
 
-    /// Stops the agent and everything it started. Idempotent: a second call returns the first
-    /// result. A provider with a gentler first step (Claude Code's interrupt request) sends it
-    /// before calling this.
+    /// Stops the agent and everything it started, through the termination routine with the
+    /// agent's ladder. Idempotent: a second call returns the first result. A provider with a
+    /// gentler first step (Claude Code's interrupt request) sends it before calling this.
     pub async fn stop(&mut self, grace: Duration) -> TeardownState {
         if let Some(state) = self.teardown {
             return state;
         }
         self.stopping.store(true, Ordering::SeqCst);
-        self.close_stdin();
-        let mut state = TeardownState::Clean;
-        // An idle agent ends on EOF at once, and one interrupted by SIGINT cleans up quickly:
-        // these two phases are short; the SIGTERM phase gets the whole grace.
-        let gentle = grace.min(Duration::from_secs(2));
-        if !self.wait_exit(gentle).await {
-            let _ = group::signal_group(self.pid, Signal::SIGINT);
-            if !self.wait_exit(gentle).await {
-                state = TeardownState::Killed;
-                let _ = group::signal_group(self.pid, Signal::SIGTERM);
-                if !self.wait_exit(grace).await {
-                    let _ = group::signal_group(self.pid, Signal::SIGKILL);
-                    self.wait_exit(grace.max(Duration::from_secs(2))).await;
-                }
-            }
-        }
-        // The leader is gone; members of its group (background jobs) must not outlive it.
-        if !group::live_members(self.pid).is_empty() {
-            let _ = group::signal_group(self.pid, Signal::SIGKILL);
-            state = TeardownState::Killed;
-        }
-        let escaped = kill_escaped(&self.run_id);
-        if !escaped.is_empty() {
+        let report = terminate(&mut self.group, &Ladder::agent(grace)).await;
+        if !report.leaked.is_empty() {
             tracing::warn!(
                 "agent `{}`: killed {} process(es) that escaped its process group: {:?}",
                 self.command_line,
-                escaped.len(),
-                escaped
+                report.leaked.len(),
+                report.leaked
             );
-            state = TeardownState::Leaked;
         }
-        settle_survivors(self.pid, &self.run_id).await;
-        registry::unregister(self.pid);
         let mut done = self.stderr_done.clone();
         let _ = tokio::time::timeout(Duration::from_secs(1), done.wait_for(|d| *d)).await;
         self.stderr.finish();
-        self.teardown = Some(state);
-        state
+        self.teardown = Some(report.state);
+        report.state
     }
-}
-
-/// SIGKILLs every live process carrying the agent marker for `run_id`; returns their pids.
-pub fn kill_escaped(run_id: &str) -> Vec<i32> {
-    group::kill_descendants_with_env(AGENT_MARKER_ENV, run_id)
-}
-
-/// Waits (bounded) until SIGKILLed processes are really gone, reaping those re-parented to us as
-/// subreaper. Processes that are not our children give no exit event, so this looks at `/proc`
-/// a few times; it only runs after a kill, at teardown.
-pub(crate) async fn settle_survivors(pgid: i32, run_id: &str) -> Vec<i32> {
-    let mut escaped_ever: Vec<i32> = Vec::new();
-    for _ in 0..100 {
-        let snapshot = group::ProcSnapshot::take();
-        snapshot.reap_adopted_zombies(&registry::leader_pids());
-        let group_left = snapshot.live_members(pgid);
-        let escaped = snapshot.live_descendants_with_env(AGENT_MARKER_ENV, run_id);
-        if group_left.is_empty() && escaped.is_empty() {
-            return escaped_ever;
-        }
-        for pid in group_left.iter().chain(escaped.iter()) {
-            let _ = kill(Pid::from_raw(*pid), Signal::SIGKILL);
-        }
-        escaped_ever.extend(escaped.iter().filter(|p| !group_left.contains(p)));
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    escaped_ever
 }
 
 async fn death_of(
@@ -309,7 +249,7 @@ async fn death_of(
         .map(|t| String::from_utf8_lossy(&t).into_owned())
         .unwrap_or_default();
     AgentDeath {
-        status: describe(status),
+        status: describe(&status),
         stderr_tail: secrets.redact_str(&tail),
     }
 }
@@ -363,27 +303,21 @@ where
 }
 
 /// `exit code 3`, `signal 9 (SIGKILL)`.
-pub fn describe(status: ExitStatus) -> String {
-    if let Some(code) = status.code() {
-        return format!("exit code {code}");
-    }
-    match status.signal() {
-        Some(sig) => match Signal::try_from(sig) {
-            Ok(name) => format!("signal {sig} ({})", name.as_str()),
-            Err(_) => format!("signal {sig}"),
+pub fn describe(status: &ExitStatus) -> String {
+    match status {
+        ExitStatus::Code(code) => format!("exit code {code}"),
+        ExitStatus::Signal(name) => match name.parse::<Signal>() {
+            Ok(sig) => format!("signal {} ({name})", sig as i32),
+            Err(_) => name.clone(),
         },
-        None => "unknown exit status".to_string(),
+        ExitStatus::Unknown(_) => "unknown exit status".to_string(),
     }
 }
 
 impl Drop for AgentProcess {
-    /// A provider dropped without `close` (its actor killed, a panic): no grace, but nothing left.
+    /// A provider dropped without `close` (its actor killed, a panic): the group's handle kills
+    /// it (no grace, but nothing left); its exit is then expected, not news.
     fn drop(&mut self) {
-        if self.teardown.is_none() {
-            self.stopping.store(true, Ordering::SeqCst);
-            let _ = group::signal_group(self.pid, Signal::SIGKILL);
-            kill_escaped(&self.run_id);
-            registry::unregister(self.pid);
-        }
+        self.stopping.store(true, Ordering::SeqCst);
     }
 }

@@ -18,21 +18,21 @@
 //! The output goes to `transcripts/agent.log` as `$ command` headers, the raw output, and the
 //! step's `RESULT` line, like a reply from an agent.
 
-use super::process::settle_survivors;
 use super::reply::ReplyCollector;
 use super::transcript::SharedTranscript;
 use super::{
     agent_env, command::cancelled, AgentContext, AgentError, CancelSignal, Provider, ProviderKind,
-    StepRequest, StepVerdict,
+    StepRequest, StepVerdict, AGENT_MARKER_ENV,
 };
 use crate::model::markers::{ResultMarker, Verdict};
 use crate::model::outcome::{StepStatus, TeardownState};
-use crate::process::{group, registry};
+use crate::process::exit::ExitStatus;
+use crate::process::handle::{self, Io, Launch, Marker};
+use crate::process::owner::{Owner, Role, Scope};
+use crate::process::teardown::{terminate, Ladder};
 use nix::sys::signal::Signal;
-use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
-use tokio::process::Command;
 use tokio::time::{sleep_until, Instant as TokioInstant};
 
 /// Bytes of a failing command's output quoted in the step message.
@@ -164,31 +164,29 @@ impl ShellProvider {
         let mut env = agent_env(&self.ctx.spec, facts);
         env.push(("BUGATTI_STEP_ID".into(), step_id.to_string()));
         let script = format!("exec 2>&1\n{command}");
-        let mut child = match Command::new("sh")
-            .arg("-c")
-            .arg(&script)
-            .env_clear()
-            .envs(env)
-            .current_dir(&self.ctx.spec.cwd)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-        {
-            Ok(child) => child,
+        let owner = Owner::new(Scope::run(facts.run_id.clone()), Role::ShellStep(step_id));
+        let mut launch = Launch::shell(
+            owner,
+            script,
+            Io::Piped {
+                stdin: false,
+                stdout: true,
+                stderr: false,
+            },
+        );
+        launch.cwd = Some(self.ctx.spec.cwd.clone());
+        launch.env = env;
+        launch.inherit_env = false;
+        launch.marker = Marker {
+            var: AGENT_MARKER_ENV,
+            value: facts.run_id.clone(),
+        };
+        launch.kill_on_drop = true;
+        let mut group = match handle::start(launch) {
+            Ok(group) => group,
             Err(e) => return CommandEnd::SpawnFailed(e),
         };
-        let Some(pgid) = child.id().map(|p| p as i32) else {
-            return CommandEnd::SpawnFailed(std::io::Error::other("no pid"));
-        };
-        registry::register(
-            pgid,
-            pgid,
-            format!("shell step {step_id} (run {})", facts.run_id),
-        );
-        let mut stdout = child.stdout.take();
+        let mut stdout = group.take_stdout();
         let mut buf = vec![0u8; 64 * 1024];
         let mut status: Option<ExitStatus> = None;
         let mut drain_until: Option<TokioInstant> = None;
@@ -201,7 +199,7 @@ impl ShellProvider {
                 } } => match read {
                     Ok(0) | Err(_) => {
                         stdout = None;
-                        if let Some(s) = status { break CommandEnd::Exited(s); }
+                        if let Some(s) = status.take() { break CommandEnd::Exited(s); }
                     }
                     Ok(n) => {
                         let chunk = &buf[..n];
@@ -213,40 +211,35 @@ impl ShellProvider {
                         }
                     }
                 },
-                waited = child.wait(), if status.is_none() => {
-                    let s = waited.unwrap_or_else(|_| std::os::unix::process::ExitStatusExt::from_raw(0xff00));
+                s = group.wait(), if status.is_none() => {
                     if stdout.is_none() { break CommandEnd::Exited(s); }
                     status = Some(s);
                     // A background job may hold the pipe open: read what is there, briefly.
                     drain_until = Some(TokioInstant::now() + Duration::from_millis(500));
                 }
                 _ = sleep_until(drain_until.unwrap_or(far)), if drain_until.is_some() => {
-                    if let Some(s) = status { break CommandEnd::Exited(s); }
+                    if let Some(s) = status.take() { break CommandEnd::Exited(s); }
                 }
                 _ = sleep_until(deadline), if status.is_none() => break CommandEnd::TimedOut,
                 _ = cancelled(cancel), if status.is_none() => break CommandEnd::Cancelled,
             }
         };
-        if !matches!(end, CommandEnd::Exited(_)) {
-            let _ = group::signal_group(pgid, Signal::SIGTERM);
-            let grace = self.ctx.spec.stop_timeout;
-            if tokio::time::timeout(grace, child.wait()).await.is_err() {
-                let _ = group::signal_group(pgid, Signal::SIGKILL);
-                let _ = child.wait().await;
-            }
-        }
-        // Nothing a step started outlives it.
-        let _ = group::signal_group(pgid, Signal::SIGKILL);
-        if !settle_survivors(pgid, &facts.run_id).await.is_empty() {
+        // Cut short: its stop signal and grace. Exited: nothing it started outlives the step.
+        let ladder = if matches!(end, CommandEnd::Exited(_)) {
+            Ladder::kill()
+        } else {
+            Ladder::harness(Signal::SIGTERM, self.ctx.spec.stop_timeout)
+        };
+        drop(stdout);
+        if !terminate(&mut group, &ladder).await.leaked.is_empty() {
             self.teardown = TeardownState::Leaked;
         }
-        registry::unregister(pgid);
         end
     }
 }
 
 /// `exited 3`, `was killed by signal 9 (SIGKILL)`.
-fn exit_words(status: ExitStatus) -> String {
+fn exit_words(status: &ExitStatus) -> String {
     match status.code() {
         Some(code) => format!("exited {code}"),
         None => format!("ended by {}", super::process::describe(status)),
@@ -331,7 +324,7 @@ impl Provider for ShellProvider {
                 CommandEnd::Exited(status) if status.success() => continue,
                 CommandEnd::Exited(status) => {
                     let output = tail_text(&tail);
-                    let mut message = format!("{} {}", short(command), exit_words(status));
+                    let mut message = format!("{} {}", short(command), exit_words(&status));
                     if !output.is_empty() {
                         message.push('\n');
                         message.push_str(&output);

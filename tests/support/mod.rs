@@ -98,7 +98,7 @@ impl Rig {
         assert!(marked.is_empty(), "agent processes survive: {marked:?}");
         let left: Vec<_> = registry::registered()
             .into_iter()
-            .filter(|g| g.label.contains(run_id.as_str()))
+            .filter(|g| g.owner.scope.id() == run_id.as_str())
             .collect();
         assert!(left.is_empty(), "groups still registered: {left:?}");
     }
@@ -116,7 +116,7 @@ impl Rig {
         );
         let left: Vec<_> = registry::registered()
             .into_iter()
-            .filter(|g| g.label.contains(run_id.as_str()))
+            .filter(|g| g.owner.scope.id() == run_id.as_str())
             .collect();
         assert!(left.is_empty(), "groups still registered: {left:?}");
         for g in left {

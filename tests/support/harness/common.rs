@@ -48,9 +48,13 @@ impl Fixture {
         let run_id = uuid::Uuid::now_v7().to_string();
         let (parent, _) = Actor::spawn(None, Parent, ()).await.expect("parent");
         let (tx, events) = mpsc::unbounded_channel();
-        let harness = Harness::spawn(parent.get_cell(), run_id.clone(), tx)
-            .await
-            .expect("harness");
+        let harness = Harness::spawn(
+            parent.get_cell(),
+            bugatti::process::Scope::run(run_id.clone()),
+            tx,
+        )
+        .await
+        .expect("harness");
         Self {
             dir,
             run_id,
@@ -107,7 +111,7 @@ impl Fixture {
         assert!(left.is_empty(), "processes survived: {}", describe(&left));
         let ours: Vec<_> = bugatti::process::registry::registered()
             .into_iter()
-            .filter(|g| g.label.contains(&self.run_id))
+            .filter(|g| g.owner.scope.id() == self.run_id)
             .collect();
         assert!(ours.is_empty(), "groups still registered: {ours:?}");
         self.parent.stop(None);

@@ -1,0 +1,370 @@
+//! The one way the supervisor starts a process: [`start`] turns a [`Launch`] into a [`Group`].
+//!
+//! Every child (harness command, readiness `exec` attempt, checkpoint command, agent, `shell` step)
+//! is started here, in a process group of its own (or as the session leader of a PTY), with an
+//! environment marker ([`Marker`]) by which escapees are found later, and is registered under its
+//! typed [`Owner`] before the handle is returned. The handle is ended by the one termination
+//! routine, [`super::teardown::terminate`], whose escalation is a [`super::teardown::Ladder`].
+//! A handle dropped without that (its actor killed, a panic) kills its group at once when it was
+//! launched with `kill_on_drop`; otherwise the registry's final sweep does.
+
+use super::exit::ExitStatus;
+use super::owner::Owner;
+use super::registry;
+use super::teardown::{self, TeardownReport};
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::Stdio;
+use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
+use tokio::sync::watch;
+
+/// The environment variable carrying a harness spawn's own token (see [`Marker::fresh`]).
+pub const HARNESS_TAG_VAR: &str = "BUGATTI_HARNESS_TAG";
+
+/// `var=value` in a child's environment (inherited by everything it starts): how teardown finds
+/// descendants that left the process group (`setsid`, double fork).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    pub var: &'static str,
+    pub value: String,
+}
+
+impl Marker {
+    /// A token unique to this spawn ([`HARNESS_TAG_VAR`]): attributes an escapee to this very
+    /// process even while other commands of the same run are torn down at the same moment.
+    pub fn fresh() -> Self {
+        Self {
+            var: HARNESS_TAG_VAR,
+            value: uuid::Uuid::now_v7().to_string(),
+        }
+    }
+}
+
+/// Where the child's standard streams go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Io {
+    /// stdin from /dev/null; stdout and stderr into one pipe ([`Group::take_output`]).
+    Merged,
+    /// Each stream piped (taken with [`Group::take_stdin`] and friends) or /dev/null.
+    Piped {
+        stdin: bool,
+        stdout: bool,
+        stderr: bool,
+    },
+    /// A pseudo-terminal: the child leads a new session; its output is [`Group::take_output`].
+    Pty { rows: u16, cols: u16 },
+}
+
+/// Everything needed to start one process group.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub owner: Owner,
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// `None`: the supervisor's own directory.
+    pub cwd: Option<PathBuf>,
+    /// Set after the inherited environment (or instead of it, without `inherit_env`).
+    pub env: Vec<(String, String)>,
+    pub inherit_env: bool,
+    pub io: Io,
+    /// Set in the child's environment; the termination routine sweeps for it.
+    pub marker: Marker,
+    /// Kill the group when the handle is dropped without [`super::teardown::terminate`].
+    pub kill_on_drop: bool,
+}
+
+impl Launch {
+    /// `sh -c <script>`, inheriting the environment, with a fresh marker.
+    pub fn shell(owner: Owner, script: impl Into<String>, io: Io) -> Self {
+        Self {
+            owner,
+            program: PathBuf::from("sh"),
+            args: vec!["-c".into(), script.into()],
+            cwd: None,
+            env: Vec::new(),
+            inherit_env: true,
+            io,
+            marker: Marker::fresh(),
+            kill_on_drop: false,
+        }
+    }
+}
+
+/// A started process group: its leader's pid (which is also the pgid), its owner and marker, its
+/// exit event, and whatever streams were asked for.
+pub struct Group {
+    pid: i32,
+    owner: Owner,
+    marker: Marker,
+    /// `Some` once the leader exited (set by the waiter, an event, not a poll).
+    exit: watch::Receiver<Option<ExitStatus>>,
+    pub(super) stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
+    stderr: Option<ChildStderr>,
+    /// The merged pipe or the PTY's reader.
+    /// (In a mutex only to make `Group` shareable across awaits: the reader is not `Sync`.)
+    output: std::sync::Mutex<Option<Box<dyn Read + Send>>>,
+    /// Held until teardown: dropping the master hangs up the PTY session.
+    /// (In a mutex only to make `Group` shareable across awaits: the master is not `Sync`.)
+    pty_master: std::sync::Mutex<Option<Box<dyn portable_pty::MasterPty + Send>>>,
+    kill_on_drop: bool,
+    /// Set by the termination routine; a second call returns it.
+    pub(super) report: Option<TeardownReport>,
+}
+
+impl std::fmt::Debug for Group {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Group")
+            .field("pid", &self.pid)
+            .field("owner", &self.owner)
+            .field("marker", &self.marker)
+            .field("exit", &*self.exit.borrow())
+            .finish()
+    }
+}
+
+impl Group {
+    /// The leader's pid.
+    pub fn pid(&self) -> i32 {
+        self.pid
+    }
+    /// The process group id (the leader's pid).
+    pub fn pgid(&self) -> i32 {
+        self.pid
+    }
+    pub fn owner(&self) -> &Owner {
+        &self.owner
+    }
+    pub fn marker(&self) -> &Marker {
+        &self.marker
+    }
+    /// A receiver that changes once, when the leader exits.
+    pub fn exit_watch(&self) -> watch::Receiver<Option<ExitStatus>> {
+        self.exit.clone()
+    }
+    pub fn exit_status(&self) -> Option<ExitStatus> {
+        self.exit.borrow().clone()
+    }
+    /// Waits for the leader's exit event.
+    pub async fn wait(&self) -> ExitStatus {
+        let mut rx = self.exit.clone();
+        let status = match rx.wait_for(|s| s.is_some()).await {
+            Ok(s) => s
+                .clone()
+                .unwrap_or_else(|| ExitStatus::Unknown("no status".into())),
+            Err(_) => ExitStatus::Unknown("waiter gone".into()),
+        };
+        status
+    }
+    /// Waits up to `limit` for the leader's exit; true when it has exited.
+    pub async fn wait_for_exit(&self, limit: std::time::Duration) -> bool {
+        tokio::time::timeout(limit, self.wait()).await.is_ok()
+    }
+    pub fn take_stdin(&mut self) -> Option<ChildStdin> {
+        self.stdin.take()
+    }
+    pub fn stdin_mut(&mut self) -> Option<&mut ChildStdin> {
+        self.stdin.as_mut()
+    }
+    pub fn take_stdout(&mut self) -> Option<ChildStdout> {
+        self.stdout.take()
+    }
+    pub fn take_stderr(&mut self) -> Option<ChildStderr> {
+        self.stderr.take()
+    }
+    /// The merged output pipe ([`Io::Merged`]) or the PTY's reader ([`Io::Pty`]).
+    pub fn take_output(&mut self) -> Option<Box<dyn Read + Send>> {
+        self.output.lock().ok().and_then(|mut o| o.take())
+    }
+    /// How the termination routine ended it, once it has.
+    pub fn report(&self) -> Option<&TeardownReport> {
+        self.report.as_ref()
+    }
+    /// Closes the PTY (if any) once the group is gone.
+    pub(super) fn release_pty(&self) {
+        if let Ok(mut master) = self.pty_master.lock() {
+            *master = None;
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if self.report.is_none() && self.kill_on_drop {
+            teardown::abandon(self);
+        }
+    }
+}
+
+/// Kernel buffer of a merged output pipe.
+const PIPE_SIZE: i32 = 1 << 20;
+
+/// Starts `launch` (inside a tokio runtime). The group is registered under its owner before this
+/// returns; on any error after the process started, the group is killed.
+pub fn start(launch: Launch) -> std::io::Result<Group> {
+    match launch.io {
+        Io::Pty { rows, cols } => start_pty(launch, rows, cols),
+        _ => start_piped(launch),
+    }
+}
+
+fn no_pid() -> std::io::Error {
+    std::io::Error::other("the child has no pid")
+}
+
+fn start_piped(launch: Launch) -> std::io::Result<Group> {
+    let mut command = tokio::process::Command::new(&launch.program);
+    command.args(&launch.args);
+    if let Some(cwd) = &launch.cwd {
+        command.current_dir(cwd);
+    }
+    if !launch.inherit_env {
+        command.env_clear();
+    }
+    command
+        .envs(launch.env.iter().map(|(k, v)| (k, v)))
+        .env(launch.marker.var, &launch.marker.value)
+        .process_group(0);
+    let mut merged_reader = None;
+    match launch.io {
+        Io::Merged => {
+            let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+            // A larger pipe means fewer, larger reads when a command floods its output (best
+            // effort: the kernel may refuse above /proc/sys/fs/pipe-max-size).
+            #[cfg(target_os = "linux")]
+            let _ = nix::fcntl::fcntl(&read_end, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
+            let stderr_end = write_end.try_clone()?;
+            command
+                .stdin(Stdio::null())
+                .stdout(Stdio::from(write_end))
+                .stderr(Stdio::from(stderr_end));
+            merged_reader = Some(read_end);
+        }
+        Io::Piped {
+            stdin,
+            stdout,
+            stderr,
+        } => {
+            let pick = |piped: bool| if piped { Stdio::piped() } else { Stdio::null() };
+            command
+                .stdin(pick(stdin))
+                .stdout(pick(stdout))
+                .stderr(pick(stderr));
+        }
+        Io::Pty { .. } => unreachable!("start_pty"),
+    }
+    let mut child = command.spawn()?;
+    // Our copies of the write end must close, or the reader never sees end-of-file.
+    drop(command);
+    let pid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .ok_or_else(no_pid)?;
+    registry::register(pid, pid, &launch.owner);
+    let stdin = child.stdin.take();
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let (exit_tx, exit_rx) = watch::channel(None);
+    tokio::spawn(async move {
+        let status = match child.wait().await {
+            Ok(s) => ExitStatus::from_std(s),
+            Err(e) => ExitStatus::Unknown(e.to_string()),
+        };
+        let _ = exit_tx.send(Some(status));
+    });
+    Ok(Group {
+        pid,
+        owner: launch.owner,
+        marker: launch.marker,
+        exit: exit_rx,
+        stdin,
+        stdout,
+        stderr,
+        output: std::sync::Mutex::new(
+            merged_reader.map(|fd| Box::new(std::fs::File::from(fd)) as Box<dyn Read + Send>),
+        ),
+        pty_master: std::sync::Mutex::new(None),
+        kill_on_drop: launch.kill_on_drop,
+        report: None,
+    })
+}
+
+fn start_pty(launch: Launch, rows: u16, cols: u16) -> std::io::Result<Group> {
+    use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+    if let Some(cwd) = &launch.cwd {
+        // CommandBuilder would silently fall back to $HOME for a bad cwd.
+        if !cwd.is_dir() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("working directory {} is not a directory", cwd.display()),
+            ));
+        }
+    }
+    let pair = native_pty_system()
+        .openpty(PtySize {
+            rows,
+            cols,
+            pixel_width: 0,
+            pixel_height: 0,
+        })
+        .map_err(std::io::Error::other)?;
+    let mut builder = CommandBuilder::new(&launch.program);
+    builder.args(&launch.args);
+    if let Some(cwd) = &launch.cwd {
+        builder.cwd(cwd);
+    }
+    // The same environment a piped child gets, spelled out: inherited, then the launch's.
+    builder.env_clear();
+    if launch.inherit_env {
+        for (k, v) in std::env::vars_os() {
+            builder.env(k, v);
+        }
+    }
+    for (k, v) in &launch.env {
+        builder.env(k, v);
+    }
+    builder.env(launch.marker.var, &launch.marker.value);
+    let mut child = pair
+        .slave
+        .spawn_command(builder)
+        .map_err(std::io::Error::other)?;
+    drop(pair.slave);
+    let pid = child
+        .process_id()
+        .and_then(|id| i32::try_from(id).ok())
+        .ok_or_else(no_pid)?;
+    registry::register(pid, pid, &launch.owner);
+    let (exit_tx, exit_rx) = watch::channel(None);
+    let mut group = Group {
+        pid,
+        owner: launch.owner,
+        marker: launch.marker,
+        exit: exit_rx,
+        stdin: None,
+        stdout: None,
+        stderr: None,
+        output: std::sync::Mutex::new(None),
+        pty_master: std::sync::Mutex::new(None),
+        // Until the waiter runs, an error below must not leave the group behind.
+        kill_on_drop: true,
+        report: None,
+    };
+    group.output = std::sync::Mutex::new(Some(
+        pair.master
+            .try_clone_reader()
+            .map_err(std::io::Error::other)?,
+    ));
+    // portable-pty's wait blocks: a thread of its own.
+    std::thread::Builder::new()
+        .name(format!("wait-{pid}"))
+        .spawn(move || {
+            let status = match child.wait() {
+                Ok(s) => ExitStatus::from_pty(&s),
+                Err(e) => ExitStatus::Unknown(e.to_string()),
+            };
+            let _ = exit_tx.send(Some(status));
+        })?;
+    group.pty_master = std::sync::Mutex::new(Some(pair.master));
+    group.kill_on_drop = launch.kill_on_drop;
+    Ok(group)
+}
