@@ -1,4 +1,4 @@
-"""The nine measurements. Each generates its temp project(s), runs the supervisor and its baseline
+"""The measurements. Each generates its temp project(s), runs the supervisor and its baseline
 in turn (interleaved, so both see the same noise), checks that every run passed, and returns one
 table row: what was measured on each side, the figure, the goal and whether it was met."""
 import os
@@ -344,4 +344,27 @@ def step_overhead(ctx):
                f"{ms(beyond)} per step beyond the agent's own", "≤ 5 ms", beyond <= 0.005)
 
 
-ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead]
+# 10 -----------------------------------------------------------------------------------------------
+def check_many_env(ctx):
+    """`supervisor check` on a config with 10 000 `[env]` entries (half of them referring to
+    another) against the same config with 10: loading must stay linear in the config's size."""
+    def config(n):
+        lines = ['[provider]', 'name = "shell"', '', '[env]']
+        for i in range(n):
+            lines.append(f'V{i} = "value {i}"' if i % 2 == 0 else f'V{i} = "${{V{i - 1}}}/more"')
+        return "\n".join(lines) + "\n"
+    big = write_project(ctx, "env-big", config(10_000), {"a": step_test("A", "true")})
+    small = write_project(ctx, "env-small", config(10), {"a": step_test("A", "true")})
+    times_big, times_small = [], []
+    for _ in range(max(ctx.runs, 3)):
+        for project, times in ((big, times_big), (small, times_small)):
+            argv = [ctx.binary, "check", "-q", "--config", os.path.join(project, "bugatti.config.toml")]
+            times.append(baseline(ctx, argv, project, "check").wall)
+    ratio = med(times_big) / med(times_small)
+    return Row("10. `check` with 10 000 `[env]` entries", ms(med(times_big)),
+               f"{ms(med(times_small))} (10 entries)", f"{ratio:.1f}×", "< 1 s",
+               med(times_big) < 1.0)
+
+
+ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead,
+       check_many_env]

@@ -14,7 +14,9 @@ use super::layers::{EffectiveConfig, Layer, LayerProblem, ProbeKind};
 use super::options::RunOptions;
 use super::paths::{normalize, relative_to};
 use super::plan::{expand, PlannedStep, TestFiles};
-use super::substitute::{check_known, session_vars, SubstError, BUILTIN_NAMES, CHECKPOINT_NAMES};
+use super::substitute::{
+    check_known, references, session_vars, SubstError, BUILTIN_NAMES, CHECKPOINT_NAMES,
+};
 use super::test_file::test_name;
 
 pub const CONFIG_FILE_NAME: &str = "bugatti.config.toml";
@@ -437,9 +439,19 @@ fn check_names(
     let mut cwd_problems = Vec::new();
     let mut check =
         |field: String, text: &str, origin: Option<super::layers::Origin>, extra: &[&str]| {
-            let mut k = known.clone();
-            k.extend(extra.iter().map(|s| s.to_string()));
-            if let Err(e) = check_known(text, &k) {
+            // Names outside `known` may only be the field's own extras: no copy of the (possibly
+            // large) set per field.
+            let unknown_outside_extras = references(text).map(|names| {
+                names
+                    .into_iter()
+                    .find(|n| !known.contains(n) && !extra.contains(&n.as_str()))
+            });
+            let result = match unknown_outside_extras {
+                Ok(None) => Ok(()),
+                Ok(Some(name)) => Err(SubstError::Unknown { name }),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = result {
                 lps.push(LayerProblem {
                     message: format!("{field}: {e}"),
                     origin,
