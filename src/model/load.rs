@@ -9,7 +9,7 @@ use super::assets::check_assets;
 use super::checkpoint::{artifact_root, name_problem, CheckpointPaths};
 use super::config::{parse_config, ConfigFile};
 use super::diagnostics::{Problem, Problems};
-use super::discovery::{from_globs, resolve_arg, walk_test_files};
+use super::discovery::{from_globs, resolve_arg, walk_test_files_noting};
 use super::layers::{EffectiveConfig, Layer, LayerProblem, ProbeKind};
 use super::options::RunOptions;
 use super::paths::{normalize, relative_to};
@@ -198,6 +198,7 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         &flagged,
         &texts,
         &mut problems,
+        &mut notes,
     );
 
     // Parse candidates; keep root tests.
@@ -340,6 +341,7 @@ fn discover(
     config: &EffectiveConfig,
     texts: &BTreeMap<PathBuf, String>,
     problems: &mut Problems,
+    notes: &mut Vec<String>,
 ) -> (Vec<PathBuf>, BTreeSet<PathBuf>) {
     let mut candidates: Vec<PathBuf> = Vec::new();
     let mut explicit: BTreeSet<PathBuf> = BTreeSet::new();
@@ -368,7 +370,7 @@ fn discover(
         }
         candidates.extend(found);
     } else {
-        match walk_test_files(project_root, false) {
+        match walk_test_files_noting(project_root, false, notes) {
             Ok(found) => candidates.extend(found),
             Err(e) => problems.push(Problem::new(e.to_string())),
         }
@@ -738,6 +740,22 @@ mod tests {
         assert_eq!(s.config_path, Some(p.root.join("bugatti.config.toml")));
         assert_eq!(s.tests[0].rel_path, PathBuf::from("tests/a.test.toml"));
         assert_eq!(s.base.provider.name.value, "shell");
+    }
+
+    #[test]
+    fn a_symlink_loop_under_the_root_is_skipped_with_a_note() {
+        let p = Project::new();
+        p.write("tests/a.test.toml", STEP);
+        std::os::unix::fs::symlink("..", p.root.join("tests/loop")).expect("symlink");
+        let s = p.load(&RunOptions::default()).unwrap();
+        assert_eq!(s.tests.len(), 1);
+        assert!(
+            s.notes
+                .iter()
+                .any(|n| n.contains("tests/loop") && n.contains("symlink loop")),
+            "{:?}",
+            s.notes
+        );
     }
 
     #[test]
