@@ -438,6 +438,44 @@ fn check_names(
             origin: eff.env.get(first).and_then(|v| v.origin.clone()),
         });
     }
+    // The agent starts once per session, before any step: no step id exists for it yet.
+    let agent_fields = eff
+        .provider
+        .cmd
+        .value
+        .iter()
+        .map(|c| ("provider.cmd".to_string(), c, &eff.provider.cmd.origin))
+        .chain(
+            eff.provider
+                .cwd
+                .value
+                .iter()
+                .map(|c| ("provider.cwd".to_string(), c, &eff.provider.cwd.origin)),
+        )
+        .chain(
+            eff.provider
+                .agent_args
+                .value
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    (
+                        format!("provider.agent_args[{i}]"),
+                        a,
+                        &eff.provider.agent_args.origin,
+                    )
+                }),
+        );
+    for (field, text, origin) in agent_fields {
+        if references(text).is_ok_and(|names| names.iter().any(|n| n == "BUGATTI_STEP_ID")) {
+            lps.push(LayerProblem {
+                message: format!(
+                    "{field}: `${{BUGATTI_STEP_ID}}` is not defined here: the agent starts once per session, before any step (it gets BUGATTI_STEP_ID with each step)"
+                ),
+                origin: origin.clone(),
+            });
+        }
+    }
     let mut cwd_problems = Vec::new();
     let mut check =
         |field: String, text: &str, origin: Option<super::layers::Origin>, extra: &[&str]| {
@@ -755,6 +793,29 @@ mod tests {
                 .any(|n| n.contains("tests/loop") && n.contains("symlink loop")),
             "{:?}",
             s.notes
+        );
+    }
+
+    #[test]
+    fn the_agent_cmd_cannot_use_the_step_id_and_its_cwd_must_exist() {
+        let p = Project::new();
+        p.write(
+            "bugatti.config.toml",
+            "[provider]\nname = \"command\"\ncmd = \"a ${BUGATTI_STEP_ID}\"\ncwd = \"agents\"\nagent_args = [\"${NOPE}\"]\n",
+        )
+        .write("a.test.toml", STEP);
+        let e = p.errors(&RunOptions::default());
+        assert!(
+            e.contains("provider.cmd: `${BUGATTI_STEP_ID}` is not defined here"),
+            "{e}"
+        );
+        assert!(
+            e.contains("provider.cwd: `agents` is not a directory"),
+            "{e}"
+        );
+        assert!(
+            e.contains("provider.agent_args[0]: unknown variable `${NOPE}`"),
+            "{e}"
         );
     }
 
