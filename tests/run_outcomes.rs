@@ -67,11 +67,7 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
         "nomarker.test.toml",
         "name = \"No marker\"\n[[steps]]\ninstruction = \"\"\"\nsay I had a look around\nnoresult\n\"\"\"\n",
     );
-    let out = p
-        .supervisor()
-        .arg("start")
-        .output()
-        .expect("run");
+    let out = p.supervisor().arg("start").output().expect("run");
     p.assert_nothing_survives();
     let console = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "console:\n{console}");
