@@ -1,4 +1,4 @@
-"""The nine measurements. Each generates its temp project(s), runs the supervisor and its baseline
+"""The measurements. Each generates its temp project(s), runs the supervisor and its baseline
 in turn (interleaved, so both see the same noise), checks that every run passed, and returns one
 table row: what was measured on each side, the figure, the goal and whether it was met."""
 import os
@@ -344,4 +344,113 @@ def step_overhead(ctx):
                f"{ms(beyond)} per step beyond the agent's own", "≤ 5 ms", beyond <= 0.005)
 
 
-ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead]
+# 10 -----------------------------------------------------------------------------------------------
+def check_many_env(ctx):
+    """`supervisor check` on a config with 10 000 `[env]` entries (half of them referring to
+    another) against the same config with 10: loading must stay linear in the config's size."""
+    def config(n):
+        lines = ['[provider]', 'name = "shell"', '', '[env]']
+        for i in range(n):
+            lines.append(f'V{i} = "value {i}"' if i % 2 == 0 else f'V{i} = "${{V{i - 1}}}/more"')
+        return "\n".join(lines) + "\n"
+    big = write_project(ctx, "env-big", config(10_000), {"a": step_test("A", "true")})
+    small = write_project(ctx, "env-small", config(10), {"a": step_test("A", "true")})
+    times_big, times_small = [], []
+    for _ in range(max(ctx.runs, 3)):
+        for project, times in ((big, times_big), (small, times_small)):
+            argv = [ctx.binary, "check", "-q", "--config", os.path.join(project, "bugatti.config.toml")]
+            times.append(baseline(ctx, argv, project, "check").wall)
+    ratio = med(times_big) / med(times_small)
+    return Row("10. `check` with 10 000 `[env]` entries", ms(med(times_big)),
+               f"{ms(med(times_small))} (10 entries)", f"{ratio:.1f}×", "< 1 s",
+               med(times_big) < 1.0)
+
+
+def _fake_suite(root, tests, steps):
+    """A finished suite as `.bugatti/` holds it: summary.json and, per root test, run.json, a
+    transcript and a harness log. Every 10th test fails at its last step."""
+    import json
+    art = os.path.join(root, ".bugatti")
+    suite_id = "01900000-0000-7000-8000-000000000000"
+    suite_dir = os.path.join(art, "suites", suite_id)
+    os.makedirs(suite_dir)
+    t0 = "2026-01-01T00:00:00Z"
+    summary_tests = []
+    totals = dict(total=0, passed=0, warned=0, failed=0, error=0, interrupted=0, flaky=0, not_run=0)
+    for t in range(tests):
+        run_id = f"01900000-0000-7000-8000-{t:012d}"
+        run_dir = os.path.join(art, "runs", run_id)
+        os.makedirs(os.path.join(run_dir, "transcripts"))
+        os.makedirs(os.path.join(run_dir, "logs"))
+        failed = t % 10 == 9
+        test_file = f"tests/t{t:03d}.test.toml"
+        step_list, transcript = [], []
+        for i in range(1, steps + 1):
+            bad = failed and i == steps
+            status = "error" if bad else "ok"
+            msg = "expected 3 products, saw 2 <ul> items" if bad else None
+            instr = f"Open the page for item {i} and check that the price & stock are shown."
+            step_list.append(dict(step_id=i, source_file=test_file, source_index=i, include_chain=[],
+                                  instruction=instr, status=status, message=msg, duration_ms=1200 + i,
+                                  started_at=t0, logs=[f"checked item {i}"], evidence=[]))
+            transcript.append(f"### step {i}\n" + "I opened the page and looked at it.\n" * 8
+                              + ("RESULT ERROR: " + msg if bad else "RESULT OK") + "\n")
+        with open(os.path.join(run_dir, "transcripts", "agent.log"), "w") as f:
+            f.write("".join(transcript))
+        with open(os.path.join(run_dir, "logs", "server.log"), "w") as f:
+            f.write("".join(f"GET /item/{i} 200 1.2ms\n" for i in range(200)))
+        outcome = "failed" if failed else "passed"
+        record = dict(schema_version=1, run_id=run_id, session_id=run_id, suite_id=suite_id,
+                      test_file=test_file, test_name=f"T{t}", project_root=root, provider="claude-code",
+                      run_dir=run_dir, attempt=1, started_at=t0, finished_at=t0, duration_ms=12000,
+                      outcome=outcome, error=None, skipped_commands=[], steps=step_list,
+                      commands=[dict(name="server", kind="long_lived", status="ready", exit_code=None,
+                                     restarts=[], log="logs/server.log", teardown="clean")],
+                      checkpoints=[], effective_config=[])
+        with open(os.path.join(run_dir, "run.json"), "w") as f:
+            json.dump(record, f)
+        report = os.path.join(run_dir, "report.md")
+        message = f"step {steps}: expected 3 products" if failed else None
+        summary_tests.append(dict(test_file=test_file, test_name=f"T{t}", run_id=run_id, outcome=outcome,
+                                  attempts=1, flaky=False, duration_ms=12000, message=message, report=report,
+                                  history=[dict(run_id=run_id, attempt=1, outcome=outcome, duration_ms=12000,
+                                                message=message, report=report)]))
+        totals["total"] += 1
+        totals[outcome] += 1
+    summary = dict(schema_version=1, suite_id=suite_id, started_at=t0, finished_at=t0, duration_ms=2400000,
+                   strict_warnings=False, tests=summary_tests, not_run=[], totals=totals)
+    with open(os.path.join(suite_dir, "summary.json"), "w") as f:
+        json.dump(summary, f)
+    return suite_dir
+
+
+# 11 -----------------------------------------------------------------------------------------------
+def html_report(ctx):
+    tests, steps = (40, 10) if ctx.quick else (200, 10)
+    project = os.path.join(ctx.tmp, "html-report")
+    shutil.rmtree(project, ignore_errors=True)
+    os.makedirs(project)
+    suite_dir = _fake_suite(project, tests, steps)
+    render, load, size = [], [], 0
+    for k in range(max(ctx.runs, 5)):
+        out = os.path.join(project, "merged", str(k))
+        m = run([ctx.binary, "merge", suite_dir, "--out", out], project, ctx.out("html-merge"), ctx.env)
+        if m.rc != 1:  # every 10th test fails: exit 1
+            raise BenchError(f"merge exited {m.rc}\n{m.tail()}")
+        render.append(m.wall)
+        size = os.path.getsize(os.path.join(out, "report.html"))
+        b = run([ctx.binary, "report", suite_dir.rsplit("/", 1)[1]], project, ctx.out("html-load"), ctx.env)
+        if b.rc != 1:
+            raise BenchError(f"report exited {b.rc}\n{b.tail()}")
+        load.append(b.wall)
+    extra = med(render) - med(load)
+    ok = extra <= 0.2 and size < 5 * MIB
+    return Row(f"11. report.html for {tests} tests × {steps} steps (`supervisor merge` of one suite)",
+               f"{ms(med(render))} (load + summary/JUnit + report.html), {size / MIB:.2f} MiB",
+               f"{ms(med(load))} (`supervisor report`: the same suite loaded, nothing rendered)",
+               f"{ms(extra)} to render and write, {size / MIB:.2f} MiB", "< 200 ms, < 5 MiB", ok)
+
+
+
+ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead,
+       check_many_env, html_report]

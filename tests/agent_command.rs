@@ -138,21 +138,30 @@ async fn ok_warn_error_over_one_session_through_the_actor() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_marker_line_ends_the_reply_and_the_last_marker_of_its_read_wins() {
+async fn the_first_marker_line_ends_the_reply_and_what_follows_starts_the_next() {
     let rig = Rig::new(&[]);
     let mut p = started(&rig, rig.command_spec()).await;
+    // One write holding two markers: the first ends this reply, however the reads are cut.
     let one_burst = step(
         &mut p,
         1,
-        json!([{"say": "RESULT ERROR: early\nthinking more\nRESULT WARN: later\nRESULT OK\n"}]),
+        json!([{"say": "thinking\nRESULT WARN: first\nRESULT ERROR: second\n"}]),
     )
     .await;
-    assert_eq!(one_burst.status, StepStatus::Ok, "{one_burst:?}");
-    // The marker line ends the reply at once (no quiet period): what the agent writes after it
-    // is the start of the next reply, as the protocol has no turn ids.
+    assert_eq!(
+        (one_burst.status, one_burst.message.as_str()),
+        (StepStatus::Warn, "first")
+    );
+    // What came after it is the start of the next reply (the protocol has no turn ids).
+    let next = step(&mut p, 2, json!([])).await;
+    assert_eq!(
+        (next.status, next.message.as_str()),
+        (StepStatus::Error, "second")
+    );
+    // The marker line ends the reply at once (no quiet period).
     let second_thoughts = step(
         &mut p,
-        2,
+        3,
         json!([{"say": "RESULT OK\n"}, {"pause": 0.3}, {"say": "wait, no\nRESULT ERROR: changed my mind\n"}]),
     )
     .await;
@@ -166,9 +175,9 @@ async fn the_marker_line_ends_the_reply_and_the_last_marker_of_its_read_wins() {
         "the reply ended at its marker, before the pause: {:?}",
         second_thoughts.duration
     );
-    let next = step(&mut p, 3, json!([])).await;
+    let late = step(&mut p, 4, json!([])).await;
     assert_eq!(
-        (next.status, next.message.as_str()),
+        (late.status, late.message.as_str()),
         (StepStatus::Error, "changed my mind")
     );
     assert_eq!(p.close().await, TeardownState::Clean);

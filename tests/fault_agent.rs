@@ -62,14 +62,24 @@ fn an_agent_sigkilled_mid_step_fails_the_session_with_error_and_exit_3() {
 }
 
 fn garbage_claude_project(mode: &str) -> (Project, std::process::Output) {
+    garbage_claude_project_with(mode, 60, "Check something.")
+}
+
+fn garbage_claude_project_with(
+    mode: &str,
+    step_timeout_secs: u64,
+    first_instruction: &str,
+) -> (Project, std::process::Output) {
     let p = Project::new();
     p.write(
         "bugatti.config.toml",
-        "[provider]\nname = \"claude-code\"\nstep_timeout_secs = 60\n",
+        &format!("[provider]\nname = \"claude-code\"\nstep_timeout_secs = {step_timeout_secs}\n"),
     );
     p.write(
         "garbage.test.toml",
-        "name = \"Garbage\"\n[[steps]]\ninstruction = \"Check something.\"\n[[steps]]\ninstruction = \"And again.\"\n",
+        &format!(
+            "name = \"Garbage\"\n[[steps]]\ninstruction = \"{first_instruction}\"\n[[steps]]\ninstruction = \"And again.\"\n"
+        ),
     );
     let child = p
         .supervisor()
@@ -128,4 +138,62 @@ fn a_stream_ending_in_a_truncated_line_is_an_error_not_a_hang() {
     assert_eq!(record["steps"][1]["status"], "not_run");
     let message = record["steps"][0]["message"].as_str().unwrap_or_default();
     assert!(message.contains("exited during the step"), "{message}");
+}
+
+/// An instruction far larger than a pipe's buffer (64 KiB), so that its write blocks on an agent
+/// that does not read.
+fn huge_instruction() -> String {
+    "Check every line of this list. ".repeat(10_000)
+}
+
+#[test]
+fn a_claude_that_stops_reading_cannot_hold_a_big_step_past_its_timeout() {
+    let (p, out) = garbage_claude_project_with("deaf", 2, &huge_instruction());
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("garbage.test.toml");
+    assert_eq!(record["steps"][0]["status"], "timeout", "{record}");
+    let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("did not read the step message"),
+        "{message}"
+    );
+    assert_eq!(record["steps"][1]["status"], "not_run");
+}
+
+#[test]
+fn a_command_agent_that_stops_reading_cannot_hold_a_big_step_past_its_timeout() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"command\"\ncmd = \"python3 agents/deaf.py\"\nstep_timeout_secs = 2\n",
+    );
+    // Answers the bootstrap, then never reads again.
+    p.write(
+        "agents/deaf.py",
+        "import sys, time\nsys.stdin.readline()\nprint('RESULT OK', flush=True)\ntime.sleep(600)\n",
+    );
+    p.write(
+        "big.test.toml",
+        &format!("[[steps]]\ninstruction = \"{}\"\n", huge_instruction()),
+    );
+    let child = p
+        .supervisor()
+        .arg("start")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    let out = fault::wait_guarded(child);
+    p.assert_nothing_survives();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let record = p.record_for("big.test.toml");
+    assert_eq!(record["steps"][0]["status"], "timeout", "{record}");
+    let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("timed out after 2s"), "{message}");
 }

@@ -58,6 +58,7 @@ async fn start_suite(root: &Path, strict: bool) -> Suite {
         harness_logs: Some(harness_logs()),
         junit_copy: Some(copies.0.clone()),
         json_copy: Some(copies.1.clone()),
+        extras: Default::default(),
     })
     .await
     .expect("spawn reporter");

@@ -63,6 +63,32 @@ fn where_of(record: &serde_json::Value) -> String {
     std::fs::read_to_string(Path::new(run_dir).join("where.txt")).expect("where.txt")
 }
 
+/// In events.jsonl, every `agent_log` of a step comes before that step's `step_finished`, even
+/// when the agent answers at once.
+fn assert_logs_precede_their_verdict(run_dir: &Path) {
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events.jsonl");
+    let mut finished = std::collections::BTreeSet::new();
+    let mut logs = 0;
+    for line in events.lines() {
+        let event: serde_json::Value = serde_json::from_str(line).expect("JSON event");
+        let step = event["step_id"].as_u64();
+        match event["type"].as_str() {
+            Some("step_finished") => {
+                finished.insert(step);
+            }
+            Some("agent_log") => {
+                logs += 1;
+                assert!(
+                    !finished.contains(&step),
+                    "a log of step {step:?} after its verdict:\n{events}"
+                );
+            }
+            _ => {}
+        }
+    }
+    assert!(logs >= 2, "the agent's logs are in events.jsonl:\n{events}");
+}
+
 fn canonical(p: &Path) -> String {
     p.canonicalize().expect("canonical").display().to_string()
 }
@@ -125,6 +151,7 @@ fn the_readme_command_agent_runs_from_the_project_root_and_from_a_subdirectory()
         assert_ne!(ports[0], ports[1], "parallel sessions: own ports");
         // Both directions of the conversation are in agent.jsonl.
         let run_dir = records[0]["run_dir"].as_str().expect("run_dir");
+        assert_logs_precede_their_verdict(Path::new(run_dir));
         let jsonl = std::fs::read_to_string(Path::new(run_dir).join("transcripts/agent.jsonl"))
             .expect("agent.jsonl");
         assert!(

@@ -61,7 +61,7 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     );
     p.write(
         "fail.test.toml",
-        "name = \"Fail\"\n[[steps]]\ninstruction = \"say RESULT OK\"\n[[steps]]\ninstruction = \"\"\"\nsay RESULT OK\nsay RESULT ERROR: basket is empty\n\"\"\"\n[[steps]]\ninstruction = \"say never sent\"\n",
+        "name = \"Fail\"\n[[steps]]\ninstruction = \"say RESULT OK\"\n[[steps]]\ninstruction = \"\"\"\nsay looking at the basket\nsay RESULT ERROR: basket is empty\n\"\"\"\n[[steps]]\ninstruction = \"say never sent\"\n",
     );
     p.write(
         "nomarker.test.toml",
@@ -100,7 +100,7 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     assert_eq!(
         statuses(&fail),
         ["ok", "error", "not_run"],
-        "last marker wins"
+        "the marker ends the step; the rest is not run"
     );
     assert_eq!(fail["steps"][1]["message"], "basket is empty");
 

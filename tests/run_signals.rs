@@ -1,5 +1,6 @@
-//! Signals and the deadline: SIGINT / SIGTERM mid-step stop the run, tear everything down, write
-//! every report as `interrupted` and exit 130 / 143; `--timeout` behaves like SIGTERM.
+//! Signals and the deadline: SIGINT / SIGTERM / SIGHUP mid-step stop the run, tear everything down,
+//! write every report as `interrupted` and exit 130 / 143 / 129; `--timeout` behaves like SIGTERM
+//! and says it was the deadline. The first signal is acknowledged on the console.
 
 mod common;
 #[path = "support/fault/mod.rs"]
@@ -86,7 +87,16 @@ fn assert_all_interrupted(p: &Project) {
 fn sigint_mid_step_interrupts_every_session_and_exits_130() {
     // The second SIGINT skips the 30 s grace period of the server that ignores SIGTERM.
     let (p, out) = interrupt_mid_step(&["INT", "INT"]);
-    assert_eq!(out.status.code(), Some(130), "{}", stdout(&out));
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(130), "{console}");
+    assert!(
+        console.contains("SIGINT: stopping") && console.contains("a second signal skips them"),
+        "the first signal is acknowledged: {console}"
+    );
+    assert!(
+        console.contains("SIGINT: second signal — skipping the grace periods"),
+        "{console}"
+    );
     assert_all_interrupted(&p);
     let record = &p.run_records()[0];
     let stubborn = record["commands"]
@@ -104,6 +114,16 @@ fn sigterm_mid_step_exits_143() {
 }
 
 #[test]
+fn sighup_mid_step_with_servers_up_exits_129_with_every_report() {
+    // The terminal or SSH session closed: the same orderly stop, not a death with leftovers.
+    let (p, out) = interrupt_mid_step(&["HUP", "HUP"]);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(129), "{console}");
+    assert!(console.contains("SIGHUP: stopping"), "{console}");
+    assert_all_interrupted(&p);
+}
+
+#[test]
 fn the_invocation_deadline_behaves_like_sigterm() {
     let p = Project::new();
     p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
@@ -112,6 +132,11 @@ fn the_invocation_deadline_behaves_like_sigterm() {
         "name = \"Slow\"\n[[steps]]\ninstruction = \"`sleep 60`\"\n",
     );
     let out = p.run(&["start", "--timeout", "2"]);
-    assert_eq!(out.status.code(), Some(143), "{}", stdout(&out));
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(143), "{console}");
+    assert!(
+        console.contains("--timeout: the 2s deadline passed"),
+        "the deadline is named as the reason: {console}"
+    );
     assert_eq!(p.record_for("slow.test.toml")["outcome"], "interrupted");
 }

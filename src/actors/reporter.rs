@@ -39,6 +39,8 @@ use crate::report::console::Console;
 use crate::report::error::ReportError;
 use crate::report::events::{millis, Event, EventClock, EventKind};
 use crate::report::harness_log::HarnessLogs;
+use crate::report::history::{self, HistoryEntry, Selection};
+use crate::report::html::{self, HtmlInput};
 use crate::report::junit;
 use crate::report::paths::{RunPaths, SuitePaths};
 use crate::report::redact::Secrets;
@@ -66,6 +68,19 @@ pub struct ReporterArgs {
     pub junit_copy: Option<PathBuf>,
     /// `--json FILE`.
     pub json_copy: Option<PathBuf>,
+    /// `--html FILE` and the history: what `report.html` and `history.jsonl` need.
+    pub extras: SuiteExtras,
+}
+
+/// The suite-level extras of issue 15: `--html FILE` and the selection the history compares by.
+#[derive(Debug, Clone, Default)]
+pub struct SuiteExtras {
+    /// `--html FILE`.
+    pub html_copy: Option<PathBuf>,
+    /// What the user asked to run; the previous suite of the same selection is compared with.
+    pub selection: Selection,
+    /// Do not record this suite in history.jsonl (tests of the reporter alone).
+    pub no_history: bool,
 }
 
 impl std::fmt::Debug for ReporterArgs {
@@ -84,6 +99,8 @@ pub struct SuiteFiles {
     pub summary_json: PathBuf,
     pub summary_md: PathBuf,
     pub junit: PathBuf,
+    /// `report.html`.
+    pub html: PathBuf,
     /// The `--junit` / `--json` copies that were written.
     pub copies: Vec<PathBuf>,
     /// Problems met (a run that had to be closed by the reporter, a file that could not be written).
@@ -282,6 +299,17 @@ impl ReporterState {
                 path: paths.dir.clone(),
                 source,
             })?;
+        // History: compare with the previous suite of the same selection, then record this one.
+        let mut summary = summary;
+        let mut history_note = None;
+        if !self.args.extras.no_history {
+            let entry = HistoryEntry::of(&summary, &self.finished, &self.args.extras.selection);
+            let earlier = history::read(&self.args.artifact_dir);
+            summary.changes = history::compare(&earlier, &entry);
+            if let Err(e) = history::append(&self.args.artifact_dir, &entry) {
+                history_note = Some(e.to_string());
+            }
+        }
         // Redact the data before it is formatted: XML and JSON escape characters a secret may hold.
         let redacted_summary: SuiteSummary = redact_data(&self.redactor_all(), &summary)?;
         let redacted_records: Vec<RunRecord> = self
@@ -298,6 +326,7 @@ impl ReporterState {
             }
         };
         let mut notes = std::mem::take(&mut self.notes);
+        notes.extend(history_note);
         let redactor = self.redactor_all();
         let json = redactor
             .json("summary.json", &redacted_summary, true)
@@ -338,6 +367,37 @@ impl ReporterState {
             }
             Err(e) => keep(Err(e), &mut notes),
         }
+        let html_path = paths.dir.join("report.html");
+        let html = redactor.str(&html::render(&HtmlInput {
+            summary: &redacted_summary,
+            records: &redacted_records,
+            comparison: redacted_summary.changes.as_ref(),
+            report_dir: &paths.dir,
+            notes: &[],
+        }));
+        keep(write_atomic(&html_path, html.as_bytes()), &mut notes);
+        if let Some(copy) = &self.args.extras.html_copy {
+            // A copy elsewhere links to the run files by absolute path.
+            let dir = copy
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(
+                    || std::env::current_dir().unwrap_or_default(),
+                    |p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()),
+                );
+            let html = redactor.str(&html::render(&HtmlInput {
+                summary: &redacted_summary,
+                records: &redacted_records,
+                comparison: redacted_summary.changes.as_ref(),
+                report_dir: &dir,
+                notes: &[],
+            }));
+            let r = write_copy(copy, html.as_bytes());
+            if r.is_ok() {
+                copies.push(copy.clone());
+            }
+            keep(r, &mut notes);
+        }
         if let Err(e) = json {
             first_error.get_or_insert(e);
         }
@@ -352,6 +412,17 @@ impl ReporterState {
             &paths.summary_md().display().to_string(),
             &redactor,
         );
+        if let Some(changes) = &summary.changes {
+            let mut text = format!("{}:", changes.heading());
+            for line in changes.lines() {
+                text.push_str("\n  ");
+                text.push_str(&line);
+            }
+            self.args.console.notice(&text, &redactor);
+        }
+        self.args
+            .console
+            .notice(&format!("HTML report: {}", html_path.display()), &redactor);
         if let Some(logs) = &self.args.harness_logs {
             if let Err(e) = logs.flush() {
                 notes.push(e.to_string());
@@ -364,6 +435,7 @@ impl ReporterState {
                 summary_json: paths.summary_json(),
                 summary_md: paths.summary_md(),
                 junit: paths.junit(),
+                html: paths.dir.join("report.html"),
                 copies,
                 notes,
             }),

@@ -101,6 +101,21 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     };
     let suite_id = uuid::Uuid::now_v7().to_string();
     reap_dead_runs(&artifact_dir);
+    // Retention (`[supervisor] keep_runs`), before this suite adds its own runs.
+    let keep_runs = suite.base.supervisor.keep_runs.value;
+    if keep_runs > 0 {
+        let pruned = crate::report::store::prune(&artifact_dir, Some(keep_runs), None, &[]);
+        if !pruned.suites.is_empty() {
+            tracing::info!(
+                "keep_runs = {keep_runs}: removed {} old suite(s) and {} run(s)",
+                pruned.suites.len(),
+                pruned.runs
+            );
+        }
+        for problem in pruned.problems {
+            eprintln!("supervisor: retention: {problem}");
+        }
+    }
     if let Err(e) = ledger::open(&artifact_dir, &suite_id) {
         eprintln!("supervisor: cannot record this run's processes in the ledger: {e}");
         tracing::warn!("cannot open the process ledger: {e}");
@@ -117,6 +132,11 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         harness_logs: Some(logs.clone()),
         junit_copy: options.junit.clone(),
         json_copy: options.json.clone(),
+        extras: crate::actors::reporter::SuiteExtras {
+            html_copy: options.html.clone(),
+            selection: options.selection(),
+            no_history: false,
+        },
     };
     let (reporter, reporter_task) = match ReporterActor::spawn(reporter_args).await {
         Ok(spawned) => spawned,

@@ -343,6 +343,9 @@ impl Ending {
 struct Started {
     harness: Option<Harness>,
     agent: Option<ActorRef<AgentMsg>>,
+    /// The agent's live news (logs, evidence, its death). The driver reads it itself, so that a
+    /// step's logs are reported before that step's verdict.
+    agent_news: Option<mpsc::UnboundedReceiver<AgentEvent>>,
     workdir: Option<PathBuf>,
 }
 
@@ -560,15 +563,8 @@ impl Driver {
         }
 
         // The agent: one conversation for the whole session.
-        let (agent_tx, mut agent_rx) = mpsc::unbounded_channel();
-        let me = self.myself.clone();
-        tokio::spawn(async move {
-            while let Some(event) = agent_rx.recv().await {
-                if me.cast(SessionMsg::Agent(event)).is_err() {
-                    break;
-                }
-            }
-        });
+        let (agent_tx, agent_rx) = mpsc::unbounded_channel();
+        started.agent_news = Some(agent_rx);
         let facts = crate::providers::SessionFacts {
             run_id: self.run_id.clone(),
             session_id: self.session_id.clone(),
@@ -610,7 +606,7 @@ impl Driver {
         Ok(vars)
     }
 
-    async fn steps(&self, started: &Started, vars: &SessionVars) -> Ending {
+    async fn steps(&self, started: &mut Started, vars: &SessionVars) -> Ending {
         let Some(agent) = started.agent.clone() else {
             return Ending::error("no agent was started");
         };
@@ -676,7 +672,9 @@ impl Driver {
                         .unwrap_or(self.test.effective.provider.step_timeout_secs.value),
                 ),
             };
-            let verdict = self.run_step(&agent, request).await;
+            let verdict = self
+                .run_step(&agent, request, &mut started.agent_news)
+                .await;
             let verdict = match verdict {
                 Ok(v) => v,
                 Err(message) => {
@@ -806,10 +804,13 @@ impl Driver {
     }
 
     /// Sends one step; on a stop request, cancels it and waits for the (interrupted) verdict.
+    /// The agent's news is passed on as it comes, and what it sent before its verdict is passed
+    /// on before the verdict is returned: a step's logs always precede its `step_finished`.
     async fn run_step(
         &self,
         agent: &ActorRef<AgentMsg>,
         request: StepRequest,
+        news: &mut Option<mpsc::UnboundedReceiver<AgentEvent>>,
     ) -> Result<StepVerdict, String> {
         let limit = request.timeout + Duration::from_secs(60);
         let (reply, answer) = ractor::concurrency::oneshot();
@@ -817,14 +818,51 @@ impl Driver {
             .cast(AgentMsg::RunStep(request, reply.into()))
             .map_err(|e| format!("the agent actor is gone: {e}"))?;
         let mut answer = answer;
-        tokio::select! {
-            verdict = &mut answer => return verdict.map_err(|_| "the agent actor stopped without a verdict".to_string()),
-            _ = Self::until_stopped(self.stop.clone()) => {}
+        // Set once a stop was asked for: the interrupted verdict must come by then.
+        let mut cancelled_until: Option<tokio::time::Instant> = None;
+        let verdict = loop {
+            tokio::select! {
+                verdict = &mut answer => break verdict.map_err(|_| "the agent actor stopped without a verdict".to_string()),
+                Some(event) = next_news(news) => self.pass_on(event),
+                _ = Self::until_stopped(self.stop.clone()), if cancelled_until.is_none() => {
+                    let _ = agent.cast(AgentMsg::Cancel);
+                    cancelled_until = Some(tokio::time::Instant::now() + limit);
+                }
+                _ = sleep_until_opt(cancelled_until), if cancelled_until.is_some() => {
+                    break Err("the agent did not end the step after it was cancelled".to_string());
+                }
+            }
+        };
+        self.pass_on_pending(news);
+        verdict
+    }
+
+    /// Passes on whatever news the agent has sent so far.
+    fn pass_on_pending(&self, news: &mut Option<mpsc::UnboundedReceiver<AgentEvent>>) {
+        if let Some(rx) = news.as_mut() {
+            while let Ok(event) = rx.try_recv() {
+                self.pass_on(event);
+            }
         }
-        let _ = agent.cast(AgentMsg::Cancel);
-        match tokio::time::timeout(limit, answer).await {
-            Ok(Ok(verdict)) => Ok(verdict),
-            _ => Err("the agent did not end the step after it was cancelled".into()),
+    }
+
+    /// A step's log and evidence become run events; the rest (bootstrap notes, the agent's
+    /// death) is the session actor's to judge.
+    fn pass_on(&self, event: AgentEvent) {
+        match event {
+            AgentEvent::Log { step_id, message } if step_id > 0 => {
+                self.emit(EventKind::AgentLog { step_id, message });
+            }
+            AgentEvent::Evidence { step_id, evidence } if step_id > 0 => {
+                self.emit(EventKind::Evidence {
+                    step_id,
+                    kind: evidence.kind.to_string(),
+                    path: evidence.path.clone(),
+                });
+            }
+            other => {
+                let _ = self.myself.cast(SessionMsg::Agent(other));
+            }
         }
     }
 
@@ -918,6 +956,24 @@ impl Driver {
                 record.leaked_pids
             );
         }
+    }
+}
+
+async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The next piece of news, or never when there is no receiver (or it is closed).
+async fn next_news(news: &mut Option<mpsc::UnboundedReceiver<AgentEvent>>) -> Option<AgentEvent> {
+    match news.as_mut() {
+        Some(rx) => match rx.recv().await {
+            Some(event) => Some(event),
+            None => std::future::pending().await,
+        },
+        None => std::future::pending().await,
     }
 }
 

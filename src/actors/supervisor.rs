@@ -37,6 +37,10 @@ pub enum SupervisorMsg {
         outcome: RunOutcome,
     },
     Shutdown(ShutdownRequest),
+    /// `--timeout` expired: a shutdown like SIGTERM's, said to be the deadline's.
+    DeadlineReached {
+        secs: u64,
+    },
 }
 
 pub struct SupervisorArgs {
@@ -103,8 +107,8 @@ impl Actor for SupervisorActor {
             strict,
         );
         if let Some(secs) = base.timeout_secs.value {
-            myself.send_after(Duration::from_secs(secs), || {
-                SupervisorMsg::Shutdown(ShutdownRequest::Graceful(InterruptSignal::Terminate))
+            myself.send_after(Duration::from_secs(secs), move || {
+                SupervisorMsg::DeadlineReached { secs }
             });
         }
         let (skip_grace, _) = watch::channel(false);
@@ -166,19 +170,31 @@ impl Actor for SupervisorActor {
                 state.dispatch(&myself).await;
             }
             SupervisorMsg::Shutdown(request) => {
-                let signal = match request {
-                    ShutdownRequest::Graceful(s) => s,
+                let (signal, message) = match request {
+                    ShutdownRequest::Graceful(s) => (
+                        s,
+                        format!(
+                            "{}: stopping — no new tests; {} running test(s) are stopping their agents and tearing down their harness (grace periods apply); a second signal skips them",
+                            s.name(),
+                            state.running.len()
+                        ),
+                    ),
                     ShutdownRequest::SkipGrace(s) => {
                         state.skip_grace.send_replace(true);
-                        s
+                        (s, format!("{}: second signal — skipping the grace periods", s.name()))
                     }
                 };
-                state.shutdown.get_or_insert(signal);
-                state.queue.halt(Halt::Shutdown);
-                for running in state.running.values() {
-                    let _ = running.actor.cast(SessionMsg::Interrupt);
-                }
-                state.dispatch(&myself).await;
+                state.shut_down(&myself, signal, message).await;
+            }
+            SupervisorMsg::DeadlineReached { secs } => {
+                let message = format!(
+                    "--timeout: the {secs}s deadline passed — stopping like SIGTERM: no new tests; \
+                     {} running test(s) are tearing down",
+                    state.running.len()
+                );
+                state
+                    .shut_down(&myself, InterruptSignal::Terminate, message)
+                    .await;
             }
         }
         Ok(())
@@ -223,6 +239,23 @@ impl Actor for SupervisorActor {
 }
 
 impl SupervisorState {
+    /// The one shutdown path (signals and the deadline): say so on the console, stop
+    /// dispatching, interrupt every running session.
+    async fn shut_down(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        signal: InterruptSignal,
+        message: String,
+    ) {
+        let _ = self.reporter.cast(ReporterMsg::Notice { message });
+        self.shutdown.get_or_insert(signal);
+        self.queue.halt(Halt::Shutdown);
+        for running in self.running.values() {
+            let _ = running.actor.cast(SessionMsg::Interrupt);
+        }
+        self.dispatch(myself).await;
+    }
+
     /// Starts as many sessions as the queue allows; finishes the suite when nothing is left.
     async fn dispatch(&mut self, myself: &ActorRef<SupervisorMsg>) {
         let Some(context) = self.context.clone() else {

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use bugatti::model::layers::Layer;
 use bugatti::model::load::{load_suite, Suite, CONFIG_FILE_NAME};
 use bugatti::model::options::{RunOptions, Shard, Verbosity};
+use bugatti::report::{history, store};
 use clap::{Args, Parser, Subcommand};
 
 const EXIT_CODES: &str = "\
@@ -48,6 +49,46 @@ enum Command {
     /// Check the config and tests, the provider's program, fixed ports and the artifact
     /// directory. Exit 0 when all is well, 1 when a check failed, 2 on invalid input.
     Doctor {
+        /// Project config [default: ./bugatti.config.toml if present]
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Merge suite directories (the shards of one CI run, e.g. copied from artifacts) into one
+    /// suite: summary.json, summary.md, junit.xml and report.html. Exit 0 when every root test
+    /// passed, 1 when one did not, 2 on unreadable input.
+    Merge {
+        /// Suite directories (`.bugatti/suites/<suite_id>`, their runs beside them in `../../runs`)
+        #[arg(value_name = "DIR", required = true)]
+        dirs: Vec<PathBuf>,
+        /// Where to write the merged suite [default: a new suite under the project's artifact directory]
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+        /// Project config (for the artifact directory) [default: ./bugatti.config.toml if present]
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Print where a suite's reports are and its summary. Exit 0 when every root test passed,
+    /// 1 when one did not, 2 when there is no such suite.
+    Report {
+        /// A suite id (or a unique prefix of one), or `last` [default: last]
+        #[arg(value_name = "SUITE_ID|last")]
+        suite: Option<String>,
+        /// Also open report.html in the desktop's browser (xdg-open / open)
+        #[arg(long)]
+        open: bool,
+        /// Project config [default: ./bugatti.config.toml if present]
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+    },
+    /// Prune old suites with their runs and kept workspaces. With neither option, applies
+    /// `[supervisor] keep_runs` (default 200 runs).
+    Clean {
+        /// Keep the newest suites holding at most N runs (the newest suite always stays)
+        #[arg(long, value_name = "N")]
+        keep: Option<usize>,
+        /// Remove suites that started more than DAYS days ago
+        #[arg(long = "older-than", value_name = "DAYS")]
+        older_than: Option<u64>,
         /// Project config [default: ./bugatti.config.toml if present]
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
@@ -108,6 +149,12 @@ struct RunArgs {
     /// Also write the suite's JSON summary there
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    /// Also write the suite's HTML report (report.html) there
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
+    /// Run only the root tests that did not pass in the previous suite of this project
+    #[arg(long = "rerun-failed", visible_alias = "last-failed")]
+    rerun_failed: bool,
     /// Less console output
     #[arg(short, long, conflicts_with = "verbose")]
     quiet: bool,
@@ -135,6 +182,8 @@ impl RunArgs {
             tags: self.tags,
             junit: self.junit,
             json: self.json,
+            html: self.html,
+            rerun_failed: self.rerun_failed,
             verbosity: if self.quiet {
                 Verbosity::Quiet
             } else if self.verbose {
@@ -151,10 +200,21 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Start(args) | Command::Test(args) => {
             let options = args.into_options();
+            if let Err(e) = check_copies(&options) {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
             match load(&options) {
-                Some(suite) => {
+                Some(mut suite) => {
                     println!("supervisor: {}", suite.config_summary());
                     print_notes(&suite);
+                    if options.rerun_failed {
+                        match select_failed(&mut suite) {
+                            Ok(true) => {}
+                            Ok(false) => return ExitCode::SUCCESS,
+                            Err(code) => return code,
+                        }
+                    }
                     run_suite(suite, options)
                 }
                 None => ExitCode::from(2),
@@ -177,6 +237,204 @@ fn main() -> ExitCode {
         }
         Command::Init => init(),
         Command::Doctor { config } => doctor(config),
+        Command::Merge { dirs, out, config } => merge(&dirs, out, config),
+        Command::Report {
+            suite,
+            open,
+            config,
+        } => report(suite.as_deref(), open, config),
+        Command::Clean {
+            keep,
+            older_than,
+            config,
+        } => clean(keep, older_than, config),
+    }
+}
+
+/// `--junit` / `--json` / `--html` targets must be writable before anything runs (exit 2).
+fn check_copies(options: &RunOptions) -> Result<(), String> {
+    for (flag, path) in [
+        ("--junit", &options.junit),
+        ("--json", &options.json),
+        ("--html", &options.html),
+    ] {
+        if let Some(path) = path {
+            store::check_writable(flag, path)?;
+        }
+    }
+    Ok(())
+}
+
+/// The artifact directory of the project `config` (or the one found from here), without
+/// loading its tests: `report`, `clean` and `merge` work even when a test file is broken.
+/// Also `[supervisor] keep_runs`.
+fn artifact_dir_of(config: Option<PathBuf>) -> Result<(PathBuf, usize), String> {
+    let cwd = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
+    let config = match config {
+        Some(c) if !c.is_file() => {
+            return Err(format!("config file {} does not exist", c.display()))
+        }
+        Some(c) => Some(std::path::absolute(&c).unwrap_or(c)),
+        None => bugatti::model::load::find_config_upward(&cwd),
+    };
+    let root = config
+        .as_deref()
+        .and_then(std::path::Path::parent)
+        .map_or(cwd, std::path::Path::to_path_buf);
+    let table: Option<toml::Table> = config
+        .as_deref()
+        .and_then(|c| std::fs::read_to_string(c).ok())
+        .and_then(|t| t.parse().ok());
+    let sup = table.as_ref().and_then(|t| t.get("supervisor"));
+    let dir = sup
+        .and_then(|s| s.get("artifact_dir"))
+        .and_then(|v| v.as_str())
+        .unwrap_or(bugatti::model::layers::DEFAULT_ARTIFACT_DIR);
+    let keep = sup
+        .and_then(|s| s.get("keep_runs"))
+        .and_then(toml::Value::as_integer)
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(bugatti::model::layers::DEFAULT_KEEP_RUNS);
+    Ok((root.join(dir), keep))
+}
+
+/// `--rerun-failed`: keeps the root tests that did not pass in the previous suite. Ok(false):
+/// nothing to run (said why); Err: the exit code.
+fn select_failed(suite: &mut Suite) -> Result<bool, ExitCode> {
+    let artifacts = suite
+        .project_root
+        .join(&suite.base.supervisor.artifact_dir.value);
+    let Some(last) = history::read(&artifacts).pop() else {
+        eprintln!(
+            "error: --rerun-failed: no previous suite in {} to take the failed tests from",
+            history::history_path(&artifacts).display()
+        );
+        return Err(ExitCode::from(2));
+    };
+    let failed = last.not_passed();
+    if failed.is_empty() {
+        println!(
+            "supervisor: --rerun-failed: every root test passed in the previous suite {}; nothing to run",
+            last.suite_id
+        );
+        return Ok(false);
+    }
+    suite
+        .tests
+        .retain(|t| failed.iter().any(|f| std::path::Path::new(f) == t.rel_path));
+    println!(
+        "supervisor: --rerun-failed: {} root test(s) that did not pass in suite {}: {}",
+        suite.tests.len(),
+        last.suite_id,
+        failed.join(", ")
+    );
+    if suite.tests.is_empty() {
+        eprintln!("error: --rerun-failed: none of them is among the selected root tests any more");
+        return Err(ExitCode::from(2));
+    }
+    Ok(true)
+}
+
+fn suite_exit(summary: &bugatti::report::suite::SuiteSummary) -> ExitCode {
+    let all_pass = summary
+        .tests
+        .iter()
+        .all(|t| t.outcome.is_pass(summary.strict_warnings))
+        && summary.not_run.is_empty();
+    ExitCode::from(if all_pass { 0 } else { 1 })
+}
+
+fn merge(dirs: &[PathBuf], out: Option<PathBuf>, config: Option<PathBuf>) -> ExitCode {
+    let out = match out {
+        Some(out) => out,
+        None => match artifact_dir_of(config) {
+            Ok((dir, _)) => dir.join("suites").join(uuid::Uuid::now_v7().to_string()),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    match store::merge(dirs, &out) {
+        Ok(merged) => {
+            for note in &merged.notes {
+                println!("note: {note}");
+            }
+            print!("{}", merged.summary.to_markdown());
+            println!("Merged suite: {}", merged.out.display());
+            println!("HTML report: {}", merged.out.join("report.html").display());
+            suite_exit(&merged.summary)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn report(which: Option<&str>, open: bool, config: Option<PathBuf>) -> ExitCode {
+    restore_default_sigpipe();
+    let found = artifact_dir_of(config)
+        .and_then(|(dir, _)| store::resolve_suite(&dir, which))
+        .and_then(|s| store::load_suite(&s.dir));
+    let loaded = match found {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let d = &loaded.dir;
+    println!("suite:        {}", loaded.summary.suite_id);
+    println!("report.html:  {}", d.join("report.html").display());
+    println!("summary.md:   {}", d.join("summary.md").display());
+    println!("summary.json: {}", d.join("summary.json").display());
+    println!("junit.xml:    {}", d.join("junit.xml").display());
+    println!();
+    print!("{}", loaded.summary.to_markdown());
+    if open {
+        let page = d.join("report.html");
+        let opener = if cfg!(target_os = "macos") {
+            "open"
+        } else {
+            "xdg-open"
+        };
+        if let Err(e) = std::process::Command::new(opener).arg(&page).status() {
+            eprintln!("warning: cannot run {opener}: {e}");
+        }
+    }
+    suite_exit(&loaded.summary)
+}
+
+fn clean(keep: Option<usize>, older_than: Option<u64>, config: Option<PathBuf>) -> ExitCode {
+    let (dir, keep_runs) = match artifact_dir_of(config) {
+        Ok(found) => found,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let keep = match (keep, older_than) {
+        (None, None) => Some(keep_runs),
+        (keep, _) => keep,
+    };
+    let age = older_than
+        .map(|d| chrono::Duration::days(i64::try_from(d).unwrap_or(i64::MAX / 86_400_000)));
+    let pruned = store::prune(&dir, keep, age, &[]);
+    for p in &pruned.problems {
+        eprintln!("warning: {p}");
+    }
+    println!(
+        "removed {} suite(s), {} run(s), {} workspace(s) from {}",
+        pruned.suites.len(),
+        pruned.runs,
+        pruned.workspaces,
+        dir.display()
+    );
+    if pruned.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }
 

@@ -16,6 +16,8 @@ pub const DEFAULT_READINESS_TIMEOUT_SECS: u64 = 60;
 pub const DEFAULT_MAX_RESTARTS: u32 = 3;
 pub const DEFAULT_RESTART_WINDOW_SECS: u64 = 60;
 pub const DEFAULT_BACKOFF_MS: u64 = 200;
+/// Restarts come at most this often: a command that dies at once cannot spin a core.
+pub const MIN_BACKOFF_MS: u64 = 10;
 pub const DEFAULT_STOP_SIGNAL: &str = "SIGTERM";
 pub const DEFAULT_STOP_TIMEOUT_SECS: u64 = 5;
 /// One readiness probe of a long-lived command.
@@ -368,6 +370,28 @@ pub fn validate_commands(commands: &BTreeMap<String, CommandConfig>) -> Vec<Laye
                 }
         }
     }
+    for cmd in commands.values() {
+        // A window of 0 s counts no restart, so `max_restarts` would never stop a command that
+        // dies at once: it would be restarted as fast as it can die.
+        if cmd.restart != RestartPolicy::Never && cmd.restart_window_secs == 0 {
+            problems.push(problem(
+                format!(
+                    "command `{}`: `restart_window_secs = 0` counts no restart, so `max_restarts = {}` could never stop it; use a window of at least 1 second (default {DEFAULT_RESTART_WINDOW_SECS})",
+                    cmd.name, cmd.max_restarts
+                ),
+                cmd.origin.clone(),
+            ));
+        }
+        if cmd.restart != RestartPolicy::Never && cmd.backoff_ms < MIN_BACKOFF_MS {
+            problems.push(problem(
+                format!(
+                    "command `{}`: `backoff_ms = {}` is below the minimum of {MIN_BACKOFF_MS} ms between restarts",
+                    cmd.name, cmd.backoff_ms
+                ),
+                cmd.origin.clone(),
+            ));
+        }
+    }
     if let Some(cycle) = dependency_cycle(commands) {
         let at = commands.get(&cycle[0]).and_then(|c| c.origin.clone());
         problems.push(problem(
@@ -405,6 +429,27 @@ mod tests {
                 "command `a` needs `cmd`, the shell command to run"
             ]
         );
+    }
+
+    #[test]
+    fn restart_settings_that_cannot_be_honoured_are_refused() {
+        let base = "[commands.s]\nkind = \"long_lived\"\ncmd = \"false\"\nrestart = \"always\"\n";
+        let (_, ps) = apply(&format!("{base}restart_window_secs = 0\nbackoff_ms = 0\n"));
+        assert_eq!(ps.len(), 2, "{ps:?}");
+        assert!(
+            ps[0].contains("`restart_window_secs = 0` counts no restart"),
+            "{ps:?}"
+        );
+        assert!(
+            ps[1].contains("`backoff_ms = 0` is below the minimum"),
+            "{ps:?}"
+        );
+        let (_, ps) = apply(&format!("{base}restart_window_secs = 1\nbackoff_ms = 10\n"));
+        assert!(ps.is_empty(), "{ps:?}");
+        // Without restarts the settings are unused, so they are not judged.
+        let (_, ps) =
+            apply("[commands.s]\nkind = \"long_lived\"\ncmd = \"x\"\nrestart_window_secs = 0\n");
+        assert!(ps.is_empty(), "{ps:?}");
     }
 
     #[test]

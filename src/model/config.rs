@@ -58,6 +58,8 @@ pub struct SupervisorSection {
     pub fail_fast: Option<bool>,
     /// Whole-invocation deadline, like `--timeout`.
     pub timeout_secs: Option<u64>,
+    /// Retention: runs and suites beyond the newest N are pruned when a suite starts (0 = all kept).
+    pub keep_runs: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]

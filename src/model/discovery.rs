@@ -41,6 +41,16 @@ pub fn walk_test_files(
     dir: &Path,
     include_underscore: bool,
 ) -> Result<Vec<PathBuf>, DiscoveryError> {
+    walk_test_files_noting(dir, include_underscore, &mut Vec::new())
+}
+
+/// [`walk_test_files`], noting in `notes` each symlink that loops back to one of its own
+/// ancestors (skipped: a loop anywhere under the root must not stop discovery).
+pub fn walk_test_files_noting(
+    dir: &Path,
+    include_underscore: bool,
+    notes: &mut Vec<String>,
+) -> Result<Vec<PathBuf>, DiscoveryError> {
     let mut out = Vec::new();
     let walker = WalkDir::new(dir).follow_links(true).into_iter();
     for entry in walker.filter_entry(|e| {
@@ -49,10 +59,24 @@ pub fn walk_test_files(
             || !(is_skipped_dir(&e.file_name().to_string_lossy())
                 || (e.path_is_symlink() && !is_inside(dir, e.path())))
     }) {
-        let entry = entry.map_err(|e| DiscoveryError::Walk {
-            dir: dir.display().to_string(),
-            reason: e.to_string(),
-        })?;
+        let entry = match entry {
+            Ok(entry) => entry,
+            Err(e) if e.loop_ancestor().is_some() => {
+                let at = e
+                    .path()
+                    .map_or_else(String::new, |p| p.display().to_string());
+                notes.push(format!(
+                    "skipped {at}: a symlink loop (it points to one of its own parent folders)"
+                ));
+                continue;
+            }
+            Err(e) => {
+                return Err(DiscoveryError::Walk {
+                    dir: dir.display().to_string(),
+                    reason: e.to_string(),
+                })
+            }
+        };
         if !entry.file_type().is_file() {
             continue;
         }

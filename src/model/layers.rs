@@ -94,6 +94,7 @@ pub const DEFAULT_PROVIDER: &str = "claude-code";
 pub const DEFAULT_STEP_TIMEOUT_SECS: u64 = 300;
 pub const DEFAULT_JOBS: usize = 4;
 pub const DEFAULT_ARTIFACT_DIR: &str = ".bugatti";
+pub const DEFAULT_KEEP_RUNS: usize = 200;
 pub const DEFAULT_CHECKPOINT_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_NO_OUTPUT_TIMEOUT_SECS: u64 = 120;
 pub const PROVIDERS: &[&str] = &["claude-code", "codex", "command", "shell"];
@@ -126,6 +127,8 @@ pub struct SupervisorSettings {
     pub fail_fast: Sourced<bool>,
     /// Whole-invocation deadline in seconds (`--timeout`).
     pub timeout_secs: Sourced<Option<u64>>,
+    /// `[supervisor] keep_runs`: suites (and their runs) kept when a suite starts; 0 = all.
+    pub keep_runs: Sourced<usize>,
 }
 
 /// A resolved secret. Its Debug never shows the value.
@@ -200,6 +203,7 @@ impl Default for EffectiveConfig {
                 keep_workspace: Sourced::default_value(KeepWorkspace::OnFailure),
                 fail_fast: Sourced::default_value(false),
                 timeout_secs: Sourced::default_value(None),
+                keep_runs: Sourced::default_value(DEFAULT_KEEP_RUNS),
             },
             env: BTreeMap::new(),
             secrets: BTreeMap::new(),
@@ -258,6 +262,9 @@ impl EffectiveConfig {
         }
         if let Some(v) = s.timeout_secs {
             self.supervisor.timeout_secs.set(Some(v), layer, None);
+        }
+        if let Some(v) = s.keep_runs {
+            self.supervisor.keep_runs.set(v, layer, None);
         }
         for (k, v) in &cfg.env {
             self.env.insert(
@@ -690,6 +697,11 @@ impl EffectiveConfig {
             "supervisor.keep_workspace",
             s.keep_workspace.value.as_str().to_string(),
             s.keep_workspace.source,
+        );
+        row(
+            "supervisor.keep_runs",
+            s.keep_runs.value.to_string(),
+            s.keep_runs.source,
         );
         row(
             "supervisor.fail_fast",

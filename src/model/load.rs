@@ -9,12 +9,14 @@ use super::assets::check_assets;
 use super::checkpoint::{artifact_root, name_problem, CheckpointPaths};
 use super::config::{parse_config, ConfigFile};
 use super::diagnostics::{Problem, Problems};
-use super::discovery::{from_globs, resolve_arg, walk_test_files};
+use super::discovery::{from_globs, resolve_arg, walk_test_files_noting};
 use super::layers::{EffectiveConfig, Layer, LayerProblem, ProbeKind};
 use super::options::RunOptions;
 use super::paths::{normalize, relative_to};
 use super::plan::{expand, PlannedStep, TestFiles};
-use super::substitute::{check_known, session_vars, SubstError, BUILTIN_NAMES, CHECKPOINT_NAMES};
+use super::substitute::{
+    check_known, references, session_vars, SubstError, BUILTIN_NAMES, CHECKPOINT_NAMES,
+};
 use super::test_file::test_name;
 
 pub const CONFIG_FILE_NAME: &str = "bugatti.config.toml";
@@ -196,6 +198,7 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         &flagged,
         &texts,
         &mut problems,
+        &mut notes,
     );
 
     // Parse candidates; keep root tests.
@@ -338,6 +341,7 @@ fn discover(
     config: &EffectiveConfig,
     texts: &BTreeMap<PathBuf, String>,
     problems: &mut Problems,
+    notes: &mut Vec<String>,
 ) -> (Vec<PathBuf>, BTreeSet<PathBuf>) {
     let mut candidates: Vec<PathBuf> = Vec::new();
     let mut explicit: BTreeSet<PathBuf> = BTreeSet::new();
@@ -366,7 +370,7 @@ fn discover(
         }
         candidates.extend(found);
     } else {
-        match walk_test_files(project_root, false) {
+        match walk_test_files_noting(project_root, false, notes) {
             Ok(found) => candidates.extend(found),
             Err(e) => problems.push(Problem::new(e.to_string())),
         }
@@ -434,12 +438,60 @@ fn check_names(
             origin: eff.env.get(first).and_then(|v| v.origin.clone()),
         });
     }
+    // The agent starts once per session, before any step: no step id exists for it yet.
+    let agent_fields = eff
+        .provider
+        .cmd
+        .value
+        .iter()
+        .map(|c| ("provider.cmd".to_string(), c, &eff.provider.cmd.origin))
+        .chain(
+            eff.provider
+                .cwd
+                .value
+                .iter()
+                .map(|c| ("provider.cwd".to_string(), c, &eff.provider.cwd.origin)),
+        )
+        .chain(
+            eff.provider
+                .agent_args
+                .value
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    (
+                        format!("provider.agent_args[{i}]"),
+                        a,
+                        &eff.provider.agent_args.origin,
+                    )
+                }),
+        );
+    for (field, text, origin) in agent_fields {
+        if references(text).is_ok_and(|names| names.iter().any(|n| n == "BUGATTI_STEP_ID")) {
+            lps.push(LayerProblem {
+                message: format!(
+                    "{field}: `${{BUGATTI_STEP_ID}}` is not defined here: the agent starts once per session, before any step (it gets BUGATTI_STEP_ID with each step)"
+                ),
+                origin: origin.clone(),
+            });
+        }
+    }
     let mut cwd_problems = Vec::new();
     let mut check =
         |field: String, text: &str, origin: Option<super::layers::Origin>, extra: &[&str]| {
-            let mut k = known.clone();
-            k.extend(extra.iter().map(|s| s.to_string()));
-            if let Err(e) = check_known(text, &k) {
+            // Names outside `known` may only be the field's own extras: no copy of the (possibly
+            // large) set per field.
+            let unknown_outside_extras = references(text).map(|names| {
+                names
+                    .into_iter()
+                    .find(|n| !known.contains(n) && !extra.contains(&n.as_str()))
+            });
+            let result = match unknown_outside_extras {
+                Ok(None) => Ok(()),
+                Ok(Some(name)) => Err(SubstError::Unknown { name }),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = result {
                 lps.push(LayerProblem {
                     message: format!("{field}: {e}"),
                     origin,
@@ -726,6 +778,45 @@ mod tests {
         assert_eq!(s.config_path, Some(p.root.join("bugatti.config.toml")));
         assert_eq!(s.tests[0].rel_path, PathBuf::from("tests/a.test.toml"));
         assert_eq!(s.base.provider.name.value, "shell");
+    }
+
+    #[test]
+    fn a_symlink_loop_under_the_root_is_skipped_with_a_note() {
+        let p = Project::new();
+        p.write("tests/a.test.toml", STEP);
+        std::os::unix::fs::symlink("..", p.root.join("tests/loop")).expect("symlink");
+        let s = p.load(&RunOptions::default()).unwrap();
+        assert_eq!(s.tests.len(), 1);
+        assert!(
+            s.notes
+                .iter()
+                .any(|n| n.contains("tests/loop") && n.contains("symlink loop")),
+            "{:?}",
+            s.notes
+        );
+    }
+
+    #[test]
+    fn the_agent_cmd_cannot_use_the_step_id_and_its_cwd_must_exist() {
+        let p = Project::new();
+        p.write(
+            "bugatti.config.toml",
+            "[provider]\nname = \"command\"\ncmd = \"a ${BUGATTI_STEP_ID}\"\ncwd = \"agents\"\nagent_args = [\"${NOPE}\"]\n",
+        )
+        .write("a.test.toml", STEP);
+        let e = p.errors(&RunOptions::default());
+        assert!(
+            e.contains("provider.cmd: `${BUGATTI_STEP_ID}` is not defined here"),
+            "{e}"
+        );
+        assert!(
+            e.contains("provider.cwd: `agents` is not a directory"),
+            "{e}"
+        );
+        assert!(
+            e.contains("provider.agent_args[0]: unknown variable `${NOPE}`"),
+            "{e}"
+        );
     }
 
     #[test]

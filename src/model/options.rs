@@ -92,7 +92,25 @@ pub struct RunOptions {
     pub tags: Vec<String>,
     pub junit: Option<PathBuf>,
     pub json: Option<PathBuf>,
+    /// `--html FILE`.
+    pub html: Option<PathBuf>,
+    /// `--rerun-failed` / `--last-failed`: applied by the caller after loading (it needs the
+    /// history under the artifact directory).
+    pub rerun_failed: bool,
     pub verbosity: Verbosity,
+}
+
+impl RunOptions {
+    /// What the history compares suites by.
+    pub fn selection(&self) -> crate::report::history::Selection {
+        crate::report::history::Selection {
+            paths: self.paths.clone(),
+            tags: self.tags.clone(),
+            shard: self.shard.map(|s| s.to_string()),
+            rerun_failed: self.rerun_failed,
+            merged: Vec::new(),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -95,7 +95,21 @@ pub enum ExitReason {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum InterruptSignal {
     Terminate,
+    /// SIGHUP: the terminal or SSH session closed.
+    Hangup,
+    Quit,
     Interrupt,
+}
+
+impl InterruptSignal {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Terminate => "SIGTERM",
+            Self::Hangup => "SIGHUP",
+            Self::Quit => "SIGQUIT",
+            Self::Interrupt => "SIGINT",
+        }
+    }
 }
 
 impl ExitReason {
@@ -105,7 +119,10 @@ impl ExitReason {
             Self::TestFailed => 1,
             Self::InvalidInput => 2,
             Self::HarnessError => 3,
+            // 128 + the signal's number, as a shell reports a death by it.
+            Self::Interrupted(InterruptSignal::Hangup) => 129,
             Self::Interrupted(InterruptSignal::Interrupt) => 130,
+            Self::Interrupted(InterruptSignal::Quit) => 131,
             Self::Interrupted(InterruptSignal::Terminate) => 143,
         }
     }

@@ -1,11 +1,12 @@
-//! SIGINT / SIGTERM become shutdown requests that escalate: the first is graceful (teardown with
+//! SIGINT, SIGTERM, SIGHUP (the terminal or SSH session closed) and SIGQUIT become shutdown
+//! requests that escalate: the first is graceful (teardown with
 //! grace periods), the second skips the grace periods, the third ends the process at once after
 //! SIGKILLing every registered process group. Installing handlers removes Ctrl-C's default death,
 //! so the escalation is ours to build.
 
 use crate::model::outcome::InterruptSignal;
 use futures::StreamExt;
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook_tokio::Signals;
 
 /// What a received signal asks of the supervisor.
@@ -31,18 +32,19 @@ impl Drop for SignalListener {
 }
 
 fn interrupt_signal(signal: i32) -> InterruptSignal {
-    if signal == SIGTERM {
-        InterruptSignal::Terminate
-    } else {
-        InterruptSignal::Interrupt
+    match signal {
+        SIGTERM => InterruptSignal::Terminate,
+        SIGHUP => InterruptSignal::Hangup,
+        SIGQUIT => InterruptSignal::Quit,
+        _ => InterruptSignal::Interrupt,
     }
 }
 
-/// Listens for SIGINT and SIGTERM. Must be called inside a tokio runtime.
+/// Listens for SIGINT, SIGTERM, SIGHUP and SIGQUIT. Must be called inside a tokio runtime.
 pub fn listen(
     on_request: impl Fn(ShutdownRequest) + Send + 'static,
 ) -> std::io::Result<SignalListener> {
-    let mut signals = Signals::new([SIGINT, SIGTERM])?;
+    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])?;
     let handle = signals.handle();
     let task = tokio::spawn(async move {
         let mut first: Option<InterruptSignal> = None;

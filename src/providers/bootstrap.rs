@@ -45,7 +45,7 @@ pub fn system_prompt(spec: &AgentSpec, facts: &SessionFacts) -> String {
     );
     let _ = writeln!(
         text,
-        "- workspace for scratch files (removed after a passing run): {}",
+        "- workspace for your scratch files (this session only): {}",
         facts.workdir.display()
     );
     if let Some(url) = &spec.base_url {

@@ -300,7 +300,12 @@ impl ClaudeCode {
                 "request_id": "bugatti-stop",
                 "request": {"subtype": "interrupt"},
             });
-            let _ = process.write_line(&interrupt.to_string()).await;
+            // Best effort, and bounded: a CLI that no longer reads gets the signals below.
+            let _ = tokio::time::timeout(
+                Duration::from_secs(1),
+                process.write_line(&interrupt.to_string()),
+            )
+            .await;
         }
         if let Some(stdout) = self.stdout.take() {
             spawn_drain(stdout, self.jsonl.clone());
@@ -413,11 +418,36 @@ impl Provider for ClaudeCode {
         }
         let message = bootstrap::step_message(&self.ctx.facts, request);
         let line = json!({"type": "user", "message": {"role": "user", "content": message}});
-        let _ = process.write_line(&line.to_string()).await;
+        // Claude Code may stop reading its input (a wedged CLI): the write of a long step message
+        // must not outlive the step's deadline or a cancel.
+        let deadline = tokio::time::Instant::now() + request.timeout;
+        let mut cancel_during_write = cancel.clone();
+        let text = line.to_string();
+        let written = tokio::select! {
+            wrote = tokio::time::timeout_at(deadline, process.write_line(&text)) => wrote.is_ok(),
+            _ = cancelled(&mut cancel_during_write) => {
+                let v = collector.interrupted_verdict();
+                self.stop().await;
+                return v;
+            }
+        };
+        if !written {
+            let v = collector.verdict_with(
+                StepStatus::Timeout,
+                format!(
+                    "step timed out after {}s: Claude Code did not read the step message (its input \
+                     stayed full); the agent was stopped",
+                    request.timeout.as_secs_f64()
+                ),
+            );
+            self.stop().await;
+            return v;
+        }
         self.log(&format!("### step {}\n", request.step_id));
         self.in_turn = true;
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         let end = self
-            .read_turn(&mut collector, request.step_id, request.timeout, cancel)
+            .read_turn(&mut collector, request.step_id, left, cancel)
             .await;
         let mut verdict = match end {
             TurnEnd::Result(v) => {

@@ -4,8 +4,9 @@
 //! `transcripts/agent.log`, stderr to `transcripts/agent.stderr.log`, and both directions, a JSON
 //! object per message sent and per line received, to `transcripts/agent.jsonl`.
 //!
-//! The marker line ends the reply: the read that completes a result marker line ends it (markers
-//! later in that same read still count, the last one deciding), and the next message goes at once.
+//! The marker line ends the reply: the first result marker line ends it, however the agent's
+//! writes were cut, and the next message goes at once. What the agent writes after that line is
+//! the start of the next reply.
 //! A reply that has output but no marker ends as `protocol_error` once the agent has been silent
 //! for `no_output_timeout`, or at the step's deadline; a reply with no output at all is a
 //! `timeout` either way. A reply whose marker is followed by the agent's exit keeps its verdict;
@@ -40,6 +41,8 @@ pub struct CommandProvider {
     transcript: Option<SharedTranscript>,
     /// Both directions, one JSON object per message or output line.
     jsonl: Option<JsonlTranscript>,
+    /// Output read after the last reply's marker line: the start of the next reply.
+    carry: Vec<u8>,
 }
 
 /// Why reading a reply stopped.
@@ -62,6 +65,7 @@ impl CommandProvider {
             stdout: None,
             transcript: None,
             jsonl: None,
+            carry: Vec::new(),
         }
     }
 
@@ -159,7 +163,7 @@ impl CommandProvider {
                 v
             }
             ReplyEnd::TimedOut => {
-                let v = if collector.finish() {
+                let v = if collector.last_result().is_some() || collector.finish() {
                     collector.verdict(None)
                 } else if collector.bytes_seen() > 0 {
                     collector.verdict_with(
@@ -219,7 +223,9 @@ impl CommandProvider {
     }
 
     /// Writes `message` to the agent's stdin while reading its reply from stdout, until the
-    /// reply's marker line, silence, the deadline, a cancel or the end of stdout.
+    /// reply's marker line (and the message is written), silence, the deadline, a cancel or the
+    /// end of stdout. The reply starts with what the agent wrote after the previous reply's
+    /// marker line.
     async fn read_reply(
         &mut self,
         message: Vec<u8>,
@@ -233,6 +239,7 @@ impl CommandProvider {
             stdout,
             transcript,
             jsonl,
+            carry,
         } = self;
         let (Some(stdout), Some(process)) = (stdout.as_mut(), process.as_mut()) else {
             return ReplyEnd::Ended;
@@ -242,6 +249,14 @@ impl CommandProvider {
         let deadline = TokioInstant::now() + timeout;
         let mut idle_at = idle_limit.map(|d| TokioInstant::now() + d);
         let mut buf = vec![0u8; 64 * 1024];
+        let earlier = std::mem::take(carry);
+        let mut replied = match until_marker(collector, &earlier) {
+            Some(rest) => {
+                *carry = rest.to_vec();
+                true
+            }
+            None => false,
+        };
         let stdin = process.stdin_mut();
         let mut written = stdin.is_none();
         let write = async {
@@ -253,6 +268,9 @@ impl CommandProvider {
         };
         tokio::pin!(write);
         loop {
+            if replied && written {
+                return ReplyEnd::Replied;
+            }
             tokio::select! {
                 sent = &mut write, if !written => {
                     written = true;
@@ -261,7 +279,7 @@ impl CommandProvider {
                         tracing::debug!("writing to the agent failed: {e}");
                     }
                 }
-                read = stdout.read(&mut buf) => match read {
+                read = stdout.read(&mut buf), if !replied => match read {
                     Ok(0) | Err(_) => return ReplyEnd::Ended,
                     Ok(n) => {
                         let chunk = &buf[..n];
@@ -271,13 +289,14 @@ impl CommandProvider {
                         if let Some(j) = jsonl.as_mut() {
                             j.push_output(chunk);
                         }
-                        if collector.push(chunk) {
-                            return ReplyEnd::Replied;
+                        if let Some(rest) = until_marker(collector, chunk) {
+                            *carry = rest.to_vec();
+                            replied = true;
                         }
                         idle_at = idle_limit.map(|d| TokioInstant::now() + d);
                     }
                 },
-                _ = sleep_until(idle_at.unwrap_or(far)), if idle_at.is_some() => return ReplyEnd::Silent,
+                _ = sleep_until(idle_at.unwrap_or(far)), if idle_at.is_some() && !replied => return ReplyEnd::Silent,
                 _ = sleep_until(deadline) => return ReplyEnd::TimedOut,
                 _ = cancelled(&mut cancel) => return ReplyEnd::Cancelled,
             }
@@ -301,6 +320,21 @@ impl CommandProvider {
         }
         state
     }
+}
+
+/// Feeds `chunk` to the reply line by line; when a result marker line completes, returns the
+/// bytes after it (the start of the next reply). The first marker line ends a reply, however
+/// the agent's writes were cut into reads.
+fn until_marker<'a>(collector: &mut ReplyCollector, chunk: &'a [u8]) -> Option<&'a [u8]> {
+    let mut start = 0;
+    while start < chunk.len() {
+        let end = memchr::memchr(b'\n', &chunk[start..]).map_or(chunk.len(), |i| start + i + 1);
+        if collector.push(&chunk[start..end]) {
+            return Some(&chunk[end..]);
+        }
+        start = end;
+    }
+    None
 }
 
 /// `program` as `Command` should get it: a relative path with a `/` joined to `cwd`; a bare name

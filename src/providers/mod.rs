@@ -370,6 +370,7 @@ mod tests {
     #[test]
     fn the_bootstrap_states_the_contract_and_the_facts() {
         let mut spec = AgentSpec::new(ProviderKind::ClaudeCode);
+        spec.cwd = PathBuf::from("/p");
         spec.base_url = Some("http://127.0.0.1:4100".into());
         spec.extra_system_prompt = Some("Log in as demo/demo.".into());
         let text = bootstrap::system_prompt(&spec, &facts());
@@ -385,6 +386,8 @@ mod tests {
             "session id: sess-1",
             "http://127.0.0.1:4100",
             "Log in as demo/demo.",
+            "your working directory: /p",
+            "workspace for your scratch files (this session only): /tmp/w",
         ] {
             assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
         }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::outcome::RunOutcome;
 use crate::report::events::Totals;
+use crate::report::history::Comparison;
 use crate::report::paths::RunPaths;
 use crate::report::run_record::{RunRecord, SCHEMA_VERSION};
 
@@ -55,6 +56,10 @@ pub struct SuiteSummary {
     /// Root tests that were never started (fail-fast, interruption), by test file.
     pub not_run: Vec<String>,
     pub totals: Totals,
+    /// What changed since the previous suite of the same selection (`.bugatti/history.jsonl`);
+    /// absent when there is no such suite.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changes: Option<Comparison>,
 }
 
 impl SuiteSummary {
@@ -131,6 +136,7 @@ impl SuiteSummary {
             tests,
             not_run,
             totals,
+            changes: None,
         }
     }
 
@@ -190,6 +196,9 @@ impl SuiteSummary {
                 );
             }
             s.push('\n');
+        }
+        if let Some(changes) = &self.changes {
+            s.push_str(&changes.to_markdown());
         }
         if !self.not_run.is_empty() {
             s.push_str("## Not run\n\n");

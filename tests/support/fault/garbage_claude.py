@@ -6,12 +6,17 @@ each message it writes lines that are not JSON, truncated JSON and invalid UTF-8
 FAKE_CLAUDE_MODE:
     recover    a valid assistant text and `result` event ending in `RESULT OK`
     truncate   a last, truncated JSON line with no newline, then exits 0 (the stream just ends)
+    deaf       never reads its input at all (a wedged CLI): sleeps
 """
 import json
 import os
 import sys
 
 MODE = os.environ.get("FAKE_CLAUDE_MODE", "recover")
+if MODE == "deaf":
+    import time
+    time.sleep(600)
+    sys.exit(0)
 out = sys.stdout.buffer
 
 

@@ -1,0 +1,427 @@
+//! `.bugatti/history.jsonl`: one line per suite (SPEC §5), and the comparison of a suite with the
+//! previous suite of the same selection: new failures, fixed, still failing, flaky, duration and
+//! cost change. Also what `--rerun-failed` reads.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::{BufRead, Write as _};
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::report::error::ReportError;
+use crate::report::run_record::RunRecord;
+use crate::report::suite::SuiteSummary;
+
+/// The history file under the artifact directory.
+pub fn history_path(artifact_dir: &Path) -> PathBuf {
+    artifact_dir.join("history.jsonl")
+}
+
+/// What the user asked to run: two suites compare when their selections are equal.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Selection {
+    /// PATH arguments as given (empty: the whole project).
+    #[serde(default)]
+    pub paths: Vec<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rerun_failed: bool,
+    /// `merge`: the suites merged into this one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged: Vec<String>,
+}
+
+impl Selection {
+    /// A short human description ("all root tests", "tags nightly, shard 1/2").
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.paths.is_empty() {
+            parts.push(self.paths.join(" "));
+        }
+        if !self.tags.is_empty() {
+            parts.push(format!("tags {}", self.tags.join(",")));
+        }
+        if let Some(s) = &self.shard {
+            parts.push(format!("shard {s}"));
+        }
+        if self.rerun_failed {
+            parts.push("rerun-failed".to_string());
+        }
+        if !self.merged.is_empty() {
+            parts.push(format!("merge of {} suites", self.merged.len()));
+        }
+        if parts.is_empty() {
+            "all root tests".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// Equal for comparison: a merge compares with earlier merges (whatever the shard ids).
+    fn same_as(&self, other: &Selection) -> bool {
+        self.paths == other.paths
+            && self.tags == other.tags
+            && self.shard == other.shard
+            && self.rerun_failed == other.rerun_failed
+            && self.merged.is_empty() == other.merged.is_empty()
+    }
+}
+
+/// One root test in a history line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryTest {
+    pub test_file: String,
+    /// `not_run` for a root test the suite never started.
+    pub outcome: String,
+    #[serde(default)]
+    pub passed: bool,
+    #[serde(default)]
+    pub flaky: bool,
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default)]
+    pub duration_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// One line of history.jsonl.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    pub suite_id: String,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    pub duration_ms: u64,
+    pub selection: Selection,
+    pub tests: Vec<HistoryTest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// The cost of a run, summed over its steps (None when no step reported one).
+pub fn run_cost(record: &RunRecord) -> Option<f64> {
+    let costs: Vec<f64> = record
+        .steps
+        .iter()
+        .filter_map(|s| s.usage.as_ref().and_then(|u| u.cost_usd))
+        .collect();
+    (!costs.is_empty()).then(|| costs.iter().sum())
+}
+
+fn sum_opt(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    values.fold(None, |acc, v| match (acc, v) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+    })
+}
+
+impl HistoryEntry {
+    /// The history line of a finished suite; `records` are every run of it (all attempts).
+    pub fn of(summary: &SuiteSummary, records: &[RunRecord], selection: &Selection) -> Self {
+        let cost_of =
+            |file: &str| sum_opt(records.iter().filter(|r| r.test_file == file).map(run_cost));
+        let mut tests: Vec<HistoryTest> = summary
+            .tests
+            .iter()
+            .map(|t| HistoryTest {
+                test_file: t.test_file.clone(),
+                outcome: t.outcome.as_str().to_string(),
+                passed: t.outcome.is_pass(summary.strict_warnings),
+                flaky: t.flaky,
+                attempts: t.attempts,
+                duration_ms: t.duration_ms,
+                cost_usd: cost_of(&t.test_file),
+            })
+            .collect();
+        tests.extend(summary.not_run.iter().map(|f| HistoryTest {
+            test_file: f.clone(),
+            outcome: "not_run".to_string(),
+            passed: false,
+            flaky: false,
+            attempts: 0,
+            duration_ms: 0,
+            cost_usd: None,
+        }));
+        let cost_usd = sum_opt(tests.iter().map(|t| t.cost_usd));
+        Self {
+            suite_id: summary.suite_id.clone(),
+            started_at: summary.started_at,
+            finished_at: summary.finished_at,
+            duration_ms: summary.duration_ms,
+            selection: selection.clone(),
+            tests,
+            cost_usd,
+        }
+    }
+
+    /// The root tests that did not pass, by test file.
+    pub fn not_passed(&self) -> Vec<String> {
+        self.tests
+            .iter()
+            .filter(|t| !t.passed)
+            .map(|t| t.test_file.clone())
+            .collect()
+    }
+}
+
+/// Every readable line of the history, oldest first. A damaged line is skipped, not fatal:
+/// the history is a convenience, never a reason to stop a suite.
+pub fn read(artifact_dir: &Path) -> Vec<HistoryEntry> {
+    let Ok(file) = std::fs::File::open(history_path(artifact_dir)) else {
+        return Vec::new();
+    };
+    std::io::BufReader::new(file)
+        .lines()
+        .map_while(Result::ok)
+        .filter_map(|line| serde_json::from_str(&line).ok())
+        .collect()
+}
+
+/// Appends one line (one `write` call of a whole line, so concurrent suites do not interleave).
+pub fn append(artifact_dir: &Path, entry: &HistoryEntry) -> Result<(), ReportError> {
+    let path = history_path(artifact_dir);
+    let mut line = serde_json::to_string(entry).map_err(|source| ReportError::Json {
+        what: "history.jsonl",
+        source,
+    })?;
+    line.push('\n');
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .map_err(|e| ReportError::write(&path, e))?;
+    file.write_all(line.as_bytes())
+        .map_err(|e| ReportError::write(&path, e))
+}
+
+/// Rewrites the history keeping only the entries `keep` accepts (retention).
+pub fn retain(
+    artifact_dir: &Path,
+    keep: impl Fn(&HistoryEntry) -> bool,
+) -> Result<(), ReportError> {
+    let path = history_path(artifact_dir);
+    if !path.exists() {
+        return Ok(());
+    }
+    let mut text = String::new();
+    for entry in read(artifact_dir).into_iter().filter(|e| keep(e)) {
+        if let Ok(line) = serde_json::to_string(&entry) {
+            text.push_str(&line);
+            text.push('\n');
+        }
+    }
+    crate::report::atomic::write_atomic(&path, text.as_bytes())
+}
+
+/// One test whose state changed, with what the previous suite said.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Change {
+    pub test_file: String,
+    pub outcome: String,
+    /// The previous suite's outcome (None: the test was not in it).
+    pub previous: Option<String>,
+}
+
+/// What changed since the previous suite of the same selection.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub previous_suite_id: String,
+    pub previous_started_at: DateTime<Utc>,
+    pub selection: String,
+    pub new_failures: Vec<Change>,
+    pub fixed: Vec<Change>,
+    pub still_failing: Vec<Change>,
+    pub flaky: Vec<String>,
+    /// Root tests in this suite that the previous one did not have.
+    pub new_tests: Vec<String>,
+    pub duration_ms: u64,
+    pub previous_duration_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_cost_usd: Option<f64>,
+}
+
+/// Compares `current` with the last entry of `history` of the same selection (not itself).
+pub fn compare(history: &[HistoryEntry], current: &HistoryEntry) -> Option<Comparison> {
+    let previous = history
+        .iter()
+        .rev()
+        .find(|e| e.suite_id != current.suite_id && e.selection.same_as(&current.selection))?;
+    let before: BTreeMap<&str, &HistoryTest> = previous
+        .tests
+        .iter()
+        .map(|t| (t.test_file.as_str(), t))
+        .collect();
+    let mut c = Comparison {
+        previous_suite_id: previous.suite_id.clone(),
+        previous_started_at: previous.started_at,
+        selection: current.selection.describe(),
+        new_failures: Vec::new(),
+        fixed: Vec::new(),
+        still_failing: Vec::new(),
+        flaky: Vec::new(),
+        new_tests: Vec::new(),
+        duration_ms: current.duration_ms,
+        previous_duration_ms: previous.duration_ms,
+        cost_usd: current.cost_usd,
+        previous_cost_usd: previous.cost_usd,
+    };
+    for t in &current.tests {
+        let prev = before.get(t.test_file.as_str());
+        let change = Change {
+            test_file: t.test_file.clone(),
+            outcome: t.outcome.clone(),
+            previous: prev.map(|p| p.outcome.clone()),
+        };
+        if prev.is_none() {
+            c.new_tests.push(t.test_file.clone());
+        }
+        match (prev.map(|p| p.passed), t.passed) {
+            (Some(true) | None, false) => c.new_failures.push(change),
+            (Some(false), true) => c.fixed.push(change),
+            (Some(false), false) => c.still_failing.push(change),
+            (_, true) => {}
+        }
+        if t.flaky {
+            c.flaky.push(t.test_file.clone());
+        }
+    }
+    Some(c)
+}
+
+fn secs(ms: u64) -> String {
+    format!("{:.1}s", ms as f64 / 1000.0)
+}
+
+fn change_pct(now: f64, before: f64) -> String {
+    if before <= 0.0 {
+        return String::new();
+    }
+    format!(" ({:+.0}%)", (now - before) / before * 100.0)
+}
+
+impl Comparison {
+    /// Whether anything is worth a line of its own.
+    pub fn is_quiet(&self) -> bool {
+        self.new_failures.is_empty()
+            && self.fixed.is_empty()
+            && self.still_failing.is_empty()
+            && self.flaky.is_empty()
+    }
+
+    /// The lines the console, summary.md and report.html share:
+    /// `new failure: a.test.toml (was passed)`, `fixed: …`, `still failing: …`, `flaky: …`,
+    /// then the duration and cost change.
+    pub fn lines(&self) -> Vec<String> {
+        let was = |c: &Change| match &c.previous {
+            Some(p) => format!("{} (was {}, now {})", c.test_file, p, c.outcome),
+            None => format!("{} ({}, not in the previous suite)", c.test_file, c.outcome),
+        };
+        let mut lines = Vec::new();
+        for c in &self.new_failures {
+            lines.push(format!("new failure: {}", was(c)));
+        }
+        for c in &self.fixed {
+            lines.push(format!("fixed: {}", was(c)));
+        }
+        for c in &self.still_failing {
+            lines.push(format!("still failing: {}", was(c)));
+        }
+        for f in &self.flaky {
+            lines.push(format!("flaky: {f}"));
+        }
+        if self.is_quiet() {
+            lines.push("no change in outcomes".to_string());
+        }
+        let mut time = format!(
+            "duration: {} (previous {}{})",
+            secs(self.duration_ms),
+            secs(self.previous_duration_ms),
+            change_pct(self.duration_ms as f64, self.previous_duration_ms as f64)
+        );
+        if self.cost_usd.is_some() || self.previous_cost_usd.is_some() {
+            let now = self.cost_usd.unwrap_or(0.0);
+            let before = self.previous_cost_usd.unwrap_or(0.0);
+            let _ = write!(
+                time,
+                "; cost: ${now:.4} (previous ${before:.4}{})",
+                change_pct(now, before)
+            );
+        }
+        lines.push(time);
+        lines
+    }
+
+    /// The title line: `Since suite <id> (<time>, same selection: all root tests):`.
+    pub fn heading(&self) -> String {
+        format!(
+            "Since suite {} ({}, same selection: {})",
+            self.previous_suite_id,
+            self.previous_started_at.format("%Y-%m-%d %H:%M UTC"),
+            self.selection
+        )
+    }
+
+    /// The `## Since the previous suite` section of summary.md.
+    pub fn to_markdown(&self) -> String {
+        let mut s = String::from("## Since the previous suite\n\n");
+        let _ = writeln!(s, "{}:\n", self.heading());
+        for line in self.lines() {
+            let _ = writeln!(s, "- {line}");
+        }
+        s.push('\n');
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, tests: &[(&str, bool)]) -> HistoryEntry {
+        HistoryEntry {
+            suite_id: id.into(),
+            started_at: Utc::now(),
+            finished_at: Utc::now(),
+            duration_ms: 1000,
+            selection: Selection::default(),
+            tests: tests
+                .iter()
+                .map(|(f, passed)| HistoryTest {
+                    test_file: (*f).into(),
+                    outcome: if *passed { "passed" } else { "failed" }.into(),
+                    passed: *passed,
+                    flaky: false,
+                    attempts: 1,
+                    duration_ms: 10,
+                    cost_usd: None,
+                })
+                .collect(),
+            cost_usd: None,
+        }
+    }
+
+    #[test]
+    fn compares_with_the_previous_suite_of_the_same_selection() {
+        let a = entry("1", &[("a", true), ("b", true)]);
+        let mut other = entry("2", &[("a", false)]);
+        other.selection.tags = vec!["x".into()];
+        let b = entry("3", &[("a", false), ("b", true), ("c", false)]);
+        let c = compare(&[a.clone(), other], &b).expect("a previous suite");
+        assert_eq!(c.previous_suite_id, "1");
+        let files = |v: &[Change]| v.iter().map(|c| c.test_file.clone()).collect::<Vec<_>>();
+        assert_eq!(files(&c.new_failures), vec!["a", "c"]);
+        assert!(c.lines()[0].starts_with("new failure: a (was passed, now failed)"));
+        let d = entry("4", &[("a", true), ("b", true), ("c", false)]);
+        let c = compare(&[a, b], &d).expect("previous");
+        assert_eq!(files(&c.fixed), vec!["a"]);
+        assert_eq!(files(&c.still_failing), vec!["c"]);
+        assert!(compare(&[], &d).is_none());
+    }
+}

@@ -1,0 +1,753 @@
+//! `report.html`: one self-contained page per suite (SPEC §5): inline CSS and JS, no network
+//! (a Content-Security-Policy forbids every fetch but `data:` images), opens from disk or a CI
+//! artifact, readable at phone width.
+//!
+//! The page is rendered on the server side (every fact is in the DOM with JS off); a little JS
+//! adds the "failures only" filter and the deep links `#test=<file>&step=<id>`,
+//! `#first-failure` and `#filter=failures`. Everything that came from a test, an agent or an
+//! app is HTML-escaped; sizes are bounded (transcripts, log excerpts, inline screenshots) so a
+//! suite of thousands of steps still makes a page a browser opens at once.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Component, Path, PathBuf};
+
+use crate::model::outcome::StepStatus;
+use crate::report::history::{run_cost, Comparison};
+use crate::report::run_record::{RunRecord, StepRecord};
+use crate::report::suite::{RootTestSummary, SuiteSummary};
+
+/// A step's transcript shown in the page, at most (failing steps; passing ones get a quarter).
+pub const TRANSCRIPT_STEP_BYTES: usize = 16 * 1024;
+/// All transcripts of the page together, at most; later ones become links to the file.
+pub const TRANSCRIPT_TOTAL_BYTES: usize = 2 * 1024 * 1024;
+/// A screenshot up to this size is inlined as a `data:` URI; a larger one is linked.
+pub const INLINE_IMAGE_BYTES: u64 = 384 * 1024;
+/// All inlined screenshots together, at most.
+pub const INLINE_IMAGES_TOTAL: u64 = 3 * 1024 * 1024;
+/// Lines of each harness command's log shown for a step that did not pass.
+pub const EXCERPT_LINES: usize = 40;
+const EXCERPT_BYTES: u64 = 16 * 1024;
+
+/// What the page is made from.
+pub struct HtmlInput<'a> {
+    pub summary: &'a SuiteSummary,
+    /// Every run of the suite (all attempts), found by run id.
+    pub records: &'a [RunRecord],
+    pub comparison: Option<&'a Comparison>,
+    /// Where report.html is written: links to run files are relative to it.
+    pub report_dir: &'a Path,
+    /// Extra lines for the header ("merged from 2 suites: …").
+    pub notes: &'a [String],
+}
+
+/// HTML-escapes text for element content and quoted attribute values.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            // Control characters (an agent's raw terminal output) are shown, not interpreted.
+            c if c.is_control() && c != '\n' && c != '\t' => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Percent-encodes a relative path or a fragment value for an `href`.
+fn encode(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~/".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
+/// `to` relative to directory `from` (both absolute), as a URL path.
+pub fn relative(from: &Path, to: &Path) -> String {
+    let from: Vec<Component> = from.components().collect();
+    let to_c: Vec<Component> = to.components().collect();
+    let common = from.iter().zip(&to_c).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> =
+        std::iter::repeat_n("..".to_string(), from.len() - common).collect();
+    parts.extend(
+        to_c[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    encode(&parts.join("/"))
+}
+
+/// Base64 (standard alphabet, padded) for `data:` URIs.
+pub fn base64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
+    for chunk in bytes.chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        out.push(A[(n >> 18) as usize & 63] as char);
+        out.push(A[(n >> 12) as usize & 63] as char);
+        out.push(if chunk.len() > 1 {
+            A[(n >> 6) as usize & 63] as char
+        } else {
+            '='
+        });
+        out.push(if chunk.len() > 2 {
+            A[n as usize & 63] as char
+        } else {
+            '='
+        });
+    }
+    out
+}
+
+fn ms(ms: Option<u64>) -> String {
+    match ms {
+        Some(ms) if ms >= 60_000 => format!("{}m{:02}s", ms / 60_000, (ms % 60_000) / 1000),
+        Some(ms) if ms >= 1000 => format!("{:.1}s", ms as f64 / 1000.0),
+        Some(ms) => format!("{ms}ms"),
+        None => "—".to_string(),
+    }
+}
+
+fn step_passed(status: StepStatus) -> bool {
+    matches!(
+        status,
+        StepStatus::Ok | StepStatus::Warn | StepStatus::Skipped
+    )
+}
+
+/// Cuts `text` to about `max` bytes (UTF-8-safe), keeping the head and the tail.
+fn bounded(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_string();
+    }
+    let half = max / 2;
+    let mut head = half;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - half;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n…{} bytes cut…\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
+
+/// The agent transcript split per step (`### step N` headers, as the providers write them).
+fn transcript_by_step(run_dir: &Path) -> HashMap<u32, String> {
+    let mut map: HashMap<u32, String> = HashMap::new();
+    let Ok(text) = std::fs::read(run_dir.join("transcripts/agent.log")) else {
+        return map;
+    };
+    let text = String::from_utf8_lossy(&text);
+    let mut current: Option<u32> = None;
+    for line in text.split_inclusive('\n') {
+        if let Some(n) = line
+            .strip_prefix("### step ")
+            .and_then(|r| r.trim().parse::<u32>().ok())
+        {
+            current = Some(n);
+            continue;
+        }
+        if let Some(n) = current {
+            map.entry(n).or_default().push_str(line);
+        }
+    }
+    map
+}
+
+/// The last `EXCERPT_LINES` lines of a log file.
+fn tail_lines(path: &Path) -> Option<String> {
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    let start = len.saturating_sub(EXCERPT_BYTES);
+    file.seek(SeekFrom::Start(start)).ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    let from = lines.len().saturating_sub(EXCERPT_LINES);
+    let skip_partial = usize::from(start > 0 && from == 0);
+    Some(lines[from.max(skip_partial)..].join("\n"))
+}
+
+/// The harness log excerpt of a step that did not pass: `harness_log_excerpt` from run.json
+/// when the run recorded one, else the last lines of each harness command's log.
+fn excerpts(
+    run_json: Option<&serde_json::Value>,
+    record: &RunRecord,
+    run_dir: &Path,
+    step: &StepRecord,
+) -> Vec<(String, String)> {
+    let recorded = run_json
+        .and_then(|v| v["steps"].as_array())
+        .and_then(|steps| {
+            steps
+                .iter()
+                .find(|s| s["step_id"].as_u64() == Some(u64::from(step.step_id)))
+        })
+        .map(|s| &s["harness_log_excerpt"]);
+    match recorded {
+        Some(serde_json::Value::String(text)) if !text.is_empty() => {
+            return vec![("harness log excerpt".to_string(), text.clone())]
+        }
+        Some(serde_json::Value::Object(map)) if !map.is_empty() => {
+            return map
+                .iter()
+                .map(|(name, v)| {
+                    let text = match v {
+                        serde_json::Value::String(s) => s.clone(),
+                        serde_json::Value::Array(a) => a
+                            .iter()
+                            .map(|l| l.as_str().map_or_else(|| l.to_string(), str::to_string))
+                            .collect::<Vec<_>>()
+                            .join("\n"),
+                        other => other.to_string(),
+                    };
+                    (format!("{name} (while the step ran)"), text)
+                })
+                .collect()
+        }
+        _ => {}
+    }
+    record
+        .commands
+        .iter()
+        .filter_map(|c| {
+            let text = tail_lines(&run_dir.join(&c.log))?;
+            (!text.trim().is_empty()).then(|| {
+                (
+                    format!("{} (last {EXCERPT_LINES} lines of {})", c.name, c.log),
+                    text,
+                )
+            })
+        })
+        .collect()
+}
+
+fn image_mime(path: &str) -> Option<&'static str> {
+    let lower = path.to_ascii_lowercase();
+    [
+        (".png", "image/png"),
+        (".jpg", "image/jpeg"),
+        (".jpeg", "image/jpeg"),
+        (".gif", "image/gif"),
+        (".webp", "image/webp"),
+    ]
+    .iter()
+    .find(|(ext, _)| lower.ends_with(ext))
+    .map(|(_, m)| *m)
+}
+
+/// An evidence path is relative to its run directory and may not leave it.
+fn safe_relative(path: &str) -> bool {
+    let p = Path::new(path);
+    !path.contains("://")
+        && !p.is_absolute()
+        && p.components().all(|c| matches!(c, Component::Normal(_)))
+}
+
+struct Page<'a> {
+    input: &'a HtmlInput<'a>,
+    out: String,
+    transcript_budget: usize,
+    image_budget: u64,
+    first_failure: Option<String>,
+}
+
+const CSS: &str = r#"
+:root{--ok:#1a7f37;--bad:#cf222e;--warn:#9a6700;--mute:#57606a;--line:#d0d7de;--bg:#f6f8fa}
+*{box-sizing:border-box}
+body{font:14px/1.45 -apple-system,BlinkMacSystemFont,"Segoe UI",Helvetica,Arial,sans-serif;margin:0;padding:12px;color:#1f2328;max-width:1200px;margin:auto}
+h1{font-size:20px;margin:4px 0 8px}h2{font-size:16px;margin:18px 0 8px}
+code,pre{font:12px/1.4 ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+pre{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:8px;overflow:auto;max-height:420px;white-space:pre-wrap;word-break:break-word;margin:4px 0}
+.chips span{display:inline-block;border-radius:12px;padding:2px 10px;margin:2px 4px 2px 0;background:var(--bg);border:1px solid var(--line)}
+.chips .bad{color:#fff;background:var(--bad);border-color:var(--bad)}.chips .good{color:#fff;background:var(--ok);border-color:var(--ok)}
+.meta{color:var(--mute);word-break:break-all}
+.changes{border-left:4px solid var(--line);padding:4px 10px;margin:8px 0;background:var(--bg)}
+.changes li.new{color:var(--bad);font-weight:600}.changes li.fixed{color:var(--ok);font-weight:600}
+.tablewrap{overflow-x:auto}
+table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid var(--line);padding:4px 6px;text-align:left;vertical-align:top}
+.badge{display:inline-block;min-width:64px;text-align:center;border-radius:4px;padding:0 6px;font-weight:600;font-size:12px;color:#fff;background:var(--mute)}
+.b-passed,.b-ok{background:var(--ok)}.b-warned,.b-warn{background:var(--warn)}.b-skipped,.b-not_run{background:#8c959f}
+.b-failed,.b-error,.b-interrupted,.b-protocol_error,.b-timeout,.b-over_budget{background:var(--bad)}
+.test{border:1px solid var(--line);border-radius:8px;margin:10px 0;overflow:hidden}
+.test>summary{padding:8px 10px;cursor:pointer;background:var(--bg);display:flex;flex-wrap:wrap;gap:6px;align-items:baseline}
+.test.bad>summary{background:#ffebe9}
+.test .body{padding:6px 10px}
+.step{border-top:1px solid var(--line);padding:6px 0}
+.step .head{display:flex;flex-wrap:wrap;gap:8px;align-items:baseline}
+.step .instr{flex:1 1 300px;white-space:pre-wrap;word-break:break-word}
+.step.bad .msg{color:var(--bad);font-weight:600}
+.msg{white-space:pre-wrap;word-break:break-word;margin:4px 0}
+.step.target{outline:3px solid #0969da;outline-offset:2px}
+.test.target{outline:3px solid #0969da}
+img.shot{max-width:100%;height:auto;border:1px solid var(--line);border-radius:4px;display:block;margin:4px 0}
+.controls{position:sticky;top:0;background:#fff;padding:6px 0;border-bottom:1px solid var(--line);z-index:1}
+a{color:#0969da}
+@media (max-width:600px){body{padding:6px;font-size:13px}.step .instr{flex-basis:100%}.hide-narrow{display:none}.badge{min-width:0}}
+"#;
+
+const JS: &str = r#"
+(function(){
+  var box=document.getElementById('only-failures');
+  function only(on){
+    box.checked=on;
+    document.body.setAttribute('data-filter',on?'failures':'all');
+    var tests=document.querySelectorAll('.test');
+    for(var i=0;i<tests.length;i++){tests[i].hidden=on&&!tests[i].classList.contains('bad');}
+    var rows=document.querySelectorAll('tr.row');
+    for(var j=0;j<rows.length;j++){rows[j].hidden=on&&!rows[j].classList.contains('bad');}
+  }
+  box.addEventListener('change',function(){only(box.checked);});
+  function openUp(el){for(var e=el;e;e=e.parentElement){if(e.tagName==='DETAILS'){e.open=true;}}}
+  function go(){
+    var raw=location.hash.replace(/^#/,'');
+    if(!raw){return;}
+    var p=new URLSearchParams(raw);
+    if(p.get('filter')==='failures'){only(true);}
+    var el=null;
+    if(p.has('first-failure')){
+      el=document.querySelector('.step.bad')||document.querySelector('.test.bad');
+    }else if(p.get('test')){
+      var tests=document.querySelectorAll('.test');
+      for(var i=0;i<tests.length;i++){if(tests[i].getAttribute('data-file')===p.get('test')){el=tests[i];break;}}
+      if(el&&p.get('step')){
+        var s=el.querySelector('.step[data-step="'+p.get('step').replace(/[^0-9]/g,'')+'"]');
+        if(s){el=s;}
+      }
+    }
+    var old=document.querySelectorAll('.target');
+    for(var k=0;k<old.length;k++){old[k].classList.remove('target');}
+    if(el){
+      if(el.hidden||(el.closest('.test')&&el.closest('.test').hidden)){only(false);}
+      openUp(el);el.classList.add('target');
+      document.body.setAttribute('data-landed',el.id);
+      el.scrollIntoView();
+    }else{document.body.setAttribute('data-landed','none');}
+  }
+  window.addEventListener('hashchange',go);
+  go();
+})();
+"#;
+
+impl<'a> Page<'a> {
+    fn w(&mut self, s: &str) {
+        self.out.push_str(s);
+    }
+
+    fn header(&mut self) {
+        let s = self.input.summary;
+        let t = &s.totals;
+        let title = format!("Bugatti suite {}", s.suite_id);
+        let _ = write!(
+            self.out,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">\
+             <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; img-src data:; style-src 'unsafe-inline'; script-src 'unsafe-inline'\">\
+             <title>{}</title><style>{CSS}</style></head><body data-filter=\"all\">\n",
+            escape(&title)
+        );
+        let failed_total = t.failed + t.error + t.interrupted + t.not_run;
+        let verdict = if s.tests.iter().all(|x| x.outcome.is_pass(s.strict_warnings))
+            && s.not_run.is_empty()
+        {
+            "passed"
+        } else {
+            "failed"
+        };
+        let cost: Option<f64> = {
+            let costs: Vec<f64> = self.input.records.iter().filter_map(run_cost).collect();
+            (!costs.is_empty()).then(|| costs.iter().sum())
+        };
+        let _ = write!(
+            self.out,
+            "<h1><span class=\"badge b-{verdict}\">{}</span> {}</h1>\n<div class=\"meta\">started {} · duration {}{}</div>\n",
+            verdict.to_uppercase(),
+            escape(&title),
+            s.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
+            ms(Some(s.duration_ms)),
+            cost.map_or(String::new(), |c| format!(" · cost ${c:.4}")),
+        );
+        let _ = writeln!(
+            self.out,
+            "<div class=\"chips\" id=\"totals\"><span>{} root tests</span><span class=\"{}\">{} passed</span><span>{} warned</span><span class=\"{}\">{} failed</span><span>{} error</span><span>{} interrupted</span><span>{} not run</span><span>{} flaky</span></div>",
+            t.total,
+            if t.passed > 0 { "good" } else { "" },
+            t.passed,
+            t.warned,
+            if failed_total > 0 { "bad" } else { "" },
+            t.failed,
+            t.error,
+            t.interrupted,
+            t.not_run,
+            t.flaky
+        );
+        for note in self.input.notes {
+            let _ = writeln!(self.out, "<div class=\"meta\">{}</div>", escape(note));
+        }
+        if let Some(c) = self.input.comparison {
+            let _ = write!(
+                self.out,
+                "<div class=\"changes\" id=\"changes\"><b>{}</b><ul>",
+                escape(&c.heading())
+            );
+            for line in c.lines() {
+                let class = if line.starts_with("new failure") {
+                    "new"
+                } else if line.starts_with("fixed") {
+                    "fixed"
+                } else {
+                    ""
+                };
+                let _ = write!(self.out, "<li class=\"{class}\">{}</li>", escape(&line));
+            }
+            self.w("</ul></div>\n");
+        } else {
+            self.w("<div class=\"changes meta\" id=\"changes\">No earlier suite of the same selection to compare with.</div>\n");
+        }
+        self.w("<div class=\"controls\"><label><input type=\"checkbox\" id=\"only-failures\"> failures only</label> · <a href=\"#first-failure\">first failure</a></div>\n");
+    }
+
+    fn table(&mut self, records: &HashMap<&str, &RunRecord>) {
+        let s = self.input.summary;
+        self.w("<h2>Root tests</h2><div class=\"tablewrap\"><table id=\"tests\"><tr><th>test</th><th>outcome</th><th>duration</th><th class=\"hide-narrow\">attempts</th><th>reason</th></tr>\n");
+        for test in &s.tests {
+            let bad = !test.outcome.is_pass(s.strict_warnings);
+            let _ = writeln!(
+                self.out,
+                "<tr class=\"row{}\"><td><a href=\"#test={}\">{}</a>{}</td><td><span class=\"badge b-{}\">{}</span></td><td>{}</td><td class=\"hide-narrow\">{}</td><td>{}</td></tr>",
+                if bad { " bad" } else { "" },
+                encode(&test.test_file),
+                escape(&test.test_file),
+                if test.flaky { " <b>flaky</b>" } else { "" },
+                test.outcome.as_str(),
+                test.outcome.as_str(),
+                ms(Some(test.duration_ms)),
+                test.attempts,
+                escape(&bounded(test.message.as_deref().unwrap_or(""), 600)),
+            );
+            let _ = records;
+        }
+        for file in &s.not_run {
+            let _ = writeln!(
+                self.out,
+                "<tr class=\"row bad\"><td>{}</td><td><span class=\"badge b-not_run\">not run</span></td><td>—</td><td class=\"hide-narrow\">0</td><td>the suite stopped before this test started</td></tr>",
+                escape(file)
+            );
+        }
+        self.w("</table></div>\n");
+    }
+
+    fn test(&mut self, index: usize, test: &RootTestSummary, records: &HashMap<&str, &RunRecord>) {
+        let s = self.input.summary;
+        let bad = !test.outcome.is_pass(s.strict_warnings);
+        let _ = writeln!(
+            self.out,
+            "<details class=\"test{}\" id=\"t{index}\" data-file=\"{}\"{}><summary><span class=\"badge b-{}\">{}</span> <b>{}</b> <span class=\"meta\">{} · {} · attempt {}{}</span></summary><div class=\"body\">",
+            if bad { " bad" } else { "" },
+            escape(&test.test_file),
+            if bad { " open" } else { "" },
+            test.outcome.as_str(),
+            test.outcome.as_str(),
+            escape(&test.test_file),
+            escape(&test.test_name),
+            ms(Some(test.duration_ms)),
+            test.attempts,
+            if test.flaky { " · flaky" } else { "" },
+        );
+        for earlier in &test.history[..test.history.len().saturating_sub(1)] {
+            let _ = writeln!(
+                self.out,
+                "<div class=\"meta\">attempt {}: <span class=\"badge b-{}\">{}</span> {} — {}</div>",
+                earlier.attempt,
+                earlier.outcome.as_str(),
+                earlier.outcome.as_str(),
+                ms(Some(earlier.duration_ms)),
+                escape(earlier.message.as_deref().unwrap_or(""))
+            );
+        }
+        let Some(record) = records.get(test.run_id.as_str()).copied() else {
+            let _ = writeln!(
+                self.out,
+                "<div class=\"msg\">{}</div><div class=\"meta\">run {} (its run.json was not found)</div></div></details>",
+                escape(test.message.as_deref().unwrap_or("")),
+                escape(&test.run_id)
+            );
+            return;
+        };
+        let run_dir = PathBuf::from(&record.run_dir);
+        let report_md = relative(self.input.report_dir, &run_dir.join("report.md"));
+        let _ = writeln!(
+            self.out,
+            "<div class=\"meta\">run <code>{}</code> · provider {} · <a href=\"{report_md}\">report.md</a> · <a href=\"{}\">run directory</a></div>",
+            escape(&record.run_id),
+            escape(&record.provider),
+            relative(self.input.report_dir, &run_dir),
+        );
+        if let Some(err) = record
+            .error
+            .as_deref()
+            .filter(|_| record.failing_step().is_none())
+        {
+            let _ = writeln!(
+                self.out,
+                "<div class=\"msg\" style=\"color:var(--bad)\">{}</div>",
+                escape(&bounded(err, 4000))
+            );
+        }
+        let transcripts = transcript_by_step(&run_dir);
+        let run_json: Option<serde_json::Value> = std::fs::read(run_dir.join("run.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+        for step in &record.steps {
+            self.step(
+                index,
+                record,
+                &run_dir,
+                step,
+                &transcripts,
+                run_json.as_ref(),
+            );
+        }
+        self.w("</div></details>\n");
+    }
+
+    fn step(
+        &mut self,
+        index: usize,
+        record: &RunRecord,
+        run_dir: &Path,
+        step: &StepRecord,
+        transcripts: &HashMap<u32, String>,
+        run_json: Option<&serde_json::Value>,
+    ) {
+        let bad = step.status.is_failure();
+        let id = format!("t{index}-s{}", step.step_id);
+        if bad && self.first_failure.is_none() {
+            self.first_failure = Some(id.clone());
+        }
+        let p = &step.provenance;
+        let mut source = format!("{}#{}", p.source_file, p.source_index);
+        if !p.include_chain.is_empty() {
+            source = format!("{source} via {}", p.include_chain.join(" → "));
+        }
+        let _ = write!(
+            self.out,
+            "<div class=\"step{}\" id=\"{id}\" data-step=\"{}\"><div class=\"head\"><a href=\"#test={}&amp;step={}\">#{}</a> <span class=\"badge b-{}\">{}</span> <span class=\"meta\">{}</span> <span class=\"instr\">{}</span> <span class=\"meta hide-narrow\">{}</span></div>",
+            if bad { " bad" } else { "" },
+            step.step_id,
+            encode(&record.test_file),
+            step.step_id,
+            step.step_id,
+            step.status.as_str(),
+            step.status.as_str(),
+            ms(step.duration_ms),
+            escape(&bounded(&step.instruction, 2000)),
+            escape(&source),
+        );
+        if let Some(msg) = &step.message {
+            let _ = write!(
+                self.out,
+                "<div class=\"msg\">{}</div>",
+                escape(&bounded(msg, 4000))
+            );
+        }
+        if let Some(u) = &step.usage {
+            let mut parts = Vec::new();
+            if let Some(t) = u.turns {
+                parts.push(format!("{t} turns"));
+            }
+            if let Some(c) = u.cost_usd {
+                parts.push(format!("${c:.4}"));
+            }
+            if !parts.is_empty() {
+                let _ = write!(
+                    self.out,
+                    "<div class=\"meta\">{}</div>",
+                    escape(&parts.join(" · "))
+                );
+            }
+        }
+        if !step.logs.is_empty() {
+            self.w("<div class=\"logs\"><b>BUGATTI_LOG</b><ul>");
+            for log in &step.logs {
+                let _ = write!(self.out, "<li>{}</li>", escape(&bounded(log, 2000)));
+            }
+            self.w("</ul></div>");
+        }
+        for ev in &step.evidence {
+            self.evidence(run_dir, &ev.kind, &ev.path);
+        }
+        if !step_passed(step.status) && step.status != StepStatus::NotRun {
+            let excerpts = excerpts(run_json, record, run_dir, step);
+            if !excerpts.is_empty() {
+                self.w("<div class=\"excerpt\"><b>Harness log excerpt</b>");
+                for (label, text) in excerpts {
+                    let _ = write!(
+                        self.out,
+                        "<div class=\"meta\">{}</div><pre class=\"harness-log\">{}</pre>",
+                        escape(&label),
+                        escape(&bounded(&text, EXCERPT_BYTES as usize))
+                    );
+                }
+                self.w("</div>");
+            }
+        }
+        if let Some(text) = transcripts.get(&step.step_id) {
+            let cap = if bad {
+                TRANSCRIPT_STEP_BYTES
+            } else {
+                TRANSCRIPT_STEP_BYTES / 4
+            };
+            let shown = bounded(text, cap);
+            let file = relative(
+                self.input.report_dir,
+                &run_dir.join("transcripts/agent.log"),
+            );
+            if shown.len() <= self.transcript_budget {
+                self.transcript_budget -= shown.len();
+                let _ = write!(
+                    self.out,
+                    "<details class=\"transcript\"><summary>agent transcript of step {} ({} bytes) · <a href=\"{file}\">agent.log</a></summary><pre>{}</pre></details>",
+                    step.step_id,
+                    text.len(),
+                    escape(&shown)
+                );
+            } else {
+                let _ = write!(
+                    self.out,
+                    "<div class=\"meta\">agent transcript of step {}: <a href=\"{file}\">transcripts/agent.log</a> (not inlined: the page's transcript budget is spent)</div>",
+                    step.step_id
+                );
+            }
+        }
+        self.w("</div>\n");
+    }
+
+    fn evidence(&mut self, run_dir: &Path, kind: &str, path: &str) {
+        if !safe_relative(path) {
+            let _ = write!(
+                self.out,
+                "<div class=\"meta\">evidence {}: <code>{}</code> (not a path inside the run directory)</div>",
+                escape(kind),
+                escape(path)
+            );
+            return;
+        }
+        let full = run_dir.join(path);
+        let href = relative(self.input.report_dir, &full);
+        let size = std::fs::metadata(&full).map(|m| m.len()).ok();
+        if let (Some(mime), Some(size)) = (image_mime(path), size) {
+            if size <= INLINE_IMAGE_BYTES && size <= self.image_budget {
+                if let Ok(bytes) = std::fs::read(&full) {
+                    self.image_budget -= size;
+                    let _ = write!(
+                        self.out,
+                        "<div class=\"evidence\">{}: <a href=\"{href}\">{}</a><img class=\"shot\" alt=\"{}\" src=\"data:{mime};base64,{}\"></div>",
+                        escape(kind),
+                        escape(path),
+                        escape(path),
+                        base64(&bytes)
+                    );
+                    return;
+                }
+            }
+        }
+        let _ = write!(
+            self.out,
+            "<div class=\"evidence\">{}: <a href=\"{href}\">{}</a>{}</div>",
+            escape(kind),
+            escape(path),
+            if size.is_none() {
+                " (file not found)"
+            } else {
+                ""
+            }
+        );
+    }
+}
+
+/// The whole page (the caller redacts it).
+pub fn render(input: &HtmlInput<'_>) -> String {
+    let records: HashMap<&str, &RunRecord> = input
+        .records
+        .iter()
+        .map(|r| (r.run_id.as_str(), r))
+        .collect();
+    let mut page = Page {
+        input,
+        out: String::with_capacity(64 * 1024),
+        transcript_budget: TRANSCRIPT_TOTAL_BYTES,
+        image_budget: INLINE_IMAGES_TOTAL,
+        first_failure: None,
+    };
+    page.header();
+    page.table(&records);
+    page.w("<h2>Steps</h2>\n");
+    // Failing tests first: the morning reader opens the page for them.
+    let s = input.summary;
+    let mut order: Vec<usize> = (0..s.tests.len()).collect();
+    order.sort_by_key(|i| s.tests[*i].outcome.is_pass(s.strict_warnings));
+    for i in order {
+        page.test(i + 1, &s.tests[i], &records);
+    }
+    let _ = writeln!(
+        page.out,
+        "<div class=\"meta\" id=\"first-failure-id\" data-id=\"{}\"></div><script>{JS}</script></body></html>",
+        page.first_failure.as_deref().unwrap_or("")
+    );
+    page.out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_and_encodes() {
+        assert_eq!(
+            escape("<script>\"a\" & 'b'</script>"),
+            "&lt;script&gt;&quot;a&quot; &amp; &#39;b&#39;&lt;/script&gt;"
+        );
+        assert_eq!(escape("a\u{1b}[31m"), "a\\u{1b}[31m");
+        assert_eq!(base64(b"hello!?"), "aGVsbG8hPw==");
+        assert_eq!(base64(b"ab"), "YWI=");
+        assert_eq!(
+            relative(
+                Path::new("/p/.bugatti/suites/s1"),
+                Path::new("/p/.bugatti/runs/r 1/report.md")
+            ),
+            "../../runs/r%201/report.md"
+        );
+        assert!(!safe_relative("../x.png"));
+        assert!(!safe_relative("/etc/passwd"));
+        assert!(!safe_relative("http://x/y.png"));
+        assert!(safe_relative("screenshots/a.png"));
+        let b = bounded(&"é".repeat(100), 21);
+        assert!(b.contains("bytes cut"), "{b}");
+    }
+}

@@ -1,0 +1,434 @@
+//! The artifact directory as a store of suites: list them, load one back from disk (summary.json
+//! and its runs' run.json), merge shard suites into one, prune old ones (`supervisor clean`,
+//! `[supervisor] keep_runs`), and check that `--junit` / `--json` / `--html` targets are writable
+//! before anything runs.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+
+use crate::report::history::{self, HistoryEntry, Selection};
+use crate::report::html::{self, HtmlInput};
+use crate::report::junit;
+use crate::report::run_record::RunRecord;
+use crate::report::suite::SuiteSummary;
+
+/// One suite directory found under `<artifact_dir>/suites`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SuiteDir {
+    pub suite_id: String,
+    pub dir: PathBuf,
+    /// From summary.json, when it is readable.
+    pub started_at: Option<DateTime<Utc>>,
+}
+
+/// The suites under `artifact_dir`, oldest first (suite ids are UUIDv7: they sort by time).
+pub fn list_suites(artifact_dir: &Path) -> Vec<SuiteDir> {
+    let Ok(entries) = std::fs::read_dir(artifact_dir.join("suites")) else {
+        return Vec::new();
+    };
+    let mut suites: Vec<SuiteDir> = entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| {
+            let dir = e.path();
+            let started_at = std::fs::read(dir.join("summary.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+                .and_then(|v| v["started_at"].as_str().map(str::to_string))
+                .and_then(|t| t.parse().ok());
+            SuiteDir {
+                suite_id: e.file_name().to_string_lossy().into_owned(),
+                dir,
+                started_at,
+            }
+        })
+        .collect();
+    suites.sort_by(|a, b| a.suite_id.cmp(&b.suite_id));
+    suites
+}
+
+/// A suite read back from disk.
+#[derive(Debug, Clone)]
+pub struct LoadedSuite {
+    pub dir: PathBuf,
+    pub summary: SuiteSummary,
+    /// Every attempt whose run.json was found, `run_dir` pointing where it was found.
+    pub records: Vec<RunRecord>,
+    /// Runs named by summary.json whose run.json was not found.
+    pub missing_runs: Vec<String>,
+}
+
+/// Where run `run_id` of the suite in `suite_dir` is: beside it (`../../runs/<id>`, the layout
+/// of `.bugatti/` and of a CI artifact that copied it), else where summary.json says.
+fn find_run(suite_dir: &Path, run_id: &str, report: &str) -> Option<PathBuf> {
+    let candidates = [
+        suite_dir.join("../../runs").join(run_id),
+        suite_dir.join("runs").join(run_id),
+        Path::new(report)
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default(),
+    ];
+    candidates
+        .into_iter()
+        .find(|d| d.join("run.json").is_file())
+        .map(|d| std::path::absolute(&d).unwrap_or(d))
+}
+
+/// Reads summary.json of `dir` and the run.json of every attempt it names.
+pub fn load_suite(dir: &Path) -> Result<LoadedSuite, String> {
+    let path = dir.join("summary.json");
+    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let summary: SuiteSummary = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("{} is not a suite summary: {e}", path.display()))?;
+    let mut records = Vec::new();
+    let mut missing_runs = Vec::new();
+    for test in &summary.tests {
+        for attempt in &test.history {
+            let found = find_run(dir, &attempt.run_id, &attempt.report).and_then(|run_dir| {
+                let bytes = std::fs::read(run_dir.join("run.json")).ok()?;
+                let mut record: RunRecord = serde_json::from_slice(&bytes).ok()?;
+                record.run_dir = run_dir.display().to_string();
+                Some(record)
+            });
+            match found {
+                Some(r) => records.push(r),
+                None => missing_runs.push(attempt.run_id.clone()),
+            }
+        }
+    }
+    Ok(LoadedSuite {
+        dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
+        summary,
+        records,
+        missing_runs,
+    })
+}
+
+/// The suite `which` names under `artifact_dir`: `last` (or none), a suite id, or a unique prefix.
+pub fn resolve_suite(artifact_dir: &Path, which: Option<&str>) -> Result<SuiteDir, String> {
+    let suites = list_suites(artifact_dir);
+    match which {
+        None | Some("last") => suites.last().cloned().ok_or_else(|| {
+            format!(
+                "no suite in {}: run `supervisor start` first",
+                artifact_dir.join("suites").display()
+            )
+        }),
+        Some(id) => {
+            let hits: Vec<&SuiteDir> = suites
+                .iter()
+                .filter(|s| s.suite_id.starts_with(id))
+                .collect();
+            match hits.as_slice() {
+                [one] => Ok((*one).clone()),
+                [] => Err(format!(
+                    "no suite `{id}` in {}",
+                    artifact_dir.join("suites").display()
+                )),
+                _ => Err(format!(
+                    "`{id}` names {} suites; give more of the id",
+                    hits.len()
+                )),
+            }
+        }
+    }
+}
+
+/// What `merge` wrote.
+#[derive(Debug, Clone)]
+pub struct Merged {
+    pub summary: SuiteSummary,
+    pub out: PathBuf,
+    pub notes: Vec<String>,
+}
+
+/// Merges shard suites into one suite directory `out`: summary.json, summary.md, junit.xml,
+/// report.html (links into each shard's runs). A root test present in several inputs keeps the
+/// attempts of all of them, in input order (as retries would be).
+pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, String> {
+    if dirs.is_empty() {
+        return Err("merge needs at least one suite directory".to_string());
+    }
+    let mut loaded = Vec::new();
+    for d in dirs {
+        loaded.push(load_suite(d)?);
+    }
+    let mut notes = Vec::new();
+    let mut records: Vec<RunRecord> = Vec::new();
+    let mut not_run: Vec<String> = Vec::new();
+    let mut strict = false;
+    let mut ids = Vec::new();
+    for l in &loaded {
+        strict |= l.summary.strict_warnings;
+        ids.push(l.summary.suite_id.clone());
+        not_run.extend(l.summary.not_run.iter().cloned());
+        for id in &l.missing_runs {
+            notes.push(format!(
+                "run {id} of suite {} was not found beside {}: its test is shown from the shard's summary only",
+                l.summary.suite_id,
+                l.dir.display()
+            ));
+        }
+        // A shard's later attempts number on after the attempts already merged for that test.
+        for r in &l.records {
+            let before = records
+                .iter()
+                .filter(|x| x.test_file == r.test_file)
+                .map(|x| x.attempt)
+                .max()
+                .unwrap_or(0);
+            let mut r = r.clone();
+            if before > 0 {
+                r.attempt += before;
+            }
+            records.push(r);
+        }
+    }
+    let started = loaded
+        .iter()
+        .map(|l| l.summary.started_at)
+        .min()
+        .unwrap_or_else(Utc::now);
+    let finished = loaded
+        .iter()
+        .map(|l| l.summary.finished_at)
+        .max()
+        .unwrap_or_else(Utc::now);
+    // In an artifact directory (`.bugatti/suites/<id>`) the folder names the suite; else a new id.
+    let in_store = out
+        .parent()
+        .and_then(Path::file_name)
+        .is_some_and(|n| n == "suites");
+    let merged_id = match out.file_name() {
+        Some(name) if in_store => name.to_string_lossy().into_owned(),
+        _ => uuid::Uuid::now_v7().to_string(),
+    };
+    let mut summary =
+        SuiteSummary::build(&merged_id, started, finished, strict, &records, &not_run);
+    // A test whose run.json was not found still counts, as its shard's summary says.
+    for l in &loaded {
+        for test in &l.summary.tests {
+            if !summary.tests.iter().any(|t| t.test_file == test.test_file) {
+                summary.totals.count(test.outcome);
+                if test.flaky {
+                    summary.totals.flaky += 1;
+                }
+                summary.tests.push(test.clone());
+            }
+        }
+    }
+    summary.tests.sort_by(|a, b| a.test_file.cmp(&b.test_file));
+    let selection = Selection {
+        merged: ids.clone(),
+        ..Selection::default()
+    };
+    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
+    let entry = HistoryEntry::of(&summary, &records, &selection);
+    // A merge compares with the previous merge recorded beside it (`--out .bugatti/...`).
+    let history_dir = out.join("../..");
+    if in_store {
+        summary.changes = history::compare(&history::read(&history_dir), &entry);
+        if let Err(e) = history::append(&history_dir, &entry) {
+            notes.push(e.to_string());
+        }
+    }
+    notes.insert(
+        0,
+        format!("merged from {} suites: {}", ids.len(), ids.join(", ")),
+    );
+    write_suite_files(&out, &summary, &records, &notes)?;
+    Ok(Merged {
+        summary,
+        out,
+        notes,
+    })
+}
+
+/// Writes summary.json, summary.md, junit.xml and report.html of `summary` into `dir`.
+pub fn write_suite_files(
+    dir: &Path,
+    summary: &SuiteSummary,
+    records: &[RunRecord],
+    notes: &[String],
+) -> Result<(), String> {
+    let write = |name: &str, bytes: &[u8]| {
+        crate::report::atomic::write_atomic(&dir.join(name), bytes).map_err(|e| e.to_string())
+    };
+    let mut json = serde_json::to_string_pretty(summary).map_err(|e| e.to_string())?;
+    json.push('\n');
+    write("summary.json", json.as_bytes())?;
+    let mut md = summary.to_markdown();
+    for n in notes {
+        md.push_str(&format!("- note: {n}\n"));
+    }
+    write("summary.md", md.as_bytes())?;
+    write(
+        "junit.xml",
+        junit::to_xml(summary, records)
+            .map_err(|e| e.to_string())?
+            .as_bytes(),
+    )?;
+    let page = html::render(&HtmlInput {
+        summary,
+        records,
+        comparison: summary.changes.as_ref(),
+        report_dir: dir,
+        notes,
+    });
+    write("report.html", page.as_bytes())
+}
+
+/// What a prune removed.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Pruned {
+    pub suites: Vec<String>,
+    pub runs: usize,
+    pub workspaces: usize,
+    pub problems: Vec<String>,
+}
+
+/// One suite and the runs it owns, as retention sees them.
+struct Unit {
+    suite_id: String,
+    suite_dir: Option<PathBuf>,
+    runs: Vec<(PathBuf, Option<PathBuf>)>,
+    at: Option<DateTime<Utc>>,
+    /// A run of it has no outcome yet: a suite still running in another supervisor.
+    running: bool,
+}
+
+/// Retention. Suites are removed whole (with their runs and the kept workspaces of those runs),
+/// oldest first: `keep` (None or 0: no limit) counts run directories, and the newest suites
+/// whose runs fit in it stay (the newest suite always stays); `older_than` removes suites that
+/// started longer ago. Never a suite in `protect` or one still running. history.jsonl is kept:
+/// a line per suite is small and is what later suites compare with.
+pub fn prune(
+    artifact_dir: &Path,
+    keep: Option<usize>,
+    older_than: Option<chrono::Duration>,
+    protect: &[String],
+) -> Pruned {
+    let mut pruned = Pruned::default();
+    let mut units: std::collections::BTreeMap<String, Unit> = std::collections::BTreeMap::new();
+    for s in list_suites(artifact_dir) {
+        units.insert(
+            s.suite_id.clone(),
+            Unit {
+                suite_id: s.suite_id,
+                suite_dir: Some(s.dir),
+                runs: Vec::new(),
+                at: s.started_at,
+                running: false,
+            },
+        );
+    }
+    if let Ok(entries) = std::fs::read_dir(artifact_dir.join("runs")) {
+        for e in entries.filter_map(Result::ok) {
+            let dir = e.path();
+            let value: Option<serde_json::Value> = std::fs::read(dir.join("run.json"))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            let Some(value) = value else { continue };
+            let Some(suite) = value["suite_id"].as_str() else {
+                continue;
+            };
+            let started: Option<DateTime<Utc>> =
+                value["started_at"].as_str().and_then(|t| t.parse().ok());
+            let unit = units.entry(suite.to_string()).or_insert_with(|| Unit {
+                suite_id: suite.to_string(),
+                suite_dir: None,
+                runs: Vec::new(),
+                at: None,
+                running: false,
+            });
+            unit.running |= value["outcome"].is_null();
+            if unit.suite_dir.is_none() {
+                unit.at = unit.at.max(started);
+            }
+            let ws = value["workspace"].as_str().map(PathBuf::from);
+            unit.runs.push((dir, ws));
+        }
+    }
+    let now = Utc::now();
+    let keep = keep.filter(|k| *k > 0);
+    let mut seen_runs = 0usize;
+    let mut doomed: Vec<&Unit> = Vec::new();
+    // Suite ids are UUIDv7: newest last.
+    for (n, unit) in units.values().rev().enumerate() {
+        seen_runs += unit.runs.len();
+        if n == 0 || protect.contains(&unit.suite_id) || (unit.running && unit.suite_dir.is_none())
+        {
+            continue;
+        }
+        let too_many = keep.is_some_and(|k| seen_runs > k);
+        let too_old = match (older_than, unit.at) {
+            (Some(age), Some(at)) => now - at > age,
+            _ => false,
+        };
+        if too_many || too_old {
+            doomed.push(unit);
+        }
+    }
+    for unit in doomed {
+        for (dir, ws) in &unit.runs {
+            if let Some(ws) = ws {
+                let is_ours = ws
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("bugatti-ws-"));
+                if is_ours && ws.is_dir() && std::fs::remove_dir_all(ws).is_ok() {
+                    pruned.workspaces += 1;
+                }
+            }
+            match std::fs::remove_dir_all(dir) {
+                Ok(()) => pruned.runs += 1,
+                Err(err) => pruned
+                    .problems
+                    .push(format!("cannot remove {}: {err}", dir.display())),
+            }
+        }
+        if let Some(dir) = &unit.suite_dir {
+            if let Err(err) = std::fs::remove_dir_all(dir) {
+                pruned
+                    .problems
+                    .push(format!("cannot remove {}: {err}", dir.display()));
+                continue;
+            }
+        }
+        pruned.suites.push(unit.suite_id.clone());
+    }
+    pruned
+}
+
+/// Checks before anything runs that `path` can be written: an existing file must be writable,
+/// else the nearest existing folder above it must be (its missing folders are created later).
+pub fn check_writable(flag: &str, path: &Path) -> Result<(), String> {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    if abs.is_dir() {
+        return Err(format!("{flag} {}: is a directory", path.display()));
+    }
+    let probe = if abs.exists() {
+        abs.clone()
+    } else {
+        abs.ancestors()
+            .skip(1)
+            .find(|p| p.exists())
+            .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
+    };
+    if probe != abs && !probe.is_dir() {
+        return Err(format!(
+            "{flag} {}: {} is not a directory",
+            path.display(),
+            probe.display()
+        ));
+    }
+    nix::unistd::access(&probe, nix::unistd::AccessFlags::W_OK).map_err(|e| {
+        format!(
+            "{flag} {}: {} is not writable: {e}",
+            path.display(),
+            probe.display()
+        )
+    })
+}
