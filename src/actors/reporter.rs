@@ -35,6 +35,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
 use crate::model::outcome::RunOutcome;
 use crate::report::atomic::write_atomic;
+use crate::report::console::stderr_notice;
 use crate::report::console::Console;
 use crate::report::error::ReportError;
 use crate::report::events::{millis, Event, EventClock, EventKind};
@@ -577,6 +578,31 @@ impl Actor for ReporterActor {
             }
         }
         Ok(())
+    }
+}
+
+/// The one outlet for user-facing lines that belong to no run event ("cannot start a session",
+/// "the session panicked"): the reporter's `Notice` — redacted, printed above the live view, traced
+/// into the suite's harness.log — or, when the reporter is gone, [`stderr_notice`]. Actors never
+/// write to stdout or stderr themselves.
+#[derive(Debug, Clone)]
+pub struct Notices {
+    reporter: ActorRef<ReporterMsg>,
+}
+
+impl Notices {
+    pub fn new(reporter: ActorRef<ReporterMsg>) -> Self {
+        Self { reporter }
+    }
+
+    pub fn send(&self, message: impl Into<String>) {
+        let message = message.into();
+        if let Err(e) = self.reporter.cast(ReporterMsg::Notice {
+            message: message.clone(),
+        }) {
+            tracing::debug!("the reporter is gone: {e}");
+            stderr_notice(&message);
+        }
     }
 }
 

@@ -3,13 +3,14 @@
 //! that nothing the supervisor started outlives it. First, it kills what supervisors that died
 //! without a sweep (SIGKILL) left running, found through their process ledgers.
 
+use crate::actors::reporter::Notices;
 use crate::actors::reporter::{ReporterActor, ReporterArgs};
 use crate::actors::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
 use crate::model::load::Suite;
 use crate::model::options::{RunOptions, Verbosity as CliVerbosity};
 use crate::model::outcome::ExitReason;
 use crate::process::{ledger, registry, signals, subreaper};
-use crate::report::console::{Console, ConsoleMode, Verbosity};
+use crate::report::console::{stderr_notice, Console, ConsoleMode, Verbosity};
 use crate::report::harness_log::HarnessLogs;
 use crate::report::redact::Secrets;
 use ractor::Actor;
@@ -27,7 +28,7 @@ pub fn run_suite(suite: Suite, options: &RunOptions) -> ExitReason {
     {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("supervisor: cannot start the async runtime: {e}");
+            stderr_notice(&format!("cannot start the async runtime: {e}"));
             return ExitReason::HarnessError;
         }
     };
@@ -35,10 +36,10 @@ pub fn run_suite(suite: Suite, options: &RunOptions) -> ExitReason {
     runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     let swept = registry::sweep();
     for group in &swept {
-        eprintln!(
-            "supervisor: killed process group {} left by {}",
+        stderr_notice(&format!(
+            "killed process group {} left by {}",
             group.pgid, group.label
-        );
+        ));
     }
     ledger::close();
     reason
@@ -72,9 +73,7 @@ fn artifact_dir(suite: &Suite) -> std::io::Result<PathBuf> {
 /// running, before anything of ours starts: their servers may hold our ports.
 fn reap_dead_runs(artifact_dir: &std::path::Path) {
     for leftovers in ledger::reap_dead(artifact_dir) {
-        let line = leftovers.describe();
-        eprintln!("supervisor: {line}");
-        tracing::warn!("{line}");
+        stderr_notice(&leftovers.describe());
     }
 }
 
@@ -92,10 +91,10 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     let artifact_dir = match artifact_dir(&suite) {
         Ok(dir) => dir,
         Err(e) => {
-            eprintln!(
-                "supervisor: cannot create the artifact directory `{}`: {e}",
+            stderr_notice(&format!(
+                "cannot create the artifact directory `{}`: {e}",
                 suite.base.supervisor.artifact_dir.value
-            );
+            ));
             return ExitReason::HarnessError;
         }
     };
@@ -113,12 +112,13 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             );
         }
         for problem in pruned.problems {
-            eprintln!("supervisor: retention: {problem}");
+            stderr_notice(&format!("retention: {problem}"));
         }
     }
     if let Err(e) = ledger::open(&artifact_dir, &suite_id) {
-        eprintln!("supervisor: cannot record this run's processes in the ledger: {e}");
-        tracing::warn!("cannot open the process ledger: {e}");
+        stderr_notice(&format!(
+            "cannot record this run's processes in the ledger: {e}"
+        ));
     }
     let secrets = Arc::new(Secrets::new(suite.base.secret_pairs()));
     let reporter_args = ReporterArgs {
@@ -141,11 +141,12 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     let (reporter, reporter_task) = match ReporterActor::spawn(reporter_args).await {
         Ok(spawned) => spawned,
         Err(e) => {
-            eprintln!("supervisor: cannot start the reporter: {e}");
+            stderr_notice(&format!("cannot start the reporter: {e}"));
             return ExitReason::HarnessError;
         }
     };
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+    let claude_bin = crate::actors::session_plan::claude_bin(&suite.base);
     let args = SupervisorArgs {
         suite,
         suite_id,
@@ -154,13 +155,13 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         skip_cmd: options.skip_cmd.clone(),
         skip_readiness: options.skip_readiness.clone(),
         from_checkpoint: options.from_checkpoint.clone(),
-        claude_bin: crate::actors::session_plan::claude_bin(),
+        claude_bin,
         done: done_tx,
     };
     let (supervisor, supervisor_task) = match Actor::spawn(None, SupervisorActor, args).await {
         Ok(spawned) => spawned,
         Err(e) => {
-            eprintln!("supervisor: cannot start the supervisor actor: {e}");
+            stderr_notice(&format!("cannot start the supervisor actor: {e}"));
             reporter.stop(None);
             return ExitReason::HarnessError;
         }
@@ -170,7 +171,9 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         let _ = to_supervisor.cast(SupervisorMsg::Shutdown(request));
     });
     if let Err(e) = &listener {
-        eprintln!("supervisor: cannot listen for signals ({e}); Ctrl-C will not tear down cleanly");
+        Notices::new(reporter.clone()).send(format!(
+            "cannot listen for signals ({e}); Ctrl-C will not tear down cleanly"
+        ));
     }
     let reason = done_rx.await.unwrap_or(ExitReason::HarnessError);
     let _ = supervisor_task.await;

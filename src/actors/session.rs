@@ -15,6 +15,7 @@ use crate::actors::agent::{AgentActor, AgentArgs, AgentMsg};
 use crate::actors::checkpoint::{CheckpointFailure, CheckpointJob};
 use crate::actors::harness::Harness;
 use crate::actors::queue::Attempt;
+use crate::actors::reporter::Notices;
 use crate::actors::session_plan::{
     agent_spec, command_specs, session_vars, skipped_commands, step_vars, SessionIdentity,
     SessionVars,
@@ -31,6 +32,7 @@ use crate::process::owner::Scope;
 use crate::process::record::CommandRecord as HarnessRecord;
 use crate::process::teardown::{kill_scope, sweep_run};
 use crate::providers::{AgentEvent, StepRequest, StepVerdict};
+use crate::report::console::stderr_notice;
 use crate::report::events::{
     millis, summarize_instruction, CheckpointAction, EventClock, EventKind, Provenance, SetupState,
     Usage,
@@ -398,14 +400,14 @@ impl Driver {
         match opened {
             Ok(Ok(_paths)) => {}
             Ok(Err(e)) => {
-                eprintln!(
-                    "supervisor: cannot create the run directory {}: {e}",
+                Notices::new(reporter.clone()).send(format!(
+                    "cannot create the run directory {}: {e}",
                     self.run_dir().display()
-                );
+                ));
                 return RunOutcome::Error;
             }
             Err(e) => {
-                eprintln!("supervisor: the reporter is gone: {e}");
+                stderr_notice(&format!("the reporter is gone: {e}"));
                 return RunOutcome::Error;
             }
         }
@@ -428,11 +430,11 @@ impl Driver {
             crate::actors::reporter::ReporterMsg::RunFinished { run_id, reply }
         }) {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => eprintln!(
-                "supervisor: the report of run {} is incomplete: {e}",
+            Ok(Err(e)) => Notices::new(reporter.clone()).send(format!(
+                "the report of run {} is incomplete: {e}",
                 self.run_id
-            ),
-            Err(e) => eprintln!("supervisor: the reporter is gone: {e}"),
+            )),
+            Err(e) => stderr_notice(&format!("the reporter is gone: {e}")),
         }
         outcome
     }

@@ -183,11 +183,10 @@ fn command_spec(
     Ok(spec)
 }
 
-/// Where the Claude Code executable is: `$BUGATTI_CLAUDE_BIN`, else `claude` on `PATH`.
-pub fn claude_bin() -> PathBuf {
-    std::env::var_os("BUGATTI_CLAUDE_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("claude"))
+/// Where the Claude Code executable is: `provider.claude_bin` of the effective config
+/// (`$BUGATTI_CLAUDE_BIN`, else `claude` on `PATH`), read once at load.
+pub fn claude_bin(config: &EffectiveConfig) -> PathBuf {
+    PathBuf::from(&config.provider.claude_bin.value)
 }
 
 /// The agent's spec, `${NAME}` substituted in `cmd`, `cwd`, `agent_args` and `base_url`, its

@@ -8,7 +8,7 @@
 
 use crate::actors::harness::Harness;
 use crate::actors::queue::{Attempt, Halt, SuiteQueue};
-use crate::actors::reporter::ReporterMsg;
+use crate::actors::reporter::{Notices, ReporterMsg};
 use crate::actors::session::{
     kill_run_processes, SessionActor, SessionArgs, SessionMsg, SuiteContext,
 };
@@ -20,6 +20,7 @@ use crate::model::outcome::{ExitReason, InterruptSignal, RunOutcome};
 use crate::model::substitute::references;
 use crate::process::ports::allocate_loopback_port;
 use crate::process::signals::ShutdownRequest;
+use crate::report::console::stderr_notice;
 use crate::report::events::{EventClock, EventKind};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -213,11 +214,11 @@ impl Actor for SupervisorActor {
                 return Ok(());
             };
             let message = format!("the session panicked: {err}");
-            eprintln!(
-                "supervisor: {} (run {}): {message}",
+            Notices::new(state.reporter.clone()).send(format!(
+                "{} (run {}): {message}",
                 state.tests[running.attempt.test].rel_path.display(),
                 running.run_id
-            );
+            ));
             kill_run_processes(&running.run_id);
             let _ = state.reporter.cast(ReporterMsg::Event {
                 run_id: running.run_id.clone(),
@@ -282,7 +283,8 @@ impl SupervisorState {
                     );
                 }
                 Err(e) => {
-                    eprintln!("supervisor: cannot start a session: {e}");
+                    Notices::new(self.reporter.clone())
+                        .send(format!("cannot start a session: {e}"));
                     self.queue.finished(attempt, RunOutcome::Error);
                 }
             }
@@ -327,7 +329,8 @@ impl SupervisorState {
                     shared.insert(name, port);
                 }
                 Err(e) => {
-                    eprintln!("supervisor: no free port for suite port `{name}`: {e}");
+                    Notices::new(self.reporter.clone())
+                        .send(format!("no free port for suite port `{name}`: {e}"));
                     self.harness_error = true;
                     return shared;
                 }
@@ -356,7 +359,7 @@ impl SupervisorState {
         let specs = match specs {
             Ok(specs) => specs,
             Err(e) => {
-                eprintln!("supervisor: suite-scoped commands: {e}");
+                Notices::new(self.reporter.clone()).send(format!("suite-scoped commands: {e}"));
                 self.harness_error = true;
                 return shared;
             }
@@ -377,12 +380,14 @@ impl SupervisorState {
             Ok(harness) => {
                 self.suite_harness = Some(harness.clone());
                 if let Err(e) = harness.start(specs).await {
-                    eprintln!("supervisor: suite-scoped commands failed to start: {e}");
+                    Notices::new(self.reporter.clone())
+                        .send(format!("suite-scoped commands failed to start: {e}"));
                     self.harness_error = true;
                 }
             }
             Err(e) => {
-                eprintln!("supervisor: cannot start the suite harness: {e}");
+                Notices::new(self.reporter.clone())
+                    .send(format!("cannot start the suite harness: {e}"));
                 self.harness_error = true;
             }
         }
@@ -431,8 +436,9 @@ impl SupervisorState {
             reply
         }) {
             Ok(Ok(_files)) => {}
-            Ok(Err(e)) => eprintln!("supervisor: the suite summary is incomplete: {e}"),
-            Err(e) => eprintln!("supervisor: the reporter is gone: {e}"),
+            // The reporter's last word is out: these go straight to stderr.
+            Ok(Err(e)) => stderr_notice(&format!("the suite summary is incomplete: {e}")),
+            Err(e) => stderr_notice(&format!("the reporter is gone: {e}")),
         }
         let _ = done.send(reason);
         myself.stop(None);

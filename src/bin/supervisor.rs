@@ -677,7 +677,7 @@ fn doctor(config: Option<PathBuf>) -> ExitCode {
     // Every distinct provider setting (tests may override it), checked as a session starts it.
     let mut providers: Vec<_> = suite.tests.iter().map(|t| &t.effective.provider).collect();
     providers.push(&suite.base.provider);
-    let claude = bugatti::actors::session_plan::claude_bin();
+    let claude = bugatti::actors::session_plan::claude_bin(&suite.base);
     let mut findings: Vec<_> = providers
         .into_iter()
         .flat_map(|p| {

@@ -97,7 +97,12 @@ pub const DEFAULT_ARTIFACT_DIR: &str = ".bugatti";
 pub const DEFAULT_KEEP_RUNS: usize = 200;
 pub const DEFAULT_CHECKPOINT_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_NO_OUTPUT_TIMEOUT_SECS: u64 = 120;
+pub const DEFAULT_CLAUDE_BIN: &str = "claude";
+/// Every provider name the config accepts: the available ones, then the planned ones.
 pub const PROVIDERS: &[&str] = &["claude-code", "codex", "command", "shell"];
+/// The providers this build can run (what `crate::providers::ProviderKind::parse` accepts; a unit
+/// test there keeps the two in agreement).
+pub const AVAILABLE_PROVIDERS: &[&str] = &["claude-code", "command", "shell"];
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProviderSettings {
@@ -113,6 +118,9 @@ pub struct ProviderSettings {
     pub no_output_timeout_secs: Sourced<u64>,
     pub base_url: Sourced<Option<String>>,
     pub strict_warnings: Sourced<bool>,
+    /// Where the Claude Code executable is: `claude` (on `PATH`) unless `BUGATTI_CLAUDE_BIN` says
+    /// otherwise. Read once, here, with the other environment knobs; sessions and `check` use it.
+    pub claude_bin: Sourced<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -194,6 +202,7 @@ impl Default for EffectiveConfig {
                 no_output_timeout_secs: Sourced::default_value(DEFAULT_NO_OUTPUT_TIMEOUT_SECS),
                 base_url: Sourced::default_value(None),
                 strict_warnings: Sourced::default_value(false),
+                claude_bin: Sourced::default_value(DEFAULT_CLAUDE_BIN.to_string()),
             },
             supervisor: SupervisorSettings {
                 jobs: Sourced::default_value(DEFAULT_JOBS),
@@ -428,6 +437,9 @@ impl EffectiveConfig {
             }
             self.provider.name.set(v, Layer::Env, None);
         }
+        if let Some(v) = env("BUGATTI_CLAUDE_BIN").filter(|v| !v.is_empty()) {
+            self.provider.claude_bin.set(v, Layer::Env, None);
+        }
         if let Some(v) = env("BUGATTI_BASE_URL").filter(|v| !v.is_empty()) {
             self.provider.base_url.set(Some(v), Layer::Env, None);
         }
@@ -529,6 +541,16 @@ impl EffectiveConfig {
     /// Whole-config checks once every layer is applied: provider needs, command graph.
     pub fn validate(&self) -> Vec<LayerProblem> {
         let mut problems = Vec::new();
+        let name = self.provider.name.value.as_str();
+        if PROVIDERS.contains(&name) && !AVAILABLE_PROVIDERS.contains(&name) {
+            problems.push(problem(
+                format!(
+                    "provider `{name}` is not yet available in this version (available: {})",
+                    AVAILABLE_PROVIDERS.join(", ")
+                ),
+                self.provider.name.origin.clone(),
+            ));
+        }
         if self.provider.name.value == "command" && self.provider.cmd.value.is_none() {
             problems.push(problem(
                 "provider `command` needs `[provider] cmd`, the program to run",
@@ -651,6 +673,11 @@ impl EffectiveConfig {
             "provider.cwd",
             p.cwd.value.clone().unwrap_or_else(|| ".".to_string()),
             p.cwd.source,
+        );
+        row(
+            "provider.claude_bin",
+            p.claude_bin.value.clone(),
+            p.claude_bin.source,
         );
         row(
             "provider.step_timeout_secs",
@@ -955,6 +982,11 @@ mod tests {
     fn unknown_provider_and_command_provider_without_cmd() {
         let (_, ps) = apply("[provider]\nname = \"gpt\"\n");
         assert!(ps[0].starts_with("unknown provider `gpt`"), "{ps:?}");
+        let (_, ps) = apply("[provider]\nname = \"codex\"\n");
+        assert_eq!(
+            ps,
+            vec!["provider `codex` is not yet available in this version (available: claude-code, command, shell)"]
+        );
         let (_, ps) = apply("[provider]\nname = \"command\"\n");
         assert_eq!(
             ps,

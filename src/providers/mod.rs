@@ -325,6 +325,22 @@ fn env_over(
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_provider_lists_agree() {
+        use crate::model::layers::{AVAILABLE_PROVIDERS, PROVIDERS};
+        for name in PROVIDERS {
+            assert_eq!(
+                ProviderKind::parse(name).is_some(),
+                AVAILABLE_PROVIDERS.contains(name),
+                "`{name}`: ProviderKind::parse and AVAILABLE_PROVIDERS disagree"
+            );
+        }
+        for name in AVAILABLE_PROVIDERS {
+            let kind = ProviderKind::parse(name).expect("available");
+            assert_eq!(kind.as_str(), *name);
+        }
+    }
+
     pub(crate) fn facts() -> SessionFacts {
         SessionFacts {
             run_id: "run-1".into(),

@@ -482,3 +482,11 @@ impl Console {
         self.print(&redactor.str(&line));
     }
 }
+
+/// A line for the user when no reporter can print it (before it starts, after it stopped, or when
+/// it is gone): `supervisor: <message>` on stderr, and traced. Everything else goes through the
+/// reporter's `Notice` ([`crate::actors::reporter::Notices`]).
+pub fn stderr_notice(message: &str) {
+    eprintln!("supervisor: {message}");
+    tracing::warn!("{message}");
+}
