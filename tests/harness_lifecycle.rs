@@ -9,7 +9,7 @@ use bugatti::model::outcome::TeardownState;
 use bugatti::process::error::HarnessError;
 use bugatti::process::event::HarnessEventKind;
 use bugatti::process::exit::ExitStatus;
-use bugatti::process::record::CommandStatus;
+use bugatti::process::record::HarnessStatus;
 use bugatti::process::spec::{CommandKind, ProbeSpec, RestartPolicy};
 use common::Fixture;
 use std::time::Duration;
@@ -77,7 +77,7 @@ async fn on_failure_restarts_are_recorded_and_readiness_rechecked() {
         .await;
     let records = fx.harness.teardown_all(false).await;
     let r = &records[0];
-    assert_eq!(r.status, CommandStatus::Stopped);
+    assert_eq!(r.status, HarnessStatus::Stopped);
     let afters: Vec<_> = r.restarts.iter().map(|x| x.after.clone()).collect();
     assert_eq!(
         afters,
@@ -120,7 +120,7 @@ async fn restarts_stop_at_max_restarts_and_the_session_is_told() {
     };
     assert!(reason.contains("max_restarts = 2"), "{reason}");
     let records = fx.harness.teardown_all(false).await;
-    assert_eq!(records[0].status, CommandStatus::Exited);
+    assert_eq!(records[0].status, HarnessStatus::Exited);
     assert_eq!(records[0].restarts.len(), 2);
     assert_eq!(records[0].exit_code, Some(1));
     fx.assert_nothing_left().await;
@@ -145,7 +145,7 @@ async fn crash_with_never_is_an_event_for_the_session() {
     let gave_up = fx.next_event(common::is_gave_up).await;
     assert_eq!(gave_up.command, "server");
     let records = fx.harness.teardown_all(false).await;
-    assert_eq!(records[0].status, CommandStatus::Exited);
+    assert_eq!(records[0].status, HarnessStatus::Exited);
     assert_eq!(records[0].exit_code, Some(7));
     assert!(records[0].restarts.is_empty());
     fx.assert_nothing_left().await;
@@ -208,9 +208,9 @@ async fn failing_setup_command_reports_status_and_log_tail() {
     }
     assert!(err.to_string().contains("failed with exit code 4"));
     let records = fx.harness.teardown_all(false).await;
-    assert_eq!(records[0].status, CommandStatus::Failed);
+    assert_eq!(records[0].status, HarnessStatus::Failed);
     assert_eq!(records[0].exit_code, Some(4));
-    assert_eq!(records[1].status, CommandStatus::NotStarted);
+    assert_eq!(records[1].status, HarnessStatus::NotStarted);
     assert_eq!(records[1].teardown, None);
     fx.assert_nothing_left().await;
 }
@@ -235,7 +235,7 @@ async fn setup_command_timeout_stops_it_and_says_so() {
         other => panic!("unexpected {other}"),
     }
     let records = fx.harness.teardown_all(false).await;
-    assert_eq!(records[0].status, CommandStatus::TimedOut);
+    assert_eq!(records[0].status, HarnessStatus::TimedOut);
     assert_eq!(records[0].teardown, Some(TeardownState::Clean));
     fx.assert_nothing_left().await;
 }
@@ -326,7 +326,7 @@ async fn setup_runs_first_and_logs_are_raw_and_redacted() {
     reader.probes = vec![ProbeSpec::log("^data$")];
     fx.harness.start(vec![reader, seed]).await.expect("ready");
     let records = fx.harness.teardown_all(false).await;
-    assert_eq!(records[1].status, CommandStatus::Succeeded);
+    assert_eq!(records[1].status, HarnessStatus::Succeeded);
     assert_eq!(records[1].exit_code, Some(0));
     let log = std::fs::read(fx.log("seed")).expect("log");
     assert_eq!(
@@ -352,10 +352,10 @@ async fn abandoning_startup_then_tearing_down_stops_everything() {
         .is_err());
     let records = fx.harness.teardown_all(true).await;
     assert_eq!(records[0].name, "setup");
-    assert_eq!(records[0].status, CommandStatus::Interrupted);
+    assert_eq!(records[0].status, HarnessStatus::Interrupted);
     assert_eq!(records[0].teardown, Some(TeardownState::Killed));
     // The long-lived ones wait for the setup command, so they never started.
-    assert_eq!(records[1].status, CommandStatus::NotStarted);
-    assert_eq!(records[2].status, CommandStatus::NotStarted);
+    assert_eq!(records[1].status, HarnessStatus::NotStarted);
+    assert_eq!(records[2].status, HarnessStatus::NotStarted);
     fx.assert_nothing_left().await;
 }

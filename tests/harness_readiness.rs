@@ -8,7 +8,7 @@ use bugatti::model::outcome::TeardownState;
 use bugatti::process::error::HarnessError;
 use bugatti::process::event::HarnessEventKind;
 use bugatti::process::ports::allocate_loopback_port;
-use bugatti::process::record::CommandStatus;
+use bugatti::process::record::HarnessStatus;
 use bugatti::process::spec::{CommandKind, ProbeSpec};
 use common::Fixture;
 use std::time::Duration;
@@ -36,7 +36,7 @@ async fn ready_by_http_against_a_real_python_server() {
     }
     let records = fx.harness.teardown_all(false).await;
     assert_eq!(records.len(), 1);
-    assert_eq!(records[0].status, CommandStatus::Stopped);
+    assert_eq!(records[0].status, HarnessStatus::Stopped);
     assert_eq!(records[0].teardown, Some(TeardownState::Clean));
     fx.assert_nothing_left().await;
 }
@@ -166,7 +166,7 @@ async fn skipped_command_is_not_launched_but_its_probe_runs() {
     assert!(!fx.dir.path().join("launched.flag").exists());
     assert!(!fx.log("web").exists());
     let records = fx.harness.teardown_all(false).await;
-    assert_eq!(records[0].status, CommandStatus::Skipped);
+    assert_eq!(records[0].status, HarnessStatus::Skipped);
     assert!(records[0].skipped);
     assert_eq!(records[0].teardown, None);
     // Teardown left the hand-started server alone.

@@ -1,5 +1,5 @@
-//! The AgentActor: one provider conversation per root-test session (SPEC §8), owned by the
-//! session actor (spawned linked under it).
+//! The AgentActor: one provider conversation per root-test session (README "Providers"), owned by
+//! the session actor (spawned linked under it).
 //!
 //! The actor keeps its mailbox free while a step runs: the step runs in a task that holds the
 //! provider and answers the caller's reply port itself, so a `Cancel` (shutdown) or `Close` is

@@ -13,7 +13,7 @@ use crate::process::exit::ExitStatus;
 use crate::process::output::{log_tail, OutputHub};
 use crate::process::owner::Owner;
 use crate::process::probe::ProbeContext;
-use crate::process::record::{worse, CommandRecord, CommandStatus, RestartRecord};
+use crate::process::record::{worse, HarnessRecord, HarnessStatus, RestartRecord};
 use crate::process::spawn::{spawn, Running};
 use crate::process::spec::{CommandKind, CommandSpec, RestartPolicy};
 use crate::process::teardown::TeardownReport;
@@ -50,10 +50,10 @@ pub enum CommandMsg {
     /// stops afterwards.
     Teardown {
         skip_grace: bool,
-        reply: RpcReplyPort<CommandRecord>,
+        reply: RpcReplyPort<HarnessRecord>,
     },
     /// The record so far, without stopping anything.
-    Record(RpcReplyPort<CommandRecord>),
+    Record(RpcReplyPort<HarnessRecord>),
     /// From the waiter: process `incarnation` exited.
     Exited {
         incarnation: u32,
@@ -79,7 +79,7 @@ pub struct CommandState {
     running: Option<Running>,
     /// Counts spawns, so that messages about an earlier process are recognised and ignored.
     incarnation: u32,
-    status: CommandStatus,
+    status: HarnessStatus,
     last_exit: Option<ExitStatus>,
     restarts: Vec<RestartRecord>,
     /// When each restart happened, for `max_restarts` within `restart_window`.
@@ -96,8 +96,8 @@ impl CommandState {
         let _ = self.events.send(HarnessEvent::now(&self.spec.name, kind));
     }
 
-    fn record(&self) -> CommandRecord {
-        CommandRecord {
+    fn record(&self) -> HarnessRecord {
+        HarnessRecord {
             name: self.spec.name.clone(),
             kind: self.spec.kind,
             status: self.status,
@@ -172,7 +172,7 @@ impl CommandState {
     }
 
     fn give_up(&mut self, reason: String) {
-        self.status = CommandStatus::Exited;
+        self.status = HarnessStatus::Exited;
         self.emit(HarnessEventKind::GaveUp { reason });
     }
 }
@@ -190,7 +190,7 @@ impl Actor for CommandActor {
         args: Self::Arguments,
     ) -> Result<Self::State, ActorProcessingErr> {
         Ok(CommandState {
-            status: CommandStatus::NotStarted,
+            status: HarnessStatus::NotStarted,
             spec: args.spec,
             hub: args.hub,
             events: args.events,
@@ -221,12 +221,12 @@ impl Actor for CommandActor {
             CommandMsg::Teardown { skip_grace, reply } => {
                 state.stopping = true;
                 if let Some(waiting) = state.waiting.take() {
-                    state.status = CommandStatus::Interrupted;
+                    state.status = HarnessStatus::Interrupted;
                     let _ = waiting.send(Err(HarnessError::Interrupted {
                         command: state.spec.name.clone(),
                     }));
-                } else if state.status == CommandStatus::NotStarted && state.running.is_some() {
-                    state.status = CommandStatus::Stopped;
+                } else if state.status == HarnessStatus::NotStarted && state.running.is_some() {
+                    state.status = HarnessStatus::Stopped;
                 }
                 state.stop_current(skip_grace).await;
                 let _ = reply.send(state.record());
@@ -249,7 +249,7 @@ impl Actor for CommandActor {
                 if incarnation != state.incarnation || state.waiting.is_none() {
                     return Ok(());
                 }
-                state.status = CommandStatus::TimedOut;
+                state.status = HarnessStatus::TimedOut;
                 let tail_before = state.tail().await;
                 state.stop_current(false).await;
                 let tail = match log_tail(&state.spec.log_path, LOG_TAIL_LINES) {
@@ -331,14 +331,14 @@ fn launch(
     let pid = match state.start_process(myself) {
         Ok(pid) => pid,
         Err(e) => {
-            state.status = CommandStatus::Failed;
+            state.status = HarnessStatus::Failed;
             let _ = reply.send(Err(e));
             return;
         }
     };
     match state.spec.kind {
         CommandKind::LongLived => {
-            state.status = CommandStatus::Stopped;
+            state.status = HarnessStatus::Stopped;
             let _ = reply.send(Ok(Launched {
                 pid,
                 completed: None,
@@ -360,7 +360,7 @@ async fn short_lived_exited(state: &mut CommandState, status: ExitStatus) {
     };
     let pid = state.running.as_ref().map_or(0, Running::pid);
     if status.success() {
-        state.status = CommandStatus::Succeeded;
+        state.status = HarnessStatus::Succeeded;
         state.emit(HarnessEventKind::Completed {
             status: status.clone(),
         });
@@ -369,7 +369,7 @@ async fn short_lived_exited(state: &mut CommandState, status: ExitStatus) {
             completed: Some(status),
         }));
     } else {
-        state.status = CommandStatus::Failed;
+        state.status = HarnessStatus::Failed;
         let tail = state.tail().await;
         let _ = waiting.send(Err(HarnessError::SetupFailed {
             command: state.spec.name.clone(),

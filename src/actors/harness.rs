@@ -15,7 +15,7 @@ use crate::process::order::start_layers;
 use crate::process::output::{log_tail, OutputHub};
 use crate::process::owner::{Owner, Role, Scope};
 use crate::process::probe::ProbeContext;
-use crate::process::record::{CommandRecord, CommandStatus};
+use crate::process::record::{HarnessRecord, HarnessStatus};
 use crate::process::spec::CommandSpec;
 use crate::process::teardown::kill_owner;
 use ractor::rpc::CallResult;
@@ -45,7 +45,7 @@ pub enum HarnessMsg {
     /// stops afterwards.
     TeardownAll {
         skip_grace: bool,
-        reply: RpcReplyPort<Vec<CommandRecord>>,
+        reply: RpcReplyPort<Vec<HarnessRecord>>,
     },
 }
 
@@ -195,12 +195,12 @@ impl Actor for HarnessActor {
     }
 }
 
-async fn teardown_entries(state: &mut HarnessState, skip_grace: bool) -> Vec<CommandRecord> {
+async fn teardown_entries(state: &mut HarnessState, skip_grace: bool) -> Vec<HarnessRecord> {
     let jobs = state.entries.iter().map(|entry| {
         let owner = state.owner_of(&entry.spec.name);
         async move {
             let Some(actor) = &entry.actor else {
-                return CommandRecord::unstarted(&entry.spec);
+                return HarnessRecord::unstarted(&entry.spec);
             };
             let bound = entry.spec.stop_timeout + TEARDOWN_SLACK;
             let answer = actor
@@ -219,11 +219,11 @@ async fn teardown_entries(state: &mut HarnessState, skip_grace: bool) -> Vec<Com
 }
 
 /// The command's actor is gone (failed or unresponsive): kill its registered groups directly.
-fn fallback_teardown(spec: &CommandSpec, owner: &Owner) -> CommandRecord {
-    let mut record = CommandRecord::unstarted(spec);
+fn fallback_teardown(spec: &CommandSpec, owner: &Owner) -> HarnessRecord {
+    let mut record = HarnessRecord::unstarted(spec);
     if kill_owner(owner) > 0 {
         record.teardown = Some(TeardownState::Killed);
-        record.status = CommandStatus::Exited;
+        record.status = HarnessStatus::Exited;
     }
     record
 }
@@ -384,7 +384,7 @@ impl Harness {
     /// Tears every command down concurrently (`skip_grace`: SIGKILL without the stop timeout, for
     /// a second Ctrl-C) and returns one record per command, in declaration order. The harness
     /// actor stops afterwards (its parent sees a normal termination).
-    pub async fn teardown_all(&self, skip_grace: bool) -> Vec<CommandRecord> {
+    pub async fn teardown_all(&self, skip_grace: bool) -> Vec<HarnessRecord> {
         let answer = self
             .actor
             .call(|reply| HarnessMsg::TeardownAll { skip_grace, reply }, None)

@@ -7,10 +7,10 @@ use crate::actors::reporter::Notices;
 use crate::actors::reporter::{ReporterActor, ReporterArgs};
 use crate::actors::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
 use crate::model::load::Suite;
-use crate::model::options::{RunOptions, Verbosity as CliVerbosity};
+use crate::model::options::RunOptions;
 use crate::model::outcome::ExitReason;
 use crate::process::{ledger, registry, signals, subreaper};
-use crate::report::console::{stderr_notice, Console, ConsoleMode, Verbosity};
+use crate::report::console::{stderr_notice, Console, ConsoleMode};
 use crate::report::harness_log::HarnessLogs;
 use crate::report::redact::Secrets;
 use ractor::Actor;
@@ -43,14 +43,6 @@ pub fn run_suite(suite: Suite, options: &RunOptions) -> ExitReason {
     }
     ledger::close();
     reason
-}
-
-fn console_verbosity(v: CliVerbosity) -> Verbosity {
-    match v {
-        CliVerbosity::Quiet => Verbosity::Quiet,
-        CliVerbosity::Normal => Verbosity::Normal,
-        CliVerbosity::Verbose => Verbosity::Verbose,
-    }
 }
 
 /// The artifact directory, created owner-only: reports may hold what the app printed.
@@ -127,7 +119,7 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         root_tests: suite.tests.len(),
         jobs: suite.base.supervisor.jobs.value,
         strict_warnings: suite.base.provider.strict_warnings.value,
-        console: Console::new(ConsoleMode::detect(), console_verbosity(options.verbosity)),
+        console: Console::new(ConsoleMode::detect(), options.verbosity),
         secrets,
         harness_logs: Some(logs.clone()),
         junit_copy: options.junit.clone(),

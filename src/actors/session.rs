@@ -1,9 +1,10 @@
 //! The SessionActor: one root-test attempt, from its run directory to its final report.
 //!
-//! Order (SPEC §5): run directory and reporter record → workspace → ports and env → short-lived
-//! commands → long-lived commands → readiness → `[checkpoint] restore` (`--from-checkpoint`) →
-//! agent start and bootstrap → steps in order (a passed checkpoint step's save right after it) →
-//! teardown (agent and every command, concurrently) → final report → workspace kept or removed.
+//! Order (README "What a run leaves behind"): run directory and reporter record → workspace → ports
+//! and env → short-lived commands → long-lived commands → readiness → `[checkpoint] restore`
+//! (`--from-checkpoint`) → agent start and bootstrap → steps in order (a passed checkpoint step's
+//! save right after it) → teardown (agent and every command, concurrently) → final report →
+//! workspace kept or removed.
 //!
 //! The actor's mailbox must stay free while a step runs, so that a shutdown, a dying server or a
 //! dying agent is seen at once: the linear flow above runs in a *driver* task the actor owns, and
@@ -29,7 +30,7 @@ use crate::model::outcome::{RunOutcome, StepStatus};
 use crate::model::plan::PlannedStep;
 use crate::process::event::{HarnessEvent, HarnessEventKind};
 use crate::process::owner::Scope;
-use crate::process::record::CommandRecord as HarnessRecord;
+use crate::process::record::HarnessRecord;
 use crate::process::teardown::{kill_scope, sweep_run};
 use crate::providers::{AgentEvent, StepRequest, StepVerdict};
 use crate::report::console::stderr_notice;
@@ -37,7 +38,7 @@ use crate::report::events::{
     millis, summarize_instruction, CheckpointAction, EventClock, EventKind, Provenance, SetupState,
     Usage,
 };
-use crate::report::run_record::{ConfigRow, PlannedCommand, PlannedStep as ReportStep, RunPlan};
+use crate::report::run_record::{ConfigRow, PlanEntry as ReportStep, PlannedCommand, RunPlan};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

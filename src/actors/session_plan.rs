@@ -2,12 +2,12 @@
 //! (`BUGATTI_*`, ports, `[env]`, `[secrets]`), the harness command specs, the agent spec, and the
 //! run plan the reporter starts from. Pure apart from port allocation.
 
-use crate::model::config::{CommandKind as ConfigKind, CommandScope, PortSpec, RestartPolicy};
-use crate::model::layers::{CommandConfig, EffectiveConfig, ProbeKind as ConfigProbe};
+use crate::model::config::{CommandScope, PortSpec};
+use crate::model::layers::{CommandConfig, EffectiveConfig};
 use crate::model::load::RootTest;
 use crate::model::substitute::{substitute, SubstError};
 use crate::process::ports::allocate_loopback_port;
-use crate::process::spec::{CommandKind, CommandSpec, ProbeKind, ProbeSpec, RestartPolicy as Rp};
+use crate::process::spec::{CommandSpec, ProbeSpec};
 use crate::providers::{AgentSpec, ProviderKind};
 use crate::report::redact::Secrets;
 use std::collections::BTreeMap;
@@ -135,13 +135,9 @@ fn command_spec(
         }
         None => project_root.to_path_buf(),
     };
-    let kind = match c.kind {
-        ConfigKind::ShortLived => CommandKind::ShortLived,
-        ConfigKind::LongLived => CommandKind::LongLived,
-    };
     let mut spec = CommandSpec::new(
         c.name.clone(),
-        kind,
+        c.kind,
         cmd,
         cwd,
         logs_dir.join(format!("{}.log", c.name)),
@@ -149,11 +145,7 @@ fn command_spec(
     spec.env = vars.env.clone();
     spec.pty = c.pty;
     spec.timeout = c.timeout_secs.map(Duration::from_secs);
-    spec.restart = match c.restart {
-        RestartPolicy::Never => Rp::Never,
-        RestartPolicy::OnFailure => Rp::OnFailure,
-        RestartPolicy::Always => Rp::Always,
-    };
+    spec.restart = c.restart;
     spec.max_restarts = c.max_restarts;
     spec.restart_window = Duration::from_secs(c.restart_window_secs);
     spec.backoff = Duration::from_millis(c.backoff_ms);
@@ -169,12 +161,7 @@ fn command_spec(
         .iter()
         .map(|p| {
             let what = field("readiness");
-            let kind = match &p.kind {
-                ConfigProbe::Http(url) => ProbeKind::Http(subst(url, &vars.vars, what)?),
-                ConfigProbe::Tcp(addr) => ProbeKind::Tcp(subst(addr, &vars.vars, what)?),
-                ConfigProbe::Log(re) => ProbeKind::Log(subst(re, &vars.vars, what)?),
-                ConfigProbe::Exec(cmd) => ProbeKind::Exec(subst(cmd, &vars.vars, what)?),
-            };
+            let kind = p.kind.try_map(|text| subst(text, &vars.vars, what))?;
             Ok(ProbeSpec::new(kind)
                 .with_interval(Duration::from_millis(p.interval_ms.max(1)))
                 .with_timeout(Duration::from_secs(p.timeout_secs)))
@@ -192,7 +179,7 @@ pub fn claude_bin(config: &EffectiveConfig) -> PathBuf {
 /// The agent's spec, `${NAME}` substituted in `cmd`, `cwd`, `agent_args` and `base_url`, its
 /// working directory resolved: `[provider] cwd` against the project root, by default the project
 /// root itself (as Bugatti 0.7 runs it, so `CLAUDE.md`, `.claude/` and `.mcp.json` are found) — but
-/// the `shell` provider's steps run in the workspace unless `cwd` is set (SPEC §8).
+/// the `shell` provider's steps run in the workspace unless `cwd` is set (README "Providers").
 pub fn agent_spec(
     config: &EffectiveConfig,
     id: &SessionIdentity,

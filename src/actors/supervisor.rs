@@ -58,7 +58,7 @@ pub struct SupervisorArgs {
     pub done: oneshot::Sender<ExitReason>,
 }
 
-struct Running {
+struct RunningSession {
     attempt: Attempt,
     run_id: String,
     actor: ActorRef<SessionMsg>,
@@ -67,7 +67,7 @@ struct Running {
 pub struct SupervisorState {
     tests: Vec<Arc<RootTest>>,
     queue: SuiteQueue,
-    running: HashMap<ActorId, Running>,
+    running: HashMap<ActorId, RunningSession>,
     context: Option<Arc<SuiteContext>>,
     args_skip_cmd: Vec<String>,
     args_skip_readiness: Vec<String>,
@@ -275,7 +275,7 @@ impl SupervisorState {
                 Ok((actor, _)) => {
                     self.running.insert(
                         actor.get_id(),
-                        Running {
+                        RunningSession {
                             attempt,
                             run_id,
                             actor,

@@ -1,7 +1,8 @@
-//! Assets (SPEC §4): `[[asset:NAME]]` in an instruction becomes the content of the file NAME,
-//! `{{path:NAME}}` the absolute path of a copy of it in the session workspace. NAME is looked up
-//! in the folder beside the test file named like it without `.test.toml`
-//! (`tests/checkout.test.toml` → `tests/checkout/NAME`), and may not leave that folder.
+//! Assets (README "Substitution and assets"): `[[asset:NAME]]` in an instruction becomes the
+//! content of the file NAME, `{{path:NAME}}` the absolute path of a copy of it in the session
+//! workspace. NAME is looked up in the folder beside the test file named like it without
+//! `.test.toml` (`tests/checkout.test.toml` → `tests/checkout/NAME`), and may not leave that
+//! folder.
 //!
 //! Load time calls [`check_assets`]; the session calls [`render_assets`] and does the copying.
 

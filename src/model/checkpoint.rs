@@ -1,5 +1,5 @@
-//! Where checkpoints live (SPEC §4): `<artifact_dir>/checkpoints/<test>/<NAME>/`, a directory that
-//! survives the run, plus `<NAME>.saved.json` beside it once a save succeeded.
+//! Where checkpoints live (README "Checkpoints"): `<artifact_dir>/checkpoints/<test>/<NAME>/`, a
+//! directory that survives the run, plus `<NAME>.saved.json` beside it once a save succeeded.
 //!
 //! `<test>` is the root test's path relative to the project root, made one safe file name: the
 //! `.test.toml` suffix dropped, `/` turned into `__`, and any character other than ASCII letters,

@@ -20,17 +20,29 @@ pub const DEFAULT_BACKOFF_MS: u64 = 200;
 pub const MIN_BACKOFF_MS: u64 = 10;
 pub const DEFAULT_STOP_SIGNAL: &str = "SIGTERM";
 pub const DEFAULT_STOP_TIMEOUT_SECS: u64 = 5;
-/// One readiness probe of a long-lived command.
+/// One readiness probe of a long-lived command (the one vocabulary: config and process layer).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProbeKind {
     /// Ready when a GET answers 2xx or 3xx.
     Http(String),
     /// Ready when a TCP connect to `host:port` succeeds.
     Tcp(String),
-    /// Ready when a line of the command's output matches this regex (validated).
+    /// Ready when a line of the command's output matches this regex (validated; event-driven).
     Log(String),
-    /// Ready when this shell command exits 0.
+    /// Ready when `sh -c <cmd>` exits 0.
     Exec(String),
+}
+
+impl ProbeKind {
+    /// The same kind with its text transformed (`${NAME}` substitution).
+    pub fn try_map<E>(&self, f: impl FnOnce(&str) -> Result<String, E>) -> Result<Self, E> {
+        Ok(match self {
+            Self::Http(t) => Self::Http(f(t)?),
+            Self::Tcp(t) => Self::Tcp(f(t)?),
+            Self::Log(t) => Self::Log(f(t)?),
+            Self::Exec(t) => Self::Exec(f(t)?),
+        })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,6 +1,6 @@
-//! The project / global config file (`bugatti.config.toml`, SPEC §3) exactly as written: every
-//! table and field, unknown fields rejected with file:line:col. Merging into effective values
-//! with defaults is `layers`' job; this module only parses.
+//! The project / global config file (`bugatti.config.toml`, README "Project config") exactly as
+//! written: every table and field, unknown fields rejected with file:line:col. Merging into
+//! effective values with defaults is `layers`' job; this module only parses.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -58,7 +58,8 @@ pub struct SupervisorSection {
     pub fail_fast: Option<bool>,
     /// Whole-invocation deadline, like `--timeout`.
     pub timeout_secs: Option<u64>,
-    /// Retention: runs and suites beyond the newest N are pruned when a suite starts (0 = all kept).
+    /// Retention: runs and suites beyond the newest N are pruned when a suite starts (0 = all
+    /// kept).
     pub keep_runs: Option<usize>,
 }
 
@@ -124,10 +125,13 @@ impl<'de> Deserialize<'de> for PortSpec {
     }
 }
 
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+/// The one vocabulary for a harness command's kind: config, process layer and run.json.
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq, Hash)]
 #[serde(rename_all = "snake_case")]
 pub enum CommandKind {
+    /// Runs to completion during setup; a non-zero exit fails the session.
     ShortLived,
+    /// Runs for the whole session (or suite) and is torn down at the end.
     LongLived,
 }
 
@@ -140,6 +144,7 @@ impl CommandKind {
     }
 }
 
+/// The one vocabulary for a long-lived command's restart policy (config and process layer).
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
 #[serde(rename_all = "kebab-case")]
 pub enum RestartPolicy {

@@ -1,6 +1,6 @@
-//! The effective configuration of one root test: SPEC §3 merged field by field over the layers
-//! defaults < global config < project config < `BUGATTI_*` env < test `[overrides]` < flags,
-//! each value remembering the layer (and, when it came from a file, the place) it came from.
+//! The effective configuration of one root test: README "Project config" merged field by field over
+//! the layers defaults < global config < project config < `BUGATTI_*` env < test `[overrides]` <
+//! flags, each value remembering the layer (and, when it came from a file, the place) it came from.
 //!
 //! Harness commands are normalized by [`super::commands`].
 
@@ -163,7 +163,7 @@ pub struct CheckpointConfig {
     pub timeout_secs: u64,
 }
 
-/// Everything of SPEC §3 that applies to one root test.
+/// Everything of README "Project config" that applies to one root test.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EffectiveConfig {
     pub provider: ProviderSettings,

@@ -1,4 +1,5 @@
-//! The agent-reply scanner: a pure, streaming reader of the markers an agent writes (SPEC §1, §8).
+//! The agent-reply scanner: a pure, streaming reader of the markers an agent writes (README "A
+//! test, a run, a record" and "Providers").
 //!
 //! Agent output arrives in chunks split anywhere, possibly with invalid UTF-8. The scanner keeps
 //! only the current, unfinished line (and at most [`MAX_MARKER_LINE`] bytes of it, so a 64 MiB
@@ -16,7 +17,8 @@ use serde::{Deserialize, Serialize};
 /// the rest of a long line is kept by the transcript, not here.
 pub const MAX_MARKER_LINE: usize = 8 * 1024;
 
-/// The kinds of evidence SPEC §1 names. Anything else is recorded as `other`.
+/// The kinds of evidence README "A test, a run, a record" names. Anything else is recorded as
+/// `other`.
 pub const EVIDENCE_KINDS: [&str; 7] = [
     "screenshot",
     "log",
@@ -435,7 +437,8 @@ mod tests {
             prop_assert_eq!(out, reference(&bytes));
         }
 
-        /// However the reply is cut into chunks, the scanner sees exactly what a whole-text scan sees.
+        /// However the reply is cut into chunks, the scanner sees exactly what a whole-text scan
+        /// sees.
         #[test]
         fn chunk_boundaries_never_change_the_markers(text in reply(), cuts in prop::collection::vec(0usize..400, 0..20)) {
             let (expected, expected_last) = scan_text(&text);

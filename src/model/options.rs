@@ -1,4 +1,5 @@
-//! The options of `start` / `test` (SPEC §2) as plain data, independent of the CLI parser.
+//! The options of `start` / `test` (README "Commands") as plain data, independent of the CLI
+//! parser.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -61,12 +62,15 @@ impl Shard {
     }
 }
 
-/// Console verbosity: `-q` / default / `-v`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Console verbosity: `-q` / default / `-v`. Ordered: a line of level `l` shows when
+/// `l <= verbosity`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Default)]
 pub enum Verbosity {
+    /// Only the final line per root test and the summary.
     Quiet,
     #[default]
     Normal,
+    /// Also run starts, evidence, teardown and usage details.
     Verbose,
 }
 

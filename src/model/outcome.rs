@@ -1,4 +1,5 @@
-//! Outcomes of steps, runs and teardowns, and how they rank into the process exit code (SPEC §6).
+//! Outcomes of steps, runs and teardowns, and how they rank into the process exit code (README
+//! "Exit codes").
 
 use serde::{Deserialize, Serialize};
 
@@ -81,8 +82,9 @@ pub enum TeardownState {
     Leaked,
 }
 
-/// Why the invocation exits as it does. Ordered so that the highest-ranked reason wins (SPEC §6):
-/// interrupted, then invalid input, then harness error, then test failure, then success.
+/// Why the invocation exits as it does. Ordered so that the highest-ranked reason wins (README
+/// "Exit codes"): interrupted, then invalid input, then harness error, then test failure, then
+/// success.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ExitReason {
     Success,

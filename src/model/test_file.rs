@@ -1,5 +1,5 @@
-//! A `*.test.toml` file (SPEC §4) as written, Bugatti 0.7 fields included, and the per-step
-//! rule "exactly one of instruction / include_path / include_glob".
+//! A `*.test.toml` file (README "Test files") as written, Bugatti 0.7 fields included, and the
+//! per-step rule "exactly one of instruction / include_path / include_glob".
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,10 +2,10 @@
 //!
 //! Every child (harness command, readiness `exec` attempt, checkpoint command, agent, `shell` step)
 //! is started here, in a process group of its own (or as the session leader of a PTY), with an
-//! environment marker ([`Marker`]) by which escapees are found later, and is registered under its
-//! typed [`Owner`] before the handle is returned. The handle is ended by the one termination
-//! routine, [`super::teardown::terminate`], whose escalation is a [`super::teardown::Ladder`].
-//! A handle dropped without that (its actor killed, a panic) kills its group at once when it was
+//! environment marker ([`EnvMarker`]) by which escapees are found later, and is registered under
+//! its typed [`Owner`] before the handle is returned. The handle is ended by the one termination
+//! routine, [`super::teardown::terminate`], whose escalation is a [`super::teardown::Ladder`]. A
+//! handle dropped without that (its actor killed, a panic) kills its group at once when it was
 //! launched with `kill_on_drop`; otherwise the registry's final sweep does.
 
 use super::exit::ExitStatus;
@@ -18,18 +18,18 @@ use std::process::Stdio;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::watch;
 
-/// The environment variable carrying a harness spawn's own token (see [`Marker::fresh`]).
+/// The environment variable carrying a harness spawn's own token (see [`EnvMarker::fresh`]).
 pub const HARNESS_TAG_VAR: &str = "BUGATTI_HARNESS_TAG";
 
 /// `var=value` in a child's environment (inherited by everything it starts): how teardown finds
 /// descendants that left the process group (`setsid`, double fork).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Marker {
+pub struct EnvMarker {
     pub var: &'static str,
     pub value: String,
 }
 
-impl Marker {
+impl EnvMarker {
     /// A token unique to this spawn ([`HARNESS_TAG_VAR`]): attributes an escapee to this very
     /// process even while other commands of the same run are torn down at the same moment.
     pub fn fresh() -> Self {
@@ -68,7 +68,7 @@ pub struct Launch {
     pub inherit_env: bool,
     pub io: Io,
     /// Set in the child's environment; the termination routine sweeps for it.
-    pub marker: Marker,
+    pub marker: EnvMarker,
     /// Kill the group when the handle is dropped without [`super::teardown::terminate`].
     pub kill_on_drop: bool,
 }
@@ -84,7 +84,7 @@ impl Launch {
             env: Vec::new(),
             inherit_env: true,
             io,
-            marker: Marker::fresh(),
+            marker: EnvMarker::fresh(),
             kill_on_drop: false,
         }
     }
@@ -95,7 +95,7 @@ impl Launch {
 pub struct Group {
     pid: i32,
     owner: Owner,
-    marker: Marker,
+    marker: EnvMarker,
     /// `Some` once the leader exited (set by the waiter, an event, not a poll).
     exit: watch::Receiver<Option<ExitStatus>>,
     pub(super) stdin: Option<ChildStdin>,
@@ -135,7 +135,7 @@ impl Group {
     pub fn owner(&self) -> &Owner {
         &self.owner
     }
-    pub fn marker(&self) -> &Marker {
+    pub fn marker(&self) -> &EnvMarker {
         &self.marker
     }
     /// A receiver that changes once, when the leader exits.

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum CommandStatus {
+pub enum HarnessStatus {
     /// `--skip-cmd`: never launched.
     Skipped,
     /// Never got to run (an earlier command failed, or startup was abandoned).
@@ -39,10 +39,10 @@ pub struct RestartRecord {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CommandRecord {
+pub struct HarnessRecord {
     pub name: String,
     pub kind: CommandKind,
-    pub status: CommandStatus,
+    pub status: HarnessStatus,
     /// The last process's exit code (none when killed by a signal or never started).
     pub exit_code: Option<i32>,
     /// The last process's exit, in words' form.
@@ -56,15 +56,15 @@ pub struct CommandRecord {
     pub skipped: bool,
 }
 
-impl CommandRecord {
+impl HarnessRecord {
     pub fn unstarted(spec: &super::spec::CommandSpec) -> Self {
         Self {
             name: spec.name.clone(),
             kind: spec.kind,
             status: if spec.skipped {
-                CommandStatus::Skipped
+                HarnessStatus::Skipped
             } else {
-                CommandStatus::NotStarted
+                HarnessStatus::NotStarted
             },
             exit_code: None,
             exit: None,

@@ -2,7 +2,7 @@
 //! one spawn function, [`super::handle::start`], with its output into the pump that writes the
 //! command's log and feeds its [`OutputHub`]; and stopping it through the one termination routine.
 //!
-//! Every harness process gets a fresh [`super::handle::Marker`] (`BUGATTI_HARNESS_TAG`), so that
+//! Every harness process gets a fresh [`super::handle::EnvMarker`] (`BUGATTI_HARNESS_TAG`), so that
 //! teardown can find descendants that left the group (`setsid`) and attribute them to this
 //! command, even while other commands of the same run are being torn down at the same moment.
 

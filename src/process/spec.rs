@@ -15,31 +15,8 @@ pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 /// Upper bound of the doubling restart backoff.
 pub const MAX_BACKOFF: Duration = Duration::from_secs(10);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CommandKind {
-    /// Runs to completion during setup; a non-zero exit fails the session.
-    ShortLived,
-    /// Runs for the whole session (or suite) and is torn down at the end.
-    LongLived,
-}
-
-impl CommandKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ShortLived => "short_lived",
-            Self::LongLived => "long_lived",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RestartPolicy {
-    #[default]
-    Never,
-    OnFailure,
-    Always,
-}
+pub use crate::model::commands::ProbeKind;
+pub use crate::model::config::{CommandKind, RestartPolicy};
 
 /// One harness command, ready to spawn.
 #[derive(Debug, Clone)]
@@ -111,18 +88,6 @@ impl CommandSpec {
             .unwrap_or(MAX_BACKOFF)
             .min(MAX_BACKOFF)
     }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProbeKind {
-    /// Ready on an HTTP 2xx or 3xx answer.
-    Http(String),
-    /// Ready when a TCP connection to `host:port` succeeds.
-    Tcp(String),
-    /// Ready when a line of the command's output matches this regex (event-driven).
-    Log(String),
-    /// Ready when `sh -c <cmd>` exits 0.
-    Exec(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

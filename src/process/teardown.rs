@@ -1,12 +1,12 @@
 //! The one termination routine: [`terminate`] ends a [`Group`] by climbing its [`Ladder`] (data:
 //! which signals, in which order, how long each may take), then SIGKILLs the group, then sweeps for
 //! escapees — descendants seen before the stop (by parentage) and anything carrying the group's
-//! environment [`super::handle::Marker`] — and answers with a [`TeardownReport`]: `clean` (it
+//! environment [`super::handle::EnvMarker`] — and answers with a [`TeardownReport`]: `clean` (it
 //! ended on a gentle rung), `killed` (it needed a harsh rung or SIGKILL) or `leaked` (something
 //! outlived the group and was killed).
 //!
 //! This file is where process groups die. The only other signal senders are the safety nets:
-//! [`abandon`] (a handle dropped without termination), [`kill_owner`] / [`kill_scope`] (an actor
+//! `abandon` (a handle dropped without termination), [`kill_owner`] / [`kill_scope`] (an actor
 //! that died without tearing down), [`super::registry::sweep`] (the supervisor's exit) and
 //! [`super::ledger::reap_dead`] (a SIGKILLed supervisor's leftovers).
 
@@ -221,8 +221,9 @@ pub async fn terminate(group: &mut Group, ladder: &Ladder) -> TeardownReport {
 }
 
 /// Finds what outlived the group (seen before the stop, or carrying its marker; not looked up by
-/// pgid, which may belong to someone else once the group is gone), SIGKILLs it and waits for it to go, looking again while it does (a shell may fork
-/// between two commands). Returns the pids that were alive.
+/// pgid, which may belong to someone else once the group is gone), SIGKILLs it and waits for it to
+/// go, looking again while it does (a shell may fork between two commands). Returns the pids that
+/// were alive.
 async fn kill_leftovers(group: &Group, snapshot: &HashSet<i32>) -> Vec<i32> {
     let own = std::process::id() as i32;
     let marker = group.marker();

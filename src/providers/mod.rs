@@ -1,4 +1,4 @@
-//! Agent providers behind one trait (SPEC §8): `claude-code`, `command` and `shell`.
+//! Agent providers behind one trait (README "Providers"): `claude-code`, `command` and `shell`.
 //!
 //! The session never knows which provider it talks to: it builds an [`AgentSpec`] (what the
 //! config says) and [`SessionFacts`] (what this session is), asks [`create`] for a provider, then

@@ -11,7 +11,7 @@ use super::transcript::SharedTranscript;
 use super::{AgentDeath, AgentError, AgentEvent, AGENT_MARKER_ENV};
 use crate::model::outcome::TeardownState;
 use crate::process::exit::ExitStatus;
-use crate::process::handle::{self, Group, Io, Launch, Marker};
+use crate::process::handle::{self, EnvMarker, Group, Io, Launch};
 use crate::process::owner::Owner;
 use crate::process::teardown::{terminate, Ladder};
 use crate::report::redact::Secrets;
@@ -77,7 +77,7 @@ pub struct AgentProcess {
 impl AgentProcess {
     pub fn spawn(spec: SpawnSpec) -> Result<Self, AgentError> {
         let command_line = spec.command_line();
-        let marker = Marker {
+        let marker = EnvMarker {
             var: AGENT_MARKER_ENV,
             value: spec.owner.scope.id().to_string(),
         };

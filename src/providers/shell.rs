@@ -1,5 +1,5 @@
-//! The `shell` provider (SPEC §8): no model, the instruction's own commands decide. It makes every
-//! test runnable offline and is the demo's provider.
+//! The `shell` provider (README "Providers"): no model, the instruction's own commands decide. It
+//! makes every test runnable offline and is the demo's provider.
 //!
 //! - Commands are the instruction's fenced code blocks (no language tag, or `sh`, `bash`, `shell`,
 //!   `console`; other languages are data, not commands) and its inline `` `backtick` `` spans outside
@@ -27,7 +27,7 @@ use super::{
 use crate::model::markers::{ResultMarker, Verdict};
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::process::exit::ExitStatus;
-use crate::process::handle::{self, Io, Launch, Marker};
+use crate::process::handle::{self, EnvMarker, Io, Launch};
 use crate::process::owner::{Owner, Role, Scope};
 use crate::process::teardown::{terminate, Ladder};
 use nix::sys::signal::Signal;
@@ -177,7 +177,7 @@ impl ShellProvider {
         launch.cwd = Some(self.ctx.spec.cwd.clone());
         launch.env = env;
         launch.inherit_env = false;
-        launch.marker = Marker {
+        launch.marker = EnvMarker {
             var: AGENT_MARKER_ENV,
             value: facts.run_id.clone(),
         };

@@ -40,26 +40,8 @@ impl ConsoleMode {
     }
 }
 
-/// `-q` / default / `-v`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Verbosity {
-    /// Only the final line per root test and the summary.
-    Quiet,
-    Normal,
-    /// Also run starts, evidence, teardown and usage details.
-    Verbose,
-}
-
-impl Verbosity {
-    /// From the count of `-q` and `-v` flags.
-    pub fn from_flags(quiet: u8, verbose: u8) -> Self {
-        match (quiet, verbose) {
-            (q, _) if q > 0 => Self::Quiet,
-            (_, v) if v > 0 => Self::Verbose,
-            _ => Self::Normal,
-        }
-    }
-}
+/// The console's verbosity is the command line's (one type, in `model::options`).
+pub use crate::model::options::Verbosity;
 
 struct LiveView {
     multi: MultiProgress,

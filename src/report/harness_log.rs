@@ -200,7 +200,7 @@ impl HarnessLogs {
 }
 
 /// The run a span belongs to, stored in the span's extensions.
-struct RunId(String);
+struct SpanRunId(String);
 /// A span's fields, formatted once.
 struct SpanFields(String);
 
@@ -251,7 +251,7 @@ where
         attrs.record(&mut text);
         let mut ext = span.extensions_mut();
         if let Some(run_id) = text.run_id.take() {
-            ext.insert(RunId(run_id));
+            ext.insert(SpanRunId(run_id));
         }
         ext.insert(SpanFields(text.fields));
     }
@@ -262,7 +262,7 @@ where
         values.record(&mut text);
         let mut ext = span.extensions_mut();
         if let Some(run_id) = text.run_id.take() {
-            ext.replace(RunId(run_id));
+            ext.replace(SpanRunId(run_id));
         }
         if let Some(fields) = ext.get_mut::<SpanFields>() {
             fields.0.push_str(&text.fields);
@@ -276,7 +276,7 @@ where
             for span in scope {
                 let ext = span.extensions();
                 if run_id.is_none() {
-                    run_id = ext.get::<RunId>().map(|r| r.0.clone());
+                    run_id = ext.get::<SpanRunId>().map(|r| r.0.clone());
                 }
                 let fields = ext.get::<SpanFields>().map_or("", |f| f.0.as_str());
                 spans.push(format!("{}{{{}}}", span.name(), fields.trim_start()));

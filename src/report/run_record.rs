@@ -29,13 +29,15 @@ pub struct RunPlan {
     pub attempt: u32,
     pub started_at: DateTime<Utc>,
     pub skipped_commands: Vec<String>,
-    pub steps: Vec<PlannedStep>,
+    pub steps: Vec<PlanEntry>,
     pub commands: Vec<PlannedCommand>,
     pub effective_config: Vec<ConfigRow>,
 }
 
+/// One step of the plan as run.json records it (the planned step itself is
+/// [`crate::model::plan::PlannedStep`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PlannedStep {
+pub struct PlanEntry {
     pub step_id: u32,
     #[serde(flatten)]
     pub provenance: Provenance,
@@ -497,7 +499,7 @@ mod tests {
             started_at: Utc::now(),
             skipped_commands: vec!["seed".into()],
             steps: (1..=3)
-                .map(|i| PlannedStep {
+                .map(|i| PlanEntry {
                     step_id: i,
                     provenance: Provenance {
                         source_file: "checkout.test.toml".into(),

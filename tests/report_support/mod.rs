@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use bugatti::model::outcome::{RunOutcome, StepStatus, TeardownState};
 use bugatti::report::events::{Event, EventClock, EventKind, Provenance, SetupState, Usage};
-use bugatti::report::run_record::{ConfigRow, PlannedCommand, PlannedStep, RunPlan};
+use bugatti::report::run_record::{ConfigRow, PlanEntry, PlannedCommand, RunPlan};
 
 pub const SECRET: &str = "sk-live-7f3a9c";
 
@@ -29,7 +29,7 @@ pub fn plan(artifact_dir: &Path, run_id: &str, test_file: &str, attempt: u32) ->
         started_at: chrono::Utc::now(),
         skipped_commands: vec!["seed".into()],
         steps: (1..=3)
-            .map(|i| PlannedStep {
+            .map(|i| PlanEntry {
                 step_id: i,
                 provenance: Provenance {
                     source_file: if i == 2 {
