@@ -34,6 +34,7 @@ use crate::report::events::{
     millis, summarize_instruction, CheckpointAction, EventClock, EventKind, Provenance, SetupState,
     Usage,
 };
+use crate::report::excerpt::LogMarks;
 use crate::report::run_record::{ConfigRow, PlannedCommand, PlannedStep as ReportStep, RunPlan};
 use nix::sys::signal::Signal;
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
@@ -668,12 +669,14 @@ impl Driver {
                         .unwrap_or(self.test.effective.provider.step_timeout_secs.value),
                 ),
             };
+            let marks = LogMarks::take(&self.run_dir().join("logs"));
             let verdict = self
                 .run_step(&agent, request, &mut started.agent_news)
                 .await;
             let verdict = match verdict {
                 Ok(v) => v,
                 Err(message) => {
+                    self.emit_excerpt(id, &marks);
                     self.emit(step_finished(
                         id,
                         StepStatus::Error,
@@ -692,6 +695,9 @@ impl Driver {
                 total_cost_usd: Some(u.total_cost_usd),
             });
             let message = (!verdict.message.is_empty()).then(|| verdict.message.clone());
+            if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
+                self.emit_excerpt(id, &marks);
+            }
             if verdict.interrupted {
                 self.emit(step_finished(
                     id,
@@ -831,6 +837,14 @@ impl Driver {
         };
         self.pass_on_pending(news);
         verdict
+    }
+
+    /// For a step that did not pass: what each harness command logged while it ran.
+    fn emit_excerpt(&self, step_id: u32, marks: &LogMarks) {
+        let excerpt = marks.excerpt_since(&self.run_dir().join("logs"));
+        if !excerpt.is_empty() {
+            self.emit(EventKind::HarnessLogExcerpt { step_id, excerpt });
+        }
     }
 
     /// Passes on whatever news the agent has sent so far.
