@@ -147,7 +147,9 @@ impl Actor for SessionActor {
             myself: myself.clone(),
             stop: stop_rx,
         };
-        let span = tracing::info_span!("run", run_id = %args.run_id);
+        // A root span: ractor carries the sender's span with each message, so a span created while
+        // handling the previous session's end would nest every session inside the one before.
+        let span = tracing::info_span!(parent: None, "run", run_id = %args.run_id);
         let handle = tokio::spawn(
             async move {
                 let outcome = driver.run().await;
