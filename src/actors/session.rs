@@ -38,6 +38,7 @@ use crate::report::events::{
     millis, summarize_instruction, CheckpointAction, EventClock, EventKind, Provenance, SetupState,
     Usage,
 };
+use crate::report::excerpt::LogMarks;
 use crate::report::run_record::{ConfigRow, PlanEntry as ReportStep, PlannedCommand, RunPlan};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::{BTreeMap, HashMap};
@@ -149,7 +150,9 @@ impl Actor for SessionActor {
             myself: myself.clone(),
             stop: stop_rx,
         };
-        let span = tracing::info_span!("run", run_id = %args.run_id);
+        // A root span: ractor carries the sender's span with each message, so a span created while
+        // handling the previous session's end would nest every session inside the one before.
+        let span = tracing::info_span!(parent: None, "run", run_id = %args.run_id);
         let handle = tokio::spawn(
             async move {
                 let outcome = driver.run().await;
@@ -675,12 +678,14 @@ impl Driver {
                         .unwrap_or(self.test.effective.provider.step_timeout_secs.value),
                 ),
             };
+            let marks = LogMarks::take(&self.run_dir().join("logs"));
             let verdict = self
                 .run_step(&agent, request, &mut started.agent_news)
                 .await;
             let verdict = match verdict {
                 Ok(v) => v,
                 Err(message) => {
+                    self.emit_excerpt(id, &marks);
                     self.emit(step_finished(
                         id,
                         StepStatus::Error,
@@ -699,6 +704,9 @@ impl Driver {
                 total_cost_usd: Some(u.total_cost_usd),
             });
             let message = (!verdict.message.is_empty()).then(|| verdict.message.clone());
+            if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
+                self.emit_excerpt(id, &marks);
+            }
             if verdict.interrupted {
                 self.emit(step_finished(
                     id,
@@ -838,6 +846,14 @@ impl Driver {
         };
         self.pass_on_pending(news);
         verdict
+    }
+
+    /// For a step that did not pass: what each harness command logged while it ran.
+    fn emit_excerpt(&self, step_id: u32, marks: &LogMarks) {
+        let excerpt = marks.excerpt_since(&self.run_dir().join("logs"));
+        if !excerpt.is_empty() {
+            self.emit(EventKind::HarnessLogExcerpt { step_id, excerpt });
+        }
     }
 
     /// Passes on whatever news the agent has sent so far.

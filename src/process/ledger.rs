@@ -451,7 +451,16 @@ mod tests {
             && g.run_id.as_deref() == Some("r")));
         registry::unregister(pgid);
         assert!(!read().groups.iter().any(|g| g.pgid == pgid));
-        fs::remove_dir_all(artifacts.path()).expect("rm -rf");
+        // Other tests in this process register groups too, and each rewrite of the ledger can
+        // land in the folder while it is being removed: retry until it is gone.
+        let mut removed = fs::remove_dir_all(artifacts.path());
+        for _ in 0..50 {
+            if removed.is_ok() || !artifacts.path().exists() {
+                break;
+            }
+            removed = fs::remove_dir_all(artifacts.path());
+        }
+        assert!(!artifacts.path().exists(), "rm -rf: {removed:?}");
         registry::register(pgid, pgid, &owner);
         registry::unregister(pgid);
         close();

@@ -160,6 +160,13 @@ fn event_line(kind: &EventKind) -> Option<(String, Verbosity)> {
             Normal,
         ),
         EventKind::AgentLog { message, .. } => (format!("LOG ........ {message}"), Normal),
+        EventKind::HarnessLogExcerpt { step_id, excerpt } => (
+            format!(
+                "HARNESS LOG {step_id} ........ lines from {} while the step ran (in run.json and report.md)",
+                excerpt.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+            Verbose,
+        ),
         EventKind::Evidence {
             step_id,
             kind,

@@ -223,6 +223,13 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         usage: Option<Usage>,
     },
+    /// What each harness command wrote to its log while a step that did not pass ran (by byte
+    /// offsets taken when the step started and ended), bounded; sent before its `step_finished`.
+    HarnessLogExcerpt {
+        step_id: u32,
+        /// Command name → the lines it wrote during the step.
+        excerpt: std::collections::BTreeMap<String, String>,
+    },
     CommandTornDown {
         name: String,
         teardown: TeardownState,
@@ -264,6 +271,7 @@ impl EventKind {
             Self::AgentLog { .. } => "agent_log",
             Self::Evidence { .. } => "evidence",
             Self::StepFinished { .. } => "step_finished",
+            Self::HarnessLogExcerpt { .. } => "harness_log_excerpt",
             Self::CommandTornDown { .. } => "command_torn_down",
             Self::Checkpoint { .. } => "checkpoint",
             Self::RunFinished { .. } => "run_finished",

@@ -236,6 +236,15 @@ fn step_details(input: &ReportInput<'_>) -> Result<String, String> {
             }
             s.push('\n');
         }
+        for (command, lines) in &step.harness_log_excerpt {
+            // A fence longer than any backtick run in the text, so the log cannot end it.
+            let fence = "`".repeat(3.max(longest_backtick_run(lines) + 1));
+            let _ = writeln!(
+                s,
+                "Harness log `{command}` while the step ran:\n\n{fence}text\n{}\n{fence}\n",
+                lines.trim_end()
+            );
+        }
         if let Some(u) = &step.usage {
             let _ = writeln!(
                 s,
@@ -248,6 +257,10 @@ fn step_details(input: &ReportInput<'_>) -> Result<String, String> {
         }
     }
     Ok(s)
+}
+
+fn longest_backtick_run(text: &str) -> usize {
+    text.split(|c| c != '`').map(str::len).max().unwrap_or(0)
 }
 
 /// `[checkpoint]` saves and restores; no section when there were none.

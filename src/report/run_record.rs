@@ -6,6 +6,7 @@
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
 use crate::report::events::{
@@ -158,6 +159,9 @@ pub struct StepRecord {
     pub evidence: Vec<EvidenceRecord>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub usage: Option<Usage>,
+    /// For a step that did not pass: command name → the lines it wrote while the step ran.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
+    pub harness_log_excerpt: BTreeMap<String, String>,
 }
 
 /// The version of the run.json / summary.json layout; bumped on an incompatible change.
@@ -234,6 +238,7 @@ impl RunRecord {
                     logs: Vec::new(),
                     evidence: Vec::new(),
                     usage: None,
+                    harness_log_excerpt: BTreeMap::new(),
                 })
                 .collect(),
             commands: plan
@@ -392,6 +397,11 @@ impl RunRecord {
                     step.message = message.clone();
                     step.duration_ms = Some(*duration_ms);
                     step.usage = usage.clone();
+                }
+            }
+            EventKind::HarnessLogExcerpt { step_id, excerpt } => {
+                if let Some(step) = self.step_mut(*step_id, "harness_log_excerpt") {
+                    step.harness_log_excerpt = excerpt.clone();
                 }
             }
             EventKind::CommandTornDown { name, teardown } => {

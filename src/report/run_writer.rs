@@ -126,6 +126,7 @@ impl RunWriter {
             | EventKind::SuiteFinished { .. }
             | EventKind::RunStarted { .. }
             | EventKind::AgentLog { .. }
+            | EventKind::HarnessLogExcerpt { .. }
             | EventKind::Evidence { .. } => false,
         };
         if rewrite {
