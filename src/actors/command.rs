@@ -72,22 +72,34 @@ pub enum CommandMsg {
 }
 
 pub struct CommandState {
+    /// What to run; fixed for the actor's life.
     spec: CommandSpec,
+    /// Its output fan-out (log probes, `wait_for_log`); one for every incarnation.
     hub: OutputHub,
+    /// To the session, through the harness: started, exited, restarted, gave up.
     events: UnboundedSender<HarnessEvent>,
+    /// Its process groups' key in the registry (this command of this run or suite).
     owner: Owner,
+    /// The current process group; `None` before launch, between a death and its restart, and
+    /// after teardown took it.
     running: Option<Running>,
     /// Counts spawns, so that messages about an earlier process are recognised and ignored.
     incarnation: u32,
+    /// Where the command is in its life (for run.json); set by launch, exits and teardown.
     status: HarnessStatus,
+    /// The last process's exit, set by its `Exited` message (or by teardown's report).
     last_exit: Option<ExitStatus>,
+    /// One entry per restart, appended when the restart is spawned.
     restarts: Vec<RestartRecord>,
     /// When each restart happened, for `max_restarts` within `restart_window`.
     restart_times: Vec<Instant>,
     /// A short-lived command's pending `Launch`.
     waiting: Option<RpcReplyPort<Result<Launched, HarnessError>>>,
+    /// Set by `Teardown`: exits are expected from then on, nothing restarts.
     stopping: bool,
+    /// The worst teardown state over every incarnation (`None` until one was torn down).
     teardown: Option<crate::model::outcome::TeardownState>,
+    /// Pids found alive after a group was gone (and killed), over every incarnation.
     leaked: Vec<i32>,
 }
 

@@ -581,6 +581,74 @@ impl Actor for ReporterActor {
     }
 }
 
+/// The one outlet for a run's events: stamps each with the run's clock, traces it into the run's
+/// harness.log (routed by `run_id`) and sends it to the reporter. Made by the supervisor when it
+/// starts the session, so that even a session that panics is closed with its true elapsed time.
+/// Cheap to clone: the session's actor and its driver each hold one.
+#[derive(Debug, Clone)]
+pub struct RunEvents {
+    reporter: ActorRef<ReporterMsg>,
+    run_id: String,
+    clock: EventClock,
+}
+
+impl RunEvents {
+    /// A run's outlet, its clock started now.
+    pub fn start(reporter: ActorRef<ReporterMsg>, run_id: impl Into<String>) -> Self {
+        Self {
+            reporter,
+            run_id: run_id.into(),
+            clock: EventClock::start(),
+        }
+    }
+
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    pub fn clock(&self) -> &EventClock {
+        &self.clock
+    }
+
+    pub fn reporter(&self) -> &ActorRef<ReporterMsg> {
+        &self.reporter
+    }
+
+    /// Sends one event, stamped now. Fails only when the reporter is gone.
+    pub fn emit(&self, kind: EventKind) -> Result<(), ReportError> {
+        let detail = serde_json::to_string(&kind).unwrap_or_default();
+        tracing::info!(run_id = %self.run_id, "{} {detail}", kind.name());
+        self.reporter
+            .cast(ReporterMsg::Event {
+                run_id: self.run_id.clone(),
+                event: self.clock.event(kind),
+            })
+            .map_err(|e| ReportError::ReporterGone(e.to_string()))
+    }
+
+    /// Opens the run (its directory, run.json, events.jsonl, harness log) and waits until it is
+    /// on disk. The plan's `started_at` is set to the start of the run's clock. An error here
+    /// means nothing may be launched (exit 3).
+    pub async fn open(
+        &self,
+        mut plan: RunPlan,
+        secrets: Arc<Secrets>,
+    ) -> Result<RunPaths, ReportError> {
+        plan.started_at = self.clock.started_at();
+        ractor::call!(self.reporter, |reply| ReporterMsg::RunStarted {
+            plan: Box::new(plan),
+            secrets,
+            reply
+        })
+        .map_err(|e| ReportError::ReporterGone(e.to_string()))?
+    }
+
+    /// Closes the run: waits until run.json, report.md and the rest are final.
+    pub async fn close(&self) -> Result<RunFiles, ReportError> {
+        close_run(&self.reporter, &self.run_id).await
+    }
+}
+
 /// The one outlet for user-facing lines that belong to no run event ("cannot start a session",
 /// "the session panicked"): the reporter's `Notice` — redacted, printed above the live view, traced
 /// into the suite's harness.log — or, when the reporter is gone, [`stderr_notice`]. Actors never
@@ -611,16 +679,14 @@ impl Notices {
 /// one).
 #[derive(Clone)]
 pub struct RunReporter {
-    reporter: ActorRef<ReporterMsg>,
-    run_id: String,
-    clock: EventClock,
+    events: RunEvents,
     paths: RunPaths,
 }
 
 impl std::fmt::Debug for RunReporter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunReporter")
-            .field("run_id", &self.run_id)
+            .field("run_id", &self.events.run_id)
             .finish_non_exhaustive()
     }
 }
@@ -631,28 +697,16 @@ impl RunReporter {
     /// means nothing may be launched (exit 3).
     pub async fn start(
         reporter: &ActorRef<ReporterMsg>,
-        mut plan: RunPlan,
+        plan: RunPlan,
         secrets: Arc<Secrets>,
     ) -> Result<Self, ReportError> {
-        let clock = EventClock::start();
-        plan.started_at = clock.started_at();
-        let run_id = plan.run_id.clone();
-        let paths = ractor::call!(reporter, |reply| ReporterMsg::RunStarted {
-            plan: Box::new(plan),
-            secrets,
-            reply
-        })
-        .map_err(|e| ReportError::ReporterGone(e.to_string()))??;
-        Ok(Self {
-            reporter: reporter.clone(),
-            run_id,
-            clock,
-            paths,
-        })
+        let events = RunEvents::start(reporter.clone(), plan.run_id.clone());
+        let paths = events.open(plan, secrets).await?;
+        Ok(Self { events, paths })
     }
 
     pub fn run_id(&self) -> &str {
-        &self.run_id
+        &self.events.run_id
     }
 
     pub fn paths(&self) -> &RunPaths {
@@ -660,17 +714,17 @@ impl RunReporter {
     }
 
     pub fn clock(&self) -> &EventClock {
-        &self.clock
+        &self.events.clock
+    }
+
+    /// The run's event outlet.
+    pub fn events(&self) -> &RunEvents {
+        &self.events
     }
 
     /// Sends one event, stamped now. Fails only when the reporter is gone.
     pub fn emit(&self, kind: EventKind) -> Result<(), ReportError> {
-        self.reporter
-            .cast(ReporterMsg::Event {
-                run_id: self.run_id.clone(),
-                event: self.clock.event(kind),
-            })
-            .map_err(|e| ReportError::ReporterGone(e.to_string()))
+        self.events.emit(kind)
     }
 
     /// Ends the run with `outcome` and waits until all its files are final.
@@ -680,7 +734,7 @@ impl RunReporter {
         message: Option<String>,
     ) -> Result<RunFiles, ReportError> {
         self.emit(EventKind::RunFinished { outcome, message })?;
-        close_run(&self.reporter, &self.run_id).await
+        self.events.close().await
     }
 }
 

@@ -16,7 +16,7 @@ use crate::actors::agent::{AgentActor, AgentArgs, AgentMsg};
 use crate::actors::checkpoint::{CheckpointFailure, CheckpointJob};
 use crate::actors::harness::Harness;
 use crate::actors::queue::Attempt;
-use crate::actors::reporter::Notices;
+use crate::actors::reporter::{Notices, RunEvents};
 use crate::actors::session_plan::{
     agent_spec, command_specs, session_vars, skipped_commands, step_vars, SessionIdentity,
     SessionVars,
@@ -34,9 +34,9 @@ use crate::process::record::HarnessRecord;
 use crate::process::teardown::{kill_scope, sweep_run};
 use crate::providers::{AgentEvent, StepRequest, StepVerdict};
 use crate::report::console::stderr_notice;
+use crate::report::error::ReportError;
 use crate::report::events::{
-    millis, summarize_instruction, CheckpointAction, EventClock, EventKind, Provenance, SetupState,
-    Usage,
+    millis, summarize_instruction, CheckpointAction, EventKind, Provenance, SetupState, Usage,
 };
 use crate::report::excerpt::LogMarks;
 use crate::report::run_record::{ConfigRow, PlanEntry as ReportStep, PlannedCommand, RunPlan};
@@ -76,7 +76,8 @@ pub struct SuiteContext {
 pub struct SessionArgs {
     pub test: Arc<RootTest>,
     pub attempt: Attempt,
-    pub run_id: String,
+    /// The run's event outlet (its id and clock), made by the supervisor.
+    pub events: RunEvents,
     pub suite: Arc<SuiteContext>,
     pub supervisor: ActorRef<SupervisorMsg>,
 }
@@ -102,15 +103,22 @@ pub enum SessionMsg {
 }
 
 pub struct SessionState {
+    /// This run's id (the same as `events.run_id()`); set at start, never changes.
     run_id: String,
+    /// Asks the driver to stop; the first reason wins (set by interrupts, a command that gave up,
+    /// the agent's death, a failed child actor).
     stop: watch::Sender<Option<StopReason>>,
-    clock: EventClock,
-    reporter: ActorRef<crate::actors::reporter::ReporterMsg>,
+    /// The run's event outlet, shared with the driver; events from harness and agent news go here.
+    events: RunEvents,
     /// Last exit status seen per command, to report with its restart.
     last_exit: HashMap<String, String>,
+    /// `BUGATTI_FAULT_PANIC` matched this test: panic before a step (fault tests only).
     fault_panic: bool,
+    /// The driver task; `None` once it reported `DriverDone`. Dropping it aborts the driver.
     driver: Option<AbortOnDrop>,
+    /// Told `SessionDone` when the driver finishes.
     supervisor: ActorRef<SupervisorMsg>,
+    /// Which root test and attempt this is, for the supervisor's queue.
     attempt: Attempt,
 }
 
@@ -136,7 +144,7 @@ impl Actor for SessionActor {
         args: SessionArgs,
     ) -> Result<SessionState, ActorProcessingErr> {
         let (stop, stop_rx) = watch::channel(None);
-        let clock = EventClock::start();
+        let run_id = args.events.run_id().to_string();
         let fault_panic = std::env::var(FAULT_PANIC_ENV).is_ok_and(|needle| {
             !needle.is_empty() && args.test.rel_path.to_string_lossy().contains(&needle)
         });
@@ -144,15 +152,15 @@ impl Actor for SessionActor {
             test: Arc::clone(&args.test),
             attempt: args.attempt,
             suite: Arc::clone(&args.suite),
-            run_id: args.run_id.clone(),
+            run_id: run_id.clone(),
             session_id: uuid::Uuid::now_v7().to_string(),
-            clock,
+            events: args.events.clone(),
             myself: myself.clone(),
             stop: stop_rx,
         };
         // A root span: ractor carries the sender's span with each message, so a span created while
         // handling the previous session's end would nest every session inside the one before.
-        let span = tracing::info_span!(parent: None, "run", run_id = %args.run_id);
+        let span = tracing::info_span!(parent: None, "run", run_id = %run_id);
         let handle = tokio::spawn(
             async move {
                 let outcome = driver.run().await;
@@ -161,10 +169,9 @@ impl Actor for SessionActor {
             .instrument(span),
         );
         Ok(SessionState {
-            run_id: args.run_id,
+            run_id,
             stop,
-            clock,
-            reporter: args.suite.reporter.clone(),
+            events: args.events,
             last_exit: HashMap::new(),
             fault_panic,
             driver: Some(AbortOnDrop(handle)),
@@ -233,13 +240,7 @@ impl SessionState {
     }
 
     fn emit(&self, kind: EventKind) {
-        trace_event(&self.run_id, &kind);
-        let _ = self
-            .reporter
-            .cast(crate::actors::reporter::ReporterMsg::Event {
-                run_id: self.run_id.clone(),
-                event: self.clock.event(kind),
-            });
+        let _ = self.events.emit(kind);
     }
 
     fn on_harness_event(&mut self, event: HarnessEvent) {
@@ -314,7 +315,8 @@ struct Driver {
     suite: Arc<SuiteContext>,
     run_id: String,
     session_id: String,
-    clock: EventClock,
+    /// The run's event outlet (shared with the session actor).
+    events: RunEvents,
     myself: ActorRef<SessionMsg>,
     stop: watch::Receiver<Option<StopReason>>,
 }
@@ -357,14 +359,7 @@ struct Started {
 
 impl Driver {
     fn emit(&self, kind: EventKind) {
-        trace_event(&self.run_id, &kind);
-        let _ = self
-            .suite
-            .reporter
-            .cast(crate::actors::reporter::ReporterMsg::Event {
-                run_id: self.run_id.clone(),
-                event: self.clock.event(kind),
-            });
+        let _ = self.events.emit(kind);
     }
 
     fn run_dir(&self) -> PathBuf {
@@ -390,28 +385,21 @@ impl Driver {
 
     async fn run(&self) -> RunOutcome {
         let plan = self.run_plan();
-        let reporter = &self.suite.reporter;
+        let notices = Notices::new(self.events.reporter().clone());
         let secrets = Arc::new(crate::report::redact::Secrets::new(
             self.test.effective.secret_pairs(),
         ));
-        let opened = ractor::call!(reporter, |reply| {
-            crate::actors::reporter::ReporterMsg::RunStarted {
-                plan: Box::new(plan),
-                secrets,
-                reply,
-            }
-        });
-        match opened {
-            Ok(Ok(_paths)) => {}
-            Ok(Err(e)) => {
-                Notices::new(reporter.clone()).send(format!(
-                    "cannot create the run directory {}: {e}",
-                    self.run_dir().display()
-                ));
+        match self.events.open(plan, secrets).await {
+            Ok(_paths) => {}
+            Err(e @ ReportError::ReporterGone(_)) => {
+                stderr_notice(&e.to_string());
                 return RunOutcome::Error;
             }
             Err(e) => {
-                stderr_notice(&format!("the reporter is gone: {e}"));
+                notices.send(format!(
+                    "cannot create the run directory {}: {e}",
+                    self.run_dir().display()
+                ));
                 return RunOutcome::Error;
             }
         }
@@ -429,16 +417,13 @@ impl Driver {
             outcome,
             message: ending.message,
         });
-        let run_id = self.run_id.clone();
-        match ractor::call!(reporter, |reply| {
-            crate::actors::reporter::ReporterMsg::RunFinished { run_id, reply }
-        }) {
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => Notices::new(reporter.clone()).send(format!(
+        match self.events.close().await {
+            Ok(_) => {}
+            Err(e @ ReportError::ReporterGone(_)) => stderr_notice(&e.to_string()),
+            Err(e) => notices.send(format!(
                 "the report of run {} is incomplete: {e}",
                 self.run_id
             )),
-            Err(e) => stderr_notice(&format!("the reporter is gone: {e}")),
         }
         outcome
     }
@@ -455,7 +440,7 @@ impl Driver {
             provider: effective.provider.name.value.clone(),
             run_dir: self.run_dir().display().to_string(),
             attempt: self.attempt.number,
-            started_at: self.clock.started_at(),
+            started_at: self.events.clock().started_at(),
             skipped_commands: skipped_commands(&self.test, &self.suite.skip_cmd),
             steps: self
                 .test
@@ -1000,12 +985,6 @@ async fn next_news(news: &mut Option<mpsc::UnboundedReceiver<AgentEvent>>) -> Op
 /// any process carrying its run id.
 pub fn kill_run_processes(run_id: &str) {
     kill_scope(&Scope::run(run_id));
-}
-
-/// Every run event also goes to the run's `diagnostics/harness.log` (routed by `run_id`).
-fn trace_event(run_id: &str, kind: &EventKind) {
-    let detail = serde_json::to_string(kind).unwrap_or_default();
-    tracing::info!(run_id = %run_id, "{} {detail}", kind.name());
 }
 
 fn step_id(step: &PlannedStep) -> u32 {

@@ -8,7 +8,7 @@
 
 use crate::actors::harness::Harness;
 use crate::actors::queue::{Attempt, Halt, SuiteQueue};
-use crate::actors::reporter::{Notices, ReporterMsg};
+use crate::actors::reporter::{Notices, ReporterMsg, RunEvents};
 use crate::actors::session::{
     kill_run_processes, SessionActor, SessionArgs, SessionMsg, SuiteContext,
 };
@@ -21,7 +21,7 @@ use crate::model::substitute::references;
 use crate::process::ports::allocate_loopback_port;
 use crate::process::signals::ShutdownRequest;
 use crate::report::console::stderr_notice;
-use crate::report::events::{EventClock, EventKind};
+use crate::report::events::EventKind;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -58,30 +58,49 @@ pub struct SupervisorArgs {
     pub done: oneshot::Sender<ExitReason>,
 }
 
+/// A session the supervisor started and has not heard the end of.
 struct RunningSession {
     attempt: Attempt,
     run_id: String,
+    /// The run's event outlet (shared with the session), to close the run should it panic.
+    events: RunEvents,
     actor: ActorRef<SessionMsg>,
 }
 
 pub struct SupervisorState {
+    /// The root tests, indexed by `Attempt::test`; fixed.
     tests: Vec<Arc<RootTest>>,
+    /// Which attempts start next (`-j`, retries, fail-fast, shutdown).
     queue: SuiteQueue,
+    /// Sessions started and not yet done, by actor id (removed on `SessionDone` or a panic).
     running: HashMap<ActorId, RunningSession>,
+    /// What every session shares; set once suite-scoped commands are up, `None` before.
     context: Option<Arc<SuiteContext>>,
+    /// `--skip-cmd` names, as given.
     args_skip_cmd: Vec<String>,
+    /// `--skip-readiness` names, as given.
     args_skip_readiness: Vec<String>,
+    /// `--from-checkpoint`, as given.
     from_checkpoint: Option<String>,
+    /// `provider.claude_bin` of the effective config.
     claude_bin: PathBuf,
+    /// The validated suite; fixed.
     suite: Suite,
+    /// This invocation's id (suite directory, ledger, suite-scoped commands' owner).
     suite_id: String,
+    /// Where every artifact goes (created by `run`).
     artifact_dir: PathBuf,
+    /// The one writer of artifacts and console lines.
     reporter: ActorRef<ReporterMsg>,
+    /// Suite-scoped commands, torn down when the suite finishes.
     suite_harness: Option<Harness>,
     /// Set when the suite harness could not start: nothing runs, exit 3.
     harness_error: bool,
+    /// The first shutdown signal (or the deadline), once one came.
     shutdown: Option<InterruptSignal>,
+    /// Becomes true on a second signal: every teardown skips its grace periods.
     skip_grace: watch::Sender<bool>,
+    /// Answered once, when the suite's files are written; taken by `finish`.
     done: Option<oneshot::Sender<ExitReason>>,
 }
 
@@ -220,18 +239,11 @@ impl Actor for SupervisorActor {
                 running.run_id
             ));
             kill_run_processes(&running.run_id);
-            let _ = state.reporter.cast(ReporterMsg::Event {
-                run_id: running.run_id.clone(),
-                event: EventClock::start().event(EventKind::RunFinished {
-                    outcome: RunOutcome::Error,
-                    message: Some(message),
-                }),
+            let _ = running.events.emit(EventKind::RunFinished {
+                outcome: RunOutcome::Error,
+                message: Some(message),
             });
-            let run_id = running.run_id.clone();
-            let _ = ractor::call!(state.reporter, |reply| ReporterMsg::RunFinished {
-                run_id,
-                reply
-            });
+            let _ = running.events.close().await;
             state.queue.finished(running.attempt, RunOutcome::Error);
             state.dispatch(&myself).await;
         }
@@ -264,10 +276,11 @@ impl SupervisorState {
         };
         while let Some(attempt) = self.queue.next_to_start() {
             let run_id = uuid::Uuid::now_v7().to_string();
+            let events = RunEvents::start(self.reporter.clone(), run_id.clone());
             let args = SessionArgs {
                 test: Arc::clone(&self.tests[attempt.test]),
                 attempt,
-                run_id: run_id.clone(),
+                events: events.clone(),
                 suite: Arc::clone(&context),
                 supervisor: myself.clone(),
             };
@@ -278,6 +291,7 @@ impl SupervisorState {
                         RunningSession {
                             attempt,
                             run_id,
+                            events,
                             actor,
                         },
                     );
