@@ -8,9 +8,9 @@
 //! - [`supervisor`] runs the queue of root tests; each attempt is a [`session`].
 //! - A session's commands live under its [`harness`] (one [`command`] actor each, readiness by
 //!   [`readiness`] actors); its agent is an [`agent`] actor around a provider.
-//! - Every artifact and console line goes through the [`reporter`]: events as
-//!   `ReporterMsg::Event`, other user-facing lines as [`reporter::Notices`]. No actor writes to
-//!   stdout or stderr.
+//! - Every artifact and console line goes through the [`reporter`]: a run's events through its
+//!   [`reporter::RunEvents`] (made by the supervisor, shared by the session and its driver),
+//!   other user-facing lines as [`reporter::Notices`]. No actor writes to stdout or stderr.
 //! - Processes are started by `process::handle::start` and ended by `process::teardown::terminate`
 //!   only; no actor sends a signal.
 

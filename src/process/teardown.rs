@@ -342,3 +342,71 @@ pub fn sweep_run(scope: &Scope) -> Vec<i32> {
         None => Vec::new(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::exit::ExitStatus;
+    use crate::process::handle::{start, Io, Launch};
+    use crate::process::owner::Role;
+
+    fn launch(script: &str, io: Io) -> Launch {
+        let owner = Owner::new(
+            Scope::run(format!("teardown-test-{}", std::process::id())),
+            Role::Other(script.to_string()),
+        );
+        Launch::shell(owner, script, io)
+    }
+
+    fn registered(pgid: i32) -> bool {
+        registry::registered().iter().any(|g| g.pgid == pgid)
+    }
+
+    #[tokio::test]
+    async fn a_command_ignoring_its_stop_signal_is_killed_and_unregistered() {
+        let mut group = start(launch("trap '' TERM; sleep 30", Io::Merged)).expect("start");
+        assert!(registered(group.pgid()), "registered before it is returned");
+        let report = terminate(
+            &mut group,
+            &Ladder::harness(Signal::SIGTERM, Duration::from_millis(200)),
+        )
+        .await;
+        assert_eq!(report.state, TeardownState::Killed, "{report:?}");
+        assert_eq!(report.exit, Some(ExitStatus::Signal("SIGKILL".into())));
+        assert!(!registered(group.pgid()));
+        // Idempotent.
+        assert_eq!(terminate(&mut group, &Ladder::kill()).await, report);
+    }
+
+    #[tokio::test]
+    async fn the_agent_ladder_ends_on_sigint_and_that_is_clean() {
+        let io = Io::Piped {
+            stdin: true,
+            stdout: false,
+            stderr: false,
+        };
+        let mut group = start(launch(
+            "trap 'exit 0' INT; while :; do sleep 0.05; done",
+            io,
+        ))
+        .expect("start");
+        let report = terminate(&mut group, &Ladder::agent(Duration::from_secs(5))).await;
+        assert_eq!(report.state, TeardownState::Clean, "{report:?}");
+        assert!(report.leaked.is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_escapee_carrying_the_marker_is_found_killed_and_reported() {
+        let mut group = start(launch(
+            "setsid sleep 30 </dev/null >/dev/null 2>&1 & exit 0",
+            Io::Merged,
+        ))
+        .expect("start");
+        group.wait().await;
+        let report = terminate(&mut group, &Ladder::kill()).await;
+        assert_eq!(report.state, TeardownState::Leaked, "{report:?}");
+        assert_eq!(report.leaked.len(), 1, "{report:?}");
+        let marker = group.marker().clone();
+        assert!(group::live_processes_with_env(marker.var, &marker.value).is_empty());
+    }
+}
