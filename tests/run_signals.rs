@@ -75,6 +75,11 @@ fn assert_all_interrupted(p: &Project) {
     assert_eq!(records.len(), 2);
     for record in records {
         assert_eq!(record["outcome"], "interrupted", "{record}");
+        assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
+        assert_eq!(
+            record["steps"][0]["message"],
+            "interrupted: the supervisor is stopping"
+        );
         assert_eq!(record["steps"][1]["status"], "not_run");
         let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
         let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");

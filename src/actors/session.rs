@@ -87,6 +87,16 @@ pub enum StopReason {
     AgentDied(String),
 }
 
+impl StopReason {
+    /// The message of the step this stop cut off.
+    fn cut_off_message(&self) -> String {
+        match self {
+            Self::Interrupted => "interrupted: the supervisor is stopping".to_string(),
+            Self::HarnessGaveUp(why) | Self::AgentDied(why) => format!("interrupted: {why}"),
+        }
+    }
+}
+
 pub enum SessionMsg {
     /// Shutdown: stop the running step, tear down, report `interrupted`.
     Interrupt,
@@ -701,14 +711,15 @@ impl Driver {
                 self.emit_excerpt(id, &marks);
             }
             if verdict.interrupted {
+                let reason = self.stopped().unwrap_or(StopReason::Interrupted);
                 self.emit(step_finished(
                     id,
-                    StepStatus::NotRun,
-                    Some("interrupted".into()),
+                    StepStatus::Interrupted,
+                    Some(reason.cut_off_message()),
                     verdict.duration,
                     usage,
                 ));
-                return Ending::from_stop(self.stopped().unwrap_or(StopReason::Interrupted));
+                return Ending::from_stop(reason);
             }
             self.emit(step_finished(
                 id,
@@ -724,7 +735,10 @@ impl Driver {
                 return Ending::from_stop(reason);
             }
             match verdict.status {
-                StepStatus::Ok | StepStatus::Skipped | StepStatus::NotRun => {}
+                StepStatus::Ok
+                | StepStatus::Skipped
+                | StepStatus::NotRun
+                | StepStatus::Interrupted => {}
                 StepStatus::Warn => {
                     warnings.push(format!("step {id} warned: {}", message.unwrap_or_default()))
                 }

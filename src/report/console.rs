@@ -121,6 +121,7 @@ fn step_word(status: StepStatus) -> &'static str {
         StepStatus::ProtocolError => "PROTOCOL ERROR",
         StepStatus::Timeout => "TIMEOUT",
         StepStatus::Skipped => "SKIPPED",
+        StepStatus::Interrupted => "INTERRUPTED",
         StepStatus::NotRun => "NOT RUN",
     }
 }

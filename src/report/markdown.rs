@@ -100,6 +100,7 @@ fn status_label(status: StepStatus) -> &'static str {
         StepStatus::ProtocolError => "PROTOCOL ERROR",
         StepStatus::Timeout => "TIMEOUT",
         StepStatus::Skipped => "skipped",
+        StepStatus::Interrupted => "INTERRUPTED",
         StepStatus::NotRun => "not run",
     }
 }
