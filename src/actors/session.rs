@@ -81,7 +81,8 @@ pub struct SessionArgs {
 /// Why the driver must stop early.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopReason {
-    Interrupted,
+    /// A signal or the deadline; what it was (`SIGINT`, `the --timeout deadline (60s) passed`).
+    Interrupted(String),
     /// A long-lived command died with no restart left (or its readiness failed after one).
     HarnessGaveUp(String),
     AgentDied(String),
@@ -91,15 +92,15 @@ impl StopReason {
     /// The message of the step this stop cut off.
     fn cut_off_message(&self) -> String {
         match self {
-            Self::Interrupted => "interrupted: the supervisor is stopping".to_string(),
+            Self::Interrupted(cause) => format!("interrupted: {cause}"),
             Self::HarnessGaveUp(why) | Self::AgentDied(why) => format!("interrupted: {why}"),
         }
     }
 }
 
 pub enum SessionMsg {
-    /// Shutdown: stop the running step, tear down, report `interrupted`.
-    Interrupt,
+    /// Shutdown: stop the running step, tear down, report `interrupted`, naming the cause.
+    Interrupt(String),
     Harness(HarnessEvent),
     Agent(AgentEvent),
     /// The driver is about to send step `step_id` (a point for fault injection).
@@ -187,8 +188,8 @@ impl Actor for SessionActor {
         state: &mut SessionState,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            SessionMsg::Interrupt => {
-                state.stop_with(StopReason::Interrupted);
+            SessionMsg::Interrupt(cause) => {
+                state.stop_with(StopReason::Interrupted(cause));
             }
             SessionMsg::Harness(event) => state.on_harness_event(event),
             SessionMsg::Agent(event) => state.on_agent_event(event),
@@ -342,9 +343,9 @@ impl Ending {
 
     fn from_stop(reason: StopReason) -> Self {
         match reason {
-            StopReason::Interrupted => Self {
+            StopReason::Interrupted(cause) => Self {
                 outcome: RunOutcome::Interrupted,
-                message: Some("interrupted".into()),
+                message: Some(format!("interrupted: {cause}")),
             },
             StopReason::HarnessGaveUp(m) | StopReason::AgentDied(m) => Self::error(m),
         }
@@ -711,7 +712,9 @@ impl Driver {
                 self.emit_excerpt(id, &marks);
             }
             if verdict.interrupted {
-                let reason = self.stopped().unwrap_or(StopReason::Interrupted);
+                let reason = self
+                    .stopped()
+                    .unwrap_or_else(|| StopReason::Interrupted("the session is stopping".into()));
                 self.emit(step_finished(
                     id,
                     StepStatus::Interrupted,
