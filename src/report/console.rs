@@ -14,6 +14,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
 use crate::report::events::{summarize_instruction, CheckpointState, Event, EventKind, SetupState};
+use crate::report::printable::{escape_controls, Newlines};
 use crate::report::run_record::RunRecord;
 use crate::report::scrub::Redactor;
 use crate::report::suite::SuiteSummary;
@@ -311,7 +312,7 @@ impl Console {
 
     /// A line that belongs to no run; printed at every verbosity (it is rare and matters).
     pub fn notice(&mut self, message: &str, redactor: &Redactor) {
-        self.print(&redactor.str(message));
+        self.print(&escape_controls(&redactor.str(message), Newlines::Keep));
     }
 
     /// A suite-level event (not tied to a run).
@@ -357,6 +358,8 @@ impl Console {
             .cloned()
             .unwrap_or_else(|| run_id.to_string());
         let line = redactor.str(&format!("[{label}] {line}"));
+        // One event, one line: a newline in a message or a file name must not split it.
+        let line = escape_controls(&line, Newlines::Escape).into_owned();
         if let Some(live) = &self.live {
             if let Some(bar) = live.bars.get(run_id) {
                 match &event.kind {
@@ -431,9 +434,14 @@ impl Console {
         } else {
             word
         };
+        // The console's own line breaks and colours stay; those of a file name or a message are
+        // escaped.
         let mut line = format!(
             "{} {}  run {}  {}",
-            word, record.test_file, record.run_id, report_path
+            word,
+            escape_controls(&record.test_file, Newlines::Escape),
+            record.run_id,
+            report_path
         );
         if record.attempt > 1 {
             line.push_str(&format!("  (attempt {})", record.attempt));
@@ -442,7 +450,7 @@ impl Console {
             if let Some(msg) = record.failure_message() {
                 line.push_str(&format!(
                     "\n            {}",
-                    summarize_instruction(&msg, 200)
+                    escape_controls(&summarize_instruction(&msg, 200), Newlines::Escape)
                 ));
             }
         }
@@ -481,7 +489,8 @@ impl Console {
         for test in summary.tests.iter().filter(|t| t.flaky) {
             line.push_str(&format!(
                 "\nFLAKY       {} passed on attempt {}",
-                test.test_file, test.attempts
+                escape_controls(&test.test_file, Newlines::Escape),
+                test.attempts
             ));
         }
         if self.verbosity >= Verbosity::Normal {
