@@ -16,6 +16,8 @@ fn status() -> impl Strategy<Value = StepStatus> {
         Just(StepStatus::Error),
         Just(StepStatus::ProtocolError),
         Just(StepStatus::Timeout),
+        Just(StepStatus::Skipped),
+        Just(StepStatus::Interrupted),
     ]
 }
 
@@ -82,7 +84,7 @@ fn kind() -> impl Strategy<Value = EventKind> {
 
 proptest! {
     #[test]
-    fn apply_keeps_the_plan_and_only_finished_steps_change_status(kinds in prop::collection::vec(kind(), 0..40)) {
+    fn apply_keeps_the_plan_and_only_finished_or_cut_off_steps_change_status(kinds in prop::collection::vec(kind(), 0..40)) {
         let dir = std::path::Path::new("/tmp/never-written/.bugatti");
         let mut record = RunRecord::from_plan(&plan(dir, "r", "t.test.toml", 1));
         let clock = EventClock::start();
@@ -92,7 +94,13 @@ proptest! {
         prop_assert_eq!(record.steps.len(), 3);
         for step in &record.steps {
             let finished = kinds.iter().any(|k| matches!(k, EventKind::StepFinished { step_id, .. } if *step_id == step.step_id));
-            prop_assert_eq!(step.status != StepStatus::NotRun, finished);
+            // A step started and never finished when the run ends was cut off: `interrupted`.
+            let first_start = kinds.iter().position(|k| matches!(k, EventKind::StepStarted { step_id, .. } if *step_id == step.step_id));
+            let cut_off = first_start.is_some_and(|at| kinds[at..].iter().any(|k| matches!(k, EventKind::RunFinished { .. })));
+            prop_assert_eq!(step.status != StepStatus::NotRun, finished || cut_off);
+            if cut_off && !finished {
+                prop_assert_eq!(step.status, StepStatus::Interrupted);
+            }
         }
         let ended = kinds.iter().any(|k| matches!(k, EventKind::RunFinished { .. }));
         prop_assert_eq!(record.outcome.is_some(), ended);

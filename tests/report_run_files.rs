@@ -198,7 +198,7 @@ fn failed_run_leaves_complete_run_json_events_and_report() {
 }
 
 #[test]
-fn interrupted_run_keeps_not_run_steps_and_the_started_one_is_explained() {
+fn interrupted_run_marks_the_started_step_interrupted_and_keeps_the_rest_not_run() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let plan = plan(&tmp.path().join(".bugatti"), "run-int", "a.test.toml", 1);
     let mut writer = RunWriter::start(&plan, Redactor::default()).expect("start");
@@ -219,11 +219,12 @@ fn interrupted_run_keeps_not_run_steps_and_the_started_one_is_explained() {
     let (record, files) = writer.finish();
     files.expect("files");
     assert_eq!(record.outcome, Some(RunOutcome::Interrupted));
-    assert_eq!(record.steps[1].status, StepStatus::NotRun);
+    assert_eq!(record.steps[1].status, StepStatus::Interrupted);
     assert_eq!(
         record.steps[1].message.as_deref(),
         Some("started but did not finish: run interrupted")
     );
+    assert_eq!(record.steps[2].status, StepStatus::NotRun);
     assert_eq!(record.error.as_deref(), Some("SIGINT"));
     let md = std::fs::read_to_string(std::path::Path::new(&plan.run_dir).join("report.md"))
         .expect("report.md");

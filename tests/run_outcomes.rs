@@ -589,3 +589,38 @@ readiness_url = "http://127.0.0.1:${{SHARED_PORT}}/health"
     let starts = std::fs::read_to_string(p.root().join("starts.log")).expect("starts.log");
     assert_eq!(starts.lines().count(), 1, "started once for the suite");
 }
+
+#[test]
+fn a_step_cut_off_by_a_dying_server_is_interrupted_and_says_why() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        r#"[provider]
+name = "shell"
+step_timeout_secs = 60
+
+[commands.server]
+kind = "long_lived"
+cmd = "echo up; sleep 1; echo 'fatal: out of memory'; exit 7"
+readiness = { log = "^up$" }
+"#,
+    );
+    p.write(
+        "cut.test.toml",
+        "[[steps]]\ninstruction = \"`sleep 30`\"\n[[steps]]\ninstruction = \"`true`\"\n",
+    );
+    let out = p.run(&["start"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    let record = p.record_for("cut.test.toml");
+    assert_eq!(record["outcome"], "error", "{record}");
+    assert_eq!(statuses(&record), ["interrupted", "not_run"]);
+    let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("interrupted: long-lived command `server` failed"),
+        "{message}"
+    );
+    let excerpt = record["steps"][0]["harness_log_excerpt"]["server"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(excerpt.contains("fatal: out of memory"), "{record}");
+}

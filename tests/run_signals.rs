@@ -75,6 +75,12 @@ fn assert_all_interrupted(p: &Project) {
     assert_eq!(records.len(), 2);
     for record in records {
         assert_eq!(record["outcome"], "interrupted", "{record}");
+        assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
+        let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.starts_with("interrupted: SIG"),
+            "names the signal: {message}"
+        );
         assert_eq!(record["steps"][1]["status"], "not_run");
         let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
         let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
@@ -138,5 +144,21 @@ fn the_invocation_deadline_behaves_like_sigterm() {
         console.contains("--timeout: the 2s deadline passed"),
         "the deadline is named as the reason: {console}"
     );
-    assert_eq!(p.record_for("slow.test.toml")["outcome"], "interrupted");
+    let record = p.record_for("slow.test.toml");
+    assert_eq!(record["outcome"], "interrupted");
+    assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
+    for said in [&record["steps"][0]["message"], &record["error"]] {
+        assert_eq!(
+            said, "interrupted: the --timeout deadline (2s) passed",
+            "the deadline is named in run.json: {record}"
+        );
+    }
+    let report = std::fs::read_to_string(
+        std::path::Path::new(record["run_dir"].as_str().expect("run_dir")).join("report.md"),
+    )
+    .expect("report.md");
+    assert!(
+        report.contains("the --timeout deadline (2s) passed"),
+        "{report}"
+    );
 }

@@ -85,15 +85,26 @@ pub struct SessionArgs {
 /// Why the driver must stop early.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopReason {
-    Interrupted,
+    /// A signal or the deadline; what it was (`SIGINT`, `the --timeout deadline (60s) passed`).
+    Interrupted(String),
     /// A long-lived command died with no restart left (or its readiness failed after one).
     HarnessGaveUp(String),
     AgentDied(String),
 }
 
+impl StopReason {
+    /// The message of the step this stop cut off.
+    fn cut_off_message(&self) -> String {
+        match self {
+            Self::Interrupted(cause) => format!("interrupted: {cause}"),
+            Self::HarnessGaveUp(why) | Self::AgentDied(why) => format!("interrupted: {why}"),
+        }
+    }
+}
+
 pub enum SessionMsg {
-    /// Shutdown: stop the running step, tear down, report `interrupted`.
-    Interrupt,
+    /// Shutdown: stop the running step, tear down, report `interrupted`, naming the cause.
+    Interrupt(String),
     Harness(HarnessEvent),
     Agent(AgentEvent),
     /// The driver is about to send step `step_id` (a point for fault injection).
@@ -187,8 +198,8 @@ impl Actor for SessionActor {
         state: &mut SessionState,
     ) -> Result<(), ActorProcessingErr> {
         match message {
-            SessionMsg::Interrupt => {
-                state.stop_with(StopReason::Interrupted);
+            SessionMsg::Interrupt(cause) => {
+                state.stop_with(StopReason::Interrupted(cause));
             }
             SessionMsg::Harness(event) => state.on_harness_event(event),
             SessionMsg::Agent(event) => state.on_agent_event(event),
@@ -337,9 +348,9 @@ impl Ending {
 
     fn from_stop(reason: StopReason) -> Self {
         match reason {
-            StopReason::Interrupted => Self {
+            StopReason::Interrupted(cause) => Self {
                 outcome: RunOutcome::Interrupted,
-                message: Some("interrupted".into()),
+                message: Some(format!("interrupted: {cause}")),
             },
             StopReason::HarnessGaveUp(m) | StopReason::AgentDied(m) => Self::error(m),
         }
@@ -693,14 +704,17 @@ impl Driver {
                 self.emit_excerpt(id, &marks);
             }
             if verdict.interrupted {
+                let reason = self
+                    .stopped()
+                    .unwrap_or_else(|| StopReason::Interrupted("the session is stopping".into()));
                 self.emit(step_finished(
                     id,
-                    StepStatus::NotRun,
-                    Some("interrupted".into()),
+                    StepStatus::Interrupted,
+                    Some(reason.cut_off_message()),
                     verdict.duration,
                     usage,
                 ));
-                return Ending::from_stop(self.stopped().unwrap_or(StopReason::Interrupted));
+                return Ending::from_stop(reason);
             }
             self.emit(step_finished(
                 id,
@@ -716,7 +730,10 @@ impl Driver {
                 return Ending::from_stop(reason);
             }
             match verdict.status {
-                StepStatus::Ok | StepStatus::Skipped | StepStatus::NotRun => {}
+                StepStatus::Ok
+                | StepStatus::Skipped
+                | StepStatus::NotRun
+                | StepStatus::Interrupted => {}
                 StepStatus::Warn => {
                     warnings.push(format!("step {id} warned: {}", message.unwrap_or_default()))
                 }

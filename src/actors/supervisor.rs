@@ -204,7 +204,9 @@ impl Actor for SupervisorActor {
                         (s, format!("{}: second signal — skipping the grace periods", s.name()))
                     }
                 };
-                state.shut_down(&myself, signal, message).await;
+                state
+                    .shut_down(&myself, signal, signal.name().to_string(), message)
+                    .await;
             }
             SupervisorMsg::DeadlineReached { secs } => {
                 let message = format!(
@@ -212,8 +214,9 @@ impl Actor for SupervisorActor {
                      {} running test(s) are tearing down",
                     state.running.len()
                 );
+                let cause = format!("the --timeout deadline ({secs}s) passed");
                 state
-                    .shut_down(&myself, InterruptSignal::Terminate, message)
+                    .shut_down(&myself, InterruptSignal::Terminate, cause, message)
                     .await;
             }
         }
@@ -258,13 +261,14 @@ impl SupervisorState {
         &mut self,
         myself: &ActorRef<SupervisorMsg>,
         signal: InterruptSignal,
+        cause: String,
         message: String,
     ) {
         let _ = self.reporter.cast(ReporterMsg::Notice { message });
         self.shutdown.get_or_insert(signal);
         self.queue.halt(Halt::Shutdown);
         for running in self.running.values() {
-            let _ = running.actor.cast(SessionMsg::Interrupt);
+            let _ = running.actor.cast(SessionMsg::Interrupt(cause.clone()));
         }
         self.dispatch(myself).await;
     }

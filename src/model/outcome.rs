@@ -15,6 +15,8 @@ pub enum StepStatus {
     /// Not sent to the agent: `skip = true`, or before the checkpoint a run resumed from.
     /// Counts as passed.
     Skipped,
+    /// Cut off by a signal, the `--timeout` deadline or the death of a harness command.
+    Interrupted,
     NotRun,
 }
 
@@ -32,6 +34,7 @@ impl StepStatus {
             Self::ProtocolError => "protocol_error",
             Self::Timeout => "timeout",
             Self::Skipped => "skipped",
+            Self::Interrupted => "interrupted",
             Self::NotRun => "not_run",
         }
     }

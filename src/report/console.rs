@@ -14,6 +14,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
 use crate::report::events::{summarize_instruction, CheckpointState, Event, EventKind, SetupState};
+use crate::report::printable::{escape_controls, Newlines};
 use crate::report::run_record::RunRecord;
 use crate::report::scrub::Redactor;
 use crate::report::suite::SuiteSummary;
@@ -103,6 +104,7 @@ fn step_word(status: StepStatus) -> &'static str {
         StepStatus::ProtocolError => "PROTOCOL ERROR",
         StepStatus::Timeout => "TIMEOUT",
         StepStatus::Skipped => "SKIPPED",
+        StepStatus::Interrupted => "INTERRUPTED",
         StepStatus::NotRun => "NOT RUN",
     }
 }
@@ -292,7 +294,7 @@ impl Console {
 
     /// A line that belongs to no run; printed at every verbosity (it is rare and matters).
     pub fn notice(&mut self, message: &str, redactor: &Redactor) {
-        self.print(&redactor.str(message));
+        self.print(&escape_controls(&redactor.str(message), Newlines::Keep));
     }
 
     /// A suite-level event (not tied to a run).
@@ -338,6 +340,8 @@ impl Console {
             .cloned()
             .unwrap_or_else(|| run_id.to_string());
         let line = redactor.str(&format!("[{label}] {line}"));
+        // One event, one line: a newline in a message or a file name must not split it.
+        let line = escape_controls(&line, Newlines::Escape).into_owned();
         if let Some(live) = &self.live {
             if let Some(bar) = live.bars.get(run_id) {
                 match &event.kind {
@@ -412,9 +416,14 @@ impl Console {
         } else {
             word
         };
+        // The console's own line breaks and colours stay; those of a file name or a message are
+        // escaped.
         let mut line = format!(
             "{} {}  run {}  {}",
-            word, record.test_file, record.run_id, report_path
+            word,
+            escape_controls(&record.test_file, Newlines::Escape),
+            record.run_id,
+            report_path
         );
         if record.attempt > 1 {
             line.push_str(&format!("  (attempt {})", record.attempt));
@@ -423,7 +432,7 @@ impl Console {
             if let Some(msg) = record.failure_message() {
                 line.push_str(&format!(
                     "\n            {}",
-                    summarize_instruction(&msg, 200)
+                    escape_controls(&summarize_instruction(&msg, 200), Newlines::Escape)
                 ));
             }
         }
@@ -462,7 +471,8 @@ impl Console {
         for test in summary.tests.iter().filter(|t| t.flaky) {
             line.push_str(&format!(
                 "\nFLAKY       {} passed on attempt {}",
-                test.test_file, test.attempts
+                escape_controls(&test.test_file, Newlines::Escape),
+                test.attempts
             ));
         }
         if self.verbosity >= Verbosity::Normal {

@@ -4,6 +4,7 @@
 //! (an I/O error listing artifacts, a bug that panics) is replaced by a note saying so, and the
 //! rest is still written: a partial report is far more useful than none.
 
+use crate::report::printable::{escape_controls, Newlines};
 use std::fmt::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -75,13 +76,13 @@ pub fn render_sections(input: &ReportInput<'_>, sections: &[Section]) -> String 
 
 /// Text made safe for one markdown table cell.
 fn cell(text: &str) -> String {
-    text.replace('|', "\\|")
-        .replace("\r\n", "<br>")
+    escape_controls(&text.replace("\r\n", "\n"), Newlines::Keep)
+        .replace('|', "\\|")
         .replace('\n', "<br>")
 }
 
 fn one_line(text: &str) -> String {
-    text.replace('\n', " ")
+    escape_controls(&text.replace('\n', " "), Newlines::Escape).into_owned()
 }
 
 fn ms(ms: Option<u64>) -> String {
@@ -100,6 +101,7 @@ fn status_label(status: StepStatus) -> &'static str {
         StepStatus::ProtocolError => "PROTOCOL ERROR",
         StepStatus::Timeout => "TIMEOUT",
         StepStatus::Skipped => "skipped",
+        StepStatus::Interrupted => "INTERRUPTED",
         StepStatus::NotRun => "not run",
     }
 }
@@ -242,7 +244,7 @@ fn step_details(input: &ReportInput<'_>) -> Result<String, String> {
             let _ = writeln!(
                 s,
                 "Harness log `{command}` while the step ran:\n\n{fence}text\n{}\n{fence}\n",
-                lines.trim_end()
+                escape_controls(lines.trim_end(), Newlines::Keep)
             );
         }
         if let Some(u) = &step.usage {

@@ -17,6 +17,7 @@ pub mod html;
 pub mod junit;
 pub mod markdown;
 pub mod paths;
+pub mod printable;
 pub mod redact;
 pub mod run_record;
 pub mod run_writer;

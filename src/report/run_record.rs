@@ -481,7 +481,9 @@ impl RunRecord {
             self.error = message;
         }
         for step in &mut self.steps {
+            // Started, never finished: the run was cut off under it.
             if step.status == StepStatus::NotRun && step.started_at.is_some() {
+                step.status = StepStatus::Interrupted;
                 step.message.get_or_insert_with(|| {
                     format!("started but did not finish: run {}", outcome.as_str())
                 });
