@@ -31,7 +31,7 @@ use crate::model::plan::PlannedStep;
 use crate::process::event::{HarnessEvent, HarnessEventKind};
 use crate::process::owner::Scope;
 use crate::process::record::HarnessRecord;
-use crate::process::teardown::{kill_scope, sweep_run};
+use crate::process::teardown::sweep_run;
 use crate::providers::{AgentEvent, StepRequest, StepVerdict};
 use crate::report::console::stderr_notice;
 use crate::report::error::ReportError;
@@ -996,12 +996,6 @@ async fn next_news(news: &mut Option<mpsc::UnboundedReceiver<AgentEvent>>) -> Op
         },
         None => std::future::pending().await,
     }
-}
-
-/// Kills whatever a session that died (panicked) left behind: its registered process groups and
-/// any process carrying its run id.
-pub fn kill_run_processes(run_id: &str) {
-    kill_scope(&Scope::run(run_id));
 }
 
 fn step_id(step: &PlannedStep) -> u32 {

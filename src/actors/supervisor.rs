@@ -9,17 +9,17 @@
 use crate::actors::harness::Harness;
 use crate::actors::queue::{Attempt, Halt, SuiteQueue};
 use crate::actors::reporter::{Notices, ReporterMsg, RunEvents};
-use crate::actors::session::{
-    kill_run_processes, SessionActor, SessionArgs, SessionMsg, SuiteContext,
-};
+use crate::actors::session::{SessionActor, SessionArgs, SessionMsg, SuiteContext};
 use crate::actors::session_plan::{command_specs, session_vars, SessionIdentity};
 use crate::model::config::CommandScope;
 use crate::model::layers::ProbeKind;
 use crate::model::load::{RootTest, Suite};
 use crate::model::outcome::{ExitReason, InterruptSignal, RunOutcome};
 use crate::model::substitute::references;
+use crate::process::owner::Scope;
 use crate::process::ports::allocate_loopback_port;
 use crate::process::signals::ShutdownRequest;
+use crate::process::teardown::kill_scope;
 use crate::report::console::stderr_notice;
 use crate::report::events::EventKind;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
@@ -241,7 +241,8 @@ impl Actor for SupervisorActor {
                 state.tests[running.attempt.test].rel_path.display(),
                 running.run_id
             ));
-            kill_run_processes(&running.run_id);
+            // Whatever the dead session left: its registered groups and every process of its run.
+            kill_scope(&Scope::run(running.run_id.clone()));
             let _ = running.events.emit(EventKind::RunFinished {
                 outcome: RunOutcome::Error,
                 message: Some(message),
