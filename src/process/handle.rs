@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The one way the supervisor starts a process: [`start`] turns a [`Launch`] into a [`Group`].
 //!
 //! Every child (harness command, readiness `exec` attempt, checkpoint command, agent, `shell` step)
@@ -25,7 +26,9 @@ pub const HARNESS_TAG_VAR: &str = "BUGATTI_HARNESS_TAG";
 /// descendants that left the process group (`setsid`, double fork).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EnvMarker {
+    /// The variable's name (`BUGATTI_HARNESS_TAG`, `BUGATTI_AGENT_RUN_ID`).
     pub var: &'static str,
+    /// Its value: a per-spawn token or the run id.
     pub value: String,
 }
 
@@ -47,25 +50,38 @@ pub enum Io {
     Merged,
     /// Each stream piped (taken with [`Group::take_stdin`] and friends) or /dev/null.
     Piped {
+        /// Pipe stdin ([`Group::take_stdin`]); otherwise /dev/null.
         stdin: bool,
+        /// Pipe stdout ([`Group::take_stdout`]); otherwise /dev/null.
         stdout: bool,
+        /// Pipe stderr ([`Group::take_stderr`]); otherwise /dev/null.
         stderr: bool,
     },
     /// A pseudo-terminal: the child leads a new session; its output is [`Group::take_output`].
-    Pty { rows: u16, cols: u16 },
+    Pty {
+        /// Terminal height.
+        rows: u16,
+        /// Terminal width.
+        cols: u16,
+    },
 }
 
 /// Everything needed to start one process group.
 #[derive(Debug, Clone)]
 pub struct Launch {
+    /// Whose group it is: its key in the registry and the ledger.
     pub owner: Owner,
+    /// The program (looked up on `PATH` when it has no `/`).
     pub program: PathBuf,
+    /// Its arguments.
     pub args: Vec<String>,
     /// `None`: the supervisor's own directory.
     pub cwd: Option<PathBuf>,
     /// Set after the inherited environment (or instead of it, without `inherit_env`).
     pub env: Vec<(String, String)>,
+    /// Start from the supervisor's environment (`false`: only `env` and the marker).
     pub inherit_env: bool,
+    /// Where the standard streams go.
     pub io: Io,
     /// Set in the child's environment; the termination routine sweeps for it.
     pub marker: EnvMarker,
@@ -132,9 +148,11 @@ impl Group {
     pub fn pgid(&self) -> i32 {
         self.pid
     }
+    /// Whose group it is.
     pub fn owner(&self) -> &Owner {
         &self.owner
     }
+    /// The environment marker its members carry.
     pub fn marker(&self) -> &EnvMarker {
         &self.marker
     }
@@ -142,6 +160,7 @@ impl Group {
     pub fn exit_watch(&self) -> watch::Receiver<Option<ExitStatus>> {
         self.exit.clone()
     }
+    /// The leader's exit, once it has exited.
     pub fn exit_status(&self) -> Option<ExitStatus> {
         self.exit.borrow().clone()
     }
@@ -160,15 +179,19 @@ impl Group {
     pub async fn wait_for_exit(&self, limit: std::time::Duration) -> bool {
         tokio::time::timeout(limit, self.wait()).await.is_ok()
     }
+    /// Takes the piped stdin (closing it is then the taker's business).
     pub fn take_stdin(&mut self) -> Option<ChildStdin> {
         self.stdin.take()
     }
+    /// The piped stdin, left in place: the agent ladder's first rung closes it.
     pub fn stdin_mut(&mut self) -> Option<&mut ChildStdin> {
         self.stdin.as_mut()
     }
+    /// Takes the piped stdout.
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
         self.stdout.take()
     }
+    /// Takes the piped stderr.
     pub fn take_stderr(&mut self) -> Option<ChildStderr> {
         self.stderr.take()
     }

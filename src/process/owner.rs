@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! Who a process group belongs to: a scope (a run, or a suite for suite-scoped harness commands)
 //! and a role within it. The registry and the on-disk ledger are keyed by this, never by matching
 //! human-readable labels; the label shown in messages is derived from it ([`Owner`]'s `Display`).
@@ -8,15 +9,18 @@ use std::fmt;
 /// The run or suite whose teardown is responsible for a group.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Scope {
+    /// One run of a root test.
     Run(RunId),
     /// Suite-scoped harness commands (`scope = "suite"`), started once for every run.
     Suite(SuiteId),
 }
 
 impl Scope {
+    /// A run's scope.
     pub fn run(id: impl Into<RunId>) -> Self {
         Self::Run(id.into())
     }
+    /// A suite's scope.
     pub fn suite(id: impl Into<SuiteId>) -> Self {
         Self::Suite(id.into())
     }
@@ -56,11 +60,14 @@ pub enum Role {
 /// A process group's owner: registry key, ledger entry and message label in one.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Owner {
+    /// The run or suite whose teardown answers for the group.
     pub scope: Scope,
+    /// What the group is for.
     pub role: Role,
 }
 
 impl Owner {
+    /// `role` within `scope`.
     pub fn new(scope: Scope, role: Role) -> Self {
         Self { scope, role }
     }

@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! One registry of every process group the supervisor started, swept on the way out, so that no
 //! panic, early return or killed actor can leave a process running (actors' `post_stop` is skipped
 //! after a panic; this is not).
@@ -8,8 +9,10 @@ use nix::sys::signal::Signal;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
+/// One live process group of this supervisor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegisteredGroup {
+    /// Its process group id (the key of the registry).
     pub pgid: i32,
     /// Pid of the group leader, the child tokio (or the PTY layer) waits for.
     pub leader: i32,
@@ -50,6 +53,7 @@ pub fn unregister(pgid: i32) {
     super::ledger::forget(pgid);
 }
 
+/// Every group registered now.
 pub fn registered() -> Vec<RegisteredGroup> {
     lock().values().cloned().collect()
 }

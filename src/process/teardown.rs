@@ -1,3 +1,4 @@
+#![warn(missing_docs)]
 //! The one termination routine: [`terminate`] ends a [`Group`] by climbing its [`Ladder`] (data:
 //! which signals, in which order, how long each may take), then SIGKILLs the group, then sweeps for
 //! escapees — descendants seen before the stop (by parentage) and anything carrying the group's
@@ -31,12 +32,18 @@ pub const KILL_WAIT: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Rung {
     /// Close the child's stdin (an idle agent ends on end-of-file) and wait up to `wait`.
-    CloseStdin { wait: Duration },
+    CloseStdin {
+        /// How long it may take to end.
+        wait: Duration,
+    },
     /// Send `signal` to the group and wait up to `wait`. `clean`: ending here counts as a clean
     /// teardown (a harness command's stop signal, the agent's SIGINT) rather than a kill.
     Signal {
+        /// Sent to the whole group.
         signal: Signal,
+        /// How long the group may take to end.
         wait: Duration,
+        /// Whether ending on this rung is a clean teardown.
         clean: bool,
     },
 }
@@ -44,7 +51,9 @@ pub enum Rung {
 /// An escalation: the rungs in order, then SIGKILL of the group (waited on up to `kill_wait`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ladder {
+    /// The gentle steps, in order; may be empty (SIGKILL at once).
     pub rungs: Vec<Rung>,
+    /// How long SIGKILLed members get to disappear.
     pub kill_wait: Duration,
 }
 
@@ -96,8 +105,10 @@ impl Ladder {
     }
 }
 
+/// How a group ended: the answer of [`terminate`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TeardownReport {
+    /// `clean`, `killed` or `leaked`.
     pub state: TeardownState,
     /// The leader's exit status, when known.
     pub exit: Option<ExitStatus>,
