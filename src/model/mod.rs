@@ -21,3 +21,4 @@ pub mod paths;
 pub mod plan;
 pub mod substitute;
 pub mod test_file;
+pub mod toml_read;
