@@ -624,3 +624,32 @@ readiness = { log = "^up$" }
         .unwrap_or_default();
     assert!(excerpt.contains("fatal: out of memory"), "{record}");
 }
+
+#[test]
+fn the_console_ends_with_every_failure_again_also_under_quiet() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    p.write("good.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
+    p.write(
+        "bad.test.toml",
+        "[[steps]]\ninstruction = \"`true`\"\n[[steps]]\ninstruction = \"`echo basket is empty; exit 3`\"\n",
+    );
+    let out = p.run(&["start", "-q", "-j", "2"]);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{console}");
+    let recap = console
+        .split("Failures (1):")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no recap of the failures: {console}"));
+    let recap = recap.split("Summary:").next().unwrap_or_default();
+    assert!(recap.contains("FAILED      bad.test.toml"), "{recap}");
+    assert!(
+        recap.contains("step 2") && recap.contains("exited 3"),
+        "{recap}"
+    );
+    assert!(
+        recap.contains("report: ") && recap.contains("report.md"),
+        "{recap}"
+    );
+    assert!(!recap.contains("good.test.toml"), "{recap}");
+}

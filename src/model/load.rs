@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::assets::check_assets;
 use super::checkpoint::{artifact_root, name_problem, CheckpointPaths};
-use super::config::{parse_config, ConfigFile};
+use super::config::{parse_config_lenient, ConfigFile};
 use super::diagnostics::{Problem, Problems};
 use super::discovery::{from_globs, resolve_arg, walk_test_files_noting};
 use super::layers::{EffectiveConfig, Layer, LayerProblem, ProbeKind};
@@ -143,6 +143,7 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
     let project_root = project_root.canonicalize().unwrap_or(project_root);
 
     let mut base = EffectiveConfig::default();
+    let mut unreadable = false;
     let mut read_config = |path: &Path, problems: &mut Problems| -> Option<ConfigFile> {
         match std::fs::read_to_string(path) {
             Err(e) => {
@@ -150,9 +151,13 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
                 None
             }
             Ok(text) => {
-                let r = parse_config(path, &text);
+                let (config, found) = parse_config_lenient(path, &text);
                 texts.insert(path.to_path_buf(), text);
-                r.map_err(|p| problems.push(p)).ok()
+                found.into_iter().for_each(|p| problems.push(p));
+                if config.is_none() {
+                    unreadable = true;
+                }
+                config
             }
         }
     };
@@ -168,8 +173,9 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
             layer_problems.extend(base.apply_file(&cfg, c, Layer::Project, &env));
         }
     }
-    if !problems.is_empty() {
-        // A config that does not parse makes every later check noise.
+    if unreadable {
+        // A config that is not TOML (or whose problems could not be got past) makes every later
+        // check noise; one with wrong values was read without them, and checking goes on.
         return Err(finish(problems, &host.cwd));
     }
     layer_problems.extend(base.apply_env(&env));
@@ -882,16 +888,32 @@ mod tests {
     }
 
     #[test]
-    fn config_parse_errors_stop_before_tests_are_judged() {
+    fn config_problems_and_test_problems_come_in_one_pass() {
         let p = Project::new();
-        p.write("bugatti.config.toml", "[provider]\nnmae = \"shell\"\n")
-            .write("a.test.toml", "[[steps]]\ninstruction = \"${UNKNOWN}\"\n");
+        p.write(
+            "bugatti.config.toml",
+            "[provider]\nnmae = \"shell\"\nstep_timeout_secs = \"20\"\n[commands.a]\nkind = \"long_lived\"\ncmd = \"x\"\ndepends_on = [\"nope\"]\n",
+        )
+        .write("a.test.toml", "[[steps]]\ninstruction = \"${UNKNOWN}\"\n");
         let e = p.load(&RunOptions::default()).unwrap_err();
-        assert_eq!(e.len(), 1, "{e}");
         let text = e.to_string();
+        assert_eq!(e.len(), 4, "{text}");
         assert!(text.contains("unknown field `nmae`"), "{text}");
         assert!(text.contains("--> bugatti.config.toml:2:1"), "{text}");
         assert!(text.contains("did you mean `name`?"), "{text}");
+        assert!(text.contains("expected a whole number"), "{text}");
+        assert!(text.contains("depends on `nope`"), "{text}");
+        assert!(text.contains("unknown variable `${UNKNOWN}`"), "{text}");
+        assert!(!text.contains("no root tests found"), "{text}");
+    }
+
+    #[test]
+    fn a_config_that_is_not_toml_stops_before_tests_are_judged() {
+        let p = Project::new();
+        p.write("bugatti.config.toml", "[provider\nname = \"shell\"\n")
+            .write("a.test.toml", "[[steps]]\ninstruction = \"${UNKNOWN}\"\n");
+        let e = p.load(&RunOptions::default()).unwrap_err();
+        assert_eq!(e.len(), 1, "{e}");
     }
 
     #[test]

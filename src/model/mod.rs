@@ -22,3 +22,4 @@ pub mod paths;
 pub mod plan;
 pub mod substitute;
 pub mod test_file;
+pub mod toml_read;

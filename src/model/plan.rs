@@ -11,7 +11,7 @@ use walkdir::WalkDir;
 use super::diagnostics::{Problem, Problems};
 use super::discovery::glob_matcher;
 use super::paths::{is_inside, is_skipped_dir, normalize, relative_to};
-use super::test_file::{parse_test_file, StepKind, TestFile};
+use super::test_file::{parse_test_file_all, StepKind, TestFile};
 
 /// One step to hand to the agent, with where it came from. Serializes to the step fields of
 /// `run.json` (README "What a run leaves behind").
@@ -80,12 +80,12 @@ impl TestFiles {
                     None
                 }
                 Ok(text) => {
-                    let r = parse_test_file(path, &text);
+                    let r = parse_test_file_all(path, &text);
                     self.texts.insert(path.to_path_buf(), text);
                     match r {
                         Ok(f) => Some(f),
-                        Err(p) => {
-                            self.problems.push(p);
+                        Err(ps) => {
+                            ps.into_iter().for_each(|p| self.problems.push(p));
                             None
                         }
                     }
@@ -524,7 +524,10 @@ mod tests {
         write(&r, "bad.test.toml", "[[steps]]\ninstruction = 3\n");
         write(&r, "empty.test.toml", "name = \"e\"\n");
         let e = expand_at(&r, &t).unwrap_err().to_string();
-        assert!(e.contains("invalid type"), "{e}");
+        assert!(
+            e.contains("wrong kind of value: found the number `3`"),
+            "{e}"
+        );
         assert!(e.contains("bad.test.toml:2:15"), "{e}");
         assert!(e.contains("exactly one of"), "{e}");
         assert!(e.contains("test file has no steps"), "{e}");

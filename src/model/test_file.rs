@@ -138,7 +138,12 @@ impl StepSection {
 
 /// Parse a test file's text; `path` is only for the error's location.
 pub fn parse_test_file(path: &Path, text: &str) -> Result<TestFile, Problem> {
-    let file: TestFile = toml::from_str(text).map_err(|e| Problem::from_toml(path, text, &e))?;
+    parse_test_file_all(path, text).map_err(|mut problems| problems.remove(0))
+}
+
+/// [`parse_test_file`] with every problem of the file, in file order.
+pub fn parse_test_file_all(path: &Path, text: &str) -> Result<TestFile, Vec<Problem>> {
+    let file: TestFile = super::toml_read::read_all(path, text)?;
     if let Some(name) = file
         .overrides
         .commands
@@ -146,13 +151,15 @@ pub fn parse_test_file(path: &Path, text: &str) -> Result<TestFile, Problem> {
         .find_map(|(name, c)| c.get_ref().kind.is_some().then_some(name))
     {
         let span = file.overrides.commands[name].span();
-        return Err(Problem::at(
+        return Err(vec![Problem::at(
             path,
             text,
             span,
             format!("`[overrides.commands.{name}]` may not change `kind`"),
         )
-        .with_help("a test may override any field of a command except its kind"));
+        .with_help(
+            "a test may override any field of a command except its kind",
+        )]);
     }
     Ok(file)
 }

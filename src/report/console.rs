@@ -453,6 +453,38 @@ impl Console {
             }
             let _ = live.multi.clear();
         }
+        // Every failure again at the end, at every verbosity (as nextest does): with many tests
+        // in parallel the per-test lines are far apart.
+        let failing: Vec<_> = summary
+            .tests
+            .iter()
+            .filter(|t| !t.outcome.is_pass(summary.strict_warnings))
+            .collect();
+        if !failing.is_empty() || !summary.not_run.is_empty() {
+            let mut recap = format!("Failures ({}):", failing.len() + summary.not_run.len());
+            for test in failing {
+                recap.push_str(&format!(
+                    "\n  {:<11} {}\n      {}\n      report: {}",
+                    outcome_word(test.outcome),
+                    escape_controls(&test.test_file, Newlines::Escape),
+                    escape_controls(
+                        &summarize_instruction(
+                            test.message.as_deref().unwrap_or("(no message)"),
+                            300
+                        ),
+                        Newlines::Escape
+                    ),
+                    test.report
+                ));
+            }
+            for file in &summary.not_run {
+                recap.push_str(&format!(
+                    "\n  NOT RUN     {}\n      the suite stopped before it started",
+                    escape_controls(file, Newlines::Escape)
+                ));
+            }
+            self.print(&redactor.str(&recap));
+        }
         let t = &summary.totals;
         let mut line = format!(
             "Summary: {} root tests in {}: {} passed, {} warned, {} failed, {} error, {} interrupted",
