@@ -833,10 +833,17 @@ impl Driver {
         let mut answer = answer;
         // Set once a stop was asked for: the interrupted verdict must come by then.
         let mut cancelled_until: Option<tokio::time::Instant> = None;
+        // The agent's death during the step is the step's own news: its provider sees it (the
+        // end of its output) and says how it died in the verdict. Stopping the session on it
+        // here would race that verdict and cut the step off as `interrupted`.
+        let mut died: Option<AgentEvent> = None;
         let verdict = loop {
             tokio::select! {
                 verdict = &mut answer => break verdict.map_err(|_| "the agent actor stopped without a verdict".to_string()),
-                Some(event) = next_news(news) => self.pass_on(event),
+                Some(event) = next_news(news) => match event {
+                    AgentEvent::Exited(_) => died = Some(event),
+                    other => self.pass_on(other),
+                },
                 _ = Self::until_stopped(self.stop.clone()), if cancelled_until.is_none() => {
                     let _ = agent.cast(AgentMsg::Cancel);
                     cancelled_until = Some(tokio::time::Instant::now() + limit);
@@ -846,7 +853,18 @@ impl Driver {
                 }
             }
         };
-        self.pass_on_pending(news);
+        if let Some(rx) = news.as_mut() {
+            while let Ok(event) = rx.try_recv() {
+                match event {
+                    AgentEvent::Exited(_) => died = Some(event),
+                    other => self.pass_on(other),
+                }
+            }
+        }
+        let told = matches!(&verdict, Ok(v) if v.agent_died.is_some());
+        if let (Some(death), false) = (died, told) {
+            self.pass_on(death);
+        }
         verdict
     }
 
@@ -855,15 +873,6 @@ impl Driver {
         let excerpt = marks.excerpt_since(&self.run_dir().join("logs"));
         if !excerpt.is_empty() {
             self.emit(EventKind::HarnessLogExcerpt { step_id, excerpt });
-        }
-    }
-
-    /// Passes on whatever news the agent has sent so far.
-    fn pass_on_pending(&self, news: &mut Option<mpsc::UnboundedReceiver<AgentEvent>>) {
-        if let Some(rx) = news.as_mut() {
-            while let Ok(event) = rx.try_recv() {
-                self.pass_on(event);
-            }
         }
     }
 
