@@ -266,6 +266,7 @@ async fn parallel_sessions_leave_every_file_and_a_suite_summary() {
     .expect("cast");
     let files = call!(suite.reporter, |reply| ReporterMsg::SuiteFinished {
         not_run: vec!["f.test.toml".into()],
+        harness_error: None,
         reply
     })
     .expect("reporter answers")
@@ -485,6 +486,7 @@ async fn strict_warnings_make_a_warned_test_a_junit_failure() {
     .await;
     let files = call!(suite.reporter, |reply| ReporterMsg::SuiteFinished {
         not_run: vec![],
+        harness_error: None,
         reply
     })
     .expect("answer")
@@ -531,6 +533,7 @@ async fn unwritable_run_directory_is_an_error_reply_naming_it() {
     assert!(unknown.is_err());
     let files = call!(suite.reporter, |reply| ReporterMsg::SuiteFinished {
         not_run: vec!["x.test.toml".into()],
+        harness_error: None,
         reply
     })
     .expect("answer")

@@ -269,12 +269,16 @@ impl Actor for CommandActor {
                     t => t,
                 };
                 if let Some(waiting) = state.waiting.take() {
-                    let _ = waiting.send(Err(HarnessError::SetupTimedOut {
+                    let error = HarnessError::SetupTimedOut {
                         command: state.spec.name.clone(),
                         timeout: state.spec.timeout.unwrap_or_default(),
                         log: state.spec.log_path.clone(),
                         tail,
-                    }));
+                    };
+                    state.emit(HarnessEventKind::SetupTimedOut {
+                        reason: error.to_string(),
+                    });
+                    let _ = waiting.send(Err(error));
                 }
             }
             CommandMsg::Restart { incarnation } => {
@@ -383,12 +387,17 @@ async fn short_lived_exited(state: &mut CommandState, status: ExitStatus) {
     } else {
         state.status = HarnessStatus::Failed;
         let tail = state.tail().await;
-        let _ = waiting.send(Err(HarnessError::SetupFailed {
+        let error = HarnessError::SetupFailed {
             command: state.spec.name.clone(),
-            status,
+            status: status.clone(),
             log: state.spec.log_path.clone(),
             tail,
-        }));
+        };
+        state.emit(HarnessEventKind::SetupFailed {
+            status,
+            reason: error.to_string(),
+        });
+        let _ = waiting.send(Err(error));
     }
 }
 

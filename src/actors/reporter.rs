@@ -135,6 +135,8 @@ pub enum ReporterMsg {
     /// aggregate summary. Replies when the files are on disk.
     SuiteFinished {
         not_run: Vec<String>,
+        /// The suite-scoped harness failed (the reason): the root tests not run are errors.
+        harness_error: Option<String>,
         reply: RpcReplyPort<Result<SuiteFiles, ReportError>>,
     },
 }
@@ -261,7 +263,11 @@ impl ReporterState {
         files
     }
 
-    fn suite_finished(&mut self, not_run: &[String]) -> Result<SuiteFiles, ReportError> {
+    fn suite_finished(
+        &mut self,
+        not_run: &[String],
+        harness_error: Option<String>,
+    ) -> Result<SuiteFiles, ReportError> {
         let still_open: Vec<String> = self.open.keys().cloned().collect();
         for run_id in still_open {
             if let Some(writer) = self.open.get_mut(&run_id) {
@@ -292,7 +298,8 @@ impl ReporterState {
             self.args.strict_warnings,
             &self.finished,
             not_run,
-        );
+        )
+        .with_harness_error(harness_error);
         let paths = self.suite_paths();
         std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
             .create(&paths.dir)
@@ -572,8 +579,14 @@ impl Actor for ReporterActor {
                 let result = guarded("run_finished", || state.run_finished(&run_id));
                 let _ = reply.send(result);
             }
-            ReporterMsg::SuiteFinished { not_run, reply } => {
-                let result = guarded("suite_finished", || state.suite_finished(&not_run));
+            ReporterMsg::SuiteFinished {
+                not_run,
+                harness_error,
+                reply,
+            } => {
+                let result = guarded("suite_finished", || {
+                    state.suite_finished(&not_run, harness_error.clone())
+                });
                 let _ = reply.send(result);
             }
         }
@@ -758,6 +771,7 @@ pub async fn finish_suite(
 ) -> Result<SuiteFiles, ReportError> {
     ractor::call!(reporter, |reply| ReporterMsg::SuiteFinished {
         not_run,
+        harness_error: None,
         reply
     })
     .map_err(|e| ReportError::ReporterGone(e.to_string()))?

@@ -261,6 +261,11 @@ impl SessionState {
             HarnessEventKind::Completed { status } => SetupState::Exited {
                 exit_code: status.code(),
             },
+            HarnessEventKind::SetupFailed { status, reason } => SetupState::Failed {
+                reason,
+                exit_code: status.code(),
+            },
+            HarnessEventKind::SetupTimedOut { reason } => SetupState::TimedOut { reason },
             HarnessEventKind::Ready { probe, .. } => SetupState::Ready { probe },
             HarnessEventKind::Exited { status, .. } => {
                 self.last_exit.insert(command.clone(), status.to_string());

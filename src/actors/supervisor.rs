@@ -95,7 +95,7 @@ pub struct SupervisorState {
     /// Suite-scoped commands, torn down when the suite finishes.
     suite_harness: Option<Harness>,
     /// Set when the suite harness could not start: nothing runs, exit 3.
-    harness_error: bool,
+    harness_error: Option<String>,
     /// The first shutdown signal (or the deadline), once one came.
     shutdown: Option<InterruptSignal>,
     /// Becomes true on a second signal: every teardown skips its grace periods.
@@ -147,7 +147,7 @@ impl Actor for SupervisorActor {
             artifact_dir: args.artifact_dir,
             reporter: args.reporter,
             suite_harness: None,
-            harness_error: false,
+            harness_error: None,
             shutdown: None,
             skip_grace,
             done: Some(args.done),
@@ -175,7 +175,7 @@ impl Actor for SupervisorActor {
                     claude_bin: state.claude_bin.clone(),
                     skip_grace: state.skip_grace.subscribe(),
                 }));
-                if state.harness_error {
+                if state.harness_error.is_some() {
                     state.queue.halt(Halt::Shutdown);
                 }
                 state.dispatch(&myself).await;
@@ -256,6 +256,13 @@ impl Actor for SupervisorActor {
 }
 
 impl SupervisorState {
+    /// The suite's own harness failed: no test can run. Said on the console now, and kept for
+    /// the summaries and JUnit, where the tests it kept from running are errors with this reason.
+    fn suite_harness_failed(&mut self, reason: String) {
+        Notices::new(self.reporter.clone()).send(reason.clone());
+        self.harness_error.get_or_insert(reason);
+    }
+
     /// The one shutdown path (signals and the deadline): say so on the console, stop
     /// dispatching, interrupt every running session.
     async fn shut_down(
@@ -348,9 +355,7 @@ impl SupervisorState {
                     shared.insert(name, port);
                 }
                 Err(e) => {
-                    Notices::new(self.reporter.clone())
-                        .send(format!("no free port for suite port `{name}`: {e}"));
-                    self.harness_error = true;
+                    self.suite_harness_failed(format!("no free port for suite port `{name}`: {e}"));
                     return shared;
                 }
             }
@@ -378,8 +383,7 @@ impl SupervisorState {
         let specs = match specs {
             Ok(specs) => specs,
             Err(e) => {
-                Notices::new(self.reporter.clone()).send(format!("suite-scoped commands: {e}"));
-                self.harness_error = true;
+                self.suite_harness_failed(format!("suite-scoped commands: {e}"));
                 return shared;
             }
         };
@@ -399,15 +403,13 @@ impl SupervisorState {
             Ok(harness) => {
                 self.suite_harness = Some(harness.clone());
                 if let Err(e) = harness.start(specs).await {
-                    Notices::new(self.reporter.clone())
-                        .send(format!("suite-scoped commands failed to start: {e}"));
-                    self.harness_error = true;
+                    self.suite_harness_failed(format!(
+                        "suite-scoped commands failed to start: {e}"
+                    ));
                 }
             }
             Err(e) => {
-                Notices::new(self.reporter.clone())
-                    .send(format!("cannot start the suite harness: {e}"));
-                self.harness_error = true;
+                self.suite_harness_failed(format!("cannot start the suite harness: {e}"));
             }
         }
         shared
@@ -444,14 +446,16 @@ impl SupervisorState {
                 reason = reason.max(contributes);
             }
         }
-        if self.harness_error {
+        if self.harness_error.is_some() {
             reason = reason.max(ExitReason::HarnessError);
         }
         if let Some(signal) = self.shutdown {
             reason = reason.max(ExitReason::Interrupted(signal));
         }
+        let harness_error = self.harness_error.clone();
         match ractor::call!(self.reporter, |reply| ReporterMsg::SuiteFinished {
             not_run,
+            harness_error,
             reply
         }) {
             Ok(Ok(_files)) => {}

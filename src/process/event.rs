@@ -18,6 +18,11 @@ pub enum HarnessEventKind {
     Started { pid: i32 },
     /// A short-lived command finished successfully.
     Completed { status: ExitStatus },
+    /// A short-lived command exited non-zero: the session fails. `reason` names the command,
+    /// the status and the end of its log.
+    SetupFailed { status: ExitStatus, reason: String },
+    /// A short-lived command outlived its `timeout_secs` and was stopped: the session fails.
+    SetupTimedOut { reason: String },
     /// A readiness probe passed (`probe` as in [`super::spec::ProbeSpec::describe`]).
     Ready { probe: String, detail: String },
     /// A long-lived command exited on its own; `restart_in` is set when a restart is scheduled.

@@ -147,6 +147,7 @@ fn event_line(kind: &EventKind) -> Option<(String, Verbosity)> {
                     exit_status,
                 } => format!("restarted (#{attempt}) after {exit_status}"),
                 SetupState::Failed { reason, .. } => format!("FAILED: {reason}"),
+                SetupState::TimedOut { reason } => format!("TIMED OUT: {reason}"),
             };
             (format!("SETUP {command} ........ {what}"), Normal)
         }
@@ -374,7 +375,9 @@ impl Console {
                 }
                 EventKind::SetupStatus { state, .. } => matches!(
                     state,
-                    SetupState::Failed { .. } | SetupState::Restarted { .. }
+                    SetupState::Failed { .. }
+                        | SetupState::TimedOut { .. }
+                        | SetupState::Restarted { .. }
                 ),
                 EventKind::CommandTornDown { teardown, .. } => *teardown != TeardownState::Clean,
                 EventKind::Checkpoint { state, .. } => {
@@ -477,10 +480,23 @@ impl Console {
                     test.report
                 ));
             }
+            let why = match &summary.harness_error {
+                Some(reason) => format!(
+                    "the suite's harness failed: {}",
+                    summarize_instruction(reason, 300)
+                ),
+                None => "the suite stopped before it started".to_string(),
+            };
+            let word = if summary.harness_error.is_some() {
+                "ERROR"
+            } else {
+                "NOT RUN"
+            };
             for file in &summary.not_run {
                 recap.push_str(&format!(
-                    "\n  NOT RUN     {}\n      the suite stopped before it started",
-                    escape_controls(file, Newlines::Escape)
+                    "\n  {word:<11} {}\n      {}",
+                    escape_controls(file, Newlines::Escape),
+                    escape_controls(&why, Newlines::Escape)
                 ));
             }
             self.print(&redactor.str(&recap));

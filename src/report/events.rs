@@ -108,6 +108,8 @@ pub enum SetupState {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         exit_code: Option<i32>,
     },
+    /// A short-lived command outlived its `timeout_secs`, was stopped, and failed the session.
+    TimedOut { reason: String },
 }
 
 /// Which `[checkpoint]` command ran.

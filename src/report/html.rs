@@ -452,11 +452,22 @@ impl<'a> Page<'a> {
             );
             let _ = records;
         }
+        let (badge, why) = match &s.harness_error {
+            Some(reason) => (
+                "<span class=\"badge b-error\">error</span>",
+                format!("the suite's harness failed: {reason}"),
+            ),
+            None => (
+                "<span class=\"badge b-not_run\">not run</span>",
+                "the suite stopped before this test started".to_string(),
+            ),
+        };
         for file in &s.not_run {
             let _ = writeln!(
                 self.out,
-                "<tr class=\"row bad\"><td>{}</td><td><span class=\"badge b-not_run\">not run</span></td><td>—</td><td class=\"hide-narrow\">0</td><td>the suite stopped before this test started</td></tr>",
-                escape(file)
+                "<tr class=\"row bad\"><td>{}</td><td>{badge}</td><td>—</td><td class=\"hide-narrow\">0</td><td>{}</td></tr>",
+                escape(file),
+                escape(&why)
             );
         }
         self.w("</table></div>\n");

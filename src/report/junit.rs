@@ -103,8 +103,22 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
         suite.add_test_case(case);
     }
     for file in &summary.not_run {
-        let mut status = TestCaseStatus::skipped();
-        status.set_message("not run: the suite stopped before this test started");
+        // A suite whose own harness failed ran nothing: an error a CI dashboard must show, not
+        // a skip it would count as green.
+        let status = match &summary.harness_error {
+            Some(reason) => {
+                let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+                status
+                    .set_message(format!("the suite's harness failed: {reason}"))
+                    .set_type("harness error");
+                status
+            }
+            None => {
+                let mut status = TestCaseStatus::skipped();
+                status.set_message("not run: the suite stopped before this test started");
+                status
+            }
+        };
         suite.add_test_case(TestCase::new(file.as_str(), status));
     }
     let mut report = Report::new("bugatti");

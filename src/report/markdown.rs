@@ -315,6 +315,7 @@ fn commands(input: &ReportInput<'_>) -> Result<String, String> {
             CommandStatus::Skipped => "skipped",
             CommandStatus::Exited => "exited",
             CommandStatus::Failed => "failed",
+            CommandStatus::TimedOut => "timed out",
         };
         let restarts = c
             .restarts

@@ -74,6 +74,8 @@ pub enum CommandStatus {
     Skipped,
     Exited,
     Failed,
+    /// A short-lived command stopped at its `timeout_secs`.
+    TimedOut,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -360,6 +362,10 @@ impl RunRecord {
                         if exit_code.is_some() {
                             cmd.exit_code = *exit_code;
                         }
+                    }
+                    SetupState::TimedOut { reason } => {
+                        cmd.status = CommandStatus::TimedOut;
+                        cmd.error = Some(reason.clone());
                     }
                 }
             }

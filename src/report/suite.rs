@@ -53,8 +53,13 @@ pub struct SuiteSummary {
     pub duration_ms: u64,
     pub strict_warnings: bool,
     pub tests: Vec<RootTestSummary>,
-    /// Root tests that were never started (fail-fast, interruption), by test file.
+    /// Root tests that were never started (fail-fast, interruption, the suite's harness failed),
+    /// by test file.
     pub not_run: Vec<String>,
+    /// The suite-scoped harness failed, so no test could run: why. The tests in `not_run` then
+    /// count as errors (in `totals`, JUnit and the reports), not as merely not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub harness_error: Option<String>,
     pub totals: Totals,
     /// What changed since the previous suite of the same selection (`.bugatti/history.jsonl`);
     /// absent when there is no such suite.
@@ -63,6 +68,17 @@ pub struct SuiteSummary {
 }
 
 impl SuiteSummary {
+    /// Records that the suite's own harness failed: the root tests it kept from running are
+    /// errors with this reason.
+    pub fn with_harness_error(mut self, reason: Option<String>) -> Self {
+        if let Some(reason) = reason {
+            self.totals.error += self.totals.not_run;
+            self.totals.not_run = 0;
+            self.harness_error = Some(reason);
+        }
+        self
+    }
+
     /// Groups `records` by test file (sorted, as discovery is), attempts in order.
     pub fn build(
         suite_id: &str,
@@ -135,6 +151,7 @@ impl SuiteSummary {
             strict_warnings,
             tests,
             not_run,
+            harness_error: None,
             totals,
             changes: None,
         }
@@ -199,6 +216,13 @@ impl SuiteSummary {
         }
         if let Some(changes) = &self.changes {
             s.push_str(&changes.to_markdown());
+        }
+        if let Some(reason) = &self.harness_error {
+            let _ = writeln!(
+                s,
+                "## Suite harness error\n\nNo root test could run: {}\n",
+                reason.replace('\n', " ")
+            );
         }
         if !self.not_run.is_empty() {
             s.push_str("## Not run\n\n");

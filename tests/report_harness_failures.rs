@@ -1,0 +1,106 @@
+//! The harness's own failures are recorded as truthfully as test failures: a failed or timed-out
+//! setup command carries its status and exit code in run.json, events.jsonl, report.md and on the
+//! console; a failed suite-scoped command makes every test an `error` in JUnit and the summaries,
+//! with the reason, so a CI dashboard cannot show green.
+
+mod common;
+
+use common::{stdout, Project};
+use std::path::Path;
+
+fn command<'a>(record: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    record["commands"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == name))
+        .unwrap_or_else(|| panic!("no command {name} in {record}"))
+}
+
+#[test]
+fn a_failed_setup_command_is_failed_with_its_exit_code_everywhere() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n\n[commands.migrate]\nkind = \"short_lived\"\ncmd = \"echo migrating; echo 'no such table: users' >&2; exit 4\"\n",
+    );
+    p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
+    let out = p.run(&["start"]);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(3), "{console}");
+    assert!(
+        console.contains("SETUP migrate ........ FAILED")
+            && console.contains("no such table: users"),
+        "the console shows the failure and its log tail: {console}"
+    );
+    let record = p.record_for("a.test.toml");
+    let migrate = command(&record, "migrate");
+    assert_eq!(migrate["status"], "failed", "{migrate}");
+    assert_eq!(migrate["exit_code"], 4, "{migrate}");
+    let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
+    assert!(
+        events
+            .lines()
+            .any(|l| l.contains(r#""state":"failed""#) && l.contains(r#""exit_code":4"#)),
+        "{events}"
+    );
+    let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+    assert!(
+        report.contains("| migrate | short_lived | failed"),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_setup_command_past_its_timeout_is_timed_out() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n\n[commands.seed]\nkind = \"short_lived\"\ncmd = \"sleep 30\"\ntimeout_secs = 1\n",
+    );
+    p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
+    let out = p.run(&["start"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    let record = p.record_for("a.test.toml");
+    let seed = command(&record, "seed");
+    assert_eq!(seed["status"], "timed_out", "{seed}");
+    assert!(
+        seed["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("did not finish within"),
+        "{seed}"
+    );
+}
+
+#[test]
+fn a_failed_suite_command_makes_every_test_an_error_with_the_reason() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n\n[commands.db]\nkind = \"short_lived\"\nscope = \"suite\"\ncmd = \"echo 'database refused the connection'; exit 5\"\n",
+    );
+    p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
+    p.write("b.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
+    let out = p.run(&["start"]);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(3), "{console}");
+    let suite = p.suite_dir();
+    let junit = std::fs::read_to_string(suite.join("junit.xml")).expect("junit.xml");
+    assert!(
+        junit.contains(r#"errors="2""#) && junit.contains(r#"skipped="0""#),
+        "{junit}"
+    );
+    assert!(junit.contains("database refused the connection"), "{junit}");
+    let summary = p.suite_summary();
+    assert_eq!(summary["totals"]["error"], 2, "{summary}");
+    assert!(
+        summary["harness_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("setup command `db` failed with exit code 5"),
+        "{summary}"
+    );
+    let md = std::fs::read_to_string(suite.join("summary.md")).expect("summary.md");
+    assert!(md.contains("## Suite harness error"), "{md}");
+    assert!(console.contains("ERROR       a.test.toml"), "{console}");
+}
