@@ -653,3 +653,39 @@ fn the_console_ends_with_every_failure_again_also_under_quiet() {
     );
     assert!(!recap.contains("good.test.toml"), "{recap}");
 }
+
+#[test]
+fn a_fast_shell_steps_logs_come_before_its_result() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    let steps: String = (1..=5)
+        .map(|i| format!("[[steps]]\ninstruction = \"`echo BUGATTI_LOG step {i} says hi`\"\n"))
+        .collect();
+    p.write("fast.test.toml", &steps);
+    let out = p.run(&["start"]);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{console}");
+    let record = p.record_for("fast.test.toml");
+    let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
+    for i in 1..=5 {
+        let at = |kind: &str| {
+            events
+                .lines()
+                .position(|l| l.contains(kind) && l.contains(&format!("\"step_id\":{i},")))
+                .unwrap_or_else(|| panic!("no {kind} for step {i}:\n{events}"))
+        };
+        assert!(at("\"agent_log\"") < at("\"step_finished\""), "{events}");
+        let line = |text: &str| {
+            console
+                .lines()
+                .position(|l| l.contains(text))
+                .unwrap_or_else(|| panic!("no {text:?} on the console:\n{console}"))
+        };
+        assert!(
+            line(&format!("LOG ........ step {i} says hi"))
+                < line(&format!("STEP {i} ........ OK")),
+            "{console}"
+        );
+    }
+}
