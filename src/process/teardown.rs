@@ -375,8 +375,21 @@ mod tests {
 
     #[tokio::test]
     async fn a_command_ignoring_its_stop_signal_is_killed_and_unregistered() {
-        let mut group = start(launch("trap '' TERM; sleep 30", Io::Merged)).expect("start");
+        // The stop signal must come after the trap is set (a busy machine may not have run the
+        // shell's first line yet): the script says so in a file once it has.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let armed = dir.path().join("armed");
+        let script = format!("trap '' TERM; touch '{}'; sleep 30", armed.display());
+        let mut group = start(launch(&script, Io::Merged)).expect("start");
         assert!(registered(group.pgid()), "registered before it is returned");
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !armed.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the script never set its trap"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let report = terminate(
             &mut group,
             &Ladder::harness(Signal::SIGTERM, Duration::from_millis(200)),
