@@ -421,11 +421,16 @@ mod tests {
 
     #[tokio::test]
     async fn an_escapee_carrying_the_marker_is_found_killed_and_reported() {
-        let mut group = start(launch(
-            "setsid sleep 30 </dev/null >/dev/null 2>&1 & exit 0",
-            Io::Merged,
-        ))
-        .expect("start");
+        // The leader waits until the escapee has its own session (it wrote its pid), so the
+        // escapee is out of the group by the time teardown looks.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pid_file = dir.path().join("escapee.pid");
+        let script = format!(
+            "setsid sh -c 'echo $$ > {p}; exec sleep 30' </dev/null >/dev/null 2>&1 & \
+             while [ ! -s {p} ]; do sleep 0.01; done; exit 0",
+            p = pid_file.display()
+        );
+        let mut group = start(launch(&script, Io::Merged)).expect("start");
         group.wait().await;
         let report = terminate(&mut group, &Ladder::kill()).await;
         assert_eq!(report.state, TeardownState::Leaked, "{report:?}");
