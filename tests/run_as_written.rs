@@ -141,6 +141,13 @@ fn the_readme_command_agent_runs_from_the_project_root_and_from_a_subdirectory()
                     .to_string()
             };
             assert_eq!(field("cwd"), root, "the agent runs in the project root");
+            // run.json records the session's places as the agent saw them.
+            assert_eq!(record["workspace"], field("work").as_str(), "{record}");
+            assert_eq!(
+                record["ports"]["APP_PORT"].to_string(),
+                field("port"),
+                "{record}"
+            );
             workspaces.push(field("work"));
             ports.push(field("port"));
         }

@@ -515,6 +515,10 @@ impl Driver {
         let effective = &self.test.effective;
         let vars = session_vars(effective, &id, &self.suite.shared_ports)
             .map_err(|e| Ending::error(e.to_string()))?;
+        self.emit(EventKind::SessionPrepared {
+            workspace: workdir.display().to_string(),
+            ports: vars.ports.clone(),
+        });
         let mut specs = command_specs(
             effective,
             CommandScope::Test,

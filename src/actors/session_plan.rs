@@ -48,6 +48,8 @@ pub struct SessionVars {
     /// What harness commands and the agent get in their environment (no `BUGATTI_STEP_ID`).
     pub env: Vec<(String, String)>,
     pub secrets: Arc<Secrets>,
+    /// The session's `[ports]`, resolved (auto ones allocated): recorded in run.json.
+    pub ports: BTreeMap<String, u16>,
 }
 
 /// Allocates the session's ports (`auto` ones fresh; `shared` ones, from suite-scoped commands,
@@ -91,7 +93,12 @@ pub fn session_vars(
             })?;
     let secrets = Arc::new(Secrets::new(config.secret_pairs()));
     let env = vars.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    Ok(SessionVars { vars, env, secrets })
+    Ok(SessionVars {
+        vars,
+        env,
+        secrets,
+        ports,
+    })
 }
 
 fn subst(text: &str, vars: &BTreeMap<String, String>, what: String) -> Result<String, PlanError> {

@@ -163,6 +163,16 @@ fn event_line(kind: &EventKind) -> Option<(String, Verbosity)> {
             Normal,
         ),
         EventKind::AgentLog { message, .. } => (format!("LOG ........ {message}"), Normal),
+        EventKind::SessionPrepared { workspace, ports } => (
+            format!(
+                "SESSION ........ workspace {workspace}{}",
+                ports
+                    .iter()
+                    .map(|(name, port)| format!(", {name}={port}"))
+                    .collect::<String>()
+            ),
+            Verbose,
+        ),
         EventKind::HarnessLogExcerpt { step_id, excerpt } => (
             format!(
                 "HARNESS LOG {step_id} ........ lines from {} while the step ran (in run.json and report.md)",

@@ -225,6 +225,11 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         usage: Option<Usage>,
     },
+    /// The session's places, once chosen: its workspace and its resolved `[ports]`.
+    SessionPrepared {
+        workspace: String,
+        ports: std::collections::BTreeMap<String, u16>,
+    },
     /// What each harness command wrote to its log while a step that did not pass ran (by byte
     /// offsets taken when the step started and ended), bounded; sent before its `step_finished`.
     HarnessLogExcerpt {
@@ -274,6 +279,7 @@ impl EventKind {
             Self::Evidence { .. } => "evidence",
             Self::StepFinished { .. } => "step_finished",
             Self::HarnessLogExcerpt { .. } => "harness_log_excerpt",
+            Self::SessionPrepared { .. } => "session_prepared",
             Self::CommandTornDown { .. } => "command_torn_down",
             Self::Checkpoint { .. } => "checkpoint",
             Self::RunFinished { .. } => "run_finished",

@@ -195,6 +195,12 @@ pub struct RunRecord {
     /// Why the run failed, errored or was interrupted, in one message.
     pub error: Option<String>,
     pub skipped_commands: Vec<String>,
+    /// The session workspace (`BUGATTI_WORKDIR`), once created.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<String>,
+    /// The session's resolved `[ports]` (auto ones as allocated).
+    #[serde(default)]
+    pub ports: BTreeMap<String, u16>,
     pub steps: Vec<StepRecord>,
     pub commands: Vec<CommandRecord>,
     /// `[checkpoint]` saves and restores, in order.
@@ -226,6 +232,8 @@ impl RunRecord {
             outcome: None,
             error: None,
             skipped_commands: plan.skipped_commands.clone(),
+            workspace: None,
+            ports: BTreeMap::new(),
             steps: plan
                 .steps
                 .iter()
@@ -404,6 +412,10 @@ impl RunRecord {
                     step.duration_ms = Some(*duration_ms);
                     step.usage = usage.clone();
                 }
+            }
+            EventKind::SessionPrepared { workspace, ports } => {
+                self.workspace = Some(workspace.clone());
+                self.ports = ports.clone();
             }
             EventKind::HarnessLogExcerpt { step_id, excerpt } => {
                 if let Some(step) = self.step_mut(*step_id, "harness_log_excerpt") {

@@ -127,6 +127,7 @@ impl RunWriter {
             | EventKind::RunStarted { .. }
             | EventKind::AgentLog { .. }
             | EventKind::HarnessLogExcerpt { .. }
+            | EventKind::SessionPrepared { .. }
             | EventKind::Evidence { .. } => false,
         };
         if rewrite {
