@@ -227,10 +227,7 @@ fn a_python_api_on_a_fixed_port_is_checked_with_curl() {
         return;
     };
     // A fixed port, as the user's app has; picked free here so parallel test runs do not collide.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let port = bugatti::process::ports::allocate_loopback_port().expect("a free port");
     let p = Project::new();
     p.write(
         "bugatti.config.toml",

@@ -297,18 +297,10 @@ impl SessionState {
         self.emit(EventKind::SetupStatus { command, state });
     }
 
+    /// What the driver hands over from the agent's news: bootstrap notes and the agent's death
+    /// (a step's logs and evidence it reports itself, in order with the step's verdict).
     fn on_agent_event(&mut self, event: AgentEvent) {
         match event {
-            AgentEvent::Log { step_id, message } if step_id > 0 => {
-                self.emit(EventKind::AgentLog { step_id, message });
-            }
-            AgentEvent::Evidence { step_id, evidence } if step_id > 0 => {
-                self.emit(EventKind::Evidence {
-                    step_id,
-                    kind: evidence.kind.to_string(),
-                    path: evidence.path.clone(),
-                });
-            }
             AgentEvent::Log { message, .. } => {
                 tracing::info!("agent log during bootstrap: {message}");
             }
@@ -849,10 +841,7 @@ impl Driver {
         let verdict = loop {
             tokio::select! {
                 verdict = &mut answer => break verdict.map_err(|_| "the agent actor stopped without a verdict".to_string()),
-                Some(event) = next_news(news) => match event {
-                    AgentEvent::Exited(_) => died = Some(event),
-                    other => self.pass_on(other),
-                },
+                Some(event) = next_news(news) => self.take_news(event, &mut died),
                 _ = Self::until_stopped(self.stop.clone()), if cancelled_until.is_none() => {
                     let _ = agent.cast(AgentMsg::Cancel);
                     cancelled_until = Some(tokio::time::Instant::now() + limit);
@@ -864,10 +853,7 @@ impl Driver {
         };
         if let Some(rx) = news.as_mut() {
             while let Ok(event) = rx.try_recv() {
-                match event {
-                    AgentEvent::Exited(_) => died = Some(event),
-                    other => self.pass_on(other),
-                }
+                self.take_news(event, &mut died);
             }
         }
         let told = matches!(&verdict, Ok(v) if v.agent_died.is_some());
@@ -875,6 +861,15 @@ impl Driver {
             self.pass_on(death);
         }
         verdict
+    }
+
+    /// News that came while a step ran: passed on at once, but the agent's death is held for
+    /// after the verdict (see `run_step`).
+    fn take_news(&self, event: AgentEvent, died: &mut Option<AgentEvent>) {
+        match event {
+            AgentEvent::Exited(_) => *died = Some(event),
+            other => self.pass_on(other),
+        }
     }
 
     /// For a step that did not pass: what each harness command logged while it ran.

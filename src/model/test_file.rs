@@ -138,12 +138,18 @@ impl StepSection {
 
 /// Parse a test file's text; `path` is only for the error's location.
 pub fn parse_test_file(path: &Path, text: &str) -> Result<TestFile, Problem> {
-    parse_test_file_all(path, text).map_err(|mut problems| problems.remove(0))
+    let file: TestFile = super::toml_read::read_first(path, text)?;
+    no_kind_override(path, text, file)
 }
 
 /// [`parse_test_file`] with every problem of the file, in file order.
 pub fn parse_test_file_all(path: &Path, text: &str) -> Result<TestFile, Vec<Problem>> {
     let file: TestFile = super::toml_read::read_all(path, text)?;
+    no_kind_override(path, text, file).map_err(|p| vec![p])
+}
+
+/// A test may override any field of a command but its kind.
+fn no_kind_override(path: &Path, text: &str, file: TestFile) -> Result<TestFile, Problem> {
     if let Some(name) = file
         .overrides
         .commands
@@ -151,15 +157,13 @@ pub fn parse_test_file_all(path: &Path, text: &str) -> Result<TestFile, Vec<Prob
         .find_map(|(name, c)| c.get_ref().kind.is_some().then_some(name))
     {
         let span = file.overrides.commands[name].span();
-        return Err(vec![Problem::at(
+        return Err(Problem::at(
             path,
             text,
             span,
             format!("`[overrides.commands.{name}]` may not change `kind`"),
         )
-        .with_help(
-            "a test may override any field of a command except its kind",
-        )]);
+        .with_help("a test may override any field of a command except its kind"));
     }
     Ok(file)
 }

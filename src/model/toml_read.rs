@@ -49,7 +49,8 @@ pub fn read_lenient<T: DeserializeOwned>(path: &Path, text: &str) -> (Option<T>,
 
 /// The first problem only, for callers that stop there.
 pub fn read_first<T: DeserializeOwned>(path: &Path, text: &str) -> Result<T, Problem> {
-    read_all(path, text).map_err(|mut problems| problems.remove(0))
+    // One read: the re-reads of `read_lenient` would only find problems this caller drops.
+    toml::from_str(text).map_err(|e| problem(path, text, &e))
 }
 
 fn problem(path: &Path, text: &str, err: &toml::de::Error) -> Problem {
