@@ -45,7 +45,7 @@ fn a_failed_setup_command_is_failed_with_its_exit_code_everywhere() {
     );
     let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(
-        report.contains("| migrate | short_lived | failed"),
+        report.contains("| migrate | short_lived | test | failed"),
         "{report}"
     );
 }
@@ -103,4 +103,77 @@ fn a_failed_suite_command_makes_every_test_an_error_with_the_reason() {
     let md = std::fs::read_to_string(suite.join("summary.md")).expect("summary.md");
     assert!(md.contains("## Suite harness error"), "{md}");
     assert!(console.contains("ERROR       a.test.toml"), "{console}");
+}
+
+/// A suite-scoped `db`, and a test-scoped `api` that crashes when the step asks it to.
+fn project_with_a_suite_command_and_a_crashing_server() -> Project {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        r#"[provider]
+name = "shell"
+
+[commands.db]
+kind = "long_lived"
+scope = "suite"
+cmd = "echo db up; exec sleep 60"
+readiness = { log = "db up" }
+
+[commands.api]
+kind = "long_lived"
+cmd = "echo api up; while [ ! -f \"$BUGATTI_WORKDIR/crash\" ]; do sleep 0.05; done; echo 'Traceback: boom'; exit 3"
+readiness = { log = "api up" }
+"#,
+    );
+    p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
+    p.write(
+        "b.test.toml",
+        "[[steps]]\ninstruction = \"`touch $BUGATTI_WORKDIR/crash; sleep 30`\"\n",
+    );
+    p
+}
+
+#[test]
+fn suite_scoped_commands_are_on_the_console_and_in_every_runs_report() {
+    let p = project_with_a_suite_command_and_a_crashing_server();
+    let out = p.run(&["start", "-j", "1"]);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(3), "{console}");
+    assert!(
+        console.contains("[suite] SETUP db ........ started")
+            && console.contains("[suite] SETUP db ........ ready (log /db up/)"),
+        "{console}"
+    );
+    for file in ["a.test.toml", "b.test.toml"] {
+        let record = p.record_for(file);
+        let db = command(&record, "db");
+        assert_eq!(db["scope"], "suite", "{db}");
+        assert_eq!(db["status"], "ready", "{db}");
+        assert_eq!(command(&record, "api")["scope"], "test");
+        let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
+        let log = run_dir.join(db["log"].as_str().expect("log"));
+        let text = std::fs::read_to_string(&log).expect("the suite command's log, from the run");
+        assert!(text.contains("db up"), "{}: {text}", log.display());
+        let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+        assert!(!report.contains("No harness commands"), "{report}");
+        assert!(
+            report.contains("| db | long_lived | suite | ready |"),
+            "{report}"
+        );
+    }
+}
+
+#[test]
+fn a_server_crash_mid_test_is_not_called_a_setup_failure() {
+    let p = project_with_a_suite_command_and_a_crashing_server();
+    let out = p.run(&["start", "-j", "1", "b.test.toml"]);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(3), "{console}");
+    assert!(!console.contains("SETUP api ........ FAILED"), "{console}");
+    assert!(!console.contains("SETUP api ........ exited"), "{console}");
+    assert!(
+        console.contains("COMMAND api ........ during step 1: exited with 3")
+            && console.contains("COMMAND api ........ during step 1: FAILED"),
+        "{console}"
+    );
 }

@@ -40,3 +40,64 @@ fn the_last_runs_harness_log_is_as_small_as_the_firsts() {
         assert_eq!(line.matches("run{").count(), 1, "nested run spans: {line}");
     }
 }
+
+/// The suite's `harness.log` (`.bugatti/suites/<id>/harness.log`).
+fn suite_log(p: &Project) -> String {
+    std::fs::read_to_string(p.suite_dir().join("harness.log")).expect("suite harness.log")
+}
+
+/// Rust `Debug` output of a struct, an enum with fields or an `Option` (`Foo { a: 1 }`, `Some(..)`).
+fn debug_dump(line: &str) -> bool {
+    line.contains(" { ") || line.contains("Some(") || line.contains("None") || line.contains(": [")
+}
+
+#[test]
+fn the_suite_harness_log_says_in_words_what_the_supervisor_did() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        r#"[provider]
+name = "shell"
+
+[commands.db]
+kind = "long_lived"
+scope = "suite"
+cmd = "echo db up; exec sleep 60"
+readiness = { log = "db up" }
+"#,
+    );
+    p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
+    p.write("b.test.toml", "[[steps]]\ninstruction = \"`false`\"\n");
+    p.write("c.test.toml", "[[steps]]\ninstruction = \"`sleep 60`\"\n");
+    let out = p.run(&["start", "-j", "1", "--retries", "1", "--timeout", "4"]);
+    assert_eq!(out.status.code(), Some(143), "{}", stdout(&out));
+    let log = suite_log(&p);
+    for line in log.lines() {
+        assert!(!debug_dump(line), "a Debug dump in the suite log: {line}");
+        assert!(
+            !line.contains("run{"),
+            "a run's span in the suite log: {line}"
+        );
+    }
+    for needle in [
+        "dispatch: a.test.toml attempt 1 → run ",
+        "dispatch: b.test.toml attempt 2 → run ",
+        "retry: b.test.toml failed (failed); attempt 2 of 2 queued next",
+        "finished: a.test.toml attempt 1 (run ",
+        "suite command `db`: started (process group ",
+        "suite command `db`: ready (log /db up/",
+        "suite command `db` torn down: clean",
+        "deadline: --timeout: the 4s deadline passed",
+        "suite finished: exit code 143",
+        "suite summary: 3 root tests",
+    ] {
+        assert!(
+            log.contains(needle),
+            "no `{needle}` in the suite log:\n{log}"
+        );
+    }
+    // Where each test started: the dispatch line names its run directory.
+    let a = p.record_for("a.test.toml");
+    let run_dir = a["run_dir"].as_str().expect("run_dir");
+    assert!(log.contains(run_dir), "{run_dir} not in:\n{log}");
+}

@@ -174,7 +174,7 @@ fn failed_run_leaves_complete_run_json_events_and_report() {
         "### Step 3: ERROR",
         "- button missing",
         "| reason | step 3: no checkout button ([REDACTED:API_TOKEN]) |",
-        "| server | long_lived | ready | — | #1 after exit status 1 | clean | [`logs/server.log`](logs/server.log) |",
+        "| server | long_lived | test | ready | — | #1 after exit status 1 | clean | [`logs/server.log`](logs/server.log) |",
         "## Artifacts",
         "- [`events.jsonl`](events.jsonl)",
         "- [`run.json`](run.json)",

@@ -162,3 +162,18 @@ fn the_invocation_deadline_behaves_like_sigterm() {
         "{report}"
     );
 }
+
+#[test]
+fn the_suite_harness_log_records_the_signals_received() {
+    let (p, out) = interrupt_mid_step(&["INT", "INT"]);
+    assert_eq!(out.status.code(), Some(130), "{}", stdout(&out));
+    let log = std::fs::read_to_string(p.suite_dir().join("harness.log")).expect("suite log");
+    assert!(
+        log.contains("signal SIGINT received: SIGINT: stopping"),
+        "{log}"
+    );
+    assert!(
+        log.contains("signal SIGINT received: SIGINT: second signal"),
+        "{log}"
+    );
+}

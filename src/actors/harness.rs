@@ -18,6 +18,7 @@ use crate::process::probe::ProbeContext;
 use crate::process::record::{HarnessRecord, HarnessStatus};
 use crate::process::spec::CommandSpec;
 use crate::process::teardown::kill_owner;
+use crate::report::events::SetupState;
 use ractor::rpc::CallResult;
 use ractor::{
     Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,
@@ -226,6 +227,41 @@ fn fallback_teardown(spec: &CommandSpec, owner: &Owner) -> HarnessRecord {
         record.status = HarnessStatus::Exited;
     }
     record
+}
+
+/// A harness event as the reports record it. `last_exit` is how the command's previous process
+/// ended (a restart names it).
+pub fn setup_state(kind: &HarnessEventKind, last_exit: Option<&str>) -> SetupState {
+    match kind {
+        HarnessEventKind::Started { .. } => SetupState::Started,
+        HarnessEventKind::Completed { status } => SetupState::Exited {
+            exit_code: status.code(),
+        },
+        HarnessEventKind::SetupFailed { status, reason } => SetupState::Failed {
+            reason: reason.clone(),
+            exit_code: status.code(),
+        },
+        HarnessEventKind::SetupTimedOut { reason } => SetupState::TimedOut {
+            reason: reason.clone(),
+        },
+        HarnessEventKind::Ready { probe, .. } => SetupState::Ready {
+            probe: probe.clone(),
+        },
+        HarnessEventKind::Exited { status, .. } => SetupState::Exited {
+            exit_code: status.code(),
+        },
+        HarnessEventKind::Restarted { attempt, .. } => SetupState::Restarted {
+            attempt: *attempt,
+            exit_status: last_exit.unwrap_or("unknown").to_string(),
+        },
+        HarnessEventKind::ReadyAgain { attempt } => SetupState::Ready {
+            probe: format!("ready again after restart {attempt}"),
+        },
+        HarnessEventKind::GaveUp { reason } => SetupState::Failed {
+            reason: reason.clone(),
+            exit_code: None,
+        },
+    }
 }
 
 /// The session's handle on its harness. Cheap to clone.

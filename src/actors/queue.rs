@@ -19,6 +19,17 @@ pub enum Halt {
     Shutdown,
 }
 
+/// What the queue made of a finished attempt (for the suite log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterAttempt {
+    /// Passed, or failed for the last time without fail-fast.
+    Done,
+    /// Failed with attempts left: this attempt is queued next.
+    Retry(Attempt),
+    /// Failed for the last time under fail-fast: nothing new starts.
+    FailFast,
+}
+
 /// What happened to one root test across its attempts.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Tally {
@@ -86,7 +97,7 @@ impl SuiteQueue {
     }
 
     /// Records a finished attempt; queues a retry when the test failed and attempts are left.
-    pub fn finished(&mut self, attempt: Attempt, outcome: RunOutcome) {
+    pub fn finished(&mut self, attempt: Attempt, outcome: RunOutcome) -> AfterAttempt {
         self.running = self.running.saturating_sub(1);
         if let Some(tally) = self.tallies.get_mut(attempt.test) {
             tally.attempts.push(outcome);
@@ -94,17 +105,27 @@ impl SuiteQueue {
         let failed = matches!(outcome, RunOutcome::Failed | RunOutcome::Error)
             || (outcome == RunOutcome::Warned && self.strict_warnings);
         if !failed {
-            return;
+            return AfterAttempt::Done;
         }
         if attempt.number < self.max_attempts && self.halted.is_none() {
             // A retry goes to the front: it should not wait behind the whole suite.
-            self.pending.push_front(Attempt {
+            let retry = Attempt {
                 test: attempt.test,
                 number: attempt.number + 1,
-            });
+            };
+            self.pending.push_front(retry);
+            AfterAttempt::Retry(retry)
         } else if self.fail_fast && self.halted.is_none() {
             self.halted = Some(Halt::FailFast);
+            AfterAttempt::FailFast
+        } else {
+            AfterAttempt::Done
         }
+    }
+
+    /// How many attempts a root test may have (1 + retries).
+    pub fn max_attempts(&self) -> u32 {
+        self.max_attempts
     }
 
     /// Stops starting anything new (signal, deadline).
@@ -154,7 +175,8 @@ mod tests {
     fn retries_a_failure_and_marks_a_later_pass_flaky() {
         let mut q = SuiteQueue::new(1, 1, 2, false, false);
         let a1 = q.next_to_start().expect("first attempt");
-        q.finished(a1, Failed);
+        let retry = Attempt { test: 0, number: 2 };
+        assert_eq!(q.finished(a1, Failed), AfterAttempt::Retry(retry));
         let a2 = q.next_to_start().expect("retry");
         assert_eq!(a2, Attempt { test: 0, number: 2 });
         q.finished(a2, Passed);
@@ -179,7 +201,7 @@ mod tests {
     fn fail_fast_starts_nothing_new_after_a_final_failure() {
         let mut q = SuiteQueue::new(4, 2, 0, true, false);
         let started = drain(&mut q);
-        q.finished(started[0], Failed);
+        assert_eq!(q.finished(started[0], Failed), AfterAttempt::FailFast);
         assert_eq!(q.halted(), Some(Halt::FailFast));
         assert!(q.next_to_start().is_none());
         assert!(!q.is_done(), "the other session still runs");

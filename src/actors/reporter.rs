@@ -127,6 +127,9 @@ pub enum ReporterMsg {
         run_id: String,
         reply: RpcReplyPort<Result<RunFiles, ReportError>>,
     },
+    /// An event of the suite's own (a suite-scoped command's setup status): on the console as
+    /// `[suite] …`, and traced to the suite log.
+    SuiteEvent { kind: EventKind },
     /// A line for the console that belongs to no run ("no config file: defaults apply",
     /// "SIGINT: stopping"), printed above the live view, redacted, also traced to the suite log.
     Notice { message: String },
@@ -165,16 +168,16 @@ impl ReporterActor {
 }
 
 impl ReporterState {
-    fn suite_paths(&self) -> SuitePaths {
-        SuitePaths::under(&self.args.artifact_dir, &self.args.suite_id)
-    }
-
     fn suite_event(&self, kind: EventKind) -> Event {
         Event {
             timestamp: Utc::now(),
             elapsed_ms: millis(self.started.elapsed()),
             kind,
         }
+    }
+
+    fn suite_paths(&self) -> SuitePaths {
+        SuitePaths::under(&self.args.artifact_dir, &self.args.suite_id)
     }
 
     fn run_started(
@@ -410,11 +413,20 @@ impl ReporterState {
             first_error.get_or_insert(e);
         }
 
-        let finished = self.suite_event(EventKind::SuiteFinished {
-            totals: summary.totals,
-            duration_ms: summary.duration_ms,
-        });
-        tracing::info!(event = ?finished.kind, "suite finished");
+        let t = &summary.totals;
+        tracing::info!(
+            "suite summary: {} root tests in {} ms: {} passed, {} warned, {} failed, {} error, \
+             {} interrupted, {} not run, {} flaky",
+            t.total,
+            summary.duration_ms,
+            t.passed,
+            t.warned,
+            t.failed,
+            t.error,
+            t.interrupted,
+            t.not_run,
+            t.flaky
+        );
         self.args.console.suite_finished(
             &summary,
             &paths.summary_md().display().to_string(),
@@ -559,6 +571,16 @@ impl Actor for ReporterActor {
             ReporterMsg::Event { run_id, event } => {
                 let result = guarded("event", || {
                     state.event(&run_id, &event);
+                    Ok(())
+                });
+                if let Err(e) = result {
+                    state.notes.push(e.to_string());
+                }
+            }
+            ReporterMsg::SuiteEvent { kind } => {
+                let result = guarded("suite event", || {
+                    let event = state.suite_event(kind);
+                    state.args.console.suite_event(&event, &state.redactor);
                     Ok(())
                 });
                 if let Err(e) = result {

@@ -14,7 +14,7 @@
 
 use crate::actors::agent::{AgentActor, AgentArgs, AgentMsg};
 use crate::actors::checkpoint::{CheckpointFailure, CheckpointJob};
-use crate::actors::harness::Harness;
+use crate::actors::harness::{setup_state, Harness};
 use crate::actors::queue::Attempt;
 use crate::actors::reporter::{Notices, RunEvents};
 use crate::actors::session_plan::{
@@ -39,7 +39,9 @@ use crate::report::events::{
     millis, summarize_instruction, CheckpointAction, EventKind, Provenance, SetupState, Usage,
 };
 use crate::report::excerpt::LogMarks;
-use crate::report::run_record::{ConfigRow, PlanEntry as ReportStep, PlannedCommand, RunPlan};
+use crate::report::run_record::{
+    CommandRecord, ConfigRow, PlanEntry as ReportStep, PlannedCommand, RunPlan,
+};
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -71,7 +73,12 @@ pub struct SuiteContext {
     pub claude_bin: PathBuf,
     /// Flipped by a second SIGINT: teardown stops waiting for grace periods.
     pub skip_grace: watch::Receiver<bool>,
+    /// The suite-scoped commands as they stand (kept by the supervisor), for each run's record.
+    pub suite_commands: SuiteCommands,
 }
+
+/// The suite-scoped commands' records, updated as their events come.
+pub type SuiteCommands = Arc<std::sync::Mutex<Vec<CommandRecord>>>;
 
 pub struct SessionArgs {
     pub test: Arc<RootTest>,
@@ -255,45 +262,22 @@ impl SessionState {
     }
 
     fn on_harness_event(&mut self, event: HarnessEvent) {
-        let command = event.command.clone();
-        let state = match event.kind {
-            HarnessEventKind::Started { .. } => SetupState::Started,
-            HarnessEventKind::Completed { status } => SetupState::Exited {
-                exit_code: status.code(),
-            },
-            HarnessEventKind::SetupFailed { status, reason } => SetupState::Failed {
-                reason,
-                exit_code: status.code(),
-            },
-            HarnessEventKind::SetupTimedOut { reason } => SetupState::TimedOut { reason },
-            HarnessEventKind::Ready { probe, .. } => SetupState::Ready { probe },
+        let command = event.command;
+        let state = setup_state(
+            &event.kind,
+            self.last_exit.get(&command).map(String::as_str),
+        );
+        match event.kind {
             HarnessEventKind::Exited { status, .. } => {
                 self.last_exit.insert(command.clone(), status.to_string());
-                SetupState::Exited {
-                    exit_code: status.code(),
-                }
             }
-            HarnessEventKind::Restarted { attempt, .. } => SetupState::Restarted {
-                attempt,
-                exit_status: self
-                    .last_exit
-                    .get(&command)
-                    .cloned()
-                    .unwrap_or_else(|| "unknown".into()),
-            },
-            HarnessEventKind::ReadyAgain { attempt } => SetupState::Ready {
-                probe: format!("ready again after restart {attempt}"),
-            },
             HarnessEventKind::GaveUp { reason } => {
                 self.stop_with(StopReason::HarnessGaveUp(format!(
                     "long-lived command `{command}` failed: {reason}"
                 )));
-                SetupState::Failed {
-                    reason,
-                    exit_code: None,
-                }
             }
-        };
+            _ => {}
+        }
         self.emit(EventKind::SetupStatus { command, state });
     }
 
@@ -470,6 +454,13 @@ impl Driver {
                     log: format!("logs/{}.log", c.name),
                 })
                 .collect(),
+            // A poisoned lock still holds plain records: use them.
+            suite_commands: self
+                .suite
+                .suite_commands
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
             effective_config: effective
                 .rows()
                 .into_iter()

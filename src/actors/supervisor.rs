@@ -6,28 +6,31 @@
 //! A session that panics reaches us as a supervision event: its test fails with `error` and the
 //! panic message, its processes are killed through the registry, and the others run on.
 
-use crate::actors::harness::Harness;
-use crate::actors::queue::{Attempt, Halt, SuiteQueue};
+use crate::actors::harness::{setup_state, Harness};
+use crate::actors::queue::{AfterAttempt, Attempt, Halt, SuiteQueue};
 use crate::actors::reporter::{Notices, ReporterMsg, RunEvents};
-use crate::actors::session::{SessionActor, SessionArgs, SessionMsg, SuiteContext};
+use crate::actors::session::{SessionActor, SessionArgs, SessionMsg, SuiteCommands, SuiteContext};
 use crate::actors::session_plan::{command_specs, session_vars, SessionIdentity};
 use crate::model::config::CommandScope;
 use crate::model::layers::ProbeKind;
 use crate::model::load::{RootTest, Suite};
 use crate::model::outcome::{ExitReason, InterruptSignal, RunOutcome};
 use crate::model::substitute::references;
+use crate::process::event::{HarnessEvent, HarnessEventKind};
 use crate::process::owner::Scope;
 use crate::process::ports::allocate_loopback_port;
 use crate::process::signals::ShutdownRequest;
 use crate::process::teardown::kill_scope;
 use crate::report::console::stderr_notice;
 use crate::report::events::EventKind;
+use crate::report::run_record::CommandRecord;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot, watch};
+use tracing::Instrument;
 
 pub enum SupervisorMsg {
     /// Start suite-scoped commands, then dispatch.
@@ -94,6 +97,8 @@ pub struct SupervisorState {
     reporter: ActorRef<ReporterMsg>,
     /// Suite-scoped commands, torn down when the suite finishes.
     suite_harness: Option<Harness>,
+    /// Their records as they stand, copied into each run's record when it starts.
+    suite_commands: SuiteCommands,
     /// Set when the suite harness could not start: nothing runs, exit 3.
     harness_error: Option<String>,
     /// The first shutdown signal (or the deadline), once one came.
@@ -147,6 +152,7 @@ impl Actor for SupervisorActor {
             artifact_dir: args.artifact_dir,
             reporter: args.reporter,
             suite_harness: None,
+            suite_commands: SuiteCommands::default(),
             harness_error: None,
             shutdown: None,
             skip_grace,
@@ -160,66 +166,10 @@ impl Actor for SupervisorActor {
         message: SupervisorMsg,
         state: &mut SupervisorState,
     ) -> Result<(), ActorProcessingErr> {
-        match message {
-            SupervisorMsg::Begin => {
-                let shared_ports = state.start_suite_commands(&myself).await;
-                state.context = Some(Arc::new(SuiteContext {
-                    suite_id: state.suite_id.clone(),
-                    project_root: state.suite.project_root.clone(),
-                    artifact_dir: state.artifact_dir.clone(),
-                    reporter: state.reporter.clone(),
-                    skip_cmd: state.args_skip_cmd.clone(),
-                    skip_readiness: state.args_skip_readiness.clone(),
-                    from_checkpoint: state.from_checkpoint.clone(),
-                    shared_ports,
-                    claude_bin: state.claude_bin.clone(),
-                    skip_grace: state.skip_grace.subscribe(),
-                }));
-                if state.harness_error.is_some() {
-                    state.queue.halt(Halt::Shutdown);
-                }
-                state.dispatch(&myself).await;
-            }
-            SupervisorMsg::SessionDone {
-                attempt,
-                run_id,
-                outcome,
-            } => {
-                state.running.retain(|_, r| r.run_id != run_id);
-                state.queue.finished(attempt, outcome);
-                state.dispatch(&myself).await;
-            }
-            SupervisorMsg::Shutdown(request) => {
-                let (signal, message) = match request {
-                    ShutdownRequest::Graceful(s) => (
-                        s,
-                        format!(
-                            "{}: stopping — no new tests; {} running test(s) are stopping their agents and tearing down their harness (grace periods apply); a second signal skips them",
-                            s.name(),
-                            state.running.len()
-                        ),
-                    ),
-                    ShutdownRequest::SkipGrace(s) => {
-                        state.skip_grace.send_replace(true);
-                        (s, format!("{}: second signal — skipping the grace periods", s.name()))
-                    }
-                };
-                state
-                    .shut_down(&myself, signal, signal.name().to_string(), message)
-                    .await;
-            }
-            SupervisorMsg::DeadlineReached { secs } => {
-                let message = format!(
-                    "--timeout: the {secs}s deadline passed — stopping like SIGTERM: no new tests; \
-                     {} running test(s) are tearing down",
-                    state.running.len()
-                );
-                let cause = format!("the --timeout deadline ({secs}s) passed");
-                state
-                    .shut_down(&myself, InterruptSignal::Terminate, cause, message)
-                    .await;
-            }
-        }
+        state
+            .on_message(&myself, message)
+            .instrument(suite_span())
+            .await;
         Ok(())
     }
 
@@ -231,31 +181,139 @@ impl Actor for SupervisorActor {
     ) -> Result<(), ActorProcessingErr> {
         // Never ractor's default (which would stop us when a session ends).
         if let SupervisionEvent::ActorFailed(who, err) = message {
-            let Some(running) = state.running.remove(&who.get_id()) else {
-                tracing::error!("a child of the supervisor failed: {err}");
-                return Ok(());
-            };
-            let message = format!("the session panicked: {err}");
-            Notices::new(state.reporter.clone()).send(format!(
-                "{} (run {}): {message}",
-                state.tests[running.attempt.test].rel_path.display(),
-                running.run_id
-            ));
-            // Whatever the dead session left: its registered groups and every process of its run.
-            kill_scope(&Scope::run(running.run_id.clone()));
-            let _ = running.events.emit(EventKind::RunFinished {
-                outcome: RunOutcome::Error,
-                message: Some(message),
-            });
-            let _ = running.events.close().await;
-            state.queue.finished(running.attempt, RunOutcome::Error);
-            state.dispatch(&myself).await;
+            state
+                .on_session_failed(&myself, who.get_id(), err.to_string())
+                .instrument(suite_span())
+                .await;
         }
         Ok(())
     }
 }
 
+/// The supervisor's own span, a root: ractor runs a handler inside the span of the message's
+/// sender, so without it a session's `SessionDone` would put the supervisor's lines (dispatch,
+/// retries, signals) into that run's harness.log instead of the suite's.
+fn suite_span() -> tracing::Span {
+    tracing::info_span!(parent: None, "suite")
+}
+
 impl SupervisorState {
+    async fn on_message(&mut self, myself: &ActorRef<SupervisorMsg>, message: SupervisorMsg) {
+        match message {
+            SupervisorMsg::Begin => {
+                let shared_ports = self.start_suite_commands(myself).await;
+                self.context = Some(Arc::new(SuiteContext {
+                    suite_id: self.suite_id.clone(),
+                    project_root: self.suite.project_root.clone(),
+                    artifact_dir: self.artifact_dir.clone(),
+                    reporter: self.reporter.clone(),
+                    skip_cmd: self.args_skip_cmd.clone(),
+                    skip_readiness: self.args_skip_readiness.clone(),
+                    from_checkpoint: self.from_checkpoint.clone(),
+                    shared_ports,
+                    claude_bin: self.claude_bin.clone(),
+                    skip_grace: self.skip_grace.subscribe(),
+                    suite_commands: Arc::clone(&self.suite_commands),
+                }));
+                if self.harness_error.is_some() {
+                    self.queue.halt(Halt::Shutdown);
+                }
+                self.dispatch(myself).await;
+            }
+            SupervisorMsg::SessionDone {
+                attempt,
+                run_id,
+                outcome,
+            } => {
+                self.running.retain(|_, r| r.run_id != run_id);
+                self.attempt_finished(attempt, &run_id, outcome);
+                self.dispatch(myself).await;
+            }
+            SupervisorMsg::Shutdown(request) => {
+                let (signal, message) = match request {
+                    ShutdownRequest::Graceful(s) => (
+                        s,
+                        format!(
+                            "{}: stopping — no new tests; {} running test(s) are stopping their agents and tearing down their harness (grace periods apply); a second signal skips them",
+                            s.name(),
+                            self.running.len()
+                        ),
+                    ),
+                    ShutdownRequest::SkipGrace(s) => {
+                        self.skip_grace.send_replace(true);
+                        (s, format!("{}: second signal — skipping the grace periods", s.name()))
+                    }
+                };
+                tracing::warn!("signal {} received: {message}", signal.name());
+                self.shut_down(myself, signal, signal.name().to_string(), message)
+                    .await;
+            }
+            SupervisorMsg::DeadlineReached { secs } => {
+                let message = format!(
+                    "--timeout: the {secs}s deadline passed — stopping like SIGTERM: no new tests; \
+                     {} running test(s) are tearing down",
+                    self.running.len()
+                );
+                tracing::warn!("deadline: {message}");
+                let cause = format!("the --timeout deadline ({secs}s) passed");
+                self.shut_down(myself, InterruptSignal::Terminate, cause, message)
+                    .await;
+            }
+        }
+    }
+
+    /// A session's actor failed (a panic): its test is an `error`, its processes die, the
+    /// others run on.
+    async fn on_session_failed(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        who: ActorId,
+        err: String,
+    ) {
+        let Some(running) = self.running.remove(&who) else {
+            tracing::error!("a child of the supervisor failed: {err}");
+            return;
+        };
+        let message = format!("the session panicked: {err}");
+        Notices::new(self.reporter.clone()).send(format!(
+            "{} (run {}): {message}",
+            self.tests[running.attempt.test].rel_path.display(),
+            running.run_id
+        ));
+        // Whatever the dead session left: its registered groups and every process of its run.
+        kill_scope(&Scope::run(running.run_id.clone()));
+        let _ = running.events.emit(EventKind::RunFinished {
+            outcome: RunOutcome::Error,
+            message: Some(message),
+        });
+        let _ = running.events.close().await;
+        self.attempt_finished(running.attempt, &running.run_id, RunOutcome::Error);
+        self.dispatch(myself).await;
+    }
+
+    /// Books a finished attempt in the queue and says in the suite log what follows from it.
+    fn attempt_finished(&mut self, attempt: Attempt, run_id: &str, outcome: RunOutcome) {
+        let test = self.tests[attempt.test].rel_path.display().to_string();
+        tracing::info!(
+            "finished: {test} attempt {} (run {run_id}): {}",
+            attempt.number,
+            outcome.as_str()
+        );
+        match self.queue.finished(attempt, outcome) {
+            AfterAttempt::Done => {}
+            AfterAttempt::Retry(next) => tracing::info!(
+                "retry: {test} failed ({}); attempt {} of {} queued next",
+                outcome.as_str(),
+                next.number,
+                self.queue.max_attempts()
+            ),
+            AfterAttempt::FailFast => tracing::info!(
+                "fail-fast: {test} failed ({}); no new test starts",
+                outcome.as_str()
+            ),
+        }
+    }
+
     /// The suite's own harness failed: no test can run. Said on the console now, and kept for
     /// the summaries and JUnit, where the tests it kept from running are errors with this reason.
     fn suite_harness_failed(&mut self, reason: String) {
@@ -288,6 +346,13 @@ impl SupervisorState {
         };
         while let Some(attempt) = self.queue.next_to_start() {
             let run_id = uuid::Uuid::now_v7().to_string();
+            tracing::info!(
+                "dispatch: {} attempt {} → run {run_id} in {} ({} running)",
+                self.tests[attempt.test].rel_path.display(),
+                attempt.number,
+                self.artifact_dir.join("runs").join(&run_id).display(),
+                self.queue.running()
+            );
             let events = RunEvents::start(self.reporter.clone(), run_id.clone());
             let args = SessionArgs {
                 test: Arc::clone(&self.tests[attempt.test]),
@@ -387,10 +452,50 @@ impl SupervisorState {
                 return shared;
             }
         };
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        {
+            let mut records = self
+                .suite_commands
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            for c in &suite_commands {
+                // Relative to a run directory (`runs/<id>/`), like a run's own command logs.
+                let log = format!("../../suites/{}/logs/{}.log", self.suite_id, c.name);
+                records.push(CommandRecord::pending(
+                    &c.name,
+                    c.kind.as_str(),
+                    "suite",
+                    log,
+                ));
+            }
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel::<HarnessEvent>();
+        let records = Arc::clone(&self.suite_commands);
+        let reporter = self.reporter.clone();
         tokio::spawn(async move {
+            let mut last_exit: HashMap<String, String> = HashMap::new();
             while let Some(event) = rx.recv().await {
-                tracing::info!("suite command event: {event:?}");
+                tracing::info!("suite command `{}`: {}", event.command, event.kind);
+                let state = setup_state(
+                    &event.kind,
+                    last_exit.get(&event.command).map(String::as_str),
+                );
+                if let HarnessEventKind::Exited { status, .. } = &event.kind {
+                    last_exit.insert(event.command.clone(), status.to_string());
+                }
+                if let Some(record) = records
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter_mut()
+                    .find(|r| r.name == event.command)
+                {
+                    record.apply_setup(&state, event.at);
+                }
+                let _ = reporter.cast(ReporterMsg::SuiteEvent {
+                    kind: EventKind::SetupStatus {
+                        command: event.command,
+                        state,
+                    },
+                });
             }
         });
         match Harness::spawn(
@@ -422,11 +527,8 @@ impl SupervisorState {
         if let Some(harness) = self.suite_harness.take() {
             let skip_grace = *self.skip_grace.borrow();
             for record in harness.teardown_all(skip_grace).await {
-                tracing::info!(
-                    "suite command {} teardown: {:?}",
-                    record.name,
-                    record.teardown
-                );
+                let how = record.teardown.map_or("not running", |t| t.as_str());
+                tracing::info!("suite command `{}` torn down: {how}", record.name);
             }
         }
         let tallies = self.queue.tallies();
@@ -452,6 +554,7 @@ impl SupervisorState {
         if let Some(signal) = self.shutdown {
             reason = reason.max(ExitReason::Interrupted(signal));
         }
+        tracing::info!("suite finished: exit code {}", reason.code());
         let harness_error = self.harness_error.clone();
         match ractor::call!(self.reporter, |reply| ReporterMsg::SuiteFinished {
             not_run,

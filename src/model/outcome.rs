@@ -85,6 +85,17 @@ pub enum TeardownState {
     Leaked,
 }
 
+impl TeardownState {
+    /// As run.json spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Clean => "clean",
+            Self::Killed => "killed",
+            Self::Leaked => "leaked",
+        }
+    }
+}
+
 /// Why the invocation exits as it does. Ordered so that the highest-ranked reason wins (README
 /// "Exit codes"): interrupted, then invalid input, then harness error, then test failure, then
 /// success.

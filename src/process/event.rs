@@ -47,3 +47,29 @@ impl HarnessEvent {
         }
     }
 }
+
+/// One line for the harness log: what happened, in words (no `Debug` dumps).
+impl std::fmt::Display for HarnessEventKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Started { pid } => write!(f, "started (process group {pid})"),
+            Self::Completed { status } => write!(f, "finished: {status}"),
+            Self::SetupFailed { reason, .. } => write!(f, "failed: {reason}"),
+            Self::SetupTimedOut { reason } => write!(f, "timed out: {reason}"),
+            Self::Ready { probe, detail } => write!(f, "ready ({probe}: {detail})"),
+            Self::Exited { status, restart_in } => match restart_in {
+                Some(delay) => write!(
+                    f,
+                    "exited: {status}; restarting in {:.1}s",
+                    delay.as_secs_f64()
+                ),
+                None => write!(f, "exited: {status}"),
+            },
+            Self::Restarted { attempt, pid } => {
+                write!(f, "restarted (#{attempt}, process group {pid})")
+            }
+            Self::ReadyAgain { attempt } => write!(f, "ready again after restart {attempt}"),
+            Self::GaveUp { reason } => write!(f, "gave up: {reason}"),
+        }
+    }
+}

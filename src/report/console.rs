@@ -44,6 +44,12 @@ impl ConsoleMode {
 /// The console's verbosity is the command line's (one type, in `model::options`).
 pub use crate::model::options::Verbosity;
 
+/// Where a run is: its label and the step it is running (once steps began).
+struct RunPlace {
+    label: String,
+    step: Option<u32>,
+}
+
 struct LiveView {
     multi: MultiProgress,
     bars: HashMap<String, ProgressBar>,
@@ -54,7 +60,7 @@ pub struct Console {
     verbosity: Verbosity,
     out: Box<dyn Write + Send>,
     live: Option<LiveView>,
-    labels: HashMap<String, String>,
+    runs: HashMap<String, RunPlace>,
 }
 
 impl std::fmt::Debug for Console {
@@ -110,8 +116,9 @@ fn step_word(status: StepStatus) -> &'static str {
 }
 
 /// One line of a run event, and whether it is worth printing at `Normal` verbosity (`None`: not
-/// printed at all by the plain console).
-fn event_line(kind: &EventKind) -> Option<(String, Verbosity)> {
+/// printed at all by the plain console). `during_step` is the step running when it came, if any:
+/// a command that dies then is not a setup failure, and the line says which step it hit.
+fn event_line(kind: &EventKind, during_step: Option<u32>) -> Option<(String, Verbosity)> {
     use Verbosity::{Normal, Verbose};
     let line = match kind {
         EventKind::SuiteStarted {
@@ -149,7 +156,13 @@ fn event_line(kind: &EventKind) -> Option<(String, Verbosity)> {
                 SetupState::Failed { reason, .. } => format!("FAILED: {reason}"),
                 SetupState::TimedOut { reason } => format!("TIMED OUT: {reason}"),
             };
-            (format!("SETUP {command} ........ {what}"), Normal)
+            match during_step {
+                None => (format!("SETUP {command} ........ {what}"), Normal),
+                Some(step) => (
+                    format!("COMMAND {command} ........ during step {step}: {what}"),
+                    Normal,
+                ),
+            }
         }
         EventKind::StepStarted {
             step_id,
@@ -251,7 +264,7 @@ impl Console {
             verbosity,
             out: Box::new(std::io::stdout()),
             live,
-            labels: HashMap::new(),
+            runs: HashMap::new(),
         }
     }
 
@@ -264,7 +277,7 @@ impl Console {
                 multi: MultiProgress::with_draw_target(target),
                 bars: HashMap::new(),
             }),
-            labels: HashMap::new(),
+            runs: HashMap::new(),
         }
     }
 
@@ -286,7 +299,7 @@ impl Console {
             verbosity,
             out,
             live: None,
-            labels: HashMap::new(),
+            runs: HashMap::new(),
         }
     }
 
@@ -313,9 +326,17 @@ impl Console {
         if self.verbosity == Verbosity::Quiet {
             return;
         }
-        if let Some((line, level)) = event_line(&event.kind) {
+        if let Some((line, level)) = event_line(&event.kind, None) {
             if level <= self.verbosity {
-                self.print(&redactor.str(&line));
+                // A suite-scoped command's status belongs to no run.
+                let line = match &event.kind {
+                    EventKind::SetupStatus { .. } | EventKind::CommandTornDown { .. } => {
+                        format!("[suite] {line}")
+                    }
+                    _ => line,
+                };
+                let line = escape_controls(&redactor.str(&line), Newlines::Escape).into_owned();
+                self.print(&line);
             }
         }
     }
@@ -334,7 +355,8 @@ impl Console {
             bar.enable_steady_tick(Duration::from_millis(120));
             live.bars.insert(run_id.to_string(), bar);
         }
-        self.labels.insert(run_id.to_string(), label);
+        self.runs
+            .insert(run_id.to_string(), RunPlace { label, step: None });
     }
 
     /// An event of run `run_id`.
@@ -342,13 +364,22 @@ impl Console {
         if self.verbosity == Verbosity::Quiet {
             return;
         }
-        let Some((line, level)) = event_line(&event.kind) else {
+        let place = self.runs.get_mut(run_id);
+        let during_step = match (&event.kind, place) {
+            (EventKind::StepStarted { step_id, .. }, Some(place)) => {
+                place.step = Some(*step_id);
+                None
+            }
+            (_, Some(place)) => place.step,
+            (_, None) => None,
+        };
+        let Some((line, level)) = event_line(&event.kind, during_step) else {
             return;
         };
         let label = self
-            .labels
+            .runs
             .get(run_id)
-            .cloned()
+            .map(|p| p.label.clone())
             .unwrap_or_else(|| run_id.to_string());
         let line = redactor.str(&format!("[{label}] {line}"));
         // One event, one line: a newline in a message or a file name must not split it.
@@ -450,7 +481,7 @@ impl Console {
             }
         }
         self.print(&redactor.str(&line));
-        self.labels.remove(&record.run_id);
+        self.runs.remove(&record.run_id);
     }
 
     /// The aggregate summary after every root test.

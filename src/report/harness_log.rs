@@ -278,8 +278,12 @@ where
                 if run_id.is_none() {
                     run_id = ext.get::<SpanRunId>().map(|r| r.0.clone());
                 }
-                let fields = ext.get::<SpanFields>().map_or("", |f| f.0.as_str());
-                spans.push(format!("{}{{{}}}", span.name(), fields.trim_start()));
+                let fields = ext.get::<SpanFields>().map_or("", |f| f.0.trim_start());
+                if fields.is_empty() {
+                    spans.push(span.name().to_string());
+                } else {
+                    spans.push(format!("{}{{{fields}}}", span.name()));
+                }
             }
         }
         spans.reverse();
@@ -294,7 +298,10 @@ where
         if !spans.is_empty() {
             let _ = write!(line, "{}: ", spans.join(":"));
         }
-        let _ = write!(line, "{}: {}{}", meta.target(), text.message, text.fields);
+        // The crate's own modules by their path inside it (`actors::supervisor`): shorter lines.
+        let target = meta.target();
+        let target = target.strip_prefix("bugatti::").unwrap_or(target);
+        let _ = write!(line, "{target}: {}{}", text.message, text.fields);
         line.push('\n');
         let urgent = *meta.level() <= Level::WARN;
         // Outside any run span, an event may still name its run in a `run_id` field.

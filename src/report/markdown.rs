@@ -305,8 +305,8 @@ fn commands(input: &ReportInput<'_>) -> Result<String, String> {
         s.push_str("No harness commands.\n\n");
         return Ok(s);
     }
-    s.push_str("| name | kind | status | exit code | restarts | teardown | log |\n");
-    s.push_str("|---|---|---|---|---|---|---|\n");
+    s.push_str("| name | kind | scope | status | exit code | restarts | teardown | log |\n");
+    s.push_str("|---|---|---|---|---|---|---|---|\n");
     for c in &input.record.commands {
         let status = match c.status {
             CommandStatus::Pending => "pending",
@@ -323,20 +323,22 @@ fn commands(input: &ReportInput<'_>) -> Result<String, String> {
             .map(|r| format!("#{} after {}", r.attempt, r.exit_status))
             .collect::<Vec<_>>()
             .join("; ");
-        let teardown = c.teardown.map_or("—", |t| match t {
-            crate::model::outcome::TeardownState::Clean => "clean",
-            crate::model::outcome::TeardownState::Killed => "killed",
-            crate::model::outcome::TeardownState::Leaked => "leaked",
-        });
+        let teardown = match (c.teardown, c.scope.as_str()) {
+            (Some(t), _) => t.as_str(),
+            // Shared by the whole suite: torn down after its last run, recorded in the suite log.
+            (None, "suite") => "after the suite",
+            (None, _) => "—",
+        };
         let mut status = status.to_string();
         if let Some(e) = &c.error {
             status = format!("{status}: {e}");
         }
         let _ = writeln!(
             s,
-            "| {} | {} | {} | {} | {} | {} | [`{}`]({}) |",
+            "| {} | {} | {} | {} | {} | {} | {} | [`{}`]({}) |",
             cell(&c.name),
             cell(&c.kind),
+            cell(&c.scope),
             cell(&status),
             c.exit_code.map_or("—".to_string(), |c| c.to_string()),
             if restarts.is_empty() {

@@ -32,6 +32,10 @@ pub struct RunPlan {
     pub skipped_commands: Vec<String>,
     pub steps: Vec<PlanEntry>,
     pub commands: Vec<PlannedCommand>,
+    /// The suite-scoped commands as they stand when the run starts (shared by every run; their
+    /// `log` is relative to the run directory too, `../../suites/<suite_id>/logs/<name>.log`).
+    #[serde(default)]
+    pub suite_commands: Vec<CommandRecord>,
     pub effective_config: Vec<ConfigRow>,
 }
 
@@ -89,6 +93,9 @@ pub struct Restart {
 pub struct CommandRecord {
     pub name: String,
     pub kind: String,
+    /// `test` (the run's own) | `suite` (started once, shared by every run of the suite).
+    #[serde(default = "test_scope")]
+    pub scope: String,
     pub status: CommandStatus,
     pub exit_code: Option<i32>,
     pub restarts: Vec<Restart>,
@@ -100,6 +107,69 @@ pub struct CommandRecord {
     /// The readiness probe that answered.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub ready_probe: Option<String>,
+}
+
+fn test_scope() -> String {
+    "test".to_string()
+}
+
+impl CommandRecord {
+    /// A command not started yet.
+    pub fn pending(name: &str, kind: &str, scope: &str, log: String) -> Self {
+        Self {
+            name: name.to_string(),
+            kind: kind.to_string(),
+            scope: scope.to_string(),
+            status: CommandStatus::Pending,
+            exit_code: None,
+            restarts: Vec::new(),
+            log,
+            teardown: None,
+            error: None,
+            ready_probe: None,
+        }
+    }
+
+    /// Brings the command up to date with one of its setup statuses (`at`: when it happened).
+    pub fn apply_setup(&mut self, state: &SetupState, at: DateTime<Utc>) {
+        match state {
+            SetupState::Started => self.status = CommandStatus::Running,
+            SetupState::Ready { probe } => {
+                // A skipped command's probe still runs; it stays `skipped`.
+                if self.status != CommandStatus::Skipped {
+                    self.status = CommandStatus::Ready;
+                }
+                self.ready_probe = Some(probe.clone());
+            }
+            SetupState::Skipped => self.status = CommandStatus::Skipped,
+            SetupState::Exited { exit_code } => {
+                self.status = CommandStatus::Exited;
+                self.exit_code = *exit_code;
+            }
+            SetupState::Restarted {
+                attempt,
+                exit_status,
+            } => {
+                self.status = CommandStatus::Running;
+                self.restarts.push(Restart {
+                    attempt: *attempt,
+                    exit_status: exit_status.clone(),
+                    at,
+                });
+            }
+            SetupState::Failed { reason, exit_code } => {
+                self.status = CommandStatus::Failed;
+                self.error = Some(reason.clone());
+                if exit_code.is_some() {
+                    self.exit_code = *exit_code;
+                }
+            }
+            SetupState::TimedOut { reason } => {
+                self.status = CommandStatus::TimedOut;
+                self.error = Some(reason.clone());
+            }
+        }
+    }
 }
 
 /// How a `[checkpoint]` command of the run went.
@@ -254,21 +324,14 @@ impl RunRecord {
             commands: plan
                 .commands
                 .iter()
-                .map(|c| CommandRecord {
-                    name: c.name.clone(),
-                    kind: c.kind.clone(),
-                    status: if skipped(&c.name) {
-                        CommandStatus::Skipped
-                    } else {
-                        CommandStatus::Pending
-                    },
-                    exit_code: None,
-                    restarts: Vec::new(),
-                    log: c.log.clone(),
-                    teardown: None,
-                    error: None,
-                    ready_probe: None,
+                .map(|c| {
+                    let mut cmd = CommandRecord::pending(&c.name, &c.kind, "test", c.log.clone());
+                    if skipped(&c.name) {
+                        cmd.status = CommandStatus::Skipped;
+                    }
+                    cmd
                 })
+                .chain(plan.suite_commands.iter().cloned())
                 .collect(),
             checkpoints: Vec::new(),
             effective_config: plan.effective_config.clone(),
@@ -312,17 +375,12 @@ impl RunRecord {
         let index = match self.commands.iter().position(|c| c.name == name) {
             Some(i) => i,
             None => {
-                self.commands.push(CommandRecord {
-                    name: name.to_string(),
-                    kind: "unknown".to_string(),
-                    status: CommandStatus::Pending,
-                    exit_code: None,
-                    restarts: Vec::new(),
-                    log: format!("logs/{name}.log"),
-                    teardown: None,
-                    error: None,
-                    ready_probe: None,
-                });
+                self.commands.push(CommandRecord::pending(
+                    name,
+                    "unknown",
+                    "test",
+                    format!("logs/{name}.log"),
+                ));
                 self.commands.len() - 1
             }
         };
@@ -338,44 +396,8 @@ impl RunRecord {
                 self.attempt = *attempt;
             }
             EventKind::SetupStatus { command, state } => {
-                let cmd = self.command_mut(command);
-                match state {
-                    SetupState::Started => cmd.status = CommandStatus::Running,
-                    SetupState::Ready { probe } => {
-                        // A skipped command's probe still runs; it stays `skipped`.
-                        if cmd.status != CommandStatus::Skipped {
-                            cmd.status = CommandStatus::Ready;
-                        }
-                        cmd.ready_probe = Some(probe.clone());
-                    }
-                    SetupState::Skipped => cmd.status = CommandStatus::Skipped,
-                    SetupState::Exited { exit_code } => {
-                        cmd.status = CommandStatus::Exited;
-                        cmd.exit_code = *exit_code;
-                    }
-                    SetupState::Restarted {
-                        attempt,
-                        exit_status,
-                    } => {
-                        cmd.status = CommandStatus::Running;
-                        cmd.restarts.push(Restart {
-                            attempt: *attempt,
-                            exit_status: exit_status.clone(),
-                            at: event.timestamp,
-                        });
-                    }
-                    SetupState::Failed { reason, exit_code } => {
-                        cmd.status = CommandStatus::Failed;
-                        cmd.error = Some(reason.clone());
-                        if exit_code.is_some() {
-                            cmd.exit_code = *exit_code;
-                        }
-                    }
-                    SetupState::TimedOut { reason } => {
-                        cmd.status = CommandStatus::TimedOut;
-                        cmd.error = Some(reason.clone());
-                    }
-                }
+                self.command_mut(command)
+                    .apply_setup(state, event.timestamp);
             }
             EventKind::StepStarted { step_id, .. } => {
                 if let Some(step) = self.step_mut(*step_id, "step_started") {
@@ -551,6 +573,7 @@ mod tests {
                     log: "logs/seed.log".into(),
                 },
             ],
+            suite_commands: Vec::new(),
             effective_config: vec![ConfigRow {
                 key: "provider.name".into(),
                 value: "shell".into(),

@@ -59,6 +59,7 @@ pub fn plan(artifact_dir: &Path, run_id: &str, test_file: &str, attempt: u32) ->
                 log: "logs/seed.log".into(),
             },
         ],
+        suite_commands: Vec::new(),
         effective_config: vec![
             ConfigRow {
                 key: "provider.name".into(),
