@@ -591,6 +591,7 @@ async fn run_reporter_handle_records_a_real_process_step() {
     run.emit(EventKind::StepStarted {
         step_id: 1,
         instruction: summarize_instruction(&p.steps[0].instruction, 80),
+        instruction_sent: None,
         provenance: Provenance {
             source_file: "sh.test.toml".into(),
             source_index: 0,

@@ -40,6 +40,7 @@ fn kind() -> impl Strategy<Value = EventKind> {
         step.clone().prop_map(|step_id| EventKind::StepStarted {
             step_id,
             instruction: "x".into(),
+            instruction_sent: None,
             provenance: Provenance {
                 source_file: "f".into(),
                 source_index: 0,

@@ -631,6 +631,7 @@ impl Driver {
             self.emit(EventKind::StepStarted {
                 step_id: id,
                 instruction: summarize_instruction(&instruction, 100),
+                instruction_sent: Some(instruction.clone()),
                 provenance: provenance(step),
             });
             let restored = resumed_through.filter(|(last, _)| step.step_id <= *last);

@@ -201,8 +201,12 @@ pub enum EventKind {
     },
     StepStarted {
         step_id: u32,
-        /// One line, shortened: the console and the event log do not carry whole instructions.
+        /// One line, shortened, for the console.
         instruction: String,
+        /// The whole instruction as the agent got it: `${NAME}` substituted, assets inlined
+        /// (secrets are redacted when written, like everything else).
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        instruction_sent: Option<String>,
         #[serde(flatten)]
         provenance: Provenance,
     },

@@ -220,6 +220,14 @@ fn step_details(input: &ReportInput<'_>) -> Result<String, String> {
         if let Some(msg) = &step.message {
             let _ = writeln!(s, "{}\n", one_line(msg));
         }
+        if let Some(sent) = &step.instruction_sent {
+            let fence = "`".repeat(3.max(longest_backtick_run(sent) + 1));
+            let _ = writeln!(
+                s,
+                "Instruction as sent to the agent:\n\n{fence}text\n{}\n{fence}\n",
+                escape_controls(sent.trim_end(), Newlines::Keep)
+            );
+        }
         if step.logs.is_empty() {
             s.push_str("No BUGATTI_LOG entries.\n\n");
         } else {

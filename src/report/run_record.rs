@@ -221,7 +221,11 @@ pub struct StepRecord {
     pub step_id: u32,
     #[serde(flatten)]
     pub provenance: Provenance,
+    /// As written in the test file.
     pub instruction: String,
+    /// As the agent got it (variables substituted, assets inlined); set once the step started.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub instruction_sent: Option<String>,
     pub status: StepStatus,
     pub message: Option<String>,
     pub duration_ms: Option<u64>,
@@ -311,6 +315,7 @@ impl RunRecord {
                     step_id: s.step_id,
                     provenance: s.provenance.clone(),
                     instruction: s.instruction.clone(),
+                    instruction_sent: None,
                     status: StepStatus::NotRun,
                     message: None,
                     duration_ms: None,
@@ -399,9 +404,14 @@ impl RunRecord {
                 self.command_mut(command)
                     .apply_setup(state, event.timestamp);
             }
-            EventKind::StepStarted { step_id, .. } => {
+            EventKind::StepStarted {
+                step_id,
+                instruction_sent,
+                ..
+            } => {
                 if let Some(step) = self.step_mut(*step_id, "step_started") {
                     step.started_at = Some(event.timestamp);
+                    step.instruction_sent = instruction_sent.clone();
                 }
             }
             EventKind::AgentLog { step_id, message } => {
@@ -603,6 +613,7 @@ mod tests {
             EventKind::StepStarted {
                 step_id: 1,
                 instruction: "do thing 1".into(),
+                instruction_sent: None,
                 provenance: plan().steps[0].provenance.clone(),
             },
             EventKind::AgentLog {

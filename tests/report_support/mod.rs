@@ -107,6 +107,7 @@ pub fn events(clock: &EventClock, last: StepStatus, outcome: RunOutcome) -> Vec<
         EventKind::StepStarted {
             step_id: 1,
             instruction: "Step 1".into(),
+            instruction_sent: None,
             provenance: prov(1),
         },
         EventKind::StepFinished {
@@ -119,6 +120,7 @@ pub fn events(clock: &EventClock, last: StepStatus, outcome: RunOutcome) -> Vec<
         EventKind::StepStarted {
             step_id: 2,
             instruction: "Step 2".into(),
+            instruction_sent: None,
             provenance: prov(2),
         },
         EventKind::AgentLog {
@@ -148,6 +150,7 @@ pub fn events(clock: &EventClock, last: StepStatus, outcome: RunOutcome) -> Vec<
         kinds.push(EventKind::StepStarted {
             step_id: 3,
             instruction: "Step 3".into(),
+            instruction_sent: None,
             provenance: prov(3),
         });
         kinds.push(EventKind::AgentLog {
