@@ -191,7 +191,7 @@ fn a_passed_checkpoint_step_saves_and_from_checkpoint_restores_skips_and_reruns_
     );
     assert!(console.contains("CHECKPOINT restore seeded"), "{console}");
     assert!(
-        console.contains("SKIPPED: restored from checkpoint"),
+        console.contains("SKIPPED (0ms): restored from checkpoint"),
         "{console}"
     );
     let junit = read(&p.suite_dir().join("junit.xml"));
@@ -354,7 +354,7 @@ fn skip_true_steps_are_skipped_not_sent_and_the_test_passes() {
     assert!(report.contains("**Outcome: PASSED**"), "{report}");
     assert!(report.contains("| 2 | skipped |"), "{report}");
     assert!(
-        console.contains("STEP 2 ........ SKIPPED: skip = true"),
+        console.contains("STEP 2 ........ SKIPPED (0ms): skip = true"),
         "{console}"
     );
     let events = read(&run_dir(&record).join("events.jsonl"));

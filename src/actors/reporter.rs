@@ -440,9 +440,10 @@ impl ReporterState {
             }
             self.args.console.notice(&text, &redactor);
         }
+        let shown = self.args.console.shown_path(&html_path);
         self.args
             .console
-            .notice(&format!("HTML report: {}", html_path.display()), &redactor);
+            .notice(&format!("HTML report: {shown}"), &redactor);
         if let Some(logs) = &self.args.harness_logs {
             if let Err(e) = logs.flush() {
                 notes.push(e.to_string());

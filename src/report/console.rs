@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -61,6 +62,80 @@ pub struct Console {
     out: Box<dyn Write + Send>,
     live: Option<LiveView>,
     runs: HashMap<String, RunPlace>,
+    /// Paths are shown relative to this directory (the cwd) when they are under it.
+    cwd: Option<PathBuf>,
+    /// Root tests of the suite (from `suite_started`) and how many have finished a first
+    /// attempt: the `[3/12]` progress count.
+    total: usize,
+    done: usize,
+}
+
+/// Console lines fit this many columns (file names aside): a CI log or an 80-column terminal
+/// shows them whole.
+pub const WIDTH: usize = 80;
+
+/// The indent of a root test's second and later lines.
+const INDENT: &str = "      ";
+
+/// `line` cut to [`WIDTH`] columns, ending in `…` when cut.
+fn fit(line: &str) -> String {
+    console::truncate_str(line, WIDTH, "…").into_owned()
+}
+
+/// An event that reports something going wrong: its line is printed whole.
+fn is_failure(kind: &EventKind) -> bool {
+    match kind {
+        EventKind::StepFinished { status, .. } => {
+            !matches!(status, StepStatus::Ok | StepStatus::Skipped)
+        }
+        EventKind::SetupStatus { state, .. } => {
+            matches!(
+                state,
+                SetupState::Failed { .. } | SetupState::TimedOut { .. }
+            )
+        }
+        EventKind::Checkpoint { state, .. } => matches!(state, CheckpointState::Failed { .. }),
+        EventKind::CommandTornDown { teardown, .. } => *teardown == TeardownState::Leaked,
+        _ => false,
+    }
+}
+
+/// `text` wrapped at word boundaries into lines of at most [`WIDTH`] columns, each after
+/// `indent` (a word longer than a line is cut into pieces).
+fn wrap(text: &str, indent: &str) -> String {
+    let room = WIDTH.saturating_sub(indent.len()).max(20);
+    let mut lines: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for word in text.split(' ') {
+        let mut word = word.to_string();
+        loop {
+            let used = console::measure_text_width(&current);
+            let len = console::measure_text_width(&word);
+            if current.is_empty() && len > room {
+                let head: String = word.chars().take(room).collect();
+                word = word.chars().skip(room).collect();
+                lines.push(head);
+                continue;
+            }
+            if !current.is_empty() && used + 1 + len > room {
+                lines.push(std::mem::take(&mut current));
+                continue;
+            }
+            if !current.is_empty() {
+                current.push(' ');
+            }
+            current.push_str(&word);
+            break;
+        }
+    }
+    if !current.is_empty() || lines.is_empty() {
+        lines.push(current);
+    }
+    lines
+        .iter()
+        .map(|l| format!("{indent}{l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl std::fmt::Debug for Console {
@@ -130,14 +205,14 @@ fn event_line(kind: &EventKind, during_step: Option<u32>) -> Option<(String, Ver
             Normal,
         ),
         EventKind::SuiteFinished { .. } | EventKind::RunFinished { .. } => return None,
+        // The run id's tail is in the line's label; the whole id is in the report path at the end.
         EventKind::RunStarted {
-            run_id,
             test_file,
             attempt,
             provider,
             ..
         } => (
-            format!("RUN {test_file} attempt {attempt} on {provider}: run {run_id}"),
+            format!("RUN {test_file} attempt {attempt} on {provider}"),
             Normal,
         ),
         EventKind::SetupStatus { command, state } => {
@@ -208,14 +283,20 @@ fn event_line(kind: &EventKind, during_step: Option<u32>) -> Option<(String, Ver
             duration_ms,
             usage,
         } => {
-            let mut line = format!("STEP {step_id} ........ {}", step_word(*status));
+            // Duration and cost before the message: a line cut to 80 columns loses only the
+            // message's end (whole in report.md and the recap).
+            let mut line = format!(
+                "STEP {step_id} ........ {} ({}",
+                step_word(*status),
+                secs(*duration_ms)
+            );
+            if let Some(cost) = usage.as_ref().and_then(|u| u.cost_usd) {
+                line.push_str(&format!(", ${cost:.4}"));
+            }
+            line.push(')');
             if let Some(msg) = message {
                 line.push_str(": ");
                 line.push_str(&summarize_instruction(msg, 200));
-            }
-            line.push_str(&format!(" ({})", secs(*duration_ms)));
-            if let Some(cost) = usage.as_ref().and_then(|u| u.cost_usd) {
-                line.push_str(&format!(" ${cost:.4}"));
             }
             (line, Normal)
         }
@@ -265,6 +346,21 @@ impl Console {
             out: Box::new(std::io::stdout()),
             live,
             runs: HashMap::new(),
+            cwd: std::env::current_dir().ok(),
+            total: 0,
+            done: 0,
+        }
+    }
+
+    /// `path` as the console shows it: relative to the cwd when it is under it.
+    pub fn shown_path(&self, path: &Path) -> String {
+        match self
+            .cwd
+            .as_deref()
+            .and_then(|cwd| path.strip_prefix(cwd).ok())
+        {
+            Some(rel) if !rel.as_os_str().is_empty() => rel.display().to_string(),
+            _ => path.display().to_string(),
         }
     }
 
@@ -278,6 +374,9 @@ impl Console {
                 bars: HashMap::new(),
             }),
             runs: HashMap::new(),
+            cwd: None,
+            total: 0,
+            done: 0,
         }
     }
 
@@ -300,6 +399,9 @@ impl Console {
             out,
             live: None,
             runs: HashMap::new(),
+            cwd: None,
+            total: 0,
+            done: 0,
         }
     }
 
@@ -323,6 +425,9 @@ impl Console {
 
     /// A suite-level event (not tied to a run).
     pub fn suite_event(&mut self, event: &Event, redactor: &Redactor) {
+        if let EventKind::SuiteStarted { root_tests, .. } = &event.kind {
+            self.total = *root_tests;
+        }
         if self.verbosity == Verbosity::Quiet {
             return;
         }
@@ -336,7 +441,7 @@ impl Console {
                     _ => line,
                 };
                 let line = escape_controls(&redactor.str(&line), Newlines::Escape).into_owned();
-                self.print(&line);
+                self.print(&fit(&line));
             }
         }
     }
@@ -383,7 +488,13 @@ impl Console {
             .unwrap_or_else(|| run_id.to_string());
         let line = redactor.str(&format!("[{label}] {line}"));
         // One event, one line: a newline in a message or a file name must not split it.
-        let line = escape_controls(&line, Newlines::Escape).into_owned();
+        let line = escape_controls(&line, Newlines::Escape);
+        // A failure's line is the cause (a setup command's log tail, say): never cut.
+        let line = if is_failure(&event.kind) {
+            line.into_owned()
+        } else {
+            fit(&line)
+        };
         if let Some(live) = &self.live {
             if let Some(bar) = live.bars.get(run_id) {
                 match &event.kind {
@@ -460,26 +571,42 @@ impl Console {
         } else {
             word
         };
+        // A root test's first attempt moves the count; a retry repeats it (as nextest's TRY lines).
+        if record.attempt <= 1 {
+            self.done += 1;
+        }
+        let progress = if self.total > 0 {
+            format!("[{}/{}] ", self.done, self.total)
+        } else {
+            String::new()
+        };
         // The console's own line breaks and colours stay; those of a file name or a message are
-        // escaped.
+        // escaped. Two lines (outcome, then report path, which names the run id) so that each
+        // fits 80 columns.
         let mut line = format!(
-            "{} {}  run {}  {}",
+            "{progress}{} {}",
             word,
             escape_controls(&record.test_file, Newlines::Escape),
-            record.run_id,
-            report_path
         );
+        if let Some(ms) = record.duration_ms {
+            line.push_str(&format!("  {}", secs(ms)));
+        }
         if record.attempt > 1 {
             line.push_str(&format!("  (attempt {})", record.attempt));
         }
         if outcome != RunOutcome::Passed && self.verbosity >= Verbosity::Normal {
             if let Some(msg) = record.failure_message() {
-                line.push_str(&format!(
-                    "\n            {}",
-                    escape_controls(&summarize_instruction(&msg, 200), Newlines::Escape)
+                line.push('\n');
+                line.push_str(&wrap(
+                    &escape_controls(&summarize_instruction(&msg, 200), Newlines::Escape),
+                    INDENT,
                 ));
             }
         }
+        line.push_str(&format!(
+            "\n{INDENT}report {}",
+            self.shown_path(Path::new(report_path))
+        ));
         self.print(&redactor.str(&line));
         self.runs.remove(&record.run_id);
     }
@@ -508,17 +635,20 @@ impl Console {
             let mut recap = format!("Failures ({}):", failing.len() + summary.not_run.len());
             for test in failing {
                 recap.push_str(&format!(
-                    "\n  {:<11} {}\n      {}\n      report: {}",
+                    "\n  {:<11} {}\n{}\n{INDENT}report: {}",
                     outcome_word(test.outcome),
                     escape_controls(&test.test_file, Newlines::Escape),
-                    escape_controls(
-                        &summarize_instruction(
-                            test.message.as_deref().unwrap_or("(no message)"),
-                            300
+                    wrap(
+                        &escape_controls(
+                            &summarize_instruction(
+                                test.message.as_deref().unwrap_or("(no message)"),
+                                300
+                            ),
+                            Newlines::Escape
                         ),
-                        Newlines::Escape
+                        INDENT
                     ),
-                    test.report
+                    self.shown_path(Path::new(&test.report))
                 ));
             }
             let why = match &summary.harness_error {
@@ -535,28 +665,41 @@ impl Console {
             };
             for file in &summary.not_run {
                 recap.push_str(&format!(
-                    "\n  {word:<11} {}\n      {}",
+                    "\n  {word:<11} {}\n{}",
                     escape_controls(file, Newlines::Escape),
-                    escape_controls(&why, Newlines::Escape)
+                    wrap(&escape_controls(&why, Newlines::Escape), INDENT)
                 ));
             }
             self.print(&redactor.str(&recap));
         }
         let t = &summary.totals;
-        let mut line = format!(
-            "Summary: {} root tests in {}: {} passed, {} warned, {} failed, {} error, {} interrupted",
-            t.total,
-            secs(summary.duration_ms),
-            t.passed,
-            t.warned,
-            t.failed,
-            t.error,
-            t.interrupted
-        );
-        if t.not_run > 0 {
-            line.push_str(&format!(", {} not run", t.not_run));
+        // Counts that are zero are left out (passed and failed always shown): the line fits.
+        let mut counts = vec![format!("{} passed", t.passed)];
+        for (n, what) in [(t.warned, "warned")] {
+            if n > 0 {
+                counts.push(format!("{n} {what}"));
+            }
         }
-        line.push_str(&format!("; {} flaky", t.flaky));
+        counts.push(format!("{} failed", t.failed));
+        for (n, what) in [
+            (t.error, "error"),
+            (t.interrupted, "interrupted"),
+            (t.not_run, "not run"),
+            (t.flaky, "flaky"),
+        ] {
+            if n > 0 {
+                counts.push(format!("{n} {what}"));
+            }
+        }
+        let mut line = wrap(
+            &format!(
+                "Summary: {} root tests in {}: {}",
+                t.total,
+                secs(summary.duration_ms),
+                counts.join(", ")
+            ),
+            "",
+        );
         for test in summary.tests.iter().filter(|t| t.flaky) {
             line.push_str(&format!(
                 "\nFLAKY       {} passed on attempt {}",
@@ -565,7 +708,10 @@ impl Console {
             ));
         }
         if self.verbosity >= Verbosity::Normal {
-            line.push_str(&format!("\nSuite report: {summary_path}"));
+            line.push_str(&format!(
+                "\nSuite report: {}",
+                self.shown_path(Path::new(summary_path))
+            ));
         }
         self.print(&redactor.str(&line));
     }
