@@ -139,6 +139,15 @@ pub enum ReporterMsg {
         harness_error: Option<String>,
         reply: RpcReplyPort<Result<SuiteFiles, ReportError>>,
     },
+    /// A third shutdown signal: the process exits within a second. What is in memory is written
+    /// now — every open run closed as `interrupted`, the summaries, JUnit and the copies — with
+    /// the root tests never started (of `tests`, by path) as not run. Nothing if the suite was
+    /// already finished. `message` is said on the console first.
+    LastWord {
+        message: String,
+        tests: Vec<String>,
+        reply: RpcReplyPort<()>,
+    },
 }
 
 pub struct ReporterState {
@@ -151,6 +160,9 @@ pub struct ReporterState {
     /// The secrets of finished runs: the suite files quote their messages.
     finished_secrets: Vec<Arc<Secrets>>,
     notes: Vec<String>,
+    /// Set once the suite files were written: a later `SuiteFinished` / `LastWord` answers with
+    /// them instead of writing (and recording history) twice.
+    suite_files: Option<SuiteFiles>,
 }
 
 pub struct ReporterActor;
@@ -268,6 +280,9 @@ impl ReporterState {
         not_run: &[String],
         harness_error: Option<String>,
     ) -> Result<SuiteFiles, ReportError> {
+        if let Some(files) = &self.suite_files {
+            return Ok(files.clone());
+        }
         let still_open: Vec<String> = self.open.keys().cloned().collect();
         for run_id in still_open {
             if let Some(writer) = self.open.get_mut(&run_id) {
@@ -436,18 +451,35 @@ impl ReporterState {
                 notes.push(e.to_string());
             }
         }
+        let files = SuiteFiles {
+            summary,
+            summary_json: paths.summary_json(),
+            summary_md: paths.summary_md(),
+            junit: paths.junit(),
+            html: paths.dir.join("report.html"),
+            copies,
+            notes,
+        };
+        self.suite_files = Some(files.clone());
         match first_error {
             Some(e) => Err(e),
-            None => Ok(SuiteFiles {
-                summary,
-                summary_json: paths.summary_json(),
-                summary_md: paths.summary_md(),
-                junit: paths.junit(),
-                html: paths.dir.join("report.html"),
-                copies,
-                notes,
-            }),
+            None => Ok(files),
         }
+    }
+
+    /// The root tests of `tests` (paths as the plans give them) that no run was started for.
+    fn never_started(&self, tests: &[String]) -> Vec<String> {
+        let started: std::collections::HashSet<&str> = self
+            .finished
+            .iter()
+            .map(|r| r.test_file.as_str())
+            .chain(self.open.values().map(|w| w.record().test_file.as_str()))
+            .collect();
+        tests
+            .iter()
+            .filter(|t| !started.contains(t.as_str()))
+            .cloned()
+            .collect()
     }
 
     /// The suite's secrets and every run's (suite files quote messages from every run).
@@ -536,6 +568,7 @@ impl Actor for ReporterActor {
             finished: Vec::new(),
             finished_secrets: Vec::new(),
             notes,
+            suite_files: None,
         })
     }
 
@@ -588,6 +621,21 @@ impl Actor for ReporterActor {
                     state.suite_finished(&not_run, harness_error.clone())
                 });
                 let _ = reply.send(result);
+            }
+            ReporterMsg::LastWord {
+                message,
+                tests,
+                reply,
+            } => {
+                let result = guarded("last_word", || {
+                    state.args.console.notice(&message, &state.redactor);
+                    let not_run = state.never_started(&tests);
+                    state.suite_finished(&not_run, None)
+                });
+                if let Err(e) = result {
+                    stderr_notice(&format!("the suite summary is incomplete: {e}"));
+                }
+                let _ = reply.send(());
             }
         }
         Ok(())

@@ -4,7 +4,7 @@
 //! without a sweep (SIGKILL) left running, found through their process ledgers.
 
 use crate::actors::reporter::Notices;
-use crate::actors::reporter::{ReporterActor, ReporterArgs};
+use crate::actors::reporter::{ReporterActor, ReporterArgs, ReporterMsg};
 use crate::actors::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
 use crate::model::load::Suite;
 use crate::model::options::RunOptions;
@@ -137,6 +137,11 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             return ExitReason::HarnessError;
         }
     };
+    let tests: Vec<String> = suite
+        .tests
+        .iter()
+        .map(|t| t.rel_path.display().to_string())
+        .collect();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let claude_bin = crate::actors::session_plan::claude_bin(&suite.base);
     let args = SupervisorArgs {
@@ -159,9 +164,23 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         }
     };
     let to_supervisor = supervisor.clone();
-    let listener = signals::listen(move |request| {
-        let _ = to_supervisor.cast(SupervisorMsg::Shutdown(request));
-    });
+    let to_reporter = reporter.clone();
+    let listener = signals::listen(
+        move |request| {
+            let _ = to_supervisor.cast(SupervisorMsg::Shutdown(request));
+        },
+        move |signal| async move {
+            let message = format!(
+                "{}: third signal — every process killed; writing the reports from memory and exiting",
+                signal.name()
+            );
+            let _ = ractor::call!(to_reporter, |reply| ReporterMsg::LastWord {
+                message,
+                tests,
+                reply
+            });
+        },
+    );
     if let Err(e) = &listener {
         Notices::new(reporter.clone()).send(format!(
             "cannot listen for signals ({e}); Ctrl-C will not tear down cleanly"

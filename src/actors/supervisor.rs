@@ -19,7 +19,7 @@ use crate::model::substitute::references;
 use crate::process::owner::Scope;
 use crate::process::ports::allocate_loopback_port;
 use crate::process::signals::ShutdownRequest;
-use crate::process::teardown::kill_scope;
+use crate::process::teardown::{end_grace, grace_is_over, kill_scope};
 use crate::report::console::stderr_notice;
 use crate::report::events::EventKind;
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 
 pub enum SupervisorMsg {
     /// Start suite-scoped commands, then dispatch.
@@ -98,8 +98,6 @@ pub struct SupervisorState {
     harness_error: Option<String>,
     /// The first shutdown signal (or the deadline), once one came.
     shutdown: Option<InterruptSignal>,
-    /// Becomes true on a second signal: every teardown skips its grace periods.
-    skip_grace: watch::Sender<bool>,
     /// Answered once, when the suite's files are written; taken by `finish`.
     done: Option<oneshot::Sender<ExitReason>>,
 }
@@ -131,7 +129,6 @@ impl Actor for SupervisorActor {
                 SupervisorMsg::DeadlineReached { secs }
             });
         }
-        let (skip_grace, _) = watch::channel(false);
         myself.cast(SupervisorMsg::Begin)?;
         Ok(SupervisorState {
             tests,
@@ -149,7 +146,6 @@ impl Actor for SupervisorActor {
             suite_harness: None,
             harness_error: None,
             shutdown: None,
-            skip_grace,
             done: Some(args.done),
         })
     }
@@ -173,7 +169,6 @@ impl Actor for SupervisorActor {
                     from_checkpoint: state.from_checkpoint.clone(),
                     shared_ports,
                     claude_bin: state.claude_bin.clone(),
-                    skip_grace: state.skip_grace.subscribe(),
                 }));
                 if state.harness_error.is_some() {
                     state.queue.halt(Halt::Shutdown);
@@ -200,7 +195,8 @@ impl Actor for SupervisorActor {
                         ),
                     ),
                     ShutdownRequest::SkipGrace(s) => {
-                        state.skip_grace.send_replace(true);
+                        // Every ladder, wherever it is (harness, agent, shell step, checkpoint).
+                        end_grace();
                         (s, format!("{}: second signal — skipping the grace periods", s.name()))
                     }
                 };
@@ -420,8 +416,7 @@ impl SupervisorState {
             return;
         };
         if let Some(harness) = self.suite_harness.take() {
-            let skip_grace = *self.skip_grace.borrow();
-            for record in harness.teardown_all(skip_grace).await {
+            for record in harness.teardown_all(grace_is_over()).await {
                 tracing::info!(
                     "suite command {} teardown: {:?}",
                     record.name,
