@@ -106,6 +106,9 @@ pub struct SuiteFiles {
     pub copies: Vec<PathBuf>,
     /// Problems met (a run that had to be closed by the reporter, a file that could not be written).
     pub notes: Vec<String>,
+    /// Every record of the invocation that could not be written (a run's or the suite's), each
+    /// naming the file and why: the exit code is then 3 (SPEC §6).
+    pub lost: Vec<String>,
 }
 
 pub enum ReporterMsg {
@@ -160,6 +163,9 @@ pub struct ReporterState {
     /// The secrets of finished runs: the suite files quote their messages.
     finished_secrets: Vec<Arc<Secrets>>,
     notes: Vec<String>,
+    /// Records that could not be written, each naming the file and why (deduplicated: a vanished
+    /// directory fails every later write the same way).
+    lost: Vec<String>,
     /// Set once the suite files were written: a later `SuiteFinished` / `LastWord` answers with
     /// them instead of writing (and recording history) twice.
     suite_files: Option<SuiteFiles>,
@@ -207,12 +213,16 @@ impl ReporterState {
                 );
                 self.finished.push(record);
                 self.finished_secrets.push(secrets);
+                self.lose(format!("run {}: {e}", plan.run_id));
                 return Err(e);
             }
         };
         let paths = writer.paths().clone();
         if let Some(logs) = &self.args.harness_logs {
-            logs.open_run(&plan.run_id, &paths.harness_log(), redactor.clone())?;
+            if let Err(e) = logs.open_run(&plan.run_id, &paths.harness_log(), redactor.clone()) {
+                self.lose(e.to_string());
+                return Err(e);
+            }
         }
         self.args.console.run_started(&plan.run_id, &plan.test_file);
         let first = Event {
@@ -262,10 +272,22 @@ impl ReporterState {
         // Closed first, so that the report lists a harness.log that is complete on disk.
         if let Some(logs) = &self.args.harness_logs {
             if let Err(e) = logs.close_run(run_id) {
-                self.notes.push(e.to_string());
+                self.lose(e.to_string());
             }
         }
+        // The run's notes so far are writes that failed (events.jsonl lines, run.json).
+        for failed in writer.notes().to_vec() {
+            self.lose(failed);
+        }
         let (record, files) = writer.finish();
+        match &files {
+            Ok(files) => {
+                for failed in files.notes.clone() {
+                    self.lose(failed);
+                }
+            }
+            Err(e) => self.lose(e.to_string()),
+        }
         self.args
             .console
             .run_finished(&record, &report_path, &redactor);
@@ -316,12 +338,21 @@ impl ReporterState {
         )
         .with_harness_error(harness_error);
         let paths = self.suite_paths();
-        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
-            .create(&paths.dir)
-            .map_err(|source| ReportError::CreateDir {
-                path: paths.dir.clone(),
-                source,
-            })?;
+        // Not fatal: the --junit / --json copies are written from memory all the same.
+        if let Err(source) = std::os::unix::fs::DirBuilderExt::mode(
+            std::fs::DirBuilder::new().recursive(true),
+            0o700,
+        )
+        .create(&paths.dir)
+        {
+            self.lose(
+                ReportError::CreateDir {
+                    path: paths.dir.clone(),
+                    source,
+                }
+                .to_string(),
+            );
+        }
         // History: compare with the previous suite of the same selection, then record this one.
         let mut summary = summary;
         let mut history_note = None;
@@ -330,6 +361,7 @@ impl ReporterState {
             let earlier = history::read(&self.args.artifact_dir);
             summary.changes = history::compare(&earlier, &entry);
             if let Err(e) = history::append(&self.args.artifact_dir, &entry) {
+                self.lose(e.to_string());
                 history_note = Some(e.to_string());
             }
         }
@@ -341,11 +373,11 @@ impl ReporterState {
             .map(|r| redact_data(&self.redactor_all(), r))
             .collect::<Result<_, _>>()?;
 
-        let mut first_error = None;
+        let mut failed: Vec<String> = Vec::new();
         let mut keep = |r: Result<(), ReportError>, notes: &mut Vec<String>| {
             if let Err(e) = r {
                 notes.push(e.to_string());
-                first_error.get_or_insert(e);
+                failed.push(e.to_string());
             }
         };
         let mut notes = std::mem::take(&mut self.notes);
@@ -360,7 +392,7 @@ impl ReporterState {
         let md = redactor.str(&redacted_summary.to_markdown());
         let xml = junit::to_xml(&redacted_summary, &redacted_records).map(|x| redactor.str(&x));
         let mut copies = Vec::new();
-        match &json {
+        match json {
             Ok(json) => {
                 keep(
                     write_atomic(&paths.summary_json(), json.as_bytes()),
@@ -374,7 +406,7 @@ impl ReporterState {
                     keep(r, &mut notes);
                 }
             }
-            Err(e) => notes.push(e.to_string()),
+            Err(e) => keep(Err(e), &mut notes),
         }
         keep(write_atomic(&paths.summary_md(), md.as_bytes()), &mut notes);
         match xml {
@@ -421,8 +453,8 @@ impl ReporterState {
             }
             keep(r, &mut notes);
         }
-        if let Err(e) = json {
-            first_error.get_or_insert(e);
+        for what in failed {
+            self.lose(what);
         }
 
         let finished = self.suite_event(EventKind::SuiteFinished {
@@ -449,8 +481,10 @@ impl ReporterState {
         if let Some(logs) = &self.args.harness_logs {
             if let Err(e) = logs.flush() {
                 notes.push(e.to_string());
+                self.lose(e.to_string());
             }
         }
+        self.say_lost(&redactor);
         let files = SuiteFiles {
             summary,
             summary_json: paths.summary_json(),
@@ -459,11 +493,37 @@ impl ReporterState {
             html: paths.dir.join("report.html"),
             copies,
             notes,
+            lost: self.lost.clone(),
         };
         self.suite_files = Some(files.clone());
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(files),
+        Ok(files)
+    }
+
+    /// Ends the console with every record that could not be written, and why (exit 3).
+    fn say_lost(&mut self, redactor: &Redactor) {
+        const SHOWN: usize = 20;
+        if self.lost.is_empty() {
+            return;
+        }
+        let mut text = format!(
+            "{} record(s) could not be written (exit 3):",
+            self.lost.len()
+        );
+        for what in self.lost.iter().take(SHOWN) {
+            text.push_str("\n  ");
+            text.push_str(what);
+        }
+        if self.lost.len() > SHOWN {
+            text.push_str(&format!("\n  … and {} more", self.lost.len() - SHOWN));
+        }
+        self.args.console.notice(&text, redactor);
+    }
+
+    /// Keeps a record that could not be written (once per message).
+    fn lose(&mut self, what: String) {
+        if !self.lost.contains(&what) {
+            tracing::error!("record not written: {what}");
+            self.lost.push(what);
         }
     }
 
@@ -568,6 +628,7 @@ impl Actor for ReporterActor {
             finished: Vec::new(),
             finished_secrets: Vec::new(),
             notes,
+            lost: Vec::new(),
             suite_files: None,
         })
     }

@@ -45,15 +45,20 @@ pub fn run_suite(suite: Suite, options: &RunOptions) -> ExitReason {
     reason
 }
 
-/// The artifact directory, created owner-only: reports may hold what the app printed.
-fn artifact_dir(suite: &Suite) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
+/// Where the suite's artifacts go: `[supervisor] artifact_dir`, relative to the project root.
+pub fn artifact_dir_path(suite: &Suite) -> PathBuf {
     let configured = PathBuf::from(&suite.base.supervisor.artifact_dir.value);
-    let dir = if configured.is_absolute() {
+    if configured.is_absolute() {
         configured
     } else {
         suite.project_root.join(configured)
-    };
+    }
+}
+
+/// The artifact directory, created owner-only: reports may hold what the app printed.
+fn artifact_dir(suite: &Suite) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = artifact_dir_path(suite);
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)

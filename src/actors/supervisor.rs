@@ -448,15 +448,26 @@ impl SupervisorState {
             reason = reason.max(ExitReason::Interrupted(signal));
         }
         let harness_error = self.harness_error.clone();
-        match ractor::call!(self.reporter, |reply| ReporterMsg::SuiteFinished {
+        // A record that could not be written is a harness error (SPEC §6); the reporter has
+        // said which and why.
+        let written = match ractor::call!(self.reporter, |reply| ReporterMsg::SuiteFinished {
             not_run,
             harness_error,
             reply
         }) {
-            Ok(Ok(_files)) => {}
+            Ok(Ok(files)) => files.lost.is_empty(),
             // The reporter's last word is out: these go straight to stderr.
-            Ok(Err(e)) => stderr_notice(&format!("the suite summary is incomplete: {e}")),
-            Err(e) => stderr_notice(&format!("the reporter is gone: {e}")),
+            Ok(Err(e)) => {
+                stderr_notice(&format!("the suite summary is incomplete: {e}"));
+                false
+            }
+            Err(e) => {
+                stderr_notice(&format!("the reporter is gone: {e}"));
+                false
+            }
+        };
+        if !written {
+            reason = reason.max(ExitReason::HarnessError);
         }
         let _ = done.send(reason);
         myself.stop(None);
