@@ -239,6 +239,8 @@ impl ReporterState {
             },
         };
         self.args.console.run_event(&plan.run_id, &first, &redactor);
+        // For the next start, should this supervisor be SIGKILLed before the run is final.
+        crate::process::ledger::run_opened(&plan.run_id, &paths.dir);
         self.open.insert(plan.run_id.clone(), writer);
         Ok(paths)
     }
@@ -280,6 +282,7 @@ impl ReporterState {
             self.lose(failed);
         }
         let (record, files) = writer.finish();
+        crate::process::ledger::run_closed(run_id);
         match &files {
             Ok(files) => {
                 for failed in files.notes.clone() {

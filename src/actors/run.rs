@@ -67,10 +67,27 @@ fn artifact_dir(suite: &Suite) -> std::io::Result<PathBuf> {
 }
 
 /// Kills what earlier supervisors that died without cleaning up (SIGKILL, OOM, power cut) left
-/// running, before anything of ours starts: their servers may hold our ports.
+/// running, before anything of ours starts (their servers may hold our ports), and makes the
+/// files of the runs they left open final, as `interrupted`.
 fn reap_dead_runs(artifact_dir: &std::path::Path) {
-    for leftovers in ledger::reap_dead(artifact_dir) {
+    let reaped = ledger::reap_dead(artifact_dir);
+    for leftovers in &reaped.leftovers {
         stderr_notice(&leftovers.describe());
+    }
+    for run in &reaped.open_runs {
+        match crate::report::recover::finalise_dead_run(&run.run_dir) {
+            Ok(Some(outcome)) => stderr_notice(&format!(
+                "run {} of a supervisor that was killed: its reports are final now ({}): {}",
+                run.run_id,
+                outcome.as_str(),
+                run.run_dir.join("report.md").display()
+            )),
+            Ok(None) => {}
+            Err(e) => stderr_notice(&format!(
+                "run {} of a supervisor that was killed could not be finalised: {e}",
+                run.run_id
+            )),
+        }
     }
 }
 
