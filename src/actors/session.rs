@@ -38,6 +38,7 @@ use crate::report::error::ReportError;
 use crate::report::events::{
     millis, summarize_instruction, CheckpointAction, EventKind, Provenance, SetupState, Usage,
 };
+use crate::report::evidence::problem as evidence_problem;
 use crate::report::excerpt::LogMarks;
 use crate::report::run_record::{
     CommandRecord, ConfigRow, PlanEntry as ReportStep, PlannedCommand, RunPlan,
@@ -880,10 +881,12 @@ impl Driver {
                 self.emit(EventKind::AgentLog { step_id, message });
             }
             AgentEvent::Evidence { step_id, evidence } if step_id > 0 => {
+                let problem = evidence_problem(&self.run_dir(), &evidence.path);
                 self.emit(EventKind::Evidence {
                     step_id,
                     kind: evidence.kind.to_string(),
                     path: evidence.path.clone(),
+                    problem,
                 });
             }
             other => {

@@ -96,6 +96,7 @@ fn is_failure(kind: &EventKind) -> bool {
         }
         EventKind::Checkpoint { state, .. } => matches!(state, CheckpointState::Failed { .. }),
         EventKind::CommandTornDown { teardown, .. } => *teardown == TeardownState::Leaked,
+        EventKind::Evidence { problem, .. } => problem.is_some(),
         _ => false,
     }
 }
@@ -272,10 +273,17 @@ fn event_line(kind: &EventKind, during_step: Option<u32>) -> Option<(String, Ver
             step_id,
             kind,
             path,
-        } => (
-            format!("EVIDENCE {step_id} ........ {kind} {path}"),
-            Verbose,
-        ),
+            problem,
+        } => match problem {
+            None => (
+                format!("EVIDENCE {step_id} ........ {kind} {path}"),
+                Verbose,
+            ),
+            Some(problem) => (
+                format!("EVIDENCE {step_id} ........ WARNING: {kind} {path}: {problem}"),
+                Normal,
+            ),
+        },
         EventKind::StepFinished {
             step_id,
             status,
@@ -535,6 +543,7 @@ impl Console {
                 EventKind::Checkpoint { state, .. } => {
                     matches!(state, CheckpointState::Failed { .. })
                 }
+                EventKind::Evidence { problem, .. } => problem.is_some(),
                 _ => false,
             };
             if !(worth || self.verbosity == Verbosity::Verbose) {
