@@ -9,7 +9,7 @@ use crate::actors::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
 use crate::model::load::Suite;
 use crate::model::options::RunOptions;
 use crate::model::outcome::ExitReason;
-use crate::process::{ledger, registry, signals, subreaper};
+use crate::process::{dead_runs, ledger, registry, signals, subreaper};
 use crate::report::console::{stderr_notice, Console, ConsoleMode};
 use crate::report::harness_log::HarnessLogs;
 use crate::report::redact::Secrets;
@@ -66,6 +66,10 @@ fn artifact_dir(suite: &Suite) -> std::io::Result<PathBuf> {
 fn reap_dead_runs(artifact_dir: &std::path::Path) {
     for leftovers in ledger::reap_dead(artifact_dir) {
         stderr_notice(&leftovers.describe());
+    }
+    // Their workspaces too (the dead supervisor could not remove them).
+    for line in dead_runs::remove_workspaces(artifact_dir) {
+        stderr_notice(&line);
     }
 }
 
