@@ -629,12 +629,6 @@ impl Driver {
                 Ok(text) => text,
                 Err(message) => return Ending::error(message),
             };
-            self.emit(EventKind::StepStarted {
-                step_id: id,
-                instruction: summarize_instruction(&instruction, 100),
-                instruction_sent: Some(instruction.clone()),
-                provenance: provenance(step),
-            });
             let restored = resumed_through.filter(|(last, _)| step.step_id <= *last);
             let skipped = if step.skip {
                 Some("skip = true".to_string())
@@ -643,6 +637,13 @@ impl Driver {
                     .filter(|_| !step.setup)
                     .map(|(_, name)| format!("restored from checkpoint `{name}`"))
             };
+            self.emit(EventKind::StepStarted {
+                step_id: id,
+                instruction: summarize_instruction(&instruction, 100),
+                // A skipped step sends nothing.
+                instruction_sent: skipped.is_none().then(|| instruction.clone()),
+                provenance: provenance(step),
+            });
             if let Some(message) = skipped {
                 self.emit(step_finished(
                     id,
