@@ -619,6 +619,7 @@ async fn run_reporter_handle_records_a_real_process_step() {
                 step_id: 1,
                 kind: kind.into(),
                 path: path.into(),
+                problem: None,
             })
             .expect("emit");
         } else if let Some(msg) = line.strip_prefix("RESULT WARN: ") {

@@ -177,3 +177,47 @@ fn a_server_crash_mid_test_is_not_called_a_setup_failure() {
         "{console}"
     );
 }
+
+#[test]
+fn a_suite_command_dying_mid_run_is_in_that_runs_events_and_on_the_console() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        r#"[provider]
+name = "shell"
+
+[commands.db]
+kind = "long_lived"
+scope = "suite"
+cmd = "echo db up; while [ ! -f \"$BUGATTI_PROJECT_ROOT/die\" ]; do sleep 0.05; done; exit 7"
+readiness = { log = "db up" }
+"#,
+    );
+    // The step ends only once the run has heard of the death (or at its timeout: then it fails).
+    p.write(
+        "a.test.toml",
+        r#"[[steps]]
+timeout_secs = 20
+instruction = "`touch $BUGATTI_PROJECT_ROOT/die; until grep -q '\"exit_code\":7,\"state\":\"exited\"' $BUGATTI_RUN_DIR/events.jsonl; do sleep 0.05; done`"
+"#,
+    );
+    let out = p.run(&["start", "--step-timeout", "20"]);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert!(
+        console.contains("[suite] COMMAND db ........ while tests ran: exited with 7"),
+        "{console}"
+    );
+    assert!(
+        console.contains("] COMMAND db ........ during step 1: exited with 7"),
+        "{console}"
+    );
+    let record = p.record_for("a.test.toml");
+    let db = command(&record, "db");
+    assert_eq!(db["scope"], "suite", "{db}");
+    assert_ne!(
+        db["status"], "ready",
+        "the run's record saw the death: {db}"
+    );
+    assert_eq!(db["exit_code"], 7, "{db}");
+}

@@ -60,6 +60,7 @@ fn kind() -> impl Strategy<Value = EventKind> {
             step_id,
             kind: "log".into(),
             path,
+            problem: None,
         }),
         (cmd.clone(), 0u32..4).prop_map(|(command, attempt)| EventKind::SetupStatus {
             command,

@@ -349,6 +349,12 @@ fn skip_true_steps_are_skipped_not_sent_and_the_test_passes() {
     assert_eq!(record["outcome"], "passed");
     assert_eq!(statuses(&record), ["ok", "skipped", "ok"]);
     assert_eq!(record["steps"][1]["message"], "skip = true");
+    assert!(
+        record["steps"][1].get("instruction_sent").is_none(),
+        "a skipped step sends nothing: {}",
+        record["steps"][1]
+    );
+    assert!(record["steps"][0]["instruction_sent"].is_string());
     assert_eq!(read(&p.root().join("trace.txt")), "one\nthree\n");
     let report = read(&run_dir(&record).join("report.md"));
     assert!(report.contains("**Outcome: PASSED**"), "{report}");

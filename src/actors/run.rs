@@ -9,7 +9,7 @@ use crate::actors::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
 use crate::model::load::Suite;
 use crate::model::options::RunOptions;
 use crate::model::outcome::ExitReason;
-use crate::process::{ledger, registry, signals, subreaper};
+use crate::process::{dead_runs, ledger, registry, signals, subreaper};
 use crate::report::console::{stderr_notice, Console, ConsoleMode};
 use crate::report::harness_log::HarnessLogs;
 use crate::report::redact::Secrets;
@@ -73,6 +73,11 @@ fn reap_dead_runs(artifact_dir: &std::path::Path) {
     let reaped = ledger::reap_dead(artifact_dir);
     for leftovers in &reaped.leftovers {
         stderr_notice(&leftovers.describe());
+    }
+    // Their workspaces before their records: finalising a run gives it an outcome, and only runs
+    // with none are found dead.
+    for line in dead_runs::remove_workspaces(artifact_dir) {
+        stderr_notice(&line);
     }
     for run in &reaped.open_runs {
         match crate::report::recover::finalise_dead_run(&run.run_dir) {

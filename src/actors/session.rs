@@ -38,6 +38,7 @@ use crate::report::error::ReportError;
 use crate::report::events::{
     millis, summarize_instruction, CheckpointAction, EventKind, Provenance, SetupState, Usage,
 };
+use crate::report::evidence::problem as evidence_problem;
 use crate::report::excerpt::LogMarks;
 use crate::report::run_record::{
     CommandRecord, ConfigRow, PlanEntry as ReportStep, PlannedCommand, RunPlan,
@@ -626,12 +627,6 @@ impl Driver {
                 Ok(text) => text,
                 Err(message) => return Ending::error(message),
             };
-            self.emit(EventKind::StepStarted {
-                step_id: id,
-                instruction: summarize_instruction(&instruction, 100),
-                instruction_sent: Some(instruction.clone()),
-                provenance: provenance(step),
-            });
             let restored = resumed_through.filter(|(last, _)| step.step_id <= *last);
             let skipped = if step.skip {
                 Some("skip = true".to_string())
@@ -640,6 +635,13 @@ impl Driver {
                     .filter(|_| !step.setup)
                     .map(|(_, name)| format!("restored from checkpoint `{name}`"))
             };
+            self.emit(EventKind::StepStarted {
+                step_id: id,
+                instruction: summarize_instruction(&instruction, 100),
+                // A skipped step sends nothing.
+                instruction_sent: skipped.is_none().then(|| instruction.clone()),
+                provenance: provenance(step),
+            });
             if let Some(message) = skipped {
                 self.emit(step_finished(
                     id,
@@ -878,10 +880,12 @@ impl Driver {
                 self.emit(EventKind::AgentLog { step_id, message });
             }
             AgentEvent::Evidence { step_id, evidence } if step_id > 0 => {
+                let problem = evidence_problem(&self.run_dir(), &evidence.path);
                 self.emit(EventKind::Evidence {
                     step_id,
                     kind: evidence.kind.to_string(),
                     path: evidence.path.clone(),
+                    problem,
                 });
             }
             other => {

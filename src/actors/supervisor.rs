@@ -22,8 +22,9 @@ use crate::process::ports::allocate_loopback_port;
 use crate::process::signals::ShutdownRequest;
 use crate::process::teardown::{end_grace, grace_is_over, kill_scope};
 use crate::report::console::stderr_notice;
-use crate::report::events::EventKind;
+use crate::report::events::{EventKind, SetupState};
 use crate::report::run_record::CommandRecord;
+use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorId, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
@@ -44,6 +45,12 @@ pub enum SupervisorMsg {
     /// `--timeout` expired: a shutdown like SIGTERM's, said to be the deadline's.
     DeadlineReached {
         secs: u64,
+    },
+    /// A suite-scoped command's status changed: passed on to every run that was running then.
+    SuiteCommand {
+        command: String,
+        state: SetupState,
+        at: DateTime<Utc>,
     },
 }
 
@@ -243,6 +250,17 @@ impl SupervisorState {
                 tracing::warn!("signal {} received: {message}", signal.name());
                 self.shut_down(myself, signal, signal.name().to_string(), message)
                     .await;
+            }
+            SupervisorMsg::SuiteCommand { command, state, at } => {
+                // Runs that started later copied the command's state into their plan.
+                for running in self.running.values() {
+                    if running.events.clock().started_at() < at {
+                        let _ = running.events.emit(EventKind::SetupStatus {
+                            command: command.clone(),
+                            state: state.clone(),
+                        });
+                    }
+                }
             }
             SupervisorMsg::DeadlineReached { secs } => {
                 let message = format!(
@@ -467,6 +485,7 @@ impl SupervisorState {
         let (tx, mut rx) = mpsc::unbounded_channel::<HarnessEvent>();
         let records = Arc::clone(&self.suite_commands);
         let reporter = self.reporter.clone();
+        let supervisor = myself.clone();
         tokio::spawn(async move {
             let mut last_exit: HashMap<String, String> = HashMap::new();
             while let Some(event) = rx.recv().await {
@@ -488,9 +507,14 @@ impl SupervisorState {
                 }
                 let _ = reporter.cast(ReporterMsg::SuiteEvent {
                     kind: EventKind::SetupStatus {
-                        command: event.command,
-                        state,
+                        command: event.command.clone(),
+                        state: state.clone(),
                     },
+                });
+                let _ = supervisor.cast(SupervisorMsg::SuiteCommand {
+                    command: event.command,
+                    state,
+                    at: event.at,
                 });
             }
         });

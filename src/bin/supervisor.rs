@@ -1,7 +1,7 @@
 //! The `supervisor` binary: the CLI edge only. Parse (clap), load and validate (`model`), hand
 //! to the runner, map to an exit code. Invalid input is exit 2 before anything runs.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use bugatti::model::layers::Layer;
@@ -729,11 +729,53 @@ fn doctor(config: Option<PathBuf>) -> ExitCode {
             println!("FAIL artifacts: {} is not writable: {e}", probe.display());
         }
     }
+    report_dead_runs(&artifacts);
     if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// What supervisors that died (SIGKILL, OOM) left behind: a warning, not a failure — the next
+/// `start` cleans it up.
+fn report_dead_runs(artifacts: &Path) {
+    use bugatti::process::dead_runs;
+    let ledgers = dead_runs::dead_ledgers(artifacts);
+    let leftover_workspaces: Vec<_> = dead_runs::find(artifacts)
+        .into_iter()
+        .filter(|run| run.workspace.is_some())
+        .collect();
+    if ledgers.is_empty() && leftover_workspaces.is_empty() {
+        println!("ok   no leftovers of dead runs");
+        return;
+    }
+    for ledger in &ledgers {
+        let what = if ledger.groups_alive.is_empty() {
+            "no process group still running".to_string()
+        } else {
+            format!("still running: {}", ledger.groups_alive.join(", "))
+        };
+        println!(
+            "warn dead supervisor (pid {}, suite {}) left its ledger {}: {what}",
+            ledger.supervisor_pid,
+            ledger.suite_id,
+            ledger.path.display()
+        );
+    }
+    for run in &leftover_workspaces {
+        if let Some(ws) = &run.workspace {
+            println!(
+                "warn dead run {} ({}) left its workspace {}",
+                run.run_id,
+                run.test_file,
+                ws.display()
+            );
+        }
+    }
+    println!(
+        "     the next `supervisor start` here kills those processes and removes those workspaces"
+    );
 }
 
 /// Run a validated suite under the actors; map why it ended to the exit code of SPEC §6.

@@ -240,7 +240,7 @@ pub fn close() {
 }
 
 /// Whether the supervisor of `file` is still this very process: same pid, same start time.
-fn supervisor_alive(file: &LedgerFile) -> bool {
+pub fn supervisor_alive(file: &LedgerFile) -> bool {
     match (start_time(file.supervisor_pid), file.supervisor_start) {
         (Some(now), Some(then)) => now == then,
         (Some(_), None) => true, // cannot tell a reused pid apart: leave it alone

@@ -45,6 +45,17 @@ impl ConsoleMode {
 /// The console's verbosity is the command line's (one type, in `model::options`).
 pub use crate::model::options::Verbosity;
 
+/// When an event came, for the words of a command's line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Before a run's first step (or, for the suite, before its first run).
+    Setup,
+    /// While this step of the run ran.
+    Step(u32),
+    /// Suite-scoped: once runs had started.
+    Tests,
+}
+
 /// Where a run is: its label and the step it is running (once steps began).
 struct RunPlace {
     label: String,
@@ -68,6 +79,8 @@ pub struct Console {
     /// attempt: the `[3/12]` progress count.
     total: usize,
     done: usize,
+    /// A run has started: suite-scoped commands are past their setup.
+    runs_seen: bool,
 }
 
 /// Console lines fit this many columns (file names aside): a CI log or an 80-column terminal
@@ -96,6 +109,7 @@ fn is_failure(kind: &EventKind) -> bool {
         }
         EventKind::Checkpoint { state, .. } => matches!(state, CheckpointState::Failed { .. }),
         EventKind::CommandTornDown { teardown, .. } => *teardown == TeardownState::Leaked,
+        EventKind::Evidence { problem, .. } => problem.is_some(),
         _ => false,
     }
 }
@@ -191,9 +205,9 @@ fn step_word(status: StepStatus) -> &'static str {
 }
 
 /// One line of a run event, and whether it is worth printing at `Normal` verbosity (`None`: not
-/// printed at all by the plain console). `during_step` is the step running when it came, if any:
-/// a command that dies then is not a setup failure, and the line says which step it hit.
-fn event_line(kind: &EventKind, during_step: Option<u32>) -> Option<(String, Verbosity)> {
+/// printed at all by the plain console). `phase` is when it came: a command that dies while steps
+/// run is not a setup failure, and the line says which step it hit.
+fn event_line(kind: &EventKind, phase: Phase) -> Option<(String, Verbosity)> {
     use Verbosity::{Normal, Verbose};
     let line = match kind {
         EventKind::SuiteStarted {
@@ -231,10 +245,14 @@ fn event_line(kind: &EventKind, during_step: Option<u32>) -> Option<(String, Ver
                 SetupState::Failed { reason, .. } => format!("FAILED: {reason}"),
                 SetupState::TimedOut { reason } => format!("TIMED OUT: {reason}"),
             };
-            match during_step {
-                None => (format!("SETUP {command} ........ {what}"), Normal),
-                Some(step) => (
+            match phase {
+                Phase::Setup => (format!("SETUP {command} ........ {what}"), Normal),
+                Phase::Step(step) => (
                     format!("COMMAND {command} ........ during step {step}: {what}"),
+                    Normal,
+                ),
+                Phase::Tests => (
+                    format!("COMMAND {command} ........ while tests ran: {what}"),
                     Normal,
                 ),
             }
@@ -272,10 +290,17 @@ fn event_line(kind: &EventKind, during_step: Option<u32>) -> Option<(String, Ver
             step_id,
             kind,
             path,
-        } => (
-            format!("EVIDENCE {step_id} ........ {kind} {path}"),
-            Verbose,
-        ),
+            problem,
+        } => match problem {
+            None => (
+                format!("EVIDENCE {step_id} ........ {kind} {path}"),
+                Verbose,
+            ),
+            Some(problem) => (
+                format!("EVIDENCE {step_id} ........ WARNING: {kind} {path}: {problem}"),
+                Normal,
+            ),
+        },
         EventKind::StepFinished {
             step_id,
             status,
@@ -349,6 +374,7 @@ impl Console {
             cwd: std::env::current_dir().ok(),
             total: 0,
             done: 0,
+            runs_seen: false,
         }
     }
 
@@ -377,6 +403,7 @@ impl Console {
             cwd: None,
             total: 0,
             done: 0,
+            runs_seen: false,
         }
     }
 
@@ -402,6 +429,7 @@ impl Console {
             cwd: None,
             total: 0,
             done: 0,
+            runs_seen: false,
         }
     }
 
@@ -431,7 +459,12 @@ impl Console {
         if self.verbosity == Verbosity::Quiet {
             return;
         }
-        if let Some((line, level)) = event_line(&event.kind, None) {
+        let phase = if self.runs_seen {
+            Phase::Tests
+        } else {
+            Phase::Setup
+        };
+        if let Some((line, level)) = event_line(&event.kind, phase) {
             if level <= self.verbosity {
                 // A suite-scoped command's status belongs to no run.
                 let line = match &event.kind {
@@ -462,6 +495,7 @@ impl Console {
         }
         self.runs
             .insert(run_id.to_string(), RunPlace { label, step: None });
+        self.runs_seen = true;
     }
 
     /// An event of run `run_id`.
@@ -470,15 +504,15 @@ impl Console {
             return;
         }
         let place = self.runs.get_mut(run_id);
-        let during_step = match (&event.kind, place) {
+        let phase = match (&event.kind, place) {
             (EventKind::StepStarted { step_id, .. }, Some(place)) => {
                 place.step = Some(*step_id);
-                None
+                Phase::Setup
             }
-            (_, Some(place)) => place.step,
-            (_, None) => None,
+            (_, Some(place)) => place.step.map_or(Phase::Setup, Phase::Step),
+            (_, None) => Phase::Setup,
         };
-        let Some((line, level)) = event_line(&event.kind, during_step) else {
+        let Some((line, level)) = event_line(&event.kind, phase) else {
             return;
         };
         let label = self
@@ -535,6 +569,7 @@ impl Console {
                 EventKind::Checkpoint { state, .. } => {
                     matches!(state, CheckpointState::Failed { .. })
                 }
+                EventKind::Evidence { problem, .. } => problem.is_some(),
                 _ => false,
             };
             if !(worth || self.verbosity == Verbosity::Verbose) {

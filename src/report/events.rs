@@ -219,6 +219,10 @@ pub enum EventKind {
         kind: String,
         /// Relative to the run directory.
         path: String,
+        /// Why the path is not a file inside the run directory, when it is not
+        /// ([`crate::report::evidence::problem`]).
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        problem: Option<String>,
     },
     StepFinished {
         step_id: u32,

@@ -32,6 +32,7 @@ pub const SECTIONS: &[Section] = &[
     ("skipped commands", skipped),
     ("steps", steps),
     ("step details", step_details),
+    ("evidence warnings", evidence_warnings),
     ("checkpoints", checkpoints),
     ("commands", commands),
     ("artifacts", artifacts),
@@ -271,6 +272,33 @@ fn step_details(input: &ReportInput<'_>) -> Result<String, String> {
 
 fn longest_backtick_run(text: &str) -> usize {
     text.split(|c| c != '`').map(str::len).max().unwrap_or(0)
+}
+
+/// Evidence the agent named that is not a file inside the run directory, for every step (a
+/// passing step's broken link is still a broken link); no section when there is none.
+fn evidence_warnings(input: &ReportInput<'_>) -> Result<String, String> {
+    let mut s = String::new();
+    for step in &input.record.steps {
+        for ev in &step.evidence {
+            if let Some(problem) = &ev.problem {
+                if s.is_empty() {
+                    s.push_str("## Evidence warnings\n\n");
+                }
+                let _ = writeln!(
+                    s,
+                    "- step {}: {} `{}`: {}",
+                    step.step_id,
+                    one_line(&ev.kind),
+                    one_line(&ev.path).replace('`', "'"),
+                    one_line(problem)
+                );
+            }
+        }
+    }
+    if !s.is_empty() {
+        s.push('\n');
+    }
+    Ok(s)
 }
 
 /// `[checkpoint]` saves and restores; no section when there were none.

@@ -10,6 +10,7 @@ pub mod console;
 pub mod error;
 pub mod event_log;
 pub mod events;
+pub mod evidence;
 pub mod excerpt;
 pub mod harness_log;
 pub mod history;

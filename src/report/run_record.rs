@@ -214,6 +214,9 @@ pub struct EvidenceRecord {
     pub kind: String,
     /// Relative to the run directory.
     pub path: String,
+    /// Why the path is not a file inside the run directory, when it is not.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub problem: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -467,11 +470,13 @@ impl RunRecord {
                 step_id,
                 kind,
                 path,
+                problem,
             } => {
                 if let Some(step) = self.step_mut(*step_id, "evidence") {
                     step.evidence.push(EvidenceRecord {
                         kind: kind.clone(),
                         path: path.clone(),
+                        problem: problem.clone(),
                     });
                 }
             }

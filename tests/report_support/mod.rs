@@ -131,6 +131,7 @@ pub fn events(clock: &EventClock, last: StepStatus, outcome: RunOutcome) -> Vec<
             step_id: 2,
             kind: "screenshot".into(),
             path: "screenshots/cart.png".into(),
+            problem: None,
         },
         EventKind::StepFinished {
             step_id: 2,
