@@ -329,3 +329,81 @@ fn a_third_signal_still_writes_the_reports_held_in_memory() {
     let summary = p.suite_summary();
     assert_eq!(summary["totals"]["interrupted"], 2, "{summary}");
 }
+
+/// State letters (`/proc/<pid>/stat` field 3) of the live processes running the project's steps.
+fn step_process_states(p: &Project) -> Vec<char> {
+    fault::project_processes(p)
+        .into_iter()
+        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/stat")).ok())
+        .filter_map(|stat| stat.rsplit(')').next()?.trim_start().chars().next())
+        .collect()
+}
+
+#[test]
+fn ctrl_z_then_fg_stops_the_children_too_and_costs_no_step_its_timeout() {
+    // Step 2 needs 2 s of its 5 s; the supervisor is stopped (Ctrl+Z) for 6 s in the middle of
+    // it. Stopped time must not count: step 1 stays passed, step 2 passes, and while stopped the
+    // step's processes are stopped too.
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    p.write(
+        "pause.test.toml",
+        "name = \"Pause\"\n\
+         [[steps]]\ninstruction = \"`echo first`\"\n\
+         [[steps]]\ninstruction = \"`sleep 1` then `sleep 1; echo second`\"\ntimeout_secs = 5\n",
+    );
+    let child = p
+        .supervisor()
+        .args(["start"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    let deadline = std::time::Instant::now() + fault::GUARD;
+    let events = || {
+        fault::run_dirs(&p)
+            .first()
+            .and_then(|dir| std::fs::read_to_string(dir.join("events.jsonl")).ok())
+            .unwrap_or_default()
+    };
+    let step_2_started = |text: String| {
+        text.lines()
+            .any(|l| l.contains(r#""type":"step_started""#) && l.contains(r#""step_id":2,"#))
+    };
+    while !step_2_started(events()) {
+        assert!(std::time::Instant::now() < deadline, "step 2 never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    fault::signal(child.id(), "TSTP");
+    // Stopped: the supervisor, and with it the step's processes.
+    let stopped_by = std::time::Instant::now() + fault::GUARD;
+    loop {
+        let states = step_process_states(&p);
+        if !states.is_empty() && states.iter().all(|s| *s == 'T') {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < stopped_by,
+            "the step's processes were not stopped: {states:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_secs(6));
+    fault::signal(child.id(), "CONT");
+    let out = fault::wait_guarded(child);
+    p.assert_nothing_survives();
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{console}");
+    let record = p.record_for("pause.test.toml");
+    assert_eq!(record["steps"][0]["status"], "ok", "{record}");
+    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
+    let transcript = std::fs::read_to_string(
+        std::path::Path::new(record["run_dir"].as_str().expect("run_dir"))
+            .join("transcripts/agent.log"),
+    )
+    .unwrap_or_default();
+    assert!(
+        transcript.contains("second"),
+        "the output is kept: {transcript}"
+    );
+}

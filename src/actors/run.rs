@@ -9,7 +9,7 @@ use crate::actors::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
 use crate::model::load::Suite;
 use crate::model::options::RunOptions;
 use crate::model::outcome::ExitReason;
-use crate::process::{dead_runs, ledger, registry, signals, subreaper};
+use crate::process::{dead_runs, job_control, ledger, registry, signals, subreaper};
 use crate::report::console::{stderr_notice, Console, ConsoleMode};
 use crate::report::harness_log::HarnessLogs;
 use crate::report::redact::Secrets;
@@ -213,11 +213,18 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             "cannot listen for signals ({e}); Ctrl-C will not tear down cleanly"
         ));
     }
+    let job_control = job_control::listen();
+    if let Err(e) = &job_control {
+        Notices::new(reporter.clone()).send(format!(
+            "cannot handle Ctrl+Z ({e}); time stopped will count against step timeouts"
+        ));
+    }
     let reason = done_rx.await.unwrap_or(ExitReason::HarnessError);
     let _ = supervisor_task.await;
     reporter.stop(None);
     let _ = reporter_task.await;
     let _ = logs.close_all();
     drop(listener);
+    drop(job_control);
     reason
 }

@@ -23,12 +23,12 @@ use super::{
 };
 use crate::model::markers::scan_text;
 use crate::model::outcome::{StepStatus, TeardownState};
+use crate::process::job_control::{reached, Deadline};
 use crate::process::owner::{Owner, Role, Scope};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStdout;
-use tokio::time::{sleep_until, Instant as TokioInstant};
 
 /// Characters of a tool result shown in `agent.log` (the whole one is in `agent.jsonl`).
 const TOOL_RESULT_SHOWN: usize = 2000;
@@ -238,10 +238,10 @@ impl ClaudeCode {
         timeout: Duration,
         mut cancel: CancelSignal,
     ) -> TurnEnd {
-        let far = TokioInstant::now() + Duration::from_secs(86_400 * 365);
-        let deadline = TokioInstant::now() + timeout;
+        // Stopped time (Ctrl+Z) counts against neither.
+        let deadline = Deadline::after(timeout);
         let idle_limit = self.ctx.spec.no_output_timeout;
-        let mut idle_at = idle_limit.map(|d| TokioInstant::now() + d);
+        let mut idle_at = idle_limit.map(Deadline::after);
         loop {
             let Some(stdout) = self.stdout.as_mut() else {
                 return TurnEnd::Ended;
@@ -249,8 +249,8 @@ impl ClaudeCode {
             let mut line = std::mem::take(&mut self.line);
             let outcome = tokio::select! {
                 read = stdout.read_until(b'\n', &mut line) => Some(read),
-                _ = sleep_until(deadline) => None,
-                _ = sleep_until(idle_at.unwrap_or(far)), if idle_at.is_some() => {
+                _ = deadline.reached() => None,
+                _ = reached(idle_at), if idle_at.is_some() => {
                     self.line = line;
                     return TurnEnd::Silent;
                 }
@@ -273,7 +273,7 @@ impl ClaudeCode {
                     return TurnEnd::Ended;
                 }
                 Some(Ok(_)) => {
-                    idle_at = idle_limit.map(|d| TokioInstant::now() + d);
+                    idle_at = idle_limit.map(Deadline::after);
                     if line.ends_with(b"\n") {
                         let verdict = self.handle_line(&line, collector, step_id);
                         line.clear();
@@ -420,11 +420,13 @@ impl Provider for ClaudeCode {
         let line = json!({"type": "user", "message": {"role": "user", "content": message}});
         // Claude Code may stop reading its input (a wedged CLI): the write of a long step message
         // must not outlive the step's deadline or a cancel.
-        let deadline = tokio::time::Instant::now() + request.timeout;
+        let deadline = Deadline::after(request.timeout);
         let mut cancel_during_write = cancel.clone();
         let text = line.to_string();
         let written = tokio::select! {
-            wrote = tokio::time::timeout_at(deadline, process.write_line(&text)) => wrote.is_ok(),
+            // A failed write is seen by the read below (the agent's end of output).
+            _ = process.write_line(&text) => true,
+            () = deadline.reached() => false,
             _ = cancelled(&mut cancel_during_write) => {
                 let v = collector.interrupted_verdict();
                 self.stop().await;
@@ -445,7 +447,7 @@ impl Provider for ClaudeCode {
         }
         self.log(&format!("### step {}\n", request.step_id));
         self.in_turn = true;
-        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        let left = deadline.remaining();
         let end = self
             .read_turn(&mut collector, request.step_id, left, cancel)
             .await;

@@ -26,13 +26,13 @@ use super::{
     StepRequest, StepVerdict,
 };
 use crate::model::outcome::{StepStatus, TeardownState};
+use crate::process::job_control::{reached, Deadline};
 use crate::process::owner::{Owner, Role, Scope};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::ChildStdout;
-use tokio::time::{sleep_until, Instant as TokioInstant};
 
 pub struct CommandProvider {
     ctx: AgentContext,
@@ -245,9 +245,9 @@ impl CommandProvider {
             return ReplyEnd::Ended;
         };
         let idle_limit = ctx.spec.no_output_timeout;
-        let far = TokioInstant::now() + Duration::from_secs(86_400 * 365);
-        let deadline = TokioInstant::now() + timeout;
-        let mut idle_at = idle_limit.map(|d| TokioInstant::now() + d);
+        // Stopped time (Ctrl+Z) counts against neither.
+        let deadline = Deadline::after(timeout);
+        let mut idle_at = idle_limit.map(Deadline::after);
         let mut buf = vec![0u8; 64 * 1024];
         let earlier = std::mem::take(carry);
         let mut replied = match until_marker(collector, &earlier) {
@@ -293,11 +293,11 @@ impl CommandProvider {
                             *carry = rest.to_vec();
                             replied = true;
                         }
-                        idle_at = idle_limit.map(|d| TokioInstant::now() + d);
+                        idle_at = idle_limit.map(Deadline::after);
                     }
                 },
-                _ = sleep_until(idle_at.unwrap_or(far)), if idle_at.is_some() && !replied => return ReplyEnd::Silent,
-                _ = sleep_until(deadline) => return ReplyEnd::TimedOut,
+                _ = reached(idle_at), if idle_at.is_some() && !replied => return ReplyEnd::Silent,
+                _ = deadline.reached() => return ReplyEnd::TimedOut,
                 _ = cancelled(&mut cancel) => return ReplyEnd::Cancelled,
             }
         }

@@ -28,6 +28,7 @@ use crate::model::markers::{ResultMarker, Verdict};
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::process::exit::ExitStatus;
 use crate::process::handle::{self, EnvMarker, Io, Launch};
+use crate::process::job_control::Deadline;
 use crate::process::owner::{Owner, Role, Scope};
 use crate::process::teardown::{terminate, Ladder};
 use nix::sys::signal::Signal;
@@ -155,7 +156,7 @@ impl ShellProvider {
         &mut self,
         command: &str,
         step_id: u32,
-        deadline: TokioInstant,
+        deadline: Deadline,
         cancel: &mut CancelSignal,
         collector: &mut ReplyCollector,
         tail: &mut Vec<u8>,
@@ -220,7 +221,7 @@ impl ShellProvider {
                 _ = sleep_until(drain_until.unwrap_or(far)), if drain_until.is_some() => {
                     if let Some(s) = status.take() { break CommandEnd::Exited(s); }
                 }
-                _ = sleep_until(deadline), if status.is_none() => break CommandEnd::TimedOut,
+                _ = deadline.reached(), if status.is_none() => break CommandEnd::TimedOut,
                 _ = cancelled(cancel), if status.is_none() => break CommandEnd::Cancelled,
             }
         };
@@ -292,7 +293,8 @@ impl Provider for ShellProvider {
 
     async fn run_step(&mut self, request: &StepRequest, mut cancel: CancelSignal) -> StepVerdict {
         let started = Instant::now();
-        let deadline = TokioInstant::now() + request.timeout;
+        // Stopped time (Ctrl+Z) does not count against it.
+        let deadline = Deadline::after(request.timeout);
         let secrets = self.ctx.facts.secrets.clone();
         let mut collector = ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets)
             .relative_to(&self.ctx.facts.run_dir);

@@ -1,0 +1,152 @@
+#![warn(missing_docs)]
+//! Ctrl+Z and `fg` (SIGTSTP, then SIGCONT). The children live in their own process groups, so the
+//! terminal's SIGTSTP reaches only the supervisor: left to the default action, the supervisor
+//! would stop while its agent and servers ran on, and on `fg` every step deadline would have
+//! passed. Instead, on SIGTSTP the supervisor stops every registered group with SIGSTOP, then
+//! itself; once continued, it continues them (SIGCONT) and adds the time it was stopped to the
+//! suspended total. A step's [`Deadline`] moves by that total: stopped time does not count against
+//! step timeouts or no-output limits.
+
+use super::group::signal_group;
+use super::registry;
+use futures::StreamExt;
+use nix::sys::signal::Signal;
+use signal_hook::consts::SIGTSTP;
+use signal_hook_tokio::Signals;
+use std::sync::LazyLock;
+use std::time::Duration;
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+/// How long the supervisor has been stopped by job control.
+#[derive(Debug, Clone, Copy, Default)]
+struct Suspension {
+    /// Completed stops, summed.
+    total: Duration,
+    /// Set just before the supervisor stops itself, cleared (and added to `total`) once it runs
+    /// again: a deadline checked in between (a timer that fired on resume) still counts the stop.
+    since: Option<Instant>,
+}
+
+static SUSPENSION: LazyLock<watch::Sender<Suspension>> =
+    LazyLock::new(|| watch::channel(Suspension::default()).0);
+
+/// Time spent stopped by job control so far, including a stop under way.
+pub fn suspended() -> Duration {
+    let now = SUSPENSION.borrow();
+    now.total + now.since.map_or(Duration::ZERO, |since| since.elapsed())
+}
+
+/// Keeps the SIGTSTP handler installed while alive.
+pub struct JobControl {
+    handle: signal_hook_tokio::Handle,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for JobControl {
+    fn drop(&mut self) {
+        self.handle.close();
+        self.task.abort();
+    }
+}
+
+/// Handles SIGTSTP as described above. Must be called inside a tokio runtime.
+pub fn listen() -> std::io::Result<JobControl> {
+    let mut signals = Signals::new([SIGTSTP])?;
+    let handle = signals.handle();
+    let task = tokio::spawn(async move {
+        while signals.next().await.is_some() {
+            suspend_all();
+        }
+    });
+    Ok(JobControl { handle, task })
+}
+
+/// Stops every registered group and the supervisor; returns once continued, with the groups
+/// continued too.
+fn suspend_all() {
+    let stopped: Vec<i32> = registry::registered().iter().map(|g| g.pgid).collect();
+    for &pgid in &stopped {
+        let _ = signal_group(pgid, Signal::SIGSTOP);
+    }
+    SUSPENSION.send_modify(|s| s.since = Some(Instant::now()));
+    // The default action of SIGTSTP, now ours: the shell sees the job stopped. Returns on SIGCONT.
+    let _ = nix::sys::signal::raise(Signal::SIGSTOP);
+    SUSPENSION.send_modify(|s| {
+        if let Some(since) = s.since.take() {
+            s.total += since.elapsed();
+        }
+    });
+    // Only groups still registered: one torn down meanwhile may have had its pgid reused.
+    for group in registry::registered() {
+        if stopped.contains(&group.pgid) {
+            let _ = signal_group(group.pgid, Signal::SIGCONT);
+        }
+    }
+}
+
+/// A point in time that moves later by however long the supervisor is stopped by job control
+/// after it was set: a step's timeout, a no-output limit.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline {
+    at: Instant,
+    /// [`suspended`] when the deadline was set.
+    base: Duration,
+}
+
+impl Deadline {
+    /// `wait` from now.
+    pub fn after(wait: Duration) -> Self {
+        Self {
+            at: Instant::now() + wait,
+            base: suspended(),
+        }
+    }
+
+    /// When it falls now (later after every stop).
+    pub fn when(&self) -> Instant {
+        self.at + suspended().saturating_sub(self.base)
+    }
+
+    /// What is left of it (zero once passed).
+    pub fn remaining(&self) -> Duration {
+        self.when().saturating_duration_since(Instant::now())
+    }
+
+    /// Resolves once the deadline has passed, counting no stopped time.
+    pub async fn reached(&self) {
+        let mut changes = SUSPENSION.subscribe();
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep_until(self.when()) => {
+                    if self.when() <= Instant::now() {
+                        return;
+                    }
+                }
+                // A stop began or ended: look again.
+                _ = changes.changed() => {}
+            }
+        }
+    }
+}
+
+/// Resolves when `deadline` is reached; never when there is none.
+pub async fn reached(deadline: Option<Deadline>) {
+    match deadline {
+        Some(deadline) => deadline.reached().await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_deadline_passes_when_nothing_stopped() {
+        let deadline = Deadline::after(Duration::from_millis(30));
+        assert!(deadline.remaining() <= Duration::from_millis(30));
+        deadline.reached().await;
+        assert_eq!(deadline.remaining(), Duration::ZERO);
+    }
+}
