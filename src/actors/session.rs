@@ -312,6 +312,9 @@ impl SessionState {
                     "the agent exited during the run: {death}"
                 )));
             }
+            AgentEvent::Restarted { step_id, reason } => {
+                self.emit(EventKind::AgentRestarted { step_id, reason });
+            }
         }
     }
 }
@@ -697,8 +700,10 @@ impl Driver {
                 session_id: Some(u.session_id.clone()),
                 turns: u32::try_from(u.num_turns).ok(),
                 duration_ms: Some(u.duration_ms),
-                cost_usd: Some(u.step_cost_usd),
-                total_cost_usd: Some(u.total_cost_usd),
+                cost_usd: u.cost_reported.then_some(u.step_cost_usd),
+                total_cost_usd: u.cost_reported.then_some(u.total_cost_usd),
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
             });
             let message = (!verdict.message.is_empty()).then(|| verdict.message.clone());
             if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
@@ -724,6 +729,16 @@ impl Driver {
                 verdict.duration,
                 usage,
             ));
+            if let Some(fault) = &verdict.fault {
+                let again = if verdict.restarts > 0 {
+                    ", again after a restart"
+                } else {
+                    " and could not be restarted"
+                };
+                return Ending::error(format!(
+                    "the agent {fault} during step {id}{again}; the session gave up"
+                ));
+            }
             if let Some(death) = &verdict.agent_died {
                 return Ending::error(format!("the agent died during step {id}: {death}"));
             }
@@ -738,7 +753,10 @@ impl Driver {
                 StepStatus::Warn => {
                     warnings.push(format!("step {id} warned: {}", message.unwrap_or_default()))
                 }
-                StepStatus::Error | StepStatus::ProtocolError | StepStatus::Timeout => {
+                StepStatus::Error
+                | StepStatus::ProtocolError
+                | StepStatus::Timeout
+                | StepStatus::OverBudget => {
                     return Ending {
                         outcome: RunOutcome::Failed,
                         message: Some(format!(
@@ -856,7 +874,9 @@ impl Driver {
                 self.take_news(event, &mut died);
             }
         }
-        let told = matches!(&verdict, Ok(v) if v.agent_died.is_some());
+        // A death the verdict names, or one the watchdog already answered with a restart, is
+        // not news for the session.
+        let told = matches!(&verdict, Ok(v) if v.agent_died.is_some() || v.fault.is_some() || v.restarts > 0);
         if let (Some(death), false) = (died, told) {
             self.pass_on(death);
         }
@@ -886,6 +906,9 @@ impl Driver {
         match event {
             AgentEvent::Log { step_id, message } if step_id > 0 => {
                 self.emit(EventKind::AgentLog { step_id, message });
+            }
+            AgentEvent::Restarted { step_id, reason } => {
+                self.emit(EventKind::AgentRestarted { step_id, reason });
             }
             AgentEvent::Evidence { step_id, evidence } if step_id > 0 => {
                 self.emit(EventKind::Evidence {

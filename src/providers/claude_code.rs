@@ -190,7 +190,8 @@ impl ClaudeCode {
             num_turns: event["num_turns"].as_u64().unwrap_or(0),
             duration_ms: event["duration_ms"].as_u64().unwrap_or(0),
             total_cost_usd: event["total_cost_usd"].as_f64().unwrap_or(0.0),
-            step_cost_usd: 0.0,
+            cost_reported: event["total_cost_usd"].is_number(),
+            ..ClaudeUsage::default()
         };
         let mut usage = usage;
         usage.step_cost_usd = (usage.total_cost_usd - self.cost_so_far).max(0.0);

@@ -42,6 +42,7 @@ pub fn check_agent_program(
         Some(ProviderKind::ClaudeCode) => {
             return vec![program(name, &claude_bin.display().to_string(), &cwd)]
         }
+        Some(ProviderKind::Codex) => return vec![program(name, &provider.codex_bin.value, &cwd)],
         Some(ProviderKind::Command) => provider.cmd.value.clone().unwrap_or_default(),
         None => {
             return vec![Finding::fail(format!(

@@ -103,6 +103,7 @@ fn step_word(status: StepStatus) -> &'static str {
         StepStatus::Error => "ERROR",
         StepStatus::ProtocolError => "PROTOCOL ERROR",
         StepStatus::Timeout => "TIMEOUT",
+        StepStatus::OverBudget => "OVER BUDGET",
         StepStatus::Skipped => "SKIPPED",
         StepStatus::Interrupted => "INTERRUPTED",
         StepStatus::NotRun => "NOT RUN",
@@ -163,6 +164,10 @@ fn event_line(kind: &EventKind) -> Option<(String, Verbosity)> {
             Normal,
         ),
         EventKind::AgentLog { message, .. } => (format!("LOG ........ {message}"), Normal),
+        EventKind::AgentRestarted { step_id, reason } => (
+            format!("AGENT RESTARTED during step {step_id}: it {reason}; the step is retried"),
+            Normal,
+        ),
         EventKind::SessionPrepared { workspace, ports } => (
             format!(
                 "SESSION ........ workspace {workspace}{}",
@@ -390,6 +395,7 @@ impl Console {
                         | SetupState::Restarted { .. }
                 ),
                 EventKind::CommandTornDown { teardown, .. } => *teardown != TeardownState::Clean,
+                EventKind::AgentRestarted { .. } => true,
                 EventKind::Checkpoint { state, .. } => {
                     matches!(state, CheckpointState::Failed { .. })
                 }

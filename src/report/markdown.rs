@@ -100,6 +100,7 @@ fn status_label(status: StepStatus) -> &'static str {
         StepStatus::Error => "ERROR",
         StepStatus::ProtocolError => "PROTOCOL ERROR",
         StepStatus::Timeout => "TIMEOUT",
+        StepStatus::OverBudget => "OVER BUDGET",
         StepStatus::Skipped => "skipped",
         StepStatus::Interrupted => "INTERRUPTED",
         StepStatus::NotRun => "not run",
