@@ -181,3 +181,68 @@ fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five() {
     let md = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(md.contains("OVER BUDGET"), "{md}");
 }
+
+#[test]
+fn a_suite_whose_next_test_would_pass_its_budget_does_not_start_it() {
+    let Some(bin) = claude_bin("claude budgets: suite max_cost_usd") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = Stub::start(
+        side.path(),
+        json!([{"text": "Done.\nRESULT OK"}, {"text": "Done.\nRESULT OK"}]),
+    );
+    let home = side.path().join("home");
+    // What one such test costs, as Claude Code prices the stub's tokens: measured, not assumed.
+    let calibration = project("", &["Do it."]);
+    let (out, _) = run(&calibration, &bin, &stub, &home);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let cost = calibration.record_for("claude.test.toml")["cost_usd"]
+        .as_f64()
+        .expect("Claude Code reports a cost");
+    assert!(cost > 0.0);
+
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash\"]\n\
+             [supervisor]\nmax_parallel = 1\nmax_cost_usd = {}\n",
+            cost * 1.5
+        ),
+    );
+    for name in ["a", "b"] {
+        p.write(
+            &format!("{name}.test.toml"),
+            "name = \"t\"\n[[steps]]\ninstruction = \"Do it.\"\n",
+        );
+    }
+    let (out, _) = run(&p, &bin, &stub, &home);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{console}\n{}", stderr(&out));
+    assert_eq!(p.record_for("a.test.toml")["outcome"], "passed");
+    assert_eq!(p.run_records().len(), 1, "b never started");
+    let summary = p.suite_summary();
+    assert_eq!(summary["not_run"], json!(["b.test.toml"]), "{summary}");
+    let reason = summary["not_run_reason"].as_str().unwrap_or("");
+    assert!(reason.contains("[supervisor] max_cost_usd"), "{reason}");
+    assert!(
+        (summary["cost_usd"].as_f64().unwrap_or(0.0) - cost).abs() < 1e-9,
+        "{summary}"
+    );
+    assert!(console.contains("no further root test starts"), "{console}");
+    let last = console
+        .lines()
+        .rfind(|l| l.starts_with("Summary:"))
+        .unwrap_or("");
+    assert!(last.contains("agent cost $"), "{last}");
+    let junit = std::fs::read_to_string(p.suite_dir().join("junit.xml")).expect("junit.xml");
+    assert!(junit.contains("name=\"cost_usd\""), "{junit}");
+    assert!(junit.contains("max_cost_usd"), "{junit}");
+}

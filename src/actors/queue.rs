@@ -17,6 +17,8 @@ pub struct Attempt {
 pub enum Halt {
     FailFast,
     Shutdown,
+    /// The next root test would take the suite past `[supervisor] max_cost_usd`.
+    OverBudget,
 }
 
 /// What happened to one root test across its attempts.
@@ -118,6 +120,11 @@ impl SuiteQueue {
 
     pub fn running(&self) -> usize {
         self.running
+    }
+
+    /// Attempts wait to start.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
     }
 
     /// Nothing running and nothing more will start.

@@ -137,6 +137,8 @@ pub enum ReporterMsg {
         not_run: Vec<String>,
         /// The suite-scoped harness failed (the reason): the root tests not run are errors.
         harness_error: Option<String>,
+        /// Why the suite stopped starting root tests (its budget), if it did.
+        not_run_reason: Option<String>,
         reply: RpcReplyPort<Result<SuiteFiles, ReportError>>,
     },
 }
@@ -267,6 +269,7 @@ impl ReporterState {
         &mut self,
         not_run: &[String],
         harness_error: Option<String>,
+        not_run_reason: Option<String>,
     ) -> Result<SuiteFiles, ReportError> {
         let still_open: Vec<String> = self.open.keys().cloned().collect();
         for run_id in still_open {
@@ -299,7 +302,8 @@ impl ReporterState {
             &self.finished,
             not_run,
         )
-        .with_harness_error(harness_error);
+        .with_harness_error(harness_error)
+        .with_not_run_reason(not_run_reason);
         let paths = self.suite_paths();
         std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
             .create(&paths.dir)
@@ -582,10 +586,11 @@ impl Actor for ReporterActor {
             ReporterMsg::SuiteFinished {
                 not_run,
                 harness_error,
+                not_run_reason,
                 reply,
             } => {
                 let result = guarded("suite_finished", || {
-                    state.suite_finished(&not_run, harness_error.clone())
+                    state.suite_finished(&not_run, harness_error.clone(), not_run_reason.clone())
                 });
                 let _ = reply.send(result);
             }
@@ -772,6 +777,7 @@ pub async fn finish_suite(
     ractor::call!(reporter, |reply| ReporterMsg::SuiteFinished {
         not_run,
         harness_error: None,
+        not_run_reason: None,
         reply
     })
     .map_err(|e| ReportError::ReporterGone(e.to_string()))?

@@ -13,6 +13,7 @@
 //! it and the supervisor, told by ractor's supervision, cleans up the run's processes.
 
 use crate::actors::agent::{AgentActor, AgentArgs, AgentMsg};
+use crate::actors::budget::Budget;
 use crate::actors::checkpoint::{CheckpointFailure, CheckpointJob};
 use crate::actors::harness::Harness;
 use crate::actors::queue::Attempt;
@@ -71,6 +72,8 @@ pub struct SuiteContext {
     pub claude_bin: PathBuf,
     /// Flipped by a second SIGINT: teardown stops waiting for grace periods.
     pub skip_grace: watch::Receiver<bool>,
+    /// What the suite has spent on agents, and its ceilings.
+    pub budget: Arc<Budget>,
 }
 
 pub struct SessionArgs {
@@ -420,7 +423,11 @@ impl Driver {
             "session started"
         );
         let mut started = Started::default();
+        let spent_before = self.suite.budget.test_spent(&self.test.rel_path);
         let ending = self.setup_and_steps(&mut started).await;
+        self.suite
+            .budget
+            .run_finished(self.suite.budget.test_spent(&self.test.rel_path) - spent_before);
         self.teardown(started, &ending).await;
         let outcome = ending.outcome;
         tracing::info!(outcome = outcome.as_str(), "session finished");
@@ -663,6 +670,21 @@ impl Driver {
                 ));
                 continue;
             }
+            let max_cost = self.test.effective.provider.max_cost_usd.value;
+            if let Some(why) = self.suite.budget.exhausted(&self.test.rel_path, max_cost) {
+                let message = format!("not sent to the agent: {why}");
+                self.emit(step_finished(
+                    id,
+                    StepStatus::OverBudget,
+                    Some(message.clone()),
+                    Duration::ZERO,
+                    None,
+                ));
+                return Ending {
+                    outcome: RunOutcome::Failed,
+                    message: Some(format!("step {id} over_budget: {message}")),
+                };
+            }
             let request = StepRequest {
                 step_id: id,
                 source_file: step.source_file.display().to_string(),
@@ -682,7 +704,7 @@ impl Driver {
             let verdict = self
                 .run_step(&agent, request, &mut started.agent_news)
                 .await;
-            let verdict = match verdict {
+            let mut verdict = match verdict {
                 Ok(v) => v,
                 Err(message) => {
                     self.emit_excerpt(id, &marks);
@@ -705,6 +727,16 @@ impl Driver {
                 input_tokens: u.input_tokens,
                 output_tokens: u.output_tokens,
             });
+            if let Some(u) = verdict.usage.as_ref().filter(|u| u.cost_reported) {
+                self.suite.budget.add(&self.test.rel_path, u.step_cost_usd);
+            }
+            if matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) && !verdict.interrupted {
+                // The step whose cost crossed a ceiling is the one that stops.
+                if let Some(why) = self.suite.budget.exhausted(&self.test.rel_path, max_cost) {
+                    verdict.status = StepStatus::OverBudget;
+                    verdict.message = format!("over budget after this step: {why}");
+                }
+            }
             let message = (!verdict.message.is_empty()).then(|| verdict.message.clone());
             if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
                 self.emit_excerpt(id, &marks);

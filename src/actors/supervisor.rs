@@ -6,6 +6,7 @@
 //! A session that panics reaches us as a supervision event: its test fails with `error` and the
 //! panic message, its processes are killed through the registry, and the others run on.
 
+use crate::actors::budget::Budget;
 use crate::actors::harness::Harness;
 use crate::actors::queue::{Attempt, Halt, SuiteQueue};
 use crate::actors::reporter::{Notices, ReporterMsg, RunEvents};
@@ -96,6 +97,8 @@ pub struct SupervisorState {
     suite_harness: Option<Harness>,
     /// Set when the suite harness could not start: nothing runs, exit 3.
     harness_error: Option<String>,
+    /// Set when `[supervisor] max_cost_usd` kept the next root test from starting: why.
+    budget_stop: Option<String>,
     /// The first shutdown signal (or the deadline), once one came.
     shutdown: Option<InterruptSignal>,
     /// Becomes true on a second signal: every teardown skips its grace periods.
@@ -148,6 +151,7 @@ impl Actor for SupervisorActor {
             reporter: args.reporter,
             suite_harness: None,
             harness_error: None,
+            budget_stop: None,
             shutdown: None,
             skip_grace,
             done: Some(args.done),
@@ -174,6 +178,7 @@ impl Actor for SupervisorActor {
                     shared_ports,
                     claude_bin: state.claude_bin.clone(),
                     skip_grace: state.skip_grace.subscribe(),
+                    budget: Arc::new(Budget::new(state.suite.base.supervisor.max_cost_usd.value)),
                 }));
                 if state.harness_error.is_some() {
                     state.queue.halt(Halt::Shutdown);
@@ -286,7 +291,18 @@ impl SupervisorState {
         let Some(context) = self.context.clone() else {
             return;
         };
-        while let Some(attempt) = self.queue.next_to_start() {
+        loop {
+            if self.queue.has_pending() && self.queue.halted().is_none() {
+                if let Some(why) = context.budget.next_test_refused() {
+                    Notices::new(self.reporter.clone())
+                        .send(format!("no further root test starts: {why}"));
+                    self.queue.halt(Halt::OverBudget);
+                    self.budget_stop = Some(format!("over budget: {why}"));
+                }
+            }
+            let Some(attempt) = self.queue.next_to_start() else {
+                break;
+            };
             let run_id = uuid::Uuid::now_v7().to_string();
             let events = RunEvents::start(self.reporter.clone(), run_id.clone());
             let args = SessionArgs {
@@ -449,13 +465,19 @@ impl SupervisorState {
         if self.harness_error.is_some() {
             reason = reason.max(ExitReason::HarnessError);
         }
+        // A root test the suite's budget kept from starting did not pass (SPEC §6: over budget).
+        if self.queue.halted() == Some(Halt::OverBudget) && !not_run.is_empty() {
+            reason = reason.max(ExitReason::TestFailed);
+        }
         if let Some(signal) = self.shutdown {
             reason = reason.max(ExitReason::Interrupted(signal));
         }
         let harness_error = self.harness_error.clone();
+        let not_run_reason = self.budget_stop.clone();
         match ractor::call!(self.reporter, |reply| ReporterMsg::SuiteFinished {
             not_run,
             harness_error,
+            not_run_reason,
             reply
         }) {
             Ok(Ok(_files)) => {}

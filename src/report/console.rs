@@ -501,7 +501,10 @@ impl Console {
                     "the suite's harness failed: {}",
                     summarize_instruction(reason, 300)
                 ),
-                None => "the suite stopped before it started".to_string(),
+                None => summary
+                    .not_run_reason
+                    .clone()
+                    .unwrap_or_else(|| "the suite stopped before it started".to_string()),
             };
             let word = if summary.harness_error.is_some() {
                 "ERROR"
@@ -532,6 +535,15 @@ impl Console {
             line.push_str(&format!(", {} not run", t.not_run));
         }
         line.push_str(&format!("; {} flaky", t.flaky));
+        if let Some(cost) = summary.cost_usd {
+            line.push_str(&format!("; agent cost ${cost:.4}"));
+        }
+        if summary.input_tokens + summary.output_tokens > 0 {
+            line.push_str(&format!(
+                "; {} input / {} output tokens",
+                summary.input_tokens, summary.output_tokens
+            ));
+        }
         for test in summary.tests.iter().filter(|t| t.flaky) {
             line.push_str(&format!(
                 "\nFLAKY       {} passed on attempt {}",
