@@ -250,6 +250,51 @@ fn an_api_that_errors_forever_is_a_clear_step_error() {
             .starts_with("the Codex turn failed: "),
         "{step}"
     );
+    assert!(took < Duration::from_secs(limit + 30), "took {took:?}");
+}
+
+#[test]
+fn codex_retrying_an_api_that_errors_forever_is_stopped_by_the_watchdog() {
+    let Some(bin) = codex_bin("codex: API errors, Codex retrying") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let errors: Vec<Value> = (0..100).map(|_| json!({"status": 500})).collect();
+    let stub = ResponsesStub::start(side.path(), Value::Array(errors));
+    let p = Project::new();
+    let limit = 3;
+    // Codex's own policy: five retries with backoff, each announced ("Reconnecting… n/5"). Those
+    // notices are not progress: the watchdog stops it, restarts it once, then gives up.
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"codex\"\nagent_args = [{}]\nstep_timeout_secs = 120\n\
+             no_output_timeout_secs = {limit}\n",
+            stub.agent_args_toml_retrying()
+        ),
+    );
+    p.write(
+        "codex.test.toml",
+        "name = \"Codex\"\n[[steps]]\ninstruction = \"Try.\"\n",
+    );
+    let (out, took) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    let error = record["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("made no progress for 3s")
+            && error.contains("it last said: Reconnecting...")
+            && error.contains("again after a restart"),
+        "{error}"
+    );
+    assert_eq!(record["agent_restarts"].as_array().map(Vec::len), Some(1));
+    // Two silences and two starts: bounded by the configured limit, not by Codex's retries.
     assert!(took < Duration::from_secs(limit * 2 + 30), "took {took:?}");
 }
 

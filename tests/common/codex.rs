@@ -78,13 +78,23 @@ impl ResponsesStub {
     }
 
     /// The `agent_args` that point Codex at the stub (a custom model provider, no websockets, no
-    /// sandbox so its shell tool reaches loopback), as a TOML array body.
+    /// sandbox so its shell tool reaches loopback), as a TOML array body. Codex does not retry a
+    /// failed request.
     pub fn agent_args_toml(&self) -> String {
+        self.agent_args_with("request_max_retries=0,stream_max_retries=0")
+    }
+
+    /// The same with Codex's own retry policy (5 retries with backoff, "Reconnecting…" events).
+    pub fn agent_args_toml_retrying(&self) -> String {
+        self.agent_args_with("")
+    }
+
+    fn agent_args_with(&self, retries: &str) -> String {
         let provider = format!(
             "model_providers.stub={{name=\"stub\",base_url=\"http://127.0.0.1:{}/v1\",\
-             wire_api=\"responses\",env_key=\"STUB_API_KEY\",supports_websockets=false,\
-             request_max_retries=0,stream_max_retries=0}}",
-            self.port
+             wire_api=\"responses\",env_key=\"STUB_API_KEY\",supports_websockets=false{}{retries}}}",
+            self.port,
+            if retries.is_empty() { "" } else { "," }
         );
         let args = [
             "-m",
