@@ -142,7 +142,8 @@ fn an_api_gone_silent_mid_step_gets_codex_restarted_and_the_step_resumed() {
             {"text": "Back again.\nRESULT OK"},
         ]),
     );
-    let limit = 3;
+    // Long enough that a slow Codex start on a loaded machine is not taken for silence.
+    let limit = 5;
     let p = project(
         &stub,
         &format!("no_output_timeout_secs = {limit}"),
@@ -165,7 +166,7 @@ fn an_api_gone_silent_mid_step_gets_codex_restarted_and_the_step_resumed() {
         restarts[0]["reason"]
             .as_str()
             .unwrap_or("")
-            .contains("no progress for 3s"),
+            .contains("no progress for 5s"),
         "{restarts:?}"
     );
     assert!(events(&record)
@@ -194,7 +195,7 @@ fn an_api_silent_forever_fails_the_session_after_one_restart_naming_what_happene
     };
     let side = tempfile::tempdir().expect("side dir");
     let stub = ResponsesStub::start(side.path(), json!([{"hang": true}, {"hang": true}]));
-    let limit = 2;
+    let limit = 4;
     let p = project(
         &stub,
         &format!("no_output_timeout_secs = {limit}"),
@@ -212,7 +213,7 @@ fn an_api_silent_forever_fails_the_session_after_one_restart_naming_what_happene
     assert_eq!(record["outcome"], "error", "{record}");
     let error = record["error"].as_str().unwrap_or("");
     assert!(
-        error.contains("made no progress for 2s") && error.contains("again after a restart"),
+        error.contains("made no progress for 4s") && error.contains("again after a restart"),
         "{error}"
     );
     assert_eq!(record["agent_restarts"].as_array().map(Vec::len), Some(1));
@@ -262,7 +263,7 @@ fn codex_retrying_an_api_that_errors_forever_is_stopped_by_the_watchdog() {
     let errors: Vec<Value> = (0..100).map(|_| json!({"status": 500})).collect();
     let stub = ResponsesStub::start(side.path(), Value::Array(errors));
     let p = Project::new();
-    let limit = 3;
+    let limit = 6;
     // Codex's own policy: five retries with backoff, each announced ("Reconnecting… n/5"). Those
     // notices are not progress: the watchdog stops it, restarts it once, then gives up.
     p.write(
@@ -288,12 +289,18 @@ fn codex_retrying_an_api_that_errors_forever_is_stopped_by_the_watchdog() {
     let record = p.record_for("codex.test.toml");
     let error = record["error"].as_str().unwrap_or("");
     assert!(
-        error.contains("made no progress for 3s")
-            && error.contains("it last said: Reconnecting...")
-            && error.contains("again after a restart"),
+        error.contains("made no progress for 6s") && error.contains("again after a restart"),
         "{error}"
     );
-    assert_eq!(record["agent_restarts"].as_array().map(Vec::len), Some(1));
+    let restarts = record["agent_restarts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(restarts.len(), 1, "{record}");
+    // What it was doing while it made no progress is named (a slow start on a loaded machine can
+    // leave one of the two silences without a retry notice, not both).
+    let said = format!("{error} {}", restarts[0]["reason"]);
+    assert!(said.contains("it last said: Reconnecting..."), "{said}");
     // Two silences and two starts: bounded by the configured limit, not by Codex's retries.
     assert!(took < Duration::from_secs(limit * 2 + 30), "took {took:?}");
 }
