@@ -101,6 +101,19 @@ fn an_api_gone_silent_mid_step_gets_claude_restarted_with_its_session_resumed() 
         record["steps"][0]["usage"]["session_id"], record["steps"][1]["usage"]["session_id"],
         "the same conversation"
     );
+    assert!(
+        record["steps"][1]["cost_usd"]
+            .as_f64()
+            .is_some_and(|c| c > 0.0),
+        "the retried step's cost is counted: {}",
+        record["steps"][1]
+    );
+    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let md = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+    assert!(
+        md.contains("| agent restarted | during step 2: it made no progress"),
+        "{md}"
+    );
     assert!(took < Duration::from_secs(limit * 2 + 40), "took {took:?}");
 }
 

@@ -232,7 +232,7 @@ impl ClaudeCode {
         };
         let mut usage = usage;
         usage.step_cost_usd = (usage.total_cost_usd - self.cost_so_far).max(0.0);
-        self.cost_so_far = usage.total_cost_usd.max(self.cost_so_far);
+        self.cost_so_far = usage.total_cost_usd;
         if let Some(denials) = event["permission_denials"]
             .as_array()
             .filter(|d| !d.is_empty())
@@ -454,6 +454,8 @@ impl Provider for ClaudeCode {
     async fn restart(&mut self) -> Result<bool, AgentError> {
         self.stop().await;
         self.process = None;
+        // A resumed Claude Code (2.1.197) counts its cost from zero again, not from the session's.
+        self.cost_so_far = 0.0;
         self.log(&format!(
             "### restart: resuming session {}\n",
             self.session_id

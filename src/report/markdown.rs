@@ -148,6 +148,24 @@ fn summary(input: &ReportInput<'_>) -> Result<String, String> {
                 cp.status.as_str()
             )?;
         }
+        if let Some(cost) = r.cost_usd {
+            writeln!(s, "| agent cost | ${cost:.4} |")?;
+        }
+        if r.agent_turns > 0 || r.input_tokens + r.output_tokens > 0 {
+            writeln!(
+                s,
+                "| agent turns / tokens | {} turns, {} input / {} output tokens |",
+                r.agent_turns, r.input_tokens, r.output_tokens
+            )?;
+        }
+        for restart in &r.agent_restarts {
+            writeln!(
+                s,
+                "| agent restarted | during step {}: it {} |",
+                restart.step_id,
+                cell(&restart.reason)
+            )?;
+        }
         if let Some(msg) = r.failure_message() {
             writeln!(s, "| reason | {} |", cell(&msg))?;
         }
