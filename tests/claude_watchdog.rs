@@ -259,3 +259,46 @@ fn a_suite_whose_next_test_would_pass_its_budget_does_not_start_it() {
     assert!(junit.contains("name=\"cost_usd\""), "{junit}");
     assert!(junit.contains("max_cost_usd"), "{junit}");
 }
+
+/// Needs no CLI: a stand-in for Claude Code that wedges after its `result`
+/// (tests/support/wedged_claude.py) — it reads no more input and ignores SIGINT.
+#[test]
+fn a_claude_code_that_wedges_after_its_result_is_restarted_and_torn_down_within_bounds() {
+    let p = project("no_output_timeout_secs = 5", &["First.", "Second."]);
+    let fake = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/support/wedged_claude.py"
+    );
+    let started = Instant::now();
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("BUGATTI_CLAUDE_BIN", fake)
+        .output()
+        .expect("run supervisor");
+    let took = started.elapsed();
+    p.assert_nothing_survives();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("claude.test.toml");
+    assert_eq!(record["steps"][0]["status"], "ok", "{record}");
+    // Step 2 went to the wedged process: silence, a restart on the same session, an answer.
+    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
+    let restarts = record["agent_restarts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(restarts.len(), 1, "{record}");
+    assert_eq!(
+        record["steps"][0]["usage"]["session_id"], record["steps"][1]["usage"]["session_id"],
+        "resumed, not a new conversation"
+    );
+    // One silence (5 s) and two teardowns that need SIGTERM (after the 2 s close-stdin and SIGINT
+    // rungs each): bounded by what is configured, not hanging.
+    assert!(took < Duration::from_secs(5 + 2 * 4 + 30), "took {took:?}");
+}
