@@ -432,3 +432,51 @@ fn quiet_check_prints_plans_only_and_verbose_prints_each_tests_whole_config() {
         "{out}"
     );
 }
+
+#[test]
+fn doctor_starts_the_agent_cli_and_prints_its_version_or_why_not() {
+    let d = project();
+    write(d.path(), "a.test.toml", "[[steps]]\ninstruction = \"x\"\n");
+    // A CLI that answers --version, and one that is present but broken.
+    let good = d.path().join("bin/codex");
+    let broken = d.path().join("bin/claude");
+    write(
+        d.path(),
+        "bin/codex",
+        "#!/bin/sh\n[ \"$1\" = --version ] && echo 'codex-cli 9.9.9' && exit 0\nexit 2\n",
+    );
+    write(
+        d.path(),
+        "bin/claude",
+        "#!/bin/sh\necho 'Error: claude native binary not installed' >&2\nexit 1\n",
+    );
+    for script in [&good, &broken] {
+        std::fs::set_permissions(script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .expect("chmod");
+    }
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nname = \"codex\"\n",
+    );
+    supervisor(d.path())
+        .arg("doctor")
+        .env("BUGATTI_CODEX_BIN", &good)
+        .assert()
+        .code(0)
+        .stdout(contains("ok   provider codex: codex-cli 9.9.9"));
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nname = \"claude-code\"\n",
+    );
+    supervisor(d.path())
+        .arg("doctor")
+        .env("BUGATTI_CLAUDE_BIN", &broken)
+        .assert()
+        .code(1)
+        .stdout(contains("FAIL provider claude-code: `"))
+        .stdout(contains(
+            "--version` failed (exit code 1): Error: claude native binary not installed",
+        ));
+}

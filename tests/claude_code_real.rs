@@ -404,7 +404,20 @@ async fn a_silent_agent_hits_the_no_output_limit() {
     p.bootstrap().await.expect("bootstrap");
     let v = run(&mut p, step(1, "Do something.", Duration::from_secs(300))).await;
     assert_eq!(v.status, StepStatus::Timeout, "{v:?}");
-    assert!(v.message.contains("no-output limit"), "{}", v.message);
+    assert!(
+        v.message
+            .contains("made no progress for 4s (no_output_timeout_secs)"),
+        "{}",
+        v.message
+    );
+    assert!(
+        matches!(
+            v.fault,
+            Some(bugatti::providers::AgentFault::Silent { secs: 4, .. })
+        ),
+        "the watchdog's finding, for a restart: {:?}",
+        v.fault
+    );
     rig.assert_agent_stopped();
     p.close().await;
     drop(stub);

@@ -267,6 +267,7 @@ async fn parallel_sessions_leave_every_file_and_a_suite_summary() {
     let files = call!(suite.reporter, |reply| ReporterMsg::SuiteFinished {
         not_run: vec!["f.test.toml".into()],
         harness_error: None,
+        not_run_reason: None,
         reply
     })
     .expect("reporter answers")
@@ -492,6 +493,7 @@ async fn strict_warnings_make_a_warned_test_a_junit_failure() {
     let files = call!(suite.reporter, |reply| ReporterMsg::SuiteFinished {
         not_run: vec![],
         harness_error: None,
+        not_run_reason: None,
         reply
     })
     .expect("answer")
@@ -539,6 +541,7 @@ async fn unwritable_run_directory_is_an_error_reply_naming_it() {
     let files = call!(suite.reporter, |reply| ReporterMsg::SuiteFinished {
         not_run: vec!["x.test.toml".into()],
         harness_error: None,
+        not_run_reason: None,
         reply
     })
     .expect("answer")

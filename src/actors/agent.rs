@@ -56,6 +56,8 @@ pub enum AgentMsg {
 
 pub struct AgentState {
     provider: Arc<Mutex<Box<dyn Provider>>>,
+    /// The session's news channel, for the watchdog's restarts.
+    events: UnboundedSender<AgentEvent>,
     cancel: watch::Sender<bool>,
     closed: bool,
 }
@@ -70,6 +72,7 @@ impl Actor for AgentActor {
         _myself: ActorRef<Self::Msg>,
         args: AgentArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
+        let events = args.events.clone();
         let provider = providers::create(AgentContext {
             spec: args.spec,
             facts: args.facts,
@@ -78,6 +81,7 @@ impl Actor for AgentActor {
         let (cancel, _) = watch::channel(false);
         Ok(AgentState {
             provider: Arc::new(Mutex::new(provider)),
+            events,
             cancel,
             closed: false,
         })
@@ -107,8 +111,11 @@ impl Actor for AgentActor {
             AgentMsg::RunStep(request, reply) => {
                 let provider = Arc::clone(&state.provider);
                 let cancel = state.cancel.subscribe();
+                let events = state.events.clone();
                 tokio::spawn(async move {
-                    let verdict = provider.lock().await.run_step(&request, cancel).await;
+                    let mut provider = provider.lock().await;
+                    let verdict =
+                        supervised_step(provider.as_mut(), &request, cancel, &events).await;
                     let _ = reply.send(verdict);
                 });
             }
@@ -144,4 +151,40 @@ impl Actor for AgentActor {
         }
         Ok(())
     }
+}
+
+/// One step under the watchdog (README "Supervision"): a step that ends with an
+/// [`AgentFault`](providers::AgentFault) (the agent silent for `no_output_timeout_secs`, or dead)
+/// gets the agent restarted with its conversation resumed and is run once more; what the second
+/// attempt says is the verdict, a fault left then fails the session.
+async fn supervised_step(
+    provider: &mut dyn Provider,
+    request: &StepRequest,
+    cancel: watch::Receiver<bool>,
+    events: &UnboundedSender<AgentEvent>,
+) -> StepVerdict {
+    let first = provider.run_step(request, cancel.clone()).await;
+    let Some(fault) = first.fault.clone() else {
+        return first;
+    };
+    if first.interrupted || *cancel.borrow() {
+        return first;
+    }
+    match provider.restart().await {
+        Ok(true) => {}
+        Ok(false) => return first,
+        Err(e) => {
+            let mut verdict = first;
+            verdict.message = format!("{}; restarting the agent failed: {e}", verdict.message);
+            return verdict;
+        }
+    }
+    let _ = events.send(AgentEvent::Restarted {
+        step_id: request.step_id,
+        reason: fault.to_string(),
+    });
+    let mut second = provider.run_step(request, cancel).await;
+    second.restarts = first.restarts + 1;
+    second.duration += first.duration;
+    second
 }

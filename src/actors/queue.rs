@@ -17,6 +17,8 @@ pub struct Attempt {
 pub enum Halt {
     FailFast,
     Shutdown,
+    /// The next root test would take the suite past `[supervisor] max_cost_usd`.
+    OverBudget,
 }
 
 /// What the queue made of a finished attempt (for the suite log).
@@ -139,6 +141,11 @@ impl SuiteQueue {
 
     pub fn running(&self) -> usize {
         self.running
+    }
+
+    /// Attempts wait to start.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
     }
 
     /// Nothing running and nothing more will start.

@@ -143,6 +143,8 @@ pub enum ReporterMsg {
         not_run: Vec<String>,
         /// The suite-scoped harness failed (the reason): the root tests not run are errors.
         harness_error: Option<String>,
+        /// Why the suite stopped starting root tests (its budget), if it did.
+        not_run_reason: Option<String>,
         reply: RpcReplyPort<Result<SuiteFiles, ReportError>>,
     },
     /// A third shutdown signal: the process exits within a second. What is in memory is written
@@ -307,6 +309,7 @@ impl ReporterState {
         &mut self,
         not_run: &[String],
         harness_error: Option<String>,
+        not_run_reason: Option<String>,
     ) -> Result<SuiteFiles, ReportError> {
         if let Some(files) = &self.suite_files {
             return Ok(files.clone());
@@ -342,7 +345,8 @@ impl ReporterState {
             &self.finished,
             not_run,
         )
-        .with_harness_error(harness_error);
+        .with_harness_error(harness_error)
+        .with_not_run_reason(not_run_reason);
         let paths = self.suite_paths();
         // Not fatal: the --junit / --json copies are written from memory all the same.
         if let Err(source) = std::os::unix::fs::DirBuilderExt::mode(
@@ -702,10 +706,11 @@ impl Actor for ReporterActor {
             ReporterMsg::SuiteFinished {
                 not_run,
                 harness_error,
+                not_run_reason,
                 reply,
             } => {
                 let result = guarded("suite_finished", || {
-                    state.suite_finished(&not_run, harness_error.clone())
+                    state.suite_finished(&not_run, harness_error.clone(), not_run_reason.clone())
                 });
                 let _ = reply.send(result);
             }
@@ -717,7 +722,7 @@ impl Actor for ReporterActor {
                 let result = guarded("last_word", || {
                     state.args.console.notice(&message, &state.redactor);
                     let not_run = state.never_started(&tests);
-                    state.suite_finished(&not_run, None)
+                    state.suite_finished(&not_run, None, None)
                 });
                 if let Err(e) = result {
                     stderr_notice(&format!("the suite summary is incomplete: {e}"));
@@ -907,6 +912,7 @@ pub async fn finish_suite(
     ractor::call!(reporter, |reply| ReporterMsg::SuiteFinished {
         not_run,
         harness_error: None,
+        not_run_reason: None,
         reply
     })
     .map_err(|e| ReportError::ReporterGone(e.to_string()))?

@@ -13,6 +13,7 @@
 //! it and the supervisor, told by ractor's supervision, cleans up the run's processes.
 
 use crate::actors::agent::{AgentActor, AgentArgs, AgentMsg};
+use crate::actors::budget::Budget;
 use crate::actors::checkpoint::{CheckpointFailure, CheckpointJob};
 use crate::actors::harness::{setup_state, Harness};
 use crate::actors::queue::Attempt;
@@ -74,6 +75,8 @@ pub struct SuiteContext {
     pub claude_bin: PathBuf,
     /// The suite-scoped commands as they stand (kept by the supervisor), for each run's record.
     pub suite_commands: SuiteCommands,
+    /// What the suite has spent on agents, and its ceilings.
+    pub budget: Arc<Budget>,
 }
 
 /// The suite-scoped commands' records, updated as their events come.
@@ -295,6 +298,9 @@ impl SessionState {
                     "the agent exited during the run: {death}"
                 )));
             }
+            AgentEvent::Restarted { step_id, reason } => {
+                self.emit(EventKind::AgentRestarted { step_id, reason });
+            }
         }
     }
 }
@@ -400,7 +406,11 @@ impl Driver {
             "session started"
         );
         let mut started = Started::default();
+        let spent_before = self.suite.budget.test_spent(&self.test.rel_path);
         let ending = self.setup_and_steps(&mut started).await;
+        self.suite
+            .budget
+            .run_finished(self.suite.budget.test_spent(&self.test.rel_path) - spent_before);
         self.teardown(started, &ending).await;
         let outcome = ending.outcome;
         tracing::info!(outcome = outcome.as_str(), "session finished");
@@ -652,6 +662,21 @@ impl Driver {
                 ));
                 continue;
             }
+            let max_cost = self.test.effective.provider.max_cost_usd.value;
+            if let Some(why) = self.suite.budget.exhausted(&self.test.rel_path, max_cost) {
+                let message = format!("not sent to the agent: {why}");
+                self.emit(step_finished(
+                    id,
+                    StepStatus::OverBudget,
+                    Some(message.clone()),
+                    Duration::ZERO,
+                    None,
+                ));
+                return Ending {
+                    outcome: RunOutcome::Failed,
+                    message: Some(format!("step {id} over_budget: {message}")),
+                };
+            }
             let request = StepRequest {
                 step_id: id,
                 source_file: step.source_file.display().to_string(),
@@ -671,7 +696,7 @@ impl Driver {
             let verdict = self
                 .run_step(&agent, request, &mut started.agent_news)
                 .await;
-            let verdict = match verdict {
+            let mut verdict = match verdict {
                 Ok(v) => v,
                 Err(message) => {
                     self.emit_excerpt(id, &marks);
@@ -689,9 +714,21 @@ impl Driver {
                 session_id: Some(u.session_id.clone()),
                 turns: u32::try_from(u.num_turns).ok(),
                 duration_ms: Some(u.duration_ms),
-                cost_usd: Some(u.step_cost_usd),
-                total_cost_usd: Some(u.total_cost_usd),
+                cost_usd: u.cost_reported.then_some(u.step_cost_usd),
+                total_cost_usd: u.cost_reported.then_some(u.total_cost_usd),
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
             });
+            if let Some(u) = verdict.usage.as_ref().filter(|u| u.cost_reported) {
+                self.suite.budget.add(&self.test.rel_path, u.step_cost_usd);
+            }
+            if matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) && !verdict.interrupted {
+                // The step whose cost crossed a ceiling is the one that stops.
+                if let Some(why) = self.suite.budget.exhausted(&self.test.rel_path, max_cost) {
+                    verdict.status = StepStatus::OverBudget;
+                    verdict.message = format!("over budget after this step: {why}");
+                }
+            }
             let message = (!verdict.message.is_empty()).then(|| verdict.message.clone());
             if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
                 self.emit_excerpt(id, &marks);
@@ -716,6 +753,16 @@ impl Driver {
                 verdict.duration,
                 usage,
             ));
+            if let Some(fault) = &verdict.fault {
+                let again = if verdict.restarts > 0 {
+                    ", again after a restart"
+                } else {
+                    " and could not be restarted"
+                };
+                return Ending::error(format!(
+                    "the agent {fault} during step {id}{again}; the session gave up"
+                ));
+            }
             if let Some(death) = &verdict.agent_died {
                 return Ending::error(format!("the agent died during step {id}: {death}"));
             }
@@ -730,7 +777,10 @@ impl Driver {
                 StepStatus::Warn => {
                     warnings.push(format!("step {id} warned: {}", message.unwrap_or_default()))
                 }
-                StepStatus::Error | StepStatus::ProtocolError | StepStatus::Timeout => {
+                StepStatus::Error
+                | StepStatus::ProtocolError
+                | StepStatus::Timeout
+                | StepStatus::OverBudget => {
                     return Ending {
                         outcome: RunOutcome::Failed,
                         message: Some(format!(
@@ -848,7 +898,9 @@ impl Driver {
                 self.take_news(event, &mut died);
             }
         }
-        let told = matches!(&verdict, Ok(v) if v.agent_died.is_some());
+        // A death the verdict names, or one the watchdog already answered with a restart, is
+        // not news for the session.
+        let told = matches!(&verdict, Ok(v) if v.agent_died.is_some() || v.fault.is_some() || v.restarts > 0);
         if let (Some(death), false) = (died, told) {
             self.pass_on(death);
         }
@@ -878,6 +930,9 @@ impl Driver {
         match event {
             AgentEvent::Log { step_id, message } if step_id > 0 => {
                 self.emit(EventKind::AgentLog { step_id, message });
+            }
+            AgentEvent::Restarted { step_id, reason } => {
+                self.emit(EventKind::AgentRestarted { step_id, reason });
             }
             AgentEvent::Evidence { step_id, evidence } if step_id > 0 => {
                 let problem = evidence_problem(&self.run_dir(), &evidence.path);

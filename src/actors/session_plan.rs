@@ -227,9 +227,11 @@ pub fn agent_spec(
         None => None,
     };
     spec.claude_bin = claude;
+    spec.codex_bin = PathBuf::from(&p.codex_bin.value);
+    spec.max_turns_per_step = p.max_turns_per_step.value;
     spec.no_output_timeout = match kind {
         ProviderKind::Shell => None,
-        ProviderKind::Command | ProviderKind::ClaudeCode => {
+        ProviderKind::Command | ProviderKind::ClaudeCode | ProviderKind::Codex => {
             Some(Duration::from_secs(p.no_output_timeout_secs.value))
         }
     };

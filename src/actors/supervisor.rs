@@ -6,6 +6,7 @@
 //! A session that panics reaches us as a supervision event: its test fails with `error` and the
 //! panic message, its processes are killed through the registry, and the others run on.
 
+use crate::actors::budget::Budget;
 use crate::actors::harness::{setup_state, Harness};
 use crate::actors::queue::{AfterAttempt, Attempt, Halt, SuiteQueue};
 use crate::actors::reporter::{Notices, ReporterMsg, RunEvents};
@@ -108,6 +109,8 @@ pub struct SupervisorState {
     suite_commands: SuiteCommands,
     /// Set when the suite harness could not start: nothing runs, exit 3.
     harness_error: Option<String>,
+    /// Set when `[supervisor] max_cost_usd` kept the next root test from starting: why.
+    budget_stop: Option<String>,
     /// The first shutdown signal (or the deadline), once one came.
     shutdown: Option<InterruptSignal>,
     /// Answered once, when the suite's files are written; taken by `finish`.
@@ -158,6 +161,7 @@ impl Actor for SupervisorActor {
             suite_harness: None,
             suite_commands: SuiteCommands::default(),
             harness_error: None,
+            budget_stop: None,
             shutdown: None,
             done: Some(args.done),
         })
@@ -216,6 +220,7 @@ impl SupervisorState {
                     shared_ports,
                     claude_bin: self.claude_bin.clone(),
                     suite_commands: Arc::clone(&self.suite_commands),
+                    budget: Arc::new(Budget::new(self.suite.base.supervisor.max_cost_usd.value)),
                 }));
                 if self.harness_error.is_some() {
                     self.queue.halt(Halt::Shutdown);
@@ -358,7 +363,18 @@ impl SupervisorState {
         let Some(context) = self.context.clone() else {
             return;
         };
-        while let Some(attempt) = self.queue.next_to_start() {
+        loop {
+            if self.queue.has_pending() && self.queue.halted().is_none() {
+                if let Some(why) = context.budget.next_test_refused() {
+                    Notices::new(self.reporter.clone())
+                        .send(format!("no further root test starts: {why}"));
+                    self.queue.halt(Halt::OverBudget);
+                    self.budget_stop = Some(format!("over budget: {why}"));
+                }
+            }
+            let Some(attempt) = self.queue.next_to_start() else {
+                break;
+            };
             let run_id = uuid::Uuid::now_v7().to_string();
             tracing::info!(
                 "dispatch: {} attempt {} → run {run_id} in {} ({} running)",
@@ -570,16 +586,22 @@ impl SupervisorState {
         if self.harness_error.is_some() {
             reason = reason.max(ExitReason::HarnessError);
         }
+        // A root test the suite's budget kept from starting did not pass (SPEC §6: over budget).
+        if self.queue.halted() == Some(Halt::OverBudget) && !not_run.is_empty() {
+            reason = reason.max(ExitReason::TestFailed);
+        }
         if let Some(signal) = self.shutdown {
             reason = reason.max(ExitReason::Interrupted(signal));
         }
         tracing::info!("suite finished: exit code {}", reason.code());
         let harness_error = self.harness_error.clone();
+        let not_run_reason = self.budget_stop.clone();
         // A record that could not be written is a harness error (SPEC §6); the reporter has
         // said which and why.
         let written = match ractor::call!(self.reporter, |reply| ReporterMsg::SuiteFinished {
             not_run,
             harness_error,
+            not_run_reason,
             reply
         }) {
             Ok(Ok(files)) => files.lost.is_empty(),

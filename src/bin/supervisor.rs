@@ -684,6 +684,7 @@ fn doctor(config: Option<PathBuf>) -> ExitCode {
     let mut providers: Vec<_> = suite.tests.iter().map(|t| &t.effective.provider).collect();
     providers.push(&suite.base.provider);
     let claude = bugatti::actors::session_plan::claude_bin(&suite.base);
+    let versions = agent_versions(&providers, &suite.project_root, &claude);
     let mut findings: Vec<_> = providers
         .into_iter()
         .flat_map(|p| {
@@ -701,6 +702,14 @@ fn doctor(config: Option<PathBuf>) -> ExitCode {
         } else {
             failed = true;
             println!("FAIL {}", finding.message);
+        }
+    }
+    for (ok, line) in versions {
+        if ok {
+            println!("ok   {line}");
+        } else {
+            failed = true;
+            println!("FAIL {line}");
         }
     }
     for (name, port) in &suite.base.ports {
@@ -776,6 +785,50 @@ fn report_dead_runs(artifacts: &Path) {
     println!(
         "     the next `supervisor start` here kills those processes and removes those workspaces"
     );
+}
+
+/// `doctor`: each distinct Claude Code / Codex CLI the providers use answers `--version` (a CLI
+/// that is present but broken fails every session). Missing ones are the program check's news.
+fn agent_versions(
+    providers: &[&bugatti::model::layers::ProviderSettings],
+    project_root: &std::path::Path,
+    claude: &std::path::Path,
+) -> Vec<(bool, String)> {
+    use bugatti::providers::locate::{agent_version, find_program};
+    let mut seen = std::collections::BTreeSet::new();
+    let mut wanted = Vec::new();
+    for p in providers {
+        let name = p.name.value.as_str();
+        let bin = match name {
+            "claude-code" => claude.display().to_string(),
+            "codex" => p.codex_bin.value.clone(),
+            _ => continue,
+        };
+        if let Ok(path) = find_program(&bin, project_root) {
+            if seen.insert(path.clone()) {
+                wanted.push((name.to_string(), path));
+            }
+        }
+    }
+    if wanted.is_empty() {
+        return Vec::new();
+    }
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => return vec![(false, format!("cannot check agent versions: {e}"))],
+    };
+    wanted
+        .into_iter()
+        .map(
+            |(name, path)| match runtime.block_on(agent_version(&path, project_root)) {
+                Ok(version) => (true, format!("provider {name}: {version}")),
+                Err(why) => (false, format!("provider {name}: {why}")),
+            },
+        )
+        .collect()
 }
 
 /// Run a validated suite under the actors; map why it ended to the exit code of SPEC §6.

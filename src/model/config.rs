@@ -42,6 +42,10 @@ pub struct ProviderSection {
     pub step_timeout_secs: Option<u64>,
     /// An agent silent this long in the middle of a step is taken as hung.
     pub no_output_timeout_secs: Option<u64>,
+    /// claude-code / codex: a step needing more model turns than this stops as `over_budget`.
+    pub max_turns_per_step: Option<u32>,
+    /// Per root test (all its attempts): once spent, its steps stop as `over_budget`.
+    pub max_cost_usd: Option<f64>,
     pub base_url: Option<Spanned<String>>,
     pub strict_warnings: Option<bool>,
 }
@@ -61,6 +65,8 @@ pub struct SupervisorSection {
     /// Retention: runs and suites beyond the newest N are pruned when a suite starts (0 = all
     /// kept).
     pub keep_runs: Option<usize>,
+    /// Per invocation: a root test that would take the suite's spend over it does not start.
+    pub max_cost_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]

@@ -98,13 +98,14 @@ pub const DEFAULT_KEEP_RUNS: usize = 200;
 pub const DEFAULT_CHECKPOINT_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_NO_OUTPUT_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_CLAUDE_BIN: &str = "claude";
+pub const DEFAULT_CODEX_BIN: &str = "codex";
 /// Every provider name the config accepts: the available ones, then the planned ones.
 pub const PROVIDERS: &[&str] = &["claude-code", "codex", "command", "shell"];
 /// The providers this build can run (what `crate::providers::ProviderKind::parse` accepts; a unit
 /// test there keeps the two in agreement).
-pub const AVAILABLE_PROVIDERS: &[&str] = &["claude-code", "command", "shell"];
+pub const AVAILABLE_PROVIDERS: &[&str] = &["claude-code", "codex", "command", "shell"];
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ProviderSettings {
     pub name: Sourced<String>,
     pub extra_system_prompt: Sourced<Option<String>>,
@@ -116,14 +117,20 @@ pub struct ProviderSettings {
     pub step_timeout_secs: Sourced<u64>,
     /// An agent silent this long mid-step is hung (a `command` reply without a marker ends).
     pub no_output_timeout_secs: Sourced<u64>,
+    /// claude-code / codex: model turns a step may take; more is `over_budget`. `None`: no limit.
+    pub max_turns_per_step: Sourced<Option<u32>>,
+    /// Per root test, all attempts; `None`: no limit.
+    pub max_cost_usd: Sourced<Option<f64>>,
     pub base_url: Sourced<Option<String>>,
     pub strict_warnings: Sourced<bool>,
     /// Where the Claude Code executable is: `claude` (on `PATH`) unless `BUGATTI_CLAUDE_BIN` says
     /// otherwise. Read once, here, with the other environment knobs; sessions and `check` use it.
     pub claude_bin: Sourced<String>,
+    /// Where the Codex executable is: `codex` (on `PATH`) unless `BUGATTI_CODEX_BIN` says so.
+    pub codex_bin: Sourced<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SupervisorSettings {
     /// `[supervisor] max_parallel` / `--jobs`.
     pub jobs: Sourced<usize>,
@@ -137,6 +144,8 @@ pub struct SupervisorSettings {
     pub timeout_secs: Sourced<Option<u64>>,
     /// `[supervisor] keep_runs`: suites (and their runs) kept when a suite starts; 0 = all.
     pub keep_runs: Sourced<usize>,
+    /// `[supervisor] max_cost_usd`: the invocation's spending limit; `None`: no limit.
+    pub max_cost_usd: Sourced<Option<f64>>,
 }
 
 /// A resolved secret. Its Debug never shows the value.
@@ -164,7 +173,7 @@ pub struct CheckpointConfig {
 }
 
 /// Everything of README "Project config" that applies to one root test.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct EffectiveConfig {
     pub provider: ProviderSettings,
     pub supervisor: SupervisorSettings,
@@ -200,9 +209,12 @@ impl Default for EffectiveConfig {
                 cwd: Sourced::default_value(None),
                 step_timeout_secs: Sourced::default_value(DEFAULT_STEP_TIMEOUT_SECS),
                 no_output_timeout_secs: Sourced::default_value(DEFAULT_NO_OUTPUT_TIMEOUT_SECS),
+                max_turns_per_step: Sourced::default_value(None),
+                max_cost_usd: Sourced::default_value(None),
                 base_url: Sourced::default_value(None),
                 strict_warnings: Sourced::default_value(false),
                 claude_bin: Sourced::default_value(DEFAULT_CLAUDE_BIN.to_string()),
+                codex_bin: Sourced::default_value(DEFAULT_CODEX_BIN.to_string()),
             },
             supervisor: SupervisorSettings {
                 jobs: Sourced::default_value(DEFAULT_JOBS),
@@ -213,6 +225,7 @@ impl Default for EffectiveConfig {
                 fail_fast: Sourced::default_value(false),
                 timeout_secs: Sourced::default_value(None),
                 keep_runs: Sourced::default_value(DEFAULT_KEEP_RUNS),
+                max_cost_usd: Sourced::default_value(None),
             },
             env: BTreeMap::new(),
             secrets: BTreeMap::new(),
@@ -271,6 +284,18 @@ impl EffectiveConfig {
         }
         if let Some(v) = s.timeout_secs {
             self.supervisor.timeout_secs.set(Some(v), layer, None);
+        }
+        if let Some(v) = s.max_cost_usd {
+            if !(v.is_finite() && v > 0.0) {
+                problems.push(problem(
+                    format!(
+                        "`[supervisor] max_cost_usd` must be a positive number of dollars (in {})",
+                        file.display()
+                    ),
+                    None,
+                ));
+            }
+            self.supervisor.max_cost_usd.set(Some(v), layer, None);
         }
         if let Some(v) = s.keep_runs {
             self.supervisor.keep_runs.set(v, layer, None);
@@ -404,6 +429,21 @@ impl EffectiveConfig {
             }
             pr.no_output_timeout_secs.set(v, layer, None);
         }
+        if let Some(v) = p.max_turns_per_step {
+            if v == 0 {
+                problems.push(problem("`max_turns_per_step` must be at least 1", None));
+            }
+            pr.max_turns_per_step.set(Some(v), layer, None);
+        }
+        if let Some(v) = p.max_cost_usd {
+            if !(v.is_finite() && v > 0.0) {
+                problems.push(problem(
+                    "`max_cost_usd` must be a positive number of dollars",
+                    None,
+                ));
+            }
+            pr.max_cost_usd.set(Some(v), layer, None);
+        }
         if let Some(v) = &p.base_url {
             pr.base_url
                 .set(Some(v.get_ref().clone()), layer, origin(file, v.span()));
@@ -439,6 +479,9 @@ impl EffectiveConfig {
         }
         if let Some(v) = env("BUGATTI_CLAUDE_BIN").filter(|v| !v.is_empty()) {
             self.provider.claude_bin.set(v, Layer::Env, None);
+        }
+        if let Some(v) = env("BUGATTI_CODEX_BIN").filter(|v| !v.is_empty()) {
+            self.provider.codex_bin.set(v, Layer::Env, None);
         }
         if let Some(v) = env("BUGATTI_BASE_URL").filter(|v| !v.is_empty()) {
             self.provider.base_url.set(Some(v), Layer::Env, None);
@@ -680,6 +723,11 @@ impl EffectiveConfig {
             p.claude_bin.source,
         );
         row(
+            "provider.codex_bin",
+            p.codex_bin.value.clone(),
+            p.codex_bin.source,
+        );
+        row(
             "provider.step_timeout_secs",
             p.step_timeout_secs.value.to_string(),
             p.step_timeout_secs.source,
@@ -688,6 +736,20 @@ impl EffectiveConfig {
             "provider.no_output_timeout_secs",
             p.no_output_timeout_secs.value.to_string(),
             p.no_output_timeout_secs.source,
+        );
+        row(
+            "provider.max_turns_per_step",
+            p.max_turns_per_step
+                .value
+                .map_or("none".to_string(), |n| n.to_string()),
+            p.max_turns_per_step.source,
+        );
+        row(
+            "provider.max_cost_usd",
+            p.max_cost_usd
+                .value
+                .map_or("none".to_string(), |c| c.to_string()),
+            p.max_cost_usd.source,
         );
         row(
             "provider.base_url",
@@ -729,6 +791,13 @@ impl EffectiveConfig {
             "supervisor.keep_runs",
             s.keep_runs.value.to_string(),
             s.keep_runs.source,
+        );
+        row(
+            "supervisor.max_cost_usd",
+            s.max_cost_usd
+                .value
+                .map_or("none".to_string(), |c| c.to_string()),
+            s.max_cost_usd.source,
         );
         row(
             "supervisor.fail_fast",
@@ -983,10 +1052,7 @@ mod tests {
         let (_, ps) = apply("[provider]\nname = \"gpt\"\n");
         assert!(ps[0].starts_with("unknown provider `gpt`"), "{ps:?}");
         let (_, ps) = apply("[provider]\nname = \"codex\"\n");
-        assert_eq!(
-            ps,
-            vec!["provider `codex` is not yet available in this version (available: claude-code, command, shell)"]
-        );
+        assert_eq!(ps, Vec::<String>::new(), "codex is available");
         let (_, ps) = apply("[provider]\nname = \"command\"\n");
         assert_eq!(
             ps,

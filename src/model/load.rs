@@ -52,7 +52,7 @@ impl HostEnv {
 }
 
 /// One root test, ready to run.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RootTest {
     /// Absolute path of the test file.
     pub path: PathBuf,
@@ -65,7 +65,7 @@ pub struct RootTest {
 }
 
 /// Everything a run needs, validated.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Suite {
     pub project_root: PathBuf,
     /// None: no config file, defaults apply (see `notes`).

@@ -12,6 +12,8 @@ pub enum StepStatus {
     Error,
     ProtocolError,
     Timeout,
+    /// Stopped by a budget: `max_turns_per_step`, or the test's or the suite's `max_cost_usd`.
+    OverBudget,
     /// Not sent to the agent: `skip = true`, or before the checkpoint a run resumed from.
     /// Counts as passed.
     Skipped,
@@ -23,7 +25,10 @@ pub enum StepStatus {
 impl StepStatus {
     /// A step that stops the remaining steps of its session.
     pub fn is_failure(self) -> bool {
-        matches!(self, Self::Error | Self::ProtocolError | Self::Timeout)
+        matches!(
+            self,
+            Self::Error | Self::ProtocolError | Self::Timeout | Self::OverBudget
+        )
     }
 
     pub fn as_str(self) -> &'static str {
@@ -33,6 +38,7 @@ impl StepStatus {
             Self::Error => "error",
             Self::ProtocolError => "protocol_error",
             Self::Timeout => "timeout",
+            Self::OverBudget => "over_budget",
             Self::Skipped => "skipped",
             Self::Interrupted => "interrupted",
             Self::NotRun => "not_run",

@@ -225,7 +225,11 @@ pub async fn terminate(group: &mut Group, ladder: &Ladder) -> TeardownReport {
             }
             let wait = match *rung {
                 Rung::CloseStdin { wait } => {
-                    group.stdin = None;
+                    if group.stdin.take().is_none() {
+                        // Closed long ago (Codex reads no stdin): waiting here only lets the
+                        // agent go on working, and spending, for nothing.
+                        continue;
+                    }
                     wait
                 }
                 Rung::Signal {
@@ -459,6 +463,34 @@ mod tests {
         let report = terminate(&mut group, &Ladder::agent(Duration::from_secs(5))).await;
         assert_eq!(report.state, TeardownState::Clean, "{report:?}");
         assert!(report.leaked.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_stdin_closed_before_teardown_costs_no_wait_on_the_close_stdin_rung() {
+        let io = Io::Piped {
+            stdin: true,
+            stdout: false,
+            stderr: false,
+        };
+        let mut group = start(launch(
+            "trap 'exit 0' INT; while :; do sleep 0.05; done",
+            io,
+        ))
+        .expect("start");
+        group.take_stdin();
+        let gentle = Duration::from_secs(2);
+        let started = std::time::Instant::now();
+        let report = terminate(&mut group, &Ladder::agent(gentle)).await;
+        assert_eq!(
+            report.state,
+            TeardownState::Clean,
+            "ended on SIGINT: {report:?}"
+        );
+        assert!(
+            started.elapsed() < gentle,
+            "the close-stdin rung ({gentle:?}) was skipped: {:?}",
+            started.elapsed()
+        );
     }
 
     #[tokio::test]

@@ -10,6 +10,11 @@
 //!   exit code) says whether the turn failed; the marker in its `result` text decides the step
 //!   (else the last marker of the turn's text blocks). Its session id, turns, duration and cost are
 //!   kept as [`ClaudeUsage`]. Lines after it, or a process that lingers, are not waited for.
+//! - Watchdog (README "Supervision"): api_retry notices are not progress; a turn silent past
+//!   `no_output_timeout_secs`, or a process that ends mid-turn, is an [`AgentFault`]; `restart`
+//!   starts Claude Code again with `--resume <session_id>` (the session id its events carry).
+//! - `max_turns_per_step` goes in as `--max-turns` (Claude Code's own `error_max_turns` result is
+//!   `over_budget`) and is enforced from the stream too: one assistant message more stops it.
 //! - Stopping: an `interrupt` control request first (it kills a running Bash tool, whose process
 //!   runs in its own session out of reach of our group signals), then stdin closed, then SIGINT,
 //!   SIGTERM, SIGKILL to the group, then processes carrying the agent marker.
@@ -18,8 +23,8 @@ use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
 use super::transcript::SharedTranscript;
 use super::{
-    agent_env, bootstrap, command::cancelled, AgentContext, AgentError, CancelSignal, ClaudeUsage,
-    Provider, ProviderKind, StepRequest, StepVerdict,
+    agent_env, bootstrap, command::cancelled, AgentContext, AgentDeath, AgentError, AgentFault,
+    CancelSignal, ClaudeUsage, Provider, ProviderKind, StepRequest, StepVerdict,
 };
 use crate::model::markers::scan_text;
 use crate::model::outcome::{StepStatus, TeardownState};
@@ -45,6 +50,12 @@ pub struct ClaudeCode {
     in_turn: bool,
     /// The conversation's cost at the end of the previous turn (Claude Code reports totals).
     cost_so_far: f64,
+    /// Claude Code's session id, from its events: what a restart resumes.
+    session_id: Option<String>,
+    /// Assistant messages of the running turn (model turns), by message id.
+    turn_messages: Vec<String>,
+    /// The stderr transcript, kept for a restarted process.
+    stderr: Option<SharedTranscript>,
 }
 
 enum TurnEnd {
@@ -53,6 +64,7 @@ enum TurnEnd {
     TimedOut,
     Silent,
     Cancelled,
+    OverTurns(u64),
 }
 
 impl ClaudeCode {
@@ -66,6 +78,9 @@ impl ClaudeCode {
             jsonl: None,
             in_turn: false,
             cost_so_far: 0.0,
+            session_id: None,
+            turn_messages: Vec::new(),
+            stderr: None,
         }
     }
 
@@ -83,7 +98,20 @@ impl ClaudeCode {
         .map(|s| s.to_string())
         .collect();
         args.push(bootstrap::system_prompt(&self.ctx.spec, &self.ctx.facts));
+        args.extend(self.supervision_args());
         args.extend(self.ctx.spec.agent_args.iter().cloned());
+        args
+    }
+
+    /// `--max-turns` (a budget) and, after a restart, `--resume <session_id>`.
+    fn supervision_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(max) = self.ctx.spec.max_turns_per_step {
+            args.extend(["--max-turns".to_string(), max.to_string()]);
+        }
+        if let Some(id) = &self.session_id {
+            args.extend(["--resume".to_string(), id.clone()]);
+        }
         args
     }
 
@@ -100,6 +128,7 @@ impl ClaudeCode {
             "--append-system-prompt".into(),
             "<bootstrap>".into(),
         ];
+        words.extend(self.supervision_args());
         words.extend(self.ctx.spec.agent_args.iter().cloned());
         shell_words::join(words)
     }
@@ -129,8 +158,16 @@ impl ClaudeCode {
             self.log(&format!("[non-json] {}\n", text.trim_end()));
             return None;
         };
+        if let Some(id) = event["session_id"].as_str().filter(|id| !id.is_empty()) {
+            self.session_id = Some(id.to_string());
+        }
         match event["type"].as_str() {
             Some("assistant") => {
+                // One line per content block: a model turn is one message id.
+                let id = event["message"]["id"].as_str().unwrap_or_default();
+                if !self.turn_messages.iter().any(|m| m == id) {
+                    self.turn_messages.push(id.to_string());
+                }
                 for block in event["message"]["content"].as_array().into_iter().flatten() {
                     match block["type"].as_str() {
                         Some("text") => {
@@ -190,11 +227,12 @@ impl ClaudeCode {
             num_turns: event["num_turns"].as_u64().unwrap_or(0),
             duration_ms: event["duration_ms"].as_u64().unwrap_or(0),
             total_cost_usd: event["total_cost_usd"].as_f64().unwrap_or(0.0),
-            step_cost_usd: 0.0,
+            cost_reported: event["total_cost_usd"].is_number(),
+            ..ClaudeUsage::default()
         };
         let mut usage = usage;
         usage.step_cost_usd = (usage.total_cost_usd - self.cost_so_far).max(0.0);
-        self.cost_so_far = usage.total_cost_usd.max(self.cost_so_far);
+        self.cost_so_far = usage.total_cost_usd;
         if let Some(denials) = event["permission_denials"]
             .as_array()
             .filter(|d| !d.is_empty())
@@ -212,7 +250,16 @@ impl ClaudeCode {
             "[result {subtype}] turns={} duration_ms={} cost_usd={}\n",
             usage.num_turns, usage.duration_ms, usage.total_cost_usd
         ));
-        let mut verdict = if event["is_error"].as_bool().unwrap_or(false) {
+        let mut verdict = if subtype == "error_max_turns" {
+            collector.verdict_with(
+                StepStatus::OverBudget,
+                format!(
+                    "Claude Code reached max_turns_per_step = {} ({} turns)",
+                    self.ctx.spec.max_turns_per_step.unwrap_or_default(),
+                    usage.num_turns
+                ),
+            )
+        } else if event["is_error"].as_bool().unwrap_or(false) {
             let detail = if result_text.trim().is_empty() {
                 event["errors"].to_string()
             } else {
@@ -273,13 +320,24 @@ impl ClaudeCode {
                     return TurnEnd::Ended;
                 }
                 Some(Ok(_)) => {
-                    idle_at = idle_limit.map(Deadline::after);
                     if line.ends_with(b"\n") {
+                        if !is_retry_notice(&line) {
+                            idle_at = idle_limit.map(Deadline::after);
+                        }
                         let verdict = self.handle_line(&line, collector, step_id);
                         line.clear();
                         self.line = line;
                         if let Some(v) = verdict {
                             return TurnEnd::Result(Box::new(v));
+                        }
+                        let turns = self.turn_messages.len() as u64;
+                        if self
+                            .ctx
+                            .spec
+                            .max_turns_per_step
+                            .is_some_and(|max| turns > u64::from(max))
+                        {
+                            return TurnEnd::OverTurns(turns);
                         }
                     } else {
                         self.line = line;
@@ -335,6 +393,10 @@ impl ClaudeCode {
             StepStatus::Error,
             format!("Claude Code `{command}` {what}: {detail}"),
         );
+        verdict.fault = Some(AgentFault::Died(death.clone().unwrap_or(AgentDeath {
+            status: "its output ended".into(),
+            stderr_tail: String::new(),
+        })));
         verdict.agent_died = death;
         verdict
     }
@@ -359,29 +421,8 @@ impl Provider for ClaudeCode {
         )?);
         let stderr =
             SharedTranscript::create(&dir.join("agent.stderr.log"), facts.secrets.clone())?;
-        let spawn = SpawnSpec {
-            program: self.ctx.spec.claude_bin.clone(),
-            args: self.args(),
-            env: agent_env(&self.ctx.spec, facts),
-            cwd: self.ctx.spec.cwd.clone(),
-            owner: Owner::new(
-                Scope::run(facts.run_id.clone()),
-                Role::Agent("claude-code".into()),
-            ),
-            stderr,
-            display: Some(self.shown_command()),
-        };
-        let mut process = AgentProcess::spawn(spawn)?;
-        self.stdout = process.take_stdout().map(BufReader::new);
-        process.notify_unexpected_exit(self.ctx.events.clone(), facts.secrets.clone());
-        let exited = process.wait_exit(self.ctx.spec.startup_grace).await;
-        let command = process.command_line.clone();
-        let death = process.death(&facts.secrets).await;
-        self.process = Some(process);
-        match death {
-            Some(death) if exited => Err(AgentError::ExitedAtStart { command, death }),
-            _ => Ok(()),
-        }
+        self.stderr = Some(stderr);
+        self.spawn().await
     }
 
     /// The bootstrap travels as the appended system prompt: nothing to send, but a process that
@@ -400,6 +441,70 @@ impl Provider for ClaudeCode {
     }
 
     async fn run_step(&mut self, request: &StepRequest, cancel: CancelSignal) -> StepVerdict {
+        self.turn_messages.clear();
+        self.step(request, cancel).await
+    }
+
+    async fn close(&mut self) -> TeardownState {
+        self.stop().await
+    }
+
+    /// Stops what is left of the process and starts Claude Code again on the same session
+    /// (`--resume`); transcripts go on in the same files.
+    async fn restart(&mut self) -> Result<bool, AgentError> {
+        self.stop().await;
+        self.process = None;
+        // A resumed Claude Code (2.1.197) counts its cost from zero again, not from the session's.
+        self.cost_so_far = 0.0;
+        self.log(&format!(
+            "### restart: resuming session {}\n",
+            self.session_id
+                .as_deref()
+                .unwrap_or("(none yet: starting afresh)")
+        ));
+        self.spawn().await?;
+        Ok(true)
+    }
+}
+
+impl ClaudeCode {
+    /// Starts the process (the transcripts are open), watches it for an immediate exit.
+    async fn spawn(&mut self) -> Result<(), AgentError> {
+        let facts = &self.ctx.facts;
+        let Some(stderr) = self.stderr.clone() else {
+            return Err(AgentError::Config {
+                provider: "claude-code",
+                problem: "started before its transcripts were opened".into(),
+            });
+        };
+        let spawn = SpawnSpec {
+            program: self.ctx.spec.claude_bin.clone(),
+            args: self.args(),
+            env: agent_env(&self.ctx.spec, facts),
+            cwd: self.ctx.spec.cwd.clone(),
+            owner: Owner::new(
+                Scope::run(facts.run_id.clone()),
+                Role::Agent("claude-code".into()),
+            ),
+            stderr,
+            display: Some(self.shown_command()),
+        };
+        let mut process = AgentProcess::spawn(spawn)?;
+        self.line.clear();
+        self.stdout = process.take_stdout().map(BufReader::new);
+        process.notify_unexpected_exit(self.ctx.events.clone(), facts.secrets.clone());
+        let exited = process.wait_exit(self.ctx.spec.startup_grace).await;
+        let command = process.command_line.clone();
+        let death = process.death(&facts.secrets).await;
+        self.process = Some(process);
+        match death {
+            Some(death) if exited => Err(AgentError::ExitedAtStart { command, death }),
+            _ => Ok(()),
+        }
+    }
+
+    /// One step on the running process.
+    async fn step(&mut self, request: &StepRequest, cancel: CancelSignal) -> StepVerdict {
         let started = Instant::now();
         let secrets = self.ctx.facts.secrets.clone();
         let mut collector =
@@ -469,12 +574,31 @@ impl Provider for ClaudeCode {
                 v
             }
             TurnEnd::Silent => {
-                let limit = self.ctx.spec.no_output_timeout.unwrap_or_default();
-                let v = collector.verdict_with(
+                let secs = self
+                    .ctx
+                    .spec
+                    .no_output_timeout
+                    .unwrap_or_default()
+                    .as_secs();
+                let fault = AgentFault::Silent {
+                    secs,
+                    last_words: String::new(),
+                };
+                let mut v = collector.verdict_with(
                     StepStatus::Timeout,
+                    format!("Claude Code {fault}; the agent was stopped"),
+                );
+                v.fault = Some(fault);
+                self.stop().await;
+                v
+            }
+            TurnEnd::OverTurns(turns) => {
+                let v = collector.verdict_with(
+                    StepStatus::OverBudget,
                     format!(
-                        "Claude Code wrote nothing for {}s (no-output limit); the agent was stopped",
-                        limit.as_secs_f64()
+                        "Claude Code took {turns} model turns in this step, over \
+                         max_turns_per_step = {}; the agent was stopped",
+                        self.ctx.spec.max_turns_per_step.unwrap_or_default()
                     ),
                 );
                 self.stop().await;
@@ -492,8 +616,10 @@ impl Provider for ClaudeCode {
         verdict.duration = started.elapsed();
         verdict
     }
+}
 
-    async fn close(&mut self) -> TeardownState {
-        self.stop().await
-    }
+/// Claude Code's notice that it retries a failed API request: news, not progress.
+fn is_retry_notice(line: &[u8]) -> bool {
+    serde_json::from_slice::<Value>(line)
+        .is_ok_and(|e| e["type"] == "system" && e["subtype"] == "api_retry")
 }

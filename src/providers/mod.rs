@@ -1,4 +1,5 @@
-//! Agent providers behind one trait (README "Providers"): `claude-code`, `command` and `shell`.
+//! Agent providers behind one trait (README "Providers"): `claude-code`, `codex`, `command` and
+//! `shell`.
 //!
 //! The session never knows which provider it talks to: it builds an [`AgentSpec`] (what the
 //! config says) and [`SessionFacts`] (what this session is), asks [`create`] for a provider, then
@@ -12,6 +13,7 @@
 
 pub mod bootstrap;
 pub mod claude_code;
+pub mod codex;
 pub mod command;
 pub mod locate;
 pub mod process;
@@ -47,6 +49,7 @@ pub const CLAUDE_NESTING_VARS: [&str; 3] = [
 #[serde(rename_all = "kebab-case")]
 pub enum ProviderKind {
     ClaudeCode,
+    Codex,
     Command,
     Shell,
 }
@@ -55,6 +58,7 @@ impl ProviderKind {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::ClaudeCode => "claude-code",
+            Self::Codex => "codex",
             Self::Command => "command",
             Self::Shell => "shell",
         }
@@ -63,6 +67,7 @@ impl ProviderKind {
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "claude-code" => Some(Self::ClaudeCode),
+            "codex" => Some(Self::Codex),
             "command" => Some(Self::Command),
             "shell" => Some(Self::Shell),
             _ => None,
@@ -89,6 +94,10 @@ pub struct AgentSpec {
     pub base_url: Option<String>,
     /// The Claude Code executable (`claude` on `PATH` unless configured).
     pub claude_bin: PathBuf,
+    /// The Codex executable (`codex` on `PATH` unless configured).
+    pub codex_bin: PathBuf,
+    /// claude-code / codex: model turns one step may take; one more stops it as `over_budget`.
+    pub max_turns_per_step: Option<u32>,
     /// A step whose agent writes nothing for this long ends: `timeout` for claude-code,
     /// `protocol_error` for `command` (a reply without a marker). `None`: only the step timeout.
     pub no_output_timeout: Option<Duration>,
@@ -112,6 +121,8 @@ impl AgentSpec {
             step_timeout: Duration::from_secs(300),
             base_url: None,
             claude_bin: PathBuf::from("claude"),
+            codex_bin: PathBuf::from("codex"),
+            max_turns_per_step: None,
             no_output_timeout: None,
             stop_timeout: Duration::from_secs(5),
             startup_grace: Duration::from_millis(300),
@@ -155,18 +166,55 @@ pub struct StepRequest {
     pub timeout: Duration,
 }
 
-/// What one Claude Code turn (one step) cost, from its `result` event.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ClaudeUsage {
-    /// Claude Code's conversation id (the same for every step of a session).
+/// What one step cost, as the agent reports it: Claude Code's `result` event, Codex's
+/// `turn.completed`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepUsage {
+    /// The agent's conversation id (the same for every step of a session): Claude Code's session
+    /// id, Codex's thread id.
     pub session_id: String,
-    /// Model round trips of this turn.
+    /// Model round trips of this step.
     pub num_turns: u64,
     pub duration_ms: u64,
     /// As Claude Code reports it: the cost of the whole conversation so far.
     pub total_cost_usd: f64,
     /// This step's share: `total_cost_usd` minus the previous step's.
     pub step_cost_usd: f64,
+    /// Whether the agent reports money at all (Codex reports tokens only).
+    pub cost_reported: bool,
+    /// Tokens of this step, where the agent reports them.
+    pub input_tokens: Option<u64>,
+    pub output_tokens: Option<u64>,
+}
+
+/// The usage of a Claude Code turn (the name it had before other agents reported usage).
+pub type ClaudeUsage = StepUsage;
+
+/// Why the harness gave up on the agent in the middle of a step: the watchdog's findings. A
+/// verdict carrying one may be retried once on a restarted agent (README "Supervision").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum AgentFault {
+    /// Nothing that counts as progress for this long (`no_output_timeout_secs`); the last thing it
+    /// said, if anything (an API retry notice, say).
+    Silent { secs: u64, last_words: String },
+    /// The agent process ended without finishing the step.
+    Died(AgentDeath),
+}
+
+impl std::fmt::Display for AgentFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Silent { secs, last_words } if last_words.trim().is_empty() => {
+                write!(f, "made no progress for {secs}s (no_output_timeout_secs)")
+            }
+            Self::Silent { secs, last_words } => write!(
+                f,
+                "made no progress for {secs}s (no_output_timeout_secs); it last said: {}",
+                last_words.trim()
+            ),
+            Self::Died(death) => write!(f, "died ({death})"),
+        }
+    }
 }
 
 /// The agent process ended on its own: how, and the end of what it wrote to stderr.
@@ -201,9 +249,14 @@ pub struct StepVerdict {
     pub logs: Vec<String>,
     pub evidence: Vec<Evidence>,
     pub duration: Duration,
-    pub usage: Option<ClaudeUsage>,
+    pub usage: Option<StepUsage>,
     /// Set when the agent died during this step (or before it): the session fails with `error`.
     pub agent_died: Option<AgentDeath>,
+    /// Set when the watchdog stopped the agent (silent, or dead): the step may be retried once
+    /// on a restarted agent; a fault left after that fails the session.
+    pub fault: Option<AgentFault>,
+    /// How often the agent was restarted during this step (0 or 1).
+    pub restarts: u32,
     /// The step was cut short by [`CancelSignal`] (shutdown), not by its own outcome.
     pub interrupted: bool,
 }
@@ -219,6 +272,8 @@ impl StepVerdict {
             duration: Duration::ZERO,
             usage: None,
             agent_died: None,
+            fault: None,
+            restarts: 0,
             interrupted: false,
         }
     }
@@ -237,6 +292,12 @@ pub enum AgentEvent {
     },
     /// The agent process ended without being asked to (between or during steps).
     Exited(AgentDeath),
+    /// The watchdog stopped a hung or dead agent and started it again, its conversation resumed;
+    /// the step is retried.
+    Restarted {
+        step_id: u32,
+        reason: String,
+    },
 }
 
 /// Cancels a running step (shutdown): `true` once cancelled. Cheap to clone.
@@ -280,6 +341,11 @@ pub trait Provider: Send {
     async fn run_step(&mut self, request: &StepRequest, cancel: CancelSignal) -> StepVerdict;
     /// Stops the agent and everything it started; reports how that went.
     async fn close(&mut self) -> TeardownState;
+    /// After a step ended with a [`AgentFault`]: stops what is left of the agent and starts it
+    /// again with its conversation resumed. `Ok(false)`: this provider cannot resume.
+    async fn restart(&mut self) -> Result<bool, AgentError> {
+        Ok(false)
+    }
 }
 
 /// Everything a provider is built from.
@@ -294,6 +360,7 @@ pub struct AgentContext {
 pub fn create(context: AgentContext) -> Box<dyn Provider> {
     match context.spec.provider {
         ProviderKind::ClaudeCode => Box::new(claude_code::ClaudeCode::new(context)),
+        ProviderKind::Codex => Box::new(codex::Codex::new(context)),
         ProviderKind::Command => Box::new(command::CommandProvider::new(context)),
         ProviderKind::Shell => Box::new(shell::ShellProvider::new(context)),
     }

@@ -198,6 +198,7 @@ fn step_word(status: StepStatus) -> &'static str {
         StepStatus::Error => "ERROR",
         StepStatus::ProtocolError => "PROTOCOL ERROR",
         StepStatus::Timeout => "TIMEOUT",
+        StepStatus::OverBudget => "OVER BUDGET",
         StepStatus::Skipped => "SKIPPED",
         StepStatus::Interrupted => "INTERRUPTED",
         StepStatus::NotRun => "NOT RUN",
@@ -269,6 +270,10 @@ fn event_line(kind: &EventKind, phase: Phase) -> Option<(String, Verbosity)> {
             Normal,
         ),
         EventKind::AgentLog { message, .. } => (format!("LOG ........ {message}"), Normal),
+        EventKind::AgentRestarted { step_id, reason } => (
+            format!("AGENT RESTARTED during step {step_id}: it {reason}; the step is retried"),
+            Normal,
+        ),
         EventKind::SessionPrepared { workspace, ports } => (
             format!(
                 "SESSION ........ workspace {workspace}{}",
@@ -566,6 +571,7 @@ impl Console {
                         | SetupState::Restarted { .. }
                 ),
                 EventKind::CommandTornDown { teardown, .. } => *teardown != TeardownState::Clean,
+                EventKind::AgentRestarted { .. } => true,
                 EventKind::Checkpoint { state, .. } => {
                     matches!(state, CheckpointState::Failed { .. })
                 }
@@ -691,7 +697,10 @@ impl Console {
                     "the suite's harness failed: {}",
                     summarize_instruction(reason, 300)
                 ),
-                None => "the suite stopped before it started".to_string(),
+                None => summary
+                    .not_run_reason
+                    .clone()
+                    .unwrap_or_else(|| "the suite stopped before it started".to_string()),
             };
             let word = if summary.harness_error.is_some() {
                 "ERROR"
@@ -726,15 +735,22 @@ impl Console {
                 counts.push(format!("{n} {what}"));
             }
         }
-        let mut line = wrap(
-            &format!(
-                "Summary: {} root tests in {}: {}",
-                t.total,
-                secs(summary.duration_ms),
-                counts.join(", ")
-            ),
-            "",
+        let mut text = format!(
+            "Summary: {} root tests in {}: {}",
+            t.total,
+            secs(summary.duration_ms),
+            counts.join(", ")
         );
+        if let Some(cost) = summary.cost_usd {
+            text.push_str(&format!("; agent cost ${cost:.4}"));
+        }
+        if summary.input_tokens + summary.output_tokens > 0 {
+            text.push_str(&format!(
+                "; {} input / {} output tokens",
+                summary.input_tokens, summary.output_tokens
+            ));
+        }
+        let mut line = wrap(&text, "");
         for test in summary.tests.iter().filter(|t| t.flaky) {
             line.push_str(&format!(
                 "\nFLAKY       {} passed on attempt {}",

@@ -86,6 +86,11 @@ pub struct Usage {
     /// The conversation's running total after this step (Claude Code's `total_cost_usd`).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub total_cost_usd: Option<f64>,
+    /// Tokens of this step, where the agent reports them (Codex).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub input_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub output_tokens: Option<u64>,
 }
 
 /// What happened to a harness command during setup and while the session ran.
@@ -233,6 +238,12 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         usage: Option<Usage>,
     },
+    /// The watchdog stopped a hung or dead agent mid-step and started it again with its
+    /// conversation resumed; the step is retried (README "Supervision").
+    AgentRestarted {
+        step_id: u32,
+        reason: String,
+    },
     /// The session's places, once chosen: its workspace and its resolved `[ports]`.
     SessionPrepared {
         workspace: String,
@@ -287,6 +298,7 @@ impl EventKind {
             Self::Evidence { .. } => "evidence",
             Self::StepFinished { .. } => "step_finished",
             Self::HarnessLogExcerpt { .. } => "harness_log_excerpt",
+            Self::AgentRestarted { .. } => "agent_restarted",
             Self::SessionPrepared { .. } => "session_prepared",
             Self::CommandTornDown { .. } => "command_torn_down",
             Self::Checkpoint { .. } => "checkpoint",
@@ -332,6 +344,7 @@ mod tests {
                 duration_ms: Some(11),
                 cost_usd: Some(0.25),
                 total_cost_usd: Some(0.5),
+                ..Usage::default()
             }),
         });
         let json = serde_json::to_string(&ev).expect("serialize");

@@ -66,6 +66,16 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
         .set_timestamp(summary.started_at)
         .set_time(Duration::from_millis(summary.duration_ms))
         .add_property(Property::new("suite_id", summary.suite_id.as_str()));
+    if let Some(cost) = summary.cost_usd {
+        suite.add_property(Property::new("cost_usd", format!("{cost:.6}").as_str()));
+    }
+    for (name, value) in [
+        ("agent_turns", summary.agent_turns),
+        ("input_tokens", summary.input_tokens),
+        ("output_tokens", summary.output_tokens),
+    ] {
+        suite.add_property(Property::new(name, value.to_string().as_str()));
+    }
     for test in &summary.tests {
         let earlier = &test.history[..test.history.len().saturating_sub(1)];
         let status = match kind_of(test.outcome, summary.strict_warnings) {
@@ -96,6 +106,17 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
         let mut case = TestCase::new(test.test_file.as_str(), status);
         case.set_classname(test.test_name.as_str())
             .set_time(Duration::from_millis(test.duration_ms));
+        if let Some(cost) = test.cost_usd {
+            case.add_property(Property::new("cost_usd", format!("{cost:.6}").as_str()));
+        }
+        for (name, value) in [
+            ("agent_turns", test.agent_turns),
+            ("input_tokens", test.input_tokens),
+            ("output_tokens", test.output_tokens),
+            ("agent_restarts", test.agent_restarts as u64),
+        ] {
+            case.add_property(Property::new(name, value.to_string().as_str()));
+        }
         if let Some(record) = by_id.get(test.run_id.as_str()) {
             case.set_timestamp(record.started_at)
                 .set_system_out(step_list(record));
@@ -115,7 +136,12 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
             }
             None => {
                 let mut status = TestCaseStatus::skipped();
-                status.set_message("not run: the suite stopped before this test started");
+                match &summary.not_run_reason {
+                    Some(reason) => status.set_message(format!("not run: {reason}")),
+                    None => {
+                        status.set_message("not run: the suite stopped before this test started")
+                    }
+                };
                 status
             }
         };

@@ -101,6 +101,7 @@ fn status_label(status: StepStatus) -> &'static str {
         StepStatus::Error => "ERROR",
         StepStatus::ProtocolError => "PROTOCOL ERROR",
         StepStatus::Timeout => "TIMEOUT",
+        StepStatus::OverBudget => "OVER BUDGET",
         StepStatus::Skipped => "skipped",
         StepStatus::Interrupted => "INTERRUPTED",
         StepStatus::NotRun => "not run",
@@ -146,6 +147,24 @@ fn summary(input: &ReportInput<'_>) -> Result<String, String> {
                 "| resumed from | checkpoint `{}` (restore {}) |",
                 cell(&cp.name),
                 cp.status.as_str()
+            )?;
+        }
+        if let Some(cost) = r.cost_usd {
+            writeln!(s, "| agent cost | ${cost:.4} |")?;
+        }
+        if r.agent_turns > 0 || r.input_tokens + r.output_tokens > 0 {
+            writeln!(
+                s,
+                "| agent turns / tokens | {} turns, {} input / {} output tokens |",
+                r.agent_turns, r.input_tokens, r.output_tokens
+            )?;
+        }
+        for restart in &r.agent_restarts {
+            writeln!(
+                s,
+                "| agent restarted | during step {}: it {} |",
+                restart.step_id,
+                cell(&restart.reason)
             )?;
         }
         if let Some(msg) = r.failure_message() {

@@ -209,6 +209,15 @@ pub struct CheckpointRecord {
     pub error: Option<String>,
 }
 
+/// One restart of the agent by the watchdog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRestart {
+    pub step_id: u32,
+    /// What the watchdog saw: silence, or the agent's death.
+    pub reason: String,
+    pub at: DateTime<Utc>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EvidenceRecord {
     pub kind: String,
@@ -238,6 +247,12 @@ pub struct StepRecord {
     pub evidence: Vec<EvidenceRecord>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub usage: Option<Usage>,
+    /// Model turns of this step, where the agent reports them (SPEC §5).
+    #[serde(default)]
+    pub agent_turns: Option<u32>,
+    /// What this step cost, where the agent reports it.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
     /// For a step that did not pass: command name → the lines it wrote while the step ran.
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub harness_log_excerpt: BTreeMap<String, String>,
@@ -284,6 +299,20 @@ pub struct RunRecord {
     #[serde(default)]
     pub checkpoints: Vec<CheckpointRecord>,
     pub effective_config: Vec<ConfigRow>,
+    /// The steps' reported cost, summed; `None` when no step reported one.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// Model turns, summed over the steps that reported them.
+    #[serde(default)]
+    pub agent_turns: u64,
+    /// Tokens, summed over the steps that reported them.
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Each time the watchdog restarted the agent, in order.
+    #[serde(default)]
+    pub agent_restarts: Vec<AgentRestart>,
     /// Events that named a step or command the plan does not have: kept, not dropped.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub anomalies: Vec<String>,
@@ -326,6 +355,8 @@ impl RunRecord {
                     logs: Vec::new(),
                     evidence: Vec::new(),
                     usage: None,
+                    agent_turns: None,
+                    cost_usd: None,
                     harness_log_excerpt: BTreeMap::new(),
                 })
                 .collect(),
@@ -343,6 +374,11 @@ impl RunRecord {
                 .collect(),
             checkpoints: Vec::new(),
             effective_config: plan.effective_config.clone(),
+            cost_usd: None,
+            agent_turns: 0,
+            input_tokens: 0,
+            output_tokens: 0,
+            agent_restarts: Vec::new(),
             anomalies: Vec::new(),
         }
     }
@@ -492,7 +528,24 @@ impl RunRecord {
                     step.message = message.clone();
                     step.duration_ms = Some(*duration_ms);
                     step.usage = usage.clone();
+                    step.agent_turns = usage.as_ref().and_then(|u| u.turns);
+                    step.cost_usd = usage.as_ref().and_then(|u| u.cost_usd);
                 }
+                if let Some(u) = usage {
+                    if let Some(cost) = u.cost_usd {
+                        self.cost_usd = Some(self.cost_usd.unwrap_or(0.0) + cost);
+                    }
+                    self.agent_turns += u64::from(u.turns.unwrap_or(0));
+                    self.input_tokens += u.input_tokens.unwrap_or(0);
+                    self.output_tokens += u.output_tokens.unwrap_or(0);
+                }
+            }
+            EventKind::AgentRestarted { step_id, reason } => {
+                self.agent_restarts.push(AgentRestart {
+                    step_id: *step_id,
+                    reason: reason.clone(),
+                    at: event.timestamp,
+                });
             }
             EventKind::SessionPrepared { workspace, ports } => {
                 self.workspace = Some(workspace.clone());

@@ -121,6 +121,7 @@ impl RunWriter {
             | EventKind::SetupStatus { .. }
             | EventKind::CommandTornDown { .. }
             | EventKind::Checkpoint { .. }
+            | EventKind::AgentRestarted { .. }
             | EventKind::RunFinished { .. } => true,
             EventKind::SuiteStarted { .. }
             | EventKind::SuiteFinished { .. }

@@ -42,6 +42,19 @@ pub struct RootTestSummary {
     pub report: String,
     /// Every attempt, first to last (the last one is the final one).
     pub history: Vec<AttemptSummary>,
+    /// What the agent cost over all attempts, where it reports money.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// Model turns and tokens over all attempts, where the agent reports them.
+    #[serde(default)]
+    pub agent_turns: u64,
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
+    /// Watchdog restarts of the agent over all attempts.
+    #[serde(default)]
+    pub agent_restarts: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -60,7 +73,21 @@ pub struct SuiteSummary {
     /// count as errors (in `totals`, JUnit and the reports), not as merely not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub harness_error: Option<String>,
+    /// Why the suite stopped starting root tests early, when a budget did
+    /// (`[supervisor] max_cost_usd`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_run_reason: Option<String>,
     pub totals: Totals,
+    /// What the agents cost in this suite, where they report money.
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
+    /// Model turns and tokens of the whole suite, where the agents report them.
+    #[serde(default)]
+    pub agent_turns: u64,
+    #[serde(default)]
+    pub input_tokens: u64,
+    #[serde(default)]
+    pub output_tokens: u64,
     /// What changed since the previous suite of the same selection (`.bugatti/history.jsonl`);
     /// absent when there is no such suite.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -76,6 +103,12 @@ impl SuiteSummary {
             self.totals.not_run = 0;
             self.harness_error = Some(reason);
         }
+        self
+    }
+
+    /// Records why the suite started no more root tests (a budget), for the tests in `not_run`.
+    pub fn with_not_run_reason(mut self, reason: Option<String>) -> Self {
+        self.not_run_reason = reason;
         self
     }
 
@@ -130,6 +163,11 @@ impl SuiteSummary {
                 message: last.message.clone(),
                 report: last.report.clone(),
                 history,
+                cost_usd: sum_costs(runs.iter().map(|r| r.cost_usd)),
+                agent_turns: runs.iter().map(|r| r.agent_turns).sum(),
+                input_tokens: runs.iter().map(|r| r.input_tokens).sum(),
+                output_tokens: runs.iter().map(|r| r.output_tokens).sum(),
+                agent_restarts: runs.iter().map(|r| r.agent_restarts.len()).sum(),
             });
         }
         let mut not_run: Vec<String> = not_run
@@ -142,6 +180,10 @@ impl SuiteSummary {
         totals.not_run = not_run.len();
         totals.total += not_run.len();
         let ms = (finished_at - started_at).num_milliseconds();
+        let cost_usd = sum_costs(tests.iter().map(|t| t.cost_usd));
+        let agent_turns = tests.iter().map(|t| t.agent_turns).sum();
+        let input_tokens = tests.iter().map(|t| t.input_tokens).sum();
+        let output_tokens = tests.iter().map(|t| t.output_tokens).sum();
         Self {
             schema_version: SCHEMA_VERSION,
             suite_id: suite_id.to_string(),
@@ -152,7 +194,12 @@ impl SuiteSummary {
             tests,
             not_run,
             harness_error: None,
+            not_run_reason: None,
             totals,
+            cost_usd,
+            agent_turns,
+            input_tokens,
+            output_tokens,
             changes: None,
         }
     }
@@ -175,6 +222,9 @@ impl SuiteSummary {
             t.flaky,
             self.duration_ms as f64 / 1000.0
         );
+        if let Some(cost) = self.cost_usd {
+            let _ = writeln!(s, "Agent cost: ${cost:.4}.\n");
+        }
         if !self.tests.is_empty() {
             s.push_str("| test file | outcome | attempts | flaky | duration | run id | report |\n");
             s.push_str("|---|---|---|---|---|---|---|\n");
@@ -226,6 +276,9 @@ impl SuiteSummary {
         }
         if !self.not_run.is_empty() {
             s.push_str("## Not run\n\n");
+            if let Some(reason) = &self.not_run_reason {
+                let _ = writeln!(s, "{}\n", reason.replace('\n', " "));
+            }
             for f in &self.not_run {
                 let _ = writeln!(s, "- `{f}`");
             }
@@ -233,4 +286,11 @@ impl SuiteSummary {
         }
         s
     }
+}
+
+/// The sum of the costs that are known; `None` when none is.
+fn sum_costs(costs: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+    costs
+        .flatten()
+        .fold(None, |sum, c| Some(sum.unwrap_or(0.0) + c))
 }

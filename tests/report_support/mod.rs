@@ -144,6 +144,7 @@ pub fn events(clock: &EventClock, last: StepStatus, outcome: RunOutcome) -> Vec<
                 duration_ms: Some(19),
                 cost_usd: Some(0.0123),
                 total_cost_usd: Some(0.0123),
+                ..Default::default()
             }),
         },
     ];

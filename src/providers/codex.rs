@@ -1,0 +1,550 @@
+//! The `codex` provider: the OpenAI Codex CLI (0.169), one `codex exec --json` process per step
+//! (README "Providers").
+//!
+//! - Step 1 runs `codex exec --json --skip-git-repo-check <agent_args> <bootstrap + step>`; its
+//!   `thread.started` names the thread. Every later step (and a restart) runs
+//!   `codex exec --json --skip-git-repo-check <agent_args> resume <thread_id> <step>`: one
+//!   conversation per session, kept in a `CODEX_HOME` of the session's own (in its workspace), so
+//!   the user's `~/.codex` is neither read nor written. Model provider, model and sandbox flags are
+//!   the user's `agent_args` (`-c model_provider=…`, `-m …`).
+//! - stdin is closed at once (`codex exec` otherwise waits for more input on a pipe).
+//! - Output lines go raw to `transcripts/agent.jsonl`, a readable account to `agent.log`, stderr to
+//!   `agent.stderr.log`. The reply is the last `agent_message` of the turn, scanned for markers;
+//!   `turn.completed` ends the turn and carries the thread's tokens so far (a step's own are the
+//!   difference); `turn.failed` is a step error naming
+//!   Codex's message. `error` events are retry notices ("Reconnecting…"): kept as the last words,
+//!   but not progress, so an API that errors forever trips the watchdog instead of hanging the step.
+//! - Codex reports no money, only tokens: `cost_usd` stays unknown. Model turns are counted from
+//!   the stream (each tool call, and the final message, is one model response).
+
+use super::process::{spawn_drain, AgentProcess, SpawnSpec};
+use super::reply::ReplyCollector;
+use super::transcript::SharedTranscript;
+use super::{
+    agent_env, bootstrap, command::cancelled, AgentContext, AgentDeath, AgentError, AgentFault,
+    CancelSignal, Provider, ProviderKind, StepRequest, StepUsage, StepVerdict,
+};
+use crate::model::outcome::{StepStatus, TeardownState};
+use crate::process::owner::{Owner, Role, Scope};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::ChildStdout;
+use tokio::time::{sleep_until, Instant as TokioInstant};
+
+/// Characters of a command's output shown in `agent.log` (the whole one is in `agent.jsonl`).
+const TOOL_OUTPUT_SHOWN: usize = 2000;
+
+pub struct Codex {
+    ctx: AgentContext,
+    /// The running step's process; `None` between steps.
+    process: Option<AgentProcess>,
+    log: Option<SharedTranscript>,
+    jsonl: Option<SharedTranscript>,
+    stderr: Option<SharedTranscript>,
+    /// The conversation, once Codex named it (`thread.started`).
+    thread_id: Option<String>,
+    /// The thread's input and output tokens at the end of the previous turn: `turn.completed`
+    /// reports the thread's totals, a step's own are the difference.
+    tokens_so_far: (u64, u64),
+}
+
+/// How reading one step's stream ended.
+enum TurnEnd {
+    Completed(Box<StepVerdict>),
+    Ended,
+    TimedOut,
+    Silent,
+    Cancelled,
+    OverTurns(u64),
+}
+
+/// What one turn's stream has said so far.
+#[derive(Default)]
+struct Turn {
+    last_message: Option<String>,
+    last_error: Option<String>,
+    /// Model responses: one per tool call, one for the final message.
+    model_turns: u64,
+}
+
+impl Codex {
+    pub fn new(ctx: AgentContext) -> Self {
+        Self {
+            ctx,
+            process: None,
+            log: None,
+            jsonl: None,
+            stderr: None,
+            thread_id: None,
+            tokens_so_far: (0, 0),
+        }
+    }
+
+    fn codex_home(&self) -> PathBuf {
+        self.ctx.facts.workdir.join(".codex-home")
+    }
+
+    /// The command line of one step: `resume <thread>` once the conversation exists.
+    fn args(&self, prompt: &str) -> Vec<String> {
+        let mut args: Vec<String> = vec![
+            "exec".into(),
+            "--json".into(),
+            "--skip-git-repo-check".into(),
+        ];
+        args.extend(self.ctx.spec.agent_args.iter().cloned());
+        if let Some(thread) = &self.thread_id {
+            args.push("resume".into());
+            args.push(thread.clone());
+        }
+        args.push(prompt.to_string());
+        args
+    }
+
+    /// The command line for messages, with the long prompt elided.
+    fn shown_command(&self) -> String {
+        let mut words = vec![
+            self.ctx.spec.codex_bin.display().to_string(),
+            "exec".into(),
+            "--json".into(),
+            "--skip-git-repo-check".into(),
+        ];
+        words.extend(self.ctx.spec.agent_args.iter().cloned());
+        if let Some(thread) = &self.thread_id {
+            words.push("resume".into());
+            words.push(thread.clone());
+        }
+        words.push("<prompt>".into());
+        shell_words::join(words)
+    }
+
+    fn log(&self, text: &str) {
+        if let Some(log) = &self.log {
+            log.write(text.as_bytes());
+        }
+    }
+
+    fn spawn(&mut self, prompt: &str, step_id: u32) -> Result<BufReader<ChildStdout>, AgentError> {
+        let facts = &self.ctx.facts;
+        let home = self.codex_home();
+        std::fs::create_dir_all(&home).map_err(|source| AgentError::Spawn {
+            command: format!("mkdir {}", home.display()),
+            source,
+        })?;
+        let stderr = match &self.stderr {
+            Some(t) => t.clone(),
+            None => {
+                return Err(AgentError::Config {
+                    provider: "codex",
+                    problem: "started before its transcripts were opened".into(),
+                })
+            }
+        };
+        let mut env = agent_env(&self.ctx.spec, facts);
+        env.push(("CODEX_HOME".into(), home.display().to_string()));
+        // One process per step: its tools see the step they serve.
+        env.push(("BUGATTI_STEP_ID".into(), step_id.to_string()));
+        let spawn = SpawnSpec {
+            program: self.ctx.spec.codex_bin.clone(),
+            args: self.args(prompt),
+            env,
+            cwd: self.ctx.spec.cwd.clone(),
+            owner: Owner::new(
+                Scope::run(facts.run_id.clone()),
+                Role::Agent("codex".into()),
+            ),
+            stderr,
+            display: Some(self.shown_command()),
+        };
+        let mut process = AgentProcess::spawn(spawn)?;
+        // `codex exec` reads more prompt from a piped stdin until it ends.
+        process.close_stdin();
+        let stdout = process.take_stdout().map(BufReader::new);
+        self.process = Some(process);
+        stdout.ok_or_else(|| AgentError::Config {
+            provider: "codex",
+            problem: "the agent's stdout was not piped".into(),
+        })
+    }
+
+    /// Handles one `--json` line; `Some` once the turn ended (completed or failed).
+    fn handle_line(
+        &mut self,
+        raw: &[u8],
+        turn: &mut Turn,
+        collector: &mut ReplyCollector,
+        step_id: u32,
+    ) -> (bool, Option<StepVerdict>) {
+        if let Some(jsonl) = &self.jsonl {
+            jsonl.write(raw);
+            if !raw.ends_with(b"\n") {
+                jsonl.write(b"\n");
+            }
+        }
+        let text = String::from_utf8_lossy(raw);
+        let Ok(event) = serde_json::from_str::<Value>(text.trim()) else {
+            self.log(&format!("[non-json] {}\n", text.trim_end()));
+            return (true, None);
+        };
+        match event["type"].as_str() {
+            Some("thread.started") => {
+                if let Some(id) = event["thread_id"].as_str() {
+                    self.thread_id = Some(id.to_string());
+                }
+                (true, None)
+            }
+            Some("item.started") => {
+                if let Some(cmd) = event["item"]["command"].as_str() {
+                    self.log(&format!("[exec] {cmd}\n"));
+                }
+                (true, None)
+            }
+            Some("item.completed") => {
+                let item = &event["item"];
+                match item["type"].as_str() {
+                    Some("agent_message") => {
+                        let text = item["text"].as_str().unwrap_or_default();
+                        self.log(&format!("{}\n", text.trim_end()));
+                        collector.push_text(text);
+                        turn.last_message = Some(text.to_string());
+                        turn.model_turns += 1;
+                    }
+                    Some("command_execution") => {
+                        let output = item["aggregated_output"].as_str().unwrap_or_default();
+                        let shown: String = output.chars().take(TOOL_OUTPUT_SHOWN).collect();
+                        let cut = if shown.len() < output.len() {
+                            " …"
+                        } else {
+                            ""
+                        };
+                        self.log(&format!(
+                            "[exit {}] {}{cut}\n",
+                            item["exit_code"],
+                            shown.trim_end()
+                        ));
+                        turn.model_turns += 1;
+                    }
+                    Some("reasoning") | None => {}
+                    Some(other) => {
+                        self.log(&format!("[{other}]\n"));
+                        if other.ends_with("tool_call") || other == "file_change" {
+                            turn.model_turns += 1;
+                        }
+                    }
+                }
+                (true, None)
+            }
+            Some("error") => {
+                // A retry notice ("Reconnecting… 2/5"): news, not progress.
+                let message = event["message"].as_str().unwrap_or_default().to_string();
+                self.log(&format!("[error] {message}\n"));
+                turn.last_error = Some(message);
+                (false, None)
+            }
+            Some("turn.completed") => {
+                let usage = self.usage(&event["usage"], turn.model_turns);
+                let totals = (
+                    usage.input_tokens.unwrap_or(0),
+                    usage.output_tokens.unwrap_or(0),
+                );
+                let usage = StepUsage {
+                    input_tokens: Some(totals.0.saturating_sub(self.tokens_so_far.0)),
+                    output_tokens: Some(totals.1.saturating_sub(self.tokens_so_far.1)),
+                    ..usage
+                };
+                self.tokens_so_far = (
+                    totals.0.max(self.tokens_so_far.0),
+                    totals.1.max(self.tokens_so_far.1),
+                );
+                self.log(&format!(
+                    "[turn.completed] turns={} input_tokens={} output_tokens={}\n",
+                    usage.num_turns,
+                    usage.input_tokens.unwrap_or(0),
+                    usage.output_tokens.unwrap_or(0)
+                ));
+                let mut verdict = match &turn.last_message {
+                    Some(text) => {
+                        let (_, marker) = crate::model::markers::scan_text(text);
+                        if marker.is_none() {
+                            // The collector has seen every message; the last one decides.
+                            collector.verdict_with(
+                                StepStatus::ProtocolError,
+                                format!(
+                                    "Codex's last message of the turn ({} bytes) has no result \
+                                     marker line (RESULT OK, RESULT WARN: …, RESULT ERROR: …)",
+                                    text.len()
+                                ),
+                            )
+                        } else {
+                            collector.verdict(marker.as_ref())
+                        }
+                    }
+                    None => collector.verdict_with(
+                        StepStatus::ProtocolError,
+                        "the Codex turn completed without an agent message",
+                    ),
+                };
+                verdict.step_id = step_id;
+                verdict.usage = Some(usage);
+                (true, Some(verdict))
+            }
+            Some("turn.failed") => {
+                let message = event["error"]["message"]
+                    .as_str()
+                    .map(str::to_string)
+                    .or_else(|| turn.last_error.clone())
+                    .unwrap_or_else(|| event["error"].to_string());
+                self.log(&format!("[turn.failed] {message}\n"));
+                let mut verdict = collector.verdict_with(
+                    StepStatus::Error,
+                    format!("the Codex turn failed: {message}"),
+                );
+                verdict.usage = Some(self.usage(&Value::Null, turn.model_turns));
+                (true, Some(verdict))
+            }
+            _ => (true, None),
+        }
+    }
+
+    fn usage(&self, usage: &Value, model_turns: u64) -> StepUsage {
+        StepUsage {
+            session_id: self.thread_id.clone().unwrap_or_default(),
+            num_turns: model_turns,
+            input_tokens: usage["input_tokens"].as_u64(),
+            output_tokens: usage["output_tokens"].as_u64(),
+            ..StepUsage::default()
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn read_turn(
+        &mut self,
+        stdout: &mut BufReader<ChildStdout>,
+        turn: &mut Turn,
+        collector: &mut ReplyCollector,
+        step_id: u32,
+        deadline: TokioInstant,
+        mut cancel: CancelSignal,
+    ) -> TurnEnd {
+        let far = TokioInstant::now() + Duration::from_secs(86_400 * 365);
+        let idle_limit = self.ctx.spec.no_output_timeout;
+        let mut idle_at = idle_limit.map(|d| TokioInstant::now() + d);
+        let mut line = Vec::new();
+        loop {
+            let read = tokio::select! {
+                read = stdout.read_until(b'\n', &mut line) => read,
+                _ = sleep_until(deadline) => return TurnEnd::TimedOut,
+                _ = sleep_until(idle_at.unwrap_or(far)), if idle_at.is_some() => return TurnEnd::Silent,
+                _ = cancelled(&mut cancel) => return TurnEnd::Cancelled,
+            };
+            match read {
+                Ok(0) | Err(_) => {
+                    if !line.is_empty() {
+                        if let (_, Some(v)) = self.handle_line(&line, turn, collector, step_id) {
+                            return TurnEnd::Completed(Box::new(v));
+                        }
+                    }
+                    return TurnEnd::Ended;
+                }
+                Ok(_) if line.ends_with(b"\n") => {
+                    let (progress, verdict) = self.handle_line(&line, turn, collector, step_id);
+                    line.clear();
+                    if let Some(v) = verdict {
+                        return TurnEnd::Completed(Box::new(v));
+                    }
+                    if progress {
+                        idle_at = idle_limit.map(|d| TokioInstant::now() + d);
+                    }
+                    if let Some(max) = self.ctx.spec.max_turns_per_step {
+                        if turn.model_turns > u64::from(max) {
+                            return TurnEnd::OverTurns(turn.model_turns);
+                        }
+                    }
+                }
+                Ok(_) => {}
+            }
+        }
+    }
+
+    /// Stops the step's process (if any) and everything it started.
+    async fn stop(&mut self) -> TeardownState {
+        let Some(mut process) = self.process.take() else {
+            return TeardownState::Clean;
+        };
+        let state = process.stop(self.ctx.spec.stop_timeout).await;
+        for t in [&self.log, &self.jsonl].into_iter().flatten() {
+            t.flush();
+        }
+        state
+    }
+
+    async fn death(&self) -> Option<AgentDeath> {
+        let process = self.process.as_ref()?;
+        process.wait_exit(Duration::from_secs(2)).await;
+        process.death(&self.ctx.facts.secrets).await
+    }
+
+    /// One `codex exec` for `prompt`, read to the turn's end (or the watchdog's).
+    async fn run_turn(
+        &mut self,
+        prompt: &str,
+        request: &StepRequest,
+        cancel: CancelSignal,
+    ) -> StepVerdict {
+        let secrets = self.ctx.facts.secrets.clone();
+        let mut collector = ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets)
+            .relative_to(&self.ctx.facts.run_dir);
+        let deadline = TokioInstant::now() + request.timeout;
+        let mut stdout = match self.spawn(prompt, request.step_id) {
+            Ok(stdout) => stdout,
+            Err(e) => {
+                let mut v = collector.verdict_with(StepStatus::Error, e.to_string());
+                v.agent_died = Some(AgentDeath {
+                    status: "could not start".into(),
+                    stderr_tail: e.to_string(),
+                });
+                return v;
+            }
+        };
+        self.log(&format!("### step {}\n", request.step_id));
+        let mut turn = Turn::default();
+        let end = self
+            .read_turn(
+                &mut stdout,
+                &mut turn,
+                &mut collector,
+                request.step_id,
+                deadline,
+                cancel,
+            )
+            .await;
+        // Whatever follows the turn's end (a lingering process) goes to the transcript.
+        spawn_drain(stdout, self.jsonl.clone());
+        let command = self.shown_command();
+        let verdict = match end {
+            TurnEnd::Completed(v) => *v,
+            TurnEnd::Ended => {
+                let death = self.death().await.unwrap_or(AgentDeath {
+                    status: "its output ended".into(),
+                    stderr_tail: String::new(),
+                });
+                let said = turn
+                    .last_error
+                    .as_deref()
+                    .map(|e| format!("; its last error event: {e}"))
+                    .unwrap_or_default();
+                let mut v = collector.verdict_with(
+                    StepStatus::Error,
+                    format!("Codex `{command}` exited before the turn ended: {death}{said}"),
+                );
+                v.fault = Some(AgentFault::Died(death));
+                v
+            }
+            TurnEnd::TimedOut => collector.verdict_with(
+                StepStatus::Timeout,
+                format!(
+                    "step timed out after {}s with no completed turn from Codex; the agent was stopped",
+                    request.timeout.as_secs_f64()
+                ),
+            ),
+            TurnEnd::Silent => {
+                let secs = self.ctx.spec.no_output_timeout.unwrap_or_default().as_secs();
+                let fault = AgentFault::Silent {
+                    secs,
+                    last_words: turn.last_error.clone().unwrap_or_default(),
+                };
+                let mut v = collector.verdict_with(
+                    StepStatus::Timeout,
+                    format!("Codex {fault}; the agent was stopped"),
+                );
+                v.fault = Some(fault);
+                v
+            }
+            TurnEnd::Cancelled => collector.interrupted_verdict(),
+            TurnEnd::OverTurns(turns) => {
+                let mut v = collector.verdict_with(
+                    StepStatus::OverBudget,
+                    format!(
+                        "Codex took {turns} model turns in this step, over max_turns_per_step = {}; \
+                         the agent was stopped",
+                        self.ctx.spec.max_turns_per_step.unwrap_or_default()
+                    ),
+                );
+                v.usage = Some(self.usage(&Value::Null, turns));
+                v
+            }
+        };
+        self.stop().await;
+        verdict
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for Codex {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Codex
+    }
+
+    /// Opens the transcripts; Codex itself starts with each step.
+    async fn start(&mut self) -> Result<(), AgentError> {
+        let facts = &self.ctx.facts;
+        let dir = facts.transcripts_dir();
+        self.log = Some(SharedTranscript::create(
+            &dir.join("agent.log"),
+            facts.secrets.clone(),
+        )?);
+        self.jsonl = Some(SharedTranscript::create(
+            &dir.join("agent.jsonl"),
+            facts.secrets.clone(),
+        )?);
+        self.stderr = Some(SharedTranscript::create(
+            &dir.join("agent.stderr.log"),
+            facts.secrets.clone(),
+        )?);
+        Ok(())
+    }
+
+    /// The bootstrap travels in the first step's message (Codex has no separate system prompt
+    /// flag for `exec`): nothing to send now.
+    async fn bootstrap(&mut self) -> Result<(), AgentError> {
+        Ok(())
+    }
+
+    async fn run_step(&mut self, request: &StepRequest, cancel: CancelSignal) -> StepVerdict {
+        let started = Instant::now();
+        let step = bootstrap::step_message(&self.ctx.facts, request);
+        let prompt = match &self.thread_id {
+            Some(_) => step,
+            None => format!(
+                "{}\n\n{step}",
+                bootstrap::system_prompt(&self.ctx.spec, &self.ctx.facts)
+            ),
+        };
+        let mut verdict = self.run_turn(&prompt, request, cancel).await;
+        verdict.step_id = request.step_id;
+        verdict.duration = started.elapsed();
+        verdict
+    }
+
+    async fn close(&mut self) -> TeardownState {
+        let state = self.stop().await;
+        for t in [&self.log, &self.jsonl, &self.stderr].into_iter().flatten() {
+            t.finish();
+        }
+        state
+    }
+
+    /// Each step is its own process, already stopped: the retried step resumes the thread (or,
+    /// when Codex died before naming one, starts it again with the bootstrap).
+    async fn restart(&mut self) -> Result<bool, AgentError> {
+        self.stop().await;
+        self.log(&format!(
+            "### restart: resuming thread {}\n",
+            self.thread_id
+                .as_deref()
+                .unwrap_or("(none yet: starting afresh)")
+        ));
+        Ok(true)
+    }
+}

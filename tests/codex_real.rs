@@ -1,0 +1,385 @@
+//! `supervisor start` with the `codex` provider, end to end: the real Codex CLI (as installed by
+//! `.ci/run`, or `$BUGATTI_CODEX_BIN`) against the scripted Responses API stub on loopback
+//! (tests/support/responses_stub.py). Skips loudly without the CLI.
+//!
+//! The fault cases assert their wall time only against the timeouts they configure.
+
+mod common;
+
+use common::codex::{codex_bin, ResponsesStub};
+use common::{stderr, stdout, Project};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// A project whose agent is Codex pointed at `stub`, with `extra` appended to `[provider]`.
+fn project(stub: &ResponsesStub, extra: &str, steps: &[&str]) -> Project {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"codex\"\nagent_args = [{}]\nstep_timeout_secs = 120\n{extra}\n",
+            stub.agent_args_toml()
+        ),
+    );
+    let mut test = String::from("name = \"Codex\"\n");
+    for step in steps {
+        test.push_str(&format!("[[steps]]\ninstruction = {step:?}\n"));
+    }
+    p.write("codex.test.toml", &test);
+    p
+}
+
+fn run(p: &Project, bin: &PathBuf) -> (std::process::Output, Duration) {
+    let started = Instant::now();
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("BUGATTI_CODEX_BIN", bin)
+        .env("STUB_API_KEY", "dummy")
+        .output()
+        .expect("run supervisor");
+    let took = started.elapsed();
+    p.assert_nothing_survives();
+    (out, took)
+}
+
+fn events(record: &Value) -> Vec<Value> {
+    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    std::fs::read_to_string(run_dir.join("events.jsonl"))
+        .expect("events.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("event JSON"))
+        .collect()
+}
+
+#[test]
+fn three_steps_run_in_one_codex_thread_with_a_shell_call_each() {
+    let Some(bin) = codex_bin("codex: three steps in one thread") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = ResponsesStub::start(
+        side.path(),
+        json!([
+            {"shell": "echo one-$BUGATTI_STEP_ID"},
+            {"text": "Saw it.\nBUGATTI_LOG {tool_result}\nRESULT OK"},
+            {"shell": "echo two"},
+            {"text": "BUGATTI_LOG {tool_result}\nRESULT WARN: slow"},
+            {"shell": "exit 3"},
+            {"text": "The command failed.\nRESULT ERROR: exit 3", "tokens": [300, 30]},
+        ]),
+    );
+    let p = project(&stub, "", &["Say one.", "Say two.", "Fail."]);
+    let (out, _) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    assert_eq!(record["provider"], "codex");
+    let steps = &record["steps"];
+    assert_eq!(steps[0]["status"], "ok", "{record}");
+    assert_eq!(
+        steps[0]["logs"][0], "one-1",
+        "the shell tool really ran, with the step's BUGATTI_STEP_ID"
+    );
+    assert_eq!(steps[1]["status"], "warn");
+    assert_eq!(steps[1]["logs"][0], "two");
+    assert_eq!(steps[2]["status"], "error");
+    assert_eq!(steps[2]["message"], "exit 3");
+    // Usage from turn.completed: two model responses and their tokens per step.
+    assert_eq!(steps[0]["agent_turns"], 2, "{}", steps[0]);
+    assert_eq!(steps[2]["usage"]["input_tokens"], 400);
+    assert_eq!(record["input_tokens"], 800, "the steps' own tokens, summed");
+    assert!(record["cost_usd"].is_null(), "Codex reports no money");
+    // One thread: every request carried the same conversation key, and Codex named it each time.
+    let requests = stub.request_log();
+    assert_eq!(requests.len(), 6, "one request per scripted reply");
+    let keys: std::collections::BTreeSet<String> = requests
+        .iter()
+        .map(|r| {
+            r["body"]["prompt_cache_key"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(keys.len(), 1, "one thread across steps: {keys:?}");
+    let thread = keys.into_iter().next().unwrap_or_default();
+    assert!(!thread.is_empty());
+    assert_eq!(steps[2]["usage"]["session_id"], thread.as_str());
+    // The bootstrap went in the first message only; later steps resumed with the step alone.
+    let first_input = requests[0]["body"]["input"].to_string();
+    let last_input = requests[5]["body"]["input"].to_string();
+    assert!(first_input.contains("RESULT OK"), "bootstrap in step 1");
+    assert_eq!(
+        last_input.matches("RESULT WARN: <short reason>").count(),
+        1,
+        "the bootstrap was sent once, in the first message"
+    );
+    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let jsonl = std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).expect("jsonl");
+    assert_eq!(jsonl.matches("\"turn.completed\"").count(), 3);
+    let log = std::fs::read_to_string(run_dir.join("transcripts/agent.log")).expect("log");
+    assert!(log.contains("[exec] /bin/bash -c 'echo two'"), "{log}");
+}
+
+#[test]
+fn an_api_gone_silent_mid_step_gets_codex_restarted_and_the_step_resumed() {
+    let Some(bin) = codex_bin("codex: silence, restart, resume") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = ResponsesStub::start(
+        side.path(),
+        json!([
+            {"text": "RESULT OK"},
+            {"hang": true},
+            {"text": "Back again.\nRESULT OK"},
+        ]),
+    );
+    // Long enough that a slow Codex start on a loaded machine is not taken for silence.
+    let limit = 5;
+    let p = project(
+        &stub,
+        &format!("no_output_timeout_secs = {limit}"),
+        &["First.", "Second."],
+    );
+    let (out, took) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
+    let restarts = record["agent_restarts"].as_array().expect("agent_restarts");
+    assert_eq!(restarts.len(), 1, "{record}");
+    assert_eq!(restarts[0]["step_id"], 2);
+    assert!(
+        restarts[0]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no progress for 5s"),
+        "{restarts:?}"
+    );
+    assert!(events(&record)
+        .iter()
+        .any(|e| e["type"] == "agent_restarted"));
+    assert!(
+        stdout(&out).contains("AGENT RESTARTED during step 2"),
+        "{}",
+        stdout(&out)
+    );
+    // Resumed, not started afresh: the retried request continues the same thread.
+    let requests = stub.request_log();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(
+        requests[2]["body"]["prompt_cache_key"],
+        requests[0]["body"]["prompt_cache_key"]
+    );
+    // Bounded by the configured silence: one limit of waiting, not the step timeout (120 s).
+    assert!(took < Duration::from_secs(limit * 2 + 30), "took {took:?}");
+}
+
+#[test]
+fn an_api_silent_forever_fails_the_session_after_one_restart_naming_what_happened() {
+    let Some(bin) = codex_bin("codex: silent twice") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = ResponsesStub::start(side.path(), json!([{"hang": true}, {"hang": true}]));
+    let limit = 4;
+    let p = project(
+        &stub,
+        &format!("no_output_timeout_secs = {limit}"),
+        &["Hang."],
+    );
+    let (out, took) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    assert_eq!(record["outcome"], "error", "{record}");
+    let error = record["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("made no progress for 4s") && error.contains("again after a restart"),
+        "{error}"
+    );
+    assert_eq!(record["agent_restarts"].as_array().map(Vec::len), Some(1));
+    assert!(took < Duration::from_secs(limit * 2 + 30), "took {took:?}");
+}
+
+#[test]
+fn an_api_that_errors_forever_is_a_clear_step_error() {
+    let Some(bin) = codex_bin("codex: API errors") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = ResponsesStub::start(side.path(), json!([{"status": 500}, {"status": 500}]));
+    let limit = 5;
+    let p = project(
+        &stub,
+        &format!("no_output_timeout_secs = {limit}"),
+        &["Try."],
+    );
+    let (out, took) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    let step = &record["steps"][0];
+    assert_eq!(step["status"], "error", "{record}");
+    assert!(
+        step["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("the Codex turn failed: "),
+        "{step}"
+    );
+    assert!(took < Duration::from_secs(limit + 30), "took {took:?}");
+}
+
+#[test]
+fn codex_retrying_an_api_that_errors_forever_is_stopped_by_the_watchdog() {
+    let Some(bin) = codex_bin("codex: API errors, Codex retrying") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let errors: Vec<Value> = (0..100).map(|_| json!({"status": 500})).collect();
+    let stub = ResponsesStub::start(side.path(), Value::Array(errors));
+    let p = Project::new();
+    let limit = 6;
+    // Codex's own policy: five retries with backoff, each announced ("Reconnecting… n/5"). Those
+    // notices are not progress: the watchdog stops it, restarts it once, then gives up.
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"codex\"\nagent_args = [{}]\nstep_timeout_secs = 120\n\
+             no_output_timeout_secs = {limit}\n",
+            stub.agent_args_toml_retrying()
+        ),
+    );
+    p.write(
+        "codex.test.toml",
+        "name = \"Codex\"\n[[steps]]\ninstruction = \"Try.\"\n",
+    );
+    let (out, took) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    let error = record["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("made no progress for 6s") && error.contains("again after a restart"),
+        "{error}"
+    );
+    let restarts = record["agent_restarts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(restarts.len(), 1, "{record}");
+    // What it was doing while it made no progress is named (a slow start on a loaded machine can
+    // leave one of the two silences without a retry notice, not both).
+    let said = format!("{error} {}", restarts[0]["reason"]);
+    assert!(said.contains("it last said: Reconnecting..."), "{said}");
+    // Two silences and two starts: bounded by the configured limit, not by Codex's retries.
+    assert!(took < Duration::from_secs(limit * 2 + 30), "took {took:?}");
+}
+
+#[test]
+fn codex_killed_mid_step_is_restarted_and_the_step_passes() {
+    let Some(bin) = codex_bin("codex: SIGKILL mid-step") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    // The tool call SIGKILLs the Codex process that runs it (its parent), as an OOM killer would.
+    let stub = ResponsesStub::start(
+        side.path(),
+        json!([
+            {"text": "RESULT OK"},
+            {"shell": "p=$PPID; while [ \"$p\" -gt 1 ]; do \
+                if [ \"$(cat /proc/$p/comm)\" = codex ]; then kill -9 $p; break; fi; \
+                p=$(awk '{print $4}' /proc/$p/stat); done; sleep 5"},
+            {"text": "Survived.\nRESULT OK"},
+        ]),
+    );
+    let p = project(&stub, "no_output_timeout_secs = 30", &["First.", "Second."]);
+    let (out, _) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
+    let restarts = record["agent_restarts"].as_array().expect("agent_restarts");
+    assert_eq!(restarts.len(), 1, "{record}");
+    assert!(
+        restarts[0]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("died"),
+        "{restarts:?}"
+    );
+}
+
+#[test]
+fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five() {
+    let Some(bin) = codex_bin("codex: max_turns_per_step") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let script: Vec<Value> = (0..60)
+        .map(|i| json!({"shell": format!("echo {i}")}))
+        .collect();
+    let stub = ResponsesStub::start(side.path(), Value::Array(script));
+    let p = project(&stub, "max_turns_per_step = 5", &["Loop."]);
+    let (out, _) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    let step = &record["steps"][0];
+    assert_eq!(step["status"], "over_budget", "{record}");
+    assert!(
+        step["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("max_turns_per_step = 5"),
+        "{step}"
+    );
+    assert_eq!(
+        step["agent_turns"], 6,
+        "stopped at the first turn over the limit"
+    );
+    let requests = stub.request_log().len();
+    assert!(
+        requests < 60,
+        "Codex was stopped, not left to loop: {requests} requests"
+    );
+}

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""A scripted OpenAI Responses API on loopback, for running the real Codex CLI offline.
+
+Usage: responses_stub.py SCRIPT.json REQUEST_LOG.jsonl
+Prints `PORT <n>` on stdout once listening on 127.0.0.1 (port chosen by the kernel).
+
+SCRIPT.json is a list of replies, one consumed per `POST /v1/responses` request, in order:
+  {"text": "..."}        a message (the turn ends); "{tool_result}" in it is replaced by the output
+                         of the last exec_command call the client sent back ("Output:" onwards)
+  {"shell": "command"}   an `exec_command` function call (the client runs it and asks again), with
+                         `login: false`: no login shell, so the machine's profile (pyenv's rehash
+                         lock, say) cannot slow a test down
+  {"hang": true}         sends `response.created`, then nothing more, ever (an API gone silent)
+  {"status": 500}        an HTTP error with a JSON error body
+Any reply may carry "tokens": [input, output] for its usage (default [100, 20]).
+When the script runs out, a text reply without a result marker.
+Each request is appended to REQUEST_LOG.jsonl as {"path", "headers", "body"}, one object a line.
+Python standard library only.
+"""
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+SCRIPT = json.load(open(sys.argv[1]))
+LOG_PATH = sys.argv[2]
+LOCK = threading.Lock()
+STATE = {"next": 0, "id": 0}
+
+
+def next_reply():
+    with LOCK:
+        i = STATE["next"]
+        STATE["next"] += 1
+    if i < len(SCRIPT):
+        return SCRIPT[i]
+    return {"text": "stub: script exhausted"}
+
+
+def fresh_id(prefix):
+    with LOCK:
+        STATE["id"] += 1
+        return "%s_stub_%d" % (prefix, STATE["id"])
+
+
+def last_tool_output(body):
+    for item in reversed(body.get("input") or []):
+        if isinstance(item, dict) and item.get("type") == "function_call_output":
+            out = item.get("output")
+            if isinstance(out, list):
+                out = "".join(p.get("text", "") for p in out if isinstance(p, dict))
+            out = str(out or "")
+            marker = "Output:\n"
+            return out.split(marker, 1)[1].strip() if marker in out else out.strip()
+    return ""
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args):
+        pass
+
+    def send_json(self, status, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        # /v1/models and the like: an empty list is enough.
+        self.send_json(200, {"object": "list", "data": []})
+
+    def event(self, obj):
+        data = "event: %s\ndata: %s\n\n" % (obj["type"], json.dumps(obj))
+        self.wfile.write(data.encode())
+        self.wfile.flush()
+
+    def do_POST(self):
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            body = {}
+        headers = {k.lower(): v for k, v in self.headers.items()
+                   if k.lower() in ("session_id", "conversation_id", "authorization", "x-client-request-id")}
+        with LOCK:
+            with open(LOG_PATH, "a") as log:
+                log.write(json.dumps({"path": self.path, "headers": headers, "body": body}) + "\n")
+        if not self.path.startswith("/v1/responses"):
+            self.send_json(404, {"error": {"message": "stub: no such path"}})
+            return
+        reply = next_reply()
+        if "status" in reply:
+            self.send_json(reply["status"], {"error": {"message": "scripted error %d" % reply["status"],
+                                                       "type": "server_error"}})
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        response_id = fresh_id("resp")
+        self.event({"type": "response.created", "response": {"id": response_id}})
+        if reply.get("hang"):
+            while True:
+                time.sleep(3600)
+        if "shell" in reply:
+            item = {"type": "function_call", "id": fresh_id("fc"), "call_id": fresh_id("call"),
+                    "name": "exec_command", "arguments": json.dumps({"cmd": reply["shell"], "login": False})}
+        else:
+            text = reply.get("text", "").replace("{tool_result}", last_tool_output(body))
+            item = {"type": "message", "id": fresh_id("msg"), "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": text, "annotations": []}]}
+        self.event({"type": "response.output_item.added", "output_index": 0, "item": item})
+        self.event({"type": "response.output_item.done", "output_index": 0, "item": item})
+        tokens_in, tokens_out = reply.get("tokens", [100, 20])
+        self.event({"type": "response.completed", "response": {
+            "id": response_id,
+            "usage": {"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens": tokens_out, "output_tokens_details": {"reasoning_tokens": 0},
+                      "total_tokens": tokens_in + tokens_out}}})
+        self.close_connection = True
+
+
+def main():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print("PORT %d" % server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
