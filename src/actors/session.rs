@@ -22,6 +22,9 @@ use crate::actors::session_plan::{
     SessionVars,
 };
 use crate::actors::supervisor::SupervisorMsg;
+use crate::console::logs::LogSource;
+use crate::console::server::ConsoleServer;
+use crate::console::{Console, ConsoleSetup};
 use crate::model::assets::prepare_instruction;
 use crate::model::checkpoint::CheckpointPaths;
 use crate::model::config::{CommandScope, KeepWorkspace};
@@ -363,6 +366,8 @@ struct Started {
     /// step's logs are reported before that step's verdict.
     agent_news: Option<mpsc::UnboundedReceiver<AgentEvent>>,
     workdir: Option<PathBuf>,
+    /// The agent console's MCP server (`[provider] console`), stopped with the session.
+    console: Option<ConsoleServer>,
 }
 
 impl Driver {
@@ -544,6 +549,16 @@ impl Driver {
                 }
             }
         });
+        let log_sources: Vec<LogSource> = specs
+            .iter()
+            .filter(|spec| !spec.skipped)
+            .map(|spec| LogSource {
+                name: spec.name.clone(),
+                kind: spec.kind.as_str().to_string(),
+                path: spec.log_path.clone(),
+                hub: None,
+            })
+            .collect();
         let harness = Harness::spawn(
             self.myself.get_cell(),
             Scope::run(self.run_id.clone()),
@@ -565,6 +580,30 @@ impl Driver {
                 .await?;
         }
 
+        // The console: served before the agent starts, so that its first turn finds it.
+        let console = if effective.provider.console.value {
+            let mut logs = log_sources;
+            for log in &mut logs {
+                log.hub = harness.output(&log.name).await;
+            }
+            let console = Arc::new(Console::new(ConsoleSetup {
+                run_id: self.run_id.clone(),
+                run_dir: self.run_dir(),
+                workdir: workdir.clone(),
+                env: vars.env.clone(),
+                secrets: Arc::clone(&vars.secrets),
+                logs,
+            }));
+            let server = ConsoleServer::start(console)
+                .await
+                .map_err(|e| Ending::error(e.to_string()))?;
+            let endpoint = server.endpoint().clone();
+            started.console = Some(server);
+            Some(endpoint)
+        } else {
+            None
+        };
+
         // The agent: one conversation for the whole session.
         let (agent_tx, agent_rx) = mpsc::unbounded_channel();
         started.agent_news = Some(agent_rx);
@@ -579,6 +618,7 @@ impl Driver {
             workdir,
             env: vars.env.clone(),
             secrets: Arc::clone(&vars.secrets),
+            console,
         };
         let args = AgentArgs {
             spec: agent,
@@ -932,8 +972,13 @@ impl Driver {
 
     /// Stops the agent and every command (concurrently), records how each went, sweeps what
     /// escaped, and keeps or removes the workspace.
-    async fn teardown(&self, started: Started, ending: &Ending) {
+    async fn teardown(&self, mut started: Started, ending: &Ending) {
         let skip_grace = *self.suite.skip_grace.borrow();
+        let console_down = async {
+            if let Some(server) = started.console.as_mut() {
+                server.shutdown().await;
+            }
+        };
         let agent_close = async {
             if let Some(agent) = &started.agent {
                 let limit = u64::try_from(AGENT_CLOSE_LIMIT.as_millis()).unwrap_or(u64::MAX);
@@ -949,7 +994,7 @@ impl Driver {
                 None => Vec::new(),
             }
         };
-        let ((), records) = tokio::join!(agent_close, harness_down);
+        let ((), records, ()) = tokio::join!(agent_close, harness_down, console_down);
         for record in records.iter().filter(|r| !r.skipped) {
             self.report_teardown(record);
         }

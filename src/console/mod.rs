@@ -178,11 +178,33 @@ fn clamp_ms(ms: u64, min: u64) -> Duration {
 fn exit_code(status: &ExitStatus) -> i32 {
     match status {
         ExitStatus::Code(code) => *code,
-        ExitStatus::Signal(name) => name
-            .parse::<nix::sys::signal::Signal>()
-            .map_or(-1, |s| 128 + s as i32),
+        ExitStatus::Signal(name) => signal_number(name).map_or(-1, |n| 128 + n),
         ExitStatus::Unknown(_) => -1,
     }
+}
+
+/// A signal's number from its name (`SIGINT`, piped children) or its description (`Interrupt`,
+/// what portable-pty reports for a PTY child, from strsignal(3)).
+fn signal_number(name: &str) -> Option<i32> {
+    use nix::sys::signal::Signal;
+    if let Ok(signal) = name.parse::<Signal>() {
+        return Some(signal as i32);
+    }
+    let signal = match name {
+        "Hangup" => Signal::SIGHUP,
+        "Interrupt" => Signal::SIGINT,
+        "Quit" => Signal::SIGQUIT,
+        "Aborted" => Signal::SIGABRT,
+        "Killed" => Signal::SIGKILL,
+        "Segmentation fault" => Signal::SIGSEGV,
+        "Broken pipe" => Signal::SIGPIPE,
+        "Alarm clock" => Signal::SIGALRM,
+        "Terminated" => Signal::SIGTERM,
+        "User defined signal 1" => Signal::SIGUSR1,
+        "User defined signal 2" => Signal::SIGUSR2,
+        _ => return name.strip_prefix("Signal ")?.parse().ok(),
+    };
+    Some(signal as i32)
 }
 
 impl Console {
@@ -613,5 +635,18 @@ impl Console {
     /// JSON for `list_sessions` in tests and records.
     pub fn snapshot(&self) -> serde_json::Value {
         json!(self.sessions().keys().collect::<Vec<_>>())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signals_by_name_or_description_give_128_plus() {
+        assert_eq!(exit_code(&ExitStatus::Signal("SIGINT".into())), 130);
+        assert_eq!(exit_code(&ExitStatus::Signal("Interrupt".into())), 130);
+        assert_eq!(exit_code(&ExitStatus::Signal("Signal 40".into())), 168);
+        assert_eq!(exit_code(&ExitStatus::Code(3)), 3);
     }
 }

@@ -11,6 +11,18 @@ pub const URL_ENV: &str = "BUGATTI_MCP_URL";
 /// The console's bearer token, for a `command` agent (and Codex's `bearer_token_env_var`).
 pub const TOKEN_ENV: &str = "BUGATTI_MCP_TOKEN";
 
+/// What the bootstrap tells the agent about the console (one wording for every provider).
+pub const BOOTSTRAP: &str =
+    "THE CONSOLE. Besides your own tools you have the MCP server `bugatti` \
+(tools mcp__bugatti__* in Claude Code; BUGATTI_MCP_URL and BUGATTI_MCP_TOKEN for other agents). \
+Use it to drive interactive programs (a REPL, a prompt that asks a question, a migration that \
+wants a yes): exec_command starts one under a terminal and returns what it printed, or a session \
+ID while it still runs; write_stdin types into it (\"\\n\" ends a line, \"\\u0003\" is Ctrl-C) and \
+returns what it printed next. Use it to watch the application: list_logs names the harness \
+commands' logs, read_log reads one from a byte offset (next_offset continues), wait_for_log waits \
+for a new line matching a regex — trigger the action first with from_offset taken before, or start \
+waiting and act in another call. Console sessions and their processes end with the test.";
+
 /// Environment every agent process gets when the console is on.
 pub fn agent_env(endpoint: &Endpoint) -> Vec<(String, String)> {
     vec![
@@ -58,10 +70,37 @@ pub fn claude_args(config: &Path) -> Vec<String> {
 
 /// Claude Code's extra environment: wait for the console to connect before the first turn
 /// (otherwise `-p` may start with the tools missing).
-pub fn claude_env(endpoint: &Endpoint) -> Vec<(String, String)> {
-    let mut env = agent_env(endpoint);
-    env.push(("MCP_CONNECTION_NONBLOCKING".into(), "false".into()));
-    env
+pub fn claude_env() -> Vec<(String, String)> {
+    vec![("MCP_CONNECTION_NONBLOCKING".into(), "false".into())]
+}
+
+/// What a provider adds to its agent's command line and environment for the console.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extra {
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+/// Everything the `claude-code` provider adds for the console (nothing when it is off). Writes
+/// `<run_dir>/agent/mcp.json`.
+pub fn for_claude(
+    facts: &crate::providers::SessionFacts,
+) -> Result<Extra, crate::providers::AgentError> {
+    let Some(endpoint) = &facts.console else {
+        return Ok(Extra::default());
+    };
+    let dir = facts.run_dir.join("agent");
+    let config = write_claude_config(&dir, endpoint).map_err(|source| {
+        crate::providers::AgentError::ConsoleConfig {
+            path: dir.join("mcp.json"),
+            source,
+        }
+    })?;
+    // BUGATTI_MCP_URL / _TOKEN come with every agent's environment (`providers::agent_env`).
+    Ok(Extra {
+        args: claude_args(&config),
+        env: claude_env(),
+    })
 }
 
 /// What a Claude Code `system/init` event says of the console: `Ok` when the `bugatti` server is

@@ -44,6 +44,8 @@ pub struct ProviderSection {
     pub no_output_timeout_secs: Option<u64>,
     pub base_url: Option<Spanned<String>>,
     pub strict_warnings: Option<bool>,
+    /// Serve the agent console (SPEC §9) to the agent; default true.
+    pub console: Option<bool>,
 }
 
 /// `[supervisor]`: defaults for the options of `start` / `test`.
