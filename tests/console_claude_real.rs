@@ -109,14 +109,24 @@ fn claude_code_drives_an_interactive_program_and_waits_for_the_servers_log_line(
     let tools: Vec<&str> = calls.iter().filter_map(|c| c["tool"].as_str()).collect();
     assert_eq!(
         tools,
-        ["exec_command", "write_stdin", "read_log", "exec_command", "wait_for_log"]
+        [
+            "exec_command",
+            "write_stdin",
+            "read_log",
+            "exec_command",
+            "wait_for_log"
+        ]
     );
     assert!(calls.iter().all(|c| c["is_error"] == false), "{calls:#?}");
     // The MCP config holding the token is private, and the token is in no argument list.
     let config = run_dir.join("agent/mcp.json");
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(
-        std::fs::metadata(&config).expect("mcp.json").permissions().mode() & 0o777,
+        std::fs::metadata(&config)
+            .expect("mcp.json")
+            .permissions()
+            .mode()
+            & 0o777,
         0o600
     );
 }

@@ -114,6 +114,35 @@ fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
             .any(|l| l.contains("name? ") && l.contains("hello bugatti")),
         "{logs:?}"
     );
+    // The reports show each step's console calls; events.jsonl has them before the verdict.
+    let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+    assert!(report.contains("## Console calls"), "{report}");
+    assert!(
+        report.contains("- `write_stdin` `session ") && report.contains("exit 0"),
+        "{report}"
+    );
+    assert!(report.contains("- `wait_for_log` `app /checkout hit order=\\d+/`"), "{report}");
+    let html = std::fs::read_to_string(p.suite_dir().join("report.html")).expect("report.html");
+    assert!(html.contains("Console calls") && html.contains("<code>wait_for_log</code>"));
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
+    let kinds: Vec<String> = events
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|e| e["type"].as_str().map(str::to_string))
+        .filter(|t| t == "console_call" || t == "step_finished")
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "console_call",
+            "console_call",
+            "step_finished",
+            "console_call",
+            "console_call",
+            "console_call",
+            "step_finished"
+        ]
+    );
     // The agent saw Codex's layout: the question while the program ran, then its exit.
     let transcript =
         std::fs::read_to_string(run_dir.join("transcripts/agent.log")).expect("agent.log");

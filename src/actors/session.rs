@@ -719,6 +719,7 @@ impl Driver {
             let verdict = self
                 .run_step(&agent, request, &mut started.agent_news)
                 .await;
+            self.emit_console_calls(started, id);
             let verdict = match verdict {
                 Ok(v) => v,
                 Err(message) => {
@@ -913,6 +914,24 @@ impl Driver {
     }
 
     /// For a step that did not pass: what each harness command logged while it ran.
+    /// The console calls made since the last step ended, reported with this step.
+    fn emit_console_calls(&self, started: &Started, step_id: u32) {
+        let Some(server) = &started.console else {
+            return;
+        };
+        for call in server.console().recorder().take_calls() {
+            self.emit(EventKind::ConsoleCall {
+                step_id,
+                summary: call.summary(),
+                tool: call.tool,
+                duration_ms: call.duration_ms,
+                exit_code: call.exit_code,
+                bytes: call.bytes,
+                is_error: call.is_error,
+            });
+        }
+    }
+
     fn emit_excerpt(&self, step_id: u32, marks: &LogMarks) {
         let excerpt = marks.excerpt_since(&self.run_dir().join("logs"));
         if !excerpt.is_empty() {

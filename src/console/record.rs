@@ -24,6 +24,46 @@ pub struct CallRecord {
     pub is_error: bool,
 }
 
+impl CallRecord {
+    /// The call in one line for reports: what it ran, typed, read or waited for.
+    pub fn summary(&self) -> String {
+        let a = &self.arguments;
+        let text = |k: &str| a[k].as_str().unwrap_or_default().to_string();
+        let line = match self.tool.as_str() {
+            "exec_command" => text("cmd"),
+            "write_stdin" => format!(
+                "session {}: {}",
+                a["session_id"],
+                match a["chars"].as_str() {
+                    None | Some("") => "(poll)".to_string(),
+                    Some(chars) => format!("{chars:?}"),
+                }
+            ),
+            "kill_session" => format!("session {}", a["session_id"]),
+            "read_log" => {
+                let mut line = text("name");
+                if let Some(n) = a["tail_lines"].as_u64() {
+                    line.push_str(&format!(" last {n} lines"));
+                } else if let Some(o) = a["offset"].as_u64() {
+                    line.push_str(&format!(" from byte {o}"));
+                }
+                if let Some(g) = a["grep"].as_str() {
+                    line.push_str(&format!(" grep /{g}/"));
+                }
+                line
+            }
+            "wait_for_log" => format!("{} /{}/", text("name"), text("pattern")),
+            _ => String::new(),
+        };
+        let line = line.lines().next().unwrap_or_default().to_string();
+        if line.chars().count() > 100 {
+            format!("{}…", line.chars().take(99).collect::<String>())
+        } else {
+            line
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Recorder {
     path: PathBuf,
@@ -122,5 +162,89 @@ impl Recorder {
         if let Some(f) = self.lock().file.as_mut() {
             let _ = f.flush();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(tool: &str, arguments: serde_json::Value) -> CallRecord {
+        CallRecord {
+            at: String::new(),
+            tool: tool.into(),
+            arguments,
+            duration_ms: 1,
+            exit_code: None,
+            bytes: 0,
+            is_error: false,
+        }
+    }
+
+    #[test]
+    fn summaries_say_what_each_call_did_in_one_line() {
+        let s = |t, a| call(t, a).summary();
+        assert_eq!(
+            s("exec_command", serde_json::json!({"cmd": "psql\n-c 1"})),
+            "psql"
+        );
+        assert_eq!(
+            s(
+                "write_stdin",
+                serde_json::json!({"session_id": 7, "chars": "y\n"})
+            ),
+            "session 7: \"y\\n\""
+        );
+        assert_eq!(
+            s("write_stdin", serde_json::json!({"session_id": 7})),
+            "session 7: (poll)"
+        );
+        assert_eq!(
+            s(
+                "read_log",
+                serde_json::json!({"name": "app", "tail_lines": 5, "grep": "E"})
+            ),
+            "app last 5 lines grep /E/"
+        );
+        assert_eq!(
+            s(
+                "wait_for_log",
+                serde_json::json!({"name": "app", "pattern": "ready"})
+            ),
+            "app /ready/"
+        );
+        assert_eq!(
+            s("exec_command", serde_json::json!({"cmd": "x".repeat(300)}))
+                .chars()
+                .count(),
+            100
+        );
+    }
+
+    #[test]
+    fn calls_are_appended_redacted_and_taken_once() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("t/console.jsonl");
+        let r = Recorder::new(path.clone(), Arc::new(Secrets::new([("K", "topsecret-1")])));
+        let answer = Answer {
+            text: String::new(),
+            is_error: false,
+            exit_code: Some(0),
+            bytes: 3,
+        };
+        r.record(
+            "exec_command",
+            &serde_json::json!({"cmd": "echo topsecret-1"}),
+            Duration::from_millis(5),
+            &answer,
+        );
+        r.flush();
+        let text = std::fs::read_to_string(&path).expect("written");
+        assert!(
+            !text.contains("topsecret-1") && text.contains("[REDACTED:K]"),
+            "{text}"
+        );
+        assert_eq!(r.take_calls().len(), 1);
+        assert!(r.take_calls().is_empty());
     }
 }

@@ -163,6 +163,21 @@ fn event_line(kind: &EventKind) -> Option<(String, Verbosity)> {
             Normal,
         ),
         EventKind::AgentLog { message, .. } => (format!("LOG ........ {message}"), Normal),
+        EventKind::ConsoleCall {
+            tool,
+            summary,
+            duration_ms,
+            exit_code,
+            is_error,
+            ..
+        } => (
+            format!(
+                "CONSOLE ........ {tool} {summary} ({duration_ms} ms{}{})",
+                exit_code.map_or(String::new(), |c| format!(", exit {c}")),
+                if *is_error { ", failed" } else { "" }
+            ),
+            Verbose,
+        ),
         EventKind::SessionPrepared { workspace, ports } => (
             format!(
                 "SESSION ........ workspace {workspace}{}",
