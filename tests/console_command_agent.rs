@@ -121,7 +121,10 @@ fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
         report.contains("- `write_stdin` `session ") && report.contains("exit 0"),
         "{report}"
     );
-    assert!(report.contains("- `wait_for_log` `app /checkout hit order=\\d+/`"), "{report}");
+    assert!(
+        report.contains("- `wait_for_log` `app /checkout hit order=\\d+/`"),
+        "{report}"
+    );
     let html = std::fs::read_to_string(p.suite_dir().join("report.html")).expect("report.html");
     assert!(html.contains("Console calls") && html.contains("<code>wait_for_log</code>"));
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");

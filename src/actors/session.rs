@@ -581,7 +581,10 @@ impl Driver {
         }
 
         // The console: served before the agent starts, so that its first turn finds it.
-        let console = if effective.provider.console.value {
+        // `shell` runs no model: nothing would call it.
+        let wanted = effective.provider.console.value
+            && agent.provider != crate::providers::ProviderKind::Shell;
+        let console = if wanted {
             let mut logs = log_sources;
             for log in &mut logs {
                 log.hub = harness.output(&log.name).await;
