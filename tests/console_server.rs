@@ -218,6 +218,18 @@ async fn control_characters_long_lines_the_session_cap_floods_and_shutdown() {
     assert!(body.contains(" tokens truncated…"), "{body}");
     assert!(body.len() <= 400, "{}", body.len());
 
+    // A daemon that left the session's process group and terminal is found by its marker.
+    let daemon = c
+        .exec_command(exec(
+            "setsid sleep 300 > /dev/null 2>&1 < /dev/null &",
+            5_000,
+        ))
+        .await;
+    assert!(
+        daemon.text.contains("Process exited with code 0"),
+        "{}",
+        daemon.text
+    );
     assert!(!common::processes_with_env_entry(&r.marker).is_empty());
     c.shutdown().await;
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);

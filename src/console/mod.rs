@@ -166,6 +166,9 @@ pub struct Console {
     setup: ConsoleSetup,
     sessions: Mutex<BTreeMap<u32, Arc<ConsoleSession>>>,
     recorder: Recorder,
+    /// The teardowns of sessions whose program exited (their leftovers swept), awaited at
+    /// shutdown.
+    finishing: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// Set once [`Console::shutdown`] ran: no new sessions.
     closed: std::sync::atomic::AtomicBool,
 }
@@ -217,6 +220,7 @@ impl Console {
             setup,
             sessions: Mutex::new(BTreeMap::new()),
             recorder,
+            finishing: Mutex::new(Vec::new()),
             closed: std::sync::atomic::AtomicBool::new(false),
         }
     }
@@ -374,7 +378,11 @@ impl Console {
             self.sessions().remove(&session.id);
             let done = Arc::clone(session);
             // Sweeps what it left behind (a background child) and closes the terminal.
-            tokio::spawn(async move { done.stop().await });
+            let task = tokio::spawn(async move { done.stop().await });
+            self.finishing
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .push(task);
         }
         let reply = reply::render(
             &collected.output,
@@ -402,7 +410,8 @@ impl Console {
             ));
         };
         let chars = args.chars.unwrap_or_default();
-        let wait = if chars.is_empty() {
+        // An ended program reads nothing more: its last output and exit code are the answer.
+        let wait = if chars.is_empty() || session.exit_status().is_some() {
             clamp_ms(
                 args.yield_time_ms.unwrap_or(MIN_EMPTY_POLL_MS),
                 MIN_EMPTY_POLL_MS,
@@ -629,6 +638,13 @@ impl Console {
             .into_values()
             .collect();
         futures::future::join_all(sessions.iter().map(|s| s.stop())).await;
+        let finishing = std::mem::take(
+            &mut *self
+                .finishing
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner()),
+        );
+        futures::future::join_all(finishing).await;
         self.recorder.flush();
     }
 

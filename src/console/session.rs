@@ -22,6 +22,8 @@ use tokio::time::Instant;
 /// After the process exits, how long its output gets to reach end-of-file (a background child
 /// may hold the terminal open): Codex's 50 ms.
 pub const EXIT_DRAIN: Duration = Duration::from_millis(50);
+/// How long a write may block on a terminal whose program does not read.
+const WRITE_LIMIT: Duration = Duration::from_secs(10);
 /// How long a console session's group gets after SIGHUP before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(2);
 /// The terminal the command sees (Codex's size).
@@ -47,6 +49,11 @@ pub enum SessionError {
          reads whole lines and the terminal would drop the rest); write it to a file instead"
     )]
     LineTooLong { len: usize },
+    #[error(
+        "the program is not reading its input: {len} bytes could not be written within 10 s; \
+         stdin is now closed for this session"
+    )]
+    NotReading { len: usize },
     #[error("cannot write to the session: {0}")]
     Write(std::io::Error),
 }
@@ -205,14 +212,19 @@ impl ConsoleSession {
             .take()
             .ok_or(SessionError::StdinClosed)?;
         let bytes = chars.as_bytes().to_vec();
-        // The PTY writer blocks while the terminal's input queue is full.
-        let (writer, result) = tokio::task::spawn_blocking(move || {
+        let len = bytes.len();
+        // The PTY writer blocks while the terminal's input queue is full (a program that does not
+        // read): bounded, like every call. A write that never ends keeps the writer, and later
+        // writes say stdin is closed.
+        let write = tokio::task::spawn_blocking(move || {
             let mut writer = writer;
             let result = writer.write_all(&bytes).and_then(|()| writer.flush());
             (writer, result)
-        })
-        .await
-        .map_err(|e| SessionError::Write(std::io::Error::other(e)))?;
+        });
+        let (writer, result) = match tokio::time::timeout(WRITE_LIMIT, write).await {
+            Ok(joined) => joined.map_err(|e| SessionError::Write(std::io::Error::other(e)))?,
+            Err(_) => return Err(SessionError::NotReading { len }),
+        };
         if let Ok(mut slot) = self.writer.lock() {
             *slot = Some(writer);
         }
