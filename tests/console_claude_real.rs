@@ -130,3 +130,40 @@ fn claude_code_drives_an_interactive_program_and_waits_for_the_servers_log_line(
         0o600
     );
 }
+
+#[test]
+fn a_console_claude_code_does_not_get_is_a_clear_provider_error() {
+    let Some(bin) = claude_bin("agent console unavailable through Claude Code") else {
+        return;
+    };
+    let p = project();
+    // The user's own arguments take the console's tools away from the model.
+    let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
+    p.write(
+        "bugatti.config.toml",
+        &config.replace(
+            "step_timeout_secs = 120",
+            "step_timeout_secs = 120\nagent_args = [\"--disallowedTools\", \"mcp__bugatti\"]",
+        ),
+    );
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = Stub::start(side.path(), json!([{"text": "Looks fine.\nRESULT OK"}]));
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("BUGATTI_CLAUDE_BIN", &bin)
+        .envs(stub.client_env(&side.path().join("home")))
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    let record = p.record_for("console.test.toml");
+    // An error of the run (exit 3 is a harness error), not a failed step (exit 1).
+    assert_eq!(record["outcome"], "error", "{record:#}\n{}", stdout(&out));
+    assert!(
+        record
+            .to_string()
+            .contains("the agent console is unavailable"),
+        "{record:#}"
+    );
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+}
