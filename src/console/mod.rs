@@ -21,7 +21,6 @@ use logs::{LogSource, Waited};
 use record::Recorder;
 use reply::State;
 use serde::Deserialize;
-use serde_json::json;
 use session::{ConsoleSession, Spawn};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -646,11 +645,6 @@ impl Console {
         );
         futures::future::join_all(finishing).await;
         self.recorder.flush();
-    }
-
-    /// JSON for `list_sessions` in tests and records.
-    pub fn snapshot(&self) -> serde_json::Value {
-        json!(self.sessions().keys().collect::<Vec<_>>())
     }
 }
 

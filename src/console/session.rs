@@ -297,11 +297,6 @@ impl ConsoleSession {
         )
         .await;
     }
-
-    /// The pid of its leader.
-    pub async fn pid(&self) -> i32 {
-        self.group.lock().await.pid()
-    }
 }
 
 /// Refuses a line the terminal would cut: in canonical mode the line discipline keeps 4095 bytes
