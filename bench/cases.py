@@ -1,6 +1,7 @@
 """The measurements. Each generates its temp project(s), runs the supervisor and its baseline
 in turn (interleaved, so both see the same noise), checks that every run passed, and returns one
 table row: what was measured on each side, the figure, the goal and whether it was met."""
+import json
 import os
 import shutil
 import statistics
@@ -454,7 +455,7 @@ def html_report(ctx):
 
 # 12-15: the agent console (SPEC §9) ---------------------------------------------------------------
 def _console_project(ctx, name, instruction, commands=""):
-    agent = os.path.join(ctx.root, "bench", "console_agent.py")
+    agent = os.path.abspath(os.path.join(ctx.root, "bench", "console_agent.py"))
     config = f"""[provider]
 name = "command"
 cmd = "python3 {agent}"
@@ -495,7 +496,7 @@ def console_latency(ctx):
 
 def console_wait_for_log(ctx):
     n = 5 if ctx.quick else 20
-    app = os.path.join(ctx.root, "bench", "tick_app.py")
+    app = os.path.abspath(os.path.join(ctx.root, "bench", "tick_app.py"))
     commands = f"""
 [ports]
 TICK_PORT = "auto"

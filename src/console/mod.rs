@@ -408,6 +408,7 @@ impl Console {
                 args.session_id
             ));
         };
+        let called = Instant::now();
         let chars = args.chars.unwrap_or_default();
         // An ended program reads nothing more: its last output and exit code are the answer.
         let wait = if chars.is_empty() || session.exit_status().is_some() {
@@ -426,6 +427,8 @@ impl Console {
                 MIN_YIELD_MS,
             )
         };
+        // The write and its settling count against the call's 30 s.
+        let wait = wait.min(MAX_WAIT.saturating_sub(called.elapsed()));
         let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
         self.collect(&session, wait, max_tokens).await
     }
