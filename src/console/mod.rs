@@ -42,6 +42,9 @@ const MIN_EMPTY_POLL_MS: u64 = 1_000;
 const DEFAULT_MAX_TOKENS: usize = 10_000;
 /// After a write, the program gets this long to react before its output is collected.
 const WRITE_SETTLE: Duration = Duration::from_millis(100);
+/// An exited session is swept (its /proc scan) this long after the answer, not while the answer
+/// is on its way.
+const STOP_AFTER: Duration = Duration::from_millis(20);
 
 /// What a test session gives its console.
 #[derive(Debug, Clone)]
@@ -377,7 +380,10 @@ impl Console {
             self.sessions().remove(&session.id);
             let done = Arc::clone(session);
             // Sweeps what it left behind (a background child) and closes the terminal.
-            let task = tokio::spawn(async move { done.stop().await });
+            let task = tokio::spawn(async move {
+                tokio::time::sleep(STOP_AFTER).await;
+                done.stop().await
+            });
             self.finishing
                 .lock()
                 .unwrap_or_else(|poisoned| poisoned.into_inner())
