@@ -1,6 +1,7 @@
 """The measurements. Each generates its temp project(s), runs the supervisor and its baseline
 in turn (interleaved, so both see the same noise), checks that every run passed, and returns one
 table row: what was measured on each side, the figure, the goal and whether it was met."""
+import json
 import os
 import shutil
 import statistics
@@ -452,5 +453,108 @@ def html_report(ctx):
 
 
 
+# 12-15: the agent console (SPEC §9) ---------------------------------------------------------------
+def _console_project(ctx, name, instruction, commands=""):
+    agent = os.path.abspath(os.path.join(ctx.root, "bench", "console_agent.py"))
+    config = f"""[provider]
+name = "command"
+cmd = "python3 {agent}"
+step_timeout_secs = 600
+
+[supervisor]
+tests = ["tests/*.test.toml"]
+keep_workspace = "never"
+{commands}"""
+    test = f'name = "{name}"\n\n[[steps]]\ninstruction = "{instruction}"\n'
+    return write_project(ctx, name, config, {"console": test})
+
+
+def _bench_log(project):
+    """The `BUGATTI_LOG bench {json}` the console agent wrote."""
+    run_dir = artifacts.only_run(project)
+    for e in artifacts.events(run_dir):
+        if e.get("type") == "agent_log" and e.get("message", "").startswith("bench "):
+            return json.loads(e["message"][len("bench "):])
+    raise BenchError(f"{run_dir}: the console agent logged no measurement")
+
+
+def console_latency(ctx):
+    n = 10 if ctx.quick else 30
+    project = _console_project(ctx, "console-latency", f"latency {n}")
+    console, bare = [], []
+    for _ in range(ctx.runs):
+        supervise(ctx, project, ["-j", "1"], label="console-latency")
+        got = _bench_log(project)
+        console.append(got["console_s"])
+        bare.append(got["bare_s"])
+    extra = med(console) - med(bare)
+    return Row(f"12. console completion: program exit → exec_command result (median of {n})",
+               ms(med(console)), f"{ms(med(bare))} (bare PTY read to end-of-file)",
+               f"+{ms(extra)}", "within 5 ms of a bare PTY read", extra <= 0.005,
+               "includes the MCP HTTP round trip")
+
+
+def console_wait_for_log(ctx):
+    n = 5 if ctx.quick else 20
+    app = os.path.abspath(os.path.join(ctx.root, "bench", "tick_app.py"))
+    commands = f"""
+[ports]
+TICK_PORT = "auto"
+
+[commands.ticks]
+kind = "long_lived"
+cmd = "python3 {app} ${{TICK_PORT}}"
+readiness_url = "http://127.0.0.1:${{TICK_PORT}}/health"
+"""
+    project = _console_project(ctx, "console-waitlog", f"waitlog {n} ${{TICK_PORT}}", commands)
+    waits, calls = [], []
+    for _ in range(ctx.runs):
+        supervise(ctx, project, ["-j", "1"], label="console-waitlog")
+        got = _bench_log(project)
+        waits.append(got["wait_s"])
+        calls.append(got["call_s"])
+    return Row(f"13. wait_for_log: line written → call returns (median of {n})",
+               ms(med(waits)), f"{ms(med(calls))} (a list_logs round trip)",
+               ms(med(waits)), "< 5 ms", med(waits) < 0.005)
+
+
+def console_idle(ctx):
+    secs = 3 if ctx.quick else 10
+    project = _console_project(ctx, "console-idle", f"idle {secs}")
+    none, sixteen = [], []
+    for _ in range(ctx.runs):
+        supervise(ctx, project, ["-j", "1"], label="console-idle")
+        got = _bench_log(project)
+        none.append(got["none_ns"] / 1e9 / secs)
+        sixteen.append(got["sixteen_ns"] / 1e9 / secs)
+    extra = med(sixteen) - med(none)
+    return Row(f"14. console idle CPU: 16 open console sessions, {secs} s",
+               f"{ms(med(sixteen))} CPU per s", f"{ms(med(none))} CPU per s (no session)",
+               f"{ms(med(sixteen))} per s (+{ms(extra)})", "< 1 ms per s", med(sixteen) < 0.001,
+               "the supervisor's own threads (schedstat), measured by the agent")
+
+
+def console_flood(ctx):
+    size = 128 * MIB if ctx.quick else 1024 * MIB
+    big = _console_project(ctx, "console-flood", f"flood {size}")
+    small = _console_project(ctx, "console-flood-small", f"flood {MIB}")
+    rates, peaks, smalls = [], [], []
+    for _ in range(ctx.runs):
+        m = supervise(ctx, big, ["-j", "1"], poll_rss=True, label="console-flood")
+        got = _bench_log(big)
+        if got["tokens_seen"] * 4 < size:
+            raise BenchError(f"the console reported {got['tokens_seen']} tokens for {size} bytes")
+        rates.append(size / MIB / got["seconds"])
+        peaks.append((m.peak_rss_kib or 0) / 1024)
+        s = supervise(ctx, small, ["-j", "1"], poll_rss=True, label="console-flood-small")
+        smalls.append((s.peak_rss_kib or 0) / 1024)
+    peak = max(peaks)
+    return Row(f"15. {size // MIB} MiB through a console session (PTY)",
+               f"peak RSS {peak:.1f} MiB, {med(rates):.0f} MiB/s",
+               f"peak RSS {med(smalls):.1f} MiB (1 MiB through it)",
+               f"RSS {peak:.1f} MiB", "RSS < 64 MiB", peak < 64)
+
+
 ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead,
-       check_many_env, html_report]
+       check_many_env, html_report, console_latency, console_wait_for_log, console_idle,
+       console_flood]

@@ -246,6 +246,7 @@ pub fn read_stream(data: &[u8]) -> StreamReading {
         workdir: PathBuf::from("/nonexistent/work"),
         env: Vec::new(),
         secrets: secrets.clone(),
+        console: None,
     };
     let mut reader = ClaudeCode::new(AgentContext {
         spec: AgentSpec::new(ProviderKind::ClaudeCode),

@@ -12,6 +12,7 @@
 //! - [`report`]: every artifact a run leaves behind, and the console.
 
 pub mod actors;
+pub mod console;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod model;

@@ -138,7 +138,8 @@ fn no_config_says_defaults_apply_in_one_line() {
             contains("provider.name")
                 .and(contains("claude-code"))
                 .and(contains("(default)")),
-        );
+        )
+        .stdout(matches(r"(?m)^ *provider\.console +true +\(default\)$"));
 }
 
 #[test]

@@ -23,6 +23,9 @@ use crate::actors::session_plan::{
     SessionVars,
 };
 use crate::actors::supervisor::SupervisorMsg;
+use crate::console::logs::LogSource;
+use crate::console::server::ConsoleServer;
+use crate::console::{Console, ConsoleSetup};
 use crate::model::assets::prepare_instruction;
 use crate::model::checkpoint::CheckpointPaths;
 use crate::model::config::{CommandScope, KeepWorkspace};
@@ -352,6 +355,8 @@ struct Started {
     /// step's logs are reported before that step's verdict.
     agent_news: Option<mpsc::UnboundedReceiver<AgentEvent>>,
     workdir: Option<PathBuf>,
+    /// The agent console's MCP server (`[provider] console`), stopped with the session.
+    console: Option<ConsoleServer>,
 }
 
 impl Driver {
@@ -544,6 +549,16 @@ impl Driver {
                 }
             }
         });
+        let log_sources: Vec<LogSource> = specs
+            .iter()
+            .filter(|spec| !spec.skipped)
+            .map(|spec| LogSource {
+                name: spec.name.clone(),
+                kind: spec.kind.as_str().to_string(),
+                path: spec.log_path.clone(),
+                hub: None,
+            })
+            .collect();
         let harness = Harness::spawn(
             self.myself.get_cell(),
             Scope::run(self.run_id.clone()),
@@ -565,6 +580,33 @@ impl Driver {
                 .await?;
         }
 
+        // The console: served before the agent starts, so that its first turn finds it.
+        // `shell` runs no model: nothing would call it.
+        let wanted = effective.provider.console.value
+            && agent.provider != crate::providers::ProviderKind::Shell;
+        let console = if wanted {
+            let mut logs = log_sources;
+            for log in &mut logs {
+                log.hub = harness.output(&log.name).await;
+            }
+            let console = Arc::new(Console::new(ConsoleSetup {
+                run_id: self.run_id.clone(),
+                run_dir: self.run_dir(),
+                workdir: workdir.clone(),
+                env: vars.env.clone(),
+                secrets: Arc::clone(&vars.secrets),
+                logs,
+            }));
+            let server = ConsoleServer::start(console)
+                .await
+                .map_err(|e| Ending::error(e.to_string()))?;
+            let endpoint = server.endpoint().clone();
+            started.console = Some(server);
+            Some(endpoint)
+        } else {
+            None
+        };
+
         // The agent: one conversation for the whole session.
         let (agent_tx, agent_rx) = mpsc::unbounded_channel();
         started.agent_news = Some(agent_rx);
@@ -579,6 +621,7 @@ impl Driver {
             workdir,
             env: vars.env.clone(),
             secrets: Arc::clone(&vars.secrets),
+            console,
         };
         let args = AgentArgs {
             spec: agent,
@@ -696,6 +739,7 @@ impl Driver {
             let verdict = self
                 .run_step(&agent, request, &mut started.agent_news)
                 .await;
+            self.emit_console_calls(started, id);
             let mut verdict = match verdict {
                 Ok(v) => v,
                 Err(message) => {
@@ -917,6 +961,24 @@ impl Driver {
     }
 
     /// For a step that did not pass: what each harness command logged while it ran.
+    /// The console calls made since the last step ended, reported with this step.
+    fn emit_console_calls(&self, started: &Started, step_id: u32) {
+        let Some(server) = &started.console else {
+            return;
+        };
+        for call in server.console().recorder().take_calls() {
+            self.emit(EventKind::ConsoleCall {
+                step_id,
+                summary: call.summary(),
+                tool: call.tool,
+                duration_ms: call.duration_ms,
+                exit_code: call.exit_code,
+                bytes: call.bytes,
+                is_error: call.is_error,
+            });
+        }
+    }
+
     fn emit_excerpt(&self, step_id: u32, marks: &LogMarks) {
         let excerpt = marks.excerpt_since(&self.run_dir().join("logs"));
         if !excerpt.is_empty() {
@@ -981,8 +1043,13 @@ impl Driver {
 
     /// Stops the agent and every command (concurrently), records how each went, sweeps what
     /// escaped, and keeps or removes the workspace.
-    async fn teardown(&self, started: Started, ending: &Ending) {
+    async fn teardown(&self, mut started: Started, ending: &Ending) {
         let skip_grace = grace_is_over();
+        let console_down = async {
+            if let Some(server) = started.console.as_mut() {
+                server.shutdown().await;
+            }
+        };
         let agent_close = async {
             if let Some(agent) = &started.agent {
                 let limit = u64::try_from(AGENT_CLOSE_LIMIT.as_millis()).unwrap_or(u64::MAX);
@@ -998,7 +1065,7 @@ impl Driver {
                 None => Vec::new(),
             }
         };
-        let ((), records) = tokio::join!(agent_close, harness_down);
+        let ((), records, ()) = tokio::join!(agent_close, harness_down, console_down);
         for record in records.iter().filter(|r| !r.skipped) {
             self.report_teardown(record);
         }

@@ -48,6 +48,8 @@ pub struct ProviderSection {
     pub max_cost_usd: Option<f64>,
     pub base_url: Option<Spanned<String>>,
     pub strict_warnings: Option<bool>,
+    /// Serve the agent console (SPEC §9) to the agent; default true.
+    pub console: Option<bool>,
 }
 
 /// `[supervisor]`: defaults for the options of `start` / `test`.

@@ -123,6 +123,8 @@ pub struct ProviderSettings {
     pub max_cost_usd: Sourced<Option<f64>>,
     pub base_url: Sourced<Option<String>>,
     pub strict_warnings: Sourced<bool>,
+    /// Serve the agent console over MCP (SPEC §9).
+    pub console: Sourced<bool>,
     /// Where the Claude Code executable is: `claude` (on `PATH`) unless `BUGATTI_CLAUDE_BIN` says
     /// otherwise. Read once, here, with the other environment knobs; sessions and `check` use it.
     pub claude_bin: Sourced<String>,
@@ -213,6 +215,7 @@ impl Default for EffectiveConfig {
                 max_cost_usd: Sourced::default_value(None),
                 base_url: Sourced::default_value(None),
                 strict_warnings: Sourced::default_value(false),
+                console: Sourced::default_value(true),
                 claude_bin: Sourced::default_value(DEFAULT_CLAUDE_BIN.to_string()),
                 codex_bin: Sourced::default_value(DEFAULT_CODEX_BIN.to_string()),
             },
@@ -450,6 +453,9 @@ impl EffectiveConfig {
         }
         if let Some(v) = p.strict_warnings {
             pr.strict_warnings.set(v, layer, None);
+        }
+        if let Some(v) = p.console {
+            pr.console.set(v, layer, None);
         }
         problems
             .into_iter()
@@ -761,6 +767,11 @@ impl EffectiveConfig {
             p.strict_warnings.value.to_string(),
             p.strict_warnings.source,
         );
+        row(
+            "provider.console",
+            p.console.value.to_string(),
+            p.console.source,
+        );
         let s = &self.supervisor;
         row(
             "supervisor.max_parallel",
@@ -1010,6 +1021,39 @@ mod tests {
             "{rows:?}"
         );
         assert!(rows.contains(&("provider.name".into(), "shell".into(), Layer::Env)));
+    }
+
+    #[test]
+    fn the_console_is_on_by_default_and_a_test_can_turn_it_off() {
+        let mut e = EffectiveConfig::default();
+        assert!(e.provider.console.value);
+        let project = cfg("[provider]\nconsole = false\n");
+        assert!(e
+            .apply_file(&project, Path::new("p.toml"), Layer::Project, &no_env)
+            .is_empty());
+        assert_eq!(
+            (e.provider.console.value, e.provider.console.source),
+            (false, Layer::Project)
+        );
+        let over = crate::model::test_file::parse_test_file(
+            Path::new("t.test.toml"),
+            "[overrides.provider]\nconsole = true\n",
+        )
+        .expect("parses");
+        assert!(e
+            .apply_test_overrides(
+                &over.overrides.provider,
+                &over.overrides.commands,
+                Path::new("t.test.toml")
+            )
+            .is_empty());
+        assert_eq!(
+            (e.provider.console.value, e.provider.console.source),
+            (true, Layer::Test)
+        );
+        assert!(e
+            .rows()
+            .contains(&("provider.console".into(), "true".into(), Layer::Test)));
     }
 
     #[test]

@@ -210,6 +210,20 @@ impl Group {
     pub fn take_output(&mut self) -> Option<Box<dyn Read + Send>> {
         self.output.lock().ok().and_then(|mut o| o.take())
     }
+    /// A writer into the PTY ([`Io::Pty`]): what the child reads as typed input. `None` for piped
+    /// groups, or once taken.
+    pub fn take_pty_writer(&self) -> Option<Box<dyn std::io::Write + Send>> {
+        let master = self.pty_master.lock().ok()?;
+        master.as_ref()?.take_writer().ok()
+    }
+    /// Whether the PTY's line discipline is in canonical mode (input is read a line at a time,
+    /// at most 4095 bytes of it); `None` for piped groups or when it cannot be read.
+    pub fn pty_canonical(&self) -> Option<bool> {
+        let master = self.pty_master.lock().ok()?;
+        let termios = master.as_ref()?.get_termios()?;
+        // portable-pty's nix is not ours: compare the raw flag bits.
+        Some(termios.local_flags.bits() & libc::ICANON != 0)
+    }
     /// How the termination routine ended it, once it has.
     pub fn report(&self) -> Option<&TeardownReport> {
         self.report.as_ref()

@@ -53,6 +53,8 @@ pub enum Role {
     Agent(String),
     /// One command of a `shell` provider step.
     ShellStep(u32),
+    /// A session of the agent console (`exec_command`), by its session id.
+    Console(u32),
     /// Anything else (tests).
     Other(String),
 }
@@ -88,6 +90,7 @@ impl fmt::Display for Owner {
             Role::Checkpoint(what) => write!(f, "{what} (run {id})"),
             Role::Agent(provider) => write!(f, "agent {provider} (run {id})"),
             Role::ShellStep(step) => write!(f, "shell step {step} (run {id})"),
+            Role::Console(session) => write!(f, "console session {session} (run {id})"),
             Role::Other(what) => write!(f, "{what} ({id})"),
         }
     }

@@ -56,6 +56,9 @@ pub fn system_prompt(spec: &AgentSpec, facts: &SessionFacts) -> String {
         "- environment variables BUGATTI_RUN_ID, BUGATTI_SESSION_ID, BUGATTI_RUN_DIR, \
          BUGATTI_WORKDIR, BUGATTI_PROJECT_ROOT and the session's ports are set for your commands."
     );
+    if facts.console.is_some() {
+        let _ = writeln!(text, "\n{}", crate::console::wiring::BOOTSTRAP);
+    }
     if let Some(extra) = spec
         .extra_system_prompt
         .as_deref()

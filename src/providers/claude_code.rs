@@ -26,6 +26,7 @@ use super::{
     agent_env, bootstrap, command::cancelled, AgentContext, AgentDeath, AgentError, AgentFault,
     CancelSignal, ClaudeUsage, Provider, ProviderKind, StepRequest, StepVerdict,
 };
+use crate::console::wiring as console_wiring;
 use crate::model::markers::scan_text;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::process::job_control::{reached, Deadline};
@@ -212,6 +213,21 @@ impl ClaudeCode {
                 None
             }
             Some("result") => Some(self.result_verdict(&event, collector, step_id)),
+            // The agent console must have connected: without it the step would fail for a
+            // reason that is not the application's.
+            Some("system") if event["subtype"] == "init" && self.ctx.facts.console.is_some() => {
+                let problem = console_wiring::check_claude_init(&event).err()?;
+                let mut verdict = collector.verdict_with(
+                    StepStatus::Error,
+                    format!("the agent console is unavailable: {problem}"),
+                );
+                verdict.step_id = step_id;
+                verdict.agent_died = Some(super::AgentDeath {
+                    status: format!("agent console unavailable ({problem})"),
+                    stderr_tail: String::new(),
+                });
+                Some(verdict)
+            }
             _ => None,
         }
     }
@@ -477,10 +493,20 @@ impl ClaudeCode {
                 problem: "started before its transcripts were opened".into(),
             });
         };
+        let console = console_wiring::for_claude(facts)?;
+        let mut args = self.args();
+        // Before the prompt flag: `--mcp-config` takes several values.
+        let at = args
+            .iter()
+            .position(|a| a == "--append-system-prompt")
+            .unwrap_or(0);
+        args.splice(at..at, console.args);
+        let mut env = agent_env(&self.ctx.spec, facts);
+        env.extend(console.env);
         let spawn = SpawnSpec {
             program: self.ctx.spec.claude_bin.clone(),
-            args: self.args(),
-            env: agent_env(&self.ctx.spec, facts),
+            args,
+            env,
             cwd: self.ctx.spec.cwd.clone(),
             owner: Owner::new(
                 Scope::run(facts.run_id.clone()),

@@ -147,6 +147,8 @@ pub struct SessionFacts {
     /// Ports, `[env]`, `[secrets]` and the `BUGATTI_*` variables, in order; later entries win.
     pub env: Vec<(String, String)>,
     pub secrets: Arc<Secrets>,
+    /// The agent console's endpoint (SPEC §9); `None` with `[provider] console = false`.
+    pub console: Option<crate::console::server::Endpoint>,
 }
 
 impl SessionFacts {
@@ -326,6 +328,12 @@ pub enum AgentError {
         #[source]
         source: std::io::Error,
     },
+    #[error("cannot write the agent console's MCP config {path}: {source}")]
+    ConsoleConfig {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// One agent conversation. Call order: `start`, `bootstrap`, `run_step`…, `close` (always, also
@@ -384,6 +392,9 @@ fn env_over(
         .filter(|(k, _)| !CLAUDE_NESTING_VARS.contains(&k.as_str()))
         .collect();
     env.extend(facts.env.iter().cloned());
+    if let Some(endpoint) = &facts.console {
+        env.extend(crate::console::wiring::agent_env(endpoint));
+    }
     env.push((AGENT_MARKER_ENV.to_string(), facts.run_id.clone()));
     env
 }
@@ -423,6 +434,7 @@ mod tests {
                 ("HOME".into(), "/h".into()),
             ],
             secrets: Arc::new(Secrets::default()),
+            console: None,
         }
     }
 

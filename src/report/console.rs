@@ -274,6 +274,21 @@ fn event_line(kind: &EventKind, phase: Phase) -> Option<(String, Verbosity)> {
             format!("AGENT RESTARTED during step {step_id}: it {reason}; the step is retried"),
             Normal,
         ),
+        EventKind::ConsoleCall {
+            tool,
+            summary,
+            duration_ms,
+            exit_code,
+            is_error,
+            ..
+        } => (
+            format!(
+                "CONSOLE ........ {tool} {summary} ({duration_ms} ms{}{})",
+                exit_code.map_or(String::new(), |c| format!(", exit {c}")),
+                if *is_error { ", failed" } else { "" }
+            ),
+            Verbose,
+        ),
         EventKind::SessionPrepared { workspace, ports } => (
             format!(
                 "SESSION ........ workspace {workspace}{}",

@@ -229,6 +229,19 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         problem: Option<String>,
     },
+    /// A call the agent made to its console (SPEC §9), sent before its step's `step_finished`
+    /// (the whole call, arguments included, is in `transcripts/console.jsonl`).
+    ConsoleCall {
+        step_id: u32,
+        tool: String,
+        /// The call in one line: its command, session, log or pattern (secrets redacted).
+        summary: String,
+        duration_ms: u64,
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        exit_code: Option<i32>,
+        bytes: u64,
+        is_error: bool,
+    },
     StepFinished {
         step_id: u32,
         status: StepStatus,
@@ -296,6 +309,7 @@ impl EventKind {
             Self::StepStarted { .. } => "step_started",
             Self::AgentLog { .. } => "agent_log",
             Self::Evidence { .. } => "evidence",
+            Self::ConsoleCall { .. } => "console_call",
             Self::StepFinished { .. } => "step_finished",
             Self::HarnessLogExcerpt { .. } => "harness_log_excerpt",
             Self::AgentRestarted { .. } => "agent_restarted",

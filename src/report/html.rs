@@ -613,6 +613,29 @@ impl<'a> Page<'a> {
         for ev in &step.evidence {
             self.evidence(run_dir, &ev.kind, &ev.path);
         }
+        if !step.console_calls.is_empty() {
+            self.w("<div class=\"console-calls\"><b>Console calls</b><ul>");
+            for call in &step.console_calls {
+                let mut outcome = vec![
+                    format!("{} ms", call.duration_ms),
+                    format!("{} bytes", call.bytes),
+                ];
+                if let Some(code) = call.exit_code {
+                    outcome.insert(0, format!("exit {code}"));
+                }
+                if call.is_error {
+                    outcome.insert(0, "failed".into());
+                }
+                let _ = write!(
+                    self.out,
+                    "<li><code>{}</code> <code>{}</code> <span class=\"meta\">{}</span></li>",
+                    escape(&call.tool),
+                    escape(&bounded(&call.summary, 200)),
+                    escape(&outcome.join(", "))
+                );
+            }
+            self.w("</ul></div>");
+        }
         if !step_passed(step.status) && step.status != StepStatus::NotRun {
             let excerpts = excerpts(run_json, record, run_dir, step);
             if !excerpts.is_empty() {

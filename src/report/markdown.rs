@@ -33,6 +33,7 @@ pub const SECTIONS: &[Section] = &[
     ("steps", steps),
     ("step details", step_details),
     ("evidence warnings", evidence_warnings),
+    ("console calls", console_calls),
     ("checkpoints", checkpoints),
     ("commands", commands),
     ("artifacts", artifacts),
@@ -216,6 +217,45 @@ fn steps(input: &ReportInput<'_>) -> Result<String, String> {
         );
     }
     s.push('\n');
+    Ok(s)
+}
+
+/// The agent console calls of each step (SPEC §9); nothing when no step made one.
+fn console_calls(input: &ReportInput<'_>) -> Result<String, String> {
+    let mut s = String::new();
+    for step in input
+        .record
+        .steps
+        .iter()
+        .filter(|st| !st.console_calls.is_empty())
+    {
+        if s.is_empty() {
+            s.push_str(
+                "## Console calls
+
+What the agent did through its console (full arguments in \
+                 `transcripts/console.jsonl`, full output in `console/`).\n\n",
+            );
+        }
+        let _ = writeln!(s, "Step {}:\n", step.step_id);
+        for call in &step.console_calls {
+            let mut outcome = vec![ms(Some(call.duration_ms)), format!("{} bytes", call.bytes)];
+            if let Some(code) = call.exit_code {
+                outcome.insert(0, format!("exit {code}"));
+            }
+            if call.is_error {
+                outcome.insert(0, "failed".into());
+            }
+            let _ = writeln!(
+                s,
+                "- `{}` {} — {}",
+                call.tool,
+                cell(&format!("`{}`", call.summary.replace('`', "'"))),
+                outcome.join(", ")
+            );
+        }
+        s.push('\n');
+    }
     Ok(s)
 }
 

@@ -228,6 +228,18 @@ pub struct EvidenceRecord {
     pub problem: Option<String>,
 }
 
+/// One call the agent made to its console during a step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsoleCallRecord {
+    pub tool: String,
+    pub summary: String,
+    pub duration_ms: u64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub exit_code: Option<i32>,
+    pub bytes: u64,
+    pub is_error: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {
     pub step_id: u32,
@@ -256,6 +268,9 @@ pub struct StepRecord {
     /// For a step that did not pass: command name → the lines it wrote while the step ran.
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub harness_log_excerpt: BTreeMap<String, String>,
+    /// The agent console calls made during the step, in order (SPEC §9).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub console_calls: Vec<ConsoleCallRecord>,
 }
 
 /// The version of the run.json / summary.json layout; bumped on an incompatible change.
@@ -354,6 +369,7 @@ impl RunRecord {
                     started_at: None,
                     logs: Vec::new(),
                     evidence: Vec::new(),
+                    console_calls: Vec::new(),
                     usage: None,
                     agent_turns: None,
                     cost_usd: None,
@@ -500,6 +516,26 @@ impl RunRecord {
             EventKind::AgentLog { step_id, message } => {
                 if let Some(step) = self.step_mut(*step_id, "agent_log") {
                     step.logs.push(message.clone());
+                }
+            }
+            EventKind::ConsoleCall {
+                step_id,
+                tool,
+                summary,
+                duration_ms,
+                exit_code,
+                bytes,
+                is_error,
+            } => {
+                if let Some(step) = self.step_mut(*step_id, "console_call") {
+                    step.console_calls.push(ConsoleCallRecord {
+                        tool: tool.clone(),
+                        summary: summary.clone(),
+                        duration_ms: *duration_ms,
+                        exit_code: *exit_code,
+                        bytes: *bytes,
+                        is_error: *is_error,
+                    });
                 }
             }
             EventKind::Evidence {

@@ -127,6 +127,7 @@ impl RunWriter {
             | EventKind::SuiteFinished { .. }
             | EventKind::RunStarted { .. }
             | EventKind::AgentLog { .. }
+            | EventKind::ConsoleCall { .. }
             | EventKind::HarnessLogExcerpt { .. }
             | EventKind::SessionPrepared { .. }
             | EventKind::Evidence { .. } => false,

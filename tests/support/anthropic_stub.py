@@ -9,6 +9,11 @@ tools, as Claude Code's agent loop always does). Each reply is one of:
   {"text": "..."}                    a streamed text answer (end_turn); "{tool_result}" in it is
                                      replaced by the text of the last tool_result the client sent
   {"bash": "command"}                a Bash tool call (stop_reason tool_use)
+  {"tool": "NAME", "input": {...}}   a call of any tool (an MCP one: mcp__bugatti__exec_command);
+                                     an input string "{session_id}" / "{next_offset}" becomes the
+                                     last `session ID N` / `Next offset: N` a tool result carried
+  "expect": ["text", ...]            (with any reply) each text must be in the last tool_result,
+                                     else the reply is `RESULT ERROR: expected ...` instead
   {"hang": true}                     starts streaming, then never sends another event
   {"break": true}                    starts streaming, then drops the connection mid-message (a
                                      non-streaming request gets half a body, then the same)
@@ -18,6 +23,7 @@ Every request body is appended to REQUEST_LOG.jsonl, one JSON object per line.
 Python standard library only.
 """
 import json
+import re
 import sys
 import threading
 import time
@@ -49,6 +55,45 @@ def last_tool_result(body):
                         return "".join(b.get("text", "") for b in inner if isinstance(b, dict))
                     return str(inner or "")
     return ""
+
+
+def tool_results(body):
+    """Every tool_result text the client sent, oldest first."""
+    texts = []
+    for message in body.get("messages", []):
+        content = message.get("content")
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    inner = block.get("content")
+                    if isinstance(inner, list):
+                        texts.append("".join(b.get("text", "") for b in inner if isinstance(b, dict)))
+                    else:
+                        texts.append(str(inner or ""))
+    return texts
+
+
+def fill(value, body):
+    """Replaces {session_id} / {next_offset} in a scripted tool input by the last ones seen."""
+    if isinstance(value, dict):
+        return {k: fill(v, body) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, body) for v in value]
+    if isinstance(value, str):
+        for key, pattern in (("session_id", r"session ID (\d+)"), ("next_offset", r"Next offset: (\d+)")):
+            found = [m for t in tool_results(body) for m in re.findall(pattern, t)]
+            if value == "{" + key + "}" and found:
+                return int(found[-1])
+    return value
+
+
+def checked(reply, body):
+    """The reply, or a RESULT ERROR text when a text it expects is not in the last tool result."""
+    seen = last_tool_result(body)
+    for text in reply.get("expect", []):
+        if text not in seen:
+            return {"text": f"RESULT ERROR: expected {text!r} in the tool result {seen!r}"}
+    return reply
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -135,10 +180,15 @@ class Handler(BaseHTTPRequestHandler):
         start = self.message(model, [], None)
         start["usage"] = {"input_tokens": 1000, "output_tokens": 1}
         self.event("message_start", {"type": "message_start", "message": start})
-        if "bash" in reply:
-            block = {"type": "tool_use", "id": f"toolu_stub_{start['id']}", "name": "Bash", "input": {}}
+        reply = checked(reply, body)
+        if "bash" in reply or "tool" in reply:
+            name = reply.get("tool", "Bash")
+            block = {"type": "tool_use", "id": f"toolu_stub_{start['id']}", "name": name, "input": {}}
             self.event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block})
-            partial = json.dumps({"command": reply["bash"], "description": "scripted command"})
+            if "bash" in reply:
+                partial = json.dumps({"command": reply["bash"], "description": "scripted command"})
+            else:
+                partial = json.dumps(fill(reply.get("input", {}), body))
             self.event("content_block_delta", {"type": "content_block_delta", "index": 0,
                                                "delta": {"type": "input_json_delta", "partial_json": partial}})
             self.event("content_block_stop", {"type": "content_block_stop", "index": 0})

@@ -15,15 +15,61 @@ in a result marker. Each line of a step's instruction is a directive:
     exit CODE         exit the agent process with CODE (a crash mid-step)
     panic             same as `exit 70`, for readability
     noresult          end the reply without a result marker
+    mcp TOOL JSON     call TOOL of the agent console (MCP over HTTP at $BUGATTI_MCP_URL with
+                      $BUGATTI_MCP_TOKEN); its text is printed and kept for `expect`. In JSON,
+                      {session_id} and {next_offset} become the last such number an answer gave
     # anything else   ignored (plain English is fine)
 
 Unless a directive already decided, the reply ends with `RESULT OK`.
 """
 import json
 import os
+import re
 import sys
 import time
 import urllib.request
+
+MCP = {"next_id": 1, "initialized": False, "session_id": "", "next_offset": ""}
+
+
+def mcp_post(message):
+    request = urllib.request.Request(
+        os.environ["BUGATTI_MCP_URL"],
+        data=json.dumps(message).encode(),
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Authorization": "Bearer " + os.environ["BUGATTI_MCP_TOKEN"],
+            "MCP-Protocol-Version": "2025-06-18",
+        },
+        method="POST",
+    )
+    with urllib.request.urlopen(request, timeout=60) as resp:
+        body = resp.read().decode()
+        if resp.headers.get("Content-Type", "").startswith("text/event-stream"):
+            body = "".join(l[5:].strip() for l in body.splitlines() if l.startswith("data:") and l[5:].strip())
+        return json.loads(body) if body.strip() else None
+
+
+def mcp_call(tool, arguments):
+    if not MCP["initialized"]:
+        mcp_post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "directive-agent", "version": "1"}}})
+        mcp_post({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        MCP["initialized"] = True
+    MCP["next_id"] += 1
+    answer = mcp_post({"jsonrpc": "2.0", "id": MCP["next_id"], "method": "tools/call",
+                       "params": {"name": tool, "arguments": arguments}})
+    if "error" in answer:
+        return f"mcp error: {answer['error']}"
+    result = answer["result"]
+    text = "".join(c.get("text", "") for c in result.get("content", []))
+    for key, pattern in (("session_id", r"session ID (\d+)"), ("next_offset", r"Next offset: (\d+)")):
+        found = re.findall(pattern, text)
+        if found:
+            MCP[key] = found[-1]
+    return ("[is_error] " if result.get("isError") else "") + text
 
 
 def reply(lines, result):
@@ -72,6 +118,15 @@ def run_step(instruction):
             sys.exit(int(rest) if word == "exit" else 70)
         elif word == "noresult":
             result = None
+        elif word == "mcp":
+            tool, _, args = rest.partition(" ")
+            for key in ("session_id", "next_offset"):
+                args = args.replace("{" + key + "}", MCP[key])
+            try:
+                body = mcp_call(tool, json.loads(args or "{}"))
+            except Exception as err:  # the agent reports, it does not crash
+                body = f"mcp call failed: {err}"
+            out.append(body)
     reply(out, result)
 
 

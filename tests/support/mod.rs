@@ -50,6 +50,7 @@ impl Rig {
             workdir,
             env,
             secrets: Arc::new(Secrets::new(secrets.iter().map(|(k, v)| (*k, *v)))),
+            console: None,
         };
         let (events, received) = unbounded_channel();
         Self {

@@ -1,0 +1,214 @@
+//! How each provider is pointed at the console (SPEC §9): Claude Code through an `--mcp-config`
+//! file, Codex through `-c mcp_servers.bugatti=…`, a `command` agent through environment
+//! variables. The token never goes on a command line.
+
+use super::server::Endpoint;
+use super::SERVER_NAME;
+use std::path::{Path, PathBuf};
+
+/// The console's URL, for a `command` agent.
+pub const URL_ENV: &str = "BUGATTI_MCP_URL";
+/// The console's bearer token, for a `command` agent (and Codex's `bearer_token_env_var`).
+pub const TOKEN_ENV: &str = "BUGATTI_MCP_TOKEN";
+
+/// What the bootstrap tells the agent about the console (one wording for every provider).
+pub const BOOTSTRAP: &str =
+    "THE CONSOLE. Besides your own tools you have the MCP server `bugatti` \
+(tools mcp__bugatti__* in Claude Code; BUGATTI_MCP_URL and BUGATTI_MCP_TOKEN for other agents). \
+Use it to drive interactive programs (a REPL, a prompt that asks a question, a migration that \
+wants a yes): exec_command starts one under a terminal and returns what it printed, or a session \
+ID while it still runs; write_stdin types into it (\"\\n\" ends a line, \"\\u0003\" is Ctrl-C) and \
+returns what it printed next. Use it to watch the application: list_logs names the harness \
+commands' logs, read_log reads one from a byte offset (next_offset continues), wait_for_log waits \
+for a new line matching a regex — trigger the action first with from_offset taken before, or start \
+waiting and act in another call. Console sessions and their processes end with the test.";
+
+/// Environment every agent process gets when the console is on.
+pub fn agent_env(endpoint: &Endpoint) -> Vec<(String, String)> {
+    vec![
+        (URL_ENV.to_string(), endpoint.url.clone()),
+        (TOKEN_ENV.to_string(), endpoint.token.clone()),
+    ]
+}
+
+/// The `--mcp-config` file for Claude Code: written 0600 (it holds the token).
+pub fn write_claude_config(dir: &Path, endpoint: &Endpoint) -> std::io::Result<PathBuf> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("mcp.json");
+    let config = serde_json::json!({
+        "mcpServers": {
+            SERVER_NAME: {
+                "type": "http",
+                "url": endpoint.url,
+                "headers": {"Authorization": format!("Bearer {}", endpoint.token)},
+            }
+        }
+    });
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&path)?;
+    file.write_all(config.to_string().as_bytes())?;
+    Ok(path)
+}
+
+/// Claude Code's extra arguments. `--mcp-config` takes several values, so it is followed by
+/// another flag, never by a positional argument.
+pub fn claude_args(config: &Path) -> Vec<String> {
+    vec![
+        "--mcp-config".into(),
+        config.display().to_string(),
+        "--strict-mcp-config".into(),
+        "--allowedTools".into(),
+        format!("mcp__{SERVER_NAME}"),
+    ]
+}
+
+/// Claude Code's extra environment: wait for the console to connect before the first turn
+/// (otherwise `-p` may start with the tools missing).
+pub fn claude_env() -> Vec<(String, String)> {
+    vec![("MCP_CONNECTION_NONBLOCKING".into(), "false".into())]
+}
+
+/// What a provider adds to its agent's command line and environment for the console.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Extra {
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+/// Everything the `claude-code` provider adds for the console (nothing when it is off). Writes
+/// `<run_dir>/agent/mcp.json`.
+pub fn for_claude(
+    facts: &crate::providers::SessionFacts,
+) -> Result<Extra, crate::providers::AgentError> {
+    let Some(endpoint) = &facts.console else {
+        return Ok(Extra::default());
+    };
+    let dir = facts.run_dir.join("agent");
+    let config = write_claude_config(&dir, endpoint).map_err(|source| {
+        crate::providers::AgentError::ConsoleConfig {
+            path: dir.join("mcp.json"),
+            source,
+        }
+    })?;
+    // BUGATTI_MCP_URL / _TOKEN come with every agent's environment (`providers::agent_env`).
+    Ok(Extra {
+        args: claude_args(&config),
+        env: claude_env(),
+    })
+}
+
+/// What a Claude Code `system/init` event says of the console: `Ok` when the `bugatti` server is
+/// connected and its tools are offered, else why not.
+pub fn check_claude_init(event: &serde_json::Value) -> Result<(), String> {
+    let servers = event["mcp_servers"].as_array();
+    let status = servers
+        .into_iter()
+        .flatten()
+        .find(|s| s["name"] == SERVER_NAME)
+        .map(|s| s["status"].as_str().unwrap_or("unknown").to_string());
+    match status.as_deref() {
+        None => return Err(format!("the MCP server `{SERVER_NAME}` is not in its list")),
+        Some("connected") => {}
+        Some(other) => return Err(format!("the MCP server `{SERVER_NAME}` is {other}")),
+    }
+    let prefix = format!("mcp__{SERVER_NAME}__");
+    let offered = event["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|t| t.as_str().is_some_and(|t| t.starts_with(&prefix)));
+    if offered {
+        Ok(())
+    } else {
+        Err(format!("no {prefix}* tools are offered"))
+    }
+}
+
+/// The arguments a `codex` provider passes on every `codex exec` (and `resume`): the console as
+/// an HTTP MCP server, its token read from [`TOKEN_ENV`], its tools approved (Codex asks
+/// otherwise, and `exec` cannot answer).
+pub fn codex_args(endpoint: &Endpoint) -> Vec<String> {
+    vec![
+        "-c".into(),
+        format!(
+            "mcp_servers.{SERVER_NAME}={{url={},bearer_token_env_var={},\
+             default_tools_approval_mode=\"approve\",startup_timeout_sec=10}}",
+            toml_string(&endpoint.url),
+            toml_string(TOKEN_ENV)
+        ),
+    ]
+}
+
+/// A TOML basic string.
+fn toml_string(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn endpoint() -> Endpoint {
+        Endpoint {
+            url: "http://127.0.0.1:4242/mcp".into(),
+            token: "t0k".into(),
+        }
+    }
+
+    #[test]
+    fn codex_gets_one_inline_table_without_the_token() {
+        let args = codex_args(&endpoint());
+        assert_eq!(args[0], "-c");
+        assert!(!args[1].contains("t0k"));
+        let (key, value) = args[1].split_once('=').expect("key=value");
+        assert_eq!(key, "mcp_servers.bugatti");
+        let table: toml::Table = toml::from_str(&format!("v = {value}")).expect("valid TOML");
+        let v = &table["v"];
+        assert_eq!(v["url"].as_str(), Some("http://127.0.0.1:4242/mcp"));
+        assert_eq!(
+            v["bearer_token_env_var"].as_str(),
+            Some("BUGATTI_MCP_TOKEN")
+        );
+        assert_eq!(v["default_tools_approval_mode"].as_str(), Some("approve"));
+    }
+
+    #[test]
+    fn claude_config_is_private_and_points_at_the_endpoint() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("dir");
+        let path = write_claude_config(dir.path(), &endpoint()).expect("write");
+        let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let config: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+        let server = &config["mcpServers"]["bugatti"];
+        assert_eq!(server["type"], "http");
+        assert_eq!(server["headers"]["Authorization"], "Bearer t0k");
+        let args = claude_args(&path);
+        assert_eq!(args[0], "--mcp-config");
+        assert!(
+            args[2].starts_with("--"),
+            "a flag must follow the variadic option"
+        );
+    }
+
+    #[test]
+    fn init_events_are_checked() {
+        let ok = serde_json::json!({"mcp_servers": [{"name": "bugatti", "status": "connected"}],
+            "tools": ["Bash", "mcp__bugatti__exec_command"]});
+        assert_eq!(check_claude_init(&ok), Ok(()));
+        let pending = serde_json::json!({"mcp_servers": [{"name": "bugatti", "status": "pending"}],
+            "tools": []});
+        assert!(check_claude_init(&pending)
+            .expect_err("pending")
+            .contains("pending"));
+        let missing = serde_json::json!({"mcp_servers": [], "tools": []});
+        assert!(check_claude_init(&missing).is_err());
+    }
+}
