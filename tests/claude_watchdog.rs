@@ -264,7 +264,11 @@ fn a_suite_whose_next_test_would_pass_its_budget_does_not_start_it() {
 /// (tests/support/wedged_claude.py) — it reads no more input and ignores SIGINT.
 #[test]
 fn a_claude_code_that_wedges_after_its_result_is_restarted_and_torn_down_within_bounds() {
-    let p = project("no_output_timeout_secs = 5", &["First.", "Second."]);
+    // The stand-in is no MCP client, so it is given no console.
+    let p = project(
+        "no_output_timeout_secs = 5\nconsole = false",
+        &["First.", "Second."],
+    );
     let fake = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/support/wedged_claude.py"

@@ -70,12 +70,15 @@ fn plain_normal_prints_one_line_per_event_and_the_final_lines() {
     ]
     .join("\n");
     assert!(text.starts_with(&expected), "got:\n{text}");
-    // The outcome, the failing step, then the report path (which names the run id).
+    // The outcome and the report path (which names the run id) on one line, then the failing step.
     let final_lines = format!(
-        "FAILED      shop/cart.test.toml  0ms\n      step 3: no checkout button ([REDACTED:API_TOKEN])\n      report {report}"
+        "FAILED      shop/cart.test.toml  0ms  {report}\n      step 3: no checkout button ([REDACTED:API_TOKEN])\n"
     );
     assert!(text.contains(&final_lines), "{text}");
-    assert!(text.contains("Summary: 1 root tests in 0ms: 0 passed, 1 failed\n"));
+    assert!(
+        text.contains("Summary: 1 root tests in 0ms: 0 passed, 1 failed; agent cost $0.0123\n"),
+        "{text}"
+    );
     assert!(text.contains("Suite report: /x/summary.md"));
     // A clean teardown is a detail for -v.
     assert!(!text.contains("TEARDOWN"), "{text}");
@@ -91,10 +94,10 @@ fn quiet_prints_only_final_lines_and_summary_and_verbose_adds_details() {
     console.suite_finished(&summary(&[record]), "/x/summary.md", &redactor());
     let quiet = buf.text();
     let lines: Vec<&str> = quiet.lines().collect();
-    assert_eq!(lines.len(), 3, "{quiet}");
+    assert_eq!(lines.len(), 2, "{quiet}");
     assert!(lines[0].starts_with("WARNED      shop/cart.test.toml"));
-    assert!(lines[1].starts_with("      report ") && lines[1].contains("0192-abcdef"));
-    assert!(lines[2].starts_with("Summary: 1 root tests"));
+    assert!(lines[0].ends_with("/0192-abcdef/report.md"), "{quiet}");
+    assert!(lines[1].starts_with("Summary: 1 root tests"));
 
     let buf = SharedBuf::default();
     let mut console = Console::plain_to(Box::new(buf.clone()), Verbosity::Verbose);
@@ -202,7 +205,7 @@ fn live_view_shows_each_running_session_and_prints_results_above() {
         drawn.contains("STEP 3 ........ ERROR (30ms): no checkout button ([REDACTED:API_TOKEN])")
     );
     assert!(drawn.contains("FAILED      a.test.toml"));
-    assert!(drawn.contains("      report /r/a/report.md"));
+    assert!(drawn.contains("  /r/a/report.md\n"), "{drawn}");
     assert!(drawn.contains("Summary: 1 root tests"), "{drawn}");
     assert!(!drawn.contains("STEP 1 ........ OK"), "{drawn}");
     assert!(!drawn.contains(SECRET));

@@ -108,19 +108,14 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     assert_eq!(nomarker["outcome"], "failed");
     assert_eq!(statuses(&nomarker), ["protocol_error"]);
 
-    // Every run's id is on the console in its report path, under its `[n/N] OUTCOME` line.
-    let lines: Vec<&str> = console.lines().collect();
+    // One line per run names its outcome and its report path, which names the run id (SPEC §5):
+    // `[n/N] OUTCOME  file  time  .bugatti/runs/<run_id>/report.md`.
     for record in p.run_records() {
         let run_id = record["run_id"].as_str().expect("run id");
-        let at = lines
-            .iter()
-            .position(|l| l.contains(run_id) && l.contains("report.md"))
-            .unwrap_or_else(|| panic!("no report line for {run_id} in\n{console}"));
-        let line = lines[..at]
-            .iter()
-            .rev()
-            .find(|l| l.starts_with('[') && l.split(' ').next().is_some_and(|w| w.contains('/')))
-            .unwrap_or_else(|| panic!("no outcome line above {}", lines[at]));
+        let line = console
+            .lines()
+            .find(|l| l.starts_with('[') && l.contains(run_id) && l.contains("report.md"))
+            .unwrap_or_else(|| panic!("no outcome line for {run_id} in\n{console}"));
         let outcome = record["outcome"].as_str().expect("outcome").to_uppercase();
         assert!(line.contains(&format!("] {outcome} ")), "{line}");
         let file = record["test_file"].as_str().expect("test_file");

@@ -637,8 +637,9 @@ impl Console {
             String::new()
         };
         // The console's own line breaks and colours stay; those of a file name or a message are
-        // escaped. Two lines (outcome, then report path, which names the run id) so that each
-        // fits 80 columns.
+        // escaped. One line names the outcome and the report path, which names the run id (SPEC
+        // §5: scripts read it); it is the one line allowed past 80 columns. The failing step's
+        // message follows, wrapped.
         let mut line = format!(
             "{progress}{} {}",
             word,
@@ -650,6 +651,7 @@ impl Console {
         if record.attempt > 1 {
             line.push_str(&format!("  (attempt {})", record.attempt));
         }
+        line.push_str(&format!("  {}", self.shown_path(Path::new(report_path))));
         if outcome != RunOutcome::Passed && self.verbosity >= Verbosity::Normal {
             if let Some(msg) = record.failure_message() {
                 line.push('\n');
@@ -659,10 +661,6 @@ impl Console {
                 ));
             }
         }
-        line.push_str(&format!(
-            "\n{INDENT}report {}",
-            self.shown_path(Path::new(report_path))
-        ));
         self.print(&redactor.str(&line));
         self.runs.remove(&record.run_id);
     }
@@ -765,7 +763,8 @@ impl Console {
                 summary.input_tokens, summary.output_tokens
             ));
         }
-        let mut line = wrap(&text, "");
+        // One line, however long: scripts and CI logs grep for it.
+        let mut line = text;
         for test in summary.tests.iter().filter(|t| t.flaky) {
             line.push_str(&format!(
                 "\nFLAKY       {} passed on attempt {}",
