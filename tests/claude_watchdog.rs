@@ -114,6 +114,8 @@ fn an_api_gone_silent_mid_step_gets_claude_restarted_with_its_session_resumed() 
         md.contains("| agent restarted | during step 2: it made no progress"),
         "{md}"
     );
+    let html = std::fs::read_to_string(p.suite_dir().join("report.html")).expect("report.html");
+    assert!(html.contains("agent restarted during step 2: it made no progress"));
     assert!(took < Duration::from_secs(limit * 2 + 40), "took {took:?}");
 }
 
