@@ -908,7 +908,10 @@ impl Driver {
         }
         // A death the verdict names, or one the watchdog already answered with a restart, is
         // not news for the session.
-        let told = matches!(&verdict, Ok(v) if v.agent_died.is_some() || v.fault.is_some() || v.restarts > 0);
+        let told = match &verdict {
+            Ok(v) => v.agent_died.is_some() || v.fault.is_some() || v.restarts > 0,
+            Err(_) => false,
+        };
         if let (Some(death), false) = (died, told) {
             self.pass_on(death);
         }
