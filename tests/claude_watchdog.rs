@@ -114,6 +114,8 @@ fn an_api_gone_silent_mid_step_gets_claude_restarted_with_its_session_resumed() 
         md.contains("| agent restarted | during step 2: it made no progress"),
         "{md}"
     );
+    let html = std::fs::read_to_string(p.suite_dir().join("report.html")).expect("report.html");
+    assert!(html.contains("agent restarted during step 2: it made no progress"));
     assert!(took < Duration::from_secs(limit * 2 + 40), "took {took:?}");
 }
 
@@ -305,4 +307,49 @@ fn a_claude_code_that_wedges_after_its_result_is_restarted_and_torn_down_within_
     // One silence (5 s) and two teardowns that need SIGTERM (after the 2 s close-stdin and SIGINT
     // rungs each): bounded by what is configured, not hanging.
     assert!(took < Duration::from_secs(5 + 2 * 4 + 30), "took {took:?}");
+}
+
+/// Needs no CLI: a Claude Code that dies right after each result (tests/support/wedged_claude.py
+/// with WEDGED_CLAUDE_EXIT=1) is found dead by the next step and restarted on its session.
+#[test]
+fn a_claude_code_that_dies_between_steps_is_restarted_at_the_next_one() {
+    let p = project("no_output_timeout_secs = 30", &["First.", "Second."]);
+    let fake = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/support/wedged_claude.py"
+    );
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("BUGATTI_CLAUDE_BIN", fake)
+        .env("WEDGED_CLAUDE_EXIT", "1")
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("claude.test.toml");
+    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
+    let restarts = record["agent_restarts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(restarts.len(), 1, "{record}");
+    assert_eq!(restarts[0]["step_id"], 2);
+    assert!(
+        restarts[0]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("exit code 1"),
+        "{restarts:?}"
+    );
+    assert_eq!(
+        record["steps"][0]["usage"]["session_id"], record["steps"][1]["usage"]["session_id"],
+        "resumed, not a new conversation"
+    );
 }

@@ -383,3 +383,36 @@ fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five() {
         "Codex was stopped, not left to loop: {requests} requests"
     );
 }
+
+/// Needs no CLI: a Codex that is not there is the provider's start failing (exit 3), naming it.
+#[test]
+fn a_missing_codex_is_a_start_error_naming_it() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"codex\"\n");
+    p.write(
+        "codex.test.toml",
+        "name = \"Codex\"\n[[steps]]\ninstruction = \"x\"\n",
+    );
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("BUGATTI_CODEX_BIN", "/nonexistent/bin/codex")
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    assert_eq!(record["outcome"], "error");
+    let error = record["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("/nonexistent/bin/codex") && error.contains("not found"),
+        "{error}"
+    );
+    assert_eq!(record["steps"][0]["status"], "not_run");
+}

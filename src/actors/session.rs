@@ -36,7 +36,7 @@ use crate::process::event::{HarnessEvent, HarnessEventKind};
 use crate::process::owner::Scope;
 use crate::process::record::HarnessRecord;
 use crate::process::teardown::{grace_is_over, sweep_run};
-use crate::providers::{AgentEvent, StepRequest, StepVerdict};
+use crate::providers::{AgentEvent, ProviderKind, StepRequest, StepVerdict};
 use crate::report::console::stderr_notice;
 use crate::report::error::ReportError;
 use crate::report::events::{
@@ -137,6 +137,9 @@ pub struct SessionState {
     last_exit: HashMap<String, String>,
     /// `BUGATTI_FAULT_PANIC` matched this test: panic before a step (fault tests only).
     fault_panic: bool,
+    /// The provider resumes a dead agent at its next step (claude-code, codex): its death
+    /// between steps is the watchdog's to answer, not a reason to stop the session.
+    agent_restartable: bool,
     /// The driver task; `None` once it reported `DriverDone`. Dropping it aborts the driver.
     driver: Option<AbortOnDrop>,
     /// Told `SessionDone` when the driver finishes.
@@ -171,6 +174,10 @@ impl Actor for SessionActor {
         let fault_panic = std::env::var(FAULT_PANIC_ENV).is_ok_and(|needle| {
             !needle.is_empty() && args.test.rel_path.to_string_lossy().contains(&needle)
         });
+        let agent_restartable = matches!(
+            ProviderKind::parse(&args.test.effective.provider.name.value),
+            Some(ProviderKind::ClaudeCode | ProviderKind::Codex)
+        );
         let driver = Driver {
             test: Arc::clone(&args.test),
             attempt: args.attempt,
@@ -197,6 +204,7 @@ impl Actor for SessionActor {
             events: args.events,
             last_exit: HashMap::new(),
             fault_panic,
+            agent_restartable,
             driver: Some(AbortOnDrop(handle)),
             supervisor: args.supervisor,
             attempt: args.attempt,
@@ -295,6 +303,11 @@ impl SessionState {
             }
             AgentEvent::Evidence { evidence, .. } => {
                 tracing::info!("agent evidence during bootstrap: {evidence:?}");
+            }
+            AgentEvent::Exited(death) if self.agent_restartable => {
+                // The next step finds it dead and the watchdog restarts it; after the last
+                // step it is gone already, and that harms nothing.
+                tracing::warn!("the agent exited between steps: {death}");
             }
             AgentEvent::Exited(death) => {
                 self.stop_with(StopReason::AgentDied(format!(
@@ -944,7 +957,10 @@ impl Driver {
         }
         // A death the verdict names, or one the watchdog already answered with a restart, is
         // not news for the session.
-        let told = matches!(&verdict, Ok(v) if v.agent_died.is_some() || v.fault.is_some() || v.restarts > 0);
+        let told = match &verdict {
+            Ok(v) => v.agent_died.is_some() || v.fault.is_some() || v.restarts > 0,
+            Err(_) => false,
+        };
         if let (Some(death), false) = (died, told) {
             self.pass_on(death);
         }

@@ -317,7 +317,6 @@ impl Codex {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn read_turn(
         &mut self,
         stdout: &mut BufReader<ChildStdout>,
@@ -400,9 +399,10 @@ impl Codex {
             Ok(stdout) => stdout,
             Err(e) => {
                 let mut v = collector.verdict_with(StepStatus::Error, e.to_string());
+                // Not a fault to restart: the same command line would fail the same way.
                 v.agent_died = Some(AgentDeath {
-                    status: "could not start".into(),
-                    stderr_tail: e.to_string(),
+                    status: e.to_string(),
+                    stderr_tail: String::new(),
                 });
                 return v;
             }
@@ -486,8 +486,16 @@ impl Provider for Codex {
         ProviderKind::Codex
     }
 
-    /// Opens the transcripts; Codex itself starts with each step.
+    /// Checks that Codex can be started and opens the transcripts; Codex itself starts with each
+    /// step.
     async fn start(&mut self) -> Result<(), AgentError> {
+        let program = self.ctx.spec.codex_bin.display().to_string();
+        super::locate::find_program(&program, &self.ctx.spec.cwd).map_err(|why| {
+            AgentError::Spawn {
+                command: self.shown_command(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, why),
+            }
+        })?;
         let facts = &self.ctx.facts;
         let dir = facts.transcripts_dir();
         self.log = Some(SharedTranscript::create(

@@ -519,6 +519,21 @@ impl<'a> Page<'a> {
             escape(&record.provider),
             relative(self.input.report_dir, &run_dir),
         );
+        if let Some(cost) = record.cost_usd {
+            let _ = writeln!(
+                self.out,
+                "<div class=\"meta\">agent cost ${cost:.4} · {} turns · {} input / {} output tokens</div>",
+                record.agent_turns, record.input_tokens, record.output_tokens
+            );
+        }
+        for restart in &record.agent_restarts {
+            let _ = writeln!(
+                self.out,
+                "<div class=\"msg\">agent restarted during step {}: it {}</div>",
+                restart.step_id,
+                escape(&restart.reason)
+            );
+        }
         if let Some(err) = record
             .error
             .as_deref()
