@@ -1,6 +1,7 @@
 //! The supervisor itself SIGKILLed mid-step: no teardown runs, so its server, agent and a process
 //! that escaped its group with `setsid` survive. The next `start` in the project finds them
-//! through the dead run's process ledger, reports them and kills them.
+//! through the dead run's process ledger, reports them and kills them, and makes the dead run's
+//! records final (`interrupted`).
 
 mod common;
 #[path = "support/fault/mod.rs"]
@@ -108,6 +109,38 @@ readiness = {{ log = "^up$" }}
         harness_log.contains(&dead_run),
         "the suite's harness log records the leftovers: {harness_log}"
     );
+    // The dead run's records are final: interrupted, saying why, with its report.
+    assert!(
+        err.contains(&format!("run {dead_run} of a supervisor that was killed: its reports are final now (interrupted)")),
+        "{err}"
+    );
+    let dead_dir = p.root().join(".bugatti/runs").join(&dead_run);
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dead_dir.join("run.json")).expect("run.json"),
+    )
+    .expect("run.json is JSON");
+    assert_eq!(record["outcome"], "interrupted", "{record}");
+    assert!(
+        record["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("the supervisor was killed")),
+        "{record}"
+    );
+    assert_eq!(
+        record["steps"][0]["status"], "interrupted",
+        "the step it was cut off in: {record}"
+    );
+    assert!(record["finished_at"].is_string(), "{record}");
+    let events = std::fs::read_to_string(dead_dir.join("events.jsonl")).expect("events.jsonl");
+    assert!(
+        events
+            .lines()
+            .last()
+            .is_some_and(|l| l.contains("\"run_finished\"")),
+        "{events}"
+    );
+    let report = std::fs::read_to_string(dead_dir.join("report.md")).expect("report.md");
+    assert!(report.contains("INTERRUPTED"), "{report}");
     // The dead supervisor's ledger is gone, and so is the finished one's.
     let ledgers = p
         .root()

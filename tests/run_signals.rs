@@ -177,3 +177,155 @@ fn the_suite_harness_log_records_the_signals_received() {
         "{log}"
     );
 }
+
+/// A harness server that ignores SIGTERM for a minute of grace, and a first step that runs until
+/// it is stopped (`step` is the instruction).
+fn project_with_stubborn_processes(provider: &str, step: &str) -> Project {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            r#"
+[provider]
+{provider}
+
+[commands.stubborn]
+kind = "long_lived"
+cmd = "trap '' TERM; echo up; while true; do sleep 1; done"
+readiness = {{ log = "^up$" }}
+stop_timeout_secs = 60
+"#
+        ),
+    );
+    p.write(
+        "stuck.test.toml",
+        &format!("name = \"Stuck\"\n[[steps]]\ninstruction = '''{step}'''\n"),
+    );
+    p
+}
+
+/// Sends `first`, lets the teardown start waiting out its grace periods, sends `second`, and
+/// returns the output and how long the supervisor took to exit after `second`.
+fn signal_twice(
+    p: &Project,
+    first: &str,
+    second: &str,
+    between: Duration,
+) -> (std::process::Output, Duration) {
+    let mut child = p
+        .supervisor()
+        .args(["start"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    fault::wait_for_steps(p, 1, &mut child);
+    fault::signal(child.id(), first);
+    // Not a timing assertion: the first teardown gets under way so that the second signal cuts
+    // grace periods being waited out, not only ones still to come.
+    std::thread::sleep(between);
+    fault::signal(child.id(), second);
+    let after_second = std::time::Instant::now();
+    let out = fault::wait_guarded(child);
+    let took = after_second.elapsed();
+    p.assert_nothing_survives();
+    (out, took)
+}
+
+fn stubborn_was_killed(p: &Project) {
+    let record = p.record_for("stuck.test.toml");
+    assert_eq!(record["outcome"], "interrupted", "{record}");
+    assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
+    let stubborn = record["commands"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "stubborn"))
+        .expect("stubborn command");
+    assert_eq!(stubborn["teardown"], "killed", "{stubborn}");
+}
+
+#[test]
+fn a_second_signal_cuts_the_agents_stop_ladder_and_the_harness_grace() {
+    // The agent ignores end-of-input, SIGINT and SIGTERM: its stop ladder alone is 2 + 2 + 5 s;
+    // the server's grace is 60 s. After the second signal the supervisor must not wait for
+    // either (SPEC §7: it exits within a second; 5 s here is slack for a loaded machine, still
+    // below the agent's ladder).
+    let agent = r#"name = "command"
+cmd = '''sh -c "trap '' INT TERM HUP; read -r l; echo 'RESULT OK'; read -r l; echo working; while :; do sleep 1; done"'''"#;
+    let p = project_with_stubborn_processes(agent, "Do the thing.");
+    let (out, took) = signal_twice(&p, "INT", "INT", Duration::from_secs(1));
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(130), "{console}");
+    eprintln!("the run ended {took:?} after the second signal");
+    assert!(
+        took < Duration::from_secs(5),
+        "the second signal took {took:?} to end the run: {console}"
+    );
+    stubborn_was_killed(&p);
+    assert!(p.suite_dir().join("junit.xml").exists());
+}
+
+#[test]
+fn a_second_signal_cuts_a_shell_steps_grace() {
+    // A `shell` step cut short gets SIGTERM and 5 s; this one ignores SIGTERM. The second signal,
+    // 0.3 s into that grace, must not wait out the 4.7 s left (3 s: slack for a loaded machine).
+    let p = project_with_stubborn_processes(
+        "name = \"shell\"",
+        "`trap '' TERM; while :; do sleep 1; done`",
+    );
+    let (out, took) = signal_twice(&p, "TERM", "TERM", Duration::from_millis(300));
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(143), "{console}");
+    eprintln!("the run ended {took:?} after the second signal");
+    assert!(
+        took < Duration::from_secs(3),
+        "the second signal took {took:?} to end the run: {console}"
+    );
+    stubborn_was_killed(&p);
+}
+
+#[test]
+fn a_third_signal_still_writes_the_reports_held_in_memory() {
+    // Second and third signal together: the orderly teardown has no time to finish, so what
+    // the reporter holds is written by the third signal's last word — summaries, JUnit, the
+    // --junit / --json copies, each run.json closed as interrupted — and nothing survives.
+    let p = project_with_a_long_step();
+    let mut child = p
+        .supervisor()
+        .args([
+            "start",
+            "-j",
+            "2",
+            "--junit",
+            "ci/junit.xml",
+            "--json",
+            "ci/suite.json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    fault::wait_for_steps(&p, 2, &mut child);
+    fault::signal(child.id(), "INT");
+    std::thread::sleep(Duration::from_millis(100));
+    // Two different signals: the same one twice in a row may be delivered once.
+    fault::signal(child.id(), "TERM");
+    fault::signal(child.id(), "HUP");
+    let out = fault::wait_guarded(child);
+    p.assert_nothing_survives();
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(130), "{console}");
+    assert!(console.contains("third signal"), "{console}");
+    for file in ["summary.json", "summary.md", "junit.xml"] {
+        assert!(p.suite_dir().join(file).exists(), "{file}: {console}");
+    }
+    for copy in ["ci/junit.xml", "ci/suite.json"] {
+        assert!(p.root().join(copy).exists(), "{copy}: {console}");
+    }
+    let records = p.run_records();
+    assert_eq!(records.len(), 2, "{console}");
+    for record in records {
+        assert_eq!(record["outcome"], "interrupted", "{record}");
+    }
+    let summary = p.suite_summary();
+    assert_eq!(summary["totals"]["interrupted"], 2, "{summary}");
+}

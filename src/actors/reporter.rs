@@ -106,6 +106,9 @@ pub struct SuiteFiles {
     pub copies: Vec<PathBuf>,
     /// Problems met (a run that had to be closed by the reporter, a file that could not be written).
     pub notes: Vec<String>,
+    /// Every record of the invocation that could not be written (a run's or the suite's), each
+    /// naming the file and why: the exit code is then 3 (SPEC §6).
+    pub lost: Vec<String>,
 }
 
 pub enum ReporterMsg {
@@ -142,6 +145,15 @@ pub enum ReporterMsg {
         harness_error: Option<String>,
         reply: RpcReplyPort<Result<SuiteFiles, ReportError>>,
     },
+    /// A third shutdown signal: the process exits within a second. What is in memory is written
+    /// now — every open run closed as `interrupted`, the summaries, JUnit and the copies — with
+    /// the root tests never started (of `tests`, by path) as not run. Nothing if the suite was
+    /// already finished. `message` is said on the console first.
+    LastWord {
+        message: String,
+        tests: Vec<String>,
+        reply: RpcReplyPort<()>,
+    },
 }
 
 pub struct ReporterState {
@@ -154,6 +166,12 @@ pub struct ReporterState {
     /// The secrets of finished runs: the suite files quote their messages.
     finished_secrets: Vec<Arc<Secrets>>,
     notes: Vec<String>,
+    /// Records that could not be written, each naming the file and why (deduplicated: a vanished
+    /// directory fails every later write the same way).
+    lost: Vec<String>,
+    /// Set once the suite files were written: a later `SuiteFinished` / `LastWord` answers with
+    /// them instead of writing (and recording history) twice.
+    suite_files: Option<SuiteFiles>,
 }
 
 pub struct ReporterActor;
@@ -198,12 +216,16 @@ impl ReporterState {
                 );
                 self.finished.push(record);
                 self.finished_secrets.push(secrets);
+                self.lose(format!("run {}: {e}", plan.run_id));
                 return Err(e);
             }
         };
         let paths = writer.paths().clone();
         if let Some(logs) = &self.args.harness_logs {
-            logs.open_run(&plan.run_id, &paths.harness_log(), redactor.clone())?;
+            if let Err(e) = logs.open_run(&plan.run_id, &paths.harness_log(), redactor.clone()) {
+                self.lose(e.to_string());
+                return Err(e);
+            }
         }
         self.args.console.run_started(&plan.run_id, &plan.test_file);
         let first = Event {
@@ -220,6 +242,8 @@ impl ReporterState {
             },
         };
         self.args.console.run_event(&plan.run_id, &first, &redactor);
+        // For the next start, should this supervisor be SIGKILLed before the run is final.
+        crate::process::ledger::run_opened(&plan.run_id, &paths.dir);
         self.open.insert(plan.run_id.clone(), writer);
         Ok(paths)
     }
@@ -253,10 +277,23 @@ impl ReporterState {
         // Closed first, so that the report lists a harness.log that is complete on disk.
         if let Some(logs) = &self.args.harness_logs {
             if let Err(e) = logs.close_run(run_id) {
-                self.notes.push(e.to_string());
+                self.lose(e.to_string());
             }
         }
+        // The run's notes so far are writes that failed (events.jsonl lines, run.json).
+        for failed in writer.notes().to_vec() {
+            self.lose(failed);
+        }
         let (record, files) = writer.finish();
+        crate::process::ledger::run_closed(run_id);
+        match &files {
+            Ok(files) => {
+                for failed in files.notes.clone() {
+                    self.lose(failed);
+                }
+            }
+            Err(e) => self.lose(e.to_string()),
+        }
         self.args
             .console
             .run_finished(&record, &report_path, &redactor);
@@ -271,6 +308,9 @@ impl ReporterState {
         not_run: &[String],
         harness_error: Option<String>,
     ) -> Result<SuiteFiles, ReportError> {
+        if let Some(files) = &self.suite_files {
+            return Ok(files.clone());
+        }
         let still_open: Vec<String> = self.open.keys().cloned().collect();
         for run_id in still_open {
             if let Some(writer) = self.open.get_mut(&run_id) {
@@ -304,12 +344,21 @@ impl ReporterState {
         )
         .with_harness_error(harness_error);
         let paths = self.suite_paths();
-        std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
-            .create(&paths.dir)
-            .map_err(|source| ReportError::CreateDir {
-                path: paths.dir.clone(),
-                source,
-            })?;
+        // Not fatal: the --junit / --json copies are written from memory all the same.
+        if let Err(source) = std::os::unix::fs::DirBuilderExt::mode(
+            std::fs::DirBuilder::new().recursive(true),
+            0o700,
+        )
+        .create(&paths.dir)
+        {
+            self.lose(
+                ReportError::CreateDir {
+                    path: paths.dir.clone(),
+                    source,
+                }
+                .to_string(),
+            );
+        }
         // History: compare with the previous suite of the same selection, then record this one.
         let mut summary = summary;
         let mut history_note = None;
@@ -318,6 +367,7 @@ impl ReporterState {
             let earlier = history::read(&self.args.artifact_dir);
             summary.changes = history::compare(&earlier, &entry);
             if let Err(e) = history::append(&self.args.artifact_dir, &entry) {
+                self.lose(e.to_string());
                 history_note = Some(e.to_string());
             }
         }
@@ -329,11 +379,11 @@ impl ReporterState {
             .map(|r| redact_data(&self.redactor_all(), r))
             .collect::<Result<_, _>>()?;
 
-        let mut first_error = None;
+        let mut failed: Vec<String> = Vec::new();
         let mut keep = |r: Result<(), ReportError>, notes: &mut Vec<String>| {
             if let Err(e) = r {
                 notes.push(e.to_string());
-                first_error.get_or_insert(e);
+                failed.push(e.to_string());
             }
         };
         let mut notes = std::mem::take(&mut self.notes);
@@ -348,7 +398,7 @@ impl ReporterState {
         let md = redactor.str(&redacted_summary.to_markdown());
         let xml = junit::to_xml(&redacted_summary, &redacted_records).map(|x| redactor.str(&x));
         let mut copies = Vec::new();
-        match &json {
+        match json {
             Ok(json) => {
                 keep(
                     write_atomic(&paths.summary_json(), json.as_bytes()),
@@ -362,7 +412,7 @@ impl ReporterState {
                     keep(r, &mut notes);
                 }
             }
-            Err(e) => notes.push(e.to_string()),
+            Err(e) => keep(Err(e), &mut notes),
         }
         keep(write_atomic(&paths.summary_md(), md.as_bytes()), &mut notes);
         match xml {
@@ -409,8 +459,8 @@ impl ReporterState {
             }
             keep(r, &mut notes);
         }
-        if let Err(e) = json {
-            first_error.get_or_insert(e);
+        for what in failed {
+            self.lose(what);
         }
 
         let t = &summary.totals;
@@ -447,20 +497,65 @@ impl ReporterState {
         if let Some(logs) = &self.args.harness_logs {
             if let Err(e) = logs.flush() {
                 notes.push(e.to_string());
+                self.lose(e.to_string());
             }
         }
-        match first_error {
-            Some(e) => Err(e),
-            None => Ok(SuiteFiles {
-                summary,
-                summary_json: paths.summary_json(),
-                summary_md: paths.summary_md(),
-                junit: paths.junit(),
-                html: paths.dir.join("report.html"),
-                copies,
-                notes,
-            }),
+        self.say_lost(&redactor);
+        let files = SuiteFiles {
+            summary,
+            summary_json: paths.summary_json(),
+            summary_md: paths.summary_md(),
+            junit: paths.junit(),
+            html: paths.dir.join("report.html"),
+            copies,
+            notes,
+            lost: self.lost.clone(),
+        };
+        self.suite_files = Some(files.clone());
+        Ok(files)
+    }
+
+    /// Ends the console with every record that could not be written, and why (exit 3).
+    fn say_lost(&mut self, redactor: &Redactor) {
+        const SHOWN: usize = 20;
+        if self.lost.is_empty() {
+            return;
         }
+        let mut text = format!(
+            "{} record(s) could not be written (exit 3):",
+            self.lost.len()
+        );
+        for what in self.lost.iter().take(SHOWN) {
+            text.push_str("\n  ");
+            text.push_str(what);
+        }
+        if self.lost.len() > SHOWN {
+            text.push_str(&format!("\n  … and {} more", self.lost.len() - SHOWN));
+        }
+        self.args.console.notice(&text, redactor);
+    }
+
+    /// Keeps a record that could not be written (once per message).
+    fn lose(&mut self, what: String) {
+        if !self.lost.contains(&what) {
+            tracing::error!("record not written: {what}");
+            self.lost.push(what);
+        }
+    }
+
+    /// The root tests of `tests` (paths as the plans give them) that no run was started for.
+    fn never_started(&self, tests: &[String]) -> Vec<String> {
+        let started: std::collections::HashSet<&str> = self
+            .finished
+            .iter()
+            .map(|r| r.test_file.as_str())
+            .chain(self.open.values().map(|w| w.record().test_file.as_str()))
+            .collect();
+        tests
+            .iter()
+            .filter(|t| !started.contains(t.as_str()))
+            .cloned()
+            .collect()
     }
 
     /// The suite's secrets and every run's (suite files quote messages from every run).
@@ -549,6 +644,8 @@ impl Actor for ReporterActor {
             finished: Vec::new(),
             finished_secrets: Vec::new(),
             notes,
+            lost: Vec::new(),
+            suite_files: None,
         })
     }
 
@@ -611,6 +708,21 @@ impl Actor for ReporterActor {
                     state.suite_finished(&not_run, harness_error.clone())
                 });
                 let _ = reply.send(result);
+            }
+            ReporterMsg::LastWord {
+                message,
+                tests,
+                reply,
+            } => {
+                let result = guarded("last_word", || {
+                    state.args.console.notice(&message, &state.redactor);
+                    let not_run = state.never_started(&tests);
+                    state.suite_finished(&not_run, None)
+                });
+                if let Err(e) = result {
+                    stderr_notice(&format!("the suite summary is incomplete: {e}"));
+                }
+                let _ = reply.send(());
             }
         }
         Ok(())

@@ -4,7 +4,7 @@
 //! without a sweep (SIGKILL) left running, found through their process ledgers.
 
 use crate::actors::reporter::Notices;
-use crate::actors::reporter::{ReporterActor, ReporterArgs};
+use crate::actors::reporter::{ReporterActor, ReporterArgs, ReporterMsg};
 use crate::actors::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
 use crate::model::load::Suite;
 use crate::model::options::RunOptions;
@@ -45,15 +45,20 @@ pub fn run_suite(suite: Suite, options: &RunOptions) -> ExitReason {
     reason
 }
 
-/// The artifact directory, created owner-only: reports may hold what the app printed.
-fn artifact_dir(suite: &Suite) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
+/// Where the suite's artifacts go: `[supervisor] artifact_dir`, relative to the project root.
+pub fn artifact_dir_path(suite: &Suite) -> PathBuf {
     let configured = PathBuf::from(&suite.base.supervisor.artifact_dir.value);
-    let dir = if configured.is_absolute() {
+    if configured.is_absolute() {
         configured
     } else {
         suite.project_root.join(configured)
-    };
+    }
+}
+
+/// The artifact directory, created owner-only: reports may hold what the app printed.
+fn artifact_dir(suite: &Suite) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = artifact_dir_path(suite);
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -62,14 +67,32 @@ fn artifact_dir(suite: &Suite) -> std::io::Result<PathBuf> {
 }
 
 /// Kills what earlier supervisors that died without cleaning up (SIGKILL, OOM, power cut) left
-/// running, before anything of ours starts: their servers may hold our ports.
+/// running, before anything of ours starts (their servers may hold our ports), and makes the
+/// files of the runs they left open final, as `interrupted`.
 fn reap_dead_runs(artifact_dir: &std::path::Path) {
-    for leftovers in ledger::reap_dead(artifact_dir) {
+    let reaped = ledger::reap_dead(artifact_dir);
+    for leftovers in &reaped.leftovers {
         stderr_notice(&leftovers.describe());
     }
-    // Their workspaces too (the dead supervisor could not remove them).
+    // Their workspaces before their records: finalising a run gives it an outcome, and only runs
+    // with none are found dead.
     for line in dead_runs::remove_workspaces(artifact_dir) {
         stderr_notice(&line);
+    }
+    for run in &reaped.open_runs {
+        match crate::report::recover::finalise_dead_run(&run.run_dir) {
+            Ok(Some(outcome)) => stderr_notice(&format!(
+                "run {} of a supervisor that was killed: its reports are final now ({}): {}",
+                run.run_id,
+                outcome.as_str(),
+                run.run_dir.join("report.md").display()
+            )),
+            Ok(None) => {}
+            Err(e) => stderr_notice(&format!(
+                "run {} of a supervisor that was killed could not be finalised: {e}",
+                run.run_id
+            )),
+        }
     }
 }
 
@@ -141,6 +164,11 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             return ExitReason::HarnessError;
         }
     };
+    let tests: Vec<String> = suite
+        .tests
+        .iter()
+        .map(|t| t.rel_path.display().to_string())
+        .collect();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let claude_bin = crate::actors::session_plan::claude_bin(&suite.base);
     let args = SupervisorArgs {
@@ -163,9 +191,23 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         }
     };
     let to_supervisor = supervisor.clone();
-    let listener = signals::listen(move |request| {
-        let _ = to_supervisor.cast(SupervisorMsg::Shutdown(request));
-    });
+    let to_reporter = reporter.clone();
+    let listener = signals::listen(
+        move |request| {
+            let _ = to_supervisor.cast(SupervisorMsg::Shutdown(request));
+        },
+        move |signal| async move {
+            let message = format!(
+                "{}: third signal — every process killed; writing the reports from memory and exiting",
+                signal.name()
+            );
+            let _ = ractor::call!(to_reporter, |reply| ReporterMsg::LastWord {
+                message,
+                tests,
+                reply
+            });
+        },
+    );
     if let Err(e) = &listener {
         Notices::new(reporter.clone()).send(format!(
             "cannot listen for signals ({e}); Ctrl-C will not tear down cleanly"

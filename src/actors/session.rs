@@ -31,7 +31,7 @@ use crate::model::plan::PlannedStep;
 use crate::process::event::{HarnessEvent, HarnessEventKind};
 use crate::process::owner::Scope;
 use crate::process::record::HarnessRecord;
-use crate::process::teardown::sweep_run;
+use crate::process::teardown::{grace_is_over, sweep_run};
 use crate::providers::{AgentEvent, StepRequest, StepVerdict};
 use crate::report::console::stderr_notice;
 use crate::report::error::ReportError;
@@ -72,8 +72,6 @@ pub struct SuiteContext {
     /// Ports of suite-scoped commands: every session sees the same value.
     pub shared_ports: BTreeMap<String, u16>,
     pub claude_bin: PathBuf,
-    /// Flipped by a second SIGINT: teardown stops waiting for grace periods.
-    pub skip_grace: watch::Receiver<bool>,
     /// The suite-scoped commands as they stand (kept by the supervisor), for each run's record.
     pub suite_commands: SuiteCommands,
 }
@@ -933,7 +931,7 @@ impl Driver {
     /// Stops the agent and every command (concurrently), records how each went, sweeps what
     /// escaped, and keeps or removes the workspace.
     async fn teardown(&self, started: Started, ending: &Ending) {
-        let skip_grace = *self.suite.skip_grace.borrow();
+        let skip_grace = grace_is_over();
         let agent_close = async {
             if let Some(agent) = &started.agent {
                 let limit = u64::try_from(AGENT_CLOSE_LIMIT.as_millis()).unwrap_or(u64::MAX);

@@ -20,7 +20,7 @@ use crate::process::event::{HarnessEvent, HarnessEventKind};
 use crate::process::owner::Scope;
 use crate::process::ports::allocate_loopback_port;
 use crate::process::signals::ShutdownRequest;
-use crate::process::teardown::kill_scope;
+use crate::process::teardown::{end_grace, grace_is_over, kill_scope};
 use crate::report::console::stderr_notice;
 use crate::report::events::{EventKind, SetupState};
 use crate::report::run_record::CommandRecord;
@@ -30,7 +30,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot, watch};
+use tokio::sync::{mpsc, oneshot};
 use tracing::Instrument;
 
 pub enum SupervisorMsg {
@@ -110,8 +110,6 @@ pub struct SupervisorState {
     harness_error: Option<String>,
     /// The first shutdown signal (or the deadline), once one came.
     shutdown: Option<InterruptSignal>,
-    /// Becomes true on a second signal: every teardown skips its grace periods.
-    skip_grace: watch::Sender<bool>,
     /// Answered once, when the suite's files are written; taken by `finish`.
     done: Option<oneshot::Sender<ExitReason>>,
 }
@@ -143,7 +141,6 @@ impl Actor for SupervisorActor {
                 SupervisorMsg::DeadlineReached { secs }
             });
         }
-        let (skip_grace, _) = watch::channel(false);
         myself.cast(SupervisorMsg::Begin)?;
         Ok(SupervisorState {
             tests,
@@ -162,7 +159,6 @@ impl Actor for SupervisorActor {
             suite_commands: SuiteCommands::default(),
             harness_error: None,
             shutdown: None,
-            skip_grace,
             done: Some(args.done),
         })
     }
@@ -219,7 +215,6 @@ impl SupervisorState {
                     from_checkpoint: self.from_checkpoint.clone(),
                     shared_ports,
                     claude_bin: self.claude_bin.clone(),
-                    skip_grace: self.skip_grace.subscribe(),
                     suite_commands: Arc::clone(&self.suite_commands),
                 }));
                 if self.harness_error.is_some() {
@@ -247,7 +242,8 @@ impl SupervisorState {
                         ),
                     ),
                     ShutdownRequest::SkipGrace(s) => {
-                        self.skip_grace.send_replace(true);
+                        // Every ladder, wherever it is (harness, agent, shell step, checkpoint).
+                        end_grace();
                         (s, format!("{}: second signal — skipping the grace periods", s.name()))
                     }
                 };
@@ -549,8 +545,7 @@ impl SupervisorState {
             return;
         };
         if let Some(harness) = self.suite_harness.take() {
-            let skip_grace = *self.skip_grace.borrow();
-            for record in harness.teardown_all(skip_grace).await {
+            for record in harness.teardown_all(grace_is_over()).await {
                 let how = record.teardown.map_or("not running", |t| t.as_str());
                 tracing::info!("suite command `{}` torn down: {how}", record.name);
             }
@@ -580,15 +575,26 @@ impl SupervisorState {
         }
         tracing::info!("suite finished: exit code {}", reason.code());
         let harness_error = self.harness_error.clone();
-        match ractor::call!(self.reporter, |reply| ReporterMsg::SuiteFinished {
+        // A record that could not be written is a harness error (SPEC §6); the reporter has
+        // said which and why.
+        let written = match ractor::call!(self.reporter, |reply| ReporterMsg::SuiteFinished {
             not_run,
             harness_error,
             reply
         }) {
-            Ok(Ok(_files)) => {}
+            Ok(Ok(files)) => files.lost.is_empty(),
             // The reporter's last word is out: these go straight to stderr.
-            Ok(Err(e)) => stderr_notice(&format!("the suite summary is incomplete: {e}")),
-            Err(e) => stderr_notice(&format!("the reporter is gone: {e}")),
+            Ok(Err(e)) => {
+                stderr_notice(&format!("the suite summary is incomplete: {e}"));
+                false
+            }
+            Err(e) => {
+                stderr_notice(&format!("the reporter is gone: {e}"));
+                false
+            }
+        };
+        if !written {
+            reason = reason.max(ExitReason::HarnessError);
         }
         let _ = done.send(reason);
         myself.stop(None);

@@ -208,6 +208,12 @@ fn main() -> ExitCode {
                 Some(mut suite) => {
                     println!("supervisor: {}", suite.config_summary());
                     print_notes(&suite);
+                    let artifacts = bugatti::actors::run::artifact_dir_path(&suite);
+                    if let Err(e) = store::check_dir_writable("the artifact directory", &artifacts)
+                    {
+                        eprintln!("error: {e}");
+                        return ExitCode::from(2);
+                    }
                     if options.rerun_failed {
                         match select_failed(&mut suite) {
                             Ok(true) => {}

@@ -190,6 +190,7 @@ mod tests {
             supervisor_pid: own,
             supervisor_start: start_time(own),
             groups: Vec::new(),
+            runs: Vec::new(),
         };
         std::fs::create_dir_all(ledger_dir(&artifact)).expect("ledger dir");
         std::fs::write(

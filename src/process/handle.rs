@@ -90,6 +90,17 @@ pub struct Launch {
 }
 
 impl Launch {
+    /// The `BUGATTI_RUN_ID` the child is started with: set in `env`, else its owner's run. Read
+    /// from the spec, never from `/proc` (a just-spawned child's environ may still be empty).
+    pub fn run_id(&self) -> Option<&str> {
+        self.env
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "BUGATTI_RUN_ID")
+            .map(|(_, value)| value.as_str())
+            .or_else(|| self.owner.scope.run_id().map(|id| id.as_str()))
+    }
+
     /// `sh -c <script>`, inheriting the environment, with a fresh marker.
     pub fn shell(owner: Owner, script: impl Into<String>, io: Io) -> Self {
         Self {
@@ -283,7 +294,7 @@ fn start_piped(launch: Launch) -> std::io::Result<Group> {
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .ok_or_else(no_pid)?;
-    registry::register(pid, pid, &launch.owner);
+    registry::register(pid, pid, &launch.owner, launch.run_id());
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
@@ -356,7 +367,7 @@ fn start_pty(launch: Launch, rows: u16, cols: u16) -> std::io::Result<Group> {
         .process_id()
         .and_then(|id| i32::try_from(id).ok())
         .ok_or_else(no_pid)?;
-    registry::register(pid, pid, &launch.owner);
+    registry::register(pid, pid, &launch.owner, launch.run_id());
     let (exit_tx, exit_rx) = watch::channel(None);
     let mut group = Group {
         pid,

@@ -9,8 +9,9 @@
 //! supervisor (pid and start time, so a live supervisor's groups are never touched and a reused
 //! pid is not mistaken for it) and each group (pgid, leader pid and start time, label, and the
 //! `BUGATTI_RUN_ID` of the leader, which also finds descendants that left their group with
-//! `setsid`). Writing is best effort: an artifact directory that vanished mid-run must not stop
-//! the run, only this safety net.
+//! `setsid`), and the runs it has open (id and run directory), so that the next start can
+//! finalise the reports of runs a SIGKILL cut off. Writing is best effort: an artifact directory
+//! that vanished mid-run must not stop the run, only this safety net.
 
 use super::group::{live_members, live_processes_with_env, signal_group};
 use super::registry::RegisteredGroup;
@@ -32,12 +33,29 @@ pub struct LedgerGroup {
     pub run_id: Option<String>,
 }
 
+/// A run whose files are open (started, not yet final).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LedgerRun {
+    pub run_id: String,
+    pub run_dir: PathBuf,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LedgerFile {
     pub suite_id: String,
     pub supervisor_pid: i32,
     pub supervisor_start: Option<u64>,
     pub groups: Vec<LedgerGroup>,
+    /// Runs started and not finished (a ledger of an older version has none).
+    #[serde(default)]
+    pub runs: Vec<LedgerRun>,
+}
+
+/// What dead supervisors left: processes killed, and runs whose files were never made final.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reaped {
+    pub leftovers: Vec<Leftovers>,
+    pub open_runs: Vec<LedgerRun>,
 }
 
 /// What was found and killed for one dead run (or, with `run_id` None, for the dead suite's
@@ -149,6 +167,7 @@ pub fn open(artifact_dir: &Path, suite_id: &str) -> std::io::Result<PathBuf> {
             supervisor_pid: own,
             supervisor_start: start_time(own),
             groups: Vec::new(),
+            runs: Vec::new(),
         },
         failing: false,
     };
@@ -174,11 +193,7 @@ pub fn record(group: &RegisteredGroup) {
         leader: group.leader,
         leader_start: start_time(group.leader),
         label: group.label.clone(),
-        run_id: group
-            .owner
-            .run_id()
-            .map(|id| id.to_string())
-            .or_else(|| run_id_of(group.leader)),
+        run_id: group.run_id.clone(),
     });
     persist(open);
 }
@@ -190,6 +205,29 @@ pub fn forget(pgid: i32) {
     let before = open.file.groups.len();
     open.file.groups.retain(|g| g.pgid != pgid);
     if open.file.groups.len() != before {
+        persist(open);
+    }
+}
+
+/// Called by the reporter once run `run_id`'s directory and first files exist.
+pub fn run_opened(run_id: &str, run_dir: &Path) {
+    let mut guard = lock();
+    let Some(open) = guard.as_mut() else { return };
+    open.file.runs.retain(|r| r.run_id != run_id);
+    open.file.runs.push(LedgerRun {
+        run_id: run_id.to_string(),
+        run_dir: run_dir.to_path_buf(),
+    });
+    persist(open);
+}
+
+/// Called by the reporter once run `run_id`'s files are final.
+pub fn run_closed(run_id: &str) {
+    let mut guard = lock();
+    let Some(open) = guard.as_mut() else { return };
+    let before = open.file.runs.len();
+    open.file.runs.retain(|r| r.run_id != run_id);
+    if open.file.runs.len() != before {
         persist(open);
     }
 }
@@ -267,11 +305,6 @@ fn kill_leftovers(file: &LedgerFile) -> Vec<Leftovers> {
             }
         }
     }
-    let run_ids: BTreeSet<String> = file
-        .groups
-        .iter()
-        .filter_map(|g| g.run_id.clone())
-        .collect();
     // A process may fork while we scan (a shell between two commands): scan again until a pass
     // finds nothing new, a few times at most.
     for _ in 0..10 {
@@ -299,13 +332,14 @@ fn kill_leftovers(file: &LedgerFile) -> Vec<Leftovers> {
 }
 
 /// Scans the ledgers under `artifact_dir` for supervisors that died without cleaning up, kills
-/// their surviving processes and removes their ledgers. Ledgers of live supervisors are left
-/// alone. Unreadable or corrupt ledgers are skipped with a warning, never fatal.
-pub fn reap_dead(artifact_dir: &Path) -> Vec<Leftovers> {
+/// their surviving processes, removes their ledgers and answers with what was killed and the runs
+/// they left open (for the caller to finalise). Ledgers of live supervisors are left alone.
+/// Unreadable or corrupt ledgers are skipped with a warning, never fatal.
+pub fn reap_dead(artifact_dir: &Path) -> Reaped {
+    let mut found = Reaped::default();
     let Ok(entries) = fs::read_dir(ledger_dir(artifact_dir)) else {
-        return Vec::new();
+        return found;
     };
-    let mut found = Vec::new();
     for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
         if path.extension().and_then(|e| e.to_str()) != Some("json") {
             continue;
@@ -323,7 +357,8 @@ pub fn reap_dead(artifact_dir: &Path) -> Vec<Leftovers> {
         if supervisor_alive(&file) {
             continue;
         }
-        found.extend(kill_leftovers(&file));
+        found.leftovers.extend(kill_leftovers(&file));
+        found.open_runs.extend(file.runs.iter().cloned());
         let _ = fs::remove_file(&path);
         // A write the SIGKILL interrupted.
         let _ = fs::remove_file(path.with_extension("json.tmp"));
@@ -354,6 +389,7 @@ mod tests {
             supervisor_pid: own,
             supervisor_start: start_time(own),
             groups: Vec::new(),
+            runs: Vec::new(),
         };
         assert!(supervisor_alive(&file));
         file.supervisor_start = file.supervisor_start.map(|t| t + 1);
@@ -396,6 +432,10 @@ mod tests {
             supervisor_pid: i32::MAX,
             supervisor_start: Some(1),
             groups: vec![group(&leader, "command server")],
+            runs: vec![LedgerRun {
+                run_id: run_id.clone(),
+                run_dir: artifacts.path().join("runs").join(&run_id),
+            }],
         };
         let own = std::process::id() as i32;
         let live = LedgerFile {
@@ -403,12 +443,21 @@ mod tests {
             supervisor_pid: own,
             supervisor_start: start_time(own),
             groups: vec![group(&other_live, "command other")],
+            runs: vec![LedgerRun {
+                run_id: format!("{run_id}-live"),
+                run_dir: artifacts.path().join("runs/live"),
+            }],
         };
         write_atomically(&dir.join("dead.json"), &dead).expect("write");
         write_atomically(&dir.join("live.json"), &live).expect("write");
         fs::write(dir.join("corrupt.json"), "{ not json").expect("write");
 
-        let found = reap_dead(artifacts.path());
+        let reaped = reap_dead(artifacts.path());
+        assert_eq!(
+            reaped.open_runs, dead.runs,
+            "the dead supervisor's open runs, not the live one's"
+        );
+        let found = reaped.leftovers;
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].run_id.as_deref(), Some(run_id.as_str()));
         assert_eq!(found[0].labels, vec!["command server".to_string()]);
@@ -445,7 +494,7 @@ mod tests {
         // A pgid no real group has: the registry only records it.
         let pgid = i32::MAX - 7;
         let owner = Owner::new(Scope::run("r"), Role::Command("fake".into()));
-        registry::register(pgid, pgid, &owner);
+        registry::register(pgid, pgid, &owner, Some("r"));
         assert!(read().groups.iter().any(|g| g.pgid == pgid
             && g.label == "command fake (r)"
             && g.run_id.as_deref() == Some("r")));
@@ -461,10 +510,49 @@ mod tests {
             removed = fs::remove_dir_all(artifacts.path());
         }
         assert!(!artifacts.path().exists(), "rm -rf: {removed:?}");
-        registry::register(pgid, pgid, &owner);
+        registry::register(pgid, pgid, &owner, Some("r"));
         registry::unregister(pgid);
         close();
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_run_id_found_only_on_a_survivor_still_finds_that_runs_escapees() {
+        // A group recorded without its run id (an older ledger): the id read from the survivor
+        // must join the sweep for escapees (it was once shadowed by the recorded ids only).
+        let run_id = format!("ledger-unrecorded-{}", std::process::id());
+        let spawn = || {
+            Command::new("sleep")
+                .arg("60")
+                .env("BUGATTI_RUN_ID", &run_id)
+                .process_group(0)
+                .spawn()
+                .expect("spawn sleep")
+        };
+        let mut leader = spawn();
+        let mut escaped = spawn();
+        let pid = |c: &std::process::Child| c.id() as i32;
+        let file = LedgerFile {
+            suite_id: "dead".into(),
+            supervisor_pid: i32::MAX,
+            supervisor_start: Some(1),
+            groups: vec![LedgerGroup {
+                pgid: pid(&leader),
+                leader: pid(&leader),
+                leader_start: start_time(pid(&leader)),
+                label: "command server".into(),
+                run_id: None,
+            }],
+            runs: Vec::new(),
+        };
+        let found = kill_leftovers(&file);
+        let mut pids: Vec<i32> = found.iter().flat_map(|l| l.pids.clone()).collect();
+        pids.sort_unstable();
+        let mut expected = vec![pid(&leader), pid(&escaped)];
+        expected.sort_unstable();
+        assert_eq!(pids, expected, "{found:?}");
+        leader.wait().expect("wait");
+        escaped.wait().expect("wait");
     }
 
     #[test]

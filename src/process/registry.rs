@@ -20,6 +20,9 @@ pub struct RegisteredGroup {
     pub owner: Owner,
     /// The owner as text, for messages and the ledger: `command server (0190…)`.
     pub label: String,
+    /// The `BUGATTI_RUN_ID` the group was started with (from its spawn spec), by which the next
+    /// supervisor finds its escapees should this one be SIGKILLed.
+    pub run_id: Option<String>,
 }
 
 fn groups() -> &'static Mutex<HashMap<i32, RegisteredGroup>> {
@@ -35,12 +38,14 @@ fn lock() -> std::sync::MutexGuard<'static, HashMap<i32, RegisteredGroup>> {
 }
 
 /// Called by [`super::handle::start`] for every group, before its handle is returned.
-pub fn register(pgid: i32, leader: i32, owner: &Owner) {
+/// `run_id`: the `BUGATTI_RUN_ID` of its spawn spec, if any.
+pub fn register(pgid: i32, leader: i32, owner: &Owner, run_id: Option<&str>) {
     let group = RegisteredGroup {
         pgid,
         leader,
         owner: owner.clone(),
         label: owner.to_string(),
+        run_id: run_id.map(str::to_string),
     };
     lock().insert(pgid, group.clone());
     // On disk too, for the next supervisor should this one be SIGKILLed.

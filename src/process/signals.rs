@@ -1,13 +1,17 @@
 //! SIGINT, SIGTERM, SIGHUP (the terminal or SSH session closed) and SIGQUIT become shutdown
 //! requests that escalate: the first is graceful (teardown with
 //! grace periods), the second skips the grace periods, the third ends the process at once after
-//! SIGKILLing every registered process group. Installing handlers removes Ctrl-C's default death,
-//! so the escalation is ours to build.
+//! SIGKILLing every registered process group and giving the caller's last word (the reports held
+//! in memory) [`LAST_WORD_LIMIT`] to be written. Installing handlers removes Ctrl-C's default
+//! death, so the escalation is ours to build.
 
 use crate::model::outcome::InterruptSignal;
 use futures::StreamExt;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
 use signal_hook_tokio::Signals;
+
+/// How long the third signal waits for the last word before the process exits regardless.
+pub const LAST_WORD_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// What a received signal asks of the supervisor.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,14 +45,21 @@ fn interrupt_signal(signal: i32) -> InterruptSignal {
 }
 
 /// Listens for SIGINT, SIGTERM, SIGHUP and SIGQUIT. Must be called inside a tokio runtime.
-pub fn listen(
+/// `last_word` runs on the third signal, after every registered group was SIGKILLed, for at most
+/// [`LAST_WORD_LIMIT`]; then the process exits with the first signal's code.
+pub fn listen<F>(
     on_request: impl Fn(ShutdownRequest) + Send + 'static,
-) -> std::io::Result<SignalListener> {
+    last_word: impl FnOnce(InterruptSignal) -> F + Send + 'static,
+) -> std::io::Result<SignalListener>
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
     let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])?;
     let handle = signals.handle();
     let task = tokio::spawn(async move {
         let mut first: Option<InterruptSignal> = None;
         let mut received = 0u32;
+        let mut last_word = Some(last_word);
         while let Some(signal) = signals.next().await {
             received += 1;
             let kind = *first.get_or_insert(interrupt_signal(signal));
@@ -56,7 +67,14 @@ pub fn listen(
                 1 => on_request(ShutdownRequest::Graceful(kind)),
                 2 => on_request(ShutdownRequest::SkipGrace(kind)),
                 _ => {
-                    // The supervisor did not finish in time: nothing may survive us.
+                    // The supervisor did not finish in time: nothing may survive us, and what is
+                    // known is written, within a bound, before we go.
+                    super::registry::sweep();
+                    if let Some(last_word) = last_word.take() {
+                        let _ = tokio::time::timeout(LAST_WORD_LIMIT, last_word(kind)).await;
+                    }
+                    // The ledger stays: should the last word not have been written, the next
+                    // start finalises these runs from it.
                     super::registry::sweep();
                     let code = crate::model::outcome::ExitReason::Interrupted(kind).code();
                     std::process::exit(i32::from(code));

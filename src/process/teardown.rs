@@ -19,7 +19,9 @@ use super::registry;
 use crate::model::outcome::TeardownState;
 use nix::sys::signal::Signal;
 use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
 use std::time::Duration;
+use tokio::sync::watch;
 use tokio::time::{sleep, timeout, Instant};
 
 /// How often the group's remaining members are looked up while waiting: members other than the
@@ -27,6 +29,39 @@ use tokio::time::{sleep, timeout, Instant};
 const GROUP_POLL: Duration = Duration::from_millis(20);
 /// How long SIGKILLed processes get to disappear before we stop waiting.
 pub const KILL_WAIT: Duration = Duration::from_secs(5);
+
+/// Whether grace periods are over for the whole process (a second shutdown signal): every
+/// [`terminate`] then skips its remaining rungs — one already waiting stops waiting — and
+/// SIGKILLs at once. Process-wide because every ladder (harness, agent, shell step, checkpoint,
+/// probe) must obey it, wherever it is running when the signal comes.
+static GRACE_OVER: LazyLock<watch::Sender<bool>> = LazyLock::new(|| watch::channel(false).0);
+
+/// Ends every grace period from now on, including those being waited out (SPEC §7: after a
+/// second signal the supervisor exits within a second). Irreversible.
+pub fn end_grace() {
+    GRACE_OVER.send_replace(true);
+}
+
+/// Whether [`end_grace`] was called.
+pub fn grace_is_over() -> bool {
+    *GRACE_OVER.borrow()
+}
+
+/// Resolves once [`end_grace`] is called (at once if it was).
+pub async fn grace_over() {
+    let mut over = GRACE_OVER.subscribe();
+    // The sender is static, so the channel never closes.
+    let _ = over.wait_for(|over| *over).await;
+}
+
+/// Runs `work` for at most `wait`, and not past the end of grace; `None` when cut short. For the
+/// gentle waits outside a ladder (a best-effort interrupt request to an agent).
+pub async fn within_grace<F: std::future::Future>(wait: Duration, work: F) -> Option<F::Output> {
+    tokio::select! {
+        done = timeout(wait, work) => done.ok(),
+        () = grace_over() => None,
+    }
+}
 
 /// One step of an escalation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -185,6 +220,9 @@ pub async fn terminate(group: &mut Group, ladder: &Ladder) -> TeardownReport {
     if !already_gone {
         let mut ended = false;
         for rung in &ladder.rungs {
+            if grace_is_over() {
+                break;
+            }
             let wait = match *rung {
                 Rung::CloseStdin { wait } => {
                     group.stdin = None;
@@ -202,7 +240,11 @@ pub async fn terminate(group: &mut Group, ladder: &Ladder) -> TeardownReport {
                     wait
                 }
             };
-            if wait_gone(group, Instant::now() + wait).await {
+            let gone = tokio::select! {
+                gone = wait_gone(group, Instant::now() + wait) => gone,
+                () = grace_over() => false,
+            };
+            if gone {
                 ended = true;
                 break;
             }

@@ -301,7 +301,7 @@ impl ClaudeCode {
                 "request": {"subtype": "interrupt"},
             });
             // Best effort, and bounded: a CLI that no longer reads gets the signals below.
-            let _ = tokio::time::timeout(
+            let _ = crate::process::teardown::within_grace(
                 Duration::from_secs(1),
                 process.write_line(&interrupt.to_string()),
             )

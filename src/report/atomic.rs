@@ -18,13 +18,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     let mut tmp = tempfile::Builder::new()
         .prefix(".tmp-")
         .tempfile_in(dir)
-        .map_err(|e| ReportError::write(path, e))?;
+        .map_err(|e| ReportError::write(path, without_temp_name(e)))?;
     tmp.write_all(bytes)
         .and_then(|()| tmp.flush())
         .map_err(|e| ReportError::write(path, e))?;
     tmp.persist(path)
         .map_err(|e| ReportError::write(path, e.error))?;
     Ok(())
+}
+
+/// The OS error under tempfile's, which appends the random temp file's name: a message that
+/// names `path` and the reason reads better, and the same failure twice reads the same.
+fn without_temp_name(e: std::io::Error) -> std::io::Error {
+    // tempfile's wrapper exposes neither the OS error nor the path, only its text.
+    let text = e.to_string();
+    match text.split_once(" at path ") {
+        Some((reason, _temp)) => std::io::Error::new(e.kind(), reason.to_string()),
+        None => e,
+    }
 }
 
 #[cfg(test)]
@@ -51,5 +62,9 @@ mod tests {
         let path = dir.path().join("missing/run.json");
         let err = write_atomic(&path, b"x").expect_err("must fail");
         assert!(err.to_string().contains("missing/run.json"), "{err}");
+        assert!(
+            !err.to_string().contains(".tmp-"),
+            "no temp file name: {err}"
+        );
     }
 }

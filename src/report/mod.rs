@@ -19,6 +19,7 @@ pub mod junit;
 pub mod markdown;
 pub mod paths;
 pub mod printable;
+pub mod recover;
 pub mod redact;
 pub mod run_record;
 pub mod run_writer;

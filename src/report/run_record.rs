@@ -351,6 +351,50 @@ impl RunRecord {
         self.outcome.is_some()
     }
 
+    /// The plan this record was made from (what `from_plan` reads), for rebuilding a record
+    /// from its events (a run whose supervisor was SIGKILLed).
+    pub fn plan(&self) -> RunPlan {
+        RunPlan {
+            run_id: self.run_id.clone(),
+            session_id: self.session_id.clone(),
+            suite_id: self.suite_id.clone(),
+            test_file: self.test_file.clone(),
+            test_name: self.test_name.clone(),
+            project_root: self.project_root.clone(),
+            provider: self.provider.clone(),
+            run_dir: self.run_dir.clone(),
+            attempt: self.attempt,
+            started_at: self.started_at,
+            skipped_commands: self.skipped_commands.clone(),
+            steps: self
+                .steps
+                .iter()
+                .map(|s| PlanEntry {
+                    step_id: s.step_id,
+                    provenance: s.provenance.clone(),
+                    instruction: s.instruction.clone(),
+                })
+                .collect(),
+            commands: self
+                .commands
+                .iter()
+                .filter(|c| c.scope != "suite")
+                .map(|c| PlannedCommand {
+                    name: c.name.clone(),
+                    kind: c.kind.clone(),
+                    log: c.log.clone(),
+                })
+                .collect(),
+            suite_commands: self
+                .commands
+                .iter()
+                .filter(|c| c.scope == "suite")
+                .cloned()
+                .collect(),
+            effective_config: self.effective_config.clone(),
+        }
+    }
+
     /// The step that decided a failed run: the first failing step.
     pub fn failing_step(&self) -> Option<&StepRecord> {
         self.steps.iter().find(|s| s.status.is_failure())

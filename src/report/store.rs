@@ -432,3 +432,29 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<(), String> {
         )
     })
 }
+
+/// Checks before anything runs that the directory `path` (the artifact directory) exists and can
+/// be written, or can be created: the nearest existing folder at or above it must be a writable
+/// directory. `what` names it in the error.
+pub fn check_dir_writable(what: &str, path: &Path) -> Result<(), String> {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let existing = abs
+        .ancestors()
+        .find(|p| p.exists())
+        .map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
+    if !existing.is_dir() {
+        let detail = if existing == abs {
+            "is not a directory".to_string()
+        } else {
+            format!("{} is not a directory", existing.display())
+        };
+        return Err(format!("{what} {}: {detail}", path.display()));
+    }
+    nix::unistd::access(&existing, nix::unistd::AccessFlags::W_OK).map_err(|e| {
+        format!(
+            "{what} {}: {} is not writable: {e}",
+            path.display(),
+            existing.display()
+        )
+    })
+}
