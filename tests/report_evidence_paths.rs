@@ -14,7 +14,7 @@ fn evidence_that_is_missing_or_outside_the_run_directory_is_warned_about() {
     p.write(
         "a.test.toml",
         r#"[[steps]]
-instruction = "`mkdir -p $BUGATTI_RUN_DIR/screenshots && echo png > $BUGATTI_RUN_DIR/screenshots/ok.png && echo BUGATTI_EVIDENCE screenshot screenshots/ok.png && echo BUGATTI_EVIDENCE screenshot screenshots/never-saved.png && echo BUGATTI_EVIDENCE log ../../../etc/passwd`"
+instruction = "`mkdir -p $BUGATTI_RUN_DIR/screenshots && echo png > $BUGATTI_RUN_DIR/screenshots/ok.png && echo BUGATTI_EVIDENCE screenshot screenshots/ok.png && echo BUGATTI_EVIDENCE screenshot screenshots/never-saved.png && echo BUGATTI_EVIDENCE log ../../../etc/passwd && echo not-a-screenshot > $BUGATTI_WORKDIR/outside.png && ln -s $BUGATTI_WORKDIR/outside.png $BUGATTI_RUN_DIR/link.png && echo BUGATTI_EVIDENCE screenshot link.png`"
 "#,
     );
     let out = p.run(&["start"]);
@@ -42,12 +42,15 @@ instruction = "`mkdir -p $BUGATTI_RUN_DIR/screenshots && echo png > $BUGATTI_RUN
     );
     let record = p.record_for("a.test.toml");
     let evidence = record["steps"][0]["evidence"].as_array().expect("evidence");
-    assert_eq!(evidence.len(), 3, "{record}");
+    assert_eq!(evidence.len(), 4, "{record}");
     assert!(evidence[0].get("problem").is_none(), "{}", evidence[0]);
     assert_eq!(evidence[1]["problem"], "no such file in the run directory");
     assert!(evidence[2]["problem"]
         .as_str()
         .is_some_and(|p| p.starts_with("outside the run directory")));
+    assert!(evidence[3]["problem"]
+        .as_str()
+        .is_some_and(|p| p.starts_with("outside the run directory (a link to ")));
     let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
     let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(
@@ -58,4 +61,11 @@ instruction = "`mkdir -p $BUGATTI_RUN_DIR/screenshots && echo png > $BUGATTI_RUN
             && report.contains("- step 1: log `../../../etc/passwd`: outside the run directory"),
         "{report}"
     );
+    // report.html warns too, and never follows the link out (only ok.png is inlined).
+    let html = std::fs::read_to_string(p.suite_dir().join("report.html")).expect("report.html");
+    assert!(
+        html.contains("evidence screenshot: <code>link.png</code> (warning: outside the run directory (a link to "),
+        "{html}"
+    );
+    assert_eq!(html.matches("data:image/png;base64,").count(), 1, "{html}");
 }

@@ -61,11 +61,25 @@ TOKEN = { from_env = "INSTRUCTION_SENT_TOKEN" }
             )),
         "{report}"
     );
-    for file in ["run.json", "report.md", "events.jsonl"] {
+    for file in [
+        "run.json",
+        "report.md",
+        "events.jsonl",
+        "diagnostics/harness.log",
+    ] {
         let text = std::fs::read_to_string(run_dir.join(file)).expect(file);
         assert!(
             !text.contains("hunter2-secret"),
             "the secret leaked into {file}"
         );
     }
+    let html = std::fs::read_to_string(p.suite_dir().join("report.html")).expect("report.html");
+    assert!(
+        html.contains("instruction as sent to the agent")
+            && html.contains(&format!(
+                "echo hello-there [REDACTED:TOKEN] on {port}; false"
+            )),
+        "report.html shows it for the failing step"
+    );
+    assert!(!html.contains("hunter2-secret"));
 }

@@ -302,7 +302,11 @@ impl SessionState {
                 tracing::info!("agent log during bootstrap: {message}");
             }
             AgentEvent::Evidence { evidence, .. } => {
-                tracing::info!("agent evidence during bootstrap: {evidence:?}");
+                tracing::info!(
+                    "agent evidence during bootstrap: {} {}",
+                    evidence.kind,
+                    evidence.path
+                );
             }
             AgentEvent::Exited(death) if self.agent_restartable => {
                 // The next step finds it dead and the watchdog restarts it; after the last
@@ -1070,7 +1074,7 @@ impl Driver {
             if let Some(agent) = &started.agent {
                 let limit = u64::try_from(AGENT_CLOSE_LIMIT.as_millis()).unwrap_or(u64::MAX);
                 match ractor::call_t!(agent, AgentMsg::Close, limit) {
-                    Ok(state) => tracing::info!("agent teardown: {state:?}"),
+                    Ok(state) => tracing::info!("agent teardown: {}", state.as_str()),
                     Err(e) => tracing::warn!("agent teardown did not answer: {e}"),
                 }
             }

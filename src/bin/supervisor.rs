@@ -753,7 +753,7 @@ fn report_dead_runs(artifacts: &Path) {
     let ledgers = dead_runs::dead_ledgers(artifacts);
     let leftover_workspaces: Vec<_> = dead_runs::find(artifacts)
         .into_iter()
-        .filter(|run| run.workspace.is_some())
+        .filter(|run| run.workspace.is_some() && !run.keep)
         .collect();
     if ledgers.is_empty() && leftover_workspaces.is_empty() {
         println!("ok   no leftovers of dead runs");

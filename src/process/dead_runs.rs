@@ -20,6 +20,8 @@ pub struct DeadRun {
     pub test_file: String,
     /// Its workspace, when it is still on disk.
     pub workspace: Option<PathBuf>,
+    /// The run was configured with `keep_workspace = "always"`: its workspace stays.
+    pub keep: bool,
 }
 
 /// A ledger whose supervisor is gone (until the next `start` reaps it), and how many of its
@@ -91,7 +93,13 @@ pub fn find(artifact_dir: &Path) -> Vec<DeadRun> {
                 .as_str()
                 .map(PathBuf::from)
                 .filter(|ws| is_workspace(ws) && ws.is_dir());
+            let keep = value["effective_config"].as_array().is_some_and(|rows| {
+                rows.iter().any(|row| {
+                    row["key"] == "supervisor.keep_workspace" && row["value"] == "always"
+                })
+            });
             Some(DeadRun {
+                keep,
                 run_id: value["run_id"].as_str().unwrap_or_default().to_string(),
                 suite_id,
                 test_file: value["test_file"].as_str().unwrap_or_default().to_string(),
@@ -109,10 +117,12 @@ fn is_workspace(path: &Path) -> bool {
         .is_some_and(|n| n.to_string_lossy().starts_with(WORKSPACE_PREFIX))
 }
 
-/// Removes the workspaces dead runs left; one line per workspace for the console.
+/// Removes the workspaces dead runs left (unless configured `keep_workspace = "always"`); one
+/// line per workspace for the console.
 pub fn remove_workspaces(artifact_dir: &Path) -> Vec<String> {
     find(artifact_dir)
         .into_iter()
+        .filter(|run| !run.keep)
         .filter_map(|run| {
             let ws = run.workspace?;
             Some(match std::fs::remove_dir_all(&ws) {
@@ -139,9 +149,15 @@ mod tests {
     fn run(artifact: &Path, run_id: &str, suite_id: &str, outcome: Option<&str>, ws: &Path) {
         let dir = artifact.join("runs").join(run_id);
         std::fs::create_dir_all(&dir).expect("mkdir");
+        let keep = if run_id == "r5" {
+            "always"
+        } else {
+            "on-failure"
+        };
         let json = serde_json::json!({
             "run_id": run_id, "suite_id": suite_id, "test_file": "a.test.toml",
             "outcome": outcome, "workspace": ws,
+            "effective_config": [{"key": "supervisor.keep_workspace", "value": keep, "source": "project"}],
         });
         std::fs::write(dir.join("run.json"), json.to_string()).expect("run.json");
     }
@@ -155,16 +171,18 @@ mod tests {
             std::fs::create_dir_all(&p).expect("ws");
             p
         };
-        let (dead_ws, done_ws, live_ws, odd_ws) = (
+        let (dead_ws, done_ws, live_ws, odd_ws, kept_ws) = (
             ws("bugatti-ws-dead"),
             ws("bugatti-ws-done"),
             ws("bugatti-ws-live"),
             ws("not-a-workspace"),
+            ws("bugatti-ws-kept"),
         );
         run(&artifact, "r1", "dead-suite", None, &dead_ws);
         run(&artifact, "r2", "dead-suite", Some("passed"), &done_ws);
         run(&artifact, "r3", "live-suite", None, &live_ws);
         run(&artifact, "r4", "dead-suite", None, &odd_ws);
+        run(&artifact, "r5", "dead-suite", None, &kept_ws);
         // This test process stands in for a live supervisor.
         let own = std::process::id() as i32;
         let ledger = LedgerFile {
@@ -182,13 +200,14 @@ mod tests {
         .expect("ledger");
         let dead = find(&artifact);
         let ids: Vec<&str> = dead.iter().map(|d| d.run_id.as_str()).collect();
-        assert_eq!(ids, vec!["r1", "r4"]);
+        assert_eq!(ids, vec!["r1", "r4", "r5"]);
+        assert!(dead[2].keep);
         assert_eq!(dead[0].workspace.as_deref(), Some(dead_ws.as_path()));
         assert_eq!(dead[1].workspace, None, "not a workspace by its name");
         let removed = remove_workspaces(&artifact);
         assert_eq!(removed.len(), 1, "{removed:?}");
         assert!(!dead_ws.exists());
-        assert!(done_ws.exists() && live_ws.exists() && odd_ws.exists());
+        assert!(done_ws.exists() && live_ws.exists() && odd_ws.exists() && kept_ws.exists());
         assert!(dead_ledgers(&artifact).is_empty());
     }
 }

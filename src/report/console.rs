@@ -560,7 +560,8 @@ impl Console {
                         "step {step_id}: {}",
                         summarize_instruction(instruction, 80)
                     ))),
-                    EventKind::SetupStatus { command, .. } => {
+                    // Mid-step, the bar keeps showing the step.
+                    EventKind::SetupStatus { command, .. } if phase == Phase::Setup => {
                         bar.set_message(redactor.str(&format!("setup: {command}")))
                     }
                     EventKind::Checkpoint {

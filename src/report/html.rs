@@ -602,6 +602,13 @@ impl<'a> Page<'a> {
                 escape(&bounded(msg, 4000))
             );
         }
+        if let Some(sent) = step.instruction_sent.as_ref().filter(|_| bad) {
+            let _ = write!(
+                self.out,
+                "<details class=\"sent\"><summary>instruction as sent to the agent</summary><pre>{}</pre></details>",
+                escape(&bounded(sent, 8000))
+            );
+        }
         if let Some(u) = &step.usage {
             let mut parts = Vec::new();
             if let Some(t) = u.turns {
@@ -626,7 +633,19 @@ impl<'a> Page<'a> {
             self.w("</ul></div>");
         }
         for ev in &step.evidence {
-            self.evidence(run_dir, &ev.kind, &ev.path);
+            match &ev.problem {
+                // Checked when recorded: never followed (a symlink out must not be inlined).
+                Some(problem) => {
+                    let _ = write!(
+                        self.out,
+                        "<div class=\"meta\">evidence {}: <code>{}</code> (warning: {})</div>",
+                        escape(&ev.kind),
+                        escape(&ev.path),
+                        escape(problem)
+                    );
+                }
+                None => self.evidence(run_dir, &ev.kind, &ev.path),
+            }
         }
         if !step.console_calls.is_empty() {
             self.w("<div class=\"console-calls\"><b>Console calls</b><ul>");
