@@ -24,6 +24,7 @@ use super::{
     agent_env, bootstrap, command::cancelled, AgentContext, AgentDeath, AgentError, AgentFault,
     CancelSignal, Provider, ProviderKind, StepRequest, StepUsage, StepVerdict,
 };
+use crate::console::wiring as console_wiring;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::process::owner::{Owner, Role, Scope};
 use serde_json::Value;
@@ -94,6 +95,11 @@ impl Codex {
             "--skip-git-repo-check".into(),
         ];
         args.extend(self.ctx.spec.agent_args.iter().cloned());
+        // The console again on every invocation: each `codex exec` connects anew. Its token
+        // travels in the environment (`BUGATTI_MCP_TOKEN`), never in argv.
+        if let Some(endpoint) = &self.ctx.facts.console {
+            args.extend(console_wiring::codex_args(endpoint));
+        }
         if let Some(thread) = &self.thread_id {
             args.push("resume".into());
             args.push(thread.clone());
