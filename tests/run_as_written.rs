@@ -290,13 +290,18 @@ fn the_open_files_limit_is_raised_to_the_hard_limit_for_the_run() {
         .expect("sh");
     let hard = String::from_utf8_lossy(&hard.stdout).trim().to_string();
     if hard == "unlimited" || hard.parse::<u64>().is_ok_and(|h| h <= 256) {
-        eprintln!("skipped: the hard open-files limit ({hard}) leaves no room to lower the soft one");
+        eprintln!(
+            "skipped: the hard open-files limit ({hard}) leaves no room to lower the soft one"
+        );
         return;
     }
     let out = std::process::Command::new("sh")
         .args([
             "-c",
-            &format!("ulimit -Sn 256 && exec {} start", env!("CARGO_BIN_EXE_supervisor")),
+            &format!(
+                "ulimit -Sn 256 && exec {} start",
+                env!("CARGO_BIN_EXE_supervisor")
+            ),
         ])
         .current_dir(p.root())
         .env("BUGATTI_CONFIG_HOME", p.root().join(".no-global-config"))
