@@ -4,6 +4,12 @@
 //! or kilobytes per test add up over 180 tests), it does not measure.
 //!
 //! Slow (a minute or more on a shared 2-core machine): `cargo test --test fault_soak -- --ignored`.
+//!
+//! The long soak, `the_long_soak_1000_tests_with_a_server_each_at_j16` (about 10 minutes on a
+//! shared 2-core machine; run it alone: `cargo test --release --test fault_soak -- --ignored
+//! the_long_soak`): 1000 root tests at `-j 16`, each with its own HTTP server on an `auto` port,
+//! checked for flat open FDs, resident memory and `.bugatti` bytes per test from the 100th test
+//! to the 1000th. It prints the figures.
 
 mod common;
 #[path = "support/fault/mod.rs"]
@@ -129,5 +135,127 @@ fn fds_and_rss_stay_flat_over_200_root_tests() {
     assert!(
         (peak_rss as f64) <= base_rss as f64 * RSS_SLACK,
         "RSS grew from {base_rss} KiB to {peak_rss} KiB: {late:?}"
+    );
+}
+
+/// Bytes under `dir`, recursively (files only).
+fn tree_bytes(dir: &std::path::Path) -> u64 {
+    walk(dir)
+}
+
+fn walk(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => walk(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map(|m| m.len()).unwrap_or(0),
+            _ => 0,
+        })
+        .sum()
+}
+
+#[test]
+#[ignore = "very slow: 1000 root tests with a server each; see the module doc"]
+fn the_long_soak_1000_tests_with_a_server_each_at_j16() {
+    const N: usize = 1000;
+    if std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: the soak's steps need curl");
+        return;
+    }
+    const FROM: usize = 100;
+    const BASE_TO: usize = 200;
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        r#"[provider]
+name = "shell"
+
+[ports]
+APP_PORT = "auto"
+
+[commands.server]
+kind = "long_lived"
+cmd = "exec python3 -m http.server ${APP_PORT} --bind 127.0.0.1"
+readiness = { tcp = "127.0.0.1:${APP_PORT}" }
+"#,
+    );
+    for i in 0..N {
+        p.write(
+            &format!("tests/t{i:04}.test.toml"),
+            "name = \"Served\"\n[[steps]]\ninstruction = '''`curl -sf -o /dev/null http://127.0.0.1:${APP_PORT}/`'''\n",
+        );
+    }
+    let mut child = p
+        .supervisor()
+        .args(["start", "-j", "16", "--quiet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    let pid = child.id();
+    // (finished runs, fds, rss KiB, .bugatti bytes)
+    let mut samples: Vec<(usize, usize, u64, u64)> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(3600);
+    let artifacts = p.root().join(".bugatti");
+    while child.try_wait().expect("try_wait").is_none() {
+        assert!(Instant::now() < deadline, "the soak hung");
+        let finished = finished_runs(&p);
+        if let (Some(fds), Some(rss)) = (open_fds(pid), rss_kib(pid)) {
+            samples.push((finished, fds, rss, tree_bytes(&artifacts)));
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let out = child.wait_with_output().expect("output");
+    p.assert_nothing_survives();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(finished_runs(&p), N);
+    let window = |lo: usize, hi: usize| -> Vec<(usize, usize, u64, u64)> {
+        samples
+            .iter()
+            .copied()
+            .filter(|s| s.0 >= lo && s.0 < hi)
+            .collect()
+    };
+    let base = window(FROM, BASE_TO);
+    let late = window(N - 100, N);
+    assert!(!base.is_empty() && !late.is_empty(), "{samples:?}");
+    let fds = |w: &[(usize, usize, u64, u64)]| w.iter().map(|s| s.1).max().unwrap_or(0);
+    let rss = |w: &[(usize, usize, u64, u64)]| w.iter().map(|s| s.2).max().unwrap_or(0);
+    let bytes_per_test = |w: &[(usize, usize, u64, u64)]| {
+        let (n, b) = w
+            .iter()
+            .map(|s| (s.0 as f64, s.3 as f64))
+            .fold((0.0, 0.0), |a, s| (a.0 + s.0, a.1 + s.1));
+        b / n.max(1.0)
+    };
+    let final_bytes = tree_bytes(&artifacts);
+    eprintln!(
+        "long soak: {} samples; FDs {} (tests {FROM}-{BASE_TO}) -> {} (tests {}-{N}); \
+         RSS {} KiB -> {} KiB; .bugatti {:.0} -> {:.0} bytes per test; {} bytes in all at the end",
+        samples.len(),
+        fds(&base),
+        fds(&late),
+        N - 100,
+        rss(&base),
+        rss(&late),
+        bytes_per_test(&base),
+        bytes_per_test(&late),
+        final_bytes
+    );
+    assert!(fds(&late) <= fds(&base) + FD_SLACK, "FDs grew: {late:?}");
+    assert!(
+        rss(&late) as f64 <= rss(&base) as f64 * RSS_SLACK,
+        "RSS grew: {late:?}"
+    );
+    assert!(
+        bytes_per_test(&late) <= bytes_per_test(&base) * 1.5,
+        ".bugatti per test grew: {late:?}"
     );
 }

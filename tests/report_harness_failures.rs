@@ -73,6 +73,31 @@ fn a_setup_command_past_its_timeout_is_timed_out() {
 }
 
 #[test]
+fn a_pty_setup_command_that_prompts_is_stopped_and_said_to_wait_for_input() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n\n[commands.reset]\nkind = \"short_lived\"\n\
+         cmd = \"printf 'Overwrite the database? [y/N] '; read answer\"\npty = true\ntimeout_secs = 1\n",
+    );
+    p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
+    let out = p.run(&["start"]);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(3), "{console}");
+    let record = p.record_for("a.test.toml");
+    let reset = command(&record, "reset");
+    assert_eq!(reset["status"], "timed_out", "{reset}");
+    let error = reset["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("setup command `reset` did not finish")
+            && error.contains("it may be waiting for input")
+            && error.contains("Overwrite the database?"),
+        "names the command, the likely cause and shows the prompt: {error}"
+    );
+    assert!(console.contains("it may be waiting for input"), "{console}");
+}
+
+#[test]
 fn a_failed_suite_command_makes_every_test_an_error_with_the_reason() {
     let p = Project::new();
     p.write(

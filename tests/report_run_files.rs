@@ -333,3 +333,48 @@ fn run_record_round_trips_through_run_json() {
     assert_eq!(back.attempt, 2);
     assert_eq!(back.steps[2].status, StepStatus::Timeout);
 }
+
+#[test]
+fn a_large_run_json_is_rewritten_at_a_bounded_rate_and_catches_up_on_flush() {
+    // 5 000 steps: a rewrite of run.json costs milliseconds, so the rewrite for an event that
+    // follows at once is put off (run.json rewritten whole per event made long tests quadratic).
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut plan = plan(&tmp.path().join(".bugatti"), "run-big", "big.test.toml", 1);
+    let template = plan.steps[0].clone();
+    plan.steps = (1..=5_000)
+        .map(|i| {
+            let mut step = template.clone();
+            step.step_id = i;
+            step.instruction = format!("Check item {i} of the catalogue and its price.");
+            step
+        })
+        .collect();
+    let run_dir = std::path::PathBuf::from(&plan.run_dir);
+    let mut writer = RunWriter::start(&plan, Redactor::default()).expect("start");
+    let clock = EventClock::start();
+    let started = |step_id| {
+        clock.event(bugatti::report::events::EventKind::StepStarted {
+            step_id,
+            instruction: format!("Check item {step_id}"),
+            instruction_sent: None,
+            provenance: template.provenance.clone(),
+        })
+    };
+    writer.apply(&started(1)).expect("apply");
+    let due = writer.run_json_due_in();
+    assert!(
+        due.is_some(),
+        "the rewrite right after a costly one is put off"
+    );
+    assert!(
+        due.is_some_and(|d| d <= bugatti::report::run_writer::MAX_GAP),
+        "{due:?}"
+    );
+    assert_eq!(run_json(&run_dir)["steps"][0]["started_at"], Value::Null);
+    // events.jsonl is never put off.
+    let lines = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
+    assert_eq!(lines.lines().count(), 2);
+    writer.flush_run_json().expect("flush");
+    assert_eq!(writer.run_json_due_in(), None);
+    assert!(run_json(&run_dir)["steps"][0]["started_at"].is_string());
+}

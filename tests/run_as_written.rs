@@ -273,3 +273,42 @@ fn output_without_a_result_line_is_a_protocol_error_after_the_silence_limit() {
         "{message}"
     );
 }
+
+#[test]
+fn the_open_files_limit_is_raised_to_the_hard_limit_for_the_run() {
+    // Started with a low soft limit (a login shell's 1024, or less): the supervisor and what it
+    // starts get the hard limit, so `-j 16` with servers does not run out of descriptors.
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    p.write(
+        "limit.test.toml",
+        "name = \"Limit\"\n[[steps]]\ninstruction = '''`test \"$(ulimit -Sn)\" = \"$(ulimit -Hn)\" || { echo \"soft $(ulimit -Sn) hard $(ulimit -Hn)\"; exit 1; }`'''\n",
+    );
+    let hard = std::process::Command::new("sh")
+        .args(["-c", "ulimit -Hn"])
+        .output()
+        .expect("sh");
+    let hard = String::from_utf8_lossy(&hard.stdout).trim().to_string();
+    if hard == "unlimited" || hard.parse::<u64>().is_ok_and(|h| h <= 256) {
+        eprintln!(
+            "skipped: the hard open-files limit ({hard}) leaves no room to lower the soft one"
+        );
+        return;
+    }
+    let out = std::process::Command::new("sh")
+        .args([
+            "-c",
+            &format!(
+                "ulimit -Sn 256 && exec {} start",
+                env!("CARGO_BIN_EXE_supervisor")
+            ),
+        ])
+        .current_dir(p.root())
+        .env("BUGATTI_CONFIG_HOME", p.root().join(".no-global-config"))
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    let record = p.record_for("limit.test.toml");
+    assert_eq!(out.status.code(), Some(0), "{record}\n{}", stdout(&out));
+}

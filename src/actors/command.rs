@@ -269,9 +269,21 @@ impl Actor for CommandActor {
                     t => t,
                 };
                 if let Some(waiting) = state.waiting.take() {
+                    let mut why = String::new();
+                    if state.spec.default_timeout {
+                        why.push_str(
+                            " (the default for short-lived commands; set `timeout_secs` to change it)",
+                        );
+                    }
+                    if state.spec.pty {
+                        why.push_str(
+                            " — it may be waiting for input on its terminal (pty = true): see its last output",
+                        );
+                    }
                     let error = HarnessError::SetupTimedOut {
                         command: state.spec.name.clone(),
                         timeout: state.spec.timeout.unwrap_or_default(),
+                        why,
                         log: state.spec.log_path.clone(),
                         tail,
                     };

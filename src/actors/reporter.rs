@@ -147,6 +147,9 @@ pub enum ReporterMsg {
         not_run_reason: Option<String>,
         reply: RpcReplyPort<Result<SuiteFiles, ReportError>>,
     },
+    /// Rewrite run `run_id`'s run.json if it is behind its events (sent by the reporter to itself
+    /// when a rewrite was put off; see `RunWriter::run_json_due_in`).
+    FlushRunJson { run_id: String },
     /// A third shutdown signal: the process exits within a second. What is in memory is written
     /// now — every open run closed as `interrupted`, the summaries, JUnit and the copies — with
     /// the root tests never started (of `tests`, by path) as not run. Nothing if the suite was
@@ -168,6 +171,8 @@ pub struct ReporterState {
     /// The secrets of finished runs: the suite files quote their messages.
     finished_secrets: Vec<Arc<Secrets>>,
     notes: Vec<String>,
+    /// Runs with a `FlushRunJson` on its way.
+    flush_scheduled: std::collections::HashSet<String>,
     /// Records that could not be written, each naming the file and why (deduplicated: a vanished
     /// directory fails every later write the same way).
     lost: Vec<String>,
@@ -649,13 +654,14 @@ impl Actor for ReporterActor {
             finished_secrets: Vec::new(),
             notes,
             lost: Vec::new(),
+            flush_scheduled: std::collections::HashSet::new(),
             suite_files: None,
         })
     }
 
     async fn handle(
         &self,
-        _myself: ActorRef<Self::Msg>,
+        myself: ActorRef<Self::Msg>,
         message: Self::Msg,
         state: &mut Self::State,
     ) -> Result<(), ActorProcessingErr> {
@@ -677,6 +683,12 @@ impl Actor for ReporterActor {
                 });
                 if let Err(e) = result {
                     state.notes.push(e.to_string());
+                }
+                let due = state.open.get(&run_id).and_then(RunWriter::run_json_due_in);
+                if let Some(wait) = due {
+                    if state.flush_scheduled.insert(run_id.clone()) {
+                        myself.send_after(wait, move || ReporterMsg::FlushRunJson { run_id });
+                    }
                 }
             }
             ReporterMsg::SuiteEvent { kind } => {
@@ -713,6 +725,13 @@ impl Actor for ReporterActor {
                     state.suite_finished(&not_run, harness_error.clone(), not_run_reason.clone())
                 });
                 let _ = reply.send(result);
+            }
+            ReporterMsg::FlushRunJson { run_id } => {
+                state.flush_scheduled.remove(&run_id);
+                if let Some(writer) = state.open.get_mut(&run_id) {
+                    // A failure is kept as a note of the run (and counted when it closes).
+                    let _ = writer.flush_run_json();
+                }
             }
             ReporterMsg::LastWord {
                 message,

@@ -9,7 +9,7 @@ use crate::actors::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
 use crate::model::load::Suite;
 use crate::model::options::RunOptions;
 use crate::model::outcome::ExitReason;
-use crate::process::{dead_runs, job_control, ledger, registry, signals, subreaper};
+use crate::process::{dead_runs, job_control, ledger, limits, registry, signals, subreaper};
 use crate::report::console::{stderr_notice, Console, ConsoleMode};
 use crate::report::harness_log::HarnessLogs;
 use crate::report::redact::Secrets;
@@ -97,6 +97,9 @@ fn reap_dead_runs(artifact_dir: &std::path::Path) {
 }
 
 async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
+    if let Err(e) = limits::raise_open_files() {
+        tracing::warn!("could not raise the open-files limit: {e}");
+    }
     if !subreaper::become_child_subreaper() {
         tracing::warn!("could not become a child subreaper: escaped processes may go unseen");
     }

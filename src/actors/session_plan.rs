@@ -2,7 +2,8 @@
 //! (`BUGATTI_*`, ports, `[env]`, `[secrets]`), the harness command specs, the agent spec, and the
 //! run plan the reporter starts from. Pure apart from port allocation.
 
-use crate::model::config::{CommandScope, PortSpec};
+use crate::model::commands::DEFAULT_SHORT_LIVED_TIMEOUT_SECS;
+use crate::model::config::{CommandKind, CommandScope, PortSpec};
 use crate::model::layers::{CommandConfig, EffectiveConfig};
 use crate::model::load::RootTest;
 use crate::model::substitute::{substitute, SubstError};
@@ -152,6 +153,10 @@ fn command_spec(
     spec.env = vars.env.clone();
     spec.pty = c.pty;
     spec.timeout = c.timeout_secs.map(Duration::from_secs);
+    if spec.timeout.is_none() && c.kind == CommandKind::ShortLived {
+        spec.timeout = Some(Duration::from_secs(DEFAULT_SHORT_LIVED_TIMEOUT_SECS));
+        spec.default_timeout = true;
+    }
     spec.restart = c.restart;
     spec.max_restarts = c.max_restarts;
     spec.restart_window = Duration::from_secs(c.restart_window_secs);

@@ -52,6 +52,10 @@ pub struct ReadinessProbe {
     pub timeout_secs: u64,
 }
 
+/// How long a short-lived command may run when its config sets no `timeout_secs`: setup must end
+/// (a command that prompts for input would otherwise hang it for ever).
+pub const DEFAULT_SHORT_LIVED_TIMEOUT_SECS: u64 = 600;
+
 /// A harness command with every layer applied and defaults filled in: plain data until spawn.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommandConfig {

@@ -23,10 +23,13 @@ pub enum HarnessError {
         log: PathBuf,
         tail: String,
     },
-    #[error("setup command `{command}` did not finish within {timeout:?} and was stopped; last lines of {}:\n{tail}", log.display())]
+    #[error("setup command `{command}` did not finish within {timeout:?}{why} and was stopped; last lines of {}:\n{tail}", log.display())]
     SetupTimedOut {
         command: String,
         timeout: Duration,
+        /// What the timeout was and what may have held the command: `` (the default for
+        /// short-lived commands; set `timeout_secs`)``, `` — it may be waiting for input``.
+        why: String,
         log: PathBuf,
         tail: String,
     },

@@ -9,6 +9,7 @@ pub mod group;
 pub mod handle;
 pub mod job_control;
 pub mod ledger;
+pub mod limits;
 pub mod oneshot;
 pub mod order;
 pub mod output;

@@ -31,6 +31,8 @@ pub struct CommandSpec {
     pub pty: bool,
     /// Short-lived only: how long it may run.
     pub timeout: Option<Duration>,
+    /// The timeout is the default for short-lived commands, not one the config set.
+    pub default_timeout: bool,
     pub restart: RestartPolicy,
     /// Restarts allowed within `restart_window` before giving up.
     pub max_restarts: u32,
@@ -66,6 +68,7 @@ impl CommandSpec {
             env: Vec::new(),
             pty: false,
             timeout: None,
+            default_timeout: false,
             restart: RestartPolicy::Never,
             max_restarts: 3,
             restart_window: Duration::from_secs(60),

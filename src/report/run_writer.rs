@@ -1,9 +1,10 @@
 //! The files of one run, kept up to date as its events arrive: `events.jsonl` (appended and
-//! flushed per event), `run.json` (rewritten atomically as the run goes) and, at the end,
-//! `report.md`. Everything passes through the run's redactor. The reporter actor owns one
+//! flushed per event), `run.json` (rewritten atomically as the run goes, spaced so that its cost
+//! stays a small share of the run's time however large it grows) and, at the end, `report.md`. Everything passes through the run's redactor. The reporter actor owns one
 //! `RunWriter` per open run; nothing else writes these files.
 
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
@@ -29,6 +30,15 @@ pub struct RunFiles {
     pub notes: Vec<String>,
 }
 
+/// run.json is rewritten whole, and a record of thousands of steps takes milliseconds to write:
+/// after a rewrite that took `t`, the next waits until `GAP_FACTOR × t` has passed (never more
+/// than [`MAX_GAP`]), so writing run.json takes at most about 1/`GAP_FACTOR` of the run's time
+/// and a run's cost stays linear in its steps. A small record (microseconds) is still rewritten
+/// on every event that changes it.
+const GAP_FACTOR: u32 = 20;
+/// The longest run.json may lag behind events.jsonl (the reporter flushes it then).
+pub const MAX_GAP: Duration = Duration::from_secs(1);
+
 #[derive(Debug)]
 pub struct RunWriter {
     paths: RunPaths,
@@ -36,6 +46,10 @@ pub struct RunWriter {
     events: EventLog,
     redactor: Redactor,
     notes: Vec<String>,
+    /// The earliest time of the next run.json rewrite (see [`GAP_FACTOR`]).
+    next_json_at: Instant,
+    /// run.json is behind the record (a rewrite was put off).
+    json_behind: bool,
 }
 
 impl RunWriter {
@@ -60,6 +74,8 @@ impl RunWriter {
             events,
             redactor,
             notes: Vec::new(),
+            next_json_at: Instant::now(),
+            json_behind: false,
         };
         let started = Event {
             timestamp: plan.started_at,
@@ -100,10 +116,34 @@ impl RunWriter {
         self.notes.push(e.to_string());
     }
 
-    fn write_run_json(&self) -> Result<(), ReportError> {
+    fn write_run_json(&mut self) -> Result<(), ReportError> {
+        let began = Instant::now();
+        self.json_behind = false;
         let mut json = self.redactor.json("run.json", &self.record, true)?;
         json.push('\n');
-        write_atomic(&self.paths.run_json(), json.as_bytes())
+        let written = write_atomic(&self.paths.run_json(), json.as_bytes());
+        let now = Instant::now();
+        self.next_json_at = now + (now - began).saturating_mul(GAP_FACTOR).min(MAX_GAP);
+        written
+    }
+
+    /// How long until run.json, now behind the record, may be rewritten; `None` when it is up
+    /// to date. The reporter calls [`flush_run_json`](Self::flush_run_json) then.
+    pub fn run_json_due_in(&self) -> Option<Duration> {
+        self.json_behind
+            .then(|| self.next_json_at.saturating_duration_since(Instant::now()))
+    }
+
+    /// Rewrites run.json if it is behind the record. A failure is kept as a note and returned.
+    pub fn flush_run_json(&mut self) -> Result<(), ReportError> {
+        if !self.json_behind {
+            return Ok(());
+        }
+        let written = self.write_run_json();
+        if let Err(e) = &written {
+            self.note(e);
+        }
+        written
     }
 
     /// Records one event: appended to events.jsonl at once, applied to the record, and run.json
@@ -132,7 +172,10 @@ impl RunWriter {
             | EventKind::SessionPrepared { .. }
             | EventKind::Evidence { .. } => false,
         };
-        if rewrite {
+        let now_or_never = matches!(event.kind, EventKind::RunFinished { .. });
+        if rewrite && !now_or_never && Instant::now() < self.next_json_at {
+            self.json_behind = true;
+        } else if rewrite {
             if let Err(e) = self.write_run_json() {
                 self.note(&e);
                 return Err(e);
