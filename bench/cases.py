@@ -528,9 +528,11 @@ def console_idle(ctx):
         none.append(got["none_ns"] / 1e9 / secs)
         sixteen.append(got["sixteen_ns"] / 1e9 / secs)
     extra = med(sixteen) - med(none)
+    us = lambda seconds: f"{seconds * 1e6:.0f} µs"
     return Row(f"14. console idle CPU: 16 open console sessions, {secs} s",
-               f"{ms(med(sixteen))} CPU per s", f"{ms(med(none))} CPU per s (no session)",
-               f"{ms(med(sixteen))} per s (+{ms(extra)})", "< 1 ms per s", med(sixteen) < 0.001,
+               f"{us(med(sixteen))} CPU per s", f"{us(med(none))} CPU per s (no session)",
+               f"{us(med(sixteen))} per s ({'+' if extra >= 0 else '−'}{us(abs(extra))})",
+               "< 1 ms per s", med(sixteen) < 0.001,
                "the supervisor's own threads (schedstat), measured by the agent")
 
 
