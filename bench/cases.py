@@ -528,17 +528,40 @@ def console_idle(ctx):
         none.append(got["none_ns"] / 1e9 / secs)
         sixteen.append(got["sixteen_ns"] / 1e9 / secs)
     extra = med(sixteen) - med(none)
+    us = lambda seconds: f"{seconds * 1e6:.0f} µs"
     return Row(f"14. console idle CPU: 16 open console sessions, {secs} s",
-               f"{ms(med(sixteen))} CPU per s", f"{ms(med(none))} CPU per s (no session)",
-               f"{ms(med(sixteen))} per s (+{ms(extra)})", "< 1 ms per s", med(sixteen) < 0.001,
+               f"{us(med(sixteen))} CPU per s", f"{us(med(none))} CPU per s (no session)",
+               f"{us(med(sixteen))} per s ({'+' if extra >= 0 else '−'}{us(abs(extra))})",
+               "< 1 ms per s", med(sixteen) < 0.001,
                "the supervisor's own threads (schedstat), measured by the agent")
+
+
+# The same bytes through a bare PTY, read here to end-of-file: what a PTY allows on this machine.
+BARE_PTY_READ = """import os, pty, subprocess, sys, time
+m, s = pty.openpty()
+p = subprocess.Popen(["head", "-c", sys.argv[1], "/dev/zero"], stdin=s, stdout=s, stderr=s,
+                     start_new_session=True)
+os.close(s)
+n = 0
+while True:
+    try:
+        b = os.read(m, 65536)
+    except OSError:
+        break
+    if not b:
+        break
+    n += len(b)
+sys.exit(0 if p.wait() == 0 and n == int(sys.argv[1]) else 1)
+"""
 
 
 def console_flood(ctx):
     size = 128 * MIB if ctx.quick else 1024 * MIB
     big = _console_project(ctx, "console-flood", f"flood {size}")
+    with open(os.path.join(big, "ptyread.py"), "w") as f:
+        f.write(BARE_PTY_READ)
     small = _console_project(ctx, "console-flood-small", f"flood {MIB}")
-    rates, peaks, smalls = [], [], []
+    rates, bare, peaks, smalls = [], [], [], []
     for _ in range(ctx.runs):
         m = supervise(ctx, big, ["-j", "1"], poll_rss=True, label="console-flood")
         got = _bench_log(big)
@@ -546,13 +569,16 @@ def console_flood(ctx):
             raise BenchError(f"the console reported {got['tokens_seen']} tokens for {size} bytes")
         rates.append(size / MIB / got["seconds"])
         peaks.append((m.peak_rss_kib or 0) / 1024)
+        b = baseline(ctx, ["python3", "ptyread.py", str(size)], big, "bare-pty")
+        bare.append(size / MIB / b.wall)
         s = supervise(ctx, small, ["-j", "1"], poll_rss=True, label="console-flood-small")
         smalls.append((s.peak_rss_kib or 0) / 1024)
     peak = max(peaks)
     return Row(f"15. {size // MIB} MiB through a console session (PTY)",
                f"peak RSS {peak:.1f} MiB, {med(rates):.0f} MiB/s",
-               f"peak RSS {med(smalls):.1f} MiB (1 MiB through it)",
-               f"RSS {peak:.1f} MiB", "RSS < 64 MiB", peak < 64)
+               f"peak RSS {med(smalls):.1f} MiB (1 MiB through it); bare PTY read {med(bare):.0f} MiB/s",
+               f"RSS {peak:.1f} MiB, {med(rates) / med(bare):.2f}× a bare PTY", "RSS < 64 MiB",
+               peak < 64)
 
 
 # 16 -----------------------------------------------------------------------------------------------

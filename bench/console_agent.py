@@ -133,6 +133,7 @@ def cpu_ns(pid):
 
 def idle(secs):
     supervisor = os.getppid()
+    time.sleep(1)  # the step's start is written out by then
     before = cpu_ns(supervisor)
     time.sleep(secs)
     none = cpu_ns(supervisor) - before

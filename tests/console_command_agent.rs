@@ -67,6 +67,8 @@ mcp exec_command {"cmd": "sleep 1; curl -s http://127.0.0.1:$APP_PORT/checkout?o
 expect Process running with session ID
 mcp wait_for_log {"name": "app", "pattern": "checkout hit order=\\d+", "timeout_ms": 20000}
 expect checkout hit order=7
+mcp read_log {"name": "app", "offset": {next_offset}}
+expect Original token count: 0
 mcp read_log {"name": "app", "tail_lines": 1}
 expect checkout hit order=7
 '''
@@ -93,9 +95,12 @@ fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
             "write_stdin",
             "exec_command",
             "wait_for_log",
+            "read_log",
             "read_log"
         ]
     );
+    // wait_for_log's cursor is just past the line it matched: reading on from it gives nothing.
+    assert_eq!(calls[4]["bytes"], 0, "{:#}", calls[4]);
     assert_eq!(calls[1]["exit_code"], 0, "{:#}", calls[1]);
     assert!(calls[1]["bytes"].as_u64().unwrap_or(0) > 0);
     assert_eq!(calls[0]["arguments"]["yield_time_ms"], 500);
@@ -140,6 +145,7 @@ fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
             "console_call",
             "console_call",
             "step_finished",
+            "console_call",
             "console_call",
             "console_call",
             "console_call",

@@ -291,13 +291,11 @@ pub fn spawn_pump(
                     // A PTY master reads EIO once the last slave closes: that is the end.
                     Err(_) => break,
                 };
-                let written = match redactor.as_mut() {
-                    Some(r) => {
-                        let clean = r.push(&buf[..n]);
-                        write_and_split(&mut writer, &mut splitter, &hub, &clean)
-                    }
-                    None => write_and_split(&mut writer, &mut splitter, &hub, &buf[..n]),
+                let data: std::borrow::Cow<'_, [u8]> = match redactor.as_mut() {
+                    Some(r) => r.push(&buf[..n]).into(),
+                    None => (&buf[..n]).into(),
                 };
+                let written = writer.write_all(&data);
                 // A short read means the pipe is empty for now: make the file current, so that
                 // an error message's log tail and live readers see everything so far.
                 if written.is_err() || (n < READ_CHUNK && writer.flush().is_err()) {
@@ -305,27 +303,21 @@ pub fn spawn_pump(
                     drain_rest(&mut source, &mut buf);
                     break;
                 }
+                // Lines go out once written (and, after a short read, in the file): the agent
+                // console's wait_for_log then finds the line it was woken for at its offset.
+                splitter.feed(&hub, &data);
             }
-            if let Some(r) = redactor.as_mut() {
-                let tail = r.finish();
-                let _ = write_and_split(&mut writer, &mut splitter, &hub, &tail);
-            }
-            splitter.finish(&hub);
+            let tail = redactor
+                .as_mut()
+                .map(StreamRedactor::finish)
+                .unwrap_or_default();
+            let _ = writer.write_all(&tail);
             let _ = writer.flush();
+            splitter.feed(&hub, &tail);
+            splitter.finish(&hub);
             let _ = done_tx.send(true);
         })?;
     Ok(PumpHandle { drained: done_rx })
-}
-
-fn write_and_split(
-    writer: &mut BufWriter<File>,
-    splitter: &mut LineSplitter,
-    hub: &OutputHub,
-    data: &[u8],
-) -> std::io::Result<()> {
-    writer.write_all(data)?;
-    splitter.feed(hub, data);
-    Ok(())
 }
 
 /// Keeps reading so the writer never blocks on a full pipe once the log cannot be written.
