@@ -313,7 +313,11 @@ fn a_claude_code_that_wedges_after_its_result_is_restarted_and_torn_down_within_
 /// with WEDGED_CLAUDE_EXIT=1) is found dead by the next step and restarted on its session.
 #[test]
 fn a_claude_code_that_dies_between_steps_is_restarted_at_the_next_one() {
-    let p = project("no_output_timeout_secs = 30", &["First.", "Second."]);
+    // The stand-in is no MCP client, so it is given no console.
+    let p = project(
+        "no_output_timeout_secs = 30\nconsole = false",
+        &["First.", "Second."],
+    );
     let fake = concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/support/wedged_claude.py"
