@@ -259,3 +259,56 @@ pub fn skipped_commands(test: &RootTest, skipped: &[String]) -> Vec<String> {
         .cloned()
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::config::parse_config;
+    use crate::model::layers::Layer;
+
+    fn specs(text: &str) -> Vec<CommandSpec> {
+        let file = parse_config(Path::new("c.toml"), text).expect("parses");
+        let mut config = EffectiveConfig::default();
+        let problems = config.apply_file(&file, Path::new("c.toml"), Layer::Project, &|_| None);
+        assert!(problems.is_empty(), "{problems:?}");
+        let vars = SessionVars {
+            vars: BTreeMap::new(),
+            env: Vec::new(),
+            secrets: Arc::new(Secrets::new(Vec::<(String, String)>::new())),
+            ports: BTreeMap::new(),
+        };
+        command_specs(
+            &config,
+            CommandScope::Test,
+            &vars,
+            Path::new("/p"),
+            Path::new("/p/logs"),
+            &[],
+        )
+        .expect("specs")
+    }
+
+    #[test]
+    fn a_short_lived_command_without_a_timeout_gets_the_default_one() {
+        let specs = specs(
+            "[commands.seed]\nkind = \"short_lived\"\ncmd = \"true\"\n\n\
+             [commands.migrate]\nkind = \"short_lived\"\ncmd = \"true\"\ntimeout_secs = 7\n\n\
+             [commands.server]\nkind = \"long_lived\"\ncmd = \"true\"\n",
+        );
+        let by_name = |n: &str| specs.iter().find(|s| s.name == n).expect("spec");
+        let seed = by_name("seed");
+        assert_eq!(
+            seed.timeout,
+            Some(Duration::from_secs(DEFAULT_SHORT_LIVED_TIMEOUT_SECS))
+        );
+        assert!(seed.default_timeout);
+        let migrate = by_name("migrate");
+        assert_eq!(migrate.timeout, Some(Duration::from_secs(7)));
+        assert!(!migrate.default_timeout);
+        let server = by_name("server");
+        assert_eq!(
+            server.timeout, None,
+            "a long-lived command runs until teardown"
+        );
+    }
+}
