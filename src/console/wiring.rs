@@ -132,13 +132,15 @@ pub fn check_claude_init(event: &serde_json::Value) -> Result<(), String> {
 
 /// The arguments a `codex` provider passes on every `codex exec` (and `resume`): the console as
 /// an HTTP MCP server, its token read from [`TOKEN_ENV`], its tools approved (Codex asks
-/// otherwise, and `exec` cannot answer).
+/// otherwise, and `exec` cannot answer), and required: a console Codex cannot reach (or that
+/// refuses its token) stops Codex at its start ("required MCP servers failed to initialize:
+/// bugatti") instead of leaving the step to run without the console.
 pub fn codex_args(endpoint: &Endpoint) -> Vec<String> {
     vec![
         "-c".into(),
         format!(
             "mcp_servers.{SERVER_NAME}={{url={},bearer_token_env_var={},\
-             default_tools_approval_mode=\"approve\",startup_timeout_sec=10}}",
+             default_tools_approval_mode=\"approve\",startup_timeout_sec=10,required=true}}",
             toml_string(&endpoint.url),
             toml_string(TOKEN_ENV)
         ),
@@ -176,6 +178,7 @@ mod tests {
             Some("BUGATTI_MCP_TOKEN")
         );
         assert_eq!(v["default_tools_approval_mode"].as_str(), Some("approve"));
+        assert_eq!(v["required"].as_bool(), Some(true));
     }
 
     #[test]
