@@ -479,6 +479,12 @@ fn codex_drives_an_interactive_program_and_waits_for_the_servers_log_line_throug
             .all(|i| i["server"] == "bugatti" && i["status"] == "completed"),
         "{mcp_calls:#?}"
     );
+    // The readable transcript says which console tool was called and what it answered.
+    let log = std::fs::read_to_string(run_dir.join("transcripts/agent.log")).expect("agent.log");
+    assert!(
+        log.contains("[mcp] bugatti.write_stdin {") && log.contains("hello BUGATTI"),
+        "{log}"
+    );
     // The console recorded the same calls, none an error, and kept each session's output.
     let calls: Vec<Value> = std::fs::read_to_string(run_dir.join("transcripts/console.jsonl"))
         .expect("console.jsonl")
