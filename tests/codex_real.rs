@@ -510,6 +510,64 @@ fn codex_drives_an_interactive_program_and_waits_for_the_servers_log_line_throug
     assert!(first_tools.contains("tool_search"), "{first_tools}");
 }
 
+#[test]
+fn a_codex_whose_console_token_does_not_reach_it_stops_at_its_start_naming_the_console() {
+    let Some(bin) = codex_bin("codex: console token lost") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = ResponsesStub::start(side.path(), json!([{"text": "RESULT OK"}]));
+    // A wrapper that loses the token on the way (as a user's own wrapper or env scrub might):
+    // the console refuses Codex, and a required server stops it before any model request.
+    let wrapper = side.path().join("codex");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nunset BUGATTI_MCP_TOKEN\nexec '{}' \"$@\"\n",
+            bin.display()
+        ),
+    )
+    .expect("wrapper");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let p = project(&stub, "", &["Anything."]);
+    let (out, _) = run(&p, &wrapper);
+    let record = p.record_for("codex.test.toml");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}\n{}\n{record:#}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(record["outcome"], "error", "{record:#}");
+    assert!(
+        record["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("agent console unavailable"),
+        "{record:#}"
+    );
+    let message = record["steps"][0]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains(
+            "the agent console is unavailable: Codex could not connect to it (bugatti: \
+             Environment variable BUGATTI_MCP_TOKEN for MCP server 'bugatti' is not set)"
+        ),
+        "{record:#}"
+    );
+    // Not restarted: the same command line would fail the same way.
+    assert_eq!(
+        record["agent_restarts"].as_array().map(Vec::len),
+        Some(0),
+        "{record:#}"
+    );
+    assert!(
+        stub.request_log().is_empty(),
+        "no step ran without the console"
+    );
+}
+
 /// Needs no CLI: a Codex that is not there is the provider's start failing (exit 3), naming it.
 #[test]
 fn a_missing_codex_is_a_start_error_naming_it() {

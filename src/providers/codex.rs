@@ -468,6 +468,22 @@ impl Codex {
                     status: "its output ended".into(),
                     stderr_tail: String::new(),
                 });
+                // A console Codex could not connect to: restarting would fail the same way.
+                if self.ctx.facts.console.is_some() {
+                    if let Some(problem) = console_wiring::codex_console_failure(&death.stderr_tail)
+                    {
+                        let mut v = collector.verdict_with(
+                            StepStatus::Error,
+                            format!("the agent console is unavailable: {problem}"),
+                        );
+                        v.agent_died = Some(AgentDeath {
+                            status: format!("agent console unavailable ({problem})"),
+                            stderr_tail: String::new(),
+                        });
+                        self.stop().await;
+                        return v;
+                    }
+                }
                 let said = turn
                     .last_error
                     .as_deref()
