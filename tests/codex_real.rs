@@ -384,6 +384,190 @@ fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five() {
     );
 }
 
+#[test]
+fn codex_drives_an_interactive_program_and_waits_for_the_servers_log_line_through_the_console() {
+    let Some(bin) = codex_bin("codex: the agent console") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    // Codex 0.169 defers MCP tools: the model searches for them first, then calls them in their
+    // namespace. Each reply after a tool call expects what that call must have answered; a
+    // console that did not work makes the stub say RESULT ERROR instead of RESULT OK.
+    let console = "mcp__bugatti";
+    let stub = ResponsesStub::start(
+        side.path(),
+        json!([
+            {"tool_search": "bugatti console exec_command write_stdin wait_for_log"},
+            {"expect": ["mcp__bugatti", "exec_command", "write_stdin", "wait_for_log"],
+             "tool": "exec_command", "namespace": console,
+             "input": {"cmd": "read -p 'name? ' n; echo \"hello ${n^^}\"", "yield_time_ms": 1000}},
+            {"expect": ["Process running with session ID", "Output:\nname? "],
+             "tool": "write_stdin", "namespace": console,
+             "input": {"session_id": "{session_id}", "chars": "bugatti\n", "yield_time_ms": 5000}},
+            {"expect": ["Process exited with code 0", "hello BUGATTI"],
+             "tool": "read_log", "namespace": console, "input": {"name": "app", "tail_lines": 1}},
+            {"expect": ["Next offset: "],
+             "tool": "exec_command", "namespace": console,
+             "input": {"cmd": "curl -s '{url}'", "tty": false, "yield_time_ms": 5000}},
+            {"expect": ["Process exited with code 0", "ordered 42"],
+             "tool": "wait_for_log", "namespace": console,
+             "input": {"name": "app", "pattern": "checkout hit order=\\d+",
+                       "from_offset": "{next_offset}", "timeout_ms": 20000}},
+            {"expect": ["Matched: yes", "checkout hit order=42"],
+             "text": "The greeter said hello and the server logged it.\nRESULT OK"},
+        ]),
+    );
+    // As the README configures Codex: model and provider in agent_args, Codex's own sandbox and
+    // approval policy untouched (so the console's tools run only because the wiring approves
+    // them), the console on by default.
+    let p = Project::new();
+    let app = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/console_app.py");
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"codex\"\nagent_args = [{}]\nstep_timeout_secs = 120\n\n\
+             [ports]\nAPP_PORT = \"auto\"\n\n\
+             [commands.app]\nkind = \"long_lived\"\ncmd = \"python3 {app} --port ${{APP_PORT}}\"\n\
+             readiness_url = \"http://127.0.0.1:${{APP_PORT}}/health\"\n",
+            stub.agent_args_toml_as_readme()
+        ),
+    );
+    p.write(
+        "console.test.toml",
+        "name = \"Console\"\n[[steps]]\ninstruction = \"Answer the greeter's question, then place \
+         order 42 at http://127.0.0.1:${APP_PORT}/checkout?order=42 and see the server log it.\"\n",
+    );
+    let (out, _) = run(&p, &bin);
+    let record = p.record_for("console.test.toml");
+    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let agent =
+        std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).unwrap_or_default();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}\n{record:#}\n{agent}\n{}",
+        stdout(&out),
+        stderr(&out),
+        stub.requests_text()
+    );
+    assert_eq!(record["steps"][0]["status"], "ok", "{record:#}");
+    // Codex itself reported each call as an MCP call of the `bugatti` server that completed.
+    let mcp_calls: Vec<Value> = agent
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "mcp_tool_call")
+        .map(|e| e["item"].clone())
+        .collect();
+    let codex_tools: Vec<&str> = mcp_calls
+        .iter()
+        .filter_map(|i| i["tool"].as_str())
+        .collect();
+    assert_eq!(
+        codex_tools,
+        [
+            "exec_command",
+            "write_stdin",
+            "read_log",
+            "exec_command",
+            "wait_for_log"
+        ],
+        "{agent}"
+    );
+    assert!(
+        mcp_calls
+            .iter()
+            .all(|i| i["server"] == "bugatti" && i["status"] == "completed"),
+        "{mcp_calls:#?}"
+    );
+    // The readable transcript says which console tool was called and what it answered.
+    let log = std::fs::read_to_string(run_dir.join("transcripts/agent.log")).expect("agent.log");
+    assert!(
+        log.contains("[mcp] bugatti.write_stdin {") && log.contains("hello BUGATTI"),
+        "{log}"
+    );
+    // The console recorded the same calls, none an error, and kept each session's output.
+    let calls: Vec<Value> = std::fs::read_to_string(run_dir.join("transcripts/console.jsonl"))
+        .expect("console.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let tools: Vec<&str> = calls.iter().filter_map(|c| c["tool"].as_str()).collect();
+    assert_eq!(tools, codex_tools, "{calls:#?}");
+    assert!(calls.iter().all(|c| c["is_error"] == false), "{calls:#?}");
+    let logs: Vec<String> = std::fs::read_dir(run_dir.join("console"))
+        .expect("console dir")
+        .filter_map(|e| e.ok())
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    assert!(
+        logs.iter().any(|l| l.contains("hello BUGATTI")),
+        "the interactive session's output is kept: {logs:?}"
+    );
+    // The MCP tools were offered only after the search, as Codex 0.169 does it.
+    let requests = stub.request_log();
+    assert_eq!(requests.len(), 7, "one request per scripted reply");
+    let first_tools = requests[0]["body"]["tools"].to_string();
+    assert!(first_tools.contains("tool_search"), "{first_tools}");
+}
+
+#[test]
+fn a_codex_whose_console_token_does_not_reach_it_stops_at_its_start_naming_the_console() {
+    let Some(bin) = codex_bin("codex: console token lost") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = ResponsesStub::start(side.path(), json!([{"text": "RESULT OK"}]));
+    // A wrapper that loses the token on the way (as a user's own wrapper or env scrub might):
+    // the console refuses Codex, and a required server stops it before any model request.
+    let wrapper = side.path().join("codex");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nunset BUGATTI_MCP_TOKEN\nexec '{}' \"$@\"\n",
+            bin.display()
+        ),
+    )
+    .expect("wrapper");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let p = project(&stub, "", &["Anything."]);
+    let (out, _) = run(&p, &wrapper);
+    let record = p.record_for("codex.test.toml");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}\n{}\n{record:#}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(record["outcome"], "error", "{record:#}");
+    assert!(
+        record["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("agent console unavailable"),
+        "{record:#}"
+    );
+    let message = record["steps"][0]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains(
+            "the agent console is unavailable: Codex could not connect to it (bugatti: \
+             Environment variable BUGATTI_MCP_TOKEN for MCP server 'bugatti' is not set)"
+        ),
+        "{record:#}"
+    );
+    // Not restarted: the same command line would fail the same way.
+    assert_eq!(
+        record["agent_restarts"].as_array().map(Vec::len),
+        Some(0),
+        "{record:#}"
+    );
+    assert!(
+        stub.request_log().is_empty(),
+        "no step ran without the console"
+    );
+}
+
 /// Needs no CLI: a Codex that is not there is the provider's start failing (exit 3), naming it.
 #[test]
 fn a_missing_codex_is_a_start_error_naming_it() {

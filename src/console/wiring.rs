@@ -132,17 +132,38 @@ pub fn check_claude_init(event: &serde_json::Value) -> Result<(), String> {
 
 /// The arguments a `codex` provider passes on every `codex exec` (and `resume`): the console as
 /// an HTTP MCP server, its token read from [`TOKEN_ENV`], its tools approved (Codex asks
-/// otherwise, and `exec` cannot answer).
+/// otherwise, and `exec` cannot answer), and required: a console Codex cannot reach (or that
+/// refuses its token) stops Codex at its start ("required MCP servers failed to initialize:
+/// bugatti") instead of leaving the step to run without the console.
 pub fn codex_args(endpoint: &Endpoint) -> Vec<String> {
     vec![
         "-c".into(),
         format!(
             "mcp_servers.{SERVER_NAME}={{url={},bearer_token_env_var={},\
-             default_tools_approval_mode=\"approve\",startup_timeout_sec=10}}",
+             default_tools_approval_mode=\"approve\",startup_timeout_sec=10,required=true}}",
             toml_string(&endpoint.url),
             toml_string(TOKEN_ENV)
         ),
     ]
+}
+
+/// Why Codex refused to start without the console, read from its stderr: with the console
+/// required ([`codex_args`]), a server it cannot reach, or one that refuses its token, ends
+/// `codex exec` at once with `required MCP servers failed to initialize: bugatti: <why>`. `None`
+/// when the stderr says no such thing (the agent died for another reason).
+pub fn codex_console_failure(stderr: &str) -> Option<String> {
+    const SAID: &str = "required MCP servers failed to initialize: ";
+    /// Codex's reason embeds Rust type names hundreds of characters long; the head says it.
+    const KEPT: usize = 300;
+    let line = stderr.lines().find(|l| l.contains(SAID))?;
+    let why = line.split_once(SAID).map(|(_, why)| why)?;
+    if !why.starts_with(&format!("{SERVER_NAME}:")) && !why.contains(&format!(", {SERVER_NAME}")) {
+        return None;
+    }
+    let why = why.trim();
+    let shown: String = why.chars().take(KEPT).collect();
+    let cut = if shown.len() < why.len() { " …" } else { "" };
+    Some(format!("Codex could not connect to it ({shown}{cut})"))
 }
 
 /// A TOML basic string.
@@ -176,6 +197,32 @@ mod tests {
             Some("BUGATTI_MCP_TOKEN")
         );
         assert_eq!(v["default_tools_approval_mode"].as_str(), Some("approve"));
+        assert_eq!(v["required"].as_bool(), Some(true));
+    }
+
+    #[test]
+    fn a_codex_that_refused_to_start_without_the_console_is_recognised() {
+        let stderr = "WARNING: proceeding, even though …\nReading additional input from stdin...\n\
+            2026-11-23T14:11:37Z ERROR codex_core::session: Failed to create session: required MCP \
+            servers failed to initialize: bugatti: Environment variable BUGATTI_MCP_TOKEN for MCP \
+            server 'bugatti' is not set\nError: thread/start: …\n";
+        let why = codex_console_failure(stderr).expect("recognised");
+        assert_eq!(
+            why,
+            "Codex could not connect to it (bugatti: Environment variable BUGATTI_MCP_TOKEN for \
+             MCP server 'bugatti' is not set)"
+        );
+        let long = format!(
+            "required MCP servers failed to initialize: bugatti: {}",
+            "x".repeat(1000)
+        );
+        assert!(codex_console_failure(&long).expect("long").ends_with(" …)"));
+        assert_eq!(
+            codex_console_failure("required MCP servers failed to initialize: other: down"),
+            None,
+            "another server of the user's is not the console"
+        );
+        assert_eq!(codex_console_failure("Error: stream disconnected"), None);
     }
 
     #[test]

@@ -201,8 +201,16 @@ impl Codex {
                 (true, None)
             }
             Some("item.started") => {
-                if let Some(cmd) = event["item"]["command"].as_str() {
+                let item = &event["item"];
+                if let Some(cmd) = item["command"].as_str() {
                     self.log(&format!("[exec] {cmd}\n"));
+                } else if item["type"] == "mcp_tool_call" {
+                    self.log(&format!(
+                        "[mcp] {}.{} {}\n",
+                        item["server"].as_str().unwrap_or("?"),
+                        item["tool"].as_str().unwrap_or("?"),
+                        item["arguments"]
+                    ));
                 }
                 (true, None)
             }
@@ -227,6 +235,31 @@ impl Codex {
                         self.log(&format!(
                             "[exit {}] {}{cut}\n",
                             item["exit_code"],
+                            shown.trim_end()
+                        ));
+                        turn.model_turns += 1;
+                    }
+                    Some("mcp_tool_call") => {
+                        // An agent-console call (or another MCP server's): what it answered.
+                        let answer = match item["error"]["message"].as_str() {
+                            Some(error) => format!("error: {error}"),
+                            None => item["result"]["content"]
+                                .as_array()
+                                .into_iter()
+                                .flatten()
+                                .filter_map(|c| c["text"].as_str())
+                                .collect::<Vec<_>>()
+                                .join("\n"),
+                        };
+                        let shown: String = answer.chars().take(TOOL_OUTPUT_SHOWN).collect();
+                        let cut = if shown.len() < answer.len() {
+                            " …"
+                        } else {
+                            ""
+                        };
+                        self.log(&format!(
+                            "[mcp {}] {}{cut}\n",
+                            item["status"].as_str().unwrap_or("?"),
                             shown.trim_end()
                         ));
                         turn.model_turns += 1;
@@ -435,6 +468,22 @@ impl Codex {
                     status: "its output ended".into(),
                     stderr_tail: String::new(),
                 });
+                // A console Codex could not connect to: restarting would fail the same way.
+                if self.ctx.facts.console.is_some() {
+                    if let Some(problem) = console_wiring::codex_console_failure(&death.stderr_tail)
+                    {
+                        let mut v = collector.verdict_with(
+                            StepStatus::Error,
+                            format!("the agent console is unavailable: {problem}"),
+                        );
+                        v.agent_died = Some(AgentDeath {
+                            status: format!("agent console unavailable ({problem})"),
+                            stderr_tail: String::new(),
+                        });
+                        self.stop().await;
+                        return v;
+                    }
+                }
                 let said = turn
                     .last_error
                     .as_deref()

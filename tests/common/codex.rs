@@ -81,34 +81,41 @@ impl ResponsesStub {
     /// sandbox so its shell tool reaches loopback), as a TOML array body. Codex does not retry a
     /// failed request.
     pub fn agent_args_toml(&self) -> String {
-        self.agent_args_with("request_max_retries=0,stream_max_retries=0")
+        self.agent_args_with("request_max_retries=0,stream_max_retries=0", true)
     }
 
     /// The same with Codex's own retry policy (5 retries with backoff, "Reconnecting…" events).
     pub fn agent_args_toml_retrying(&self) -> String {
-        self.agent_args_with("")
+        self.agent_args_with("", true)
     }
 
-    fn agent_args_with(&self, retries: &str) -> String {
+    /// As [`Self::agent_args_toml`] but as the README's example: model and provider only, Codex's
+    /// own sandbox and approval policy left at their defaults (`exec`: read-only, never ask).
+    pub fn agent_args_toml_as_readme(&self) -> String {
+        self.agent_args_with("request_max_retries=0,stream_max_retries=0", false)
+    }
+
+    fn agent_args_with(&self, retries: &str, bypass: bool) -> String {
         let provider = format!(
             "model_providers.stub={{name=\"stub\",base_url=\"http://127.0.0.1:{}/v1\",\
              wire_api=\"responses\",env_key=\"STUB_API_KEY\",supports_websockets=false{}{retries}}}",
             self.port,
             if retries.is_empty() { "" } else { "," }
         );
-        let args = [
-            "-m",
-            "gpt-5.5",
-            "--dangerously-bypass-approvals-and-sandbox",
-            "-c",
-            "model_provider=stub",
-            "-c",
-            &provider,
-        ];
+        let mut args = vec!["-m", "gpt-5.5"];
+        if bypass {
+            args.push("--dangerously-bypass-approvals-and-sandbox");
+        }
+        args.extend(["-c", "model_provider=stub", "-c", &provider]);
         args.iter()
             .map(|a| toml::Value::String(a.to_string()).to_string())
             .collect::<Vec<_>>()
             .join(", ")
+    }
+
+    /// Every logged request body, one a line, for failure messages.
+    pub fn requests_text(&self) -> String {
+        std::fs::read_to_string(&self.requests).unwrap_or_default()
     }
 
     /// Every logged request, parsed.

@@ -10,6 +10,19 @@ SCRIPT.json is a list of replies, one consumed per `POST /v1/responses` request,
   {"shell": "command"}   an `exec_command` function call (the client runs it and asks again), with
                          `login: false`: no login shell, so the machine's profile (pyenv's rehash
                          lock, say) cannot slow a test down
+  {"tool_search": "query"}
+                         a client-executed `tool_search_call` (Codex 0.169 defers MCP tools: the
+                         model must search before it can call one; Codex answers with a
+                         `tool_search_output` naming the namespace, `mcp__bugatti`, and its tools)
+  {"tool": "NAME", "namespace": "mcp__bugatti", "input": {...}}
+                         a `function_call` of NAME in that namespace (an MCP tool after a search);
+                         an input string "{session_id}" / "{next_offset}" becomes the last
+                         `session ID N` / `Next offset: N` a tool output carried, "{url}" the last
+                         http://127.0.0.1:PORT/... the user's messages held (the step instruction)
+  "expect": ["text", ...]
+                         (with any reply) each text must be in the last tool output the client sent
+                         back (a function_call_output's text, or a tool_search_output's tools as
+                         JSON), else the reply is the text `RESULT ERROR: expected ...` instead
   {"hang": true}         sends `response.created`, then nothing more, ever (an API gone silent)
   {"status": 500}        an HTTP error with a JSON error body
 Any reply may carry "tokens": [input, output] for its usage (default [100, 20]).
@@ -18,6 +31,7 @@ Each request is appended to REQUEST_LOG.jsonl as {"path", "headers", "body"}, on
 Python standard library only.
 """
 import json
+import re
 import sys
 import threading
 import time
@@ -54,6 +68,65 @@ def last_tool_output(body):
             marker = "Output:\n"
             return out.split(marker, 1)[1].strip() if marker in out else out.strip()
     return ""
+
+
+def output_text(item):
+    """The whole text of one tool output item the client sent back."""
+    if item.get("type") == "tool_search_output":
+        return json.dumps(item.get("tools"))
+    out = item.get("output")
+    if isinstance(out, dict):
+        out = out.get("content", out)
+    if isinstance(out, list):
+        out = "\n".join(p.get("text", "") for p in out if isinstance(p, dict))
+    return str(out or "")
+
+
+TOOL_OUTPUTS = ("function_call_output", "custom_tool_call_output", "tool_search_output")
+
+
+def tool_outputs(body):
+    """Every tool output text the client sent, oldest first."""
+    return [output_text(item) for item in body.get("input") or []
+            if isinstance(item, dict) and item.get("type") in TOOL_OUTPUTS]
+
+
+def user_texts(body):
+    texts = []
+    for item in body.get("input") or []:
+        if isinstance(item, dict) and item.get("type") == "message" and item.get("role") == "user":
+            for part in item.get("content") or []:
+                if isinstance(part, dict):
+                    texts.append(part.get("text", ""))
+    return texts
+
+
+def fill(value, body):
+    """Replaces {session_id} / {next_offset} / {url} in a scripted tool input (see above)."""
+    if isinstance(value, dict):
+        return {k: fill(v, body) for k, v in value.items()}
+    if isinstance(value, list):
+        return [fill(v, body) for v in value]
+    if isinstance(value, str):
+        for key, pattern in (("session_id", r"session ID (\d+)"), ("next_offset", r"Next offset: (\d+)")):
+            found = [m for t in tool_outputs(body) for m in re.findall(pattern, t)]
+            if value == "{" + key + "}" and found:
+                return int(found[-1])
+        if "{url}" in value:
+            urls = [m for t in user_texts(body) for m in re.findall(r"http://127\.0\.0\.1:\d+[^\s\"'`]*", t)]
+            if urls:
+                return value.replace("{url}", urls[-1])
+    return value
+
+
+def checked(reply, body):
+    """The reply, or a RESULT ERROR text when a text it expects is not in the last tool output."""
+    outputs = tool_outputs(body)
+    seen = outputs[-1] if outputs else ""
+    for text in reply.get("expect", []):
+        if text not in seen:
+            return {"text": "RESULT ERROR: expected %r in the last tool output %r" % (text, seen)}
+    return reply
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -94,7 +167,7 @@ class Handler(BaseHTTPRequestHandler):
         if not self.path.startswith("/v1/responses"):
             self.send_json(404, {"error": {"message": "stub: no such path"}})
             return
-        reply = next_reply()
+        reply = checked(next_reply(), body)
         if "status" in reply:
             self.send_json(reply["status"], {"error": {"message": "scripted error %d" % reply["status"],
                                                        "type": "server_error"}})
@@ -112,6 +185,15 @@ class Handler(BaseHTTPRequestHandler):
         if "shell" in reply:
             item = {"type": "function_call", "id": fresh_id("fc"), "call_id": fresh_id("call"),
                     "name": "exec_command", "arguments": json.dumps({"cmd": reply["shell"], "login": False})}
+        elif "tool_search" in reply:
+            item = {"type": "tool_search_call", "id": fresh_id("ts"), "call_id": fresh_id("call"),
+                    "status": "completed", "execution": "client",
+                    "arguments": {"query": reply["tool_search"], "limit": 8}}
+        elif "tool" in reply:
+            item = {"type": "function_call", "id": fresh_id("fc"), "call_id": fresh_id("call"),
+                    "name": reply["tool"], "arguments": json.dumps(fill(reply.get("input", {}), body))}
+            if reply.get("namespace"):
+                item["namespace"] = reply["namespace"]
         else:
             text = reply.get("text", "").replace("{tool_result}", last_tool_output(body))
             item = {"type": "message", "id": fresh_id("msg"), "role": "assistant", "status": "completed",
