@@ -1,80 +1,33 @@
 //! The real Codex CLI for end-to-end tests: where it is (or a loud skip), and the scripted
 //! OpenAI Responses API stub it talks to on loopback (tests/support/responses_stub.py).
 
-use std::io::{BufRead, BufReader};
+use super::scripted_api::{npm_cli, ScriptedApi};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 
 /// The CLI `.ci/run` installs (or `$BUGATTI_CODEX_BIN`); `None`, said on stderr, when absent.
 pub fn codex_bin(test: &str) -> Option<PathBuf> {
-    let candidate = std::env::var_os("BUGATTI_CODEX_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(".ci/node/node_modules/.bin/codex")
-        });
-    if candidate.is_file() {
-        return Some(candidate);
-    }
-    use std::io::Write;
-    let _ = writeln!(
-        std::io::stderr(),
-        "\nSKIPPED ({test}): no Codex CLI at {}; `.ci/run` installs it \
-         (cd .ci/node && npm install @openai/codex@0.169)",
-        candidate.display()
-    );
-    None
+    npm_cli(test, "BUGATTI_CODEX_BIN", "codex", "@openai/codex@0.169")
 }
 
-/// The stub, killed with its group when the test ends.
-pub struct ResponsesStub {
-    child: Child,
-    pub port: u16,
-    /// Every request the CLI sent: path, headers that matter, body; one JSON object a line.
-    pub requests: PathBuf,
-}
+/// The stub (responses_stub.py), killed with its group when the test ends.
+pub struct ResponsesStub(ScriptedApi);
 
-impl Drop for ResponsesStub {
-    fn drop(&mut self) {
-        let _ = bugatti::process::group::signal_group(
-            self.child.id() as i32,
-            nix::sys::signal::Signal::SIGKILL,
-        );
-        let _ = self.child.wait();
+impl std::ops::Deref for ResponsesStub {
+    type Target = ScriptedApi;
+    fn deref(&self) -> &ScriptedApi {
+        &self.0
     }
 }
 
 impl ResponsesStub {
     /// Starts the stub with `script` (see responses_stub.py), its files in `dir`.
     pub fn start(dir: &Path, script: serde_json::Value) -> ResponsesStub {
-        use std::os::unix::process::CommandExt;
-        let script_path = dir.join("responses-script.json");
-        std::fs::write(&script_path, script.to_string()).expect("script");
-        let requests = dir.join("responses-requests.jsonl");
-        let mut child = Command::new("python3")
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/support/responses_stub.py"
-            ))
-            .arg(&script_path)
-            .arg(&requests)
-            .stdout(Stdio::piped())
-            .process_group(0)
-            .spawn()
-            .expect("stub");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().expect("stdout"))
-            .read_line(&mut line)
-            .expect("PORT line");
-        let port = line
-            .trim()
-            .strip_prefix("PORT ")
-            .and_then(|p| p.parse().ok())
-            .expect("a port");
-        ResponsesStub {
-            child,
-            port,
-            requests,
-        }
+        ResponsesStub(ScriptedApi::start(
+            "responses_stub.py",
+            "responses",
+            dir,
+            script,
+        ))
     }
 
     /// The `agent_args` that point Codex at the stub (a custom model provider, no websockets, no

@@ -4,6 +4,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod scripted_api;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
