@@ -246,13 +246,16 @@ What the agent did through its console (full arguments in \
             if call.is_error {
                 outcome.insert(0, "failed".into());
             }
-            let _ = writeln!(
-                s,
-                "- `{}` {} — {}",
-                call.tool,
-                cell(&format!("`{}`", call.summary.replace('`', "'"))),
-                outcome.join(", ")
-            );
+            // A call without arguments (`list_logs`) shows no empty code span.
+            let summary = if call.summary.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    " {}",
+                    cell(&format!("`{}`", call.summary.replace('`', "'")))
+                )
+            };
+            let _ = writeln!(s, "- `{}`{summary} — {}", call.tool, outcome.join(", "));
         }
         s.push('\n');
     }
