@@ -1117,6 +1117,8 @@ impl Driver {
             self.emit(EventKind::CommandTornDown {
                 name: record.name.clone(),
                 teardown,
+                log_truncated_bytes: (record.log_truncated_bytes > 0)
+                    .then_some(record.log_truncated_bytes),
             });
         }
         if !record.leaked_pids.is_empty() {

@@ -345,7 +345,7 @@ fn event_line(kind: &EventKind, phase: Phase) -> Option<(String, Verbosity)> {
             }
             (line, Normal)
         }
-        EventKind::CommandTornDown { name, teardown } => {
+        EventKind::CommandTornDown { name, teardown, .. } => {
             let (word, level) = match teardown {
                 TeardownState::Clean => ("clean", Verbose),
                 TeardownState::Killed => ("killed (needed SIGKILL)", Normal),

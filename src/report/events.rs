@@ -272,6 +272,10 @@ pub enum EventKind {
     CommandTornDown {
         name: String,
         teardown: TeardownState,
+        /// Bytes of its output past `[supervisor] max_log_bytes` (kept only as a rolling tail in
+        /// `logs/<name>.tail.log`); absent when the log is whole.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        log_truncated_bytes: Option<u64>,
     },
     /// A `[checkpoint]` save or restore command.
     Checkpoint {

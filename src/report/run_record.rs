@@ -107,6 +107,10 @@ pub struct CommandRecord {
     /// The readiness probe that answered.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub ready_probe: Option<String>,
+    /// Bytes of output past `[supervisor] max_log_bytes`: the log holds the head, and only a
+    /// rolling tail of the rest is kept (`logs/<name>.tail.log`, `.tail.log.1`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub log_truncated_bytes: Option<u64>,
 }
 
 fn test_scope() -> String {
@@ -127,6 +131,7 @@ impl CommandRecord {
             teardown: None,
             error: None,
             ready_probe: None,
+            log_truncated_bytes: None,
         }
     }
 
@@ -592,8 +597,14 @@ impl RunRecord {
                     step.harness_log_excerpt = excerpt.clone();
                 }
             }
-            EventKind::CommandTornDown { name, teardown } => {
-                self.command_mut(name).teardown = Some(*teardown);
+            EventKind::CommandTornDown {
+                name,
+                teardown,
+                log_truncated_bytes,
+            } => {
+                let command = self.command_mut(name);
+                command.teardown = Some(*teardown);
+                command.log_truncated_bytes = *log_truncated_bytes;
             }
             EventKind::Checkpoint {
                 name,
@@ -772,6 +783,7 @@ mod tests {
             EventKind::CommandTornDown {
                 name: "server".into(),
                 teardown: TeardownState::Killed,
+                log_truncated_bytes: None,
             },
             EventKind::RunFinished {
                 outcome: RunOutcome::Failed,
