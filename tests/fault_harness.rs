@@ -218,3 +218,106 @@ fn quick_commands_in_parallel_sessions_keep_their_own_exit_status() {
     );
     assert_eq!(p.run_records().len(), 50);
 }
+
+#[test]
+fn an_auto_port_taken_before_the_server_binds_it_gets_setup_retried_once_with_a_fresh_port() {
+    // The server finds its port taken on its first start (as when another process binds the
+    // picked port first); a marker file makes the second start a real server.
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &shell_config(
+            r#"
+[ports]
+APP_PORT = "auto"
+
+[commands.server]
+kind = "long_lived"
+cmd = "if [ ! -e taken.flag ]; then touch taken.flag; echo \"OSError: [Errno 98] Address already in use: ('127.0.0.1', ${APP_PORT})\" >&2; exit 1; fi; exec python3 -m http.server ${APP_PORT} --bind 127.0.0.1"
+readiness_url = "http://127.0.0.1:${APP_PORT}/"
+"#,
+        ),
+    );
+    p.write(
+        "retry.test.toml",
+        "name = \"Retry\"\n[[steps]]\ninstruction = \"`echo $APP_PORT > $BUGATTI_PROJECT_ROOT/port.txt`\"\n",
+    );
+    let out = p.run(&["start"]); // also checks nothing survives
+    let (said, err) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{said}\n{err}");
+    let record = p.record_for("retry.test.toml");
+    assert_eq!(record["outcome"], "passed", "{record}");
+    let retries = record["port_retries"].as_array().expect("port_retries");
+    assert_eq!(retries.len(), 1, "{record}");
+    let first = retries[0]["ports"]["APP_PORT"]
+        .as_u64()
+        .expect("first port");
+    let second = record["ports"]["APP_PORT"].as_u64().expect("second port");
+    assert_ne!(first, second, "{record}");
+    assert!(
+        retries[0]["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("Address already in use")),
+        "{record}"
+    );
+    let used = std::fs::read_to_string(p.root().join("port.txt")).expect("port.txt");
+    assert_eq!(
+        used.trim(),
+        second.to_string(),
+        "the steps saw the new port"
+    );
+    let server = command(&record, "server");
+    assert_eq!(server["status"], "ready", "{server}");
+    assert!(server["error"].is_null(), "{server}");
+    let shown = format!("{said}{err}");
+    assert!(
+        shown.contains(&format!(
+            "PORTS .......... setup retried: APP_PORT {first} -> {second}"
+        )),
+        "{shown}"
+    );
+}
+
+#[test]
+fn a_port_in_use_again_after_the_retry_is_a_harness_error_with_exit_3() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &shell_config(
+            r#"
+[ports]
+APP_PORT = "auto"
+
+[commands.server]
+kind = "long_lived"
+cmd = "echo \"Error: listen EADDRINUSE: address already in use 127.0.0.1:${APP_PORT}\" >&2; exit 1"
+readiness_url = "http://127.0.0.1:${APP_PORT}/"
+"#,
+        ),
+    );
+    p.write(
+        "busy.test.toml",
+        "name = \"Busy\"\n[[steps]]\ninstruction = \"`true`\"\n",
+    );
+    let out = p.run(&["start"]);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("busy.test.toml");
+    assert_eq!(record["outcome"], "error", "{record}");
+    assert_eq!(
+        record["port_retries"].as_array().map_or(0, Vec::len),
+        1,
+        "retried once only: {record}"
+    );
+    assert!(
+        record["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("EADDRINUSE")),
+        "{record}"
+    );
+}

@@ -75,7 +75,8 @@ fn kind() -> impl Strategy<Value = EventKind> {
         }),
         cmd.prop_map(|name| EventKind::CommandTornDown {
             name,
-            teardown: TeardownState::Killed
+            teardown: TeardownState::Killed,
+            log_truncated_bytes: None,
         }),
         outcome().prop_map(|outcome| EventKind::RunFinished {
             outcome,

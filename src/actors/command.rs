@@ -120,6 +120,7 @@ impl CommandState {
             teardown: self.teardown,
             leaked_pids: self.leaked.clone(),
             skipped: false,
+            log_truncated_bytes: self.hub.log_truncated_bytes(),
         }
     }
 

@@ -28,7 +28,7 @@ use crate::console::server::ConsoleServer;
 use crate::console::{Console, ConsoleSetup};
 use crate::model::assets::prepare_instruction;
 use crate::model::checkpoint::CheckpointPaths;
-use crate::model::config::{CommandScope, KeepWorkspace};
+use crate::model::config::{CommandScope, KeepWorkspace, PortSpec};
 use crate::model::load::RootTest;
 use crate::model::outcome::{RunOutcome, StepStatus};
 use crate::model::plan::PlannedStep;
@@ -40,7 +40,8 @@ use crate::providers::{AgentEvent, ProviderKind, StepRequest, StepVerdict};
 use crate::report::console::stderr_notice;
 use crate::report::error::ReportError;
 use crate::report::events::{
-    millis, summarize_instruction, CheckpointAction, EventKind, Provenance, SetupState, Usage,
+    millis, summarize_instruction, CheckpointAction, EventKind, PortRetry, Provenance, SetupState,
+    Usage,
 };
 use crate::report::evidence::problem as evidence_problem;
 use crate::report::excerpt::LogMarks;
@@ -527,69 +528,15 @@ impl Driver {
             project_root: self.suite.project_root.clone(),
         };
         let effective = &self.test.effective;
-        let vars = session_vars(effective, &id, &self.suite.shared_ports)
-            .map_err(|e| Ending::error(e.to_string()))?;
-        self.emit(EventKind::SessionPrepared {
-            workspace: workdir.display().to_string(),
-            ports: vars.ports.clone(),
-        });
-        let mut specs = command_specs(
-            effective,
-            CommandScope::Test,
-            &vars,
-            &self.suite.project_root,
-            &self.run_dir().join("logs"),
-            &self.suite.skip_cmd,
-        )
-        .map_err(|e| Ending::error(e.to_string()))?;
-        for spec in &mut specs {
-            if self.suite.skip_readiness.contains(&spec.name) {
-                spec.probes.clear();
+        let mut retry = None;
+        let (vars, log_sources, harness) = loop {
+            match self.start_harness(started, &id, retry.take()).await? {
+                HarnessUp::Up(up) => break *up,
+                HarnessUp::PortTaken(given_up) => retry = Some(given_up),
             }
-            if spec.skipped {
-                self.emit(EventKind::SetupStatus {
-                    command: spec.name.clone(),
-                    state: SetupState::Skipped,
-                });
-            }
-        }
+        };
         let agent = agent_spec(effective, &id, &vars, self.suite.claude_bin.clone())
             .map_err(|e| Ending::error(e.to_string()))?;
-
-        // The harness: its events come back through the session's mailbox.
-        let (harness_tx, mut harness_rx) = mpsc::unbounded_channel();
-        let me = self.myself.clone();
-        tokio::spawn(async move {
-            while let Some(event) = harness_rx.recv().await {
-                if me.cast(SessionMsg::Harness(event)).is_err() {
-                    break;
-                }
-            }
-        });
-        let log_sources: Vec<LogSource> = specs
-            .iter()
-            .filter(|spec| !spec.skipped)
-            .map(|spec| LogSource {
-                name: spec.name.clone(),
-                kind: spec.kind.as_str().to_string(),
-                path: spec.log_path.clone(),
-                hub: None,
-            })
-            .collect();
-        let harness = Harness::spawn(
-            self.myself.get_cell(),
-            Scope::run(self.run_id.clone()),
-            harness_tx,
-        )
-        .await
-        .map_err(|e| Ending::error(e.to_string()))?;
-        started.harness = Some(harness.clone());
-        if !specs.is_empty() {
-            tokio::select! {
-                result = harness.start(specs) => result.map_err(|e| Ending::error(e.to_string()))?,
-                reason = Self::until_stopped(self.stop.clone()) => return Err(Ending::from_stop(reason)),
-            }
-        }
 
         // Resuming: the saved state comes back once the harness is up, before the agent starts.
         if let Some(name) = &self.suite.from_checkpoint {
@@ -1112,11 +1059,151 @@ impl Driver {
         }
     }
 
+    /// Picks the session's ports, tells them, and brings the harness up. When a command says its
+    /// address is in use while the session has `auto` ports (one was taken between its pick and
+    /// the server's bind), that harness is torn down and, unless this already is the retry
+    /// (`retry`: what the first try said and the ports it gave up), the caller tries once more.
+    async fn start_harness(
+        &self,
+        started: &mut Started,
+        id: &SessionIdentity,
+        retry: Option<PortRetry>,
+    ) -> Result<HarnessUp, Ending> {
+        let effective = &self.test.effective;
+        let is_retry = retry.is_some();
+        let vars = session_vars(effective, id, &self.suite.shared_ports)
+            .map_err(|e| Ending::error(e.to_string()))?;
+        self.emit(EventKind::SessionPrepared {
+            workspace: id.workdir.display().to_string(),
+            ports: vars.ports.clone(),
+            retried_after: retry,
+        });
+        let mut specs = command_specs(
+            effective,
+            CommandScope::Test,
+            &vars,
+            &self.suite.project_root,
+            &self.run_dir().join("logs"),
+            &self.suite.skip_cmd,
+        )
+        .map_err(|e| Ending::error(e.to_string()))?;
+        for spec in &mut specs {
+            if self.suite.skip_readiness.contains(&spec.name) {
+                spec.probes.clear();
+            }
+            if spec.skipped {
+                self.emit(EventKind::SetupStatus {
+                    command: spec.name.clone(),
+                    state: SetupState::Skipped,
+                });
+            }
+        }
+
+        let auto_ports: BTreeMap<String, u16> = vars
+            .ports
+            .iter()
+            .filter(|(name, _)| {
+                !self.suite.shared_ports.contains_key(*name)
+                    && effective
+                        .ports
+                        .get(*name)
+                        .is_some_and(|p| p.value == PortSpec::Auto)
+            })
+            .map(|(name, port)| (name.clone(), *port))
+            .collect();
+        let may_retry = !is_retry && !auto_ports.is_empty();
+
+        // The harness: its events come back through the session's mailbox. While a setup that
+        // may be retried runs, a command giving up is held back (start reports it anyway): it
+        // must not stop the session before the retry is decided.
+        let gate = Arc::new(std::sync::Mutex::new(if may_retry {
+            GiveUpGate::Hold(Vec::new())
+        } else {
+            GiveUpGate::Forward
+        }));
+        let (harness_tx, mut harness_rx) = mpsc::unbounded_channel();
+        let me = self.myself.clone();
+        let forwarder_gate = Arc::clone(&gate);
+        tokio::spawn(async move {
+            while let Some(event) = harness_rx.recv().await {
+                let event = forwarder_gate
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .pass(event);
+                if let Some(event) = event {
+                    if me.cast(SessionMsg::Harness(event)).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        let log_sources: Vec<LogSource> = specs
+            .iter()
+            .filter(|spec| !spec.skipped)
+            .map(|spec| LogSource {
+                name: spec.name.clone(),
+                kind: spec.kind.as_str().to_string(),
+                path: spec.log_path.clone(),
+                hub: None,
+            })
+            .collect();
+        let harness = Harness::spawn(
+            self.myself.get_cell(),
+            Scope::run(self.run_id.clone()),
+            harness_tx,
+        )
+        .await
+        .map_err(|e| Ending::error(e.to_string()))?;
+        started.harness = Some(harness.clone());
+        if !specs.is_empty() {
+            let result = tokio::select! {
+                result = harness.start(specs) => result,
+                reason = Self::until_stopped(self.stop.clone()) => return Err(Ending::from_stop(reason)),
+            };
+            let retrying =
+                matches!(&result, Err(e) if may_retry && says_address_in_use(&e.to_string()));
+            let held = std::mem::replace(
+                &mut *gate.lock().unwrap_or_else(|poisoned| poisoned.into_inner()),
+                if retrying {
+                    GiveUpGate::Drop
+                } else {
+                    GiveUpGate::Forward
+                },
+            );
+            if let GiveUpGate::Hold(held) = held {
+                if !retrying {
+                    for event in held {
+                        let _ = self.myself.cast(SessionMsg::Harness(event));
+                    }
+                }
+            }
+            if let Err(e) = result {
+                if !retrying {
+                    return Err(Ending::error(e.to_string()));
+                }
+                // What the first try started goes down before fresh ports are picked.
+                for record in harness.teardown_all(grace_is_over()).await {
+                    if !record.skipped {
+                        self.report_teardown(&record);
+                    }
+                }
+                started.harness = None;
+                return Ok(HarnessUp::PortTaken(PortRetry {
+                    reason: e.to_string(),
+                    ports: auto_ports,
+                }));
+            }
+        }
+        Ok(HarnessUp::Up(Box::new((vars, log_sources, harness))))
+    }
+
     fn report_teardown(&self, record: &HarnessRecord) {
         if let Some(teardown) = record.teardown {
             self.emit(EventKind::CommandTornDown {
                 name: record.name.clone(),
                 teardown,
+                log_truncated_bytes: (record.log_truncated_bytes > 0)
+                    .then_some(record.log_truncated_bytes),
             });
         }
         if !record.leaked_pids.is_empty() {
@@ -1127,6 +1214,46 @@ impl Driver {
             );
         }
     }
+}
+
+/// How [`Session::start_harness`] went, short of an error that ends the run.
+enum HarnessUp {
+    Up(Box<(SessionVars, Vec<LogSource>, Harness)>),
+    /// An `auto` port was taken before its server bound it: try once more with fresh ones.
+    PortTaken(PortRetry),
+}
+
+/// What becomes of a harness's `GaveUp` events on their way to the session.
+enum GiveUpGate {
+    Forward,
+    /// Setup may yet be retried: kept until that is decided.
+    Hold(Vec<HarnessEvent>),
+    /// Setup is retried: that harness's give-ups are the failure being retried.
+    Drop,
+}
+
+impl GiveUpGate {
+    fn pass(&mut self, event: HarnessEvent) -> Option<HarnessEvent> {
+        if !matches!(event.kind, HarnessEventKind::GaveUp { .. }) {
+            return Some(event);
+        }
+        match self {
+            Self::Forward => Some(event),
+            Self::Hold(held) => {
+                held.push(event);
+                None
+            }
+            Self::Drop => None,
+        }
+    }
+}
+
+/// What a server says when its port is taken (Python, Node, Go, Rust, C, Java wordings).
+fn says_address_in_use(text: &str) -> bool {
+    let text = text.to_ascii_lowercase();
+    ["address already in use", "eaddrinuse", "address in use"]
+        .iter()
+        .any(|s| text.contains(s))
 }
 
 async fn sleep_until_opt(at: Option<tokio::time::Instant>) {

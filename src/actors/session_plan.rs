@@ -119,7 +119,11 @@ pub fn command_specs(
         .commands
         .values()
         .filter(|c| c.scope == scope)
-        .map(|c| command_spec(c, vars, project_root, logs_dir, skipped))
+        .map(|c| {
+            let mut spec = command_spec(c, vars, project_root, logs_dir, skipped)?;
+            spec.max_log_bytes = config.supervisor.max_log_bytes.value;
+            Ok(spec)
+        })
         .collect()
 }
 

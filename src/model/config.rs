@@ -69,6 +69,8 @@ pub struct SupervisorSection {
     pub keep_runs: Option<usize>,
     /// Per invocation: a root test that would take the suite's spend over it does not start.
     pub max_cost_usd: Option<f64>,
+    /// Per harness command: its log keeps this many bytes of head, then a rolling tail.
+    pub max_log_bytes: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]

@@ -95,6 +95,10 @@ pub const DEFAULT_STEP_TIMEOUT_SECS: u64 = 300;
 pub const DEFAULT_JOBS: usize = 4;
 pub const DEFAULT_ARTIFACT_DIR: &str = ".bugatti";
 pub const DEFAULT_KEEP_RUNS: usize = 200;
+/// The default `[supervisor] max_log_bytes`: generous, but a runaway server cannot fill a disk.
+pub const DEFAULT_MAX_LOG_BYTES: u64 = 256 * 1024 * 1024;
+/// The smallest accepted `max_log_bytes`: below this the head would hold almost nothing.
+pub const MIN_MAX_LOG_BYTES: u64 = 4096;
 pub const DEFAULT_CHECKPOINT_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_NO_OUTPUT_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_CLAUDE_BIN: &str = "claude";
@@ -148,6 +152,9 @@ pub struct SupervisorSettings {
     pub keep_runs: Sourced<usize>,
     /// `[supervisor] max_cost_usd`: the invocation's spending limit; `None`: no limit.
     pub max_cost_usd: Sourced<Option<f64>>,
+    /// `[supervisor] max_log_bytes`: per harness command, the head its log keeps before the
+    /// rest goes to a rolling tail (`crate::process::log_limit`).
+    pub max_log_bytes: Sourced<u64>,
 }
 
 /// A resolved secret. Its Debug never shows the value.
@@ -229,6 +236,7 @@ impl Default for EffectiveConfig {
                 timeout_secs: Sourced::default_value(None),
                 keep_runs: Sourced::default_value(DEFAULT_KEEP_RUNS),
                 max_cost_usd: Sourced::default_value(None),
+                max_log_bytes: Sourced::default_value(DEFAULT_MAX_LOG_BYTES),
             },
             env: BTreeMap::new(),
             secrets: BTreeMap::new(),
@@ -302,6 +310,19 @@ impl EffectiveConfig {
         }
         if let Some(v) = s.keep_runs {
             self.supervisor.keep_runs.set(v, layer, None);
+        }
+        if let Some(v) = &s.max_log_bytes {
+            let at = origin(file, v.span());
+            match u64::try_from(*v.get_ref()) {
+                Ok(n) if n >= MIN_MAX_LOG_BYTES => self.supervisor.max_log_bytes.set(n, layer, at),
+                _ => problems.push(problem(
+                    format!(
+                        "`[supervisor] max_log_bytes` must be a whole number of bytes, at least {MIN_MAX_LOG_BYTES} (found {}; the default is {DEFAULT_MAX_LOG_BYTES}, 256 MiB)",
+                        v.get_ref()
+                    ),
+                    at,
+                )),
+            }
         }
         for (k, v) in &cfg.env {
             self.env.insert(
@@ -811,6 +832,11 @@ impl EffectiveConfig {
             s.max_cost_usd.source,
         );
         row(
+            "supervisor.max_log_bytes",
+            s.max_log_bytes.value.to_string(),
+            s.max_log_bytes.source,
+        );
+        row(
             "supervisor.fail_fast",
             s.fail_fast.value.to_string(),
             s.fail_fast.source,
@@ -1104,6 +1130,25 @@ mod tests {
         );
         let (_, ps) = apply("[supervisor]\nmax_parallel = 0\n");
         assert_eq!(ps, vec!["`max_parallel` must be at least 1"]);
+    }
+
+    #[test]
+    fn max_log_bytes_is_a_whole_number_of_at_least_4096() {
+        let (e, ps) = apply("");
+        assert_eq!(e.supervisor.max_log_bytes.value, 256 * 1024 * 1024);
+        assert!(ps.is_empty());
+        let (e, ps) = apply("[supervisor]\nmax_log_bytes = 65536\n");
+        assert_eq!((e.supervisor.max_log_bytes.value, ps.len()), (65536, 0));
+        for bad in ["100", "-1", "0"] {
+            let (_, ps) = apply(&format!("[supervisor]\nmax_log_bytes = {bad}\n"));
+            assert_eq!(ps.len(), 1, "{bad}: {ps:?}");
+            assert!(
+                ps[0].starts_with(&format!(
+                    "`[supervisor] max_log_bytes` must be a whole number of bytes, at least 4096 (found {bad};"
+                )),
+                "{ps:?}"
+            );
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod handle;
 pub mod job_control;
 pub mod ledger;
 pub mod limits;
+pub mod log_limit;
 pub mod oneshot;
 pub mod order;
 pub mod output;

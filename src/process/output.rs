@@ -6,15 +6,15 @@
 //! and writes them through a buffered writer, raw (invalid UTF-8 is kept as is; only secrets are
 //! replaced). Lines are cut and decoded only while somebody listens.
 
+use super::log_limit::{LimitedLog, LogCut};
 use crate::report::redact::{Secrets, StreamRedactor};
 use std::fs::File;
-use std::io::{BufWriter, Read, Write};
+use std::io::Read;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::{mpsc, watch};
 
 const READ_CHUNK: usize = 256 * 1024;
-const WRITE_BUFFER: usize = 256 * 1024;
 /// A "line" longer than this is handed to subscribers in pieces.
 const MAX_LINE: usize = 64 * 1024;
 /// Lines a subscriber may have unread before further lines are dropped (and counted): a slow
@@ -34,6 +34,9 @@ struct HubInner {
     count: AtomicUsize,
     /// The last complete line written, for "what it last saw" messages.
     last_line: Mutex<Vec<u8>>,
+    /// Whether the command's log reached `max_log_bytes`, and by how much (over every
+    /// incarnation: they append to one log).
+    log_cut: Arc<LogCut>,
 }
 
 #[derive(Debug)]
@@ -112,6 +115,12 @@ impl OutputHub {
             hub: self.clone(),
             dropped,
         }
+    }
+
+    /// Bytes of the command's output past its log's `max_log_bytes` (kept only as a rolling
+    /// tail); 0 while the log is whole.
+    pub fn log_truncated_bytes(&self) -> u64 {
+        self.inner.log_cut.past_limit()
     }
 
     pub fn has_subscribers(&self) -> bool {
@@ -267,19 +276,29 @@ impl PumpHandle {
     }
 }
 
-/// Starts the pump thread: `source` → redaction → buffered `log`, lines → `hub`.
+/// Where a pump writes: the command's log (open for appending), its path, and its limit.
+pub struct LogTarget {
+    pub file: File,
+    pub path: std::path::PathBuf,
+    /// `[supervisor] max_log_bytes`.
+    pub max_bytes: u64,
+}
+
+/// Starts the pump thread: `source` → redaction → buffered `log` (head, then rolling tail, see
+/// [`super::log_limit`]), lines → `hub` (every line, whether or not the log kept it).
 pub fn spawn_pump(
     name: &str,
     mut source: Box<dyn Read + Send>,
-    log: File,
+    log: LogTarget,
     secrets: Arc<Secrets>,
     hub: OutputHub,
 ) -> std::io::Result<PumpHandle> {
     let (done_tx, done_rx) = watch::channel(false);
+    let cut = hub.inner.log_cut.clone();
     std::thread::Builder::new()
         .name(format!("pump-{name}"))
         .spawn(move || {
-            let mut writer = BufWriter::with_capacity(WRITE_BUFFER, log);
+            let mut writer = LimitedLog::new(log.file, &log.path, log.max_bytes, cut);
             let mut redactor = (!secrets.is_empty()).then(|| StreamRedactor::new(secrets));
             let mut splitter = LineSplitter::new();
             let mut buf = vec![0u8; READ_CHUNK];
@@ -330,6 +349,11 @@ fn drain_rest(source: &mut Box<dyn Read + Send>, buf: &mut [u8]) {
 pub fn log_tail(path: &std::path::Path, max_lines: usize) -> String {
     use std::io::{Seek, SeekFrom};
     const WINDOW: u64 = 8 * 1024;
+    // A cut log ends with the limit's marker: the newest output is in the rolling tail.
+    if let Some(bytes) = super::log_limit::newest_output(path, WINDOW) {
+        let start = bytes.len().saturating_sub(WINDOW as usize);
+        return last_lines_of(&bytes[start..], max_lines);
+    }
     let Ok(mut file) = File::open(path) else {
         return String::new();
     };
@@ -342,7 +366,11 @@ pub fn log_tail(path: &std::path::Path, max_lines: usize) -> String {
     if file.read_to_end(&mut bytes).is_err() {
         return String::new();
     }
-    let text = String::from_utf8_lossy(&bytes);
+    last_lines_of(&bytes, max_lines)
+}
+
+fn last_lines_of(bytes: &[u8], max_lines: usize) -> String {
+    let text = String::from_utf8_lossy(bytes);
     let lines: Vec<&str> = text.lines().collect();
     let skip = lines.len().saturating_sub(max_lines);
     lines[skip..].join("\n")

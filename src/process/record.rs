@@ -54,6 +54,8 @@ pub struct HarnessRecord {
     /// Pids found alive after their group was gone, and killed.
     pub leaked_pids: Vec<i32>,
     pub skipped: bool,
+    /// Bytes of output past `[supervisor] max_log_bytes`, kept only as a rolling tail.
+    pub log_truncated_bytes: u64,
 }
 
 impl HarnessRecord {
@@ -73,6 +75,7 @@ impl HarnessRecord {
             teardown: None,
             leaked_pids: Vec::new(),
             skipped: spec.skipped,
+            log_truncated_bytes: 0,
         }
     }
 }

@@ -8,7 +8,7 @@
 
 use super::exit::ExitStatus;
 use super::handle::{self, Group, Io, Launch};
-use super::output::{spawn_pump, OutputHub, PumpHandle};
+use super::output::{spawn_pump, LogTarget, OutputHub, PumpHandle};
 use super::owner::Owner;
 use super::spec::CommandSpec;
 use super::teardown::{self, Ladder, TeardownReport};
@@ -131,7 +131,14 @@ pub fn spawn(spec: &CommandSpec, hub: &OutputHub, owner: Owner) -> Result<Runnin
     launch.env = spec.env.clone();
     let mut group = handle::start(launch).map_err(|e| start_error(spec, e))?;
     let pumped = match group.take_output() {
-        Some(output) => spawn_pump(&spec.name, output, log, spec.secrets.clone(), hub.clone()),
+        Some(output) => {
+            let log = LogTarget {
+                file: log,
+                path: spec.log_path.clone(),
+                max_bytes: spec.max_log_bytes,
+            };
+            spawn_pump(&spec.name, output, log, spec.secrets.clone(), hub.clone())
+        }
         None => Err(std::io::Error::other("no output stream")),
     };
     match pumped {

@@ -49,6 +49,8 @@ pub struct CommandSpec {
     pub log_path: PathBuf,
     /// Values redacted from the log file.
     pub secrets: Arc<Secrets>,
+    /// `[supervisor] max_log_bytes`: the log keeps this much head, then a rolling tail.
+    pub max_log_bytes: u64,
 }
 
 impl CommandSpec {
@@ -80,6 +82,7 @@ impl CommandSpec {
             skipped: false,
             log_path: log_path.into(),
             secrets: Arc::new(Secrets::default()),
+            max_log_bytes: crate::process::log_limit::DEFAULT_MAX_LOG_BYTES,
         }
     }
 

@@ -289,7 +289,28 @@ fn event_line(kind: &EventKind, phase: Phase) -> Option<(String, Verbosity)> {
             ),
             Verbose,
         ),
-        EventKind::SessionPrepared { workspace, ports } => (
+        EventKind::SessionPrepared {
+            ports,
+            retried_after: Some(retry),
+            ..
+        } => (
+            format!(
+                "PORTS .......... setup retried: {} (a port was taken: address in use)",
+                retry
+                    .ports
+                    .iter()
+                    .map(|(name, old)| format!(
+                        "{name} {old} -> {}",
+                        ports.get(name).map_or("?".into(), u16::to_string)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            ),
+            Normal,
+        ),
+        EventKind::SessionPrepared {
+            workspace, ports, ..
+        } => (
             format!(
                 "SESSION ........ workspace {workspace}{}",
                 ports
@@ -345,7 +366,7 @@ fn event_line(kind: &EventKind, phase: Phase) -> Option<(String, Verbosity)> {
             }
             (line, Normal)
         }
-        EventKind::CommandTornDown { name, teardown } => {
+        EventKind::CommandTornDown { name, teardown, .. } => {
             let (word, level) = match teardown {
                 TeardownState::Clean => ("clean", Verbose),
                 TeardownState::Killed => ("killed (needed SIGKILL)", Normal),

@@ -14,6 +14,16 @@ use serde::{Deserialize, Serialize};
 use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
 
 /// One thing that happened, with when it happened.
+/// Setup was tried again with fresh `auto` ports: a command said its address was in use (one was
+/// taken between its pick and the server's bind).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortRetry {
+    /// The first setup's error, with the command's last lines.
+    pub reason: String,
+    /// The `auto` ports that setup used and gave up.
+    pub ports: std::collections::BTreeMap<String, u16>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     pub timestamp: DateTime<Utc>,
@@ -257,10 +267,14 @@ pub enum EventKind {
         step_id: u32,
         reason: String,
     },
-    /// The session's places, once chosen: its workspace and its resolved `[ports]`.
+    /// The session's places, once chosen: its workspace and its resolved `[ports]`. Sent again
+    /// when setup is retried with fresh `auto` ports.
     SessionPrepared {
         workspace: String,
         ports: std::collections::BTreeMap<String, u16>,
+        /// On the retry: why the first setup failed, and the ports it gave up.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        retried_after: Option<PortRetry>,
     },
     /// What each harness command wrote to its log while a step that did not pass ran (by byte
     /// offsets taken when the step started and ended), bounded; sent before its `step_finished`.
@@ -272,6 +286,10 @@ pub enum EventKind {
     CommandTornDown {
         name: String,
         teardown: TeardownState,
+        /// Bytes of its output past `[supervisor] max_log_bytes` (kept only as a rolling tail in
+        /// `logs/<name>.tail.log`); absent when the log is whole.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        log_truncated_bytes: Option<u64>,
     },
     /// A `[checkpoint]` save or restore command.
     Checkpoint {

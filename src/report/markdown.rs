@@ -450,6 +450,24 @@ fn commands(input: &ReportInput<'_>) -> Result<String, String> {
         );
     }
     s.push('\n');
+    for c in &input.record.commands {
+        if let Some(bytes) = c.log_truncated_bytes {
+            let tail = c.log.strip_suffix(".log").unwrap_or(&c.log);
+            let _ = writeln!(
+                s,
+                "- `{}`: its log reached `[supervisor] max_log_bytes`; the log holds the head, and of the {bytes} bytes after it only the newest are kept, in `{tail}.tail.log.1` then `{tail}.tail.log`.",
+                cell(&c.name),
+            );
+        }
+    }
+    if input
+        .record
+        .commands
+        .iter()
+        .any(|c| c.log_truncated_bytes.is_some())
+    {
+        s.push('\n');
+    }
     Ok(s)
 }
 

@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 
 use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
 use crate::report::events::{
-    CheckpointAction, CheckpointState, Event, EventKind, Provenance, SetupState, Usage,
+    CheckpointAction, CheckpointState, Event, EventKind, PortRetry, Provenance, SetupState, Usage,
 };
 
 /// What a session knows about its run before it launches anything.
@@ -107,6 +107,10 @@ pub struct CommandRecord {
     /// The readiness probe that answered.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub ready_probe: Option<String>,
+    /// Bytes of output past `[supervisor] max_log_bytes`: the log holds the head, and only a
+    /// rolling tail of the rest is kept (`logs/<name>.tail.log`, `.tail.log.1`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub log_truncated_bytes: Option<u64>,
 }
 
 fn test_scope() -> String {
@@ -127,13 +131,20 @@ impl CommandRecord {
             teardown: None,
             error: None,
             ready_probe: None,
+            log_truncated_bytes: None,
         }
     }
 
     /// Brings the command up to date with one of its setup statuses (`at`: when it happened).
     pub fn apply_setup(&mut self, state: &SetupState, at: DateTime<Utc>) {
         match state {
-            SetupState::Started => self.status = CommandStatus::Running,
+            SetupState::Started => {
+                // A setup retried with fresh ports starts its commands again: the first try's
+                // failure is in `port_retries`, not this command's state.
+                self.status = CommandStatus::Running;
+                self.error = None;
+                self.exit_code = None;
+            }
             SetupState::Ready { probe } => {
                 // A skipped command's probe still runs; it stays `skipped`.
                 if self.status != CommandStatus::Skipped {
@@ -308,6 +319,9 @@ pub struct RunRecord {
     /// The session's resolved `[ports]` (auto ones as allocated).
     #[serde(default)]
     pub ports: BTreeMap<String, u16>,
+    /// Setup retried with fresh `auto` ports (at most once): why, and the ports given up.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub port_retries: Vec<PortRetry>,
     pub steps: Vec<StepRecord>,
     pub commands: Vec<CommandRecord>,
     /// `[checkpoint]` saves and restores, in order.
@@ -355,6 +369,7 @@ impl RunRecord {
             skipped_commands: plan.skipped_commands.clone(),
             workspace: None,
             ports: BTreeMap::new(),
+            port_retries: Vec::new(),
             steps: plan
                 .steps
                 .iter()
@@ -583,17 +598,28 @@ impl RunRecord {
                     at: event.timestamp,
                 });
             }
-            EventKind::SessionPrepared { workspace, ports } => {
+            EventKind::SessionPrepared {
+                workspace,
+                ports,
+                retried_after,
+            } => {
                 self.workspace = Some(workspace.clone());
                 self.ports = ports.clone();
+                self.port_retries.extend(retried_after.clone());
             }
             EventKind::HarnessLogExcerpt { step_id, excerpt } => {
                 if let Some(step) = self.step_mut(*step_id, "harness_log_excerpt") {
                     step.harness_log_excerpt = excerpt.clone();
                 }
             }
-            EventKind::CommandTornDown { name, teardown } => {
-                self.command_mut(name).teardown = Some(*teardown);
+            EventKind::CommandTornDown {
+                name,
+                teardown,
+                log_truncated_bytes,
+            } => {
+                let command = self.command_mut(name);
+                command.teardown = Some(*teardown);
+                command.log_truncated_bytes = *log_truncated_bytes;
             }
             EventKind::Checkpoint {
                 name,
@@ -772,6 +798,7 @@ mod tests {
             EventKind::CommandTornDown {
                 name: "server".into(),
                 teardown: TeardownState::Killed,
+                log_truncated_bytes: None,
             },
             EventKind::RunFinished {
                 outcome: RunOutcome::Failed,

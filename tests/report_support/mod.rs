@@ -174,6 +174,7 @@ pub fn events(clock: &EventClock, last: StepStatus, outcome: RunOutcome) -> Vec<
     kinds.push(EventKind::CommandTornDown {
         name: "server".into(),
         teardown: TeardownState::Clean,
+        log_truncated_bytes: None,
     });
     kinds.push(EventKind::RunFinished {
         outcome,
