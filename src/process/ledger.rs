@@ -532,6 +532,17 @@ mod tests {
         let mut leader = spawn();
         let mut escaped = spawn();
         let pid = |c: &std::process::Child| c.id() as i32;
+        // Until a child has exec'd, its /proc environ is still this test's (no BUGATTI_RUN_ID):
+        // on a busy machine the sweep could look before then.
+        for child in [&leader, &escaped] {
+            let comm = format!("/proc/{}/comm", pid(child));
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            while std::fs::read_to_string(&comm).map_or(true, |c| c.trim() != "sleep")
+                && std::time::Instant::now() < deadline
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+        }
         let file = LedgerFile {
             suite_id: "dead".into(),
             supervisor_pid: i32::MAX,
