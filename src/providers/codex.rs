@@ -26,13 +26,13 @@ use super::{
 };
 use crate::console::wiring as console_wiring;
 use crate::model::outcome::{StepStatus, TeardownState};
+use crate::process::job_control::{reached, Deadline};
 use crate::process::owner::{Owner, Role, Scope};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStdout;
-use tokio::time::{sleep_until, Instant as TokioInstant};
 
 /// Characters of a command's output shown in `agent.log` (the whole one is in `agent.jsonl`).
 const TOOL_OUTPUT_SHOWN: usize = 2000;
@@ -362,18 +362,18 @@ impl Codex {
         turn: &mut Turn,
         collector: &mut ReplyCollector,
         step_id: u32,
-        deadline: TokioInstant,
+        deadline: Deadline,
         mut cancel: CancelSignal,
     ) -> TurnEnd {
-        let far = TokioInstant::now() + Duration::from_secs(86_400 * 365);
+        // Stopped time (Ctrl+Z) counts against neither.
         let idle_limit = self.ctx.spec.no_output_timeout;
-        let mut idle_at = idle_limit.map(|d| TokioInstant::now() + d);
+        let mut idle_at = idle_limit.map(Deadline::after);
         let mut line = Vec::new();
         loop {
             let read = tokio::select! {
                 read = stdout.read_until(b'\n', &mut line) => read,
-                _ = sleep_until(deadline) => return TurnEnd::TimedOut,
-                _ = sleep_until(idle_at.unwrap_or(far)), if idle_at.is_some() => return TurnEnd::Silent,
+                _ = deadline.reached() => return TurnEnd::TimedOut,
+                _ = reached(idle_at), if idle_at.is_some() => return TurnEnd::Silent,
                 _ = cancelled(&mut cancel) => return TurnEnd::Cancelled,
             };
             match read {
@@ -392,7 +392,7 @@ impl Codex {
                         return TurnEnd::Completed(Box::new(v));
                     }
                     if progress {
-                        idle_at = idle_limit.map(|d| TokioInstant::now() + d);
+                        idle_at = idle_limit.map(Deadline::after);
                     }
                     if let Some(max) = self.ctx.spec.max_turns_per_step {
                         if turn.model_turns > u64::from(max) {
@@ -433,7 +433,7 @@ impl Codex {
         let secrets = self.ctx.facts.secrets.clone();
         let mut collector = ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets)
             .relative_to(&self.ctx.facts.run_dir);
-        let deadline = TokioInstant::now() + request.timeout;
+        let deadline = Deadline::after(request.timeout);
         let mut stdout = match self.spawn(prompt, request.step_id) {
             Ok(stdout) => stdout,
             Err(e) => {
