@@ -7,7 +7,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use super::ledger::{ledger_dir, start_time, supervisor_alive, LedgerFile};
+use super::ledger::{read_ledgers, start_time, supervisor_alive, LedgerFile};
 
 /// Workspaces are temp directories with this prefix; nothing else is ever removed.
 const WORKSPACE_PREFIX: &str = "bugatti-ws-";
@@ -34,19 +34,11 @@ pub struct DeadLedger {
     pub groups_alive: Vec<String>,
 }
 
+/// The ledgers that could be read (an unreadable one is the next `start`'s to warn about).
 fn ledgers(artifact_dir: &Path) -> Vec<(PathBuf, LedgerFile)> {
-    let Ok(entries) = std::fs::read_dir(ledger_dir(artifact_dir)) else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("json"))
-        .filter_map(|p| {
-            let file = std::fs::read(&p)
-                .ok()
-                .and_then(|b| serde_json::from_slice(&b).ok())?;
-            Some((p, file))
-        })
+    read_ledgers(artifact_dir)
+        .into_iter()
+        .filter_map(|(path, read)| Some((path, read.ok()?)))
         .collect()
 }
 
@@ -145,6 +137,7 @@ pub fn remove_workspaces(artifact_dir: &Path) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::process::ledger::ledger_dir;
 
     fn run(artifact: &Path, run_id: &str, suite_id: &str, outcome: Option<&str>, ws: &Path) {
         let dir = artifact.join("runs").join(run_id);

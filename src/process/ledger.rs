@@ -337,17 +337,8 @@ fn kill_leftovers(file: &LedgerFile) -> Vec<Leftovers> {
 /// Unreadable or corrupt ledgers are skipped with a warning, never fatal.
 pub fn reap_dead(artifact_dir: &Path) -> Reaped {
     let mut found = Reaped::default();
-    let Ok(entries) = fs::read_dir(ledger_dir(artifact_dir)) else {
-        return found;
-    };
-    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
-        if path.extension().and_then(|e| e.to_str()) != Some("json") {
-            continue;
-        }
-        let file: LedgerFile = match fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()))
-        {
+    for (path, read) in read_ledgers(artifact_dir) {
+        let file = match read {
             Ok(file) => file,
             Err(e) => {
                 tracing::warn!("skipping the process ledger `{}`: {e}", path.display());
@@ -364,6 +355,23 @@ pub fn reap_dead(artifact_dir: &Path) -> Reaped {
         let _ = fs::remove_file(path.with_extension("json.tmp"));
     }
     found
+}
+
+/// Every ledger under `artifact_dir`, each read (or why it could not be).
+pub fn read_ledgers(artifact_dir: &Path) -> Vec<(PathBuf, Result<LedgerFile, String>)> {
+    let Ok(entries) = fs::read_dir(ledger_dir(artifact_dir)) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().and_then(|e| e.to_str()) == Some("json"))
+        .map(|path| {
+            let read = fs::read(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()));
+            (path, read)
+        })
+        .collect()
 }
 
 #[cfg(test)]

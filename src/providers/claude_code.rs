@@ -21,7 +21,7 @@
 
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
-use super::transcript::SharedTranscript;
+use super::transcript::{AgentTranscripts, SharedTranscript};
 use super::{
     agent_env, bootstrap, command::cancelled, AgentContext, AgentDeath, AgentError, AgentFault,
     CancelSignal, ClaudeUsage, Provider, ProviderKind, StepRequest, StepVerdict,
@@ -425,19 +425,10 @@ impl Provider for ClaudeCode {
     }
 
     async fn start(&mut self) -> Result<(), AgentError> {
-        let facts = &self.ctx.facts;
-        let dir = facts.transcripts_dir();
-        self.log = Some(SharedTranscript::create(
-            &dir.join("agent.log"),
-            facts.secrets.clone(),
-        )?);
-        self.jsonl = Some(SharedTranscript::create(
-            &dir.join("agent.jsonl"),
-            facts.secrets.clone(),
-        )?);
-        let stderr =
-            SharedTranscript::create(&dir.join("agent.stderr.log"), facts.secrets.clone())?;
-        self.stderr = Some(stderr);
+        let transcripts = AgentTranscripts::create(&self.ctx.facts)?;
+        self.log = Some(transcripts.log);
+        self.jsonl = Some(transcripts.jsonl);
+        self.stderr = Some(transcripts.stderr);
         self.spawn().await
     }
 

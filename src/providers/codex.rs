@@ -19,7 +19,7 @@
 
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
-use super::transcript::SharedTranscript;
+use super::transcript::{AgentTranscripts, SharedTranscript};
 use super::{
     agent_env, bootstrap, command::cancelled, AgentContext, AgentDeath, AgentError, AgentFault,
     CancelSignal, Provider, ProviderKind, StepRequest, StepUsage, StepVerdict,
@@ -551,20 +551,10 @@ impl Provider for Codex {
                 source: std::io::Error::new(std::io::ErrorKind::NotFound, why),
             }
         })?;
-        let facts = &self.ctx.facts;
-        let dir = facts.transcripts_dir();
-        self.log = Some(SharedTranscript::create(
-            &dir.join("agent.log"),
-            facts.secrets.clone(),
-        )?);
-        self.jsonl = Some(SharedTranscript::create(
-            &dir.join("agent.jsonl"),
-            facts.secrets.clone(),
-        )?);
-        self.stderr = Some(SharedTranscript::create(
-            &dir.join("agent.stderr.log"),
-            facts.secrets.clone(),
-        )?);
+        let transcripts = AgentTranscripts::create(&self.ctx.facts)?;
+        self.log = Some(transcripts.log);
+        self.jsonl = Some(transcripts.jsonl);
+        self.stderr = Some(transcripts.stderr);
         Ok(())
     }
 

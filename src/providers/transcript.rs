@@ -97,3 +97,24 @@ impl SharedTranscript {
         self.lock().finish();
     }
 }
+
+/// The three transcripts of a JSON-streaming agent CLI (claude-code, codex): its whole output as
+/// read (`agent.log`), its JSON events (`agent.jsonl`) and its stderr (`agent.stderr.log`).
+pub struct AgentTranscripts {
+    pub log: SharedTranscript,
+    pub jsonl: SharedTranscript,
+    pub stderr: SharedTranscript,
+}
+
+impl AgentTranscripts {
+    /// Creates them in the session's `transcripts/`, secrets redacted.
+    pub fn create(facts: &super::SessionFacts) -> Result<Self, AgentError> {
+        let dir = facts.transcripts_dir();
+        let open = |name: &str| SharedTranscript::create(&dir.join(name), facts.secrets.clone());
+        Ok(Self {
+            log: open("agent.log")?,
+            jsonl: open("agent.jsonl")?,
+            stderr: open("agent.stderr.log")?,
+        })
+    }
+}
