@@ -412,7 +412,7 @@ impl Driver {
     async fn run(&self) -> RunOutcome {
         let plan = self.run_plan();
         let notices = Notices::new(self.events.reporter().clone());
-        let secrets = Arc::new(crate::report::redact::Secrets::new(
+        let secrets = Arc::new(crate::model::redact::Secrets::new(
             self.test.effective.secret_pairs(),
         ));
         match self.events.open(plan, secrets).await {

@@ -103,27 +103,29 @@ pub(super) fn check_names(
         }
     }
     let mut cwd_problems = Vec::new();
-    let mut check =
-        |field: String, text: &str, origin: Option<crate::model::layers::Origin>, extra: &[&str]| {
-            // Names outside `known` may only be the field's own extras: no copy of the (possibly
-            // large) set per field.
-            let unknown_outside_extras = references(text).map(|names| {
-                names
-                    .into_iter()
-                    .find(|n| !known.contains(n) && !extra.contains(&n.as_str()))
-            });
-            let result = match unknown_outside_extras {
-                Ok(None) => Ok(()),
-                Ok(Some(name)) => Err(SubstError::Unknown { name }),
-                Err(e) => Err(e),
-            };
-            if let Err(e) = result {
-                lps.push(LayerProblem {
-                    message: format!("{field}: {e}"),
-                    origin,
-                });
-            }
+    let mut check = |field: String,
+                     text: &str,
+                     origin: Option<crate::model::layers::Origin>,
+                     extra: &[&str]| {
+        // Names outside `known` may only be the field's own extras: no copy of the (possibly
+        // large) set per field.
+        let unknown_outside_extras = references(text).map(|names| {
+            names
+                .into_iter()
+                .find(|n| !known.contains(n) && !extra.contains(&n.as_str()))
+        });
+        let result = match unknown_outside_extras {
+            Ok(None) => Ok(()),
+            Ok(Some(name)) => Err(SubstError::Unknown { name }),
+            Err(e) => Err(e),
         };
+        if let Err(e) = result {
+            lps.push(LayerProblem {
+                message: format!("{field}: {e}"),
+                origin,
+            });
+        }
+    };
     for (k, v) in &eff.env {
         check(format!("env.{k}"), &v.value, v.origin.clone(), &[]);
     }
