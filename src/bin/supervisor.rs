@@ -195,6 +195,18 @@ impl RunArgs {
     }
 }
 
+/// A line on stdout for the commands whose exit code is a run's verdict (`start`, `merge`): a
+/// reader that went away (`supervisor start | head -1`) must not turn a finished run into a panic
+/// or a SIGPIPE death, so a failed write is dropped and the run's own exit code stands. The
+/// commands that only print (`check`, `report`, `doctor`, …) end with SIGPIPE (141) instead, as
+/// Unix filters do.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -206,7 +218,7 @@ fn main() -> ExitCode {
             }
             match load(&options) {
                 Some(mut suite) => {
-                    println!("supervisor: {}", suite.config_summary());
+                    say!("supervisor: {}", suite.config_summary());
                     print_notes(&suite);
                     let artifacts = bugatti::actors::run::artifact_dir_path(&suite);
                     if let Err(e) = store::check_dir_writable("the artifact directory", &artifacts)
@@ -319,7 +331,7 @@ fn select_failed(suite: &mut Suite) -> Result<bool, ExitCode> {
     };
     let failed = last.not_passed();
     if failed.is_empty() {
-        println!(
+        say!(
             "supervisor: --rerun-failed: every root test passed in the previous suite {}; nothing to run",
             last.suite_id
         );
@@ -328,7 +340,7 @@ fn select_failed(suite: &mut Suite) -> Result<bool, ExitCode> {
     suite
         .tests
         .retain(|t| failed.iter().any(|f| std::path::Path::new(f) == t.rel_path));
-    println!(
+    say!(
         "supervisor: --rerun-failed: {} root test(s) that did not pass in suite {}: {}",
         suite.tests.len(),
         last.suite_id,
@@ -364,11 +376,14 @@ fn merge(dirs: &[PathBuf], out: Option<PathBuf>, config: Option<PathBuf>) -> Exi
     match store::merge(dirs, &out) {
         Ok(merged) => {
             for note in &merged.notes {
-                println!("note: {note}");
+                say!("note: {note}");
             }
-            print!("{}", merged.summary.to_markdown());
-            println!("Merged suite: {}", merged.out.display());
-            println!("HTML report: {}", merged.out.join("report.html").display());
+            {
+                use std::io::Write as _;
+                let _ = write!(std::io::stdout(), "{}", merged.summary.to_markdown());
+            }
+            say!("Merged suite: {}", merged.out.display());
+            say!("HTML report: {}", merged.out.join("report.html").display());
             suite_exit(&merged.summary)
         }
         Err(e) => {
