@@ -1,0 +1,340 @@
+//! The session's browser against the real Chromium: launch in its own group, readiness on its
+//! DevTools endpoint, teardown with nothing left, and the per-step capture of a real page served
+//! on loopback. Skips (saying so) where no Chromium is installed.
+
+use bugatti::browser::cdp::CdpClient;
+use bugatti::browser::{executable, Browser, BrowserError, BrowserLaunch, CaptureSet, Monitor};
+use bugatti::process::Scope;
+use serde_json::json;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+mod common;
+
+fn chromium() -> Option<PathBuf> {
+    match executable::find_on_env_path(None) {
+        Ok(path) => Some(path),
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+fn run_id(name: &str) -> String {
+    format!("browser-test-{name}-{}", std::process::id())
+}
+
+fn cmdline_mentions(pid: i32, needle: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| String::from_utf8_lossy(&c).contains(needle))
+        .unwrap_or(false)
+}
+
+/// Every live process started with this profile or carrying this run id.
+fn browser_processes(run: &str, profile: &Path) -> Vec<i32> {
+    let mut pids = common::processes_with_env_entry(&format!("BUGATTI_RUN_ID={run}"));
+    let profile = profile.display().to_string();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        if let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        {
+            let zombie = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .map(|s| {
+                    s.rsplit(')')
+                        .next()
+                        .unwrap_or("")
+                        .trim_start()
+                        .starts_with('Z')
+                })
+                .unwrap_or(true);
+            if !zombie && cmdline_mentions(pid, &profile) && !pids.contains(&pid) {
+                pids.push(pid);
+            }
+        }
+    }
+    pids
+}
+
+fn assert_none_left(run: &str, profile: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = browser_processes(run, profile);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() > deadline {
+            for pid in &left {
+                let _ = std::process::Command::new("kill")
+                    .args(["-9", &pid.to_string()])
+                    .status();
+            }
+            panic!("browser processes left: {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+async fn start(name: &str, exe: PathBuf, workspace: &Path) -> (Browser, String, PathBuf) {
+    let run = run_id(name);
+    let profile = workspace.join("browser-profile");
+    let mut spec = BrowserLaunch::new(exe, profile.clone(), Scope::run(run.clone()));
+    spec.log_path = Some(workspace.join("browser.log"));
+    let browser = Browser::start(spec).await.expect("the browser starts");
+    (browser, run, profile)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_browser_starts_in_its_own_group_answers_and_leaves_nothing() {
+    let Some(exe) = chromium() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut browser, run, profile) = start("launch", exe, dir.path()).await;
+    assert!(
+        browser.version().browser.contains("Chrome"),
+        "{:?}",
+        browser.version()
+    );
+    assert!(
+        browser.ws_url().starts_with("ws://127.0.0.1:"),
+        "{}",
+        browser.ws_url()
+    );
+    assert_eq!(
+        browser.cdp_url(),
+        format!("http://127.0.0.1:{}", browser.port())
+    );
+    let pages = bugatti::browser::devtools::pages(&browser.cdp_url())
+        .await
+        .expect("/json/list");
+    assert_eq!(pages.len(), 1, "{pages:?}");
+    assert_eq!(pages[0].url, "about:blank");
+    assert!(profile.join("Default").is_dir() || profile.join("Local State").exists());
+    // Chromium forks a zygote and renderers: the group is more than its leader.
+    let running = browser_processes(&run, &profile);
+    assert!(running.len() > 1, "only {running:?}");
+    assert!(running.contains(&browser.pid()));
+    let report = browser.stop(false).await;
+    assert!(report.leaked.is_empty(), "{report:?}");
+    assert_none_left(&run, &profile);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_skipped_grace_kills_the_whole_browser_at_once() {
+    let Some(exe) = chromium() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut browser, run, profile) = start("kill", exe, dir.path()).await;
+    assert!(browser_processes(&run, &profile).len() > 1);
+    let report = browser.stop(true).await;
+    assert!(report.leaked.is_empty(), "{report:?}");
+    assert_none_left(&run, &profile);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_browser_that_exits_at_once_says_so_with_its_output() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fake = dir.path().join("fake-chromium");
+    std::fs::write(&fake, "#!/bin/sh\necho 'cannot open display' >&2\nexit 3\n").expect("write");
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let run = run_id("early");
+    let spec = BrowserLaunch::new(fake, dir.path().join("profile"), Scope::run(run.clone()));
+    match Browser::start(spec).await {
+        Err(BrowserError::ExitedEarly { status, output }) => {
+            assert!(status.contains('3'), "{status}");
+            assert!(output.contains("cannot open display"), "{output}");
+        }
+        Err(other) => panic!("wrong error: {other}"),
+        Ok(_) => panic!("a browser that exits cannot be ready"),
+    }
+    assert_none_left(&run, &dir.path().join("profile"));
+}
+
+/// A page that logs a console error and asks for an image that is not there.
+fn serve_app() -> (
+    u16,
+    std::thread::JoinHandle<()>,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    listener.set_nonblocking(true).expect("nonblocking");
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopping = stop.clone();
+    let server = std::thread::spawn(move || {
+        while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok((mut stream, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            };
+            let _ = stream.set_nonblocking(false);
+            let mut request_line = String::new();
+            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+            let _ = reader.read_line(&mut request_line);
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+                    break;
+                }
+            }
+            let (status, body) = if request_line.starts_with("GET / ") {
+                (
+                    "200 OK",
+                    "<!doctype html><title>Shop</title><h1>Shop</h1>\
+                     <script>console.error('deliberate console error');\
+                     console.warn('deliberate warning');</script>\
+                     <img src=\"/missing.png\">",
+                )
+            } else {
+                ("404 Not Found", "not here")
+            };
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (port, server, stop)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_capture_holds_the_screenshot_the_console_error_and_the_404() {
+    let Some(exe) = chromium() else { return };
+    let (app_port, server, stop_server) = serve_app();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run_dir = dir.path().join("run");
+    let (mut browser, run, profile) = start("capture", exe, dir.path()).await;
+
+    let monitor = Monitor::attach(&browser.cdp_url()).await.expect("monitor");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while monitor.watched_pages().is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the first page was never attached"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    // The "agent": its own CDP connection, as Playwright MCP has.
+    let agent = CdpClient::connect(browser.ws_url(), |_| {})
+        .await
+        .expect("agent");
+    let limit = Duration::from_secs(10);
+    let target = bugatti::browser::devtools::pages(&browser.cdp_url())
+        .await
+        .expect("pages")[0]
+        .id
+        .clone();
+    let session = agent
+        .call(
+            "Target.attachToTarget",
+            json!({"targetId": target, "flatten": true}),
+            None,
+            limit,
+        )
+        .await
+        .expect("attach")["sessionId"]
+        .as_str()
+        .expect("session")
+        .to_string();
+
+    // From about:blank to the app is a cross-process navigation: the new renderer's first
+    // subresource requests (the 404 image) are missed by the Network domain, which the capture
+    // must make up for.
+    monitor.begin_step();
+    agent
+        .call(
+            "Page.navigate",
+            json!({"url": format!("http://127.0.0.1:{app_port}/")}),
+            Some(&session),
+            limit,
+        )
+        .await
+        .expect("navigate");
+    agent
+        .call(
+            "Runtime.evaluate",
+            json!({"expression": "new Promise(r => document.readyState === 'complete' ? r() : addEventListener('load', () => r()))", "awaitPromise": true}),
+            Some(&session),
+            limit,
+        )
+        .await
+        .expect("loaded");
+    let capture = monitor.capture_step(3, &run_dir, CaptureSet::all()).await;
+    assert!(capture.problems.is_empty(), "{:?}", capture.problems);
+    let kinds: Vec<_> = capture.evidence.iter().map(|e| e.kind()).collect();
+    assert_eq!(
+        kinds,
+        ["screenshot", "console", "network"],
+        "{:?}",
+        capture.evidence
+    );
+
+    let png = std::fs::read(run_dir.join("screenshots/step-3-1.png")).expect("screenshot");
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    assert!(png.len() > 1000, "a {} byte PNG", png.len());
+    let console =
+        std::fs::read_to_string(run_dir.join("browser/step-3.console.jsonl")).expect("console");
+    assert!(console.contains("deliberate console error"), "{console}");
+    assert!(console.contains("deliberate warning"), "{console}");
+    assert!(capture.console_errors >= 1, "{capture:?}");
+    let network =
+        std::fs::read_to_string(run_dir.join("browser/step-3.network.jsonl")).expect("network");
+    let failed: Vec<serde_json::Value> = network
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a JSON line"))
+        .collect();
+    assert!(
+        failed.iter().any(|f| f["url"]
+            .as_str()
+            .is_some_and(|u| u.ends_with("/missing.png"))
+            && f["status"] == 404),
+        "{network}\nconsole: {console}"
+    );
+    for line in console.lines() {
+        let entry: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+        assert!(
+            entry["level"] == "error" || entry["level"] == "warning",
+            "{entry}"
+        );
+    }
+
+    // The next step's window starts empty: the first step's messages are not repeated.
+    monitor.begin_step();
+    let next = monitor.capture_step(4, &run_dir, CaptureSet::all()).await;
+    assert_eq!(next.console_errors, 0, "{next:?}");
+    let console =
+        std::fs::read_to_string(run_dir.join("browser/step-4.console.jsonl")).expect("console");
+    assert!(console.is_empty(), "{console}");
+    assert!(run_dir.join("screenshots/step-4-1.png").is_file());
+
+    agent.close().await;
+    monitor.close().await;
+    let report = browser.stop(false).await;
+    assert!(report.leaked.is_empty(), "{report:?}");
+    assert_none_left(&run, &profile);
+    stop_server.store(true, std::sync::atomic::Ordering::Relaxed);
+    server.join().expect("server");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_capture_from_a_browser_that_died_is_a_noted_problem() {
+    let Some(exe) = chromium() else { return };
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (mut browser, run, profile) = start("dead", exe, dir.path()).await;
+    let monitor = Monitor::attach(&browser.cdp_url()).await.expect("monitor");
+    browser.stop(true).await;
+    assert_none_left(&run, &profile);
+    let capture = monitor
+        .capture_step(1, &dir.path().join("run"), CaptureSet::all())
+        .await;
+    assert!(!capture.problems.is_empty(), "{capture:?}");
+    assert!(
+        capture.evidence.iter().all(|e| e.kind() != "screenshot"),
+        "{capture:?}"
+    );
+}
