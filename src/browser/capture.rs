@@ -16,6 +16,7 @@ use super::cdp::{CdpClient, CdpEvent};
 use super::devtools;
 use super::error::BrowserError;
 use super::evidence::BrowserEvidence;
+pub use crate::model::browser::CaptureSet;
 use base64::Engine;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -28,28 +29,6 @@ use tokio::sync::mpsc;
 
 /// One CDP command's limit; a screenshot of a busy page is the slowest.
 const CALL_LIMIT: Duration = Duration::from_secs(10);
-
-/// What is captured at the end of a step (`[browser] capture`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CaptureSet {
-    /// A PNG of each open page.
-    pub screenshot: bool,
-    /// The console's errors and warnings.
-    pub console: bool,
-    /// The failed requests.
-    pub network: bool,
-}
-
-impl CaptureSet {
-    /// Everything (the default).
-    pub fn all() -> Self {
-        Self {
-            screenshot: true,
-            console: true,
-            network: true,
-        }
-    }
-}
 
 /// One line of `browser/step-<id>.console.jsonl`.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]

@@ -7,6 +7,7 @@
 //! [`options`] is the command line as plain data; [`outcome`] the verdicts of a run.
 
 pub mod assets;
+pub mod browser;
 pub mod checkpoint;
 pub mod commands;
 pub mod config;
