@@ -338,3 +338,154 @@ async fn a_capture_from_a_browser_that_died_is_a_noted_problem() {
         "{capture:?}"
     );
 }
+
+/// One JSON-RPC exchange with an MCP server over stdio (newline-delimited JSON).
+async fn mcp_call(
+    stdin: &mut tokio::process::ChildStdin,
+    stdout: &mut tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    id: u64,
+    method: &str,
+    params: serde_json::Value,
+) -> serde_json::Value {
+    use tokio::io::AsyncWriteExt;
+    let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+    stdin
+        .write_all(format!("{request}\n").as_bytes())
+        .await
+        .expect("write to the MCP server");
+    let read = async {
+        loop {
+            let line = stdout
+                .next_line()
+                .await
+                .expect("read from the MCP server")
+                .expect("the MCP server closed its output");
+            let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) else {
+                continue;
+            };
+            if message["id"] == id {
+                return message;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(60), read)
+        .await
+        .unwrap_or_else(|_| panic!("no answer to {method}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_playwright_mcp_drives_the_supervised_browser_and_the_capture_sees_it() {
+    let Some(exe) = chromium() else { return };
+    let Some(mcp_bin) = common::scripted_api::npm_cli(
+        "playwright mcp",
+        "BUGATTI_PLAYWRIGHT_MCP_BIN",
+        "playwright-mcp",
+        "@playwright/mcp@0.0.83",
+    ) else {
+        return;
+    };
+    let (app_port, server, stop_server) = serve_app();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run_dir = dir.path().join("run");
+    let (mut browser, run, profile) = start("mcp", exe, dir.path()).await;
+    let monitor = Monitor::attach(&browser.cdp_url()).await.expect("monitor");
+
+    let command = bugatti::browser::mcp::McpCommand::resolve(
+        Some(&mcp_bin.display().to_string()),
+        None,
+        &browser.cdp_url(),
+    )
+    .expect("the command");
+    let marker = format!("BUGATTI_TEST_MCP={}", run);
+    let mut mcp = tokio::process::Command::new(&command.program)
+        .args(&command.args)
+        .env("BUGATTI_TEST_MCP", &run)
+        .current_dir(dir.path())
+        .process_group(0)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("playwright-mcp starts");
+    let mcp_pgid = mcp.id().expect("pid") as i32;
+    let mut stdin = mcp.stdin.take().expect("stdin");
+    let mut stdout = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(
+        mcp.stdout.take().expect("stdout"),
+    ));
+
+    let init = mcp_call(
+        &mut stdin,
+        &mut stdout,
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bugatti-test", "version": "0"}}),
+    )
+    .await;
+    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    {
+        use tokio::io::AsyncWriteExt;
+        stdin
+            .write_all(b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n")
+            .await
+            .expect("initialized");
+    }
+    monitor.begin_step();
+    let url = format!("http://127.0.0.1:{app_port}/");
+    let navigated = mcp_call(
+        &mut stdin,
+        &mut stdout,
+        2,
+        "tools/call",
+        json!({"name": "browser_navigate", "arguments": {"url": url}}),
+    )
+    .await;
+    assert!(navigated["result"]["isError"] != true, "{navigated}");
+    let snapshot = mcp_call(
+        &mut stdin,
+        &mut stdout,
+        3,
+        "tools/call",
+        json!({"name": "browser_snapshot", "arguments": {}}),
+    )
+    .await;
+    assert!(snapshot.to_string().contains("Shop"), "{snapshot}");
+
+    let capture = monitor.capture_step(1, &run_dir, CaptureSet::all()).await;
+    assert!(capture.problems.is_empty(), "{:?}", capture.problems);
+    let screenshots: Vec<_> = capture
+        .evidence
+        .iter()
+        .filter(|e| e.kind() == "screenshot")
+        .collect();
+    assert!(!screenshots.is_empty(), "{capture:?}");
+    assert!(
+        capture.evidence.iter().any(|e| matches!(e,
+            bugatti::browser::BrowserEvidence::Screenshot { url: u, .. } if *u == url)),
+        "no screenshot of the app's page: {capture:?}"
+    );
+    let console =
+        std::fs::read_to_string(run_dir.join("browser/step-1.console.jsonl")).expect("console");
+    assert!(console.contains("deliberate console error"), "{console}");
+    let network =
+        std::fs::read_to_string(run_dir.join("browser/step-1.network.jsonl")).expect("network");
+    assert!(network.contains("/missing.png"), "{network}");
+
+    drop(stdin);
+    let _ = nix::sys::signal::killpg(
+        nix::unistd::Pid::from_raw(mcp_pgid),
+        nix::sys::signal::Signal::SIGKILL,
+    );
+    let _ = mcp.wait().await;
+    monitor.close().await;
+    let report = browser.stop(false).await;
+    assert!(report.leaked.is_empty(), "{report:?}");
+    assert_none_left(&run, &profile);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !common::processes_with_env_entry(&marker).is_empty() {
+        assert!(Instant::now() < deadline, "playwright-mcp survived");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop_server.store(true, std::sync::atomic::Ordering::Relaxed);
+    server.join().expect("server");
+}

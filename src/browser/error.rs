@@ -65,6 +65,14 @@ pub enum BrowserError {
         /// What went wrong.
         reason: String,
     },
+    /// `[browser] mcp_cmd` is not a command line.
+    #[error("[browser] mcp_cmd `{cmd}`: {reason}")]
+    McpCommand {
+        /// As configured.
+        cmd: String,
+        /// Why it cannot run.
+        reason: String,
+    },
     /// A CDP command or the WebSocket failed.
     #[error("CDP: {0}")]
     Cdp(#[from] super::cdp::CdpError),

@@ -2,8 +2,11 @@
 //! DevTools on an auto loopback port, `--no-sandbox` as root, none of Chromium's calls home), the
 //! spawn through [`crate::process::handle::start`] (its own process group, registered under
 //! [`Role::Browser`], the run id in its environment), readiness on `/json/version`, and the end
-//! through [`crate::process::teardown::terminate`] — Chromium's zygote and renderers are in its
-//! group or carry its marker, so nothing of it outlives the session.
+//! through [`crate::process::teardown::terminate`]. Chromium's zygote, GPU, utility and renderer
+//! processes stay in its process group (checked with Chromium 156), so the group's SIGKILL ends
+//! them; they do not carry the environment marker (they overwrite their environ with their
+//! command line), but every one names the profile directory in its command line, which is how
+//! the tests look for leftovers.
 
 use super::devtools::{self, Version};
 use super::error::BrowserError;

@@ -11,6 +11,7 @@
 //! - [`cdp`]: a small CDP client over a WebSocket: commands, answers, events.
 //! - [`capture`]: the per-step window of console messages and failed requests, and the
 //!   screenshots, written under the run directory.
+//! - [`mcp`]: the Playwright MCP command the agent gets, attached to this browser over CDP.
 //! - [`evidence`]: the typed evidence a capture yields (`screenshot`, `console`, `network`).
 
 pub mod capture;
@@ -20,6 +21,7 @@ pub mod error;
 pub mod evidence;
 pub mod executable;
 pub mod launch;
+pub mod mcp;
 
 pub use capture::{CaptureSet, Monitor, StepCapture};
 pub use error::BrowserError;
