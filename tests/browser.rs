@@ -489,3 +489,47 @@ async fn the_real_playwright_mcp_drives_the_supervised_browser_and_the_capture_s
     stop_server.store(true, std::sync::atomic::Ordering::Relaxed);
     server.join().expect("server");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_names_the_browser_and_playwright_mcp_versions_or_why_not() {
+    use bugatti::browser::doctor::{findings, Finding};
+    use bugatti::model::browser::BrowserConfig;
+    let dir = tempfile::tempdir().expect("tempdir");
+    // Nothing on PATH: both say why.
+    let found = findings(&BrowserConfig::default(), Some("/nonexistent"), dir.path()).await;
+    assert!(
+        matches!(&found[0], Finding::Fail(m) if m.contains("`chromium`") && m.contains("`google-chrome`")),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|f| matches!(f, Finding::Note(m) if m.contains("npx -y @playwright/mcp@0.0.83"))),
+        "{found:?}"
+    );
+    let Some(exe) = chromium() else { return };
+    let Some(mcp) = common::scripted_api::npm_cli(
+        "doctor",
+        "BUGATTI_PLAYWRIGHT_MCP_BIN",
+        "playwright-mcp",
+        "@playwright/mcp@0.0.83",
+    ) else {
+        return;
+    };
+    let path = format!(
+        "{}:{}",
+        exe.parent().expect("dir").display(),
+        mcp.parent().expect("dir").display()
+    );
+    let found = findings(&BrowserConfig::default(), Some(&path), dir.path()).await;
+    assert!(
+        matches!(&found[0], Finding::Ok(m) if m.starts_with("browser: Chromium ") && m.contains(&exe.display().to_string())),
+        "{found:?}"
+    );
+    assert!(
+        found
+            .iter()
+            .any(|f| matches!(f, Finding::Ok(m) if m.contains("Playwright MCP: Version 0.0.83"))),
+        "{found:?}"
+    );
+}

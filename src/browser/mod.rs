@@ -12,11 +12,13 @@
 //! - [`capture`]: the per-step window of console messages and failed requests, and the
 //!   screenshots, written under the run directory.
 //! - [`mcp`]: the Playwright MCP command the agent gets, attached to this browser over CDP.
+//! - [`doctor`]: what `doctor` says about the browser and Playwright MCP.
 //! - [`evidence`]: the typed evidence a capture yields (`screenshot`, `console`, `network`).
 
 pub mod capture;
 pub mod cdp;
 pub mod devtools;
+pub mod doctor;
 pub mod error;
 pub mod evidence;
 pub mod executable;
