@@ -17,6 +17,7 @@ pub mod ids;
 pub mod layers;
 pub mod load;
 pub mod markers;
+pub mod mcp_json;
 pub mod options;
 pub mod outcome;
 pub mod paths;
