@@ -79,6 +79,24 @@ fn assert_none_left(run: &str, profile: &Path) {
     }
 }
 
+/// The browser's crash handlers: they leave its process group (see `browser::launch`).
+fn crash_handlers(run: &str, profile: &Path) -> Vec<i32> {
+    browser_processes(run, profile)
+        .into_iter()
+        .filter(|pid| cmdline_mentions(*pid, "chrome_crashpad_handler"))
+        .collect()
+}
+
+/// The teardown killed every browser process; the only ones outside its group it had to find by
+/// the marker are crash handlers that had not exited on their own yet.
+fn assert_only_crash_handlers_leaked(report: &bugatti::process::TeardownReport, handlers: &[i32]) {
+    assert!(
+        report.leaked.iter().all(|pid| handlers.contains(pid)),
+        "leaked {:?}, crash handlers {handlers:?}: {report:?}",
+        report.leaked
+    );
+}
+
 async fn start(name: &str, exe: PathBuf, workspace: &Path) -> (Browser, String, PathBuf) {
     let run = run_id(name);
     let profile = workspace.join("browser-profile");
@@ -117,8 +135,9 @@ async fn the_browser_starts_in_its_own_group_answers_and_leaves_nothing() {
     let running = browser_processes(&run, &profile);
     assert!(running.len() > 1, "only {running:?}");
     assert!(running.contains(&browser.pid()));
+    let handlers = crash_handlers(&run, &profile);
     let report = browser.stop(false).await;
-    assert!(report.leaked.is_empty(), "{report:?}");
+    assert_only_crash_handlers_leaked(&report, &handlers);
     assert_none_left(&run, &profile);
 }
 
@@ -128,8 +147,9 @@ async fn a_skipped_grace_kills_the_whole_browser_at_once() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut browser, run, profile) = start("kill", exe, dir.path()).await;
     assert!(browser_processes(&run, &profile).len() > 1);
+    let handlers = crash_handlers(&run, &profile);
     let report = browser.stop(true).await;
-    assert!(report.leaked.is_empty(), "{report:?}");
+    assert_only_crash_handlers_leaked(&report, &handlers);
     assert_none_left(&run, &profile);
 }
 
@@ -209,7 +229,9 @@ async fn a_step_capture_holds_the_screenshot_the_console_error_and_the_404() {
     let run_dir = dir.path().join("run");
     let (mut browser, run, profile) = start("capture", exe, dir.path()).await;
 
-    let monitor = Monitor::attach(&browser.cdp_url()).await.expect("monitor");
+    let monitor = Monitor::attach(&browser.cdp_url(), None)
+        .await
+        .expect("monitor");
     let deadline = Instant::now() + Duration::from_secs(10);
     while monitor.watched_pages().is_empty() {
         assert!(
@@ -314,8 +336,9 @@ async fn a_step_capture_holds_the_screenshot_the_console_error_and_the_404() {
 
     agent.close().await;
     monitor.close().await;
+    let handlers = crash_handlers(&run, &profile);
     let report = browser.stop(false).await;
-    assert!(report.leaked.is_empty(), "{report:?}");
+    assert_only_crash_handlers_leaked(&report, &handlers);
     assert_none_left(&run, &profile);
     stop_server.store(true, std::sync::atomic::Ordering::Relaxed);
     server.join().expect("server");
@@ -326,7 +349,9 @@ async fn a_capture_from_a_browser_that_died_is_a_noted_problem() {
     let Some(exe) = chromium() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut browser, run, profile) = start("dead", exe, dir.path()).await;
-    let monitor = Monitor::attach(&browser.cdp_url()).await.expect("monitor");
+    let monitor = Monitor::attach(&browser.cdp_url(), None)
+        .await
+        .expect("monitor");
     browser.stop(true).await;
     assert_none_left(&run, &profile);
     let capture = monitor
@@ -388,7 +413,9 @@ async fn the_real_playwright_mcp_drives_the_supervised_browser_and_the_capture_s
     let dir = tempfile::tempdir().expect("tempdir");
     let run_dir = dir.path().join("run");
     let (mut browser, run, profile) = start("mcp", exe, dir.path()).await;
-    let monitor = Monitor::attach(&browser.cdp_url()).await.expect("monitor");
+    let monitor = Monitor::attach(&browser.cdp_url(), None)
+        .await
+        .expect("monitor");
 
     let command = bugatti::browser::mcp::McpCommand::resolve(
         Some(&mcp_bin.display().to_string()),
@@ -478,8 +505,9 @@ async fn the_real_playwright_mcp_drives_the_supervised_browser_and_the_capture_s
     );
     let _ = mcp.wait().await;
     monitor.close().await;
+    let handlers = crash_handlers(&run, &profile);
     let report = browser.stop(false).await;
-    assert!(report.leaked.is_empty(), "{report:?}");
+    assert_only_crash_handlers_leaked(&report, &handlers);
     assert_none_left(&run, &profile);
     let deadline = Instant::now() + Duration::from_secs(5);
     while !common::processes_with_env_entry(&marker).is_empty() {
@@ -532,4 +560,109 @@ async fn doctor_names_the_browser_and_playwright_mcp_versions_or_why_not() {
             .any(|f| matches!(f, Finding::Ok(m) if m.contains("Playwright MCP: Version 0.0.83"))),
         "{found:?}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_browser_follows_its_config_and_leaves_nothing() {
+    use bugatti::browser::session::{BrowserPlaces, ConsoleVerdict};
+    use bugatti::browser::SessionBrowser;
+    use bugatti::model::browser::{capture_from_names, BrowserConfig};
+    let Some(exe) = chromium() else { return };
+    let (app_port, server, stop_server) = serve_app();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let run_dir = dir.path().join("run");
+    std::fs::create_dir_all(&run_dir).expect("run dir");
+    let run = run_id("session");
+    let config = BrowserConfig {
+        executable: Some(exe.display().to_string()),
+        viewport: (640, 480),
+        capture: capture_from_names(&["screenshot".into(), "console".into()]).expect("kinds"),
+        fail_on_console_errors: true,
+        ..BrowserConfig::default()
+    };
+    let places = BrowserPlaces::new(&dir.path().join("workspace"), &run_dir);
+    let session =
+        SessionBrowser::start(&config, &places, Scope::run(run.clone()), Vec::new(), None)
+            .await
+            .expect("starts");
+    let env = session.env();
+    assert_eq!(env[0].0, "BUGATTI_CDP_URL");
+    assert_eq!(env[0].1, session.browser().cdp_url());
+    assert!(run_dir.join("browser.log").is_file());
+
+    // Drive it as the agent would, through the URL it is given.
+    let agent = CdpClient::connect(session.browser().ws_url(), |_| {})
+        .await
+        .expect("agent");
+    let limit = Duration::from_secs(10);
+    session.begin_step();
+    let target = agent
+        .call(
+            "Target.createTarget",
+            json!({"url": "about:blank"}),
+            None,
+            limit,
+        )
+        .await
+        .expect("new page")["targetId"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    let page = agent
+        .call(
+            "Target.attachToTarget",
+            json!({"targetId": target, "flatten": true}),
+            None,
+            limit,
+        )
+        .await
+        .expect("attach")["sessionId"]
+        .as_str()
+        .expect("session")
+        .to_string();
+    agent
+        .call(
+            "Page.navigate",
+            json!({"url": format!("http://127.0.0.1:{app_port}/")}),
+            Some(&page),
+            limit,
+        )
+        .await
+        .expect("navigate");
+    agent
+        .call(
+            "Runtime.evaluate",
+            json!({"expression": "new Promise(r => document.readyState === 'complete' ? r() : addEventListener('load', () => r()))", "awaitPromise": true}),
+            Some(&page),
+            limit,
+        )
+        .await
+        .expect("loaded");
+    let capture = session.end_step(2, &run_dir).await;
+    assert!(capture.problems.is_empty(), "{:?}", capture.problems);
+    // Two pages (the first about:blank and the app), no network file (not asked for).
+    let kinds: Vec<_> = capture.evidence.iter().map(|e| e.kind()).collect();
+    assert_eq!(
+        kinds,
+        ["screenshot", "screenshot", "console"],
+        "{capture:?}"
+    );
+    assert!(!run_dir.join("browser/step-2.network.jsonl").exists());
+    let png = std::fs::read(run_dir.join("screenshots/step-2-2.png")).expect("png");
+    // The viewport is the configured one: a PNG's IHDR holds width and height.
+    let width = u32::from_be_bytes(png[16..20].try_into().expect("width"));
+    let height = u32::from_be_bytes(png[20..24].try_into().expect("height"));
+    assert_eq!((width, height), (640, 480));
+    assert!(matches!(
+        session.console_verdict(true, &capture),
+        Some(ConsoleVerdict::Fail(_))
+    ));
+
+    agent.close().await;
+    let handlers = crash_handlers(&run, &places.profile_dir);
+    let report = session.stop(false).await;
+    assert_only_crash_handlers_leaked(&report, &handlers);
+    assert_none_left(&run, &places.profile_dir);
+    stop_server.store(true, std::sync::atomic::Ordering::Relaxed);
+    server.join().expect("server");
 }

@@ -121,14 +121,17 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
 /// The session's watch on its browser.
 pub struct Monitor {
     base: String,
+    viewport: Option<(u32, u32)>,
     client: CdpClient,
     state: Arc<Mutex<State>>,
 }
 
 impl Monitor {
     /// Connects to the browser whose DevTools endpoint is `base` (`http://127.0.0.1:<port>`)
-    /// and starts watching every page, present and future.
-    pub async fn attach(base: &str) -> Result<Self, BrowserError> {
+    /// and starts watching every page, present and future; with `viewport`, every page it
+    /// attaches to is given that viewport (`--window-size` sizes the window, and the headless
+    /// window's own frame takes part of it: 640×480 gave a 640×337 page in Chromium 156).
+    pub async fn attach(base: &str, viewport: Option<(u32, u32)>) -> Result<Self, BrowserError> {
         let version = devtools::version(base).await?;
         let state = Arc::new(Mutex::new(State::default()));
         let (attach_tx, mut attach_rx) = mpsc::unbounded_channel::<String>();
@@ -146,7 +149,7 @@ impl Monitor {
                 let client = attacher.clone();
                 let state = attach_state.clone();
                 tokio::spawn(async move {
-                    let _ = attach_page(&client, &state, &target).await;
+                    let _ = attach_page(&client, &state, &target, viewport).await;
                 });
             }
         });
@@ -160,6 +163,7 @@ impl Monitor {
             .await?;
         Ok(Self {
             base: base.to_string(),
+            viewport,
             client,
             state,
         })
@@ -200,9 +204,12 @@ impl Monitor {
             }
         };
         // Screenshots first: each answer comes after every event its page sent before it, so
-        // once they are in, the window's events are too.
+        // once they are in, the window's events are too. A background tab draws no frames, so
+        // its screenshot never comes: each page is brought to the front for its own, last the
+        // one `/json/list` names first (the most recently active), which leaves it in front
+        // as the agent had it.
         let mut shots = Vec::new();
-        for page in &pages {
+        for (index, page) in pages.iter().enumerate().rev() {
             let session = match self.session_of(&page.id).await {
                 Ok(session) => session,
                 Err(e) => {
@@ -225,9 +232,11 @@ impl Monitor {
                     .await;
                 continue;
             }
-            let n = shots.len() + 1;
-            let rel = format!("screenshots/step-{step_id}-{n}.png");
-            match self.screenshot(&session, &run_dir.join(&rel)).await {
+            let rel = format!("screenshots/step-{step_id}-{}.png", index + 1);
+            match self
+                .screenshot(&session, &run_dir.join(&rel), pages.len() > 1)
+                .await
+            {
                 Ok(()) => shots.push(BrowserEvidence::Screenshot {
                     path: rel,
                     url: page.url.clone(),
@@ -238,6 +247,7 @@ impl Monitor {
                     .push(format!("screenshot of {}: {e}", page.url)),
             }
         }
+        shots.reverse();
         capture.evidence.extend(shots);
         let (console, network) = {
             let mut state = lock(&self.state);
@@ -284,10 +294,16 @@ impl Monitor {
         if let Some(page) = lock(&self.state).pages.get(target) {
             return Ok(page.session.clone());
         }
-        attach_page(&self.client, &self.state, target).await
+        attach_page(&self.client, &self.state, target, self.viewport).await
     }
 
-    async fn screenshot(&self, session: &str, path: &Path) -> Result<(), String> {
+    async fn screenshot(&self, session: &str, path: &Path, to_front: bool) -> Result<(), String> {
+        if to_front {
+            self.client
+                .call("Page.bringToFront", json!({}), Some(session), CALL_LIMIT)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
         let result = self
             .client
             .call(
@@ -312,11 +328,12 @@ impl Monitor {
     }
 }
 
-/// Attaches to page `target` (once) and enables the events the capture reads.
+/// Attaches to page `target` (once), enables the events the capture reads and sets its viewport.
 async fn attach_page(
     client: &CdpClient,
     state: &Mutex<State>,
     target: &str,
+    viewport: Option<(u32, u32)>,
 ) -> Result<String, BrowserError> {
     if let Some(page) = lock(state).pages.get(target) {
         return Ok(page.session.clone());
@@ -373,6 +390,16 @@ async fn attach_page(
     runtime?;
     log?;
     network?;
+    if let Some((width, height)) = viewport {
+        client
+            .call(
+                "Emulation.setDeviceMetricsOverride",
+                json!({ "width": width, "height": height, "deviceScaleFactor": 0, "mobile": false }),
+                Some(&session),
+                CALL_LIMIT,
+            )
+            .await?;
+    }
     Ok(session)
 }
 

@@ -6,7 +6,11 @@
 //! processes stay in its process group (checked with Chromium 156), so the group's SIGKILL ends
 //! them; they do not carry the environment marker (they overwrite their environ with their
 //! command line), but every one names the profile directory in its command line, which is how
-//! the tests look for leftovers.
+//! the tests look for leftovers. The exception is `chrome_crashpad_handler`: it double-forks into
+//! a session of its own (parented to init) and keeps its environment, so the teardown's sweep
+//! finds it by the marker and kills it when it has not yet exited on its own — the report then
+//! lists its pids as leaked. (`--disable-crashpad-for-testing` would avoid it, but with it
+//! Chromium 156 aborts every navigation.)
 
 use super::devtools::{self, Version};
 use super::error::BrowserError;

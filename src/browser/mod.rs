@@ -13,6 +13,8 @@
 //!   screenshots, written under the run directory.
 //! - [`mcp`]: the Playwright MCP command the agent gets, attached to this browser over CDP.
 //! - [`doctor`]: what `doctor` says about the browser and Playwright MCP.
+//! - [`session`]: the browser as a session uses it: start from `[browser]`, `BUGATTI_CDP_URL`,
+//!   a capture per step, the console-error verdict, the end.
 //! - [`evidence`]: the typed evidence a capture yields (`screenshot`, `console`, `network`).
 
 pub mod capture;
@@ -24,8 +26,10 @@ pub mod evidence;
 pub mod executable;
 pub mod launch;
 pub mod mcp;
+pub mod session;
 
 pub use capture::{CaptureSet, Monitor, StepCapture};
 pub use error::BrowserError;
 pub use evidence::BrowserEvidence;
 pub use launch::{Browser, BrowserLaunch};
+pub use session::{SessionBrowser, CDP_URL_ENV};
