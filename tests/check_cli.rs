@@ -533,3 +533,39 @@ fn a_browser_table_shows_in_the_plan_and_its_mistakes_point_at_the_line() {
         .stderr(contains("unknown field `headles`"))
         .stderr(contains("did you mean `headless`?"));
 }
+
+#[test]
+fn doctor_names_the_browser_or_what_was_tried() {
+    let d = project();
+    write(d.path(), "a.test.toml", "[[steps]]\ninstruction = \"x\"\n");
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n\n[browser]\nexecutable = \"/no/such/chromium\"\n",
+    );
+    supervisor(d.path())
+        .arg("doctor")
+        .assert()
+        .code(1)
+        .stdout(contains(
+            "FAIL browser: [browser] executable /no/such/chromium",
+        ));
+    let Ok(chromium) = bugatti::browser::executable::find_on_env_path(None) else {
+        eprintln!("SKIPPED (doctor with a browser): no chromium, chromium-browser or google-chrome on PATH");
+        return;
+    };
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n\n[browser]\n",
+    );
+    supervisor(d.path())
+        .arg("doctor")
+        .env("PATH", chromium.parent().expect("dir"))
+        .assert()
+        .success()
+        .stdout(matches(r"ok   browser: \S+ \d+\.\d+\.\d+"))
+        .stdout(contains(
+            "warn Playwright MCP: no playwright-mcp on PATH; sessions run `npx -y @playwright/mcp@",
+        ));
+}
