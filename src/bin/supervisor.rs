@@ -753,12 +753,44 @@ fn doctor(config: Option<PathBuf>) -> ExitCode {
             println!("FAIL artifacts: {} is not writable: {e}", probe.display());
         }
     }
+    if let Some(browser) = &suite.base.browser {
+        failed |= browser_doctor(&browser.value, &suite.project_root);
+    }
     report_dead_runs(&artifacts);
     if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `doctor` for `[browser]`: the browser's and Playwright MCP's versions, or why they are
+/// missing; `true` when a session with this browser would fail.
+fn browser_doctor(config: &bugatti::model::browser::BrowserConfig, project_root: &Path) -> bool {
+    use bugatti::browser::doctor::{findings, Finding};
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            println!("FAIL browser: cannot check it: {e}");
+            return true;
+        }
+    };
+    let path = std::env::var("PATH").ok();
+    let mut failed = false;
+    for finding in runtime.block_on(findings(config, path.as_deref(), project_root)) {
+        match finding {
+            Finding::Ok(line) => println!("ok   {line}"),
+            Finding::Note(line) => println!("warn {line}"),
+            Finding::Fail(line) => {
+                failed = true;
+                println!("FAIL {line}");
+            }
+        }
+    }
+    failed
 }
 
 /// What supervisors that died (SIGKILL, OOM) left behind: a warning, not a failure — the next

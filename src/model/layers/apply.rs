@@ -152,6 +152,23 @@ impl EffectiveConfig {
                 origin: origin(file, cp.span()),
             });
         }
+        if let Some(table) = &cfg.browser {
+            // Field by field over the lower layers' table: a global config may name the
+            // executable, a project its viewport.
+            let mut value = self
+                .browser
+                .as_ref()
+                .map(|b| b.value.clone())
+                .unwrap_or_default();
+            for p in value.apply(table.get_ref()) {
+                problems.push(problem(p.message, origin(file, p.span)));
+            }
+            self.browser = Some(Sourced {
+                value,
+                source: layer,
+                origin: origin(file, table.span()),
+            });
+        }
         problems
     }
 

@@ -195,6 +195,8 @@ pub struct EffectiveConfig {
     pub ports: BTreeMap<String, Sourced<PortSpec>>,
     pub commands: BTreeMap<String, CommandConfig>,
     pub checkpoint: Option<Sourced<CheckpointConfig>>,
+    /// `[browser]` (SPEC §11): `None` when no layer has the table (no browser).
+    pub browser: Option<Sourced<crate::model::browser::BrowserConfig>>,
 }
 
 /// A problem found while layering, before it gets a rendered position.
@@ -247,6 +249,7 @@ impl Default for EffectiveConfig {
             ports: BTreeMap::new(),
             commands: BTreeMap::new(),
             checkpoint: None,
+            browser: None,
         }
     }
 }
