@@ -1,0 +1,1 @@
+//! Running a recorded step again (placeholder until written).
