@@ -14,12 +14,14 @@
 //! - [`store`]: where a test's recording lives, loading it with a typed error, and the lookup of a
 //!   step (a miss always says why);
 //! - [`verdict`]: why a step passed without the model, or why it went to the agent;
+//! - [`record`]: an action as the recording keeps it, from what the agent did and saw;
 //! - [`replayer`]: the recorded actions run again through the console and `process::handle`.
 
 pub mod compare;
 pub mod format;
 pub mod normalize;
 pub mod placeholders;
+pub mod record;
 pub mod replayer;
 pub mod store;
 pub mod verdict;
