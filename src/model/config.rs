@@ -27,6 +27,9 @@ pub struct ConfigFile {
     #[serde(default)]
     pub commands: BTreeMap<String, Spanned<CommandSection>>,
     pub checkpoint: Option<Spanned<CheckpointSection>>,
+    /// `[replay]` (SPEC §10). Parsed and validated; replay itself is not yet active.
+    #[serde(default)]
+    pub replay: super::replay::ReplaySection,
 }
 
 /// `[provider]`, also the shape of a test's `[overrides.provider]`.
