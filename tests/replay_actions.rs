@@ -7,6 +7,7 @@
 mod common;
 
 use bugatti::console::{Console, ConsoleSetup};
+use bugatti::model::redact::Secrets;
 use bugatti::replay::compare::Drift;
 use bugatti::replay::format::{Action, RecordedStep};
 use bugatti::replay::normalize::Normalizer;
@@ -14,7 +15,6 @@ use bugatti::replay::placeholders::Placeholders;
 use bugatti::replay::record::{console_action, shell_action};
 use bugatti::replay::replayer::{replay_step, ReplayContext};
 use bugatti::replay::verdict::{Fallback, Verdict};
-use bugatti::report::redact::Secrets;
 use common::processes_with_env_entry;
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,11 +3,11 @@
 //! `curl localhost:41234/health` is recorded as `curl localhost:${APP_PORT}/health` and replays
 //! against whatever port the next session chose.
 //!
-//! Secrets go through the report layer's redaction ([`Secrets`]) like every other artifact, and
+//! Secrets go through the model's redaction ([`Secrets`]) like every other artifact, and
 //! their `[REDACTED:NAME]` becomes `${NAME}`: the value never reaches the file, and the replay
 //! fills it from the session.
 
-use crate::report::redact::Secrets;
+use crate::model::redact::Secrets;
 use serde_json::Value;
 
 /// The names and values a session substitutes, and its secrets.
