@@ -504,6 +504,17 @@ fn an_unknown_replay_mode_is_one_clear_error_in_config_and_flag() {
         .stderr(contains("unknown variant `recrod`"))
         .stderr(contains(format!("--> bugatti.config.toml:{line}:8")))
         .stderr(contains("did you mean `record`?"));
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        &format!("{VALID_CONFIG}\n[replay]\nignore = ['order (']\n"),
+    );
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .code(2)
+        .stderr(contains("[replay] ignore: `order (` is not a valid regex"))
+        .stderr(contains(format!("--> bugatti.config.toml:{line}:")));
     write(d.path(), "bugatti.config.toml", VALID_CONFIG);
     supervisor(d.path())
         .args(["start", "--replay", "autoo"])

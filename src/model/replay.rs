@@ -4,7 +4,8 @@
 //! mode or an invalid `ignore` regex is an error with its file and line, like any config
 //! problem) but do not change how a run goes.
 
-use super::diagnostics::{did_you_mean, Problem};
+use super::diagnostics::did_you_mean;
+use super::layers::Sourced;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use toml::Spanned;
@@ -86,72 +87,33 @@ pub struct ReplaySection {
 /// `[replay] dir` when unset.
 pub const DEFAULT_DIR: &str = "bugatti.replay";
 
-impl ReplaySection {
-    /// What is wrong in the section beyond its types: an `ignore` entry that is not a regex, an
-    /// empty `dir`. `file` and `text` are the config file's, for positions.
-    pub fn problems(&self, file: &Path, text: &str) -> Vec<Problem> {
-        let mut problems = Vec::new();
-        for pattern in self.ignore.iter().flatten() {
-            if let Err(e) = regex::Regex::new(pattern.get_ref()) {
-                let reason = e.to_string();
-                let reason = reason.lines().last().unwrap_or_default().trim().to_string();
-                problems.push(Problem::at(
-                    file,
-                    text,
-                    pattern.span(),
-                    format!(
-                        "[replay] ignore: `{}` is not a valid regex: {reason}",
-                        pattern.get_ref()
-                    ),
-                ));
-            }
+/// The effective `[replay]` of a run, each value with the layer it came from (applied by
+/// `layers`: config files, then `--replay`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayConfig {
+    pub mode: Sourced<ReplayMode>,
+    /// As written: relative to the project root ([`ReplayConfig::dir_in`]).
+    pub dir: Sourced<String>,
+    /// Checked to be regexes when applied.
+    pub ignore: Sourced<Vec<String>>,
+    pub max_age_days: Sourced<u32>,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        Self {
+            mode: Sourced::default_value(ReplayMode::default()),
+            dir: Sourced::default_value(DEFAULT_DIR.to_string()),
+            ignore: Sourced::default_value(Vec::new()),
+            max_age_days: Sourced::default_value(crate::replay::store::DEFAULT_MAX_AGE_DAYS),
         }
-        if let Some(dir) = &self.dir {
-            if dir.get_ref().trim().is_empty() {
-                problems.push(
-                    Problem::at(file, text, dir.span(), "[replay] dir is empty")
-                        .with_help(format!("leave it out for the default `{DEFAULT_DIR}`")),
-                );
-            }
-        }
-        problems
     }
 }
 
-/// The effective replay settings of a run.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ReplaySettings {
-    pub mode: ReplayMode,
-    /// Absolute: the project root joined with `[replay] dir`.
-    pub dir: PathBuf,
-    pub ignore: Vec<String>,
-    pub max_age_days: u32,
-}
-
-impl ReplaySettings {
-    /// `section` over the defaults, `flag` (`--replay`) over both.
-    pub fn resolve(project_root: &Path, section: &ReplaySection, flag: Option<ReplayMode>) -> Self {
-        let mode = flag
-            .or_else(|| section.mode.as_ref().map(|m| *m.get_ref()))
-            .unwrap_or_default();
-        let dir = section
-            .dir
-            .as_ref()
-            .map_or(DEFAULT_DIR, |d| d.get_ref().as_str());
-        Self {
-            mode,
-            dir: project_root.join(dir),
-            ignore: section
-                .ignore
-                .iter()
-                .flatten()
-                .map(|p| p.get_ref().clone())
-                .collect(),
-            max_age_days: section
-                .max_age_days
-                .as_ref()
-                .map_or(crate::replay::store::DEFAULT_MAX_AGE_DAYS, |d| *d.get_ref()),
-        }
+impl ReplayConfig {
+    /// The recordings' directory of a project.
+    pub fn dir_in(&self, project_root: &Path) -> PathBuf {
+        project_root.join(&self.dir.value)
     }
 }
 
@@ -159,32 +121,57 @@ impl ReplaySettings {
 mod tests {
     use super::*;
     use crate::model::config::parse_config;
+    use crate::model::layers::{EffectiveConfig, Layer};
+    use crate::model::options::RunOptions;
 
     fn file() -> &'static Path {
         Path::new("bugatti.config.toml")
     }
 
+    /// `text` applied as the project config, then `flag`; the problems rendered.
+    fn effective(text: &str, flag: Option<ReplayMode>) -> (EffectiveConfig, Vec<String>) {
+        let cfg = parse_config(file(), text).expect("types are fine");
+        let mut e = EffectiveConfig::default();
+        let mut problems = e.apply_file(&cfg, file(), Layer::Project, &|_| None);
+        problems.extend(e.apply_flags(&RunOptions {
+            replay: flag,
+            ..RunOptions::default()
+        }));
+        let shown = problems
+            .iter()
+            .map(|p| {
+                let line = p
+                    .origin
+                    .as_ref()
+                    .map(|o| text[..o.span.start].matches('\n').count() + 1);
+                format!("{line:?} {}", p.message)
+            })
+            .collect();
+        (e, shown)
+    }
+
     #[test]
-    fn defaults_and_overrides() {
-        let none = ReplaySettings::resolve(Path::new("/p"), &ReplaySection::default(), None);
-        assert_eq!(none.mode, ReplayMode::Auto);
-        assert_eq!(none.dir, Path::new("/p/bugatti.replay"));
-        assert_eq!(none.max_age_days, 30);
-        let text = "[replay]\nmode = \"record\"\ndir = \"rec\"\nignore = ['order #[0-9]+']\nmax_age_days = 7\n";
-        let cfg = parse_config(file(), text).expect("valid");
-        let s = ReplaySettings::resolve(Path::new("/p"), &cfg.replay, None);
+    fn defaults_file_and_flag() {
+        let (e, problems) = effective("", None);
+        assert!(problems.is_empty());
+        assert_eq!(e.replay.mode.value, ReplayMode::Auto);
+        assert_eq!(e.replay.mode.source, Layer::Default);
         assert_eq!(
-            s,
-            ReplaySettings {
-                mode: ReplayMode::Record,
-                dir: PathBuf::from("/p/rec"),
-                ignore: vec!["order #[0-9]+".into()],
-                max_age_days: 7
-            }
+            e.replay.dir_in(Path::new("/p")),
+            Path::new("/p/bugatti.replay")
         );
-        assert!(cfg.replay.problems(file(), text).is_empty());
-        let flagged = ReplaySettings::resolve(Path::new("/p"), &cfg.replay, Some(ReplayMode::Off));
-        assert_eq!(flagged.mode, ReplayMode::Off);
+        assert_eq!(e.replay.max_age_days.value, 30);
+        let text = "[replay]\nmode = \"record\"\ndir = \"rec\"\nignore = ['order #[0-9]+']\nmax_age_days = 7\n";
+        let (e, problems) = effective(text, None);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(e.replay.mode.value, ReplayMode::Record);
+        assert_eq!(e.replay.mode.source, Layer::Project);
+        assert_eq!(e.replay.dir_in(Path::new("/p")), Path::new("/p/rec"));
+        assert_eq!(e.replay.ignore.value, vec!["order #[0-9]+".to_string()]);
+        assert_eq!(e.replay.max_age_days.value, 7);
+        let (e, _) = effective(text, Some(ReplayMode::Off));
+        assert_eq!(e.replay.mode.value, ReplayMode::Off);
+        assert_eq!(e.replay.mode.source, Layer::Flag);
     }
 
     #[test]
@@ -205,26 +192,19 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_ignore_regex_and_an_unknown_key_are_positioned() {
-        let text = "[replay]\nignore = ['ok', 'order (']\ndir = ' '\n";
-        let cfg = parse_config(file(), text).expect("types are fine");
-        let problems: Vec<String> = cfg
-            .replay
-            .problems(file(), text)
-            .iter()
-            .map(|p| p.to_string())
-            .collect();
+    fn a_bad_ignore_regex_and_an_empty_dir_are_positioned() {
+        let (_, problems) = effective("[replay]\nignore = ['ok', 'order (']\ndir = ' '\n", None);
         assert_eq!(problems.len(), 2, "{problems:?}");
+        let regex = problems
+            .iter()
+            .find(|p| p.contains("`order (` is not a valid regex"));
         assert!(
-            problems[0].contains("bugatti.config.toml:2"),
+            regex.is_some_and(|p| p.starts_with("Some(2) ")),
             "{problems:?}"
         );
+        let dir = problems.iter().find(|p| p.contains("dir is empty"));
         assert!(
-            problems[0].contains("`order (` is not a valid regex"),
-            "{problems:?}"
-        );
-        assert!(
-            problems[1].contains("bugatti.config.toml:3"),
+            dir.is_some_and(|p| p.starts_with("Some(3) ")),
             "{problems:?}"
         );
         let p = parse_config(file(), "[replay]\nmax_age_day = 3\n").expect_err("unknown key");

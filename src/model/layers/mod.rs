@@ -195,6 +195,8 @@ pub struct EffectiveConfig {
     pub ports: BTreeMap<String, Sourced<PortSpec>>,
     pub commands: BTreeMap<String, CommandConfig>,
     pub checkpoint: Option<Sourced<CheckpointConfig>>,
+    /// `[replay]` and `--replay` (SPEC §10): resolved and checked; replay is not active yet.
+    pub replay: crate::model::replay::ReplayConfig,
 }
 
 /// A problem found while layering, before it gets a rendered position.
@@ -247,6 +249,7 @@ impl Default for EffectiveConfig {
             ports: BTreeMap::new(),
             commands: BTreeMap::new(),
             checkpoint: None,
+            replay: Default::default(),
         }
     }
 }
