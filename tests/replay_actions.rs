@@ -272,3 +272,31 @@ async fn a_write_to_a_session_the_step_did_not_start_is_no_pass() {
     );
     b.finish().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_slower_than_its_recorded_wait_is_awaited() {
+    let a = Session::new(41234);
+    let (mut exec, text) = a
+        .call(
+            "exec_command",
+            serde_json::json!({"cmd": "echo start; sleep 0.6; echo done", "yield_time_ms": 5000}),
+        )
+        .await;
+    assert!(text.contains("Process exited with code 0"), "{text}");
+    // The replay's first answer comes before the end; what it printed then and later is the
+    // output, compared whole.
+    if let Action::Console { arguments, .. } = &mut exec {
+        arguments["yield_time_ms"] = serde_json::json!(250);
+    }
+    let b = Session::new(50321);
+    let verdict = replay_step(&b.ctx(), &step(vec![exec.clone()])).await;
+    assert!(verdict.passed(), "{}", verdict.describe());
+    // And a recorded output the program does not print is still a drift.
+    if let Action::Console { output, .. } = &mut exec {
+        *output = output.replace("done", "failed");
+    }
+    let d = drift(replay_step(&b.ctx(), &step(vec![exec])).await);
+    assert!(d.diff.contains("-failed\n+done"), "{}", d.diff);
+    a.finish().await;
+    b.finish().await;
+}

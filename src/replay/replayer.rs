@@ -213,8 +213,11 @@ async fn replay_console(
                 if expected.exit_code.is_some() && seen.exit_code.is_none() {
                     // Slower this time: let it finish within the recorded wait.
                     if let Some(live) = seen.running {
-                        seen =
-                            catch_up(ctx, live, &args_yield(arguments), &mut seen.body, None).await;
+                        let mut body = std::mem::take(&mut seen.body);
+                        let end =
+                            catch_up(ctx, live, &args_yield(arguments), &mut body, None).await;
+                        seen.exit_code = end.exit_code;
+                        seen.body = body;
                     }
                 }
                 if expected.exit_code != seen.exit_code {
