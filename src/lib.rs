@@ -20,4 +20,5 @@ pub mod fuzzing;
 pub mod model;
 pub mod process;
 pub mod providers;
+pub mod replay;
 pub mod report;

@@ -569,3 +569,46 @@ fn doctor_names_the_browser_or_what_was_tried() {
             "warn Playwright MCP: no playwright-mcp on PATH; sessions run `npx -y @playwright/mcp@",
         ));
 }
+
+#[test]
+fn an_unknown_replay_mode_is_one_clear_error_in_config_and_flag() {
+    let d = project();
+    valid_project(d.path());
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        &format!("{VALID_CONFIG}\n[replay]\nmode = \"recrod\"\n"),
+    );
+    let text = fs::read_to_string(d.path().join("bugatti.config.toml")).expect("config");
+    let line = 1 + text
+        .lines()
+        .position(|l| l.starts_with("mode = "))
+        .expect("the mode line");
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(contains("unknown variant `recrod`"))
+        .stderr(contains(format!("--> bugatti.config.toml:{line}:8")))
+        .stderr(contains("did you mean `record`?"));
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        &format!("{VALID_CONFIG}\n[replay]\nignore = ['order (']\n"),
+    );
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .code(2)
+        .stderr(contains("[replay] ignore: `order (` is not a valid regex"))
+        .stderr(contains(format!("--> bugatti.config.toml:{line}:")));
+    write(d.path(), "bugatti.config.toml", VALID_CONFIG);
+    supervisor(d.path())
+        .args(["start", "--replay", "autoo"])
+        .assert()
+        .code(2)
+        .stderr(contains("unknown replay mode `autoo`"))
+        .stderr(contains("did you mean `auto`?"));
+    assert!(!d.path().join(".bugatti").exists(), "nothing may run");
+}

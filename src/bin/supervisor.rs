@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use bugatti::model::layers::Layer;
 use bugatti::model::load::{load_suite, Suite, CONFIG_FILE_NAME};
 use bugatti::model::options::{RunOptions, Shard, Verbosity};
+use bugatti::model::replay::ReplayMode;
 use bugatti::report::{history, store};
 use clap::{Args, Parser, Subcommand};
 
@@ -155,6 +156,10 @@ struct RunArgs {
     /// Run only the root tests that did not pass in the previous suite of this project
     #[arg(long = "rerun-failed", visible_alias = "last-failed")]
     rerun_failed: bool,
+    /// Replay mode over `[replay] mode`: off, auto, record or only. Accepted and checked;
+    /// replaying recorded steps is not active yet, so every step still goes to the agent
+    #[arg(long, value_name = "MODE")]
+    replay: Option<ReplayMode>,
     /// Less console output
     #[arg(short, long, conflicts_with = "verbose")]
     quiet: bool,
@@ -184,6 +189,7 @@ impl RunArgs {
             json: self.json,
             html: self.html,
             rerun_failed: self.rerun_failed,
+            replay: self.replay,
             verbosity: if self.quiet {
                 Verbosity::Quiet
             } else if self.verbose {

@@ -28,6 +28,9 @@ pub struct ConfigFile {
     pub commands: BTreeMap<String, Spanned<CommandSection>>,
     pub checkpoint: Option<Spanned<CheckpointSection>>,
     pub browser: Option<Spanned<BrowserSection>>,
+    /// `[replay]` (SPEC §10). Parsed and validated; replay itself is not yet active.
+    #[serde(default)]
+    pub replay: super::replay::ReplaySection,
 }
 
 /// `[provider]`, also the shape of a test's `[overrides.provider]`.

@@ -23,6 +23,7 @@ pub mod outcome;
 pub mod paths;
 pub mod plan;
 pub mod redact;
+pub mod replay;
 pub mod substitute;
 pub mod test_file;
 pub mod toml_read;
