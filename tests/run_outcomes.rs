@@ -692,3 +692,40 @@ fn a_fast_shell_steps_logs_come_before_its_result() {
         );
     }
 }
+
+#[test]
+fn tests_fail_fast_never_started_are_counted_apart_not_as_failures() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    for name in ["b", "c"] {
+        p.write(
+            &format!("{name}.test.toml"),
+            "[[steps]]\ninstruction = \"`true`\"\n",
+        );
+    }
+    // The shell provider runs in the workspace; the marker sits at the project root.
+    p.write(
+        "a.test.toml",
+        &format!(
+            "name = \"A\"\n[[steps]]\ninstruction = \"`test ! -e {}/fail-now`\"\n",
+            p.root().display()
+        ),
+    );
+    let first = p.run(&["start", "-j", "1"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stdout(&first));
+    p.write("fail-now", "");
+    let out = p.run(&["start", "-j", "1", "--fail-fast"]);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{console}");
+    assert!(console.contains("Failures (1):"), "{console}");
+    assert!(console.contains("Not run (2):"), "{console}");
+    assert!(
+        !console.contains("new failure: b.test.toml"),
+        "a test never started is no new failure: {console}"
+    );
+    assert!(
+        console.contains("not run: b.test.toml (was passed, now not_run)"),
+        "{console}"
+    );
+    assert!(console.contains("new failure: a.test.toml"), "{console}");
+}

@@ -707,8 +707,20 @@ impl Console {
             .iter()
             .filter(|t| !t.outcome.is_pass(summary.strict_warnings))
             .collect();
+        // Tests never started are failures only when the suite's harness failed (ERROR); after
+        // --fail-fast, a budget or the deadline they are listed apart, as not run.
+        let not_run_are_errors = summary.harness_error.is_some();
+        let failure_count = failing.len()
+            + if not_run_are_errors {
+                summary.not_run.len()
+            } else {
+                0
+            };
         if !failing.is_empty() || !summary.not_run.is_empty() {
-            let mut recap = format!("Failures ({}):", failing.len() + summary.not_run.len());
+            let mut recap = String::new();
+            if failure_count > 0 {
+                recap.push_str(&format!("Failures ({failure_count}):"));
+            }
             for test in failing {
                 recap.push_str(&format!(
                     "\n  {:<11} {}\n{}\n{INDENT}report: {}",
@@ -737,11 +749,17 @@ impl Console {
                     .clone()
                     .unwrap_or_else(|| "the suite stopped before it started".to_string()),
             };
-            let word = if summary.harness_error.is_some() {
+            let word = if not_run_are_errors {
                 "ERROR"
             } else {
                 "NOT RUN"
             };
+            if !not_run_are_errors && !summary.not_run.is_empty() {
+                if !recap.is_empty() {
+                    recap.push('\n');
+                }
+                recap.push_str(&format!("Not run ({}):", summary.not_run.len()));
+            }
             for file in &summary.not_run {
                 recap.push_str(&format!(
                     "\n  {word:<11} {}\n{}",

@@ -153,7 +153,7 @@ impl HistoryEntry {
             .collect();
         tests.extend(summary.not_run.iter().map(|f| HistoryTest {
             test_file: f.clone(),
-            outcome: "not_run".to_string(),
+            outcome: NOT_RUN.to_string(),
             passed: false,
             flaky: false,
             attempts: 0,
@@ -250,6 +250,10 @@ pub struct Comparison {
     pub fixed: Vec<Change>,
     pub still_failing: Vec<Change>,
     pub flaky: Vec<String>,
+    /// Root tests this suite never started (`--fail-fast`, a budget, the deadline): neither
+    /// failures nor fixes, whatever they were before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_run: Vec<Change>,
     /// Root tests in this suite that the previous one did not have.
     pub new_tests: Vec<String>,
     pub duration_ms: u64,
@@ -259,6 +263,9 @@ pub struct Comparison {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub previous_cost_usd: Option<f64>,
 }
+
+/// The outcome history gives a root test the suite never started.
+pub const NOT_RUN: &str = "not_run";
 
 /// Compares `current` with the last entry of `history` of the same selection (not itself).
 pub fn compare(history: &[HistoryEntry], current: &HistoryEntry) -> Option<Comparison> {
@@ -279,6 +286,7 @@ pub fn compare(history: &[HistoryEntry], current: &HistoryEntry) -> Option<Compa
         fixed: Vec::new(),
         still_failing: Vec::new(),
         flaky: Vec::new(),
+        not_run: Vec::new(),
         new_tests: Vec::new(),
         duration_ms: current.duration_ms,
         previous_duration_ms: previous.duration_ms,
@@ -294,6 +302,10 @@ pub fn compare(history: &[HistoryEntry], current: &HistoryEntry) -> Option<Compa
         };
         if prev.is_none() {
             c.new_tests.push(t.test_file.clone());
+        }
+        if t.outcome == NOT_RUN {
+            c.not_run.push(change);
+            continue;
         }
         match (prev.map(|p| p.passed), t.passed) {
             (Some(true) | None, false) => c.new_failures.push(change),
@@ -348,6 +360,9 @@ impl Comparison {
         }
         for f in &self.flaky {
             lines.push(format!("flaky: {f}"));
+        }
+        for c in &self.not_run {
+            lines.push(format!("not run: {}", was(c)));
         }
         if self.is_quiet() {
             lines.push("no change in outcomes".to_string());
@@ -436,5 +451,24 @@ mod tests {
         assert_eq!(files(&c.fixed), vec!["a"]);
         assert_eq!(files(&c.still_failing), vec!["c"]);
         assert!(compare(&[], &d).is_none());
+    }
+
+    #[test]
+    fn a_test_never_started_is_not_a_new_failure_nor_still_failing() {
+        let before = entry("1", &[("a", true), ("b", false)]);
+        let mut now = entry("2", &[("a", false), ("b", false)]);
+        for t in &mut now.tests {
+            t.outcome = NOT_RUN.into();
+        }
+        let c = compare(&[before], &now).expect("a previous suite");
+        assert!(c.new_failures.is_empty(), "{c:?}");
+        assert!(c.still_failing.is_empty(), "{c:?}");
+        assert_eq!(c.not_run.len(), 2);
+        assert!(
+            c.lines()
+                .contains(&"not run: a (was passed, now not_run)".to_string()),
+            "{:?}",
+            c.lines()
+        );
     }
 }
