@@ -729,3 +729,44 @@ fn tests_fail_fast_never_started_are_counted_apart_not_as_failures() {
     );
     assert!(console.contains("new failure: a.test.toml"), "{console}");
 }
+
+#[test]
+fn a_failed_attempt_that_is_retried_reads_as_a_try_not_as_failed() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    // Fails on its first attempt, passes on the second (the marker sits at the project root:
+    // each attempt has a workspace of its own).
+    p.write(
+        "flaky.test.toml",
+        &format!(
+            "[[steps]]\ninstruction = \"`test -e {m} || {{ touch {m}; false; }}`\"\n",
+            m = p.root().join("tried").display()
+        ),
+    );
+    let out = p.run(&["start", "--retries", "2"]);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert!(
+        console.contains("TRY 1 FAIL  flaky.test.toml"),
+        "the first attempt is a try: {console}"
+    );
+    assert!(console.contains("retrying: attempt 2 of 3"), "{console}");
+    assert!(
+        !console.contains("FAILED"),
+        "a green log holds no FAILED line: {console}"
+    );
+    assert!(console.contains("PASSED"), "{console}");
+    assert!(console.contains("(attempt 2)"), "{console}");
+}
+
+#[test]
+fn the_last_attempt_of_a_failing_test_reads_failed() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    p.write("bad.test.toml", "[[steps]]\ninstruction = \"`false`\"\n");
+    let out = p.run(&["start", "--retries", "1"]);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{console}");
+    assert!(console.contains("TRY 1 FAIL  bad.test.toml"), "{console}");
+    assert!(console.contains("FAILED      bad.test.toml"), "{console}");
+}

@@ -149,7 +149,8 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         root_tests: suite.tests.len(),
         jobs: suite.base.supervisor.jobs.value,
         strict_warnings: suite.base.provider.strict_warnings.value,
-        console: Console::new(ConsoleMode::detect(), options.verbosity),
+        console: Console::new(ConsoleMode::detect(), options.verbosity)
+            .with_max_attempts(1 + suite.base.supervisor.retries.value),
         secrets,
         harness_logs: Some(logs.clone()),
         junit_copy: options.junit.clone(),

@@ -81,6 +81,9 @@ pub struct Console {
     done: usize,
     /// A run has started: suite-scoped commands are past their setup.
     runs_seen: bool,
+    /// 1 + `--retries`: a failed attempt below this is shown as `TRY n FAIL`, not `FAILED`, so a
+    /// suite that ends green has no FAILED line in its log (as nextest's TRY lines).
+    max_attempts: u32,
 }
 
 /// Console lines fit this many columns (file names aside): a CI log or an 80-column terminal
@@ -416,6 +419,7 @@ impl Console {
             total: 0,
             done: 0,
             runs_seen: false,
+            max_attempts: 1,
         }
     }
 
@@ -445,6 +449,7 @@ impl Console {
             total: 0,
             done: 0,
             runs_seen: false,
+            max_attempts: 1,
         }
     }
 
@@ -471,6 +476,7 @@ impl Console {
             total: 0,
             done: 0,
             runs_seen: false,
+            max_attempts: 1,
         }
     }
 
@@ -624,6 +630,12 @@ impl Console {
         self.print(&line);
     }
 
+    /// How many attempts a root test may have (1 + `--retries`).
+    pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
+        self.max_attempts = max_attempts.max(1);
+        self
+    }
+
     /// The final line of a run: outcome, run id, report path (and why, when it did not pass).
     pub fn run_finished(&mut self, record: &RunRecord, report_path: &str, redactor: &Redactor) {
         if let Some(live) = &mut self.live {
@@ -633,7 +645,14 @@ impl Console {
             }
         }
         let outcome = record.outcome.unwrap_or(RunOutcome::Interrupted);
-        let word = format!("{:<11}", outcome_word(outcome));
+        // A failed attempt with attempts left is not the test's verdict: the retry decides.
+        let retry_may_follow = matches!(outcome, RunOutcome::Failed | RunOutcome::Error)
+            && record.attempt.max(1) < self.max_attempts;
+        let word = if retry_may_follow {
+            format!("{:<11}", format!("TRY {} FAIL", record.attempt.max(1)))
+        } else {
+            format!("{:<11}", outcome_word(outcome))
+        };
         // Colour only in the live view: plain output (pipes, CI, NO_COLOR) stays plain text.
         let word = if self.live.is_some() {
             let styled = console::style(word);
@@ -670,7 +689,13 @@ impl Console {
         if let Some(ms) = record.duration_ms {
             line.push_str(&format!("  {}", secs(ms)));
         }
-        if record.attempt > 1 {
+        if retry_may_follow {
+            line.push_str(&format!(
+                "  (retrying: attempt {} of {})",
+                record.attempt.max(1) + 1,
+                self.max_attempts
+            ));
+        } else if record.attempt > 1 {
             line.push_str(&format!("  (attempt {})", record.attempt));
         }
         line.push_str(&format!("  {}", self.shown_path(Path::new(report_path))));
