@@ -726,16 +726,11 @@ fn doctor(config: Option<PathBuf>) -> ExitCode {
     let artifacts = suite
         .project_root
         .join(&suite.base.supervisor.artifact_dir.value);
-    let probe = artifacts
-        .ancestors()
-        .find(|p| p.exists())
-        .unwrap_or(&suite.project_root)
-        .to_path_buf();
-    match nix::unistd::access(&probe, nix::unistd::AccessFlags::W_OK) {
+    match store::check_dir_writable("artifacts:", &artifacts) {
         Ok(()) => println!("ok   artifacts: {} is writable", artifacts.display()),
         Err(e) => {
             failed = true;
-            println!("FAIL artifacts: {} is not writable: {e}", probe.display());
+            println!("FAIL {e}");
         }
     }
     report_dead_runs(&artifacts);
