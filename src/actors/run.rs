@@ -10,7 +10,7 @@ use crate::model::load::Suite;
 use crate::model::options::RunOptions;
 use crate::model::outcome::ExitReason;
 use crate::process::{dead_runs, job_control, ledger, limits, registry, signals, subreaper};
-use crate::report::console::{stderr_notice, Console, ConsoleMode};
+use crate::report::console::{stderr_notice, ConsoleMode, LiveView};
 use crate::report::harness_log::HarnessLogs;
 use crate::report::redact::Secrets;
 use ractor::Actor;
@@ -149,7 +149,7 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         root_tests: suite.tests.len(),
         jobs: suite.base.supervisor.jobs.value,
         strict_warnings: suite.base.provider.strict_warnings.value,
-        console: Console::new(ConsoleMode::detect(), options.verbosity),
+        console: LiveView::new(ConsoleMode::detect(), options.verbosity),
         secrets,
         harness_logs: Some(logs.clone()),
         junit_copy: options.junit.clone(),
