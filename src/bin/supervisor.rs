@@ -683,6 +683,7 @@ fn doctor(config: Option<PathBuf>) -> ExitCode {
     // Every distinct provider setting (tests may override it), checked as a session starts it.
     let mut providers: Vec<_> = suite.tests.iter().map(|t| &t.effective.provider).collect();
     providers.push(&suite.base.provider);
+    let uses_codex = providers.iter().any(|p| p.name.value == "codex");
     let claude = bugatti::actors::session_plan::claude_bin(&suite.base);
     let versions = agent_versions(&providers, &suite.project_root, &claude);
     let mut findings: Vec<_> = providers
@@ -703,6 +704,14 @@ fn doctor(config: Option<PathBuf>) -> ExitCode {
             failed = true;
             println!("FAIL {}", finding.message);
         }
+    }
+    // Codex sessions start from the user's own Codex home: say which one, and which login.
+    if uses_codex {
+        let home = bugatti::providers::codex_home::user_home();
+        println!(
+            "ok   {}",
+            bugatti::providers::codex_home::describe(home.as_ref())
+        );
     }
     for (ok, line) in versions {
         if ok {

@@ -4,9 +4,10 @@
 //! - Step 1 runs `codex exec --json --skip-git-repo-check <agent_args> <bootstrap + step>`; its
 //!   `thread.started` names the thread. Every later step (and a restart) runs
 //!   `codex exec --json --skip-git-repo-check <agent_args> resume <thread_id> <step>`: one
-//!   conversation per session, kept in a `CODEX_HOME` of the session's own (in its workspace), so
-//!   the user's `~/.codex` is neither read nor written. Model provider, model and sandbox flags are
-//!   the user's `agent_args` (`-c model_provider=…`, `-m …`).
+//!   conversation per session, kept in a `CODEX_HOME` of the session's own (in its workspace)
+//!   that starts as a copy of the user's config and login (`codex_home`: `$CODEX_HOME`, else
+//!   `~/.codex`), so the user's model, provider, profiles, MCP servers and `codex login` apply
+//!   and nothing is written back. `agent_args` (`-c model_provider=…`, `-m …`) add to them.
 //! - stdin is closed at once (`codex exec` otherwise waits for more input on a pipe).
 //! - Output lines go raw to `transcripts/agent.jsonl`, a readable account to `agent.log`, stderr to
 //!   `agent.stderr.log`. The reply is the last `agent_message` of the turn, scanned for markers;
@@ -17,6 +18,7 @@
 //! - Codex reports no money, only tokens: `cost_usd` stays unknown. Model turns are counted from
 //!   the stream (each tool call, and the final message, is one model response).
 
+use super::codex_home;
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
 use super::transcript::{AgentTranscripts, SharedTranscript};
@@ -134,10 +136,25 @@ impl Codex {
     fn spawn(&mut self, prompt: &str, step_id: u32) -> Result<BufReader<ChildStdout>, AgentError> {
         let facts = &self.ctx.facts;
         let home = self.codex_home();
+        let fresh = !home.exists();
         std::fs::create_dir_all(&home).map_err(|source| AgentError::Spawn {
             command: format!("mkdir {}", home.display()),
             source,
         })?;
+        // The session's home starts from the user's config and login (once: later steps find
+        // it, and whatever Codex wrote to it, as they left it).
+        if fresh {
+            if let Some(user) = codex_home::user_home() {
+                codex_home::seed(&user, &home).map_err(|source| AgentError::Spawn {
+                    command: format!(
+                        "copy the Codex config and login of {} into {}",
+                        user.dir.display(),
+                        home.display()
+                    ),
+                    source,
+                })?;
+            }
+        }
         let stderr = match &self.stderr {
             Some(t) => t.clone(),
             None => {

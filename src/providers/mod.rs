@@ -14,6 +14,7 @@
 pub mod bootstrap;
 pub mod claude_code;
 pub mod codex;
+pub mod codex_home;
 pub mod command;
 pub mod locate;
 pub mod process;
