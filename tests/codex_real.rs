@@ -95,7 +95,10 @@ fn three_steps_run_in_one_codex_thread_with_a_shell_call_each() {
     assert_eq!(steps[0]["agent_turns"], 2, "{}", steps[0]);
     assert_eq!(steps[2]["usage"]["input_tokens"], 400);
     assert_eq!(record["input_tokens"], 800, "the steps' own tokens, summed");
-    assert!(record["cost_usd"].is_null(), "Codex reports no money");
+    // Codex reports tokens only; `-m gpt-5.5` has a built-in list price ($5 in, $30 out per
+    // million): 800 input and 130 output tokens over the three steps.
+    let cost = record["cost_usd"].as_f64().expect("priced");
+    assert!((cost - 0.0079).abs() < 1e-9, "{cost}");
     // One thread: every request carried the same conversation key, and Codex named it each time.
     let requests = stub.request_log();
     assert_eq!(requests.len(), 6, "one request per scripted reply");
@@ -726,5 +729,58 @@ fn codex_uses_the_users_own_codex_setup_without_writing_to_it() {
             && line.contains("$CODEX_HOME")
             && line.contains("no login"),
         "{line}"
+    );
+}
+
+#[test]
+fn codex_tokens_are_priced_and_max_cost_usd_stops_the_run() {
+    let Some(bin) = codex_bin("codex: price_per_mtok and max_cost_usd") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    // Each step: 300 input tokens (100 of them cached) and 30 output tokens.
+    let stub = ResponsesStub::start(
+        side.path(),
+        json!([
+            {"text": "RESULT OK", "tokens": [300, 30, 100]},
+            {"text": "RESULT OK", "tokens": [300, 30, 100]},
+            {"text": "RESULT OK", "tokens": [300, 30, 100]},
+        ]),
+    );
+    // 200 × $10 + 100 × $1 + 30 × $100 per million = $0.0051 a step: the second crosses $0.01.
+    let p = project(
+        &stub,
+        "max_cost_usd = 0.01\nprice_per_mtok = { input = 10.0, cached_input = 1.0, output = 100.0 }",
+        &["One.", "Two.", "Three."],
+    );
+    let check = p.supervisor().arg("check").output().expect("check");
+    assert!(
+        stdout(&check).contains(
+            "codex price:  input $10 / cached input $1 / output $100 per million tokens ([provider] price_per_mtok)"
+        ),
+        "{}",
+        stdout(&check)
+    );
+    let (out, _) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    let steps = &record["steps"];
+    assert_eq!(steps[0]["status"], "ok", "{record}");
+    let first = steps[0]["cost_usd"].as_f64().expect("step cost");
+    assert!((first - 0.0051).abs() < 1e-9, "{first}");
+    assert_eq!(steps[1]["status"], "over_budget", "{record}");
+    assert_eq!(steps[2]["status"], "not_run", "{record}");
+    let total = record["cost_usd"].as_f64().expect("run cost");
+    assert!((total - 0.0102).abs() < 1e-9, "{total}");
+    assert_eq!(
+        stub.request_log().len(),
+        2,
+        "the third step never reached Codex"
     );
 }

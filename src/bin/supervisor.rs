@@ -533,6 +533,22 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
         outln!(out, "effective config (before test overrides):");
         print_rows(out, &base_rows, "  ");
     }
+    // Codex reports tokens only: what they will cost (and so whether max_cost_usd can stop it).
+    let p = &suite.base.provider;
+    if p.name.value == "codex" {
+        let config = bugatti::providers::codex_home::user_home().map(|h| h.dir.join("config.toml"));
+        match bugatti::providers::pricing::codex_price(
+            p.price_per_mtok.value,
+            &p.agent_args.value,
+            config.as_deref(),
+        ) {
+            Ok((price, from)) => outln!(out, "codex price:  {price} ({from})"),
+            Err(why) => outln!(
+                out,
+                "codex price:  unknown, so cost_usd stays empty and max_cost_usd cannot stop Codex: {why}"
+            ),
+        }
+    }
     let mut steps = 0;
     for test in &suite.tests {
         outln!(out);

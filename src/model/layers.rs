@@ -125,6 +125,8 @@ pub struct ProviderSettings {
     pub max_turns_per_step: Sourced<Option<u32>>,
     /// Per root test, all attempts; `None`: no limit.
     pub max_cost_usd: Sourced<Option<f64>>,
+    /// codex: what its tokens cost; `None`: the built-in price of its model, if known.
+    pub price_per_mtok: Sourced<Option<super::config::PricePerMtok>>,
     pub base_url: Sourced<Option<String>>,
     pub strict_warnings: Sourced<bool>,
     /// Serve the agent console over MCP (SPEC §9).
@@ -220,6 +222,7 @@ impl Default for EffectiveConfig {
                 no_output_timeout_secs: Sourced::default_value(DEFAULT_NO_OUTPUT_TIMEOUT_SECS),
                 max_turns_per_step: Sourced::default_value(None),
                 max_cost_usd: Sourced::default_value(None),
+                price_per_mtok: Sourced::default_value(None),
                 base_url: Sourced::default_value(None),
                 strict_warnings: Sourced::default_value(false),
                 console: Sourced::default_value(true),
@@ -467,6 +470,20 @@ impl EffectiveConfig {
                 ));
             }
             pr.max_cost_usd.set(Some(v), layer, None);
+        }
+        if let Some(v) = p.price_per_mtok {
+            let prices = [Some(v.input), v.cached_input, Some(v.output)];
+            if prices
+                .into_iter()
+                .flatten()
+                .any(|x| !(x.is_finite() && x >= 0.0))
+            {
+                problems.push(problem(
+                    "`price_per_mtok` prices must be dollars per million tokens, 0 or more",
+                    None,
+                ));
+            }
+            pr.price_per_mtok.set(Some(v), layer, None);
         }
         if let Some(v) = &p.base_url {
             pr.base_url
@@ -777,6 +794,14 @@ impl EffectiveConfig {
                 .value
                 .map_or("none".to_string(), |c| c.to_string()),
             p.max_cost_usd.source,
+        );
+        row(
+            "provider.price_per_mtok",
+            p.price_per_mtok.value.map_or_else(
+                || "none (codex: the built-in price of its model)".to_string(),
+                |v| v.to_string(),
+            ),
+            p.price_per_mtok.source,
         );
         row(
             "provider.base_url",

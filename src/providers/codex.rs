@@ -15,10 +15,13 @@
 //!   difference); `turn.failed` is a step error naming
 //!   Codex's message. `error` events are retry notices ("Reconnecting…"): kept as the last words,
 //!   but not progress, so an API that errors forever trips the watchdog instead of hanging the step.
-//! - Codex reports no money, only tokens: `cost_usd` stays unknown. Model turns are counted from
-//!   the stream (each tool call, and the final message, is one model response).
+//! - Codex reports no money, only tokens: they are priced (`pricing`: `[provider] price_per_mtok`,
+//!   else the built-in list price of the model) into `cost_usd`, which budgets then enforce; with
+//!   no price known `cost_usd` stays unknown. Model turns are counted from the stream (each tool
+//!   call, and the final message, is one model response).
 
 use super::codex_home;
+use super::pricing;
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
 use super::transcript::{AgentTranscripts, SharedTranscript};
@@ -27,6 +30,7 @@ use super::{
     CancelSignal, Provider, ProviderKind, StepRequest, StepUsage, StepVerdict,
 };
 use crate::console::wiring as console_wiring;
+use crate::model::config::PricePerMtok;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::process::job_control::{reached, Deadline};
 use crate::process::owner::{Owner, Role, Scope};
@@ -51,6 +55,13 @@ pub struct Codex {
     /// The thread's input and output tokens at the end of the previous turn: `turn.completed`
     /// reports the thread's totals, a step's own are the difference.
     tokens_so_far: (u64, u64),
+    /// The thread's cached input tokens at the end of the previous turn.
+    cached_so_far: u64,
+    /// What the tokens cost (decided at the first spawn, once the session's Codex home holds the
+    /// user's config.toml), or why that is unknown.
+    price: Option<Result<(PricePerMtok, String), String>>,
+    /// The thread's cost so far, at `price`.
+    cost_so_far: f64,
 }
 
 /// How reading one step's stream ended.
@@ -82,6 +93,9 @@ impl Codex {
             stderr: None,
             thread_id: None,
             tokens_so_far: (0, 0),
+            cached_so_far: 0,
+            price: None,
+            cost_so_far: 0.0,
         }
     }
 
@@ -154,6 +168,18 @@ impl Codex {
                     source,
                 })?;
             }
+        }
+        if self.price.is_none() {
+            let price = pricing::codex_price(
+                self.ctx.spec.price_per_mtok,
+                &self.ctx.spec.agent_args,
+                Some(&home.join("config.toml")),
+            );
+            match &price {
+                Ok((p, from)) => self.log(&format!("[pricing] {p} ({from})\n")),
+                Err(why) => self.log(&format!("[pricing] cost unknown: {why}\n")),
+            }
+            self.price = Some(price);
         }
         let stderr = match &self.stderr {
             Some(t) => t.clone(),
@@ -304,11 +330,26 @@ impl Codex {
                     usage.input_tokens.unwrap_or(0),
                     usage.output_tokens.unwrap_or(0),
                 );
-                let usage = StepUsage {
+                let cached_total = event["usage"]["cached_input_tokens"].as_u64().unwrap_or(0);
+                let mut usage = StepUsage {
                     input_tokens: Some(totals.0.saturating_sub(self.tokens_so_far.0)),
                     output_tokens: Some(totals.1.saturating_sub(self.tokens_so_far.1)),
                     ..usage
                 };
+                // Codex reports tokens only: priced here, the step's cost is what its own
+                // tokens cost, and budgets stop Codex as they stop Claude Code.
+                if let Some(Ok((price, _))) = &self.price {
+                    let step = price.cost_usd(
+                        usage.input_tokens.unwrap_or(0),
+                        cached_total.saturating_sub(self.cached_so_far),
+                        usage.output_tokens.unwrap_or(0),
+                    );
+                    self.cost_so_far += step;
+                    usage.cost_reported = true;
+                    usage.step_cost_usd = step;
+                    usage.total_cost_usd = self.cost_so_far;
+                }
+                self.cached_so_far = cached_total.max(self.cached_so_far);
                 self.tokens_so_far = (
                     totals.0.max(self.tokens_so_far.0),
                     totals.1.max(self.tokens_so_far.1),
