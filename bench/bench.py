@@ -122,7 +122,7 @@ def main():
     print(header + "\n\n" + text)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
-        f.write("# Benchmarks\n\nWritten by `bench/run` (see the README's Benchmarks section). "
+        f.write("# Benchmarks\n\nWritten by `bench/run` (see docs/testing.md, Benchmarks). "
                 "Every figure pairs the supervisor with its baseline in the same invocation, "
                 "runs interleaved.\n\n")
         f.write(header + "\n\n" + text + "\n")

@@ -11,8 +11,8 @@
 
 use bugatti::model::markers::MarkerScanner;
 use bugatti::model::outcome::StepStatus;
+use bugatti::model::redact::Secrets;
 use bugatti::providers::{self, AgentContext, AgentSpec, ProviderKind, SessionFacts, StepRequest};
-use bugatti::report::redact::Secrets;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -194,7 +194,7 @@ async fn capture_once(
     let (harness, _events) = new_harness(parent).await;
     let mut s = spec(dir, "bulk", CommandKind::ShortLived, cmd);
     if let Some(value) = secret {
-        s.secrets = std::sync::Arc::new(bugatti::report::redact::Secrets::new([("TOKEN", value)]));
+        s.secrets = std::sync::Arc::new(bugatti::model::redact::Secrets::new([("TOKEN", value)]));
     }
     if probe {
         // A log probe that matches only after the bulk: every chunk is checked for its line.

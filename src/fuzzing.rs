@@ -15,12 +15,12 @@ use crate::model::diagnostics::Problem;
 use crate::model::layers::{EffectiveConfig, Layer};
 use crate::model::markers::{parse_line, Marker, MarkerScanner, MAX_MARKER_LINE};
 use crate::model::plan::{expand, PlannedStep, TestFiles, MAX_PLAN_STEPS};
+use crate::model::redact::Secrets;
 use crate::model::substitute::{check_known, references, session_vars, substitute, SubstError};
 use crate::model::test_file::{parse_test_file, test_name};
 use crate::providers::claude_code::ClaudeCode;
 use crate::providers::reply::ReplyCollector;
 use crate::providers::{AgentContext, AgentSpec, ProviderKind, SessionFacts, StepVerdict};
-use crate::report::redact::Secrets;
 
 /// A problem from reading `file` must say so, and its position must be inside `text`.
 fn check_problem(problem: &Problem, file: &Path, text: &str) {

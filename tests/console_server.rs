@@ -7,7 +7,7 @@ mod common;
 
 use bugatti::console::server::ConsoleServer;
 use bugatti::console::{Console, ConsoleSetup, ExecArgs, WriteArgs, MAX_SESSIONS};
-use bugatti::report::redact::Secrets;
+use bugatti::model::redact::Secrets;
 use serde_json::{json, Value};
 use std::sync::Arc;
 

@@ -313,7 +313,7 @@ async fn setup_runs_first_and_logs_are_raw_and_redacted() {
         "echo data > seed.txt; printf 'raw \\377\\376 bytes\\n'; echo \"token=$API_TOKEN\"",
     );
     seed.env.push(("API_TOKEN".into(), "s3cr3t-value".into()));
-    seed.secrets = std::sync::Arc::new(bugatti::report::redact::Secrets::new([(
+    seed.secrets = std::sync::Arc::new(bugatti::model::redact::Secrets::new([(
         "API_TOKEN",
         "s3cr3t-value",
     )]));

@@ -1,16 +1,17 @@
 //! Every documented example goes through the real binary, so an example that does not work
-//! fails CI:
+//! fails CI. The documents are README.md and every `docs/**/*.md` (the manual), read at test
+//! time: a new page or block is tested without touching this file.
 //!
-//! - every ```toml block of README.md (read at test time: a new block is tested without touching
-//!   this file) is put into a temporary project the way the README implies and must pass
+//! - every ```toml block is put into a temporary project the way its page implies and must pass
 //!   `supervisor check`;
-//! - every `supervisor …` command of the README's shell blocks is run as `check` with the same
+//! - every `supervisor …` command of their shell blocks is run as `check` with the same
 //!   flags (or parsed with `--help`), and every synopsis line names real subcommands and flags;
+//! - every relative link names a file that exists (and a heading of it, for `#anchor`s);
 //! - every file in `config/` passes `supervisor check --config <file>` beside a minimal test.
 //!
 //! How a toml block becomes a project: a leading `# path/to/file.toml` comment names the file; a
 //! block without one is a test file when it has `[[steps]]` and a project config when it has
-//! config tables (`[provider]`, `[commands.…]`, …). The blocks of one README section (between two
+//! config tables (`[provider]`, `[commands.…]`, …). The blocks of one section of a page (between two
 //! headings) are one project: a test block is checked with the config block beside it, else with
 //! a minimal shell-provider config; a config block with no test beside it gets a minimal test.
 //! Files an example only refers to (included files, assets, command `cwd`s) are created minimal,
@@ -27,8 +28,31 @@ fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn readme() -> String {
-    std::fs::read_to_string(repo().join("README.md")).expect("read README.md")
+/// README.md, then every `docs/**/*.md` in path order: (path relative to the repository, text).
+fn documents() -> Vec<(String, String)> {
+    let mut docs = vec![(
+        "README.md".to_string(),
+        std::fs::read_to_string(repo().join("README.md")).expect("read README.md"),
+    )];
+    let mut pages: Vec<PathBuf> = walkdir::WalkDir::new(repo().join("docs"))
+        .into_iter()
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| e.into_path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.sort();
+    assert!(!pages.is_empty(), "docs/ holds the manual's pages");
+    for page in pages {
+        let rel = page
+            .strip_prefix(repo())
+            .expect("under the repository")
+            .to_string_lossy()
+            .into_owned();
+        let text = std::fs::read_to_string(&page).unwrap_or_else(|e| panic!("read {rel}: {e}"));
+        docs.push((rel, text));
+    }
+    docs
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -36,6 +60,8 @@ fn readme() -> String {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Block {
+    /// The document it is in (`README.md`, `docs/config.md`).
+    file: String,
     /// 1-based line of the opening fence.
     line: usize,
     /// The info string's first word (`toml`, `sh`, or empty).
@@ -46,6 +72,10 @@ struct Block {
 }
 
 fn fenced_blocks(markdown: &str) -> Vec<Block> {
+    fenced_blocks_of("README.md", markdown)
+}
+
+fn fenced_blocks_of(file: &str, markdown: &str) -> Vec<Block> {
     let mut blocks = Vec::new();
     let mut section = String::new();
     // (fence, block being collected)
@@ -79,6 +109,7 @@ fn fenced_blocks(markdown: &str) -> Vec<Block> {
                 open = Some((
                     fence,
                     Block {
+                        file: file.to_string(),
                         line: i + 1,
                         lang,
                         text: String::new(),
@@ -92,7 +123,7 @@ fn fenced_blocks(markdown: &str) -> Vec<Block> {
             section = trimmed.trim_start_matches('#').trim().to_string();
         }
     }
-    assert!(open.is_none(), "README.md has an unclosed code fence");
+    assert!(open.is_none(), "{file} has an unclosed code fence");
     blocks
 }
 
@@ -190,7 +221,7 @@ struct TestFile {
     text: String,
     /// `check` must print it as a root test (the example was really checked).
     must_be_root: bool,
-    /// The README line of its opening fence, to translate check's `file:line`s.
+    /// The document line of its opening fence, to translate check's `file:line`s.
     readme_line: Option<usize>,
 }
 
@@ -198,9 +229,11 @@ struct TestFile {
 struct Example {
     /// What to say on failure ("README.md:37 (toml block)").
     what: String,
+    /// The document the example's blocks are in (`README.md`, `docs/config.md`).
+    doc: String,
     /// Config path (relative to the temp project) and text; None: a minimal shell config.
     config: Option<(String, String)>,
-    /// The README line of the config's opening fence.
+    /// The document line of the config's opening fence.
     config_readme_line: Option<usize>,
     global: Option<String>,
     tests: Vec<TestFile>,
@@ -370,6 +403,7 @@ fn check_example(ex: &Example) -> Result<String, String> {
         })
         .collect();
     // `--> tests/a.test.toml:5:1` → `--> tests/a.test.toml:5:1 (README.md:57)`.
+    let doc = &ex.doc;
     let mut origins: Vec<(String, usize)> = tests
         .iter()
         .filter_map(|(rel, t)| Some((base.join(rel).display().to_string(), t.readme_line?)))
@@ -387,7 +421,7 @@ fn check_example(ex: &Example) -> Result<String, String> {
         stderr = re
             .replace_all(&stderr, |c: &regex::Captures| {
                 let n: usize = c[2].parse().unwrap_or(0);
-                format!("{} (README.md:{})", &c[1], fence + n)
+                format!("{} ({doc}:{})", &c[1], fence + n)
             })
             .into_owned();
     }
@@ -469,10 +503,14 @@ fn pathdiff(target: &Path, from: &Path) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// README toml blocks → examples.
+// Toml blocks of a document → examples.
 
 fn readme_examples(markdown: &str) -> Result<Vec<Example>, Vec<String>> {
-    let blocks: Vec<Block> = fenced_blocks(markdown)
+    doc_examples("README.md", markdown)
+}
+
+fn doc_examples(doc: &str, markdown: &str) -> Result<Vec<Example>, Vec<String>> {
+    let blocks: Vec<Block> = fenced_blocks_of(doc, markdown)
         .into_iter()
         .filter(|b| b.lang == "toml")
         .collect();
@@ -480,7 +518,7 @@ fn readme_examples(markdown: &str) -> Result<Vec<Example>, Vec<String>> {
     let mut sections: Vec<(String, Vec<(Block, Role)>)> = Vec::new();
     for b in blocks {
         match role(&b.text) {
-            Err(e) => errors.push(format!("README.md:{}: the toml block {e}", b.line)),
+            Err(e) => errors.push(format!("{doc}:{}: the toml block {e}", b.line)),
             Ok(r) => match sections.last_mut() {
                 Some((s, v)) if *s == b.section => v.push((b, r)),
                 _ => sections.push((b.section.clone(), vec![(b, r)])),
@@ -515,7 +553,7 @@ fn readme_examples(markdown: &str) -> Result<Vec<Example>, Vec<String>> {
         for config in config_choices {
             let mut lines: Vec<String> = Vec::new();
             let mut describe = |b: &Block, what: String| {
-                lines.push(format!("README.md:{} ({what})", b.line));
+                lines.push(format!("{doc}:{} ({what})", b.line));
             };
             if let Some((b, p)) = config {
                 describe(b, format!("config {p}"));
@@ -532,6 +570,7 @@ fn readme_examples(markdown: &str) -> Result<Vec<Example>, Vec<String>> {
             }
             examples.push(Example {
                 what: format!("section \"{section}\": {}", lines.join(" + ")),
+                doc: doc.to_string(),
                 config: config.map(|(b, p)| (p.clone(), b.text.clone())),
                 config_readme_line: config.map(|(b, _)| b.line),
                 global: global.map(|b| b.text.clone()),
@@ -556,18 +595,27 @@ fn readme_examples(markdown: &str) -> Result<Vec<Example>, Vec<String>> {
 
 #[test]
 fn every_readme_toml_block_passes_check() {
-    let markdown = readme();
-    let fences = markdown
-        .lines()
-        .filter(|l| l.trim_start().starts_with("```toml"))
-        .count();
-    let found = fenced_blocks(&markdown)
-        .iter()
-        .filter(|b| b.lang == "toml")
-        .count();
-    assert_eq!(fences, found, "every ```toml fence of README.md is read");
-    assert!(found > 0, "README.md has toml examples");
-    let examples = readme_examples(&markdown).unwrap_or_else(|e| panic!("{}", e.join("\n")));
+    let mut examples = Vec::new();
+    for (doc, markdown) in documents() {
+        let fences = markdown
+            .lines()
+            .filter(|l| l.trim_start().starts_with("```toml"))
+            .count();
+        let found = fenced_blocks_of(&doc, &markdown)
+            .iter()
+            .filter(|b| b.lang == "toml")
+            .count();
+        assert_eq!(fences, found, "every ```toml fence of {doc} is read");
+        if doc == "README.md" {
+            assert!(found > 0, "README.md has toml examples");
+        }
+        examples
+            .extend(doc_examples(&doc, &markdown).unwrap_or_else(|e| panic!("{}", e.join("\n"))));
+    }
+    assert!(
+        examples.iter().any(|ex| ex.doc.starts_with("docs/")),
+        "docs/ has toml examples"
+    );
     let failures: Vec<String> = examples
         .iter()
         .filter_map(|ex| {
@@ -577,7 +625,7 @@ fn every_readme_toml_block_passes_check() {
         .collect();
     assert!(
         failures.is_empty(),
-        "{} README example(s) fail `supervisor check`:\n\n{}",
+        "{} documented example(s) fail `supervisor check`:\n\n{}",
         failures.len(),
         failures.join("\n\n")
     );
@@ -588,6 +636,8 @@ fn every_readme_toml_block_passes_check() {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Invocation {
+    /// The document it is in.
+    file: String,
     line: usize,
     /// Arguments after `supervisor`.
     args: Vec<String>,
@@ -636,6 +686,7 @@ fn invocations(block: &Block) -> Vec<Invocation> {
             let Some(first) = words.first() else { continue };
             if first == "supervisor" {
                 out.push(Invocation {
+                    file: block.file.clone(),
                     line: start,
                     args: words[1..].to_vec(),
                     in_repo: false,
@@ -649,6 +700,7 @@ fn invocations(block: &Block) -> Vec<Invocation> {
             {
                 if let Some(dash) = words.iter().position(|w| w == "--") {
                     out.push(Invocation {
+                        file: block.file.clone(),
                         line: start,
                         args: words[dash + 1..].to_vec(),
                         in_repo: true,
@@ -677,7 +729,8 @@ fn strip_comment(line: &str) -> &str {
 /// must name a real subcommand and flags its `--help` lists.
 fn check_invocation(inv: &Invocation) -> Result<(), String> {
     let what = format!(
-        "README.md:{}: `supervisor {}`",
+        "{}:{}: `supervisor {}`",
+        inv.file,
         inv.line,
         inv.args.join(" ")
     );
@@ -849,6 +902,7 @@ fn project_for(args: &[String], what: &str) -> Example {
         .collect();
     Example {
         what: what.to_string(),
+        doc: String::new(),
         config: Some((config_path, config)),
         config_readme_line: None,
         global: None,
@@ -859,21 +913,27 @@ fn project_for(args: &[String], what: &str) -> Example {
 
 #[test]
 fn every_supervisor_command_in_readme_blocks_is_valid() {
-    let markdown = readme();
-    let invs: Vec<Invocation> = fenced_blocks(&markdown)
+    let invs: Vec<Invocation> = documents()
         .iter()
+        .flat_map(|(doc, markdown)| fenced_blocks_of(doc, markdown))
         .filter(|b| ["sh", "bash", "console", "shell", ""].contains(&b.lang.as_str()))
-        .flat_map(invocations)
+        .flat_map(|b| invocations(&b))
         .collect();
     assert!(
-        invs.iter().any(|i| !i.synopsis),
+        invs.iter().any(|i| !i.synopsis && i.file == "README.md"),
         "README.md shows supervisor commands: {invs:?}"
+    );
+    assert!(
+        invs.iter()
+            .any(|i| i.synopsis && i.file.starts_with("docs/")),
+        "docs/ shows the commands' synopsis: {invs:?}"
     );
     let failures: Vec<String> = invs
         .iter()
         .filter_map(|i| {
             eprintln!(
-                "checking README.md:{}: supervisor {}",
+                "checking {}:{}: supervisor {}",
+                i.file,
                 i.line,
                 i.args.join(" ")
             );
@@ -882,7 +942,7 @@ fn every_supervisor_command_in_readme_blocks_is_valid() {
         .collect();
     assert!(
         failures.is_empty(),
-        "{} README command(s) fail:\n\n{}",
+        "{} documented command(s) fail:\n\n{}",
         failures.len(),
         failures.join("\n\n")
     );
@@ -891,7 +951,11 @@ fn every_supervisor_command_in_readme_blocks_is_valid() {
 /// "`supervisor start --help` lists every option: `-j/--jobs`, …" — each is in the help.
 #[test]
 fn options_the_readme_says_help_lists_are_in_help() {
-    let markdown = readme().replace('\n', " ");
+    let markdown = documents()
+        .iter()
+        .map(|(_, text)| text.replace('\n', " "))
+        .collect::<Vec<_>>()
+        .join(" ");
     let claim =
         regex::Regex::new(r"`supervisor (\w+) --help` lists every option: (.*?)\.\s").expect("re");
     let span = regex::Regex::new(r"`([^`]+)`").expect("re");
@@ -910,13 +974,198 @@ fn options_the_readme_says_help_lists_are_in_help() {
                 seen += 1;
                 assert!(
                     help_lists(&help, flag),
-                    "README says `supervisor {} --help` lists {flag}; it does not:\n{help}",
+                    "the docs say `supervisor {} --help` lists {flag}; it does not:\n{help}",
                     &c[1]
                 );
             }
         }
     }
-    assert!(seen > 0, "README.md's list of `start` options was found");
+    assert!(seen > 0, "the docs' list of `start` options was found");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Links: every relative link of a document names a file that exists, and a heading of it.
+
+/// GitHub's anchor of a heading: lower case, punctuation but `-` and `_` dropped, spaces → `-`.
+fn heading_anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a markdown text's headings (outside code blocks).
+fn anchors(markdown: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut fence: Option<char> = None;
+    for line in markdown.lines() {
+        let trimmed = line.trim_start();
+        if let Some(c) = trimmed.chars().next().filter(|c| matches!(c, '`' | '~')) {
+            if trimmed.starts_with(&String::from(c).repeat(3)) {
+                fence = match fence {
+                    Some(open) if open == c => None,
+                    None => Some(c),
+                    other => other,
+                };
+                continue;
+            }
+        }
+        if fence.is_none() && trimmed.starts_with('#') {
+            let text = trimmed.trim_start_matches('#');
+            if text.starts_with(' ') {
+                out.insert(heading_anchor(text));
+            }
+        }
+    }
+    out
+}
+
+/// `(line, target)` of every `[text](target)` link outside code blocks and code spans.
+fn links(markdown: &str) -> Vec<(usize, String)> {
+    let link = regex::Regex::new(r"\]\(([^)\s]+)\)").expect("regex");
+    let code = regex::Regex::new(r"`[^`]*`").expect("regex");
+    let mut out = Vec::new();
+    let mut in_fence = false;
+    for (i, line) in markdown.lines().enumerate() {
+        let trimmed = line.trim_start();
+        if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        let prose = code.replace_all(line, "");
+        for c in link.captures_iter(&prose) {
+            out.push((i + 1, c[1].to_string()));
+        }
+    }
+    out
+}
+
+/// Why a relative link of `doc` (a path relative to the repository) does not resolve, if it
+/// does not.
+fn broken_link(
+    doc: &str,
+    target: &str,
+    text_of: &dyn Fn(&Path) -> Option<String>,
+) -> Option<String> {
+    if target.contains("://") || target.starts_with("mailto:") {
+        return None;
+    }
+    let (path, anchor) = match target.split_once('#') {
+        Some((p, a)) => (p, Some(a)),
+        None => (target, None),
+    };
+    let here = Path::new(doc).parent().unwrap_or(Path::new(""));
+    let file = if path.is_empty() {
+        PathBuf::from(doc)
+    } else {
+        here.join(path)
+    };
+    // Resolve `..` lexically: the link must stay in the repository.
+    let mut resolved = PathBuf::new();
+    for part in file.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                if !resolved.pop() {
+                    return Some(format!("{target} leaves the repository"));
+                }
+            }
+            std::path::Component::CurDir => {}
+            other => resolved.push(other),
+        }
+    }
+    let Some(text) = text_of(&resolved) else {
+        return Some(format!("{target}: {} does not exist", resolved.display()));
+    };
+    match anchor {
+        Some(a)
+            if resolved.extension().is_some_and(|x| x == "md") && !anchors(&text).contains(a) =>
+        {
+            Some(format!(
+                "{target}: {} has no heading with the anchor #{a} (it has: {})",
+                resolved.display(),
+                anchors(&text).into_iter().collect::<Vec<_>>().join(", ")
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// What a repository path holds: a file's text ("" for a directory or a binary file), or None.
+fn repo_text(path: &Path) -> Option<String> {
+    let full = repo().join(path);
+    if full.is_dir() {
+        return Some(String::new());
+    }
+    full.is_file()
+        .then(|| std::fs::read_to_string(&full).unwrap_or_default())
+}
+
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let mut seen = 0;
+    let mut failures = Vec::new();
+    for (doc, markdown) in documents() {
+        for (line, target) in links(&markdown) {
+            seen += 1;
+            if let Some(why) = broken_link(&doc, &target, &repo_text) {
+                failures.push(format!("{doc}:{line}: {why}"));
+            }
+        }
+    }
+    assert!(seen > 0, "the docs link to each other");
+    assert!(
+        failures.is_empty(),
+        "{} broken link(s):\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn links_and_anchors_are_read_as_github_renders_them() {
+    assert_eq!(
+        heading_anchor(" Project config (`bugatti.config.toml`)"),
+        "project-config-bugatticonfigtoml"
+    );
+    assert_eq!(
+        heading_anchor("Supervision: the watchdog, restarts and budgets"),
+        "supervision-the-watchdog-restarts-and-budgets"
+    );
+    let md = "# Top\n\nSee [a](b.md#two), `[not](a-link.md)`, [web](https://x.org/y).\n\n\
+              ```sh\necho [x](y.md)\n```\n\n## Two\n";
+    assert_eq!(
+        links(md),
+        vec![
+            (3, "b.md#two".to_string()),
+            (3, "https://x.org/y".to_string())
+        ]
+    );
+    assert_eq!(
+        anchors(md),
+        BTreeSet::from(["top".to_string(), "two".to_string()])
+    );
+    let files = |p: &Path| match p.to_str() {
+        Some("docs/b.md") => Some(md.to_string()),
+        Some("README.md") => Some(String::new()),
+        _ => None,
+    };
+    assert_eq!(broken_link("docs/a.md", "b.md#two", &files), None);
+    assert_eq!(broken_link("docs/a.md", "../README.md", &files), None);
+    assert_eq!(broken_link("docs/a.md", "https://x.org/y", &files), None);
+    let missing = broken_link("docs/a.md", "c.md", &files).expect("a missing file");
+    assert!(missing.contains("docs/c.md does not exist"), "{missing}");
+    let bad_anchor = broken_link("docs/a.md", "b.md#three", &files).expect("a missing anchor");
+    assert!(
+        bad_anchor.contains("no heading with the anchor #three"),
+        "{bad_anchor}"
+    );
+    assert!(broken_link("README.md", "../../etc/passwd", &files).is_some());
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1019,6 +1268,7 @@ fn roles_come_from_the_leading_comment_else_the_tables() {
 #[test]
 fn invocations_are_found_in_shell_lines() {
     let block = Block {
+        file: "README.md".into(),
         line: 10,
         lang: "sh".into(),
         text: "cargo test\n\
@@ -1131,6 +1381,7 @@ fn a_broken_block_fails_and_names_its_line() {
     assert!(readme_examples("```toml\na = 1\n```\n").is_err());
     // And so is a documented command with a flag that does not exist.
     let bad = Invocation {
+        file: "README.md".into(),
         line: 1,
         args: vec!["start".into(), "--no-such-flag".into()],
         in_repo: false,

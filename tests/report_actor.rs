@@ -9,10 +9,10 @@ use std::sync::{Arc, OnceLock};
 
 use bugatti::actors::reporter::{ReporterActor, ReporterArgs, ReporterMsg};
 use bugatti::model::outcome::{RunOutcome, StepStatus};
+use bugatti::model::redact::Secrets;
 use bugatti::report::console::{LiveView, Verbosity};
 use bugatti::report::events::{EventClock, EventKind, SetupState};
 use bugatti::report::harness_log::HarnessLogs;
-use bugatti::report::redact::Secrets;
 use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
 use ractor::{call, cast, ActorRef};
 use report_support::{all_files, assert_absent_everywhere, events, plan, SharedBuf, SECRET};

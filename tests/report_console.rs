@@ -7,9 +7,9 @@ use std::io;
 use std::sync::{Arc, Mutex};
 
 use bugatti::model::outcome::{RunOutcome, StepStatus};
+use bugatti::model::redact::Secrets;
 use bugatti::report::console::{LiveView, Verbosity};
 use bugatti::report::events::EventClock;
-use bugatti::report::redact::Secrets;
 use bugatti::report::run_record::RunRecord;
 use bugatti::report::scrub::Redactor;
 use bugatti::report::suite::SuiteSummary;

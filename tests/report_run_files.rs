@@ -6,9 +6,9 @@ mod report_support;
 use std::sync::Arc;
 
 use bugatti::model::outcome::{RunOutcome, StepStatus};
+use bugatti::model::redact::Secrets;
 use bugatti::report::events::{Event, EventClock};
 use bugatti::report::markdown::{ReportInput, Section, SECTIONS};
-use bugatti::report::redact::Secrets;
 use bugatti::report::run_record::RunRecord;
 use bugatti::report::run_writer::RunWriter;
 use bugatti::report::scrub::Redactor;

@@ -1,5 +1,5 @@
-//! Projects configured the way the README tells users to, run through the real binary: the
-//! README's own `command` agent (`agents/my_agent.py`, taken from the README at test time) with
+//! Projects configured the way the docs tell users to, run through the real binary: the
+//! docs' own `command` agent (`agents/my_agent.py`, taken from docs/providers.md at test time) with
 //! `cmd = "python3 agents/my_agent.py"`, started from the project root and from a subdirectory;
 //! `${NAME}` in the agent's `cmd` and `cwd`; `doctor` on a missing script; an agent that never
 //! answers the bootstrap.
@@ -9,10 +9,22 @@ mod common;
 use common::{stderr, stdout, Project};
 use std::path::Path;
 
-/// The README's fenced block whose first line is `# <name>`, without that line.
+/// The fenced block of the docs (README.md, then `docs/*.md`) whose first line is `# <name>`,
+/// without that line.
 fn readme_block(name: &str) -> String {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
-        .expect("README.md");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages: Vec<std::path::PathBuf> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    pages.sort();
+    pages.insert(0, root.join("README.md"));
+    let readme = pages
+        .iter()
+        .map(|p| std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .collect::<Vec<_>>()
+        .join("\n");
     let mut lines = readme.lines();
     while let Some(line) = lines.next() {
         let fence = line.trim_start();
@@ -29,7 +41,7 @@ fn readme_block(name: &str) -> String {
             return body[1..].join("\n") + "\n";
         }
     }
-    panic!("README.md has no fenced block starting with `# {name}`");
+    panic!("neither README.md nor docs/ has a fenced block starting with `# {name}`");
 }
 
 const CONFIG: &str = r#"[provider]

@@ -9,10 +9,10 @@ use crate::actors::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
 use crate::model::load::Suite;
 use crate::model::options::RunOptions;
 use crate::model::outcome::ExitReason;
+use crate::model::redact::Secrets;
 use crate::process::{dead_runs, job_control, ledger, limits, registry, signals, subreaper};
 use crate::report::console::{stderr_notice, ConsoleMode, LiveView};
 use crate::report::harness_log::HarnessLogs;
-use crate::report::redact::Secrets;
 use ractor::Actor;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -156,7 +156,7 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         json_copy: options.json.clone(),
         extras: crate::actors::reporter::SuiteExtras {
             html_copy: options.html.clone(),
-            selection: options.selection(),
+            selection: crate::report::history::Selection::of(options),
             no_history: false,
         },
     };

@@ -3,8 +3,8 @@
 //! `kill_session`) and the harness commands' logs (`list_logs`, `read_log`, `wait_for_log`).
 //!
 //! [`Console`] is the tools' logic, independent of the protocol; [`server`] serves it over MCP
-//! (Streamable HTTP on loopback, a bearer token per session); [`wiring`] says how each provider
-//! is pointed at it. One console per root-test session, torn down with it.
+//! (Streamable HTTP on loopback, a bearer token per session); how each provider is pointed at it
+//! is the providers' business (`providers::console_wiring`). One console per root-test session, torn down with it.
 
 pub mod buffer;
 pub mod logs;
@@ -13,10 +13,9 @@ pub mod reply;
 pub mod server;
 pub mod session;
 pub mod truncate;
-pub mod wiring;
 
+use crate::model::redact::Secrets;
 use crate::process::exit::ExitStatus;
-use crate::report::redact::Secrets;
 use logs::{LogSource, Waited};
 use record::Recorder;
 use reply::State;
@@ -278,7 +277,9 @@ impl Console {
 
     fn env(&self) -> Vec<(String, String)> {
         let mut env: Vec<(String, String)> = std::env::vars()
-            .filter(|(k, _)| !crate::providers::CLAUDE_NESTING_VARS.contains(&k.as_str()))
+            .filter(|(k, _)| {
+                !crate::process::inherited_env::CLAUDE_NESTING_VARS.contains(&k.as_str())
+            })
             .collect();
         env.extend(self.setup.env.iter().cloned());
         // What Codex gives its console children: plain, uncoloured, unpaged UTF-8 output.

@@ -3,7 +3,7 @@
 //! the session can put each step's calls in its report.
 
 use super::Answer;
-use crate::report::redact::Secrets;
+use crate::model::redact::Secrets;
 use serde::{Deserialize, Serialize};
 use std::io::Write;
 use std::path::PathBuf;

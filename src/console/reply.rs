@@ -14,7 +14,7 @@
 
 use super::buffer::Taken;
 use super::truncate::{decode, tokens, truncate_around_gap, Truncated};
-use crate::report::redact::Secrets;
+use crate::model::redact::Secrets;
 use std::time::Duration;
 
 /// How the process stood when the call returned.

@@ -7,11 +7,11 @@
 //! deadline — events, never a poll.
 
 use super::buffer::{Pending, Taken, HALF};
+use crate::model::redact::{Secrets, StreamRedactor};
 use crate::process::exit::ExitStatus;
 use crate::process::handle::{self, EnvMarker, Group, Io, Launch};
 use crate::process::owner::{Owner, Role, Scope};
 use crate::process::teardown::{self, Ladder};
-use crate::report::redact::{Secrets, StreamRedactor};
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};

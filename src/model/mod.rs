@@ -20,6 +20,7 @@ pub mod options;
 pub mod outcome;
 pub mod paths;
 pub mod plan;
+pub mod redact;
 pub mod substitute;
 pub mod test_file;
 pub mod toml_read;

@@ -104,19 +104,6 @@ pub struct RunOptions {
     pub verbosity: Verbosity,
 }
 
-impl RunOptions {
-    /// What the history compares suites by.
-    pub fn selection(&self) -> crate::report::history::Selection {
-        crate::report::history::Selection {
-            paths: self.paths.clone(),
-            tags: self.tags.clone(),
-            shard: self.shard.map(|s| s.to_string()),
-            rerun_failed: self.rerun_failed,
-            merged: Vec::new(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

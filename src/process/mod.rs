@@ -7,6 +7,7 @@ pub mod event;
 pub mod exit;
 pub mod group;
 pub mod handle;
+pub mod inherited_env;
 pub mod job_control;
 pub mod ledger;
 pub mod limits;

@@ -7,7 +7,7 @@
 //! replaced). Lines are cut and decoded only while somebody listens.
 
 use super::log_limit::{LimitedLog, LogCut};
-use crate::report::redact::{Secrets, StreamRedactor};
+use crate::model::redact::{Secrets, StreamRedactor};
 use std::fs::File;
 use std::io::Read;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

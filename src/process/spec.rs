@@ -2,7 +2,7 @@
 //! and stop one command, already substituted. Nothing here touches the OS; the config model is
 //! mapped into these by the session, so the process layer never depends on how config is parsed.
 
-use crate::report::redact::Secrets;
+use crate::model::redact::Secrets;
 use nix::sys::signal::Signal;
 use std::path::PathBuf;
 use std::sync::Arc;

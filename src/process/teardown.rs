@@ -445,6 +445,27 @@ mod tests {
         Launch::shell(owner, script, io)
     }
 
+    /// Signals must come after the child's trap is set: a busy machine may not have run the
+    /// shell's first line when `start` returns. The child says so by creating `armed`.
+    async fn wait_until_armed(armed: &std::path::Path) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while !armed.exists() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the script never set its trap"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// A child that ends cleanly on SIGINT, once its trap is set (see [`wait_until_armed`]).
+    fn sigint_clean_script(armed: &std::path::Path) -> String {
+        format!(
+            "trap 'exit 0' INT; touch '{}'; while :; do sleep 0.05; done",
+            armed.display()
+        )
+    }
+
     fn registered(pgid: i32) -> bool {
         registry::registered().iter().any(|g| g.pgid == pgid)
     }
@@ -458,14 +479,7 @@ mod tests {
         let script = format!("trap '' TERM; touch '{}'; sleep 30", armed.display());
         let mut group = start(launch(&script, Io::Merged)).expect("start");
         assert!(registered(group.pgid()), "registered before it is returned");
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while !armed.exists() {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the script never set its trap"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        wait_until_armed(&armed).await;
         let report = terminate(
             &mut group,
             &Ladder::harness(Signal::SIGTERM, Duration::from_millis(200)),
@@ -485,11 +499,10 @@ mod tests {
             stdout: false,
             stderr: false,
         };
-        let mut group = start(launch(
-            "trap 'exit 0' INT; while :; do sleep 0.05; done",
-            io,
-        ))
-        .expect("start");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let armed = dir.path().join("armed");
+        let mut group = start(launch(&sigint_clean_script(&armed), io)).expect("start");
+        wait_until_armed(&armed).await;
         let report = terminate(&mut group, &Ladder::agent(Duration::from_secs(5))).await;
         assert_eq!(report.state, TeardownState::Clean, "{report:?}");
         assert!(report.leaked.is_empty());
@@ -502,11 +515,10 @@ mod tests {
             stdout: false,
             stderr: false,
         };
-        let mut group = start(launch(
-            "trap 'exit 0' INT; while :; do sleep 0.05; done",
-            io,
-        ))
-        .expect("start");
+        let dir = tempfile::tempdir().expect("tempdir");
+        let armed = dir.path().join("armed");
+        let mut group = start(launch(&sigint_clean_script(&armed), io)).expect("start");
+        wait_until_armed(&armed).await;
         group.take_stdin();
         let gentle = Duration::from_secs(2);
         let started = std::time::Instant::now();

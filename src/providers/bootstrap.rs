@@ -57,7 +57,7 @@ pub fn system_prompt(spec: &AgentSpec, facts: &SessionFacts) -> String {
          BUGATTI_WORKDIR, BUGATTI_PROJECT_ROOT and the session's ports are set for your commands."
     );
     if facts.console.is_some() {
-        let _ = writeln!(text, "\n{}", crate::console::wiring::BOOTSTRAP);
+        let _ = writeln!(text, "\n{}", crate::providers::console_wiring::BOOTSTRAP);
     }
     if let Some(extra) = spec
         .extra_system_prompt

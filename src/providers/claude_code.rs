@@ -26,11 +26,11 @@ use super::{
     agent_env, bootstrap, command::cancelled, AgentContext, AgentDeath, AgentError, AgentFault,
     CancelSignal, ClaudeUsage, Provider, ProviderKind, StepRequest, StepVerdict,
 };
-use crate::console::wiring as console_wiring;
 use crate::model::markers::scan_text;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::process::job_control::{reached, Deadline};
 use crate::process::owner::{Owner, Role, Scope};
+use crate::providers::console_wiring;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, BufReader};

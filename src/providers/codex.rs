@@ -29,11 +29,11 @@ use super::{
     agent_env, bootstrap, command::cancelled, AgentContext, AgentDeath, AgentError, AgentFault,
     CancelSignal, Provider, ProviderKind, StepRequest, StepUsage, StepVerdict,
 };
-use crate::console::wiring as console_wiring;
 use crate::model::config::PricePerMtok;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::process::job_control::{reached, Deadline};
 use crate::process::owner::{Owner, Role, Scope};
+use crate::providers::console_wiring;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

@@ -16,6 +16,7 @@ pub mod claude_code;
 pub mod codex;
 pub mod codex_home;
 pub mod command;
+pub mod console_wiring;
 pub mod locate;
 pub mod pricing;
 pub mod process;
@@ -25,7 +26,7 @@ pub mod transcript;
 
 use crate::model::markers::Evidence;
 use crate::model::outcome::{StepStatus, TeardownState};
-use crate::report::redact::Secrets;
+use crate::model::redact::Secrets;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -39,13 +40,7 @@ use tokio::sync::{mpsc::UnboundedSender, watch};
 /// with the agent.
 pub const AGENT_MARKER_ENV: &str = "BUGATTI_AGENT_RUN_ID";
 
-/// Environment variables Claude Code sets for its own children. A supervisor started from inside
-/// Claude Code inherits them, and the agent must not believe it is nested.
-pub const CLAUDE_NESTING_VARS: [&str; 3] = [
-    "CLAUDECODE",
-    "CLAUDE_CODE_ENTRYPOINT",
-    "CLAUDE_CODE_SSE_PORT",
-];
+pub use crate::process::inherited_env::CLAUDE_NESTING_VARS;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -398,7 +393,7 @@ fn env_over(
         .collect();
     env.extend(facts.env.iter().cloned());
     if let Some(endpoint) = &facts.console {
-        env.extend(crate::console::wiring::agent_env(endpoint));
+        env.extend(crate::providers::console_wiring::agent_env(endpoint));
     }
     env.push((AGENT_MARKER_ENV.to_string(), facts.run_id.clone()));
     env

@@ -10,11 +10,11 @@
 use super::transcript::SharedTranscript;
 use super::{AgentDeath, AgentError, AgentEvent, AGENT_MARKER_ENV};
 use crate::model::outcome::TeardownState;
+use crate::model::redact::Secrets;
 use crate::process::exit::ExitStatus;
 use crate::process::handle::{self, EnvMarker, Group, Io, Launch};
 use crate::process::owner::Owner;
 use crate::process::teardown::{terminate, Ladder};
-use crate::report::redact::Secrets;
 use nix::sys::signal::Signal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};

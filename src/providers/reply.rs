@@ -5,7 +5,7 @@
 use super::{AgentEvent, StepVerdict};
 use crate::model::markers::{Evidence, Marker, MarkerScanner, ResultMarker, Verdict};
 use crate::model::outcome::StepStatus;
-use crate::report::redact::Secrets;
+use crate::model::redact::Secrets;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;

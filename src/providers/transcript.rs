@@ -3,7 +3,7 @@
 //! agent is torn down; the lock is uncontended in the normal case (one reader per stream).
 
 use super::AgentError;
-use crate::report::redact::{Secrets, StreamRedactor};
+use crate::model::redact::{Secrets, StreamRedactor};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};

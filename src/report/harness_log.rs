@@ -313,7 +313,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::redact::Secrets;
+    use crate::model::redact::Secrets;
     use tracing_subscriber::layer::SubscriberExt;
 
     #[test]

@@ -37,6 +37,19 @@ pub struct Selection {
 }
 
 impl Selection {
+    /// What the history compares suites by, from the command line.
+    pub fn of(options: &crate::model::options::RunOptions) -> Self {
+        Selection {
+            paths: options.paths.clone(),
+            tags: options.tags.clone(),
+            shard: options.shard.map(|s| s.to_string()),
+            rerun_failed: options.rerun_failed,
+            merged: Vec::new(),
+        }
+    }
+}
+
+impl Selection {
     /// A short human description ("all root tests", "tags nightly, shard 1/2").
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();

@@ -20,7 +20,6 @@ pub mod markdown;
 pub mod paths;
 pub mod printable;
 pub mod recover;
-pub mod redact;
 pub mod run_record;
 pub mod run_writer;
 pub mod scrub;

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::model::redact::Secrets;
 use crate::report::error::ReportError;
-use crate::report::redact::Secrets;
 
 /// One or more sets of secrets (the suite's and a run's), applied in turn.
 #[derive(Debug, Clone, Default)]

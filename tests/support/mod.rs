@@ -2,11 +2,11 @@
 //! a unique run id, and the check that no process of the run survives.
 #![allow(dead_code)]
 
+use bugatti::model::redact::Secrets;
 use bugatti::process::{group, registry, subreaper};
 use bugatti::providers::{
     AgentEvent, AgentSpec, ProviderKind, SessionFacts, StepRequest, AGENT_MARKER_ENV,
 };
-use bugatti::report::redact::Secrets;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,8 +2,8 @@
 //! file, Codex through `-c mcp_servers.bugatti=…`, a `command` agent through environment
 //! variables. The token never goes on a command line.
 
-use super::server::Endpoint;
-use super::SERVER_NAME;
+use crate::console::server::Endpoint;
+use crate::console::SERVER_NAME;
 use std::path::{Path, PathBuf};
 
 /// The console's URL, for a `command` agent.
@@ -83,19 +83,16 @@ pub struct Extra {
 
 /// Everything the `claude-code` provider adds for the console (nothing when it is off). Writes
 /// `<run_dir>/agent/mcp.json`.
-pub fn for_claude(
-    facts: &crate::providers::SessionFacts,
-) -> Result<Extra, crate::providers::AgentError> {
+pub fn for_claude(facts: &super::SessionFacts) -> Result<Extra, super::AgentError> {
     let Some(endpoint) = &facts.console else {
         return Ok(Extra::default());
     };
     let dir = facts.run_dir.join("agent");
-    let config = write_claude_config(&dir, endpoint).map_err(|source| {
-        crate::providers::AgentError::ConsoleConfig {
+    let config =
+        write_claude_config(&dir, endpoint).map_err(|source| super::AgentError::ConsoleConfig {
             path: dir.join("mcp.json"),
             source,
-        }
-    })?;
+        })?;
     // BUGATTI_MCP_URL / _TOKEN come with every agent's environment (`providers::agent_env`).
     Ok(Extra {
         args: claude_args(&config),

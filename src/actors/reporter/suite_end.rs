@@ -1,0 +1,286 @@
+//! The suite's end in the reporter: summary.json, summary.md, junit.xml, report.html and history
+//! written from the finished runs (and the `--junit` / `--json` / `--html` copies), the tests that
+//! never started named, and every file that could not be written said on the console.
+
+use super::*;
+
+impl ReporterState {
+    pub(super) fn suite_finished(
+        &mut self,
+        not_run: &[String],
+        harness_error: Option<String>,
+        not_run_reason: Option<String>,
+    ) -> Result<SuiteFiles, ReportError> {
+        if let Some(files) = &self.suite_files {
+            return Ok(files.clone());
+        }
+        let still_open: Vec<String> = self.open.keys().cloned().collect();
+        for run_id in still_open {
+            if let Some(writer) = self.open.get_mut(&run_id) {
+                let at = Utc::now();
+                let event = Event {
+                    timestamp: at,
+                    elapsed_ms: u64::try_from((at - writer.record().started_at).num_milliseconds())
+                        .unwrap_or(0),
+                    kind: EventKind::RunFinished {
+                        outcome: RunOutcome::Interrupted,
+                        message: Some("the suite ended before this run finished".to_string()),
+                    },
+                };
+                let _ = writer.apply(&event);
+            }
+            self.notes.push(format!(
+                "run {run_id} was still open at the end of the suite"
+            ));
+            if let Err(e) = self.run_finished(&run_id) {
+                self.notes.push(e.to_string());
+            }
+        }
+
+        let summary = SuiteSummary::build(
+            &self.args.suite_id,
+            self.started_at,
+            Utc::now(),
+            self.args.strict_warnings,
+            &self.finished,
+            not_run,
+        )
+        .with_harness_error(harness_error)
+        .with_not_run_reason(not_run_reason);
+        let paths = self.suite_paths();
+        // Not fatal: the --junit / --json copies are written from memory all the same.
+        if let Err(source) = std::os::unix::fs::DirBuilderExt::mode(
+            std::fs::DirBuilder::new().recursive(true),
+            0o700,
+        )
+        .create(&paths.dir)
+        {
+            self.lose(
+                ReportError::CreateDir {
+                    path: paths.dir.clone(),
+                    source,
+                }
+                .to_string(),
+            );
+        }
+        // History: compare with the previous suite of the same selection, then record this one.
+        let mut summary = summary;
+        let mut history_note = None;
+        if !self.args.extras.no_history {
+            let entry = HistoryEntry::of(&summary, &self.finished, &self.args.extras.selection);
+            let earlier = history::read(&self.args.artifact_dir);
+            summary.changes = history::compare(&earlier, &entry);
+            if let Err(e) = history::append(&self.args.artifact_dir, &entry) {
+                self.lose(e.to_string());
+                history_note = Some(e.to_string());
+            }
+        }
+        // Redact the data before it is formatted: XML and JSON escape characters a secret may hold.
+        let redacted_summary: SuiteSummary = redact_data(&self.redactor_all(), &summary)?;
+        let redacted_records: Vec<RunRecord> = self
+            .finished
+            .iter()
+            .map(|r| redact_data(&self.redactor_all(), r))
+            .collect::<Result<_, _>>()?;
+
+        let mut failed: Vec<String> = Vec::new();
+        let mut keep = |r: Result<(), ReportError>, notes: &mut Vec<String>| {
+            if let Err(e) = r {
+                notes.push(e.to_string());
+                failed.push(e.to_string());
+            }
+        };
+        let mut notes = std::mem::take(&mut self.notes);
+        notes.extend(history_note);
+        let redactor = self.redactor_all();
+        let json = redactor
+            .json("summary.json", &redacted_summary, true)
+            .map(|mut j| {
+                j.push('\n');
+                j
+            });
+        let md = redactor.str(&redacted_summary.to_markdown());
+        let xml = junit::to_xml(&redacted_summary, &redacted_records).map(|x| redactor.str(&x));
+        let mut copies = Vec::new();
+        match json {
+            Ok(json) => {
+                keep(
+                    write_atomic(&paths.summary_json(), json.as_bytes()),
+                    &mut notes,
+                );
+                if let Some(copy) = &self.args.json_copy {
+                    let r = write_copy(copy, json.as_bytes());
+                    if r.is_ok() {
+                        copies.push(copy.clone());
+                    }
+                    keep(r, &mut notes);
+                }
+            }
+            Err(e) => keep(Err(e), &mut notes),
+        }
+        keep(write_atomic(&paths.summary_md(), md.as_bytes()), &mut notes);
+        match xml {
+            Ok(xml) => {
+                keep(write_atomic(&paths.junit(), xml.as_bytes()), &mut notes);
+                if let Some(copy) = &self.args.junit_copy {
+                    let r = write_copy(copy, xml.as_bytes());
+                    if r.is_ok() {
+                        copies.push(copy.clone());
+                    }
+                    keep(r, &mut notes);
+                }
+            }
+            Err(e) => keep(Err(e), &mut notes),
+        }
+        let html_path = paths.dir.join("report.html");
+        let html = redactor.str(&html::render(&HtmlInput {
+            summary: &redacted_summary,
+            records: &redacted_records,
+            comparison: redacted_summary.changes.as_ref(),
+            report_dir: &paths.dir,
+            notes: &[],
+        }));
+        keep(write_atomic(&html_path, html.as_bytes()), &mut notes);
+        if let Some(copy) = &self.args.extras.html_copy {
+            // A copy elsewhere links to the run files by absolute path.
+            let dir = copy
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(
+                    || std::env::current_dir().unwrap_or_default(),
+                    |p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()),
+                );
+            let html = redactor.str(&html::render(&HtmlInput {
+                summary: &redacted_summary,
+                records: &redacted_records,
+                comparison: redacted_summary.changes.as_ref(),
+                report_dir: &dir,
+                notes: &[],
+            }));
+            let r = write_copy(copy, html.as_bytes());
+            if r.is_ok() {
+                copies.push(copy.clone());
+            }
+            keep(r, &mut notes);
+        }
+        for what in failed {
+            self.lose(what);
+        }
+
+        let t = &summary.totals;
+        tracing::info!(
+            "suite summary: {} root tests in {} ms: {} passed, {} warned, {} failed, {} error, \
+             {} interrupted, {} not run, {} flaky",
+            t.total,
+            summary.duration_ms,
+            t.passed,
+            t.warned,
+            t.failed,
+            t.error,
+            t.interrupted,
+            t.not_run,
+            t.flaky
+        );
+        self.args.console.suite_finished(
+            &summary,
+            &paths.summary_md().display().to_string(),
+            &redactor,
+        );
+        if let Some(changes) = &summary.changes {
+            let mut text = format!("{}:", changes.heading());
+            for line in changes.lines() {
+                text.push_str("\n  ");
+                text.push_str(&line);
+            }
+            self.args.console.notice(&text, &redactor);
+        }
+        let shown = self.args.console.shown_path(&html_path);
+        self.args
+            .console
+            .notice(&format!("HTML report: {shown}"), &redactor);
+        if let Some(logs) = &self.args.harness_logs {
+            if let Err(e) = logs.flush() {
+                notes.push(e.to_string());
+                self.lose(e.to_string());
+            }
+        }
+        self.say_lost(&redactor);
+        let files = SuiteFiles {
+            summary,
+            summary_json: paths.summary_json(),
+            summary_md: paths.summary_md(),
+            junit: paths.junit(),
+            html: paths.dir.join("report.html"),
+            copies,
+            notes,
+            lost: self.lost.clone(),
+        };
+        self.suite_files = Some(files.clone());
+        Ok(files)
+    }
+
+    /// Ends the console with every record that could not be written, and why (exit 3).
+    pub(super) fn say_lost(&mut self, redactor: &Redactor) {
+        const SHOWN: usize = 20;
+        if self.lost.is_empty() {
+            return;
+        }
+        let mut text = format!(
+            "{} record(s) could not be written (exit 3):",
+            self.lost.len()
+        );
+        for what in self.lost.iter().take(SHOWN) {
+            text.push_str("\n  ");
+            text.push_str(what);
+        }
+        if self.lost.len() > SHOWN {
+            text.push_str(&format!("\n  … and {} more", self.lost.len() - SHOWN));
+        }
+        self.args.console.notice(&text, redactor);
+    }
+
+    /// Keeps a record that could not be written (once per message).
+    pub(super) fn lose(&mut self, what: String) {
+        if !self.lost.contains(&what) {
+            tracing::error!("record not written: {what}");
+            self.lost.push(what);
+        }
+    }
+
+    /// The root tests of `tests` (paths as the plans give them) that no run was started for.
+    pub(super) fn never_started(&self, tests: &[String]) -> Vec<String> {
+        let started: std::collections::HashSet<&str> = self
+            .finished
+            .iter()
+            .map(|r| r.test_file.as_str())
+            .chain(self.open.values().map(|w| w.record().test_file.as_str()))
+            .collect();
+        tests
+            .iter()
+            .filter(|t| !started.contains(t.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// The suite's secrets and every run's (suite files quote messages from every run).
+    pub(super) fn redactor_all(&self) -> Redactor {
+        let mut all = self.redactor.clone();
+        for writer in self.open.values() {
+            for set in writer.redactor().sets() {
+                all = all.with(set.clone());
+            }
+        }
+        for set in &self.finished_secrets {
+            all = all.with(set.clone());
+        }
+        all
+    }
+}
+
+/// A `--junit` / `--json` copy: its folder is created, as CI jobs name fresh output folders.
+pub(super) fn write_copy(path: &std::path::Path, bytes: &[u8]) -> Result<(), ReportError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| ReportError::write(parent, e))?;
+    }
+    write_atomic(path, bytes)
+}

@@ -1,0 +1,520 @@
+//! The SessionActor: one root-test attempt, from its run directory to its final report.
+//!
+//! Order (README "What a run leaves behind"): run directory and reporter record → workspace → ports
+//! and env → short-lived commands → long-lived commands → readiness → `[checkpoint] restore`
+//! (`--from-checkpoint`) → agent start and bootstrap → steps in order (a passed checkpoint step's
+//! save right after it) → teardown (agent and every command, concurrently) → final report →
+//! workspace kept or removed.
+//!
+//! The actor's mailbox must stay free while a step runs, so that a shutdown, a dying server or a
+//! dying agent is seen at once: the linear flow above runs in a *driver* task the actor owns, and
+//! the actor steers it through a stop signal. Harness and agent news arrive as messages; the
+//! actor turns them into report events. If the actor dies (a panic), the driver is aborted with
+//! it and the supervisor, told by ractor's supervision, cleans up the run's processes.
+
+mod setup;
+mod steps;
+mod teardown;
+
+use steps::*;
+
+use crate::actors::agent::{AgentActor, AgentArgs, AgentMsg};
+use crate::actors::budget::Budget;
+use crate::actors::checkpoint::{CheckpointFailure, CheckpointJob};
+use crate::actors::harness::{setup_state, Harness};
+use crate::actors::queue::Attempt;
+use crate::actors::reporter::{Notices, RunEvents};
+use crate::actors::session_plan::{
+    agent_spec, command_specs, session_vars, skipped_commands, step_vars, SessionIdentity,
+    SessionVars,
+};
+use crate::actors::supervisor::SupervisorMsg;
+use crate::console::logs::LogSource;
+use crate::console::server::ConsoleServer;
+use crate::console::{Console, ConsoleSetup};
+use crate::model::assets::prepare_instruction;
+use crate::model::checkpoint::CheckpointPaths;
+use crate::model::config::{CommandScope, KeepWorkspace, PortSpec};
+use crate::model::load::RootTest;
+use crate::model::outcome::{RunOutcome, StepStatus};
+use crate::model::plan::PlannedStep;
+use crate::process::event::{HarnessEvent, HarnessEventKind};
+use crate::process::owner::Scope;
+use crate::process::record::HarnessRecord;
+use crate::process::teardown::{grace_is_over, sweep_run};
+use crate::providers::{AgentEvent, ProviderKind, StepRequest, StepVerdict};
+use crate::report::console::stderr_notice;
+use crate::report::error::ReportError;
+use crate::report::events::{
+    millis, summarize_instruction, CheckpointAction, EventKind, PortRetry, Provenance, SetupState,
+    Usage,
+};
+use crate::report::evidence::problem as evidence_problem;
+use crate::report::excerpt::LogMarks;
+use crate::report::run_record::{
+    CommandRecord, ConfigRow, PlanEntry as ReportStep, PlannedCommand, RunPlan,
+};
+use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+use tracing::Instrument;
+
+/// Test-only fault injection: a session whose test file path contains this value panics when its
+/// first step starts (proves that one session's panic fails only that test).
+pub const FAULT_PANIC_ENV: &str = "BUGATTI_FAULT_PANIC_IN";
+
+/// How long the agent gets to answer `Close` before the session moves on (its process group is
+/// in the registry either way).
+const AGENT_CLOSE_LIMIT: Duration = Duration::from_secs(30);
+
+/// What every session of an invocation shares.
+pub struct SuiteContext {
+    pub suite_id: String,
+    pub project_root: PathBuf,
+    pub artifact_dir: PathBuf,
+    pub reporter: ActorRef<crate::actors::reporter::ReporterMsg>,
+    pub skip_cmd: Vec<String>,
+    pub skip_readiness: Vec<String>,
+    /// `--from-checkpoint NAME`: restore it after setup and skip the steps up to it.
+    pub from_checkpoint: Option<String>,
+    /// Ports of suite-scoped commands: every session sees the same value.
+    pub shared_ports: BTreeMap<String, u16>,
+    pub claude_bin: PathBuf,
+    /// The suite-scoped commands as they stand (kept by the supervisor), for each run's record.
+    pub suite_commands: SuiteCommands,
+    /// What the suite has spent on agents, and its ceilings.
+    pub budget: Arc<Budget>,
+}
+
+/// The suite-scoped commands' records, updated as their events come.
+pub type SuiteCommands = Arc<std::sync::Mutex<Vec<CommandRecord>>>;
+
+pub struct SessionArgs {
+    pub test: Arc<RootTest>,
+    pub attempt: Attempt,
+    /// The run's event outlet (its id and clock), made by the supervisor.
+    pub events: RunEvents,
+    pub suite: Arc<SuiteContext>,
+    pub supervisor: ActorRef<SupervisorMsg>,
+}
+
+/// Why the driver must stop early.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StopReason {
+    /// A signal or the deadline; what it was (`SIGINT`, `the --timeout deadline (60s) passed`).
+    Interrupted(String),
+    /// A long-lived command died with no restart left (or its readiness failed after one).
+    HarnessGaveUp(String),
+    AgentDied(String),
+}
+
+impl StopReason {
+    /// The message of the step this stop cut off.
+    fn cut_off_message(&self) -> String {
+        match self {
+            Self::Interrupted(cause) => format!("interrupted: {cause}"),
+            Self::HarnessGaveUp(why) | Self::AgentDied(why) => format!("interrupted: {why}"),
+        }
+    }
+}
+
+pub enum SessionMsg {
+    /// Shutdown: stop the running step, tear down, report `interrupted`, naming the cause.
+    Interrupt(String),
+    Harness(HarnessEvent),
+    Agent(AgentEvent),
+    /// The driver is about to send step `step_id` (a point for fault injection).
+    StepStarting(usize),
+    /// The driver finished: the run's files are final.
+    DriverDone(RunOutcome),
+}
+
+pub struct SessionState {
+    /// This run's id (the same as `events.run_id()`); set at start, never changes.
+    run_id: String,
+    /// Asks the driver to stop; the first reason wins (set by interrupts, a command that gave up,
+    /// the agent's death, a failed child actor).
+    stop: watch::Sender<Option<StopReason>>,
+    /// The run's event outlet, shared with the driver; events from harness and agent news go here.
+    events: RunEvents,
+    /// Last exit status seen per command, to report with its restart.
+    last_exit: HashMap<String, String>,
+    /// `BUGATTI_FAULT_PANIC` matched this test: panic before a step (fault tests only).
+    fault_panic: bool,
+    /// The provider resumes a dead agent at its next step (claude-code, codex): its death
+    /// between steps is the watchdog's to answer, not a reason to stop the session.
+    agent_restartable: bool,
+    /// The driver task; `None` once it reported `DriverDone`. Dropping it aborts the driver.
+    driver: Option<AbortOnDrop>,
+    /// Told `SessionDone` when the driver finishes.
+    supervisor: ActorRef<SupervisorMsg>,
+    /// Which root test and attempt this is, for the supervisor's queue.
+    attempt: Attempt,
+}
+
+/// Aborts the driver task when the session's state is dropped (also after a panic).
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+pub struct SessionActor;
+
+impl Actor for SessionActor {
+    type Msg = SessionMsg;
+    type State = SessionState;
+    type Arguments = SessionArgs;
+
+    async fn pre_start(
+        &self,
+        myself: ActorRef<SessionMsg>,
+        args: SessionArgs,
+    ) -> Result<SessionState, ActorProcessingErr> {
+        let (stop, stop_rx) = watch::channel(None);
+        let run_id = args.events.run_id().to_string();
+        let fault_panic = std::env::var(FAULT_PANIC_ENV).is_ok_and(|needle| {
+            !needle.is_empty() && args.test.rel_path.to_string_lossy().contains(&needle)
+        });
+        let agent_restartable = matches!(
+            ProviderKind::parse(&args.test.effective.provider.name.value),
+            Some(ProviderKind::ClaudeCode | ProviderKind::Codex)
+        );
+        let driver = Driver {
+            test: Arc::clone(&args.test),
+            attempt: args.attempt,
+            suite: Arc::clone(&args.suite),
+            run_id: run_id.clone(),
+            session_id: uuid::Uuid::now_v7().to_string(),
+            events: args.events.clone(),
+            myself: myself.clone(),
+            stop: stop_rx,
+        };
+        // A root span: ractor carries the sender's span with each message, so a span created while
+        // handling the previous session's end would nest every session inside the one before.
+        let span = tracing::info_span!(parent: None, "run", run_id = %run_id);
+        let handle = tokio::spawn(
+            async move {
+                let outcome = driver.run().await;
+                let _ = driver.myself.cast(SessionMsg::DriverDone(outcome));
+            }
+            .instrument(span),
+        );
+        Ok(SessionState {
+            run_id,
+            stop,
+            events: args.events,
+            last_exit: HashMap::new(),
+            fault_panic,
+            agent_restartable,
+            driver: Some(AbortOnDrop(handle)),
+            supervisor: args.supervisor,
+            attempt: args.attempt,
+        })
+    }
+
+    async fn handle(
+        &self,
+        myself: ActorRef<SessionMsg>,
+        message: SessionMsg,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        match message {
+            SessionMsg::Interrupt(cause) => {
+                state.stop_with(StopReason::Interrupted(cause));
+            }
+            SessionMsg::Harness(event) => state.on_harness_event(event),
+            SessionMsg::Agent(event) => state.on_agent_event(event),
+            SessionMsg::StepStarting(step_id) => {
+                if state.fault_panic {
+                    panic!("injected fault: session panicked before step {step_id}");
+                }
+            }
+            SessionMsg::DriverDone(outcome) => {
+                state.driver = None;
+                let _ = state.supervisor.cast(SupervisorMsg::SessionDone {
+                    attempt: state.attempt,
+                    run_id: state.run_id.clone(),
+                    outcome,
+                });
+                myself.stop(None);
+            }
+        }
+        Ok(())
+    }
+
+    async fn handle_supervisor_evt(
+        &self,
+        _myself: ActorRef<SessionMsg>,
+        message: SupervisionEvent,
+        state: &mut SessionState,
+    ) -> Result<(), ActorProcessingErr> {
+        // The harness and the agent are linked children; their ends must not stop the session
+        // (ractor's default). A child that *fails* is reported and ends the run.
+        if let SupervisionEvent::ActorFailed(who, err) = message {
+            tracing::error!("session child {who:?} failed: {err}");
+            state.stop_with(StopReason::AgentDied(format!(
+                "an actor of the session failed: {err}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+impl SessionState {
+    fn stop_with(&self, reason: StopReason) {
+        self.stop.send_if_modified(|current| {
+            let fresh = current.is_none();
+            if fresh {
+                *current = Some(reason);
+            }
+            fresh
+        });
+    }
+
+    fn emit(&self, kind: EventKind) {
+        let _ = self.events.emit(kind);
+    }
+
+    fn on_harness_event(&mut self, event: HarnessEvent) {
+        let command = event.command;
+        let state = setup_state(
+            &event.kind,
+            self.last_exit.get(&command).map(String::as_str),
+        );
+        match event.kind {
+            HarnessEventKind::Exited { status, .. } => {
+                self.last_exit.insert(command.clone(), status.to_string());
+            }
+            HarnessEventKind::GaveUp { reason } => {
+                self.stop_with(StopReason::HarnessGaveUp(format!(
+                    "long-lived command `{command}` failed: {reason}"
+                )));
+            }
+            _ => {}
+        }
+        self.emit(EventKind::SetupStatus { command, state });
+    }
+
+    /// What the driver hands over from the agent's news: bootstrap notes and the agent's death
+    /// (a step's logs and evidence it reports itself, in order with the step's verdict).
+    fn on_agent_event(&mut self, event: AgentEvent) {
+        match event {
+            AgentEvent::Log { message, .. } => {
+                tracing::info!("agent log during bootstrap: {message}");
+            }
+            AgentEvent::Evidence { evidence, .. } => {
+                tracing::info!(
+                    "agent evidence during bootstrap: {} {}",
+                    evidence.kind,
+                    evidence.path
+                );
+            }
+            AgentEvent::Exited(death) if self.agent_restartable => {
+                // The next step finds it dead and the watchdog restarts it; after the last
+                // step it is gone already, and that harms nothing.
+                tracing::warn!("the agent exited between steps: {death}");
+            }
+            AgentEvent::Exited(death) => {
+                self.stop_with(StopReason::AgentDied(format!(
+                    "the agent exited during the run: {death}"
+                )));
+            }
+            AgentEvent::Restarted { step_id, reason } => {
+                self.emit(EventKind::AgentRestarted { step_id, reason });
+            }
+        }
+    }
+}
+
+/// The linear flow of one session, run in its own task.
+struct Driver {
+    test: Arc<RootTest>,
+    attempt: Attempt,
+    suite: Arc<SuiteContext>,
+    run_id: String,
+    session_id: String,
+    /// The run's event outlet (shared with the session actor).
+    events: RunEvents,
+    myself: ActorRef<SessionMsg>,
+    stop: watch::Receiver<Option<StopReason>>,
+}
+
+/// How a phase of the run ended, when not by going on.
+struct Ending {
+    outcome: RunOutcome,
+    message: Option<String>,
+}
+
+impl Ending {
+    fn error(message: impl Into<String>) -> Self {
+        Self {
+            outcome: RunOutcome::Error,
+            message: Some(message.into()),
+        }
+    }
+
+    fn from_stop(reason: StopReason) -> Self {
+        match reason {
+            StopReason::Interrupted(cause) => Self {
+                outcome: RunOutcome::Interrupted,
+                message: Some(format!("interrupted: {cause}")),
+            },
+            StopReason::HarnessGaveUp(m) | StopReason::AgentDied(m) => Self::error(m),
+        }
+    }
+}
+
+/// What the session started, for teardown.
+#[derive(Default)]
+struct Started {
+    harness: Option<Harness>,
+    agent: Option<ActorRef<AgentMsg>>,
+    /// The agent's live news (logs, evidence, its death). The driver reads it itself, so that a
+    /// step's logs are reported before that step's verdict.
+    agent_news: Option<mpsc::UnboundedReceiver<AgentEvent>>,
+    workdir: Option<PathBuf>,
+    /// The agent console's MCP server (`[provider] console`), stopped with the session.
+    console: Option<ConsoleServer>,
+}
+
+impl Driver {
+    fn emit(&self, kind: EventKind) {
+        let _ = self.events.emit(kind);
+    }
+
+    fn run_dir(&self) -> PathBuf {
+        self.suite.artifact_dir.join("runs").join(&self.run_id)
+    }
+
+    fn stopped(&self) -> Option<StopReason> {
+        self.stop.borrow().clone()
+    }
+
+    /// Waits until a stop is requested.
+    async fn until_stopped(mut stop: watch::Receiver<Option<StopReason>>) -> StopReason {
+        loop {
+            if let Some(reason) = stop.borrow_and_update().clone() {
+                return reason;
+            }
+            if stop.changed().await.is_err() {
+                // The session is gone: nothing will ask again.
+                std::future::pending::<()>().await;
+            }
+        }
+    }
+
+    async fn run(&self) -> RunOutcome {
+        let plan = self.run_plan();
+        let notices = Notices::new(self.events.reporter().clone());
+        let secrets = Arc::new(crate::model::redact::Secrets::new(
+            self.test.effective.secret_pairs(),
+        ));
+        match self.events.open(plan, secrets).await {
+            Ok(_paths) => {}
+            Err(e @ ReportError::ReporterGone(_)) => {
+                stderr_notice(&e.to_string());
+                return RunOutcome::Error;
+            }
+            Err(e) => {
+                notices.send(format!(
+                    "cannot create the run directory {}: {e}",
+                    self.run_dir().display()
+                ));
+                return RunOutcome::Error;
+            }
+        }
+        tracing::info!(
+            test = %self.test.rel_path.display(),
+            attempt = self.attempt.number,
+            "session started"
+        );
+        let mut started = Started::default();
+        let spent_before = self.suite.budget.test_spent(&self.test.rel_path);
+        let ending = self.setup_and_steps(&mut started).await;
+        self.suite
+            .budget
+            .run_finished(self.suite.budget.test_spent(&self.test.rel_path) - spent_before);
+        self.teardown(started, &ending).await;
+        let outcome = ending.outcome;
+        tracing::info!(outcome = outcome.as_str(), "session finished");
+        self.emit(EventKind::RunFinished {
+            outcome,
+            message: ending.message,
+        });
+        match self.events.close().await {
+            Ok(_) => {}
+            Err(e @ ReportError::ReporterGone(_)) => stderr_notice(&e.to_string()),
+            Err(e) => notices.send(format!(
+                "the report of run {} is incomplete: {e}",
+                self.run_id
+            )),
+        }
+        outcome
+    }
+
+    fn run_plan(&self) -> RunPlan {
+        let effective = &self.test.effective;
+        RunPlan {
+            run_id: self.run_id.clone(),
+            session_id: self.session_id.clone(),
+            suite_id: self.suite.suite_id.clone(),
+            test_file: self.test.rel_path.display().to_string(),
+            test_name: self.test.name.clone(),
+            project_root: self.suite.project_root.display().to_string(),
+            provider: effective.provider.name.value.clone(),
+            run_dir: self.run_dir().display().to_string(),
+            attempt: self.attempt.number,
+            started_at: self.events.clock().started_at(),
+            skipped_commands: skipped_commands(&self.test, &self.suite.skip_cmd),
+            steps: self
+                .test
+                .plan
+                .iter()
+                .map(|s| ReportStep {
+                    step_id: step_id(s),
+                    provenance: provenance(s),
+                    instruction: s.instruction.clone(),
+                })
+                .collect(),
+            commands: effective
+                .commands
+                .values()
+                .filter(|c| c.scope == CommandScope::Test)
+                .map(|c| PlannedCommand {
+                    name: c.name.clone(),
+                    kind: c.kind.as_str().to_string(),
+                    log: format!("logs/{}.log", c.name),
+                })
+                .collect(),
+            // A poisoned lock still holds plain records: use them.
+            suite_commands: self
+                .suite
+                .suite_commands
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
+            effective_config: effective
+                .rows()
+                .into_iter()
+                .map(|(key, value, source)| ConfigRow {
+                    key,
+                    value,
+                    source: source.as_str().to_string(),
+                })
+                .collect(),
+        }
+    }
+
+    async fn setup_and_steps(&self, started: &mut Started) -> Ending {
+        match self.setup(started).await {
+            Ok(vars) => self.steps(started, &vars).await,
+            Err(ending) => ending,
+        }
+    }
+}

@@ -1,0 +1,290 @@
+//! The session's setup: workspace, ports, environment and the harness brought up, with the one
+//! retry of a setup that lost its auto port to another process ("address already in use").
+
+use super::*;
+
+impl Driver {
+    /// Workspace, variables, harness, agent. Returns the session variables.
+    pub(super) async fn setup(&self, started: &mut Started) -> Result<SessionVars, Ending> {
+        let workdir = tempfile::Builder::new()
+            .prefix("bugatti-ws-")
+            .tempdir()
+            .map_err(|e| Ending::error(format!("cannot create the session workspace: {e}")))?
+            .keep();
+        started.workdir = Some(workdir.clone());
+        let id = SessionIdentity {
+            run_id: self.run_id.clone(),
+            session_id: self.session_id.clone(),
+            run_dir: self.run_dir(),
+            workdir: workdir.clone(),
+            project_root: self.suite.project_root.clone(),
+        };
+        let effective = &self.test.effective;
+        let mut retry = None;
+        let (vars, log_sources, harness) = loop {
+            match self.start_harness(started, &id, retry.take()).await? {
+                HarnessUp::Up(up) => break *up,
+                HarnessUp::PortTaken(given_up) => retry = Some(given_up),
+            }
+        };
+        let agent = agent_spec(effective, &id, &vars, self.suite.claude_bin.clone())
+            .map_err(|e| Ending::error(e.to_string()))?;
+
+        // Resuming: the saved state comes back once the harness is up, before the agent starts.
+        if let Some(name) = &self.suite.from_checkpoint {
+            self.checkpoint(CheckpointAction::Restore, name, None, &vars)
+                .await?;
+        }
+
+        // The console: served before the agent starts, so that its first turn finds it.
+        // `shell` runs no model: nothing would call it.
+        let wanted = effective.provider.console.value
+            && agent.provider != crate::providers::ProviderKind::Shell;
+        let console = if wanted {
+            let mut logs = log_sources;
+            for log in &mut logs {
+                log.hub = harness.output(&log.name).await;
+            }
+            let console = Arc::new(Console::new(ConsoleSetup {
+                run_id: self.run_id.clone(),
+                run_dir: self.run_dir(),
+                // SPEC §9: where the agent itself runs, so a command means the same through the
+                // console as through the agent's own shell.
+                workdir: agent.cwd.clone(),
+                env: vars.env.clone(),
+                secrets: Arc::clone(&vars.secrets),
+                logs,
+            }));
+            let server = ConsoleServer::start(console)
+                .await
+                .map_err(|e| Ending::error(e.to_string()))?;
+            let endpoint = server.endpoint().clone();
+            started.console = Some(server);
+            Some(endpoint)
+        } else {
+            None
+        };
+
+        // The agent: one conversation for the whole session.
+        let (agent_tx, agent_rx) = mpsc::unbounded_channel();
+        started.agent_news = Some(agent_rx);
+        let facts = crate::providers::SessionFacts {
+            run_id: self.run_id.clone(),
+            session_id: self.session_id.clone(),
+            suite_id: self.suite.suite_id.clone(),
+            test_name: self.test.name.clone(),
+            test_file: self.test.rel_path.clone(),
+            project_root: self.suite.project_root.clone(),
+            run_dir: self.run_dir(),
+            workdir,
+            env: vars.env.clone(),
+            secrets: Arc::clone(&vars.secrets),
+            console,
+        };
+        let args = AgentArgs {
+            spec: agent,
+            facts,
+            events: agent_tx,
+        };
+        let (actor, _) = Actor::spawn_linked(None, AgentActor, args, self.myself.get_cell())
+            .await
+            .map_err(|e| Ending::error(format!("cannot start the agent actor: {e}")))?;
+        started.agent = Some(actor.clone());
+        for phase in ["start", "bootstrap"] {
+            let call = async {
+                if phase == "start" {
+                    ractor::call!(actor, AgentMsg::Start)
+                } else {
+                    ractor::call!(actor, AgentMsg::Bootstrap)
+                }
+            };
+            tokio::select! {
+                answer = call => match answer {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return Err(Ending::error(e.to_string())),
+                    Err(e) => return Err(Ending::error(format!("the agent actor did not answer {phase}: {e}"))),
+                },
+                reason = Self::until_stopped(self.stop.clone()) => return Err(Ending::from_stop(reason)),
+            }
+        }
+        Ok(vars)
+    }
+
+    /// Picks the session's ports, tells them, and brings the harness up. When a command says its
+    /// address is in use while the session has `auto` ports (one was taken between its pick and
+    /// the server's bind), that harness is torn down and, unless this already is the retry
+    /// (`retry`: what the first try said and the ports it gave up), the caller tries once more.
+    pub(super) async fn start_harness(
+        &self,
+        started: &mut Started,
+        id: &SessionIdentity,
+        retry: Option<PortRetry>,
+    ) -> Result<HarnessUp, Ending> {
+        let effective = &self.test.effective;
+        let is_retry = retry.is_some();
+        let vars = session_vars(effective, id, &self.suite.shared_ports)
+            .map_err(|e| Ending::error(e.to_string()))?;
+        self.emit(EventKind::SessionPrepared {
+            workspace: id.workdir.display().to_string(),
+            ports: vars.ports.clone(),
+            retried_after: retry,
+        });
+        let mut specs = command_specs(
+            effective,
+            CommandScope::Test,
+            &vars,
+            &self.suite.project_root,
+            &self.run_dir().join("logs"),
+            &self.suite.skip_cmd,
+        )
+        .map_err(|e| Ending::error(e.to_string()))?;
+        for spec in &mut specs {
+            if self.suite.skip_readiness.contains(&spec.name) {
+                spec.probes.clear();
+            }
+            if spec.skipped {
+                self.emit(EventKind::SetupStatus {
+                    command: spec.name.clone(),
+                    state: SetupState::Skipped,
+                });
+            }
+        }
+
+        let auto_ports: BTreeMap<String, u16> = vars
+            .ports
+            .iter()
+            .filter(|(name, _)| {
+                !self.suite.shared_ports.contains_key(*name)
+                    && effective
+                        .ports
+                        .get(*name)
+                        .is_some_and(|p| p.value == PortSpec::Auto)
+            })
+            .map(|(name, port)| (name.clone(), *port))
+            .collect();
+        let may_retry = !is_retry && !auto_ports.is_empty();
+
+        // The harness: its events come back through the session's mailbox. While a setup that
+        // may be retried runs, a command giving up is held back (start reports it anyway): it
+        // must not stop the session before the retry is decided.
+        let gate = Arc::new(std::sync::Mutex::new(if may_retry {
+            GiveUpGate::Hold(Vec::new())
+        } else {
+            GiveUpGate::Forward
+        }));
+        let (harness_tx, mut harness_rx) = mpsc::unbounded_channel();
+        let me = self.myself.clone();
+        let forwarder_gate = Arc::clone(&gate);
+        tokio::spawn(async move {
+            while let Some(event) = harness_rx.recv().await {
+                let event = forwarder_gate
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .pass(event);
+                if let Some(event) = event {
+                    if me.cast(SessionMsg::Harness(event)).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        let log_sources: Vec<LogSource> = specs
+            .iter()
+            .filter(|spec| !spec.skipped)
+            .map(|spec| LogSource {
+                name: spec.name.clone(),
+                kind: spec.kind.as_str().to_string(),
+                path: spec.log_path.clone(),
+                hub: None,
+            })
+            .collect();
+        let harness = Harness::spawn(
+            self.myself.get_cell(),
+            Scope::run(self.run_id.clone()),
+            harness_tx,
+        )
+        .await
+        .map_err(|e| Ending::error(e.to_string()))?;
+        started.harness = Some(harness.clone());
+        if !specs.is_empty() {
+            let result = tokio::select! {
+                result = harness.start(specs) => result,
+                reason = Self::until_stopped(self.stop.clone()) => return Err(Ending::from_stop(reason)),
+            };
+            let retrying =
+                matches!(&result, Err(e) if may_retry && says_address_in_use(&e.to_string()));
+            let held = std::mem::replace(
+                &mut *gate.lock().unwrap_or_else(|poisoned| poisoned.into_inner()),
+                if retrying {
+                    GiveUpGate::Drop
+                } else {
+                    GiveUpGate::Forward
+                },
+            );
+            if let GiveUpGate::Hold(held) = held {
+                if !retrying {
+                    for event in held {
+                        let _ = self.myself.cast(SessionMsg::Harness(event));
+                    }
+                }
+            }
+            if let Err(e) = result {
+                if !retrying {
+                    return Err(Ending::error(e.to_string()));
+                }
+                // What the first try started goes down before fresh ports are picked.
+                for record in harness.teardown_all(grace_is_over()).await {
+                    if !record.skipped {
+                        self.report_teardown(&record);
+                    }
+                }
+                started.harness = None;
+                return Ok(HarnessUp::PortTaken(PortRetry {
+                    reason: e.to_string(),
+                    ports: auto_ports,
+                }));
+            }
+        }
+        Ok(HarnessUp::Up(Box::new((vars, log_sources, harness))))
+    }
+}
+
+/// How [`Session::start_harness`] went, short of an error that ends the run.
+pub(super) enum HarnessUp {
+    Up(Box<(SessionVars, Vec<LogSource>, Harness)>),
+    /// An `auto` port was taken before its server bound it: try once more with fresh ones.
+    PortTaken(PortRetry),
+}
+
+/// What becomes of a harness's `GaveUp` events on their way to the session.
+pub(super) enum GiveUpGate {
+    Forward,
+    /// Setup may yet be retried: kept until that is decided.
+    Hold(Vec<HarnessEvent>),
+    /// Setup is retried: that harness's give-ups are the failure being retried.
+    Drop,
+}
+
+impl GiveUpGate {
+    fn pass(&mut self, event: HarnessEvent) -> Option<HarnessEvent> {
+        if !matches!(event.kind, HarnessEventKind::GaveUp { .. }) {
+            return Some(event);
+        }
+        match self {
+            Self::Forward => Some(event),
+            Self::Hold(held) => {
+                held.push(event);
+                None
+            }
+            Self::Drop => None,
+        }
+    }
+}
+
+/// What a server says when its port is taken (Python, Node, Go, Rust, C, Java wordings).
+pub(super) fn says_address_in_use(text: &str) -> bool {
+    let text = text.to_ascii_lowercase();
+    ["address already in use", "eaddrinuse", "address in use"]
+        .iter()
+        .any(|s| text.contains(s))
+}

@@ -1,0 +1,75 @@
+//! The session's end: the agent, the console and every harness command torn down concurrently, then
+//! the run's leftovers swept by its run id, each command's teardown reported.
+
+use super::*;
+
+impl Driver {
+    /// Stops the agent and every command (concurrently), records how each went, sweeps what
+    /// escaped, and keeps or removes the workspace.
+    pub(super) async fn teardown(&self, mut started: Started, ending: &Ending) {
+        let skip_grace = grace_is_over();
+        let console_down = async {
+            if let Some(server) = started.console.as_mut() {
+                server.shutdown().await;
+            }
+        };
+        let agent_close = async {
+            if let Some(agent) = &started.agent {
+                let limit = u64::try_from(AGENT_CLOSE_LIMIT.as_millis()).unwrap_or(u64::MAX);
+                match ractor::call_t!(agent, AgentMsg::Close, limit) {
+                    Ok(state) => tracing::info!("agent teardown: {}", state.as_str()),
+                    Err(e) => tracing::warn!("agent teardown did not answer: {e}"),
+                }
+            }
+        };
+        let harness_down = async {
+            match &started.harness {
+                Some(harness) => harness.teardown_all(skip_grace).await,
+                None => Vec::new(),
+            }
+        };
+        let ((), records, ()) = tokio::join!(agent_close, harness_down, console_down);
+        for record in records.iter().filter(|r| !r.skipped) {
+            self.report_teardown(record);
+        }
+        let escaped = sweep_run(&Scope::run(self.run_id.clone()));
+        if !escaped.is_empty() {
+            tracing::warn!(
+                "processes of run {} outlived teardown and were killed: {escaped:?}",
+                self.run_id
+            );
+        }
+        if let Some(workdir) = started.workdir {
+            let keep = match self.test.effective.supervisor.keep_workspace.value {
+                KeepWorkspace::Always => true,
+                KeepWorkspace::Never => false,
+                KeepWorkspace::OnFailure => {
+                    !matches!(ending.outcome, RunOutcome::Passed | RunOutcome::Warned)
+                }
+            };
+            if keep {
+                tracing::info!("workspace kept at {}", workdir.display());
+            } else if let Err(e) = std::fs::remove_dir_all(&workdir) {
+                tracing::warn!("cannot remove workspace {}: {e}", workdir.display());
+            }
+        }
+    }
+
+    pub(super) fn report_teardown(&self, record: &HarnessRecord) {
+        if let Some(teardown) = record.teardown {
+            self.emit(EventKind::CommandTornDown {
+                name: record.name.clone(),
+                teardown,
+                log_truncated_bytes: (record.log_truncated_bytes > 0)
+                    .then_some(record.log_truncated_bytes),
+            });
+        }
+        if !record.leaked_pids.is_empty() {
+            tracing::warn!(
+                "command `{}` leaked processes {:?} (killed)",
+                record.name,
+                record.leaked_pids
+            );
+        }
+    }
+}

@@ -1,0 +1,374 @@
+//! The layers applied, lowest first: a config file (global or project), the provider section, the
+//! `BUGATTI_*` environment, a test's `[overrides]`, the command-line flags; each value set with the
+//! layer and place it came from, each bad value a problem naming where it was written.
+
+use super::*;
+
+impl EffectiveConfig {
+    /// Apply one config file (global or project) over this config.
+    pub fn apply_file(
+        &mut self,
+        cfg: &ConfigFile,
+        file: &Path,
+        layer: Layer,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<LayerProblem> {
+        let mut problems = self.apply_provider(&cfg.provider, file, layer);
+        let s = &cfg.supervisor;
+        if let Some(v) = &s.max_parallel {
+            if *v.get_ref() == 0 {
+                problems.push(problem(
+                    "`max_parallel` must be at least 1",
+                    origin(file, v.span()),
+                ));
+            }
+            self.supervisor
+                .jobs
+                .set(*v.get_ref(), layer, origin(file, v.span()));
+        }
+        if let Some(v) = &s.tests {
+            self.supervisor
+                .tests
+                .set(v.get_ref().clone(), layer, origin(file, v.span()));
+        }
+        if let Some(v) = &s.artifact_dir {
+            self.supervisor.artifact_dir.set(v.clone(), layer, None);
+        }
+        if let Some(v) = s.retries {
+            self.supervisor.retries.set(v, layer, None);
+        }
+        if let Some(v) = s.keep_workspace {
+            self.supervisor.keep_workspace.set(v, layer, None);
+        }
+        if let Some(v) = s.fail_fast {
+            self.supervisor.fail_fast.set(v, layer, None);
+        }
+        if let Some(v) = s.timeout_secs {
+            self.supervisor.timeout_secs.set(Some(v), layer, None);
+        }
+        if let Some(v) = s.max_cost_usd {
+            if !(v.is_finite() && v > 0.0) {
+                problems.push(problem(
+                    format!(
+                        "`[supervisor] max_cost_usd` must be a positive number of dollars (in {})",
+                        file.display()
+                    ),
+                    None,
+                ));
+            }
+            self.supervisor.max_cost_usd.set(Some(v), layer, None);
+        }
+        if let Some(v) = s.keep_runs {
+            self.supervisor.keep_runs.set(v, layer, None);
+        }
+        if let Some(v) = &s.max_log_bytes {
+            let at = origin(file, v.span());
+            match u64::try_from(*v.get_ref()) {
+                Ok(n) if n >= MIN_MAX_LOG_BYTES => self.supervisor.max_log_bytes.set(n, layer, at),
+                _ => problems.push(problem(
+                    format!(
+                        "`[supervisor] max_log_bytes` must be a whole number of bytes, at least {MIN_MAX_LOG_BYTES} (found {}; the default is {DEFAULT_MAX_LOG_BYTES}, 256 MiB)",
+                        v.get_ref()
+                    ),
+                    at,
+                )),
+            }
+        }
+        for (k, v) in &cfg.env {
+            self.env.insert(
+                k.clone(),
+                Sourced {
+                    value: v.get_ref().clone(),
+                    source: layer,
+                    origin: origin(file, v.span()),
+                },
+            );
+        }
+        for (k, v) in &cfg.secrets {
+            let at = origin(file, v.span());
+            let secret = match v.get_ref() {
+                SecretSpec::Literal(value) => Secret {
+                    from_env: None,
+                    value: value.clone(),
+                },
+                SecretSpec::FromEnv(f) => match env(&f.from_env) {
+                    Some(value) => Secret {
+                        from_env: Some(f.from_env.clone()),
+                        value,
+                    },
+                    None => {
+                        problems.push(problem(
+                            format!(
+                                "secret `{k}` is read from environment variable `{}`, which is not set",
+                                f.from_env
+                            ),
+                            at,
+                        ));
+                        continue;
+                    }
+                },
+            };
+            self.secrets.insert(
+                k.clone(),
+                Sourced {
+                    value: secret,
+                    source: layer,
+                    origin: at,
+                },
+            );
+        }
+        for (k, v) in &cfg.ports {
+            self.ports.insert(
+                k.clone(),
+                Sourced {
+                    value: *v.get_ref(),
+                    source: layer,
+                    origin: origin(file, v.span()),
+                },
+            );
+        }
+        for (name, section) in &cfg.commands {
+            // A command redefined by a higher config layer replaces the lower one whole.
+            match new_command(name, section, file, layer) {
+                Ok(c) => {
+                    self.commands.insert(name.clone(), c);
+                }
+                Err(mut ps) => problems.append(&mut ps),
+            }
+        }
+        if let Some(cp) = &cfg.checkpoint {
+            let CheckpointSection {
+                save,
+                restore,
+                timeout_secs,
+            } = cp.get_ref();
+            self.checkpoint = Some(Sourced {
+                value: CheckpointConfig {
+                    save: save.clone(),
+                    restore: restore.clone(),
+                    timeout_secs: timeout_secs.unwrap_or(DEFAULT_CHECKPOINT_TIMEOUT_SECS),
+                },
+                source: layer,
+                origin: origin(file, cp.span()),
+            });
+        }
+        problems
+    }
+
+    pub(super) fn apply_provider(
+        &mut self,
+        p: &ProviderSection,
+        file: &Path,
+        layer: Layer,
+    ) -> Vec<LayerProblem> {
+        let mut problems = Vec::new();
+        let pr = &mut self.provider;
+        if let Some(v) = &p.name {
+            let at = origin(file, v.span());
+            if !PROVIDERS.contains(&v.get_ref().as_str()) {
+                problems.push(problem(
+                    format!(
+                        "unknown provider `{}` (expected one of {})",
+                        v.get_ref(),
+                        PROVIDERS.join(", ")
+                    ),
+                    at.clone(),
+                ));
+            }
+            pr.name.set(v.get_ref().clone(), layer, at);
+        }
+        if let Some(v) = &p.extra_system_prompt {
+            pr.extra_system_prompt.set(Some(v.clone()), layer, None);
+        }
+        if let Some(v) = &p.agent_args {
+            pr.agent_args.set(v.clone(), layer, None);
+        }
+        if let Some(v) = &p.cmd {
+            pr.cmd
+                .set(Some(v.get_ref().clone()), layer, origin(file, v.span()));
+        }
+        if let Some(v) = p.step_timeout_secs {
+            if v == 0 {
+                problems.push(problem("`step_timeout_secs` must be at least 1", None));
+            }
+            pr.step_timeout_secs.set(v, layer, None);
+        }
+        if let Some(v) = &p.cwd {
+            pr.cwd
+                .set(Some(v.get_ref().clone()), layer, origin(file, v.span()));
+        }
+        if let Some(v) = p.no_output_timeout_secs {
+            if v == 0 {
+                problems.push(problem("`no_output_timeout_secs` must be at least 1", None));
+            }
+            pr.no_output_timeout_secs.set(v, layer, None);
+        }
+        if let Some(v) = p.max_turns_per_step {
+            if v == 0 {
+                problems.push(problem("`max_turns_per_step` must be at least 1", None));
+            }
+            pr.max_turns_per_step.set(Some(v), layer, None);
+        }
+        if let Some(v) = p.max_cost_usd {
+            if !(v.is_finite() && v > 0.0) {
+                problems.push(problem(
+                    "`max_cost_usd` must be a positive number of dollars",
+                    None,
+                ));
+            }
+            pr.max_cost_usd.set(Some(v), layer, None);
+        }
+        if let Some(v) = p.price_per_mtok {
+            let prices = [Some(v.input), v.cached_input, Some(v.output)];
+            if prices
+                .into_iter()
+                .flatten()
+                .any(|x| !(x.is_finite() && x >= 0.0))
+            {
+                problems.push(problem(
+                    "`price_per_mtok` prices must be dollars per million tokens, 0 or more",
+                    None,
+                ));
+            }
+            pr.price_per_mtok.set(Some(v), layer, None);
+        }
+        if let Some(v) = &p.base_url {
+            pr.base_url
+                .set(Some(v.get_ref().clone()), layer, origin(file, v.span()));
+        }
+        if let Some(v) = p.strict_warnings {
+            pr.strict_warnings.set(v, layer, None);
+        }
+        if let Some(v) = p.console {
+            pr.console.set(v, layer, None);
+        }
+        problems
+            .into_iter()
+            .map(|mut p| {
+                if p.origin.is_none() {
+                    p.message = format!("{} (in {})", p.message, file.display());
+                }
+                p
+            })
+            .collect()
+    }
+
+    /// The `BUGATTI_PROVIDER`, `BUGATTI_BASE_URL`, `BUGATTI_STEP_TIMEOUT` layer.
+    pub fn apply_env(&mut self, env: &dyn Fn(&str) -> Option<String>) -> Vec<LayerProblem> {
+        let mut problems = Vec::new();
+        if let Some(v) = env("BUGATTI_PROVIDER").filter(|v| !v.is_empty()) {
+            if !PROVIDERS.contains(&v.as_str()) {
+                problems.push(problem(
+                    format!(
+                        "BUGATTI_PROVIDER=`{v}` is not a provider (expected one of {})",
+                        PROVIDERS.join(", ")
+                    ),
+                    None,
+                ));
+            }
+            self.provider.name.set(v, Layer::Env, None);
+        }
+        if let Some(v) = env("BUGATTI_CLAUDE_BIN").filter(|v| !v.is_empty()) {
+            self.provider.claude_bin.set(v, Layer::Env, None);
+        }
+        if let Some(v) = env("BUGATTI_CODEX_BIN").filter(|v| !v.is_empty()) {
+            self.provider.codex_bin.set(v, Layer::Env, None);
+        }
+        if let Some(v) = env("BUGATTI_BASE_URL").filter(|v| !v.is_empty()) {
+            self.provider.base_url.set(Some(v), Layer::Env, None);
+        }
+        if let Some(v) = env("BUGATTI_STEP_TIMEOUT").filter(|v| !v.is_empty()) {
+            match v.trim().parse::<u64>() {
+                Ok(n) if n > 0 => self.provider.step_timeout_secs.set(n, Layer::Env, None),
+                _ => problems.push(problem(
+                    format!("BUGATTI_STEP_TIMEOUT=`{v}` is not a whole number of seconds ≥ 1"),
+                    None,
+                )),
+            }
+        }
+        problems
+    }
+
+    /// A test file's `[overrides]`: provider fields and command fields (any but `kind`).
+    pub fn apply_test_overrides(
+        &mut self,
+        provider: &ProviderSection,
+        commands: &BTreeMap<String, Spanned<CommandSection>>,
+        file: &Path,
+    ) -> Vec<LayerProblem> {
+        let mut problems = self.apply_provider(provider, file, Layer::Test);
+        for (name, section) in commands {
+            let at = origin(file, section.span());
+            match self.commands.get_mut(name) {
+                None => problems.push(problem(
+                    format!(
+                        "`[overrides.commands.{name}]` overrides a command that is not defined in the config{}",
+                        known_list(self.commands.keys())
+                    ),
+                    at,
+                )),
+                Some(cmd) if cmd.scope == CommandScope::Suite || section.get_ref().scope.is_some() => {
+                    problems.push(problem(
+                        format!(
+                            "`[overrides.commands.{name}]`: a test cannot override a suite-scoped command or change `scope` (suite commands are shared by every test)"
+                        ),
+                        at,
+                    ))
+                }
+                Some(cmd) => {
+                    let mut ps = apply_command_fields(cmd, section.get_ref(), Layer::Test, &at);
+                    if ps.is_empty() {
+                        cmd.origin = at;
+                    }
+                    problems.append(&mut ps);
+                }
+            }
+        }
+        problems
+    }
+
+    /// The command line, the top layer.
+    pub fn apply_flags(&mut self, o: &RunOptions) -> Vec<LayerProblem> {
+        let mut problems = Vec::new();
+        if let Some(v) = &o.provider {
+            if !PROVIDERS.contains(&v.as_str()) {
+                problems.push(problem(
+                    format!(
+                        "--provider `{v}` is not a provider (expected one of {})",
+                        PROVIDERS.join(", ")
+                    ),
+                    None,
+                ));
+            }
+            self.provider.name.set(v.clone(), Layer::Flag, None);
+        }
+        if let Some(v) = o.step_timeout {
+            if v == 0 {
+                problems.push(problem("--step-timeout must be at least 1 second", None));
+            }
+            self.provider.step_timeout_secs.set(v, Layer::Flag, None);
+        }
+        if o.strict_warnings {
+            self.provider.strict_warnings.set(true, Layer::Flag, None);
+        }
+        if let Some(v) = o.jobs {
+            if v == 0 {
+                problems.push(problem("--jobs must be at least 1", None));
+            }
+            self.supervisor.jobs.set(v, Layer::Flag, None);
+        }
+        if let Some(v) = o.retries {
+            self.supervisor.retries.set(v, Layer::Flag, None);
+        }
+        if o.fail_fast {
+            self.supervisor.fail_fast.set(true, Layer::Flag, None);
+        }
+        if let Some(v) = o.timeout {
+            if v == 0 {
+                problems.push(problem("--timeout must be at least 1 second", None));
+            }
+            self.supervisor.timeout_secs.set(Some(v), Layer::Flag, None);
+        }
+        problems
+    }
+}

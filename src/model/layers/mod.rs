@@ -1,0 +1,307 @@
+//! The effective configuration of one root test: README "Project config" merged field by field over
+//! the layers defaults < global config < project config < `BUGATTI_*` env < test `[overrides]` <
+//! flags, each value remembering the layer (and, when it came from a file, the place) it came from.
+//!
+//! Harness commands are normalized by [`super::commands`].
+
+mod apply;
+mod rows;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use toml::Spanned;
+
+use super::commands::{apply_command_fields, new_command, validate_commands};
+pub use super::commands::{CommandConfig, ProbeKind, ReadinessProbe};
+
+use super::config::{
+    CheckpointSection, CommandKind, CommandScope, CommandSection, ConfigFile, KeepWorkspace,
+    PortSpec, ProviderSection, SecretSpec,
+};
+use super::options::RunOptions;
+use super::substitute::{
+    session_vars, valid_name as valid_env_name, SubstError, BUILTIN_NAMES, CHECKPOINT_NAMES,
+};
+
+/// The names of one table with where each was defined.
+type NamedOrigins<'a> = Vec<(&'a String, Option<Origin>)>;
+
+/// Where a value came from, lowest precedence first. Serialized as `default`, `global`,
+/// `project`, `env`, `test`, `flag`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Layer {
+    Default,
+    Global,
+    Project,
+    Env,
+    Test,
+    Flag,
+}
+
+impl Layer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Default => "default",
+            Layer::Global => "global config",
+            Layer::Project => "project config",
+            Layer::Env => "environment",
+            Layer::Test => "test overrides",
+            Layer::Flag => "command line",
+        }
+    }
+}
+
+impl fmt::Display for Layer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A place in a file: for error messages about a value after parsing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub span: Range<usize>,
+}
+
+/// A value and the layer it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sourced<T> {
+    pub value: T,
+    pub source: Layer,
+    pub origin: Option<Origin>,
+}
+
+impl<T> Sourced<T> {
+    pub fn default_value(value: T) -> Self {
+        Sourced {
+            value,
+            source: Layer::Default,
+            origin: None,
+        }
+    }
+    fn set(&mut self, value: T, source: Layer, origin: Option<Origin>) {
+        *self = Sourced {
+            value,
+            source,
+            origin,
+        };
+    }
+}
+
+pub const DEFAULT_PROVIDER: &str = "claude-code";
+pub const DEFAULT_STEP_TIMEOUT_SECS: u64 = 300;
+pub const DEFAULT_JOBS: usize = 4;
+pub const DEFAULT_ARTIFACT_DIR: &str = ".bugatti";
+pub const DEFAULT_KEEP_RUNS: usize = 200;
+/// The default `[supervisor] max_log_bytes`: generous, but a runaway server cannot fill a disk.
+pub const DEFAULT_MAX_LOG_BYTES: u64 = 256 * 1024 * 1024;
+/// The smallest accepted `max_log_bytes`: below this the head would hold almost nothing.
+pub const MIN_MAX_LOG_BYTES: u64 = 4096;
+pub const DEFAULT_CHECKPOINT_TIMEOUT_SECS: u64 = 120;
+pub const DEFAULT_NO_OUTPUT_TIMEOUT_SECS: u64 = 120;
+pub const DEFAULT_CLAUDE_BIN: &str = "claude";
+pub const DEFAULT_CODEX_BIN: &str = "codex";
+/// Every provider name the config accepts: the available ones, then the planned ones.
+pub const PROVIDERS: &[&str] = &["claude-code", "codex", "command", "shell"];
+/// The providers this build can run (what `crate::providers::ProviderKind::parse` accepts; a unit
+/// test there keeps the two in agreement).
+pub const AVAILABLE_PROVIDERS: &[&str] = &["claude-code", "codex", "command", "shell"];
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderSettings {
+    pub name: Sourced<String>,
+    pub extra_system_prompt: Sourced<Option<String>>,
+    pub agent_args: Sourced<Vec<String>>,
+    /// Provider `command` only: the program to run.
+    pub cmd: Sourced<Option<String>>,
+    /// Where the agent runs, relative to the project root; `None`: the project root itself.
+    pub cwd: Sourced<Option<String>>,
+    pub step_timeout_secs: Sourced<u64>,
+    /// An agent silent this long mid-step is hung (a `command` reply without a marker ends).
+    pub no_output_timeout_secs: Sourced<u64>,
+    /// claude-code / codex: model turns a step may take; more is `over_budget`. `None`: no limit.
+    pub max_turns_per_step: Sourced<Option<u32>>,
+    /// Per root test, all attempts; `None`: no limit.
+    pub max_cost_usd: Sourced<Option<f64>>,
+    /// codex: what its tokens cost; `None`: the built-in price of its model, if known.
+    pub price_per_mtok: Sourced<Option<super::config::PricePerMtok>>,
+    pub base_url: Sourced<Option<String>>,
+    pub strict_warnings: Sourced<bool>,
+    /// Serve the agent console over MCP (SPEC §9).
+    pub console: Sourced<bool>,
+    /// Where the Claude Code executable is: `claude` (on `PATH`) unless `BUGATTI_CLAUDE_BIN` says
+    /// otherwise. Read once, here, with the other environment knobs; sessions and `check` use it.
+    pub claude_bin: Sourced<String>,
+    /// Where the Codex executable is: `codex` (on `PATH`) unless `BUGATTI_CODEX_BIN` says so.
+    pub codex_bin: Sourced<String>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SupervisorSettings {
+    /// `[supervisor] max_parallel` / `--jobs`.
+    pub jobs: Sourced<usize>,
+    /// Discovery globs, relative to the project root; empty = the whole root.
+    pub tests: Sourced<Vec<String>>,
+    pub artifact_dir: Sourced<String>,
+    pub retries: Sourced<u32>,
+    pub keep_workspace: Sourced<KeepWorkspace>,
+    pub fail_fast: Sourced<bool>,
+    /// Whole-invocation deadline in seconds (`--timeout`).
+    pub timeout_secs: Sourced<Option<u64>>,
+    /// `[supervisor] keep_runs`: suites (and their runs) kept when a suite starts; 0 = all.
+    pub keep_runs: Sourced<usize>,
+    /// `[supervisor] max_cost_usd`: the invocation's spending limit; `None`: no limit.
+    pub max_cost_usd: Sourced<Option<f64>>,
+    /// `[supervisor] max_log_bytes`: per harness command, the head its log keeps before the
+    /// rest goes to a rolling tail (`crate::process::log_limit`).
+    pub max_log_bytes: Sourced<u64>,
+}
+
+/// A resolved secret. Its Debug never shows the value.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret {
+    /// The environment variable it was read from; None for a literal in the config.
+    pub from_env: Option<String>,
+    pub value: String,
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Secret")
+            .field("from_env", &self.from_env)
+            .field("value", &"[REDACTED]")
+            .finish()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckpointConfig {
+    pub save: String,
+    pub restore: String,
+    pub timeout_secs: u64,
+}
+
+/// Everything of README "Project config" that applies to one root test.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EffectiveConfig {
+    pub provider: ProviderSettings,
+    pub supervisor: SupervisorSettings,
+    pub env: BTreeMap<String, Sourced<String>>,
+    pub secrets: BTreeMap<String, Sourced<Secret>>,
+    pub ports: BTreeMap<String, Sourced<PortSpec>>,
+    pub commands: BTreeMap<String, CommandConfig>,
+    pub checkpoint: Option<Sourced<CheckpointConfig>>,
+}
+
+/// A problem found while layering, before it gets a rendered position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LayerProblem {
+    pub message: String,
+    pub origin: Option<Origin>,
+}
+
+pub(super) fn problem(message: impl Into<String>, origin: Option<Origin>) -> LayerProblem {
+    LayerProblem {
+        message: message.into(),
+        origin,
+    }
+}
+
+impl Default for EffectiveConfig {
+    fn default() -> Self {
+        EffectiveConfig {
+            provider: ProviderSettings {
+                name: Sourced::default_value(DEFAULT_PROVIDER.to_string()),
+                extra_system_prompt: Sourced::default_value(None),
+                agent_args: Sourced::default_value(Vec::new()),
+                cmd: Sourced::default_value(None),
+                cwd: Sourced::default_value(None),
+                step_timeout_secs: Sourced::default_value(DEFAULT_STEP_TIMEOUT_SECS),
+                no_output_timeout_secs: Sourced::default_value(DEFAULT_NO_OUTPUT_TIMEOUT_SECS),
+                max_turns_per_step: Sourced::default_value(None),
+                max_cost_usd: Sourced::default_value(None),
+                price_per_mtok: Sourced::default_value(None),
+                base_url: Sourced::default_value(None),
+                strict_warnings: Sourced::default_value(false),
+                console: Sourced::default_value(true),
+                claude_bin: Sourced::default_value(DEFAULT_CLAUDE_BIN.to_string()),
+                codex_bin: Sourced::default_value(DEFAULT_CODEX_BIN.to_string()),
+            },
+            supervisor: SupervisorSettings {
+                jobs: Sourced::default_value(DEFAULT_JOBS),
+                tests: Sourced::default_value(Vec::new()),
+                artifact_dir: Sourced::default_value(DEFAULT_ARTIFACT_DIR.to_string()),
+                retries: Sourced::default_value(0),
+                keep_workspace: Sourced::default_value(KeepWorkspace::OnFailure),
+                fail_fast: Sourced::default_value(false),
+                timeout_secs: Sourced::default_value(None),
+                keep_runs: Sourced::default_value(DEFAULT_KEEP_RUNS),
+                max_cost_usd: Sourced::default_value(None),
+                max_log_bytes: Sourced::default_value(DEFAULT_MAX_LOG_BYTES),
+            },
+            env: BTreeMap::new(),
+            secrets: BTreeMap::new(),
+            ports: BTreeMap::new(),
+            commands: BTreeMap::new(),
+            checkpoint: None,
+        }
+    }
+}
+
+pub(super) fn origin(file: &Path, span: Range<usize>) -> Option<Origin> {
+    Some(Origin {
+        file: file.to_path_buf(),
+        span,
+    })
+}
+
+impl EffectiveConfig {
+    /// The session's variables for `${NAME}` and the environment of harness commands and the
+    /// agent: `builtins` (the `BUGATTI_*` values of this session), the session's actual ports,
+    /// the secrets, and `[env]` with its own references resolved.
+    pub fn session_vars(
+        &self,
+        builtins: &BTreeMap<String, String>,
+        ports: &BTreeMap<String, u16>,
+    ) -> Result<BTreeMap<String, String>, SubstError> {
+        let mut base = builtins.clone();
+        base.extend(ports.iter().map(|(k, v)| (k.clone(), v.to_string())));
+        base.extend(
+            self.secrets
+                .iter()
+                .map(|(k, v)| (k.clone(), v.value.value.clone())),
+        );
+        let env = self
+            .env
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.clone()))
+            .collect();
+        session_vars(&base, &env)
+    }
+
+    /// (name, value) of every secret, for the redactor.
+    pub fn secret_pairs(&self) -> Vec<(String, String)> {
+        self.secrets
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.value.clone()))
+            .collect()
+    }
+}
+
+pub(super) fn known_list<'a>(names: impl Iterator<Item = &'a String>) -> String {
+    let names: Vec<&str> = names.map(String::as_str).collect();
+    if names.is_empty() {
+        " (no commands are defined)".to_string()
+    } else {
+        format!(" (defined: {})", names.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,357 @@
+//! The checks a loaded suite must pass before anything runs: `--skip-cmd` / `--skip-readiness` names,
+//! every `${NAME}`, command and checkpoint name, each plan's assets and checkpoints; every problem
+//! collected with its file and line, none stopping the others.
+
+use super::*;
+
+/// `--skip-cmd` / `--skip-readiness` must name defined commands.
+pub(super) fn check_skip_flags(
+    options: &RunOptions,
+    config: &EffectiveConfig,
+    problems: &mut Problems,
+) {
+    for (flag, names) in [
+        ("--skip-cmd", &options.skip_cmd),
+        ("--skip-readiness", &options.skip_readiness),
+    ] {
+        for n in names {
+            if !config.commands.contains_key(n) {
+                let known: Vec<&str> = config.commands.keys().map(String::as_str).collect();
+                problems.push(
+                    Problem::new(format!("{flag} `{n}`: no command of that name")).with_help(
+                        if known.is_empty() {
+                            "the config defines no commands".to_string()
+                        } else {
+                            format!("commands defined: {}", known.join(", "))
+                        },
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// Every `${NAME}` in the config and in the plan's instructions must be known.
+pub(super) fn check_names(
+    eff: &EffectiveConfig,
+    plan: &[PlannedStep],
+    root: &Path,
+    files: &TestFiles,
+    lps: &mut Vec<LayerProblem>,
+    problems: &mut Problems,
+) {
+    let mut known: BTreeSet<String> = BUILTIN_NAMES.iter().map(|s| s.to_string()).collect();
+    known.extend(eff.ports.keys().cloned());
+    known.extend(eff.env.keys().cloned());
+    known.extend(eff.secrets.keys().cloned());
+    let placeholders: BTreeMap<String, String> =
+        known.iter().map(|k| (k.clone(), String::new())).collect();
+    let env_raw: BTreeMap<String, String> = eff
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.value.clone()))
+        .collect();
+    if let Err(e @ (SubstError::Cycle { .. } | SubstError::TooLong { .. })) =
+        session_vars(&placeholders, &env_raw)
+    {
+        let first = match &e {
+            SubstError::Cycle { chain } => chain.split(" -> ").next().unwrap_or_default(),
+            SubstError::TooLong { name, .. } => name,
+            _ => "",
+        };
+        lps.push(LayerProblem {
+            message: e.to_string(),
+            origin: eff.env.get(first).and_then(|v| v.origin.clone()),
+        });
+    }
+    // The agent starts once per session, before any step: no step id exists for it yet.
+    let agent_fields = eff
+        .provider
+        .cmd
+        .value
+        .iter()
+        .map(|c| ("provider.cmd".to_string(), c, &eff.provider.cmd.origin))
+        .chain(
+            eff.provider
+                .cwd
+                .value
+                .iter()
+                .map(|c| ("provider.cwd".to_string(), c, &eff.provider.cwd.origin)),
+        )
+        .chain(
+            eff.provider
+                .agent_args
+                .value
+                .iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    (
+                        format!("provider.agent_args[{i}]"),
+                        a,
+                        &eff.provider.agent_args.origin,
+                    )
+                }),
+        );
+    for (field, text, origin) in agent_fields {
+        if references(text).is_ok_and(|names| names.iter().any(|n| n == "BUGATTI_STEP_ID")) {
+            lps.push(LayerProblem {
+                message: format!(
+                    "{field}: `${{BUGATTI_STEP_ID}}` is not defined here: the agent starts once per session, before any step (it gets BUGATTI_STEP_ID with each step)"
+                ),
+                origin: origin.clone(),
+            });
+        }
+    }
+    let mut cwd_problems = Vec::new();
+    let mut check = |field: String,
+                     text: &str,
+                     origin: Option<crate::model::layers::Origin>,
+                     extra: &[&str]| {
+        // Names outside `known` may only be the field's own extras: no copy of the (possibly
+        // large) set per field.
+        let unknown_outside_extras = references(text).map(|names| {
+            names
+                .into_iter()
+                .find(|n| !known.contains(n) && !extra.contains(&n.as_str()))
+        });
+        let result = match unknown_outside_extras {
+            Ok(None) => Ok(()),
+            Ok(Some(name)) => Err(SubstError::Unknown { name }),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = result {
+            lps.push(LayerProblem {
+                message: format!("{field}: {e}"),
+                origin,
+            });
+        }
+    };
+    for (k, v) in &eff.env {
+        check(format!("env.{k}"), &v.value, v.origin.clone(), &[]);
+    }
+    if let Some(u) = &eff.provider.base_url.value {
+        check(
+            "provider.base_url".into(),
+            u,
+            eff.provider.base_url.origin.clone(),
+            &[],
+        );
+    }
+    if let Some(c) = &eff.provider.cmd.value {
+        check(
+            "provider.cmd".into(),
+            c,
+            eff.provider.cmd.origin.clone(),
+            &[],
+        );
+    }
+    for (i, arg) in eff.provider.agent_args.value.iter().enumerate() {
+        check(
+            format!("provider.agent_args[{i}]"),
+            arg,
+            eff.provider.agent_args.origin.clone(),
+            &[],
+        );
+    }
+    if let Some(cwd) = &eff.provider.cwd.value {
+        let o = eff.provider.cwd.origin.clone();
+        check("provider.cwd".into(), cwd, o.clone(), &[]);
+        // Without variables the folder is known now; with them, only at run time.
+        if !cwd.contains("${") && !root.join(cwd).is_dir() {
+            cwd_problems.push(LayerProblem {
+                message: format!(
+                    "provider.cwd: `{cwd}` is not a directory (relative paths start at the project root {})",
+                    root.display()
+                ),
+                origin: o,
+            });
+        }
+    }
+    for c in eff.commands.values() {
+        let o = c.origin.clone();
+        check(format!("commands.{}.cmd", c.name), &c.cmd, o.clone(), &[]);
+        if let Some(cwd) = &c.cwd {
+            check(format!("commands.{}.cwd", c.name), cwd, o.clone(), &[]);
+            // Without variables the folder is known now; with them, only at run time.
+            if !cwd.contains("${") && !root.join(cwd).is_dir() {
+                cwd_problems.push(LayerProblem {
+                    message: format!(
+                        "commands.{}.cwd: `{cwd}` is not a directory under the project root",
+                        c.name
+                    ),
+                    origin: o.clone(),
+                });
+            }
+        }
+        for p in &c.readiness {
+            let (what, text) = match &p.kind {
+                ProbeKind::Http(t) => ("http", t),
+                ProbeKind::Tcp(t) => ("tcp", t),
+                ProbeKind::Log(t) => ("log", t),
+                ProbeKind::Exec(t) => ("exec", t),
+            };
+            check(
+                format!("commands.{}.readiness ({what})", c.name),
+                text,
+                o.clone(),
+                &[],
+            );
+        }
+    }
+    if let Some(cp) = &eff.checkpoint {
+        check(
+            "checkpoint.save".into(),
+            &cp.value.save,
+            cp.origin.clone(),
+            CHECKPOINT_NAMES,
+        );
+        check(
+            "checkpoint.restore".into(),
+            &cp.value.restore,
+            cp.origin.clone(),
+            CHECKPOINT_NAMES,
+        );
+    }
+    lps.extend(cwd_problems);
+    for s in plan {
+        if let Err(e) = check_known(&s.instruction, &known) {
+            problems.push(step_problem(root, files, s, format!("instruction: {e}")));
+        }
+    }
+}
+
+/// Assets, checkpoints and `--from-checkpoint` against one root test's plan.
+pub(super) fn check_plan(
+    eff: &EffectiveConfig,
+    plan: &[PlannedStep],
+    root: &Path,
+    test: &Path,
+    options: &RunOptions,
+    files: &TestFiles,
+    problems: &mut Problems,
+) {
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    for s in plan {
+        let file = root.join(&s.source_file);
+        for e in check_assets(&s.instruction, &file) {
+            problems.push(step_problem(root, files, s, e.to_string()));
+        }
+        if let Some(cp) = &s.checkpoint {
+            if let Some(why) = name_problem(cp) {
+                problems.push(step_problem(
+                    root,
+                    files,
+                    s,
+                    format!("`checkpoint = \"{cp}\"` cannot name a checkpoint folder: {why}"),
+                ));
+            }
+            if eff.checkpoint.is_none() {
+                problems.push(
+                    step_problem(
+                        root,
+                        files,
+                        s,
+                        format!("`checkpoint = \"{cp}\"` needs a [checkpoint] table in the config"),
+                    )
+                    .with_help("add [checkpoint] with `save` and `restore` commands"),
+                );
+            }
+            if let Some(first) = seen.insert(cp, s.step_id) {
+                problems.push(Problem::in_file(
+                    test,
+                    format!(
+                        "checkpoint `{cp}` is set by both step {first} and step {} of this plan",
+                        s.step_id
+                    ),
+                ));
+            }
+        }
+    }
+    if !seen.is_empty() && eff.checkpoint.is_some() && eff.commands.contains_key("checkpoint") {
+        problems.push(Problem::in_file(
+            test,
+            "a harness command named `checkpoint` would share logs/checkpoint.log with the \
+             [checkpoint] save and restore commands: rename it",
+        ));
+    }
+    if let Some(name) = &options.from_checkpoint {
+        if seen.contains_key(name.as_str()) && name_problem(name).is_none() {
+            // The checkpoint must have been saved by an earlier run.
+            let artifacts = artifact_root(root, &eff.supervisor.artifact_dir.value);
+            let paths = CheckpointPaths::new(&artifacts, &relative_to(root, test), name);
+            if let Some(why) = paths.resume_problem() {
+                problems.push(Problem::in_file(
+                    test,
+                    format!("--from-checkpoint `{name}`: {why}"),
+                ));
+            }
+        } else if !seen.contains_key(name.as_str()) {
+            let have: Vec<&str> = seen.keys().copied().collect();
+            problems.push(Problem::in_file(
+                test,
+                format!(
+                    "--from-checkpoint `{name}`: this test has no step with that checkpoint{}",
+                    if have.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (it has: {})", have.join(", "))
+                    }
+                ),
+            ));
+        }
+    }
+}
+
+/// A problem pointing at a planned step's table in its file.
+pub(super) fn step_problem(
+    root: &Path,
+    files: &TestFiles,
+    s: &PlannedStep,
+    message: String,
+) -> Problem {
+    let file = root.join(&s.source_file);
+    Problem::at(&file, files.text(&file), s.source_span.clone(), message)
+}
+
+pub(super) fn layer_problem_to_problem(
+    lp: LayerProblem,
+    texts: &BTreeMap<PathBuf, String>,
+) -> Problem {
+    match lp.origin {
+        Some(o) => match texts.get(&o.file) {
+            Some(text) => Problem::at(&o.file, text, o.span, lp.message),
+            None => Problem::in_file(&o.file, lp.message),
+        },
+        None => Problem::new(lp.message),
+    }
+}
+
+pub(super) fn push_layer_problems(
+    problems: &mut Problems,
+    lps: Vec<LayerProblem>,
+    texts: &BTreeMap<PathBuf, String>,
+) {
+    for lp in lps {
+        problems.push(layer_problem_to_problem(lp, texts));
+    }
+}
+
+/// Dedupe (the same config problem shows up once per root test) and show paths relative to
+/// the working directory.
+pub(super) fn finish(problems: Problems, cwd: &Path) -> Problems {
+    let cwd = cwd.canonicalize().unwrap_or(cwd.to_path_buf());
+    let mut out = Problems::default();
+    let mut seen = BTreeSet::new();
+    for mut p in problems.0 {
+        if let Some(f) = &p.file {
+            p.file = Some(relative_to(&cwd, f));
+        }
+        if let Some(l) = &mut p.location {
+            l.file = relative_to(&cwd, &l.file);
+        }
+        if seen.insert(p.to_string()) {
+            out.push(p);
+        }
+    }
+    out
+}

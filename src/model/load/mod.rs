@@ -1,0 +1,326 @@
+//! Loading a suite: config layers, discovery, test files, plans, and every check that must pass
+//! before anything runs (unknown `${NAME}`, missing assets, checkpoints, `--skip-cmd` names).
+//! Collects every problem rather than stopping at the first.
+
+mod checks;
+mod discover;
+
+use checks::*;
+use discover::*;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::assets::check_assets;
+use super::checkpoint::{artifact_root, name_problem, CheckpointPaths};
+use super::config::{parse_config_lenient, ConfigFile};
+use super::diagnostics::{Problem, Problems};
+use super::discovery::{from_globs, resolve_arg, walk_test_files_noting};
+use super::layers::{EffectiveConfig, Layer, LayerProblem, ProbeKind};
+use super::options::RunOptions;
+use super::paths::{normalize, relative_to};
+use super::plan::{expand, PlannedStep, TestFiles};
+use super::substitute::{
+    check_known, references, session_vars, SubstError, BUILTIN_NAMES, CHECKPOINT_NAMES,
+};
+use super::test_file::test_name;
+
+pub const CONFIG_FILE_NAME: &str = "bugatti.config.toml";
+
+/// What the loader needs from the outside world, so tests can give their own.
+#[derive(Debug, Clone, Default)]
+pub struct HostEnv {
+    pub cwd: PathBuf,
+    pub vars: BTreeMap<String, String>,
+}
+
+impl HostEnv {
+    pub fn from_process() -> Self {
+        HostEnv {
+            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
+            vars: std::env::vars().collect(),
+        }
+    }
+
+    fn var(&self, name: &str) -> Option<String> {
+        self.vars.get(name).cloned()
+    }
+
+    /// `$BUGATTI_CONFIG_HOME/config.toml`, else `~/.bugatti/config.toml`.
+    pub fn global_config_path(&self) -> Option<PathBuf> {
+        if let Some(home) = self.var("BUGATTI_CONFIG_HOME").filter(|v| !v.is_empty()) {
+            return Some(PathBuf::from(home).join("config.toml"));
+        }
+        self.var("HOME")
+            .filter(|v| !v.is_empty())
+            .map(|h| PathBuf::from(h).join(".bugatti").join("config.toml"))
+    }
+}
+
+/// One root test, ready to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RootTest {
+    /// Absolute path of the test file.
+    pub path: PathBuf,
+    /// Path relative to the project root.
+    pub rel_path: PathBuf,
+    pub name: String,
+    pub tags: Vec<String>,
+    pub plan: Vec<PlannedStep>,
+    pub effective: EffectiveConfig,
+}
+
+/// Everything a run needs, validated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Suite {
+    pub project_root: PathBuf,
+    /// None: no config file, defaults apply (see `notes`).
+    pub config_path: Option<PathBuf>,
+    /// The global config file, when one was read.
+    pub global_config_path: Option<PathBuf>,
+    /// One-line remarks for the console ("shard 2/3 holds no root tests").
+    pub notes: Vec<String>,
+    /// The config without any test's overrides (defaults < global < project < env < flags).
+    pub base: EffectiveConfig,
+    /// Root tests after `--tag` and `--shard`, sorted by path.
+    pub tests: Vec<RootTest>,
+    /// How many root tests discovery found before `--tag` / `--shard`.
+    pub discovered: usize,
+}
+
+impl Suite {
+    /// One line naming the config that was loaded (or that none was found), and the project
+    /// root: the first line of every run's console.
+    pub fn config_summary(&self) -> String {
+        match &self.config_path {
+            Some(path) => format!(
+                "config {} (project root {})",
+                path.display(),
+                self.project_root.display()
+            ),
+            None => format!(
+                "no {CONFIG_FILE_NAME} in {} or its parents: using defaults (project root {})",
+                self.project_root.display(),
+                self.project_root.display()
+            ),
+        }
+    }
+}
+
+/// The nearest `bugatti.config.toml` in `dir` or one of its parents.
+pub fn find_config_upward(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .map(|d| d.join(CONFIG_FILE_NAME))
+        .find(|p| p.is_file())
+}
+
+/// Load with the real process environment and working directory.
+pub fn load_suite(options: &RunOptions) -> Result<Suite, Problems> {
+    load_suite_with(options, &HostEnv::from_process())
+}
+
+/// Load, collecting every problem.
+pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Problems> {
+    let mut problems = Problems::default();
+    let mut texts: BTreeMap<PathBuf, String> = BTreeMap::new();
+    let mut notes = Vec::new();
+    let env = |name: &str| host.var(name);
+
+    // Where the project is, and its config.
+    let (project_root, config_path) = match &options.config {
+        Some(c) => {
+            let abs = normalize(&host.cwd.join(c));
+            if !abs.is_file() {
+                problems.push(Problem::new(format!(
+                    "config file {} does not exist",
+                    abs.display()
+                )));
+                return Err(finish(problems, &host.cwd));
+            }
+            let root = abs.parent().unwrap_or(&host.cwd).to_path_buf();
+            (root, Some(abs))
+        }
+        // Like cargo and git: the nearest config in the current directory or a parent.
+        None => match find_config_upward(&host.cwd) {
+            Some(p) => (p.parent().unwrap_or(&host.cwd).to_path_buf(), Some(p)),
+            None => (host.cwd.clone(), None),
+        },
+    };
+    let project_root = project_root.canonicalize().unwrap_or(project_root);
+
+    let mut base = EffectiveConfig::default();
+    let mut unreadable = false;
+    let mut read_config = |path: &Path, problems: &mut Problems| -> Option<ConfigFile> {
+        match std::fs::read_to_string(path) {
+            Err(e) => {
+                problems.push(Problem::in_file(path, format!("cannot read config: {e}")));
+                None
+            }
+            Ok(text) => {
+                let (config, found) = parse_config_lenient(path, &text);
+                texts.insert(path.to_path_buf(), text);
+                found.into_iter().for_each(|p| problems.push(p));
+                if config.is_none() {
+                    unreadable = true;
+                }
+                config
+            }
+        }
+    };
+    let global_config_path = host.global_config_path().filter(|p| p.is_file());
+    let mut layer_problems: Vec<LayerProblem> = Vec::new();
+    if let Some(g) = &global_config_path {
+        if let Some(cfg) = read_config(g, &mut problems) {
+            layer_problems.extend(base.apply_file(&cfg, g, Layer::Global, &env));
+        }
+    }
+    if let Some(c) = &config_path {
+        if let Some(cfg) = read_config(c, &mut problems) {
+            layer_problems.extend(base.apply_file(&cfg, c, Layer::Project, &env));
+        }
+    }
+    if unreadable {
+        // A config that is not TOML (or whose problems could not be got past) makes every later
+        // check noise; one with wrong values was read without them, and checking goes on.
+        return Err(finish(problems, &host.cwd));
+    }
+    layer_problems.extend(base.apply_env(&env));
+    let mut flagged = base.clone();
+    layer_problems.extend(flagged.apply_flags(options));
+    layer_problems.extend(flagged.validate());
+    push_layer_problems(&mut problems, layer_problems, &texts);
+
+    check_skip_flags(options, &flagged, &mut problems);
+    // The base config is what suite-scoped commands run with, whatever tests are selected.
+    let mut base_lps = Vec::new();
+    check_names(
+        &flagged,
+        &[],
+        &project_root,
+        &TestFiles::default(),
+        &mut base_lps,
+        &mut problems,
+    );
+    push_layer_problems(&mut problems, base_lps, &texts);
+
+    let (candidates, explicit) = discover(
+        options,
+        host,
+        &project_root,
+        &flagged,
+        &texts,
+        &mut problems,
+        &mut notes,
+    );
+
+    // Parse candidates; keep root tests.
+    let mut files = TestFiles::default();
+    let mut roots: Vec<(PathBuf, String, Vec<String>)> = Vec::new();
+    for path in &candidates {
+        let Some(test) = files.get(path) else {
+            continue;
+        };
+        if test.include_only {
+            if explicit.contains(path) {
+                problems.push(Problem::in_file(
+                    path,
+                    "this file has `include_only = true`: it can only be included, not run as a root test",
+                ));
+            }
+            continue;
+        }
+        roots.push((path.clone(), test_name(test, path), test.tags.clone()));
+    }
+    let discovered = roots.len();
+    if roots.is_empty() && problems.is_empty() {
+        problems.push(
+            Problem::new(format!(
+                "no root tests found under {}",
+                project_root.display()
+            ))
+            .with_help("test files are named `*.test.toml`; files starting with `_` and `include_only = true` files are not root tests"),
+        );
+    }
+    if !options.tags.is_empty() {
+        roots.retain(|(_, _, tags)| tags.iter().any(|t| options.tags.contains(t)));
+        if roots.is_empty() && discovered > 0 {
+            problems.push(Problem::new(format!(
+                "no root test carries any of the tags {}",
+                options.tags.join(", ")
+            )));
+        }
+    }
+    if let Some(shard) = options.shard {
+        roots = roots
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| shard.contains(*i))
+            .map(|(_, r)| r)
+            .collect();
+        if roots.is_empty() {
+            notes.push(format!("shard {shard} holds no root tests"));
+        }
+    }
+
+    // Each root test: plan, effective config, name and asset checks.
+    let mut tests = Vec::new();
+    for (path, name, tags) in roots {
+        let (plan, plan_problems) = expand(&project_root, &path, &mut files);
+        problems.extend(plan_problems);
+        let mut effective = base.clone();
+        let mut lps = Vec::new();
+        let text = files.text(&path).to_string();
+        texts.insert(path.clone(), text);
+        if let Some(test) = files.get(&path) {
+            lps.extend(effective.apply_test_overrides(
+                &test.overrides.provider,
+                &test.overrides.commands,
+                &path,
+            ));
+        }
+        lps.extend(effective.apply_flags(options));
+        lps.extend(effective.validate());
+        check_names(
+            &effective,
+            &plan,
+            &project_root,
+            &files,
+            &mut lps,
+            &mut problems,
+        );
+        push_layer_problems(&mut problems, lps, &texts);
+        check_plan(
+            &effective,
+            &plan,
+            &project_root,
+            &path,
+            options,
+            &files,
+            &mut problems,
+        );
+        tests.push(RootTest {
+            rel_path: relative_to(&project_root, &path),
+            path,
+            name,
+            tags,
+            plan,
+            effective,
+        });
+    }
+    problems.extend(std::mem::take(&mut files.problems));
+    if !problems.is_empty() {
+        return Err(finish(problems, &host.cwd));
+    }
+    Ok(Suite {
+        project_root,
+        config_path,
+        global_config_path,
+        notes,
+        base: flagged,
+        tests,
+        discovered,
+    })
+}
+
+#[cfg(test)]
+mod tests;
