@@ -9,13 +9,16 @@
 //! - [`process`]: process groups and PTYs, output pumps, teardown, the leak registry.
 //! - [`providers`]: the agent providers behind one trait (claude-code, command, shell).
 //! - [`actors`]: the ractor actors: supervisor, session, command, readiness, agent, reporter.
+//! - [`browser`]: the session's browser (SPEC §11): launch, readiness, CDP, per-step evidence.
 //! - [`report`]: every artifact a run leaves behind, and the console.
 
 pub mod actors;
+pub mod browser;
 pub mod console;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod model;
 pub mod process;
 pub mod providers;
+pub mod replay;
 pub mod report;

@@ -481,3 +481,134 @@ fn doctor_starts_the_agent_cli_and_prints_its_version_or_why_not() {
             "--version` failed (exit code 1): Error: claude native binary not installed",
         ));
 }
+
+#[test]
+fn a_browser_table_shows_in_the_plan_and_its_mistakes_point_at_the_line() {
+    let d = project();
+    valid_project(d.path());
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        &format!("{VALID_CONFIG}\n[browser]\nviewport = \"390x844\"\ncapture = [\"screenshot\"]\n"),
+    );
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .success()
+        .stdout(matches(r"browser\.viewport\s+390x844"))
+        .stdout(matches(r"browser\.capture\s+screenshot\s"))
+        .stdout(matches(r"browser\.headless\s+true"));
+    let text = format!("{VALID_CONFIG}\n[browser]\nviewport = \"wide\"\ncapture = [\"video\"]\n");
+    let line = |needle: &str| {
+        text.lines()
+            .position(|l| l.starts_with(needle))
+            .map(|i| i + 1)
+            .expect("line")
+    };
+    write(d.path(), "bugatti.config.toml", &text);
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .code(2)
+        .stderr(contains("`[browser] viewport` must be WIDTHxHEIGHT"))
+        .stderr(contains(format!(
+            "bugatti.config.toml:{}:",
+            line("viewport")
+        )))
+        .stderr(contains("`[browser] capture` has \"video\""))
+        .stderr(contains(format!(
+            "bugatti.config.toml:{}:",
+            line("capture")
+        )))
+        .stderr(contains("2 problems found; nothing was run"));
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        &format!("{VALID_CONFIG}\n[browser]\nheadles = true\n"),
+    );
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .code(2)
+        .stderr(contains("unknown field `headles`"))
+        .stderr(contains("did you mean `headless`?"));
+}
+
+#[test]
+fn doctor_names_the_browser_or_what_was_tried() {
+    let d = project();
+    write(d.path(), "a.test.toml", "[[steps]]\ninstruction = \"x\"\n");
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n\n[browser]\nexecutable = \"/no/such/chromium\"\n",
+    );
+    supervisor(d.path())
+        .arg("doctor")
+        .assert()
+        .code(1)
+        .stdout(contains(
+            "FAIL browser: [browser] executable /no/such/chromium",
+        ));
+    let Ok(chromium) = bugatti::browser::executable::find_on_env_path(None) else {
+        eprintln!("SKIPPED (doctor with a browser): no chromium, chromium-browser or google-chrome on PATH");
+        return;
+    };
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n\n[browser]\n",
+    );
+    supervisor(d.path())
+        .arg("doctor")
+        .env("PATH", chromium.parent().expect("dir"))
+        .assert()
+        .success()
+        .stdout(matches(r"ok   browser: \S+ \d+\.\d+\.\d+"))
+        .stdout(contains(
+            "warn Playwright MCP: no playwright-mcp on PATH; sessions run `npx -y @playwright/mcp@",
+        ));
+}
+
+#[test]
+fn an_unknown_replay_mode_is_one_clear_error_in_config_and_flag() {
+    let d = project();
+    valid_project(d.path());
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        &format!("{VALID_CONFIG}\n[replay]\nmode = \"recrod\"\n"),
+    );
+    let text = fs::read_to_string(d.path().join("bugatti.config.toml")).expect("config");
+    let line = 1 + text
+        .lines()
+        .position(|l| l.starts_with("mode = "))
+        .expect("the mode line");
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(contains("unknown variant `recrod`"))
+        .stderr(contains(format!("--> bugatti.config.toml:{line}:8")))
+        .stderr(contains("did you mean `record`?"));
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        &format!("{VALID_CONFIG}\n[replay]\nignore = ['order (']\n"),
+    );
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .code(2)
+        .stderr(contains("[replay] ignore: `order (` is not a valid regex"))
+        .stderr(contains(format!("--> bugatti.config.toml:{line}:")));
+    write(d.path(), "bugatti.config.toml", VALID_CONFIG);
+    supervisor(d.path())
+        .args(["start", "--replay", "autoo"])
+        .assert()
+        .code(2)
+        .stderr(contains("unknown replay mode `autoo`"))
+        .stderr(contains("did you mean `auto`?"));
+    assert!(!d.path().join(".bugatti").exists(), "nothing may run");
+}

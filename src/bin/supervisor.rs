@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use bugatti::model::layers::Layer;
 use bugatti::model::load::{load_suite, Suite, CONFIG_FILE_NAME};
 use bugatti::model::options::{RunOptions, Shard, Verbosity};
+use bugatti::model::replay::ReplayMode;
 use bugatti::report::{history, store};
 use clap::{Args, Parser, Subcommand};
 
@@ -155,6 +156,10 @@ struct RunArgs {
     /// Run only the root tests that did not pass in the previous suite of this project
     #[arg(long = "rerun-failed", visible_alias = "last-failed")]
     rerun_failed: bool,
+    /// Replay mode over `[replay] mode`: off, auto, record or only. Accepted and checked;
+    /// replaying recorded steps is not active yet, so every step still goes to the agent
+    #[arg(long, value_name = "MODE")]
+    replay: Option<ReplayMode>,
     /// Less console output
     #[arg(short, long, conflicts_with = "verbose")]
     quiet: bool,
@@ -184,6 +189,7 @@ impl RunArgs {
             json: self.json,
             html: self.html,
             rerun_failed: self.rerun_failed,
+            replay: self.replay,
             verbosity: if self.quiet {
                 Verbosity::Quiet
             } else if self.verbose {
@@ -193,6 +199,18 @@ impl RunArgs {
             },
         }
     }
+}
+
+/// A line on stdout for the commands whose exit code is a run's verdict (`start`, `merge`): a
+/// reader that went away (`supervisor start | head -1`) must not turn a finished run into a panic
+/// or a SIGPIPE death, so a failed write is dropped and the run's own exit code stands. The
+/// commands that only print (`check`, `report`, `doctor`, …) end with SIGPIPE (141) instead, as
+/// Unix filters do.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
 }
 
 fn main() -> ExitCode {
@@ -206,7 +224,7 @@ fn main() -> ExitCode {
             }
             match load(&options) {
                 Some(mut suite) => {
-                    println!("supervisor: {}", suite.config_summary());
+                    say!("supervisor: {}", suite.config_summary());
                     print_notes(&suite);
                     let artifacts = bugatti::actors::run::artifact_dir_path(&suite);
                     if let Err(e) = store::check_dir_writable("the artifact directory", &artifacts)
@@ -319,7 +337,7 @@ fn select_failed(suite: &mut Suite) -> Result<bool, ExitCode> {
     };
     let failed = last.not_passed();
     if failed.is_empty() {
-        println!(
+        say!(
             "supervisor: --rerun-failed: every root test passed in the previous suite {}; nothing to run",
             last.suite_id
         );
@@ -328,7 +346,7 @@ fn select_failed(suite: &mut Suite) -> Result<bool, ExitCode> {
     suite
         .tests
         .retain(|t| failed.iter().any(|f| std::path::Path::new(f) == t.rel_path));
-    println!(
+    say!(
         "supervisor: --rerun-failed: {} root test(s) that did not pass in suite {}: {}",
         suite.tests.len(),
         last.suite_id,
@@ -364,11 +382,14 @@ fn merge(dirs: &[PathBuf], out: Option<PathBuf>, config: Option<PathBuf>) -> Exi
     match store::merge(dirs, &out) {
         Ok(merged) => {
             for note in &merged.notes {
-                println!("note: {note}");
+                say!("note: {note}");
             }
-            print!("{}", merged.summary.to_markdown());
-            println!("Merged suite: {}", merged.out.display());
-            println!("HTML report: {}", merged.out.join("report.html").display());
+            {
+                use std::io::Write as _;
+                let _ = write!(std::io::stdout(), "{}", merged.summary.to_markdown());
+            }
+            say!("Merged suite: {}", merged.out.display());
+            say!("HTML report: {}", merged.out.join("report.html").display());
             suite_exit(&merged.summary)
         }
         Err(e) => {
@@ -758,12 +779,44 @@ fn doctor(config: Option<PathBuf>) -> ExitCode {
             println!("FAIL {e}");
         }
     }
+    if let Some(browser) = &suite.base.browser {
+        failed |= browser_doctor(&browser.value, &suite.project_root);
+    }
     report_dead_runs(&artifacts);
     if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// `doctor` for `[browser]`: the browser's and Playwright MCP's versions, or why they are
+/// missing; `true` when a session with this browser would fail.
+fn browser_doctor(config: &bugatti::model::browser::BrowserConfig, project_root: &Path) -> bool {
+    use bugatti::browser::doctor::{findings, Finding};
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            println!("FAIL browser: cannot check it: {e}");
+            return true;
+        }
+    };
+    let path = std::env::var("PATH").ok();
+    let mut failed = false;
+    for finding in runtime.block_on(findings(config, path.as_deref(), project_root)) {
+        match finding {
+            Finding::Ok(line) => println!("ok   {line}"),
+            Finding::Note(line) => println!("warn {line}"),
+            Finding::Fail(line) => {
+                failed = true;
+                println!("FAIL {line}");
+            }
+        }
+    }
+    failed
 }
 
 /// What supervisors that died (SIGKILL, OOM) left behind: a warning, not a failure — the next

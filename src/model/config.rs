@@ -27,6 +27,10 @@ pub struct ConfigFile {
     #[serde(default)]
     pub commands: BTreeMap<String, Spanned<CommandSection>>,
     pub checkpoint: Option<Spanned<CheckpointSection>>,
+    pub browser: Option<Spanned<BrowserSection>>,
+    /// `[replay]` (SPEC §10). Parsed and validated; replay itself is not yet active.
+    #[serde(default)]
+    pub replay: super::replay::ReplaySection,
 }
 
 /// `[provider]`, also the shape of a test's `[overrides.provider]`.
@@ -267,6 +271,20 @@ pub struct CheckpointSection {
     pub save: String,
     pub restore: String,
     pub timeout_secs: Option<u64>,
+}
+
+/// `[browser]` (SPEC §11): one supervised browser per root-test session. Checked and merged by
+/// [`super::browser::BrowserConfig::apply`].
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct BrowserSection {
+    pub executable: Option<Spanned<String>>,
+    pub headless: Option<bool>,
+    pub viewport: Option<Spanned<String>>,
+    pub mcp: Option<bool>,
+    pub mcp_cmd: Option<Spanned<String>>,
+    pub capture: Option<Spanned<Vec<String>>>,
+    pub fail_on_console_errors: Option<bool>,
 }
 
 /// Parse a config file's text; `path` is only for the error's location.

@@ -123,10 +123,18 @@ impl Problem {
 }
 
 /// For serde's "unknown field `x`, expected one of `a`, `b`": the closest expected name.
+/// Also for "unknown variant `x`, expected one of …" (an enum value such as `[replay] mode`).
 fn suggestion(message: &str) -> Option<String> {
-    let rest = message.strip_prefix("unknown field `")?;
+    let rest = message
+        .strip_prefix("unknown field `")
+        .or_else(|| message.strip_prefix("unknown variant `"))?;
     let (unknown, rest) = rest.split_once('`')?;
     let expected: Vec<&str> = rest.split('`').skip(1).step_by(2).collect();
+    did_you_mean(unknown, &expected)
+}
+
+/// "did you mean `x`?" for the closest of `expected` to `unknown`, when one is close enough.
+pub fn did_you_mean(unknown: &str, expected: &[&str]) -> Option<String> {
     let (best, dist) = expected
         .iter()
         .map(|e| (*e, edit_distance(unknown, e)))

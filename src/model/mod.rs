@@ -7,6 +7,7 @@
 //! [`options`] is the command line as plain data; [`outcome`] the verdicts of a run.
 
 pub mod assets;
+pub mod browser;
 pub mod checkpoint;
 pub mod commands;
 pub mod config;
@@ -16,11 +17,13 @@ pub mod ids;
 pub mod layers;
 pub mod load;
 pub mod markers;
+pub mod mcp_json;
 pub mod options;
 pub mod outcome;
 pub mod paths;
 pub mod plan;
 pub mod redact;
+pub mod replay;
 pub mod substitute;
 pub mod test_file;
 pub mod toml_read;

@@ -55,6 +55,8 @@ pub enum Role {
     ShellStep(u32),
     /// A session of the agent console (`exec_command`), by its session id.
     Console(u32),
+    /// The session's browser (`[browser]`).
+    Browser,
     /// Anything else (tests).
     Other(String),
 }
@@ -91,6 +93,7 @@ impl fmt::Display for Owner {
             Role::Agent(provider) => write!(f, "agent {provider} (run {id})"),
             Role::ShellStep(step) => write!(f, "shell step {step} (run {id})"),
             Role::Console(session) => write!(f, "console session {session} (run {id})"),
+            Role::Browser => write!(f, "browser (run {id})"),
             Role::Other(what) => write!(f, "{what} ({id})"),
         }
     }

@@ -150,6 +150,16 @@ pub const VERSION_LIMIT: std::time::Duration = std::time::Duration::from_secs(20
 /// [`VERSION_LIMIT`]: the CLI's first line, or why it did not start. Its output goes to a
 /// temporary log.
 pub async fn agent_version(program: &Path, cwd: &Path) -> Result<String, String> {
+    program_version(program, cwd, |_| true).await
+}
+
+/// Runs `<program> --version` as [`agent_version`] does; the answer is the first line of its
+/// output that `is_version` accepts (Debian's `chromium` wrapper prints a shell warning first).
+pub async fn program_version(
+    program: &Path,
+    cwd: &Path,
+    is_version: fn(&str) -> bool,
+) -> Result<String, String> {
     use crate::model::config::CommandKind;
     use crate::process::oneshot::{run_once, OneShotEnd};
     use crate::process::owner::{Owner, Role, Scope};
@@ -166,7 +176,11 @@ pub async fn agent_version(program: &Path, cwd: &Path) -> Result<String, String>
         .await
         .map_err(|e| format!("`{line}` did not start: {e}"))?;
     let output = std::fs::read_to_string(log.path()).unwrap_or_default();
-    let first = output.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let first = output
+        .lines()
+        .find(|l| !l.trim().is_empty() && is_version(l))
+        .or_else(|| output.lines().find(|l| !l.trim().is_empty()))
+        .unwrap_or("");
     match ran.end {
         OneShotEnd::Exited(crate::process::exit::ExitStatus::Code(0)) => {
             Ok(first.trim().to_string())

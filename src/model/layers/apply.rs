@@ -152,6 +152,73 @@ impl EffectiveConfig {
                 origin: origin(file, cp.span()),
             });
         }
+        if let Some(table) = &cfg.browser {
+            // Field by field over the lower layers' table: a global config may name the
+            // executable, a project its viewport.
+            let mut value = self
+                .browser
+                .as_ref()
+                .map(|b| b.value.clone())
+                .unwrap_or_default();
+            for p in value.apply(table.get_ref()) {
+                problems.push(problem(p.message, origin(file, p.span)));
+            }
+            self.browser = Some(Sourced {
+                value,
+                source: layer,
+                origin: origin(file, table.span()),
+            });
+        }
+        problems.extend(self.apply_replay(&cfg.replay, file, layer));
+        problems
+    }
+
+    /// `[replay]` of one config file: each field set is checked and replaces the lower layer's.
+    fn apply_replay(
+        &mut self,
+        r: &crate::model::replay::ReplaySection,
+        file: &Path,
+        layer: Layer,
+    ) -> Vec<LayerProblem> {
+        let mut problems = Vec::new();
+        let replay = &mut self.replay;
+        if let Some(v) = &r.mode {
+            replay.mode.set(*v.get_ref(), layer, origin(file, v.span()));
+        }
+        if let Some(v) = &r.dir {
+            if v.get_ref().trim().is_empty() {
+                problems.push(problem(
+                    "[replay] dir is empty (leave it out for the default `bugatti.replay`)",
+                    origin(file, v.span()),
+                ));
+            }
+            replay
+                .dir
+                .set(v.get_ref().clone(), layer, origin(file, v.span()));
+        }
+        if let Some(patterns) = &r.ignore {
+            for p in patterns {
+                if let Err(e) = regex::Regex::new(p.get_ref()) {
+                    let reason = e.to_string();
+                    let reason = reason.lines().last().unwrap_or_default().trim().to_string();
+                    problems.push(problem(
+                        format!(
+                            "[replay] ignore: `{}` is not a valid regex: {reason}",
+                            p.get_ref()
+                        ),
+                        origin(file, p.span()),
+                    ));
+                }
+            }
+            let at = patterns.first().and_then(|p| origin(file, p.span()));
+            let values = patterns.iter().map(|p| p.get_ref().clone()).collect();
+            replay.ignore.set(values, layer, at);
+        }
+        if let Some(v) = &r.max_age_days {
+            replay
+                .max_age_days
+                .set(*v.get_ref(), layer, origin(file, v.span()));
+        }
         problems
     }
 
@@ -330,6 +397,9 @@ impl EffectiveConfig {
     /// The command line, the top layer.
     pub fn apply_flags(&mut self, o: &RunOptions) -> Vec<LayerProblem> {
         let mut problems = Vec::new();
+        if let Some(mode) = o.replay {
+            self.replay.mode.set(mode, Layer::Flag, None);
+        }
         if let Some(v) = &o.provider {
             if !PROVIDERS.contains(&v.as_str()) {
                 problems.push(problem(

@@ -197,6 +197,10 @@ pub struct EffectiveConfig {
     pub ports: BTreeMap<String, Sourced<PortSpec>>,
     pub commands: BTreeMap<String, CommandConfig>,
     pub checkpoint: Option<Sourced<CheckpointConfig>>,
+    /// `[browser]` (SPEC §11): `None` when no layer has the table (no browser).
+    pub browser: Option<Sourced<crate::model::browser::BrowserConfig>>,
+    /// `[replay]` and `--replay` (SPEC §10): resolved and checked; replay is not active yet.
+    pub replay: crate::model::replay::ReplayConfig,
 }
 
 /// A problem found while layering, before it gets a rendered position.
@@ -250,6 +254,8 @@ impl Default for EffectiveConfig {
             ports: BTreeMap::new(),
             commands: BTreeMap::new(),
             checkpoint: None,
+            browser: None,
+            replay: Default::default(),
         }
     }
 }

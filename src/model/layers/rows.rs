@@ -231,6 +231,24 @@ impl EffectiveConfig {
                 cp.source,
             );
         }
+        if let Some(b) = &self.browser {
+            let v = &b.value;
+            row("browser.executable", opt(&v.executable), b.source);
+            row("browser.headless", v.headless.to_string(), b.source);
+            row(
+                "browser.viewport",
+                format!("{}x{}", v.viewport.0, v.viewport.1),
+                b.source,
+            );
+            row("browser.mcp", v.mcp.to_string(), b.source);
+            row("browser.mcp_cmd", opt(&v.mcp_cmd), b.source);
+            row("browser.capture", v.capture.names().join(", "), b.source);
+            row(
+                "browser.fail_on_console_errors",
+                v.fail_on_console_errors.to_string(),
+                b.source,
+            );
+        }
         rows
     }
 }

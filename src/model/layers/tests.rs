@@ -292,3 +292,42 @@ fn overriding_an_undefined_command_is_refused() {
         "`[overrides.commands.ghost]` overrides a command that is not defined in the config (no commands are defined)"
     );
 }
+
+#[test]
+fn browser_is_off_until_a_layer_has_the_table_then_merges_field_by_field() {
+    let (e, ps) = apply("");
+    assert!(e.browser.is_none() && ps.is_empty());
+    let mut e = EffectiveConfig::default();
+    let global = cfg("[browser]\nexecutable = \"/opt/chrome/chrome\"\n");
+    assert!(e
+        .apply_file(&global, Path::new("g.toml"), Layer::Global, &no_env)
+        .is_empty());
+    let project = cfg("[browser]\nviewport = \"390x844\"\n");
+    assert!(e
+        .apply_file(&project, Path::new("c.toml"), Layer::Project, &no_env)
+        .is_empty());
+    let b = e.browser.as_ref().expect("on");
+    assert_eq!(b.value.executable.as_deref(), Some("/opt/chrome/chrome"));
+    assert_eq!(b.value.viewport, (390, 844));
+    assert_eq!(b.source, Layer::Project);
+    let rows = e.rows();
+    let row = |key: &str| {
+        rows.iter()
+            .find(|r| r.0 == key)
+            .map(|r| r.1.clone())
+            .unwrap_or_else(|| panic!("no row {key}"))
+    };
+    assert_eq!(row("browser.viewport"), "390x844");
+    assert_eq!(row("browser.capture"), "screenshot, console, network");
+}
+
+#[test]
+fn browser_problems_point_at_the_value() {
+    let text = "[browser]\nheadless = true\nviewport = \"wide\"\n";
+    let mut e = EffectiveConfig::default();
+    let ps = e.apply_file(&cfg(text), Path::new("c.toml"), Layer::Project, &no_env);
+    assert_eq!(ps.len(), 1, "{ps:?}");
+    assert!(ps[0].message.contains("WIDTHxHEIGHT"), "{ps:?}");
+    let at = ps[0].origin.as_ref().expect("origin");
+    assert_eq!(&text[at.span.clone()], "\"wide\"");
+}

@@ -1,0 +1,316 @@
+//! Starting the session's browser: the command line (a profile of its own in the workspace,
+//! DevTools on an auto loopback port, `--no-sandbox` as root, none of Chromium's calls home), the
+//! spawn through [`crate::process::handle::start`] (its own process group, registered under
+//! [`Role::Browser`], the run id in its environment), readiness on `/json/version`, and the end
+//! through [`crate::process::teardown::terminate`]. Chromium's zygote, GPU, utility and renderer
+//! processes stay in its process group (checked with Chromium 156), so the group's SIGKILL ends
+//! them; they do not carry the environment marker (they overwrite their environ with their
+//! command line), but every one names the profile directory in its command line, which is how
+//! the tests look for leftovers. The exception is `chrome_crashpad_handler`: it double-forks into
+//! a session of its own (parented to init) and keeps its environment, so the teardown's sweep
+//! finds it by the marker and kills it when it has not yet exited on its own — the report then
+//! lists its pids as leaked. (`--disable-crashpad-for-testing` would avoid it, but with it
+//! Chromium 156 aborts every navigation.)
+
+use super::devtools::{self, Version};
+use super::error::BrowserError;
+use crate::process::handle::{self, EnvMarker, Group, Io, Launch};
+use crate::process::owner::{Owner, Role, Scope};
+use crate::process::ports::allocate_loopback_port;
+use crate::process::teardown::{terminate, Ladder, TeardownReport};
+use nix::sys::signal::Signal;
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Between two `/json/version` attempts: Chromium is ready in a fraction of a second.
+const READY_POLL: Duration = Duration::from_millis(50);
+/// SIGTERM lets Chromium close its profile; past this, SIGKILL.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How much of the browser's output an early-exit error quotes.
+const TAIL_BYTES: usize = 4096;
+
+/// Everything needed to start one session's browser.
+#[derive(Debug, Clone)]
+pub struct BrowserLaunch {
+    /// The executable ([`super::executable::find`]).
+    pub executable: PathBuf,
+    /// `--headless` (the default; `false` shows a window where there is a display).
+    pub headless: bool,
+    /// The window's size in CSS pixels (`[browser] viewport = "1280x800"`).
+    pub viewport: (u32, u32),
+    /// `--user-data-dir`: a fresh profile in the session's workspace.
+    pub profile_dir: PathBuf,
+    /// Where the browser's own output goes (the session's harness log directory), if anywhere.
+    pub log_path: Option<PathBuf>,
+    /// The run whose browser it is.
+    pub scope: Scope,
+    /// Added to the inherited environment (the session's variables).
+    pub env: Vec<(String, String)>,
+    /// How long the DevTools endpoint may take to answer.
+    pub ready_timeout: Duration,
+    /// `--no-sandbox`: Chromium refuses to start as root without it.
+    pub no_sandbox: bool,
+}
+
+impl BrowserLaunch {
+    /// A headless 1280×800 browser with its profile at `profile_dir`, `--no-sandbox` when this
+    /// process runs as root.
+    pub fn new(executable: PathBuf, profile_dir: PathBuf, scope: Scope) -> Self {
+        Self {
+            executable,
+            headless: true,
+            viewport: (1280, 800),
+            profile_dir,
+            log_path: None,
+            scope,
+            env: Vec::new(),
+            ready_timeout: Duration::from_secs(30),
+            no_sandbox: running_as_root(),
+        }
+    }
+
+    /// The command line for DevTools on `port`.
+    pub fn args(&self, port: u16) -> Vec<String> {
+        let mut args = Vec::new();
+        if self.headless {
+            args.push("--headless".to_string());
+        }
+        if self.no_sandbox {
+            args.push("--no-sandbox".to_string());
+        }
+        args.extend(
+            [
+                "--disable-gpu",
+                // Containers give /dev/shm 64 MiB: renderers crash on large pages without this.
+                "--disable-dev-shm-usage",
+                "--no-first-run",
+                "--no-default-browser-check",
+                // None of these reach the network on their own: tests run offline, and a
+                // browser phoning home is noise in the app's network evidence.
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-extensions",
+                "--disable-default-apps",
+                "--metrics-recording-only",
+                "--password-store=basic",
+                "--remote-debugging-address=127.0.0.1",
+            ]
+            .map(String::from),
+        );
+        args.push(format!("--remote-debugging-port={port}"));
+        args.push(format!("--user-data-dir={}", self.profile_dir.display()));
+        args.push(format!(
+            "--window-size={},{}",
+            self.viewport.0, self.viewport.1
+        ));
+        args.push("about:blank".to_string());
+        args
+    }
+}
+
+/// Whether this process runs as root (CI containers), where Chromium needs `--no-sandbox`.
+pub fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The session's running browser.
+pub struct Browser {
+    group: Group,
+    port: u16,
+    version: Version,
+    profile_dir: PathBuf,
+    no_sandbox: bool,
+}
+
+impl Browser {
+    /// Starts the browser and waits until its DevTools endpoint answers. On any failure after
+    /// the spawn, the group is ended before the error is returned.
+    pub async fn start(spec: BrowserLaunch) -> Result<Self, BrowserError> {
+        std::fs::create_dir_all(&spec.profile_dir).map_err(|source| BrowserError::Profile {
+            path: spec.profile_dir.clone(),
+            source,
+        })?;
+        let port = allocate_loopback_port()?;
+        let mut env = spec.env.clone();
+        if let Some(run) = spec.scope.run_id() {
+            // The run's sweep finds any escapee of the browser by this.
+            env.push(("BUGATTI_RUN_ID".to_string(), run.as_str().to_string()));
+        }
+        let launch = Launch {
+            owner: Owner::new(spec.scope.clone(), Role::Browser),
+            program: spec.executable.clone(),
+            args: spec.args(port),
+            cwd: None,
+            env,
+            inherit_env: true,
+            io: Io::Merged,
+            marker: EnvMarker::fresh(),
+            kill_on_drop: true,
+        };
+        let mut group = handle::start(launch).map_err(|source| BrowserError::Spawn {
+            program: spec.executable.clone(),
+            source,
+        })?;
+        let tail = Arc::new(Mutex::new(Vec::new()));
+        if let Some(output) = group.take_output() {
+            drain_output(output, spec.log_path.clone(), tail.clone());
+        }
+        let base = devtools::base_url(port);
+        match wait_ready(&group, &base, spec.ready_timeout, &tail).await {
+            Ok(version) => Ok(Self {
+                group,
+                port,
+                version,
+                profile_dir: spec.profile_dir,
+                no_sandbox: spec.no_sandbox,
+            }),
+            Err(e) => {
+                terminate(&mut group, &Ladder::kill()).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// `http://127.0.0.1:<port>`: `BUGATTI_CDP_URL`, and Playwright MCP's `--cdp-endpoint`.
+    pub fn cdp_url(&self) -> String {
+        devtools::base_url(self.port)
+    }
+
+    /// The browser-wide DevTools WebSocket.
+    pub fn ws_url(&self) -> &str {
+        &self.version.ws_url
+    }
+
+    /// What `/json/version` answered at readiness.
+    pub fn version(&self) -> &Version {
+        &self.version
+    }
+
+    /// The DevTools port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The browser's process (and group) id.
+    pub fn pid(&self) -> i32 {
+        self.group.pid()
+    }
+
+    /// The profile directory.
+    pub fn profile_dir(&self) -> &std::path::Path {
+        &self.profile_dir
+    }
+
+    /// Whether it was started with `--no-sandbox`.
+    pub fn no_sandbox(&self) -> bool {
+        self.no_sandbox
+    }
+
+    /// Ends the browser and everything it started: SIGTERM, then SIGKILL of the group and a
+    /// sweep for its marker. `skip_grace` (a second Ctrl-C, the deadline) goes straight to SIGKILL.
+    pub async fn stop(&mut self, skip_grace: bool) -> TeardownReport {
+        let ladder = if skip_grace {
+            Ladder::kill()
+        } else {
+            Ladder::harness(Signal::SIGTERM, STOP_GRACE)
+        };
+        terminate(&mut self.group, &ladder).await
+    }
+}
+
+/// Copies the browser's output to its log (if any) on a thread of its own (the read blocks),
+/// keeping the last [`TAIL_BYTES`] for an early-exit error.
+fn drain_output(
+    mut output: Box<dyn Read + Send>,
+    log_path: Option<PathBuf>,
+    tail: Arc<Mutex<Vec<u8>>>,
+) {
+    std::thread::spawn(move || {
+        let mut log = log_path.and_then(|p| std::fs::File::create(p).ok());
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = output.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let chunk = buf.get(..n).unwrap_or_default();
+            if let Some(file) = log.as_mut() {
+                let _ = file.write_all(chunk);
+            }
+            let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
+            tail.extend_from_slice(chunk);
+            let excess = tail.len().saturating_sub(TAIL_BYTES);
+            tail.drain(..excess);
+        }
+    });
+}
+
+/// Polls `/json/version` until it answers, the browser exits, or `limit` passes.
+async fn wait_ready(
+    group: &Group,
+    base: &str,
+    limit: Duration,
+    tail: &Mutex<Vec<u8>>,
+) -> Result<Version, BrowserError> {
+    let deadline = Instant::now() + limit;
+    let mut exit = group.exit_watch();
+    loop {
+        if let Some(status) = group.exit_status() {
+            // Let the output thread catch the last words.
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let output = tail.lock().unwrap_or_else(|p| p.into_inner());
+            return Err(BrowserError::ExitedEarly {
+                status: status.to_string(),
+                output: String::from_utf8_lossy(&output).trim().to_string(),
+            });
+        }
+        let last = match devtools::version(base).await {
+            Ok(version) => return Ok(version),
+            Err(e) => e.to_string(),
+        };
+        if Instant::now() >= deadline {
+            return Err(BrowserError::NotReady {
+                url: format!("{base}/json/version"),
+                secs: limit.as_secs(),
+                last,
+            });
+        }
+        // Woken early by the exit event, so an early death is reported at once.
+        let _ = tokio::time::timeout(READY_POLL, exit.changed()).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_isolates_the_browser() {
+        let mut spec = BrowserLaunch::new(
+            PathBuf::from("chromium"),
+            PathBuf::from("/ws/browser-profile"),
+            Scope::run("r"),
+        );
+        spec.no_sandbox = false;
+        spec.viewport = (800, 600);
+        let args = spec.args(9333);
+        for wanted in [
+            "--headless",
+            "--remote-debugging-port=9333",
+            "--user-data-dir=/ws/browser-profile",
+            "--window-size=800,600",
+            "--disable-background-networking",
+        ] {
+            assert!(args.iter().any(|a| a == wanted), "{wanted} in {args:?}");
+        }
+        assert!(!args.iter().any(|a| a == "--no-sandbox"));
+        spec.no_sandbox = true;
+        spec.headless = false;
+        let args = spec.args(9333);
+        assert!(args.iter().any(|a| a == "--no-sandbox"));
+        assert!(!args.iter().any(|a| a == "--headless"));
+    }
+}

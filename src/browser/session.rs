@@ -1,0 +1,170 @@
+//! One session's browser as the session uses it: started from the effective `[browser]`
+//! ([`SessionBrowser::start`]: find, launch, ready, watch), the environment it adds
+//! (`BUGATTI_CDP_URL`), the Playwright MCP command for the agent, a capture per step, and the
+//! end. The session owns one and ends it with its other harness processes, whatever happens.
+
+use super::capture::{Monitor, StepCapture};
+use super::error::BrowserError;
+use super::executable;
+use super::launch::{Browser, BrowserLaunch};
+use super::mcp::McpCommand;
+use crate::model::browser::BrowserConfig;
+use crate::process::owner::Scope;
+use crate::process::teardown::TeardownReport;
+use std::path::{Path, PathBuf};
+
+/// The variable naming the browser's DevTools endpoint (`http://127.0.0.1:<port>`) for the agent
+/// and the harness commands.
+pub const CDP_URL_ENV: &str = "BUGATTI_CDP_URL";
+
+/// Where the session's browser keeps its files.
+#[derive(Debug, Clone)]
+pub struct BrowserPlaces {
+    /// The profile (`--user-data-dir`), inside the session's workspace.
+    pub profile_dir: PathBuf,
+    /// The browser's own output (beside the harness commands' logs).
+    pub log_path: PathBuf,
+}
+
+impl BrowserPlaces {
+    /// `<workspace>/browser-profile` and `<log_dir>/browser.log`.
+    pub fn new(workspace: &Path, log_dir: &Path) -> Self {
+        Self {
+            profile_dir: workspace.join("browser-profile"),
+            log_path: log_dir.join("browser.log"),
+        }
+    }
+}
+
+/// The running browser of a session and its watch.
+pub struct SessionBrowser {
+    browser: Browser,
+    monitor: Monitor,
+    config: BrowserConfig,
+}
+
+impl SessionBrowser {
+    /// Finds the browser `config` names (on `path_var`), starts it for `scope` with `env`, waits
+    /// for its DevTools endpoint and attaches the monitor. On failure nothing is left running.
+    pub async fn start(
+        config: &BrowserConfig,
+        places: &BrowserPlaces,
+        scope: Scope,
+        env: Vec<(String, String)>,
+        path_var: Option<&str>,
+    ) -> Result<Self, BrowserError> {
+        let exe = executable::find(config.executable.as_deref(), path_var)?;
+        let mut spec = BrowserLaunch::new(exe, places.profile_dir.clone(), scope);
+        spec.headless = config.headless;
+        spec.viewport = config.viewport;
+        spec.log_path = Some(places.log_path.clone());
+        spec.env = env;
+        let mut browser = Browser::start(spec).await?;
+        match Monitor::attach(&browser.cdp_url(), Some(config.viewport)).await {
+            Ok(monitor) => Ok(Self {
+                browser,
+                monitor,
+                config: config.clone(),
+            }),
+            Err(e) => {
+                browser.stop(true).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// What the agent's and the commands' environment gets: `BUGATTI_CDP_URL`.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![(CDP_URL_ENV.to_string(), self.browser.cdp_url())]
+    }
+
+    /// The Playwright MCP server for the agent (`None` with `mcp = false`).
+    pub fn mcp_command(&self, path_var: Option<&str>) -> Option<Result<McpCommand, BrowserError>> {
+        self.config.mcp.then(|| {
+            McpCommand::resolve(
+                self.config.mcp_cmd.as_deref(),
+                path_var,
+                &self.browser.cdp_url(),
+            )
+        })
+    }
+
+    /// The running browser (its endpoint, version, pid).
+    pub fn browser(&self) -> &Browser {
+        &self.browser
+    }
+
+    /// A step starts: its window of console messages and failed requests opens.
+    pub fn begin_step(&self) {
+        self.monitor.begin_step();
+    }
+
+    /// A step ended: the capture `[browser] capture` asks for, under `run_dir`.
+    pub async fn end_step(&self, step_id: u32, run_dir: &Path) -> StepCapture {
+        self.monitor
+            .capture_step(step_id, run_dir, self.config.capture)
+            .await
+    }
+
+    /// What a step's console errors make of its verdict: `None` (no errors, or the step failed
+    /// anyway), else a warning, or a failure with `fail_on_console_errors`.
+    pub fn console_verdict(&self, passed: bool, capture: &StepCapture) -> Option<ConsoleVerdict> {
+        console_verdict(
+            passed,
+            capture.console_errors,
+            self.config.fail_on_console_errors,
+        )
+    }
+
+    /// Ends the browser (`skip_grace`: SIGKILL at once).
+    pub async fn stop(mut self, skip_grace: bool) -> TeardownReport {
+        self.monitor.close().await;
+        self.browser.stop(skip_grace).await
+    }
+}
+
+/// What console errors on a passing step mean (SPEC §11).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ConsoleVerdict {
+    /// The step passes with a warning.
+    Warn(String),
+    /// The step fails (`fail_on_console_errors = true`).
+    Fail(String),
+}
+
+/// See [`SessionBrowser::console_verdict`].
+pub fn console_verdict(passed: bool, errors: usize, fail_on: bool) -> Option<ConsoleVerdict> {
+    if !passed || errors == 0 {
+        return None;
+    }
+    let what = format!(
+        "the page logged {errors} console error{} during the step",
+        if errors == 1 { "" } else { "s" }
+    );
+    Some(if fail_on {
+        ConsoleVerdict::Fail(format!("{what} ([browser] fail_on_console_errors)"))
+    } else {
+        ConsoleVerdict::Warn(what)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn console_errors_warn_a_passing_step_or_fail_it_when_asked() {
+        assert_eq!(console_verdict(true, 0, true), None);
+        assert_eq!(console_verdict(false, 3, true), None);
+        assert_eq!(
+            console_verdict(true, 1, false),
+            Some(ConsoleVerdict::Warn(
+                "the page logged 1 console error during the step".into()
+            ))
+        );
+        assert!(matches!(
+            console_verdict(true, 2, true),
+            Some(ConsoleVerdict::Fail(m)) if m.contains("2 console errors") && m.contains("fail_on_console_errors")
+        ));
+    }
+}

@@ -1,0 +1,216 @@
+//! `[replay]` and `--replay MODE` (SPEC §10) as written, validated, and resolved to settings.
+//!
+//! Replay itself is not wired into sessions yet: these settings are read and checked (a wrong
+//! mode or an invalid `ignore` regex is an error with its file and line, like any config
+//! problem) but do not change how a run goes.
+
+use super::diagnostics::did_you_mean;
+use super::layers::Sourced;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use toml::Spanned;
+
+/// What replay does in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplayMode {
+    /// Never replay, never record: every step goes to the agent.
+    Off,
+    /// Replay where a current recording matches; the agent on a miss or drift (and it records).
+    #[default]
+    Auto,
+    /// Always the agent; recordings refreshed.
+    Record,
+    /// No agent: a step without a usable recording is `error` "no recording".
+    Only,
+}
+
+/// The modes' names, as written.
+pub const MODES: [&str; 4] = ["off", "auto", "record", "only"];
+
+impl ReplayMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Auto => "auto",
+            Self::Record => "record",
+            Self::Only => "only",
+        }
+    }
+}
+
+impl std::fmt::Display for ReplayMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `--replay` with a mode that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown replay mode `{given}`: expected one of off, auto, record, only{}", help.as_ref().map(|h| format!(" ({h})")).unwrap_or_default())]
+pub struct UnknownMode {
+    pub given: String,
+    pub help: Option<String>,
+}
+
+impl std::str::FromStr for ReplayMode {
+    type Err = UnknownMode;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(match s {
+            "off" => Self::Off,
+            "auto" => Self::Auto,
+            "record" => Self::Record,
+            "only" => Self::Only,
+            _ => {
+                return Err(UnknownMode {
+                    given: s.to_string(),
+                    help: did_you_mean(s, &MODES),
+                })
+            }
+        })
+    }
+}
+
+/// `[replay]` as written; every field optional.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct ReplaySection {
+    pub mode: Option<Spanned<ReplayMode>>,
+    /// Relative to the project root.
+    pub dir: Option<Spanned<String>>,
+    /// Extra regexes masked before comparison.
+    pub ignore: Option<Vec<Spanned<String>>>,
+    pub max_age_days: Option<Spanned<u32>>,
+}
+
+/// `[replay] dir` when unset.
+pub const DEFAULT_DIR: &str = "bugatti.replay";
+
+/// The effective `[replay]` of a run, each value with the layer it came from (applied by
+/// `layers`: config files, then `--replay`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplayConfig {
+    pub mode: Sourced<ReplayMode>,
+    /// As written: relative to the project root ([`ReplayConfig::dir_in`]).
+    pub dir: Sourced<String>,
+    /// Checked to be regexes when applied.
+    pub ignore: Sourced<Vec<String>>,
+    pub max_age_days: Sourced<u32>,
+}
+
+impl Default for ReplayConfig {
+    fn default() -> Self {
+        Self {
+            mode: Sourced::default_value(ReplayMode::default()),
+            dir: Sourced::default_value(DEFAULT_DIR.to_string()),
+            ignore: Sourced::default_value(Vec::new()),
+            max_age_days: Sourced::default_value(crate::replay::store::DEFAULT_MAX_AGE_DAYS),
+        }
+    }
+}
+
+impl ReplayConfig {
+    /// The recordings' directory of a project.
+    pub fn dir_in(&self, project_root: &Path) -> PathBuf {
+        project_root.join(&self.dir.value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::config::parse_config;
+    use crate::model::layers::{EffectiveConfig, Layer};
+    use crate::model::options::RunOptions;
+
+    fn file() -> &'static Path {
+        Path::new("bugatti.config.toml")
+    }
+
+    /// `text` applied as the project config, then `flag`; the problems rendered.
+    fn effective(text: &str, flag: Option<ReplayMode>) -> (EffectiveConfig, Vec<String>) {
+        let cfg = parse_config(file(), text).expect("types are fine");
+        let mut e = EffectiveConfig::default();
+        let mut problems = e.apply_file(&cfg, file(), Layer::Project, &|_| None);
+        problems.extend(e.apply_flags(&RunOptions {
+            replay: flag,
+            ..RunOptions::default()
+        }));
+        let shown = problems
+            .iter()
+            .map(|p| {
+                let line = p
+                    .origin
+                    .as_ref()
+                    .map(|o| text[..o.span.start].matches('\n').count() + 1);
+                format!("{line:?} {}", p.message)
+            })
+            .collect();
+        (e, shown)
+    }
+
+    #[test]
+    fn defaults_file_and_flag() {
+        let (e, problems) = effective("", None);
+        assert!(problems.is_empty());
+        assert_eq!(e.replay.mode.value, ReplayMode::Auto);
+        assert_eq!(e.replay.mode.source, Layer::Default);
+        assert_eq!(
+            e.replay.dir_in(Path::new("/p")),
+            Path::new("/p/bugatti.replay")
+        );
+        assert_eq!(e.replay.max_age_days.value, 30);
+        let text = "[replay]\nmode = \"record\"\ndir = \"rec\"\nignore = ['order #[0-9]+']\nmax_age_days = 7\n";
+        let (e, problems) = effective(text, None);
+        assert!(problems.is_empty(), "{problems:?}");
+        assert_eq!(e.replay.mode.value, ReplayMode::Record);
+        assert_eq!(e.replay.mode.source, Layer::Project);
+        assert_eq!(e.replay.dir_in(Path::new("/p")), Path::new("/p/rec"));
+        assert_eq!(e.replay.ignore.value, vec!["order #[0-9]+".to_string()]);
+        assert_eq!(e.replay.max_age_days.value, 7);
+        let (e, _) = effective(text, Some(ReplayMode::Off));
+        assert_eq!(e.replay.mode.value, ReplayMode::Off);
+        assert_eq!(e.replay.mode.source, Layer::Flag);
+    }
+
+    #[test]
+    fn an_unknown_mode_is_positioned_with_a_suggestion() {
+        let text = "[replay]\nmode = \"recrod\"\n";
+        let p = parse_config(file(), text).expect_err("invalid");
+        let shown = p.to_string();
+        assert!(shown.contains("bugatti.config.toml:2"), "{shown}");
+        assert!(shown.contains("did you mean `record`?"), "{shown}");
+        let e = "autoo".parse::<ReplayMode>().expect_err("invalid");
+        assert_eq!(e.help.as_deref(), Some("did you mean `auto`?"));
+        assert!(
+            e.to_string()
+                .contains("expected one of off, auto, record, only"),
+            "{e}"
+        );
+        assert_eq!("only".parse::<ReplayMode>(), Ok(ReplayMode::Only));
+    }
+
+    #[test]
+    fn a_bad_ignore_regex_and_an_empty_dir_are_positioned() {
+        let (_, problems) = effective("[replay]\nignore = ['ok', 'order (']\ndir = ' '\n", None);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        let regex = problems
+            .iter()
+            .find(|p| p.contains("`order (` is not a valid regex"));
+        assert!(
+            regex.is_some_and(|p| p.starts_with("Some(2) ")),
+            "{problems:?}"
+        );
+        let dir = problems.iter().find(|p| p.contains("dir is empty"));
+        assert!(
+            dir.is_some_and(|p| p.starts_with("Some(3) ")),
+            "{problems:?}"
+        );
+        let p = parse_config(file(), "[replay]\nmax_age_day = 3\n").expect_err("unknown key");
+        assert!(
+            p.to_string().contains("did you mean `max_age_days`?"),
+            "{p}"
+        );
+    }
+}

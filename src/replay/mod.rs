@@ -1,0 +1,27 @@
+//! Replay (SPEC §10): a step the agent passed, compiled into a check that runs at shell speed.
+//!
+//! This module is the foundation; nothing in the session or agent actors uses it yet, so a run
+//! behaves exactly as without it (`[replay] mode` has no effect until the integration lands).
+//!
+//! - [`format`]: the recording file, one per root test, its serde types and its layout on disk
+//!   (stable key order, one action per line);
+//! - [`placeholders`]: a session's own values (ports, paths, ids, secrets) as `${NAME}` in
+//!   recorded inputs, and filled back at replay;
+//! - [`normalize`]: what is volatile in an output (ANSI, CRLF, the session's values, timestamps,
+//!   UUIDs, durations, hex addresses, the project's `ignore` regexes) masked before comparison;
+//! - [`compare`]: an expected and a seen output after normalisation, and the drift between them
+//!   as a unified diff cut to 4 KiB;
+//! - [`store`]: where a test's recording lives, loading it with a typed error, and the lookup of a
+//!   step (a miss always says why);
+//! - [`verdict`]: why a step passed without the model, or why it went to the agent;
+//! - [`record`]: an action as the recording keeps it, from what the agent did and saw;
+//! - [`replayer`]: the recorded actions run again through the console and `process::handle`.
+
+pub mod compare;
+pub mod format;
+pub mod normalize;
+pub mod placeholders;
+pub mod record;
+pub mod replayer;
+pub mod store;
+pub mod verdict;

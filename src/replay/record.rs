@@ -1,0 +1,91 @@
+//! An action as a recording keeps it, built from what the agent did and what it saw: inputs with
+//! the session's values and secrets as `${NAME}`, outputs likewise (so that the file shows no
+//! session's port or path, and a diff in review shows only real changes).
+//!
+//! The session's recorder (console calls from the console, shell calls from the provider's
+//! stream) is to build every action through here; [`super::replayer`] compares in the same form.
+
+use super::format::{Action, ConsoleTool};
+use super::placeholders::Placeholders;
+use crate::console::Answer;
+
+/// A console call as recorded; `None` for a tool that is not replayed (`list_sessions`,
+/// `list_logs`: they change nothing).
+pub fn console_action(
+    placeholders: &Placeholders,
+    tool: &str,
+    arguments: &serde_json::Value,
+    answer: &Answer,
+) -> Option<Action> {
+    let tool = ConsoleTool::from_name(tool)?;
+    Some(Action::Console {
+        tool,
+        arguments: placeholders.insert_json(arguments),
+        output: placeholders.insert(&answer.text),
+        exit_code: answer.exit_code,
+        is_error: answer.is_error,
+    })
+}
+
+/// A call of the provider's own shell tool as recorded.
+pub fn shell_action(
+    placeholders: &Placeholders,
+    command: &str,
+    cwd: &str,
+    exit_code: Option<i32>,
+    output: &str,
+) -> Action {
+    Action::Shell {
+        command: placeholders.insert(command),
+        cwd: placeholders.insert(cwd),
+        exit_code,
+        output: placeholders.insert(output),
+    }
+}
+
+/// Whether a tool the agent used can be replayed; a step that used any other tool is not
+/// recorded (SPEC §10), and this says why for the report.
+pub fn unreplayable_tool(tool: &str) -> Option<String> {
+    let console = tool.strip_prefix("mcp__bugatti__").is_some_and(|t| {
+        ConsoleTool::from_name(t).is_some() || t == "list_sessions" || t == "list_logs"
+    });
+    (!console && tool != "Bash" && tool != "command_execution")
+        .then(|| format!("the agent used {tool}, which is not replayed"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_console_and_shell_tools_replay() {
+        assert_eq!(unreplayable_tool("Bash"), None);
+        assert_eq!(unreplayable_tool("mcp__bugatti__exec_command"), None);
+        assert_eq!(unreplayable_tool("mcp__bugatti__list_logs"), None);
+        assert!(unreplayable_tool("Edit").is_some());
+        assert!(unreplayable_tool("WebFetch").is_some());
+        assert!(unreplayable_tool("mcp__playwright__click").is_some());
+    }
+
+    #[test]
+    fn a_console_call_is_recorded_without_the_sessions_values() {
+        let p = Placeholders::new(
+            [("APP_PORT".to_string(), "41234".to_string())],
+            [("TOKEN".to_string(), "s3cr3t-x".to_string())],
+        );
+        let answer = Answer {
+            text: "Process exited with code 0\nOutput:\n:41234 [REDACTED:TOKEN]\n".into(),
+            is_error: false,
+            exit_code: Some(0),
+            bytes: 10,
+        };
+        let args = serde_json::json!({"cmd": "curl -H 'T: s3cr3t-x' :41234"});
+        let action = console_action(&p, "exec_command", &args, &answer).expect("replayable");
+        let text = serde_json::to_string(&action).expect("json");
+        assert!(
+            !text.contains("41234") && !text.contains("s3cr3t"),
+            "{text}"
+        );
+        assert!(console_action(&p, "list_sessions", &args, &answer).is_none());
+    }
+}

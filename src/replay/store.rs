@@ -1,0 +1,320 @@
+//! Where a root test's recording lives, reading it, and finding a step in it.
+//!
+//! Reading never fails a run: every way a file can be unusable (unreadable, not JSON, hand-edited
+//! into another shape, written by a newer supervisor, for another test) is a [`LoadError`] the
+//! caller turns into a warning before asking the agent. Finding a step either gives its recording
+//! or a [`Miss`] that says why not.
+
+use super::format::{RecordedStep, Recording, SCHEMA_VERSION};
+use crate::report::error::ReportError;
+use std::path::{Path, PathBuf};
+
+/// `[replay] max_age_days` when unset.
+pub const DEFAULT_MAX_AGE_DAYS: u32 = 30;
+
+/// `<dir>/<test path without .test.toml>.replay.json`: `tests/login.test.toml` in
+/// `bugatti.replay` is `bugatti.replay/tests/login.replay.json`.
+pub fn recording_path(dir: &Path, test: &Path) -> PathBuf {
+    let text = test.to_string_lossy();
+    let stem = text
+        .strip_suffix(".test.toml")
+        .or_else(|| text.strip_suffix(".toml"))
+        .unwrap_or(&text);
+    dir.join(format!("{stem}.replay.json"))
+}
+
+/// Why a recording file could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}:{line}:{column}: not a recording: {message}", path.display())]
+    Corrupt {
+        path: PathBuf,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error(
+        "{}: written by a newer supervisor (schema {found}, this one reads {supported})",
+        path.display()
+    )]
+    Newer {
+        path: PathBuf,
+        found: u64,
+        supported: u32,
+    },
+    #[error("{}: the recording of {found}, not of {expected}", path.display())]
+    OtherTest {
+        path: PathBuf,
+        found: String,
+        expected: String,
+    },
+}
+
+/// Reads the recording of `test` at `path`: `Ok(None)` when there is none.
+pub fn load(path: &Path, test: &str) -> Result<Option<Recording>, LoadError> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(LoadError::Read {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let corrupt = |e: serde_json::Error| LoadError::Corrupt {
+        path: path.to_path_buf(),
+        line: e.line(),
+        column: e.column(),
+        message: e.to_string(),
+    };
+    // The version first: a newer file's other fields may well not parse here, and "newer" is the
+    // useful thing to say about it.
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(corrupt)?;
+    if let Some(found) = value.get("schema").and_then(serde_json::Value::as_u64) {
+        if found > u64::from(SCHEMA_VERSION) {
+            return Err(LoadError::Newer {
+                path: path.to_path_buf(),
+                found,
+                supported: SCHEMA_VERSION,
+            });
+        }
+    }
+    // From the text, not the value, so that the error has the line and column.
+    let recording: Recording = serde_json::from_str(&text).map_err(corrupt)?;
+    if recording.test != test {
+        return Err(LoadError::OtherTest {
+            path: path.to_path_buf(),
+            found: recording.test,
+            expected: test.to_string(),
+        });
+    }
+    Ok(Some(recording))
+}
+
+/// Writes `recording` to `path` (atomically: a reader sees the old file or the new one),
+/// creating its directory.
+pub fn save(path: &Path, recording: &Recording) -> Result<(), ReportError> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| ReportError::write(dir, e))?;
+    }
+    let text = recording
+        .to_text()
+        .map_err(|e| ReportError::write(path, std::io::Error::other(e)))?;
+    crate::report::atomic::write_atomic(path, text.as_bytes())
+}
+
+/// What identifies a step's recording (SPEC §10): its place and provenance, its instruction as
+/// sent (hashed, volatile values masked), and the provider.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StepKey {
+    pub step: usize,
+    pub provenance: String,
+    pub instruction_hash: String,
+    pub provider: String,
+}
+
+/// Why a step has no usable recording.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Miss {
+    #[error("no recording of this test")]
+    NoFile,
+    #[error("step not recorded")]
+    NoStep,
+    #[error("the step moved (recorded from {recorded}, now {now})")]
+    Moved { recorded: String, now: String },
+    #[error("the instruction changed since it was recorded")]
+    InstructionChanged,
+    #[error("recorded with provider {recorded}, this run uses {now}")]
+    OtherProvider { recorded: String, now: String },
+    #[error("the recording is {age_days} days old (max_age_days = {max_age_days})")]
+    TooOld { age_days: i64, max_age_days: u32 },
+    #[error("the recording has no action to check")]
+    NoActions,
+}
+
+impl Recording {
+    /// The recording of the step `key`, if it is current at `now`.
+    pub fn lookup(
+        &self,
+        key: &StepKey,
+        now: chrono::DateTime<chrono::Utc>,
+        max_age_days: u32,
+    ) -> Result<&RecordedStep, Miss> {
+        let step = self
+            .steps
+            .iter()
+            .find(|s| s.step == key.step)
+            .ok_or(Miss::NoStep)?;
+        if step.provenance != key.provenance {
+            return Err(Miss::Moved {
+                recorded: step.provenance.clone(),
+                now: key.provenance.clone(),
+            });
+        }
+        if step.provider != key.provider {
+            return Err(Miss::OtherProvider {
+                recorded: step.provider.clone(),
+                now: key.provider.clone(),
+            });
+        }
+        if step.instruction_hash != key.instruction_hash {
+            return Err(Miss::InstructionChanged);
+        }
+        let age_days = (now - step.recorded_at).num_days();
+        if age_days > i64::from(max_age_days) || age_days < 0 {
+            return Err(Miss::TooOld {
+                age_days,
+                max_age_days,
+            });
+        }
+        if step.actions.is_empty() {
+            // A step passed without touching anything proves nothing when replayed.
+            return Err(Miss::NoActions);
+        }
+        Ok(step)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::format::Action;
+
+    fn recording() -> Recording {
+        let mut rec = Recording::new("tests/a.test.toml");
+        rec.upsert(RecordedStep {
+            step: 1,
+            provenance: "tests/a.test.toml#1".into(),
+            instruction_hash: "h1".into(),
+            provider: "claude-code".into(),
+            recorded_at: "2026-11-01T00:00:00Z".parse().expect("ts"),
+            cost_usd: Some(0.02),
+            actions: vec![Action::Shell {
+                command: "true".into(),
+                cwd: "${BUGATTI_WORKDIR}".into(),
+                exit_code: Some(0),
+                output: String::new(),
+            }],
+        });
+        rec
+    }
+
+    fn key() -> StepKey {
+        StepKey {
+            step: 1,
+            provenance: "tests/a.test.toml#1".into(),
+            instruction_hash: "h1".into(),
+            provider: "claude-code".into(),
+        }
+    }
+
+    fn at(day: &str) -> chrono::DateTime<chrono::Utc> {
+        format!("{day}T00:00:00Z").parse().expect("ts")
+    }
+
+    #[test]
+    fn path_mirrors_the_test_path() {
+        assert_eq!(
+            recording_path(
+                Path::new("bugatti.replay"),
+                Path::new("tests/login.test.toml")
+            ),
+            Path::new("bugatti.replay/tests/login.replay.json")
+        );
+    }
+
+    #[test]
+    fn saved_and_loaded_back() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = recording_path(dir.path(), Path::new("tests/a.test.toml"));
+        assert!(load(&path, "tests/a.test.toml").expect("none").is_none());
+        save(&path, &recording()).expect("saved");
+        let back = load(&path, "tests/a.test.toml")
+            .expect("loads")
+            .expect("some");
+        assert_eq!(back, recording());
+    }
+
+    #[test]
+    fn unusable_files_are_typed_errors() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let path = dir.path().join("a.replay.json");
+        let good = recording().to_text().expect("text");
+        let cases = [
+            ("{\"schema\": 1, \"test\": ", "Corrupt"),
+            (
+                &good.replace("\"provider\"", "\"providr\"") as &str,
+                "Corrupt",
+            ),
+            (&good.replace("\"schema\": 1", "\"schema\": 99"), "Newer"),
+            (&good.replace("\"step\": 1", "\"step\": \"one\""), "Corrupt"),
+            ("[]", "Corrupt"),
+        ];
+        for (text, kind) in cases {
+            std::fs::write(&path, text).expect("write");
+            let e = load(&path, "tests/a.test.toml").expect_err(text);
+            let got = match &e {
+                LoadError::Corrupt { line, .. } => {
+                    assert!(*line >= 1, "{e}");
+                    "Corrupt"
+                }
+                LoadError::Newer { found, .. } => {
+                    assert_eq!(*found, 99);
+                    "Newer"
+                }
+                _ => "other",
+            };
+            assert_eq!(got, kind, "{text}: {e}");
+            assert!(e.to_string().contains("a.replay.json"), "{e}");
+        }
+        std::fs::write(&path, &good).expect("write");
+        assert!(matches!(
+            load(&path, "tests/b.test.toml"),
+            Err(LoadError::OtherTest { .. })
+        ));
+    }
+
+    #[test]
+    fn a_miss_says_why() {
+        let rec = recording();
+        let now = at("2026-11-24");
+        assert!(rec.lookup(&key(), now, 30).is_ok());
+        let with = |f: fn(&mut StepKey)| {
+            let mut k = key();
+            f(&mut k);
+            rec.lookup(&k, now, 30).expect_err("miss")
+        };
+        assert_eq!(with(|k| k.step = 2), Miss::NoStep);
+        assert_eq!(
+            with(|k| k.instruction_hash = "h2".into()),
+            Miss::InstructionChanged
+        );
+        assert!(matches!(
+            with(|k| k.provider = "codex".into()),
+            Miss::OtherProvider { .. }
+        ));
+        assert!(matches!(
+            with(|k| k.provenance = "tests/b.test.toml#1".into()),
+            Miss::Moved { .. }
+        ));
+        assert_eq!(
+            rec.lookup(&key(), now, 10).expect_err("old"),
+            Miss::TooOld {
+                age_days: 23,
+                max_age_days: 10
+            }
+        );
+        let mut empty = rec.clone();
+        empty.steps[0].actions.clear();
+        assert_eq!(
+            empty.lookup(&key(), now, 30).expect_err("empty"),
+            Miss::NoActions
+        );
+    }
+}

@@ -1,0 +1,71 @@
+//! Why a step passed without the model, or why it went to the agent: the one answer the session
+//! needs from replay, and what the report says about it.
+
+use super::compare::Drift;
+use super::store::{LoadError, Miss};
+use std::time::Duration;
+
+/// What replaying one step came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Verdict {
+    /// Every recorded action ran again and matched: the step passes without the model
+    /// (`status = "ok"`, `mode = "replayed"`).
+    Replayed {
+        /// How many actions ran.
+        actions: usize,
+        took: Duration,
+        /// The model's cost when the step was recorded: what this replay saved.
+        cost_saved_usd: Option<f64>,
+    },
+    /// The step goes to the agent.
+    Fallback(Fallback),
+}
+
+/// Why a step goes to the agent although replay was asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fallback {
+    /// No usable recording of this step (none, another provider, a changed instruction, too old).
+    Miss(Miss),
+    /// The recording file could not be used; the report shows it as a warning.
+    Unreadable(String),
+    /// The replay ran and an action differed (SPEC §10 `replay_drift`).
+    Drift(Drift),
+    /// An action could not be run again (a process that would not start, a console error).
+    Failed { action: usize, reason: String },
+}
+
+impl Verdict {
+    /// True only for a step every action of which matched.
+    pub fn passed(&self) -> bool {
+        matches!(self, Self::Replayed { .. })
+    }
+
+    /// The verdict in one line, for the console and the report.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Replayed { actions, took, .. } => {
+                format!("replayed {actions} actions in {}ms", took.as_millis())
+            }
+            Self::Fallback(f) => f.to_string(),
+        }
+    }
+}
+
+impl From<LoadError> for Fallback {
+    fn from(e: LoadError) -> Self {
+        Self::Unreadable(e.to_string())
+    }
+}
+
+impl std::fmt::Display for Fallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Miss(miss) => write!(f, "no replay: {miss}"),
+            Self::Unreadable(why) => write!(f, "recording not used: {why}"),
+            Self::Drift(drift) => write!(f, "drift: {drift}"),
+            Self::Failed { action, reason } => {
+                write!(f, "replay failed at action {}: {reason}", action + 1)
+            }
+        }
+    }
+}
