@@ -219,7 +219,9 @@ stop_timeout_secs = 1
 def log_throughput(ctx):
     size = 128 * MIB if ctx.quick else 1024 * MIB
     produce = f"head -c {size} /dev/zero"
-    config = SHELL_CONFIG + f"""
+    # The row measures capturing every byte: the log limit (default 256 MiB, then a rolling tail)
+    # is set past the flood so that all of it lands in flood.log and is counted there.
+    config = SHELL_CONFIG.replace("[supervisor]\n", f"[supervisor]\nmax_log_bytes = {size + MIB}\n") + f"""
 [commands.flood]
 kind = "short_lived"
 cmd = "{produce}"

@@ -95,7 +95,10 @@ fn three_steps_run_in_one_codex_thread_with_a_shell_call_each() {
     assert_eq!(steps[0]["agent_turns"], 2, "{}", steps[0]);
     assert_eq!(steps[2]["usage"]["input_tokens"], 400);
     assert_eq!(record["input_tokens"], 800, "the steps' own tokens, summed");
-    assert!(record["cost_usd"].is_null(), "Codex reports no money");
+    // Codex reports tokens only; `-m gpt-5.5` has a built-in list price ($5 in, $30 out per
+    // million): 800 input and 130 output tokens over the three steps.
+    let cost = record["cost_usd"].as_f64().expect("priced");
+    assert!((cost - 0.0079).abs() < 1e-9, "{cost}");
     // One thread: every request carried the same conversation key, and Codex named it each time.
     let requests = stub.request_log();
     assert_eq!(requests.len(), 6, "one request per scripted reply");
@@ -599,4 +602,185 @@ fn a_missing_codex_is_a_start_error_naming_it() {
         "{error}"
     );
     assert_eq!(record["steps"][0]["status"], "not_run");
+}
+
+/// A user's own Codex setup, as `codex login` and a hand-written `~/.codex/config.toml` leave it:
+/// the model provider (the stub) named in config.toml, an auth.json beside it.
+fn user_codex_home(home: &std::path::Path, stub: &ResponsesStub) -> PathBuf {
+    let codex = home.join(".codex");
+    std::fs::create_dir_all(&codex).expect("~/.codex");
+    std::fs::write(
+        codex.join("config.toml"),
+        format!(
+            "model = \"gpt-5.5\"\nmodel_provider = \"stub\"\n\n[model_providers.stub]\nname = \"stub\"\n\
+             base_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"STUB_API_KEY\"\n\
+             supports_websockets = false\nrequest_max_retries = 0\nstream_max_retries = 0\n",
+            stub.port
+        ),
+    )
+    .expect("config.toml");
+    std::fs::write(
+        codex.join("auth.json"),
+        "{\"auth_mode\": \"apikey\", \"OPENAI_API_KEY\": \"sk-not-a-real-key\"}\n",
+    )
+    .expect("auth.json");
+    codex
+}
+
+#[test]
+fn codex_uses_the_users_own_codex_setup_without_writing_to_it() {
+    let Some(bin) = codex_bin("codex: the user's ~/.codex") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = ResponsesStub::start(side.path(), json!([{"text": "Done.\nRESULT OK"}]));
+    let home = tempfile::tempdir().expect("HOME");
+    let codex = user_codex_home(home.path(), &stub);
+    let before: Vec<(String, Vec<u8>)> = ["config.toml", "auth.json"]
+        .iter()
+        .map(|f| (f.to_string(), std::fs::read(codex.join(f)).expect("read")))
+        .collect();
+    // As users write it: nothing about the model in bugatti's config, Codex set up in ~/.codex.
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"codex\"\nstep_timeout_secs = 60\n",
+    );
+    p.write(
+        "codex.test.toml",
+        "name = \"Codex\"\n[[steps]]\ninstruction = \"Say done.\"\n",
+    );
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("HOME", home.path())
+        .env_remove("CODEX_HOME")
+        .env("BUGATTI_CODEX_BIN", &bin)
+        .env("STUB_API_KEY", "dummy")
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}\nrequests: {}",
+        stdout(&out),
+        stderr(&out),
+        stub.requests_text()
+    );
+    assert_eq!(
+        stub.request_log().len(),
+        1,
+        "Codex reached the user's provider"
+    );
+    // Read, never written: the user's files are as they were, and no session state landed there.
+    for (file, bytes) in &before {
+        assert_eq!(
+            &std::fs::read(codex.join(file)).expect("read"),
+            bytes,
+            "{file}"
+        );
+    }
+    let mut left: Vec<String> = std::fs::read_dir(&codex)
+        .expect("~/.codex")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["auth.json", "config.toml"]);
+
+    // doctor says which home and login it found; $CODEX_HOME wins over ~/.codex.
+    let doctor = p
+        .supervisor()
+        .arg("doctor")
+        .env("HOME", home.path())
+        .env_remove("CODEX_HOME")
+        .env("BUGATTI_CODEX_BIN", &bin)
+        .output()
+        .expect("doctor");
+    let text = stdout(&doctor);
+    let line = text
+        .lines()
+        .find(|l| l.contains("codex home"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains(&codex.display().to_string())
+            && line.contains("~/.codex")
+            && line.contains("config.toml")
+            && line.contains("auth.json (API key)"),
+        "{line}"
+    );
+    assert!(!text.contains("sk-not-a-real-key"), "{text}");
+    let elsewhere = tempfile::tempdir().expect("CODEX_HOME");
+    let doctor = p
+        .supervisor()
+        .arg("doctor")
+        .env("HOME", home.path())
+        .env("CODEX_HOME", elsewhere.path())
+        .env("BUGATTI_CODEX_BIN", &bin)
+        .output()
+        .expect("doctor");
+    let text = stdout(&doctor);
+    let line = text
+        .lines()
+        .find(|l| l.contains("codex home"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains(&elsewhere.path().display().to_string())
+            && line.contains("$CODEX_HOME")
+            && line.contains("no login"),
+        "{line}"
+    );
+}
+
+#[test]
+fn codex_tokens_are_priced_and_max_cost_usd_stops_the_run() {
+    let Some(bin) = codex_bin("codex: price_per_mtok and max_cost_usd") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    // Each step: 300 input tokens (100 of them cached) and 30 output tokens.
+    let stub = ResponsesStub::start(
+        side.path(),
+        json!([
+            {"text": "RESULT OK", "tokens": [300, 30, 100]},
+            {"text": "RESULT OK", "tokens": [300, 30, 100]},
+            {"text": "RESULT OK", "tokens": [300, 30, 100]},
+        ]),
+    );
+    // 200 × $10 + 100 × $1 + 30 × $100 per million = $0.0051 a step: the second crosses $0.01.
+    let p = project(
+        &stub,
+        "max_cost_usd = 0.01\nprice_per_mtok = { input = 10.0, cached_input = 1.0, output = 100.0 }",
+        &["One.", "Two.", "Three."],
+    );
+    let check = p.supervisor().arg("check").output().expect("check");
+    assert!(
+        stdout(&check).contains(
+            "codex price:  input $10 / cached input $1 / output $100 per million tokens ([provider] price_per_mtok)"
+        ),
+        "{}",
+        stdout(&check)
+    );
+    let (out, _) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    let steps = &record["steps"];
+    assert_eq!(steps[0]["status"], "ok", "{record}");
+    let first = steps[0]["cost_usd"].as_f64().expect("step cost");
+    assert!((first - 0.0051).abs() < 1e-9, "{first}");
+    assert_eq!(steps[1]["status"], "over_budget", "{record}");
+    assert_eq!(steps[2]["status"], "not_run", "{record}");
+    let total = record["cost_usd"].as_f64().expect("run cost");
+    assert!((total - 0.0102).abs() < 1e-9, "{total}");
+    assert_eq!(
+        stub.request_log().len(),
+        2,
+        "the third step never reached Codex"
+    );
 }

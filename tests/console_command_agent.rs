@@ -194,3 +194,35 @@ expect app: long-lived
         .join(record["run_id"].as_str().expect("run id"));
     assert!(!run_dir.join("transcripts/console.jsonl").exists());
 }
+
+#[test]
+fn exec_command_runs_where_the_agent_runs_the_project_root_by_default() {
+    // SPEC §9: `workdir` defaults to the agent's own working directory, so `cat data.txt` means
+    // the same through the console as through the agent's own shell. Run from a subdirectory, as
+    // users do.
+    let p = project(
+        r#"
+name = "Console"
+[[steps]]
+instruction = '''
+mcp exec_command {"cmd": "cat data.txt; cat notes/greeting.txt", "tty": false, "yield_time_ms": 5000}
+expect the data of the project
+expect hello from notes
+'''
+"#,
+    );
+    p.write("data.txt", "the data of the project\n");
+    p.write("notes/greeting.txt", "hello from notes\n");
+    std::fs::create_dir_all(p.root().join("sub")).expect("sub");
+    let out = p
+        .supervisor()
+        .current_dir(p.root().join("sub"))
+        .arg("start")
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    let record = p.record_for("console.test.toml");
+    assert_eq!(out.status.code(), Some(0), "{}\n{record:#}", stdout(&out));
+    let calls = console_calls(&p);
+    assert_eq!(calls[0]["exit_code"], 0, "{:#}", calls[0]);
+}

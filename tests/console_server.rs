@@ -53,11 +53,24 @@ fn exec(cmd: &str, yield_ms: u64) -> ExecArgs {
 }
 
 fn post(url: &str, token: Option<&str>, body: Value) -> Result<Value, u16> {
+    post_from(url, token, None, body)
+}
+
+/// A POST as a browser page at `origin` would send it (`None`: no Origin header, as CLIs do).
+fn post_from(
+    url: &str,
+    token: Option<&str>,
+    origin: Option<&str>,
+    body: Value,
+) -> Result<Value, u16> {
     let mut request = ureq::post(url)
         .header("Content-Type", "application/json")
         .header("Accept", "application/json, text/event-stream");
     if let Some(token) = token {
         request = request.header("Authorization", &format!("Bearer {token}"));
+    }
+    if let Some(origin) = origin {
+        request = request.header("Origin", origin);
     }
     match request.send(body.to_string()) {
         Ok(mut response) => {
@@ -137,6 +150,77 @@ async fn the_server_wants_its_token_and_serves_the_tools() {
     let record = std::fs::read_to_string(r.console.recorder().path()).expect("console.jsonl");
     assert!(record.contains("\"exit_code\":3"), "{record}");
     assert!(!record.contains("hunter2"), "{record}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_origin_is_refused_even_with_the_token() {
+    // The MCP transport spec: servers must validate Origin. A page on another site that learnt
+    // the token must not drive the console; loopback pages and clients without Origin may.
+    let r = rig();
+    let mut server = ConsoleServer::start(Arc::clone(&r.console))
+        .await
+        .expect("serve");
+    let url = server.endpoint().url.clone();
+    let token = server.endpoint().token.clone();
+    let port = url
+        .trim_start_matches("http://127.0.0.1:")
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let answers = tokio::task::spawn_blocking(move || {
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "test", "version": "1"}}});
+        let call = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "exec_command",
+            "arguments": {"cmd": "echo ran", "tty": false, "yield_time_ms": 10000}}});
+        [
+            post_from(
+                &url,
+                Some(&token),
+                Some("http://evil.example"),
+                init.clone(),
+            ),
+            post_from(
+                &url,
+                Some(&token),
+                Some("http://evil.example"),
+                call.clone(),
+            ),
+            post_from(&url, Some(&token), Some("null"), call.clone()),
+            post_from(
+                &url,
+                Some(&token),
+                Some(&format!("http://127.0.0.1:{port}")),
+                init.clone(),
+            ),
+            post_from(&url, Some(&token), Some("http://localhost:3000"), init),
+            post_from(&url, Some(&token), None, call),
+        ]
+    })
+    .await
+    .expect("client");
+    let [evil_init, evil_call, null_call, own, localhost, cli] = answers;
+    assert_eq!(evil_init, Err(403));
+    assert_eq!(evil_call, Err(403));
+    assert_eq!(null_call, Err(403));
+    assert_eq!(
+        own.expect("a loopback origin")["result"]["serverInfo"]["name"],
+        "bugatti"
+    );
+    assert!(localhost.is_ok(), "{localhost:?}");
+    let cli = cli.expect("no Origin: served");
+    assert!(
+        cli["result"]["content"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.ends_with("Output:\nran\n")),
+        "{cli:#}"
+    );
+    server.shutdown().await;
+    // Only the call without an Origin ran.
+    let record = std::fs::read_to_string(r.console.recorder().path()).expect("console.jsonl");
+    assert_eq!(record.lines().count(), 1, "{record}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -58,6 +58,52 @@ fn unwritable_report_targets_are_refused_before_anything_runs() {
 }
 
 #[test]
+fn report_targets_the_os_refuses_are_refused_before_anything_runs_even_as_root() {
+    // access(2) says yes to root for /proc/… (CI containers run as root): the check must write.
+    let p = project();
+    for (flag, target) in [
+        ("--junit", "/proc/nope/junit.xml"),
+        ("--json", "/proc/nope/suite.json"),
+        ("--html", "/proc/nope/report.html"),
+    ] {
+        let out = p.run(&["start", flag, target]);
+        let all = format!("{}\n{}", stdout(&out), stderr(&out));
+        assert_eq!(out.status.code(), Some(2), "{flag}: {all}");
+        assert!(
+            all.contains(flag) && all.contains(target),
+            "the error names the flag and the path: {all}"
+        );
+        assert!(
+            !p.root().join(".bugatti/runs").exists(),
+            "nothing ran: {all}"
+        );
+    }
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "{}\n[supervisor]\nartifact_dir = \"/proc/nope/.bugatti\"\n",
+            fault::agent_and_server_config()
+        ),
+    );
+    let out = p.run(&["start"]);
+    let all = format!("{}\n{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert!(
+        all.contains("artifact directory") && all.contains("/proc/nope/.bugatti"),
+        "{all}"
+    );
+    assert!(!all.contains("PASSED"), "nothing ran: {all}");
+    // A writable target in folders that do not exist yet: the check leaves nothing behind when
+    // the run is refused for another reason (here the broken artifact directory).
+    let out = p.run(&["start", "--junit", "new/deep/junit.xml"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        !p.root().join("new").exists(),
+        "the probe's folders are removed"
+    );
+}
+
+#[test]
 fn a_runs_directory_that_is_a_file_is_a_clear_error_with_exit_3() {
     let p = project();
     p.write(".bugatti/runs", "not a directory\n");

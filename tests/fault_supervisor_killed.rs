@@ -197,3 +197,85 @@ fn a_live_supervisor_s_processes_are_left_alone() {
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
     p.assert_nothing_survives();
 }
+
+#[test]
+fn a_sigkilled_supervisor_that_is_still_a_zombie_counts_as_dead() {
+    // Its parent (here: this test, which does not wait for it yet; in a container often PID 1,
+    // which never does) has not reaped it: its pid is still in /proc, in state Z. The next
+    // `start` must still kill what it left (the agent, an escapee) and finalise its run.
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"command\"\ncmd = \"{}\"\n\n[commands.escapee]\nkind = \"long_lived\"\ncmd = \"setsid sleep 300 & echo up; exec sleep 300\"\nreadiness = {{ log = \"^up$\" }}\n",
+            Project::directive_agent_cmd()
+        ),
+    );
+    p.write(
+        "tests/long.test.toml",
+        "name = \"Long\"\n[[steps]]\ninstruction = \"sleep 120\"\n",
+    );
+    p.write(
+        "quick.test.toml",
+        "name = \"Quick\"\n[[steps]]\ninstruction = \"say hello\"\n",
+    );
+    let mut child = p
+        .supervisor()
+        .args(["start", "tests"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn supervisor");
+    let runs = fault::wait_for_steps(&p, 1, &mut child);
+    let dead_run = runs[0]
+        .file_name()
+        .and_then(|n| n.to_str())
+        .expect("run id")
+        .to_string();
+    let pid = child.id();
+    fault::signal(pid, "KILL");
+    // Not reaped: wait until /proc shows it as a zombie.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let state = loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("still in /proc");
+        let state = stat
+            .rsplit(')')
+            .next()
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_default()
+            .to_string();
+        if state == "Z" || std::time::Instant::now() > deadline {
+            break state;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(state, "Z", "the killed supervisor is a zombie until reaped");
+    let survivors = fault::project_processes(&p);
+    assert!(survivors.len() >= 3, "{survivors:?}");
+
+    let out = p.run(&["start", "quick.test.toml"]); // also asserts that nothing survives
+    let err = stderr(&out);
+    // Still unreaped while the next start ran.
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    child.wait().expect("reap the supervisor");
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!("leftover processes of dead run {dead_run}")),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("run {dead_run} of a supervisor that was killed")),
+        "{err}"
+    );
+    let record: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            p.root()
+                .join(".bugatti/runs")
+                .join(&dead_run)
+                .join("run.json"),
+        )
+        .expect("run.json"),
+    )
+    .expect("run.json is JSON");
+    assert_eq!(record["outcome"], "interrupted", "{record}");
+}

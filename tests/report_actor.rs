@@ -10,7 +10,7 @@ use std::sync::{Arc, OnceLock};
 use bugatti::actors::reporter::{ReporterActor, ReporterArgs, ReporterMsg};
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::model::redact::Secrets;
-use bugatti::report::console::{Console, Verbosity};
+use bugatti::report::console::{LiveView, Verbosity};
 use bugatti::report::events::{EventClock, EventKind, SetupState};
 use bugatti::report::harness_log::HarnessLogs;
 use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
@@ -53,7 +53,7 @@ async fn start_suite(root: &Path, strict: bool) -> Suite {
         root_tests: 6,
         jobs: 4,
         strict_warnings: strict,
-        console: Console::plain_to(Box::new(console.clone()), Verbosity::Normal),
+        console: LiveView::plain_to(Box::new(console.clone()), Verbosity::Normal),
         secrets: secrets(),
         harness_logs: Some(harness_logs()),
         junit_copy: Some(copies.0.clone()),

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::model::redact::Secrets;
-use bugatti::report::console::{Console, Verbosity};
+use bugatti::report::console::{LiveView, Verbosity};
 use bugatti::report::events::EventClock;
 use bugatti::report::run_record::RunRecord;
 use bugatti::report::scrub::Redactor;
@@ -21,7 +21,7 @@ fn redactor() -> Redactor {
 }
 
 /// Plays one run (step 3 ends as `last`) through `console`; returns the final record.
-fn play(console: &mut Console, last: StepStatus, outcome: RunOutcome) -> (RunRecord, String) {
+fn play(console: &mut LiveView, last: StepStatus, outcome: RunOutcome) -> (RunRecord, String) {
     let dir = tempfile::tempdir().expect("tempdir");
     let plan = plan(
         &dir.path().join(".bugatti"),
@@ -50,7 +50,7 @@ fn summary(records: &[RunRecord]) -> SuiteSummary {
 #[test]
 fn plain_normal_prints_one_line_per_event_and_the_final_lines() {
     let buf = SharedBuf::default();
-    let mut console = Console::plain_to(Box::new(buf.clone()), Verbosity::Normal);
+    let mut console = LiveView::plain_to(Box::new(buf.clone()), Verbosity::Normal);
     let (record, report) = play(&mut console, StepStatus::Error, RunOutcome::Failed);
     console.suite_finished(&summary(&[record]), "/x/summary.md", &redactor());
     let text = buf.text();
@@ -89,7 +89,7 @@ fn plain_normal_prints_one_line_per_event_and_the_final_lines() {
 #[test]
 fn quiet_prints_only_final_lines_and_summary_and_verbose_adds_details() {
     let buf = SharedBuf::default();
-    let mut console = Console::plain_to(Box::new(buf.clone()), Verbosity::Quiet);
+    let mut console = LiveView::plain_to(Box::new(buf.clone()), Verbosity::Quiet);
     let (record, _) = play(&mut console, StepStatus::Ok, RunOutcome::Warned);
     console.suite_finished(&summary(&[record]), "/x/summary.md", &redactor());
     let quiet = buf.text();
@@ -100,7 +100,7 @@ fn quiet_prints_only_final_lines_and_summary_and_verbose_adds_details() {
     assert!(lines[1].starts_with("Summary: 1 root tests"));
 
     let buf = SharedBuf::default();
-    let mut console = Console::plain_to(Box::new(buf.clone()), Verbosity::Verbose);
+    let mut console = LiveView::plain_to(Box::new(buf.clone()), Verbosity::Verbose);
     play(&mut console, StepStatus::Ok, RunOutcome::Warned);
     let verbose = buf.text();
     assert!(verbose.contains("[cart abcdef] EVIDENCE 2 ........ screenshot screenshots/cart.png"));
@@ -155,7 +155,7 @@ impl TermLike for CapturedTerm {
 #[test]
 fn live_view_shows_each_running_session_and_prints_results_above() {
     let term = CapturedTerm::default();
-    let mut console = Console::live_to(
+    let mut console = LiveView::live_to(
         ProgressDrawTarget::term_like(Box::new(term.clone())),
         Verbosity::Normal,
     );

@@ -287,6 +287,35 @@ fn output_without_a_result_line_is_a_protocol_error_after_the_silence_limit() {
 }
 
 #[test]
+fn a_slow_agent_that_wrote_something_is_a_timeout_at_the_step_timeout() {
+    // SPEC §8: a step that outlives its timeout is `timeout`. The agent printed a progress line
+    // and is still working (not silent for no_output_timeout_secs): it is slow, not off-protocol.
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"command\"\ncmd = \"python3 agents/slow.py\"\n",
+    );
+    p.write(
+        "agents/slow.py",
+        "import json, sys, time\nfor line in sys.stdin:\n    m = json.loads(line)\n    if m['type'] == 'bootstrap':\n        print('RESULT OK', flush=True)\n    else:\n        print('working…', flush=True)\n        time.sleep(60)\n",
+    );
+    p.write(
+        "a.test.toml",
+        "[[steps]]\ninstruction = \"anything\"\ntimeout_secs = 1\n",
+    );
+    let out = p.run(&["start"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let record = p.record_for("a.test.toml");
+    let step = &record["steps"][0];
+    assert_eq!(step["status"], "timeout", "{step}");
+    let message = step["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("timed out after 1s") && message.contains("no RESULT line"),
+        "{message}"
+    );
+}
+
+#[test]
 fn the_open_files_limit_is_raised_to_the_hard_limit_for_the_run() {
     // Started with a low soft limit (a login shell's 1024, or less): the supervisor and what it
     // starts get the hard limit, so `-j 16` with servers does not run out of descriptors.

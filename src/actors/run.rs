@@ -11,7 +11,7 @@ use crate::model::options::RunOptions;
 use crate::model::outcome::ExitReason;
 use crate::model::redact::Secrets;
 use crate::process::{dead_runs, job_control, ledger, limits, registry, signals, subreaper};
-use crate::report::console::{stderr_notice, Console, ConsoleMode};
+use crate::report::console::{stderr_notice, ConsoleMode, LiveView};
 use crate::report::harness_log::HarnessLogs;
 use ractor::Actor;
 use std::path::PathBuf;
@@ -149,7 +149,7 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         root_tests: suite.tests.len(),
         jobs: suite.base.supervisor.jobs.value,
         strict_warnings: suite.base.provider.strict_warnings.value,
-        console: Console::new(ConsoleMode::detect(), options.verbosity)
+        console: LiveView::new(ConsoleMode::detect(), options.verbosity)
             .with_max_attempts(1 + suite.base.supervisor.retries.value),
         secrets,
         harness_logs: Some(logs.clone()),

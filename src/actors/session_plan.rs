@@ -238,6 +238,7 @@ pub fn agent_spec(
     spec.claude_bin = claude;
     spec.codex_bin = PathBuf::from(&p.codex_bin.value);
     spec.max_turns_per_step = p.max_turns_per_step.value;
+    spec.price_per_mtok = p.price_per_mtok.value;
     spec.no_output_timeout = match kind {
         ProviderKind::Shell => None,
         ProviderKind::Command | ProviderKind::ClaudeCode | ProviderKind::Codex => {

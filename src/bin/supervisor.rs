@@ -554,6 +554,22 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
         outln!(out, "effective config (before test overrides):");
         print_rows(out, &base_rows, "  ");
     }
+    // Codex reports tokens only: what they will cost (and so whether max_cost_usd can stop it).
+    let p = &suite.base.provider;
+    if p.name.value == "codex" {
+        let config = bugatti::providers::codex_home::user_home().map(|h| h.dir.join("config.toml"));
+        match bugatti::providers::pricing::codex_price(
+            p.price_per_mtok.value,
+            &p.agent_args.value,
+            config.as_deref(),
+        ) {
+            Ok((price, from)) => outln!(out, "codex price:  {price} ({from})"),
+            Err(why) => outln!(
+                out,
+                "codex price:  unknown, so cost_usd stays empty and max_cost_usd cannot stop Codex: {why}"
+            ),
+        }
+    }
     let mut steps = 0;
     for test in &suite.tests {
         outln!(out);
@@ -704,6 +720,7 @@ fn doctor(config: Option<PathBuf>) -> ExitCode {
     // Every distinct provider setting (tests may override it), checked as a session starts it.
     let mut providers: Vec<_> = suite.tests.iter().map(|t| &t.effective.provider).collect();
     providers.push(&suite.base.provider);
+    let uses_codex = providers.iter().any(|p| p.name.value == "codex");
     let claude = bugatti::actors::session_plan::claude_bin(&suite.base);
     let versions = agent_versions(&providers, &suite.project_root, &claude);
     let mut findings: Vec<_> = providers
@@ -724,6 +741,14 @@ fn doctor(config: Option<PathBuf>) -> ExitCode {
             failed = true;
             println!("FAIL {}", finding.message);
         }
+    }
+    // Codex sessions start from the user's own Codex home: say which one, and which login.
+    if uses_codex {
+        let home = bugatti::providers::codex_home::user_home();
+        println!(
+            "ok   {}",
+            bugatti::providers::codex_home::describe(home.as_ref())
+        );
     }
     for (ok, line) in versions {
         if ok {
@@ -747,16 +772,11 @@ fn doctor(config: Option<PathBuf>) -> ExitCode {
     let artifacts = suite
         .project_root
         .join(&suite.base.supervisor.artifact_dir.value);
-    let probe = artifacts
-        .ancestors()
-        .find(|p| p.exists())
-        .unwrap_or(&suite.project_root)
-        .to_path_buf();
-    match nix::unistd::access(&probe, nix::unistd::AccessFlags::W_OK) {
+    match store::check_dir_writable("artifacts:", &artifacts) {
         Ok(()) => println!("ok   artifacts: {} is writable", artifacts.display()),
         Err(e) => {
             failed = true;
-            println!("FAIL artifacts: {} is not writable: {e}", probe.display());
+            println!("FAIL {e}");
         }
     }
     if let Some(browser) = &suite.base.browser {

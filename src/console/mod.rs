@@ -51,7 +51,8 @@ pub struct ConsoleSetup {
     pub run_id: String,
     /// `.bugatti/runs/<run_id>/`: `console/<id>.log` and `transcripts/console.jsonl` go there.
     pub run_dir: PathBuf,
-    /// The session workspace: the default (and base of a relative) `workdir`.
+    /// The agent's working directory (`[provider] cwd`, the project root by default): the
+    /// default (and base of a relative) `workdir` (SPEC §9).
     pub workdir: PathBuf,
     /// The session's environment (ports, `[env]`, `[secrets]`, `BUGATTI_*`), over the
     /// supervisor's own.
@@ -65,7 +66,7 @@ pub struct ConsoleSetup {
 pub struct ExecArgs {
     /// The shell command to run.
     pub cmd: String,
-    /// Working directory, relative to the test workspace (default: the workspace).
+    /// Working directory, relative to the agent's own working directory (default: that one).
     pub workdir: Option<String>,
     /// The shell (default /bin/bash, else sh).
     pub shell: Option<String>,

@@ -33,6 +33,16 @@ read_log pages with next_offset; wait_for_log waits for a new matching line.";
 /// The path the MCP endpoint is served at.
 pub const MCP_PATH: &str = "/mcp";
 
+/// The browser origins the console serves: loopback ones, any port, either scheme.
+const LOOPBACK_ORIGINS: [&str; 6] = [
+    "http://127.0.0.1:*",
+    "http://localhost:*",
+    "http://[::1]:*",
+    "https://127.0.0.1:*",
+    "https://localhost:*",
+    "https://[::1]:*",
+];
+
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot serve the agent console on 127.0.0.1: {0}")]
@@ -66,7 +76,12 @@ impl ConsoleServer {
         let handler = Handler {
             console: Arc::clone(&console),
         };
+        // The MCP transport spec: servers must validate Origin (a web page the user has open
+        // could otherwise reach a loopback server, DNS rebinding or not). Only loopback origins
+        // are served; requests without an Origin (CLIs, the agents) pass as before.
         let config = StreamableHttpServerConfig::default()
+            .with_allowed_origins(LOOPBACK_ORIGINS)
+            .enforce_origin_validation()
             .with_legacy_session_mode(false)
             .with_json_response(true)
             .with_sse_keep_alive(None)

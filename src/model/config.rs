@@ -50,10 +50,44 @@ pub struct ProviderSection {
     pub max_turns_per_step: Option<u32>,
     /// Per root test (all its attempts): once spent, its steps stop as `over_budget`.
     pub max_cost_usd: Option<f64>,
+    /// codex: dollars per million tokens, so that Codex's token counts become a cost.
+    pub price_per_mtok: Option<PricePerMtok>,
     pub base_url: Option<Spanned<String>>,
     pub strict_warnings: Option<bool>,
     /// Serve the agent console (SPEC §9) to the agent; default true.
     pub console: Option<bool>,
+}
+
+/// `[provider] price_per_mtok = { input = …, cached_input = …, output = … }`: US dollars per
+/// million tokens. `cached_input` defaults to `input` (no discount assumed).
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct PricePerMtok {
+    pub input: f64,
+    pub cached_input: Option<f64>,
+    pub output: f64,
+}
+
+impl PricePerMtok {
+    /// The cost in dollars of `input` tokens (of which `cached` were cache hits) and `output`.
+    pub fn cost_usd(&self, input: u64, cached: u64, output: u64) -> f64 {
+        let cached = cached.min(input);
+        let fresh = (input - cached) as f64 * self.input;
+        let hits = cached as f64 * self.cached_input.unwrap_or(self.input);
+        (fresh + hits + output as f64 * self.output) / 1_000_000.0
+    }
+}
+
+impl std::fmt::Display for PricePerMtok {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "input ${} / cached input ${} / output ${} per million tokens",
+            self.input,
+            self.cached_input.unwrap_or(self.input),
+            self.output
+        )
+    }
 }
 
 /// `[supervisor]`: defaults for the options of `start` / `test`.

@@ -73,6 +73,10 @@ pub fn find(artifact_dir: &Path) -> Vec<DeadRun> {
     };
     let mut dead: Vec<DeadRun> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
+        // A run's report.md is written after its final run.json (by the reporter, or by the
+        // recovery of a dead run): a run that has one is finished. One stat instead of reading
+        // and parsing every run.json of the history at each `start`.
+        .filter(|dir| !dir.join("report.md").exists())
         .filter_map(|dir| {
             let value: serde_json::Value = std::fs::read(dir.join("run.json"))
                 .ok()

@@ -13,7 +13,7 @@
 //! finalise the reports of runs a SIGKILL cut off. Writing is best effort: an artifact directory
 //! that vanished mid-run must not stop the run, only this safety net.
 
-use super::group::{live_members, live_processes_with_env, signal_group};
+use super::group::{live_members, live_processes_with_env, read_stat, signal_group};
 use super::registry::RegisteredGroup;
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
@@ -239,8 +239,14 @@ pub fn close() {
     }
 }
 
-/// Whether the supervisor of `file` is still this very process: same pid, same start time.
+/// Whether the supervisor of `file` is still this very process: same pid, same start time, not a
+/// zombie.
 pub fn supervisor_alive(file: &LedgerFile) -> bool {
+    // A killed supervisor its parent has not reaped yet (PID 1 in a container often never does)
+    // keeps its pid and start time, in state Z: it is dead all the same.
+    if read_stat(file.supervisor_pid).is_none_or(|s| s.is_zombie()) {
+        return false;
+    }
     match (start_time(file.supervisor_pid), file.supervisor_start) {
         (Some(now), Some(then)) => now == then,
         (Some(_), None) => true, // cannot tell a reused pid apart: leave it alone

@@ -4,9 +4,10 @@
 //! - Step 1 runs `codex exec --json --skip-git-repo-check <agent_args> <bootstrap + step>`; its
 //!   `thread.started` names the thread. Every later step (and a restart) runs
 //!   `codex exec --json --skip-git-repo-check <agent_args> resume <thread_id> <step>`: one
-//!   conversation per session, kept in a `CODEX_HOME` of the session's own (in its workspace), so
-//!   the user's `~/.codex` is neither read nor written. Model provider, model and sandbox flags are
-//!   the user's `agent_args` (`-c model_provider=…`, `-m …`).
+//!   conversation per session, kept in a `CODEX_HOME` of the session's own (in its workspace)
+//!   that starts as a copy of the user's config and login (`codex_home`: `$CODEX_HOME`, else
+//!   `~/.codex`), so the user's model, provider, profiles, MCP servers and `codex login` apply
+//!   and nothing is written back. `agent_args` (`-c model_provider=…`, `-m …`) add to them.
 //! - stdin is closed at once (`codex exec` otherwise waits for more input on a pipe).
 //! - Output lines go raw to `transcripts/agent.jsonl`, a readable account to `agent.log`, stderr to
 //!   `agent.stderr.log`. The reply is the last `agent_message` of the turn, scanned for markers;
@@ -14,9 +15,13 @@
 //!   difference); `turn.failed` is a step error naming
 //!   Codex's message. `error` events are retry notices ("Reconnecting…"): kept as the last words,
 //!   but not progress, so an API that errors forever trips the watchdog instead of hanging the step.
-//! - Codex reports no money, only tokens: `cost_usd` stays unknown. Model turns are counted from
-//!   the stream (each tool call, and the final message, is one model response).
+//! - Codex reports no money, only tokens: they are priced (`pricing`: `[provider] price_per_mtok`,
+//!   else the built-in list price of the model) into `cost_usd`, which budgets then enforce; with
+//!   no price known `cost_usd` stays unknown. Model turns are counted from the stream (each tool
+//!   call, and the final message, is one model response).
 
+use super::codex_home;
+use super::pricing;
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
 use super::transcript::{AgentTranscripts, SharedTranscript};
@@ -24,6 +29,7 @@ use super::{
     agent_env, bootstrap, command::cancelled, AgentContext, AgentDeath, AgentError, AgentFault,
     CancelSignal, Provider, ProviderKind, StepRequest, StepUsage, StepVerdict,
 };
+use crate::model::config::PricePerMtok;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::process::job_control::{reached, Deadline};
 use crate::process::owner::{Owner, Role, Scope};
@@ -49,6 +55,13 @@ pub struct Codex {
     /// The thread's input and output tokens at the end of the previous turn: `turn.completed`
     /// reports the thread's totals, a step's own are the difference.
     tokens_so_far: (u64, u64),
+    /// The thread's cached input tokens at the end of the previous turn.
+    cached_so_far: u64,
+    /// What the tokens cost (decided at the first spawn, once the session's Codex home holds the
+    /// user's config.toml), or why that is unknown.
+    price: Option<Result<(PricePerMtok, String), String>>,
+    /// The thread's cost so far, at `price`.
+    cost_so_far: f64,
 }
 
 /// How reading one step's stream ended.
@@ -80,6 +93,9 @@ impl Codex {
             stderr: None,
             thread_id: None,
             tokens_so_far: (0, 0),
+            cached_so_far: 0,
+            price: None,
+            cost_so_far: 0.0,
         }
     }
 
@@ -134,10 +150,37 @@ impl Codex {
     fn spawn(&mut self, prompt: &str, step_id: u32) -> Result<BufReader<ChildStdout>, AgentError> {
         let facts = &self.ctx.facts;
         let home = self.codex_home();
+        let fresh = !home.exists();
         std::fs::create_dir_all(&home).map_err(|source| AgentError::Spawn {
             command: format!("mkdir {}", home.display()),
             source,
         })?;
+        // The session's home starts from the user's config and login (once: later steps find
+        // it, and whatever Codex wrote to it, as they left it).
+        if fresh {
+            if let Some(user) = codex_home::user_home() {
+                codex_home::seed(&user, &home).map_err(|source| AgentError::Spawn {
+                    command: format!(
+                        "copy the Codex config and login of {} into {}",
+                        user.dir.display(),
+                        home.display()
+                    ),
+                    source,
+                })?;
+            }
+        }
+        if self.price.is_none() {
+            let price = pricing::codex_price(
+                self.ctx.spec.price_per_mtok,
+                &self.ctx.spec.agent_args,
+                Some(&home.join("config.toml")),
+            );
+            match &price {
+                Ok((p, from)) => self.log(&format!("[pricing] {p} ({from})\n")),
+                Err(why) => self.log(&format!("[pricing] cost unknown: {why}\n")),
+            }
+            self.price = Some(price);
+        }
         let stderr = match &self.stderr {
             Some(t) => t.clone(),
             None => {
@@ -287,11 +330,26 @@ impl Codex {
                     usage.input_tokens.unwrap_or(0),
                     usage.output_tokens.unwrap_or(0),
                 );
-                let usage = StepUsage {
+                let cached_total = event["usage"]["cached_input_tokens"].as_u64().unwrap_or(0);
+                let mut usage = StepUsage {
                     input_tokens: Some(totals.0.saturating_sub(self.tokens_so_far.0)),
                     output_tokens: Some(totals.1.saturating_sub(self.tokens_so_far.1)),
                     ..usage
                 };
+                // Codex reports tokens only: priced here, the step's cost is what its own
+                // tokens cost, and budgets stop Codex as they stop Claude Code.
+                if let Some(Ok((price, _))) = &self.price {
+                    let step = price.cost_usd(
+                        usage.input_tokens.unwrap_or(0),
+                        cached_total.saturating_sub(self.cached_so_far),
+                        usage.output_tokens.unwrap_or(0),
+                    );
+                    self.cost_so_far += step;
+                    usage.cost_reported = true;
+                    usage.step_cost_usd = step;
+                    usage.total_cost_usd = self.cost_so_far;
+                }
+                self.cached_so_far = cached_total.max(self.cached_so_far);
                 self.tokens_so_far = (
                     totals.0.max(self.tokens_so_far.0),
                     totals.1.max(self.tokens_so_far.1),

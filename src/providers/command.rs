@@ -8,8 +8,8 @@
 //! writes were cut, and the next message goes at once. What the agent writes after that line is
 //! the start of the next reply.
 //! A reply that has output but no marker ends as `protocol_error` once the agent has been silent
-//! for `no_output_timeout`, or at the step's deadline; a reply with no output at all is a
-//! `timeout` either way. A reply whose marker is followed by the agent's exit keeps its verdict;
+//! for `no_output_timeout`; at the step's deadline it is a `timeout` (the message says that no
+//! RESULT line had been seen), as is a reply with no output at all. A reply whose marker is followed by the agent's exit keeps its verdict;
 //! the exit fails the next step. Output written after a reply ended is read as the start of the
 //! next reply (the protocol has no turn ids). A timed-out or cancelled step stops the agent:
 //! later steps get `error` without being sent.
@@ -166,11 +166,14 @@ impl CommandProvider {
                 let v = if collector.last_result().is_some() || collector.finish() {
                     collector.verdict(None)
                 } else if collector.bytes_seen() > 0 {
+                    // SPEC §8: a step that outlives its timeout is `timeout`, whatever the agent
+                    // wrote; an agent still writing may simply be slow. `protocol_error` is for
+                    // output followed by silence (above).
                     collector.verdict_with(
-                        StepStatus::ProtocolError,
+                        StepStatus::Timeout,
                         format!(
                             "step timed out after {}s: the agent wrote {} bytes but no RESULT line \
-                             (RESULT OK, RESULT WARN: <reason>, RESULT ERROR: <reason>); it was stopped",
+                             (RESULT OK, RESULT WARN: <reason>, RESULT ERROR: <reason>) yet; it was stopped",
                             timeout.as_secs_f64(),
                             collector.bytes_seen()
                         ),

@@ -14,9 +14,11 @@
 pub mod bootstrap;
 pub mod claude_code;
 pub mod codex;
+pub mod codex_home;
 pub mod command;
 pub mod console_wiring;
 pub mod locate;
+pub mod pricing;
 pub mod process;
 pub mod reply;
 pub mod shell;
@@ -93,6 +95,8 @@ pub struct AgentSpec {
     pub codex_bin: PathBuf,
     /// claude-code / codex: model turns one step may take; one more stops it as `over_budget`.
     pub max_turns_per_step: Option<u32>,
+    /// codex: `[provider] price_per_mtok`, else the built-in price of its model.
+    pub price_per_mtok: Option<crate::model::config::PricePerMtok>,
     /// A step whose agent writes nothing for this long ends: `timeout` for claude-code,
     /// `protocol_error` for `command` (a reply without a marker). `None`: only the step timeout.
     pub no_output_timeout: Option<Duration>,
@@ -118,6 +122,7 @@ impl AgentSpec {
             claude_bin: PathBuf::from("claude"),
             codex_bin: PathBuf::from("codex"),
             max_turns_per_step: None,
+            price_per_mtok: None,
             no_output_timeout: None,
             stop_timeout: Duration::from_secs(5),
             startup_grace: Duration::from_millis(300),

@@ -62,16 +62,18 @@ struct RunPlace {
     step: Option<u32>,
 }
 
-struct LiveView {
+/// The redrawn part of a live view: one progress line per running session.
+struct Bars {
     multi: MultiProgress,
     bars: HashMap<String, ProgressBar>,
 }
 
-/// Where console lines go.
-pub struct Console {
+/// The live terminal view of a suite (plain lines, or lines above redrawn bars on a terminal):
+/// where console lines go. Not the agent console (`crate::console::Console`, SPEC §9).
+pub struct LiveView {
     verbosity: Verbosity,
     out: Box<dyn Write + Send>,
-    live: Option<LiveView>,
+    live: Option<Bars>,
     runs: HashMap<String, RunPlace>,
     /// Paths are shown relative to this directory (the cwd) when they are under it.
     cwd: Option<PathBuf>,
@@ -155,9 +157,9 @@ fn wrap(text: &str, indent: &str) -> String {
         .join("\n")
 }
 
-impl std::fmt::Debug for Console {
+impl std::fmt::Debug for LiveView {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Console")
+        f.debug_struct("LiveView")
             .field("verbosity", &self.verbosity)
             .field("live", &self.live.is_some())
             .finish()
@@ -399,13 +401,13 @@ fn event_line(kind: &EventKind, phase: Phase) -> Option<(String, Verbosity)> {
     Some(line)
 }
 
-impl Console {
+impl LiveView {
     /// A console on stdout in `mode`.
     pub fn new(mode: ConsoleMode, verbosity: Verbosity) -> Self {
         let live = match mode {
             ConsoleMode::Plain => None,
             ConsoleMode::Live if verbosity == Verbosity::Quiet => None,
-            ConsoleMode::Live => Some(LiveView {
+            ConsoleMode::Live => Some(Bars {
                 multi: MultiProgress::with_draw_target(ProgressDrawTarget::stdout()),
                 bars: HashMap::new(),
             }),
@@ -440,7 +442,7 @@ impl Console {
         Self {
             verbosity,
             out: Box::new(std::io::sink()),
-            live: Some(LiveView {
+            live: Some(Bars {
                 multi: MultiProgress::with_draw_target(target),
                 bars: HashMap::new(),
             }),

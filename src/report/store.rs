@@ -312,6 +312,19 @@ pub fn prune(
     protect: &[String],
 ) -> Pruned {
     let mut pruned = Pruned::default();
+    // Fewer run directories than `keep` and no age limit: nothing can go, and reading every
+    // run.json and summary.json to find that out cost each `start` time in proportion to the
+    // history kept (200 runs by default).
+    if older_than.is_none() {
+        if let Some(keep) = keep.filter(|k| *k > 0) {
+            let runs = std::fs::read_dir(artifact_dir.join("runs"))
+                .map(|entries| entries.count())
+                .unwrap_or(0);
+            if runs <= keep {
+                return pruned;
+            }
+        }
+    }
     let mut units: std::collections::BTreeMap<String, Unit> = std::collections::BTreeMap::new();
     for s in list_suites(artifact_dir) {
         units.insert(
@@ -402,59 +415,117 @@ pub fn prune(
     pruned
 }
 
-/// Checks before anything runs that `path` can be written: an existing file must be writable,
-/// else the nearest existing folder above it must be (its missing folders are created later).
+/// Checks before anything runs that `path` can be written, by writing: the missing folders
+/// above it are created and a probe file is made where the file will go (an existing file is
+/// opened for appending, nothing written), then everything made here is removed. access(2) is not
+/// enough: it says yes to root (CI containers) for `/proc/…` and read-only mounts.
 pub fn check_writable(flag: &str, path: &Path) -> Result<(), String> {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     if abs.is_dir() {
         return Err(format!("{flag} {}: is a directory", path.display()));
     }
-    let probe = if abs.exists() {
-        abs.clone()
-    } else {
-        abs.ancestors()
-            .skip(1)
-            .find(|p| p.exists())
-            .map_or_else(|| PathBuf::from("/"), Path::to_path_buf)
+    let Some(parent) = abs.parent() else {
+        return Err(format!("{flag} {}: has no parent folder", path.display()));
     };
-    if probe != abs && !probe.is_dir() {
-        return Err(format!(
-            "{flag} {}: {} is not a directory",
-            path.display(),
-            probe.display()
-        ));
-    }
-    nix::unistd::access(&probe, nix::unistd::AccessFlags::W_OK).map_err(|e| {
+    let fail = |at: &Path, e: std::io::Error| {
         format!(
             "{flag} {}: {} is not writable: {e}",
             path.display(),
-            probe.display()
+            at.display()
         )
-    })
+    };
+    let made = make_folders(parent).map_err(|(at, e)| not_a_folder_or(flag, path, &at, e))?;
+    let probed = if abs.exists() {
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&abs)
+            .map(drop)
+            .map_err(|e| fail(&abs, e))
+    } else {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&abs)
+            .map(drop)
+            .and_then(|()| std::fs::remove_file(&abs))
+            .map_err(|e| fail(&abs, e))
+    };
+    remove_folders(&made);
+    probed
 }
 
-/// Checks before anything runs that the directory `path` (the artifact directory) exists and can
-/// be written, or can be created: the nearest existing folder at or above it must be a writable
-/// directory. `what` names it in the error.
+/// Checks before anything runs that the directory `path` (the artifact directory) can be written,
+/// by writing: its missing folders are created and a probe file is made and removed in it, then
+/// the folders made here are removed again. `what` names it in the error.
 pub fn check_dir_writable(what: &str, path: &Path) -> Result<(), String> {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let existing = abs
-        .ancestors()
-        .find(|p| p.exists())
-        .map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
-    if !existing.is_dir() {
-        let detail = if existing == abs {
-            "is not a directory".to_string()
-        } else {
-            format!("{} is not a directory", existing.display())
-        };
-        return Err(format!("{what} {}: {detail}", path.display()));
+    let made = make_folders(&abs).map_err(|(at, e)| not_a_folder_or(what, path, &at, e))?;
+    let probe = abs.join(format!(".bugatti-write-probe-{}", std::process::id()));
+    let probed = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe)
+        .map(drop)
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| {
+            format!(
+                "{what} {}: {} is not writable: {e}",
+                path.display(),
+                abs.display()
+            )
+        });
+    remove_folders(&made);
+    probed
+}
+
+/// Creates `dir` and its missing ancestors; returns the folders it made, deepest last. On failure:
+/// the folder it could not make (or that is not a folder) and why, after removing what it made.
+fn make_folders(dir: &Path) -> Result<Vec<PathBuf>, (PathBuf, std::io::Error)> {
+    let missing: Vec<&Path> = dir.ancestors().take_while(|p| !p.exists()).collect();
+    if let Some(existing) = dir.ancestors().find(|p| p.exists()) {
+        if !existing.is_dir() {
+            return Err((
+                existing.to_path_buf(),
+                std::io::Error::from(std::io::ErrorKind::NotADirectory),
+            ));
+        }
     }
-    nix::unistd::access(&existing, nix::unistd::AccessFlags::W_OK).map_err(|e| {
+    let mut made = Vec::new();
+    for folder in missing.into_iter().rev() {
+        if let Err(e) = std::fs::create_dir(folder) {
+            remove_folders(&made);
+            return Err((folder.to_path_buf(), e));
+        }
+        made.push(folder.to_path_buf());
+    }
+    Ok(made)
+}
+
+/// Removes the folders `make_folders` made, deepest first (best effort: they are empty).
+fn remove_folders(made: &[PathBuf]) {
+    for folder in made.iter().rev() {
+        let _ = std::fs::remove_dir(folder);
+    }
+}
+
+/// The error for a folder that could not be made: "… is not a directory" when a file is in the
+/// way, else "… is not writable: <why>".
+fn not_a_folder_or(what: &str, path: &Path, at: &Path, e: std::io::Error) -> String {
+    if e.kind() == std::io::ErrorKind::NotADirectory {
+        if at == path || std::path::absolute(path).is_ok_and(|a| a == at) {
+            format!("{what} {}: is not a directory", path.display())
+        } else {
+            format!(
+                "{what} {}: {} is not a directory",
+                path.display(),
+                at.display()
+            )
+        }
+    } else {
         format!(
-            "{what} {}: {} is not writable: {e}",
+            "{what} {}: {} cannot be created: {e}",
             path.display(),
-            existing.display()
+            at.display()
         )
-    })
+    }
 }

@@ -25,7 +25,8 @@ SCRIPT.json is a list of replies, one consumed per `POST /v1/responses` request,
                          JSON), else the reply is the text `RESULT ERROR: expected ...` instead
   {"hang": true}         sends `response.created`, then nothing more, ever (an API gone silent)
   {"status": 500}        an HTTP error with a JSON error body
-Any reply may carry "tokens": [input, output] for its usage (default [100, 20]).
+Any reply may carry "tokens": [input, output] or [input, output, cached input] for its usage
+(default [100, 20], nothing cached).
 When the script runs out, a text reply without a result marker.
 Each request is appended to REQUEST_LOG.jsonl as {"path", "headers", "body"}, one object a line.
 Python standard library only.
@@ -200,10 +201,12 @@ class Handler(BaseHTTPRequestHandler):
                     "content": [{"type": "output_text", "text": text, "annotations": []}]}
         self.event({"type": "response.output_item.added", "output_index": 0, "item": item})
         self.event({"type": "response.output_item.done", "output_index": 0, "item": item})
-        tokens_in, tokens_out = reply.get("tokens", [100, 20])
+        tokens = reply.get("tokens", [100, 20])
+        tokens_in, tokens_out = tokens[0], tokens[1]
+        tokens_cached = tokens[2] if len(tokens) > 2 else 0
         self.event({"type": "response.completed", "response": {
             "id": response_id,
-            "usage": {"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": 0},
+            "usage": {"input_tokens": tokens_in, "input_tokens_details": {"cached_tokens": tokens_cached},
                       "output_tokens": tokens_out, "output_tokens_details": {"reasoning_tokens": 0},
                       "total_tokens": tokens_in + tokens_out}}})
         self.close_connection = True

@@ -42,7 +42,7 @@ use crate::model::outcome::RunOutcome;
 use crate::model::redact::Secrets;
 use crate::report::atomic::write_atomic;
 use crate::report::console::stderr_notice;
-use crate::report::console::Console;
+use crate::report::console::LiveView;
 use crate::report::error::ReportError;
 use crate::report::events::{millis, Event, EventClock, EventKind};
 use crate::report::harness_log::HarnessLogs;
@@ -64,7 +64,7 @@ pub struct ReporterArgs {
     pub root_tests: usize,
     pub jobs: usize,
     pub strict_warnings: bool,
-    pub console: Console,
+    pub console: LiveView,
     /// The suite's secrets: applied to every file and line, on top of each run's own.
     pub secrets: Arc<Secrets>,
     /// The harness log files, when the lead installed [`HarnessLogs::layer`]; the reporter opens

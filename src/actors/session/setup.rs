@@ -48,7 +48,9 @@ impl Driver {
             let console = Arc::new(Console::new(ConsoleSetup {
                 run_id: self.run_id.clone(),
                 run_dir: self.run_dir(),
-                workdir: workdir.clone(),
+                // SPEC §9: where the agent itself runs, so a command means the same through the
+                // console as through the agent's own shell.
+                workdir: agent.cwd.clone(),
                 env: vars.env.clone(),
                 secrets: Arc::clone(&vars.secrets),
                 logs,

@@ -285,6 +285,20 @@ impl EffectiveConfig {
             }
             pr.max_cost_usd.set(Some(v), layer, None);
         }
+        if let Some(v) = p.price_per_mtok {
+            let prices = [Some(v.input), v.cached_input, Some(v.output)];
+            if prices
+                .into_iter()
+                .flatten()
+                .any(|x| !(x.is_finite() && x >= 0.0))
+            {
+                problems.push(problem(
+                    "`price_per_mtok` prices must be dollars per million tokens, 0 or more",
+                    None,
+                ));
+            }
+            pr.price_per_mtok.set(Some(v), layer, None);
+        }
         if let Some(v) = &p.base_url {
             pr.base_url
                 .set(Some(v.get_ref().clone()), layer, origin(file, v.span()));

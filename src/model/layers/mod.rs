@@ -129,6 +129,8 @@ pub struct ProviderSettings {
     pub max_turns_per_step: Sourced<Option<u32>>,
     /// Per root test, all attempts; `None`: no limit.
     pub max_cost_usd: Sourced<Option<f64>>,
+    /// codex: what its tokens cost; `None`: the built-in price of its model, if known.
+    pub price_per_mtok: Sourced<Option<super::config::PricePerMtok>>,
     pub base_url: Sourced<Option<String>>,
     pub strict_warnings: Sourced<bool>,
     /// Serve the agent console over MCP (SPEC §9).
@@ -228,6 +230,7 @@ impl Default for EffectiveConfig {
                 no_output_timeout_secs: Sourced::default_value(DEFAULT_NO_OUTPUT_TIMEOUT_SECS),
                 max_turns_per_step: Sourced::default_value(None),
                 max_cost_usd: Sourced::default_value(None),
+                price_per_mtok: Sourced::default_value(None),
                 base_url: Sourced::default_value(None),
                 strict_warnings: Sourced::default_value(false),
                 console: Sourced::default_value(true),

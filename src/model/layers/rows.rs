@@ -62,6 +62,14 @@ impl EffectiveConfig {
             p.max_cost_usd.source,
         );
         row(
+            "provider.price_per_mtok",
+            p.price_per_mtok.value.map_or_else(
+                || "none (codex: the built-in price of its model)".to_string(),
+                |v| v.to_string(),
+            ),
+            p.price_per_mtok.source,
+        );
+        row(
             "provider.base_url",
             opt(&p.base_url.value),
             p.base_url.source,
