@@ -207,16 +207,17 @@ fn keep_runs_and_clean_prune_old_suites() {
         assert_eq!(p.run(&["start", "-q"]).status.code(), Some(0));
     }
     let bugatti = p.root().join(".bugatti");
-    // Before the 4th suite started, 3 suites (6 runs) existed: the newest 2 (4 runs) were kept.
-    assert_eq!(count(&bugatti.join("suites")), 3);
-    assert_eq!(count(&bugatti.join("runs")), 6);
+    // keep_runs = 4 runs after the suite: before the 4th suite (2 runs) started, only the newest
+    // suite (2 runs) of the 3 was kept, so 4 runs remain, not 6.
+    assert_eq!(count(&bugatti.join("suites")), 2);
+    assert_eq!(count(&bugatti.join("runs")), 4);
     // history.jsonl keeps every suite: later ones compare with it.
     assert_eq!(read(&bugatti.join("history.jsonl")).lines().count(), 4);
 
     let out = p.run(&["clean", "--keep", "2"]);
     assert_eq!(out.status.code(), Some(0));
     assert!(
-        stdout(&out).contains("removed 2 suite(s), 4 run(s)"),
+        stdout(&out).contains("removed 1 suite(s), 2 run(s)"),
         "{}",
         stdout(&out)
     );

@@ -122,10 +122,13 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     };
     let suite_id = uuid::Uuid::now_v7().to_string();
     reap_dead_runs(&artifact_dir);
-    // Retention (`[supervisor] keep_runs`), before this suite adds its own runs.
+    // Retention (`[supervisor] keep_runs`), before this suite adds its own runs: room is left
+    // for one run per root test of this suite, so that `keep_runs` runs remain after it (the
+    // previous suite is always kept, as `clean` keeps the newest).
     let keep_runs = suite.base.supervisor.keep_runs.value;
     if keep_runs > 0 {
-        let pruned = crate::report::store::prune(&artifact_dir, Some(keep_runs), None, &[]);
+        let keep_old = keep_runs.saturating_sub(suite.tests.len()).max(1);
+        let pruned = crate::report::store::prune(&artifact_dir, Some(keep_old), None, &[]);
         if !pruned.suites.is_empty() {
             tracing::info!(
                 "keep_runs = {keep_runs}: removed {} old suite(s) and {} run(s)",

@@ -373,13 +373,18 @@ impl Comparison {
             secs(self.previous_duration_ms),
             change_pct(self.duration_ms as f64, self.previous_duration_ms as f64)
         );
+        // A cost nobody reported is unknown, not $0: it is said so, and no change is computed.
+        let shown = |c: Option<f64>| c.map_or("unknown".to_string(), |c| format!("${c:.4}"));
         if self.cost_usd.is_some() || self.previous_cost_usd.is_some() {
-            let now = self.cost_usd.unwrap_or(0.0);
-            let before = self.previous_cost_usd.unwrap_or(0.0);
+            let change = match (self.cost_usd, self.previous_cost_usd) {
+                (Some(now), Some(before)) => change_pct(now, before),
+                _ => String::new(),
+            };
             let _ = write!(
                 time,
-                "; cost: ${now:.4} (previous ${before:.4}{})",
-                change_pct(now, before)
+                "; cost: {} (previous {}{change})",
+                shown(self.cost_usd),
+                shown(self.previous_cost_usd)
             );
         }
         lines.push(time);
@@ -451,6 +456,19 @@ mod tests {
         assert_eq!(files(&c.fixed), vec!["a"]);
         assert_eq!(files(&c.still_failing), vec!["c"]);
         assert!(compare(&[], &d).is_none());
+    }
+
+    #[test]
+    fn an_unknown_previous_cost_reads_unknown_not_zero() {
+        let before = entry("1", &[("a", true)]);
+        let mut now = entry("2", &[("a", true)]);
+        now.cost_usd = Some(0.25);
+        let c = compare(&[before], &now).expect("a previous suite");
+        let last = c.lines().pop().expect("a duration line");
+        assert!(
+            last.ends_with("; cost: $0.2500 (previous unknown)"),
+            "{last}"
+        );
     }
 
     #[test]
