@@ -331,3 +331,59 @@ async fn control_characters_long_lines_the_session_cap_floods_and_shutdown() {
     let refused = c.exec_command(exec("true", 250)).await;
     assert!(refused.is_error, "{refused:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refusal_names_its_scheme_and_a_body_that_is_not_json_gets_a_json_rpc_parse_error() {
+    let r = rig();
+    let mut server = ConsoleServer::start(Arc::clone(&r.console))
+        .await
+        .expect("serve");
+    let endpoint = server.endpoint().clone();
+    let (unauthorized, malformed) = tokio::task::spawn_blocking(move || {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .build()
+            .new_agent();
+        let send = |token: Option<&str>, body: &str| {
+            let mut request = agent
+                .post(&endpoint.url)
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json, text/event-stream");
+            if let Some(token) = token {
+                request = request.header("Authorization", &format!("Bearer {token}"));
+            }
+            let mut response = request.send(body.to_string()).expect("an answer");
+            let status = response.status().as_u16();
+            let auth = response
+                .headers()
+                .get("www-authenticate")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string);
+            let text = response.body_mut().read_to_string().unwrap_or_default();
+            (status, auth, text)
+        };
+        (
+            send(None, "{}"),
+            send(Some(&endpoint.token), "{\"jsonrpc\": \"2.0\", \"id\": 1, "),
+        )
+    })
+    .await
+    .expect("client");
+    server.shutdown().await;
+    assert_eq!(unauthorized.0, 401);
+    assert!(
+        unauthorized
+            .1
+            .as_deref()
+            .is_some_and(|h| h.starts_with("Bearer")),
+        "{unauthorized:?}"
+    );
+    assert_eq!(malformed.0, 400, "{malformed:?}");
+    let answer: Value = serde_json::from_str(&malformed.2).expect("a JSON-RPC answer");
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    assert_eq!(answer["jsonrpc"], "2.0");
+    common::processes_with_env_entry(&r.marker)
+        .is_empty()
+        .then_some(())
+        .expect("nothing survives");
+}

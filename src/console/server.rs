@@ -152,11 +152,51 @@ async fn require_token(
         .headers()
         .get(axum::http::header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
-    if given == Some(expected.as_str()) {
-        next.run(request).await
-    } else {
-        (StatusCode::UNAUTHORIZED, "a bearer token is required\n").into_response()
+    if given != Some(expected.as_str()) {
+        // RFC 6750: a 401 names the scheme it wants, so a client knows what to send.
+        return (
+            StatusCode::UNAUTHORIZED,
+            [(
+                axum::http::header::WWW_AUTHENTICATE,
+                "Bearer realm=\"bugatti console\"",
+            )],
+            "a bearer token is required\n",
+        )
+            .into_response();
     }
+    if request.method() != axum::http::Method::POST {
+        return next.run(request).await;
+    }
+    // A body that is not JSON gets JSON-RPC's own answer (-32700), which a client can show,
+    // instead of the transport's plain-text refusal.
+    let (parts, body) = request.into_parts();
+    let bytes = match axum::body::to_bytes(body, MAX_REQUEST_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(e) => return parse_error(&format!("the request body could not be read: {e}")),
+    };
+    if let Err(e) = serde_json::from_slice::<serde_json::Value>(&bytes) {
+        return parse_error(&format!("the request body is not JSON: {e}"));
+    }
+    next.run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+        .await
+}
+
+/// The largest request the console reads (a tool call's arguments are small).
+const MAX_REQUEST_BYTES: usize = 16 * 1024 * 1024;
+
+/// A JSON-RPC 2.0 parse error (code -32700) with HTTP 400.
+fn parse_error(message: &str) -> Response {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {"code": -32700, "message": format!("Parse error: {message}")},
+    });
+    (
+        StatusCode::BAD_REQUEST,
+        [(axum::http::header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
 }
 
 #[derive(Clone)]
