@@ -292,7 +292,7 @@ pre{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:
 .tablewrap{overflow-x:auto}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid var(--line);padding:4px 6px;text-align:left;vertical-align:top}
 .badge{display:inline-block;min-width:64px;text-align:center;border-radius:4px;padding:0 6px;font-weight:600;font-size:12px;color:#fff;background:var(--mute)}
-.b-passed,.b-ok{background:var(--ok)}.b-warned,.b-warn{background:var(--warn)}.b-skipped,.b-not_run{background:#8c959f}
+.b-passed,.b-ok{background:var(--ok)}.b-warned,.b-warn{background:var(--warn)}.b-skipped,.b-not_run{background:#6e7781}
 .b-failed,.b-error,.b-interrupted,.b-protocol_error,.b-timeout,.b-over_budget{background:var(--bad)}
 .test{border:1px solid var(--line);border-radius:8px;margin:10px 0;overflow:hidden}
 .test>summary{padding:8px 10px;cursor:pointer;background:var(--bg);display:flex;flex-wrap:wrap;gap:6px;align-items:baseline}
@@ -794,6 +794,48 @@ pub fn render(input: &HtmlInput<'_>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// WCAG 2 contrast ratio of white text on `#rrggbb`.
+    fn contrast_with_white(hex: &str) -> f64 {
+        let channel = |i: usize| {
+            let c = f64::from(u8::from_str_radix(&hex[i..i + 2], 16).expect("hex")) / 255.0;
+            if c <= 0.03928 {
+                c / 12.92
+            } else {
+                ((c + 0.055) / 1.055).powf(2.4)
+            }
+        };
+        let l = 0.2126 * channel(1) + 0.7152 * channel(3) + 0.0722 * channel(5);
+        1.05 / (l + 0.05)
+    }
+
+    #[test]
+    fn every_badge_colour_reads_white_text_at_wcag_aa() {
+        // Badges are white bold 12 px text: WCAG AA asks 4.5:1 for text that small.
+        let vars: std::collections::BTreeMap<&str, &str> = CSS
+            .split(";")
+            .filter_map(|d| d.trim().trim_start_matches(":root{").split_once(":#"))
+            .filter(|(k, _)| k.starts_with("--"))
+            .map(|(k, v)| (k, &v[..6]))
+            .collect();
+        let mut checked = 0;
+        for rule in CSS
+            .split('}')
+            .filter(|r| r.contains(".b-") || r.contains(".badge{"))
+        {
+            let Some(bg) = rule.split("background:").nth(1) else {
+                continue;
+            };
+            let hex = match bg.strip_prefix("var(") {
+                Some(name) => format!("#{}", vars[name.trim_end_matches(')')]),
+                None => bg.to_string(),
+            };
+            let ratio = contrast_with_white(&hex);
+            assert!(ratio >= 4.5, "{rule}: {hex} gives {ratio:.2}:1");
+            checked += 1;
+        }
+        assert!(checked >= 4, "the badge rules were found ({checked})");
+    }
 
     #[test]
     fn escapes_and_encodes() {
