@@ -612,3 +612,38 @@ fn an_unknown_replay_mode_is_one_clear_error_in_config_and_flag() {
         .stderr(contains("did you mean `auto`?"));
     assert!(!d.path().join(".bugatti").exists(), "nothing may run");
 }
+
+#[test]
+fn one_mistake_is_one_error_with_did_you_mean_for_values_and_variables() {
+    let d = project();
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n\n[ports]\nAPP_PORT = \"auto\"\n\n[commands.api]\nkind = \"long-lived\"\ncmd = \"sleep 100\"\n",
+    );
+    write(
+        d.path(),
+        "a.test.toml",
+        "[[steps]]\ninstruction = \"`echo ${APP_PRT}`\"\n",
+    );
+    let out = Command::cargo_bin("supervisor")
+        .expect("binary")
+        .current_dir(d.path())
+        .env("BUGATTI_CONFIG_HOME", d.path().join(".no-global"))
+        .arg("check")
+        .output()
+        .expect("check runs");
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    // Both mistakes in one pass, each once, each with its hint.
+    assert!(text.contains("did you mean `long_lived`?"), "{text}");
+    assert!(
+        !text.contains("needs `kind`"),
+        "a kind that could not be read is not also a missing kind: {text}"
+    );
+    assert!(
+        text.contains("unknown variable `${APP_PRT}` (did you mean `APP_PORT`?)"),
+        "{text}"
+    );
+    assert!(text.contains("2 problems found"), "{text}");
+}

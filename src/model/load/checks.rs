@@ -121,7 +121,7 @@ pub(super) fn check_names(
         };
         if let Err(e) = result {
             lps.push(LayerProblem {
-                message: format!("{field}: {e}"),
+                message: format!("{field}: {}", with_hint(&e, &known)),
                 origin,
             });
         }
@@ -215,7 +215,12 @@ pub(super) fn check_names(
     lps.extend(cwd_problems);
     for s in plan {
         if let Err(e) = check_known(&s.instruction, &known) {
-            problems.push(step_problem(root, files, s, format!("instruction: {e}")));
+            problems.push(step_problem(
+                root,
+                files,
+                s,
+                format!("instruction: {}", with_hint(&e, &known)),
+            ));
         }
     }
 }
@@ -354,4 +359,19 @@ pub(super) fn finish(problems: Problems, cwd: &Path) -> Problems {
         }
     }
     out
+}
+
+/// A substitution error in words, with "did you mean" for an unknown `${NAME}` close to a known
+/// one (`${APP_PRT}` → `APP_PORT`).
+fn with_hint(e: &SubstError, known: &BTreeSet<String>) -> String {
+    match e {
+        SubstError::Unknown { name } => {
+            let names: Vec<&str> = known.iter().map(String::as_str).collect();
+            match crate::model::diagnostics::did_you_mean(name, &names) {
+                Some(hint) => format!("{e} ({hint})"),
+                None => e.to_string(),
+            }
+        }
+        other => other.to_string(),
+    }
 }

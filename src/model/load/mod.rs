@@ -184,11 +184,13 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         // check noise; one with wrong values was read without them, and checking goes on.
         return Err(finish(problems, &host.cwd));
     }
+    let unread_values = problems.0.len();
     layer_problems.extend(base.apply_env(&env));
     let mut flagged = base.clone();
     layer_problems.extend(flagged.apply_flags(options));
     layer_problems.extend(flagged.validate());
     push_layer_problems(&mut problems, layer_problems, &texts);
+    drop_follow_ons(&mut problems, unread_values, &texts);
 
     check_skip_flags(options, &flagged, &mut problems);
     // The base config is what suite-scoped commands run with, whatever tests are selected.
@@ -337,3 +339,45 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
 
 #[cfg(test)]
 mod tests;
+
+/// A value the config reader could not read (`kind = "long-lived"`) is left out so the rest can
+/// be checked in one pass; the table it sat in then looks incomplete (`needs kind`). One mistake
+/// is one error: a complaint about a whole table (placed on its header line) is dropped when one
+/// of the first `unread` problems — the values that could not be read — lies inside that table.
+fn drop_follow_ons(problems: &mut Problems, unread: usize, texts: &BTreeMap<PathBuf, String>) {
+    let spots: Vec<(PathBuf, usize)> = problems.0[..unread.min(problems.0.len())]
+        .iter()
+        .filter_map(|p| p.location.as_ref().map(|l| (l.file.clone(), l.line)))
+        .collect();
+    if spots.is_empty() {
+        return;
+    }
+    let mut index = 0;
+    problems.0.retain(|p| {
+        index += 1;
+        if index <= unread {
+            return true;
+        }
+        let Some(at) = p.location.as_ref() else {
+            return true;
+        };
+        let Some(text) = texts.get(&at.file) else {
+            return true;
+        };
+        let lines: Vec<&str> = text.lines().collect();
+        let is_header = |n: usize| {
+            lines
+                .get(n.wrapping_sub(1))
+                .is_some_and(|l| l.trim_start().starts_with('['))
+        };
+        if !is_header(at.line) {
+            return true;
+        }
+        let table_end = (at.line + 1..=lines.len())
+            .find(|n| is_header(*n))
+            .unwrap_or(lines.len() + 1);
+        !spots
+            .iter()
+            .any(|(file, line)| *file == at.file && *line > at.line && *line < table_end)
+    });
+}
