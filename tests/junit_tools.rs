@@ -1,0 +1,172 @@
+//! junit.xml as third-party tools read it: a real XML parser (roxmltree) and Maven Surefire's
+//! 3.0 schema (xmllint), on a suite with passed, failed, flaky, error and not-run tests.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{stdout, Project};
+
+/// Runs the suite twice on one project and returns both suite folders:
+/// 1. `--retries 1`: a passes, b fails then passes (flaky), c fails every attempt, d errors (its
+///    setup command exits 1);
+/// 2. `--fail-fast -j 1`: a and b pass, c fails, so d is never started (not run).
+fn two_suites(p: &Project) -> (PathBuf, PathBuf) {
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n\n[commands.setup]\nkind = \"short_lived\"\ncmd = \"echo setting up\"\n",
+    );
+    p.write(
+        "a_pass.test.toml",
+        "name = \"Passes\"\n[[steps]]\ninstruction = \"`true`\"\n",
+    );
+    p.write(
+        "b_flaky.test.toml",
+        "name = \"Flaky\"\n[[steps]]\ninstruction = \"`test -f $BUGATTI_PROJECT_ROOT/.second || { touch $BUGATTI_PROJECT_ROOT/.second; echo first try; exit 1; }`\"\n",
+    );
+    p.write(
+        "sub/c_fail.test.toml",
+        "name = \"Fails\"\n[[steps]]\ninstruction = \"`echo checking the cart; echo 'total is 0' >&2; exit 1`\"\n",
+    );
+    p.write(
+        "sub/d_error.test.toml",
+        "name = \"Errors\"\n[overrides.commands.setup]\ncmd = \"echo migrating; echo 'table exists' >&2; exit 1\"\n[[steps]]\ninstruction = \"`true`\"\n",
+    );
+    let out = p.run(&["start", "-j", "1", "--retries", "1"]);
+    assert!(matches!(out.status.code(), Some(1 | 3)), "{}", stdout(&out));
+    let first = p.suite_dir();
+    let out = p.run(&["start", "-j", "1", "--fail-fast"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let second = p.suite_dir();
+    assert_ne!(first, second);
+    (first, second)
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// (classname, name) → the testcase's child element names.
+fn testcases(xml: &str) -> Vec<(String, String, Vec<String>)> {
+    let doc = roxmltree::Document::parse(xml).expect("junit.xml is XML");
+    doc.descendants()
+        .filter(|n| n.has_tag_name("testcase"))
+        .map(|case| {
+            let classname = case
+                .attribute("classname")
+                .unwrap_or_else(|| panic!("no classname: {case:?}"));
+            let name = case
+                .attribute("name")
+                .unwrap_or_else(|| panic!("no name: {case:?}"));
+            let time = case
+                .attribute("time")
+                .unwrap_or_else(|| panic!("no time: {case:?}"));
+            assert!(time.parse::<f64>().is_ok(), "time {time:?}");
+            let kids = case
+                .children()
+                .filter(|c| c.is_element())
+                .map(|c| c.tag_name().name().to_string())
+                .collect();
+            (classname.to_string(), name.to_string(), kids)
+        })
+        .collect()
+}
+
+#[test]
+fn every_testcase_has_a_stable_identity_and_failures_keep_their_lines() {
+    let p = Project::new();
+    let (first, second) = two_suites(&p);
+    let xml1 = read(&first.join("junit.xml"));
+    let xml2 = read(&second.join("junit.xml"));
+    let cases1 = testcases(&xml1);
+    let cases2 = testcases(&xml2);
+    let ids = |cases: &[(String, String, Vec<String>)]| {
+        let mut ids: Vec<(String, String)> = cases
+            .iter()
+            .map(|(c, n, _)| (c.clone(), n.clone()))
+            .collect();
+        ids.sort();
+        ids
+    };
+    let expected: Vec<(String, String)> = [
+        "a_pass.test.toml",
+        "b_flaky.test.toml",
+        "sub/c_fail.test.toml",
+        "sub/d_error.test.toml",
+    ]
+    .iter()
+    .map(|f| (f.to_string(), f.to_string()))
+    .collect();
+    assert_eq!(ids(&cases1), expected, "{xml1}");
+    assert_eq!(
+        ids(&cases2),
+        expected,
+        "the same identity ran or not: {xml2}"
+    );
+    let kinds = |cases: &[(String, String, Vec<String>)], file: &str| {
+        cases
+            .iter()
+            .find(|(c, _, _)| c == file)
+            .map(|(_, _, k)| k.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        kinds(&cases1, "b_flaky.test.toml").contains(&"flakyFailure".into()),
+        "{xml1}"
+    );
+    assert!(
+        kinds(&cases1, "sub/c_fail.test.toml").contains(&"failure".into()),
+        "{xml1}"
+    );
+    assert!(
+        kinds(&cases1, "sub/c_fail.test.toml").contains(&"rerunFailure".into()),
+        "{xml1}"
+    );
+    assert!(
+        kinds(&cases1, "sub/d_error.test.toml").contains(&"error".into()),
+        "{xml1}"
+    );
+    assert!(
+        kinds(&cases2, "sub/d_error.test.toml").contains(&"skipped".into()),
+        "{xml2}"
+    );
+
+    // The one-line message in the attribute, the whole diagnosis in the body, as parsed.
+    let doc = roxmltree::Document::parse(&xml1).expect("xml");
+    for tag in ["failure", "error"] {
+        let el = doc
+            .descendants()
+            .find(|n| n.has_tag_name(tag))
+            .unwrap_or_else(|| panic!("no {tag}: {xml1}"));
+        let message = el.attribute("message").expect("message");
+        let body = el.text().unwrap_or_default();
+        assert!(
+            !message.is_empty() && !message.contains('\n'),
+            "{tag} message {message:?}"
+        );
+        assert!(
+            body.lines().count() > 1,
+            "{tag} body is multi-line: {body:?}"
+        );
+        assert!(
+            body.contains(message),
+            "{tag} body holds the message: {body:?}"
+        );
+    }
+    let failure = doc
+        .descendants()
+        .find(|n| n.has_tag_name("failure"))
+        .expect("failure");
+    assert!(
+        failure.text().unwrap_or_default().contains("total is 0"),
+        "{xml1}"
+    );
+    let error = doc
+        .descendants()
+        .find(|n| n.has_tag_name("error"))
+        .expect("error");
+    assert!(
+        error.text().unwrap_or_default().contains("table exists"),
+        "{xml1}"
+    );
+}
