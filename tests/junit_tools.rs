@@ -227,3 +227,66 @@ fn junit_xml_validates_against_surefire_3_0_but_for_the_documented_wrapper() {
         }
     }
 }
+
+/// Copies `from` to `to`, recursively.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read_dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+/// summary.md and summary.json link relative to their folder: with `.bugatti` copied elsewhere
+/// (a CI artifact) and the original gone, every link and path resolves from the copy.
+#[test]
+fn summary_links_resolve_from_a_copied_suite_folder() {
+    let p = Project::new();
+    let (first, _) = two_suites(&p);
+    let suite_name = first.file_name().expect("suite dir name").to_owned();
+    let elsewhere = tempfile::tempdir().expect("tempdir");
+    copy_dir(
+        &p.root().join(".bugatti"),
+        &elsewhere.path().join("artifact"),
+    );
+    std::fs::remove_dir_all(p.root().join(".bugatti")).expect("remove the original");
+    let copy = elsewhere.path().join("artifact/suites").join(suite_name);
+
+    let md = read(&copy.join("summary.md"));
+    let links: Vec<&str> = md
+        .split("](")
+        .skip(1)
+        .filter_map(|rest| rest.split(')').next())
+        .collect();
+    assert!(links.len() >= 4, "a report link per test: {md}");
+    for link in links {
+        assert!(!Path::new(link).is_absolute(), "{link} in {md}");
+        assert!(
+            copy.join(link).is_file(),
+            "{link} does not resolve from the copy: {md}"
+        );
+    }
+
+    let json: serde_json::Value =
+        serde_json::from_str(&read(&copy.join("summary.json"))).expect("summary.json");
+    let mut paths = Vec::new();
+    for test in json["tests"].as_array().expect("tests") {
+        paths.push(test["report"].as_str().expect("report").to_string());
+        for attempt in test["history"].as_array().expect("history") {
+            paths.push(attempt["report"].as_str().expect("report").to_string());
+        }
+    }
+    assert!(paths.len() >= 6, "{json}");
+    for path in paths {
+        assert!(!Path::new(&path).is_absolute(), "{path}");
+        assert!(
+            copy.join(&path).is_file(),
+            "{path} does not resolve from the copy"
+        );
+    }
+}
