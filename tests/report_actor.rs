@@ -402,10 +402,16 @@ async fn parallel_sessions_leave_every_file_and_a_suite_summary() {
         std::fs::read_to_string(&suite.copies.0).expect("junit copy"),
         xml
     );
-    assert_eq!(
-        std::fs::read(&suite.copies.1).expect("json copy"),
-        std::fs::read(&files.summary_json).expect("json")
-    );
+    // The same summary, but the `--json` copy (elsewhere) names the run reports by absolute path
+    // and the suite folder's own summary.json relative to that folder.
+    let parse = |path: &std::path::Path| -> bugatti::report::suite::SuiteSummary {
+        serde_json::from_slice(&std::fs::read(path).expect("summary")).expect("a summary")
+    };
+    let (copy, local) = (parse(&suite.copies.1), parse(&files.summary_json));
+    assert_ne!(copy, local, "the suite folder's summary.json is relative");
+    let suite_dir =
+        std::path::absolute(files.summary_json.parent().expect("suite dir")).expect("absolute");
+    assert_eq!(copy.with_paths_relative_to(&suite_dir), local);
     let md = std::fs::read_to_string(&files.summary_md).expect("summary.md");
     assert!(md.contains("| `a.test.toml` | warned | 2 | yes |"), "{md}");
     assert!(

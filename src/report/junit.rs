@@ -1,9 +1,15 @@
-//! `junit.xml` for CI (quick-junit): one `testcase` per root test, named by its test file.
+//! `junit.xml` for CI (quick-junit): one `testcase` per root test, ran or not, each with the
+//! same identity — `classname` and `name` are the test file's path relative to the project root —
+//! because Jenkins and GitLab key a test's history on classname + name, and a human title or a
+//! missing classname would break that history when the title changes or the test is not run.
 //!
-//! failed → `failure`, error and interrupted → `error`, each with the failing step's message;
+//! failed → `failure`, error and interrupted → `error`: a one-line `message` attribute (XML
+//! parsers fold newlines in attributes into spaces) and the full diagnosis in the element body;
 //! a pass after failed attempts → success with `flakyFailure`/`flakyError` entries; a test that
 //! failed every attempt carries the earlier ones as `rerunFailure`/`rerunError`. The final
-//! attempt's step list goes to `system-out`.
+//! attempt's step list goes to `system-out`. The shape follows Maven Surefire's
+//! `surefire-test-report-3.0.xsd` (tests/fixtures/junit/): no `timestamp` or `properties` on a
+//! testcase, no `time` on rerun/flaky entries (their duration is in their `system-out`).
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -27,15 +33,30 @@ fn kind_of(outcome: RunOutcome, strict_warnings: bool) -> Option<NonSuccessKind>
     }
 }
 
+/// The first non-blank line of a diagnosis, for a `message` attribute.
+fn one_line(text: &str) -> &str {
+    text.lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+}
+
 fn rerun(attempt: &AttemptSummary, kind: NonSuccessKind) -> TestRerun {
     let mut rerun = TestRerun::new(kind);
+    let text = attempt.message.as_deref().unwrap_or("no message");
+    // Surefire's schema requires `stackTrace` on a rerun/flaky entry and allows no body text, so
+    // the full diagnosis goes there.
     rerun
         .set_type(attempt.outcome.as_str())
-        .set_time(Duration::from_millis(attempt.duration_ms))
-        .set_system_out(format!("run {} ({})", attempt.run_id, attempt.report));
-    if let Some(msg) = &attempt.message {
-        rerun.set_message(msg.as_str());
-    }
+        .set_message(one_line(text))
+        .set_stack_trace(text)
+        .set_system_out(format!(
+            "attempt {}: run {} ({}), {:.3}s",
+            attempt.attempt,
+            attempt.run_id,
+            attempt.report,
+            attempt.duration_ms as f64 / 1000.0
+        ));
     rerun
 }
 
@@ -58,12 +79,21 @@ pub fn step_list(record: &RunRecord) -> String {
     s
 }
 
+/// A testcase named by its test file (relative to the project root), as `name` and `classname`
+/// alike, whether it ran or not.
+fn identified(test_file: &str, status: TestCaseStatus) -> TestCase {
+    let mut case = TestCase::new(test_file, status);
+    case.set_classname(test_file);
+    case
+}
+
 /// The JUnit report of a suite. `records` are looked up by run id for the step lists.
 pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
     let by_id: HashMap<&str, &RunRecord> = records.iter().map(|r| (r.run_id.as_str(), r)).collect();
     let mut suite = TestSuite::new("bugatti");
+    // No suite `timestamp`: Surefire's 3.0 schema has none there; the wrapping `testsuites`
+    // element carries it.
     suite
-        .set_timestamp(summary.started_at)
         .set_time(Duration::from_millis(summary.duration_ms))
         .add_property(Property::new("suite_id", summary.suite_id.as_str()));
     if let Some(cost) = summary.cost_usd {
@@ -90,9 +120,8 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
             Some(kind) => {
                 let mut status = TestCaseStatus::non_success(kind);
                 status.set_type(test.outcome.as_str());
-                if let Some(msg) = &test.message {
-                    status.set_message(msg.as_str());
-                }
+                let text = test.message.as_deref().unwrap_or("no message");
+                status.set_message(one_line(text)).set_description(text);
                 status.add_reruns(earlier.iter().map(|a| {
                     rerun(
                         a,
@@ -103,24 +132,28 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
                 status
             }
         };
-        let mut case = TestCase::new(test.test_file.as_str(), status);
-        case.set_classname(test.test_name.as_str())
-            .set_time(Duration::from_millis(test.duration_ms));
+        let mut case = identified(&test.test_file, status);
+        case.set_time(Duration::from_millis(test.duration_ms));
+        // The title and the agent's usage go to `system-out`: Surefire's schema allows no
+        // `properties` on a testcase, and the title is no identity (it may change).
+        let mut out = format!("test: {}\n", test.test_name);
         if let Some(cost) = test.cost_usd {
-            case.add_property(Property::new("cost_usd", format!("{cost:.6}").as_str()));
+            let _ = writeln!(out, "cost_usd: {cost:.6}");
         }
-        for (name, value) in [
-            ("agent_turns", test.agent_turns),
-            ("input_tokens", test.input_tokens),
-            ("output_tokens", test.output_tokens),
-            ("agent_restarts", test.agent_restarts as u64),
-        ] {
-            case.add_property(Property::new(name, value.to_string().as_str()));
-        }
+        let _ = writeln!(
+            out,
+            "agent_turns: {}, input_tokens: {}, output_tokens: {}, agent_restarts: {}",
+            test.agent_turns, test.input_tokens, test.output_tokens, test.agent_restarts
+        );
         if let Some(record) = by_id.get(test.run_id.as_str()) {
-            case.set_timestamp(record.started_at)
-                .set_system_out(step_list(record));
+            let _ = write!(
+                out,
+                "started_at: {}\n{}",
+                record.started_at.to_rfc3339(),
+                step_list(record)
+            );
         }
+        case.set_system_out(out);
         suite.add_test_case(case);
     }
     for file in &summary.not_run {
@@ -129,15 +162,19 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
         let status = match &summary.harness_error {
             Some(reason) => {
                 let mut status = TestCaseStatus::non_success(NonSuccessKind::Error);
+                let text = format!("the suite's harness failed: {reason}");
                 status
-                    .set_message(format!("the suite's harness failed: {reason}"))
+                    .set_message(one_line(&text))
+                    .set_description(text.as_str())
                     .set_type("harness error");
                 status
             }
             None => {
                 let mut status = TestCaseStatus::skipped();
                 match &summary.not_run_reason {
-                    Some(reason) => status.set_message(format!("not run: {reason}")),
+                    Some(reason) => {
+                        status.set_message(format!("not run: {}", reason.replace('\n', " ")))
+                    }
                     None => {
                         status.set_message("not run: the suite stopped before this test started")
                     }
@@ -145,7 +182,9 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
                 status
             }
         };
-        suite.add_test_case(TestCase::new(file.as_str(), status));
+        let mut case = identified(file, status);
+        case.set_time(Duration::ZERO);
+        suite.add_test_case(case);
     }
     let mut report = Report::new("bugatti");
     report

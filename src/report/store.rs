@@ -65,7 +65,10 @@ fn find_run(suite_dir: &Path, run_id: &str, report: &str) -> Option<PathBuf> {
     let candidates = [
         suite_dir.join("../../runs").join(run_id),
         suite_dir.join("runs").join(run_id),
-        Path::new(report)
+        // summary.json's `report` is relative to the suite folder (an absolute one, from an
+        // older summary, replaces it in the join).
+        suite_dir
+            .join(report)
             .parent()
             .map(Path::to_path_buf)
             .unwrap_or_default(),
@@ -257,10 +260,15 @@ pub fn write_suite_files(
     let write = |name: &str, bytes: &[u8]| {
         crate::report::atomic::write_atomic(&dir.join(name), bytes).map_err(|e| e.to_string())
     };
-    let mut json = serde_json::to_string_pretty(summary).map_err(|e| e.to_string())?;
+    // Links relative to `dir`, so the folder can be copied with the runs beside it.
+    let local = match std::path::absolute(dir) {
+        Ok(abs) => summary.with_paths_relative_to(&abs),
+        Err(_) => summary.clone(),
+    };
+    let mut json = serde_json::to_string_pretty(&local).map_err(|e| e.to_string())?;
     json.push('\n');
     write("summary.json", json.as_bytes())?;
-    let mut md = summary.to_markdown();
+    let mut md = local.to_markdown();
     for n in notes {
         md.push_str(&format!("- note: {n}\n"));
     }

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::{Component, Path};
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -204,6 +205,21 @@ impl SuiteSummary {
         }
     }
 
+    /// The summary with each `report` path relative to `dir` (the folder its summary.json /
+    /// summary.md is written to), so the links still resolve once the suite folder is copied
+    /// elsewhere with the runs beside it (a CI artifact). A path that is not absolute, or a `dir`
+    /// that is not, is left as it is.
+    pub fn with_paths_relative_to(&self, dir: &Path) -> Self {
+        let mut out = self.clone();
+        for test in &mut out.tests {
+            test.report = relative_path(dir, &test.report);
+            for attempt in &mut test.history {
+                attempt.report = relative_path(dir, &attempt.report);
+            }
+        }
+        out
+    }
+
     /// `summary.md` (not yet redacted).
     pub fn to_markdown(&self) -> String {
         let t = &self.totals;
@@ -293,4 +309,24 @@ fn sum_costs(costs: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     costs
         .flatten()
         .fold(None, |sum, c| Some(sum.unwrap_or(0.0) + c))
+}
+
+/// `to` relative to the directory `from`, with `/` separators; `to` unchanged when either is not
+/// absolute (no common root to walk from).
+fn relative_path(from: &Path, to: &str) -> String {
+    let to_path = Path::new(to);
+    if !from.is_absolute() || !to_path.is_absolute() {
+        return to.to_string();
+    }
+    let from_c: Vec<Component> = from.components().collect();
+    let to_c: Vec<Component> = to_path.components().collect();
+    let common = from_c.iter().zip(&to_c).take_while(|(a, b)| a == b).count();
+    let mut parts: Vec<String> =
+        std::iter::repeat_n("..".to_string(), from_c.len() - common).collect();
+    parts.extend(
+        to_c[common..]
+            .iter()
+            .map(|c| c.as_os_str().to_string_lossy().into_owned()),
+    );
+    parts.join("/")
 }

@@ -93,19 +93,26 @@ impl ReporterState {
         let mut notes = std::mem::take(&mut self.notes);
         notes.extend(history_note);
         let redactor = self.redactor_all();
-        let json = redactor
-            .json("summary.json", &redacted_summary, true)
-            .map(|mut j| {
+        let to_json = |summary: &SuiteSummary| {
+            redactor.json("summary.json", summary, true).map(|mut j| {
                 j.push('\n');
                 j
-            });
-        let md = redactor.str(&redacted_summary.to_markdown());
+            })
+        };
+        // The suite folder's files link to the runs relative to that folder, so they still
+        // resolve once it is copied as a CI artifact; a `--json` copy lives elsewhere and keeps
+        // absolute paths.
+        let suite_dir = std::path::absolute(&paths.dir).unwrap_or_else(|_| paths.dir.clone());
+        let local_summary = redacted_summary.with_paths_relative_to(&suite_dir);
+        let local_json = to_json(&local_summary);
+        let json = to_json(&redacted_summary);
+        let md = redactor.str(&local_summary.to_markdown());
         let xml = junit::to_xml(&redacted_summary, &redacted_records).map(|x| redactor.str(&x));
         let mut copies = Vec::new();
-        match json {
-            Ok(json) => {
+        match (local_json, json) {
+            (Ok(local_json), Ok(json)) => {
                 keep(
-                    write_atomic(&paths.summary_json(), json.as_bytes()),
+                    write_atomic(&paths.summary_json(), local_json.as_bytes()),
                     &mut notes,
                 );
                 if let Some(copy) = &self.args.json_copy {
@@ -116,7 +123,7 @@ impl ReporterState {
                     keep(r, &mut notes);
                 }
             }
-            Err(e) => keep(Err(e), &mut notes),
+            (Err(e), _) | (_, Err(e)) => keep(Err(e), &mut notes),
         }
         keep(write_atomic(&paths.summary_md(), md.as_bytes()), &mut notes);
         match xml {
