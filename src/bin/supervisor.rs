@@ -1,7 +1,7 @@
 //! The `supervisor` binary: the CLI edge only. Parse (clap), load and validate (`model`), hand
 //! to the runner, map to an exit code. Invalid input is exit 2 before anything runs.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bugatti::model::layers::Layer;
@@ -10,6 +10,10 @@ use bugatti::model::options::{RunOptions, Shard, Verbosity};
 use bugatti::model::replay::ReplayMode;
 use bugatti::report::{history, store};
 use clap::{Args, Parser, Subcommand};
+
+#[path = "supervisor/doctor.rs"]
+mod doctor;
+use doctor::doctor;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -699,209 +703,6 @@ fn init() -> ExitCode {
     }
     println!("next: `supervisor check` to see the plan, `supervisor start` to run it");
     ExitCode::SUCCESS
-}
-
-/// Check what a run will need, without running anything.
-fn doctor(config: Option<PathBuf>) -> ExitCode {
-    let options = RunOptions {
-        config,
-        ..RunOptions::default()
-    };
-    let Some(suite) = load(&options) else {
-        println!("FAIL config and tests: see the problems above");
-        return ExitCode::from(2);
-    };
-    println!(
-        "ok   config and tests: {} root test(s) in {}",
-        suite.tests.len(),
-        suite.project_root.display()
-    );
-    let mut failed = false;
-    // Every distinct provider setting (tests may override it), checked as a session starts it.
-    let mut providers: Vec<_> = suite.tests.iter().map(|t| &t.effective.provider).collect();
-    providers.push(&suite.base.provider);
-    let uses_codex = providers.iter().any(|p| p.name.value == "codex");
-    let claude = bugatti::actors::session_plan::claude_bin(&suite.base);
-    let versions = agent_versions(&providers, &suite.project_root, &claude);
-    let mut findings: Vec<_> = providers
-        .into_iter()
-        .flat_map(|p| {
-            bugatti::providers::locate::check_agent_program(p, &suite.project_root, &claude)
-        })
-        .collect();
-    findings.dedup();
-    let mut seen = std::collections::BTreeSet::new();
-    for finding in findings {
-        if !seen.insert(finding.message.clone()) {
-            continue;
-        }
-        if finding.ok {
-            println!("ok   {}", finding.message);
-        } else {
-            failed = true;
-            println!("FAIL {}", finding.message);
-        }
-    }
-    // Codex sessions start from the user's own Codex home: say which one, and which login.
-    if uses_codex {
-        let home = bugatti::providers::codex_home::user_home();
-        println!(
-            "ok   {}",
-            bugatti::providers::codex_home::describe(home.as_ref())
-        );
-    }
-    for (ok, line) in versions {
-        if ok {
-            println!("ok   {line}");
-        } else {
-            failed = true;
-            println!("FAIL {line}");
-        }
-    }
-    for (name, port) in &suite.base.ports {
-        if let bugatti::model::config::PortSpec::Fixed(n) = port.value {
-            match std::net::TcpListener::bind(("127.0.0.1", n)) {
-                Ok(_) => println!("ok   port {name} = {n} is free"),
-                Err(e) => {
-                    failed = true;
-                    println!("FAIL port {name} = {n}: {e}");
-                }
-            }
-        }
-    }
-    let artifacts = suite
-        .project_root
-        .join(&suite.base.supervisor.artifact_dir.value);
-    match store::check_dir_writable("artifacts:", &artifacts) {
-        Ok(()) => println!("ok   artifacts: {} is writable", artifacts.display()),
-        Err(e) => {
-            failed = true;
-            println!("FAIL {e}");
-        }
-    }
-    if let Some(browser) = &suite.base.browser {
-        failed |= browser_doctor(&browser.value, &suite.project_root);
-    }
-    report_dead_runs(&artifacts);
-    if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// `doctor` for `[browser]`: the browser's and Playwright MCP's versions, or why they are
-/// missing; `true` when a session with this browser would fail.
-fn browser_doctor(config: &bugatti::model::browser::BrowserConfig, project_root: &Path) -> bool {
-    use bugatti::browser::doctor::{findings, Finding};
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            println!("FAIL browser: cannot check it: {e}");
-            return true;
-        }
-    };
-    let path = std::env::var("PATH").ok();
-    let mut failed = false;
-    for finding in runtime.block_on(findings(config, path.as_deref(), project_root)) {
-        match finding {
-            Finding::Ok(line) => println!("ok   {line}"),
-            Finding::Note(line) => println!("warn {line}"),
-            Finding::Fail(line) => {
-                failed = true;
-                println!("FAIL {line}");
-            }
-        }
-    }
-    failed
-}
-
-/// What supervisors that died (SIGKILL, OOM) left behind: a warning, not a failure — the next
-/// `start` cleans it up.
-fn report_dead_runs(artifacts: &Path) {
-    use bugatti::process::dead_runs;
-    let ledgers = dead_runs::dead_ledgers(artifacts);
-    let leftover_workspaces: Vec<_> = dead_runs::find(artifacts)
-        .into_iter()
-        .filter(|run| run.workspace.is_some() && !run.keep)
-        .collect();
-    if ledgers.is_empty() && leftover_workspaces.is_empty() {
-        println!("ok   no leftovers of dead runs");
-        return;
-    }
-    for ledger in &ledgers {
-        let what = if ledger.groups_alive.is_empty() {
-            "no process group still running".to_string()
-        } else {
-            format!("still running: {}", ledger.groups_alive.join(", "))
-        };
-        println!(
-            "warn dead supervisor (pid {}, suite {}) left its ledger {}: {what}",
-            ledger.supervisor_pid,
-            ledger.suite_id,
-            ledger.path.display()
-        );
-    }
-    for run in &leftover_workspaces {
-        if let Some(ws) = &run.workspace {
-            println!(
-                "warn dead run {} ({}) left its workspace {}",
-                run.run_id,
-                run.test_file,
-                ws.display()
-            );
-        }
-    }
-    println!(
-        "     the next `supervisor start` here kills those processes and removes those workspaces"
-    );
-}
-
-/// `doctor`: each distinct Claude Code / Codex CLI the providers use answers `--version` (a CLI
-/// that is present but broken fails every session). Missing ones are the program check's news.
-fn agent_versions(
-    providers: &[&bugatti::model::layers::ProviderSettings],
-    project_root: &std::path::Path,
-    claude: &std::path::Path,
-) -> Vec<(bool, String)> {
-    use bugatti::providers::locate::{agent_version, find_program};
-    let mut seen = std::collections::BTreeSet::new();
-    let mut wanted = Vec::new();
-    for p in providers {
-        let name = p.name.value.as_str();
-        let bin = match name {
-            "claude-code" => claude.display().to_string(),
-            "codex" => p.codex_bin.value.clone(),
-            _ => continue,
-        };
-        if let Ok(path) = find_program(&bin, project_root) {
-            if seen.insert(path.clone()) {
-                wanted.push((name.to_string(), path));
-            }
-        }
-    }
-    if wanted.is_empty() {
-        return Vec::new();
-    }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => return vec![(false, format!("cannot check agent versions: {e}"))],
-    };
-    wanted
-        .into_iter()
-        .map(
-            |(name, path)| match runtime.block_on(agent_version(&path, project_root)) {
-                Ok(version) => (true, format!("provider {name}: {version}")),
-                Err(why) => (false, format!("provider {name}: {why}")),
-            },
-        )
-        .collect()
 }
 
 /// Run a validated suite under the actors; map why it ended to the exit code of SPEC §6.
