@@ -647,3 +647,32 @@ fn one_mistake_is_one_error_with_did_you_mean_for_values_and_variables() {
     );
     assert!(text.contains("2 problems found"), "{text}");
 }
+
+#[test]
+fn a_misspelt_command_name_gets_did_you_mean() {
+    let d = project();
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n\n[commands.migrate]\nkind = \"short_lived\"\ncmd = \"true\"\n\n[commands.server]\nkind = \"long_lived\"\ncmd = \"sleep 100\"\ndepends_on = [\"migrat\"]\n",
+    );
+    write(
+        d.path(),
+        "a.test.toml",
+        "[[steps]]\ninstruction = \"`true`\"\n",
+    );
+    let out = Command::cargo_bin("supervisor")
+        .expect("binary")
+        .current_dir(d.path())
+        .env("BUGATTI_CONFIG_HOME", d.path().join(".no-global"))
+        .args(["check", "--skip-cmd", "servr"])
+        .output()
+        .expect("check runs");
+    let text = String::from_utf8_lossy(&out.stderr).to_string();
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("depends on `migrat`, which is not defined (did you mean `migrate`?"),
+        "{text}"
+    );
+    assert!(text.contains("did you mean `server`?"), "{text}");
+}

@@ -369,7 +369,7 @@ pub fn validate_commands(commands: &BTreeMap<String, CommandConfig>) -> Vec<Laye
                         format!(
                             "command `{}` depends on `{dep}`, which is not defined{}",
                             cmd.name,
-                            known_list(commands.keys())
+                            known_list(dep, commands.keys())
                         ),
                         cmd.origin.clone(),
                     )),

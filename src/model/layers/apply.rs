@@ -370,7 +370,7 @@ impl EffectiveConfig {
                 None => problems.push(problem(
                     format!(
                         "`[overrides.commands.{name}]` overrides a command that is not defined in the config{}",
-                        known_list(self.commands.keys())
+                        known_list(name, self.commands.keys())
                     ),
                     at,
                 )),

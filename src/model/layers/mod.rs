@@ -300,12 +300,16 @@ impl EffectiveConfig {
     }
 }
 
-pub(super) fn known_list<'a>(names: impl Iterator<Item = &'a String>) -> String {
+/// The commands defined, for a message about `unknown` (which is not among them), with the
+/// closest name first when one is close: ` (did you mean `api`? defined: api, db)`.
+pub(super) fn known_list<'a>(unknown: &str, names: impl Iterator<Item = &'a String>) -> String {
     let names: Vec<&str> = names.map(String::as_str).collect();
     if names.is_empty() {
-        " (no commands are defined)".to_string()
-    } else {
-        format!(" (defined: {})", names.join(", "))
+        return " (no commands are defined)".to_string();
+    }
+    match super::diagnostics::did_you_mean(unknown, &names) {
+        Some(hint) => format!(" ({hint} defined: {})", names.join(", ")),
+        None => format!(" (defined: {})", names.join(", ")),
     }
 }
 

@@ -22,7 +22,12 @@ pub(super) fn check_skip_flags(
                         if known.is_empty() {
                             "the config defines no commands".to_string()
                         } else {
-                            format!("commands defined: {}", known.join(", "))
+                            match crate::model::diagnostics::did_you_mean(n, &known) {
+                                Some(hint) => {
+                                    format!("{hint} (commands defined: {})", known.join(", "))
+                                }
+                                None => format!("commands defined: {}", known.join(", ")),
+                            }
                         },
                     ),
                 );
