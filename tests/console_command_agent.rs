@@ -226,3 +226,26 @@ expect hello from notes
     let calls = console_calls(&p);
     assert_eq!(calls[0]["exit_code"], 0, "{:#}", calls[0]);
 }
+
+#[test]
+fn list_logs_tells_a_finished_setup_command_from_a_running_server() {
+    let p = project(
+        r#"
+name = "Console"
+[[steps]]
+instruction = '''
+mcp list_logs {}
+expect app: long_lived, running
+expect seed: short_lived, finished
+'''
+"#,
+    );
+    let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
+    p.write(
+        "bugatti.config.toml",
+        &format!("{config}\n[commands.seed]\nkind = \"short_lived\"\ncmd = \"echo seeded\"\n"),
+    );
+    let out = p.run(&["start"]);
+    let record = p.record_for("console.test.toml");
+    assert_eq!(out.status.code(), Some(0), "{}\n{record:#}", stdout(&out));
+}

@@ -504,10 +504,10 @@ impl Console {
         }
         let mut text = String::new();
         for l in &self.setup.logs {
-            let state = if l.hub.is_some() {
-                "started"
-            } else {
-                "not started"
+            let state = match &l.hub {
+                Some(hub) if hub.output_ended() => "finished",
+                Some(_) => "running",
+                None => "not started",
             };
             text.push_str(&format!(
                 "{}: {}, {state}, {} bytes, {}\n",

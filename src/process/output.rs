@@ -30,6 +30,9 @@ pub struct OutputHub {
 
 #[derive(Default, Debug)]
 struct HubInner {
+    /// The command's output has ended (its pump read end-of-file): a finished short-lived
+    /// command, or a long-lived one that exited (set back when a restart pumps again).
+    ended: std::sync::atomic::AtomicBool,
     subscribers: Mutex<Vec<Subscriber>>,
     count: AtomicUsize,
     /// The last complete line written, for "what it last saw" messages.
@@ -85,6 +88,11 @@ impl LineSubscription {
 impl OutputHub {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Whether the command's output has ended (see `HubInner::ended`).
+    pub fn output_ended(&self) -> bool {
+        self.inner.ended.load(Ordering::Acquire)
     }
 
     /// Every line written from now on. Dropping the subscription unsubscribes.
@@ -295,6 +303,7 @@ pub fn spawn_pump(
 ) -> std::io::Result<PumpHandle> {
     let (done_tx, done_rx) = watch::channel(false);
     let cut = hub.inner.log_cut.clone();
+    hub.inner.ended.store(false, Ordering::Release);
     std::thread::Builder::new()
         .name(format!("pump-{name}"))
         .spawn(move || {
@@ -334,6 +343,7 @@ pub fn spawn_pump(
             let _ = writer.flush();
             splitter.feed(&hub, &tail);
             splitter.finish(&hub);
+            hub.inner.ended.store(true, Ordering::Release);
             let _ = done_tx.send(true);
         })?;
     Ok(PumpHandle { drained: done_rx })
