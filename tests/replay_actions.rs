@@ -70,7 +70,7 @@ impl Session {
 
     fn ctx(&self) -> ReplayContext<'_> {
         ReplayContext {
-            console: &self.console,
+            console: Some(&self.console),
             placeholders: &self.placeholders,
             normalizer: &self.normalizer,
             run_id: self.run_id.clone(),

@@ -645,6 +645,7 @@ async fn run_reporter_handle_records_a_real_process_step() {
         message: verdict,
         duration_ms: u64::try_from(run.clock().elapsed().as_millis()).unwrap_or(0),
         usage: None,
+        replay: None,
     })
     .expect("emit");
     let files = run

@@ -54,6 +54,7 @@ fn kind() -> impl Strategy<Value = EventKind> {
                 message: None,
                 duration_ms,
                 usage: None,
+                replay: None,
             }
         }),
         (step, "[a-z/.]{1,12}").prop_map(|(step_id, path)| EventKind::Evidence {

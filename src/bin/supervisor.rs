@@ -160,8 +160,9 @@ struct RunArgs {
     /// Run only the root tests that did not pass in the previous suite of this project
     #[arg(long = "rerun-failed", visible_alias = "last-failed")]
     rerun_failed: bool,
-    /// Replay mode over `[replay] mode`: off, auto, record or only. Accepted and checked;
-    /// replaying recorded steps is not active yet, so every step still goes to the agent
+    /// Replay mode over `[replay] mode` (default auto): off (always the agent), auto (replay a
+    /// step's recording, the agent on a miss or drift), record (always the agent, recordings
+    /// renewed) or only (no agent: a step without a usable recording is an error)
     #[arg(long, value_name = "MODE")]
     replay: Option<ReplayMode>,
     /// Less console output

@@ -22,6 +22,13 @@ pub struct CallRecord {
     pub exit_code: Option<i32>,
     pub bytes: u64,
     pub is_error: bool,
+    /// The whole answer the agent got, secrets redacted: what replay records (SPEC §10). Kept
+    /// in memory only; console.jsonl holds the call, the console log its output.
+    #[serde(skip)]
+    pub answer: String,
+    /// When the call began: orders it among the agent's own tool calls of the same step.
+    #[serde(skip)]
+    pub began: Option<std::time::Instant>,
 }
 
 impl CallRecord {
@@ -116,6 +123,8 @@ impl Recorder {
             exit_code: answer.exit_code,
             bytes: answer.bytes,
             is_error: answer.is_error,
+            answer: self.secrets.redact_str(&answer.text),
+            began: std::time::Instant::now().checked_sub(took),
         };
         let line = match serde_json::to_string(&call) {
             Ok(l) => l,
@@ -178,6 +187,8 @@ mod tests {
             exit_code: None,
             bytes: 0,
             is_error: false,
+            answer: String::new(),
+            began: None,
         }
     }
 

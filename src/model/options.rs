@@ -102,7 +102,7 @@ pub struct RunOptions {
     /// history under the artifact directory).
     pub rerun_failed: bool,
     pub verbosity: Verbosity,
-    /// `--replay MODE`: over `[replay] mode` (SPEC §10). Validated; replay is not active yet.
+    /// `--replay MODE`: over `[replay] mode` (SPEC §10). Validated.
     pub replay: Option<super::replay::ReplayMode>,
 }
 

@@ -1,12 +1,12 @@
 //! `[replay]` and `--replay MODE` (SPEC §10) as written, validated, and resolved to settings.
 //!
-//! Replay itself is not wired into sessions yet: these settings are read and checked (a wrong
-//! mode or an invalid `ignore` regex is an error with its file and line, like any config
-//! problem) but do not change how a run goes.
+//! A wrong mode or an invalid `ignore` regex is an error with its file and line, like any config
+//! problem. Also here: what replay did for a step (`StepMode`, `StepReplay`, `Drift`), as the
+//! reports keep it.
 
 use super::diagnostics::did_you_mean;
 use super::layers::Sourced;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
 
@@ -115,6 +115,73 @@ impl ReplayConfig {
     pub fn dir_in(&self, project_root: &Path) -> PathBuf {
         project_root.join(&self.dir.value)
     }
+}
+
+/// Where and how a replay stopped matching its recording.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Drift {
+    /// 0-based index of the action in the recorded step.
+    pub action: usize,
+    /// The action in a few words (`exec_command curl …`).
+    pub what: String,
+    /// Which part differed: `output`, `exit code`, `error`.
+    pub field: String,
+    /// Recorded, after normalisation, cut.
+    pub expected: String,
+    /// Seen now, after normalisation, cut.
+    pub seen: String,
+    /// `--- recorded` / `+++ replayed` unified diff of the two, cut.
+    pub diff: String,
+}
+
+impl std::fmt::Display for Drift {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "action {} ({}): {} differs\n{}",
+            self.action + 1,
+            self.what,
+            self.field,
+            self.diff
+        )
+    }
+}
+
+/// How a step of an agent provider was carried out (SPEC §10: run.json `steps[].mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepMode {
+    /// Every recorded action ran again and matched: passed without the model.
+    Replayed,
+    /// The agent carried it out (replay off, no usable recording, or a drift).
+    Agent,
+}
+
+impl StepMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Replayed => "replayed",
+            Self::Agent => "agent",
+        }
+    }
+}
+
+/// What replay did for one step: carried on its `step_finished` event and in run.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StepReplay {
+    pub mode: StepMode,
+    /// Why the step was not replayed, or why the agent's pass was not recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// The first difference a replay found (the step then went to the agent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<Drift>,
+    /// The agent's pass was written to the recording.
+    #[serde(default)]
+    pub recorded: bool,
+    /// For a replayed step: what the model cost when it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_saved_usd: Option<f64>,
 }
 
 #[cfg(test)]

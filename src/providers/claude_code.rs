@@ -55,6 +55,8 @@ pub struct ClaudeCode {
     session_id: Option<String>,
     /// Assistant messages of the running turn (model turns), by message id.
     turn_messages: Vec<String>,
+    /// The running step's tool calls (replay records them).
+    tools: super::tool_calls::ToolCalls,
     /// The stderr transcript, kept for a restarted process.
     stderr: Option<SharedTranscript>,
 }
@@ -81,6 +83,7 @@ impl ClaudeCode {
             cost_so_far: 0.0,
             session_id: None,
             turn_messages: Vec::new(),
+            tools: Default::default(),
             stderr: None,
         }
     }
@@ -177,6 +180,7 @@ impl ClaudeCode {
                             collector.push_text(text);
                         }
                         Some("tool_use") => {
+                            self.tools.claude_tool_use(block);
                             let name = block["name"].as_str().unwrap_or("tool");
                             let input = match block["input"]["command"].as_str() {
                                 Some(cmd) => cmd.to_string(),
@@ -201,6 +205,7 @@ impl ClaudeCode {
                                 .join("\n"),
                             other => other.to_string(),
                         };
+                        self.tools.claude_tool_result(block, &content);
                         let shown: String = content.chars().take(TOOL_RESULT_SHOWN).collect();
                         let cut = if shown.len() < content.len() {
                             " …"
@@ -449,7 +454,10 @@ impl Provider for ClaudeCode {
 
     async fn run_step(&mut self, request: &StepRequest, cancel: CancelSignal) -> StepVerdict {
         self.turn_messages.clear();
-        self.step(request, cancel).await
+        self.tools.take();
+        let mut verdict = self.step(request, cancel).await;
+        verdict.tool_calls = self.tools.take();
+        verdict
     }
 
     async fn close(&mut self) -> TeardownState {

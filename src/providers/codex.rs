@@ -62,6 +62,8 @@ pub struct Codex {
     price: Option<Result<(PricePerMtok, String), String>>,
     /// The thread's cost so far, at `price`.
     cost_so_far: f64,
+    /// The running step's tool calls (replay records them).
+    tools: super::tool_calls::ToolCalls,
 }
 
 /// How reading one step's stream ended.
@@ -96,6 +98,7 @@ impl Codex {
             cached_so_far: 0,
             price: None,
             cost_so_far: 0.0,
+            tools: Default::default(),
         }
     }
 
@@ -259,6 +262,7 @@ impl Codex {
             }
             Some("item.completed") => {
                 let item = &event["item"];
+                self.tools.codex_item(item);
                 match item["type"].as_str() {
                     Some("agent_message") => {
                         let text = item["text"].as_str().unwrap_or_default();
@@ -632,9 +636,11 @@ impl Provider for Codex {
                 bootstrap::system_prompt(&self.ctx.spec, &self.ctx.facts)
             ),
         };
+        self.tools.take();
         let mut verdict = self.run_turn(&prompt, request, cancel).await;
         verdict.step_id = request.step_id;
         verdict.duration = started.elapsed();
+        verdict.tool_calls = self.tools.take();
         verdict
     }
 

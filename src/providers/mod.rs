@@ -22,6 +22,7 @@ pub mod pricing;
 pub mod process;
 pub mod reply;
 pub mod shell;
+pub mod tool_calls;
 pub mod transcript;
 
 use crate::model::markers::Evidence;
@@ -261,6 +262,9 @@ pub struct StepVerdict {
     pub restarts: u32,
     /// The step was cut short by [`CancelSignal`] (shutdown), not by its own outcome.
     pub interrupted: bool,
+    /// The tools the agent called, as its stream showed them (what replay records); live only.
+    #[serde(skip)]
+    pub tool_calls: Vec<tool_calls::ToolCall>,
 }
 
 impl StepVerdict {
@@ -277,6 +281,7 @@ impl StepVerdict {
             fault: None,
             restarts: 0,
             interrupted: false,
+            tool_calls: Vec::new(),
         }
     }
 }

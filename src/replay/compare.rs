@@ -2,40 +2,11 @@
 //! the step's drift, kept in the report as a unified diff cut to [`MAX_DRIFT_BYTES`].
 
 use super::normalize::Normalizer;
-use serde::{Deserialize, Serialize};
 
 /// The most of a drift kept (SPEC §10: 4 KiB).
 pub const MAX_DRIFT_BYTES: usize = 4096;
 
-/// Where and how a replay stopped matching its recording.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Drift {
-    /// 0-based index of the action in the recorded step.
-    pub action: usize,
-    /// The action in a few words (`exec_command curl …`).
-    pub what: String,
-    /// Which part differed: `output`, `exit code`, `error`.
-    pub field: String,
-    /// Recorded, after normalisation, cut.
-    pub expected: String,
-    /// Seen now, after normalisation, cut.
-    pub seen: String,
-    /// `--- recorded` / `+++ replayed` unified diff of the two, cut.
-    pub diff: String,
-}
-
-impl std::fmt::Display for Drift {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "action {} ({}): {} differs\n{}",
-            self.action + 1,
-            self.what,
-            self.field,
-            self.diff
-        )
-    }
-}
+pub use crate::model::replay::Drift;
 
 /// `None` when `expected` and `seen` are equal after `normalizer`; otherwise the drift.
 pub fn compare_output(

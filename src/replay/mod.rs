@@ -1,7 +1,7 @@
 //! Replay (SPEC §10): a step the agent passed, compiled into a check that runs at shell speed.
 //!
-//! This module is the foundation; nothing in the session or agent actors uses it yet, so a run
-//! behaves exactly as without it (`[replay] mode` has no effect until the integration lands).
+//! The session's side (when to replay, when to record, the lazy agent) is
+//! `actors/session/replay.rs`; the agents' own tool calls come from `providers/tool_calls.rs`.
 //!
 //! - [`format`]: the recording file, one per root test, its serde types and its layout on disk
 //!   (stable key order, one action per line);

@@ -35,8 +35,9 @@ const POLL_MS: u64 = 250;
 
 /// What a replay needs from its session.
 pub struct ReplayContext<'a> {
-    /// The session's console: console actions run through it.
-    pub console: &'a Console,
+    /// The session's console: console actions run through it (`None` when `[provider] console`
+    /// is off: a recording with console actions then falls back to the agent).
+    pub console: Option<&'a Console>,
     pub placeholders: &'a Placeholders,
     pub normalizer: &'a Normalizer,
     /// The run: owner of shell actions' groups and their marker.
@@ -184,7 +185,13 @@ async fn replay_console(
         };
         args["session_id"] = Value::from(*live);
     }
-    let answer = ctx.console.call(tool.name(), args).await;
+    let Some(console) = ctx.console else {
+        return Err(Fallback::Failed {
+            action: i,
+            reason: "the agent console is off in this run".into(),
+        });
+    };
+    let answer = console.call(tool.name(), args).await;
     if answer.is_error != recorded.is_error {
         return Err(Fallback::Drift(drift(
             i,
@@ -289,8 +296,10 @@ async fn catch_up(
         if matched || last.exit_code.is_some() || Instant::now() >= deadline {
             return last;
         }
-        let answer = ctx
-            .console
+        let Some(console) = ctx.console else {
+            return last;
+        };
+        let answer = console
             .call(
                 ConsoleTool::WriteStdin.name(),
                 serde_json::json!({"session_id": live, "chars": "", "yield_time_ms": POLL_MS}),
@@ -401,7 +410,9 @@ async fn replay_shell(
         return Err(exit_drift(i, &what, exit_code, seen_code));
     }
     let seen = ctx.placeholders.redact(&String::from_utf8_lossy(&bytes));
-    match ctx.compare(i, &what, output, &seen) {
+    // The agents' shell tools hand the model their output without its final newline(s) (Claude
+    // Code's Bash) or with them (Codex): trailing whitespace is not a difference.
+    match ctx.compare(i, &what, output.trim_end(), seen.trim_end()) {
         Some(d) => Err(Fallback::Drift(d)),
         None => Ok(()),
     }

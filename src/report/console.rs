@@ -353,14 +353,26 @@ fn event_line(kind: &EventKind, phase: Phase) -> Option<(String, Verbosity)> {
             message,
             duration_ms,
             usage,
+            replay,
         } => {
             // Duration and cost before the message: a line cut to 80 columns loses only the
             // message's end (whole in report.md and the recap).
-            let mut line = format!(
-                "STEP {step_id} ........ {} ({}",
-                step_word(*status),
-                secs(*duration_ms)
-            );
+            let replayed = replay
+                .as_ref()
+                .is_some_and(|r| r.mode == crate::model::replay::StepMode::Replayed);
+            let mut line = if replayed {
+                format!(
+                    "STEP {step_id} ........ {} (replayed {}ms",
+                    step_word(*status),
+                    duration_ms
+                )
+            } else {
+                format!(
+                    "STEP {step_id} ........ {} ({}",
+                    step_word(*status),
+                    secs(*duration_ms)
+                )
+            };
             if let Some(cost) = usage.as_ref().and_then(|u| u.cost_usd) {
                 line.push_str(&format!(", ${cost:.4}"));
             }

@@ -260,6 +260,9 @@ pub enum EventKind {
         duration_ms: u64,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         usage: Option<Usage>,
+        /// For an agent provider with replay on (SPEC §10): replayed or by the agent, and why.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        replay: Option<crate::model::replay::StepReplay>,
     },
     /// The watchdog stopped a hung or dead agent mid-step and started it again with its
     /// conversation resumed; the step is retried (README "Supervision").
@@ -378,6 +381,7 @@ mod tests {
                 total_cost_usd: Some(0.5),
                 ..Usage::default()
             }),
+            replay: None,
         });
         let json = serde_json::to_string(&ev).expect("serialize");
         assert!(json.contains("\"type\":\"step_finished\""), "{json}");

@@ -4,6 +4,7 @@
 //! (every step `not_run`, every command `pending`) and is brought up to date by [`RunRecord::apply`]
 //! with each [`Event`] of the run, in order. It is pure data: writing it is `writers`' job.
 
+use crate::model::replay::{Drift, StepMode};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -282,6 +283,19 @@ pub struct StepRecord {
     /// The agent console calls made during the step, in order (SPEC §9).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub console_calls: Vec<ConsoleCallRecord>,
+    /// SPEC §10: `replayed` (passed without the model) or `agent`; unset where replay does not
+    /// apply (the `shell` provider, `[replay] mode = "off"`, a step that never ran).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mode: Option<StepMode>,
+    /// Why the step was not replayed, or why the agent's pass was not recorded.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub replay_note: Option<String>,
+    /// The first difference the replay found; the step then went to the agent.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub replay_drift: Option<Drift>,
+    /// The agent's pass was written to the recording.
+    #[serde(default)]
+    pub recorded: bool,
 }
 
 /// The version of the run.json / summary.json layout; bumped on an incompatible change.
@@ -342,6 +356,16 @@ pub struct RunRecord {
     /// Each time the watchdog restarted the agent, in order.
     #[serde(default)]
     pub agent_restarts: Vec<AgentRestart>,
+    /// SPEC §10: steps passed by replay, steps carried out by the agent (replay on), steps that
+    /// drifted, and what the replayed steps cost when recorded.
+    #[serde(default)]
+    pub replayed_steps: u32,
+    #[serde(default)]
+    pub agent_steps: u32,
+    #[serde(default)]
+    pub replay_drift_steps: u32,
+    #[serde(default)]
+    pub cost_saved_usd: Option<f64>,
     /// Events that named a step or command the plan does not have: kept, not dropped.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub anomalies: Vec<String>,
@@ -389,6 +413,10 @@ impl RunRecord {
                     agent_turns: None,
                     cost_usd: None,
                     harness_log_excerpt: BTreeMap::new(),
+                    mode: None,
+                    replay_note: None,
+                    replay_drift: None,
+                    recorded: false,
                 })
                 .collect(),
             commands: plan
@@ -410,6 +438,10 @@ impl RunRecord {
             input_tokens: 0,
             output_tokens: 0,
             agent_restarts: Vec::new(),
+            replayed_steps: 0,
+            agent_steps: 0,
+            replay_drift_steps: 0,
+            cost_saved_usd: None,
             anomalies: Vec::new(),
         }
     }
@@ -573,6 +605,7 @@ impl RunRecord {
                 message,
                 duration_ms,
                 usage,
+                replay,
             } => {
                 if let Some(step) = self.step_mut(*step_id, "step_finished") {
                     step.status = *status;
@@ -581,6 +614,27 @@ impl RunRecord {
                     step.usage = usage.clone();
                     step.agent_turns = usage.as_ref().and_then(|u| u.turns);
                     step.cost_usd = usage.as_ref().and_then(|u| u.cost_usd);
+                    if let Some(r) = replay {
+                        step.mode = Some(r.mode);
+                        step.replay_note = r.note.clone();
+                        step.replay_drift = r.drift.clone();
+                        step.recorded = r.recorded;
+                    }
+                }
+                if let Some(r) = replay {
+                    match r.mode {
+                        StepMode::Replayed => {
+                            self.replayed_steps += 1;
+                            if let Some(saved) = r.cost_saved_usd {
+                                self.cost_saved_usd =
+                                    Some(self.cost_saved_usd.unwrap_or(0.0) + saved);
+                            }
+                        }
+                        StepMode::Agent => self.agent_steps += 1,
+                    }
+                    if r.drift.is_some() {
+                        self.replay_drift_steps += 1;
+                    }
                 }
                 if let Some(u) = usage {
                     if let Some(cost) = u.cost_usd {
@@ -790,6 +844,7 @@ mod tests {
                 message: Some("no button".into()),
                 duration_ms: 5,
                 usage: None,
+                replay: None,
             },
             EventKind::AgentLog {
                 step_id: 9,

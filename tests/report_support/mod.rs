@@ -116,6 +116,7 @@ pub fn events(clock: &EventClock, last: StepStatus, outcome: RunOutcome) -> Vec<
             message: None,
             duration_ms: 10,
             usage: None,
+            replay: None,
         },
         EventKind::StepStarted {
             step_id: 2,
@@ -146,6 +147,7 @@ pub fn events(clock: &EventClock, last: StepStatus, outcome: RunOutcome) -> Vec<
                 total_cost_usd: Some(0.0123),
                 ..Default::default()
             }),
+            replay: None,
         },
     ];
     if last != StepStatus::NotRun {
@@ -169,6 +171,7 @@ pub fn events(clock: &EventClock, last: StepStatus, outcome: RunOutcome) -> Vec<
             },
             duration_ms: 30,
             usage: None,
+            replay: None,
         });
     }
     kinds.push(EventKind::CommandTornDown {

@@ -12,6 +12,7 @@
 //! actor turns them into report events. If the actor dies (a panic), the driver is aborted with
 //! it and the supervisor, told by ractor's supervision, cleans up the run's processes.
 
+mod replay;
 mod setup;
 mod steps;
 mod teardown;
@@ -381,6 +382,10 @@ struct Started {
     workdir: Option<PathBuf>,
     /// The agent console's MCP server (`[provider] console`), stopped with the session.
     console: Option<ConsoleServer>,
+    /// The agent, not started yet: with replay on, it starts when a step first needs it.
+    pending_agent: Option<AgentArgs>,
+    /// Replay and recording (SPEC §10), where they apply.
+    replay: Option<replay::SessionReplay>,
 }
 
 impl Driver {

@@ -81,11 +81,35 @@ impl Driver {
             secrets: Arc::clone(&vars.secrets),
             console,
         };
+        let replay_env = crate::providers::agent_env(&agent, &facts);
+        let agent_cwd = agent.cwd.clone();
         let args = AgentArgs {
             spec: agent,
             facts,
             events: agent_tx,
         };
+        started.replay = super::replay::SessionReplay::new(
+            &self.test,
+            &self.suite.project_root,
+            &vars,
+            replay_env,
+            &agent_cwd,
+        );
+        // SPEC §10: with steps to replay first, the agent starts only when a step needs it.
+        if started.replay.as_ref().is_some_and(|r| r.replays()) {
+            started.pending_agent = Some(args);
+            return Ok(vars);
+        }
+        self.start_agent(started, args).await?;
+        Ok(vars)
+    }
+
+    /// Spawns the agent actor and has it start its process and send the bootstrap.
+    pub(super) async fn start_agent(
+        &self,
+        started: &mut Started,
+        args: AgentArgs,
+    ) -> Result<(), Ending> {
         let (actor, _) = Actor::spawn_linked(None, AgentActor, args, self.myself.get_cell())
             .await
             .map_err(|e| Ending::error(format!("cannot start the agent actor: {e}")))?;
@@ -107,7 +131,7 @@ impl Driver {
                 reason = Self::until_stopped(self.stop.clone()) => return Err(Ending::from_stop(reason)),
             }
         }
-        Ok(vars)
+        Ok(())
     }
 
     /// Picks the session's ports, tells them, and brings the harness up. When a command says its

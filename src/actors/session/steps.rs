@@ -2,12 +2,12 @@
 //! turned into events, a passed checkpoint step's save right after it, the first ERROR stopping the rest.
 
 use super::*;
+use crate::console::record::CallRecord;
+use crate::model::replay::StepReplay;
+use crate::replay::verdict::Verdict;
 
 impl Driver {
     pub(super) async fn steps(&self, started: &mut Started, vars: &SessionVars) -> Ending {
-        let Some(agent) = started.agent.clone() else {
-            return Ending::error("no agent was started");
-        };
         let Some(workdir) = started.workdir.clone() else {
             return Ending::error("no workspace was created");
         };
@@ -87,11 +87,78 @@ impl Driver {
                         .unwrap_or(self.test.effective.provider.step_timeout_secs.value),
                 ),
             };
+            // SPEC §10: the step's recording first; the agent only on a miss or a drift.
+            let mut fallback = None;
+            let mut replay_key = None;
+            if let Some(replay) = started.replay.as_ref() {
+                let key = replay.key(step, &request.instruction);
+                if replay.replays() {
+                    let console = started.console.as_ref().map(|s| s.console().as_ref());
+                    let (outcome, recorded) = replay.try_step(&key, console, &self.run_id).await;
+                    self.emit_console_calls(started, id);
+                    match (outcome, recorded) {
+                        (outcome @ Verdict::Replayed { .. }, Some(recorded)) => {
+                            let (message, info) = replay::replayed(&recorded, &outcome);
+                            let took = match outcome {
+                                Verdict::Replayed { took, .. } => took,
+                                Verdict::Fallback(_) => Duration::ZERO,
+                            };
+                            self.emit(step_finished_with(
+                                id,
+                                StepStatus::Ok,
+                                Some(message),
+                                took,
+                                None,
+                                Some(info),
+                            ));
+                            if let Some(replay) = started.replay.as_mut() {
+                                replay.note_replayed(id, &request.instruction, &recorded);
+                            }
+                            if let (Some(name), None) = (&step.checkpoint, restored) {
+                                if let Err(ending) = self
+                                    .checkpoint(CheckpointAction::Save, name, Some(id), vars)
+                                    .await
+                                {
+                                    return ending;
+                                }
+                            }
+                            continue;
+                        }
+                        (Verdict::Fallback(why), _) if replay.only() => {
+                            let message =
+                                format!("no recording to replay ([replay] mode = \"only\"): {why}");
+                            self.emit(step_finished_with(
+                                id,
+                                StepStatus::Error,
+                                Some(message.clone()),
+                                Duration::ZERO,
+                                None,
+                                Some(replay::by_the_agent(Some(&why))),
+                            ));
+                            return Ending {
+                                outcome: RunOutcome::Failed,
+                                message: Some(format!("step {id} error: {message}")),
+                            };
+                        }
+                        (Verdict::Fallback(why), _) => fallback = Some(why),
+                        (Verdict::Replayed { .. }, None) => {}
+                    }
+                }
+                replay_key = Some(key);
+            }
+            let agent = match self.agent(started).await {
+                Ok(agent) => agent,
+                Err(ending) => return ending,
+            };
+            let mut request = request;
+            if let Some(summary) = started.replay.as_mut().and_then(|r| r.take_summary()) {
+                request.instruction = format!("{summary}\n{}", request.instruction);
+            }
             let marks = LogMarks::take(&self.run_dir().join("logs"));
             let verdict = self
                 .run_step(&agent, request, &mut started.agent_news)
                 .await;
-            self.emit_console_calls(started, id);
+            let console_calls = self.emit_console_calls(started, id);
             let mut verdict = match verdict {
                 Ok(v) => v,
                 Err(message) => {
@@ -142,12 +209,38 @@ impl Driver {
                 ));
                 return Ending::from_stop(reason);
             }
-            self.emit(step_finished(
+            let replay_info = match (started.replay.as_mut(), replay_key.as_ref()) {
+                (Some(replay), Some(key)) => {
+                    let mut info = replay::by_the_agent(fallback.as_ref());
+                    if replay.records() && verdict.status == StepStatus::Ok {
+                        let cost = usage.as_ref().and_then(|u| u.cost_usd);
+                        let not_recorded =
+                            match replay.actions_of(&console_calls, &verdict.tool_calls) {
+                                Ok(actions) => replay.record(key, actions, cost).err(),
+                                Err(why) => Some(why),
+                            };
+                        match not_recorded {
+                            None => info.recorded = true,
+                            Some(why) => {
+                                let note = format!("not recorded: {why}");
+                                info.note = Some(match info.note.take() {
+                                    Some(before) => format!("{before}; {note}"),
+                                    None => note,
+                                });
+                            }
+                        }
+                    }
+                    Some(info)
+                }
+                _ => None,
+            };
+            self.emit(step_finished_with(
                 id,
                 verdict.status,
                 message.clone(),
                 verdict.duration,
                 usage,
+                replay_info,
             ));
             if let Some(fault) = &verdict.fault {
                 let again = if verdict.restarts > 0 {
@@ -317,11 +410,12 @@ impl Driver {
 
     /// For a step that did not pass: what each harness command logged while it ran.
     /// The console calls made since the last step ended, reported with this step.
-    pub(super) fn emit_console_calls(&self, started: &Started, step_id: u32) {
+    pub(super) fn emit_console_calls(&self, started: &Started, step_id: u32) -> Vec<CallRecord> {
         let Some(server) = &started.console else {
-            return;
+            return Vec::new();
         };
-        for call in server.console().recorder().take_calls() {
+        let calls = server.console().recorder().take_calls();
+        for call in calls.iter().cloned() {
             self.emit(EventKind::ConsoleCall {
                 step_id,
                 summary: call.summary(),
@@ -332,6 +426,22 @@ impl Driver {
                 is_error: call.is_error,
             });
         }
+        calls
+    }
+
+    /// The session's agent, started now if it was waiting for a step that needs it.
+    async fn agent(&self, started: &mut Started) -> Result<ActorRef<AgentMsg>, Ending> {
+        if let Some(agent) = &started.agent {
+            return Ok(agent.clone());
+        }
+        let Some(args) = started.pending_agent.take() else {
+            return Err(Ending::error("no agent was started"));
+        };
+        self.start_agent(started, args).await?;
+        started
+            .agent
+            .clone()
+            .ok_or_else(|| Ending::error("no agent was started"))
     }
 
     pub(super) fn emit_excerpt(&self, step_id: u32, marks: &LogMarks) {
@@ -440,11 +550,24 @@ pub(super) fn step_finished(
     duration: Duration,
     usage: Option<Usage>,
 ) -> EventKind {
+    step_finished_with(step_id, status, message, duration, usage, None)
+}
+
+/// [`step_finished`] with what replay did for the step.
+pub(super) fn step_finished_with(
+    step_id: u32,
+    status: StepStatus,
+    message: Option<String>,
+    duration: Duration,
+    usage: Option<Usage>,
+    replay: Option<StepReplay>,
+) -> EventKind {
     EventKind::StepFinished {
         step_id,
         status,
         message,
         duration_ms: millis(duration),
         usage,
+        replay,
     }
 }

@@ -199,7 +199,7 @@ pub struct EffectiveConfig {
     pub checkpoint: Option<Sourced<CheckpointConfig>>,
     /// `[browser]` (SPEC §11): `None` when no layer has the table (no browser).
     pub browser: Option<Sourced<crate::model::browser::BrowserConfig>>,
-    /// `[replay]` and `--replay` (SPEC §10): resolved and checked; replay is not active yet.
+    /// `[replay]` and `--replay` (SPEC §10): resolved and checked.
     pub replay: crate::model::replay::ReplayConfig,
 }
 

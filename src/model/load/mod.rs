@@ -313,16 +313,10 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
     if !problems.is_empty() {
         return Err(finish(problems, &host.cwd));
     }
-    // Checked but not yet acted on: say so, so that nobody believes a browser or a replay ran.
+    // Checked but not yet acted on: say so, so that nobody believes a browser ran.
     if flagged.browser.is_some() {
         notes.push(
             "[browser] is checked, but this build does not start a browser yet: the agent gets none"
-                .to_string(),
-        );
-    }
-    if flagged.replay.mode.source != Layer::Default {
-        notes.push(
-            "[replay] / --replay is checked, but replay is not active in this build: every step goes to the agent"
                 .to_string(),
         );
     }

@@ -1,0 +1,335 @@
+//! Replay in a session (SPEC §10): before a step goes to the agent, its recording is replayed;
+//! after the agent passed a step, what it did is recorded. The recording is loaded once per
+//! session and written back after each step it gained, so a run cut short keeps what it learnt.
+
+use super::*;
+use crate::console::record::CallRecord;
+use crate::model::replay::{ReplayMode, StepMode, StepReplay};
+use crate::providers::tool_calls::ToolCall;
+use crate::replay::format::{Action, RecordedStep, Recording};
+use crate::replay::normalize::{instruction_hash, Normalizer};
+use crate::replay::placeholders::Placeholders;
+use crate::replay::record::{console_action, shell_action, unreplayable_tool};
+use crate::replay::replayer::{replay_step, ReplayContext};
+use crate::replay::store::{self, StepKey};
+use crate::replay::verdict::{Fallback, Verdict};
+
+/// The longest one replayed shell action may run before the replay gives up on it.
+const ACTION_TIMEOUT: Duration = Duration::from_secs(60);
+/// How much of a replayed action's output the agent is told, when it is first needed.
+const SUMMARY_OUTPUT_CHARS: usize = 300;
+
+/// A session's replay: its recording, and how this session's values are masked.
+pub(super) struct SessionReplay {
+    mode: ReplayMode,
+    provider: String,
+    test: String,
+    path: PathBuf,
+    /// The recording as loaded (a fresh one when there is none), or why it cannot be used.
+    recording: Result<Recording, String>,
+    placeholders: Placeholders,
+    normalizer: Normalizer,
+    max_age_days: u32,
+    /// The agent's environment: what a replayed shell action runs with.
+    env: Vec<(String, String)>,
+    /// Where the agent's own shell tool runs (`[provider] cwd`).
+    agent_cwd: String,
+    /// What the replayed steps did, for the agent's first message.
+    replayed: Vec<String>,
+}
+
+impl SessionReplay {
+    /// `None` where replay does not apply: `[replay] mode = "off"`, or the `shell` provider (it
+    /// is deterministic already).
+    pub(super) fn new(
+        test: &RootTest,
+        project_root: &Path,
+        vars: &SessionVars,
+        env: Vec<(String, String)>,
+        agent_cwd: &Path,
+    ) -> Option<Self> {
+        let effective = &test.effective;
+        let mode = effective.replay.mode.value;
+        let provider = effective.provider.name.value.clone();
+        if mode == ReplayMode::Off || ProviderKind::parse(&provider) == Some(ProviderKind::Shell) {
+            return None;
+        }
+        let test_path = test.rel_path.to_string_lossy().into_owned();
+        let path = store::recording_path(&effective.replay.dir_in(project_root), &test.rel_path);
+        let mut values: Vec<(String, String)> = vars
+            .vars
+            .iter()
+            .filter(|(name, _)| is_volatile_builtin(name))
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect();
+        values.extend(vars.ports.iter().map(|(n, p)| (n.clone(), p.to_string())));
+        values.extend(
+            env.iter()
+                .filter(|(name, _)| name.starts_with("BUGATTI_MCP_"))
+                .cloned(),
+        );
+        let placeholders = Placeholders::new(values, test.effective.secret_pairs());
+        let recording = match store::load(&path, &test_path) {
+            Ok(Some(recording)) => Ok(recording),
+            Ok(None) => Ok(Recording::new(test_path.clone())),
+            Err(e) => Err(e.to_string()),
+        };
+        let normalizer =
+            match Normalizer::new(placeholders.volatiles(), &effective.replay.ignore.value) {
+                Ok(n) => n,
+                // Checked when the config was loaded; should it fail here, mask nothing extra.
+                Err(e) => {
+                    tracing::warn!("[replay] ignore: {e}");
+                    Normalizer::new(placeholders.volatiles(), &[])
+                        .unwrap_or_else(|_| Normalizer::generic())
+                }
+            };
+        Some(Self {
+            mode,
+            provider,
+            test: test_path,
+            path,
+            recording,
+            placeholders,
+            normalizer,
+            max_age_days: effective.replay.max_age_days.value,
+            env,
+            agent_cwd: agent_cwd.display().to_string(),
+            replayed: Vec::new(),
+        })
+    }
+
+    /// `only`: no agent at all.
+    pub(super) fn only(&self) -> bool {
+        self.mode == ReplayMode::Only
+    }
+
+    /// Replayed steps are tried first (`auto`, `only`).
+    pub(super) fn replays(&self) -> bool {
+        matches!(self.mode, ReplayMode::Auto | ReplayMode::Only)
+    }
+
+    /// Steps the agent passed are recorded (`auto`, `record`).
+    pub(super) fn records(&self) -> bool {
+        matches!(self.mode, ReplayMode::Auto | ReplayMode::Record)
+    }
+
+    pub(super) fn key(&self, step: &PlannedStep, instruction: &str) -> StepKey {
+        StepKey {
+            step: step.step_id,
+            provenance: step.provenance(),
+            instruction_hash: instruction_hash(&self.normalizer, instruction),
+            provider: self.provider.clone(),
+        }
+    }
+
+    /// Replays the step's recording, when it has a usable one.
+    pub(super) async fn try_step(
+        &self,
+        key: &StepKey,
+        console: Option<&Console>,
+        run_id: &str,
+    ) -> (Verdict, Option<RecordedStep>) {
+        let recording = match &self.recording {
+            Ok(r) => r,
+            Err(why) => return (Verdict::Fallback(Fallback::Unreadable(why.clone())), None),
+        };
+        let recorded = match recording.lookup(key, chrono::Utc::now(), self.max_age_days) {
+            Ok(step) => step.clone(),
+            Err(miss) => {
+                let miss = if recording.steps.is_empty() {
+                    store::Miss::NoFile
+                } else {
+                    miss
+                };
+                return (Verdict::Fallback(Fallback::Miss(miss)), None);
+            }
+        };
+        let ctx = ReplayContext {
+            console,
+            placeholders: &self.placeholders,
+            normalizer: &self.normalizer,
+            run_id: run_id.to_string(),
+            step_id: u32::try_from(key.step).unwrap_or(u32::MAX),
+            env: self.env.clone(),
+            action_timeout: ACTION_TIMEOUT,
+        };
+        (replay_step(&ctx, &recorded).await, Some(recorded))
+    }
+
+    /// Remembers what a replayed step did: the agent, when first needed, is told.
+    pub(super) fn note_replayed(&mut self, step_id: u32, instruction: &str, step: &RecordedStep) {
+        let mut text = format!("- step {step_id}: {}\n", instruction.trim());
+        for action in &step.actions {
+            let (what, output) = match action {
+                Action::Console { output, .. } | Action::Shell { output, .. } => {
+                    (action.describe(), output)
+                }
+            };
+            let what = self.placeholders.fill(&what);
+            let output = self.placeholders.fill(output);
+            let cut: String = output.chars().take(SUMMARY_OUTPUT_CHARS).collect();
+            let more = if cut.len() < output.len() { " …" } else { "" };
+            text.push_str(&format!("  $ {what}\n"));
+            for line in cut.trim_end().lines() {
+                text.push_str(&format!("    {line}\n"));
+            }
+            if !more.is_empty() {
+                text.push_str("    …\n");
+            }
+        }
+        self.replayed.push(text);
+    }
+
+    /// For the agent's first step after replayed ones: what those did, so that it knows the
+    /// state it finds. Empty once told.
+    pub(super) fn take_summary(&mut self) -> Option<String> {
+        if self.replayed.is_empty() {
+            return None;
+        }
+        let steps = std::mem::take(&mut self.replayed).concat();
+        Some(format!(
+            "Before this step, the steps below of this test were checked without you, by running \
+             again the commands recorded when an agent last passed them; every output matched. \
+             The system is in the state they left it in.\n{steps}\n"
+        ))
+    }
+
+    /// The step's actions as a recording keeps them, or why it cannot be recorded.
+    pub(super) fn actions_of(
+        &self,
+        console_calls: &[CallRecord],
+        tool_calls: &[ToolCall],
+    ) -> Result<Vec<Action>, String> {
+        let cwd = self.agent_cwd.as_str();
+        let mut timed: Vec<(Option<std::time::Instant>, Action)> = Vec::new();
+        for call in tool_calls {
+            if let Some(why) = &call.unreplayable {
+                return Err(why.clone());
+            }
+            if let Some(why) = unreplayable_tool(&call.tool) {
+                return Err(why);
+            }
+            if let Some(shell) = &call.shell {
+                let action = shell_action(
+                    &self.placeholders,
+                    &shell.command,
+                    cwd,
+                    shell.exit_code,
+                    &self.placeholders.redact(&shell.output),
+                );
+                timed.push((Some(call.at), action));
+            }
+        }
+        for call in console_calls {
+            let answer = crate::console::Answer {
+                text: call.answer.clone(),
+                is_error: call.is_error,
+                exit_code: call.exit_code,
+                bytes: call.bytes,
+            };
+            if let Some(action) =
+                console_action(&self.placeholders, &call.tool, &call.arguments, &answer)
+            {
+                timed.push((call.began, action));
+            }
+        }
+        // Stable: a console call and a shell call seen at the same instant keep their order.
+        timed.sort_by_key(|(at, _)| *at);
+        let actions: Vec<Action> = timed.into_iter().map(|(_, a)| a).collect();
+        if actions.is_empty() {
+            return Err(
+                "the agent ran no command in this step: there is nothing to check again".into(),
+            );
+        }
+        Ok(actions)
+    }
+
+    /// Writes the agent's pass of a step into the recording.
+    pub(super) fn record(
+        &mut self,
+        key: &StepKey,
+        actions: Vec<Action>,
+        cost_usd: Option<f64>,
+    ) -> Result<(), String> {
+        let recording = match &mut self.recording {
+            Ok(r) => r,
+            // A file we could not read is replaced by a good one.
+            Err(_) => {
+                self.recording = Ok(Recording::new(self.test.clone()));
+                match &mut self.recording {
+                    Ok(r) => r,
+                    Err(why) => return Err(why.clone()),
+                }
+            }
+        };
+        recording.upsert(RecordedStep {
+            step: key.step,
+            provenance: key.provenance.clone(),
+            instruction_hash: key.instruction_hash.clone(),
+            provider: key.provider.clone(),
+            recorded_at: chrono::Utc::now(),
+            cost_usd,
+            actions,
+        });
+        store::save(&self.path, recording).map_err(|e| e.to_string())
+    }
+}
+
+/// The built-in variables whose values differ every session.
+fn is_volatile_builtin(name: &str) -> bool {
+    matches!(
+        name,
+        "BUGATTI_RUN_ID"
+            | "BUGATTI_SESSION_ID"
+            | "BUGATTI_RUN_DIR"
+            | "BUGATTI_WORKDIR"
+            | "BUGATTI_PROJECT_ROOT"
+    )
+}
+
+/// What a replayed step's record says.
+pub(super) fn replayed(step: &RecordedStep, verdict: &Verdict) -> (String, StepReplay) {
+    let (actions, took) = match verdict {
+        Verdict::Replayed { actions, took, .. } => (*actions, *took),
+        Verdict::Fallback(_) => (0, Duration::ZERO),
+    };
+    let message = format!(
+        "replayed: all {actions} recorded actions ran again and matched ({}ms; recorded {} by {})",
+        took.as_millis(),
+        step.recorded_at.format("%Y-%m-%d %H:%M UTC"),
+        step.provider
+    );
+    let replay = StepReplay {
+        mode: StepMode::Replayed,
+        note: None,
+        drift: None,
+        recorded: false,
+        cost_saved_usd: step.cost_usd,
+    };
+    (message, replay)
+}
+
+/// What a step that went to the agent says of replay, given why it was not replayed.
+pub(super) fn by_the_agent(fallback: Option<&Fallback>) -> StepReplay {
+    let drift = match fallback {
+        Some(Fallback::Drift(d)) => Some(d.clone()),
+        _ => None,
+    };
+    StepReplay {
+        mode: StepMode::Agent,
+        note: fallback.map(|f| match f {
+            // The diff is in `replay_drift`: the note says where.
+            Fallback::Drift(d) => format!(
+                "drift at action {} ({}): {} differs",
+                d.action + 1,
+                d.what,
+                d.field
+            ),
+            other => other.to_string(),
+        }),
+        drift,
+        recorded: false,
+        cost_saved_usd: None,
+    }
+}

@@ -1,0 +1,221 @@
+//! The tools the agent itself called during a step, as its own stream showed them (Claude Code's
+//! `tool_use` / `tool_result` blocks, Codex's items): what replay records of a step besides the
+//! console calls (SPEC §10). Only the provider's shell tool keeps its command and output; any
+//! other tool is kept by name, because its use alone makes the step unreplayable.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// The provider's own shell tool run to its end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellRun {
+    pub command: String,
+    /// `None` when the stream did not show one (a refused or interrupted call).
+    pub exit_code: Option<i32>,
+    /// stdout and stderr as the tool result gave them to the model.
+    pub output: String,
+}
+
+/// One tool call of the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// When the stream showed the call: orders it among the console calls of the same step.
+    pub at: Instant,
+    /// As the provider names it: `Bash`, `Edit`, `mcp__bugatti__exec_command`,
+    /// `command_execution`, `file_change`, `mcp__browser__browser_click`, …
+    pub tool: String,
+    /// For the provider's shell tool: what ran and what came back (`None` until the result).
+    pub shell: Option<ShellRun>,
+    /// Why this call cannot be replayed although its tool can (a background Bash, a refusal).
+    pub unreplayable: Option<String>,
+}
+
+/// A step's tool calls, in the order the stream showed them.
+#[derive(Debug, Default)]
+pub struct ToolCalls {
+    calls: Vec<ToolCall>,
+    /// Claude Code `tool_use` ids waiting for their `tool_result`.
+    pending: HashMap<String, usize>,
+}
+
+impl ToolCalls {
+    /// A Claude Code `tool_use` block.
+    pub fn claude_tool_use(&mut self, block: &serde_json::Value) {
+        let tool = block["name"].as_str().unwrap_or("tool").to_string();
+        let mut unreplayable = None;
+        let shell = (tool == "Bash").then(|| ShellRun {
+            command: block["input"]["command"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            exit_code: None,
+            output: String::new(),
+        });
+        if shell.is_some() && block["input"]["run_in_background"].as_bool() == Some(true) {
+            unreplayable = Some("the agent ran a Bash command in the background".to_string());
+        }
+        if let Some(id) = block["id"].as_str() {
+            self.pending.insert(id.to_string(), self.calls.len());
+        }
+        self.calls.push(ToolCall {
+            at: Instant::now(),
+            tool,
+            shell,
+            unreplayable,
+        });
+    }
+
+    /// A Claude Code `tool_result` block, with its content as text.
+    pub fn claude_tool_result(&mut self, block: &serde_json::Value, content: &str) {
+        let Some(index) = block["tool_use_id"]
+            .as_str()
+            .and_then(|id| self.pending.remove(id))
+        else {
+            return;
+        };
+        let Some(call) = self.calls.get_mut(index) else {
+            return;
+        };
+        let Some(shell) = call.shell.as_mut() else {
+            return;
+        };
+        let is_error = block["is_error"].as_bool().unwrap_or(false);
+        let (exit_code, output) = claude_bash_result(content, is_error);
+        if exit_code.is_none() {
+            call.unreplayable = Some(format!(
+                "the agent's Bash call did not run to an exit code ({})",
+                content.lines().next().unwrap_or_default()
+            ));
+        }
+        shell.exit_code = exit_code;
+        shell.output = output;
+    }
+
+    /// A Codex `item.completed`.
+    pub fn codex_item(&mut self, item: &serde_json::Value) {
+        let (tool, shell) = match item["type"].as_str() {
+            Some("command_execution") => (
+                "command_execution".to_string(),
+                Some(ShellRun {
+                    command: item["command"].as_str().unwrap_or_default().to_string(),
+                    exit_code: item["exit_code"]
+                        .as_i64()
+                        .and_then(|c| i32::try_from(c).ok()),
+                    output: item["aggregated_output"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                }),
+            ),
+            Some("mcp_tool_call") => (
+                format!(
+                    "mcp__{}__{}",
+                    item["server"].as_str().unwrap_or("?"),
+                    item["tool"].as_str().unwrap_or("?")
+                ),
+                None,
+            ),
+            // What the model says and thinks touches nothing.
+            Some("agent_message" | "reasoning" | "todo_list") | None => return,
+            Some(other) => (other.to_string(), None),
+        };
+        let unreplayable = shell
+            .as_ref()
+            .filter(|s| s.exit_code.is_none())
+            .map(|_| "the agent's command did not run to an exit code".to_string());
+        self.calls.push(ToolCall {
+            at: Instant::now(),
+            tool,
+            shell,
+            unreplayable,
+        });
+    }
+
+    /// The step's calls; the next step starts empty.
+    pub fn take(&mut self) -> Vec<ToolCall> {
+        self.pending.clear();
+        std::mem::take(&mut self.calls)
+    }
+}
+
+/// Claude Code's Bash `tool_result`: a success is the output with exit code 0; a failure starts
+/// `Exit code N`; any other error (a refusal, an interrupt) has no exit code.
+pub fn claude_bash_result(content: &str, is_error: bool) -> (Option<i32>, String) {
+    if !is_error {
+        return (Some(0), content.to_string());
+    }
+    let (first, rest) = content.split_once('\n').unwrap_or((content, ""));
+    match first
+        .trim_start_matches("Error: ")
+        .strip_prefix("Exit code ")
+        .and_then(|code| code.trim().parse().ok())
+    {
+        Some(code) => (Some(code), rest.to_string()),
+        None => (None, content.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_bash_call_is_paired_with_its_result() {
+        let mut calls = ToolCalls::default();
+        calls.claude_tool_use(&json!({"type":"tool_use","id":"t1","name":"Bash","input":{"command":"curl -s :8080/health"}}));
+        calls.claude_tool_use(&json!({"type":"tool_use","id":"t2","name":"Edit","input":{}}));
+        calls.claude_tool_result(
+            &json!({"tool_use_id":"t1","is_error":true}),
+            "Exit code 3\nhello",
+        );
+        let taken = calls.take();
+        assert_eq!(taken.len(), 2);
+        assert_eq!(
+            taken[0].shell,
+            Some(ShellRun {
+                command: "curl -s :8080/health".into(),
+                exit_code: Some(3),
+                output: "hello".into()
+            })
+        );
+        assert_eq!(taken[0].unreplayable, None);
+        assert_eq!(taken[1].tool, "Edit");
+        assert!(calls.take().is_empty());
+    }
+
+    #[test]
+    fn a_refused_or_background_bash_is_not_replayable() {
+        let mut calls = ToolCalls::default();
+        calls.claude_tool_use(&json!({"id":"a","name":"Bash","input":{"command":"x"}}));
+        calls.claude_tool_result(
+            &json!({"tool_use_id":"a","is_error":true}),
+            "This command requires approval",
+        );
+        calls.claude_tool_use(
+            &json!({"id":"b","name":"Bash","input":{"command":"y","run_in_background":true}}),
+        );
+        let taken = calls.take();
+        assert!(taken.iter().all(|c| c.unreplayable.is_some()), "{taken:?}");
+    }
+
+    #[test]
+    fn codex_items_are_named_like_claude_tools() {
+        let mut calls = ToolCalls::default();
+        calls.codex_item(&json!({"type":"command_execution","command":"bash -c 'echo ok'","aggregated_output":"ok\n","exit_code":0}));
+        calls.codex_item(&json!({"type":"mcp_tool_call","server":"bugatti","tool":"exec_command"}));
+        calls.codex_item(&json!({"type":"file_change"}));
+        calls.codex_item(&json!({"type":"agent_message","text":"RESULT OK"}));
+        let taken = calls.take();
+        let names: Vec<&str> = taken.iter().map(|c| c.tool.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "command_execution",
+                "mcp__bugatti__exec_command",
+                "file_change"
+            ]
+        );
+        assert_eq!(taken[0].shell.as_ref().and_then(|s| s.exit_code), Some(0));
+    }
+}
