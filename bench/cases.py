@@ -604,6 +604,120 @@ def many_steps(ctx):
                f"{ms(med(per_short))} per step ({few}-step test, same steps)",
                f"{ratio:.2f}×", "≤ 2×", ratio <= 2.0)
 
+
+
+
+# 17 -----------------------------------------------------------------------------------------------
+def _claude_bin(ctx):
+    path = os.environ.get("BUGATTI_CLAUDE_BIN") or os.path.join(ctx.root, ".ci", "node", "node_modules", ".bin", "claude")
+    return path if os.access(path, os.X_OK) else None
+
+
+def _model_calls(requests_path):
+    """Main-loop requests the stub answered (those offering the Bash tool), as the stub logged them."""
+    try:
+        lines = open(requests_path).read().splitlines()
+    except FileNotFoundError:
+        return 0
+    calls = 0
+    for line in lines:
+        entry = json.loads(line)
+        tools = (entry.get("body") or {}).get("tools") or []
+        if entry.get("path", "").startswith("/v1/messages") and any(t.get("name") == "Bash" for t in tools):
+            calls += 1
+    return calls
+
+
+def replay(ctx):
+    """SPEC §10: a test of the demo shop through the real Claude Code CLI against the scripted
+    stub with 1 s of model latency per call (0.2 s with --quick). First run (the agent, recorded)
+    vs second run (replayed); a third run after one step's output changed asks the model for that
+    step only. Model calls are counted from the stub's own request log."""
+    import subprocess
+    claude = _claude_bin(ctx)
+    steps = 3 if ctx.quick else 10
+    name = f"17. replay: {steps}-step claude-code test, model latency {'0.2' if ctx.quick else '1'} s/call"
+    if claude is None:
+        return Row(name, "skipped", "-", "-", "second run ≥ 10× faster", True,
+                   "Claude Code CLI not installed (.ci/run installs it into .ci/node)")
+    project = os.path.join(ctx.tmp, "replay")
+    shutil.rmtree(project, ignore_errors=True)
+    os.makedirs(os.path.join(project, "tests"))
+    shutil.copytree(os.path.join(ctx.root, "examples", "demo", "app"), os.path.join(project, "app"))
+    changed = steps // 2 + 1
+    with open(os.path.join(project, "note.txt"), "w") as f:
+        f.write("note one\n")
+    with open(os.path.join(project, "bugatti.config.toml"), "w") as f:
+        f.write("""[provider]
+name = "claude-code"
+agent_args = ["--allowedTools", "Bash"]
+step_timeout_secs = 120
+
+[supervisor]
+tests = ["tests/*.test.toml"]
+keep_workspace = "never"
+
+[ports]
+APP_PORT = "auto"
+
+[commands.migrate]
+kind = "short_lived"
+cmd = "python3 app/migrate.py ${BUGATTI_WORKDIR}/shop.db"
+
+[commands.server]
+kind = "long_lived"
+cmd = "python3 -u app/server.py --port ${APP_PORT} --db ${BUGATTI_WORKDIR}/shop.db"
+depends_on = ["migrate"]
+readiness_url = "http://127.0.0.1:${APP_PORT}/health"
+""")
+    command = lambda i: "cat note.txt" if i == changed else f"curl -s http://127.0.0.1:$APP_PORT/products; echo; echo step {i}"
+    with open(os.path.join(project, "tests", "shop.test.toml"), "w") as f:
+        f.write('name = "Shop"\n\n' + "".join(
+            f'[[steps]]\ninstruction = "Check the shop, part {i}."\n\n' for i in range(1, steps + 1)))
+    stub_py = os.path.join(ctx.root, "tests", "support", "anthropic_stub.py")
+    home = os.path.join(ctx.tmp, "replay-home")
+    os.makedirs(home, exist_ok=True)
+
+    def one_run(label, script):
+        side = os.path.join(ctx.tmp, f"replay-{label}")
+        shutil.rmtree(side, ignore_errors=True)
+        os.makedirs(side)
+        script_path, requests = os.path.join(side, "script.json"), os.path.join(side, "requests.jsonl")
+        with open(script_path, "w") as f:
+            json.dump(script, f)
+        stub_env = dict(ctx.env, STUB_DELAY_MS="200" if ctx.quick else "1000")
+        stub = subprocess.Popen(["python3", stub_py, script_path, requests], stdout=subprocess.PIPE,
+                                env=stub_env, start_new_session=True, text=True)
+        try:
+            port = stub.stdout.readline().strip().removeprefix("PORT ")
+            env = dict(ctx.env, HOME=home, ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}",
+                       ANTHROPIC_API_KEY="dummy", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                       CLAUDE_CODE_MAX_RETRIES="1", BUGATTI_CLAUDE_BIN=claude)
+            saved, ctx.env = ctx.env, env
+            try:
+                m = supervise(ctx, project, ["-q"], label=f"replay-{label}")
+            finally:
+                ctx.env = saved
+        finally:
+            os.killpg(stub.pid, 9)
+            stub.wait()
+        return m.wall, _model_calls(requests)
+
+    agent_script = []
+    for i in range(1, steps + 1):
+        agent_script += [{"bash": command(i)}, {"text": "RESULT OK"}]
+    first, first_calls = one_run("first", agent_script)
+    second, second_calls = one_run("second", [])
+    with open(os.path.join(project, "note.txt"), "w") as f:
+        f.write("note two\n")
+    third, third_calls = one_run("third", [{"bash": command(changed)}, {"text": "RESULT OK"}])
+    ratio = first / second
+    return Row(name, f"{second:.2f} s replayed ({second_calls} model calls)",
+               f"{first:.2f} s by the agent ({first_calls} model calls)", f"{ratio:.1f}×",
+               "≥ 10× faster, 0 model calls", ratio >= 10 and second_calls == 0,
+               f"third run, step {changed}'s output changed: {third:.2f} s, {third_calls} model calls (that step only)")
+
+
 ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead,
        check_many_env, html_report, console_latency, console_wait_for_log, console_idle,
-       console_flood, many_steps]
+       console_flood, many_steps, replay]

@@ -91,10 +91,19 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
     let agent_script = || {
         json!([
             // The output carries the session's port, a timestamp, a UUID and a duration.
-            {"bash": "curl -s -X POST http://127.0.0.1:$APP_PORT/inc; echo; echo served on port $APP_PORT; date -u +%FT%T.%NZ; cat /proc/sys/kernel/random/uuid; echo took $(( $(date +%N) % 900 + 10 ))ms"},
+            {"bash": "curl -s -X POST http://127.0.0.1:$APP_PORT/inc; echo; echo served on port $APP_PORT; date -u +%FT%T.%NZ; cat /proc/sys/kernel/random/uuid; echo took $(shuf -i 10-900 -n 1)ms"},
             {"text": "The counter says 1.\nRESULT OK"},
             {"bash": "cat version.txt"},
             {"text": "It says version 1.\nRESULT OK"},
+        ])
+    };
+
+    let agent_script_v2 = || {
+        json!([
+            {"bash": "curl -s -X POST http://127.0.0.1:$APP_PORT/inc"},
+            {"text": "RESULT OK"},
+            {"bash": "cat version.txt"},
+            {"text": "RESULT OK"},
         ])
     };
 
@@ -116,7 +125,7 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
 
     // 2. Unchanged app: every step replays, the agent CLI never starts, the stub sees nothing.
     let (code, console, record, requests) = run(&p, &bin, side.path(), "second", json!([]), &[]);
-    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(code, Some(0), "{console}\n{}", record["steps"]);
     assert_eq!(requests, 0, "no model request on a replayed run");
     assert_eq!(modes(&record), ["replayed", "replayed"], "{record}");
     assert_eq!(record["replayed_steps"], 2, "{record}");
@@ -158,6 +167,19 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
         "{drift}"
     );
     assert_eq!(record["steps"][1]["recorded"], true, "{record}");
+    assert!(
+        console.contains("steps: 1 replayed, 1 by the agent (1 drift)"),
+        "{console}"
+    );
+    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+    assert!(
+        report.contains("## Replay")
+            && report.contains("Step 2: **agent**, recorded")
+            && report.contains("```diff")
+            && report.contains("+version 2"),
+        "{report}"
+    );
     let stub_requests = std::fs::read_to_string(side.path().join("third/messages-requests.jsonl"))
         .unwrap_or_default();
     assert!(
@@ -165,11 +187,63 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
         "the agent learnt what the replayed step did"
     );
 
-    // 4. The renewed recording replays.
+    // 4. The renewed recording replays; `check` lists both steps as recorded, from a
+    //    subdirectory too; the history line carries the counts.
     let (code, console, record, requests) = run(&p, &bin, side.path(), "fourth", json!([]), &[]);
     assert_eq!(code, Some(0), "{console}");
     assert_eq!(requests, 0);
     assert_eq!(modes(&record), ["replayed", "replayed"], "{record}");
+    let history =
+        std::fs::read_to_string(p.root().join(".bugatti/history.jsonl")).expect("history");
+    let last: Value = serde_json::from_str(history.lines().last().expect("a line")).expect("json");
+    assert_eq!(last["replayed_steps"], 2, "{last}");
+    assert!(
+        last.get("agent_steps").is_none(),
+        "a zero count is left out: {last}"
+    );
+    p.write("sub/.keep", "");
+    for dir in [p.root().to_path_buf(), p.root().join("sub")] {
+        let out = p
+            .supervisor()
+            .current_dir(&dir)
+            .arg("check")
+            .output()
+            .expect("check");
+        let text = stdout(&out);
+        assert_eq!(out.status.code(), Some(0), "{text}");
+        let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+        assert_eq!(
+            text.matches(&format!("replay: recorded {today} (1 action)"))
+                .count(),
+            2,
+            "{text}"
+        );
+    }
+
+    // A hand-edited recording that no longer parses: `check` says so, the run warns, the agent
+    // does every step (never a false pass) and writes a good recording again.
+    std::fs::write(&recording_path, "{\"schema\": 1, \"test\": \"counter").expect("corrupt it");
+    let out = p.supervisor().arg("check").output().expect("check");
+    assert!(
+        stdout(&out).contains("bugatti.replay/counter.replay.json is unusable"),
+        "{}",
+        stdout(&out)
+    );
+    let (code, console, record, requests) =
+        run(&p, &bin, side.path(), "corrupt", agent_script_v2(), &[]);
+    assert_eq!(code, Some(0), "{console}");
+    assert!(requests >= 2, "the agent was asked");
+    assert_eq!(modes(&record), ["agent", "agent"], "{record}");
+    let note = record["steps"][0]["replay_note"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(note.contains("counter.replay.json"), "{record}");
+    assert!(
+        console.contains("counter.replay.json"),
+        "the run warns: {console}"
+    );
+    let renewed = std::fs::read_to_string(&recording_path).expect("recording");
+    assert!(serde_json::from_str::<Value>(&renewed).is_ok(), "{renewed}");
 
     // 5. --replay off: the agent for every step, nothing replayed or recorded.
     let (code, console, record, requests) = run(
@@ -177,16 +251,95 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
         &bin,
         side.path(),
         "fifth",
-        json!([
-            {"bash": "curl -s -X POST http://127.0.0.1:$APP_PORT/inc"},
-            {"text": "RESULT OK"},
-            {"bash": "cat version.txt"},
-            {"text": "RESULT OK"},
-        ]),
+        agent_script_v2(),
         &["--replay", "off"],
     );
     assert_eq!(code, Some(0), "{console}");
     assert!(requests >= 2);
     assert_eq!(modes(&record), ["-", "-"], "{record}");
     assert_eq!(record["replayed_steps"], 0);
+}
+
+/// An item store shaped like Bugatti's Flask example (an install command, a server on a port,
+/// an API test of four steps and a page test of two), copied into a project as it is: the first
+/// run records every step, the second (started from a subdirectory) replays all six with no
+/// model request and no agent process.
+#[test]
+fn an_item_store_project_replays_every_step_on_its_second_run() {
+    let Some(bin) = claude_bin("replay of the item store through claude-code") else {
+        return;
+    };
+    let p = Project::new();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/item_store");
+    for entry in std::fs::read_dir(&example).expect("example dir") {
+        let path = entry.expect("entry").path();
+        let name = path.file_name().and_then(|n| n.to_str()).expect("name");
+        p.write(name, &std::fs::read_to_string(&path).expect("read"));
+    }
+    let side = tempfile::tempdir().expect("side dir");
+    // Root tests in discovery order (api, then ui), one at a time for the scripted stub.
+    let script = json!([
+        {"bash": "curl -s http://127.0.0.1:$APP_PORT/health"},
+        {"text": "RESULT OK"},
+        {"bash": "curl -s http://127.0.0.1:$APP_PORT/api/items | python3 -m json.tool"},
+        {"text": "Three items with id, name and price.\nRESULT OK"},
+        {"bash": "curl -s http://127.0.0.1:$APP_PORT/api/items/1"},
+        {"text": "RESULT OK"},
+        {"bash": "curl -s -o /dev/null -w '%{http_code}\\n' http://127.0.0.1:$APP_PORT/api/items/999; curl -s http://127.0.0.1:$APP_PORT/api/items/999"},
+        {"text": "404 with an error.\nRESULT OK"},
+        {"bash": "curl -s http://127.0.0.1:$APP_PORT/ | grep -o '<title>.*</title>\\|<h1>.*</h1>'"},
+        {"text": "RESULT OK"},
+        {"bash": "curl -s http://127.0.0.1:$APP_PORT/ | grep -o '<li>[^<]*</li>'"},
+        {"text": "RESULT OK"},
+    ]);
+    let start = |name: &str, script: Value, dir: &Path| {
+        let stub_dir = side.path().join(name);
+        std::fs::create_dir_all(&stub_dir).expect("stub dir");
+        let stub = Stub::start(&stub_dir, script);
+        let out = p
+            .supervisor()
+            .current_dir(dir)
+            .args(["start", "-j", "1"])
+            .env("BUGATTI_CLAUDE_BIN", &bin)
+            .envs(stub.client_env(&side.path().join("home")))
+            .output()
+            .expect("run supervisor");
+        p.assert_nothing_survives();
+        let console = format!("{}\n{}", stdout(&out), common::stderr(&out));
+        (
+            out.status.code(),
+            console,
+            stub.requests_text().lines().count(),
+        )
+    };
+
+    let (code, console, requests) = start("first", script, p.root());
+    assert_eq!(code, Some(0), "{console}");
+    assert!(requests >= 12, "every step asked the model: {requests}");
+    for test in ["api", "ui"] {
+        let recording = p.root().join(format!("bugatti.replay/{test}.replay.json"));
+        assert!(recording.exists(), "{test}: no recording; {console}");
+    }
+
+    p.write("notes/.keep", "");
+    let records_before = p.run_records().len();
+    let (code, console, requests) = start("second", json!([]), &p.root().join("notes"));
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(requests, 0, "no model request on the second run");
+    assert!(
+        console.contains("steps: 6 replayed, 0 by the agent"),
+        "{console}"
+    );
+    let mut records = p.run_records();
+    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+    let second: Vec<&Value> = records.iter().skip(records_before).collect();
+    assert_eq!(second.len(), 2);
+    for record in second {
+        assert!(modes(record).iter().all(|m| m == "replayed"), "{record}");
+        let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+        assert!(
+            !run_dir.join("transcripts/agent.jsonl").exists(),
+            "the agent CLI never started"
+        );
+    }
 }

@@ -577,6 +577,24 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
     }
     let mut steps = 0;
     for test in &suite.tests {
+        // SPEC §10: which steps have a recording this run could replay.
+        let replay = &test.effective.replay;
+        let replays =
+            replay.mode.value != ReplayMode::Off && test.effective.provider.name.value != "shell";
+        let recording_path = bugatti::replay::store::recording_path(
+            &replay.dir_in(&suite.project_root),
+            &test.rel_path,
+        );
+        let test_path = test.rel_path.to_string_lossy().into_owned();
+        let recording = replays
+            .then(|| bugatti::replay::store::load(&recording_path, &test_path))
+            // No file at all: one line for the test rather than a mark on every step.
+            .filter(|loaded| !matches!(loaded, Ok(None)));
+        let shown_path = recording_path
+            .strip_prefix(&suite.project_root)
+            .unwrap_or(&recording_path)
+            .display()
+            .to_string();
         outln!(out);
         let tags = if test.tags.is_empty() {
             String::new()
@@ -595,6 +613,18 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
             test.plan.len(),
             if test.plan.len() == 1 { "" } else { "s" }
         );
+        if replays && recording.is_none() {
+            outln!(
+                out,
+                "  replay: no recording yet ({shown_path} is written when the agent passes a step)"
+            );
+        }
+        if let Some(Err(e)) = &recording {
+            outln!(
+                out,
+                "  replay: {shown_path} is unusable, the agent will run every step: {e}"
+            );
+        }
         let pw = test
             .plan
             .iter()
@@ -614,6 +644,22 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
             }
             if let Some(t) = s.timeout_secs {
                 marks.push(format!("timeout: {t}s"));
+            }
+            if let (Some(Ok(Some(loaded))), false) = (&recording, s.skip) {
+                marks.push(format!(
+                    "replay: {}",
+                    bugatti::replay::store::check_status(
+                        loaded,
+                        &bugatti::replay::store::StepKey {
+                            step: s.step_id,
+                            provenance: s.provenance(),
+                            instruction_hash: String::new(),
+                            provider: test.effective.provider.name.value.clone(),
+                        },
+                        chrono::Utc::now(),
+                        replay.max_age_days.value,
+                    )
+                ));
             }
             let marks = if marks.is_empty() {
                 String::new()

@@ -182,6 +182,9 @@ pub struct StepReplay {
     /// For a replayed step: what the model cost when it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_saved_usd: Option<f64>,
+    /// The recording file could not be used (corrupt, hand-edited, newer): the console warns.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unusable_recording: bool,
 }
 
 #[cfg(test)]

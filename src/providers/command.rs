@@ -124,7 +124,9 @@ impl CommandProvider {
         }
         let mut message = line.to_string();
         if let Some(jsonl) = &self.jsonl {
+            // On disk before the agent reads it: a transcript tailed live shows the step it has.
             jsonl.record("to_agent", &message);
+            jsonl.flush();
         }
         message.push('\n');
         let end = self

@@ -23,7 +23,17 @@ pub fn compare_output(
 
 /// A drift of two texts already normalised (or plain values: exit codes).
 pub fn drift(action: usize, what: &str, field: &str, expected: &str, seen: &str) -> Drift {
-    let diff = similar::TextDiff::from_lines(expected, seen)
+    // Normalised texts lose their final newline; without one on both sides the diff would
+    // carry "\ No newline at end of file" markers that say nothing about the app.
+    let line_ended = |t: &str| {
+        if t.is_empty() || t.ends_with('\n') {
+            t.to_string()
+        } else {
+            format!("{t}\n")
+        }
+    };
+    let (left, right) = (line_ended(expected), line_ended(seen));
+    let diff = similar::TextDiff::from_lines(&left, &right)
         .unified_diff()
         .context_radius(3)
         .header("recorded", "replayed")

@@ -181,6 +181,35 @@ impl Recording {
     }
 }
 
+/// What `supervisor check` says of a step's recording: whether there is one this run could use,
+/// by the same rules as a run ([`Recording::lookup`]). The instruction's hash needs the session's
+/// values, so a changed instruction is found only when the step runs (it is then a miss).
+pub fn check_status(
+    recording: &Recording,
+    key: &StepKey,
+    now: chrono::DateTime<chrono::Utc>,
+    max_age_days: u32,
+) -> String {
+    let recorded_hash = recording
+        .steps
+        .iter()
+        .find(|s| s.step == key.step)
+        .map(|s| s.instruction_hash.clone());
+    let key = StepKey {
+        instruction_hash: recorded_hash.unwrap_or_default(),
+        ..key.clone()
+    };
+    match recording.lookup(&key, now, max_age_days) {
+        Ok(recorded) => format!(
+            "recorded {} ({} action{})",
+            recorded.recorded_at.format("%Y-%m-%d"),
+            recorded.actions.len(),
+            if recorded.actions.len() == 1 { "" } else { "s" }
+        ),
+        Err(miss) => format!("not replayable, {miss}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,5 +345,30 @@ mod tests {
             empty.lookup(&key(), now, 30).expect_err("empty"),
             Miss::NoActions
         );
+    }
+
+    #[test]
+    fn check_reports_by_the_same_rules_as_a_run() {
+        let rec = recording();
+        let now = at("2026-11-24");
+        let status = |k: StepKey, days| check_status(&rec, &k, now, days);
+        let unknown_hash = StepKey {
+            instruction_hash: String::new(),
+            ..key()
+        };
+        assert_eq!(status(unknown_hash, 30), "recorded 2026-11-01 (1 action)");
+        assert_eq!(
+            status(StepKey { step: 2, ..key() }, 30),
+            "not replayable, step not recorded"
+        );
+        assert!(status(key(), 10).contains("23 days old"));
+        assert!(status(
+            StepKey {
+                provider: "codex".into(),
+                ..key()
+            },
+            30
+        )
+        .contains("provider claude-code"));
     }
 }

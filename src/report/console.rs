@@ -103,8 +103,9 @@ fn fit(line: &str) -> String {
 /// An event that reports something going wrong: its line is printed whole.
 fn is_failure(kind: &EventKind) -> bool {
     match kind {
-        EventKind::StepFinished { status, .. } => {
+        EventKind::StepFinished { status, replay, .. } => {
             !matches!(status, StepStatus::Ok | StepStatus::Skipped)
+                || replay.as_ref().is_some_and(|r| r.unusable_recording)
         }
         EventKind::SetupStatus { state, .. } => {
             matches!(
@@ -380,6 +381,15 @@ fn event_line(kind: &EventKind, phase: Phase) -> Option<(String, Verbosity)> {
             if let Some(msg) = message {
                 line.push_str(": ");
                 line.push_str(&summarize_instruction(msg, 200));
+            }
+            // A recording the user may have edited by hand and can no longer be used: said on
+            // every step it concerns, as the agent (and its cost) ran instead.
+            if let Some(note) = replay
+                .as_ref()
+                .filter(|r| r.unusable_recording)
+                .and_then(|r| r.note.as_ref())
+            {
+                line.push_str(&format!(" — WARNING: {}", summarize_instruction(note, 300)));
             }
             (line, Normal)
         }
@@ -835,6 +845,18 @@ impl LiveView {
         );
         if let Some(cost) = summary.cost_usd {
             text.push_str(&format!("; agent cost ${cost:.4}"));
+        }
+        if summary.replayed_steps + summary.agent_steps > 0 {
+            text.push_str(&format!(
+                "; steps: {} replayed, {} by the agent",
+                summary.replayed_steps, summary.agent_steps
+            ));
+            if summary.replay_drift_steps > 0 {
+                text.push_str(&format!(" ({} drift)", summary.replay_drift_steps));
+            }
+            if let Some(saved) = summary.cost_saved_usd.filter(|s| *s > 0.0) {
+                text.push_str(&format!(", ${saved:.4} saved"));
+            }
         }
         if summary.input_tokens + summary.output_tokens > 0 {
             text.push_str(&format!(

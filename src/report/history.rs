@@ -114,6 +114,20 @@ pub struct HistoryEntry {
     pub tests: Vec<HistoryTest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// SPEC §10: steps passed by replay, steps the agent carried out with replay on, of which
+    /// drifted, and what the replayed steps cost when they were recorded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replayed_steps: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub agent_steps: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replay_drift_steps: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_saved_usd: Option<f64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The cost of a run, summed over its steps (None when no step reported one).
@@ -169,6 +183,10 @@ impl HistoryEntry {
             selection: selection.clone(),
             tests,
             cost_usd,
+            replayed_steps: summary.replayed_steps,
+            agent_steps: summary.agent_steps,
+            replay_drift_steps: summary.replay_drift_steps,
+            cost_saved_usd: summary.cost_saved_usd,
         }
     }
 
@@ -437,6 +455,10 @@ mod tests {
                 })
                 .collect(),
             cost_usd: None,
+            replayed_steps: 0,
+            agent_steps: 0,
+            replay_drift_steps: 0,
+            cost_saved_usd: None,
         }
     }
 

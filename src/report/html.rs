@@ -647,6 +647,37 @@ impl<'a> Page<'a> {
                 None => self.evidence(run_dir, &ev.kind, &ev.path),
             }
         }
+        if let Some(mode) = step.mode {
+            let mut text = match mode {
+                crate::model::replay::StepMode::Replayed => {
+                    "replayed without the model".to_string()
+                }
+                crate::model::replay::StepMode::Agent => "carried out by the agent".to_string(),
+            };
+            if step.recorded {
+                text.push_str(", recorded for replay");
+            }
+            if let Some(note) = &step.replay_note {
+                text.push_str(" — ");
+                text.push_str(note);
+            }
+            let _ = write!(
+                self.out,
+                "<div class=\"meta replay-{}\">{}</div>",
+                mode.as_str(),
+                escape(&bounded(&text, 2000))
+            );
+            if let Some(drift) = &step.replay_drift {
+                let _ = write!(
+                    self.out,
+                    "<details class=\"drift\" open><summary>replay drift at action {} ({}): {} differs</summary><pre>{}</pre></details>",
+                    drift.action + 1,
+                    escape(&drift.what),
+                    escape(&drift.field),
+                    escape(&bounded(&drift.diff, 5000))
+                );
+            }
+        }
         if !step.console_calls.is_empty() {
             self.w("<div class=\"console-calls\"><b>Console calls</b><ul>");
             for call in &step.console_calls {

@@ -33,6 +33,7 @@ pub const SECTIONS: &[Section] = &[
     ("steps", steps),
     ("step details", step_details),
     ("evidence warnings", evidence_warnings),
+    ("replay", replay),
     ("console calls", console_calls),
     ("checkpoints", checkpoints),
     ("commands", commands),
@@ -215,6 +216,55 @@ fn steps(input: &ReportInput<'_>) -> Result<String, String> {
             cell(&step.instruction),
             cell(step.message.as_deref().unwrap_or(""))
         );
+    }
+    s.push('\n');
+    Ok(s)
+}
+
+/// What replay did for each step (SPEC §10): replayed or by the agent, why, the drift as a diff;
+/// nothing when replay did not apply to this run.
+fn replay(input: &ReportInput<'_>) -> Result<String, String> {
+    let r = input.record;
+    if !r.steps.iter().any(|st| st.mode.is_some()) {
+        return Ok(String::new());
+    }
+    let mut s = format!(
+        "## Replay\n\n{} replayed, {} by the agent",
+        r.replayed_steps, r.agent_steps
+    );
+    if r.replay_drift_steps > 0 {
+        let _ = write!(s, " ({} drift)", r.replay_drift_steps);
+    }
+    if let Some(saved) = r.cost_saved_usd {
+        let _ = write!(s, "; ${saved:.4} of model cost saved");
+    }
+    s.push_str(".\n\n");
+    for step in r.steps.iter().filter(|st| st.mode.is_some()) {
+        let mode = step.mode.map_or("", |m| m.as_str());
+        let mut line = format!("- Step {}: **{mode}**", step.step_id);
+        if step.recorded {
+            line.push_str(", recorded");
+        }
+        if let Some(note) = &step.replay_note {
+            let _ = write!(line, " — {}", cell(note));
+        }
+        let _ = writeln!(s, "{line}");
+        if let Some(drift) = &step.replay_drift {
+            let _ = writeln!(
+                s,
+                "\n  Drift at action {} (`{}`), {} differs:\n\n  ```diff\n{}\n  ```\n",
+                drift.action + 1,
+                drift.what.replace('`', "'"),
+                drift.field,
+                drift
+                    .diff
+                    .replace("```", "'''")
+                    .lines()
+                    .map(|l| format!("  {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
     }
     s.push('\n');
     Ok(s)

@@ -749,8 +749,13 @@ impl RunRecord {
             self.error = message;
         }
         for step in &mut self.steps {
-            // Started, never finished: the run was cut off under it.
-            if step.status == StepStatus::NotRun && step.started_at.is_some() {
+            // Started, never finished (no step_finished, so no duration): the run was cut off
+            // under it. A step finished as not_run (never sent to an agent that failed to
+            // start) stays not_run.
+            if step.status == StepStatus::NotRun
+                && step.started_at.is_some()
+                && step.duration_ms.is_none()
+            {
                 step.status = StepStatus::Interrupted;
                 step.message.get_or_insert_with(|| {
                     format!("started but did not finish: run {}", outcome.as_str())

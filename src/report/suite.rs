@@ -89,6 +89,16 @@ pub struct SuiteSummary {
     pub input_tokens: u64,
     #[serde(default)]
     pub output_tokens: u64,
+    /// SPEC §10, over every attempt: steps passed by replay, steps the agent carried out with
+    /// replay on, steps whose replay drifted, and what the replayed steps cost when recorded.
+    #[serde(default)]
+    pub replayed_steps: u64,
+    #[serde(default)]
+    pub agent_steps: u64,
+    #[serde(default)]
+    pub replay_drift_steps: u64,
+    #[serde(default)]
+    pub cost_saved_usd: Option<f64>,
     /// What changed since the previous suite of the same selection (`.bugatti/history.jsonl`);
     /// absent when there is no such suite.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -185,6 +195,13 @@ impl SuiteSummary {
         let agent_turns = tests.iter().map(|t| t.agent_turns).sum();
         let input_tokens = tests.iter().map(|t| t.input_tokens).sum();
         let output_tokens = tests.iter().map(|t| t.output_tokens).sum();
+        let replayed_steps = records.iter().map(|r| u64::from(r.replayed_steps)).sum();
+        let agent_steps = records.iter().map(|r| u64::from(r.agent_steps)).sum();
+        let replay_drift_steps = records
+            .iter()
+            .map(|r| u64::from(r.replay_drift_steps))
+            .sum();
+        let cost_saved_usd = sum_costs(records.iter().map(|r| r.cost_saved_usd));
         Self {
             schema_version: SCHEMA_VERSION,
             suite_id: suite_id.to_string(),
@@ -197,6 +214,10 @@ impl SuiteSummary {
             harness_error: None,
             not_run_reason: None,
             totals,
+            replayed_steps,
+            agent_steps,
+            replay_drift_steps,
+            cost_saved_usd,
             cost_usd,
             agent_turns,
             input_tokens,

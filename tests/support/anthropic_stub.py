@@ -23,6 +23,7 @@ Every request body is appended to REQUEST_LOG.jsonl, one JSON object per line.
 Python standard library only.
 """
 import json
+import os
 import re
 import sys
 import threading
@@ -31,6 +32,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SCRIPT = json.load(open(sys.argv[1]))
 LOG_PATH = sys.argv[2]
+# Model latency per main-loop request (the benchmarks' slow model); 0 in tests.
+DELAY_SECS = float(os.environ.get("STUB_DELAY_MS", "0")) / 1000
 LOCK = threading.Lock()
 STATE = {"next": 0, "msg": 0}
 
@@ -130,6 +133,8 @@ class Handler(BaseHTTPRequestHandler):
             return
         main_loop = any(t.get("name") == "Bash" for t in body.get("tools") or [])
         reply = next_reply() if main_loop else {"text": "ok"}
+        if main_loop and DELAY_SECS:
+            time.sleep(DELAY_SECS)
         model = body.get("model", "claude-sonnet-4-5")
         if not body.get("stream"):
             if reply.get("break"):

@@ -151,7 +151,14 @@ impl SessionReplay {
             normalizer: &self.normalizer,
             run_id: run_id.to_string(),
             step_id: u32::try_from(key.step).unwrap_or(u32::MAX),
-            env: self.env.clone(),
+            // As the agent's own shell tool ran it: with the step's id.
+            env: self
+                .env
+                .iter()
+                .filter(|(name, _)| name != "BUGATTI_STEP_ID")
+                .cloned()
+                .chain([("BUGATTI_STEP_ID".to_string(), key.step.to_string())])
+                .collect(),
             action_timeout: ACTION_TIMEOUT,
         };
         (replay_step(&ctx, &recorded).await, Some(recorded))
@@ -306,6 +313,7 @@ pub(super) fn replayed(step: &RecordedStep, verdict: &Verdict) -> (String, StepR
         drift: None,
         recorded: false,
         cost_saved_usd: step.cost_usd,
+        unusable_recording: false,
     };
     (message, replay)
 }
@@ -331,5 +339,6 @@ pub(super) fn by_the_agent(fallback: Option<&Fallback>) -> StepReplay {
         drift,
         recorded: false,
         cost_saved_usd: None,
+        unusable_recording: matches!(fallback, Some(Fallback::Unreadable(_))),
     }
 }

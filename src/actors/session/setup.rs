@@ -100,7 +100,9 @@ impl Driver {
             started.pending_agent = Some(args);
             return Ok(vars);
         }
-        self.start_agent(started, args).await?;
+        self.start_agent(started, args)
+            .await
+            .map_err(|failure| failure.ending)?;
         Ok(vars)
     }
 
@@ -109,10 +111,16 @@ impl Driver {
         &self,
         started: &mut Started,
         args: AgentArgs,
-    ) -> Result<(), Ending> {
+    ) -> Result<(), AgentStartFailure> {
+        let nothing_sent = |ending| AgentStartFailure {
+            ending,
+            nothing_sent: true,
+        };
         let (actor, _) = Actor::spawn_linked(None, AgentActor, args, self.myself.get_cell())
             .await
-            .map_err(|e| Ending::error(format!("cannot start the agent actor: {e}")))?;
+            .map_err(|e| {
+                nothing_sent(Ending::error(format!("cannot start the agent actor: {e}")))
+            })?;
         started.agent = Some(actor.clone());
         for phase in ["start", "bootstrap"] {
             let call = async {
@@ -122,13 +130,17 @@ impl Driver {
                     ractor::call!(actor, AgentMsg::Bootstrap)
                 }
             };
+            let failed = |ending| AgentStartFailure {
+                ending,
+                nothing_sent: phase == "start",
+            };
             tokio::select! {
                 answer = call => match answer {
                     Ok(Ok(())) => {}
-                    Ok(Err(e)) => return Err(Ending::error(e.to_string())),
-                    Err(e) => return Err(Ending::error(format!("the agent actor did not answer {phase}: {e}"))),
+                    Ok(Err(e)) => return Err(failed(Ending::error(e.to_string()))),
+                    Err(e) => return Err(failed(Ending::error(format!("the agent actor did not answer {phase}: {e}")))),
                 },
-                reason = Self::until_stopped(self.stop.clone()) => return Err(Ending::from_stop(reason)),
+                reason = Self::until_stopped(self.stop.clone()) => return Err(failed(Ending::from_stop(reason))),
             }
         }
         Ok(())
@@ -311,4 +323,11 @@ pub(super) fn says_address_in_use(text: &str) -> bool {
     ["address already in use", "eaddrinuse", "address in use"]
         .iter()
         .any(|s| text.contains(s))
+}
+
+/// The agent could not be brought up; `nothing_sent`: its process never got a message (it did
+/// not start at all), as opposed to dying or being stopped while it read its bootstrap.
+pub(super) struct AgentStartFailure {
+    pub(super) ending: Ending,
+    pub(super) nothing_sent: bool,
 }

@@ -1,6 +1,7 @@
 //! The steps of a session in order: each sent to the agent (or the `shell` provider), its verdict
 //! turned into events, a passed checkpoint step's save right after it, the first ERROR stopping the rest.
 
+use super::setup::AgentStartFailure;
 use super::*;
 use crate::console::record::CallRecord;
 use crate::model::replay::StepReplay;
@@ -148,7 +149,37 @@ impl Driver {
             }
             let agent = match self.agent(started).await {
                 Ok(agent) => agent,
-                Err(ending) => return ending,
+                Err(failure) => {
+                    // Started lazily, for this step: the step says what became of it.
+                    let why = failure.ending.message.clone().unwrap_or_default();
+                    let (status, message) = match self.stopped() {
+                        Some(StopReason::AgentDied(died)) => (
+                            StepStatus::Error,
+                            format!(
+                                "the agent exited during the step (while starting for it): {died}"
+                            ),
+                        ),
+                        Some(reason) => (StepStatus::Interrupted, reason.cut_off_message()),
+                        None if failure.nothing_sent => (
+                            StepStatus::NotRun,
+                            format!("not sent: the agent could not start: {why}"),
+                        ),
+                        None => (
+                            StepStatus::Error,
+                            format!(
+                                "the agent exited during the step (while starting for it): {why}"
+                            ),
+                        ),
+                    };
+                    self.emit(step_finished(
+                        id,
+                        status,
+                        Some(message),
+                        Duration::ZERO,
+                        None,
+                    ));
+                    return failure.ending;
+                }
             };
             let mut request = request;
             if let Some(summary) = started.replay.as_mut().and_then(|r| r.take_summary()) {
@@ -430,18 +461,17 @@ impl Driver {
     }
 
     /// The session's agent, started now if it was waiting for a step that needs it.
-    async fn agent(&self, started: &mut Started) -> Result<ActorRef<AgentMsg>, Ending> {
+    async fn agent(&self, started: &mut Started) -> Result<ActorRef<AgentMsg>, AgentStartFailure> {
+        let no_agent = || AgentStartFailure {
+            ending: Ending::error("no agent was started"),
+            nothing_sent: true,
+        };
         if let Some(agent) = &started.agent {
             return Ok(agent.clone());
         }
-        let Some(args) = started.pending_agent.take() else {
-            return Err(Ending::error("no agent was started"));
-        };
+        let args = started.pending_agent.take().ok_or_else(no_agent)?;
         self.start_agent(started, args).await?;
-        started
-            .agent
-            .clone()
-            .ok_or_else(|| Ending::error("no agent was started"))
+        started.agent.clone().ok_or_else(no_agent)
     }
 
     pub(super) fn emit_excerpt(&self, step_id: u32, marks: &LogMarks) {

@@ -40,16 +40,30 @@ pub fn run_dirs(p: &Project) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Waits until `runs` runs have started a step; fails if the supervisor ends first.
+/// The run's first step has started and, for an agent provider, the agent (started lazily, at
+/// the first step that needs it) has been sent it: its bootstrap and the step are both in its
+/// transcript.
+fn step_in_hand(run_dir: &std::path::Path) -> bool {
+    let Ok(events) = std::fs::read_to_string(run_dir.join("events.jsonl")) else {
+        return false;
+    };
+    if !events.contains("\"step_started\"") {
+        return false;
+    }
+    if events.contains("\"provider\":\"shell\"") {
+        return true;
+    }
+    std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl"))
+        .is_ok_and(|t| t.matches("\"dir\":\"to_agent\"").count() >= 2)
+}
+
+/// Waits until `runs` runs have a step in hand; fails if the supervisor ends first.
 pub fn wait_for_steps(p: &Project, runs: usize, child: &mut Child) -> Vec<PathBuf> {
     let deadline = Instant::now() + GUARD;
     loop {
         let started: Vec<PathBuf> = run_dirs(p)
             .into_iter()
-            .filter(|dir| {
-                std::fs::read_to_string(dir.join("events.jsonl"))
-                    .is_ok_and(|t| t.contains("\"step_started\""))
-            })
+            .filter(|dir| step_in_hand(dir))
             .collect();
         if started.len() >= runs {
             return started;
