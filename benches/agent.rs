@@ -70,6 +70,7 @@ async fn provider_reply(dir: &Path, bytes: usize) -> (Duration, u64) {
         env: vec![("BUGATTI_RUN_ID".into(), run_id)],
         secrets: Arc::new(Secrets::new([("TOKEN", "not-in-the-output")])),
         console: None,
+        mcp: Default::default(),
     };
     let mut spec = AgentSpec::new(ProviderKind::Command);
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/scripted_agent.py");

@@ -247,6 +247,7 @@ pub fn read_stream(data: &[u8]) -> StreamReading {
         env: Vec::new(),
         secrets: secrets.clone(),
         console: None,
+        mcp: Default::default(),
     };
     let mut reader = ClaudeCode::new(AgentContext {
         spec: AgentSpec::new(ProviderKind::ClaudeCode),

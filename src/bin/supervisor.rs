@@ -575,6 +575,27 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
             ),
         }
     }
+    // SPEC §11: the MCP servers a claude-code agent gets.
+    if p.name.value == "claude-code" {
+        let mut servers = Vec::new();
+        if p.console.value {
+            servers.push("bugatti (the console)".to_string());
+        }
+        if suite.base.browser.as_ref().is_some_and(|b| b.value.mcp) {
+            servers.push("browser (Playwright MCP on the session's browser)".to_string());
+        }
+        let cwd = match p.cwd.value.as_deref() {
+            Some(dir) => suite.project_root.join(dir),
+            None => suite.project_root.clone(),
+        };
+        if let Ok(Some(project)) = bugatti::model::mcp_json::read(&cwd, &[]) {
+            let file = project.path.display();
+            servers.extend(project.names().iter().map(|n| format!("{n} ({file})")));
+        }
+        if !servers.is_empty() {
+            outln!(out, "mcp servers:  {}", servers.join(", "));
+        }
+    }
     let mut steps = 0;
     for test in &suite.tests {
         // SPEC §10: which steps have a recording this run could replay.

@@ -59,6 +59,9 @@ pub fn system_prompt(spec: &AgentSpec, facts: &SessionFacts) -> String {
     if facts.console.is_some() {
         let _ = writeln!(text, "\n{}", crate::providers::console_wiring::BOOTSTRAP);
     }
+    if facts.mcp.browser.is_some() {
+        let _ = writeln!(text, "\n{}", BROWSER);
+    }
     if let Some(extra) = spec
         .extra_system_prompt
         .as_deref()
@@ -68,6 +71,14 @@ pub fn system_prompt(spec: &AgentSpec, facts: &SessionFacts) -> String {
     }
     text
 }
+
+/// What the bootstrap tells the agent about the session's browser (SPEC §11).
+pub const BROWSER: &str = "THE BROWSER. A headless Chromium runs for this session; the MCP \
+server `browser` (Playwright MCP, tools mcp__browser__* in Claude Code) drives it: \
+browser_navigate opens a URL, browser_snapshot reads the page as text with a ref for each \
+element, browser_click / browser_type act on an element by its ref. Check web pages through it, \
+as a user sees them. Its DevTools endpoint is BUGATTI_CDP_URL. After every step the supervisor \
+itself takes a screenshot of each page, the console errors and the failed requests.";
 
 /// Where a step comes from, in one line: `checkout.test.toml step 2 (via a.test.toml -> b.test.toml)`.
 pub fn provenance(request: &StepRequest) -> String {

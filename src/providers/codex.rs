@@ -119,6 +119,9 @@ impl Codex {
         if let Some(endpoint) = &self.ctx.facts.console {
             args.extend(console_wiring::codex_args(endpoint));
         }
+        if let Some(browser) = &self.ctx.facts.mcp.browser {
+            args.extend(console_wiring::codex_browser_args(browser));
+        }
         if let Some(thread) = &self.thread_id {
             args.push("resume".into());
             args.push(thread.clone());

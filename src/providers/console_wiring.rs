@@ -31,21 +31,32 @@ pub fn agent_env(endpoint: &Endpoint) -> Vec<(String, String)> {
     ]
 }
 
-/// The `--mcp-config` file for Claude Code: written 0600 (it holds the token).
-pub fn write_claude_config(dir: &Path, endpoint: &Endpoint) -> std::io::Result<PathBuf> {
+/// The servers of Claude Code's generated MCP config: the console (`bugatti`), the session
+/// browser's Playwright MCP (`browser`) and the project's own `.mcp.json` servers.
+pub fn claude_servers(console: Option<&Endpoint>, mcp: &super::McpServers) -> serde_json::Value {
+    let mut config = serde_json::json!({ "mcpServers": {} });
+    if let Some(endpoint) = console {
+        config["mcpServers"][SERVER_NAME] = serde_json::json!({
+            "type": "http",
+            "url": endpoint.url,
+            "headers": {"Authorization": format!("Bearer {}", endpoint.token)},
+        });
+    }
+    if let Some(browser) = &mcp.browser {
+        config["mcpServers"][crate::browser::mcp::SERVER_NAME] = browser.server_entry();
+    }
+    if let Some(project) = &mcp.project {
+        crate::model::mcp_json::merge(&mut config, project);
+    }
+    config
+}
+
+/// The `--mcp-config` file for Claude Code: written 0600 (it holds the console's token).
+pub fn write_claude_config(dir: &Path, config: &serde_json::Value) -> std::io::Result<PathBuf> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     std::fs::create_dir_all(dir)?;
     let path = dir.join("mcp.json");
-    let config = serde_json::json!({
-        "mcpServers": {
-            SERVER_NAME: {
-                "type": "http",
-                "url": endpoint.url,
-                "headers": {"Authorization": format!("Bearer {}", endpoint.token)},
-            }
-        }
-    });
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
@@ -56,15 +67,17 @@ pub fn write_claude_config(dir: &Path, endpoint: &Endpoint) -> std::io::Result<P
     Ok(path)
 }
 
-/// Claude Code's extra arguments. `--mcp-config` takes several values, so it is followed by
-/// another flag, never by a positional argument.
-pub fn claude_args(config: &Path) -> Vec<String> {
+/// Claude Code's extra arguments: the config, alone (`--strict-mcp-config`: the project's
+/// `.mcp.json` is already merged into it), and the tools of `servers` allowed. `--mcp-config`
+/// takes several values, so it is followed by another flag, never by a positional argument.
+pub fn claude_args(config: &Path, servers: &[&str]) -> Vec<String> {
+    let allowed: Vec<String> = servers.iter().map(|name| format!("mcp__{name}")).collect();
     vec![
         "--mcp-config".into(),
         config.display().to_string(),
         "--strict-mcp-config".into(),
         "--allowedTools".into(),
-        format!("mcp__{SERVER_NAME}"),
+        allowed.join(","),
     ]
 }
 
@@ -81,21 +94,31 @@ pub struct Extra {
     pub env: Vec<(String, String)>,
 }
 
-/// Everything the `claude-code` provider adds for the console (nothing when it is off). Writes
-/// `<run_dir>/agent/mcp.json`.
+/// Everything the `claude-code` provider adds for its MCP servers (nothing when it has none:
+/// then Claude Code reads the project's `.mcp.json` itself). Writes `<run_dir>/agent/mcp.json`.
 pub fn for_claude(facts: &super::SessionFacts) -> Result<Extra, super::AgentError> {
-    let Some(endpoint) = &facts.console else {
+    if facts.console.is_none() && facts.mcp.browser.is_none() {
         return Ok(Extra::default());
-    };
+    }
+    let config = claude_servers(facts.console.as_ref(), &facts.mcp);
+    // SPEC §11: the supervisor's own servers' tools are allowed; the project's are allowed as
+    // the project's settings or `agent_args` say.
+    let mut names = Vec::new();
+    if facts.console.is_some() {
+        names.push(SERVER_NAME);
+    }
+    if facts.mcp.browser.is_some() {
+        names.push(crate::browser::mcp::SERVER_NAME);
+    }
     let dir = facts.run_dir.join("agent");
-    let config =
-        write_claude_config(&dir, endpoint).map_err(|source| super::AgentError::ConsoleConfig {
+    let path =
+        write_claude_config(&dir, &config).map_err(|source| super::AgentError::ConsoleConfig {
             path: dir.join("mcp.json"),
             source,
         })?;
     // BUGATTI_MCP_URL / _TOKEN come with every agent's environment (`providers::agent_env`).
     Ok(Extra {
-        args: claude_args(&config),
+        args: claude_args(&path, &names),
         env: claude_env(),
     })
 }
@@ -140,6 +163,22 @@ pub fn codex_args(endpoint: &Endpoint) -> Vec<String> {
              default_tools_approval_mode=\"approve\",startup_timeout_sec=10,required=true}}",
             toml_string(&endpoint.url),
             toml_string(TOKEN_ENV)
+        ),
+    ]
+}
+
+/// The arguments that give `codex exec` the session browser's Playwright MCP as server
+/// `browser`, its tools approved (`exec` cannot answer a prompt).
+pub fn codex_browser_args(browser: &crate::browser::mcp::McpCommand) -> Vec<String> {
+    let args: Vec<String> = browser.args.iter().map(|a| toml_string(a)).collect();
+    vec![
+        "-c".into(),
+        format!(
+            "mcp_servers.{}={{command={},args=[{}],\
+             default_tools_approval_mode=\"approve\",startup_timeout_sec=60}}",
+            crate::browser::mcp::SERVER_NAME,
+            toml_string(&browser.program),
+            args.join(",")
         ),
     ]
 }
@@ -226,7 +265,8 @@ mod tests {
     fn claude_config_is_private_and_points_at_the_endpoint() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("dir");
-        let path = write_claude_config(dir.path(), &endpoint()).expect("write");
+        let config = claude_servers(Some(&endpoint()), &crate::providers::McpServers::default());
+        let path = write_claude_config(dir.path(), &config).expect("write");
         let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         let config: serde_json::Value =
@@ -234,8 +274,9 @@ mod tests {
         let server = &config["mcpServers"]["bugatti"];
         assert_eq!(server["type"], "http");
         assert_eq!(server["headers"]["Authorization"], "Bearer t0k");
-        let args = claude_args(&path);
+        let args = claude_args(&path, &["bugatti"]);
         assert_eq!(args[0], "--mcp-config");
+        assert_eq!(args[4], "mcp__bugatti");
         assert!(
             args[2].starts_with("--"),
             "a flag must follow the variadic option"
@@ -254,5 +295,45 @@ mod tests {
             .contains("pending"));
         let missing = serde_json::json!({"mcp_servers": [], "tools": []});
         assert!(check_claude_init(&missing).is_err());
+    }
+
+    #[test]
+    fn the_browser_and_the_projects_servers_join_the_console() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::write(
+            dir.path().join(".mcp.json"),
+            r#"{"mcpServers": {"pw": {"command": "npx", "args": ["@playwright/mcp"]}}}"#,
+        )
+        .expect("write");
+        let mcp = crate::providers::McpServers {
+            browser: Some(
+                crate::browser::mcp::McpCommand::resolve(
+                    Some("playwright-mcp"),
+                    None,
+                    "http://127.0.0.1:9222",
+                )
+                .expect("command"),
+            ),
+            project: crate::model::mcp_json::read(dir.path(), &["bugatti", "browser"])
+                .expect("reads"),
+        };
+        let config = claude_servers(Some(&endpoint()), &mcp);
+        let servers = config["mcpServers"].as_object().expect("servers");
+        let names: Vec<&str> = servers.keys().map(String::as_str).collect();
+        assert_eq!(names, ["browser", "bugatti", "pw"]);
+        assert_eq!(
+            config["mcpServers"]["browser"]["args"][1],
+            "http://127.0.0.1:9222"
+        );
+        let args = claude_args(Path::new("/x/mcp.json"), &["bugatti", "browser"]);
+        assert_eq!(args[4], "mcp__bugatti,mcp__browser");
+        let codex = codex_browser_args(mcp.browser.as_ref().expect("browser"));
+        assert!(
+            codex[1].starts_with(
+                "mcp_servers.browser={command=\"playwright-mcp\",args=[\"--cdp-endpoint\""
+            ),
+            "{}",
+            codex[1]
+        );
     }
 }

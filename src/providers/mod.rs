@@ -150,6 +150,18 @@ pub struct SessionFacts {
     pub secrets: Arc<Secrets>,
     /// The agent console's endpoint (SPEC §9); `None` with `[provider] console = false`.
     pub console: Option<crate::console::server::Endpoint>,
+    /// MCP servers besides the console (SPEC §11): the session browser's Playwright MCP and the
+    /// project's own `.mcp.json` servers.
+    pub mcp: McpServers,
+}
+
+/// The MCP servers an agent gets besides the console.
+#[derive(Debug, Clone, Default)]
+pub struct McpServers {
+    /// Playwright MCP attached to the session's browser (`[browser] mcp = true`), as `browser`.
+    pub browser: Option<crate::browser::mcp::McpCommand>,
+    /// The project's `.mcp.json` servers, which `--strict-mcp-config` would otherwise drop.
+    pub project: Option<crate::model::mcp_json::ProjectServers>,
 }
 
 impl SessionFacts {
@@ -440,6 +452,7 @@ mod tests {
             ],
             secrets: Arc::new(Secrets::default()),
             console: None,
+            mcp: McpServers::default(),
         }
     }
 

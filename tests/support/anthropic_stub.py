@@ -11,7 +11,8 @@ tools, as Claude Code's agent loop always does). Each reply is one of:
   {"bash": "command"}                a Bash tool call (stop_reason tool_use)
   {"tool": "NAME", "input": {...}}   a call of any tool (an MCP one: mcp__bugatti__exec_command);
                                      an input string "{session_id}" / "{next_offset}" becomes the
-                                     last `session ID N` / `Next offset: N` a tool result carried
+                                     last `session ID N` / `Next offset: N` a tool result carried,
+                                     "{ref:TEXT}" the ref of the last snapshot line holding TEXT
   "expect": ["text", ...]            (with any reply) each text must be in the last tool_result,
                                      else the reply is `RESULT ERROR: expected ...` instead
   {"hang": true}                     starts streaming, then never sends another event
@@ -83,6 +84,12 @@ def fill(value, body):
     if isinstance(value, list):
         return [fill(v, body) for v in value]
     if isinstance(value, str):
+        ref = re.fullmatch(r"\{ref:(.+)\}", value)
+        if ref:
+            # A Playwright MCP snapshot line: `- button "Buy" [ref=e3]`.
+            pattern = re.escape(ref.group(1)) + r"[^\n]*?\[ref=(e\d+)\]"
+            found = [m for t in tool_results(body) for m in re.findall(pattern, t)]
+            return found[-1] if found else value
         for key, pattern in (("session_id", r"session ID (\d+)"), ("next_offset", r"Next offset: (\d+)")):
             found = [m for t in tool_results(body) for m in re.findall(pattern, t)]
             if value == "{" + key + "}" and found:

@@ -51,6 +51,7 @@ impl Rig {
             env,
             secrets: Arc::new(Secrets::new(secrets.iter().map(|(k, v)| (*k, *v)))),
             console: None,
+            mcp: Default::default(),
         };
         let (events, received) = unbounded_channel();
         Self {

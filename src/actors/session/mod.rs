@@ -386,6 +386,8 @@ struct Started {
     pending_agent: Option<AgentArgs>,
     /// Replay and recording (SPEC §10), where they apply.
     replay: Option<replay::SessionReplay>,
+    /// The session's browser (`[browser]`, SPEC §11), ended with the harness.
+    browser: Option<crate::browser::SessionBrowser>,
 }
 
 impl Driver {
@@ -496,6 +498,12 @@ impl Driver {
                     kind: c.kind.as_str().to_string(),
                     log: format!("logs/{}.log", c.name),
                 })
+                // SPEC §11: the session's browser is one of its harness processes.
+                .chain(effective.browser.as_ref().map(|_| PlannedCommand {
+                    name: setup::BROWSER.to_string(),
+                    kind: "browser".to_string(),
+                    log: format!("logs/{}.log", setup::BROWSER),
+                }))
                 .collect(),
             // A poisoned lock still holds plain records: use them.
             suite_commands: self

@@ -20,6 +20,10 @@ impl Driver {
             project_root: self.suite.project_root.clone(),
         };
         let effective = &self.test.effective;
+        // SPEC §11: the browser first, so that the commands get its BUGATTI_CDP_URL.
+        if let Some(config) = &effective.browser {
+            started.browser = Some(self.start_browser(&config.value, &workdir).await?);
+        }
         let mut retry = None;
         let (vars, log_sources, harness) = loop {
             match self.start_harness(started, &id, retry.take()).await? {
@@ -65,6 +69,43 @@ impl Driver {
             None
         };
 
+        // Its MCP servers besides the console: the browser's Playwright MCP, the project's own.
+        let path_var = vars
+            .env
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "PATH")
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var("PATH").ok());
+        let mcp = crate::providers::McpServers {
+            browser: match started
+                .browser
+                .as_ref()
+                .and_then(|b| b.mcp_command(path_var.as_deref()))
+            {
+                Some(Ok(mut command)) => {
+                    // Its snapshots and downloads go with the run, not into the project.
+                    if !command.args.iter().any(|a| a.starts_with("--output-dir")) {
+                        command.args.push("--output-dir".to_string());
+                        command
+                            .args
+                            .push(self.run_dir().join("browser").display().to_string());
+                    }
+                    Some(command)
+                }
+                Some(Err(e)) => return Err(Ending::error(e.to_string())),
+                None => None,
+            },
+            // Claude Code's format; the other agents do not read it.
+            project: match agent.provider {
+                crate::providers::ProviderKind::ClaudeCode => {
+                    project_mcp_servers(&agent.cwd, started.browser.is_some())
+                        .map_err(Ending::error)?
+                }
+                _ => None,
+            },
+        };
+
         // The agent: one conversation for the whole session.
         let (agent_tx, agent_rx) = mpsc::unbounded_channel();
         started.agent_news = Some(agent_rx);
@@ -80,6 +121,7 @@ impl Driver {
             env: vars.env.clone(),
             secrets: Arc::clone(&vars.secrets),
             console,
+            mcp,
         };
         let replay_env = crate::providers::agent_env(&agent, &facts);
         let agent_cwd = agent.cwd.clone();
@@ -146,6 +188,64 @@ impl Driver {
         Ok(())
     }
 
+    /// Starts the session's browser (SPEC §11), reported like a harness command named `browser`.
+    async fn start_browser(
+        &self,
+        config: &crate::model::browser::BrowserConfig,
+        workdir: &std::path::Path,
+    ) -> Result<crate::browser::SessionBrowser, Ending> {
+        let places =
+            crate::browser::session::BrowserPlaces::new(workdir, &self.run_dir().join("logs"));
+        let path_var = std::env::var("PATH").ok();
+        // The session's identity, as every harness process has it (the launch adds the run id).
+        let env = vec![
+            ("BUGATTI_SESSION_ID".to_string(), self.session_id.clone()),
+            (
+                "BUGATTI_PROJECT_ROOT".to_string(),
+                self.suite.project_root.display().to_string(),
+            ),
+        ];
+        let start = crate::browser::SessionBrowser::start(
+            config,
+            &places,
+            Scope::run(self.run_id.clone()),
+            env,
+            path_var.as_deref(),
+        );
+        let browser = tokio::select! {
+            started = start => started,
+            reason = Self::until_stopped(self.stop.clone()) => return Err(Ending::from_stop(reason)),
+        };
+        match browser {
+            Ok(browser) => {
+                let b = browser.browser();
+                let sandbox = if b.no_sandbox() {
+                    ", --no-sandbox: running as root"
+                } else {
+                    ""
+                };
+                self.emit(EventKind::SetupStatus {
+                    command: BROWSER.to_string(),
+                    state: SetupState::Ready {
+                        probe: format!("{} at {}{sandbox}", b.version().browser, b.cdp_url()),
+                    },
+                });
+                Ok(browser)
+            }
+            Err(e) => {
+                let reason = format!("the browser did not start: {e}");
+                self.emit(EventKind::SetupStatus {
+                    command: BROWSER.to_string(),
+                    state: SetupState::Failed {
+                        reason: reason.clone(),
+                        exit_code: None,
+                    },
+                });
+                Err(Ending::error(reason))
+            }
+        }
+    }
+
     /// Picks the session's ports, tells them, and brings the harness up. When a command says its
     /// address is in use while the session has `auto` ports (one was taken between its pick and
     /// the server's bind), that harness is torn down and, unless this already is the retry
@@ -158,8 +258,11 @@ impl Driver {
     ) -> Result<HarnessUp, Ending> {
         let effective = &self.test.effective;
         let is_retry = retry.is_some();
-        let vars = session_vars(effective, id, &self.suite.shared_ports)
+        let mut vars = session_vars(effective, id, &self.suite.shared_ports)
             .map_err(|e| Ending::error(e.to_string()))?;
+        if let Some(browser) = &started.browser {
+            vars.env.extend(browser.env());
+        }
         self.emit(EventKind::SessionPrepared {
             workspace: id.workdir.display().to_string(),
             ports: vars.ports.clone(),
@@ -330,4 +433,24 @@ pub(super) fn says_address_in_use(text: &str) -> bool {
 pub(super) struct AgentStartFailure {
     pub(super) ending: Ending,
     pub(super) nothing_sent: bool,
+}
+
+/// The name the session's browser goes by in setup and teardown lines.
+pub(super) const BROWSER: &str = "browser";
+
+/// The project's own `.mcp.json` servers in the agent's working directory; a clash with the
+/// supervisor's own servers is an error (`load` refuses it before anything runs, too).
+pub(super) fn project_mcp_servers(
+    agent_cwd: &std::path::Path,
+    browser: bool,
+) -> Result<Option<crate::model::mcp_json::ProjectServers>, String> {
+    let reserved: &[&str] = if browser {
+        &[
+            crate::console::SERVER_NAME,
+            crate::browser::mcp::SERVER_NAME,
+        ]
+    } else {
+        &[crate::console::SERVER_NAME]
+    };
+    crate::model::mcp_json::read(agent_cwd, reserved).map_err(|e| e.to_string())
 }

@@ -88,6 +88,10 @@ impl Driver {
                         .unwrap_or(self.test.effective.provider.step_timeout_secs.value),
                 ),
             };
+            // SPEC §11: the step's window of console messages and failed requests opens.
+            if let Some(browser) = &started.browser {
+                browser.begin_step();
+            }
             // SPEC §10: the step's recording first; the agent only on a miss or a drift.
             let mut fallback = None;
             let mut replay_key = None;
@@ -222,6 +226,9 @@ impl Driver {
                     verdict.status = StepStatus::OverBudget;
                     verdict.message = format!("over budget after this step: {why}");
                 }
+            }
+            if !verdict.interrupted {
+                self.capture_browser(started, id, &mut verdict).await;
             }
             let message = (!verdict.message.is_empty()).then(|| verdict.message.clone());
             if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
@@ -472,6 +479,51 @@ impl Driver {
         let args = started.pending_agent.take().ok_or_else(no_agent)?;
         self.start_agent(started, args).await?;
         started.agent.clone().ok_or_else(no_agent)
+    }
+
+    /// SPEC §11: the evidence the supervisor takes from the browser at the end of a step, and
+    /// what the page's console errors make of a passing verdict. A failed capture is noted on
+    /// the step, never fatal.
+    async fn capture_browser(&self, started: &Started, id: u32, verdict: &mut StepVerdict) {
+        let Some(browser) = &started.browser else {
+            return;
+        };
+        let capture = browser.end_step(id, &self.run_dir()).await;
+        for evidence in &capture.evidence {
+            self.emit(EventKind::Evidence {
+                step_id: id,
+                kind: evidence.kind().to_string(),
+                path: evidence.path().to_string(),
+                problem: None,
+            });
+        }
+        for problem in &capture.problems {
+            self.emit(EventKind::Evidence {
+                step_id: id,
+                kind: "browser".to_string(),
+                path: String::new(),
+                problem: Some(format!("not captured: {problem}")),
+            });
+        }
+        let passed = matches!(verdict.status, StepStatus::Ok | StepStatus::Warn);
+        let joined = |message: &str, more: &str| {
+            if message.is_empty() {
+                more.to_string()
+            } else {
+                format!("{message} ({more})")
+            }
+        };
+        match browser.console_verdict(passed, &capture) {
+            None => {}
+            Some(crate::browser::session::ConsoleVerdict::Warn(why)) => {
+                verdict.status = StepStatus::Warn;
+                verdict.message = joined(&verdict.message, &why);
+            }
+            Some(crate::browser::session::ConsoleVerdict::Fail(why)) => {
+                verdict.status = StepStatus::Error;
+                verdict.message = joined(&verdict.message, &why);
+            }
+        }
     }
 
     pub(super) fn emit_excerpt(&self, step_id: u32, marks: &LogMarks) {

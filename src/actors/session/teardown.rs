@@ -28,7 +28,17 @@ impl Driver {
                 None => Vec::new(),
             }
         };
-        let ((), records, ()) = tokio::join!(agent_close, harness_down, console_down);
+        let browser_down = async {
+            match started.browser.take() {
+                Some(browser) => Some(browser.stop(skip_grace).await),
+                None => None,
+            }
+        };
+        let ((), records, (), browser) =
+            tokio::join!(agent_close, harness_down, console_down, browser_down);
+        if let Some(report) = browser {
+            self.report_browser_teardown(&report);
+        }
         for record in records.iter().filter(|r| !r.skipped) {
             self.report_teardown(record);
         }
@@ -52,6 +62,17 @@ impl Driver {
             } else if let Err(e) = std::fs::remove_dir_all(&workdir) {
                 tracing::warn!("cannot remove workspace {}: {e}", workdir.display());
             }
+        }
+    }
+
+    fn report_browser_teardown(&self, report: &crate::process::teardown::TeardownReport) {
+        self.emit(EventKind::CommandTornDown {
+            name: super::setup::BROWSER.to_string(),
+            teardown: report.state,
+            log_truncated_bytes: None,
+        });
+        if !report.leaked.is_empty() {
+            tracing::warn!("the browser leaked processes {:?} (killed)", report.leaked);
         }
     }
 

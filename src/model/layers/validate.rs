@@ -28,6 +28,13 @@ impl EffectiveConfig {
         }
         problems.extend(validate_commands(&self.commands));
         problems.extend(self.validate_names());
+        if let (Some(browser), Some(command)) = (&self.browser, self.commands.get("browser")) {
+            // Their logs, setup lines and run.json entries would share one name.
+            problems.push(problem(
+                "a command may not be named `browser` when [browser] is set: the session's browser goes by that name",
+                command.origin.clone().or_else(|| browser.origin.clone()),
+            ));
+        }
         problems
     }
 

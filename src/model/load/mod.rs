@@ -313,12 +313,25 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
     if !problems.is_empty() {
         return Err(finish(problems, &host.cwd));
     }
-    // Checked but not yet acted on: say so, so that nobody believes a browser ran.
-    if flagged.browser.is_some() {
-        notes.push(
-            "[browser] is checked, but this build does not start a browser yet: the agent gets none"
-                .to_string(),
-        );
+    // SPEC §11: the project's own `.mcp.json` (read by the agent's working directory) must not
+    // name the supervisor's servers; refused here, before anything runs.
+    let agent_cwd = match flagged.provider.cwd.value.as_deref() {
+        Some(dir) => project_root.join(dir),
+        None => project_root.clone(),
+    };
+    let reserved: &[&str] = if flagged.browser.is_some() {
+        &["bugatti", "browser"]
+    } else {
+        &["bugatti"]
+    };
+    let claude = tests
+        .iter()
+        .any(|t| t.effective.provider.name.value == "claude-code");
+    if let (true, Err(e)) = (claude, crate::model::mcp_json::read(&agent_cwd, reserved)) {
+        return Err(finish(
+            Problems(vec![Problem::new(e.to_string())]),
+            &host.cwd,
+        ));
     }
     Ok(Suite {
         project_root,
