@@ -334,7 +334,9 @@ fn start_help_documents_exit_codes() {
         .stdout(contains("Exit codes:"))
         .stdout(contains("130/143"))
         .stdout(contains("--skip-cmd <NAME>"))
-        .stdout(contains("--shard <K/N>"));
+        .stdout(contains("--shard <K/N|auto>"))
+        .stdout(contains("--shard-by <count|duration>"))
+        .stdout(contains("--history <FILE>"));
 }
 
 #[test]

@@ -19,6 +19,7 @@ pub mod budget;
 pub mod checkpoint;
 pub mod command;
 pub mod harness;
+pub mod on_finish;
 pub mod queue;
 pub mod readiness;
 pub mod reporter;

@@ -162,6 +162,8 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             html_copy: options.html.clone(),
             selection: crate::report::history::Selection::of(options),
             no_history: false,
+            history_file: Some(suite.history_file.clone()),
+            shard: suite.shard.clone(),
         },
     };
     let (reporter, reporter_task) = match ReporterActor::spawn(reporter_args).await {
@@ -176,6 +178,15 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         .iter()
         .map(|t| t.rel_path.display().to_string())
         .collect();
+    let on_finish = suite.base.supervisor.on_finish.value.clone().map(|cmd| {
+        (
+            cmd,
+            suite.project_root.clone(),
+            std::time::Duration::from_secs(suite.base.supervisor.on_finish_timeout_secs.value),
+        )
+    });
+    let suite_dir = artifact_dir.join("suites").join(&suite_id);
+    let suite_id_for_hook = suite_id.clone();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let claude_bin = crate::actors::session_plan::claude_bin(&suite.base);
     let args = SupervisorArgs {
@@ -233,5 +244,22 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     let _ = logs.close_all();
     drop(listener);
     drop(job_control);
+    // SPEC §12: after every report is written; its outcome never changes the exit code.
+    if let Some((cmd, project_root, limit)) = on_finish {
+        let summary: Option<crate::report::suite::SuiteSummary> =
+            std::fs::read_to_string(suite_dir.join("summary.json"))
+                .ok()
+                .and_then(|text| serde_json::from_str(&text).ok());
+        let facts = super::on_finish::SuiteFacts {
+            suite_id: &suite_id_for_hook,
+            reason,
+            suite_dir: &suite_dir,
+            summary: summary.as_ref(),
+        };
+        match super::on_finish::run(&cmd, &project_root, limit, &facts).await {
+            Ok(line) => tracing::info!("{line}"),
+            Err(why) => stderr_notice(&why),
+        }
+    }
     reason
 }

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 
 use bugatti::model::layers::Layer;
 use bugatti::model::load::{load_suite, Suite, CONFIG_FILE_NAME};
-use bugatti::model::options::{RunOptions, Shard, Verbosity};
+use bugatti::model::options::{RunOptions, Verbosity};
 use bugatti::model::replay::ReplayMode;
+use bugatti::model::shard::{self, ShardArg, ShardBy};
 use bugatti::report::{history, store};
 use clap::{Args, Parser, Subcommand};
 
@@ -71,6 +72,10 @@ enum Command {
         /// Project config (for the artifact directory) [default: ./bugatti.config.toml if present]
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Append the merged suite's history entry to FILE (the one the shards read with
+        /// `--history`) [default: the history beside `--out` when it is a project's suites folder]
+        #[arg(long, value_name = "FILE")]
+        history: Option<PathBuf>,
     },
     /// Print where a suite's reports are and its summary. Exit 0 when every root test passed,
     /// 1 when one did not, 2 when there is no such suite.
@@ -137,9 +142,21 @@ struct RunArgs {
     /// A WARN step fails its test
     #[arg(long = "strict-warnings")]
     strict_warnings: bool,
-    /// Run only the K-th of N deterministic slices of the discovered root tests (1-based)
-    #[arg(long, value_name = "K/N")]
-    shard: Option<Shard>,
+    /// Run only the K-th of N slices of the discovered root tests (1-based). `auto`: K and N from
+    /// the CI's environment (BUGATTI_SHARD=K/N; GitLab CI_NODE_INDEX/CI_NODE_TOTAL; CircleCI
+    /// CIRCLE_NODE_*; Buildkite BUILDKITE_PARALLEL_JOB*; Kubernetes JOB_COMPLETION_INDEX with
+    /// BUGATTI_SHARD_TOTAL), the whole suite when none is set
+    #[arg(long, value_name = "K/N|auto")]
+    shard: Option<ShardArg>,
+    /// How shards are split: count (round-robin by path) or duration (longest first into the
+    /// least loaded shard, from each test's recent durations in history) [default: duration when
+    /// history holds durations for the selection, else count]
+    #[arg(long = "shard-by", value_name = "count|duration")]
+    shard_by: Option<ShardBy>,
+    /// Read and write history in FILE instead of <artifact_dir>/history.jsonl (a CI cache or
+    /// artifact can carry it between runs)
+    #[arg(long, value_name = "FILE")]
+    history: Option<PathBuf>,
     /// Resume each root test from checkpoint NAME, saved by an earlier run: `[checkpoint] restore`
     /// runs after setup, then the steps up to and including NAME's are `skipped` (steps with
     /// `setup = true` still run). A checkpoint never saved is an error (exit 2)
@@ -174,8 +191,29 @@ struct RunArgs {
 }
 
 impl RunArgs {
-    fn into_options(self) -> RunOptions {
-        RunOptions {
+    /// The options, `--shard auto` read from this process's environment (said on stderr).
+    fn into_options(self) -> Result<RunOptions, String> {
+        let shard = match self.shard {
+            None => None,
+            Some(ShardArg::Fixed(shard)) => Some(shard),
+            Some(ShardArg::Auto) => match shard::from_env(|name| std::env::var(name).ok())? {
+                Some(found) => {
+                    eprintln!(
+                        "note: --shard auto: shard {} from {}",
+                        found.shard, found.from
+                    );
+                    Some(found.shard)
+                }
+                None => {
+                    eprintln!(
+                        "note: --shard auto: no CI shard variable is set (BUGATTI_SHARD, CI_NODE_INDEX, \
+                         CIRCLE_NODE_INDEX, BUILDKITE_PARALLEL_JOB, JOB_COMPLETION_INDEX): the whole suite runs"
+                    );
+                    None
+                }
+            },
+        };
+        Ok(RunOptions {
             config: self.config,
             paths: self.paths,
             jobs: self.jobs,
@@ -187,7 +225,9 @@ impl RunArgs {
             retries: self.retries,
             fail_fast: self.fail_fast,
             strict_warnings: self.strict_warnings,
-            shard: self.shard,
+            shard,
+            shard_by: self.shard_by,
+            history: self.history,
             from_checkpoint: self.from_checkpoint,
             tags: self.tags,
             junit: self.junit,
@@ -202,7 +242,7 @@ impl RunArgs {
             } else {
                 Verbosity::Normal
             },
-        }
+        })
     }
 }
 
@@ -222,7 +262,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Start(args) | Command::Test(args) => {
-            let options = args.into_options();
+            let options = match args.into_options() {
+                Ok(options) => options,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             if let Err(e) = check_copies(&options) {
                 eprintln!("error: {e}");
                 return ExitCode::from(2);
@@ -251,7 +297,13 @@ fn main() -> ExitCode {
         }
         Command::Check(args) => {
             restore_default_sigpipe();
-            let options = args.into_options();
+            let options = match args.into_options() {
+                Ok(options) => options,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(2);
+                }
+            };
             match load(&options) {
                 Some(suite) => {
                     if suite.config_path.is_none() {
@@ -266,7 +318,12 @@ fn main() -> ExitCode {
         }
         Command::Init => init(),
         Command::Doctor { config } => doctor(config),
-        Command::Merge { dirs, out, config } => merge(&dirs, out, config),
+        Command::Merge {
+            dirs,
+            out,
+            config,
+            history,
+        } => merge(&dirs, out, config, history),
         Command::Report {
             suite,
             open,
@@ -286,6 +343,7 @@ fn check_copies(options: &RunOptions) -> Result<(), String> {
         ("--junit", &options.junit),
         ("--json", &options.json),
         ("--html", &options.html),
+        ("--history", &options.history),
     ] {
         if let Some(path) = path {
             store::check_writable(flag, path)?;
@@ -330,13 +388,10 @@ fn artifact_dir_of(config: Option<PathBuf>) -> Result<(PathBuf, usize), String> 
 /// `--rerun-failed`: keeps the root tests that did not pass in the previous suite. Ok(false):
 /// nothing to run (said why); Err: the exit code.
 fn select_failed(suite: &mut Suite) -> Result<bool, ExitCode> {
-    let artifacts = suite
-        .project_root
-        .join(&suite.base.supervisor.artifact_dir.value);
-    let Some(last) = history::read(&artifacts).pop() else {
+    let Some(last) = history::read(&suite.history_file).pop() else {
         eprintln!(
             "error: --rerun-failed: no previous suite in {} to take the failed tests from",
-            history::history_path(&artifacts).display()
+            suite.history_file.display()
         );
         return Err(ExitCode::from(2));
     };
@@ -373,7 +428,18 @@ fn suite_exit(summary: &bugatti::report::suite::SuiteSummary) -> ExitCode {
     ExitCode::from(if all_pass { 0 } else { 1 })
 }
 
-fn merge(dirs: &[PathBuf], out: Option<PathBuf>, config: Option<PathBuf>) -> ExitCode {
+fn merge(
+    dirs: &[PathBuf],
+    out: Option<PathBuf>,
+    config: Option<PathBuf>,
+    history: Option<PathBuf>,
+) -> ExitCode {
+    if let Some(file) = &history {
+        if let Err(e) = store::check_writable("--history", file) {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
     let out = match out {
         Some(out) => out,
         None => match artifact_dir_of(config) {
@@ -384,7 +450,7 @@ fn merge(dirs: &[PathBuf], out: Option<PathBuf>, config: Option<PathBuf>) -> Exi
             }
         },
     };
-    match store::merge(dirs, &out) {
+    match store::merge(dirs, &out, history.as_deref()) {
         Ok(merged) => {
             for note in &merged.notes {
                 say!("note: {note}");

@@ -100,6 +100,10 @@ pub struct SupervisorSection {
     pub retries: Option<u32>,
     pub keep_workspace: Option<KeepWorkspace>,
     pub fail_fast: Option<bool>,
+    /// SPEC §12: a command run once after the suite's reports are written.
+    pub on_finish: Option<String>,
+    /// How long `on_finish` may run before it is stopped.
+    pub on_finish_timeout_secs: Option<u64>,
     /// Whole-invocation deadline, like `--timeout`.
     pub timeout_secs: Option<u64>,
     /// Retention: runs and suites beyond the newest N are pruned when a suite starts (0 = all

@@ -24,6 +24,7 @@ pub mod paths;
 pub mod plan;
 pub mod redact;
 pub mod replay;
+pub mod shard;
 pub mod substitute;
 pub mod test_file;
 pub mod toml_read;

@@ -92,6 +92,10 @@ pub struct RunOptions {
     pub fail_fast: bool,
     pub strict_warnings: bool,
     pub shard: Option<Shard>,
+    /// `--shard-by`: None = duration when history holds durations for the selection, else count.
+    pub shard_by: Option<super::shard::ShardBy>,
+    /// `--history FILE`: read and write history there instead of `<artifact_dir>/history.jsonl`.
+    pub history: Option<PathBuf>,
     pub from_checkpoint: Option<String>,
     pub tags: Vec<String>,
     pub junit: Option<PathBuf>,

@@ -200,34 +200,75 @@ impl HistoryEntry {
     }
 }
 
-/// Every readable line of the history, oldest first. A damaged line is skipped, not fatal:
+/// Every readable line of the history file, oldest first. A damaged line is skipped, not fatal:
 /// the history is a convenience, never a reason to stop a suite.
-pub fn read(artifact_dir: &Path) -> Vec<HistoryEntry> {
-    let Ok(file) = std::fs::File::open(history_path(artifact_dir)) else {
-        return Vec::new();
+pub fn read(path: &Path) -> Vec<HistoryEntry> {
+    read_checked(path).0
+}
+
+/// [`read`], and a warning per line that could not be read (truncated, hand-edited, written by
+/// a newer version), naming the file and line.
+pub fn read_checked(path: &Path) -> (Vec<HistoryEntry>, Vec<String>) {
+    let Ok(file) = std::fs::File::open(path) else {
+        return (Vec::new(), Vec::new());
     };
-    std::io::BufReader::new(file)
-        .lines()
-        .map_while(Result::ok)
-        .filter_map(|line| serde_json::from_str(&line).ok())
+    let mut entries = Vec::new();
+    let mut warnings = Vec::new();
+    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let Ok(line) = line else {
+            warnings.push(format!("{}:{}: not text", path.display(), n + 1));
+            break;
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<HistoryEntry>(&line) {
+            Ok(entry) => entries.push(entry),
+            Err(e) => warnings.push(format!("{}:{}: {e}", path.display(), n + 1)),
+        }
+    }
+    (entries, warnings)
+}
+
+/// Each test's recent duration (ms): the median of its last five recorded runs in `entries`
+/// (whatever their selection: a test takes as long in a shard as in the whole suite).
+pub fn recent_durations(entries: &[HistoryEntry]) -> BTreeMap<String, u64> {
+    let mut seen: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for entry in entries.iter().rev() {
+        for test in entry.tests.iter().filter(|t| t.attempts > 0) {
+            let runs = seen.entry(test.test_file.clone()).or_default();
+            if runs.len() < 5 {
+                runs.push(test.duration_ms / u64::from(test.attempts.max(1)));
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(test, mut runs)| {
+            runs.sort_unstable();
+            let median = runs[runs.len() / 2];
+            (test, median)
+        })
         .collect()
 }
 
-/// Appends one line (one `write` call of a whole line, so concurrent suites do not interleave).
-pub fn append(artifact_dir: &Path, entry: &HistoryEntry) -> Result<(), ReportError> {
-    let path = history_path(artifact_dir);
+/// Appends one line to the history file (one `write` call of a whole line, so concurrent suites
+/// do not interleave), creating its folder.
+pub fn append(path: &Path, entry: &HistoryEntry) -> Result<(), ReportError> {
     let mut line = serde_json::to_string(entry).map_err(|source| ReportError::Json {
         what: "history.jsonl",
         source,
     })?;
     line.push('\n');
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|e| ReportError::write(dir, e))?;
+    }
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(&path)
-        .map_err(|e| ReportError::write(&path, e))?;
+        .open(path)
+        .map_err(|e| ReportError::write(path, e))?;
     file.write_all(line.as_bytes())
-        .map_err(|e| ReportError::write(&path, e))
+        .map_err(|e| ReportError::write(path, e))
 }
 
 /// Rewrites the history keeping only the entries `keep` accepts (retention).
@@ -240,7 +281,7 @@ pub fn retain(
         return Ok(());
     }
     let mut text = String::new();
-    for entry in read(artifact_dir).into_iter().filter(|e| keep(e)) {
+    for entry in read(&path).into_iter().filter(|e| keep(e)) {
         if let Ok(line) = serde_json::to_string(&entry) {
             text.push_str(&line);
             text.push('\n');

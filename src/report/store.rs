@@ -3,6 +3,7 @@
 //! `[supervisor] keep_runs`), and check that `--junit` / `--json` / `--html` targets are writable
 //! before anything runs.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -150,7 +151,7 @@ pub struct Merged {
 /// Merges shard suites into one suite directory `out`: summary.json, summary.md, junit.xml,
 /// report.html (links into each shard's runs). A root test present in several inputs keeps the
 /// attempts of all of them, in input order (as retries would be).
-pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, String> {
+pub fn merge(dirs: &[PathBuf], out: &Path, history_file: Option<&Path>) -> Result<Merged, String> {
     if dirs.is_empty() {
         return Err("merge needs at least one suite directory".to_string());
     }
@@ -158,7 +159,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, String> {
     for d in dirs {
         loaded.push(load_suite(d)?);
     }
-    let mut notes = Vec::new();
+    let mut notes = shards_belong_together(&loaded)?;
     let mut records: Vec<RunRecord> = Vec::new();
     let mut not_run: Vec<String> = Vec::new();
     let mut strict = false;
@@ -223,18 +224,25 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, String> {
         }
     }
     summary.tests.sort_by(|a, b| a.test_file.cmp(&b.test_file));
+    // Shards of one selection: the merge is that selection, whole.
+    let of_shards = loaded.iter().find_map(|l| l.summary.shard.as_ref());
     let selection = Selection {
         merged: ids.clone(),
+        paths: of_shards.map(|s| s.paths.clone()).unwrap_or_default(),
+        tags: of_shards.map(|s| s.tags.clone()).unwrap_or_default(),
         ..Selection::default()
     };
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
     let entry = HistoryEntry::of(&summary, &records, &selection);
-    // A merge compares with the previous merge recorded beside it (`--out .bugatti/...`).
-    let history_dir = out.join("../..");
-    if in_store {
-        summary.changes = history::compare(&history::read(&history_dir), &entry);
-        if let Err(e) = history::append(&history_dir, &entry) {
+    // One history entry for the whole CI run, compared with the previous merge: in `--history
+    // FILE`, else beside `--out` when it is a project's suites folder.
+    let history_file = history_file
+        .map(Path::to_path_buf)
+        .or_else(|| in_store.then(|| history::history_path(&out.join("../.."))));
+    if let Some(file) = history_file {
+        summary.changes = history::compare(&history::read(&file), &entry);
+        if let Err(e) = history::append(&file, &entry) {
             notes.push(e.to_string());
         }
     }
@@ -248,6 +256,88 @@ pub fn merge(dirs: &[PathBuf], out: &Path) -> Result<Merged, String> {
         out,
         notes,
     })
+}
+
+/// SPEC §12: suites that are shards (`--shard`) merge only with shards of the same selection
+/// and N, each test in one of them. Returns notes (a shard missing, splits made from different
+/// histories); an error when they cannot be one CI run.
+fn shards_belong_together(loaded: &[LoadedSuite]) -> Result<Vec<String>, String> {
+    let mut notes = Vec::new();
+    let sharded: Vec<(&LoadedSuite, &crate::model::shard::ShardInfo)> = loaded
+        .iter()
+        .filter_map(|l| l.summary.shard.as_ref().map(|s| (l, s)))
+        .collect();
+    let Some((first, info)) = sharded.first() else {
+        return Ok(notes);
+    };
+    let name = |l: &LoadedSuite| format!("{} ({})", l.summary.suite_id, l.dir.display());
+    if let Some(plain) = loaded.iter().find(|l| l.summary.shard.is_none()) {
+        return Err(format!(
+            "cannot merge a shard with a suite that is not one: {} is shard {}, {} ran without --shard",
+            name(first),
+            info.shard,
+            name(plain)
+        ));
+    }
+    for (l, other) in &sharded[1..] {
+        if other.paths != info.paths || other.tags != info.tags || other.count() != info.count() {
+            let describe = |s: &crate::model::shard::ShardInfo| {
+                format!(
+                    "shard {} of paths [{}] tags [{}]",
+                    s.shard,
+                    s.paths.join(" "),
+                    s.tags.join(",")
+                )
+            };
+            return Err(format!(
+                "these suites are shards of different selections: {} is {}, {} is {}",
+                name(first),
+                describe(info),
+                name(l),
+                describe(other)
+            ));
+        }
+    }
+    let digests_differ = sharded.iter().any(|(_, s)| s.digest != info.digest);
+    let mut owner: BTreeMap<&str, &LoadedSuite> = BTreeMap::new();
+    for (l, _) in &sharded {
+        let files = l
+            .summary
+            .tests
+            .iter()
+            .map(|t| t.test_file.as_str())
+            .chain(l.summary.not_run.iter().map(String::as_str));
+        for file in files {
+            if let Some(before) = owner.insert(file, l) {
+                return Err(format!(
+                    "{file} ran in two shards, {} and {}{}",
+                    name(before),
+                    name(l),
+                    if digests_differ {
+                        ": the shards split the suite differently (their histories differed; give every shard the same --history)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+    }
+    if digests_differ {
+        notes.push(
+            "the shards split the suite from different histories (their split digests differ): a test may have run in no shard"
+                .to_string(),
+        );
+    }
+    if let Some(count) = info.count() {
+        let present: Vec<&str> = sharded.iter().map(|(_, s)| s.shard.as_str()).collect();
+        for k in 1..=count {
+            let shard = format!("{k}/{count}");
+            if !present.contains(&shard.as_str()) {
+                notes.push(format!("shard {shard} is not among the merged suites"));
+            }
+        }
+    }
+    Ok(notes)
 }
 
 /// Writes summary.json, summary.md, junit.xml and report.html of `summary` into `dir`.

@@ -99,6 +99,10 @@ pub struct SuiteSummary {
     pub replay_drift_steps: u64,
     #[serde(default)]
     pub cost_saved_usd: Option<f64>,
+    /// With `--shard`: which shard this is and how the split was made (SPEC §12), so `merge`
+    /// can tell shards of one CI run from strangers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::model::shard::ShardInfo>,
     /// What changed since the previous suite of the same selection (`.bugatti/history.jsonl`);
     /// absent when there is no such suite.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -222,6 +226,7 @@ impl SuiteSummary {
             agent_turns,
             input_tokens,
             output_tokens,
+            shard: None,
             changes: None,
         }
     }

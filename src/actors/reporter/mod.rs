@@ -87,6 +87,10 @@ pub struct SuiteExtras {
     pub selection: Selection,
     /// Do not record this suite in history.jsonl (tests of the reporter alone).
     pub no_history: bool,
+    /// The history file (`--history FILE`); None: `<artifact_dir>/history.jsonl`.
+    pub history_file: Option<PathBuf>,
+    /// With `--shard`: how the split was made, recorded in the summary for `merge`.
+    pub shard: Option<crate::model::shard::ShardInfo>,
 }
 
 impl std::fmt::Debug for ReporterArgs {

@@ -65,12 +65,19 @@ impl ReporterState {
         }
         // History: compare with the previous suite of the same selection, then record this one.
         let mut summary = summary;
+        summary.shard = self.args.extras.shard.clone();
         let mut history_note = None;
         if !self.args.extras.no_history {
             let entry = HistoryEntry::of(&summary, &self.finished, &self.args.extras.selection);
-            let earlier = history::read(&self.args.artifact_dir);
+            let file = self
+                .args
+                .extras
+                .history_file
+                .clone()
+                .unwrap_or_else(|| history::history_path(&self.args.artifact_dir));
+            let earlier = history::read(&file);
             summary.changes = history::compare(&earlier, &entry);
-            if let Err(e) = history::append(&self.args.artifact_dir, &entry) {
+            if let Err(e) = history::append(&file, &entry) {
                 self.lose(e.to_string());
                 history_note = Some(e.to_string());
             }

@@ -43,6 +43,30 @@ impl EffectiveConfig {
         if let Some(v) = s.fail_fast {
             self.supervisor.fail_fast.set(v, layer, None);
         }
+        if let Some(v) = &s.on_finish {
+            if v.trim().is_empty() {
+                problems.push(problem(
+                    format!(
+                        "`[supervisor] on_finish` is empty (in {}): name a command, or leave it out",
+                        file.display()
+                    ),
+                    None,
+                ));
+            }
+            self.supervisor.on_finish.set(Some(v.clone()), layer, None);
+        }
+        if let Some(v) = s.on_finish_timeout_secs {
+            if v == 0 {
+                problems.push(problem(
+                    format!(
+                        "`[supervisor] on_finish_timeout_secs` must be at least 1 (in {})",
+                        file.display()
+                    ),
+                    None,
+                ));
+            }
+            self.supervisor.on_finish_timeout_secs.set(v, layer, None);
+        }
         if let Some(v) = s.timeout_secs {
             self.supervisor.timeout_secs.set(Some(v), layer, None);
         }

@@ -99,6 +99,8 @@ pub const DEFAULT_STEP_TIMEOUT_SECS: u64 = 300;
 pub const DEFAULT_JOBS: usize = 4;
 pub const DEFAULT_ARTIFACT_DIR: &str = ".bugatti";
 pub const DEFAULT_KEEP_RUNS: usize = 200;
+/// `[supervisor] on_finish_timeout_secs`: a notification hook gets a minute.
+pub const DEFAULT_ON_FINISH_TIMEOUT_SECS: u64 = 60;
 /// The default `[supervisor] max_log_bytes`: generous, but a runaway server cannot fill a disk.
 pub const DEFAULT_MAX_LOG_BYTES: u64 = 256 * 1024 * 1024;
 /// The smallest accepted `max_log_bytes`: below this the head would hold almost nothing.
@@ -152,6 +154,10 @@ pub struct SupervisorSettings {
     pub retries: Sourced<u32>,
     pub keep_workspace: Sourced<KeepWorkspace>,
     pub fail_fast: Sourced<bool>,
+    /// `[supervisor] on_finish`: run once after the suite's reports are written (SPEC §12).
+    pub on_finish: Sourced<Option<String>>,
+    /// `[supervisor] on_finish_timeout_secs`.
+    pub on_finish_timeout_secs: Sourced<u64>,
     /// Whole-invocation deadline in seconds (`--timeout`).
     pub timeout_secs: Sourced<Option<u64>>,
     /// `[supervisor] keep_runs`: suites (and their runs) kept when a suite starts; 0 = all.
@@ -244,6 +250,8 @@ impl Default for EffectiveConfig {
                 retries: Sourced::default_value(0),
                 keep_workspace: Sourced::default_value(KeepWorkspace::OnFailure),
                 fail_fast: Sourced::default_value(false),
+                on_finish: Sourced::default_value(None),
+                on_finish_timeout_secs: Sourced::default_value(DEFAULT_ON_FINISH_TIMEOUT_SECS),
                 timeout_secs: Sourced::default_value(None),
                 keep_runs: Sourced::default_value(DEFAULT_KEEP_RUNS),
                 max_cost_usd: Sourced::default_value(None),

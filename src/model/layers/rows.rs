@@ -133,6 +133,16 @@ impl EffectiveConfig {
             s.fail_fast.source,
         );
         row(
+            "supervisor.on_finish",
+            s.on_finish.value.clone().unwrap_or_else(|| "(none)".into()),
+            s.on_finish.source,
+        );
+        row(
+            "supervisor.on_finish_timeout_secs",
+            s.on_finish_timeout_secs.value.to_string(),
+            s.on_finish_timeout_secs.source,
+        );
+        row(
             "supervisor.timeout_secs",
             s.timeout_secs
                 .value

@@ -20,6 +20,7 @@ use super::layers::{EffectiveConfig, Layer, LayerProblem, ProbeKind};
 use super::options::RunOptions;
 use super::paths::{normalize, relative_to};
 use super::plan::{expand, PlannedStep, TestFiles};
+use super::shard::ShardBy;
 use super::substitute::{
     check_known, references, session_vars, SubstError, BUILTIN_NAMES, CHECKPOINT_NAMES,
 };
@@ -86,6 +87,10 @@ pub struct Suite {
     pub tests: Vec<RootTest>,
     /// How many root tests discovery found before `--tag` / `--shard`.
     pub discovered: usize,
+    /// Where history is read and written (`--history FILE`, else `<artifact_dir>/history.jsonl`).
+    pub history_file: PathBuf,
+    /// With `--shard`: how the split was made (recorded in the suite's summary).
+    pub shard: Option<crate::model::shard::ShardInfo>,
 }
 
 impl Suite {
@@ -252,11 +257,70 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
             )));
         }
     }
+    // SPEC §12: history (`--history FILE`, else under the artifact directory) and the shard.
+    let history_file = match &options.history {
+        Some(file) => normalize(&host.cwd.join(file)),
+        None => project_root
+            .join(&flagged.supervisor.artifact_dir.value)
+            .join("history.jsonl"),
+    };
+    let mut shard_info = None;
     if let Some(shard) = options.shard {
+        let names: Vec<String> = roots
+            .iter()
+            .map(|(path, _, _)| {
+                relative_to(&project_root, path)
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        let (entries, unreadable) = crate::report::history::read_checked(&history_file);
+        let durations: std::collections::BTreeMap<String, u64> =
+            crate::report::history::recent_durations(&entries)
+                .into_iter()
+                .filter(|(test, _)| names.contains(test))
+                .collect();
+        let by = if !unreadable.is_empty() {
+            notes.push(format!(
+                "history has {} unreadable line{} ({}): shards split by count",
+                unreadable.len(),
+                if unreadable.len() == 1 { "" } else { "s" },
+                unreadable[0]
+            ));
+            ShardBy::Count
+        } else {
+            match options.shard_by {
+                Some(by) => by,
+                None if durations.is_empty() => ShardBy::Count,
+                None => ShardBy::Duration,
+            }
+        };
+        let mine = crate::model::shard::split(&names, shard, by, &durations);
+        shard_info = Some(crate::model::shard::ShardInfo {
+            shard: shard.to_string(),
+            by,
+            digest: crate::model::shard::digest(&names, shard.count, by, &durations),
+            paths: options.paths.clone(),
+            tags: options.tags.clone(),
+        });
+        notes.push(format!(
+            "shard {shard} by {by}: {} of {} root tests{}",
+            mine.len(),
+            names.len(),
+            if by == ShardBy::Duration {
+                format!(
+                    " (durations from {}, {} of them known)",
+                    history_file.display(),
+                    durations.len()
+                )
+            } else {
+                String::new()
+            }
+        ));
         roots = roots
             .into_iter()
             .enumerate()
-            .filter(|(i, _)| shard.contains(*i))
+            .filter(|(i, _)| mine.contains(i))
             .map(|(_, r)| r)
             .collect();
         if roots.is_empty() {
@@ -334,6 +398,8 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         ));
     }
     Ok(Suite {
+        history_file,
+        shard: shard_info,
         project_root,
         config_path,
         global_config_path,

@@ -1,0 +1,104 @@
+//! `[supervisor] on_finish` (SPEC §12): one command run after the suite's reports are written,
+//! with the suite's facts in its environment: how a nightly tells a chat room. It runs like a
+//! harness command (`sh -c` from the project root, its own process group, output into the
+//! suite's `logs/on_finish.log`), bounded by `on_finish_timeout_secs`; whatever it does, the
+//! suite's exit code stands.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::model::outcome::ExitReason;
+use crate::process::oneshot::{run_once, OneShotEnd};
+use crate::process::owner::{Owner, Role, Scope};
+use crate::process::spec::{CommandKind, CommandSpec};
+use crate::report::suite::SuiteSummary;
+
+/// The log of the hook, under the suite's folder.
+pub const LOG: &str = "logs/on_finish.log";
+
+/// What the hook gets to know about the suite.
+pub struct SuiteFacts<'a> {
+    pub suite_id: &'a str,
+    pub reason: ExitReason,
+    /// The suite's folder (`<artifact_dir>/suites/<id>`).
+    pub suite_dir: &'a Path,
+    /// Its summary, when the reporter wrote one.
+    pub summary: Option<&'a SuiteSummary>,
+}
+
+impl SuiteFacts<'_> {
+    /// `BUGATTI_SUITE_ID`, `BUGATTI_OUTCOME`, `BUGATTI_PASSED`, `BUGATTI_FAILED`,
+    /// `BUGATTI_REPORT_HTML`, `BUGATTI_SUMMARY_JSON`.
+    pub fn env(&self) -> Vec<(String, String)> {
+        let outcome = match self.reason {
+            ExitReason::Success => "passed",
+            ExitReason::TestFailed => "failed",
+            ExitReason::HarnessError => "error",
+            ExitReason::InvalidInput => "invalid",
+            ExitReason::Interrupted(_) => "interrupted",
+        };
+        let (passed, failed) = self.summary.map_or((0, 0), |s| {
+            let t = &s.totals;
+            (t.passed + t.warned, t.failed + t.error)
+        });
+        vec![
+            ("BUGATTI_SUITE_ID".into(), self.suite_id.to_string()),
+            ("BUGATTI_OUTCOME".into(), outcome.into()),
+            ("BUGATTI_PASSED".into(), passed.to_string()),
+            ("BUGATTI_FAILED".into(), failed.to_string()),
+            (
+                "BUGATTI_REPORT_HTML".into(),
+                self.suite_dir.join("report.html").display().to_string(),
+            ),
+            (
+                "BUGATTI_SUMMARY_JSON".into(),
+                self.suite_dir.join("summary.json").display().to_string(),
+            ),
+        ]
+    }
+}
+
+/// Runs `cmd` from `project_root` for `facts`, at most `timeout`. `Ok` says how it went in one
+/// line; `Err` why it failed (for a notice, never for the exit code).
+pub async fn run(
+    cmd: &str,
+    project_root: &Path,
+    timeout: Duration,
+    facts: &SuiteFacts<'_>,
+) -> Result<String, String> {
+    let log = facts.suite_dir.join(LOG);
+    if let Some(dir) = log.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("on_finish: cannot create {}: {e}", dir.display()))?;
+    }
+    let mut spec = CommandSpec::new(
+        "on_finish",
+        CommandKind::ShortLived,
+        cmd,
+        project_root,
+        &log,
+    );
+    spec.env = facts.env();
+    spec.timeout = Some(timeout);
+    let owner = Owner::new(
+        Scope::suite(facts.suite_id),
+        Role::Other("on_finish".into()),
+    );
+    let ran = run_once(&spec, owner, std::future::pending::<()>())
+        .await
+        .map_err(|e| format!("on_finish `{cmd}` could not start: {e}"))?;
+    let shown = log.display();
+    match ran.end {
+        OneShotEnd::Exited(status) if status.success() => {
+            Ok(format!("on_finish `{cmd}` done (output in {shown})"))
+        }
+        OneShotEnd::Exited(status) => Err(format!(
+            "on_finish `{cmd}` failed: {status} (output in {shown}); the exit code is the suite's"
+        )),
+        OneShotEnd::TimedOut(limit) => Err(format!(
+            "on_finish `{cmd}` was stopped after {}s (on_finish_timeout_secs; output in {shown})",
+            limit.as_secs()
+        )),
+        OneShotEnd::Stopped(()) => Err(format!("on_finish `{cmd}` was stopped")),
+    }
+}
