@@ -369,19 +369,21 @@ def check_many_env(ctx):
                med(times_big) < 1.0)
 
 
-def _fake_suite(root, tests, steps):
+def _fake_suite(root, tests, steps, shard=None):
     """A finished suite as `.bugatti/` holds it: summary.json and, per root test, run.json, a
-    transcript and a harness log. Every 10th test fails at its last step."""
+    transcript and a harness log. Every 10th test fails at its last step. `shard` = (k, n): the
+    k-th shard of a CI run of n (its own suite and run ids, its own tests)."""
     import json
     art = os.path.join(root, ".bugatti")
-    suite_id = "01900000-0000-7000-8000-000000000000"
+    k = shard[0] if shard else 0
+    suite_id = f"01900000-0000-7000-8{k:03d}-000000000000"
     suite_dir = os.path.join(art, "suites", suite_id)
     os.makedirs(suite_dir)
     t0 = "2026-01-01T00:00:00Z"
     summary_tests = []
     totals = dict(total=0, passed=0, warned=0, failed=0, error=0, interrupted=0, flaky=0, not_run=0)
-    for t in range(tests):
-        run_id = f"01900000-0000-7000-8000-{t:012d}"
+    for t in range(k * tests, k * tests + tests):
+        run_id = f"01900000-0000-7000-8{k:03d}-{t:012d}"
         run_dir = os.path.join(art, "runs", run_id)
         os.makedirs(os.path.join(run_dir, "transcripts"))
         os.makedirs(os.path.join(run_dir, "logs"))
@@ -422,6 +424,8 @@ def _fake_suite(root, tests, steps):
         totals[outcome] += 1
     summary = dict(schema_version=1, suite_id=suite_id, started_at=t0, finished_at=t0, duration_ms=2400000,
                    strict_warnings=False, tests=summary_tests, not_run=[], totals=totals)
+    if shard:
+        summary["shard"] = dict(shard=f"{shard[0]}/{shard[1]}", by="count", digest="fake", paths=[], tags=[])
     with open(os.path.join(suite_dir, "summary.json"), "w") as f:
         json.dump(summary, f)
     return suite_dir
@@ -718,6 +722,76 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/health"
                f"third run, step {changed}'s output changed: {third:.2f} s, {third_calls} model calls (that step only)")
 
 
+# 18-19: past one machine (SPEC §12) ------------------------------------------------------------------
+def merge_shards(ctx):
+    """`supervisor merge` of a CI run's shards (suites as `.bugatti/` holds them, every 10th test
+    failing) against the merge of one of them."""
+    shards, tests, steps = (10, 20, 5) if ctx.quick else (100, 20, 5)
+    project = os.path.join(ctx.tmp, "merge-shards")
+    shutil.rmtree(project, ignore_errors=True)
+    os.makedirs(project)
+    dirs = [_fake_suite(project, tests, steps, shard=(k, shards)) for k in range(1, shards + 1)]
+    whole, one, size = [], [], 0
+    for n in range(max(ctx.runs, 3)):
+        out = os.path.join(project, "merged", str(n))
+        m = run([ctx.binary, "merge", *dirs, "--out", out], project, ctx.out("merge-all"), ctx.env)
+        if m.rc != 1:
+            raise BenchError(f"merge exited {m.rc}\n{m.tail()}")
+        whole.append(m.wall)
+        size = os.path.getsize(os.path.join(out, "report.html"))
+        b = run([ctx.binary, "merge", dirs[0], "--out", out + "-one"], project, ctx.out("merge-one"), ctx.env)
+        if b.rc != 1:
+            raise BenchError(f"merge of one exited {b.rc}\n{b.tail()}")
+        one.append(b.wall)
+    ok = med(whole) < 2.0 and size < 5 * MIB
+    return Row(f"18. `merge` of {shards} shards × {tests} tests × {steps} steps",
+               f"{ms(med(whole))}, report.html {size / MIB:.2f} MiB", f"{ms(med(one))} (one shard)",
+               f"{med(whole) / med(one):.1f}× one shard's merge", "< 2 s, < 5 MiB", ok)
+
+
+def shard_balance(ctx):
+    """How even 8 shards of a skewed 200-test suite are, split by recorded duration vs by count:
+    the longest shard over the mean shard, from `supervisor check --shard k/8` on recorded
+    durations (nothing runs)."""
+    import random
+    tests, shards = 200, 8
+    rng = random.Random(17)
+    # Skewed as agent suites are: most tests short, a few minutes long.
+    durations = {f"tests/t{i:03d}.test.toml": int(rng.lognormvariate(10, 1.2)) for i in range(tests)}
+    project = write_project(ctx, "shard-balance", SHELL_CONFIG,
+                            {f"t{i:03d}": step_test(f"T{i}", "true") for i in range(tests)})
+    history = os.path.join(project, "history.jsonl")
+    entry = dict(suite_id="bench", started_at="2026-01-01T00:00:00Z", finished_at="2026-01-01T00:00:00Z",
+                 duration_ms=0, selection=dict(paths=[], tags=[]),
+                 tests=[dict(test_file=t, outcome="passed", passed=True, flaky=False, attempts=1, duration_ms=d)
+                        for t, d in durations.items()])
+    with open(history, "w") as f:
+        f.write(json.dumps(entry) + "\n")
+
+    def ratio(by):
+        loads, took = [], []
+        for k in range(1, shards + 1):
+            out = ctx.out(f"balance-{by}")
+            m = run([ctx.binary, "check", "-q", "--config", os.path.join(project, "bugatti.config.toml"),
+                     "--shard", f"{k}/{shards}", "--shard-by", by, "--history", history], project, out, ctx.env)
+            if m.rc != 0:
+                raise BenchError(f"check exited {m.rc}\n{m.tail()}")
+            took.append(m.wall)
+            with open(out) as f:
+                names = [line[3:].split(" ")[0] for line in f if line.startswith("== ")]
+            loads.append(sum(durations[n] for n in names))
+        if sum(len(x) for x in [loads]) != shards:
+            raise BenchError("a shard is missing")
+        return max(loads) / (sum(loads) / shards), med(took)
+
+    by_duration, t_duration = ratio("duration")
+    by_count, t_count = ratio("count")
+    return Row(f"19. balance of {shards} shards of a skewed {tests}-test suite (longest shard / mean)",
+               f"{by_duration:.3f} by duration ({ms(t_duration)} per `check`)",
+               f"{by_count:.3f} by count ({ms(t_count)} per `check`)", f"{by_duration:.3f}", "≤ 1.15 by duration",
+               by_duration <= 1.15)
+
+
 ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead,
        check_many_env, html_report, console_latency, console_wait_for_log, console_idle,
-       console_flood, many_steps, replay]
+       console_flood, many_steps, replay, merge_shards, shard_balance]

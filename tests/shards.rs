@@ -204,6 +204,32 @@ fn three_nights_of_two_shards_merge_into_three_whole_suite_history_entries() {
         .iter()
         .all(|m| m["tests"].as_array().map(Vec::len) == Some(7)));
     let _ = history_line(&history, 0);
+    // The last merged report shows the trends of the three nights, drawn in the page itself.
+    let page = std::fs::read_to_string(p.root().join("merged-3/report.html")).expect("report");
+    assert!(page.contains("<section id=\"trends\">"), "trends section");
+    let trends = &page[page.find("<section id=\"trends\">").expect("trends")..];
+    assert_eq!(
+        trends.matches("<svg").count(),
+        2,
+        "pass rate and duration (no cost with shell)"
+    );
+    let points = trends
+        .split("points=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .expect("a polyline");
+    assert_eq!(
+        points.split(' ').count(),
+        3,
+        "one point per night: {points}"
+    );
+    if let Some(chromium) = chromium() {
+        let dom = dump_dom(&chromium, &p.root().join("merged-3/report.html"));
+        assert!(
+            dom.contains("id=\"trends\"") && dom.matches("<polyline").count() == 2,
+            "the browser renders the charts: {dom:.300}"
+        );
+    }
 
     // Refusals (exit 2): a shard merged with a stranger's shard, and a test in two shards.
     let first = p.run(&["start", "--shard", "1/2"]);
@@ -290,5 +316,63 @@ fn on_finish_gets_the_suites_facts_and_never_changes_the_exit_code() {
         stderr(&out).contains("stopped after 1s"),
         "{}",
         stderr(&out)
+    );
+}
+
+fn chromium() -> Option<std::path::PathBuf> {
+    match bugatti::browser::executable::find_on_env_path(None) {
+        Ok(path) => Some(path),
+        Err(e) => {
+            eprintln!("\nSKIPPED (report.html in a browser): {e}");
+            None
+        }
+    }
+}
+
+fn dump_dom(chromium: &Path, page: &Path) -> String {
+    let profile = tempfile::tempdir().expect("profile");
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--virtual-time-budget=2000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .arg("--dump-dom")
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("run chromium");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn report_trends_prints_the_selections_last_suites() {
+    let p = project();
+    for night in 0..3 {
+        if night == 1 {
+            p.write(
+                "tests/a1.test.toml",
+                "[[steps]]\ninstruction = \"`exit 1`\"\n",
+            );
+        } else {
+            p.write(
+                "tests/a1.test.toml",
+                "[[steps]]\ninstruction = \"`echo back`\"\n",
+            );
+        }
+        let _ = p.run(&["start"]);
+    }
+    let out = p.run(&["report", "--trends"]);
+    let text = stdout(&out);
+    assert!(text.contains("Trends over the last 3 suites"), "{text}");
+    assert!(
+        text.contains("tests/a1.test.toml: 2 flips in 3 suites"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Slowest:") && text.contains("tests/slow.test.toml"),
+        "{text}"
     );
 }

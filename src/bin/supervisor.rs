@@ -86,6 +86,13 @@ enum Command {
         /// Also open report.html in the desktop's browser (xdg-open / open)
         #[arg(long)]
         open: bool,
+        /// Also print the trends of the suite's selection from history: pass rate, duration and
+        /// cost over the last 30 suites, the tests that flip most, the slowest, the costliest
+        #[arg(long)]
+        trends: bool,
+        /// The history file to read the trends from [default: <artifact_dir>/history.jsonl]
+        #[arg(long, value_name = "FILE")]
+        history: Option<PathBuf>,
         /// Project config [default: ./bugatti.config.toml if present]
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
@@ -327,8 +334,10 @@ fn main() -> ExitCode {
         Command::Report {
             suite,
             open,
+            trends,
+            history,
             config,
-        } => report(suite.as_deref(), open, config),
+        } => report(suite.as_deref(), open, trends.then_some(history), config),
         Command::Clean {
             keep,
             older_than,
@@ -470,10 +479,18 @@ fn merge(
     }
 }
 
-fn report(which: Option<&str>, open: bool, config: Option<PathBuf>) -> ExitCode {
+/// `trends`: `Some(history file)` to print them (`Some(None)`: the project's history).
+fn report(
+    which: Option<&str>,
+    open: bool,
+    trends: Option<Option<PathBuf>>,
+    config: Option<PathBuf>,
+) -> ExitCode {
     restore_default_sigpipe();
-    let found = artifact_dir_of(config)
-        .and_then(|(dir, _)| store::resolve_suite(&dir, which))
+    let artifacts = artifact_dir_of(config).map(|(dir, _)| dir);
+    let found = artifacts
+        .clone()
+        .and_then(|dir| store::resolve_suite(&dir, which))
         .and_then(|s| store::load_suite(&s.dir));
     let loaded = match found {
         Ok(loaded) => loaded,
@@ -490,6 +507,28 @@ fn report(which: Option<&str>, open: bool, config: Option<PathBuf>) -> ExitCode 
     println!("junit.xml:    {}", d.join("junit.xml").display());
     println!();
     print!("{}", loaded.summary.to_markdown());
+    if let (Some(file), Ok(dir)) = (trends, &artifacts) {
+        let file = file.unwrap_or_else(|| history::history_path(dir));
+        let entries = history::read(&file);
+        let at = entries
+            .iter()
+            .position(|e| e.suite_id == loaded.summary.suite_id);
+        let trend =
+            at.and_then(|i| bugatti::report::trends::Trends::of(&entries[..i], &entries[i]));
+        println!();
+        match trend {
+            Some(t) => print!("{}", t.text()),
+            None => println!(
+                "No trends: {} holds no earlier suite of this suite's selection{}",
+                file.display(),
+                if at.is_none() {
+                    " (nor this suite)"
+                } else {
+                    ""
+                }
+            ),
+        }
+    }
     if open {
         let page = d.join("report.html");
         let opener = if cfg!(target_os = "macos") {

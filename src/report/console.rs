@@ -179,7 +179,8 @@ pub fn run_label(test_file: &str, run_id: &str) -> String {
     format!("{stem} {tail}")
 }
 
-fn secs(ms: u64) -> String {
+/// A duration for people: `420ms`, `3.2s`.
+pub fn secs(ms: u64) -> String {
     if ms < 1000 {
         format!("{ms}ms")
     } else {

@@ -76,7 +76,7 @@ impl Selection {
     }
 
     /// Equal for comparison: a merge compares with earlier merges (whatever the shard ids).
-    fn same_as(&self, other: &Selection) -> bool {
+    pub fn same_as(&self, other: &Selection) -> bool {
         self.paths == other.paths
             && self.tags == other.tags
             && self.shard == other.shard

@@ -40,6 +40,8 @@ pub struct HtmlInput<'a> {
     pub report_dir: &'a Path,
     /// Extra lines for the header ("merged from 2 suites: …").
     pub notes: &'a [String],
+    /// Trends of this selection from history (SPEC §12), when there is an earlier suite.
+    pub trends: Option<&'a crate::report::trends::Trends>,
 }
 
 /// HTML-escapes text for element content and quoted attribute values.
@@ -290,6 +292,8 @@ pre{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:
 .changes{border-left:4px solid var(--line);padding:4px 10px;margin:8px 0;background:var(--bg)}
 .changes li.new{color:var(--bad);font-weight:600}.changes li.fixed{color:var(--ok);font-weight:600}
 .tablewrap{overflow-x:auto}
+.charts{display:flex;flex-wrap:wrap;gap:16px}.chart{margin:0;color:#0969da}.chart figcaption{color:#1f2328}.chart circle{fill:currentColor}
+.rankings{display:flex;flex-wrap:wrap;gap:24px}.rankings h3{font-size:14px;margin:10px 0 4px}.rankings ol{margin:0;padding-left:20px}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid var(--line);padding:4px 6px;text-align:left;vertical-align:top}
 .badge{display:inline-block;min-width:64px;text-align:center;border-radius:4px;padding:0 6px;font-weight:600;font-size:12px;color:#fff;background:var(--mute)}
 .b-passed,.b-ok{background:var(--ok)}.b-warned,.b-warn{background:var(--warn)}.b-skipped,.b-not_run{background:#6e7781}
@@ -806,6 +810,9 @@ pub fn render(input: &HtmlInput<'_>) -> String {
     };
     page.header();
     page.table(&records);
+    if let Some(trends) = input.trends {
+        page.w(&trends.html());
+    }
     page.w("<h2>Steps</h2>\n");
     // Failing tests first: the morning reader opens the page for them.
     let s = input.summary;

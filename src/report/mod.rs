@@ -25,3 +25,4 @@ pub mod run_writer;
 pub mod scrub;
 pub mod store;
 pub mod suite;
+pub mod trends;

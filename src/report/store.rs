@@ -240,8 +240,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path, history_file: Option<&Path>) -> Resul
     let history_file = history_file
         .map(Path::to_path_buf)
         .or_else(|| in_store.then(|| history::history_path(&out.join("../.."))));
+    let mut trends = None;
     if let Some(file) = history_file {
-        summary.changes = history::compare(&history::read(&file), &entry);
+        let earlier = history::read(&file);
+        summary.changes = history::compare(&earlier, &entry);
+        trends = crate::report::trends::Trends::of(&earlier, &entry);
         if let Err(e) = history::append(&file, &entry) {
             notes.push(e.to_string());
         }
@@ -250,7 +253,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, history_file: Option<&Path>) -> Resul
         0,
         format!("merged from {} suites: {}", ids.len(), ids.join(", ")),
     );
-    write_suite_files(&out, &summary, &records, &notes)?;
+    write_suite_files(&out, &summary, &records, &notes, trends.as_ref())?;
     Ok(Merged {
         summary,
         out,
@@ -346,6 +349,7 @@ pub fn write_suite_files(
     summary: &SuiteSummary,
     records: &[RunRecord],
     notes: &[String],
+    trends: Option<&crate::report::trends::Trends>,
 ) -> Result<(), String> {
     let write = |name: &str, bytes: &[u8]| {
         crate::report::atomic::write_atomic(&dir.join(name), bytes).map_err(|e| e.to_string())
@@ -375,6 +379,7 @@ pub fn write_suite_files(
         comparison: summary.changes.as_ref(),
         report_dir: dir,
         notes,
+        trends,
     });
     write("report.html", page.as_bytes())
 }

@@ -67,6 +67,7 @@ impl ReporterState {
         let mut summary = summary;
         summary.shard = self.args.extras.shard.clone();
         let mut history_note = None;
+        let mut trends = None;
         if !self.args.extras.no_history {
             let entry = HistoryEntry::of(&summary, &self.finished, &self.args.extras.selection);
             let file = self
@@ -77,6 +78,7 @@ impl ReporterState {
                 .unwrap_or_else(|| history::history_path(&self.args.artifact_dir));
             let earlier = history::read(&file);
             summary.changes = history::compare(&earlier, &entry);
+            trends = crate::report::trends::Trends::of(&earlier, &entry);
             if let Err(e) = history::append(&file, &entry) {
                 self.lose(e.to_string());
                 history_note = Some(e.to_string());
@@ -153,6 +155,7 @@ impl ReporterState {
             comparison: redacted_summary.changes.as_ref(),
             report_dir: &paths.dir,
             notes: &[],
+            trends: trends.as_ref(),
         }));
         keep(write_atomic(&html_path, html.as_bytes()), &mut notes);
         if let Some(copy) = &self.args.extras.html_copy {
@@ -170,6 +173,7 @@ impl ReporterState {
                 comparison: redacted_summary.changes.as_ref(),
                 report_dir: &dir,
                 notes: &[],
+                trends: trends.as_ref(),
             }));
             let r = write_copy(copy, html.as_bytes());
             if r.is_ok() {
