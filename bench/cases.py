@@ -792,6 +792,137 @@ def shard_balance(ctx):
                by_duration <= 1.15)
 
 
+def shard_wall(ctx):
+    """SPEC §12 with real runs: one slow test and six quick ones in two shards, one test at a time
+    (`-j 1`): the longest shard's wall time split by recorded duration vs by count."""
+    slow, quick = (0.6, 0.1) if ctx.quick else (3.0, 0.5)
+    tests = {"slow": step_test("Slow", f"sleep {slow}")}
+    tests.update({f"q{i}": step_test(f"Quick {i}", f"sleep {quick}") for i in range(1, 7)})
+    project = write_project(ctx, "shard-wall", SHELL_CONFIG, tests)
+    history = os.path.join(ctx.tmp, "shard-wall-history.jsonl")
+    if os.path.exists(history):
+        os.remove(history)
+    supervise(ctx, project, ["-j", "1", "--history", history], expected_runs=7, label="shard-history")
+
+    def longest(by):
+        walls = []
+        for k in (1, 2):
+            shutil.rmtree(os.path.join(project, ".bugatti"), ignore_errors=True)
+            argv = [ctx.binary, "start", "-q", "-j", "1", "--config", os.path.join(project, "bugatti.config.toml"),
+                    "--shard", f"{k}/2", "--shard-by", by, "--history", history + ".copy"]
+            shutil.copy(history, history + ".copy")
+            m = run(argv, project, ctx.out(f"shard-{by}"), ctx.env)
+            if m.rc != 0:
+                raise BenchError(f"shard {k}/2 by {by} exited {m.rc}\n{m.tail()}")
+            walls.append(m.wall)
+        return max(walls), walls
+
+    by_duration, d = longest("duration")
+    by_count, c = longest("count")
+    return Row(f"20. shards of one {slow:g} s test and six {quick:g} s tests, 2 shards, `-j 1`",
+               f"{by_duration:.2f} s longest shard by duration ({d[0]:.2f} / {d[1]:.2f})",
+               f"{by_count:.2f} s by count ({c[0]:.2f} / {c[1]:.2f})",
+               f"{by_count / by_duration:.2f}× shorter", "longest shard ≈ the slow test", by_duration < by_count)
+
+
+BROWSER_PAGE = "<!doctype html><title>Shop</title><h1>Shop</h1><p>3 items</p>"
+
+# Step 1 leaves one page open, the app's (the first tab, about:blank, is closed).
+OPEN_ONE_PAGE = """import json, os, urllib.request as u
+c = os.environ["BUGATTI_CDP_URL"]
+old = [t["id"] for t in json.load(u.urlopen(c + "/json/list")) if t["type"] == "page"]
+u.urlopen(u.Request(c + "/json/new?http://127.0.0.1:" + os.environ["WEB_PORT"] + "/", method="PUT")).read()
+for i in old:
+    u.urlopen(c + "/json/close/" + i).read()
+"""
+
+# The browser's processes (they carry the session's id), their RSS summed, in KiB.
+BROWSER_RSS = """import os
+total = 0
+for pid in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        cmd = open(f"/proc/{pid}/cmdline", "rb").read()
+        env = open(f"/proc/{pid}/environ", "rb").read().split(b"\\0")
+        if b"chrom" in cmd and ("BUGATTI_SESSION_ID=" + os.environ["BUGATTI_SESSION_ID"]).encode() in env:
+            for line in open(f"/proc/{pid}/status"):
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+    except OSError:
+        pass
+open(os.path.join(os.environ["BUGATTI_PROJECT_ROOT"], "rss.txt"), "w").write(str(total))
+"""
+
+
+def browser(ctx):
+    """SPEC §11: what the session's browser costs, from the runs' own events: start → ready (the
+    browser starts first, so its `ready` event's elapsed time), the per-step capture with one
+    page open (time between steps with `[browser]` minus without), and the browser's RSS."""
+    try:
+        import subprocess
+        chromium = subprocess.run(["sh", "-c", "command -v chromium || command -v chromium-browser || command -v google-chrome"],
+                                  capture_output=True, text=True).stdout.strip()
+    except OSError:
+        chromium = ""
+    name = "21. browser: start → ready, per-step capture (one page), RSS"
+    if not chromium:
+        return Row(name, "skipped", "-", "-", "capture < 150 ms per step", True, "no Chromium installed")
+    steps = 5 if ctx.quick else 20
+    config = SHELL_CONFIG + """
+[ports]
+WEB_PORT = "auto"
+
+[commands.web]
+kind = "long_lived"
+cmd = "python3 -m http.server ${WEB_PORT} --bind 127.0.0.1 --directory site"
+readiness_url = "http://127.0.0.1:${WEB_PORT}/"
+"""
+    def test(open_cmd, rss_cmd):
+        return 'name = "Page"\n\n' + f'[[steps]]\ninstruction = "Open: `{open_cmd}`"\n\n' + \
+            f'[[steps]]\ninstruction = "RSS: `{rss_cmd}`"\n\n' + \
+            "".join(f'[[steps]]\ninstruction = "Step {i}: `true`"\n\n' for i in range(steps))
+    scripts = {"site/index.html": BROWSER_PAGE, "open_page.py": OPEN_ONE_PAGE, "rss.py": BROWSER_RSS}
+    plain = write_project(ctx, "browser-plain", config, {"page": test("true", "true")})
+    with_browser = write_project(ctx, "browser", config + "\n[browser]\n",
+                                 {"page": test("python3 $BUGATTI_PROJECT_ROOT/open_page.py",
+                                               "python3 $BUGATTI_PROJECT_ROOT/rss.py")})
+    for project in (plain, with_browser):
+        os.makedirs(os.path.join(project, "site"), exist_ok=True)
+        for rel, text in scripts.items():
+            with open(os.path.join(project, rel), "w") as f:
+                f.write(text)
+
+    def gaps(project):
+        run_dir = artifacts.only_run(project)
+        finished = [artifacts.parse_timestamp(e["timestamp"]) for e in artifacts.events(run_dir)
+                    if e.get("type") == "step_finished"]
+        # The steps after the two set-up ones: each a `true` and, with a browser, its capture.
+        tail = finished[2:]
+        return [b - a for a, b in zip(tail, tail[1:])]
+
+    def ready_ms(project):
+        for e in artifacts.events(artifacts.only_run(project)):
+            if e.get("type") == "setup_status" and e.get("command") == "browser" and e.get("state") == "ready":
+                return e["elapsed_ms"]
+        raise BenchError("no `browser ready` event")
+
+    ready, with_gap, without_gap, rss = [], [], [], []
+    for _ in range(ctx.runs):
+        supervise(ctx, with_browser, label="browser")
+        ready.append(ready_ms(with_browser))
+        with_gap.append(med(gaps(with_browser)))
+        with open(os.path.join(with_browser, "rss.txt")) as f:
+            rss.append(int(f.read().strip() or 0))
+        supervise(ctx, plain, label="browser-plain")
+        without_gap.append(med(gaps(plain)))
+    capture = med(with_gap) - med(without_gap)
+    return Row(name, f"ready in {med(ready):.0f} ms; {ms(med(with_gap))} per step",
+               f"{ms(med(without_gap))} per step without a browser",
+               f"capture {ms(capture)} per step; browser RSS {med(rss) / 1024:.0f} MiB",
+               "capture < 150 ms per step", capture < 0.150,
+               f"{steps} steps, one page open (`{chromium}`)")
+
+
 ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead,
        check_many_env, html_report, console_latency, console_wait_for_log, console_idle,
-       console_flood, many_steps, replay, merge_shards, shard_balance]
+       console_flood, many_steps, replay, merge_shards, shard_balance, shard_wall,
+       browser]

@@ -49,6 +49,23 @@ pub struct ConsoleEntry {
     pub page: String,
 }
 
+impl ConsoleEntry {
+    /// Whether this entry makes a passing step's verdict a warning. The one error that does not is
+    /// the browser's own request for `/favicon.ico` finding nothing: the page never asked for it,
+    /// most local apps have none, and it would warn on the first step of nearly every test. It
+    /// stays in the step's console record all the same.
+    pub fn counts_as_error(&self) -> bool {
+        let favicon_miss = self.source == "network"
+            && self.url.as_deref().is_some_and(|url| {
+                url.split(['?', '#'])
+                    .next()
+                    .unwrap_or(url)
+                    .ends_with("/favicon.ico")
+            });
+        self.level == "error" && !favicon_miss
+    }
+}
+
 /// One line of `browser/step-<id>.network.jsonl`.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct FailedRequest {
@@ -259,14 +276,15 @@ impl Monitor {
             }
             (std::mem::take(&mut state.console), network)
         };
-        capture.console_errors = console.iter().filter(|c| c.level == "error").count();
+        capture.console_errors = console.iter().filter(|c| c.counts_as_error()).count();
         if what.console {
+            let errors = console.iter().filter(|c| c.level == "error").count();
             let rel = format!("browser/step-{step_id}.console.jsonl");
             match write_jsonl(&run_dir.join(&rel), &console) {
                 Ok(()) => capture.evidence.push(BrowserEvidence::Console {
                     path: rel,
-                    errors: capture.console_errors,
-                    warnings: console.len() - capture.console_errors,
+                    errors,
+                    warnings: console.len() - errors,
                 }),
                 Err(e) => capture.problems.push(format!("writing {rel}: {e}")),
             }
@@ -612,6 +630,28 @@ fn write_jsonl<T: Serialize>(path: &Path, items: &[T]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_browsers_own_favicon_miss_is_not_an_error() {
+        let entry = |source: &str, url: &str| ConsoleEntry {
+            at: Utc::now(),
+            level: "error".into(),
+            source: source.into(),
+            text: "Failed to load resource: the server responded with a status of 404".into(),
+            url: Some(url.into()),
+            page: "http://127.0.0.1:8000/".into(),
+        };
+        assert!(!entry("network", "http://127.0.0.1:8000/favicon.ico").counts_as_error());
+        assert!(!entry("network", "http://127.0.0.1:8000/favicon.ico?v=2").counts_as_error());
+        assert!(entry("network", "http://127.0.0.1:8000/api/items").counts_as_error());
+        assert!(entry("network", "http://127.0.0.1:8000/favicon.ico.js").counts_as_error());
+        assert!(entry("console-api", "http://127.0.0.1:8000/favicon.ico").counts_as_error());
+        let warning = ConsoleEntry {
+            level: "warning".into(),
+            ..entry("console-api", "http://127.0.0.1:8000/app.js")
+        };
+        assert!(!warning.counts_as_error());
+    }
 
     #[test]
     fn console_and_network_events_fill_the_window() {
