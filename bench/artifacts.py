@@ -55,7 +55,7 @@ def event_time(evs, run_dir, kind, last=False, **match):
             and all(e.get(k) == v for k, v in match.items())]
     if not hits:
         raise BenchError(f"{run_dir}/events.jsonl has no {kind} event matching {match}")
-    return parse_timestamp(hits[-1 if last else 0]["timestamp"])
+    return parse_timestamp(hits[-1 if last else 0]["at"])
 
 
 def assert_outcomes(project, expected_runs):

@@ -470,6 +470,10 @@ step_timeout_secs = 600
 [supervisor]
 tests = ["tests/*.test.toml"]
 keep_workspace = "never"
+
+# These rows measure the console: every run must reach the agent, not replay its first one.
+[replay]
+mode = "off"
 {commands}"""
     test = f'name = "{name}"\n\n[[steps]]\ninstruction = "{instruction}"\n'
     return write_project(ctx, name, config, {"console": test})
@@ -893,7 +897,7 @@ readiness_url = "http://127.0.0.1:${WEB_PORT}/"
 
     def gaps(project):
         run_dir = artifacts.only_run(project)
-        finished = [artifacts.parse_timestamp(e["timestamp"]) for e in artifacts.events(run_dir)
+        finished = [artifacts.parse_timestamp(e["at"]) for e in artifacts.events(run_dir)
                     if e.get("type") == "step_finished"]
         # The steps after the two set-up ones: each a `true` and, with a browser, its capture.
         tail = finished[2:]

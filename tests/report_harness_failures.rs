@@ -223,7 +223,7 @@ readiness = { log = "db up" }
         "a.test.toml",
         r#"[[steps]]
 timeout_secs = 20
-instruction = "`touch $BUGATTI_PROJECT_ROOT/die; until grep -q '\"exit_code\":7,\"state\":\"exited\"' $BUGATTI_RUN_DIR/events.jsonl; do sleep 0.05; done`"
+instruction = "`touch $BUGATTI_PROJECT_ROOT/die; until grep '\"exit_code\":7' $BUGATTI_RUN_DIR/events.jsonl | grep -q '\"state\":\"exited\"'; do sleep 0.05; done`"
 "#,
     );
     let out = p.run(&["start", "--step-timeout", "20"]);

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// The verdict on one planned step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepStatus {
     Ok,
@@ -47,7 +47,7 @@ impl StepStatus {
 }
 
 /// How one root-test run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunOutcome {
     Passed,
@@ -80,7 +80,7 @@ impl RunOutcome {
 }
 
 /// What teardown found for one process group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TeardownState {
     /// Exited within the grace period after the stop signal (or had already exited).

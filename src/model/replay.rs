@@ -118,7 +118,7 @@ impl ReplayConfig {
 }
 
 /// Where and how a replay stopped matching its recording.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Drift {
     /// 0-based index of the action in the recorded step.
     pub action: usize,
@@ -148,7 +148,7 @@ impl std::fmt::Display for Drift {
 }
 
 /// How a step of an agent provider was carried out (SPEC §10: run.json `steps[].mode`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepMode {
     /// Every recorded action ran again and matched: passed without the model.
@@ -167,7 +167,7 @@ impl StepMode {
 }
 
 /// What replay did for one step: carried on its `step_finished` event and in run.json.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepReplay {
     pub mode: StepMode,
     /// Why the step was not replayed, or why the agent's pass was not recorded.

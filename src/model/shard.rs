@@ -29,7 +29,9 @@ impl FromStr for ShardArg {
 }
 
 /// `--shard-by`: how root tests are split into shards.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ShardBy {
     /// Round-robin over the sorted paths: shard sizes differ by at most one test.
@@ -62,7 +64,9 @@ impl fmt::Display for ShardBy {
 
 /// How this suite's shard was split, recorded in its summary so `merge` can check that shards
 /// belong together.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct ShardInfo {
     /// `K/N`.
     pub shard: String,

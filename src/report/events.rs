@@ -16,7 +16,7 @@ use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
 /// One thing that happened, with when it happened.
 /// Setup was tried again with fresh `auto` ports: a command said its address was in use (one was
 /// taken between its pick and the server's bind).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PortRetry {
     /// The first setup's error, with the command's last lines.
     pub reason: String,
@@ -24,8 +24,11 @@ pub struct PortRetry {
     pub ports: std::collections::BTreeMap<String, u16>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Event {
+    /// When it happened (`at`, the key every file of a run uses for an instant; runs written
+    /// before schema 2 said `timestamp`).
+    #[serde(rename = "at", alias = "timestamp")]
     pub timestamp: DateTime<Utc>,
     /// Milliseconds since the run (or, for suite events, the suite) started.
     pub elapsed_ms: u64,
@@ -72,7 +75,7 @@ pub fn millis(d: Duration) -> u64 {
 }
 
 /// Where a planned step came from (SPEC §4).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Provenance {
     pub source_file: String,
     /// 1-based index of the step among the `[[steps]]` of its source file.
@@ -82,7 +85,7 @@ pub struct Provenance {
 }
 
 /// Usage facts a provider reports for one step (Claude Code's `result` event).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Usage {
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub session_id: Option<String>,
@@ -104,7 +107,7 @@ pub struct Usage {
 }
 
 /// What happened to a harness command during setup and while the session ran.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum SetupState {
     /// The process was spawned.
@@ -128,7 +131,7 @@ pub enum SetupState {
 }
 
 /// Which `[checkpoint]` command ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckpointAction {
     /// `[checkpoint] save`, after the step carrying the checkpoint passed.
@@ -147,7 +150,7 @@ impl CheckpointAction {
 }
 
 /// How a `[checkpoint]` command went.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "state", rename_all = "snake_case")]
 pub enum CheckpointState {
     Started,
@@ -165,7 +168,9 @@ pub enum CheckpointState {
 }
 
 /// Totals of a suite, by outcome.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct Totals {
     pub total: usize,
     pub passed: usize,
@@ -192,7 +197,7 @@ impl Totals {
 }
 
 /// What happened. Closed: reporters match it without a catch-all.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
     SuiteStarted {

@@ -20,7 +20,7 @@ pub fn history_path(artifact_dir: &Path) -> PathBuf {
 }
 
 /// What the user asked to run: two suites compare when their selections are equal.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Selection {
     /// PATH arguments as given (empty: the whole project).
     #[serde(default)]
@@ -86,7 +86,7 @@ impl Selection {
 }
 
 /// One root test in a history line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HistoryTest {
     pub test_file: String,
     /// `not_run` for a root test the suite never started.
@@ -104,8 +104,12 @@ pub struct HistoryTest {
 }
 
 /// One line of history.jsonl.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HistoryEntry {
+    /// The layout's version ([`crate::report::run_record::SCHEMA_VERSION`]); lines written
+    /// before it was recorded read as 1.
+    #[serde(default = "first_schema_version")]
+    pub schema_version: u32,
     pub suite_id: String,
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
@@ -124,6 +128,10 @@ pub struct HistoryEntry {
     pub replay_drift_steps: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_saved_usd: Option<f64>,
+}
+
+fn first_schema_version() -> u32 {
+    1
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -176,6 +184,7 @@ impl HistoryEntry {
         }));
         let cost_usd = sum_opt(tests.iter().map(|t| t.cost_usd));
         Self {
+            schema_version: crate::report::run_record::SCHEMA_VERSION,
             suite_id: summary.suite_id.clone(),
             started_at: summary.started_at,
             finished_at: summary.finished_at,
@@ -291,7 +300,7 @@ pub fn retain(
 }
 
 /// One test whose state changed, with what the previous suite said.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Change {
     pub test_file: String,
     pub outcome: String,
@@ -300,7 +309,7 @@ pub struct Change {
 }
 
 /// What changed since the previous suite of the same selection.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Comparison {
     pub previous_suite_id: String,
     pub previous_started_at: DateTime<Utc>,
@@ -478,6 +487,7 @@ mod tests {
 
     fn entry(id: &str, tests: &[(&str, bool)]) -> HistoryEntry {
         HistoryEntry {
+            schema_version: crate::report::run_record::SCHEMA_VERSION,
             suite_id: id.into(),
             started_at: Utc::now(),
             finished_at: Utc::now(),

@@ -22,6 +22,7 @@ pub mod printable;
 pub mod recover;
 pub mod run_record;
 pub mod run_writer;
+pub mod schemas;
 pub mod scrub;
 pub mod store;
 pub mod suite;

@@ -62,8 +62,8 @@ pub fn finalise_dead_run(run_dir: &Path) -> Result<Option<RunOutcome>, ReportErr
                 message: Some(DEAD_RUN_MESSAGE.to_string()),
             },
         };
-        if let Err(e) =
-            EventLog::open(&paths.events()).and_then(|mut log| log.append(&event, &redactor))
+        if let Err(e) = EventLog::open(&paths.events(), &written.run_id)
+            .and_then(|mut log| log.append(&event, &redactor))
         {
             notes.push(e.to_string());
         }

@@ -61,7 +61,7 @@ pub struct PlannedCommand {
 }
 
 /// One effective configuration value and the layer it came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConfigRow {
     pub key: String,
     pub value: String,
@@ -70,7 +70,7 @@ pub struct ConfigRow {
 }
 
 /// What the record knows about one harness command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CommandStatus {
     Pending,
@@ -83,14 +83,14 @@ pub enum CommandStatus {
     TimedOut,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Restart {
     pub attempt: u32,
     pub exit_status: String,
     pub at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CommandRecord {
     pub name: String,
     pub kind: String,
@@ -185,7 +185,7 @@ impl CommandRecord {
 }
 
 /// How a `[checkpoint]` command of the run went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckpointStatus {
     Running,
@@ -204,7 +204,7 @@ impl CheckpointStatus {
 }
 
 /// One `[checkpoint]` save or restore of the run, in the order they ran.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckpointRecord {
     pub name: String,
     pub action: CheckpointAction,
@@ -222,7 +222,7 @@ pub struct CheckpointRecord {
 }
 
 /// One restart of the agent by the watchdog.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentRestart {
     pub step_id: u32,
     /// What the watchdog saw: silence, or the agent's death.
@@ -230,7 +230,7 @@ pub struct AgentRestart {
     pub at: DateTime<Utc>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct EvidenceRecord {
     pub kind: String,
     /// Relative to the run directory.
@@ -241,7 +241,7 @@ pub struct EvidenceRecord {
 }
 
 /// One call the agent made to its console during a step.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ConsoleCallRecord {
     pub tool: String,
     pub summary: String,
@@ -252,7 +252,7 @@ pub struct ConsoleCallRecord {
     pub is_error: bool,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepRecord {
     pub step_id: u32,
     #[serde(flatten)]
@@ -298,15 +298,17 @@ pub struct StepRecord {
     pub recorded: bool,
 }
 
-/// The version of the run.json / summary.json layout; bumped on an incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The version of the layout of run.json, summary.json, events.jsonl and history.jsonl (their
+/// JSON Schemas are in `schemas/`); bumped on an incompatible change. 2: events say `at` (was
+/// `timestamp`) and name their run.
+pub const SCHEMA_VERSION: u32 = 2;
 
 fn schema_version() -> u32 {
     SCHEMA_VERSION
 }
 
 /// Everything `run.json` holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunRecord {
     #[serde(default = "schema_version")]
     pub schema_version: u32,

@@ -67,7 +67,7 @@ impl RunWriter {
             .create(&dir)
             .map_err(|source| ReportError::CreateDir { path: dir, source })?;
         }
-        let events = EventLog::open(&paths.events())?;
+        let events = EventLog::open(&paths.events(), &plan.run_id)?;
         let mut writer = Self {
             record: RunRecord::from_plan(plan),
             paths,

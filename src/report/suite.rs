@@ -15,7 +15,7 @@ use crate::report::paths::RunPaths;
 use crate::report::run_record::{RunRecord, SCHEMA_VERSION};
 
 /// One attempt of a root test.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AttemptSummary {
     pub run_id: String,
     pub attempt: u32,
@@ -26,7 +26,7 @@ pub struct AttemptSummary {
 }
 
 /// One root test: its final attempt decides.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RootTestSummary {
     pub test_file: String,
     pub test_name: String,
@@ -58,7 +58,7 @@ pub struct RootTestSummary {
     pub agent_restarts: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SuiteSummary {
     pub schema_version: u32,
     pub suite_id: String,

@@ -308,6 +308,7 @@ mod tests {
 
     fn entry(id: &str, results: &[(&str, bool, u64)], cost: Option<f64>) -> HistoryEntry {
         HistoryEntry {
+            schema_version: crate::report::run_record::SCHEMA_VERSION,
             suite_id: id.into(),
             started_at: chrono::Utc::now(),
             finished_at: chrono::Utc::now(),
