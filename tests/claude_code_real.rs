@@ -424,6 +424,44 @@ async fn a_silent_agent_hits_the_no_output_limit() {
     rig.assert_no_survivors();
 }
 
+/// Claude Code as a user first configures it, with no tools allowed: its Bash call is refused
+/// (non-interactive, nobody to approve it) and the step's message names the refusal and the fix,
+/// whatever the model says next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_tool_is_named_on_the_step() {
+    let Some(bin) = claude_bin() else { return };
+    let mut rig = Rig::new(&[]);
+    let (stub, stub_port, _) = start_stub(
+        &rig,
+        json!([
+            {"bash": "echo checked > checked.txt"},
+            {"bash": "echo again > checked.txt"},
+            {"text": "I could not check the page.\nRESULT ERROR: the check did not run"},
+        ]),
+    );
+    let mut spec = claude_spec(&mut rig, bin, stub_port);
+    spec.agent_args = Vec::new();
+    let mut p = create(&rig, spec);
+    p.start().await.expect("claude starts");
+    p.bootstrap().await.expect("bootstrap");
+    let v = run(&mut p, step(1, "Check the page.", Duration::from_secs(120))).await;
+    assert_eq!(v.status, StepStatus::Error, "{v:?}");
+    assert!(
+        v.message
+            .starts_with("the check did not run (Claude Code refused to run Bash (2×)")
+            && v.message.contains("--allowedTools"),
+        "{}",
+        v.message
+    );
+    assert!(
+        !rig.facts.project_root.join("checked.txt").exists(),
+        "the refused command did not run"
+    );
+    p.close().await;
+    drop(stub);
+    rig.assert_no_survivors();
+}
+
 /// Needs no CLI: a missing binary is a startup error naming the command line.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_claude_binary_is_a_startup_error() {

@@ -784,3 +784,56 @@ fn codex_tokens_are_priced_and_max_cost_usd_stops_the_run() {
         "the third step never reached Codex"
     );
 }
+
+/// The README's Codex config as written (model and provider only, no sandbox flags): Codex's own
+/// shell reaches the app on 127.0.0.1, because the supervisor lifts Codex's network-less default
+/// sandbox. A sandbox the user chooses in agent_args is kept, and the agent's curl then fails.
+#[test]
+fn codex_configured_as_the_readme_shows_reaches_the_app_with_its_own_shell() {
+    let Some(bin) = codex_bin("codex: the README's config reaches the app") else {
+        return;
+    };
+    let app = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/console_app.py");
+    for (sandbox, reached) in [("", true), (", \"--sandbox\", \"read-only\"", false)] {
+        let side = tempfile::tempdir().expect("side dir");
+        let stub = ResponsesStub::start(
+            side.path(),
+            json!([
+                {"shell": "curl -s -o /dev/null -w 'status=%{http_code}' http://127.0.0.1:$APP_PORT/health"},
+                {"expect": ["status=200"], "text": "The app answered.\nRESULT OK"},
+            ]),
+        );
+        let p = Project::new();
+        p.write(
+            "bugatti.config.toml",
+            &format!(
+                "[provider]\nname = \"codex\"\nagent_args = [{}{sandbox}]\nstep_timeout_secs = 120\n\n\
+                 [ports]\nAPP_PORT = \"auto\"\n\n\
+                 [commands.app]\nkind = \"long_lived\"\ncmd = \"python3 {app} --port ${{APP_PORT}}\"\n\
+                 readiness_url = \"http://127.0.0.1:${{APP_PORT}}/health\"\n",
+                stub.agent_args_toml_as_readme()
+            ),
+        );
+        p.write(
+            "health.test.toml",
+            "[[steps]]\ninstruction = \"Check that the app answers its health check.\"\n",
+        );
+        let (out, _) = run(&p, &bin);
+        let record = p.record_for("health.test.toml");
+        let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+        let agent =
+            std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).unwrap_or_default();
+        let expected = if reached { Some(0) } else { Some(1) };
+        assert_eq!(
+            out.status.code(),
+            expected,
+            "sandbox {sandbox:?}\n{}\n{record:#}\n{agent}",
+            stdout(&out)
+        );
+        // Codex itself ran the command (its own shell, not the console).
+        assert!(
+            agent.contains("\"type\":\"command_execution\""),
+            "sandbox {sandbox:?}: {agent}"
+        );
+    }
+}

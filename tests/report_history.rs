@@ -341,8 +341,14 @@ fn report_html_in_a_real_headless_browser() {
         .split('"')
         .next()
         .unwrap();
+    // A passing step is given its id when a link lands on it.
+    let landed_step = dom
+        .split("<div ")
+        .find(|tag| tag.contains(&format!("id=\"{landed}\"")))
+        .unwrap_or_else(|| panic!("no element {landed}"));
+    let tag = landed_step.split('>').next().unwrap_or_default();
     assert!(
-        dom.contains(&format!("id=\"{landed}\" data-step=\"1\"")),
-        "{landed}"
+        tag.contains("data-step=\"1\"") && tag.contains("target"),
+        "{landed}: {tag}"
     );
 }

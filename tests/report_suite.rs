@@ -193,7 +193,7 @@ fn summary_json_round_trips() {
     let now = chrono::Utc::now();
     let s = SuiteSummary::build("s", now, now, false, &records, &[]);
     let json = serde_json::to_string_pretty(&s).expect("json");
-    assert!(json.contains("\"schema_version\": 1"), "{json}");
+    assert!(json.contains("\"schema_version\": 2"), "{json}");
     let back: SuiteSummary = serde_json::from_str(&json).expect("parse");
     assert_eq!(back, s);
 }

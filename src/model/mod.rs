@@ -13,6 +13,7 @@ pub mod commands;
 pub mod config;
 pub mod diagnostics;
 pub mod discovery;
+pub mod history;
 pub mod ids;
 pub mod layers;
 pub mod load;

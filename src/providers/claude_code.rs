@@ -254,16 +254,9 @@ impl ClaudeCode {
         let mut usage = usage;
         usage.step_cost_usd = (usage.total_cost_usd - self.cost_so_far).max(0.0);
         self.cost_so_far = usage.total_cost_usd;
-        if let Some(denials) = event["permission_denials"]
-            .as_array()
-            .filter(|d| !d.is_empty())
-        {
-            // Usually a tool the agent_args did not allow (as root: `--allowedTools Bash`).
-            let tools: Vec<&str> = denials
-                .iter()
-                .filter_map(|d| d["tool_name"].as_str())
-                .collect();
-            self.log(&format!("[permission_denials] {}\n", tools.join(", ")));
+        let denied = denied_tools(event);
+        if !denied.is_empty() {
+            self.log(&format!("[permission_denials] {}\n", denied.join(", ")));
         }
         let result_text = event["result"].as_str().unwrap_or_default();
         let subtype = event["subtype"].as_str().unwrap_or("unknown");
@@ -294,6 +287,15 @@ impl ClaudeCode {
             let (_, marker) = scan_text(result_text);
             collector.verdict(marker.as_ref())
         };
+        // Usually a tool the agent_args did not allow (as root: `--allowedTools Bash`): said on
+        // the step, since what the model wrote after the refusal rarely says why.
+        if let Some(note) = denial_note(&denied) {
+            verdict.message = if verdict.message.is_empty() {
+                note
+            } else {
+                format!("{} ({note})", verdict.message)
+            };
+        }
         verdict.step_id = step_id;
         verdict.usage = Some(usage);
         verdict
@@ -647,4 +649,42 @@ impl ClaudeCode {
 fn is_retry_notice(line: &[u8]) -> bool {
     serde_json::from_slice::<Value>(line)
         .is_ok_and(|e| e["type"] == "system" && e["subtype"] == "api_retry")
+}
+
+/// The tools Claude Code refused to run in a turn (its `result` event's `permission_denials`),
+/// each once, in the order first refused, with how often: `["Bash (2×)", "Write"]`.
+fn denied_tools(result: &Value) -> Vec<String> {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for denial in result["permission_denials"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let tool = denial["tool_name"].as_str().unwrap_or("a tool").to_string();
+        match counts.iter_mut().find(|(t, _)| *t == tool) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((tool, 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .map(|(tool, n)| {
+            if n > 1 {
+                format!("{tool} ({n}×)")
+            } else {
+                tool
+            }
+        })
+        .collect()
+}
+
+/// What a step's message says of refused tools, and how to allow them.
+fn denial_note(denied: &[String]) -> Option<String> {
+    (!denied.is_empty()).then(|| {
+        format!(
+            "Claude Code refused to run {}: a non-interactive Claude Code runs only the tools it \
+             is allowed; add them to [provider] agent_args, e.g. [\"--allowedTools\", \"Bash\"]",
+            denied.join(", ")
+        )
+    })
 }

@@ -21,6 +21,7 @@
 //!   call, and the final message, is one model response).
 
 use super::codex_home;
+use super::codex_sandbox;
 use super::pricing;
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
@@ -106,6 +107,13 @@ impl Codex {
         self.ctx.facts.workdir.join(".codex-home")
     }
 
+    /// Codex's own sandbox lifted, unless the user chose one ([`codex_sandbox`]).
+    fn sandbox_bypass(&self) -> Option<String> {
+        let config = self.codex_home().join("config.toml");
+        (!codex_sandbox::chosen_by_user(&self.ctx.spec.agent_args, &config))
+            .then(|| codex_sandbox::BYPASS.to_string())
+    }
+
     /// The command line of one step: `resume <thread>` once the conversation exists.
     fn args(&self, prompt: &str) -> Vec<String> {
         let mut args: Vec<String> = vec![
@@ -114,6 +122,7 @@ impl Codex {
             "--skip-git-repo-check".into(),
         ];
         args.extend(self.ctx.spec.agent_args.iter().cloned());
+        args.extend(self.sandbox_bypass());
         // The console again on every invocation: each `codex exec` connects anew. Its token
         // travels in the environment (`BUGATTI_MCP_TOKEN`), never in argv.
         if let Some(endpoint) = &self.ctx.facts.console {
@@ -139,6 +148,7 @@ impl Codex {
             "--skip-git-repo-check".into(),
         ];
         words.extend(self.ctx.spec.agent_args.iter().cloned());
+        words.extend(self.sandbox_bypass());
         if let Some(thread) = &self.thread_id {
             words.push("resume".into());
             words.push(thread.clone());

@@ -15,6 +15,7 @@ pub mod bootstrap;
 pub mod claude_code;
 pub mod codex;
 pub mod codex_home;
+pub mod codex_sandbox;
 pub mod command;
 pub mod console_wiring;
 pub mod locate;

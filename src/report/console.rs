@@ -14,6 +14,9 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
+use crate::report::console_text::{
+    failure_lines, fit, message_block, terminal_width, DEFAULT_WIDTH,
+};
 use crate::report::events::{summarize_instruction, CheckpointState, Event, EventKind, SetupState};
 use crate::report::printable::{escape_controls, Newlines};
 use crate::report::run_record::RunRecord;
@@ -86,19 +89,12 @@ pub struct LiveView {
     /// 1 + `--retries`: a failed attempt below this is shown as `TRY n FAIL`, not `FAILED`, so a
     /// suite that ends green has no FAILED line in its log (as nextest's TRY lines).
     max_attempts: u32,
+    /// The columns a line may use ([`terminal_width`]).
+    width: usize,
 }
-
-/// Console lines fit this many columns (file names aside): a CI log or an 80-column terminal
-/// shows them whole.
-pub const WIDTH: usize = 80;
 
 /// The indent of a root test's second and later lines.
 const INDENT: &str = "      ";
-
-/// `line` cut to [`WIDTH`] columns, ending in `…` when cut.
-fn fit(line: &str) -> String {
-    console::truncate_str(line, WIDTH, "…").into_owned()
-}
 
 /// An event that reports something going wrong: its line is printed whole.
 fn is_failure(kind: &EventKind) -> bool {
@@ -118,44 +114,6 @@ fn is_failure(kind: &EventKind) -> bool {
         EventKind::Evidence { problem, .. } => problem.is_some(),
         _ => false,
     }
-}
-
-/// `text` wrapped at word boundaries into lines of at most [`WIDTH`] columns, each after
-/// `indent` (a word longer than a line is cut into pieces).
-fn wrap(text: &str, indent: &str) -> String {
-    let room = WIDTH.saturating_sub(indent.len()).max(20);
-    let mut lines: Vec<String> = Vec::new();
-    let mut current = String::new();
-    for word in text.split(' ') {
-        let mut word = word.to_string();
-        loop {
-            let used = console::measure_text_width(&current);
-            let len = console::measure_text_width(&word);
-            if current.is_empty() && len > room {
-                let head: String = word.chars().take(room).collect();
-                word = word.chars().skip(room).collect();
-                lines.push(head);
-                continue;
-            }
-            if !current.is_empty() && used + 1 + len > room {
-                lines.push(std::mem::take(&mut current));
-                continue;
-            }
-            if !current.is_empty() {
-                current.push(' ');
-            }
-            current.push_str(&word);
-            break;
-        }
-    }
-    if !current.is_empty() || lines.is_empty() {
-        lines.push(current);
-    }
-    lines
-        .iter()
-        .map(|l| format!("{indent}{l}"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 impl std::fmt::Debug for LiveView {
@@ -445,6 +403,7 @@ impl LiveView {
             done: 0,
             runs_seen: false,
             max_attempts: 1,
+            width: terminal_width(),
         }
     }
 
@@ -475,6 +434,7 @@ impl LiveView {
             done: 0,
             runs_seen: false,
             max_attempts: 1,
+            width: DEFAULT_WIDTH,
         }
     }
 
@@ -502,6 +462,7 @@ impl LiveView {
             done: 0,
             runs_seen: false,
             max_attempts: 1,
+            width: DEFAULT_WIDTH,
         }
     }
 
@@ -539,14 +500,17 @@ impl LiveView {
         if let Some((line, level)) = event_line(&event.kind, phase) {
             if level <= self.verbosity {
                 // A suite-scoped command's status belongs to no run.
-                let line = match &event.kind {
-                    EventKind::SetupStatus { .. } | EventKind::CommandTornDown { .. } => {
-                        format!("[suite] {line}")
-                    }
-                    _ => line,
+                let prefix = match &event.kind {
+                    EventKind::SetupStatus { .. } | EventKind::CommandTornDown { .. } => "[suite] ",
+                    _ => "",
                 };
-                let line = escape_controls(&redactor.str(&line), Newlines::Escape).into_owned();
-                self.print(&fit(&line));
+                let line = if is_failure(&event.kind) {
+                    failure_lines(prefix, &redactor.str(&line))
+                } else {
+                    let line = redactor.str(&format!("{prefix}{line}"));
+                    fit(&escape_controls(&line, Newlines::Escape), self.width)
+                };
+                self.print(&line);
             }
         }
     }
@@ -592,14 +556,14 @@ impl LiveView {
             .get(run_id)
             .map(|p| p.label.clone())
             .unwrap_or_else(|| run_id.to_string());
-        let line = redactor.str(&format!("[{label}] {line}"));
-        // One event, one line: a newline in a message or a file name must not split it.
-        let line = escape_controls(&line, Newlines::Escape);
-        // A failure's line is the cause (a setup command's log tail, say): never cut.
+        // A failure's line is the cause: never cut, and a setup command's log tail below it a
+        // line per line. Any other event is one line: a newline in a message or a file name must
+        // not split it.
         let line = if is_failure(&event.kind) {
-            line.into_owned()
+            failure_lines(&format!("[{label}] "), &redactor.str(&line))
         } else {
-            fit(&line)
+            let line = redactor.str(&format!("[{label}] {line}"));
+            fit(&escape_controls(&line, Newlines::Escape), self.width)
         };
         if let Some(live) = &self.live {
             if let Some(bar) = live.bars.get(run_id) {
@@ -727,10 +691,7 @@ impl LiveView {
         if outcome != RunOutcome::Passed && self.verbosity >= Verbosity::Normal {
             if let Some(msg) = record.failure_message() {
                 line.push('\n');
-                line.push_str(&wrap(
-                    &escape_controls(&summarize_instruction(&msg, 200), Newlines::Escape),
-                    INDENT,
-                ));
+                line.push_str(&message_block(&msg, INDENT, self.width));
             }
         }
         self.print(&redactor.str(&line));
@@ -776,24 +737,16 @@ impl LiveView {
                     "\n  {:<11} {}\n{}\n{INDENT}report: {}",
                     outcome_word(test.outcome),
                     escape_controls(&test.test_file, Newlines::Escape),
-                    wrap(
-                        &escape_controls(
-                            &summarize_instruction(
-                                test.message.as_deref().unwrap_or("(no message)"),
-                                300
-                            ),
-                            Newlines::Escape
-                        ),
-                        INDENT
+                    message_block(
+                        test.message.as_deref().unwrap_or("(no message)"),
+                        INDENT,
+                        self.width
                     ),
                     self.shown_path(Path::new(&test.report))
                 ));
             }
             let why = match &summary.harness_error {
-                Some(reason) => format!(
-                    "the suite's harness failed: {}",
-                    summarize_instruction(reason, 300)
-                ),
+                Some(reason) => format!("the suite's harness failed: {reason}"),
                 None => summary
                     .not_run_reason
                     .clone()
@@ -814,7 +767,7 @@ impl LiveView {
                 recap.push_str(&format!(
                     "\n  {word:<11} {}\n{}",
                     escape_controls(file, Newlines::Escape),
-                    wrap(&escape_controls(&why, Newlines::Escape), INDENT)
+                    message_block(&why, INDENT, self.width)
                 ));
             }
             self.print(&redactor.str(&recap));

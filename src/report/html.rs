@@ -14,6 +14,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path, PathBuf};
 
 use crate::model::outcome::StepStatus;
+use crate::model::paths::normalize;
 use crate::report::history::{run_cost, Comparison};
 use crate::report::run_record::{RunRecord, StepRecord};
 use crate::report::suite::{RootTestSummary, SuiteSummary};
@@ -22,6 +23,10 @@ use crate::report::suite::{RootTestSummary, SuiteSummary};
 pub const TRANSCRIPT_STEP_BYTES: usize = 16 * 1024;
 /// All transcripts of the page together, at most; later ones become links to the file.
 pub const TRANSCRIPT_TOTAL_BYTES: usize = 2 * 1024 * 1024;
+/// Of that, what the transcripts of steps that passed may take: the ones that did not pass are
+/// what a reader of a large report opens, so they keep the rest. Past the budget, a passing
+/// step's transcript is in its run's `agent.log` (linked once per test).
+pub const PASSED_TRANSCRIPTS_BYTES: usize = 256 * 1024;
 /// A screenshot up to this size is inlined as a `data:` URI; a larger one is linked.
 pub const INLINE_IMAGE_BYTES: u64 = 384 * 1024;
 /// All inlined screenshots together, at most.
@@ -77,8 +82,10 @@ fn encode(text: &str) -> String {
     out
 }
 
-/// `to` relative to directory `from` (both absolute), as a URL path.
+/// `to` relative to directory `from` (both absolute), as a URL path. Both are resolved first
+/// (`runs/x/../../y` is `y`): a suite's runs are often named from its folder as `../../runs/…`.
 pub fn relative(from: &Path, to: &Path) -> String {
+    let (from, to) = (normalize(from), normalize(to));
     let from: Vec<Component> = from.components().collect();
     let to_c: Vec<Component> = to.components().collect();
     let common = from.iter().zip(&to_c).take_while(|(a, b)| a == b).count();
@@ -94,29 +101,8 @@ pub fn relative(from: &Path, to: &Path) -> String {
 
 /// Base64 (standard alphabet, padded) for `data:` URIs.
 pub fn base64(bytes: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::with_capacity(bytes.len().div_ceil(3) * 4);
-    for chunk in bytes.chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        out.push(A[(n >> 18) as usize & 63] as char);
-        out.push(A[(n >> 12) as usize & 63] as char);
-        out.push(if chunk.len() > 1 {
-            A[(n >> 6) as usize & 63] as char
-        } else {
-            '='
-        });
-        out.push(if chunk.len() > 2 {
-            A[n as usize & 63] as char
-        } else {
-            '='
-        });
-    }
-    out
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
 fn ms(ms: Option<u64>) -> String {
@@ -275,6 +261,7 @@ struct Page<'a> {
     input: &'a HtmlInput<'a>,
     out: String,
     transcript_budget: usize,
+    passed_transcript_budget: usize,
     image_budget: u64,
     first_failure: Option<String>,
 }
@@ -307,6 +294,7 @@ table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid var(--li
 .step .instr{flex:1 1 300px;white-space:pre-wrap;word-break:break-word}
 .step.bad .msg{color:var(--bad);font-weight:600}
 .msg{white-space:pre-wrap;word-break:break-word;margin:4px 0}
+ul.logs{margin:4px 0}ul.logs::before{content:"BUGATTI_LOG";font-weight:600;margin-left:-40px}
 .step.target{outline:3px solid #0969da;outline-offset:2px}
 .test.target{outline:3px solid #0969da}
 img.shot{max-width:100%;height:auto;border:1px solid var(--line);border-radius:4px;display:block;margin:4px 0}
@@ -348,10 +336,16 @@ const JS: &str = r#"
     for(var k=0;k<old.length;k++){old[k].classList.remove('target');}
     if(el){
       if(el.hidden||(el.closest('.test')&&el.closest('.test').hidden)){only(false);}
+      if(!el.id){var t=el.closest('.test');el.id=(t?t.id:'t')+'-s'+el.getAttribute('data-step');}
       openUp(el);el.classList.add('target');
       document.body.setAttribute('data-landed',el.id);
       el.scrollIntoView();
     }else{document.body.setAttribute('data-landed','none');}
+  }
+  var links=document.querySelectorAll('.step a.sl');
+  for(var n=0;n<links.length;n++){
+    var st=links[n].closest('.step'),te=links[n].closest('.test');
+    if(st&&te){links[n].href='#test='+encodeURIComponent(te.getAttribute('data-file'))+'&step='+st.getAttribute('data-step');}
   }
   window.addEventListener('hashchange',go);
   go();
@@ -518,10 +512,13 @@ impl<'a> Page<'a> {
         let report_md = relative(self.input.report_dir, &run_dir.join("report.md"));
         let _ = writeln!(
             self.out,
-            "<div class=\"meta\">run <code>{}</code> · provider {} · <a href=\"{report_md}\">report.md</a> · <a href=\"{}\">run directory</a></div>",
+            "<div class=\"meta\">run <code>{}</code> · provider {} · <a href=\"{report_md}\">report.md</a> · <a href=\"{}\">agent.log</a></div>",
             escape(&record.run_id),
             escape(&record.provider),
-            relative(self.input.report_dir, &run_dir),
+            relative(
+                self.input.report_dir,
+                &run_dir.join("transcripts/agent.log")
+            ),
         );
         if let Some(cost) = record.cost_usd {
             let _ = writeln!(
@@ -580,24 +577,40 @@ impl<'a> Page<'a> {
         if bad && self.first_failure.is_none() {
             self.first_failure = Some(id.clone());
         }
+        // Where the step was written, when that is not simply step N of the test's own file (an
+        // included file): a 2 000-test report repeats nothing it need not.
         let p = &step.provenance;
-        let mut source = format!("{}#{}", p.source_file, p.source_index);
-        if !p.include_chain.is_empty() {
-            source = format!("{source} via {}", p.include_chain.join(" → "));
-        }
+        let source = if p.source_file != record.test_file || !p.include_chain.is_empty() {
+            let mut source = format!("{}#{}", p.source_file, p.source_index);
+            if !p.include_chain.is_empty() {
+                source = format!("{source} via {}", p.include_chain.join(" → "));
+            }
+            format!(
+                " <span class=\"meta hide-narrow\">{}</span>",
+                escape(&source)
+            )
+        } else {
+            String::new()
+        };
+        // The step's deep link (`#test=…&step=N`) is set by the page's script from the test's
+        // `data-file` and the step's `data-step`: the same link, not written 10 000 times.
         let _ = write!(
             self.out,
-            "<div class=\"step{}\" id=\"{id}\" data-step=\"{}\"><div class=\"head\"><a href=\"#test={}&amp;step={}\">#{}</a> <span class=\"badge b-{}\">{}</span> <span class=\"meta\">{}</span> <span class=\"instr\">{}</span> <span class=\"meta hide-narrow\">{}</span></div>",
+            "<div class=\"step{}\"{} data-step=\"{}\"><div class=\"head\"><a class=\"sl\">#{}</a> <span class=\"badge b-{}\">{}</span> <span class=\"meta\">{}</span> <span class=\"instr\">{}</span>{source}</div>",
             if bad { " bad" } else { "" },
-            step.step_id,
-            encode(&record.test_file),
+            // Only a failing step needs an id of its own (the page opens at the first one); the
+            // script names a passing step when a deep link lands on it.
+            if bad {
+                format!(" id=\"{id}\"")
+            } else {
+                String::new()
+            },
             step.step_id,
             step.step_id,
             step.status.as_str(),
             step.status.as_str(),
             ms(step.duration_ms),
             escape(&bounded(&step.instruction, 2000)),
-            escape(&source),
         );
         if let Some(msg) = &step.message {
             let _ = write!(
@@ -630,11 +643,11 @@ impl<'a> Page<'a> {
             }
         }
         if !step.logs.is_empty() {
-            self.w("<div class=\"logs\"><b>BUGATTI_LOG</b><ul>");
+            self.w("<ul class=\"logs\">");
             for log in &step.logs {
                 let _ = write!(self.out, "<li>{}</li>", escape(&bounded(log, 2000)));
             }
-            self.w("</ul></div>");
+            self.w("</ul>");
         }
         for ev in &step.evidence {
             match &ev.problem {
@@ -727,20 +740,24 @@ impl<'a> Page<'a> {
                 TRANSCRIPT_STEP_BYTES / 4
             };
             let shown = bounded(text, cap);
-            let file = relative(
-                self.input.report_dir,
-                &run_dir.join("transcripts/agent.log"),
-            );
-            if shown.len() <= self.transcript_budget {
+            let fits = shown.len() <= self.transcript_budget
+                && (bad || shown.len() <= self.passed_transcript_budget);
+            if fits {
                 self.transcript_budget -= shown.len();
+                if !bad {
+                    self.passed_transcript_budget -= shown.len();
+                }
                 let _ = write!(
                     self.out,
-                    "<details class=\"transcript\"><summary>agent transcript of step {} ({} bytes) · <a href=\"{file}\">agent.log</a></summary><pre>{}</pre></details>",
-                    step.step_id,
+                    "<details class=\"transcript\"><summary>agent transcript ({} bytes)</summary><pre>{}</pre></details>",
                     text.len(),
                     escape(&shown)
                 );
-            } else {
+            } else if bad {
+                let file = relative(
+                    self.input.report_dir,
+                    &run_dir.join("transcripts/agent.log"),
+                );
                 let _ = write!(
                     self.out,
                     "<div class=\"meta\">agent transcript of step {}: <a href=\"{file}\">transcripts/agent.log</a> (not inlined: the page's transcript budget is spent)</div>",
@@ -805,6 +822,7 @@ pub fn render(input: &HtmlInput<'_>) -> String {
         input,
         out: String::with_capacity(64 * 1024),
         transcript_budget: TRANSCRIPT_TOTAL_BYTES,
+        passed_transcript_budget: PASSED_TRANSCRIPTS_BYTES,
         image_budget: INLINE_IMAGES_TOTAL,
         first_failure: None,
     };

@@ -7,6 +7,7 @@
 
 pub mod atomic;
 pub mod console;
+pub mod console_text;
 pub mod error;
 pub mod event_log;
 pub mod events;
@@ -20,6 +21,7 @@ pub mod markdown;
 pub mod paths;
 pub mod printable;
 pub mod recover;
+pub mod run_plan;
 pub mod run_record;
 pub mod run_writer;
 pub mod schemas;

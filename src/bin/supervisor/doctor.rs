@@ -24,6 +24,17 @@ pub(super) fn doctor(config: Option<PathBuf>) -> ExitCode {
     let mut providers: Vec<_> = suite.tests.iter().map(|t| &t.effective.provider).collect();
     providers.push(&suite.base.provider);
     let uses_codex = providers.iter().any(|p| p.name.value == "codex");
+    // A non-interactive Claude Code runs only the tools it is allowed: without any, the agent's
+    // Bash calls are refused and the step says so only after the fact.
+    let claude_without_tools = providers.iter().any(|p| {
+        p.name.value == "claude-code"
+            && !p.agent_args.value.iter().any(|a| {
+                a.starts_with("--allowedTools")
+                    || a.starts_with("--allowed-tools")
+                    || a.starts_with("--permission-mode")
+                    || a == "--dangerously-skip-permissions"
+            })
+    });
     let claude = bugatti::actors::session_plan::claude_bin(&suite.base);
     let versions = agent_versions(&providers, &suite.project_root, &claude);
     let mut findings: Vec<_> = providers
@@ -51,6 +62,13 @@ pub(super) fn doctor(config: Option<PathBuf>) -> ExitCode {
         println!(
             "ok   {}",
             bugatti::providers::codex_home::describe(home.as_ref())
+        );
+    }
+    if claude_without_tools {
+        println!(
+            "note claude-code: agent_args allow no tools, so Claude Code will refuse the agent's \
+             Bash calls (the step names each refusal); allow them with \
+             agent_args = [\"--allowedTools\", \"Bash\"]"
         );
     }
     for (ok, line) in versions {

@@ -36,6 +36,60 @@ pub(super) fn check_skip_flags(
     }
 }
 
+/// A command `--skip-cmd` leaves to the user (who started it themselves) must be reachable by its
+/// readiness probe: one that waits on an `auto` port (allocated afresh for each session, so a
+/// server started beforehand cannot be listening on it) or on the command's own output (there is
+/// none) could only wait out its whole timeout. Refused before anything runs, saying what to do.
+pub(super) fn check_skipped_readiness(
+    options: &RunOptions,
+    config: &EffectiveConfig,
+    problems: &mut Problems,
+) {
+    use crate::model::commands::ProbeKind;
+    let auto_ports: Vec<&str> = config
+        .ports
+        .iter()
+        .filter(|(_, spec)| matches!(spec.value, crate::model::config::PortSpec::Auto))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    for name in &options.skip_cmd {
+        if options.skip_readiness.contains(name) {
+            continue;
+        }
+        let Some(command) = config.commands.get(name) else {
+            continue;
+        };
+        for probe in &command.readiness {
+            let why = match &probe.kind {
+                ProbeKind::Log(_) => Some(
+                    "its readiness waits for a line of its own output, and a command that is \
+                     not launched writes none"
+                        .to_string(),
+                ),
+                ProbeKind::Http(text) | ProbeKind::Tcp(text) | ProbeKind::Exec(text) => auto_ports
+                    .iter()
+                    .find(|port| text.contains(&format!("${{{port}}}")))
+                    .map(|port| {
+                        format!(
+                            "its readiness probe uses ${{{port}}}, an `auto` port chosen afresh \
+                             for each session, so a server you started yourself cannot be \
+                             listening on it"
+                        )
+                    }),
+            };
+            if let Some(why) = why {
+                problems.push(
+                    Problem::new(format!("--skip-cmd `{name}`: {why}")).with_help(format!(
+                        "give the port a fixed number in [ports] (the one your server uses), \
+                         or add --skip-readiness {name} to start without waiting for it"
+                    )),
+                );
+                break;
+            }
+        }
+    }
+}
+
 /// Every `${NAME}` in the config and in the plan's instructions must be known.
 pub(super) fn check_names(
     eff: &EffectiveConfig,

@@ -198,6 +198,7 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
     drop_follow_ons(&mut problems, unread_values, &texts);
 
     check_skip_flags(options, &flagged, &mut problems);
+    check_skipped_readiness(options, &flagged, &mut problems);
     // The base config is what suite-scoped commands run with, whatever tests are selected.
     let mut base_lps = Vec::new();
     check_names(
@@ -274,9 +275,9 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
                     .into_owned()
             })
             .collect();
-        let (entries, unreadable) = crate::report::history::read_checked(&history_file);
+        let (entries, unreadable) = crate::model::history::read_checked(&history_file);
         let durations: std::collections::BTreeMap<String, u64> =
-            crate::report::history::recent_durations(&entries)
+            crate::model::history::recent_durations(&entries)
                 .into_iter()
                 .filter(|(test, _)| names.contains(test))
                 .collect();

@@ -387,6 +387,37 @@ fn skip_flags_must_name_commands() {
 }
 
 #[test]
+fn a_skipped_command_that_nothing_could_answer_for_is_refused() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[ports]\nWEB_PORT = \"auto\"\nDB_PORT = 5432\n\n\
+         [commands.web]\nkind = \"long_lived\"\ncmd = \"x\"\nreadiness_url = \"http://127.0.0.1:${WEB_PORT}/\"\n\n\
+         [commands.db]\nkind = \"long_lived\"\ncmd = \"x\"\nreadiness = { tcp = \"127.0.0.1:${DB_PORT}\" }\n\n\
+         [commands.queue]\nkind = \"long_lived\"\ncmd = \"x\"\nreadiness = { log = \"ready\" }\n",
+    )
+    .write("a.test.toml", STEP);
+    let skip = |names: &[&str], readiness: &[&str]| RunOptions {
+        skip_cmd: names.iter().map(|n| n.to_string()).collect(),
+        skip_readiness: readiness.iter().map(|n| n.to_string()).collect(),
+        ..Default::default()
+    };
+    let e = p.errors(&skip(&["web", "queue"], &[]));
+    assert!(
+        e.contains("--skip-cmd `web`: its readiness probe uses ${WEB_PORT}, an `auto` port"),
+        "{e}"
+    );
+    assert!(e.contains("--skip-readiness web"), "{e}");
+    assert!(
+        e.contains("--skip-cmd `queue`: its readiness waits for a line of its own output"),
+        "{e}"
+    );
+    // A fixed port your own server listens on, or no waiting: fine.
+    assert!(p.load(&skip(&["db"], &[])).is_ok());
+    assert!(p.load(&skip(&["web"], &["web"])).is_ok());
+}
+
+#[test]
 fn checkpoints_need_the_table_are_unique_and_resume_names_exist() {
     let p = Project::new();
     let test = "[[steps]]\ninstruction = \"a\"\ncheckpoint = \"in\"\n[[steps]]\ninstruction = \"b\"\ncheckpoint = \"in\"\n";

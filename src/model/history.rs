@@ -1,0 +1,186 @@
+//! What `history.jsonl` holds (SPEC §5): one line per suite, its selection and each root test's
+//! outcome and duration, and how to read it back. Part of the model because more than reporting
+//! reads it: the shard split takes each test's recent duration from it (SPEC §12). Writing lines,
+//! comparing suites and the trends are the report's.
+
+use std::collections::BTreeMap;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+/// The history file under the artifact directory.
+pub fn history_path(artifact_dir: &Path) -> PathBuf {
+    artifact_dir.join("history.jsonl")
+}
+
+/// What the user asked to run: two suites compare when their selections are equal.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Selection {
+    /// PATH arguments as given (empty: the whole project).
+    #[serde(default)]
+    pub paths: Vec<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub rerun_failed: bool,
+    /// `merge`: the suites merged into this one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged: Vec<String>,
+}
+
+impl Selection {
+    /// What the history compares suites by, from the command line.
+    pub fn of(options: &crate::model::options::RunOptions) -> Self {
+        Selection {
+            paths: options.paths.clone(),
+            tags: options.tags.clone(),
+            shard: options.shard.map(|s| s.to_string()),
+            rerun_failed: options.rerun_failed,
+            merged: Vec::new(),
+        }
+    }
+}
+
+impl Selection {
+    /// A short human description ("all root tests", "tags nightly, shard 1/2").
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.paths.is_empty() {
+            parts.push(self.paths.join(" "));
+        }
+        if !self.tags.is_empty() {
+            parts.push(format!("tags {}", self.tags.join(",")));
+        }
+        if let Some(s) = &self.shard {
+            parts.push(format!("shard {s}"));
+        }
+        if self.rerun_failed {
+            parts.push("rerun-failed".to_string());
+        }
+        if !self.merged.is_empty() {
+            parts.push(format!("merge of {} suites", self.merged.len()));
+        }
+        if parts.is_empty() {
+            "all root tests".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
+
+    /// Equal for comparison: a merge compares with earlier merges (whatever the shard ids).
+    pub fn same_as(&self, other: &Selection) -> bool {
+        self.paths == other.paths
+            && self.tags == other.tags
+            && self.shard == other.shard
+            && self.rerun_failed == other.rerun_failed
+            && self.merged.is_empty() == other.merged.is_empty()
+    }
+}
+
+/// One root test in a history line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HistoryTest {
+    pub test_file: String,
+    /// `not_run` for a root test the suite never started.
+    pub outcome: String,
+    #[serde(default)]
+    pub passed: bool,
+    #[serde(default)]
+    pub flaky: bool,
+    #[serde(default)]
+    pub attempts: u32,
+    #[serde(default)]
+    pub duration_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+/// One line of history.jsonl.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HistoryEntry {
+    /// The layout's version (the `schema_version` of run.json); lines written
+    /// before it was recorded read as 1.
+    #[serde(default = "first_schema_version")]
+    pub schema_version: u32,
+    pub suite_id: String,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    pub duration_ms: u64,
+    pub selection: Selection,
+    pub tests: Vec<HistoryTest>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// SPEC §10: steps passed by replay, steps the agent carried out with replay on, of which
+    /// drifted, and what the replayed steps cost when they were recorded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replayed_steps: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub agent_steps: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replay_drift_steps: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_saved_usd: Option<f64>,
+}
+
+fn first_schema_version() -> u32 {
+    1
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Every readable line of the history file, oldest first. A damaged line is skipped, not fatal:
+/// the history is a convenience, never a reason to stop a suite.
+pub fn read(path: &Path) -> Vec<HistoryEntry> {
+    read_checked(path).0
+}
+
+/// [`read`], and a warning per line that could not be read (truncated, hand-edited, written by
+/// a newer version), naming the file and line.
+pub fn read_checked(path: &Path) -> (Vec<HistoryEntry>, Vec<String>) {
+    let Ok(file) = std::fs::File::open(path) else {
+        return (Vec::new(), Vec::new());
+    };
+    let mut entries = Vec::new();
+    let mut warnings = Vec::new();
+    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
+        let Ok(line) = line else {
+            warnings.push(format!("{}:{}: not text", path.display(), n + 1));
+            break;
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<HistoryEntry>(&line) {
+            Ok(entry) => entries.push(entry),
+            Err(e) => warnings.push(format!("{}:{}: {e}", path.display(), n + 1)),
+        }
+    }
+    (entries, warnings)
+}
+
+/// Each test's recent duration (ms): the median of its last five recorded runs in `entries`
+/// (whatever their selection: a test takes as long in a shard as in the whole suite).
+pub fn recent_durations(entries: &[HistoryEntry]) -> BTreeMap<String, u64> {
+    let mut seen: BTreeMap<String, Vec<u64>> = BTreeMap::new();
+    for entry in entries.iter().rev() {
+        for test in entry.tests.iter().filter(|t| t.attempts > 0) {
+            let runs = seen.entry(test.test_file.clone()).or_default();
+            if runs.len() < 5 {
+                runs.push(test.duration_ms / u64::from(test.attempts.max(1)));
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(test, mut runs)| {
+            runs.sort_unstable();
+            let median = runs[runs.len() / 2];
+            (test, median)
+        })
+        .collect()
+}
