@@ -58,6 +58,24 @@ def table(rows):
     return "\n".join(lines)
 
 
+def notes_after_table(path):
+    """What people wrote below the table of an earlier run (explanations of a miss, older figures
+    to compare with): kept, so a new run replaces the figures and nothing else."""
+    try:
+        with open(path) as f:
+            lines = f.read().split("\n")
+    except OSError:
+        return ""
+    start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
+    if start is None:
+        return ""
+    end = start
+    while end < len(lines) and lines[end].startswith("|"):
+        end += 1
+    rest = "\n".join(lines[end:]).strip("\n")
+    return rest + "\n" if rest else ""
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--binary", required=True)
@@ -121,11 +139,14 @@ def main():
     text = table(rows)
     print(header + "\n\n" + text)
     os.makedirs(os.path.dirname(out), exist_ok=True)
+    notes = notes_after_table(out)
     with open(out, "w") as f:
         f.write("# Benchmarks\n\nWritten by `bench/run` (see docs/testing.md, Benchmarks). "
                 "Every figure pairs the supervisor with its baseline in the same invocation, "
                 "runs interleaved.\n\n")
         f.write(header + "\n\n" + text + "\n")
+        if notes:
+            f.write("\n" + notes)
     print(f"\nbench: wrote {out}", file=sys.stderr)
 
 
