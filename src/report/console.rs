@@ -69,6 +69,45 @@ struct RunPlace {
 struct Bars {
     multi: MultiProgress,
     bars: HashMap<String, ProgressBar>,
+    /// The terminal's `^C` echo, off while the bars are drawn.
+    _echo: Option<QuietControlEcho>,
+}
+
+/// While the live view draws, the terminal does not echo control characters as `^C`. The bars
+/// leave the cursor in the last column (indicatif pads every line to the terminal's width), so a
+/// `^C` echoed by Ctrl+C wrapped to a line the view did not know of, and its next redraw, one
+/// line too high, left a stale spinner on the screen. The setting is restored when the view ends.
+struct QuietControlEcho {
+    original: nix::sys::termios::Termios,
+}
+
+impl QuietControlEcho {
+    /// `None` when stdin is not a terminal or already echoes no control characters.
+    fn start() -> Option<Self> {
+        use nix::sys::termios::{tcgetattr, tcsetattr, LocalFlags, SetArg};
+        let stdin = std::io::stdin();
+        if !stdin.is_terminal() {
+            return None;
+        }
+        let original = tcgetattr(&stdin).ok()?;
+        if !original.local_flags.contains(LocalFlags::ECHOCTL) {
+            return None;
+        }
+        let mut quiet = original.clone();
+        quiet.local_flags.remove(LocalFlags::ECHOCTL);
+        tcsetattr(&stdin, SetArg::TCSANOW, &quiet).ok()?;
+        Some(Self { original })
+    }
+}
+
+impl Drop for QuietControlEcho {
+    fn drop(&mut self) {
+        let _ = nix::sys::termios::tcsetattr(
+            std::io::stdin(),
+            nix::sys::termios::SetArg::TCSANOW,
+            &self.original,
+        );
+    }
 }
 
 /// The live terminal view of a suite (plain lines, or lines above redrawn bars on a terminal):
@@ -391,6 +430,7 @@ impl LiveView {
             ConsoleMode::Live => Some(Bars {
                 multi: MultiProgress::with_draw_target(ProgressDrawTarget::stdout()),
                 bars: HashMap::new(),
+                _echo: QuietControlEcho::start(),
             }),
         };
         Self {
@@ -427,6 +467,7 @@ impl LiveView {
             live: Some(Bars {
                 multi: MultiProgress::with_draw_target(target),
                 bars: HashMap::new(),
+                _echo: None,
             }),
             runs: HashMap::new(),
             cwd: None,
