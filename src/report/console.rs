@@ -82,11 +82,17 @@ struct QuietControlEcho {
 }
 
 impl QuietControlEcho {
-    /// `None` when stdin is not a terminal or already echoes no control characters.
+    /// `None` when stdin is not a terminal, the supervisor is not its foreground job (started
+    /// with `&`: the terminal is someone else's to set), or it already echoes no control
+    /// characters.
     fn start() -> Option<Self> {
-        use nix::sys::termios::{tcgetattr, tcsetattr, LocalFlags, SetArg};
+        use nix::sys::termios::{tcgetattr, LocalFlags};
         let stdin = std::io::stdin();
         if !stdin.is_terminal() {
+            return None;
+        }
+        let foreground = nix::unistd::tcgetpgrp(&stdin).ok()? == nix::unistd::getpgrp();
+        if !foreground {
             return None;
         }
         let original = tcgetattr(&stdin).ok()?;
@@ -95,18 +101,33 @@ impl QuietControlEcho {
         }
         let mut quiet = original.clone();
         quiet.local_flags.remove(LocalFlags::ECHOCTL);
-        tcsetattr(&stdin, SetArg::TCSANOW, &quiet).ok()?;
-        Some(Self { original })
+        set_terminal(&quiet).then_some(Self { original })
     }
+}
+
+/// Sets stdin's terminal attributes with SIGTTOU blocked in this thread: a job moved to the
+/// background (Ctrl+Z, `bg`) would otherwise be stopped by the change instead of ending.
+fn set_terminal(attributes: &nix::sys::termios::Termios) -> bool {
+    use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow, Signal};
+    let mut block = SigSet::empty();
+    block.add(Signal::SIGTTOU);
+    let mut before = SigSet::empty();
+    let blocked = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&block), Some(&mut before)).is_ok();
+    let set = nix::sys::termios::tcsetattr(
+        std::io::stdin(),
+        nix::sys::termios::SetArg::TCSANOW,
+        attributes,
+    )
+    .is_ok();
+    if blocked {
+        let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&before), None);
+    }
+    set
 }
 
 impl Drop for QuietControlEcho {
     fn drop(&mut self) {
-        let _ = nix::sys::termios::tcsetattr(
-            std::io::stdin(),
-            nix::sys::termios::SetArg::TCSANOW,
-            &self.original,
-        );
+        set_terminal(&self.original);
     }
 }
 
