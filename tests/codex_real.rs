@@ -837,3 +837,119 @@ fn codex_configured_as_the_readme_shows_reaches_the_app_with_its_own_shell() {
         );
     }
 }
+
+/// SPEC §11 through the real Codex CLI: with `[browser]`, Codex gets Playwright MCP as server
+/// `browser` (`-c mcp_servers.browser=…`) attached to the session's Chromium; it finds the tools,
+/// opens the harness's page, reads its snapshot, clicks the button by the snapshot's ref and sees
+/// the page change;
+/// the step passes with the supervisor's screenshot as evidence. Skips, saying why, without
+/// Chromium, Codex or Playwright MCP.
+#[test]
+fn codex_drives_the_sessions_browser_through_playwright_mcp() {
+    let Some(bin) = codex_bin("codex: the session's browser") else {
+        return;
+    };
+    if let Err(e) = bugatti::browser::executable::find_on_env_path(None) {
+        eprintln!("\nSKIPPED (codex: the session's browser): {e}");
+        return;
+    }
+    let Some(mcp) = common::scripted_api::npm_cli(
+        "codex: the session's browser",
+        "BUGATTI_PLAYWRIGHT_MCP_BIN",
+        "playwright-mcp",
+        "@playwright/mcp@0.0.83",
+    ) else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let browser = "mcp__browser";
+    let stub = ResponsesStub::start(
+        side.path(),
+        json!([
+            {"tool_search": "browser navigate snapshot click"},
+            {"expect": ["browser_navigate"], "tool": "browser_navigate", "namespace": browser,
+             "input": {"url": format!("http://127.0.0.1:{port}/")}},
+            {"expect": ["Page Title: Shop"], "tool": "browser_snapshot", "namespace": browser,
+             "input": {}},
+            {"expect": ["Add to basket"], "tool": "browser_click", "namespace": browser,
+             "input": {"element": "Add to basket button", "target": "{ref:Add to basket}"}},
+            {"tool": "browser_snapshot", "namespace": browser, "input": {}},
+            {"expect": ["Basket: 1 item"], "text": "The basket says 1 item.\nRESULT OK"},
+        ]),
+    );
+    let p = Project::new();
+    p.write(
+        "site/index.html",
+        "<!doctype html><html><head><title>Shop</title><link rel=\"icon\" href=\"data:,\"></head><body>\
+         <p id=\"state\">Basket empty</p>\
+         <button onclick=\"document.getElementById('state').textContent = 'Basket: 1 item'\">Add to basket</button>\
+         </body></html>\n",
+    );
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"codex\"\nagent_args = [{}]\nstep_timeout_secs = 180\n\n\
+             [ports]\nWEB_PORT = {port}\n\n\
+             [commands.web]\nkind = \"long_lived\"\n\
+             cmd = \"python3 -m http.server ${{WEB_PORT}} --bind 127.0.0.1 --directory site\"\n\
+             readiness_url = \"http://127.0.0.1:${{WEB_PORT}}/\"\n\n[browser]\n",
+            stub.agent_args_toml_as_readme()
+        ),
+    );
+    p.write(
+        "shop.test.toml",
+        "[[steps]]\ninstruction = \"Open the shop, add an item to the basket and check it says 1 item.\"\n",
+    );
+    let path = format!(
+        "{}:{}",
+        mcp.parent().expect("bin dir").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("BUGATTI_CODEX_BIN", &bin)
+        .env("STUB_API_KEY", "dummy")
+        .env("PATH", path)
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    let record = p.record_for("shop.test.toml");
+    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let agent =
+        std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).unwrap_or_default();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}\n{agent}\n{}",
+        stdout(&out),
+        stderr(&out),
+        stub.requests_text()
+    );
+    // Codex reported each browser call as an MCP call of server `browser` that completed.
+    let calls: Vec<Value> = agent
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "mcp_tool_call")
+        .map(|e| e["item"].clone())
+        .collect();
+    let tools: Vec<&str> = calls.iter().filter_map(|i| i["tool"].as_str()).collect();
+    assert_eq!(
+        tools,
+        [
+            "browser_navigate",
+            "browser_snapshot",
+            "browser_click",
+            "browser_snapshot"
+        ],
+        "{agent}"
+    );
+    assert!(calls.iter().all(|i| i["server"] == "browser"), "{calls:#?}");
+    let evidence = record["steps"][0]["evidence"].to_string();
+    assert!(evidence.contains("screenshots/step-1-1.png"), "{record:#}");
+    assert!(run_dir.join("screenshots/step-1-1.png").is_file());
+}

@@ -103,12 +103,19 @@ def user_texts(body):
 
 
 def fill(value, body):
-    """Replaces {session_id} / {next_offset} / {url} in a scripted tool input (see above)."""
+    """Replaces {session_id} / {next_offset} / {url} / {ref:TEXT} in a scripted tool input (see
+    above; {ref:TEXT} is the ref of the last Playwright MCP snapshot line holding TEXT)."""
     if isinstance(value, dict):
         return {k: fill(v, body) for k, v in value.items()}
     if isinstance(value, list):
         return [fill(v, body) for v in value]
     if isinstance(value, str):
+        ref = re.fullmatch(r"\{ref:(.+)\}", value)
+        if ref:
+            # A Playwright MCP snapshot line: `- button "Buy" [ref=e3]`.
+            pattern = re.escape(ref.group(1)) + r"[^\n]*?\[ref=(e\d+)\]"
+            found = [m for t in tool_outputs(body) for m in re.findall(pattern, t)]
+            return found[-1] if found else value
         for key, pattern in (("session_id", r"session ID (\d+)"), ("next_offset", r"Next offset: (\d+)")):
             found = [m for t in tool_outputs(body) for m in re.findall(pattern, t)]
             if value == "{" + key + "}" and found:
