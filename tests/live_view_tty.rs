@@ -31,8 +31,16 @@ fn reader(master: &OwnedFd) -> mpsc::Receiver<Vec<u8>> {
     rx
 }
 
-#[test]
-fn ctrl_c_on_a_terminal_leaves_no_echo_in_the_bars_and_the_terminal_as_it_was() {
+/// What a run on a terminal interrupted by `presses` Ctrl+C showed: its exit code, its output,
+/// whether the terminal echoed control characters while the bars were drawn and after it ended.
+struct TerminalRun {
+    code: Option<i32>,
+    text: String,
+    echoes_during: bool,
+    echoes_after: bool,
+}
+
+fn run_on_a_terminal(presses: usize) -> Option<TerminalRun> {
     let p = Project::new();
     p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
     p.write("a.test.toml", "[[steps]]\ninstruction = \"`sleep 30`\"\n");
@@ -46,8 +54,8 @@ fn ctrl_c_on_a_terminal_leaves_no_echo_in_the_bars_and_the_terminal_as_it_was() 
     let pty = match openpty(Some(&size), None) {
         Ok(pty) => pty,
         Err(e) => {
-            eprintln!("SKIP ctrl_c_on_a_terminal…: no pseudo-terminal here ({e})");
-            return;
+            eprintln!("SKIP (live view on a terminal): no pseudo-terminal here ({e})");
+            return None;
         }
     };
     let echoes_before = tcgetattr(&pty.master)
@@ -96,24 +104,54 @@ fn ctrl_c_on_a_terminal_leaves_no_echo_in_the_bars_and_the_terminal_as_it_was() 
         .expect("termios")
         .local_flags
         .contains(LocalFlags::ECHOCTL);
-    nix::unistd::write(&pty.master, b"\x03").expect("Ctrl+C");
+    for _ in 0..presses {
+        nix::unistd::write(&pty.master, b"\x03").expect("Ctrl+C");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // The steps' timeout is the default (far away): only the interrupt ends this run.
     let status = child.wait().expect("wait");
     while let Ok(chunk) = output.recv_timeout(Duration::from_millis(500)) {
         seen.extend(chunk);
     }
-    let text = String::from_utf8_lossy(&seen);
-    assert_eq!(status.code(), Some(130), "{text}");
-    assert!(!echoes_during, "the live view turned the ^C echo off");
-    assert!(!text.contains("^C"), "^C was echoed into the bars: {text}");
-    assert!(text.contains("SIGINT: stopping"), "{text}");
+    let text = String::from_utf8_lossy(&seen).into_owned();
     let echoes_after = tcgetattr(&pty.master)
         .expect("termios")
         .local_flags
         .contains(LocalFlags::ECHOCTL);
-    assert!(
+    p.assert_nothing_survives();
+    Some(TerminalRun {
+        code: status.code(),
+        text,
+        echoes_during,
         echoes_after,
+    })
+}
+
+#[test]
+fn ctrl_c_on_a_terminal_leaves_no_echo_in_the_bars_and_the_terminal_as_it_was() {
+    let Some(run) = run_on_a_terminal(1) else {
+        return;
+    };
+    let text = &run.text;
+    assert_eq!(run.code, Some(130), "{text}");
+    assert!(!run.echoes_during, "the live view turned the ^C echo off");
+    assert!(!text.contains("^C"), "^C was echoed into the bars: {text}");
+    assert!(text.contains("SIGINT: stopping"), "{text}");
+    assert!(
+        run.echoes_after,
         "the terminal's echo is restored when the supervisor ends"
     );
-    p.assert_nothing_survives();
+}
+
+#[test]
+fn three_ctrl_c_still_give_the_terminal_back_as_it_was() {
+    let Some(run) = run_on_a_terminal(3) else {
+        return;
+    };
+    assert_eq!(run.code, Some(130), "{}", run.text);
+    assert!(
+        run.echoes_after,
+        "restored on the way out of a third signal: {}",
+        run.text
+    );
 }

@@ -69,8 +69,9 @@ struct RunPlace {
 struct Bars {
     multi: MultiProgress,
     bars: HashMap<String, ProgressBar>,
-    /// The terminal's `^C` echo, off while the bars are drawn.
-    _echo: Option<QuietControlEcho>,
+    /// The terminal's `^C` echo, off while the bars are drawn (dropped, so restored, when the
+    /// suite's summary is printed, also on the way out after a third signal).
+    echo: Option<QuietControlEcho>,
 }
 
 /// While the live view draws, the terminal does not echo control characters as `^C`. The bars
@@ -451,7 +452,7 @@ impl LiveView {
             ConsoleMode::Live => Some(Bars {
                 multi: MultiProgress::with_draw_target(ProgressDrawTarget::stdout()),
                 bars: HashMap::new(),
-                _echo: QuietControlEcho::start(),
+                echo: QuietControlEcho::start(),
             }),
         };
         Self {
@@ -488,7 +489,7 @@ impl LiveView {
             live: Some(Bars {
                 multi: MultiProgress::with_draw_target(target),
                 bars: HashMap::new(),
-                _echo: None,
+                echo: None,
             }),
             runs: HashMap::new(),
             cwd: None,
@@ -772,6 +773,7 @@ impl LiveView {
                 bar.finish_and_clear();
             }
             let _ = live.multi.clear();
+            live.echo = None;
         }
         // Every failure again at the end, at every verbosity (as nextest does): with many tests
         // in parallel the per-test lines are far apart.
