@@ -125,7 +125,8 @@ struct RunArgs {
     /// Root tests run at once [default: `[supervisor] max_parallel`, else 4]
     #[arg(short = 'j', long, value_name = "N")]
     jobs: Option<usize>,
-    /// Do not launch this harness command (its readiness is still checked). Repeatable.
+    /// Do not launch this harness command: you run it yourself (its readiness is still checked,
+    /// so a probe on an `auto` port or on its own output is refused). Repeatable.
     #[arg(long = "skip-cmd", value_name = "NAME")]
     skip_cmd: Vec<String>,
     /// Do not wait for this command's readiness. Repeatable.
