@@ -22,6 +22,7 @@ use crate::report::printable::{escape_controls, Newlines};
 use crate::report::run_record::RunRecord;
 use crate::report::scrub::Redactor;
 use crate::report::suite::SuiteSummary;
+use crate::report::terminal_echo::QuietControlEcho;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ConsoleMode {
@@ -72,64 +73,6 @@ struct Bars {
     /// The terminal's `^C` echo, off while the bars are drawn (dropped, so restored, when the
     /// suite's summary is printed, also on the way out after a third signal).
     echo: Option<QuietControlEcho>,
-}
-
-/// While the live view draws, the terminal does not echo control characters as `^C`. The bars
-/// leave the cursor in the last column (indicatif pads every line to the terminal's width), so a
-/// `^C` echoed by Ctrl+C wrapped to a line the view did not know of, and its next redraw, one
-/// line too high, left a stale spinner on the screen. The setting is restored when the view ends.
-struct QuietControlEcho {
-    original: nix::sys::termios::Termios,
-}
-
-impl QuietControlEcho {
-    /// `None` when stdin is not a terminal, the supervisor is not its foreground job (started
-    /// with `&`: the terminal is someone else's to set), or it already echoes no control
-    /// characters.
-    fn start() -> Option<Self> {
-        use nix::sys::termios::{tcgetattr, LocalFlags};
-        let stdin = std::io::stdin();
-        if !stdin.is_terminal() {
-            return None;
-        }
-        let foreground = nix::unistd::tcgetpgrp(&stdin).ok()? == nix::unistd::getpgrp();
-        if !foreground {
-            return None;
-        }
-        let original = tcgetattr(&stdin).ok()?;
-        if !original.local_flags.contains(LocalFlags::ECHOCTL) {
-            return None;
-        }
-        let mut quiet = original.clone();
-        quiet.local_flags.remove(LocalFlags::ECHOCTL);
-        set_terminal(&quiet).then_some(Self { original })
-    }
-}
-
-/// Sets stdin's terminal attributes with SIGTTOU blocked in this thread: a job moved to the
-/// background (Ctrl+Z, `bg`) would otherwise be stopped by the change instead of ending.
-fn set_terminal(attributes: &nix::sys::termios::Termios) -> bool {
-    use nix::sys::signal::{pthread_sigmask, SigSet, SigmaskHow, Signal};
-    let mut block = SigSet::empty();
-    block.add(Signal::SIGTTOU);
-    let mut before = SigSet::empty();
-    let blocked = pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&block), Some(&mut before)).is_ok();
-    let set = nix::sys::termios::tcsetattr(
-        std::io::stdin(),
-        nix::sys::termios::SetArg::TCSANOW,
-        attributes,
-    )
-    .is_ok();
-    if blocked {
-        let _ = pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&before), None);
-    }
-    set
-}
-
-impl Drop for QuietControlEcho {
-    fn drop(&mut self) {
-        set_terminal(&self.original);
-    }
 }
 
 /// The live terminal view of a suite (plain lines, or lines above redrawn bars on a terminal):
