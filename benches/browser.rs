@@ -114,18 +114,7 @@ fn main() {
             .expect("pages")[0]
             .id
             .clone();
-        let session = agent
-            .call(
-                "Target.attachToTarget",
-                json!({"targetId": page, "flatten": true}),
-                None,
-                limit,
-            )
-            .await
-            .expect("attach")["sessionId"]
-            .as_str()
-            .expect("session")
-            .to_string();
+        let session = agent.attach(&page, limit).await.expect("attach");
         agent
             .call(
                 "Page.navigate",

@@ -251,18 +251,7 @@ async fn a_step_capture_holds_the_screenshot_the_console_error_and_the_404() {
         .expect("pages")[0]
         .id
         .clone();
-    let session = agent
-        .call(
-            "Target.attachToTarget",
-            json!({"targetId": target, "flatten": true}),
-            None,
-            limit,
-        )
-        .await
-        .expect("attach")["sessionId"]
-        .as_str()
-        .expect("session")
-        .to_string();
+    let session = agent.attach(&target, limit).await.expect("attach");
 
     // From about:blank to the app is a cross-process navigation: the new renderer's first
     // subresource requests (the 404 image) are missed by the Network domain, which the capture
@@ -596,30 +585,10 @@ async fn a_session_browser_follows_its_config_and_leaves_nothing() {
         .expect("agent");
     let limit = Duration::from_secs(10);
     session.begin_step();
-    let target = agent
-        .call(
-            "Target.createTarget",
-            json!({"url": "about:blank"}),
-            None,
-            limit,
-        )
-        .await
-        .expect("new page")["targetId"]
-        .as_str()
-        .expect("id")
-        .to_string();
     let page = agent
-        .call(
-            "Target.attachToTarget",
-            json!({"targetId": target, "flatten": true}),
-            None,
-            limit,
-        )
+        .open_page("about:blank", limit)
         .await
-        .expect("attach")["sessionId"]
-        .as_str()
-        .expect("session")
-        .to_string();
+        .expect("new page");
     agent
         .call(
             "Page.navigate",

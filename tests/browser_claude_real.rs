@@ -134,25 +134,7 @@ async fn rendered_screenshot_widths(report: &Path) -> Vec<u64> {
         .expect("connect");
     let limit = Duration::from_secs(10);
     let url = format!("file://{}", report.display());
-    let target = client
-        .call("Target.createTarget", json!({"url": url}), None, limit)
-        .await
-        .expect("page")["targetId"]
-        .as_str()
-        .expect("target id")
-        .to_string();
-    let session = client
-        .call(
-            "Target.attachToTarget",
-            json!({"targetId": target, "flatten": true}),
-            None,
-            limit,
-        )
-        .await
-        .expect("attach")["sessionId"]
-        .as_str()
-        .expect("session")
-        .to_string();
+    let session = client.open_page(&url, limit).await.expect("page");
     let deadline = Instant::now() + limit;
     let widths = loop {
         let answer = client

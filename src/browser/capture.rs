@@ -356,19 +356,7 @@ async fn attach_page(
     if let Some(page) = lock(state).pages.get(target) {
         return Ok(page.session.clone());
     }
-    let answer = client
-        .call(
-            "Target.attachToTarget",
-            json!({ "targetId": target, "flatten": true }),
-            None,
-            CALL_LIMIT,
-        )
-        .await?;
-    let session = answer
-        .get("sessionId")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let session = client.attach(target, CALL_LIMIT).await?;
     // Attached twice at once (discovery and a capture): keep the first, the other session
     // would only double the events.
     let first = {

@@ -157,6 +157,36 @@ impl CdpClient {
         }
     }
 
+    /// Attaches to page `target` as a flat session and returns its id (for [`Self::call`]).
+    pub async fn attach(&self, target: &str, limit: Duration) -> Result<String, CdpError> {
+        let answer = self
+            .call(
+                "Target.attachToTarget",
+                json!({ "targetId": target, "flatten": true }),
+                None,
+                limit,
+            )
+            .await?;
+        Ok(answer
+            .get("sessionId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string())
+    }
+
+    /// Opens a new page at `url` and attaches to it: its flat session's id.
+    pub async fn open_page(&self, url: &str, limit: Duration) -> Result<String, CdpError> {
+        let answer = self
+            .call("Target.createTarget", json!({ "url": url }), None, limit)
+            .await?;
+        let target = answer
+            .get("targetId")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        self.attach(&target, limit).await
+    }
+
     /// Closes the socket (the reader task then ends).
     pub async fn close(&self) {
         let _ = self.sink.lock().await.close().await;

@@ -61,6 +61,9 @@ pub struct Codex {
     /// What the tokens cost (decided at the first spawn, once the session's Codex home holds the
     /// user's config.toml), or why that is unknown.
     price: Option<Result<(PricePerMtok, String), String>>,
+    /// Whether Codex's own sandbox is lifted ([`codex_sandbox`]; decided at the first spawn, like
+    /// `price`, from `agent_args` and the session's config.toml).
+    bypass_sandbox: Option<bool>,
     /// The thread's cost so far, at `price`.
     cost_so_far: f64,
     /// The running step's tool calls (replay records them).
@@ -98,6 +101,7 @@ impl Codex {
             tokens_so_far: (0, 0),
             cached_so_far: 0,
             price: None,
+            bypass_sandbox: None,
             cost_so_far: 0.0,
             tools: Default::default(),
         }
@@ -109,9 +113,13 @@ impl Codex {
 
     /// Codex's own sandbox lifted, unless the user chose one ([`codex_sandbox`]).
     fn sandbox_bypass(&self) -> Option<String> {
+        let bypass = self.bypass_sandbox.unwrap_or_else(|| self.decide_sandbox());
+        bypass.then(|| codex_sandbox::BYPASS.to_string())
+    }
+
+    fn decide_sandbox(&self) -> bool {
         let config = self.codex_home().join("config.toml");
-        (!codex_sandbox::chosen_by_user(&self.ctx.spec.agent_args, &config))
-            .then(|| codex_sandbox::BYPASS.to_string())
+        !codex_sandbox::chosen_by_user(&self.ctx.spec.agent_args, &config)
     }
 
     /// The command line of one step: `resume <thread>` once the conversation exists.
@@ -196,6 +204,9 @@ impl Codex {
                 Err(why) => self.log(&format!("[pricing] cost unknown: {why}\n")),
             }
             self.price = Some(price);
+        }
+        if self.bypass_sandbox.is_none() {
+            self.bypass_sandbox = Some(self.decide_sandbox());
         }
         let stderr = match &self.stderr {
             Some(t) => t.clone(),

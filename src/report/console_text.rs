@@ -84,9 +84,7 @@ pub(super) fn message_block(text: &str, indent: &str, width: usize) -> String {
     let mut out = wrap(&escape_controls(first, Newlines::Escape), indent, width);
     let rest: Vec<&str> = lines.collect();
     for line in rest.iter().take(MESSAGE_LINES) {
-        out.push('\n');
-        out.push_str(indent);
-        out.push_str(&escape_controls(line, Newlines::Escape));
+        push_line(&mut out, indent, line);
     }
     if rest.len() > MESSAGE_LINES {
         out.push_str(&format!(
@@ -108,11 +106,16 @@ pub(super) fn failure_lines(prefix: &str, line: &str) -> String {
     .into_owned();
     let indent = format!("{}  ", " ".repeat(console::measure_text_width(prefix)));
     for more in lines {
-        out.push('\n');
-        out.push_str(&indent);
-        out.push_str(&escape_controls(more, Newlines::Escape));
+        push_line(&mut out, &indent, more);
     }
     out
+}
+
+/// One more line of a message after `indent`, whole, its control characters escaped.
+fn push_line(out: &mut String, indent: &str, line: &str) {
+    out.push('\n');
+    out.push_str(indent);
+    out.push_str(&escape_controls(line, Newlines::Escape));
 }
 
 #[cfg(test)]
