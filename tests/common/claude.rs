@@ -1,7 +1,8 @@
 //! The real Claude Code CLI for end-to-end tests: where it is (or a loud skip), and the scripted
 //! Anthropic API stub it talks to on loopback (tests/support/anthropic_stub.py).
 
-use super::scripted_api::{npm_cli, ScriptedApi};
+use super::scripted_api::ScriptedApi;
+use super::skip::npm_cli;
 use std::path::{Path, PathBuf};
 
 /// The CLI `.ci/run` installs (or `$BUGATTI_CLAUDE_BIN`); `None`, said on stderr, when absent.

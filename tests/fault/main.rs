@@ -1,0 +1,16 @@
+//! Fault injection: agents, harness processes and the supervisor itself killed, wedged or
+//! flooding, and what the run leaves behind.
+//!
+//! One test binary of several (see CONTRIBUTING.md, "Tests"): each file here is a module, the
+//! shared helpers are `tests/common`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod agent;
+mod artifacts;
+mod dead_run_hygiene;
+mod harness;
+mod log_limit;
+mod soak;
+mod supervisor_killed;

@@ -1,0 +1,949 @@
+//! `supervisor start` with the `codex` provider, end to end: the real Codex CLI (as installed by
+//! `.ci/run`, or `$BUGATTI_CODEX_BIN`) against the scripted Responses API stub on loopback
+//! (tests/support/responses_stub.py). Skips loudly without the CLI.
+//!
+//! The fault cases assert their wall time only against the timeouts they configure.
+
+use crate::common;
+
+use crate::common::codex::{codex_bin, ResponsesStub};
+use crate::common::{stderr, stdout, Project};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// A project whose agent is Codex pointed at `stub`, with `extra` appended to `[provider]`.
+fn project(stub: &ResponsesStub, extra: &str, steps: &[&str]) -> Project {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"codex\"\nagent_args = [{}]\nstep_timeout_secs = 120\n{extra}\n",
+            stub.agent_args_toml()
+        ),
+    );
+    let mut test = String::from("name = \"Codex\"\n");
+    for step in steps {
+        test.push_str(&format!("[[steps]]\ninstruction = {step:?}\n"));
+    }
+    p.write("codex.test.toml", &test);
+    p
+}
+
+fn run(p: &Project, bin: &PathBuf) -> (std::process::Output, Duration) {
+    let started = Instant::now();
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("BUGATTI_CODEX_BIN", bin)
+        .env("STUB_API_KEY", "dummy")
+        .output()
+        .expect("run supervisor");
+    let took = started.elapsed();
+    p.assert_nothing_survives();
+    (out, took)
+}
+
+fn events(record: &Value) -> Vec<Value> {
+    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    std::fs::read_to_string(run_dir.join("events.jsonl"))
+        .expect("events.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("event JSON"))
+        .collect()
+}
+
+#[test]
+fn three_steps_run_in_one_codex_thread_with_a_shell_call_each() {
+    let Some(bin) = codex_bin("codex: three steps in one thread") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = ResponsesStub::start(
+        side.path(),
+        json!([
+            {"shell": "echo one-$BUGATTI_STEP_ID"},
+            {"text": "Saw it.\nBUGATTI_LOG {tool_result}\nRESULT OK"},
+            {"shell": "echo two"},
+            {"text": "BUGATTI_LOG {tool_result}\nRESULT WARN: slow"},
+            {"shell": "exit 3"},
+            {"text": "The command failed.\nRESULT ERROR: exit 3", "tokens": [300, 30]},
+        ]),
+    );
+    let p = project(&stub, "", &["Say one.", "Say two.", "Fail."]);
+    let (out, _) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    assert_eq!(record["provider"], "codex");
+    let steps = &record["steps"];
+    assert_eq!(steps[0]["status"], "ok", "{record}");
+    assert_eq!(
+        steps[0]["logs"][0], "one-1",
+        "the shell tool really ran, with the step's BUGATTI_STEP_ID"
+    );
+    assert_eq!(steps[1]["status"], "warn");
+    assert_eq!(steps[1]["logs"][0], "two");
+    assert_eq!(steps[2]["status"], "error");
+    assert_eq!(steps[2]["message"], "exit 3");
+    // Usage from turn.completed: two model responses and their tokens per step.
+    assert_eq!(steps[0]["agent_turns"], 2, "{}", steps[0]);
+    assert_eq!(steps[2]["usage"]["input_tokens"], 400);
+    assert_eq!(record["input_tokens"], 800, "the steps' own tokens, summed");
+    // Codex reports tokens only; `-m gpt-5.5` has a built-in list price ($5 in, $30 out per
+    // million): 800 input and 130 output tokens over the three steps.
+    let cost = record["cost_usd"].as_f64().expect("priced");
+    assert!((cost - 0.0079).abs() < 1e-9, "{cost}");
+    // One thread: every request carried the same conversation key, and Codex named it each time.
+    let requests = stub.request_log();
+    assert_eq!(requests.len(), 6, "one request per scripted reply");
+    let keys: std::collections::BTreeSet<String> = requests
+        .iter()
+        .map(|r| {
+            r["body"]["prompt_cache_key"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        })
+        .collect();
+    assert_eq!(keys.len(), 1, "one thread across steps: {keys:?}");
+    let thread = keys.into_iter().next().unwrap_or_default();
+    assert!(!thread.is_empty());
+    assert_eq!(steps[2]["usage"]["session_id"], thread.as_str());
+    // The bootstrap went in the first message only; later steps resumed with the step alone.
+    let first_input = requests[0]["body"]["input"].to_string();
+    let last_input = requests[5]["body"]["input"].to_string();
+    assert!(first_input.contains("RESULT OK"), "bootstrap in step 1");
+    assert_eq!(
+        last_input.matches("RESULT WARN: <short reason>").count(),
+        1,
+        "the bootstrap was sent once, in the first message"
+    );
+    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let jsonl = std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).expect("jsonl");
+    assert_eq!(jsonl.matches("\"turn.completed\"").count(), 3);
+    let log = std::fs::read_to_string(run_dir.join("transcripts/agent.log")).expect("log");
+    assert!(log.contains("[exec] /bin/bash -c 'echo two'"), "{log}");
+}
+
+#[test]
+fn an_api_gone_silent_mid_step_gets_codex_restarted_and_the_step_resumed() {
+    let Some(bin) = codex_bin("codex: silence, restart, resume") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = ResponsesStub::start(
+        side.path(),
+        json!([
+            {"text": "RESULT OK"},
+            {"hang": true},
+            {"text": "Back again.\nRESULT OK"},
+        ]),
+    );
+    // Long enough that a slow Codex start on a loaded machine is not taken for silence.
+    let limit = 5;
+    let p = project(
+        &stub,
+        &format!("no_output_timeout_secs = {limit}"),
+        &["First.", "Second."],
+    );
+    let (out, took) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
+    let restarts = record["agent_restarts"].as_array().expect("agent_restarts");
+    assert_eq!(restarts.len(), 1, "{record}");
+    assert_eq!(restarts[0]["step_id"], 2);
+    assert!(
+        restarts[0]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("no progress for 5s"),
+        "{restarts:?}"
+    );
+    assert!(events(&record)
+        .iter()
+        .any(|e| e["type"] == "agent_restarted"));
+    assert!(
+        stdout(&out).contains("AGENT RESTARTED during step 2"),
+        "{}",
+        stdout(&out)
+    );
+    // Resumed, not started afresh: the retried request continues the same thread.
+    let requests = stub.request_log();
+    assert_eq!(requests.len(), 3);
+    assert_eq!(
+        requests[2]["body"]["prompt_cache_key"],
+        requests[0]["body"]["prompt_cache_key"]
+    );
+    // Bounded by the configured silence: one limit of waiting, not the step timeout (120 s).
+    assert!(took < Duration::from_secs(limit * 2 + 30), "took {took:?}");
+}
+
+#[test]
+fn an_api_silent_forever_fails_the_session_after_one_restart_naming_what_happened() {
+    let Some(bin) = codex_bin("codex: silent twice") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = ResponsesStub::start(side.path(), json!([{"hang": true}, {"hang": true}]));
+    let limit = 4;
+    let p = project(
+        &stub,
+        &format!("no_output_timeout_secs = {limit}"),
+        &["Hang."],
+    );
+    let (out, took) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    assert_eq!(record["outcome"], "error", "{record}");
+    let error = record["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("made no progress for 4s") && error.contains("again after a restart"),
+        "{error}"
+    );
+    assert_eq!(record["agent_restarts"].as_array().map(Vec::len), Some(1));
+    assert!(took < Duration::from_secs(limit * 2 + 30), "took {took:?}");
+}
+
+#[test]
+fn an_api_that_errors_forever_is_a_clear_step_error() {
+    let Some(bin) = codex_bin("codex: API errors") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = ResponsesStub::start(side.path(), json!([{"status": 500}, {"status": 500}]));
+    let limit = 5;
+    let p = project(
+        &stub,
+        &format!("no_output_timeout_secs = {limit}"),
+        &["Try."],
+    );
+    let (out, took) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    let step = &record["steps"][0];
+    assert_eq!(step["status"], "error", "{record}");
+    assert!(
+        step["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("the Codex turn failed: "),
+        "{step}"
+    );
+    assert!(took < Duration::from_secs(limit + 30), "took {took:?}");
+}
+
+#[test]
+fn codex_retrying_an_api_that_errors_forever_is_stopped_by_the_watchdog() {
+    let Some(bin) = codex_bin("codex: API errors, Codex retrying") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let errors: Vec<Value> = (0..100).map(|_| json!({"status": 500})).collect();
+    let stub = ResponsesStub::start(side.path(), Value::Array(errors));
+    let p = Project::new();
+    let limit = 6;
+    // Codex's own policy: five retries with backoff, each announced ("Reconnecting… n/5"). Those
+    // notices are not progress: the watchdog stops it, restarts it once, then gives up.
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"codex\"\nagent_args = [{}]\nstep_timeout_secs = 120\n\
+             no_output_timeout_secs = {limit}\n",
+            stub.agent_args_toml_retrying()
+        ),
+    );
+    p.write(
+        "codex.test.toml",
+        "name = \"Codex\"\n[[steps]]\ninstruction = \"Try.\"\n",
+    );
+    let (out, took) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    let error = record["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("made no progress for 6s") && error.contains("again after a restart"),
+        "{error}"
+    );
+    let restarts = record["agent_restarts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(restarts.len(), 1, "{record}");
+    // What it was doing while it made no progress is named (a slow start on a loaded machine can
+    // leave one of the two silences without a retry notice, not both).
+    let said = format!("{error} {}", restarts[0]["reason"]);
+    assert!(said.contains("it last said: Reconnecting..."), "{said}");
+    // Two silences and two starts: bounded by the configured limit, not by Codex's retries.
+    assert!(took < Duration::from_secs(limit * 2 + 30), "took {took:?}");
+}
+
+#[test]
+fn codex_killed_mid_step_is_restarted_and_the_step_passes() {
+    let Some(bin) = codex_bin("codex: SIGKILL mid-step") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    // The tool call SIGKILLs the Codex process that runs it (its parent), as an OOM killer would.
+    let stub = ResponsesStub::start(
+        side.path(),
+        json!([
+            {"text": "RESULT OK"},
+            {"shell": "p=$PPID; while [ \"$p\" -gt 1 ]; do \
+                if [ \"$(cat /proc/$p/comm)\" = codex ]; then kill -9 $p; break; fi; \
+                p=$(awk '{print $4}' /proc/$p/stat); done; sleep 5"},
+            {"text": "Survived.\nRESULT OK"},
+        ]),
+    );
+    let p = project(&stub, "no_output_timeout_secs = 30", &["First.", "Second."]);
+    let (out, _) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
+    let restarts = record["agent_restarts"].as_array().expect("agent_restarts");
+    assert_eq!(restarts.len(), 1, "{record}");
+    assert!(
+        restarts[0]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("died"),
+        "{restarts:?}"
+    );
+}
+
+#[test]
+fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five() {
+    let Some(bin) = codex_bin("codex: max_turns_per_step") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let script: Vec<Value> = (0..60)
+        .map(|i| json!({"shell": format!("echo {i}")}))
+        .collect();
+    let stub = ResponsesStub::start(side.path(), Value::Array(script));
+    let p = project(&stub, "max_turns_per_step = 5", &["Loop."]);
+    let (out, _) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    let step = &record["steps"][0];
+    assert_eq!(step["status"], "over_budget", "{record}");
+    assert!(
+        step["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("max_turns_per_step = 5"),
+        "{step}"
+    );
+    assert_eq!(
+        step["agent_turns"], 6,
+        "stopped at the first turn over the limit"
+    );
+    let requests = stub.request_log().len();
+    assert!(
+        requests < 60,
+        "Codex was stopped, not left to loop: {requests} requests"
+    );
+}
+
+#[test]
+fn codex_drives_an_interactive_program_and_waits_for_the_servers_log_line_through_the_console() {
+    let Some(bin) = codex_bin("codex: the agent console") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    // Codex 0.169 defers MCP tools: the model searches for them first, then calls them in their
+    // namespace. Each reply after a tool call expects what that call must have answered; a
+    // console that did not work makes the stub say RESULT ERROR instead of RESULT OK.
+    let console = "mcp__bugatti";
+    let stub = ResponsesStub::start(
+        side.path(),
+        json!([
+            {"tool_search": "bugatti console exec_command write_stdin wait_for_log"},
+            {"expect": ["mcp__bugatti", "exec_command", "write_stdin", "wait_for_log"],
+             "tool": "exec_command", "namespace": console,
+             "input": {"cmd": "read -p 'name? ' n; echo \"hello ${n^^}\"", "yield_time_ms": 1000}},
+            {"expect": ["Process running with session ID", "Output:\nname? "],
+             "tool": "write_stdin", "namespace": console,
+             "input": {"session_id": "{session_id}", "chars": "bugatti\n", "yield_time_ms": 5000}},
+            {"expect": ["Process exited with code 0", "hello BUGATTI"],
+             "tool": "read_log", "namespace": console, "input": {"name": "app", "tail_lines": 1}},
+            {"expect": ["Next offset: "],
+             "tool": "exec_command", "namespace": console,
+             "input": {"cmd": "curl -s '{url}'", "tty": false, "yield_time_ms": 5000}},
+            {"expect": ["Process exited with code 0", "ordered 42"],
+             "tool": "wait_for_log", "namespace": console,
+             "input": {"name": "app", "pattern": "checkout hit order=\\d+",
+                       "from_offset": "{next_offset}", "timeout_ms": 20000}},
+            {"expect": ["Matched: yes", "checkout hit order=42"],
+             "text": "The greeter said hello and the server logged it.\nRESULT OK"},
+        ]),
+    );
+    // As the README configures Codex: model and provider in agent_args, Codex's own sandbox and
+    // approval policy untouched (so the console's tools run only because the wiring approves
+    // them), the console on by default.
+    let p = Project::new();
+    let app = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/console_app.py");
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"codex\"\nagent_args = [{}]\nstep_timeout_secs = 120\n\n\
+             [ports]\nAPP_PORT = \"auto\"\n\n\
+             [commands.app]\nkind = \"long_lived\"\ncmd = \"python3 {app} --port ${{APP_PORT}}\"\n\
+             readiness_url = \"http://127.0.0.1:${{APP_PORT}}/health\"\n",
+            stub.agent_args_toml_as_readme()
+        ),
+    );
+    p.write(
+        "console.test.toml",
+        "name = \"Console\"\n[[steps]]\ninstruction = \"Answer the greeter's question, then place \
+         order 42 at http://127.0.0.1:${APP_PORT}/checkout?order=42 and see the server log it.\"\n",
+    );
+    let (out, _) = run(&p, &bin);
+    let record = p.record_for("console.test.toml");
+    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let agent =
+        std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).unwrap_or_default();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}\n{record:#}\n{agent}\n{}",
+        stdout(&out),
+        stderr(&out),
+        stub.requests_text()
+    );
+    assert_eq!(record["steps"][0]["status"], "ok", "{record:#}");
+    // Codex itself reported each call as an MCP call of the `bugatti` server that completed.
+    let mcp_calls: Vec<Value> = agent
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "mcp_tool_call")
+        .map(|e| e["item"].clone())
+        .collect();
+    let codex_tools: Vec<&str> = mcp_calls
+        .iter()
+        .filter_map(|i| i["tool"].as_str())
+        .collect();
+    assert_eq!(
+        codex_tools,
+        [
+            "exec_command",
+            "write_stdin",
+            "read_log",
+            "exec_command",
+            "wait_for_log"
+        ],
+        "{agent}"
+    );
+    assert!(
+        mcp_calls
+            .iter()
+            .all(|i| i["server"] == "bugatti" && i["status"] == "completed"),
+        "{mcp_calls:#?}"
+    );
+    // The readable transcript says which console tool was called and what it answered.
+    let log = std::fs::read_to_string(run_dir.join("transcripts/agent.log")).expect("agent.log");
+    assert!(
+        log.contains("[mcp] bugatti.write_stdin {") && log.contains("hello BUGATTI"),
+        "{log}"
+    );
+    // The console recorded the same calls, none an error, and kept each session's output.
+    let calls: Vec<Value> = std::fs::read_to_string(run_dir.join("transcripts/console.jsonl"))
+        .expect("console.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let tools: Vec<&str> = calls.iter().filter_map(|c| c["tool"].as_str()).collect();
+    assert_eq!(tools, codex_tools, "{calls:#?}");
+    assert!(calls.iter().all(|c| c["is_error"] == false), "{calls:#?}");
+    let logs: Vec<String> = std::fs::read_dir(run_dir.join("console"))
+        .expect("console dir")
+        .filter_map(|e| e.ok())
+        .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+        .collect();
+    assert!(
+        logs.iter().any(|l| l.contains("hello BUGATTI")),
+        "the interactive session's output is kept: {logs:?}"
+    );
+    // The MCP tools were offered only after the search, as Codex 0.169 does it.
+    let requests = stub.request_log();
+    assert_eq!(requests.len(), 7, "one request per scripted reply");
+    let first_tools = requests[0]["body"]["tools"].to_string();
+    assert!(first_tools.contains("tool_search"), "{first_tools}");
+}
+
+#[test]
+fn a_codex_whose_console_token_does_not_reach_it_stops_at_its_start_naming_the_console() {
+    let Some(bin) = codex_bin("codex: console token lost") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = ResponsesStub::start(side.path(), json!([{"text": "RESULT OK"}]));
+    // A wrapper that loses the token on the way (as a user's own wrapper or env scrub might):
+    // the console refuses Codex, and a required server stops it before any model request.
+    let wrapper = side.path().join("codex");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\nunset BUGATTI_MCP_TOKEN\nexec '{}' \"$@\"\n",
+            bin.display()
+        ),
+    )
+    .expect("wrapper");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let p = project(&stub, "", &["Anything."]);
+    let (out, _) = run(&p, &wrapper);
+    let record = p.record_for("codex.test.toml");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}\n{}\n{record:#}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(record["outcome"], "error", "{record:#}");
+    assert!(
+        record["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("agent console unavailable"),
+        "{record:#}"
+    );
+    let message = record["steps"][0]["message"].as_str().unwrap_or("");
+    assert!(
+        message.contains(
+            "the agent console is unavailable: Codex could not connect to it (bugatti: \
+             Environment variable BUGATTI_MCP_TOKEN for MCP server 'bugatti' is not set)"
+        ),
+        "{record:#}"
+    );
+    // Not restarted: the same command line would fail the same way.
+    assert_eq!(
+        record["agent_restarts"].as_array().map(Vec::len),
+        Some(0),
+        "{record:#}"
+    );
+    assert!(
+        stub.request_log().is_empty(),
+        "no step ran without the console"
+    );
+}
+
+/// Needs no CLI: a Codex that is not there is the provider's start failing (exit 3), naming it.
+#[test]
+fn a_missing_codex_is_a_start_error_naming_it() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"codex\"\n");
+    p.write(
+        "codex.test.toml",
+        "name = \"Codex\"\n[[steps]]\ninstruction = \"x\"\n",
+    );
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("BUGATTI_CODEX_BIN", "/nonexistent/bin/codex")
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    assert_eq!(record["outcome"], "error");
+    let error = record["error"].as_str().unwrap_or("");
+    assert!(
+        error.contains("/nonexistent/bin/codex") && error.contains("not found"),
+        "{error}"
+    );
+    assert_eq!(record["steps"][0]["status"], "not_run");
+}
+
+/// A user's own Codex setup, as `codex login` and a hand-written `~/.codex/config.toml` leave it:
+/// the model provider (the stub) named in config.toml, an auth.json beside it.
+fn user_codex_home(home: &std::path::Path, stub: &ResponsesStub) -> PathBuf {
+    let codex = home.join(".codex");
+    std::fs::create_dir_all(&codex).expect("~/.codex");
+    std::fs::write(
+        codex.join("config.toml"),
+        format!(
+            "model = \"gpt-5.5\"\nmodel_provider = \"stub\"\n\n[model_providers.stub]\nname = \"stub\"\n\
+             base_url = \"http://127.0.0.1:{}/v1\"\nwire_api = \"responses\"\nenv_key = \"STUB_API_KEY\"\n\
+             supports_websockets = false\nrequest_max_retries = 0\nstream_max_retries = 0\n",
+            stub.port
+        ),
+    )
+    .expect("config.toml");
+    std::fs::write(
+        codex.join("auth.json"),
+        "{\"auth_mode\": \"apikey\", \"OPENAI_API_KEY\": \"sk-not-a-real-key\"}\n",
+    )
+    .expect("auth.json");
+    codex
+}
+
+#[test]
+fn codex_uses_the_users_own_codex_setup_without_writing_to_it() {
+    let Some(bin) = codex_bin("codex: the user's ~/.codex") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = ResponsesStub::start(side.path(), json!([{"text": "Done.\nRESULT OK"}]));
+    let home = tempfile::tempdir().expect("HOME");
+    let codex = user_codex_home(home.path(), &stub);
+    let before: Vec<(String, Vec<u8>)> = ["config.toml", "auth.json"]
+        .iter()
+        .map(|f| (f.to_string(), std::fs::read(codex.join(f)).expect("read")))
+        .collect();
+    // As users write it: nothing about the model in bugatti's config, Codex set up in ~/.codex.
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"codex\"\nstep_timeout_secs = 60\n",
+    );
+    p.write(
+        "codex.test.toml",
+        "name = \"Codex\"\n[[steps]]\ninstruction = \"Say done.\"\n",
+    );
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("HOME", home.path())
+        .env_remove("CODEX_HOME")
+        .env("BUGATTI_CODEX_BIN", &bin)
+        .env("STUB_API_KEY", "dummy")
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}\nrequests: {}",
+        stdout(&out),
+        stderr(&out),
+        stub.requests_text()
+    );
+    assert_eq!(
+        stub.request_log().len(),
+        1,
+        "Codex reached the user's provider"
+    );
+    // Read, never written: the user's files are as they were, and no session state landed there.
+    for (file, bytes) in &before {
+        assert_eq!(
+            &std::fs::read(codex.join(file)).expect("read"),
+            bytes,
+            "{file}"
+        );
+    }
+    let mut left: Vec<String> = std::fs::read_dir(&codex)
+        .expect("~/.codex")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["auth.json", "config.toml"]);
+
+    // doctor says which home and login it found; $CODEX_HOME wins over ~/.codex.
+    let doctor = p
+        .supervisor()
+        .arg("doctor")
+        .env("HOME", home.path())
+        .env_remove("CODEX_HOME")
+        .env("BUGATTI_CODEX_BIN", &bin)
+        .output()
+        .expect("doctor");
+    let text = stdout(&doctor);
+    let line = text
+        .lines()
+        .find(|l| l.contains("codex home"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains(&codex.display().to_string())
+            && line.contains("~/.codex")
+            && line.contains("config.toml")
+            && line.contains("auth.json (API key)"),
+        "{line}"
+    );
+    assert!(!text.contains("sk-not-a-real-key"), "{text}");
+    let elsewhere = tempfile::tempdir().expect("CODEX_HOME");
+    let doctor = p
+        .supervisor()
+        .arg("doctor")
+        .env("HOME", home.path())
+        .env("CODEX_HOME", elsewhere.path())
+        .env("BUGATTI_CODEX_BIN", &bin)
+        .output()
+        .expect("doctor");
+    let text = stdout(&doctor);
+    let line = text
+        .lines()
+        .find(|l| l.contains("codex home"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        line.contains(&elsewhere.path().display().to_string())
+            && line.contains("$CODEX_HOME")
+            && line.contains("no login"),
+        "{line}"
+    );
+}
+
+#[test]
+fn codex_tokens_are_priced_and_max_cost_usd_stops_the_run() {
+    let Some(bin) = codex_bin("codex: price_per_mtok and max_cost_usd") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    // Each step: 300 input tokens (100 of them cached) and 30 output tokens.
+    let stub = ResponsesStub::start(
+        side.path(),
+        json!([
+            {"text": "RESULT OK", "tokens": [300, 30, 100]},
+            {"text": "RESULT OK", "tokens": [300, 30, 100]},
+            {"text": "RESULT OK", "tokens": [300, 30, 100]},
+        ]),
+    );
+    // 200 × $10 + 100 × $1 + 30 × $100 per million = $0.0051 a step: the second crosses $0.01.
+    let p = project(
+        &stub,
+        "max_cost_usd = 0.01\nprice_per_mtok = { input = 10.0, cached_input = 1.0, output = 100.0 }",
+        &["One.", "Two.", "Three."],
+    );
+    let check = p.supervisor().arg("check").output().expect("check");
+    assert!(
+        stdout(&check).contains(
+            "codex price:  input $10 / cached input $1 / output $100 per million tokens ([provider] price_per_mtok)"
+        ),
+        "{}",
+        stdout(&check)
+    );
+    let (out, _) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    let steps = &record["steps"];
+    assert_eq!(steps[0]["status"], "ok", "{record}");
+    let first = steps[0]["cost_usd"].as_f64().expect("step cost");
+    assert!((first - 0.0051).abs() < 1e-9, "{first}");
+    assert_eq!(steps[1]["status"], "over_budget", "{record}");
+    assert_eq!(steps[2]["status"], "not_run", "{record}");
+    let total = record["cost_usd"].as_f64().expect("run cost");
+    assert!((total - 0.0102).abs() < 1e-9, "{total}");
+    assert_eq!(
+        stub.request_log().len(),
+        2,
+        "the third step never reached Codex"
+    );
+}
+
+/// The README's Codex config as written (model and provider only, no sandbox flags): Codex's own
+/// shell reaches the app on 127.0.0.1, because the supervisor lifts Codex's network-less default
+/// sandbox. A sandbox the user chooses in agent_args is kept, and the agent's curl then fails.
+#[test]
+fn codex_configured_as_the_readme_shows_reaches_the_app_with_its_own_shell() {
+    let Some(bin) = codex_bin("codex: the README's config reaches the app") else {
+        return;
+    };
+    let app = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/console_app.py");
+    for (sandbox, reached) in [("", true), (", \"--sandbox\", \"read-only\"", false)] {
+        let side = tempfile::tempdir().expect("side dir");
+        let stub = ResponsesStub::start(
+            side.path(),
+            json!([
+                {"shell": "curl -s -o /dev/null -w 'status=%{http_code}' http://127.0.0.1:$APP_PORT/health"},
+                {"expect": ["status=200"], "text": "The app answered.\nRESULT OK"},
+            ]),
+        );
+        let p = Project::new();
+        p.write(
+            "bugatti.config.toml",
+            &format!(
+                "[provider]\nname = \"codex\"\nagent_args = [{}{sandbox}]\nstep_timeout_secs = 120\n\n\
+                 [ports]\nAPP_PORT = \"auto\"\n\n\
+                 [commands.app]\nkind = \"long_lived\"\ncmd = \"python3 {app} --port ${{APP_PORT}}\"\n\
+                 readiness_url = \"http://127.0.0.1:${{APP_PORT}}/health\"\n",
+                stub.agent_args_toml_as_readme()
+            ),
+        );
+        p.write(
+            "health.test.toml",
+            "[[steps]]\ninstruction = \"Check that the app answers its health check.\"\n",
+        );
+        let (out, _) = run(&p, &bin);
+        let record = p.record_for("health.test.toml");
+        let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+        let agent =
+            std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).unwrap_or_default();
+        let expected = if reached { Some(0) } else { Some(1) };
+        assert_eq!(
+            out.status.code(),
+            expected,
+            "sandbox {sandbox:?}\n{}\n{record:#}\n{agent}",
+            stdout(&out)
+        );
+        // Codex itself ran the command (its own shell, not the console).
+        assert!(
+            agent.contains("\"type\":\"command_execution\""),
+            "sandbox {sandbox:?}: {agent}"
+        );
+    }
+}
+
+/// SPEC §11 through the real Codex CLI: with `[browser]`, Codex gets Playwright MCP as server
+/// `browser` (`-c mcp_servers.browser=…`) attached to the session's Chromium; it finds the tools,
+/// opens the harness's page, reads its snapshot, clicks the button by the snapshot's ref and sees
+/// the page change;
+/// the step passes with the supervisor's screenshot as evidence. Skips, saying why, without
+/// Chromium, Codex or Playwright MCP.
+#[test]
+fn codex_drives_the_sessions_browser_through_playwright_mcp() {
+    let Some(bin) = codex_bin("codex: the session's browser") else {
+        return;
+    };
+    if common::skip::chromium("codex: the session's browser").is_none() {
+        return;
+    }
+    let Some(mcp) = common::skip::playwright_mcp("codex: the session's browser") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let browser = "mcp__browser";
+    let stub = ResponsesStub::start(
+        side.path(),
+        json!([
+            {"tool_search": "browser navigate snapshot click"},
+            {"expect": ["browser_navigate"], "tool": "browser_navigate", "namespace": browser,
+             "input": {"url": format!("http://127.0.0.1:{port}/")}},
+            {"expect": ["Page Title: Shop"], "tool": "browser_snapshot", "namespace": browser,
+             "input": {}},
+            {"expect": ["Add to basket"], "tool": "browser_click", "namespace": browser,
+             "input": {"element": "Add to basket button", "target": "{ref:Add to basket}"}},
+            {"tool": "browser_snapshot", "namespace": browser, "input": {}},
+            {"expect": ["Basket: 1 item"], "text": "The basket says 1 item.\nRESULT OK"},
+        ]),
+    );
+    let p = Project::new();
+    p.write(
+        "site/index.html",
+        "<!doctype html><html><head><title>Shop</title><link rel=\"icon\" href=\"data:,\"></head><body>\
+         <p id=\"state\">Basket empty</p>\
+         <button onclick=\"document.getElementById('state').textContent = 'Basket: 1 item'\">Add to basket</button>\
+         </body></html>\n",
+    );
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"codex\"\nagent_args = [{}]\nstep_timeout_secs = 180\n\n\
+             [ports]\nWEB_PORT = {port}\n\n\
+             [commands.web]\nkind = \"long_lived\"\n\
+             cmd = \"python3 -m http.server ${{WEB_PORT}} --bind 127.0.0.1 --directory site\"\n\
+             readiness_url = \"http://127.0.0.1:${{WEB_PORT}}/\"\n\n[browser]\n",
+            stub.agent_args_toml_as_readme()
+        ),
+    );
+    p.write(
+        "shop.test.toml",
+        "[[steps]]\ninstruction = \"Open the shop, add an item to the basket and check it says 1 item.\"\n",
+    );
+    let path = format!(
+        "{}:{}",
+        mcp.parent().expect("bin dir").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("BUGATTI_CODEX_BIN", &bin)
+        .env("STUB_API_KEY", "dummy")
+        .env("PATH", path)
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    let record = p.record_for("shop.test.toml");
+    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let agent =
+        std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).unwrap_or_default();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}\n{agent}\n{}",
+        stdout(&out),
+        stderr(&out),
+        stub.requests_text()
+    );
+    // Codex reported each browser call as an MCP call of server `browser` that completed.
+    let calls: Vec<Value> = agent
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "mcp_tool_call")
+        .map(|e| e["item"].clone())
+        .collect();
+    let tools: Vec<&str> = calls.iter().filter_map(|i| i["tool"].as_str()).collect();
+    assert_eq!(
+        tools,
+        [
+            "browser_navigate",
+            "browser_snapshot",
+            "browser_click",
+            "browser_snapshot"
+        ],
+        "{agent}"
+    );
+    assert!(calls.iter().all(|i| i["server"] == "browser"), "{calls:#?}");
+    let evidence = record["steps"][0]["evidence"].to_string();
+    assert!(evidence.contains("screenshots/step-1-1.png"), "{record:#}");
+    assert!(run_dir.join("screenshots/step-1-1.png").is_file());
+}

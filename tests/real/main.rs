@@ -1,0 +1,20 @@
+//! The real agent CLIs and the real browser: Claude Code, Codex, Playwright MCP and Chromium,
+//! each driven by a scripted API stub on loopback (no network, no API key). A test whose program
+//! is missing prints a loud `SKIPPED` line and, under `CI=true`, fails (see `common::skip`).
+//!
+//! One test binary of several (see CONTRIBUTING.md, "Tests"): each file here is a module, the
+//! shared helpers are `tests/common`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod browser_claude_real;
+mod browser_real;
+mod bugatti_projects_real;
+mod claude_code_real;
+mod claude_harness_real;
+mod claude_watchdog_real;
+mod codex_real;
+mod console_claude_real;
+mod replay_claude_real;
+mod replay_codex_real;

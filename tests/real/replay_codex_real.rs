@@ -1,0 +1,91 @@
+//! Replay end to end (SPEC §10) through the real Codex CLI and the scripted Responses stub: a
+//! three-step test the agent passed, each step with a `command_execution`, replays on the next
+//! run with no model request and no Codex process. Skips loudly without the CLI.
+
+use crate::common::codex::{codex_bin, ResponsesStub};
+use crate::common::{stderr, stdout, Project};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+
+fn configure(p: &Project, stub: &ResponsesStub) {
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"codex\"\nagent_args = [{}]\nstep_timeout_secs = 120\n",
+            stub.agent_args_toml()
+        ),
+    );
+}
+
+fn latest_record(p: &Project) -> Value {
+    let mut records = p.run_records();
+    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+    records.pop().expect("a run.json")
+}
+
+fn run(p: &Project, bin: &PathBuf) -> (Option<i32>, String, Value) {
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("BUGATTI_CODEX_BIN", bin)
+        .env("STUB_API_KEY", "dummy")
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    let console = format!("{}\n{}", stdout(&out), stderr(&out));
+    (out.status.code(), console, latest_record(p))
+}
+
+#[test]
+fn three_codex_steps_recorded_then_replayed_without_a_model_request() {
+    let Some(bin) = codex_bin("replay through codex") else {
+        return;
+    };
+    let p = Project::new();
+    p.write(
+        "codex.test.toml",
+        "name = \"Codex\"\n\
+         [[steps]]\ninstruction = \"Say one.\"\n\
+         [[steps]]\ninstruction = \"Say two.\"\n\
+         [[steps]]\ninstruction = \"Write and read the state file.\"\n",
+    );
+    let side = tempfile::tempdir().expect("side dir");
+    let first = side.path().join("first");
+    std::fs::create_dir_all(&first).expect("dir");
+    let stub = ResponsesStub::start(
+        &first,
+        json!([
+            {"shell": "echo one-$BUGATTI_STEP_ID"},
+            {"text": "Saw it.\nRESULT OK"},
+            {"shell": "echo two; date -u +%FT%TZ"},
+            {"text": "RESULT OK"},
+            {"shell": "echo state > $BUGATTI_WORKDIR/state && cat $BUGATTI_WORKDIR/state"},
+            {"text": "RESULT OK"},
+        ]),
+    );
+    configure(&p, &stub);
+    let (code, console, record) = run(&p, &bin);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(stub.request_log().len(), 6);
+    for step in record["steps"].as_array().expect("steps") {
+        assert_eq!(step["mode"], "agent", "{step}");
+        assert_eq!(step["recorded"], true, "{step}");
+    }
+    let recording = std::fs::read_to_string(p.root().join("bugatti.replay/codex.replay.json"))
+        .expect("recording");
+    assert!(recording.contains("\"kind\": \"shell\""), "{recording}");
+
+    let second = side.path().join("second");
+    std::fs::create_dir_all(&second).expect("dir");
+    let stub = ResponsesStub::start(&second, json!([]));
+    configure(&p, &stub);
+    let (code, console, record) = run(&p, &bin);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(stub.request_log().len(), 0, "no model request");
+    assert_eq!(record["replayed_steps"], 3, "{record}");
+    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    assert!(
+        !run_dir.join("transcripts/agent.jsonl").exists(),
+        "Codex never started"
+    );
+}

@@ -1,0 +1,356 @@
+//! Issue 15 through the real binary on temp projects (`[provider] name = "shell"`): history and
+//! what changed, `--rerun-failed`, shard suites merged, `report`, `clean` and `keep_runs`,
+//! `--html`, and report.html opened in a real headless Chromium when one is installed.
+
+use crate::common;
+use std::path::{Path, PathBuf};
+
+use crate::common::{stdout, Project};
+
+const CONFIG: &str = "[provider]\nname = \"shell\"\n\n[commands.srv]\nkind = \"long_lived\"\ncmd = \"sh -c 'echo server says hello; echo SERVER-LINE-42; while true; do sleep 1; done'\"\nreadiness = { log = \"SERVER-LINE-42\" }\n";
+
+/// A project of `n` root tests `t1..tn`; `flip.test.toml` fails while the file `broken` exists.
+fn project(n: usize) -> Project {
+    let p = Project::new();
+    p.write("bugatti.config.toml", CONFIG);
+    for i in 1..=n {
+        p.write(
+            &format!("t{i}.test.toml"),
+            &format!("name = \"T{i}\"\n\n[[steps]]\ninstruction = \"Passes: `echo BUGATTI_LOG step of t{i}`\"\n"),
+        );
+    }
+    p.write(
+        "flip.test.toml",
+        "name = \"Flip\"\n\n[[steps]]\ninstruction = \"Warm up: `true`\"\n\n[[steps]]\ninstruction = \"Fails while broken exists: `test ! -f \\\"$BUGATTI_PROJECT_ROOT/broken\\\" || { echo '<b>FLIP-BROKE</b>'; exit 7; }`\"\n",
+    );
+    p
+}
+
+fn latest_suite(p: &Project) -> PathBuf {
+    p.suite_dir()
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+#[test]
+fn three_suites_pass_fail_pass_say_new_failure_then_fixed() {
+    let p = project(1);
+    let first = p.run(&["start"]);
+    assert_eq!(first.status.code(), Some(0), "{}", stdout(&first));
+    assert!(
+        !read(&latest_suite(&p).join("summary.md")).contains("## Since the previous suite"),
+        "the first suite has nothing to compare with"
+    );
+
+    p.write("broken", "");
+    let second = p.run(&["start"]);
+    assert_eq!(second.status.code(), Some(1));
+    let out = stdout(&second);
+    assert!(
+        out.contains("new failure: flip.test.toml (was passed, now failed)"),
+        "{out}"
+    );
+    let dir = latest_suite(&p);
+    let md = read(&dir.join("summary.md"));
+    assert!(md.contains("- new failure: flip.test.toml"), "{md}");
+    let json: serde_json::Value = serde_json::from_str(&read(&dir.join("summary.json"))).unwrap();
+    assert_eq!(
+        json["changes"]["new_failures"][0]["test_file"],
+        "flip.test.toml"
+    );
+    let html = read(&dir.join("report.html"));
+    assert!(html.contains("new failure: flip.test.toml"));
+    // Hostile output is escaped, never markup.
+    assert!(html.contains("&lt;b&gt;FLIP-BROKE&lt;/b&gt;") && !html.contains("<b>FLIP-BROKE"));
+
+    std::fs::remove_file(p.root().join("broken")).unwrap();
+    let third = p.run(&["start"]);
+    assert_eq!(third.status.code(), Some(0));
+    let out = stdout(&third);
+    assert!(
+        out.contains("fixed: flip.test.toml (was failed, now passed)"),
+        "{out}"
+    );
+    assert!(read(&latest_suite(&p).join("summary.md")).contains("- fixed: flip.test.toml"));
+
+    let history = read(&p.root().join(".bugatti/history.jsonl"));
+    assert_eq!(history.lines().count(), 3, "{history}");
+    let line: serde_json::Value = serde_json::from_str(history.lines().nth(1).unwrap()).unwrap();
+    assert_eq!(line["tests"][0]["test_file"], "flip.test.toml");
+    assert_eq!(line["tests"][0]["outcome"], "failed");
+    assert!(line["tests"][0]["duration_ms"].is_u64());
+
+    // `report last` names the files and prints the summary.
+    let report = p.run(&["report", "last"]);
+    let out = stdout(&report);
+    assert!(
+        out.contains("report.html:") && out.contains("fixed: flip.test.toml"),
+        "{out}"
+    );
+    assert_eq!(report.status.code(), Some(0));
+}
+
+#[test]
+fn rerun_failed_runs_only_what_did_not_pass() {
+    let p = project(2);
+    let none = p.run(&["start", "--rerun-failed"]);
+    assert_eq!(
+        none.status.code(),
+        Some(2),
+        "no previous suite is invalid input"
+    );
+    p.write("broken", "");
+    assert_eq!(p.run(&["start"]).status.code(), Some(1));
+    std::fs::remove_file(p.root().join("broken")).unwrap();
+    let again = p.run(&["start", "--last-failed"]);
+    assert_eq!(again.status.code(), Some(0), "{}", stdout(&again));
+    let summary = p.suite_summary();
+    let files: Vec<&str> = summary["tests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["test_file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, vec!["flip.test.toml"]);
+    let nothing = p.run(&["start", "--rerun-failed"]);
+    assert_eq!(nothing.status.code(), Some(0));
+    assert!(stdout(&nothing).contains("nothing to run"));
+}
+
+fn testcases(junit: &str) -> Vec<String> {
+    let report = quick_junit::Report::deserialize_from_str(junit).expect("junit parses");
+    let mut names: Vec<String> = report
+        .test_suites
+        .iter()
+        .flat_map(|s| s.test_cases.iter().map(|c| c.name.to_string()))
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn two_shards_merged_match_one_unsharded_run() {
+    let p = project(4);
+    p.write("broken", "");
+    assert_eq!(p.run(&["start"]).status.code(), Some(1));
+    let whole = latest_suite(&p);
+    let whole_summary: serde_json::Value =
+        serde_json::from_str(&read(&whole.join("summary.json"))).unwrap();
+
+    // Two CI shards, each in its own checkout; the merge job gets their .bugatti folders.
+    let mut shard_dirs = Vec::new();
+    let ci = tempfile::tempdir().unwrap();
+    for k in 1..=2 {
+        let shard = project(4);
+        shard.write("broken", "");
+        let out = shard.run(&["start", "--shard", &format!("{k}/2")]);
+        assert!(out.status.code() == Some(0) || out.status.code() == Some(1));
+        let artifact = ci.path().join(format!("shard-{k}"));
+        copy_dir(&shard.root().join(".bugatti"), &artifact);
+        let suite = std::fs::read_dir(artifact.join("suites"))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        shard_dirs.push(suite);
+    }
+    let merged_dir = ci.path().join("merged");
+    let mut args = vec!["merge".to_string()];
+    args.extend(shard_dirs.iter().map(|d| d.display().to_string()));
+    args.extend(["--out".to_string(), merged_dir.display().to_string()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = p.run(&args);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let merged: serde_json::Value =
+        serde_json::from_str(&read(&merged_dir.join("summary.json"))).unwrap();
+    assert_eq!(merged["totals"], whole_summary["totals"]);
+    assert_eq!(
+        testcases(&read(&merged_dir.join("junit.xml"))),
+        testcases(&read(&whole.join("junit.xml")))
+    );
+    let html = read(&merged_dir.join("report.html"));
+    assert!(html.contains("merged from 2 suites"));
+    assert!(
+        html.contains("FLIP-BROKE"),
+        "the failing step's message is in the merged page"
+    );
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in walkdir::WalkDir::new(from) {
+        let entry = entry.unwrap();
+        let target = to.join(entry.path().strip_prefix(from).unwrap());
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn count(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |d| d.count())
+}
+
+#[test]
+fn keep_runs_and_clean_prune_old_suites() {
+    let p = project(1); // two root tests: two runs a suite
+    p.write(
+        "bugatti.config.toml",
+        &format!("{CONFIG}\n[supervisor]\nkeep_runs = 4\n"),
+    );
+    for _ in 0..4 {
+        assert_eq!(p.run(&["start", "-q"]).status.code(), Some(0));
+    }
+    let bugatti = p.root().join(".bugatti");
+    // keep_runs = 4 runs after the suite: before the 4th suite (2 runs) started, only the newest
+    // suite (2 runs) of the 3 was kept, so 4 runs remain, not 6.
+    assert_eq!(count(&bugatti.join("suites")), 2);
+    assert_eq!(count(&bugatti.join("runs")), 4);
+    // history.jsonl keeps every suite: later ones compare with it.
+    assert_eq!(read(&bugatti.join("history.jsonl")).lines().count(), 4);
+
+    let out = p.run(&["clean", "--keep", "2"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        stdout(&out).contains("removed 1 suite(s), 2 run(s)"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(count(&bugatti.join("suites")), 1);
+    assert_eq!(count(&bugatti.join("runs")), 2);
+    let out = p.run(&["clean", "--older-than", "0"]);
+    assert!(
+        stdout(&out).contains("removed 0 suite(s)"),
+        "the newest suite always stays"
+    );
+    // The remaining suite's report still works.
+    assert_eq!(p.run(&["report"]).status.code(), Some(0));
+}
+
+#[test]
+fn html_copy_is_written_and_checked_before_anything_runs() {
+    let p = project(0);
+    let bad = p.run(&["start", "--html", "/proc/version/report.html"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(!p.root().join(".bugatti/runs").exists(), "nothing ran");
+    let out = p.run(&["start", "--html", "out/page.html"]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = read(&p.root().join("out/page.html"));
+    assert!(page.contains("flip.test.toml") && page.contains("<script>"));
+}
+
+/// Chromium of the OS packages (`.ci/run` installs it), or why not.
+fn chromium() -> Option<PathBuf> {
+    let path = PathBuf::from("/usr/bin/chromium");
+    if path.exists() {
+        Some(path)
+    } else {
+        common::skip::skip(
+            "report.html in a real headless browser",
+            "/usr/bin/chromium is not installed (Debian package `chromium`; .ci/run installs it)",
+        );
+        None
+    }
+}
+
+fn dump_dom(chromium: &Path, url: &str) -> String {
+    let profile = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--no-first-run",
+            "--virtual-time-budget=3000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(["--dump-dom", url])
+        .output()
+        .expect("run chromium");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn report_html_in_a_real_headless_browser() {
+    let Some(chromium) = chromium() else { return };
+    let p = project(2);
+    p.write("broken", "");
+    assert_eq!(p.run(&["start"]).status.code(), Some(1));
+    let page = latest_suite(&p).join("report.html");
+    let text = read(&page);
+    assert!(
+        !text.contains("http://") && !text.contains("https://"),
+        "no URL the page could fetch"
+    );
+    assert!(text.contains("Content-Security-Policy"));
+    let url = format!("file://{}", page.display());
+
+    let dom = dump_dom(&chromium, &format!("{url}#first-failure"));
+    assert!(
+        dom.contains("data-landed=\"t"),
+        "the script ran and landed: {dom:.400}"
+    );
+    let landed = dom
+        .split("data-landed=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    let step = dom
+        .split(&format!("id=\"{landed}\""))
+        .nth(1)
+        .expect("the landed element")
+        .split("</div>\n")
+        .next()
+        .unwrap();
+    assert!(landed.ends_with("-s2"), "first failure is step 2: {landed}");
+    assert!(
+        step.contains("exited 7"),
+        "the failing step's message: {step}"
+    );
+    assert!(
+        step.contains("SERVER-LINE-42"),
+        "the harness log excerpt: {step}"
+    );
+    assert!(
+        dom.contains(&format!("class=\"step bad target\" id=\"{landed}\"")),
+        "the landed step is marked"
+    );
+
+    let dom = dump_dom(&chromium, &format!("{url}#filter=failures"));
+    assert!(dom.contains("data-filter=\"failures\""));
+    for test in dom.split("<details class=\"test").skip(1) {
+        let head = test.split('>').next().unwrap();
+        if head.starts_with(" bad") {
+            assert!(!head.contains("hidden"), "a failing test stays: {head}");
+        } else {
+            assert!(head.contains("hidden"), "a passing test is hidden: {head}");
+        }
+    }
+
+    let dom = dump_dom(&chromium, &format!("{url}#test=t2.test.toml&step=1"));
+    assert!(dom.contains("data-landed=\"t"), "deep link");
+    let landed = dom
+        .split("data-landed=\"")
+        .nth(1)
+        .unwrap()
+        .split('"')
+        .next()
+        .unwrap();
+    // A passing step is given its id when a link lands on it.
+    let landed_step = dom
+        .split("<div ")
+        .find(|tag| tag.contains(&format!("id=\"{landed}\"")))
+        .unwrap_or_else(|| panic!("no element {landed}"));
+    let tag = landed_step.split('>').next().unwrap_or_default();
+    assert!(
+        tag.contains("data-step=\"1\"") && tag.contains("target"),
+        "{landed}: {tag}"
+    );
+}

@@ -1,0 +1,22 @@
+//! Running suites: outcomes, checkpoints, signals, shards, the harness, the `command` and `shell`
+//! agents, the console server and replay of recorded actions.
+//!
+//! One test binary of several (see CONTRIBUTING.md, "Tests"): each file here is a module, the
+//! shared helpers are `tests/common`.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod agent_command;
+mod agent_shell;
+mod as_written;
+mod checkpoints;
+mod console_command_agent;
+mod console_server;
+mod harness_lifecycle;
+mod harness_readiness;
+mod outcomes;
+mod registry_sweep;
+mod replay_actions;
+mod shards;
+mod signals;

@@ -1,0 +1,300 @@
+//! Replay of recorded actions with real processes (SPEC §10): a step recorded in one session
+//! replays in another with other ports, paths and ids; output carrying the session's port, a
+//! timestamp, a UUID and a duration still matches; a changed output or exit code is a drift with
+//! a diff; an interactive console session replays by its accumulated output; nothing a replay
+//! started survives it.
+
+use crate::common::processes_with_env_entry;
+use bugatti::console::{Console, ConsoleSetup};
+use bugatti::model::redact::Secrets;
+use bugatti::replay::compare::Drift;
+use bugatti::replay::format::{Action, RecordedStep};
+use bugatti::replay::normalize::Normalizer;
+use bugatti::replay::placeholders::Placeholders;
+use bugatti::replay::record::{console_action, shell_action};
+use bugatti::replay::replayer::{replay_step, ReplayContext};
+use bugatti::replay::verdict::{Fallback, Verdict};
+use std::sync::Arc;
+use std::time::Duration;
+
+const SECRET: &str = "hunter2-very-secret";
+
+/// One test session: its run, workspace, port, console and placeholders.
+struct Session {
+    _dir: tempfile::TempDir,
+    run_id: String,
+    workdir: String,
+    console: Console,
+    placeholders: Placeholders,
+    normalizer: Normalizer,
+    env: Vec<(String, String)>,
+}
+
+impl Session {
+    fn new(port: u16) -> Self {
+        let dir = tempfile::tempdir().expect("dir");
+        let workdir = dir.path().join("ws");
+        std::fs::create_dir_all(&workdir).expect("ws");
+        let workdir = workdir.to_string_lossy().into_owned();
+        let run_id = format!("replay-test-{}", uuid::Uuid::new_v4());
+        let values = vec![
+            ("APP_PORT".to_string(), port.to_string()),
+            ("BUGATTI_WORKDIR".to_string(), workdir.clone()),
+            ("BUGATTI_RUN_ID".to_string(), run_id.clone()),
+        ];
+        let mut env = values.clone();
+        env.push(("API_TOKEN".into(), SECRET.into()));
+        env.push(("PATH".into(), std::env::var("PATH").unwrap_or_default()));
+        let console = Console::new(ConsoleSetup {
+            run_id: run_id.clone(),
+            run_dir: dir.path().join("run"),
+            workdir: workdir.clone().into(),
+            env: env.clone(),
+            secrets: Arc::new(Secrets::new([("API_TOKEN", SECRET)])),
+            logs: Vec::new(),
+        });
+        let placeholders = Placeholders::new(values, [("API_TOKEN".into(), SECRET.into())]);
+        let normalizer = Normalizer::new(placeholders.volatiles(), &[]).expect("normalizer");
+        Self {
+            _dir: dir,
+            run_id,
+            workdir,
+            console,
+            placeholders,
+            normalizer,
+            env,
+        }
+    }
+
+    fn ctx(&self) -> ReplayContext<'_> {
+        ReplayContext {
+            console: Some(&self.console),
+            placeholders: &self.placeholders,
+            normalizer: &self.normalizer,
+            run_id: self.run_id.clone(),
+            step_id: 1,
+            env: self.env.clone(),
+            action_timeout: Duration::from_secs(10),
+        }
+    }
+
+    /// What the agent's shell tool would have seen: the command run by `sh` in the workspace.
+    fn run_shell(&self, command: &str) -> Action {
+        let out = std::process::Command::new("sh")
+            .args(["-c", &format!("exec 2>&1\n{command}")])
+            .current_dir(&self.workdir)
+            .env_clear()
+            .envs(self.env.iter().cloned())
+            .output()
+            .expect("sh");
+        let output = String::from_utf8_lossy(&out.stdout).replace(SECRET, "[REDACTED:API_TOKEN]");
+        shell_action(
+            &self.placeholders,
+            command,
+            &self.workdir,
+            out.status.code(),
+            &output,
+        )
+    }
+
+    /// A console call as the agent made it, recorded.
+    async fn call(&self, tool: &str, args: serde_json::Value) -> (Action, String) {
+        let answer = self.console.call(tool, args.clone()).await;
+        let action = console_action(&self.placeholders, tool, &args, &answer).expect("replayable");
+        (action, answer.text)
+    }
+
+    /// Ends the console and checks nothing of this session's runs on.
+    async fn finish(self) {
+        self.console.shutdown().await;
+        for entry in [
+            format!("BUGATTI_RUN_ID={}", self.run_id),
+            format!("BUGATTI_AGENT_RUN_ID={}", self.run_id),
+        ] {
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            while !processes_with_env_entry(&entry).is_empty() {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "survivors with {entry}: {:?}",
+                    processes_with_env_entry(&entry)
+                );
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+fn step(actions: Vec<Action>) -> RecordedStep {
+    RecordedStep {
+        step: 1,
+        provenance: "tests/a.test.toml#1".into(),
+        instruction_hash: "h".into(),
+        provider: "claude-code".into(),
+        recorded_at: chrono::Utc::now(),
+        cost_usd: Some(0.03),
+        actions,
+    }
+}
+
+fn drift(verdict: Verdict) -> Drift {
+    match verdict {
+        Verdict::Fallback(Fallback::Drift(d)) => d,
+        other => panic!("expected a drift, got {other:?}"),
+    }
+}
+
+/// Prints the session's port, where it runs, a timestamp, a UUID, a duration; uses the secret.
+const VOLATILE_ECHO: &str = r#"echo "listening on 127.0.0.1:$APP_PORT in $(pwd)"; echo "at $(date -u +%Y-%m-%dT%H:%M:%S.%NZ) request $(cat /proc/sys/kernel/random/uuid) took $(( $$ % 97 + 1 ))ms"; echo "token ${API_TOKEN}"; echo status: ok"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shell_step_replays_in_another_session() {
+    let a = Session::new(41234);
+    let recorded = step(vec![a.run_shell(VOLATILE_ECHO), a.run_shell("test -d .")]);
+    let text = serde_json::to_string(&recorded).expect("json");
+    assert!(!text.contains("41234") && !text.contains(SECRET), "{text}");
+    assert!(
+        text.contains("${APP_PORT}") && text.contains("${API_TOKEN}"),
+        "{text}"
+    );
+
+    let b = Session::new(50321);
+    let verdict = replay_step(&b.ctx(), &recorded).await;
+    assert!(verdict.passed(), "{}", verdict.describe());
+    assert!(matches!(
+        verdict,
+        Verdict::Replayed {
+            actions: 2,
+            cost_saved_usd: Some(_),
+            ..
+        }
+    ));
+    a.finish().await;
+    b.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_output_or_exit_code_is_a_drift() {
+    let a = Session::new(41234);
+    let b = Session::new(50321);
+    // Recorded when the app said ok; it says down now.
+    let mut recorded = step(vec![a.run_shell("true"), a.run_shell(VOLATILE_ECHO)]);
+    let d = {
+        let b_echo = VOLATILE_ECHO.replace("status: ok", "status: down");
+        if let Action::Shell { command, .. } = &mut recorded.actions[1] {
+            *command = b.placeholders.insert(&b_echo);
+        }
+        drift(replay_step(&b.ctx(), &recorded).await)
+    };
+    assert_eq!(d.action, 1);
+    assert_eq!(d.field, "output");
+    assert!(d.diff.contains("-status: ok\n+status: down"), "{}", d.diff);
+    // Only the real change is in the diff: port, timestamp, UUID and duration were masked.
+    assert!(!d.diff.contains("-listening"), "{}", d.diff);
+
+    let recorded = step(vec![a.run_shell("exit 0")]);
+    let mut changed = recorded.clone();
+    if let Action::Shell { command, .. } = &mut changed.actions[0] {
+        *command = "exit 3".into();
+    }
+    let d = drift(replay_step(&b.ctx(), &changed).await);
+    assert_eq!(d.field, "exit code");
+    assert_eq!((d.expected.as_str(), d.seen.as_str()), ("0", "3"));
+    a.finish().await;
+    b.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn console_calls_replay_through_the_console() {
+    let a = Session::new(41234);
+    let (exec, text) = a
+        .call(
+            "exec_command",
+            serde_json::json!({"cmd": VOLATILE_ECHO, "tty": true, "yield_time_ms": 5000}),
+        )
+        .await;
+    assert!(text.contains("Process exited with code 0"), "{text}");
+    // An interactive program: asks, waits for a line, answers.
+    let (ask, text) = a
+        .call(
+            "exec_command",
+            serde_json::json!({"cmd": "printf 'name? '; read -r n; echo \"hi $n on $APP_PORT\"", "yield_time_ms": 1000}),
+        )
+        .await;
+    let id: u64 = text
+        .lines()
+        .find_map(|l| l.strip_prefix("Process running with session ID "))
+        .and_then(|id| id.trim().parse().ok())
+        .unwrap_or_else(|| panic!("not running: {text}"));
+    let (answer, text) = a
+        .call(
+            "write_stdin",
+            serde_json::json!({"session_id": id, "chars": "bob\n", "yield_time_ms": 2000}),
+        )
+        .await;
+    assert!(text.contains("hi bob on 41234"), "{text}");
+    let recorded = step(vec![exec, ask, answer]);
+
+    let b = Session::new(50321);
+    let verdict = replay_step(&b.ctx(), &recorded).await;
+    assert!(verdict.passed(), "{}", verdict.describe());
+
+    // The same program answering otherwise is a drift at the write.
+    let mut changed = recorded.clone();
+    if let Action::Console { output, .. } = &mut changed.actions[2] {
+        *output = output.replace("hi bob", "hi alice");
+    }
+    let d = drift(replay_step(&b.ctx(), &changed).await);
+    assert_eq!(d.action, 2);
+    assert!(d.diff.contains("-hi alice"), "{}", d.diff);
+    a.finish().await;
+    b.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_to_a_session_the_step_did_not_start_is_no_pass() {
+    let b = Session::new(50321);
+    let recorded = step(vec![Action::Console {
+        tool: bugatti::replay::format::ConsoleTool::WriteStdin,
+        arguments: serde_json::json!({"session_id": 4242, "chars": "x\n"}),
+        output: "Process exited with code 0\nOutput:\n".into(),
+        exit_code: Some(0),
+        is_error: false,
+    }]);
+    let verdict = replay_step(&b.ctx(), &recorded).await;
+    assert!(
+        matches!(
+            verdict,
+            Verdict::Fallback(Fallback::Failed { action: 0, .. })
+        ),
+        "{verdict:?}"
+    );
+    b.finish().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_command_slower_than_its_recorded_wait_is_awaited() {
+    let a = Session::new(41234);
+    let (mut exec, text) = a
+        .call(
+            "exec_command",
+            serde_json::json!({"cmd": "echo start; sleep 0.6; echo done", "yield_time_ms": 5000}),
+        )
+        .await;
+    assert!(text.contains("Process exited with code 0"), "{text}");
+    // The replay's first answer comes before the end; what it printed then and later is the
+    // output, compared whole.
+    if let Action::Console { arguments, .. } = &mut exec {
+        arguments["yield_time_ms"] = serde_json::json!(250);
+    }
+    let b = Session::new(50321);
+    let verdict = replay_step(&b.ctx(), &step(vec![exec.clone()])).await;
+    assert!(verdict.passed(), "{}", verdict.describe());
+    // And a recorded output the program does not print is still a drift.
+    if let Action::Console { output, .. } = &mut exec {
+        *output = output.replace("done", "failed");
+    }
+    let d = drift(replay_step(&b.ctx(), &step(vec![exec])).await);
+    assert!(d.diff.contains("-failed\n+done"), "{}", d.diff);
+    a.finish().await;
+    b.finish().await;
+}
