@@ -1,5 +1,5 @@
 //! The bodies of the `cargo fuzz` targets (`fuzz/fuzz_targets/*.rs`), as plain functions so the
-//! property tests (`tests/prop_*.rs`) run the very same checks on stable Rust.
+//! property tests (`tests/props/`) run the very same checks on stable Rust.
 //!
 //! Each takes arbitrary bytes, feeds them to one reader of user or agent input, and panics only
 //! when an invariant breaks: a panic inside the product, an error that names no file, a plan whose

@@ -7,10 +7,16 @@
 //! - [`model`]: pure data and pure functions: config, test files, plan expansion, substitution,
 //!   result-marker scanning, outcomes. No I/O beyond reading the user's files.
 //! - [`process`]: process groups and PTYs, output pumps, teardown, the leak registry.
-//! - [`providers`]: the agent providers behind one trait (claude-code, command, shell).
+//! - [`providers`]: the agent providers behind one trait (claude-code, codex, command, shell).
+//! - [`console`]: the agent console served to the agent over MCP: PTY sessions, the harness's
+//!   logs (docs/console.md).
+//! - [`browser`]: the session's browser (docs/browser.md): launch, readiness, CDP, per-step
+//!   evidence.
+//! - [`replay`]: recorded passing steps replayed without the model (docs/replay.md).
 //! - [`actors`]: the ractor actors: supervisor, session, command, readiness, agent, reporter.
-//! - [`browser`]: the session's browser (SPEC §11): launch, readiness, CDP, per-step evidence.
-//! - [`report`]: every artifact a run leaves behind, and the console.
+//! - [`report`]: every artifact a run leaves behind, and the live terminal view.
+//!
+//! CONTRIBUTING.md maps every file.
 
 pub mod actors;
 pub mod browser;

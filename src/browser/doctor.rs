@@ -5,12 +5,12 @@
 use super::executable;
 use super::mcp::{McpCommand, McpSource, PINNED_VERSION};
 use crate::model::browser::BrowserConfig;
-use crate::providers::locate::program_version;
+use crate::process::version::program_version;
 use std::path::Path;
 
 /// One line of `doctor`: `ok`, `warn` or `FAIL`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Finding {
+pub enum BrowserFinding {
     /// All is well.
     Ok(String),
     /// Worth knowing; nothing fails.
@@ -20,10 +20,14 @@ pub enum Finding {
 }
 
 /// The findings for `config`, looking on `path_var` as a session would (from `cwd`).
-pub async fn findings(config: &BrowserConfig, path_var: Option<&str>, cwd: &Path) -> Vec<Finding> {
+pub async fn findings(
+    config: &BrowserConfig,
+    path_var: Option<&str>,
+    cwd: &Path,
+) -> Vec<BrowserFinding> {
     let mut out = Vec::new();
     match executable::find(config.executable.as_deref(), path_var) {
-        Err(e) => out.push(Finding::Fail(format!("browser: {e}"))),
+        Err(e) => out.push(BrowserFinding::Fail(format!("browser: {e}"))),
         Ok(path) => {
             let looks_like_a_version = |line: &str| {
                 line.split_whitespace().any(|w| {
@@ -31,16 +35,16 @@ pub async fn findings(config: &BrowserConfig, path_var: Option<&str>, cwd: &Path
                 })
             };
             match program_version(&path, cwd, looks_like_a_version).await {
-                Ok(version) => out.push(Finding::Ok(format!(
+                Ok(version) => out.push(BrowserFinding::Ok(format!(
                     "browser: {version} ({})",
                     path.display()
                 ))),
-                Err(why) => out.push(Finding::Fail(format!("browser: {why}"))),
+                Err(why) => out.push(BrowserFinding::Fail(format!("browser: {why}"))),
             }
         }
     }
     if super::launch::running_as_root() {
-        out.push(Finding::Note(
+        out.push(BrowserFinding::Note(
             "browser: running as root, so it is started with --no-sandbox (Chromium refuses root otherwise)".to_string(),
         ));
     }
@@ -49,9 +53,9 @@ pub async fn findings(config: &BrowserConfig, path_var: Option<&str>, cwd: &Path
     }
     // The endpoint is the session's; a placeholder shows the shape.
     match McpCommand::resolve(config.mcp_cmd.as_deref(), path_var, "http://127.0.0.1:<port>") {
-        Err(e) => out.push(Finding::Fail(format!("Playwright MCP: {e}"))),
+        Err(e) => out.push(BrowserFinding::Fail(format!("Playwright MCP: {e}"))),
         Ok(command) => match &command.source {
-            McpSource::Npx => out.push(Finding::Note(format!(
+            McpSource::Npx => out.push(BrowserFinding::Note(format!(
                 "Playwright MCP: no playwright-mcp on PATH; sessions run `npx -y @playwright/mcp@{PINNED_VERSION}` (needs npm and the registry on first use)"
             ))),
             McpSource::OnPath(path) => {
@@ -59,17 +63,17 @@ pub async fn findings(config: &BrowserConfig, path_var: Option<&str>, cwd: &Path
                     Ok(version) => {
                         let line = format!("Playwright MCP: {version} ({})", path.display());
                         if version.contains(PINNED_VERSION) {
-                            out.push(Finding::Ok(line));
+                            out.push(BrowserFinding::Ok(line));
                         } else {
-                            out.push(Finding::Note(format!(
+                            out.push(BrowserFinding::Note(format!(
                                 "{line}; the supervisor is tested with {PINNED_VERSION}"
                             )));
                         }
                     }
-                    Err(why) => out.push(Finding::Fail(format!("Playwright MCP: {why}"))),
+                    Err(why) => out.push(BrowserFinding::Fail(format!("Playwright MCP: {why}"))),
                 }
             }
-            McpSource::Configured => out.push(Finding::Ok(format!(
+            McpSource::Configured => out.push(BrowserFinding::Ok(format!(
                 "Playwright MCP: [browser] mcp_cmd `{}`",
                 shell_words::join(std::iter::once(&command.program).chain(&command.args))
             ))),

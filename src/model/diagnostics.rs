@@ -210,14 +210,6 @@ impl Problems {
     pub fn extend(&mut self, other: Problems) {
         self.0.extend(other.0);
     }
-    /// Ok(()) when nothing was found, else these problems as the error.
-    pub fn into_result(self) -> Result<(), Problems> {
-        if self.0.is_empty() {
-            Ok(())
-        } else {
-            Err(self)
-        }
-    }
 }
 
 impl From<Problem> for Problems {

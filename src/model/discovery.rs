@@ -29,11 +29,6 @@ pub enum DiscoveryError {
     Walk { dir: String, reason: String },
 }
 
-/// A `*.test.toml` file name, not starting with `_` (Bugatti: `_` files are include-only).
-pub fn is_root_candidate_name(name: &str) -> bool {
-    name.ends_with(".test.toml") && !name.starts_with('_')
-}
-
 /// Every `*.test.toml` below `dir`, skipping hidden dirs, `target/`, `node_modules/`;
 /// `_`-prefixed files only when `include_underscore`. A symlinked directory leading out of `dir`
 /// is not entered: discovery never lists (say) `/etc` because a project links to it.

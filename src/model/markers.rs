@@ -32,7 +32,7 @@ pub const EVIDENCE_KINDS: [&str; 7] = [
 /// The verdict a `RESULT` line carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub enum ResultVerdict {
     Ok,
     Warn,
     Error,
@@ -41,7 +41,7 @@ pub enum Verdict {
 /// One `RESULT …` line: its verdict and the text after `:` (empty for a bare `RESULT OK`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ResultMarker {
-    pub verdict: Verdict,
+    pub verdict: ResultVerdict,
     pub text: String,
 }
 
@@ -104,11 +104,11 @@ fn undecorate(line: &str) -> &str {
 fn parse_result(rest: &str) -> Option<ResultMarker> {
     let rest = rest.strip_prefix(char::is_whitespace)?.trim_start();
     let (verdict, after) = if let Some(after) = rest.strip_prefix("OK") {
-        (Verdict::Ok, after)
+        (ResultVerdict::Ok, after)
     } else if let Some(after) = rest.strip_prefix("WARN") {
-        (Verdict::Warn, after)
+        (ResultVerdict::Warn, after)
     } else if let Some(after) = rest.strip_prefix("ERROR") {
-        (Verdict::Error, after)
+        (ResultVerdict::Error, after)
     } else {
         return None;
     };
@@ -272,7 +272,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn result(verdict: Verdict, text: &str) -> Marker {
+    fn result(verdict: ResultVerdict, text: &str) -> Marker {
         Marker::Result(ResultMarker {
             verdict,
             text: text.to_string(),
@@ -281,16 +281,19 @@ mod tests {
 
     #[test]
     fn reads_each_marker_form() {
-        assert_eq!(parse_line("RESULT OK"), Some(result(Verdict::Ok, "")));
+        assert_eq!(parse_line("RESULT OK"), Some(result(ResultVerdict::Ok, "")));
         assert_eq!(
             parse_line("  RESULT WARN: slow page "),
-            Some(result(Verdict::Warn, "slow page"))
+            Some(result(ResultVerdict::Warn, "slow page"))
         );
         assert_eq!(
             parse_line("**RESULT ERROR: no button**"),
-            Some(result(Verdict::Error, "no button"))
+            Some(result(ResultVerdict::Error, "no button"))
         );
-        assert_eq!(parse_line("`RESULT OK`"), Some(result(Verdict::Ok, "")));
+        assert_eq!(
+            parse_line("`RESULT OK`"),
+            Some(result(ResultVerdict::Ok, ""))
+        );
         assert_eq!(parse_line("RESULT OKAY"), None);
         assert_eq!(parse_line("RESULTS OK"), None);
         assert_eq!(parse_line("the RESULT OK is near"), None);
@@ -323,7 +326,7 @@ mod tests {
         assert_eq!(
             last,
             Some(ResultMarker {
-                verdict: Verdict::Ok,
+                verdict: ResultVerdict::Ok,
                 text: String::new()
             })
         );
@@ -337,7 +340,7 @@ mod tests {
         scanner.push(b"RESULT WARN: caf\xc3\xa9 \xff\n", &mut out);
         assert_eq!(out.len(), 1);
         let last = scanner.last_result().expect("marker");
-        assert_eq!(last.verdict, Verdict::Warn);
+        assert_eq!(last.verdict, ResultVerdict::Warn);
         assert!(last.text.starts_with("café"));
     }
 
@@ -349,7 +352,7 @@ mod tests {
         scanner.finish(&mut out);
         scanner.push(b"RESULT OK", &mut out);
         scanner.finish(&mut out);
-        assert_eq!(out, vec![result(Verdict::Ok, "")]);
+        assert_eq!(out, vec![result(ResultVerdict::Ok, "")]);
     }
 
     #[test]
@@ -362,7 +365,10 @@ mod tests {
             assert!(scanner.line.capacity() <= 2 * MAX_MARKER_LINE);
         }
         scanner.push(b"\nRESULT OK\n", &mut out);
-        assert_eq!(scanner.last_result().map(|r| r.verdict), Some(Verdict::Ok));
+        assert_eq!(
+            scanner.last_result().map(|r| r.verdict),
+            Some(ResultVerdict::Ok)
+        );
         assert_eq!(scanner.bytes_seen(), 8 * (1 << 20) + 11);
     }
 

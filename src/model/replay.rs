@@ -87,6 +87,9 @@ pub struct ReplaySection {
 /// `[replay] dir` when unset.
 pub const DEFAULT_DIR: &str = "bugatti.replay";
 
+/// `[replay] max_age_days` when unset.
+pub const DEFAULT_MAX_AGE_DAYS: u32 = 30;
+
 /// The effective `[replay]` of a run, each value with the layer it came from (applied by
 /// `layers`: config files, then `--replay`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -105,7 +108,7 @@ impl Default for ReplayConfig {
             mode: Sourced::default_value(ReplayMode::default()),
             dir: Sourced::default_value(DEFAULT_DIR.to_string()),
             ignore: Sourced::default_value(Vec::new()),
-            max_age_days: Sourced::default_value(crate::replay::store::DEFAULT_MAX_AGE_DAYS),
+            max_age_days: Sourced::default_value(DEFAULT_MAX_AGE_DAYS),
         }
     }
 }

@@ -48,6 +48,18 @@ impl ExitStatus {
     }
 }
 
+/// `exit code 3`, `signal 9 (SIGKILL)`: how an agent's or a `--version` run's end is told.
+pub fn describe(status: &ExitStatus) -> String {
+    match status {
+        ExitStatus::Code(code) => format!("exit code {code}"),
+        ExitStatus::Signal(name) => match name.parse::<nix::sys::signal::Signal>() {
+            Ok(sig) => format!("signal {} ({name})", sig as i32),
+            Err(_) => name.clone(),
+        },
+        ExitStatus::Unknown(_) => "unknown exit status".to_string(),
+    }
+}
+
 impl fmt::Display for ExitStatus {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -186,10 +186,6 @@ impl Group {
         };
         status
     }
-    /// Waits up to `limit` for the leader's exit; true when it has exited.
-    pub async fn wait_for_exit(&self, limit: std::time::Duration) -> bool {
-        tokio::time::timeout(limit, self.wait()).await.is_ok()
-    }
     /// Takes the piped stdin (closing it is then the taker's business).
     pub fn take_stdin(&mut self) -> Option<ChildStdin> {
         self.stdin.take()

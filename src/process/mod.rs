@@ -25,6 +25,7 @@ pub mod spawn;
 pub mod spec;
 pub mod subreaper;
 pub mod teardown;
+pub mod version;
 
 pub use handle::{Group, Launch};
 pub use owner::{Owner, Role, Scope};

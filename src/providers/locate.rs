@@ -7,6 +7,8 @@ use crate::model::layers::ProviderSettings;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+pub use crate::process::version::{program_version, VERSION_LIMIT};
+
 /// Interpreters whose first non-option argument is a script file that must exist.
 const INTERPRETERS: &[&str] = &[
     "python", "python3", "node", "deno", "bun", "sh", "bash", "zsh", "ruby", "perl", "php",
@@ -142,60 +144,11 @@ pub fn find_program(program: &str, cwd: &Path) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("`{program}` not found on PATH"))
 }
 
-/// How long `<agent CLI> --version` may take in `doctor` (Claude Code answers in 0.13 s, Codex in
-/// 0.12 s; a CLI that hangs here would hang every session).
-pub const VERSION_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
-
 /// Runs `<program> --version` (claude-code and codex) through the one spawn path, bounded by
 /// [`VERSION_LIMIT`]: the CLI's first line, or why it did not start. Its output goes to a
 /// temporary log.
 pub async fn agent_version(program: &Path, cwd: &Path) -> Result<String, String> {
     program_version(program, cwd, |_| true).await
-}
-
-/// Runs `<program> --version` as [`agent_version`] does; the answer is the first line of its
-/// output that `is_version` accepts (Debian's `chromium` wrapper prints a shell warning first).
-pub async fn program_version(
-    program: &Path,
-    cwd: &Path,
-    is_version: fn(&str) -> bool,
-) -> Result<String, String> {
-    use crate::model::config::CommandKind;
-    use crate::process::oneshot::{run_once, OneShotEnd};
-    use crate::process::owner::{Owner, Role, Scope};
-    use crate::process::spec::CommandSpec;
-    let log = tempfile::NamedTempFile::new().map_err(|e| format!("no temporary file: {e}"))?;
-    let line = shell_words::join([program.display().to_string(), "--version".to_string()]);
-    let mut spec = CommandSpec::new("version", CommandKind::ShortLived, &line, cwd, log.path());
-    spec.timeout = Some(VERSION_LIMIT);
-    let owner = Owner::new(
-        Scope::run(format!("doctor-{}", std::process::id())),
-        Role::Agent("version check".into()),
-    );
-    let ran = run_once(&spec, owner, std::future::pending::<()>())
-        .await
-        .map_err(|e| format!("`{line}` did not start: {e}"))?;
-    let output = std::fs::read_to_string(log.path()).unwrap_or_default();
-    let first = output
-        .lines()
-        .find(|l| !l.trim().is_empty() && is_version(l))
-        .or_else(|| output.lines().find(|l| !l.trim().is_empty()))
-        .unwrap_or("");
-    match ran.end {
-        OneShotEnd::Exited(crate::process::exit::ExitStatus::Code(0)) => {
-            Ok(first.trim().to_string())
-        }
-        OneShotEnd::Exited(status) => Err(format!(
-            "`{line}` failed ({}): {}",
-            super::process::describe(&status),
-            first.trim()
-        )),
-        OneShotEnd::TimedOut(limit) => Err(format!(
-            "`{line}` did not answer within {}s",
-            limit.as_secs()
-        )),
-        OneShotEnd::Stopped(()) => Err(format!("`{line}` was stopped")),
-    }
 }
 
 #[cfg(test)]

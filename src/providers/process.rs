@@ -15,7 +15,6 @@ use crate::process::exit::ExitStatus;
 use crate::process::handle::{self, EnvMarker, Group, Io, Launch};
 use crate::process::owner::Owner;
 use crate::process::teardown::{terminate, Ladder};
-use nix::sys::signal::Signal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -302,17 +301,7 @@ where
     })
 }
 
-/// `exit code 3`, `signal 9 (SIGKILL)`.
-pub fn describe(status: &ExitStatus) -> String {
-    match status {
-        ExitStatus::Code(code) => format!("exit code {code}"),
-        ExitStatus::Signal(name) => match name.parse::<Signal>() {
-            Ok(sig) => format!("signal {} ({name})", sig as i32),
-            Err(_) => name.clone(),
-        },
-        ExitStatus::Unknown(_) => "unknown exit status".to_string(),
-    }
-}
+pub use crate::process::exit::describe;
 
 impl Drop for AgentProcess {
     /// A provider dropped without `close` (its actor killed, a panic): the group's handle kills

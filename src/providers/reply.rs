@@ -3,7 +3,7 @@
 //! the last one. Everything kept or sent is redacted.
 
 use super::{AgentEvent, StepVerdict};
-use crate::model::markers::{Evidence, Marker, MarkerScanner, ResultMarker, Verdict};
+use crate::model::markers::{Evidence, Marker, MarkerScanner, ResultMarker, ResultVerdict};
 use crate::model::outcome::StepStatus;
 use crate::model::redact::Secrets;
 use std::path::{Path, PathBuf};
@@ -115,9 +115,9 @@ impl ReplyCollector {
         let mut verdict = match result.or(self.last_result()) {
             Some(marker) => {
                 let status = match marker.verdict {
-                    Verdict::Ok => StepStatus::Ok,
-                    Verdict::Warn => StepStatus::Warn,
-                    Verdict::Error => StepStatus::Error,
+                    ResultVerdict::Ok => StepStatus::Ok,
+                    ResultVerdict::Warn => StepStatus::Warn,
+                    ResultVerdict::Error => StepStatus::Error,
                 };
                 StepVerdict::new(self.step_id, status, self.secrets.redact_str(&marker.text))
             }

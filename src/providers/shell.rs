@@ -24,7 +24,7 @@ use super::{
     agent_env, command::cancelled, AgentContext, AgentError, CancelSignal, Provider, ProviderKind,
     StepRequest, StepVerdict, AGENT_MARKER_ENV,
 };
-use crate::model::markers::{ResultMarker, Verdict};
+use crate::model::markers::{ResultMarker, ResultVerdict};
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::process::exit::ExitStatus;
 use crate::process::handle::{self, EnvMarker, Io, Launch};
@@ -355,7 +355,7 @@ impl Provider for ShellProvider {
             None => {
                 let printed = collector.last_result().cloned();
                 let result = printed.unwrap_or(ResultMarker {
-                    verdict: Verdict::Ok,
+                    verdict: ResultVerdict::Ok,
                     text: String::new(),
                 });
                 collector.verdict(Some(&result))

@@ -9,9 +9,6 @@ use super::format::{RecordedStep, Recording, SCHEMA_VERSION};
 use crate::report::error::ReportError;
 use std::path::{Path, PathBuf};
 
-/// `[replay] max_age_days` when unset.
-pub const DEFAULT_MAX_AGE_DAYS: u32 = 30;
-
 /// `<dir>/<test path without .test.toml>.replay.json`: `tests/login.test.toml` in
 /// `bugatti.replay` is `bugatti.replay/tests/login.replay.json`.
 pub fn recording_path(dir: &Path, test: &Path) -> PathBuf {

@@ -3,7 +3,7 @@
 //! chunk, and a scanner reused across replies.
 
 use bugatti::fuzzing::{self, reference_markers, scan_chunked};
-use bugatti::model::markers::{Marker, MarkerScanner, Verdict, MAX_MARKER_LINE};
+use bugatti::model::markers::{Marker, MarkerScanner, ResultVerdict, MAX_MARKER_LINE};
 use proptest::prelude::*;
 
 /// Bytes biased towards the scanner's interesting parts: keywords, decorations, newlines, `\r`
@@ -62,9 +62,9 @@ proptest! {
         let (out, _) = scan_chunked(&bytes, &cuts);
         prop_assert_eq!(&out, &reference_markers(&bytes));
         let kept_whole = pad + "RESULT ERROR".len() <= MAX_MARKER_LINE;
-        let first_is_error = matches!(out.first(), Some(Marker::Result(r)) if r.verdict == Verdict::Error);
+        let first_is_error = matches!(out.first(), Some(Marker::Result(r)) if r.verdict == ResultVerdict::Error);
         prop_assert_eq!(first_is_error, kept_whole);
-        prop_assert!(matches!(out.last(), Some(Marker::Result(r)) if r.verdict == Verdict::Warn && r.text == "next"));
+        prop_assert!(matches!(out.last(), Some(Marker::Result(r)) if r.verdict == ResultVerdict::Warn && r.text == "next"));
     }
 
     /// `reset` between replies: the second reply's markers and verdict are its own.

@@ -498,19 +498,19 @@ async fn the_real_playwright_mcp_drives_the_supervised_browser_and_the_capture_s
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn doctor_names_the_browser_and_playwright_mcp_versions_or_why_not() {
-    use bugatti::browser::doctor::{findings, Finding};
+    use bugatti::browser::doctor::{findings, BrowserFinding};
     use bugatti::model::browser::BrowserConfig;
     let dir = tempfile::tempdir().expect("tempdir");
     // Nothing on PATH: both say why.
     let found = findings(&BrowserConfig::default(), Some("/nonexistent"), dir.path()).await;
     assert!(
-        matches!(&found[0], Finding::Fail(m) if m.contains("`chromium`") && m.contains("`google-chrome`")),
+        matches!(&found[0], BrowserFinding::Fail(m) if m.contains("`chromium`") && m.contains("`google-chrome`")),
         "{found:?}"
     );
     assert!(
-        found
-            .iter()
-            .any(|f| matches!(f, Finding::Note(m) if m.contains("npx -y @playwright/mcp@0.0.83"))),
+        found.iter().any(
+            |f| matches!(f, BrowserFinding::Note(m) if m.contains("npx -y @playwright/mcp@0.0.83"))
+        ),
         "{found:?}"
     );
     let Some(exe) = chromium() else { return };
@@ -524,13 +524,13 @@ async fn doctor_names_the_browser_and_playwright_mcp_versions_or_why_not() {
     );
     let found = findings(&BrowserConfig::default(), Some(&path), dir.path()).await;
     assert!(
-        matches!(&found[0], Finding::Ok(m) if m.starts_with("browser: Chromium ") && m.contains(&exe.display().to_string())),
+        matches!(&found[0], BrowserFinding::Ok(m) if m.starts_with("browser: Chromium ") && m.contains(&exe.display().to_string())),
         "{found:?}"
     );
     assert!(
-        found
-            .iter()
-            .any(|f| matches!(f, Finding::Ok(m) if m.contains("Playwright MCP: Version 0.0.83"))),
+        found.iter().any(
+            |f| matches!(f, BrowserFinding::Ok(m) if m.contains("Playwright MCP: Version 0.0.83"))
+        ),
         "{found:?}"
     );
 }

@@ -117,7 +117,7 @@ pub(super) fn browser_doctor(
     config: &bugatti::model::browser::BrowserConfig,
     project_root: &Path,
 ) -> bool {
-    use bugatti::browser::doctor::{findings, Finding};
+    use bugatti::browser::doctor::{findings, BrowserFinding};
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -132,9 +132,9 @@ pub(super) fn browser_doctor(
     let mut failed = false;
     for finding in runtime.block_on(findings(config, path.as_deref(), project_root)) {
         match finding {
-            Finding::Ok(line) => println!("ok   {line}"),
-            Finding::Note(line) => println!("warn {line}"),
-            Finding::Fail(line) => {
+            BrowserFinding::Ok(line) => println!("ok   {line}"),
+            BrowserFinding::Note(line) => println!("warn {line}"),
+            BrowserFinding::Fail(line) => {
                 failed = true;
                 println!("FAIL {line}");
             }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 use super::assets::check_assets;
 use super::checkpoint::{artifact_root, name_problem, CheckpointPaths};
-use super::config::{parse_config_lenient, ConfigFile};
+use super::config::parse_config_lenient;
 use super::diagnostics::{Problem, Problems};
 use super::discovery::{from_globs, resolve_arg, walk_test_files_noting};
 use super::layers::{EffectiveConfig, Layer, LayerProblem, ProbeKind};
@@ -124,124 +124,38 @@ pub fn load_suite(options: &RunOptions) -> Result<Suite, Problems> {
     load_suite_with(options, &HostEnv::from_process())
 }
 
-/// Load, collecting every problem.
+/// Load, collecting every problem: where the project is, its config layers, the root tests
+/// (discovered, filtered by `--tag`, cut by `--shard`), each one planned and checked, then the
+/// project's `.mcp.json`.
 pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Problems> {
-    let mut problems = Problems::default();
-    let mut texts: BTreeMap<PathBuf, String> = BTreeMap::new();
-    let mut notes = Vec::new();
-    let env = |name: &str| host.var(name);
-
-    // Where the project is, and its config.
-    let (project_root, config_path) = match &options.config {
-        Some(c) => {
-            let abs = normalize(&host.cwd.join(c));
-            if !abs.is_file() {
-                problems.push(Problem::new(format!(
-                    "config file {} does not exist",
-                    abs.display()
-                )));
-                return Err(finish(problems, &host.cwd));
-            }
-            let root = abs.parent().unwrap_or(&host.cwd).to_path_buf();
-            (root, Some(abs))
-        }
-        // Like cargo and git: the nearest config in the current directory or a parent.
-        None => match find_config_upward(&host.cwd) {
-            Some(p) => (p.parent().unwrap_or(&host.cwd).to_path_buf(), Some(p)),
-            None => (host.cwd.clone(), None),
-        },
-    };
-    let project_root = project_root.canonicalize().unwrap_or(project_root);
-
-    let mut base = EffectiveConfig::default();
-    let mut unreadable = false;
-    let mut read_config = |path: &Path, problems: &mut Problems| -> Option<ConfigFile> {
-        match std::fs::read_to_string(path) {
-            Err(e) => {
-                problems.push(Problem::in_file(path, format!("cannot read config: {e}")));
-                None
-            }
-            Ok(text) => {
-                let (config, found) = parse_config_lenient(path, &text);
-                texts.insert(path.to_path_buf(), text);
-                found.into_iter().for_each(|p| problems.push(p));
-                if config.is_none() {
-                    unreadable = true;
-                }
-                config
-            }
-        }
+    let mut found = Found::default();
+    let fail = |found: Found| Err(finish(found.problems, &host.cwd));
+    let Some((project_root, config_path)) = locate_project(options, host, &mut found.problems)
+    else {
+        return fail(found);
     };
     let global_config_path = host.global_config_path().filter(|p| p.is_file());
-    let mut layer_problems: Vec<LayerProblem> = Vec::new();
-    if let Some(g) = &global_config_path {
-        if let Some(cfg) = read_config(g, &mut problems) {
-            layer_problems.extend(base.apply_file(&cfg, g, Layer::Global, &env));
-        }
-    }
-    if let Some(c) = &config_path {
-        if let Some(cfg) = read_config(c, &mut problems) {
-            layer_problems.extend(base.apply_file(&cfg, c, Layer::Project, &env));
-        }
-    }
-    if unreadable {
-        // A config that is not TOML (or whose problems could not be got past) makes every later
-        // check noise; one with wrong values was read without them, and checking goes on.
-        return Err(finish(problems, &host.cwd));
-    }
-    let unread_values = problems.0.len();
-    layer_problems.extend(base.apply_env(&env));
-    let mut flagged = base.clone();
-    layer_problems.extend(flagged.apply_flags(options));
-    layer_problems.extend(flagged.validate());
-    push_layer_problems(&mut problems, layer_problems, &texts);
-    drop_follow_ons(&mut problems, unread_values, &texts);
+    let configs = [
+        (global_config_path.as_deref(), Layer::Global),
+        (config_path.as_deref(), Layer::Project),
+    ];
+    let Some((base, flagged)) = layered_config(options, host, &configs, &mut found) else {
+        return fail(found);
+    };
+    check_base(options, &flagged, &project_root, &mut found);
 
-    check_skip_flags(options, &flagged, &mut problems);
-    check_skipped_readiness(options, &flagged, &mut problems);
-    // The base config is what suite-scoped commands run with, whatever tests are selected.
-    let mut base_lps = Vec::new();
-    check_names(
-        &flagged,
-        &[],
-        &project_root,
-        &TestFiles::default(),
-        &mut base_lps,
-        &mut problems,
-    );
-    push_layer_problems(&mut problems, base_lps, &texts);
-
-    let (candidates, explicit) = discover(
+    let mut files = TestFiles::default();
+    let mut roots = root_tests(
         options,
         host,
         &project_root,
         &flagged,
-        &texts,
-        &mut problems,
-        &mut notes,
+        &mut files,
+        &mut found,
     );
-
-    // Parse candidates; keep root tests.
-    let mut files = TestFiles::default();
-    let mut roots: Vec<(PathBuf, String, Vec<String>)> = Vec::new();
-    for path in &candidates {
-        let Some(test) = files.get(path) else {
-            continue;
-        };
-        if test.include_only {
-            if explicit.contains(path) {
-                problems.push(Problem::in_file(
-                    path,
-                    "this file has `include_only = true`: it can only be included, not run as a root test",
-                ));
-            }
-            continue;
-        }
-        roots.push((path.clone(), test_name(test, path), test.tags.clone()));
-    }
     let discovered = roots.len();
-    if roots.is_empty() && problems.is_empty() {
-        problems.push(
+    if roots.is_empty() && found.problems.is_empty() {
+        found.problems.push(
             Problem::new(format!(
                 "no root tests found under {}",
                 project_root.display()
@@ -250,9 +164,9 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         );
     }
     if !options.tags.is_empty() {
-        roots.retain(|(_, _, tags)| tags.iter().any(|t| options.tags.contains(t)));
+        roots.retain(|root| root.tags.iter().any(|t| options.tags.contains(t)));
         if roots.is_empty() && discovered > 0 {
-            problems.push(Problem::new(format!(
+            found.problems.push(Problem::new(format!(
                 "no root test carries any of the tags {}",
                 options.tags.join(", ")
             )));
@@ -265,124 +179,336 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
             .join(&flagged.supervisor.artifact_dir.value)
             .join("history.jsonl"),
     };
-    let mut shard_info = None;
-    if let Some(shard) = options.shard {
-        let names: Vec<String> = roots
-            .iter()
-            .map(|(path, _, _)| {
-                relative_to(&project_root, path)
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .collect();
-        let (entries, unreadable) = crate::model::history::read_checked(&history_file);
-        let durations: std::collections::BTreeMap<String, u64> =
-            crate::model::history::recent_durations(&entries)
-                .into_iter()
-                .filter(|(test, _)| names.contains(test))
-                .collect();
-        let by = if !unreadable.is_empty() {
-            notes.push(format!(
-                "history has {} unreadable line{} ({}): shards split by count",
-                unreadable.len(),
-                if unreadable.len() == 1 { "" } else { "s" },
-                unreadable[0]
-            ));
-            ShardBy::Count
-        } else {
-            match options.shard_by {
-                Some(by) => by,
-                None if durations.is_empty() => ShardBy::Count,
-                None => ShardBy::Duration,
+    let shard = match options.shard {
+        Some(shard) => Some(cut_shard(
+            options,
+            shard,
+            &project_root,
+            &history_file,
+            &mut roots,
+            &mut found.notes,
+        )),
+        None => None,
+    };
+
+    let tests: Vec<RootTest> = roots
+        .into_iter()
+        .map(|root| plan_root_test(options, &project_root, &base, root, &mut files, &mut found))
+        .collect();
+    found.problems.extend(std::mem::take(&mut files.problems));
+    if !found.problems.is_empty() {
+        return fail(found);
+    }
+    if let Err(problem) = check_mcp_json(&flagged, &project_root, &tests) {
+        found.problems.push(problem);
+        return fail(found);
+    }
+    Ok(Suite {
+        history_file,
+        shard,
+        project_root,
+        config_path,
+        global_config_path,
+        notes: found.notes,
+        base: flagged,
+        tests,
+        discovered,
+    })
+}
+
+/// What loading gathers as it goes: every problem, the text of each file read (problems are
+/// shown with their line), and the one-line notes for the console.
+#[derive(Default)]
+struct Found {
+    problems: Problems,
+    texts: BTreeMap<PathBuf, String>,
+    notes: Vec<String>,
+}
+
+/// A root test found by discovery, before it is planned.
+struct Root {
+    path: PathBuf,
+    name: String,
+    tags: Vec<String>,
+}
+
+/// The project root and its config file: `--config`, else (like cargo and git) the nearest
+/// config in the current directory or a parent, else the current directory with none. `None`
+/// when `--config` names no file.
+fn locate_project(
+    options: &RunOptions,
+    host: &HostEnv,
+    problems: &mut Problems,
+) -> Option<(PathBuf, Option<PathBuf>)> {
+    let (project_root, config_path) = match &options.config {
+        Some(c) => {
+            let abs = normalize(&host.cwd.join(c));
+            if !abs.is_file() {
+                problems.push(Problem::new(format!(
+                    "config file {} does not exist",
+                    abs.display()
+                )));
+                return None;
+            }
+            let root = abs.parent().unwrap_or(&host.cwd).to_path_buf();
+            (root, Some(abs))
+        }
+        None => match find_config_upward(&host.cwd) {
+            Some(p) => (p.parent().unwrap_or(&host.cwd).to_path_buf(), Some(p)),
+            None => (host.cwd.clone(), None),
+        },
+    };
+    Some((
+        project_root.canonicalize().unwrap_or(project_root),
+        config_path,
+    ))
+}
+
+/// The config files (global, then project) over the defaults, then the environment: the base
+/// every test starts from; and that base with the flags, validated (`flagged`). `None` when a
+/// config is not TOML (or its problems could not be got past): every later check would be noise.
+fn layered_config(
+    options: &RunOptions,
+    host: &HostEnv,
+    configs: &[(Option<&Path>, Layer)],
+    found: &mut Found,
+) -> Option<(EffectiveConfig, EffectiveConfig)> {
+    let env = |name: &str| host.var(name);
+    let mut base = EffectiveConfig::default();
+    let mut unreadable = false;
+    let mut layer_problems: Vec<LayerProblem> = Vec::new();
+    for (path, layer) in configs {
+        let Some(path) = path else { continue };
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) => {
+                let why = format!("cannot read config: {e}");
+                found.problems.push(Problem::in_file(path, why));
+                continue;
             }
         };
-        let mine = crate::model::shard::split(&names, shard, by, &durations);
-        shard_info = Some(crate::model::shard::ShardInfo {
-            shard: shard.to_string(),
-            by,
-            digest: crate::model::shard::digest(&names, shard.count, by, &durations),
-            paths: options.paths.clone(),
-            tags: options.tags.clone(),
-        });
-        notes.push(format!(
-            "shard {shard} by {by}: {} of {} root tests{}",
-            mine.len(),
-            names.len(),
-            if by == ShardBy::Duration {
-                format!(
-                    " (durations from {}, {} of them known)",
-                    history_file.display(),
-                    durations.len()
-                )
-            } else {
-                String::new()
-            }
-        ));
-        roots = roots
-            .into_iter()
-            .enumerate()
-            .filter(|(i, _)| mine.contains(i))
-            .map(|(_, r)| r)
-            .collect();
-        if roots.is_empty() {
-            notes.push(format!("shard {shard} holds no root tests"));
+        let (config, problems) = parse_config_lenient(path, &text);
+        found.texts.insert(path.to_path_buf(), text);
+        problems.into_iter().for_each(|p| found.problems.push(p));
+        match config {
+            Some(cfg) => layer_problems.extend(base.apply_file(&cfg, path, *layer, &env)),
+            None => unreadable = true,
         }
     }
+    if unreadable {
+        // One with wrong values was read without them, and checking goes on.
+        return None;
+    }
+    let unread_values = found.problems.0.len();
+    layer_problems.extend(base.apply_env(&env));
+    let mut flagged = base.clone();
+    layer_problems.extend(flagged.apply_flags(options));
+    layer_problems.extend(flagged.validate());
+    push_layer_problems(&mut found.problems, layer_problems, &found.texts);
+    drop_follow_ons(&mut found.problems, unread_values, &found.texts);
+    Some((base, flagged))
+}
 
-    // Each root test: plan, effective config, name and asset checks.
-    let mut tests = Vec::new();
-    for (path, name, tags) in roots {
-        let (plan, plan_problems) = expand(&project_root, &path, &mut files);
-        problems.extend(plan_problems);
-        let mut effective = base.clone();
-        let mut lps = Vec::new();
-        let text = files.text(&path).to_string();
-        texts.insert(path.clone(), text);
-        if let Some(test) = files.get(&path) {
-            lps.extend(effective.apply_test_overrides(
-                &test.overrides.provider,
-                &test.overrides.commands,
-                &path,
-            ));
+/// The checks of the flagged base config: the `--skip-*` flags, and the names it uses (the base
+/// is what suite-scoped commands run with, whatever tests are selected).
+fn check_base(
+    options: &RunOptions,
+    flagged: &EffectiveConfig,
+    project_root: &Path,
+    found: &mut Found,
+) {
+    check_skip_flags(options, flagged, &mut found.problems);
+    check_skipped_readiness(options, flagged, &mut found.problems);
+    let mut base_lps = Vec::new();
+    check_names(
+        flagged,
+        &[],
+        project_root,
+        &TestFiles::default(),
+        &mut base_lps,
+        &mut found.problems,
+    );
+    push_layer_problems(&mut found.problems, base_lps, &found.texts);
+}
+
+/// The root tests among the discovered candidates, parsed; an `include_only` file named on the
+/// command line is a problem, one found by a folder or glob is left out quietly.
+fn root_tests(
+    options: &RunOptions,
+    host: &HostEnv,
+    project_root: &Path,
+    flagged: &EffectiveConfig,
+    files: &mut TestFiles,
+    found: &mut Found,
+) -> Vec<Root> {
+    let (candidates, explicit) = discover(
+        options,
+        host,
+        project_root,
+        flagged,
+        &found.texts,
+        &mut found.problems,
+        &mut found.notes,
+    );
+    let mut roots = Vec::new();
+    for path in &candidates {
+        let Some(test) = files.get(path) else {
+            continue;
+        };
+        if test.include_only {
+            if explicit.contains(path) {
+                found.problems.push(Problem::in_file(
+                    path,
+                    "this file has `include_only = true`: it can only be included, not run as a root test",
+                ));
+            }
+            continue;
         }
-        lps.extend(effective.apply_flags(options));
-        lps.extend(effective.validate());
-        check_names(
-            &effective,
-            &plan,
-            &project_root,
-            &files,
-            &mut lps,
-            &mut problems,
-        );
-        push_layer_problems(&mut problems, lps, &texts);
-        check_plan(
-            &effective,
-            &plan,
-            &project_root,
-            &path,
-            options,
-            &files,
-            &mut problems,
-        );
-        tests.push(RootTest {
-            rel_path: relative_to(&project_root, &path),
-            path,
-            name,
-            tags,
-            plan,
-            effective,
+        roots.push(Root {
+            path: path.clone(),
+            name: test_name(test, path),
+            tags: test.tags.clone(),
         });
     }
-    problems.extend(std::mem::take(&mut files.problems));
-    if !problems.is_empty() {
-        return Err(finish(problems, &host.cwd));
+    roots
+}
+
+/// `--shard K/N`: keeps this shard's share of `roots`, split by count or by the durations in
+/// history (by count when history has unreadable lines), and says so in `notes`.
+fn cut_shard(
+    options: &RunOptions,
+    shard: super::options::Shard,
+    project_root: &Path,
+    history_file: &Path,
+    roots: &mut Vec<Root>,
+    notes: &mut Vec<String>,
+) -> crate::model::shard::ShardInfo {
+    let names: Vec<String> = roots
+        .iter()
+        .map(|root| {
+            relative_to(project_root, &root.path)
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    let (entries, unreadable) = crate::model::history::read_checked(history_file);
+    let durations: std::collections::BTreeMap<String, u64> =
+        crate::model::history::recent_durations(&entries)
+            .into_iter()
+            .filter(|(test, _)| names.contains(test))
+            .collect();
+    let by = if !unreadable.is_empty() {
+        notes.push(format!(
+            "history has {} unreadable line{} ({}): shards split by count",
+            unreadable.len(),
+            if unreadable.len() == 1 { "" } else { "s" },
+            unreadable[0]
+        ));
+        ShardBy::Count
+    } else {
+        match options.shard_by {
+            Some(by) => by,
+            None if durations.is_empty() => ShardBy::Count,
+            None => ShardBy::Duration,
+        }
+    };
+    let mine = crate::model::shard::split(&names, shard, by, &durations);
+    notes.push(format!(
+        "shard {shard} by {by}: {} of {} root tests{}",
+        mine.len(),
+        names.len(),
+        if by == ShardBy::Duration {
+            format!(
+                " (durations from {}, {} of them known)",
+                history_file.display(),
+                durations.len()
+            )
+        } else {
+            String::new()
+        }
+    ));
+    *roots = std::mem::take(roots)
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| mine.contains(i))
+        .map(|(_, root)| root)
+        .collect();
+    if roots.is_empty() {
+        notes.push(format!("shard {shard} holds no root tests"));
     }
-    // SPEC §11: the project's own `.mcp.json` (read by the agent's working directory) must not
-    // name the supervisor's servers; refused here, before anything runs.
+    crate::model::shard::ShardInfo {
+        shard: shard.to_string(),
+        by,
+        digest: crate::model::shard::digest(&names, shard.count, by, &durations),
+        paths: options.paths.clone(),
+        tags: options.tags.clone(),
+    }
+}
+
+/// One root test: its plan expanded, the base config with its overrides and the flags, and the
+/// checks of its names, plan and assets.
+fn plan_root_test(
+    options: &RunOptions,
+    project_root: &Path,
+    base: &EffectiveConfig,
+    root: Root,
+    files: &mut TestFiles,
+    found: &mut Found,
+) -> RootTest {
+    let Root { path, name, tags } = root;
+    let (plan, plan_problems) = expand(project_root, &path, files);
+    found.problems.extend(plan_problems);
+    let mut effective = base.clone();
+    let mut lps = Vec::new();
+    let text = files.text(&path).to_string();
+    found.texts.insert(path.clone(), text);
+    if let Some(test) = files.get(&path) {
+        lps.extend(effective.apply_test_overrides(
+            &test.overrides.provider,
+            &test.overrides.commands,
+            &path,
+        ));
+    }
+    lps.extend(effective.apply_flags(options));
+    lps.extend(effective.validate());
+    check_names(
+        &effective,
+        &plan,
+        project_root,
+        files,
+        &mut lps,
+        &mut found.problems,
+    );
+    push_layer_problems(&mut found.problems, lps, &found.texts);
+    check_plan(
+        &effective,
+        &plan,
+        project_root,
+        &path,
+        options,
+        files,
+        &mut found.problems,
+    );
+    RootTest {
+        rel_path: relative_to(project_root, &path),
+        path,
+        name,
+        tags,
+        plan,
+        effective,
+    }
+}
+
+/// SPEC §11: the project's own `.mcp.json` (read by the agent's working directory) must not name
+/// the supervisor's servers; refused here, before anything runs.
+fn check_mcp_json(
+    flagged: &EffectiveConfig,
+    project_root: &Path,
+    tests: &[RootTest],
+) -> Result<(), Problem> {
     let agent_cwd = match flagged.provider.cwd.value.as_deref() {
         Some(dir) => project_root.join(dir),
-        None => project_root.clone(),
+        None => project_root.to_path_buf(),
     };
     let reserved: &[&str] = if flagged.browser.is_some() {
         &["bugatti", "browser"]
@@ -392,23 +518,10 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
     let claude = tests
         .iter()
         .any(|t| t.effective.provider.name.value == "claude-code");
-    if let (true, Err(e)) = (claude, crate::model::mcp_json::read(&agent_cwd, reserved)) {
-        return Err(finish(
-            Problems(vec![Problem::new(e.to_string())]),
-            &host.cwd,
-        ));
+    match (claude, crate::model::mcp_json::read(&agent_cwd, reserved)) {
+        (true, Err(e)) => Err(Problem::new(e.to_string())),
+        _ => Ok(()),
     }
-    Ok(Suite {
-        history_file,
-        shard: shard_info,
-        project_root,
-        config_path,
-        global_config_path,
-        notes,
-        base: flagged,
-        tests,
-        discovered,
-    })
 }
 
 #[cfg(test)]
