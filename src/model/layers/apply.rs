@@ -14,7 +14,30 @@ impl EffectiveConfig {
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Vec<LayerProblem> {
         let mut problems = self.apply_provider(&cfg.provider, file, layer);
-        let s = &cfg.supervisor;
+        problems.extend(self.apply_supervisor(&cfg.supervisor, file, layer));
+        problems.extend(self.apply_values(cfg, file, layer, env));
+        for (name, section) in &cfg.commands {
+            // A command redefined by a higher config layer replaces the lower one whole.
+            match new_command(name, section, file, layer) {
+                Ok(c) => {
+                    self.commands.insert(name.clone(), c);
+                }
+                Err(mut ps) => problems.append(&mut ps),
+            }
+        }
+        problems.extend(self.apply_sections(cfg, file, layer));
+        problems.extend(self.apply_replay(&cfg.replay, file, layer));
+        problems
+    }
+
+    /// `[supervisor]` of one config file.
+    fn apply_supervisor(
+        &mut self,
+        s: &crate::model::config::SupervisorSection,
+        file: &Path,
+        layer: Layer,
+    ) -> Vec<LayerProblem> {
+        let mut problems = Vec::new();
         if let Some(v) = &s.max_parallel {
             if *v.get_ref() == 0 {
                 problems.push(problem(
@@ -98,6 +121,19 @@ impl EffectiveConfig {
                 )),
             }
         }
+        problems
+    }
+
+    /// `[env]`, `[secrets]` (a `from_env` one read through `env` now) and `[ports]` of one
+    /// config file: each name replaces the lower layer's.
+    fn apply_values(
+        &mut self,
+        cfg: &ConfigFile,
+        file: &Path,
+        layer: Layer,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Vec<LayerProblem> {
+        let mut problems = Vec::new();
         for (k, v) in &cfg.env {
             self.env.insert(
                 k.clone(),
@@ -151,15 +187,13 @@ impl EffectiveConfig {
                 },
             );
         }
-        for (name, section) in &cfg.commands {
-            // A command redefined by a higher config layer replaces the lower one whole.
-            match new_command(name, section, file, layer) {
-                Ok(c) => {
-                    self.commands.insert(name.clone(), c);
-                }
-                Err(mut ps) => problems.append(&mut ps),
-            }
-        }
+        problems
+    }
+
+    /// `[checkpoint]` (replaces the lower layer's) and `[browser]` (field by field over it) of
+    /// one config file.
+    fn apply_sections(&mut self, cfg: &ConfigFile, file: &Path, layer: Layer) -> Vec<LayerProblem> {
+        let mut problems = Vec::new();
         if let Some(cp) = &cfg.checkpoint {
             let CheckpointSection {
                 save,
@@ -193,7 +227,6 @@ impl EffectiveConfig {
                 origin: origin(file, table.span()),
             });
         }
-        problems.extend(self.apply_replay(&cfg.replay, file, layer));
         problems
     }
 

@@ -99,10 +99,45 @@ pub(super) fn check_names(
     lps: &mut Vec<LayerProblem>,
     problems: &mut Problems,
 ) {
+    let known = known_names(eff);
+    check_env_expansion(eff, &known, lps);
+    check_agent_step_id(eff, lps);
+    for (field, text, origin, extra) in substituted_fields(eff) {
+        if let Err(e) = only_known(text, &known, extra) {
+            lps.push(LayerProblem {
+                message: format!("{field}: {}", with_hint(&e, &known)),
+                origin,
+            });
+        }
+    }
+    lps.extend(missing_cwds(eff, root));
+    for s in plan {
+        if let Err(e) = check_known(&s.instruction, &known) {
+            problems.push(step_problem(
+                root,
+                files,
+                s,
+                format!("instruction: {}", with_hint(&e, &known)),
+            ));
+        }
+    }
+}
+
+/// The names a `${NAME}` may use: the built-in ones, the ports, `[env]` and `[secrets]`.
+fn known_names(eff: &EffectiveConfig) -> BTreeSet<String> {
     let mut known: BTreeSet<String> = BUILTIN_NAMES.iter().map(|s| s.to_string()).collect();
     known.extend(eff.ports.keys().cloned());
     known.extend(eff.env.keys().cloned());
     known.extend(eff.secrets.keys().cloned());
+    known
+}
+
+/// `[env]` values that name each other in a cycle, or grow past the limit, when expanded.
+fn check_env_expansion(
+    eff: &EffectiveConfig,
+    known: &BTreeSet<String>,
+    lps: &mut Vec<LayerProblem>,
+) {
     let placeholders: BTreeMap<String, String> =
         known.iter().map(|k| (k.clone(), String::new())).collect();
     let env_raw: BTreeMap<String, String> = eff
@@ -123,6 +158,10 @@ pub(super) fn check_names(
             origin: eff.env.get(first).and_then(|v| v.origin.clone()),
         });
     }
+}
+
+/// `${BUGATTI_STEP_ID}` in what starts the agent, which has no step yet.
+fn check_agent_step_id(eff: &EffectiveConfig, lps: &mut Vec<LayerProblem>) {
     // The agent starts once per session, before any step: no step id exists for it yet.
     let agent_fields = eff
         .provider
@@ -161,127 +200,118 @@ pub(super) fn check_names(
             });
         }
     }
-    let mut cwd_problems = Vec::new();
-    let mut check = |field: String,
-                     text: &str,
-                     origin: Option<crate::model::layers::Origin>,
-                     extra: &[&str]| {
-        // Names outside `known` may only be the field's own extras: no copy of the (possibly
-        // large) set per field.
-        let unknown_outside_extras = references(text).map(|names| {
-            names
-                .into_iter()
-                .find(|n| !known.contains(n) && !extra.contains(&n.as_str()))
-        });
-        let result = match unknown_outside_extras {
-            Ok(None) => Ok(()),
-            Ok(Some(name)) => Err(SubstError::Unknown { name }),
-            Err(e) => Err(e),
-        };
-        if let Err(e) = result {
-            lps.push(LayerProblem {
-                message: format!("{field}: {}", with_hint(&e, &known)),
-                origin,
-            });
-        }
-    };
+}
+
+/// A config text whose `${NAME}`s a session substitutes: where it is, the text, its origin and
+/// the names it may use beyond the known ones.
+type Field<'a> = (
+    String,
+    &'a str,
+    Option<crate::model::layers::Origin>,
+    &'static [&'static str],
+);
+
+/// Every config text a session substitutes, in the order its problems are listed.
+fn substituted_fields(eff: &EffectiveConfig) -> Vec<Field<'_>> {
+    let p = &eff.provider;
+    let mut fields: Vec<Field<'_>> = Vec::new();
     for (k, v) in &eff.env {
-        check(format!("env.{k}"), &v.value, v.origin.clone(), &[]);
+        fields.push((format!("env.{k}"), &v.value, v.origin.clone(), &[]));
     }
-    if let Some(u) = &eff.provider.base_url.value {
-        check(
+    if let Some(u) = &p.base_url.value {
+        fields.push((
             "provider.base_url".into(),
             u,
-            eff.provider.base_url.origin.clone(),
+            p.base_url.origin.clone(),
             &[],
-        );
+        ));
     }
-    if let Some(c) = &eff.provider.cmd.value {
-        check(
-            "provider.cmd".into(),
-            c,
-            eff.provider.cmd.origin.clone(),
-            &[],
-        );
+    if let Some(c) = &p.cmd.value {
+        fields.push(("provider.cmd".into(), c, p.cmd.origin.clone(), &[]));
     }
-    for (i, arg) in eff.provider.agent_args.value.iter().enumerate() {
-        check(
-            format!("provider.agent_args[{i}]"),
-            arg,
-            eff.provider.agent_args.origin.clone(),
-            &[],
-        );
+    for (i, arg) in p.agent_args.value.iter().enumerate() {
+        let field = format!("provider.agent_args[{i}]");
+        fields.push((field, arg, p.agent_args.origin.clone(), &[]));
     }
-    if let Some(cwd) = &eff.provider.cwd.value {
-        let o = eff.provider.cwd.origin.clone();
-        check("provider.cwd".into(), cwd, o.clone(), &[]);
-        // Without variables the folder is known now; with them, only at run time.
-        if !cwd.contains("${") && !root.join(cwd).is_dir() {
-            cwd_problems.push(LayerProblem {
-                message: format!(
-                    "provider.cwd: `{cwd}` is not a directory (relative paths start at the project root {})",
-                    root.display()
-                ),
-                origin: o,
-            });
-        }
+    if let Some(cwd) = &p.cwd.value {
+        fields.push(("provider.cwd".into(), cwd, p.cwd.origin.clone(), &[]));
     }
     for c in eff.commands.values() {
-        let o = c.origin.clone();
-        check(format!("commands.{}.cmd", c.name), &c.cmd, o.clone(), &[]);
+        let o = &c.origin;
+        fields.push((format!("commands.{}.cmd", c.name), &c.cmd, o.clone(), &[]));
         if let Some(cwd) = &c.cwd {
-            check(format!("commands.{}.cwd", c.name), cwd, o.clone(), &[]);
-            // Without variables the folder is known now; with them, only at run time.
-            if !cwd.contains("${") && !root.join(cwd).is_dir() {
-                cwd_problems.push(LayerProblem {
-                    message: format!(
-                        "commands.{}.cwd: `{cwd}` is not a directory under the project root",
-                        c.name
-                    ),
-                    origin: o.clone(),
-                });
-            }
+            fields.push((format!("commands.{}.cwd", c.name), cwd, o.clone(), &[]));
         }
-        for p in &c.readiness {
-            let (what, text) = match &p.kind {
+        for probe in &c.readiness {
+            let (what, text) = match &probe.kind {
                 ProbeKind::Http(t) => ("http", t),
                 ProbeKind::Tcp(t) => ("tcp", t),
                 ProbeKind::Log(t) => ("log", t),
                 ProbeKind::Exec(t) => ("exec", t),
             };
-            check(
-                format!("commands.{}.readiness ({what})", c.name),
-                text,
-                o.clone(),
-                &[],
-            );
+            let field = format!("commands.{}.readiness ({what})", c.name);
+            fields.push((field, text, o.clone(), &[]));
         }
     }
     if let Some(cp) = &eff.checkpoint {
-        check(
+        let o = &cp.origin;
+        fields.push((
             "checkpoint.save".into(),
             &cp.value.save,
-            cp.origin.clone(),
+            o.clone(),
             CHECKPOINT_NAMES,
-        );
-        check(
+        ));
+        fields.push((
             "checkpoint.restore".into(),
             &cp.value.restore,
-            cp.origin.clone(),
+            o.clone(),
             CHECKPOINT_NAMES,
-        );
+        ));
     }
-    lps.extend(cwd_problems);
-    for s in plan {
-        if let Err(e) = check_known(&s.instruction, &known) {
-            problems.push(step_problem(
-                root,
-                files,
-                s,
-                format!("instruction: {}", with_hint(&e, &known)),
-            ));
+    fields
+}
+
+/// The first `${NAME}` of `text` that is neither known nor one of the field's own `extra`
+/// names (no copy of the possibly large known set per field), or why `text` cannot be read.
+fn only_known(text: &str, known: &BTreeSet<String>, extra: &[&str]) -> Result<(), SubstError> {
+    let unknown = references(text)?
+        .into_iter()
+        .find(|n| !known.contains(n) && !extra.contains(&n.as_str()));
+    match unknown {
+        None => Ok(()),
+        Some(name) => Err(SubstError::Unknown { name }),
+    }
+}
+
+/// `provider.cwd` and each command's `cwd` that is no directory. Without variables the folder
+/// is known now; with them, only at run time.
+fn missing_cwds(eff: &EffectiveConfig, root: &Path) -> Vec<LayerProblem> {
+    let mut problems = Vec::new();
+    if let Some(cwd) = &eff.provider.cwd.value {
+        if !cwd.contains("${") && !root.join(cwd).is_dir() {
+            problems.push(LayerProblem {
+                message: format!(
+                    "provider.cwd: `{cwd}` is not a directory (relative paths start at the project root {})",
+                    root.display()
+                ),
+                origin: eff.provider.cwd.origin.clone(),
+            });
         }
     }
+    for c in eff.commands.values() {
+        if let Some(cwd) = &c.cwd {
+            if !cwd.contains("${") && !root.join(cwd).is_dir() {
+                problems.push(LayerProblem {
+                    message: format!(
+                        "commands.{}.cwd: `{cwd}` is not a directory under the project root",
+                        c.name
+                    ),
+                    origin: c.origin.clone(),
+                });
+            }
+        }
+    }
+    problems
 }
 
 /// Assets, checkpoints and `--from-checkpoint` against one root test's plan.
