@@ -12,7 +12,7 @@ use crate::actors::queue::{AfterAttempt, Attempt, Halt, SuiteQueue};
 use crate::actors::reporter::{Notices, ReporterMsg, RunEvents};
 use crate::actors::session::{SessionActor, SessionArgs, SessionMsg, SuiteCommands, SuiteContext};
 use crate::actors::session_plan::{command_specs, session_vars, SessionIdentity};
-use crate::model::config::CommandScope;
+use crate::model::config::{CommandScope, FlakyPolicy};
 use crate::model::layers::ProbeKind;
 use crate::model::load::{RootTest, Suite};
 use crate::model::outcome::{ExitReason, InterruptSignal, RunOutcome};
@@ -574,10 +574,15 @@ impl SupervisorState {
             .map(|(i, _)| self.tests[i].rel_path.display().to_string())
             .collect();
         let mut reason = ExitReason::Success;
-        for tally in tallies {
+        let strict = self.suite.base.provider.strict_warnings.value;
+        let fail_on_flaky = self.suite.base.supervisor.flaky.value == FlakyPolicy::Fail;
+        for (i, tally) in tallies.iter().enumerate() {
             if let Some(outcome) = tally.final_outcome() {
                 let contributes = match (outcome, self.shutdown) {
                     (RunOutcome::Interrupted, Some(signal)) => ExitReason::Interrupted(signal),
+                    // A quarantined test's failure never changes the exit code (docs/ci.md).
+                    _ if self.tests[i].quarantined => ExitReason::Success,
+                    _ if fail_on_flaky && tally.is_flaky(strict) => ExitReason::TestFailed,
                     _ => ExitReason::for_outcome(outcome, false),
                 };
                 reason = reason.max(contributes);

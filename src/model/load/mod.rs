@@ -69,6 +69,9 @@ pub struct RootTest {
     pub tags: Vec<String>,
     pub plan: Vec<PlannedStep>,
     pub effective: EffectiveConfig,
+    /// `quarantine = true` in the file, or a match of `[supervisor] quarantine`: run and
+    /// reported, never deciding the exit code (see docs/ci.md).
+    pub quarantined: bool,
 }
 
 /// Everything a run needs, validated.
@@ -303,6 +306,7 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
             digest: crate::model::shard::digest(&names, shard.count, by, &durations),
             paths: options.paths.clone(),
             tags: options.tags.clone(),
+            split: crate::model::shard::owners(&names, shard.count, by, &durations),
         });
         notes.push(format!(
             "shard {shard} by {by}: {} of {} root tests{}",
@@ -329,6 +333,14 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         }
     }
 
+    // `[supervisor] quarantine`: globs relative to the project root.
+    let mut quarantine = Vec::new();
+    for glob in &base.supervisor.quarantine.value {
+        match crate::model::discovery::glob_matcher(glob) {
+            Ok(m) => quarantine.push(m),
+            Err(e) => problems.push(Problem::new(format!("[supervisor] quarantine: {e}"))),
+        }
+    }
     // Each root test: plan, effective config, name and asset checks.
     let mut tests = Vec::new();
     for (path, name, tags) in roots {
@@ -365,13 +377,17 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
             &files,
             &mut problems,
         );
+        let rel_path = relative_to(&project_root, &path);
+        let quarantined = files.get(&path).is_some_and(|t| t.quarantine)
+            || quarantine.iter().any(|g| g.is_match(&rel_path));
         tests.push(RootTest {
-            rel_path: relative_to(&project_root, &path),
+            rel_path,
             path,
             name,
             tags,
             plan,
             effective,
+            quarantined,
         });
     }
     problems.extend(std::mem::take(&mut files.problems));
