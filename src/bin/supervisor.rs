@@ -629,9 +629,14 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
         };
         outln!(
             out,
-            "== {} — \"{}\"{tags}",
+            "== {} — \"{}\"{tags}{}",
             test.rel_path.display(),
-            test.name
+            test.name,
+            if test.quarantined {
+                "  [quarantined: runs, never decides the exit code]"
+            } else {
+                ""
+            }
         );
         outln!(
             out,
