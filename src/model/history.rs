@@ -207,6 +207,31 @@ pub fn recent_durations(entries: &[HistoryEntry]) -> BTreeMap<String, u64> {
         .collect()
 }
 
+/// Each test's recent cost per attempt (USD): the median of its last five runs that reported a
+/// cost, in any entry (a test costs as much in a shard as in the whole suite). What the suite's
+/// budget expects a test to cost before it starts.
+pub fn recent_costs(entries: &[HistoryEntry]) -> BTreeMap<String, f64> {
+    let mut seen: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for entry in entries.iter().rev() {
+        for test in entry.tests.iter().filter(|t| t.attempts > 0) {
+            let Some(cost) = test.cost_usd.filter(|c| c.is_finite() && *c >= 0.0) else {
+                continue;
+            };
+            let runs = seen.entry(test.test_file.clone()).or_default();
+            if runs.len() < 5 {
+                runs.push(cost / f64::from(test.attempts.max(1)));
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(test, mut runs)| {
+            runs.sort_by(f64::total_cmp);
+            let median = runs[runs.len() / 2];
+            (test, median)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

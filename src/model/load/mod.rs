@@ -94,6 +94,9 @@ pub struct Suite {
     pub history_file: PathBuf,
     /// With `--shard`: how the split was made (recorded in the suite's summary).
     pub shard: Option<crate::model::shard::ShardInfo>,
+    /// With `[supervisor] max_cost_usd`: each root test's recent cost per attempt from history,
+    /// what the suite's budget reserves for it while it runs.
+    pub expected_costs: std::collections::BTreeMap<String, f64>,
 }
 
 impl Suite {
@@ -414,9 +417,15 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
             &host.cwd,
         ));
     }
+    let expected_costs = if flagged.supervisor.max_cost_usd.value.is_some() {
+        crate::model::history::recent_costs(&crate::model::history::read(&history_file))
+    } else {
+        Default::default()
+    };
     Ok(Suite {
         history_file,
         shard: shard_info,
+        expected_costs,
         project_root,
         config_path,
         global_config_path,
