@@ -19,7 +19,8 @@ use doctor::doctor;
 const EXIT_CODES: &str = "\
 Exit codes:
   0        every root test passed (warnings allowed unless --strict-warnings)
-  1        at least one root test failed (a step ERROR, protocol error or step timeout)
+  1        at least one root test failed (a step ERROR, protocol error or step timeout), or
+           passed only on a retry under --fail-on-flaky (quarantined tests never count)
   2        invalid input: bad flags, config or test file, include cycle, unknown --skip-cmd,
            missing asset, --from-checkpoint of a checkpoint never saved; nothing was run
   3        harness error: a setup command, readiness check, the provider's start, a
