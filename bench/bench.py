@@ -53,9 +53,17 @@ def table(rows):
     lines = ["| measurement | supervisor | baseline | figure | goal | result |",
              "|---|---|---|---|---|---|"]
     for r in rows:
-        result = "—" if r.met is None else ("pass" if r.met else "**miss**")
-        lines.append(f"| {r.name} | {r.supervisor} | {r.baseline} | {r.figure} | {r.goal} | {result} |")
+        lines.append(f"| {r.name} | {r.supervisor} | {r.baseline} | {r.figure} | {r.goal} | {r.result()} |")
     return "\n".join(lines)
+
+
+def tally(rows):
+    """The last line of a run: how many rows ran, passed (met their goal), missed, were skipped."""
+    skipped = sum(1 for r in rows if r.skipped)
+    passed = sum(1 for r in rows if not r.skipped and r.met is True)
+    missed = sum(1 for r in rows if not r.skipped and r.met is False)
+    return (f"bench: {len(rows)} rows: {len(rows) - skipped} ran, {passed} passed, {missed} missed, "
+            f"{skipped} skipped")
 
 
 def notes_after_table(path):
@@ -147,7 +155,8 @@ def main():
         f.write(header + "\n\n" + text + "\n")
         if notes:
             f.write("\n" + notes)
-    print(f"\nbench: wrote {out}", file=sys.stderr)
+    print(f"\nbench: wrote {out}", file=sys.stderr, flush=True)
+    print(tally(rows), flush=True)
 
 
 if __name__ == "__main__":

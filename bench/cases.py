@@ -31,6 +31,21 @@ class Row:
     def __init__(self, name, supervisor, baseline, figure, goal, met, note=""):
         self.name, self.supervisor, self.baseline = name, supervisor, baseline
         self.figure, self.goal, self.met, self.note = figure, goal, met, note
+        self.skipped = False
+
+    @classmethod
+    def skip(cls, name, goal, why):
+        """A row whose measurement could not be made here (a tool is missing): it says so in its
+        result column and never counts as met — a figure nobody measured is no pass."""
+        row = cls(name, "-", "-", "-", goal, None, why)
+        row.skipped = True
+        return row
+
+    def result(self):
+        """The result column: `skipped (why)`, `pass`, `**miss**`, or `—` (a figure with no goal)."""
+        if self.skipped:
+            return f"skipped ({self.note})" if self.note else "skipped"
+        return "—" if self.met is None else ("pass" if self.met else "**miss**")
 
 
 def write_project(ctx, name, config, tests, files=None):
@@ -646,8 +661,8 @@ def replay(ctx):
     steps = 3 if ctx.quick else 10
     name = f"17. replay: {steps}-step claude-code test, model latency {'0.2' if ctx.quick else '1'} s/call"
     if claude is None:
-        return Row(name, "skipped", "-", "-", "second run ≥ 10× faster", True,
-                   "Claude Code CLI not installed (.ci/run installs it into .ci/node)")
+        return Row.skip(name, "second run ≥ 10× faster",
+                        "Claude Code CLI not installed: .ci/run installs it into .ci/node")
     project = os.path.join(ctx.tmp, "replay")
     shutil.rmtree(project, ignore_errors=True)
     os.makedirs(os.path.join(project, "tests"))
@@ -869,7 +884,7 @@ def browser(ctx):
         chromium = ""
     name = "21. browser: start → ready, per-step capture (one page), RSS"
     if not chromium:
-        return Row(name, "skipped", "-", "-", "capture < 150 ms per step", True, "no Chromium installed")
+        return Row.skip(name, "capture < 150 ms per step", "no Chromium installed")
     steps = 5 if ctx.quick else 20
     config = SHELL_CONFIG + """
 [ports]

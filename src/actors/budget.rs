@@ -2,12 +2,20 @@
 //! `[provider] max_cost_usd` (all its attempts) and the invocation's `[supervisor] max_cost_usd`.
 //!
 //! Sessions add each step's reported cost as it comes; a step that takes its test (or the suite)
-//! past a ceiling ends `over_budget`, and the supervisor does not start a root test that would
-//! take the suite past its ceiling: one whose expected cost — the mean cost of the runs finished so
-//! far — added to what is spent exceeds it (or anything once the ceiling is reached). Agents report
-//! cost when a step ends (Claude Code's `result`), so a step is judged when it ends, not mid-way.
+//! past a ceiling ends `over_budget`. Agents report cost when a step ends (Claude Code's
+//! `result`), so a step is judged when it ends, not mid-way.
+//!
+//! Before a root test starts, the suite's ceiling must hold what is spent, what the tests already
+//! running are still expected to spend (each reserved its expected cost when it started, less
+//! what it has spent since), and the new test's expected cost. Counting only what is spent would
+//! let `-j 4` start four tests on a nearly spent budget and overshoot by three tests' costs; with
+//! reservations the overshoot is what the running tests spend beyond their expectation. A test's
+//! expected cost: its recent cost per attempt in history, else the mean of the runs finished in
+//! this suite, capped by its own `[provider] max_cost_usd` (which alone is the expectation when
+//! nothing else is known). When nothing at all is known, the test starts only when no other is
+//! running: the first test's cost is learned before others are started on a guess.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -15,6 +23,8 @@ use std::sync::Mutex;
 #[derive(Debug, Default)]
 pub struct Budget {
     suite_limit: Option<f64>,
+    /// Each root test's recent cost per attempt, from history (by test file).
+    history: BTreeMap<String, f64>,
     spent: Mutex<Spent>,
 }
 
@@ -25,14 +35,42 @@ struct Spent {
     /// Runs that ended, and what they cost together: the mean is the next test's expected cost.
     runs_finished: u32,
     runs_cost: f64,
+    /// Runs started and not yet ended, by run id.
+    reserved: HashMap<String, Reservation>,
+}
+
+/// What a running test was expected to cost when it started.
+#[derive(Debug, Clone)]
+struct Reservation {
+    test: PathBuf,
+    expected: f64,
+    /// What the test had spent before this run started (earlier attempts).
+    spent_before: f64,
+}
+
+/// Whether the next root test may start now.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Admission {
+    Start,
+    /// Not now: tests are running whose cost is not known yet; ask again when one ends.
+    Wait,
+    /// Never: the suite's ceiling cannot hold it (why).
+    Refuse(String),
 }
 
 impl Budget {
     pub fn new(suite_limit: Option<f64>) -> Self {
         Self {
             suite_limit,
+            history: BTreeMap::new(),
             spent: Mutex::new(Spent::default()),
         }
+    }
+
+    /// With each root test's recent cost per attempt from history (its expected cost).
+    pub fn with_history(mut self, costs: BTreeMap<String, f64>) -> Self {
+        self.history = costs;
+        self
     }
 
     fn with<T>(&self, f: impl FnOnce(&mut Spent) -> T) -> T {
@@ -88,24 +126,93 @@ impl Budget {
         })
     }
 
-    /// Why the next root test must not start: the suite's spend plus its expected cost (the
-    /// mean of the runs so far) would pass the suite's ceiling. `None`: it may start.
-    pub fn next_test_refused(&self) -> Option<String> {
-        let limit = self.suite_limit?;
-        self.with(|s| {
-            let expected = if s.runs_finished == 0 {
-                0.0
-            } else {
-                s.runs_cost / f64::from(s.runs_finished)
-            };
-            (s.suite >= limit || s.suite + expected > limit).then(|| {
-                format!(
-                    "the suite has spent ${:.4} and a test costs ${expected:.4} on average: \
-                     the next one would pass [supervisor] max_cost_usd = ${limit:.4}",
-                    s.suite
-                )
+    /// What a run of `test` is expected to cost (see the module's comment); `None`: unknown.
+    fn expected(&self, s: &Spent, test: &Path, test_limit: Option<f64>) -> Option<f64> {
+        let known = self
+            .history
+            .get(test.to_string_lossy().as_ref())
+            .copied()
+            .or_else(|| (s.runs_finished > 0).then(|| s.runs_cost / f64::from(s.runs_finished)));
+        match (known, test_limit) {
+            (Some(e), Some(cap)) => Some(e.min(cap)),
+            (known, cap) => known.or(cap),
+        }
+    }
+
+    /// What the running tests are still expected to spend beyond what they have.
+    fn outstanding(s: &Spent) -> f64 {
+        s.reserved
+            .values()
+            .map(|r| {
+                let since = s.per_test.get(&r.test).copied().unwrap_or(0.0) - r.spent_before;
+                (r.expected - since).max(0.0)
             })
+            .sum()
+    }
+
+    /// Whether a run of `test` may start: the suite's spend, the running tests' outstanding
+    /// reservations and its own expected cost must fit under the suite's ceiling.
+    pub fn admit(&self, test: &Path, test_limit: Option<f64>) -> Admission {
+        let Some(limit) = self.suite_limit else {
+            return Admission::Start;
+        };
+        self.with(|s| {
+            let running = !s.reserved.is_empty();
+            let refuse = |expected: f64, outstanding: f64| {
+                Admission::Refuse(format!(
+                    "the suite has spent ${:.4}{} and the next test is expected to cost ${expected:.4}: \
+                     it would pass [supervisor] max_cost_usd = ${limit:.4}",
+                    s.suite,
+                    if outstanding > 0.0 {
+                        format!(" (${outstanding:.4} more reserved by running tests)")
+                    } else {
+                        String::new()
+                    }
+                ))
+            };
+            if s.suite >= limit {
+                return refuse(0.0, 0.0);
+            }
+            let Some(expected) = self.expected(s, test, test_limit) else {
+                return if running {
+                    Admission::Wait
+                } else {
+                    Admission::Start
+                };
+            };
+            let outstanding = Self::outstanding(s);
+            if s.suite + outstanding + expected <= limit {
+                Admission::Start
+            } else if running {
+                // The running tests may cost less than reserved: decide when one ends.
+                Admission::Wait
+            } else {
+                refuse(expected, outstanding)
+            }
         })
+    }
+
+    /// A run of `test` starts: its expected cost is reserved until [`Budget::release`].
+    pub fn reserve(&self, run_id: &str, test: &Path, test_limit: Option<f64>) {
+        self.with(|s| {
+            let expected = self.expected(s, test, test_limit).unwrap_or(0.0);
+            let spent_before = s.per_test.get(test).copied().unwrap_or(0.0);
+            s.reserved.insert(
+                run_id.to_string(),
+                Reservation {
+                    test: test.to_path_buf(),
+                    expected,
+                    spent_before,
+                },
+            );
+        });
+    }
+
+    /// The run ended (or never started): its reservation is given back.
+    pub fn release(&self, run_id: &str) {
+        self.with(|s| {
+            s.reserved.remove(run_id);
+        });
     }
 }
 
@@ -115,24 +222,56 @@ mod tests {
 
     #[test]
     fn a_test_is_refused_when_its_expected_cost_would_pass_the_suite_ceiling() {
+        let a = Path::new("a.test.toml");
         let budget = Budget::new(Some(1.0));
-        assert_eq!(
-            budget.next_test_refused(),
-            None,
-            "nothing spent, nothing known"
-        );
-        budget.add(Path::new("a.test.toml"), 0.6);
+        assert_eq!(budget.admit(a, None), Admission::Start, "nothing known");
+        budget.add(a, 0.6);
         budget.run_finished(0.6);
-        let why = budget.next_test_refused().expect("0.6 + 0.6 > 1.0");
+        let Admission::Refuse(why) = budget.admit(a, None) else {
+            panic!("0.6 + 0.6 > 1.0");
+        };
         assert!(
             why.contains("$0.6000") && why.contains("max_cost_usd = $1.0000"),
             "{why}"
         );
         let roomy = Budget::new(Some(2.0));
-        roomy.add(Path::new("a.test.toml"), 0.6);
+        roomy.add(a, 0.6);
         roomy.run_finished(0.6);
-        assert_eq!(roomy.next_test_refused(), None, "0.6 + 0.6 <= 2.0");
-        assert_eq!(Budget::new(None).next_test_refused(), None, "no ceiling");
+        assert_eq!(roomy.admit(a, None), Admission::Start, "0.6 + 0.6 <= 2.0");
+        assert_eq!(Budget::new(None).admit(a, None), Admission::Start);
+    }
+
+    #[test]
+    fn running_tests_reserve_their_expected_cost() {
+        let costs: BTreeMap<String, f64> = [("a".to_string(), 0.1), ("b".to_string(), 0.1)].into();
+        let budget = Budget::new(Some(0.25)).with_history(costs);
+        let (a, b, c) = (Path::new("a"), Path::new("b"), Path::new("c"));
+        assert_eq!(budget.admit(a, None), Admission::Start);
+        budget.reserve("r1", a, None);
+        assert_eq!(budget.admit(b, None), Admission::Start, "0.1 + 0.1 <= 0.25");
+        budget.reserve("r2", b, None);
+        assert_eq!(
+            budget.admit(a, None),
+            Admission::Wait,
+            "0.3 > 0.25 while two run"
+        );
+        assert_eq!(
+            budget.admit(c, None),
+            Admission::Wait,
+            "c's cost is unknown while others run"
+        );
+        // `a` ends cheaper than expected: room again.
+        budget.add(a, 0.01);
+        budget.run_finished(0.01);
+        budget.release("r1");
+        assert_eq!(budget.admit(a, None), Admission::Start, "0.01 + 0.1 + 0.1");
+        budget.add(b, 0.2);
+        budget.release("r2");
+        assert!(matches!(budget.admit(a, None), Admission::Refuse(_)));
+        // Nothing known but its own ceiling: that is the expectation.
+        let capped = Budget::new(Some(1.0));
+        capped.reserve("r", a, Some(0.6));
+        assert_eq!(capped.admit(b, Some(0.6)), Admission::Wait);
     }
 
     #[test]

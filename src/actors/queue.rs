@@ -98,6 +98,14 @@ impl SuiteQueue {
         Some(attempt)
     }
 
+    /// The attempt [`SuiteQueue::next_to_start`] would start now, without starting it.
+    pub fn peek_next(&self) -> Option<Attempt> {
+        if self.halted.is_some() || self.running >= self.jobs {
+            return None;
+        }
+        self.pending.front().copied()
+    }
+
     /// Records a finished attempt; queues a retry when the test failed and attempts are left.
     pub fn finished(&mut self, attempt: Attempt, outcome: RunOutcome) -> AfterAttempt {
         self.running = self.running.saturating_sub(1);

@@ -164,6 +164,8 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             no_history: false,
             history_file: Some(suite.history_file.clone()),
             shard: suite.shard.clone(),
+            fail_on_flaky: suite.base.supervisor.flaky.value
+                == crate::model::config::FlakyPolicy::Fail,
         },
     };
     let (reporter, reporter_task) = match ReporterActor::spawn(reporter_args).await {

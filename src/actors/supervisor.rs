@@ -6,13 +6,13 @@
 //! A session that panics reaches us as a supervision event: its test fails with `error` and the
 //! panic message, its processes are killed through the registry, and the others run on.
 
-use crate::actors::budget::Budget;
+use crate::actors::budget::{Admission, Budget};
 use crate::actors::harness::{setup_state, Harness};
 use crate::actors::queue::{AfterAttempt, Attempt, Halt, SuiteQueue};
 use crate::actors::reporter::{Notices, ReporterMsg, RunEvents};
 use crate::actors::session::{SessionActor, SessionArgs, SessionMsg, SuiteCommands, SuiteContext};
 use crate::actors::session_plan::{command_specs, session_vars, SessionIdentity};
-use crate::model::config::CommandScope;
+use crate::model::config::{CommandScope, FlakyPolicy};
 use crate::model::layers::ProbeKind;
 use crate::model::load::{RootTest, Suite};
 use crate::model::outcome::{ExitReason, InterruptSignal, RunOutcome};
@@ -220,7 +220,10 @@ impl SupervisorState {
                     shared_ports,
                     claude_bin: self.claude_bin.clone(),
                     suite_commands: Arc::clone(&self.suite_commands),
-                    budget: Arc::new(Budget::new(self.suite.base.supervisor.max_cost_usd.value)),
+                    budget: Arc::new(
+                        Budget::new(self.suite.base.supervisor.max_cost_usd.value)
+                            .with_history(self.suite.expected_costs.clone()),
+                    ),
                 }));
                 if self.harness_error.is_some() {
                     self.queue.halt(Halt::Shutdown);
@@ -233,6 +236,7 @@ impl SupervisorState {
                 outcome,
             } => {
                 self.running.retain(|_, r| r.run_id != run_id);
+                self.release_budget(&run_id);
                 self.attempt_finished(attempt, &run_id, outcome);
                 self.dispatch(myself).await;
             }
@@ -306,8 +310,16 @@ impl SupervisorState {
             message: Some(message),
         });
         let _ = running.events.close().await;
+        self.release_budget(&running.run_id);
         self.attempt_finished(running.attempt, &running.run_id, RunOutcome::Error);
         self.dispatch(myself).await;
+    }
+
+    /// A run ended: its reserved expected cost is given back to the suite's budget.
+    fn release_budget(&self, run_id: &str) {
+        if let Some(context) = &self.context {
+            context.budget.release(run_id);
+        }
     }
 
     /// Books a finished attempt in the queue and says in the suite log what follows from it.
@@ -364,18 +376,31 @@ impl SupervisorState {
             return;
         };
         loop {
-            if self.queue.has_pending() && self.queue.halted().is_none() {
-                if let Some(why) = context.budget.next_test_refused() {
-                    Notices::new(self.reporter.clone())
-                        .send(format!("no further root test starts: {why}"));
-                    self.queue.halt(Halt::OverBudget);
-                    self.budget_stop = Some(format!("over budget: {why}"));
+            if let Some(next) = self.queue.peek_next() {
+                let test = &self.tests[next.test];
+                let limit = test.effective.provider.max_cost_usd.value;
+                match context.budget.admit(&test.rel_path, limit) {
+                    Admission::Start => {}
+                    // Tests are running whose cost decides: asked again when one ends.
+                    Admission::Wait => break,
+                    Admission::Refuse(why) => {
+                        Notices::new(self.reporter.clone())
+                            .send(format!("no further root test starts: {why}"));
+                        self.queue.halt(Halt::OverBudget);
+                        self.budget_stop = Some(format!("over budget: {why}"));
+                    }
                 }
             }
             let Some(attempt) = self.queue.next_to_start() else {
                 break;
             };
             let run_id = uuid::Uuid::now_v7().to_string();
+            let test = &self.tests[attempt.test];
+            context.budget.reserve(
+                &run_id,
+                &test.rel_path,
+                test.effective.provider.max_cost_usd.value,
+            );
             tracing::info!(
                 "dispatch: {} attempt {} → run {run_id} in {} ({} running)",
                 self.tests[attempt.test].rel_path.display(),
@@ -404,6 +429,7 @@ impl SupervisorState {
                     );
                 }
                 Err(e) => {
+                    context.budget.release(&run_id);
                     Notices::new(self.reporter.clone())
                         .send(format!("cannot start a session: {e}"));
                     self.queue.finished(attempt, RunOutcome::Error);
@@ -574,10 +600,15 @@ impl SupervisorState {
             .map(|(i, _)| self.tests[i].rel_path.display().to_string())
             .collect();
         let mut reason = ExitReason::Success;
-        for tally in tallies {
+        let strict = self.suite.base.provider.strict_warnings.value;
+        let fail_on_flaky = self.suite.base.supervisor.flaky.value == FlakyPolicy::Fail;
+        for (i, tally) in tallies.iter().enumerate() {
             if let Some(outcome) = tally.final_outcome() {
                 let contributes = match (outcome, self.shutdown) {
                     (RunOutcome::Interrupted, Some(signal)) => ExitReason::Interrupted(signal),
+                    // A quarantined test's failure never changes the exit code (docs/ci.md).
+                    _ if self.tests[i].quarantined => ExitReason::Success,
+                    _ if fail_on_flaky && tally.is_flaky(strict) => ExitReason::TestFailed,
                     _ => ExitReason::for_outcome(outcome, false),
                 };
                 reason = reason.max(contributes);

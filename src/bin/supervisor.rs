@@ -19,7 +19,8 @@ use doctor::doctor;
 const EXIT_CODES: &str = "\
 Exit codes:
   0        every root test passed (warnings allowed unless --strict-warnings)
-  1        at least one root test failed (a step ERROR, protocol error or step timeout)
+  1        at least one root test failed (a step ERROR, protocol error or step timeout), or
+           passed only on a retry under --fail-on-flaky (quarantined tests never count)
   2        invalid input: bad flags, config or test file, include cycle, unknown --skip-cmd,
            missing asset, --from-checkpoint of a checkpoint never saved; nothing was run
   3        harness error: a setup command, readiness check, the provider's start, a
@@ -73,15 +74,20 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// Append the merged suite's history entry to FILE (the one the shards read with
-        /// `--history`) [default: the history beside `--out` when it is a project's suites folder]
+        /// `--history`) [default: the project's history, <artifact_dir>/history.jsonl]
         #[arg(long, value_name = "FILE")]
         history: Option<PathBuf>,
+        /// A shard that is missing still lists its tests as not run, but the merge exits by the
+        /// tests that ran (without it, a missing shard fails the merge)
+        #[arg(long = "allow-partial")]
+        allow_partial: bool,
     },
     /// Print where a suite's reports are and its summary. Exit 0 when every root test passed,
     /// 1 when one did not, 2 when there is no such suite.
     Report {
-        /// A suite id (or a unique prefix of one), or `last` [default: last]
-        #[arg(value_name = "SUITE_ID|last")]
+        /// A suite id (or a unique prefix of one), `last`, or a suite folder such as `merge
+        /// --out`'s [default: last; with --history FILE, the last whole suite FILE records]
+        #[arg(value_name = "SUITE_ID|last|DIR")]
         suite: Option<String>,
         /// Also open report.html in the desktop's browser (xdg-open / open)
         #[arg(long)]
@@ -147,6 +153,9 @@ struct RunArgs {
     /// After the first failed root test, start no new ones
     #[arg(long = "fail-fast")]
     fail_fast: bool,
+    /// A root test that passed only on a retry fails the suite (also `[supervisor] flaky = "fail"`)
+    #[arg(long = "fail-on-flaky")]
+    fail_on_flaky: bool,
     /// A WARN step fails its test
     #[arg(long = "strict-warnings")]
     strict_warnings: bool,
@@ -232,6 +241,7 @@ impl RunArgs {
             timeout: self.timeout,
             retries: self.retries,
             fail_fast: self.fail_fast,
+            fail_on_flaky: self.fail_on_flaky,
             strict_warnings: self.strict_warnings,
             shard,
             shard_by: self.shard_by,
@@ -265,6 +275,10 @@ macro_rules! say {
         let _ = writeln!(std::io::stdout(), $($arg)*);
     }};
 }
+
+#[path = "supervisor/suites.rs"]
+mod suites;
+use suites::{merge, report};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -331,7 +345,8 @@ fn main() -> ExitCode {
             out,
             config,
             history,
-        } => merge(&dirs, out, config, history),
+            allow_partial,
+        } => merge(&dirs, out, config, history, allow_partial),
         Command::Report {
             suite,
             open,
@@ -365,7 +380,7 @@ fn check_copies(options: &RunOptions) -> Result<(), String> {
 /// The artifact directory of the project `config` (or the one found from here), without
 /// loading its tests: `report`, `clean` and `merge` work even when a test file is broken.
 /// Also `[supervisor] keep_runs`.
-fn artifact_dir_of(config: Option<PathBuf>) -> Result<(PathBuf, usize), String> {
+pub(crate) fn artifact_dir_of(config: Option<PathBuf>) -> Result<(PathBuf, usize), String> {
     let cwd = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
     let config = match config {
         Some(c) if !c.is_file() => {
@@ -429,121 +444,6 @@ fn select_failed(suite: &mut Suite) -> Result<bool, ExitCode> {
     Ok(true)
 }
 
-fn suite_exit(summary: &bugatti::report::suite::SuiteSummary) -> ExitCode {
-    let all_pass = summary
-        .tests
-        .iter()
-        .all(|t| t.outcome.is_pass(summary.strict_warnings))
-        && summary.not_run.is_empty();
-    ExitCode::from(if all_pass { 0 } else { 1 })
-}
-
-fn merge(
-    dirs: &[PathBuf],
-    out: Option<PathBuf>,
-    config: Option<PathBuf>,
-    history: Option<PathBuf>,
-) -> ExitCode {
-    if let Some(file) = &history {
-        if let Err(e) = store::check_writable("--history", file) {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    }
-    let out = match out {
-        Some(out) => out,
-        None => match artifact_dir_of(config) {
-            Ok((dir, _)) => dir.join("suites").join(uuid::Uuid::now_v7().to_string()),
-            Err(e) => {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-        },
-    };
-    match store::merge(dirs, &out, history.as_deref()) {
-        Ok(merged) => {
-            for note in &merged.notes {
-                say!("note: {note}");
-            }
-            {
-                use std::io::Write as _;
-                let _ = write!(std::io::stdout(), "{}", merged.summary.to_markdown());
-            }
-            say!("Merged suite: {}", merged.out.display());
-            say!("HTML report: {}", merged.out.join("report.html").display());
-            suite_exit(&merged.summary)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::from(2)
-        }
-    }
-}
-
-/// `trends`: `Some(history file)` to print them (`Some(None)`: the project's history).
-fn report(
-    which: Option<&str>,
-    open: bool,
-    trends: Option<Option<PathBuf>>,
-    config: Option<PathBuf>,
-) -> ExitCode {
-    restore_default_sigpipe();
-    let artifacts = artifact_dir_of(config).map(|(dir, _)| dir);
-    let found = artifacts
-        .clone()
-        .and_then(|dir| store::resolve_suite(&dir, which))
-        .and_then(|s| store::load_suite(&s.dir));
-    let loaded = match found {
-        Ok(loaded) => loaded,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let d = &loaded.dir;
-    println!("suite:        {}", loaded.summary.suite_id);
-    println!("report.html:  {}", d.join("report.html").display());
-    println!("summary.md:   {}", d.join("summary.md").display());
-    println!("summary.json: {}", d.join("summary.json").display());
-    println!("junit.xml:    {}", d.join("junit.xml").display());
-    println!();
-    print!("{}", loaded.summary.to_markdown());
-    if let (Some(file), Ok(dir)) = (trends, &artifacts) {
-        let file = file.unwrap_or_else(|| history::history_path(dir));
-        let entries = history::read(&file);
-        let at = entries
-            .iter()
-            .position(|e| e.suite_id == loaded.summary.suite_id);
-        let trend =
-            at.and_then(|i| bugatti::report::trends::Trends::of(&entries[..i], &entries[i]));
-        println!();
-        match trend {
-            Some(t) => print!("{}", t.text()),
-            None => println!(
-                "No trends: {} holds no earlier suite of this suite's selection{}",
-                file.display(),
-                if at.is_none() {
-                    " (nor this suite)"
-                } else {
-                    ""
-                }
-            ),
-        }
-    }
-    if open {
-        let page = d.join("report.html");
-        let opener = if cfg!(target_os = "macos") {
-            "open"
-        } else {
-            "xdg-open"
-        };
-        if let Err(e) = std::process::Command::new(opener).arg(&page).status() {
-            eprintln!("warning: cannot run {opener}: {e}");
-        }
-    }
-    suite_exit(&loaded.summary)
-}
-
 fn clean(keep: Option<usize>, older_than: Option<u64>, config: Option<PathBuf>) -> ExitCode {
     let (dir, keep_runs) = match artifact_dir_of(config) {
         Ok(found) => found,
@@ -579,7 +479,7 @@ fn clean(keep: Option<usize>, older_than: Option<u64>, config: Option<PathBuf>) 
 /// `check` only prints: like any Unix filter it should end quietly when its reader goes away
 /// (`supervisor check | head`) instead of panicking on a broken pipe. Not for `start`, where a
 /// dead agent's closed stdin must be an error to handle, not a death.
-fn restore_default_sigpipe() {
+pub(crate) fn restore_default_sigpipe() {
     // SAFETY: resetting a signal disposition to its default touches no memory of ours.
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
@@ -730,9 +630,14 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
         };
         outln!(
             out,
-            "== {} — \"{}\"{tags}",
+            "== {} — \"{}\"{tags}{}",
             test.rel_path.display(),
-            test.name
+            test.name,
+            if test.quarantined {
+                "  [quarantined: runs, never decides the exit code]"
+            } else {
+                ""
+            }
         );
         outln!(
             out,

@@ -100,6 +100,11 @@ pub struct SupervisorSection {
     pub retries: Option<u32>,
     pub keep_workspace: Option<KeepWorkspace>,
     pub fail_fast: Option<bool>,
+    /// A root test that passed only on a retry: `pass` (the default) or `fail` the suite.
+    pub flaky: Option<FlakyPolicy>,
+    /// Globs (relative to the project root) of root tests that are quarantined: run and
+    /// reported, never deciding the exit code.
+    pub quarantine: Option<Spanned<Vec<String>>>,
     /// SPEC §12: a command run once after the suite's reports are written.
     pub on_finish: Option<String>,
     /// How long `on_finish` may run before it is stopped.
@@ -113,6 +118,26 @@ pub struct SupervisorSection {
     pub max_cost_usd: Option<f64>,
     /// Per harness command: its log keeps this many bytes of head, then a rolling tail.
     pub max_log_bytes: Option<Spanned<i64>>,
+}
+
+/// `[supervisor] flaky`: what a pass on a retry means for the suite.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum FlakyPolicy {
+    /// The suite passes (nextest's default).
+    #[default]
+    Pass,
+    /// The suite fails (nextest `flaky-result = "fail"`, Playwright `failOnFlakyTests`).
+    Fail,
+}
+
+impl FlakyPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlakyPolicy::Pass => "pass",
+            FlakyPolicy::Fail => "fail",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]

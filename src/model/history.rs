@@ -71,6 +71,14 @@ impl Selection {
         }
     }
 
+    /// A whole-suite entry: an unsharded run of every selected test, or a merge of shards. A
+    /// shard's own entry (and a `--rerun-failed` one) holds only part of the suite; a split
+    /// that read it would differ from the split the earlier shards of the same run made (see
+    /// docs/ci.md).
+    pub fn is_whole_suite(&self) -> bool {
+        self.shard.is_none() && !self.rerun_failed
+    }
+
     /// Equal for comparison: a merge compares with earlier merges (whatever the shard ids).
     pub fn same_as(&self, other: &Selection) -> bool {
         self.paths == other.paths
@@ -97,6 +105,9 @@ pub struct HistoryTest {
     pub duration_ms: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
+    /// Quarantined in that suite: its outcome did not decide the exit code.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quarantined: bool,
 }
 
 /// One line of history.jsonl.
@@ -124,6 +135,10 @@ pub struct HistoryEntry {
     pub replay_drift_steps: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_saved_usd: Option<f64>,
+    /// A merge: the folder its suite was written to (`merge --out`), absolute, so `supervisor
+    /// report --history FILE` finds it outside the artifact directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suite_dir: Option<String>,
 }
 
 fn first_schema_version() -> u32 {
@@ -164,11 +179,18 @@ pub fn read_checked(path: &Path) -> (Vec<HistoryEntry>, Vec<String>) {
     (entries, warnings)
 }
 
-/// Each test's recent duration (ms): the median of its last five recorded runs in `entries`
-/// (whatever their selection: a test takes as long in a shard as in the whole suite).
+/// Each test's recent duration (ms): the median of its last five recorded runs in the
+/// whole-suite entries of `entries` ([`Selection::is_whole_suite`]). Shards run one after another
+/// (one machine, one shared history file) append their own entries between each other's splits:
+/// read, those would move tests from shard to shard mid-run, so that some run twice and some
+/// never. Only a whole suite (or a merge) moves the split, between CI runs.
 pub fn recent_durations(entries: &[HistoryEntry]) -> BTreeMap<String, u64> {
     let mut seen: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for entry in entries.iter().rev() {
+    for entry in entries
+        .iter()
+        .rev()
+        .filter(|e| e.selection.is_whole_suite())
+    {
         for test in entry.tests.iter().filter(|t| t.attempts > 0) {
             let runs = seen.entry(test.test_file.clone()).or_default();
             if runs.len() < 5 {
@@ -183,4 +205,79 @@ pub fn recent_durations(entries: &[HistoryEntry]) -> BTreeMap<String, u64> {
             (test, median)
         })
         .collect()
+}
+
+/// Each test's recent cost per attempt (USD): the median of its last five runs that reported a
+/// cost, in any entry (a test costs as much in a shard as in the whole suite). What the suite's
+/// budget expects a test to cost before it starts.
+pub fn recent_costs(entries: &[HistoryEntry]) -> BTreeMap<String, f64> {
+    let mut seen: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for entry in entries.iter().rev() {
+        for test in entry.tests.iter().filter(|t| t.attempts > 0) {
+            let Some(cost) = test.cost_usd.filter(|c| c.is_finite() && *c >= 0.0) else {
+                continue;
+            };
+            let runs = seen.entry(test.test_file.clone()).or_default();
+            if runs.len() < 5 {
+                runs.push(cost / f64::from(test.attempts.max(1)));
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(test, mut runs)| {
+            runs.sort_by(f64::total_cmp);
+            let median = runs[runs.len() / 2];
+            (test, median)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(shard: Option<&str>, merged: &[&str], ms: u64) -> HistoryEntry {
+        HistoryEntry {
+            schema_version: 1,
+            suite_id: "s".into(),
+            started_at: Utc::now(),
+            finished_at: Utc::now(),
+            duration_ms: ms,
+            selection: Selection {
+                shard: shard.map(str::to_string),
+                merged: merged.iter().map(|m| m.to_string()).collect(),
+                ..Selection::default()
+            },
+            tests: vec![HistoryTest {
+                test_file: "a".into(),
+                outcome: "passed".into(),
+                passed: true,
+                flaky: false,
+                attempts: 1,
+                duration_ms: ms,
+                cost_usd: None,
+                quarantined: false,
+            }],
+            cost_usd: None,
+            replayed_steps: 0,
+            agent_steps: 0,
+            replay_drift_steps: 0,
+            cost_saved_usd: None,
+            suite_dir: None,
+        }
+    }
+
+    #[test]
+    fn durations_come_from_whole_suites_and_merges_never_from_a_shard() {
+        let whole = entry(None, &[], 100);
+        let merge = entry(None, &["x", "y"], 300);
+        let shard = entry(Some("1/3"), &[], 9_000);
+        let d = recent_durations(&[whole.clone(), merge.clone(), shard.clone()]);
+        assert_eq!(
+            d.get("a"),
+            Some(&300),
+            "the median of 100 and 300, not 9000"
+        );
+        assert!(recent_durations(&[shard]).is_empty());
+    }
 }

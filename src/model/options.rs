@@ -90,6 +90,8 @@ pub struct RunOptions {
     pub timeout: Option<u64>,
     pub retries: Option<u32>,
     pub fail_fast: bool,
+    /// `--fail-on-flaky`: a root test that passed only on a retry fails the suite.
+    pub fail_on_flaky: bool,
     pub strict_warnings: bool,
     pub shard: Option<Shard>,
     /// `--shard-by`: None = duration when history holds durations for the selection, else count.

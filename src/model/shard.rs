@@ -78,6 +78,11 @@ pub struct ShardInfo {
     pub paths: Vec<String>,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// The whole split: each selected root test and the shard (1-based K) that runs it, so a
+    /// merge that lacks a shard can name the tests nobody ran. Empty in summaries written
+    /// before it was recorded.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub split: BTreeMap<String, usize>,
 }
 
 impl ShardInfo {
@@ -174,6 +179,24 @@ pub fn split(
             mine
         }
     }
+}
+
+/// The whole split: each test and the shard (1-based K of `K/count`) that runs it.
+pub fn owners(
+    tests: &[String],
+    count: usize,
+    by: ShardBy,
+    durations: &BTreeMap<String, u64>,
+) -> BTreeMap<String, usize> {
+    let owners = match by {
+        ShardBy::Count => (0..tests.len()).map(|i| i % count.max(1)).collect(),
+        ShardBy::Duration => by_duration(tests, count, durations),
+    };
+    tests
+        .iter()
+        .cloned()
+        .zip(owners.into_iter().map(|o| o + 1))
+        .collect()
 }
 
 /// The shard (0-based) of each test, longest first into the least loaded shard. Ties go to the

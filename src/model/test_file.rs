@@ -19,6 +19,10 @@ pub struct TestFile {
     pub tags: Vec<String>,
     #[serde(default)]
     pub include_only: bool,
+    /// Runs and is reported, but its failure or flakiness never changes the exit code
+    /// (see docs/ci.md).
+    #[serde(default)]
+    pub quarantine: bool,
     #[serde(default)]
     pub overrides: Overrides,
     #[serde(default)]

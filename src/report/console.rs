@@ -720,11 +720,14 @@ impl LiveView {
         }
         // Every failure again at the end, at every verbosity (as nextest does): with many tests
         // in parallel the per-test lines are far apart.
+        // What fails the suite (a flaky pass too, under --fail-on-flaky); quarantined tests
+        // are listed apart, after.
         let failing: Vec<_> = summary
             .tests
             .iter()
-            .filter(|t| !t.outcome.is_pass(summary.strict_warnings))
+            .filter_map(|t| summary.failure_reason(t).map(|why| (t, why)))
             .collect();
+        let quarantined: Vec<_> = summary.tests.iter().filter(|t| t.quarantined).collect();
         // Tests never started are failures only when the suite's harness failed (ERROR); after
         // --fail-fast, a budget or the deadline they are listed apart, as not run.
         let not_run_are_errors = summary.harness_error.is_some();
@@ -734,18 +737,27 @@ impl LiveView {
             } else {
                 0
             };
-        if !failing.is_empty() || !summary.not_run.is_empty() {
+        if !failing.is_empty() || !summary.not_run.is_empty() || !quarantined.is_empty() {
             let mut recap = String::new();
             if failure_count > 0 {
                 recap.push_str(&format!("Failures ({failure_count}):"));
             }
-            for test in failing {
+            for (test, why) in failing {
+                let flaky = test.outcome.is_pass(summary.strict_warnings);
                 recap.push_str(&format!(
                     "\n  {:<11} {}\n{}\n{INDENT}report: {}",
-                    outcome_word(test.outcome),
+                    if flaky {
+                        "FLAKY"
+                    } else {
+                        outcome_word(test.outcome)
+                    },
                     escape_controls(&test.test_file, Newlines::Escape),
                     message_block(
-                        test.message.as_deref().unwrap_or("(no message)"),
+                        if flaky {
+                            &why
+                        } else {
+                            test.message.as_deref().unwrap_or("(no message)")
+                        },
                         INDENT,
                         self.width
                     ),
@@ -771,10 +783,26 @@ impl LiveView {
                 recap.push_str(&format!("Not run ({}):", summary.not_run.len()));
             }
             for file in &summary.not_run {
+                let why = summary.not_run_reasons.get(file).unwrap_or(&why);
                 recap.push_str(&format!(
                     "\n  {word:<11} {}\n{}",
                     escape_controls(file, Newlines::Escape),
-                    message_block(&why, INDENT, self.width)
+                    message_block(why, INDENT, self.width)
+                ));
+            }
+            if !quarantined.is_empty() {
+                recap.push_str(&format!(
+                    "{}Quarantined ({}), not deciding the exit code:",
+                    if recap.is_empty() { "" } else { "\n" },
+                    quarantined.len()
+                ));
+            }
+            for test in quarantined {
+                recap.push_str(&format!(
+                    "\n  {:<11} {}{}",
+                    outcome_word(test.outcome),
+                    escape_controls(&test.test_file, Newlines::Escape),
+                    if test.flaky { " (flaky)" } else { "" }
                 ));
             }
             self.print(&redactor.str(&recap));

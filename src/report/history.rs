@@ -51,6 +51,7 @@ impl HistoryEntry {
                 attempts: t.attempts,
                 duration_ms: t.duration_ms,
                 cost_usd: cost_of(&t.test_file),
+                quarantined: t.quarantined,
             })
             .collect();
         tests.extend(summary.not_run.iter().map(|f| HistoryTest {
@@ -61,6 +62,7 @@ impl HistoryEntry {
             attempts: 0,
             duration_ms: 0,
             cost_usd: None,
+            quarantined: false,
         }));
         let cost_usd = sum_opt(tests.iter().map(|t| t.cost_usd));
         Self {
@@ -76,6 +78,7 @@ impl HistoryEntry {
             agent_steps: summary.agent_steps,
             replay_drift_steps: summary.replay_drift_steps,
             cost_saved_usd: summary.cost_saved_usd,
+            suite_dir: None,
         }
     }
 
@@ -332,6 +335,7 @@ mod tests {
                     attempts: 1,
                     duration_ms: 10,
                     cost_usd: None,
+                    quarantined: false,
                 })
                 .collect(),
             cost_usd: None,
@@ -339,6 +343,7 @@ mod tests {
             agent_steps: 0,
             replay_drift_steps: 0,
             cost_saved_usd: None,
+            suite_dir: None,
         }
     }
 

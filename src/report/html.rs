@@ -285,13 +285,7 @@ impl<'a> Page<'a> {
             escape(&title)
         );
         let failed_total = t.failed + t.error + t.interrupted + t.not_run;
-        let verdict = if s.tests.iter().all(|x| x.outcome.is_pass(s.strict_warnings))
-            && s.not_run.is_empty()
-        {
-            "passed"
-        } else {
-            "failed"
-        };
+        let verdict = if s.passed() { "passed" } else { "failed" };
         let cost: Option<f64> = {
             let costs: Vec<f64> = self.input.records.iter().filter_map(run_cost).collect();
             (!costs.is_empty()).then(|| costs.iter().sum())
@@ -356,12 +350,23 @@ impl<'a> Page<'a> {
                 if bad { " bad" } else { "" },
                 encode(&test.test_file),
                 escape(&test.test_file),
-                if test.flaky { " <b>flaky</b>" } else { "" },
+                match (test.flaky, test.quarantined) {
+                    (true, true) => " <b>flaky</b> <b>quarantined</b>",
+                    (true, false) => " <b>flaky</b>",
+                    (false, true) => " <b>quarantined</b>",
+                    (false, false) => "",
+                },
                 test.outcome.as_str(),
                 test.outcome.as_str(),
                 ms(Some(test.duration_ms)),
                 test.attempts,
-                escape(&bounded(test.message.as_deref().unwrap_or(""), 600)),
+                escape(&bounded(
+                    &s.failure_reason(test)
+                        .filter(|why| why.starts_with("flaky"))
+                        .or_else(|| test.message.clone())
+                        .unwrap_or_default(),
+                    600
+                )),
             );
             let _ = records;
         }
@@ -376,14 +381,38 @@ impl<'a> Page<'a> {
             ),
         };
         for file in &s.not_run {
+            let why = s.not_run_reasons.get(file).unwrap_or(&why);
             let _ = writeln!(
                 self.out,
                 "<tr class=\"row bad\"><td>{}</td><td>{badge}</td><td>—</td><td class=\"hide-narrow\">0</td><td>{}</td></tr>",
                 escape(file),
-                escape(&why)
+                escape(why)
             );
         }
         self.w("</table></div>\n");
+        self.quarantined();
+    }
+
+    /// Quarantined tests listed apart: they ran, and their outcome did not decide the suite's.
+    fn quarantined(&mut self) {
+        let s = self.input.summary;
+        let quarantined: Vec<_> = s.tests.iter().filter(|t| t.quarantined).collect();
+        if quarantined.is_empty() {
+            return;
+        }
+        self.w("<h2 id=\"quarantined\">Quarantined</h2><div class=\"meta\">Run and reported; their outcome does not decide the suite's.</div><ul>");
+        for test in quarantined {
+            let _ = write!(
+                self.out,
+                "<li><a href=\"#test={}\">{}</a> <span class=\"badge b-{}\">{}</span>{}</li>",
+                encode(&test.test_file),
+                escape(&test.test_file),
+                test.outcome.as_str(),
+                test.outcome.as_str(),
+                if test.flaky { " flaky" } else { "" }
+            );
+        }
+        self.w("</ul>\n");
     }
 
     fn test(&mut self, index: usize, test: &RootTestSummary, records: &HashMap<&str, &RunRecord>) {

@@ -106,9 +106,21 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
     ] {
         suite.add_property(Property::new(name, value.to_string().as_str()));
     }
+    // Quarantined tests, one property each: Surefire's schema has no properties on a testcase,
+    // and a dashboard reading the suite's properties can list them apart (docs/ci.md).
+    for test in summary.tests.iter().filter(|t| t.quarantined) {
+        suite.add_property(Property::new("quarantined", test.test_file.as_str()));
+    }
+    if summary.fail_on_flaky {
+        suite.add_property(Property::new("flaky_result", "fail"));
+    }
     for test in &summary.tests {
         let earlier = &test.history[..test.history.len().saturating_sub(1)];
-        let status = match kind_of(test.outcome, summary.strict_warnings) {
+        // Under `--fail-on-flaky` a pass on a retry fails the suite: a failure here too.
+        let flaky_fails = summary.fail_on_flaky && test.flaky && !test.quarantined;
+        let kind = kind_of(test.outcome, summary.strict_warnings)
+            .or(flaky_fails.then_some(NonSuccessKind::Failure));
+        let status = match kind {
             None => TestCaseStatus::Success {
                 flaky_runs: earlier
                     .iter()
@@ -119,8 +131,17 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
             },
             Some(kind) => {
                 let mut status = TestCaseStatus::non_success(kind);
-                status.set_type(test.outcome.as_str());
-                let text = test.message.as_deref().unwrap_or("no message");
+                let reason = summary.failure_reason(test);
+                let text = match (&reason, test.message.as_deref()) {
+                    (Some(why), _) if flaky_fails => why.as_str(),
+                    (_, Some(m)) => m,
+                    _ => "no message",
+                };
+                status.set_type(if flaky_fails {
+                    "flaky"
+                } else {
+                    test.outcome.as_str()
+                });
                 status.set_message(one_line(text)).set_description(text);
                 status.add_reruns(earlier.iter().map(|a| {
                     rerun(
@@ -137,6 +158,9 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
         // The title and the agent's usage go to `system-out`: Surefire's schema allows no
         // `properties` on a testcase, and the title is no identity (it may change).
         let mut out = format!("test: {}\n", test.test_name);
+        if test.quarantined {
+            out.push_str("quarantined: its outcome does not decide the suite's\n");
+        }
         if let Some(cost) = test.cost_usd {
             let _ = writeln!(out, "cost_usd: {cost:.6}");
         }
@@ -171,7 +195,11 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
             }
             None => {
                 let mut status = TestCaseStatus::skipped();
-                match &summary.not_run_reason {
+                match summary
+                    .not_run_reasons
+                    .get(file)
+                    .or(summary.not_run_reason.as_ref())
+                {
                     Some(reason) => {
                         status.set_message(format!("not run: {}", reason.replace('\n', " ")))
                     }

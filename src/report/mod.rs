@@ -19,6 +19,7 @@ pub mod html;
 pub mod html_assets;
 pub mod junit;
 pub mod markdown;
+pub mod merge_gaps;
 pub mod paths;
 pub mod printable;
 pub mod recover;

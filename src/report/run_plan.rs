@@ -16,6 +16,9 @@ pub struct RunPlan {
     /// As the user names it: relative to the project root.
     pub test_file: String,
     pub test_name: String,
+    /// The test is quarantined: run and reported, never deciding the exit code (docs/ci.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quarantined: bool,
     pub project_root: String,
     pub provider: String,
     /// `.bugatti/runs/<run_id>`, absolute.

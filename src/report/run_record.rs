@@ -264,6 +264,9 @@ pub struct RunRecord {
     pub suite_id: String,
     pub test_file: String,
     pub test_name: String,
+    /// The test is quarantined: run and reported, never deciding the exit code (docs/ci.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quarantined: bool,
     pub project_root: String,
     pub provider: String,
     pub run_dir: String,
@@ -330,6 +333,7 @@ impl RunRecord {
             suite_id: plan.suite_id.clone(),
             test_file: plan.test_file.clone(),
             test_name: plan.test_name.clone(),
+            quarantined: plan.quarantined,
             project_root: plan.project_root.clone(),
             provider: plan.provider.clone(),
             run_dir: plan.run_dir.clone(),
@@ -408,6 +412,7 @@ impl RunRecord {
             suite_id: self.suite_id.clone(),
             test_file: self.test_file.clone(),
             test_name: self.test_name.clone(),
+            quarantined: self.quarantined,
             project_root: self.project_root.clone(),
             provider: self.provider.clone(),
             run_dir: self.run_dir.clone(),
@@ -726,6 +731,7 @@ mod tests {
             suite_id: "suite-1".into(),
             test_file: "checkout.test.toml".into(),
             test_name: "Checkout".into(),
+            quarantined: false,
             project_root: "/p".into(),
             provider: "shell".into(),
             run_dir: "/p/.bugatti/runs/run-1".into(),

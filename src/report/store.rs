@@ -151,7 +151,12 @@ pub struct Merged {
 /// Merges shard suites into one suite directory `out`: summary.json, summary.md, junit.xml,
 /// report.html (links into each shard's runs). A root test present in several inputs keeps the
 /// attempts of all of them, in input order (as retries would be).
-pub fn merge(dirs: &[PathBuf], out: &Path, history_file: Option<&Path>) -> Result<Merged, String> {
+pub fn merge(
+    dirs: &[PathBuf],
+    out: &Path,
+    history_file: Option<&Path>,
+    allow_partial: bool,
+) -> Result<Merged, String> {
     if dirs.is_empty() {
         return Err("merge needs at least one suite directory".to_string());
     }
@@ -159,7 +164,7 @@ pub fn merge(dirs: &[PathBuf], out: &Path, history_file: Option<&Path>) -> Resul
     for d in dirs {
         loaded.push(load_suite(d)?);
     }
-    let mut notes = shards_belong_together(&loaded)?;
+    let (mut notes, gaps) = shards_belong_together(&loaded)?;
     let mut records: Vec<RunRecord> = Vec::new();
     let mut not_run: Vec<String> = Vec::new();
     let mut strict = false;
@@ -209,8 +214,11 @@ pub fn merge(dirs: &[PathBuf], out: &Path, history_file: Option<&Path>) -> Resul
         Some(name) if in_store => name.to_string_lossy().into_owned(),
         _ => uuid::Uuid::now_v7().to_string(),
     };
+    not_run.extend(gaps.not_run.keys().cloned());
     let mut summary =
         SuiteSummary::build(&merged_id, started, finished, strict, &records, &not_run);
+    summary.fail_on_flaky = loaded.iter().any(|l| l.summary.fail_on_flaky);
+    summary.partial_allowed = allow_partial;
     // A test whose run.json was not found still counts, as its shard's summary says.
     for l in &loaded {
         for test in &l.summary.tests {
@@ -224,6 +232,29 @@ pub fn merge(dirs: &[PathBuf], out: &Path, history_file: Option<&Path>) -> Resul
         }
     }
     summary.tests.sort_by(|a, b| a.test_file.cmp(&b.test_file));
+    // Tests of a missing shard listed as not run, with why (see docs/ci.md).
+    summary
+        .not_run
+        .retain(|f| !summary.tests.iter().any(|t| &t.test_file == f));
+    summary.totals.total -= summary.totals.not_run;
+    summary.totals.not_run = summary.not_run.len();
+    summary.totals.total += summary.totals.not_run;
+    summary.not_run_reasons = gaps
+        .not_run
+        .into_iter()
+        .filter(|(f, _)| summary.not_run.contains(f))
+        .collect();
+    summary.missing_shards = gaps.missing_shards;
+    for shard in &summary.missing_shards {
+        notes.push(format!(
+            "shard {shard} missing: its tests were not run{}",
+            if allow_partial {
+                " (--allow-partial: the merge exits by the tests that ran)"
+            } else {
+                ""
+            }
+        ));
+    }
     // Shards of one selection: the merge is that selection, whole.
     let of_shards = loaded.iter().find_map(|l| l.summary.shard.as_ref());
     let selection = Selection {
@@ -234,7 +265,8 @@ pub fn merge(dirs: &[PathBuf], out: &Path, history_file: Option<&Path>) -> Resul
     };
     std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
     let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
-    let entry = HistoryEntry::of(&summary, &records, &selection);
+    let mut entry = HistoryEntry::of(&summary, &records, &selection);
+    entry.suite_dir = Some(out.display().to_string());
     // One history entry for the whole CI run, compared with the previous merge: in `--history
     // FILE`, else beside `--out` when it is a project's suites folder.
     let history_file = history_file
@@ -264,16 +296,26 @@ pub fn merge(dirs: &[PathBuf], out: &Path, history_file: Option<&Path>) -> Resul
 /// SPEC §12: suites that are shards (`--shard`) merge only with shards of the same selection
 /// and N, each test in one of them. Returns notes (a shard missing, splits made from different
 /// histories); an error when they cannot be one CI run.
-fn shards_belong_together(loaded: &[LoadedSuite]) -> Result<Vec<String>, String> {
+fn shards_belong_together(
+    loaded: &[LoadedSuite],
+) -> Result<(Vec<String>, crate::report::merge_gaps::Gaps), String> {
     let mut notes = Vec::new();
     let sharded: Vec<(&LoadedSuite, &crate::model::shard::ShardInfo)> = loaded
         .iter()
         .filter_map(|l| l.summary.shard.as_ref().map(|s| (l, s)))
         .collect();
-    let Some((first, info)) = sharded.first() else {
-        return Ok(notes);
-    };
     let name = |l: &LoadedSuite| format!("{} ({})", l.summary.suite_id, l.dir.display());
+    let Some((first, info)) = sharded.first() else {
+        // Two whole suites are no CI run: their tests would read as retries of each other.
+        if let [one, two, ..] = loaded {
+            return Err(format!(
+                "merge joins the shards of one CI run, and these suites are not shards: {} and {} ran without --shard",
+                name(one),
+                name(two)
+            ));
+        }
+        return Ok((notes, Default::default()));
+    };
     if let Some(plain) = loaded.iter().find(|l| l.summary.shard.is_none()) {
         return Err(format!(
             "cannot merge a shard with a suite that is not one: {} is shard {}, {} ran without --shard",
@@ -331,16 +373,9 @@ fn shards_belong_together(loaded: &[LoadedSuite]) -> Result<Vec<String>, String>
                 .to_string(),
         );
     }
-    if let Some(count) = info.count() {
-        let present: Vec<&str> = sharded.iter().map(|(_, s)| s.shard.as_str()).collect();
-        for k in 1..=count {
-            let shard = format!("{k}/{count}");
-            if !present.contains(&shard.as_str()) {
-                notes.push(format!("shard {shard} is not among the merged suites"));
-            }
-        }
-    }
-    Ok(notes)
+    let present = owner.keys().map(|f| f.to_string()).collect();
+    let infos: Vec<&crate::model::shard::ShardInfo> = sharded.iter().map(|(_, s)| *s).collect();
+    Ok((notes, crate::report::merge_gaps::find(&infos, &present)))
 }
 
 /// Writes summary.json, summary.md, junit.xml and report.html of `summary` into `dir`.

@@ -56,6 +56,10 @@ pub struct RootTestSummary {
     /// Watchdog restarts of the agent over all attempts.
     #[serde(default)]
     pub agent_restarts: usize,
+    /// Quarantined (`quarantine = true`, `[supervisor] quarantine`): run and reported, but its
+    /// failure or flakiness never changes the exit code (see docs/ci.md).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quarantined: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -78,6 +82,20 @@ pub struct SuiteSummary {
     /// (`[supervisor] max_cost_usd`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_run_reason: Option<String>,
+    /// A merge: `K/N` of each shard that was not among the merged suites.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub missing_shards: Vec<String>,
+    /// A merge: why each test of `not_run` that no merged shard ran was not run
+    /// ("shard 2/3 missing").
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub not_run_reasons: BTreeMap<String, String>,
+    /// A merge with `--allow-partial`: the tests of `not_run_reasons` do not fail it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial_allowed: bool,
+    /// `--fail-on-flaky` / `[supervisor] flaky = "fail"`: a test that passed only on a retry
+    /// fails the suite.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fail_on_flaky: bool,
     pub totals: Totals,
     /// What the agents cost in this suite, where they report money.
     #[serde(default)]
@@ -119,6 +137,35 @@ impl SuiteSummary {
             self.harness_error = Some(reason);
         }
         self
+    }
+
+    /// Whether `test` fails the suite (decides the exit code): it did not pass, or passed only
+    /// on a retry under `--fail-on-flaky`; never when it is quarantined.
+    pub fn fails_suite(&self, test: &RootTestSummary) -> bool {
+        !test.quarantined
+            && (!test.outcome.is_pass(self.strict_warnings) || (self.fail_on_flaky && test.flaky))
+    }
+
+    /// Whether the suite passed as its exit code says: every test that counts passed, and every
+    /// root test ran (a merge with `--allow-partial` forgives the tests of missing shards).
+    pub fn passed(&self) -> bool {
+        self.tests.iter().all(|t| !self.fails_suite(t))
+            && self
+                .not_run
+                .iter()
+                .all(|f| self.partial_allowed && self.not_run_reasons.contains_key(f))
+    }
+
+    /// Why each test that fails the suite does ("failed", "flaky, and --fail-on-flaky").
+    pub fn failure_reason(&self, test: &RootTestSummary) -> Option<String> {
+        if !self.fails_suite(test) {
+            return None;
+        }
+        Some(if test.outcome.is_pass(self.strict_warnings) {
+            "flaky: passed only on a retry, and flaky passes fail the suite (--fail-on-flaky / [supervisor] flaky = \"fail\")".to_string()
+        } else {
+            test.outcome.as_str().to_string()
+        })
     }
 
     /// Records why the suite started no more root tests (a budget), for the tests in `not_run`.
@@ -183,6 +230,7 @@ impl SuiteSummary {
                 input_tokens: runs.iter().map(|r| r.input_tokens).sum(),
                 output_tokens: runs.iter().map(|r| r.output_tokens).sum(),
                 agent_restarts: runs.iter().map(|r| r.agent_restarts.len()).sum(),
+                quarantined: runs.last().is_some_and(|r| r.quarantined),
             });
         }
         let mut not_run: Vec<String> = not_run
@@ -217,6 +265,10 @@ impl SuiteSummary {
             not_run,
             harness_error: None,
             not_run_reason: None,
+            missing_shards: Vec::new(),
+            not_run_reasons: BTreeMap::new(),
+            partial_allowed: false,
+            fail_on_flaky: false,
             totals,
             replayed_steps,
             agent_steps,
@@ -288,16 +340,15 @@ impl SuiteSummary {
         let failing: Vec<_> = self
             .tests
             .iter()
-            .filter(|t| !t.outcome.is_pass(self.strict_warnings))
+            .filter_map(|t| self.failure_reason(t).map(|why| (t, why)))
             .collect();
         if !failing.is_empty() {
             s.push_str("## Not passed\n\n");
-            for test in failing {
+            for (test, why) in failing {
                 let _ = writeln!(
                     s,
-                    "- `{}` {}: {}",
+                    "- `{}` {why}: {}",
                     test.test_file,
-                    test.outcome.as_str(),
                     test.message
                         .as_deref()
                         .unwrap_or("no message")
@@ -306,6 +357,7 @@ impl SuiteSummary {
             }
             s.push('\n');
         }
+        s.push_str(&self.quarantine_markdown());
         if let Some(changes) = &self.changes {
             s.push_str(&changes.to_markdown());
         }
@@ -321,11 +373,60 @@ impl SuiteSummary {
             if let Some(reason) = &self.not_run_reason {
                 let _ = writeln!(s, "{}\n", reason.replace('\n', " "));
             }
+            if !self.missing_shards.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "Missing shard{}: {}{}.\n",
+                    if self.missing_shards.len() == 1 {
+                        ""
+                    } else {
+                        "s"
+                    },
+                    self.missing_shards.join(", "),
+                    if self.partial_allowed {
+                        " (--allow-partial: the suite's outcome is that of the tests that ran)"
+                    } else {
+                        ""
+                    }
+                );
+            }
             for f in &self.not_run {
-                let _ = writeln!(s, "- `{f}`");
+                match self.not_run_reasons.get(f) {
+                    Some(why) => {
+                        let _ = writeln!(s, "- `{f}` — {why}");
+                    }
+                    None => {
+                        let _ = writeln!(s, "- `{f}`");
+                    }
+                }
             }
             s.push('\n');
         }
+        s
+    }
+
+    /// The quarantined tests, apart: they ran, and their outcome did not decide the suite's.
+    fn quarantine_markdown(&self) -> String {
+        let quarantined: Vec<_> = self.tests.iter().filter(|t| t.quarantined).collect();
+        if quarantined.is_empty() {
+            return String::new();
+        }
+        let mut s = String::from(
+            "## Quarantined\n\nRun and reported; their outcome does not decide the suite's.\n\n",
+        );
+        for test in quarantined {
+            let _ = writeln!(
+                s,
+                "- `{}` {}{}{}",
+                test.test_file,
+                test.outcome.as_str(),
+                if test.flaky { " (flaky)" } else { "" },
+                test.message
+                    .as_deref()
+                    .map_or(String::new(), |m| format!(": {}", m.replace('\n', " ")))
+            );
+        }
+        s.push('\n');
         s
     }
 }

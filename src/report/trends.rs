@@ -324,6 +324,7 @@ mod tests {
                     attempts: 1,
                     duration_ms: *ms,
                     cost_usd: cost,
+                    quarantined: false,
                 })
                 .collect(),
             cost_usd: cost.map(|c| c * results.len() as f64),
@@ -331,6 +332,7 @@ mod tests {
             agent_steps: 0,
             replay_drift_steps: 0,
             cost_saved_usd: None,
+            suite_dir: None,
         }
     }
 

@@ -18,6 +18,7 @@ pub fn plan(artifact_dir: &Path, run_id: &str, test_file: &str, attempt: u32) ->
         suite_id: "suite-1".into(),
         test_file: test_file.to_string(),
         test_name: format!("Test {test_file}"),
+        quarantined: false,
         project_root: artifact_dir
             .parent()
             .unwrap_or(artifact_dir)

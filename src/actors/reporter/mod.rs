@@ -91,6 +91,8 @@ pub struct SuiteExtras {
     pub history_file: Option<PathBuf>,
     /// With `--shard`: how the split was made, recorded in the summary for `merge`.
     pub shard: Option<crate::model::shard::ShardInfo>,
+    /// `--fail-on-flaky` / `[supervisor] flaky = "fail"`, recorded in the summary.
+    pub fail_on_flaky: bool,
 }
 
 impl std::fmt::Debug for ReporterArgs {

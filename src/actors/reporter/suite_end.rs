@@ -66,6 +66,7 @@ impl ReporterState {
         // History: compare with the previous suite of the same selection, then record this one.
         let mut summary = summary;
         summary.shard = self.args.extras.shard.clone();
+        summary.fail_on_flaky = self.args.extras.fail_on_flaky;
         let mut history_note = None;
         let mut trends = None;
         if !self.args.extras.no_history {

@@ -473,6 +473,7 @@ impl Driver {
             suite_id: self.suite.suite_id.clone(),
             test_file: self.test.rel_path.display().to_string(),
             test_name: self.test.name.clone(),
+            quarantined: self.test.quarantined,
             project_root: self.suite.project_root.display().to_string(),
             provider: effective.provider.name.value.clone(),
             run_dir: self.run_dir().display().to_string(),

@@ -66,6 +66,14 @@ impl EffectiveConfig {
         if let Some(v) = s.fail_fast {
             self.supervisor.fail_fast.set(v, layer, None);
         }
+        if let Some(v) = s.flaky {
+            self.supervisor.flaky.set(v, layer, None);
+        }
+        if let Some(v) = &s.quarantine {
+            self.supervisor
+                .quarantine
+                .set(v.get_ref().clone(), layer, origin(file, v.span()));
+        }
         if let Some(v) = &s.on_finish {
             if v.trim().is_empty() {
                 problems.push(problem(
@@ -489,6 +497,11 @@ impl EffectiveConfig {
         }
         if o.fail_fast {
             self.supervisor.fail_fast.set(true, Layer::Flag, None);
+        }
+        if o.fail_on_flaky {
+            self.supervisor
+                .flaky
+                .set(crate::model::config::FlakyPolicy::Fail, Layer::Flag, None);
         }
         if let Some(v) = o.timeout {
             if v == 0 {

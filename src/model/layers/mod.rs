@@ -154,6 +154,10 @@ pub struct SupervisorSettings {
     pub retries: Sourced<u32>,
     pub keep_workspace: Sourced<KeepWorkspace>,
     pub fail_fast: Sourced<bool>,
+    /// `[supervisor] flaky` / `--fail-on-flaky`.
+    pub flaky: Sourced<crate::model::config::FlakyPolicy>,
+    /// `[supervisor] quarantine`: globs of quarantined root tests, relative to the project root.
+    pub quarantine: Sourced<Vec<String>>,
     /// `[supervisor] on_finish`: run once after the suite's reports are written (SPEC §12).
     pub on_finish: Sourced<Option<String>>,
     /// `[supervisor] on_finish_timeout_secs`.
@@ -250,6 +254,8 @@ impl Default for EffectiveConfig {
                 retries: Sourced::default_value(0),
                 keep_workspace: Sourced::default_value(KeepWorkspace::OnFailure),
                 fail_fast: Sourced::default_value(false),
+                flaky: Sourced::default_value(Default::default()),
+                quarantine: Sourced::default_value(Vec::new()),
                 on_finish: Sourced::default_value(None),
                 on_finish_timeout_secs: Sourced::default_value(DEFAULT_ON_FINISH_TIMEOUT_SECS),
                 timeout_secs: Sourced::default_value(None),

@@ -171,6 +171,22 @@ impl EffectiveConfig {
         );
         row(
             rows,
+            "supervisor.flaky",
+            s.flaky.value.as_str().to_string(),
+            s.flaky.source,
+        );
+        row(
+            rows,
+            "supervisor.quarantine",
+            if s.quarantine.value.is_empty() {
+                "(none)".to_string()
+            } else {
+                s.quarantine.value.join(", ")
+            },
+            s.quarantine.source,
+        );
+        row(
+            rows,
             "supervisor.on_finish",
             s.on_finish.value.clone().unwrap_or_else(|| "(none)".into()),
             s.on_finish.source,

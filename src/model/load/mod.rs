@@ -69,6 +69,9 @@ pub struct RootTest {
     pub tags: Vec<String>,
     pub plan: Vec<PlannedStep>,
     pub effective: EffectiveConfig,
+    /// `quarantine = true` in the file, or a match of `[supervisor] quarantine`: run and
+    /// reported, never deciding the exit code (see docs/ci.md).
+    pub quarantined: bool,
 }
 
 /// Everything a run needs, validated.
@@ -91,6 +94,9 @@ pub struct Suite {
     pub history_file: PathBuf,
     /// With `--shard`: how the split was made (recorded in the suite's summary).
     pub shard: Option<crate::model::shard::ShardInfo>,
+    /// With `[supervisor] max_cost_usd`: each root test's recent cost per attempt from history,
+    /// what the suite's budget reserves for it while it runs.
+    pub expected_costs: std::collections::BTreeMap<String, f64>,
 }
 
 impl Suite {
@@ -191,9 +197,15 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         None => None,
     };
 
+    let quarantine = quarantine_matchers(&base, &mut found.problems);
     let tests: Vec<RootTest> = roots
         .into_iter()
         .map(|root| plan_root_test(options, &project_root, &base, root, &mut files, &mut found))
+        .map(|mut test| {
+            test.quarantined =
+                test.quarantined || quarantine.iter().any(|g| g.is_match(&test.rel_path));
+            test
+        })
         .collect();
     found.problems.extend(std::mem::take(&mut files.problems));
     if !found.problems.is_empty() {
@@ -203,9 +215,15 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         found.problems.push(problem);
         return fail(found);
     }
+    let expected_costs = if flagged.supervisor.max_cost_usd.value.is_some() {
+        crate::model::history::recent_costs(&crate::model::history::read(&history_file))
+    } else {
+        Default::default()
+    };
     Ok(Suite {
         history_file,
         shard,
+        expected_costs,
         project_root,
         config_path,
         global_config_path,
@@ -442,6 +460,7 @@ fn cut_shard(
         digest: crate::model::shard::digest(&names, shard.count, by, &durations),
         paths: options.paths.clone(),
         tags: options.tags.clone(),
+        split: crate::model::shard::owners(&names, shard.count, by, &durations),
     }
 }
 
@@ -489,6 +508,7 @@ fn plan_root_test(
         files,
         &mut found.problems,
     );
+    let quarantined = files.get(&path).is_some_and(|t| t.quarantine);
     RootTest {
         rel_path: relative_to(project_root, &path),
         path,
@@ -496,7 +516,23 @@ fn plan_root_test(
         tags,
         plan,
         effective,
+        quarantined,
     }
+}
+
+/// `[supervisor] quarantine`: globs relative to the project root.
+fn quarantine_matchers(
+    base: &EffectiveConfig,
+    problems: &mut Problems,
+) -> Vec<globset::GlobMatcher> {
+    let mut quarantine = Vec::new();
+    for glob in &base.supervisor.quarantine.value {
+        match crate::model::discovery::glob_matcher(glob) {
+            Ok(m) => quarantine.push(m),
+            Err(e) => problems.push(Problem::new(format!("[supervisor] quarantine: {e}"))),
+        }
+    }
+    quarantine
 }
 
 /// SPEC §11: the project's own `.mcp.json` (read by the agent's working directory) must not name

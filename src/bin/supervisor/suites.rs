@@ -1,0 +1,195 @@
+//! `supervisor merge` and `supervisor report`: suites read back from disk (a project's
+//! `.bugatti/suites/`, or any suite folder such as `merge --out`'s), their exit code, and the
+//! trends of their history.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use bugatti::report::suite::SuiteSummary;
+use bugatti::report::{history, store};
+
+use super::{artifact_dir_of, restore_default_sigpipe};
+
+/// 0 when the suite passed as its summary says (quarantined tests aside, flaky passes by the
+/// suite's policy, missing shards by `--allow-partial`), else 1.
+fn suite_exit(summary: &SuiteSummary) -> ExitCode {
+    ExitCode::from(if summary.passed() { 0 } else { 1 })
+}
+
+/// The console's list of what the suite did not run and why, and of what fails it and why.
+fn print_verdicts(summary: &SuiteSummary) {
+    for file in &summary.not_run {
+        if let Some(why) = summary.not_run_reasons.get(file) {
+            say!("not run: {file} — {why}");
+        }
+    }
+    for test in &summary.tests {
+        if let Some(why) = summary.failure_reason(test) {
+            if why.starts_with("flaky") {
+                say!("fails the suite: {} — {why}", test.test_file);
+            }
+        }
+    }
+}
+
+pub(crate) fn merge(
+    dirs: &[PathBuf],
+    out: Option<PathBuf>,
+    config: Option<PathBuf>,
+    history: Option<PathBuf>,
+    allow_partial: bool,
+) -> ExitCode {
+    if let Some(file) = &history {
+        if let Err(e) = store::check_writable("--history", file) {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    }
+    let artifacts = artifact_dir_of(config).map(|(dir, _)| dir);
+    // `--out` elsewhere than the project's suites: its history entry still goes to the
+    // project's history, where `supervisor report --trends` looks by default.
+    let history = match (&out, history) {
+        (_, Some(file)) => Some(file),
+        (Some(_), None) => artifacts.as_ref().ok().map(|d| history::history_path(d)),
+        (None, None) => None,
+    };
+    let out = match (out, &artifacts) {
+        (Some(out), _) => out,
+        (None, Ok(dir)) => dir.join("suites").join(uuid::Uuid::now_v7().to_string()),
+        (None, Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match store::merge(dirs, &out, history.as_deref(), allow_partial) {
+        Ok(merged) => {
+            for note in &merged.notes {
+                say!("note: {note}");
+            }
+            {
+                use std::io::Write as _;
+                let _ = write!(std::io::stdout(), "{}", merged.summary.to_markdown());
+            }
+            print_verdicts(&merged.summary);
+            say!("Merged suite: {}", merged.out.display());
+            say!("HTML report: {}", merged.out.join("report.html").display());
+            suite_exit(&merged.summary)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The suite `which` names: a suite folder (holding summary.json), else an id or `last` in the
+/// artifact directory. With `--history FILE` and no suite named, the last whole suite of FILE
+/// (a merge, wherever it was written), not the newest shard of the artifact directory.
+fn find_suite(
+    which: Option<&str>,
+    artifacts: &Result<PathBuf, String>,
+    history_file: Option<&Path>,
+) -> Result<store::LoadedSuite, String> {
+    if let Some(dir) = which
+        .map(Path::new)
+        .filter(|d| d.join("summary.json").is_file())
+    {
+        return store::load_suite(dir);
+    }
+    if let (None | Some("last"), Some(file)) = (which, history_file) {
+        let entries = history::read(file);
+        if let Some(last) = entries.iter().rev().find(|e| e.selection.is_whole_suite()) {
+            let in_store = artifacts
+                .as_ref()
+                .ok()
+                .and_then(|d| store::resolve_suite(d, Some(&last.suite_id)).ok())
+                .map(|s| s.dir);
+            let written = last.suite_dir.as_deref().map(PathBuf::from);
+            return match in_store
+                .into_iter()
+                .chain(written)
+                .find(|d| d.join("summary.json").is_file())
+            {
+                Some(dir) => store::load_suite(&dir),
+                None => Err(format!(
+                    "suite {} (the last whole suite in {}) is not here{}: name its folder, `supervisor report DIR --trends --history {}`",
+                    last.suite_id,
+                    file.display(),
+                    last.suite_dir
+                        .as_deref()
+                        .map_or(String::new(), |d| format!(" (it was written to {d})")),
+                    file.display()
+                )),
+            };
+        }
+    }
+    let dir = artifacts.clone()?;
+    store::resolve_suite(&dir, which).and_then(|s| store::load_suite(&s.dir))
+}
+
+/// `trends`: `Some(history file)` to print them (`Some(None)`: the project's history).
+pub(crate) fn report(
+    which: Option<&str>,
+    open: bool,
+    trends: Option<Option<PathBuf>>,
+    config: Option<PathBuf>,
+) -> ExitCode {
+    restore_default_sigpipe();
+    let artifacts = artifact_dir_of(config).map(|(dir, _)| dir);
+    let history_file = trends.clone().flatten();
+    let loaded = match find_suite(which, &artifacts, history_file.as_deref()) {
+        Ok(loaded) => loaded,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let d = &loaded.dir;
+    println!("suite:        {}", loaded.summary.suite_id);
+    println!("report.html:  {}", d.join("report.html").display());
+    println!("summary.md:   {}", d.join("summary.md").display());
+    println!("summary.json: {}", d.join("summary.json").display());
+    println!("junit.xml:    {}", d.join("junit.xml").display());
+    println!();
+    print!("{}", loaded.summary.to_markdown());
+    let file = match (trends, &artifacts) {
+        (Some(Some(file)), _) => Some(file),
+        (Some(None), Ok(dir)) => Some(history::history_path(dir)),
+        _ => None,
+    };
+    if let Some(file) = file {
+        print_trends(&file, &loaded.summary.suite_id);
+    }
+    if open {
+        let page = d.join("report.html");
+        let opener = if cfg!(target_os = "macos") {
+            "open"
+        } else {
+            "xdg-open"
+        };
+        if let Err(e) = std::process::Command::new(opener).arg(&page).status() {
+            eprintln!("warning: cannot run {opener}: {e}");
+        }
+    }
+    suite_exit(&loaded.summary)
+}
+
+/// The trends of `suite_id`'s selection up to it, from `file`.
+fn print_trends(file: &Path, suite_id: &str) {
+    let entries = history::read(file);
+    let at = entries.iter().position(|e| e.suite_id == suite_id);
+    let trend = at.and_then(|i| bugatti::report::trends::Trends::of(&entries[..i], &entries[i]));
+    println!();
+    match trend {
+        Some(t) => print!("{}", t.text()),
+        None => println!(
+            "No trends: {} holds no earlier suite of this suite's selection{}",
+            file.display(),
+            if at.is_none() {
+                " (nor this suite)"
+            } else {
+                ""
+            }
+        ),
+    }
+}
