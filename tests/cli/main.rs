@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod bench_rows;
 mod check_cli;
 mod check_fixtures;
 mod ci_examples;
@@ -17,3 +18,4 @@ mod readme_examples;
 mod schemas;
 mod security_paths;
 mod security_secrets;
+

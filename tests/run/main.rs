@@ -16,7 +16,11 @@ mod console_server;
 mod harness_lifecycle;
 mod harness_readiness;
 mod outcomes;
+mod quarantine;
 mod registry_sweep;
 mod replay_actions;
+mod shard_merge;
 mod shards;
 mod signals;
+mod suite_budget;
+

@@ -3,7 +3,7 @@
 //! ceiling by at most one test's expected cost. Needs no CLI: a stand-in for Claude Code
 //! (tests/support/priced_claude.py) reports an exact cost per step, as the real one does.
 
-mod common;
+use crate::common;
 
 use common::{stderr, stdout, Project};
 

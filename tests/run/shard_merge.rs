@@ -4,7 +4,7 @@
 //! every test it did not run and is not green, two unsharded suites are no CI run, and
 //! `report --trends` finds the merged suite the CI recipe writes with `--out`.
 
-mod common;
+use crate::common;
 
 use common::{stderr, stdout, Project};
 use serde_json::Value;

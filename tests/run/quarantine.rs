@@ -3,7 +3,7 @@
 //! retry fail the suite and says why; a quarantined test (`quarantine = true`, or
 //! `[supervisor] quarantine` globs) runs and is reported apart, and never changes the exit code.
 
-mod common;
+use crate::common;
 
 use common::{stderr, stdout, Project};
 use serde_json::Value;
