@@ -176,3 +176,97 @@ fn discovery_skips_what_it_cannot_stat_with_a_note() {
     assert!(shown.contains("loop-a: cannot read it"), "{shown}");
     assert_eq!(p.record_for("a.test.toml")["outcome"], "passed");
 }
+
+/// Total bytes of the files in `dir` whose name starts with `prefix`.
+fn bytes_of(dir: &std::path::Path, prefix: &str) -> u64 {
+    std::fs::read_dir(dir)
+        .expect("dir")
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+/// One cap for every log the supervisor writes: `yes` in a console session, an agent that floods
+/// its stderr, and an `on_finish` hook that floods its output, with `max_log_bytes` = 1 MiB,
+/// each stop at the head + rolling tail (about twice the limit), with the limit's marker line.
+#[test]
+fn a_console_session_writing_without_end_stops_at_max_log_bytes() {
+    const MAX: u64 = 1 << 20;
+    let p = Project::new();
+    let agent = format!(
+        "sh -c 'head -c 5000000 /dev/zero >&2; exec {}'",
+        Project::directive_agent_cmd()
+    );
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            r#"
+[supervisor]
+max_log_bytes = {MAX}
+on_finish = "head -c 5000000 /dev/zero | tr '\\0' z"
+
+[provider]
+name = "command"
+cmd = "{agent}"
+step_timeout_secs = 60
+"#
+        ),
+    );
+    p.write(
+        "flood.test.toml",
+        r#"
+name = "flood"
+
+[[steps]]
+instruction = '''
+mcp exec_command {"cmd": "yes", "yield_time_ms": 3000}
+expect Process running with session ID
+sleep 1
+'''
+"#,
+    );
+    let out = p.run(&["start"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let dir = run_dir(&p, "flood.test.toml");
+    let consoles: Vec<PathBuf> = std::fs::read_dir(dir.join("console"))
+        .expect("console dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| !p.to_string_lossy().contains(".tail."))
+        .collect();
+    assert_eq!(consoles.len(), 1, "{consoles:?}");
+    let log = std::fs::read(&consoles[0]).expect("console log");
+    let head = log.len() as u64;
+    assert!(head <= MAX + 8192, "console log head: {head} bytes");
+    assert!(
+        String::from_utf8_lossy(&log[log.len().saturating_sub(200)..])
+            .contains("log limit of 1048576 bytes reached"),
+        "no marker at the console log's end"
+    );
+    let stem = consoles[0]
+        .file_stem()
+        .expect("stem")
+        .to_string_lossy()
+        .into_owned();
+    let all = bytes_of(&dir.join("console"), &stem);
+    assert!(all <= 2 * MAX + 8192, "console logs: {all} bytes");
+    assert!(all >= MAX, "yes wrote past the head: {all} bytes");
+
+    let stderr_log = bytes_of(&dir.join("transcripts"), "agent.stderr");
+    assert!(
+        (MAX..=2 * MAX + 8192).contains(&stderr_log),
+        "agent stderr: {stderr_log} bytes"
+    );
+    let hook = bytes_of(&p.suite_dir().join("logs"), "on_finish");
+    assert!(
+        (MAX..=2 * MAX + 8192).contains(&hook),
+        "on_finish log: {hook} bytes"
+    );
+}

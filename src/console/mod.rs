@@ -176,6 +176,8 @@ pub struct Console {
     finishing: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// Set once [`Console::shutdown`] ran: no new sessions.
     closed: std::sync::atomic::AtomicBool,
+    /// `[supervisor] max_log_bytes` for `console/<id>.log`.
+    max_log_bytes: u64,
 }
 
 /// A session id not in use (ids are short numbers, like Codex's).
@@ -242,7 +244,15 @@ impl Console {
             recorder,
             finishing: Mutex::new(Vec::new()),
             closed: std::sync::atomic::AtomicBool::new(false),
+            max_log_bytes: crate::process::log_limit::DEFAULT_MAX_LOG_BYTES,
         }
+    }
+
+    /// The cap of each console session's `console/<id>.log` (`[supervisor] max_log_bytes`; the
+    /// default otherwise): the log keeps its head, then a rolling tail, like a harness log.
+    pub fn with_max_log_bytes(mut self, max: u64) -> Self {
+        self.max_log_bytes = max;
+        self
     }
 
     /// The call record (for the session's report).
@@ -351,6 +361,7 @@ impl Console {
             cwd,
             env: self.env(),
             log_path: session::log_path(&self.setup.run_dir, id),
+            max_log_bytes: self.max_log_bytes,
             secrets: Arc::clone(&self.setup.secrets),
         };
         let session = match ConsoleSession::start(spawn) {
