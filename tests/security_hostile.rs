@@ -270,3 +270,103 @@ sleep 1
         "on_finish log: {hook} bytes"
     );
 }
+
+const SPLIT_SECRET: &str = "tok/9Qx7+LmZ2=pW4v&R8sK";
+const SPLIT_SECRET_ENV: &str = "BUGATTI_HOSTILE_TEST_TOKEN";
+const MULTI_SECRET: &str = "-----BEGIN KEY-----\nMIIEvQIBADANBgkq\n-----END KEY-----";
+const MULTI_SECRET_ENV: &str = "BUGATTI_HOSTILE_TEST_KEY";
+
+/// Every file under `root` (recursively) whose bytes contain `needle`.
+fn files_containing(root: &std::path::Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            if kind.is_dir() {
+                dirs.push(path);
+            } else if kind.is_file()
+                && std::fs::read(&path).is_ok_and(|b| b.windows(needle.len()).any(|w| w == needle))
+            {
+                found.push(path);
+            }
+        }
+    }
+    found
+}
+
+/// Secrets in recordings and console logs: a secret printed across two console answers, a
+/// multi-line secret through a PTY (`\r\n` line ends), a secret's base64 and URL-encoding. The
+/// agent passes, the step is recorded, and neither the recording nor any artifact holds any of
+/// them in clear.
+#[test]
+fn secrets_split_across_answers_multi_line_or_encoded_never_land_in_clear() {
+    use base64::Engine;
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &command_agent_config(&format!(
+            r#"
+[secrets]
+TOKEN = {{ from_env = "{SPLIT_SECRET_ENV}" }}
+KEY = {{ from_env = "{MULTI_SECRET_ENV}" }}
+"#
+        )),
+    );
+    p.write(
+        "secret.test.toml",
+        r#"
+name = "secrets in the console"
+
+[[steps]]
+instruction = '''
+mcp exec_command {"cmd": "printf 'first half: %s' \"$${TOKEN:0:10}\"; sleep 1.5; printf '%s second half\\n' \"$${TOKEN:10}\"", "yield_time_ms": 500}
+expect first half:
+mcp write_stdin {"session_id": {session_id}, "yield_time_ms": 5000}
+expect second half
+mcp exec_command {"cmd": "printf '%s\\n' \"$KEY\"; printf '%s' \"$TOKEN\" | base64; python3 -c 'import os, urllib.parse; print(urllib.parse.quote(os.environ[\"TOKEN\"], safe=\"\"))'", "yield_time_ms": 10000}
+expect [REDACTED:KEY]
+'''
+"#,
+    );
+    let out = p
+        .supervisor()
+        .args(["start"])
+        .env(SPLIT_SECRET_ENV, SPLIT_SECRET)
+        .env(MULTI_SECRET_ENV, MULTI_SECRET)
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    let shown = format!("{}{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{shown}");
+    let recording = p.root().join("bugatti.replay/secret.replay.json");
+    let recorded = std::fs::read_to_string(&recording).expect("the step was recorded");
+    assert!(recorded.contains("second half"), "{recorded}");
+    assert!(recorded.contains("[REDACTED:TOKEN"), "{recorded}");
+
+    let crlf = MULTI_SECRET.replace('\n', "\r\n");
+    let b64 = base64::engine::general_purpose::STANDARD.encode(SPLIT_SECRET);
+    let url = "tok%2F9Qx7%2BLmZ2%3DpW4v%26R8sK";
+    let forms: [(&str, &[u8]); 7] = [
+        ("the token", SPLIT_SECRET.as_bytes()),
+        ("its first half", &SPLIT_SECRET.as_bytes()[..10]),
+        ("its second half", &SPLIT_SECRET.as_bytes()[10..]),
+        ("the key", MULTI_SECRET.as_bytes()),
+        ("the key with CRLF", crlf.as_bytes()),
+        ("the token's base64", &b64.as_bytes()[..b64.len() - 2]),
+        ("the token URL-encoded", url.as_bytes()),
+    ];
+    for (what, needle) in forms {
+        for root in [p.root().join(".bugatti"), p.root().join("bugatti.replay")] {
+            let found = files_containing(&root, needle);
+            assert!(found.is_empty(), "{what} in clear in {found:?}");
+        }
+        assert!(
+            !shown.as_bytes().windows(needle.len()).any(|w| w == needle),
+            "{what} on the console"
+        );
+    }
+}

@@ -1,5 +1,8 @@
 //! Secret redaction for every artifact and console line: `[REDACTED:NAME]` in place of a value,
-//! also when a value arrives split across output chunks.
+//! also when a value arrives split across output chunks, with its line ends as a terminal prints
+//! them (`\r\n`), and in its common encodings: base64 (`[REDACTED:NAME:base64]`, found at any
+//! alignment inside a longer base64 text, standard or URL-safe alphabet) and URL-encoding
+//! (`[REDACTED:NAME:url]`).
 
 use std::sync::Arc;
 
@@ -23,11 +26,18 @@ impl Secrets {
         N: Into<String>,
         V: AsRef<[u8]>,
     {
-        let mut entries: Vec<(String, Vec<u8>)> = pairs
-            .into_iter()
-            .map(|(n, v)| (n.into(), v.as_ref().to_vec()))
-            .filter(|(_, v)| !v.is_empty())
-            .collect();
+        let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
+        for (name, value) in pairs {
+            let (name, value) = (name.into(), value.as_ref().to_vec());
+            if value.is_empty() {
+                continue;
+            }
+            for variant in variants(&name, &value) {
+                if !entries.contains(&variant) {
+                    entries.push(variant);
+                }
+            }
+        }
         entries.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
         let mut first_byte = vec![false; 256];
         for (_, value) in &entries {
@@ -118,6 +128,71 @@ impl Secrets {
         }
         0
     }
+}
+
+/// Values this short are redacted as written only: their encodings would be too short to tell
+/// from ordinary text.
+const MIN_ENCODED_SECRET: usize = 8;
+
+/// The forms of a secret that are redacted: as written; with `\n` as `\r\n` (a terminal prints
+/// a multi-line value so); and, for values of [`MIN_ENCODED_SECRET`] bytes or more, its base64
+/// (the part of it that does not depend on the bytes around the value, at each of the three
+/// alignments, in both alphabets) and its URL-encoding.
+fn variants(name: &str, value: &[u8]) -> Vec<(String, Vec<u8>)> {
+    use base64::Engine;
+    let mut out = vec![(name.to_string(), value.to_vec())];
+    if value.contains(&b'\n') {
+        let mut crlf = Vec::with_capacity(value.len() + 8);
+        for &b in value {
+            if b == b'\n' && crlf.last() != Some(&b'\r') {
+                crlf.push(b'\r');
+            }
+            crlf.push(b);
+        }
+        out.push((name.to_string(), crlf));
+    }
+    if value.len() < MIN_ENCODED_SECRET {
+        return out;
+    }
+    let label = format!("{name}:base64");
+    for shift in 0..3usize {
+        let mut shifted = vec![0u8; shift];
+        shifted.extend_from_slice(value);
+        // Character i holds bits 6i..6i+6; the value's bits are 8·shift..8·(shift+len).
+        let start = (shift * 8).div_ceil(6);
+        let end = (shift + value.len()) * 8 / 6;
+        for engine in [
+            &base64::engine::general_purpose::STANDARD_NO_PAD,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ] {
+            let encoded = engine.encode(&shifted);
+            if let Some(part) = encoded.as_bytes().get(start..end) {
+                if part.len() >= MIN_ENCODED_SECRET {
+                    out.push((label.clone(), part.to_vec()));
+                }
+            }
+        }
+    }
+    let url = url_encode(value);
+    if url != value {
+        out.push((format!("{name}:url"), url));
+    }
+    out
+}
+
+/// Percent-encoding of everything but RFC 3986's unreserved characters, as URL and form
+/// encoders write a value.
+fn url_encode(value: &[u8]) -> Vec<u8> {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = Vec::with_capacity(value.len() * 3);
+    for &b in value {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        }
+    }
+    out
 }
 
 /// Redacts a stream of chunks. Holds back at most the longest secret's length minus one byte.
@@ -212,5 +287,30 @@ mod tests {
         let mut r = StreamRedactor::new(Arc::new(Secrets::default()));
         assert_eq!(r.push(&[0xff, 0xfe]), vec![0xff, 0xfe]);
         assert!(r.finish().is_empty());
+    }
+
+    #[test]
+    fn base64_url_encoding_and_terminal_line_ends_are_redacted_too() {
+        use base64::Engine;
+        let s = Secrets::new([("KEY", "line one\nline two?&=")]);
+        let b64 = |v: &[u8]| base64::engine::general_purpose::STANDARD.encode(v);
+        // Alone, or inside a longer base64 text at every alignment (Basic auth: `user:KEY`).
+        for prefix in ["", "u", "us", "user:"] {
+            let text = b64(format!("{prefix}line one\nline two?&=").as_bytes());
+            let out = s.redact_str(&format!("Authorization: Basic {text}"));
+            assert!(out.contains("[REDACTED:KEY:base64]"), "{prefix:?}: {out}");
+        }
+        let url = "line%20one%0Aline%20two%3F%26%3D";
+        assert_eq!(
+            s.redact_str(&format!("GET /?k={url}")),
+            "GET /?k=[REDACTED:KEY:url]"
+        );
+        assert_eq!(
+            s.redact_str("out: line one\r\nline two?&=\r\n"),
+            "out: [REDACTED:KEY]\r\n"
+        );
+        // A short value is redacted as written only.
+        let short = Secrets::new([("PIN", "1234")]);
+        assert_eq!(short.redact_str("MTIzNA== 1234"), "MTIzNA== [REDACTED:PIN]");
     }
 }
