@@ -370,3 +370,69 @@ expect [REDACTED:KEY]
         );
     }
 }
+
+/// Raw ESC, BEL, NUL, HTML and `javascript:` links from a test's name and the agent's message
+/// never reach report.md or summary.md as they came: escaped, they cannot redraw a terminal that
+/// `cat`s the file, run in a markdown viewer that renders HTML, or make a link.
+#[test]
+fn control_characters_html_and_script_links_are_escaped_in_the_markdown_reports() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", &command_agent_config(""));
+    p.write(
+        "evil.test.toml",
+        r#"
+name = "evil \u001b[2J\u0007\u0000 <img src=x onerror=alert(1)> [home](javascript:alert(1))"
+
+[[steps]]
+instruction = "say RESULT ERROR: \u001b]0;owned\u0007 <script>alert(2)</script> [docs](javascript:alert(3)) <javascript:alert(4)>"
+"#,
+    );
+    let out = p.run(&["start"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let report = std::fs::read_to_string(run_dir(&p, "evil.test.toml").join("report.md"))
+        .expect("report.md");
+    let summary = std::fs::read_to_string(p.suite_dir().join("summary.md")).expect("summary.md");
+    assert!(
+        report.contains("alert(2)"),
+        "the message is shown: {report}"
+    );
+    assert!(
+        summary.contains("alert(2)"),
+        "the message is shown: {summary}"
+    );
+    for (file, text) in [("report.md", &report), ("summary.md", &summary)] {
+        for raw in ["\u{1b}", "\u{7}", "\0"] {
+            assert!(!text.contains(raw), "{raw:?} raw in {file}:\n{text}");
+        }
+        // Inside a fenced code block nothing is markup; everywhere else no HTML or link.
+        let prose = outside_fences(text);
+        for raw in ["<img", "<script", "](javascript:", "<javascript:"] {
+            assert!(!prose.contains(raw), "{raw:?} raw in {file}:\n{prose}");
+        }
+    }
+}
+
+/// The lines of a markdown text outside its fenced code blocks.
+fn outside_fences(text: &str) -> String {
+    let mut fence: Option<String> = None;
+    let mut out = String::new();
+    for line in text.lines() {
+        let ticks: String = line.chars().take_while(|c| *c == '`').collect();
+        match &fence {
+            Some(open) if ticks.len() >= open.len() && line.trim() == ticks => fence = None,
+            Some(_) => {}
+            None if ticks.len() >= 3 => fence = Some(ticks),
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
