@@ -198,8 +198,9 @@ impl Driver {
         config: &crate::model::browser::BrowserConfig,
         workdir: &std::path::Path,
     ) -> Result<crate::browser::SessionBrowser, Ending> {
-        let places =
+        let mut places =
             crate::browser::session::BrowserPlaces::new(workdir, &self.run_dir().join("logs"));
+        places.max_log_bytes = self.test.effective.supervisor.max_log_bytes.value;
         let path_var = std::env::var("PATH").ok();
         // The session's identity, as every harness process has it (the launch adds the run id).
         let env = vec![
