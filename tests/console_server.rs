@@ -406,7 +406,12 @@ async fn sixty_concurrent_calls_open_at_most_the_session_cap() {
         .count();
     let listed = r.console.list_sessions().text.lines().count();
     r.console.shutdown().await;
-    assert_eq!(opened, MAX_SESSIONS, "{answers:?}");
+    let refused = answers
+        .iter()
+        .filter_map(|a| a.as_ref().ok())
+        .find(|a| a.is_error)
+        .map(|a| a.text.clone());
+    assert_eq!(opened, MAX_SESSIONS, "a refusal: {refused:?}");
     assert_eq!(listed, MAX_SESSIONS);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     while !common::processes_with_env_entry(&r.marker).is_empty() {
