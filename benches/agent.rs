@@ -69,6 +69,7 @@ async fn provider_reply(dir: &Path, bytes: usize) -> (Duration, u64) {
         workdir,
         env: vec![("BUGATTI_RUN_ID".into(), run_id)],
         secrets: Arc::new(Secrets::new([("TOKEN", "not-in-the-output")])),
+        max_log_bytes: bugatti::process::log_limit::DEFAULT_MAX_LOG_BYTES,
         console: None,
         mcp: Default::default(),
     };

@@ -246,6 +246,7 @@ pub fn read_stream(data: &[u8]) -> StreamReading {
         workdir: PathBuf::from("/nonexistent/work"),
         env: Vec::new(),
         secrets: secrets.clone(),
+        max_log_bytes: crate::process::log_limit::DEFAULT_MAX_LOG_BYTES,
         console: None,
         mcp: Default::default(),
     };

@@ -24,6 +24,8 @@ pub struct SuiteFacts<'a> {
     pub suite_dir: &'a Path,
     /// Its summary, when the reporter wrote one.
     pub summary: Option<&'a SuiteSummary>,
+    /// `[supervisor] max_log_bytes`: the hook's log is capped like every log.
+    pub max_log_bytes: u64,
 }
 
 impl SuiteFacts<'_> {
@@ -80,6 +82,7 @@ pub async fn run(
     );
     spec.env = facts.env();
     spec.timeout = Some(timeout);
+    spec.max_log_bytes = facts.max_log_bytes;
     let owner = Owner::new(
         Scope::suite(facts.suite_id),
         Role::Other("on_finish".into()),

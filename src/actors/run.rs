@@ -187,6 +187,7 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             std::time::Duration::from_secs(suite.base.supervisor.on_finish_timeout_secs.value),
         )
     });
+    let max_log_bytes = suite.base.supervisor.max_log_bytes.value;
     let suite_dir = artifact_dir.join("suites").join(&suite_id);
     let suite_id_for_hook = suite_id.clone();
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
@@ -257,6 +258,7 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             reason,
             suite_dir: &suite_dir,
             summary: summary.as_ref(),
+            max_log_bytes,
         };
         match super::on_finish::run(&cmd, &project_root, limit, &facts).await {
             Ok(line) => tracing::info!("{line}"),

@@ -135,12 +135,18 @@ fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
     state.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The most screenshot bytes one run keeps (docs/browser.md): a noisy page over hundreds of
+/// steps must not fill the disk. Past it, a step's screenshot is skipped with a note.
+pub const MAX_SCREENSHOT_BYTES_PER_RUN: u64 = 64 * 1024 * 1024;
+
 /// The session's watch on its browser.
 pub struct Monitor {
     base: String,
     viewport: Option<(u32, u32)>,
     client: CdpClient,
     state: Arc<Mutex<State>>,
+    /// Bytes of screenshots written in this run so far.
+    screenshot_bytes: std::sync::atomic::AtomicU64,
 }
 
 impl Monitor {
@@ -183,6 +189,7 @@ impl Monitor {
             viewport,
             client,
             state,
+            screenshot_bytes: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -339,6 +346,17 @@ impl Monitor {
         let png = base64::engine::general_purpose::STANDARD
             .decode(data)
             .map_err(|e| format!("undecodable image: {e}"))?;
+        let used = self
+            .screenshot_bytes
+            .load(std::sync::atomic::Ordering::Relaxed);
+        if used.saturating_add(png.len() as u64) > MAX_SCREENSHOT_BYTES_PER_RUN {
+            return Err(format!(
+                "skipped: the run's screenshots reached {} MiB, the most a run keeps",
+                MAX_SCREENSHOT_BYTES_PER_RUN >> 20
+            ));
+        }
+        self.screenshot_bytes
+            .fetch_add(png.len() as u64, std::sync::atomic::Ordering::Relaxed);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
         }

@@ -19,7 +19,7 @@ use crate::process::owner::{Owner, Role, Scope};
 use crate::process::ports::allocate_loopback_port;
 use crate::process::teardown::{terminate, Ladder, TeardownReport};
 use nix::sys::signal::Signal;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -44,6 +44,8 @@ pub struct BrowserLaunch {
     pub profile_dir: PathBuf,
     /// Where the browser's own output goes (the session's harness log directory), if anywhere.
     pub log_path: Option<PathBuf>,
+    /// `[supervisor] max_log_bytes` for that log (its head, then a rolling tail).
+    pub max_log_bytes: u64,
     /// The run whose browser it is.
     pub scope: Scope,
     /// Added to the inherited environment (the session's variables).
@@ -64,6 +66,7 @@ impl BrowserLaunch {
             viewport: (1280, 800),
             profile_dir,
             log_path: None,
+            max_log_bytes: crate::process::log_limit::DEFAULT_MAX_LOG_BYTES,
             scope,
             env: Vec::new(),
             ready_timeout: Duration::from_secs(30),
@@ -157,7 +160,12 @@ impl Browser {
         })?;
         let tail = Arc::new(Mutex::new(Vec::new()));
         if let Some(output) = group.take_output() {
-            drain_output(output, spec.log_path.clone(), tail.clone());
+            drain_output(
+                output,
+                spec.log_path.clone(),
+                spec.max_log_bytes,
+                tail.clone(),
+            );
         }
         let base = devtools::base_url(port);
         match wait_ready(&group, &base, spec.ready_timeout, &tail).await {
@@ -227,10 +235,20 @@ impl Browser {
 fn drain_output(
     mut output: Box<dyn Read + Send>,
     log_path: Option<PathBuf>,
+    max_log_bytes: u64,
     tail: Arc<Mutex<Vec<u8>>>,
 ) {
+    use crate::process::log_limit::{LimitedLog, LogCut};
     std::thread::spawn(move || {
-        let mut log = log_path.and_then(|p| std::fs::File::create(p).ok());
+        let mut log = log_path.and_then(|p| {
+            let file = std::fs::File::create(&p).ok()?;
+            Some(LimitedLog::new(
+                file,
+                &p,
+                max_log_bytes,
+                Arc::new(LogCut::default()),
+            ))
+        });
         let mut buf = [0u8; 8192];
         while let Ok(n) = output.read(&mut buf) {
             if n == 0 {
@@ -238,7 +256,7 @@ fn drain_output(
             }
             let chunk = buf.get(..n).unwrap_or_default();
             if let Some(file) = log.as_mut() {
-                let _ = file.write_all(chunk);
+                let _ = file.write_all(chunk).and_then(|()| file.flush());
             }
             let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());
             tail.extend_from_slice(chunk);

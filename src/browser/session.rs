@@ -24,14 +24,22 @@ pub struct BrowserPlaces {
     pub profile_dir: PathBuf,
     /// The browser's own output (beside the harness commands' logs).
     pub log_path: PathBuf,
+    /// The browser's `TMPDIR`, inside the session's workspace: Chromium leaves
+    /// `org.chromium.Chromium.*` folders in its temporary directory, and they go with the
+    /// workspace instead of piling up in the machine's.
+    pub tmp_dir: PathBuf,
+    /// `[supervisor] max_log_bytes` for `browser.log`.
+    pub max_log_bytes: u64,
 }
 
 impl BrowserPlaces {
-    /// `<workspace>/browser-profile` and `<log_dir>/browser.log`.
+    /// `<workspace>/browser-profile`, `<workspace>/browser-tmp` and `<log_dir>/browser.log`.
     pub fn new(workspace: &Path, log_dir: &Path) -> Self {
         Self {
             profile_dir: workspace.join("browser-profile"),
             log_path: log_dir.join("browser.log"),
+            tmp_dir: workspace.join("browser-tmp"),
+            max_log_bytes: crate::process::log_limit::DEFAULT_MAX_LOG_BYTES,
         }
     }
 }
@@ -58,7 +66,12 @@ impl SessionBrowser {
         spec.headless = config.headless;
         spec.viewport = config.viewport;
         spec.log_path = Some(places.log_path.clone());
+        spec.max_log_bytes = places.max_log_bytes;
         spec.env = env;
+        if std::fs::create_dir_all(&places.tmp_dir).is_ok() {
+            spec.env
+                .push(("TMPDIR".into(), places.tmp_dir.display().to_string()));
+        }
         let mut browser = Browser::start(spec).await?;
         match Monitor::attach(&browser.cdp_url(), Some(config.viewport)).await {
             Ok(monitor) => Ok(Self {

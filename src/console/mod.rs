@@ -39,6 +39,9 @@ const DEFAULT_WRITE_YIELD_MS: u64 = 250;
 /// An empty poll waits at least this long (Codex waits 5 s; a step's watchdog is shorter).
 const MIN_EMPTY_POLL_MS: u64 = 1_000;
 const DEFAULT_MAX_TOKENS: usize = 10_000;
+/// The largest output budget a call gets, whatever it asks for: 1 MiB of text, what a console
+/// session keeps of its unread output anyway (the caller's number is never an allocation size).
+pub const MAX_OUTPUT_TOKENS: usize = 2 * buffer::HALF / truncate::BYTES_PER_TOKEN;
 /// After a write, the program gets this long to react before its output is collected.
 const WRITE_SETTLE: Duration = Duration::from_millis(100);
 /// An exited session is swept (its /proc scan) this long after the answer, not while the answer
@@ -173,6 +176,23 @@ pub struct Console {
     finishing: Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// Set once [`Console::shutdown`] ran: no new sessions.
     closed: std::sync::atomic::AtomicBool,
+    /// `[supervisor] max_log_bytes` for `console/<id>.log`.
+    max_log_bytes: u64,
+}
+
+/// A session id not in use (ids are short numbers, like Codex's).
+fn new_id(sessions: &BTreeMap<u32, Arc<ConsoleSession>>) -> u32 {
+    loop {
+        let id = (uuid::Uuid::new_v4().as_u128() % 99_000) as u32 + 1000;
+        if !sessions.contains_key(&id) {
+            return id;
+        }
+    }
+}
+
+/// A call's `max_output_tokens`, its default filled and clamped to [`MAX_OUTPUT_TOKENS`].
+fn output_tokens(asked: Option<usize>) -> usize {
+    asked.unwrap_or(DEFAULT_MAX_TOKENS).min(MAX_OUTPUT_TOKENS)
 }
 
 fn clamp_ms(ms: u64, min: u64) -> Duration {
@@ -224,7 +244,15 @@ impl Console {
             recorder,
             finishing: Mutex::new(Vec::new()),
             closed: std::sync::atomic::AtomicBool::new(false),
+            max_log_bytes: crate::process::log_limit::DEFAULT_MAX_LOG_BYTES,
         }
+    }
+
+    /// The cap of each console session's `console/<id>.log` (`[supervisor] max_log_bytes`; the
+    /// default otherwise): the log keeps its head, then a rolling tail, like a harness log.
+    pub fn with_max_log_bytes(mut self, max: u64) -> Self {
+        self.max_log_bytes = max;
+        self
     }
 
     /// The call record (for the session's report).
@@ -296,31 +324,55 @@ impl Console {
         env
     }
 
-    fn new_id(&self) -> u32 {
-        let sessions = self.sessions();
-        loop {
-            let id = (uuid::Uuid::new_v4().as_u128() % 99_000) as u32 + 1000;
-            if !sessions.contains_key(&id) {
-                return id;
-            }
-        }
-    }
-
-    pub async fn exec_command(&self, args: ExecArgs) -> Answer {
+    /// Starts a console session unless the cap is reached or the console is closing. The count,
+    /// the start and the insert happen under one lock: concurrent calls cannot all pass the check
+    /// before any of them is counted.
+    fn start_session(
+        &self,
+        args: &ExecArgs,
+        cwd: PathBuf,
+        shell: String,
+    ) -> Result<Arc<ConsoleSession>, Answer> {
+        let mut sessions = self.sessions();
+        // Under the lock: shutdown marks the console closed before it takes the sessions.
         if self.closed.load(std::sync::atomic::Ordering::Acquire) {
-            return Answer::error("exec_command failed: the console is shutting down");
+            return Err(Answer::error(
+                "exec_command failed: the console is shutting down",
+            ));
         }
-        let live = self
-            .sessions()
+        let live = sessions
             .values()
             .filter(|s| s.exit_status().is_none())
             .count();
         if live >= MAX_SESSIONS {
-            return Answer::error(format!(
+            return Err(Answer::error(format!(
                 "exec_command failed: {live} console sessions are open, the most a test may \
                  keep; end one with kill_session (list_sessions shows them)"
-            ));
+            )));
         }
+        let id = new_id(&sessions);
+        let spawn = Spawn {
+            id,
+            run_id: self.setup.run_id.clone(),
+            cmd: args.cmd.clone(),
+            shell,
+            login: args.login.unwrap_or(false),
+            tty: args.tty.unwrap_or(true),
+            cwd,
+            env: self.env(),
+            log_path: session::log_path(&self.setup.run_dir, id),
+            max_log_bytes: self.max_log_bytes,
+            secrets: Arc::clone(&self.setup.secrets),
+        };
+        let session = match ConsoleSession::start(spawn) {
+            Ok(s) => Arc::new(s),
+            Err(e) => return Err(Answer::error(format!("exec_command failed: {e}"))),
+        };
+        sessions.insert(id, Arc::clone(&session));
+        Ok(session)
+    }
+
+    pub async fn exec_command(&self, args: ExecArgs) -> Answer {
         let cwd = match &args.workdir {
             Some(dir) => self.setup.workdir.join(dir),
             None => self.setup.workdir.clone(),
@@ -338,29 +390,15 @@ impl Console {
                 "sh".into()
             }
         });
-        let id = self.new_id();
-        let spawn = Spawn {
-            id,
-            run_id: self.setup.run_id.clone(),
-            cmd: args.cmd.clone(),
-            shell,
-            login: args.login.unwrap_or(false),
-            tty: args.tty.unwrap_or(true),
-            cwd,
-            env: self.env(),
-            log_path: session::log_path(&self.setup.run_dir, id),
-            secrets: Arc::clone(&self.setup.secrets),
+        let session = match self.start_session(&args, cwd, shell) {
+            Ok(session) => session,
+            Err(answer) => return answer,
         };
-        let session = match ConsoleSession::start(spawn) {
-            Ok(s) => Arc::new(s),
-            Err(e) => return Answer::error(format!("exec_command failed: {e}")),
-        };
-        self.sessions().insert(id, Arc::clone(&session));
         let wait = clamp_ms(
             args.yield_time_ms.unwrap_or(DEFAULT_EXEC_YIELD_MS),
             MIN_YIELD_MS,
         );
-        let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        let max_tokens = output_tokens(args.max_output_tokens);
         self.collect(&session, wait, max_tokens).await
     }
 
@@ -437,7 +475,7 @@ impl Console {
         };
         // The write and its settling count against the call's 30 s.
         let wait = wait.min(MAX_WAIT.saturating_sub(called.elapsed()));
-        let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        let max_tokens = output_tokens(args.max_output_tokens);
         self.collect(&session, wait, max_tokens).await
     }
 
@@ -525,7 +563,7 @@ impl Console {
             Ok(s) => s,
             Err(answer) => return answer,
         };
-        let max_tokens = args.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
+        let max_tokens = output_tokens(args.max_output_tokens);
         let budget = max_tokens.saturating_mul(truncate::BYTES_PER_TOKEN).max(1);
         let re = match args
             .grep

@@ -274,9 +274,18 @@ impl rmcp::ServerHandler for Handler {
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let arguments = serde_json::Value::Object(request.arguments.unwrap_or_default());
-        let answer = self.console.call(&request.name, arguments).await;
-        let content = vec![ContentBlock::text(answer.text)];
-        Ok(if answer.is_error {
+        // A defect in a tool's logic answers this call with an error instead of leaving it
+        // unanswered until the step's timeout (an agent's arguments are hostile input).
+        let call = std::panic::AssertUnwindSafe(self.console.call(&request.name, arguments));
+        let (text, is_error) = match futures::FutureExt::catch_unwind(call).await {
+            Ok(answer) => (answer.text, answer.is_error),
+            Err(_) => (
+                format!("{} failed: an internal error in the console", request.name),
+                true,
+            ),
+        };
+        let content = vec![ContentBlock::text(text)];
+        Ok(if is_error {
             CallToolResult::error(content)
         } else {
             CallToolResult::success(content)

@@ -1,18 +1,22 @@
 //! One console session: a command the agent started with `exec_command`, under a PTY (or with
 //! pipes), through the one spawn function ([`crate::process::handle::start`]).
 //!
-//! A reader thread per session (the PTY reader blocks) writes the full output to
-//! `console/<id>.log` (secrets redacted) and into a bounded head+tail [`Pending`] buffer, then
-//! bumps a sequence number on a watch channel. Calls wait on that, on the exit event and on their
-//! deadline — events, never a poll.
+//! The supervisor's one output pump ([`crate::process::output`]) reads the session's output: it
+//! redacts secrets over the whole stream, writes `console/<id>.log` under `[supervisor]
+//! max_log_bytes` (head, then a rolling tail, as a harness command's log), and hands the same
+//! redacted bytes to a tap that keeps the unread part in a bounded head+tail [`Pending`] buffer
+//! and bumps a sequence number on a watch channel. Calls wait on that, on the exit event and on
+//! their deadline — events, never a poll. Since the buffer holds redacted output, a secret split
+//! across two calls' answers never reaches either in clear.
 
 use super::buffer::{Pending, Taken, HALF};
-use crate::model::redact::{Secrets, StreamRedactor};
+use crate::model::redact::Secrets;
 use crate::process::exit::ExitStatus;
 use crate::process::handle::{self, EnvMarker, Group, Io, Launch};
+use crate::process::output::{spawn_pump_with_tap, LogTarget, OutputHub, OutputTap};
 use crate::process::owner::{Owner, Role, Scope};
 use crate::process::teardown::{self, Ladder};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -70,6 +74,8 @@ pub struct Spawn {
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
     pub log_path: PathBuf,
+    /// `[supervisor] max_log_bytes`, for `console/<id>.log` as for every log.
+    pub max_log_bytes: u64,
     pub secrets: Arc<Secrets>,
 }
 
@@ -163,12 +169,19 @@ impl ConsoleSession {
             pending: Mutex::new(Pending::new(HALF)),
             seq: seq_tx,
         });
-        if let Err(e) = spawn_reader(
-            spawn.id,
+        let target = LogTarget {
+            file: log,
+            path: spawn.log_path.clone(),
+            max_bytes: spawn.max_log_bytes,
+        };
+        let tap = Box::new(Tap(Arc::clone(&shared)));
+        if let Err(e) = spawn_pump_with_tap(
+            &format!("console-{}", spawn.id),
             output,
-            log,
+            target,
             Arc::clone(&spawn.secrets),
-            Arc::clone(&shared),
+            OutputHub::new(),
+            Some(tap),
         ) {
             drop(group);
             return Err(start_err(e));
@@ -329,48 +342,27 @@ fn incomplete_suffix(bytes: &[u8]) -> usize {
     }
 }
 
-/// The reader thread: output → log (redacted) and the pending buffer; a sequence bump per chunk.
-fn spawn_reader(
-    id: u32,
-    mut source: Box<dyn Read + Send>,
-    log: std::fs::File,
-    secrets: Arc<Secrets>,
-    shared: Arc<Shared>,
-) -> std::io::Result<()> {
-    std::thread::Builder::new()
-        .name(format!("console-{id}"))
-        .spawn(move || {
-            let mut log = std::io::BufWriter::with_capacity(64 * 1024, log);
-            let mut redactor = StreamRedactor::new(secrets);
-            let mut buf = vec![0u8; 64 * 1024];
-            let mut log_ok = true;
-            loop {
-                let n = match source.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => n,
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                    // A PTY master reads EIO once the last slave closes: the end.
-                    Err(_) => break,
-                };
-                if log_ok {
-                    let clean = redactor.push(&buf[..n]);
-                    log_ok = log.write_all(&clean).is_ok() && log.flush().is_ok();
-                }
-                match shared.pending.lock() {
-                    Ok(mut p) => p.push(&buf[..n]),
-                    Err(poisoned) => poisoned.into_inner().push(&buf[..n]),
-                }
-                shared
-                    .seq
-                    .send_modify(|s| *s = s.wrapping_add(1) % (u64::MAX - 1));
-            }
-            if log_ok {
-                let _ = log.write_all(&redactor.finish());
-                let _ = log.flush();
-            }
-            shared.seq.send_replace(u64::MAX);
-        })
-        .map(|_| ())
+/// The session's side of the pump: redacted output into the pending buffer, a sequence bump
+/// per chunk, `u64::MAX` at end-of-file.
+struct Tap(Arc<Shared>);
+
+impl OutputTap for Tap {
+    fn chunk(&mut self, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        match self.0.pending.lock() {
+            Ok(mut p) => p.push(data),
+            Err(poisoned) => poisoned.into_inner().push(data),
+        }
+        self.0
+            .seq
+            .send_modify(|s| *s = s.wrapping_add(1) % (u64::MAX - 1));
+    }
+
+    fn end(&mut self) {
+        self.0.seq.send_replace(u64::MAX);
+    }
 }
 
 /// The directory of a session's full output.

@@ -72,9 +72,11 @@ pub fn truncate_around_gap(
         marker_len = len;
     }
     let (head_end, tail_start) = cut;
-    let mut out = String::with_capacity(budget.max(marker_len));
+    let marker = marker(tail_start - head_end + missing);
+    // Sized by what is kept, never by the caller's budget (which may be any number).
+    let mut out = String::with_capacity(head_end + marker.len() + (text.len() - tail_start));
     out.push_str(&text[..head_end]);
-    out.push_str(&marker(tail_start - head_end + missing));
+    out.push_str(&marker);
     out.push_str(&text[tail_start..]);
     Truncated {
         text: out,

@@ -65,6 +65,19 @@ pub fn walk_test_files_noting(
                 ));
                 continue;
             }
+            // Below the root, what cannot be read or stat'ed (a dangling symlink such as an
+            // Emacs lock file `.#a.test.toml`, a link that loops through another, a folder
+            // without permission) is skipped with a note: it must not stop every run.
+            Err(e) if e.depth() > 0 => {
+                let at = e
+                    .path()
+                    .map_or_else(String::new, |p| p.display().to_string());
+                let reason = e
+                    .io_error()
+                    .map_or_else(|| e.to_string(), ToString::to_string);
+                notes.push(format!("skipped {at}: cannot read it ({reason})"));
+                continue;
+            }
             Err(e) => {
                 return Err(DiscoveryError::Walk {
                     dir: dir.display().to_string(),
@@ -154,10 +167,14 @@ pub fn resolve_arg(arg: &str, cwd: &Path, root: &Path) -> Result<Vec<PathBuf>, D
 }
 
 /// Files matched by the `[supervisor] tests` globs (relative to the root), one error per
-/// glob that is invalid or matches nothing.
-pub fn from_globs(root: &Path, globs: &[String]) -> (Vec<PathBuf>, Vec<DiscoveryError>) {
+/// glob that is invalid or matches nothing; what the walk skipped goes to `notes`.
+pub fn from_globs(
+    root: &Path,
+    globs: &[String],
+    notes: &mut Vec<String>,
+) -> (Vec<PathBuf>, Vec<DiscoveryError>) {
     let mut errors = Vec::new();
-    let all = match walk_test_files(root, false) {
+    let all = match walk_test_files_noting(root, false, notes) {
         Ok(all) => all,
         Err(e) => return (Vec::new(), vec![e]),
     };
@@ -287,11 +304,19 @@ mod tests {
     fn globs_match_relative_paths_and_report_empty_or_bad_ones() {
         let d = project();
         let r = d.path();
-        let (found, errs) = from_globs(r, &["sub/*.test.toml".into(), "*.test.toml".into()]);
+        let (found, errs) = from_globs(
+            r,
+            &["sub/*.test.toml".into(), "*.test.toml".into()],
+            &mut Vec::new(),
+        );
         assert!(errs.is_empty(), "{errs:?}");
         // `*` does not cross `/`
         assert_eq!(rel(r, &found), vec!["a.test.toml", "sub/b.test.toml"]);
-        let (_, errs) = from_globs(r, &["none/*.test.toml".into(), "a[".into()]);
+        let (_, errs) = from_globs(
+            r,
+            &["none/*.test.toml".into(), "a[".into()],
+            &mut Vec::new(),
+        );
         assert_eq!(errs.len(), 2);
         assert!(
             errs[0].to_string().contains("matches no file"),
@@ -303,5 +328,37 @@ mod tests {
             "{}",
             errs[1]
         );
+    }
+
+    #[test]
+    fn what_cannot_be_stated_is_skipped_with_a_note() {
+        let d = project();
+        let r = d.path();
+        // An Emacs lock file: a dangling symlink named like a test.
+        std::os::unix::fs::symlink("root@host.1234:1700000000", r.join("sub/.#b.test.toml"))
+            .unwrap();
+        // Two links pointing at each other (ELOOP), not at an ancestor.
+        fs::create_dir_all(r.join("docs")).unwrap();
+        std::os::unix::fs::symlink("y", r.join("docs/x")).unwrap();
+        std::os::unix::fs::symlink("x", r.join("docs/y")).unwrap();
+        let mut notes = Vec::new();
+        let found = walk_test_files_noting(r, false, &mut notes).unwrap();
+        assert_eq!(
+            rel(r, &found),
+            vec![
+                "a.test.toml",
+                "deep/er/checkout.test.toml",
+                "sub/b.test.toml"
+            ]
+        );
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(
+            notes
+                .iter()
+                .any(|n| n.contains(".#b.test.toml") && n.starts_with("skipped ")),
+            "{notes:?}"
+        );
+        let (found, errs) = from_globs(r, &["**/*.test.toml".into()], &mut notes);
+        assert!(errs.is_empty() && found.len() == 3, "{errs:?} {found:?}");
     }
 }

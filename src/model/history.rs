@@ -3,8 +3,8 @@
 //! reads it: the shard split takes each test's recent duration from it (SPEC §12). Writing lines,
 //! comparing suites and the trends are the report's.
 
-use std::collections::BTreeMap;
-use std::io::BufRead;
+use std::collections::{BTreeMap, VecDeque};
+use std::io::{BufRead, Read};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
@@ -158,25 +158,112 @@ pub fn read(path: &Path) -> Vec<HistoryEntry> {
 /// [`read`], and a warning per line that could not be read (truncated, hand-edited, written by
 /// a newer version), naming the file and line.
 pub fn read_checked(path: &Path) -> (Vec<HistoryEntry>, Vec<String>) {
-    let Ok(file) = std::fs::File::open(path) else {
-        return (Vec::new(), Vec::new());
-    };
     let mut entries = Vec::new();
+    let warnings = for_each_entry(path, |entry| entries.push(entry));
+    (entries, warnings)
+}
+
+/// The longest history line read: a suite of thousands of tests is well under it, and a line
+/// past it (a damaged or hostile file) is skipped with a warning instead of held in memory.
+pub const MAX_LINE_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Calls `f` on every readable line of the history file, oldest first, one line in memory at a
+/// time (a history of hundreds of megabytes costs no more than its longest line); returns a
+/// warning per line that could not be read.
+pub fn for_each_entry(path: &Path, mut f: impl FnMut(HistoryEntry)) -> Vec<String> {
+    let Ok(file) = std::fs::File::open(path) else {
+        return Vec::new();
+    };
+    let mut reader = std::io::BufReader::new(file);
     let mut warnings = Vec::new();
-    for (n, line) in std::io::BufReader::new(file).lines().enumerate() {
-        let Ok(line) = line else {
-            warnings.push(format!("{}:{}: not text", path.display(), n + 1));
-            break;
-        };
-        if line.trim().is_empty() {
+    let mut line = Vec::new();
+    for n in 1.. {
+        line.clear();
+        let read = (&mut reader)
+            .take(MAX_LINE_BYTES + 1)
+            .read_until(b'\n', &mut line);
+        match read {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) => {
+                warnings.push(format!("{}:{n}: {e}", path.display()));
+                break;
+            }
+        }
+        if line.len() as u64 > MAX_LINE_BYTES {
+            warnings.push(format!(
+                "{}:{n}: a line longer than {MAX_LINE_BYTES} bytes",
+                path.display()
+            ));
+            if !skip_line(&mut reader) {
+                break;
+            }
             continue;
         }
-        match serde_json::from_str::<HistoryEntry>(&line) {
-            Ok(entry) => entries.push(entry),
-            Err(e) => warnings.push(format!("{}:{}: {e}", path.display(), n + 1)),
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<HistoryEntry>(&line) {
+            Ok(entry) => f(entry),
+            Err(e) => warnings.push(format!("{}:{n}: {e}", path.display())),
         }
     }
-    (entries, warnings)
+    warnings
+}
+
+/// Reads past the rest of a line without keeping it; false at the end of the file.
+fn skip_line(reader: &mut impl BufRead) -> bool {
+    loop {
+        let Ok(buf) = reader.fill_buf() else {
+            return false;
+        };
+        if buf.is_empty() {
+            return false;
+        }
+        if let Some(at) = memchr::memchr(b'\n', buf) {
+            reader.consume(at + 1);
+            return true;
+        }
+        let len = buf.len();
+        reader.consume(len);
+    }
+}
+
+/// Each test's last five per-attempt durations, newest last: what [`recent_durations`] needs,
+/// kept as the history streams by.
+#[derive(Debug, Default)]
+pub struct RecentRuns(BTreeMap<String, VecDeque<u64>>);
+
+impl RecentRuns {
+    const KEPT: usize = 5;
+
+    /// Adds a whole-suite entry's durations; a shard's own partial entry is left out (see
+    /// [`recent_durations`]).
+    pub fn add(&mut self, entry: &HistoryEntry) {
+        if !entry.selection.is_whole_suite() {
+            return;
+        }
+        for test in entry.tests.iter().filter(|t| t.attempts > 0) {
+            let runs = self.0.entry(test.test_file.clone()).or_default();
+            runs.push_back(test.duration_ms / u64::from(test.attempts.max(1)));
+            if runs.len() > Self::KEPT {
+                runs.pop_front();
+            }
+        }
+    }
+
+    /// Each test's median of its kept runs.
+    pub fn medians(self) -> BTreeMap<String, u64> {
+        self.0
+            .into_iter()
+            .map(|(test, runs)| {
+                let mut runs: Vec<u64> = runs.into();
+                runs.sort_unstable();
+                let median = runs[runs.len() / 2];
+                (test, median)
+            })
+            .collect()
+    }
 }
 
 /// Each test's recent duration (ms): the median of its last five recorded runs in the
@@ -185,26 +272,69 @@ pub fn read_checked(path: &Path) -> (Vec<HistoryEntry>, Vec<String>) {
 /// read, those would move tests from shard to shard mid-run, so that some run twice and some
 /// never. Only a whole suite (or a merge) moves the split, between CI runs.
 pub fn recent_durations(entries: &[HistoryEntry]) -> BTreeMap<String, u64> {
-    let mut seen: BTreeMap<String, Vec<u64>> = BTreeMap::new();
-    for entry in entries
-        .iter()
-        .rev()
-        .filter(|e| e.selection.is_whole_suite())
-    {
-        for test in entry.tests.iter().filter(|t| t.attempts > 0) {
-            let runs = seen.entry(test.test_file.clone()).or_default();
-            if runs.len() < 5 {
-                runs.push(test.duration_ms / u64::from(test.attempts.max(1)));
-            }
-        }
-    }
-    seen.into_iter()
-        .map(|(test, mut runs)| {
-            runs.sort_unstable();
-            let median = runs[runs.len() / 2];
-            (test, median)
+    let mut recent = RecentRuns::default();
+    entries.iter().for_each(|e| recent.add(e));
+    recent.medians()
+}
+
+/// [`recent_durations`] of the history file at `path`, streamed (the `--shard` split's input),
+/// and a warning per unreadable line.
+pub fn recent_durations_in(path: &Path) -> (BTreeMap<String, u64>, Vec<String>) {
+    let mut recent = RecentRuns::default();
+    let warnings = for_each_entry(path, |e| recent.add(&e));
+    (recent.medians(), warnings)
+}
+
+#[cfg(test)]
+mod streaming_tests {
+    use super::*;
+    use std::io::Write;
+
+    fn line(n: u64) -> String {
+        serde_json::json!({
+            "suite_id": format!("s{n}"),
+            "started_at": "2026-01-01T00:00:00Z",
+            "finished_at": "2026-01-01T00:00:01Z",
+            "duration_ms": 1000,
+            "selection": {},
+            "tests": [
+                {"test_file": "a.test.toml", "outcome": "passed", "attempts": 1, "duration_ms": n * 10},
+                {"test_file": "b.test.toml", "outcome": "failed", "attempts": 2, "duration_ms": n * 40},
+            ],
         })
-        .collect()
+        .to_string()
+    }
+
+    #[test]
+    fn streamed_durations_equal_the_whole_reads_and_a_huge_line_is_skipped() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("history.jsonl");
+        let mut file = std::fs::File::create(&path).expect("create");
+        for n in 1..=4 {
+            writeln!(file, "{}", line(n)).expect("write");
+        }
+        // A line past the limit, then a damaged one, then more history.
+        let huge = vec![b'x'; usize::try_from(MAX_LINE_BYTES).expect("fits") + 10];
+        file.write_all(&huge).expect("write");
+        writeln!(file, "\n{{not json").expect("write");
+        for n in 5..=9 {
+            writeln!(file, "{}", line(n)).expect("write");
+        }
+        drop(file);
+        let (entries, warnings) = read_checked(&path);
+        assert_eq!(entries.len(), 9);
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].contains(":5: a line longer than"),
+            "{warnings:?}"
+        );
+        let (streamed, again) = recent_durations_in(&path);
+        assert_eq!(again, warnings);
+        assert_eq!(streamed, recent_durations(&entries));
+        // The last five runs (5..=9) of each test: medians 70 and 140 (per attempt).
+        assert_eq!(streamed["a.test.toml"], 70);
+        assert_eq!(streamed["b.test.toml"], 140);
+    }
 }
 
 /// Each test's recent cost per attempt (USD): the median of its last five runs that reported a

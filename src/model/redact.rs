@@ -1,5 +1,8 @@
 //! Secret redaction for every artifact and console line: `[REDACTED:NAME]` in place of a value,
-//! also when a value arrives split across output chunks.
+//! also when a value arrives split across output chunks, with its line ends as a terminal prints
+//! them (`\r\n`), and in its common encodings: base64 (`[REDACTED:NAME:base64]`, found at any
+//! alignment inside a longer base64 text, standard or URL-safe alphabet) and URL-encoding
+//! (`[REDACTED:NAME:url]`).
 
 use std::sync::Arc;
 
@@ -9,10 +12,9 @@ use std::sync::Arc;
 pub struct Secrets {
     /// Longest value first, so that a secret containing another is replaced whole.
     entries: Vec<(String, Vec<u8>)>,
-    /// `first_byte[b]` is true when some secret starts with byte `b`: lets the scan skip fast.
-    first_byte: Vec<bool>,
-    /// The distinct first bytes of the secrets.
-    firsts: Vec<u8>,
+    /// Every value, found leftmost-longest in one pass: redaction runs over every byte of every
+    /// log, and a secret's encodings make many patterns with many first bytes.
+    finder: Option<aho_corasick::AhoCorasick>,
     longest: usize,
 }
 
@@ -23,24 +25,28 @@ impl Secrets {
         N: Into<String>,
         V: AsRef<[u8]>,
     {
-        let mut entries: Vec<(String, Vec<u8>)> = pairs
-            .into_iter()
-            .map(|(n, v)| (n.into(), v.as_ref().to_vec()))
-            .filter(|(_, v)| !v.is_empty())
-            .collect();
-        entries.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
-        let mut first_byte = vec![false; 256];
-        for (_, value) in &entries {
-            if let Some(&b) = value.first() {
-                first_byte[b as usize] = true;
+        let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
+        for (name, value) in pairs {
+            let (name, value) = (name.into(), value.as_ref().to_vec());
+            if value.is_empty() {
+                continue;
+            }
+            for variant in variants(&name, &value) {
+                if !entries.iter().any(|(_, v)| *v == variant.1) {
+                    entries.push(variant);
+                }
             }
         }
+        entries.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
         let longest = entries.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
-        let firsts = (0..=255u8).filter(|b| first_byte[*b as usize]).collect();
+        let finder = aho_corasick::AhoCorasick::builder()
+            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+            .build(entries.iter().map(|(_, v)| v))
+            .ok()
+            .filter(|_| !entries.is_empty());
         Self {
             entries,
-            first_byte,
-            firsts,
+            finder,
             longest,
         }
     }
@@ -66,58 +72,121 @@ impl Secrets {
         out
     }
 
-    /// Where the next byte that could start a secret is. With up to three distinct first bytes
-    /// (the common case) this is a vectorized memchr: redaction runs over every byte of every log.
-    fn next_candidate(&self, data: &[u8]) -> Option<usize> {
-        match self.firsts.as_slice() {
-            [a] => memchr::memchr(*a, data),
-            [a, b] => memchr::memchr2(*a, *b, data),
-            [a, b, c] => memchr::memchr3(*a, *b, *c, data),
-            _ => data.iter().position(|&c| self.first_byte[c as usize]),
-        }
+    /// Whether more data could still make `rest` (the end of the data so far) a secret.
+    fn could_grow(&self, rest: &[u8]) -> bool {
+        rest.len() < self.longest
+            && self
+                .entries
+                .iter()
+                .any(|(_, v)| v.len() > rest.len() && v.starts_with(rest))
+    }
+
+    /// The first position at or after `from` where the rest of `data` could still grow into a
+    /// secret (only the last `longest - 1` bytes can); `data.len()` when none.
+    fn hold_from(&self, data: &[u8], from: usize) -> usize {
+        let start = from.max(data.len().saturating_sub(self.longest.saturating_sub(1)));
+        (start..data.len())
+            .find(|&i| self.could_grow(&data[i..]))
+            .unwrap_or(data.len())
     }
 
     /// Writes the redacted form of `data` to `out`. When `complete` is false, a tail of `data`
     /// that could be the start of a secret is held back and its length returned, so the caller
     /// can prepend it to the next chunk.
     fn scan(&self, data: &[u8], out: &mut Vec<u8>, complete: bool) -> usize {
-        let mut i = 0;
-        'outer: while i < data.len() {
-            let b = data[i];
-            if !self.first_byte[b as usize] {
-                // Copy the run of bytes that cannot start a secret in one go.
-                let run_end = self
-                    .next_candidate(&data[i..])
-                    .map_or(data.len(), |p| i + p);
-                out.extend_from_slice(&data[i..run_end]);
-                i = run_end;
-                continue;
+        let Some(finder) = &self.finder else {
+            out.extend_from_slice(data);
+            return 0;
+        };
+        let mut pos = 0;
+        let mut hold = if complete {
+            data.len()
+        } else {
+            self.hold_from(data, 0)
+        };
+        for m in finder.find_iter(data) {
+            // A match at or past the hold may be the start of a longer secret: wait for more.
+            if m.start() >= hold {
+                break;
             }
-            let rest = &data[i..];
-            // The rest of the data could still grow into a (longer) secret: wait for more.
-            if !complete
-                && rest.len() < self.longest
-                && self
-                    .entries
-                    .iter()
-                    .any(|(_, v)| v.len() > rest.len() && v.starts_with(rest))
-            {
-                return data.len() - i;
+            out.extend_from_slice(&data[pos..m.start()]);
+            out.extend_from_slice(b"[REDACTED:");
+            out.extend_from_slice(self.entries[m.pattern().as_usize()].0.as_bytes());
+            out.push(b']');
+            pos = m.end();
+            if !complete && pos > hold {
+                hold = self.hold_from(data, pos);
             }
-            for (name, value) in &self.entries {
-                if rest.starts_with(value) {
-                    out.extend_from_slice(b"[REDACTED:");
-                    out.extend_from_slice(name.as_bytes());
-                    out.push(b']');
-                    i += value.len();
-                    continue 'outer;
+        }
+        let hold = hold.max(pos);
+        out.extend_from_slice(&data[pos..hold]);
+        data.len() - hold
+    }
+}
+
+/// Values this short are redacted as written only: their encodings would be too short to tell
+/// from ordinary text.
+const MIN_ENCODED_SECRET: usize = 8;
+
+/// The forms of a secret that are redacted: as written; with `\n` as `\r\n` (a terminal prints
+/// a multi-line value so); and, for values of [`MIN_ENCODED_SECRET`] bytes or more, its base64
+/// (the part of it that does not depend on the bytes around the value, at each of the three
+/// alignments, in both alphabets) and its URL-encoding.
+fn variants(name: &str, value: &[u8]) -> Vec<(String, Vec<u8>)> {
+    use base64::Engine;
+    let mut out = vec![(name.to_string(), value.to_vec())];
+    if value.contains(&b'\n') {
+        let mut crlf = Vec::with_capacity(value.len() + 8);
+        for &b in value {
+            if b == b'\n' && crlf.last() != Some(&b'\r') {
+                crlf.push(b'\r');
+            }
+            crlf.push(b);
+        }
+        out.push((name.to_string(), crlf));
+    }
+    if value.len() < MIN_ENCODED_SECRET {
+        return out;
+    }
+    let label = format!("{name}:base64");
+    for shift in 0..3usize {
+        let mut shifted = vec![0u8; shift];
+        shifted.extend_from_slice(value);
+        // Character i holds bits 6i..6i+6; the value's bits are 8·shift..8·(shift+len).
+        let start = (shift * 8).div_ceil(6);
+        let end = (shift + value.len()) * 8 / 6;
+        for engine in [
+            &base64::engine::general_purpose::STANDARD_NO_PAD,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ] {
+            let encoded = engine.encode(&shifted);
+            if let Some(part) = encoded.as_bytes().get(start..end) {
+                if part.len() >= MIN_ENCODED_SECRET {
+                    out.push((label.clone(), part.to_vec()));
                 }
             }
-            out.push(b);
-            i += 1;
         }
-        0
     }
+    let url = url_encode(value);
+    if url != value {
+        out.push((format!("{name}:url"), url));
+    }
+    out
+}
+
+/// Percent-encoding of everything but RFC 3986's unreserved characters, as URL and form
+/// encoders write a value.
+fn url_encode(value: &[u8]) -> Vec<u8> {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut out = Vec::with_capacity(value.len() * 3);
+    for &b in value {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b);
+        } else {
+            out.extend_from_slice(&[b'%', HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        }
+    }
+    out
 }
 
 /// Redacts a stream of chunks. Holds back at most the longest secret's length minus one byte.
@@ -212,5 +281,57 @@ mod tests {
         let mut r = StreamRedactor::new(Arc::new(Secrets::default()));
         assert_eq!(r.push(&[0xff, 0xfe]), vec![0xff, 0xfe]);
         assert!(r.finish().is_empty());
+    }
+
+    #[test]
+    fn base64_url_encoding_and_terminal_line_ends_are_redacted_too() {
+        use base64::Engine;
+        let s = Secrets::new([("KEY", "line one\nline two?&=")]);
+        let b64 = |v: &[u8]| base64::engine::general_purpose::STANDARD.encode(v);
+        // Alone, or inside a longer base64 text at every alignment (Basic auth: `user:KEY`).
+        for prefix in ["", "u", "us", "user:"] {
+            let text = b64(format!("{prefix}line one\nline two?&=").as_bytes());
+            let out = s.redact_str(&format!("Authorization: Basic {text}"));
+            assert!(out.contains("[REDACTED:KEY:base64]"), "{prefix:?}: {out}");
+        }
+        let url = "line%20one%0Aline%20two%3F%26%3D";
+        assert_eq!(
+            s.redact_str(&format!("GET /?k={url}")),
+            "GET /?k=[REDACTED:KEY:url]"
+        );
+        assert_eq!(
+            s.redact_str("out: line one\r\nline two?&=\r\n"),
+            "out: [REDACTED:KEY]\r\n"
+        );
+        // A short value is redacted as written only.
+        let short = Secrets::new([("PIN", "1234")]);
+        assert_eq!(short.redact_str("MTIzNA== 1234"), "MTIzNA== [REDACTED:PIN]");
+    }
+
+    proptest::proptest! {
+        /// Streamed in any chunks, the output is the whole text's redaction, with secrets that
+        /// overlap and prefix each other.
+        #[test]
+        fn any_chunking_redacts_as_the_whole(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec!["ab", "abcabd", "abcabdx", "cab", "x", "\n", "YWJjYWJk", "a"]),
+                0..40,
+            ),
+            cuts in proptest::collection::vec(0usize..200, 0..6),
+        ) {
+            let s = Arc::new(Secrets::new([("S1", "abcabd"), ("S2", "cabx"), ("S3", "abcabdxab")]));
+            let text: Vec<u8> = parts.concat().into_bytes();
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(text.len())).collect();
+            cuts.sort_unstable();
+            let mut r = StreamRedactor::new(Arc::clone(&s));
+            let mut out = Vec::new();
+            let mut at = 0;
+            for cut in cuts.into_iter().chain([text.len()]) {
+                out.extend(r.push(&text[at..cut]));
+                at = cut;
+            }
+            out.extend(r.finish());
+            proptest::prop_assert_eq!(out, s.redact_bytes(&text));
+        }
     }
 }

@@ -80,6 +80,16 @@ struct Tail {
     len: u64,
 }
 
+impl std::fmt::Debug for LimitedLog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LimitedLog")
+            .field("log_path", &self.log_path)
+            .field("head_len", &self.head_len)
+            .field("max", &self.max)
+            .finish()
+    }
+}
+
 impl LimitedLog {
     /// `log` is the command's log opened for appending (its current length is where it stands).
     pub fn new(log: File, log_path: &Path, max: u64, cut: Arc<LogCut>) -> Self {

@@ -1,6 +1,6 @@
 //! Output capture: the pump that moves a process's bytes from its pipe (or PTY) to its log file,
-//! and the fan-out that hands lines to whoever subscribed (a log readiness probe today, the agent
-//! console later).
+//! and the fan-out that hands lines to whoever subscribed (a log readiness probe, the agent
+//! console's `wait_for_log`) and chunks to a tap (the agent console's console sessions).
 //!
 //! Bulk output never travels through a mailbox: one dedicated thread per process reads big chunks
 //! and writes them through a buffered writer, raw (invalid UTF-8 is kept as is; only secrets are
@@ -292,14 +292,39 @@ pub struct LogTarget {
     pub max_bytes: u64,
 }
 
+/// Whoever else reads a process's output as it is written: the agent console's console
+/// sessions keep the unread part for the next call. It sees the bytes the log gets (secrets
+/// redacted over the whole stream, so a secret split across two reads is never seen in clear),
+/// whether or not the log kept them, and then the end of the stream.
+pub trait OutputTap: Send + 'static {
+    /// Redacted bytes, in order.
+    fn chunk(&mut self, data: &[u8]);
+    /// The stream ended (and the log is flushed).
+    fn end(&mut self);
+}
+
 /// Starts the pump thread: `source` → redaction → buffered `log` (head, then rolling tail, see
 /// [`super::log_limit`]), lines → `hub` (every line, whether or not the log kept it).
 pub fn spawn_pump(
+    name: &str,
+    source: Box<dyn Read + Send>,
+    log: LogTarget,
+    secrets: Arc<Secrets>,
+    hub: OutputHub,
+) -> std::io::Result<PumpHandle> {
+    spawn_pump_with_tap(name, source, log, secrets, hub, None)
+}
+
+/// [`spawn_pump`], also handing every redacted chunk to `tap`. The one pump of every output the
+/// supervisor keeps (harness commands, `on_finish`, console sessions), so one `max_log_bytes`
+/// holds for all of them.
+pub fn spawn_pump_with_tap(
     name: &str,
     mut source: Box<dyn Read + Send>,
     log: LogTarget,
     secrets: Arc<Secrets>,
     hub: OutputHub,
+    mut tap: Option<Box<dyn OutputTap>>,
 ) -> std::io::Result<PumpHandle> {
     let (done_tx, done_rx) = watch::channel(false);
     let cut = hub.inner.log_cut.clone();
@@ -311,6 +336,7 @@ pub fn spawn_pump(
             let mut redactor = (!secrets.is_empty()).then(|| StreamRedactor::new(secrets));
             let mut splitter = LineSplitter::new();
             let mut buf = vec![0u8; READ_CHUNK];
+            let mut log_ok = true;
             loop {
                 let n = match source.read(&mut buf) {
                     Ok(0) => break,
@@ -323,13 +349,19 @@ pub fn spawn_pump(
                     Some(r) => r.push(&buf[..n]).into(),
                     None => (&buf[..n]).into(),
                 };
-                let written = writer.write_all(&data);
                 // A short read means the pipe is empty for now: make the file current, so that
-                // an error message's log tail and live readers see everything so far.
-                if written.is_err() || (n < READ_CHUNK && writer.flush().is_err()) {
+                // an error message's log tail and live readers see everything so far. A log that
+                // cannot be written is given up, but the stream is still read to its end (the
+                // writer never blocks on a full pipe) and still reaches the tap and the hub.
+                if log_ok
+                    && (writer.write_all(&data).is_err()
+                        || (n < READ_CHUNK && writer.flush().is_err()))
+                {
                     tracing::warn!("log write failed; output of this command is discarded");
-                    drain_rest(&mut source, &mut buf);
-                    break;
+                    log_ok = false;
+                }
+                if let Some(tap) = tap.as_mut() {
+                    tap.chunk(&data);
                 }
                 // Lines go out once written (and, after a short read, in the file): the agent
                 // console's wait_for_log then finds the line it was woken for at its offset.
@@ -339,19 +371,20 @@ pub fn spawn_pump(
                 .as_mut()
                 .map(StreamRedactor::finish)
                 .unwrap_or_default();
-            let _ = writer.write_all(&tail);
-            let _ = writer.flush();
+            if log_ok {
+                let _ = writer.write_all(&tail);
+                let _ = writer.flush();
+            }
             splitter.feed(&hub, &tail);
             splitter.finish(&hub);
+            if let Some(tap) = tap.as_mut() {
+                tap.chunk(&tail);
+                tap.end();
+            }
             hub.inner.ended.store(true, Ordering::Release);
             let _ = done_tx.send(true);
         })?;
     Ok(PumpHandle { drained: done_rx })
-}
-
-/// Keeps reading so the writer never blocks on a full pipe once the log cannot be written.
-fn drain_rest(source: &mut Box<dyn Read + Send>, buf: &mut [u8]) {
-    while matches!(source.read(buf), Ok(n) if n > 0) {}
 }
 
 /// The last `max_lines` lines of a log file (at most its last 8 KiB), lossily decoded: what an

@@ -408,16 +408,25 @@ impl Provider for CommandProvider {
         let (program, args) = self.command_words()?;
         let facts = &self.ctx.facts;
         let dir = facts.transcripts_dir();
-        self.transcript = Some(SharedTranscript::create(
+        let cap = facts.max_log_bytes;
+        self.transcript = Some(SharedTranscript::create_capped(
             &dir.join("agent.log"),
             facts.secrets.clone(),
+            cap,
         )?);
         self.jsonl = Some(JsonlTranscript {
-            out: SharedTranscript::create(&dir.join("agent.jsonl"), facts.secrets.clone())?,
+            out: SharedTranscript::create_capped(
+                &dir.join("agent.jsonl"),
+                facts.secrets.clone(),
+                cap,
+            )?,
             partial: Vec::new(),
         });
-        let stderr =
-            SharedTranscript::create(&dir.join("agent.stderr.log"), facts.secrets.clone())?;
+        let stderr = SharedTranscript::create_capped(
+            &dir.join("agent.stderr.log"),
+            facts.secrets.clone(),
+            cap,
+        )?;
         let spawn = SpawnSpec {
             program,
             args,

@@ -149,6 +149,8 @@ pub struct SessionFacts {
     /// Ports, `[env]`, `[secrets]` and the `BUGATTI_*` variables, in order; later entries win.
     pub env: Vec<(String, String)>,
     pub secrets: Arc<Secrets>,
+    /// `[supervisor] max_log_bytes`: each transcript keeps this much head, then a rolling tail.
+    pub max_log_bytes: u64,
     /// The agent console's endpoint (SPEC §9); `None` with `[provider] console = false`.
     pub console: Option<crate::console::server::Endpoint>,
     /// MCP servers besides the console (SPEC §11): the session browser's Playwright MCP and the
@@ -452,6 +454,7 @@ mod tests {
                 ("HOME".into(), "/h".into()),
             ],
             secrets: Arc::new(Secrets::default()),
+            max_log_bytes: crate::process::log_limit::DEFAULT_MAX_LOG_BYTES,
             console: None,
             mcp: McpServers::default(),
         }

@@ -1,25 +1,36 @@
 //! The agent's transcripts under `<run_dir>/transcripts/`: bytes written as they arrive, redacted,
-//! through a buffered writer. Shared behind a mutex so a drain task can keep writing while the
+//! through a buffered writer, capped by `[supervisor] max_log_bytes` like every log (the head,
+//! then a rolling tail: see [`crate::process::log_limit`]). Shared behind a mutex so a drain task can keep writing while the
 //! agent is torn down; the lock is uncontended in the normal case (one reader per stream).
 
 use super::AgentError;
 use crate::model::redact::{Secrets, StreamRedactor};
+use crate::process::log_limit::{LimitedLog, LogCut, DEFAULT_MAX_LOG_BYTES};
 use std::fs::File;
-use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 #[derive(Debug)]
 pub struct Transcript {
     path: PathBuf,
-    out: BufWriter<File>,
+    out: LimitedLog,
     redactor: StreamRedactor,
     /// The first write error: reported once by [`Transcript::take_error`], never fatal to a step.
     error: Option<std::io::Error>,
 }
 
 impl Transcript {
+    /// A transcript capped at the default `max_log_bytes`.
     pub fn create(path: &Path, secrets: Arc<Secrets>) -> Result<Self, AgentError> {
+        Self::create_capped(path, secrets, DEFAULT_MAX_LOG_BYTES)
+    }
+
+    /// A transcript that keeps `max_bytes` of head, then a rolling tail.
+    pub fn create_capped(
+        path: &Path,
+        secrets: Arc<Secrets>,
+        max_bytes: u64,
+    ) -> Result<Self, AgentError> {
         let fail = |source| AgentError::Transcript {
             path: path.to_path_buf(),
             source,
@@ -30,7 +41,7 @@ impl Transcript {
         let file = File::create(path).map_err(fail)?;
         Ok(Self {
             path: path.to_path_buf(),
-            out: BufWriter::with_capacity(64 * 1024, file),
+            out: LimitedLog::new(file, path, max_bytes, Arc::new(LogCut::default())),
             redactor: StreamRedactor::new(secrets),
             error: None,
         })
@@ -73,8 +84,17 @@ pub struct SharedTranscript(Arc<Mutex<Transcript>>);
 
 impl SharedTranscript {
     pub fn create(path: &Path, secrets: Arc<Secrets>) -> Result<Self, AgentError> {
-        Ok(Self(Arc::new(Mutex::new(Transcript::create(
-            path, secrets,
+        Self::create_capped(path, secrets, DEFAULT_MAX_LOG_BYTES)
+    }
+
+    /// A shared transcript that keeps `max_bytes` of head, then a rolling tail.
+    pub fn create_capped(
+        path: &Path,
+        secrets: Arc<Secrets>,
+        max_bytes: u64,
+    ) -> Result<Self, AgentError> {
+        Ok(Self(Arc::new(Mutex::new(Transcript::create_capped(
+            path, secrets, max_bytes,
         )?))))
     }
 
@@ -110,7 +130,13 @@ impl AgentTranscripts {
     /// Creates them in the session's `transcripts/`, secrets redacted.
     pub fn create(facts: &super::SessionFacts) -> Result<Self, AgentError> {
         let dir = facts.transcripts_dir();
-        let open = |name: &str| SharedTranscript::create(&dir.join(name), facts.secrets.clone());
+        let open = |name: &str| {
+            SharedTranscript::create_capped(
+                &dir.join(name),
+                facts.secrets.clone(),
+                facts.max_log_bytes,
+            )
+        };
         Ok(Self {
             log: open("agent.log")?,
             jsonl: open("agent.jsonl")?,

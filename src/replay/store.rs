@@ -44,6 +44,16 @@ pub enum LoadError {
         found: u64,
         supported: u32,
     },
+    #[error(
+        "{}: not a regular file ({kind}); a recording is read only from a regular file",
+        path.display()
+    )]
+    NotRegular { path: PathBuf, kind: &'static str },
+    #[error(
+        "{}: {size} bytes, more than the {MAX_RECORDING_BYTES} a recording may have",
+        path.display()
+    )]
+    TooBig { path: PathBuf, size: u64 },
     #[error("{}: the recording of {found}, not of {expected}", path.display())]
     OtherTest {
         path: PathBuf,
@@ -52,17 +62,86 @@ pub enum LoadError {
     },
 }
 
+/// The largest recording read (docs/replay.md): a recording is the project's input, and a
+/// symlink to `/dev/zero` or a giant file must not take the supervisor's memory.
+pub const MAX_RECORDING_BYTES: u64 = 64 * 1024 * 1024;
+
+/// What kind of file `meta` describes, for a refusal.
+fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
+}
+
+/// The text of the file at `path` if it is a regular file (a symlink to one is fine) of at most
+/// [`MAX_RECORDING_BYTES`]; `Ok(None)` when there is none. A FIFO or a device is never opened
+/// for blocking: its type is checked before the open, the open does not block, and the opened
+/// file is checked again (it may have been swapped in between).
+fn read_regular(path: &Path) -> Result<Option<String>, LoadError> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let read_err = |source| LoadError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let check = |meta: &std::fs::Metadata| {
+        if !meta.is_file() {
+            return Err(LoadError::NotRegular {
+                path: path.to_path_buf(),
+                kind: file_kind(meta),
+            });
+        }
+        if meta.len() > MAX_RECORDING_BYTES {
+            return Err(LoadError::TooBig {
+                path: path.to_path_buf(),
+                size: meta.len(),
+            });
+        }
+        Ok(())
+    };
+    match std::fs::metadata(path) {
+        Ok(meta) => check(&meta)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(read_err(e)),
+    }
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(read_err)?;
+    check(&file.metadata().map_err(read_err)?)?;
+    let mut bytes = Vec::new();
+    // One byte past the cap tells a file that grew after its size was read.
+    file.take(MAX_RECORDING_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read_err)?;
+    if bytes.len() as u64 > MAX_RECORDING_BYTES {
+        return Err(LoadError::TooBig {
+            path: path.to_path_buf(),
+            size: bytes.len() as u64,
+        });
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|e| read_err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))
+}
+
 /// Reads the recording of `test` at `path`: `Ok(None)` when there is none.
 pub fn load(path: &Path, test: &str) -> Result<Option<Recording>, LoadError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
-            return Err(LoadError::Read {
-                path: path.to_path_buf(),
-                source,
-            })
-        }
+    let Some(text) = read_regular(path)? else {
+        return Ok(None);
     };
     let corrupt = |e: serde_json::Error| LoadError::Corrupt {
         path: path.to_path_buf(),

@@ -4,7 +4,7 @@
 //! (an I/O error listing artifacts, a bug that panics) is replaced by a note saying so, and the
 //! rest is still written: a partial report is far more useful than none.
 
-use crate::report::printable::{escape_controls, Newlines};
+use crate::report::printable::{escape_controls, markdown_text, Newlines};
 use std::fmt::Write as _;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -77,15 +77,13 @@ pub fn render_sections(input: &ReportInput<'_>, sections: &[Section]) -> String 
     out
 }
 
-/// Text made safe for one markdown table cell.
+/// Text made safe for one markdown table cell (no raw HTML or link from an agent or a file).
 fn cell(text: &str) -> String {
-    escape_controls(&text.replace("\r\n", "\n"), Newlines::Keep)
-        .replace('|', "\\|")
-        .replace('\n', "<br>")
+    markdown_text(text, Newlines::Keep).replace('\n', "<br>")
 }
 
 fn one_line(text: &str) -> String {
-    escape_controls(&text.replace('\n', " "), Newlines::Escape).into_owned()
+    markdown_text(text, Newlines::Escape)
 }
 
 fn ms(ms: Option<u64>) -> String {
@@ -119,13 +117,17 @@ fn summary(input: &ReportInput<'_>) -> Result<String, String> {
     let mut s = String::new();
     let outcome = r.outcome.map_or("running", |o| o.as_str());
     (|| {
-        writeln!(s, "# Bugatti run: {}\n", r.test_name)?;
+        writeln!(s, "# Bugatti run: {}\n", one_line(&r.test_name))?;
         writeln!(s, "**Outcome: {}**\n", outcome.to_uppercase())?;
         writeln!(s, "| | |\n|---|---|")?;
         writeln!(s, "| run id | `{}` |", r.run_id)?;
         writeln!(s, "| session id | `{}` |", r.session_id)?;
         writeln!(s, "| suite id | `{}` |", r.suite_id)?;
-        writeln!(s, "| test file | `{}` |", cell(&r.test_file))?;
+        writeln!(
+            s,
+            "| test file | `{}` |",
+            cell(&r.test_file).replace('`', "'")
+        )?;
         writeln!(s, "| provider | {} |", cell(&r.provider))?;
         writeln!(s, "| attempt | {} |", r.attempt)?;
         writeln!(
@@ -138,7 +140,11 @@ fn summary(input: &ReportInput<'_>) -> Result<String, String> {
         });
         writeln!(s, "| finished | {finished} |")?;
         writeln!(s, "| duration | {} |", ms(r.duration_ms))?;
-        writeln!(s, "| project root | `{}` |", cell(&r.project_root))?;
+        writeln!(
+            s,
+            "| project root | `{}` |",
+            cell(&r.project_root).replace('`', "'")
+        )?;
         if let Some(cp) = r
             .checkpoints
             .iter()
@@ -355,7 +361,17 @@ fn step_details(input: &ReportInput<'_>) -> Result<String, String> {
             for ev in &step.evidence {
                 let exists = input.run_dir.join(&ev.path).exists();
                 let missing = if exists { "" } else { " (file not found)" };
-                let _ = writeln!(s, "- {}: [`{}`]({}){missing}", ev.kind, ev.path, ev.path);
+                let shown = one_line(&ev.path).replace('`', "'");
+                // A link only to a file that is there, as a relative path (never a scheme).
+                if exists && !ev.path.contains(':') {
+                    let target = ev
+                        .path
+                        .replace(' ', "%20")
+                        .replace(['(', ')', '<', '>'], "");
+                    let _ = writeln!(s, "- {}: [`{shown}`]({target})", one_line(&ev.kind));
+                } else {
+                    let _ = writeln!(s, "- {}: `{shown}`{missing}", one_line(&ev.kind));
+                }
             }
             s.push('\n');
         }

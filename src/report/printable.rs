@@ -39,9 +39,38 @@ pub fn escape_controls(text: &str, newlines: Newlines) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// `text` for one line of markdown prose or a table cell (report.md, summary.md): controls
+/// escaped, and nothing that markdown would turn into markup a reader did not write: `<` (raw
+/// HTML, autolinks such as `<javascript:…>`) as `&lt;`, the `](` that opens a link target as
+/// `]\(`, a table's `|` as `\|`. Line breaks become spaces (`Newlines::Keep`: they stay, for
+/// the caller to turn into `<br>` in a table cell).
+pub fn markdown_text(text: &str, newlines: Newlines) -> String {
+    let text = text.replace("\r\n", "\n");
+    let text = match newlines {
+        Newlines::Keep => text,
+        Newlines::Escape => text.replace('\n', " "),
+    };
+    escape_controls(&text, newlines)
+        .replace('<', "&lt;")
+        .replace("](", "]\\(")
+        .replace('|', "\\|")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn markdown_text_leaves_no_html_link_or_control() {
+        let t = markdown_text(
+            "a\u{1b}[2J\u{7}\0 <script>x</script> [click](javascript:alert(1)) c|d\ne",
+            Newlines::Escape,
+        );
+        assert_eq!(
+            t,
+            "a\\e[2J\\u{7}\\0 &lt;script>x&lt;/script> [click]\\(javascript:alert(1)) c\\|d e"
+        );
+    }
 
     #[test]
     fn controls_are_escaped_and_plain_text_is_untouched() {

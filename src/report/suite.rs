@@ -12,6 +12,7 @@ use crate::model::outcome::RunOutcome;
 use crate::report::events::Totals;
 use crate::report::history::Comparison;
 use crate::report::paths::RunPaths;
+use crate::report::printable::{markdown_text, Newlines};
 use crate::report::run_record::{RunRecord, SCHEMA_VERSION};
 
 /// One attempt of a root test.
@@ -326,7 +327,7 @@ impl SuiteSummary {
                 let _ = writeln!(
                     s,
                     "| `{}` | {} | {} | {} | {:.1}s | `{}` | [report.md]({}) |",
-                    test.test_file.replace('|', "\\|"),
+                    markdown_text(&test.test_file, Newlines::Escape).replace('`', "'"),
                     test.outcome.as_str(),
                     test.attempts,
                     if test.flaky { "yes" } else { "no" },
@@ -348,11 +349,11 @@ impl SuiteSummary {
                 let _ = writeln!(
                     s,
                     "- `{}` {why}: {}",
-                    test.test_file,
-                    test.message
-                        .as_deref()
-                        .unwrap_or("no message")
-                        .replace('\n', " ")
+                    markdown_text(&test.test_file, Newlines::Escape).replace('`', "'"),
+                    markdown_text(
+                        test.message.as_deref().unwrap_or("no message"),
+                        Newlines::Escape
+                    )
                 );
             }
             s.push('\n');
@@ -365,13 +366,13 @@ impl SuiteSummary {
             let _ = writeln!(
                 s,
                 "## Suite harness error\n\nNo root test could run: {}\n",
-                reason.replace('\n', " ")
+                markdown_text(reason, Newlines::Escape)
             );
         }
         if !self.not_run.is_empty() {
             s.push_str("## Not run\n\n");
             if let Some(reason) = &self.not_run_reason {
-                let _ = writeln!(s, "{}\n", reason.replace('\n', " "));
+                let _ = writeln!(s, "{}\n", markdown_text(reason, Newlines::Escape));
             }
             if !self.missing_shards.is_empty() {
                 let _ = writeln!(
@@ -391,12 +392,14 @@ impl SuiteSummary {
                 );
             }
             for f in &self.not_run {
+                let name = markdown_text(f, Newlines::Escape).replace('`', "'");
                 match self.not_run_reasons.get(f) {
                     Some(why) => {
-                        let _ = writeln!(s, "- `{f}` — {why}");
+                        let why = markdown_text(why, Newlines::Escape);
+                        let _ = writeln!(s, "- `{name}` — {why}");
                     }
                     None => {
-                        let _ = writeln!(s, "- `{f}`");
+                        let _ = writeln!(s, "- `{name}`");
                     }
                 }
             }

@@ -18,4 +18,3 @@ mod readme_examples;
 mod schemas;
 mod security_paths;
 mod security_secrets;
-

@@ -50,6 +50,7 @@ impl Rig {
             workdir,
             env,
             secrets: Arc::new(Secrets::new(secrets.iter().map(|(k, v)| (*k, *v)))),
+            max_log_bytes: bugatti::process::log_limit::DEFAULT_MAX_LOG_BYTES,
             console: None,
             mcp: Default::default(),
         };

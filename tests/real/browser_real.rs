@@ -562,6 +562,12 @@ async fn a_session_browser_follows_its_config_and_leaves_nothing() {
     assert_eq!(env[0].0, "BUGATTI_CDP_URL");
     assert_eq!(env[0].1, session.browser().cdp_url());
     assert!(run_dir.join("browser.log").is_file());
+    // Its temporary files (Chromium's org.chromium.Chromium.* folders) stay in the workspace.
+    let tmpdir = format!("TMPDIR={}", places.tmp_dir.display());
+    assert!(
+        !common::processes_with_env_entry(&tmpdir).is_empty(),
+        "the browser runs with {tmpdir}"
+    );
 
     // Drive it as the agent would, through the URL it is given.
     let agent = CdpClient::connect(session.browser().ws_url(), |_| {})

@@ -387,3 +387,35 @@ async fn a_refusal_names_its_scheme_and_a_body_that_is_not_json_gets_a_json_rpc_
         .then_some(())
         .expect("nothing survives");
 }
+
+/// The session cap holds under concurrent calls: the count and the insert are one step, so 60
+/// `exec_command`s racing on two threads open at most 16 sessions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sixty_concurrent_calls_open_at_most_the_session_cap() {
+    let r = rig();
+    let calls: Vec<_> = (0..60)
+        .map(|_| {
+            let c = Arc::clone(&r.console);
+            tokio::spawn(async move { c.exec_command(exec("sleep 30", 250)).await })
+        })
+        .collect();
+    let answers = futures::future::join_all(calls).await;
+    let opened = answers
+        .iter()
+        .filter(|a| a.as_ref().is_ok_and(|a| !a.is_error))
+        .count();
+    let listed = r.console.list_sessions().text.lines().count();
+    r.console.shutdown().await;
+    let refused = answers
+        .iter()
+        .filter_map(|a| a.as_ref().ok())
+        .find(|a| a.is_error)
+        .map(|a| a.text.clone());
+    assert_eq!(opened, MAX_SESSIONS, "a refusal: {refused:?}");
+    assert_eq!(listed, MAX_SESSIONS);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !common::processes_with_env_entry(&r.marker).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "sessions survived");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}

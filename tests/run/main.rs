@@ -19,8 +19,8 @@ mod outcomes;
 mod quarantine;
 mod registry_sweep;
 mod replay_actions;
+mod security_hostile;
 mod shard_merge;
 mod shards;
 mod signals;
 mod suite_budget;
-

@@ -49,16 +49,19 @@ impl Driver {
             for log in &mut logs {
                 log.hub = harness.output(&log.name).await;
             }
-            let console = Arc::new(Console::new(ConsoleSetup {
-                run_id: self.run_id.clone(),
-                run_dir: self.run_dir(),
-                // SPEC §9: where the agent itself runs, so a command means the same through the
-                // console as through the agent's own shell.
-                workdir: agent.cwd.clone(),
-                env: vars.env.clone(),
-                secrets: Arc::clone(&vars.secrets),
-                logs,
-            }));
+            let console = Arc::new(
+                Console::new(ConsoleSetup {
+                    run_id: self.run_id.clone(),
+                    run_dir: self.run_dir(),
+                    // SPEC §9: where the agent itself runs, so a command means the same through the
+                    // console as through the agent's own shell.
+                    workdir: agent.cwd.clone(),
+                    env: vars.env.clone(),
+                    secrets: Arc::clone(&vars.secrets),
+                    logs,
+                })
+                .with_max_log_bytes(effective.supervisor.max_log_bytes.value),
+            );
             let server = ConsoleServer::start(console)
                 .await
                 .map_err(|e| Ending::error(e.to_string()))?;
@@ -120,6 +123,7 @@ impl Driver {
             workdir,
             env: vars.env.clone(),
             secrets: Arc::clone(&vars.secrets),
+            max_log_bytes: effective.supervisor.max_log_bytes.value,
             console,
             mcp,
         };
@@ -194,8 +198,9 @@ impl Driver {
         config: &crate::model::browser::BrowserConfig,
         workdir: &std::path::Path,
     ) -> Result<crate::browser::SessionBrowser, Ending> {
-        let places =
+        let mut places =
             crate::browser::session::BrowserPlaces::new(workdir, &self.run_dir().join("logs"));
+        places.max_log_bytes = self.test.effective.supervisor.max_log_bytes.value;
         let path_var = std::env::var("PATH").ok();
         // The session's identity, as every harness process has it (the launch adds the run id).
         let env = vec![

@@ -28,7 +28,7 @@ pub(super) fn discover(
             }
         }
     } else if !config.supervisor.tests.value.is_empty() {
-        let (found, errors) = from_globs(project_root, &config.supervisor.tests.value);
+        let (found, errors) = from_globs(project_root, &config.supervisor.tests.value, notes);
         for e in errors {
             problems.push(layer_problem_to_problem(
                 LayerProblem {

@@ -409,12 +409,11 @@ fn cut_shard(
                 .into_owned()
         })
         .collect();
-    let (entries, unreadable) = crate::model::history::read_checked(history_file);
-    let durations: std::collections::BTreeMap<String, u64> =
-        crate::model::history::recent_durations(&entries)
-            .into_iter()
-            .filter(|(test, _)| names.contains(test))
-            .collect();
+    let (recent, unreadable) = crate::model::history::recent_durations_in(history_file);
+    let durations: std::collections::BTreeMap<String, u64> = recent
+        .into_iter()
+        .filter(|(test, _)| names.contains(test))
+        .collect();
     let by = if !unreadable.is_empty() {
         notes.push(format!(
             "history has {} unreadable line{} ({}): shards split by count",
