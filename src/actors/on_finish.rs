@@ -11,6 +11,7 @@ use crate::model::outcome::ExitReason;
 use crate::process::oneshot::{run_once, OneShotEnd};
 use crate::process::owner::{Owner, Role, Scope};
 use crate::process::spec::{CommandKind, CommandSpec};
+use crate::report::paths::SuitePaths;
 use crate::report::suite::SuiteSummary;
 
 /// The log of the hook, under the suite's folder.
@@ -50,11 +51,17 @@ impl SuiteFacts<'_> {
             ("BUGATTI_FAILED".into(), failed.to_string()),
             (
                 "BUGATTI_REPORT_HTML".into(),
-                self.suite_dir.join("report.html").display().to_string(),
+                SuitePaths::new(self.suite_dir)
+                    .report_html()
+                    .display()
+                    .to_string(),
             ),
             (
                 "BUGATTI_SUMMARY_JSON".into(),
-                self.suite_dir.join("summary.json").display().to_string(),
+                SuitePaths::new(self.suite_dir)
+                    .summary_json()
+                    .display()
+                    .to_string(),
             ),
         ]
     }

@@ -13,6 +13,7 @@ use crate::model::redact::Secrets;
 use crate::process::{dead_runs, job_control, ledger, limits, registry, signals, subreaper};
 use crate::report::console::{stderr_notice, ConsoleMode, LiveView};
 use crate::report::harness_log::HarnessLogs;
+use crate::report::paths::{RunPaths, SuitePaths};
 use ractor::Actor;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -85,7 +86,7 @@ fn reap_dead_runs(artifact_dir: &std::path::Path) {
                 "run {} of a supervisor that was killed: its reports are final now ({}): {}",
                 run.run_id,
                 outcome.as_str(),
-                run.run_dir.join("report.md").display()
+                RunPaths::new(&run.run_dir).report_md().display()
             )),
             Ok(None) => {}
             Err(e) => stderr_notice(&format!(
@@ -97,19 +98,7 @@ fn reap_dead_runs(artifact_dir: &std::path::Path) {
 }
 
 async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
-    if let Err(e) = limits::raise_open_files() {
-        tracing::warn!("could not raise the open-files limit: {e}");
-    }
-    if !subreaper::become_child_subreaper() {
-        tracing::warn!("could not become a child subreaper: escaped processes may go unseen");
-    }
-    let logs = HarnessLogs::new();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("BUGATTI_LOG_LEVEL")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,ractor=warn"));
-    let _ = tracing_subscriber::registry()
-        .with(logs.layer().with_filter(filter))
-        .try_init();
-
+    let logs = prepare_process();
     let artifact_dir = match artifact_dir(&suite) {
         Ok(dir) => dir,
         Err(e) => {
@@ -122,52 +111,13 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     };
     let suite_id = uuid::Uuid::now_v7().to_string();
     reap_dead_runs(&artifact_dir);
-    // Retention (`[supervisor] keep_runs`), before this suite adds its own runs: room is left
-    // for one run per root test of this suite, so that `keep_runs` runs remain after it (the
-    // previous suite is always kept, as `clean` keeps the newest).
-    let keep_runs = suite.base.supervisor.keep_runs.value;
-    if keep_runs > 0 {
-        let keep_old = keep_runs.saturating_sub(suite.tests.len()).max(1);
-        let pruned = crate::report::store::prune(&artifact_dir, Some(keep_old), None, &[]);
-        if !pruned.suites.is_empty() {
-            tracing::info!(
-                "keep_runs = {keep_runs}: removed {} old suite(s) and {} run(s)",
-                pruned.suites.len(),
-                pruned.runs
-            );
-        }
-        for problem in pruned.problems {
-            stderr_notice(&format!("retention: {problem}"));
-        }
-    }
+    prune_old_runs(&suite, &artifact_dir);
     if let Err(e) = ledger::open(&artifact_dir, &suite_id) {
         stderr_notice(&format!(
             "cannot record this run's processes in the ledger: {e}"
         ));
     }
-    let secrets = Arc::new(Secrets::new(suite.base.secret_pairs()));
-    let reporter_args = ReporterArgs {
-        suite_id: suite_id.clone(),
-        artifact_dir: artifact_dir.clone(),
-        root_tests: suite.tests.len(),
-        jobs: suite.base.supervisor.jobs.value,
-        strict_warnings: suite.base.provider.strict_warnings.value,
-        console: LiveView::new(ConsoleMode::detect(), options.verbosity)
-            .with_max_attempts(1 + suite.base.supervisor.retries.value),
-        secrets,
-        harness_logs: Some(logs.clone()),
-        junit_copy: options.junit.clone(),
-        json_copy: options.json.clone(),
-        extras: crate::actors::reporter::SuiteExtras {
-            html_copy: options.html.clone(),
-            selection: crate::report::history::Selection::of(options),
-            no_history: false,
-            history_file: Some(suite.history_file.clone()),
-            shard: suite.shard.clone(),
-            fail_on_flaky: suite.base.supervisor.flaky.value
-                == crate::model::config::FlakyPolicy::Fail,
-        },
-    };
+    let reporter_args = reporter_args(&suite, options, &suite_id, &artifact_dir, &logs);
     let (reporter, reporter_task) = match ReporterActor::spawn(reporter_args).await {
         Ok(spawned) => spawned,
         Err(e) => {
@@ -180,16 +130,22 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         .iter()
         .map(|t| t.rel_path.display().to_string())
         .collect();
-    let on_finish = suite.base.supervisor.on_finish.value.clone().map(|cmd| {
-        (
+    let on_finish = suite
+        .base
+        .supervisor
+        .on_finish
+        .value
+        .clone()
+        .map(|cmd| OnFinish {
             cmd,
-            suite.project_root.clone(),
-            std::time::Duration::from_secs(suite.base.supervisor.on_finish_timeout_secs.value),
-        )
-    });
-    let max_log_bytes = suite.base.supervisor.max_log_bytes.value;
-    let suite_dir = artifact_dir.join("suites").join(&suite_id);
-    let suite_id_for_hook = suite_id.clone();
+            project_root: suite.project_root.clone(),
+            limit: std::time::Duration::from_secs(
+                suite.base.supervisor.on_finish_timeout_secs.value,
+            ),
+            suite: SuitePaths::under(&artifact_dir, &suite_id),
+            suite_id: suite_id.clone(),
+            max_log_bytes: suite.base.supervisor.max_log_bytes.value,
+        });
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let claude_bin = crate::actors::session_plan::claude_bin(&suite.base);
     let args = SupervisorArgs {
@@ -211,6 +167,102 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             return ExitReason::HarnessError;
         }
     };
+    let listeners = listen_for_signals(&supervisor, &reporter, tests);
+    let reason = done_rx.await.unwrap_or(ExitReason::HarnessError);
+    let _ = supervisor_task.await;
+    reporter.stop(None);
+    let _ = reporter_task.await;
+    let _ = logs.close_all();
+    drop(listeners);
+    if let Some(hook) = on_finish {
+        hook.run(reason).await;
+    }
+    reason
+}
+
+/// The process made ready to supervise: the open-files limit raised, the supervisor a child
+/// subreaper, tracing routed into the per-run harness logs it returns.
+fn prepare_process() -> HarnessLogs {
+    if let Err(e) = limits::raise_open_files() {
+        tracing::warn!("could not raise the open-files limit: {e}");
+    }
+    if !subreaper::become_child_subreaper() {
+        tracing::warn!("could not become a child subreaper: escaped processes may go unseen");
+    }
+    let logs = HarnessLogs::new();
+    let filter = tracing_subscriber::EnvFilter::try_from_env("BUGATTI_LOG_LEVEL")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,ractor=warn"));
+    let _ = tracing_subscriber::registry()
+        .with(logs.layer().with_filter(filter))
+        .try_init();
+    logs
+}
+
+/// Retention (`[supervisor] keep_runs`), before this suite adds its own runs: room is left for
+/// one run per root test of this suite, so that `keep_runs` runs remain after it (the previous
+/// suite is always kept, as `clean` keeps the newest).
+fn prune_old_runs(suite: &Suite, artifact_dir: &std::path::Path) {
+    let keep_runs = suite.base.supervisor.keep_runs.value;
+    if keep_runs > 0 {
+        let keep_old = keep_runs.saturating_sub(suite.tests.len()).max(1);
+        let pruned = crate::report::store::prune(artifact_dir, Some(keep_old), None, &[]);
+        if !pruned.suites.is_empty() {
+            tracing::info!(
+                "keep_runs = {keep_runs}: removed {} old suite(s) and {} run(s)",
+                pruned.suites.len(),
+                pruned.runs
+            );
+        }
+        for problem in pruned.problems {
+            stderr_notice(&format!("retention: {problem}"));
+        }
+    }
+}
+
+/// What the reporter is started with: the suite's identity and files, its live view, the
+/// secrets it redacts, the copies and history the flags ask for.
+fn reporter_args(
+    suite: &Suite,
+    options: &RunOptions,
+    suite_id: &str,
+    artifact_dir: &std::path::Path,
+    logs: &HarnessLogs,
+) -> ReporterArgs {
+    let secrets = Arc::new(Secrets::new(suite.base.secret_pairs()));
+    ReporterArgs {
+        suite_id: suite_id.to_string(),
+        artifact_dir: artifact_dir.to_path_buf(),
+        root_tests: suite.tests.len(),
+        jobs: suite.base.supervisor.jobs.value,
+        strict_warnings: suite.base.provider.strict_warnings.value,
+        console: LiveView::new(ConsoleMode::detect(), options.verbosity)
+            .with_max_attempts(1 + suite.base.supervisor.retries.value),
+        secrets,
+        harness_logs: Some(logs.clone()),
+        junit_copy: options.junit.clone(),
+        json_copy: options.json.clone(),
+        extras: crate::actors::reporter::SuiteExtras {
+            html_copy: options.html.clone(),
+            selection: crate::report::history::Selection::of(options),
+            no_history: false,
+            history_file: Some(suite.history_file.clone()),
+            shard: suite.shard.clone(),
+            fail_on_flaky: suite.base.supervisor.flaky.value
+                == crate::model::config::FlakyPolicy::Fail,
+        },
+    }
+}
+
+/// SIGINT / SIGTERM to the supervisor (the third one: the reporter's last word), Ctrl+Z to
+/// every group; a listener that cannot start is a notice. Dropped when the suite ends.
+fn listen_for_signals(
+    supervisor: &ractor::ActorRef<SupervisorMsg>,
+    reporter: &ractor::ActorRef<ReporterMsg>,
+    tests: Vec<String>,
+) -> (
+    std::io::Result<signals::SignalListener>,
+    std::io::Result<job_control::JobControl>,
+) {
     let to_supervisor = supervisor.clone();
     let to_reporter = reporter.clone();
     let listener = signals::listen(
@@ -240,30 +292,37 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             "cannot handle Ctrl+Z ({e}); time stopped will count against step timeouts"
         ));
     }
-    let reason = done_rx.await.unwrap_or(ExitReason::HarnessError);
-    let _ = supervisor_task.await;
-    reporter.stop(None);
-    let _ = reporter_task.await;
-    let _ = logs.close_all();
-    drop(listener);
-    drop(job_control);
-    // SPEC §12: after every report is written; its outcome never changes the exit code.
-    if let Some((cmd, project_root, limit)) = on_finish {
+    (listener, job_control)
+}
+
+/// `[supervisor] on_finish`, run after every report is written.
+struct OnFinish {
+    cmd: String,
+    project_root: PathBuf,
+    limit: std::time::Duration,
+    suite: SuitePaths,
+    suite_id: String,
+    /// `[supervisor] max_log_bytes`: the hook's log is capped like every other.
+    max_log_bytes: u64,
+}
+
+impl OnFinish {
+    /// SPEC §12: its outcome never changes the exit code.
+    async fn run(self, reason: ExitReason) {
         let summary: Option<crate::report::suite::SuiteSummary> =
-            std::fs::read_to_string(suite_dir.join("summary.json"))
+            std::fs::read_to_string(self.suite.summary_json())
                 .ok()
                 .and_then(|text| serde_json::from_str(&text).ok());
         let facts = super::on_finish::SuiteFacts {
-            suite_id: &suite_id_for_hook,
+            suite_id: &self.suite_id,
             reason,
-            suite_dir: &suite_dir,
+            suite_dir: &self.suite.dir,
             summary: summary.as_ref(),
-            max_log_bytes,
+            max_log_bytes: self.max_log_bytes,
         };
-        match super::on_finish::run(&cmd, &project_root, limit, &facts).await {
+        match super::on_finish::run(&self.cmd, &self.project_root, self.limit, &facts).await {
             Ok(line) => tracing::info!("{line}"),
             Err(why) => stderr_notice(&why),
         }
     }
-    reason
 }

@@ -15,6 +15,9 @@ use clap::{Args, Parser, Subcommand};
 #[path = "supervisor/doctor.rs"]
 mod doctor;
 use doctor::doctor;
+#[path = "supervisor/init.rs"]
+mod init;
+use init::init;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -542,6 +545,53 @@ fn print_rows(out: &mut String, rows: &[(String, String, Layer)], indent: &str) 
 fn print_check(suite: &Suite, verbosity: Verbosity) {
     let mut text = String::new();
     let out = &mut text;
+    print_check_header(out, suite);
+    let base_rows = suite.base.rows();
+    if verbosity == Verbosity::Normal {
+        outln!(out);
+        outln!(out, "effective config (before test overrides):");
+        print_rows(out, &base_rows, "  ");
+    }
+    print_agent_facts(out, suite);
+    let mut steps = 0;
+    for test in &suite.tests {
+        // SPEC §10: which steps have a recording this run could replay.
+        let replay = &test.effective.replay;
+        let replays =
+            replay.mode.value != ReplayMode::Off && test.effective.provider.name.value != "shell";
+        let recording_path = bugatti::replay::store::recording_path(
+            &replay.dir_in(&suite.project_root),
+            &test.rel_path,
+        );
+        let test_path = test.rel_path.to_string_lossy().into_owned();
+        let recording = replays
+            .then(|| bugatti::replay::store::load(&recording_path, &test_path))
+            // No file at all: one line for the test rather than a mark on every step.
+            .filter(|loaded| !matches!(loaded, Ok(None)));
+        let shown_path = recording_path
+            .strip_prefix(&suite.project_root)
+            .unwrap_or(&recording_path)
+            .display()
+            .to_string();
+        print_test_heading(out, test, replays, &recording, &shown_path);
+        print_plan(out, test, &recording, replay.max_age_days.value);
+        steps += test.plan.len();
+        print_test_config(out, test, &base_rows, verbosity);
+    }
+    outln!(out);
+    outln!(
+        out,
+        "ok: {} root test{}, {steps} step{}; nothing was run",
+        suite.tests.len(),
+        if suite.tests.len() == 1 { "" } else { "s" },
+        if steps == 1 { "" } else { "s" }
+    );
+    // A closed stdout (`| head`) is not an error worth a panic.
+    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
+}
+
+/// Where the project and its configs are, and how many root tests were selected.
+fn print_check_header(out: &mut String, suite: &Suite) {
     outln!(out, "project root: {}", suite.project_root.display());
     match &suite.config_path {
         Some(p) => outln!(out, "config:       {}", p.display()),
@@ -559,13 +609,11 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
         suite.tests.len(),
         suite.discovered
     );
-    let base_rows = suite.base.rows();
-    if verbosity == Verbosity::Normal {
-        outln!(out);
-        outln!(out, "effective config (before test overrides):");
-        print_rows(out, &base_rows, "  ");
-    }
-    // Codex reports tokens only: what they will cost (and so whether max_cost_usd can stop it).
+}
+
+/// What the agent will have that `check` can tell now: Codex's price (it reports tokens only,
+/// so whether max_cost_usd can stop it), the MCP servers a claude-code agent gets.
+fn print_agent_facts(out: &mut String, suite: &Suite) {
     let p = &suite.base.provider;
     if p.name.value == "codex" {
         let config = bugatti::providers::codex_home::user_home().map(|h| h.dir.join("config.toml"));
@@ -602,186 +650,143 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
             outln!(out, "mcp servers:  {}", servers.join(", "));
         }
     }
-    let mut steps = 0;
-    for test in &suite.tests {
-        // SPEC §10: which steps have a recording this run could replay.
-        let replay = &test.effective.replay;
-        let replays =
-            replay.mode.value != ReplayMode::Off && test.effective.provider.name.value != "shell";
-        let recording_path = bugatti::replay::store::recording_path(
-            &replay.dir_in(&suite.project_root),
-            &test.rel_path,
+}
+
+/// What the replay check found for one test: `None` when it does not replay or has no file.
+type Loaded =
+    Option<Result<Option<bugatti::replay::format::Recording>, bugatti::replay::store::LoadError>>;
+
+/// A test's heading: its path, name and tags, its plan's size, and its recording's state.
+fn print_test_heading(
+    out: &mut String,
+    test: &bugatti::model::load::RootTest,
+    replays: bool,
+    recording: &Loaded,
+    shown_path: &str,
+) {
+    outln!(out);
+    let tags = if test.tags.is_empty() {
+        String::new()
+    } else {
+        format!("  [tags: {}]", test.tags.join(", "))
+    };
+    outln!(
+        out,
+        "== {} — \"{}\"{tags}{}",
+        test.rel_path.display(),
+        test.name,
+        if test.quarantined {
+            "  [quarantined: runs, never decides the exit code]"
+        } else {
+            ""
+        }
+    );
+    outln!(
+        out,
+        "  plan ({} step{}):",
+        test.plan.len(),
+        if test.plan.len() == 1 { "" } else { "s" }
+    );
+    if replays && recording.is_none() {
+        outln!(
+            out,
+            "  replay: no recording yet ({shown_path} is written when the agent passes a step)"
         );
-        let test_path = test.rel_path.to_string_lossy().into_owned();
-        let recording = replays
-            .then(|| bugatti::replay::store::load(&recording_path, &test_path))
-            // No file at all: one line for the test rather than a mark on every step.
-            .filter(|loaded| !matches!(loaded, Ok(None)));
-        let shown_path = recording_path
-            .strip_prefix(&suite.project_root)
-            .unwrap_or(&recording_path)
-            .display()
-            .to_string();
-        outln!(out);
-        let tags = if test.tags.is_empty() {
+    }
+    if let Some(Err(e)) = recording {
+        outln!(
+            out,
+            "  replay: {shown_path} is unusable, the agent will run every step: {e}"
+        );
+    }
+}
+
+/// A test's steps, one line each, with their marks (setup, skip, checkpoint, timeout, replay).
+fn print_plan(
+    out: &mut String,
+    test: &bugatti::model::load::RootTest,
+    recording: &Loaded,
+    max_age_days: u32,
+) {
+    let pw = test
+        .plan
+        .iter()
+        .map(|s| s.provenance().chars().count())
+        .max()
+        .unwrap_or(0);
+    for s in &test.plan {
+        let mut marks = Vec::new();
+        if s.setup {
+            marks.push("setup".to_string());
+        }
+        if s.skip {
+            marks.push("skip".to_string());
+        }
+        if let Some(c) = &s.checkpoint {
+            marks.push(format!("checkpoint: {c}"));
+        }
+        if let Some(t) = s.timeout_secs {
+            marks.push(format!("timeout: {t}s"));
+        }
+        if let (Some(Ok(Some(loaded))), false) = (recording, s.skip) {
+            marks.push(format!(
+                "replay: {}",
+                bugatti::replay::store::check_status(
+                    loaded,
+                    &bugatti::replay::store::StepKey {
+                        step: s.step_id,
+                        provenance: s.provenance(),
+                        instruction_hash: String::new(),
+                        provider: test.effective.provider.name.value.clone(),
+                    },
+                    chrono::Utc::now(),
+                    max_age_days,
+                )
+            ));
+        }
+        let marks = if marks.is_empty() {
             String::new()
         } else {
-            format!("  [tags: {}]", test.tags.join(", "))
+            format!("[{}] ", marks.join(", "))
         };
         outln!(
             out,
-            "== {} — \"{}\"{tags}{}",
-            test.rel_path.display(),
-            test.name,
-            if test.quarantined {
-                "  [quarantined: runs, never decides the exit code]"
-            } else {
-                ""
-            }
+            "  {:>3}  {:pw$}  {marks}{}",
+            s.step_id,
+            s.provenance(),
+            first_line(&s.instruction)
         );
-        outln!(
-            out,
-            "  plan ({} step{}):",
-            test.plan.len(),
-            if test.plan.len() == 1 { "" } else { "s" }
-        );
-        if replays && recording.is_none() {
-            outln!(
-                out,
-                "  replay: no recording yet ({shown_path} is written when the agent passes a step)"
-            );
-        }
-        if let Some(Err(e)) = &recording {
-            outln!(
-                out,
-                "  replay: {shown_path} is unusable, the agent will run every step: {e}"
-            );
-        }
-        let pw = test
-            .plan
-            .iter()
-            .map(|s| s.provenance().chars().count())
-            .max()
-            .unwrap_or(0);
-        for s in &test.plan {
-            let mut marks = Vec::new();
-            if s.setup {
-                marks.push("setup".to_string());
-            }
-            if s.skip {
-                marks.push("skip".to_string());
-            }
-            if let Some(c) = &s.checkpoint {
-                marks.push(format!("checkpoint: {c}"));
-            }
-            if let Some(t) = s.timeout_secs {
-                marks.push(format!("timeout: {t}s"));
-            }
-            if let (Some(Ok(Some(loaded))), false) = (&recording, s.skip) {
-                marks.push(format!(
-                    "replay: {}",
-                    bugatti::replay::store::check_status(
-                        loaded,
-                        &bugatti::replay::store::StepKey {
-                            step: s.step_id,
-                            provenance: s.provenance(),
-                            instruction_hash: String::new(),
-                            provider: test.effective.provider.name.value.clone(),
-                        },
-                        chrono::Utc::now(),
-                        replay.max_age_days.value,
-                    )
-                ));
-            }
-            let marks = if marks.is_empty() {
-                String::new()
-            } else {
-                format!("[{}] ", marks.join(", "))
-            };
-            outln!(
-                out,
-                "  {:>3}  {:pw$}  {marks}{}",
-                s.step_id,
-                s.provenance(),
-                first_line(&s.instruction)
-            );
-        }
-        steps += test.plan.len();
-        match verbosity {
-            Verbosity::Quiet => {}
-            Verbosity::Verbose => {
-                outln!(out, "  effective config:");
-                print_rows(out, &test.effective.rows(), "    ");
-            }
-            Verbosity::Normal => {
-                let own: Vec<(String, String, Layer)> = test
-                    .effective
-                    .rows()
-                    .into_iter()
-                    .filter(|r| !base_rows.contains(r))
-                    .collect();
-                if own.is_empty() {
-                    outln!(out, "  effective config: as above");
-                } else {
-                    outln!(out, "  effective config: as above, except");
-                    print_rows(out, &own, "    ");
-                }
-            }
-        }
     }
-    outln!(out);
-    outln!(
-        out,
-        "ok: {} root test{}, {steps} step{}; nothing was run",
-        suite.tests.len(),
-        if suite.tests.len() == 1 { "" } else { "s" },
-        if steps == 1 { "" } else { "s" }
-    );
-    // A closed stdout (`| head`) is not an error worth a panic.
-    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
 }
 
-const STARTER_CONFIG: &str = r#"# bugatti.config.toml — see config/bugatti.config.toml in the bugatti repository for every field.
-
-[provider]
-name = "shell"                  # claude-code | codex | command | shell (shell: no model, runs `commands`)
-
-[ports]
-APP_PORT = "auto"
-
-[commands.server]
-kind = "long_lived"
-cmd = "python3 -m http.server ${APP_PORT} --bind 127.0.0.1"
-readiness_url = "http://127.0.0.1:${APP_PORT}/"
-"#;
-
-const STARTER_TEST: &str = r#"name = "Example"
-
-[[steps]]
-instruction = "Check that the server answers: `curl -fsS http://127.0.0.1:${APP_PORT}/ > /dev/null`"
-"#;
-
-/// Write a starter config and example test; never overwrite.
-fn init() -> ExitCode {
-    let files = [
-        (CONFIG_FILE_NAME, STARTER_CONFIG),
-        ("example.test.toml", STARTER_TEST),
-    ];
-    for (name, _) in &files {
-        if std::path::Path::new(name).exists() {
-            eprintln!("error: {name} already exists; supervisor init does not overwrite files");
-            return ExitCode::from(2);
+/// A test's effective config: whole (`-v`), or what differs from the shared one (default).
+fn print_test_config(
+    out: &mut String,
+    test: &bugatti::model::load::RootTest,
+    base_rows: &[(String, String, Layer)],
+    verbosity: Verbosity,
+) {
+    match verbosity {
+        Verbosity::Quiet => {}
+        Verbosity::Verbose => {
+            outln!(out, "  effective config:");
+            print_rows(out, &test.effective.rows(), "    ");
+        }
+        Verbosity::Normal => {
+            let own: Vec<(String, String, Layer)> = test
+                .effective
+                .rows()
+                .into_iter()
+                .filter(|r| !base_rows.contains(r))
+                .collect();
+            if own.is_empty() {
+                outln!(out, "  effective config: as above");
+            } else {
+                outln!(out, "  effective config: as above, except");
+                print_rows(out, &own, "    ");
+            }
         }
     }
-    for (name, text) in &files {
-        if let Err(e) = std::fs::write(name, text) {
-            eprintln!("error: cannot write {name}: {e}");
-            return ExitCode::from(2);
-        }
-        println!("wrote {name}");
-    }
-    println!("next: `supervisor check` to see the plan, `supervisor start` to run it");
-    ExitCode::SUCCESS
 }
 
 /// Run a validated suite under the actors; map why it ended to the exit code of SPEC §6.

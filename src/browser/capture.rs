@@ -430,20 +430,40 @@ async fn attach_page(
 /// Reads one event into the state, on the connection's reader task (so in order).
 fn on_event(state: &Mutex<State>, attach: &mpsc::UnboundedSender<String>, event: CdpEvent) {
     let p = &event.params;
-    let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).unwrap_or("").to_string();
     let session = event.session_id.as_deref();
     let mut state = lock(state);
-    match event.method.as_str() {
+    let method = event.method.as_str();
+    match method.split_once('.').map(|(domain, _)| domain) {
+        Some("Target") => on_target_event(&mut state, attach, method, p),
+        Some("Runtime" | "Log") => on_console_event(&mut state, session, method, p),
+        Some("Network") => on_network_event(&mut state, session, method, p),
+        _ => {}
+    }
+}
+
+/// The text at `key` of a CDP object, empty when absent.
+fn text_of(v: &Value, key: &str) -> String {
+    v.get(key).and_then(Value::as_str).unwrap_or("").to_string()
+}
+
+/// A page appeared (attach to it), changed its url or title, or went away.
+fn on_target_event(
+    state: &mut State,
+    attach: &mpsc::UnboundedSender<String>,
+    method: &str,
+    p: &Value,
+) {
+    match method {
         "Target.targetCreated" | "Target.targetInfoChanged" => {
             let info = &p["targetInfo"];
             if info.get("type").and_then(Value::as_str) != Some("page") {
                 return;
             }
-            let target = text(info, "targetId");
+            let target = text_of(info, "targetId");
             match state.pages.get_mut(&target) {
                 Some(page) => {
-                    page.url = text(info, "url");
-                    page.title = text(info, "title");
+                    page.url = text_of(info, "url");
+                    page.title = text_of(info, "title");
                 }
                 None => {
                     let _ = attach.send(target);
@@ -451,11 +471,19 @@ fn on_event(state: &Mutex<State>, attach: &mpsc::UnboundedSender<String>, event:
             }
         }
         "Target.targetDestroyed" => {
-            let target = text(p, "targetId");
+            let target = text_of(p, "targetId");
             if let Some(page) = state.pages.remove(&target) {
                 state.targets.remove(&page.session);
             }
         }
+        _ => {}
+    }
+}
+
+/// A console message, an uncaught exception or a log entry of a page: errors and warnings are
+/// kept (a network one in the log is also a failed request).
+fn on_console_event(state: &mut State, session: Option<&str>, method: &str, p: &Value) {
+    match method {
         "Runtime.consoleAPICalled" => {
             let level = match p.get("type").and_then(Value::as_str) {
                 Some("error" | "assert") => "error",
@@ -491,7 +519,7 @@ fn on_event(state: &Mutex<State>, attach: &mpsc::UnboundedSender<String>, event:
             let text = details["exception"]["description"]
                 .as_str()
                 .map(str::to_string)
-                .unwrap_or_else(|| text(details, "text"));
+                .unwrap_or_else(|| text_of(details, "text"));
             let url = details["url"].as_str().map(str::to_string);
             let page = state.page_url(session);
             state.console.push(ConsoleEntry {
@@ -505,13 +533,13 @@ fn on_event(state: &Mutex<State>, attach: &mpsc::UnboundedSender<String>, event:
         }
         "Log.entryAdded" => {
             let entry = &p["entry"];
-            let level = text(entry, "level");
+            let level = text_of(entry, "level");
             if level != "error" && level != "warning" {
                 return;
             }
             let page = state.page_url(session);
-            let source = text(entry, "source");
-            let message = text(entry, "text");
+            let source = text_of(entry, "source");
+            let message = text_of(entry, "text");
             let url = entry["url"].as_str().map(str::to_string);
             if source == "network" {
                 if let Some(failed) = failed_from_log(&message, url.as_deref(), &page) {
@@ -527,15 +555,22 @@ fn on_event(state: &Mutex<State>, attach: &mpsc::UnboundedSender<String>, event:
                 page,
             });
         }
+        _ => {}
+    }
+}
+
+/// A request sent, answered with 4xx/5xx, finished or failed: the failures are kept.
+fn on_network_event(state: &mut State, session: Option<&str>, method: &str, p: &Value) {
+    match method {
         "Network.requestWillBeSent" => {
-            let key = (session.unwrap_or("").to_string(), text(p, "requestId"));
+            let key = (session.unwrap_or("").to_string(), text_of(p, "requestId"));
             let request = &p["request"];
             state.requests.insert(
                 key,
                 (
-                    text(request, "method"),
-                    text(request, "url"),
-                    text(p, "type"),
+                    text_of(request, "method"),
+                    text_of(request, "url"),
+                    text_of(p, "type"),
                 ),
             );
         }
@@ -544,25 +579,25 @@ fn on_event(state: &Mutex<State>, attach: &mpsc::UnboundedSender<String>, event:
             if status < 400 {
                 return;
             }
-            let key = (session.unwrap_or("").to_string(), text(p, "requestId"));
+            let key = (session.unwrap_or("").to_string(), text_of(p, "requestId"));
             let (method, _, _) = state.requests.get(&key).cloned().unwrap_or_default();
             let page = state.page_url(session);
             state.network.push(FailedRequest {
                 at: Utc::now(),
                 method,
-                url: text(&p["response"], "url"),
+                url: text_of(&p["response"], "url"),
                 status: u16::try_from(status).ok(),
                 error: None,
-                resource_type: text(p, "type"),
+                resource_type: text_of(p, "type"),
                 page,
             });
         }
         "Network.loadingFinished" => {
-            let key = (session.unwrap_or("").to_string(), text(p, "requestId"));
+            let key = (session.unwrap_or("").to_string(), text_of(p, "requestId"));
             state.requests.remove(&key);
         }
         "Network.loadingFailed" => {
-            let key = (session.unwrap_or("").to_string(), text(p, "requestId"));
+            let key = (session.unwrap_or("").to_string(), text_of(p, "requestId"));
             let (method, url, _) = state.requests.remove(&key).unwrap_or_default();
             // A request the page itself gave up (a navigation away) is not the app failing.
             if p.get("canceled").and_then(Value::as_bool) == Some(true) {
@@ -574,8 +609,8 @@ fn on_event(state: &Mutex<State>, attach: &mpsc::UnboundedSender<String>, event:
                 method,
                 url,
                 status: None,
-                error: Some(text(p, "errorText")),
-                resource_type: text(p, "type"),
+                error: Some(text_of(p, "errorText")),
+                resource_type: text_of(p, "type"),
                 page,
             });
         }

@@ -4,6 +4,7 @@
 //! its first run until it ends). What such a run leaves besides processes (which
 //! [`super::ledger::reap_dead`] kills) is its workspace: `start` removes it, `doctor` reports it.
 
+use crate::model::ids::RunId;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,7 @@ const WORKSPACE_PREFIX: &str = "bugatti-ws-";
 /// A run that never finished and whose supervisor is gone.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadRun {
-    pub run_id: String,
+    pub run_id: RunId,
     pub suite_id: String,
     pub test_file: String,
     /// Its workspace, when it is still on disk.
@@ -96,7 +97,7 @@ pub fn find(artifact_dir: &Path) -> Vec<DeadRun> {
             });
             Some(DeadRun {
                 keep,
-                run_id: value["run_id"].as_str().unwrap_or_default().to_string(),
+                run_id: RunId::new(value["run_id"].as_str().unwrap_or_default()),
                 suite_id,
                 test_file: value["test_file"].as_str().unwrap_or_default().to_string(),
                 workspace,

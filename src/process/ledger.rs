@@ -15,6 +15,7 @@
 
 use super::group::{live_members, live_processes_with_env, read_stat, signal_group};
 use super::registry::RegisteredGroup;
+use crate::model::ids::RunId;
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -30,13 +31,13 @@ pub struct LedgerGroup {
     pub leader_start: Option<u64>,
     pub label: String,
     /// The leader's `BUGATTI_RUN_ID`, when it has one (suite-scoped commands have none).
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
 }
 
 /// A run whose files are open (started, not yet final).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LedgerRun {
-    pub run_id: String,
+    pub run_id: RunId,
     pub run_dir: PathBuf,
 }
 
@@ -63,7 +64,7 @@ pub struct Reaped {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leftovers {
     pub suite_id: String,
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
     /// The labels of the groups that still had live members.
     pub labels: Vec<String>,
     pub pids: Vec<i32>,
@@ -104,11 +105,11 @@ fn parse_start_time(stat: &str) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
-fn run_id_of(pid: i32) -> Option<String> {
+fn run_id_of(pid: i32) -> Option<RunId> {
     let env = fs::read(format!("/proc/{pid}/environ")).ok()?;
     env.split(|b| *b == 0)
         .find_map(|entry| entry.strip_prefix(b"BUGATTI_RUN_ID="))
-        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .map(|v| RunId::new(String::from_utf8_lossy(v)))
 }
 
 pub fn ledger_dir(artifact_dir: &Path) -> PathBuf {
@@ -213,9 +214,9 @@ pub fn forget(pgid: i32) {
 pub fn run_opened(run_id: &str, run_dir: &Path) {
     let mut guard = lock();
     let Some(open) = guard.as_mut() else { return };
-    open.file.runs.retain(|r| r.run_id != run_id);
+    open.file.runs.retain(|r| r.run_id.as_str() != run_id);
     open.file.runs.push(LedgerRun {
-        run_id: run_id.to_string(),
+        run_id: RunId::new(run_id),
         run_dir: run_dir.to_path_buf(),
     });
     persist(open);
@@ -226,7 +227,7 @@ pub fn run_closed(run_id: &str) {
     let mut guard = lock();
     let Some(open) = guard.as_mut() else { return };
     let before = open.file.runs.len();
-    open.file.runs.retain(|r| r.run_id != run_id);
+    open.file.runs.retain(|r| r.run_id.as_str() != run_id);
     if open.file.runs.len() != before {
         persist(open);
     }
@@ -269,11 +270,11 @@ fn survivors(group: &LedgerGroup) -> Vec<i32> {
 /// Kills what the dead supervisor of `file` left: its recorded groups and every process carrying
 /// one of its run ids. Returns one entry per run (or the suite) that had survivors.
 fn kill_leftovers(file: &LedgerFile) -> Vec<Leftovers> {
-    let mut by_run: BTreeMap<Option<String>, Leftovers> = BTreeMap::new();
+    let mut by_run: BTreeMap<Option<RunId>, Leftovers> = BTreeMap::new();
     fn entry<'a>(
-        by_run: &'a mut BTreeMap<Option<String>, Leftovers>,
+        by_run: &'a mut BTreeMap<Option<RunId>, Leftovers>,
         suite_id: &str,
-        run_id: &Option<String>,
+        run_id: &Option<RunId>,
     ) -> &'a mut Leftovers {
         by_run.entry(run_id.clone()).or_insert_with(|| Leftovers {
             suite_id: suite_id.to_string(),
@@ -283,7 +284,7 @@ fn kill_leftovers(file: &LedgerFile) -> Vec<Leftovers> {
         })
     }
     let mut killed: BTreeSet<i32> = BTreeSet::new();
-    let mut run_ids: BTreeSet<String> = file
+    let mut run_ids: BTreeSet<RunId> = file
         .groups
         .iter()
         .filter_map(|g| g.run_id.clone())
@@ -316,7 +317,7 @@ fn kill_leftovers(file: &LedgerFile) -> Vec<Leftovers> {
     for _ in 0..10 {
         let mut found_new = false;
         for run_id in &run_ids {
-            for pid in live_processes_with_env("BUGATTI_RUN_ID", run_id) {
+            for pid in live_processes_with_env("BUGATTI_RUN_ID", run_id.as_str()) {
                 let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
                 if killed.insert(pid) {
                     found_new = true;
@@ -447,7 +448,7 @@ mod tests {
             supervisor_start: Some(1),
             groups: vec![group(&leader, "command server")],
             runs: vec![LedgerRun {
-                run_id: run_id.clone(),
+                run_id: RunId::new(run_id.clone()),
                 run_dir: artifacts.path().join("runs").join(&run_id),
             }],
         };
@@ -458,7 +459,7 @@ mod tests {
             supervisor_start: start_time(own),
             groups: vec![group(&other_live, "command other")],
             runs: vec![LedgerRun {
-                run_id: format!("{run_id}-live"),
+                run_id: RunId::new(format!("{run_id}-live")),
                 run_dir: artifacts.path().join("runs/live"),
             }],
         };
@@ -473,7 +474,10 @@ mod tests {
         );
         let found = reaped.leftovers;
         assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!(found[0].run_id.as_deref(), Some(run_id.as_str()));
+        assert_eq!(
+            found[0].run_id.as_ref().map(RunId::as_str),
+            Some(run_id.as_str())
+        );
         assert_eq!(found[0].labels, vec!["command server".to_string()]);
         let mut pids = found[0].pids.clone();
         pids.sort();
@@ -511,7 +515,7 @@ mod tests {
         registry::register(pgid, pgid, &owner, Some("r"));
         assert!(read().groups.iter().any(|g| g.pgid == pgid
             && g.label == "command fake (r)"
-            && g.run_id.as_deref() == Some("r")));
+            && g.run_id.as_ref().map(RunId::as_str) == Some("r")));
         registry::unregister(pgid);
         assert!(!read().groups.iter().any(|g| g.pgid == pgid));
         // Other tests in this process register groups too, and each rewrite of the ledger can

@@ -5,6 +5,7 @@
 
 use super::group::signal_group;
 use super::owner::Owner;
+use crate::model::ids::RunId;
 use nix::sys::signal::Signal;
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
@@ -22,7 +23,7 @@ pub struct RegisteredGroup {
     pub label: String,
     /// The `BUGATTI_RUN_ID` the group was started with (from its spawn spec), by which the next
     /// supervisor finds its escapees should this one be SIGKILLed.
-    pub run_id: Option<String>,
+    pub run_id: Option<RunId>,
 }
 
 fn groups() -> &'static Mutex<HashMap<i32, RegisteredGroup>> {
@@ -45,7 +46,7 @@ pub fn register(pgid: i32, leader: i32, owner: &Owner, run_id: Option<&str>) {
         leader,
         owner: owner.clone(),
         label: owner.to_string(),
-        run_id: run_id.map(str::to_string),
+        run_id: run_id.map(RunId::new),
     };
     lock().insert(pgid, group.clone());
     // On disk too, for the next supervisor should this one be SIGKILLed.

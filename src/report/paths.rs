@@ -57,8 +57,15 @@ impl SuitePaths {
     /// `<artifact_dir>/suites/<suite_id>`.
     pub fn under(artifact_dir: &Path, suite_id: &str) -> Self {
         Self {
-            dir: artifact_dir.join("suites").join(suite_id),
+            dir: suites_dir(artifact_dir).join(suite_id),
         }
+    }
+    /// A suite directory found elsewhere (`report`, `merge --out`).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+    pub fn report_html(&self) -> PathBuf {
+        self.dir.join("report.html")
     }
     pub fn summary_json(&self) -> PathBuf {
         self.dir.join("summary.json")
@@ -72,4 +79,14 @@ impl SuitePaths {
     pub fn harness_log(&self) -> PathBuf {
         self.dir.join("harness.log")
     }
+}
+
+/// `<artifact_dir>/suites`: one directory per invocation.
+pub fn suites_dir(artifact_dir: &Path) -> PathBuf {
+    artifact_dir.join("suites")
+}
+
+/// `<artifact_dir>/runs`: one directory per run of a root test.
+pub fn runs_dir(artifact_dir: &Path) -> PathBuf {
+    artifact_dir.join("runs")
 }

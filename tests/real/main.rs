@@ -16,5 +16,6 @@ mod claude_harness_real;
 mod claude_watchdog_real;
 mod codex_real;
 mod console_claude_real;
+mod contract_real;
 mod replay_claude_real;
 mod replay_codex_real;

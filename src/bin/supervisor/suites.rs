@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use bugatti::report::paths::SuitePaths;
 use bugatti::report::suite::SuiteSummary;
 use bugatti::report::{history, store};
 
@@ -55,7 +56,7 @@ pub(crate) fn merge(
     };
     let out = match (out, &artifacts) {
         (Some(out), _) => out,
-        (None, Ok(dir)) => dir.join("suites").join(uuid::Uuid::now_v7().to_string()),
+        (None, Ok(dir)) => SuitePaths::under(dir, &uuid::Uuid::now_v7().to_string()).dir,
         (None, Err(e)) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
@@ -72,7 +73,10 @@ pub(crate) fn merge(
             }
             print_verdicts(&merged.summary);
             say!("Merged suite: {}", merged.out.display());
-            say!("HTML report: {}", merged.out.join("report.html").display());
+            say!(
+                "HTML report: {}",
+                SuitePaths::new(&merged.out).report_html().display()
+            );
             suite_exit(&merged.summary)
         }
         Err(e) => {
@@ -92,7 +96,7 @@ fn find_suite(
 ) -> Result<store::LoadedSuite, String> {
     if let Some(dir) = which
         .map(Path::new)
-        .filter(|d| d.join("summary.json").is_file())
+        .filter(|d| SuitePaths::new(d).summary_json().is_file())
     {
         return store::load_suite(dir);
     }
@@ -108,7 +112,7 @@ fn find_suite(
             return match in_store
                 .into_iter()
                 .chain(written)
-                .find(|d| d.join("summary.json").is_file())
+                .find(|d| SuitePaths::new(d).summary_json().is_file())
             {
                 Some(dir) => store::load_suite(&dir),
                 None => Err(format!(
@@ -144,12 +148,12 @@ pub(crate) fn report(
             return ExitCode::from(2);
         }
     };
-    let d = &loaded.dir;
+    let d = SuitePaths::new(&loaded.dir);
     println!("suite:        {}", loaded.summary.suite_id);
-    println!("report.html:  {}", d.join("report.html").display());
-    println!("summary.md:   {}", d.join("summary.md").display());
-    println!("summary.json: {}", d.join("summary.json").display());
-    println!("junit.xml:    {}", d.join("junit.xml").display());
+    println!("report.html:  {}", d.report_html().display());
+    println!("summary.md:   {}", d.summary_md().display());
+    println!("summary.json: {}", d.summary_json().display());
+    println!("junit.xml:    {}", d.junit().display());
     println!();
     print!("{}", loaded.summary.to_markdown());
     let file = match (trends, &artifacts) {
@@ -161,7 +165,7 @@ pub(crate) fn report(
         print_trends(&file, &loaded.summary.suite_id);
     }
     if open {
-        let page = d.join("report.html");
+        let page = d.report_html();
         let opener = if cfg!(target_os = "macos") {
             "open"
         } else {

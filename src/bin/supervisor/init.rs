@@ -1,0 +1,48 @@
+//! `supervisor init`: a starter config and example test in the current directory, never
+//! overwriting a file.
+
+use bugatti::model::load::CONFIG_FILE_NAME;
+use std::process::ExitCode;
+
+const STARTER_CONFIG: &str = r#"# bugatti.config.toml — see config/bugatti.config.toml in the bugatti repository for every field.
+
+[provider]
+name = "shell"                  # claude-code | codex | command | shell (shell: no model, runs `commands`)
+
+[ports]
+APP_PORT = "auto"
+
+[commands.server]
+kind = "long_lived"
+cmd = "python3 -m http.server ${APP_PORT} --bind 127.0.0.1"
+readiness_url = "http://127.0.0.1:${APP_PORT}/"
+"#;
+
+const STARTER_TEST: &str = r#"name = "Example"
+
+[[steps]]
+instruction = "Check that the server answers: `curl -fsS http://127.0.0.1:${APP_PORT}/ > /dev/null`"
+"#;
+
+/// Write a starter config and example test; never overwrite.
+pub fn init() -> ExitCode {
+    let files = [
+        (CONFIG_FILE_NAME, STARTER_CONFIG),
+        ("example.test.toml", STARTER_TEST),
+    ];
+    for (name, _) in &files {
+        if std::path::Path::new(name).exists() {
+            eprintln!("error: {name} already exists; supervisor init does not overwrite files");
+            return ExitCode::from(2);
+        }
+    }
+    for (name, text) in &files {
+        if let Err(e) = std::fs::write(name, text) {
+            eprintln!("error: cannot write {name}: {e}");
+            return ExitCode::from(2);
+        }
+        println!("wrote {name}");
+    }
+    println!("next: `supervisor check` to see the plan, `supervisor start` to run it");
+    ExitCode::SUCCESS
+}

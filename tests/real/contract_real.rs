@@ -1,0 +1,321 @@
+//! The watchdog and budget contract every agent CLI provider keeps, written once and run against
+//! each real CLI (Claude Code and Codex, as `.ci/run` installs them) through its scripted API stub
+//! on loopback: an API that goes silent mid-step gets the agent restarted and the conversation
+//! resumed; an agent SIGKILLed mid-step is restarted and the step passes; a step that would take
+//! sixty turns stops over budget at five. Skips loudly without the CLI (fails under `CI=true`).
+//! Wall time is asserted only against the timeouts each test configures.
+
+use crate::common::claude::{claude_bin, Stub};
+use crate::common::codex::{codex_bin, ResponsesStub};
+use crate::common::{stderr, stdout, Project};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Which real CLI a contract test drives.
+#[derive(Clone, Copy)]
+enum Cli {
+    Claude,
+    Codex,
+}
+
+/// The scripted API the CLI talks to.
+enum Api {
+    Messages(Stub),
+    Responses(ResponsesStub),
+}
+
+/// A real CLI found on this machine, with a side directory for its stub and home.
+struct Agent {
+    cli: Cli,
+    bin: PathBuf,
+    side: tempfile::TempDir,
+}
+
+impl Cli {
+    /// The CLI, or `None` after a loud skip naming `test`.
+    fn find(self, test: &str) -> Option<Agent> {
+        let bin = match self {
+            Cli::Claude => claude_bin(&format!("claude-code: {test}"))?,
+            Cli::Codex => codex_bin(&format!("codex: {test}"))?,
+        };
+        let side = tempfile::tempdir().expect("side dir");
+        Some(Agent {
+            cli: self,
+            bin,
+            side,
+        })
+    }
+
+    /// A scripted tool call that runs `command` (the stubs name the tool differently).
+    fn tool_call(self, command: &str) -> Value {
+        match self {
+            Cli::Claude => json!({ "bash": command }),
+            Cli::Codex => json!({ "shell": command }),
+        }
+    }
+
+    /// A shell test that is true when `/proc/$p/comm` is this CLI's process.
+    fn is_the_cli(self) -> &'static str {
+        match self {
+            Cli::Claude => "case \"$(cat /proc/$p/comm)\" in claude*) true;; *) false;; esac",
+            Cli::Codex => "[ \"$(cat /proc/$p/comm)\" = codex ]",
+        }
+    }
+}
+
+impl Agent {
+    fn api(&self, script: Value) -> Api {
+        match self.cli {
+            Cli::Claude => Api::Messages(Stub::start(self.side.path(), script)),
+            Cli::Codex => Api::Responses(ResponsesStub::start(self.side.path(), script)),
+        }
+    }
+
+    /// A project whose one test runs `steps` with this agent, `extra` appended to `[provider]`.
+    fn project(&self, api: &Api, extra: &str, steps: &[&str]) -> Project {
+        let (name, args) = match api {
+            Api::Messages(_) => ("claude-code", "\"--allowedTools\", \"Bash\"".to_string()),
+            Api::Responses(stub) => ("codex", stub.agent_args_toml()),
+        };
+        let p = Project::new();
+        p.write(
+            "bugatti.config.toml",
+            &format!(
+                "[provider]\nname = \"{name}\"\nagent_args = [{args}]\nstep_timeout_secs = 120\n\
+                 {extra}\n"
+            ),
+        );
+        let mut test = String::from("name = \"Agent\"\n");
+        for step in steps {
+            test.push_str(&format!("[[steps]]\ninstruction = {step:?}\n"));
+        }
+        p.write("agent.test.toml", &test);
+        p
+    }
+
+    /// `supervisor start` with the CLI pointed at the stub; nothing of it may survive.
+    fn run(&self, p: &Project, api: &Api) -> (std::process::Output, Duration) {
+        let mut cmd = p.supervisor();
+        cmd.arg("start");
+        match api {
+            Api::Messages(stub) => cmd
+                .env("BUGATTI_CLAUDE_BIN", &self.bin)
+                .envs(stub.client_env(&self.side.path().join("home"))),
+            Api::Responses(_) => cmd
+                .env("BUGATTI_CODEX_BIN", &self.bin)
+                .env("STUB_API_KEY", "dummy"),
+        };
+        let started = Instant::now();
+        let out = cmd.output().expect("run supervisor");
+        let took = started.elapsed();
+        p.assert_nothing_survives();
+        (out, took)
+    }
+}
+
+impl Api {
+    /// The model requests of the agent's own loop (Claude Code also asks for titles and the
+    /// like, without tools).
+    fn turn_requests(&self) -> Vec<Value> {
+        match self {
+            Api::Messages(stub) => stub
+                .requests_text()
+                .lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .map(|r| r["body"].clone())
+                .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
+                .collect(),
+            Api::Responses(stub) => stub
+                .request_log()
+                .into_iter()
+                .map(|r| r["body"].clone())
+                .collect(),
+        }
+    }
+
+    /// The request after the restart continues the first step's conversation.
+    fn assert_resumed(&self) {
+        let requests = self.turn_requests();
+        match self {
+            Api::Messages(_) => {
+                let last = requests.last().expect("a request after the restart");
+                assert!(
+                    last["messages"].to_string().contains("First done."),
+                    "{last}"
+                );
+            }
+            Api::Responses(_) => {
+                assert_eq!(requests.len(), 3, "{requests:?}");
+                assert_eq!(
+                    requests[2]["prompt_cache_key"],
+                    requests[0]["prompt_cache_key"]
+                );
+            }
+        }
+    }
+}
+
+fn assert_exit(out: &std::process::Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}\n{}",
+        stdout(out),
+        stderr(out)
+    );
+}
+
+fn report_md(record: &Value) -> String {
+    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    std::fs::read_to_string(run_dir.join("report.md")).expect("report.md")
+}
+
+fn an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed(cli: Cli) {
+    let Some(agent) = cli.find("watchdog: silence, restart, resume") else {
+        return;
+    };
+    let api = agent.api(json!([
+        {"text": "First done.\nRESULT OK"},
+        {"hang": true},
+        {"text": "Back again.\nRESULT OK"},
+    ]));
+    let limit = 5; // long enough that a slow start on a loaded machine is not taken for silence
+    let p = agent.project(
+        &api,
+        &format!("no_output_timeout_secs = {limit}"),
+        &["First.", "Second."],
+    );
+    let (out, took) = agent.run(&p, &api);
+    assert_exit(&out, 0);
+    let record = p.record_for("agent.test.toml");
+    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
+    let restarts = record["agent_restarts"].as_array().expect("agent_restarts");
+    assert_eq!(restarts.len(), 1, "{record}");
+    assert_eq!(restarts[0]["step_id"], 2);
+    let reason = restarts[0]["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("no progress for 5s"), "{restarts:?}");
+    api.assert_resumed();
+    assert_eq!(
+        record["steps"][0]["usage"]["session_id"], record["steps"][1]["usage"]["session_id"],
+        "the same conversation"
+    );
+    assert!(
+        stdout(&out).contains("AGENT RESTARTED during step 2"),
+        "{}",
+        stdout(&out)
+    );
+    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events.jsonl");
+    assert!(
+        events
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|e| e["type"] == "agent_restarted"),
+        "{events}"
+    );
+    let md = report_md(&record);
+    assert!(
+        md.contains("| agent restarted | during step 2: it made no progress"),
+        "{md}"
+    );
+    let html = std::fs::read_to_string(p.suite_dir().join("report.html")).expect("report.html");
+    assert!(html.contains("agent restarted during step 2: it made no progress"));
+    // Bounded by the configured silence: one limit of waiting, not the step timeout (120 s).
+    assert!(took < Duration::from_secs(limit * 2 + 40), "took {took:?}");
+}
+
+fn an_agent_killed_mid_step_is_restarted_and_the_step_passes(cli: Cli) {
+    let Some(agent) = cli.find("watchdog: SIGKILL mid-step") else {
+        return;
+    };
+    // The tool call SIGKILLs the CLI's process above it, as an OOM killer would.
+    let kill = format!(
+        "p=$PPID; while [ \"$p\" -gt 1 ]; do if {}; then kill -9 $p; break; fi; \
+         p=$(awk '{{print $4}}' /proc/$p/stat); done; sleep 5",
+        cli.is_the_cli()
+    );
+    let api = agent.api(json!([
+        {"text": "First done.\nRESULT OK"},
+        cli.tool_call(&kill),
+        {"text": "Survived.\nRESULT OK"},
+    ]));
+    let p = agent.project(&api, "no_output_timeout_secs = 60", &["First.", "Second."]);
+    let (out, _) = agent.run(&p, &api);
+    assert_exit(&out, 0);
+    let record = p.record_for("agent.test.toml");
+    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
+    let restarts = record["agent_restarts"].as_array().expect("agent_restarts");
+    assert_eq!(restarts.len(), 1, "{record}");
+    let reason = restarts[0]["reason"].as_str().unwrap_or("");
+    assert!(reason.contains("died"), "{restarts:?}");
+}
+
+fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five(cli: Cli) {
+    let Some(agent) = cli.find("budgets: max_turns_per_step") else {
+        return;
+    };
+    let script: Vec<Value> = (0..60)
+        .map(|i| cli.tool_call(&format!("echo {i}")))
+        .collect();
+    let api = agent.api(Value::Array(script));
+    let p = agent.project(&api, "max_turns_per_step = 5", &["Loop."]);
+    let (out, _) = agent.run(&p, &api);
+    assert_exit(&out, 1);
+    let record = p.record_for("agent.test.toml");
+    let step = &record["steps"][0];
+    assert_eq!(step["status"], "over_budget", "{record}");
+    let message = step["message"].as_str().unwrap_or("");
+    assert!(message.contains("max_turns_per_step = 5"), "{step}");
+    let requests = api.turn_requests().len();
+    match api {
+        // Claude Code's sixth request is its first turn over the limit.
+        Api::Messages(_) => assert!(requests <= 6, "stopped at the budget: {requests} requests"),
+        Api::Responses(_) => {
+            assert_eq!(step["agent_turns"], 6, "the first turn over the limit");
+            assert!(
+                requests < 60,
+                "Codex was stopped, not left to loop: {requests}"
+            );
+        }
+    }
+    assert!(report_md(&record).contains("OVER BUDGET"));
+}
+
+mod claude {
+    use super::Cli::Claude;
+
+    #[test]
+    fn an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed() {
+        super::an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed(Claude);
+    }
+
+    #[test]
+    fn an_agent_killed_mid_step_is_restarted_and_the_step_passes() {
+        super::an_agent_killed_mid_step_is_restarted_and_the_step_passes(Claude);
+    }
+
+    #[test]
+    fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five() {
+        super::a_step_that_would_take_sixty_turns_stops_over_budget_at_five(Claude);
+    }
+}
+
+mod codex {
+    use super::Cli::Codex;
+
+    #[test]
+    fn an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed() {
+        super::an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed(Codex);
+    }
+
+    #[test]
+    fn an_agent_killed_mid_step_is_restarted_and_the_step_passes() {
+        super::an_agent_killed_mid_step_is_restarted_and_the_step_passes(Codex);
+    }
+
+    #[test]
+    fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five() {
+        super::a_step_that_would_take_sixty_turns_stops_over_budget_at_five(Codex);
+    }
+}
