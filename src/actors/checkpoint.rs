@@ -41,6 +41,8 @@ pub struct CheckpointJob<'a> {
     pub run_id: &'a str,
     pub test_file: &'a Path,
     pub vars: &'a SessionVars,
+    /// `[supervisor] max_log_bytes` for `logs/checkpoint.log`, capped like every log.
+    pub max_log_bytes: u64,
 }
 
 /// Why a checkpoint command did not succeed.
@@ -187,6 +189,7 @@ impl CheckpointJob<'_> {
         spec.env.push(("BUGATTI_CHECKPOINT_PATH".into(), path));
         spec.timeout = Some(Duration::from_secs(self.config.timeout_secs));
         spec.secrets = Arc::clone(&self.vars.secrets);
+        spec.max_log_bytes = self.max_log_bytes;
         let header = match self.step_id {
             Some(step) => format!("--- {} (after step {step}) ---\n", self.what()),
             None => format!("--- {} ---\n", self.what()),

@@ -371,6 +371,7 @@ impl Driver {
             run_id: &self.run_id,
             test_file: &self.test.rel_path,
             vars,
+            max_log_bytes: self.test.effective.supervisor.max_log_bytes.value,
         };
         tracing::info!("{} checkpoint `{name}`", action.as_str());
         match job
