@@ -17,6 +17,7 @@
 //! - [`record`]: an action as the recording keeps it, from what the agent did and saw;
 //! - [`replayer`]: the recorded actions run again through the console and `process::handle`.
 
+pub mod browser_refs;
 pub mod compare;
 pub mod format;
 pub mod normalize;
