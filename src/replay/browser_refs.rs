@@ -34,7 +34,18 @@ pub struct PathStep {
     pub label: Option<String>,
 }
 
-/// The path of one element: its ancestors from the root, then the element itself.
+impl PathStep {
+    /// A `generic` node with neither name nor label: a layout `<div>`. Chromium's accessibility
+    /// tree adds or folds such wrappers as siblings come and go (one banner more above the
+    /// products and the whole page gains a `generic` root), so they are left out of ancestor
+    /// paths; they say nothing about which element the agent meant.
+    fn is_layout_wrapper(&self) -> bool {
+        self.role == "generic" && self.name.is_none() && self.label.is_none()
+    }
+}
+
+/// The path of one element: its meaningful ancestors from the root (layout wrappers left out),
+/// then the element itself.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ElementPath(pub Vec<PathStep>);
 
@@ -134,10 +145,13 @@ impl Snapshot {
     }
 
     fn path_at(&self, index: usize) -> ElementPath {
-        let mut steps = Vec::new();
-        let mut at = Some(index);
+        let mut steps = vec![self.nodes[index].step.clone()];
+        let mut at = self.nodes[index].parent;
         while let Some(i) = at {
-            steps.push(self.nodes[i].step.clone());
+            let step = &self.nodes[i].step;
+            if !step.is_layout_wrapper() {
+                steps.push(step.clone());
+            }
             at = self.nodes[i].parent;
         }
         steps.reverse();
@@ -326,7 +340,6 @@ mod tests {
         assert_eq!(
             path.0,
             vec![
-                step("generic", None, None),
                 step("main", None, None),
                 step("list", None, None),
                 step("listitem", None, Some("Blue mug")),
@@ -359,9 +372,21 @@ mod tests {
         // The old ref f1e12 now names the *Green* mug's button: replaying it as such would
         // click the wrong product. The path finds nothing.
         let green_now = now.path_of("f1e12").expect("a node with the old ref");
-        assert_eq!(green_now.0[3].label.as_deref(), Some("Green mug"));
+        assert_eq!(green_now.0[2].label.as_deref(), Some("Green mug"));
         let blue = recorded.path_of("f1e12").expect("path");
         assert_eq!(now.resolve(&blue), Resolution::Missing);
+    }
+
+    #[test]
+    fn a_layout_wrapper_that_comes_and_goes_changes_no_path() {
+        // Chromium wraps the page in a `generic` root only when the body has several children.
+        let alone = "- main [ref=e1]:\n  - button \"Buy\" [ref=e2]\n";
+        let wrapped = "- generic [ref=e1]:\n  - complementary [ref=e2]:\n    - paragraph [ref=e3]: Sale\n  - main [ref=e4]:\n    - generic [ref=e5]:\n      - button \"Buy\" [ref=e6]\n";
+        let path = Snapshot::parse(alone).path_of("e2").expect("path");
+        assert_eq!(
+            Snapshot::parse(wrapped).resolve(&path),
+            Resolution::Found("e6".to_string())
+        );
     }
 
     #[test]
@@ -377,12 +402,17 @@ mod tests {
         let page = "- generic [ref=e1]:\n  - button \"Say \\\"hi\\\"\" [ref=e2] [cursor=pointer]\n  - paragraph [ref=e3]: Sale today\n";
         let snapshot = Snapshot::parse(page);
         assert_eq!(
-            snapshot.path_of("e2").expect("e2").0[1],
-            step("button", Some("Say \"hi\""), None)
+            snapshot.path_of("e2").expect("e2").0,
+            vec![step("button", Some("Say \"hi\""), None)]
         );
         assert_eq!(
-            snapshot.path_of("e3").expect("e3").0[1],
-            step("paragraph", None, Some("Sale today"))
+            snapshot.path_of("e3").expect("e3").0,
+            vec![step("paragraph", None, Some("Sale today"))]
+        );
+        let quoted = Snapshot::parse("- paragraph [ref=e1]: \"Basket: empty\"\n");
+        assert_eq!(
+            quoted.path_of("e1").expect("e1").0,
+            vec![step("paragraph", None, Some("Basket: empty"))]
         );
     }
 
