@@ -19,6 +19,7 @@
 
 pub mod browser_refs;
 pub mod compare;
+pub mod files;
 pub mod format;
 pub mod normalize;
 pub mod placeholders;
