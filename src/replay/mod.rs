@@ -17,7 +17,9 @@
 //! - [`record`]: an action as the recording keeps it, from what the agent did and saw;
 //! - [`replayer`]: the recorded actions run again through the console and `process::handle`.
 
+pub mod browser_refs;
 pub mod compare;
+pub mod files;
 pub mod format;
 pub mod normalize;
 pub mod placeholders;

@@ -9,6 +9,7 @@
 mod common;
 
 mod browser_claude_real;
+mod browser_mcp_client_real;
 mod browser_real;
 mod bugatti_projects_real;
 mod claude_code_real;
