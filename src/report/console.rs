@@ -704,22 +704,9 @@ impl LiveView {
         self.runs.remove(&record.run_id);
     }
 
-    /// The aggregate summary after every root test.
-    pub fn suite_finished(
-        &mut self,
-        summary: &SuiteSummary,
-        summary_path: &str,
-        redactor: &Redactor,
-    ) {
-        if let Some(live) = &mut self.live {
-            for (_, bar) in live.bars.drain() {
-                bar.finish_and_clear();
-            }
-            let _ = live.multi.clear();
-            live.echo = None;
-        }
-        // Every failure again at the end, at every verbosity (as nextest does): with many tests
-        // in parallel the per-test lines are far apart.
+    /// The suite's recap: what failed it (a flaky pass too, under --fail-on-flaky), what did
+    /// not run and why, and the quarantined tests apart. Empty when there is nothing to say.
+    fn recap(&self, summary: &SuiteSummary) -> String {
         // What fails the suite (a flaky pass too, under --fail-on-flaky); quarantined tests
         // are listed apart, after.
         let failing: Vec<_> = summary
@@ -737,8 +724,8 @@ impl LiveView {
             } else {
                 0
             };
-        if !failing.is_empty() || !summary.not_run.is_empty() || !quarantined.is_empty() {
-            let mut recap = String::new();
+        let mut recap = String::new();
+        {
             if failure_count > 0 {
                 recap.push_str(&format!("Failures ({failure_count}):"));
             }
@@ -805,6 +792,28 @@ impl LiveView {
                     if test.flaky { " (flaky)" } else { "" }
                 ));
             }
+        }
+        recap
+    }
+
+    /// The aggregate summary after every root test.
+    pub fn suite_finished(
+        &mut self,
+        summary: &SuiteSummary,
+        summary_path: &str,
+        redactor: &Redactor,
+    ) {
+        if let Some(live) = &mut self.live {
+            for (_, bar) in live.bars.drain() {
+                bar.finish_and_clear();
+            }
+            let _ = live.multi.clear();
+            live.echo = None;
+        }
+        // Every failure again at the end, at every verbosity (as nextest does): with many tests
+        // in parallel the per-test lines are far apart.
+        let recap = self.recap(summary);
+        if !recap.is_empty() {
             self.print(&redactor.str(&recap));
         }
         let t = &summary.totals;

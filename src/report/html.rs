@@ -430,7 +430,12 @@ impl<'a> Page<'a> {
             escape(&test.test_name),
             ms(Some(test.duration_ms)),
             test.attempts,
-            if test.flaky { " · flaky" } else { "" },
+            match (test.flaky, test.quarantined) {
+                (true, true) => " · flaky · quarantined",
+                (true, false) => " · flaky",
+                (false, true) => " · quarantined",
+                (false, false) => "",
+            },
         );
         for earlier in &test.history[..test.history.len().saturating_sub(1)] {
             let _ = writeln!(

@@ -94,6 +94,31 @@ fn shards_run_one_after_another_run_every_test_once_three_nights_in_a_row() {
     let out = p.run(&["check", "--shard", "1/3"]);
     let text = format!("{}{}", stdout(&out), stderr(&out));
     assert!(text.contains("shard 1/3 by duration"), "{text}");
+
+    // A fourth night merged `--out merged` (no --history): its entry goes to the project's
+    // history, and `report --trends` reports it, not the newest shard in .bugatti/suites.
+    let dirs: Vec<String> = (1..=3)
+        .map(|k| run_shard(&p, k, 3).0.display().to_string())
+        .collect();
+    let out = p
+        .supervisor()
+        .arg("merge")
+        .args(&dirs)
+        .args(["--out", "merged"])
+        .output()
+        .expect("merge");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let merged = json(&p.root().join("merged/summary.json"));
+    let out = p.run(&["report", "--trends"]);
+    let text = stdout(&out);
+    let id = merged["suite_id"].as_str().expect("id");
+    assert!(text.starts_with(&format!("suite:        {id}")), "{text}");
+    assert!(text.contains("Trends over the last 4 suites"), "{text}");
+    let page = std::fs::read_to_string(p.root().join("merged/report.html")).expect("html");
+    assert!(
+        page.contains("<section id=\"trends\">"),
+        "the merged page has trends"
+    );
 }
 
 /// Shards 1/3 and 3/3 of `p`; the tests `check` gives shard 2/3.

@@ -87,8 +87,10 @@ pub(crate) fn merge(
 }
 
 /// The suite `which` names: a suite folder (holding summary.json), else an id or `last` in the
-/// artifact directory. With `--history FILE` and no suite named, the last whole suite of FILE
-/// (a merge, wherever it was written), not the newest shard of the artifact directory.
+/// artifact directory. `last` with `--history FILE`: the last whole suite FILE records (a merge,
+/// wherever `merge --out` wrote it), not the newest shard of the artifact directory. `last`
+/// without it: the newest of the artifact directory's last suite and the project history's last
+/// whole suite (suite ids are UUIDv7: they sort by time).
 fn find_suite(
     which: Option<&str>,
     artifacts: &Result<PathBuf, String>,
@@ -100,35 +102,64 @@ fn find_suite(
     {
         return store::load_suite(dir);
     }
-    if let (None | Some("last"), Some(file)) = (which, history_file) {
-        let entries = history::read(file);
-        if let Some(last) = entries.iter().rev().find(|e| e.selection.is_whole_suite()) {
-            let in_store = artifacts
-                .as_ref()
-                .ok()
-                .and_then(|d| store::resolve_suite(d, Some(&last.suite_id)).ok())
-                .map(|s| s.dir);
-            let written = last.suite_dir.as_deref().map(PathBuf::from);
-            return match in_store
-                .into_iter()
-                .chain(written)
-                .find(|d| SuitePaths::new(d).summary_json().is_file())
-            {
-                Some(dir) => store::load_suite(&dir),
-                None => Err(format!(
-                    "suite {} (the last whole suite in {}) is not here{}: name its folder, `supervisor report DIR --trends --history {}`",
-                    last.suite_id,
-                    file.display(),
-                    last.suite_dir
-                        .as_deref()
-                        .map_or(String::new(), |d| format!(" (it was written to {d})")),
-                    file.display()
-                )),
-            };
+    if !matches!(which, None | Some("last")) {
+        let dir = artifacts.clone()?;
+        return store::resolve_suite(&dir, which).and_then(|s| store::load_suite(&s.dir));
+    }
+    let project_history = artifacts.as_ref().ok().map(|d| history::history_path(d));
+    let file = history_file.map(Path::to_path_buf).or(project_history);
+    let whole = file.as_deref().and_then(|f| last_whole_suite(f, artifacts));
+    let stored = artifacts
+        .as_ref()
+        .ok()
+        .and_then(|d| store::list_suites(d).pop());
+    match (whole, stored) {
+        (Some(Err(e)), _) if history_file.is_some() => Err(e),
+        (Some(Ok((id, dir))), Some(s)) if history_file.is_some() || id > s.suite_id => {
+            store::load_suite(&dir)
+        }
+        (Some(Ok((_, dir))), None) => store::load_suite(&dir),
+        _ => {
+            let dir = artifacts.clone()?;
+            store::resolve_suite(&dir, which).and_then(|s| store::load_suite(&s.dir))
         }
     }
-    let dir = artifacts.clone()?;
-    store::resolve_suite(&dir, which).and_then(|s| store::load_suite(&s.dir))
+}
+
+/// The id and folder of the last whole suite `file` records (not a shard's own entry), looked
+/// for in the artifact directory and where `merge --out` wrote it. `None`: no whole suite in it;
+/// `Some(Err)`: its folder is not here (said how to name it).
+fn last_whole_suite(
+    file: &Path,
+    artifacts: &Result<PathBuf, String>,
+) -> Option<Result<(String, PathBuf), String>> {
+    let entries = history::read(file);
+    let last = entries
+        .iter()
+        .rev()
+        .find(|e| e.selection.is_whole_suite())?;
+    let in_store = artifacts
+        .as_ref()
+        .ok()
+        .and_then(|d| store::resolve_suite(d, Some(&last.suite_id)).ok())
+        .map(|s| s.dir);
+    let written = last.suite_dir.as_deref().map(PathBuf::from);
+    let found = in_store
+        .into_iter()
+        .chain(written)
+        .find(|d| SuitePaths::new(d).summary_json().is_file());
+    Some(match found {
+        Some(dir) => Ok((last.suite_id.clone(), dir)),
+        None => Err(format!(
+            "suite {} (the last whole suite in {}) is not here{}: name its folder, `supervisor report DIR --trends --history {}`",
+            last.suite_id,
+            file.display(),
+            last.suite_dir
+                .as_deref()
+                .map_or(String::new(), |d| format!(" (it was written to {d})")),
+            file.display()
+        )),
+    })
 }
 
 /// `trends`: `Some(history file)` to print them (`Some(None)`: the project's history).
