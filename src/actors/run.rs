@@ -41,6 +41,13 @@ pub fn run_suite(suite: Suite, options: &RunOptions) -> ExitReason {
             group.pgid, group.label
         ));
     }
+    let escaped = subreaper::sweep_descendants();
+    if !escaped.is_empty() {
+        stderr_notice(&format!(
+            "killed {} process(es) that escaped their process group and outlived their run: {escaped:?}",
+            escaped.len()
+        ));
+    }
     ledger::close();
     reason
 }
@@ -210,9 +217,13 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     };
     let to_supervisor = supervisor.clone();
     let to_reporter = reporter.clone();
+    // Every request is also published, for the phase after the supervisor actor is gone
+    // (`on_finish`): signals are honoured there too.
+    let (requests_tx, requests) = tokio::sync::watch::channel(None);
     let listener = signals::listen(
         move |request| {
             let _ = to_supervisor.cast(SupervisorMsg::Shutdown(request));
+            requests_tx.send_replace(Some(request));
         },
         move |signal| async move {
             let message = format!(
@@ -242,24 +253,62 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     reporter.stop(None);
     let _ = reporter_task.await;
     let _ = logs.close_all();
-    drop(listener);
     drop(job_control);
-    // SPEC §12: after every report is written; its outcome never changes the exit code.
-    if let Some((cmd, project_root, limit)) = on_finish {
-        let summary: Option<crate::report::suite::SuiteSummary> =
-            std::fs::read_to_string(suite_dir.join("summary.json"))
-                .ok()
-                .and_then(|text| serde_json::from_str(&text).ok());
-        let facts = super::on_finish::SuiteFacts {
-            suite_id: &suite_id_for_hook,
-            reason,
-            suite_dir: &suite_dir,
-            summary: summary.as_ref(),
-        };
-        match super::on_finish::run(&cmd, &project_root, limit, &facts).await {
-            Ok(line) => tracing::info!("{line}"),
-            Err(why) => stderr_notice(&why),
+    // After every report is written (docs/ci.md); its outcome never changes the exit code, but a
+    // signal while it runs stops it and the supervisor exits by that signal (docs/signals.md).
+    let reason = match on_finish {
+        Some(hook) => run_on_finish(hook, &suite_id_for_hook, reason, &suite_dir, requests).await,
+        None => reason,
+    };
+    drop(listener);
+    reason
+}
+
+/// Runs `[supervisor] on_finish` after the suite, stopped by the next shutdown request published
+/// on `requests` (a second one ends its grace at once). Answers the exit reason: the suite's,
+/// or the signal's when one stopped the hook.
+async fn run_on_finish(
+    (cmd, project_root, limit): (String, PathBuf, std::time::Duration),
+    suite_id: &str,
+    reason: ExitReason,
+    suite_dir: &std::path::Path,
+    mut requests: tokio::sync::watch::Receiver<Option<signals::ShutdownRequest>>,
+) -> ExitReason {
+    // A signal received during the suite was answered there: only the ones from now on count.
+    requests.mark_unchanged();
+    let stop = async move {
+        loop {
+            if requests.changed().await.is_err() {
+                // No listener: nothing will ever stop the hook but its timeout.
+                return std::future::pending().await;
+            }
+            match *requests.borrow_and_update() {
+                Some(signals::ShutdownRequest::Graceful(signal)) => return signal,
+                Some(signals::ShutdownRequest::SkipGrace(signal)) => {
+                    crate::process::teardown::end_grace();
+                    return signal;
+                }
+                None => {}
+            }
         }
+    };
+    let summary: Option<crate::report::suite::SuiteSummary> =
+        std::fs::read_to_string(suite_dir.join("summary.json"))
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok());
+    let facts = super::on_finish::SuiteFacts {
+        suite_id,
+        reason,
+        suite_dir,
+        summary: summary.as_ref(),
+    };
+    match super::on_finish::run(&cmd, &project_root, limit, &facts, stop).await {
+        Ok(line) => tracing::info!("{line}"),
+        Err(super::on_finish::HookFailed::Stopped(why, signal)) => {
+            stderr_notice(&why);
+            return ExitReason::Interrupted(signal);
+        }
+        Err(super::on_finish::HookFailed::Failed(why)) => stderr_notice(&why),
     }
     reason
 }
