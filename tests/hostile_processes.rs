@@ -169,3 +169,40 @@ fn escapees_of_a_command_a_step_and_on_finish_do_not_outlive_the_run() {
         "escapees outlived the run: {survivors:?}"
     );
 }
+
+#[test]
+fn an_escapee_of_a_console_call_does_not_outlive_the_run() {
+    let p = Project::new();
+    let pid_file = format!("{}/console.pid", p.root().display());
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"command\"\ncmd = \"{}\"\nstep_timeout_secs = 60\n",
+            Project::directive_agent_cmd()
+        ),
+    );
+    let call = serde_json::json!({"cmd": escapee(&pid_file), "tty": false, "yield_time_ms": 5000});
+    p.write(
+        "console.test.toml",
+        &format!(
+            "name = \"Console\"\n[[steps]]\ninstruction = '''\nStart a daemon.\nmcp exec_command {call}\nexpect Process exited with code 0\n'''\n"
+        ),
+    );
+    let out = p
+        .supervisor()
+        .arg("start")
+        .output()
+        .expect("run supervisor");
+    let text = wait_for_file(Path::new(&pid_file), Duration::from_secs(5));
+    let pid: i32 = text.trim().parse().expect("a pid");
+    let deadline = Instant::now() + Duration::from_secs(3);
+    while is_alive(pid) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let alive = is_alive(pid);
+    if alive {
+        kill(pid);
+    }
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!alive, "the console call's escapee {pid} outlived the run");
+}
