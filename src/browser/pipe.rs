@@ -347,3 +347,83 @@ fn deliver(state: &State, client: u64, mut message: Value) {
     }
     let _ = c.tx.send(message.to_string());
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Write};
+
+    /// A browser at the other end of real pipes: answers `attachToBrowserTarget` with a fresh
+    /// browser session, every other command with its method, and after each command on a
+    /// session sends an event on that session.
+    fn fake_browser(fds: [OwnedFd; 2]) {
+        let [commands, answers] = fds;
+        std::thread::spawn(move || {
+            let mut out = std::fs::File::from(answers);
+            let mut sessions = 0;
+            for raw in BufReader::new(std::fs::File::from(commands)).split(0) {
+                let Ok(raw) = raw else { break };
+                let Ok(command) = serde_json::from_slice::<Value>(&raw) else {
+                    continue;
+                };
+                let mut replies = Vec::new();
+                if command["method"] == "Target.attachToBrowserTarget" {
+                    sessions += 1;
+                    replies.push(json!({"id": command["id"], "result": {"sessionId": format!("B{sessions}")}}));
+                } else {
+                    replies.push(json!({"id": command["id"], "sessionId": command["sessionId"], "result": {"method": command["method"]}}));
+                    replies.push(json!({"method": "Test.event", "sessionId": command["sessionId"], "params": {}}));
+                }
+                for reply in replies {
+                    let mut bytes = reply.to_string().into_bytes();
+                    bytes.push(0);
+                    if out.write_all(&bytes).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
+    async fn next(rx: &mut mpsc::UnboundedReceiver<String>) -> Value {
+        let text = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .expect("a message in time")
+            .expect("the hub is open");
+        serde_json::from_str(&text).expect("JSON")
+    }
+
+    #[tokio::test]
+    async fn each_client_gets_its_own_answers_and_events_on_its_own_browser_session() {
+        let (hub, fds) = PipeHub::start(PipeEnds::new().expect("pipes")).expect("hub");
+        fake_browser(fds);
+        let (tx_a, mut rx_a) = mpsc::unbounded_channel();
+        let (tx_b, mut rx_b) = mpsc::unbounded_channel();
+        let a = hub.connect(tx_a).await.expect("client a");
+        let b = hub.connect(tx_b).await.expect("client b");
+
+        // Both use id 1: each gets its own answer back, with its own id, and no session id.
+        hub.send(a, r#"{"id": 1, "method": "Browser.getVersion"}"#);
+        hub.send(b, r#"{"id": 1, "method": "Target.getTargets"}"#);
+        let answer_a = next(&mut rx_a).await;
+        assert_eq!(answer_a["id"], 1);
+        assert_eq!(answer_a["result"]["method"], "Browser.getVersion");
+        assert!(answer_a.get("sessionId").is_none(), "{answer_a}");
+        let event_a = next(&mut rx_a).await;
+        assert_eq!(event_a["method"], "Test.event");
+        assert!(event_a.get("sessionId").is_none(), "{event_a}");
+        let answer_b = next(&mut rx_b).await;
+        assert_eq!(answer_b["result"]["method"], "Target.getTargets");
+        assert_eq!(next(&mut rx_b).await["method"], "Test.event");
+
+        // A session a client did not attach is not reachable through it.
+        hub.send(
+            a,
+            r#"{"id": 2, "method": "Page.navigate", "sessionId": "B2"}"#,
+        );
+        let refused = next(&mut rx_a).await;
+        assert_eq!(refused["id"], 2);
+        assert!(refused["error"].is_object(), "{refused}");
+        assert!(rx_b.try_recv().is_err(), "nothing of a's reached b");
+    }
+}
