@@ -48,7 +48,7 @@ pub async fn findings(config: &BrowserConfig, path_var: Option<&str>, cwd: &Path
         return out;
     }
     // The endpoint is the session's; a placeholder shows the shape.
-    match McpCommand::resolve(config.mcp_cmd.as_deref(), path_var, "http://127.0.0.1:<port>") {
+    match McpCommand::resolve(config.mcp_cmd.as_deref(), path_var, "ws://127.0.0.1:<port>/<token>/devtools/browser") {
         Err(e) => out.push(Finding::Fail(format!("Playwright MCP: {e}"))),
         Ok(command) => match &command.source {
             McpSource::Npx => out.push(Finding::Note(format!(
