@@ -102,14 +102,14 @@ fn main() {
         );
 
         let mut browser = start(&exe, dir.path(), runs).await;
-        let monitor = Monitor::attach(&browser.cdp_url(), None)
+        let monitor = Monitor::attach(&browser.http_base(), None)
             .await
             .expect("monitor");
         let agent = CdpClient::connect(browser.ws_url(), |_| {})
             .await
             .expect("cdp");
         let limit = Duration::from_secs(10);
-        let page = bugatti::browser::devtools::pages(&browser.cdp_url())
+        let page = bugatti::browser::devtools::pages(&browser.http_base())
             .await
             .expect("pages")[0]
             .id

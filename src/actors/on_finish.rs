@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crate::model::outcome::ExitReason;
+use crate::model::outcome::{ExitReason, InterruptSignal};
 use crate::process::oneshot::{run_once, OneShotEnd};
 use crate::process::owner::{Owner, Role, Scope};
 use crate::process::spec::{CommandKind, CommandSpec};
@@ -67,18 +67,29 @@ impl SuiteFacts<'_> {
     }
 }
 
-/// Runs `cmd` from `project_root` for `facts`, at most `timeout`. `Ok` says how it went in one
-/// line; `Err` why it failed (for a notice, never for the exit code).
+/// Why the hook did not succeed, in one line for a notice.
+#[derive(Debug)]
+pub enum HookFailed {
+    /// It failed, could not start or ran out of time: never a change of the exit code.
+    Failed(String),
+    /// A signal stopped it: the supervisor exits by that signal.
+    Stopped(String, InterruptSignal),
+}
+
+/// Runs `cmd` from `project_root` for `facts`, at most `timeout`, stopped (its process group, by
+/// its stop ladder) when `stop` answers a signal. `Ok` says how it went in one line.
 pub async fn run(
     cmd: &str,
     project_root: &Path,
     timeout: Duration,
     facts: &SuiteFacts<'_>,
-) -> Result<String, String> {
+    stop: impl std::future::Future<Output = InterruptSignal>,
+) -> Result<String, HookFailed> {
     let log = facts.suite_dir.join(LOG);
     if let Some(dir) = log.parent() {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| format!("on_finish: cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            HookFailed::Failed(format!("on_finish: cannot create {}: {e}", dir.display()))
+        })?;
     }
     let mut spec = CommandSpec::new(
         "on_finish",
@@ -94,21 +105,27 @@ pub async fn run(
         Scope::suite(facts.suite_id),
         Role::Other("on_finish".into()),
     );
-    let ran = run_once(&spec, owner, std::future::pending::<()>())
+    let ran = run_once(&spec, owner, stop)
         .await
-        .map_err(|e| format!("on_finish `{cmd}` could not start: {e}"))?;
+        .map_err(|e| HookFailed::Failed(format!("on_finish `{cmd}` could not start: {e}")))?;
     let shown = log.display();
     match ran.end {
         OneShotEnd::Exited(status) if status.success() => {
             Ok(format!("on_finish `{cmd}` done (output in {shown})"))
         }
-        OneShotEnd::Exited(status) => Err(format!(
+        OneShotEnd::Exited(status) => Err(HookFailed::Failed(format!(
             "on_finish `{cmd}` failed: {status} (output in {shown}); the exit code is the suite's"
-        )),
-        OneShotEnd::TimedOut(limit) => Err(format!(
+        ))),
+        OneShotEnd::TimedOut(limit) => Err(HookFailed::Failed(format!(
             "on_finish `{cmd}` was stopped after {}s (on_finish_timeout_secs; output in {shown})",
             limit.as_secs()
+        ))),
+        OneShotEnd::Stopped(signal) => Err(HookFailed::Stopped(
+            format!(
+                "{}: on_finish `{cmd}` was stopped (output in {shown}); the reports stand",
+                signal.name()
+            ),
+            signal,
         )),
-        OneShotEnd::Stopped(()) => Err(format!("on_finish `{cmd}` was stopped")),
     }
 }

@@ -42,6 +42,13 @@ pub fn run_suite(suite: Suite, options: &RunOptions) -> ExitReason {
             group.pgid, group.label
         ));
     }
+    let escaped = subreaper::sweep_descendants();
+    if !escaped.is_empty() {
+        stderr_notice(&format!(
+            "killed {} process(es) that escaped their process group and outlived their run: {escaped:?}",
+            escaped.len()
+        ));
+    }
     ledger::close();
     reason
 }
@@ -167,16 +174,19 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             return ExitReason::HarnessError;
         }
     };
-    let listeners = listen_for_signals(&supervisor, &reporter, tests);
+    let (listener, job_control, requests) = listen_for_signals(&supervisor, &reporter, tests);
     let reason = done_rx.await.unwrap_or(ExitReason::HarnessError);
     let _ = supervisor_task.await;
     reporter.stop(None);
     let _ = reporter_task.await;
     let _ = logs.close_all();
-    drop(listeners);
-    if let Some(hook) = on_finish {
-        hook.run(reason).await;
-    }
+    drop(job_control);
+    // Signals are still honoured while the hook runs: the listener lives until it is done.
+    let reason = match on_finish {
+        Some(hook) => hook.run(reason, requests).await,
+        None => reason,
+    };
+    drop(listener);
     reason
 }
 
@@ -262,12 +272,17 @@ fn listen_for_signals(
 ) -> (
     std::io::Result<signals::SignalListener>,
     std::io::Result<job_control::JobControl>,
+    tokio::sync::watch::Receiver<Option<signals::ShutdownRequest>>,
 ) {
     let to_supervisor = supervisor.clone();
     let to_reporter = reporter.clone();
+    // Every request is also published, for the phase after the supervisor actor is gone
+    // (`on_finish`): signals are honoured there too.
+    let (requests_tx, requests) = tokio::sync::watch::channel(None);
     let listener = signals::listen(
         move |request| {
             let _ = to_supervisor.cast(SupervisorMsg::Shutdown(request));
+            requests_tx.send_replace(Some(request));
         },
         move |signal| async move {
             let message = format!(
@@ -292,7 +307,7 @@ fn listen_for_signals(
             "cannot handle Ctrl+Z ({e}); time stopped will count against step timeouts"
         ));
     }
-    (listener, job_control)
+    (listener, job_control, requests)
 }
 
 /// `[supervisor] on_finish`, run after every report is written.
@@ -307,8 +322,33 @@ struct OnFinish {
 }
 
 impl OnFinish {
-    /// SPEC §12: its outcome never changes the exit code.
-    async fn run(self, reason: ExitReason) {
+    /// Runs the hook. Its outcome never changes the exit code (docs/ci.md), but the next
+    /// shutdown request published on `requests` stops it (a second one ends its grace at once)
+    /// and the supervisor then exits by that signal (docs/signals.md). Answers the exit reason:
+    /// the suite's, or the signal's when one stopped the hook.
+    async fn run(
+        self,
+        reason: ExitReason,
+        mut requests: tokio::sync::watch::Receiver<Option<signals::ShutdownRequest>>,
+    ) -> ExitReason {
+        // A signal received during the suite was answered there: only the ones from now on count.
+        requests.mark_unchanged();
+        let stop = async move {
+            loop {
+                if requests.changed().await.is_err() {
+                    // No listener: nothing will ever stop the hook but its timeout.
+                    return std::future::pending().await;
+                }
+                match *requests.borrow_and_update() {
+                    Some(signals::ShutdownRequest::Graceful(signal)) => return signal,
+                    Some(signals::ShutdownRequest::SkipGrace(signal)) => {
+                        crate::process::teardown::end_grace();
+                        return signal;
+                    }
+                    None => {}
+                }
+            }
+        };
         let summary: Option<crate::report::suite::SuiteSummary> =
             std::fs::read_to_string(self.suite.summary_json())
                 .ok()
@@ -320,9 +360,14 @@ impl OnFinish {
             summary: summary.as_ref(),
             max_log_bytes: self.max_log_bytes,
         };
-        match super::on_finish::run(&self.cmd, &self.project_root, self.limit, &facts).await {
+        match super::on_finish::run(&self.cmd, &self.project_root, self.limit, &facts, stop).await {
             Ok(line) => tracing::info!("{line}"),
-            Err(why) => stderr_notice(&why),
+            Err(super::on_finish::HookFailed::Stopped(why, signal)) => {
+                stderr_notice(&why);
+                return ExitReason::Interrupted(signal);
+            }
+            Err(super::on_finish::HookFailed::Failed(why)) => stderr_notice(&why),
         }
+        reason
     }
 }

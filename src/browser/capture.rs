@@ -150,7 +150,7 @@ pub struct Monitor {
 }
 
 impl Monitor {
-    /// Connects to the browser whose DevTools endpoint is `base` (`http://127.0.0.1:<port>`)
+    /// Connects to the browser whose DevTools endpoint is `base` (`http://127.0.0.1:<port>/<token>`)
     /// and starts watching every page, present and future; with `viewport`, every page it
     /// attaches to is given that viewport (`--window-size` sizes the window, and the headless
     /// window's own frame takes part of it: 640×480 gave a 640×337 page in Chromium 156).

@@ -18,7 +18,7 @@ pub struct Version {
     /// The DevTools protocol version.
     #[serde(rename = "Protocol-Version", default)]
     pub protocol: String,
-    /// `ws://127.0.0.1:<port>/devtools/browser/<id>`.
+    /// `ws://127.0.0.1:<port>/<token>/devtools/browser` (the supervisor's endpoint).
     #[serde(rename = "webSocketDebuggerUrl")]
     pub ws_url: String,
 }
@@ -37,12 +37,6 @@ pub struct Target {
     /// The page's URL.
     #[serde(default)]
     pub url: String,
-}
-
-/// `http://127.0.0.1:<port>`: the base of the endpoints, and the `BUGATTI_CDP_URL` the agent
-/// and Playwright MCP (`--cdp-endpoint`) are given.
-pub fn base_url(port: u16) -> String {
-    format!("http://127.0.0.1:{port}")
 }
 
 fn get_json<T: serde::de::DeserializeOwned>(url: &str) -> Result<T, BrowserError> {

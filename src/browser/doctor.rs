@@ -52,7 +52,7 @@ pub async fn findings(
         return out;
     }
     // The endpoint is the session's; a placeholder shows the shape.
-    match McpCommand::resolve(config.mcp_cmd.as_deref(), path_var, "http://127.0.0.1:<port>") {
+    match McpCommand::resolve(config.mcp_cmd.as_deref(), path_var, "ws://127.0.0.1:<port>/<token>/devtools/browser") {
         Err(e) => out.push(BrowserFinding::Fail(format!("Playwright MCP: {e}"))),
         Ok(command) => match &command.source {
             McpSource::Npx => out.push(BrowserFinding::Note(format!(

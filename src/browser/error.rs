@@ -31,6 +31,9 @@ pub enum BrowserError {
     /// No port for DevTools.
     #[error("browser DevTools port: {0}")]
     Port(#[from] crate::process::ports::PortError),
+    /// The supervisor's DevTools endpoint in front of the browser's pipe could not be served.
+    #[error("cannot serve the browser's DevTools endpoint on loopback: {0}")]
+    Endpoint(#[from] std::io::Error),
     /// The process did not start.
     #[error("could not start the browser {program}: {source}")]
     Spawn {

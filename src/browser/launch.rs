@@ -1,8 +1,10 @@
 //! Starting the session's browser: the command line (a profile of its own in the workspace,
-//! DevTools on an auto loopback port, `--no-sandbox` as root, none of Chromium's calls home), the
-//! spawn through [`crate::process::handle::start`] (its own process group, registered under
-//! [`Role::Browser`], the run id in its environment), readiness on `/json/version`, and the end
-//! through [`crate::process::teardown::terminate`]. Chromium's zygote, GPU, utility and renderer
+//! DevTools over `--remote-debugging-pipe` — no port of Chromium's own — behind the token-checked
+//! [`super::endpoint::Endpoint`] the supervisor serves on loopback, `--no-sandbox` as root, none of
+//! Chromium's calls home), the spawn through [`crate::process::handle::start_with_fds`] (the pipe
+//! as fds 3 and 4, its own process group, registered under [`Role::Browser`], the run id in its
+//! environment), readiness on `Browser.getVersion` over the pipe, and the end through
+//! [`crate::process::teardown::terminate`]. Chromium's zygote, GPU, utility and renderer
 //! processes stay in its process group (checked with Chromium 156), so the group's SIGKILL ends
 //! them; they do not carry the environment marker (they overwrite their environ with their
 //! command line), but every one names the profile directory in its command line, which is how
@@ -12,11 +14,12 @@
 //! lists its pids as leaked. (`--disable-crashpad-for-testing` would avoid it, but with it
 //! Chromium 156 aborts every navigation.)
 
-use super::devtools::{self, Version};
+use super::devtools::Version;
+use super::endpoint::Endpoint;
 use super::error::BrowserError;
+use super::pipe::{PipeEnds, PipeHub};
 use crate::process::handle::{self, EnvMarker, Group, Io, Launch};
 use crate::process::owner::{Owner, Role, Scope};
-use crate::process::ports::allocate_loopback_port;
 use crate::process::teardown::{terminate, Ladder, TeardownReport};
 use nix::sys::signal::Signal;
 use std::io::Read;
@@ -24,7 +27,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Between two `/json/version` attempts: Chromium is ready in a fraction of a second.
+/// Between two `Browser.getVersion` attempts: Chromium is ready in a fraction of a second.
 const READY_POLL: Duration = Duration::from_millis(50);
 /// SIGTERM lets Chromium close its profile; past this, SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -50,7 +53,7 @@ pub struct BrowserLaunch {
     pub scope: Scope,
     /// Added to the inherited environment (the session's variables).
     pub env: Vec<(String, String)>,
-    /// How long the DevTools endpoint may take to answer.
+    /// How long DevTools may take to answer.
     pub ready_timeout: Duration,
     /// `--no-sandbox`: Chromium refuses to start as root without it.
     pub no_sandbox: bool,
@@ -74,8 +77,8 @@ impl BrowserLaunch {
         }
     }
 
-    /// The command line for DevTools on `port`.
-    pub fn args(&self, port: u16) -> Vec<String> {
+    /// The command line: DevTools over the pipe (fds 3 and 4).
+    pub fn args(&self) -> Vec<String> {
         let mut args = Vec::new();
         if self.headless {
             args.push("--headless".to_string());
@@ -99,11 +102,11 @@ impl BrowserLaunch {
                 "--disable-default-apps",
                 "--metrics-recording-only",
                 "--password-store=basic",
-                "--remote-debugging-address=127.0.0.1",
+                // DevTools on fds 3 and 4 only: a port would be open to every local process.
+                "--remote-debugging-pipe",
             ]
             .map(String::from),
         );
-        args.push(format!("--remote-debugging-port={port}"));
         args.push(format!("--user-data-dir={}", self.profile_dir.display()));
         args.push(format!(
             "--window-size={},{}",
@@ -123,7 +126,7 @@ pub fn running_as_root() -> bool {
 /// The session's running browser.
 pub struct Browser {
     group: Group,
-    port: u16,
+    endpoint: Endpoint,
     version: Version,
     profile_dir: PathBuf,
     no_sandbox: bool,
@@ -137,7 +140,14 @@ impl Browser {
             path: spec.profile_dir.clone(),
             source,
         })?;
-        let port = allocate_loopback_port()?;
+        let ends = PipeEnds::new().map_err(|source| BrowserError::Spawn {
+            program: spec.executable.clone(),
+            source,
+        })?;
+        let (hub, child_fds) = PipeHub::start(ends).map_err(|source| BrowserError::Spawn {
+            program: spec.executable.clone(),
+            source,
+        })?;
         let mut env = spec.env.clone();
         if let Some(run) = spec.scope.run_id() {
             // The run's sweep finds any escapee of the browser by this.
@@ -146,7 +156,7 @@ impl Browser {
         let launch = Launch {
             owner: Owner::new(spec.scope.clone(), Role::Browser),
             program: spec.executable.clone(),
-            args: spec.args(port),
+            args: spec.args(),
             cwd: None,
             env,
             inherit_env: true,
@@ -154,9 +164,11 @@ impl Browser {
             marker: EnvMarker::fresh(),
             kill_on_drop: true,
         };
-        let mut group = handle::start(launch).map_err(|source| BrowserError::Spawn {
-            program: spec.executable.clone(),
-            source,
+        let mut group = handle::start_with_fds(launch, child_fds.into()).map_err(|source| {
+            BrowserError::Spawn {
+                program: spec.executable.clone(),
+                source,
+            }
         })?;
         let tail = Arc::new(Mutex::new(Vec::new()));
         if let Some(output) = group.take_output() {
@@ -167,12 +179,25 @@ impl Browser {
                 tail.clone(),
             );
         }
-        let base = devtools::base_url(port);
-        match wait_ready(&group, &base, spec.ready_timeout, &tail).await {
-            Ok(version) => Ok(Self {
+        let ready = match wait_ready(&group, &hub, spec.ready_timeout, &tail).await {
+            Ok(answer) => Endpoint::serve(hub, answer.clone())
+                .await
+                .map(|endpoint| (endpoint, answer))
+                .map_err(BrowserError::from),
+            Err(e) => Err(e),
+        };
+        match ready {
+            Ok((endpoint, answer)) => Ok(Self {
+                version: Version {
+                    browser: answer["product"].as_str().unwrap_or_default().to_string(),
+                    protocol: answer["protocolVersion"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    ws_url: endpoint.ws_url(),
+                },
                 group,
-                port,
-                version,
+                endpoint,
                 profile_dir: spec.profile_dir,
                 no_sandbox: spec.no_sandbox,
             }),
@@ -183,24 +208,36 @@ impl Browser {
         }
     }
 
-    /// `http://127.0.0.1:<port>`: `BUGATTI_CDP_URL`, and Playwright MCP's `--cdp-endpoint`.
+    /// `ws://127.0.0.1:<port>/<token>/devtools/browser`, the browser-wide DevTools WebSocket
+    /// behind the session's token: `BUGATTI_CDP_URL`, and Playwright MCP's `--cdp-endpoint`.
     pub fn cdp_url(&self) -> String {
-        devtools::base_url(self.port)
+        self.endpoint.ws_url()
     }
 
-    /// The browser-wide DevTools WebSocket.
+    /// `http://127.0.0.1:<port>/<token>`: the base of `/json/version` and `/json/list`.
+    pub fn http_base(&self) -> String {
+        self.endpoint.http_base()
+    }
+
+    /// Where the endpoint is, for the console and the logs: without the token, which is the
+    /// session's secret.
+    pub fn shown_endpoint(&self) -> String {
+        format!("ws://127.0.0.1:{}/…/devtools/browser", self.endpoint.port())
+    }
+
+    /// The browser-wide DevTools WebSocket (the same as [`Self::cdp_url`]).
     pub fn ws_url(&self) -> &str {
         &self.version.ws_url
     }
 
-    /// What `/json/version` answered at readiness.
+    /// Who the browser is (`Browser.getVersion` at readiness) and its WebSocket.
     pub fn version(&self) -> &Version {
         &self.version
     }
 
-    /// The DevTools port.
+    /// The loopback port of the supervisor's DevTools endpoint (not Chromium's: it has none).
     pub fn port(&self) -> u16 {
-        self.port
+        self.endpoint.port()
     }
 
     /// The browser's process (and group) id.
@@ -266,13 +303,14 @@ fn drain_output(
     });
 }
 
-/// Polls `/json/version` until it answers, the browser exits, or `limit` passes.
+/// Asks `Browser.getVersion` over the pipe until it answers, the browser exits, or `limit`
+/// passes. Answers its result.
 async fn wait_ready(
     group: &Group,
-    base: &str,
+    hub: &PipeHub,
     limit: Duration,
     tail: &Mutex<Vec<u8>>,
-) -> Result<Version, BrowserError> {
+) -> Result<serde_json::Value, BrowserError> {
     let deadline = Instant::now() + limit;
     let mut exit = group.exit_watch();
     loop {
@@ -285,13 +323,17 @@ async fn wait_ready(
                 output: String::from_utf8_lossy(&output).trim().to_string(),
             });
         }
-        let last = match devtools::version(base).await {
+        let attempt = Duration::from_secs(1).min(limit);
+        let last = match hub
+            .call("Browser.getVersion", serde_json::json!({}), None, attempt)
+            .await
+        {
             Ok(version) => return Ok(version),
-            Err(e) => e.to_string(),
+            Err(e) => e,
         };
         if Instant::now() >= deadline {
             return Err(BrowserError::NotReady {
-                url: format!("{base}/json/version"),
+                url: "--remote-debugging-pipe (Browser.getVersion)".to_string(),
                 secs: limit.as_secs(),
                 last,
             });
@@ -314,10 +356,10 @@ mod tests {
         );
         spec.no_sandbox = false;
         spec.viewport = (800, 600);
-        let args = spec.args(9333);
+        let args = spec.args();
         for wanted in [
             "--headless",
-            "--remote-debugging-port=9333",
+            "--remote-debugging-pipe",
             "--user-data-dir=/ws/browser-profile",
             "--window-size=800,600",
             "--disable-background-networking",
@@ -325,9 +367,15 @@ mod tests {
             assert!(args.iter().any(|a| a == wanted), "{wanted} in {args:?}");
         }
         assert!(!args.iter().any(|a| a == "--no-sandbox"));
+        assert!(
+            !args
+                .iter()
+                .any(|a| a.starts_with("--remote-debugging-port")),
+            "no port of Chromium's own: {args:?}"
+        );
         spec.no_sandbox = true;
         spec.headless = false;
-        let args = spec.args(9333);
+        let args = spec.args();
         assert!(args.iter().any(|a| a == "--no-sandbox"));
         assert!(!args.iter().any(|a| a == "--headless"));
     }

@@ -21,12 +21,14 @@ pub mod capture;
 pub mod cdp;
 pub mod devtools;
 pub mod doctor;
+pub mod endpoint;
 pub mod error;
 pub mod evidence;
 pub mod executable;
 pub mod launch;
 pub mod mcp;
 pub mod mcp_client;
+pub mod pipe;
 pub mod session;
 
 pub use capture::{CaptureSet, Monitor, StepCapture};

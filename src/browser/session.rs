@@ -13,8 +13,8 @@ use crate::process::owner::Scope;
 use crate::process::teardown::TeardownReport;
 use std::path::{Path, PathBuf};
 
-/// The variable naming the browser's DevTools endpoint (`http://127.0.0.1:<port>`) for the agent
-/// and the harness commands.
+/// The variable naming the browser's DevTools WebSocket behind the session's token
+/// (`ws://127.0.0.1:<port>/<token>/devtools/browser`) for the agent and the harness commands.
 pub const CDP_URL_ENV: &str = "BUGATTI_CDP_URL";
 
 /// Where the session's browser keeps its files.
@@ -73,7 +73,7 @@ impl SessionBrowser {
                 .push(("TMPDIR".into(), places.tmp_dir.display().to_string()));
         }
         let mut browser = Browser::start(spec).await?;
-        match Monitor::attach(&browser.cdp_url(), Some(config.viewport)).await {
+        match Monitor::attach(&browser.http_base(), Some(config.viewport)).await {
             Ok(monitor) => Ok(Self {
                 browser,
                 monitor,

@@ -14,6 +14,7 @@ use super::owner::Owner;
 use super::registry;
 use super::teardown::{self, TeardownReport};
 use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
 use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
@@ -248,17 +249,62 @@ const PIPE_SIZE: i32 = 1 << 20;
 pub fn start(launch: Launch) -> std::io::Result<Group> {
     match launch.io {
         Io::Pty { rows, cols } => start_pty(launch, rows, cols),
-        _ => start_piped(launch),
+        _ => start_piped(launch, Vec::new()),
     }
+}
+
+/// At most this many descriptors are passed (3 … 10).
+const MAX_PASSED_FDS: usize = 8;
+
+/// [`start`] with `fds` given to the child as its descriptors 3, 4, … in order (Chromium's
+/// `--remote-debugging-pipe` reads fd 3 and writes fd 4). Not for a PTY launch. Our copies are
+/// closed once the child has its own.
+pub fn start_with_fds(launch: Launch, fds: Vec<OwnedFd>) -> std::io::Result<Group> {
+    if matches!(launch.io, Io::Pty { .. }) || fds.len() > MAX_PASSED_FDS {
+        return Err(std::io::Error::other(
+            "descriptors are passed to a piped launch only, at most 8",
+        ));
+    }
+    start_piped(launch, fds)
+}
+
+/// In the child, between fork and exec: `fds[i]` becomes descriptor `3 + i`. Each source is
+/// first copied above the targets, so that a source that already is 3 or 4 is not overwritten
+/// before it is moved. Allocates nothing (it runs in a forked child).
+fn pass_fds(fds: &[i32]) -> std::io::Result<()> {
+    let mut high = [0i32; MAX_PASSED_FDS];
+    for (slot, fd) in high.iter_mut().zip(fds) {
+        // SAFETY: fcntl(F_DUPFD_CLOEXEC) is async-signal-safe and touches no memory.
+        let copy = unsafe { libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 64) };
+        if copy < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        *slot = copy;
+    }
+    for (target, fd) in (3..).zip(high.iter().take(fds.len())) {
+        // SAFETY: dup2 is async-signal-safe; the new descriptor is not close-on-exec.
+        if unsafe { libc::dup2(*fd, target) } < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }
 
 fn no_pid() -> std::io::Error {
     std::io::Error::other("the child has no pid")
 }
 
-fn start_piped(launch: Launch) -> std::io::Result<Group> {
+fn start_piped(launch: Launch, fds: Vec<OwnedFd>) -> std::io::Result<Group> {
     let mut command = tokio::process::Command::new(&launch.program);
     command.args(&launch.args);
+    if !fds.is_empty() {
+        let raw: Vec<i32> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
+        // SAFETY: the closure only calls async-signal-safe functions (fcntl, dup2) and
+        // allocates nothing (`raw` was built before the fork).
+        unsafe {
+            command.pre_exec(move || pass_fds(&raw));
+        }
+    }
     if let Some(cwd) = &launch.cwd {
         command.current_dir(cwd);
     }
@@ -300,6 +346,7 @@ fn start_piped(launch: Launch) -> std::io::Result<Group> {
     let mut child = command.spawn()?;
     // Our copies of the write end must close, or the reader never sees end-of-file.
     drop(command);
+    drop(fds);
     let pid = child
         .id()
         .and_then(|id| i32::try_from(id).ok())

@@ -76,6 +76,7 @@ where
                     // The ledger stays: should the last word not have been written, the next
                     // start finalises these runs from it.
                     super::registry::sweep();
+                    super::subreaper::sweep_descendants();
                     let code = crate::model::outcome::ExitReason::Interrupted(kind).code();
                     std::process::exit(i32::from(code));
                 }

@@ -18,7 +18,7 @@
 //! - Codex reports no money, only tokens: they are priced (`pricing`: `[provider] price_per_mtok`,
 //!   else the built-in list price of the model) into `cost_usd`, which budgets then enforce; with
 //!   no price known `cost_usd` stays unknown. Model turns are counted from the stream (each tool
-//!   call, and the final message, is one model response).
+//!   call, counted when it starts, and the final message, is one model response).
 
 use super::codex_home;
 use super::codex_sandbox;
@@ -87,6 +87,26 @@ struct Turn {
     last_error: Option<String>,
     /// Model responses: one per tool call, one for the final message.
     model_turns: u64,
+    /// The items already counted as a model turn. A tool call counts when it *starts* (the model
+    /// asked for it then): a command that outlasts Codex's wait for it completes turns later,
+    /// or never, while the model keeps asking.
+    counted: std::collections::HashSet<String>,
+}
+
+impl Turn {
+    /// Counts `item` as one model turn, once, however many events name it.
+    fn count(&mut self, item: &Value) {
+        match item["id"].as_str() {
+            Some(id) if !self.counted.insert(id.to_string()) => {}
+            _ => self.model_turns += 1,
+        }
+    }
+}
+
+/// Whether an item of this type is a tool call the model made (one model response each).
+fn is_tool_call(kind: &str) -> bool {
+    matches!(kind, "command_execution" | "mcp_tool_call" | "file_change")
+        || kind.ends_with("tool_call")
 }
 
 impl Codex {
@@ -272,6 +292,9 @@ impl Codex {
             }
             Some("item.started") => {
                 let item = &event["item"];
+                if item["type"].as_str().is_some_and(is_tool_call) {
+                    turn.count(item);
+                }
                 if let Some(cmd) = item["command"].as_str() {
                     self.log(&format!("[exec] {cmd}\n"));
                 } else if item["type"] == "mcp_tool_call" {
@@ -293,7 +316,7 @@ impl Codex {
                         self.log(&format!("{}\n", text.trim_end()));
                         collector.push_text(text);
                         turn.last_message = Some(text.to_string());
-                        turn.model_turns += 1;
+                        turn.count(item);
                     }
                     Some("command_execution") => {
                         let output = item["aggregated_output"].as_str().unwrap_or_default();
@@ -308,7 +331,7 @@ impl Codex {
                             item["exit_code"],
                             shown.trim_end()
                         ));
-                        turn.model_turns += 1;
+                        turn.count(item);
                     }
                     Some("mcp_tool_call") => {
                         // An agent-console call (or another MCP server's): what it answered.
@@ -333,13 +356,13 @@ impl Codex {
                             item["status"].as_str().unwrap_or("?"),
                             shown.trim_end()
                         ));
-                        turn.model_turns += 1;
+                        turn.count(item);
                     }
                     Some("reasoning") | None => {}
                     Some(other) => {
                         self.log(&format!("[{other}]\n"));
-                        if other.ends_with("tool_call") || other == "file_change" {
-                            turn.model_turns += 1;
+                        if is_tool_call(other) {
+                            turn.count(item);
                         }
                     }
                 }

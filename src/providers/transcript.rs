@@ -1,7 +1,9 @@
 //! The agent's transcripts under `<run_dir>/transcripts/`: bytes written as they arrive, redacted,
 //! through a buffered writer, capped by `[supervisor] max_log_bytes` like every log (the head,
-//! then a rolling tail: see [`crate::process::log_limit`]). Shared behind a mutex so a drain task can keep writing while the
-//! agent is torn down; the lock is uncontended in the normal case (one reader per stream).
+//! then a rolling tail: see [`crate::process::log_limit`]), and flushed with each write (a
+//! SIGKILLed supervisor's transcripts hold the step in progress). Shared behind a mutex so a
+//! drain task can keep writing while the agent is torn down; the lock is uncontended in the
+//! normal case (one reader per stream).
 
 use super::AgentError;
 use crate::model::redact::{Secrets, StreamRedactor};
@@ -51,11 +53,15 @@ impl Transcript {
         &self.path
     }
 
+    /// Writes `bytes` (redacted) and flushes them at once: a supervisor SIGKILLed mid-step
+    /// leaves the step's stream so far on disk, not in a buffer. The buffer only joins the
+    /// pieces of one write (a line and its newline).
     pub fn write(&mut self, bytes: &[u8]) {
         let safe = self.redactor.push(bytes);
         if let Err(e) = self.out.write_all(&safe) {
             self.error.get_or_insert(e);
         }
+        self.flush();
     }
 
     pub fn flush(&mut self) {

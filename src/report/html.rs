@@ -15,6 +15,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::model::outcome::StepStatus;
 use crate::model::paths::normalize;
+use crate::report::confined::{self, Refused};
 use crate::report::history::{run_cost, Comparison};
 use crate::report::html_assets::{CSS, JS};
 use crate::report::run_record::{RunRecord, StepRecord};
@@ -147,7 +148,7 @@ fn bounded(text: &str, max: usize) -> String {
 /// The agent transcript split per step (`### step N` headers, as the providers write them).
 fn transcript_by_step(run_dir: &Path) -> HashMap<u32, String> {
     let mut map: HashMap<u32, String> = HashMap::new();
-    let Ok(text) = std::fs::read(run_dir.join("transcripts/agent.log")) else {
+    let Ok(text) = confined::read(run_dir, "transcripts/agent.log") else {
         return map;
     };
     let text = String::from_utf8_lossy(&text);
@@ -167,19 +168,21 @@ fn transcript_by_step(run_dir: &Path) -> HashMap<u32, String> {
     map
 }
 
-/// The last `EXCERPT_LINES` lines of a log file.
-fn tail_lines(path: &Path) -> Option<String> {
-    let mut file = std::fs::File::open(path).ok()?;
-    let len = file.metadata().ok()?.len();
+/// The last `EXCERPT_LINES` lines of log `path` of the run in `run_dir` (read only inside it:
+/// the path comes from run.json, see [`confined`]).
+fn tail_lines(run_dir: &Path, path: &str) -> Result<String, Refused> {
+    let io = |e: std::io::Error| Refused::Io(e.to_string());
+    let mut file = confined::open_file(run_dir, path)?;
+    let len = file.metadata().map_err(io)?.len();
     let start = len.saturating_sub(EXCERPT_BYTES);
-    file.seek(SeekFrom::Start(start)).ok()?;
+    file.seek(SeekFrom::Start(start)).map_err(io)?;
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).ok()?;
+    file.read_to_end(&mut bytes).map_err(io)?;
     let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.lines().collect();
     let from = lines.len().saturating_sub(EXCERPT_LINES);
     let skip_partial = usize::from(start > 0 && from == 0);
-    Some(lines[from.max(skip_partial)..].join("\n"))
+    Ok(lines[from.max(skip_partial)..].join("\n"))
 }
 
 /// The harness log excerpt of a step that did not pass: `harness_log_excerpt` from run.json
@@ -224,14 +227,18 @@ fn excerpts(
     record
         .commands
         .iter()
-        .filter_map(|c| {
-            let text = tail_lines(&run_dir.join(&c.log))?;
-            (!text.trim().is_empty()).then(|| {
+        .filter_map(|c| match tail_lines(run_dir, &c.log) {
+            Ok(text) => (!text.trim().is_empty()).then(|| {
                 (
                     format!("{} (last {EXCERPT_LINES} lines of {})", c.name, c.log),
                     text,
                 )
-            })
+            }),
+            Err(Refused::Missing) => None,
+            Err(why) => Some((
+                format!("{} ({} not read: {why})", c.name, c.log),
+                String::new(),
+            )),
         })
         .collect()
 }
@@ -496,7 +503,7 @@ impl<'a> Page<'a> {
             );
         }
         let transcripts = transcript_by_step(&run_dir);
-        let run_json: Option<serde_json::Value> = std::fs::read(run_dir.join("run.json"))
+        let run_json: Option<serde_json::Value> = confined::read(&run_dir, "run.json")
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
         for step in &record.steps {
@@ -729,10 +736,29 @@ impl<'a> Page<'a> {
         }
         let full = run_dir.join(path);
         let href = relative(self.input.report_dir, &full);
-        let size = std::fs::metadata(&full).map(|m| m.len()).ok();
-        if let (Some(mime), Some(size)) = (image_mime(path), size) {
+        // Only a regular file inside the run, reached without a symbolic link, is read.
+        let file = match confined::open_file(run_dir, path) {
+            Ok(file) => Some(file),
+            Err(Refused::Missing) => None,
+            Err(why) => {
+                let _ = write!(
+                    self.out,
+                    "<div class=\"meta\">evidence {}: <code>{}</code> (not read: {})</div>",
+                    escape(kind),
+                    escape(path),
+                    escape(&why.to_string())
+                );
+                return;
+            }
+        };
+        let size = file
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .map(|m| m.len());
+        if let (Some(mime), Some(size), Some(file)) = (image_mime(path), size, file) {
             if size <= INLINE_IMAGE_BYTES && size <= self.image_budget {
-                if let Ok(bytes) = std::fs::read(&full) {
+                let mut bytes = Vec::new();
+                if file.take(size).read_to_end(&mut bytes).is_ok() {
                     self.image_budget -= size;
                     let _ = write!(
                         self.out,

@@ -6,6 +6,7 @@
 //! files through [`run_writer::RunWriter`]; the suite files come from [`suite::SuiteSummary`].
 
 pub mod atomic;
+pub mod confined;
 pub mod console;
 pub mod console_text;
 pub mod error;

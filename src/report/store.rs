@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
+use crate::report::confined;
 use crate::report::history::{self, HistoryEntry, Selection};
 use crate::report::html::{self, HtmlInput};
 use crate::report::junit;
@@ -61,22 +62,40 @@ pub struct LoadedSuite {
 }
 
 /// Where run `run_id` of the suite in `suite_dir` is: beside it (`../../runs/<id>`, the layout
-/// of `.bugatti/` and of a CI artifact that copied it), else where summary.json says.
+/// of `.bugatti/` and of a CI artifact that copied it), else where summary.json says. The suite
+/// may come from an untrusted shard artifact: the id must be a plain id and every candidate stay
+/// inside the artifact directory the suite is in (`<root>/suites/<id>`; a suite folder elsewhere
+/// is its own root), with no symbolic link on the way (see docs/ci.md).
 fn find_run(suite_dir: &Path, run_id: &str, report: &str) -> Option<PathBuf> {
-    let candidates = [
-        suite_dir.join("../../runs").join(run_id),
-        suite_dir.join("runs").join(run_id),
-        // summary.json's `report` is relative to the suite folder (an absolute one, from an
-        // older summary, replaces it in the join).
-        suite_dir
-            .join(report)
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default(),
-    ];
+    use std::ffi::OsString;
+    if !confined::is_plain_id(run_id) {
+        return None;
+    }
+    let stored = suite_dir
+        .parent()
+        .filter(|parent| parent.file_name().is_some_and(|n| n == "suites"))
+        .and_then(|parent| Some((parent.parent()?, suite_dir.file_name()?)));
+    let (root, from): (PathBuf, Vec<OsString>) = match stored {
+        Some((root, name)) => (
+            root.to_path_buf(),
+            vec!["suites".into(), name.to_os_string()],
+        ),
+        None => (suite_dir.to_path_buf(), Vec::new()),
+    };
+    let in_runs = |mut at: Vec<OsString>| {
+        at.extend(["runs".into(), OsString::from(run_id)]);
+        at
+    };
+    let mut candidates = vec![in_runs(Vec::new()), in_runs(from.clone())];
+    // summary.json's `report` is relative to the suite folder.
+    if let Ok(mut at) = confined::walk_within(&from, report) {
+        at.pop();
+        candidates.push(at);
+    }
     candidates
         .into_iter()
-        .find(|d| d.join("run.json").is_file())
+        .filter_map(|parts| confined::dir_below(&root, &parts).ok())
+        .find(|d| confined::open_file(d, "run.json").is_ok())
         .map(|d| std::path::absolute(&d).unwrap_or(d))
 }
 
@@ -91,8 +110,11 @@ pub fn load_suite(dir: &Path) -> Result<LoadedSuite, String> {
     for test in &summary.tests {
         for attempt in &test.history {
             let found = find_run(dir, &attempt.run_id, &attempt.report).and_then(|run_dir| {
-                let bytes = std::fs::read(run_dir.join("run.json")).ok()?;
+                let bytes = confined::read(&run_dir, "run.json").ok()?;
                 let mut record: RunRecord = serde_json::from_slice(&bytes).ok()?;
+                // The record is the attempt's own, and its directory is where it was found,
+                // never where it says it is.
+                (record.run_id == attempt.run_id).then_some(())?;
                 record.run_dir = run_dir.display().to_string();
                 Some(record)
             });

@@ -11,6 +11,7 @@ mod agent;
 mod artifacts;
 mod dead_run_hygiene;
 mod harness;
+mod hostile_processes;
 mod log_limit;
 mod soak;
 mod supervisor_killed;

@@ -115,11 +115,16 @@ async fn the_browser_starts_in_its_own_group_answers_and_leaves_nothing() {
         "{}",
         browser.ws_url()
     );
-    assert_eq!(
-        browser.cdp_url(),
-        format!("http://127.0.0.1:{}", browser.port())
+    // The browser is reached through the supervisor's endpoint, behind the session's token.
+    assert_eq!(browser.cdp_url(), browser.ws_url());
+    assert!(
+        browser
+            .http_base()
+            .starts_with(&format!("http://127.0.0.1:{}/", browser.port())),
+        "{}",
+        browser.http_base()
     );
-    let pages = bugatti::browser::devtools::pages(&browser.cdp_url())
+    let pages = bugatti::browser::devtools::pages(&browser.http_base())
         .await
         .expect("/json/list");
     assert_eq!(pages.len(), 1, "{pages:?}");
@@ -223,7 +228,7 @@ async fn a_step_capture_holds_the_screenshot_the_console_error_and_the_404() {
     let run_dir = dir.path().join("run");
     let (mut browser, run, profile) = start("capture", exe, dir.path()).await;
 
-    let monitor = Monitor::attach(&browser.cdp_url(), None)
+    let monitor = Monitor::attach(&browser.http_base(), None)
         .await
         .expect("monitor");
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -240,7 +245,7 @@ async fn a_step_capture_holds_the_screenshot_the_console_error_and_the_404() {
         .await
         .expect("agent");
     let limit = Duration::from_secs(10);
-    let target = bugatti::browser::devtools::pages(&browser.cdp_url())
+    let target = bugatti::browser::devtools::pages(&browser.http_base())
         .await
         .expect("pages")[0]
         .id
@@ -332,7 +337,7 @@ async fn a_capture_from_a_browser_that_died_is_a_noted_problem() {
     let Some(exe) = chromium() else { return };
     let dir = tempfile::tempdir().expect("tempdir");
     let (mut browser, run, profile) = start("dead", exe, dir.path()).await;
-    let monitor = Monitor::attach(&browser.cdp_url(), None)
+    let monitor = Monitor::attach(&browser.http_base(), None)
         .await
         .expect("monitor");
     browser.stop(true).await;
@@ -391,7 +396,7 @@ async fn the_real_playwright_mcp_drives_the_supervised_browser_and_the_capture_s
     let dir = tempfile::tempdir().expect("tempdir");
     let run_dir = dir.path().join("run");
     let (mut browser, run, profile) = start("mcp", exe, dir.path()).await;
-    let monitor = Monitor::attach(&browser.cdp_url(), None)
+    let monitor = Monitor::attach(&browser.http_base(), None)
         .await
         .expect("monitor");
 

@@ -799,3 +799,35 @@ fn codex_drives_the_sessions_browser_through_playwright_mcp() {
     assert!(evidence.contains("screenshots/step-1-1.png"), "{record:#}");
     assert!(run_dir.join("screenshots/step-1-1.png").is_file());
 }
+
+#[test]
+fn max_turns_per_step_stops_a_codex_whose_every_turn_runs_a_long_command() {
+    let Some(bin) = codex_bin("codex: max_turns_per_step with long commands") else {
+        return;
+    };
+    // Each model turn starts a command that outlasts Codex's wait for it (it answers the model
+    // "still running" and the model asks again): turns that complete no command still count.
+    let side = tempfile::tempdir().expect("side dir");
+    let script: Vec<Value> = (0..20).map(|_| json!({"shell": "sleep 300"})).collect();
+    let stub = ResponsesStub::start(side.path(), Value::Array(script));
+    let p = project(&stub, "max_turns_per_step = 3", &["Wait."]);
+    let (out, took) = run(&p, &bin);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let record = p.record_for("codex.test.toml");
+    let step = &record["steps"][0];
+    assert_eq!(step["status"], "over_budget", "{record}");
+    assert_eq!(
+        step["agent_turns"], 4,
+        "stopped at the first turn over the limit"
+    );
+    assert!(
+        took < Duration::from_secs(60),
+        "stopped by the turn limit, not the step timeout: {took:?}"
+    );
+}

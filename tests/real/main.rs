@@ -9,6 +9,7 @@
 mod common;
 
 mod browser_claude_real;
+mod browser_devtools_token;
 mod browser_mcp_client_real;
 mod browser_real;
 mod bugatti_projects_real;
@@ -18,5 +19,6 @@ mod claude_watchdog_real;
 mod codex_real;
 mod console_claude_real;
 mod contract_real;
+mod fault_supervisor_killed_claude_real;
 mod replay_claude_real;
 mod replay_codex_real;

@@ -16,5 +16,6 @@ mod harness_failures;
 mod harness_log;
 mod history;
 mod instruction_sent;
+mod merge_untrusted;
 mod run_files;
 mod suite;

@@ -232,7 +232,11 @@ impl Driver {
                 self.emit(EventKind::SetupStatus {
                     command: BROWSER.to_string(),
                     state: SetupState::Ready {
-                        probe: format!("{} at {}{sandbox}", b.version().browser, b.cdp_url()),
+                        probe: format!(
+                            "{} at {}{sandbox}",
+                            b.version().browser,
+                            b.shown_endpoint()
+                        ),
                     },
                 });
                 Ok(browser)

@@ -1,0 +1,267 @@
+//! The browser's DevTools endpoint the supervisor owns, on a loopback port, in front of the
+//! browser's pipe ([`super::pipe`]): nothing reaches the browser without the session's secret,
+//! a 128-bit token that is the first segment of every path. Any local process can connect to a
+//! loopback port; only who was handed the URL (the supervisor's capture, Playwright MCP,
+//! `BUGATTI_CDP_URL` in the agent's environment) can talk to the browser through it.
+//!
+//! Served under `/<token>`: `/json/version` (with the browser-wide `webSocketDebuggerUrl`, how
+//! Playwright's `connectOverCDP` finds it from an http endpoint), `/json/list` (the targets), and
+//! the WebSocket `/devtools/browser` (each connection a client of the pipe, with a browser
+//! session of its own). Anything else, a wrong token included, gets `403` and nothing more.
+
+use super::pipe::PipeHub;
+use serde_json::{json, Value};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
+use tokio_tungstenite::tungstenite::Message;
+
+/// A request's head must come within this, and fit in [`MAX_HEAD`].
+const HEAD_LIMIT: Duration = Duration::from_secs(5);
+const MAX_HEAD: usize = 16 * 1024;
+/// CDP answers can be large (a full-page screenshot).
+const MAX_MESSAGE: usize = 256 * 1024 * 1024;
+
+/// The endpoint, served until dropped.
+pub struct Endpoint {
+    port: u16,
+    token: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Endpoint {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// What every connection needs.
+#[derive(Clone)]
+struct Shared {
+    hub: PipeHub,
+    token: String,
+    port: u16,
+    /// `Browser.getVersion`'s answer.
+    version: Value,
+}
+
+impl Endpoint {
+    /// Listens on a kernel-chosen loopback port for the browser behind `hub`, whose
+    /// `Browser.getVersion` answered `version`.
+    pub async fn serve(hub: PipeHub, version: Value) -> std::io::Result<Self> {
+        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let port = listener.local_addr()?.port();
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let shared = Shared {
+            hub,
+            token: token.clone(),
+            port,
+            version,
+        };
+        let task = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let shared = shared.clone();
+                tokio::spawn(async move {
+                    let _ = serve_connection(stream, shared).await;
+                });
+            }
+        });
+        Ok(Self { port, token, task })
+    }
+
+    /// `http://127.0.0.1:<port>/<token>`: the base of `/json/version` and `/json/list`.
+    pub fn http_base(&self) -> String {
+        format!("http://127.0.0.1:{}/{}", self.port, self.token)
+    }
+
+    /// `ws://127.0.0.1:<port>/<token>/devtools/browser`: the browser-wide WebSocket.
+    pub fn ws_url(&self) -> String {
+        ws_url(self.port, &self.token)
+    }
+
+    /// The loopback port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+fn ws_url(port: u16, token: &str) -> String {
+    format!("ws://127.0.0.1:{port}/{token}/devtools/browser")
+}
+
+/// The request's head: its path and, for a WebSocket upgrade, its key.
+struct Head {
+    path: String,
+    websocket_key: Option<String>,
+}
+
+async fn read_head(stream: &mut TcpStream) -> Option<Head> {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    // One byte at a time: nothing past the head may be consumed (a WebSocket client's frames
+    // follow it, once it has our answer).
+    while !head.ends_with(b"\r\n\r\n") {
+        if head.len() >= MAX_HEAD || stream.read(&mut byte).await.ok()? == 0 {
+            return None;
+        }
+        head.push(byte[0]);
+    }
+    let text = String::from_utf8_lossy(&head);
+    let mut lines = text.split("\r\n");
+    let mut request = lines.next()?.split(' ');
+    let (method, path) = (request.next()?, request.next()?);
+    if method != "GET" {
+        return None;
+    }
+    let mut upgrade = false;
+    let mut key = None;
+    for line in lines {
+        let Some((name, value)) = line.split_once(':') else {
+            continue;
+        };
+        match name.trim().to_ascii_lowercase().as_str() {
+            "upgrade" => upgrade = value.trim().eq_ignore_ascii_case("websocket"),
+            "sec-websocket-key" => key = Some(value.trim().to_string()),
+            _ => {}
+        }
+    }
+    Some(Head {
+        path: path.to_string(),
+        websocket_key: key.filter(|_| upgrade),
+    })
+}
+
+/// Compares without stopping at the first difference: the time an answer takes tells nothing
+/// of how much of a guessed token was right.
+fn same_token(given: &str, token: &str) -> bool {
+    given.len() == token.len()
+        && given
+            .bytes()
+            .zip(token.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+}
+
+async fn answer(stream: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: application/json; charset=UTF-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(response.as_bytes()).await?;
+    stream.shutdown().await
+}
+
+async fn serve_connection(mut stream: TcpStream, shared: Shared) -> std::io::Result<()> {
+    let Ok(Some(head)) = tokio::time::timeout(HEAD_LIMIT, read_head(&mut stream)).await else {
+        return answer(&mut stream, "400 Bad Request", "").await;
+    };
+    let path = head.path.split('?').next().unwrap_or_default();
+    let rest = path
+        .strip_prefix('/')
+        .and_then(|p| p.split_once('/').or(Some((p, ""))))
+        .filter(|(given, _)| same_token(given, &shared.token))
+        .map(|(_, rest)| format!("/{}", rest.trim_end_matches('/')));
+    let Some(rest) = rest else {
+        return answer(&mut stream, "403 Forbidden", "").await;
+    };
+    match (rest.as_str(), head.websocket_key) {
+        ("/json/version", None) => {
+            let v = &shared.version;
+            let body = json!({
+                "Browser": v["product"],
+                "Protocol-Version": v["protocolVersion"],
+                "User-Agent": v["userAgent"],
+                "V8-Version": v["jsVersion"],
+                "WebKit-Version": v["revision"],
+                "webSocketDebuggerUrl": ws_url(shared.port, &shared.token),
+            });
+            answer(&mut stream, "200 OK", &body.to_string()).await
+        }
+        ("/json/list" | "/json", None) => {
+            let targets = match shared
+                .hub
+                .call("Target.getTargets", json!({}), None, HEAD_LIMIT)
+                .await
+            {
+                Ok(targets) => targets,
+                // The browser is gone (or wedged): said, not an empty list.
+                Err(why) => {
+                    let body = json!({ "error": why }).to_string();
+                    return answer(&mut stream, "502 Bad Gateway", &body).await;
+                }
+            };
+            // Newest first, as Chromium's own list puts the most recently active first.
+            let list: Vec<Value> = targets["targetInfos"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .rev()
+                .map(|t| {
+                    json!({"id": t["targetId"], "type": t["type"], "title": t["title"], "url": t["url"]})
+                })
+                .collect();
+            answer(&mut stream, "200 OK", &Value::from(list).to_string()).await
+        }
+        (browser, Some(key))
+            if browser == "/devtools/browser" || browser.starts_with("/devtools/browser/") =>
+        {
+            websocket(stream, &key, shared.hub).await
+        }
+        _ => answer(&mut stream, "404 Not Found", "").await,
+    }
+}
+
+/// Upgrades the connection and makes it a client of the pipe until either side closes.
+async fn websocket(mut stream: TcpStream, key: &str, hub: PipeHub) -> std::io::Result<()> {
+    use futures::{SinkExt, StreamExt};
+    let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
+    let response = format!(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
+    );
+    stream.write_all(response.as_bytes()).await?;
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(MAX_MESSAGE))
+        .max_frame_size(Some(MAX_MESSAGE));
+    let ws =
+        tokio_tungstenite::WebSocketStream::from_raw_socket(stream, Role::Server, Some(config))
+            .await;
+    let (mut sink, mut source) = ws.split();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let Ok(client) = hub.connect(tx).await else {
+        let _ = sink.close().await;
+        return Ok(());
+    };
+    let writer = tokio::spawn(async move {
+        while let Some(text) = rx.recv().await {
+            if sink.send(Message::text(text)).await.is_err() {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    while let Some(Ok(message)) = source.next().await {
+        match message {
+            Message::Text(text) => hub.send(client, text.as_str()),
+            Message::Binary(bytes) => hub.send(client, &String::from_utf8_lossy(&bytes)),
+            Message::Close(_) => break,
+            _ => {}
+        }
+    }
+    hub.disconnect(client);
+    writer.abort();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_compare_whole() {
+        assert!(same_token("abc", "abc"));
+        assert!(!same_token("abd", "abc"));
+        assert!(!same_token("ab", "abc"));
+        assert!(!same_token("", "abc"));
+    }
+}

@@ -1,0 +1,429 @@
+//! Chromium's DevTools over `--remote-debugging-pipe` (fd 3: commands in, fd 4: answers and
+//! events out, each message a JSON object ended by a NUL byte), shared by several clients (the
+//! supervisor's capture, Playwright MCP, the agent's own CDP client). No port of Chromium's own
+//! is listening: who may talk to the browser is decided by [`super::endpoint`], in front of this.
+//!
+//! Each client gets a browser session of its own (`Target.attachToBrowserTarget`, flat mode),
+//! so it sees the browser as if it had its own connection: its `Target.setDiscoverTargets`,
+//! auto-attach and sessions are its own. A client's message without a `sessionId` is sent on its
+//! browser session; its ids are renumbered on the pipe and given back in the answer. Events of a
+//! client's browser session go to it (without the session id), events of a session it attached
+//! (learned from `Target.attachedToTarget` and `attachToTarget` answers) go to it as they are.
+
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+
+/// A message for one client (a CDP answer or event as JSON text).
+pub type ClientTx = mpsc::UnboundedSender<String>;
+
+enum Pending {
+    /// An internal call ([`PipeHub::call`]).
+    Internal(oneshot::Sender<Value>),
+    /// A client's call: its own id, given back in the answer.
+    Client { client: u64, id: Value },
+}
+
+struct Client {
+    tx: ClientTx,
+    browser_session: String,
+}
+
+#[derive(Default)]
+struct State {
+    pending: HashMap<u64, Pending>,
+    clients: HashMap<u64, Client>,
+    /// A client's browser session id → the client.
+    browser_sessions: HashMap<String, u64>,
+    /// A session a client attached (a page, a worker) → the client.
+    children: HashMap<String, u64>,
+    closed: bool,
+}
+
+struct Inner {
+    to_browser: mpsc::UnboundedSender<String>,
+    state: Mutex<State>,
+    next_id: AtomicU64,
+}
+
+/// The browser's one DevTools pipe, shared. Cloning shares it.
+#[derive(Clone)]
+pub struct PipeHub {
+    inner: Arc<Inner>,
+}
+
+/// The two pipes: ours to write commands into (the browser's fd 3) and to read from (its fd 4),
+/// and the ends the browser gets.
+pub struct PipeEnds {
+    /// Give these to the browser as fds 3 and 4, in this order.
+    pub child: [OwnedFd; 2],
+    ours_write: OwnedFd,
+    ours_read: OwnedFd,
+}
+
+impl PipeEnds {
+    /// Two fresh pipes, close-on-exec (the spawn moves the child's ends to 3 and 4).
+    pub fn new() -> std::io::Result<Self> {
+        let (child_read, ours_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        let (ours_read, child_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+        Ok(Self {
+            child: [child_read, child_write],
+            ours_write,
+            ours_read,
+        })
+    }
+}
+
+impl PipeHub {
+    /// Starts the reader and writer tasks on our ends (inside a tokio runtime). Returns the hub
+    /// and the browser's ends, to be passed to its spawn.
+    pub fn start(ends: PipeEnds) -> std::io::Result<(Self, [OwnedFd; 2])> {
+        let PipeEnds {
+            child,
+            ours_write,
+            ours_read,
+        } = ends;
+        let mut writer = tokio::net::unix::pipe::Sender::from_owned_fd(ours_write)?;
+        let mut reader = tokio::net::unix::pipe::Receiver::from_owned_fd(ours_read)?;
+        let (to_browser, mut outbox) = mpsc::unbounded_channel::<String>();
+        let hub = Self {
+            inner: Arc::new(Inner {
+                to_browser,
+                state: Mutex::new(State::default()),
+                next_id: AtomicU64::new(1),
+            }),
+        };
+        tokio::spawn(async move {
+            while let Some(message) = outbox.recv().await {
+                let mut bytes = message.into_bytes();
+                bytes.push(0);
+                if writer.write_all(&bytes).await.is_err() {
+                    break;
+                }
+            }
+        });
+        let reading = hub.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 64 * 1024];
+            let mut message: Vec<u8> = Vec::new();
+            loop {
+                let n = match reader.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                for chunk in buf
+                    .get(..n)
+                    .unwrap_or_default()
+                    .split_inclusive(|b| *b == 0)
+                {
+                    match chunk.split_last() {
+                        Some((0, body)) => {
+                            message.extend_from_slice(body);
+                            reading.route(&std::mem::take(&mut message));
+                        }
+                        _ => message.extend_from_slice(chunk),
+                    }
+                }
+            }
+            reading.close();
+        });
+        Ok((hub, child))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.inner
+            .state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn fresh_id(&self) -> u64 {
+        self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The pipe closed (the browser exited): every client is let go.
+    fn close(&self) {
+        let mut state = self.lock();
+        state.closed = true;
+        state.clients.clear();
+        state.pending.clear();
+    }
+
+    /// Whether the browser's end of the pipe is gone.
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
+    /// Sends `method` on the root connection and waits at most `limit` for its result.
+    pub async fn call(
+        &self,
+        method: &str,
+        params: Value,
+        session: Option<&str>,
+        limit: Duration,
+    ) -> Result<Value, String> {
+        let id = self.fresh_id();
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut state = self.lock();
+            if state.closed {
+                return Err("the browser's DevTools pipe is closed".into());
+            }
+            state.pending.insert(id, Pending::Internal(tx));
+        }
+        let mut message = json!({"id": id, "method": method, "params": params});
+        if let Some(session) = session {
+            message["sessionId"] = Value::from(session);
+        }
+        let _ = self.inner.to_browser.send(message.to_string());
+        let answer = match tokio::time::timeout(limit, rx).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => return Err("the browser's DevTools pipe closed".into()),
+            Err(_) => {
+                self.lock().pending.remove(&id);
+                return Err(format!("{method}: no answer in {}s", limit.as_secs()));
+            }
+        };
+        match answer.get("error") {
+            Some(error) => Err(format!("{method}: {error}")),
+            None => Ok(answer["result"].clone()),
+        }
+    }
+
+    /// A new client: a browser session of its own is attached for it. Its answers and events
+    /// go to `tx`. Returns its id for [`Self::send`] and [`Self::disconnect`].
+    pub async fn connect(&self, tx: ClientTx) -> Result<u64, String> {
+        let result = self
+            .call(
+                "Target.attachToBrowserTarget",
+                json!({}),
+                None,
+                Duration::from_secs(10),
+            )
+            .await?;
+        let session = result["sessionId"]
+            .as_str()
+            .ok_or("Target.attachToBrowserTarget answered no sessionId")?
+            .to_string();
+        let client = self.fresh_id();
+        let mut state = self.lock();
+        state.browser_sessions.insert(session.clone(), client);
+        state.clients.insert(
+            client,
+            Client {
+                tx,
+                browser_session: session,
+            },
+        );
+        Ok(client)
+    }
+
+    /// A message from `client`: renumbered and sent on its browser session (or the session it
+    /// names, when that is one of the client's own). Anything else is answered with an error.
+    pub fn send(&self, client: u64, text: &str) {
+        let Ok(mut message) = serde_json::from_str::<Value>(text) else {
+            return;
+        };
+        let id = self.fresh_id();
+        let mut state = self.lock();
+        let Some(browser_session) = state
+            .clients
+            .get(&client)
+            .map(|c| c.browser_session.clone())
+        else {
+            return;
+        };
+        let session = message["sessionId"].as_str().map(str::to_string);
+        let allowed = match &session {
+            None => {
+                message["sessionId"] = Value::from(browser_session);
+                true
+            }
+            Some(s) => state.children.get(s) == Some(&client),
+        };
+        let own_id = message.get("id").cloned().unwrap_or(Value::Null);
+        if !allowed {
+            let answer = json!({"id": own_id, "error": {"code": -32001, "message": "Session with given id not found."}});
+            if let Some(c) = state.clients.get(&client) {
+                let _ = c.tx.send(answer.to_string());
+            }
+            return;
+        }
+        message["id"] = Value::from(id);
+        state
+            .pending
+            .insert(id, Pending::Client { client, id: own_id });
+        drop(state);
+        let _ = self.inner.to_browser.send(message.to_string());
+    }
+
+    /// `client` went away: its browser session is detached, which detaches its sessions.
+    pub fn disconnect(&self, client: u64) {
+        let removed = {
+            let mut state = self.lock();
+            let removed = state.clients.remove(&client);
+            if let Some(c) = &removed {
+                state.browser_sessions.remove(&c.browser_session);
+            }
+            state.children.retain(|_, owner| *owner != client);
+            removed
+        };
+        if let Some(c) = removed {
+            let message = json!({
+                "id": self.fresh_id(),
+                "method": "Target.detachFromTarget",
+                "params": {"sessionId": c.browser_session},
+            });
+            let _ = self.inner.to_browser.send(message.to_string());
+        }
+    }
+
+    /// One message from the browser, to whom it belongs.
+    fn route(&self, raw: &[u8]) {
+        let Ok(mut message) = serde_json::from_slice::<Value>(raw) else {
+            return;
+        };
+        let mut state = self.lock();
+        if let Some(id) = message.get("id").and_then(Value::as_u64) {
+            match state.pending.remove(&id) {
+                Some(Pending::Internal(tx)) => {
+                    let _ = tx.send(message);
+                }
+                Some(Pending::Client { client, id }) => {
+                    if let Some(session) = message["result"]["sessionId"].as_str() {
+                        state.children.insert(session.to_string(), client);
+                    }
+                    message["id"] = id;
+                    deliver(&state, client, message);
+                }
+                None => {}
+            }
+            return;
+        }
+        let Some(session) = message["sessionId"].as_str().map(str::to_string) else {
+            // An event of the root connection: the hub's own, no client's.
+            return;
+        };
+        let owner = state
+            .browser_sessions
+            .get(&session)
+            .or_else(|| state.children.get(&session))
+            .copied();
+        let Some(client) = owner else {
+            return;
+        };
+        match message["method"].as_str() {
+            Some("Target.attachedToTarget") => {
+                if let Some(child) = message["params"]["sessionId"].as_str() {
+                    state.children.insert(child.to_string(), client);
+                }
+            }
+            Some("Target.detachedFromTarget") => {
+                if let Some(child) = message["params"]["sessionId"].as_str() {
+                    state.children.remove(child);
+                }
+            }
+            _ => {}
+        }
+        deliver(&state, client, message);
+    }
+}
+
+/// Hands `message` to `client`, without the session id when it is the client's browser session
+/// (the client sent it without one).
+fn deliver(state: &State, client: u64, mut message: Value) {
+    let Some(c) = state.clients.get(&client) else {
+        return;
+    };
+    if message["sessionId"].as_str() == Some(c.browser_session.as_str()) {
+        if let Some(object) = message.as_object_mut() {
+            object.remove("sessionId");
+        }
+    }
+    let _ = c.tx.send(message.to_string());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Write};
+
+    /// A browser at the other end of real pipes: answers `attachToBrowserTarget` with a fresh
+    /// browser session, every other command with its method, and after each command on a
+    /// session sends an event on that session.
+    fn fake_browser(fds: [OwnedFd; 2]) {
+        let [commands, answers] = fds;
+        std::thread::spawn(move || {
+            let mut out = std::fs::File::from(answers);
+            let mut sessions = 0;
+            for raw in BufReader::new(std::fs::File::from(commands)).split(0) {
+                let Ok(raw) = raw else { break };
+                let Ok(command) = serde_json::from_slice::<Value>(&raw) else {
+                    continue;
+                };
+                let mut replies = Vec::new();
+                if command["method"] == "Target.attachToBrowserTarget" {
+                    sessions += 1;
+                    replies.push(json!({"id": command["id"], "result": {"sessionId": format!("B{sessions}")}}));
+                } else {
+                    replies.push(json!({"id": command["id"], "sessionId": command["sessionId"], "result": {"method": command["method"]}}));
+                    replies.push(json!({"method": "Test.event", "sessionId": command["sessionId"], "params": {}}));
+                }
+                for reply in replies {
+                    let mut bytes = reply.to_string().into_bytes();
+                    bytes.push(0);
+                    if out.write_all(&bytes).is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
+    async fn next(rx: &mut mpsc::UnboundedReceiver<String>) -> Value {
+        let text = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .expect("a message in time")
+            .expect("the hub is open");
+        serde_json::from_str(&text).expect("JSON")
+    }
+
+    #[tokio::test]
+    async fn each_client_gets_its_own_answers_and_events_on_its_own_browser_session() {
+        let (hub, fds) = PipeHub::start(PipeEnds::new().expect("pipes")).expect("hub");
+        fake_browser(fds);
+        let (tx_a, mut rx_a) = mpsc::unbounded_channel();
+        let (tx_b, mut rx_b) = mpsc::unbounded_channel();
+        let a = hub.connect(tx_a).await.expect("client a");
+        let b = hub.connect(tx_b).await.expect("client b");
+
+        // Both use id 1: each gets its own answer back, with its own id, and no session id.
+        hub.send(a, r#"{"id": 1, "method": "Browser.getVersion"}"#);
+        hub.send(b, r#"{"id": 1, "method": "Target.getTargets"}"#);
+        let answer_a = next(&mut rx_a).await;
+        assert_eq!(answer_a["id"], 1);
+        assert_eq!(answer_a["result"]["method"], "Browser.getVersion");
+        assert!(answer_a.get("sessionId").is_none(), "{answer_a}");
+        let event_a = next(&mut rx_a).await;
+        assert_eq!(event_a["method"], "Test.event");
+        assert!(event_a.get("sessionId").is_none(), "{event_a}");
+        let answer_b = next(&mut rx_b).await;
+        assert_eq!(answer_b["result"]["method"], "Target.getTargets");
+        assert_eq!(next(&mut rx_b).await["method"], "Test.event");
+
+        // A session a client did not attach is not reachable through it.
+        hub.send(
+            a,
+            r#"{"id": 2, "method": "Page.navigate", "sessionId": "B2"}"#,
+        );
+        let refused = next(&mut rx_a).await;
+        assert_eq!(refused["id"], 2);
+        assert!(refused["error"].is_object(), "{refused}");
+        assert!(rx_b.try_recv().is_err(), "nothing of a's reached b");
+    }
+}
