@@ -329,6 +329,20 @@ impl Monitor {
                 .await
                 .map_err(|e| e.to_string())?;
         }
+        // The page's viewport is set when it is attached, but a page the agent opened a moment
+        // ago may have been attached by discovery whose override is still on its way: set it
+        // again (idempotent) so that every screenshot is of the configured size.
+        if let Some((width, height)) = self.viewport {
+            self.client
+                .call(
+                    "Emulation.setDeviceMetricsOverride",
+                    json!({ "width": width, "height": height, "deviceScaleFactor": 0, "mobile": false }),
+                    Some(session),
+                    CALL_LIMIT,
+                )
+                .await
+                .map_err(|e| e.to_string())?;
+        }
         let result = self
             .client
             .call(

@@ -321,8 +321,11 @@ fn sigint_mid_step_leaves_no_browser_process() {
         .as_array()
         .and_then(|c| c.iter().find(|c| c["name"] == "browser"))
         .expect("the browser in run.json");
+    // `leaked` is Chromium's crash handler, which leaves the group by design and is found and
+    // killed by the sweep when it has not exited on its own yet (see browser/launch.rs); that
+    // nothing survives is asserted above.
     assert!(
-        browser["teardown"] == "clean" || browser["teardown"] == "killed",
+        ["clean", "killed", "leaked"].contains(&browser["teardown"].as_str().unwrap_or("")),
         "{browser}"
     );
 }
