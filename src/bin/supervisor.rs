@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use bugatti::model::layers::Layer;
 use bugatti::model::load::{load_suite, Suite, CONFIG_FILE_NAME};
 use bugatti::model::options::{RunOptions, Verbosity};
+use bugatti::model::provider::ProviderKind;
 use bugatti::model::replay::ReplayMode;
 use bugatti::model::shard::{self, ShardArg, ShardBy};
 use bugatti::report::{history, store};
@@ -667,7 +668,7 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
     }
     // Codex reports tokens only: what they will cost (and so whether max_cost_usd can stop it).
     let p = &suite.base.provider;
-    if p.name.value == "codex" {
+    if p.name.value == ProviderKind::Codex {
         let config = bugatti::providers::codex_home::user_home().map(|h| h.dir.join("config.toml"));
         match bugatti::providers::pricing::codex_price(
             p.price_per_mtok.value,
@@ -682,7 +683,7 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
         }
     }
     // SPEC §11: the MCP servers a claude-code agent gets.
-    if p.name.value == "claude-code" {
+    if p.name.value == ProviderKind::ClaudeCode {
         let mut servers = Vec::new();
         if p.console.value {
             servers.push("bugatti (the console)".to_string());
@@ -706,8 +707,8 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
     for test in &suite.tests {
         // SPEC §10: which steps have a recording this run could replay.
         let replay = &test.effective.replay;
-        let replays =
-            replay.mode.value != ReplayMode::Off && test.effective.provider.name.value != "shell";
+        let replays = replay.mode.value != ReplayMode::Off
+            && test.effective.provider.name.value != ProviderKind::Shell;
         let recording_path = bugatti::replay::store::recording_path(
             &replay.dir_in(&suite.project_root),
             &test.rel_path,
@@ -781,7 +782,7 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
                             step: s.step_id,
                             provenance: s.provenance(),
                             instruction_hash: String::new(),
-                            provider: test.effective.provider.name.value.clone(),
+                            provider: test.effective.provider.name.value.to_string(),
                         },
                         chrono::Utc::now(),
                         replay.max_age_days.value,

@@ -4,6 +4,7 @@
 
 pub mod claude;
 pub mod codex;
+pub mod pi;
 pub mod scripted_api;
 
 use std::path::{Path, PathBuf};

@@ -10,7 +10,7 @@ impl EffectiveConfig {
         let mut rows = Vec::new();
         let mut row = |k: &str, v: String, l: Layer| rows.push((k.to_string(), v, l));
         let p = &self.provider;
-        row("provider.name", p.name.value.clone(), p.name.source);
+        row("provider.name", p.name.value.to_string(), p.name.source);
         row(
             "provider.extra_system_prompt",
             opt(&p.extra_system_prompt.value),
@@ -37,6 +37,7 @@ impl EffectiveConfig {
             p.codex_bin.value.clone(),
             p.codex_bin.source,
         );
+        row("provider.pi_bin", p.pi_bin.value.clone(), p.pi_bin.source);
         row(
             "provider.step_timeout_secs",
             p.step_timeout_secs.value.to_string(),

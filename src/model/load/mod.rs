@@ -389,9 +389,9 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
     } else {
         &["bugatti"]
     };
-    let claude = tests
-        .iter()
-        .any(|t| t.effective.provider.name.value == "claude-code");
+    let claude = tests.iter().any(|t| {
+        t.effective.provider.name.value == crate::model::provider::ProviderKind::ClaudeCode
+    });
     if let (true, Err(e)) = (claude, crate::model::mcp_json::read(&agent_cwd, reserved)) {
         return Err(finish(
             Problems(vec![Problem::new(e.to_string())]),
