@@ -97,6 +97,14 @@ fn reap_dead_runs(artifact_dir: &std::path::Path) {
 }
 
 async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
+    // Before anything starts: an agent program or a browser that is missing is refused here.
+    let missing = crate::actors::preflight::problems(&suite);
+    if !missing.is_empty() {
+        for line in &missing {
+            stderr_notice(&format!("cannot start: {line}"));
+        }
+        return ExitReason::InvalidInput;
+    }
     if let Err(e) = limits::raise_open_files() {
         tracing::warn!("could not raise the open-files limit: {e}");
     }
