@@ -26,6 +26,7 @@ pub mod evidence;
 pub mod executable;
 pub mod launch;
 pub mod mcp;
+pub mod secrets_file;
 pub mod session;
 
 pub use capture::{CaptureSet, Monitor, StepCapture};
