@@ -532,15 +532,7 @@ fn report(
         }
     }
     if open {
-        let page = d.join("report.html");
-        let opener = if cfg!(target_os = "macos") {
-            "open"
-        } else {
-            "xdg-open"
-        };
-        if let Err(e) = std::process::Command::new(opener).arg(&page).status() {
-            eprintln!("warning: cannot run {opener}: {e}");
-        }
+        open_report(&d.join("report.html"));
     }
     suite_exit(&loaded.summary)
 }
@@ -876,8 +868,83 @@ fn init() -> ExitCode {
         }
         println!("wrote {name}");
     }
+    match ignore_artifacts(std::path::Path::new(".gitignore")) {
+        Ok(true) => println!("added .bugatti/ to .gitignore (runs, reports and workspaces)"),
+        Ok(false) => {}
+        Err(e) => eprintln!("warning: cannot add .bugatti/ to .gitignore: {e}"),
+    }
     println!("next: `supervisor check` to see the plan, `supervisor start` to run it");
     ExitCode::SUCCESS
+}
+
+/// Adds `.bugatti/` (the default artifact directory) to `.gitignore`, creating it, unless a line
+/// already ignores it. `true` when the file changed.
+fn ignore_artifacts(gitignore: &std::path::Path) -> std::io::Result<bool> {
+    let text = match std::fs::read_to_string(gitignore) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    let ignored = text.lines().any(|l| {
+        matches!(
+            l.trim(),
+            ".bugatti" | ".bugatti/" | "/.bugatti" | "/.bugatti/" | "**/.bugatti/"
+        )
+    });
+    if ignored {
+        return Ok(false);
+    }
+    let mut text = text;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("# supervisor runs, reports and workspaces\n.bugatti/\n");
+    std::fs::write(gitignore, text)?;
+    Ok(true)
+}
+
+/// `report --open`: report.html in the desktop's browser; without a display, or when the opener
+/// fails, a plain sentence with the report's path instead of the opener's own errors.
+fn open_report(page: &std::path::Path) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let no_display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .all(|v| std::env::var_os(v).is_none_or(|x| x.is_empty()));
+    if !cfg!(target_os = "macos") && no_display {
+        eprintln!(
+            "report --open: no display to open it on (DISPLAY and WAYLAND_DISPLAY are unset); \
+             the report is {}",
+            page.display()
+        );
+        return;
+    }
+    match std::process::Command::new(opener)
+        .arg(page)
+        .stdin(std::process::Stdio::null())
+        .output()
+    {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => {
+            let said = String::from_utf8_lossy(&out.stderr);
+            eprintln!(
+                "report --open: {opener} could not open it ({}{}); the report is {}",
+                out.status,
+                said.lines()
+                    .next()
+                    .map(|l| format!(": {}", l.trim()))
+                    .unwrap_or_default(),
+                page.display()
+            );
+        }
+        Err(e) => eprintln!(
+            "report --open: cannot run {opener} ({e}); the report is {}",
+            page.display()
+        ),
+    }
 }
 
 /// Run a validated suite under the actors; map why it ended to the exit code of SPEC §6.

@@ -524,9 +524,10 @@ impl ClaudeCode {
             let v = collector.verdict_with(
                 StepStatus::Timeout,
                 format!(
-                    "step timed out after {}s: Claude Code did not read the step message (its input \
+                    "step timed out after {}s ({}): Claude Code did not read the step message (its input \
                      stayed full); the agent was stopped",
-                    request.timeout.as_secs_f64()
+                    request.timeout.as_secs_f64(),
+                    super::STEP_TIMEOUT_HINT
                 ),
             );
             self.stop().await;
@@ -559,8 +560,9 @@ impl ClaudeCode {
                 let v = collector.verdict_with(
                     StepStatus::Timeout,
                     format!(
-                        "step timed out after {}s with no result from Claude Code; the agent was stopped",
-                        request.timeout.as_secs_f64()
+                        "step timed out after {}s ({}) with no result from Claude Code; the agent was stopped",
+                        request.timeout.as_secs_f64(),
+                        super::STEP_TIMEOUT_HINT
                     ),
                 );
                 self.stop().await;

@@ -568,8 +568,9 @@ impl Codex {
             TurnEnd::TimedOut => collector.verdict_with(
                 StepStatus::Timeout,
                 format!(
-                    "step timed out after {}s with no completed turn from Codex; the agent was stopped",
-                    request.timeout.as_secs_f64()
+                    "step timed out after {}s ({}) with no completed turn from Codex; the agent was stopped",
+                    request.timeout.as_secs_f64(),
+                    super::STEP_TIMEOUT_HINT
                 ),
             ),
             TurnEnd::Silent => turn::silent_verdict(

@@ -202,9 +202,10 @@ impl CommandProvider {
                     collector.verdict_with(
                         StepStatus::Timeout,
                         format!(
-                            "step timed out after {}s: the agent wrote {} bytes but no RESULT line \
+                            "step timed out after {}s ({}): the agent wrote {} bytes but no RESULT line \
                              (RESULT OK, RESULT WARN: <reason>, RESULT ERROR: <reason>) yet; it was stopped",
                             timeout.as_secs_f64(),
+                            super::STEP_TIMEOUT_HINT,
                             collector.bytes_seen()
                         ),
                     )
@@ -212,8 +213,9 @@ impl CommandProvider {
                     collector.verdict_with(
                         StepStatus::Timeout,
                         format!(
-                            "step timed out after {}s; the agent wrote nothing and was stopped",
-                            timeout.as_secs_f64()
+                            "step timed out after {}s ({}); the agent wrote nothing and was stopped",
+                            timeout.as_secs_f64(),
+                            super::STEP_TIMEOUT_HINT
                         ),
                     )
                 };

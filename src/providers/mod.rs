@@ -48,6 +48,10 @@ pub use crate::process::inherited_env::CLAUDE_NESTING_VARS;
 
 pub use crate::model::provider::ProviderKind;
 
+/// Said in every step-timeout message: where the limit is raised.
+pub const STEP_TIMEOUT_HINT: &str =
+    "raise it with the step's timeout_secs or [provider] step_timeout_secs";
+
 /// What the effective config says about the agent.
 #[derive(Debug, Clone)]
 pub struct AgentSpec {
