@@ -7,7 +7,7 @@
 //! - [`model`]: pure data and pure functions: config, test files, plan expansion, substitution,
 //!   result-marker scanning, outcomes. No I/O beyond reading the user's files.
 //! - [`process`]: process groups and PTYs, output pumps, teardown, the leak registry.
-//! - [`providers`]: the agent providers behind one trait (claude-code, command, shell).
+//! - [`providers`]: the agent providers behind one trait (claude-code, codex, pi, command, shell).
 //! - [`actors`]: the ractor actors: supervisor, session, command, readiness, agent, reporter.
 //! - [`browser`]: the session's browser (SPEC §11): launch, readiness, CDP, per-step evidence.
 //! - [`report`]: every artifact a run leaves behind, and the console.

@@ -208,3 +208,39 @@ fn a_hung_pi_is_stopped_by_the_watchdog_and_the_step_retried_on_its_session() {
         "{last}"
     );
 }
+
+/// Bugatti #48: a pi that lingers after `agent_end` (here: its output stays open) is not waited
+/// for; the reply ended at `agent_end`.
+#[test]
+fn a_pi_that_lingers_after_agent_end_is_not_waited_for() {
+    let Some(bin) = pi_bin("pi_real") else {
+        return;
+    };
+    let p = project("[replay]\nmode = \"off\"");
+    p.write(
+        "counter.test.toml",
+        "name = \"Counter\"\n[[steps]]\ninstruction = \"Say hello.\"\n",
+    );
+    let side = tempfile::tempdir().expect("side dir");
+    let lingering = side.path().join("lingering-pi");
+    std::fs::write(
+        &lingering,
+        format!("#!/bin/sh\n'{}' \"$@\"\nexec sleep 600\n", bin.display()),
+    )
+    .expect("wrapper");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&lingering, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let started = std::time::Instant::now();
+    let (code, console, record, _) = run(
+        &p,
+        &lingering,
+        side.path(),
+        "linger",
+        json!([{"text": "Hello.\nRESULT OK"}]),
+    );
+    assert_eq!(code, Some(0), "{console}\n{record}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "the step ended at agent_end, not when pi's process did"
+    );
+}
