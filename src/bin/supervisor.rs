@@ -15,6 +15,10 @@ use clap::{Args, Parser, Subcommand};
 
 #[path = "supervisor/doctor.rs"]
 mod doctor;
+#[path = "supervisor/init.rs"]
+mod init;
+#[path = "supervisor/open_report.rs"]
+mod open_report;
 use doctor::doctor;
 
 const EXIT_CODES: &str = "\
@@ -325,7 +329,7 @@ fn main() -> ExitCode {
                 None => ExitCode::from(2),
             }
         }
-        Command::Init => init(),
+        Command::Init => init::init(),
         Command::Doctor { config } => doctor(config),
         Command::Merge {
             dirs,
@@ -532,7 +536,7 @@ fn report(
         }
     }
     if open {
-        open_report(&d.join("report.html"));
+        open_report::open_report(&d.join("report.html"));
     }
     suite_exit(&loaded.summary)
 }
@@ -827,124 +831,6 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
     );
     // A closed stdout (`| head`) is not an error worth a panic.
     let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
-}
-
-const STARTER_CONFIG: &str = r#"# bugatti.config.toml — see config/bugatti.config.toml in the bugatti repository for every field.
-
-[provider]
-name = "shell"                  # claude-code | codex | command | shell (shell: no model, runs `commands`)
-
-[ports]
-APP_PORT = "auto"
-
-[commands.server]
-kind = "long_lived"
-cmd = "python3 -m http.server ${APP_PORT} --bind 127.0.0.1"
-readiness_url = "http://127.0.0.1:${APP_PORT}/"
-"#;
-
-const STARTER_TEST: &str = r#"name = "Example"
-
-[[steps]]
-instruction = "Check that the server answers: `curl -fsS http://127.0.0.1:${APP_PORT}/ > /dev/null`"
-"#;
-
-/// Write a starter config and example test; never overwrite.
-fn init() -> ExitCode {
-    let files = [
-        (CONFIG_FILE_NAME, STARTER_CONFIG),
-        ("example.test.toml", STARTER_TEST),
-    ];
-    for (name, _) in &files {
-        if std::path::Path::new(name).exists() {
-            eprintln!("error: {name} already exists; supervisor init does not overwrite files");
-            return ExitCode::from(2);
-        }
-    }
-    for (name, text) in &files {
-        if let Err(e) = std::fs::write(name, text) {
-            eprintln!("error: cannot write {name}: {e}");
-            return ExitCode::from(2);
-        }
-        println!("wrote {name}");
-    }
-    match ignore_artifacts(std::path::Path::new(".gitignore")) {
-        Ok(true) => println!("added .bugatti/ to .gitignore (runs, reports and workspaces)"),
-        Ok(false) => {}
-        Err(e) => eprintln!("warning: cannot add .bugatti/ to .gitignore: {e}"),
-    }
-    println!("next: `supervisor check` to see the plan, `supervisor start` to run it");
-    ExitCode::SUCCESS
-}
-
-/// Adds `.bugatti/` (the default artifact directory) to `.gitignore`, creating it, unless a line
-/// already ignores it. `true` when the file changed.
-fn ignore_artifacts(gitignore: &std::path::Path) -> std::io::Result<bool> {
-    let text = match std::fs::read_to_string(gitignore) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e),
-    };
-    let ignored = text.lines().any(|l| {
-        matches!(
-            l.trim(),
-            ".bugatti" | ".bugatti/" | "/.bugatti" | "/.bugatti/" | "**/.bugatti/"
-        )
-    });
-    if ignored {
-        return Ok(false);
-    }
-    let mut text = text;
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str("# supervisor runs, reports and workspaces\n.bugatti/\n");
-    std::fs::write(gitignore, text)?;
-    Ok(true)
-}
-
-/// `report --open`: report.html in the desktop's browser; without a display, or when the opener
-/// fails, a plain sentence with the report's path instead of the opener's own errors.
-fn open_report(page: &std::path::Path) {
-    let opener = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        "xdg-open"
-    };
-    let no_display = ["DISPLAY", "WAYLAND_DISPLAY"]
-        .iter()
-        .all(|v| std::env::var_os(v).is_none_or(|x| x.is_empty()));
-    if !cfg!(target_os = "macos") && no_display {
-        eprintln!(
-            "report --open: no display to open it on (DISPLAY and WAYLAND_DISPLAY are unset); \
-             the report is {}",
-            page.display()
-        );
-        return;
-    }
-    match std::process::Command::new(opener)
-        .arg(page)
-        .stdin(std::process::Stdio::null())
-        .output()
-    {
-        Ok(out) if out.status.success() => {}
-        Ok(out) => {
-            let said = String::from_utf8_lossy(&out.stderr);
-            eprintln!(
-                "report --open: {opener} could not open it ({}{}); the report is {}",
-                out.status,
-                said.lines()
-                    .next()
-                    .map(|l| format!(": {}", l.trim()))
-                    .unwrap_or_default(),
-                page.display()
-            );
-        }
-        Err(e) => eprintln!(
-            "report --open: cannot run {opener} ({e}); the report is {}",
-            page.display()
-        ),
-    }
 }
 
 /// Run a validated suite under the actors; map why it ended to the exit code of SPEC §6.
