@@ -7,7 +7,7 @@
 //! - [`model`]: pure data and pure functions: config, test files, plan expansion, substitution,
 //!   result-marker scanning, outcomes. No I/O beyond reading the user's files.
 //! - [`process`]: process groups and PTYs, output pumps, teardown, the leak registry.
-//! - [`providers`]: the agent providers behind one trait (claude-code, codex, command, shell).
+//! - [`providers`]: the agent providers behind one trait (claude-code, codex, pi, command, shell).
 //! - [`console`]: the agent console served to the agent over MCP: PTY sessions, the harness's
 //!   logs (docs/console.md).
 //! - [`browser`]: the session's browser (docs/browser.md): launch, readiness, CDP, per-step

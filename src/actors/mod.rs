@@ -20,6 +20,7 @@ pub mod checkpoint;
 pub mod command;
 pub mod harness;
 pub mod on_finish;
+pub mod preflight;
 pub mod queue;
 pub mod readiness;
 pub mod reporter;

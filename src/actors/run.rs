@@ -105,6 +105,14 @@ fn reap_dead_runs(artifact_dir: &std::path::Path) {
 }
 
 async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
+    // Before anything starts: an agent program or a browser that is missing is refused here.
+    let missing = crate::actors::preflight::problems(&suite);
+    if !missing.is_empty() {
+        for line in &missing {
+            stderr_notice(&format!("cannot start: {line}"));
+        }
+        return ExitReason::InvalidInput;
+    }
     let logs = prepare_process();
     let artifact_dir = match artifact_dir(&suite) {
         Ok(dir) => dir,

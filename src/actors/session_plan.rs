@@ -26,8 +26,6 @@ pub enum PlanError {
     },
     #[error("no free loopback port for `{name}`: {reason}")]
     Port { name: String, reason: String },
-    #[error("provider `{0}` is not available in this version (use claude-code, command or shell)")]
-    UnsupportedProvider(String),
     #[error("[provider] cwd: {} is not a directory", .0.display())]
     AgentCwd(PathBuf),
 }
@@ -203,9 +201,7 @@ pub fn agent_spec(
     claude: PathBuf,
 ) -> Result<AgentSpec, PlanError> {
     let p = &config.provider;
-    let name = &p.name.value;
-    let kind =
-        ProviderKind::parse(name).ok_or_else(|| PlanError::UnsupportedProvider(name.clone()))?;
+    let kind = p.name.value;
     let mut spec = AgentSpec::new(kind);
     spec.cmd = match &p.cmd.value {
         Some(cmd) => Some(subst(cmd, &vars.vars, "[provider] cmd".into())?),
@@ -237,13 +233,15 @@ pub fn agent_spec(
     };
     spec.claude_bin = claude;
     spec.codex_bin = PathBuf::from(&p.codex_bin.value);
+    spec.pi_bin = PathBuf::from(&p.pi_bin.value);
     spec.max_turns_per_step = p.max_turns_per_step.value;
     spec.price_per_mtok = p.price_per_mtok.value;
     spec.no_output_timeout = match kind {
         ProviderKind::Shell => None,
-        ProviderKind::Command | ProviderKind::ClaudeCode | ProviderKind::Codex => {
-            Some(Duration::from_secs(p.no_output_timeout_secs.value))
-        }
+        ProviderKind::Command
+        | ProviderKind::ClaudeCode
+        | ProviderKind::Codex
+        | ProviderKind::Pi => Some(Duration::from_secs(p.no_output_timeout_secs.value)),
     };
     Ok(spec)
 }

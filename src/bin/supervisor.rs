@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use bugatti::model::layers::Layer;
 use bugatti::model::load::{load_suite, Suite, CONFIG_FILE_NAME};
 use bugatti::model::options::{RunOptions, Verbosity};
+use bugatti::model::provider::ProviderKind;
 use bugatti::model::replay::ReplayMode;
 use bugatti::model::shard::{self, ShardArg, ShardBy};
 use bugatti::report::{history, store};
@@ -14,10 +15,11 @@ use clap::{Args, Parser, Subcommand};
 
 #[path = "supervisor/doctor.rs"]
 mod doctor;
-use doctor::doctor;
 #[path = "supervisor/init.rs"]
 mod init;
-use init::init;
+#[path = "supervisor/open_report.rs"]
+mod open_report;
+use doctor::doctor;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -341,7 +343,7 @@ fn main() -> ExitCode {
                 None => ExitCode::from(2),
             }
         }
-        Command::Init => init(),
+        Command::Init => init::init(),
         Command::Doctor { config } => doctor(config),
         Command::Merge {
             dirs,
@@ -557,8 +559,8 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
     for test in &suite.tests {
         // SPEC §10: which steps have a recording this run could replay.
         let replay = &test.effective.replay;
-        let replays =
-            replay.mode.value != ReplayMode::Off && test.effective.provider.name.value != "shell";
+        let replays = replay.mode.value != ReplayMode::Off
+            && test.effective.provider.name.value != ProviderKind::Shell;
         let recording_path = bugatti::replay::store::recording_path(
             &replay.dir_in(&suite.project_root),
             &test.rel_path,
@@ -615,7 +617,7 @@ fn print_check_header(out: &mut String, suite: &Suite) {
 /// so whether max_cost_usd can stop it), the MCP servers a claude-code agent gets.
 fn print_agent_facts(out: &mut String, suite: &Suite) {
     let p = &suite.base.provider;
-    if p.name.value == "codex" {
+    if p.name.value == ProviderKind::Codex {
         let config = bugatti::providers::codex_home::user_home().map(|h| h.dir.join("config.toml"));
         match bugatti::providers::pricing::codex_price(
             p.price_per_mtok.value,
@@ -630,7 +632,7 @@ fn print_agent_facts(out: &mut String, suite: &Suite) {
         }
     }
     // SPEC §11: the MCP servers a claude-code agent gets.
-    if p.name.value == "claude-code" {
+    if p.name.value == ProviderKind::ClaudeCode {
         let mut servers = Vec::new();
         if p.console.value {
             servers.push("bugatti (the console)".to_string());
@@ -737,7 +739,7 @@ fn print_plan(
                         step: s.step_id,
                         provenance: s.provenance(),
                         instruction_hash: String::new(),
-                        provider: test.effective.provider.name.value.clone(),
+                        provider: test.effective.provider.name.value.to_string(),
                     },
                     chrono::Utc::now(),
                     max_age_days,

@@ -29,6 +29,7 @@ pub mod launch;
 pub mod mcp;
 pub mod mcp_client;
 pub mod pipe;
+pub mod secrets_file;
 pub mod session;
 
 pub use capture::{CaptureSet, Monitor, StepCapture};

@@ -23,6 +23,7 @@ pub mod options;
 pub mod outcome;
 pub mod paths;
 pub mod plan;
+pub mod provider;
 pub mod redact;
 pub mod replay;
 pub mod shard;

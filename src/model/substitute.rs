@@ -27,6 +27,8 @@ pub enum SubstError {
     Unterminated { at: usize },
     #[error("`${{{name}}}` is not a valid variable name (letters, digits and `_`, not starting with a digit)")]
     BadName { name: String },
+    #[error("`${{{name}}}` is shell syntax, which the supervisor does not expand: write `$${{{name}}}` to hand it to the shell as it is")]
+    ShellSyntax { name: String },
     #[error("[env] values refer to each other in a cycle: {chain}")]
     Cycle { chain: String },
     #[error("`${{{name}}}` expands to more than {limit} bytes ([env] values that repeat each other grow exponentially)")]
@@ -61,8 +63,11 @@ fn pieces(text: &str) -> Result<Vec<Piece<'_>>, SubstError> {
                 .ok_or(SubstError::Unterminated { at: offset + i })?;
             let name = &after[2..close];
             if !valid_name(name) {
-                return Err(SubstError::BadName {
-                    name: name.to_string(),
+                let name = name.to_string();
+                return Err(if is_shell_syntax(&name) {
+                    SubstError::ShellSyntax { name }
+                } else {
+                    SubstError::BadName { name }
                 });
             }
             out.push(Piece::Var(name));
@@ -79,6 +84,21 @@ fn pieces(text: &str) -> Result<Vec<Piece<'_>>, SubstError> {
 }
 
 /// A name usable as `${NAME}` and as an environment variable.
+/// `VAR:-default`, `VAR:=x`, `#VAR`, `VAR%suffix`, `!VAR`, …: a shell parameter expansion.
+fn is_shell_syntax(name: &str) -> bool {
+    let bare = name.trim_start_matches(['#', '!']);
+    let head: String = bare
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect();
+    valid_name(&head)
+        && (bare.len() > head.len() || name.len() > bare.len())
+        && bare[head.len()..]
+            .chars()
+            .next()
+            .is_none_or(|c| ":-=?+#%/^,@[".contains(c))
+}
+
 pub fn valid_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
@@ -227,6 +247,14 @@ mod tests {
         assert!(e.contains("not a valid variable name"), "{e}");
         let e = substitute("${}", &vars()).unwrap_err().to_string();
         assert!(e.contains("not a valid variable name"), "{e}");
+        for shell in ["${PORT:-8080}", "${#NAME}", "${NAME%.txt}", "${X:=1}"] {
+            let e = substitute(shell, &vars()).unwrap_err().to_string();
+            let literal = format!("$${}", &shell[1..]);
+            assert!(
+                e.contains("shell syntax") && e.contains(&literal),
+                "{shell}: {e}"
+            );
+        }
     }
 
     #[test]

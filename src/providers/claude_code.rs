@@ -8,8 +8,9 @@
 //!   tool results) to `transcripts/agent.log`. Text blocks are scanned for markers as they come.
 //! - The `result` event ends the turn and is authoritative: `is_error` (not the subtype, not the
 //!   exit code) says whether the turn failed; the marker in its `result` text decides the step
-//!   (else the last marker of the turn's text blocks). Its session id, turns, duration and cost are
-//!   kept as [`ClaudeUsage`]. Lines after it, or a process that lingers, are not waited for.
+//!   (else the last marker of the turn's text blocks). Its session id, turns, duration, cost and
+//!   tokens (`usage`: input with the prompt cache's, output) are kept as [`ClaudeUsage`]. The turn
+//!   is read through the shared turn loop (`turn`). Lines after it, or a process that lingers, are not waited for.
 //! - Watchdog (README "Supervision"): api_retry notices are not progress; a turn silent past
 //!   `no_output_timeout_secs`, or a process that ends mid-turn, is an [`AgentFault`]; `restart`
 //!   starts Claude Code again with `--resume <session_id>` (the session id its events carry).
@@ -22,18 +23,18 @@
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
 use super::transcript::{AgentTranscripts, SharedTranscript};
+use super::turn::{self, Framing, Limits, Output, Seen, TurnEnd};
 use super::{
     agent_env, bootstrap, command::cancelled, AgentContext, AgentDeath, AgentError, AgentFault,
     CancelSignal, ClaudeUsage, Provider, ProviderKind, StepRequest, StepVerdict,
 };
 use crate::model::markers::scan_text;
 use crate::model::outcome::{StepStatus, TeardownState};
-use crate::process::job_control::{reached, Deadline};
+use crate::process::job_control::Deadline;
 use crate::process::owner::{Owner, Role, Scope};
 use crate::providers::console_wiring;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStdout;
 
 /// Characters of a tool result shown in `agent.log` (the whole one is in `agent.jsonl`).
@@ -42,9 +43,8 @@ const TOOL_RESULT_SHOWN: usize = 2000;
 pub struct ClaudeCode {
     ctx: AgentContext,
     process: Option<AgentProcess>,
-    stdout: Option<BufReader<ChildStdout>>,
-    /// The line being read; kept across `select!` turns (read_until is cancel-safe with it).
-    line: Vec<u8>,
+    /// Its stdout, read through the shared turn loop.
+    output: Output<ChildStdout>,
     log: Option<SharedTranscript>,
     jsonl: Option<SharedTranscript>,
     /// A turn was sent and its `result` not yet read.
@@ -61,13 +61,37 @@ pub struct ClaudeCode {
     stderr: Option<SharedTranscript>,
 }
 
-enum TurnEnd {
-    Result(Box<StepVerdict>),
-    Ended,
-    TimedOut,
-    Silent,
-    Cancelled,
-    OverTurns(u64),
+/// Claude Code's framing of a turn: stream-json lines until the `result` event.
+struct ClaudeTurn<'a> {
+    claude: &'a mut ClaudeCode,
+    collector: &'a mut ReplyCollector,
+    step_id: u32,
+}
+
+impl Framing for ClaudeTurn<'_> {
+    type Done = StepVerdict;
+
+    fn line(&mut self, line: &[u8]) -> Seen<StepVerdict> {
+        let news = is_retry_notice(line);
+        match self.claude.handle_line(line, self.collector, self.step_id) {
+            Some(verdict) => Seen::End(verdict),
+            None if news => Seen::News,
+            None => Seen::Progress,
+        }
+    }
+
+    fn ended(&mut self, partial: &[u8]) -> Option<StepVerdict> {
+        if partial.is_empty() {
+            return None;
+        }
+        self.claude
+            .handle_line(partial, self.collector, self.step_id)
+    }
+
+    /// One model turn per assistant message id.
+    fn model_turns(&self) -> u64 {
+        self.claude.turn_messages.len() as u64
+    }
 }
 
 impl ClaudeCode {
@@ -75,8 +99,7 @@ impl ClaudeCode {
         Self {
             ctx,
             process: None,
-            stdout: None,
-            line: Vec::new(),
+            output: Output::new(None),
             log: None,
             jsonl: None,
             in_turn: false,
@@ -249,6 +272,8 @@ impl ClaudeCode {
             duration_ms: event["duration_ms"].as_u64().unwrap_or(0),
             total_cost_usd: event["total_cost_usd"].as_f64().unwrap_or(0.0),
             cost_reported: event["total_cost_usd"].is_number(),
+            input_tokens: input_tokens(&event["usage"]),
+            output_tokens: event["usage"]["output_tokens"].as_u64(),
             ..ClaudeUsage::default()
         };
         let mut usage = usage;
@@ -301,75 +326,6 @@ impl ClaudeCode {
         verdict
     }
 
-    async fn read_turn(
-        &mut self,
-        collector: &mut ReplyCollector,
-        step_id: u32,
-        timeout: Duration,
-        mut cancel: CancelSignal,
-    ) -> TurnEnd {
-        // Stopped time (Ctrl+Z) counts against neither.
-        let deadline = Deadline::after(timeout);
-        let idle_limit = self.ctx.spec.no_output_timeout;
-        let mut idle_at = idle_limit.map(Deadline::after);
-        loop {
-            let Some(stdout) = self.stdout.as_mut() else {
-                return TurnEnd::Ended;
-            };
-            let mut line = std::mem::take(&mut self.line);
-            let outcome = tokio::select! {
-                read = stdout.read_until(b'\n', &mut line) => Some(read),
-                _ = deadline.reached() => None,
-                _ = reached(idle_at), if idle_at.is_some() => {
-                    self.line = line;
-                    return TurnEnd::Silent;
-                }
-                _ = cancelled(&mut cancel) => {
-                    self.line = line;
-                    return TurnEnd::Cancelled;
-                }
-            };
-            match outcome {
-                None => {
-                    self.line = line;
-                    return TurnEnd::TimedOut;
-                }
-                Some(Ok(0)) | Some(Err(_)) => {
-                    if !line.is_empty() {
-                        if let Some(v) = self.handle_line(&line, collector, step_id) {
-                            return TurnEnd::Result(Box::new(v));
-                        }
-                    }
-                    return TurnEnd::Ended;
-                }
-                Some(Ok(_)) => {
-                    if line.ends_with(b"\n") {
-                        if !is_retry_notice(&line) {
-                            idle_at = idle_limit.map(Deadline::after);
-                        }
-                        let verdict = self.handle_line(&line, collector, step_id);
-                        line.clear();
-                        self.line = line;
-                        if let Some(v) = verdict {
-                            return TurnEnd::Result(Box::new(v));
-                        }
-                        let turns = self.turn_messages.len() as u64;
-                        if self
-                            .ctx
-                            .spec
-                            .max_turns_per_step
-                            .is_some_and(|max| turns > u64::from(max))
-                        {
-                            return TurnEnd::OverTurns(turns);
-                        }
-                    } else {
-                        self.line = line;
-                    }
-                }
-            }
-        }
-    }
-
     /// Interrupts a running turn (the control request kills a running tool), then tears down.
     async fn stop(&mut self) -> TeardownState {
         let Some(process) = self.process.as_mut() else {
@@ -388,7 +344,7 @@ impl ClaudeCode {
             )
             .await;
         }
-        if let Some(stdout) = self.stdout.take() {
+        if let Some(stdout) = self.output.take() {
             spawn_drain(stdout, self.jsonl.clone());
         }
         let state = process.stop(self.ctx.spec.stop_timeout).await;
@@ -517,8 +473,7 @@ impl ClaudeCode {
             display: Some(self.shown_command()),
         };
         let mut process = AgentProcess::spawn(spawn)?;
-        self.line.clear();
-        self.stdout = process.take_stdout().map(BufReader::new);
+        self.output = Output::new(process.take_stdout());
         process.notify_unexpected_exit(self.ctx.events.clone(), facts.secrets.clone());
         let exited = process.wait_exit(self.ctx.spec.startup_grace).await;
         let command = process.command_line.clone();
@@ -569,9 +524,10 @@ impl ClaudeCode {
             let v = collector.verdict_with(
                 StepStatus::Timeout,
                 format!(
-                    "step timed out after {}s: Claude Code did not read the step message (its input \
+                    "step timed out after {}s ({}): Claude Code did not read the step message (its input \
                      stayed full); the agent was stopped",
-                    request.timeout.as_secs_f64()
+                    request.timeout.as_secs_f64(),
+                    super::STEP_TIMEOUT_HINT
                 ),
             );
             self.stop().await;
@@ -579,54 +535,55 @@ impl ClaudeCode {
         }
         self.log(&format!("### step {}\n", request.step_id));
         self.in_turn = true;
-        let left = deadline.remaining();
-        let end = self
-            .read_turn(&mut collector, request.step_id, left, cancel)
+        let limits = Limits {
+            deadline,
+            idle: self.ctx.spec.no_output_timeout,
+            max_turns: self.ctx.spec.max_turns_per_step,
+        };
+        let mut output = std::mem::replace(&mut self.output, Output::new(None));
+        let mut framing = ClaudeTurn {
+            claude: self,
+            collector: &mut collector,
+            step_id: request.step_id,
+        };
+        let end = output
+            .read_turn(&mut framing, limits, cancel, turn::NO_MESSAGE)
             .await;
+        self.output = output;
         let mut verdict = match end {
-            TurnEnd::Result(v) => {
+            TurnEnd::Done(v) => {
                 self.in_turn = false;
-                *v
+                v
             }
             TurnEnd::Ended => self.died(&collector, "exited during the step").await,
             TurnEnd::TimedOut => {
                 let v = collector.verdict_with(
                     StepStatus::Timeout,
                     format!(
-                        "step timed out after {}s with no result from Claude Code; the agent was stopped",
-                        request.timeout.as_secs_f64()
+                        "step timed out after {}s ({}) with no result from Claude Code; the agent was stopped",
+                        request.timeout.as_secs_f64(),
+                        super::STEP_TIMEOUT_HINT
                     ),
                 );
                 self.stop().await;
                 v
             }
             TurnEnd::Silent => {
-                let secs = self
-                    .ctx
-                    .spec
-                    .no_output_timeout
-                    .unwrap_or_default()
-                    .as_secs();
-                let fault = AgentFault::Silent {
-                    secs,
-                    last_words: String::new(),
-                };
-                let mut v = collector.verdict_with(
-                    StepStatus::Timeout,
-                    format!("Claude Code {fault}; the agent was stopped"),
+                let v = turn::silent_verdict(
+                    &collector,
+                    "Claude Code",
+                    self.ctx.spec.no_output_timeout,
+                    String::new(),
                 );
-                v.fault = Some(fault);
                 self.stop().await;
                 v
             }
             TurnEnd::OverTurns(turns) => {
-                let v = collector.verdict_with(
-                    StepStatus::OverBudget,
-                    format!(
-                        "Claude Code took {turns} model turns in this step, over \
-                         max_turns_per_step = {}; the agent was stopped",
-                        self.ctx.spec.max_turns_per_step.unwrap_or_default()
-                    ),
+                let v = turn::over_turns_verdict(
+                    &collector,
+                    "Claude Code",
+                    turns,
+                    self.ctx.spec.max_turns_per_step,
                 );
                 self.stop().await;
                 v
@@ -643,6 +600,17 @@ impl ClaudeCode {
         verdict.duration = started.elapsed();
         verdict
     }
+}
+
+/// The input tokens of a turn's `usage`: the fresh ones and those written to or read from the
+/// prompt cache (all of them were sent to the model).
+fn input_tokens(usage: &Value) -> Option<u64> {
+    let fresh = usage["input_tokens"].as_u64()?;
+    let cached = ["cache_creation_input_tokens", "cache_read_input_tokens"]
+        .iter()
+        .filter_map(|k| usage[*k].as_u64())
+        .sum::<u64>();
+    Some(fresh + cached)
 }
 
 /// Claude Code's notice that it retries a failed API request: news, not progress.

@@ -26,19 +26,19 @@ use super::pricing;
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
 use super::transcript::{AgentTranscripts, SharedTranscript};
+use super::turn::{self, Framing, Limits, Output, Seen, TurnEnd};
 use super::{
-    agent_env, bootstrap, command::cancelled, AgentContext, AgentDeath, AgentError, AgentFault,
-    CancelSignal, Provider, ProviderKind, StepRequest, StepUsage, StepVerdict,
+    agent_env, bootstrap, AgentContext, AgentDeath, AgentError, AgentFault, CancelSignal, Provider,
+    ProviderKind, StepRequest, StepUsage, StepVerdict,
 };
 use crate::model::config::PricePerMtok;
 use crate::model::outcome::{StepStatus, TeardownState};
-use crate::process::job_control::{reached, Deadline};
+use crate::process::job_control::Deadline;
 use crate::process::owner::{Owner, Role, Scope};
 use crate::providers::console_wiring;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStdout;
 
 /// Characters of a command's output shown in `agent.log` (the whole one is in `agent.jsonl`).
@@ -70,16 +70,6 @@ pub struct Codex {
     tools: super::tool_calls::ToolCalls,
 }
 
-/// How reading one step's stream ended.
-enum TurnEnd {
-    Completed(Box<StepVerdict>),
-    Ended,
-    TimedOut,
-    Silent,
-    Cancelled,
-    OverTurns(u64),
-}
-
 /// What one turn's stream has said so far.
 #[derive(Default)]
 struct Turn {
@@ -107,6 +97,42 @@ impl Turn {
 fn is_tool_call(kind: &str) -> bool {
     matches!(kind, "command_execution" | "mcp_tool_call" | "file_change")
         || kind.ends_with("tool_call")
+}
+
+/// Codex's framing of a turn: `--json` lines until `turn.completed` or `turn.failed`.
+struct CodexTurn<'a> {
+    codex: &'a mut Codex,
+    turn: &'a mut Turn,
+    collector: &'a mut ReplyCollector,
+    step_id: u32,
+}
+
+impl Framing for CodexTurn<'_> {
+    type Done = StepVerdict;
+
+    fn line(&mut self, line: &[u8]) -> Seen<StepVerdict> {
+        match self
+            .codex
+            .handle_line(line, self.turn, self.collector, self.step_id)
+        {
+            (_, Some(verdict)) => Seen::End(verdict),
+            (true, None) => Seen::Progress,
+            (false, None) => Seen::News,
+        }
+    }
+
+    fn ended(&mut self, partial: &[u8]) -> Option<StepVerdict> {
+        if partial.is_empty() {
+            return None;
+        }
+        self.codex
+            .handle_line(partial, self.turn, self.collector, self.step_id)
+            .1
+    }
+
+    fn model_turns(&self) -> u64 {
+        self.turn.model_turns
+    }
 }
 
 impl Codex {
@@ -191,7 +217,7 @@ impl Codex {
         }
     }
 
-    fn spawn(&mut self, prompt: &str, step_id: u32) -> Result<BufReader<ChildStdout>, AgentError> {
+    fn spawn(&mut self, prompt: &str, step_id: u32) -> Result<ChildStdout, AgentError> {
         let facts = &self.ctx.facts;
         let home = self.codex_home();
         let fresh = !home.exists();
@@ -256,7 +282,7 @@ impl Codex {
         let mut process = AgentProcess::spawn(spawn)?;
         // `codex exec` reads more prompt from a piped stdin until it ends.
         process.close_stdin();
-        let stdout = process.take_stdout().map(BufReader::new);
+        let stdout = process.take_stdout();
         self.process = Some(process);
         stdout.ok_or_else(|| AgentError::Config {
             provider: "codex",
@@ -465,55 +491,6 @@ impl Codex {
         }
     }
 
-    async fn read_turn(
-        &mut self,
-        stdout: &mut BufReader<ChildStdout>,
-        turn: &mut Turn,
-        collector: &mut ReplyCollector,
-        step_id: u32,
-        deadline: Deadline,
-        mut cancel: CancelSignal,
-    ) -> TurnEnd {
-        // Stopped time (Ctrl+Z) counts against neither.
-        let idle_limit = self.ctx.spec.no_output_timeout;
-        let mut idle_at = idle_limit.map(Deadline::after);
-        let mut line = Vec::new();
-        loop {
-            let read = tokio::select! {
-                read = stdout.read_until(b'\n', &mut line) => read,
-                _ = deadline.reached() => return TurnEnd::TimedOut,
-                _ = reached(idle_at), if idle_at.is_some() => return TurnEnd::Silent,
-                _ = cancelled(&mut cancel) => return TurnEnd::Cancelled,
-            };
-            match read {
-                Ok(0) | Err(_) => {
-                    if !line.is_empty() {
-                        if let (_, Some(v)) = self.handle_line(&line, turn, collector, step_id) {
-                            return TurnEnd::Completed(Box::new(v));
-                        }
-                    }
-                    return TurnEnd::Ended;
-                }
-                Ok(_) if line.ends_with(b"\n") => {
-                    let (progress, verdict) = self.handle_line(&line, turn, collector, step_id);
-                    line.clear();
-                    if let Some(v) = verdict {
-                        return TurnEnd::Completed(Box::new(v));
-                    }
-                    if progress {
-                        idle_at = idle_limit.map(Deadline::after);
-                    }
-                    if let Some(max) = self.ctx.spec.max_turns_per_step {
-                        if turn.model_turns > u64::from(max) {
-                            return TurnEnd::OverTurns(turn.model_turns);
-                        }
-                    }
-                }
-                Ok(_) => {}
-            }
-        }
-    }
-
     /// Stops the step's process (if any) and everything it started.
     async fn stop(&mut self) -> TeardownState {
         let Some(mut process) = self.process.take() else {
@@ -542,8 +519,12 @@ impl Codex {
         let secrets = self.ctx.facts.secrets.clone();
         let mut collector = ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets)
             .relative_to(&self.ctx.facts.run_dir);
-        let deadline = Deadline::after(request.timeout);
-        let mut stdout = match self.spawn(prompt, request.step_id) {
+        let limits = Limits {
+            deadline: Deadline::after(request.timeout),
+            idle: self.ctx.spec.no_output_timeout,
+            max_turns: self.ctx.spec.max_turns_per_step,
+        };
+        let stdout = match self.spawn(prompt, request.step_id) {
             Ok(stdout) => stdout,
             Err(e) => {
                 let mut v = collector.verdict_with(StepStatus::Error, e.to_string());
@@ -557,21 +538,23 @@ impl Codex {
         };
         self.log(&format!("### step {}\n", request.step_id));
         let mut turn = Turn::default();
-        let end = self
-            .read_turn(
-                &mut stdout,
-                &mut turn,
-                &mut collector,
-                request.step_id,
-                deadline,
-                cancel,
-            )
+        let mut output = Output::new(Some(stdout));
+        let mut framing = CodexTurn {
+            codex: self,
+            turn: &mut turn,
+            collector: &mut collector,
+            step_id: request.step_id,
+        };
+        let end = output
+            .read_turn(&mut framing, limits, cancel, turn::NO_MESSAGE)
             .await;
         // Whatever follows the turn's end (a lingering process) goes to the transcript.
-        spawn_drain(stdout, self.jsonl.clone());
+        if let Some(stdout) = output.take() {
+            spawn_drain(stdout, self.jsonl.clone());
+        }
         let command = self.shown_command();
         let verdict = match end {
-            TurnEnd::Completed(v) => *v,
+            TurnEnd::Done(v) => v,
             TurnEnd::Ended => {
                 let death = self.death().await.unwrap_or(AgentDeath {
                     status: "its output ended".into(),
@@ -608,32 +591,24 @@ impl Codex {
             TurnEnd::TimedOut => collector.verdict_with(
                 StepStatus::Timeout,
                 format!(
-                    "step timed out after {}s with no completed turn from Codex; the agent was stopped",
-                    request.timeout.as_secs_f64()
+                    "step timed out after {}s ({}) with no completed turn from Codex; the agent was stopped",
+                    request.timeout.as_secs_f64(),
+                    super::STEP_TIMEOUT_HINT
                 ),
             ),
-            TurnEnd::Silent => {
-                let secs = self.ctx.spec.no_output_timeout.unwrap_or_default().as_secs();
-                let fault = AgentFault::Silent {
-                    secs,
-                    last_words: turn.last_error.clone().unwrap_or_default(),
-                };
-                let mut v = collector.verdict_with(
-                    StepStatus::Timeout,
-                    format!("Codex {fault}; the agent was stopped"),
-                );
-                v.fault = Some(fault);
-                v
-            }
+            TurnEnd::Silent => turn::silent_verdict(
+                &collector,
+                "Codex",
+                self.ctx.spec.no_output_timeout,
+                turn.last_error.clone().unwrap_or_default(),
+            ),
             TurnEnd::Cancelled => collector.interrupted_verdict(),
             TurnEnd::OverTurns(turns) => {
-                let mut v = collector.verdict_with(
-                    StepStatus::OverBudget,
-                    format!(
-                        "Codex took {turns} model turns in this step, over max_turns_per_step = {}; \
-                         the agent was stopped",
-                        self.ctx.spec.max_turns_per_step.unwrap_or_default()
-                    ),
+                let mut v = turn::over_turns_verdict(
+                    &collector,
+                    "Codex",
+                    turns,
+                    self.ctx.spec.max_turns_per_step,
                 );
                 v.usage = Some(self.usage(&Value::Null, turns));
                 v

@@ -21,40 +21,69 @@
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
 use super::transcript::SharedTranscript;
+use super::turn::{Framing, Limits, Output, Seen, TurnEnd};
 use super::{
     agent_env, bootstrap, AgentContext, AgentError, CancelSignal, Provider, ProviderKind,
     StepRequest, StepVerdict,
 };
 use crate::model::outcome::{StepStatus, TeardownState};
-use crate::process::job_control::{reached, Deadline};
+use crate::process::job_control::Deadline;
 use crate::process::owner::{Owner, Role, Scope};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::process::ChildStdout;
 
 pub struct CommandProvider {
     ctx: AgentContext,
     process: Option<AgentProcess>,
-    stdout: Option<ChildStdout>,
+    /// Its stdout, read through the shared turn loop; what it holds after a reply's marker line
+    /// is the start of the next reply.
+    output: Output<ChildStdout>,
     transcript: Option<SharedTranscript>,
     /// Both directions, one JSON object per message or output line.
     jsonl: Option<JsonlTranscript>,
-    /// Output read after the last reply's marker line: the start of the next reply.
-    carry: Vec<u8>,
 }
 
-/// Why reading a reply stopped.
-enum ReplyEnd {
-    /// A result marker line was read.
-    Replied,
-    /// No output for `no_output_timeout`.
-    Silent,
-    TimedOut,
-    Cancelled,
-    /// The agent's stdout closed before a marker.
-    Ended,
+/// The `command` protocol's framing of a reply: free text, whose first result marker line ends
+/// it; any output is progress.
+struct Reply<'a> {
+    collector: &'a mut ReplyCollector,
+    transcript: Option<&'a SharedTranscript>,
+    jsonl: Option<&'a mut JsonlTranscript>,
+}
+
+impl Framing for Reply<'_> {
+    type Done = ();
+
+    fn raw(&mut self, chunk: &[u8]) -> bool {
+        if let Some(t) = self.transcript {
+            t.write(chunk);
+        }
+        if let Some(j) = self.jsonl.as_mut() {
+            j.push_output(chunk);
+        }
+        true
+    }
+
+    fn line(&mut self, line: &[u8]) -> Seen<()> {
+        if self.collector.push(line) {
+            Seen::End(())
+        } else {
+            Seen::Progress
+        }
+    }
+
+    /// A last line without its newline is still read (a marker in it counts at the end).
+    fn ended(&mut self, partial: &[u8]) -> Option<()> {
+        self.collector.push(partial);
+        None
+    }
+
+    fn stopped(&mut self, partial: &[u8]) {
+        self.collector.push(partial);
+    }
 }
 
 impl CommandProvider {
@@ -62,10 +91,9 @@ impl CommandProvider {
         Self {
             ctx,
             process: None,
-            stdout: None,
+            output: Output::new(None),
             transcript: None,
             jsonl: None,
-            carry: Vec::new(),
         }
     }
 
@@ -140,10 +168,10 @@ impl CommandProvider {
         }
         let limit = self.ctx.spec.no_output_timeout.unwrap_or_default();
         let mut verdict = match end {
-            ReplyEnd::Replied => collector.verdict(None),
+            TurnEnd::Done(()) => collector.verdict(None),
             // A last marker line without its newline still counts once the agent is quiet.
-            ReplyEnd::Silent if collector.finish() => collector.verdict(None),
-            ReplyEnd::Silent if collector.bytes_seen() > 0 => collector.verdict_with(
+            TurnEnd::Silent if collector.finish() => collector.verdict(None),
+            TurnEnd::Silent if collector.bytes_seen() > 0 => collector.verdict_with(
                 StepStatus::ProtocolError,
                 format!(
                     "the agent wrote {} bytes, then nothing for {}s (no_output_timeout_secs), \
@@ -153,7 +181,7 @@ impl CommandProvider {
                     limit.as_secs_f64()
                 ),
             ),
-            ReplyEnd::Silent => {
+            TurnEnd::Silent => {
                 let v = collector.verdict_with(
                     StepStatus::Timeout,
                     format!(
@@ -164,7 +192,7 @@ impl CommandProvider {
                 self.stop().await;
                 v
             }
-            ReplyEnd::TimedOut => {
+            TurnEnd::TimedOut => {
                 let v = if collector.last_result().is_some() || collector.finish() {
                     collector.verdict(None)
                 } else if collector.bytes_seen() > 0 {
@@ -174,9 +202,10 @@ impl CommandProvider {
                     collector.verdict_with(
                         StepStatus::Timeout,
                         format!(
-                            "step timed out after {}s: the agent wrote {} bytes but no RESULT line \
+                            "step timed out after {}s ({}): the agent wrote {} bytes but no RESULT line \
                              (RESULT OK, RESULT WARN: <reason>, RESULT ERROR: <reason>) yet; it was stopped",
                             timeout.as_secs_f64(),
+                            super::STEP_TIMEOUT_HINT,
                             collector.bytes_seen()
                         ),
                     )
@@ -184,20 +213,22 @@ impl CommandProvider {
                     collector.verdict_with(
                         StepStatus::Timeout,
                         format!(
-                            "step timed out after {}s; the agent wrote nothing and was stopped",
-                            timeout.as_secs_f64()
+                            "step timed out after {}s ({}); the agent wrote nothing and was stopped",
+                            timeout.as_secs_f64(),
+                            super::STEP_TIMEOUT_HINT
                         ),
                     )
                 };
                 self.stop().await;
                 v
             }
-            ReplyEnd::Cancelled => {
+            TurnEnd::Cancelled => {
                 let v = collector.interrupted_verdict();
                 self.stop().await;
                 v
             }
-            ReplyEnd::Ended => {
+            // The command protocol counts no model turns: never over them.
+            TurnEnd::Ended | TurnEnd::OverTurns(_) => {
                 collector.finish();
                 let process = self.process.as_mut();
                 let death = match process {
@@ -236,81 +267,45 @@ impl CommandProvider {
         message: Vec<u8>,
         collector: &mut ReplyCollector,
         timeout: Duration,
-        mut cancel: CancelSignal,
-    ) -> ReplyEnd {
+        cancel: CancelSignal,
+    ) -> TurnEnd<()> {
         let Self {
             ctx,
             process,
-            stdout,
+            output,
             transcript,
             jsonl,
-            carry,
         } = self;
-        let (Some(stdout), Some(process)) = (stdout.as_mut(), process.as_mut()) else {
-            return ReplyEnd::Ended;
+        let Some(process) = process.as_mut() else {
+            return TurnEnd::Ended;
         };
-        let idle_limit = ctx.spec.no_output_timeout;
-        // Stopped time (Ctrl+Z) counts against neither.
-        let deadline = Deadline::after(timeout);
-        let mut idle_at = idle_limit.map(Deadline::after);
-        let mut buf = vec![0u8; 64 * 1024];
-        let earlier = std::mem::take(carry);
-        let mut replied = match until_marker(collector, &earlier) {
-            Some(rest) => {
-                *carry = rest.to_vec();
-                true
-            }
-            None => false,
+        let limits = Limits {
+            // Stopped time (Ctrl+Z) counts against neither.
+            deadline: Deadline::after(timeout),
+            idle: ctx.spec.no_output_timeout,
+            max_turns: None,
         };
         let stdin = process.stdin_mut();
-        let mut written = stdin.is_none();
-        let write = async {
+        let send = async move {
             if let Some(stdin) = stdin {
                 stdin.write_all(&message).await?;
                 stdin.flush().await?;
             }
             Ok::<(), std::io::Error>(())
         };
-        tokio::pin!(write);
-        loop {
-            if replied && written {
-                return ReplyEnd::Replied;
-            }
-            tokio::select! {
-                sent = &mut write, if !written => {
-                    written = true;
-                    if let Err(e) = sent {
-                        // The read below sees the exit and reports it with the stderr tail.
-                        tracing::debug!("writing to the agent failed: {e}");
-                    }
-                }
-                read = stdout.read(&mut buf), if !replied => match read {
-                    Ok(0) | Err(_) => return ReplyEnd::Ended,
-                    Ok(n) => {
-                        let chunk = &buf[..n];
-                        if let Some(t) = transcript.as_ref() {
-                            t.write(chunk);
-                        }
-                        if let Some(j) = jsonl.as_mut() {
-                            j.push_output(chunk);
-                        }
-                        if let Some(rest) = until_marker(collector, chunk) {
-                            *carry = rest.to_vec();
-                            replied = true;
-                        }
-                        idle_at = idle_limit.map(Deadline::after);
-                    }
-                },
-                _ = reached(idle_at), if idle_at.is_some() && !replied => return ReplyEnd::Silent,
-                _ = deadline.reached() => return ReplyEnd::TimedOut,
-                _ = cancelled(&mut cancel) => return ReplyEnd::Cancelled,
-            }
-        }
+        let mut reply = Reply {
+            collector,
+            transcript: transcript.as_ref(),
+            jsonl: jsonl.as_mut(),
+        };
+        output
+            .read_turn(&mut reply, limits, cancel, Some(send))
+            .await
     }
 
     async fn stop(&mut self) -> TeardownState {
         let grace = self.ctx.spec.stop_timeout;
-        if let Some(stdout) = self.stdout.take() {
+        if let Some(stdout) = self.output.take() {
             spawn_drain(stdout, self.transcript.clone());
         }
         let state = match self.process.as_mut() {
@@ -325,21 +320,6 @@ impl CommandProvider {
         }
         state
     }
-}
-
-/// Feeds `chunk` to the reply line by line; when a result marker line completes, returns the
-/// bytes after it (the start of the next reply). The first marker line ends a reply, however
-/// the agent's writes were cut into reads.
-fn until_marker<'a>(collector: &mut ReplyCollector, chunk: &'a [u8]) -> Option<&'a [u8]> {
-    let mut start = 0;
-    while start < chunk.len() {
-        let end = memchr::memchr(b'\n', &chunk[start..]).map_or(chunk.len(), |i| start + i + 1);
-        if collector.push(&chunk[start..end]) {
-            return Some(&chunk[end..]);
-        }
-        start = end;
-    }
-    None
 }
 
 /// `program` as `Command` should get it: a relative path with a `/` joined to `cwd`; a bare name
@@ -440,7 +420,7 @@ impl Provider for CommandProvider {
             display: None,
         };
         let mut process = AgentProcess::spawn(spawn)?;
-        self.stdout = process.take_stdout();
+        self.output = Output::new(process.take_stdout());
         process.notify_unexpected_exit(self.ctx.events.clone(), facts.secrets.clone());
         // No waiting for an early exit here: the bootstrap exchange sees it at once.
         self.process = Some(process);

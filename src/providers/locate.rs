@@ -39,18 +39,14 @@ pub fn check_agent_program(
 ) -> Vec<Finding> {
     let name = provider.name.value.as_str();
     let cwd = agent_cwd(provider, project_root);
-    let program_line = match ProviderKind::parse(name) {
-        Some(ProviderKind::Shell) => return vec![program(name, "sh", &cwd)],
-        Some(ProviderKind::ClaudeCode) => {
+    let program_line = match provider.name.value {
+        ProviderKind::Shell => return vec![program(name, "sh", &cwd)],
+        ProviderKind::ClaudeCode => {
             return vec![program(name, &claude_bin.display().to_string(), &cwd)]
         }
-        Some(ProviderKind::Codex) => return vec![program(name, &provider.codex_bin.value, &cwd)],
-        Some(ProviderKind::Command) => provider.cmd.value.clone().unwrap_or_default(),
-        None => {
-            return vec![Finding::fail(format!(
-                "provider {name}: not available in this version"
-            ))]
-        }
+        ProviderKind::Codex => return vec![program(name, &provider.codex_bin.value, &cwd)],
+        ProviderKind::Pi => return vec![program(name, &provider.pi_bin.value, &cwd)],
+        ProviderKind::Command => provider.cmd.value.clone().unwrap_or_default(),
     };
     let line = program_line.replace(
         "${BUGATTI_PROJECT_ROOT}",
@@ -158,7 +154,7 @@ mod tests {
 
     fn command(cmd: &str) -> ProviderSettings {
         let mut p = EffectiveConfig::default().provider;
-        p.name.value = "command".into();
+        p.name.value = ProviderKind::Command;
         p.cmd.value = Some(cmd.into());
         p
     }

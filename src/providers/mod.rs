@@ -1,5 +1,5 @@
-//! Agent providers behind one trait (README "Providers"): `claude-code`, `codex`, `command` and
-//! `shell`.
+//! Agent providers behind one trait (docs/providers.md): `claude-code`, `codex`, `pi`, `command`
+//! and `shell`.
 //!
 //! The session never knows which provider it talks to: it builds an [`AgentSpec`] (what the
 //! config says) and [`SessionFacts`] (what this session is), asks [`create`] for a provider, then
@@ -19,12 +19,14 @@ pub mod codex_sandbox;
 pub mod command;
 pub mod console_wiring;
 pub mod locate;
+pub mod pi;
 pub mod pricing;
 pub mod process;
 pub mod reply;
 pub mod shell;
 pub mod tool_calls;
 pub mod transcript;
+pub mod turn;
 
 use crate::model::markers::Evidence;
 use crate::model::outcome::{StepStatus, TeardownState};
@@ -44,35 +46,11 @@ pub const AGENT_MARKER_ENV: &str = "BUGATTI_AGENT_RUN_ID";
 
 pub use crate::process::inherited_env::CLAUDE_NESTING_VARS;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProviderKind {
-    ClaudeCode,
-    Codex,
-    Command,
-    Shell,
-}
+pub use crate::model::provider::ProviderKind;
 
-impl ProviderKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ClaudeCode => "claude-code",
-            Self::Codex => "codex",
-            Self::Command => "command",
-            Self::Shell => "shell",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "claude-code" => Some(Self::ClaudeCode),
-            "codex" => Some(Self::Codex),
-            "command" => Some(Self::Command),
-            "shell" => Some(Self::Shell),
-            _ => None,
-        }
-    }
-}
+/// Said in every step-timeout message: where the limit is raised.
+pub const STEP_TIMEOUT_HINT: &str =
+    "raise it with the step's timeout_secs or [provider] step_timeout_secs";
 
 /// What the effective config says about the agent.
 #[derive(Debug, Clone)]
@@ -95,6 +73,8 @@ pub struct AgentSpec {
     pub claude_bin: PathBuf,
     /// The Codex executable (`codex` on `PATH` unless configured).
     pub codex_bin: PathBuf,
+    /// The pi executable (`pi` on `PATH` unless configured).
+    pub pi_bin: PathBuf,
     /// claude-code / codex: model turns one step may take; one more stops it as `over_budget`.
     pub max_turns_per_step: Option<u32>,
     /// codex: `[provider] price_per_mtok`, else the built-in price of its model.
@@ -123,6 +103,7 @@ impl AgentSpec {
             base_url: None,
             claude_bin: PathBuf::from("claude"),
             codex_bin: PathBuf::from("codex"),
+            pi_bin: PathBuf::from("pi"),
             max_turns_per_step: None,
             price_per_mtok: None,
             no_output_timeout: None,
@@ -389,6 +370,7 @@ pub fn create(context: AgentContext) -> Box<dyn Provider> {
     match context.spec.provider {
         ProviderKind::ClaudeCode => Box::new(claude_code::ClaudeCode::new(context)),
         ProviderKind::Codex => Box::new(codex::Codex::new(context)),
+        ProviderKind::Pi => Box::new(pi::Pi::new(context)),
         ProviderKind::Command => Box::new(command::CommandProvider::new(context)),
         ProviderKind::Shell => Box::new(shell::ShellProvider::new(context)),
     }
@@ -422,22 +404,6 @@ fn env_over(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_provider_lists_agree() {
-        use crate::model::layers::{AVAILABLE_PROVIDERS, PROVIDERS};
-        for name in PROVIDERS {
-            assert_eq!(
-                ProviderKind::parse(name).is_some(),
-                AVAILABLE_PROVIDERS.contains(name),
-                "`{name}`: ProviderKind::parse and AVAILABLE_PROVIDERS disagree"
-            );
-        }
-        for name in AVAILABLE_PROVIDERS {
-            let kind = ProviderKind::parse(name).expect("available");
-            assert_eq!(kind.as_str(), *name);
-        }
-    }
 
     pub(crate) fn facts() -> SessionFacts {
         SessionFacts {

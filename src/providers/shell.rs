@@ -336,8 +336,9 @@ impl Provider for ShellProvider {
                 CommandEnd::TimedOut => collector.verdict_with(
                     StepStatus::Timeout,
                     format!(
-                        "step timed out after {}s while running {}",
+                        "step timed out after {}s ({}) while running {}",
                         request.timeout.as_secs_f64(),
+                        super::STEP_TIMEOUT_HINT,
                         short(command)
                     ),
                 ),

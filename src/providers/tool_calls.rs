@@ -131,6 +131,55 @@ impl ToolCalls {
         });
     }
 
+    /// A pi `tool_execution_start` event: `bash` is its shell tool (pi runs each call with bash
+    /// in its working directory).
+    pub fn pi_tool_start(&mut self, event: &serde_json::Value) {
+        let tool = event["toolName"].as_str().unwrap_or("tool").to_string();
+        let shell = (tool == "bash").then(|| ShellRun {
+            command: event["args"]["command"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            exit_code: None,
+            output: String::new(),
+        });
+        if let Some(id) = event["toolCallId"].as_str() {
+            self.pending.insert(id.to_string(), self.calls.len());
+        }
+        self.calls.push(ToolCall {
+            at: Instant::now(),
+            tool,
+            shell,
+            unreplayable: None,
+        });
+    }
+
+    /// A pi `tool_execution_end` event, with the result's text.
+    pub fn pi_tool_end(&mut self, event: &serde_json::Value, content: &str) {
+        let Some(index) = event["toolCallId"]
+            .as_str()
+            .and_then(|id| self.pending.remove(id))
+        else {
+            return;
+        };
+        let Some(call) = self.calls.get_mut(index) else {
+            return;
+        };
+        let Some(shell) = call.shell.as_mut() else {
+            return;
+        };
+        let is_error = event["isError"].as_bool().unwrap_or(false);
+        let (exit_code, output) = pi_bash_result(content, is_error);
+        if exit_code.is_none() {
+            call.unreplayable = Some(format!(
+                "the agent's bash call did not run to an exit code ({})",
+                content.lines().last().unwrap_or_default()
+            ));
+        }
+        shell.exit_code = exit_code;
+        shell.output = output;
+    }
+
     /// The step's calls; the next step starts empty.
     pub fn take(&mut self) -> Vec<ToolCall> {
         self.pending.clear();
@@ -151,6 +200,28 @@ pub fn claude_bash_result(content: &str, is_error: bool) -> (Option<i32>, String
         .and_then(|code| code.trim().parse().ok())
     {
         Some(code) => (Some(code), rest.to_string()),
+        None => (None, content.to_string()),
+    }
+}
+
+/// pi's `bash` result: a success is the output (`(no output)` for none) with exit code 0; a
+/// failure is the output, a blank line and `Command exited with code N`; any other error
+/// (aborted, timed out) has no exit code.
+pub fn pi_bash_result(content: &str, is_error: bool) -> (Option<i32>, String) {
+    let output = |text: &str| match text {
+        "(no output)" => String::new(),
+        text => text.to_string(),
+    };
+    if !is_error {
+        return (Some(0), output(content));
+    }
+    let (before, last) = content.rsplit_once("\n\n").unwrap_or(("", content));
+    match last
+        .trim()
+        .strip_prefix("Command exited with code ")
+        .and_then(|code| code.trim().parse().ok())
+    {
+        Some(code) => (Some(code), output(before)),
         None => (None, content.to_string()),
     }
 }
@@ -217,5 +288,34 @@ mod tests {
             ]
         );
         assert_eq!(taken[0].shell.as_ref().and_then(|s| s.exit_code), Some(0));
+    }
+
+    #[test]
+    fn a_pi_bash_call_keeps_its_command_exit_code_and_output() {
+        let mut calls = ToolCalls::default();
+        calls.pi_tool_start(
+            &json!({"toolCallId":"a","toolName":"bash","args":{"command":"echo out; exit 3"}}),
+        );
+        calls.pi_tool_end(
+            &json!({"toolCallId":"a","isError":true}),
+            "out\n\n\nCommand exited with code 3",
+        );
+        calls.pi_tool_start(
+            &json!({"toolCallId":"b","toolName":"bash","args":{"command":"echo ok"}}),
+        );
+        calls.pi_tool_end(&json!({"toolCallId":"b","isError":false}), "ok\n");
+        calls.pi_tool_start(&json!({"toolCallId":"c","toolName":"edit","args":{"path":"x"}}));
+        let taken = calls.take();
+        let a = taken[0].shell.as_ref().expect("shell");
+        assert_eq!((a.exit_code, a.output.as_str()), (Some(3), "out\n"));
+        assert_eq!(
+            pi_bash_result("(no output)\n\nCommand exited with code 1", true),
+            (Some(1), String::new())
+        );
+        let b = taken[1].shell.as_ref().expect("shell");
+        assert_eq!((b.exit_code, b.output.as_str()), (Some(0), "ok\n"));
+        assert_eq!(taken[2].tool, "edit");
+        assert!(taken[2].shell.is_none());
+        assert_eq!(pi_bash_result("Command aborted", true).0, None);
     }
 }

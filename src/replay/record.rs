@@ -49,7 +49,8 @@ pub fn unreplayable_tool(tool: &str) -> Option<String> {
     let console = tool.strip_prefix("mcp__bugatti__").is_some_and(|t| {
         ConsoleTool::from_name(t).is_some() || t == "list_sessions" || t == "list_logs"
     });
-    (!console && tool != "Bash" && tool != "command_execution")
+    // The providers' shell tools: Claude Code's `Bash`, Codex's `command_execution`, pi's `bash`.
+    (!console && !["Bash", "command_execution", "bash"].contains(&tool))
         .then(|| format!("the agent used {tool}, which is not replayed"))
 }
 

@@ -343,11 +343,18 @@ fn start_help_documents_exit_codes() {
 #[test]
 fn init_writes_a_starter_that_checks_clean_and_never_overwrites() {
     let d = project();
+    write(d.path(), ".gitignore", "target/");
     supervisor(d.path())
         .arg("init")
         .assert()
         .success()
-        .stdout(contains("wrote bugatti.config.toml"));
+        .stdout(contains("wrote bugatti.config.toml"))
+        .stdout(contains("added .bugatti/ to .gitignore"));
+    assert_eq!(
+        std::fs::read_to_string(d.path().join(".gitignore")).expect(".gitignore"),
+        "target/\n# supervisor runs, reports and workspaces\n.bugatti/\n",
+        "the runs are ignored, the user's lines kept"
+    );
     supervisor(d.path())
         .arg("check")
         .assert()
@@ -677,4 +684,26 @@ fn a_misspelt_command_name_gets_did_you_mean() {
         "{text}"
     );
     assert!(text.contains("did you mean `server`?"), "{text}");
+}
+
+#[test]
+fn shell_default_syntax_is_refused_with_the_escape_to_write() {
+    let d = project();
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n[commands.app]\nkind = \"short_lived\"\ncmd = \"echo ${GREETING:-hello}\"\n",
+    );
+    write(
+        d.path(),
+        "a.test.toml",
+        "[[steps]]\ninstruction = \"`true`\"\n",
+    );
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .code(2)
+        .stderr(contains("shell syntax"))
+        .stderr(contains("$${GREETING:-hello}"))
+        .stderr(contains("bugatti.config.toml"));
 }

@@ -13,6 +13,7 @@ pub mod claude;
 pub mod codex;
 pub mod fault;
 pub mod harness;
+pub mod pi;
 pub mod report;
 pub mod rig;
 pub mod scripted_api;

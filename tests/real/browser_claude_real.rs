@@ -329,3 +329,55 @@ fn sigint_mid_step_leaves_no_browser_process() {
         "{browser}"
     );
 }
+
+/// A page that shows a `[secrets]` value: Playwright MCP (given the secrets with `--secrets`)
+/// returns `<secret>NAME</secret>` instead, so the model never sees the value; the secrets file
+/// is gone once the run ends.
+#[test]
+fn a_secret_shown_on_a_page_reaches_the_agent_as_its_name_only() {
+    let Some((claude, mcp)) = tools("secrets through Playwright MCP") else {
+        return;
+    };
+    let value = "tok-4f9a2c-do-not-leak";
+    let (p, port) = shop_project(&format!(
+        "\n[secrets]\nSHOP_TOKEN = \"{value}\"\n\n[browser]\ncapture = []\n"
+    ));
+    p.write(
+        "site/index.html",
+        &format!(
+            "<!doctype html><html><body><h1>Shop</h1><p>Your token: {value}</p></body></html>"
+        ),
+    );
+    let side = tempfile::tempdir().expect("side");
+    let script = json!([
+        {"tool": "mcp__browser__browser_navigate", "input": {"url": format!("http://127.0.0.1:{port}/")}},
+        {"tool": "mcp__browser__browser_snapshot", "input": {}},
+        {"text": "The page shows the token.\nRESULT OK", "expect": ["<secret>SHOP_TOKEN</secret>"]},
+    ]);
+    let stub = Stub::start(side.path(), script);
+    let out = start(&p, &claude, &mcp, &stub, &side.path().join("home"))
+        .output()
+        .expect("run");
+    p.assert_nothing_survives();
+    let console = format!("{}\n{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{console}");
+    let record = p.record_for("shop.test.toml");
+    assert_eq!(record["steps"][0]["status"], "ok", "{record}");
+    let requests = stub.requests_text();
+    assert!(
+        requests.contains("<secret>SHOP_TOKEN</secret>"),
+        "the model saw the secret's name"
+    );
+    assert!(!requests.contains(value), "the model never saw the value");
+    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let transcript =
+        std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).expect("agent.jsonl");
+    assert!(
+        transcript.contains("<secret>SHOP_TOKEN</secret>") && !transcript.contains(value),
+        "the transcript holds the name, never the value"
+    );
+    assert!(
+        !run_dir.join("browser/.secrets.env").exists(),
+        "the secrets file is removed at the end"
+    );
+}

@@ -4,6 +4,7 @@
 //! turns, including a real `Bash` tool call against a real HTTP app.
 //! Without the CLI, each test prints why it is skipped and returns (fails under `CI=true`).
 
+use crate::common;
 use crate::common::rig::{step, support_dir, Rig};
 use bugatti::model::outcome::{StepStatus, TeardownState};
 use bugatti::process::group;
@@ -450,4 +451,46 @@ async fn a_missing_claude_binary_is_a_startup_error() {
     );
     p.close().await;
     rig.assert_no_survivors();
+}
+
+/// Claude Code's `result` event carries the turn's usage: its tokens reach run.json, per step and
+/// per run, and the suite's summary (the stub answers each request with 1000 in / 200 out).
+#[test]
+fn claude_codes_tokens_are_counted_in_run_json() {
+    let Some(bin) = common::claude::claude_bin("claude tokens") else {
+        return;
+    };
+    let p = common::Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash\"]\n\
+         [replay]\nmode = \"off\"\n",
+    );
+    p.write(
+        "hello.test.toml",
+        "name = \"Hello\"\n[[steps]]\ninstruction = \"Say hello.\"\n",
+    );
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = common::claude::Stub::start(
+        side.path(),
+        json!([{"bash": "echo hello"}, {"text": "It said {tool_result}.\nRESULT OK"}]),
+    );
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("BUGATTI_CLAUDE_BIN", &bin)
+        .envs(stub.client_env(&side.path().join("home")))
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    assert_eq!(out.status.code(), Some(0), "{}", common::stdout(&out));
+    let record = p.record_for("hello.test.toml");
+    let input = record["input_tokens"].as_u64().unwrap_or(0);
+    let output = record["output_tokens"].as_u64().unwrap_or(0);
+    assert!(
+        input >= 2000 && output >= 400,
+        "two model calls' tokens: {record}"
+    );
+    let summary = p.suite_summary();
+    assert_eq!(summary["input_tokens"].as_u64(), Some(input), "{summary}");
 }

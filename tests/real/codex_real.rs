@@ -423,9 +423,10 @@ fn a_codex_whose_console_token_does_not_reach_it_stops_at_its_start_naming_the_c
     );
 }
 
-/// Needs no CLI: a Codex that is not there is the provider's start failing (exit 3), naming it.
+/// Needs no CLI: a Codex that is not there is refused before anything starts (exit 2), naming
+/// it and the setting that names the binary.
 #[test]
-fn a_missing_codex_is_a_start_error_naming_it() {
+fn a_missing_codex_is_refused_before_anything_starts_naming_it() {
     let p = Project::new();
     p.write("bugatti.config.toml", "[provider]\nname = \"codex\"\n");
     p.write(
@@ -439,21 +440,15 @@ fn a_missing_codex_is_a_start_error_naming_it() {
         .output()
         .expect("run supervisor");
     p.assert_nothing_survives();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("codex.test.toml");
-    assert_eq!(record["outcome"], "error");
-    let error = record["error"].as_str().unwrap_or("");
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{}\n{err}", stdout(&out));
     assert!(
-        error.contains("/nonexistent/bin/codex") && error.contains("not found"),
-        "{error}"
+        err.contains("/nonexistent/bin/codex")
+            && err.contains("not found")
+            && err.contains("BUGATTI_CODEX_BIN"),
+        "{err}"
     );
-    assert_eq!(record["steps"][0]["status"], "not_run");
+    assert!(p.run_records().is_empty(), "no run began");
 }
 
 /// A user's own Codex setup, as `codex login` and a hand-written `~/.codex/config.toml` leave it:

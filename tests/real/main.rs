@@ -20,5 +20,6 @@ mod codex_real;
 mod console_claude_real;
 mod contract_real;
 mod fault_supervisor_killed_claude_real;
+mod pi_real;
 mod replay_claude_real;
 mod replay_codex_real;

@@ -354,3 +354,24 @@ fn report_html_in_a_real_headless_browser() {
         "{landed}: {tag}"
     );
 }
+
+#[test]
+fn report_open_without_a_display_says_so_plainly() {
+    let p = project(1);
+    assert_eq!(p.run(&["start"]).status.code(), Some(0));
+    let out = p
+        .supervisor()
+        .args(["report", "--open"])
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .output()
+        .expect("report --open");
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("report --open: no display to open it on")
+            && err.contains("report.html")
+            && !err.contains("xdg-open:"),
+        "{err}"
+    );
+}

@@ -770,3 +770,58 @@ fn the_last_attempt_of_a_failing_test_reads_failed() {
     assert!(console.contains("TRY 1 FAIL  bad.test.toml"), "{console}");
     assert!(console.contains("FAILED      bad.test.toml"), "{console}");
 }
+
+/// A project whose setup command leaves a mark when it runs: the preflight must refuse before it.
+fn marked_project(config: &str) -> Project {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "{config}\n[commands.mark]\nkind = \"short_lived\"\ncmd = \"touch ${{BUGATTI_PROJECT_ROOT}}/setup-ran\"\n"
+        ),
+    );
+    p.write(
+        "a.test.toml",
+        "name = \"A\"\n[[steps]]\ninstruction = \"Check it.\"\n",
+    );
+    p
+}
+
+#[test]
+fn a_missing_agent_cli_is_refused_with_exit_2_before_anything_starts() {
+    let p = marked_project("[provider]\nname = \"claude-code\"\n");
+    let empty = tempfile::tempdir().expect("empty PATH dir");
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("PATH", empty.path())
+        .env_remove("BUGATTI_CLAUDE_BIN")
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}\n{}", stdout(&out));
+    assert!(
+        err.contains("`claude` not found on PATH")
+            && err.contains("npm install -g @anthropic-ai/claude-code")
+            && err.contains("BUGATTI_CLAUDE_BIN"),
+        "names the program and the fix: {err}"
+    );
+    assert!(!p.root().join("setup-ran").exists(), "nothing started");
+    assert!(p.run_records().is_empty(), "no run began");
+}
+
+#[test]
+fn a_missing_browser_is_refused_with_exit_2_before_anything_starts() {
+    let p = marked_project(
+        "[provider]\nname = \"shell\"\n[browser]\nexecutable = \"/nonexistent/chromium\"\nmcp = false\n",
+    );
+    let out = p.run(&["start"]);
+    let err = common::stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}\n{}", stdout(&out));
+    assert!(
+        err.contains("/nonexistent/chromium") && err.contains("[browser] executable"),
+        "names the browser and the setting: {err}"
+    );
+    assert!(!p.root().join("setup-ran").exists(), "nothing started");
+}

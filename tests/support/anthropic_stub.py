@@ -8,7 +8,8 @@ SCRIPT.json is a list of replies, consumed in order by the *main-loop* requests 
 tools, as Claude Code's agent loop always does). Each reply is one of:
   {"text": "..."}                    a streamed text answer (end_turn); "{tool_result}" in it is
                                      replaced by the text of the last tool_result the client sent
-  {"bash": "command"}                a Bash tool call (stop_reason tool_use)
+  {"bash": "command"}                a shell tool call (stop_reason tool_use): `Bash` for Claude
+                                     Code, `bash` for pi (whichever the request's tools name)
   {"tool": "NAME", "input": {...}}   a call of any tool (an MCP one: mcp__bugatti__exec_command);
                                      an input string "{session_id}" / "{next_offset}" becomes the
                                      last `session ID N` / `Next offset: N` a tool result carried,
@@ -138,7 +139,9 @@ class Handler(BaseHTTPRequestHandler):
         if not self.path.startswith("/v1/messages") or self.path.startswith("/v1/messages/count_tokens"):
             self.json_reply({"input_tokens": 10})
             return
-        main_loop = any(t.get("name") == "Bash" for t in body.get("tools") or [])
+        # Claude Code's shell tool is `Bash`, pi's is `bash`: either marks the agent loop.
+        shell_tools = [t.get("name") for t in body.get("tools") or [] if t.get("name") in ("Bash", "bash")]
+        main_loop = bool(shell_tools)
         reply = next_reply() if main_loop else {"text": "ok"}
         if main_loop and DELAY_SECS:
             time.sleep(DELAY_SECS)
@@ -158,7 +161,7 @@ class Handler(BaseHTTPRequestHandler):
                 return
             self.json_reply(self.message(model, [{"type": "text", "text": reply.get("text", "ok")}], "end_turn"))
             return
-        self.stream(model, reply, body)
+        self.stream(model, reply, body, shell_tools[0] if shell_tools else "Bash")
 
     def json_reply(self, obj):
         data = json.dumps(obj).encode()
@@ -182,7 +185,7 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(f"event: {name}\ndata: {json.dumps(data)}\n\n".encode())
         self.wfile.flush()
 
-    def stream(self, model, reply, body):
+    def stream(self, model, reply, body, shell_tool="Bash"):
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
@@ -194,7 +197,7 @@ class Handler(BaseHTTPRequestHandler):
         self.event("message_start", {"type": "message_start", "message": start})
         reply = checked(reply, body)
         if "bash" in reply or "tool" in reply:
-            name = reply.get("tool", "Bash")
+            name = reply.get("tool", shell_tool)
             block = {"type": "tool_use", "id": f"toolu_stub_{start['id']}", "name": name, "input": {}}
             self.event("content_block_start", {"type": "content_block_start", "index": 0, "content_block": block})
             if "bash" in reply:

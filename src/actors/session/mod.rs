@@ -183,8 +183,8 @@ impl Actor for SessionActor {
             !needle.is_empty() && args.test.rel_path.to_string_lossy().contains(&needle)
         });
         let agent_restartable = matches!(
-            ProviderKind::parse(&args.test.effective.provider.name.value),
-            Some(ProviderKind::ClaudeCode | ProviderKind::Codex)
+            args.test.effective.provider.name.value,
+            ProviderKind::ClaudeCode | ProviderKind::Codex | ProviderKind::Pi
         );
         let driver = Driver {
             test: Arc::clone(&args.test),
@@ -475,7 +475,7 @@ impl Driver {
             test_name: self.test.name.clone(),
             quarantined: self.test.quarantined,
             project_root: self.suite.project_root.display().to_string(),
-            provider: effective.provider.name.value.clone(),
+            provider: effective.provider.name.value.to_string(),
             run_dir: self.run_dir().display().to_string(),
             attempt: self.attempt.number,
             started_at: self.events.clock().started_at(),

@@ -50,8 +50,8 @@ impl SessionReplay {
     ) -> Option<Self> {
         let effective = &test.effective;
         let mode = effective.replay.mode.value;
-        let provider = effective.provider.name.value.clone();
-        if mode == ReplayMode::Off || ProviderKind::parse(&provider) == Some(ProviderKind::Shell) {
+        let provider = effective.provider.name.value;
+        if mode == ReplayMode::Off || provider == ProviderKind::Shell {
             return None;
         }
         let test_path = test.rel_path.to_string_lossy().into_owned();
@@ -86,7 +86,7 @@ impl SessionReplay {
             };
         Some(Self {
             mode,
-            provider,
+            provider: provider.to_string(),
             test: test_path,
             path,
             recording,

@@ -94,6 +94,19 @@ impl Driver {
                             .args
                             .push(self.run_dir().join("browser").display().to_string());
                     }
+                    // What it returns shows `<secret>NAME</secret>`, never a `[secrets]` value.
+                    let secrets = self.test.effective.secret_pairs();
+                    if !secrets.is_empty() && !command.args.iter().any(|a| a == "--secrets") {
+                        let file = crate::browser::secrets_file::path(&self.run_dir());
+                        crate::browser::secrets_file::write(&file, &secrets).map_err(|e| {
+                            Ending::error(format!(
+                                "cannot write Playwright MCP's secrets file {}: {e}",
+                                file.display()
+                            ))
+                        })?;
+                        command.args.push("--secrets".to_string());
+                        command.args.push(file.display().to_string());
+                    }
                     Some(command)
                 }
                 Some(Err(e)) => return Err(Ending::error(e.to_string())),

@@ -23,11 +23,13 @@ pub(super) fn doctor(config: Option<PathBuf>) -> ExitCode {
     // Every distinct provider setting (tests may override it), checked as a session starts it.
     let mut providers: Vec<_> = suite.tests.iter().map(|t| &t.effective.provider).collect();
     providers.push(&suite.base.provider);
-    let uses_codex = providers.iter().any(|p| p.name.value == "codex");
+    let uses_codex = providers
+        .iter()
+        .any(|p| p.name.value == ProviderKind::Codex);
     // A non-interactive Claude Code runs only the tools it is allowed: without any, the agent's
     // Bash calls are refused and the step says so only after the fact.
     let claude_without_tools = providers.iter().any(|p| {
-        p.name.value == "claude-code"
+        p.name.value == ProviderKind::ClaudeCode
             && !p.agent_args.value.iter().any(|a| {
                 a.starts_with("--allowedTools")
                     || a.starts_with("--allowed-tools")
@@ -196,10 +198,11 @@ pub(super) fn agent_versions(
     let mut wanted = Vec::new();
     for p in providers {
         let name = p.name.value.as_str();
-        let bin = match name {
-            "claude-code" => claude.display().to_string(),
-            "codex" => p.codex_bin.value.clone(),
-            _ => continue,
+        let bin = match p.name.value {
+            ProviderKind::ClaudeCode => claude.display().to_string(),
+            ProviderKind::Codex => p.codex_bin.value.clone(),
+            ProviderKind::Pi => p.pi_bin.value.clone(),
+            ProviderKind::Command | ProviderKind::Shell => continue,
         };
         if let Ok(path) = find_program(&bin, project_root) {
             if seen.insert(path.clone()) {

@@ -1,8 +1,7 @@
-//! `supervisor init`: a starter config and example test in the current directory, never
-//! overwriting a file.
+//! `supervisor init`: a starter config and test in the current directory (never overwriting),
+//! and `.bugatti/` in `.gitignore`.
 
-use bugatti::model::load::CONFIG_FILE_NAME;
-use std::process::ExitCode;
+use super::*;
 
 const STARTER_CONFIG: &str = r#"# bugatti.config.toml — see config/bugatti.config.toml in the bugatti repository for every field.
 
@@ -43,6 +42,37 @@ pub fn init() -> ExitCode {
         }
         println!("wrote {name}");
     }
+    match ignore_artifacts(std::path::Path::new(".gitignore")) {
+        Ok(true) => println!("added .bugatti/ to .gitignore (runs, reports and workspaces)"),
+        Ok(false) => {}
+        Err(e) => eprintln!("warning: cannot add .bugatti/ to .gitignore: {e}"),
+    }
     println!("next: `supervisor check` to see the plan, `supervisor start` to run it");
     ExitCode::SUCCESS
+}
+
+/// Adds `.bugatti/` (the default artifact directory) to `.gitignore`, creating it, unless a line
+/// already ignores it. `true` when the file changed.
+fn ignore_artifacts(gitignore: &std::path::Path) -> std::io::Result<bool> {
+    let text = match std::fs::read_to_string(gitignore) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    let ignored = text.lines().any(|l| {
+        matches!(
+            l.trim(),
+            ".bugatti" | ".bugatti/" | "/.bugatti" | "/.bugatti/" | "**/.bugatti/"
+        )
+    });
+    if ignored {
+        return Ok(false);
+    }
+    let mut text = text;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str("# supervisor runs, reports and workspaces\n.bugatti/\n");
+    std::fs::write(gitignore, text)?;
+    Ok(true)
 }

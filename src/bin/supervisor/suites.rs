@@ -196,15 +196,7 @@ pub(crate) fn report(
         print_trends(&file, &loaded.summary.suite_id);
     }
     if open {
-        let page = d.report_html();
-        let opener = if cfg!(target_os = "macos") {
-            "open"
-        } else {
-            "xdg-open"
-        };
-        if let Err(e) = std::process::Command::new(opener).arg(&page).status() {
-            eprintln!("warning: cannot run {opener}: {e}");
-        }
+        super::open_report::open_report(&d.report_html());
     }
     suite_exit(&loaded.summary)
 }

@@ -297,17 +297,17 @@ impl EffectiveConfig {
         let pr = &mut self.provider;
         if let Some(v) = &p.name {
             let at = origin(file, v.span());
-            if !PROVIDERS.contains(&v.get_ref().as_str()) {
-                problems.push(problem(
+            match ProviderKind::parse(v.get_ref()) {
+                Some(kind) => pr.name.set(kind, layer, at),
+                None => problems.push(problem(
                     format!(
                         "unknown provider `{}` (expected one of {})",
                         v.get_ref(),
-                        PROVIDERS.join(", ")
+                        ProviderKind::names()
                     ),
-                    at.clone(),
-                ));
+                    at,
+                )),
             }
-            pr.name.set(v.get_ref().clone(), layer, at);
         }
         if let Some(v) = &p.extra_system_prompt {
             pr.extra_system_prompt.set(Some(v.clone()), layer, None);
@@ -389,22 +389,25 @@ impl EffectiveConfig {
     pub fn apply_env(&mut self, env: &dyn Fn(&str) -> Option<String>) -> Vec<LayerProblem> {
         let mut problems = Vec::new();
         if let Some(v) = env("BUGATTI_PROVIDER").filter(|v| !v.is_empty()) {
-            if !PROVIDERS.contains(&v.as_str()) {
-                problems.push(problem(
+            match ProviderKind::parse(&v) {
+                Some(kind) => self.provider.name.set(kind, Layer::Env, None),
+                None => problems.push(problem(
                     format!(
                         "BUGATTI_PROVIDER=`{v}` is not a provider (expected one of {})",
-                        PROVIDERS.join(", ")
+                        ProviderKind::names()
                     ),
                     None,
-                ));
+                )),
             }
-            self.provider.name.set(v, Layer::Env, None);
         }
         if let Some(v) = env("BUGATTI_CLAUDE_BIN").filter(|v| !v.is_empty()) {
             self.provider.claude_bin.set(v, Layer::Env, None);
         }
         if let Some(v) = env("BUGATTI_CODEX_BIN").filter(|v| !v.is_empty()) {
             self.provider.codex_bin.set(v, Layer::Env, None);
+        }
+        if let Some(v) = env("BUGATTI_PI_BIN").filter(|v| !v.is_empty()) {
+            self.provider.pi_bin.set(v, Layer::Env, None);
         }
         if let Some(v) = env("BUGATTI_BASE_URL").filter(|v| !v.is_empty()) {
             self.provider.base_url.set(Some(v), Layer::Env, None);
@@ -466,16 +469,16 @@ impl EffectiveConfig {
             self.replay.mode.set(mode, Layer::Flag, None);
         }
         if let Some(v) = &o.provider {
-            if !PROVIDERS.contains(&v.as_str()) {
-                problems.push(problem(
+            match ProviderKind::parse(v) {
+                Some(kind) => self.provider.name.set(kind, Layer::Flag, None),
+                None => problems.push(problem(
                     format!(
                         "--provider `{v}` is not a provider (expected one of {})",
-                        PROVIDERS.join(", ")
+                        ProviderKind::names()
                     ),
                     None,
-                ));
+                )),
             }
-            self.provider.name.set(v.clone(), Layer::Flag, None);
         }
         if let Some(v) = o.step_timeout {
             if v == 0 {

@@ -94,7 +94,7 @@ impl<T> Sourced<T> {
     }
 }
 
-pub const DEFAULT_PROVIDER: &str = "claude-code";
+pub const DEFAULT_PROVIDER: ProviderKind = ProviderKind::ClaudeCode;
 pub const DEFAULT_STEP_TIMEOUT_SECS: u64 = 300;
 pub const DEFAULT_JOBS: usize = 4;
 pub const DEFAULT_ARTIFACT_DIR: &str = ".bugatti";
@@ -109,15 +109,12 @@ pub const DEFAULT_CHECKPOINT_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_NO_OUTPUT_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_CLAUDE_BIN: &str = "claude";
 pub const DEFAULT_CODEX_BIN: &str = "codex";
-/// Every provider name the config accepts: the available ones, then the planned ones.
-pub const PROVIDERS: &[&str] = &["claude-code", "codex", "command", "shell"];
-/// The providers this build can run (what `crate::providers::ProviderKind::parse` accepts; a unit
-/// test there keeps the two in agreement).
-pub const AVAILABLE_PROVIDERS: &[&str] = &["claude-code", "codex", "command", "shell"];
+pub const DEFAULT_PI_BIN: &str = "pi";
+pub use super::provider::ProviderKind;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ProviderSettings {
-    pub name: Sourced<String>,
+    pub name: Sourced<ProviderKind>,
     pub extra_system_prompt: Sourced<Option<String>>,
     pub agent_args: Sourced<Vec<String>>,
     /// Provider `command` only: the program to run.
@@ -142,6 +139,8 @@ pub struct ProviderSettings {
     pub claude_bin: Sourced<String>,
     /// Where the Codex executable is: `codex` (on `PATH`) unless `BUGATTI_CODEX_BIN` says so.
     pub codex_bin: Sourced<String>,
+    /// Where the pi executable is: `pi` (on `PATH`) unless `BUGATTI_PI_BIN` says so.
+    pub pi_bin: Sourced<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -231,7 +230,7 @@ impl Default for EffectiveConfig {
     fn default() -> Self {
         EffectiveConfig {
             provider: ProviderSettings {
-                name: Sourced::default_value(DEFAULT_PROVIDER.to_string()),
+                name: Sourced::default_value(DEFAULT_PROVIDER),
                 extra_system_prompt: Sourced::default_value(None),
                 agent_args: Sourced::default_value(Vec::new()),
                 cmd: Sourced::default_value(None),
@@ -246,6 +245,7 @@ impl Default for EffectiveConfig {
                 console: Sourced::default_value(true),
                 claude_bin: Sourced::default_value(DEFAULT_CLAUDE_BIN.to_string()),
                 codex_bin: Sourced::default_value(DEFAULT_CODEX_BIN.to_string()),
+                pi_bin: Sourced::default_value(DEFAULT_PI_BIN.to_string()),
             },
             supervisor: SupervisorSettings {
                 jobs: Sourced::default_value(DEFAULT_JOBS),

@@ -21,7 +21,12 @@ impl EffectiveConfig {
     /// `provider.*`.
     fn provider_rows(&self, rows: &mut Rows) {
         let p = &self.provider;
-        row(rows, "provider.name", p.name.value.clone(), p.name.source);
+        row(
+            rows,
+            "provider.name",
+            p.name.value.to_string(),
+            p.name.source,
+        );
         row(
             rows,
             "provider.extra_system_prompt",
@@ -52,6 +57,12 @@ impl EffectiveConfig {
             "provider.codex_bin",
             p.codex_bin.value.clone(),
             p.codex_bin.source,
+        );
+        row(
+            rows,
+            "provider.pi_bin",
+            p.pi_bin.value.clone(),
+            p.pi_bin.source,
         );
         row(
             rows,

@@ -7,17 +7,7 @@ impl EffectiveConfig {
     /// Whole-config checks once every layer is applied: provider needs, command graph.
     pub fn validate(&self) -> Vec<LayerProblem> {
         let mut problems = Vec::new();
-        let name = self.provider.name.value.as_str();
-        if PROVIDERS.contains(&name) && !AVAILABLE_PROVIDERS.contains(&name) {
-            problems.push(problem(
-                format!(
-                    "provider `{name}` is not yet available in this version (available: {})",
-                    AVAILABLE_PROVIDERS.join(", ")
-                ),
-                self.provider.name.origin.clone(),
-            ));
-        }
-        if self.provider.name.value == "command" && self.provider.cmd.value.is_none() {
+        if self.provider.name.value == ProviderKind::Command && self.provider.cmd.value.is_none() {
             problems.push(problem(
                 "provider `command` needs `[provider] cmd`, the program to run",
                 self.provider.name.origin.clone(),

@@ -550,9 +550,9 @@ fn check_mcp_json(
     } else {
         &["bugatti"]
     };
-    let claude = tests
-        .iter()
-        .any(|t| t.effective.provider.name.value == "claude-code");
+    let claude = tests.iter().any(|t| {
+        t.effective.provider.name.value == crate::model::provider::ProviderKind::ClaudeCode
+    });
     match (claude, crate::model::mcp_json::read(&agent_cwd, reserved)) {
         (true, Err(e)) => Err(Problem::new(e.to_string())),
         _ => Ok(()),

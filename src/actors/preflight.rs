@@ -1,0 +1,81 @@
+//! The checks before the first session (docs/providers.md, "Before anything runs"): every
+//! agent program the selected tests will start, and the browser and Playwright MCP where
+//! `[browser]` asks for them. A missing one would fail every test only after its servers came up,
+//! with `No such file or directory`; here it is refused at once (exit 2), naming the program and
+//! the fix. The same resolution as `supervisor doctor` and the sessions (`providers::locate`,
+//! `browser::executable`, `browser::mcp`).
+
+use crate::browser::mcp::McpCommand;
+use crate::model::layers::ProviderSettings;
+use crate::model::load::Suite;
+use crate::model::provider::ProviderKind;
+use crate::model::replay::ReplayMode;
+use crate::providers::locate::check_agent_program;
+
+/// What is missing, one line each with its fix; empty when every session can start.
+pub fn problems(suite: &Suite) -> Vec<String> {
+    let claude = crate::actors::session_plan::claude_bin(&suite.base);
+    let path_var = std::env::var("PATH").ok();
+    let mut out: Vec<String> = Vec::new();
+    let mut push = |line: String| {
+        if !out.contains(&line) {
+            out.push(line);
+        }
+    };
+    for test in &suite.tests {
+        let effective = &test.effective;
+        // `--replay only` never starts the agent.
+        if effective.replay.mode.value != ReplayMode::Only {
+            for finding in check_agent_program(&effective.provider, &suite.project_root, &claude) {
+                if !finding.ok {
+                    push(format!(
+                        "{}; {}",
+                        finding.message,
+                        provider_fix(&effective.provider)
+                    ));
+                }
+            }
+        }
+        let Some(browser) = &effective.browser else {
+            continue;
+        };
+        let browser = &browser.value;
+        if let Err(e) =
+            crate::browser::executable::find(browser.executable.as_deref(), path_var.as_deref())
+        {
+            push(format!(
+                "browser: {e}; install Chromium (Debian: apt-get install chromium) or name the \
+                 browser with [browser] executable"
+            ));
+        }
+        if browser.mcp {
+            if let Err(e) = McpCommand::resolve(
+                browser.mcp_cmd.as_deref(),
+                path_var.as_deref(),
+                "http://127.0.0.1:0",
+            ) {
+                push(format!(
+                    "Playwright MCP: {e}; install it (npm install -g @playwright/mcp) or name \
+                     it with [browser] mcp_cmd, or set [browser] mcp = false"
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// What to install, or which setting names the program.
+fn provider_fix(provider: &ProviderSettings) -> String {
+    let npm = |package: &str, env: &str| {
+        format!("install it (npm install -g {package}) or name the binary with {env}")
+    };
+    match provider.name.value {
+        ProviderKind::ClaudeCode => npm("@anthropic-ai/claude-code", "BUGATTI_CLAUDE_BIN"),
+        ProviderKind::Codex => npm("@openai/codex", "BUGATTI_CODEX_BIN"),
+        ProviderKind::Pi => npm("@mariozechner/pi-coding-agent", "BUGATTI_PI_BIN"),
+        ProviderKind::Command => {
+            "check [provider] cmd (a relative program starts at [provider] cwd)".to_string()
+        }
+        ProviderKind::Shell => "`sh` must be on PATH".to_string(),
+    }
+}

@@ -1,0 +1,511 @@
+//! The `pi` provider: the pi coding agent CLI (npm `@mariozechner/pi-coding-agent`, 0.73), run as
+//! Bugatti runs it (docs/providers.md, "pi").
+//!
+//! - One `pi --print --mode json` process per step, on one pi session per root test kept in the
+//!   session's own session directory (`--session-dir <workspace>/.pi-sessions`): the first step
+//!   starts it, every later step (and a restart) continues it (`--continue`). The bootstrap goes
+//!   in with `--append-system-prompt` on every invocation (pi does not keep it in the session);
+//!   the step message is the prompt; `agent_args` (`--provider`, `--model`, `--tools`) are
+//!   appended before it. stdin is closed at once.
+//! - pi takes no MCP servers: the console is offered through `BUGATTI_MCP_URL` /
+//!   `BUGATTI_MCP_TOKEN` in its environment and its address in the bootstrap.
+//! - Output lines go raw to `transcripts/agent.jsonl`, a readable account to `agent.log`, stderr
+//!   to `agent.stderr.log`. `agent_end` ends the reply and is authoritative (Bugatti #48: a pi that
+//!   lingers after it is stopped, not waited for); the last assistant message's marker decides.
+//!   Each assistant message (`message_end`) is one model turn, with its tokens and cost in
+//!   `usage` (`input`, `output`, `cost.total`): a step's usage is the sum of its own messages.
+//!   `auto_retry_start` notices are news, not progress.
+//! - Its `bash` tool calls (`tool_execution_start` / `_end`) are kept for replay.
+
+use super::process::{spawn_drain, AgentProcess, SpawnSpec};
+use super::reply::ReplyCollector;
+use super::tool_calls::ToolCalls;
+use super::transcript::{AgentTranscripts, SharedTranscript};
+use super::turn::{self, Framing, Limits, Output, Seen, TurnEnd};
+use super::{
+    agent_env, bootstrap, AgentContext, AgentDeath, AgentError, AgentFault, CancelSignal, Provider,
+    ProviderKind, StepRequest, StepUsage, StepVerdict,
+};
+use crate::model::markers::scan_text;
+use crate::model::outcome::{StepStatus, TeardownState};
+use crate::process::job_control::Deadline;
+use crate::process::owner::{Owner, Role, Scope};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use tokio::process::ChildStdout;
+
+/// Characters of a tool result shown in `agent.log` (the whole one is in `agent.jsonl`).
+const TOOL_OUTPUT_SHOWN: usize = 2000;
+
+pub struct Pi {
+    ctx: AgentContext,
+    /// The running step's process; `None` between steps.
+    process: Option<AgentProcess>,
+    log: Option<SharedTranscript>,
+    jsonl: Option<SharedTranscript>,
+    stderr: Option<SharedTranscript>,
+    /// pi's session id (its `session` line): there is a session to continue.
+    session_id: Option<String>,
+    /// The session's cost so far (pi reports each message's).
+    cost_so_far: f64,
+    tools: ToolCalls,
+}
+
+/// What one step's stream has said so far: pi's framing of a turn.
+struct Turn<'a> {
+    pi: &'a mut Pi,
+    collector: &'a mut ReplyCollector,
+    step_id: u32,
+    last_text: Option<String>,
+    /// The last assistant message's error (`stopReason: "error"`), or a retry notice.
+    last_error: Option<String>,
+    usage: StepUsage,
+}
+
+impl Pi {
+    pub fn new(ctx: AgentContext) -> Self {
+        Self {
+            ctx,
+            process: None,
+            log: None,
+            jsonl: None,
+            stderr: None,
+            session_id: None,
+            cost_so_far: 0.0,
+            tools: ToolCalls::default(),
+        }
+    }
+
+    fn session_dir(&self) -> PathBuf {
+        self.ctx.facts.workdir.join(".pi-sessions")
+    }
+
+    /// Whether a session was started (its file is in the session directory).
+    fn has_session(&self) -> bool {
+        self.session_id.is_some()
+            || std::fs::read_dir(self.session_dir()).is_ok_and(|mut d| d.next().is_some())
+    }
+
+    fn base_args(&self) -> Vec<String> {
+        let mut args: Vec<String> = vec![
+            "--print".into(),
+            "--mode".into(),
+            "json".into(),
+            "--session-dir".into(),
+            self.session_dir().display().to_string(),
+        ];
+        if self.has_session() {
+            args.push("--continue".into());
+        }
+        args
+    }
+
+    fn args(&self, prompt: &str) -> Vec<String> {
+        let mut args = self.base_args();
+        args.push("--append-system-prompt".into());
+        args.push(self.system_prompt());
+        args.extend(self.ctx.spec.agent_args.iter().cloned());
+        args.push(prompt.to_string());
+        args
+    }
+
+    /// The bootstrap, with the console's address (pi takes no MCP servers itself).
+    fn system_prompt(&self) -> String {
+        let mut text = bootstrap::system_prompt(&self.ctx.spec, &self.ctx.facts);
+        if let Some(endpoint) = &self.ctx.facts.console {
+            text.push_str(&format!(
+                "\nThe console `bugatti` is an MCP server (Streamable HTTP) at {} ; send its bearer \
+                 token from $BUGATTI_MCP_TOKEN.\n",
+                endpoint.url
+            ));
+        }
+        text
+    }
+
+    /// The command line for messages, with the long texts elided.
+    fn shown_command(&self) -> String {
+        let mut words = vec![self.ctx.spec.pi_bin.display().to_string()];
+        words.extend(self.base_args());
+        words.extend(["--append-system-prompt".into(), "<bootstrap>".into()]);
+        words.extend(self.ctx.spec.agent_args.iter().cloned());
+        words.push("<prompt>".into());
+        shell_words::join(words)
+    }
+
+    fn log(&self, text: &str) {
+        if let Some(log) = &self.log {
+            log.write(text.as_bytes());
+        }
+    }
+
+    fn spawn(&mut self, prompt: &str, step_id: u32) -> Result<ChildStdout, AgentError> {
+        let facts = &self.ctx.facts;
+        let dir = self.session_dir();
+        std::fs::create_dir_all(&dir).map_err(|source| AgentError::Spawn {
+            command: format!("mkdir {}", dir.display()),
+            source,
+        })?;
+        let Some(stderr) = self.stderr.clone() else {
+            return Err(AgentError::Config {
+                provider: "pi",
+                problem: "started before its transcripts were opened".into(),
+            });
+        };
+        let mut env = agent_env(&self.ctx.spec, facts);
+        // One process per step: its tools see the step they serve.
+        env.push(("BUGATTI_STEP_ID".into(), step_id.to_string()));
+        let spawn = SpawnSpec {
+            program: self.ctx.spec.pi_bin.clone(),
+            args: self.args(prompt),
+            env,
+            cwd: self.ctx.spec.cwd.clone(),
+            owner: Owner::new(Scope::run(facts.run_id.clone()), Role::Agent("pi".into())),
+            stderr,
+            display: Some(self.shown_command()),
+        };
+        let mut process = AgentProcess::spawn(spawn)?;
+        process.close_stdin();
+        let stdout = process.take_stdout();
+        self.process = Some(process);
+        stdout.ok_or_else(|| AgentError::Config {
+            provider: "pi",
+            problem: "the agent's stdout was not piped".into(),
+        })
+    }
+
+    async fn stop(&mut self) -> TeardownState {
+        let Some(mut process) = self.process.take() else {
+            return TeardownState::Clean;
+        };
+        let state = process.stop(self.ctx.spec.stop_timeout).await;
+        for t in [&self.log, &self.jsonl].into_iter().flatten() {
+            t.flush();
+        }
+        state
+    }
+
+    async fn death(&self) -> Option<AgentDeath> {
+        let process = self.process.as_ref()?;
+        process.wait_exit(Duration::from_secs(2)).await;
+        process.death(&self.ctx.facts.secrets).await
+    }
+
+    /// One `pi --print` for `prompt`, read to `agent_end` (or the watchdog's end).
+    async fn run_turn(
+        &mut self,
+        prompt: &str,
+        request: &StepRequest,
+        cancel: CancelSignal,
+    ) -> StepVerdict {
+        let secrets = self.ctx.facts.secrets.clone();
+        let mut collector = ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets)
+            .relative_to(&self.ctx.facts.run_dir);
+        let limits = Limits {
+            deadline: Deadline::after(request.timeout),
+            idle: self.ctx.spec.no_output_timeout,
+            max_turns: self.ctx.spec.max_turns_per_step,
+        };
+        let stdout = match self.spawn(prompt, request.step_id) {
+            Ok(stdout) => stdout,
+            Err(e) => {
+                let mut v = collector.verdict_with(StepStatus::Error, e.to_string());
+                // Not a fault to restart: the same command line would fail the same way.
+                v.agent_died = Some(AgentDeath {
+                    status: e.to_string(),
+                    stderr_tail: String::new(),
+                });
+                return v;
+            }
+        };
+        self.log(&format!("### step {}\n", request.step_id));
+        let mut output = Output::new(Some(stdout));
+        let mut turn = Turn {
+            pi: self,
+            collector: &mut collector,
+            step_id: request.step_id,
+            last_text: None,
+            last_error: None,
+            usage: StepUsage::default(),
+        };
+        let end = output
+            .read_turn(&mut turn, limits, cancel, turn::NO_MESSAGE)
+            .await;
+        let (last_error, usage) = (turn.last_error.take(), turn.usage.clone());
+        // Whatever follows `agent_end` (a lingering pi) goes to the transcript, never waited for.
+        if let Some(stdout) = output.take() {
+            spawn_drain(stdout, self.jsonl.clone());
+        }
+        let agent = "pi";
+        let verdict = match end {
+            TurnEnd::Done(v) => v,
+            TurnEnd::Ended => {
+                let death = self.death().await.unwrap_or(AgentDeath {
+                    status: "its output ended".into(),
+                    stderr_tail: String::new(),
+                });
+                let said = last_error
+                    .as_deref()
+                    .map(|e| format!("; its last error: {e}"))
+                    .unwrap_or_default();
+                let mut v = collector.verdict_with(
+                    StepStatus::Error,
+                    format!(
+                        "pi `{}` exited before agent_end: {death}{said}",
+                        self.shown_command()
+                    ),
+                );
+                v.fault = Some(AgentFault::Died(death));
+                v.usage = Some(usage);
+                v
+            }
+            TurnEnd::TimedOut => collector.verdict_with(
+                StepStatus::Timeout,
+                format!(
+                    "step timed out after {}s with no agent_end from pi (raise it with the \
+                     step's timeout_secs or [provider] step_timeout_secs); the agent was stopped",
+                    request.timeout.as_secs_f64()
+                ),
+            ),
+            TurnEnd::Silent => turn::silent_verdict(
+                &collector,
+                agent,
+                self.ctx.spec.no_output_timeout,
+                last_error.unwrap_or_default(),
+            ),
+            TurnEnd::Cancelled => collector.interrupted_verdict(),
+            TurnEnd::OverTurns(turns) => {
+                let mut v = turn::over_turns_verdict(
+                    &collector,
+                    agent,
+                    turns,
+                    self.ctx.spec.max_turns_per_step,
+                );
+                v.usage = Some(usage);
+                v
+            }
+        };
+        self.stop().await;
+        verdict
+    }
+}
+
+impl Turn<'_> {
+    fn log(&self, text: &str) {
+        self.pi.log(text);
+    }
+
+    /// An assistant message ended: one model turn, its text, tokens and cost.
+    fn assistant(&mut self, message: &Value) {
+        self.usage.num_turns += 1;
+        let usage = &message["usage"];
+        let add = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        self.usage.input_tokens = add(self.usage.input_tokens, usage["input"].as_u64());
+        self.usage.output_tokens = add(self.usage.output_tokens, usage["output"].as_u64());
+        if let Some(cost) = usage["cost"]["total"].as_f64() {
+            self.usage.cost_reported = true;
+            self.usage.step_cost_usd += cost;
+        }
+        let text = message["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        if !text.trim().is_empty() {
+            self.log(&format!("{}\n", text.trim_end()));
+            self.collector.push_text(&text);
+            self.last_text = Some(text);
+        }
+        if message["stopReason"] == "error" || message["stopReason"] == "aborted" {
+            let error = message["errorMessage"]
+                .as_str()
+                .unwrap_or("the model request failed")
+                .to_string();
+            self.log(&format!("[error] {error}\n"));
+            self.last_error = Some(error);
+        }
+    }
+
+    fn tool_end(&mut self, event: &Value) {
+        let content = event["result"]["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        self.pi.tools.pi_tool_end(event, &content);
+        let shown: String = content.chars().take(TOOL_OUTPUT_SHOWN).collect();
+        let cut = if shown.len() < content.len() {
+            " …"
+        } else {
+            ""
+        };
+        let error = if event["isError"] == true {
+            " (error)"
+        } else {
+            ""
+        };
+        self.log(&format!("[tool_result{error}] {}{cut}\n", shown.trim_end()));
+    }
+
+    /// `agent_end`: the reply is over; the last assistant message's marker decides.
+    fn verdict(&mut self) -> StepVerdict {
+        let mut usage = std::mem::take(&mut self.usage);
+        usage.session_id = self.pi.session_id.clone().unwrap_or_default();
+        self.pi.cost_so_far += usage.step_cost_usd;
+        usage.total_cost_usd = self.pi.cost_so_far;
+        self.log(&format!(
+            "[agent_end] turns={} input_tokens={} output_tokens={} cost_usd={}\n",
+            usage.num_turns,
+            usage.input_tokens.unwrap_or(0),
+            usage.output_tokens.unwrap_or(0),
+            usage.step_cost_usd
+        ));
+        let marker = self.last_text.as_deref().and_then(|t| scan_text(t).1);
+        let mut verdict = match (&marker, &self.last_error) {
+            (None, Some(error)) => self
+                .collector
+                .verdict_with(StepStatus::Error, format!("the pi turn failed: {error}")),
+            (Some(_), _) => self.collector.verdict(marker.as_ref()),
+            (None, None) => self.collector.verdict_with(
+                StepStatus::ProtocolError,
+                match &self.last_text {
+                    Some(text) => format!(
+                        "pi's last message of the turn ({} bytes) has no result marker line \
+                         (RESULT OK, RESULT WARN: …, RESULT ERROR: …)",
+                        text.len()
+                    ),
+                    None => "the pi turn ended without an assistant message".to_string(),
+                },
+            ),
+        };
+        verdict.step_id = self.step_id;
+        verdict.usage = Some(usage);
+        verdict
+    }
+}
+
+impl Framing for Turn<'_> {
+    type Done = StepVerdict;
+
+    fn line(&mut self, raw: &[u8]) -> Seen<StepVerdict> {
+        if let Some(jsonl) = &self.pi.jsonl {
+            jsonl.write(raw);
+        }
+        let text = String::from_utf8_lossy(raw);
+        let Ok(event) = serde_json::from_str::<Value>(text.trim()) else {
+            self.log(&format!("[non-json] {}\n", text.trim_end()));
+            return Seen::Progress;
+        };
+        match event["type"].as_str() {
+            Some("session") => {
+                if let Some(id) = event["id"].as_str() {
+                    self.pi.session_id = Some(id.to_string());
+                }
+            }
+            Some("message_end") if event["message"]["role"] == "assistant" => {
+                self.assistant(&event["message"]);
+            }
+            Some("tool_execution_start") => {
+                self.pi.tools.pi_tool_start(&event);
+                let input = match event["args"]["command"].as_str() {
+                    Some(cmd) => cmd.to_string(),
+                    None => event["args"].to_string(),
+                };
+                let name = event["toolName"].as_str().unwrap_or("tool");
+                self.log(&format!("[tool_use {name}] {input}\n"));
+            }
+            Some("tool_execution_end") => self.tool_end(&event),
+            Some("auto_retry_start") => {
+                let message = event["errorMessage"].as_str().unwrap_or_default();
+                self.log(&format!("[retry] {message}\n"));
+                self.last_error = Some(message.to_string());
+                return Seen::News;
+            }
+            Some("agent_end") => return Seen::End(self.verdict()),
+            _ => {}
+        }
+        Seen::Progress
+    }
+
+    fn ended(&mut self, partial: &[u8]) -> Option<StepVerdict> {
+        if partial.is_empty() {
+            return None;
+        }
+        match self.line(partial) {
+            Seen::End(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    fn model_turns(&self) -> u64 {
+        self.usage.num_turns
+    }
+}
+
+#[async_trait::async_trait]
+impl Provider for Pi {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Pi
+    }
+
+    /// Checks that pi can be started and opens the transcripts; pi itself starts with each step.
+    async fn start(&mut self) -> Result<(), AgentError> {
+        let program = self.ctx.spec.pi_bin.display().to_string();
+        super::locate::find_program(&program, &self.ctx.spec.cwd).map_err(|why| {
+            AgentError::Spawn {
+                command: self.shown_command(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, why),
+            }
+        })?;
+        let transcripts = AgentTranscripts::create(&self.ctx.facts)?;
+        self.log = Some(transcripts.log);
+        self.jsonl = Some(transcripts.jsonl);
+        self.stderr = Some(transcripts.stderr);
+        Ok(())
+    }
+
+    /// The bootstrap travels as the appended system prompt of every invocation.
+    async fn bootstrap(&mut self) -> Result<(), AgentError> {
+        Ok(())
+    }
+
+    async fn run_step(&mut self, request: &StepRequest, cancel: CancelSignal) -> StepVerdict {
+        let started = Instant::now();
+        let prompt = bootstrap::step_message(&self.ctx.facts, request);
+        self.tools.take();
+        let mut verdict = self.run_turn(&prompt, request, cancel).await;
+        verdict.step_id = request.step_id;
+        verdict.duration = started.elapsed();
+        verdict.tool_calls = self.tools.take();
+        verdict
+    }
+
+    async fn close(&mut self) -> TeardownState {
+        let state = self.stop().await;
+        for t in [&self.log, &self.jsonl, &self.stderr].into_iter().flatten() {
+            t.finish();
+        }
+        state
+    }
+
+    /// Each step is its own process, already stopped: the retried step continues the session
+    /// (or starts it, when pi died before writing one).
+    async fn restart(&mut self) -> Result<bool, AgentError> {
+        self.stop().await;
+        self.log(&format!(
+            "### restart: continuing session {}\n",
+            self.session_id
+                .as_deref()
+                .unwrap_or("(none yet: starting afresh)")
+        ));
+        Ok(true)
+    }
+}

@@ -1,0 +1,246 @@
+//! The `pi` provider end to end through the real pi CLI (`@mariozechner/pi-coding-agent`,
+//! installed by `.ci/run` into `.ci/node`, or named by `$BUGATTI_PI_BIN`), pointed by a custom
+//! provider in its agent directory at the scripted Messages API on loopback
+//! (tests/support/anthropic_stub.py): a project written as a Bugatti user writes it
+//! (`[provider] name = "pi"`), run by the real `supervisor`. Skips loudly without the CLI (a
+//! failure under `CI=true`).
+
+use crate::common;
+
+use common::pi::{client_env, pi_bin};
+use common::scripted_api::ScriptedApi;
+use common::{stdout, Project};
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// The newest run.json of the project (each invocation here runs one test).
+fn latest_record(p: &Project) -> Value {
+    let mut records = p.run_records();
+    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+    records.pop().expect("a run.json")
+}
+
+/// One `supervisor start` against a fresh stub holding `script`; returns (exit code, console,
+/// record, the requests the stub saw).
+fn run(
+    p: &Project,
+    bin: &Path,
+    side: &Path,
+    name: &str,
+    script: Value,
+) -> (Option<i32>, String, Value, Vec<Value>) {
+    let dir = side.join(name);
+    std::fs::create_dir_all(&dir).expect("stub dir");
+    let stub = ScriptedApi::start("anthropic_stub.py", "messages", &dir, script);
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("BUGATTI_PI_BIN", bin)
+        .envs(client_env(&side.join("pi-agent"), stub.port))
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    let console = format!("{}\n{}", stdout(&out), common::stderr(&out));
+    let requests = std::fs::read_to_string(&stub.requests)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).expect("request json"))
+        .filter(|r| {
+            r["path"]
+                .as_str()
+                .is_some_and(|p| p.starts_with("/v1/messages"))
+        })
+        .collect();
+    (out.status.code(), console, latest_record(p), requests)
+}
+
+fn project(extra_provider: &str) -> Project {
+    let p = Project::new();
+    let app = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/counter_app.py");
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            r#"
+[provider]
+name = "pi"
+step_timeout_secs = 120
+{extra_provider}
+
+[ports]
+APP_PORT = "auto"
+
+[commands.app]
+kind = "long_lived"
+cmd = "python3 {app} --port ${{APP_PORT}} --state ${{BUGATTI_WORKDIR}}/count"
+readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
+"#
+        ),
+    );
+    p.write(
+        "counter.test.toml",
+        "name = \"Counter\"\n\
+         [[steps]]\ninstruction = \"Increment the counter once and check it says 1.\"\n\
+         [[steps]]\ninstruction = \"Check the app's version file says version 1.\"\n",
+    );
+    p.write("version.txt", "version 1\n");
+    p
+}
+
+fn text_of(request: &Value) -> String {
+    request["body"]["messages"].to_string()
+}
+
+#[test]
+fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay() {
+    let Some(bin) = pi_bin("pi_real") else {
+        return;
+    };
+    let p = project("");
+    let side = tempfile::tempdir().expect("side dir");
+    let script = json!([
+        {"bash": "curl -s -X POST http://127.0.0.1:$APP_PORT/inc; echo; echo marker-step-one"},
+        {"text": "The counter says {tool_result}\nRESULT OK"},
+        {"bash": "cat version.txt"},
+        {"text": "It says {tool_result}.\nRESULT OK"},
+    ]);
+
+    // 1. The agent passes both steps in one pi session; tokens and cost are counted.
+    let (code, console, record, requests) = run(&p, &bin, side.path(), "first", script);
+    assert_eq!(code, Some(0), "{console}\n{record}");
+    assert_eq!(record["provider"], "pi", "{record}");
+    let statuses: Vec<_> = record["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| s["status"].clone())
+        .collect();
+    assert_eq!(statuses, [json!("ok"), json!("ok")], "{record}");
+    assert_eq!(requests.len(), 4, "two model calls a step: {requests:?}");
+    let step_two = text_of(&requests[2]);
+    assert!(
+        step_two.contains("marker-step-one") && step_two.contains("Bugatti step 1"),
+        "the second step's request carries the first step's messages: {step_two}"
+    );
+    assert!(
+        text_of(&requests[0]).contains("Bugatti step 1")
+            && !text_of(&requests[0]).contains("Bugatti step 2"),
+    );
+    let system = requests[0]["body"]["system"].to_string();
+    assert!(
+        system.contains("RESULT CONTRACT"),
+        "the bootstrap is pi's system prompt: {system}"
+    );
+    assert!(record["input_tokens"].as_u64().unwrap_or(0) > 0, "{record}");
+    assert!(
+        record["output_tokens"].as_u64().unwrap_or(0) > 0,
+        "{record}"
+    );
+    assert!(record["cost_usd"].as_f64().unwrap_or(0.0) > 0.0, "{record}");
+    let run_dir = std::path::PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let sessions: Vec<_> = std::fs::read_dir(
+        std::path::PathBuf::from(record["workspace"].as_str().unwrap_or_default())
+            .join(".pi-sessions"),
+    )
+    .map(|d| d.filter_map(|e| e.ok()).collect())
+    .unwrap_or_default();
+    assert!(
+        sessions.len() <= 1,
+        "one pi session for the test: {sessions:?}"
+    );
+    let log = std::fs::read_to_string(run_dir.join("transcripts/agent.log")).expect("agent.log");
+    assert!(log.contains("[tool_use bash] cat version.txt"), "{log}");
+    // The recording holds both bash calls.
+    let recording = std::fs::read_to_string(p.root().join("bugatti.replay/counter.replay.json"))
+        .expect("a recording was written");
+    assert!(
+        recording.contains("cat version.txt") && recording.contains("marker-step-one"),
+        "{recording}"
+    );
+    assert_eq!(record["steps"][0]["recorded"], true, "{record}");
+    assert_eq!(record["steps"][1]["recorded"], true, "{record}");
+
+    // 2. The second run replays both steps: no model request, pi never starts.
+    let (code, console, record, requests) = run(&p, &bin, side.path(), "second", json!([]));
+    assert_eq!(code, Some(0), "{console}\n{record}");
+    assert_eq!(requests.len(), 0, "no model request on a replayed run");
+    let modes: Vec<_> = record["steps"]
+        .as_array()
+        .expect("steps")
+        .iter()
+        .map(|s| s["mode"].clone())
+        .collect();
+    assert_eq!(modes, [json!("replayed"), json!("replayed")], "{record}");
+}
+
+#[test]
+fn a_hung_pi_is_stopped_by_the_watchdog_and_the_step_retried_on_its_session() {
+    let Some(bin) = pi_bin("pi_real") else {
+        return;
+    };
+    let p = project("no_output_timeout_secs = 10\n[replay]\nmode = \"off\"");
+    let side = tempfile::tempdir().expect("side dir");
+    let script = json!([
+        {"bash": "echo first-call"},
+        {"text": "RESULT OK"},
+        // Step 2: the model stream stops mid-message; pi never reaches agent_end.
+        {"text": "I am thinking about it", "hang": true},
+        {"bash": "cat version.txt"},
+        {"text": "It says {tool_result}.\nRESULT OK"},
+    ]);
+    let started = std::time::Instant::now();
+    let (code, console, record, requests) = run(&p, &bin, side.path(), "hung", script);
+    assert_eq!(code, Some(0), "{console}\n{record}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(90),
+        "no hang"
+    );
+    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
+    let restarts = record["agent_restarts"].as_array().expect("agent_restarts");
+    assert_eq!(restarts.len(), 1, "{record}");
+    assert!(
+        restarts[0].to_string().contains("no_output_timeout_secs"),
+        "{restarts:?}"
+    );
+    // The retried step continued the same pi session: its request carries step 1's messages.
+    let last = text_of(requests.last().expect("requests"));
+    assert!(
+        last.contains("first-call") && last.contains("Bugatti step 2"),
+        "{last}"
+    );
+}
+
+/// Bugatti #48: a pi that lingers after `agent_end` (here: its output stays open) is not waited
+/// for; the reply ended at `agent_end`.
+#[test]
+fn a_pi_that_lingers_after_agent_end_is_not_waited_for() {
+    let Some(bin) = pi_bin("pi_real") else {
+        return;
+    };
+    let p = project("[replay]\nmode = \"off\"");
+    p.write(
+        "counter.test.toml",
+        "name = \"Counter\"\n[[steps]]\ninstruction = \"Say hello.\"\n",
+    );
+    let side = tempfile::tempdir().expect("side dir");
+    let lingering = side.path().join("lingering-pi");
+    std::fs::write(
+        &lingering,
+        format!("#!/bin/sh\n'{}' \"$@\"\nexec sleep 600\n", bin.display()),
+    )
+    .expect("wrapper");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&lingering, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let started = std::time::Instant::now();
+    let (code, console, record, _) = run(
+        &p,
+        &lingering,
+        side.path(),
+        "linger",
+        json!([{"text": "Hello.\nRESULT OK"}]),
+    );
+    assert_eq!(code, Some(0), "{console}\n{record}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "the step ended at agent_end, not when pi's process did"
+    );
+}
