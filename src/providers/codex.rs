@@ -317,81 +317,11 @@ impl Codex {
                 (true, None)
             }
             Some("item.started") => {
-                let item = &event["item"];
-                if item["type"].as_str().is_some_and(is_tool_call) {
-                    turn.count(item);
-                }
-                if let Some(cmd) = item["command"].as_str() {
-                    self.log(&format!("[exec] {cmd}\n"));
-                } else if item["type"] == "mcp_tool_call" {
-                    self.log(&format!(
-                        "[mcp] {}.{} {}\n",
-                        item["server"].as_str().unwrap_or("?"),
-                        item["tool"].as_str().unwrap_or("?"),
-                        item["arguments"]
-                    ));
-                }
+                self.on_item_started(&event["item"], turn);
                 (true, None)
             }
             Some("item.completed") => {
-                let item = &event["item"];
-                self.tools.codex_item(item);
-                match item["type"].as_str() {
-                    Some("agent_message") => {
-                        let text = item["text"].as_str().unwrap_or_default();
-                        self.log(&format!("{}\n", text.trim_end()));
-                        collector.push_text(text);
-                        turn.last_message = Some(text.to_string());
-                        turn.count(item);
-                    }
-                    Some("command_execution") => {
-                        let output = item["aggregated_output"].as_str().unwrap_or_default();
-                        let shown: String = output.chars().take(TOOL_OUTPUT_SHOWN).collect();
-                        let cut = if shown.len() < output.len() {
-                            " …"
-                        } else {
-                            ""
-                        };
-                        self.log(&format!(
-                            "[exit {}] {}{cut}\n",
-                            item["exit_code"],
-                            shown.trim_end()
-                        ));
-                        turn.count(item);
-                    }
-                    Some("mcp_tool_call") => {
-                        // An agent-console call (or another MCP server's): what it answered.
-                        let answer = match item["error"]["message"].as_str() {
-                            Some(error) => format!("error: {error}"),
-                            None => item["result"]["content"]
-                                .as_array()
-                                .into_iter()
-                                .flatten()
-                                .filter_map(|c| c["text"].as_str())
-                                .collect::<Vec<_>>()
-                                .join("\n"),
-                        };
-                        let shown: String = answer.chars().take(TOOL_OUTPUT_SHOWN).collect();
-                        let cut = if shown.len() < answer.len() {
-                            " …"
-                        } else {
-                            ""
-                        };
-                        self.log(&format!(
-                            "[mcp {}] {}{cut}\n",
-                            item["status"].as_str().unwrap_or("?"),
-                            shown.trim_end()
-                        ));
-                        turn.count(item);
-                    }
-                    Some("reasoning") | None => {}
-                    Some(other) => {
-                        self.log(&format!("[{other}]\n"));
-                        if is_tool_call(other) {
-                            turn.count(item);
-                        }
-                    }
-                }
+                self.on_item_completed(&event["item"], turn, collector);
                 (true, None)
             }
             Some("error") => {
@@ -401,84 +331,184 @@ impl Codex {
                 turn.last_error = Some(message);
                 (false, None)
             }
-            Some("turn.completed") => {
-                let usage = self.usage(&event["usage"], turn.model_turns);
-                let totals = (
-                    usage.input_tokens.unwrap_or(0),
-                    usage.output_tokens.unwrap_or(0),
-                );
-                let cached_total = event["usage"]["cached_input_tokens"].as_u64().unwrap_or(0);
-                let mut usage = StepUsage {
-                    input_tokens: Some(totals.0.saturating_sub(self.tokens_so_far.0)),
-                    output_tokens: Some(totals.1.saturating_sub(self.tokens_so_far.1)),
-                    ..usage
-                };
-                // Codex reports tokens only: priced here, the step's cost is what its own
-                // tokens cost, and budgets stop Codex as they stop Claude Code.
-                if let Some(Ok((price, _))) = &self.price {
-                    let step = price.cost_usd(
-                        usage.input_tokens.unwrap_or(0),
-                        cached_total.saturating_sub(self.cached_so_far),
-                        usage.output_tokens.unwrap_or(0),
-                    );
-                    self.cost_so_far += step;
-                    usage.cost_reported = true;
-                    usage.step_cost_usd = step;
-                    usage.total_cost_usd = self.cost_so_far;
-                }
-                self.cached_so_far = cached_total.max(self.cached_so_far);
-                self.tokens_so_far = (
-                    totals.0.max(self.tokens_so_far.0),
-                    totals.1.max(self.tokens_so_far.1),
-                );
-                self.log(&format!(
-                    "[turn.completed] turns={} input_tokens={} output_tokens={}\n",
-                    usage.num_turns,
-                    usage.input_tokens.unwrap_or(0),
-                    usage.output_tokens.unwrap_or(0)
-                ));
-                let mut verdict = match &turn.last_message {
-                    Some(text) => {
-                        let (_, marker) = crate::model::markers::scan_text(text);
-                        if marker.is_none() {
-                            // The collector has seen every message; the last one decides.
-                            collector.verdict_with(
-                                StepStatus::ProtocolError,
-                                format!(
-                                    "Codex's last message of the turn ({} bytes) has no result \
-                                     marker line (RESULT OK, RESULT WARN: …, RESULT ERROR: …)",
-                                    text.len()
-                                ),
-                            )
-                        } else {
-                            collector.verdict(marker.as_ref())
-                        }
-                    }
-                    None => collector.verdict_with(
-                        StepStatus::ProtocolError,
-                        "the Codex turn completed without an agent message",
-                    ),
-                };
-                verdict.step_id = step_id;
-                verdict.usage = Some(usage);
-                (true, Some(verdict))
-            }
-            Some("turn.failed") => {
-                let message = event["error"]["message"]
-                    .as_str()
-                    .map(str::to_string)
-                    .or_else(|| turn.last_error.clone())
-                    .unwrap_or_else(|| event["error"].to_string());
-                self.log(&format!("[turn.failed] {message}\n"));
-                let mut verdict = collector.verdict_with(
-                    StepStatus::Error,
-                    format!("the Codex turn failed: {message}"),
-                );
-                verdict.usage = Some(self.usage(&Value::Null, turn.model_turns));
-                (true, Some(verdict))
-            }
+            Some("turn.completed") => (
+                true,
+                Some(self.on_turn_completed(&event, turn, collector, step_id)),
+            ),
+            Some("turn.failed") => (true, Some(self.on_turn_failed(&event, turn, collector))),
             _ => (true, None),
         }
+    }
+
+    /// `item.started`: a tool call counts as a model turn when it starts (a command that runs
+    /// for minutes would otherwise never count against `max_turns_per_step`).
+    fn on_item_started(&mut self, item: &Value, turn: &mut Turn) {
+        if item["type"].as_str().is_some_and(is_tool_call) {
+            turn.count(item);
+        }
+        if let Some(cmd) = item["command"].as_str() {
+            self.log(&format!("[exec] {cmd}\n"));
+        } else if item["type"] == "mcp_tool_call" {
+            self.log(&format!(
+                "[mcp] {}.{} {}\n",
+                item["server"].as_str().unwrap_or("?"),
+                item["tool"].as_str().unwrap_or("?"),
+                item["arguments"]
+            ));
+        }
+    }
+
+    /// `item.completed`: the agent's messages, its commands' and MCP calls' answers (logged,
+    /// kept for replay) and the turn count.
+    fn on_item_completed(&mut self, item: &Value, turn: &mut Turn, collector: &mut ReplyCollector) {
+        self.tools.codex_item(item);
+        match item["type"].as_str() {
+            Some("agent_message") => {
+                let text = item["text"].as_str().unwrap_or_default();
+                self.log(&format!("{}\n", text.trim_end()));
+                collector.push_text(text);
+                turn.last_message = Some(text.to_string());
+                turn.count(item);
+            }
+            Some("command_execution") => {
+                let output = item["aggregated_output"].as_str().unwrap_or_default();
+                let shown: String = output.chars().take(TOOL_OUTPUT_SHOWN).collect();
+                let cut = if shown.len() < output.len() {
+                    " …"
+                } else {
+                    ""
+                };
+                self.log(&format!(
+                    "[exit {}] {}{cut}\n",
+                    item["exit_code"],
+                    shown.trim_end()
+                ));
+                turn.count(item);
+            }
+            Some("mcp_tool_call") => {
+                // An agent-console call (or another MCP server's): what it answered.
+                let answer = match item["error"]["message"].as_str() {
+                    Some(error) => format!("error: {error}"),
+                    None => item["result"]["content"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .filter_map(|c| c["text"].as_str())
+                        .collect::<Vec<_>>()
+                        .join("\n"),
+                };
+                let shown: String = answer.chars().take(TOOL_OUTPUT_SHOWN).collect();
+                let cut = if shown.len() < answer.len() {
+                    " …"
+                } else {
+                    ""
+                };
+                self.log(&format!(
+                    "[mcp {}] {}{cut}\n",
+                    item["status"].as_str().unwrap_or("?"),
+                    shown.trim_end()
+                ));
+                turn.count(item);
+            }
+            Some("reasoning") | None => {}
+            Some(other) => {
+                self.log(&format!("[{other}]\n"));
+                if is_tool_call(other) {
+                    turn.count(item);
+                }
+            }
+        }
+    }
+
+    /// `turn.completed`: the step's tokens and cost, and its verdict from the last message.
+    fn on_turn_completed(
+        &mut self,
+        event: &Value,
+        turn: &mut Turn,
+        collector: &mut ReplyCollector,
+        step_id: u32,
+    ) -> StepVerdict {
+        let usage = self.usage(&event["usage"], turn.model_turns);
+        let totals = (
+            usage.input_tokens.unwrap_or(0),
+            usage.output_tokens.unwrap_or(0),
+        );
+        let cached_total = event["usage"]["cached_input_tokens"].as_u64().unwrap_or(0);
+        let mut usage = StepUsage {
+            input_tokens: Some(totals.0.saturating_sub(self.tokens_so_far.0)),
+            output_tokens: Some(totals.1.saturating_sub(self.tokens_so_far.1)),
+            ..usage
+        };
+        // Codex reports tokens only: priced here, the step's cost is what its own
+        // tokens cost, and budgets stop Codex as they stop Claude Code.
+        if let Some(Ok((price, _))) = &self.price {
+            let step = price.cost_usd(
+                usage.input_tokens.unwrap_or(0),
+                cached_total.saturating_sub(self.cached_so_far),
+                usage.output_tokens.unwrap_or(0),
+            );
+            self.cost_so_far += step;
+            usage.cost_reported = true;
+            usage.step_cost_usd = step;
+            usage.total_cost_usd = self.cost_so_far;
+        }
+        self.cached_so_far = cached_total.max(self.cached_so_far);
+        self.tokens_so_far = (
+            totals.0.max(self.tokens_so_far.0),
+            totals.1.max(self.tokens_so_far.1),
+        );
+        self.log(&format!(
+            "[turn.completed] turns={} input_tokens={} output_tokens={}\n",
+            usage.num_turns,
+            usage.input_tokens.unwrap_or(0),
+            usage.output_tokens.unwrap_or(0)
+        ));
+        let mut verdict = match &turn.last_message {
+            Some(text) => {
+                let (_, marker) = crate::model::markers::scan_text(text);
+                if marker.is_none() {
+                    // The collector has seen every message; the last one decides.
+                    collector.verdict_with(
+                        StepStatus::ProtocolError,
+                        format!(
+                            "Codex's last message of the turn ({} bytes) has no result \
+                             marker line (RESULT OK, RESULT WARN: …, RESULT ERROR: …)",
+                            text.len()
+                        ),
+                    )
+                } else {
+                    collector.verdict(marker.as_ref())
+                }
+            }
+            None => collector.verdict_with(
+                StepStatus::ProtocolError,
+                "the Codex turn completed without an agent message",
+            ),
+        };
+        verdict.step_id = step_id;
+        verdict.usage = Some(usage);
+        verdict
+    }
+
+    /// `turn.failed`: the step is an error, with Codex's own message (or the last retry notice).
+    fn on_turn_failed(
+        &mut self,
+        event: &Value,
+        turn: &mut Turn,
+        collector: &mut ReplyCollector,
+    ) -> StepVerdict {
+        let message = event["error"]["message"]
+            .as_str()
+            .map(str::to_string)
+            .or_else(|| turn.last_error.clone())
+            .unwrap_or_else(|| event["error"].to_string());
+        self.log(&format!("[turn.failed] {message}\n"));
+        let mut verdict = collector.verdict_with(
+            StepStatus::Error,
+            format!("the Codex turn failed: {message}"),
+        );
+        verdict.usage = Some(self.usage(&Value::Null, turn.model_turns));
+        verdict
     }
 
     fn usage(&self, usage: &Value, model_turns: u64) -> StepUsage {
