@@ -707,7 +707,7 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
         // SPEC §10: which steps have a recording this run could replay.
         let replay = &test.effective.replay;
         let replays =
-            replay.mode.value != ReplayMode::Off && test.effective.provider.name.value != "shell";
+            bugatti::model::replay::applies(replay.mode.value, &test.effective.provider.name.value);
         let recording_path = bugatti::replay::store::recording_path(
             &replay.dir_in(&suite.project_root),
             &test.rel_path,

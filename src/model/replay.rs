@@ -72,6 +72,12 @@ impl std::str::FromStr for ReplayMode {
     }
 }
 
+/// Whether replay applies to a run at all: not with `mode = "off"`, and not for the built-in
+/// `shell` provider (it is deterministic already). The one rule a run and `check` both use.
+pub fn applies(mode: ReplayMode, provider: &str) -> bool {
+    mode != ReplayMode::Off && provider != "shell"
+}
+
 /// `[replay]` as written; every field optional.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -82,6 +88,8 @@ pub struct ReplaySection {
     /// Extra regexes masked before comparison.
     pub ignore: Option<Vec<Spanned<String>>>,
     pub max_age_days: Option<Spanned<u32>>,
+    /// The share (0.0–1.0) of replayable steps sent to the agent anyway.
+    pub audit: Option<Spanned<f64>>,
 }
 
 /// `[replay] dir` when unset.
@@ -97,6 +105,39 @@ pub struct ReplayConfig {
     /// Checked to be regexes when applied.
     pub ignore: Sourced<Vec<String>>,
     pub max_age_days: Sourced<u32>,
+    /// `[replay] audit`, checked to be within 0.0–1.0.
+    pub audit: Sourced<AuditShare>,
+}
+
+/// `[replay] audit` in millionths (a whole number, so that the config compares exactly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AuditShare(u32);
+
+impl AuditShare {
+    /// `share` (0.0–1.0) or `None` outside that range.
+    pub fn new(share: f64) -> Option<Self> {
+        (0.0..=1.0)
+            .contains(&share)
+            .then(|| Self((share * 1_000_000.0).round() as u32))
+    }
+
+    pub fn fraction(self) -> f64 {
+        f64::from(self.0) / 1_000_000.0
+    }
+
+    /// Whether step `step` of `test` is audited on `date` (`YYYY-MM-DD`): a hash of the three
+    /// below the share, so that every shard of a run chooses the same steps.
+    pub fn picks(self, test: &str, step: usize, date: &str) -> bool {
+        use sha2::{Digest, Sha256};
+        if self.0 == 0 {
+            return false;
+        }
+        let digest = Sha256::digest(format!("{test}\n{step}\n{date}").as_bytes());
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        let draw = u64::from_be_bytes(first) % 1_000_000;
+        draw < u64::from(self.0)
+    }
 }
 
 impl Default for ReplayConfig {
@@ -106,6 +147,7 @@ impl Default for ReplayConfig {
             dir: Sourced::default_value(DEFAULT_DIR.to_string()),
             ignore: Sourced::default_value(Vec::new()),
             max_age_days: Sourced::default_value(crate::replay::store::DEFAULT_MAX_AGE_DAYS),
+            audit: Sourced::default_value(AuditShare::default()),
         }
     }
 }
@@ -132,6 +174,10 @@ pub struct Drift {
     pub seen: String,
     /// `--- recorded` / `+++ replayed` unified diff of the two, cut.
     pub diff: String,
+    /// The outputs differ only in timestamps, UUIDs, durations or hex values not learned yet:
+    /// when the agent passes the step, the positions that varied are masked from then on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub soft: bool,
 }
 
 impl std::fmt::Display for Drift {
@@ -155,6 +201,8 @@ pub enum StepMode {
     Replayed,
     /// The agent carried it out (replay off, no usable recording, or a drift).
     Agent,
+    /// Neither: `--replay only` found no usable recording, and there is no agent to ask.
+    NotReplayed,
 }
 
 impl StepMode {
@@ -162,6 +210,7 @@ impl StepMode {
         match self {
             Self::Replayed => "replayed",
             Self::Agent => "agent",
+            Self::NotReplayed => "not_replayed",
         }
     }
 }
@@ -185,6 +234,30 @@ pub struct StepReplay {
     /// The recording file could not be used (corrupt, hand-edited, newer): the console warns.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unusable_recording: bool,
+    /// `[replay] audit` sent this replayable step to the agent anyway.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub audited: bool,
+    /// An audited step the agent failed: its recording would have passed it, and was deleted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub audit_disagreed: bool,
+    /// For a replayed step: each action it ran (command or tool, cut output).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<ReplayedAction>,
+    /// For a replayed step: when its recording was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// For a replayed step: the provider whose agent passed it then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_by: Option<String>,
+}
+
+/// One action a replayed step ran, as the report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReplayedAction {
+    /// The command or tool call, in a few words.
+    pub what: String,
+    /// Its recorded output, cut.
+    pub output: String,
 }
 
 #[cfg(test)]
@@ -242,6 +315,32 @@ mod tests {
         let (e, _) = effective(text, Some(ReplayMode::Off));
         assert_eq!(e.replay.mode.value, ReplayMode::Off);
         assert_eq!(e.replay.mode.source, Layer::Flag);
+    }
+
+    #[test]
+    fn audit_is_a_share_and_picks_by_hash() {
+        let (e, problems) = effective("[replay]\naudit = 1.0\n", None);
+        assert!(problems.is_empty(), "{problems:?}");
+        let all = e.replay.audit.value;
+        assert!((1..20).all(|s| all.picks("t.test.toml", s, "2026-11-25")));
+        let none = AuditShare::default();
+        assert!(!(1..20).any(|s| none.picks("t.test.toml", s, "2026-11-25")));
+        let half = AuditShare::new(0.5).expect("in range");
+        let picked = (1..200)
+            .filter(|s| half.picks("t", *s, "2026-11-25"))
+            .count();
+        assert!((50..150).contains(&picked), "{picked}");
+        assert_eq!(
+            half.picks("t", 7, "2026-11-25"),
+            half.picks("t", 7, "2026-11-25")
+        );
+        let (_, problems) = effective("[replay]\naudit = 1.5\n", None);
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.starts_with("Some(2) ") && p.contains("0.0 to 1.0")),
+            "{problems:?}"
+        );
     }
 
     #[test]

@@ -6,7 +6,10 @@
 //! stream) is to build every action through here; [`super::replayer`] compares in the same form.
 
 use super::format::{Action, ConsoleTool};
+use super::masks::{candidates, named_in, varied, Position};
+use super::normalize::Normalizer;
 use super::placeholders::Placeholders;
+use super::replayer::compared_outputs;
 use crate::console::Answer;
 
 /// A console call as recorded; `None` for a tool that is not replayed (`list_sessions`,
@@ -24,6 +27,7 @@ pub fn console_action(
         output: placeholders.insert(&answer.text),
         exit_code: answer.exit_code,
         is_error: answer.is_error,
+        volatile: Vec::new(),
     })
 }
 
@@ -40,11 +44,62 @@ pub fn shell_action(
         cwd: placeholders.insert(cwd),
         exit_code,
         output: placeholders.insert(output),
+        volatile: Vec::new(),
     }
 }
 
+/// The volatile tokens a renewed recording keeps: for each new action that is the same call as
+/// the previous recording's action at its place, the positions learned before, those `soft`
+/// drift found, and those in which the previous recording and the agent's new pass differ — only
+/// in candidate tokens, never a value the instruction names. Everything else stays exact.
+pub fn learn(
+    previous: &[Action],
+    new: &mut [Action],
+    soft: &[(usize, Position)],
+    normalizer: &Normalizer,
+    instruction: &str,
+) {
+    let old_texts = compared_outputs(previous);
+    let new_texts = compared_outputs(new);
+    for (i, action) in new.iter_mut().enumerate() {
+        let Some(old) = previous.get(i).filter(|old| old.same_input(action)) else {
+            continue;
+        };
+        let mut positions: Vec<Position> = old.volatile().to_vec();
+        positions.extend(soft.iter().filter(|(a, _)| *a == i).map(|(_, p)| *p));
+        if let (Some(Some(a)), Some(Some(b))) = (old_texts.get(i), new_texts.get(i)) {
+            let a = normalizer.normalize_with(a, instruction);
+            let b = normalizer.normalize_with(b, instruction);
+            positions.extend(varied(&a, &b, instruction).unwrap_or_default());
+        }
+        // A learned position never covers a value the instruction names, whatever taught it.
+        positions.retain(|p| !names_position(&new_texts, i, *p, instruction, normalizer));
+        action.set_volatile(positions);
+    }
+}
+
+/// The token at `p` of action `i`'s compared output is a value the instruction names.
+fn names_position(
+    texts: &[Option<String>],
+    i: usize,
+    p: Position,
+    instruction: &str,
+    normalizer: &Normalizer,
+) -> bool {
+    let Some(Some(text)) = texts.get(i) else {
+        return false;
+    };
+    let text = normalizer.normalize_with(text, instruction);
+    let Some(line) = text.split('\n').nth(p.line) else {
+        return false;
+    };
+    candidates(line)
+        .get(p.token)
+        .is_some_and(|t| named_in(instruction, &line[t.start..t.end]))
+}
+
 /// Whether a tool the agent used can be replayed; a step that used any other tool is not
-/// recorded (SPEC §10), and this says why for the report.
+/// recorded (see docs/replay.md), and this says why for the report.
 pub fn unreplayable_tool(tool: &str) -> Option<String> {
     let console = tool.strip_prefix("mcp__bugatti__").is_some_and(|t| {
         ConsoleTool::from_name(t).is_some() || t == "list_sessions" || t == "list_logs"

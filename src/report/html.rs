@@ -585,6 +585,9 @@ impl<'a> Page<'a> {
                     "replayed without the model".to_string()
                 }
                 crate::model::replay::StepMode::Agent => "carried out by the agent".to_string(),
+                crate::model::replay::StepMode::NotReplayed => {
+                    "not replayed, and no agent in this run".to_string()
+                }
             };
             if step.recorded {
                 text.push_str(", recorded for replay");

@@ -580,6 +580,7 @@ impl RunRecord {
                             }
                         }
                         StepMode::Agent => self.agent_steps += 1,
+                        StepMode::NotReplayed => {}
                     }
                     if r.drift.is_some() {
                         self.replay_drift_steps += 1;

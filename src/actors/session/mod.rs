@@ -12,6 +12,7 @@
 //! actor turns them into report events. If the actor dies (a panic), the driver is aborted with
 //! it and the supervisor, told by ractor's supervision, cleans up the run's processes.
 
+mod policy;
 mod replay;
 mod setup;
 mod steps;
@@ -347,6 +348,7 @@ struct Driver {
 }
 
 /// How a phase of the run ended, when not by going on.
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Ending {
     outcome: RunOutcome,
     message: Option<String>,
