@@ -704,7 +704,7 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
     }
     let mut steps = 0;
     for test in &suite.tests {
-        // SPEC §10: which steps have a recording this run could replay.
+        // Which steps have a recording this run could replay (see docs/replay.md).
         let replay = &test.effective.replay;
         let replays =
             bugatti::model::replay::applies(replay.mode.value, &test.effective.provider.name.value);
@@ -772,7 +772,9 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
             if let Some(t) = s.timeout_secs {
                 marks.push(format!("timeout: {t}s"));
             }
-            if let (Some(Ok(Some(loaded))), false) = (&recording, s.skip) {
+            if replays && !s.replay {
+                marks.push("replay = false: always the agent".to_string());
+            } else if let (Some(Ok(Some(loaded))), false) = (&recording, s.skip) {
                 marks.push(format!(
                     "replay: {}",
                     bugatti::replay::store::check_status(

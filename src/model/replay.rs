@@ -240,6 +240,9 @@ pub struct StepReplay {
     /// An audited step the agent failed: its recording would have passed it, and was deleted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub audit_disagreed: bool,
+    /// The agent ran it because there was no usable recording (the note says why).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_recording: bool,
     /// For a replayed step: each action it ran (command or tool, cut output).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub actions: Vec<ReplayedAction>,
@@ -249,6 +252,72 @@ pub struct StepReplay {
     /// For a replayed step: the provider whose agent passed it then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_by: Option<String>,
+}
+
+/// How a run's (or a suite's) steps went through replay: the summary line's words.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplayCounts {
+    pub replayed: u64,
+    /// Carried out by the agent with replay on (every reason below included).
+    pub agent: u64,
+    /// Of those, after a drift (hard and soft).
+    pub drift: u64,
+    /// Of the drifts, the soft ones.
+    pub soft_drift: u64,
+    /// Of the agent's, sent by `[replay] audit`.
+    pub audited: u64,
+    /// Audited steps the agent failed: the recording would have passed them.
+    pub disagreed: u64,
+    /// Of the agent's, those with no usable recording (new, changed, too old, unreadable, opted
+    /// out, not replayable).
+    pub no_recording: u64,
+    /// `--replay only` steps without a usable recording (no agent asked).
+    pub not_replayed: u64,
+}
+
+impl ReplayCounts {
+    /// Whether replay applied to any step.
+    pub fn any(&self) -> bool {
+        self.replayed + self.agent + self.not_replayed > 0
+    }
+
+    /// `12 replayed, 3 by the agent (1 drift, 1 soft drift, 1 no recording), 1 audited`; with
+    /// `--replay only` never "by the agent".
+    pub fn describe(&self) -> String {
+        let mut text = format!("{} replayed", self.replayed);
+        if self.agent > 0 || self.not_replayed == 0 {
+            text.push_str(&format!(", {} by the agent", self.agent));
+            let hard = self.drift.saturating_sub(self.soft_drift);
+            let parts: Vec<String> = [
+                (hard, "drift"),
+                (self.soft_drift, "soft drift"),
+                (self.no_recording, "no recording"),
+            ]
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{n} {what}"))
+            .collect();
+            if !parts.is_empty() {
+                text.push_str(&format!(" ({})", parts.join(", ")));
+            }
+        }
+        if self.not_replayed > 0 {
+            text.push_str(&format!(
+                ", {} not replayed (no usable recording; --replay only asks no agent)",
+                self.not_replayed
+            ));
+        }
+        if self.audited > 0 {
+            text.push_str(&format!(", {} audited", self.audited));
+            if self.disagreed > 0 {
+                text.push_str(&format!(
+                    " ({} failed by the agent: replay would have passed a failing step)",
+                    self.disagreed
+                ));
+            }
+        }
+        text
+    }
 }
 
 /// One action a replayed step ran, as the report shows it.
@@ -315,6 +384,40 @@ mod tests {
         let (e, _) = effective(text, Some(ReplayMode::Off));
         assert_eq!(e.replay.mode.value, ReplayMode::Off);
         assert_eq!(e.replay.mode.source, Layer::Flag);
+    }
+
+    #[test]
+    fn the_summary_says_what_happened() {
+        let c = |replayed, agent, drift, soft_drift, audited, disagreed, not_replayed| {
+            ReplayCounts {
+                replayed,
+                agent,
+                drift,
+                soft_drift,
+                audited,
+                disagreed,
+                not_replayed,
+                no_recording: agent - drift - audited,
+            }
+            .describe()
+        };
+        assert_eq!(c(6, 0, 0, 0, 0, 0, 0), "6 replayed, 0 by the agent");
+        assert_eq!(
+            c(1, 1, 1, 0, 0, 0, 0),
+            "1 replayed, 1 by the agent (1 drift)"
+        );
+        assert_eq!(
+            c(5, 4, 2, 1, 1, 1, 0),
+            "5 replayed, 4 by the agent (1 drift, 1 soft drift, 1 no recording), 1 audited \
+             (1 failed by the agent: replay would have passed a failing step)"
+        );
+        assert_eq!(
+            c(0, 3, 0, 0, 0, 0, 0),
+            "0 replayed, 3 by the agent (3 no recording)"
+        );
+        let only = c(2, 0, 0, 0, 0, 0, 3);
+        assert!(!only.contains("by the agent"), "{only}");
+        assert!(only.starts_with("2 replayed, 3 not replayed"), "{only}");
     }
 
     #[test]

@@ -589,8 +589,17 @@ impl<'a> Page<'a> {
                     "not replayed, and no agent in this run".to_string()
                 }
             };
+            if step.replay_audited {
+                text.push_str(" (audited)");
+            }
             if step.recorded {
                 text.push_str(", recorded for replay");
+            }
+            if let (Some(at), Some(by)) = (&step.replay_recorded_at, &step.replay_recorded_by) {
+                text.push_str(&format!(
+                    "; recorded {} by {by}",
+                    at.format("%Y-%m-%d %H:%M UTC")
+                ));
             }
             if let Some(note) = &step.replay_note {
                 text.push_str(" — ");
@@ -602,6 +611,14 @@ impl<'a> Page<'a> {
                 mode.as_str(),
                 escape(&bounded(&text, 2000))
             );
+            for action in &step.replay_actions {
+                let _ = write!(
+                    self.out,
+                    "<details class=\"replayed-action\"><summary><code>{}</code></summary><pre>{}</pre></details>",
+                    escape(&bounded(&action.what, 500)),
+                    escape(&bounded(&action.output, 2000))
+                );
+            }
             if let Some(drift) = &step.replay_drift {
                 let _ = write!(
                     self.out,

@@ -243,6 +243,17 @@ pub struct StepRecord {
     /// The agent's pass was written to the recording.
     #[serde(default)]
     pub recorded: bool,
+    /// `[replay] audit` sent this replayable step to the agent anyway.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub replay_audited: bool,
+    /// For a replayed step: each action it ran and its recorded output (cut).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub replay_actions: Vec<crate::model::replay::ReplayedAction>,
+    /// For a replayed step: when its recording was made, and by which provider's agent.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub replay_recorded_at: Option<chrono::DateTime<chrono::Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub replay_recorded_by: Option<String>,
 }
 
 /// The version of the layout of run.json, summary.json, events.jsonl and history.jsonl (their
@@ -313,6 +324,19 @@ pub struct RunRecord {
     pub agent_steps: u32,
     #[serde(default)]
     pub replay_drift_steps: u32,
+    /// Of the drifts, those only in timestamps, UUIDs, durations or hex values not learned yet.
+    #[serde(default)]
+    pub replay_soft_drift_steps: u32,
+    /// Agent steps with no usable recording; audited steps; audited steps the agent failed;
+    /// `--replay only` steps without a recording.
+    #[serde(default)]
+    pub replay_no_recording_steps: u32,
+    #[serde(default)]
+    pub replay_audited_steps: u32,
+    #[serde(default)]
+    pub replay_audit_disagreements: u32,
+    #[serde(default)]
+    pub not_replayed_steps: u32,
     #[serde(default)]
     pub cost_saved_usd: Option<f64>,
     /// Events that named a step or command the plan does not have: kept, not dropped.
@@ -321,6 +345,20 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// How this run's steps went through replay.
+    pub fn replay_counts(&self) -> crate::model::replay::ReplayCounts {
+        crate::model::replay::ReplayCounts {
+            replayed: u64::from(self.replayed_steps),
+            agent: u64::from(self.agent_steps),
+            drift: u64::from(self.replay_drift_steps),
+            soft_drift: u64::from(self.replay_soft_drift_steps),
+            audited: u64::from(self.replay_audited_steps),
+            disagreed: u64::from(self.replay_audit_disagreements),
+            not_replayed: u64::from(self.not_replayed_steps),
+            no_recording: u64::from(self.replay_no_recording_steps),
+        }
+    }
+
     pub fn from_plan(plan: &RunPlan) -> Self {
         let skipped = |name: &str| plan.skipped_commands.iter().any(|s| s == name);
         Self {
@@ -366,6 +404,10 @@ impl RunRecord {
                     replay_note: None,
                     replay_drift: None,
                     recorded: false,
+                    replay_audited: false,
+                    replay_actions: Vec::new(),
+                    replay_recorded_at: None,
+                    replay_recorded_by: None,
                 })
                 .collect(),
             commands: plan
@@ -390,6 +432,11 @@ impl RunRecord {
             replayed_steps: 0,
             agent_steps: 0,
             replay_drift_steps: 0,
+            replay_soft_drift_steps: 0,
+            replay_no_recording_steps: 0,
+            replay_audited_steps: 0,
+            replay_audit_disagreements: 0,
+            not_replayed_steps: 0,
             cost_saved_usd: None,
             anomalies: Vec::new(),
         }
@@ -568,6 +615,10 @@ impl RunRecord {
                         step.replay_note = r.note.clone();
                         step.replay_drift = r.drift.clone();
                         step.recorded = r.recorded;
+                        step.replay_audited = r.audited;
+                        step.replay_actions = r.actions.clone();
+                        step.replay_recorded_at = r.recorded_at;
+                        step.replay_recorded_by = r.recorded_by.clone();
                     }
                 }
                 if let Some(r) = replay {
@@ -580,11 +631,16 @@ impl RunRecord {
                             }
                         }
                         StepMode::Agent => self.agent_steps += 1,
-                        StepMode::NotReplayed => {}
+                        StepMode::NotReplayed => self.not_replayed_steps += 1,
                     }
-                    if r.drift.is_some() {
+                    if let Some(d) = &r.drift {
                         self.replay_drift_steps += 1;
+                        self.replay_soft_drift_steps += u32::from(d.soft);
                     }
+                    let agent = r.mode == StepMode::Agent;
+                    self.replay_no_recording_steps += u32::from(agent && r.no_recording);
+                    self.replay_audited_steps += u32::from(r.audited);
+                    self.replay_audit_disagreements += u32::from(r.audit_disagreed);
                 }
                 if let Some(u) = usage {
                     if let Some(cost) = u.cost_usd {
