@@ -314,6 +314,21 @@ fn a_refused_console_call_and_an_opted_out_step_are_not_recorded() {
     );
     assert_eq!(optout[1]["mode"], "replayed", "{optout}");
     assert_eq!(step(&records, "fileout")["mode"], "agent");
+    // `--replay only`: the steps without a recording are errors, and nothing reads "by the
+    // agent", since no agent ran.
+    let (code, console) = start(&p, &["--replay", "only"]);
+    assert_eq!(code, Some(1), "{console}");
+    let summary_line = console
+        .lines()
+        .find(|l| l.starts_with("Summary:"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        summary_line.contains("not replayed") && !summary_line.contains("by the agent"),
+        "{summary_line}"
+    );
+    let records = latest(&p);
+    assert_eq!(step(&records, "refused")["mode"], "not_replayed");
     // `check` shows the opt-outs.
     let out = p.supervisor().arg("check").output().expect("check");
     let text = stdout(&out);
