@@ -437,3 +437,37 @@ fn a_replayed_step_between_two_agent_steps_leaves_the_agent_running() {
         "{record}"
     );
 }
+
+/// A Bash output of 40 000 lines reaches the agent as Claude Code's `<persisted-output>` block (a
+/// 2 KB preview and a saved file); that is what is recorded, and the replay cuts its own output
+/// the same way: it replays, and a change inside the preview is still a drift.
+#[test]
+fn a_forty_thousand_line_output_replays_as_claude_code_cut_it() {
+    let Some(bin) = claude_bin("replay of a large Claude Code Bash output") else {
+        return;
+    };
+    let p = claude_project("[[steps]]\ninstruction = \"Print the log and check it.\"\n");
+    p.write("first.txt", "1\n");
+    let side = tempfile::tempdir().expect("side dir");
+    let command = "seq -f \"%g line of output\" $(cat first.txt) 40000";
+    let script = json!([{"bash": command}, {"text": "It is long.\nRESULT OK"}]);
+    let (code, console, record, _) = run(&p, &bin, side.path(), "first", script, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(record["steps"][0]["recorded"], true, "{record}");
+    let recording =
+        std::fs::read_to_string(p.root().join("bugatti.replay/t.replay.json")).expect("recording");
+    assert!(recording.contains("<persisted-output>"), "{recording}");
+
+    let (code, console, record, requests) = run(&p, &bin, side.path(), "second", json!([]), &[]);
+    assert_eq!(code, Some(0), "{console}\n{}", record["steps"]);
+    assert_eq!(requests, 0, "replayed without the model");
+    assert_eq!(modes(&record), ["replayed"], "{record}");
+
+    // The output now starts elsewhere: inside the preview the agent saw, so a drift.
+    p.write("first.txt", "2\n");
+    let script = json!([{"bash": command}, {"text": "RESULT OK"}]);
+    let (code, console, record, _) = run(&p, &bin, side.path(), "third", script, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(modes(&record), ["agent"], "{record}");
+    assert!(record["steps"][0]["replay_drift"].is_object(), "{record}");
+}

@@ -12,6 +12,8 @@
 //! - [`masks`]: the learned masks: timestamps, UUIDs, durations, hex values as candidates, a
 //!   difference only there a soft drift, the positions that varied while the agent passed
 //!   masked after; a value the instruction names never;
+//! - [`cut`]: a large output cut for the replay as the provider cut it for the agent (Claude
+//!   Code's `<persisted-output>` preview);
 //! - [`compare`]: an expected and a seen output after normalisation, and the drift between them
 //!   as a unified diff cut to 4 KiB;
 //! - [`store`]: where a test's recording lives, loading it with a typed error, and the lookup of a
@@ -24,6 +26,7 @@
 
 pub mod compare;
 pub mod console;
+pub mod cut;
 pub mod format;
 pub mod masks;
 pub mod normalize;
