@@ -1,4 +1,4 @@
-//! `[replay]` and `--replay MODE` (SPEC §10) as written, validated, and resolved to settings.
+//! `[replay]` and `--replay MODE` (see docs/replay.md) as written, validated, and resolved to settings.
 //!
 //! A wrong mode or an invalid `ignore` regex is an error with its file and line, like any config
 //! problem. Also here: what replay did for a step (`StepMode`, `StepReplay`, `Drift`), as the
@@ -193,7 +193,7 @@ impl std::fmt::Display for Drift {
     }
 }
 
-/// How a step of an agent provider was carried out (SPEC §10: run.json `steps[].mode`).
+/// How a step of an agent provider was carried out (run.json `steps[].mode`, see docs/replay.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepMode {

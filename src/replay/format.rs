@@ -50,7 +50,7 @@ pub struct RecordedStep {
     pub actions: Vec<Action>,
 }
 
-/// A console tool the agent called (SPEC §9). `list_sessions` and `list_logs` change nothing and
+/// A console tool the agent called (see docs/console.md). `list_sessions` and `list_logs` change nothing and
 /// their answers hold only volatile ids, so they are not recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

@@ -386,7 +386,7 @@ struct Started {
     console: Option<ConsoleServer>,
     /// The agent, not started yet: with replay on, it starts when a step first needs it.
     pending_agent: Option<AgentArgs>,
-    /// Replay and recording (SPEC §10), where they apply.
+    /// Replay and recording (see docs/replay.md), where they apply.
     replay: Option<replay::SessionReplay>,
     /// The session's browser (`[browser]`, SPEC §11), ended with the harness.
     browser: Option<crate::browser::SessionBrowser>,

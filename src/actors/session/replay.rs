@@ -1,4 +1,4 @@
-//! Replay in a session (SPEC §10): before a step goes to the agent, its recording is replayed;
+//! Replay in a session (see docs/replay.md): before a step goes to the agent, its recording is replayed;
 //! after the agent passed a step, what it did is recorded. The recording is loaded once per
 //! session and written back after each step it gained, so a run cut short keeps what it learnt.
 
