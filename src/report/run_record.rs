@@ -344,7 +344,43 @@ pub struct RunRecord {
     pub anomalies: Vec<String>,
 }
 
+impl StepRecord {
+    /// What replay did for this step, as run.json keeps it.
+    fn take_replay(&mut self, r: &crate::model::replay::StepReplay) {
+        self.mode = Some(r.mode);
+        self.replay_note = r.note.clone();
+        self.replay_drift = r.drift.clone();
+        self.recorded = r.recorded;
+        self.replay_audited = r.audited;
+        self.replay_actions = r.actions.clone();
+        self.replay_recorded_at = r.recorded_at;
+        self.replay_recorded_by = r.recorded_by.clone();
+    }
+}
+
 impl RunRecord {
+    /// A step's replay in the run's counts.
+    fn count_replay(&mut self, r: &crate::model::replay::StepReplay) {
+        match r.mode {
+            StepMode::Replayed => {
+                self.replayed_steps += 1;
+                if let Some(saved) = r.cost_saved_usd {
+                    self.cost_saved_usd = Some(self.cost_saved_usd.unwrap_or(0.0) + saved);
+                }
+            }
+            StepMode::Agent => self.agent_steps += 1,
+            StepMode::NotReplayed => self.not_replayed_steps += 1,
+        }
+        if let Some(d) = &r.drift {
+            self.replay_drift_steps += 1;
+            self.replay_soft_drift_steps += u32::from(d.soft);
+        }
+        let agent = r.mode == StepMode::Agent;
+        self.replay_no_recording_steps += u32::from(agent && r.no_recording);
+        self.replay_audited_steps += u32::from(r.audited);
+        self.replay_audit_disagreements += u32::from(r.audit_disagreed);
+    }
+
     /// How this run's steps went through replay.
     pub fn replay_counts(&self) -> crate::model::replay::ReplayCounts {
         crate::model::replay::ReplayCounts {
@@ -611,36 +647,11 @@ impl RunRecord {
                     step.agent_turns = usage.as_ref().and_then(|u| u.turns);
                     step.cost_usd = usage.as_ref().and_then(|u| u.cost_usd);
                     if let Some(r) = replay {
-                        step.mode = Some(r.mode);
-                        step.replay_note = r.note.clone();
-                        step.replay_drift = r.drift.clone();
-                        step.recorded = r.recorded;
-                        step.replay_audited = r.audited;
-                        step.replay_actions = r.actions.clone();
-                        step.replay_recorded_at = r.recorded_at;
-                        step.replay_recorded_by = r.recorded_by.clone();
+                        step.take_replay(r);
                     }
                 }
                 if let Some(r) = replay {
-                    match r.mode {
-                        StepMode::Replayed => {
-                            self.replayed_steps += 1;
-                            if let Some(saved) = r.cost_saved_usd {
-                                self.cost_saved_usd =
-                                    Some(self.cost_saved_usd.unwrap_or(0.0) + saved);
-                            }
-                        }
-                        StepMode::Agent => self.agent_steps += 1,
-                        StepMode::NotReplayed => self.not_replayed_steps += 1,
-                    }
-                    if let Some(d) = &r.drift {
-                        self.replay_drift_steps += 1;
-                        self.replay_soft_drift_steps += u32::from(d.soft);
-                    }
-                    let agent = r.mode == StepMode::Agent;
-                    self.replay_no_recording_steps += u32::from(agent && r.no_recording);
-                    self.replay_audited_steps += u32::from(r.audited);
-                    self.replay_audit_disagreements += u32::from(r.audit_disagreed);
+                    self.count_replay(r);
                 }
                 if let Some(u) = usage {
                     if let Some(cost) = u.cost_usd {
