@@ -207,6 +207,18 @@ fn a_changed_instruction_is_a_miss() {
     );
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
+    // `--replay only` on a drift: not replayed, and not called "no recording".
+    p.write("app/due.sh", "echo 'due 2027-01-15'");
+    let (code, console) = start(&p, &["--replay", "only"]);
+    assert_eq!(code, Some(1), "{console}");
+    let s = step(&latest(&p), "due").clone();
+    let message = s["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("not replayed") && message.contains("drift"),
+        "{s}"
+    );
+    assert!(!message.contains("no usable recording"), "{s}");
+    p.write("app/due.sh", "echo 'due 2026-12-31'");
     // The test is edited to another date; the app still says the old one: the agent runs and
     // fails it, never the old recording.
     write_check(
@@ -244,6 +256,8 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
     assert_eq!(mode(&p), "agent");
+    // A second later, so that the timestamp differs too (it is current in both runs: not learned).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
     // Second run: the request id and the duration differ from the recording, and nowhere else
     // (the timestamp is current in both runs): a soft drift, the agent passes, they are learned.
     let (code, console) = start(&p, &[]);
@@ -264,6 +278,15 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
         assert_eq!(code, Some(0), "{console}");
         assert_eq!(mode(&p), "replayed", "{console}");
     }
+    // The timestamp was never learned (it was current in every pass): a clock stuck in 1999 is
+    // not replayed.
+    p.write(
+        "app/request.sh",
+        "echo \"request $(cat /proc/sys/kernel/random/uuid) took 5ms at 1999-01-01T00:00:00Z\"\necho 'status: ok'",
+    );
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(mode(&p), "agent", "{console}");
     // And the status line it checks is still compared exactly.
     p.write(
         "app/request.sh",

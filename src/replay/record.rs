@@ -5,8 +5,9 @@
 //! The session's recorder (console calls from the console, shell calls from the provider's
 //! stream) is to build every action through here; [`super::replayer`] compares in the same form.
 
+use super::format::RecordedStep;
 use super::format::{Action, ConsoleTool};
-use super::masks::{candidates, named_in, varied, Position};
+use super::masks::{candidates, compare, named_in, Comparison, Position, Rules};
 use super::normalize::Normalizer;
 use super::placeholders::Placeholders;
 use super::replayer::compared_outputs;
@@ -48,17 +49,30 @@ pub fn shell_action(
     }
 }
 
+/// What learning from an agent's pass needs besides the two recordings.
+pub struct Learning<'a> {
+    /// The step's instruction as sent: a value it names is never learned.
+    pub instruction: &'a str,
+    /// When the previous recording's run ran (start, end).
+    pub previous_window: Option<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)>,
+    /// When the agent's new pass ran (its session's start, now).
+    pub window: (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>),
+}
+
 /// The volatile tokens a renewed recording keeps: for each new action that is the same call as
 /// the previous recording's action at its place, the positions learned before, those `soft`
-/// drift found, and those in which the previous recording and the agent's new pass differ — only
-/// in candidate tokens, never a value the instruction names. Everything else stays exact.
+/// drift found, and those in which the previous recording and the agent's new pass differ as a
+/// soft drift would (only in candidate tokens, not a timestamp current in both, never a value the
+/// instruction names). Everything else stays exact.
 pub fn learn(
-    previous: &[Action],
+    previous: &RecordedStep,
     new: &mut [Action],
     soft: &[(usize, Position)],
     normalizer: &Normalizer,
-    instruction: &str,
+    learning: &Learning<'_>,
 ) {
+    let previous = &previous.actions[..];
+    let instruction = learning.instruction;
     let old_texts = compared_outputs(previous);
     let new_texts = compared_outputs(new);
     for (i, action) in new.iter_mut().enumerate() {
@@ -70,7 +84,17 @@ pub fn learn(
         if let (Some(Some(a)), Some(Some(b))) = (old_texts.get(i), new_texts.get(i)) {
             let a = normalizer.normalize_with(a, instruction);
             let b = normalizer.normalize_with(b, instruction);
-            positions.extend(varied(&a, &b, instruction).unwrap_or_default());
+            // What a replay would have called a soft drift: a timestamp current in both passes
+            // is not learned (a clock that later sticks is still caught).
+            let rules = Rules {
+                volatile: &[],
+                instruction,
+                recorded: learning.previous_window,
+                now: learning.window,
+            };
+            if let Comparison::Soft(varied) = compare(&a, &b, &rules) {
+                positions.extend(varied);
+            }
         }
         // A learned position never covers a value the instruction names, whatever taught it.
         positions.retain(|p| !names_position(&new_texts, i, *p, instruction, normalizer));

@@ -10,7 +10,7 @@ use crate::replay::format::{Action, RecordedStep, Recording};
 use crate::replay::masks::Position;
 use crate::replay::normalize::{instruction_hash, Normalizer};
 use crate::replay::placeholders::Placeholders;
-use crate::replay::record::{console_action, learn, shell_action, unreplayable_tool};
+use crate::replay::record::{console_action, learn, shell_action, unreplayable_tool, Learning};
 use crate::replay::replayer::{replay_step, ReplayContext};
 use crate::replay::shell::AgentShell;
 use crate::replay::store::{self, StepKey};
@@ -312,13 +312,15 @@ impl SessionReplay {
         instruction: &str,
     ) -> Result<(), String> {
         if let Some((old, soft)) = previous {
-            learn(
-                &old.actions,
-                &mut actions,
-                soft,
-                &self.normalizer,
+            let learning = Learning {
                 instruction,
-            );
+                previous_window: Some((
+                    old.run_started_at.unwrap_or(old.recorded_at),
+                    old.recorded_at,
+                )),
+                window: (self.started_at, chrono::Utc::now()),
+            };
+            learn(old, &mut actions, soft, &self.normalizer, &learning);
         }
         let run_started_at = Some(self.started_at);
         let recording = match &mut self.recording {

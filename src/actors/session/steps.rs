@@ -265,7 +265,13 @@ impl Driver {
                 ReplayStage::Done(Ok(()))
             }
             (Verdict::Fallback(why), _) if replay.only() => {
-                let message = format!("no recording to replay ([replay] mode = \"only\"): {why}");
+                // A drift is not "no recording": say what stopped the replay.
+                let message = match &why {
+                    Fallback::Miss(_) | Fallback::Unreadable(_) => format!(
+                        "no usable recording ([replay] mode = \"only\" asks no agent): {why}"
+                    ),
+                    _ => format!("not replayed ([replay] mode = \"only\" asks no agent): {why}"),
+                };
                 let mut info = replay::by_the_agent(Some(&why));
                 info.mode = crate::model::replay::StepMode::NotReplayed;
                 self.emit(step_finished_with(
