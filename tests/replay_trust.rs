@@ -207,6 +207,23 @@ fn a_changed_instruction_is_a_miss() {
     );
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
+    // A recording of the first layout (masks up front) is read, not replayed, and renewed.
+    let path = p.root().join("bugatti.replay/due.replay.json");
+    let text = std::fs::read_to_string(&path).expect("recording");
+    std::fs::write(&path, text.replace("\"schema\": 2", "\"schema\": 1")).expect("old layout");
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let s = step(&latest(&p), "due").clone();
+    assert_eq!(s["mode"], "agent", "{s}");
+    assert!(
+        s["replay_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("older supervisor")),
+        "{s}"
+    );
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(step(&latest(&p), "due")["mode"], "replayed");
     // `--replay only` on a drift: not replayed, and not called "no recording".
     p.write("app/due.sh", "echo 'due 2027-01-15'");
     let (code, console) = start(&p, &["--replay", "only"]);

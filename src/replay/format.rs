@@ -225,7 +225,10 @@ impl Recording {
 
     /// Puts `step` in place of the one recorded for the same plan position (a passing agent
     /// renews its recording), keeping the steps in plan order.
+    /// A file of an older layout is written in this one from then on (its other steps are
+    /// compared by this supervisor's rules, which are stricter).
     pub fn upsert(&mut self, step: RecordedStep) {
+        self.schema = SCHEMA_VERSION;
         self.steps.retain(|s| s.step != step.step);
         let at = self.steps.partition_point(|s| s.step < step.step);
         self.steps.insert(at, step);
@@ -399,10 +402,15 @@ mod tests {
     #[test]
     fn upsert_renews_the_step_in_place() {
         let mut rec = Recording::new("t");
+        rec.schema = 1;
         rec.upsert(step(1, &["old"]));
         rec.upsert(step(3, &["three"]));
         rec.upsert(step(1, &["new"]));
         assert_eq!(rec.steps.len(), 2);
+        assert_eq!(
+            rec.schema, SCHEMA_VERSION,
+            "an old file is renewed in this layout"
+        );
         assert_eq!(rec.steps[0].step, 1);
         assert!(
             matches!(&rec.steps[0].actions[0], Action::Shell { output, .. } if output == "new")
