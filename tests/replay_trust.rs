@@ -174,6 +174,18 @@ fn a_broken_app_drifts_to_the_agent_at_every_check_and_an_unchanged_one_replays_
         console.contains(&format!("steps: {} replayed", names.len())),
         "{console}"
     );
+    // A replayed step shows what it ran and saw, and when and by whom it was recorded.
+    let run_dir = std::path::PathBuf::from(records["due"]["run_dir"].as_str().expect("run_dir"));
+    for report in [run_dir.join("report.md"), p.suite_dir().join("report.html")] {
+        let text = std::fs::read_to_string(&report).expect("report");
+        assert!(
+            text.contains("by command")
+                && text.contains("app/due.sh")
+                && text.contains("due 2026-12-31"),
+            "{}: {text}",
+            report.display()
+        );
+    }
 
     // 3. The app breaks: every check drifts to the agent, which fails it.
     for c in &CHECKS {

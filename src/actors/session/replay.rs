@@ -384,7 +384,10 @@ pub(super) fn replayed(
         .iter()
         .map(|a| ReplayedAction {
             what: placeholders.fill(&a.describe()),
-            output: crate::replay::compare::cut(a.output(), REPORT_OUTPUT_CHARS),
+            output: crate::replay::compare::cut(
+                &placeholders.fill(a.output()),
+                REPORT_OUTPUT_CHARS,
+            ),
         })
         .collect();
     let replay = StepReplay {
