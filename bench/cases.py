@@ -652,11 +652,10 @@ def _model_calls(requests_path):
 
 
 def replay(ctx):
-    """SPEC §10: a test of the demo shop through the real Claude Code CLI against the scripted
+    """Replay (docs/replay.md): a test of the demo shop through the real Claude Code CLI against the scripted
     stub with 1 s of model latency per call (0.2 s with --quick). First run (the agent, recorded)
     vs second run (replayed); a third run after one step's output changed asks the model for that
     step only. Model calls are counted from the stub's own request log."""
-    import subprocess
     claude = _claude_bin(ctx)
     steps = 3 if ctx.quick else 10
     name = f"17. replay: {steps}-step claude-code test, model latency {'0.2' if ctx.quick else '1'} s/call"
@@ -697,34 +696,8 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/health"
     with open(os.path.join(project, "tests", "shop.test.toml"), "w") as f:
         f.write('name = "Shop"\n\n' + "".join(
             f'[[steps]]\ninstruction = "Check the shop, part {i}."\n\n' for i in range(1, steps + 1)))
-    stub_py = os.path.join(ctx.root, "tests", "support", "anthropic_stub.py")
-    home = os.path.join(ctx.tmp, "replay-home")
-    os.makedirs(home, exist_ok=True)
-
     def one_run(label, script):
-        side = os.path.join(ctx.tmp, f"replay-{label}")
-        shutil.rmtree(side, ignore_errors=True)
-        os.makedirs(side)
-        script_path, requests = os.path.join(side, "script.json"), os.path.join(side, "requests.jsonl")
-        with open(script_path, "w") as f:
-            json.dump(script, f)
-        stub_env = dict(ctx.env, STUB_DELAY_MS="200" if ctx.quick else "1000")
-        stub = subprocess.Popen(["python3", stub_py, script_path, requests], stdout=subprocess.PIPE,
-                                env=stub_env, start_new_session=True, text=True)
-        try:
-            port = stub.stdout.readline().strip().removeprefix("PORT ")
-            env = dict(ctx.env, HOME=home, ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}",
-                       ANTHROPIC_API_KEY="dummy", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-                       CLAUDE_CODE_MAX_RETRIES="1", BUGATTI_CLAUDE_BIN=claude)
-            saved, ctx.env = ctx.env, env
-            try:
-                m = supervise(ctx, project, ["-q"], label=f"replay-{label}")
-            finally:
-                ctx.env = saved
-        finally:
-            os.killpg(stub.pid, 9)
-            stub.wait()
-        return m.wall, _model_calls(requests)
+        return _stub_run(ctx, project, claude, f"replay-{label}", script)
 
     agent_script = []
     for i in range(1, steps + 1):
@@ -739,6 +712,96 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/health"
                f"{first:.2f} s by the agent ({first_calls} model calls)", f"{ratio:.1f}×",
                "≥ 10× faster, 0 model calls", ratio >= 10 and second_calls == 0,
                f"third run, step {changed}'s output changed: {third:.2f} s, {third_calls} model calls (that step only)")
+
+
+def _stub_run(ctx, project, claude, label, script):
+    """One `supervisor start -q` on `project` through Claude Code and a fresh scripted stub holding
+    `script`; (wall seconds, model calls)."""
+    import subprocess
+    stub_py = os.path.join(ctx.root, "tests", "support", "anthropic_stub.py")
+    home = os.path.join(ctx.tmp, "replay-home")
+    os.makedirs(home, exist_ok=True)
+    side = os.path.join(ctx.tmp, label)
+    shutil.rmtree(side, ignore_errors=True)
+    os.makedirs(side)
+    script_path, requests = os.path.join(side, "script.json"), os.path.join(side, "requests.jsonl")
+    with open(script_path, "w") as f:
+        json.dump(script, f)
+    stub_env = dict(ctx.env, STUB_DELAY_MS="200" if ctx.quick else "1000")
+    stub = subprocess.Popen(["python3", stub_py, script_path, requests], stdout=subprocess.PIPE,
+                            env=stub_env, start_new_session=True, text=True)
+    try:
+        port = stub.stdout.readline().strip().removeprefix("PORT ")
+        env = dict(ctx.env, HOME=home, ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}",
+                   ANTHROPIC_API_KEY="dummy", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                   CLAUDE_CODE_MAX_RETRIES="1", BUGATTI_CLAUDE_BIN=claude)
+        saved, ctx.env = ctx.env, env
+        try:
+            m = supervise(ctx, project, ["-q"], label=label)
+        finally:
+            ctx.env = saved
+    finally:
+        os.killpg(stub.pid, 9)
+        stub.wait()
+    return m.wall, _model_calls(requests)
+
+
+def _agent_steps(project):
+    """The agent_steps of the (only) run.json the last invocation left."""
+    runs = os.path.join(project, ".bugatti", "runs")
+    total = 0
+    for run in os.listdir(runs):
+        with open(os.path.join(runs, run, "run.json")) as f:
+            total += json.load(f).get("agent_steps", 0)
+    return total
+
+
+# 22 -----------------------------------------------------------------------------------------------
+def replay_learning(ctx):
+    """Learned masks (docs/replay.md): a 10-step Claude Code test whose every output carries a
+    request id and a duration that change each run. Run 1: the agent does every step (recorded);
+    run 2: each step soft-drifts (only those tokens differ) and goes to the agent once, which
+    passes it, so those token positions are learned; run 3: every step replays, no model call."""
+    claude = _claude_bin(ctx)
+    steps = 3 if ctx.quick else 10
+    name = f"22. replay learns a request id and a duration: {steps}-step claude-code test, 3 runs"
+    if claude is None:
+        return Row(name, "skipped", "-", "-", f"steps by the agent {steps}, ≤ {steps}, 0", True,
+                   "Claude Code CLI not installed (.ci/run installs it into .ci/node)")
+    project = os.path.join(ctx.tmp, "replay-learning")
+    shutil.rmtree(project, ignore_errors=True)
+    os.makedirs(os.path.join(project, "tests"))
+    with open(os.path.join(project, "bugatti.config.toml"), "w") as f:
+        f.write("""[provider]
+name = "claude-code"
+agent_args = ["--allowedTools", "Bash"]
+step_timeout_secs = 120
+
+[supervisor]
+tests = ["tests/*.test.toml"]
+keep_workspace = "never"
+""")
+    with open(os.path.join(project, "tests", "api.test.toml"), "w") as f:
+        f.write('name = "API"\n\n' + "".join(
+            f'[[steps]]\ninstruction = "Call the API, part {i}, and check it answers ok."\n\n'
+            for i in range(1, steps + 1)))
+    command = lambda i: (f'echo "request $(cat /proc/sys/kernel/random/uuid) took '
+                         f'$(( RANDOM % 900 + 10 ))ms"; echo "part {i}: ok"')
+    script = []
+    for i in range(1, steps + 1):
+        script += [{"bash": command(i)}, {"text": "RESULT OK"}]
+    runs = []
+    for label, s in (("first", script), ("second", script), ("third", [])):
+        wall, calls = _stub_run(ctx, project, claude, f"learning-{label}", s)
+        runs.append((wall, calls, _agent_steps(project)))
+    agent = [r[2] for r in runs]
+    calls = [r[1] for r in runs]
+    ok = agent[0] == steps and agent[1] <= steps and agent[2] == 0 and calls[2] == 0
+    return Row(name, f"steps by the agent {agent[0]}, {agent[1]}, {agent[2]}",
+               f"model calls {calls[0]}, {calls[1]}, {calls[2]}",
+               f"{runs[0][0]:.2f} s, {runs[1][0]:.2f} s, {runs[2][0]:.2f} s",
+               f"steps by the agent {steps}, ≤ {steps}, 0", ok,
+               "run 2: soft drifts learned; run 3: all replayed")
 
 
 # 18-19: past one machine (SPEC §12) ------------------------------------------------------------------
@@ -944,4 +1007,4 @@ readiness_url = "http://127.0.0.1:${WEB_PORT}/"
 ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead,
        check_many_env, html_report, console_latency, console_wait_for_log, console_idle,
        console_flood, many_steps, replay, merge_shards, shard_balance, shard_wall,
-       browser]
+       browser, replay_learning]

@@ -557,10 +557,10 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
     print_agent_facts(out, suite);
     let mut steps = 0;
     for test in &suite.tests {
-        // SPEC §10: which steps have a recording this run could replay.
+        // Which steps have a recording this run could replay (see docs/replay.md).
         let replay = &test.effective.replay;
-        let replays = replay.mode.value != ReplayMode::Off
-            && test.effective.provider.name.value != ProviderKind::Shell;
+        let replays =
+            bugatti::model::replay::applies(replay.mode.value, test.effective.provider.name.value);
         let recording_path = bugatti::replay::store::recording_path(
             &replay.dir_in(&suite.project_root),
             &test.rel_path,
@@ -576,7 +576,7 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
             .display()
             .to_string();
         print_test_heading(out, test, replays, &recording, &shown_path);
-        print_plan(out, test, &recording, replay.max_age_days.value);
+        print_plan(out, test, replays, &recording, replay.max_age_days.value);
         steps += test.plan.len();
         print_test_config(out, test, &base_rows, verbosity);
     }
@@ -707,6 +707,7 @@ fn print_test_heading(
 fn print_plan(
     out: &mut String,
     test: &bugatti::model::load::RootTest,
+    replays: bool,
     recording: &Loaded,
     max_age_days: u32,
 ) {
@@ -730,7 +731,9 @@ fn print_plan(
         if let Some(t) = s.timeout_secs {
             marks.push(format!("timeout: {t}s"));
         }
-        if let (Some(Ok(Some(loaded))), false) = (recording, s.skip) {
+        if replays && !s.replay {
+            marks.push("replay = false: always the agent".to_string());
+        } else if let (Some(Ok(Some(loaded))), false) = (recording, s.skip) {
             marks.push(format!(
                 "replay: {}",
                 bugatti::replay::store::check_status(

@@ -318,6 +318,7 @@ mod tests {
             checkpoint: None,
             setup: false,
             skip: false,
+            replay: true,
             source_span: 0..0,
         };
         let vars = [("P".to_string(), "9".to_string())].into();

@@ -33,6 +33,9 @@ pub struct PlannedStep {
     pub setup: bool,
     /// Bugatti 0.7 `skip = true`: not sent to the agent, counts as passed.
     pub skip: bool,
+    /// `false` (`replay = false` on the step or its file): never replayed, always the agent.
+    #[serde(skip)]
+    pub replay: bool,
     /// Byte span of the step's table in `source_file`, for error positions.
     #[serde(skip)]
     pub source_span: std::ops::Range<usize>,
@@ -113,6 +116,8 @@ struct Expander<'a> {
     problems: Problems,
     /// [`MAX_PLAN_STEPS`] was reached (and reported): expansion stops.
     too_big: bool,
+    /// How many files being expanded say `replay = false` (their steps and includes opt out).
+    replay_off: usize,
 }
 
 /// Expand the root test at absolute `file` into its flat plan. With problems, the plan holds
@@ -124,6 +129,7 @@ pub fn expand(root: &Path, file: &Path, files: &mut TestFiles) -> (Vec<PlannedSt
         steps: Vec::new(),
         problems: Problems::default(),
         too_big: false,
+        replay_off: 0,
     };
     ex.file(file, &mut Vec::new());
     (ex.steps, ex.problems)
@@ -148,6 +154,8 @@ impl Expander<'_> {
             return;
         }
         stack.push(file.to_path_buf());
+        let opts_out = test.replay == Some(false);
+        self.replay_off += usize::from(opts_out);
         let dir = file.parent().unwrap_or(self.root).to_path_buf();
         for (i, step) in test.steps.iter().enumerate() {
             if self.too_big {
@@ -163,6 +171,7 @@ impl Expander<'_> {
                     checkpoint,
                     setup,
                     skip,
+                    replay,
                 }) => {
                     if self.steps.len() == MAX_PLAN_STEPS {
                         self.too_big = true;
@@ -189,6 +198,7 @@ impl Expander<'_> {
                         checkpoint,
                         setup,
                         skip,
+                        replay: replay && self.replay_off == 0,
                         source_span: span.clone(),
                     });
                 }
@@ -218,6 +228,7 @@ impl Expander<'_> {
                 },
             }
         }
+        self.replay_off -= usize::from(opts_out);
         stack.pop();
     }
 

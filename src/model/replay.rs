@@ -1,4 +1,4 @@
-//! `[replay]` and `--replay MODE` (SPEC §10) as written, validated, and resolved to settings.
+//! `[replay]` and `--replay MODE` (see docs/replay.md) as written, validated, and resolved to settings.
 //!
 //! A wrong mode or an invalid `ignore` regex is an error with its file and line, like any config
 //! problem. Also here: what replay did for a step (`StepMode`, `StepReplay`, `Drift`), as the
@@ -72,6 +72,12 @@ impl std::str::FromStr for ReplayMode {
     }
 }
 
+/// Whether replay applies to a run at all: not with `mode = "off"`, and not for the built-in
+/// `shell` provider (it is deterministic already). The one rule a run and `check` both use.
+pub fn applies(mode: ReplayMode, provider: crate::model::provider::ProviderKind) -> bool {
+    mode != ReplayMode::Off && provider != crate::model::provider::ProviderKind::Shell
+}
+
 /// `[replay]` as written; every field optional.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -82,6 +88,8 @@ pub struct ReplaySection {
     /// Extra regexes masked before comparison.
     pub ignore: Option<Vec<Spanned<String>>>,
     pub max_age_days: Option<Spanned<u32>>,
+    /// The share (0.0–1.0) of replayable steps sent to the agent anyway.
+    pub audit: Option<Spanned<f64>>,
 }
 
 /// `[replay] dir` when unset.
@@ -100,6 +108,39 @@ pub struct ReplayConfig {
     /// Checked to be regexes when applied.
     pub ignore: Sourced<Vec<String>>,
     pub max_age_days: Sourced<u32>,
+    /// `[replay] audit`, checked to be within 0.0–1.0.
+    pub audit: Sourced<AuditShare>,
+}
+
+/// `[replay] audit` in millionths (a whole number, so that the config compares exactly).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AuditShare(u32);
+
+impl AuditShare {
+    /// `share` (0.0–1.0) or `None` outside that range.
+    pub fn new(share: f64) -> Option<Self> {
+        (0.0..=1.0)
+            .contains(&share)
+            .then(|| Self((share * 1_000_000.0).round() as u32))
+    }
+
+    pub fn fraction(self) -> f64 {
+        f64::from(self.0) / 1_000_000.0
+    }
+
+    /// Whether step `step` of `test` is audited on `date` (`YYYY-MM-DD`): a hash of the three
+    /// below the share, so that every shard of a run chooses the same steps.
+    pub fn picks(self, test: &str, step: usize, date: &str) -> bool {
+        use sha2::{Digest, Sha256};
+        if self.0 == 0 {
+            return false;
+        }
+        let digest = Sha256::digest(format!("{test}\n{step}\n{date}").as_bytes());
+        let mut first = [0u8; 8];
+        first.copy_from_slice(&digest[..8]);
+        let draw = u64::from_be_bytes(first) % 1_000_000;
+        draw < u64::from(self.0)
+    }
 }
 
 impl Default for ReplayConfig {
@@ -109,6 +150,7 @@ impl Default for ReplayConfig {
             dir: Sourced::default_value(DEFAULT_DIR.to_string()),
             ignore: Sourced::default_value(Vec::new()),
             max_age_days: Sourced::default_value(DEFAULT_MAX_AGE_DAYS),
+            audit: Sourced::default_value(AuditShare::default()),
         }
     }
 }
@@ -135,6 +177,10 @@ pub struct Drift {
     pub seen: String,
     /// `--- recorded` / `+++ replayed` unified diff of the two, cut.
     pub diff: String,
+    /// The outputs differ only in timestamps, UUIDs, durations or hex values not learned yet:
+    /// when the agent passes the step, the positions that varied are masked from then on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub soft: bool,
 }
 
 impl std::fmt::Display for Drift {
@@ -150,7 +196,7 @@ impl std::fmt::Display for Drift {
     }
 }
 
-/// How a step of an agent provider was carried out (SPEC §10: run.json `steps[].mode`).
+/// How a step of an agent provider was carried out (run.json `steps[].mode`, see docs/replay.md).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum StepMode {
@@ -158,6 +204,8 @@ pub enum StepMode {
     Replayed,
     /// The agent carried it out (replay off, no usable recording, or a drift).
     Agent,
+    /// Neither: `--replay only` found no usable recording, and there is no agent to ask.
+    NotReplayed,
 }
 
 impl StepMode {
@@ -165,6 +213,7 @@ impl StepMode {
         match self {
             Self::Replayed => "replayed",
             Self::Agent => "agent",
+            Self::NotReplayed => "not_replayed",
         }
     }
 }
@@ -188,6 +237,99 @@ pub struct StepReplay {
     /// The recording file could not be used (corrupt, hand-edited, newer): the console warns.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unusable_recording: bool,
+    /// `[replay] audit` sent this replayable step to the agent anyway.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub audited: bool,
+    /// An audited step the agent failed: its recording would have passed it, and was deleted.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub audit_disagreed: bool,
+    /// The agent ran it because there was no usable recording (the note says why).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_recording: bool,
+    /// For a replayed step: each action it ran (command or tool, cut output).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<ReplayedAction>,
+    /// For a replayed step: when its recording was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// For a replayed step: the provider whose agent passed it then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recorded_by: Option<String>,
+}
+
+/// How a run's (or a suite's) steps went through replay: the summary line's words.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReplayCounts {
+    pub replayed: u64,
+    /// Carried out by the agent with replay on (every reason below included).
+    pub agent: u64,
+    /// Of those, after a drift (hard and soft).
+    pub drift: u64,
+    /// Of the drifts, the soft ones.
+    pub soft_drift: u64,
+    /// Of the agent's, sent by `[replay] audit`.
+    pub audited: u64,
+    /// Audited steps the agent failed: the recording would have passed them.
+    pub disagreed: u64,
+    /// Of the agent's, those with no usable recording (new, changed, too old, unreadable, opted
+    /// out, not replayable).
+    pub no_recording: u64,
+    /// `--replay only` steps without a usable recording (no agent asked).
+    pub not_replayed: u64,
+}
+
+impl ReplayCounts {
+    /// Whether replay applied to any step.
+    pub fn any(&self) -> bool {
+        self.replayed + self.agent + self.not_replayed > 0
+    }
+
+    /// `12 replayed, 3 by the agent (1 drift, 1 soft drift, 1 no recording), 1 audited`; with
+    /// `--replay only` never "by the agent".
+    pub fn describe(&self) -> String {
+        let mut text = format!("{} replayed", self.replayed);
+        if self.agent > 0 || self.not_replayed == 0 {
+            text.push_str(&format!(", {} by the agent", self.agent));
+            let hard = self.drift.saturating_sub(self.soft_drift);
+            let parts: Vec<String> = [
+                (hard, "drift"),
+                (self.soft_drift, "soft drift"),
+                (self.no_recording, "no recording"),
+            ]
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{n} {what}"))
+            .collect();
+            if !parts.is_empty() {
+                text.push_str(&format!(" ({})", parts.join(", ")));
+            }
+        }
+        if self.not_replayed > 0 {
+            text.push_str(&format!(
+                ", {} not replayed (no usable recording; --replay only asks no agent)",
+                self.not_replayed
+            ));
+        }
+        if self.audited > 0 {
+            text.push_str(&format!(", {} audited", self.audited));
+            if self.disagreed > 0 {
+                text.push_str(&format!(
+                    " ({} failed by the agent: replay would have passed a failing step)",
+                    self.disagreed
+                ));
+            }
+        }
+        text
+    }
+}
+
+/// One action a replayed step ran, as the report shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ReplayedAction {
+    /// The command or tool call, in a few words.
+    pub what: String,
+    /// Its recorded output, cut.
+    pub output: String,
 }
 
 #[cfg(test)]
@@ -245,6 +387,66 @@ mod tests {
         let (e, _) = effective(text, Some(ReplayMode::Off));
         assert_eq!(e.replay.mode.value, ReplayMode::Off);
         assert_eq!(e.replay.mode.source, Layer::Flag);
+    }
+
+    #[test]
+    fn the_summary_says_what_happened() {
+        let c = |replayed, agent, drift, soft_drift, audited, disagreed, not_replayed| {
+            ReplayCounts {
+                replayed,
+                agent,
+                drift,
+                soft_drift,
+                audited,
+                disagreed,
+                not_replayed,
+                no_recording: agent - drift - audited,
+            }
+            .describe()
+        };
+        assert_eq!(c(6, 0, 0, 0, 0, 0, 0), "6 replayed, 0 by the agent");
+        assert_eq!(
+            c(1, 1, 1, 0, 0, 0, 0),
+            "1 replayed, 1 by the agent (1 drift)"
+        );
+        assert_eq!(
+            c(5, 4, 2, 1, 1, 1, 0),
+            "5 replayed, 4 by the agent (1 drift, 1 soft drift, 1 no recording), 1 audited \
+             (1 failed by the agent: replay would have passed a failing step)"
+        );
+        assert_eq!(
+            c(0, 3, 0, 0, 0, 0, 0),
+            "0 replayed, 3 by the agent (3 no recording)"
+        );
+        let only = c(2, 0, 0, 0, 0, 0, 3);
+        assert!(!only.contains("by the agent"), "{only}");
+        assert!(only.starts_with("2 replayed, 3 not replayed"), "{only}");
+    }
+
+    #[test]
+    fn audit_is_a_share_and_picks_by_hash() {
+        let (e, problems) = effective("[replay]\naudit = 1.0\n", None);
+        assert!(problems.is_empty(), "{problems:?}");
+        let all = e.replay.audit.value;
+        assert!((1..20).all(|s| all.picks("t.test.toml", s, "2026-11-25")));
+        let none = AuditShare::default();
+        assert!(!(1..20).any(|s| none.picks("t.test.toml", s, "2026-11-25")));
+        let half = AuditShare::new(0.5).expect("in range");
+        let picked = (1..200)
+            .filter(|s| half.picks("t", *s, "2026-11-25"))
+            .count();
+        assert!((50..150).contains(&picked), "{picked}");
+        assert_eq!(
+            half.picks("t", 7, "2026-11-25"),
+            half.picks("t", 7, "2026-11-25")
+        );
+        let (_, problems) = effective("[replay]\naudit = 1.5\n", None);
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.starts_with("Some(2) ") && p.contains("0.0 to 1.0")),
+            "{problems:?}"
+        );
     }
 
     #[test]

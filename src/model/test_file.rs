@@ -25,6 +25,9 @@ pub struct TestFile {
     pub quarantine: bool,
     #[serde(default)]
     pub overrides: Overrides,
+    /// `replay = false`: every step of this file (and of the files it includes) always goes to
+    /// the agent, never replayed (see docs/replay.md, "When to write replay = false").
+    pub replay: Option<bool>,
     #[serde(default)]
     pub steps: Vec<Spanned<StepSection>>,
 }
@@ -52,6 +55,8 @@ pub struct StepSection {
     pub setup: Option<bool>,
     /// Bugatti 0.7: a skipped step is not sent to the agent and counts as passed.
     pub skip: Option<bool>,
+    /// `replay = false`: this step always goes to the agent.
+    pub replay: Option<bool>,
 }
 
 /// What a step is, once the exactly-one rule holds.
@@ -63,6 +68,8 @@ pub enum StepKind {
         checkpoint: Option<String>,
         setup: bool,
         skip: bool,
+        /// `false`: never replayed.
+        replay: bool,
     },
     IncludePath(String),
     IncludeGlob(String),
@@ -109,6 +116,7 @@ impl StepSection {
                 checkpoint: self.checkpoint.clone(),
                 setup: self.setup.unwrap_or(false),
                 skip: self.skip.unwrap_or(false),
+                replay: self.replay.unwrap_or(true),
             });
         }
         let extras: Vec<&str> = [
@@ -117,6 +125,7 @@ impl StepSection {
             ("checkpoint", self.checkpoint.is_some()),
             ("setup", self.setup.is_some()),
             ("skip", self.skip.is_some()),
+            ("replay", self.replay.is_some()),
         ]
         .iter()
         .filter(|(_, set)| *set)
@@ -231,7 +240,8 @@ include_glob = "shared/smoke/*.test.toml"
                 timeout_secs: Some(120),
                 checkpoint: Some("logged-in".into()),
                 setup: false,
-                skip: false
+                skip: false,
+                replay: true
             }
         );
         assert_eq!(

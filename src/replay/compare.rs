@@ -1,24 +1,44 @@
-//! An output seen at replay against the one recorded, both normalised; the first difference is
-//! the step's drift, kept in the report as a unified diff cut to [`MAX_DRIFT_BYTES`].
+//! An output seen at replay against the one recorded, both normalised, then compared under the
+//! learned masks ([`super::masks`]); a difference is the step's drift, kept in the report as a
+//! unified diff cut to [`MAX_DRIFT_BYTES`].
 
+use super::masks::{self, Comparison, Position, Rules};
 use super::normalize::Normalizer;
 
-/// The most of a drift kept (SPEC §10: 4 KiB).
+/// The most of a drift kept (4 KiB).
 pub const MAX_DRIFT_BYTES: usize = 4096;
 
 pub use crate::model::replay::Drift;
 
-/// `None` when `expected` and `seen` are equal after `normalizer`; otherwise the drift.
+/// What comparing one output came to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Checked {
+    Same,
+    /// Different only in candidate tokens not learned yet (these positions).
+    Soft(Drift, Vec<Position>),
+    Hard(Drift),
+}
+
+/// `expected` (recorded) against `seen` (replayed), each normalised, under `rules`.
 pub fn compare_output(
     normalizer: &Normalizer,
+    rules: &Rules<'_>,
     action: usize,
     what: &str,
     expected: &str,
     seen: &str,
-) -> Option<Drift> {
-    let expected = normalizer.normalize(expected);
-    let seen = normalizer.normalize(seen);
-    (expected != seen).then(|| drift(action, what, "output", &expected, &seen))
+) -> Checked {
+    let expected = normalizer.normalize_with(expected, rules.instruction);
+    let seen = normalizer.normalize_with(seen, rules.instruction);
+    match masks::compare(&expected, &seen, rules) {
+        Comparison::Same => Checked::Same,
+        Comparison::Soft(positions) => {
+            let mut d = drift(action, what, "output", &expected, &seen);
+            d.soft = true;
+            Checked::Soft(d, positions)
+        }
+        Comparison::Hard => Checked::Hard(drift(action, what, "output", &expected, &seen)),
+    }
 }
 
 /// A drift of two texts already normalised (or plain values: exit codes).
@@ -45,6 +65,7 @@ pub fn drift(action: usize, what: &str, field: &str, expected: &str, seen: &str)
         expected: cut(expected, MAX_DRIFT_BYTES),
         seen: cut(seen, MAX_DRIFT_BYTES),
         diff: cut(&diff, MAX_DRIFT_BYTES),
+        soft: false,
     }
 }
 
@@ -67,28 +88,57 @@ mod tests {
     use super::*;
     use crate::replay::normalize::Volatile;
 
+    fn rules(volatile: &[Position]) -> Rules<'_> {
+        let now = chrono::Utc::now();
+        Rules {
+            volatile,
+            instruction: "",
+            recorded: Some((now, now)),
+            now: (now, now),
+        }
+    }
+
+    fn hard(c: Checked) -> Drift {
+        match c {
+            Checked::Hard(d) => d,
+            other => panic!("expected a hard drift: {other:?}"),
+        }
+    }
+
     #[test]
-    fn equal_after_normalisation_is_no_drift() {
+    fn the_sessions_values_are_exact_and_candidates_are_soft() {
         let a = Normalizer::new([Volatile::new("APP_PORT", "41234")], &[]).expect("ok");
         let b = Normalizer::new([Volatile::new("APP_PORT", "50000")], &[]).expect("ok");
-        // Each side is normalised with its own session's values: the recording's were masked
-        // when it was written, the replay's now.
-        let recorded = a.normalize("up on :41234 in 3ms");
-        assert_eq!(recorded, b.normalize("up on :50000 in 12ms"));
-        assert!(compare_output(&b, 0, "x", "in 3ms\r\n", "in 4ms\n").is_none());
+        // Each side is normalised with its own session's values.
+        assert_eq!(a.normalize("up on :41234"), b.normalize("up on :50000"));
+        let n = Normalizer::generic();
+        assert_eq!(
+            compare_output(&n, &rules(&[]), 0, "x", "in 3ms\r\n", "in 3ms\n"),
+            Checked::Same
+        );
+        let soft = compare_output(&n, &rules(&[]), 0, "x", "in 3ms", "in 4ms");
+        assert!(
+            matches!(&soft, Checked::Soft(d, p) if d.soft && p == &[Position { line: 0, token: 0 }]),
+            "{soft:?}"
+        );
+        let learned = [Position { line: 0, token: 0 }];
+        assert_eq!(
+            compare_output(&n, &rules(&learned), 0, "x", "in 3ms", "in 4ms"),
+            Checked::Same
+        );
     }
 
     #[test]
     fn a_changed_line_is_a_diff() {
         let n = Normalizer::generic();
-        let d = compare_output(
+        let d = hard(compare_output(
             &n,
+            &rules(&[]),
             2,
             "exec_command curl",
             "a\nstatus: ok\nb\n",
             "a\nstatus: down\nb\n",
-        )
-        .expect("drift");
+        ));
         assert_eq!(d.action, 2);
         assert!(d.diff.contains("--- recorded"), "{}", d.diff);
         assert!(d.diff.contains("-status: ok\n+status: down"), "{}", d.diff);
@@ -102,7 +152,7 @@ mod tests {
         let n = Normalizer::generic();
         let big_a = "é".repeat(5000);
         let big_b = "è".repeat(5000);
-        let d = compare_output(&n, 0, "x", &big_a, &big_b).expect("drift");
+        let d = hard(compare_output(&n, &rules(&[]), 0, "x", &big_a, &big_b));
         for part in [&d.expected, &d.seen, &d.diff] {
             assert!(part.len() <= MAX_DRIFT_BYTES, "{}", part.len());
             assert!(part.ends_with("bytes cut"));

@@ -5,12 +5,15 @@
 //! action, and each action (its inputs and full output) on one line of its own, so that a changed
 //! output is one changed line in review.
 
+use super::masks::Position;
 use serde::{Deserialize, Serialize};
 use std::io;
 
 /// The version of this layout. A file with a higher one was written by a newer supervisor and is
-/// not read (the step goes to the agent, which records it anew).
-pub const SCHEMA_VERSION: u32 = 1;
+/// not read (the step goes to the agent, which records it anew). Version 1 masked every
+/// timestamp, UUID, duration and hex value up front: its steps are read but not replayed (a miss
+/// that says so), and the agent's next pass records them in version 2, with learned masks.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A root test's recording: its steps that replay, in plan order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -37,13 +40,17 @@ pub struct RecordedStep {
     pub provider: String,
     /// RFC 3339; `max_age_days` counts from here.
     pub recorded_at: chrono::DateTime<chrono::Utc>,
+    /// When the recording's run started: with `recorded_at`, the window in which a timestamp
+    /// the agent saw counted as current.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_started_at: Option<chrono::DateTime<chrono::Utc>>,
     /// What the model cost for this step, as the provider reported it (the saving when replayed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
     pub actions: Vec<Action>,
 }
 
-/// A console tool the agent called (SPEC §9). `list_sessions` and `list_logs` change nothing and
+/// A console tool the agent called (see docs/console.md). `list_sessions` and `list_logs` change nothing and
 /// their answers hold only volatile ids, so they are not recorded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -98,6 +105,9 @@ pub enum Action {
         /// The answer was an error (bad arguments, unknown session).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
+        /// Learned volatile tokens of the compared output (`[line, token]`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        volatile: Vec<Position>,
     },
     /// The provider's own shell tool (Claude Code `Bash`, Codex `command_execution`).
     Shell {
@@ -108,6 +118,9 @@ pub enum Action {
         exit_code: Option<i32>,
         /// stdout and stderr as the tool result showed them.
         output: String,
+        /// Learned volatile tokens of the output (`[line, token]`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        volatile: Vec<Position>,
     },
 }
 
@@ -138,6 +151,66 @@ impl Action {
             Self::Shell { command, .. } => format!("shell {command}"),
         }
     }
+
+    /// The output the agent saw.
+    pub fn output(&self) -> &str {
+        match self {
+            Self::Console { output, .. } | Self::Shell { output, .. } => output,
+        }
+    }
+
+    /// The learned volatile tokens of its output.
+    pub fn volatile(&self) -> &[Position] {
+        match self {
+            Self::Console { volatile, .. } | Self::Shell { volatile, .. } => volatile,
+        }
+    }
+
+    /// Sets the learned volatile tokens (sorted, no repeats: a stable line in review).
+    pub fn set_volatile(&mut self, mut positions: Vec<Position>) {
+        positions.sort();
+        positions.dedup();
+        match self {
+            Self::Console { volatile, .. } | Self::Shell { volatile, .. } => *volatile = positions,
+        }
+    }
+
+    /// The same call as `other` (same tool and input), whatever each saw: two observations of one
+    /// output, from which volatile tokens are learned.
+    pub fn same_input(&self, other: &Self) -> bool {
+        match (self, other) {
+            (
+                Self::Console {
+                    tool: a,
+                    arguments: x,
+                    ..
+                },
+                Self::Console {
+                    tool: b,
+                    arguments: y,
+                    ..
+                },
+            ) => a == b && without_session(x) == without_session(y),
+            (
+                Self::Shell {
+                    command: a, cwd: x, ..
+                },
+                Self::Shell {
+                    command: b, cwd: y, ..
+                },
+            ) => a == b && x == y,
+            _ => false,
+        }
+    }
+}
+
+/// Call arguments without the console session's id (it differs between two runs by design).
+fn without_session(arguments: &serde_json::Value) -> serde_json::Value {
+    let mut a = arguments.clone();
+    if let Some(map) = a.as_object_mut() {
+        map.remove("session_id");
+    }
+    a
 }
 
 impl Recording {
@@ -152,7 +225,10 @@ impl Recording {
 
     /// Puts `step` in place of the one recorded for the same plan position (a passing agent
     /// renews its recording), keeping the steps in plan order.
+    /// A file of an older layout is written in this one from then on (its other steps are
+    /// compared by this supervisor's rules, which are stricter).
     pub fn upsert(&mut self, step: RecordedStep) {
+        self.schema = SCHEMA_VERSION;
         self.steps.retain(|s| s.step != step.step);
         let at = self.steps.partition_point(|s| s.step < step.step);
         self.steps.insert(at, step);
@@ -273,6 +349,7 @@ mod tests {
             instruction_hash: "ab".repeat(32),
             provider: "claude-code".into(),
             recorded_at: "2026-11-24T12:00:00Z".parse().expect("timestamp"),
+            run_started_at: None,
             cost_usd: Some(0.0125),
             actions: outputs
                 .iter()
@@ -281,6 +358,7 @@ mod tests {
                     cwd: "${BUGATTI_WORKDIR}".into(),
                     exit_code: Some(0),
                     output: (*o).to_string(),
+                    volatile: Vec::new(),
                 })
                 .collect(),
         }
@@ -324,10 +402,15 @@ mod tests {
     #[test]
     fn upsert_renews_the_step_in_place() {
         let mut rec = Recording::new("t");
+        rec.schema = 1;
         rec.upsert(step(1, &["old"]));
         rec.upsert(step(3, &["three"]));
         rec.upsert(step(1, &["new"]));
         assert_eq!(rec.steps.len(), 2);
+        assert_eq!(
+            rec.schema, SCHEMA_VERSION,
+            "an old file is renewed in this layout"
+        );
         assert_eq!(rec.steps[0].step, 1);
         assert!(
             matches!(&rec.steps[0].actions[0], Action::Shell { output, .. } if output == "new")

@@ -1,4 +1,4 @@
-//! Replay (SPEC §10): a step the agent passed, compiled into a check that runs at shell speed.
+//! Replay (see docs/replay.md): a step the agent passed, compiled into a check that runs at shell speed.
 //!
 //! The session's side (when to replay, when to record, the lazy agent) is
 //! `actors/session/replay.rs`; the agents' own tool calls come from `providers/tool_calls.rs`.
@@ -7,23 +7,34 @@
 //!   (stable key order, one action per line);
 //! - [`placeholders`]: a session's own values (ports, paths, ids, secrets) as `${NAME}` in
 //!   recorded inputs, and filled back at replay;
-//! - [`normalize`]: what is volatile in an output (ANSI, CRLF, the session's values, timestamps,
-//!   UUIDs, durations, hex addresses, the project's `ignore` regexes) masked before comparison;
+//! - [`normalize`]: what is rewritten in every output before comparison (ANSI, CRLF, the
+//!   session's values as exact placeholders, the project's `ignore` regexes);
+//! - [`masks`]: the learned masks: timestamps, UUIDs, durations, hex values as candidates, a
+//!   difference only there a soft drift, the positions that varied while the agent passed
+//!   masked after; a value the instruction names never;
+//! - [`cut`]: a large output cut for the replay as the provider cut it for the agent (Claude
+//!   Code's `<persisted-output>` preview);
 //! - [`compare`]: an expected and a seen output after normalisation, and the drift between them
 //!   as a unified diff cut to 4 KiB;
 //! - [`store`]: where a test's recording lives, loading it with a typed error, and the lookup of a
 //!   step (a miss always says why);
 //! - [`verdict`]: why a step passed without the model, or why it went to the agent;
 //! - [`record`]: an action as the recording keeps it, from what the agent did and saw;
-//! - [`replayer`]: the recorded actions run again through the console and `process::handle`.
+//! - [`replayer`]: a recorded step run again, one action kind per file: [`console`] (the
+//!   session's console) and [`shell`] (the agent's own shell tool, as that tool ran it, in a
+//!   group and with a marker of the replay's own).
 
 pub mod browser_refs;
 pub mod compare;
+pub mod console;
+pub mod cut;
 pub mod files;
 pub mod format;
+pub mod masks;
 pub mod normalize;
 pub mod placeholders;
 pub mod record;
 pub mod replayer;
+pub mod shell;
 pub mod store;
 pub mod verdict;

@@ -1,20 +1,19 @@
-//! Normalisation: what may differ between two runs of an unchanged app, masked before an output
-//! is compared with its recording (SPEC §10).
+//! Normalisation: what is rewritten in every output before it is compared with its recording
+//! (see docs/replay.md, "What is masked").
 //!
-//! Masked: terminal escapes (stripped) and `\r\n` (to `\n`); the session's own volatile values
-//! (ports, workspace and run directories, project root, run/session/step ids), each as
-//! `⟨ITS_NAME⟩`; RFC 3339 / ISO-8601 timestamps, dates and times of day, HTTP dates
-//! (`⟨timestamp⟩`); UUIDs (`⟨uuid⟩`); durations such as `12ms`, `0.03s`, `1m30s`, `2 seconds`
-//! (`⟨duration⟩`); hex addresses `0x7ffd…` (`⟨hex⟩`); and whatever the project's `[replay] ignore`
-//! regexes match (`⟨ignored⟩`).
+//! Terminal escapes are stripped and `\r\n` becomes `\n`; the session's own values (ports,
+//! workspace and run directories, project root, run/session/step ids) become `⟨ITS_NAME⟩` (they
+//! are exact placeholders: each side has its own session's values); whatever the project's
+//! `[replay] ignore` regexes match becomes `⟨ignored⟩`, unless the step's instruction names it.
+//! Timestamps, UUIDs, durations and hex values are *not* masked here: they are candidates of a
+//! learned mask ([`super::masks`]).
 //!
 //! Nothing else is changed, and the masks cannot be forged: a `⟨` in the output itself is written
 //! `⟨⟨`, so two outputs that differ anywhere outside a masked value never normalise to the same
-//! text (`tests/prop_replay_normalize.rs` checks both halves of that).
+//! text (`tests/prop_replay_normalize.rs` checks that).
 
 use regex::Regex;
 use sha2::{Digest, Sha256};
-use std::sync::LazyLock;
 
 /// Opens a mask; doubled when it occurs in the text itself.
 const OPEN: char = '⟨';
@@ -40,45 +39,6 @@ impl Volatile {
 /// Values shorter than this are not masked as session values: a one- or two-character value
 /// would mask half of every output. (Ports from `auto` and every path and id are longer.)
 pub const MIN_VOLATILE_LEN: usize = 3;
-
-/// The generic patterns, in the order they are tried at one position (the longest span wins).
-static PATTERNS: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
-    let month = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec";
-    [
-        (
-            "timestamp",
-            // RFC 3339 / ISO-8601: a date, optionally its time, fraction and offset.
-            r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}(?::?\d{2})?)?)?"
-                .to_string(),
-        ),
-        ("timestamp", r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b".to_string()),
-        (
-            "timestamp",
-            // HTTP / RFC 2822 dates, as in `Date:` headers.
-            format!(
-                r"\b(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d{{1,2}} (?:{month}) \d{{4}} \d{{2}}:\d{{2}}:\d{{2}}(?: (?:GMT|UTC|[+-]\d{{4}}))?"
-            ),
-        ),
-        (
-            "uuid",
-            r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"
-                .to_string(),
-        ),
-        (
-            "duration",
-            r"\b(?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+\b|\b\d+(?:\.\d+)? ?(?:nanoseconds?|microseconds?|milliseconds?|seconds?|secs?|minutes?|mins?|hours?)\b"
-                .to_string(),
-        ),
-        ("hex", r"\b0x[0-9a-fA-F]{4,}\b".to_string()),
-    ]
-    .into_iter()
-    .map(|(label, re)| {
-        // The patterns are constants: a test below compiles each one.
-        let re = Regex::new(&re).unwrap_or_else(|e| panic!("built-in pattern {label}: {e}"));
-        (label, re)
-    })
-    .collect()
-});
 
 /// An `[replay] ignore` pattern that is not a regex.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -150,7 +110,7 @@ impl Normalizer {
         })
     }
 
-    /// No session values, no ignore patterns: only the generic masks.
+    /// No session values, no ignore patterns: escapes and line ends only.
     pub fn generic() -> Self {
         Self {
             values: Vec::new(),
@@ -161,8 +121,14 @@ impl Normalizer {
 
     /// The text after normalisation.
     pub fn normalize(&self, raw: &str) -> String {
+        self.normalize_with(raw, "")
+    }
+
+    /// The text after normalisation, where no `ignore` match that `instruction` names is masked
+    /// (the value a step checks is never masked).
+    pub fn normalize_with(&self, raw: &str, instruction: &str) -> String {
         let clean = crate::console::reply::clean(raw.as_bytes());
-        let spans = self.spans(&clean);
+        let spans = self.spans(&clean, instruction);
         let mut out = String::with_capacity(clean.len());
         let mut at = 0;
         for (start, end, label) in spans {
@@ -178,7 +144,7 @@ impl Normalizer {
 
     /// The spans to mask, in order and disjoint: at each place the earliest match, the longest
     /// of those.
-    fn spans<'a>(&'a self, text: &str) -> Vec<(usize, usize, &'a str)> {
+    fn spans<'a>(&'a self, text: &str, instruction: &str) -> Vec<(usize, usize, &'a str)> {
         let mut found: Vec<(usize, usize, &'a str)> = Vec::new();
         if let Some(re) = &self.values_re {
             for m in re.find_iter(text) {
@@ -191,13 +157,10 @@ impl Normalizer {
                 found.push((m.start(), m.end(), name));
             }
         }
-        for (label, re) in PATTERNS.iter() {
-            found.extend(re.find_iter(text).map(|m| (m.start(), m.end(), *label)));
-        }
         for re in &self.ignore {
             found.extend(
                 re.find_iter(text)
-                    .filter(|m| !m.is_empty())
+                    .filter(|m| !m.is_empty() && !super::masks::named_in(instruction, m.as_str()))
                     .map(|m| (m.start(), m.end(), "ignored")),
             );
         }
@@ -223,10 +186,14 @@ fn escape_into(text: &str, out: &mut String) {
     }
 }
 
-/// The key of an instruction: SHA-256 (hex) of the instruction as sent, normalised, so that the
-/// session's ports and paths substituted into it do not make every run a miss.
-pub fn instruction_hash(normalizer: &Normalizer, instruction: &str) -> String {
-    let digest = Sha256::digest(normalizer.normalize(instruction).as_bytes());
+/// The key of an instruction: SHA-256 (hex) of the instruction as sent with only the session's
+/// own values (and secrets) as placeholders, so that any other change of wording or value is a
+/// miss.
+pub fn instruction_hash(
+    placeholders: &super::placeholders::Placeholders,
+    instruction: &str,
+) -> String {
+    let digest = Sha256::digest(placeholders.insert(instruction).as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
@@ -247,11 +214,6 @@ mod tests {
     }
 
     #[test]
-    fn builtin_patterns_compile() {
-        assert!(PATTERNS.len() >= 6);
-    }
-
-    #[test]
     fn masks_what_it_claims() {
         let n = session("41234", "/tmp/bugatti-ws-7f3a");
         let out = n.normalize(
@@ -259,11 +221,17 @@ mod tests {
              at 2026-11-24T12:00:01.123Z id 0192f6a4-1b2c-7d3e-8f40-123456789abc took 12ms, 0.03s \
              ptr 0x7ffd5e8a order #991 Date: Tue, 24 Nov 2026 12:00:01 GMT 18080\n",
         );
+        // Timestamps, UUIDs, durations and hex values are left for the learned masks.
         assert_eq!(
             out,
             "GET http://127.0.0.1:⟨APP_PORT⟩/x in ⟨BUGATTI_WORKDIR⟩/app\n\
-             at ⟨timestamp⟩ id ⟨uuid⟩ took ⟨duration⟩, ⟨duration⟩ \
-             ptr ⟨hex⟩ ⟨ignored⟩ Date: ⟨timestamp⟩ 18080\n"
+             at 2026-11-24T12:00:01.123Z id 0192f6a4-1b2c-7d3e-8f40-123456789abc took 12ms, 0.03s \
+             ptr 0x7ffd5e8a ⟨ignored⟩ Date: Tue, 24 Nov 2026 12:00:01 GMT 18080\n"
+        );
+        // An ignore match the instruction names is not masked.
+        assert_eq!(
+            n.normalize_with("order #991", "check order #991 exists"),
+            "order #991"
         );
     }
 
@@ -307,20 +275,25 @@ mod tests {
     }
 
     #[test]
-    fn instruction_hash_survives_the_sessions_values_only() {
-        let a = session("41234", "/tmp/ws-a1");
-        let b = session("50000", "/tmp/ws-b2");
-        let h = |n: &Normalizer, port: &str| {
+    fn instruction_hash_is_exact_but_for_the_sessions_values() {
+        use crate::replay::placeholders::Placeholders;
+        let a = Placeholders::new([("APP_PORT".to_string(), "41234".to_string())], []);
+        let b = Placeholders::new([("APP_PORT".to_string(), "50000".to_string())], []);
+        let h = |p: &Placeholders, port: &str| {
             instruction_hash(
-                n,
+                p,
                 &format!("Open http://localhost:{port}/ and check the title"),
             )
         };
         assert_eq!(h(&a, "41234"), h(&b, "50000"));
-        assert_ne!(
-            instruction_hash(&a, "check the title"),
-            instruction_hash(&a, "check the footer")
-        );
         assert_eq!(h(&a, "41234").len(), 64);
+        // A date, a duration, a number: any other change is a miss.
+        for (x, y) in [
+            ("due date is 2026-12-31", "due date is 2027-01-15"),
+            ("ttl is 30 minutes", "ttl is 45 minutes"),
+            ("check the title", "check the footer"),
+        ] {
+            assert_ne!(instruction_hash(&a, x), instruction_hash(&a, y), "{x}");
+        }
     }
 }

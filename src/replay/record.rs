@@ -5,8 +5,12 @@
 //! The session's recorder (console calls from the console, shell calls from the provider's
 //! stream) is to build every action through here; [`super::replayer`] compares in the same form.
 
+use super::format::RecordedStep;
 use super::format::{Action, ConsoleTool};
+use super::masks::{candidates, compare, named_in, Comparison, Position, Rules};
+use super::normalize::Normalizer;
 use super::placeholders::Placeholders;
+use super::replayer::compared_outputs;
 use crate::console::Answer;
 
 /// A console call as recorded; `None` for a tool that is not replayed (`list_sessions`,
@@ -24,6 +28,7 @@ pub fn console_action(
         output: placeholders.insert(&answer.text),
         exit_code: answer.exit_code,
         is_error: answer.is_error,
+        volatile: Vec::new(),
     })
 }
 
@@ -40,11 +45,85 @@ pub fn shell_action(
         cwd: placeholders.insert(cwd),
         exit_code,
         output: placeholders.insert(output),
+        volatile: Vec::new(),
     }
 }
 
+/// What learning from an agent's pass needs besides the two recordings.
+pub struct Learning<'a> {
+    /// The step's instruction as sent: a value it names is never learned.
+    pub instruction: &'a str,
+    /// When the previous recording's run ran (start, end).
+    pub previous_window: Option<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)>,
+    /// When the agent's new pass ran (its session's start, now).
+    pub window: (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>),
+}
+
+/// The volatile tokens a renewed recording keeps: for each new action that is the same call as
+/// the previous recording's action at its place, the positions learned before, those `soft`
+/// drift found, and those in which the previous recording and the agent's new pass differ as a
+/// soft drift would (only in candidate tokens, not a timestamp current in both, never a value the
+/// instruction names). Everything else stays exact.
+pub fn learn(
+    previous: &RecordedStep,
+    new: &mut [Action],
+    soft: &[(usize, Position)],
+    normalizer: &Normalizer,
+    learning: &Learning<'_>,
+) {
+    let previous = &previous.actions[..];
+    let instruction = learning.instruction;
+    let old_texts = compared_outputs(previous);
+    let new_texts = compared_outputs(new);
+    for (i, action) in new.iter_mut().enumerate() {
+        let Some(old) = previous.get(i).filter(|old| old.same_input(action)) else {
+            continue;
+        };
+        let mut positions: Vec<Position> = old.volatile().to_vec();
+        positions.extend(soft.iter().filter(|(a, _)| *a == i).map(|(_, p)| *p));
+        if let (Some(Some(a)), Some(Some(b))) = (old_texts.get(i), new_texts.get(i)) {
+            let a = normalizer.normalize_with(a, instruction);
+            let b = normalizer.normalize_with(b, instruction);
+            // What a replay would have called a soft drift: a timestamp current in both passes
+            // is not learned (a clock that later sticks is still caught).
+            let rules = Rules {
+                volatile: &[],
+                instruction,
+                recorded: learning.previous_window,
+                now: learning.window,
+            };
+            if let Comparison::Soft(varied) = compare(&a, &b, &rules) {
+                positions.extend(varied);
+            }
+        }
+        // A learned position never covers a value the instruction names, whatever taught it.
+        positions.retain(|p| !names_position(&new_texts, i, *p, instruction, normalizer));
+        action.set_volatile(positions);
+    }
+}
+
+/// The token at `p` of action `i`'s compared output is a value the instruction names.
+fn names_position(
+    texts: &[Option<String>],
+    i: usize,
+    p: Position,
+    instruction: &str,
+    normalizer: &Normalizer,
+) -> bool {
+    let Some(Some(text)) = texts.get(i) else {
+        return false;
+    };
+    let text = normalizer.normalize_with(text, instruction);
+    let Some(line) = text.split('\n').nth(p.line) else {
+        return false;
+    };
+    candidates(line)
+        .get(p.token)
+        .is_some_and(|t| named_in(instruction, &line[t.start..t.end]))
+}
+
 /// Whether a tool the agent used can be replayed; a step that used any other tool is not
-/// recorded (SPEC §10), and this says why for the report.
+/// recorded (see docs/replay.md), and this says why for the report.
 pub fn unreplayable_tool(tool: &str) -> Option<String> {
     let console = tool.strip_prefix("mcp__bugatti__").is_some_and(|t| {
         ConsoleTool::from_name(t).is_some() || t == "list_sessions" || t == "list_logs"

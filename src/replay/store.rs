@@ -212,6 +212,12 @@ pub enum Miss {
     TooOld { age_days: i64, max_age_days: u32 },
     #[error("the recording has no action to check")]
     NoActions,
+    #[error(
+        "recorded by an older supervisor (schema {schema}), which masked timestamps, UUIDs and durations up front: the agent runs once and records it anew"
+    )]
+    OldSchema { schema: u32 },
+    #[error("replay = false: this step always goes to the agent")]
+    OptedOut,
 }
 
 impl Recording {
@@ -227,6 +233,11 @@ impl Recording {
             .iter()
             .find(|s| s.step == key.step)
             .ok_or(Miss::NoStep)?;
+        if self.schema < SCHEMA_VERSION {
+            return Err(Miss::OldSchema {
+                schema: self.schema,
+            });
+        }
         if step.provenance != key.provenance {
             return Err(Miss::Moved {
                 recorded: step.provenance.clone(),
@@ -299,12 +310,14 @@ mod tests {
             instruction_hash: "h1".into(),
             provider: "claude-code".into(),
             recorded_at: "2026-11-01T00:00:00Z".parse().expect("ts"),
+            run_started_at: None,
             cost_usd: Some(0.02),
             actions: vec![Action::Shell {
                 command: "true".into(),
                 cwd: "${BUGATTI_WORKDIR}".into(),
                 exit_code: Some(0),
                 output: String::new(),
+                volatile: Vec::new(),
             }],
         });
         rec
@@ -357,7 +370,7 @@ mod tests {
                 &good.replace("\"provider\"", "\"providr\"") as &str,
                 "Corrupt",
             ),
-            (&good.replace("\"schema\": 1", "\"schema\": 99"), "Newer"),
+            (&good.replace("\"schema\": 2", "\"schema\": 99"), "Newer"),
             (&good.replace("\"step\": 1", "\"step\": \"one\""), "Corrupt"),
             ("[]", "Corrupt"),
         ];
@@ -415,6 +428,12 @@ mod tests {
                 max_age_days: 10
             }
         );
+        // A recording of the first layout (masks up front) is read, and not replayed.
+        let mut old = rec.clone();
+        old.schema = 1;
+        let miss = old.lookup(&key(), now, 30).expect_err("old layout");
+        assert_eq!(miss, Miss::OldSchema { schema: 1 });
+        assert!(miss.to_string().contains("older supervisor"), "{miss}");
         let mut empty = rec.clone();
         empty.steps[0].actions.clear();
         assert_eq!(

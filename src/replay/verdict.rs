@@ -2,6 +2,7 @@
 //! needs from replay, and what the report says about it.
 
 use super::compare::Drift;
+use super::masks::Position;
 use super::store::{LoadError, Miss};
 use std::time::Duration;
 
@@ -28,8 +29,14 @@ pub enum Fallback {
     Miss(Miss),
     /// The recording file could not be used; the report shows it as a warning.
     Unreadable(String),
-    /// The replay ran and an action differed (SPEC §10 `replay_drift`).
-    Drift(Drift),
+    /// The replay ran and an action differed (`replay_drift`).
+    Drift(Box<Drift>),
+    /// An action differed only in timestamps, UUIDs, durations or hex values not learned yet:
+    /// the agent decides; if it passes, these (action, position)s are learned as volatile.
+    SoftDrift {
+        drift: Box<Drift>,
+        learn: Vec<(usize, Position)>,
+    },
     /// An action could not be run again (a process that would not start, a console error).
     Failed { action: usize, reason: String },
 }
@@ -51,6 +58,21 @@ impl Verdict {
     }
 }
 
+impl Fallback {
+    /// A hard drift.
+    pub fn hard(drift: Drift) -> Self {
+        Self::Drift(Box::new(drift))
+    }
+
+    /// The drift, hard or soft.
+    pub fn drift(&self) -> Option<&Drift> {
+        match self {
+            Self::Drift(d) | Self::SoftDrift { drift: d, .. } => Some(d),
+            _ => None,
+        }
+    }
+}
+
 impl From<LoadError> for Fallback {
     fn from(e: LoadError) -> Self {
         Self::Unreadable(e.to_string())
@@ -63,6 +85,7 @@ impl std::fmt::Display for Fallback {
             Self::Miss(miss) => write!(f, "no replay: {miss}"),
             Self::Unreadable(why) => write!(f, "recording not used: {why}"),
             Self::Drift(drift) => write!(f, "drift: {drift}"),
+            Self::SoftDrift { drift, .. } => write!(f, "soft drift: {drift}"),
             Self::Failed { action, reason } => {
                 write!(f, "replay failed at action {}: {reason}", action + 1)
             }

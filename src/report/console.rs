@@ -841,17 +841,20 @@ impl LiveView {
             secs(summary.duration_ms),
             counts.join(", ")
         );
-        if let Some(cost) = summary.cost_usd {
-            text.push_str(&format!("; agent cost ${cost:.4}"));
-        }
-        if summary.replayed_steps + summary.agent_steps > 0 {
-            text.push_str(&format!(
-                "; steps: {} replayed, {} by the agent",
-                summary.replayed_steps, summary.agent_steps
-            ));
-            if summary.replay_drift_steps > 0 {
-                text.push_str(&format!(" ({} drift)", summary.replay_drift_steps));
+        let counts = summary.replay_counts();
+        match (
+            summary.cost_usd,
+            summary.cost_saved_usd.filter(|s| *s > 0.0),
+        ) {
+            (Some(cost), _) => text.push_str(&format!("; agent cost ${cost:.4}")),
+            // Nothing spent on the model: every step replayed.
+            (None, Some(saved)) if counts.agent == 0 => {
+                text.push_str(&format!("; agent cost $0.0000 (saved ${saved:.4})"))
             }
+            _ => {}
+        }
+        if counts.any() {
+            text.push_str(&format!("; steps: {}", counts.describe()));
             if let Some(saved) = summary.cost_saved_usd.filter(|s| *s > 0.0) {
                 text.push_str(&format!(", ${saved:.4} saved"));
             }

@@ -265,9 +265,9 @@ pub enum EventKind {
         duration_ms: u64,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         usage: Option<Usage>,
-        /// For an agent provider with replay on (SPEC §10): replayed or by the agent, and why.
+        /// For an agent provider with replay on (see docs/replay.md): replayed or by the agent, and why.
         #[serde(skip_serializing_if = "Option::is_none", default)]
-        replay: Option<crate::model::replay::StepReplay>,
+        replay: Option<Box<crate::model::replay::StepReplay>>,
     },
     /// The watchdog stopped a hung or dead agent mid-step and started it again with its
     /// conversation resumed; the step is retried (README "Supervision").

@@ -519,6 +519,61 @@ impl<'a> Page<'a> {
         self.w("</div></details>\n");
     }
 
+    /// What replay did for the step: its mode, its actions when replayed, its drift.
+    fn replay_meta(&mut self, step: &StepRecord) {
+        if let Some(mode) = step.mode {
+            let mut text = match mode {
+                crate::model::replay::StepMode::Replayed => {
+                    "replayed without the model".to_string()
+                }
+                crate::model::replay::StepMode::Agent => "carried out by the agent".to_string(),
+                crate::model::replay::StepMode::NotReplayed => {
+                    "not replayed, and no agent in this run".to_string()
+                }
+            };
+            if step.replay_audited {
+                text.push_str(" (audited)");
+            }
+            if step.recorded {
+                text.push_str(", recorded for replay");
+            }
+            if let (Some(at), Some(by)) = (&step.replay_recorded_at, &step.replay_recorded_by) {
+                text.push_str(&format!(
+                    "; recorded {} by {by}",
+                    at.format("%Y-%m-%d %H:%M UTC")
+                ));
+            }
+            if let Some(note) = &step.replay_note {
+                text.push_str(" — ");
+                text.push_str(note);
+            }
+            let _ = write!(
+                self.out,
+                "<div class=\"meta replay-{}\">{}</div>",
+                mode.as_str(),
+                escape(&bounded(&text, 2000))
+            );
+            for action in &step.replay_actions {
+                let _ = write!(
+                    self.out,
+                    "<details class=\"replayed-action\"><summary><code>{}</code></summary><pre>{}</pre></details>",
+                    escape(&bounded(&action.what, 500)),
+                    escape(&bounded(&action.output, 2000))
+                );
+            }
+            if let Some(drift) = &step.replay_drift {
+                let _ = write!(
+                    self.out,
+                    "<details class=\"drift\" open><summary>replay drift at action {} ({}): {} differs</summary><pre>{}</pre></details>",
+                    drift.action + 1,
+                    escape(&drift.what),
+                    escape(&drift.field),
+                    escape(&bounded(&drift.diff, 5000))
+                );
+            }
+        }
+    }
+
     fn step(
         &mut self,
         index: usize,
@@ -620,37 +675,7 @@ impl<'a> Page<'a> {
                 None => self.evidence(run_dir, &ev.kind, &ev.path),
             }
         }
-        if let Some(mode) = step.mode {
-            let mut text = match mode {
-                crate::model::replay::StepMode::Replayed => {
-                    "replayed without the model".to_string()
-                }
-                crate::model::replay::StepMode::Agent => "carried out by the agent".to_string(),
-            };
-            if step.recorded {
-                text.push_str(", recorded for replay");
-            }
-            if let Some(note) = &step.replay_note {
-                text.push_str(" — ");
-                text.push_str(note);
-            }
-            let _ = write!(
-                self.out,
-                "<div class=\"meta replay-{}\">{}</div>",
-                mode.as_str(),
-                escape(&bounded(&text, 2000))
-            );
-            if let Some(drift) = &step.replay_drift {
-                let _ = write!(
-                    self.out,
-                    "<details class=\"drift\" open><summary>replay drift at action {} ({}): {} differs</summary><pre>{}</pre></details>",
-                    drift.action + 1,
-                    escape(&drift.what),
-                    escape(&drift.field),
-                    escape(&bounded(&drift.diff, 5000))
-                );
-            }
-        }
+        self.replay_meta(step);
         if !step.console_calls.is_empty() {
             self.w("<div class=\"console-calls\"><b>Console calls</b><ul>");
             for call in &step.console_calls {

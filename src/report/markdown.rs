@@ -234,13 +234,7 @@ fn replay(input: &ReportInput<'_>) -> Result<String, String> {
     if !r.steps.iter().any(|st| st.mode.is_some()) {
         return Ok(String::new());
     }
-    let mut s = format!(
-        "## Replay\n\n{} replayed, {} by the agent",
-        r.replayed_steps, r.agent_steps
-    );
-    if r.replay_drift_steps > 0 {
-        let _ = write!(s, " ({} drift)", r.replay_drift_steps);
-    }
+    let mut s = format!("## Replay\n\n{}", r.replay_counts().describe());
     if let Some(saved) = r.cost_saved_usd {
         let _ = write!(s, "; ${saved:.4} of model cost saved");
     }
@@ -248,13 +242,37 @@ fn replay(input: &ReportInput<'_>) -> Result<String, String> {
     for step in r.steps.iter().filter(|st| st.mode.is_some()) {
         let mode = step.mode.map_or("", |m| m.as_str());
         let mut line = format!("- Step {}: **{mode}**", step.step_id);
+        if step.replay_audited {
+            line.push_str(" (audited)");
+        }
         if step.recorded {
             line.push_str(", recorded");
+        }
+        if let (Some(at), Some(by)) = (&step.replay_recorded_at, &step.replay_recorded_by) {
+            let _ = write!(
+                line,
+                " — recorded {} by {by}",
+                at.format("%Y-%m-%d %H:%M UTC")
+            );
         }
         if let Some(note) = &step.replay_note {
             let _ = write!(line, " — {}", cell(note));
         }
         let _ = writeln!(s, "{line}");
+        for action in &step.replay_actions {
+            let _ = writeln!(
+                s,
+                "\n  `{}`\n\n  ```text\n{}\n  ```\n",
+                action.what.replace('`', "'").replace('\n', " "),
+                action
+                    .output
+                    .replace("```", "'''")
+                    .lines()
+                    .map(|l| format!("  {l}"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
+        }
         if let Some(drift) = &step.replay_drift {
             let _ = writeln!(
                 s,

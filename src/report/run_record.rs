@@ -243,6 +243,17 @@ pub struct StepRecord {
     /// The agent's pass was written to the recording.
     #[serde(default)]
     pub recorded: bool,
+    /// `[replay] audit` sent this replayable step to the agent anyway.
+    #[serde(skip_serializing_if = "std::ops::Not::not", default)]
+    pub replay_audited: bool,
+    /// For a replayed step: each action it ran and its recorded output (cut).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub replay_actions: Vec<crate::model::replay::ReplayedAction>,
+    /// For a replayed step: when its recording was made, and by which provider's agent.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub replay_recorded_at: Option<chrono::DateTime<chrono::Utc>>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub replay_recorded_by: Option<String>,
 }
 
 /// The version of the layout of run.json, summary.json, events.jsonl and history.jsonl (their
@@ -316,6 +327,19 @@ pub struct RunRecord {
     pub agent_steps: u32,
     #[serde(default)]
     pub replay_drift_steps: u32,
+    /// Of the drifts, those only in timestamps, UUIDs, durations or hex values not learned yet.
+    #[serde(default)]
+    pub replay_soft_drift_steps: u32,
+    /// Agent steps with no usable recording; audited steps; audited steps the agent failed;
+    /// `--replay only` steps without a recording.
+    #[serde(default)]
+    pub replay_no_recording_steps: u32,
+    #[serde(default)]
+    pub replay_audited_steps: u32,
+    #[serde(default)]
+    pub replay_audit_disagreements: u32,
+    #[serde(default)]
+    pub not_replayed_steps: u32,
     #[serde(default)]
     pub cost_saved_usd: Option<f64>,
     /// Events that named a step or command the plan does not have: kept, not dropped.
@@ -323,7 +347,57 @@ pub struct RunRecord {
     pub anomalies: Vec<String>,
 }
 
+impl StepRecord {
+    /// What replay did for this step, as run.json keeps it.
+    fn take_replay(&mut self, r: &crate::model::replay::StepReplay) {
+        self.mode = Some(r.mode);
+        self.replay_note = r.note.clone();
+        self.replay_drift = r.drift.clone();
+        self.recorded = r.recorded;
+        self.replay_audited = r.audited;
+        self.replay_actions = r.actions.clone();
+        self.replay_recorded_at = r.recorded_at;
+        self.replay_recorded_by = r.recorded_by.clone();
+    }
+}
+
 impl RunRecord {
+    /// A step's replay in the run's counts.
+    fn count_replay(&mut self, r: &crate::model::replay::StepReplay) {
+        match r.mode {
+            StepMode::Replayed => {
+                self.replayed_steps += 1;
+                if let Some(saved) = r.cost_saved_usd {
+                    self.cost_saved_usd = Some(self.cost_saved_usd.unwrap_or(0.0) + saved);
+                }
+            }
+            StepMode::Agent => self.agent_steps += 1,
+            StepMode::NotReplayed => self.not_replayed_steps += 1,
+        }
+        if let Some(d) = &r.drift {
+            self.replay_drift_steps += 1;
+            self.replay_soft_drift_steps += u32::from(d.soft);
+        }
+        let agent = r.mode == StepMode::Agent;
+        self.replay_no_recording_steps += u32::from(agent && r.no_recording);
+        self.replay_audited_steps += u32::from(r.audited);
+        self.replay_audit_disagreements += u32::from(r.audit_disagreed);
+    }
+
+    /// How this run's steps went through replay.
+    pub fn replay_counts(&self) -> crate::model::replay::ReplayCounts {
+        crate::model::replay::ReplayCounts {
+            replayed: u64::from(self.replayed_steps),
+            agent: u64::from(self.agent_steps),
+            drift: u64::from(self.replay_drift_steps),
+            soft_drift: u64::from(self.replay_soft_drift_steps),
+            audited: u64::from(self.replay_audited_steps),
+            disagreed: u64::from(self.replay_audit_disagreements),
+            not_replayed: u64::from(self.not_replayed_steps),
+            no_recording: u64::from(self.replay_no_recording_steps),
+        }
+    }
+
     pub fn from_plan(plan: &RunPlan) -> Self {
         let skipped = |name: &str| plan.skipped_commands.iter().any(|s| s == name);
         Self {
@@ -370,6 +444,10 @@ impl RunRecord {
                     replay_note: None,
                     replay_drift: None,
                     recorded: false,
+                    replay_audited: false,
+                    replay_actions: Vec::new(),
+                    replay_recorded_at: None,
+                    replay_recorded_by: None,
                 })
                 .collect(),
             commands: plan
@@ -394,6 +472,11 @@ impl RunRecord {
             replayed_steps: 0,
             agent_steps: 0,
             replay_drift_steps: 0,
+            replay_soft_drift_steps: 0,
+            replay_no_recording_steps: 0,
+            replay_audited_steps: 0,
+            replay_audit_disagreements: 0,
+            not_replayed_steps: 0,
             cost_saved_usd: None,
             anomalies: Vec::new(),
         }
@@ -569,26 +652,11 @@ impl RunRecord {
                     step.agent_turns = usage.as_ref().and_then(|u| u.turns);
                     step.cost_usd = usage.as_ref().and_then(|u| u.cost_usd);
                     if let Some(r) = replay {
-                        step.mode = Some(r.mode);
-                        step.replay_note = r.note.clone();
-                        step.replay_drift = r.drift.clone();
-                        step.recorded = r.recorded;
+                        step.take_replay(r);
                     }
                 }
                 if let Some(r) = replay {
-                    match r.mode {
-                        StepMode::Replayed => {
-                            self.replayed_steps += 1;
-                            if let Some(saved) = r.cost_saved_usd {
-                                self.cost_saved_usd =
-                                    Some(self.cost_saved_usd.unwrap_or(0.0) + saved);
-                            }
-                        }
-                        StepMode::Agent => self.agent_steps += 1,
-                    }
-                    if r.drift.is_some() {
-                        self.replay_drift_steps += 1;
-                    }
+                    self.count_replay(r);
                 }
                 if let Some(u) = usage {
                     if let Some(cost) = u.cost_usd {

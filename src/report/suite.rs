@@ -116,6 +116,18 @@ pub struct SuiteSummary {
     pub agent_steps: u64,
     #[serde(default)]
     pub replay_drift_steps: u64,
+    /// Of the drifts, the soft ones; agent steps with no usable recording; audited steps and
+    /// those the agent failed; `--replay only` steps without a recording.
+    #[serde(default)]
+    pub replay_soft_drift_steps: u64,
+    #[serde(default)]
+    pub replay_no_recording_steps: u64,
+    #[serde(default)]
+    pub replay_audited_steps: u64,
+    #[serde(default)]
+    pub replay_audit_disagreements: u64,
+    #[serde(default)]
+    pub not_replayed_steps: u64,
     #[serde(default)]
     pub cost_saved_usd: Option<f64>,
     /// With `--shard`: which shard this is and how the split was made (SPEC §12), so `merge`
@@ -129,6 +141,20 @@ pub struct SuiteSummary {
 }
 
 impl SuiteSummary {
+    /// How the suite's steps went through replay.
+    pub fn replay_counts(&self) -> crate::model::replay::ReplayCounts {
+        crate::model::replay::ReplayCounts {
+            replayed: self.replayed_steps,
+            agent: self.agent_steps,
+            drift: self.replay_drift_steps,
+            soft_drift: self.replay_soft_drift_steps,
+            audited: self.replay_audited_steps,
+            disagreed: self.replay_audit_disagreements,
+            not_replayed: self.not_replayed_steps,
+            no_recording: self.replay_no_recording_steps,
+        }
+    }
+
     /// Records that the suite's own harness failed: the root tests it kept from running are
     /// errors with this reason.
     pub fn with_harness_error(mut self, reason: Option<String>) -> Self {
@@ -255,6 +281,17 @@ impl SuiteSummary {
             .map(|r| u64::from(r.replay_drift_steps))
             .sum();
         let cost_saved_usd = sum_costs(records.iter().map(|r| r.cost_saved_usd));
+        let counts = records.iter().map(|r| r.replay_counts()).fold(
+            crate::model::replay::ReplayCounts::default(),
+            |a, c| crate::model::replay::ReplayCounts {
+                soft_drift: a.soft_drift + c.soft_drift,
+                no_recording: a.no_recording + c.no_recording,
+                audited: a.audited + c.audited,
+                disagreed: a.disagreed + c.disagreed,
+                not_replayed: a.not_replayed + c.not_replayed,
+                ..a
+            },
+        );
         Self {
             schema_version: SCHEMA_VERSION,
             suite_id: suite_id.to_string(),
@@ -274,6 +311,11 @@ impl SuiteSummary {
             replayed_steps,
             agent_steps,
             replay_drift_steps,
+            replay_soft_drift_steps: counts.soft_drift,
+            replay_no_recording_steps: counts.no_recording,
+            replay_audited_steps: counts.audited,
+            replay_audit_disagreements: counts.disagreed,
+            not_replayed_steps: counts.not_replayed,
             cost_saved_usd,
             cost_usd,
             agent_turns,

@@ -90,8 +90,9 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
     );
     let agent_script = || {
         json!([
-            // The output carries the session's port, a timestamp, a UUID and a duration.
-            {"bash": "curl -s -X POST http://127.0.0.1:$APP_PORT/inc; echo; echo served on port $APP_PORT; date -u +%FT%T.%NZ; cat /proc/sys/kernel/random/uuid; echo took $(shuf -i 10-900 -n 1)ms"},
+            // The output carries the session's port and a current timestamp (a request id or a
+            // duration is learned after a second agent pass: tests/replay_trust.rs).
+            {"bash": "curl -s -X POST http://127.0.0.1:$APP_PORT/inc; echo; echo served on port $APP_PORT; date -u +%FT%T.%NZ"},
             {"text": "The counter says 1.\nRESULT OK"},
             {"bash": "cat version.txt"},
             {"text": "It says version 1.\nRESULT OK"},
@@ -131,6 +132,8 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
     assert_eq!(record["replayed_steps"], 2, "{record}");
     assert_eq!(record["agent_steps"], 0, "{record}");
     assert!(console.contains("OK (replayed "), "{console}");
+    // Nothing spent on the model this run: the cost says so, with what replay saved.
+    assert!(console.contains("agent cost $0.0000 (saved $"), "{console}");
     let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
     assert!(
         !run_dir.join("transcripts/agent.jsonl").exists(),
@@ -342,4 +345,129 @@ fn an_item_store_project_replays_every_step_on_its_second_run() {
             "the agent CLI never started"
         );
     }
+}
+
+/// A project for one Claude Code test of `steps` (TOML `[[steps]]` tables).
+fn claude_project(steps: &str) -> Project {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash\"]\nstep_timeout_secs = 120\n",
+    );
+    p.write("t.test.toml", steps);
+    p
+}
+
+/// Claude Code's Bash keeps its working directory between calls, and runs bash: so does the
+/// replay. A recorded `cd sub && pwd` then `rm -f victim.txt` deletes `sub/victim.txt`, never
+/// the root's, and bash-only syntax replays.
+#[test]
+fn claude_bash_replays_in_the_directory_it_left_and_as_bash() {
+    let Some(bin) = claude_bin("replay of Claude Code's Bash working directory") else {
+        return;
+    };
+    let p = claude_project("[[steps]]\ninstruction = \"In sub/, delete victim.txt.\"\n");
+    p.write("victim.txt", "root\n");
+    p.write("sub/victim.txt", "sub\n");
+    let side = tempfile::tempdir().expect("side dir");
+    let script = json!([
+        {"bash": "cd sub && pwd"},
+        {"bash": "rm -f victim.txt; [[ -e victim.txt ]] || echo gone"},
+        {"text": "Deleted.\nRESULT OK"},
+    ]);
+    let (code, console, record, _) = run(&p, &bin, side.path(), "first", script, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(record["steps"][0]["recorded"], true, "{record}");
+    assert!(
+        p.root().join("victim.txt").exists(),
+        "the agent kept the root's file"
+    );
+    assert!(
+        !p.root().join("sub/victim.txt").exists(),
+        "the agent deleted sub's"
+    );
+
+    p.write("sub/victim.txt", "sub\n");
+    let (code, console, record, requests) = run(&p, &bin, side.path(), "second", json!([]), &[]);
+    assert_eq!(code, Some(0), "{console}\n{}", record["steps"]);
+    assert_eq!(requests, 0, "replayed without the model");
+    assert_eq!(modes(&record), ["replayed"], "{record}");
+    assert!(
+        p.root().join("victim.txt").exists(),
+        "the replay deleted the root's victim.txt"
+    );
+    assert!(
+        !p.root().join("sub/victim.txt").exists(),
+        "the replay acted in sub/"
+    );
+}
+
+/// An agent step, a replayed step and another agent step in one session: the replay runs its
+/// command beside the live Claude Code process and leaves it running (no restart).
+#[test]
+fn a_replayed_step_between_two_agent_steps_leaves_the_agent_running() {
+    let Some(bin) = claude_bin("replay beside a running Claude Code") else {
+        return;
+    };
+    let p = claude_project(
+        "[[steps]]\nreplay = false\ninstruction = \"Say one.\"\n\n\
+         [[steps]]\ninstruction = \"Check the date command works.\"\n\n\
+         [[steps]]\nreplay = false\ninstruction = \"Say three.\"\n",
+    );
+    let side = tempfile::tempdir().expect("side dir");
+    let first = json!([
+        {"bash": "echo one"}, {"text": "RESULT OK"},
+        {"bash": "sleep 0.2; date -u +%Y; echo checked"}, {"text": "RESULT OK"},
+        {"bash": "echo three"}, {"text": "RESULT OK"},
+    ]);
+    let (code, console, record, _) = run(&p, &bin, side.path(), "first", first, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(record["steps"][1]["recorded"], true, "{record}");
+    let second = json!([
+        {"bash": "echo one"}, {"text": "RESULT OK"},
+        {"bash": "echo three"}, {"text": "RESULT OK"},
+    ]);
+    let (code, console, record, _) = run(&p, &bin, side.path(), "second", second, &[]);
+    assert_eq!(code, Some(0), "{console}\n{}", record["steps"]);
+    assert_eq!(modes(&record), ["agent", "replayed", "agent"], "{record}");
+    assert!(!console.contains("AGENT RESTARTED"), "{console}");
+    assert_eq!(
+        record["agent_restarts"].as_array().map(Vec::len),
+        Some(0),
+        "{record}"
+    );
+}
+
+/// A Bash output of 40 000 lines reaches the agent as Claude Code's `<persisted-output>` block (a
+/// 2 KB preview and a saved file); that is what is recorded, and the replay cuts its own output
+/// the same way: it replays, and a change inside the preview is still a drift.
+#[test]
+fn a_forty_thousand_line_output_replays_as_claude_code_cut_it() {
+    let Some(bin) = claude_bin("replay of a large Claude Code Bash output") else {
+        return;
+    };
+    let p = claude_project("[[steps]]\ninstruction = \"Print the log and check it.\"\n");
+    p.write("first.txt", "1\n");
+    let side = tempfile::tempdir().expect("side dir");
+    let command = "seq -f \"%g line of output\" $(cat first.txt) 40000";
+    let script = json!([{"bash": command}, {"text": "It is long.\nRESULT OK"}]);
+    let (code, console, record, _) = run(&p, &bin, side.path(), "first", script, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(record["steps"][0]["recorded"], true, "{record}");
+    let recording =
+        std::fs::read_to_string(p.root().join("bugatti.replay/t.replay.json")).expect("recording");
+    assert!(recording.contains("<persisted-output>"), "{recording}");
+
+    let (code, console, record, requests) = run(&p, &bin, side.path(), "second", json!([]), &[]);
+    assert_eq!(code, Some(0), "{console}\n{}", record["steps"]);
+    assert_eq!(requests, 0, "replayed without the model");
+    assert_eq!(modes(&record), ["replayed"], "{record}");
+
+    // The output now starts elsewhere: inside the preview the agent saw, so a drift.
+    p.write("first.txt", "2\n");
+    let script = json!([{"bash": command}, {"text": "RESULT OK"}]);
+    let (code, console, record, _) = run(&p, &bin, side.path(), "third", script, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(modes(&record), ["agent"], "{record}");
+    assert!(record["steps"][0]["replay_drift"].is_object(), "{record}");
 }

@@ -9,10 +9,12 @@ use bugatti::console::{Console, ConsoleSetup};
 use bugatti::model::redact::Secrets;
 use bugatti::replay::compare::Drift;
 use bugatti::replay::format::{Action, RecordedStep};
+use bugatti::replay::masks::Position;
 use bugatti::replay::normalize::Normalizer;
 use bugatti::replay::placeholders::Placeholders;
 use bugatti::replay::record::{console_action, shell_action};
 use bugatti::replay::replayer::{replay_step, ReplayContext};
+use bugatti::replay::shell::AgentShell;
 use bugatti::replay::verdict::{Fallback, Verdict};
 use std::sync::Arc;
 use std::time::Duration;
@@ -75,6 +77,9 @@ impl Session {
             step_id: 1,
             env: self.env.clone(),
             action_timeout: Duration::from_secs(10),
+            instruction: "Check the app answers.".into(),
+            shell: AgentShell::Sh,
+            session_started: chrono::Utc::now(),
         }
     }
 
@@ -131,6 +136,7 @@ fn step(actions: Vec<Action>) -> RecordedStep {
         instruction_hash: "h".into(),
         provider: "claude-code".into(),
         recorded_at: chrono::Utc::now(),
+        run_started_at: None,
         cost_usd: Some(0.03),
         actions,
     }
@@ -138,7 +144,7 @@ fn step(actions: Vec<Action>) -> RecordedStep {
 
 fn drift(verdict: Verdict) -> Drift {
     match verdict {
-        Verdict::Fallback(Fallback::Drift(d)) => d,
+        Verdict::Fallback(Fallback::Drift(d)) => *d,
         other => panic!("expected a drift, got {other:?}"),
     }
 }
@@ -157,8 +163,24 @@ async fn a_shell_step_replays_in_another_session() {
         "{text}"
     );
 
+    // The port, the directory and the secret are the session's own values: exact placeholders.
+    // The timestamp was current when recorded and is now. The UUID and the duration were never
+    // seen to vary: a soft drift at exactly those two tokens, for the agent to judge.
     let b = Session::new(50321);
     let verdict = replay_step(&b.ctx(), &recorded).await;
+    let learn = match &verdict {
+        Verdict::Fallback(Fallback::SoftDrift { drift, learn }) => {
+            assert!(drift.soft, "{drift:?}");
+            learn.clone()
+        }
+        other => panic!("expected a soft drift: {other:?}"),
+    };
+    let line1 = |token| (0, Position { line: 1, token });
+    assert_eq!(learn, vec![line1(1), line1(2)], "{verdict:?}");
+    // Once learned, those positions (and only those) are masked: the step replays.
+    let mut learned = recorded.clone();
+    learned.actions[0].set_volatile(learn.iter().map(|(_, p)| *p).collect());
+    let verdict = replay_step(&b.ctx(), &learned).await;
     assert!(verdict.passed(), "{}", verdict.describe());
     assert!(matches!(
         verdict,
@@ -232,7 +254,12 @@ async fn console_calls_replay_through_the_console() {
         )
         .await;
     assert!(text.contains("hi bob on 41234"), "{text}");
-    let recorded = step(vec![exec, ask, answer]);
+    let mut recorded = step(vec![exec, ask, answer]);
+    // The UUID and the duration of the first call, as learned when an agent passed it twice.
+    recorded.actions[0].set_volatile(vec![
+        Position { line: 1, token: 1 },
+        Position { line: 1, token: 2 },
+    ]);
 
     let b = Session::new(50321);
     let verdict = replay_step(&b.ctx(), &recorded).await;
@@ -259,6 +286,7 @@ async fn a_write_to_a_session_the_step_did_not_start_is_no_pass() {
         output: "Process exited with code 0\nOutput:\n".into(),
         exit_code: Some(0),
         is_error: false,
+        volatile: Vec::new(),
     }]);
     let verdict = replay_step(&b.ctx(), &recorded).await;
     assert!(

@@ -15,6 +15,9 @@ in a result marker. Each line of a step's instruction is a directive:
     exit CODE         exit the agent process with CODE (a crash mid-step)
     panic             same as `exit 70`, for readability
     noresult          end the reply without a result marker
+    within SECS       RESULT ERROR unless the last `mcp` call answered within SECS seconds
+    expect_now        RESULT ERROR unless the last body holds a UTC timestamp (…T…Z) within
+                      10 minutes of now (a clock that is current)
     mcp TOOL JSON     call TOOL of the agent console (MCP over HTTP at $BUGATTI_MCP_URL with
                       $BUGATTI_MCP_TOKEN); its text is printed and kept for `expect`. In JSON,
                       {session_id} and {next_offset} become the last such number an answer gave
@@ -80,8 +83,19 @@ def reply(lines, result):
     sys.stdout.flush()
 
 
+def current_timestamp_in(body):
+    import datetime
+    now = datetime.datetime.now(datetime.timezone.utc)
+    for found in re.findall(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", body):
+        at = datetime.datetime.strptime(found, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+        if abs((now - at).total_seconds()) <= 600:
+            return True
+    return False
+
+
 def run_step(instruction):
     out, body, result = [], "", "RESULT OK"
+    took = 0.0
     for raw in instruction.splitlines():
         word, _, rest = raw.strip().partition(" ")
         if word == "say":
@@ -108,6 +122,12 @@ def run_step(instruction):
         elif word == "expect":
             if rest not in body:
                 result = f"RESULT ERROR: expected {rest!r} in {body!r}"
+        elif word == "within":
+            if took > float(rest):
+                result = f"RESULT ERROR: the call took {took:.1f} s, more than {rest} s"
+        elif word == "expect_now":
+            if not current_timestamp_in(body):
+                result = f"RESULT ERROR: no current timestamp in {body!r}"
         elif word == "env":
             out.append(f"{rest}={os.environ.get(rest, '<unset>')}")
         elif word == "sleep":
@@ -122,10 +142,12 @@ def run_step(instruction):
             tool, _, args = rest.partition(" ")
             for key in ("session_id", "next_offset"):
                 args = args.replace("{" + key + "}", MCP[key])
+            began = time.monotonic()
             try:
                 body = mcp_call(tool, json.loads(args or "{}"))
             except Exception as err:  # the agent reports, it does not crash
                 body = f"mcp call failed: {err}"
+            took = time.monotonic() - began
             out.append(body)
     reply(out, result)
 

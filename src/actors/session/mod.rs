@@ -12,6 +12,7 @@
 //! actor turns them into report events. If the actor dies (a panic), the driver is aborted with
 //! it and the supervisor, told by ractor's supervision, cleans up the run's processes.
 
+mod policy;
 mod replay;
 mod setup;
 mod steps;
@@ -347,6 +348,7 @@ struct Driver {
 }
 
 /// How a phase of the run ended, when not by going on.
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct Ending {
     outcome: RunOutcome,
     message: Option<String>,
@@ -384,7 +386,7 @@ struct Started {
     console: Option<ConsoleServer>,
     /// The agent, not started yet: with replay on, it starts when a step first needs it.
     pending_agent: Option<AgentArgs>,
-    /// Replay and recording (SPEC §10), where they apply.
+    /// Replay and recording (see docs/replay.md), where they apply.
     replay: Option<replay::SessionReplay>,
     /// The session's browser (`[browser]`, SPEC §11), ended with the harness.
     browser: Option<crate::browser::SessionBrowser>,

@@ -1,16 +1,18 @@
-//! Replay in a session (SPEC §10): before a step goes to the agent, its recording is replayed;
+//! Replay in a session (see docs/replay.md): before a step goes to the agent, its recording is replayed;
 //! after the agent passed a step, what it did is recorded. The recording is loaded once per
 //! session and written back after each step it gained, so a run cut short keeps what it learnt.
 
 use super::*;
 use crate::console::record::CallRecord;
-use crate::model::replay::{ReplayMode, StepMode, StepReplay};
+use crate::model::replay::{ReplayMode, ReplayedAction, StepMode, StepReplay};
 use crate::providers::tool_calls::ToolCall;
 use crate::replay::format::{Action, RecordedStep, Recording};
+use crate::replay::masks::Position;
 use crate::replay::normalize::{instruction_hash, Normalizer};
 use crate::replay::placeholders::Placeholders;
-use crate::replay::record::{console_action, shell_action, unreplayable_tool};
+use crate::replay::record::{console_action, learn, shell_action, unreplayable_tool, Learning};
 use crate::replay::replayer::{replay_step, ReplayContext};
+use crate::replay::shell::AgentShell;
 use crate::replay::store::{self, StepKey};
 use crate::replay::verdict::{Fallback, Verdict};
 
@@ -36,6 +38,10 @@ pub(super) struct SessionReplay {
     agent_cwd: String,
     /// What the replayed steps did, for the agent's first message.
     replayed: Vec<String>,
+    /// When the session started: a timestamp since then is current.
+    started_at: chrono::DateTime<chrono::Utc>,
+    /// `[replay] audit`.
+    audit: crate::model::replay::AuditShare,
 }
 
 impl SessionReplay {
@@ -51,7 +57,7 @@ impl SessionReplay {
         let effective = &test.effective;
         let mode = effective.replay.mode.value;
         let provider = effective.provider.name.value;
-        if mode == ReplayMode::Off || provider == ProviderKind::Shell {
+        if !crate::model::replay::applies(mode, provider) {
             return None;
         }
         let test_path = test.rel_path.to_string_lossy().into_owned();
@@ -96,6 +102,8 @@ impl SessionReplay {
             env,
             agent_cwd: agent_cwd.display().to_string(),
             replayed: Vec::new(),
+            started_at: chrono::Utc::now(),
+            audit: effective.replay.audit.value,
         })
     }
 
@@ -118,7 +126,7 @@ impl SessionReplay {
         StepKey {
             step: step.step_id,
             provenance: step.provenance(),
-            instruction_hash: instruction_hash(&self.normalizer, instruction),
+            instruction_hash: instruction_hash(&self.placeholders, instruction),
             provider: self.provider.clone(),
         }
     }
@@ -127,6 +135,7 @@ impl SessionReplay {
     pub(super) async fn try_step(
         &self,
         key: &StepKey,
+        instruction: &str,
         console: Option<&Console>,
         run_id: &str,
     ) -> (Verdict, Option<RecordedStep>) {
@@ -160,8 +169,40 @@ impl SessionReplay {
                 .chain([("BUGATTI_STEP_ID".to_string(), key.step.to_string())])
                 .collect(),
             action_timeout: ACTION_TIMEOUT,
+            instruction: instruction.to_string(),
+            shell: AgentShell::of_provider(&recorded.provider),
+            session_started: self.started_at,
         };
         (replay_step(&ctx, &recorded).await, Some(recorded))
+    }
+
+    /// The session's placeholders (the report fills recorded inputs with this session's values).
+    pub(super) fn placeholders(&self) -> &Placeholders {
+        &self.placeholders
+    }
+
+    /// `[replay] audit` picks this step today: it goes to the agent although it could replay.
+    pub(super) fn audits(&self, step: usize) -> bool {
+        let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+        self.audit.picks(&self.test, step, &today)
+    }
+
+    /// The step's current recording, if it has one this run could replay.
+    pub(super) fn usable(&self, key: &StepKey) -> Option<RecordedStep> {
+        let recording = self.recording.as_ref().ok()?;
+        recording
+            .lookup(key, chrono::Utc::now(), self.max_age_days)
+            .ok()
+            .cloned()
+    }
+
+    /// Deletes the step's recording (an audit found it would have passed a failing step).
+    pub(super) fn forget(&mut self, step: usize) -> Result<(), String> {
+        let Ok(recording) = &mut self.recording else {
+            return Ok(());
+        };
+        recording.steps.retain(|s| s.step != step);
+        store::save(&self.path, recording).map_err(|e| e.to_string())
     }
 
     /// Remembers what a replayed step did: the agent, when first needed, is told.
@@ -229,6 +270,13 @@ impl SessionReplay {
             }
         }
         for call in console_calls {
+            if call.is_error {
+                // A refused or failed call would fail the same way every run: nothing to check.
+                return Err(format!(
+                    "the console refused a call ({}): a refused or failed call is not replayed",
+                    call.tool
+                ));
+            }
             let answer = crate::console::Answer {
                 text: call.answer.clone(),
                 is_error: call.is_error,
@@ -252,13 +300,29 @@ impl SessionReplay {
         Ok(actions)
     }
 
-    /// Writes the agent's pass of a step into the recording.
+    /// Writes the agent's pass of a step into the recording. `previous`: the recording the step
+    /// had (a drift or an audit), with the positions a soft drift found: what varied while the
+    /// agent passed is learned as volatile.
     pub(super) fn record(
         &mut self,
         key: &StepKey,
-        actions: Vec<Action>,
+        mut actions: Vec<Action>,
         cost_usd: Option<f64>,
+        previous: Option<(&RecordedStep, &[(usize, Position)])>,
+        instruction: &str,
     ) -> Result<(), String> {
+        if let Some((old, soft)) = previous {
+            let learning = Learning {
+                instruction,
+                previous_window: Some((
+                    old.run_started_at.unwrap_or(old.recorded_at),
+                    old.recorded_at,
+                )),
+                window: (self.started_at, chrono::Utc::now()),
+            };
+            learn(old, &mut actions, soft, &self.normalizer, &learning);
+        }
+        let run_started_at = Some(self.started_at);
         let recording = match &mut self.recording {
             Ok(r) => r,
             // A file we could not read is replaced by a good one.
@@ -276,6 +340,7 @@ impl SessionReplay {
             instruction_hash: key.instruction_hash.clone(),
             provider: key.provider.clone(),
             recorded_at: chrono::Utc::now(),
+            run_started_at,
             cost_usd,
             actions,
         });
@@ -295,8 +360,15 @@ fn is_volatile_builtin(name: &str) -> bool {
     )
 }
 
-/// What a replayed step's record says.
-pub(super) fn replayed(step: &RecordedStep, verdict: &Verdict) -> (String, StepReplay) {
+/// How much of a replayed action's output the report keeps.
+const REPORT_OUTPUT_CHARS: usize = 2_000;
+
+/// What a replayed step's record says: each action it ran, and when and by whom it was recorded.
+pub(super) fn replayed(
+    step: &RecordedStep,
+    verdict: &Verdict,
+    placeholders: &Placeholders,
+) -> (String, StepReplay) {
     let (actions, took) = match verdict {
         Verdict::Replayed { actions, took, .. } => (*actions, *took),
         Verdict::Fallback(_) => (0, Duration::ZERO),
@@ -307,6 +379,17 @@ pub(super) fn replayed(step: &RecordedStep, verdict: &Verdict) -> (String, StepR
         step.recorded_at.format("%Y-%m-%d %H:%M UTC"),
         step.provider
     );
+    let shown = step
+        .actions
+        .iter()
+        .map(|a| ReplayedAction {
+            what: placeholders.fill(&a.describe()),
+            output: crate::replay::compare::cut(
+                &placeholders.fill(a.output()),
+                REPORT_OUTPUT_CHARS,
+            ),
+        })
+        .collect();
     let replay = StepReplay {
         mode: StepMode::Replayed,
         note: None,
@@ -314,31 +397,40 @@ pub(super) fn replayed(step: &RecordedStep, verdict: &Verdict) -> (String, StepR
         recorded: false,
         cost_saved_usd: step.cost_usd,
         unusable_recording: false,
+        audited: false,
+        audit_disagreed: false,
+        no_recording: false,
+        actions: shown,
+        recorded_at: Some(step.recorded_at),
+        recorded_by: Some(step.provider.clone()),
     };
     (message, replay)
 }
 
 /// What a step that went to the agent says of replay, given why it was not replayed.
 pub(super) fn by_the_agent(fallback: Option<&Fallback>) -> StepReplay {
-    let drift = match fallback {
-        Some(Fallback::Drift(d)) => Some(d.clone()),
-        _ => None,
-    };
     StepReplay {
         mode: StepMode::Agent,
-        note: fallback.map(|f| match f {
+        note: fallback.map(|f| match f.drift() {
             // The diff is in `replay_drift`: the note says where.
-            Fallback::Drift(d) => format!(
-                "drift at action {} ({}): {} differs",
+            Some(d) => format!(
+                "{} at action {} ({}): {} differs",
+                if d.soft { "soft drift" } else { "drift" },
                 d.action + 1,
                 d.what,
                 d.field
             ),
-            other => other.to_string(),
+            None => f.to_string(),
         }),
-        drift,
+        drift: fallback.and_then(Fallback::drift).cloned(),
         recorded: false,
         cost_saved_usd: None,
         unusable_recording: matches!(fallback, Some(Fallback::Unreadable(_))),
+        no_recording: matches!(fallback, Some(Fallback::Miss(_) | Fallback::Unreadable(_))),
+        audited: false,
+        audit_disagreed: false,
+        actions: Vec::new(),
+        recorded_at: None,
+        recorded_by: None,
     }
 }

@@ -154,7 +154,7 @@ impl Driver {
             replay_env,
             &agent_cwd,
         );
-        // SPEC §10: with steps to replay first, the agent starts only when a step needs it.
+        // With steps to replay first (see docs/replay.md), the agent starts only when a step needs it.
         if started.replay.as_ref().is_some_and(|r| r.replays()) {
             started.pending_agent = Some(args);
             return Ok(vars);

@@ -5,9 +5,39 @@ use super::setup::AgentStartFailure;
 use super::*;
 use crate::console::record::CallRecord;
 use crate::model::replay::StepReplay;
-use crate::replay::verdict::Verdict;
+use crate::replay::format::RecordedStep;
+use crate::replay::store::{Miss, StepKey};
+use crate::replay::verdict::{Fallback, Verdict};
+
+/// What a step's replay stage came to.
+enum ReplayStage {
+    /// Nothing more for the agent to do: the step replayed (`Ok`), or ended the run.
+    Done(Result<(), Ending>),
+    /// The agent takes the step; what replay knew of it (`None` where replay does not apply).
+    Agent(Option<Box<AgentTurn>>),
+}
+
+/// What recording an agent's step needs from its replay stage.
+struct AgentTurn {
+    key: StepKey,
+    /// Why the step was not replayed (`None`: `record` mode, or an audit).
+    fallback: Option<Fallback>,
+    /// The recording the step had (a drift, an audit): what varied while the agent passed is
+    /// learned from it.
+    previous: Option<RecordedStep>,
+    /// `[replay] audit` sent it to the agent although it could replay.
+    audited: bool,
+}
+
+/// What the agent stage hands on: the verdict, its usage, the console calls it made.
+struct AgentDone {
+    verdict: StepVerdict,
+    usage: Option<Usage>,
+    console_calls: Vec<CallRecord>,
+}
 
 impl Driver {
+    /// The steps in order, each through its stages (replay → agent → budgets → verdict).
     pub(super) async fn steps(&self, started: &mut Started, vars: &SessionVars) -> Ending {
         let Some(workdir) = started.workdir.clone() else {
             return Ending::error("no workspace was created");
@@ -27,323 +57,407 @@ impl Driver {
             if let Some(reason) = self.stopped() {
                 return Ending::from_stop(reason);
             }
-            let id = step_id(step);
-            let _ = self.myself.cast(SessionMsg::StepStarting(step.step_id));
-            let instruction = match self.render(step, vars, &workdir) {
-                Ok(text) => text,
-                Err(message) => return Ending::error(message),
-            };
             let restored = resumed_through.filter(|(last, _)| step.step_id <= *last);
-            let skipped = if step.skip {
-                Some("skip = true".to_string())
-            } else {
-                restored
-                    .filter(|_| !step.setup)
-                    .map(|(_, name)| format!("restored from checkpoint `{name}`"))
-            };
-            self.emit(EventKind::StepStarted {
-                step_id: id,
-                instruction: summarize_instruction(&instruction, 100),
-                // A skipped step sends nothing.
-                instruction_sent: skipped.is_none().then(|| instruction.clone()),
-                provenance: provenance(step),
-            });
-            if let Some(message) = skipped {
-                self.emit(step_finished(
+            match self.one_step(started, vars, &workdir, step, restored).await {
+                Ok(Some(warning)) => warnings.push(warning),
+                Ok(None) => {}
+                Err(ending) => return ending,
+            }
+        }
+        policy::final_ending(&warnings, strict)
+    }
+
+    /// One step: `Ok(Some(warning))` when it warned, `Err` when the session ends here.
+    async fn one_step(
+        &self,
+        started: &mut Started,
+        vars: &SessionVars,
+        workdir: &Path,
+        step: &PlannedStep,
+        restored: Option<(usize, &str)>,
+    ) -> Result<Option<String>, Ending> {
+        let id = step_id(step);
+        let _ = self.myself.cast(SessionMsg::StepStarting(step.step_id));
+        let instruction = self.render(step, vars, workdir).map_err(Ending::error)?;
+        let skipped = if step.skip {
+            Some("skip = true".to_string())
+        } else {
+            restored
+                .filter(|_| !step.setup)
+                .map(|(_, name)| format!("restored from checkpoint `{name}`"))
+        };
+        self.emit(EventKind::StepStarted {
+            step_id: id,
+            instruction: summarize_instruction(&instruction, 100),
+            // A skipped step sends nothing.
+            instruction_sent: skipped.is_none().then(|| instruction.clone()),
+            provenance: provenance(step),
+        });
+        if let Some(message) = skipped {
+            self.emit(step_finished(
+                id,
+                StepStatus::Skipped,
+                Some(message),
+                Duration::ZERO,
+                None,
+            ));
+            return Ok(None);
+        }
+        self.budget_before(id)?;
+        // The step's window of console messages and failed requests opens.
+        if let Some(browser) = &started.browser {
+            browser.begin_step();
+        }
+        let passed = match self.replay_stage(started, step, id, &instruction).await {
+            ReplayStage::Done(result) => result.map(|()| StepStatus::Ok)?,
+            ReplayStage::Agent(turn) => {
+                let request = self.request(step, id, instruction.clone());
+                let mut done = self.agent_stage(started, id, request).await?;
+                let info = self.record_stage(started, turn, &mut done, &instruction);
+                let message =
+                    (!done.verdict.message.is_empty()).then(|| done.verdict.message.clone());
+                self.emit(step_finished_with(
                     id,
-                    StepStatus::Skipped,
+                    done.verdict.status,
+                    message.clone(),
+                    done.verdict.duration,
+                    done.usage,
+                    info,
+                ));
+                let v = &done.verdict;
+                let facts = policy::StepFacts {
+                    id,
+                    status: v.status,
+                    message: message.as_deref(),
+                    fault: v.fault.as_ref().map(|f| f.to_string()),
+                    restarts: v.restarts,
+                    agent_died: v.agent_died.as_ref().map(|d| d.to_string()),
+                    stopped: self.stopped(),
+                };
+                match policy::after_step(&facts) {
+                    policy::AfterStep::Continue => v.status,
+                    policy::AfterStep::Warned(w) => {
+                        self.save_checkpoint(step, restored, id, vars).await?;
+                        return Ok(Some(w));
+                    }
+                    policy::AfterStep::End(ending) => return Err(ending),
+                }
+            }
+        };
+        if matches!(passed, StepStatus::Ok | StepStatus::Warn) {
+            self.save_checkpoint(step, restored, id, vars).await?;
+        }
+        Ok(None)
+    }
+
+    /// A passed step with a checkpoint saves it (not while replaying a resumed prefix).
+    async fn save_checkpoint(
+        &self,
+        step: &PlannedStep,
+        restored: Option<(usize, &str)>,
+        id: u32,
+        vars: &SessionVars,
+    ) -> Result<(), Ending> {
+        match (&step.checkpoint, restored) {
+            (Some(name), None) => {
+                self.checkpoint(CheckpointAction::Save, name, Some(id), vars)
+                    .await
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The budget before a step: a ceiling already reached sends nothing.
+    fn budget_before(&self, id: u32) -> Result<(), Ending> {
+        let max_cost = self.test.effective.provider.max_cost_usd.value;
+        let Some(why) = self.suite.budget.exhausted(&self.test.rel_path, max_cost) else {
+            return Ok(());
+        };
+        let message = format!("not sent to the agent: {why}");
+        self.emit(step_finished(
+            id,
+            StepStatus::OverBudget,
+            Some(message.clone()),
+            Duration::ZERO,
+            None,
+        ));
+        Err(Ending {
+            outcome: RunOutcome::Failed,
+            message: Some(format!("step {id} over_budget: {message}")),
+        })
+    }
+
+    /// The step as the agent gets it; its timeout resolved against the provider's default.
+    fn request(&self, step: &PlannedStep, id: u32, instruction: String) -> StepRequest {
+        StepRequest {
+            step_id: id,
+            source_file: step.source_file.display().to_string(),
+            source_index: step.source_index,
+            include_chain: step
+                .include_chain
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            instruction,
+            timeout: Duration::from_secs(
+                step.timeout_secs
+                    .unwrap_or(self.test.effective.provider.step_timeout_secs.value),
+            ),
+        }
+    }
+
+    /// The step's recording first; the agent only on a miss, a drift, an opt-out or an audit.
+    async fn replay_stage(
+        &self,
+        started: &mut Started,
+        step: &PlannedStep,
+        id: u32,
+        instruction: &str,
+    ) -> ReplayStage {
+        let Some(replay) = started.replay.as_ref() else {
+            return ReplayStage::Agent(None);
+        };
+        let key = replay.key(step, instruction);
+        let turn = |fallback, previous, audited| {
+            Box::new(AgentTurn {
+                key: key.clone(),
+                fallback,
+                previous,
+                audited,
+            })
+        };
+        if !replay.replays() {
+            return ReplayStage::Agent(Some(turn(None, None, false)));
+        }
+        let (outcome, recorded) = if !step.replay {
+            (Verdict::Fallback(Fallback::Miss(Miss::OptedOut)), None)
+        } else if let Some(previous) = replay
+            .usable(&key)
+            .filter(|_| !replay.only() && replay.audits(step.step_id))
+        {
+            return ReplayStage::Agent(Some(turn(None, Some(previous), true)));
+        } else {
+            let console = started.console.as_ref().map(|s| s.console().as_ref());
+            let tried = replay
+                .try_step(&key, instruction, console, &self.run_id)
+                .await;
+            self.emit_console_calls(started, id);
+            tried
+        };
+        match (outcome, recorded) {
+            (outcome @ Verdict::Replayed { .. }, Some(recorded)) => {
+                let (message, info) = replay::replayed(&recorded, &outcome, replay.placeholders());
+                let took = match outcome {
+                    Verdict::Replayed { took, .. } => took,
+                    Verdict::Fallback(_) => Duration::ZERO,
+                };
+                self.emit(step_finished_with(
+                    id,
+                    StepStatus::Ok,
                     Some(message),
+                    took,
+                    None,
+                    Some(info),
+                ));
+                if let Some(replay) = started.replay.as_mut() {
+                    replay.note_replayed(id, instruction, &recorded);
+                }
+                ReplayStage::Done(Ok(()))
+            }
+            (Verdict::Fallback(why), _) if replay.only() => {
+                // A drift is not "no recording": say what stopped the replay.
+                let message = match &why {
+                    Fallback::Miss(_) | Fallback::Unreadable(_) => format!(
+                        "no usable recording ([replay] mode = \"only\" asks no agent): {why}"
+                    ),
+                    _ => format!("not replayed ([replay] mode = \"only\" asks no agent): {why}"),
+                };
+                let mut info = replay::by_the_agent(Some(&why));
+                info.mode = crate::model::replay::StepMode::NotReplayed;
+                self.emit(step_finished_with(
+                    id,
+                    StepStatus::Error,
+                    Some(message.clone()),
                     Duration::ZERO,
                     None,
+                    Some(info),
                 ));
-                continue;
+                ReplayStage::Done(Err(Ending {
+                    outcome: RunOutcome::Failed,
+                    message: Some(format!("step {id} error: {message}")),
+                }))
             }
-            let max_cost = self.test.effective.provider.max_cost_usd.value;
-            if let Some(why) = self.suite.budget.exhausted(&self.test.rel_path, max_cost) {
-                let message = format!("not sent to the agent: {why}");
+            (Verdict::Fallback(why), previous) => {
+                ReplayStage::Agent(Some(turn(Some(why), previous, false)))
+            }
+            (Verdict::Replayed { .. }, None) => ReplayStage::Agent(Some(turn(None, None, false))),
+        }
+    }
+
+    /// The agent takes the step (started now if it was waiting); its verdict after the budget
+    /// and the browser's evidence. `Err` when the session ends with it.
+    async fn agent_stage(
+        &self,
+        started: &mut Started,
+        id: u32,
+        mut request: StepRequest,
+    ) -> Result<AgentDone, Ending> {
+        let agent = match self.agent(started).await {
+            Ok(agent) => agent,
+            Err(failure) => return Err(self.agent_start_failed(id, failure)),
+        };
+        if let Some(summary) = started.replay.as_mut().and_then(|r| r.take_summary()) {
+            request.instruction = format!("{summary}\n{}", request.instruction);
+        }
+        let marks = LogMarks::take(&self.run_dir().join("logs"));
+        let verdict = self
+            .run_step(&agent, request, &mut started.agent_news)
+            .await;
+        let console_calls = self.emit_console_calls(started, id);
+        let mut verdict = match verdict {
+            Ok(v) => v,
+            Err(message) => {
+                self.emit_excerpt(id, &marks);
                 self.emit(step_finished(
                     id,
-                    StepStatus::OverBudget,
+                    StepStatus::Error,
                     Some(message.clone()),
                     Duration::ZERO,
                     None,
                 ));
-                return Ending {
-                    outcome: RunOutcome::Failed,
-                    message: Some(format!("step {id} over_budget: {message}")),
-                };
+                return Err(Ending::error(message));
             }
-            let request = StepRequest {
-                step_id: id,
-                source_file: step.source_file.display().to_string(),
-                source_index: step.source_index,
-                include_chain: step
-                    .include_chain
-                    .iter()
-                    .map(|p| p.display().to_string())
-                    .collect(),
-                instruction,
-                timeout: Duration::from_secs(
-                    step.timeout_secs
-                        .unwrap_or(self.test.effective.provider.step_timeout_secs.value),
-                ),
-            };
-            // SPEC §11: the step's window of console messages and failed requests opens.
-            if let Some(browser) = &started.browser {
-                browser.begin_step();
-            }
-            // SPEC §10: the step's recording first; the agent only on a miss or a drift.
-            let mut fallback = None;
-            let mut replay_key = None;
-            if let Some(replay) = started.replay.as_ref() {
-                let key = replay.key(step, &request.instruction);
-                if replay.replays() {
-                    let console = started.console.as_ref().map(|s| s.console().as_ref());
-                    let (outcome, recorded) = replay.try_step(&key, console, &self.run_id).await;
-                    self.emit_console_calls(started, id);
-                    match (outcome, recorded) {
-                        (outcome @ Verdict::Replayed { .. }, Some(recorded)) => {
-                            let (message, info) = replay::replayed(&recorded, &outcome);
-                            let took = match outcome {
-                                Verdict::Replayed { took, .. } => took,
-                                Verdict::Fallback(_) => Duration::ZERO,
-                            };
-                            self.emit(step_finished_with(
-                                id,
-                                StepStatus::Ok,
-                                Some(message),
-                                took,
-                                None,
-                                Some(info),
-                            ));
-                            if let Some(replay) = started.replay.as_mut() {
-                                replay.note_replayed(id, &request.instruction, &recorded);
-                            }
-                            if let (Some(name), None) = (&step.checkpoint, restored) {
-                                if let Err(ending) = self
-                                    .checkpoint(CheckpointAction::Save, name, Some(id), vars)
-                                    .await
-                                {
-                                    return ending;
-                                }
-                            }
-                            continue;
-                        }
-                        (Verdict::Fallback(why), _) if replay.only() => {
-                            let message =
-                                format!("no recording to replay ([replay] mode = \"only\"): {why}");
-                            self.emit(step_finished_with(
-                                id,
-                                StepStatus::Error,
-                                Some(message.clone()),
-                                Duration::ZERO,
-                                None,
-                                Some(replay::by_the_agent(Some(&why))),
-                            ));
-                            return Ending {
-                                outcome: RunOutcome::Failed,
-                                message: Some(format!("step {id} error: {message}")),
-                            };
-                        }
-                        (Verdict::Fallback(why), _) => fallback = Some(why),
-                        (Verdict::Replayed { .. }, None) => {}
-                    }
-                }
-                replay_key = Some(key);
-            }
-            let agent = match self.agent(started).await {
-                Ok(agent) => agent,
-                Err(failure) => {
-                    // Started lazily, for this step: the step says what became of it.
-                    let why = failure.ending.message.clone().unwrap_or_default();
-                    let (status, message) = match self.stopped() {
-                        Some(StopReason::AgentDied(died)) => (
-                            StepStatus::Error,
-                            format!(
-                                "the agent exited during the step (while starting for it): {died}"
-                            ),
-                        ),
-                        Some(reason) => (StepStatus::Interrupted, reason.cut_off_message()),
-                        None if failure.nothing_sent => (
-                            StepStatus::NotRun,
-                            format!("not sent: the agent could not start: {why}"),
-                        ),
-                        None => (
-                            StepStatus::Error,
-                            format!(
-                                "the agent exited during the step (while starting for it): {why}"
-                            ),
-                        ),
-                    };
-                    self.emit(step_finished(
-                        id,
-                        status,
-                        Some(message),
-                        Duration::ZERO,
-                        None,
-                    ));
-                    return failure.ending;
-                }
-            };
-            let mut request = request;
-            if let Some(summary) = started.replay.as_mut().and_then(|r| r.take_summary()) {
-                request.instruction = format!("{summary}\n{}", request.instruction);
-            }
-            let marks = LogMarks::take(&self.run_dir().join("logs"));
-            let verdict = self
-                .run_step(&agent, request, &mut started.agent_news)
-                .await;
-            let console_calls = self.emit_console_calls(started, id);
-            let mut verdict = match verdict {
-                Ok(v) => v,
-                Err(message) => {
-                    self.emit_excerpt(id, &marks);
-                    self.emit(step_finished(
-                        id,
-                        StepStatus::Error,
-                        Some(message.clone()),
-                        Duration::ZERO,
-                        None,
-                    ));
-                    return Ending::error(message);
-                }
-            };
-            let usage = verdict.usage.as_ref().map(|u| Usage {
-                session_id: Some(u.session_id.clone()),
-                turns: u32::try_from(u.num_turns).ok(),
-                duration_ms: Some(u.duration_ms),
-                cost_usd: u.cost_reported.then_some(u.step_cost_usd),
-                total_cost_usd: u.cost_reported.then_some(u.total_cost_usd),
-                input_tokens: u.input_tokens,
-                output_tokens: u.output_tokens,
-            });
-            if let Some(u) = verdict.usage.as_ref().filter(|u| u.cost_reported) {
-                self.suite.budget.add(&self.test.rel_path, u.step_cost_usd);
-            }
-            if matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) && !verdict.interrupted {
-                // The step whose cost crossed a ceiling is the one that stops.
-                if let Some(why) = self.suite.budget.exhausted(&self.test.rel_path, max_cost) {
-                    verdict.status = StepStatus::OverBudget;
-                    verdict.message = format!("over budget after this step: {why}");
-                }
-            }
-            if !verdict.interrupted {
-                self.capture_browser(started, id, &mut verdict).await;
-            }
-            let message = (!verdict.message.is_empty()).then(|| verdict.message.clone());
-            if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
-                self.emit_excerpt(id, &marks);
-            }
-            if verdict.interrupted {
-                let reason = self
-                    .stopped()
-                    .unwrap_or_else(|| StopReason::Interrupted("the session is stopping".into()));
-                self.emit(step_finished(
-                    id,
-                    StepStatus::Interrupted,
-                    Some(reason.cut_off_message()),
-                    verdict.duration,
-                    usage,
-                ));
-                return Ending::from_stop(reason);
-            }
-            let replay_info = match (started.replay.as_mut(), replay_key.as_ref()) {
-                (Some(replay), Some(key)) => {
-                    let mut info = replay::by_the_agent(fallback.as_ref());
-                    if replay.records() && verdict.status == StepStatus::Ok {
-                        let cost = usage.as_ref().and_then(|u| u.cost_usd);
-                        let not_recorded =
-                            match replay.actions_of(&console_calls, &verdict.tool_calls) {
-                                Ok(actions) => replay.record(key, actions, cost).err(),
-                                Err(why) => Some(why),
-                            };
-                        match not_recorded {
-                            None => info.recorded = true,
-                            Some(why) => {
-                                let note = format!("not recorded: {why}");
-                                info.note = Some(match info.note.take() {
-                                    Some(before) => format!("{before}; {note}"),
-                                    None => note,
-                                });
-                            }
-                        }
-                    }
-                    Some(info)
-                }
-                _ => None,
-            };
-            self.emit(step_finished_with(
+        };
+        let usage = verdict.usage.as_ref().map(|u| Usage {
+            session_id: Some(u.session_id.clone()),
+            turns: u32::try_from(u.num_turns).ok(),
+            duration_ms: Some(u.duration_ms),
+            cost_usd: u.cost_reported.then_some(u.step_cost_usd),
+            total_cost_usd: u.cost_reported.then_some(u.total_cost_usd),
+            input_tokens: u.input_tokens,
+            output_tokens: u.output_tokens,
+        });
+        self.budget_after(&mut verdict);
+        if !verdict.interrupted {
+            self.capture_browser(started, id, &mut verdict).await;
+        }
+        if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
+            self.emit_excerpt(id, &marks);
+        }
+        if verdict.interrupted {
+            let reason = self
+                .stopped()
+                .unwrap_or_else(|| StopReason::Interrupted("the session is stopping".into()));
+            self.emit(step_finished(
                 id,
-                verdict.status,
-                message.clone(),
+                StepStatus::Interrupted,
+                Some(reason.cut_off_message()),
                 verdict.duration,
                 usage,
-                replay_info,
             ));
-            if let Some(fault) = &verdict.fault {
-                let again = if verdict.restarts > 0 {
-                    ", again after a restart"
-                } else {
-                    " and could not be restarted"
-                };
-                return Ending::error(format!(
-                    "the agent {fault} during step {id}{again}; the session gave up"
-                ));
-            }
-            if let Some(death) = &verdict.agent_died {
-                return Ending::error(format!("the agent died during step {id}: {death}"));
-            }
-            if let Some(reason) = self.stopped() {
-                return Ending::from_stop(reason);
-            }
-            match verdict.status {
-                StepStatus::Ok
-                | StepStatus::Skipped
-                | StepStatus::NotRun
-                | StepStatus::Interrupted => {}
-                StepStatus::Warn => {
-                    warnings.push(format!("step {id} warned: {}", message.unwrap_or_default()))
-                }
-                StepStatus::Error
-                | StepStatus::ProtocolError
-                | StepStatus::Timeout
-                | StepStatus::OverBudget => {
-                    return Ending {
-                        outcome: RunOutcome::Failed,
-                        message: Some(format!(
-                            "step {id} {}: {}",
-                            verdict.status.as_str(),
-                            message.unwrap_or_default()
-                        )),
-                    };
-                }
-            }
-            // A passed step with a checkpoint saves it (not while replaying a resumed prefix).
-            if let (Some(name), None) = (&step.checkpoint, restored) {
-                if matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
-                    if let Err(ending) = self
-                        .checkpoint(CheckpointAction::Save, name, Some(id), vars)
-                        .await
-                    {
-                        return ending;
-                    }
-                }
+            return Err(Ending::from_stop(reason));
+        }
+        Ok(AgentDone {
+            verdict,
+            usage,
+            console_calls,
+        })
+    }
+
+    /// The step's cost is added; the step whose cost crossed a ceiling is the one that stops.
+    fn budget_after(&self, verdict: &mut StepVerdict) {
+        if let Some(u) = verdict.usage.as_ref().filter(|u| u.cost_reported) {
+            self.suite.budget.add(&self.test.rel_path, u.step_cost_usd);
+        }
+        if matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) && !verdict.interrupted {
+            let max_cost = self.test.effective.provider.max_cost_usd.value;
+            if let Some(why) = self.suite.budget.exhausted(&self.test.rel_path, max_cost) {
+                verdict.status = StepStatus::OverBudget;
+                verdict.message = format!("over budget after this step: {why}");
             }
         }
-        match (warnings.is_empty(), strict) {
-            (true, _) => Ending {
-                outcome: RunOutcome::Passed,
-                message: None,
-            },
-            (false, false) => Ending {
-                outcome: RunOutcome::Warned,
-                message: Some(warnings.join("; ")),
-            },
-            (false, true) => Ending {
-                outcome: RunOutcome::Failed,
-                message: Some(format!("strict warnings: {}", warnings.join("; "))),
-            },
+    }
+
+    /// The agent could not start for this step (it was started lazily): the step says what
+    /// became of it.
+    fn agent_start_failed(&self, id: u32, failure: AgentStartFailure) -> Ending {
+        let why = failure.ending.message.clone().unwrap_or_default();
+        let (status, message) = match self.stopped() {
+            Some(StopReason::AgentDied(died)) => (
+                StepStatus::Error,
+                format!("the agent exited during the step (while starting for it): {died}"),
+            ),
+            Some(reason) => (StepStatus::Interrupted, reason.cut_off_message()),
+            None if failure.nothing_sent => (
+                StepStatus::NotRun,
+                format!("not sent: the agent could not start: {why}"),
+            ),
+            None => (
+                StepStatus::Error,
+                format!("the agent exited during the step (while starting for it): {why}"),
+            ),
+        };
+        self.emit(step_finished(
+            id,
+            status,
+            Some(message),
+            Duration::ZERO,
+            None,
+        ));
+        failure.ending
+    }
+
+    /// What replay makes of the agent's step: its pass recorded (with what it learnt), an
+    /// audited failure's recording deleted.
+    fn record_stage(
+        &self,
+        started: &mut Started,
+        turn: Option<Box<AgentTurn>>,
+        done: &mut AgentDone,
+        instruction: &str,
+    ) -> Option<StepReplay> {
+        let (replay, turn) = (started.replay.as_mut()?, turn?);
+        let mut info = replay::by_the_agent(turn.fallback.as_ref());
+        info.audited = turn.audited;
+        let verdict = &mut done.verdict;
+        let failed = !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn);
+        if turn.audited && failed {
+            info.audit_disagreed = true;
+            let deleted = match replay.forget(turn.key.step) {
+                Ok(()) => "its recording was deleted".to_string(),
+                Err(e) => format!("its recording could not be deleted: {e}"),
+            };
+            verdict.message = format!(
+                "{} (audit: replay would have passed a failing step; {deleted})",
+                verdict.message
+            );
         }
+        if !replay.records() || verdict.status != StepStatus::Ok {
+            return Some(info);
+        }
+        let cost = done.usage.as_ref().and_then(|u| u.cost_usd);
+        let soft: &[(usize, crate::replay::masks::Position)] = match &turn.fallback {
+            Some(Fallback::SoftDrift { learn, .. }) => learn,
+            _ => &[],
+        };
+        let previous = turn.previous.as_ref().map(|p| (p, soft));
+        let not_recorded = match replay.actions_of(&done.console_calls, &verdict.tool_calls) {
+            Ok(actions) => replay
+                .record(&turn.key, actions, cost, previous, instruction)
+                .err(),
+            Err(why) => Some(why),
+        };
+        match not_recorded {
+            None => info.recorded = true,
+            Some(why) => {
+                let note = format!("not recorded: {why}");
+                info.note = Some(match info.note.take() {
+                    Some(before) => format!("{before}; {note}"),
+                    None => note,
+                });
+            }
+        }
+        Some(info)
     }
 
     /// Runs `[checkpoint] save` or `restore` for checkpoint `name`; a failure ends the run.
@@ -482,7 +596,7 @@ impl Driver {
         started.agent.clone().ok_or_else(no_agent)
     }
 
-    /// SPEC §11: the evidence the supervisor takes from the browser at the end of a step, and
+    /// The evidence the supervisor takes from the browser at the end of a step, and
     /// what the page's console errors make of a passing verdict. A failed capture is noted on
     /// the step, never fatal.
     async fn capture_browser(&self, started: &Started, id: u32, verdict: &mut StepVerdict) {
@@ -651,6 +765,6 @@ pub(super) fn step_finished_with(
         message,
         duration_ms: millis(duration),
         usage,
-        replay,
+        replay: replay.map(Box::new),
     }
 }

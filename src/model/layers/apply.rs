@@ -284,6 +284,18 @@ impl EffectiveConfig {
                 .max_age_days
                 .set(*v.get_ref(), layer, origin(file, v.span()));
         }
+        if let Some(v) = &r.audit {
+            match crate::model::replay::AuditShare::new(*v.get_ref()) {
+                Some(share) => replay.audit.set(share, layer, origin(file, v.span())),
+                None => problems.push(problem(
+                    format!(
+                        "[replay] audit = {} is not a share: write 0.0 to 1.0",
+                        v.get_ref()
+                    ),
+                    origin(file, v.span()),
+                )),
+            }
+        }
         problems
     }
 

@@ -1,0 +1,364 @@
+//! The console kind of action: a call to the agent console replayed through the session's own
+//! console, and compared as the agent saw it (see docs/replay.md).
+//!
+//! Everything the agent saw is compared: the output, the exit code and whether the process was
+//! still running (always, on both sides), and the answer's wall time as a ceiling (slower than
+//! `max(2 × recorded, recorded + 1 s)` is drift). Interactive sessions are compared by their
+//! accumulated output: when the text seen so far is not yet the recorded one, the replay polls
+//! the session (an empty `write_stdin`) until it is, the program exits, or the recorded wait has
+//! passed, so different chunking is no drift.
+
+use super::compare::{drift, Checked};
+use super::format::ConsoleTool;
+use super::replayer::{ActionAt, ReplayContext};
+use super::verdict::Fallback;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+/// The least time an interactive session is polled for its recorded output.
+const MIN_CATCH_UP: Duration = Duration::from_millis(1_000);
+/// How long one catch-up poll waits.
+const POLL_MS: u64 = 250;
+
+/// A console call as recorded.
+pub(super) struct Recorded<'a> {
+    pub(super) output: &'a str,
+    pub(super) exit_code: Option<i32>,
+    pub(super) is_error: bool,
+}
+
+/// Console sessions of this replay: recorded id → live id, and each one's output so far.
+#[derive(Default)]
+pub(super) struct Sessions {
+    live: HashMap<u64, u64>,
+    expected: HashMap<u64, String>,
+    seen: HashMap<u64, String>,
+}
+
+impl Sessions {
+    /// The text a replay of this recorded call compares (see `replayer::compared_outputs`).
+    pub(super) fn compared(
+        &mut self,
+        tool: ConsoleTool,
+        arguments: &Value,
+        output: &str,
+        exit_code: Option<i32>,
+        is_error: bool,
+    ) -> Option<String> {
+        match tool {
+            _ if is_error => None,
+            ConsoleTool::ExecCommand | ConsoleTool::WriteStdin => {
+                let parsed = parse_answer(output);
+                let key = match tool {
+                    ConsoleTool::ExecCommand => parsed.running,
+                    _ => arguments["session_id"].as_u64(),
+                };
+                let _ = exit_code;
+                match key {
+                    None => Some(parsed.body),
+                    Some(key) => {
+                        let acc = self.expected.entry(key).or_default();
+                        acc.push_str(&parsed.body);
+                        Some(acc.clone())
+                    }
+                }
+            }
+            ConsoleTool::ReadLog | ConsoleTool::WaitForLog => Some(stable_lines(output)),
+            ConsoleTool::KillSession => None,
+        }
+    }
+}
+
+/// The parts of a console answer (Codex's layout, [`crate::console::reply`]).
+#[derive(Debug, Default, PartialEq)]
+pub(super) struct Parsed {
+    exit_code: Option<i32>,
+    running: Option<u64>,
+    wall: Option<Duration>,
+    body: String,
+}
+
+fn parse_answer(text: &str) -> Parsed {
+    let mut parsed = Parsed::default();
+    let (head, body) = match text.split_once("\nOutput:\n") {
+        Some((head, body)) => (head, body.to_string()),
+        None => (text, String::new()),
+    };
+    for line in head.lines() {
+        if let Some(code) = line.strip_prefix("Process exited with code ") {
+            parsed.exit_code = code.trim().parse().ok();
+        } else if let Some(id) = line.strip_prefix("Process running with session ID ") {
+            parsed.running = id.trim().parse().ok();
+        } else if let Some(wall) = line.strip_prefix("Wall time: ") {
+            parsed.wall = wall
+                .trim_end_matches(" seconds")
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map(Duration::from_secs_f64);
+        }
+    }
+    parsed.body = body;
+    parsed
+}
+
+/// A log tool's answer without what differs every run by construction (offsets, timings, ids).
+fn stable_lines(text: &str) -> String {
+    const VOLATILE: [&str; 5] = [
+        "Chunk ID:",
+        "Wall time:",
+        "Next offset:",
+        "Original token count:",
+        "Process running with session ID",
+    ];
+    text.lines()
+        .filter(|l| !VOLATILE.iter().any(|p| l.starts_with(p)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The slowest a replayed answer may be: `max(2 × recorded, recorded + 1 s)`.
+pub fn wall_ceiling(recorded: Duration) -> Duration {
+    (recorded * 2).max(recorded + Duration::from_secs(1))
+}
+
+fn exit_drift(at: &ActionAt<'_>, expected: Option<i32>, seen: Option<i32>) -> Fallback {
+    let show = |c: Option<i32>| c.map_or("none (still running)".to_string(), |c| c.to_string());
+    Fallback::hard(drift(
+        at.index,
+        &at.what,
+        "exit code",
+        &show(expected),
+        &show(seen),
+    ))
+}
+
+fn wall_check(
+    at: &ActionAt<'_>,
+    recorded: Option<Duration>,
+    took: Duration,
+) -> Result<(), Fallback> {
+    match recorded {
+        Some(wall) if took > wall_ceiling(wall) => Err(Fallback::hard(drift(
+            at.index,
+            &at.what,
+            "wall time",
+            &format!(
+                "{:.3} seconds (at most {:.3} allowed)",
+                wall.as_secs_f64(),
+                wall_ceiling(wall).as_secs_f64()
+            ),
+            &format!("{:.3} seconds", took.as_secs_f64()),
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// Replays one console call.
+pub(super) async fn replay(
+    ctx: &ReplayContext<'_>,
+    sessions: &mut Sessions,
+    at: &ActionAt<'_>,
+    tool: ConsoleTool,
+    arguments: &Value,
+    recorded: Recorded<'_>,
+) -> Result<(), Fallback> {
+    let failed = |reason: &str| Fallback::Failed {
+        action: at.index,
+        reason: reason.to_string(),
+    };
+    let mut args = ctx.placeholders.fill_json(arguments);
+    let recorded_session = arguments["session_id"].as_u64();
+    if matches!(tool, ConsoleTool::WriteStdin | ConsoleTool::KillSession) {
+        let Some(live) = recorded_session.and_then(|id| sessions.live.get(&id)) else {
+            return Err(failed("a console session this step did not start"));
+        };
+        args["session_id"] = Value::from(*live);
+    }
+    let Some(console) = ctx.console else {
+        return Err(failed("the agent console is off in this run"));
+    };
+    let began = Instant::now();
+    let answer = console.call(tool.name(), args).await;
+    if answer.is_error != recorded.is_error {
+        return Err(Fallback::hard(drift(
+            at.index,
+            &at.what,
+            "error",
+            &format!("is_error = {}\n{}", recorded.is_error, recorded.output),
+            &format!("is_error = {}\n{}", answer.is_error, answer.text),
+        )));
+    }
+    match tool {
+        ConsoleTool::ExecCommand | ConsoleTool::WriteStdin if !recorded.is_error => {
+            let mut expected = parse_answer(recorded.output);
+            expected.exit_code = recorded.exit_code.or(expected.exit_code);
+            let seen = parse_answer(&answer.text);
+            let key = match tool {
+                ConsoleTool::ExecCommand => expected.running,
+                _ => recorded_session,
+            };
+            if let (ConsoleTool::ExecCommand, Some(old), Some(new)) =
+                (tool, expected.running, seen.running)
+            {
+                sessions.live.insert(old, new);
+            }
+            let wall = expected.wall;
+            match key {
+                None => one_call(ctx, at, arguments, expected, seen).await?,
+                Some(key) => in_session(ctx, sessions, at, arguments, key, expected, seen).await?,
+            }
+            wall_check(at, wall, began.elapsed())
+        }
+        ConsoleTool::ReadLog | ConsoleTool::WaitForLog => {
+            let wall = parse_answer(recorded.output).wall;
+            ctx.check(
+                at,
+                &stable_lines(recorded.output),
+                &stable_lines(&answer.text),
+            )?;
+            wall_check(at, wall, began.elapsed())
+        }
+        // kill_session: that it worked (or failed) as recorded is the whole check.
+        _ => Ok(()),
+    }
+}
+
+/// A call that ran to its end when recorded: this call's output and exit code.
+async fn one_call(
+    ctx: &ReplayContext<'_>,
+    at: &ActionAt<'_>,
+    arguments: &Value,
+    expected: Parsed,
+    mut seen: Parsed,
+) -> Result<(), Fallback> {
+    if expected.exit_code.is_some() && seen.exit_code.is_none() {
+        // Slower this time: let it finish within the recorded wait (the wall-time ceiling
+        // judges the delay).
+        if let Some(live) = seen.running {
+            let mut body = std::mem::take(&mut seen.body);
+            let end = catch_up(ctx, at, live, &args_yield(arguments), &mut body, None).await;
+            seen.exit_code = end.exit_code;
+            seen.body = body;
+        }
+    }
+    if expected.exit_code != seen.exit_code {
+        return Err(exit_drift(at, expected.exit_code, seen.exit_code));
+    }
+    ctx.check(at, &expected.body, &seen.body)
+}
+
+/// A call in a session that was still running when recorded: the session's output so far, and
+/// whether it is still running, as recorded.
+async fn in_session(
+    ctx: &ReplayContext<'_>,
+    sessions: &mut Sessions,
+    at: &ActionAt<'_>,
+    arguments: &Value,
+    key: u64,
+    expected: Parsed,
+    mut seen: Parsed,
+) -> Result<(), Fallback> {
+    let exp_acc = sessions.expected.entry(key).or_default();
+    exp_acc.push_str(&expected.body);
+    let expected_text = exp_acc.clone();
+    let live = sessions.live.get(&key).copied().or(seen.running);
+    let seen_acc = sessions.seen.entry(key).or_default();
+    seen_acc.push_str(&seen.body);
+    if let (Some(live), None) = (live, seen.exit_code) {
+        let end = catch_up(
+            ctx,
+            at,
+            live,
+            &args_yield(arguments),
+            seen_acc,
+            Some(&expected_text),
+        )
+        .await;
+        seen.exit_code = end.exit_code;
+    }
+    ctx.check(at, &expected_text, seen_acc)?;
+    // Exited where the recording's was still running, or the reverse, or another code: drift.
+    if expected.exit_code != seen.exit_code {
+        return Err(exit_drift(at, expected.exit_code, seen.exit_code));
+    }
+    Ok(())
+}
+
+/// The recorded call's wait, the least a catch-up allows.
+fn args_yield(arguments: &Value) -> Duration {
+    arguments["yield_time_ms"]
+        .as_u64()
+        .map(Duration::from_millis)
+        .unwrap_or(MIN_CATCH_UP)
+        .max(MIN_CATCH_UP)
+}
+
+/// Polls live console session `live` until its accumulated output (`acc`) matches `wanted`
+/// (or, with `None`, until it exits), it exits, or `wait` has passed.
+async fn catch_up(
+    ctx: &ReplayContext<'_>,
+    at: &ActionAt<'_>,
+    live: u64,
+    wait: &Duration,
+    acc: &mut String,
+    wanted: Option<&str>,
+) -> Parsed {
+    let deadline = Instant::now() + *wait;
+    let mut last = Parsed {
+        running: Some(live),
+        ..Parsed::default()
+    };
+    loop {
+        let matched = wanted.is_some_and(|w| ctx.compare(at, w, acc) == Checked::Same);
+        if matched || last.exit_code.is_some() || Instant::now() >= deadline {
+            return last;
+        }
+        let Some(console) = ctx.console else {
+            return last;
+        };
+        let answer = console
+            .call(
+                ConsoleTool::WriteStdin.name(),
+                serde_json::json!({"session_id": live, "chars": "", "yield_time_ms": POLL_MS}),
+            )
+            .await;
+        if answer.is_error {
+            return last;
+        }
+        last = parse_answer(&answer.text);
+        acc.push_str(&last.body);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_parsed() {
+        let p = parse_answer(
+            "Chunk ID: 5b7a79\nWall time: 0.5005 seconds\nProcess exited with code 3\n\
+             Original token count: 2\nOutput:\nhi\n",
+        );
+        assert_eq!(p.exit_code, Some(3));
+        assert_eq!(p.running, None);
+        assert_eq!(p.wall, Some(Duration::from_secs_f64(0.5005)));
+        assert_eq!(p.body, "hi\n");
+        let p = parse_answer("Process running with session ID 51363\nOutput:\n");
+        assert_eq!(p.running, Some(51363));
+        assert_eq!(
+            stable_lines("Matched: yes\nNext offset: 120\nx"),
+            "Matched: yes\nx"
+        );
+    }
+
+    #[test]
+    fn the_wall_time_ceiling() {
+        let ms = Duration::from_millis;
+        assert_eq!(wall_ceiling(ms(50)), ms(1050));
+        assert_eq!(wall_ceiling(ms(3000)), ms(6000));
+    }
+}

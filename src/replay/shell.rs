@@ -1,0 +1,205 @@
+//! The shell kind of action: a call of the provider's own shell tool, replayed as that tool ran
+//! it (see docs/replay.md).
+//!
+//! Claude Code's Bash runs `bash` and keeps its working directory between calls, so a replay
+//! does too: one working directory carried through the step's shell actions (a recorded
+//! `cd sub && pwd` then `rm -f victim.txt` acts in `sub/`). Codex records the command line it
+//! ran (`/bin/bash -lc '…'`), which `sh -c` runs as written: the shell Codex used.
+//!
+//! A replayed command runs in a process group of its own with a marker of its own (a fresh
+//! `BUGATTI_HARNESS_TAG`, not the agent's `BUGATTI_AGENT_RUN_ID`), so that ending what it left
+//! behind never reaches the agent process running beside it.
+
+use super::compare::drift;
+use super::replayer::{ActionAt, ReplayContext};
+use super::verdict::Fallback;
+use crate::process::exit::ExitStatus;
+use crate::process::handle::{self, EnvMarker, Io, Launch};
+use crate::process::owner::{Owner, Role, Scope};
+use crate::process::teardown::{terminate, Ladder};
+use crate::providers::AGENT_MARKER_ENV;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use tokio::io::AsyncReadExt;
+
+/// How the agent's shell tool ran a command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentShell {
+    /// `bash`, its working directory carried from call to call (Claude Code's Bash).
+    Bash,
+    /// The recorded command line through `sh -c` (Codex records the shell it ran in it).
+    Sh,
+}
+
+impl AgentShell {
+    /// The shell of a provider's recorded shell actions.
+    pub fn of_provider(provider: &str) -> Self {
+        if provider == "claude-code" {
+            Self::Bash
+        } else {
+            Self::Sh
+        }
+    }
+}
+
+/// A shell action as recorded.
+pub(super) struct Recorded<'a> {
+    pub(super) command: &'a str,
+    pub(super) cwd: &'a str,
+    pub(super) exit_code: Option<i32>,
+    pub(super) output: &'a str,
+}
+
+/// How a shell action's process ended.
+enum ShellEnd {
+    Exited(ExitStatus),
+    TimedOut,
+}
+
+/// The script and program a command runs with; for `bash`, where its last directory is written.
+fn launch_for(ctx: &ReplayContext<'_>, command: &str, cwd_file: Option<&Path>) -> Launch {
+    let owner = Owner::new(Scope::run(ctx.run_id.clone()), Role::ShellStep(ctx.step_id));
+    let io = Io::Piped {
+        stdin: false,
+        stdout: true,
+        stderr: false,
+    };
+    // stderr joins stdout, as the tool result showed both.
+    let mut launch = match cwd_file {
+        Some(file) => {
+            let quoted = shell_words::quote(&file.to_string_lossy()).into_owned();
+            let script = format!(
+                "exec 2>&1\n__bugatti_cwd_file={quoted}\n\
+                 trap 'pwd -P >| \"$__bugatti_cwd_file\" 2>/dev/null' EXIT\n{command}"
+            );
+            let mut launch = Launch::shell(owner, script, io);
+            launch.program = PathBuf::from("bash");
+            launch
+        }
+        None => Launch::shell(owner, format!("exec 2>&1\n{command}"), io),
+    };
+    launch.env = ctx
+        .env
+        .iter()
+        .filter(|(name, _)| name != AGENT_MARKER_ENV)
+        .cloned()
+        .collect();
+    launch.inherit_env = false;
+    // A marker of its own: the agent's is swept with the agent.
+    launch.marker = EnvMarker::fresh();
+    launch.kill_on_drop = true;
+    launch
+}
+
+/// Replays one shell action; `cwd` is the directory the previous one left (bash only).
+pub(super) async fn replay(
+    ctx: &ReplayContext<'_>,
+    cwd: &mut Option<PathBuf>,
+    at: &ActionAt<'_>,
+    recorded: Recorded<'_>,
+) -> Result<(), Fallback> {
+    let failed = |reason: String| Fallback::Failed {
+        action: at.index,
+        reason,
+    };
+    let command = ctx.placeholders.fill(recorded.command);
+    let dir = match (ctx.shell, cwd.as_ref()) {
+        (AgentShell::Bash, Some(carried)) => carried.clone(),
+        _ => PathBuf::from(ctx.placeholders.fill(recorded.cwd)),
+    };
+    if !dir.is_dir() {
+        return Err(failed(format!("cwd {} is not a directory", dir.display())));
+    }
+    let cwd_file = match ctx.shell {
+        AgentShell::Bash => Some(
+            tempfile::NamedTempFile::new()
+                .map_err(|e| failed(format!("cannot make a temporary file: {e}")))?,
+        ),
+        AgentShell::Sh => None,
+    };
+    let mut launch = launch_for(ctx, &command, cwd_file.as_ref().map(|f| f.path()));
+    launch.cwd = Some(dir);
+    let program = launch.program.display().to_string();
+    let mut group =
+        handle::start(launch).map_err(|e| failed(format!("cannot start {program}: {e}")))?;
+    let (end, bytes) = read_to_end(&mut group, ctx.action_timeout).await;
+    // Whatever it left running is killed now: nothing a replayed action started outlives it.
+    terminate(&mut group, &Ladder::kill()).await;
+    let status = match end {
+        ShellEnd::Exited(status) => status,
+        ShellEnd::TimedOut => {
+            return Err(failed(format!(
+                "still running after {}s",
+                ctx.action_timeout.as_secs()
+            )))
+        }
+    };
+    if let Some(file) = &cwd_file {
+        let left = std::fs::read_to_string(file.path()).unwrap_or_default();
+        let left = left.trim_end_matches('\n');
+        if !left.is_empty() && Path::new(left).is_dir() {
+            *cwd = Some(PathBuf::from(left));
+        }
+    }
+    let seen_code = status.code();
+    if seen_code != recorded.exit_code {
+        let show = |c: Option<i32>| c.map_or("none".to_string(), |c| c.to_string());
+        return Err(Fallback::hard(drift(
+            at.index,
+            &at.what,
+            "exit code",
+            &show(recorded.exit_code),
+            &show(seen_code),
+        )));
+    }
+    let seen = ctx.placeholders.redact(&String::from_utf8_lossy(&bytes));
+    // A large output reached the agent cut (Claude Code's preview): the replay's is cut alike.
+    let seen = super::cut::as_recorded(recorded.output, seen.trim_end()).unwrap_or(seen);
+    // The agents' shell tools hand the model their output without its final newline(s) (Claude
+    // Code's Bash) or with them (Codex): trailing whitespace is not a difference.
+    ctx.check(at, recorded.output.trim_end(), seen.trim_end())
+}
+
+/// Reads the group's output until it exits (and its pipe closes, or briefly after a background
+/// job holds it), or `limit` passes.
+async fn read_to_end(group: &mut handle::Group, limit: Duration) -> (ShellEnd, Vec<u8>) {
+    let mut stdout = group.take_stdout();
+    let mut bytes = Vec::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    let limit = tokio::time::sleep(limit);
+    tokio::pin!(limit);
+    let mut status = None;
+    let end = loop {
+        tokio::select! {
+            read = async { match stdout.as_mut() {
+                Some(out) => out.read(&mut buf).await,
+                None => std::future::pending().await,
+            } } => match read {
+                Ok(0) | Err(_) => {
+                    stdout = None;
+                    if let Some(s) = status.take() { break ShellEnd::Exited(s); }
+                }
+                Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            },
+            s = group.wait(), if status.is_none() => {
+                if stdout.is_none() { break ShellEnd::Exited(s); }
+                // A background job may hold the pipe: what it wrote by now is the output.
+                status = Some(s);
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                while let Ok(Ok(n)) = tokio::time::timeout(
+                    Duration::from_millis(50),
+                    async { match stdout.as_mut() {
+                        Some(out) => out.read(&mut buf).await,
+                        None => Ok(0),
+                    } },
+                ).await {
+                    if n == 0 { break; }
+                    bytes.extend_from_slice(&buf[..n]);
+                }
+                if let Some(s) = status.take() { break ShellEnd::Exited(s); }
+            }
+            _ = &mut limit => break ShellEnd::TimedOut,
+        }
+    };
+    (end, bytes)
+}

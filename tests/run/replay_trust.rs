@@ -1,0 +1,434 @@
+//! Replay never passes what the agent would fail (see docs/replay.md): the real supervisor on a
+//! project of one-step tests, each driven by a scripted `command` agent
+//! (tests/support/directive_agent.py) that really runs its command through the console and judges
+//! the value its instruction names. Recorded on a working app, replayed unchanged with no agent;
+//! then the app breaks, and every check drifts to the agent, which fails it. Also: a changed
+//! instruction is a miss, a process that now dies is drift, outputs whose request id and
+//! duration change every run replay from the second agent pass on, `replay = false` and
+//! `[replay] audit`, and what is not recorded.
+
+use crate::common;
+
+use common::{stdout, Project};
+use serde_json::Value;
+
+/// One check: its test name, the app file it reads and that file's working and broken content,
+/// and what the instruction asks.
+struct Check {
+    name: &'static str,
+    good: &'static str,
+    broken: &'static str,
+    /// Directive lines after the `mcp exec_command` that runs `app/<name>`.
+    judge: &'static str,
+}
+
+const CHECKS: [Check; 9] = [
+    Check {
+        name: "due",
+        good: "echo 'due 2026-12-31'",
+        broken: "echo 'due 2027-01-15'",
+        judge: "Check the due date is 2026-12-31.\nexpect due 2026-12-31",
+    },
+    Check {
+        name: "ttl",
+        good: "echo 'ttl 30 minutes'",
+        broken: "echo 'ttl 0 minutes'",
+        judge: "Check the session ttl is 30 minutes.\nexpect ttl 30 minutes",
+    },
+    Check {
+        name: "owner",
+        good: "echo 'owner 6f1c2b9a-3d4e-4f50-8a61-7b8c9d0e1f23'",
+        broken: "echo 'owner 00000000-0000-0000-0000-000000000000'",
+        judge: "Check the owner is 6f1c2b9a-3d4e-4f50-8a61-7b8c9d0e1f23.\nexpect owner 6f1c2b9a-3d4e-4f50-8a61-7b8c9d0e1f23",
+    },
+    Check {
+        name: "checksum",
+        good: "echo 'checksum 0xdeadbeef'",
+        broken: "echo 'checksum 0x00000000'",
+        judge: "Check the checksum is 0xdeadbeef.\nexpect checksum 0xdeadbeef",
+    },
+    Check {
+        name: "opens",
+        good: "echo 'opens 09:00:00'",
+        broken: "echo 'opens 23:59:59'",
+        judge: "Check the shop opens at 09:00:00.\nexpect opens 09:00:00",
+    },
+    Check {
+        name: "timeout",
+        good: "echo 'timeout=5s'",
+        broken: "echo 'timeout=0s'",
+        judge: "Check the configured timeout=5s.\nexpect timeout=5s",
+    },
+    Check {
+        name: "slow",
+        good: "echo pong",
+        broken: "sleep 3; echo pong",
+        judge: "Check the endpoint answers pong within a second.\nexpect pong\nwithin 1",
+    },
+    Check {
+        name: "clock",
+        good: "date -u +%Y-%m-%dT%H:%M:%SZ",
+        broken: "echo 1999-01-01T00:00:00Z",
+        judge: "Check the clock is current.\nexpect_now",
+    },
+    Check {
+        name: "status",
+        good: "echo 'status: ok'",
+        broken: "echo 'status: degraded'",
+        judge: "Check the status is ok.\nexpect status: ok",
+    },
+];
+
+fn project() -> Project {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"command\"\ncmd = \"{}\"\nstep_timeout_secs = 60\n",
+            Project::directive_agent_cmd()
+        ),
+    );
+    p
+}
+
+/// A one-step test running `app/<name>.sh` through the console, then judging it.
+fn write_check(p: &Project, name: &str, judge: &str) {
+    p.write(
+        &format!("{name}.test.toml"),
+        &format!(
+            "[[steps]]\ninstruction = '''\nmcp exec_command {{\"cmd\": \"sh ${{BUGATTI_PROJECT_ROOT}}/app/{name}.sh\", \"yield_time_ms\": 10000}}\n{judge}\n'''\n"
+        ),
+    );
+}
+
+/// The newest run.json of each test, by test name.
+fn latest(p: &Project) -> std::collections::BTreeMap<String, Value> {
+    let mut records = p.run_records();
+    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+    records
+        .into_iter()
+        .map(|r| {
+            let name = r["test_file"]
+                .as_str()
+                .unwrap_or_default()
+                .trim_end_matches(".test.toml")
+                .to_string();
+            (name, r)
+        })
+        .collect()
+}
+
+fn step<'a>(records: &'a std::collections::BTreeMap<String, Value>, name: &str) -> &'a Value {
+    &records
+        .get(name)
+        .unwrap_or_else(|| panic!("no run of {name}"))["steps"][0]
+}
+
+fn start(p: &Project, args: &[&str]) -> (Option<i32>, String) {
+    let mut all = vec!["start"];
+    all.extend_from_slice(args);
+    let out = p.run(&all);
+    (
+        out.status.code(),
+        format!("{}\n{}", stdout(&out), common::stderr(&out)),
+    )
+}
+
+#[test]
+fn a_broken_app_drifts_to_the_agent_at_every_check_and_an_unchanged_one_replays_them_all() {
+    let p = project();
+    for c in &CHECKS {
+        p.write(&format!("app/{}.sh", c.name), c.good);
+        write_check(&p, c.name, c.judge);
+    }
+    // A worker that prints it is ready and keeps running.
+    p.write("app/worker.sh", "echo 'worker ready'; sleep 30");
+    write_check(
+        &p,
+        "worker",
+        "Check the worker starts and keeps running.\nexpect worker ready\nexpect Process running",
+    );
+    let names: Vec<&str> = CHECKS.iter().map(|c| c.name).chain(["worker"]).collect();
+
+    // 1. The agent passes every check; each is recorded.
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let records = latest(&p);
+    for name in &names {
+        assert_eq!(step(&records, name)["recorded"], true, "{name}: {console}");
+    }
+
+    // 2. Unchanged: every check replays, the agent never starts.
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let records = latest(&p);
+    for name in &names {
+        assert_eq!(
+            step(&records, name)["mode"],
+            "replayed",
+            "{name}: {console}"
+        );
+        assert_eq!(records[*name]["agent_steps"], 0, "{name}");
+    }
+    assert!(
+        console.contains(&format!("steps: {} replayed", names.len())),
+        "{console}"
+    );
+    // A replayed step shows what it ran and saw, and when and by whom it was recorded.
+    let run_dir = std::path::PathBuf::from(records["due"]["run_dir"].as_str().expect("run_dir"));
+    for report in [run_dir.join("report.md"), p.suite_dir().join("report.html")] {
+        let text = std::fs::read_to_string(&report).expect("report");
+        assert!(
+            text.contains("by command")
+                && text.contains("app/due.sh")
+                && text.contains("due 2026-12-31"),
+            "{}: {text}",
+            report.display()
+        );
+    }
+
+    // 3. The app breaks: every check drifts to the agent, which fails it.
+    for c in &CHECKS {
+        p.write(&format!("app/{}.sh", c.name), c.broken);
+    }
+    p.write("app/worker.sh", "echo 'worker ready'; exit 1");
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(1), "{console}");
+    let records = latest(&p);
+    for name in &names {
+        let s = step(&records, name);
+        assert_eq!(s["mode"], "agent", "{name} replayed a broken app: {s}");
+        assert_eq!(s["status"], "error", "{name}: the agent fails it: {s}");
+        assert!(s["replay_drift"].is_object(), "{name}: {s}");
+    }
+    let drift = |name: &str| step(&records, name)["replay_drift"].clone();
+    assert_eq!(drift("slow")["field"], "wall time", "{}", drift("slow"));
+    assert_eq!(drift("worker")["field"], "exit code", "{}", drift("worker"));
+    // A value the instruction names is never soft: hard drift.
+    assert!(drift("due")["soft"].is_null(), "{}", drift("due"));
+}
+
+#[test]
+fn a_changed_instruction_is_a_miss() {
+    let p = project();
+    p.write("app/due.sh", "echo 'due 2026-12-31'");
+    write_check(
+        &p,
+        "due",
+        "Check the due date is 2026-12-31.\nexpect due 2026-12-31",
+    );
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    // A recording of the first layout (masks up front) is read, not replayed, and renewed.
+    let path = p.root().join("bugatti.replay/due.replay.json");
+    let text = std::fs::read_to_string(&path).expect("recording");
+    std::fs::write(&path, text.replace("\"schema\": 2", "\"schema\": 1")).expect("old layout");
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let s = step(&latest(&p), "due").clone();
+    assert_eq!(s["mode"], "agent", "{s}");
+    assert!(
+        s["replay_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("older supervisor")),
+        "{s}"
+    );
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(step(&latest(&p), "due")["mode"], "replayed");
+    // `--replay only` on a drift: not replayed, and not called "no recording".
+    p.write("app/due.sh", "echo 'due 2027-01-15'");
+    let (code, console) = start(&p, &["--replay", "only"]);
+    assert_eq!(code, Some(1), "{console}");
+    let s = step(&latest(&p), "due").clone();
+    let message = s["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with("not replayed") && message.contains("drift"),
+        "{s}"
+    );
+    assert!(!message.contains("no usable recording"), "{s}");
+    p.write("app/due.sh", "echo 'due 2026-12-31'");
+    // The test is edited to another date; the app still says the old one: the agent runs and
+    // fails it, never the old recording.
+    write_check(
+        &p,
+        "due",
+        "Check the due date is 2027-01-15.\nexpect due 2027-01-15",
+    );
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(1), "{console}");
+    let records = latest(&p);
+    let s = step(&records, "due");
+    assert_eq!(s["mode"], "agent", "{s}");
+    assert_eq!(s["status"], "error", "{s}");
+    assert!(
+        s["replay_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("instruction changed")),
+        "{s}"
+    );
+}
+
+#[test]
+fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on() {
+    let p = project();
+    p.write(
+        "app/request.sh",
+        "echo \"request $(cat /proc/sys/kernel/random/uuid) took $(shuf -i 10-900 -n 1)ms at $(date -u +%Y-%m-%dT%H:%M:%SZ)\"\necho 'status: ok'",
+    );
+    write_check(
+        &p,
+        "request",
+        "Check the request is served with status ok.\nexpect status: ok",
+    );
+    let mode = |p: &Project| step(&latest(p), "request")["mode"].clone();
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(mode(&p), "agent");
+    // A second later, so that the timestamp differs too (it is current in both runs: not learned).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    // Second run: the request id and the duration differ from the recording, and nowhere else
+    // (the timestamp is current in both runs): a soft drift, the agent passes, they are learned.
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let records = latest(&p);
+    let s = step(&records, "request");
+    assert_eq!(s["mode"], "agent", "{s}");
+    assert_eq!(s["replay_drift"]["soft"], true, "{s}");
+    let recording = std::fs::read_to_string(p.root().join("bugatti.replay/request.replay.json"))
+        .expect("recording");
+    assert!(
+        recording.contains("\"volatile\": [[0, 0], [0, 1]]"),
+        "{recording}"
+    );
+    // Third run and after: replayed.
+    for _ in 0..2 {
+        let (code, console) = start(&p, &[]);
+        assert_eq!(code, Some(0), "{console}");
+        assert_eq!(mode(&p), "replayed", "{console}");
+    }
+    // The timestamp was never learned (it was current in every pass): a clock stuck in 1999 is
+    // not replayed.
+    p.write(
+        "app/request.sh",
+        "echo \"request $(cat /proc/sys/kernel/random/uuid) took 5ms at 1999-01-01T00:00:00Z\"\necho 'status: ok'",
+    );
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(mode(&p), "agent", "{console}");
+    // And the status line it checks is still compared exactly.
+    p.write(
+        "app/request.sh",
+        "echo \"request $(cat /proc/sys/kernel/random/uuid) took 5ms at $(date -u +%Y-%m-%dT%H:%M:%SZ)\"\necho 'status: down'",
+    );
+    let (code, _) = start(&p, &[]);
+    assert_eq!(code, Some(1));
+    assert_eq!(mode(&p), "agent");
+}
+
+#[test]
+fn a_refused_console_call_and_an_opted_out_step_are_not_recorded() {
+    let p = project();
+    p.write("app/due.sh", "echo 'due 2026-12-31'");
+    p.write(
+        "refused.test.toml",
+        "[[steps]]\ninstruction = '''\nmcp exec_command {\"command\": \"no such argument\"}\nmcp exec_command {\"cmd\": \"echo hi\"}\nexpect hi\n'''\n",
+    );
+    p.write(
+        "optout.test.toml",
+        "[[steps]]\nreplay = false\ninstruction = '''\nmcp exec_command {\"cmd\": \"echo hi\"}\nexpect hi\n'''\n\n[[steps]]\ninstruction = '''\nmcp exec_command {\"cmd\": \"echo there\"}\nexpect there\n'''\n",
+    );
+    p.write(
+        "fileout.test.toml",
+        "replay = false\n[[steps]]\ninstruction = '''\nmcp exec_command {\"cmd\": \"echo hi\"}\nexpect hi\n'''\n",
+    );
+    for _ in 0..2 {
+        let (code, console) = start(&p, &[]);
+        assert_eq!(code, Some(0), "{console}");
+    }
+    let records = latest(&p);
+    let refused = step(&records, "refused");
+    assert_eq!(refused["mode"], "agent", "{refused}");
+    assert_eq!(refused["recorded"], false, "{refused}");
+    assert!(
+        refused["replay_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("refused")),
+        "{refused}"
+    );
+    let optout = &records["optout"]["steps"];
+    assert_eq!(optout[0]["mode"], "agent", "{optout}");
+    assert!(
+        optout[0]["replay_note"]
+            .as_str()
+            .is_some_and(|n| n.contains("replay = false")),
+        "{optout}"
+    );
+    assert_eq!(optout[1]["mode"], "replayed", "{optout}");
+    assert_eq!(step(&records, "fileout")["mode"], "agent");
+    // `--replay only`: the steps without a recording are errors, and nothing reads "by the
+    // agent", since no agent ran.
+    let (code, console) = start(&p, &["--replay", "only"]);
+    assert_eq!(code, Some(1), "{console}");
+    let summary_line = console
+        .lines()
+        .find(|l| l.starts_with("Summary:"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        summary_line.contains("not replayed") && !summary_line.contains("by the agent"),
+        "{summary_line}"
+    );
+    let records = latest(&p);
+    assert_eq!(step(&records, "refused")["mode"], "not_replayed");
+    // `check` shows the opt-outs.
+    let out = p.supervisor().arg("check").output().expect("check");
+    let text = stdout(&out);
+    assert!(text.contains("replay = false"), "{text}");
+}
+
+#[test]
+fn an_audit_sends_replayable_steps_to_the_agent_and_a_failure_deletes_the_recording() {
+    let p = project();
+    p.write("app/due.sh", "echo 'due 2026-12-31'");
+    // The agent also reads a flag outside the console: what it judges there, a replay cannot see
+    // (the wrong pass an audit exists to catch).
+    let flag = p.write("app/flag.txt", "enabled\n");
+    write_check(
+        &p,
+        "due",
+        &format!(
+            "Check the due date is 2026-12-31 and the flag is enabled.\nexpect due 2026-12-31\nget file://{}\nexpect enabled",
+            flag.display()
+        ),
+    );
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
+    p.write(
+        "bugatti.config.toml",
+        &format!("{config}\n[replay]\naudit = 1.0\n"),
+    );
+    // Audited while the app is fine: the agent passes; the summary counts the audit.
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let s = step(&latest(&p), "due").clone();
+    assert_eq!(s["mode"], "agent", "{s}");
+    assert_eq!(s["replay_audited"], true, "{s}");
+    assert!(console.contains("1 audited"), "{console}");
+    // The agent fails an audited step its recording would have passed (the console's output is
+    // unchanged): the test fails, the recording goes, the report says so.
+    p.write("app/flag.txt", "disabled\n");
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(1), "{console}");
+    let s = step(&latest(&p), "due").clone();
+    assert!(
+        s["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("replay would have passed a failing step")),
+        "{s}"
+    );
+    let recording = std::fs::read_to_string(p.root().join("bugatti.replay/due.replay.json"))
+        .expect("recording");
+    assert!(!recording.contains("\"step\": 1"), "{recording}");
+}
