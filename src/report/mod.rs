@@ -7,6 +7,7 @@
 
 pub mod atomic;
 pub mod console;
+pub mod console_event;
 pub mod console_text;
 pub mod error;
 pub mod event_log;
