@@ -21,6 +21,7 @@ pub mod html_assets;
 pub mod junit;
 pub mod markdown;
 pub mod merge_gaps;
+pub mod page_console;
 pub mod paths;
 pub mod printable;
 pub mod recover;
