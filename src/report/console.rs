@@ -525,8 +525,31 @@ impl LiveView {
             let _ = live.multi.clear();
             live.echo = None;
         }
-        // Every failure again at the end, at every verbosity (as nextest does): with many tests
-        // in parallel the per-test lines are far apart.
+        if let Some(recap) = self.recap(summary) {
+            self.print(&redactor.str(&recap));
+        }
+        // One line, however long: scripts and CI logs grep for it.
+        let mut line = totals_line(summary);
+        for test in summary.tests.iter().filter(|t| t.flaky) {
+            line.push_str(&format!(
+                "\nFLAKY       {} passed on attempt {}",
+                escape_controls(&test.test_file, Newlines::Escape),
+                test.attempts
+            ));
+        }
+        if self.verbosity >= Verbosity::Normal {
+            line.push_str(&format!(
+                "\nSuite report: {}",
+                self.shown_path(Path::new(summary_path))
+            ));
+        }
+        self.print(&redactor.str(&line));
+    }
+
+    /// Every failure again at the end, at every verbosity (as nextest does): with many tests in
+    /// parallel the per-test lines are far apart. Then the tests not run and the quarantined
+    /// ones; `None` when there is nothing to list.
+    fn recap(&self, summary: &SuiteSummary) -> Option<String> {
         // What fails the suite (a flaky pass too, under --fail-on-flaky); quarantined tests
         // are listed apart, after.
         let failing: Vec<_> = summary
@@ -544,139 +567,129 @@ impl LiveView {
             } else {
                 0
             };
-        if !failing.is_empty() || !summary.not_run.is_empty() || !quarantined.is_empty() {
-            let mut recap = String::new();
-            if failure_count > 0 {
-                recap.push_str(&format!("Failures ({failure_count}):"));
-            }
-            for (test, why) in failing {
-                let flaky = test.outcome.is_pass(summary.strict_warnings);
-                recap.push_str(&format!(
-                    "\n  {:<11} {}\n{}\n{INDENT}report: {}",
-                    if flaky {
-                        "FLAKY"
-                    } else {
-                        outcome_word(test.outcome)
-                    },
-                    escape_controls(&test.test_file, Newlines::Escape),
-                    message_block(
-                        if flaky {
-                            &why
-                        } else {
-                            test.message.as_deref().unwrap_or("(no message)")
-                        },
-                        INDENT,
-                        self.width
-                    ),
-                    self.shown_path(Path::new(&test.report))
-                ));
-            }
-            let why = match &summary.harness_error {
-                Some(reason) => format!("the suite's harness failed: {reason}"),
-                None => summary
-                    .not_run_reason
-                    .clone()
-                    .unwrap_or_else(|| "the suite stopped before it started".to_string()),
-            };
-            let word = if not_run_are_errors {
-                "ERROR"
-            } else {
-                "NOT RUN"
-            };
-            if !not_run_are_errors && !summary.not_run.is_empty() {
-                if !recap.is_empty() {
-                    recap.push('\n');
-                }
-                recap.push_str(&format!("Not run ({}):", summary.not_run.len()));
-            }
-            for file in &summary.not_run {
-                let why = summary.not_run_reasons.get(file).unwrap_or(&why);
-                recap.push_str(&format!(
-                    "\n  {word:<11} {}\n{}",
-                    escape_controls(file, Newlines::Escape),
-                    message_block(why, INDENT, self.width)
-                ));
-            }
-            if !quarantined.is_empty() {
-                recap.push_str(&format!(
-                    "{}Quarantined ({}), not deciding the exit code:",
-                    if recap.is_empty() { "" } else { "\n" },
-                    quarantined.len()
-                ));
-            }
-            for test in quarantined {
-                recap.push_str(&format!(
-                    "\n  {:<11} {}{}",
-                    outcome_word(test.outcome),
-                    escape_controls(&test.test_file, Newlines::Escape),
-                    if test.flaky { " (flaky)" } else { "" }
-                ));
-            }
-            self.print(&redactor.str(&recap));
+        if failing.is_empty() && summary.not_run.is_empty() && quarantined.is_empty() {
+            return None;
         }
-        let t = &summary.totals;
-        // Counts that are zero are left out (passed and failed always shown): the line fits.
-        let mut counts = vec![format!("{} passed", t.passed)];
-        for (n, what) in [(t.warned, "warned")] {
-            if n > 0 {
-                counts.push(format!("{n} {what}"));
-            }
+        let mut recap = String::new();
+        if failure_count > 0 {
+            recap.push_str(&format!("Failures ({failure_count}):"));
         }
-        counts.push(format!("{} failed", t.failed));
-        for (n, what) in [
-            (t.error, "error"),
-            (t.interrupted, "interrupted"),
-            (t.not_run, "not run"),
-            (t.flaky, "flaky"),
-        ] {
-            if n > 0 {
-                counts.push(format!("{n} {what}"));
-            }
-        }
-        let mut text = format!(
-            "Summary: {} root tests in {}: {}",
-            t.total,
-            secs(summary.duration_ms),
-            counts.join(", ")
-        );
-        if let Some(cost) = summary.cost_usd {
-            text.push_str(&format!("; agent cost ${cost:.4}"));
-        }
-        if summary.replayed_steps + summary.agent_steps > 0 {
-            text.push_str(&format!(
-                "; steps: {} replayed, {} by the agent",
-                summary.replayed_steps, summary.agent_steps
-            ));
-            if summary.replay_drift_steps > 0 {
-                text.push_str(&format!(" ({} drift)", summary.replay_drift_steps));
-            }
-            if let Some(saved) = summary.cost_saved_usd.filter(|s| *s > 0.0) {
-                text.push_str(&format!(", ${saved:.4} saved"));
-            }
-        }
-        if summary.input_tokens + summary.output_tokens > 0 {
-            text.push_str(&format!(
-                "; {} input / {} output tokens",
-                summary.input_tokens, summary.output_tokens
-            ));
-        }
-        // One line, however long: scripts and CI logs grep for it.
-        let mut line = text;
-        for test in summary.tests.iter().filter(|t| t.flaky) {
-            line.push_str(&format!(
-                "\nFLAKY       {} passed on attempt {}",
+        for (test, why) in failing {
+            let flaky = test.outcome.is_pass(summary.strict_warnings);
+            recap.push_str(&format!(
+                "\n  {:<11} {}\n{}\n{INDENT}report: {}",
+                if flaky {
+                    "FLAKY"
+                } else {
+                    outcome_word(test.outcome)
+                },
                 escape_controls(&test.test_file, Newlines::Escape),
-                test.attempts
+                message_block(
+                    if flaky {
+                        &why
+                    } else {
+                        test.message.as_deref().unwrap_or("(no message)")
+                    },
+                    INDENT,
+                    self.width
+                ),
+                self.shown_path(Path::new(&test.report))
             ));
         }
-        if self.verbosity >= Verbosity::Normal {
-            line.push_str(&format!(
-                "\nSuite report: {}",
-                self.shown_path(Path::new(summary_path))
+        let why = match &summary.harness_error {
+            Some(reason) => format!("the suite's harness failed: {reason}"),
+            None => summary
+                .not_run_reason
+                .clone()
+                .unwrap_or_else(|| "the suite stopped before it started".to_string()),
+        };
+        let word = if not_run_are_errors {
+            "ERROR"
+        } else {
+            "NOT RUN"
+        };
+        if !not_run_are_errors && !summary.not_run.is_empty() {
+            if !recap.is_empty() {
+                recap.push('\n');
+            }
+            recap.push_str(&format!("Not run ({}):", summary.not_run.len()));
+        }
+        for file in &summary.not_run {
+            let why = summary.not_run_reasons.get(file).unwrap_or(&why);
+            recap.push_str(&format!(
+                "\n  {word:<11} {}\n{}",
+                escape_controls(file, Newlines::Escape),
+                message_block(why, INDENT, self.width)
             ));
         }
-        self.print(&redactor.str(&line));
+        if !quarantined.is_empty() {
+            recap.push_str(&format!(
+                "{}Quarantined ({}), not deciding the exit code:",
+                if recap.is_empty() { "" } else { "\n" },
+                quarantined.len()
+            ));
+        }
+        for test in quarantined {
+            recap.push_str(&format!(
+                "\n  {:<11} {}{}",
+                outcome_word(test.outcome),
+                escape_controls(&test.test_file, Newlines::Escape),
+                if test.flaky { " (flaky)" } else { "" }
+            ));
+        }
+        Some(recap)
     }
+}
+
+/// `Summary: N root tests in T: counts; cost; steps; tokens`: the suite's totals on one line.
+fn totals_line(summary: &SuiteSummary) -> String {
+    let t = &summary.totals;
+    // Counts that are zero are left out (passed and failed always shown): the line fits.
+    let mut counts = vec![format!("{} passed", t.passed)];
+    for (n, what) in [(t.warned, "warned")] {
+        if n > 0 {
+            counts.push(format!("{n} {what}"));
+        }
+    }
+    counts.push(format!("{} failed", t.failed));
+    for (n, what) in [
+        (t.error, "error"),
+        (t.interrupted, "interrupted"),
+        (t.not_run, "not run"),
+        (t.flaky, "flaky"),
+    ] {
+        if n > 0 {
+            counts.push(format!("{n} {what}"));
+        }
+    }
+    let mut text = format!(
+        "Summary: {} root tests in {}: {}",
+        t.total,
+        secs(summary.duration_ms),
+        counts.join(", ")
+    );
+    if let Some(cost) = summary.cost_usd {
+        text.push_str(&format!("; agent cost ${cost:.4}"));
+    }
+    if summary.replayed_steps + summary.agent_steps > 0 {
+        text.push_str(&format!(
+            "; steps: {} replayed, {} by the agent",
+            summary.replayed_steps, summary.agent_steps
+        ));
+        if summary.replay_drift_steps > 0 {
+            text.push_str(&format!(" ({} drift)", summary.replay_drift_steps));
+        }
+        if let Some(saved) = summary.cost_saved_usd.filter(|s| *s > 0.0) {
+            text.push_str(&format!(", ${saved:.4} saved"));
+        }
+    }
+    if summary.input_tokens + summary.output_tokens > 0 {
+        text.push_str(&format!(
+            "; {} input / {} output tokens",
+            summary.input_tokens, summary.output_tokens
+        ));
+    }
+    text
 }
 
 /// A line for the user when no reporter can print it (before it starts, after it stopped, or when
