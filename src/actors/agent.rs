@@ -11,7 +11,7 @@
 //! group is in the process registry, which the supervisor sweeps on the way out. `post_stop`
 //! still closes a provider that was never closed, so a stopped actor leaves nothing behind.
 
-use crate::model::outcome::TeardownState;
+use crate::model::outcome::{StepStatus, TeardownState};
 use crate::providers::{
     self, AgentContext, AgentError, AgentEvent, AgentSpec, Provider, SessionFacts, StepRequest,
     StepVerdict,
@@ -114,8 +114,9 @@ impl Actor for AgentActor {
                 let events = state.events.clone();
                 tokio::spawn(async move {
                     let mut provider = provider.lock().await;
-                    let verdict =
-                        supervised_step(provider.as_mut(), &request, cancel, &events).await;
+                    let verdict = with_timeout_hint(
+                        supervised_step(provider.as_mut(), &request, cancel, &events).await,
+                    );
                     let _ = reply.send(verdict);
                 });
             }
@@ -157,6 +158,25 @@ impl Actor for AgentActor {
 /// [`AgentFault`](providers::AgentFault) (the agent silent for `no_output_timeout_secs`, or dead)
 /// gets the agent restarted with its conversation resumed and is run once more; what the second
 /// attempt says is the verdict, a fault left then fails the session.
+/// How a user raises a step's time limit: the step's own `timeout_secs`, the provider's default,
+/// the command line's override.
+pub const STEP_TIMEOUT_HINT: &str = "raise the limit with `timeout_secs` on the step, \
+    `[provider] step_timeout_secs` or `--step-timeout`";
+
+/// A timed-out step's message ends with [`STEP_TIMEOUT_HINT`]: added here, where every
+/// provider's verdict passes, so no provider has to say it.
+fn with_timeout_hint(mut verdict: StepVerdict) -> StepVerdict {
+    if matches!(verdict.status, StepStatus::Timeout) && !verdict.interrupted {
+        let message = verdict.message.trim_end();
+        verdict.message = if message.is_empty() {
+            STEP_TIMEOUT_HINT.to_string()
+        } else {
+            format!("{message} ({STEP_TIMEOUT_HINT})")
+        };
+    }
+    verdict
+}
+
 async fn supervised_step(
     provider: &mut dyn Provider,
     request: &StepRequest,

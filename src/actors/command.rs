@@ -270,12 +270,13 @@ impl Actor for CommandActor {
                     t => t,
                 };
                 if let Some(waiting) = state.waiting.take() {
-                    let mut why = String::new();
-                    if state.spec.default_timeout {
-                        why.push_str(
-                            " (the default for short-lived commands; set `timeout_secs` to change it)",
-                        );
+                    // Always name the setting that raises the limit.
+                    let mut why = if state.spec.default_timeout {
+                        " (the default for short-lived commands; set `timeout_secs` on the command to change it)"
+                    } else {
+                        " (its `timeout_secs`; raise it to wait longer)"
                     }
+                    .to_string();
                     if state.spec.pty {
                         why.push_str(
                             " — it may be waiting for input on its terminal (pty = true): see its last output",

@@ -17,8 +17,6 @@ use clap::{Args, Parser, Subcommand};
 mod doctor;
 #[path = "supervisor/init.rs"]
 mod init;
-#[path = "supervisor/open_report.rs"]
-mod open_report;
 use doctor::doctor;
 
 const EXIT_CODES: &str = "\

@@ -25,7 +25,8 @@ pub enum SubstError {
     Unknown { name: String },
     #[error("`${{` at byte {at} is not closed with `}}` (write `$${{` for a literal `${{`)")]
     Unterminated { at: usize },
-    #[error("`${{{name}}}` is not a valid variable name (letters, digits and `_`, not starting with a digit)")]
+    /// Shell syntax such as `${PORT:-3000}` lands here: the message says how to pass it through.
+    #[error("`${{{name}}}` is not a valid variable name (letters, digits and `_`, not starting with a digit); to pass it to the shell as written, write `$${{{name}}}`")]
     BadName { name: String },
     #[error("`${{{name}}}` is shell syntax, which the supervisor does not expand: write `$${{{name}}}` to hand it to the shell as it is")]
     ShellSyntax { name: String },
@@ -255,6 +256,15 @@ mod tests {
                 "{shell}: {e}"
             );
         }
+        // Shell default syntax gets the way to hand it to the shell.
+        let e = substitute("serve --port ${PORT:-3000}", &vars())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("write `$${PORT:-3000}`"), "{e}");
+        assert_eq!(
+            substitute("serve --port $${PORT:-3000}", &vars()).unwrap(),
+            "serve --port ${PORT:-3000}"
+        );
     }
 
     #[test]

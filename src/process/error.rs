@@ -33,7 +33,7 @@ pub enum HarnessError {
         log: PathBuf,
         tail: String,
     },
-    #[error("readiness of `{command}` failed: probe {probe} not ready after {timeout:?}; last seen: {last_seen}")]
+    #[error("readiness of `{command}` failed: probe {probe} not ready after {timeout:?} (raise it with the command's `readiness_timeout_secs`, or `timeout_secs` inside `readiness = {{...}}`); last seen: {last_seen}")]
     Readiness {
         command: String,
         probe: String,

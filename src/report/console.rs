@@ -14,6 +14,7 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
+use crate::report::console_event::{event_line, Phase};
 use crate::report::console_text::{
     failure_lines, fit, message_block, terminal_width, DEFAULT_WIDTH,
 };
@@ -49,21 +50,57 @@ impl ConsoleMode {
 /// The console's verbosity is the command line's (one type, in `model::options`).
 pub use crate::model::options::Verbosity;
 
-/// When an event came, for the words of a command's line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    /// Before a run's first step (or, for the suite, before its first run).
-    Setup,
-    /// While this step of the run ran.
-    Step(u32),
-    /// Suite-scoped: once runs had started.
-    Tests,
-}
-
 /// Where a run is: its label and the step it is running (once steps began).
 struct RunPlace {
     label: String,
     step: Option<u32>,
+    /// The step in `step` has not finished yet.
+    step_running: bool,
+    /// Commands restarted in this run: their later `started` / `ready` are mid-run news.
+    restarted: std::collections::HashSet<String>,
+}
+
+impl RunPlace {
+    fn new(label: String) -> Self {
+        Self {
+            label,
+            step: None,
+            step_running: false,
+            restarted: Default::default(),
+        }
+    }
+
+    /// When `kind` came, as the line words it; follows the run's steps and restarts.
+    fn phase_of(&mut self, kind: &EventKind) -> Phase {
+        match kind {
+            EventKind::StepStarted { step_id, .. } => {
+                self.step = Some(*step_id);
+                self.step_running = true;
+                return Phase::Setup;
+            }
+            EventKind::StepFinished { .. } => self.step_running = false,
+            EventKind::SetupStatus { command, state } => match state {
+                SetupState::Restarted { .. } => {
+                    self.restarted.insert(command.clone());
+                }
+                // The harness is up, every command started and ready, before the first step:
+                // a first start or ready reaching the console after a step began is the
+                // setup's, not news of that step.
+                SetupState::Started | SetupState::Ready { .. } | SetupState::Skipped
+                    if !self.restarted.contains(command) =>
+                {
+                    return Phase::Setup
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+        match (self.step, self.step_running) {
+            (None, _) => Phase::Setup,
+            (Some(step), true) => Phase::Step(step),
+            (Some(step), false) => Phase::After(step),
+        }
+    }
 }
 
 /// The redrawn part of a live view: one progress line per running session.
@@ -158,232 +195,6 @@ fn outcome_word(outcome: RunOutcome) -> &'static str {
         RunOutcome::Error => "ERROR",
         RunOutcome::Interrupted => "INTERRUPTED",
     }
-}
-
-fn step_word(status: StepStatus) -> &'static str {
-    match status {
-        StepStatus::Ok => "OK",
-        StepStatus::Warn => "WARN",
-        StepStatus::Error => "ERROR",
-        StepStatus::ProtocolError => "PROTOCOL ERROR",
-        StepStatus::Timeout => "TIMEOUT",
-        StepStatus::OverBudget => "OVER BUDGET",
-        StepStatus::Skipped => "SKIPPED",
-        StepStatus::Interrupted => "INTERRUPTED",
-        StepStatus::NotRun => "NOT RUN",
-    }
-}
-
-/// One line of a run event, and whether it is worth printing at `Normal` verbosity (`None`: not
-/// printed at all by the plain console). `phase` is when it came: a command that dies while steps
-/// run is not a setup failure, and the line says which step it hit.
-fn event_line(kind: &EventKind, phase: Phase) -> Option<(String, Verbosity)> {
-    use Verbosity::{Normal, Verbose};
-    let line = match kind {
-        EventKind::SuiteStarted {
-            suite_id,
-            root_tests,
-            jobs,
-        } => (
-            format!("Running {root_tests} root tests, {jobs} at once (suite {suite_id})"),
-            Normal,
-        ),
-        EventKind::SuiteFinished { .. } | EventKind::RunFinished { .. } => return None,
-        // The run id's tail is in the line's label; the whole id is in the report path at the end.
-        EventKind::RunStarted {
-            test_file,
-            attempt,
-            provider,
-            ..
-        } => (
-            format!("RUN {test_file} attempt {attempt} on {provider}"),
-            Normal,
-        ),
-        EventKind::SetupStatus { command, state } => {
-            let what = match state {
-                SetupState::Started => "started".to_string(),
-                SetupState::Ready { probe } => format!("ready ({probe})"),
-                SetupState::Skipped => "skipped".to_string(),
-                SetupState::Exited { exit_code } => match exit_code {
-                    Some(code) => format!("exited with {code}"),
-                    None => "exited (killed by a signal)".to_string(),
-                },
-                SetupState::Restarted {
-                    attempt,
-                    exit_status,
-                } => format!("restarted (#{attempt}) after {exit_status}"),
-                SetupState::Failed { reason, .. } => format!("FAILED: {reason}"),
-                SetupState::TimedOut { reason } => format!("TIMED OUT: {reason}"),
-            };
-            match phase {
-                Phase::Setup => (format!("SETUP {command} ........ {what}"), Normal),
-                Phase::Step(step) => (
-                    format!("COMMAND {command} ........ during step {step}: {what}"),
-                    Normal,
-                ),
-                Phase::Tests => (
-                    format!("COMMAND {command} ........ while tests ran: {what}"),
-                    Normal,
-                ),
-            }
-        }
-        EventKind::StepStarted {
-            step_id,
-            instruction,
-            ..
-        } => (
-            format!(
-                "STEP {step_id} ........ {}",
-                summarize_instruction(instruction, 100)
-            ),
-            Normal,
-        ),
-        EventKind::AgentLog { message, .. } => (format!("LOG ........ {message}"), Normal),
-        EventKind::AgentRestarted { step_id, reason } => (
-            format!("AGENT RESTARTED during step {step_id}: it {reason}; the step is retried"),
-            Normal,
-        ),
-        EventKind::ConsoleCall {
-            tool,
-            summary,
-            duration_ms,
-            exit_code,
-            is_error,
-            ..
-        } => (
-            format!(
-                "CONSOLE ........ {tool} {summary} ({duration_ms} ms{}{})",
-                exit_code.map_or(String::new(), |c| format!(", exit {c}")),
-                if *is_error { ", failed" } else { "" }
-            ),
-            Verbose,
-        ),
-        EventKind::SessionPrepared {
-            ports,
-            retried_after: Some(retry),
-            ..
-        } => (
-            format!(
-                "PORTS .......... setup retried: {} (a port was taken: address in use)",
-                retry
-                    .ports
-                    .iter()
-                    .map(|(name, old)| format!(
-                        "{name} {old} -> {}",
-                        ports.get(name).map_or("?".into(), u16::to_string)
-                    ))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-            ),
-            Normal,
-        ),
-        EventKind::SessionPrepared {
-            workspace, ports, ..
-        } => (
-            format!(
-                "SESSION ........ workspace {workspace}{}",
-                ports
-                    .iter()
-                    .map(|(name, port)| format!(", {name}={port}"))
-                    .collect::<String>()
-            ),
-            Verbose,
-        ),
-        EventKind::HarnessLogExcerpt { step_id, excerpt } => (
-            format!(
-                "HARNESS LOG {step_id} ........ lines from {} while the step ran (in run.json and report.md)",
-                excerpt.keys().cloned().collect::<Vec<_>>().join(", ")
-            ),
-            Verbose,
-        ),
-        EventKind::Evidence {
-            step_id,
-            kind,
-            path,
-            problem,
-        } => match problem {
-            None => (
-                format!("EVIDENCE {step_id} ........ {kind} {path}"),
-                Verbose,
-            ),
-            Some(problem) => (
-                format!("EVIDENCE {step_id} ........ WARNING: {kind} {path}: {problem}"),
-                Normal,
-            ),
-        },
-        EventKind::StepFinished {
-            step_id,
-            status,
-            message,
-            duration_ms,
-            usage,
-            replay,
-        } => {
-            // Duration and cost before the message: a line cut to 80 columns loses only the
-            // message's end (whole in report.md and the recap).
-            let replayed = replay
-                .as_ref()
-                .is_some_and(|r| r.mode == crate::model::replay::StepMode::Replayed);
-            let mut line = if replayed {
-                format!(
-                    "STEP {step_id} ........ {} (replayed {}ms",
-                    step_word(*status),
-                    duration_ms
-                )
-            } else {
-                format!(
-                    "STEP {step_id} ........ {} ({}",
-                    step_word(*status),
-                    secs(*duration_ms)
-                )
-            };
-            if let Some(cost) = usage.as_ref().and_then(|u| u.cost_usd) {
-                line.push_str(&format!(", ${cost:.4}"));
-            }
-            line.push(')');
-            if let Some(msg) = message {
-                line.push_str(": ");
-                line.push_str(&summarize_instruction(msg, 200));
-            }
-            // A recording the user may have edited by hand and can no longer be used: said on
-            // every step it concerns, as the agent (and its cost) ran instead.
-            if let Some(note) = replay
-                .as_ref()
-                .filter(|r| r.unusable_recording)
-                .and_then(|r| r.note.as_ref())
-            {
-                line.push_str(&format!(" — WARNING: {}", summarize_instruction(note, 300)));
-            }
-            (line, Normal)
-        }
-        EventKind::CommandTornDown { name, teardown, .. } => {
-            let (word, level) = match teardown {
-                TeardownState::Clean => ("clean", Verbose),
-                TeardownState::Killed => ("killed (needed SIGKILL)", Normal),
-                TeardownState::Leaked => ("LEAKED (a process outlived its group)", Normal),
-            };
-            (format!("TEARDOWN {name} ........ {word}"), level)
-        }
-        EventKind::Checkpoint {
-            name,
-            action,
-            state,
-            ..
-        } => {
-            let what = match state {
-                CheckpointState::Started => "started".to_string(),
-                CheckpointState::Done { duration_ms } => format!("done ({})", secs(*duration_ms)),
-                CheckpointState::Failed { reason, .. } => {
-                    format!("FAILED: {}", summarize_instruction(reason, 200))
-                }
-            };
-            (
-                format!("CHECKPOINT {} {name} ........ {what}", action.as_str()),
-                Normal,
-            )
-        }
-    };
-    Some(line)
 }
 
 impl LiveView {
@@ -535,8 +346,7 @@ impl LiveView {
             bar.enable_steady_tick(Duration::from_millis(120));
             live.bars.insert(run_id.to_string(), bar);
         }
-        self.runs
-            .insert(run_id.to_string(), RunPlace { label, step: None });
+        self.runs.insert(run_id.to_string(), RunPlace::new(label));
         self.runs_seen = true;
     }
 
@@ -545,14 +355,9 @@ impl LiveView {
         if self.verbosity == Verbosity::Quiet {
             return;
         }
-        let place = self.runs.get_mut(run_id);
-        let phase = match (&event.kind, place) {
-            (EventKind::StepStarted { step_id, .. }, Some(place)) => {
-                place.step = Some(*step_id);
-                Phase::Setup
-            }
-            (_, Some(place)) => place.step.map_or(Phase::Setup, Phase::Step),
-            (_, None) => Phase::Setup,
+        let (phase, steps_began) = match self.runs.get_mut(run_id) {
+            Some(place) => (place.phase_of(&event.kind), place.step.is_some()),
+            None => (Phase::Setup, false),
         };
         let Some((line, level)) = event_line(&event.kind, phase) else {
             return;
@@ -583,7 +388,9 @@ impl LiveView {
                         summarize_instruction(instruction, 80)
                     ))),
                     // Mid-step, the bar keeps showing the step.
-                    EventKind::SetupStatus { command, .. } if phase == Phase::Setup => {
+                    EventKind::SetupStatus { command, .. }
+                        if phase == Phase::Setup && !steps_began =>
+                    {
                         bar.set_message(redactor.str(&format!("setup: {command}")))
                     }
                     EventKind::Checkpoint {
@@ -704,9 +511,45 @@ impl LiveView {
         self.runs.remove(&record.run_id);
     }
 
-    /// The suite's recap: what failed it (a flaky pass too, under --fail-on-flaky), what did
-    /// not run and why, and the quarantined tests apart. Empty when there is nothing to say.
-    fn recap(&self, summary: &SuiteSummary) -> String {
+    /// The aggregate summary after every root test.
+    pub fn suite_finished(
+        &mut self,
+        summary: &SuiteSummary,
+        summary_path: &str,
+        redactor: &Redactor,
+    ) {
+        if let Some(live) = &mut self.live {
+            for (_, bar) in live.bars.drain() {
+                bar.finish_and_clear();
+            }
+            let _ = live.multi.clear();
+            live.echo = None;
+        }
+        if let Some(recap) = self.recap(summary) {
+            self.print(&redactor.str(&recap));
+        }
+        // One line, however long: scripts and CI logs grep for it.
+        let mut line = totals_line(summary);
+        for test in summary.tests.iter().filter(|t| t.flaky) {
+            line.push_str(&format!(
+                "\nFLAKY       {} passed on attempt {}",
+                escape_controls(&test.test_file, Newlines::Escape),
+                test.attempts
+            ));
+        }
+        if self.verbosity >= Verbosity::Normal {
+            line.push_str(&format!(
+                "\nSuite report: {}",
+                self.shown_path(Path::new(summary_path))
+            ));
+        }
+        self.print(&redactor.str(&line));
+    }
+
+    /// Every failure again at the end, at every verbosity (as nextest does): with many tests in
+    /// parallel the per-test lines are far apart. Then the tests not run and the quarantined
+    /// ones; `None` when there is nothing to list.
+    fn recap(&self, summary: &SuiteSummary) -> Option<String> {
         // What fails the suite (a flaky pass too, under --fail-on-flaky); quarantined tests
         // are listed apart, after.
         let failing: Vec<_> = summary
@@ -724,164 +567,132 @@ impl LiveView {
             } else {
                 0
             };
+        if failing.is_empty() && summary.not_run.is_empty() && quarantined.is_empty() {
+            return None;
+        }
         let mut recap = String::new();
-        {
-            if failure_count > 0 {
-                recap.push_str(&format!("Failures ({failure_count}):"));
-            }
-            for (test, why) in failing {
-                let flaky = test.outcome.is_pass(summary.strict_warnings);
-                recap.push_str(&format!(
-                    "\n  {:<11} {}\n{}\n{INDENT}report: {}",
-                    if flaky {
-                        "FLAKY"
-                    } else {
-                        outcome_word(test.outcome)
-                    },
-                    escape_controls(&test.test_file, Newlines::Escape),
-                    message_block(
-                        if flaky {
-                            &why
-                        } else {
-                            test.message.as_deref().unwrap_or("(no message)")
-                        },
-                        INDENT,
-                        self.width
-                    ),
-                    self.shown_path(Path::new(&test.report))
-                ));
-            }
-            let why = match &summary.harness_error {
-                Some(reason) => format!("the suite's harness failed: {reason}"),
-                None => summary
-                    .not_run_reason
-                    .clone()
-                    .unwrap_or_else(|| "the suite stopped before it started".to_string()),
-            };
-            let word = if not_run_are_errors {
-                "ERROR"
-            } else {
-                "NOT RUN"
-            };
-            if !not_run_are_errors && !summary.not_run.is_empty() {
-                if !recap.is_empty() {
-                    recap.push('\n');
-                }
-                recap.push_str(&format!("Not run ({}):", summary.not_run.len()));
-            }
-            for file in &summary.not_run {
-                let why = summary.not_run_reasons.get(file).unwrap_or(&why);
-                recap.push_str(&format!(
-                    "\n  {word:<11} {}\n{}",
-                    escape_controls(file, Newlines::Escape),
-                    message_block(why, INDENT, self.width)
-                ));
-            }
-            if !quarantined.is_empty() {
-                recap.push_str(&format!(
-                    "{}Quarantined ({}), not deciding the exit code:",
-                    if recap.is_empty() { "" } else { "\n" },
-                    quarantined.len()
-                ));
-            }
-            for test in quarantined {
-                recap.push_str(&format!(
-                    "\n  {:<11} {}{}",
-                    outcome_word(test.outcome),
-                    escape_controls(&test.test_file, Newlines::Escape),
-                    if test.flaky { " (flaky)" } else { "" }
-                ));
-            }
+        if failure_count > 0 {
+            recap.push_str(&format!("Failures ({failure_count}):"));
         }
-        recap
-    }
-
-    /// The aggregate summary after every root test.
-    pub fn suite_finished(
-        &mut self,
-        summary: &SuiteSummary,
-        summary_path: &str,
-        redactor: &Redactor,
-    ) {
-        if let Some(live) = &mut self.live {
-            for (_, bar) in live.bars.drain() {
-                bar.finish_and_clear();
-            }
-            let _ = live.multi.clear();
-            live.echo = None;
-        }
-        // Every failure again at the end, at every verbosity (as nextest does): with many tests
-        // in parallel the per-test lines are far apart.
-        let recap = self.recap(summary);
-        if !recap.is_empty() {
-            self.print(&redactor.str(&recap));
-        }
-        let t = &summary.totals;
-        // Counts that are zero are left out (passed and failed always shown): the line fits.
-        let mut counts = vec![format!("{} passed", t.passed)];
-        for (n, what) in [(t.warned, "warned")] {
-            if n > 0 {
-                counts.push(format!("{n} {what}"));
-            }
-        }
-        counts.push(format!("{} failed", t.failed));
-        for (n, what) in [
-            (t.error, "error"),
-            (t.interrupted, "interrupted"),
-            (t.not_run, "not run"),
-            (t.flaky, "flaky"),
-        ] {
-            if n > 0 {
-                counts.push(format!("{n} {what}"));
-            }
-        }
-        let mut text = format!(
-            "Summary: {} root tests in {}: {}",
-            t.total,
-            secs(summary.duration_ms),
-            counts.join(", ")
-        );
-        let counts = summary.replay_counts();
-        match (
-            summary.cost_usd,
-            summary.cost_saved_usd.filter(|s| *s > 0.0),
-        ) {
-            (Some(cost), _) => text.push_str(&format!("; agent cost ${cost:.4}")),
-            // Nothing spent on the model: every step replayed.
-            (None, Some(saved)) if counts.agent == 0 => {
-                text.push_str(&format!("; agent cost $0.0000 (saved ${saved:.4})"))
-            }
-            _ => {}
-        }
-        if counts.any() {
-            text.push_str(&format!("; steps: {}", counts.describe()));
-            if let Some(saved) = summary.cost_saved_usd.filter(|s| *s > 0.0) {
-                text.push_str(&format!(", ${saved:.4} saved"));
-            }
-        }
-        if summary.input_tokens + summary.output_tokens > 0 {
-            text.push_str(&format!(
-                "; {} input / {} output tokens",
-                summary.input_tokens, summary.output_tokens
-            ));
-        }
-        // One line, however long: scripts and CI logs grep for it.
-        let mut line = text;
-        for test in summary.tests.iter().filter(|t| t.flaky) {
-            line.push_str(&format!(
-                "\nFLAKY       {} passed on attempt {}",
+        for (test, why) in failing {
+            let flaky = test.outcome.is_pass(summary.strict_warnings);
+            recap.push_str(&format!(
+                "\n  {:<11} {}\n{}\n{INDENT}report: {}",
+                if flaky {
+                    "FLAKY"
+                } else {
+                    outcome_word(test.outcome)
+                },
                 escape_controls(&test.test_file, Newlines::Escape),
-                test.attempts
+                message_block(
+                    if flaky {
+                        &why
+                    } else {
+                        test.message.as_deref().unwrap_or("(no message)")
+                    },
+                    INDENT,
+                    self.width
+                ),
+                self.shown_path(Path::new(&test.report))
             ));
         }
-        if self.verbosity >= Verbosity::Normal {
-            line.push_str(&format!(
-                "\nSuite report: {}",
-                self.shown_path(Path::new(summary_path))
+        let why = match &summary.harness_error {
+            Some(reason) => format!("the suite's harness failed: {reason}"),
+            None => summary
+                .not_run_reason
+                .clone()
+                .unwrap_or_else(|| "the suite stopped before it started".to_string()),
+        };
+        let word = if not_run_are_errors {
+            "ERROR"
+        } else {
+            "NOT RUN"
+        };
+        if !not_run_are_errors && !summary.not_run.is_empty() {
+            if !recap.is_empty() {
+                recap.push('\n');
+            }
+            recap.push_str(&format!("Not run ({}):", summary.not_run.len()));
+        }
+        for file in &summary.not_run {
+            let why = summary.not_run_reasons.get(file).unwrap_or(&why);
+            recap.push_str(&format!(
+                "\n  {word:<11} {}\n{}",
+                escape_controls(file, Newlines::Escape),
+                message_block(why, INDENT, self.width)
             ));
         }
-        self.print(&redactor.str(&line));
+        if !quarantined.is_empty() {
+            recap.push_str(&format!(
+                "{}Quarantined ({}), not deciding the exit code:",
+                if recap.is_empty() { "" } else { "\n" },
+                quarantined.len()
+            ));
+        }
+        for test in quarantined {
+            recap.push_str(&format!(
+                "\n  {:<11} {}{}",
+                outcome_word(test.outcome),
+                escape_controls(&test.test_file, Newlines::Escape),
+                if test.flaky { " (flaky)" } else { "" }
+            ));
+        }
+        Some(recap)
     }
+}
+
+/// `Summary: N root tests in T: counts; cost; steps; tokens`: the suite's totals on one line.
+fn totals_line(summary: &SuiteSummary) -> String {
+    let t = &summary.totals;
+    // Counts that are zero are left out (passed and failed always shown): the line fits.
+    let mut counts = vec![format!("{} passed", t.passed)];
+    for (n, what) in [(t.warned, "warned")] {
+        if n > 0 {
+            counts.push(format!("{n} {what}"));
+        }
+    }
+    counts.push(format!("{} failed", t.failed));
+    for (n, what) in [
+        (t.error, "error"),
+        (t.interrupted, "interrupted"),
+        (t.not_run, "not run"),
+        (t.flaky, "flaky"),
+    ] {
+        if n > 0 {
+            counts.push(format!("{n} {what}"));
+        }
+    }
+    let mut text = format!(
+        "Summary: {} root tests in {}: {}",
+        t.total,
+        secs(summary.duration_ms),
+        counts.join(", ")
+    );
+    let replayed = summary.replay_counts();
+    match (
+        summary.cost_usd,
+        summary.cost_saved_usd.filter(|s| *s > 0.0),
+    ) {
+        (Some(cost), _) => text.push_str(&format!("; agent cost ${cost:.4}")),
+        // Nothing spent on the model: every step replayed.
+        (None, Some(saved)) if replayed.agent == 0 => {
+            text.push_str(&format!("; agent cost $0.0000 (saved ${saved:.4})"))
+        }
+        _ => {}
+    }
+    if replayed.any() {
+        text.push_str(&format!("; steps: {}", replayed.describe()));
+        if let Some(saved) = summary.cost_saved_usd.filter(|s| *s > 0.0) {
+            text.push_str(&format!(", ${saved:.4} saved"));
+        }
+    }
+    if summary.input_tokens + summary.output_tokens > 0 {
+        text.push_str(&format!(
+            "; {} input / {} output tokens",
+            summary.input_tokens, summary.output_tokens
+        ));
+    }
+    text
 }
 
 /// A line for the user when no reporter can print it (before it starts, after it stopped, or when

@@ -15,7 +15,7 @@ pre{background:var(--bg);border:1px solid var(--line);border-radius:6px;padding:
 .changes{border-left:4px solid var(--line);padding:4px 10px;margin:8px 0;background:var(--bg)}
 .changes li.new{color:var(--bad);font-weight:600}.changes li.fixed{color:var(--ok);font-weight:600}
 .tablewrap{overflow-x:auto}
-.charts{display:flex;flex-wrap:wrap;gap:16px}.chart{margin:0;color:#0969da}.chart figcaption{color:#1f2328}.chart circle{fill:currentColor}
+.charts{display:flex;flex-wrap:wrap;gap:16px}.chart{margin:0;color:#0969da}.chart figcaption{color:#1f2328}.chart circle{fill:currentColor}.chart .hit{fill:transparent}.chart text{fill:#57606a;font-size:9px}
 .rankings{display:flex;flex-wrap:wrap;gap:24px}.rankings h3{font-size:14px;margin:10px 0 4px}.rankings ol{margin:0;padding-left:20px}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid var(--line);padding:4px 6px;text-align:left;vertical-align:top}
 .badge{display:inline-block;min-width:64px;text-align:center;border-radius:4px;padding:0 6px;font-weight:600;font-size:12px;color:#fff;background:var(--mute)}

@@ -13,6 +13,7 @@ use chrono::SecondsFormat;
 
 use crate::model::outcome::StepStatus;
 use crate::report::events::CheckpointAction;
+use crate::report::page_console;
 use crate::report::run_record::{CommandStatus, RunRecord};
 
 /// What a section renderer gets.
@@ -392,6 +393,21 @@ fn step_details(input: &ReportInput<'_>) -> Result<String, String> {
                 }
             }
             s.push('\n');
+        }
+        for errors in page_console::of_step(input.run_dir, &step.evidence) {
+            let text = errors.lines.join("\n");
+            let fence = "`".repeat(3.max(longest_backtick_run(&text) + 1));
+            let more = if errors.more {
+                ", more in the file"
+            } else {
+                ""
+            };
+            let _ = writeln!(
+                s,
+                "Browser console errors (`{}`{more}):\n\n{fence}text\n{}\n{fence}\n",
+                one_line(&errors.path),
+                escape_controls(&text, Newlines::Keep)
+            );
         }
         for (command, lines) in &step.harness_log_excerpt {
             // A fence longer than any backtick run in the text, so the log cannot end it.

@@ -8,6 +8,7 @@
 pub mod atomic;
 pub mod confined;
 pub mod console;
+pub mod console_event;
 pub mod console_text;
 pub mod error;
 pub mod event_log;
@@ -21,6 +22,7 @@ pub mod html_assets;
 pub mod junit;
 pub mod markdown;
 pub mod merge_gaps;
+pub mod page_console;
 pub mod paths;
 pub mod printable;
 pub mod recover;

@@ -126,37 +126,21 @@ impl Trends {
             "<div class=\"meta\">the last {} suites of this selection, oldest first</div><div class=\"charts\">",
             self.suites.len()
         );
-        let rates: Vec<f64> = self.suites.iter().map(|s| s.pass_rate * 100.0).collect();
-        let secs: Vec<f64> = self
-            .suites
-            .iter()
-            .map(|s| s.duration_ms as f64 / 1000.0)
-            .collect();
-        let last = |v: &[f64]| v.last().copied().unwrap_or(0.0);
-        out.push_str(&chart(
+        let secs = crate::report::console::secs;
+        out.push_str(&self.chart(
             "pass rate",
-            &format!("{:.0}%", last(&rates)),
-            &rates,
+            |s| Some(s.pass_rate * 100.0),
             Some(100.0),
+            |v| format!("{v:.0}%"),
         ));
-        out.push_str(&chart(
+        out.push_str(&self.chart(
             "duration",
-            &crate::report::console::secs((last(&secs) * 1000.0) as u64),
-            &secs,
+            |s| Some(s.duration_ms as f64),
             None,
+            |v| secs(v as u64),
         ));
         if self.suites.iter().any(|s| s.cost_usd.is_some()) {
-            let costs: Vec<f64> = self
-                .suites
-                .iter()
-                .map(|s| s.cost_usd.unwrap_or(0.0))
-                .collect();
-            out.push_str(&chart(
-                "agent cost",
-                &format!("${:.2}", last(&costs)),
-                &costs,
-                None,
-            ));
+            out.push_str(&self.chart("agent cost", |s| s.cost_usd, None, |v| format!("${v:.2}")));
         }
         out.push_str("</div>\n<div class=\"rankings\">");
         let list = |title: &str, rows: Vec<String>| {
@@ -216,8 +200,7 @@ impl Trends {
                 out,
                 "  {}  {}  pass {:>3.0}%  {:>8}{}",
                 s.started_at.format("%Y-%m-%d %H:%M"),
-                // The end of the id: a UUIDv7 begins with its time, alike for a night's suites.
-                &s.suite_id[s.suite_id.len().saturating_sub(8)..],
+                id_tail(&s.suite_id),
                 s.pass_rate * 100.0,
                 crate::report::console::secs(s.duration_ms),
                 s.cost_usd.map_or(String::new(), |c| format!("  ${c:.2}"))
@@ -257,48 +240,113 @@ impl Trends {
     }
 }
 
-/// One small line chart: `values` left to right, scaled to `max` (else their own maximum).
-fn chart(title: &str, now: &str, values: &[f64], max: Option<f64>) -> String {
-    const W: f64 = 240.0;
-    const H: f64 = 60.0;
-    let top = max
-        .unwrap_or_else(|| values.iter().copied().fold(0.0, f64::max))
-        .max(f64::EPSILON);
-    let step = if values.len() > 1 {
-        W / (values.len() - 1) as f64
-    } else {
-        0.0
-    };
-    let points: Vec<String> = values
-        .iter()
-        .enumerate()
-        .map(|(i, v)| {
-            let x = i as f64 * step;
-            let y = H - (v / top).clamp(0.0, 1.0) * (H - 4.0) - 2.0;
-            format!("{x:.1},{y:.1}")
-        })
-        .collect();
-    let dots: String = points
-        .iter()
-        .map(|p| {
-            let (x, y) = p.split_once(',').unwrap_or(("0", "0"));
-            format!("<circle cx=\"{x}\" cy=\"{y}\" r=\"2.5\"/>")
-        })
-        .collect();
-    format!(
-        "<figure class=\"chart\"><figcaption>{title}: <b>{now}</b></figcaption>\
-         <svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"-4 -4 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{title}\">\
-         <rect x=\"-4\" y=\"-4\" width=\"{}\" height=\"{}\" fill=\"#f6f8fa\"/>\
-         <line x1=\"0\" y1=\"{H}\" x2=\"{W}\" y2=\"{H}\" stroke=\"#d0d7de\"/>\
-         <polyline fill=\"none\" stroke=\"currentColor\" stroke-width=\"2\" points=\"{}\"/>{dots}</svg></figure>",
-        W + 8.0,
-        H + 8.0,
-        W + 8.0,
-        H + 8.0,
-        W + 8.0,
-        H + 8.0,
-        points.join(" ")
-    )
+/// A chart's plot area and margins, in SVG units: the value axis's labels on the left, the
+/// dates below.
+const PLOT_W: f64 = 240.0;
+const PLOT_H: f64 = 60.0;
+const LEFT: f64 = 44.0;
+const ABOVE: f64 = 8.0;
+const BOTTOM: f64 = 16.0;
+
+/// The end of a suite id: a UUIDv7 begins with its time, alike for a night's suites. Cut on a
+/// character boundary (the id comes from the history file).
+fn id_tail(id: &str) -> &str {
+    let start = id.char_indices().rev().nth(7).map_or(0, |(i, _)| i);
+    &id[start..]
+}
+
+/// A suite's date on the time axis and in tooltips.
+fn when(s: &SuitePoint) -> String {
+    s.started_at.format("%Y-%m-%d %H:%M").to_string()
+}
+
+impl Trends {
+    /// One line chart, oldest suite left: the value of each suite (`value`; a suite without one,
+    /// such as no cost recorded, counts as 0) scaled to `max` (else the largest), with a value
+    /// axis (0, half, top), the first and last suites' dates, and a tooltip per suite (an SVG
+    /// `<title>`: date, suite, value), so it reads without a script or the network.
+    fn chart(
+        &self,
+        title: &str,
+        value: impl Fn(&SuitePoint) -> Option<f64>,
+        max: Option<f64>,
+        label: impl Fn(f64) -> String,
+    ) -> String {
+        use crate::report::html::escape;
+        let values: Vec<f64> = self
+            .suites
+            .iter()
+            .map(|s| value(s).unwrap_or(0.0))
+            .collect();
+        let top = max
+            .unwrap_or_else(|| values.iter().copied().fold(0.0, f64::max))
+            .max(f64::EPSILON);
+        let step = if values.len() > 1 {
+            PLOT_W / (values.len() - 1) as f64
+        } else {
+            0.0
+        };
+        let x = |i: usize| LEFT + i as f64 * step;
+        let y = |v: f64| ABOVE + PLOT_H - (v / top).clamp(0.0, 1.0) * PLOT_H;
+        let mut svg = String::new();
+        // The value axis: gridlines at 0, half and the top, each labelled.
+        for v in [0.0, top / 2.0, top] {
+            let _ = write!(
+                svg,
+                "<line x1=\"{LEFT}\" y1=\"{y:.1}\" x2=\"{}\" y2=\"{y:.1}\" stroke=\"#d0d7de\"/>\
+                 <text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+                LEFT + PLOT_W,
+                LEFT - 4.0,
+                y(v) + 3.0,
+                escape(&label(v)),
+                y = y(v),
+            );
+        }
+        // The time axis: the first and the last suite's date.
+        let base = ABOVE + PLOT_H + 12.0;
+        if let (Some(first), Some(last)) = (self.suites.first(), self.suites.last()) {
+            let _ = write!(
+                svg,
+                "<text x=\"{LEFT}\" y=\"{base}\">{}</text><text x=\"{}\" y=\"{base}\" text-anchor=\"end\">{}</text>",
+                escape(&when(first)),
+                LEFT + PLOT_W,
+                escape(&when(last)),
+            );
+        }
+        let points: Vec<String> = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| format!("{:.1},{:.1}", x(i), y(*v)))
+            .collect();
+        let _ = write!(
+            svg,
+            "<polyline fill=\"none\" stroke=\"currentColor\" stroke-width=\"2\" points=\"{}\"/>",
+            points.join(" ")
+        );
+        for (i, (s, v)) in self.suites.iter().zip(&values).enumerate() {
+            let shown = value(s).map_or_else(|| "none recorded".to_string(), &label);
+            // A wider transparent circle under each dot: a tooltip a pointer can find.
+            let _ = write!(
+                svg,
+                "<g><title>{}</title><circle class=\"hit\" cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"7\"/><circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"2.5\"/></g>",
+                escape(&format!(
+                    "{} · suite …{} · {title} {shown}",
+                    when(s),
+                    id_tail(&s.suite_id)
+                )),
+                x = x(i),
+                y = y(*v),
+            );
+        }
+        let (w, h) = (LEFT + PLOT_W + 8.0, ABOVE + PLOT_H + BOTTOM);
+        let now = values.last().map_or_else(String::new, |v| label(*v));
+        format!(
+            "<figure class=\"chart\"><figcaption>{title}: <b>{}</b></figcaption>\
+             <svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{title} per suite, oldest first\">\
+             <rect width=\"{w}\" height=\"{h}\" fill=\"#f6f8fa\"/>{svg}</svg></figure>",
+            escape(&now),
+        )
+    }
 }
 
 #[cfg(test)]
@@ -351,6 +399,20 @@ mod tests {
         assert_eq!(t.costliest.len(), 2);
         let html = t.html();
         assert_eq!(html.matches("<svg").count(), 3, "{html}");
+        // Axes with values, dates, and a tooltip per suite on each chart; no script.
+        assert!(
+            html.contains(">100%</text>") && html.contains(">0%</text>"),
+            "{html}"
+        );
+        let date = t.suites[0].started_at.format("%Y-%m-%d %H:%M").to_string();
+        assert!(html.contains(&format!(">{date}</text>")), "{html}");
+        assert_eq!(html.matches("<title>").count(), 9, "{html}");
+        assert!(
+            html.contains(&format!("<title>{date} · suite …2 · pass rate 50%</title>")),
+            "{html}"
+        );
+        assert!(html.contains("agent cost $1.00</title>"), "{html}");
+        assert!(!html.contains("<script"));
         assert!(t.text().contains("flaky: 2 flips in 3 suites"));
         // Another selection is not part of the trend; one suite alone has none.
         let mut other = entry("4", &[("a", true, 1)], None);

@@ -365,6 +365,59 @@ fn init_writes_a_starter_that_checks_clean_and_never_overwrites() {
         .assert()
         .code(2)
         .stderr(contains("already exists"));
+    assert_eq!(
+        fs::read_to_string(d.path().join(".gitignore")).expect(".gitignore written"),
+        ".bugatti/\n",
+        "init keeps the run records out of version control"
+    );
+}
+
+#[test]
+fn init_appends_bugatti_to_an_existing_gitignore_once() {
+    let d = project();
+    write(d.path(), ".gitignore", "target");
+    supervisor(d.path())
+        .arg("init")
+        .assert()
+        .success()
+        .stdout(contains("added .bugatti/ to .gitignore"));
+    assert_eq!(
+        fs::read_to_string(d.path().join(".gitignore")).expect("read"),
+        "target\n.bugatti/\n"
+    );
+    // A project that already ignores it is left alone.
+    let e = project();
+    write(e.path(), ".gitignore", "/.bugatti\n");
+    supervisor(e.path())
+        .arg("init")
+        .assert()
+        .success()
+        .stdout(contains(".gitignore").not());
+    assert_eq!(
+        fs::read_to_string(e.path().join(".gitignore")).expect("read"),
+        "/.bugatti\n"
+    );
+}
+
+#[test]
+fn shell_default_syntax_in_a_command_says_how_to_pass_it_to_the_shell() {
+    let d = project();
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n\n[commands.server]\nkind = \"long_lived\"\ncmd = \"serve --port ${PORT:-3000}\"\n",
+    );
+    write(
+        d.path(),
+        "a.test.toml",
+        "[[steps]]\ninstruction = \"`true`\"\n",
+    );
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .code(2)
+        .stderr(contains("`${PORT:-3000}` is not a valid variable name"))
+        .stderr(contains("write `$${PORT:-3000}`"));
 }
 
 #[test]

@@ -219,3 +219,70 @@ fn live_view_shows_each_running_session_and_prints_results_above() {
     assert!(!drawn.contains("STEP 1 ........ OK"), "{drawn}");
     assert!(!drawn.contains(SECRET));
 }
+
+/// A command's status says when it came relative to the steps: a first `ready` that reaches the
+/// console after step 1 began is the setup's (the harness is up before any step), news while a
+/// step runs is `during step N`, news between steps is `after step N`.
+#[test]
+fn a_command_line_says_whether_it_came_before_during_or_after_a_step() {
+    use bugatti::report::events::{EventKind, Provenance, SetupState};
+    let buf = SharedBuf::default();
+    let mut console = LiveView::plain_to(Box::new(buf.clone()), Verbosity::Normal);
+    let run_id = "0192-abcdef";
+    console.run_started(run_id, "c.test.toml");
+    let clock = EventClock::start();
+    let status = |command: &str, state: SetupState| EventKind::SetupStatus {
+        command: command.into(),
+        state,
+    };
+    let ready = |probe: &str| SetupState::Ready {
+        probe: probe.into(),
+    };
+    let kinds = [
+        status("server", SetupState::Started),
+        EventKind::StepStarted {
+            step_id: 1,
+            instruction: "Step 1".into(),
+            instruction_sent: None,
+            provenance: Provenance {
+                source_file: "t.test.toml".into(),
+                source_index: 0,
+                include_chain: vec![],
+            },
+        },
+        // Late news of the setup: the step cannot have started before the server was ready.
+        status("server", ready("http http://127.0.0.1:8000/")),
+        status(
+            "server",
+            SetupState::Restarted {
+                attempt: 1,
+                exit_status: "exit 1".into(),
+            },
+        ),
+        status("server", ready("again after restart 1")),
+        EventKind::StepFinished {
+            step_id: 1,
+            status: StepStatus::Ok,
+            message: None,
+            duration_ms: 10,
+            usage: None,
+            replay: None,
+        },
+        status("worker", SetupState::Exited { exit_code: Some(7) }),
+    ];
+    for kind in kinds {
+        console.run_event(run_id, &clock.event(kind), &redactor());
+    }
+    let text = buf.text();
+    let expected = [
+        "[c abcdef] SETUP server ........ started",
+        "[c abcdef] STEP 1 ........ Step 1",
+        "[c abcdef] SETUP server ........ ready (http http://127.0.0.1:8000/)",
+        "[c abcdef] COMMAND server ........ during step 1: restarted (#1) after exit 1",
+        "[c abcdef] COMMAND server ........ during step 1: ready (again after restart 1)",
+        "[c abcdef] STEP 1 ........ OK (10ms)",
+        "[c abcdef] COMMAND worker ........ after step 1: exited with 7",
+    ]
+    .join("\n");
+    assert!(text.starts_with(&expected), "got:\n{text}");
+}

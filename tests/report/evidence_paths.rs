@@ -67,3 +67,54 @@ instruction = "`mkdir -p $BUGATTI_RUN_DIR/screenshots && echo png > $BUGATTI_RUN
     );
     assert_eq!(html.matches("data:image/png;base64,").count(), 1, "{html}");
 }
+
+/// The browser console's errors of a step (its `browser/step-<id>.console.jsonl`) are shown inline
+/// in report.md and report.html, escaped, the first few of them: not only a count and a link.
+#[test]
+fn the_browser_consoles_first_errors_are_shown_inline_and_escaped() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    let mut lines = vec![
+        r#"{"at":"2026-01-01T00:00:00Z","level":"warning","source":"console-api","text":"NOT-AN-ERROR","page":"http://127.0.0.1/"}"#.to_string(),
+        r#"{"at":"2026-01-01T00:00:00Z","level":"error","source":"exception","text":"Uncaught <script>alert(1)</script> at cart.js","url":"http://127.0.0.1/cart.js","page":"http://127.0.0.1/"}"#.to_string(),
+    ];
+    for i in 2..=7 {
+        lines.push(format!(r#"{{"at":"2026-01-01T00:00:00Z","level":"error","source":"console-api","text":"ERROR-NUMBER-{i}","page":"http://127.0.0.1/"}}"#));
+    }
+    p.write("console.jsonl", &(lines.join("\n") + "\n"));
+    p.write(
+        "a.test.toml",
+        r#"[[steps]]
+instruction = "`mkdir -p $BUGATTI_RUN_DIR/browser && cp $BUGATTI_PROJECT_ROOT/console.jsonl $BUGATTI_RUN_DIR/browser/step-1.console.jsonl && echo BUGATTI_EVIDENCE console browser/step-1.console.jsonl && exit 1`"
+"#,
+    );
+    let out = p.run(&["start"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let record = p.record_for("a.test.toml");
+    let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let md = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+    assert!(
+        md.contains("Browser console errors (`browser/step-1.console.jsonl`, more in the file):"),
+        "{md}"
+    );
+    assert!(
+        md.contains("exception: Uncaught <script>alert(1)</script> at cart.js (http://127.0.0.1/cart.js)\nconsole-api: ERROR-NUMBER-2"),
+        "{md}"
+    );
+    assert!(
+        md.contains("ERROR-NUMBER-5") && !md.contains("ERROR-NUMBER-6"),
+        "the first five: {md}"
+    );
+    assert!(
+        !md.contains("NOT-AN-ERROR"),
+        "warnings are not errors: {md}"
+    );
+    let html = std::fs::read_to_string(p.suite_dir().join("report.html")).expect("report.html");
+    assert!(html.contains("<b>Browser console errors</b>"), "{html}");
+    assert!(
+        html.contains("exception: Uncaught &lt;script&gt;alert(1)&lt;/script&gt; at cart.js"),
+        "escaped: {html}"
+    );
+    assert!(!html.contains("<script>alert(1)"), "never markup: {html}");
+    assert!(html.contains("ERROR-NUMBER-5") && !html.contains("ERROR-NUMBER-6"));
+}

@@ -68,6 +68,13 @@ fn a_setup_command_past_its_timeout_is_timed_out() {
             .contains("did not finish within"),
         "{seed}"
     );
+    assert!(
+        seed["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("(its `timeout_secs`; raise it to wait longer)"),
+        "the setting that raises the limit is named: {seed}"
+    );
 }
 
 #[test]

@@ -355,23 +355,65 @@ fn report_html_in_a_real_headless_browser() {
     );
 }
 
+/// `report --open` where no browser can be opened: one line naming the page and why, never the
+/// opener's own errors, and the exit code still the suite's.
+#[cfg(target_os = "linux")]
 #[test]
-fn report_open_without_a_display_says_so_plainly() {
-    let p = project(1);
-    assert_eq!(p.run(&["start"]).status.code(), Some(0));
-    let out = p
-        .supervisor()
-        .args(["report", "--open"])
-        .env_remove("DISPLAY")
-        .env_remove("WAYLAND_DISPLAY")
-        .output()
-        .expect("report --open");
-    let err = common::stderr(&out);
-    assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(
-        err.contains("report --open: no display to open it on")
-            && err.contains("report.html")
-            && !err.contains("xdg-open:"),
-        "{err}"
-    );
+fn report_open_without_a_display_or_opener_says_where_the_page_is() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    p.write("t.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
+    assert_eq!(p.run(&["start", "-q"]).status.code(), Some(0));
+    let page = latest_suite(&p).join("report.html");
+    let open = |display: Option<&str>, path: &Path| {
+        let mut cmd = p.supervisor();
+        cmd.args(["report", "--open"])
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
+            .env("PATH", path);
+        if let Some(d) = display {
+            cmd.env("DISPLAY", d);
+        }
+        let out = cmd.output().expect("report runs");
+        assert_eq!(out.status.code(), Some(0), "the suite passed");
+        String::from_utf8_lossy(&out.stderr).to_string()
+    };
+    // An opener that fails loudly, as xdg-open does without a desktop.
+    let bin = p.root().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let fake = bin.join("xdg-open");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\necho 'xdg-open: no method available for opening RAW-OPENER-NOISE' >&2\nexit 3\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let empty = p.root().join("empty-path");
+    std::fs::create_dir_all(&empty).unwrap();
+
+    let cases = [
+        (
+            None,
+            bin.as_path(),
+            "no display: neither DISPLAY nor WAYLAND_DISPLAY is set",
+        ),
+        (
+            Some(":99"),
+            empty.as_path(),
+            "xdg-open is not installed or not on PATH",
+        ),
+        (
+            Some(":99"),
+            bin.as_path(),
+            "xdg-open failed (exit status: 3)",
+        ),
+    ];
+    for (display, path, why) in cases {
+        let err = open(display, path);
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+        assert!(err.contains(why), "{err}");
+        assert!(err.contains(&page.display().to_string()), "{err}");
+        assert!(!err.contains("RAW-OPENER-NOISE"), "{err}");
+    }
 }

@@ -312,6 +312,14 @@ fn a_slow_agent_that_wrote_something_is_a_timeout_at_the_step_timeout() {
         message.contains("timed out after 1s") && message.contains("no RESULT line"),
         "{message}"
     );
+    // The message names every setting that raises the limit.
+    for setting in [
+        "timeout_secs",
+        "[provider] step_timeout_secs",
+        "--step-timeout",
+    ] {
+        assert!(message.contains(setting), "{setting}: {message}");
+    }
 }
 
 #[test]

@@ -136,6 +136,7 @@ async fn readiness_timeout_names_the_probe_and_what_it_last_saw() {
     }
     let message = err.to_string();
     assert!(message.contains("not ready after 3s"), "{message}");
+    assert!(message.contains("readiness_timeout_secs"), "{message}");
     let records = fx.harness.teardown_all(false).await;
     assert_eq!(records.len(), 2);
     fx.assert_nothing_left().await;

@@ -3,8 +3,38 @@
 //! never started named, and every file that could not be written said on the console.
 
 use super::*;
+use std::path::Path;
+
+/// The suite files' write results: what failed (a note and a lost record each) and the
+/// `--junit` / `--json` / `--html` copies written.
+struct Outputs {
+    notes: Vec<String>,
+    failed: Vec<String>,
+    copies: Vec<PathBuf>,
+}
+
+impl Outputs {
+    fn keep(&mut self, r: Result<(), ReportError>) {
+        if let Err(e) = r {
+            self.notes.push(e.to_string());
+            self.failed.push(e.to_string());
+        }
+    }
+
+    /// A copy outside the suite folder, remembered when written.
+    fn copy(&mut self, path: &Path, bytes: &[u8]) {
+        let r = write_copy(path, bytes);
+        if r.is_ok() {
+            self.copies.push(path.to_path_buf());
+        }
+        self.keep(r);
+    }
+}
 
 impl ReporterState {
+    /// The suite's end, in stages: close the runs still open, build the summary, compare it with
+    /// the history and record it, write the suite files, then tell the console. Once only: a
+    /// second call returns the first one's files.
     pub(super) fn suite_finished(
         &mut self,
         not_run: &[String],
@@ -14,6 +44,64 @@ impl ReporterState {
         if let Some(files) = &self.suite_files {
             return Ok(files.clone());
         }
+        self.close_open_runs();
+        let mut summary = SuiteSummary::build(
+            &self.args.suite_id,
+            self.started_at,
+            Utc::now(),
+            self.args.strict_warnings,
+            &self.finished,
+            not_run,
+        )
+        .with_harness_error(harness_error)
+        .with_not_run_reason(not_run_reason);
+        let paths = self.suite_paths();
+        self.create_suite_dir(&paths);
+        summary.shard = self.args.extras.shard.clone();
+        summary.fail_on_flaky = self.args.extras.fail_on_flaky;
+        let (history_note, trends) = self.record_history(&mut summary);
+        // Redact the data before it is formatted: XML and JSON escape characters a secret may hold.
+        let redacted_summary: SuiteSummary = redact_data(&self.redactor_all(), &summary)?;
+        let redacted_records: Vec<RunRecord> = self
+            .finished
+            .iter()
+            .map(|r| redact_data(&self.redactor_all(), r))
+            .collect::<Result<_, _>>()?;
+        let mut notes = std::mem::take(&mut self.notes);
+        notes.extend(history_note);
+        let mut out = Outputs {
+            notes,
+            failed: Vec::new(),
+            copies: Vec::new(),
+        };
+        let redactor = self.redactor_all();
+        let html_path = self.write_suite_files(
+            &paths,
+            &redacted_summary,
+            &redacted_records,
+            trends.as_ref(),
+            &mut out,
+        );
+        for what in std::mem::take(&mut out.failed) {
+            self.lose(what);
+        }
+        self.announce(&summary, &paths, &html_path, &redactor, &mut out.notes);
+        let files = SuiteFiles {
+            summary,
+            summary_json: paths.summary_json(),
+            summary_md: paths.summary_md(),
+            junit: paths.junit(),
+            html: paths.dir.join("report.html"),
+            copies: out.copies,
+            notes: out.notes,
+            lost: self.lost.clone(),
+        };
+        self.suite_files = Some(files.clone());
+        Ok(files)
+    }
+
+    /// Runs still open when the suite ends are finished as interrupted, with a note each.
+    fn close_open_runs(&mut self) {
         let still_open: Vec<String> = self.open.keys().cloned().collect();
         for run_id in still_open {
             if let Some(writer) = self.open.get_mut(&run_id) {
@@ -36,19 +124,11 @@ impl ReporterState {
                 self.notes.push(e.to_string());
             }
         }
+    }
 
-        let summary = SuiteSummary::build(
-            &self.args.suite_id,
-            self.started_at,
-            Utc::now(),
-            self.args.strict_warnings,
-            &self.finished,
-            not_run,
-        )
-        .with_harness_error(harness_error)
-        .with_not_run_reason(not_run_reason);
-        let paths = self.suite_paths();
-        // Not fatal: the --junit / --json copies are written from memory all the same.
+    /// The suite folder (0700). Not fatal: the --junit / --json copies are written from memory
+    /// all the same.
+    fn create_suite_dir(&mut self, paths: &SuitePaths) {
         if let Err(source) = std::os::unix::fs::DirBuilderExt::mode(
             std::fs::DirBuilder::new().recursive(true),
             0o700,
@@ -63,46 +143,88 @@ impl ReporterState {
                 .to_string(),
             );
         }
-        // History: compare with the previous suite of the same selection, then record this one.
-        let mut summary = summary;
-        summary.shard = self.args.extras.shard.clone();
-        summary.fail_on_flaky = self.args.extras.fail_on_flaky;
-        let mut history_note = None;
-        let mut trends = None;
-        if !self.args.extras.no_history {
-            let entry = HistoryEntry::of(&summary, &self.finished, &self.args.extras.selection);
-            let file = self
-                .args
-                .extras
-                .history_file
-                .clone()
-                .unwrap_or_else(|| history::history_path(&self.args.artifact_dir));
-            let earlier = history::read(&file);
-            summary.changes = history::compare(&earlier, &entry);
-            trends = crate::report::trends::Trends::of(&earlier, &entry);
-            if let Err(e) = history::append(&file, &entry) {
-                self.lose(e.to_string());
-                history_note = Some(e.to_string());
-            }
-        }
-        // Redact the data before it is formatted: XML and JSON escape characters a secret may hold.
-        let redacted_summary: SuiteSummary = redact_data(&self.redactor_all(), &summary)?;
-        let redacted_records: Vec<RunRecord> = self
-            .finished
-            .iter()
-            .map(|r| redact_data(&self.redactor_all(), r))
-            .collect::<Result<_, _>>()?;
+    }
 
-        let mut failed: Vec<String> = Vec::new();
-        let mut keep = |r: Result<(), ReportError>, notes: &mut Vec<String>| {
-            if let Err(e) = r {
-                notes.push(e.to_string());
-                failed.push(e.to_string());
-            }
-        };
-        let mut notes = std::mem::take(&mut self.notes);
-        notes.extend(history_note);
+    /// History: compare with the previous suite of the same selection, then record this one.
+    /// Returns the note when it could not be recorded, and the trends of the selection.
+    fn record_history(
+        &mut self,
+        summary: &mut SuiteSummary,
+    ) -> (Option<String>, Option<crate::report::trends::Trends>) {
+        if self.args.extras.no_history {
+            return (None, None);
+        }
+        let entry = HistoryEntry::of(summary, &self.finished, &self.args.extras.selection);
+        let file = self
+            .args
+            .extras
+            .history_file
+            .clone()
+            .unwrap_or_else(|| history::history_path(&self.args.artifact_dir));
+        let earlier = history::read(&file);
+        summary.changes = history::compare(&earlier, &entry);
+        let trends = crate::report::trends::Trends::of(&earlier, &entry);
+        let mut history_note = None;
+        if let Err(e) = history::append(&file, &entry) {
+            self.lose(e.to_string());
+            history_note = Some(e.to_string());
+        }
+        (history_note, trends)
+    }
+
+    /// summary.json, summary.md, junit.xml and report.html in the suite folder, and the copies
+    /// the command line asked for; returns report.html's path.
+    fn write_suite_files(
+        &self,
+        paths: &SuitePaths,
+        redacted_summary: &SuiteSummary,
+        redacted_records: &[RunRecord],
+        trends: Option<&crate::report::trends::Trends>,
+        out: &mut Outputs,
+    ) -> PathBuf {
         let redactor = self.redactor_all();
+        self.write_summaries(paths, redacted_summary, redacted_records, &redactor, out);
+        let html_path = paths.dir.join("report.html");
+        let html = redactor.str(&html::render(&HtmlInput {
+            summary: redacted_summary,
+            records: redacted_records,
+            comparison: redacted_summary.changes.as_ref(),
+            report_dir: &paths.dir,
+            notes: &[],
+            trends,
+        }));
+        out.keep(write_atomic(&html_path, html.as_bytes()));
+        if let Some(copy) = &self.args.extras.html_copy {
+            // A copy elsewhere links to the run files by absolute path.
+            let dir = copy
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(
+                    || std::env::current_dir().unwrap_or_default(),
+                    |p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()),
+                );
+            let html = redactor.str(&html::render(&HtmlInput {
+                summary: redacted_summary,
+                records: redacted_records,
+                comparison: redacted_summary.changes.as_ref(),
+                report_dir: &dir,
+                notes: &[],
+                trends,
+            }));
+            out.copy(copy, html.as_bytes());
+        }
+        html_path
+    }
+
+    /// summary.json, summary.md and junit.xml, and the `--json` / `--junit` copies.
+    fn write_summaries(
+        &self,
+        paths: &SuitePaths,
+        redacted_summary: &SuiteSummary,
+        redacted_records: &[RunRecord],
+        redactor: &Redactor,
+        out: &mut Outputs,
+    ) {
         let to_json = |summary: &SuiteSummary| {
             redactor.json("summary.json", summary, true).map(|mut j| {
                 j.push('\n');
@@ -115,77 +237,40 @@ impl ReporterState {
         let suite_dir = std::path::absolute(&paths.dir).unwrap_or_else(|_| paths.dir.clone());
         let local_summary = redacted_summary.with_paths_relative_to(&suite_dir);
         let local_json = to_json(&local_summary);
-        let json = to_json(&redacted_summary);
+        let json = to_json(redacted_summary);
         let md = redactor.str(&local_summary.to_markdown());
-        let xml = junit::to_xml(&redacted_summary, &redacted_records).map(|x| redactor.str(&x));
-        let mut copies = Vec::new();
+        let xml = junit::to_xml(redacted_summary, redacted_records).map(|x| redactor.str(&x));
         match (local_json, json) {
             (Ok(local_json), Ok(json)) => {
-                keep(
-                    write_atomic(&paths.summary_json(), local_json.as_bytes()),
-                    &mut notes,
-                );
+                out.keep(write_atomic(&paths.summary_json(), local_json.as_bytes()));
                 if let Some(copy) = &self.args.json_copy {
-                    let r = write_copy(copy, json.as_bytes());
-                    if r.is_ok() {
-                        copies.push(copy.clone());
-                    }
-                    keep(r, &mut notes);
+                    out.copy(copy, json.as_bytes());
                 }
             }
-            (Err(e), _) | (_, Err(e)) => keep(Err(e), &mut notes),
+            (Err(e), _) | (_, Err(e)) => out.keep(Err(e)),
         }
-        keep(write_atomic(&paths.summary_md(), md.as_bytes()), &mut notes);
+        out.keep(write_atomic(&paths.summary_md(), md.as_bytes()));
         match xml {
             Ok(xml) => {
-                keep(write_atomic(&paths.junit(), xml.as_bytes()), &mut notes);
+                out.keep(write_atomic(&paths.junit(), xml.as_bytes()));
                 if let Some(copy) = &self.args.junit_copy {
-                    let r = write_copy(copy, xml.as_bytes());
-                    if r.is_ok() {
-                        copies.push(copy.clone());
-                    }
-                    keep(r, &mut notes);
+                    out.copy(copy, xml.as_bytes());
                 }
             }
-            Err(e) => keep(Err(e), &mut notes),
+            Err(e) => out.keep(Err(e)),
         }
-        let html_path = paths.dir.join("report.html");
-        let html = redactor.str(&html::render(&HtmlInput {
-            summary: &redacted_summary,
-            records: &redacted_records,
-            comparison: redacted_summary.changes.as_ref(),
-            report_dir: &paths.dir,
-            notes: &[],
-            trends: trends.as_ref(),
-        }));
-        keep(write_atomic(&html_path, html.as_bytes()), &mut notes);
-        if let Some(copy) = &self.args.extras.html_copy {
-            // A copy elsewhere links to the run files by absolute path.
-            let dir = copy
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .map_or_else(
-                    || std::env::current_dir().unwrap_or_default(),
-                    |p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()),
-                );
-            let html = redactor.str(&html::render(&HtmlInput {
-                summary: &redacted_summary,
-                records: &redacted_records,
-                comparison: redacted_summary.changes.as_ref(),
-                report_dir: &dir,
-                notes: &[],
-                trends: trends.as_ref(),
-            }));
-            let r = write_copy(copy, html.as_bytes());
-            if r.is_ok() {
-                copies.push(copy.clone());
-            }
-            keep(r, &mut notes);
-        }
-        for what in failed {
-            self.lose(what);
-        }
+    }
 
+    /// The suite's end on the console: the summary, what changed since the previous suite,
+    /// report.html's path, and every record that could not be written.
+    fn announce(
+        &mut self,
+        summary: &SuiteSummary,
+        paths: &SuitePaths,
+        html_path: &Path,
+        redactor: &Redactor,
+        notes: &mut Vec<String>,
+    ) {
         let t = &summary.totals;
         tracing::info!(
             "suite summary: {} root tests in {} ms: {} passed, {} warned, {} failed, {} error, \
@@ -201,9 +286,9 @@ impl ReporterState {
             t.flaky
         );
         self.args.console.suite_finished(
-            &summary,
+            summary,
             &paths.summary_md().display().to_string(),
-            &redactor,
+            redactor,
         );
         if let Some(changes) = &summary.changes {
             let mut text = format!("{}:", changes.heading());
@@ -211,31 +296,19 @@ impl ReporterState {
                 text.push_str("\n  ");
                 text.push_str(&line);
             }
-            self.args.console.notice(&text, &redactor);
+            self.args.console.notice(&text, redactor);
         }
-        let shown = self.args.console.shown_path(&html_path);
+        let shown = self.args.console.shown_path(html_path);
         self.args
             .console
-            .notice(&format!("HTML report: {shown}"), &redactor);
+            .notice(&format!("HTML report: {shown}"), redactor);
         if let Some(logs) = &self.args.harness_logs {
             if let Err(e) = logs.flush() {
                 notes.push(e.to_string());
                 self.lose(e.to_string());
             }
         }
-        self.say_lost(&redactor);
-        let files = SuiteFiles {
-            summary,
-            summary_json: paths.summary_json(),
-            summary_md: paths.summary_md(),
-            junit: paths.junit(),
-            html: paths.dir.join("report.html"),
-            copies,
-            notes,
-            lost: self.lost.clone(),
-        };
-        self.suite_files = Some(files.clone());
-        Ok(files)
+        self.say_lost(redactor);
     }
 
     /// Ends the console with every record that could not be written, and why (exit 3).

@@ -1,5 +1,5 @@
-//! `supervisor init`: a starter config and test in the current directory (never overwriting),
-//! and `.bugatti/` in `.gitignore`.
+//! `supervisor init`: a starter config and example test in the current directory, never
+//! overwriting a file, and `.bugatti/` (every run's record) added to the project's `.gitignore`.
 
 use super::*;
 
@@ -42,8 +42,8 @@ pub fn init() -> ExitCode {
         }
         println!("wrote {name}");
     }
-    match ignore_artifacts(std::path::Path::new(".gitignore")) {
-        Ok(true) => println!("added .bugatti/ to .gitignore (runs, reports and workspaces)"),
+    match ignore_runs(std::path::Path::new(".gitignore")) {
+        Ok(true) => println!("added .bugatti/ to .gitignore (each run's record is written there)"),
         Ok(false) => {}
         Err(e) => eprintln!("warning: cannot add .bugatti/ to .gitignore: {e}"),
     }
@@ -51,28 +51,59 @@ pub fn init() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Adds `.bugatti/` (the default artifact directory) to `.gitignore`, creating it, unless a line
-/// already ignores it. `true` when the file changed.
-fn ignore_artifacts(gitignore: &std::path::Path) -> std::io::Result<bool> {
-    let text = match std::fs::read_to_string(gitignore) {
+/// The line that keeps run records out of version control.
+const IGNORE_LINE: &str = ".bugatti/";
+
+/// Add `.bugatti/` to `path` (created if missing) unless a line already ignores it; says
+/// whether it wrote. Appends, so the user's own lines and order stay as they were.
+fn ignore_runs(path: &std::path::Path) -> std::io::Result<bool> {
+    let existing = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
         Err(e) => return Err(e),
     };
-    let ignored = text.lines().any(|l| {
-        matches!(
-            l.trim(),
-            ".bugatti" | ".bugatti/" | "/.bugatti" | "/.bugatti/" | "**/.bugatti/"
-        )
-    });
-    if ignored {
+    let Some(text) = with_ignore_line(&existing) else {
         return Ok(false);
-    }
-    let mut text = text;
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str("# supervisor runs, reports and workspaces\n.bugatti/\n");
-    std::fs::write(gitignore, text)?;
+    };
+    std::fs::write(path, text)?;
     Ok(true)
+}
+
+/// `existing` with `.bugatti/` appended, or `None` when a line already ignores the folder
+/// (`.bugatti`, `.bugatti/`, `/.bugatti`, `/.bugatti/`).
+fn with_ignore_line(existing: &str) -> Option<String> {
+    let ignored = existing
+        .lines()
+        .map(|l| l.trim().trim_start_matches('/').trim_end_matches('/'))
+        .any(|l| l == ".bugatti");
+    if ignored {
+        return None;
+    }
+    let mut out = existing.to_string();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(IGNORE_LINE);
+    out.push('\n');
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_ignore_line;
+
+    #[test]
+    fn the_ignore_line_is_added_once_after_the_users_lines() {
+        assert_eq!(with_ignore_line("").as_deref(), Some(".bugatti/\n"));
+        assert_eq!(
+            with_ignore_line("target").as_deref(),
+            Some("target\n.bugatti/\n")
+        );
+        assert_eq!(with_ignore_line("target\n/.bugatti\n"), None);
+        assert_eq!(with_ignore_line(".bugatti/\n"), None);
+        assert_eq!(
+            with_ignore_line("# .bugatti\n").as_deref(),
+            Some("# .bugatti\n.bugatti/\n")
+        );
+    }
 }

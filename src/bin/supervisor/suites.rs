@@ -196,9 +196,43 @@ pub(crate) fn report(
         print_trends(&file, &loaded.summary.suite_id);
     }
     if open {
-        super::open_report::open_report(&d.report_html());
+        let page = d.report_html();
+        if let Err(why) = open_in_browser(&page) {
+            eprintln!(
+                "warning: report.html was not opened ({why}); open it yourself: {}",
+                page.display()
+            );
+        }
     }
     suite_exit(&loaded.summary)
+}
+
+/// Hand `page` to the desktop's opener (`open` on macOS, `xdg-open` elsewhere), or say in a few
+/// words why not. The opener's own output is kept off the terminal: without a display
+/// `xdg-open` prints a screenful of tries that hides the one thing the user needs, the path.
+fn open_in_browser(page: &Path) -> Result<(), String> {
+    let macos = cfg!(target_os = "macos");
+    let opener = if macos { "open" } else { "xdg-open" };
+    let has_display = ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some_and(|x| !x.is_empty()));
+    if !macos && !has_display {
+        return Err("no display: neither DISPLAY nor WAYLAND_DISPLAY is set".to_string());
+    }
+    let status = std::process::Command::new(opener)
+        .arg(page)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
+    match status {
+        Ok(s) if s.success() => Ok(()),
+        Ok(s) => Err(format!("{opener} failed ({s})")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Err(format!("{opener} is not installed or not on PATH"))
+        }
+        Err(e) => Err(format!("cannot run {opener}: {e}")),
+    }
 }
 
 /// The trends of `suite_id`'s selection up to it, from `file`.
