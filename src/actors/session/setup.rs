@@ -41,86 +41,10 @@ impl Driver {
         }
 
         // The console: served before the agent starts, so that its first turn finds it.
-        // `shell` runs no model: nothing would call it.
-        let wanted = effective.provider.console.value
-            && agent.provider != crate::providers::ProviderKind::Shell;
-        let console = if wanted {
-            let mut logs = log_sources;
-            for log in &mut logs {
-                log.hub = harness.output(&log.name).await;
-            }
-            let console = Arc::new(
-                Console::new(ConsoleSetup {
-                    run_id: self.run_id.clone(),
-                    run_dir: self.run_dir(),
-                    // SPEC §9: where the agent itself runs, so a command means the same through the
-                    // console as through the agent's own shell.
-                    workdir: agent.cwd.clone(),
-                    env: vars.env.clone(),
-                    secrets: Arc::clone(&vars.secrets),
-                    logs,
-                })
-                .with_max_log_bytes(effective.supervisor.max_log_bytes.value),
-            );
-            let server = ConsoleServer::start(console)
-                .await
-                .map_err(|e| Ending::error(e.to_string()))?;
-            let endpoint = server.endpoint().clone();
-            started.console = Some(server);
-            Some(endpoint)
-        } else {
-            None
-        };
-
-        // Its MCP servers besides the console: the browser's Playwright MCP, the project's own.
-        let path_var = vars
-            .env
-            .iter()
-            .rev()
-            .find(|(name, _)| name == "PATH")
-            .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var("PATH").ok());
-        let mcp = crate::providers::McpServers {
-            browser: match started
-                .browser
-                .as_ref()
-                .and_then(|b| b.mcp_command(path_var.as_deref()))
-            {
-                Some(Ok(mut command)) => {
-                    // Its snapshots and downloads go with the run, not into the project.
-                    if !command.args.iter().any(|a| a.starts_with("--output-dir")) {
-                        command.args.push("--output-dir".to_string());
-                        command
-                            .args
-                            .push(self.run_dir().join("browser").display().to_string());
-                    }
-                    // What it returns shows `<secret>NAME</secret>`, never a `[secrets]` value.
-                    let secrets = self.test.effective.secret_pairs();
-                    if !secrets.is_empty() && !command.args.iter().any(|a| a == "--secrets") {
-                        let file = crate::browser::secrets_file::path(&self.run_dir());
-                        crate::browser::secrets_file::write(&file, &secrets).map_err(|e| {
-                            Ending::error(format!(
-                                "cannot write Playwright MCP's secrets file {}: {e}",
-                                file.display()
-                            ))
-                        })?;
-                        command.args.push("--secrets".to_string());
-                        command.args.push(file.display().to_string());
-                    }
-                    Some(command)
-                }
-                Some(Err(e)) => return Err(Ending::error(e.to_string())),
-                None => None,
-            },
-            // Claude Code's format; the other agents do not read it.
-            project: match agent.provider {
-                crate::providers::ProviderKind::ClaudeCode => {
-                    project_mcp_servers(&agent.cwd, started.browser.is_some())
-                        .map_err(Ending::error)?
-                }
-                _ => None,
-            },
-        };
+        let console = self
+            .serve_console(started, &agent, &vars, log_sources, &harness)
+            .await?;
+        let mcp = self.mcp_servers(started, &agent, &vars)?;
 
         // The agent: one conversation for the whole session.
         let (agent_tx, agent_rx) = mpsc::unbounded_channel();
@@ -163,6 +87,107 @@ impl Driver {
             .await
             .map_err(|failure| failure.ending)?;
         Ok(vars)
+    }
+
+    /// The agent console (docs/console.md), unless `[provider] console = false` or the provider
+    /// is `shell` (it runs no model: nothing would call it); its endpoint for the agent.
+    async fn serve_console(
+        &self,
+        started: &mut Started,
+        agent: &crate::providers::AgentSpec,
+        vars: &SessionVars,
+        log_sources: Vec<crate::console::logs::LogSource>,
+        harness: &Harness,
+    ) -> Result<Option<crate::console::server::Endpoint>, Ending> {
+        let effective = &self.test.effective;
+        // `shell` runs no model: nothing would call it.
+        let wanted = effective.provider.console.value
+            && agent.provider != crate::providers::ProviderKind::Shell;
+        if wanted {
+            let mut logs = log_sources;
+            for log in &mut logs {
+                log.hub = harness.output(&log.name).await;
+            }
+            let console = Arc::new(
+                Console::new(ConsoleSetup {
+                    run_id: self.run_id.clone(),
+                    run_dir: self.run_dir(),
+                    // SPEC §9: where the agent itself runs, so a command means the same through the
+                    // console as through the agent's own shell.
+                    workdir: agent.cwd.clone(),
+                    env: vars.env.clone(),
+                    secrets: Arc::clone(&vars.secrets),
+                    logs,
+                })
+                .with_max_log_bytes(effective.supervisor.max_log_bytes.value),
+            );
+            let server = ConsoleServer::start(console)
+                .await
+                .map_err(|e| Ending::error(e.to_string()))?;
+            let endpoint = server.endpoint().clone();
+            started.console = Some(server);
+            Ok(Some(endpoint))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// The agent's MCP servers besides the console: the browser's Playwright MCP (its output
+    /// and secrets file in the run directory), the project's own `.mcp.json` for Claude Code.
+    fn mcp_servers(
+        &self,
+        started: &Started,
+        agent: &crate::providers::AgentSpec,
+        vars: &SessionVars,
+    ) -> Result<crate::providers::McpServers, Ending> {
+        let path_var = vars
+            .env
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "PATH")
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var("PATH").ok());
+        Ok(crate::providers::McpServers {
+            browser: match started
+                .browser
+                .as_ref()
+                .and_then(|b| b.mcp_command(path_var.as_deref()))
+            {
+                Some(Ok(mut command)) => {
+                    // Its snapshots and downloads go with the run, not into the project.
+                    if !command.args.iter().any(|a| a.starts_with("--output-dir")) {
+                        command.args.push("--output-dir".to_string());
+                        command
+                            .args
+                            .push(self.run_dir().join("browser").display().to_string());
+                    }
+                    // What it returns shows `<secret>NAME</secret>`, never a `[secrets]` value.
+                    let secrets = self.test.effective.secret_pairs();
+                    if !secrets.is_empty() && !command.args.iter().any(|a| a == "--secrets") {
+                        let file = crate::browser::secrets_file::path(&self.run_dir());
+                        crate::browser::secrets_file::write(&file, &secrets).map_err(|e| {
+                            Ending::error(format!(
+                                "cannot write Playwright MCP's secrets file {}: {e}",
+                                file.display()
+                            ))
+                        })?;
+                        command.args.push("--secrets".to_string());
+                        command.args.push(file.display().to_string());
+                    }
+                    Some(command)
+                }
+                Some(Err(e)) => return Err(Ending::error(e.to_string())),
+                None => None,
+            },
+            // Claude Code's format; the other agents do not read it.
+            project: match agent.provider {
+                crate::providers::ProviderKind::ClaudeCode => {
+                    project_mcp_servers(&agent.cwd, started.browser.is_some())
+                        .map_err(Ending::error)?
+                }
+                _ => None,
+            },
+        })
     }
 
     /// Spawns the agent actor and has it start its process and send the bootstrap.
