@@ -474,7 +474,7 @@ def html_report(ctx):
 
 
 
-# 12-15: the agent console (SPEC §9) ---------------------------------------------------------------
+# 12-15: the agent console (docs/console.md) ---------------------------------------------------------------
 def _console_project(ctx, name, instruction, commands=""):
     agent = os.path.abspath(os.path.join(ctx.root, "bench", "console_agent.py"))
     config = f"""[provider]
@@ -804,7 +804,7 @@ keep_workspace = "never"
                "run 2: soft drifts learned; run 3: all replayed")
 
 
-# 18-19: past one machine (SPEC §12) ------------------------------------------------------------------
+# 18-19: past one machine (docs/ci.md) ------------------------------------------------------------------
 def merge_shards(ctx):
     """`supervisor merge` of a CI run's shards (suites as `.bugatti/` holds them, every 10th test
     failing) against the merge of one of them."""
@@ -875,7 +875,7 @@ def shard_balance(ctx):
 
 
 def shard_wall(ctx):
-    """SPEC §12 with real runs: one slow test and six quick ones in two shards, one test at a time
+    """docs/ci.md with real runs: one slow test and six quick ones in two shards, one test at a time
     (`-j 1`): the longest shard's wall time split by recorded duration vs by count."""
     slow, quick = (0.6, 0.1) if ctx.quick else (3.0, 0.5)
     tests = {"slow": step_test("Slow", f"sleep {slow}")}
@@ -936,7 +936,7 @@ open(os.path.join(os.environ["BUGATTI_PROJECT_ROOT"], "rss.txt"), "w").write(str
 
 
 def browser(ctx):
-    """SPEC §11: what the session's browser costs, from the runs' own events: start → ready (the
+    """docs/browser.md: what the session's browser costs, from the runs' own events: start → ready (the
     browser starts first, so its `ready` event's elapsed time), the per-step capture with one
     page open (time between steps with `[browser]` minus without), and the browser's RSS."""
     try:

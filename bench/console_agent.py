@@ -1,4 +1,4 @@
-"""A `command` agent for the agent-console benchmarks (SPEC §9): it speaks MCP over HTTP to
+"""A `command` agent for the agent-console benchmarks (docs/console.md): it speaks MCP over HTTP to
 $BUGATTI_MCP_URL with $BUGATTI_MCP_TOKEN and measures, printing one `BUGATTI_LOG bench {json}` per
 step. The step's instruction names the measurement:
 

@@ -1,4 +1,4 @@
-//! `[supervisor] on_finish` (SPEC §12): one command run after the suite's reports are written,
+//! `[supervisor] on_finish` (docs/ci.md): one command run after the suite's reports are written,
 //! with the suite's facts in its environment: how a nightly tells a chat room. It runs like a
 //! harness command (`sh -c` from the project root, its own process group, output into the
 //! suite's `logs/on_finish.log`), bounded by `on_finish_timeout_secs`; whatever it does, the

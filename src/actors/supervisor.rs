@@ -617,7 +617,7 @@ impl SupervisorState {
         if self.harness_error.is_some() {
             reason = reason.max(ExitReason::HarnessError);
         }
-        // A root test the suite's budget kept from starting did not pass (SPEC §6: over budget).
+        // A root test the suite's budget kept from starting did not pass (docs/signals.md: over budget).
         if self.queue.halted() == Some(Halt::OverBudget) && !not_run.is_empty() {
             reason = reason.max(ExitReason::TestFailed);
         }
@@ -627,7 +627,7 @@ impl SupervisorState {
         tracing::info!("suite finished: exit code {}", reason.code());
         let harness_error = self.harness_error.clone();
         let not_run_reason = self.budget_stop.clone();
-        // A record that could not be written is a harness error (SPEC §6); the reporter has
+        // A record that could not be written is a harness error (docs/signals.md); the reporter has
         // said which and why.
         let written = match ractor::call!(self.reporter, |reply| ReporterMsg::SuiteFinished {
             not_run,

@@ -629,7 +629,7 @@ fn print_agent_facts(out: &mut String, suite: &Suite) {
             ),
         }
     }
-    // SPEC §11: the MCP servers a claude-code agent gets.
+    // docs/browser.md: the MCP servers a claude-code agent gets.
     if p.name.value == ProviderKind::ClaudeCode {
         let mut servers = Vec::new();
         if p.console.value {
@@ -792,7 +792,7 @@ fn print_test_config(
     }
 }
 
-/// Run a validated suite under the actors; map why it ended to the exit code of SPEC §6.
+/// Run a validated suite under the actors; map why it ended to the exit code of docs/signals.md.
 fn run_suite(suite: Suite, options: RunOptions) -> ExitCode {
     ExitCode::from(bugatti::actors::run::run_suite(suite, &options).code())
 }

@@ -1,4 +1,4 @@
-//! The evidence the supervisor takes from the browser itself, step by step (SPEC §11).
+//! The evidence the supervisor takes from the browser itself, step by step (docs/browser.md).
 //!
 //! A [`Monitor`] holds one CDP connection to the browser for the session. It discovers every
 //! page (`Target.setDiscoverTargets`), attaches to each (flat sessions) and enables its console,

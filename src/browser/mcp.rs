@@ -1,4 +1,4 @@
-//! Which Playwright MCP server the agent gets (SPEC §11, `[browser] mcp = true`): the
+//! Which Playwright MCP server the agent gets (docs/browser.md, `[browser] mcp = true`): the
 //! `[browser] mcp_cmd` override, else `playwright-mcp` on `PATH`, else
 //! `npx -y @playwright/mcp@<pinned>`; always attached to the session's browser with
 //! `--cdp-endpoint`, so the agent drives the very browser the supervisor captures.

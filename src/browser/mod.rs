@@ -1,4 +1,4 @@
-//! The browser of a session (SPEC §11): one headless Chromium per root-test session, started and
+//! The browser of a session (docs/browser.md): one headless Chromium per root-test session, started and
 //! ended like any harness process, and the evidence the supervisor itself takes from it over the
 //! Chrome DevTools Protocol at the end of every step.
 //!

@@ -136,7 +136,7 @@ impl SessionBrowser {
     }
 }
 
-/// What console errors on a passing step mean (SPEC §11).
+/// What console errors on a passing step mean (docs/browser.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ConsoleVerdict {
     /// The step passes with a warning.

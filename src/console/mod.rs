@@ -1,4 +1,4 @@
-//! The agent console (SPEC §9): what the agent gets over MCP besides its own tools — console
+//! The agent console (docs/console.md): what the agent gets over MCP besides its own tools — console
 //! sessions it can keep typing into (`exec_command`, `write_stdin`, `list_sessions`,
 //! `kill_session`) and the harness commands' logs (`list_logs`, `read_log`, `wait_for_log`).
 //!
@@ -55,7 +55,7 @@ pub struct ConsoleSetup {
     /// `.bugatti/runs/<run_id>/`: `console/<id>.log` and `transcripts/console.jsonl` go there.
     pub run_dir: PathBuf,
     /// The agent's working directory (`[provider] cwd`, the project root by default): the
-    /// default (and base of a relative) `workdir` (SPEC §9).
+    /// default (and base of a relative) `workdir` (docs/console.md).
     pub workdir: PathBuf,
     /// The session's environment (ports, `[env]`, `[secrets]`, `BUGATTI_*`), over the
     /// supervisor's own.

@@ -22,7 +22,7 @@ pub struct CallRecord {
     pub exit_code: Option<i32>,
     pub bytes: u64,
     pub is_error: bool,
-    /// The whole answer the agent got, secrets redacted: what replay records (SPEC §10). Kept
+    /// The whole answer the agent got, secrets redacted: what replay records (docs/replay.md). Kept
     /// in memory only; console.jsonl holds the call, the console log its output.
     #[serde(skip)]
     pub answer: String,

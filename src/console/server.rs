@@ -204,7 +204,7 @@ struct Handler {
     console: Arc<Console>,
 }
 
-/// The tools of SPEC §9, with Codex's names and descriptions where it has them.
+/// The tools of docs/console.md, with Codex's names and descriptions where it has them.
 pub fn tools() -> Vec<Tool> {
     let empty = Arc::new(
         serde_json::json!({"type": "object", "properties": {}})

@@ -1,4 +1,4 @@
-//! `[browser]` (SPEC §11) as the session will use it: defaults, the values each config layer
+//! `[browser]` (docs/browser.md) as the session will use it: defaults, the values each config layer
 //! sets, and the checks of what was written (a viewport that is not `WIDTHxHEIGHT`, a capture
 //! kind that does not exist). Pure: finding and starting the browser is `crate::browser`'s job.
 //!

@@ -28,7 +28,7 @@ pub struct ConfigFile {
     pub commands: BTreeMap<String, Spanned<CommandSection>>,
     pub checkpoint: Option<Spanned<CheckpointSection>>,
     pub browser: Option<Spanned<BrowserSection>>,
-    /// `[replay]` (SPEC §10). Parsed and validated; replay itself is not yet active.
+    /// `[replay]` (docs/replay.md). Parsed and validated; replay itself is not yet active.
     #[serde(default)]
     pub replay: super::replay::ReplaySection,
 }
@@ -54,7 +54,7 @@ pub struct ProviderSection {
     pub price_per_mtok: Option<PricePerMtok>,
     pub base_url: Option<Spanned<String>>,
     pub strict_warnings: Option<bool>,
-    /// Serve the agent console (SPEC §9) to the agent; default true.
+    /// Serve the agent console (docs/console.md) to the agent; default true.
     pub console: Option<bool>,
 }
 
@@ -105,7 +105,7 @@ pub struct SupervisorSection {
     /// Globs (relative to the project root) of root tests that are quarantined: run and
     /// reported, never deciding the exit code.
     pub quarantine: Option<Spanned<Vec<String>>>,
-    /// SPEC §12: a command run once after the suite's reports are written.
+    /// docs/ci.md: a command run once after the suite's reports are written.
     pub on_finish: Option<String>,
     /// How long `on_finish` may run before it is stopped.
     pub on_finish_timeout_secs: Option<u64>,
@@ -302,7 +302,7 @@ pub struct CheckpointSection {
     pub timeout_secs: Option<u64>,
 }
 
-/// `[browser]` (SPEC §11): one supervised browser per root-test session. Checked and merged by
+/// `[browser]` (docs/browser.md): one supervised browser per root-test session. Checked and merged by
 /// [`super::browser::BrowserConfig::apply`].
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]

@@ -1,6 +1,6 @@
-//! What `history.jsonl` holds (SPEC §5): one line per suite, its selection and each root test's
+//! What `history.jsonl` holds (docs/reports.md): one line per suite, its selection and each root test's
 //! outcome and duration, and how to read it back. Part of the model because more than reporting
-//! reads it: the shard split takes each test's recent duration from it (SPEC §12). Writing lines,
+//! reads it: the shard split takes each test's recent duration from it (docs/ci.md). Writing lines,
 //! comparing suites and the trends are the report's.
 
 use std::collections::{BTreeMap, VecDeque};
@@ -125,7 +125,7 @@ pub struct HistoryEntry {
     pub tests: Vec<HistoryTest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
-    /// SPEC §10: steps passed by replay, steps the agent carried out with replay on, of which
+    /// docs/replay.md: steps passed by replay, steps the agent carried out with replay on, of which
     /// drifted, and what the replayed steps cost when they were recorded.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub replayed_steps: u64,

@@ -1,4 +1,4 @@
-//! The project's own MCP servers (SPEC §11): `.mcp.json` in the agent's working directory, as
+//! The project's own MCP servers (docs/browser.md): `.mcp.json` in the agent's working directory, as
 //! Claude Code reads it (`{"mcpServers": {"name": {…}}}`). The supervisor gives claude-code a
 //! generated MCP config with `--strict-mcp-config`, which drops the project's file; so its
 //! servers are read here and merged into the generated config. A server named like one of the

@@ -108,7 +108,7 @@ pub struct RunOptions {
     /// history under the artifact directory).
     pub rerun_failed: bool,
     pub verbosity: Verbosity,
-    /// `--replay MODE`: over `[replay] mode` (SPEC §10). Validated.
+    /// `--replay MODE`: over `[replay] mode` (docs/replay.md). Validated.
     pub replay: Option<super::replay::ReplayMode>,
 }
 

@@ -1,4 +1,4 @@
-//! Shards on the CI engine (SPEC §12): `--shard auto` read from the CI's environment, and the
+//! Shards on the CI engine (docs/ci.md): `--shard auto` read from the CI's environment, and the
 //! split of the selected root tests into N shards, by count (round-robin over the sorted paths)
 //! or by duration (longest first into the least loaded shard, from each test's recent durations).
 //! Every shard computes the same split from the same inputs, so N machines agree without talking.

@@ -36,7 +36,7 @@ pub const KILL_WAIT: Duration = Duration::from_secs(5);
 /// probe) must obey it, wherever it is running when the signal comes.
 static GRACE_OVER: LazyLock<watch::Sender<bool>> = LazyLock::new(|| watch::channel(false).0);
 
-/// Ends every grace period from now on, including those being waited out (SPEC §7: after a
+/// Ends every grace period from now on, including those being waited out (docs/signals.md: after a
 /// second signal the supervisor exits within a second). Irreversible.
 pub fn end_grace() {
     GRACE_OVER.send_replace(true);

@@ -72,7 +72,7 @@ pub fn system_prompt(spec: &AgentSpec, facts: &SessionFacts) -> String {
     text
 }
 
-/// What the bootstrap tells the agent about the session's browser (SPEC §11).
+/// What the bootstrap tells the agent about the session's browser (docs/browser.md).
 pub const BROWSER: &str = "THE BROWSER. A headless Chromium runs for this session; the MCP \
 server `browser` (Playwright MCP, tools mcp__browser__* in Claude Code) drives it: \
 browser_navigate opens a URL, browser_snapshot reads the page as text with a ref for each \

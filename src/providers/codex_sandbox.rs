@@ -1,6 +1,6 @@
 //! Codex's own sandbox around the commands it runs itself. `codex exec` defaults to a read-only
 //! sandbox without network, where the agent's `curl http://127.0.0.1:…` fails as if the app were
-//! down. The supervised agent already has an unsandboxed shell (the agent console, SPEC §9), so
+//! down. The supervised agent already has an unsandboxed shell (the agent console, docs/console.md), so
 //! that sandbox protects nothing here and only breaks the step: the supervisor lifts it
 //! (`--dangerously-bypass-approvals-and-sandbox`) unless the user chose a sandbox themselves, in
 //! `agent_args` or in their Codex `config.toml`.

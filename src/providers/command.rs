@@ -196,7 +196,7 @@ impl CommandProvider {
                 let v = if collector.last_result().is_some() || collector.finish() {
                     collector.verdict(None)
                 } else if collector.bytes_seen() > 0 {
-                    // SPEC §8: a step that outlives its timeout is `timeout`, whatever the agent
+                    // docs/providers.md: a step that outlives its timeout is `timeout`, whatever the agent
                     // wrote; an agent still writing may simply be slow. `protocol_error` is for
                     // output followed by silence (above).
                     collector.verdict_with(

@@ -1,4 +1,4 @@
-//! How each provider is pointed at the console (SPEC §9): Claude Code through an `--mcp-config`
+//! How each provider is pointed at the console (docs/console.md): Claude Code through an `--mcp-config`
 //! file, Codex through `-c mcp_servers.bugatti=…`, a `command` agent through environment
 //! variables. The token never goes on a command line.
 
@@ -101,7 +101,7 @@ pub fn for_claude(facts: &super::SessionFacts) -> Result<Extra, super::AgentErro
         return Ok(Extra::default());
     }
     let config = claude_servers(facts.console.as_ref(), &facts.mcp);
-    // SPEC §11: the supervisor's own servers' tools are allowed; the project's are allowed as
+    // docs/browser.md: the supervisor's own servers' tools are allowed; the project's are allowed as
     // the project's settings or `agent_args` say.
     let mut names = Vec::new();
     if facts.console.is_some() {

@@ -132,9 +132,9 @@ pub struct SessionFacts {
     pub secrets: Arc<Secrets>,
     /// `[supervisor] max_log_bytes`: each transcript keeps this much head, then a rolling tail.
     pub max_log_bytes: u64,
-    /// The agent console's endpoint (SPEC §9); `None` with `[provider] console = false`.
+    /// The agent console's endpoint (docs/console.md); `None` with `[provider] console = false`.
     pub console: Option<crate::console::server::Endpoint>,
-    /// MCP servers besides the console (SPEC §11): the session browser's Playwright MCP and the
+    /// MCP servers besides the console (docs/browser.md): the session browser's Playwright MCP and the
     /// project's own `.mcp.json` servers.
     pub mcp: McpServers,
 }

@@ -1,6 +1,6 @@
 //! The tools the agent itself called during a step, as its own stream showed them (Claude Code's
 //! `tool_use` / `tool_result` blocks, Codex's items): what replay records of a step besides the
-//! console calls (SPEC §10). Only the provider's shell tool keeps its command and output; any
+//! console calls (docs/replay.md). Only the provider's shell tool keeps its command and output; any
 //! other tool is kept by name, because its use alone makes the step unreplayable.
 
 use std::collections::HashMap;

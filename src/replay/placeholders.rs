@@ -1,5 +1,5 @@
 //! A session's own values in recorded inputs: written as `${NAME}` when recorded, filled with the
-//! next session's values at replay (SPEC §10). A command the agent typed as
+//! next session's values at replay (docs/replay.md). A command the agent typed as
 //! `curl localhost:41234/health` is recorded as `curl localhost:${APP_PORT}/health` and replays
 //! against whatever port the next session chose.
 //!

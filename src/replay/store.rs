@@ -185,7 +185,7 @@ pub fn save(path: &Path, recording: &Recording) -> Result<(), ReportError> {
     crate::report::atomic::write_atomic(path, text.as_bytes())
 }
 
-/// What identifies a step's recording (SPEC §10): its place and provenance, its instruction as
+/// What identifies a step's recording (docs/replay.md): its place and provenance, its instruction as
 /// sent (hashed, volatile values masked), and the provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepKey {

@@ -113,7 +113,7 @@ struct Bars {
 }
 
 /// The live terminal view of a suite (plain lines, or lines above redrawn bars on a terminal):
-/// where console lines go. Not the agent console (`crate::console::Console`, SPEC §9).
+/// where console lines go. Not the agent console (`crate::console::Console`, docs/console.md).
 pub struct LiveView {
     verbosity: Verbosity,
     out: Box<dyn Write + Send>,
@@ -480,8 +480,8 @@ impl LiveView {
             String::new()
         };
         // The console's own line breaks and colours stay; those of a file name or a message are
-        // escaped. One line names the outcome and the report path, which names the run id (SPEC
-        // §5: scripts read it); it is the one line allowed past 80 columns. The failing step's
+        // escaped. One line names the outcome and the report path, which names the run id
+        // (docs/reports.md: scripts read it); it is the one line allowed past 80 columns. The failing step's
         // message follows, wrapped.
         let mut line = format!(
             "{progress}{} {}",

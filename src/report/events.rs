@@ -74,7 +74,7 @@ pub fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Where a planned step came from (SPEC §4).
+/// Where a planned step came from (docs/config.md).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Provenance {
     pub source_file: String,
@@ -244,7 +244,7 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         problem: Option<String>,
     },
-    /// A call the agent made to its console (SPEC §9), sent before its step's `step_finished`
+    /// A call the agent made to its console (docs/console.md), sent before its step's `step_finished`
     /// (the whole call, arguments included, is in `transcripts/console.jsonl`).
     ConsoleCall {
         step_id: u32,

@@ -1,4 +1,4 @@
-//! `.bugatti/history.jsonl`: one line per suite (SPEC §5), and the comparison of a suite with the
+//! `.bugatti/history.jsonl`: one line per suite (docs/reports.md), and the comparison of a suite with the
 //! previous suite of the same selection: new failures, fixed, still failing, flaky, duration and
 //! cost change. Also what `--rerun-failed` reads.
 

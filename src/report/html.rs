@@ -1,4 +1,4 @@
-//! `report.html`: one self-contained page per suite (SPEC §5): inline CSS and JS, no network
+//! `report.html`: one self-contained page per suite (docs/reports.md): inline CSS and JS, no network
 //! (a Content-Security-Policy forbids every fetch but `data:` images), opens from disk or a CI
 //! artifact, readable at phone width.
 //!
@@ -49,7 +49,7 @@ pub struct HtmlInput<'a> {
     pub report_dir: &'a Path,
     /// Extra lines for the header ("merged from 2 suites: …").
     pub notes: &'a [String],
-    /// Trends of this selection from history (SPEC §12), when there is an earlier suite.
+    /// Trends of this selection from history (docs/ci.md), when there is an earlier suite.
     pub trends: Option<&'a crate::report::trends::Trends>,
 }
 

@@ -228,7 +228,7 @@ fn steps(input: &ReportInput<'_>) -> Result<String, String> {
     Ok(s)
 }
 
-/// What replay did for each step (SPEC §10): replayed or by the agent, why, the drift as a diff;
+/// What replay did for each step (docs/replay.md): replayed or by the agent, why, the drift as a diff;
 /// nothing when replay did not apply to this run.
 fn replay(input: &ReportInput<'_>) -> Result<String, String> {
     let r = input.record;
@@ -295,7 +295,7 @@ fn replay(input: &ReportInput<'_>) -> Result<String, String> {
     Ok(s)
 }
 
-/// The agent console calls of each step (SPEC §9); nothing when no step made one.
+/// The agent console calls of each step (docs/console.md); nothing when no step made one.
 fn console_calls(input: &ReportInput<'_>) -> Result<String, String> {
     let mut s = String::new();
     for step in input

@@ -1,4 +1,4 @@
-//! The names of the files a run and a suite leave behind (SPEC §5), in one place.
+//! The names of the files a run and a suite leave behind (docs/reports.md), in one place.
 
 use std::path::{Path, PathBuf};
 

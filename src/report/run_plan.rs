@@ -1,5 +1,5 @@
 //! The plan of one run, handed over by its session before anything is launched: the steps,
-//! commands and effective config a [`super::run_record::RunRecord`] starts from (SPEC §5).
+//! commands and effective config a [`super::run_record::RunRecord`] starts from (docs/reports.md).
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! The record of one run: what `run.json` holds (SPEC §5).
+//! The record of one run: what `run.json` holds (docs/reports.md).
 //!
 //! A [`RunRecord`] starts from the [`RunPlan`] a session hands over before anything is launched
 //! (every step `not_run`, every command `pending`) and is brought up to date by [`RunRecord::apply`]
@@ -218,7 +218,7 @@ pub struct StepRecord {
     pub evidence: Vec<EvidenceRecord>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub usage: Option<Usage>,
-    /// Model turns of this step, where the agent reports them (SPEC §5).
+    /// Model turns of this step, where the agent reports them (docs/reports.md).
     #[serde(default)]
     pub agent_turns: Option<u32>,
     /// What this step cost, where the agent reports it.
@@ -227,10 +227,10 @@ pub struct StepRecord {
     /// For a step that did not pass: command name → the lines it wrote while the step ran.
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub harness_log_excerpt: BTreeMap<String, String>,
-    /// The agent console calls made during the step, in order (SPEC §9).
+    /// The agent console calls made during the step, in order (docs/console.md).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub console_calls: Vec<ConsoleCallRecord>,
-    /// SPEC §10: `replayed` (passed without the model) or `agent`; unset where replay does not
+    /// docs/replay.md: `replayed` (passed without the model) or `agent`; unset where replay does not
     /// apply (the `shell` provider, `[replay] mode = "off"`, a step that never ran).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub mode: Option<StepMode>,
@@ -319,7 +319,7 @@ pub struct RunRecord {
     /// Each time the watchdog restarted the agent, in order.
     #[serde(default)]
     pub agent_restarts: Vec<AgentRestart>,
-    /// SPEC §10: steps passed by replay, steps carried out by the agent (replay on), steps that
+    /// docs/replay.md: steps passed by replay, steps carried out by the agent (replay on), steps that
     /// drifted, and what the replayed steps cost when recorded.
     #[serde(default)]
     pub replayed_steps: u32,

@@ -315,7 +315,7 @@ pub fn merge(
     })
 }
 
-/// SPEC §12: suites that are shards (`--shard`) merge only with shards of the same selection
+/// docs/ci.md: suites that are shards (`--shard`) merge only with shards of the same selection
 /// and N, each test in one of them. Returns notes (a shard missing, splits made from different
 /// histories); an error when they cannot be one CI run.
 fn shards_belong_together(

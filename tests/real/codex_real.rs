@@ -685,7 +685,7 @@ fn codex_configured_as_the_readme_shows_reaches_the_app_with_its_own_shell() {
     }
 }
 
-/// SPEC §11 through the real Codex CLI: with `[browser]`, Codex gets Playwright MCP as server
+/// docs/browser.md through the real Codex CLI: with `[browser]`, Codex gets Playwright MCP as server
 /// `browser` (`-c mcp_servers.browser=…`) attached to the session's Chromium; it finds the tools,
 /// opens the harness's page, reads its snapshot, clicks the button by the snapshot's ref and sees
 /// the page change;

@@ -1,4 +1,4 @@
-//! Replay end to end (SPEC §10) through the real Claude Code CLI and the scripted Messages stub:
+//! Replay end to end (docs/replay.md) through the real Claude Code CLI and the scripted Messages stub:
 //! the first run records what the agent did; the second replays every step without starting the
 //! agent (the stub sees no request); an output that changed sends only that step to the agent,
 //! with its drift recorded, and the renewed recording replays next time; `--replay off` asks the

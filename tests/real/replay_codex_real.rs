@@ -1,4 +1,4 @@
-//! Replay end to end (SPEC §10) through the real Codex CLI and the scripted Responses stub: a
+//! Replay end to end (docs/replay.md) through the real Codex CLI and the scripted Responses stub: a
 //! three-step test the agent passed, each step with a `command_execution`, replays on the next
 //! run with no model request and no Codex process. Skips loudly without the CLI.
 

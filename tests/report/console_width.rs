@@ -29,7 +29,7 @@ fn lines_fit_80_columns_with_a_progress_count_and_relative_paths() {
             continue;
         }
         let failure_event = line.contains("........ ERROR");
-        // SPEC §5: one line names a run's outcome and report path; the summary is one line.
+        // docs/reports.md: one line names a run's outcome and report path; the summary is one line.
         let outcome_line = line.starts_with('[') && line.ends_with("report.md");
         let summary = line.starts_with("Summary: ");
         // A word longer than a line (a path) is kept whole on a line of its own.

@@ -59,7 +59,7 @@ fn failed_run_leaves_complete_run_json_events_and_report() {
     assert!(files.notes.is_empty(), "{:?}", files.notes);
     assert_eq!(record.outcome, Some(RunOutcome::Failed));
 
-    // run.json: every SPEC §5 field.
+    // run.json: every docs/reports.md field.
     let json = run_json(&run_dir);
     for key in [
         "run_id",

@@ -106,7 +106,7 @@ async fn ok_warn_error_over_one_session_through_the_actor() {
         &events[1],
         AgentEvent::Evidence { step_id: 1, .. }
     ));
-    // The agent got the SPEC §8 lines.
+    // The agent got the docs/providers.md lines.
     let received =
         std::fs::read_to_string(rig.facts.workdir.join("received.jsonl")).expect("received");
     let lines: Vec<serde_json::Value> = received
@@ -253,7 +253,7 @@ async fn output_without_a_marker_at_the_step_timeout_is_a_timeout() {
         Duration::from_secs(1),
     );
     let v = p.run_step(&request, cancel).await;
-    // SPEC §8: past its timeout a step is `timeout`, even after output (a slow agent).
+    // docs/providers.md: past its timeout a step is `timeout`, even after output (a slow agent).
     assert_eq!(v.status, StepStatus::Timeout, "{v:?}");
     assert!(
         v.message.contains("timed out after 1s") && v.message.contains("no RESULT line"),

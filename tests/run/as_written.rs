@@ -287,7 +287,7 @@ fn output_without_a_result_line_is_a_protocol_error_after_the_silence_limit() {
 
 #[test]
 fn a_slow_agent_that_wrote_something_is_a_timeout_at_the_step_timeout() {
-    // SPEC §8: a step that outlives its timeout is `timeout`. The agent printed a progress line
+    // docs/providers.md: a step that outlives its timeout is `timeout`. The agent printed a progress line
     // and is still working (not silent for no_output_timeout_secs): it is slow, not off-protocol.
     let p = Project::new();
     p.write(

@@ -1,4 +1,4 @@
-//! Checkpoints and skipped steps end to end (SPEC §4): the real binary on temporary projects
+//! Checkpoints and skipped steps end to end (docs/config.md): the real binary on temporary projects
 //! configured as a user would (`bugatti.config.toml`, relative paths, the `shell` provider), its
 //! exit codes, and what run.json, report.md, events.jsonl and the checkpoint folder hold.
 

@@ -1,4 +1,4 @@
-//! The agent console (SPEC §9) end to end with a `command` agent: the real supervisor on a temp
+//! The agent console (docs/console.md) end to end with a `command` agent: the real supervisor on a temp
 //! project, a scripted Python agent (tests/support/directive_agent.py) speaking MCP over HTTP to
 //! `$BUGATTI_MCP_URL` with `$BUGATTI_MCP_TOKEN`. It drives an interactive program through a PTY,
 //! waits for the harness app's log line, and the records say what it did. Needs only python3.
@@ -197,7 +197,7 @@ expect app: long-lived
 
 #[test]
 fn exec_command_runs_where_the_agent_runs_the_project_root_by_default() {
-    // SPEC §9: `workdir` defaults to the agent's own working directory, so `cat data.txt` means
+    // docs/console.md: `workdir` defaults to the agent's own working directory, so `cat data.txt` means
     // the same through the console as through the agent's own shell. Run from a subdirectory, as
     // users do.
     let p = project(

@@ -1,5 +1,5 @@
 //! The agent console's MCP server and tools against real processes: the bearer token is
-//! required, the protocol answers as `bugatti` with the tools of SPEC §9, a PTY session takes
+//! required, the protocol answers as `bugatti` with the tools of docs/console.md, a PTY session takes
 //! control characters, over-long canonical lines are refused, at most 16 sessions live at once,
 //! floods are cut in the middle, and shutdown leaves nothing running.
 

@@ -108,7 +108,7 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     assert_eq!(nomarker["outcome"], "failed");
     assert_eq!(statuses(&nomarker), ["protocol_error"]);
 
-    // One line per run names its outcome and its report path, which names the run id (SPEC §5):
+    // One line per run names its outcome and its report path, which names the run id (docs/reports.md):
     // `[n/N] OUTCOME  file  time  .bugatti/runs/<run_id>/report.md`.
     for record in p.run_records() {
         let run_id = record["run_id"].as_str().expect("run id");

@@ -1,4 +1,4 @@
-//! Replay of recorded actions with real processes (SPEC §10): a step recorded in one session
+//! Replay of recorded actions with real processes (docs/replay.md): a step recorded in one session
 //! replays in another with other ports, paths and ids; output carrying the session's port, a
 //! timestamp, a UUID and a duration still matches; a changed output or exit code is a drift with
 //! a diff; an interactive console session replays by its accumulated output; nothing a replay

@@ -1,4 +1,4 @@
-//! SPEC §12 through the real binary on temp projects with the `shell` provider: `--shard auto`
+//! docs/ci.md through the real binary on temp projects with the `shell` provider: `--shard auto`
 //! from each CI engine's variables, shards balanced by recorded durations, `--history FILE`,
 //! `merge` of several nights into whole-suite history entries (and its refusals), and
 //! `[supervisor] on_finish` with the suite's facts.

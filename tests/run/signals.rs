@@ -245,7 +245,7 @@ fn stubborn_was_killed(p: &Project) {
 fn a_second_signal_cuts_the_agents_stop_ladder_and_the_harness_grace() {
     // The agent ignores end-of-input, SIGINT and SIGTERM: its stop ladder alone is 2 + 2 + 5 s;
     // the server's grace is 60 s. After the second signal the supervisor must not wait for
-    // either (SPEC §7: it exits within a second; 5 s here is slack for a loaded machine, still
+    // either (docs/signals.md: it exits within a second; 5 s here is slack for a loaded machine, still
     // below the agent's ladder).
     let agent = r#"name = "command"
 cmd = '''sh -c "trap '' INT TERM HUP; read -r l; echo 'RESULT OK'; read -r l; echo working; while :; do sleep 1; done"'''"#;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A scripted agent for the `command` provider (SPEC §8), driven by directives in each instruction.
+"""A scripted agent for the `command` provider (docs/providers.md), driven by directives in each instruction.
 
 It reads JSON lines on stdin (a bootstrap, then one per step) and answers each with free text ending
 in a result marker. Each line of a step's instruction is a directive:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A scripted agent for the `command` provider: speaks the JSON-lines protocol of SPEC §8.
+"""A scripted agent for the `command` provider: speaks the JSON-lines protocol of docs/providers.md.
 
 Every line received is appended to $BUGATTI_WORKDIR/received.jsonl (the session workspace, the
 agent's scratch space; the agent itself runs in the project root).

@@ -118,7 +118,7 @@ pub struct SuiteFiles {
     /// Problems met (a run that had to be closed by the reporter, a file that could not be written).
     pub notes: Vec<String>,
     /// Every record of the invocation that could not be written (a run's or the suite's), each
-    /// naming the file and why: the exit code is then 3 (SPEC §6).
+    /// naming the file and why: the exit code is then 3 (docs/signals.md).
     pub lost: Vec<String>,
 }
 

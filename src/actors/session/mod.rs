@@ -388,7 +388,7 @@ struct Started {
     pending_agent: Option<AgentArgs>,
     /// Replay and recording (see docs/replay.md), where they apply.
     replay: Option<replay::SessionReplay>,
-    /// The session's browser (`[browser]`, SPEC §11), ended with the harness.
+    /// The session's browser (`[browser]`, docs/browser.md), ended with the harness.
     browser: Option<crate::browser::SessionBrowser>,
 }
 
@@ -501,7 +501,7 @@ impl Driver {
                     kind: c.kind.as_str().to_string(),
                     log: format!("logs/{}.log", c.name),
                 })
-                // SPEC §11: the session's browser is one of its harness processes.
+                // docs/browser.md: the session's browser is one of its harness processes.
                 .chain(effective.browser.as_ref().map(|_| PlannedCommand {
                     name: setup::BROWSER.to_string(),
                     kind: "browser".to_string(),

@@ -20,7 +20,7 @@ impl Driver {
             project_root: self.suite.project_root.clone(),
         };
         let effective = &self.test.effective;
-        // SPEC §11: the browser first, so that the commands get its BUGATTI_CDP_URL.
+        // docs/browser.md: the browser first, so that the commands get its BUGATTI_CDP_URL.
         if let Some(config) = &effective.browser {
             started.browser = Some(self.start_browser(&config.value, &workdir).await?);
         }
@@ -112,7 +112,7 @@ impl Driver {
                 Console::new(ConsoleSetup {
                     run_id: self.run_id.clone(),
                     run_dir: self.run_dir(),
-                    // SPEC §9: where the agent itself runs, so a command means the same through the
+                    // docs/console.md: where the agent itself runs, so a command means the same through the
                     // console as through the agent's own shell.
                     workdir: agent.cwd.clone(),
                     env: vars.env.clone(),
@@ -230,7 +230,7 @@ impl Driver {
         Ok(())
     }
 
-    /// Starts the session's browser (SPEC §11), reported like a harness command named `browser`.
+    /// Starts the session's browser (docs/browser.md), reported like a harness command named `browser`.
     async fn start_browser(
         &self,
         config: &crate::model::browser::BrowserConfig,

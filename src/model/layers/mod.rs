@@ -132,7 +132,7 @@ pub struct ProviderSettings {
     pub price_per_mtok: Sourced<Option<super::config::PricePerMtok>>,
     pub base_url: Sourced<Option<String>>,
     pub strict_warnings: Sourced<bool>,
-    /// Serve the agent console over MCP (SPEC §9).
+    /// Serve the agent console over MCP (docs/console.md).
     pub console: Sourced<bool>,
     /// Where the Claude Code executable is: `claude` (on `PATH`) unless `BUGATTI_CLAUDE_BIN` says
     /// otherwise. Read once, here, with the other environment knobs; sessions and `check` use it.
@@ -157,7 +157,7 @@ pub struct SupervisorSettings {
     pub flaky: Sourced<crate::model::config::FlakyPolicy>,
     /// `[supervisor] quarantine`: globs of quarantined root tests, relative to the project root.
     pub quarantine: Sourced<Vec<String>>,
-    /// `[supervisor] on_finish`: run once after the suite's reports are written (SPEC §12).
+    /// `[supervisor] on_finish`: run once after the suite's reports are written (docs/ci.md).
     pub on_finish: Sourced<Option<String>>,
     /// `[supervisor] on_finish_timeout_secs`.
     pub on_finish_timeout_secs: Sourced<u64>,
@@ -206,9 +206,9 @@ pub struct EffectiveConfig {
     pub ports: BTreeMap<String, Sourced<PortSpec>>,
     pub commands: BTreeMap<String, CommandConfig>,
     pub checkpoint: Option<Sourced<CheckpointConfig>>,
-    /// `[browser]` (SPEC §11): `None` when no layer has the table (no browser).
+    /// `[browser]` (docs/browser.md): `None` when no layer has the table (no browser).
     pub browser: Option<Sourced<crate::model::browser::BrowserConfig>>,
-    /// `[replay]` and `--replay` (SPEC §10): resolved and checked.
+    /// `[replay]` and `--replay` (docs/replay.md): resolved and checked.
     pub replay: crate::model::replay::ReplayConfig,
 }
 

@@ -178,7 +178,7 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
             )));
         }
     }
-    // SPEC §12: history (`--history FILE`, else under the artifact directory) and the shard.
+    // docs/ci.md: history (`--history FILE`, else under the artifact directory) and the shard.
     let history_file = match &options.history {
         Some(file) => normalize(&host.cwd.join(file)),
         None => project_root
@@ -534,7 +534,7 @@ fn quarantine_matchers(
     quarantine
 }
 
-/// SPEC §11: the project's own `.mcp.json` (read by the agent's working directory) must not name
+/// docs/browser.md: the project's own `.mcp.json` (read by the agent's working directory) must not name
 /// the supervisor's servers; refused here, before anything runs.
 fn check_mcp_json(
     flagged: &EffectiveConfig,
