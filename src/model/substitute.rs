@@ -84,7 +84,6 @@ fn pieces(text: &str) -> Result<Vec<Piece<'_>>, SubstError> {
     Ok(out)
 }
 
-/// A name usable as `${NAME}` and as an environment variable.
 /// `VAR:-default`, `VAR:=x`, `#VAR`, `VAR%suffix`, `!VAR`, …: a shell parameter expansion.
 fn is_shell_syntax(name: &str) -> bool {
     let bare = name.trim_start_matches(['#', '!']);
@@ -100,6 +99,7 @@ fn is_shell_syntax(name: &str) -> bool {
             .is_none_or(|c| ":-=?+#%/^,@[".contains(c))
 }
 
+/// A name usable as `${NAME}` and as an environment variable.
 pub fn valid_name(name: &str) -> bool {
     let mut chars = name.chars();
     matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')

@@ -352,7 +352,7 @@ fn init_writes_a_starter_that_checks_clean_and_never_overwrites() {
         .stdout(contains("added .bugatti/ to .gitignore"));
     assert_eq!(
         std::fs::read_to_string(d.path().join(".gitignore")).expect(".gitignore"),
-        "target/\n# supervisor runs, reports and workspaces\n.bugatti/\n",
+        "target/\n.bugatti/\n",
         "the runs are ignored, the user's lines kept"
     );
     supervisor(d.path())
@@ -367,8 +367,8 @@ fn init_writes_a_starter_that_checks_clean_and_never_overwrites() {
         .stderr(contains("already exists"));
     assert_eq!(
         fs::read_to_string(d.path().join(".gitignore")).expect(".gitignore written"),
-        ".bugatti/\n",
-        "init keeps the run records out of version control"
+        "target/\n.bugatti/\n",
+        "a second init adds nothing to .gitignore"
     );
 }
 
@@ -416,7 +416,7 @@ fn shell_default_syntax_in_a_command_says_how_to_pass_it_to_the_shell() {
         .arg("check")
         .assert()
         .code(2)
-        .stderr(contains("`${PORT:-3000}` is not a valid variable name"))
+        .stderr(contains("`${PORT:-3000}` is shell syntax"))
         .stderr(contains("write `$${PORT:-3000}`"));
 }
 

@@ -304,10 +304,29 @@ impl Page<'_> {
         }
         let full = run_dir.join(path);
         let href = relative(self.input.report_dir, &full);
-        let size = std::fs::metadata(&full).map(|m| m.len()).ok();
-        if let (Some(mime), Some(size)) = (image_mime(path), size) {
+        // Only a regular file inside the run, reached without a symbolic link, is read.
+        let file = match confined::open_file(run_dir, path) {
+            Ok(file) => Some(file),
+            Err(Refused::Missing) => None,
+            Err(why) => {
+                let _ = write!(
+                    self.out,
+                    "<div class=\"meta\">evidence {}: <code>{}</code> (not read: {})</div>",
+                    escape(kind),
+                    escape(path),
+                    escape(&why.to_string())
+                );
+                return;
+            }
+        };
+        let size = file
+            .as_ref()
+            .and_then(|f| f.metadata().ok())
+            .map(|m| m.len());
+        if let (Some(mime), Some(size), Some(file)) = (image_mime(path), size, file) {
             if size <= INLINE_IMAGE_BYTES && size <= self.image_budget {
-                if let Ok(bytes) = std::fs::read(&full) {
+                let mut bytes = Vec::new();
+                if file.take(size).read_to_end(&mut bytes).is_ok() {
                     self.image_budget -= size;
                     let _ = write!(
                         self.out,
