@@ -911,7 +911,9 @@ BROWSER_PAGE = "<!doctype html><title>Shop</title><h1>Shop</h1><p>3 items</p>"
 
 # Step 1 leaves one page open, the app's (the first tab, about:blank, is closed).
 OPEN_ONE_PAGE = """import json, os, urllib.request as u
-c = os.environ["BUGATTI_CDP_URL"]
+# BUGATTI_CDP_URL is the browser's WebSocket behind the session's token; the same path up to
+# /devtools is its http endpoint (/json/list, /json/new, /json/close).
+c = os.environ["BUGATTI_CDP_URL"].replace("ws://", "http://", 1).split("/devtools/")[0]
 old = [t["id"] for t in json.load(u.urlopen(c + "/json/list")) if t["type"] == "page"]
 u.urlopen(u.Request(c + "/json/new?http://127.0.0.1:" + os.environ["WEB_PORT"] + "/", method="PUT")).read()
 for i in old:

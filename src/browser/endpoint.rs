@@ -5,7 +5,8 @@
 //! `BUGATTI_CDP_URL` in the agent's environment) can talk to the browser through it.
 //!
 //! Served under `/<token>`: `/json/version` (with the browser-wide `webSocketDebuggerUrl`, how
-//! Playwright's `connectOverCDP` finds it from an http endpoint), `/json/list` (the targets), and
+//! Playwright's `connectOverCDP` finds it from an http endpoint), `/json/list` (the targets),
+//! `/json/new?URL` and `/json/close/ID` (a tab opened and closed, as Chromium's own), and
 //! the WebSocket `/devtools/browser` (each connection a client of the pipe, with a browser
 //! session of its own). Anything else, a wrong token included, gets `403` and nothing more.
 
@@ -24,13 +25,13 @@ const MAX_HEAD: usize = 16 * 1024;
 const MAX_MESSAGE: usize = 256 * 1024 * 1024;
 
 /// The endpoint, served until dropped.
-pub struct Endpoint {
+pub struct DevtoolsEndpoint {
     port: u16,
     token: String,
     task: tokio::task::JoinHandle<()>,
 }
 
-impl Drop for Endpoint {
+impl Drop for DevtoolsEndpoint {
     fn drop(&mut self) {
         self.task.abort();
     }
@@ -46,7 +47,7 @@ struct Shared {
     version: Value,
 }
 
-impl Endpoint {
+impl DevtoolsEndpoint {
     /// Listens on a kernel-chosen loopback port for the browser behind `hub`, whose
     /// `Browser.getVersion` answered `version`.
     pub async fn serve(hub: PipeHub, version: Value) -> std::io::Result<Self> {
@@ -202,6 +203,54 @@ async fn serve_connection(mut stream: TcpStream, shared: Shared) -> std::io::Res
                 })
                 .collect();
             answer(&mut stream, "200 OK", &Value::from(list).to_string()).await
+        }
+        // Chromium's own `/json/new?URL` and `/json/close/ID`, which harness scripts use to
+        // open and close tabs without a WebSocket client.
+        ("/json/new", None) => {
+            let url = head
+                .path
+                .split_once('?')
+                .map(|(_, query)| query)
+                .filter(|query| !query.is_empty())
+                .unwrap_or("about:blank");
+            let created = shared
+                .hub
+                .call(
+                    "Target.createTarget",
+                    json!({ "url": url }),
+                    None,
+                    HEAD_LIMIT,
+                )
+                .await;
+            match created {
+                Ok(created) => {
+                    let body = json!({"id": created["targetId"], "type": "page", "url": url});
+                    answer(&mut stream, "200 OK", &body.to_string()).await
+                }
+                Err(why) => {
+                    let body = json!({ "error": why }).to_string();
+                    answer(&mut stream, "502 Bad Gateway", &body).await
+                }
+            }
+        }
+        (close, None) if close.starts_with("/json/close/") => {
+            let id = close.trim_start_matches("/json/close/");
+            let closed = shared
+                .hub
+                .call(
+                    "Target.closeTarget",
+                    json!({ "targetId": id }),
+                    None,
+                    HEAD_LIMIT,
+                )
+                .await;
+            match closed {
+                Ok(_) => answer(&mut stream, "200 OK", "Target is closing").await,
+                Err(why) => {
+                    let body = json!({ "error": why }).to_string();
+                    answer(&mut stream, "404 Not Found", &body).await
+                }
+            }
         }
         (browser, Some(key))
             if browser == "/devtools/browser" || browser.starts_with("/devtools/browser/") =>

@@ -1,6 +1,6 @@
 //! Starting the session's browser: the command line (a profile of its own in the workspace,
 //! DevTools over `--remote-debugging-pipe` — no port of Chromium's own — behind the token-checked
-//! [`super::endpoint::Endpoint`] the supervisor serves on loopback, `--no-sandbox` as root, none of
+//! [`super::endpoint::DevtoolsEndpoint`] the supervisor serves on loopback, `--no-sandbox` as root, none of
 //! Chromium's calls home), the spawn through [`crate::process::handle::start_with_fds`] (the pipe
 //! as fds 3 and 4, its own process group, registered under [`Role::Browser`], the run id in its
 //! environment), readiness on `Browser.getVersion` over the pipe, and the end through
@@ -15,7 +15,7 @@
 //! Chromium 156 aborts every navigation.)
 
 use super::devtools::Version;
-use super::endpoint::Endpoint;
+use super::endpoint::DevtoolsEndpoint;
 use super::error::BrowserError;
 use super::pipe::{PipeEnds, PipeHub};
 use crate::process::handle::{self, EnvMarker, Group, Io, Launch};
@@ -126,7 +126,7 @@ pub fn running_as_root() -> bool {
 /// The session's running browser.
 pub struct Browser {
     group: Group,
-    endpoint: Endpoint,
+    endpoint: DevtoolsEndpoint,
     version: Version,
     profile_dir: PathBuf,
     no_sandbox: bool,
@@ -180,7 +180,7 @@ impl Browser {
             );
         }
         let ready = match wait_ready(&group, &hub, spec.ready_timeout, &tail).await {
-            Ok(answer) => Endpoint::serve(hub, answer.clone())
+            Ok(answer) => DevtoolsEndpoint::serve(hub, answer.clone())
                 .await
                 .map(|endpoint| (endpoint, answer))
                 .map_err(BrowserError::from),

@@ -2,7 +2,7 @@
 //! learned masks ([`super::masks`]); a difference is the step's drift, kept in the report as a
 //! unified diff cut to [`MAX_DRIFT_BYTES`].
 
-use super::masks::{self, Comparison, Position, Rules};
+use super::masks::{self, MaskedDiff, Position, Rules};
 use super::normalize::Normalizer;
 
 /// The most of a drift kept (4 KiB).
@@ -31,13 +31,13 @@ pub fn compare_output(
     let expected = normalizer.normalize_with(expected, rules.instruction);
     let seen = normalizer.normalize_with(seen, rules.instruction);
     match masks::compare(&expected, &seen, rules) {
-        Comparison::Same => Checked::Same,
-        Comparison::Soft(positions) => {
+        MaskedDiff::Same => Checked::Same,
+        MaskedDiff::Soft(positions) => {
             let mut d = drift(action, what, "output", &expected, &seen);
             d.soft = true;
             Checked::Soft(d, positions)
         }
-        Comparison::Hard => Checked::Hard(drift(action, what, "output", &expected, &seen)),
+        MaskedDiff::Hard => Checked::Hard(drift(action, what, "output", &expected, &seen)),
     }
 }
 

@@ -133,7 +133,7 @@ pub struct Rules<'a> {
 
 /// How two normalised outputs compare.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Comparison {
+pub enum MaskedDiff {
     /// Equal, or different only where a mask allows.
     Same,
     /// Different only inside candidate tokens not learned yet: these positions.
@@ -143,17 +143,17 @@ pub enum Comparison {
 }
 
 /// Compares `expected` (the recording's) with `seen` (the replay's) under `rules`.
-pub fn compare(expected: &str, seen: &str, rules: &Rules<'_>) -> Comparison {
+pub fn compare(expected: &str, seen: &str, rules: &Rules<'_>) -> MaskedDiff {
     if expected == seen {
-        return Comparison::Same;
+        return MaskedDiff::Same;
     }
     let Some(differing) = differing_tokens(expected, seen) else {
-        return Comparison::Hard;
+        return MaskedDiff::Hard;
     };
     let mut soft = Vec::new();
     for d in differing {
         if named_in(rules.instruction, d.expected) || named_in(rules.instruction, d.seen) {
-            return Comparison::Hard;
+            return MaskedDiff::Hard;
         }
         if rules.volatile.contains(&d.position) {
             continue;
@@ -164,9 +164,9 @@ pub fn compare(expected: &str, seen: &str, rules: &Rules<'_>) -> Comparison {
         soft.push(d.position);
     }
     if soft.is_empty() {
-        Comparison::Same
+        MaskedDiff::Same
     } else {
-        Comparison::Soft(soft)
+        MaskedDiff::Soft(soft)
     }
 }
 
@@ -318,13 +318,13 @@ mod tests {
     fn an_unlearned_candidate_is_a_soft_drift_and_a_learned_one_is_same() {
         let (a, b) = ("req 1f\ntook 12ms", "req 1f\ntook 40ms");
         let p = Position { line: 1, token: 0 };
-        assert_eq!(compare(a, b, &rules(&[], "")), Comparison::Soft(vec![p]));
-        assert_eq!(compare(a, b, &rules(&[p], "")), Comparison::Same);
+        assert_eq!(compare(a, b, &rules(&[], "")), MaskedDiff::Soft(vec![p]));
+        assert_eq!(compare(a, b, &rules(&[p], "")), MaskedDiff::Same);
         // A learned position on another line masks nothing here.
         let other = Position { line: 0, token: 0 };
         assert_eq!(
             compare(a, b, &rules(&[other], "")),
-            Comparison::Soft(vec![p])
+            MaskedDiff::Soft(vec![p])
         );
     }
 
@@ -332,12 +332,12 @@ mod tests {
     fn anything_else_is_hard() {
         assert_eq!(
             compare("status ok", "status down", &rules(&[], "")),
-            Comparison::Hard
+            MaskedDiff::Hard
         );
-        assert_eq!(compare("a\nb", "a", &rules(&[], "")), Comparison::Hard);
+        assert_eq!(compare("a\nb", "a", &rules(&[], "")), MaskedDiff::Hard);
         assert_eq!(
             compare("took 12ms", "took 12ms!", &rules(&[], "")),
-            Comparison::Hard
+            MaskedDiff::Hard
         );
     }
 
@@ -347,10 +347,10 @@ mod tests {
         let r = rules(&p, "Check the due date is 2026-12-31.");
         assert_eq!(
             compare("due 2026-12-31", "due 2027-01-15", &r),
-            Comparison::Hard
+            MaskedDiff::Hard
         );
         let r = rules(&p, "Check timeout=5s.");
-        assert_eq!(compare("timeout=5s", "timeout=0s", &r), Comparison::Hard);
+        assert_eq!(compare("timeout=5s", "timeout=0s", &r), MaskedDiff::Hard);
         assert_eq!(
             varied("timeout=5s", "timeout=0s", "Check timeout=5s."),
             Some(vec![])
@@ -362,11 +362,11 @@ mod tests {
         let r = rules(&[], "Check the clock is current.");
         assert_eq!(
             compare("now 2026-11-24T12:00:30Z", "now 2026-11-25T09:00:10Z", &r),
-            Comparison::Same
+            MaskedDiff::Same
         );
         assert_eq!(
             compare("now 2026-11-24T12:00:30Z", "now 1999-01-01T00:00:00Z", &r),
-            Comparison::Soft(vec![Position { line: 0, token: 0 }])
+            MaskedDiff::Soft(vec![Position { line: 0, token: 0 }])
         );
         // A time of day alone names no day: never current.
         assert!(!is_current(

@@ -7,7 +7,7 @@
 
 use super::format::RecordedStep;
 use super::format::{Action, ConsoleTool};
-use super::masks::{candidates, compare, named_in, Comparison, Position, Rules};
+use super::masks::{candidates, compare, named_in, MaskedDiff, Position, Rules};
 use super::normalize::Normalizer;
 use super::placeholders::Placeholders;
 use super::replayer::compared_outputs;
@@ -92,7 +92,7 @@ pub fn learn(
                 recorded: learning.previous_window,
                 now: learning.window,
             };
-            if let Comparison::Soft(varied) = compare(&a, &b, &rules) {
+            if let MaskedDiff::Soft(varied) = compare(&a, &b, &rules) {
                 positions.extend(varied);
             }
         }

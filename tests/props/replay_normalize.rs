@@ -11,7 +11,7 @@
 //! Outputs are built from a template: literal pieces (no digits, so they cannot form a candidate
 //! token or a port; no `-`, so no UUID) and values between spaces.
 
-use bugatti::replay::masks::{compare, varied, Comparison, Position, Rules};
+use bugatti::replay::masks::{compare, varied, MaskedDiff, Position, Rules};
 use bugatti::replay::normalize::{Normalizer, Volatile};
 use proptest::prelude::*;
 
@@ -184,7 +184,7 @@ proptest! {
         for value in [a.port.to_string(), a.workdir.clone(), a.run_id.clone()] {
             prop_assert!(!oa.contains(&value), "{value} left in {oa:?}");
         }
-        prop_assert_eq!(compare(&oa, &ob, &rules(&[], "")), Comparison::Same);
+        prop_assert_eq!(compare(&oa, &ob, &rules(&[], "")), MaskedDiff::Same);
     }
 
     #[test]
@@ -221,12 +221,12 @@ proptest! {
         let seen = observe(&template, &replay_session, &now);
         let unchanged_constants = compare(last, &seen, &rules(&learned, ""));
         prop_assert!(
-            unchanged_constants != Comparison::Hard,
+            unchanged_constants != MaskedDiff::Hard,
             "only learned or candidate values changed: {last:?} vs {seen:?}"
         );
         // What varied in the observations and varies again is masked; the rest is a soft drift
         // at most (for the agent to judge), and never where a constant sat.
-        if let Comparison::Soft(positions) = &unchanged_constants {
+        if let MaskedDiff::Soft(positions) = &unchanged_constants {
             for p in positions {
                 prop_assert!(!learned.contains(p), "{p:?} was learned yet not masked");
             }
@@ -241,7 +241,7 @@ proptest! {
         let seen = observe(&template, &replay_session, &broken);
         prop_assert_ne!(
             compare(last, &seen, &rules(&learned, "")),
-            Comparison::Same,
+            MaskedDiff::Same,
             "a constant {:?} → {:?} was masked", before, candidate_of(&template, i, &broken)
         );
     }
@@ -267,10 +267,10 @@ proptest! {
         let every: Vec<Position> = (0..oa.split('\n').count())
             .flat_map(|line| (0..PIECES).map(move |token| Position { line, token }))
             .collect();
-        prop_assert_eq!(compare(&oa, &ob, &rules(&every, &instruction)), Comparison::Hard);
+        prop_assert_eq!(compare(&oa, &ob, &rules(&every, &instruction)), MaskedDiff::Hard);
         // Nor is it ever learned.
         let learned = learn(&[oa.clone(), ob.clone()], &instruction);
-        prop_assert_ne!(compare(&oa, &ob, &rules(&learned, &instruction)), Comparison::Same);
+        prop_assert_ne!(compare(&oa, &ob, &rules(&learned, &instruction)), MaskedDiff::Same);
     }
 
     #[test]
@@ -297,7 +297,7 @@ proptest! {
         let every: Vec<Position> = (0..a.split('\n').count())
             .flat_map(|line| (0..PIECES).map(move |token| Position { line, token }))
             .collect();
-        prop_assert_eq!(compare(&a, &b, &rules(&every, "")), Comparison::Hard);
+        prop_assert_eq!(compare(&a, &b, &rules(&every, "")), MaskedDiff::Hard);
     }
 
     #[test]
@@ -306,7 +306,7 @@ proptest! {
         let (a, b) = (n.normalize(&x), n.normalize(&y));
         let _ = compare(&a, &b, &rules(&[], &x));
         let _ = varied(&a, &b, &y);
-        prop_assert_eq!(compare(&a, &a, &rules(&[], "")), Comparison::Same);
+        prop_assert_eq!(compare(&a, &a, &rules(&[], "")), MaskedDiff::Same);
     }
 }
 

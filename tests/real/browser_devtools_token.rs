@@ -186,6 +186,22 @@ async fn a_cdp_client_without_the_token_gets_nothing_and_chromium_listens_on_no_
     assert!(targets.to_string().contains("about:blank"), "{targets}");
     drop(client);
 
+    // Chromium's own tab endpoints, behind the token: a tab opened by URL, then closed.
+    let base = browser
+        .http_base()
+        .trim_start_matches(&format!("http://127.0.0.1:{port}"))
+        .to_string();
+    let (status, body) = get(port, &format!("{base}/json/new?about:blank#opened"));
+    assert!(status.contains(" 200 "), "{status} {body}");
+    let opened: serde_json::Value = serde_json::from_str(&body).expect("json");
+    let id = opened["id"].as_str().expect("the new tab's id").to_string();
+    let (_, list) = get(port, &format!("{base}/json/list"));
+    assert!(list.contains(&id), "{list}");
+    let (status, _) = get(port, &format!("{base}/json/close/{id}"));
+    assert!(status.contains(" 200 "), "{status}");
+    let (status, _) = get(port, &format!("/json/new?about:blank"));
+    assert!(status.contains(" 403 "), "no token, no tab: {status}");
+
     browser.stop(false).await;
     let deadline = Instant::now() + Duration::from_secs(5);
     while !browser_pids(&profile).is_empty() && Instant::now() < deadline {
