@@ -199,7 +199,7 @@ async fn a_cdp_client_without_the_token_gets_nothing_and_chromium_listens_on_no_
     assert!(list.contains(&id), "{list}");
     let (status, _) = get(port, &format!("{base}/json/close/{id}"));
     assert!(status.contains(" 200 "), "{status}");
-    let (status, _) = get(port, &format!("/json/new?about:blank"));
+    let (status, _) = get(port, "/json/new?about:blank");
     assert!(status.contains(" 403 "), "no token, no tab: {status}");
 
     browser.stop(false).await;
