@@ -112,7 +112,8 @@ async fn read_head(stream: &mut TcpStream) -> Option<Head> {
     let mut lines = text.split("\r\n");
     let mut request = lines.next()?.split(' ');
     let (method, path) = (request.next()?, request.next()?);
-    if method != "GET" {
+    // PUT: Chromium's `/json/new` asks for it (and so do the scripts written against it).
+    if !matches!(method, "GET" | "PUT") {
         return None;
     }
     let mut upgrade = false;

@@ -70,13 +70,17 @@ fn listening_inodes() -> HashSet<u64> {
 
 /// One plain HTTP GET on loopback: the status line and the body.
 fn get(port: u16, path: &str) -> (String, String) {
+    request(port, "GET", path)
+}
+
+fn request(port: u16, method: &str, path: &str) -> (String, String) {
     let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
     stream
         .set_read_timeout(Some(Duration::from_secs(5)))
         .expect("timeout");
     write!(
         stream,
-        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n"
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
     )
     .expect("write");
     let mut answer = String::new();
@@ -191,7 +195,8 @@ async fn a_cdp_client_without_the_token_gets_nothing_and_chromium_listens_on_no_
         .http_base()
         .trim_start_matches(&format!("http://127.0.0.1:{port}"))
         .to_string();
-    let (status, body) = get(port, &format!("{base}/json/new?about:blank#opened"));
+    // PUT, as Chromium's own /json/new requires.
+    let (status, body) = request(port, "PUT", &format!("{base}/json/new?about:blank#opened"));
     assert!(status.contains(" 200 "), "{status} {body}");
     let opened: serde_json::Value = serde_json::from_str(&body).expect("json");
     let id = opened["id"].as_str().expect("the new tab's id").to_string();
