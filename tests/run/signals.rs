@@ -328,6 +328,22 @@ fn a_third_signal_still_writes_the_reports_held_in_memory() {
     assert_eq!(summary["totals"]["interrupted"], 2, "{summary}");
 }
 
+/// Sends SIGCONT then SIGTERM to a supervisor the test stopped, when the test ends before it
+/// was resumed and waited for (an assertion failed): a stopped supervisor would outlive the test.
+struct ResumeOnDrop(u32);
+
+impl Drop for ResumeOnDrop {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for signal in ["CONT", "TERM"] {
+                let _ = std::process::Command::new("kill")
+                    .args([&format!("-{signal}"), &self.0.to_string()])
+                    .status();
+            }
+        }
+    }
+}
+
 /// State letters (`/proc/<pid>/stat` field 3) of the live processes running the project's steps.
 fn step_process_states(p: &Project) -> Vec<char> {
     fault::project_processes(p)
@@ -348,8 +364,10 @@ fn ctrl_z_then_fg_stops_the_children_too_and_costs_no_step_its_timeout() {
         "pause.test.toml",
         "name = \"Pause\"\n\
          [[steps]]\ninstruction = \"`echo first`\"\n\
-         [[steps]]\ninstruction = \"`sleep 1` then `sleep 1; echo second`\"\ntimeout_secs = 5\n",
+         [[steps]]\ninstruction = \"`sleep 2; echo second`\"\ntimeout_secs = 5\n",
     );
+    // One command for the whole of step 2: with two, the stop could land between them, when the
+    // step has no process to be stopped.
     let child = p
         .supervisor()
         .args(["start"])
@@ -373,6 +391,8 @@ fn ctrl_z_then_fg_stops_the_children_too_and_costs_no_step_its_timeout() {
         std::thread::sleep(Duration::from_millis(20));
     }
     fault::signal(child.id(), "TSTP");
+    // Whatever fails below, the supervisor is not left stopped.
+    let _resume = ResumeOnDrop(child.id());
     // Stopped: the supervisor, and with it the step's processes.
     let stopped_by = std::time::Instant::now() + fault::GUARD;
     loop {
