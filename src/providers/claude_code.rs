@@ -23,7 +23,7 @@
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
 use super::transcript::{AgentTranscripts, SharedTranscript};
-use super::turn::{self, Framing, Limits, Output, Seen, TurnEnd};
+use super::turn::{self, Framing, Output, Seen, TurnEnd};
 use super::{
     agent_env, bootstrap, command::cancelled, AgentContext, AgentDeath, AgentError, AgentFault,
     CancelSignal, ClaudeUsage, Provider, ProviderKind, StepRequest, StepVerdict,
@@ -488,10 +488,7 @@ impl ClaudeCode {
     /// One step on the running process.
     async fn step(&mut self, request: &StepRequest, cancel: CancelSignal) -> StepVerdict {
         let started = Instant::now();
-        let secrets = self.ctx.facts.secrets.clone();
-        let mut collector =
-            ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets.clone())
-                .relative_to(&self.ctx.facts.run_dir);
+        let mut collector = self.ctx.collector(request.step_id);
         let Some(process) = self.process.as_mut() else {
             return collector.verdict_with(StepStatus::Error, "Claude Code is not running");
         };
@@ -535,11 +532,7 @@ impl ClaudeCode {
         }
         self.log(&format!("### step {}\n", request.step_id));
         self.in_turn = true;
-        let limits = Limits {
-            deadline,
-            idle: self.ctx.spec.no_output_timeout,
-            max_turns: self.ctx.spec.max_turns_per_step,
-        };
+        let limits = self.ctx.step_limits(deadline);
         let mut output = std::mem::replace(&mut self.output, Output::new(None));
         let mut framing = ClaudeTurn {
             claude: self,

@@ -26,7 +26,7 @@ use super::pricing;
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
 use super::transcript::{AgentTranscripts, SharedTranscript};
-use super::turn::{self, Framing, Limits, Output, Seen, TurnEnd};
+use super::turn::{self, Framing, Output, Seen, TurnEnd};
 use super::{
     agent_env, bootstrap, AgentContext, AgentDeath, AgentError, AgentFault, CancelSignal, Provider,
     ProviderKind, StepRequest, StepUsage, StepVerdict,
@@ -546,25 +546,11 @@ impl Codex {
         request: &StepRequest,
         cancel: CancelSignal,
     ) -> StepVerdict {
-        let secrets = self.ctx.facts.secrets.clone();
-        let mut collector = ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets)
-            .relative_to(&self.ctx.facts.run_dir);
-        let limits = Limits {
-            deadline: Deadline::after(request.timeout),
-            idle: self.ctx.spec.no_output_timeout,
-            max_turns: self.ctx.spec.max_turns_per_step,
-        };
+        let mut collector = self.ctx.collector(request.step_id);
+        let limits = self.ctx.step_limits(Deadline::after(request.timeout));
         let stdout = match self.spawn(prompt, request.step_id) {
             Ok(stdout) => stdout,
-            Err(e) => {
-                let mut v = collector.verdict_with(StepStatus::Error, e.to_string());
-                // Not a fault to restart: the same command line would fail the same way.
-                v.agent_died = Some(AgentDeath {
-                    status: e.to_string(),
-                    stderr_tail: String::new(),
-                });
-                return v;
-            }
+            Err(e) => return turn::spawn_failed_verdict(&collector, &e.to_string()),
         };
         self.log(&format!("### step {}\n", request.step_id));
         let mut turn = Turn::default();

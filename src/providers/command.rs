@@ -128,8 +128,7 @@ impl CommandProvider {
     ) -> StepVerdict {
         let started = Instant::now();
         let secrets = self.ctx.facts.secrets.clone();
-        let mut collector = ReplyCollector::new(step_id, self.ctx.events.clone(), secrets.clone())
-            .relative_to(&self.ctx.facts.run_dir);
+        let mut collector = self.ctx.collector(step_id);
         let Some(process) = self.process.as_mut() else {
             return collector.verdict_with(StepStatus::Error, "the agent is not running");
         };

@@ -365,6 +365,25 @@ pub struct AgentContext {
     pub events: UnboundedSender<AgentEvent>,
 }
 
+impl AgentContext {
+    /// The collector of one step's reply: its news goes to the session, secrets redacted, paths
+    /// relative to the run directory.
+    pub fn collector(&self, step_id: u32) -> reply::ReplyCollector {
+        reply::ReplyCollector::new(step_id, self.events.clone(), self.facts.secrets.clone())
+            .relative_to(&self.facts.run_dir)
+    }
+
+    /// One step's limits: until `deadline`, silent at most `no_output_timeout_secs`, at most
+    /// `max_turns_per_step` model turns.
+    pub fn step_limits(&self, deadline: crate::process::job_control::Deadline) -> turn::Limits {
+        turn::Limits {
+            deadline,
+            idle: self.spec.no_output_timeout,
+            max_turns: self.spec.max_turns_per_step,
+        }
+    }
+}
+
 /// The provider the spec names.
 pub fn create(context: AgentContext) -> Box<dyn Provider> {
     match context.spec.provider {

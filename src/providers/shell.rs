@@ -295,9 +295,7 @@ impl Provider for ShellProvider {
         let started = Instant::now();
         // Stopped time (Ctrl+Z) does not count against it.
         let deadline = Deadline::after(request.timeout);
-        let secrets = self.ctx.facts.secrets.clone();
-        let mut collector = ReplyCollector::new(request.step_id, self.ctx.events.clone(), secrets)
-            .relative_to(&self.ctx.facts.run_dir);
+        let mut collector = self.ctx.collector(request.step_id);
         let commands = extract_commands(&request.instruction);
         self.write(format!("### step {}\n", request.step_id).as_bytes());
         let mut failure: Option<StepVerdict> = None;

@@ -208,6 +208,17 @@ impl<R: AsyncRead + Unpin> Output<R> {
     }
 }
 
+/// The verdict of a step whose agent program could not be started: an error, and not a fault
+/// to restart (the same command line would fail the same way).
+pub fn spawn_failed_verdict(collector: &ReplyCollector, error: &str) -> StepVerdict {
+    let mut v = collector.verdict_with(StepStatus::Error, error.to_string());
+    v.agent_died = Some(super::AgentDeath {
+        status: error.to_string(),
+        stderr_tail: String::new(),
+    });
+    v
+}
+
 /// The verdict of a step whose agent went silent (the watchdog's fault, retried on a restart).
 pub fn silent_verdict(
     collector: &ReplyCollector,
