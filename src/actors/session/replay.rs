@@ -6,12 +6,12 @@ use super::*;
 use crate::console::record::CallRecord;
 use crate::model::replay::{ReplayMode, ReplayedAction, StepMode, StepReplay};
 use crate::providers::tool_calls::ToolCall;
+use crate::replay::browser::BrowserReplay;
+use crate::replay::browser_refs::Snapshot;
 use crate::replay::format::{Action, RecordedStep, Recording};
 use crate::replay::masks::Position;
 use crate::replay::normalize::{instruction_hash, Normalizer};
 use crate::replay::placeholders::Placeholders;
-use crate::replay::browser::BrowserReplay;
-use crate::replay::browser_refs::Snapshot;
 use crate::replay::record::{
     browser_action, console_action, file_action, learn, shell_action, unreplayable_tool, Learning,
 };
@@ -438,6 +438,7 @@ impl SessionReplay {
     pub(super) fn observe_pages(&mut self, tool_calls: &[ToolCall]) {
         let last = tool_calls
             .iter()
+            .rev()
             .filter(|c| crate::replay::browser::is_browser_tool(&c.tool))
             .filter_map(|c| c.answer.as_ref())
             .filter_map(|a| {
@@ -446,7 +447,7 @@ impl SessionReplay {
                     self.browser_output_dir.as_deref(),
                 ))
             })
-            .last();
+            .next();
         if last.is_some() {
             self.last_snapshot = last;
         }
