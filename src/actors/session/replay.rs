@@ -83,7 +83,10 @@ impl SessionReplay {
         values.extend(vars.ports.iter().map(|(n, p)| (n.clone(), p.to_string())));
         values.extend(
             env.iter()
-                .filter(|(name, _)| name.starts_with("BUGATTI_MCP_"))
+                // The console's and the browser's addresses carry a token of the session's.
+                .filter(|(name, _)| {
+                    name.starts_with("BUGATTI_MCP_") || name == crate::browser::CDP_URL_ENV
+                })
                 .cloned(),
         );
         let placeholders = Placeholders::new(values, test.effective.secret_pairs());
