@@ -466,13 +466,13 @@ impl<'a> Page<'a> {
             );
             return;
         };
-        let run_dir = PathBuf::from(&record.run_dir);
+        let run_dir = PathBuf::from(&record.identity.run_dir);
         let report_md = relative(self.input.report_dir, &run_dir.join("report.md"));
         let _ = writeln!(
             self.out,
             "<div class=\"meta\">run <code>{}</code> · provider {} · <a href=\"{report_md}\">report.md</a> · <a href=\"{}\">agent.log</a></div>",
-            escape(&record.run_id),
-            escape(&record.provider),
+            escape(&record.identity.run_id),
+            escape(&record.identity.provider),
             relative(
                 self.input.report_dir,
                 &run_dir.join("transcripts/agent.log")
@@ -527,7 +527,7 @@ pub fn render(input: &HtmlInput<'_>) -> String {
     let records: HashMap<&str, &RunRecord> = input
         .records
         .iter()
-        .map(|r| (r.run_id.as_str(), r))
+        .map(|r| (r.identity.run_id.as_str(), r))
         .collect();
     let mut page = Page {
         input,

@@ -114,8 +114,8 @@ pub fn load_suite(dir: &Path) -> Result<LoadedSuite, String> {
                 let mut record: RunRecord = serde_json::from_slice(&bytes).ok()?;
                 // The record is the attempt's own, and its directory is where it was found,
                 // never where it says it is.
-                (record.run_id == attempt.run_id).then_some(())?;
-                record.run_dir = run_dir.display().to_string();
+                (record.identity.run_id == attempt.run_id).then_some(())?;
+                record.identity.run_dir = run_dir.display().to_string();
                 Some(record)
             });
             match found {
@@ -206,13 +206,13 @@ pub fn merge(
         for r in &l.records {
             let before = records
                 .iter()
-                .filter(|x| x.test_file == r.test_file)
-                .map(|x| x.attempt)
+                .filter(|x| x.identity.test_file == r.identity.test_file)
+                .map(|x| x.identity.attempt)
                 .max()
                 .unwrap_or(0);
             let mut r = r.clone();
             if before > 0 {
-                r.attempt += before;
+                r.identity.attempt += before;
             }
             records.push(r);
         }

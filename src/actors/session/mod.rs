@@ -54,7 +54,7 @@ use crate::report::events::{
 use crate::report::evidence::problem as evidence_problem;
 use crate::report::excerpt::LogMarks;
 use crate::report::run_record::{
-    CommandRecord, ConfigRow, PlanEntry as ReportStep, PlannedCommand, RunPlan,
+    CommandRecord, ConfigRow, PlanEntry as ReportStep, PlannedCommand, RunIdentity, RunPlan,
 };
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::{BTreeMap, HashMap};
@@ -470,17 +470,19 @@ impl Driver {
     fn run_plan(&self) -> RunPlan {
         let effective = &self.test.effective;
         RunPlan {
-            run_id: self.run_id.clone(),
-            session_id: self.session_id.clone(),
-            suite_id: self.suite.suite_id.clone(),
-            test_file: self.test.rel_path.display().to_string(),
-            test_name: self.test.name.clone(),
-            quarantined: self.test.quarantined,
-            project_root: self.suite.project_root.display().to_string(),
-            provider: effective.provider.name.value.to_string(),
-            run_dir: self.run_dir().display().to_string(),
-            attempt: self.attempt.number,
-            started_at: self.events.clock().started_at(),
+            identity: RunIdentity {
+                run_id: self.run_id.clone(),
+                session_id: self.session_id.clone(),
+                suite_id: self.suite.suite_id.clone(),
+                test_file: self.test.rel_path.display().to_string(),
+                test_name: self.test.name.clone(),
+                quarantined: self.test.quarantined,
+                project_root: self.suite.project_root.display().to_string(),
+                provider: effective.provider.name.value.to_string(),
+                run_dir: self.run_dir().display().to_string(),
+                attempt: self.attempt.number,
+                started_at: self.events.clock().started_at(),
+            },
             skipped_commands: skipped_commands(&self.test, &self.suite.skip_cmd),
             steps: self
                 .test
