@@ -9,13 +9,13 @@ use std::path::Path;
 
 use chrono::Utc;
 
+use crate::model::artifacts::RunPaths;
 use crate::model::outcome::RunOutcome;
 use crate::report::atomic::write_atomic;
 use crate::report::error::ReportError;
 use crate::report::event_log::EventLog;
 use crate::report::events::{millis, Event, EventKind};
 use crate::report::markdown::{self, ReportInput};
-use crate::report::paths::RunPaths;
 use crate::report::run_record::RunRecord;
 use crate::report::scrub::Redactor;
 

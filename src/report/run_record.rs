@@ -536,7 +536,7 @@ impl RunRecord {
                     name,
                     "unknown",
                     "test",
-                    format!("logs/{name}.log"),
+                    crate::model::artifacts::command_log_rel(name),
                 ));
                 self.commands.len() - 1
             }

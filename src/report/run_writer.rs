@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
+use crate::model::artifacts::RunPaths;
 use crate::model::outcome::RunOutcome;
 use crate::report::atomic::write_atomic;
 use crate::report::error::ReportError;
 use crate::report::event_log::EventLog;
 use crate::report::events::{Event, EventKind};
 use crate::report::markdown::{self, ReportInput, Section};
-use crate::report::paths::RunPaths;
 use crate::report::run_record::{RunPlan, RunRecord};
 use crate::report::scrub::Redactor;
 

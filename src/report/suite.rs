@@ -8,10 +8,10 @@ use std::path::{Component, Path};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::model::artifacts::RunPaths;
 use crate::model::outcome::RunOutcome;
 use crate::report::events::Totals;
 use crate::report::history::Comparison;
-use crate::report::paths::RunPaths;
 use crate::report::printable::{markdown_text, Newlines};
 use crate::report::run_record::{RunRecord, SCHEMA_VERSION};
 

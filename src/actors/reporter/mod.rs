@@ -38,6 +38,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
+use crate::model::artifacts::{RunPaths, SuitePaths};
 use crate::model::outcome::RunOutcome;
 use crate::model::redact::Secrets;
 use crate::report::atomic::write_atomic;
@@ -49,7 +50,6 @@ use crate::report::harness_log::HarnessLogs;
 use crate::report::history::{self, HistoryEntry, Selection};
 use crate::report::html::{self, HtmlInput};
 use crate::report::junit;
-use crate::report::paths::{RunPaths, SuitePaths};
 use crate::report::run_record::{RunPlan, RunRecord};
 use crate::report::run_writer::{RunFiles, RunWriter};
 use crate::report::scrub::Redactor;

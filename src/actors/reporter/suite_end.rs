@@ -91,7 +91,7 @@ impl ReporterState {
             summary_json: paths.summary_json(),
             summary_md: paths.summary_md(),
             junit: paths.junit(),
-            html: paths.dir.join("report.html"),
+            html: paths.report_html(),
             copies: out.copies,
             notes: out.notes,
             lost: self.lost.clone(),
@@ -186,7 +186,7 @@ impl ReporterState {
     ) -> PathBuf {
         let redactor = self.redactor_all();
         self.write_summaries(paths, redacted_summary, redacted_records, &redactor, out);
-        let html_path = paths.dir.join("report.html");
+        let html_path = paths.report_html();
         let html = redactor.str(&html::render(&HtmlInput {
             summary: redacted_summary,
             records: redacted_records,

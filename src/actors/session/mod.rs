@@ -34,6 +34,7 @@ use crate::actors::supervisor::SupervisorMsg;
 use crate::console::logs::LogSource;
 use crate::console::server::ConsoleServer;
 use crate::console::{Console, ConsoleSetup};
+use crate::model::artifacts::{self, RunPaths};
 use crate::model::assets::prepare_instruction;
 use crate::model::checkpoint::CheckpointPaths;
 use crate::model::config::{CommandScope, KeepWorkspace, PortSpec};
@@ -398,7 +399,11 @@ impl Driver {
     }
 
     fn run_dir(&self) -> PathBuf {
-        self.suite.artifact_dir.join("runs").join(&self.run_id)
+        self.run_paths().dir
+    }
+
+    fn run_paths(&self) -> RunPaths {
+        RunPaths::under(&self.suite.artifact_dir, &self.run_id)
     }
 
     fn stopped(&self) -> Option<StopReason> {
@@ -501,13 +506,13 @@ impl Driver {
                 .map(|c| PlannedCommand {
                     name: c.name.clone(),
                     kind: c.kind.as_str().to_string(),
-                    log: format!("logs/{}.log", c.name),
+                    log: artifacts::command_log_rel(&c.name),
                 })
                 // docs/browser.md: the session's browser is one of its harness processes.
                 .chain(effective.browser.as_ref().map(|_| PlannedCommand {
                     name: setup::BROWSER.to_string(),
                     kind: "browser".to_string(),
-                    log: format!("logs/{}.log", setup::BROWSER),
+                    log: artifacts::command_log_rel(setup::BROWSER),
                 }))
                 .collect(),
             // A poisoned lock still holds plain records: use them.

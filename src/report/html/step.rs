@@ -280,10 +280,7 @@ impl Page<'_> {
                 escape(&shown)
             );
         } else if bad {
-            let file = relative(
-                self.input.report_dir,
-                &run_dir.join("transcripts/agent.log"),
-            );
+            let file = relative(self.input.report_dir, &RunPaths::new(run_dir).agent_log());
             let _ = write!(
                 self.out,
                 "<div class=\"meta\">agent transcript of step {}: <a href=\"{file}\">transcripts/agent.log</a> (not inlined: the page's transcript budget is spent)</div>",
