@@ -348,7 +348,7 @@ impl Driver {
         if let Some(summary) = started.replay.as_mut().and_then(|r| r.take_summary()) {
             request.instruction = format!("{summary}\n{}", request.instruction);
         }
-        let marks = LogMarks::take(&self.run_dir().join("logs"));
+        let marks = LogMarks::take(&self.run_paths().logs_dir());
         let verdict = self
             .run_step(&agent, request, &mut started.agent_news)
             .await;
@@ -702,7 +702,7 @@ impl Driver {
     }
 
     pub(super) fn emit_excerpt(&self, step_id: u32, marks: &LogMarks) {
-        let excerpt = marks.excerpt_since(&self.run_dir().join("logs"));
+        let excerpt = marks.excerpt_since(&self.run_paths().logs_dir());
         if !excerpt.is_empty() {
             self.emit(EventKind::HarnessLogExcerpt { step_id, excerpt });
         }
