@@ -355,6 +355,58 @@ pub fn observe(check: &FileCheck, cwd: &Path) -> Result<String, String> {
     }
 }
 
+impl FileCheck {
+    /// The same call as `other` (same tool and arguments), whatever each saw.
+    pub fn same_call(&self, other: &Self) -> bool {
+        let asked = |c: &Self| {
+            let mut c = c.clone();
+            match &mut c {
+                Self::Read { seen, .. } => seen.clear(),
+                Self::Grep { seen, .. } | Self::Glob { seen, .. } => seen.clear(),
+            }
+            c
+        };
+        asked(self) == asked(other)
+    }
+
+    /// The check with each path it names (the file read, the folder searched) passed through
+    /// `f`: the session's values made placeholders when recorded, filled again at replay.
+    pub fn map_paths(&self, f: impl Fn(&str) -> String) -> Self {
+        let mut c = self.clone();
+        match &mut c {
+            Self::Read { file, .. } => *file = f(file),
+            Self::Grep { path, .. } | Self::Glob { path, .. } => {
+                if let Some(p) = path.as_mut() {
+                    *p = f(p);
+                }
+            }
+        }
+        c
+    }
+
+    /// The check with what the agent saw passed through `f` (each entry of a set).
+    pub fn map_seen(&self, f: impl Fn(&str) -> String) -> Self {
+        let mut c = self.clone();
+        match &mut c {
+            Self::Read { seen, .. } => *seen = f(seen),
+            Self::Grep { seen, .. } | Self::Glob { seen, .. } => {
+                for entry in seen.iter_mut() {
+                    *entry = f(entry);
+                }
+            }
+        }
+        c
+    }
+
+    /// The file a `Read` read.
+    pub fn read_file(&self) -> Option<&str> {
+        match self {
+            Self::Read { file, .. } => Some(file),
+            _ => None,
+        }
+    }
+}
+
 /// What the agent saw, in the same form as [`observe`].
 pub fn seen(check: &FileCheck) -> String {
     match check {

@@ -216,7 +216,7 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
         assert_eq!(out.status.code(), Some(0), "{text}");
         let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
         assert_eq!(
-            text.matches(&format!("replay: recorded {today} (1 action)"))
+            text.matches(&format!("replay: recorded {today} (1 action: 1 shell)"))
                 .count(),
             2,
             "{text}"
