@@ -11,7 +11,9 @@
 //!   server counts what it saw since it attached; the page's console is the step's evidence).
 //!   `browser_take_screenshot` is made again, not compared: its image is evidence.
 
-use super::browser_refs::{element_targets, mask_refs, retarget, ElementPath, Resolution, Snapshot};
+use super::browser_refs::{
+    element_targets, mask_refs, retarget, ElementPath, Resolution, Snapshot,
+};
 use super::compare::drift;
 use super::replayer::{ActionAt, ReplayContext};
 use super::verdict::Fallback;
@@ -168,8 +170,10 @@ fn read(dir: &Path, name: &str) -> Option<String> {
 /// The server's own file names (`page-2026-11-25T15-19-11-864Z.yml`, `console-….log#L1`):
 /// they name when its files were written, nothing about the page.
 static OUTPUT_FILE: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(r"[^\s()\[\]]*\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(?:-\d+)?Z\.[A-Za-z0-9]+(?:#L\d+(?:-L?\d+)?)?")
-        .expect("a valid regex")
+    regex::Regex::new(
+        r"[^\s()\[\]]*\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(?:-\d+)?Z\.[A-Za-z0-9]+(?:#L\d+(?:-L?\d+)?)?",
+    )
+    .expect("a valid regex")
 });
 
 /// An answer in the form both sides are compared in: refs masked, the server's file names
@@ -291,10 +295,7 @@ pub(super) async fn replay(
                 .into(),
         ));
     };
-    let client = browser
-        .client()
-        .await
-        .map_err(|e| failed(e.to_string()))?;
+    let client = browser.client().await.map_err(|e| failed(e.to_string()))?;
     let output_dir = browser.output_dir();
     let mut current = BTreeMap::new();
     if !recorded.elements.is_empty() {
@@ -377,12 +378,20 @@ mod tests {
         let dir = tempfile::tempdir().expect("dir");
         std::fs::write(dir.path().join("page-2026-11-25T15-19-12-597Z.yml"), FILE).expect("w");
         let inlined = inline_snapshots(CLICK, Some(dir.path()));
-        assert!(inlined.contains("paragraph [ref=e7]: \"Basket: Red mug\""), "{inlined}");
+        assert!(
+            inlined.contains("paragraph [ref=e7]: \"Basket: Red mug\""),
+            "{inlined}"
+        );
         let seen = compared(&inlined);
         assert!(!seen.contains("e7") && seen.contains("[ref=…]"), "{seen}");
-        assert!(!seen.contains("Console:") && !seen.contains("New console"), "{seen}");
+        assert!(
+            !seen.contains("Console:") && !seen.contains("New console"),
+            "{seen}"
+        );
         // Another run: other refs, other file names, another console count: the same.
-        let other = inlined.replace("e7]", "e9]").replace("1 errors", "0 errors");
+        let other = inlined
+            .replace("e7]", "e9]")
+            .replace("1 errors", "0 errors");
         assert_eq!(compared(&other), seen);
         // Another basket: different.
         let changed = inlined.replace("Basket: Red mug", "Basket: Blue mug");
@@ -401,7 +410,10 @@ mod tests {
 
     #[test]
     fn only_the_listed_tools_of_the_browser_server_are_recorded() {
-        assert_eq!(recorded_tool("mcp__browser__browser_click"), Some("browser_click"));
+        assert_eq!(
+            recorded_tool("mcp__browser__browser_click"),
+            Some("browser_click")
+        );
         assert_eq!(recorded_tool("mcp__browser__browser_run_code"), None);
         assert_eq!(recorded_tool("mcp__browser__browser_file_upload"), None);
         assert_eq!(recorded_tool("mcp__shop__browser_click"), None);
@@ -426,7 +438,17 @@ mod tests {
             &[Snapshot::parse(&FILE.replace("e6]", "e16]"))],
         )
         .expect("q");
-        assert!(same_call(&json!({"target": "e6"}), &p, &json!({"target": "e16"}), &q));
-        assert!(!same_call(&json!({"target": "e6", "doubleClick": true}), &p, &json!({"target": "e16"}), &q));
+        assert!(same_call(
+            &json!({"target": "e6"}),
+            &p,
+            &json!({"target": "e16"}),
+            &q
+        ));
+        assert!(!same_call(
+            &json!({"target": "e6", "doubleClick": true}),
+            &p,
+            &json!({"target": "e16"}),
+            &q
+        ));
     }
 }

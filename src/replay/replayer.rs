@@ -208,8 +208,9 @@ pub fn compared_outputs(actions: &[Action]) -> Vec<Option<String>> {
         .map(|action| match action {
             Action::Shell { output, .. } => Some(output.trim_end().to_string()),
             Action::File { check, .. } => Some(super::files::seen(check)),
-            Action::Browser { tool, output, .. } => (tool != "browser_take_screenshot")
-                .then(|| super::browser::compared(output)),
+            Action::Browser { tool, output, .. } => {
+                (tool != "browser_take_screenshot").then(|| super::browser::compared(output))
+            }
             Action::Console {
                 tool,
                 arguments,

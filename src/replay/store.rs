@@ -465,7 +465,10 @@ mod tests {
             instruction_hash: String::new(),
             ..key()
         };
-        assert_eq!(status(unknown_hash, 30), "recorded 2026-11-01 (1 action: 1 shell)");
+        assert_eq!(
+            status(unknown_hash, 30),
+            "recorded 2026-11-01 (1 action: 1 shell)"
+        );
         assert_eq!(
             status(StepKey { step: 2, ..key() }, 30),
             "not replayable, step not recorded"

@@ -475,12 +475,14 @@ fn button_ref(log: &str) -> String {
 }
 
 /// The snapshot lines (`- role "name" [ref=…]`) the agent was shown in its last request, refs
-/// masked.
+/// and the run's own snapshot files (`[Snapshot](….yml)`) masked.
 fn masked_snapshots(log: &str) -> Vec<String> {
     let refs = regex::Regex::new(r"\[ref=[a-z0-9]+\]").expect("regex");
+    let files = regex::Regex::new(r"\[Snapshot\]\([^)]*\)").expect("regex");
     last_tool_results(log)
         .split("\\n")
         .filter(|l| l.trim_start().starts_with("- "))
         .map(|l| refs.replace_all(l, "[ref=…]").into_owned())
+        .map(|l| files.replace_all(&l, "[Snapshot](…)").into_owned())
         .collect()
 }

@@ -13,12 +13,13 @@ use std::path::Path;
 
 const NOTES: &str = "invoice 17\ndue on Friday\npaid no\n";
 
-/// A Claude Code project of two steps that look at files.
+/// A Claude Code project of two steps that look at files. Claude Code 2.1's native build offers
+/// its `Grep` and `Glob` tools only when `--allowedTools` (or `--tools`) names them.
 fn project() -> Project {
     let p = Project::new();
     p.write(
         "bugatti.config.toml",
-        "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash\"]\nstep_timeout_secs = 120\n",
+        "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash,Read,Grep,Glob\"]\nstep_timeout_secs = 120\n",
     );
     p.write("notes.txt", NOTES);
     p.write(

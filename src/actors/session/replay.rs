@@ -6,12 +6,12 @@ use super::*;
 use crate::console::record::CallRecord;
 use crate::model::replay::{ReplayMode, ReplayedAction, StepMode, StepReplay};
 use crate::providers::tool_calls::ToolCall;
+use crate::replay::browser::BrowserReplay;
+use crate::replay::browser_refs::Snapshot;
 use crate::replay::format::{Action, RecordedStep, Recording};
 use crate::replay::masks::Position;
 use crate::replay::normalize::{instruction_hash, Normalizer};
 use crate::replay::placeholders::Placeholders;
-use crate::replay::browser::BrowserReplay;
-use crate::replay::browser_refs::Snapshot;
 use crate::replay::record::{
     browser_action, console_action, file_action, learn, shell_action, unreplayable_tool, Learning,
 };
