@@ -438,6 +438,7 @@ impl SessionReplay {
     pub(super) fn observe_pages(&mut self, tool_calls: &[ToolCall]) {
         let last = tool_calls
             .iter()
+            .rev()
             .filter(|c| crate::replay::browser::is_browser_tool(&c.tool))
             .filter_map(|c| c.answer.as_ref())
             .filter_map(|a| {
@@ -446,7 +447,7 @@ impl SessionReplay {
                     self.browser_output_dir.as_deref(),
                 ))
             })
-            .last();
+            .next();
         if last.is_some() {
             self.last_snapshot = last;
         }
