@@ -1,8 +1,9 @@
 //! Claude Code's read-only file tools replayed (docs/replay.md) through the real Claude Code CLI
-//! and the scripted Messages stub: a step the agent passed by looking at a project file with
-//! `Grep`, and one with `Read`, are recorded; the next run replays both with no model request
-//! while the files are unchanged; once the line the `Grep` matched says something else, that step
-//! drifts to the agent, which fails it on what the file now says. Skips loudly without the CLI.
+//! and the scripted Messages stub: steps the agent passed by looking at project files with
+//! `Grep` (matching lines, a count), `Glob` and `Read` are recorded; the next run replays them
+//! with no model request while the files are unchanged; once the line the `Grep` matched says
+//! something else, that step drifts to the agent, which fails it on what the file now says.
+//! Skips loudly without the CLI.
 
 use crate::common;
 
@@ -30,18 +31,23 @@ fn project() -> Project {
         "notes.test.toml",
         "name = \"Notes\"\n\n\
          [[steps]]\ninstruction = \"Check in notes.txt that invoice 17 is due on Friday.\"\n\n\
-         [[steps]]\ninstruction = \"Check that app.conf names the app invoices.\"\n",
+         [[steps]]\ninstruction = \"Check that the one .conf file names the app invoices.\"\n\n\
+         [[steps]]\ninstruction = \"Check that notes.txt has exactly one due line.\"\n",
     );
     p
 }
 
-/// The agent: `Grep` for the due line, `Read` the config's first lines.
+/// The agent: `Grep` for the due line; `Glob` for the config, `Read` its first lines; `Grep`
+/// counting the due lines.
 fn agent_script(root: &Path) -> Value {
     json!([
         {"tool": "Grep", "input": {"pattern": "due", "path": "notes.txt", "output_mode": "content", "-n": true}},
         {"text": "Invoice 17 is due on Friday.\nRESULT OK", "expect": ["due on Friday"]},
+        {"tool": "Glob", "input": {"pattern": "*.conf"}},
         {"tool": "Read", "input": {"file_path": root.join("app.conf").display().to_string(), "offset": 1, "limit": 2}},
         {"text": "It is named invoices.\nRESULT OK", "expect": ["name = invoices"]},
+        {"tool": "Grep", "input": {"pattern": "due", "path": "notes.txt", "output_mode": "count"}},
+        {"text": "One due line.\nRESULT OK", "expect": ["notes.txt:1"]},
     ])
 }
 
@@ -83,19 +89,24 @@ fn modes(record: &Value) -> Vec<String> {
 }
 
 #[test]
-fn a_grep_and_a_read_replay_while_the_files_are_unchanged_and_a_changed_line_drifts() {
+fn grep_glob_and_read_replay_while_the_files_are_unchanged_and_a_changed_line_drifts() {
     let Some(claude) = claude_bin("replay of Claude Code's Grep and Read") else {
         return;
     };
     let p = project();
     let side = tempfile::tempdir().expect("side dir");
 
-    // 1. The agent passes both steps by looking at the files; both are recorded as file checks.
+    // 1. The agent passes the steps by looking at the files; each is recorded as file checks.
     let (code, console, record, requests) =
         run(&p, &claude, side.path(), "first", agent_script(p.root()));
     assert_eq!(code, Some(0), "{console}\n{:#}", record["steps"]);
-    assert!(requests >= 4, "the agent was asked: {requests}");
-    assert_eq!(modes(&record), ["agent", "agent"], "{:#}", record["steps"]);
+    assert!(requests >= 7, "the agent was asked: {requests}");
+    assert_eq!(
+        modes(&record),
+        ["agent", "agent", "agent"],
+        "{:#}",
+        record["steps"]
+    );
     for step in record["steps"].as_array().expect("steps") {
         assert_eq!(step["recorded"], true, "{step:#}");
     }
@@ -110,7 +121,7 @@ fn a_grep_and_a_read_replay_while_the_files_are_unchanged_and_a_changed_line_dri
         .filter(|a| a["kind"] == "file")
         .map(|a| a["check"]["tool"].as_str().unwrap_or("?").to_string())
         .collect();
-    assert_eq!(checks, ["Grep", "Read"], "{text}");
+    assert_eq!(checks, ["Grep", "Glob", "Read", "Grep"], "{text}");
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let out = p.supervisor().arg("check").output().expect("check");
     let listed = stdout(&out);
@@ -122,21 +133,25 @@ fn a_grep_and_a_read_replay_while_the_files_are_unchanged_and_a_changed_line_dri
         2,
         "{listed}"
     );
+    assert!(
+        listed.contains(&format!("replay: recorded {today} (2 actions: 2 file)")),
+        "{listed}"
+    );
 
-    // 2. The files are unchanged: both steps replay, the model is never asked.
+    // 2. The files are unchanged: every step replays, the model is never asked.
     let (code, console, record, requests) = run(&p, &claude, side.path(), "second", json!([]));
     assert_eq!(code, Some(0), "{console}\n{:#}", record["steps"]);
     assert_eq!(requests, 0, "no model request on a replayed run");
     assert_eq!(
         modes(&record),
-        ["replayed", "replayed"],
+        ["replayed", "replayed", "replayed"],
         "{:#}",
         record["steps"]
     );
-    assert_eq!(record["replayed_steps"], 2, "{record}");
+    assert_eq!(record["replayed_steps"], 3, "{record}");
 
     // 3. The invoice is now due on Monday: the Grep's line differs, the step drifts to the agent,
-    //    which greps again and fails it. The test fails; the second step does not pass.
+    //    which greps again and fails it. The test fails; no later step passes.
     p.write("notes.txt", &NOTES.replace("Friday", "Monday"));
     let (code, console, record, requests) = run(
         &p,
@@ -166,6 +181,8 @@ fn a_grep_and_a_read_replay_while_the_files_are_unchanged_and_a_changed_line_dri
         message.contains("due on Monday"),
         "the agent grepped and saw what the file says now: {message}"
     );
-    assert_ne!(steps[1]["status"], "ok", "{:#}", steps[1]);
-    assert_ne!(steps[1]["mode"], "replayed", "{:#}", steps[1]);
+    for later in &steps[1..] {
+        assert_ne!(later["status"], "ok", "{later:#}");
+        assert_ne!(later["mode"], "replayed", "{later:#}");
+    }
 }
