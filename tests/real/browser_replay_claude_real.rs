@@ -23,8 +23,8 @@ fn shop_page(added: &str, wrapped: bool) -> String {
         "<button onclick=\"document.getElementById('state').textContent = '{added}'\">Add to basket</button>"
     );
     // An unnamed <div> around a single element is left out of Playwright MCP's snapshot, but it
-    // still takes a ref number: the button's ref (and every later one) moves up by two, while the
-    // snapshot reads the same otherwise.
+    // still takes a ref number: with two, the button's ref (and every later one) is two higher,
+    // while the snapshot reads the same otherwise.
     let button = if wrapped {
         format!("<div><div>{button}</div></div>")
     } else {
@@ -400,16 +400,19 @@ async fn a_shop_test_through_the_browser_replays_without_the_model_and_a_changed
     assert_eq!(third.record["outcome"], "failed", "{}", third.record);
 }
 
-/// The same shop with the button inside two unnamed `<div>`s: Playwright MCP leaves them out of
-/// the snapshot but numbers them, so the button's ref is not the recorded one. The recorded
-/// click is made on the button found by its role and name: every step replays. An agent run on
-/// that page afterwards shows that the refs did move and that the snapshots are otherwise equal.
+/// The shop recorded with its button inside two unnamed `<div>`s, replayed without them:
+/// Playwright MCP leaves such wrappers out of the snapshot but numbers them, so today's button
+/// has a lower ref and the recorded one names no element at all (a replay that reused it would
+/// fail). The recorded click is made on the button found by its role and name: every step
+/// replays. An agent run on today's page afterwards shows that the refs did move and that the
+/// snapshots are otherwise equal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_page_whose_refs_were_renumbered_still_replays_without_the_model() {
     let Some(tools) = tools("browser replay of a renumbered page through claude-code") else {
         return;
     };
     let (p, port) = shop_project();
+    p.write("site/index.html", &shop_page("Basket: 1 item", true));
     let side = tempfile::tempdir().expect("side");
     let first = run(&p, &tools, side.path(), "first", agent_script(port));
     assert_eq!(first.code, Some(0), "{}", first.console);
@@ -425,7 +428,7 @@ async fn a_page_whose_refs_were_renumbered_still_replays_without_the_model() {
         "the recorded click holds the ref it used ({recorded_ref}): {click:#}"
     );
 
-    p.write("site/index.html", &shop_page("Basket: 1 item", true));
+    p.write("site/index.html", &shop_page("Basket: 1 item", false));
     let second = run(&p, &tools, side.path(), "second", json!([]));
     assert_eq!(
         second.code,
@@ -445,7 +448,8 @@ async fn a_page_whose_refs_were_renumbered_still_replays_without_the_model() {
         second.record["steps"]
     );
 
-    // The agent on the renumbered page: the button has another ref, the page reads the same.
+    // The agent on today's page: the button has another ref, the recorded one names nothing,
+    // and the page reads the same.
     let third = run_with(
         &p,
         &tools,
@@ -457,6 +461,11 @@ async fn a_page_whose_refs_were_renumbered_still_replays_without_the_model() {
     assert_eq!(third.code, Some(0), "{}", third.console);
     let now_ref = button_ref(&third.log);
     assert_ne!(now_ref, recorded_ref, "the wrappers renumbered the button");
+    let seen_today = last_tool_results(&third.log);
+    assert!(
+        !seen_today.contains(&format!("[ref={recorded_ref}]")),
+        "the recorded ref {recorded_ref} names no element on today's page: {seen_today}"
+    );
     assert_eq!(
         masked_snapshots(&third.log),
         masked_snapshots(&first.log),
