@@ -2,8 +2,8 @@
 //! Playwright MCP and Debian's Chromium, the model played by the scripted Responses stub: Codex
 //! opens the shop through Playwright MCP (its `mcp_tool_call` items of server `browser`) and
 //! passes the step; the step is recorded with those browser calls; the next run replays it with
-//! no model request and no Codex process. Skips loudly without Chromium, the Codex CLI or
-//! Playwright MCP.
+//! no model request and no Codex process; once the page changed, the step drifts to Codex, which
+//! fails it on the page as it is. Skips loudly without Chromium, the Codex CLI or Playwright MCP.
 
 use crate::common;
 
@@ -55,7 +55,7 @@ fn run(p: &Project, codex: &Path, mcp: &Path) -> (Option<i32>, String, Value) {
 }
 
 #[test]
-fn a_codex_browser_step_is_recorded_then_replayed_without_a_model_request() {
+fn a_codex_browser_step_replays_without_a_model_request_and_a_changed_page_fails() {
     const TEST: &str = "browser replay through codex";
     let Some(codex) = codex_bin(TEST) else {
         return;
@@ -144,5 +144,40 @@ fn a_codex_browser_step_is_recorded_then_replayed_without_a_model_request() {
     assert!(
         step["evidence"].to_string().contains("screenshots/step-1-"),
         "the replayed step has the browser's screenshot: {step:#}"
+    );
+
+    // 3. The shop sold out: the button is gone, the replayed page differs, the step drifts to
+    //    Codex, which looks at the page as it is and fails the step. Never a replayed pass.
+    p.write(
+        "site/index.html",
+        "<!doctype html><html><head><title>Shop</title><link rel=\"icon\" href=\"data:,\"></head><body>\
+         <h1>Shop</h1><p id=\"state\">Sold out</p></body></html>\n",
+    );
+    let third = side.path().join("third");
+    std::fs::create_dir_all(&third).expect("dir");
+    let stub = ResponsesStub::start(
+        &third,
+        json!([
+            {"tool_search": "browser snapshot"},
+            {"expect": ["browser_snapshot"], "tool": "browser_snapshot", "namespace": browser,
+             "input": {}},
+            {"expect": ["Add to basket"], "text": "The shop offers Add to basket.\nRESULT OK"},
+        ]),
+    );
+    configure(&p, &stub);
+    let (code, console, record) = run(&p, &codex, &mcp);
+    let step = &record["steps"][0];
+    assert_eq!(code, Some(1), "{console}\n{step:#}");
+    assert_eq!(step["mode"], "agent", "{step:#}");
+    assert_eq!(step["status"], "error", "{step:#}");
+    let diff = step["replay_drift"]["diff"].as_str().unwrap_or_default();
+    assert!(
+        diff.contains("Add to basket") && diff.contains("Sold out"),
+        "the drift shows what changed on the page: {step:#}"
+    );
+    let message = step["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("Sold out"),
+        "Codex judged the page as it is (its verdict quotes the snapshot): {message}"
     );
 }
