@@ -186,7 +186,7 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
     let stub_requests = std::fs::read_to_string(side.path().join("third/messages-requests.jsonl"))
         .unwrap_or_default();
     assert!(
-        stub_requests.contains("checked without you") && stub_requests.contains("/inc"),
+        stub_requests.contains("were run again without you") && stub_requests.contains("/inc"),
         "the agent learnt what the replayed step did"
     );
 

@@ -83,7 +83,10 @@ impl SessionReplay {
         values.extend(vars.ports.iter().map(|(n, p)| (n.clone(), p.to_string())));
         values.extend(
             env.iter()
-                .filter(|(name, _)| name.starts_with("BUGATTI_MCP_"))
+                // The console's and the browser's addresses carry a token of the session's.
+                .filter(|(name, _)| {
+                    name.starts_with("BUGATTI_MCP_") || name == crate::browser::CDP_URL_ENV
+                })
                 .cloned(),
         );
         let placeholders = Placeholders::new(values, test.effective.secret_pairs());
@@ -253,12 +256,11 @@ impl SessionReplay {
     }
 
     /// A step whose replay stopped at action `stopped` (0-based): the agent takes it over and is
-    /// told which of its actions ran before (the page, the files, the processes are as they
+    /// told (above the step's instruction) which of its actions ran before (the page, the files, the processes are as they
     /// left them). `drifted`: that action ran too, and its output differed.
     pub(super) fn note_partial(
         &mut self,
         step_id: u32,
-        instruction: &str,
         step: &RecordedStep,
         stopped: usize,
         drifted: bool,
@@ -269,14 +271,13 @@ impl SessionReplay {
             return;
         }
         let header = format!(
-            "- step {step_id} (this step, yours now; {} of its recorded actions ran again{}): {}\n",
+            "- step {step_id}, the step below, now yours: {} of its recorded actions ran again{}\n",
             ran.len(),
             if drifted {
-                ", the last one's output differed from the recording"
+                "; the last one's output differed from the recording"
             } else {
-                " and matched, the next could not run"
+                " and matched; the next could not run"
             },
-            instruction.trim()
         );
         let shown = if drifted { &ran[..ran.len() - 1] } else { ran };
         let mut text = header + &self.actions_text(shown);

@@ -325,7 +325,7 @@ impl Driver {
                 if let (Some((at, drifted)), Some(recorded), Some(replay)) =
                     (stopped, previous.as_ref(), started.replay.as_mut())
                 {
-                    replay.note_partial(id, instruction, recorded, at, drifted);
+                    replay.note_partial(id, recorded, at, drifted);
                 }
                 ReplayStage::Agent(Some(turn(Some(why), previous, false)))
             }
