@@ -495,3 +495,122 @@ fn masked_snapshots(log: &str) -> Vec<String> {
         .map(|l| files.replace_all(&l, "[Snapshot](…)").into_owned())
         .collect()
 }
+
+/// A step recorded on a clean page with a screenshot the agent took replays once the page logs a
+/// console error (its snapshot unchanged): the replayed step takes the same evidence as an agent
+/// step, warns of the error the same way, and the agent's screenshot is taken again.
+/// A step in which the agent read the browser's console (`browser_console_messages`, not a
+/// replayed tool) is not recorded, says why, and goes to the agent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_step_takes_the_evidence_and_warns_of_console_errors_and_unlisted_tools_never_replay(
+) {
+    let Some(tools) = tools("browser replay evidence through claude-code") else {
+        return;
+    };
+    let (p, port) = shop_project();
+    p.write(
+        "shop.test.toml",
+        r#"name = "Shop"
+
+[[steps]]
+instruction = "Open http://127.0.0.1:${WEB_PORT}/ in the browser, take a screenshot and check the shop offers an Add to basket button."
+
+[[steps]]
+instruction = "Open http://127.0.0.1:${WEB_PORT}/ again and read the browser console."
+"#,
+    );
+    let url = format!("http://127.0.0.1:{port}/");
+    let console_step = json!([
+        {"tool": "mcp__browser__browser_navigate", "input": {"url": url}},
+        {"tool": "mcp__browser__browser_console_messages", "input": {}},
+        {"text": "Read it.\nRESULT OK"},
+    ]);
+    let mut script = json!([
+        {"tool": "mcp__browser__browser_navigate", "input": {"url": url}},
+        {"tool": "mcp__browser__browser_take_screenshot", "input": {}},
+        {"tool": "mcp__browser__browser_snapshot", "input": {}},
+        {"text": "The shop offers Add to basket.\nRESULT OK", "expect": ["Add to basket"]},
+    ]);
+    script
+        .as_array_mut()
+        .expect("array")
+        .extend(console_step.as_array().expect("array").iter().cloned());
+    let side = tempfile::tempdir().expect("side");
+
+    let first = run(&p, &tools, side.path(), "first", script);
+    let steps1 = steps(&first.record);
+    assert_eq!(first.code, Some(0), "{}\n{steps1:#?}", first.console);
+    assert_eq!(field(&first.record, "status"), ["ok", "ok"], "{steps1:#?}");
+    assert_eq!(steps1[0]["recorded"], true, "{:#}", steps1[0]);
+    assert_eq!(steps1[1]["recorded"], false, "{:#}", steps1[1]);
+    let why = steps1[1]["replay_note"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("browser_console_messages"),
+        "the step says which tool kept it from being recorded: {why}"
+    );
+    assert_eq!(
+        browser_tools(&recorded_actions(&recording(&p), 1)),
+        [
+            "browser_navigate",
+            "browser_take_screenshot",
+            "browser_snapshot"
+        ]
+    );
+
+    p.write(
+        "site/index.html",
+        &shop_page("Basket: 1 item", false).replace(
+            "</body>",
+            "<script>console.error(\"deliberate console error\");</script></body>",
+        ),
+    );
+    let second = run(&p, &tools, side.path(), "second", console_step);
+    let steps2 = steps(&second.record);
+    assert_eq!(second.code, Some(0), "{}\n{steps2:#?}", second.console);
+    assert_eq!(
+        field(&second.record, "mode"),
+        ["replayed", "agent"],
+        "{steps2:#?}"
+    );
+    assert!(
+        second.requests >= 1,
+        "the unrecorded step went to the agent"
+    );
+    let replayed = &steps2[0];
+    assert_eq!(replayed["status"], "warn", "{replayed:#}");
+    assert!(
+        replayed["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("console error")),
+        "the replayed step warns of the page's console error: {replayed:#}"
+    );
+    let console_log = replayed["evidence"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["kind"] == "console")
+        .and_then(|e| e["path"].as_str())
+        .map(|path| std::fs::read_to_string(run_dir(&second.record).join(path)).expect("log"))
+        .unwrap_or_else(|| panic!("console evidence: {replayed:#}"));
+    assert!(
+        console_log.contains("deliberate console error"),
+        "{console_log}"
+    );
+    // The supervisor's own end-of-step screenshot, and the agent's screenshot made again (by
+    // Playwright MCP into the run's browser/ folder; the agent's own is not listed as evidence
+    // either, so neither is checked there).
+    assert!(!screenshots(&second.record, 0).is_empty(), "{replayed:#}");
+    let remade: Vec<PathBuf> = std::fs::read_dir(run_dir(&second.record).join("browser"))
+        .expect("the run's browser folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|path| {
+            path.extension().is_some_and(|x| x == "png")
+                && std::fs::read(path).is_ok_and(|png| png.starts_with(b"\x89PNG\r\n\x1a\n"))
+        })
+        .collect();
+    assert_eq!(
+        remade.len(),
+        1,
+        "the recorded screenshot was taken again: {remade:?}"
+    );
+}
