@@ -101,6 +101,12 @@ pub fn screenshot_rel(step_id: u32, index: usize) -> String {
     format!("{SCREENSHOTS}/step-{step_id}-{index}.png")
 }
 
+/// A screenshot the agent had taken, taken again by a replay, relative to the run directory
+/// (`index` from 1).
+pub fn replayed_screenshot_rel(step_id: u32, index: usize) -> String {
+    format!("{SCREENSHOTS}/step-{step_id}-replayed-{index}.png")
+}
+
 /// The prefix of a step's browser files, relative to the run directory (`browser/` is
 /// [`RunPaths::browser_dir`]).
 pub const BROWSER_STEP_PREFIX: &str = "browser/step-";

@@ -596,10 +596,14 @@ instruction = "Open http://127.0.0.1:${WEB_PORT}/ again and read the browser con
         console_log.contains("deliberate console error"),
         "{console_log}"
     );
-    // The supervisor's own end-of-step screenshot, and the agent's screenshot made again (by
-    // Playwright MCP into the run's browser/ folder; the agent's own is not listed as evidence
-    // either, so neither is checked there).
-    assert!(!screenshots(&second.record, 0).is_empty(), "{replayed:#}");
+    // The supervisor's own end-of-step screenshot, and the agent's screenshot taken again,
+    // both the step's evidence (the latter kept as `step-1-replayed-1.png`), both PNGs.
+    let shots = screenshots(&second.record, 0);
+    assert!(
+        shots.iter().any(|s| s.ends_with("step-1-replayed-1.png"))
+            && shots.iter().any(|s| !s.contains("replayed")),
+        "{replayed:#}"
+    );
     let remade: Vec<PathBuf> = std::fs::read_dir(run_dir(&second.record).join("browser"))
         .expect("the run's browser folder")
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -613,4 +617,26 @@ instruction = "Open http://127.0.0.1:${WEB_PORT}/ again and read the browser con
         1,
         "the recorded screenshot was taken again: {remade:?}"
     );
+
+    // The agent passes the step on the page that logs the error: the step warns (the
+    // supervisor's console check), and it is recorded all the same (the agent said RESULT OK).
+    let agent_pass = json!([
+        {"tool": "mcp__browser__browser_navigate", "input": {"url": url}},
+        {"tool": "mcp__browser__browser_take_screenshot", "input": {}},
+        {"tool": "mcp__browser__browser_snapshot", "input": {}},
+        {"text": "The shop offers Add to basket.\nRESULT OK", "expect": ["Add to basket"]},
+    ]);
+    let third = run_with(
+        &p,
+        &tools,
+        side.path(),
+        "third",
+        agent_pass,
+        &["--replay", "record"],
+    );
+    let steps3 = steps(&third.record);
+    assert_eq!(steps3[0]["mode"], "agent", "{:#}", steps3[0]);
+    assert_eq!(steps3[0]["status"], "warn", "{:#}", steps3[0]);
+    assert_eq!(steps3[0]["recorded"], true, "{:#}", steps3[0]);
+    p.assert_nothing_survives();
 }

@@ -87,6 +87,7 @@ impl Driver {
                     Scope::run(self.run_id.clone()),
                     crate::process::owner::Role::Other("playwright-mcp (replay)".into()),
                 ),
+                self.run_dir(),
             ),
             None => replay,
         });
