@@ -62,6 +62,9 @@ impl DevtoolsEndpoint {
         };
         let task = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
+                // CDP is many small messages each waiting for its answer: without this, Nagle's
+                // algorithm holds each one back for the last one's ACK (tens of ms a call).
+                let _ = stream.set_nodelay(true);
                 let shared = shared.clone();
                 tokio::spawn(async move {
                     let _ = serve_connection(stream, shared).await;
