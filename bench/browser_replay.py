@@ -13,9 +13,10 @@ from cases import Row, _claude_bin, _stub_run
 PRODUCTS = ["Apple", "Pear", "Plum", "Cherry", "Peach", "Mango", "Lemon", "Lime", "Fig"]
 
 # Every product has a button of its own name, so each click's element is one role/name path; the
-# basket line changes with each click, so every step's snapshot differs from the one before.
+# basket line changes with each click, so every step's snapshot differs from the one before. The
+# empty icon keeps Chromium from asking for /favicon.ico (a 404 in the console of every page).
 SHOP_PAGE = """<!doctype html>
-<html><head><title>Shop</title></head>
+<html><head><title>Shop</title><link rel="icon" href="data:,"></head>
 <body><main>
 <h1>Shop</h1>
 <ul>
