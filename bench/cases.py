@@ -766,8 +766,8 @@ def replay_learning(ctx):
     steps = 3 if ctx.quick else 10
     name = f"22. replay learns a request id and a duration: {steps}-step claude-code test, 3 runs"
     if claude is None:
-        return Row(name, "skipped", "-", "-", f"steps by the agent {steps}, ≤ {steps}, 0", True,
-                   "Claude Code CLI not installed (.ci/run installs it into .ci/node)")
+        return Row.skip(name, f"steps by the agent {steps}, ≤ {steps}, 0",
+                        "Claude Code CLI not installed: .ci/run installs it into .ci/node")
     project = os.path.join(ctx.tmp, "replay-learning")
     shutil.rmtree(project, ignore_errors=True)
     os.makedirs(os.path.join(project, "tests"))
