@@ -228,7 +228,8 @@ impl ClaudeCode {
                                 .join("\n"),
                             other => other.to_string(),
                         };
-                        self.tools.claude_tool_result(block, &content);
+                        self.tools
+                            .claude_tool_result(block, &content, &event["tool_use_result"]);
                         let shown: String = content.chars().take(TOOL_RESULT_SHOWN).collect();
                         let cut = if shown.len() < content.len() {
                             " …"

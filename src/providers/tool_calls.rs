@@ -1,7 +1,9 @@
 //! The tools the agent itself called during a step, as its own stream showed them (Claude Code's
 //! `tool_use` / `tool_result` blocks, Codex's items): what replay records of a step besides the
-//! console calls (docs/replay.md). Only the provider's shell tool keeps its command and output; any
-//! other tool is kept by name, because its use alone makes the step unreplayable.
+//! console calls (docs/replay.md). The provider's shell tool keeps its command and output; every
+//! other tool keeps its input and the answer the agent got (what Claude Code's `Read`, `Grep`,
+//! `Glob` and the browser's Playwright MCP tools replay from), and any tool replay does not know
+//! makes the step unreplayable by its name alone.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -28,6 +30,22 @@ pub struct ToolCall {
     pub shell: Option<ShellRun>,
     /// Why this call cannot be replayed although its tool can (a background Bash, a refusal).
     pub unreplayable: Option<String>,
+    /// What the tool was given (`Value::Null` when the stream did not show it).
+    pub input: serde_json::Value,
+    /// What the tool answered, for a tool other than the shell (`None` until the answer).
+    pub answer: Option<ToolAnswer>,
+}
+
+/// A tool's answer as the agent got it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolAnswer {
+    /// The answer's text parts, joined by newlines.
+    pub text: String,
+    /// The structured result beside it, where the stream has one (Claude Code's
+    /// `tool_use_result`).
+    pub structured: Option<serde_json::Value>,
+    /// The tool answered with an error.
+    pub is_error: bool,
 }
 
 /// A step's tool calls, in the order the stream showed them.
@@ -62,11 +80,19 @@ impl ToolCalls {
             tool,
             shell,
             unreplayable,
+            input: block["input"].clone(),
+            answer: None,
         });
     }
 
-    /// A Claude Code `tool_result` block, with its content as text.
-    pub fn claude_tool_result(&mut self, block: &serde_json::Value, content: &str) {
+    /// A Claude Code `tool_result` block, with its content as text and the event's structured
+    /// `tool_use_result` (`Value::Null` when it has none).
+    pub fn claude_tool_result(
+        &mut self,
+        block: &serde_json::Value,
+        content: &str,
+        structured: &serde_json::Value,
+    ) {
         let Some(index) = block["tool_use_id"]
             .as_str()
             .and_then(|id| self.pending.remove(id))
@@ -76,10 +102,15 @@ impl ToolCalls {
         let Some(call) = self.calls.get_mut(index) else {
             return;
         };
+        let is_error = block["is_error"].as_bool().unwrap_or(false);
         let Some(shell) = call.shell.as_mut() else {
+            call.answer = Some(ToolAnswer {
+                text: content.to_string(),
+                structured: (!structured.is_null()).then(|| structured.clone()),
+                is_error,
+            });
             return;
         };
-        let is_error = block["is_error"].as_bool().unwrap_or(false);
         let (exit_code, output) = claude_bash_result(content, is_error);
         if exit_code.is_none() {
             call.unreplayable = Some(format!(
@@ -107,14 +138,23 @@ impl ToolCalls {
                         .to_string(),
                 }),
             ),
-            Some("mcp_tool_call") => (
-                format!(
-                    "mcp__{}__{}",
-                    item["server"].as_str().unwrap_or("?"),
-                    item["tool"].as_str().unwrap_or("?")
-                ),
-                None,
-            ),
+            Some("mcp_tool_call") => {
+                let call = ToolCall {
+                    at: Instant::now(),
+                    tool: format!(
+                        "mcp__{}__{}",
+                        item["server"].as_str().unwrap_or("?"),
+                        item["tool"].as_str().unwrap_or("?")
+                    ),
+                    shell: None,
+                    unreplayable: (item["status"].as_str() != Some("completed"))
+                        .then(|| "the agent's tool call did not complete".to_string()),
+                    input: codex_arguments(&item["arguments"]),
+                    answer: Some(codex_mcp_answer(item)),
+                };
+                self.calls.push(call);
+                return;
+            }
             // What the model says and thinks touches nothing.
             Some("agent_message" | "reasoning" | "todo_list") | None => return,
             Some(other) => (other.to_string(), None),
@@ -128,6 +168,8 @@ impl ToolCalls {
             tool,
             shell,
             unreplayable,
+            input: serde_json::Value::Null,
+            answer: None,
         });
     }
 
@@ -151,6 +193,8 @@ impl ToolCalls {
             tool,
             shell,
             unreplayable: None,
+            input: event["args"].clone(),
+            answer: None,
         });
     }
 
@@ -184,6 +228,38 @@ impl ToolCalls {
     pub fn take(&mut self) -> Vec<ToolCall> {
         self.pending.clear();
         std::mem::take(&mut self.calls)
+    }
+}
+
+/// A Codex MCP call's arguments: an object, or (in some versions) its JSON text.
+fn codex_arguments(arguments: &serde_json::Value) -> serde_json::Value {
+    match arguments {
+        serde_json::Value::String(text) => {
+            serde_json::from_str(text).unwrap_or_else(|_| arguments.clone())
+        }
+        other => other.clone(),
+    }
+}
+
+/// A Codex `mcp_tool_call` item's answer: its `result.content` text parts, or its `error`.
+fn codex_mcp_answer(item: &serde_json::Value) -> ToolAnswer {
+    let text = item["result"]["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let error = item["error"]["message"]
+        .as_str()
+        .or_else(|| item["error"].as_str());
+    ToolAnswer {
+        text: match error {
+            Some(e) if text.is_empty() => e.to_string(),
+            _ => text,
+        },
+        structured: None,
+        is_error: error.is_some() || item["result"]["is_error"].as_bool() == Some(true),
     }
 }
 
@@ -239,6 +315,7 @@ mod tests {
         calls.claude_tool_result(
             &json!({"tool_use_id":"t1","is_error":true}),
             "Exit code 3\nhello",
+            &serde_json::Value::Null,
         );
         let taken = calls.take();
         assert_eq!(taken.len(), 2);
@@ -262,6 +339,7 @@ mod tests {
         calls.claude_tool_result(
             &json!({"tool_use_id":"a","is_error":true}),
             "This command requires approval",
+            &serde_json::Value::Null,
         );
         calls.claude_tool_use(
             &json!({"id":"b","name":"Bash","input":{"command":"y","run_in_background":true}}),

@@ -302,6 +302,9 @@ pub fn observe(check: &FileCheck, cwd: &Path) -> Result<String, String> {
                 .map(file_glob)
                 .transpose()
                 .map_err(|e| format!("Grep glob: {e}"))?;
+            // ripgrep names the file in each line only when it searched more than one: a
+            // search of one file answers `2:due …`, not `notes.txt:2:due …`.
+            let one_file = path.as_deref().is_some_and(|p| resolve(cwd, p).is_file());
             let mut entries = Vec::new();
             for file in walk(cwd, path.as_deref()) {
                 let relative = relative_to(&file, cwd);
@@ -319,14 +322,19 @@ pub fn observe(check: &FileCheck, cwd: &Path) -> Result<String, String> {
                 if matching.is_empty() {
                     continue;
                 }
+                let named = if one_file {
+                    String::new()
+                } else {
+                    format!("{relative}:")
+                };
                 match mode {
                     GrepMode::FilesWithMatches => entries.push(relative),
-                    GrepMode::Count => entries.push(format!("{relative}:{}", matching.len())),
+                    GrepMode::Count => entries.push(format!("{named}{}", matching.len())),
                     GrepMode::Content => entries.extend(matching.iter().map(|(n, l)| {
                         if *line_numbers {
-                            format!("{relative}:{}:{l}", n + 1)
+                            format!("{named}{}:{l}", n + 1)
                         } else {
-                            format!("{relative}:{l}")
+                            format!("{named}{l}")
                         }
                     })),
                 }
@@ -351,6 +359,58 @@ pub fn observe(check: &FileCheck, cwd: &Path) -> Result<String, String> {
                 .map(|f| relative_to(&f, cwd))
                 .collect();
             Ok(sorted(entries))
+        }
+    }
+}
+
+impl FileCheck {
+    /// The same call as `other` (same tool and arguments), whatever each saw.
+    pub fn same_call(&self, other: &Self) -> bool {
+        let asked = |c: &Self| {
+            let mut c = c.clone();
+            match &mut c {
+                Self::Read { seen, .. } => seen.clear(),
+                Self::Grep { seen, .. } | Self::Glob { seen, .. } => seen.clear(),
+            }
+            c
+        };
+        asked(self) == asked(other)
+    }
+
+    /// The check with each path it names (the file read, the folder searched) passed through
+    /// `f`: the session's values made placeholders when recorded, filled again at replay.
+    pub fn map_paths(&self, f: impl Fn(&str) -> String) -> Self {
+        let mut c = self.clone();
+        match &mut c {
+            Self::Read { file, .. } => *file = f(file),
+            Self::Grep { path, .. } | Self::Glob { path, .. } => {
+                if let Some(p) = path.as_mut() {
+                    *p = f(p);
+                }
+            }
+        }
+        c
+    }
+
+    /// The check with what the agent saw passed through `f` (each entry of a set).
+    pub fn map_seen(&self, f: impl Fn(&str) -> String) -> Self {
+        let mut c = self.clone();
+        match &mut c {
+            Self::Read { seen, .. } => *seen = f(seen),
+            Self::Grep { seen, .. } | Self::Glob { seen, .. } => {
+                for entry in seen.iter_mut() {
+                    *entry = f(entry);
+                }
+            }
+        }
+        c
+    }
+
+    /// The file a `Read` read.
+    pub fn read_file(&self) -> Option<&str> {
+        match self {
+            Self::Read { file, .. } => Some(file),
+            _ => None,
         }
     }
 }
@@ -542,6 +602,24 @@ mod tests {
             .map(|c| observe(c, dir.path()).expect("observe") != seen(c))
             .collect();
         assert_eq!(differs, vec![true, true, true, false, true]);
+    }
+
+    #[test]
+    fn a_search_of_one_file_answers_without_its_name() {
+        // The real Claude Code 2.1.197: Grep {"pattern":"due","path":"notes.txt",
+        // "output_mode":"content","-n":true} answered `2:due: 2026-12-31`.
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("notes.txt"), "title: r\ndue: 2026-12-31\n").expect("w");
+        let input = serde_json::json!({"pattern": "due", "path": "notes.txt",
+            "output_mode": "content", "-n": true});
+        let check = from_claude("Grep", &input, "2:due: 2026-12-31", None, false, dir.path())
+            .expect("a check");
+        assert_eq!(observe(&check, dir.path()).expect("observe"), seen(&check));
+        std::fs::write(dir.path().join("notes.txt"), "due: 2027-01-15\n").expect("w");
+        assert_eq!(
+            observe(&check, dir.path()).expect("observe"),
+            "1:due: 2027-01-15"
+        );
     }
 
     #[test]

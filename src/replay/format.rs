@@ -5,15 +5,22 @@
 //! action, and each action (its inputs and full output) on one line of its own, so that a changed
 //! output is one changed line in review.
 
+use super::browser_refs::ElementPath;
+use super::files::FileCheck;
 use super::masks::Position;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::io;
 
 /// The version of this layout. A file with a higher one was written by a newer supervisor and is
 /// not read (the step goes to the agent, which records it anew). Version 1 masked every
 /// timestamp, UUID, duration and hex value up front: its steps are read but not replayed (a miss
 /// that says so), and the agent's next pass records them in version 2, with learned masks.
-pub const SCHEMA_VERSION: u32 = 2;
+/// Version 3 added the `file` and `browser` kinds of action; its other steps are version 2's.
+pub const SCHEMA_VERSION: u32 = 3;
+
+/// The first version whose masks are learned: older steps are not replayed.
+pub const LEARNED_MASKS_SINCE: u32 = 2;
 
 /// A root test's recording: its steps that replay, in plan order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -122,6 +129,53 @@ pub enum Action {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         volatile: Vec<Position>,
     },
+    /// One of Claude Code's read-only file tools (`Read`, `Grep`, `Glob`), as a check run again.
+    File {
+        /// What was asked and what the agent saw (paths with placeholders).
+        check: FileCheck,
+        /// Learned volatile tokens of the compared text (`[line, token]`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        volatile: Vec<Position>,
+    },
+    /// A Playwright MCP tool the agent called on the session's browser (see docs/replay.md).
+    Browser {
+        /// The tool (`browser_navigate`, `browser_click`, …).
+        tool: String,
+        /// The call's arguments as sent, with placeholders; element refs as the agent gave them.
+        arguments: serde_json::Value,
+        /// For each element ref in `arguments`: the element's path in the snapshot the agent
+        /// read it in, by which replay finds the element again.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        elements: BTreeMap<String, ElementPath>,
+        /// The answer the agent got, each page snapshot it linked to put inline.
+        output: String,
+        /// The answer was an error.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+        /// Learned volatile tokens of the compared output (`[line, token]`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        volatile: Vec<Position>,
+    },
+}
+
+/// The kinds of action, as `check` names them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ActionKind {
+    Shell,
+    Console,
+    File,
+    Browser,
+}
+
+impl ActionKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Shell => "shell",
+            Self::Console => "console",
+            Self::File => "file",
+            Self::Browser => "browser",
+        }
+    }
 }
 
 impl Action {
@@ -149,20 +203,40 @@ impl Action {
                 }
             }
             Self::Shell { command, .. } => format!("shell {command}"),
+            Self::File { check, .. } => super::files::describe(check),
+            Self::Browser {
+                tool, arguments, ..
+            } => super::browser::describe(tool, arguments),
+        }
+    }
+
+    /// The kind of action.
+    pub fn kind(&self) -> ActionKind {
+        match self {
+            Self::Console { .. } => ActionKind::Console,
+            Self::Shell { .. } => ActionKind::Shell,
+            Self::File { .. } => ActionKind::File,
+            Self::Browser { .. } => ActionKind::Browser,
         }
     }
 
     /// The output the agent saw.
-    pub fn output(&self) -> &str {
+    pub fn output(&self) -> std::borrow::Cow<'_, str> {
         match self {
-            Self::Console { output, .. } | Self::Shell { output, .. } => output,
+            Self::Console { output, .. }
+            | Self::Shell { output, .. }
+            | Self::Browser { output, .. } => output.into(),
+            Self::File { check, .. } => super::files::seen(check).into(),
         }
     }
 
     /// The learned volatile tokens of its output.
     pub fn volatile(&self) -> &[Position] {
         match self {
-            Self::Console { volatile, .. } | Self::Shell { volatile, .. } => volatile,
+            Self::Console { volatile, .. }
+            | Self::Shell { volatile, .. }
+            | Self::File { volatile, .. }
+            | Self::Browser { volatile, .. } => volatile,
         }
     }
 
@@ -171,7 +245,10 @@ impl Action {
         positions.sort();
         positions.dedup();
         match self {
-            Self::Console { volatile, .. } | Self::Shell { volatile, .. } => *volatile = positions,
+            Self::Console { volatile, .. }
+            | Self::Shell { volatile, .. }
+            | Self::File { volatile, .. }
+            | Self::Browser { volatile, .. } => *volatile = positions,
         }
     }
 
@@ -199,6 +276,21 @@ impl Action {
                     command: b, cwd: y, ..
                 },
             ) => a == b && x == y,
+            (Self::File { check: a, .. }, Self::File { check: b, .. }) => a.same_call(b),
+            (
+                Self::Browser {
+                    tool: a,
+                    arguments: x,
+                    elements: p,
+                    ..
+                },
+                Self::Browser {
+                    tool: b,
+                    arguments: y,
+                    elements: q,
+                    ..
+                },
+            ) => a == b && super::browser::same_call(x, p, y, q),
             _ => false,
         }
     }

@@ -21,9 +21,12 @@
 //! - [`verdict`]: why a step passed without the model, or why it went to the agent;
 //! - [`record`]: an action as the recording keeps it, from what the agent did and saw;
 //! - [`replayer`]: a recorded step run again, one action kind per file: [`console`] (the
-//!   session's console) and [`shell`] (the agent's own shell tool, as that tool ran it, in a
-//!   group and with a marker of the replay's own).
+//!   session's console), [`shell`] (the agent's own shell tool, as that tool ran it, in a
+//!   group and with a marker of the replay's own), [`files`] (Claude Code's `Read`, `Grep`,
+//!   `Glob`, run again over the files) and [`browser`] (Playwright MCP calls made again on the
+//!   session's browser by the supervisor's own client, elements found by [`browser_refs`]).
 
+pub mod browser;
 pub mod browser_refs;
 pub mod compare;
 pub mod console;

@@ -49,6 +49,50 @@ pub fn shell_action(
     }
 }
 
+/// One of Claude Code's read-only file tools as recorded: the paths it names and what it saw
+/// with the session's values as placeholders. `Err` for a look at the run's own records (a
+/// browser snapshot file, a log): their names and contents differ every run.
+pub fn file_action(
+    placeholders: &Placeholders,
+    check: &super::files::FileCheck,
+) -> Result<Action, String> {
+    let check = check
+        .map_paths(|p| placeholders.insert(p))
+        .map_seen(|seen| placeholders.insert(&placeholders.redact(seen)));
+    if let Some(file) = check
+        .read_file()
+        .filter(|f| f.starts_with("${BUGATTI_RUN_DIR}"))
+    {
+        return Err(format!(
+            "the agent read {file}, a file of the run's own records, which differ every run"
+        ));
+    }
+    Ok(Action::File {
+        check,
+        volatile: Vec::new(),
+    })
+}
+
+/// A Playwright MCP call as recorded: `output` is the answer with its snapshot links put
+/// inline ([`super::browser::inline_snapshots`]).
+pub fn browser_action(
+    placeholders: &Placeholders,
+    tool: &str,
+    arguments: &serde_json::Value,
+    elements: std::collections::BTreeMap<String, super::browser_refs::ElementPath>,
+    output: &str,
+    is_error: bool,
+) -> Action {
+    Action::Browser {
+        tool: tool.to_string(),
+        arguments: placeholders.insert_json(arguments),
+        elements,
+        output: placeholders.insert(&placeholders.redact(output)),
+        is_error,
+        volatile: Vec::new(),
+    }
+}
+
 /// What learning from an agent's pass needs besides the two recordings.
 pub struct Learning<'a> {
     /// The step's instruction as sent: a value it names is never learned.
@@ -128,9 +172,13 @@ pub fn unreplayable_tool(tool: &str) -> Option<String> {
     let console = tool.strip_prefix("mcp__bugatti__").is_some_and(|t| {
         ConsoleTool::from_name(t).is_some() || t == "list_sessions" || t == "list_logs"
     });
-    // The providers' shell tools: Claude Code's `Bash`, Codex's `command_execution`, pi's `bash`.
-    (!console && !["Bash", "command_execution", "bash"].contains(&tool))
-        .then(|| format!("the agent used {tool}, which is not replayed"))
+    // The providers' shell tools: Claude Code's `Bash`, Codex's `command_execution`, pi's
+    // `bash`; Claude Code's read-only file tools; the session browser's recorded tools.
+    let known = console
+        || ["Bash", "command_execution", "bash"].contains(&tool)
+        || super::files::is_file_tool(tool)
+        || super::browser::recorded_tool(tool).is_some();
+    (!known).then(|| format!("the agent used {tool}, which is not replayed"))
 }
 
 #[cfg(test)]
@@ -145,6 +193,12 @@ mod tests {
         assert!(unreplayable_tool("Edit").is_some());
         assert!(unreplayable_tool("WebFetch").is_some());
         assert!(unreplayable_tool("mcp__playwright__click").is_some());
+        assert_eq!(unreplayable_tool("Grep"), None);
+        assert_eq!(unreplayable_tool("mcp__browser__browser_click"), None);
+        assert!(unreplayable_tool("mcp__browser__browser_run_code").is_some());
+        assert!(unreplayable_tool("Write").is_some());
+        assert!(unreplayable_tool("NotebookEdit").is_some());
+        assert!(unreplayable_tool("WebSearch").is_some());
     }
 
     #[test]

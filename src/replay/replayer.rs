@@ -40,6 +40,11 @@ pub struct ReplayContext<'a> {
     pub shell: AgentShell,
     /// When this replay's session started: a timestamp since then (± 10 minutes) is current.
     pub session_started: DateTime<Utc>,
+    /// Where the agent's own tools ran: file checks look from here.
+    pub agent_cwd: PathBuf,
+    /// The session's browser, through the supervisor's own Playwright MCP client (`None`
+    /// without `[browser] mcp = true`: a recording with browser actions then falls back).
+    pub browser: Option<&'a super::browser::BrowserReplay>,
 }
 
 /// What one step's replay carries from action to action.
@@ -98,6 +103,24 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
                 };
                 super::shell::replay(ctx, &mut state.cwd, &at, recorded).await
             }
+            Action::File { check, .. } => replay_file(ctx, &at, check),
+            Action::Browser {
+                tool,
+                arguments,
+                elements,
+                output,
+                is_error,
+                ..
+            } => {
+                let recorded = super::browser::Recorded {
+                    tool,
+                    arguments,
+                    elements,
+                    output,
+                    is_error: *is_error,
+                };
+                super::browser::replay(ctx, &at, recorded).await
+            }
         };
         if let Err(fallback) = result {
             return Verdict::Fallback(fallback);
@@ -108,6 +131,17 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
         took: started.elapsed(),
         cost_saved_usd: step.cost_usd,
     }
+}
+
+/// A file check run again over today's files (its paths filled with this session's values).
+fn replay_file(
+    ctx: &ReplayContext<'_>,
+    at: &ActionAt<'_>,
+    check: &super::files::FileCheck,
+) -> Result<(), Fallback> {
+    let filled = check.map_paths(|p| ctx.placeholders.fill(p));
+    let seen = super::files::observe(&filled, &ctx.agent_cwd).unwrap_or_else(|e| e);
+    ctx.check(at, &super::files::seen(check), &seen)
 }
 
 /// The action being replayed: its place, its words, and what its comparison needs.
@@ -173,6 +207,10 @@ pub fn compared_outputs(actions: &[Action]) -> Vec<Option<String>> {
         .iter()
         .map(|action| match action {
             Action::Shell { output, .. } => Some(output.trim_end().to_string()),
+            Action::File { check, .. } => Some(super::files::seen(check)),
+            Action::Browser { tool, output, .. } => {
+                (tool != "browser_take_screenshot").then(|| super::browser::compared(output))
+            }
             Action::Console {
                 tool,
                 arguments,

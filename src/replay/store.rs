@@ -5,7 +5,7 @@
 //! caller turns into a warning before asking the agent. Finding a step either gives its recording
 //! or a [`Miss`] that says why not.
 
-use super::format::{RecordedStep, Recording, SCHEMA_VERSION};
+use super::format::{RecordedStep, Recording, LEARNED_MASKS_SINCE, SCHEMA_VERSION};
 use crate::report::error::ReportError;
 use std::path::{Path, PathBuf};
 
@@ -233,7 +233,7 @@ impl Recording {
             .iter()
             .find(|s| s.step == key.step)
             .ok_or(Miss::NoStep)?;
-        if self.schema < SCHEMA_VERSION {
+        if self.schema < LEARNED_MASKS_SINCE {
             return Err(Miss::OldSchema {
                 schema: self.schema,
             });
@@ -288,13 +288,27 @@ pub fn check_status(
     };
     match recording.lookup(&key, now, max_age_days) {
         Ok(recorded) => format!(
-            "recorded {} ({} action{})",
+            "recorded {} ({} action{}: {})",
             recorded.recorded_at.format("%Y-%m-%d"),
             recorded.actions.len(),
-            if recorded.actions.len() == 1 { "" } else { "s" }
+            if recorded.actions.len() == 1 { "" } else { "s" },
+            kinds(recorded)
         ),
         Err(miss) => format!("not replayable, {miss}"),
     }
+}
+
+/// What kinds of action a step's recording holds, with their counts: `2 browser, 1 shell`.
+fn kinds(step: &RecordedStep) -> String {
+    let mut counts = std::collections::BTreeMap::new();
+    for action in &step.actions {
+        *counts.entry(action.kind()).or_insert(0usize) += 1;
+    }
+    counts
+        .into_iter()
+        .map(|(kind, n)| format!("{n} {}", kind.name()))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -370,7 +384,7 @@ mod tests {
                 &good.replace("\"provider\"", "\"providr\"") as &str,
                 "Corrupt",
             ),
-            (&good.replace("\"schema\": 2", "\"schema\": 99"), "Newer"),
+            (&good.replace("\"schema\": 3", "\"schema\": 99"), "Newer"),
             (&good.replace("\"step\": 1", "\"step\": \"one\""), "Corrupt"),
             ("[]", "Corrupt"),
         ];
@@ -451,7 +465,10 @@ mod tests {
             instruction_hash: String::new(),
             ..key()
         };
-        assert_eq!(status(unknown_hash, 30), "recorded 2026-11-01 (1 action)");
+        assert_eq!(
+            status(unknown_hash, 30),
+            "recorded 2026-11-01 (1 action: 1 shell)"
+        );
         assert_eq!(
             status(StepKey { step: 2, ..key() }, 30),
             "not replayable, step not recorded"

@@ -36,6 +36,13 @@ fn sum_opt(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
 }
 
 impl HistoryEntry {
+    /// What the suite spent on the model: its reported cost, or $0 when every step it ran
+    /// replayed (nothing was asked of the model, so nothing is unknown).
+    pub fn spent(&self) -> Option<f64> {
+        self.cost_usd
+            .or((self.agent_steps == 0 && self.replayed_steps > 0).then_some(0.0))
+    }
+
     /// The history line of a finished suite; `records` are every run of it (all attempts).
     pub fn of(summary: &SuiteSummary, records: &[RunRecord], selection: &Selection) -> Self {
         let cost_of =
@@ -190,8 +197,8 @@ pub fn compare(history: &[HistoryEntry], current: &HistoryEntry) -> Option<Compa
         new_tests: Vec::new(),
         duration_ms: current.duration_ms,
         previous_duration_ms: previous.duration_ms,
-        cost_usd: current.cost_usd,
-        previous_cost_usd: previous.cost_usd,
+        cost_usd: current.spent(),
+        previous_cost_usd: previous.spent(),
     };
     for t in &current.tests {
         let prev = before.get(t.test_file.as_str());
@@ -376,6 +383,12 @@ mod tests {
             last.ends_with("; cost: $0.2500 (previous unknown)"),
             "{last}"
         );
+        // A suite whose every step replayed spent $0: not unknown.
+        let mut replayed = entry("3", &[("a", true)]);
+        replayed.replayed_steps = 3;
+        let c = compare(&[now], &replayed).expect("a previous suite");
+        let last = c.lines().pop().expect("a duration line");
+        assert!(last.contains("; cost: $0.0000 (previous $0.2500"), "{last}");
     }
 
     #[test]

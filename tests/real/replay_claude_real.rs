@@ -186,7 +186,7 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
     let stub_requests = std::fs::read_to_string(side.path().join("third/messages-requests.jsonl"))
         .unwrap_or_default();
     assert!(
-        stub_requests.contains("checked without you") && stub_requests.contains("/inc"),
+        stub_requests.contains("were run again without you") && stub_requests.contains("/inc"),
         "the agent learnt what the replayed step did"
     );
 
@@ -216,7 +216,7 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
         assert_eq!(out.status.code(), Some(0), "{text}");
         let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
         assert_eq!(
-            text.matches(&format!("replay: recorded {today} (1 action)"))
+            text.matches(&format!("replay: recorded {today} (1 action: 1 shell)"))
                 .count(),
             2,
             "{text}"

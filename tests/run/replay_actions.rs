@@ -80,6 +80,8 @@ impl Session {
             instruction: "Check the app answers.".into(),
             shell: AgentShell::Sh,
             session_started: chrono::Utc::now(),
+            agent_cwd: self.workdir.clone().into(),
+            browser: None,
         }
     }
 

@@ -6,11 +6,15 @@ use super::*;
 use crate::console::record::CallRecord;
 use crate::model::replay::{ReplayMode, ReplayedAction, StepMode, StepReplay};
 use crate::providers::tool_calls::ToolCall;
+use crate::replay::browser::BrowserReplay;
+use crate::replay::browser_refs::Snapshot;
 use crate::replay::format::{Action, RecordedStep, Recording};
 use crate::replay::masks::Position;
 use crate::replay::normalize::{instruction_hash, Normalizer};
 use crate::replay::placeholders::Placeholders;
-use crate::replay::record::{console_action, learn, shell_action, unreplayable_tool, Learning};
+use crate::replay::record::{
+    browser_action, console_action, file_action, learn, shell_action, unreplayable_tool, Learning,
+};
 use crate::replay::replayer::{replay_step, ReplayContext};
 use crate::replay::shell::AgentShell;
 use crate::replay::store::{self, StepKey};
@@ -42,6 +46,14 @@ pub(super) struct SessionReplay {
     started_at: chrono::DateTime<chrono::Utc>,
     /// `[replay] audit`.
     audit: crate::model::replay::AuditShare,
+    /// The supervisor's own Playwright MCP client (`[browser] mcp = true`), started when a
+    /// browser action first replays.
+    browser: Option<BrowserReplay>,
+    /// Where the agent's Playwright MCP writes the snapshot files its answers link to.
+    browser_output_dir: Option<PathBuf>,
+    /// The last page snapshot the agent was shown in an earlier step: a ref it names in the
+    /// next step may come from there.
+    last_snapshot: Option<Snapshot>,
 }
 
 impl SessionReplay {
@@ -71,7 +83,10 @@ impl SessionReplay {
         values.extend(vars.ports.iter().map(|(n, p)| (n.clone(), p.to_string())));
         values.extend(
             env.iter()
-                .filter(|(name, _)| name.starts_with("BUGATTI_MCP_"))
+                // The console's and the browser's addresses carry a token of the session's.
+                .filter(|(name, _)| {
+                    name.starts_with("BUGATTI_MCP_") || name == crate::browser::CDP_URL_ENV
+                })
                 .cloned(),
         );
         let placeholders = Placeholders::new(values, test.effective.secret_pairs());
@@ -104,7 +119,34 @@ impl SessionReplay {
             replayed: Vec::new(),
             started_at: chrono::Utc::now(),
             audit: effective.replay.audit.value,
+            browser: None,
+            browser_output_dir: None,
+            last_snapshot: None,
         })
+    }
+
+    /// Browser actions replay through `command` (the agent's own Playwright MCP command, with
+    /// its output folder and secrets), run by `owner` in the agent's directory.
+    pub(super) fn with_browser(
+        mut self,
+        command: crate::browser::mcp::McpCommand,
+        owner: crate::process::owner::Owner,
+    ) -> Self {
+        self.browser_output_dir = crate::replay::browser::output_dir_of(&command);
+        self.browser = Some(BrowserReplay::new(
+            command,
+            owner,
+            PathBuf::from(&self.agent_cwd),
+            self.env.clone(),
+        ));
+        self
+    }
+
+    /// Ends the supervisor's Playwright MCP client, if a replay started it.
+    pub(super) async fn stop_browser(&mut self) {
+        if let Some(browser) = self.browser.take() {
+            browser.stop().await;
+        }
     }
 
     /// `only`: no agent at all.
@@ -172,6 +214,8 @@ impl SessionReplay {
             instruction: instruction.to_string(),
             shell: AgentShell::of_provider(&recorded.provider),
             session_started: self.started_at,
+            agent_cwd: PathBuf::from(&self.agent_cwd),
+            browser: self.browser.as_ref(),
         };
         (replay_step(&ctx, &recorded).await, Some(recorded))
     }
@@ -207,15 +251,53 @@ impl SessionReplay {
 
     /// Remembers what a replayed step did: the agent, when first needed, is told.
     pub(super) fn note_replayed(&mut self, step_id: u32, instruction: &str, step: &RecordedStep) {
-        let mut text = format!("- step {step_id}: {}\n", instruction.trim());
-        for action in &step.actions {
-            let (what, output) = match action {
-                Action::Console { output, .. } | Action::Shell { output, .. } => {
-                    (action.describe(), output)
-                }
-            };
-            let what = self.placeholders.fill(&what);
-            let output = self.placeholders.fill(output);
+        self.replayed
+            .push(self.summary_of(step_id, instruction, &step.actions));
+    }
+
+    /// A step whose replay stopped at action `stopped` (0-based): the agent takes it over and is
+    /// told (above the step's instruction) which of its actions ran before (the page, the files, the processes are as they
+    /// left them). `drifted`: that action ran too, and its output differed.
+    pub(super) fn note_partial(
+        &mut self,
+        step_id: u32,
+        step: &RecordedStep,
+        stopped: usize,
+        drifted: bool,
+    ) {
+        let ran = if drifted { stopped + 1 } else { stopped };
+        let ran = &step.actions[..ran.min(step.actions.len())];
+        if ran.is_empty() {
+            return;
+        }
+        let header = format!(
+            "- step {step_id}, the step below, now yours: {} of its recorded actions ran again{}\n",
+            ran.len(),
+            if drifted {
+                "; the last one's output differed from the recording"
+            } else {
+                " and matched; the next could not run"
+            },
+        );
+        let shown = if drifted { &ran[..ran.len() - 1] } else { ran };
+        let mut text = header + &self.actions_text(shown);
+        if let (true, Some(last)) = (drifted, ran.last()) {
+            let what = self.placeholders.fill(&last.describe());
+            text.push_str(&format!("  $ {what}\n    (output differed: look again)\n"));
+        }
+        self.replayed.push(text);
+    }
+
+    /// What replayed actions did, for the agent: each action and its output, cut.
+    fn summary_of(&self, step_id: u32, instruction: &str, actions: &[Action]) -> String {
+        format!("- step {step_id}: {}\n", instruction.trim()) + &self.actions_text(actions)
+    }
+
+    fn actions_text(&self, actions: &[Action]) -> String {
+        let mut text = String::new();
+        for action in actions {
+            let what = self.placeholders.fill(&action.describe());
+            let output = self.placeholders.fill(&action.output());
             let cut: String = output.chars().take(SUMMARY_OUTPUT_CHARS).collect();
             let more = if cut.len() < output.len() { " …" } else { "" };
             text.push_str(&format!("  $ {what}\n"));
@@ -226,7 +308,7 @@ impl SessionReplay {
                 text.push_str("    …\n");
             }
         }
-        self.replayed.push(text);
+        text
     }
 
     /// For the agent's first step after replayed ones: what those did, so that it knows the
@@ -237,9 +319,10 @@ impl SessionReplay {
         }
         let steps = std::mem::take(&mut self.replayed).concat();
         Some(format!(
-            "Before this step, the steps below of this test were checked without you, by running \
-             again the commands recorded when an agent last passed them; every output matched. \
-             The system is in the state they left it in.\n{steps}\n"
+            "Before this step, the actions below were run again without you: the commands, file \
+             checks and browser calls recorded when an agent last passed these steps; each \
+             output listed matched its recording. The system (and the browser's page) is in the \
+             state they left it in.\n{steps}\n"
         ))
     }
 
@@ -251,12 +334,18 @@ impl SessionReplay {
     ) -> Result<Vec<Action>, String> {
         let cwd = self.agent_cwd.as_str();
         let mut timed: Vec<(Option<std::time::Instant>, Action)> = Vec::new();
+        // The page snapshots the agent was shown, oldest first: a ref it names comes from one.
+        let mut snapshots: Vec<Snapshot> = self.last_snapshot.iter().cloned().collect();
         for call in tool_calls {
             if let Some(why) = &call.unreplayable {
                 return Err(why.clone());
             }
             if let Some(why) = unreplayable_tool(&call.tool) {
                 return Err(why);
+            }
+            if let Some(action) = self.file_or_browser_action(call, &mut snapshots)? {
+                timed.push((Some(call.at), action));
+                continue;
             }
             if let Some(shell) = &call.shell {
                 let action = shell_action(
@@ -298,6 +387,71 @@ impl SessionReplay {
             );
         }
         Ok(actions)
+    }
+
+    /// A read-only file tool's or a browser tool's call as recorded (`None` for another tool);
+    /// `Err` says why the step cannot be recorded.
+    fn file_or_browser_action(
+        &self,
+        call: &ToolCall,
+        snapshots: &mut Vec<Snapshot>,
+    ) -> Result<Option<Action>, String> {
+        let is_file = crate::replay::files::is_file_tool(&call.tool);
+        let browser_tool = crate::replay::browser::recorded_tool(&call.tool);
+        if !is_file && browser_tool.is_none() {
+            return Ok(None);
+        }
+        let Some(answer) = &call.answer else {
+            return Err(format!("the agent's {} call got no answer", call.tool));
+        };
+        if is_file {
+            let check = crate::replay::files::from_claude(
+                &call.tool,
+                &call.input,
+                &answer.text,
+                answer.structured.as_ref(),
+                answer.is_error,
+                Path::new(&self.agent_cwd),
+            )
+            .map_err(|e| e.to_string())?;
+            return file_action(&self.placeholders, &check).map(Some);
+        }
+        let tool = browser_tool.unwrap_or_default();
+        let elements = crate::replay::browser::element_paths(&call.input, snapshots)?;
+        let output = crate::replay::browser::inline_snapshots(
+            &answer.text,
+            self.browser_output_dir.as_deref(),
+        );
+        if let Some(snapshot) = crate::replay::browser::snapshot_of(&output) {
+            snapshots.push(snapshot);
+        }
+        Ok(Some(browser_action(
+            &self.placeholders,
+            tool,
+            &call.input,
+            elements,
+            &output,
+            answer.is_error,
+        )))
+    }
+
+    /// After an agent's step: the last page snapshot it was shown, for the refs of the next.
+    pub(super) fn observe_pages(&mut self, tool_calls: &[ToolCall]) {
+        let last = tool_calls
+            .iter()
+            .rev()
+            .filter(|c| crate::replay::browser::is_browser_tool(&c.tool))
+            .filter_map(|c| c.answer.as_ref())
+            .filter_map(|a| {
+                crate::replay::browser::snapshot_of(&crate::replay::browser::inline_snapshots(
+                    &a.text,
+                    self.browser_output_dir.as_deref(),
+                ))
+            })
+            .next();
+        if last.is_some() {
+            self.last_snapshot = last;
+        }
     }
 
     /// Writes the agent's pass of a step into the recording. `previous`: the recording the step
@@ -385,7 +539,7 @@ pub(super) fn replayed(
         .map(|a| ReplayedAction {
             what: placeholders.fill(&a.describe()),
             output: crate::replay::compare::cut(
-                &placeholders.fill(a.output()),
+                &placeholders.fill(&a.output()),
                 REPORT_OUTPUT_CHARS,
             ),
         })

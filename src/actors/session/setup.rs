@@ -66,6 +66,7 @@ impl Driver {
         };
         let replay_env = crate::providers::agent_env(&agent, &facts);
         let agent_cwd = agent.cwd.clone();
+        let replay_browser = facts.mcp.browser.clone();
         let args = AgentArgs {
             spec: agent,
             facts,
@@ -77,7 +78,18 @@ impl Driver {
             &vars,
             replay_env,
             &agent_cwd,
-        );
+        )
+        .map(|replay| match replay_browser {
+            // Browser steps replay through the same Playwright MCP the agent gets.
+            Some(command) => replay.with_browser(
+                command,
+                crate::process::owner::Owner::new(
+                    Scope::run(self.run_id.clone()),
+                    crate::process::owner::Role::Other("playwright-mcp (replay)".into()),
+                ),
+            ),
+            None => replay,
+        });
         // With steps to replay first (see docs/replay.md), the agent starts only when a step needs it.
         if started.replay.as_ref().is_some_and(|r| r.replays()) {
             started.pending_agent = Some(args);

@@ -11,8 +11,9 @@ use crate::replay::verdict::{Fallback, Verdict};
 
 /// What a step's replay stage came to.
 enum ReplayStage {
-    /// Nothing more for the agent to do: the step replayed (`Ok`), or ended the run.
-    Done(Result<(), Ending>),
+    /// Nothing more for the agent to do: the step replayed (`Ok`: its status and message after
+    /// the browser's evidence), or ended the run.
+    Done(Result<(StepStatus, Option<String>), Ending>),
     /// The agent takes the step; what replay knew of it (`None` where replay does not apply).
     Agent(Option<Box<AgentTurn>>),
 }
@@ -109,7 +110,26 @@ impl Driver {
             browser.begin_step();
         }
         let passed = match self.replay_stage(started, step, id, &instruction).await {
-            ReplayStage::Done(result) => result.map(|()| StepStatus::Ok)?,
+            ReplayStage::Done(result) => {
+                let (status, message) = result?;
+                let facts = policy::StepFacts {
+                    id,
+                    status,
+                    message: message.as_deref(),
+                    fault: None,
+                    restarts: 0,
+                    agent_died: None,
+                    stopped: None,
+                };
+                match policy::after_step(&facts) {
+                    policy::AfterStep::Continue => status,
+                    policy::AfterStep::Warned(w) => {
+                        self.save_checkpoint(step, restored, id, vars).await?;
+                        return Ok(Some(w));
+                    }
+                    policy::AfterStep::End(ending) => return Err(ending),
+                }
+            }
             ReplayStage::Agent(turn) => {
                 let request = self.request(step, id, instruction.clone());
                 let mut done = self.agent_stage(started, id, request).await?;
@@ -246,15 +266,20 @@ impl Driver {
         };
         match (outcome, recorded) {
             (outcome @ Verdict::Replayed { .. }, Some(recorded)) => {
-                let (message, info) = replay::replayed(&recorded, &outcome, replay.placeholders());
+                let (mut message, info) =
+                    replay::replayed(&recorded, &outcome, replay.placeholders());
                 let took = match outcome {
                     Verdict::Replayed { took, .. } => took,
                     Verdict::Fallback(_) => Duration::ZERO,
                 };
+                // The evidence of a replayed step is taken as an agent step's is.
+                let mut status = StepStatus::Ok;
+                self.capture_browser(started, id, &mut status, &mut message)
+                    .await;
                 self.emit(step_finished_with(
                     id,
-                    StepStatus::Ok,
-                    Some(message),
+                    status,
+                    Some(message.clone()),
                     took,
                     None,
                     Some(info),
@@ -262,7 +287,7 @@ impl Driver {
                 if let Some(replay) = started.replay.as_mut() {
                     replay.note_replayed(id, instruction, &recorded);
                 }
-                ReplayStage::Done(Ok(()))
+                ReplayStage::Done(Ok((status, Some(message))))
             }
             (Verdict::Fallback(why), _) if replay.only() => {
                 // A drift is not "no recording": say what stopped the replay.
@@ -288,6 +313,20 @@ impl Driver {
                 }))
             }
             (Verdict::Fallback(why), previous) => {
+                // A drift mid-step: the agent is told which of its actions already ran.
+                let stopped = match &why {
+                    // An element not found on the page: that action never ran.
+                    Fallback::Drift(d) | Fallback::SoftDrift { drift: d, .. } => {
+                        Some((d.action, d.field != "element"))
+                    }
+                    Fallback::Failed { action, .. } => Some((*action, false)),
+                    _ => None,
+                };
+                if let (Some((at, drifted)), Some(recorded), Some(replay)) =
+                    (stopped, previous.as_ref(), started.replay.as_mut())
+                {
+                    replay.note_partial(id, recorded, at, drifted);
+                }
                 ReplayStage::Agent(Some(turn(Some(why), previous, false)))
             }
             (Verdict::Replayed { .. }, None) => ReplayStage::Agent(Some(turn(None, None, false))),
@@ -339,7 +378,8 @@ impl Driver {
         });
         self.budget_after(&mut verdict);
         if !verdict.interrupted {
-            self.capture_browser(started, id, &mut verdict).await;
+            self.capture_browser(started, id, &mut verdict.status, &mut verdict.message)
+                .await;
         }
         if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
             self.emit_excerpt(id, &marks);
@@ -410,6 +450,20 @@ impl Driver {
     /// What replay makes of the agent's step: its pass recorded (with what it learnt), an
     /// audited failure's recording deleted.
     fn record_stage(
+        &self,
+        started: &mut Started,
+        turn: Option<Box<AgentTurn>>,
+        done: &mut AgentDone,
+        instruction: &str,
+    ) -> Option<StepReplay> {
+        let info = self.record_step(started, turn, done, instruction);
+        if let Some(replay) = started.replay.as_mut() {
+            replay.observe_pages(&done.verdict.tool_calls);
+        }
+        info
+    }
+
+    fn record_step(
         &self,
         started: &mut Started,
         turn: Option<Box<AgentTurn>>,
@@ -599,7 +653,13 @@ impl Driver {
     /// The evidence the supervisor takes from the browser at the end of a step, and
     /// what the page's console errors make of a passing verdict. A failed capture is noted on
     /// the step, never fatal.
-    async fn capture_browser(&self, started: &Started, id: u32, verdict: &mut StepVerdict) {
+    async fn capture_browser(
+        &self,
+        started: &Started,
+        id: u32,
+        status: &mut StepStatus,
+        message: &mut String,
+    ) {
         let Some(browser) = &started.browser else {
             return;
         };
@@ -620,7 +680,7 @@ impl Driver {
                 problem: Some(format!("not captured: {problem}")),
             });
         }
-        let passed = matches!(verdict.status, StepStatus::Ok | StepStatus::Warn);
+        let passed = matches!(*status, StepStatus::Ok | StepStatus::Warn);
         let joined = |message: &str, more: &str| {
             if message.is_empty() {
                 more.to_string()
@@ -631,12 +691,12 @@ impl Driver {
         match browser.console_verdict(passed, &capture) {
             None => {}
             Some(crate::browser::session::ConsoleVerdict::Warn(why)) => {
-                verdict.status = StepStatus::Warn;
-                verdict.message = joined(&verdict.message, &why);
+                *status = StepStatus::Warn;
+                *message = joined(message, &why);
             }
             Some(crate::browser::session::ConsoleVerdict::Fail(why)) => {
-                verdict.status = StepStatus::Error;
-                verdict.message = joined(&verdict.message, &why);
+                *status = StepStatus::Error;
+                *message = joined(message, &why);
             }
         }
     }

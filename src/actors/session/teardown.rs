@@ -29,6 +29,10 @@ impl Driver {
             }
         };
         let browser_down = async {
+            // The replay's own Playwright MCP client first: it is attached to the browser.
+            if let Some(replay) = started.replay.as_mut() {
+                replay.stop_browser().await;
+            }
             match started.browser.take() {
                 Some(browser) => Some(browser.stop(skip_grace).await),
                 None => None,

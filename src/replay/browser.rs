@@ -1,0 +1,454 @@
+//! The browser kind of action (see docs/replay.md): a Playwright MCP tool the agent called on the
+//! session's browser, recorded with the answer it got and replayed through the supervisor's own
+//! Playwright MCP client attached to the same browser.
+//!
+//! - Recorded: the tools in [`RECORDED_TOOLS`] only; each element ref the agent gave is kept with
+//!   the element's path in the snapshot it read the ref in ([`super::browser_refs`]).
+//! - Replayed: the same calls in order; a ref is resolved afresh in a snapshot taken just before
+//!   the call (none or several elements with the path → drift).
+//! - Compared: the answers as text in [`compared`] form: snapshot links put inline (the page the
+//!   call left), refs masked, the server's own file names and console counters left out (each
+//!   server counts what it saw since it attached; the page's console is the step's evidence).
+//!   `browser_take_screenshot` is made again, not compared: its image is evidence.
+
+use super::browser_refs::{
+    element_targets, mask_refs, retarget, ElementPath, Resolution, Snapshot,
+};
+use super::compare::drift;
+use super::replayer::{ActionAt, ReplayContext};
+use super::verdict::Fallback;
+use crate::browser::mcp::McpCommand;
+use crate::browser::mcp_client::{McpClientError, PlaywrightClient};
+use crate::process::owner::Owner;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+
+/// The MCP server name of the session's browser, as a tool-name prefix (`mcp__browser__…`).
+const PREFIX: &str = "mcp__browser__";
+
+/// The Playwright MCP tools a recording keeps. Any other (`browser_run_code`,
+/// `browser_file_upload`, tools added later) keeps the step unrecorded.
+pub const RECORDED_TOOLS: &[&str] = &[
+    "browser_navigate",
+    "browser_navigate_back",
+    "browser_click",
+    "browser_type",
+    "browser_fill_form",
+    "browser_select_option",
+    "browser_press_key",
+    "browser_hover",
+    "browser_drag",
+    "browser_wait_for",
+    "browser_snapshot",
+    "browser_tabs",
+    "browser_handle_dialog",
+    "browser_evaluate",
+    "browser_take_screenshot",
+];
+
+/// The tool whose answer is evidence, not compared.
+const SCREENSHOT: &str = "browser_take_screenshot";
+
+/// The largest snapshot file put inline.
+const MAX_SNAPSHOT_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The Playwright MCP tool an agent's tool name calls on the session's browser
+/// (`mcp__browser__browser_click` → `browser_click`), if it is one a recording keeps.
+pub fn recorded_tool(agent_tool: &str) -> Option<&'static str> {
+    let tool = agent_tool.strip_prefix(PREFIX)?;
+    RECORDED_TOOLS.iter().copied().find(|t| *t == tool)
+}
+
+/// Whether an agent's tool name is a tool of the session's browser at all.
+pub fn is_browser_tool(agent_tool: &str) -> bool {
+    agent_tool.starts_with(PREFIX)
+}
+
+/// The call in a few words: `browser_click "Add to basket button"`, `browser_navigate http://…`.
+pub fn describe(tool: &str, arguments: &serde_json::Value) -> String {
+    let detail = ["element", "url", "key", "text", "function", "action"]
+        .iter()
+        .find_map(|k| arguments.get(*k).and_then(|v| v.as_str()));
+    match detail {
+        Some(d) => format!("{tool} {}", cut_words(d, 120)),
+        None => tool.to_string(),
+    }
+}
+
+fn cut_words(text: &str, max: usize) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    if line.chars().count() <= max && line.len() == text.len() {
+        return text.to_string();
+    }
+    format!("{} …", line.chars().take(max).collect::<String>())
+}
+
+/// Two calls are the same when their arguments are, each element ref read as the element it
+/// names (two runs number the same page's elements differently).
+pub fn same_call(
+    x: &serde_json::Value,
+    p: &BTreeMap<String, ElementPath>,
+    y: &serde_json::Value,
+    q: &BTreeMap<String, ElementPath>,
+) -> bool {
+    let named = |args: &serde_json::Value, paths: &BTreeMap<String, ElementPath>| {
+        let by_path: BTreeMap<String, String> = paths
+            .iter()
+            .map(|(r, path)| (r.clone(), serde_json::to_string(path).unwrap_or_default()))
+            .collect();
+        retarget(args, &by_path)
+    };
+    named(x, p) == named(y, q)
+}
+
+/// Each element ref in `arguments` with its path, from the latest of `snapshots` (oldest
+/// first) that has it; `Err` names a ref no snapshot shows (the step is then not recorded).
+pub fn element_paths(
+    arguments: &serde_json::Value,
+    snapshots: &[Snapshot],
+) -> Result<BTreeMap<String, ElementPath>, String> {
+    let mut paths = BTreeMap::new();
+    for target in element_targets(arguments) {
+        let path = snapshots
+            .iter()
+            .rev()
+            .find_map(|s| s.path_of(&target))
+            .ok_or_else(|| {
+                format!(
+                    "the agent named element {target}, which no page snapshot it was shown holds"
+                )
+            })?;
+        paths.insert(target, path);
+    }
+    Ok(paths)
+}
+
+/// `- [Snapshot](…/page-….yml)` links in a Playwright MCP answer, each replaced by the snapshot
+/// file's YAML (found by its name in `output_dir`, the server's `--output-dir`), as a fenced
+/// block like the one `browser_snapshot` answers with. A link whose file cannot be read is kept.
+pub fn inline_snapshots(answer: &str, output_dir: Option<&Path>) -> String {
+    let mut out = String::with_capacity(answer.len());
+    for line in answer.split_inclusive('\n') {
+        let inlined = output_dir.and_then(|dir| snapshot_link(line).and_then(|f| read(dir, f)));
+        match inlined {
+            Some(yaml) => {
+                out.push_str("```yaml\n");
+                out.push_str(yaml.trim_end());
+                out.push_str("\n```\n");
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
+}
+
+/// The file name of a `- [Snapshot](path)` line.
+fn snapshot_link(line: &str) -> Option<&str> {
+    let path = line
+        .trim()
+        .strip_prefix("- [Snapshot](")?
+        .strip_suffix(')')?;
+    let name = path.rsplit('/').next()?;
+    (name.ends_with(".yml") || name.ends_with(".yaml")).then_some(name)
+}
+
+/// A snapshot file `name` in `dir`: only a plain name (never a path out of the folder), a
+/// regular file, not too big.
+fn read(dir: &Path, name: &str) -> Option<String> {
+    if name.is_empty() || name.starts_with('.') || name.contains(['/', '\\']) {
+        return None;
+    }
+    let path = dir.join(name);
+    let meta = std::fs::symlink_metadata(&path).ok()?;
+    if !meta.is_file() || meta.len() > MAX_SNAPSHOT_BYTES {
+        return None;
+    }
+    std::fs::read_to_string(path).ok()
+}
+
+/// The server's own file names (`page-2026-11-25T15-19-11-864Z.yml`, `console-….log#L1`):
+/// they name when its files were written, nothing about the page.
+static OUTPUT_FILE: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(
+        r"[^\s()\[\]]*\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d(?:-\d+)?Z\.[A-Za-z0-9]+(?:#L\d+(?:-L?\d+)?)?",
+    )
+    .expect("a valid regex")
+});
+
+/// An answer in the form both sides are compared in: refs masked, the server's file names
+/// masked, its `Console: N errors, M warnings` line and `### Events` section left out.
+pub fn compared(answer: &str) -> String {
+    let mut out = Vec::new();
+    let mut in_events = false;
+    for line in answer.lines() {
+        if line.starts_with("### ") {
+            in_events = line.trim() == "### Events";
+        }
+        if in_events || line.starts_with("- Console: ") {
+            continue;
+        }
+        out.push(line);
+    }
+    let text = mask_refs(&out.join("\n"));
+    OUTPUT_FILE.replace_all(&text, "<file>").into_owned()
+}
+
+/// The snapshots an answer holds (a `browser_snapshot`'s, or the files it linked, inlined).
+pub fn snapshot_of(inlined_answer: &str) -> Option<Snapshot> {
+    let snapshot = Snapshot::parse(inlined_answer);
+    (!snapshot.is_empty()).then_some(snapshot)
+}
+
+/// The supervisor's own Playwright MCP client for a session's replays: started the first time
+/// a browser action replays, attached to the session's browser, ended with the session.
+pub struct BrowserReplay {
+    command: McpCommand,
+    owner: Owner,
+    cwd: PathBuf,
+    env: Vec<(String, String)>,
+    client: tokio::sync::OnceCell<PlaywrightClient>,
+}
+
+impl BrowserReplay {
+    /// A client to be run as `command` (the agent's Playwright MCP command, its output folder
+    /// and secrets file included) for `owner`, in `cwd`.
+    pub fn new(
+        command: McpCommand,
+        owner: Owner,
+        cwd: PathBuf,
+        env: Vec<(String, String)>,
+    ) -> Self {
+        Self {
+            command,
+            owner,
+            cwd,
+            env,
+            client: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// Where the server writes its snapshot files (its `--output-dir`).
+    pub fn output_dir(&self) -> Option<PathBuf> {
+        output_dir_of(&self.command)
+    }
+
+    async fn client(&self) -> Result<&PlaywrightClient, McpClientError> {
+        self.client
+            .get_or_try_init(|| async {
+                PlaywrightClient::start(
+                    &self.command,
+                    self.owner.clone(),
+                    &self.cwd,
+                    self.env.clone(),
+                )
+                .await
+            })
+            .await
+    }
+
+    /// Ends the client and its server, if one was started.
+    pub async fn stop(self) {
+        if let Some(client) = self.client.into_inner() {
+            let _ = client.stop().await;
+        }
+    }
+}
+
+/// A Playwright MCP command's `--output-dir` (`--output-dir X` or `--output-dir=X`).
+pub fn output_dir_of(command: &McpCommand) -> Option<PathBuf> {
+    let mut args = command.args.iter();
+    while let Some(arg) = args.next() {
+        if arg == "--output-dir" {
+            return args.next().map(PathBuf::from);
+        }
+        if let Some(dir) = arg.strip_prefix("--output-dir=") {
+            return Some(PathBuf::from(dir));
+        }
+    }
+    None
+}
+
+/// A browser action as recorded.
+pub(super) struct Recorded<'a> {
+    pub(super) tool: &'a str,
+    pub(super) arguments: &'a serde_json::Value,
+    pub(super) elements: &'a BTreeMap<String, ElementPath>,
+    pub(super) output: &'a str,
+    pub(super) is_error: bool,
+}
+
+/// Makes the call again on the session's browser and compares its answer.
+pub(super) async fn replay(
+    ctx: &ReplayContext<'_>,
+    at: &ActionAt<'_>,
+    recorded: Recorded<'_>,
+) -> Result<(), Fallback> {
+    let failed = |reason: String| Fallback::Failed {
+        action: at.index,
+        reason,
+    };
+    let Some(browser) = ctx.browser else {
+        return Err(failed(
+            "this session gives the agent no browser ([browser] with mcp = true): a browser \
+             action cannot run"
+                .into(),
+        ));
+    };
+    let client = browser.client().await.map_err(|e| failed(e.to_string()))?;
+    let output_dir = browser.output_dir();
+    let mut current = BTreeMap::new();
+    if !recorded.elements.is_empty() {
+        let page = client
+            .call("browser_snapshot", serde_json::json!({}))
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        let snapshot = Snapshot::parse(&inline_snapshots(&page.text, output_dir.as_deref()));
+        for (old, path) in recorded.elements {
+            let seen = match snapshot.resolve(path) {
+                Resolution::Found(now) => {
+                    current.insert(old.clone(), now);
+                    continue;
+                }
+                Resolution::Missing => "no element on the page has this path".to_string(),
+                Resolution::Ambiguous(n) => format!("{n} elements on the page have this path"),
+            };
+            return Err(Fallback::hard(drift(
+                at.index,
+                &at.what,
+                "element",
+                &describe_path(path),
+                &seen,
+            )));
+        }
+    }
+    let arguments = ctx
+        .placeholders
+        .fill_json(&retarget(recorded.arguments, &current));
+    let answer = client
+        .call(recorded.tool, arguments)
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    if recorded.tool == SCREENSHOT && !answer.is_error {
+        return Ok(());
+    }
+    let seen = inline_snapshots(&answer.text, output_dir.as_deref());
+    if answer.is_error != recorded.is_error {
+        let word = |e: bool| if e { "an error" } else { "an answer" };
+        return Err(Fallback::hard(drift(
+            at.index,
+            &at.what,
+            "error",
+            word(recorded.is_error),
+            &format!("{}: {}", word(answer.is_error), compared(&seen)),
+        )));
+    }
+    ctx.check(at, &compared(recorded.output), &compared(&seen))
+}
+
+/// An element's path in one line: `main > list > listitem "Red mug" > button "Add to basket"`.
+pub fn describe_path(path: &ElementPath) -> String {
+    path.0
+        .iter()
+        .map(|s| {
+            let mut part = s.role.clone();
+            if let Some(name) = &s.name {
+                part.push_str(&format!(" {name:?}"));
+            }
+            if let Some(label) = &s.label {
+                part.push_str(&format!(" ({label})"));
+            }
+            part
+        })
+        .collect::<Vec<_>>()
+        .join(" > ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    // A real `browser_click` answer of Playwright MCP 0.0.83 and the snapshot file it linked.
+    const CLICK: &str = "### Ran Playwright code\n```js\nawait page.getByRole('button', { name: 'Add to basket' }).click();\n```\n### Page\n- Page URL: http://127.0.0.1:8765/page.html\n- Page Title: Shop\n- Console: 1 errors, 0 warnings\n### Snapshot\n- [Snapshot](out/page-2026-11-25T15-19-12-597Z.yml)\n### Events\n- New console entries: out/console-2026-11-25T15-19-11-703Z.log#L1\n";
+    const FILE: &str = "- main [ref=e2]:\n  - heading \"Products\" [level=1] [ref=e3]\n  - list [ref=e4]:\n    - listitem [ref=e5]:\n      - text: Red mug\n      - button \"Add to basket\" [active] [ref=e6]\n  - paragraph [ref=e7]: \"Basket: Red mug\"\n";
+
+    #[test]
+    fn a_linked_snapshot_is_put_inline_and_compared_without_refs_files_or_counters() {
+        let dir = tempfile::tempdir().expect("dir");
+        std::fs::write(dir.path().join("page-2026-11-25T15-19-12-597Z.yml"), FILE).expect("w");
+        let inlined = inline_snapshots(CLICK, Some(dir.path()));
+        assert!(
+            inlined.contains("paragraph [ref=e7]: \"Basket: Red mug\""),
+            "{inlined}"
+        );
+        let seen = compared(&inlined);
+        assert!(!seen.contains("e7") && seen.contains("[ref=…]"), "{seen}");
+        assert!(
+            !seen.contains("Console:") && !seen.contains("New console"),
+            "{seen}"
+        );
+        // Another run: other refs, other file names, another console count: the same.
+        let other = inlined
+            .replace("e7]", "e9]")
+            .replace("1 errors", "0 errors");
+        assert_eq!(compared(&other), seen);
+        // Another basket: different.
+        let changed = inlined.replace("Basket: Red mug", "Basket: Blue mug");
+        assert_ne!(compared(&changed), seen);
+        // A link without its file stays a link, its name masked.
+        let kept = compared(&inline_snapshots(CLICK, Some(&dir.path().join("none"))));
+        assert!(kept.contains("- [Snapshot](<file>)"), "{kept}");
+    }
+
+    #[test]
+    fn a_link_never_reads_outside_the_output_folder() {
+        let dir = tempfile::tempdir().expect("dir");
+        let answer = "- [Snapshot](../../etc/passwd.yml)\n- [Snapshot](/etc/x/.hidden.yml)\n";
+        assert_eq!(inline_snapshots(answer, Some(dir.path())), answer);
+    }
+
+    #[test]
+    fn only_the_listed_tools_of_the_browser_server_are_recorded() {
+        assert_eq!(
+            recorded_tool("mcp__browser__browser_click"),
+            Some("browser_click")
+        );
+        assert_eq!(recorded_tool("mcp__browser__browser_run_code"), None);
+        assert_eq!(recorded_tool("mcp__browser__browser_file_upload"), None);
+        assert_eq!(recorded_tool("mcp__shop__browser_click"), None);
+        assert!(is_browser_tool("mcp__browser__browser_run_code"));
+    }
+
+    #[test]
+    fn a_ref_is_kept_with_its_path_from_the_latest_snapshot_that_has_it() {
+        let older = Snapshot::parse("- button \"Old\" [ref=e6]\n");
+        let newer = Snapshot::parse(FILE);
+        let paths = element_paths(&json!({"target": "e6"}), &[older, newer]).expect("found");
+        assert_eq!(
+            describe_path(&paths["e6"]),
+            "main > list > listitem (Red mug) > button \"Add to basket\""
+        );
+        let missing = element_paths(&json!({"target": "e99"}), &[Snapshot::parse(FILE)]);
+        assert!(missing.expect_err("no such ref").contains("e99"));
+        // Same element, other refs: the same call.
+        let p = element_paths(&json!({"target": "e6"}), &[Snapshot::parse(FILE)]).expect("p");
+        let q = element_paths(
+            &json!({"target": "e16"}),
+            &[Snapshot::parse(&FILE.replace("e6]", "e16]"))],
+        )
+        .expect("q");
+        assert!(same_call(
+            &json!({"target": "e6"}),
+            &p,
+            &json!({"target": "e16"}),
+            &q
+        ));
+        assert!(!same_call(
+            &json!({"target": "e6", "doubleClick": true}),
+            &p,
+            &json!({"target": "e16"}),
+            &q
+        ));
+    }
+}
