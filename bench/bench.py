@@ -96,8 +96,10 @@ def main():
     runs = 1 if args.quick else int(os.environ.get("BENCH_RUNS", "5"))
     if runs < 1:
         sys.exit("BENCH_RUNS must be at least 1")
-    out = args.out or (os.path.join(args.root, "target", "bench", "BENCHMARKS.quick.md")
-                       if args.quick else os.path.join(args.root, "BENCHMARKS.md"))
+    # Only a full run replaces BENCHMARKS.md: a quick or partial one would drop the other rows.
+    partial = "quick" if args.quick else ("only" if args.only else None)
+    out = args.out or (os.path.join(args.root, "target", "bench", f"BENCHMARKS.{partial}.md")
+                       if partial else os.path.join(args.root, "BENCHMARKS.md"))
     selected = cases.ALL
     if args.only:
         wanted = {int(n) for n in args.only.split(",")}
