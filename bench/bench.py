@@ -90,7 +90,7 @@ def main():
     parser.add_argument("--root", required=True)
     parser.add_argument("--quick", action="store_true", help="one run each, smaller sizes")
     parser.add_argument("--out", help="where to write the table")
-    parser.add_argument("--only", help="comma-separated case numbers (1-23) to run")
+    parser.add_argument("--only", help=f"comma-separated case numbers (1-{len(cases.ALL)}) to run")
     args = parser.parse_args()
 
     runs = 1 if args.quick else int(os.environ.get("BENCH_RUNS", "5"))
