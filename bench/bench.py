@@ -102,7 +102,13 @@ def main():
                        if partial else os.path.join(args.root, "BENCHMARKS.md"))
     selected = cases.ALL
     if args.only:
-        wanted = {int(n) for n in args.only.split(",")}
+        try:
+            wanted = {int(n) for n in args.only.split(",")}
+        except ValueError:
+            sys.exit(f"--only {args.only}: expected row numbers separated by commas, e.g. 3,6")
+        unknown = sorted(n for n in wanted if not 1 <= n <= len(cases.ALL))
+        if unknown:
+            sys.exit(f"--only {args.only}: no row {unknown[0]} (the rows are 1-{len(cases.ALL)})")
         selected = [c for i, c in enumerate(cases.ALL, 1) if i in wanted]
 
     mark = uuid.uuid4().hex
