@@ -22,8 +22,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The run's checkpoint log, relative to the run directory.
-pub const CHECKPOINT_LOG: &str = "logs/checkpoint.log";
+use crate::model::artifacts::{RunPaths, CHECKPOINT_LOG};
 
 /// Lines of the command's output quoted when it fails.
 const TAIL_LINES: usize = 20;
@@ -175,7 +174,7 @@ impl CheckpointJob<'_> {
         vars.insert("BUGATTI_CHECKPOINT_PATH".into(), path.clone());
         let field = format!("[checkpoint] {}", self.action.as_str());
         let cmd = substitute(self.command(), &vars).map_err(|e| format!("{field}: {e}"))?;
-        let log_path = self.run_dir.join(CHECKPOINT_LOG);
+        let log_path = RunPaths::new(self.run_dir).file(CHECKPOINT_LOG);
         let mut spec = CommandSpec::new(
             "checkpoint",
             CommandKind::ShortLived,

@@ -7,15 +7,12 @@
 use std::path::Path;
 use std::time::Duration;
 
+use crate::model::artifacts::SuitePaths;
 use crate::model::outcome::{ExitReason, InterruptSignal};
 use crate::process::oneshot::{run_once, OneShotEnd};
 use crate::process::owner::{Owner, Role, Scope};
 use crate::process::spec::{CommandKind, CommandSpec};
-use crate::report::paths::SuitePaths;
 use crate::report::suite::SuiteSummary;
-
-/// The log of the hook, under the suite's folder.
-pub const LOG: &str = "logs/on_finish.log";
 
 /// What the hook gets to know about the suite.
 pub struct SuiteFacts<'a> {
@@ -85,7 +82,7 @@ pub async fn run(
     facts: &SuiteFacts<'_>,
     stop: impl std::future::Future<Output = InterruptSignal>,
 ) -> Result<String, HookFailed> {
-    let log = facts.suite_dir.join(LOG);
+    let log = SuitePaths::new(facts.suite_dir).on_finish_log();
     if let Some(dir) = log.parent() {
         std::fs::create_dir_all(dir).map_err(|e| {
             HookFailed::Failed(format!("on_finish: cannot create {}: {e}", dir.display()))

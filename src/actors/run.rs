@@ -6,6 +6,7 @@
 use crate::actors::reporter::Notices;
 use crate::actors::reporter::{ReporterActor, ReporterArgs, ReporterMsg};
 use crate::actors::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
+use crate::model::artifacts::{RunPaths, SuitePaths};
 use crate::model::load::Suite;
 use crate::model::options::RunOptions;
 use crate::model::outcome::ExitReason;
@@ -13,7 +14,6 @@ use crate::model::redact::Secrets;
 use crate::process::{dead_runs, job_control, ledger, limits, registry, signals, subreaper};
 use crate::report::console::{stderr_notice, ConsoleMode, LiveView};
 use crate::report::harness_log::HarnessLogs;
-use crate::report::paths::{RunPaths, SuitePaths};
 use ractor::Actor;
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -150,7 +150,7 @@ fn command_spec(
         c.kind,
         cmd,
         cwd,
-        logs_dir.join(format!("{}.log", c.name)),
+        crate::model::artifacts::command_log(logs_dir, &c.name),
     );
     spec.env = vars.env.clone();
     spec.pty = c.pty;

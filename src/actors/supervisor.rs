@@ -12,6 +12,7 @@ use crate::actors::queue::{AfterAttempt, Attempt, Halt, SuiteQueue};
 use crate::actors::reporter::{Notices, ReporterMsg, RunEvents};
 use crate::actors::session::{SessionActor, SessionArgs, SessionMsg, SuiteCommands, SuiteContext};
 use crate::actors::session_plan::{command_specs, session_vars, SessionIdentity};
+use crate::model::artifacts::{self, RunPaths, SuitePaths};
 use crate::model::config::{CommandScope, FlakyPolicy};
 use crate::model::layers::ProbeKind;
 use crate::model::load::{RootTest, Suite};
@@ -405,7 +406,7 @@ impl SupervisorState {
                 "dispatch: {} attempt {} → run {run_id} in {} ({} running)",
                 self.tests[attempt.test].rel_path.display(),
                 attempt.number,
-                self.artifact_dir.join("runs").join(&run_id).display(),
+                RunPaths::under(&self.artifact_dir, &run_id).dir.display(),
                 self.queue.running()
             );
             let events = RunEvents::start(self.reporter.clone(), run_id.clone());
@@ -481,13 +482,13 @@ impl SupervisorState {
                 }
             }
         }
-        let suite_dir = self.artifact_dir.join("suites").join(&self.suite_id);
-        let workdir = suite_dir.join("workspace");
+        let suite = SuitePaths::under(&self.artifact_dir, &self.suite_id);
+        let workdir = suite.workspace();
         let _ = std::fs::create_dir_all(&workdir);
         let id = SessionIdentity {
             run_id: self.suite_id.clone(),
             session_id: self.suite_id.clone(),
-            run_dir: suite_dir.clone(),
+            run_dir: suite.dir.clone(),
             workdir,
             project_root: self.suite.project_root.clone(),
         };
@@ -497,7 +498,7 @@ impl SupervisorState {
                 CommandScope::Suite,
                 &vars,
                 &self.suite.project_root,
-                &suite_dir.join("logs"),
+                &suite.logs_dir(),
                 &self.args_skip_cmd,
             )
         });
@@ -514,8 +515,7 @@ impl SupervisorState {
                 .lock()
                 .unwrap_or_else(|e| e.into_inner());
             for c in &suite_commands {
-                // Relative to a run directory (`runs/<id>/`), like a run's own command logs.
-                let log = format!("../../suites/{}/logs/{}.log", self.suite_id, c.name);
+                let log = artifacts::suite_command_log_rel(&self.suite_id, &c.name);
                 records.push(CommandRecord::pending(
                     &c.name,
                     c.kind.as_str(),

@@ -16,6 +16,7 @@ use super::cdp::{CdpClient, CdpEvent};
 use super::devtools;
 use super::error::BrowserError;
 use super::evidence::BrowserEvidence;
+use crate::model::artifacts;
 pub use crate::model::browser::CaptureSet;
 use base64::Engine;
 use chrono::{DateTime, Utc};
@@ -256,7 +257,7 @@ impl Monitor {
                     .await;
                 continue;
             }
-            let rel = format!("screenshots/step-{step_id}-{}.png", index + 1);
+            let rel = artifacts::screenshot_rel(step_id, index + 1);
             match self
                 .screenshot(&session, &run_dir.join(&rel), pages.len() > 1)
                 .await
@@ -286,7 +287,7 @@ impl Monitor {
         capture.console_errors = console.iter().filter(|c| c.counts_as_error()).count();
         if what.console {
             let errors = console.iter().filter(|c| c.level == "error").count();
-            let rel = format!("browser/step-{step_id}.console.jsonl");
+            let rel = artifacts::browser_console_rel(step_id);
             match write_jsonl(&run_dir.join(&rel), &console) {
                 Ok(()) => capture.evidence.push(BrowserEvidence::Console {
                     path: rel,
@@ -297,7 +298,7 @@ impl Monitor {
             }
         }
         if what.network {
-            let rel = format!("browser/step-{step_id}.network.jsonl");
+            let rel = artifacts::browser_network_rel(step_id);
             match write_jsonl(&run_dir.join(&rel), &network) {
                 Ok(()) => capture.evidence.push(BrowserEvidence::Network {
                     path: rel,

@@ -1,16 +1,12 @@
 //! The project's `[secrets]` handed to Playwright MCP (`--secrets FILE`), which then replaces each
 //! value by `<secret>NAME</secret>` in everything it returns to the agent: a page that shows a
 //! secret does not hand it to the model. The file is dotenv, owner-only (0600), in the run
-//! directory, and removed when the session ends.
+//! directory (`browser/.secrets.env`, named in `model::artifacts`), and removed when the session
+//! ends.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
-
-/// Where a run's secrets file is: `<run_dir>/browser/.secrets.env`.
-pub fn path(run_dir: &Path) -> PathBuf {
-    run_dir.join("browser").join(".secrets.env")
-}
+use std::path::Path;
 
 /// Writes `secrets` (name, value) as a dotenv file at `path`, readable by its owner only.
 pub fn write(path: &Path, secrets: &[(String, String)]) -> std::io::Result<()> {
@@ -42,9 +38,9 @@ fn dotenv(secrets: &[(String, String)]) -> String {
     text
 }
 
-/// Removes the run's secrets file, if any.
-pub fn remove(run_dir: &Path) {
-    let _ = std::fs::remove_file(path(run_dir));
+/// Removes the run's secrets file (`RunPaths::browser_secrets`), if any.
+pub fn remove(path: &Path) {
+    let _ = std::fs::remove_file(path);
 }
 
 #[cfg(test)]
@@ -55,7 +51,7 @@ mod tests {
     #[test]
     fn the_file_is_dotenv_and_owner_only() {
         let dir = tempfile::tempdir().expect("dir");
-        let file = path(dir.path());
+        let file = crate::model::artifacts::RunPaths::new(dir.path()).browser_secrets();
         let secrets = [
             ("API_TOKEN".to_string(), "s3cr#t value".to_string()),
             ("QUOTED".to_string(), "it's".to_string()),
@@ -65,7 +61,7 @@ mod tests {
         assert_eq!(text, "API_TOKEN='s3cr#t value'\nQUOTED=\"it's\"\n");
         let mode = std::fs::metadata(&file).expect("meta").permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
-        remove(dir.path());
+        remove(&file);
         assert!(!file.exists());
     }
 }

@@ -8,6 +8,7 @@ use super::error::BrowserError;
 use super::executable;
 use super::launch::{Browser, BrowserLaunch};
 use super::mcp::McpCommand;
+use crate::model::artifacts::{RunPaths, WorkspacePaths};
 use crate::model::browser::BrowserConfig;
 use crate::process::owner::Scope;
 use crate::process::teardown::TeardownReport;
@@ -33,12 +34,13 @@ pub struct BrowserPlaces {
 }
 
 impl BrowserPlaces {
-    /// `<workspace>/browser-profile`, `<workspace>/browser-tmp` and `<log_dir>/browser.log`.
-    pub fn new(workspace: &Path, log_dir: &Path) -> Self {
+    /// `<workspace>/browser-profile`, `<workspace>/browser-tmp` and `<run_dir>/logs/browser.log`.
+    pub fn new(workspace: &Path, run: &RunPaths) -> Self {
+        let workspace = WorkspacePaths::new(workspace);
         Self {
-            profile_dir: workspace.join("browser-profile"),
-            log_path: log_dir.join("browser.log"),
-            tmp_dir: workspace.join("browser-tmp"),
+            profile_dir: workspace.browser_profile(),
+            log_path: run.browser_log(),
+            tmp_dir: workspace.browser_tmp(),
             max_log_bytes: crate::process::log_limit::DEFAULT_MAX_LOG_BYTES,
         }
     }

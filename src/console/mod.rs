@@ -14,6 +14,7 @@ pub mod server;
 pub mod session;
 pub mod truncate;
 
+use crate::model::artifacts::RunPaths;
 use crate::model::redact::Secrets;
 use crate::process::exit::ExitStatus;
 use logs::{LogSource, Waited};
@@ -235,7 +236,7 @@ fn signal_number(name: &str) -> Option<i32> {
 impl Console {
     pub fn new(setup: ConsoleSetup) -> Self {
         let recorder = Recorder::new(
-            setup.run_dir.join("transcripts").join("console.jsonl"),
+            RunPaths::new(&setup.run_dir).console_calls(),
             Arc::clone(&setup.secrets),
         );
         Self {
@@ -360,7 +361,7 @@ impl Console {
             tty: args.tty.unwrap_or(true),
             cwd,
             env: self.env(),
-            log_path: session::log_path(&self.setup.run_dir, id),
+            log_path: RunPaths::new(&self.setup.run_dir).console_session_log(id),
             max_log_bytes: self.max_log_bytes,
             secrets: Arc::clone(&self.setup.secrets),
         };

@@ -17,7 +17,7 @@ use crate::process::output::{spawn_pump_with_tap, LogTarget, OutputHub, OutputTa
 use crate::process::owner::{Owner, Role, Scope};
 use crate::process::teardown::{self, Ladder};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
@@ -363,11 +363,6 @@ impl OutputTap for Tap {
     fn end(&mut self) {
         self.0.seq.send_replace(u64::MAX);
     }
-}
-
-/// The directory of a session's full output.
-pub fn log_path(run_dir: &Path, id: u32) -> PathBuf {
-    run_dir.join("console").join(format!("{id}.log"))
 }
 
 #[cfg(test)]

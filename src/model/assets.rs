@@ -169,7 +169,9 @@ pub fn render_assets(
                 text.push_str(&content);
             }
             AssetUse::Path => {
-                let to = workspace.join("assets").join(name);
+                let to = super::artifacts::WorkspacePaths::new(workspace)
+                    .assets_dir()
+                    .join(name);
                 if !copies.iter().any(|c| c.to == to) {
                     copies.push(AssetCopy {
                         from: real,

@@ -5,15 +5,12 @@
 
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
-/// The history file under the artifact directory.
-pub fn history_path(artifact_dir: &Path) -> PathBuf {
-    artifact_dir.join("history.jsonl")
-}
+pub use super::artifacts::history_path;
 
 /// What the user asked to run: two suites compare when their selections are equal.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

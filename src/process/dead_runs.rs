@@ -4,14 +4,12 @@
 //! its first run until it ends). What such a run leaves besides processes (which
 //! [`super::ledger::reap_dead`] kills) is its workspace: `start` removes it, `doctor` reports it.
 
+use crate::model::artifacts::{self, RunPaths};
 use crate::model::ids::RunId;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use super::ledger::{read_ledgers, start_time, supervisor_alive, LedgerFile};
-
-/// Workspaces are temp directories with this prefix; nothing else is ever removed.
-const WORKSPACE_PREFIX: &str = "bugatti-ws-";
 
 /// A run that never finished and whose supervisor is gone.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -69,17 +67,17 @@ pub fn find(artifact_dir: &Path) -> Vec<DeadRun> {
         .filter(|(_, file)| supervisor_alive(file))
         .map(|(_, file)| file.suite_id)
         .collect();
-    let Ok(entries) = std::fs::read_dir(artifact_dir.join("runs")) else {
+    let Ok(entries) = std::fs::read_dir(artifacts::runs_dir(artifact_dir)) else {
         return Vec::new();
     };
     let mut dead: Vec<DeadRun> = entries
-        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter_map(|e| e.ok().map(|e| RunPaths::new(e.path())))
         // A run's report.md is written after its final run.json (by the reporter, or by the
         // recovery of a dead run): a run that has one is finished. One stat instead of reading
         // and parsing every run.json of the history at each `start`.
-        .filter(|dir| !dir.join("report.md").exists())
-        .filter_map(|dir| {
-            let value: serde_json::Value = std::fs::read(dir.join("run.json"))
+        .filter(|run| !run.report_md().exists())
+        .filter_map(|run| {
+            let value: serde_json::Value = std::fs::read(run.run_json())
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok())?;
             let suite_id = value["suite_id"].as_str()?.to_string();
@@ -89,7 +87,7 @@ pub fn find(artifact_dir: &Path) -> Vec<DeadRun> {
             let workspace = value["workspace"]
                 .as_str()
                 .map(PathBuf::from)
-                .filter(|ws| is_workspace(ws) && ws.is_dir());
+                .filter(|ws| artifacts::is_workspace(ws) && ws.is_dir());
             let keep = value["effective_config"].as_array().is_some_and(|rows| {
                 rows.iter().any(|row| {
                     row["key"] == "supervisor.keep_workspace" && row["value"] == "always"
@@ -106,12 +104,6 @@ pub fn find(artifact_dir: &Path) -> Vec<DeadRun> {
         .collect();
     dead.sort_by(|a, b| a.run_id.cmp(&b.run_id));
     dead
-}
-
-/// A directory a session made (by its name): the only kind this module removes.
-fn is_workspace(path: &Path) -> bool {
-    path.file_name()
-        .is_some_and(|n| n.to_string_lossy().starts_with(WORKSPACE_PREFIX))
 }
 
 /// Removes the workspaces dead runs left (unless configured `keep_workspace = "always"`); one

@@ -112,9 +112,7 @@ fn run_id_of(pid: i32) -> Option<RunId> {
         .map(|v| RunId::new(String::from_utf8_lossy(v)))
 }
 
-pub fn ledger_dir(artifact_dir: &Path) -> PathBuf {
-    artifact_dir.join("ledger")
-}
+pub use crate::model::artifacts::ledger_dir;
 
 struct Open {
     path: PathBuf,
@@ -162,7 +160,7 @@ pub fn open(artifact_dir: &Path, suite_id: &str) -> std::io::Result<PathBuf> {
     fs::create_dir_all(&dir)?;
     let own = std::process::id() as i32;
     let mut open = Open {
-        path: dir.join(format!("{suite_id}.json")),
+        path: crate::model::artifacts::ledger_file(artifact_dir, suite_id),
         file: LedgerFile {
             suite_id: suite_id.to_string(),
             supervisor_pid: own,

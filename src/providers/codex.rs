@@ -154,7 +154,7 @@ impl Codex {
     }
 
     fn codex_home(&self) -> PathBuf {
-        self.ctx.facts.workdir.join(".codex-home")
+        crate::model::artifacts::WorkspacePaths::new(&self.ctx.facts.workdir).codex_home()
     }
 
     /// Codex's own sandbox lifted, unless the user chose one ([`codex_sandbox`]).

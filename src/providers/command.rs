@@ -386,26 +386,19 @@ impl Provider for CommandProvider {
     async fn start(&mut self) -> Result<(), AgentError> {
         let (program, args) = self.command_words()?;
         let facts = &self.ctx.facts;
-        let dir = facts.transcripts_dir();
+        let paths = facts.run_paths();
         let cap = facts.max_log_bytes;
         self.transcript = Some(SharedTranscript::create_capped(
-            &dir.join("agent.log"),
+            &paths.agent_log(),
             facts.secrets.clone(),
             cap,
         )?);
         self.jsonl = Some(JsonlTranscript {
-            out: SharedTranscript::create_capped(
-                &dir.join("agent.jsonl"),
-                facts.secrets.clone(),
-                cap,
-            )?,
+            out: SharedTranscript::create_capped(&paths.agent_jsonl(), facts.secrets.clone(), cap)?,
             partial: Vec::new(),
         });
-        let stderr = SharedTranscript::create_capped(
-            &dir.join("agent.stderr.log"),
-            facts.secrets.clone(),
-            cap,
-        )?;
+        let stderr =
+            SharedTranscript::create_capped(&paths.agent_stderr_log(), facts.secrets.clone(), cap)?;
         let spawn = SpawnSpec {
             program,
             args,

@@ -4,7 +4,7 @@
 
 use crate::console::server::Endpoint;
 use crate::console::SERVER_NAME;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The console's URL, for a `command` agent.
 pub const URL_ENV: &str = "BUGATTI_MCP_URL";
@@ -52,19 +52,19 @@ pub fn claude_servers(console: Option<&Endpoint>, mcp: &super::McpServers) -> se
 }
 
 /// The `--mcp-config` file for Claude Code: written 0600 (it holds the console's token).
-pub fn write_claude_config(dir: &Path, config: &serde_json::Value) -> std::io::Result<PathBuf> {
+pub fn write_claude_config(path: &Path, config: &serde_json::Value) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
-    std::fs::create_dir_all(dir)?;
-    let path = dir.join("mcp.json");
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
     let mut file = std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
-        .open(&path)?;
-    file.write_all(config.to_string().as_bytes())?;
-    Ok(path)
+        .open(path)?;
+    file.write_all(config.to_string().as_bytes())
 }
 
 /// Claude Code's extra arguments: the config, alone (`--strict-mcp-config`: the project's
@@ -110,12 +110,11 @@ pub fn for_claude(facts: &super::SessionFacts) -> Result<Extra, super::AgentErro
     if facts.mcp.browser.is_some() {
         names.push(crate::browser::mcp::SERVER_NAME);
     }
-    let dir = facts.run_dir.join("agent");
-    let path =
-        write_claude_config(&dir, &config).map_err(|source| super::AgentError::ConsoleConfig {
-            path: dir.join("mcp.json"),
-            source,
-        })?;
+    let path = facts.run_paths().agent_mcp_config();
+    write_claude_config(&path, &config).map_err(|source| super::AgentError::ConsoleConfig {
+        path: path.clone(),
+        source,
+    })?;
     // BUGATTI_MCP_URL / _TOKEN come with every agent's environment (`providers::agent_env`).
     Ok(Extra {
         args: claude_args(&path, &names),
@@ -266,7 +265,8 @@ mod tests {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().expect("dir");
         let config = claude_servers(Some(&endpoint()), &crate::providers::McpServers::default());
-        let path = write_claude_config(dir.path(), &config).expect("write");
+        let path = crate::model::artifacts::RunPaths::new(dir.path()).agent_mcp_config();
+        write_claude_config(&path, &config).expect("write");
         let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
         let config: serde_json::Value =

@@ -149,8 +149,9 @@ pub struct McpServers {
 }
 
 impl SessionFacts {
-    pub fn transcripts_dir(&self) -> PathBuf {
-        self.run_dir.join("transcripts")
+    /// The run directory's files (transcripts, the agent's MCP config).
+    pub fn run_paths(&self) -> crate::model::artifacts::RunPaths {
+        crate::model::artifacts::RunPaths::new(&self.run_dir)
     }
 }
 

@@ -78,7 +78,7 @@ impl Pi {
     }
 
     fn session_dir(&self) -> PathBuf {
-        self.ctx.facts.workdir.join(".pi-sessions")
+        crate::model::artifacts::WorkspacePaths::new(&self.ctx.facts.workdir).pi_sessions()
     }
 
     /// Whether a session was started (its file is in the session directory).

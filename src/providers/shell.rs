@@ -274,7 +274,7 @@ impl Provider for ShellProvider {
     async fn start(&mut self) -> Result<(), AgentError> {
         let facts = &self.ctx.facts;
         self.transcript = Some(SharedTranscript::create(
-            &facts.transcripts_dir().join("agent.log"),
+            &facts.run_paths().agent_log(),
             facts.secrets.clone(),
         )?);
         let cwd = &self.ctx.spec.cwd;

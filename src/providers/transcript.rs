@@ -135,18 +135,14 @@ pub struct AgentTranscripts {
 impl AgentTranscripts {
     /// Creates them in the session's `transcripts/`, secrets redacted.
     pub fn create(facts: &super::SessionFacts) -> Result<Self, AgentError> {
-        let dir = facts.transcripts_dir();
-        let open = |name: &str| {
-            SharedTranscript::create_capped(
-                &dir.join(name),
-                facts.secrets.clone(),
-                facts.max_log_bytes,
-            )
+        let paths = facts.run_paths();
+        let open = |path: std::path::PathBuf| {
+            SharedTranscript::create_capped(&path, facts.secrets.clone(), facts.max_log_bytes)
         };
         Ok(Self {
-            log: open("agent.log")?,
-            jsonl: open("agent.jsonl")?,
-            stderr: open("agent.stderr.log")?,
+            log: open(paths.agent_log())?,
+            jsonl: open(paths.agent_jsonl())?,
+            stderr: open(paths.agent_stderr_log())?,
         })
     }
 }

@@ -208,6 +208,11 @@ pub struct BrowserReplay {
     cwd: PathBuf,
     env: Vec<(String, String)>,
     client: tokio::sync::OnceCell<PlaywrightClient>,
+    /// The run directory: screenshots taken again are kept in its `screenshots/`.
+    run_dir: PathBuf,
+    /// The screenshots taken again since the session last took them (paths relative to the
+    /// run directory): the step's evidence.
+    screenshots: std::sync::Mutex<Vec<String>>,
 }
 
 impl BrowserReplay {
@@ -218,6 +223,7 @@ impl BrowserReplay {
         owner: Owner,
         cwd: PathBuf,
         env: Vec<(String, String)>,
+        run_dir: PathBuf,
     ) -> Self {
         Self {
             command,
@@ -225,7 +231,36 @@ impl BrowserReplay {
             cwd,
             env,
             client: tokio::sync::OnceCell::new(),
+            run_dir,
+            screenshots: std::sync::Mutex::new(Vec::new()),
         }
+    }
+
+    /// Keeps the images of a screenshot taken again for step `step_id` in the run's
+    /// `screenshots/`; a file that cannot be written is left out (the evidence is missing, the
+    /// replay is not wrong).
+    fn keep_screenshot(&self, step_id: u32, images: &[Vec<u8>]) {
+        let Ok(mut kept) = self.screenshots.lock() else {
+            return;
+        };
+        for image in images {
+            let rel = crate::model::artifacts::replayed_screenshot_rel(step_id, kept.len() + 1);
+            let path = self.run_dir.join(&rel);
+            if let Some(dir) = path.parent() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+            if std::fs::write(&path, image).is_ok() {
+                kept.push(rel);
+            }
+        }
+    }
+
+    /// The screenshots taken again since last asked, relative to the run directory.
+    pub fn take_screenshots(&self) -> Vec<String> {
+        self.screenshots
+            .lock()
+            .map(|mut kept| std::mem::take(&mut *kept))
+            .unwrap_or_default()
     }
 
     /// Where the server writes its snapshot files (its `--output-dir`).
@@ -330,6 +365,7 @@ pub(super) async fn replay(
         .await
         .map_err(|e| failed(e.to_string()))?;
     if recorded.tool == SCREENSHOT && !answer.is_error {
+        browser.keep_screenshot(ctx.step_id, &answer.images);
         return Ok(());
     }
     let seen = inline_snapshots(&answer.text, output_dir.as_deref());

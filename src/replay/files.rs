@@ -303,7 +303,8 @@ pub fn observe(check: &FileCheck, cwd: &Path) -> Result<String, String> {
                 .transpose()
                 .map_err(|e| format!("Grep glob: {e}"))?;
             // ripgrep names the file in each line only when it searched more than one: a
-            // search of one file answers `2:due …`, not `notes.txt:2:due …`.
+            // search of one file answers `2:due …`, not `notes.txt:2:due …`. Claude Code's
+            // count answer names it all the same (`notes.txt:2`).
             let one_file = path.as_deref().is_some_and(|p| resolve(cwd, p).is_file());
             let mut entries = Vec::new();
             for file in walk(cwd, path.as_deref()) {
@@ -329,7 +330,7 @@ pub fn observe(check: &FileCheck, cwd: &Path) -> Result<String, String> {
                 };
                 match mode {
                     GrepMode::FilesWithMatches => entries.push(relative),
-                    GrepMode::Count => entries.push(format!("{named}{}", matching.len())),
+                    GrepMode::Count => entries.push(format!("{relative}:{}", matching.len())),
                     GrepMode::Content => entries.extend(matching.iter().map(|(n, l)| {
                         if *line_numbers {
                             format!("{named}{}:{l}", n + 1)
@@ -620,6 +621,23 @@ mod tests {
             observe(&check, dir.path()).expect("observe"),
             "1:due: 2027-01-15"
         );
+    }
+
+    #[test]
+    fn a_count_in_one_file_answers_with_its_name() {
+        // The real Claude Code 2.1.197: Grep {"pattern":"due","path":"notes.txt",
+        // "output_mode":"count"} answered `notes.txt:2` and "Found 2 total occurrences across
+        // 1 file.", the structured `content` being `notes.txt:2`.
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("notes.txt"), "due on Friday\ndue again\n").expect("w");
+        let input = serde_json::json!({"pattern": "due", "path": "notes.txt",
+            "output_mode": "count"});
+        let structured = serde_json::json!({"mode": "count", "numFiles": 1, "filenames": [],
+            "content": "notes.txt:2", "numMatches": 2});
+        let answer = "notes.txt:2\n\nFound 2 total occurrences across 1 file.";
+        let check = from_claude("Grep", &input, answer, Some(&structured), false, dir.path())
+            .expect("a check");
+        assert_eq!(observe(&check, dir.path()).expect("observe"), seen(&check));
     }
 
     #[test]

@@ -441,7 +441,7 @@ impl LiveView {
     /// The final line of a run: outcome, run id, report path (and why, when it did not pass).
     pub fn run_finished(&mut self, record: &RunRecord, report_path: &str, redactor: &Redactor) {
         if let Some(live) = &mut self.live {
-            if let Some(bar) = live.bars.remove(&record.run_id) {
+            if let Some(bar) = live.bars.remove(&record.identity.run_id) {
                 bar.finish_and_clear();
                 live.multi.remove(&bar);
             }
@@ -449,9 +449,12 @@ impl LiveView {
         let outcome = record.outcome.unwrap_or(RunOutcome::Interrupted);
         // A failed attempt with attempts left is not the test's verdict: the retry decides.
         let retry_may_follow = matches!(outcome, RunOutcome::Failed | RunOutcome::Error)
-            && record.attempt.max(1) < self.max_attempts;
+            && record.identity.attempt.max(1) < self.max_attempts;
         let word = if retry_may_follow {
-            format!("{:<11}", format!("TRY {} FAIL", record.attempt.max(1)))
+            format!(
+                "{:<11}",
+                format!("TRY {} FAIL", record.identity.attempt.max(1))
+            )
         } else {
             format!("{:<11}", outcome_word(outcome))
         };
@@ -471,7 +474,7 @@ impl LiveView {
             word
         };
         // A root test's first attempt moves the count; a retry repeats it (as nextest's TRY lines).
-        if record.attempt <= 1 {
+        if record.identity.attempt <= 1 {
             self.done += 1;
         }
         let progress = if self.total > 0 {
@@ -486,7 +489,7 @@ impl LiveView {
         let mut line = format!(
             "{progress}{} {}",
             word,
-            escape_controls(&record.test_file, Newlines::Escape),
+            escape_controls(&record.identity.test_file, Newlines::Escape),
         );
         if let Some(ms) = record.duration_ms {
             line.push_str(&format!("  {}", secs(ms)));
@@ -494,11 +497,11 @@ impl LiveView {
         if retry_may_follow {
             line.push_str(&format!(
                 "  (retrying: attempt {} of {})",
-                record.attempt.max(1) + 1,
+                record.identity.attempt.max(1) + 1,
                 self.max_attempts
             ));
-        } else if record.attempt > 1 {
-            line.push_str(&format!("  (attempt {})", record.attempt));
+        } else if record.identity.attempt > 1 {
+            line.push_str(&format!("  (attempt {})", record.identity.attempt));
         }
         line.push_str(&format!("  {}", self.shown_path(Path::new(report_path))));
         if outcome != RunOutcome::Passed && self.verbosity >= Verbosity::Normal {
@@ -508,7 +511,7 @@ impl LiveView {
             }
         }
         self.print(&redactor.str(&line));
-        self.runs.remove(&record.run_id);
+        self.runs.remove(&record.identity.run_id);
     }
 
     /// The aggregate summary after every root test.

@@ -48,7 +48,11 @@ impl LogMarks {
                 continue;
             }
             let from = start.max(end.saturating_sub(MAX_BYTES));
-            if let Some(text) = read_range(&logs_dir.join(format!("{name}.log")), from, end) {
+            if let Some(text) = read_range(
+                &crate::model::artifacts::command_log(logs_dir, &name),
+                from,
+                end,
+            ) {
                 let text = last_lines(&text, from > start);
                 if !text.trim().is_empty() {
                     out.insert(name, text);

@@ -45,8 +45,14 @@ impl HistoryEntry {
 
     /// The history line of a finished suite; `records` are every run of it (all attempts).
     pub fn of(summary: &SuiteSummary, records: &[RunRecord], selection: &Selection) -> Self {
-        let cost_of =
-            |file: &str| sum_opt(records.iter().filter(|r| r.test_file == file).map(run_cost));
+        let cost_of = |file: &str| {
+            sum_opt(
+                records
+                    .iter()
+                    .filter(|r| r.identity.test_file == file)
+                    .map(run_cost),
+            )
+        };
         let mut tests: Vec<HistoryTest> = summary
             .tests
             .iter()

@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path, PathBuf};
 
+use crate::model::artifacts::{self, RunPaths};
 use crate::model::outcome::StepStatus;
 use crate::model::paths::normalize;
 use crate::report::confined::{self, Refused};
@@ -150,7 +151,7 @@ fn bounded(text: &str, max: usize) -> String {
 /// The agent transcript split per step (`### step N` headers, as the providers write them).
 fn transcript_by_step(run_dir: &Path) -> HashMap<u32, String> {
     let mut map: HashMap<u32, String> = HashMap::new();
-    let Ok(text) = confined::read(run_dir, "transcripts/agent.log") else {
+    let Ok(text) = confined::read(run_dir, artifacts::AGENT_LOG) else {
         return map;
     };
     let text = String::from_utf8_lossy(&text);
@@ -466,17 +467,15 @@ impl<'a> Page<'a> {
             );
             return;
         };
-        let run_dir = PathBuf::from(&record.run_dir);
-        let report_md = relative(self.input.report_dir, &run_dir.join("report.md"));
+        let run_dir = PathBuf::from(&record.identity.run_dir);
+        let run = RunPaths::new(&run_dir);
+        let report_md = relative(self.input.report_dir, &run.report_md());
         let _ = writeln!(
             self.out,
             "<div class=\"meta\">run <code>{}</code> · provider {} · <a href=\"{report_md}\">report.md</a> · <a href=\"{}\">agent.log</a></div>",
-            escape(&record.run_id),
-            escape(&record.provider),
-            relative(
-                self.input.report_dir,
-                &run_dir.join("transcripts/agent.log")
-            ),
+            escape(&record.identity.run_id),
+            escape(&record.identity.provider),
+            relative(self.input.report_dir, &run.agent_log()),
         );
         if let Some(cost) = record.cost_usd {
             let _ = writeln!(
@@ -505,7 +504,7 @@ impl<'a> Page<'a> {
             );
         }
         let transcripts = transcript_by_step(&run_dir);
-        let run_json: Option<serde_json::Value> = confined::read(&run_dir, "run.json")
+        let run_json: Option<serde_json::Value> = confined::read(&run_dir, artifacts::RUN_JSON)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
         for step in &record.steps {
@@ -527,7 +526,7 @@ pub fn render(input: &HtmlInput<'_>) -> String {
     let records: HashMap<&str, &RunRecord> = input
         .records
         .iter()
-        .map(|r| (r.run_id.as_str(), r))
+        .map(|r| (r.identity.run_id.as_str(), r))
         .collect();
     let mut page = Page {
         input,

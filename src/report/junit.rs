@@ -62,7 +62,10 @@ fn rerun(attempt: &AttemptSummary, kind: NonSuccessKind) -> TestRerun {
 
 /// The steps of a run, one per line, for `system-out`.
 pub fn step_list(record: &RunRecord) -> String {
-    let mut s = format!("run {} ({})\n", record.run_id, record.run_dir);
+    let mut s = format!(
+        "run {} ({})\n",
+        record.identity.run_id, record.identity.run_dir
+    );
     for step in &record.steps {
         let _ = write!(
             s,
@@ -89,7 +92,10 @@ fn identified(test_file: &str, status: TestCaseStatus) -> TestCase {
 
 /// The JUnit report of a suite. `records` are looked up by run id for the step lists.
 pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
-    let by_id: HashMap<&str, &RunRecord> = records.iter().map(|r| (r.run_id.as_str(), r)).collect();
+    let by_id: HashMap<&str, &RunRecord> = records
+        .iter()
+        .map(|r| (r.identity.run_id.as_str(), r))
+        .collect();
     let mut suite = TestSuite::new("bugatti");
     // No suite `timestamp`: Surefire's 3.0 schema has none there; the wrapping `testsuites`
     // element carries it.
@@ -173,7 +179,7 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
             let _ = write!(
                 out,
                 "started_at: {}\n{}",
-                record.started_at.to_rfc3339(),
+                record.identity.started_at.to_rfc3339(),
                 step_list(record)
             );
         }

@@ -118,23 +118,25 @@ fn summary(input: &ReportInput<'_>) -> Result<String, String> {
     let mut s = String::new();
     let outcome = r.outcome.map_or("running", |o| o.as_str());
     (|| {
-        writeln!(s, "# Bugatti run: {}\n", one_line(&r.test_name))?;
+        writeln!(s, "# Bugatti run: {}\n", one_line(&r.identity.test_name))?;
         writeln!(s, "**Outcome: {}**\n", outcome.to_uppercase())?;
         writeln!(s, "| | |\n|---|---|")?;
-        writeln!(s, "| run id | `{}` |", r.run_id)?;
-        writeln!(s, "| session id | `{}` |", r.session_id)?;
-        writeln!(s, "| suite id | `{}` |", r.suite_id)?;
+        writeln!(s, "| run id | `{}` |", r.identity.run_id)?;
+        writeln!(s, "| session id | `{}` |", r.identity.session_id)?;
+        writeln!(s, "| suite id | `{}` |", r.identity.suite_id)?;
         writeln!(
             s,
             "| test file | `{}` |",
-            cell(&r.test_file).replace('`', "'")
+            cell(&r.identity.test_file).replace('`', "'")
         )?;
-        writeln!(s, "| provider | {} |", cell(&r.provider))?;
-        writeln!(s, "| attempt | {} |", r.attempt)?;
+        writeln!(s, "| provider | {} |", cell(&r.identity.provider))?;
+        writeln!(s, "| attempt | {} |", r.identity.attempt)?;
         writeln!(
             s,
             "| started | {} |",
-            r.started_at.to_rfc3339_opts(SecondsFormat::Millis, true)
+            r.identity
+                .started_at
+                .to_rfc3339_opts(SecondsFormat::Millis, true)
         )?;
         let finished = r.finished_at.map_or("—".to_string(), |t| {
             t.to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -144,7 +146,7 @@ fn summary(input: &ReportInput<'_>) -> Result<String, String> {
         writeln!(
             s,
             "| project root | `{}` |",
-            cell(&r.project_root).replace('`', "'")
+            cell(&r.identity.project_root).replace('`', "'")
         )?;
         if let Some(cp) = r
             .checkpoints

@@ -23,7 +23,6 @@ pub mod junit;
 pub mod markdown;
 pub mod merge_gaps;
 pub mod page_console;
-pub mod paths;
 pub mod printable;
 pub mod recover;
 pub mod run_plan;

@@ -46,8 +46,8 @@ fn is_capture_file(ev: &EvidenceRecord) -> bool {
         && ev.problem.is_none()
         && ev
             .path
-            .strip_prefix("browser/step-")
-            .and_then(|rest| rest.strip_suffix(".console.jsonl"))
+            .strip_prefix(crate::model::artifacts::BROWSER_STEP_PREFIX)
+            .and_then(|rest| rest.strip_suffix(crate::model::artifacts::BROWSER_CONSOLE_SUFFIX))
             .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
 }
 

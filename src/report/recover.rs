@@ -9,13 +9,13 @@ use std::path::Path;
 
 use chrono::Utc;
 
+use crate::model::artifacts::RunPaths;
 use crate::model::outcome::RunOutcome;
 use crate::report::atomic::write_atomic;
 use crate::report::error::ReportError;
 use crate::report::event_log::EventLog;
 use crate::report::events::{millis, Event, EventKind};
 use crate::report::markdown::{self, ReportInput};
-use crate::report::paths::RunPaths;
 use crate::report::run_record::RunRecord;
 use crate::report::scrub::Redactor;
 
@@ -56,13 +56,17 @@ pub fn finalise_dead_run(run_dir: &Path) -> Result<Option<RunOutcome>, ReportErr
         let now = Utc::now();
         let event = Event {
             timestamp: now,
-            elapsed_ms: millis((now - record.started_at).to_std().unwrap_or_default()),
+            elapsed_ms: millis(
+                (now - record.identity.started_at)
+                    .to_std()
+                    .unwrap_or_default(),
+            ),
             kind: EventKind::RunFinished {
                 outcome: RunOutcome::Interrupted,
                 message: Some(DEAD_RUN_MESSAGE.to_string()),
             },
         };
-        if let Err(e) = EventLog::open(&paths.events(), &written.run_id)
+        if let Err(e) = EventLog::open(&paths.events(), &written.identity.run_id)
             .and_then(|mut log| log.append(&event, &redactor))
         {
             notes.push(e.to_string());

@@ -7,13 +7,15 @@ use serde::{Deserialize, Serialize};
 use crate::report::events::Provenance;
 use crate::report::run_record::CommandRecord;
 
-/// What a session knows about its run before it launches anything.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunPlan {
+/// Which run this is: the fields a plan and its record (run.json) share, in the order both write
+/// them (flattened, so the JSON is as before). Plain comments on the fields, not doc comments:
+/// run.json's schema (`schemas/run.schema.json`) describes them as before.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RunIdentity {
     pub run_id: String,
     pub session_id: String,
     pub suite_id: String,
-    /// As the user names it: relative to the project root.
+    // As the user names it: relative to the project root.
     pub test_file: String,
     pub test_name: String,
     /// The test is quarantined: run and reported, never deciding the exit code (docs/ci.md).
@@ -21,11 +23,18 @@ pub struct RunPlan {
     pub quarantined: bool,
     pub project_root: String,
     pub provider: String,
-    /// `.bugatti/runs/<run_id>`, absolute.
+    // `.bugatti/runs/<run_id>`, absolute.
     pub run_dir: String,
-    /// 1 for the first attempt, 2 for the first retry, ...
+    // 1 for the first attempt, 2 for the first retry, ...
     pub attempt: u32,
     pub started_at: DateTime<Utc>,
+}
+
+/// What a session knows about its run before it launches anything.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunPlan {
+    #[serde(flatten)]
+    pub identity: RunIdentity,
     pub skipped_commands: Vec<String>,
     pub steps: Vec<PlanEntry>,
     pub commands: Vec<PlannedCommand>,

@@ -14,7 +14,7 @@ use crate::report::events::{
     CheckpointAction, CheckpointState, Event, EventKind, PortRetry, Provenance, SetupState, Usage,
 };
 
-pub use crate::report::run_plan::{ConfigRow, PlanEntry, PlannedCommand, RunPlan};
+pub use crate::report::run_plan::{ConfigRow, PlanEntry, PlannedCommand, RunIdentity, RunPlan};
 
 /// What the record knows about one harness command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -270,19 +270,8 @@ fn schema_version() -> u32 {
 pub struct RunRecord {
     #[serde(default = "schema_version")]
     pub schema_version: u32,
-    pub run_id: String,
-    pub session_id: String,
-    pub suite_id: String,
-    pub test_file: String,
-    pub test_name: String,
-    /// The test is quarantined: run and reported, never deciding the exit code (docs/ci.md).
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub quarantined: bool,
-    pub project_root: String,
-    pub provider: String,
-    pub run_dir: String,
-    pub attempt: u32,
-    pub started_at: DateTime<Utc>,
+    #[serde(flatten)]
+    pub identity: RunIdentity,
     pub finished_at: Option<DateTime<Utc>>,
     pub duration_ms: Option<u64>,
     /// `None` while the run goes on.
@@ -402,17 +391,7 @@ impl RunRecord {
         let skipped = |name: &str| plan.skipped_commands.iter().any(|s| s == name);
         Self {
             schema_version: SCHEMA_VERSION,
-            run_id: plan.run_id.clone(),
-            session_id: plan.session_id.clone(),
-            suite_id: plan.suite_id.clone(),
-            test_file: plan.test_file.clone(),
-            test_name: plan.test_name.clone(),
-            quarantined: plan.quarantined,
-            project_root: plan.project_root.clone(),
-            provider: plan.provider.clone(),
-            run_dir: plan.run_dir.clone(),
-            attempt: plan.attempt,
-            started_at: plan.started_at,
+            identity: plan.identity.clone(),
             finished_at: None,
             duration_ms: None,
             outcome: None,
@@ -490,17 +469,7 @@ impl RunRecord {
     /// from its events (a run whose supervisor was SIGKILLed).
     pub fn plan(&self) -> RunPlan {
         RunPlan {
-            run_id: self.run_id.clone(),
-            session_id: self.session_id.clone(),
-            suite_id: self.suite_id.clone(),
-            test_file: self.test_file.clone(),
-            test_name: self.test_name.clone(),
-            quarantined: self.quarantined,
-            project_root: self.project_root.clone(),
-            provider: self.provider.clone(),
-            run_dir: self.run_dir.clone(),
-            attempt: self.attempt,
-            started_at: self.started_at,
+            identity: self.identity.clone(),
             skipped_commands: self.skipped_commands.clone(),
             steps: self
                 .steps
@@ -567,7 +536,7 @@ impl RunRecord {
                     name,
                     "unknown",
                     "test",
-                    format!("logs/{name}.log"),
+                    crate::model::artifacts::command_log_rel(name),
                 ));
                 self.commands.len() - 1
             }
@@ -581,7 +550,7 @@ impl RunRecord {
             // Suite events do not change a run.
             EventKind::SuiteStarted { .. } | EventKind::SuiteFinished { .. } => {}
             EventKind::RunStarted { attempt, .. } => {
-                self.attempt = *attempt;
+                self.identity.attempt = *attempt;
             }
             EventKind::SetupStatus { command, state } => {
                 self.command_mut(command)
@@ -765,7 +734,7 @@ impl RunRecord {
     pub fn finish(&mut self, outcome: RunOutcome, message: Option<String>, at: DateTime<Utc>) {
         self.outcome = Some(outcome);
         self.finished_at = Some(at);
-        let ms = (at - self.started_at).num_milliseconds();
+        let ms = (at - self.identity.started_at).num_milliseconds();
         self.duration_ms = Some(u64::try_from(ms).unwrap_or(0));
         if message.is_some() {
             self.error = message;

@@ -5,17 +5,19 @@ use crate::report::events::EventClock;
 
 pub(crate) fn plan() -> RunPlan {
     RunPlan {
-        run_id: "run-1".into(),
-        session_id: "sess-1".into(),
-        suite_id: "suite-1".into(),
-        test_file: "checkout.test.toml".into(),
-        test_name: "Checkout".into(),
-        quarantined: false,
-        project_root: "/p".into(),
-        provider: "shell".into(),
-        run_dir: "/p/.bugatti/runs/run-1".into(),
-        attempt: 1,
-        started_at: Utc::now(),
+        identity: RunIdentity {
+            run_id: "run-1".into(),
+            session_id: "sess-1".into(),
+            suite_id: "suite-1".into(),
+            test_file: "checkout.test.toml".into(),
+            test_name: "Checkout".into(),
+            quarantined: false,
+            project_root: "/p".into(),
+            provider: "shell".into(),
+            run_dir: "/p/.bugatti/runs/run-1".into(),
+            attempt: 1,
+            started_at: Utc::now(),
+        },
         skipped_commands: vec!["seed".into()],
         steps: (1..=3)
             .map(|i| PlanEntry {

@@ -8,13 +8,13 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
+use crate::model::artifacts::RunPaths;
 use crate::model::outcome::RunOutcome;
 use crate::report::atomic::write_atomic;
 use crate::report::error::ReportError;
 use crate::report::event_log::EventLog;
 use crate::report::events::{Event, EventKind};
 use crate::report::markdown::{self, ReportInput, Section};
-use crate::report::paths::RunPaths;
 use crate::report::run_record::{RunPlan, RunRecord};
 use crate::report::scrub::Redactor;
 
@@ -56,7 +56,7 @@ impl RunWriter {
     /// Creates the run directory and its subdirectories, writes the first `run_started` event
     /// and the first run.json. Fails, naming the path, when the directory cannot be made.
     pub fn start(plan: &RunPlan, redactor: Redactor) -> Result<Self, ReportError> {
-        let paths = RunPaths::new(&plan.run_dir);
+        let paths = RunPaths::new(&plan.identity.run_dir);
         for dir in std::iter::once(paths.dir.clone()).chain(paths.subdirs()) {
             // Owner-only, like the artifact directory: transcripts and logs hold what the app
             // and the agent printed.
@@ -67,7 +67,7 @@ impl RunWriter {
             .create(&dir)
             .map_err(|source| ReportError::CreateDir { path: dir, source })?;
         }
-        let events = EventLog::open(&paths.events(), &plan.run_id)?;
+        let events = EventLog::open(&paths.events(), &plan.identity.run_id)?;
         let mut writer = Self {
             record: RunRecord::from_plan(plan),
             paths,
@@ -78,16 +78,16 @@ impl RunWriter {
             json_behind: false,
         };
         let started = Event {
-            timestamp: plan.started_at,
+            timestamp: plan.identity.started_at,
             elapsed_ms: 0,
             kind: EventKind::RunStarted {
-                run_id: plan.run_id.clone(),
-                session_id: plan.session_id.clone(),
-                test_file: plan.test_file.clone(),
-                test_name: plan.test_name.clone(),
-                attempt: plan.attempt,
-                provider: plan.provider.clone(),
-                run_dir: plan.run_dir.clone(),
+                run_id: plan.identity.run_id.clone(),
+                session_id: plan.identity.session_id.clone(),
+                test_file: plan.identity.test_file.clone(),
+                test_name: plan.identity.test_name.clone(),
+                attempt: plan.identity.attempt,
+                provider: plan.identity.provider.clone(),
+                run_dir: plan.identity.run_dir.clone(),
             },
         };
         writer.events.append(&started, &writer.redactor)?;
@@ -112,7 +112,7 @@ impl RunWriter {
     }
 
     fn note(&mut self, e: &ReportError) {
-        tracing::error!(run_id = %self.record.run_id, "{e}");
+        tracing::error!(run_id = %self.record.identity.run_id, "{e}");
         self.notes.push(e.to_string());
     }
 
@@ -199,8 +199,10 @@ impl RunWriter {
         if !self.record.is_finished() {
             let event = Event {
                 timestamp: Utc::now(),
-                elapsed_ms: u64::try_from((Utc::now() - self.record.started_at).num_milliseconds())
-                    .unwrap_or(0),
+                elapsed_ms: u64::try_from(
+                    (Utc::now() - self.record.identity.started_at).num_milliseconds(),
+                )
+                .unwrap_or(0),
                 kind: EventKind::RunFinished {
                     outcome: RunOutcome::Error,
                     message: Some("the run ended without reporting an outcome".to_string()),
@@ -225,7 +227,7 @@ impl RunWriter {
             self.note(e);
         }
         let files = json_result.and(md_result).map(|()| RunFiles {
-            run_id: self.record.run_id.clone(),
+            run_id: self.record.identity.run_id.clone(),
             outcome: self.record.outcome.unwrap_or(RunOutcome::Error),
             run_json: self.paths.run_json(),
             events: self.paths.events(),

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 
+use crate::model::artifacts::{self, RunPaths, SuitePaths};
 use crate::report::confined;
 use crate::report::history::{self, HistoryEntry, Selection};
 use crate::report::html::{self, HtmlInput};
@@ -26,7 +27,7 @@ pub struct SuiteDir {
 
 /// The suites under `artifact_dir`, oldest first (suite ids are UUIDv7: they sort by time).
 pub fn list_suites(artifact_dir: &Path) -> Vec<SuiteDir> {
-    let Ok(entries) = std::fs::read_dir(artifact_dir.join("suites")) else {
+    let Ok(entries) = std::fs::read_dir(artifacts::suites_dir(artifact_dir)) else {
         return Vec::new();
     };
     let mut suites: Vec<SuiteDir> = entries
@@ -34,7 +35,7 @@ pub fn list_suites(artifact_dir: &Path) -> Vec<SuiteDir> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| {
             let dir = e.path();
-            let started_at = std::fs::read(dir.join("summary.json"))
+            let started_at = std::fs::read(SuitePaths::new(&dir).summary_json())
                 .ok()
                 .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
                 .and_then(|v| v["started_at"].as_str().map(str::to_string))
@@ -73,17 +74,14 @@ fn find_run(suite_dir: &Path, run_id: &str, report: &str) -> Option<PathBuf> {
     }
     let stored = suite_dir
         .parent()
-        .filter(|parent| parent.file_name().is_some_and(|n| n == "suites"))
+        .filter(|parent| parent.file_name().is_some_and(artifacts::is_suites_folder))
         .and_then(|parent| Some((parent.parent()?, suite_dir.file_name()?)));
     let (root, from): (PathBuf, Vec<OsString>) = match stored {
-        Some((root, name)) => (
-            root.to_path_buf(),
-            vec!["suites".into(), name.to_os_string()],
-        ),
+        Some((root, name)) => (root.to_path_buf(), artifacts::suite_dir_parts(name).into()),
         None => (suite_dir.to_path_buf(), Vec::new()),
     };
     let in_runs = |mut at: Vec<OsString>| {
-        at.extend(["runs".into(), OsString::from(run_id)]);
+        at.extend(artifacts::run_dir_parts(run_id));
         at
     };
     let mut candidates = vec![in_runs(Vec::new()), in_runs(from.clone())];
@@ -95,13 +93,13 @@ fn find_run(suite_dir: &Path, run_id: &str, report: &str) -> Option<PathBuf> {
     candidates
         .into_iter()
         .filter_map(|parts| confined::dir_below(&root, &parts).ok())
-        .find(|d| confined::open_file(d, "run.json").is_ok())
+        .find(|d| confined::open_file(d, artifacts::RUN_JSON).is_ok())
         .map(|d| std::path::absolute(&d).unwrap_or(d))
 }
 
 /// Reads summary.json of `dir` and the run.json of every attempt it names.
 pub fn load_suite(dir: &Path) -> Result<LoadedSuite, String> {
-    let path = dir.join("summary.json");
+    let path = SuitePaths::new(dir).summary_json();
     let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let summary: SuiteSummary = serde_json::from_slice(&bytes)
         .map_err(|e| format!("{} is not a suite summary: {e}", path.display()))?;
@@ -110,12 +108,12 @@ pub fn load_suite(dir: &Path) -> Result<LoadedSuite, String> {
     for test in &summary.tests {
         for attempt in &test.history {
             let found = find_run(dir, &attempt.run_id, &attempt.report).and_then(|run_dir| {
-                let bytes = confined::read(&run_dir, "run.json").ok()?;
+                let bytes = confined::read(&run_dir, artifacts::RUN_JSON).ok()?;
                 let mut record: RunRecord = serde_json::from_slice(&bytes).ok()?;
                 // The record is the attempt's own, and its directory is where it was found,
                 // never where it says it is.
-                (record.run_id == attempt.run_id).then_some(())?;
-                record.run_dir = run_dir.display().to_string();
+                (record.identity.run_id == attempt.run_id).then_some(())?;
+                record.identity.run_dir = run_dir.display().to_string();
                 Some(record)
             });
             match found {
@@ -139,7 +137,7 @@ pub fn resolve_suite(artifact_dir: &Path, which: Option<&str>) -> Result<SuiteDi
         None | Some("last") => suites.last().cloned().ok_or_else(|| {
             format!(
                 "no suite in {}: run `supervisor start` first",
-                artifact_dir.join("suites").display()
+                artifacts::suites_dir(artifact_dir).display()
             )
         }),
         Some(id) => {
@@ -151,7 +149,7 @@ pub fn resolve_suite(artifact_dir: &Path, which: Option<&str>) -> Result<SuiteDi
                 [one] => Ok((*one).clone()),
                 [] => Err(format!(
                     "no suite `{id}` in {}",
-                    artifact_dir.join("suites").display()
+                    artifacts::suites_dir(artifact_dir).display()
                 )),
                 _ => Err(format!(
                     "`{id}` names {} suites; give more of the id",
@@ -206,13 +204,13 @@ pub fn merge(
         for r in &l.records {
             let before = records
                 .iter()
-                .filter(|x| x.test_file == r.test_file)
-                .map(|x| x.attempt)
+                .filter(|x| x.identity.test_file == r.identity.test_file)
+                .map(|x| x.identity.attempt)
                 .max()
                 .unwrap_or(0);
             let mut r = r.clone();
             if before > 0 {
-                r.attempt += before;
+                r.identity.attempt += before;
             }
             records.push(r);
         }
@@ -231,7 +229,7 @@ pub fn merge(
     let in_store = out
         .parent()
         .and_then(Path::file_name)
-        .is_some_and(|n| n == "suites");
+        .is_some_and(artifacts::is_suites_folder);
     let merged_id = match out.file_name() {
         Some(name) if in_store => name.to_string_lossy().into_owned(),
         _ => uuid::Uuid::now_v7().to_string(),
@@ -293,7 +291,7 @@ pub fn merge(
     // FILE`, else beside `--out` when it is a project's suites folder.
     let history_file = history_file
         .map(Path::to_path_buf)
-        .or_else(|| in_store.then(|| history::history_path(&out.join("../.."))));
+        .or_else(|| in_store.then(|| history::history_path(&SuitePaths::new(&out).artifact_dir())));
     let mut trends = None;
     if let Some(file) = history_file {
         let earlier = history::read(&file);
@@ -418,14 +416,14 @@ pub fn write_suite_files(
     };
     let mut json = serde_json::to_string_pretty(&local).map_err(|e| e.to_string())?;
     json.push('\n');
-    write("summary.json", json.as_bytes())?;
+    write(artifacts::SUMMARY_JSON, json.as_bytes())?;
     let mut md = local.to_markdown();
     for n in notes {
         md.push_str(&format!("- note: {n}\n"));
     }
-    write("summary.md", md.as_bytes())?;
+    write(artifacts::SUMMARY_MD, md.as_bytes())?;
     write(
-        "junit.xml",
+        artifacts::JUNIT_XML,
         junit::to_xml(summary, records)
             .map_err(|e| e.to_string())?
             .as_bytes(),
@@ -438,7 +436,7 @@ pub fn write_suite_files(
         notes,
         trends,
     });
-    write("report.html", page.as_bytes())
+    write(artifacts::REPORT_HTML, page.as_bytes())
 }
 
 /// What a prune removed.
@@ -477,7 +475,7 @@ pub fn prune(
     // history kept (200 runs by default).
     if older_than.is_none() {
         if let Some(keep) = keep.filter(|k| *k > 0) {
-            let runs = std::fs::read_dir(artifact_dir.join("runs"))
+            let runs = std::fs::read_dir(artifacts::runs_dir(artifact_dir))
                 .map(|entries| entries.count())
                 .unwrap_or(0);
             if runs <= keep {
@@ -498,10 +496,10 @@ pub fn prune(
             },
         );
     }
-    if let Ok(entries) = std::fs::read_dir(artifact_dir.join("runs")) {
+    if let Ok(entries) = std::fs::read_dir(artifacts::runs_dir(artifact_dir)) {
         for e in entries.filter_map(Result::ok) {
             let dir = e.path();
-            let value: Option<serde_json::Value> = std::fs::read(dir.join("run.json"))
+            let value: Option<serde_json::Value> = std::fs::read(RunPaths::new(&dir).run_json())
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok());
             let Some(value) = value else { continue };
@@ -548,9 +546,7 @@ pub fn prune(
     for unit in doomed {
         for (dir, ws) in &unit.runs {
             if let Some(ws) = ws {
-                let is_ours = ws
-                    .file_name()
-                    .is_some_and(|n| n.to_string_lossy().starts_with("bugatti-ws-"));
+                let is_ours = artifacts::is_workspace(ws);
                 if is_ours && ws.is_dir() && std::fs::remove_dir_all(ws).is_ok() {
                     pruned.workspaces += 1;
                 }

@@ -8,10 +8,10 @@ use std::path::{Component, Path};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
+use crate::model::artifacts::RunPaths;
 use crate::model::outcome::RunOutcome;
 use crate::report::events::Totals;
 use crate::report::history::Comparison;
-use crate::report::paths::RunPaths;
 use crate::report::printable::{markdown_text, Newlines};
 use crate::report::run_record::{RunRecord, SCHEMA_VERSION};
 
@@ -212,22 +212,25 @@ impl SuiteSummary {
     ) -> Self {
         let mut by_file: BTreeMap<&str, Vec<&RunRecord>> = BTreeMap::new();
         for r in records {
-            by_file.entry(&r.test_file).or_default().push(r);
+            by_file.entry(&r.identity.test_file).or_default().push(r);
         }
         let mut tests = Vec::new();
         let mut totals = Totals::default();
         for (file, mut runs) in by_file {
-            runs.sort_by_key(|r| (r.attempt, r.started_at));
+            runs.sort_by_key(|r| (r.identity.attempt, r.identity.started_at));
             let history: Vec<AttemptSummary> = runs
                 .iter()
                 .map(|r| AttemptSummary {
-                    run_id: r.run_id.clone(),
-                    attempt: r.attempt,
+                    run_id: r.identity.run_id.clone(),
+                    attempt: r.identity.attempt,
                     // A record without an outcome here was never finished: treat as interrupted.
                     outcome: r.outcome.unwrap_or(RunOutcome::Interrupted),
                     duration_ms: r.duration_ms.unwrap_or(0),
                     message: r.failure_message(),
-                    report: RunPaths::new(&r.run_dir).report_md().display().to_string(),
+                    report: RunPaths::new(&r.identity.run_dir)
+                        .report_md()
+                        .display()
+                        .to_string(),
                 })
                 .collect();
             let Some(last) = history.last().cloned() else {
@@ -243,7 +246,9 @@ impl SuiteSummary {
             }
             tests.push(RootTestSummary {
                 test_file: file.to_string(),
-                test_name: runs.last().map_or(String::new(), |r| r.test_name.clone()),
+                test_name: runs
+                    .last()
+                    .map_or(String::new(), |r| r.identity.test_name.clone()),
                 run_id: last.run_id.clone(),
                 outcome: last.outcome,
                 attempts: u32::try_from(history.len()).unwrap_or(u32::MAX),
@@ -257,7 +262,7 @@ impl SuiteSummary {
                 input_tokens: runs.iter().map(|r| r.input_tokens).sum(),
                 output_tokens: runs.iter().map(|r| r.output_tokens).sum(),
                 agent_restarts: runs.iter().map(|r| r.agent_restarts.len()).sum(),
-                quarantined: runs.last().is_some_and(|r| r.quarantined),
+                quarantined: runs.last().is_some_and(|r| r.identity.quarantined),
             });
         }
         let mut not_run: Vec<String> = not_run

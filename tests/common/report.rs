@@ -7,27 +7,29 @@ use std::sync::{Arc, Mutex};
 
 use bugatti::model::outcome::{RunOutcome, StepStatus, TeardownState};
 use bugatti::report::events::{Event, EventClock, EventKind, Provenance, SetupState, Usage};
-use bugatti::report::run_record::{ConfigRow, PlanEntry, PlannedCommand, RunPlan};
+use bugatti::report::run_record::{ConfigRow, PlanEntry, PlannedCommand, RunIdentity, RunPlan};
 
 pub const SECRET: &str = "sk-live-7f3a9c";
 
 pub fn plan(artifact_dir: &Path, run_id: &str, test_file: &str, attempt: u32) -> RunPlan {
     RunPlan {
-        run_id: run_id.to_string(),
-        session_id: format!("session-{run_id}"),
-        suite_id: "suite-1".into(),
-        test_file: test_file.to_string(),
-        test_name: format!("Test {test_file}"),
-        quarantined: false,
-        project_root: artifact_dir
-            .parent()
-            .unwrap_or(artifact_dir)
-            .display()
-            .to_string(),
-        provider: "shell".into(),
-        run_dir: artifact_dir.join("runs").join(run_id).display().to_string(),
-        attempt,
-        started_at: chrono::Utc::now(),
+        identity: RunIdentity {
+            run_id: run_id.to_string(),
+            session_id: format!("session-{run_id}"),
+            suite_id: "suite-1".into(),
+            test_file: test_file.to_string(),
+            test_name: format!("Test {test_file}"),
+            quarantined: false,
+            project_root: artifact_dir
+                .parent()
+                .unwrap_or(artifact_dir)
+                .display()
+                .to_string(),
+            provider: "shell".into(),
+            run_dir: artifact_dir.join("runs").join(run_id).display().to_string(),
+            attempt,
+            started_at: chrono::Utc::now(),
+        },
         skipped_commands: vec!["seed".into()],
         steps: (1..=3)
             .map(|i| PlanEntry {

@@ -115,7 +115,7 @@ fn start(
 
 /// What the page's `img.shot` elements of `report.html` look like once loaded in Chromium:
 /// their natural widths (0 for an image that did not decode).
-async fn rendered_screenshot_widths(report: &Path) -> Vec<u64> {
+pub(crate) async fn rendered_screenshot_widths(report: &Path) -> Vec<u64> {
     let exe = executable::find_on_env_path(None).expect("chromium");
     let dir = tempfile::tempdir().expect("dir");
     let run = format!("browser-report-check-{}", std::process::id());

@@ -549,7 +549,8 @@ async fn a_session_browser_follows_its_config_and_leaves_nothing() {
     let (app_port, server, stop_server) = serve_app();
     let dir = tempfile::tempdir().expect("tempdir");
     let run_dir = dir.path().join("run");
-    std::fs::create_dir_all(&run_dir).expect("run dir");
+    let run_paths = bugatti::model::artifacts::RunPaths::new(&run_dir);
+    std::fs::create_dir_all(run_paths.logs_dir()).expect("run dir");
     let run = run_id("session");
     let config = BrowserConfig {
         executable: Some(exe.display().to_string()),
@@ -558,7 +559,7 @@ async fn a_session_browser_follows_its_config_and_leaves_nothing() {
         fail_on_console_errors: true,
         ..BrowserConfig::default()
     };
-    let places = BrowserPlaces::new(&dir.path().join("workspace"), &run_dir);
+    let places = BrowserPlaces::new(&dir.path().join("workspace"), &run_paths);
     let session =
         SessionBrowser::start(&config, &places, Scope::run(run.clone()), Vec::new(), None)
             .await
@@ -566,7 +567,7 @@ async fn a_session_browser_follows_its_config_and_leaves_nothing() {
     let env = session.env();
     assert_eq!(env[0].0, "BUGATTI_CDP_URL");
     assert_eq!(env[0].1, session.browser().cdp_url());
-    assert!(run_dir.join("browser.log").is_file());
+    assert!(run_dir.join("logs/browser.log").is_file());
     // Its temporary files (Chromium's org.chromium.Chromium.* folders) stay in the workspace.
     let tmpdir = format!("TMPDIR={}", places.tmp_dir.display());
     assert!(

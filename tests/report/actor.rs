@@ -596,7 +596,7 @@ async fn run_reporter_handle_records_a_real_process_step() {
         .arg("-c")
         .arg(script)
         .env("TOKEN", SECRET)
-        .env("RUN_DIR", &p.run_dir)
+        .env("RUN_DIR", &p.identity.run_dir)
         .env("BUGATTI_TEST_MARKER", &marker)
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -29,13 +29,13 @@ fn play(console: &mut LiveView, last: StepStatus, outcome: RunOutcome) -> (RunRe
     );
     let mut record = RunRecord::from_plan(&plan);
     let r = redactor();
-    console.run_started(&plan.run_id, &plan.test_file);
+    console.run_started(&plan.identity.run_id, &plan.identity.test_file);
     let clock = EventClock::start();
     for ev in events(&clock, last, outcome) {
         record.apply(&ev);
-        console.run_event(&plan.run_id, &ev, &r);
+        console.run_event(&plan.identity.run_id, &ev, &r);
     }
-    let report = format!("{}/report.md", plan.run_dir);
+    let report = format!("{}/report.md", plan.identity.run_dir);
     console.run_finished(&record, &report, &r);
     (record, report)
 }
@@ -167,8 +167,8 @@ fn live_view_shows_each_running_session_and_prints_results_above() {
     let dir = tempfile::tempdir().expect("tempdir");
     let a = plan(&dir.path().join(".bugatti"), "run-aaaaaa", "a.test.toml", 1);
     let b = plan(&dir.path().join(".bugatti"), "run-bbbbbb", "b.test.toml", 1);
-    console.run_started(&a.run_id, &a.test_file);
-    console.run_started(&b.run_id, &b.test_file);
+    console.run_started(&a.identity.run_id, &a.identity.test_file);
+    console.run_started(&b.identity.run_id, &b.identity.test_file);
     assert_eq!(
         console.live_lines(),
         vec!["a aaaaaa setting up", "b bbbbbb setting up"]
@@ -179,16 +179,16 @@ fn live_view_shows_each_running_session_and_prints_results_above() {
     let mut record_a = RunRecord::from_plan(&a);
     for ev in evs.iter().take(7) {
         record_a.apply(ev);
-        console.run_event(&a.run_id, ev, &r);
+        console.run_event(&a.identity.run_id, ev, &r);
     }
-    console.run_event(&b.run_id, &evs[1], &r);
+    console.run_event(&b.identity.run_id, &evs[1], &r);
     assert_eq!(
         console.live_lines(),
         vec!["a aaaaaa step 2: Step 2", "b bbbbbb setup: server"]
     );
     for ev in evs.iter().skip(7) {
         record_a.apply(ev);
-        console.run_event(&a.run_id, ev, &r);
+        console.run_event(&a.identity.run_id, ev, &r);
     }
     console.run_finished(&record_a, "/r/a/report.md", &r);
     assert_eq!(console.live_lines(), vec!["b bbbbbb setup: server"]);

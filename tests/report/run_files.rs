@@ -27,7 +27,7 @@ fn failed_run_leaves_complete_run_json_events_and_report() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let artifacts = tmp.path().join(".bugatti");
     let plan = plan(&artifacts, "run-failed", "checkout.test.toml", 1);
-    let run_dir = std::path::PathBuf::from(&plan.run_dir);
+    let run_dir = std::path::PathBuf::from(&plan.identity.run_dir);
     let mut writer = RunWriter::start(&plan, redactor()).expect("start");
 
     // Before anything is launched: the directory tree and a run.json with every step not_run.
@@ -224,8 +224,9 @@ fn interrupted_run_marks_the_started_step_interrupted_and_keeps_the_rest_not_run
     );
     assert_eq!(record.steps[2].status, StepStatus::NotRun);
     assert_eq!(record.error.as_deref(), Some("SIGINT"));
-    let md = std::fs::read_to_string(std::path::Path::new(&plan.run_dir).join("report.md"))
-        .expect("report.md");
+    let md =
+        std::fs::read_to_string(std::path::Path::new(&plan.identity.run_dir).join("report.md"))
+            .expect("report.md");
     assert!(md.contains("**Outcome: INTERRUPTED**"), "{md}");
     assert!(md.contains("| reason | SIGINT |"), "{md}");
 }
@@ -237,7 +238,7 @@ fn a_run_that_never_reports_its_end_is_closed_as_error() {
     let writer = RunWriter::start(&plan, Redactor::default()).expect("start");
     let (record, files) = writer.finish();
     assert_eq!(files.expect("files").outcome, RunOutcome::Error);
-    let json = run_json(std::path::Path::new(&plan.run_dir));
+    let json = run_json(std::path::Path::new(&plan.identity.run_dir));
     assert_eq!(json["outcome"], "error");
     assert_eq!(json["error"], "the run ended without reporting an outcome");
     assert_eq!(record.steps.len(), 3);
@@ -265,8 +266,9 @@ fn report_md_is_still_written_when_a_part_fails() {
     sections.insert(3, ("buggy part", panicking));
     let (_, files) = writer.finish_with_sections(&sections);
     files.expect("files");
-    let md = std::fs::read_to_string(std::path::Path::new(&plan.run_dir).join("report.md"))
-        .expect("report.md");
+    let md =
+        std::fs::read_to_string(std::path::Path::new(&plan.identity.run_dir).join("report.md"))
+            .expect("report.md");
     assert!(md.contains("**Outcome: WARNED**"), "{md}");
     assert!(
         md.contains("## Steps") && md.contains("## Effective config"),
@@ -287,7 +289,7 @@ fn report_md_is_still_written_when_a_part_fails() {
 fn run_json_write_failure_is_reported_and_the_rest_still_written() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let plan = plan(&tmp.path().join(".bugatti"), "run-bad", "a.test.toml", 1);
-    let run_dir = std::path::PathBuf::from(&plan.run_dir);
+    let run_dir = std::path::PathBuf::from(&plan.identity.run_dir);
     let mut writer = RunWriter::start(&plan, Redactor::default()).expect("start");
     // A directory where run.json must go: the atomic rename cannot replace it (even as root).
     std::fs::remove_file(run_dir.join("run.json")).expect("rm");
@@ -328,7 +330,7 @@ fn run_record_round_trips_through_run_json() {
         serde_json::from_str(&std::fs::read_to_string(files.run_json).expect("read"))
             .expect("run.json parses back into a RunRecord");
     assert_eq!(back, record);
-    assert_eq!(back.attempt, 2);
+    assert_eq!(back.identity.attempt, 2);
     assert_eq!(back.steps[2].status, StepStatus::Timeout);
 }
 
@@ -347,7 +349,7 @@ fn a_large_run_json_is_rewritten_at_a_bounded_rate_and_catches_up_on_flush() {
             step
         })
         .collect();
-    let run_dir = std::path::PathBuf::from(&plan.run_dir);
+    let run_dir = std::path::PathBuf::from(&plan.identity.run_dir);
     let mut writer = RunWriter::start(&plan, Redactor::default()).expect("start");
     let clock = EventClock::start();
     let started = |step_id| {

@@ -38,6 +38,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
+use crate::model::artifacts::{RunPaths, SuitePaths};
 use crate::model::outcome::RunOutcome;
 use crate::model::redact::Secrets;
 use crate::report::atomic::write_atomic;
@@ -49,7 +50,6 @@ use crate::report::harness_log::HarnessLogs;
 use crate::report::history::{self, HistoryEntry, Selection};
 use crate::report::html::{self, HtmlInput};
 use crate::report::junit;
-use crate::report::paths::{RunPaths, SuitePaths};
 use crate::report::run_record::{RunPlan, RunRecord};
 use crate::report::run_writer::{RunFiles, RunWriter};
 use crate::report::scrub::Redactor;
@@ -234,35 +234,43 @@ impl ReporterState {
                 );
                 self.finished.push(record);
                 self.finished_secrets.push(secrets);
-                self.lose(format!("run {}: {e}", plan.run_id));
+                self.lose(format!("run {}: {e}", plan.identity.run_id));
                 return Err(e);
             }
         };
         let paths = writer.paths().clone();
         if let Some(logs) = &self.args.harness_logs {
-            if let Err(e) = logs.open_run(&plan.run_id, &paths.harness_log(), redactor.clone()) {
+            if let Err(e) = logs.open_run(
+                &plan.identity.run_id,
+                &paths.harness_log(),
+                redactor.clone(),
+            ) {
                 self.lose(e.to_string());
                 return Err(e);
             }
         }
-        self.args.console.run_started(&plan.run_id, &plan.test_file);
+        self.args
+            .console
+            .run_started(&plan.identity.run_id, &plan.identity.test_file);
         let first = Event {
-            timestamp: plan.started_at,
+            timestamp: plan.identity.started_at,
             elapsed_ms: 0,
             kind: EventKind::RunStarted {
-                run_id: plan.run_id.clone(),
-                session_id: plan.session_id.clone(),
-                test_file: plan.test_file.clone(),
-                test_name: plan.test_name.clone(),
-                attempt: plan.attempt,
-                provider: plan.provider.clone(),
-                run_dir: plan.run_dir.clone(),
+                run_id: plan.identity.run_id.clone(),
+                session_id: plan.identity.session_id.clone(),
+                test_file: plan.identity.test_file.clone(),
+                test_name: plan.identity.test_name.clone(),
+                attempt: plan.identity.attempt,
+                provider: plan.identity.provider.clone(),
+                run_dir: plan.identity.run_dir.clone(),
             },
         };
-        self.args.console.run_event(&plan.run_id, &first, &redactor);
+        self.args
+            .console
+            .run_event(&plan.identity.run_id, &first, &redactor);
         // For the next start, should this supervisor be SIGKILLed before the run is final.
-        crate::process::ledger::run_opened(&plan.run_id, &paths.dir);
-        self.open.insert(plan.run_id.clone(), writer);
+        crate::process::ledger::run_opened(&plan.identity.run_id, &paths.dir);
+        self.open.insert(plan.identity.run_id.clone(), writer);
         Ok(paths)
     }
 

@@ -57,7 +57,7 @@ impl RunEvents {
         mut plan: RunPlan,
         secrets: Arc<Secrets>,
     ) -> Result<RunPaths, ReportError> {
-        plan.started_at = self.clock.started_at();
+        plan.identity.started_at = self.clock.started_at();
         ractor::call!(self.reporter, |reply| ReporterMsg::RunStarted {
             plan: Box::new(plan),
             secrets,
@@ -123,7 +123,7 @@ impl RunReporter {
         plan: RunPlan,
         secrets: Arc<Secrets>,
     ) -> Result<Self, ReportError> {
-        let events = RunEvents::start(reporter.clone(), plan.run_id.clone());
+        let events = RunEvents::start(reporter.clone(), plan.identity.run_id.clone());
         let paths = events.open(plan, secrets).await?;
         Ok(Self { events, paths })
     }

@@ -91,7 +91,7 @@ impl ReporterState {
             summary_json: paths.summary_json(),
             summary_md: paths.summary_md(),
             junit: paths.junit(),
-            html: paths.dir.join("report.html"),
+            html: paths.report_html(),
             copies: out.copies,
             notes: out.notes,
             lost: self.lost.clone(),
@@ -108,8 +108,10 @@ impl ReporterState {
                 let at = Utc::now();
                 let event = Event {
                     timestamp: at,
-                    elapsed_ms: u64::try_from((at - writer.record().started_at).num_milliseconds())
-                        .unwrap_or(0),
+                    elapsed_ms: u64::try_from(
+                        (at - writer.record().identity.started_at).num_milliseconds(),
+                    )
+                    .unwrap_or(0),
                     kind: EventKind::RunFinished {
                         outcome: RunOutcome::Interrupted,
                         message: Some("the suite ended before this run finished".to_string()),
@@ -184,7 +186,7 @@ impl ReporterState {
     ) -> PathBuf {
         let redactor = self.redactor_all();
         self.write_summaries(paths, redacted_summary, redacted_records, &redactor, out);
-        let html_path = paths.dir.join("report.html");
+        let html_path = paths.report_html();
         let html = redactor.str(&html::render(&HtmlInput {
             summary: redacted_summary,
             records: redacted_records,
@@ -344,8 +346,12 @@ impl ReporterState {
         let started: std::collections::HashSet<&str> = self
             .finished
             .iter()
-            .map(|r| r.test_file.as_str())
-            .chain(self.open.values().map(|w| w.record().test_file.as_str()))
+            .map(|r| r.identity.test_file.as_str())
+            .chain(
+                self.open
+                    .values()
+                    .map(|w| w.record().identity.test_file.as_str()),
+            )
             .collect();
         tests
             .iter()

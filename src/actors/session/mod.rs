@@ -34,6 +34,7 @@ use crate::actors::supervisor::SupervisorMsg;
 use crate::console::logs::LogSource;
 use crate::console::server::ConsoleServer;
 use crate::console::{Console, ConsoleSetup};
+use crate::model::artifacts::{self, RunPaths};
 use crate::model::assets::prepare_instruction;
 use crate::model::checkpoint::CheckpointPaths;
 use crate::model::config::{CommandScope, KeepWorkspace, PortSpec};
@@ -54,7 +55,7 @@ use crate::report::events::{
 use crate::report::evidence::problem as evidence_problem;
 use crate::report::excerpt::LogMarks;
 use crate::report::run_record::{
-    CommandRecord, ConfigRow, PlanEntry as ReportStep, PlannedCommand, RunPlan,
+    CommandRecord, ConfigRow, PlanEntry as ReportStep, PlannedCommand, RunIdentity, RunPlan,
 };
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};
 use std::collections::{BTreeMap, HashMap};
@@ -398,7 +399,11 @@ impl Driver {
     }
 
     fn run_dir(&self) -> PathBuf {
-        self.suite.artifact_dir.join("runs").join(&self.run_id)
+        self.run_paths().dir
+    }
+
+    fn run_paths(&self) -> RunPaths {
+        RunPaths::under(&self.suite.artifact_dir, &self.run_id)
     }
 
     fn stopped(&self) -> Option<StopReason> {
@@ -470,17 +475,19 @@ impl Driver {
     fn run_plan(&self) -> RunPlan {
         let effective = &self.test.effective;
         RunPlan {
-            run_id: self.run_id.clone(),
-            session_id: self.session_id.clone(),
-            suite_id: self.suite.suite_id.clone(),
-            test_file: self.test.rel_path.display().to_string(),
-            test_name: self.test.name.clone(),
-            quarantined: self.test.quarantined,
-            project_root: self.suite.project_root.display().to_string(),
-            provider: effective.provider.name.value.to_string(),
-            run_dir: self.run_dir().display().to_string(),
-            attempt: self.attempt.number,
-            started_at: self.events.clock().started_at(),
+            identity: RunIdentity {
+                run_id: self.run_id.clone(),
+                session_id: self.session_id.clone(),
+                suite_id: self.suite.suite_id.clone(),
+                test_file: self.test.rel_path.display().to_string(),
+                test_name: self.test.name.clone(),
+                quarantined: self.test.quarantined,
+                project_root: self.suite.project_root.display().to_string(),
+                provider: effective.provider.name.value.to_string(),
+                run_dir: self.run_dir().display().to_string(),
+                attempt: self.attempt.number,
+                started_at: self.events.clock().started_at(),
+            },
             skipped_commands: skipped_commands(&self.test, &self.suite.skip_cmd),
             steps: self
                 .test
@@ -499,13 +506,13 @@ impl Driver {
                 .map(|c| PlannedCommand {
                     name: c.name.clone(),
                     kind: c.kind.as_str().to_string(),
-                    log: format!("logs/{}.log", c.name),
+                    log: artifacts::command_log_rel(&c.name),
                 })
                 // docs/browser.md: the session's browser is one of its harness processes.
                 .chain(effective.browser.as_ref().map(|_| PlannedCommand {
                     name: setup::BROWSER.to_string(),
                     kind: "browser".to_string(),
-                    log: format!("logs/{}.log", setup::BROWSER),
+                    log: artifacts::command_log_rel(setup::BROWSER),
                 }))
                 .collect(),
             // A poisoned lock still holds plain records: use them.

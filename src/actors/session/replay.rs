@@ -131,6 +131,7 @@ impl SessionReplay {
         mut self,
         command: crate::browser::mcp::McpCommand,
         owner: crate::process::owner::Owner,
+        run_dir: PathBuf,
     ) -> Self {
         self.browser_output_dir = crate::replay::browser::output_dir_of(&command);
         self.browser = Some(BrowserReplay::new(
@@ -138,8 +139,18 @@ impl SessionReplay {
             owner,
             PathBuf::from(&self.agent_cwd),
             self.env.clone(),
+            run_dir,
         ));
         self
+    }
+
+    /// The screenshots a replay took again (the agent had taken them), relative to the run
+    /// directory: the step's evidence.
+    pub(super) fn take_screenshots(&self) -> Vec<String> {
+        self.browser
+            .as_ref()
+            .map(BrowserReplay::take_screenshots)
+            .unwrap_or_default()
     }
 
     /// Ends the supervisor's Playwright MCP client, if a replay started it.

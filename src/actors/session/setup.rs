@@ -7,7 +7,7 @@ impl Driver {
     /// Workspace, variables, harness, agent. Returns the session variables.
     pub(super) async fn setup(&self, started: &mut Started) -> Result<SessionVars, Ending> {
         let workdir = tempfile::Builder::new()
-            .prefix("bugatti-ws-")
+            .prefix(crate::model::artifacts::WORKSPACE_PREFIX)
             .tempdir()
             .map_err(|e| Ending::error(format!("cannot create the session workspace: {e}")))?
             .keep();
@@ -87,6 +87,7 @@ impl Driver {
                     Scope::run(self.run_id.clone()),
                     crate::process::owner::Role::Other("playwright-mcp (replay)".into()),
                 ),
+                self.run_dir(),
             ),
             None => replay,
         });
@@ -171,12 +172,12 @@ impl Driver {
                         command.args.push("--output-dir".to_string());
                         command
                             .args
-                            .push(self.run_dir().join("browser").display().to_string());
+                            .push(self.run_paths().browser_dir().display().to_string());
                     }
                     // What it returns shows `<secret>NAME</secret>`, never a `[secrets]` value.
                     let secrets = self.test.effective.secret_pairs();
                     if !secrets.is_empty() && !command.args.iter().any(|a| a == "--secrets") {
-                        let file = crate::browser::secrets_file::path(&self.run_dir());
+                        let file = self.run_paths().browser_secrets();
                         crate::browser::secrets_file::write(&file, &secrets).map_err(|e| {
                             Ending::error(format!(
                                 "cannot write Playwright MCP's secrets file {}: {e}",
@@ -248,8 +249,7 @@ impl Driver {
         config: &crate::model::browser::BrowserConfig,
         workdir: &std::path::Path,
     ) -> Result<crate::browser::SessionBrowser, Ending> {
-        let mut places =
-            crate::browser::session::BrowserPlaces::new(workdir, &self.run_dir().join("logs"));
+        let mut places = crate::browser::session::BrowserPlaces::new(workdir, &self.run_paths());
         places.max_log_bytes = self.test.effective.supervisor.max_log_bytes.value;
         let path_var = std::env::var("PATH").ok();
         // The session's identity, as every harness process has it (the launch adds the run id).
@@ -332,7 +332,7 @@ impl Driver {
             CommandScope::Test,
             &vars,
             &self.suite.project_root,
-            &self.run_dir().join("logs"),
+            &self.run_paths().logs_dir(),
             &self.suite.skip_cmd,
         )
         .map_err(|e| Ending::error(e.to_string()))?;

@@ -33,6 +33,9 @@ struct AgentTurn {
 /// What the agent stage hands on: the verdict, its usage, the console calls it made.
 struct AgentDone {
     verdict: StepVerdict,
+    /// The agent's own verdict, before the browser's console errors made it a warning: a step
+    /// the agent passed is recorded, and its replay warns the same way.
+    judged: StepStatus,
     usage: Option<Usage>,
     console_calls: Vec<CallRecord>,
 }
@@ -262,6 +265,16 @@ impl Driver {
                 .try_step(&key, instruction, console, &self.run_id)
                 .await;
             self.emit_console_calls(started, id);
+            // The screenshots the agent had taken, taken again (before a drift too), are the
+            // step's evidence.
+            for path in replay.take_screenshots() {
+                self.emit(EventKind::Evidence {
+                    step_id: id,
+                    kind: "screenshot".to_string(),
+                    path,
+                    problem: None,
+                });
+            }
             tried
         };
         match (outcome, recorded) {
@@ -348,7 +361,7 @@ impl Driver {
         if let Some(summary) = started.replay.as_mut().and_then(|r| r.take_summary()) {
             request.instruction = format!("{summary}\n{}", request.instruction);
         }
-        let marks = LogMarks::take(&self.run_dir().join("logs"));
+        let marks = LogMarks::take(&self.run_paths().logs_dir());
         let verdict = self
             .run_step(&agent, request, &mut started.agent_news)
             .await;
@@ -377,6 +390,7 @@ impl Driver {
             output_tokens: u.output_tokens,
         });
         self.budget_after(&mut verdict);
+        let judged = verdict.status;
         if !verdict.interrupted {
             self.capture_browser(started, id, &mut verdict.status, &mut verdict.message)
                 .await;
@@ -399,6 +413,7 @@ impl Driver {
         }
         Ok(AgentDone {
             verdict,
+            judged,
             usage,
             console_calls,
         })
@@ -486,7 +501,19 @@ impl Driver {
                 verdict.message
             );
         }
-        if !replay.records() || verdict.status != StepStatus::Ok {
+        if !replay.records() {
+            return Some(info);
+        }
+        if done.judged != StepStatus::Ok || failed {
+            let note = format!(
+                "not recorded: the step ended {}, and only a step the agent passed (RESULT OK) is \
+                 recorded",
+                verdict.status.as_str()
+            );
+            info.note = Some(match info.note.take() {
+                Some(before) => format!("{before}; {note}"),
+                None => note,
+            });
             return Some(info);
         }
         let cost = done.usage.as_ref().and_then(|u| u.cost_usd);
@@ -702,7 +729,7 @@ impl Driver {
     }
 
     pub(super) fn emit_excerpt(&self, step_id: u32, marks: &LogMarks) {
-        let excerpt = marks.excerpt_since(&self.run_dir().join("logs"));
+        let excerpt = marks.excerpt_since(&self.run_paths().logs_dir());
         if !excerpt.is_empty() {
             self.emit(EventKind::HarnessLogExcerpt { step_id, excerpt });
         }

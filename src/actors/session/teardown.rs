@@ -41,7 +41,7 @@ impl Driver {
         let ((), records, (), browser) =
             tokio::join!(agent_close, harness_down, console_down, browser_down);
         // Playwright MCP has ended with the agent: the secrets it was given go too.
-        crate::browser::secrets_file::remove(&self.run_dir());
+        crate::browser::secrets_file::remove(&self.run_paths().browser_secrets());
         if let Some(report) = browser {
             self.report_browser_teardown(&report);
         }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use bugatti::report::paths::SuitePaths;
+use bugatti::model::artifacts::SuitePaths;
 use bugatti::report::suite::SuiteSummary;
 use bugatti::report::{history, store};
 

@@ -181,9 +181,9 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
     // docs/ci.md: history (`--history FILE`, else under the artifact directory) and the shard.
     let history_file = match &options.history {
         Some(file) => normalize(&host.cwd.join(file)),
-        None => project_root
-            .join(&flagged.supervisor.artifact_dir.value)
-            .join("history.jsonl"),
+        None => super::artifacts::history_path(
+            &project_root.join(&flagged.supervisor.artifact_dir.value),
+        ),
     };
     let shard = match options.shard {
         Some(shard) => Some(cut_shard(

@@ -38,7 +38,7 @@ impl Page<'_> {
         // Where the step was written, when that is not simply step N of the test's own file (an
         // included file): a 2 000-test report repeats nothing it need not.
         let p = &step.provenance;
-        let source = if p.source_file != record.test_file || !p.include_chain.is_empty() {
+        let source = if p.source_file != record.identity.test_file || !p.include_chain.is_empty() {
             let mut source = format!("{}#{}", p.source_file, p.source_index);
             if !p.include_chain.is_empty() {
                 source = format!("{source} via {}", p.include_chain.join(" → "));
@@ -280,10 +280,7 @@ impl Page<'_> {
                 escape(&shown)
             );
         } else if bad {
-            let file = relative(
-                self.input.report_dir,
-                &run_dir.join("transcripts/agent.log"),
-            );
+            let file = relative(self.input.report_dir, &RunPaths::new(run_dir).agent_log());
             let _ = write!(
                 self.out,
                 "<div class=\"meta\">agent transcript of step {}: <a href=\"{file}\">transcripts/agent.log</a> (not inlined: the page's transcript budget is spent)</div>",

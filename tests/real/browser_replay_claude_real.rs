@@ -1,0 +1,642 @@
+//! Browser steps replayed (docs/replay.md, docs/browser.md) through the real Claude Code CLI, the
+//! real Playwright MCP and Debian's Chromium, the model played by the scripted Messages stub: a
+//! three-step shop test (open the shop, add an item to the basket, check the basket) that the
+//! agent passed through the browser is recorded; the next run replays all three steps with no
+//! model request and still keeps the browser's screenshots as evidence; a page whose basket now
+//! says something else drifts at the step that saw it, and the agent, shown the page as it is,
+//! fails it (never a replayed pass); a page whose element refs were renumbered still replays.
+//! Skips loudly without Chromium, the Claude Code CLI or Playwright MCP.
+
+use crate::common;
+
+use crate::browser_claude_real::rendered_screenshot_widths;
+use crate::common::claude::{claude_bin, Stub};
+use crate::common::{stderr, stdout, Project};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+
+/// The shop: adding to the basket makes it say `added` (`Basket: 1 item` when recorded). A
+/// data: favicon, so that the page makes no failed request and logs no console error (either
+/// would turn a pass into a warning, see docs/browser.md).
+fn shop_page(added: &str, wrapped: bool) -> String {
+    let button = format!(
+        "<button onclick=\"document.getElementById('state').textContent = '{added}'\">Add to basket</button>"
+    );
+    // An unnamed <div> around a single element is left out of Playwright MCP's snapshot, but it
+    // still takes a ref number: with two, the button's ref (and every later one) is two higher,
+    // while the snapshot reads the same otherwise.
+    let button = if wrapped {
+        format!("<div><div>{button}</div></div>")
+    } else {
+        button
+    };
+    format!(
+        "<!doctype html>\n<html><head><title>Shop</title><link rel=\"icon\" href=\"data:,\"></head>\n\
+         <body>\n<h1>Shop</h1>\n<p id=\"state\">Basket empty</p>\n{button}\n</body></html>\n"
+    )
+}
+
+/// Chromium, the Claude Code CLI and Playwright MCP, or `None` after a loud skip.
+fn tools(test: &str) -> Option<(PathBuf, PathBuf)> {
+    common::skip::chromium(test)?;
+    let claude = claude_bin(test)?;
+    let mcp = common::skip::playwright_mcp(test)?;
+    Some((claude, mcp))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// A project as docs/browser.md sets one up: the `site/` folder served by a harness command,
+/// `[browser]` with its defaults, and the three-step shop test. The port is fixed because the
+/// scripted model must know the URL it navigates to.
+fn shop_project() -> (Project, u16) {
+    let p = Project::new();
+    let port = free_port();
+    p.write("site/index.html", &shop_page("Basket: 1 item", false));
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            r#"[provider]
+name = "claude-code"
+agent_args = ["--allowedTools", "Bash"]
+step_timeout_secs = 120
+
+[ports]
+WEB_PORT = {port}
+
+[commands.web]
+kind = "long_lived"
+cmd = "python3 -m http.server ${{WEB_PORT}} --bind 127.0.0.1 --directory site"
+readiness_url = "http://127.0.0.1:${{WEB_PORT}}/"
+
+[browser]
+"#
+        ),
+    );
+    p.write(
+        "shop.test.toml",
+        r#"name = "Shop"
+
+[[steps]]
+instruction = "Open http://127.0.0.1:${WEB_PORT}/ in the browser and check the shop offers an Add to basket button."
+
+[[steps]]
+instruction = "Add an item to the basket."
+
+[[steps]]
+instruction = "Check the basket says 1 item."
+"#,
+    );
+    (p, port)
+}
+
+/// The agent's three steps through the browser, each judged on what the page showed.
+fn agent_script(port: u16) -> Value {
+    json!([
+        {"tool": "mcp__browser__browser_navigate", "input": {"url": format!("http://127.0.0.1:{port}/")}},
+        {"tool": "mcp__browser__browser_snapshot", "input": {}},
+        {"text": "The shop offers Add to basket.\nRESULT OK", "expect": ["Add to basket"]},
+        {"tool": "mcp__browser__browser_click",
+         "input": {"element": "Add to basket button", "target": "{ref:Add to basket}"}},
+        {"tool": "mcp__browser__browser_snapshot", "input": {}},
+        {"text": "Added.\nRESULT OK", "expect": ["Basket: 1 item"]},
+        {"tool": "mcp__browser__browser_snapshot", "input": {}},
+        {"text": "The basket says 1 item.\nRESULT OK", "expect": ["Basket: 1 item"]},
+    ])
+}
+
+/// One invocation and what it left.
+struct Outcome {
+    code: Option<i32>,
+    console: String,
+    record: Value,
+    /// Requests the stub got (model calls and the CLI's side queries alike).
+    requests: usize,
+    /// The stub's request log, one JSON body a line.
+    log: String,
+}
+
+/// Runs `supervisor start` (plus `extra`) against a fresh stub holding `script`, with
+/// Playwright MCP's folder first on PATH as a user who installed it has it.
+fn run(p: &Project, tools: &(PathBuf, PathBuf), side: &Path, name: &str, script: Value) -> Outcome {
+    run_with(p, tools, side, name, script, &[])
+}
+
+fn run_with(
+    p: &Project,
+    (claude, mcp): &(PathBuf, PathBuf),
+    side: &Path,
+    name: &str,
+    script: Value,
+    extra: &[&str],
+) -> Outcome {
+    let dir = side.join(name);
+    std::fs::create_dir_all(&dir).expect("stub dir");
+    let stub = Stub::start(&dir, script);
+    let path = format!(
+        "{}:{}",
+        mcp.parent().expect("bin dir").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = p
+        .supervisor()
+        .arg("start")
+        .args(extra)
+        .env("BUGATTI_CLAUDE_BIN", claude)
+        .env("PATH", path)
+        .envs(stub.client_env(&side.join("home")))
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    let console = format!("{}\n{}", stdout(&out), stderr(&out));
+    let log = stub.requests_text();
+    Outcome {
+        code: out.status.code(),
+        console,
+        record: latest_record(p),
+        requests: log.lines().count(),
+        log,
+    }
+}
+
+/// The newest run.json of the project (each invocation here runs one test).
+fn latest_record(p: &Project) -> Value {
+    let mut records = p.run_records();
+    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+    records.pop().expect("a run.json")
+}
+
+fn steps(record: &Value) -> &Vec<Value> {
+    record["steps"].as_array().expect("steps")
+}
+
+fn field(record: &Value, name: &str) -> Vec<String> {
+    steps(record)
+        .iter()
+        .map(|s| s[name].as_str().unwrap_or("-").to_string())
+        .collect()
+}
+
+fn run_dir(record: &Value) -> PathBuf {
+    PathBuf::from(record["run_dir"].as_str().expect("run_dir"))
+}
+
+/// The recording of `shop.test.toml`, at the documented default place.
+fn recording(p: &Project) -> Value {
+    let path = p.root().join("bugatti.replay/shop.replay.json");
+    let text = std::fs::read_to_string(&path).expect("a recording was written");
+    serde_json::from_str(&text).expect("the recording is JSON")
+}
+
+/// The recorded actions of plan step `step` (1-based).
+fn recorded_actions(recording: &Value, step: u64) -> Vec<Value> {
+    recording["steps"]
+        .as_array()
+        .expect("recorded steps")
+        .iter()
+        .find(|s| s["step"] == step)
+        .and_then(|s| s["actions"].as_array().cloned())
+        .unwrap_or_else(|| panic!("no recorded step {step}: {recording:#}"))
+}
+
+fn browser_tools(actions: &[Value]) -> Vec<String> {
+    actions
+        .iter()
+        .filter(|a| a["kind"] == "browser")
+        .map(|a| a["tool"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+/// The text of every tool result in the stub's last logged request: what the agent had seen
+/// when it gave its final answer.
+fn last_tool_results(log: &str) -> String {
+    let Some(last) = log.lines().rev().find_map(|l| {
+        let v: Value = serde_json::from_str(l).ok()?;
+        // Main-loop requests carry tools; side queries do not.
+        v["body"]["tools"].as_array().is_some().then_some(v)
+    }) else {
+        return String::new();
+    };
+    let mut texts = Vec::new();
+    for message in last["body"]["messages"].as_array().into_iter().flatten() {
+        for block in message["content"].as_array().into_iter().flatten() {
+            if block["type"] == "tool_result" {
+                texts.push(block["content"].to_string());
+            }
+        }
+    }
+    texts.join("\n")
+}
+
+/// The screenshot evidence of a step, each checked to be a PNG in the run directory.
+fn screenshots(record: &Value, step: usize) -> Vec<String> {
+    let shots: Vec<String> = steps(record)[step]["evidence"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["kind"] == "screenshot")
+        .filter_map(|e| e["path"].as_str().map(String::from))
+        .collect();
+    for shot in &shots {
+        let png = std::fs::read(run_dir(record).join(shot)).expect("screenshot file");
+        assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{shot} is not a PNG");
+    }
+    shots
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shop_test_through_the_browser_replays_without_the_model_and_a_changed_basket_fails() {
+    let Some(tools) = tools("browser replay through claude-code") else {
+        return;
+    };
+    let (p, port) = shop_project();
+    let side = tempfile::tempdir().expect("side");
+
+    // 1. The agent passes the three steps through the browser; each is recorded with its
+    //    browser actions.
+    let first = run(&p, &tools, side.path(), "first", agent_script(port));
+    assert_eq!(first.code, Some(0), "{}", first.console);
+    assert_eq!(
+        field(&first.record, "status"),
+        ["ok", "ok", "ok"],
+        "{:#}",
+        first.record["steps"]
+    );
+    assert_eq!(field(&first.record, "mode"), ["agent", "agent", "agent"]);
+    for step in steps(&first.record) {
+        assert_eq!(step["recorded"], true, "{step:#}");
+    }
+    assert!(
+        first.requests >= 8,
+        "the agent was asked: {}",
+        first.requests
+    );
+    let recorded = recording(&p);
+    assert_eq!(
+        browser_tools(&recorded_actions(&recorded, 1)),
+        ["browser_navigate", "browser_snapshot"],
+        "{recorded:#}"
+    );
+    assert_eq!(
+        browser_tools(&recorded_actions(&recorded, 2)),
+        ["browser_click", "browser_snapshot"],
+        "{recorded:#}"
+    );
+    assert_eq!(
+        browser_tools(&recorded_actions(&recorded, 3)),
+        ["browser_snapshot"],
+        "{recorded:#}"
+    );
+    let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+    let check = p.supervisor().arg("check").output().expect("check");
+    let listed = stdout(&check);
+    assert_eq!(check.status.code(), Some(0), "{listed}");
+    for line in [
+        format!("replay: recorded {today} (2 actions: 2 browser)"),
+        format!("replay: recorded {today} (1 action: 1 browser)"),
+    ] {
+        assert!(listed.contains(&line), "`check` shows {line:?}:\n{listed}");
+    }
+
+    // 2. The same page: every step replays, the model is never asked, the agent never starts,
+    //    and each step still has the browser's screenshot, shown in report.html.
+    let second = run(&p, &tools, side.path(), "second", json!([]));
+    assert_eq!(
+        second.code,
+        Some(0),
+        "{}\n{:#}",
+        second.console,
+        second.record["steps"]
+    );
+    assert_eq!(second.requests, 0, "no model request on a replayed run");
+    assert_eq!(
+        field(&second.record, "mode"),
+        ["replayed", "replayed", "replayed"],
+        "{:#}",
+        second.record["steps"]
+    );
+    assert_eq!(field(&second.record, "status"), ["ok", "ok", "ok"]);
+    assert_eq!(second.record["replayed_steps"], 3, "{}", second.record);
+    assert_eq!(
+        second.console.matches("OK (replayed ").count(),
+        3,
+        "{}",
+        second.console
+    );
+    assert!(
+        !run_dir(&second.record)
+            .join("transcripts/agent.jsonl")
+            .exists(),
+        "the agent CLI never started"
+    );
+    for step in 0..3 {
+        assert!(
+            !screenshots(&second.record, step).is_empty(),
+            "step {} of the replayed run has a screenshot: {:#}",
+            step + 1,
+            second.record["steps"][step]
+        );
+    }
+    let widths = rendered_screenshot_widths(&p.suite_dir().join("report.html")).await;
+    assert!(
+        widths.len() >= 3 && widths.iter().all(|w| *w > 0),
+        "report.html shows the replayed steps' screenshots: {widths:?}"
+    );
+
+    // 3. The shop now puts two items in the basket: opening it still replays, adding to it
+    //    drifts, and the agent, looking at the page as it is, fails the step. Nothing after it
+    //    passes on a recording.
+    p.write("site/index.html", &shop_page("Basket: 2 items", false));
+    let third = run(
+        &p,
+        &tools,
+        side.path(),
+        "third",
+        json!([
+            {"tool": "mcp__browser__browser_snapshot", "input": {}},
+            {"text": "The basket says 1 item.\nRESULT OK", "expect": ["Basket: 1 item"]},
+            {"tool": "mcp__browser__browser_snapshot", "input": {}},
+            {"text": "The basket says 1 item.\nRESULT OK", "expect": ["Basket: 1 item"]},
+        ]),
+    );
+    let steps3 = steps(&third.record);
+    assert_eq!(third.code, Some(1), "{}\n{steps3:#?}", third.console);
+    assert_eq!(steps3[0]["mode"], "replayed", "{steps3:#?}");
+    assert_eq!(steps3[0]["status"], "ok", "{steps3:#?}");
+    let added = &steps3[1];
+    assert_eq!(added["mode"], "agent", "{added:#}");
+    assert_eq!(added["status"], "error", "{added:#}");
+    let drift = &added["replay_drift"];
+    assert!(drift.is_object(), "the drift is kept: {added:#}");
+    let diff = drift["diff"].as_str().unwrap_or_default();
+    assert!(
+        diff.contains("Basket: 1 item") && diff.contains("Basket: 2 items"),
+        "{drift:#}"
+    );
+    let note = format!(
+        "{} {}",
+        added["replay_note"].as_str().unwrap_or_default(),
+        added["message"].as_str().unwrap_or_default()
+    );
+    assert!(note.contains("drift"), "the step says it drifted: {note}");
+    assert!(third.requests >= 1, "the drifted step went to the agent");
+    assert!(
+        last_tool_results(&third.log).contains("Basket: 2 items"),
+        "the agent judged the page as it is:\n{}",
+        third.log
+    );
+    for later in &steps3[2..] {
+        assert!(
+            !(later["mode"] == "replayed" || later["status"] == "ok"),
+            "a step after the drift passed: {later:#}"
+        );
+    }
+    assert_eq!(third.record["outcome"], "failed", "{}", third.record);
+}
+
+/// The shop recorded with its button inside two unnamed `<div>`s, replayed without them:
+/// Playwright MCP leaves such wrappers out of the snapshot but numbers them, so today's button
+/// has a lower ref and the recorded one names no element at all (a replay that reused it would
+/// fail). The recorded click is made on the button found by its role and name: every step
+/// replays. An agent run on today's page afterwards shows that the refs did move and that the
+/// snapshots are otherwise equal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_whose_refs_were_renumbered_still_replays_without_the_model() {
+    let Some(tools) = tools("browser replay of a renumbered page through claude-code") else {
+        return;
+    };
+    let (p, port) = shop_project();
+    p.write("site/index.html", &shop_page("Basket: 1 item", true));
+    let side = tempfile::tempdir().expect("side");
+    let first = run(&p, &tools, side.path(), "first", agent_script(port));
+    assert_eq!(first.code, Some(0), "{}", first.console);
+    assert_eq!(field(&first.record, "mode"), ["agent", "agent", "agent"]);
+    let recorded = recording(&p);
+    let click = recorded_actions(&recorded, 2)
+        .into_iter()
+        .find(|a| a["tool"] == "browser_click")
+        .unwrap_or_else(|| panic!("a recorded click: {recorded:#}"));
+    let recorded_ref = button_ref(&first.log);
+    assert!(
+        click["arguments"].to_string().contains(&recorded_ref),
+        "the recorded click holds the ref it used ({recorded_ref}): {click:#}"
+    );
+
+    p.write("site/index.html", &shop_page("Basket: 1 item", false));
+    let second = run(&p, &tools, side.path(), "second", json!([]));
+    assert_eq!(
+        second.code,
+        Some(0),
+        "{}\n{:#}",
+        second.console,
+        second.record["steps"]
+    );
+    assert_eq!(
+        second.requests, 0,
+        "no model request on the renumbered page"
+    );
+    assert_eq!(
+        field(&second.record, "mode"),
+        ["replayed", "replayed", "replayed"],
+        "{:#}",
+        second.record["steps"]
+    );
+
+    // The agent on today's page: the button has another ref, the recorded one names nothing,
+    // and the page reads the same.
+    let third = run_with(
+        &p,
+        &tools,
+        side.path(),
+        "third",
+        agent_script(port),
+        &["--replay", "off"],
+    );
+    assert_eq!(third.code, Some(0), "{}", third.console);
+    let now_ref = button_ref(&third.log);
+    assert_ne!(now_ref, recorded_ref, "the wrappers renumbered the button");
+    let seen_today = last_tool_results(&third.log);
+    assert!(
+        !seen_today.contains(&format!("[ref={recorded_ref}]")),
+        "the recorded ref {recorded_ref} names no element on today's page: {seen_today}"
+    );
+    assert_eq!(
+        masked_snapshots(&third.log),
+        masked_snapshots(&first.log),
+        "the snapshots differ only in their refs"
+    );
+}
+
+/// The ref of the `Add to basket` button in the first snapshot the agent was shown.
+fn button_ref(log: &str) -> String {
+    let pattern =
+        regex::Regex::new(r#"button \\?"Add to basket\\?" \[ref=([a-z0-9]+)\]"#).expect("regex");
+    pattern
+        .captures(log)
+        .map(|c| c[1].to_string())
+        .unwrap_or_else(|| panic!("no button in what the agent saw:\n{log}"))
+}
+
+/// The snapshot lines (`- role "name" [ref=…]`) the agent was shown in its last request, refs
+/// and the run's own snapshot files (`[Snapshot](….yml)`) masked.
+fn masked_snapshots(log: &str) -> Vec<String> {
+    let refs = regex::Regex::new(r"\[ref=[a-z0-9]+\]").expect("regex");
+    let files = regex::Regex::new(r"\[Snapshot\]\([^)]*\)").expect("regex");
+    last_tool_results(log)
+        .split("\\n")
+        .filter(|l| l.trim_start().starts_with("- "))
+        .map(|l| refs.replace_all(l, "[ref=…]").into_owned())
+        .map(|l| files.replace_all(&l, "[Snapshot](…)").into_owned())
+        .collect()
+}
+
+/// A step recorded on a clean page with a screenshot the agent took replays once the page logs a
+/// console error (its snapshot unchanged): the replayed step takes the same evidence as an agent
+/// step, warns of the error the same way, and the agent's screenshot is taken again.
+/// A step in which the agent read the browser's console (`browser_console_messages`, not a
+/// replayed tool) is not recorded, says why, and goes to the agent again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_step_takes_the_evidence_and_warns_of_console_errors_and_unlisted_tools_never_replay(
+) {
+    let Some(tools) = tools("browser replay evidence through claude-code") else {
+        return;
+    };
+    let (p, port) = shop_project();
+    p.write(
+        "shop.test.toml",
+        r#"name = "Shop"
+
+[[steps]]
+instruction = "Open http://127.0.0.1:${WEB_PORT}/ in the browser, take a screenshot and check the shop offers an Add to basket button."
+
+[[steps]]
+instruction = "Open http://127.0.0.1:${WEB_PORT}/ again and read the browser console."
+"#,
+    );
+    let url = format!("http://127.0.0.1:{port}/");
+    let console_step = json!([
+        {"tool": "mcp__browser__browser_navigate", "input": {"url": url}},
+        {"tool": "mcp__browser__browser_console_messages", "input": {}},
+        {"text": "Read it.\nRESULT OK"},
+    ]);
+    let mut script = json!([
+        {"tool": "mcp__browser__browser_navigate", "input": {"url": url}},
+        {"tool": "mcp__browser__browser_take_screenshot", "input": {}},
+        {"tool": "mcp__browser__browser_snapshot", "input": {}},
+        {"text": "The shop offers Add to basket.\nRESULT OK", "expect": ["Add to basket"]},
+    ]);
+    script
+        .as_array_mut()
+        .expect("array")
+        .extend(console_step.as_array().expect("array").iter().cloned());
+    let side = tempfile::tempdir().expect("side");
+
+    let first = run(&p, &tools, side.path(), "first", script);
+    let steps1 = steps(&first.record);
+    assert_eq!(first.code, Some(0), "{}\n{steps1:#?}", first.console);
+    assert_eq!(field(&first.record, "status"), ["ok", "ok"], "{steps1:#?}");
+    assert_eq!(steps1[0]["recorded"], true, "{:#}", steps1[0]);
+    assert_eq!(steps1[1]["recorded"], false, "{:#}", steps1[1]);
+    let why = steps1[1]["replay_note"].as_str().unwrap_or_default();
+    assert!(
+        why.contains("browser_console_messages"),
+        "the step says which tool kept it from being recorded: {why}"
+    );
+    assert_eq!(
+        browser_tools(&recorded_actions(&recording(&p), 1)),
+        [
+            "browser_navigate",
+            "browser_take_screenshot",
+            "browser_snapshot"
+        ]
+    );
+
+    p.write(
+        "site/index.html",
+        &shop_page("Basket: 1 item", false).replace(
+            "</body>",
+            "<script>console.error(\"deliberate console error\");</script></body>",
+        ),
+    );
+    let second = run(&p, &tools, side.path(), "second", console_step);
+    let steps2 = steps(&second.record);
+    assert_eq!(second.code, Some(0), "{}\n{steps2:#?}", second.console);
+    assert_eq!(
+        field(&second.record, "mode"),
+        ["replayed", "agent"],
+        "{steps2:#?}"
+    );
+    assert!(
+        second.requests >= 1,
+        "the unrecorded step went to the agent"
+    );
+    let replayed = &steps2[0];
+    assert_eq!(replayed["status"], "warn", "{replayed:#}");
+    assert!(
+        replayed["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("console error")),
+        "the replayed step warns of the page's console error: {replayed:#}"
+    );
+    let console_log = replayed["evidence"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["kind"] == "console")
+        .and_then(|e| e["path"].as_str())
+        .map(|path| std::fs::read_to_string(run_dir(&second.record).join(path)).expect("log"))
+        .unwrap_or_else(|| panic!("console evidence: {replayed:#}"));
+    assert!(
+        console_log.contains("deliberate console error"),
+        "{console_log}"
+    );
+    // The supervisor's own end-of-step screenshot, and the agent's screenshot taken again,
+    // both the step's evidence (the latter kept as `step-1-replayed-1.png`), both PNGs.
+    let shots = screenshots(&second.record, 0);
+    assert!(
+        shots.iter().any(|s| s.ends_with("step-1-replayed-1.png"))
+            && shots.iter().any(|s| !s.contains("replayed")),
+        "{replayed:#}"
+    );
+    let remade: Vec<PathBuf> = std::fs::read_dir(run_dir(&second.record).join("browser"))
+        .expect("the run's browser folder")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|path| {
+            path.extension().is_some_and(|x| x == "png")
+                && std::fs::read(path).is_ok_and(|png| png.starts_with(b"\x89PNG\r\n\x1a\n"))
+        })
+        .collect();
+    assert_eq!(
+        remade.len(),
+        1,
+        "the recorded screenshot was taken again: {remade:?}"
+    );
+
+    // The agent passes the step on the page that logs the error: the step warns (the
+    // supervisor's console check), and it is recorded all the same (the agent said RESULT OK).
+    let agent_pass = json!([
+        {"tool": "mcp__browser__browser_navigate", "input": {"url": url}},
+        {"tool": "mcp__browser__browser_take_screenshot", "input": {}},
+        {"tool": "mcp__browser__browser_snapshot", "input": {}},
+        {"text": "The shop offers Add to basket.\nRESULT OK", "expect": ["Add to basket"]},
+    ]);
+    let third = run_with(
+        &p,
+        &tools,
+        side.path(),
+        "third",
+        agent_pass,
+        &["--replay", "record"],
+    );
+    let steps3 = steps(&third.record);
+    assert_eq!(steps3[0]["mode"], "agent", "{:#}", steps3[0]);
+    assert_eq!(steps3[0]["status"], "warn", "{:#}", steps3[0]);
+    assert_eq!(steps3[0]["recorded"], true, "{:#}", steps3[0]);
+    p.assert_nothing_survives();
+}
