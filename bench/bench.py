@@ -90,17 +90,25 @@ def main():
     parser.add_argument("--root", required=True)
     parser.add_argument("--quick", action="store_true", help="one run each, smaller sizes")
     parser.add_argument("--out", help="where to write the table")
-    parser.add_argument("--only", help="comma-separated case numbers (1-22) to run")
+    parser.add_argument("--only", help=f"comma-separated case numbers (1-{len(cases.ALL)}) to run")
     args = parser.parse_args()
 
     runs = 1 if args.quick else int(os.environ.get("BENCH_RUNS", "5"))
     if runs < 1:
         sys.exit("BENCH_RUNS must be at least 1")
-    out = args.out or (os.path.join(args.root, "target", "bench", "BENCHMARKS.quick.md")
-                       if args.quick else os.path.join(args.root, "BENCHMARKS.md"))
+    # Only a full run replaces BENCHMARKS.md: a quick or partial one would drop the other rows.
+    partial = "quick" if args.quick else ("only" if args.only else None)
+    out = args.out or (os.path.join(args.root, "target", "bench", f"BENCHMARKS.{partial}.md")
+                       if partial else os.path.join(args.root, "BENCHMARKS.md"))
     selected = cases.ALL
     if args.only:
-        wanted = {int(n) for n in args.only.split(",")}
+        try:
+            wanted = {int(n) for n in args.only.split(",")}
+        except ValueError:
+            sys.exit(f"--only {args.only}: expected row numbers separated by commas, e.g. 3,6")
+        unknown = sorted(n for n in wanted if not 1 <= n <= len(cases.ALL))
+        if unknown:
+            sys.exit(f"--only {args.only}: no row {unknown[0]} (the rows are 1-{len(cases.ALL)})")
         selected = [c for i, c in enumerate(cases.ALL, 1) if i in wanted]
 
     mark = uuid.uuid4().hex

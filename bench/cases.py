@@ -714,9 +714,9 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/health"
                f"third run, step {changed}'s output changed: {third:.2f} s, {third_calls} model calls (that step only)")
 
 
-def _stub_run(ctx, project, claude, label, script):
+def _stub_run(ctx, project, claude, label, script, extra_env=None):
     """One `supervisor start -q` on `project` through Claude Code and a fresh scripted stub holding
-    `script`; (wall seconds, model calls)."""
+    `script`, with `extra_env` over the bench's environment; (wall seconds, model calls)."""
     import subprocess
     stub_py = os.path.join(ctx.root, "tests", "support", "anthropic_stub.py")
     home = os.path.join(ctx.tmp, "replay-home")
@@ -734,7 +734,7 @@ def _stub_run(ctx, project, claude, label, script):
         port = stub.stdout.readline().strip().removeprefix("PORT ")
         env = dict(ctx.env, HOME=home, ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}",
                    ANTHROPIC_API_KEY="dummy", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
-                   CLAUDE_CODE_MAX_RETRIES="1", BUGATTI_CLAUDE_BIN=claude)
+                   CLAUDE_CODE_MAX_RETRIES="1", BUGATTI_CLAUDE_BIN=claude, **(extra_env or {}))
         saved, ctx.env = ctx.env, env
         try:
             m = supervise(ctx, project, ["-q"], label=label)
@@ -766,8 +766,8 @@ def replay_learning(ctx):
     steps = 3 if ctx.quick else 10
     name = f"22. replay learns a request id and a duration: {steps}-step claude-code test, 3 runs"
     if claude is None:
-        return Row(name, "skipped", "-", "-", f"steps by the agent {steps}, ≤ {steps}, 0", True,
-                   "Claude Code CLI not installed (.ci/run installs it into .ci/node)")
+        return Row.skip(name, f"steps by the agent {steps}, ≤ {steps}, 0",
+                        "Claude Code CLI not installed: .ci/run installs it into .ci/node")
     project = os.path.join(ctx.tmp, "replay-learning")
     shutil.rmtree(project, ignore_errors=True)
     os.makedirs(os.path.join(project, "tests"))
@@ -1006,7 +1006,10 @@ readiness_url = "http://127.0.0.1:${WEB_PORT}/"
                f"{steps} steps, one page open (`{chromium}`)")
 
 
+# Row 23 lives in a module of its own (it uses Row and _stub_run from here).
+from browser_replay import browser_replay  # noqa: E402
+
 ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead,
        check_many_env, html_report, console_latency, console_wait_for_log, console_idle,
        console_flood, many_steps, replay, merge_shards, shard_balance, shard_wall,
-       browser, replay_learning]
+       browser, replay_learning, browser_replay]

@@ -1,0 +1,145 @@
+"""Row 23: browser steps replay (docs/replay.md, "Browser steps"). A test of a shop page through
+the real Claude Code CLI, the real Playwright MCP and the session's Chromium, the model played by
+the scripted stub at 1 s per call (0.2 s with --quick): first run by the agent (recorded), second
+run with an empty script (replayed through the supervisor's own Playwright MCP client). The
+browser's start counts on both sides."""
+import json
+import os
+import shutil
+import socket
+
+from cases import Row, _claude_bin, _stub_run
+
+PRODUCTS = ["Apple", "Pear", "Plum", "Cherry", "Peach", "Mango", "Lemon", "Lime", "Fig"]
+
+# Every product has a button of its own name, so each click's element is one role/name path; the
+# basket line changes with each click, so every step's snapshot differs from the one before. The
+# empty icon keeps Chromium from asking for /favicon.ico (a 404 in the console of every page).
+SHOP_PAGE = """<!doctype html>
+<html><head><title>Shop</title><link rel="icon" href="data:,"></head>
+<body><main>
+<h1>Shop</h1>
+<ul>
+{items}
+</ul>
+<p id="basket">Basket: 0 items</p>
+</main>
+<script>
+let count = 0;
+function add(name) {{
+  count += 1;
+  document.getElementById("basket").textContent =
+    "Basket: " + count + (count === 1 ? " item" : " items") + " (last: " + name + ")";
+}}
+</script>
+</body></html>
+"""
+
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+def _playwright_mcp(ctx):
+    """Playwright MCP as .ci/run installs it, or $BUGATTI_PLAYWRIGHT_MCP_BIN, or on PATH."""
+    for path in (os.environ.get("BUGATTI_PLAYWRIGHT_MCP_BIN"),
+                 os.path.join(ctx.root, ".ci", "node", "node_modules", ".bin", "playwright-mcp"),
+                 shutil.which("playwright-mcp")):
+        if path and os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _script(steps, port):
+    """The agent's turns: step 1 opens the shop and reads it; each later step adds one product by
+    the ref of its button in the last snapshot, then reads the basket."""
+    tool = lambda name: f"mcp__browser__browser_{name}"
+    script = [{"tool": tool("navigate"), "input": {"url": f"http://127.0.0.1:{port}/"}},
+              {"tool": tool("snapshot"), "input": {}},
+              {"text": "The shop lists its products.\nRESULT OK", "expect": ["Add Apple"]}]
+    for i in range(2, steps + 1):
+        product, n = PRODUCTS[i - 2], i - 1
+        script += [{"tool": tool("click"),
+                    "input": {"target": f"{{ref:Add {product}}}", "element": f"Add {product} button"}},
+                   {"tool": tool("snapshot"), "input": {}},
+                   {"text": f"The basket holds {n}.\nRESULT OK",
+                    "expect": [f"Basket: {n} item"]}]
+    return script
+
+
+def _replayed_steps(project):
+    """replayed_steps of the run the last invocation left."""
+    runs = os.path.join(project, ".bugatti", "runs")
+    return sum(json.load(open(os.path.join(runs, r, "run.json"))).get("replayed_steps", 0)
+               for r in os.listdir(runs))
+
+
+def browser_replay(ctx):
+    steps = 3 if ctx.quick else 10
+    latency = "0.2" if ctx.quick else "1"
+    name = f"23. browser replay: {steps}-step browser test, model latency {latency} s/call"
+    goal = "≥ 10× faster, 0 model calls"
+    claude, chromium, mcp = _claude_bin(ctx), _chromium(), _playwright_mcp(ctx)
+    if claude is None:
+        return Row.skip(name, goal, "Claude Code CLI not installed: .ci/run installs it into .ci/node")
+    if chromium is None:
+        return Row.skip(name, goal, "no Chromium installed")
+    if mcp is None:
+        return Row.skip(name, goal, "Playwright MCP not installed: .ci/run installs it into .ci/node")
+    port = _free_port()
+    project = os.path.join(ctx.tmp, "browser-replay")
+    shutil.rmtree(project, ignore_errors=True)
+    os.makedirs(os.path.join(project, "tests"))
+    os.makedirs(os.path.join(project, "site"))
+    with open(os.path.join(project, "site", "index.html"), "w") as f:
+        f.write(SHOP_PAGE.format(items="\n".join(
+            f'<li>{p} <button onclick="add(\'{p}\')">Add {p}</button></li>' for p in PRODUCTS)))
+    with open(os.path.join(project, "bugatti.config.toml"), "w") as f:
+        f.write(f"""[provider]
+name = "claude-code"
+agent_args = ["--allowedTools", "Bash"]
+step_timeout_secs = 120
+
+[supervisor]
+tests = ["tests/*.test.toml"]
+keep_workspace = "never"
+
+[ports]
+WEB_PORT = {port}
+
+[commands.web]
+kind = "long_lived"
+cmd = "python3 -m http.server ${{WEB_PORT}} --bind 127.0.0.1 --directory site"
+readiness_url = "http://127.0.0.1:${{WEB_PORT}}/"
+
+[browser]
+""")
+    instructions = ["Open the shop at http://127.0.0.1:${WEB_PORT}/ and check it lists Apple."] + [
+        f"Add {PRODUCTS[i - 2]} to the basket and check the basket holds {i - 1}."
+        for i in range(2, steps + 1)]
+    with open(os.path.join(project, "tests", "shop.test.toml"), "w") as f:
+        f.write('name = "Shop"\n\n' + "".join(
+            f'[[steps]]\ninstruction = "{text}"\n\n' for text in instructions))
+    # Playwright MCP found on PATH, as a user who installed it has it (else the supervisor would
+    # fetch it with npx, which needs the network).
+    env = {"PATH": f"{os.path.dirname(mcp)}:{os.environ.get('PATH', '')}"}
+    first, first_calls = _stub_run(ctx, project, claude, "browser-replay-first",
+                                   _script(steps, port), env)
+    second, second_calls = _stub_run(ctx, project, claude, "browser-replay-second", [], env)
+    replayed = _replayed_steps(project)
+    ratio = first / second
+    ok = ratio >= 10 and second_calls == 0 and replayed == steps
+    return Row(name, f"{second:.2f} s replayed ({second_calls} model calls, {replayed} of {steps} "
+                     f"steps replayed)",
+               f"{first:.2f} s by the agent ({first_calls} model calls)", f"{ratio:.1f}×", goal, ok,
+               f"browser start included on both sides (`{chromium}`)")
