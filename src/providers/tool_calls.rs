@@ -33,12 +33,12 @@ pub struct ToolCall {
     /// What the tool was given (`Value::Null` when the stream did not show it).
     pub input: serde_json::Value,
     /// What the tool answered, for a tool other than the shell (`None` until the answer).
-    pub answer: Option<ToolAnswer>,
+    pub answer: Option<ToolOutput>,
 }
 
 /// A tool's answer as the agent got it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolAnswer {
+pub struct ToolOutput {
     /// The answer's text parts, joined by newlines.
     pub text: String,
     /// The structured result beside it, where the stream has one (Claude Code's
@@ -104,7 +104,7 @@ impl ToolCalls {
         };
         let is_error = block["is_error"].as_bool().unwrap_or(false);
         let Some(shell) = call.shell.as_mut() else {
-            call.answer = Some(ToolAnswer {
+            call.answer = Some(ToolOutput {
                 text: content.to_string(),
                 structured: (!structured.is_null()).then(|| structured.clone()),
                 is_error,
@@ -242,7 +242,7 @@ fn codex_arguments(arguments: &serde_json::Value) -> serde_json::Value {
 }
 
 /// A Codex `mcp_tool_call` item's answer: its `result.content` text parts, or its `error`.
-fn codex_mcp_answer(item: &serde_json::Value) -> ToolAnswer {
+fn codex_mcp_answer(item: &serde_json::Value) -> ToolOutput {
     let text = item["result"]["content"]
         .as_array()
         .into_iter()
@@ -253,7 +253,7 @@ fn codex_mcp_answer(item: &serde_json::Value) -> ToolAnswer {
     let error = item["error"]["message"]
         .as_str()
         .or_else(|| item["error"].as_str());
-    ToolAnswer {
+    ToolOutput {
         text: match error {
             Some(e) if text.is_empty() => e.to_string(),
             _ => text,
