@@ -59,7 +59,13 @@ pub struct ClaudeCode {
     tools: super::tool_calls::ToolCalls,
     /// The stderr transcript, kept for a restarted process.
     stderr: Option<SharedTranscript>,
+    /// The process was restarted with `--resume` and has not answered a turn since.
+    resumed: bool,
 }
+
+/// What Claude Code (2.1) answers a `--resume` of a session it never saved: killed before it
+/// wrote the session's file, it has nothing to resume.
+const NOT_RESUMABLE: &str = "No conversation found with session ID";
 
 /// Claude Code's framing of a turn: stream-json lines until the `result` event.
 struct ClaudeTurn<'a> {
@@ -108,6 +114,7 @@ impl ClaudeCode {
             turn_messages: Vec::new(),
             tools: Default::default(),
             stderr: None,
+            resumed: false,
         }
     }
 
@@ -414,7 +421,30 @@ impl Provider for ClaudeCode {
     async fn run_step(&mut self, request: &StepRequest, cancel: CancelSignal) -> StepVerdict {
         self.turn_messages.clear();
         self.tools.take();
-        let mut verdict = self.step(request, cancel).await;
+        let mut verdict = self.step(request, cancel.clone()).await;
+        if std::mem::take(&mut self.resumed) && verdict.message.contains(NOT_RESUMABLE) {
+            // The conversation is lost with the process that died: the step starts a new one
+            // (the bootstrap rides on every command line) rather than failing for it.
+            self.log(&format!(
+                "### restart: Claude Code had not saved session {} before it died; starting a new \
+                 conversation\n",
+                self.session_id.as_deref().unwrap_or_default()
+            ));
+            self.stop().await;
+            self.process = None;
+            self.session_id = None;
+            self.cost_so_far = 0.0;
+            if let Err(e) = self.spawn().await {
+                verdict.message = format!(
+                    "{}; starting a new conversation failed: {e}",
+                    verdict.message
+                );
+                return verdict;
+            }
+            self.turn_messages.clear();
+            self.tools.take();
+            verdict = self.step(request, cancel).await;
+        }
         verdict.tool_calls = self.tools.take();
         verdict
     }
@@ -436,6 +466,7 @@ impl Provider for ClaudeCode {
                 .as_deref()
                 .unwrap_or("(none yet: starting afresh)")
         ));
+        self.resumed = self.session_id.is_some();
         self.spawn().await?;
         Ok(true)
     }

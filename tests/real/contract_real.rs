@@ -226,12 +226,17 @@ fn an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed(cli: Cli) {
 }
 
 fn an_agent_killed_mid_step_is_restarted_and_the_step_passes(cli: Cli) {
-    let Some(agent) = cli.find("watchdog: SIGKILL mid-step") else {
+    killed_mid_step(cli, "watchdog: SIGKILL mid-step", "");
+}
+
+/// The tool call runs `before` (as the CLI's own shell), then SIGKILLs the CLI's process above
+/// it, as an OOM killer would; the agent is restarted and the step passes.
+fn killed_mid_step(cli: Cli, test: &str, before: &str) {
+    let Some(agent) = cli.find(test) else {
         return;
     };
-    // The tool call SIGKILLs the CLI's process above it, as an OOM killer would.
     let kill = format!(
-        "p=$PPID; while [ \"$p\" -gt 1 ]; do if {}; then kill -9 $p; break; fi; \
+        "{before}p=$PPID; while [ \"$p\" -gt 1 ]; do if {}; then kill -9 $p; break; fi; \
          p=$(awk '{{print $4}}' /proc/$p/stat); done; sleep 5",
         cli.is_the_cli()
     );
@@ -298,6 +303,18 @@ mod claude {
     #[test]
     fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five() {
         super::a_step_that_would_take_sixty_turns_stops_over_budget_at_five(Claude);
+    }
+
+    /// Killed before it had saved its session (here: its session files removed first), Claude
+    /// Code cannot `--resume` it ("No conversation found"): the restarted agent starts a new
+    /// conversation and the step passes, rather than failing for the lost one.
+    #[test]
+    fn an_agent_killed_before_it_saved_its_session_starts_a_new_one_and_the_step_passes() {
+        super::killed_mid_step(
+            Claude,
+            "watchdog: SIGKILL before the session was saved",
+            "rm -f \"$HOME\"/.claude/projects/*/*.jsonl; ",
+        );
     }
 }
 
