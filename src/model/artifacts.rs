@@ -200,6 +200,10 @@ impl RunPaths {
     pub fn browser_secrets(&self) -> PathBuf {
         self.browser_dir().join(".secrets.env")
     }
+    /// The page script the replay's Playwright MCP client installs: `browser/replay-page-idle.js`.
+    pub fn browser_replay_script(&self) -> PathBuf {
+        self.browser_dir().join("replay-page-idle.js")
+    }
     pub fn screenshots_dir(&self) -> PathBuf {
         self.dir.join(SCREENSHOTS)
     }

@@ -10,6 +10,13 @@
 //!   call left), refs masked, the server's own file names and console counters left out (each
 //!   server counts what it saw since it attached; the page's console is the step's evidence).
 //!   `browser_take_screenshot` is made again, not compared: its image is evidence.
+//! - Timed like the agent's: Playwright MCP answers an action after letting the page settle
+//!   (`--timeout-settle`, 500 ms by default), and that page is what the agent saw. The replay's
+//!   client runs with no settle of its own and waits here instead, up to the same time, then
+//!   compares a fresh snapshot; it stops waiting early only when the page proves nothing in it
+//!   can change before that time (`page_idle.js`: no timer due, no request, frame callback,
+//!   socket, worker or animation pending, the DOM unchanged across two looks). A page that
+//!   cannot prove it waits the whole settle time, as the agent's did.
 
 use super::browser_refs::{
     element_targets, mask_refs, retarget, ElementPath, Resolution, Snapshot,
@@ -23,6 +30,7 @@ use crate::process::owner::Owner;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
+use std::time::{Duration, Instant};
 
 /// The MCP server name of the session's browser, as a tool-name prefix (`mcp__browser__…`).
 const PREFIX: &str = "mcp__browser__";
@@ -49,6 +57,31 @@ pub const RECORDED_TOOLS: &[&str] = &[
 
 /// The tool whose answer is evidence, not compared.
 const SCREENSHOT: &str = "browser_take_screenshot";
+
+/// The tools Playwright MCP answers after letting the page settle: their page is compared after
+/// [`settle`].
+const SETTLING_TOOLS: &[&str] = &[
+    "browser_navigate",
+    "browser_navigate_back",
+    "browser_click",
+    "browser_type",
+    "browser_fill_form",
+    "browser_select_option",
+    "browser_press_key",
+    "browser_hover",
+    "browser_drag",
+    "browser_handle_dialog",
+    "browser_evaluate",
+];
+
+/// Playwright MCP's settle time when the command does not set one.
+const DEFAULT_SETTLE: Duration = Duration::from_millis(500);
+
+/// How long apart two looks at an idle page must be for its DOM to count as unchanged.
+const IDLE_LOOK_GAP: Duration = Duration::from_millis(15);
+
+/// The script that tells whether a page has work pending (installed with `--init-script`).
+const PAGE_IDLE_SCRIPT: &str = include_str!("page_idle.js");
 
 /// The largest snapshot file put inline.
 const MAX_SNAPSHOT_BYTES: u64 = 8 * 1024 * 1024;
@@ -213,6 +246,8 @@ pub struct BrowserReplay {
     /// The screenshots taken again since the session last took them (paths relative to the
     /// run directory): the step's evidence.
     screenshots: std::sync::Mutex<Vec<String>>,
+    /// How long the agent's Playwright MCP let the page settle after an action.
+    settle: Duration,
 }
 
 impl BrowserReplay {
@@ -225,6 +260,7 @@ impl BrowserReplay {
         env: Vec<(String, String)>,
         run_dir: PathBuf,
     ) -> Self {
+        let settle = settle_of(&command);
         Self {
             command,
             owner,
@@ -233,7 +269,34 @@ impl BrowserReplay {
             client: tokio::sync::OnceCell::new(),
             run_dir,
             screenshots: std::sync::Mutex::new(Vec::new()),
+            settle,
         }
+    }
+
+    /// The client's command: the agent's, with no settle of its own (the replay waits as long
+    /// itself, or proves it need not) and the page script that lets a page prove it.
+    fn client_command(&self) -> McpCommand {
+        let mut command = self.command.clone();
+        let mut args = Vec::new();
+        let mut given = command.args.iter();
+        while let Some(arg) = given.next() {
+            if arg == "--timeout-settle" {
+                given.next();
+            } else if !arg.starts_with("--timeout-settle=") {
+                args.push(arg.clone());
+            }
+        }
+        args.extend(["--timeout-settle".to_string(), "0".to_string()]);
+        let script = crate::model::artifacts::RunPaths::new(&self.run_dir).browser_replay_script();
+        let written = script
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&script, PAGE_IDLE_SCRIPT));
+        if written.is_ok() {
+            args.extend(["--init-script".to_string(), script.display().to_string()]);
+        }
+        command.args = args;
+        command
     }
 
     /// Keeps the images of a screenshot taken again for step `step_id` in the run's
@@ -272,7 +335,7 @@ impl BrowserReplay {
         self.client
             .get_or_try_init(|| async {
                 PlaywrightClient::start(
-                    &self.command,
+                    &self.client_command(),
                     self.owner.clone(),
                     &self.cwd,
                     self.env.clone(),
@@ -288,6 +351,22 @@ impl BrowserReplay {
             let _ = client.stop().await;
         }
     }
+}
+
+/// A Playwright MCP command's `--timeout-settle` (milliseconds), else its default.
+fn settle_of(command: &McpCommand) -> Duration {
+    let mut args = command.args.iter();
+    let mut found = None;
+    while let Some(arg) = args.next() {
+        if arg == "--timeout-settle" {
+            found = args.next().cloned();
+        } else if let Some(ms) = arg.strip_prefix("--timeout-settle=") {
+            found = Some(ms.to_string());
+        }
+    }
+    found
+        .and_then(|ms| ms.trim().parse::<u64>().ok())
+        .map_or(DEFAULT_SETTLE, Duration::from_millis)
 }
 
 /// A Playwright MCP command's `--output-dir` (`--output-dir X` or `--output-dir=X`).
@@ -364,6 +443,21 @@ pub(super) async fn replay(
         .call(recorded.tool, arguments)
         .await
         .map_err(|e| failed(e.to_string()))?;
+    let answer = if SETTLING_TOOLS.contains(&recorded.tool) && !answer.is_error {
+        let answered = Instant::now();
+        settle(client, answered, browser.settle).await;
+        // The page as it is now, in place of the one the unsettled answer showed.
+        let page = client
+            .call("browser_snapshot", serde_json::json!({}))
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        crate::browser::mcp_client::ToolAnswer {
+            text: with_page_of(&answer.text, &page.text),
+            ..answer
+        }
+    } else {
+        answer
+    };
     if recorded.tool == SCREENSHOT && !answer.is_error {
         browser.keep_screenshot(ctx.step_id, &answer.images);
         return Ok(());
@@ -380,6 +474,66 @@ pub(super) async fn replay(
         )));
     }
     ctx.check(at, &compared(recorded.output), &compared(&seen))
+}
+
+/// Waits until `settle` has passed since `answered`, or until the page proves nothing in it can
+/// change before then: two looks [`IDLE_LOOK_GAP`] apart, both idle to the end of the settle
+/// time, with the same count of DOM changes.
+async fn settle(client: &PlaywrightClient, answered: Instant, settle: Duration) {
+    let mut idle_look: Option<(Instant, u64)> = None;
+    loop {
+        let elapsed = answered.elapsed();
+        if elapsed >= settle {
+            return;
+        }
+        // To the end of the settle time, with a margin for the look itself.
+        let horizon = (settle - elapsed + Duration::from_millis(100)).as_millis();
+        let function = format!(
+            "() => window.__bugattiIdle ? window.__bugattiIdle({horizon}) : {{ idle: false }}"
+        );
+        let look = client
+            .call(
+                "browser_evaluate",
+                serde_json::json!({ "function": function }),
+            )
+            .await
+            .ok()
+            .and_then(|a| idle_of(&a.text));
+        let now = Instant::now();
+        match (look, idle_look) {
+            (Some(mutations), Some((at, before)))
+                if mutations == before && now.duration_since(at) >= IDLE_LOOK_GAP =>
+            {
+                return;
+            }
+            (Some(mutations), Some((_, before))) if mutations == before => {}
+            (Some(mutations), _) => idle_look = Some((now, mutations)),
+            (None, _) => idle_look = None,
+        }
+        let left = settle.saturating_sub(answered.elapsed());
+        tokio::time::sleep(IDLE_LOOK_GAP.min(left)).await;
+    }
+}
+
+/// The DOM change count of an idle page from `browser_evaluate`'s answer (`### Result` then the
+/// JSON value); `None` when the page is busy or could not say.
+fn idle_of(answer: &str) -> Option<u64> {
+    let json = answer.split("### Result").nth(1)?;
+    let json = json.split("\n### ").next()?.trim();
+    let value: serde_json::Value = serde_json::from_str(json).ok()?;
+    (value["idle"] == serde_json::Value::Bool(true))
+        .then(|| value["mutations"].as_u64())
+        .flatten()
+}
+
+/// An action's answer with its page (`### Page` onwards) replaced by `page`'s, a snapshot's
+/// answer: what the action ran, then the page as it is now.
+/// An answer that shows no page (`browser_evaluate`'s result) is kept as it is.
+fn with_page_of(answer: &str, page: &str) -> String {
+    match (answer.find("### Page"), page.find("### Page")) {
+        (Some(ran), Some(now)) => format!("{}{}", &answer[..ran], &page[now..]),
+        _ => answer.to_string(),
+    }
 }
 
 /// An element's path in one line: `main > list > listitem "Red mug" > button "Add to basket"`.
@@ -435,6 +589,49 @@ mod tests {
         // A link without its file stays a link, its name masked.
         let kept = compared(&inline_snapshots(CLICK, Some(&dir.path().join("none"))));
         assert!(kept.contains("- [Snapshot](<file>)"), "{kept}");
+    }
+
+    #[test]
+    fn a_settled_page_takes_the_place_of_the_unsettled_one() {
+        let snapshot = "### Page\n- Page URL: http://x/\n### Snapshot\n```yaml\n- paragraph: \"Basket: 1\"\n```\n";
+        let merged = with_page_of(CLICK, snapshot);
+        assert!(merged.starts_with("### Ran Playwright code"), "{merged}");
+        assert!(
+            merged.contains("Basket: 1") && !merged.contains("[Snapshot]"),
+            "{merged}"
+        );
+        let evaluate = "### Result\n42\n### Ran Playwright code\n```js\nx\n```\n";
+        assert_eq!(with_page_of(evaluate, snapshot), evaluate);
+    }
+
+    #[test]
+    fn only_an_idle_answer_counts_as_idle() {
+        let answer = |v: &str| format!("### Result\n{v}\n### Ran Playwright code\n```js\n```");
+        assert_eq!(
+            idle_of(&answer("{\"idle\": true, \"mutations\": 3}")),
+            Some(3)
+        );
+        assert_eq!(
+            idle_of(&answer("{\"idle\": false, \"mutations\": 3}")),
+            None
+        );
+        assert_eq!(idle_of(&answer("{\"idle\": false}")), None);
+        assert_eq!(idle_of("### Result\nnot json"), None);
+    }
+
+    #[test]
+    fn the_client_waits_the_settle_time_the_agent_had() {
+        let command = |args: &[&str]| McpCommand {
+            program: "playwright-mcp".into(),
+            args: args.iter().map(|a| a.to_string()).collect(),
+            source: crate::browser::mcp::McpSource::Configured,
+        };
+        assert_eq!(settle_of(&command(&[])), DEFAULT_SETTLE);
+        assert_eq!(
+            settle_of(&command(&["--timeout-settle", "200"])),
+            Duration::from_millis(200)
+        );
+        assert_eq!(settle_of(&command(&["--timeout-settle=0"])), Duration::ZERO);
     }
 
     #[test]

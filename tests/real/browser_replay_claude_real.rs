@@ -640,3 +640,82 @@ instruction = "Open http://127.0.0.1:${WEB_PORT}/ again and read the browser con
     assert_eq!(steps3[0]["recorded"], true, "{:#}", steps3[0]);
     p.assert_nothing_survives();
 }
+
+/// The shop whose basket changes by a timer after the click: `first` at once (or nothing when
+/// empty), then `then` after `delay_ms`.
+fn timed_shop_page(first: &str, then: &str, delay_ms: u32) -> String {
+    let at_once = if first.is_empty() {
+        String::new()
+    } else {
+        format!("document.getElementById('state').textContent = '{first}'; ")
+    };
+    format!(
+        "<!doctype html>\n<html><head><title>Shop</title><link rel=\"icon\" href=\"data:,\"></head>\n\
+         <body>\n<h1>Shop</h1>\n<p id=\"state\">Basket empty</p>\n\
+         <button onclick=\"{at_once}setTimeout(() => {{ document.getElementById('state').textContent = '{then}'; }}, {delay_ms})\">Add to basket</button>\n\
+         </body></html>\n"
+    )
+}
+
+/// Replay looks at the page when the agent did, after Playwright MCP's settle time, or sooner
+/// only when the page proves nothing in it can change before then. A shop whose basket updates
+/// by a timer 200 ms after the click replays (the replay waits for it, the model is not asked);
+/// a shop that shows the item at once and takes it back 250 ms later (an optimistic page the
+/// server overrules) drifts, and the agent, shown the page as it is, fails it: the first look
+/// matched the recording, and a replay that had trusted it would have passed a broken shop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replay_sees_the_page_after_the_agents_settle_time_so_a_page_that_takes_back_a_change_drifts(
+) {
+    let Some(tools) = tools("browser replay and the settle time through claude-code") else {
+        return;
+    };
+    let (p, port) = shop_project();
+    p.write(
+        "site/index.html",
+        &timed_shop_page("", "Basket: 1 item", 200),
+    );
+    let side = tempfile::tempdir().expect("side");
+
+    let first = run(&p, &tools, side.path(), "first", agent_script(port));
+    assert_eq!(first.code, Some(0), "{}", first.console);
+    assert!(
+        steps(&first.record).iter().all(|s| s["recorded"] == true),
+        "{:#}",
+        first.record
+    );
+    let second = run(&p, &tools, side.path(), "second", json!([]));
+    assert_eq!(second.code, Some(0), "{}", second.console);
+    assert_eq!(second.requests, 0, "{}", second.console);
+    assert_eq!(
+        field(&second.record, "mode"),
+        ["replayed", "replayed", "replayed"],
+        "the replay waited for the timer: {:#}",
+        second.record
+    );
+
+    // Shown at once, taken back 250 ms later.
+    p.write(
+        "site/index.html",
+        &timed_shop_page("Basket: 1 item", "Basket empty (out of stock)", 250),
+    );
+    let third = run(
+        &p,
+        &tools,
+        side.path(),
+        "third",
+        json!([
+            {"tool": "mcp__browser__browser_snapshot", "input": {}},
+            {"text": "The basket holds the item.\nRESULT OK", "expect": ["Basket: 1 item"]},
+        ]),
+    );
+    assert_eq!(third.code, Some(1), "{}", third.console);
+    let step = &steps(&third.record)[1];
+    assert_eq!(step["mode"], "agent", "{step:#}");
+    assert_eq!(step["status"], "error", "{step:#}");
+    let drift = step["replay_drift"]["diff"].as_str().unwrap_or_default();
+    assert!(drift.contains("out of stock"), "{step:#}");
+    assert!(
+        last_tool_results(&third.log).contains("out of stock"),
+        "the agent saw the page as it is"
+    );
+}

@@ -88,7 +88,7 @@ fn a_codex_browser_step_replays_without_a_model_request_and_a_changed_page_fails
     let stub = ResponsesStub::start(
         &first,
         json!([
-            {"tool_search": "browser navigate snapshot"},
+            {"tool_search": "browser navigate snapshot", "retry_until": "browser_navigate"},
             {"expect": ["browser_navigate"], "tool": "browser_navigate", "namespace": browser,
              "input": {"url": "{url}"}},
             {"expect": ["Page Title: Shop"], "tool": "browser_snapshot", "namespace": browser,
@@ -158,7 +158,7 @@ fn a_codex_browser_step_replays_without_a_model_request_and_a_changed_page_fails
     let stub = ResponsesStub::start(
         &third,
         json!([
-            {"tool_search": "browser snapshot"},
+            {"tool_search": "browser snapshot", "retry_until": "browser_snapshot"},
             {"expect": ["browser_snapshot"], "tool": "browser_snapshot", "namespace": browser,
              "input": {}},
             {"expect": ["Add to basket"], "text": "The shop offers Add to basket.\nRESULT OK"},

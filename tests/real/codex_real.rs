@@ -711,7 +711,7 @@ fn codex_drives_the_sessions_browser_through_playwright_mcp() {
     let stub = ResponsesStub::start(
         side.path(),
         json!([
-            {"tool_search": "browser navigate snapshot click"},
+            {"tool_search": "browser navigate snapshot click", "retry_until": "browser_navigate"},
             {"expect": ["browser_navigate"], "tool": "browser_navigate", "namespace": browser,
              "input": {"url": format!("http://127.0.0.1:{port}/")}},
             {"expect": ["Page Title: Shop"], "tool": "browser_snapshot", "namespace": browser,

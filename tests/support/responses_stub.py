@@ -14,6 +14,11 @@ SCRIPT.json is a list of replies, one consumed per `POST /v1/responses` request,
                          a client-executed `tool_search_call` (Codex 0.169 defers MCP tools: the
                          model must search before it can call one; Codex answers with a
                          `tool_search_output` naming the namespace, `mcp__bugatti`, and its tools)
+                         With "retry_until": "TEXT", the search is made again (up to 20 times,
+                         half a second apart) while its output lacks TEXT: Codex starts MCP
+                         servers beside the model's first turn, and a slow one (Playwright MCP on
+                         a loaded machine) lists its tools only after a first search came back
+                         empty
   {"tool": "NAME", "namespace": "mcp__bugatti", "input": {...}}
                          a `function_call` of NAME in that namespace (an MCP tool after a search);
                          an input string "{session_id}" / "{next_offset}" becomes the last
@@ -41,7 +46,28 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 SCRIPT = json.load(open(sys.argv[1]))
 LOG_PATH = sys.argv[2]
 LOCK = threading.Lock()
-STATE = {"next": 0, "id": 0}
+STATE = {"next": 0, "id": 0, "search": None}
+
+
+def reply_for(body):
+    """The next reply, or the last tool search again while its output lacks `retry_until`."""
+    with LOCK:
+        pending = STATE["search"]
+    if pending:
+        reply, tries = pending
+        outputs = tool_outputs(body)
+        if tries > 0 and reply["retry_until"] not in (outputs[-1] if outputs else ""):
+            with LOCK:
+                STATE["search"] = (reply, tries - 1)
+            time.sleep(0.5)
+            return reply
+        with LOCK:
+            STATE["search"] = None
+    reply = next_reply()
+    if "tool_search" in reply and reply.get("retry_until"):
+        with LOCK:
+            STATE["search"] = (reply, 20)
+    return reply
 
 
 def next_reply():
@@ -175,7 +201,7 @@ class Handler(BaseHTTPRequestHandler):
         if not self.path.startswith("/v1/responses"):
             self.send_json(404, {"error": {"message": "stub: no such path"}})
             return
-        reply = checked(next_reply(), body)
+        reply = checked(reply_for(body), body)
         if "status" in reply:
             self.send_json(reply["status"], {"error": {"message": "scripted error %d" % reply["status"],
                                                        "type": "server_error"}})
