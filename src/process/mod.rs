@@ -16,6 +16,7 @@ pub mod oneshot;
 pub mod order;
 pub mod output;
 pub mod owner;
+pub mod piped;
 pub mod ports;
 pub mod probe;
 pub mod record;

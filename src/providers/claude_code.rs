@@ -367,10 +367,7 @@ impl ClaudeCode {
         let secrets = self.ctx.facts.secrets.clone();
         let command = self.shown_command();
         let death = match self.process.as_ref() {
-            Some(p) => {
-                p.wait_exit(Duration::from_secs(2)).await;
-                p.death(&secrets).await
-            }
+            Some(p) => p.death_once_exited(&secrets).await,
             None => None,
         };
         let detail = death

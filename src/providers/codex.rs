@@ -25,7 +25,7 @@ use super::codex_sandbox;
 use super::pricing;
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
-use super::transcript::{AgentTranscripts, SharedTranscript};
+use super::transcript::SharedTranscript;
 use super::turn::{self, Framing, Output, Seen, TurnEnd};
 use super::{
     agent_env, bootstrap, AgentContext, AgentDeath, AgentError, AgentFault, CancelSignal, Provider,
@@ -38,7 +38,7 @@ use crate::process::owner::{Owner, Role, Scope};
 use crate::providers::console_wiring;
 use serde_json::Value;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::process::ChildStdout;
 
 /// Characters of a command's output shown in `agent.log` (the whole one is in `agent.jsonl`).
@@ -523,20 +523,17 @@ impl Codex {
 
     /// Stops the step's process (if any) and everything it started.
     async fn stop(&mut self) -> TeardownState {
-        let Some(mut process) = self.process.take() else {
-            return TeardownState::Clean;
-        };
-        let state = process.stop(self.ctx.spec.stop_timeout).await;
-        for t in [&self.log, &self.jsonl].into_iter().flatten() {
-            t.flush();
-        }
-        state
+        turn::stop_turn_process(
+            self.process.take(),
+            self.ctx.spec.stop_timeout,
+            [&self.log, &self.jsonl],
+        )
+        .await
     }
 
     async fn death(&self) -> Option<AgentDeath> {
         let process = self.process.as_ref()?;
-        process.wait_exit(Duration::from_secs(2)).await;
-        process.death(&self.ctx.facts.secrets).await
+        process.death_once_exited(&self.ctx.facts.secrets).await
     }
 
     /// One `codex exec` for `prompt`, read to the turn's end (or the watchdog's).
@@ -644,14 +641,8 @@ impl Provider for Codex {
     /// Checks that Codex can be started and opens the transcripts; Codex itself starts with each
     /// step.
     async fn start(&mut self) -> Result<(), AgentError> {
-        let program = self.ctx.spec.codex_bin.display().to_string();
-        super::locate::find_program(&program, &self.ctx.spec.cwd).map_err(|why| {
-            AgentError::Spawn {
-                command: self.shown_command(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, why),
-            }
-        })?;
-        let transcripts = AgentTranscripts::create(&self.ctx.facts)?;
+        let transcripts =
+            turn::start_turn_agent(&self.ctx.spec.codex_bin, &self.ctx, || self.shown_command())?;
         self.log = Some(transcripts.log);
         self.jsonl = Some(transcripts.jsonl);
         self.stderr = Some(transcripts.stderr);

@@ -231,10 +231,7 @@ impl CommandProvider {
                 collector.finish();
                 let process = self.process.as_mut();
                 let death = match process {
-                    Some(p) => {
-                        p.wait_exit(Duration::from_secs(2)).await;
-                        p.death(&secrets).await
-                    }
+                    Some(p) => p.death_once_exited(&secrets).await,
                     None => None,
                 };
                 let command = self

@@ -20,7 +20,7 @@
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
 use super::tool_calls::ToolCalls;
-use super::transcript::{AgentTranscripts, SharedTranscript};
+use super::transcript::SharedTranscript;
 use super::turn::{self, Framing, Output, Seen, TurnEnd};
 use super::{
     agent_env, bootstrap, AgentContext, AgentDeath, AgentError, AgentFault, CancelSignal, Provider,
@@ -32,7 +32,7 @@ use crate::process::job_control::Deadline;
 use crate::process::owner::{Owner, Role, Scope};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::process::ChildStdout;
 
 /// Characters of a tool result shown in `agent.log` (the whole one is in `agent.jsonl`).
@@ -175,20 +175,17 @@ impl Pi {
     }
 
     async fn stop(&mut self) -> TeardownState {
-        let Some(mut process) = self.process.take() else {
-            return TeardownState::Clean;
-        };
-        let state = process.stop(self.ctx.spec.stop_timeout).await;
-        for t in [&self.log, &self.jsonl].into_iter().flatten() {
-            t.flush();
-        }
-        state
+        turn::stop_turn_process(
+            self.process.take(),
+            self.ctx.spec.stop_timeout,
+            [&self.log, &self.jsonl],
+        )
+        .await
     }
 
     async fn death(&self) -> Option<AgentDeath> {
         let process = self.process.as_ref()?;
-        process.wait_exit(Duration::from_secs(2)).await;
-        process.death(&self.ctx.facts.secrets).await
+        process.death_once_exited(&self.ctx.facts.secrets).await
     }
 
     /// One `pi --print` for `prompt`, read to `agent_end` (or the watchdog's end).
@@ -444,14 +441,8 @@ impl Provider for Pi {
 
     /// Checks that pi can be started and opens the transcripts; pi itself starts with each step.
     async fn start(&mut self) -> Result<(), AgentError> {
-        let program = self.ctx.spec.pi_bin.display().to_string();
-        super::locate::find_program(&program, &self.ctx.spec.cwd).map_err(|why| {
-            AgentError::Spawn {
-                command: self.shown_command(),
-                source: std::io::Error::new(std::io::ErrorKind::NotFound, why),
-            }
-        })?;
-        let transcripts = AgentTranscripts::create(&self.ctx.facts)?;
+        let transcripts =
+            turn::start_turn_agent(&self.ctx.spec.pi_bin, &self.ctx, || self.shown_command())?;
         self.log = Some(transcripts.log);
         self.jsonl = Some(transcripts.jsonl);
         self.stderr = Some(transcripts.stderr);

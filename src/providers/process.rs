@@ -177,6 +177,13 @@ impl AgentProcess {
         matches!(waited, Ok(true))
     }
 
+    /// How a process whose output just ended died: its exit waited for a moment (the output
+    /// closes a little before the exit is reaped), then [`Self::death`].
+    pub async fn death_once_exited(&self, secrets: &Secrets) -> Option<AgentDeath> {
+        self.wait_exit(Duration::from_secs(2)).await;
+        self.death(secrets).await
+    }
+
     /// How the process ended, with its stderr tail, redacted. `None` while it runs.
     pub async fn death(&self, secrets: &Secrets) -> Option<AgentDeath> {
         let status = self.exit_status()?;

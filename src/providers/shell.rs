@@ -30,11 +30,10 @@ use crate::process::exit::ExitStatus;
 use crate::process::handle::{self, EnvMarker, Io, Launch};
 use crate::process::job_control::Deadline;
 use crate::process::owner::{Owner, Role, Scope};
+use crate::process::piped::read_to_exit;
 use crate::process::teardown::{terminate, Ladder};
 use nix::sys::signal::Signal;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncReadExt;
-use tokio::time::{sleep_until, Instant as TokioInstant};
 
 /// Bytes of a failing command's output quoted in the step message.
 const OUTPUT_TAIL: usize = 2048;
@@ -187,51 +186,35 @@ impl ShellProvider {
             Ok(group) => group,
             Err(e) => return CommandEnd::SpawnFailed(e),
         };
-        let mut stdout = group.take_stdout();
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut status: Option<ExitStatus> = None;
-        let mut drain_until: Option<TokioInstant> = None;
-        let far = TokioInstant::now() + Duration::from_secs(86_400 * 365);
-        let end = loop {
+        // A background job may hold the pipe open after the exit: what it writes in half a
+        // second is read too.
+        let stop = async {
             tokio::select! {
-                read = async { match stdout.as_mut() {
-                    Some(out) => out.read(&mut buf).await,
-                    None => std::future::pending().await,
-                } } => match read {
-                    Ok(0) | Err(_) => {
-                        stdout = None;
-                        if let Some(s) = status.take() { break CommandEnd::Exited(s); }
-                    }
-                    Ok(n) => {
-                        let chunk = &buf[..n];
-                        self.write(chunk);
-                        collector.push(chunk);
-                        tail.extend_from_slice(chunk);
-                        if tail.len() > 2 * OUTPUT_TAIL {
-                            tail.drain(..tail.len() - OUTPUT_TAIL);
-                        }
-                    }
-                },
-                s = group.wait(), if status.is_none() => {
-                    if stdout.is_none() { break CommandEnd::Exited(s); }
-                    status = Some(s);
-                    // A background job may hold the pipe open: read what is there, briefly.
-                    drain_until = Some(TokioInstant::now() + Duration::from_millis(500));
-                }
-                _ = sleep_until(drain_until.unwrap_or(far)), if drain_until.is_some() => {
-                    if let Some(s) = status.take() { break CommandEnd::Exited(s); }
-                }
-                _ = deadline.reached(), if status.is_none() => break CommandEnd::TimedOut,
-                _ = cancelled(cancel), if status.is_none() => break CommandEnd::Cancelled,
+                _ = deadline.reached() => CommandEnd::TimedOut,
+                _ = cancelled(cancel) => CommandEnd::Cancelled,
             }
         };
+        let read = read_to_exit(
+            &mut group,
+            Duration::from_millis(500),
+            |chunk| {
+                self.write(chunk);
+                collector.push(chunk);
+                tail.extend_from_slice(chunk);
+                if tail.len() > 2 * OUTPUT_TAIL {
+                    tail.drain(..tail.len() - OUTPUT_TAIL);
+                }
+            },
+            stop,
+        )
+        .await;
+        let end = read.map_or_else(|stopped| stopped, CommandEnd::Exited);
         // Cut short: its stop signal and grace. Exited: nothing it started outlives the step.
         let ladder = if matches!(end, CommandEnd::Exited(_)) {
             Ladder::kill()
         } else {
             Ladder::harness(Signal::SIGTERM, self.ctx.spec.stop_timeout)
         };
-        drop(stdout);
         if !terminate(&mut group, &ladder).await.leaked.is_empty() {
             self.teardown = TeardownState::Leaked;
         }

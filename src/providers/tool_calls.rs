@@ -48,6 +48,22 @@ pub struct ToolOutput {
     pub is_error: bool,
 }
 
+impl ToolCall {
+    /// The provider's shell tool ended with `(exit code, output)`; without an exit code (a
+    /// refusal, an interrupt: `why`) the call cannot be replayed.
+    fn shell_ended(&mut self, (exit_code, output): (Option<i32>, String), tool: &str, why: &str) {
+        if exit_code.is_none() {
+            self.unreplayable = Some(format!(
+                "the agent's {tool} call did not run to an exit code ({why})"
+            ));
+        }
+        if let Some(shell) = self.shell.as_mut() {
+            shell.exit_code = exit_code;
+            shell.output = output;
+        }
+    }
+}
+
 /// A step's tool calls, in the order the stream showed them.
 #[derive(Debug, Default)]
 pub struct ToolCalls {
@@ -93,33 +109,26 @@ impl ToolCalls {
         content: &str,
         structured: &serde_json::Value,
     ) {
-        let Some(index) = block["tool_use_id"]
-            .as_str()
-            .and_then(|id| self.pending.remove(id))
-        else {
-            return;
-        };
-        let Some(call) = self.calls.get_mut(index) else {
+        let Some(call) = self.answered(block["tool_use_id"].as_str()) else {
             return;
         };
         let is_error = block["is_error"].as_bool().unwrap_or(false);
-        let Some(shell) = call.shell.as_mut() else {
+        if call.shell.is_none() {
             call.answer = Some(ToolOutput {
                 text: content.to_string(),
                 structured: (!structured.is_null()).then(|| structured.clone()),
                 is_error,
             });
             return;
-        };
-        let (exit_code, output) = claude_bash_result(content, is_error);
-        if exit_code.is_none() {
-            call.unreplayable = Some(format!(
-                "the agent's Bash call did not run to an exit code ({})",
-                content.lines().next().unwrap_or_default()
-            ));
         }
-        shell.exit_code = exit_code;
-        shell.output = output;
+        let why = content.lines().next().unwrap_or_default();
+        call.shell_ended(claude_bash_result(content, is_error), "Bash", why);
+    }
+
+    /// The call a result answers (by its id), no longer pending.
+    fn answered(&mut self, id: Option<&str>) -> Option<&mut ToolCall> {
+        let index = self.pending.remove(id?)?;
+        self.calls.get_mut(index)
     }
 
     /// A Codex `item.completed`.
@@ -200,28 +209,15 @@ impl ToolCalls {
 
     /// A pi `tool_execution_end` event, with the result's text.
     pub fn pi_tool_end(&mut self, event: &serde_json::Value, content: &str) {
-        let Some(index) = event["toolCallId"]
-            .as_str()
-            .and_then(|id| self.pending.remove(id))
-        else {
+        let Some(call) = self.answered(event["toolCallId"].as_str()) else {
             return;
         };
-        let Some(call) = self.calls.get_mut(index) else {
+        if call.shell.is_none() {
             return;
-        };
-        let Some(shell) = call.shell.as_mut() else {
-            return;
-        };
-        let is_error = event["isError"].as_bool().unwrap_or(false);
-        let (exit_code, output) = pi_bash_result(content, is_error);
-        if exit_code.is_none() {
-            call.unreplayable = Some(format!(
-                "the agent's bash call did not run to an exit code ({})",
-                content.lines().last().unwrap_or_default()
-            ));
         }
-        shell.exit_code = exit_code;
-        shell.output = output;
+        let is_error = event["isError"].as_bool().unwrap_or(false);
+        let why = content.lines().last().unwrap_or_default();
+        call.shell_ended(pi_bash_result(content, is_error), "bash", why);
     }
 
     /// The step's calls; the next step starts empty.

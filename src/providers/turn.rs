@@ -255,6 +255,40 @@ pub fn over_turns_verdict(
     )
 }
 
+/// Stops a per-turn agent process (Codex's and pi's `exec`-style runs), if one is running, and
+/// flushes the step's transcripts after it: what it wrote last is kept.
+pub(crate) async fn stop_turn_process(
+    process: Option<super::process::AgentProcess>,
+    grace: Duration,
+    transcripts: [&Option<super::transcript::SharedTranscript>; 2],
+) -> crate::model::outcome::TeardownState {
+    let Some(mut process) = process else {
+        return crate::model::outcome::TeardownState::Clean;
+    };
+    let state = process.stop(grace).await;
+    for t in transcripts.into_iter().flatten() {
+        t.flush();
+    }
+    state
+}
+
+/// A per-turn agent's start (Codex's and pi's: their process starts with each step): its
+/// program found, so that a missing one is an error before any step, and its transcripts opened.
+pub(crate) fn start_turn_agent(
+    program: &std::path::Path,
+    ctx: &super::AgentContext,
+    shown_command: impl FnOnce() -> String,
+) -> Result<super::transcript::AgentTranscripts, super::AgentError> {
+    let program = program.display().to_string();
+    super::locate::find_program(&program, &ctx.spec.cwd).map_err(|why| {
+        super::AgentError::Spawn {
+            command: shown_command(),
+            source: std::io::Error::new(std::io::ErrorKind::NotFound, why),
+        }
+    })?;
+    super::transcript::AgentTranscripts::create(&ctx.facts)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

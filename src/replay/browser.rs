@@ -248,6 +248,8 @@ pub struct BrowserReplay {
     screenshots: std::sync::Mutex<Vec<String>>,
     /// How long the agent's Playwright MCP let the page settle after an action.
     settle: Duration,
+    /// Where the server writes its snapshot files (its `--output-dir`).
+    output_dir: Option<PathBuf>,
 }
 
 impl BrowserReplay {
@@ -261,7 +263,9 @@ impl BrowserReplay {
         run_dir: PathBuf,
     ) -> Self {
         let settle = settle_of(&command);
+        let output_dir = output_dir_of(&command);
         Self {
+            output_dir,
             command,
             owner,
             cwd,
@@ -327,8 +331,8 @@ impl BrowserReplay {
     }
 
     /// Where the server writes its snapshot files (its `--output-dir`).
-    pub fn output_dir(&self) -> Option<PathBuf> {
-        output_dir_of(&self.command)
+    pub fn output_dir(&self) -> Option<&Path> {
+        self.output_dir.as_deref()
     }
 
     async fn client(&self) -> Result<&PlaywrightClient, McpClientError> {
@@ -370,7 +374,7 @@ fn settle_of(command: &McpCommand) -> Duration {
 }
 
 /// A Playwright MCP command's `--output-dir` (`--output-dir X` or `--output-dir=X`).
-pub fn output_dir_of(command: &McpCommand) -> Option<PathBuf> {
+fn output_dir_of(command: &McpCommand) -> Option<PathBuf> {
     let mut args = command.args.iter();
     while let Some(arg) = args.next() {
         if arg == "--output-dir" {
@@ -417,7 +421,7 @@ pub(super) async fn replay(
             .call("browser_snapshot", serde_json::json!({}))
             .await
             .map_err(|e| failed(e.to_string()))?;
-        let snapshot = Snapshot::parse(&inline_snapshots(&page.text, output_dir.as_deref()));
+        let snapshot = Snapshot::parse(&inline_snapshots(&page.text, output_dir));
         for (old, path) in recorded.elements {
             let seen = match snapshot.resolve(path) {
                 Resolution::Found(now) => {
@@ -462,7 +466,7 @@ pub(super) async fn replay(
         browser.keep_screenshot(ctx.step_id, &answer.images);
         return Ok(());
     }
-    let seen = inline_snapshots(&answer.text, output_dir.as_deref());
+    let seen = inline_snapshots(&answer.text, output_dir);
     if answer.is_error != recorded.is_error {
         let word = |e: bool| if e { "an error" } else { "an answer" };
         return Err(Fallback::hard(drift(

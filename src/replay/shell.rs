@@ -13,14 +13,13 @@
 use super::compare::drift;
 use super::replayer::{ActionAt, ReplayContext};
 use super::verdict::Fallback;
-use crate::process::exit::ExitStatus;
 use crate::process::handle::{self, EnvMarker, Io, Launch};
 use crate::process::owner::{Owner, Role, Scope};
+use crate::process::piped::read_to_exit;
 use crate::process::teardown::{terminate, Ladder};
 use crate::providers::AGENT_MARKER_ENV;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tokio::io::AsyncReadExt;
 
 /// How the agent's shell tool ran a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,11 +49,9 @@ pub(super) struct Recorded<'a> {
     pub(super) output: &'a str,
 }
 
-/// How a shell action's process ended.
-enum ShellEnd {
-    Exited(ExitStatus),
-    TimedOut,
-}
+/// How long after a replayed command's exit its pipe is still read (a background job it
+/// left may hold it open).
+const BACKGROUND_DRAIN: Duration = Duration::from_millis(150);
 
 /// The script and program a command runs with; for `bash`, where its last directory is written.
 fn launch_for(ctx: &ReplayContext<'_>, command: &str, cwd_file: Option<&Path>) -> Launch {
@@ -122,12 +119,20 @@ pub(super) async fn replay(
     let program = launch.program.display().to_string();
     let mut group =
         handle::start(launch).map_err(|e| failed(format!("cannot start {program}: {e}")))?;
-    let (end, bytes) = read_to_end(&mut group, ctx.action_timeout).await;
+    let mut bytes = Vec::new();
+    // A background job may hold the pipe: what it wrote shortly after the exit is the output.
+    let end = read_to_exit(
+        &mut group,
+        BACKGROUND_DRAIN,
+        |chunk| bytes.extend_from_slice(chunk),
+        tokio::time::sleep(ctx.action_timeout),
+    )
+    .await;
     // Whatever it left running is killed now: nothing a replayed action started outlives it.
     terminate(&mut group, &Ladder::kill()).await;
     let status = match end {
-        ShellEnd::Exited(status) => status,
-        ShellEnd::TimedOut => {
+        Ok(status) => status,
+        Err(()) => {
             return Err(failed(format!(
                 "still running after {}s",
                 ctx.action_timeout.as_secs()
@@ -158,48 +163,4 @@ pub(super) async fn replay(
     // The agents' shell tools hand the model their output without its final newline(s) (Claude
     // Code's Bash) or with them (Codex): trailing whitespace is not a difference.
     ctx.check(at, recorded.output.trim_end(), seen.trim_end())
-}
-
-/// Reads the group's output until it exits (and its pipe closes, or briefly after a background
-/// job holds it), or `limit` passes.
-async fn read_to_end(group: &mut handle::Group, limit: Duration) -> (ShellEnd, Vec<u8>) {
-    let mut stdout = group.take_stdout();
-    let mut bytes = Vec::new();
-    let mut buf = vec![0u8; 64 * 1024];
-    let limit = tokio::time::sleep(limit);
-    tokio::pin!(limit);
-    let mut status = None;
-    let end = loop {
-        tokio::select! {
-            read = async { match stdout.as_mut() {
-                Some(out) => out.read(&mut buf).await,
-                None => std::future::pending().await,
-            } } => match read {
-                Ok(0) | Err(_) => {
-                    stdout = None;
-                    if let Some(s) = status.take() { break ShellEnd::Exited(s); }
-                }
-                Ok(n) => bytes.extend_from_slice(&buf[..n]),
-            },
-            s = group.wait(), if status.is_none() => {
-                if stdout.is_none() { break ShellEnd::Exited(s); }
-                // A background job may hold the pipe: what it wrote by now is the output.
-                status = Some(s);
-                tokio::time::sleep(Duration::from_millis(100)).await;
-                while let Ok(Ok(n)) = tokio::time::timeout(
-                    Duration::from_millis(50),
-                    async { match stdout.as_mut() {
-                        Some(out) => out.read(&mut buf).await,
-                        None => Ok(0),
-                    } },
-                ).await {
-                    if n == 0 { break; }
-                    bytes.extend_from_slice(&buf[..n]);
-                }
-                if let Some(s) = status.take() { break ShellEnd::Exited(s); }
-            }
-            _ = &mut limit => break ShellEnd::TimedOut,
-        }
-    };
-    (end, bytes)
 }

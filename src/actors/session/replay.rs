@@ -49,8 +49,6 @@ pub(super) struct SessionReplay {
     /// The supervisor's own Playwright MCP client (`[browser] mcp = true`), started when a
     /// browser action first replays.
     browser: Option<BrowserReplay>,
-    /// Where the agent's Playwright MCP writes the snapshot files its answers link to.
-    browser_output_dir: Option<PathBuf>,
     /// The last page snapshot the agent was shown in an earlier step: a ref it names in the
     /// next step may come from there.
     last_snapshot: Option<Snapshot>,
@@ -120,7 +118,6 @@ impl SessionReplay {
             started_at: chrono::Utc::now(),
             audit: effective.replay.audit.value,
             browser: None,
-            browser_output_dir: None,
             last_snapshot: None,
         })
     }
@@ -133,7 +130,6 @@ impl SessionReplay {
         owner: crate::process::owner::Owner,
         run_dir: PathBuf,
     ) -> Self {
-        self.browser_output_dir = crate::replay::browser::output_dir_of(&command);
         self.browser = Some(BrowserReplay::new(
             command,
             owner,
@@ -151,6 +147,11 @@ impl SessionReplay {
             .as_ref()
             .map(BrowserReplay::take_screenshots)
             .unwrap_or_default()
+    }
+
+    /// Where the agent's Playwright MCP writes the snapshot files its answers link to.
+    fn browser_output_dir(&self) -> Option<&Path> {
+        self.browser.as_ref().and_then(BrowserReplay::output_dir)
     }
 
     /// Ends the supervisor's Playwright MCP client, if a replay started it.
@@ -429,10 +430,8 @@ impl SessionReplay {
         }
         let tool = browser_tool.unwrap_or_default();
         let elements = crate::replay::browser::element_paths(&call.input, snapshots)?;
-        let output = crate::replay::browser::inline_snapshots(
-            &answer.text,
-            self.browser_output_dir.as_deref(),
-        );
+        let output =
+            crate::replay::browser::inline_snapshots(&answer.text, self.browser_output_dir());
         if let Some(snapshot) = crate::replay::browser::snapshot_of(&output) {
             snapshots.push(snapshot);
         }
@@ -456,7 +455,7 @@ impl SessionReplay {
             .filter_map(|a| {
                 crate::replay::browser::snapshot_of(&crate::replay::browser::inline_snapshots(
                     &a.text,
-                    self.browser_output_dir.as_deref(),
+                    self.browser_output_dir(),
                 ))
             })
             .next();

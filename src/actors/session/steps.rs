@@ -212,15 +212,16 @@ impl Driver {
 
     /// The step as the agent gets it; its timeout resolved against the provider's default.
     fn request(&self, step: &PlannedStep, id: u32, instruction: String) -> StepRequest {
+        let Provenance {
+            source_file,
+            source_index,
+            include_chain,
+        } = provenance(step);
         StepRequest {
             step_id: id,
-            source_file: step.source_file.display().to_string(),
-            source_index: step.source_index,
-            include_chain: step
-                .include_chain
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect(),
+            source_file,
+            source_index,
+            include_chain,
             instruction,
             timeout: Duration::from_secs(
                 step.timeout_secs
