@@ -108,6 +108,12 @@ fn shard_auto_runs_what_the_engines_k_of_n_runs() {
 #[test]
 fn shards_by_duration_give_the_slow_test_a_shard_of_its_own() {
     let p = project();
+    // Slower than the six quick tests together even on a loaded machine (each quick run, harness
+    // and all, would need over half a second to make the split close).
+    p.write(
+        "tests/slow.test.toml",
+        "[[steps]]\ninstruction = \"`sleep 3`\"\n",
+    );
     // Without history: by count, the slow test shares its shard.
     let by_count = selected(&p, &["--shard", "1/2"], &[]);
     assert_eq!(by_count.len(), 4, "{by_count:?}");
