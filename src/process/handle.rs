@@ -290,6 +290,32 @@ fn pass_fds(fds: &[i32]) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The signals whose disposition a child gets back to the default, as a PTY launch's child does
+/// (portable-pty resets the same ones). A supervisor started as a script's background job
+/// inherits SIGINT and SIGQUIT ignored, and under `nohup` SIGHUP; an ignored disposition survives
+/// exec, so without this a harness command's `stop_signal = "SIGINT"` and the agent's SIGINT
+/// rung would reach children that cannot hear them, and a shell could not even trap them.
+const RESET_SIGNALS: [libc::c_int; 6] = [
+    libc::SIGCHLD,
+    libc::SIGHUP,
+    libc::SIGINT,
+    libc::SIGQUIT,
+    libc::SIGTERM,
+    libc::SIGALRM,
+];
+
+/// In the child, between fork and exec: [`RESET_SIGNALS`] back to their default action (the
+/// signal mask is emptied by the standard library's spawn already).
+fn default_signal_dispositions() -> std::io::Result<()> {
+    for signal in RESET_SIGNALS {
+        // SAFETY: signal(2) with SIG_DFL is async-signal-safe and touches no memory.
+        if unsafe { libc::signal(signal, libc::SIG_DFL) } == libc::SIG_ERR {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
 fn no_pid() -> std::io::Error {
     std::io::Error::other("the child has no pid")
 }
@@ -297,13 +323,14 @@ fn no_pid() -> std::io::Error {
 fn start_piped(launch: Launch, fds: Vec<OwnedFd>) -> std::io::Result<Group> {
     let mut command = tokio::process::Command::new(&launch.program);
     command.args(&launch.args);
-    if !fds.is_empty() {
-        let raw: Vec<i32> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
-        // SAFETY: the closure only calls async-signal-safe functions (fcntl, dup2) and
-        // allocates nothing (`raw` was built before the fork).
-        unsafe {
-            command.pre_exec(move || pass_fds(&raw));
-        }
+    let raw: Vec<i32> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
+    // SAFETY: the closure only calls async-signal-safe functions (sigaction, fcntl, dup2) and
+    // allocates nothing (`raw` was built before the fork).
+    unsafe {
+        command.pre_exec(move || {
+            default_signal_dispositions()?;
+            pass_fds(&raw)
+        });
     }
     if let Some(cwd) = &launch.cwd {
         command.current_dir(cwd);
@@ -458,4 +485,34 @@ fn start_pty(launch: Launch, rows: u16, cols: u16) -> std::io::Result<Group> {
     group.pty_master = std::sync::Mutex::new(Some(pair.master));
     group.kill_on_drop = launch.kill_on_drop;
     Ok(group)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::process::owner::{Role, Scope};
+
+    #[tokio::test]
+    async fn a_signal_ignored_by_the_supervisor_is_at_its_default_in_the_child() {
+        // SIGALRM stands for what a background job or `nohup` ignores (SIGINT, SIGQUIT, SIGHUP):
+        // nothing else in this process uses it, so ignoring it for a moment disturbs no test.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let status = dir.path().join("status");
+        let script = format!("grep SigIgn /proc/$$/status > '{}'", status.display());
+        let owner = Owner::new(
+            Scope::run(format!("handle-test-{}", std::process::id())),
+            Role::Other("signals".into()),
+        );
+        // SAFETY: setting a disposition is process-wide but affects only SIGALRM, restored below.
+        unsafe { libc::signal(libc::SIGALRM, libc::SIG_IGN) };
+        let started = start(Launch::shell(owner, &script, Io::Merged));
+        // SAFETY: as above.
+        unsafe { libc::signal(libc::SIGALRM, libc::SIG_DFL) };
+        let group = started.expect("start");
+        assert_eq!(group.wait().await, ExitStatus::Code(0));
+        let text = std::fs::read_to_string(&status).expect("the child wrote its status");
+        let hex = text.trim().trim_start_matches("SigIgn:").trim();
+        let ignored = u64::from_str_radix(hex, 16).expect("a hex mask");
+        assert_eq!(ignored & (1 << (libc::SIGALRM - 1)), 0, "ignored: {text}");
+    }
 }
