@@ -304,6 +304,19 @@ const RESET_SIGNALS: [libc::c_int; 6] = [
     libc::SIGALRM,
 ];
 
+/// Whether this process ignores one of [`RESET_SIGNALS`] (a child would inherit that). A handler
+/// is not inherited: exec resets it to the default.
+fn ignores_a_reset_signal() -> bool {
+    RESET_SIGNALS.iter().any(|&signal| {
+        // SAFETY: sigaction with no new action only reads the current one into `current`.
+        unsafe {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, std::ptr::null(), &mut current) == 0
+                && current.sa_sigaction == libc::SIG_IGN
+        }
+    })
+}
+
 /// In the child, between fork and exec: [`RESET_SIGNALS`] back to their default action (the
 /// signal mask is emptied by the standard library's spawn already).
 fn default_signal_dispositions() -> std::io::Result<()> {
@@ -323,14 +336,18 @@ fn no_pid() -> std::io::Error {
 fn start_piped(launch: Launch, fds: Vec<OwnedFd>) -> std::io::Result<Group> {
     let mut command = tokio::process::Command::new(&launch.program);
     command.args(&launch.args);
-    let raw: Vec<i32> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
-    // SAFETY: the closure only calls async-signal-safe functions (sigaction, fcntl, dup2) and
-    // allocates nothing (`raw` was built before the fork).
-    unsafe {
-        command.pre_exec(move || {
-            default_signal_dispositions()?;
-            pass_fds(&raw)
-        });
+    // Only when there is something to do in the child: without a `pre_exec` the standard
+    // library spawns with posix_spawn, cheaper than a fork of this process.
+    if !fds.is_empty() || ignores_a_reset_signal() {
+        let raw: Vec<i32> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
+        // SAFETY: the closure only calls async-signal-safe functions (signal, fcntl, dup2) and
+        // allocates nothing (`raw` was built before the fork).
+        unsafe {
+            command.pre_exec(move || {
+                default_signal_dispositions()?;
+                pass_fds(&raw)
+            });
+        }
     }
     if let Some(cwd) = &launch.cwd {
         command.current_dir(cwd);
