@@ -430,3 +430,61 @@ fn ctrl_z_then_fg_stops_the_children_too_and_costs_no_step_its_timeout() {
         "the output is kept: {transcript}"
     );
 }
+
+#[test]
+fn what_a_background_supervisor_starts_hears_every_stop_signal() {
+    // A script's `supervisor start &` or `nohup supervisor start` starts it with SIGINT and SIGQUIT
+    // (or SIGHUP) ignored, and an ignored signal stays ignored across exec. A server and a step
+    // must still get SIGINT, SIGQUIT, SIGHUP, SIGTERM and SIGALRM at their default.
+    let p = Project::new();
+    let mask = "grep SigIgn /proc/$$/status";
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"shell\"\n\n\
+             [commands.server]\nkind = \"long_lived\"\ncmd = \"{mask}; sleep 600\"\n\
+             readiness = {{ log = \"SigIgn\" }}\n"
+        ),
+    );
+    p.write(
+        "bg.test.toml",
+        &format!("[[steps]]\ninstruction = \"`{mask}`\"\n"),
+    );
+    let mut command = p.supervisor();
+    command.arg("start");
+    // SAFETY: signal(2) is async-signal-safe; this is what a shell and nohup do before exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            for signal in [libc::SIGINT, libc::SIGQUIT, libc::SIGHUP, libc::SIGALRM] {
+                libc::signal(signal, libc::SIG_IGN);
+            }
+            Ok(())
+        });
+    }
+    let out = command.output().expect("run supervisor");
+    p.assert_nothing_survives();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let record = p.record_for("bg.test.toml");
+    let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let heard = [
+        libc::SIGINT,
+        libc::SIGQUIT,
+        libc::SIGHUP,
+        libc::SIGTERM,
+        libc::SIGALRM,
+    ]
+    .iter()
+    .fold(0u64, |bits, s| bits | 1 << (s - 1));
+    for (who, log) in [
+        ("the step", "transcripts/agent.log"),
+        ("the server", "logs/server.log"),
+    ] {
+        let text = std::fs::read_to_string(run_dir.join(log)).unwrap_or_default();
+        let line = text
+            .lines()
+            .find_map(|l| l.split("SigIgn:").nth(1))
+            .unwrap_or_else(|| panic!("{who} printed its mask in {log}: {text}"));
+        let ignored = u64::from_str_radix(line.trim(), 16).expect("a hex mask");
+        assert_eq!(ignored & heard, 0, "{who} ignores: {line}");
+    }
+}
