@@ -291,10 +291,11 @@ fn pass_fds(fds: &[i32]) -> std::io::Result<()> {
 }
 
 /// The signals whose disposition a child gets back to the default, as a PTY launch's child does
-/// (portable-pty resets the same ones). A supervisor started as a script's background job
-/// inherits SIGINT and SIGQUIT ignored, and under `nohup` SIGHUP; an ignored disposition survives
-/// exec, so without this a harness command's `stop_signal = "SIGINT"` and the agent's SIGINT
-/// rung would reach children that cannot hear them, and a shell could not even trap them.
+/// (portable-pty resets the same ones). A process started as a script's background job inherits
+/// SIGINT and SIGQUIT ignored, and under `nohup` SIGHUP; an ignored disposition survives exec
+/// (a handler does not). The supervisor catches those four itself but not SIGALRM, and a caller
+/// of this library (a test) may catch none: without this its children could not hear a
+/// `stop_signal = "SIGINT"` or the agent's SIGINT rung, and a shell could not even trap them.
 const RESET_SIGNALS: [libc::c_int; 6] = [
     libc::SIGCHLD,
     libc::SIGHUP,
