@@ -1,4 +1,4 @@
-//! The AgentActor: one provider conversation per root-test session (README "Providers"), owned by
+//! The AgentActor: one provider conversation per root-test session (docs/providers.md "Providers"), owned by
 //! the session actor (spawned linked under it).
 //!
 //! The actor keeps its mailbox free while a step runs: the step runs in a task that holds the
@@ -154,7 +154,7 @@ impl Actor for AgentActor {
     }
 }
 
-/// One step under the watchdog (README "Supervision"): a step that ends with an
+/// One step under the watchdog (docs/providers.md "Supervision"): a step that ends with an
 /// [`AgentFault`](providers::AgentFault) (the agent silent for `no_output_timeout_secs`, or dead)
 /// gets the agent restarted with its conversation resumed and is run once more; what the second
 /// attempt says is the verdict, a fault left then fails the session.

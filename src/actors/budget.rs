@@ -1,4 +1,4 @@
-//! What a suite has spent on agents, and its ceilings (README "Budgets and cost"): the test's
+//! What a suite has spent on agents, and its ceilings (docs/providers.md "Supervision"): the test's
 //! `[provider] max_cost_usd` (all its attempts) and the invocation's `[supervisor] max_cost_usd`.
 //!
 //! Sessions add each step's reported cost as it comes; a step that takes its test (or the suite)

@@ -1,4 +1,4 @@
-//! `[checkpoint]` save and restore for a session (README "Checkpoints").
+//! `[checkpoint]` save and restore for a session (docs/checkpoints.md "Checkpoints").
 //!
 //! The command runs like a short-lived harness command ([`run_once`]): `sh -c` in the project root,
 //! in its own process group, with the session's environment plus `BUGATTI_CHECKPOINT_ID` and

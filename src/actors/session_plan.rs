@@ -193,7 +193,7 @@ pub fn claude_bin(config: &EffectiveConfig) -> PathBuf {
 /// The agent's spec, `${NAME}` substituted in `cmd`, `cwd`, `agent_args` and `base_url`, its
 /// working directory resolved: `[provider] cwd` against the project root, by default the project
 /// root itself (as Bugatti 0.7 runs it, so `CLAUDE.md`, `.claude/` and `.mcp.json` are found) — but
-/// the `shell` provider's steps run in the workspace unless `cwd` is set (README "Providers").
+/// the `shell` provider's steps run in the workspace unless `cwd` is set (docs/providers.md "Providers").
 pub fn agent_spec(
     config: &EffectiveConfig,
     id: &SessionIdentity,

@@ -1,4 +1,4 @@
-//! Assets (README "Substitution and assets"): `[[asset:NAME]]` in an instruction becomes the
+//! Assets (docs/config.md "Substitution and assets"): `[[asset:NAME]]` in an instruction becomes the
 //! content of the file NAME, `{{path:NAME}}` the absolute path of a copy of it in the session
 //! workspace. NAME is looked up in the folder beside the test file named like it without
 //! `.test.toml` (`tests/checkout.test.toml` → `tests/checkout/NAME`), and may not leave that

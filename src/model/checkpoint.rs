@@ -1,4 +1,4 @@
-//! Where checkpoints live (README "Checkpoints"): `<artifact_dir>/checkpoints/<test>/<NAME>/`, a
+//! Where checkpoints live (docs/checkpoints.md "Checkpoints"): `<artifact_dir>/checkpoints/<test>/<NAME>/`, a
 //! directory that survives the run, plus `<NAME>.saved.json` beside it once a save succeeded.
 //!
 //! `<test>` is the root test's path relative to the project root, made one safe file name: the

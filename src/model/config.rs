@@ -1,4 +1,4 @@
-//! The project / global config file (`bugatti.config.toml`, README "Project config") exactly as
+//! The project / global config file (`bugatti.config.toml`, docs/config.md "Project config") exactly as
 //! written: every table and field, unknown fields rejected with file:line:col. Merging into
 //! effective values with defaults is `layers`' job; this module only parses.
 

@@ -1,5 +1,5 @@
 //! The agent-reply scanner: a pure, streaming reader of the markers an agent writes (README "A
-//! test, a run, a record" and "Providers").
+//! test, a run, a record" and docs/providers.md "Providers").
 //!
 //! Agent output arrives in chunks split anywhere, possibly with invalid UTF-8. The scanner keeps
 //! only the current, unfinished line (and at most [`MAX_MARKER_LINE`] bytes of it, so a 64 MiB

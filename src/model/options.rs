@@ -1,4 +1,4 @@
-//! The options of `start` / `test` (README "Commands") as plain data, independent of the CLI
+//! The options of `start` / `test` (docs/getting-started.md "Commands") as plain data, independent of the CLI
 //! parser.
 
 use std::fmt;

@@ -1,4 +1,4 @@
-//! Outcomes of steps, runs and teardowns, and how they rank into the process exit code (README
+//! Outcomes of steps, runs and teardowns, and how they rank into the process exit code (docs/signals.md,
 //! "Exit codes").
 
 use serde::{Deserialize, Serialize};
@@ -102,7 +102,7 @@ impl TeardownState {
     }
 }
 
-/// Why the invocation exits as it does. Ordered so that the highest-ranked reason wins (README
+/// Why the invocation exits as it does. Ordered so that the highest-ranked reason wins (docs/signals.md,
 /// "Exit codes"): interrupted, then invalid input, then harness error, then test failure, then
 /// success.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -14,7 +14,7 @@ use super::paths::{is_inside, is_skipped_dir, normalize, relative_to};
 use super::test_file::{parse_test_file_all, StepKind, TestFile};
 
 /// One step to hand to the agent, with where it came from. Serializes to the step fields of
-/// `run.json` (README "What a run leaves behind").
+/// `run.json` (docs/reports.md "What a run leaves behind").
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PlannedStep {
     /// 1-based, in plan order.

@@ -1,4 +1,4 @@
-//! A `*.test.toml` file (README "Test files") as written, Bugatti 0.7 fields included, and the
+//! A `*.test.toml` file (docs/config.md "Test files") as written, Bugatti 0.7 fields included, and the
 //! per-step rule "exactly one of instruction / include_path / include_glob".
 
 use std::collections::BTreeMap;

@@ -11,7 +11,7 @@
 //!   (else the last marker of the turn's text blocks). Its session id, turns, duration, cost and
 //!   tokens (`usage`: input with the prompt cache's, output) are kept as [`ClaudeUsage`]. The turn
 //!   is read through the shared turn loop (`turn`). Lines after it, or a process that lingers, are not waited for.
-//! - Watchdog (README "Supervision"): api_retry notices are not progress; a turn silent past
+//! - Watchdog (docs/providers.md "Supervision"): api_retry notices are not progress; a turn silent past
 //!   `no_output_timeout_secs`, or a process that ends mid-turn, is an [`AgentFault`]; `restart`
 //!   starts Claude Code again with `--resume <session_id>` (the session id its events carry).
 //! - `max_turns_per_step` goes in as `--max-turns` (Claude Code's own `error_max_turns` result is

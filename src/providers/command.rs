@@ -1,4 +1,4 @@
-//! The `command` provider (README "Providers"): any program speaking JSON lines on stdin and free
+//! The `command` provider (docs/providers.md "Providers"): any program speaking JSON lines on stdin and free
 //! text on stdout. It gets `{"type":"bootstrap",…}` first, then one `{"type":"step",…}` line per
 //! step, and answers each with free text ending in a result marker line. Stdout goes raw to
 //! `transcripts/agent.log`, stderr to `transcripts/agent.stderr.log`, and both directions, a JSON

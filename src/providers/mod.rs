@@ -191,7 +191,7 @@ pub struct StepUsage {
 pub type ClaudeUsage = StepUsage;
 
 /// Why the harness gave up on the agent in the middle of a step: the watchdog's findings. A
-/// verdict carrying one may be retried once on a restarted agent (README "Supervision").
+/// verdict carrying one may be retried once on a restarted agent (docs/providers.md "Supervision").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum AgentFault {
     /// Nothing that counts as progress for this long (`no_output_timeout_secs`); the last thing it

@@ -1,5 +1,5 @@
 //! The `pi` provider: the pi coding agent CLI (npm `@mariozechner/pi-coding-agent`, 0.73), run as
-//! Bugatti runs it (docs/providers.md, "pi").
+//! Bugatti runs it (docs/providers.md).
 //!
 //! - One `pi --print --mode json` process per step, on one pi session per root test kept in the
 //!   session's own session directory (`--session-dir <workspace>/.pi-sessions`): the first step

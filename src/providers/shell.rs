@@ -1,4 +1,4 @@
-//! The `shell` provider (README "Providers"): no model, the instruction's own commands decide. It
+//! The `shell` provider (docs/providers.md "Providers"): no model, the instruction's own commands decide. It
 //! makes every test runnable offline and is the demo's provider.
 //!
 //! - Commands are the instruction's fenced code blocks (no language tag, or `sh`, `bash`, `shell`,

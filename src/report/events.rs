@@ -270,7 +270,7 @@ pub enum EventKind {
         replay: Option<Box<crate::model::replay::StepReplay>>,
     },
     /// The watchdog stopped a hung or dead agent mid-step and started it again with its
-    /// conversation resumed; the step is retried (README "Supervision").
+    /// conversation resumed; the step is retried (docs/providers.md "Supervision").
     AgentRestarted {
         step_id: u32,
         reason: String,

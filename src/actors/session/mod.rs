@@ -1,6 +1,6 @@
 //! The SessionActor: one root-test attempt, from its run directory to its final report.
 //!
-//! Order (README "What a run leaves behind"): run directory and reporter record → workspace → ports
+//! Order (docs/reports.md "What a run leaves behind"): run directory and reporter record → workspace → ports
 //! and env → short-lived commands → long-lived commands → readiness → `[checkpoint] restore`
 //! (`--from-checkpoint`) → agent start and bootstrap → steps in order (a passed checkpoint step's
 //! save right after it) → teardown (agent and every command, concurrently) → final report →

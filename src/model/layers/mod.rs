@@ -1,4 +1,4 @@
-//! The effective configuration of one root test: README "Project config" merged field by field over
+//! The effective configuration of one root test: docs/config.md "Project config" merged field by field over
 //! the layers defaults < global config < project config < `BUGATTI_*` env < test `[overrides]` <
 //! flags, each value remembering the layer (and, when it came from a file, the place) it came from.
 //!
@@ -196,7 +196,7 @@ pub struct CheckpointConfig {
     pub timeout_secs: u64,
 }
 
-/// Everything of README "Project config" that applies to one root test.
+/// Everything of docs/config.md "Project config" that applies to one root test.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EffectiveConfig {
     pub provider: ProviderSettings,
