@@ -141,7 +141,7 @@ struct RunArgs {
     /// Do not wait for this command's readiness. Repeatable.
     #[arg(long = "skip-readiness", value_name = "NAME")]
     skip_readiness: Vec<String>,
-    /// Override `[provider] name` (claude-code, codex, command, shell)
+    /// Override `[provider] name` (claude-code, codex, pi, command, shell)
     #[arg(long, value_name = "NAME")]
     provider: Option<String>,
     /// Default per-step timeout in seconds [default: 300]

