@@ -137,7 +137,7 @@ impl Actor for SupervisorActor {
             tests.len(),
             base.jobs.value,
             base.retries.value,
-            base.fail_fast.value,
+            base.failures_allowed(),
             strict,
         );
         if let Some(secs) = base.timeout_secs.value {

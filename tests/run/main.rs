@@ -21,6 +21,7 @@ mod registry_sweep;
 mod replay_actions;
 mod replay_trust;
 mod security_hostile;
+mod selection;
 mod shard_merge;
 mod shards;
 mod signals;
