@@ -239,6 +239,18 @@ pub fn merge(
         SuiteSummary::build(&merged_id, started, finished, strict, &records, &not_run);
     summary.fail_on_flaky = loaded.iter().any(|l| l.summary.fail_on_flaky);
     summary.partial_allowed = allow_partial;
+    // The shards' commit, when they agree (one CI run checks out one commit).
+    let first = loaded
+        .first()
+        .map(|l| (l.summary.commit.clone(), l.summary.dirty));
+    if let Some((commit, dirty)) = first.filter(|f| {
+        loaded
+            .iter()
+            .all(|l| (l.summary.commit.clone(), l.summary.dirty) == *f)
+    }) {
+        summary.commit = commit;
+        summary.dirty = dirty;
+    }
     // A test whose run.json was not found still counts, as its shard's summary says.
     for l in &loaded {
         for test in &l.summary.tests {

@@ -25,4 +25,5 @@ mod selection;
 mod shard_merge;
 mod shards;
 mod signals;
+mod stability;
 mod suite_budget;
