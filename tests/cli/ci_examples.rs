@@ -36,18 +36,46 @@ fn the_recipes_are_valid_yaml_for_each_engine() {
         let text = std::fs::read_to_string(file).expect("read");
         let docs = yaml_rust2::YamlLoader::load_from_str(&text)
             .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        assert_eq!(docs.len(), 1, "{}", file.display());
+        // The Kubernetes recipe is two Jobs: the shards and their merge.
+        let expected = if file.ends_with("kubernetes-indexed-job.yaml") {
+            2
+        } else {
+            1
+        };
+        assert_eq!(docs.len(), expected, "{}", file.display());
         assert!(
             !docs[0].is_badvalue() && !docs[0].is_null(),
             "{}",
             file.display()
         );
     }
-    let k8s =
-        &yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(&files[2]).expect("read"))
-            .expect("yaml")[0];
+    let k8s_docs =
+        yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(&files[2]).expect("read"))
+            .expect("yaml");
+    let k8s = &k8s_docs[0];
     assert_eq!(k8s["kind"].as_str(), Some("Job"));
     assert_eq!(k8s["spec"]["completionMode"].as_str(), Some("Indexed"));
+    // Every index runs to completion: failures are counted per index, never by the whole Job.
+    assert!(
+        k8s["spec"]["backoffLimit"].is_badvalue(),
+        "no Job-wide backoffLimit"
+    );
+    assert_eq!(k8s["spec"]["backoffLimitPerIndex"].as_i64(), Some(1));
+    assert!(!k8s["spec"]["podFailurePolicy"]["rules"].is_badvalue());
+    // A shard whose tests failed (exit 1) succeeds; a harness error does not.
+    let script = k8s["spec"]["template"]["spec"]["containers"][0]["args"][0]
+        .as_str()
+        .expect("the shard's script");
+    assert!(
+        script.contains("if [ $code -eq 1 ]; then exit 0; fi"),
+        "{script}"
+    );
+    let merge = &k8s_docs[1];
+    assert_eq!(merge["kind"].as_str(), Some("Job"));
+    let merge_script = merge["spec"]["template"]["spec"]["containers"][0]["args"][0]
+        .as_str()
+        .expect("the merge's script");
+    assert!(merge_script.contains("supervisor merge"), "{merge_script}");
     let gitlab =
         &yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(&files[1]).expect("read"))
             .expect("yaml")[0];
@@ -284,4 +312,62 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// The Kubernetes recipe passes `kubernetes-validate` (PyPI; `.ci/run` installs it) against the
+/// Kubernetes 1.33 schemas, strictly (an unknown field is an error).
+#[test]
+fn the_kubernetes_recipe_passes_kubernetes_validate_for_1_33() {
+    let home_bin = std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".local/bin/kubernetes-validate"))
+        .filter(|p| p.is_file());
+    let on_path = std::process::Command::new("kubernetes-validate")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let program = match (on_path, home_bin) {
+        (true, _) => PathBuf::from("kubernetes-validate"),
+        (false, Some(p)) => p,
+        (false, None) => {
+            common::skip::skip(
+                "kubernetes-validate",
+                "kubernetes-validate is not installed; `.ci/run` installs it (pip install --user kubernetes-validate)",
+            );
+            return;
+        }
+    };
+    let recipe =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci/kubernetes-indexed-job.yaml");
+    let out = std::process::Command::new(&program)
+        .args(["-k", "1.33", "--strict"])
+        .arg(&recipe)
+        .output()
+        .expect("kubernetes-validate runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert_eq!(
+        text.matches("passed for resource").count(),
+        2,
+        "both Jobs: {text}"
+    );
+    // The validator does reject a wrong field: the check is not vacuous.
+    let dir = tempfile::tempdir().expect("tmp");
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&recipe)
+            .expect("read")
+            .replace("backoffLimitPerIndex", "backoffLimitPerIndx"),
+    )
+    .expect("write");
+    let out = std::process::Command::new(&program)
+        .args(["-k", "1.33", "--strict"])
+        .arg(&bad)
+        .output()
+        .expect("kubernetes-validate runs");
+    assert!(!out.status.success(), "a misspelt field is refused");
 }
