@@ -130,12 +130,12 @@ impl HistoryTest {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HistoryRun {
     pub outcome: String,
-    /// A digest of the run's observed outputs (docs/ci.md, "Stability classes and --repeat").
+    /// A digest of the run's observed outputs (docs/ci.md, "Stability classes and repeats").
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed: Option<String>,
 }
 
-/// The class of a root test's runs on one commit (docs/ci.md, "Stability classes and --repeat").
+/// The class of a root test's runs on one commit (docs/ci.md, "Stability classes and repeats").
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
 )]

@@ -1,4 +1,4 @@
-//! The code a suite ran against (docs/ci.md, "Stability classes and --repeat"): the git commit of
+//! The code a suite ran against (docs/ci.md, "Stability classes and repeats"): the git commit of
 //! the project root and whether its tracked files differed from it. Both `None` when git is absent
 //! or the project root is in no repository, so a suite outside git still runs and records `null`.
 //! "Passed and failed on the same commit" is only known from these.

@@ -1,4 +1,4 @@
-//! Stability you can certify (docs/ci.md, "Stability classes and --repeat"): each root test's
+//! Stability you can certify (docs/ci.md, "Stability classes and repeats"): each root test's
 //! runs of one commit, from this suite's `--repeat` runs and the history of its selection,
 //! classified `stable`, `app-flaky`, `verdict-flaky`, `broken` or `agent-unreliable`, with the
 //! evidence (which runs differed, and the first difference). And the optional auto-quarantine

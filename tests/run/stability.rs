@@ -1,4 +1,4 @@
-//! Stability you can certify (docs/ci.md, "Stability classes and --repeat"): the commit and dirty
+//! Stability you can certify (docs/ci.md, "Stability classes and repeats"): the commit and dirty
 //! flag in every suite's records, `--repeat N` classifying each test with its evidence, and the
 //! auto-quarantine policy.
 
