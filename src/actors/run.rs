@@ -258,12 +258,12 @@ fn reporter_args(
     ReporterArgs {
         suite_id: suite_id.to_string(),
         artifact_dir: artifact_dir.to_path_buf(),
-        // Runs, for the console's `[k/N]`: `--repeat N` runs each test N times.
-        root_tests: suite.tests.len() * suite.base.supervisor.repeat.value.max(1) as usize,
+        root_tests: suite.tests.len(),
         jobs: suite.base.supervisor.jobs.value,
         strict_warnings: suite.base.provider.strict_warnings.value,
         console: LiveView::new(ConsoleMode::detect(), options.verbosity)
-            .with_max_attempts(1 + suite.base.supervisor.retries.value),
+            .with_max_attempts(1 + suite.base.supervisor.retries.value)
+            .with_repeat(suite.base.supervisor.repeat.value),
         secrets,
         harness_logs: Some(logs.clone()),
         junit_copy: options.junit.clone(),

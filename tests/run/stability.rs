@@ -64,6 +64,10 @@ fn repeat_tells_a_steady_an_app_flaky_and_a_verdict_flaky_test_apart() {
     let console = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{console}");
     assert_eq!(p.run_records().len(), 12, "3 tests × 4 runs");
+    assert!(
+        console.contains("[12/12]") && !console.contains("[13/"),
+        "runs are counted: {console}"
+    );
     let summary = p.suite_summary();
     let steady = stability_of(&summary, "steady.test.toml");
     assert_eq!(steady["class"], "stable", "{steady}");
