@@ -234,3 +234,33 @@ fn each_new_option_has_help_text() {
     let top = stdout(&p.run(&["--help"]));
     assert!(top.contains("list"), "{top}");
 }
+
+#[test]
+fn rerun_failed_reads_the_last_whole_suite_not_a_later_shards_entry() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    p.write(
+        "a.test.toml",
+        "name = \"A\"\n[[steps]]\ninstruction = \"`false`\"\n",
+    );
+    p.write(
+        "b.test.toml",
+        "name = \"B\"\n[[steps]]\ninstruction = \"`true`\"\n",
+    );
+    let out = p.run(&["start"]);
+    assert_eq!(out.status.code(), Some(1));
+    // A later shard holding only b, all green: its entry is not the suite's.
+    let out = p.run(&["start", "--shard", "2/2", "--shard-by", "count"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let listed = p.run(&["list", "--rerun-failed"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    assert_eq!(lines(&listed), ["a.test.toml"], "{}", stderr(&listed));
+    let out = p.run(&["start", "--rerun-failed"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("--rerun-failed: 1 root test(s) that did not pass in suite"),
+        "{}",
+        stdout(&out)
+    );
+    p.assert_nothing_survives();
+}
