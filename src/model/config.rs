@@ -104,6 +104,10 @@ pub struct SupervisorSection {
     pub max_fail: Option<u32>,
     /// Each selected root test runs this many times (`--repeat`).
     pub repeat: Option<u32>,
+    /// Only root tests whose name or path matches this regex (`-g/--grep`).
+    pub grep: Option<String>,
+    /// Only root tests whose name and path do not match this regex (`--grep-invert`).
+    pub grep_invert: Option<String>,
     /// A root test classified flaky in recent history is quarantined automatically, and
     /// released after consecutive passes (docs/ci.md).
     pub auto_quarantine: Option<bool>,

@@ -83,6 +83,22 @@ fn list_prints_what_start_runs_with_the_same_selection() {
         !p.root().join(".bugatti").exists(),
         "list runs and writes nothing"
     );
+    // [supervisor] grep / grep_invert select too; the flag wins.
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n[supervisor]\ngrep = \"basket\"\ngrep_invert = \"Refund\"\n",
+    );
+    assert_eq!(lines(&p.run(&["list"])), ["basket.test.toml"]);
+    assert_eq!(
+        lines(&p.run(&["list", "-g", "pay|Refund"])),
+        ["checkout/pay.test.toml"],
+        "the flag replaces the config's grep; its grep_invert still applies"
+    );
+    assert_eq!(
+        lines(&p.run(&["list", "-g", "pay|basket", "--grep-invert", "^basket"])),
+        ["checkout/pay.test.toml", "checkout/refund.test.toml"]
+    );
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
     // start with the same flags runs exactly those.
     let start = p.run(&["start", "-g", "basket"]);
     assert_eq!(start.status.code(), Some(0), "{}", stdout(&start));

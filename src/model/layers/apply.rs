@@ -84,6 +84,14 @@ impl EffectiveConfig {
         if let Some(v) = s.auto_quarantine {
             self.supervisor.auto_quarantine.set(v, layer, None);
         }
+        if let Some(v) = &s.grep {
+            self.supervisor.grep.set(Some(v.clone()), layer, None);
+        }
+        if let Some(v) = &s.grep_invert {
+            self.supervisor
+                .grep_invert
+                .set(Some(v.clone()), layer, None);
+        }
         if let Some(v) = s.flaky {
             self.supervisor.flaky.set(v, layer, None);
         }
@@ -536,6 +544,14 @@ impl EffectiveConfig {
                 problems.push(problem("--max-fail must be at least 1", None));
             }
             self.supervisor.max_fail.set(Some(v), Layer::Flag, None);
+        }
+        if let Some(v) = &o.grep {
+            self.supervisor.grep.set(Some(v.clone()), Layer::Flag, None);
+        }
+        if let Some(v) = &o.grep_invert {
+            self.supervisor
+                .grep_invert
+                .set(Some(v.clone()), Layer::Flag, None);
         }
         if let Some(v) = o.repeat {
             if v == 0 {

@@ -159,6 +159,10 @@ pub struct SupervisorSettings {
     pub repeat: Sourced<u32>,
     /// `[supervisor] auto_quarantine`: flaky tests quarantined from history (docs/ci.md).
     pub auto_quarantine: Sourced<bool>,
+    /// `[supervisor] grep` / `-g`: the regex a root test's name or path must match.
+    pub grep: Sourced<Option<String>>,
+    /// `[supervisor] grep_invert` / `--grep-invert`: the regex it must not match.
+    pub grep_invert: Sourced<Option<String>>,
     /// `[supervisor] flaky` / `--fail-on-flaky`.
     pub flaky: Sourced<crate::model::config::FlakyPolicy>,
     /// `[supervisor] quarantine`: globs of quarantined root tests, relative to the project root.
@@ -263,6 +267,8 @@ impl Default for EffectiveConfig {
                 max_fail: Sourced::default_value(None),
                 repeat: Sourced::default_value(1),
                 auto_quarantine: Sourced::default_value(false),
+                grep: Sourced::default_value(None),
+                grep_invert: Sourced::default_value(None),
                 flaky: Sourced::default_value(Default::default()),
                 quarantine: Sourced::default_value(Vec::new()),
                 on_finish: Sourced::default_value(None),

@@ -194,6 +194,14 @@ impl EffectiveConfig {
             s.repeat.value.to_string(),
             s.repeat.source,
         );
+        for (key, v) in [
+            ("supervisor.grep", &s.grep),
+            ("supervisor.grep_invert", &s.grep_invert),
+        ] {
+            if let Some(pattern) = &v.value {
+                row(rows, key, pattern.clone(), v.source);
+            }
+        }
         row(
             rows,
             "supervisor.auto_quarantine",

@@ -179,7 +179,7 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         }
     }
     grep_roots(
-        options,
+        &flagged,
         &project_root,
         &mut roots,
         discovered,
@@ -264,7 +264,7 @@ struct Root {
 /// or its file path (relative to the project root) matches `--grep`, and neither matches
 /// `--grep-invert`. A pattern that is not a regex is a problem (exit 2).
 fn grep_roots(
-    options: &RunOptions,
+    flagged: &EffectiveConfig,
     project_root: &Path,
     roots: &mut Vec<Root>,
     discovered: usize,
@@ -282,8 +282,11 @@ fn grep_roots(
             }
         }
     };
-    let grep = compile("--grep", &options.grep, problems);
-    let invert = compile("--grep-invert", &options.grep_invert, problems);
+    // The flag, else `[supervisor] grep` / `grep_invert`.
+    let grep_at = &flagged.supervisor.grep.value;
+    let invert_at = &flagged.supervisor.grep_invert.value;
+    let grep = compile("--grep", grep_at, problems);
+    let invert = compile("--grep-invert", invert_at, problems);
     if grep.is_none() && invert.is_none() {
         return;
     }
@@ -297,10 +300,10 @@ fn grep_roots(
     });
     if roots.is_empty() && discovered > 0 {
         let mut said = Vec::new();
-        if let Some(g) = &options.grep {
+        if let Some(g) = grep_at {
             said.push(format!("--grep `{g}`"));
         }
-        if let Some(g) = &options.grep_invert {
+        if let Some(g) = invert_at {
             said.push(format!("--grep-invert `{g}`"));
         }
         problems.push(
