@@ -10,6 +10,8 @@ use std::collections::VecDeque;
 pub struct Attempt {
     pub test: usize,
     pub number: u32,
+    /// With `--repeat N`: which of the test's N runs (1-based); its retries keep it.
+    pub repeat: u32,
 }
 
 /// Why the queue stopped starting new attempts.
@@ -28,7 +30,7 @@ pub enum AfterAttempt {
     Done,
     /// Failed with attempts left: this attempt is queued next.
     Retry(Attempt),
-    /// Failed for the last time under fail-fast: nothing new starts.
+    /// Failed for the last time, the `--max-fail`-th (`--fail-fast`: the first): nothing new starts.
     FailFast,
 }
 
@@ -61,7 +63,10 @@ pub struct SuiteQueue {
     running: usize,
     jobs: usize,
     max_attempts: u32,
-    fail_fast: bool,
+    /// `--max-fail` (`--fail-fast` = 1): failed root tests that halt the queue.
+    max_fail: Option<u32>,
+    /// Root tests failed for the last time so far.
+    failed: u32,
     strict_warnings: bool,
     halted: Option<Halt>,
     tallies: Vec<Tally>,
@@ -71,17 +76,29 @@ impl SuiteQueue {
     /// `retries` is the number of re-runs of a failed root test (so attempts = retries + 1).
     pub fn new(
         tests: usize,
+        repeat: u32,
         jobs: usize,
         retries: u32,
-        fail_fast: bool,
+        max_fail: Option<u32>,
         strict_warnings: bool,
     ) -> Self {
         Self {
-            pending: (0..tests).map(|test| Attempt { test, number: 1 }).collect(),
+            // Round after round: every test's first run before any test's second, so a
+            // `--max-fail` or a deadline still leaves each test run at least once.
+            pending: (1..=repeat.max(1))
+                .flat_map(|repeat| {
+                    (0..tests).map(move |test| Attempt {
+                        test,
+                        number: 1,
+                        repeat,
+                    })
+                })
+                .collect(),
             running: 0,
             jobs: jobs.max(1),
             max_attempts: retries.saturating_add(1),
-            fail_fast,
+            max_fail,
+            failed: 0,
             strict_warnings,
             halted: None,
             tallies: vec![Tally::default(); tests],
@@ -122,13 +139,16 @@ impl SuiteQueue {
             let retry = Attempt {
                 test: attempt.test,
                 number: attempt.number + 1,
+                repeat: attempt.repeat,
             };
             self.pending.push_front(retry);
             AfterAttempt::Retry(retry)
-        } else if self.fail_fast && self.halted.is_none() {
-            self.halted = Some(Halt::FailFast);
-            AfterAttempt::FailFast
         } else {
+            self.failed += 1;
+            if self.max_fail.is_some_and(|n| self.failed >= n) && self.halted.is_none() {
+                self.halted = Some(Halt::FailFast);
+                return AfterAttempt::FailFast;
+            }
             AfterAttempt::Done
         }
     }
@@ -177,23 +197,41 @@ mod tests {
 
     #[test]
     fn starts_at_most_jobs_and_refills_a_slot_as_soon_as_it_frees() {
-        let mut q = SuiteQueue::new(5, 2, 0, false, false);
+        let mut q = SuiteQueue::new(5, 1, 2, 0, None, false);
         let first = drain(&mut q);
         assert_eq!(first.iter().map(|a| a.test).collect::<Vec<_>>(), vec![0, 1]);
         q.finished(first[1], Passed);
         let next = drain(&mut q);
-        assert_eq!(next, vec![Attempt { test: 2, number: 1 }]);
+        assert_eq!(
+            next,
+            vec![Attempt {
+                test: 2,
+                number: 1,
+                repeat: 1
+            }]
+        );
         assert!(!q.is_done());
     }
 
     #[test]
     fn retries_a_failure_and_marks_a_later_pass_flaky() {
-        let mut q = SuiteQueue::new(1, 1, 2, false, false);
+        let mut q = SuiteQueue::new(1, 1, 1, 2, None, false);
         let a1 = q.next_to_start().expect("first attempt");
-        let retry = Attempt { test: 0, number: 2 };
+        let retry = Attempt {
+            test: 0,
+            number: 2,
+            repeat: 1,
+        };
         assert_eq!(q.finished(a1, Failed), AfterAttempt::Retry(retry));
         let a2 = q.next_to_start().expect("retry");
-        assert_eq!(a2, Attempt { test: 0, number: 2 });
+        assert_eq!(
+            a2,
+            Attempt {
+                test: 0,
+                number: 2,
+                repeat: 1
+            }
+        );
         q.finished(a2, Passed);
         assert!(q.is_done());
         assert!(q.tallies()[0].is_flaky(false));
@@ -202,7 +240,7 @@ mod tests {
 
     #[test]
     fn stops_retrying_after_the_last_attempt() {
-        let mut q = SuiteQueue::new(1, 1, 1, false, false);
+        let mut q = SuiteQueue::new(1, 1, 1, 1, None, false);
         for _ in 0..2 {
             let a = q.next_to_start().expect("attempt");
             q.finished(a, Error);
@@ -214,7 +252,7 @@ mod tests {
 
     #[test]
     fn fail_fast_starts_nothing_new_after_a_final_failure() {
-        let mut q = SuiteQueue::new(4, 2, 0, true, false);
+        let mut q = SuiteQueue::new(4, 1, 2, 0, Some(1), false);
         let started = drain(&mut q);
         assert_eq!(q.finished(started[0], Failed), AfterAttempt::FailFast);
         assert_eq!(q.halted(), Some(Halt::FailFast));
@@ -227,7 +265,7 @@ mod tests {
 
     #[test]
     fn strict_warnings_count_as_failures_for_retries() {
-        let mut q = SuiteQueue::new(1, 1, 1, false, true);
+        let mut q = SuiteQueue::new(1, 1, 1, 1, None, true);
         let a = q.next_to_start().expect("attempt");
         q.finished(a, Warned);
         assert_eq!(q.next_to_start().map(|a| a.number), Some(2));
@@ -235,13 +273,32 @@ mod tests {
 
     #[test]
     fn a_halt_waits_for_running_sessions() {
-        let mut q = SuiteQueue::new(3, 3, 0, false, false);
+        let mut q = SuiteQueue::new(3, 1, 3, 0, None, false);
         let started = drain(&mut q);
         q.halt(Halt::Shutdown);
         assert!(!q.is_done());
         for a in started {
             q.finished(a, Interrupted);
         }
+        assert!(q.is_done());
+    }
+
+    #[test]
+    fn max_fail_halts_after_the_nth_final_failure_not_before() {
+        let mut q = SuiteQueue::new(5, 1, 1, 1, Some(2), false);
+        let a = q.next_to_start().expect("first");
+        // A failure with a retry left is not final: it does not count.
+        assert!(matches!(q.finished(a, Failed), AfterAttempt::Retry(_)));
+        let a = q.next_to_start().expect("retry");
+        assert_eq!(q.finished(a, Failed), AfterAttempt::Done);
+        let b = q.next_to_start().expect("second test");
+        assert_eq!(q.finished(b, Passed), AfterAttempt::Done);
+        let c = q.next_to_start().expect("third test");
+        assert!(matches!(q.finished(c, Error), AfterAttempt::Retry(_)));
+        let c = q.next_to_start().expect("retry");
+        assert_eq!(q.finished(c, Error), AfterAttempt::FailFast);
+        assert_eq!(q.halted(), Some(Halt::FailFast));
+        assert!(q.next_to_start().is_none());
         assert!(q.is_done());
     }
 }

@@ -132,7 +132,15 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             "cannot record this run's processes in the ledger: {e}"
         ));
     }
-    let reporter_args = reporter_args(&suite, options, &suite_id, &artifact_dir, &logs);
+    let mut suite = suite;
+    let quarantine_changes = if suite.base.supervisor.auto_quarantine.value {
+        let selection = crate::report::history::Selection::of(options);
+        crate::report::stability::apply_auto_quarantine(&mut suite, &selection)
+    } else {
+        Vec::new()
+    };
+    let mut reporter_args = reporter_args(&suite, options, &suite_id, &artifact_dir, &logs);
+    reporter_args.extras.quarantine_changes = quarantine_changes;
     let (reporter, reporter_task) = match ReporterActor::spawn(reporter_args).await {
         Ok(spawned) => spawned,
         Err(e) => {
@@ -254,7 +262,8 @@ fn reporter_args(
         jobs: suite.base.supervisor.jobs.value,
         strict_warnings: suite.base.provider.strict_warnings.value,
         console: LiveView::new(ConsoleMode::detect(), options.verbosity)
-            .with_max_attempts(1 + suite.base.supervisor.retries.value),
+            .with_max_attempts(1 + suite.base.supervisor.retries.value)
+            .with_repeat(suite.base.supervisor.repeat.value),
         secrets,
         harness_logs: Some(logs.clone()),
         junit_copy: options.junit.clone(),
@@ -267,6 +276,9 @@ fn reporter_args(
             shard: suite.shard.clone(),
             fail_on_flaky: suite.base.supervisor.flaky.value
                 == crate::model::config::FlakyPolicy::Fail,
+            revision: crate::model::revision::Revision::of(&suite.project_root),
+            provider: Some(suite.base.provider.name.value.to_string()),
+            quarantine_changes: Vec::new(),
         },
     }
 }

@@ -135,9 +135,10 @@ impl Actor for SupervisorActor {
         let strict = args.suite.base.provider.strict_warnings.value;
         let queue = SuiteQueue::new(
             tests.len(),
+            base.repeat.value,
             base.jobs.value,
             base.retries.value,
-            base.fail_fast.value,
+            base.failures_allowed(),
             strict,
         );
         if let Some(secs) = base.timeout_secs.value {
@@ -411,7 +412,7 @@ impl SupervisorState {
             );
             let events = RunEvents::start(self.reporter.clone(), run_id.clone());
             let args = SessionArgs {
-                test: Arc::clone(&self.tests[attempt.test]),
+                test: repeat_of(&self.tests[attempt.test], attempt.repeat),
                 attempt,
                 events: events.clone(),
                 suite: Arc::clone(&context),
@@ -652,4 +653,16 @@ impl SupervisorState {
         let _ = done.send(reason);
         myself.stop(None);
     }
+}
+
+/// The test as a `--repeat` run after the first runs it: without replay unless `--replay` said
+/// otherwise, so each repeat asks the agent again (a replayed verdict cannot flip, and the
+/// classes of docs/ci.md are about the agent's runs).
+fn repeat_of(test: &Arc<RootTest>, repeat: u32) -> Arc<RootTest> {
+    if repeat <= 1 || test.effective.replay.mode.source == crate::model::layers::Layer::Flag {
+        return Arc::clone(test);
+    }
+    let mut again = RootTest::clone(test);
+    again.effective.replay.mode.value = crate::model::replay::ReplayMode::Off;
+    Arc::new(again)
 }

@@ -54,6 +54,10 @@ enum Command {
     /// Parse, expand and validate; print each root test's plan and effective config. Runs
     /// nothing, writes nothing. Exit 0, or 2 with every problem found.
     Check(RunArgs),
+    /// Print the root tests a `start` with the same selection (PATH, -g, --grep-invert, --tag,
+    /// --shard, --rerun-failed) would run, one test file per line (--json: one array). Runs
+    /// nothing, writes nothing. Exit 0, or 2 on invalid input or an empty selection.
+    List(ListArgs),
     /// Write a commented starter config and an example test into the current directory.
     Init,
     /// Check the config and tests, the provider's program, fixed ports and the artifact
@@ -121,7 +125,7 @@ enum Command {
     },
 }
 
-#[derive(Args, Debug)]
+#[derive(Args, Debug, Default)]
 struct RunArgs {
     /// Test files, directories to discover in, or short names (`checkout` →
     /// `checkout.test.toml` under the project root). Default: the whole project root, or the
@@ -141,7 +145,7 @@ struct RunArgs {
     /// Do not wait for this command's readiness. Repeatable.
     #[arg(long = "skip-readiness", value_name = "NAME")]
     skip_readiness: Vec<String>,
-    /// Override `[provider] name` (claude-code, codex, command, shell)
+    /// Override `[provider] name` (claude-code, codex, pi, command, shell)
     #[arg(long, value_name = "NAME")]
     provider: Option<String>,
     /// Default per-step timeout in seconds [default: 300]
@@ -156,6 +160,21 @@ struct RunArgs {
     /// After the first failed root test, start no new ones
     #[arg(long = "fail-fast")]
     fail_fast: bool,
+    /// After N failed root tests, start no new ones: the rest are `not_run`, each named
+    /// (`--fail-fast` is `--max-fail 1`; also `[supervisor] max_fail`)
+    #[arg(long = "max-fail", value_name = "N")]
+    max_fail: Option<u32>,
+    /// Run each selected root test N times (`-j` still bounds how many run at once) and
+    /// classify its stability: stable, app-flaky, verdict-flaky, broken (also `[supervisor]
+    /// repeat`) [default: 1]
+    #[arg(long, value_name = "N")]
+    repeat: Option<u32>,
+    /// The session's browser with a window (`[browser] headless = false`); needs a display
+    /// (DISPLAY or WAYLAND_DISPLAY)
+    #[arg(long)]
+    headed: bool,
+    #[command(flatten)]
+    grep: GrepArgs,
     /// A root test that passed only on a retry fails the suite (also `[supervisor] flaky = "fail"`)
     #[arg(long = "fail-on-flaky")]
     fail_on_flaky: bool,
@@ -210,6 +229,68 @@ struct RunArgs {
     verbose: bool,
 }
 
+/// `-g` / `--grep-invert`: shared by `start`, `test`, `check` and `list`.
+#[derive(Args, Debug, Clone, Default)]
+struct GrepArgs {
+    /// Run only root tests whose test name or file path matches the regular expression PATTERN
+    /// (as Playwright's -g)
+    #[arg(short = 'g', long = "grep", value_name = "PATTERN")]
+    grep: Option<String>,
+    /// Run only root tests whose test name and file path do not match PATTERN (as Playwright's
+    /// --grep-invert)
+    #[arg(long = "grep-invert", value_name = "PATTERN")]
+    grep_invert: Option<String>,
+}
+
+/// `supervisor list`: the selection flags of `start`, and how to print.
+#[derive(Args, Debug)]
+struct ListArgs {
+    /// Test files, directories to discover in, or short names (as `start`)
+    #[arg(value_name = "PATH")]
+    paths: Vec<String>,
+    /// Project config; its directory is the project root [default: ./bugatti.config.toml if present]
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    grep: GrepArgs,
+    /// Only root tests carrying one of these tags. Repeatable.
+    #[arg(long = "tag", value_name = "TAG")]
+    tags: Vec<String>,
+    /// Only the K-th of N slices, split as `start --shard` splits them
+    #[arg(long, value_name = "K/N|auto")]
+    shard: Option<ShardArg>,
+    /// How shards are split (as `start --shard-by`)
+    #[arg(long = "shard-by", value_name = "count|duration")]
+    shard_by: Option<ShardBy>,
+    /// The history file the split and --rerun-failed read [default: <artifact_dir>/history.jsonl]
+    #[arg(long, value_name = "FILE")]
+    history: Option<PathBuf>,
+    /// Only the root tests that did not pass in the previous whole suite
+    #[arg(long = "rerun-failed", visible_alias = "last-failed")]
+    rerun_failed: bool,
+    /// One JSON array of the root tests (test_file, name, tags, quarantined) instead of lines
+    #[arg(long)]
+    json: bool,
+}
+
+impl ListArgs {
+    fn into_options(self) -> Result<(RunOptions, bool), String> {
+        let json = self.json;
+        let run = RunArgs {
+            paths: self.paths,
+            config: self.config,
+            grep: self.grep,
+            tags: self.tags,
+            shard: self.shard,
+            shard_by: self.shard_by,
+            history: self.history,
+            rerun_failed: self.rerun_failed,
+            ..RunArgs::default()
+        };
+        Ok((run.into_options()?, json))
+    }
+}
+
 impl RunArgs {
     /// The options, `--shard auto` read from this process's environment (said on stderr).
     fn into_options(self) -> Result<RunOptions, String> {
@@ -244,6 +325,11 @@ impl RunArgs {
             timeout: self.timeout,
             retries: self.retries,
             fail_fast: self.fail_fast,
+            max_fail: self.max_fail,
+            grep: self.grep.grep,
+            grep_invert: self.grep.grep_invert,
+            repeat: self.repeat,
+            headed: self.headed,
             fail_on_flaky: self.fail_on_flaky,
             strict_warnings: self.strict_warnings,
             shard,
@@ -309,7 +395,7 @@ fn main() -> ExitCode {
                         return ExitCode::from(2);
                     }
                     if options.rerun_failed {
-                        match select_failed(&mut suite) {
+                        match select_failed(&mut suite, false) {
                             Ok(true) => {}
                             Ok(false) => return ExitCode::SUCCESS,
                             Err(code) => return code,
@@ -341,6 +427,7 @@ fn main() -> ExitCode {
                 None => ExitCode::from(2),
             }
         }
+        Command::List(args) => list(args),
         Command::Init => init::init(),
         Command::Doctor { config } => doctor(config),
         Command::Merge {
@@ -415,36 +502,97 @@ pub(crate) fn artifact_dir_of(config: Option<PathBuf>) -> Result<(PathBuf, usize
 
 /// `--rerun-failed`: keeps the root tests that did not pass in the previous suite. Ok(false):
 /// nothing to run (said why); Err: the exit code.
-fn select_failed(suite: &mut Suite) -> Result<bool, ExitCode> {
-    let Some(last) = history::read(&suite.history_file).pop() else {
+/// The previous suite is the last one that ran the whole selection (an unsharded run, a merge of
+/// shards, or an earlier `--rerun-failed`), never one shard's own entry, which holds only its
+/// share of the tests. `list` says what it selected on stderr (its stdout is the list).
+fn select_failed(suite: &mut Suite, on_stderr: bool) -> Result<bool, ExitCode> {
+    let say = |line: String| {
+        if on_stderr {
+            eprintln!("{line}");
+        } else {
+            say!("{line}");
+        }
+    };
+    let Some(last) = history::read(&suite.history_file)
+        .into_iter()
+        .rev()
+        .find(|e| e.selection.shard.is_none())
+    else {
         eprintln!(
-            "error: --rerun-failed: no previous suite in {} to take the failed tests from",
+            "error: --rerun-failed: no previous suite (other than one shard's) in {} to take the failed tests from",
             suite.history_file.display()
         );
         return Err(ExitCode::from(2));
     };
     let failed = last.not_passed();
     if failed.is_empty() {
-        say!(
+        say(format!(
             "supervisor: --rerun-failed: every root test passed in the previous suite {}; nothing to run",
             last.suite_id
-        );
+        ));
         return Ok(false);
     }
     suite
         .tests
         .retain(|t| failed.iter().any(|f| std::path::Path::new(f) == t.rel_path));
-    say!(
+    say(format!(
         "supervisor: --rerun-failed: {} root test(s) that did not pass in suite {}: {}",
         suite.tests.len(),
         last.suite_id,
         failed.join(", ")
-    );
+    ));
     if suite.tests.is_empty() {
         eprintln!("error: --rerun-failed: none of them is among the selected root tests any more");
         return Err(ExitCode::from(2));
     }
     Ok(true)
+}
+
+/// `supervisor list`: the root tests the same selection would run, as `start` selects them
+/// (discovery, tags, -g, shard, --rerun-failed), without running or writing anything.
+fn list(args: ListArgs) -> ExitCode {
+    restore_default_sigpipe();
+    let (options, json) = match args.into_options() {
+        Ok(found) => found,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(mut suite) = load(&options) else {
+        return ExitCode::from(2);
+    };
+    print_notes(&suite);
+    if options.rerun_failed {
+        match select_failed(&mut suite, true) {
+            Ok(true) => {}
+            Ok(false) => suite.tests.clear(),
+            Err(code) => return code,
+        }
+    }
+    if json {
+        let tests: Vec<serde_json::Value> = suite
+            .tests
+            .iter()
+            .map(|t| {
+                serde_json::json!({
+                    "test_file": t.rel_path.to_string_lossy(),
+                    "name": t.name,
+                    "tags": t.tags,
+                    "quarantined": t.quarantined,
+                })
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&tests).unwrap_or_else(|_| "[]".to_string())
+        );
+    } else {
+        for t in &suite.tests {
+            println!("{}", t.rel_path.display());
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn clean(keep: Option<usize>, older_than: Option<u64>, config: Option<PathBuf>) -> ExitCode {

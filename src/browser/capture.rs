@@ -56,14 +56,8 @@ impl ConsoleEntry {
     /// most local apps have none, and it would warn on the first step of nearly every test. It
     /// stays in the step's console record all the same.
     pub fn counts_as_error(&self) -> bool {
-        let favicon_miss = self.source == "network"
-            && self.url.as_deref().is_some_and(|url| {
-                url.split(['?', '#'])
-                    .next()
-                    .unwrap_or(url)
-                    .ends_with("/favicon.ico")
-            });
-        self.level == "error" && !favicon_miss
+        self.level == "error"
+            && !crate::model::browser::is_favicon_miss(&self.source, self.url.as_deref())
     }
 }
 

@@ -47,6 +47,19 @@ impl CaptureSet {
     }
 }
 
+/// The browser's own request for `/favicon.ico` finding nothing (a console line of source
+/// `network` about that URL): the page never asked for it and most local apps have none, so it
+/// is neither a console error of the step's verdict nor one the reports list.
+pub fn is_favicon_miss(source: &str, url: Option<&str>) -> bool {
+    source == "network"
+        && url.is_some_and(|url| {
+            url.split(['?', '#'])
+                .next()
+                .unwrap_or(url)
+                .ends_with("/favicon.ico")
+        })
+}
+
 /// The effective `[browser]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrowserConfig {

@@ -100,6 +100,17 @@ pub struct SupervisorSection {
     pub retries: Option<u32>,
     pub keep_workspace: Option<KeepWorkspace>,
     pub fail_fast: Option<bool>,
+    /// After this many failed root tests, none new starts (`--max-fail`).
+    pub max_fail: Option<u32>,
+    /// Each selected root test runs this many times (`--repeat`).
+    pub repeat: Option<u32>,
+    /// Only root tests whose name or path matches this regex (`-g/--grep`).
+    pub grep: Option<String>,
+    /// Only root tests whose name and path do not match this regex (`--grep-invert`).
+    pub grep_invert: Option<String>,
+    /// A root test classified flaky in recent history is quarantined automatically, and
+    /// released after consecutive passes (docs/ci.md).
+    pub auto_quarantine: Option<bool>,
     /// A root test that passed only on a retry: `pass` (the default) or `fail` the suite.
     pub flaky: Option<FlakyPolicy>,
     /// Globs (relative to the project root) of root tests that are quarantined: run and

@@ -105,6 +105,76 @@ pub struct HistoryTest {
     /// Quarantined in that suite: its outcome did not decide the exit code.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub quarantined: bool,
+    /// Each run of the test in that suite (one per `--repeat`, its final attempt): how it ended
+    /// and a digest of what the app showed, which later suites of the same commit classify by.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<HistoryRun>,
+}
+
+impl HistoryTest {
+    /// The test's runs in that suite; a line written before runs were kept reads as one run of
+    /// unknown outputs.
+    pub fn runs_or_final(&self) -> Vec<HistoryRun> {
+        if self.runs.is_empty() {
+            vec![HistoryRun {
+                outcome: self.outcome.clone(),
+                observed: None,
+            }]
+        } else {
+            self.runs.clone()
+        }
+    }
+}
+
+/// One run of a root test in a history line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HistoryRun {
+    pub outcome: String,
+    /// A digest of the run's observed outputs (docs/ci.md, "Stability classes and repeats").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<String>,
+}
+
+/// The class of a root test's runs on one commit (docs/ci.md, "Stability classes and repeats").
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum StabilityClass {
+    /// The same outcome on every run of the commit.
+    Stable,
+    /// Passed and failed on the commit, and what the app showed differed between them.
+    AppFlaky,
+    /// Passed and failed on the commit over the same observed outputs: the verdict flipped.
+    VerdictFlaky,
+    /// Failed on every run of this commit after passing on an earlier one.
+    Broken,
+    /// Some runs ended by an agent fault, not by the app.
+    AgentUnreliable,
+}
+
+impl StabilityClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stable => "stable",
+            Self::AppFlaky => "app-flaky",
+            Self::VerdictFlaky => "verdict-flaky",
+            Self::Broken => "broken",
+            Self::AgentUnreliable => "agent-unreliable",
+        }
+    }
+
+    /// Flaky in the sense of the quarantine policy.
+    pub fn is_flaky(self) -> bool {
+        matches!(self, Self::AppFlaky | Self::VerdictFlaky)
+    }
+}
+
+/// A test's class as a history line keeps it (what auto-quarantine reads back).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct HistoryClass {
+    pub test_file: String,
+    pub class: StabilityClass,
 }
 
 /// One line of history.jsonl.
@@ -132,10 +202,34 @@ pub struct HistoryEntry {
     pub replay_drift_steps: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_saved_usd: Option<f64>,
+    /// The git commit of the project root and whether its tracked files were changed (`null`
+    /// outside a repository, and in lines written before they were recorded).
+    #[serde(default)]
+    pub commit: Option<String>,
+    #[serde(default)]
+    pub dirty: Option<bool>,
+    /// The provider the suite ran with: suites compare only with the same provider's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// Each test the suite could classify, and its class.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stability: Vec<HistoryClass>,
     /// A merge: the folder its suite was written to (`merge --out`), absolute, so `supervisor
     /// report --history FILE` finds it outside the artifact directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suite_dir: Option<String>,
+}
+
+impl HistoryEntry {
+    /// Whether a suite compares with `other`: the same selection, and the same provider when
+    /// both lines name one (a codex night is not compared with a claude-code one).
+    pub fn comparable_with(&self, other: &HistoryEntry) -> bool {
+        self.selection.same_as(&other.selection)
+            && match (&self.provider, &other.provider) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            }
+    }
 }
 
 fn first_schema_version() -> u32 {
@@ -384,12 +478,17 @@ mod tests {
                 duration_ms: ms,
                 cost_usd: None,
                 quarantined: false,
+                runs: Vec::new(),
             }],
             cost_usd: None,
             replayed_steps: 0,
             agent_steps: 0,
             replay_drift_steps: 0,
             cost_saved_usd: None,
+            commit: None,
+            dirty: None,
+            provider: None,
+            stability: Vec::new(),
             suite_dir: None,
         }
     }

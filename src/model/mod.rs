@@ -27,6 +27,7 @@ pub mod plan;
 pub mod provider;
 pub mod redact;
 pub mod replay;
+pub mod revision;
 pub mod shard;
 pub mod substitute;
 pub mod test_file;

@@ -90,6 +90,16 @@ pub struct RunOptions {
     pub timeout: Option<u64>,
     pub retries: Option<u32>,
     pub fail_fast: bool,
+    /// `--max-fail N`: after N failed root tests, none new starts (`--fail-fast` is 1).
+    pub max_fail: Option<u32>,
+    /// `-g, --grep PATTERN`: only root tests whose name or file path matches the regex.
+    pub grep: Option<String>,
+    /// `--grep-invert PATTERN`: only root tests whose name and file path do not match.
+    pub grep_invert: Option<String>,
+    /// `--repeat N`: each selected root test runs N times and its stability is classified.
+    pub repeat: Option<u32>,
+    /// `--headed`: the session's browser with a window (`[browser] headless = false`).
+    pub headed: bool,
     /// `--fail-on-flaky`: a root test that passed only on a retry fails the suite.
     pub fail_on_flaky: bool,
     pub strict_warnings: bool,

@@ -130,6 +130,8 @@ pub struct LiveView {
     /// 1 + `--retries`: a failed attempt below this is shown as `TRY n FAIL`, not `FAILED`, so a
     /// suite that ends green has no FAILED line in its log (as nextest's TRY lines).
     max_attempts: u32,
+    /// `--repeat N`: each root test runs N times, so the progress count is of runs.
+    repeat: usize,
     /// The columns a line may use ([`terminal_width`]).
     width: usize,
 }
@@ -219,6 +221,7 @@ impl LiveView {
             done: 0,
             runs_seen: false,
             max_attempts: 1,
+            repeat: 1,
             width: terminal_width(),
         }
     }
@@ -251,6 +254,7 @@ impl LiveView {
             done: 0,
             runs_seen: false,
             max_attempts: 1,
+            repeat: 1,
             width: DEFAULT_WIDTH,
         }
     }
@@ -279,6 +283,7 @@ impl LiveView {
             done: 0,
             runs_seen: false,
             max_attempts: 1,
+            repeat: 1,
             width: DEFAULT_WIDTH,
         }
     }
@@ -304,7 +309,7 @@ impl LiveView {
     /// A suite-level event (not tied to a run).
     pub fn suite_event(&mut self, event: &Event, redactor: &Redactor) {
         if let EventKind::SuiteStarted { root_tests, .. } = &event.kind {
-            self.total = *root_tests;
+            self.total = *root_tests * self.repeat;
         }
         if self.verbosity == Verbosity::Quiet {
             return;
@@ -435,6 +440,12 @@ impl LiveView {
     /// How many attempts a root test may have (1 + `--retries`).
     pub fn with_max_attempts(mut self, max_attempts: u32) -> Self {
         self.max_attempts = max_attempts.max(1);
+        self
+    }
+
+    /// `--repeat N`: the `[k/N]` count is of runs, N per root test.
+    pub fn with_repeat(mut self, repeat: u32) -> Self {
+        self.repeat = repeat.max(1) as usize;
         self
     }
 

@@ -65,6 +65,7 @@ impl HistoryEntry {
                 duration_ms: t.duration_ms,
                 cost_usd: cost_of(&t.test_file),
                 quarantined: t.quarantined,
+                runs: crate::report::stability::history_runs(records, &t.test_file),
             })
             .collect();
         tests.extend(summary.not_run.iter().map(|f| HistoryTest {
@@ -76,6 +77,7 @@ impl HistoryEntry {
             duration_ms: 0,
             cost_usd: None,
             quarantined: false,
+            runs: Vec::new(),
         }));
         let cost_usd = sum_opt(tests.iter().map(|t| t.cost_usd));
         Self {
@@ -91,6 +93,17 @@ impl HistoryEntry {
             agent_steps: summary.agent_steps,
             replay_drift_steps: summary.replay_drift_steps,
             cost_saved_usd: summary.cost_saved_usd,
+            commit: summary.commit.clone(),
+            dirty: summary.dirty,
+            provider: None,
+            stability: summary
+                .stability
+                .iter()
+                .map(|s| crate::model::history::HistoryClass {
+                    test_file: s.test_file.clone(),
+                    class: s.class,
+                })
+                .collect(),
             suite_dir: None,
         }
     }
@@ -185,7 +198,7 @@ pub fn compare(history: &[HistoryEntry], current: &HistoryEntry) -> Option<Compa
     let previous = history
         .iter()
         .rev()
-        .find(|e| e.suite_id != current.suite_id && e.selection.same_as(&current.selection))?;
+        .find(|e| e.suite_id != current.suite_id && e.comparable_with(current))?;
     let before: BTreeMap<&str, &HistoryTest> = previous
         .tests
         .iter()
@@ -213,10 +226,16 @@ pub fn compare(history: &[HistoryEntry], current: &HistoryEntry) -> Option<Compa
             outcome: t.outcome.clone(),
             previous: prev.map(|p| p.outcome.clone()),
         };
+        if prev.is_none() && current.selection.shard.is_some() {
+            // A shard's tests change with the split: one the previous shard did not hold is
+            // no news about the test (another shard ran it).
+            continue;
+        }
         if prev.is_none() {
             c.new_tests.push(t.test_file.clone());
         }
-        if t.outcome == NOT_RUN {
+        // Interrupted (Ctrl-C, the deadline) says nothing about the app: never a new failure.
+        if t.outcome == NOT_RUN || t.outcome == "interrupted" {
             c.not_run.push(change);
             continue;
         }
@@ -349,6 +368,7 @@ mod tests {
                     duration_ms: 10,
                     cost_usd: None,
                     quarantined: false,
+                    runs: Vec::new(),
                 })
                 .collect(),
             cost_usd: None,
@@ -356,8 +376,37 @@ mod tests {
             agent_steps: 0,
             replay_drift_steps: 0,
             cost_saved_usd: None,
+            commit: None,
+            dirty: None,
+            provider: None,
+            stability: Vec::new(),
             suite_dir: None,
         }
+    }
+
+    #[test]
+    fn only_the_same_provider_compares_and_an_interrupted_test_is_no_new_failure() {
+        let mut codex = entry("1", &[("a", true), ("b", true)]);
+        codex.provider = Some("codex".into());
+        let mut claude = entry("2", &[("a", false), ("b", true)]);
+        claude.provider = Some("claude-code".into());
+        let mut now = entry("3", &[("a", true), ("b", false)]);
+        now.provider = Some("codex".into());
+        now.tests[1].outcome = "interrupted".into();
+        let c = compare(&[codex, claude], &now).expect("the codex suite");
+        assert_eq!(c.previous_suite_id, "1");
+        assert!(c.fixed.is_empty() && c.new_failures.is_empty(), "{c:?}");
+        assert_eq!(c.not_run[0].test_file, "b");
+    }
+
+    #[test]
+    fn a_shard_is_not_compared_on_tests_the_previous_shard_did_not_hold() {
+        let mut before = entry("1", &[("a", true)]);
+        before.selection.shard = Some("1/2".into());
+        let mut now = entry("2", &[("a", true), ("c", false)]);
+        now.selection.shard = Some("1/2".into());
+        let c = compare(&[before], &now).expect("the previous shard");
+        assert!(c.new_failures.is_empty() && c.new_tests.is_empty(), "{c:?}");
     }
 
     #[test]

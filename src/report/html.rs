@@ -302,10 +302,11 @@ impl<'a> Page<'a> {
         };
         let _ = write!(
             self.out,
-            "<h1><span class=\"badge b-{verdict}\">{}</span> {}</h1>\n<div class=\"meta\">started {} · duration {}{}</div>\n",
+            "<h1><span class=\"badge b-{verdict}\">{}</span> {}</h1>\n<div class=\"meta\">started {} · <span id=\"commit\">commit {}</span> · duration {}{}</div>\n",
             verdict.to_uppercase(),
             escape(&title),
             s.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
+            escape(&s.revision_text()),
             ms(Some(s.duration_ms)),
             cost.map_or(String::new(), |c| format!(" · cost ${c:.4}")),
         );
@@ -447,6 +448,9 @@ impl<'a> Page<'a> {
                 (false, false) => "",
             },
         );
+        if let Some(st) = s.stability.iter().find(|st| st.test_file == test.test_file) {
+            self.w(&crate::report::stability::html_block(st));
+        }
         for earlier in &test.history[..test.history.len().saturating_sub(1)] {
             let _ = writeln!(
                 self.out,

@@ -30,6 +30,7 @@ pub mod run_record;
 pub mod run_writer;
 pub mod schemas;
 pub mod scrub;
+pub mod stability;
 pub mod store;
 pub mod suite;
 pub mod terminal_echo;

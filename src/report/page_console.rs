@@ -72,7 +72,9 @@ fn read(run_dir: &Path, rel: &str) -> Option<ConsoleErrors> {
         let Ok(entry) = serde_json::from_str::<Entry>(&line) else {
             continue;
         };
-        if entry.level != "error" {
+        if entry.level != "error"
+            || crate::model::browser::is_favicon_miss(&entry.source, entry.url.as_deref())
+        {
             continue;
         }
         if lines.len() == SHOWN {
@@ -125,6 +127,8 @@ mod tests {
         let mut text = String::from(
             "{\"level\":\"warning\",\"source\":\"console-api\",\"text\":\"slow\",\"page\":\"p\"}\n",
         );
+        // The browser's own favicon miss is not listed.
+        text.push_str("{\"level\":\"error\",\"source\":\"network\",\"text\":\"Failed to load resource: 404\",\"url\":\"http://a/favicon.ico\",\"page\":\"p\"}\n");
         for i in 0..7 {
             text.push_str(&format!(
                 "{{\"level\":\"error\",\"source\":\"exception\",\"text\":\"boom {i}\\nat x\",\"url\":\"http://a/app.js\",\"page\":\"p\"}}\n"

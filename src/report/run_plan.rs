@@ -27,7 +27,18 @@ pub struct RunIdentity {
     pub run_dir: String,
     // 1 for the first attempt, 2 for the first retry, ...
     pub attempt: u32,
+    /// With `--repeat N`: which of the N runs of the test this is (1-based); 1 otherwise.
+    #[serde(default = "first_repeat", skip_serializing_if = "is_first_repeat")]
+    pub repeat: u32,
     pub started_at: DateTime<Utc>,
+}
+
+fn first_repeat() -> u32 {
+    1
+}
+
+fn is_first_repeat(n: &u32) -> bool {
+    *n <= 1
 }
 
 /// What a session knows about its run before it launches anything.

@@ -16,6 +16,7 @@ pub(crate) fn plan() -> RunPlan {
             provider: "shell".into(),
             run_dir: "/p/.bugatti/runs/run-1".into(),
             attempt: 1,
+            repeat: 1,
             started_at: Utc::now(),
         },
         skipped_commands: vec!["seed".into()],

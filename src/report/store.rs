@@ -239,6 +239,7 @@ pub fn merge(
         SuiteSummary::build(&merged_id, started, finished, strict, &records, &not_run);
     summary.fail_on_flaky = loaded.iter().any(|l| l.summary.fail_on_flaky);
     summary.partial_allowed = allow_partial;
+    (summary.commit, summary.dirty) = common_revision(loaded.iter().map(|l| &l.summary));
     // A test whose run.json was not found still counts, as its shard's summary says.
     for l in &loaded {
         for test in &l.summary.tests {
@@ -683,5 +684,21 @@ fn not_a_folder_or(what: &str, path: &Path, at: &Path, e: std::io::Error) -> Str
             path.display(),
             at.display()
         )
+    }
+}
+
+/// The shards' commit and dirty flag when they all agree (one CI run checks out one commit),
+/// else unknown.
+fn common_revision<'a>(
+    mut summaries: impl Iterator<Item = &'a SuiteSummary>,
+) -> (Option<String>, Option<bool>) {
+    let Some(first) = summaries.next() else {
+        return (None, None);
+    };
+    let revision = (first.commit.clone(), first.dirty);
+    if summaries.all(|s| (s.commit.clone(), s.dirty) == revision) {
+        revision
+    } else {
+        (None, None)
     }
 }

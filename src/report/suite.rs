@@ -20,6 +20,9 @@ use crate::report::run_record::{RunRecord, SCHEMA_VERSION};
 pub struct AttemptSummary {
     pub run_id: String,
     pub attempt: u32,
+    /// With `--repeat N`: which of the test's N runs this attempt belongs to (1-based).
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub repeat: u32,
     pub outcome: RunOutcome,
     pub duration_ms: u64,
     pub message: Option<String>,
@@ -134,10 +137,59 @@ pub struct SuiteSummary {
     /// can tell shards of one CI run from strangers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<crate::model::shard::ShardInfo>,
+    /// The git commit of the project root and whether its tracked files were changed, when the
+    /// suite started (`null` outside a repository or without git).
+    #[serde(default)]
+    pub commit: Option<String>,
+    #[serde(default)]
+    pub dirty: Option<bool>,
+    /// Each root test's stability class, from this suite's repeats and the history of its
+    /// selection (docs/ci.md); empty when nothing could be classified.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stability: Vec<crate::report::stability::Stability>,
+    /// Quarantine changed by `[supervisor] auto_quarantine`: each test that entered or left it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub quarantine_changes: Vec<crate::report::stability::QuarantineChange>,
     /// What changed since the previous suite of the same selection (`.bugatti/history.jsonl`);
     /// absent when there is no such suite.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<Comparison>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n <= 1
+}
+
+/// A root test's deciding attempt and whether it was flaky, from its attempts sorted by repeat
+/// then attempt: each repeat's last attempt is that repeat's verdict; the first repeat that did
+/// not pass decides (a stress run fails when one run fails, as nextest's), else the last one.
+/// Flaky: a repeat passed on a retry after failing.
+fn decide(history: &[AttemptSummary], strict: bool) -> Option<(AttemptSummary, bool)> {
+    let finals: Vec<&AttemptSummary> = history
+        .iter()
+        .enumerate()
+        .filter(|(i, a)| {
+            history
+                .get(i + 1)
+                .is_none_or(|next| next.repeat != a.repeat)
+        })
+        .map(|(_, a)| a)
+        .collect();
+    let last = finals
+        .iter()
+        .find(|a| !a.outcome.is_pass(strict))
+        .or(finals.last())?;
+    let flaky = finals.iter().any(|f| {
+        f.outcome.is_pass(strict)
+            && history.iter().any(|a| {
+                a.repeat == f.repeat && a.attempt < f.attempt && !a.outcome.is_pass(strict)
+            })
+    });
+    Some(((*last).clone(), flaky))
 }
 
 impl SuiteSummary {
@@ -153,6 +205,16 @@ impl SuiteSummary {
             not_replayed: self.not_replayed_steps,
             no_recording: self.replay_no_recording_steps,
         }
+    }
+
+    /// `1a2b3c4d5e6f`, `… (dirty)`, or that there is none: the code the suite ran against.
+    pub fn revision_text(&self) -> String {
+        crate::model::revision::Revision {
+            commit: self.commit.clone(),
+            dirty: self.dirty,
+        }
+        .describe()
+        .unwrap_or_else(|| "none (not a git repository, or no git)".to_string())
     }
 
     /// Records that the suite's own harness failed: the root tests it kept from running are
@@ -217,12 +279,13 @@ impl SuiteSummary {
         let mut tests = Vec::new();
         let mut totals = Totals::default();
         for (file, mut runs) in by_file {
-            runs.sort_by_key(|r| (r.identity.attempt, r.identity.started_at));
+            runs.sort_by_key(|r| (r.identity.repeat, r.identity.attempt, r.identity.started_at));
             let history: Vec<AttemptSummary> = runs
                 .iter()
                 .map(|r| AttemptSummary {
                     run_id: r.identity.run_id.clone(),
                     attempt: r.identity.attempt,
+                    repeat: r.identity.repeat,
                     // A record without an outcome here was never finished: treat as interrupted.
                     outcome: r.outcome.unwrap_or(RunOutcome::Interrupted),
                     duration_ms: r.duration_ms.unwrap_or(0),
@@ -233,13 +296,9 @@ impl SuiteSummary {
                         .to_string(),
                 })
                 .collect();
-            let Some(last) = history.last().cloned() else {
+            let Some((last, flaky)) = decide(&history, strict_warnings) else {
                 continue;
             };
-            let flaky = last.outcome.is_pass(strict_warnings)
-                && history[..history.len() - 1]
-                    .iter()
-                    .any(|a| !a.outcome.is_pass(strict_warnings));
             totals.count(last.outcome);
             if flaky {
                 totals.flaky += 1;
@@ -327,6 +386,10 @@ impl SuiteSummary {
             input_tokens,
             output_tokens,
             shard: None,
+            commit: None,
+            dirty: None,
+            stability: Vec::new(),
+            quarantine_changes: Vec::new(),
             changes: None,
         }
     }
@@ -351,6 +414,7 @@ impl SuiteSummary {
         let t = &self.totals;
         let mut s = String::new();
         let _ = writeln!(s, "# Bugatti suite `{}`\n", self.suite_id);
+        let _ = writeln!(s, "Commit: {}.\n", self.revision_text());
         let _ = writeln!(
             s,
             "{} root tests: {} passed, {} warned, {} failed, {} error, {} interrupted, {} not run; {} flaky. Duration {:.1}s.\n",
@@ -406,6 +470,7 @@ impl SuiteSummary {
             s.push('\n');
         }
         s.push_str(&self.quarantine_markdown());
+        s.push_str(&crate::report::stability::markdown(self));
         if let Some(changes) = &self.changes {
             s.push_str(&changes.to_markdown());
         }

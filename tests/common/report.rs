@@ -28,6 +28,7 @@ pub fn plan(artifact_dir: &Path, run_id: &str, test_file: &str, attempt: u32) ->
             provider: "shell".into(),
             run_dir: artifact_dir.join("runs").join(run_id).display().to_string(),
             attempt,
+            repeat: 1,
             started_at: chrono::Utc::now(),
         },
         skipped_commands: vec!["seed".into()],

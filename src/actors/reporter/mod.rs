@@ -93,6 +93,12 @@ pub struct SuiteExtras {
     pub shard: Option<crate::model::shard::ShardInfo>,
     /// `--fail-on-flaky` / `[supervisor] flaky = "fail"`, recorded in the summary.
     pub fail_on_flaky: bool,
+    /// The commit the suite ran against (docs/ci.md), recorded in summary and history.
+    pub revision: crate::model::revision::Revision,
+    /// The suite's provider: history compares only suites of the same one.
+    pub provider: Option<String>,
+    /// What `[supervisor] auto_quarantine` changed before the suite started.
+    pub quarantine_changes: Vec<crate::report::stability::QuarantineChange>,
 }
 
 impl std::fmt::Debug for ReporterArgs {

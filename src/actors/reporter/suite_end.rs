@@ -59,6 +59,9 @@ impl ReporterState {
         self.create_suite_dir(&paths);
         summary.shard = self.args.extras.shard.clone();
         summary.fail_on_flaky = self.args.extras.fail_on_flaky;
+        summary.commit = self.args.extras.revision.commit.clone();
+        summary.dirty = self.args.extras.revision.dirty;
+        summary.quarantine_changes = self.args.extras.quarantine_changes.clone();
         let (history_note, trends) = self.record_history(&mut summary);
         // Redact the data before it is formatted: XML and JSON escape characters a secret may hold.
         let redacted_summary: SuiteSummary = redact_data(&self.redactor_all(), &summary)?;
@@ -156,7 +159,8 @@ impl ReporterState {
         if self.args.extras.no_history {
             return (None, None);
         }
-        let entry = HistoryEntry::of(summary, &self.finished, &self.args.extras.selection);
+        let mut entry = HistoryEntry::of(summary, &self.finished, &self.args.extras.selection);
+        entry.provider = self.args.extras.provider.clone();
         let file = self
             .args
             .extras
@@ -165,6 +169,14 @@ impl ReporterState {
             .unwrap_or_else(|| history::history_path(&self.args.artifact_dir));
         let earlier = history::read(&file);
         summary.changes = history::compare(&earlier, &entry);
+        summary.stability =
+            crate::report::stability::classify_suite(&crate::report::stability::Inputs {
+                records: &self.finished,
+                history: &earlier,
+                current: &entry,
+                strict_warnings: self.args.strict_warnings,
+            });
+        entry.stability = HistoryEntry::of(summary, &[], &entry.selection).stability;
         let trends = crate::report::trends::Trends::of(&earlier, &entry);
         let mut history_note = None;
         if let Err(e) = history::append(&file, &entry) {
@@ -298,6 +310,9 @@ impl ReporterState {
                 text.push_str("\n  ");
                 text.push_str(&line);
             }
+            self.args.console.notice(&text, redactor);
+        }
+        if let Some(text) = crate::report::stability::console_text(summary) {
             self.args.console.notice(&text, redactor);
         }
         let shown = self.args.console.shown_path(html_path);

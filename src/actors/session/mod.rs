@@ -486,6 +486,7 @@ impl Driver {
                 provider: effective.provider.name.value.to_string(),
                 run_dir: self.run_dir().display().to_string(),
                 attempt: self.attempt.number,
+                repeat: self.attempt.repeat,
                 started_at: self.events.clock().started_at(),
             },
             skipped_commands: skipped_commands(&self.test, &self.suite.skip_cmd),

@@ -6,7 +6,7 @@ use super::*;
 const STARTER_CONFIG: &str = r#"# bugatti.config.toml — see config/bugatti.config.toml in the bugatti repository for every field.
 
 [provider]
-name = "shell"                  # claude-code | codex | command | shell (shell: no model, runs `commands`)
+name = "shell"                  # claude-code | codex | pi | command | shell (shell: no model, runs `commands`)
 
 [ports]
 APP_PORT = "auto"

@@ -66,6 +66,32 @@ impl EffectiveConfig {
         if let Some(v) = s.fail_fast {
             self.supervisor.fail_fast.set(v, layer, None);
         }
+        if let Some(v) = s.max_fail {
+            if v == 0 {
+                problems.push(problem(
+                    "`[supervisor] max_fail` must be at least 1 (leave it out for no limit)",
+                    None,
+                ));
+            }
+            self.supervisor.max_fail.set(Some(v), layer, None);
+        }
+        if let Some(v) = s.repeat {
+            if v == 0 {
+                problems.push(problem("`[supervisor] repeat` must be at least 1", None));
+            }
+            self.supervisor.repeat.set(v, layer, None);
+        }
+        if let Some(v) = s.auto_quarantine {
+            self.supervisor.auto_quarantine.set(v, layer, None);
+        }
+        if let Some(v) = &s.grep {
+            self.supervisor.grep.set(Some(v.clone()), layer, None);
+        }
+        if let Some(v) = &s.grep_invert {
+            self.supervisor
+                .grep_invert
+                .set(Some(v.clone()), layer, None);
+        }
         if let Some(v) = s.flaky {
             self.supervisor.flaky.set(v, layer, None);
         }
@@ -512,6 +538,33 @@ impl EffectiveConfig {
         }
         if o.fail_fast {
             self.supervisor.fail_fast.set(true, Layer::Flag, None);
+        }
+        if let Some(v) = o.max_fail {
+            if v == 0 {
+                problems.push(problem("--max-fail must be at least 1", None));
+            }
+            self.supervisor.max_fail.set(Some(v), Layer::Flag, None);
+        }
+        if let Some(v) = &o.grep {
+            self.supervisor.grep.set(Some(v.clone()), Layer::Flag, None);
+        }
+        if let Some(v) = &o.grep_invert {
+            self.supervisor
+                .grep_invert
+                .set(Some(v.clone()), Layer::Flag, None);
+        }
+        if let Some(v) = o.repeat {
+            if v == 0 {
+                problems.push(problem("--repeat must be at least 1", None));
+            }
+            self.supervisor.repeat.set(v, Layer::Flag, None);
+        }
+        if o.headed {
+            // A window over whatever [browser] the lower layers set; no [browser]: no browser.
+            if let Some(browser) = &mut self.browser {
+                browser.value.headless = false;
+                browser.source = Layer::Flag;
+            }
         }
         if o.fail_on_flaky {
             self.supervisor

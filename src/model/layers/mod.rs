@@ -153,6 +153,16 @@ pub struct SupervisorSettings {
     pub retries: Sourced<u32>,
     pub keep_workspace: Sourced<KeepWorkspace>,
     pub fail_fast: Sourced<bool>,
+    /// `[supervisor] max_fail` / `--max-fail`; `--fail-fast` counts as 1.
+    pub max_fail: Sourced<Option<u32>>,
+    /// `[supervisor] repeat` / `--repeat`: runs of each selected root test (at least 1).
+    pub repeat: Sourced<u32>,
+    /// `[supervisor] auto_quarantine`: flaky tests quarantined from history (docs/ci.md).
+    pub auto_quarantine: Sourced<bool>,
+    /// `[supervisor] grep` / `-g`: the regex a root test's name or path must match.
+    pub grep: Sourced<Option<String>>,
+    /// `[supervisor] grep_invert` / `--grep-invert`: the regex it must not match.
+    pub grep_invert: Sourced<Option<String>>,
     /// `[supervisor] flaky` / `--fail-on-flaky`.
     pub flaky: Sourced<crate::model::config::FlakyPolicy>,
     /// `[supervisor] quarantine`: globs of quarantined root tests, relative to the project root.
@@ -254,6 +264,11 @@ impl Default for EffectiveConfig {
                 retries: Sourced::default_value(0),
                 keep_workspace: Sourced::default_value(KeepWorkspace::OnFailure),
                 fail_fast: Sourced::default_value(false),
+                max_fail: Sourced::default_value(None),
+                repeat: Sourced::default_value(1),
+                auto_quarantine: Sourced::default_value(false),
+                grep: Sourced::default_value(None),
+                grep_invert: Sourced::default_value(None),
                 flaky: Sourced::default_value(Default::default()),
                 quarantine: Sourced::default_value(Vec::new()),
                 on_finish: Sourced::default_value(None),
@@ -279,6 +294,18 @@ pub(super) fn origin(file: &Path, span: Range<usize>) -> Option<Origin> {
         file: file.to_path_buf(),
         span,
     })
+}
+
+impl SupervisorSettings {
+    /// How many failed root tests halt the suite: `max_fail`, else 1 under `fail_fast`.
+    pub fn failures_allowed(&self) -> Option<u32> {
+        match (self.max_fail.value, self.fail_fast.value) {
+            (Some(n), true) => Some(n.min(1)),
+            (Some(n), false) => Some(n),
+            (None, true) => Some(1),
+            (None, false) => None,
+        }
+    }
 }
 
 impl EffectiveConfig {

@@ -180,6 +180,34 @@ impl EffectiveConfig {
             s.fail_fast.value.to_string(),
             s.fail_fast.source,
         );
+        if let Some(n) = s.max_fail.value {
+            row(
+                rows,
+                "supervisor.max_fail",
+                n.to_string(),
+                s.max_fail.source,
+            );
+        }
+        row(
+            rows,
+            "supervisor.repeat",
+            s.repeat.value.to_string(),
+            s.repeat.source,
+        );
+        for (key, v) in [
+            ("supervisor.grep", &s.grep),
+            ("supervisor.grep_invert", &s.grep_invert),
+        ] {
+            if let Some(pattern) = &v.value {
+                row(rows, key, pattern.clone(), v.source);
+            }
+        }
+        row(
+            rows,
+            "supervisor.auto_quarantine",
+            s.auto_quarantine.value.to_string(),
+            s.auto_quarantine.source,
+        );
         row(
             rows,
             "supervisor.flaky",

@@ -178,6 +178,16 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
             )));
         }
     }
+    grep_roots(
+        &flagged,
+        &project_root,
+        &mut roots,
+        discovered,
+        &mut found.problems,
+    );
+    if options.headed {
+        check_display(host, &flagged, &mut found);
+    }
     // docs/ci.md: history (`--history FILE`, else under the artifact directory) and the shard.
     let history_file = match &options.history {
         Some(file) => normalize(&host.cwd.join(file)),
@@ -248,6 +258,80 @@ struct Root {
     path: PathBuf,
     name: String,
     tags: Vec<String>,
+}
+
+/// `-g/--grep` and `--grep-invert` (as Playwright's `-g`/`-G`): a root test is kept when its name
+/// or its file path (relative to the project root) matches `--grep`, and neither matches
+/// `--grep-invert`. A pattern that is not a regex is a problem (exit 2).
+fn grep_roots(
+    flagged: &EffectiveConfig,
+    project_root: &Path,
+    roots: &mut Vec<Root>,
+    discovered: usize,
+    problems: &mut Problems,
+) {
+    let compile = |flag: &str, pattern: &Option<String>, problems: &mut Problems| {
+        let pattern = pattern.as_deref()?;
+        match regex::Regex::new(pattern) {
+            Ok(re) => Some(re),
+            Err(e) => {
+                problems.push(Problem::new(format!(
+                    "{flag} `{pattern}` is not a regular expression: {e}"
+                )));
+                None
+            }
+        }
+    };
+    // The flag, else `[supervisor] grep` / `grep_invert`.
+    let grep_at = &flagged.supervisor.grep.value;
+    let invert_at = &flagged.supervisor.grep_invert.value;
+    let grep = compile("--grep", grep_at, problems);
+    let invert = compile("--grep-invert", invert_at, problems);
+    if grep.is_none() && invert.is_none() {
+        return;
+    }
+    let matches = |re: &regex::Regex, root: &Root| {
+        re.is_match(&root.name)
+            || re.is_match(&relative_to(project_root, &root.path).to_string_lossy())
+    };
+    roots.retain(|root| {
+        grep.as_ref().is_none_or(|re| matches(re, root))
+            && invert.as_ref().is_none_or(|re| !matches(re, root))
+    });
+    if roots.is_empty() && discovered > 0 {
+        let mut said = Vec::new();
+        if let Some(g) = grep_at {
+            said.push(format!("--grep `{g}`"));
+        }
+        if let Some(g) = invert_at {
+            said.push(format!("--grep-invert `{g}`"));
+        }
+        problems.push(
+            Problem::new(format!(
+                "no root test is selected by {} (of {discovered} discovered)",
+                said.join(" and ")
+            ))
+            .with_help("the patterns are regular expressions over each test's name and its file path; `supervisor list` shows what a selection holds"),
+        );
+    }
+}
+
+/// `--headed` shows a window: without a display (DISPLAY or WAYLAND_DISPLAY) the browser could
+/// not start, so it is said before anything runs; with no `[browser]` there is nothing to show.
+fn check_display(host: &HostEnv, flagged: &EffectiveConfig, found: &mut Found) {
+    let has = |name: &str| host.var(name).is_some_and(|v| !v.is_empty());
+    if !has("DISPLAY") && !has("WAYLAND_DISPLAY") {
+        found.problems.push(
+            Problem::new(
+                "--headed needs a display, and neither DISPLAY nor WAYLAND_DISPLAY is set",
+            )
+            .with_help("run without --headed (headless), or under a desktop session or `xvfb-run`"),
+        );
+    } else if flagged.browser.is_none() {
+        found.notes.push(
+            "--headed: the config has no [browser]; the sessions start no browser".to_string(),
+        );
+    }
 }
 
 /// The project root and its config file: `--config`, else (like cargo and git) the nearest

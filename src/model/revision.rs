@@ -1,0 +1,85 @@
+//! The code a suite ran against (docs/ci.md, "Stability classes and repeats"): the git commit of
+//! the project root and whether its tracked files differed from it. Both `None` when git is absent
+//! or the project root is in no repository, so a suite outside git still runs and records `null`.
+//! "Passed and failed on the same commit" is only known from these.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use serde::{Deserialize, Serialize};
+
+/// The commit and the dirty flag, as summary.json and history.jsonl record them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Revision {
+    /// `git rev-parse HEAD` in the project root; `null` without git or a repository (or before
+    /// the first commit).
+    pub commit: Option<String>,
+    /// Tracked files under the project root differed from the commit (`git status
+    /// --untracked-files=no`); untracked files, such as the artifact directory, do not count.
+    pub dirty: Option<bool>,
+}
+
+impl Revision {
+    /// Asks git about `root`. Never fails: what git cannot say is `None`.
+    pub fn of(root: &Path) -> Self {
+        let commit = git(root, &["rev-parse", "--verify", "--quiet", "HEAD"])
+            .map(|out| out.trim().to_string())
+            .filter(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_hexdigit()));
+        let dirty = commit.as_ref().and_then(|_| {
+            git(
+                root,
+                &["status", "--porcelain", "--untracked-files=no", "--", "."],
+            )
+            .map(|out| !out.trim().is_empty())
+        });
+        Revision { commit, dirty }
+    }
+
+    /// `1a2b3c4d` or `1a2b3c4d (dirty)`; `None` outside a repository.
+    pub fn describe(&self) -> Option<String> {
+        let commit = self.commit.as_deref()?;
+        let short = commit.get(..12).unwrap_or(commit);
+        Some(if self.dirty == Some(true) {
+            format!("{short} (dirty)")
+        } else {
+            short.to_string()
+        })
+    }
+}
+
+/// git's stdout, when it ran and succeeded. The index is not locked (`GIT_OPTIONAL_LOCKS=0`):
+/// a status taken while the user commits must not get in their way.
+fn git(root: &Path, args: &[&str]) -> Option<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env_remove("GIT_DIR")
+        .env_remove("GIT_WORK_TREE")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outside_a_repository_both_are_none() {
+        let dir = tempfile::tempdir().expect("tmp");
+        // A ceiling stops git from finding a repository above the temp dir.
+        let r = Revision::of(dir.path());
+        if r.commit.is_some() {
+            // The temp dir sits inside a repository on this machine: nothing to check.
+            return;
+        }
+        assert_eq!(r, Revision::default());
+        assert_eq!(r.describe(), None);
+    }
+}

@@ -1,0 +1,297 @@
+//! Stability you can certify (docs/ci.md, "Stability classes and repeats"): the commit and dirty
+//! flag in every suite's records, `--repeat N` classifying each test with its evidence, and the
+//! auto-quarantine policy.
+
+use crate::common::{stdout, Project};
+use serde_json::Value;
+use std::process::Command;
+
+/// A step printing `stock 3` or `stock 0` and passing or failing, by a counter in the project
+/// root (each run's workspace is fresh): `$n` is how many runs came before.
+fn counting(name: &str, body: &str) -> String {
+    format!(
+        "name = \"{name}\"\n[[steps]]\ninstruction = \"`f=$BUGATTI_PROJECT_ROOT/.{name}; n=$(cat $f 2>/dev/null || echo 0); echo $((n+1)) > $f; {body}`\"\n"
+    )
+}
+
+fn git(p: &Project, args: &[&str]) {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(p.root())
+        .args(args)
+        .env("GIT_AUTHOR_NAME", "t")
+        .env("GIT_AUTHOR_EMAIL", "t@example.invalid")
+        .env("GIT_COMMITTER_NAME", "t")
+        .env("GIT_COMMITTER_EMAIL", "t@example.invalid")
+        .output()
+        .expect("git runs");
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+fn has_git() -> bool {
+    Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+fn stability_of<'a>(summary: &'a Value, file: &str) -> &'a Value {
+    summary["stability"]
+        .as_array()
+        .and_then(|a| a.iter().find(|s| s["test_file"] == file))
+        .unwrap_or_else(|| panic!("no stability for {file}: {summary}"))
+}
+
+#[test]
+fn repeat_tells_a_steady_an_app_flaky_and_a_verdict_flaky_test_apart() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    p.write("steady.test.toml", &counting("steady", "echo stock 3"));
+    // Output and verdict alternate: the app showed something else when it failed.
+    p.write(
+        "app.test.toml",
+        &counting(
+            "app",
+            "if [ $((n % 2)) = 0 ]; then echo stock 3; else echo stock 0; exit 1; fi",
+        ),
+    );
+    // The same output every time; only the verdict alternates.
+    p.write(
+        "verdict.test.toml",
+        &counting("verdict", "echo stock 3; test $((n % 2)) = 0"),
+    );
+    let out = p.run(&["start", "--repeat", "4", "-j", "2"]);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{console}");
+    assert_eq!(p.run_records().len(), 12, "3 tests × 4 runs");
+    assert!(
+        console.contains("[12/12]") && !console.contains("[13/"),
+        "runs are counted: {console}"
+    );
+    let summary = p.suite_summary();
+    let steady = stability_of(&summary, "steady.test.toml");
+    assert_eq!(steady["class"], "stable", "{steady}");
+    assert_eq!(steady["runs"].as_array().map(Vec::len), Some(4));
+    let app = stability_of(&summary, "app.test.toml");
+    assert_eq!(app["class"], "app-flaky", "{app}");
+    assert_eq!(
+        app["differed"][0], "run 2 (failed) vs run 1 (passed)",
+        "{app}"
+    );
+    let first = app["first_difference"].as_str().unwrap_or_default();
+    assert!(
+        first.contains("\"stock 3\" in run 1") && first.contains("\"stock 0\" in run 2"),
+        "{first}"
+    );
+    let verdict = stability_of(&summary, "verdict.test.toml");
+    assert_eq!(verdict["class"], "verdict-flaky", "{verdict}");
+    assert!(
+        verdict["first_difference"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the verdict alone changed"),
+        "{verdict}"
+    );
+    // A test that failed in one of its repeats failed.
+    let outcome = |file: &str| {
+        summary["tests"]
+            .as_array()
+            .and_then(|t| t.iter().find(|t| t["test_file"] == file))
+            .map(|t| t["outcome"].clone())
+    };
+    assert_eq!(outcome("verdict.test.toml"), Some("failed".into()));
+    assert_eq!(outcome("steady.test.toml"), Some("passed".into()));
+    // The console says each class with its evidence.
+    assert!(
+        console.contains("app.test.toml: app-flaky over 4 run(s) [passed failed passed failed]"),
+        "{console}"
+    );
+    assert!(
+        console.contains("verdict.test.toml: verdict-flaky"),
+        "{console}"
+    );
+    assert!(console.contains("first difference: line"), "{console}");
+    // report.html: a badge and a sparkline per classified test.
+    let html = std::fs::read_to_string(p.suite_dir().join("report.html")).expect("report.html");
+    for class in ["stable", "app-flaky", "verdict-flaky"] {
+        assert!(
+            html.contains(&format!("data-class=\"{class}\"")),
+            "no {class} badge in report.html"
+        );
+    }
+    assert!(html.contains("<svg class=\"sparkline\""));
+    // History keeps each run's observed outputs and the classes.
+    let history =
+        std::fs::read_to_string(p.root().join(".bugatti/history.jsonl")).expect("history");
+    let entry: Value = serde_json::from_str(history.lines().last().expect("a line")).expect("json");
+    assert_eq!(
+        entry["stability"].as_array().map(Vec::len),
+        Some(3),
+        "{entry}"
+    );
+    assert_eq!(entry["commit"], Value::Null, "not a repository: {entry}");
+    assert_eq!(summary["commit"], Value::Null);
+    assert_eq!(summary["dirty"], Value::Null);
+    p.assert_nothing_survives();
+}
+
+#[test]
+fn the_commit_and_dirty_flag_are_recorded_in_summary_history_and_report() {
+    if !has_git() {
+        crate::common::skip::skip("git", "git is not installed");
+        return;
+    }
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    p.write(
+        "a.test.toml",
+        "name = \"A\"\n[[steps]]\ninstruction = \"`true`\"\n",
+    );
+    git(&p, &["init", "-q"]);
+    git(&p, &["add", "bugatti.config.toml", "a.test.toml"]);
+    git(&p, &["commit", "-q", "-m", "first"]);
+    let head = String::from_utf8(
+        Command::new("git")
+            .arg("-C")
+            .arg(p.root())
+            .args(["rev-parse", "HEAD"])
+            .output()
+            .expect("git")
+            .stdout,
+    )
+    .expect("utf-8")
+    .trim()
+    .to_string();
+    let out = p.run(&["start"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let summary = p.suite_summary();
+    assert_eq!(summary["commit"], head.as_str(), "{summary}");
+    assert_eq!(
+        summary["dirty"], false,
+        "the artifact directory is untracked: {summary}"
+    );
+    let html = std::fs::read_to_string(p.suite_dir().join("report.html")).expect("html");
+    assert!(
+        html.contains(&format!("commit {}", &head[..12])),
+        "the report header names the commit"
+    );
+    // A tracked file changed: dirty.
+    p.write(
+        "a.test.toml",
+        "name = \"A\"\n[[steps]]\ninstruction = \"`true && true`\"\n",
+    );
+    let out = p.run(&["start"]);
+    assert_eq!(out.status.code(), Some(0));
+    let history =
+        std::fs::read_to_string(p.root().join(".bugatti/history.jsonl")).expect("history");
+    let lines: Vec<Value> = history
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("json"))
+        .collect();
+    assert_eq!(lines[0]["commit"], head.as_str());
+    assert_eq!(lines[0]["dirty"], false);
+    assert_eq!(lines[1]["dirty"], true, "{}", lines[1]);
+}
+
+#[test]
+fn auto_quarantine_holds_a_flaky_test_until_five_passes_and_never_a_broken_one() {
+    if !has_git() {
+        crate::common::skip::skip("git", "git is not installed");
+        return;
+    }
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n[supervisor]\nauto_quarantine = true\n",
+    );
+    p.write(
+        "flaky.test.toml",
+        &counting("flaky", "echo stock 3; test $((n % 2)) = 0"),
+    );
+    p.write(
+        "broken.test.toml",
+        "name = \"Broken\"\n[[steps]]\ninstruction = \"`true`\"\n",
+    );
+    git(&p, &["init", "-q"]);
+    git(&p, &["add", "."]);
+    git(&p, &["commit", "-q", "-m", "works"]);
+    // Passes once on the first commit; then it breaks on the next one.
+    let out = p.run(&["start", "broken"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    p.write(
+        "broken.test.toml",
+        "name = \"Broken\"\n[[steps]]\ninstruction = \"`false`\"\n",
+    );
+    git(&p, &["commit", "-q", "-am", "breaks"]);
+    let out = p.run(&["start", "broken", "--repeat", "2"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stability_of(&p.suite_summary(), "broken.test.toml")["class"],
+        "broken"
+    );
+    let out = p.run(&["start", "broken"]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a broken test is never quarantined"
+    );
+    let summary = p.suite_summary();
+    assert!(summary["quarantine_changes"].is_null(), "{summary}");
+
+    // The flaky test: classified verdict-flaky by a repeat, then quarantined.
+    let out = p.run(&["start", "flaky", "--repeat", "2", "-j", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(
+        stability_of(&p.suite_summary(), "flaky.test.toml")["class"],
+        "verdict-flaky"
+    );
+    // Its next run fails (the counter says an odd run).
+    std::fs::write(p.root().join(".flaky"), "1").expect("counter");
+    let out = p.run(&["start", "flaky"]);
+    let console = stdout(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "quarantined: its failure does not count: {console}"
+    );
+    let summary = p.suite_summary();
+    assert_eq!(
+        summary["quarantine_changes"][0]["test_file"], "flaky.test.toml",
+        "{summary}"
+    );
+    assert_eq!(summary["quarantine_changes"][0]["change"], "quarantined");
+    assert_eq!(summary["tests"][0]["quarantined"], true);
+    assert!(
+        console.contains("auto-quarantine: flaky.test.toml quarantined"),
+        "{console}"
+    );
+    // Fixed: five passes in a row, still quarantined and named no more; the sixth is released.
+    p.write(
+        "flaky.test.toml",
+        "name = \"flaky\"\n[[steps]]\ninstruction = \"`echo stock 3`\"\n",
+    );
+    for n in 1..=5 {
+        let out = p.run(&["start", "flaky"]);
+        assert_eq!(out.status.code(), Some(0));
+        let summary = p.suite_summary();
+        assert_eq!(
+            summary["tests"][0]["quarantined"], true,
+            "pass {n}: {summary}"
+        );
+        assert!(
+            summary["quarantine_changes"].is_null(),
+            "pass {n}: {summary}"
+        );
+    }
+    let out = p.run(&["start", "flaky"]);
+    let summary = p.suite_summary();
+    assert_eq!(
+        summary["quarantine_changes"][0]["change"], "released",
+        "{summary}"
+    );
+    assert!(summary["tests"][0]["quarantined"].is_null(), "{summary}");
+    assert!(stdout(&out).contains("auto-quarantine: flaky.test.toml released"));
+    let md = std::fs::read_to_string(p.suite_dir().join("summary.md")).expect("md");
+    assert!(md.contains("flaky.test.toml released"), "{md}");
+    p.assert_nothing_survives();
+}
