@@ -20,6 +20,7 @@ pub mod history;
 pub mod html;
 pub mod html_assets;
 pub mod junit;
+pub mod live_term;
 pub mod markdown;
 pub mod merge_gaps;
 pub mod page_console;
