@@ -101,6 +101,15 @@ pub fn screenshot_rel(step_id: u32, index: usize) -> String {
     format!("{SCREENSHOTS}/step-{step_id}-{index}.png")
 }
 
+/// The accessibility snapshot beside a screenshot (`step-<id>-<n>.png` → `step-<id>-<n>.a11y.txt`):
+/// found by its name, so a run.json from before it was taken reads the same.
+pub fn a11y_snapshot_rel(screenshot_rel: &str) -> String {
+    let stem = screenshot_rel
+        .strip_suffix(".png")
+        .unwrap_or(screenshot_rel);
+    format!("{stem}.a11y.txt")
+}
+
 /// A screenshot the agent had taken, taken again by a replay, relative to the run directory
 /// (`index` from 1).
 pub fn replayed_screenshot_rel(step_id: u32, index: usize) -> String {
