@@ -97,6 +97,8 @@ pub struct StepCapture {
     pub problems: Vec<String>,
     /// Console errors during the step (a passing step with some gets a warning).
     pub console_errors: usize,
+    /// The first of them, its text: the warning names it (docs/reports.md).
+    pub first_console_error: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -304,6 +306,10 @@ impl Monitor {
             (std::mem::take(&mut state.console), network)
         };
         capture.console_errors = console.iter().filter(|c| c.counts_as_error()).count();
+        capture.first_console_error = console
+            .iter()
+            .find(|c| c.counts_as_error())
+            .map(|c| c.text.clone());
         if what.console {
             let errors = console.iter().filter(|c| c.level == "error").count();
             let rel = artifacts::browser_console_rel(step_id);

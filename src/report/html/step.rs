@@ -82,9 +82,15 @@ impl Page<'_> {
             );
         }
         if let Some(sent) = step.instruction_sent.as_ref().filter(|_| bad) {
+            // A replayed step reached no agent: its instruction was only substituted.
+            let label = if step.mode == Some(crate::model::replay::StepMode::Replayed) {
+                "instruction (substituted; replayed, no agent was asked)"
+            } else {
+                "instruction as sent to the agent"
+            };
             let _ = write!(
                 self.out,
-                "<details class=\"sent\"><summary>instruction as sent to the agent</summary><pre>{}</pre></details>",
+                "<details class=\"sent\"><summary>{label}</summary><pre>{}</pre></details>",
                 escape(&bounded(sent, 8000))
             );
         }
