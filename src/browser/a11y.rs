@@ -40,9 +40,9 @@ pub fn render(answer: &Value) -> String {
         let role = text(node, "role");
         let ignored = node.get("ignored").and_then(Value::as_bool) == Some(true);
         let name = text(node, "name").trim();
-        let shown = !ignored
-            && !SKIPPED_ROLES.contains(&role)
-            && !(role == "StaticText" && name.is_empty());
+        let hidden =
+            ignored || SKIPPED_ROLES.contains(&role) || (role == "StaticText" && name.is_empty());
+        let shown = !hidden;
         let child_depth = if shown { depth + 1 } else { depth };
         if shown {
             let _ = write!(out, "{}{role}", "  ".repeat(depth.min(40)));

@@ -23,6 +23,8 @@ const BROWSER: &str = "browser";
 
 /// `run.json`, in a run directory.
 pub const RUN_JSON: &str = "run.json";
+/// A run's events, one JSON object a line.
+pub const EVENTS_JSONL: &str = "events.jsonl";
 /// `report.md`, in a run directory.
 pub const REPORT_MD: &str = "report.md";
 /// `summary.json`, in a suite directory.
@@ -153,7 +155,7 @@ impl RunPaths {
         self.dir.join(RUN_JSON)
     }
     pub fn events(&self) -> PathBuf {
-        self.dir.join("events.jsonl")
+        self.dir.join(EVENTS_JSONL)
     }
     pub fn report_md(&self) -> PathBuf {
         self.dir.join(REPORT_MD)

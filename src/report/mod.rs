@@ -6,6 +6,7 @@
 //! files through [`run_writer::RunWriter`]; the suite files come from [`suite::SuiteSummary`].
 
 pub mod atomic;
+pub mod chrome_trace;
 pub mod confined;
 pub mod console;
 pub mod console_event;
@@ -34,4 +35,5 @@ pub mod scrub;
 pub mod store;
 pub mod suite;
 pub mod terminal_echo;
+pub mod timeline;
 pub mod trends;
