@@ -106,6 +106,10 @@ enum Command {
         /// The history file to read the trends from [default: <artifact_dir>/history.jsonl]
         #[arg(long, value_name = "FILE")]
         history: Option<PathBuf>,
+        /// Also write the suite's timeline as Chrome trace events to FILE (Perfetto,
+        /// chrome://tracing): a process per test, threads setup / steps / agent
+        #[arg(long = "chrome-trace", value_name = "FILE")]
+        chrome_trace: Option<PathBuf>,
         /// Project config [default: ./bugatti.config.toml if present]
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
@@ -442,8 +446,15 @@ fn main() -> ExitCode {
             open,
             trends,
             history,
+            chrome_trace,
             config,
-        } => report(suite.as_deref(), open, trends.then_some(history), config),
+        } => report(
+            suite.as_deref(),
+            open,
+            trends.then_some(history),
+            chrome_trace,
+            config,
+        ),
         Command::Clean {
             keep,
             older_than,

@@ -91,6 +91,8 @@ pub struct StepCapture {
     pub problems: Vec<String>,
     /// Console errors during the step (a passing step with some gets a warning).
     pub console_errors: usize,
+    /// The first of them, its text: the warning names it (docs/reports.md).
+    pub first_console_error: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -124,6 +126,18 @@ impl State {
             .map(|p| p.url.clone())
             .unwrap_or_default()
     }
+}
+
+/// A page's URL that stands for no page at all: nothing was opened in it.
+pub fn shows_no_page(url: &str) -> bool {
+    let url = url.trim();
+    url.is_empty()
+        || url.eq_ignore_ascii_case("about:blank")
+        || url.starts_with("about:blank#")
+        || url.starts_with("about:blank?")
+        || ["chrome://newtab/", "chrome://new-tab-page/", "about:newtab"]
+            .iter()
+            .any(|blank| url.eq_ignore_ascii_case(blank))
 }
 
 fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
@@ -238,7 +252,10 @@ impl Monitor {
                     continue;
                 }
             };
-            if !what.screenshot {
+            // A page that shows nothing (`about:blank`, a new tab: a step that only called an
+            // API) gets no screenshot: a blank frame is no evidence, and the report would show
+            // an empty box for it (docs/reports.md).
+            if !what.screenshot || shows_no_page(&page.url) {
                 // Still a round trip per page, for the same ordering.
                 let _ = self
                     .client
@@ -256,11 +273,15 @@ impl Monitor {
                 .screenshot(&session, &run_dir.join(&rel), pages.len() > 1)
                 .await
             {
-                Ok(()) => shots.push(BrowserEvidence::Screenshot {
-                    path: rel,
-                    url: page.url.clone(),
-                    title: page.title.clone(),
-                }),
+                Ok(()) => {
+                    self.a11y_snapshot(&session, &run_dir.join(artifacts::a11y_snapshot_rel(&rel)))
+                        .await;
+                    shots.push(BrowserEvidence::Screenshot {
+                        path: rel,
+                        url: page.url.clone(),
+                        title: page.title.clone(),
+                    })
+                }
                 Err(e) => capture
                     .problems
                     .push(format!("screenshot of {}: {e}", page.url)),
@@ -279,6 +300,10 @@ impl Monitor {
             (std::mem::take(&mut state.console), network)
         };
         capture.console_errors = console.iter().filter(|c| c.counts_as_error()).count();
+        capture.first_console_error = console
+            .iter()
+            .find(|c| c.counts_as_error())
+            .map(|c| c.text.clone());
         if what.console {
             let errors = console.iter().filter(|c| c.level == "error").count();
             let rel = artifacts::browser_console_rel(step_id);
@@ -315,6 +340,27 @@ impl Monitor {
             return Ok(page.session.clone());
         }
         attach_page(&self.client, &self.state, target, self.viewport).await
+    }
+
+    /// The page's accessibility tree as text beside its screenshot. Best effort and silent: the
+    /// screenshot is the evidence; a page whose tree cannot be read still has it.
+    async fn a11y_snapshot(&self, session: &str, path: &Path) {
+        let Ok(answer) = self
+            .client
+            .call(
+                "Accessibility.getFullAXTree",
+                json!({}),
+                Some(session),
+                CALL_LIMIT,
+            )
+            .await
+        else {
+            return;
+        };
+        let text = super::a11y::render(&answer);
+        if !text.is_empty() {
+            let _ = std::fs::write(path, text);
+        }
     }
 
     async fn screenshot(&self, session: &str, path: &Path, to_front: bool) -> Result<(), String> {
@@ -680,6 +726,20 @@ fn write_jsonl<T: Serialize>(path: &Path, items: &[T]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_that_shows_nothing_is_told_from_one_that_does() {
+        for blank in ["about:blank", "", "about:blank#x", "chrome://newtab/"] {
+            assert!(shows_no_page(blank), "{blank}");
+        }
+        for page in [
+            "http://127.0.0.1:8080/",
+            "data:text/html,<p>x",
+            "file:///x.html",
+        ] {
+            assert!(!shows_no_page(page), "{page}");
+        }
+    }
 
     #[test]
     fn only_the_browsers_own_favicon_miss_is_not_an_error() {

@@ -17,6 +17,7 @@
 //!   a capture per step, the console-error verdict, the end.
 //! - [`evidence`]: the typed evidence a capture yields (`screenshot`, `console`, `network`).
 
+pub mod a11y;
 pub mod capture;
 pub mod cdp;
 pub mod devtools;

@@ -127,6 +127,7 @@ impl SessionBrowser {
         console_verdict(
             passed,
             capture.console_errors,
+            capture.first_console_error.as_deref(),
             self.config.fail_on_console_errors,
         )
     }
@@ -148,14 +149,32 @@ pub enum ConsoleVerdict {
 }
 
 /// See [`SessionBrowser::console_verdict`].
-pub fn console_verdict(passed: bool, errors: usize, fail_on: bool) -> Option<ConsoleVerdict> {
+/// The first error's own text is quoted in the verdict (one line, cut): the reader sees the cause
+/// without opening the step.
+pub fn console_verdict(
+    passed: bool,
+    errors: usize,
+    first: Option<&str>,
+    fail_on: bool,
+) -> Option<ConsoleVerdict> {
     if !passed || errors == 0 {
         return None;
     }
-    let what = format!(
+    let mut what = format!(
         "the page logged {errors} console error{} during the step",
         if errors == 1 { "" } else { "s" }
     );
+    if let Some(first) = first.map(str::trim).filter(|t| !t.is_empty()) {
+        let line = first.lines().next().unwrap_or_default();
+        let mut cut: String = line.chars().take(200).collect();
+        if cut.len() < first.len() {
+            cut.push('…');
+        }
+        what = format!(
+            "{what}{}: \"{cut}\"",
+            if errors > 1 { ", the first" } else { "" }
+        );
+    }
     Some(if fail_on {
         ConsoleVerdict::Fail(format!("{what} ([browser] fail_on_console_errors)"))
     } else {
@@ -169,16 +188,22 @@ mod tests {
 
     #[test]
     fn console_errors_warn_a_passing_step_or_fail_it_when_asked() {
-        assert_eq!(console_verdict(true, 0, true), None);
-        assert_eq!(console_verdict(false, 3, true), None);
+        assert_eq!(console_verdict(true, 0, None, true), None);
+        assert_eq!(console_verdict(false, 3, None, true), None);
         assert_eq!(
-            console_verdict(true, 1, false),
+            console_verdict(true, 1, None, false),
             Some(ConsoleVerdict::Warn(
                 "the page logged 1 console error during the step".into()
             ))
         );
+        assert_eq!(
+            console_verdict(true, 2, Some("Uncaught TypeError: x\n  at f"), false),
+            Some(ConsoleVerdict::Warn(
+                "the page logged 2 console errors during the step, the first: \"Uncaught TypeError: x…\"".into()
+            ))
+        );
         assert!(matches!(
-            console_verdict(true, 2, true),
+            console_verdict(true, 2, None, true),
             Some(ConsoleVerdict::Fail(m)) if m.contains("2 console errors") && m.contains("fail_on_console_errors")
         ));
     }

@@ -23,6 +23,8 @@ const BROWSER: &str = "browser";
 
 /// `run.json`, in a run directory.
 pub const RUN_JSON: &str = "run.json";
+/// A run's events, one JSON object a line.
+pub const EVENTS_JSONL: &str = "events.jsonl";
 /// `report.md`, in a run directory.
 pub const REPORT_MD: &str = "report.md";
 /// `summary.json`, in a suite directory.
@@ -101,6 +103,15 @@ pub fn screenshot_rel(step_id: u32, index: usize) -> String {
     format!("{SCREENSHOTS}/step-{step_id}-{index}.png")
 }
 
+/// The accessibility snapshot beside a screenshot (`step-<id>-<n>.png` → `step-<id>-<n>.a11y.txt`):
+/// found by its name, so a run.json from before it was taken reads the same.
+pub fn a11y_snapshot_rel(screenshot_rel: &str) -> String {
+    let stem = screenshot_rel
+        .strip_suffix(".png")
+        .unwrap_or(screenshot_rel);
+    format!("{stem}.a11y.txt")
+}
+
 /// A screenshot the agent had taken, taken again by a replay, relative to the run directory
 /// (`index` from 1).
 pub fn replayed_screenshot_rel(step_id: u32, index: usize) -> String {
@@ -144,7 +155,7 @@ impl RunPaths {
         self.dir.join(RUN_JSON)
     }
     pub fn events(&self) -> PathBuf {
-        self.dir.join("events.jsonl")
+        self.dir.join(EVENTS_JSONL)
     }
     pub fn report_md(&self) -> PathBuf {
         self.dir.join(REPORT_MD)

@@ -19,6 +19,7 @@ use crate::report::console_text::{
     failure_lines, fit, message_block, terminal_width, DEFAULT_WIDTH,
 };
 use crate::report::events::{summarize_instruction, CheckpointState, Event, EventKind, SetupState};
+use crate::report::live_term::LineTerm;
 use crate::report::printable::{escape_controls, Newlines};
 use crate::report::run_record::RunRecord;
 use crate::report::scrub::Redactor;
@@ -106,10 +107,22 @@ impl RunPlace {
 /// The redrawn part of a live view: one progress line per running session.
 struct Bars {
     multi: MultiProgress,
+    /// The terminal the bars are drawn on, its lines newline-terminated (`None`: a test's
+    /// captured target).
+    term: Option<LineTerm>,
     bars: HashMap<String, ProgressBar>,
     /// The terminal's `^C` echo, off while the bars are drawn (dropped, so restored, when the
     /// suite's summary is printed, also on the way out after a third signal).
     echo: Option<QuietControlEcho>,
+}
+
+impl Drop for Bars {
+    /// However the view ends (a third signal too), the shell's prompt starts on a line of its own.
+    fn drop(&mut self) {
+        if let Some(term) = &self.term {
+            term.end_line();
+        }
+    }
 }
 
 /// The live terminal view of a suite (plain lines, or lines above redrawn bars on a terminal):
@@ -205,10 +218,16 @@ impl LiveView {
         let live = match mode {
             ConsoleMode::Plain => None,
             ConsoleMode::Live if verbosity == Verbosity::Quiet => None,
-            ConsoleMode::Live => Some(Bars {
-                multi: MultiProgress::with_draw_target(ProgressDrawTarget::stdout()),
-                bars: HashMap::new(),
-                echo: QuietControlEcho::start(),
+            ConsoleMode::Live => Some({
+                let term = LineTerm::stdout();
+                // 20 Hz, as indicatif's own stdout target.
+                let target = ProgressDrawTarget::term_like_with_hz(Box::new(term.clone()), 20);
+                Bars {
+                    multi: MultiProgress::with_draw_target(target),
+                    term: Some(term),
+                    bars: HashMap::new(),
+                    echo: QuietControlEcho::start(),
+                }
             }),
         };
         Self {
@@ -245,6 +264,7 @@ impl LiveView {
             out: Box::new(std::io::sink()),
             live: Some(Bars {
                 multi: MultiProgress::with_draw_target(target),
+                term: None,
                 bars: HashMap::new(),
                 echo: None,
             }),
@@ -292,6 +312,10 @@ impl LiveView {
         match &self.live {
             Some(live) => {
                 let _ = live.multi.println(line);
+                // With no bar below it, the line can end now (the last line of the suite too).
+                if let (true, Some(term)) = (live.bars.is_empty(), &live.term) {
+                    term.end_line();
+                }
             }
             None => {
                 // A closed pipe must not stop the run: console output is best effort.

@@ -8,7 +8,7 @@
 //! app is HTML-escaped; sizes are bounded (transcripts, log excerpts, inline screenshots) so a
 //! suite of thousands of steps still makes a page a browser opens at once.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path, PathBuf};
@@ -23,6 +23,10 @@ use crate::report::run_record::{RunRecord, StepRecord};
 use crate::report::suite::{RootTestSummary, SuiteSummary};
 
 mod step;
+mod timeline;
+mod why;
+
+pub use timeline::normalise;
 
 /// A step's transcript shown in the page, at most (failing steps; passing ones get a quarter).
 pub const TRANSCRIPT_STEP_BYTES: usize = 16 * 1024;
@@ -275,6 +279,10 @@ struct Page<'a> {
     passed_transcript_budget: usize,
     image_budget: u64,
     first_failure: Option<String>,
+    /// Each shown run's timeline, by run id (docs/reports.md).
+    lanes: HashMap<String, crate::report::timeline::Lane>,
+    /// Screenshots already inlined in a film strip (`run_id/path`): a step links to them.
+    in_film: HashSet<String>,
 }
 
 impl<'a> Page<'a> {
@@ -347,7 +355,15 @@ impl<'a> Page<'a> {
         } else {
             self.w("<div class=\"changes meta\" id=\"changes\">No earlier suite of the same selection to compare with.</div>\n");
         }
-        self.w("<div class=\"controls\"><label><input type=\"checkbox\" id=\"only-failures\"> failures only</label> · <a href=\"#first-failure\">first failure</a></div>\n");
+        // The first failure is a plain link to its step: one click, scripts on or off.
+        let first = match &self.first_failure {
+            Some(id) => format!(" · <a id=\"to-first-failure\" href=\"#{id}\">first failure</a>"),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            self.out,
+            "<div class=\"controls\"><label><input type=\"checkbox\" id=\"only-failures\"> failures only</label>{first} · <a href=\"#timeline\">timeline</a></div>"
+        );
     }
 
     fn table(&mut self, records: &HashMap<&str, &RunRecord>) {
@@ -507,6 +523,7 @@ impl<'a> Page<'a> {
                 escape(&bounded(err, 4000))
             );
         }
+        self.test_timeline(index, record, &run_dir);
         let transcripts = transcript_by_step(&run_dir);
         let run_json: Option<serde_json::Value> = confined::read(&run_dir, artifacts::RUN_JSON)
             .ok()
@@ -532,24 +549,52 @@ pub fn render(input: &HtmlInput<'_>) -> String {
         .iter()
         .map(|r| (r.identity.run_id.as_str(), r))
         .collect();
+    let s = input.summary;
+    // Failing tests first: the morning reader opens the page for them.
+    let mut order: Vec<usize> = (0..s.tests.len()).collect();
+    order.sort_by_key(|i| s.tests[*i].outcome.is_pass(s.strict_warnings));
+    let shown: Vec<(usize, &RootTestSummary, &RunRecord)> = (0..s.tests.len())
+        .filter_map(|i| {
+            let test = &s.tests[i];
+            Some((i + 1, test, *records.get(test.run_id.as_str())?))
+        })
+        .collect();
+    let lanes = shown
+        .iter()
+        .map(|(_, _, r)| (r.identity.run_id.clone(), crate::report::timeline::lane(r)))
+        .collect();
+    let first_failure = order
+        .iter()
+        .map(|&i| (i, &s.tests[i]))
+        .filter(|(_, t)| !t.outcome.is_pass(s.strict_warnings))
+        .map(|(i, t)| {
+            let step = records
+                .get(t.run_id.as_str())
+                .and_then(|r| r.steps.iter().find(|st| st.status.is_failure()));
+            match step {
+                Some(st) => format!("t{}-s{}", i + 1, st.step_id),
+                None => format!("t{}", i + 1),
+            }
+        })
+        .next();
     let mut page = Page {
         input,
         out: String::with_capacity(64 * 1024),
         transcript_budget: TRANSCRIPT_TOTAL_BYTES,
         passed_transcript_budget: PASSED_TRANSCRIPTS_BYTES,
         image_budget: INLINE_IMAGES_TOTAL,
-        first_failure: None,
+        first_failure,
+        lanes,
+        in_film: HashSet::new(),
     };
     page.header();
+    page.failure_groups(&order, &records);
     page.table(&records);
+    page.suite_timeline(&shown);
     if let Some(trends) = input.trends {
         page.w(&trends.html());
     }
     page.w("<h2>Steps</h2>\n");
-    // Failing tests first: the morning reader opens the page for them.
-    let s = input.summary;
-    let mut order: Vec<usize> = (0..s.tests.len()).collect();
-    order.sort_by_key(|i| s.tests[*i].outcome.is_pass(s.strict_warnings));
     for i in order {
         page.test(i + 1, &s.tests[i], &records);
     }

@@ -362,9 +362,15 @@ fn step_details(input: &ReportInput<'_>) -> Result<String, String> {
         }
         if let Some(sent) = &step.instruction_sent {
             let fence = "`".repeat(3.max(longest_backtick_run(sent) + 1));
+            // A replayed step reached no agent: its instruction was only substituted.
+            let label = if step.mode == Some(crate::model::replay::StepMode::Replayed) {
+                "Instruction (substituted; replayed, no agent was asked)"
+            } else {
+                "Instruction as sent to the agent"
+            };
             let _ = writeln!(
                 s,
-                "Instruction as sent to the agent:\n\n{fence}text\n{}\n{fence}\n",
+                "{label}:\n\n{fence}text\n{}\n{fence}\n",
                 escape_controls(sent.trim_end(), Newlines::Keep)
             );
         }

@@ -6,6 +6,7 @@
 //! files through [`run_writer::RunWriter`]; the suite files come from [`suite::SuiteSummary`].
 
 pub mod atomic;
+pub mod chrome_trace;
 pub mod confined;
 pub mod console;
 pub mod console_event;
@@ -20,6 +21,7 @@ pub mod history;
 pub mod html;
 pub mod html_assets;
 pub mod junit;
+pub mod live_term;
 pub mod markdown;
 pub mod merge_gaps;
 pub mod page_console;
@@ -34,4 +36,5 @@ pub mod stability;
 pub mod store;
 pub mod suite;
 pub mod terminal_echo;
+pub mod timeline;
 pub mod trends;

@@ -157,3 +157,87 @@ fn three_ctrl_c_still_give_the_terminal_back_as_it_was() {
         run.text
     );
 }
+
+/// What a row of a terminal shows of one line of a log: the text after its last carriage
+/// return, its escape sequences taken out (a redraw of the same row is a `\r` and the new text).
+fn shown(line: &str) -> String {
+    let tail = line.rsplit('\r').next().unwrap_or_default();
+    let mut out = String::new();
+    let mut chars = tail.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            if chars.next_if_eq(&'[').is_some() {
+                while chars.next().is_some_and(|c| !c.is_ascii_alphabetic()) {}
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `script -qc 'supervisor start' log`, as a user keeps a terminal session: each event is a line
+/// of the log, newline-terminated, none padded to the terminal's width and run into the next.
+#[test]
+fn a_script_log_of_the_live_view_has_one_line_per_event() {
+    let Some(script) = common::skip::on_path("script") else {
+        common::skip::skip(
+            "a script log of the live view",
+            "no `script` (util-linux) on PATH",
+        );
+        return;
+    };
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    p.write(
+        "a.test.toml",
+        "[[steps]]\ninstruction = \"`sleep 0.3`\"\n[[steps]]\ninstruction = \"`sleep 0.2; false`\"\n",
+    );
+    p.write("b.test.toml", "[[steps]]\ninstruction = \"`sleep 0.2`\"\n");
+    let log = p.root().join("terminal.log");
+    let status = std::process::Command::new(script)
+        .current_dir(p.root())
+        .env_remove("NO_COLOR")
+        .env_remove("CI")
+        .env("TERM", "xterm")
+        .env("BUGATTI_CONFIG_HOME", p.root().join(".no-global-config"))
+        .arg("-qec")
+        .arg(format!("{} start", env!("CARGO_BIN_EXE_supervisor")))
+        .arg(&log)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .expect("script runs");
+    p.assert_nothing_survives();
+    let bytes = std::fs::read(&log).expect("the log");
+    let text = String::from_utf8_lossy(&bytes);
+    assert_eq!(status.code(), Some(1), "a failing suite: {text}");
+    assert!(text.contains('\x1b'), "the live view was drawn: {text}");
+    let rows: Vec<String> = text.lines().map(shown).collect();
+    let row_of = |start: &str| {
+        let found: Vec<&String> = rows.iter().filter(|r| r.contains(start)).collect();
+        assert_eq!(found.len(), 1, "one row has {start:?}: {rows:#?}");
+        found[0].clone()
+    };
+    for (start, end) in [
+        ("Running 2 root tests", ")"),
+        ("] PASSED", "report.md"),
+        ("] FAILED", "report.md"),
+        ("Summary: 2 root tests", "1 failed"),
+        ("HTML report: ", "report.html"),
+    ] {
+        let row = row_of(start);
+        assert!(
+            row.starts_with(start) || row.starts_with('[') && row[4..].starts_with(start),
+            "{start:?} begins its row: {row:?}"
+        );
+        assert!(
+            row.ends_with(end),
+            "{start:?} ends its row, unpadded: {row:?}"
+        );
+    }
+    assert!(
+        rows.iter().all(|r| !r.ends_with("   ")),
+        "no row padded to the width: {rows:#?}"
+    );
+}

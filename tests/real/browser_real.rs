@@ -605,15 +605,21 @@ async fn a_session_browser_follows_its_config_and_leaves_nothing() {
         .expect("loaded");
     let capture = session.end_step(2, &run_dir).await;
     assert!(capture.problems.is_empty(), "{:?}", capture.problems);
-    // Two pages (the first about:blank and the app), no network file (not asked for).
+    // Two pages (the first about:blank and the app): one screenshot, the app's, since a blank
+    // page is no evidence; no network file (not asked for).
     let kinds: Vec<_> = capture.evidence.iter().map(|e| e.kind()).collect();
-    assert_eq!(
-        kinds,
-        ["screenshot", "screenshot", "console"],
+    assert_eq!(kinds, ["screenshot", "console"], "{capture:?}");
+    assert!(!run_dir.join("browser/step-2.network.jsonl").exists());
+    let shot = capture.evidence[0].path().to_string();
+    assert!(
+        !format!("{:?}", capture.evidence[0]).contains("about:blank"),
         "{capture:?}"
     );
-    assert!(!run_dir.join("browser/step-2.network.jsonl").exists());
-    let png = std::fs::read(run_dir.join("screenshots/step-2-2.png")).expect("png");
+    // Beside it, the page's accessibility tree as text (the report's searchable snapshot).
+    let a11y = bugatti::model::artifacts::a11y_snapshot_rel(&shot);
+    let tree = std::fs::read_to_string(run_dir.join(&a11y)).expect("accessibility snapshot");
+    assert!(tree.starts_with("RootWebArea"), "{tree}");
+    let png = std::fs::read(run_dir.join(&shot)).expect("png");
     // The viewport is the configured one: a PNG's IHDR holds width and height.
     let width = u32::from_be_bytes(png[16..20].try_into().expect("width"));
     let height = u32::from_be_bytes(png[20..24].try_into().expect("height"));

@@ -7,6 +7,7 @@
 mod common;
 
 mod actor;
+mod chrome_trace;
 mod console;
 mod console_width;
 mod control_chars;
@@ -15,6 +16,7 @@ mod harness_excerpt;
 mod harness_failures;
 mod harness_log;
 mod history;
+mod html_browser;
 mod instruction_sent;
 mod merge_untrusted;
 mod run_files;

@@ -709,11 +709,13 @@ impl Driver {
             });
         }
         let passed = matches!(*status, StepStatus::Ok | StepStatus::Warn);
-        let joined = |message: &str, more: &str| {
+        // The console's verdict is why the step warned or failed: it comes first, what the step
+        // itself said after it.
+        let joined = |message: &str, cause: &str| {
             if message.is_empty() {
-                more.to_string()
+                cause.to_string()
             } else {
-                format!("{message} ({more})")
+                format!("{cause} — {message}")
             }
         };
         match browser.console_verdict(passed, &capture) {

@@ -167,6 +167,7 @@ pub(crate) fn report(
     which: Option<&str>,
     open: bool,
     trends: Option<Option<PathBuf>>,
+    chrome_trace: Option<PathBuf>,
     config: Option<PathBuf>,
 ) -> ExitCode {
     restore_default_sigpipe();
@@ -180,11 +181,24 @@ pub(crate) fn report(
         }
     };
     let d = SuitePaths::new(&loaded.dir);
+    if let Some(file) = &chrome_trace {
+        let written = std::fs::File::create(file).and_then(|f| {
+            let mut out = std::io::BufWriter::new(f);
+            bugatti::report::chrome_trace::write(&loaded.summary, &loaded.records, &mut out)
+        });
+        if let Err(e) = written {
+            eprintln!("error: --chrome-trace {}: {e}", file.display());
+            return ExitCode::from(2);
+        }
+    }
     println!("suite:        {}", loaded.summary.suite_id);
     println!("report.html:  {}", d.report_html().display());
     println!("summary.md:   {}", d.summary_md().display());
     println!("summary.json: {}", d.summary_json().display());
     println!("junit.xml:    {}", d.junit().display());
+    if let Some(file) = &chrome_trace {
+        println!("chrome trace: {}", file.display());
+    }
     println!();
     print!("{}", loaded.summary.to_markdown());
     let file = match (trends, &artifacts) {

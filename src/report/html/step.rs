@@ -23,11 +23,14 @@ impl Page<'_> {
         }
         self.step_head(&id, bad, record, step);
         self.step_notes(step, bad);
-        self.step_evidence(run_dir, &step.evidence);
+        self.step_evidence(run_dir, &record.identity.run_id, &step.evidence, bad);
         self.step_replay(step);
         self.step_console_calls(step);
         if !step_passed(step.status) && step.status != StepStatus::NotRun {
             self.step_excerpts(run_json, record, run_dir, step);
+        }
+        if bad {
+            self.copy_prompt(&id, record, run_dir, step, transcripts, run_json);
         }
         self.step_transcript(run_dir, step, bad, transcripts);
         self.w("</div>\n");
@@ -54,15 +57,10 @@ impl Page<'_> {
         // `data-file` and the step's `data-step`: the same link, not written 10 000 times.
         let _ = write!(
             self.out,
-            "<div class=\"step{}\"{} data-step=\"{}\"><div class=\"head\"><a class=\"sl\">#{}</a> <span class=\"badge b-{}\">{}</span> <span class=\"meta\">{}</span> <span class=\"instr\">{}</span>{source}</div>",
+            "<div class=\"step{}\" id=\"{id}\" data-step=\"{}\"><div class=\"head\"><a class=\"sl\">#{}</a> <span class=\"badge b-{}\">{}</span> <span class=\"meta\">{}</span> <span class=\"instr\">{}</span>{source}</div>",
+            // Every step has its id: the timeline's bars and the film strip link to it, scripts
+            // on or off.
             if bad { " bad" } else { "" },
-            // Only a failing step needs an id of its own (the page opens at the first one); the
-            // script names a passing step when a deep link lands on it.
-            if bad {
-                format!(" id=\"{id}\"")
-            } else {
-                String::new()
-            },
             step.step_id,
             step.step_id,
             step.status.as_str(),
@@ -82,9 +80,15 @@ impl Page<'_> {
             );
         }
         if let Some(sent) = step.instruction_sent.as_ref().filter(|_| bad) {
+            // A replayed step reached no agent: its instruction was only substituted.
+            let label = if step.mode == Some(crate::model::replay::StepMode::Replayed) {
+                "instruction (substituted; replayed, no agent was asked)"
+            } else {
+                "instruction as sent to the agent"
+            };
             let _ = write!(
                 self.out,
-                "<details class=\"sent\"><summary>instruction as sent to the agent</summary><pre>{}</pre></details>",
+                "<details class=\"sent\"><summary>{label}</summary><pre>{}</pre></details>",
                 escape(&bounded(sent, 8000))
             );
         }
@@ -114,8 +118,28 @@ impl Page<'_> {
     }
 
     /// Each piece of evidence, then the first errors of the browser's console during the step.
-    fn step_evidence(&mut self, run_dir: &Path, evidence: &[EvidenceRecord]) {
+    fn step_evidence(
+        &mut self,
+        run_dir: &Path,
+        run_id: &str,
+        evidence: &[EvidenceRecord],
+        bad: bool,
+    ) {
         for ev in evidence {
+            if ev.problem.is_none() && ev.kind == "screenshot" && safe_relative(&ev.path) {
+                if bad && self.failing_screenshot(run_dir, &ev.path) {
+                    continue;
+                }
+                if self.in_film.contains(&format!("{run_id}/{}", ev.path)) {
+                    let href = relative(self.input.report_dir, &run_dir.join(&ev.path));
+                    let _ = write!(
+                        self.out,
+                        "<div class=\"evidence\">screenshot: <a href=\"{href}\">{}</a> <span class=\"meta\">(in the film strip above)</span></div>",
+                        escape(&ev.path)
+                    );
+                    continue;
+                }
+            }
             match &ev.problem {
                 // Checked when recorded: never followed (a symlink out must not be inlined).
                 Some(problem) => {
@@ -176,6 +200,14 @@ impl Page<'_> {
                 mode.as_str(),
                 escape(&bounded(&text, 2000))
             );
+            if !step.replay_actions.is_empty() {
+                let _ = write!(
+                    self.out,
+                    "<div class=\"reran\"><b>Ran again and matched ({} recorded action{}): the facts this pass rests on</b></div>",
+                    step.replay_actions.len(),
+                    if step.replay_actions.len() == 1 { "" } else { "s" }
+                );
+            }
             for action in &step.replay_actions {
                 let _ = write!(
                     self.out,
@@ -185,14 +217,7 @@ impl Page<'_> {
                 );
             }
             if let Some(drift) = &step.replay_drift {
-                let _ = write!(
-                    self.out,
-                    "<details class=\"drift\" open><summary>replay drift at action {} ({}): {} differs</summary><pre>{}</pre></details>",
-                    drift.action + 1,
-                    escape(&drift.what),
-                    escape(&drift.field),
-                    escape(&bounded(&drift.diff, 5000))
-                );
+                self.drift(drift);
             }
         }
     }
