@@ -49,11 +49,15 @@ struct Shared {
 
 impl DevtoolsEndpoint {
     /// Listens on a kernel-chosen loopback port for the browser behind `hub`, whose
-    /// `Browser.getVersion` answered `version`.
-    pub async fn serve(hub: PipeHub, version: Value) -> std::io::Result<Self> {
+    /// `Browser.getVersion` answered `version`, behind `token` (a fresh one when `None`).
+    pub async fn serve(
+        hub: PipeHub,
+        version: Value,
+        token: Option<String>,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let port = listener.local_addr()?.port();
-        let token = uuid::Uuid::new_v4().simple().to_string();
+        let token = token.unwrap_or_else(new_token);
         let shared = Shared {
             hub,
             token: token.clone(),
@@ -88,6 +92,11 @@ impl DevtoolsEndpoint {
     pub fn port(&self) -> u16 {
         self.port
     }
+}
+
+/// A fresh 128-bit secret, as 32 hex digits.
+pub fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
 }
 
 fn ws_url(port: u16, token: &str) -> String {

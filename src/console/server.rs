@@ -69,9 +69,17 @@ pub struct ConsoleServer {
 impl ConsoleServer {
     /// Binds a loopback port and serves `console` on it (inside a tokio runtime).
     pub async fn start(console: Arc<Console>) -> Result<Self, ServeError> {
+        Self::start_with_token(console, uuid::Uuid::new_v4().simple().to_string()).await
+    }
+
+    /// [`Self::start`] behind `token`: a session makes its token first, so that its redaction
+    /// knows it before anything could print it.
+    pub async fn start_with_token(
+        console: Arc<Console>,
+        token: String,
+    ) -> Result<Self, ServeError> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let port = listener.local_addr()?.port();
-        let token = uuid::Uuid::new_v4().simple().to_string();
         let cancel = CancellationToken::new();
         let handler = Handler {
             console: Arc::clone(&console),
