@@ -130,7 +130,8 @@ fn no_token_on_any_command_line_and_another_user_cannot_get_in() {
     let script = json!([
         {"tool": "mcp__browser__browser_navigate", "input": {"url": format!("http://127.0.0.1:{port}/")}},
         // Held here while the test looks: the agent, Playwright MCP, the browser and the app run.
-        {"bash": format!("env | grep ^BUGATTI_ > {}.tmp && mv {0}.tmp {0} && sleep 8", env_file.display())},
+        {"bash": format!("env | grep ^BUGATTI_ > {}.tmp && mv {0}.tmp {0} && sleep 8", env_file.display()),
+         "expect": ["Shop"]},
         {"text": "Looked.\nRESULT OK"},
     ]);
     let stub = Stub::start(side.path(), script);
