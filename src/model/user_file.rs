@@ -33,6 +33,17 @@ pub enum UserFileError {
 }
 
 impl UserFileError {
+    /// Why, without the path (for a message that names the file already).
+    pub fn reason(&self) -> String {
+        match self {
+            Self::Io { source, .. } => source.to_string(),
+            Self::NotRegular { kind, .. } => format!("not a regular file (a {kind})"),
+            Self::TooBig { size, max, .. } => {
+                format!("{size} bytes, more than the {max} read from such a file")
+            }
+        }
+    }
+
     /// Whether the file is simply not there (most callers treat that as "none").
     pub fn is_not_found(&self) -> bool {
         matches!(self, Self::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)

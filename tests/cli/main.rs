@@ -12,6 +12,7 @@ mod check_cli;
 mod check_fixtures;
 mod ci_examples;
 mod closed_pipe;
+mod hostile_files;
 mod junit_tools;
 mod live_view_tty;
 mod readme_examples;
