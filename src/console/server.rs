@@ -106,6 +106,13 @@ impl ConsoleServer {
             ),
         );
         let stop = cancel.clone();
+        // Bounded (process::listen): idle connections from another local process cannot take
+        // the descriptors the supervisor needs for its records.
+        let listener = crate::process::listen::Bounded::new(
+            listener,
+            crate::process::listen::MAX_CONNECTIONS,
+            crate::process::listen::IDLE_LIMIT,
+        );
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, router)
                 .with_graceful_shutdown(stop.cancelled_owned())
