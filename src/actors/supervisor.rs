@@ -607,7 +607,10 @@ impl SupervisorState {
             if let Some(outcome) = tally.final_outcome() {
                 let contributes = match (outcome, self.shutdown) {
                     (RunOutcome::Interrupted, Some(signal)) => ExitReason::Interrupted(signal),
-                    // A quarantined test's failure never changes the exit code (docs/ci.md).
+                    // A quarantined test's failure never changes the exit code (docs/ci.md), but a
+                    // harness that could not run it does: quarantine hides a test's flakiness,
+                    // not a broken machine.
+                    (RunOutcome::Error, _) => ExitReason::HarnessError,
                     _ if self.tests[i].quarantined => ExitReason::Success,
                     _ if fail_on_flaky && tally.is_flaky(strict) => ExitReason::TestFailed,
                     _ => ExitReason::for_outcome(outcome, false),

@@ -496,7 +496,9 @@ pub(crate) fn artifact_dir_of(config: Option<PathBuf>) -> Result<(PathBuf, usize
         .map_or(cwd, std::path::Path::to_path_buf);
     let table: Option<toml::Table> = config
         .as_deref()
-        .and_then(|c| std::fs::read_to_string(c).ok())
+        .and_then(|c| {
+            bugatti::model::user_file::read_to_string(c, bugatti::model::user_file::CONFIG_MAX).ok()
+        })
         .and_then(|t| t.parse().ok());
     let sup = table.as_ref().and_then(|t| t.get("supervisor"));
     let dir = sup

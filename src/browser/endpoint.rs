@@ -11,10 +11,11 @@
 //! session of its own). Anything else, a wrong token included, gets `403` and nothing more.
 
 use super::pipe::PipeHub;
+use crate::process::listen::{Bounded, Guarded, MAX_CONNECTIONS};
 use serde_json::{json, Value};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -49,19 +50,27 @@ struct Shared {
 
 impl DevtoolsEndpoint {
     /// Listens on a kernel-chosen loopback port for the browser behind `hub`, whose
-    /// `Browser.getVersion` answered `version`.
-    pub async fn serve(hub: PipeHub, version: Value) -> std::io::Result<Self> {
+    /// `Browser.getVersion` answered `version`, behind `token` (a fresh one when `None`).
+    pub async fn serve(
+        hub: PipeHub,
+        version: Value,
+        token: Option<String>,
+    ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let port = listener.local_addr()?.port();
-        let token = uuid::Uuid::new_v4().simple().to_string();
+        let token = token.unwrap_or_else(new_token);
         let shared = Shared {
             hub,
             token: token.clone(),
             port,
             version,
         };
+        // Bounded (process::listen): a failed accept does not end it, a flood of idle
+        // connections from another local process does not take the supervisor's descriptors.
+        let mut listener = Bounded::new(listener, MAX_CONNECTIONS, HEAD_LIMIT);
         let task = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
+            loop {
+                let (stream, _) = listener.next().await;
                 // CDP is many small messages each waiting for its answer: without this, Nagle's
                 // algorithm holds each one back for the last one's ACK (tens of ms a call).
                 let _ = stream.set_nodelay(true);
@@ -90,6 +99,11 @@ impl DevtoolsEndpoint {
     }
 }
 
+/// A fresh 128-bit secret, as 32 hex digits.
+pub fn new_token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
 fn ws_url(port: u16, token: &str) -> String {
     format!("ws://127.0.0.1:{port}/{token}/devtools/browser")
 }
@@ -100,7 +114,7 @@ struct Head {
     websocket_key: Option<String>,
 }
 
-async fn read_head(stream: &mut TcpStream) -> Option<Head> {
+async fn read_head(stream: &mut Guarded) -> Option<Head> {
     let mut head = Vec::new();
     let mut byte = [0u8; 1];
     // One byte at a time: nothing past the head may be consumed (a WebSocket client's frames
@@ -148,7 +162,7 @@ fn same_token(given: &str, token: &str) -> bool {
             == 0
 }
 
-async fn answer(stream: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
+async fn answer(stream: &mut Guarded, status: &str, body: &str) -> std::io::Result<()> {
     let response = format!(
         "HTTP/1.1 {status}\r\nContent-Type: application/json; charset=UTF-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
@@ -157,7 +171,7 @@ async fn answer(stream: &mut TcpStream, status: &str, body: &str) -> std::io::Re
     stream.shutdown().await
 }
 
-async fn serve_connection(mut stream: TcpStream, shared: Shared) -> std::io::Result<()> {
+async fn serve_connection(mut stream: Guarded, shared: Shared) -> std::io::Result<()> {
     let Ok(Some(head)) = tokio::time::timeout(HEAD_LIMIT, read_head(&mut stream)).await else {
         return answer(&mut stream, "400 Bad Request", "").await;
     };
@@ -266,13 +280,15 @@ async fn serve_connection(mut stream: TcpStream, shared: Shared) -> std::io::Res
 }
 
 /// Upgrades the connection and makes it a client of the pipe until either side closes.
-async fn websocket(mut stream: TcpStream, key: &str, hub: PipeHub) -> std::io::Result<()> {
+async fn websocket(mut stream: Guarded, key: &str, hub: PipeHub) -> std::io::Result<()> {
     use futures::{SinkExt, StreamExt};
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
     let response = format!(
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
     );
     stream.write_all(response.as_bytes()).await?;
+    // It holds the token: a CDP client may be silent while its user thinks.
+    stream.keep_while_silent();
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_MESSAGE))
         .max_frame_size(Some(MAX_MESSAGE));

@@ -57,6 +57,9 @@ pub struct BrowserLaunch {
     pub ready_timeout: Duration,
     /// `--no-sandbox`: Chromium refuses to start as root without it.
     pub no_sandbox: bool,
+    /// The DevTools endpoint's token (a fresh one when `None`): a session makes its own first, so
+    /// that its redaction knows it before anything can print it.
+    pub token: Option<String>,
 }
 
 impl BrowserLaunch {
@@ -74,6 +77,7 @@ impl BrowserLaunch {
             env: Vec::new(),
             ready_timeout: Duration::from_secs(30),
             no_sandbox: running_as_root(),
+            token: None,
         }
     }
 
@@ -180,7 +184,7 @@ impl Browser {
             );
         }
         let ready = match wait_ready(&group, &hub, spec.ready_timeout, &tail).await {
-            Ok(answer) => DevtoolsEndpoint::serve(hub, answer.clone())
+            Ok(answer) => DevtoolsEndpoint::serve(hub, answer.clone(), spec.token.clone())
                 .await
                 .map(|endpoint| (endpoint, answer))
                 .map_err(BrowserError::from),

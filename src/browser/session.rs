@@ -31,6 +31,8 @@ pub struct BrowserPlaces {
     pub tmp_dir: PathBuf,
     /// `[supervisor] max_log_bytes` for `browser.log`.
     pub max_log_bytes: u64,
+    /// The DevTools endpoint's token (a fresh one when `None`).
+    pub token: Option<String>,
 }
 
 impl BrowserPlaces {
@@ -42,6 +44,7 @@ impl BrowserPlaces {
             log_path: run.browser_log(),
             tmp_dir: workspace.browser_tmp(),
             max_log_bytes: crate::process::log_limit::DEFAULT_MAX_LOG_BYTES,
+            token: None,
         }
     }
 }
@@ -69,6 +72,7 @@ impl SessionBrowser {
         spec.viewport = config.viewport;
         spec.log_path = Some(places.log_path.clone());
         spec.max_log_bytes = places.max_log_bytes;
+        spec.token = places.token.clone();
         spec.env = env;
         if std::fs::create_dir_all(&places.tmp_dir).is_ok() {
             spec.env

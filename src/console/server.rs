@@ -69,9 +69,17 @@ pub struct ConsoleServer {
 impl ConsoleServer {
     /// Binds a loopback port and serves `console` on it (inside a tokio runtime).
     pub async fn start(console: Arc<Console>) -> Result<Self, ServeError> {
+        Self::start_with_token(console, uuid::Uuid::new_v4().simple().to_string()).await
+    }
+
+    /// [`Self::start`] behind `token`: a session makes its token first, so that its redaction
+    /// knows it before anything could print it.
+    pub async fn start_with_token(
+        console: Arc<Console>,
+        token: String,
+    ) -> Result<Self, ServeError> {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
         let port = listener.local_addr()?.port();
-        let token = uuid::Uuid::new_v4().simple().to_string();
         let cancel = CancellationToken::new();
         let handler = Handler {
             console: Arc::clone(&console),
@@ -98,6 +106,13 @@ impl ConsoleServer {
             ),
         );
         let stop = cancel.clone();
+        // Bounded (process::listen): idle connections from another local process cannot take
+        // the descriptors the supervisor needs for its records.
+        let listener = crate::process::listen::Bounded::new(
+            listener,
+            crate::process::listen::MAX_CONNECTIONS,
+            crate::process::listen::IDLE_LIMIT,
+        );
         let task = tokio::spawn(async move {
             let served = axum::serve(listener, router)
                 .with_graceful_shutdown(stop.cancelled_owned())

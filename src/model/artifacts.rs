@@ -211,6 +211,11 @@ impl RunPaths {
     pub fn browser_secrets(&self) -> PathBuf {
         self.browser_dir().join(".secrets.env")
     }
+    /// Playwright MCP's `--config`, which holds the DevTools endpoint and its token (owner-only,
+    /// removed when the session ends): `browser/.playwright-mcp.json`.
+    pub fn browser_mcp_config(&self) -> PathBuf {
+        self.browser_dir().join(".playwright-mcp.json")
+    }
     /// The page script the replay's Playwright MCP client installs: `browser/replay-page-idle.js`.
     pub fn browser_replay_script(&self) -> PathBuf {
         self.browser_dir().join("replay-page-idle.js")

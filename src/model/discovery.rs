@@ -85,10 +85,19 @@ pub fn walk_test_files_noting(
                 })
             }
         };
+        let name = entry.file_name().to_string_lossy();
         if !entry.file_type().is_file() {
+            // A FIFO or a device named like a test (or a link to one): reading it would block
+            // or never end, and passing over it in silence would hide a test the user meant.
+            if !entry.file_type().is_dir() && name.ends_with(".test.toml") {
+                notes.push(format!(
+                    "skipped {}: not a regular file (a {})",
+                    entry.path().display(),
+                    crate::model::user_file::kind_of(&entry.file_type())
+                ));
+            }
             continue;
         }
-        let name = entry.file_name().to_string_lossy();
         if name.ends_with(".test.toml") && (include_underscore || !name.starts_with('_')) {
             out.push(entry.path().to_path_buf());
         }

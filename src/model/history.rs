@@ -243,7 +243,22 @@ fn is_zero(n: &u64) -> bool {
 /// Every readable line of the history file, oldest first. A damaged line is skipped, not fatal:
 /// the history is a convenience, never a reason to stop a suite.
 pub fn read(path: &Path) -> Vec<HistoryEntry> {
-    read_checked(path).0
+    let (entries, warnings) = read_checked(path);
+    warn_once(&warnings);
+    entries
+}
+
+/// Says each warning on stderr, once per process: the history is read several times a run
+/// (the budget, the comparison, the trends), and one unreadable file is one warning.
+pub fn warn_once(warnings: &[String]) {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let Ok(mut said) = SAID.lock() else { return };
+    for warning in warnings {
+        if !said.contains(warning) {
+            eprintln!("warning: {warning}");
+            said.push(warning.clone());
+        }
+    }
 }
 
 /// [`read`], and a warning per line that could not be read (truncated, hand-edited, written by
@@ -261,12 +276,40 @@ pub const MAX_LINE_BYTES: u64 = 16 * 1024 * 1024;
 /// Calls `f` on every readable line of the history file, oldest first, one line in memory at a
 /// time (a history of hundreds of megabytes costs no more than its longest line); returns a
 /// warning per line that could not be read.
+///
+/// Only a regular file is read (a FIFO would block, `/dev/zero` never end), and of a file over
+/// [`crate::model::user_file::HISTORY_MAX`] bytes only its newest lines, that many bytes: each
+/// with a warning.
 pub fn for_each_entry(path: &Path, mut f: impl FnMut(HistoryEntry)) -> Vec<String> {
-    let Ok(file) = std::fs::File::open(path) else {
-        return Vec::new();
-    };
-    let mut reader = std::io::BufReader::new(file);
+    use crate::model::user_file::{self, HISTORY_MAX};
+    use std::io::{Seek, SeekFrom};
     let mut warnings = Vec::new();
+    let (mut file, size) = match user_file::open(path, true) {
+        Ok(opened) => opened,
+        Err(e) if e.is_not_found() => return warnings,
+        Err(e) => {
+            warnings.push(format!("{e} (history not read)"));
+            return warnings;
+        }
+    };
+    let mut newest_only = false;
+    if size > HISTORY_MAX {
+        warnings.push(format!(
+            "{} is {size} bytes: only its newest {HISTORY_MAX} bytes are read \
+             (docs/troubleshooting.md says how to shrink it)",
+            path.display()
+        ));
+        if let Err(e) = file.seek(SeekFrom::Start(size - HISTORY_MAX)) {
+            warnings.push(format!("{}: {e}", path.display()));
+            return warnings;
+        }
+        newest_only = true;
+    }
+    let mut reader = std::io::BufReader::new(file.take(HISTORY_MAX));
+    // Started mid-file: the first (partial) line is not an entry.
+    if newest_only && !skip_line(&mut reader) {
+        return warnings;
+    }
     let mut line = Vec::new();
     for n in 1.. {
         line.clear();

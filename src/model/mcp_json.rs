@@ -72,16 +72,17 @@ impl ProjectServers {
 /// reads or names a server in `reserved` (the supervisor's servers in use).
 pub fn read(dir: &Path, reserved: &[&str]) -> Result<Option<ProjectServers>, McpJsonError> {
     let path = dir.join(FILE_NAME);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
-            return Err(McpJsonError::Unreadable {
-                path,
-                reason: e.to_string(),
-            })
-        }
-    };
+    let text =
+        match crate::model::user_file::read_to_string(&path, crate::model::user_file::CONFIG_MAX) {
+            Ok(text) => text,
+            Err(e) if e.is_not_found() => return Ok(None),
+            Err(e) => {
+                return Err(McpJsonError::Unreadable {
+                    path,
+                    reason: e.reason(),
+                })
+            }
+        };
     let value: Value = serde_json::from_str(&text).map_err(|e| McpJsonError::NotJson {
         path: path.clone(),
         line: e.line(),

@@ -32,3 +32,4 @@ pub mod shard;
 pub mod substitute;
 pub mod test_file;
 pub mod toml_read;
+pub mod user_file;

@@ -74,11 +74,13 @@ impl TestFiles {
     /// reason is in `problems`).
     pub fn get(&mut self, path: &Path) -> Option<&TestFile> {
         if !self.parsed.contains_key(path) {
-            let parsed = match std::fs::read_to_string(path) {
+            let read =
+                crate::model::user_file::read_to_string(path, crate::model::user_file::TEST_MAX);
+            let parsed = match read {
                 Err(e) => {
                     self.problems.push(Problem::in_file(
                         path,
-                        format!("cannot read test file: {e}"),
+                        format!("cannot read test file: {}", e.reason()),
                     ));
                     None
                 }

@@ -11,6 +11,7 @@ pub mod inherited_env;
 pub mod job_control;
 pub mod ledger;
 pub mod limits;
+pub mod listen;
 pub mod log_limit;
 pub mod oneshot;
 pub mod order;

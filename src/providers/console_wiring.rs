@@ -305,15 +305,17 @@ mod tests {
             r#"{"mcpServers": {"pw": {"command": "npx", "args": ["@playwright/mcp"]}}}"#,
         )
         .expect("write");
+        let mut browser = crate::browser::mcp::McpCommand::resolve(
+            Some("playwright-mcp"),
+            None,
+            "ws://127.0.0.1:9222/sekrit-token/devtools/browser",
+        )
+        .expect("command");
+        browser
+            .attach(&dir.path().join("pw.json"))
+            .expect("attached");
         let mcp = crate::providers::McpServers {
-            browser: Some(
-                crate::browser::mcp::McpCommand::resolve(
-                    Some("playwright-mcp"),
-                    None,
-                    "http://127.0.0.1:9222",
-                )
-                .expect("command"),
-            ),
+            browser: Some(browser),
             project: crate::model::mcp_json::read(dir.path(), &["bugatti", "browser"])
                 .expect("reads"),
         };
@@ -321,17 +323,16 @@ mod tests {
         let servers = config["mcpServers"].as_object().expect("servers");
         let names: Vec<&str> = servers.keys().map(String::as_str).collect();
         assert_eq!(names, ["browser", "bugatti", "pw"]);
-        assert_eq!(
-            config["mcpServers"]["browser"]["args"][1],
-            "http://127.0.0.1:9222"
-        );
+        // The browser's endpoint is in Playwright MCP's own config file, not in its arguments.
+        assert_eq!(config["mcpServers"]["browser"]["args"][0], "--config");
+        assert!(!config.to_string().contains("sekrit-token"), "{config}");
         let args = claude_args(Path::new("/x/mcp.json"), &["bugatti", "browser"]);
         assert_eq!(args[4], "mcp__bugatti,mcp__browser");
         let codex = codex_browser_args(mcp.browser.as_ref().expect("browser"));
+        assert!(!codex[1].contains("sekrit-token"), "{}", codex[1]);
         assert!(
-            codex[1].starts_with(
-                "mcp_servers.browser={command=\"playwright-mcp\",args=[\"--cdp-endpoint\""
-            ),
+            codex[1]
+                .starts_with("mcp_servers.browser={command=\"playwright-mcp\",args=[\"--config\""),
             "{}",
             codex[1]
         );

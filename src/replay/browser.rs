@@ -629,6 +629,7 @@ mod tests {
             program: "playwright-mcp".into(),
             args: args.iter().map(|a| a.to_string()).collect(),
             source: crate::browser::mcp::McpSource::Configured,
+            cdp_endpoint: None,
         };
         assert_eq!(settle_of(&command(&[])), DEFAULT_SETTLE);
         assert_eq!(

@@ -129,11 +129,31 @@ pub fn append(path: &Path, entry: &HistoryEntry) -> Result<(), ReportError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(|e| ReportError::write(dir, e))?;
     }
+    // Without a reader a FIFO would hold this open forever: O_NONBLOCK makes it fail at once
+    // (ENXIO), and anything but a regular file is refused (`/dev/zero` would swallow the line).
+    use std::os::unix::fs::OpenOptionsExt;
+    let refuse = |file_type: &std::fs::FileType| {
+        let kind = crate::model::user_file::kind_of(file_type);
+        ReportError::write(
+            path,
+            std::io::Error::other(format!("not a regular file (a {kind})")),
+        )
+    };
+    if let Ok(meta) = std::fs::metadata(path) {
+        if !meta.is_file() {
+            return Err(refuse(&meta.file_type()));
+        }
+    }
     let mut file = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .map_err(|e| ReportError::write(path, e))?;
+    let meta = file.metadata().map_err(|e| ReportError::write(path, e))?;
+    if !meta.file_type().is_file() {
+        return Err(refuse(&meta.file_type()));
+    }
     file.write_all(line.as_bytes())
         .map_err(|e| ReportError::write(path, e))
 }
@@ -144,7 +164,8 @@ pub fn retain(
     keep: impl Fn(&HistoryEntry) -> bool,
 ) -> Result<(), ReportError> {
     let path = history_path(artifact_dir);
-    if !path.exists() {
+    // Not a regular file (a FIFO, a device): not read, and not replaced by one either.
+    if !std::fs::metadata(&path).is_ok_and(|m| m.is_file()) {
         return Ok(());
     }
     let mut text = String::new();

@@ -97,10 +97,15 @@ fn find_run(suite_dir: &Path, run_id: &str, report: &str) -> Option<PathBuf> {
         .map(|d| std::path::absolute(&d).unwrap_or(d))
 }
 
+/// The largest summary.json read (a suite of thousands of tests is a few megabytes).
+const SUMMARY_MAX: u64 = 256 * 1024 * 1024;
+
 /// Reads summary.json of `dir` and the run.json of every attempt it names.
 pub fn load_suite(dir: &Path) -> Result<LoadedSuite, String> {
     let path = SuitePaths::new(dir).summary_json();
-    let bytes = std::fs::read(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    // A shard's artifact is shaped by whoever shaped the pull request: a FIFO or a huge file
+    // there is refused at once.
+    let bytes = crate::model::user_file::read(&path, SUMMARY_MAX).map_err(|e| e.to_string())?;
     let summary: SuiteSummary = serde_json::from_slice(&bytes)
         .map_err(|e| format!("{} is not a suite summary: {e}", path.display()))?;
     let mut records = Vec::new();
@@ -591,6 +596,16 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<(), String> {
             at.display()
         )
     };
+    // A FIFO would hold the probe's open until a reader came; a device is no file to append to.
+    if let Ok(meta) = std::fs::metadata(&abs) {
+        if !meta.is_file() {
+            let kind = crate::model::user_file::kind_of(&meta.file_type());
+            return Err(format!(
+                "{flag} {}: not a regular file (a {kind})",
+                path.display()
+            ));
+        }
+    }
     let made = make_folders(parent).map_err(|(at, e)| not_a_folder_or(flag, path, &at, e))?;
     let probed = if abs.exists() {
         std::fs::OpenOptions::new()

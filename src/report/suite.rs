@@ -229,10 +229,13 @@ impl SuiteSummary {
     }
 
     /// Whether `test` fails the suite (decides the exit code): it did not pass, or passed only
-    /// on a retry under `--fail-on-flaky`; never when it is quarantined.
+    /// on a retry under `--fail-on-flaky`; never when it is quarantined, unless its harness
+    /// failed (an `error`: quarantine hides a test's flakiness, not a harness that cannot start).
     pub fn fails_suite(&self, test: &RootTestSummary) -> bool {
-        !test.quarantined
-            && (!test.outcome.is_pass(self.strict_warnings) || (self.fail_on_flaky && test.flaky))
+        if test.quarantined {
+            return test.outcome == RunOutcome::Error;
+        }
+        !test.outcome.is_pass(self.strict_warnings) || (self.fail_on_flaky && test.flaky)
     }
 
     /// Whether the suite passed as its exit code says: every test that counts passed, and every

@@ -13,6 +13,7 @@ mod check_fixtures;
 mod ci_examples;
 mod closed_pipe;
 mod contributing_map;
+mod hostile_files;
 mod junit_tools;
 mod live_view_tty;
 mod readme_examples;

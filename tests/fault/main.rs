@@ -12,6 +12,7 @@ mod artifacts;
 mod dead_run_hygiene;
 mod harness;
 mod hostile_processes;
+mod listener_flood;
 mod log_limit;
 mod soak;
 mod supervisor_killed;

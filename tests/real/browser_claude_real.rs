@@ -30,7 +30,7 @@ const PAGE: &str = r#"<!doctype html>
 "#;
 
 /// Chromium, the Claude Code CLI and Playwright MCP, or `None` after a loud skip.
-fn tools(test: &str) -> Option<(PathBuf, PathBuf)> {
+pub(crate) fn tools(test: &str) -> Option<(PathBuf, PathBuf)> {
     common::skip::chromium(test)?;
     let claude = claude_bin(test)?;
     let mcp = common::skip::playwright_mcp(test)?;
@@ -46,7 +46,7 @@ fn free_port() -> u16 {
 }
 
 /// The shop page served by a harness command on a fixed port (the script needs its URL).
-fn shop_project(extra_config: &str) -> (Project, u16) {
+pub(crate) fn shop_project(extra_config: &str) -> (Project, u16) {
     let p = Project::new();
     let port = free_port();
     p.write("site/index.html", PAGE);
@@ -98,7 +98,7 @@ fn path_with(mcp: &Path) -> String {
     )
 }
 
-fn start(
+pub(crate) fn start(
     p: &Project,
     claude: &Path,
     mcp: &Path,

@@ -96,7 +96,10 @@ async fn a_recorded_click_is_made_again_on_a_renumbered_page_through_the_real_se
     let (port, server) = serve(renumbered.clone(), stop.clone());
     let url = format!("http://127.0.0.1:{port}/");
 
-    let command = McpCommand::resolve(None, Some(&path), &browser.cdp_url()).expect("command");
+    let mut command = McpCommand::resolve(None, Some(&path), &browser.cdp_url()).expect("command");
+    command
+        .attach(&dir.path().join("pw-config.json"))
+        .expect("the endpoint in its config file");
     let owner = Owner::new(
         Scope::run(run.clone()),
         Role::Other("playwright-mcp".into()),

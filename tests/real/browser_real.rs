@@ -400,12 +400,15 @@ async fn the_real_playwright_mcp_drives_the_supervised_browser_and_the_capture_s
         .await
         .expect("monitor");
 
-    let command = bugatti::browser::mcp::McpCommand::resolve(
+    let mut command = bugatti::browser::mcp::McpCommand::resolve(
         Some(&mcp_bin.display().to_string()),
         None,
         &browser.cdp_url(),
     )
     .expect("the command");
+    command
+        .attach(&run_dir.join("browser/.playwright-mcp.json"))
+        .expect("the endpoint in its config file");
     let marker = format!("BUGATTI_TEST_MCP={}", run);
     let mut mcp = tokio::process::Command::new(&command.program)
         .args(&command.args)

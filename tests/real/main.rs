@@ -26,3 +26,4 @@ mod file_tools_replay_claude_real;
 mod pi_real;
 mod replay_claude_real;
 mod replay_codex_real;
+mod secrets_off_argv;

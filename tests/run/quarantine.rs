@@ -203,3 +203,41 @@ fn a_quarantined_failure_runs_is_reported_apart_and_exits_0() {
     let out = p.run(&["start"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn a_quarantined_tests_harness_error_still_exits_3() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n\n[commands.migrate]\nkind = \"short_lived\"\ncmd = \"echo cannot migrate; exit 7\"\n",
+    );
+    p.write(
+        "tests/known_bad.test.toml",
+        "quarantine = true\n\n[[steps]]\ninstruction = \"`echo ok`\"\n",
+    );
+    let out = p.run(&["start"]);
+    let console = format!("{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "quarantine hides a test's flakiness, not a harness that cannot start: {console}"
+    );
+    let summary = p.suite_summary();
+    assert_eq!(summary["tests"][0]["outcome"], "error", "{summary}");
+    assert_eq!(summary["tests"][0]["quarantined"], true, "{summary}");
+    // `merge` of that suite does not pass it either.
+    let suite = p.suite_dir();
+    let out = p.run(&[
+        "merge",
+        &suite.display().to_string(),
+        "--out",
+        &p.root().join("merged").display().to_string(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+}

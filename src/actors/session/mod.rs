@@ -194,6 +194,7 @@ impl Actor for SessionActor {
             suite: Arc::clone(&args.suite),
             run_id: run_id.clone(),
             session_id: uuid::Uuid::now_v7().to_string(),
+            tokens: SessionTokens::new(),
             events: args.events.clone(),
             myself: myself.clone(),
             stop: stop_rx,
@@ -342,10 +343,39 @@ struct Driver {
     suite: Arc<SuiteContext>,
     run_id: String,
     session_id: String,
+    tokens: SessionTokens,
     /// The run's event outlet (shared with the session actor).
     events: RunEvents,
     myself: ActorRef<SessionMsg>,
     stop: watch::Receiver<Option<StopReason>>,
+}
+
+/// The session's own secrets: the browser's DevTools token and the console's bearer token. Made
+/// before anything runs, so that every redaction of the run (its logs, transcripts, run.json)
+/// knows them before any process could print them.
+#[derive(Debug, Clone)]
+struct SessionTokens {
+    cdp: String,
+    console: String,
+}
+
+impl SessionTokens {
+    fn new() -> Self {
+        Self {
+            cdp: crate::browser::endpoint::new_token(),
+            console: crate::browser::endpoint::new_token(),
+        }
+    }
+}
+
+impl Driver {
+    /// `[secrets]` and the session's own tokens: everything the run's records redact.
+    fn secret_pairs(&self) -> Vec<(String, String)> {
+        let mut pairs = self.test.effective.secret_pairs();
+        pairs.push(("BUGATTI_CDP_TOKEN".into(), self.tokens.cdp.clone()));
+        pairs.push(("BUGATTI_MCP_TOKEN".into(), self.tokens.console.clone()));
+        pairs
+    }
 }
 
 /// How a phase of the run ended, when not by going on.
@@ -426,9 +456,7 @@ impl Driver {
     async fn run(&self) -> RunOutcome {
         let plan = self.run_plan();
         let notices = Notices::new(self.events.reporter().clone());
-        let secrets = Arc::new(crate::model::redact::Secrets::new(
-            self.test.effective.secret_pairs(),
-        ));
+        let secrets = Arc::new(crate::model::redact::Secrets::new(self.secret_pairs()));
         match self.events.open(plan, secrets).await {
             Ok(_paths) => {}
             Err(e @ ReportError::ReporterGone(_)) => {

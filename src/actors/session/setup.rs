@@ -134,7 +134,7 @@ impl Driver {
                 })
                 .with_max_log_bytes(effective.supervisor.max_log_bytes.value),
             );
-            let server = ConsoleServer::start(console)
+            let server = ConsoleServer::start_with_token(console, self.tokens.console.clone())
                 .await
                 .map_err(|e| Ending::error(e.to_string()))?;
             let endpoint = server.endpoint().clone();
@@ -167,6 +167,10 @@ impl Driver {
                 .and_then(|b| b.mcp_command(path_var.as_deref()))
             {
                 Some(Ok(mut command)) => {
+                    // The endpoint (and its token) in an owner-only file, not on its command line.
+                    command
+                        .attach(&self.run_paths().browser_mcp_config())
+                        .map_err(|e| Ending::error(e.to_string()))?;
                     // Its snapshots and downloads go with the run, not into the project.
                     if !command.args.iter().any(|a| a.starts_with("--output-dir")) {
                         command.args.push("--output-dir".to_string());
@@ -251,6 +255,7 @@ impl Driver {
     ) -> Result<crate::browser::SessionBrowser, Ending> {
         let mut places = crate::browser::session::BrowserPlaces::new(workdir, &self.run_paths());
         places.max_log_bytes = self.test.effective.supervisor.max_log_bytes.value;
+        places.token = Some(self.tokens.cdp.clone());
         let path_var = std::env::var("PATH").ok();
         // The session's identity, as every harness process has it (the launch adds the run id).
         let env = vec![
@@ -319,6 +324,7 @@ impl Driver {
         let is_retry = retry.is_some();
         let mut vars = session_vars(effective, id, &self.suite.shared_ports)
             .map_err(|e| Ending::error(e.to_string()))?;
+        vars.secrets = Arc::new(crate::model::redact::Secrets::new(self.secret_pairs()));
         if let Some(browser) = &started.browser {
             vars.env.extend(browser.env());
         }

@@ -42,6 +42,7 @@ impl Driver {
             tokio::join!(agent_close, harness_down, console_down, browser_down);
         // Playwright MCP has ended with the agent: the secrets it was given go too.
         crate::browser::secrets_file::remove(&self.run_paths().browser_secrets());
+        crate::browser::secrets_file::remove(&self.run_paths().browser_mcp_config());
         if let Some(report) = browser {
             self.report_browser_teardown(&report);
         }

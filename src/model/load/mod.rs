@@ -122,7 +122,9 @@ impl Suite {
 pub fn find_config_upward(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
         .map(|d| d.join(CONFIG_FILE_NAME))
-        .find(|p| p.is_file())
+        // Found whatever it is (a FIFO too): its reading then says why it cannot be used, instead
+        // of the search going on past it to another project's config.
+        .find(|p| std::fs::metadata(p).is_ok())
 }
 
 /// Load with the real process environment and working directory.
@@ -381,10 +383,14 @@ fn layered_config(
     let mut layer_problems: Vec<LayerProblem> = Vec::new();
     for (path, layer) in configs {
         let Some(path) = path else { continue };
-        let text = match std::fs::read_to_string(path) {
+        // A FIFO, a device or a huge file named as the config: refused at once (docs/config.md).
+        let text = match crate::model::user_file::read_to_string(
+            path,
+            crate::model::user_file::CONFIG_MAX,
+        ) {
             Ok(text) => text,
             Err(e) => {
-                let why = format!("cannot read config: {e}");
+                let why = format!("cannot read config: {}", e.reason());
                 found.problems.push(Problem::in_file(path, why));
                 continue;
             }
