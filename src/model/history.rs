@@ -105,6 +105,10 @@ pub struct HistoryTest {
     /// Quarantined in that suite: its outcome did not decide the exit code.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub quarantined: bool,
+    /// Ended by an agent fault (its kind), not by the app: never a new failure, and left out of
+    /// the pass rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_error: Option<crate::model::agent_fault::FaultKind>,
 }
 
 /// One line of history.jsonl.
@@ -384,6 +388,7 @@ mod tests {
                 duration_ms: ms,
                 cost_usd: None,
                 quarantined: false,
+                agent_error: None,
             }],
             cost_usd: None,
             replayed_steps: 0,

@@ -199,7 +199,9 @@ impl Pi {
         let limits = self.ctx.step_limits(Deadline::after(request.timeout));
         let stdout = match self.spawn(prompt, request.step_id) {
             Ok(stdout) => stdout,
-            Err(e) => return turn::spawn_failed_verdict(&collector, &e.to_string()),
+            Err(e) => {
+                return turn::spawn_failed_verdict(&collector, &e.to_string(), ProviderKind::Pi)
+            }
         };
         self.log(&format!("### step {}\n", request.step_id));
         let mut output = Output::new(Some(stdout));
@@ -353,9 +355,17 @@ impl Turn<'_> {
         ));
         let marker = self.last_text.as_deref().and_then(|t| scan_text(t).1);
         let mut verdict = match (&marker, &self.last_error) {
-            (None, Some(error)) => self
-                .collector
-                .verdict_with(StepStatus::Error, format!("the pi turn failed: {error}")),
+            (None, Some(error)) => {
+                let mut v = self
+                    .collector
+                    .verdict_with(StepStatus::Error, format!("the pi turn failed: {error}"));
+                // pi's own error of the model request (after its retries): the agent's fault.
+                v.agent_error(
+                    crate::model::agent_fault::classify_api_failure(None, error),
+                    ProviderKind::Pi,
+                );
+                v
+            }
             (Some(_), _) => self.collector.verdict(marker.as_ref()),
             (None, None) => self.collector.verdict_with(
                 StepStatus::ProtocolError,
