@@ -245,7 +245,9 @@ fn watchdog_fault(mut verdict: StepVerdict, agent: providers::ProviderKind) -> S
     let kind = match &verdict.fault {
         Some(providers::AgentFault::Silent { .. }) => FaultKind::Stalled,
         Some(providers::AgentFault::Died(death)) => {
-            match classify_api_failure(None, &death.stderr_tail) {
+            // The CLI's own last words (its stderr, its last error event), never the model's.
+            let said = format!("{}\n{}", death.stderr_tail, verdict.message);
+            match classify_api_failure(None, &said) {
                 FaultKind::Auth => FaultKind::Auth,
                 _ => FaultKind::Crashed,
             }

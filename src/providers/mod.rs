@@ -19,6 +19,7 @@ pub mod codex_sandbox;
 pub mod command;
 pub mod console_wiring;
 pub mod locate;
+pub mod login;
 pub mod pi;
 pub mod pricing;
 pub mod process;

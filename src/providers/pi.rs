@@ -61,6 +61,8 @@ struct Turn<'a> {
     /// The last assistant message's error (`stopReason: "error"`), or a retry notice.
     last_error: Option<String>,
     usage: StepUsage,
+    /// pi 1.x: the verdict of its final `agent_end`, held until `agent_settled` ends the reply.
+    settled: Option<StepVerdict>,
 }
 
 impl Pi {
@@ -212,6 +214,7 @@ impl Pi {
             last_text: None,
             last_error: None,
             usage: StepUsage::default(),
+            settled: None,
         };
         let end = output
             .read_turn(&mut turn, limits, cancel, turn::NO_MESSAGE)
@@ -422,20 +425,39 @@ impl Framing for Turn<'_> {
                 self.last_error = Some(message.to_string());
                 return Seen::News;
             }
+            // pi 1.x ends a failed attempt that it will retry with `agent_end` carrying
+            // `willRetry: true`: not the end of the reply.
+            Some("agent_end") if event["willRetry"] == true => {
+                self.log("[agent_end] pi retries\n");
+                return Seen::News;
+            }
+            // pi 1.x (which says `willRetry`) ends the reply with `agent_settled`; 0.73 at
+            // `agent_end`.
+            Some("agent_end") if event.get("willRetry").is_some() => {
+                self.settled = Some(self.verdict());
+            }
             Some("agent_end") => return Seen::End(self.verdict()),
+            Some("agent_settled") => {
+                let verdict = match self.settled.take() {
+                    Some(v) => v,
+                    None => self.verdict(),
+                };
+                return Seen::End(verdict);
+            }
             _ => {}
         }
         Seen::Progress
     }
 
+    /// The output ended: a pi 1.x that exits after its final `agent_end` without
+    /// `agent_settled` has still answered.
     fn ended(&mut self, partial: &[u8]) -> Option<StepVerdict> {
-        if partial.is_empty() {
-            return None;
+        if !partial.is_empty() {
+            if let Seen::End(v) = self.line(partial) {
+                return Some(v);
+            }
         }
-        match self.line(partial) {
-            Seen::End(v) => Some(v),
-            _ => None,
-        }
+        self.settled.take()
     }
 
     fn model_turns(&self) -> u64 {

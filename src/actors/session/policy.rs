@@ -35,8 +35,13 @@ pub(super) fn after_step(facts: &StepFacts<'_>) -> AfterStep {
     // The agent, not the app (docs/providers.md): its own message names the fault and the fix,
     // whatever the watchdog saw on the way.
     if facts.status == StepStatus::AgentError && facts.stopped.is_none() {
+        let again = if facts.fault.is_some() && facts.restarts > 0 {
+            " (the watchdog's fault, again after a restart)"
+        } else {
+            ""
+        };
         return AfterStep::End(Ending::error(format!(
-            "step {id} agent_error: {}",
+            "step {id} agent_error: {}{again}",
             facts.message.unwrap_or_default()
         )));
     }
