@@ -335,3 +335,45 @@ fn pi_exit_0_on_a_401_is_auth() {
     let ran = run("pi", "exit0_on_error", 1, 30);
     assert_agent_error(&ran, "auth", "API key");
 }
+
+#[test]
+fn doctor_reports_each_clis_login_state() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"claude-code\"\n",
+    );
+    p.write(
+        "t1.test.toml",
+        "name = \"T1\"\n[[steps]]\ninstruction = \"Check.\"\n",
+    );
+    let doctor = |mode: &str, key: Option<&str>| {
+        let mut cmd = p.supervisor();
+        cmd.arg("doctor")
+            .env("BUGATTI_CLAUDE_BIN", fake("fake_claude.py"))
+            .env("FAKE_CLAUDE_MODE", mode)
+            .env_remove("ANTHROPIC_API_KEY");
+        if let Some(key) = key {
+            cmd.env("ANTHROPIC_API_KEY", key);
+        }
+        cmd.output().expect("doctor")
+    };
+    let out = doctor("not_logged_in", None);
+    let said = stdout(&out);
+    assert!(
+        said.contains("FAIL login of claude-code: not logged in")
+            && said.contains("claude auth login"),
+        "{said}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let said = stdout(&doctor("ok", None));
+    assert!(
+        said.contains("ok   login of claude-code: logged in (api key)"),
+        "{said}"
+    );
+    let said = stdout(&doctor("not_logged_in", Some("k")));
+    assert!(
+        said.contains("login of claude-code: logged in (ANTHROPIC_API_KEY is set)"),
+        "{said}"
+    );
+}
