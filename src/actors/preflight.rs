@@ -71,7 +71,9 @@ pub fn problems(suite: &Suite) -> Vec<String> {
 pub async fn login_problems(suite: &Suite) -> Vec<String> {
     use crate::providers::login::{check, Login};
     let claude = crate::actors::session_plan::claude_bin(&suite.base);
-    let mut asked: Vec<(ProviderKind, std::path::PathBuf, Vec<(String, String)>)> = Vec::new();
+    // Each agent is asked once per program and environment.
+    type Asked = (ProviderKind, std::path::PathBuf, Vec<(String, String)>);
+    let mut asked: Vec<Asked> = Vec::new();
     let mut out = Vec::new();
     for test in &suite.tests {
         let provider = &test.effective.provider;
