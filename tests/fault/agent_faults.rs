@@ -28,8 +28,16 @@ impl Ran {
     fn said(&self) -> String {
         format!("{}\n{}", stdout(&self.out), stderr(&self.out))
     }
+    /// The newest run of `t1.test.toml` (a project may hold an earlier suite's too).
     fn record(&self) -> serde_json::Value {
-        self.p.record_for("t1.test.toml")
+        let mut runs: Vec<serde_json::Value> = self
+            .p
+            .run_records()
+            .into_iter()
+            .filter(|r| r["test_file"] == "t1.test.toml")
+            .collect();
+        runs.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+        runs.pop().expect("a run of t1.test.toml")
     }
     fn step(&self) -> serde_json::Value {
         self.record()["steps"][0].clone()
@@ -39,7 +47,11 @@ impl Ran {
 /// Runs `tests` root tests of one step each with `provider` played by the fake `bin` in `mode`,
 /// at `-j 1`.
 fn run(provider: &str, mode: &str, tests: usize, step_timeout: u64) -> Ran {
-    let p = Project::new();
+    run_in(Project::new(), provider, mode, tests, step_timeout)
+}
+
+/// [`run`] in a given project (a second suite of the same project).
+fn run_in(p: Project, provider: &str, mode: &str, tests: usize, step_timeout: u64) -> Ran {
     p.write(
         "bugatti.config.toml",
         &format!(
@@ -213,6 +225,39 @@ fn a_401_on_every_call_stops_the_suite_after_two_tests_the_rest_not_run() {
         "{}",
         ran.said()
     );
+}
+
+#[test]
+fn an_agent_error_after_a_pass_is_no_new_failure_and_is_shown_apart() {
+    let first = run("claude-code", "ok", 1, 30);
+    assert_passed(&first);
+    let ran = run_in(first.p, "claude-code", "revoked", 1, 30);
+    assert_agent_error(&ran, "auth", "ANTHROPIC_API_KEY");
+    let summary = ran.p.suite_summary();
+    let changes = &summary["changes"];
+    assert_eq!(changes["new_failures"], serde_json::json!([]), "{changes}");
+    assert_eq!(
+        changes["agent_errors"][0]["test_file"], "t1.test.toml",
+        "{changes}"
+    );
+    assert_eq!(summary["totals"]["failed"], 0, "{summary}");
+    let history = std::fs::read_to_string(ran.p.root().join(".bugatti/history.jsonl"))
+        .expect("history.jsonl");
+    let last: serde_json::Value =
+        serde_json::from_str(history.lines().last().expect("a line")).expect("json");
+    assert_eq!(last["tests"][0]["agent_error"], "auth", "{last}");
+    let said = ran.said();
+    assert!(
+        said.contains("agent error (not the app): t1.test.toml"),
+        "{said}"
+    );
+    assert!(!said.contains("new failure"), "{said}");
+    let html = std::fs::read_to_string(ran.p.suite_dir().join("report.html")).expect("report.html");
+    assert!(
+        html.contains("<h2 id=\"agent-errors\">Agent errors</h2>"),
+        "report.html"
+    );
+    assert!(html.contains("agent error: auth"), "report.html");
 }
 
 #[test]
