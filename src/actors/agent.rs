@@ -18,6 +18,7 @@ use crate::providers::{
 };
 use ractor::{Actor, ActorCell, ActorProcessingErr, ActorRef, RpcReplyPort, SpawnErr};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::{mpsc::UnboundedSender, watch, Mutex};
 
 pub struct AgentActor;
@@ -177,7 +178,89 @@ fn with_timeout_hint(mut verdict: StepVerdict) -> StepVerdict {
     verdict
 }
 
+/// How often a transient agent fault (`rate_limit`, `overloaded`, `api_error`) is retried, at
+/// most, before it is declared; each retry waits twice as long as the one before, from
+/// [`FIRST_BACKOFF`], and only while the step's timeout leaves room for another attempt.
+const TRANSIENT_RETRIES: u32 = 3;
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// The least time an attempt is started with: less than this is not worth a model call.
+const LEAST_ATTEMPT: Duration = Duration::from_secs(2);
+
+/// One step under the watchdog and the fault policy (docs/providers.md, "When the agent, not the
+/// app, fails"): a transient API fault is retried with backoff within the step's timeout; a
+/// watchdog fault left after the restart is the agent's `crashed` or `stalled`.
 async fn supervised_step(
+    provider: &mut dyn Provider,
+    request: &StepRequest,
+    cancel: watch::Receiver<bool>,
+    events: &UnboundedSender<AgentEvent>,
+) -> StepVerdict {
+    let started = Instant::now();
+    let mut verdict = restarted_step(provider, request, cancel.clone(), events).await;
+    let mut backoff = FIRST_BACKOFF;
+    for _ in 0..TRANSIENT_RETRIES {
+        let transient = verdict.agent_fault.is_some_and(|k| k.is_transient());
+        if !transient || verdict.interrupted || *cancel.borrow() {
+            break;
+        }
+        let left = request.timeout.saturating_sub(started.elapsed());
+        if left < backoff + LEAST_ATTEMPT {
+            break;
+        }
+        tracing::info!(
+            "step {}: {}; retrying in {}s",
+            request.step_id,
+            verdict.message,
+            backoff.as_secs()
+        );
+        let mut waiting = cancel.clone();
+        tokio::select! {
+            () = tokio::time::sleep(backoff) => {}
+            _ = crate::providers::command::cancelled(&mut waiting) => break,
+        }
+        let mut again = request.clone();
+        again.timeout = left.saturating_sub(backoff);
+        let before = verdict;
+        verdict = restarted_step(provider, &again, cancel.clone(), events).await;
+        verdict.restarts += before.restarts;
+        verdict.duration += before.duration + backoff;
+        backoff *= 2;
+    }
+    watchdog_fault(verdict, provider.kind())
+}
+
+/// A watchdog fault left after the restart, for an agent CLI: the agent `crashed` (or, when its
+/// last words were the CLI's own login error, `auth`) or `stalled`.
+fn watchdog_fault(mut verdict: StepVerdict, agent: providers::ProviderKind) -> StepVerdict {
+    use crate::model::agent_fault::{classify_api_failure, FaultKind};
+    let is_cli = matches!(
+        agent,
+        providers::ProviderKind::ClaudeCode
+            | providers::ProviderKind::Codex
+            | providers::ProviderKind::Pi
+    );
+    if !is_cli || verdict.interrupted || verdict.agent_fault.is_some() {
+        return verdict;
+    }
+    let kind = match &verdict.fault {
+        Some(providers::AgentFault::Silent { .. }) => FaultKind::Stalled,
+        Some(providers::AgentFault::Died(death)) => {
+            // The CLI's own last words (its stderr, its last error event), never the model's.
+            let said = format!("{}\n{}", death.stderr_tail, verdict.message);
+            match classify_api_failure(None, &said) {
+                FaultKind::Auth => FaultKind::Auth,
+                _ => FaultKind::Crashed,
+            }
+        }
+        None => return verdict,
+    };
+    verdict.agent_error(kind, agent);
+    verdict
+}
+
+/// One attempt at a step, with the agent restarted once (its conversation resumed) after a
+/// watchdog fault.
+async fn restarted_step(
     provider: &mut dyn Provider,
     request: &StepRequest,
     cancel: watch::Receiver<bool>,

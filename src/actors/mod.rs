@@ -15,6 +15,7 @@
 //!   only; no actor sends a signal.
 
 pub mod agent;
+pub mod breaker;
 pub mod budget;
 pub mod checkpoint;
 pub mod command;

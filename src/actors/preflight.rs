@@ -64,6 +64,66 @@ pub fn problems(suite: &Suite) -> Vec<String> {
     out
 }
 
+/// The agents the selected tests will start that plainly cannot log in (docs/providers.md,
+/// "Logging the agent in"), one line each with its fix; asked of each CLI without a model call.
+/// Empty when every agent can authenticate, or its state is not known (a later fault is still
+/// named by kind).
+pub async fn login_problems(suite: &Suite) -> Vec<String> {
+    use crate::providers::login::{check, Login};
+    let claude = crate::actors::session_plan::claude_bin(&suite.base);
+    // Each agent is asked once per program and environment.
+    type Asked = (ProviderKind, std::path::PathBuf, Vec<(String, String)>);
+    let mut asked: Vec<Asked> = Vec::new();
+    let mut out = Vec::new();
+    for test in &suite.tests {
+        let provider = &test.effective.provider;
+        let kind = provider.name.value;
+        let program = match kind {
+            ProviderKind::ClaudeCode => claude.clone(),
+            ProviderKind::Codex => provider.codex_bin.value.clone().into(),
+            ProviderKind::Pi => provider.pi_bin.value.clone().into(),
+            ProviderKind::Command | ProviderKind::Shell => continue,
+        };
+        if test.effective.replay.mode.value == ReplayMode::Only {
+            continue;
+        }
+        // What the agent will get: the supervisor's environment under the test's own `[env]` and
+        // `[secrets]` (a value still naming a session variable is not known yet).
+        let mut env: Vec<(String, String)> = std::env::vars().collect();
+        env.extend(
+            test.effective
+                .env
+                .iter()
+                .map(|(k, v)| (k.clone(), v.value.clone()))
+                .chain(
+                    test.effective
+                        .secrets
+                        .iter()
+                        .map(|(k, v)| (k.clone(), v.value.value.clone())),
+                )
+                .filter(|(_, v)| !v.contains("${")),
+        );
+        let key = (kind, program.clone(), env.clone());
+        if asked.contains(&key) {
+            continue;
+        }
+        asked.push(key);
+        let cwd = crate::providers::locate::agent_cwd(provider, &suite.project_root);
+        let login = check(kind, &program, &provider.agent_args.value, &env, &cwd).await;
+        if let Login::No(_) = login {
+            let line = format!(
+                "the agent cannot log in: {} (`{}`)",
+                login.describe(kind),
+                test.rel_path.display()
+            );
+            if !out.contains(&line) {
+                out.push(line);
+            }
+        }
+    }
+    out
+}
+
 /// What to install, or which setting names the program.
 fn provider_fix(provider: &ProviderSettings) -> String {
     let npm = |package: &str, env: &str| {
@@ -72,7 +132,7 @@ fn provider_fix(provider: &ProviderSettings) -> String {
     match provider.name.value {
         ProviderKind::ClaudeCode => npm("@anthropic-ai/claude-code", "BUGATTI_CLAUDE_BIN"),
         ProviderKind::Codex => npm("@openai/codex", "BUGATTI_CODEX_BIN"),
-        ProviderKind::Pi => npm("@mariozechner/pi-coding-agent", "BUGATTI_PI_BIN"),
+        ProviderKind::Pi => npm("@earendil-works/pi-coding-agent", "BUGATTI_PI_BIN"),
         ProviderKind::Command => {
             "check [provider] cmd (a relative program starts at [provider] cwd)".to_string()
         }

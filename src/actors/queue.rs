@@ -21,6 +21,8 @@ pub enum Halt {
     Shutdown,
     /// The next root test would take the suite past `[supervisor] max_cost_usd`.
     OverBudget,
+    /// Two root tests ended by the same lasting agent fault (actors/breaker.rs).
+    AgentUnavailable,
 }
 
 /// What the queue made of a finished attempt (for the suite log).

@@ -113,6 +113,15 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         }
         return ExitReason::InvalidInput;
     }
+    // An agent that cannot log in would fail every test, the app untested: refused in seconds,
+    // the fix named, before any harness starts (docs/providers.md, "Logging the agent in").
+    let logins = crate::actors::preflight::login_problems(&suite).await;
+    if !logins.is_empty() {
+        for line in &logins {
+            stderr_notice(&format!("cannot start: {line}"));
+        }
+        return ExitReason::HarnessError;
+    }
     let logs = prepare_process();
     let artifact_dir = match artifact_dir(&suite) {
         Ok(dir) => dir,

@@ -226,6 +226,7 @@ impl SupervisorState {
                         Budget::new(self.suite.base.supervisor.max_cost_usd.value)
                             .with_history(self.suite.expected_costs.clone()),
                     ),
+                    agent_faults: Arc::default(),
                 }));
                 if self.harness_error.is_some() {
                     self.queue.halt(Halt::Shutdown);
@@ -378,6 +379,14 @@ impl SupervisorState {
             return;
         };
         loop {
+            if self.queue.halted().is_none() {
+                if let Some(why) = context.agent_faults.tripped() {
+                    Notices::new(self.reporter.clone())
+                        .send(format!("no further root test starts: {why}"));
+                    self.queue.halt(Halt::AgentUnavailable);
+                    self.budget_stop = Some(why);
+                }
+            }
             if let Some(next) = self.queue.peek_next() {
                 let test = &self.tests[next.test];
                 let limit = test.effective.provider.max_cost_usd.value;
@@ -618,7 +627,7 @@ impl SupervisorState {
                 reason = reason.max(contributes);
             }
         }
-        if self.harness_error.is_some() {
+        if self.harness_error.is_some() || self.queue.halted() == Some(Halt::AgentUnavailable) {
             reason = reason.max(ExitReason::HarnessError);
         }
         // A root test the suite's budget kept from starting did not pass (docs/signals.md: over budget).

@@ -105,6 +105,10 @@ pub struct HistoryTest {
     /// Quarantined in that suite: its outcome did not decide the exit code.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub quarantined: bool,
+    /// Ended by an agent fault (its kind), not by the app: never a new failure, and left out of
+    /// the pass rate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_error: Option<crate::model::agent_fault::FaultKind>,
     /// Each run of the test in that suite (one per `--repeat`, its final attempt): how it ended
     /// and a digest of what the app showed, which later suites of the same commit classify by.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -522,6 +526,7 @@ mod tests {
                 cost_usd: None,
                 quarantined: false,
                 runs: Vec::new(),
+                agent_error: None,
             }],
             cost_usd: None,
             replayed_steps: 0,

@@ -6,6 +6,7 @@
 //! and [`assets`] checked; every problem is collected and positioned by [`diagnostics`].
 //! [`options`] is the command line as plain data; [`outcome`] the verdicts of a run.
 
+pub mod agent_fault;
 pub mod artifacts;
 pub mod assets;
 pub mod browser;

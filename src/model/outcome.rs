@@ -20,6 +20,9 @@ pub enum StepStatus {
     /// Cut off by a signal, the `--timeout` deadline or the death of a harness command.
     Interrupted,
     NotRun,
+    /// The agent could not do its work for a reason outside the application (not logged in, a
+    /// quota, the API failing, the CLI crashing): never a test failure (docs/providers.md).
+    AgentError,
 }
 
 impl StepStatus {
@@ -27,7 +30,7 @@ impl StepStatus {
     pub fn is_failure(self) -> bool {
         matches!(
             self,
-            Self::Error | Self::ProtocolError | Self::Timeout | Self::OverBudget
+            Self::Error | Self::ProtocolError | Self::Timeout | Self::OverBudget | Self::AgentError
         )
     }
 
@@ -42,6 +45,7 @@ impl StepStatus {
             Self::Skipped => "skipped",
             Self::Interrupted => "interrupted",
             Self::NotRun => "not_run",
+            Self::AgentError => "agent_error",
         }
     }
 }

@@ -12,6 +12,47 @@ use std::path::Path;
 /// 0.12 s; a CLI that hangs here would hang every session).
 pub const VERSION_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
 
+/// What a program answered: how it ended and its output (stdout and stderr, merged).
+pub struct Answer {
+    /// `Some(code)` when it exited; `None` when it was killed at `limit` or died by a signal.
+    pub code: Option<i32>,
+    pub output: String,
+}
+
+/// Runs `<program> <args>` once through the one spawn path, bounded by `limit`, with `env` over
+/// the supervisor's own environment and stdin empty: an agent CLI's login state for preflight
+/// and `doctor`, without a model call.
+pub async fn program_answer(
+    program: &Path,
+    args: &[&str],
+    env: &[(String, String)],
+    cwd: &Path,
+    limit: std::time::Duration,
+) -> Result<Answer, String> {
+    let log = tempfile::NamedTempFile::new().map_err(|e| format!("no temporary file: {e}"))?;
+    let mut words = vec![program.display().to_string()];
+    words.extend(args.iter().map(|a| a.to_string()));
+    // stdin from /dev/null: a CLI that reads its input must not wait for ours.
+    let line = format!("{} </dev/null", shell_words::join(&words));
+    let mut spec = CommandSpec::new("login", CommandKind::ShortLived, &line, cwd, log.path());
+    spec.timeout = Some(limit);
+    spec.env = env.to_vec();
+    spec.stop_timeout = std::time::Duration::from_millis(500);
+    let owner = Owner::new(
+        Scope::run(format!("preflight-{}", std::process::id())),
+        Role::Agent("login check".into()),
+    );
+    let ran = run_once(&spec, owner, std::future::pending::<()>())
+        .await
+        .map_err(|e| format!("`{}` did not start: {e}", shell_words::join(&words)))?;
+    let output = std::fs::read_to_string(log.path()).unwrap_or_default();
+    let code = match ran.end {
+        OneShotEnd::Exited(ExitStatus::Code(code)) => Some(code),
+        _ => None,
+    };
+    Ok(Answer { code, output })
+}
+
 /// Runs `<program> --version` through the one spawn path, bounded by [`VERSION_LIMIT`], its
 /// output in a temporary log. The answer is the first line of its output that `is_version`
 /// accepts (Debian's `chromium` wrapper prints a shell warning first).

@@ -312,10 +312,14 @@ impl ClaudeCode {
             } else {
                 result_text.trim().to_string()
             };
-            collector.verdict_with(
+            let mut verdict = collector.verdict_with(
                 StepStatus::Error,
                 format!("the Claude Code turn failed ({subtype}): {detail}"),
-            )
+            );
+            if let Some(kind) = api_fault(event, &detail) {
+                verdict.agent_error(kind, ProviderKind::ClaudeCode);
+            }
+            verdict
         } else {
             let (_, marker) = scan_text(result_text);
             collector.verdict(marker.as_ref())
@@ -633,6 +637,18 @@ fn input_tokens(usage: &Value) -> Option<u64> {
         .filter_map(|k| usage[*k].as_u64())
         .sum::<u64>();
     Some(fresh + cached)
+}
+
+/// The agent fault a failed `result` reports: Claude Code (2.1) says an API failure, a missing
+/// login included, as `is_error: true` under `subtype: "success"` (with `api_error_status` and
+/// `terminal_reason: "api_error"` where the API answered). Other failed subtypes (an interrupt,
+/// `error_during_execution`) are not the API's and stay step errors.
+fn api_fault(result: &Value, detail: &str) -> Option<crate::model::agent_fault::FaultKind> {
+    let status = result["api_error_status"].as_u64();
+    let api = result["subtype"] == "success"
+        || status.is_some()
+        || result["terminal_reason"] == "api_error";
+    api.then(|| crate::model::agent_fault::classify_api_failure(status, detail))
 }
 
 /// Claude Code's notice that it retries a failed API request: news, not progress.

@@ -507,6 +507,12 @@ impl Codex {
             StepStatus::Error,
             format!("the Codex turn failed: {message}"),
         );
+        // `turn.failed` is Codex's own word that the model could not be reached or answered
+        // with an error: the agent's fault, not the app's.
+        verdict.agent_error(
+            crate::model::agent_fault::classify_api_failure(None, &message),
+            ProviderKind::Codex,
+        );
         verdict.usage = Some(self.usage(&Value::Null, turn.model_turns));
         verdict
     }
@@ -547,7 +553,9 @@ impl Codex {
         let limits = self.ctx.step_limits(Deadline::after(request.timeout));
         let stdout = match self.spawn(prompt, request.step_id) {
             Ok(stdout) => stdout,
-            Err(e) => return turn::spawn_failed_verdict(&collector, &e.to_string()),
+            Err(e) => {
+                return turn::spawn_failed_verdict(&collector, &e.to_string(), ProviderKind::Codex)
+            }
         };
         self.log(&format!("### step {}\n", request.step_id));
         let mut turn = Turn::default();

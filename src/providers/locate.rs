@@ -95,7 +95,7 @@ pub fn check_agent_program(
 }
 
 /// The agent's working directory as the session resolves it (without session variables).
-fn agent_cwd(provider: &ProviderSettings, project_root: &Path) -> PathBuf {
+pub fn agent_cwd(provider: &ProviderSettings, project_root: &Path) -> PathBuf {
     match &provider.cwd.value {
         Some(cwd) if !cwd.contains("${") => project_root.join(cwd),
         _ => project_root.to_path_buf(),

@@ -19,6 +19,7 @@ pub mod codex_sandbox;
 pub mod command;
 pub mod console_wiring;
 pub mod locate;
+pub mod login;
 pub mod pi;
 pub mod pricing;
 pub mod process;
@@ -262,6 +263,9 @@ pub struct StepVerdict {
     /// The tools the agent called, as its stream showed them (what replay records); live only.
     #[serde(skip)]
     pub tool_calls: Vec<tool_calls::ToolCall>,
+    /// With status `agent_error`: the kind of fault, as the CLI reported it.
+    #[serde(default)]
+    pub agent_fault: Option<crate::model::agent_fault::FaultKind>,
 }
 
 impl StepVerdict {
@@ -279,7 +283,22 @@ impl StepVerdict {
             restarts: 0,
             interrupted: false,
             tool_calls: Vec::new(),
+            agent_fault: None,
         }
+    }
+
+    /// Makes this verdict an agent fault of `kind` (docs/providers.md, "When the agent, not the
+    /// app, fails"): status `agent_error`, the message saying so and what to do about it.
+    pub fn agent_error(&mut self, kind: crate::model::agent_fault::FaultKind, agent: ProviderKind) {
+        let detail = self.message.trim();
+        let fix = kind.fix(agent.as_str());
+        self.message = if detail.is_empty() {
+            format!("agent error ({kind}), not a failure of the app; to fix: {fix}")
+        } else {
+            format!("agent error ({kind}), not a failure of the app: {detail}; to fix: {fix}")
+        };
+        self.status = StepStatus::AgentError;
+        self.agent_fault = Some(kind);
     }
 }
 

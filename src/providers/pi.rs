@@ -61,6 +61,8 @@ struct Turn<'a> {
     /// The last assistant message's error (`stopReason: "error"`), or a retry notice.
     last_error: Option<String>,
     usage: StepUsage,
+    /// pi 1.x: the verdict of its final `agent_end`, held until `agent_settled` ends the reply.
+    settled: Option<StepVerdict>,
 }
 
 impl Pi {
@@ -199,7 +201,9 @@ impl Pi {
         let limits = self.ctx.step_limits(Deadline::after(request.timeout));
         let stdout = match self.spawn(prompt, request.step_id) {
             Ok(stdout) => stdout,
-            Err(e) => return turn::spawn_failed_verdict(&collector, &e.to_string()),
+            Err(e) => {
+                return turn::spawn_failed_verdict(&collector, &e.to_string(), ProviderKind::Pi)
+            }
         };
         self.log(&format!("### step {}\n", request.step_id));
         let mut output = Output::new(Some(stdout));
@@ -210,6 +214,7 @@ impl Pi {
             last_text: None,
             last_error: None,
             usage: StepUsage::default(),
+            settled: None,
         };
         let end = output
             .read_turn(&mut turn, limits, cancel, turn::NO_MESSAGE)
@@ -353,9 +358,17 @@ impl Turn<'_> {
         ));
         let marker = self.last_text.as_deref().and_then(|t| scan_text(t).1);
         let mut verdict = match (&marker, &self.last_error) {
-            (None, Some(error)) => self
-                .collector
-                .verdict_with(StepStatus::Error, format!("the pi turn failed: {error}")),
+            (None, Some(error)) => {
+                let mut v = self
+                    .collector
+                    .verdict_with(StepStatus::Error, format!("the pi turn failed: {error}"));
+                // pi's own error of the model request (after its retries): the agent's fault.
+                v.agent_error(
+                    crate::model::agent_fault::classify_api_failure(None, error),
+                    ProviderKind::Pi,
+                );
+                v
+            }
             (Some(_), _) => self.collector.verdict(marker.as_ref()),
             (None, None) => self.collector.verdict_with(
                 StepStatus::ProtocolError,
@@ -412,20 +425,39 @@ impl Framing for Turn<'_> {
                 self.last_error = Some(message.to_string());
                 return Seen::News;
             }
+            // pi 1.x ends a failed attempt that it will retry with `agent_end` carrying
+            // `willRetry: true`: not the end of the reply.
+            Some("agent_end") if event["willRetry"] == true => {
+                self.log("[agent_end] pi retries\n");
+                return Seen::News;
+            }
+            // pi 1.x (which says `willRetry`) ends the reply with `agent_settled`; 0.73 at
+            // `agent_end`.
+            Some("agent_end") if event.get("willRetry").is_some() => {
+                self.settled = Some(self.verdict());
+            }
             Some("agent_end") => return Seen::End(self.verdict()),
+            Some("agent_settled") => {
+                let verdict = match self.settled.take() {
+                    Some(v) => v,
+                    None => self.verdict(),
+                };
+                return Seen::End(verdict);
+            }
             _ => {}
         }
         Seen::Progress
     }
 
+    /// The output ended: a pi 1.x that exits after its final `agent_end` without
+    /// `agent_settled` has still answered.
     fn ended(&mut self, partial: &[u8]) -> Option<StepVerdict> {
-        if partial.is_empty() {
-            return None;
+        if !partial.is_empty() {
+            if let Seen::End(v) = self.line(partial) {
+                return Some(v);
+            }
         }
-        match self.line(partial) {
-            Seen::End(v) => Some(v),
-            _ => None,
-        }
+        self.settled.take()
     }
 
     fn model_turns(&self) -> u64 {

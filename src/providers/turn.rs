@@ -210,8 +210,13 @@ impl<R: AsyncRead + Unpin> Output<R> {
 
 /// The verdict of a step whose agent program could not be started: an error, and not a fault
 /// to restart (the same command line would fail the same way).
-pub fn spawn_failed_verdict(collector: &ReplyCollector, error: &str) -> StepVerdict {
+pub fn spawn_failed_verdict(
+    collector: &ReplyCollector,
+    error: &str,
+    agent: super::ProviderKind,
+) -> StepVerdict {
     let mut v = collector.verdict_with(StepStatus::Error, error.to_string());
+    v.agent_error(crate::model::agent_fault::FaultKind::CliMissing, agent);
     v.agent_died = Some(super::AgentDeath {
         status: error.to_string(),
         stderr_tail: String::new(),

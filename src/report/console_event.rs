@@ -37,6 +37,7 @@ fn step_word(status: StepStatus) -> &'static str {
         StepStatus::Skipped => "SKIPPED",
         StepStatus::Interrupted => "INTERRUPTED",
         StepStatus::NotRun => "NOT RUN",
+        StepStatus::AgentError => "AGENT ERROR",
     }
 }
 
@@ -77,6 +78,12 @@ pub(crate) fn event_line(kind: &EventKind, phase: Phase) -> Option<Line> {
             Normal,
         ),
         EventKind::AgentLog { message, .. } => (format!("LOG ........ {message}"), Normal),
+        EventKind::AgentFault { step_id, kind, fix } => (
+            format!(
+                "AGENT ERROR ({kind}) in step {step_id}: the agent, not the app, failed; to fix: {fix}"
+            ),
+            Normal,
+        ),
         EventKind::AgentRestarted { step_id, reason } => (
             format!("AGENT RESTARTED during step {step_id}: it {reason}; the step is retried"),
             Normal,

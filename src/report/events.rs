@@ -269,6 +269,14 @@ pub enum EventKind {
         #[serde(skip_serializing_if = "Option::is_none", default)]
         replay: Option<Box<crate::model::replay::StepReplay>>,
     },
+    /// The agent could not do its work for a reason outside the application (docs/providers.md):
+    /// the kind of fault, as the CLI reported it, and what to do about it; sent before the
+    /// step's `step_finished` (status `agent_error`).
+    AgentFault {
+        step_id: u32,
+        kind: crate::model::agent_fault::FaultKind,
+        fix: String,
+    },
     /// The watchdog stopped a hung or dead agent mid-step and started it again with its
     /// conversation resumed; the step is retried (docs/providers.md "Supervision").
     AgentRestarted {
@@ -339,6 +347,7 @@ impl EventKind {
             Self::StepFinished { .. } => "step_finished",
             Self::HarnessLogExcerpt { .. } => "harness_log_excerpt",
             Self::AgentRestarted { .. } => "agent_restarted",
+            Self::AgentFault { .. } => "agent_fault",
             Self::SessionPrepared { .. } => "session_prepared",
             Self::CommandTornDown { .. } => "command_torn_down",
             Self::Checkpoint { .. } => "checkpoint",

@@ -66,6 +66,7 @@ impl HistoryEntry {
                 cost_usd: cost_of(&t.test_file),
                 quarantined: t.quarantined,
                 runs: crate::report::stability::history_runs(records, &t.test_file),
+                agent_error: t.agent_fault,
             })
             .collect();
         tests.extend(summary.not_run.iter().map(|f| HistoryTest {
@@ -78,6 +79,7 @@ impl HistoryEntry {
             cost_usd: None,
             quarantined: false,
             runs: Vec::new(),
+            agent_error: None,
         }));
         let cost_usd = sum_opt(tests.iter().map(|t| t.cost_usd));
         Self {
@@ -201,6 +203,10 @@ pub struct Comparison {
     /// failures nor fixes, whatever they were before.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub not_run: Vec<Change>,
+    /// Root tests ended by an agent fault (not logged in, a quota, the API failing): neither
+    /// failures nor fixes of the app.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_errors: Vec<Change>,
     /// Root tests in this suite that the previous one did not have.
     pub new_tests: Vec<String>,
     pub duration_ms: u64,
@@ -234,6 +240,7 @@ pub fn compare(history: &[HistoryEntry], current: &HistoryEntry) -> Option<Compa
         still_failing: Vec::new(),
         flaky: Vec::new(),
         not_run: Vec::new(),
+        agent_errors: Vec::new(),
         new_tests: Vec::new(),
         duration_ms: current.duration_ms,
         previous_duration_ms: previous.duration_ms,
@@ -260,6 +267,13 @@ pub fn compare(history: &[HistoryEntry], current: &HistoryEntry) -> Option<Compa
             c.not_run.push(change);
             continue;
         }
+        // The agent, not the app (docs/providers.md): said apart, and an earlier agent error
+        // says nothing of the app either.
+        if t.agent_error.is_some() {
+            c.agent_errors.push(change);
+            continue;
+        }
+        let prev = prev.filter(|p| p.agent_error.is_none());
         match (prev.map(|p| p.passed), t.passed) {
             (Some(true) | None, false) => c.new_failures.push(change),
             (Some(false), true) => c.fixed.push(change),
@@ -316,6 +330,9 @@ impl Comparison {
         }
         for c in &self.not_run {
             lines.push(format!("not run: {}", was(c)));
+        }
+        for c in &self.agent_errors {
+            lines.push(format!("agent error (not the app): {}", was(c)));
         }
         if self.is_quiet() {
             lines.push("no change in outcomes".to_string());
@@ -390,6 +407,7 @@ mod tests {
                     cost_usd: None,
                     quarantined: false,
                     runs: Vec::new(),
+                    agent_error: None,
                 })
                 .collect(),
             cost_usd: None,
@@ -484,5 +502,31 @@ mod tests {
             "{:?}",
             c.lines()
         );
+    }
+
+    #[test]
+    fn an_agent_error_is_never_a_new_failure_and_says_nothing_of_the_app_after() {
+        use crate::model::agent_fault::FaultKind;
+        let before = entry("1", &[("a", true), ("b", false)]);
+        let mut now = entry("2", &[("a", false), ("b", false)]);
+        for t in &mut now.tests {
+            t.outcome = "error".into();
+            t.agent_error = Some(FaultKind::Auth);
+        }
+        let c = compare(std::slice::from_ref(&before), &now).expect("a previous suite");
+        assert!(c.new_failures.is_empty(), "{c:?}");
+        assert!(c.still_failing.is_empty(), "{c:?}");
+        assert_eq!(c.agent_errors.len(), 2);
+        assert!(
+            c.lines()
+                .contains(&"agent error (not the app): a (was passed, now error)".to_string()),
+            "{:?}",
+            c.lines()
+        );
+        // After an agent error, a pass is not "fixed" and a failure is new (nothing was known).
+        let after = entry("3", &[("a", true), ("b", false)]);
+        let c = compare(&[before, now], &after).expect("a previous suite");
+        assert!(c.fixed.is_empty(), "{c:?}");
+        assert_eq!(c.new_failures.len(), 1, "{c:?}");
     }
 }

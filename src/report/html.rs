@@ -404,7 +404,9 @@ impl<'a> Page<'a> {
             ),
             None => (
                 "<span class=\"badge b-not_run\">not run</span>",
-                "the suite stopped before this test started".to_string(),
+                s.not_run_reason
+                    .clone()
+                    .unwrap_or_else(|| "the suite stopped before this test started".to_string()),
             ),
         };
         for file in &s.not_run {
@@ -417,7 +419,35 @@ impl<'a> Page<'a> {
             );
         }
         self.w("</table></div>\n");
+        self.agent_errors(records);
         self.quarantined();
+    }
+
+    /// Root tests ended by an agent fault, apart (docs/providers.md): the agent, not the app,
+    /// failed, and one line says what to do about it.
+    fn agent_errors(&mut self, records: &HashMap<&str, &RunRecord>) {
+        let s = self.input.summary;
+        let hit: Vec<_> = s.tests.iter().filter(|t| t.agent_fault.is_some()).collect();
+        if hit.is_empty() {
+            return;
+        }
+        self.w("<h2 id=\"agent-errors\">Agent errors</h2><div class=\"meta\">The agent, not the app, failed: these tests say nothing of the app.</div><ul>");
+        for test in hit {
+            let fault = records
+                .get(test.run_id.as_str())
+                .and_then(|r| r.agent_fault.as_ref());
+            let kind = test.agent_fault.map_or("", |k| k.as_str());
+            let fix = fault.map_or(String::new(), |f| format!(" — to fix: {}", f.fix));
+            let _ = write!(
+                self.out,
+                "<li class=\"agent-error\"><a href=\"#test={}\">{}</a> <span class=\"badge b-error\">agent error: {}</span>{}</li>",
+                encode(&test.test_file),
+                escape(&test.test_file),
+                escape(kind),
+                escape(&fix)
+            );
+        }
+        self.w("</ul>\n");
     }
 
     /// Quarantined tests listed apart: they ran, and their outcome did not decide the suite's.

@@ -106,6 +106,7 @@ fn status_label(status: StepStatus) -> &'static str {
         StepStatus::Skipped => "skipped",
         StepStatus::Interrupted => "INTERRUPTED",
         StepStatus::NotRun => "not run",
+        StepStatus::AgentError => "AGENT ERROR",
     }
 }
 
@@ -120,6 +121,14 @@ fn summary(input: &ReportInput<'_>) -> Result<String, String> {
     (|| {
         writeln!(s, "# Bugatti run: {}\n", one_line(&r.identity.test_name))?;
         writeln!(s, "**Outcome: {}**\n", outcome.to_uppercase())?;
+        if let Some(fault) = &r.agent_fault {
+            writeln!(
+                s,
+                "**The agent, not the app, failed ({}).** To fix: {}\n",
+                fault.kind,
+                one_line(&fault.fix)
+            )?;
+        }
         writeln!(s, "| | |\n|---|---|")?;
         writeln!(s, "| run id | `{}` |", r.identity.run_id)?;
         writeln!(s, "| session id | `{}` |", r.identity.session_id)?;

@@ -14,6 +14,7 @@ use crate::report::events::{
     CheckpointAction, CheckpointState, Event, EventKind, PortRetry, Provenance, SetupState, Usage,
 };
 
+use crate::model::agent_fault::AgentFaultRecord;
 pub use crate::report::run_plan::{ConfigRow, PlanEntry, PlannedCommand, RunIdentity, RunPlan};
 
 /// What the record knows about one harness command.
@@ -224,6 +225,9 @@ pub struct StepRecord {
     /// What this step cost, where the agent reports it.
     #[serde(default)]
     pub cost_usd: Option<f64>,
+    /// With status `agent_error`: the kind of fault and its fix.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub agent_fault: Option<AgentFaultRecord>,
     /// For a step that did not pass: command name → the lines it wrote while the step ran.
     #[serde(skip_serializing_if = "BTreeMap::is_empty", default)]
     pub harness_log_excerpt: BTreeMap<String, String>,
@@ -308,6 +312,10 @@ pub struct RunRecord {
     /// Each time the watchdog restarted the agent, in order.
     #[serde(default)]
     pub agent_restarts: Vec<AgentRestart>,
+    /// The agent fault that ended the run (docs/providers.md): the run is an `error` of the agent,
+    /// never a failure of the app.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub agent_fault: Option<AgentFaultRecord>,
     /// docs/replay.md: steps passed by replay, steps carried out by the agent (replay on), steps that
     /// drifted, and what the replayed steps cost when recorded.
     #[serde(default)]
@@ -419,6 +427,7 @@ impl RunRecord {
                     agent_turns: None,
                     cost_usd: None,
                     harness_log_excerpt: BTreeMap::new(),
+                    agent_fault: None,
                     mode: None,
                     replay_note: None,
                     replay_drift: None,
@@ -448,6 +457,7 @@ impl RunRecord {
             input_tokens: 0,
             output_tokens: 0,
             agent_restarts: Vec::new(),
+            agent_fault: None,
             replayed_steps: 0,
             agent_steps: 0,
             replay_drift_steps: 0,
@@ -635,6 +645,16 @@ impl RunRecord {
                     self.input_tokens += u.input_tokens.unwrap_or(0);
                     self.output_tokens += u.output_tokens.unwrap_or(0);
                 }
+            }
+            EventKind::AgentFault { step_id, kind, fix } => {
+                let fault = AgentFaultRecord {
+                    kind: *kind,
+                    fix: fix.clone(),
+                };
+                if let Some(step) = self.step_mut(*step_id, "agent_fault") {
+                    step.agent_fault = Some(fault.clone());
+                }
+                self.agent_fault = Some(fault);
             }
             EventKind::AgentRestarted { step_id, reason } => {
                 self.agent_restarts.push(AgentRestart {

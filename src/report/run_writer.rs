@@ -162,6 +162,7 @@ impl RunWriter {
             | EventKind::CommandTornDown { .. }
             | EventKind::Checkpoint { .. }
             | EventKind::AgentRestarted { .. }
+            | EventKind::AgentFault { .. }
             | EventKind::RunFinished { .. } => true,
             EventKind::SuiteStarted { .. }
             | EventKind::SuiteFinished { .. }

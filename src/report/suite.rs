@@ -64,6 +64,10 @@ pub struct RootTestSummary {
     /// failure or flakiness never changes the exit code (see docs/ci.md).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub quarantined: bool,
+    /// The final attempt ended by an agent fault (docs/providers.md): its kind. The outcome is
+    /// then `error`, and never counted as a failure of the app.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_fault: Option<crate::model::agent_fault::FaultKind>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -255,6 +259,9 @@ impl SuiteSummary {
         }
         Some(if test.outcome.is_pass(self.strict_warnings) {
             "flaky: passed only on a retry, and flaky passes fail the suite (--fail-on-flaky / [supervisor] flaky = \"fail\")".to_string()
+        } else if let Some(kind) = test.agent_fault {
+            // Said apart: the agent, not the app (docs/providers.md).
+            format!("error (agent error: {kind}, not the app)")
         } else {
             test.outcome.as_str().to_string()
         })
@@ -325,6 +332,9 @@ impl SuiteSummary {
                 output_tokens: runs.iter().map(|r| r.output_tokens).sum(),
                 agent_restarts: runs.iter().map(|r| r.agent_restarts.len()).sum(),
                 quarantined: runs.last().is_some_and(|r| r.identity.quarantined),
+                agent_fault: runs
+                    .last()
+                    .and_then(|r| r.agent_fault.as_ref().map(|f| f.kind)),
             });
         }
         let mut not_run: Vec<String> = not_run

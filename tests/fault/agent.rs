@@ -132,7 +132,9 @@ fn a_stream_ending_in_a_truncated_line_is_an_error_not_a_hang() {
     );
     let record = p.record_for("garbage.test.toml");
     assert_eq!(record["outcome"], "error", "{record}");
-    assert_eq!(record["steps"][0]["status"], "error");
+    // Dead twice (the restart included): the agent crashed, not the app.
+    assert_eq!(record["steps"][0]["status"], "agent_error");
+    assert_eq!(record["steps"][0]["agent_fault"]["kind"], "crashed");
     assert_eq!(record["steps"][1]["status"], "not_run");
     let message = record["steps"][0]["message"].as_str().unwrap_or_default();
     assert!(message.contains("exited during the step"), "{message}");

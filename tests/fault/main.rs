@@ -8,6 +8,7 @@
 mod common;
 
 mod agent;
+mod agent_faults;
 mod artifacts;
 mod dead_run_hygiene;
 mod harness;

@@ -155,12 +155,14 @@ fn an_api_silent_forever_fails_the_session_after_one_restart_naming_what_happene
 }
 
 #[test]
-fn an_api_that_errors_forever_is_a_clear_step_error() {
+fn an_api_that_errors_forever_is_a_clear_agent_error() {
     let Some(bin) = codex_bin("codex: API errors") else {
         return;
     };
     let side = tempfile::tempdir().expect("side dir");
-    let stub = ResponsesStub::start(side.path(), json!([{"status": 500}, {"status": 500}]));
+    // Every attempt fails: Codex's own (none here) and ours, with backoff.
+    let errors: Vec<Value> = (0..10).map(|_| json!({"status": 500})).collect();
+    let stub = ResponsesStub::start(side.path(), Value::Array(errors));
     let limit = 5;
     let p = project(
         &stub,
@@ -168,21 +170,23 @@ fn an_api_that_errors_forever_is_a_clear_step_error() {
         &["Try."],
     );
     let (out, took) = run(&p, &bin);
+    // The API failing is the agent's fault, never the app's: an error (exit 3), not a failure.
     assert_eq!(
         out.status.code(),
-        Some(1),
+        Some(3),
         "{}\n{}",
         stdout(&out),
         stderr(&out)
     );
     let record = p.record_for("codex.test.toml");
     let step = &record["steps"][0];
-    assert_eq!(step["status"], "error", "{record}");
+    assert_eq!(step["status"], "agent_error", "{record}");
+    assert_eq!(step["agent_fault"]["kind"], "api_error", "{record}");
     assert!(
         step["message"]
             .as_str()
             .unwrap_or("")
-            .starts_with("the Codex turn failed: "),
+            .contains("the Codex turn failed: "),
         "{step}"
     );
     assert!(took < Duration::from_secs(limit + 30), "took {took:?}");

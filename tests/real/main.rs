@@ -16,6 +16,7 @@ mod browser_replay_claude_real;
 mod browser_replay_codex_real;
 mod bugatti_projects_real;
 mod claude_code_real;
+mod claude_faults_real;
 mod claude_harness_real;
 mod claude_watchdog_real;
 mod codex_real;

@@ -7,7 +7,7 @@
 
 use crate::common;
 
-use common::pi::{client_env, pi_bin};
+use common::pi::{client_env, pi1_bin, pi_bin};
 use common::scripted_api::ScriptedApi;
 use common::{stdout, Project};
 use serde_json::{json, Value};
@@ -91,10 +91,20 @@ fn text_of(request: &Value) -> String {
 }
 
 #[test]
-fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay() {
-    let Some(bin) = pi_bin("pi_real") else {
-        return;
-    };
+fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay_with_pi_0_73() {
+    if let Some(bin) = pi_bin("pi_real") {
+        pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay(&bin);
+    }
+}
+
+#[test]
+fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay_with_pi_1() {
+    if let Some(bin) = pi1_bin("pi_real (pi 1.x)") {
+        pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay(&bin);
+    }
+}
+
+fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay(bin: &Path) {
     let p = project("");
     let side = tempfile::tempdir().expect("side dir");
     let script = json!([
@@ -105,7 +115,7 @@ fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay() {
     ]);
 
     // 1. The agent passes both steps in one pi session; tokens and cost are counted.
-    let (code, console, record, requests) = run(&p, &bin, side.path(), "first", script);
+    let (code, console, record, requests) = run(&p, bin, side.path(), "first", script);
     assert_eq!(code, Some(0), "{console}\n{record}");
     assert_eq!(record["provider"], "pi", "{record}");
     let statuses: Vec<_> = record["steps"]
@@ -160,7 +170,7 @@ fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay() {
     assert_eq!(record["steps"][1]["recorded"], true, "{record}");
 
     // 2. The second run replays both steps: no model request, pi never starts.
-    let (code, console, record, requests) = run(&p, &bin, side.path(), "second", json!([]));
+    let (code, console, record, requests) = run(&p, bin, side.path(), "second", json!([]));
     assert_eq!(code, Some(0), "{console}\n{record}");
     assert_eq!(requests.len(), 0, "no model request on a replayed run");
     let modes: Vec<_> = record["steps"]
@@ -173,10 +183,20 @@ fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay() {
 }
 
 #[test]
-fn a_hung_pi_is_stopped_by_the_watchdog_and_the_step_retried_on_its_session() {
-    let Some(bin) = pi_bin("pi_real") else {
-        return;
-    };
+fn a_hung_pi_is_stopped_by_the_watchdog_and_the_step_retried_on_its_session_with_pi_0_73() {
+    if let Some(bin) = pi_bin("pi_real") {
+        a_hung_pi_is_stopped_by_the_watchdog_and_the_step_retried_on_its_session(&bin);
+    }
+}
+
+#[test]
+fn a_hung_pi_is_stopped_by_the_watchdog_and_the_step_retried_on_its_session_with_pi_1() {
+    if let Some(bin) = pi1_bin("pi_real (pi 1.x)") {
+        a_hung_pi_is_stopped_by_the_watchdog_and_the_step_retried_on_its_session(&bin);
+    }
+}
+
+fn a_hung_pi_is_stopped_by_the_watchdog_and_the_step_retried_on_its_session(bin: &Path) {
     let p = project("no_output_timeout_secs = 10\n[replay]\nmode = \"off\"");
     let side = tempfile::tempdir().expect("side dir");
     let script = json!([
@@ -188,7 +208,7 @@ fn a_hung_pi_is_stopped_by_the_watchdog_and_the_step_retried_on_its_session() {
         {"text": "It says {tool_result}.\nRESULT OK"},
     ]);
     let started = std::time::Instant::now();
-    let (code, console, record, requests) = run(&p, &bin, side.path(), "hung", script);
+    let (code, console, record, requests) = run(&p, bin, side.path(), "hung", script);
     assert_eq!(code, Some(0), "{console}\n{record}");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(90),
@@ -212,10 +232,20 @@ fn a_hung_pi_is_stopped_by_the_watchdog_and_the_step_retried_on_its_session() {
 /// Bugatti #48: a pi that lingers after `agent_end` (here: its output stays open) is not waited
 /// for; the reply ended at `agent_end`.
 #[test]
-fn a_pi_that_lingers_after_agent_end_is_not_waited_for() {
-    let Some(bin) = pi_bin("pi_real") else {
-        return;
-    };
+fn a_pi_that_lingers_after_agent_end_is_not_waited_for_with_pi_0_73() {
+    if let Some(bin) = pi_bin("pi_real") {
+        a_pi_that_lingers_after_agent_end_is_not_waited_for(&bin);
+    }
+}
+
+#[test]
+fn a_pi_that_lingers_after_agent_end_is_not_waited_for_with_pi_1() {
+    if let Some(bin) = pi1_bin("pi_real (pi 1.x)") {
+        a_pi_that_lingers_after_agent_end_is_not_waited_for(&bin);
+    }
+}
+
+fn a_pi_that_lingers_after_agent_end_is_not_waited_for(bin: &Path) {
     let p = project("[replay]\nmode = \"off\"");
     p.write(
         "counter.test.toml",

@@ -19,6 +19,8 @@ tools, as Claude Code's agent loop always does). Each reply is one of:
   {"hang": true}                     starts streaming, then never sends another event
   {"break": true}                    starts streaming, then drops the connection mid-message (a
                                      non-streaming request gets half a body, then the same)
+  {"status": N}                      an HTTP N answer with an Anthropic error body (401
+                                     authentication_error, 500 api_error, 529 overloaded_error…)
 Other requests (side queries without tools) get a short plain answer. When the script runs out,
 main-loop requests get a text reply without a result marker.
 Every request body is appended to REQUEST_LOG.jsonl, one JSON object per line.
@@ -143,6 +145,9 @@ class Handler(BaseHTTPRequestHandler):
         shell_tools = [t.get("name") for t in body.get("tools") or [] if t.get("name") in ("Bash", "bash")]
         main_loop = bool(shell_tools)
         reply = next_reply() if main_loop else {"text": "ok"}
+        if "status" in reply:
+            self.error_reply(int(reply["status"]))
+            return
         if main_loop and DELAY_SECS:
             time.sleep(DELAY_SECS)
         model = body.get("model", "claude-sonnet-4-5")
@@ -162,6 +167,17 @@ class Handler(BaseHTTPRequestHandler):
             self.json_reply(self.message(model, [{"type": "text", "text": reply.get("text", "ok")}], "end_turn"))
             return
         self.stream(model, reply, body, shell_tools[0] if shell_tools else "Bash")
+
+    def error_reply(self, status):
+        kind = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error",
+                529: "overloaded_error"}.get(status, "api_error")
+        data = json.dumps({"type": "error", "error": {"type": kind,
+                                                      "message": "scripted %d" % status}}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
 
     def json_reply(self, obj):
         data = json.dumps(obj).encode()

@@ -11,6 +11,10 @@ import sys
 import time
 import uuid
 
+# `claude auth status` (the supervisor's login check before a run) answers as the real one does.
+if sys.argv[1:3] == ["auth", "status"]:
+    print(json.dumps({"loggedIn": True, "authMethod": "api_key"}))
+    sys.exit(0)
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 args = sys.argv[1:]
 session = args[args.index("--resume") + 1] if "--resume" in args else str(uuid.uuid4())

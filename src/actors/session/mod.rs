@@ -90,6 +90,8 @@ pub struct SuiteContext {
     pub suite_commands: SuiteCommands,
     /// What the suite has spent on agents, and its ceilings.
     pub budget: Arc<Budget>,
+    /// The lasting agent faults that ended root tests (the circuit breaker).
+    pub agent_faults: Arc<crate::actors::breaker::FaultBreaker>,
 }
 
 /// The suite-scoped commands' records, updated as their events come.

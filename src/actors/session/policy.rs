@@ -32,6 +32,19 @@ pub(super) enum AfterStep {
 /// The policy: a fault, the agent's death, a stop, then the step's own status, in that order.
 pub(super) fn after_step(facts: &StepFacts<'_>) -> AfterStep {
     let id = facts.id;
+    // The agent, not the app (docs/providers.md): its own message names the fault and the fix,
+    // whatever the watchdog saw on the way.
+    if facts.status == StepStatus::AgentError && facts.stopped.is_none() {
+        let again = if facts.fault.is_some() && facts.restarts > 0 {
+            " (the watchdog's fault, again after a restart)"
+        } else {
+            ""
+        };
+        return AfterStep::End(Ending::error(format!(
+            "step {id} agent_error: {}{again}",
+            facts.message.unwrap_or_default()
+        )));
+    }
     if let Some(fault) = &facts.fault {
         let again = if facts.restarts > 0 {
             ", again after a restart"
@@ -56,6 +69,10 @@ pub(super) fn after_step(facts: &StepFacts<'_>) -> AfterStep {
             AfterStep::Continue
         }
         StepStatus::Warn => AfterStep::Warned(format!("step {id} warned: {message}")),
+        // The agent, not the app: an error of the run, never a test failure.
+        StepStatus::AgentError => {
+            AfterStep::End(Ending::error(format!("step {id} agent_error: {message}")))
+        }
         StepStatus::Error
         | StepStatus::ProtocolError
         | StepStatus::Timeout
@@ -128,6 +145,15 @@ mod tests {
                 Some(format!("step 3 {}: why", status.as_str()).as_str())
             );
         }
+    }
+
+    #[test]
+    fn an_agent_error_ends_the_run_as_an_error_not_a_failure() {
+        let AfterStep::End(ending) = after_step(&facts(StepStatus::AgentError)) else {
+            panic!("an agent error goes on");
+        };
+        assert_eq!(ending.outcome, RunOutcome::Error);
+        assert_eq!(ending.message.as_deref(), Some("step 3 agent_error: why"));
     }
 
     #[test]

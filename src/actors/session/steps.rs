@@ -137,6 +137,7 @@ impl Driver {
                 let request = self.request(step, id, instruction.clone());
                 let mut done = self.agent_stage(started, id, request).await?;
                 let info = self.record_stage(started, turn, &mut done, &instruction);
+                self.agent_fault(id, &done.verdict);
                 let message =
                     (!done.verdict.message.is_empty()).then(|| done.verdict.message.clone());
                 self.emit(step_finished_with(
@@ -171,6 +172,24 @@ impl Driver {
             self.save_checkpoint(step, restored, id, vars).await?;
         }
         Ok(None)
+    }
+
+    /// A step the agent could not do (docs/providers.md, "When the agent, not the app, fails"):
+    /// the fault goes in the run's record, and a lasting one is booked for the circuit breaker.
+    fn agent_fault(&self, id: u32, verdict: &StepVerdict) {
+        let Some(kind) = verdict.agent_fault else {
+            return;
+        };
+        let agent = self.test.effective.provider.name.value;
+        self.emit(EventKind::AgentFault {
+            step_id: id,
+            kind,
+            fix: kind.fix(agent.as_str()),
+        });
+        let test = self.test.rel_path.display().to_string();
+        self.suite
+            .agent_faults
+            .record(&test, kind, verdict.message.trim());
     }
 
     /// A passed step with a checkpoint saves it (not while replaying a resumed prefix).

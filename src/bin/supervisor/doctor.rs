@@ -220,13 +220,30 @@ pub(super) fn agent_versions(
         Ok(runtime) => runtime,
         Err(e) => return vec![(false, format!("cannot check agent versions: {e}"))],
     };
+    let env: Vec<(String, String)> = std::env::vars().collect();
     wanted
         .into_iter()
-        .map(
-            |(name, path)| match runtime.block_on(agent_version(&path, project_root)) {
+        .flat_map(|(name, path)| {
+            let version = match runtime.block_on(agent_version(&path, project_root)) {
                 Ok(version) => (true, format!("provider {name}: {version}")),
                 Err(why) => (false, format!("provider {name}: {why}")),
-            },
-        )
+            };
+            // Its login, asked of the CLI without a model call (docs/providers.md).
+            let kind = ProviderKind::parse(&name).unwrap_or(ProviderKind::Command);
+            let args: Vec<String> = providers
+                .iter()
+                .find(|p| p.name.value == kind)
+                .map(|p| p.agent_args.value.clone())
+                .unwrap_or_default();
+            let login = runtime.block_on(bugatti::providers::login::check(
+                kind,
+                &path,
+                &args,
+                &env,
+                project_root,
+            ));
+            let ok = !matches!(login, bugatti::providers::login::Login::No(_));
+            [version, (ok, format!("login of {}", login.describe(kind)))]
+        })
         .collect()
 }

@@ -12,6 +12,10 @@ import json
 import os
 import sys
 
+# `claude auth status` (the supervisor's login check before a run) answers as the real one does.
+if sys.argv[1:3] == ["auth", "status"]:
+    print(json.dumps({"loggedIn": True, "authMethod": "api_key"}))
+    sys.exit(0)
 MODE = os.environ.get("FAKE_CLAUDE_MODE", "recover")
 if MODE == "deaf":
     import time

@@ -1,0 +1,424 @@
+//! An agent fault is never the app's failure (docs/providers.md, "When the agent, not the app,
+//! fails"): a fake CLI per known failure mode of Claude Code, Codex and pi
+//! (tests/support/fault/fake_*.py), each classified right, within `no_output_timeout_secs` + 5 s
+//! of its last word, with nothing left running; the login check before a run; the circuit breaker.
+
+use crate::common::{fault, stderr, stdout, Project};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+/// The silence limit of these runs: short, so a stall is found in seconds.
+const IDLE_SECS: u64 = 4;
+
+fn fake(name: &str) -> String {
+    format!("{}/tests/support/fault/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// What one fixture run left: its exit code, output, the run record of its first test.
+struct Ran {
+    p: Project,
+    out: std::process::Output,
+    took: Duration,
+}
+
+impl Ran {
+    fn code(&self) -> Option<i32> {
+        self.out.status.code()
+    }
+    fn said(&self) -> String {
+        format!("{}\n{}", stdout(&self.out), stderr(&self.out))
+    }
+    /// The newest run of `t1.test.toml` (a project may hold an earlier suite's too).
+    fn record(&self) -> serde_json::Value {
+        let mut runs: Vec<serde_json::Value> = self
+            .p
+            .run_records()
+            .into_iter()
+            .filter(|r| r["test_file"] == "t1.test.toml")
+            .collect();
+        runs.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+        runs.pop().expect("a run of t1.test.toml")
+    }
+    fn step(&self) -> serde_json::Value {
+        self.record()["steps"][0].clone()
+    }
+}
+
+/// Runs `tests` root tests of one step each with `provider` played by the fake `bin` in `mode`,
+/// at `-j 1`.
+fn run(provider: &str, mode: &str, tests: usize, step_timeout: u64) -> Ran {
+    run_in(Project::new(), provider, mode, tests, step_timeout)
+}
+
+/// [`run`] in a given project (a second suite of the same project).
+fn run_in(p: Project, provider: &str, mode: &str, tests: usize, step_timeout: u64) -> Ran {
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"{provider}\"\nstep_timeout_secs = {step_timeout}\n\
+             no_output_timeout_secs = {IDLE_SECS}\nconsole = false\n"
+        ),
+    );
+    for i in 1..=tests {
+        p.write(
+            &format!("t{i}.test.toml"),
+            &format!("name = \"T{i}\"\n[[steps]]\ninstruction = \"Check the page.\"\n"),
+        );
+    }
+    let (var, bin, mode_var) = match provider {
+        "claude-code" => ("BUGATTI_CLAUDE_BIN", "fake_claude.py", "FAKE_CLAUDE_MODE"),
+        "codex" => ("BUGATTI_CODEX_BIN", "fake_codex.py", "FAKE_CODEX_MODE"),
+        _ => ("BUGATTI_PI_BIN", "fake_pi.py", "FAKE_PI_MODE"),
+    };
+    let pi_dir = p.root().join(".pi-agent");
+    std::fs::create_dir_all(&pi_dir).expect("pi dir");
+    std::fs::write(
+        pi_dir.join("models.json"),
+        r#"{"providers":{"fake":{"apiKey":"x"}}}"#,
+    )
+    .expect("models.json");
+    let started = Instant::now();
+    let child = p
+        .supervisor()
+        .args(["start", "-j", "1"])
+        .env(var, fake(bin))
+        .env(mode_var, mode)
+        .env("FAKE_CLAUDE_COUNT", p.root().join("turns.log"))
+        .env("PI_CODING_AGENT_DIR", &pi_dir)
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env("CODEX_HOME", p.root().join(".codex-home"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    let out = fault::wait_guarded(child);
+    let took = started.elapsed();
+    p.assert_nothing_survives();
+    Ran { p, out, took }
+}
+
+/// The step is `agent_error` of `kind`, the test an `error` (exit 3), the fix said.
+fn assert_agent_error(ran: &Ran, kind: &str, fix: &str) {
+    assert_eq!(ran.code(), Some(3), "{}", ran.said());
+    let record = ran.record();
+    assert_eq!(record["outcome"], "error", "{record}");
+    let step = ran.step();
+    assert_eq!(step["status"], "agent_error", "{step}");
+    assert_eq!(step["agent_fault"]["kind"], kind, "{step}");
+    assert_eq!(record["agent_fault"]["kind"], kind, "{record}");
+    let message = step["message"].as_str().unwrap_or_default();
+    assert!(message.contains(fix), "{message}");
+    let report = std::fs::read_to_string(
+        std::path::Path::new(record["run_dir"].as_str().expect("run_dir")).join("report.md"),
+    )
+    .expect("report.md");
+    assert!(
+        report.contains(&format!("The agent, not the app, failed ({kind})")),
+        "{report}"
+    );
+}
+
+fn assert_passed(ran: &Ran) {
+    assert_eq!(ran.code(), Some(0), "{}", ran.said());
+    assert_eq!(ran.step()["status"], "ok", "{}", ran.step());
+}
+
+/// Ended within the silence limit + 5 s of what the fixture's own timing needs.
+fn assert_bounded(ran: &Ran, own: Duration) {
+    let bound = own + Duration::from_secs(IDLE_SECS + 5);
+    // The supervisor's own start and teardown are in `took` too: generous, but bounded.
+    assert!(
+        ran.took < bound + Duration::from_secs(10),
+        "took {:?} (bound {bound:?})",
+        ran.took
+    );
+}
+
+#[test]
+fn claude_not_logged_in_is_refused_before_any_harness_starts_naming_the_fix() {
+    let ran = run("claude-code", "not_logged_in", 2, 30);
+    assert_eq!(ran.code(), Some(3), "{}", ran.said());
+    let said = ran.said();
+    assert!(said.contains("not logged in"), "{said}");
+    assert!(said.contains("claude auth login"), "{said}");
+    assert!(said.contains("ANTHROPIC_API_KEY"), "{said}");
+    assert!(
+        fault::run_dirs(&ran.p).is_empty(),
+        "a run started: {:?}",
+        fault::run_dirs(&ran.p)
+    );
+    assert!(
+        !ran.p.root().join("turns.log").exists(),
+        "the agent was asked"
+    );
+}
+
+#[test]
+fn codex_not_logged_in_is_refused_before_any_harness_starts_naming_the_fix() {
+    let ran = run("codex", "not_logged_in", 1, 30);
+    assert_eq!(ran.code(), Some(3), "{}", ran.said());
+    assert!(ran.said().contains("codex login"), "{}", ran.said());
+    assert!(fault::run_dirs(&ran.p).is_empty());
+}
+
+#[test]
+fn pi_with_no_login_and_no_provider_is_refused_before_anything_starts() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"pi\"\n");
+    p.write(
+        "t1.test.toml",
+        "name = \"T1\"\n[[steps]]\ninstruction = \"Check.\"\n",
+    );
+    let empty = p.root().join(".pi-empty");
+    std::fs::create_dir_all(&empty).expect("dir");
+    let vars: Vec<String> = std::env::vars()
+        .map(|(k, _)| k)
+        .filter(|k| k.ends_with("_API_KEY"))
+        .collect();
+    let mut cmd = p.supervisor();
+    for var in vars {
+        cmd.env_remove(var);
+    }
+    let out = cmd
+        .arg("start")
+        .env("BUGATTI_PI_BIN", fake("fake_pi.py"))
+        .env("PI_CODING_AGENT_DIR", &empty)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("pi: not logged in"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(fault::run_dirs(&p).is_empty());
+}
+
+#[test]
+fn a_401_on_every_call_stops_the_suite_after_two_tests_the_rest_not_run() {
+    let ran = run("claude-code", "http_401", 6, 30);
+    assert_eq!(ran.code(), Some(3), "{}", ran.said());
+    let turns = std::fs::read_to_string(ran.p.root().join("turns.log")).unwrap_or_default();
+    assert!(
+        turns.lines().count() <= 2,
+        "{} turns asked of the agent",
+        turns.lines().count()
+    );
+    let started = fault::run_dirs(&ran.p).len();
+    assert!(started <= 2, "{started} tests started");
+    let summary = ran.p.suite_summary();
+    let not_run = summary["not_run"].as_array().expect("not_run").len();
+    assert_eq!(not_run, 6 - started, "{summary}");
+    assert!(
+        summary["not_run_reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("agent unavailable: auth")),
+        "{summary}"
+    );
+    for test in summary["tests"].as_array().expect("tests") {
+        assert_eq!(test["outcome"], "error", "{test}");
+        assert_eq!(test["agent_fault"], "auth", "{test}");
+    }
+    assert!(
+        ran.said().contains("agent unavailable: auth"),
+        "{}",
+        ran.said()
+    );
+}
+
+#[test]
+fn an_agent_error_after_a_pass_is_no_new_failure_and_is_shown_apart() {
+    let first = run("claude-code", "ok", 1, 30);
+    assert_passed(&first);
+    let ran = run_in(first.p, "claude-code", "revoked", 1, 30);
+    assert_agent_error(&ran, "auth", "ANTHROPIC_API_KEY");
+    let summary = ran.p.suite_summary();
+    let changes = &summary["changes"];
+    assert_eq!(changes["new_failures"], serde_json::json!([]), "{changes}");
+    assert_eq!(
+        changes["agent_errors"][0]["test_file"], "t1.test.toml",
+        "{changes}"
+    );
+    assert_eq!(summary["totals"]["failed"], 0, "{summary}");
+    let history = std::fs::read_to_string(ran.p.root().join(".bugatti/history.jsonl"))
+        .expect("history.jsonl");
+    let last: serde_json::Value =
+        serde_json::from_str(history.lines().last().expect("a line")).expect("json");
+    assert_eq!(last["tests"][0]["agent_error"], "auth", "{last}");
+    let said = ran.said();
+    assert!(
+        said.contains("agent error (not the app): t1.test.toml"),
+        "{said}"
+    );
+    assert!(!said.contains("new failure"), "{said}");
+    let html = std::fs::read_to_string(ran.p.suite_dir().join("report.html")).expect("report.html");
+    assert!(
+        html.contains("<h2 id=\"agent-errors\">Agent errors</h2>"),
+        "report.html"
+    );
+    assert!(html.contains("agent error: auth"), "report.html");
+}
+
+#[test]
+fn claude_revoked_key_is_auth() {
+    let ran = run("claude-code", "revoked", 1, 30);
+    assert_agent_error(&ran, "auth", "ANTHROPIC_API_KEY");
+    assert_bounded(&ran, Duration::ZERO);
+}
+
+#[test]
+fn claude_out_of_credit_is_quota() {
+    let ran = run("claude-code", "credit", 1, 30);
+    assert_agent_error(&ran, "quota", "credit");
+}
+
+#[test]
+fn claude_429_then_success_passes_after_one_retry_of_ours() {
+    let ran = run("claude-code", "rate_429_then_ok", 1, 30);
+    assert_passed(&ran);
+    let turns = std::fs::read_to_string(ran.p.root().join("turns.log")).unwrap_or_default();
+    assert_eq!(turns.lines().count(), 2, "one failed turn, one retry");
+}
+
+#[test]
+fn claude_529_until_the_deadline_is_overloaded_within_the_step_timeout() {
+    let ran = run("claude-code", "overloaded_529", 1, 8);
+    assert_agent_error(&ran, "overloaded", "busy");
+    let turns = std::fs::read_to_string(ran.p.root().join("turns.log")).unwrap_or_default();
+    assert!(
+        (2..=4).contains(&turns.lines().count()),
+        "retried with backoff: {} turns",
+        turns.lines().count()
+    );
+    assert_bounded(&ran, Duration::from_secs(8));
+}
+
+#[test]
+fn claude_api_error_reported_as_success_is_api_error_not_a_test_failure() {
+    let ran = run("claude-code", "api_error_success", 1, 5);
+    assert_agent_error(&ran, "api_error", "run again");
+    assert_bounded(&ran, Duration::from_secs(5));
+}
+
+#[test]
+fn claude_stream_that_stops_mid_turn_is_stalled_after_its_restart() {
+    let ran = run("claude-code", "stop_mid_turn", 1, 60);
+    assert_agent_error(&ran, "stalled", "agent.stderr.log");
+    assert_eq!(
+        ran.record()["agent_restarts"].as_array().map(Vec::len),
+        Some(1)
+    );
+    assert_bounded(&ran, Duration::from_secs(IDLE_SECS));
+}
+
+#[test]
+fn claude_that_lingers_after_result_passes_and_is_stopped() {
+    let ran = run("claude-code", "linger", 1, 30);
+    assert_passed(&ran);
+    assert_bounded(&ran, Duration::ZERO);
+}
+
+#[test]
+fn claude_that_crashes_is_crashed_after_its_restart() {
+    let ran = run("claude-code", "crash", 1, 30);
+    assert_agent_error(&ran, "crashed", "agent.stderr.log");
+    assert_bounded(&ran, Duration::ZERO);
+}
+
+#[test]
+fn the_models_prose_about_401_is_the_apps_failure_not_an_agent_fault() {
+    let ran = run("claude-code", "prose_401", 1, 30);
+    assert_eq!(ran.code(), Some(1), "{}", ran.said());
+    assert_eq!(ran.record()["outcome"], "failed");
+    assert_eq!(ran.step()["status"], "error");
+    assert!(ran.step().get("agent_fault").is_none(), "{}", ran.step());
+}
+
+#[test]
+fn codex_turn_failed_is_api_error() {
+    let ran = run("codex", "turn_failed", 1, 5);
+    assert_agent_error(&ran, "api_error", "run again");
+}
+
+#[test]
+fn codex_stall_after_turn_started_is_stalled() {
+    let ran = run("codex", "stall", 1, 60);
+    assert_agent_error(&ran, "stalled", "agent.stderr.log");
+    assert_bounded(&ran, Duration::from_secs(IDLE_SECS));
+}
+
+#[test]
+fn codex_that_lingers_after_turn_completed_passes_without_waiting() {
+    let ran = run("codex", "linger", 1, 60);
+    assert_passed(&ran);
+    assert_bounded(&ran, Duration::ZERO);
+}
+
+#[test]
+fn codex_with_a_descendant_holding_stdout_passes_and_leaves_nothing() {
+    let ran = run("codex", "descendant", 1, 60);
+    assert_passed(&ran);
+    assert_bounded(&ran, Duration::ZERO);
+}
+
+#[test]
+fn pi_will_retry_then_success_is_one_passing_step() {
+    let ran = run("pi", "will_retry_then_ok", 1, 30);
+    assert_passed(&ran);
+}
+
+#[test]
+fn pi_that_does_not_exit_after_agent_settled_passes_and_is_stopped() {
+    let ran = run("pi", "settled_no_exit", 1, 60);
+    assert_passed(&ran);
+    assert_bounded(&ran, Duration::ZERO);
+}
+
+#[test]
+fn pi_exit_0_on_a_401_is_auth() {
+    let ran = run("pi", "exit0_on_error", 1, 30);
+    assert_agent_error(&ran, "auth", "API key");
+}
+
+#[test]
+fn doctor_reports_each_clis_login_state() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"claude-code\"\n",
+    );
+    p.write(
+        "t1.test.toml",
+        "name = \"T1\"\n[[steps]]\ninstruction = \"Check.\"\n",
+    );
+    let doctor = |mode: &str, key: Option<&str>| {
+        let mut cmd = p.supervisor();
+        cmd.arg("doctor")
+            .env("BUGATTI_CLAUDE_BIN", fake("fake_claude.py"))
+            .env("FAKE_CLAUDE_MODE", mode)
+            .env_remove("ANTHROPIC_API_KEY");
+        if let Some(key) = key {
+            cmd.env("ANTHROPIC_API_KEY", key);
+        }
+        cmd.output().expect("doctor")
+    };
+    let out = doctor("not_logged_in", None);
+    let said = stdout(&out);
+    assert!(
+        said.contains("FAIL login of claude-code: not logged in")
+            && said.contains("claude auth login"),
+        "{said}"
+    );
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    let said = stdout(&doctor("ok", None));
+    assert!(
+        said.contains("ok   login of claude-code: logged in (api key)"),
+        "{said}"
+    );
+    let said = stdout(&doctor("not_logged_in", Some("k")));
+    assert!(
+        said.contains("login of claude-code: logged in (ANTHROPIC_API_KEY is set)"),
+        "{said}"
+    );
+}

@@ -1,0 +1,94 @@
+//! Agent faults through the real Claude Code CLI (docs/providers.md, "When the agent, not the
+//! app, fails"), its API answering with HTTP errors on loopback (tests/support/anthropic_stub.py):
+//! an API failing is never the app's failure, and an API refusing the key stops the suite after
+//! two tests. Skips loudly without the CLI (a failure under `CI=true`).
+
+use crate::common;
+
+use common::claude::{claude_bin, Stub};
+use common::{stdout, Project};
+use serde_json::{json, Value};
+
+/// `tests` root tests of one step each, run at `-j 1` against a stub answering `status` to every
+/// model call.
+fn run(
+    status: u16,
+    tests: usize,
+    step_timeout: u64,
+) -> Option<(Project, std::process::Output, usize)> {
+    let bin = claude_bin("claude_faults_real")?;
+    let side = tempfile::tempdir().expect("side dir");
+    let replies: Vec<Value> = (0..200).map(|_| json!({"status": status})).collect();
+    let stub = Stub::start(side.path(), Value::Array(replies));
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash\"]\n\
+             step_timeout_secs = {step_timeout}\nconsole = false\n"
+        ),
+    );
+    for i in 1..=tests {
+        p.write(
+            &format!("t{i}.test.toml"),
+            &format!("name = \"T{i}\"\n[[steps]]\ninstruction = \"Check the page.\"\n"),
+        );
+    }
+    let out = p
+        .supervisor()
+        .args(["start", "-j", "1"])
+        .env("BUGATTI_CLAUDE_BIN", &bin)
+        .envs(stub.client_env(&side.path().join("home")))
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    let requests = stub
+        .requests_text()
+        .lines()
+        .filter(|l| l.contains("/v1/messages") && l.contains("\"Bash\""))
+        .count();
+    Some((p, out, requests))
+}
+
+#[test]
+fn an_api_answering_500_is_an_agent_error_not_a_test_failure() {
+    let Some((p, out, _)) = run(500, 1, 20) else {
+        return;
+    };
+    let said = format!("{}\n{}", stdout(&out), common::stderr(&out));
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    let record = p.record_for("t1.test.toml");
+    assert_eq!(record["outcome"], "error", "{record}");
+    let step = &record["steps"][0];
+    assert_eq!(step["status"], "agent_error", "{step}");
+    assert_eq!(step["agent_fault"]["kind"], "api_error", "{step}");
+    assert!(said.contains("AGENT ERROR (api_error)"), "{said}");
+    let summary = p.suite_summary();
+    assert_eq!(summary["totals"]["failed"], 0, "{summary}");
+}
+
+#[test]
+fn a_401_on_every_call_starts_at_most_two_of_six_tests() {
+    let Some((p, out, _)) = run(401, 6, 30) else {
+        return;
+    };
+    let said = format!("{}\n{}", stdout(&out), common::stderr(&out));
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    let summary = p.suite_summary();
+    let ran = summary["tests"].as_array().map_or(0, Vec::len);
+    assert!(ran <= 2, "{ran} tests started: {summary}");
+    assert_eq!(
+        summary["not_run"].as_array().map_or(0, Vec::len),
+        6 - ran,
+        "{summary}"
+    );
+    for test in summary["tests"].as_array().into_iter().flatten() {
+        assert_eq!(test["agent_fault"], "auth", "{test}");
+    }
+    assert!(
+        summary["not_run_reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("agent unavailable: auth")),
+        "{summary}"
+    );
+}
