@@ -103,7 +103,7 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
                 };
                 super::shell::replay(ctx, &mut state.cwd, &at, recorded).await
             }
-            Action::File { check, .. } => replay_file(ctx, &at, check),
+            Action::File { check, .. } => replay_file(ctx, &at, check).await,
             Action::Browser {
                 tool,
                 arguments,
@@ -133,14 +133,35 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
     }
 }
 
-/// A file check run again over today's files (its paths filled with this session's values).
-fn replay_file(
+/// A file check run again over today's files (its paths filled with this session's values), off
+/// the runtime's threads and within the action timeout: a walk of a huge tree never holds the
+/// session (or its signals) up.
+async fn replay_file(
     ctx: &ReplayContext<'_>,
     at: &ActionAt<'_>,
     check: &super::files::FileCheck,
 ) -> Result<(), Fallback> {
     let filled = check.map_paths(|p| ctx.placeholders.fill(p));
-    let seen = super::files::observe(&filled, &ctx.agent_cwd).unwrap_or_else(|e| e);
+    let cwd = ctx.agent_cwd.clone();
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = cancel.clone();
+    let work = tokio::task::spawn_blocking(move || super::files::observe(&filled, &cwd, &cancel));
+    let seen = match tokio::time::timeout(ctx.action_timeout, work).await {
+        Ok(Ok(Ok(observed))) => observed.text,
+        Ok(Ok(Err(e))) => e,
+        Ok(Err(e)) => format!("the file check failed: {e}"),
+        Err(_) => {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            return Err(Fallback::Failed {
+                action: at.index,
+                reason: format!(
+                    "{} still running after {}s",
+                    at.what,
+                    ctx.action_timeout.as_secs()
+                ),
+            });
+        }
+    };
     ctx.check(at, &super::files::seen(check), &seen)
 }
 

@@ -426,6 +426,8 @@ impl SessionReplay {
                 Path::new(&self.agent_cwd),
             )
             .map_err(|e| e.to_string())?;
+            // What it reads now bounds what a replay will read of it.
+            let check = crate::replay::files::measured(check, Path::new(&self.agent_cwd));
             return file_action(&self.placeholders, &check).map(Some);
         }
         let tool = browser_tool.unwrap_or_default();
