@@ -125,6 +125,10 @@ pub enum Action {
         exit_code: Option<i32>,
         /// stdout and stderr as the tool result showed them.
         output: String,
+        /// The timeout the agent's call asked for (Claude Code's Bash `timeout`), in ms; without
+        /// one, the tool's own default applies when replayed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
         /// Learned volatile tokens of the output (`[line, token]`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         volatile: Vec<Position>,
@@ -450,6 +454,7 @@ mod tests {
                     cwd: "${BUGATTI_WORKDIR}".into(),
                     exit_code: Some(0),
                     output: (*o).to_string(),
+                    timeout_ms: None,
                     volatile: Vec::new(),
                 })
                 .collect(),

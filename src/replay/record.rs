@@ -45,8 +45,17 @@ pub fn shell_action(
         cwd: placeholders.insert(cwd),
         exit_code,
         output: placeholders.insert(output),
+        timeout_ms: None,
         volatile: Vec::new(),
     }
+}
+
+/// A shell action that ran under the timeout its call asked for (ms).
+pub fn with_timeout(mut action: Action, timeout: Option<u64>) -> Action {
+    if let Action::Shell { timeout_ms, .. } = &mut action {
+        *timeout_ms = timeout;
+    }
+    action
 }
 
 /// One of Claude Code's read-only file tools as recorded: the paths it names and what it saw

@@ -93,6 +93,7 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
                 cwd,
                 exit_code,
                 output,
+                timeout_ms,
                 ..
             } => {
                 let recorded = super::shell::Recorded {
@@ -100,6 +101,7 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
                     cwd,
                     exit_code: *exit_code,
                     output,
+                    timeout_ms: *timeout_ms,
                 };
                 super::shell::replay(ctx, &mut state.cwd, &at, recorded).await
             }

@@ -331,6 +331,7 @@ mod tests {
                 cwd: "${BUGATTI_WORKDIR}".into(),
                 exit_code: Some(0),
                 output: String::new(),
+                timeout_ms: None,
                 volatile: Vec::new(),
             }],
         });

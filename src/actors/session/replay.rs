@@ -367,6 +367,7 @@ impl SessionReplay {
                     shell.exit_code,
                     &self.placeholders.redact(&shell.output),
                 );
+                let action = crate::replay::record::with_timeout(action, shell.timeout_ms);
                 timed.push((Some(call.at), action));
             }
         }
