@@ -65,6 +65,7 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
         step.recorded_at,
     ));
     for (i, action) in step.actions.iter().enumerate() {
+        let began = Instant::now();
         let at = ActionAt {
             index: i,
             what: action.describe(),
@@ -78,12 +79,14 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
                 output,
                 exit_code,
                 is_error,
+                after_ms,
                 ..
             } => {
                 let recorded = super::console::Recorded {
                     output,
                     exit_code: *exit_code,
                     is_error: *is_error,
+                    after_ms: *after_ms,
                 };
                 super::console::replay(ctx, &mut state.sessions, &at, *tool, arguments, recorded)
                     .await
@@ -127,6 +130,7 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
         if let Err(fallback) = result {
             return Verdict::Fallback(fallback);
         }
+        state.sessions.previous_began = Some(began);
     }
     Verdict::Replayed {
         actions: step.actions.len(),

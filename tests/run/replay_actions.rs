@@ -288,6 +288,7 @@ async fn a_write_to_a_session_the_step_did_not_start_is_no_pass() {
         output: "Process exited with code 0\nOutput:\n".into(),
         exit_code: Some(0),
         is_error: false,
+        after_ms: None,
         volatile: Vec::new(),
     }]);
     let verdict = replay_step(&b.ctx(), &recorded).await;

@@ -393,6 +393,13 @@ impl SessionReplay {
         }
         // Stable: a console call and a shell call seen at the same instant keep their order.
         timed.sort_by_key(|(at, _)| *at);
+        // A look at the commands' states keeps how long after the previous action it came.
+        for i in 1..timed.len() {
+            if let (Some(now), Some(before)) = (timed[i].0, timed[i - 1].0) {
+                let gap = now.saturating_duration_since(before);
+                crate::replay::record::set_after(&mut timed[i].1, gap);
+            }
+        }
         let actions: Vec<Action> = timed.into_iter().map(|(_, a)| a).collect();
         if actions.is_empty() {
             return Err(
