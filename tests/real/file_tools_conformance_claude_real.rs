@@ -314,3 +314,102 @@ fn steps_resting_on_a_hidden_file_a_comma_glob_and_a_final_newline_replay_and_th
         steps[1]
     );
 }
+
+/// Turns a path into another kind of file.
+type Make = dyn Fn(&Path);
+
+/// A `Read` target that became a FIFO, a symlink to `/dev/zero` or a huge sparse file: the
+/// replay neither blocks nor reads it, the step drifts to the agent (which is told the file
+/// cannot be read and fails the step), and the run ends with its report.
+#[test]
+fn a_read_target_that_became_a_fifo_a_device_or_huge_drifts_and_the_run_ends() {
+    let Some(claude) = claude_bin("replay of a Read whose file became a FIFO") else {
+        return;
+    };
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash,Read\"]\nstep_timeout_secs = 60\n",
+    );
+    p.write("status.txt", "state: green\n");
+    p.write(
+        "t.test.toml",
+        "[[steps]]\ninstruction = \"Check status.txt says green.\"\n",
+    );
+    let side = tempfile::tempdir().expect("side");
+    let status = p.root().join("status.txt");
+    let read = json!([
+        {"tool": "Read", "input": {"file_path": status.display().to_string()}},
+        {"text": "Green.\nRESULT OK", "expect": ["state: green"]},
+    ]);
+    let run = |name: &str, script: Value| {
+        let dir = side.path().join(name);
+        std::fs::create_dir_all(&dir).expect("stub dir");
+        let stub = Stub::start(&dir, script);
+        let mut child = p
+            .supervisor()
+            .arg("start")
+            .env("BUGATTI_CLAUDE_BIN", &claude)
+            .envs(stub.client_env(&side.path().join("home")))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("supervisor");
+        // The step's own timeout is 60 s: a replay blocked on the file would outlive it.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+        let code = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status.code();
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("{name}: the run did not end");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        p.assert_nothing_survives();
+        let mut records = p.run_records();
+        records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+        (code, records.pop().expect("run.json"))
+    };
+    let (code, record) = run("first", read.clone());
+    assert_eq!(code, Some(0), "{:#}", record["steps"]);
+    assert_eq!(
+        record["steps"][0]["recorded"], true,
+        "{:#}",
+        record["steps"]
+    );
+
+    let fifo = |path: &Path| {
+        nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    };
+    let zero = |path: &Path| std::os::unix::fs::symlink("/dev/zero", path).expect("symlink");
+    let huge = |path: &Path| {
+        std::fs::File::create(path)
+            .and_then(|f| f.set_len(1536 << 20))
+            .expect("a sparse file");
+    };
+    let makes: [(&str, &Make, &str); 3] = [
+        ("fifo", &fifo, "a FIFO"),
+        ("zero", &zero, "a character device"),
+        ("huge", &huge, "bytes"),
+    ];
+    for (name, make, said) in makes {
+        std::fs::remove_file(&status).expect("rm");
+        make(&status);
+        // The agent is asked again; its Read cannot give it the status: it fails the step.
+        let script = json!([
+            {"tool": "Bash", "input": {"command": "test -f status.txt && test -s status.txt && [ $(stat -c %s status.txt) -lt 1000 ] && cat status.txt || echo unreadable"}},
+            {"text": "Not green.\nRESULT OK", "expect": ["state: green"]},
+        ]);
+        let (code, record) = run(name, script);
+        let step = &record["steps"][0];
+        assert_eq!(code, Some(1), "{name}: {step:#}");
+        assert_eq!(step["mode"], "agent", "{name}: {step:#}");
+        assert_ne!(step["status"], "ok", "{name}: {step:#}");
+        let drift = step["replay_drift"].to_string();
+        assert!(drift.contains(said), "{name}: {drift}");
+        std::fs::remove_file(&status).expect("rm");
+        p.write("status.txt", "state: green\n");
+    }
+}
