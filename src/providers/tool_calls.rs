@@ -16,6 +16,9 @@ pub struct ShellRun {
     pub exit_code: Option<i32>,
     /// stdout and stderr as the tool result gave them to the model.
     pub output: String,
+    /// The timeout the call asked for, in ms (Claude Code's Bash `timeout`, pi's `timeout` in
+    /// seconds); `None`: the tool's default.
+    pub timeout_ms: Option<u64>,
 }
 
 /// One tool call of the agent.
@@ -84,6 +87,7 @@ impl ToolCalls {
                 .to_string(),
             exit_code: None,
             output: String::new(),
+            timeout_ms: block["input"]["timeout"].as_u64(),
         });
         if shell.is_some() && block["input"]["run_in_background"].as_bool() == Some(true) {
             unreplayable = Some("the agent ran a Bash command in the background".to_string());
@@ -145,6 +149,7 @@ impl ToolCalls {
                         .as_str()
                         .unwrap_or_default()
                         .to_string(),
+                    timeout_ms: None,
                 }),
             ),
             Some("mcp_tool_call") => {
@@ -193,6 +198,9 @@ impl ToolCalls {
                 .to_string(),
             exit_code: None,
             output: String::new(),
+            timeout_ms: event["args"]["timeout"]
+                .as_u64()
+                .map(|s| s.saturating_mul(1000)),
         });
         if let Some(id) = event["toolCallId"].as_str() {
             self.pending.insert(id.to_string(), self.calls.len());
@@ -259,11 +267,19 @@ fn codex_mcp_answer(item: &serde_json::Value) -> ToolOutput {
     }
 }
 
+/// What Claude Code 2.1's Bash answers for a command that succeeded and printed nothing.
+const CLAUDE_BASH_NO_OUTPUT: &str = "(Bash completed with no output)";
+
 /// Claude Code's Bash `tool_result`: a success is the output with exit code 0; a failure starts
 /// `Exit code N`; any other error (a refusal, an interrupt) has no exit code.
 pub fn claude_bash_result(content: &str, is_error: bool) -> (Option<i32>, String) {
     if !is_error {
-        return (Some(0), content.to_string());
+        // Claude Code tells the model a silent command said nothing in words of its own.
+        let output = match content {
+            CLAUDE_BASH_NO_OUTPUT => "",
+            other => other,
+        };
+        return (Some(0), output.to_string());
     }
     let (first, rest) = content.split_once('\n').unwrap_or((content, ""));
     match first
@@ -320,6 +336,7 @@ mod tests {
             Some(ShellRun {
                 command: "curl -s :8080/health".into(),
                 exit_code: Some(3),
+                timeout_ms: None,
                 output: "hello".into()
             })
         );
@@ -391,5 +408,22 @@ mod tests {
         assert_eq!(taken[2].tool, "edit");
         assert!(taken[2].shell.is_none());
         assert_eq!(pi_bash_result("Command aborted", true).0, None);
+    }
+
+    #[test]
+    fn a_silent_bash_command_is_recorded_with_no_output() {
+        // The real Claude Code 2.1.197 answered `cd sub && true` so.
+        assert_eq!(
+            claude_bash_result("(Bash completed with no output)", false),
+            (Some(0), String::new())
+        );
+        let mut calls = ToolCalls::default();
+        calls.claude_tool_use(
+            &json!({"id":"a","name":"Bash","input":{"command":"sleep 200","timeout":300000}}),
+        );
+        assert_eq!(
+            calls.take()[0].shell.as_ref().and_then(|s| s.timeout_ms),
+            Some(300_000)
+        );
     }
 }

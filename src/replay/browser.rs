@@ -193,11 +193,12 @@ fn read(dir: &Path, name: &str) -> Option<String> {
         return None;
     }
     let path = dir.join(name);
-    let meta = std::fs::symlink_metadata(&path).ok()?;
-    if !meta.is_file() || meta.len() > MAX_SNAPSHOT_BYTES {
+    // Not a symlink out of the folder; then opened without blocking, within its bound.
+    if !std::fs::symlink_metadata(&path).ok()?.is_file() {
         return None;
     }
-    std::fs::read_to_string(path).ok()
+    let bytes = super::bounded::read(&path, MAX_SNAPSHOT_BYTES).ok()?;
+    String::from_utf8(bytes).ok()
 }
 
 /// The server's own file names (`page-2026-11-25T15-19-11-864Z.yml`, `console-….log#L1`):

@@ -26,6 +26,8 @@ pub(super) struct Recorded<'a> {
     pub(super) output: &'a str,
     pub(super) exit_code: Option<i32>,
     pub(super) is_error: bool,
+    /// `list_logs`: how long after the previous action began the agent asked (ms).
+    pub(super) after_ms: Option<u64>,
 }
 
 /// Console sessions of this replay: recorded id → live id, and each one's output so far.
@@ -34,6 +36,8 @@ pub(super) struct Sessions {
     live: HashMap<u64, u64>,
     expected: HashMap<u64, String>,
     seen: HashMap<u64, String>,
+    /// When the replay's previous action began (any kind).
+    pub(super) previous_began: Option<Instant>,
 }
 
 impl Sessions {
@@ -65,6 +69,7 @@ impl Sessions {
                 }
             }
             ConsoleTool::ReadLog | ConsoleTool::WaitForLog => Some(stable_lines(output)),
+            ConsoleTool::ListLogs => Some(log_states(output)),
             ConsoleTool::KillSession => None,
         }
     }
@@ -118,6 +123,24 @@ fn stable_lines(text: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// A `list_logs` answer without what grows every run (each log's size) and the session's paths:
+/// each command's name, kind and state (`worker: long_lived, running`).
+fn log_states(text: &str) -> String {
+    text.lines()
+        .map(|line| match line.split_once(": ") {
+            Some((name, rest)) => {
+                let kept: Vec<&str> = rest.splitn(4, ", ").take(2).collect();
+                format!("{name}: {}", kept.join(", "))
+            }
+            None => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The longest a replay waits to look at the logs as late as the agent did.
+const MAX_LOOK_DELAY: Duration = Duration::from_secs(30);
 
 /// The slowest a replayed answer may be: `max(2 × recorded, recorded + 1 s)`.
 pub fn wall_ceiling(recorded: Duration) -> Duration {
@@ -180,6 +203,14 @@ pub(super) async fn replay(
     let Some(console) = ctx.console else {
         return Err(failed("the agent console is off in this run"));
     };
+    // The agent looked at the commands' states this long after its previous action began: a
+    // replay looks no sooner (a worker that died since is what the agent would have seen).
+    if let (ConsoleTool::ListLogs, Some(after), Some(previous)) =
+        (tool, recorded.after_ms, sessions.previous_began)
+    {
+        let at = previous + Duration::from_millis(after).min(MAX_LOOK_DELAY);
+        tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
+    }
     let began = Instant::now();
     let answer = console.call(tool.name(), args).await;
     if answer.is_error != recorded.is_error {
@@ -220,6 +251,9 @@ pub(super) async fn replay(
                 &stable_lines(&answer.text),
             )?;
             wall_check(at, wall, began.elapsed())
+        }
+        ConsoleTool::ListLogs => {
+            ctx.check(at, &log_states(recorded.output), &log_states(&answer.text))
         }
         // kill_session: that it worked (or failed) as recorded is the whole check.
         _ => Ok(()),
@@ -360,5 +394,16 @@ mod tests {
         let ms = Duration::from_millis;
         assert_eq!(wall_ceiling(ms(50)), ms(1050));
         assert_eq!(wall_ceiling(ms(3000)), ms(6000));
+    }
+
+    #[test]
+    fn a_list_logs_answer_is_compared_by_name_kind_and_state() {
+        assert_eq!(
+            log_states(
+                "worker: long_lived, running, 6 bytes, /run/a/logs/worker.log\n\
+                 seed: short_lived, finished, 120 bytes, /run/a/logs/seed.log\n"
+            ),
+            "worker: long_lived, running\nseed: short_lived, finished"
+        );
     }
 }

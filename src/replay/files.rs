@@ -7,19 +7,23 @@
 //! project, in a form that can be produced again without the model:
 //!
 //! - `Read`: the file's lines in the range the agent read, as text, without the gutter;
-//! - `Grep`: the set of matching files, `path:line:text` lines or `path:count` entries
-//!   (ripgrep's defaults: hidden files and `.gitignore`d ones are not searched);
-//! - `Glob`: the set of matching paths.
+//! - `Grep`: the set of matching files, `path:line:text` lines or `path:count` entries;
+//! - `Glob`: the set of matching paths;
+//!
+//! each made again as Claude Code makes it ([`super::rg`]: ripgrep's own crates with the
+//! arguments Claude Code gives its `rg`), every file read without blocking and bounded by the
+//! size it had when recorded ([`super::bounded`]).
 //!
 //! Sets, because the CLI orders its answers by modification time. A call whose answer cannot be
 //! made again faithfully (context lines, multiline patterns, a `head_limit` that cut the answer,
 //! a truncated glob, a tool error) is not a check: the step is then not recorded.
 
-use regex::RegexBuilder;
+use super::rg;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 /// Claude Code's default `Read` limit (lines), when the agent gives none.
 pub const DEFAULT_READ_LIMIT: usize = 2000;
@@ -48,8 +52,12 @@ pub enum FileCheck {
         offset: usize,
         /// How many lines at most.
         limit: usize,
-        /// The lines as the agent saw them, without the gutter.
+        /// The lines as the agent saw them, without the gutter: exactly the text it got (a
+        /// final newline included).
         seen: String,
+        /// The file's size when recorded: a replay reads at most twice that and a mebibyte.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bytes: Option<u64>,
     },
     /// `Grep`: a regex over the files under `path`.
     Grep {
@@ -58,9 +66,13 @@ pub enum FileCheck {
         /// Where to search (relative to the agent's directory, or absolute); `None`: there.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         path: Option<String>,
-        /// A glob the searched files must match.
+        /// The globs the searched files must match, as the agent wrote them (split on
+        /// whitespace and commas when run).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         glob: Option<String>,
+        /// A ripgrep file type (`rust`, `py`).
+        #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+        file_type: Option<String>,
         /// `-i`.
         #[serde(default)]
         ignore_case: bool,
@@ -71,6 +83,10 @@ pub enum FileCheck {
         line_numbers: bool,
         /// The answer's entries, sorted.
         seen: Vec<String>,
+        /// What the search read when recorded: a replay reads at most twice that and a
+        /// mebibyte.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        bytes: Option<u64>,
     },
     /// `Glob`: the paths matching a glob under `path`.
     Glob {
@@ -118,30 +134,50 @@ pub fn from_claude(
         return Err(refuse("the call failed"));
     }
     match tool {
-        "Read" => read_check(input, answer, structured).ok_or_else(|| refuse("no file range")),
+        "Read" => read_check(input, answer, structured).map_err(|r| refuse(&r)),
         "Grep" => grep_check(input, answer, structured, cwd).map_err(|r| refuse(&r)),
         "Glob" => glob_check(input, answer, structured, cwd).map_err(|r| refuse(&r)),
         _ => Err(refuse("not a read-only file tool")),
     }
 }
 
-fn read_check(input: &Value, answer: &str, structured: Option<&Value>) -> Option<FileCheck> {
-    let file = input["file_path"].as_str()?.to_string();
+fn read_check(
+    input: &Value,
+    answer: &str,
+    structured: Option<&Value>,
+) -> Result<FileCheck, String> {
+    let file = input["file_path"].as_str().ok_or("no file")?.to_string();
+    if !input["pages"].is_null() {
+        return Err("a PDF's pages are not replayed".into());
+    }
     let offset = input["offset"].as_u64().map_or(1, |o| o.max(1) as usize);
     let limit = input["limit"]
         .as_u64()
         .map_or(DEFAULT_READ_LIMIT, |l| l as usize);
-    // The structured result is the file's own text; the answer has a gutter (and, at times, a
-    // reminder appended for the model).
-    let seen = match structured.and_then(|s| s["file"]["content"].as_str()) {
-        Some(content) => content.to_string(),
-        None => strip_gutter(answer)?,
+    // The structured result is the file's own text, exactly as the agent got it; the answer has
+    // a gutter (and, at times, a reminder appended for the model).
+    let seen = match structured {
+        Some(s) if s["type"].is_string() && s["type"] != "text" => {
+            return Err(format!(
+                "a {} is not replayed",
+                s["type"].as_str().unwrap_or("file")
+            ))
+        }
+        Some(s) if s["file"]["truncatedByTokenCap"].as_bool() == Some(true) => {
+            return Err("its answer was cut to the token cap".into())
+        }
+        Some(s) if s["file"]["content"].is_string() => s["file"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        _ => strip_gutter(answer).ok_or("no file range")?,
     };
-    Some(FileCheck::Read {
+    Ok(FileCheck::Read {
         file,
         offset,
         limit,
         seen,
+        bytes: None,
     })
 }
 
@@ -167,7 +203,7 @@ fn grep_check(
     structured: Option<&Value>,
     cwd: &Path,
 ) -> Result<FileCheck, String> {
-    for flag in ["-A", "-B", "-C", "context", "multiline", "type", "offset"] {
+    for flag in ["-A", "-B", "-C", "context", "multiline", "offset", "-o"] {
         if !input[flag].is_null() && input[flag] != Value::Bool(false) {
             return Err(format!("`{flag}` is not replayed"));
         }
@@ -195,14 +231,20 @@ fn grep_check(
             return Err("its answer was cut by head_limit".into());
         }
     }
+    // Claude Code cuts an answer at 250 entries unless told otherwise, and says so.
+    if structured.is_some_and(|s| s["appliedLimit"].is_number()) {
+        return Err("its answer was cut by head_limit".into());
+    }
     Ok(FileCheck::Grep {
         pattern,
         path: input["path"].as_str().map(str::to_string),
         glob: input["glob"].as_str().map(str::to_string),
+        file_type: input["type"].as_str().map(str::to_string),
         ignore_case: input["-i"].as_bool().unwrap_or(false),
         line_numbers: input["-n"].as_bool().unwrap_or(mode == GrepMode::Content),
         mode,
         seen: relative_set(entries, cwd),
+        bytes: None,
     })
 }
 
@@ -265,103 +307,102 @@ fn relative_set(entries: Vec<String>, cwd: &Path) -> Vec<String> {
     set.into_iter().collect()
 }
 
+/// What a check's tool answers now, in the check's own form (`seen`), and how many bytes it read.
+pub struct Observed {
+    pub text: String,
+    pub bytes: u64,
+}
+
 /// What a check's tool would answer now, in the check's own form (`seen`): the file range's
-/// text for `Read`, the sorted entries (joined by newlines) for `Grep` and `Glob`.
-pub fn observe(check: &FileCheck, cwd: &Path) -> Result<String, String> {
+/// text for `Read`, the sorted entries (joined by newlines) for `Grep` and `Glob`. Every file is
+/// read without blocking and within the bound its recorded size sets; `cancel` stops a walk.
+pub fn observe(check: &FileCheck, cwd: &Path, cancel: &AtomicBool) -> Result<Observed, String> {
     match check {
         FileCheck::Read {
             file,
             offset,
             limit,
+            bytes,
             ..
         } => {
-            let text = std::fs::read_to_string(resolve(cwd, file))
-                .map_err(|e| format!("Read {file}: {e}"))?;
-            Ok(text
-                .lines()
-                .skip(offset.saturating_sub(1))
-                .take(*limit)
-                .collect::<Vec<_>>()
-                .join("\n"))
+            let data =
+                super::bounded::read(&rg::resolve(cwd, file), super::bounded::bound_for(*bytes))
+                    .map_err(|e| format!("Read {e}"))?;
+            Ok(Observed {
+                text: read_range(&data, *offset, *limit),
+                bytes: data.len() as u64,
+            })
         }
         FileCheck::Grep {
             pattern,
             path,
             glob,
+            file_type,
             ignore_case,
             mode,
             line_numbers,
+            bytes,
             ..
         } => {
-            let regex = RegexBuilder::new(pattern)
-                .case_insensitive(*ignore_case)
-                .build()
-                .map_err(|e| format!("Grep pattern {pattern}: {e}"))?;
-            let filter = glob
-                .as_deref()
-                .map(file_glob)
-                .transpose()
-                .map_err(|e| format!("Grep glob: {e}"))?;
-            // ripgrep names the file in each line only when it searched more than one: a
-            // search of one file answers `2:due …`, not `notes.txt:2:due …`. Claude Code's
-            // count answer names it all the same (`notes.txt:2`).
-            let one_file = path.as_deref().is_some_and(|p| resolve(cwd, p).is_file());
-            let mut entries = Vec::new();
-            for file in walk(cwd, path.as_deref()) {
-                let relative = relative_to(&file, cwd);
-                if filter.as_ref().is_some_and(|f| !f.is_match(&relative)) {
-                    continue;
-                }
-                let Ok(text) = std::fs::read_to_string(&file) else {
-                    continue; // binary or unreadable: ripgrep skips it too
-                };
-                let matching: Vec<(usize, &str)> = text
-                    .lines()
-                    .enumerate()
-                    .filter(|(_, l)| regex.is_match(l))
-                    .collect();
-                if matching.is_empty() {
-                    continue;
-                }
-                let named = if one_file {
-                    String::new()
-                } else {
-                    format!("{relative}:")
-                };
-                match mode {
-                    GrepMode::FilesWithMatches => entries.push(relative),
-                    GrepMode::Count => entries.push(format!("{relative}:{}", matching.len())),
-                    GrepMode::Content => entries.extend(matching.iter().map(|(n, l)| {
-                        if *line_numbers {
-                            format!("{named}{}:{l}", n + 1)
-                        } else {
-                            format!("{named}{l}")
-                        }
-                    })),
-                }
-            }
-            Ok(sorted(entries))
+            let call = rg::Grep {
+                pattern,
+                path: path.as_deref(),
+                glob: glob.as_deref(),
+                file_type: file_type.as_deref(),
+                ignore_case: *ignore_case,
+                shape: match mode {
+                    GrepMode::FilesWithMatches => rg::Shape::Files,
+                    GrepMode::Count => rg::Shape::Count,
+                    GrepMode::Content => rg::Shape::Content {
+                        line_numbers: *line_numbers,
+                    },
+                },
+            };
+            let found = rg::grep(cwd, &call, super::bounded::bound_for(*bytes), cancel)
+                .map_err(|e| format!("Grep: {e}"))?;
+            Ok(Observed {
+                text: sorted(found.lines),
+                bytes: found.bytes,
+            })
         }
         FileCheck::Glob { pattern, path, .. } => {
-            let matcher = globset::GlobBuilder::new(pattern)
-                .literal_separator(true)
-                .build()
-                .map_err(|e| format!("Glob {pattern}: {e}"))?
-                .compile_matcher();
-            let root = path
-                .as_deref()
-                .map_or(cwd.to_path_buf(), |p| resolve(cwd, p));
-            let entries = walk(cwd, path.as_deref())
-                .into_iter()
-                .filter(|f| {
-                    f.strip_prefix(&root)
-                        .is_ok_and(|under| matcher.is_match(under))
-                })
-                .map(|f| relative_to(&f, cwd))
-                .collect();
-            Ok(sorted(entries))
+            let paths = rg::glob(cwd, pattern, path.as_deref(), cancel)
+                .map_err(|e| format!("Glob: {e}"))?;
+            Ok(Observed {
+                text: sorted(paths),
+                bytes: 0,
+            })
         }
     }
+}
+
+/// The check with what its call reads now measured in (`bytes`): at record time, the bound of
+/// later replays. A call that cannot be made again now keeps no size (the default bound).
+pub fn measured(check: FileCheck, cwd: &Path) -> FileCheck {
+    let Ok(observed) = observe(&check, cwd, &AtomicBool::new(false)) else {
+        return check;
+    };
+    let mut check = check;
+    match &mut check {
+        FileCheck::Read { bytes, .. } | FileCheck::Grep { bytes, .. } => {
+            *bytes = Some(observed.bytes);
+        }
+        FileCheck::Glob { .. } => {}
+    }
+    check
+}
+
+/// Lines `offset ..` (1-based, `limit` of them) of a file as Claude Code's `Read` gives them:
+/// the bytes as UTF-8 (an invalid byte replaced), split at each `\n` with a `\r` before it
+/// dropped, joined by `\n` again, so that a final newline is an empty last line.
+pub fn read_range(data: &[u8], offset: usize, limit: usize) -> String {
+    let text = String::from_utf8_lossy(data);
+    text.split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l))
+        .skip(offset.saturating_sub(1))
+        .take(limit)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 impl FileCheck {
@@ -370,8 +411,15 @@ impl FileCheck {
         let asked = |c: &Self| {
             let mut c = c.clone();
             match &mut c {
-                Self::Read { seen, .. } => seen.clear(),
-                Self::Grep { seen, .. } | Self::Glob { seen, .. } => seen.clear(),
+                Self::Read { seen, bytes, .. } => {
+                    seen.clear();
+                    *bytes = None;
+                }
+                Self::Grep { seen, bytes, .. } => {
+                    seen.clear();
+                    *bytes = None;
+                }
+                Self::Glob { seen, .. } => seen.clear(),
             }
             c
         };
@@ -453,51 +501,16 @@ fn sorted(entries: Vec<String>) -> String {
     set.into_iter().collect::<Vec<_>>().join("\n")
 }
 
-fn resolve(cwd: &Path, path: &str) -> PathBuf {
-    let p = Path::new(path);
-    if p.is_absolute() {
-        p.to_path_buf()
-    } else {
-        cwd.join(p)
-    }
-}
-
-fn relative_to(file: &Path, cwd: &Path) -> String {
-    file.strip_prefix(cwd).unwrap_or(file).display().to_string()
-}
-
-/// ripgrep's glob filter: a glob without `/` matches a file's name anywhere.
-fn file_glob(glob: &str) -> Result<globset::GlobMatcher, globset::Error> {
-    let glob = if glob.contains('/') {
-        glob.to_string()
-    } else {
-        format!("**/{glob}")
-    };
-    Ok(globset::Glob::new(&glob)?.compile_matcher())
-}
-
-/// The files under `path` (or `cwd`) as ripgrep walks them: hidden files and `.gitignore`d ones
-/// left out, sorted.
-fn walk(cwd: &Path, path: Option<&str>) -> Vec<PathBuf> {
-    let root = path.map_or(cwd.to_path_buf(), |p| resolve(cwd, p));
-    if root.is_file() {
-        return vec![root];
-    }
-    // ripgrep's defaults, which Claude Code's tools run with: `.gitignore` counts inside a git
-    // repository only.
-    let mut files: Vec<PathBuf> = ignore::WalkBuilder::new(&root)
-        .build()
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_some_and(|t| t.is_file()))
-        .map(|e| e.into_path())
-        .collect();
-    files.sort();
-    files
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What the check's tool answers now.
+    fn now(check: &FileCheck, cwd: &Path) -> String {
+        observe(check, cwd, &AtomicBool::new(false))
+            .expect("observe")
+            .text
+    }
 
     /// The stream of the real Claude Code 2.1.197 calling Grep (content, files), Glob, Read and
     /// Grep (count) over a small project (`${PROJECT}` where it lived), against a scripted API.
@@ -558,12 +571,7 @@ mod tests {
         let checks = recorded(dir.path());
         assert_eq!(checks.len(), 5);
         for check in &checks {
-            assert_eq!(
-                observe(check, dir.path()).expect("observe"),
-                seen(check),
-                "{}",
-                describe(check)
-            );
+            assert_eq!(now(check, dir.path()), seen(check), "{}", describe(check));
         }
         assert_eq!(
             seen(&checks[0]),
@@ -586,7 +594,7 @@ mod tests {
         .expect("write");
         let differs: Vec<bool> = checks
             .iter()
-            .map(|c| observe(c, dir.path()).expect("observe") != seen(c))
+            .map(|c| now(c, dir.path()) != seen(c))
             .collect();
         // Grep content sees the new date; files/count/glob answers are the same; the Read of
         // lines 2-3 did not cover line 1.
@@ -600,7 +608,7 @@ mod tests {
         std::fs::write(dir.path().join("app/more.txt"), "due soon\n").expect("write");
         let differs: Vec<bool> = checks
             .iter()
-            .map(|c| observe(c, dir.path()).expect("observe") != seen(c))
+            .map(|c| now(c, dir.path()) != seen(c))
             .collect();
         assert_eq!(differs, vec![true, true, true, false, true]);
     }
@@ -615,12 +623,9 @@ mod tests {
             "output_mode": "content", "-n": true});
         let check = from_claude("Grep", &input, "2:due: 2026-12-31", None, false, dir.path())
             .expect("a check");
-        assert_eq!(observe(&check, dir.path()).expect("observe"), seen(&check));
+        assert_eq!(now(&check, dir.path()), seen(&check));
         std::fs::write(dir.path().join("notes.txt"), "due: 2027-01-15\n").expect("w");
-        assert_eq!(
-            observe(&check, dir.path()).expect("observe"),
-            "1:due: 2027-01-15"
-        );
+        assert_eq!(now(&check, dir.path()), "1:due: 2027-01-15");
     }
 
     #[test]
@@ -637,21 +642,127 @@ mod tests {
         let answer = "notes.txt:2\n\nFound 2 total occurrences across 1 file.";
         let check = from_claude("Grep", &input, answer, Some(&structured), false, dir.path())
             .expect("a check");
-        assert_eq!(observe(&check, dir.path()).expect("observe"), seen(&check));
+        assert_eq!(now(&check, dir.path()), seen(&check));
     }
 
     #[test]
-    fn hidden_and_ignored_files_are_not_searched() {
+    fn hidden_files_are_searched_but_not_vcs_folders_nor_gitignored_ones() {
         let dir = project();
         let checks = recorded(dir.path());
         std::fs::create_dir_all(dir.path().join(".git")).expect("a git repository");
-        std::fs::write(dir.path().join(".hidden.txt"), "due\n").expect("write");
+        std::fs::write(dir.path().join(".git/due.txt"), "due\n").expect("write");
         std::fs::write(dir.path().join(".gitignore"), "build/\n").expect("write");
         std::fs::create_dir_all(dir.path().join("build")).expect("mkdir");
         std::fs::write(dir.path().join("build/out.txt"), "due\n").expect("write");
-        for check in &checks {
-            assert_eq!(observe(check, dir.path()).expect("observe"), seen(check));
+        for check in checks
+            .iter()
+            .filter(|c| matches!(c, FileCheck::Grep { .. }))
+        {
+            assert_eq!(now(check, dir.path()), seen(check), "{}", describe(check));
         }
+        // Claude Code's Glob lists what is ignored and what is in .git (`--no-ignore --hidden`).
+        assert_eq!(
+            now(&checks[2], dir.path()),
+            ".git/due.txt\napp/settings.txt\nbuild/out.txt"
+        );
+        // The agent's Grep sees a hidden file: so does its replay.
+        std::fs::write(dir.path().join(".env"), "due KEY=k-123\n").expect("write");
+        assert_eq!(
+            now(&checks[0], dir.path()),
+            ".env:1:due KEY=k-123\napp/settings.txt:1:due 2026-12-31\nsub/conf.ini:2:# due date here"
+        );
+    }
+
+    fn grep(input: Value, cwd: &Path) -> FileCheck {
+        from_claude("Grep", &input, "", None, false, cwd).expect("a check")
+    }
+
+    #[test]
+    fn a_file_that_is_not_utf8_is_searched_and_a_comma_glob_is_two_globs() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("latin1.txt"), b"caf\xe9 key-123\n").expect("write");
+        std::fs::write(dir.path().join("a.md"), "key-123\n").expect("write");
+        std::fs::create_dir_all(dir.path().join("sub")).expect("mkdir");
+        std::fs::write(dir.path().join("sub/b.cfg"), "key-123\n").expect("write");
+        std::fs::write(dir.path().join("c.txt"), "key-123\n").expect("write");
+        let content = grep(
+            serde_json::json!({"pattern": "key-123", "output_mode": "content"}),
+            dir.path(),
+        );
+        assert_eq!(
+            now(&content, dir.path()),
+            "a.md:1:key-123\nc.txt:1:key-123\nlatin1.txt:1:caf\u{fffd} key-123\nsub/b.cfg:1:key-123"
+        );
+        let globbed = grep(
+            serde_json::json!({"pattern": "key-123", "glob": "*.md,*.cfg"}),
+            dir.path(),
+        );
+        assert_eq!(now(&globbed, dir.path()), "a.md\nsub/b.cfg");
+        let braces = grep(
+            serde_json::json!({"pattern": "key-123", "glob": "{*.md,*.txt} *.cfg"}),
+            dir.path(),
+        );
+        assert_eq!(
+            now(&braces, dir.path()),
+            "a.md\nc.txt\nlatin1.txt\nsub/b.cfg"
+        );
+    }
+
+    #[test]
+    fn a_read_of_a_file_with_a_final_newline_is_the_text_the_agent_got() {
+        // The real Claude Code 2.1.197 read "line1\nkey-123 two\n" as this structured content.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("notes.md");
+        std::fs::write(&file, "line1\r\nkey-123 two\n").expect("write");
+        let structured = serde_json::json!({"type": "text", "file": {"filePath": file,
+            "content": "line1\nkey-123 two\n", "numLines": 3, "startLine": 1, "totalLines": 3}});
+        let input = serde_json::json!({"file_path": file});
+        let check =
+            from_claude("Read", &input, "", Some(&structured), false, dir.path()).expect("a check");
+        assert_eq!(now(&check, dir.path()), seen(&check));
+        let tail = serde_json::json!({"file_path": file, "offset": 2, "limit": 5});
+        let structured = serde_json::json!({"type": "text", "file": {"content": "key-123 two\n"}});
+        let check =
+            from_claude("Read", &tail, "", Some(&structured), false, dir.path()).expect("a check");
+        assert_eq!(now(&check, dir.path()), seen(&check));
+    }
+
+    #[test]
+    fn a_read_target_that_became_a_fifo_a_device_or_huge_is_a_drift_at_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("notes.md");
+        std::fs::write(&file, "hello\n").expect("write");
+        let structured = serde_json::json!({"type": "text", "file": {"content": "hello\n"}});
+        let input = serde_json::json!({"file_path": file});
+        let check =
+            from_claude("Read", &input, "", Some(&structured), false, dir.path()).expect("a check");
+        let check = measured(check, dir.path());
+        assert_eq!(now(&check, dir.path()), "hello\n");
+        let grep = measured(
+            grep(serde_json::json!({"pattern": "hello"}), dir.path()),
+            dir.path(),
+        );
+        let cancel = AtomicBool::new(false);
+        let began = std::time::Instant::now();
+        std::fs::remove_file(&file).expect("rm");
+        nix::unistd::mkfifo(&file, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+        let fifo = observe(&check, dir.path(), &cancel).err().expect("a drift");
+        assert!(fifo.contains("a FIFO"), "{fifo}");
+        // rg leaves a FIFO it finds in a folder alone: the search finds nothing.
+        assert_eq!(observe(&grep, dir.path(), &cancel).expect("grep").text, "");
+        std::fs::remove_file(&file).expect("rm");
+        std::os::unix::fs::symlink("/dev/zero", &file).expect("symlink");
+        let zero = observe(&check, dir.path(), &cancel).err().expect("a drift");
+        assert!(zero.contains("a character device"), "{zero}");
+        std::fs::remove_file(&file).expect("rm");
+        std::fs::File::create(&file)
+            .and_then(|f| f.set_len(1536 << 20))
+            .expect("a sparse file of 1.5 GiB");
+        let huge = observe(&check, dir.path(), &cancel).err().expect("a drift");
+        assert!(huge.contains("over the"), "{huge}");
+        let huge = observe(&grep, dir.path(), &cancel).err().expect("a drift");
+        assert!(huge.contains("recorded size"), "{huge}");
+        assert!(began.elapsed() < std::time::Duration::from_secs(5));
     }
 
     #[test]

@@ -57,8 +57,9 @@ pub struct RecordedStep {
     pub actions: Vec<Action>,
 }
 
-/// A console tool the agent called (see docs/console.md). `list_sessions` and `list_logs` change nothing and
-/// their answers hold only volatile ids, so they are not recorded.
+/// A console tool the agent called (see docs/console.md). `list_sessions` changes nothing and its
+/// answer holds only volatile ids, so it is not recorded; `list_logs` tells the agent whether the
+/// harness's commands still run, which a pass may rest on ("the worker is up").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ConsoleTool {
@@ -67,6 +68,7 @@ pub enum ConsoleTool {
     ReadLog,
     WaitForLog,
     KillSession,
+    ListLogs,
 }
 
 impl ConsoleTool {
@@ -78,6 +80,7 @@ impl ConsoleTool {
             Self::ReadLog => "read_log",
             Self::WaitForLog => "wait_for_log",
             Self::KillSession => "kill_session",
+            Self::ListLogs => "list_logs",
         }
     }
 
@@ -89,6 +92,7 @@ impl ConsoleTool {
             "read_log" => Self::ReadLog,
             "wait_for_log" => Self::WaitForLog,
             "kill_session" => Self::KillSession,
+            "list_logs" => Self::ListLogs,
             _ => return None,
         })
     }
@@ -112,6 +116,11 @@ pub enum Action {
         /// The answer was an error (bad arguments, unknown session).
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
+        /// For `list_logs`: how long after the step's previous action began the agent asked
+        /// (ms). A replay asks no sooner: a worker that dies a second after "ready" was alive
+        /// when the agent looked, and is dead when the replay looks as late.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        after_ms: Option<u64>,
         /// Learned volatile tokens of the compared output (`[line, token]`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         volatile: Vec<Position>,
@@ -125,6 +134,10 @@ pub enum Action {
         exit_code: Option<i32>,
         /// stdout and stderr as the tool result showed them.
         output: String,
+        /// The timeout the agent's call asked for (Claude Code's Bash `timeout`), in ms; without
+        /// one, the tool's own default applies when replayed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        timeout_ms: Option<u64>,
         /// Learned volatile tokens of the output (`[line, token]`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         volatile: Vec<Position>,
@@ -196,6 +209,7 @@ impl Action {
                     ConsoleTool::ReadLog | ConsoleTool::WaitForLog => {
                         arguments["name"].as_str().map(str::to_string)
                     }
+                    ConsoleTool::ListLogs => None,
                 };
                 match detail {
                     Some(d) => format!("{} {d}", tool.name()),
@@ -450,6 +464,7 @@ mod tests {
                     cwd: "${BUGATTI_WORKDIR}".into(),
                     exit_code: Some(0),
                     output: (*o).to_string(),
+                    timeout_ms: None,
                     volatile: Vec::new(),
                 })
                 .collect(),

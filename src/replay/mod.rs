@@ -24,8 +24,11 @@
 //!   session's console), [`shell`] (the agent's own shell tool, as that tool ran it, in a
 //!   group and with a marker of the replay's own), [`files`] (Claude Code's `Read`, `Grep`,
 //!   `Glob`, run again over the files) and [`browser`] (Playwright MCP calls made again on the
-//!   session's browser by the supervisor's own client, elements found by [`browser_refs`]).
+//!   session's browser by the supervisor's own client, elements found by [`browser_refs`]);
+//! - [`rg`]: `Grep` and `Glob` as Claude Code runs them (ripgrep's crates, its arguments);
+//!   [`bounded`]: every file a replay reads, opened without blocking and bounded.
 
+pub mod bounded;
 pub mod browser;
 pub mod browser_refs;
 pub mod compare;
@@ -38,6 +41,7 @@ pub mod normalize;
 pub mod placeholders;
 pub mod record;
 pub mod replayer;
+pub mod rg;
 pub mod shell;
 pub mod store;
 pub mod verdict;

@@ -13,8 +13,8 @@ use super::placeholders::Placeholders;
 use super::replayer::compared_outputs;
 use crate::console::Answer;
 
-/// A console call as recorded; `None` for a tool that is not replayed (`list_sessions`,
-/// `list_logs`: they change nothing).
+/// A console call as recorded; `None` for a tool that is not replayed (`list_sessions`: it
+/// changes nothing and says nothing of the app).
 pub fn console_action(
     placeholders: &Placeholders,
     tool: &str,
@@ -28,6 +28,7 @@ pub fn console_action(
         output: placeholders.insert(&answer.text),
         exit_code: answer.exit_code,
         is_error: answer.is_error,
+        after_ms: None,
         volatile: Vec::new(),
     })
 }
@@ -45,8 +46,30 @@ pub fn shell_action(
         cwd: placeholders.insert(cwd),
         exit_code,
         output: placeholders.insert(output),
+        timeout_ms: None,
         volatile: Vec::new(),
     }
+}
+
+/// A `list_logs` call made `gap` after the step's previous action began (other actions keep
+/// none: they are compared whenever they run).
+pub fn set_after(action: &mut Action, gap: std::time::Duration) {
+    if let Action::Console {
+        tool: ConsoleTool::ListLogs,
+        after_ms,
+        ..
+    } = action
+    {
+        *after_ms = Some(u64::try_from(gap.as_millis()).unwrap_or(u64::MAX));
+    }
+}
+
+/// A shell action that ran under the timeout its call asked for (ms).
+pub fn with_timeout(mut action: Action, timeout: Option<u64>) -> Action {
+    if let Action::Shell { timeout_ms, .. } = &mut action {
+        *timeout_ms = timeout;
+    }
+    action
 }
 
 /// One of Claude Code's read-only file tools as recorded: the paths it names and what it saw
@@ -169,9 +192,9 @@ fn names_position(
 /// Whether a tool the agent used can be replayed; a step that used any other tool is not
 /// recorded (see docs/replay.md), and this says why for the report.
 pub fn unreplayable_tool(tool: &str) -> Option<String> {
-    let console = tool.strip_prefix("mcp__bugatti__").is_some_and(|t| {
-        ConsoleTool::from_name(t).is_some() || t == "list_sessions" || t == "list_logs"
-    });
+    let console = tool
+        .strip_prefix("mcp__bugatti__")
+        .is_some_and(|t| ConsoleTool::from_name(t).is_some() || t == "list_sessions");
     // The providers' shell tools: Claude Code's `Bash`, Codex's `command_execution`, pi's
     // `bash`; Claude Code's read-only file tools; the session browser's recorded tools.
     let known = console

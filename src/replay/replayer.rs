@@ -65,6 +65,7 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
         step.recorded_at,
     ));
     for (i, action) in step.actions.iter().enumerate() {
+        let began = Instant::now();
         let at = ActionAt {
             index: i,
             what: action.describe(),
@@ -78,12 +79,14 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
                 output,
                 exit_code,
                 is_error,
+                after_ms,
                 ..
             } => {
                 let recorded = super::console::Recorded {
                     output,
                     exit_code: *exit_code,
                     is_error: *is_error,
+                    after_ms: *after_ms,
                 };
                 super::console::replay(ctx, &mut state.sessions, &at, *tool, arguments, recorded)
                     .await
@@ -93,6 +96,7 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
                 cwd,
                 exit_code,
                 output,
+                timeout_ms,
                 ..
             } => {
                 let recorded = super::shell::Recorded {
@@ -100,10 +104,11 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
                     cwd,
                     exit_code: *exit_code,
                     output,
+                    timeout_ms: *timeout_ms,
                 };
                 super::shell::replay(ctx, &mut state.cwd, &at, recorded).await
             }
-            Action::File { check, .. } => replay_file(ctx, &at, check),
+            Action::File { check, .. } => replay_file(ctx, &at, check).await,
             Action::Browser {
                 tool,
                 arguments,
@@ -125,6 +130,7 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
         if let Err(fallback) = result {
             return Verdict::Fallback(fallback);
         }
+        state.sessions.previous_began = Some(began);
     }
     Verdict::Replayed {
         actions: step.actions.len(),
@@ -133,14 +139,35 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
     }
 }
 
-/// A file check run again over today's files (its paths filled with this session's values).
-fn replay_file(
+/// A file check run again over today's files (its paths filled with this session's values), off
+/// the runtime's threads and within the action timeout: a walk of a huge tree never holds the
+/// session (or its signals) up.
+async fn replay_file(
     ctx: &ReplayContext<'_>,
     at: &ActionAt<'_>,
     check: &super::files::FileCheck,
 ) -> Result<(), Fallback> {
     let filled = check.map_paths(|p| ctx.placeholders.fill(p));
-    let seen = super::files::observe(&filled, &ctx.agent_cwd).unwrap_or_else(|e| e);
+    let cwd = ctx.agent_cwd.clone();
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stop = cancel.clone();
+    let work = tokio::task::spawn_blocking(move || super::files::observe(&filled, &cwd, &cancel));
+    let seen = match tokio::time::timeout(ctx.action_timeout, work).await {
+        Ok(Ok(Ok(observed))) => observed.text,
+        Ok(Ok(Err(e))) => e,
+        Ok(Err(e)) => format!("the file check failed: {e}"),
+        Err(_) => {
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            return Err(Fallback::Failed {
+                action: at.index,
+                reason: format!(
+                    "{} still running after {}s",
+                    at.what,
+                    ctx.action_timeout.as_secs()
+                ),
+            });
+        }
+    };
     ctx.check(at, &super::files::seen(check), &seen)
 }
 

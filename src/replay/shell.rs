@@ -3,8 +3,12 @@
 //!
 //! Claude Code's Bash runs `bash` and keeps its working directory between calls, so a replay
 //! does too: one working directory carried through the step's shell actions (a recorded
-//! `cd sub && pwd` then `rm -f victim.txt` acts in `sub/`). Codex records the command line it
-//! ran (`/bin/bash -lc '…'`), which `sh -c` runs as written: the shell Codex used.
+//! `cd sub && pwd` then `rm -f victim.txt` acts in `sub/`), and, as Claude Code's, carried only
+//! past a command that succeeded (after a failing `cd sub && false` the next command runs where
+//! the failing one started). Codex records the command line it ran (`/bin/bash -lc '…'`), which
+//! `sh -c` runs as written: the shell Codex used. A command may run as long as the agent's
+//! tool let it: the timeout its call asked for, else the tool's default (Claude Code's Bash:
+//! 2 minutes).
 //!
 //! A replayed command runs in a process group of its own with a marker of its own (a fresh
 //! `BUGATTI_HARNESS_TAG`, not the agent's `BUGATTI_AGENT_RUN_ID`), so that ending what it left
@@ -39,7 +43,19 @@ impl AgentShell {
             Self::Sh
         }
     }
+
+    /// How long the agent's tool lets a command run when its call asks for no timeout: Claude
+    /// Code's Bash 2 minutes; for the others, `otherwise` (the replay's own limit).
+    pub fn default_timeout(self, otherwise: Duration) -> Duration {
+        match self {
+            Self::Bash => CLAUDE_BASH_TIMEOUT,
+            Self::Sh => otherwise,
+        }
+    }
 }
+
+/// Claude Code's Bash timeout when the call gives none.
+pub const CLAUDE_BASH_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// A shell action as recorded.
 pub(super) struct Recorded<'a> {
@@ -47,6 +63,8 @@ pub(super) struct Recorded<'a> {
     pub(super) cwd: &'a str,
     pub(super) exit_code: Option<i32>,
     pub(super) output: &'a str,
+    /// The timeout the call asked for (ms).
+    pub(super) timeout_ms: Option<u64>,
 }
 
 /// How long after a replayed command's exit its pipe is still read (a background job it
@@ -120,12 +138,16 @@ pub(super) async fn replay(
     let mut group =
         handle::start(launch).map_err(|e| failed(format!("cannot start {program}: {e}")))?;
     let mut bytes = Vec::new();
+    let timeout = recorded.timeout_ms.map_or(
+        ctx.shell.default_timeout(ctx.action_timeout),
+        Duration::from_millis,
+    );
     // A background job may hold the pipe: what it wrote shortly after the exit is the output.
     let end = read_to_exit(
         &mut group,
         BACKGROUND_DRAIN,
         |chunk| bytes.extend_from_slice(chunk),
-        tokio::time::sleep(ctx.action_timeout),
+        tokio::time::sleep(timeout),
     )
     .await;
     // Whatever it left running is killed now: nothing a replayed action started outlives it.
@@ -135,11 +157,12 @@ pub(super) async fn replay(
         Err(()) => {
             return Err(failed(format!(
                 "still running after {}s",
-                ctx.action_timeout.as_secs()
+                timeout.as_secs()
             )))
         }
     };
-    if let Some(file) = &cwd_file {
+    // Claude Code's Bash keeps the directory a command left only when the command succeeded.
+    if let Some(file) = cwd_file.as_ref().filter(|_| status.success()) {
         let left = std::fs::read_to_string(file.path()).unwrap_or_default();
         let left = left.trim_end_matches('\n');
         if !left.is_empty() && Path::new(left).is_dir() {

@@ -67,7 +67,7 @@ pub enum LoadError {
 pub const MAX_RECORDING_BYTES: u64 = 64 * 1024 * 1024;
 
 /// What kind of file `meta` describes, for a refusal.
-fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+pub(crate) fn file_kind(meta: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt;
     let t = meta.file_type();
     if t.is_fifo() {
@@ -331,6 +331,7 @@ mod tests {
                 cwd: "${BUGATTI_WORKDIR}".into(),
                 exit_code: Some(0),
                 output: String::new(),
+                timeout_ms: None,
                 volatile: Vec::new(),
             }],
         });

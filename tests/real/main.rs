@@ -23,6 +23,7 @@ mod codex_real;
 mod console_claude_real;
 mod contract_real;
 mod fault_supervisor_killed_claude_real;
+mod file_tools_conformance_claude_real;
 mod file_tools_replay_claude_real;
 mod pi_real;
 mod replay_claude_real;

@@ -288,6 +288,7 @@ async fn a_write_to_a_session_the_step_did_not_start_is_no_pass() {
         output: "Process exited with code 0\nOutput:\n".into(),
         exit_code: Some(0),
         is_error: false,
+        after_ms: None,
         volatile: Vec::new(),
     }]);
     let verdict = replay_step(&b.ctx(), &recorded).await;
@@ -327,4 +328,69 @@ async fn a_command_slower_than_its_recorded_wait_is_awaited() {
     assert!(d.diff.contains("-failed\n+done"), "{}", d.diff);
     a.finish().await;
     b.finish().await;
+}
+
+/// Claude Code's Bash keeps the directory a command left only when the command succeeded: after
+/// a failing `cd sub && …` the next command runs where the failing one started, and a replay
+/// that carried `sub/` on would delete a file in the wrong folder while its output matched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_cd_does_not_move_the_replayed_bash() {
+    let a = Session::new(41234);
+    let ws = std::path::Path::new(&a.workdir);
+    std::fs::create_dir_all(ws.join("sub")).expect("sub");
+    for file in ["victim.txt", "sub/victim.txt"] {
+        std::fs::write(ws.join(file), "x\n").expect("victim");
+    }
+    // As the agent's Bash ran them: the failing `cd` left it in the workspace.
+    let recorded = step(vec![
+        shell_action(&a.placeholders, "cd sub && false", &a.workdir, Some(1), ""),
+        shell_action(
+            &a.placeholders,
+            "rm -f victim.txt; echo removed",
+            &a.workdir,
+            Some(0),
+            "removed",
+        ),
+    ]);
+    let mut ctx = a.ctx();
+    ctx.shell = AgentShell::Bash;
+    let verdict = replay_step(&ctx, &recorded).await;
+    assert!(verdict.passed(), "{}", verdict.describe());
+    assert!(!ws.join("victim.txt").exists(), "the workspace's file went");
+    assert!(
+        ws.join("sub/victim.txt").exists(),
+        "the replay acted in sub/ after a failing cd"
+    );
+    a.finish().await;
+}
+
+/// A replayed command may run as long as the agent's own tool let it: the timeout its call
+/// asked for, else Claude Code's Bash default (2 minutes), not the replay's own limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_command_has_the_agents_own_timeout() {
+    let a = Session::new(41234);
+    let slow = shell_action(
+        &a.placeholders,
+        "sleep 1.5; echo done",
+        &a.workdir,
+        Some(0),
+        "done",
+    );
+    let asked = bugatti::replay::record::with_timeout(slow.clone(), Some(5_000));
+    let mut ctx = a.ctx();
+    ctx.action_timeout = Duration::from_millis(500);
+    ctx.shell = AgentShell::Bash;
+    for action in [slow, asked.clone()] {
+        let verdict = replay_step(&ctx, &step(vec![action])).await;
+        assert!(verdict.passed(), "{}", verdict.describe());
+    }
+    // A call that asked for less than the command now takes stops there.
+    let short = bugatti::replay::record::with_timeout(asked, Some(300));
+    let verdict = replay_step(&ctx, &step(vec![short])).await;
+    assert!(
+        matches!(verdict, Verdict::Fallback(Fallback::Failed { .. })),
+        "{}",
+        verdict.describe()
+    );
+    a.finish().await;
 }

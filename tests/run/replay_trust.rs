@@ -432,3 +432,48 @@ fn an_audit_sends_replayable_steps_to_the_agent_and_a_failure_deletes_the_record
         .expect("recording");
     assert!(!recording.contains("\"step\": 1"), "{recording}");
 }
+
+/// The console's `list_logs` is recorded and replayed, and looked at no sooner than the agent
+/// did: a worker that says "ready" and dies a second later was running when the agent looked
+/// (after its own thinking time) and must not pass by a replay that looks at once.
+#[test]
+fn a_worker_that_dies_after_it_is_ready_drifts_to_the_agent() {
+    let p = project();
+    let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "{config}\n[commands.worker]\nkind = \"long_lived\"\ncmd = \"sh worker.sh\"\nreadiness = {{ log = \"ready\" }}\n"
+        ),
+    );
+    p.write("worker.sh", "echo ready\nexec sleep 600\n");
+    p.write(
+        "worker.test.toml",
+        "[[steps]]\ninstruction = '''\nCheck the worker stays up once it is ready.\n\
+         mcp wait_for_log {\"name\": \"worker\", \"pattern\": \"ready\", \"from_offset\": 0, \"timeout_ms\": 10000}\n\
+         sleep 1.5\nmcp list_logs {}\nexpect worker: long_lived, running\n'''\n",
+    );
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let records = latest(&p);
+    assert_eq!(step(&records, "worker")["recorded"], true, "{records:#?}");
+    let text = std::fs::read_to_string(p.root().join("bugatti.replay/worker.replay.json"))
+        .expect("a recording");
+    assert!(text.contains("\"tool\": \"list_logs\""), "{text}");
+
+    // Unchanged: the step replays (looking at the logs as late as the agent did).
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let records = latest(&p);
+    assert_eq!(step(&records, "worker")["mode"], "replayed", "{console}");
+
+    // The worker now dies half a second after "ready". A replay that looked at once passed the
+    // step before the worker died; looking as late as the agent did, it sees the worker gone
+    // (and the session sees its command fail): the step does not pass.
+    p.write("worker.sh", "echo ready\nsleep 0.5\nexit 3\n");
+    let (code, console) = start(&p, &[]);
+    let records = latest(&p);
+    let worker = step(&records, "worker");
+    assert_ne!(code, Some(0), "{console}");
+    assert_ne!(worker["status"], "ok", "{worker:#}");
+}

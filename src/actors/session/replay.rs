@@ -367,6 +367,7 @@ impl SessionReplay {
                     shell.exit_code,
                     &self.placeholders.redact(&shell.output),
                 );
+                let action = crate::replay::record::with_timeout(action, shell.timeout_ms);
                 timed.push((Some(call.at), action));
             }
         }
@@ -392,6 +393,13 @@ impl SessionReplay {
         }
         // Stable: a console call and a shell call seen at the same instant keep their order.
         timed.sort_by_key(|(at, _)| *at);
+        // A look at the commands' states keeps how long after the previous action it came.
+        for i in 1..timed.len() {
+            if let (Some(now), Some(before)) = (timed[i].0, timed[i - 1].0) {
+                let gap = now.saturating_duration_since(before);
+                crate::replay::record::set_after(&mut timed[i].1, gap);
+            }
+        }
         let actions: Vec<Action> = timed.into_iter().map(|(_, a)| a).collect();
         if actions.is_empty() {
             return Err(
@@ -426,6 +434,8 @@ impl SessionReplay {
                 Path::new(&self.agent_cwd),
             )
             .map_err(|e| e.to_string())?;
+            // What it reads now bounds what a replay will read of it.
+            let check = crate::replay::files::measured(check, Path::new(&self.agent_cwd));
             return file_action(&self.placeholders, &check).map(Some);
         }
         let tool = browser_tool.unwrap_or_default();
