@@ -12,6 +12,8 @@
 //! - [`masks`]: the learned masks: timestamps, UUIDs, durations, hex values as candidates, a
 //!   difference only there a soft drift, the positions that varied while the agent passed
 //!   masked after; a value the instruction names never;
+//! - [`domains`]: what a learned position may be (a duration's range, a timestamp's offset
+//!   from the run's clock, an id's tie to another token) and the relations between timestamps;
 //! - [`cut`]: a large output cut for the replay as the provider cut it for the agent (Claude
 //!   Code's `<persisted-output>` preview);
 //! - [`compare`]: an expected and a seen output after normalisation, and the drift between them
@@ -31,6 +33,7 @@ pub mod browser_refs;
 pub mod compare;
 pub mod console;
 pub mod cut;
+pub mod domains;
 pub mod files;
 pub mod format;
 pub mod masks;

@@ -5,12 +5,13 @@
 //! The session's recorder (console calls from the console, shell calls from the provider's
 //! stream) is to build every action through here; [`super::replayer`] compares in the same form.
 
+use super::domains::{learn_domain, Learned, Seen};
 use super::format::RecordedStep;
 use super::format::{Action, ConsoleTool};
-use super::masks::{candidates, compare, named_in, MaskedDiff, Position, Rules};
+use super::masks::{candidates, compare, named_in, Kind, MaskedDiff, Position, Rules};
 use super::normalize::Normalizer;
 use super::placeholders::Placeholders;
-use super::replayer::compared_outputs;
+use super::replayer::{compared_outputs, relations_of};
 use crate::console::Answer;
 
 /// A console call as recorded; `None` for a tool that is not replayed (`list_sessions`,
@@ -103,11 +104,13 @@ pub struct Learning<'a> {
     pub window: (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>),
 }
 
-/// The volatile tokens a renewed recording keeps: for each new action that is the same call as
-/// the previous recording's action at its place, the positions learned before, those `soft`
-/// drift found, and those in which the previous recording and the agent's new pass differ as a
-/// soft drift would (only in candidate tokens, not a timestamp current in both, never a value the
-/// instruction names). Everything else stays exact.
+/// The volatile tokens a renewed recording keeps, each with its domain: for each new action that
+/// is the same call as the previous recording's action at its place, the positions learned
+/// before, those `soft` drift found, and those in which the previous recording and the agent's
+/// new pass differ as a soft drift would (only in candidate tokens, not a timestamp current in
+/// both, never a value the instruction names). Each keeps what both passes showed of it
+/// ([`super::domains::learn_domain`]); an id, the earlier token it equalled in both. A position
+/// whose bound cannot be told, and everything else, stays exact.
 pub fn learn(
     previous: &RecordedStep,
     new: &mut [Action],
@@ -115,55 +118,146 @@ pub fn learn(
     normalizer: &Normalizer,
     learning: &Learning<'_>,
 ) {
-    let previous = &previous.actions[..];
     let instruction = learning.instruction;
-    let old_texts = compared_outputs(previous);
-    let new_texts = compared_outputs(new);
+    let texts = |actions: &[Action]| -> Vec<Option<String>> {
+        compared_outputs(actions)
+            .into_iter()
+            .map(|t| t.map(|t| normalizer.normalize_with(&t, instruction)))
+            .collect()
+    };
+    let (old_texts, new_texts) = (texts(&previous.actions), texts(new));
+    let old_tokens = all_tokens(&old_texts);
+    let new_tokens = all_tokens(&new_texts);
     for (i, action) in new.iter_mut().enumerate() {
-        let Some(old) = previous.get(i).filter(|old| old.same_input(action)) else {
+        let Some(old) = previous.actions.get(i).filter(|old| old.same_input(action)) else {
             continue;
         };
-        let mut positions: Vec<Position> = old.volatile().to_vec();
-        positions.extend(soft.iter().filter(|(a, _)| *a == i).map(|(_, p)| *p));
-        if let (Some(Some(a)), Some(Some(b))) = (old_texts.get(i), new_texts.get(i)) {
-            let a = normalizer.normalize_with(a, instruction);
-            let b = normalizer.normalize_with(b, instruction);
-            // What a replay would have called a soft drift: a timestamp current in both passes
-            // is not learned (a clock that later sticks is still caught).
-            let rules = Rules {
-                volatile: &[],
-                instruction,
-                recorded: learning.previous_window,
-                now: learning.window,
-            };
-            if let MaskedDiff::Soft(varied) = compare(&a, &b, &rules) {
-                positions.extend(varied);
-            }
+        let (Some(Some(a)), Some(Some(b))) = (old_texts.get(i), new_texts.get(i)) else {
+            continue;
+        };
+        let mut positions: Vec<Position> = old.volatile().iter().map(|l| l.at).collect();
+        positions.extend(soft.iter().filter(|(x, _)| *x == i).map(|(_, p)| *p));
+        // What a replay would have called a soft drift: a timestamp current in both passes
+        // is not learned (a clock that later sticks is still caught).
+        let rules = Rules::plain(instruction, learning.previous_window, learning.window);
+        if let MaskedDiff::Soft(varied) = compare(a, b, &rules) {
+            positions.extend(varied);
         }
-        // A learned position never covers a value the instruction names, whatever taught it.
-        positions.retain(|p| !names_position(&new_texts, i, *p, instruction, normalizer));
-        action.set_volatile(positions);
+        positions.sort();
+        positions.dedup();
+        let learned = positions
+            .into_iter()
+            .filter_map(|p| {
+                let (ka, va) = kind_and_value(a, p)?;
+                let (kb, vb) = kind_and_value(b, p)?;
+                // A learned position never covers a value the instruction names, whatever
+                // taught it.
+                if ka != kb || named_in(instruction, va) || named_in(instruction, vb) {
+                    return None;
+                }
+                let before = old.volatile().iter().find(|l| l.at == p);
+                let mut domain = learn_domain(
+                    ka,
+                    before.and_then(|l| l.domain.as_ref()),
+                    &Seen {
+                        value: va,
+                        window: learning.previous_window,
+                    },
+                    &Seen {
+                        value: vb,
+                        window: Some(learning.window),
+                    },
+                )?;
+                if matches!(ka, Kind::Uuid | Kind::Hex) {
+                    let had = before.and_then(|l| l.domain.as_ref());
+                    domain.tie = tie(had, (i, p), &old_tokens, &new_tokens);
+                }
+                Some(Learned {
+                    at: p,
+                    domain: Some(domain),
+                })
+            })
+            .collect();
+        action.set_volatile(learned);
     }
 }
 
-/// The token at `p` of action `i`'s compared output is a value the instruction names.
-fn names_position(
-    texts: &[Option<String>],
-    i: usize,
-    p: Position,
-    instruction: &str,
+/// The relations a renewed recording keeps: those of the agent's new pass, less (for an action
+/// that is the same call as before) those that did not hold in the previous recording's.
+pub fn relations(
+    previous: Option<&RecordedStep>,
+    new: &[Action],
     normalizer: &Normalizer,
-) -> bool {
-    let Some(Some(text)) = texts.get(i) else {
-        return false;
+    instruction: &str,
+) -> Vec<super::domains::Relation> {
+    let now = relations_of(new, normalizer, instruction);
+    let Some(previous) = previous else {
+        return now;
     };
-    let text = normalizer.normalize_with(text, instruction);
-    let Some(line) = text.split('\n').nth(p.line) else {
-        return false;
+    let before = match &previous.relations {
+        Some(r) => r.clone(),
+        None => relations_of(&previous.actions, normalizer, instruction),
     };
+    let same = |i: usize| matches!((previous.actions.get(i), new.get(i)), (Some(a), Some(b)) if a.same_input(b));
+    let (kept, fresh): (Vec<_>, Vec<_>) = now.into_iter().partition(|r| same(r.action));
+    let mut out = super::domains::intersect(&before, &kept);
+    out.extend(fresh);
+    out.sort_by_key(|r| (r.action, r.a, r.b));
+    out
+}
+
+/// A token in a step's outputs: (action, position), kind, value.
+type Placed<'a> = ((usize, Position), Kind, &'a str);
+
+/// Every candidate token of the step's outputs, in reading order.
+fn all_tokens(texts: &[Option<String>]) -> Vec<Placed<'_>> {
+    let mut out = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let Some(text) = text else { continue };
+        for (line, l) in text.split('\n').enumerate() {
+            for (token, t) in candidates(l).iter().enumerate() {
+                out.push(((i, Position { line, token }), t.kind, &l[t.start..t.end]));
+            }
+        }
+    }
+    out
+}
+
+fn value_at<'a>(tokens: &[Placed<'a>], p: (usize, Position)) -> Option<(Kind, &'a str)> {
+    tokens
+        .iter()
+        .find(|(q, _, _)| *q == p)
+        .map(|(_, k, v)| (*k, *v))
+}
+
+fn kind_and_value(text: &str, p: Position) -> Option<(Kind, &str)> {
+    let line = text.split('\n').nth(p.line)?;
     candidates(line)
         .get(p.token)
-        .is_some_and(|t| named_in(instruction, &line[t.start..t.end]))
+        .map(|t| (t.kind, &line[t.start..t.end]))
+}
+
+/// The earlier token id `at` equalled in both passes (and, when it was learned before, the one
+/// it was tied to then, if that still holds; an id learned untied stays untied).
+fn tie(
+    had: Option<&super::domains::Domain>,
+    at: (usize, Position),
+    old: &[Placed<'_>],
+    new: &[Placed<'_>],
+) -> Option<(usize, usize, usize)> {
+    let value = value_at;
+    let (here_old, here_new) = (value(old, at)?, value(new, at)?);
+    let equal_in_both =
+        |q: (usize, Position)| value(old, q) == Some(here_old) && value(new, q) == Some(here_new);
+    if let Some(d) = had {
+        let (a, line, token) = d.tie?;
+        return equal_in_both((a, Position { line, token })).then_some((a, line, token));
+    }
+    new.iter()
+        .take_while(|(q, _, _)| *q != at)
+        .map(|(q, _, _)| *q)
+        .find(|q| equal_in_both(*q))
+        .map(|(a, p)| (a, p.line, p.token))
 }
 
 /// Whether a tool the agent used can be replayed; a step that used any other tool is not
