@@ -86,7 +86,10 @@ struct Apps {
 }
 
 fn write_apps(p: &Project, a: &Apps) {
-    p.write("app/latency.sh", &format!("echo 'latency {}'", a.latency_ms));
+    p.write(
+        "app/latency.sh",
+        &format!("echo 'latency {}'", a.latency_ms),
+    );
     p.write("app/user.sh", &format!("echo 'created user={}'", a.user));
     p.write("app/owner.sh", &format!("echo 'order 7 owner={}'", a.owner));
     p.write(
@@ -95,7 +98,10 @@ fn write_apps(p: &Project, a: &Apps) {
     );
     p.write(
         "app/snapshot.sh",
-        &format!("echo \"snapshot $(date -u -d '{}' +%Y-%m-%dT%H:%M:%SZ)\"", a.snapshot),
+        &format!(
+            "echo \"snapshot $(date -u -d '{}' +%Y-%m-%dT%H:%M:%SZ)\"",
+            a.snapshot
+        ),
     );
     p.write(
         "app/token.sh",
@@ -234,7 +240,10 @@ fn a_learned_value_passes_only_inside_what_was_seen_and_with_its_ties_and_relati
         .into_iter()
         .filter(|name| records[*name]["status"] != "error")
         .collect();
-    assert!(passed.is_empty(), "passed a broken app: {passed:?}\n{records:#?}");
+    assert!(
+        passed.is_empty(),
+        "passed a broken app: {passed:?}\n{records:#?}"
+    );
     for name in NAMES {
         let s = &records[name];
         assert_eq!(s["mode"], "agent", "{name} replayed a broken app: {s}");
@@ -261,7 +270,11 @@ fn a_learned_value_passes_only_inside_what_was_seen_and_with_its_ties_and_relati
     assert_eq!(s["mode"], "agent", "{s}");
     assert_eq!(s["status"], "error", "{s}");
     for name in ["latency", "owner", "copy", "token"] {
-        assert_eq!(records[name]["mode"], "replayed", "{name}: {}", records[name]);
+        assert_eq!(
+            records[name]["mode"], "replayed",
+            "{name}: {}",
+            records[name]
+        );
     }
 }
 
