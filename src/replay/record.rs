@@ -295,6 +295,110 @@ mod tests {
         assert!(unreplayable_tool("WebSearch").is_some());
     }
 
+    fn shell(command: &str, output: &str) -> Action {
+        shell_action(&Placeholders::new([], []), command, "/w", Some(0), output)
+    }
+
+    fn pass(actions: Vec<Action>) -> RecordedStep {
+        RecordedStep {
+            step: 1,
+            provenance: "t#1".into(),
+            instruction_hash: "h".into(),
+            provider: "command".into(),
+            recorded_at: "2026-11-24T12:01:00Z".parse().expect("ts"),
+            run_started_at: Some("2026-11-24T12:00:00Z".parse().expect("ts")),
+            cost_usd: None,
+            actions,
+            relations: None,
+        }
+    }
+
+    fn learning(instruction: &str) -> Learning<'_> {
+        Learning {
+            instruction,
+            previous_window: Some((
+                "2026-11-24T12:00:00Z".parse().expect("ts"),
+                "2026-11-24T12:01:00Z".parse().expect("ts"),
+            )),
+            window: (
+                "2026-11-25T12:00:00Z".parse().expect("ts"),
+                "2026-11-25T12:01:00Z".parse().expect("ts"),
+            ),
+        }
+    }
+
+    #[test]
+    fn what_two_passes_teach_is_bounded_and_tied() {
+        let user = |n: u32| format!("user {n:08x}-3d4e-4f50-8a61-7b8c9d0e1f23");
+        let owner = |n: u32| format!("owner {n:08x}-3d4e-4f50-8a61-7b8c9d0e1f23 took {n}0ms");
+        let before = pass(vec![
+            shell("create", &user(1)),
+            shell("show", &owner(1)),
+            shell("snap", "snapshot 2026-11-24T11:00:00Z"),
+        ]);
+        let mut after = vec![
+            shell("create", &user(2)),
+            shell("show", &owner(2)),
+            shell("snap", "snapshot 2026-11-25T10:00:00Z"),
+        ];
+        learn(
+            &before,
+            &mut after,
+            &[],
+            &Normalizer::generic(),
+            &learning("Check it."),
+        );
+        let domain = |a: usize, token: usize| {
+            after[a]
+                .volatile()
+                .iter()
+                .find(|l| l.at == Position { line: 0, token })
+                .and_then(|l| l.domain.clone())
+        };
+        // The user's id is the first: untied. The owner's is tied to it.
+        assert_eq!(domain(0, 0).map(|d| d.tie), Some(None));
+        assert_eq!(domain(1, 0).and_then(|d| d.tie), Some((0, 0, 0)));
+        assert_eq!(domain(1, 1).and_then(|d| d.range), Some((0.01, 0.02)));
+        // An hour old, then two hours old (each as a whole second).
+        assert_eq!(domain(2, 0).and_then(|d| d.range), Some((-7199.0, -3599.0)));
+        // A pass in which the owner was not the user unties it for good.
+        let mut third = vec![
+            shell("create", &user(3)),
+            shell("show", &owner(4)),
+            shell("snap", "snapshot 2026-11-25T10:00:00Z"),
+        ];
+        learn(
+            &pass(after.clone()),
+            &mut third,
+            &[],
+            &Normalizer::generic(),
+            &learning("Check it."),
+        );
+        let owner_domain = third[1].volatile()[0].domain.clone();
+        assert_eq!(owner_domain.and_then(|d| d.tie), None);
+    }
+
+    #[test]
+    fn relations_keep_what_held_in_every_pass() {
+        let n = Normalizer::generic();
+        let out = |m: u32| format!("created 2026-11-24T12:00:00Z\nupdated 2026-11-24T12:0{m}:00Z");
+        let first = pass(vec![shell("show", &out(5))]);
+        let now = relations(None, &first.actions, &n, "");
+        assert_eq!(now.len(), 1);
+        assert_eq!(now[0].diff, Some(300.0));
+        let mut renewed = first.clone();
+        renewed.relations = Some(now);
+        let kept = relations(Some(&renewed), &[shell("show", &out(7))], &n, "");
+        assert_eq!(kept.len(), 1);
+        assert_eq!(
+            kept[0].diff, None,
+            "the difference changed: only the order is kept"
+        );
+        // Another command: its relations are its own.
+        let other = relations(Some(&renewed), &[shell("other", &out(7))], &n, "");
+        assert_eq!(other[0].diff, Some(420.0));
+    }
+
     #[test]
     fn a_console_call_is_recorded_without_the_sessions_values() {
         let p = Placeholders::new(
