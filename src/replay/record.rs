@@ -206,6 +206,33 @@ pub fn relations(
     out
 }
 
+/// After a replay of `step`: a learned position in `varied` (action, position) starts its count
+/// of quiet replays again, the others count one more, and one quiet for
+/// [`super::domains::EXPIRES_AFTER`] replays is dropped (exact again). True when a count changed.
+pub fn age(step: &mut RecordedStep, varied: &[(usize, Position)]) -> bool {
+    let mut changed = false;
+    for (i, action) in step.actions.iter_mut().enumerate() {
+        let mut learned = action.volatile().to_vec();
+        for l in &mut learned {
+            let Some(d) = &mut l.domain else { continue };
+            let quiet = if varied.contains(&(i, l.at)) {
+                0
+            } else {
+                d.quiet.saturating_add(1)
+            };
+            changed |= quiet != d.quiet;
+            d.quiet = quiet;
+        }
+        learned.retain(|l| {
+            l.domain
+                .as_ref()
+                .is_none_or(|d| d.quiet < super::domains::EXPIRES_AFTER)
+        });
+        action.set_volatile(learned);
+    }
+    changed
+}
+
 /// A token in a step's outputs: (action, position), kind, value.
 type Placed<'a> = ((usize, Position), Kind, &'a str);
 
@@ -376,6 +403,46 @@ mod tests {
         );
         let owner_domain = third[1].volatile()[0].domain.clone();
         assert_eq!(owner_domain.and_then(|d| d.tie), None);
+    }
+
+    #[test]
+    fn a_position_quiet_for_30_replays_is_exact_again() {
+        let mut step = pass(vec![shell("a", "took 12ms"), shell("b", "took 15ms")]);
+        let p = Position { line: 0, token: 0 };
+        let domain = crate::replay::domains::Domain {
+            kind: Kind::Duration,
+            range: Some((0.012, 0.02)),
+            tie: None,
+            quiet: 0,
+        };
+        for a in &mut step.actions {
+            a.set_volatile(vec![Learned {
+                at: p,
+                domain: Some(domain.clone()),
+            }]);
+        }
+        // Action 0 varies every replay; action 1 never does.
+        for n in 1..crate::replay::domains::EXPIRES_AFTER {
+            assert!(age(&mut step, &[(0, p)]));
+            assert_eq!(
+                step.actions[1].volatile()[0]
+                    .domain
+                    .as_ref()
+                    .map(|d| d.quiet),
+                Some(n)
+            );
+        }
+        assert!(age(&mut step, &[(0, p)]));
+        assert!(step.actions[1].volatile().is_empty(), "expired");
+        assert_eq!(
+            step.actions[0].volatile()[0]
+                .domain
+                .as_ref()
+                .map(|d| d.quiet),
+            Some(0)
+        );
+        // Nothing to count: nothing to write.
+        assert!(!age(&mut step, &[(0, p)]));
     }
 
     #[test]

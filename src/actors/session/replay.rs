@@ -273,26 +273,7 @@ impl SessionReplay {
         let Some(recorded) = recording.steps.iter_mut().find(|s| s.step == step) else {
             return;
         };
-        let mut changed = false;
-        for (i, action) in recorded.actions.iter_mut().enumerate() {
-            let mut learned = action.volatile().to_vec();
-            for l in &mut learned {
-                let Some(d) = &mut l.domain else { continue };
-                let quiet = if varied.contains(&(i, l.at)) {
-                    0
-                } else {
-                    d.quiet.saturating_add(1)
-                };
-                changed |= quiet != d.quiet;
-                d.quiet = quiet;
-            }
-            learned.retain(|l| {
-                l.domain
-                    .as_ref()
-                    .is_none_or(|d| d.quiet < crate::replay::domains::EXPIRES_AFTER)
-            });
-            action.set_volatile(learned);
-        }
+        let changed = crate::replay::record::age(recorded, varied);
         if changed {
             if let Err(e) = store::save(&self.path, recording) {
                 tracing::warn!("replay: could not write {}: {e}", self.path.display());
