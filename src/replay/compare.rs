@@ -28,9 +28,22 @@ pub fn compare_output(
     expected: &str,
     seen: &str,
 ) -> Checked {
+    compare_output_noting(normalizer, rules, action, what, expected, seen).0
+}
+
+/// [`compare_output`], and the learned positions that varied inside their domains.
+pub fn compare_output_noting(
+    normalizer: &Normalizer,
+    rules: &Rules<'_>,
+    action: usize,
+    what: &str,
+    expected: &str,
+    seen: &str,
+) -> (Checked, Vec<Position>) {
     let expected = normalizer.normalize_with(expected, rules.instruction);
     let seen = normalizer.normalize_with(seen, rules.instruction);
-    match masks::compare(&expected, &seen, rules) {
+    let (diff, varied) = masks::check(&expected, &seen, rules);
+    let checked = match diff {
         MaskedDiff::Same => Checked::Same,
         MaskedDiff::Soft(positions) => {
             let mut d = drift(action, what, "output", &expected, &seen);
@@ -38,7 +51,8 @@ pub fn compare_output(
             Checked::Soft(d, positions)
         }
         MaskedDiff::Hard => Checked::Hard(drift(action, what, "output", &expected, &seen)),
-    }
+    };
+    (checked, varied)
 }
 
 /// A drift of two texts already normalised (or plain values: exit codes).
@@ -86,15 +100,14 @@ pub fn cut(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::domains::Learned;
     use crate::replay::normalize::Volatile;
 
-    fn rules(volatile: &[Position]) -> Rules<'_> {
+    fn rules(volatile: &[Learned]) -> Rules<'_> {
         let now = chrono::Utc::now();
         Rules {
             volatile,
-            instruction: "",
-            recorded: Some((now, now)),
-            now: (now, now),
+            ..Rules::plain("", Some((now, now)), (now, now))
         }
     }
 
@@ -121,7 +134,15 @@ mod tests {
             matches!(&soft, Checked::Soft(d, p) if d.soft && p == &[Position { line: 0, token: 0 }]),
             "{soft:?}"
         );
-        let learned = [Position { line: 0, token: 0 }];
+        let learned = [Learned {
+            at: Position { line: 0, token: 0 },
+            domain: Some(crate::replay::domains::Domain {
+                kind: crate::replay::masks::Kind::Duration,
+                range: Some((0.003, 0.003)),
+                tie: None,
+                quiet: 0,
+            }),
+        }];
         assert_eq!(
             compare_output(&n, &rules(&learned), 0, "x", "in 3ms", "in 4ms"),
             Checked::Same

@@ -6,8 +6,8 @@
 //! output is one changed line in review.
 
 use super::browser_refs::ElementPath;
+use super::domains::{Learned, Relation};
 use super::files::FileCheck;
-use super::masks::Position;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
@@ -17,7 +17,11 @@ use std::io;
 /// timestamp, UUID, duration and hex value up front: its steps are read but not replayed (a miss
 /// that says so), and the agent's next pass records them in version 2, with learned masks.
 /// Version 3 added the `file` and `browser` kinds of action; its other steps are version 2's.
-pub const SCHEMA_VERSION: u32 = 3;
+/// Version 4 gives each learned position its domain (`[line, token, {domain}]`) and each step
+/// its timestamps' `relations`; a position of an older version (`[line, token]`) masks nothing
+/// until the agent passes it again, and a step without `relations` has them read from its
+/// recorded outputs.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// The first version whose masks are learned: older steps are not replayed.
 pub const LEARNED_MASKS_SINCE: u32 = 2;
@@ -55,6 +59,10 @@ pub struct RecordedStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_usd: Option<f64>,
     pub actions: Vec<Action>,
+    /// The relations between timestamps of one output that held in every pass the agent made
+    /// (see [`crate::replay::domains`]); `None` in an older recording: read from its outputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relations: Option<Vec<Relation>>,
 }
 
 /// A console tool the agent called (see docs/console.md). `list_sessions` changes nothing and its
@@ -121,9 +129,9 @@ pub enum Action {
         /// when the agent looked, and is dead when the replay looks as late.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         after_ms: Option<u64>,
-        /// Learned volatile tokens of the compared output (`[line, token]`).
+        /// Learned volatile tokens of the compared output (`[line, token, {domain}]`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        volatile: Vec<Position>,
+        volatile: Vec<Learned>,
     },
     /// The provider's own shell tool (Claude Code `Bash`, Codex `command_execution`).
     Shell {
@@ -138,17 +146,17 @@ pub enum Action {
         /// one, the tool's own default applies when replayed.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_ms: Option<u64>,
-        /// Learned volatile tokens of the output (`[line, token]`).
+        /// Learned volatile tokens of the output (`[line, token, {domain}]`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        volatile: Vec<Position>,
+        volatile: Vec<Learned>,
     },
     /// One of Claude Code's read-only file tools (`Read`, `Grep`, `Glob`), as a check run again.
     File {
         /// What was asked and what the agent saw (paths with placeholders).
         check: FileCheck,
-        /// Learned volatile tokens of the compared text (`[line, token]`).
+        /// Learned volatile tokens of the compared text (`[line, token, {domain}]`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        volatile: Vec<Position>,
+        volatile: Vec<Learned>,
     },
     /// A Playwright MCP tool the agent called on the session's browser (see docs/replay.md).
     Browser {
@@ -165,9 +173,9 @@ pub enum Action {
         /// The answer was an error.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
-        /// Learned volatile tokens of the compared output (`[line, token]`).
+        /// Learned volatile tokens of the compared output (`[line, token, {domain}]`).
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        volatile: Vec<Position>,
+        volatile: Vec<Learned>,
     },
 }
 
@@ -245,7 +253,7 @@ impl Action {
     }
 
     /// The learned volatile tokens of its output.
-    pub fn volatile(&self) -> &[Position] {
+    pub fn volatile(&self) -> &[Learned] {
         match self {
             Self::Console { volatile, .. }
             | Self::Shell { volatile, .. }
@@ -255,9 +263,9 @@ impl Action {
     }
 
     /// Sets the learned volatile tokens (sorted, no repeats: a stable line in review).
-    pub fn set_volatile(&mut self, mut positions: Vec<Position>) {
-        positions.sort();
-        positions.dedup();
+    pub fn set_volatile(&mut self, mut positions: Vec<Learned>) {
+        positions.sort_by_key(|l| l.at);
+        positions.dedup_by_key(|l| l.at);
         match self {
             Self::Console { volatile, .. }
             | Self::Shell { volatile, .. }
@@ -457,6 +465,7 @@ mod tests {
             recorded_at: "2026-11-24T12:00:00Z".parse().expect("timestamp"),
             run_started_at: None,
             cost_usd: Some(0.0125),
+            relations: None,
             actions: outputs
                 .iter()
                 .map(|o| Action::Shell {

@@ -15,11 +15,15 @@ use regex::Regex;
 use serde::{Deserialize, Serialize};
 use std::sync::LazyLock;
 
+use super::domains::admits;
+pub use super::domains::{Learned, Relation};
+
 /// How far outside a run's start–end window a timestamp still counts as "current".
 pub const CURRENT_SLACK: chrono::Duration = chrono::Duration::minutes(10);
 
 /// What kind of value a candidate token looks like.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Kind {
     Timestamp,
     Uuid,
@@ -118,17 +122,45 @@ pub fn candidates(line: &str) -> Vec<Token> {
     tokens
 }
 
-/// What a replay knows when it compares: the positions learned for this output, the step's
-/// instruction, and the windows in which a timestamp counts as current.
+/// What a replay knows when it compares: the positions learned for this output (each with its
+/// domain), the step's instruction, the windows in which a timestamp counts as current, and what
+/// ties and relations need (the step's earlier outputs as seen now, this output's relations).
 #[derive(Debug, Clone, Copy)]
 pub struct Rules<'a> {
-    pub volatile: &'a [Position],
+    pub volatile: &'a [Learned],
     /// The instruction as sent: a value appearing in it is never passed over.
     pub instruction: &'a str,
     /// When the recording's run ran (start, end); `None` for a recording that does not say.
     pub recorded: Option<(DateTime<Utc>, DateTime<Utc>)>,
     /// When this replay runs (its session's start, now).
     pub now: (DateTime<Utc>, DateTime<Utc>),
+    /// This output's action in its step.
+    pub action: usize,
+    /// The step's earlier outputs as seen now (normalised; `None` where not compared): a learned
+    /// id tied to one of their tokens must still equal it.
+    pub earlier: &'a [Option<String>],
+    /// The relations between the step's timestamps that held in every pass (those of other
+    /// actions are left alone).
+    pub relations: &'a [Relation],
+}
+
+impl<'a> Rules<'a> {
+    /// Rules with nothing learned and no relations, for output `action` of a step.
+    pub fn plain(
+        instruction: &'a str,
+        recorded: Option<(DateTime<Utc>, DateTime<Utc>)>,
+        now: (DateTime<Utc>, DateTime<Utc>),
+    ) -> Self {
+        Self {
+            volatile: &[],
+            instruction,
+            recorded,
+            now,
+            action: 0,
+            earlier: &[],
+            relations: &[],
+        }
+    }
 }
 
 /// How two normalised outputs compare.
@@ -136,7 +168,8 @@ pub struct Rules<'a> {
 pub enum MaskedDiff {
     /// Equal, or different only where a mask allows.
     Same,
-    /// Different only inside candidate tokens not learned yet: these positions.
+    /// Different only inside candidate tokens not learned yet (or outside their learned domain,
+    /// or breaking a relation or a tie): these positions.
     Soft(Vec<Position>),
     /// Different elsewhere (or in a value the instruction names).
     Hard,
@@ -144,30 +177,85 @@ pub enum MaskedDiff {
 
 /// Compares `expected` (the recording's) with `seen` (the replay's) under `rules`.
 pub fn compare(expected: &str, seen: &str, rules: &Rules<'_>) -> MaskedDiff {
-    if expected == seen {
-        return MaskedDiff::Same;
-    }
-    let Some(differing) = differing_tokens(expected, seen) else {
-        return MaskedDiff::Hard;
-    };
+    check(expected, seen, rules).0
+}
+
+/// [`compare`], and the learned positions whose value differed from the recording's inside
+/// their domain (what "seen varying" means for their expiry).
+pub fn check(expected: &str, seen: &str, rules: &Rules<'_>) -> (MaskedDiff, Vec<Position>) {
     let mut soft = Vec::new();
-    for d in differing {
-        if named_in(rules.instruction, d.expected) || named_in(rules.instruction, d.seen) {
-            return MaskedDiff::Hard;
+    let mut varied = Vec::new();
+    if expected != seen {
+        let Some(differing) = differing_tokens(expected, seen) else {
+            return (MaskedDiff::Hard, varied);
+        };
+        for d in differing {
+            if named_in(rules.instruction, d.expected)
+                || named_in(rules.instruction, d.seen)
+                || !pins_agree(rules.instruction, d.expected, d.seen)
+            {
+                return (MaskedDiff::Hard, Vec::new());
+            }
+            let domain = rules
+                .volatile
+                .iter()
+                .find(|l| l.at == d.position)
+                .and_then(|l| l.domain.as_ref());
+            if domain.is_some_and(|dom| admits(dom, d.kind, d.expected, d.seen, rules.now)) {
+                varied.push(d.position);
+                continue;
+            }
+            if d.kind == Kind::Timestamp && both_current(d.expected, d.seen, rules) {
+                continue;
+            }
+            soft.push(d.position);
         }
-        if rules.volatile.contains(&d.position) {
-            continue;
+        // The timestamps' order and differences, checked whether or not anything was learned:
+        // two current timestamps still have to keep theirs.
+        for r in rules.relations.iter().filter(|r| r.action == rules.action) {
+            let holds = match (token_at(seen, r.a), token_at(seen, r.b)) {
+                (Some(a), Some(b)) => super::domains::holds(r, a, b),
+                _ => false,
+            };
+            if !holds {
+                soft.extend([r.a, r.b]);
+            }
         }
-        if d.kind == Kind::Timestamp && both_current(d.expected, d.seen, rules) {
-            continue;
-        }
-        soft.push(d.position);
     }
+    // A tied id must equal its token as seen now, even where it did not change itself (the
+    // user id changed and the owner id did not: broken).
+    for l in rules.volatile {
+        let Some((action, line, token)) = l.domain.as_ref().and_then(|d| d.tie) else {
+            continue;
+        };
+        let there = Position { line, token };
+        let other = if action == rules.action {
+            token_at(seen, there)
+        } else {
+            rules
+                .earlier
+                .get(action)
+                .and_then(Option::as_deref)
+                .and_then(|text| token_at(text, there))
+        };
+        let here = token_at(seen, l.at);
+        if here.is_none() || here != other {
+            soft.push(l.at);
+        }
+    }
+    soft.sort();
+    soft.dedup();
     if soft.is_empty() {
-        MaskedDiff::Same
+        (MaskedDiff::Same, varied)
     } else {
-        MaskedDiff::Soft(soft)
+        (MaskedDiff::Soft(soft), Vec::new())
     }
+}
+
+/// The text of the candidate token at `p` of `text`.
+pub fn token_at(text: &str, p: Position) -> Option<&str> {
+    let line = text.split('\n').nth(p.line)?;
+    candidates(line).get(p.token).map(|t| &line[t.start..t.end])
 }
 
 /// The positions at which two observations of one output differ inside candidate tokens, when
@@ -178,7 +266,11 @@ pub fn varied(a: &str, b: &str, instruction: &str) -> Option<Vec<Position>> {
     Some(
         differing
             .into_iter()
-            .filter(|d| !named_in(instruction, d.expected) && !named_in(instruction, d.seen))
+            .filter(|d| {
+                !named_in(instruction, d.expected)
+                    && !named_in(instruction, d.seen)
+                    && pins_agree(instruction, d.expected, d.seen)
+            })
             .map(|d| d.position)
             .collect(),
     )
@@ -241,6 +333,60 @@ pub fn named_in(text: &str, value: &str) -> bool {
     })
 }
 
+/// The values an instruction names that may sit inside a longer token: each of its candidate
+/// tokens, and each word holding a digit that is at least four characters long or has a
+/// separator in it (`2026-12-31`, `09:00`, `v1.2`, `0xdeadbeef`; not the `10` of "part 10",
+/// which would pin every tenth minute).
+fn instruction_values(instruction: &str) -> Vec<&str> {
+    static WORD: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r"[0-9A-Za-z]*[0-9][0-9A-Za-z]*(?:[-:./][0-9A-Za-z]+)*")
+            .unwrap_or_else(|e| panic!("built-in pattern: {e}"))
+    });
+    let mut values: Vec<&str> = candidates(instruction)
+        .iter()
+        .map(|t| &instruction[t.start..t.end])
+        .chain(WORD.find_iter(instruction).map(|m| m.as_str()))
+        .filter(|v| v.len() >= 4 || v.contains(['-', ':', '.', '/']))
+        .collect();
+    values.sort_unstable();
+    values.dedup();
+    values
+}
+
+/// The spans of `text` (a token, or a match of an `ignore` regex) that are a value the
+/// instruction names: whole, or bounded by a separator (`2026-12-31` in
+/// `2026-12-31T09:00:00.04Z`; `T` and `Z` next to a digit count as separators).
+pub fn pinned(text: &str, instruction: &str) -> Vec<(usize, usize)> {
+    let sep = |c: Option<char>, inner: Option<char>| match c {
+        None => true,
+        Some(c) => {
+            !c.is_alphanumeric()
+                || (matches!(c, 'T' | 'Z') && inner.is_some_and(|i| i.is_ascii_digit()))
+        }
+    };
+    let mut spans = Vec::new();
+    for value in instruction_values(instruction) {
+        for (at, _) in text.match_indices(value) {
+            let end = at + value.len();
+            if sep(text[..at].chars().next_back(), value.chars().next())
+                && sep(text[end..].chars().next(), value.chars().next_back())
+            {
+                spans.push((at, end));
+            }
+        }
+    }
+    spans.sort_unstable();
+    spans
+}
+
+/// Two tokens agree on every part of either that the instruction names.
+fn pins_agree(instruction: &str, a: &str, b: &str) -> bool {
+    pinned(a, instruction)
+        .into_iter()
+        .chain(pinned(b, instruction))
+        .all(|(s, e)| matches!((a.get(s..e), b.get(s..e)), (Some(x), Some(y)) if x == y))
+}
+
 /// Both values are timestamps current in their own run.
 fn both_current(expected: &str, seen: &str, rules: &Rules<'_>) -> bool {
     let Some(recorded) = rules.recorded else {
@@ -285,12 +431,33 @@ mod tests {
         s.parse().expect("timestamp")
     }
 
-    fn rules<'a>(volatile: &'a [Position], instruction: &'a str) -> Rules<'a> {
+    fn rules<'a>(volatile: &'a [Learned], instruction: &'a str) -> Rules<'a> {
         Rules {
             volatile,
-            instruction,
-            recorded: Some((at("2026-11-24T12:00:00Z"), at("2026-11-24T12:01:00Z"))),
-            now: (at("2026-11-25T09:00:00Z"), at("2026-11-25T09:00:30Z")),
+            ..Rules::plain(
+                instruction,
+                Some((at("2026-11-24T12:00:00Z"), at("2026-11-24T12:01:00Z"))),
+                (at("2026-11-25T09:00:00Z"), at("2026-11-25T09:00:30Z")),
+            )
+        }
+    }
+
+    /// `p` learned as a duration seen from 1 ms to 100 s, or as a timestamp seen at any offset
+    /// up to ten years.
+    fn wide(p: Position, kind: Kind) -> Learned {
+        let range = match kind {
+            Kind::Duration => Some((0.001, 100.0)),
+            Kind::Timestamp => Some((-3e8, 3e8)),
+            _ => None,
+        };
+        Learned {
+            at: p,
+            domain: Some(super::super::domains::Domain {
+                kind,
+                range,
+                tie: None,
+                quiet: 0,
+            }),
         }
     }
 
@@ -319,9 +486,12 @@ mod tests {
         let (a, b) = ("req 1f\ntook 12ms", "req 1f\ntook 40ms");
         let p = Position { line: 1, token: 0 };
         assert_eq!(compare(a, b, &rules(&[], "")), MaskedDiff::Soft(vec![p]));
-        assert_eq!(compare(a, b, &rules(&[p], "")), MaskedDiff::Same);
+        assert_eq!(
+            compare(a, b, &rules(&[wide(p, Kind::Duration)], "")),
+            MaskedDiff::Same
+        );
         // A learned position on another line masks nothing here.
-        let other = Position { line: 0, token: 0 };
+        let other = wide(Position { line: 0, token: 0 }, Kind::Duration);
         assert_eq!(
             compare(a, b, &rules(&[other], "")),
             MaskedDiff::Soft(vec![p])
@@ -343,17 +513,155 @@ mod tests {
 
     #[test]
     fn a_value_named_in_the_instruction_is_never_passed_over() {
-        let p = [Position { line: 0, token: 0 }];
+        let p = [wide(Position { line: 0, token: 0 }, Kind::Timestamp)];
         let r = rules(&p, "Check the due date is 2026-12-31.");
         assert_eq!(
             compare("due 2026-12-31", "due 2027-01-15", &r),
             MaskedDiff::Hard
         );
-        let r = rules(&p, "Check timeout=5s.");
+        // Inside a longer token too: the date part is exact, the rest may vary as learned.
+        assert_eq!(
+            compare(
+                "due 2026-12-31T09:00:00.04Z",
+                "due 2027-01-15T09:00:00.04Z",
+                &r
+            ),
+            MaskedDiff::Hard
+        );
+        assert_eq!(
+            compare(
+                "due 2026-12-31T09:00:00.04Z",
+                "due 2026-12-31T11:30:00Z",
+                &r
+            ),
+            MaskedDiff::Same
+        );
+        assert_eq!(
+            varied(
+                "due 2026-12-31T09:00:00Z",
+                "due 2027-01-15T09:00:00Z",
+                "Check the due date is 2026-12-31."
+            ),
+            Some(vec![])
+        );
+        let d = [wide(Position { line: 0, token: 0 }, Kind::Duration)];
+        let r = rules(&d, "Check timeout=5s.");
         assert_eq!(compare("timeout=5s", "timeout=0s", &r), MaskedDiff::Hard);
         assert_eq!(
             varied("timeout=5s", "timeout=0s", "Check timeout=5s."),
             Some(vec![])
+        );
+    }
+
+    #[test]
+    fn what_an_instruction_pins_inside_a_token() {
+        let i = "Check the due date is 2026-12-31, part 10, at 09:00.";
+        assert_eq!(pinned("2026-12-31T09:00:00.04Z", i), [(0, 10), (11, 16)]);
+        // `10` is too short to pin inside a token; a date elsewhere is not the named one.
+        assert!(pinned("2026-11-10T10:10:10Z", i).is_empty());
+        assert!(pinned("x2026-12-31", i).is_empty());
+    }
+
+    #[test]
+    fn a_learned_value_outside_its_domain_is_soft() {
+        let p = Position { line: 0, token: 0 };
+        let d = [Learned {
+            at: p,
+            domain: Some(super::super::domains::Domain {
+                kind: Kind::Duration,
+                range: Some((0.012, 0.04)),
+                tie: None,
+                quiet: 0,
+            }),
+        }];
+        assert_eq!(
+            check("took 12ms", "took 30ms", &rules(&d, "")),
+            (MaskedDiff::Same, vec![p])
+        );
+        assert_eq!(
+            compare("took 12ms", "took 4.5s", &rules(&d, "")),
+            MaskedDiff::Soft(vec![p])
+        );
+        // A position learned by an older supervisor (no domain) masks nothing.
+        let bare = [Learned {
+            at: p,
+            domain: None,
+        }];
+        assert_eq!(
+            compare("took 12ms", "took 30ms", &rules(&bare, "")),
+            MaskedDiff::Soft(vec![p])
+        );
+    }
+
+    #[test]
+    fn a_tied_id_must_equal_its_token() {
+        let owner = Position { line: 0, token: 0 };
+        let tied = [Learned {
+            at: owner,
+            domain: Some(super::super::domains::Domain {
+                kind: Kind::Uuid,
+                range: None,
+                tie: Some((0, 0, 0)),
+                quiet: 0,
+            }),
+        }];
+        let user = "user 6f1c2b9a-3d4e-4f50-8a61-7b8c9d0e1f23".to_string();
+        let earlier = [Some(user)];
+        let r = Rules {
+            action: 1,
+            earlier: &earlier,
+            ..rules(&tied, "")
+        };
+        let recorded = "owner 11111111-3d4e-4f50-8a61-7b8c9d0e1f23";
+        assert_eq!(
+            compare(recorded, "owner 6f1c2b9a-3d4e-4f50-8a61-7b8c9d0e1f23", &r),
+            MaskedDiff::Same
+        );
+        assert_eq!(
+            compare(recorded, "owner 00000000-3d4e-4f50-8a61-7b8c9d0e1f23", &r),
+            MaskedDiff::Soft(vec![owner])
+        );
+        // Unchanged itself, but its user changed: broken too.
+        let earlier = [Some(
+            "user 22222222-3d4e-4f50-8a61-7b8c9d0e1f23".to_string(),
+        )];
+        let r = Rules {
+            earlier: &earlier,
+            ..r
+        };
+        assert_eq!(
+            compare(recorded, recorded, &r),
+            MaskedDiff::Soft(vec![owner])
+        );
+    }
+
+    #[test]
+    fn two_current_timestamps_keep_their_relation() {
+        let recorded = "issued 2026-11-24T12:00:10Z expires 2026-11-24T12:05:10Z";
+        let relations = super::super::domains::relations_in(0, recorded);
+        let r = Rules {
+            relations: &relations,
+            ..rules(&[], "")
+        };
+        assert_eq!(
+            compare(
+                recorded,
+                "issued 2026-11-25T09:00:10Z expires 2026-11-25T09:05:10Z",
+                &r
+            ),
+            MaskedDiff::Same
+        );
+        let (a, b) = (
+            Position { line: 0, token: 0 },
+            Position { line: 0, token: 1 },
+        );
+        assert_eq!(
+            compare(
+                recorded,
+                "issued 2026-11-25T09:00:10Z expires 2026-11-25T09:00:10Z",
+                &r
+            ),
+            MaskedDiff::Soft(vec![a, b])
         );
     }
 

@@ -12,6 +12,10 @@
 //! - [`masks`]: the learned masks: timestamps, UUIDs, durations, hex values as candidates, a
 //!   difference only there a soft drift, the positions that varied while the agent passed
 //!   masked after; a value the instruction names never;
+//! - [`domains`]: what a learned position may be (a duration's range, a timestamp's offset
+//!   from the run's clock, an id's tie to another token) and the relations between timestamps;
+//! - [`facts`]: the checked form in which an agent states the facts its pass rested on, and
+//!   their evaluation on a replay's outputs (not asked of the agent yet);
 //! - [`cut`]: a large output cut for the replay as the provider cut it for the agent (Claude
 //!   Code's `<persisted-output>` preview);
 //! - [`compare`]: an expected and a seen output after normalisation, and the drift between them
@@ -34,6 +38,8 @@ pub mod browser_refs;
 pub mod compare;
 pub mod console;
 pub mod cut;
+pub mod domains;
+pub mod facts;
 pub mod files;
 pub mod format;
 pub mod masks;

@@ -158,11 +158,24 @@ impl Normalizer {
             }
         }
         for re in &self.ignore {
-            found.extend(
-                re.find_iter(text)
-                    .filter(|m| !m.is_empty() && !super::masks::named_in(instruction, m.as_str()))
-                    .map(|m| (m.start(), m.end(), "ignored")),
-            );
+            for m in re.find_iter(text) {
+                if m.is_empty() || super::masks::named_in(instruction, m.as_str()) {
+                    continue;
+                }
+                // A value the instruction names stays exact inside what `ignore` matched
+                // (`2026-12-31` of a whole timestamp ignored): only the rest is masked.
+                let mut at = m.start();
+                for (s, e) in super::masks::pinned(m.as_str(), instruction) {
+                    let (s, e) = (m.start() + s, m.start() + e);
+                    if s > at {
+                        found.push((at, s, "ignored"));
+                    }
+                    at = at.max(e);
+                }
+                if m.end() > at {
+                    found.push((at, m.end(), "ignored"));
+                }
+            }
         }
         found.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
         let mut spans = Vec::with_capacity(found.len());
@@ -232,6 +245,19 @@ mod tests {
         assert_eq!(
             n.normalize_with("order #991", "check order #991 exists"),
             "order #991"
+        );
+        // Nor the part of one that the instruction names.
+        let wide = Normalizer::new([], &[r"\d{4}-\d{2}-\d{2}T[0-9:.]+Z".to_string()]).expect("ok");
+        assert_eq!(
+            wide.normalize_with(
+                "due 2026-12-31T09:00:00.04Z",
+                "Check the due date is 2026-12-31."
+            ),
+            "due 2026-12-31⟨ignored⟩"
+        );
+        assert_eq!(
+            wide.normalize_with("due 2026-12-31T09:00:00.04Z", "Check it."),
+            "due ⟨ignored⟩"
         );
     }
 

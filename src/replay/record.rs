@@ -5,12 +5,13 @@
 //! The session's recorder (console calls from the console, shell calls from the provider's
 //! stream) is to build every action through here; [`super::replayer`] compares in the same form.
 
+use super::domains::{learn_domain, Learned, Seen};
 use super::format::RecordedStep;
 use super::format::{Action, ConsoleTool};
-use super::masks::{candidates, compare, named_in, MaskedDiff, Position, Rules};
+use super::masks::{candidates, compare, named_in, Kind, MaskedDiff, Position, Rules};
 use super::normalize::Normalizer;
 use super::placeholders::Placeholders;
-use super::replayer::compared_outputs;
+use super::replayer::{compared_outputs, relations_of};
 use crate::console::Answer;
 
 /// A console call as recorded; `None` for a tool that is not replayed (`list_sessions`: it
@@ -126,11 +127,13 @@ pub struct Learning<'a> {
     pub window: (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>),
 }
 
-/// The volatile tokens a renewed recording keeps: for each new action that is the same call as
-/// the previous recording's action at its place, the positions learned before, those `soft`
-/// drift found, and those in which the previous recording and the agent's new pass differ as a
-/// soft drift would (only in candidate tokens, not a timestamp current in both, never a value the
-/// instruction names). Everything else stays exact.
+/// The volatile tokens a renewed recording keeps, each with its domain: for each new action that
+/// is the same call as the previous recording's action at its place, the positions learned
+/// before, those `soft` drift found, and those in which the previous recording and the agent's
+/// new pass differ as a soft drift would (only in candidate tokens, not a timestamp current in
+/// both, never a value the instruction names). Each keeps what both passes showed of it
+/// ([`super::domains::learn_domain`]); an id, the earlier token it equalled in both. A position
+/// whose bound cannot be told, and everything else, stays exact.
 pub fn learn(
     previous: &RecordedStep,
     new: &mut [Action],
@@ -138,55 +141,173 @@ pub fn learn(
     normalizer: &Normalizer,
     learning: &Learning<'_>,
 ) {
-    let previous = &previous.actions[..];
     let instruction = learning.instruction;
-    let old_texts = compared_outputs(previous);
-    let new_texts = compared_outputs(new);
+    let texts = |actions: &[Action]| -> Vec<Option<String>> {
+        compared_outputs(actions)
+            .into_iter()
+            .map(|t| t.map(|t| normalizer.normalize_with(&t, instruction)))
+            .collect()
+    };
+    let (old_texts, new_texts) = (texts(&previous.actions), texts(new));
+    let old_tokens = all_tokens(&old_texts);
+    let new_tokens = all_tokens(&new_texts);
     for (i, action) in new.iter_mut().enumerate() {
-        let Some(old) = previous.get(i).filter(|old| old.same_input(action)) else {
+        let Some(old) = previous.actions.get(i).filter(|old| old.same_input(action)) else {
             continue;
         };
-        let mut positions: Vec<Position> = old.volatile().to_vec();
-        positions.extend(soft.iter().filter(|(a, _)| *a == i).map(|(_, p)| *p));
-        if let (Some(Some(a)), Some(Some(b))) = (old_texts.get(i), new_texts.get(i)) {
-            let a = normalizer.normalize_with(a, instruction);
-            let b = normalizer.normalize_with(b, instruction);
-            // What a replay would have called a soft drift: a timestamp current in both passes
-            // is not learned (a clock that later sticks is still caught).
-            let rules = Rules {
-                volatile: &[],
-                instruction,
-                recorded: learning.previous_window,
-                now: learning.window,
-            };
-            if let MaskedDiff::Soft(varied) = compare(&a, &b, &rules) {
-                positions.extend(varied);
-            }
+        let (Some(Some(a)), Some(Some(b))) = (old_texts.get(i), new_texts.get(i)) else {
+            continue;
+        };
+        let mut positions: Vec<Position> = old.volatile().iter().map(|l| l.at).collect();
+        positions.extend(soft.iter().filter(|(x, _)| *x == i).map(|(_, p)| *p));
+        // What a replay would have called a soft drift: a timestamp current in both passes
+        // is not learned (a clock that later sticks is still caught).
+        let rules = Rules::plain(instruction, learning.previous_window, learning.window);
+        if let MaskedDiff::Soft(varied) = compare(a, b, &rules) {
+            positions.extend(varied);
         }
-        // A learned position never covers a value the instruction names, whatever taught it.
-        positions.retain(|p| !names_position(&new_texts, i, *p, instruction, normalizer));
-        action.set_volatile(positions);
+        positions.sort();
+        positions.dedup();
+        let learned = positions
+            .into_iter()
+            .filter_map(|p| {
+                let (ka, va) = kind_and_value(a, p)?;
+                let (kb, vb) = kind_and_value(b, p)?;
+                // A learned position never covers a value the instruction names, whatever
+                // taught it.
+                if ka != kb || named_in(instruction, va) || named_in(instruction, vb) {
+                    return None;
+                }
+                let before = old.volatile().iter().find(|l| l.at == p);
+                let mut domain = learn_domain(
+                    ka,
+                    before.and_then(|l| l.domain.as_ref()),
+                    &Seen {
+                        value: va,
+                        window: learning.previous_window,
+                    },
+                    &Seen {
+                        value: vb,
+                        window: Some(learning.window),
+                    },
+                )?;
+                if matches!(ka, Kind::Uuid | Kind::Hex) {
+                    let had = before.and_then(|l| l.domain.as_ref());
+                    domain.tie = tie(had, (i, p), &old_tokens, &new_tokens);
+                }
+                Some(Learned {
+                    at: p,
+                    domain: Some(domain),
+                })
+            })
+            .collect();
+        action.set_volatile(learned);
     }
 }
 
-/// The token at `p` of action `i`'s compared output is a value the instruction names.
-fn names_position(
-    texts: &[Option<String>],
-    i: usize,
-    p: Position,
-    instruction: &str,
+/// The relations a renewed recording keeps: those of the agent's new pass, less (for an action
+/// that is the same call as before) those that did not hold in the previous recording's.
+pub fn relations(
+    previous: Option<&RecordedStep>,
+    new: &[Action],
     normalizer: &Normalizer,
-) -> bool {
-    let Some(Some(text)) = texts.get(i) else {
-        return false;
+    instruction: &str,
+) -> Vec<super::domains::Relation> {
+    let now = relations_of(new, normalizer, instruction);
+    let Some(previous) = previous else {
+        return now;
     };
-    let text = normalizer.normalize_with(text, instruction);
-    let Some(line) = text.split('\n').nth(p.line) else {
-        return false;
+    let before = match &previous.relations {
+        Some(r) => r.clone(),
+        None => relations_of(&previous.actions, normalizer, instruction),
     };
+    let same = |i: usize| matches!((previous.actions.get(i), new.get(i)), (Some(a), Some(b)) if a.same_input(b));
+    let (kept, fresh): (Vec<_>, Vec<_>) = now.into_iter().partition(|r| same(r.action));
+    let mut out = super::domains::intersect(&before, &kept);
+    out.extend(fresh);
+    out.sort_by_key(|r| (r.action, r.a, r.b));
+    out
+}
+
+/// After a replay of `step`: a learned position in `varied` (action, position) starts its count
+/// of quiet replays again, the others count one more, and one quiet for
+/// [`super::domains::EXPIRES_AFTER`] replays is dropped (exact again). True when a count changed.
+pub fn age(step: &mut RecordedStep, varied: &[(usize, Position)]) -> bool {
+    let mut changed = false;
+    for (i, action) in step.actions.iter_mut().enumerate() {
+        let mut learned = action.volatile().to_vec();
+        for l in &mut learned {
+            let Some(d) = &mut l.domain else { continue };
+            let quiet = if varied.contains(&(i, l.at)) {
+                0
+            } else {
+                d.quiet.saturating_add(1)
+            };
+            changed |= quiet != d.quiet;
+            d.quiet = quiet;
+        }
+        learned.retain(|l| {
+            l.domain
+                .as_ref()
+                .is_none_or(|d| d.quiet < super::domains::EXPIRES_AFTER)
+        });
+        action.set_volatile(learned);
+    }
+    changed
+}
+
+/// A token in a step's outputs: (action, position), kind, value.
+type Placed<'a> = ((usize, Position), Kind, &'a str);
+
+/// Every candidate token of the step's outputs, in reading order.
+fn all_tokens(texts: &[Option<String>]) -> Vec<Placed<'_>> {
+    let mut out = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        let Some(text) = text else { continue };
+        for (line, l) in text.split('\n').enumerate() {
+            for (token, t) in candidates(l).iter().enumerate() {
+                out.push(((i, Position { line, token }), t.kind, &l[t.start..t.end]));
+            }
+        }
+    }
+    out
+}
+
+fn value_at<'a>(tokens: &[Placed<'a>], p: (usize, Position)) -> Option<(Kind, &'a str)> {
+    tokens
+        .iter()
+        .find(|(q, _, _)| *q == p)
+        .map(|(_, k, v)| (*k, *v))
+}
+
+fn kind_and_value(text: &str, p: Position) -> Option<(Kind, &str)> {
+    let line = text.split('\n').nth(p.line)?;
     candidates(line)
         .get(p.token)
-        .is_some_and(|t| named_in(instruction, &line[t.start..t.end]))
+        .map(|t| (t.kind, &line[t.start..t.end]))
+}
+
+/// The earlier token id `at` equalled in both passes (and, when it was learned before, the one
+/// it was tied to then, if that still holds; an id learned untied stays untied).
+fn tie(
+    had: Option<&super::domains::Domain>,
+    at: (usize, Position),
+    old: &[Placed<'_>],
+    new: &[Placed<'_>],
+) -> Option<(usize, usize, usize)> {
+    let value = value_at;
+    let (here_old, here_new) = (value(old, at)?, value(new, at)?);
+    let equal_in_both =
+        |q: (usize, Position)| value(old, q) == Some(here_old) && value(new, q) == Some(here_new);
+    if let Some(d) = had {
+        let (a, line, token) = d.tie?;
+        return equal_in_both((a, Position { line, token })).then_some((a, line, token));
+    }
+    new.iter()
+        .take_while(|(q, _, _)| *q != at)
+        .map(|(q, _, _)| *q)
+        .find(|q| equal_in_both(*q))
+        .map(|(a, p)| (a, p.line, p.token))
 }
 
 /// Whether a tool the agent used can be replayed; a step that used any other tool is not
@@ -222,6 +343,150 @@ mod tests {
         assert!(unreplayable_tool("Write").is_some());
         assert!(unreplayable_tool("NotebookEdit").is_some());
         assert!(unreplayable_tool("WebSearch").is_some());
+    }
+
+    fn shell(command: &str, output: &str) -> Action {
+        shell_action(&Placeholders::new([], []), command, "/w", Some(0), output)
+    }
+
+    fn pass(actions: Vec<Action>) -> RecordedStep {
+        RecordedStep {
+            step: 1,
+            provenance: "t#1".into(),
+            instruction_hash: "h".into(),
+            provider: "command".into(),
+            recorded_at: "2026-11-24T12:01:00Z".parse().expect("ts"),
+            run_started_at: Some("2026-11-24T12:00:00Z".parse().expect("ts")),
+            cost_usd: None,
+            actions,
+            relations: None,
+        }
+    }
+
+    fn learning(instruction: &str) -> Learning<'_> {
+        Learning {
+            instruction,
+            previous_window: Some((
+                "2026-11-24T12:00:00Z".parse().expect("ts"),
+                "2026-11-24T12:01:00Z".parse().expect("ts"),
+            )),
+            window: (
+                "2026-11-25T12:00:00Z".parse().expect("ts"),
+                "2026-11-25T12:01:00Z".parse().expect("ts"),
+            ),
+        }
+    }
+
+    #[test]
+    fn what_two_passes_teach_is_bounded_and_tied() {
+        let user = |n: u32| format!("user {n:08x}-3d4e-4f50-8a61-7b8c9d0e1f23");
+        let owner = |n: u32| format!("owner {n:08x}-3d4e-4f50-8a61-7b8c9d0e1f23 took {n}0ms");
+        let before = pass(vec![
+            shell("create", &user(1)),
+            shell("show", &owner(1)),
+            shell("snap", "snapshot 2026-11-24T11:00:00Z"),
+        ]);
+        let mut after = vec![
+            shell("create", &user(2)),
+            shell("show", &owner(2)),
+            shell("snap", "snapshot 2026-11-25T10:00:00Z"),
+        ];
+        learn(
+            &before,
+            &mut after,
+            &[],
+            &Normalizer::generic(),
+            &learning("Check it."),
+        );
+        let domain = |a: usize, token: usize| {
+            after[a]
+                .volatile()
+                .iter()
+                .find(|l| l.at == Position { line: 0, token })
+                .and_then(|l| l.domain.clone())
+        };
+        // The user's id is the first: untied. The owner's is tied to it.
+        assert_eq!(domain(0, 0).map(|d| d.tie), Some(None));
+        assert_eq!(domain(1, 0).and_then(|d| d.tie), Some((0, 0, 0)));
+        assert_eq!(domain(1, 1).and_then(|d| d.range), Some((0.01, 0.02)));
+        // An hour old, then two hours old (each as a whole second).
+        assert_eq!(domain(2, 0).and_then(|d| d.range), Some((-7199.0, -3599.0)));
+        // A pass in which the owner was not the user unties it for good.
+        let mut third = vec![
+            shell("create", &user(3)),
+            shell("show", &owner(4)),
+            shell("snap", "snapshot 2026-11-25T10:00:00Z"),
+        ];
+        learn(
+            &pass(after.clone()),
+            &mut third,
+            &[],
+            &Normalizer::generic(),
+            &learning("Check it."),
+        );
+        let owner_domain = third[1].volatile()[0].domain.clone();
+        assert_eq!(owner_domain.and_then(|d| d.tie), None);
+    }
+
+    #[test]
+    fn a_position_quiet_for_30_replays_is_exact_again() {
+        let mut step = pass(vec![shell("a", "took 12ms"), shell("b", "took 15ms")]);
+        let p = Position { line: 0, token: 0 };
+        let domain = crate::replay::domains::Domain {
+            kind: Kind::Duration,
+            range: Some((0.012, 0.02)),
+            tie: None,
+            quiet: 0,
+        };
+        for a in &mut step.actions {
+            a.set_volatile(vec![Learned {
+                at: p,
+                domain: Some(domain.clone()),
+            }]);
+        }
+        // Action 0 varies every replay; action 1 never does.
+        for n in 1..crate::replay::domains::EXPIRES_AFTER {
+            assert!(age(&mut step, &[(0, p)]));
+            assert_eq!(
+                step.actions[1].volatile()[0]
+                    .domain
+                    .as_ref()
+                    .map(|d| d.quiet),
+                Some(n)
+            );
+        }
+        assert!(age(&mut step, &[(0, p)]));
+        assert!(step.actions[1].volatile().is_empty(), "expired");
+        assert_eq!(
+            step.actions[0].volatile()[0]
+                .domain
+                .as_ref()
+                .map(|d| d.quiet),
+            Some(0)
+        );
+        // Nothing to count: nothing to write.
+        assert!(!age(&mut step, &[(0, p)]));
+    }
+
+    #[test]
+    fn relations_keep_what_held_in_every_pass() {
+        let n = Normalizer::generic();
+        let out = |m: u32| format!("created 2026-11-24T12:00:00Z\nupdated 2026-11-24T12:0{m}:00Z");
+        let first = pass(vec![shell("show", &out(5))]);
+        let now = relations(None, &first.actions, &n, "");
+        assert_eq!(now.len(), 1);
+        assert_eq!(now[0].diff, Some(300.0));
+        let mut renewed = first.clone();
+        renewed.relations = Some(now);
+        let kept = relations(Some(&renewed), &[shell("show", &out(7))], &n, "");
+        assert_eq!(kept.len(), 1);
+        assert_eq!(
+            kept[0].diff, None,
+            "the difference changed: only the order is kept"
+        );
+        // Another command: its relations are its own.
+        let other = relations(Some(&renewed), &[shell("other", &out(7))], &n, "");
+        assert_eq!(other[0].diff, Some(420.0));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 //! drift (soft when only unlearned candidate tokens differ).
 
 use super::compare::Checked;
+use super::domains::{Learned, Relation};
 use super::format::{Action, RecordedStep};
 use super::masks::{Position, Rules};
 use super::normalize::Normalizer;
@@ -18,6 +19,7 @@ use super::verdict::{Fallback, Verdict};
 use crate::console::Console;
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 /// What a replay needs from its session.
@@ -56,6 +58,14 @@ pub(super) struct StepState {
     pub(super) cwd: Option<PathBuf>,
 }
 
+/// What the step's outputs were seen to be so far (for ties between them), and which learned
+/// positions varied (for their expiry).
+#[derive(Default)]
+pub(super) struct StepSeen {
+    outputs: Vec<Option<String>>,
+    varied: Vec<(usize, Position)>,
+}
+
 /// Replays `step`: [`Verdict::Replayed`] only when every action ran and matched.
 pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdict {
     let started = Instant::now();
@@ -64,6 +74,16 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
         step.run_started_at.unwrap_or(step.recorded_at),
         step.recorded_at,
     ));
+    // An older recording says nothing of its relations: those its outputs show are checked.
+    let derived;
+    let relations: &[Relation] = match &step.relations {
+        Some(r) => r,
+        None => {
+            derived = relations_of(&step.actions, ctx.normalizer, &ctx.instruction);
+            &derived
+        }
+    };
+    let seen = Mutex::new(StepSeen::default());
     for (i, action) in step.actions.iter().enumerate() {
         let began = Instant::now();
         let at = ActionAt {
@@ -71,6 +91,8 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
             what: action.describe(),
             recorded,
             volatile: action.volatile(),
+            relations,
+            seen: &seen,
         };
         let result = match action {
             Action::Console {
@@ -132,11 +154,29 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
         }
         state.sessions.previous_began = Some(began);
     }
+    let varied = seen.into_inner().map(|s| s.varied).unwrap_or_default();
     Verdict::Replayed {
         actions: step.actions.len(),
         took: started.elapsed(),
         cost_saved_usd: step.cost_usd,
+        varied,
     }
+}
+
+/// The relations between timestamps that hold in `actions`' outputs as the replay compares them.
+pub fn relations_of(
+    actions: &[Action],
+    normalizer: &Normalizer,
+    instruction: &str,
+) -> Vec<Relation> {
+    compared_outputs(actions)
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| t.as_ref().map(|t| (i, t)))
+        .flat_map(|(i, t)| {
+            super::domains::relations_in(i, &normalizer.normalize_with(t, instruction))
+        })
+        .collect()
 }
 
 /// A file check run again over today's files (its paths filled with this session's values), off
@@ -176,7 +216,11 @@ pub(super) struct ActionAt<'a> {
     pub(super) index: usize,
     pub(super) what: String,
     pub(super) recorded: Option<(DateTime<Utc>, DateTime<Utc>)>,
-    pub(super) volatile: &'a [Position],
+    pub(super) volatile: &'a [Learned],
+    /// The step's relations between timestamps (this action's are checked).
+    pub(super) relations: &'a [Relation],
+    /// The step's outputs seen so far.
+    pub(super) seen: &'a Mutex<StepSeen>,
 }
 
 impl ReplayContext<'_> {
@@ -186,25 +230,50 @@ impl ReplayContext<'_> {
         self.placeholders.insert(text)
     }
 
-    pub(super) fn rules<'a>(&'a self, at: &'a ActionAt<'a>) -> Rules<'a> {
+    pub(super) fn rules<'a>(
+        &'a self,
+        at: &'a ActionAt<'a>,
+        earlier: &'a [Option<String>],
+    ) -> Rules<'a> {
         Rules {
             volatile: at.volatile,
             instruction: &self.instruction,
             recorded: at.recorded,
             now: (self.session_started, Utc::now()),
+            action: at.index,
+            earlier,
+            relations: at.relations,
         }
     }
 
     /// Compares one output; a difference is the step's fallback.
     pub(super) fn compare(&self, at: &ActionAt<'_>, expected: &str, seen: &str) -> Checked {
-        super::compare::compare_output(
+        self.compare_noting(at, expected, seen, false)
+    }
+
+    /// [`Self::compare`]; with `note`, a match is kept as what the step's output was seen to be.
+    fn compare_noting(&self, at: &ActionAt<'_>, expected: &str, seen: &str, note: bool) -> Checked {
+        let mut step = at.seen.lock().unwrap_or_else(|e| e.into_inner());
+        let (checked, varied) = super::compare::compare_output_noting(
             self.normalizer,
-            &self.rules(at),
+            &self.rules(at, &step.outputs),
             at.index,
             &at.what,
             &self.comparable(expected),
             &self.comparable(seen),
-        )
+        );
+        if note && checked == Checked::Same {
+            let text = self
+                .normalizer
+                .normalize_with(&self.comparable(seen), &self.instruction);
+            if step.outputs.len() <= at.index {
+                step.outputs.resize(at.index + 1, None);
+            }
+            step.outputs[at.index] = Some(text);
+            step.varied
+                .extend(varied.into_iter().map(|p| (at.index, p)));
+        }
+        checked
     }
 
     /// [`Self::compare`] as the replay's result.
@@ -214,7 +283,7 @@ impl ReplayContext<'_> {
         expected: &str,
         seen: &str,
     ) -> Result<(), Fallback> {
-        match self.compare(at, expected, seen) {
+        match self.compare_noting(at, expected, seen, true) {
             Checked::Same => Ok(()),
             Checked::Soft(drift, positions) => Err(Fallback::SoftDrift {
                 drift: Box::new(drift),

@@ -326,6 +326,7 @@ mod tests {
             recorded_at: "2026-11-01T00:00:00Z".parse().expect("ts"),
             run_started_at: None,
             cost_usd: Some(0.02),
+            relations: None,
             actions: vec![Action::Shell {
                 command: "true".into(),
                 cwd: "${BUGATTI_WORKDIR}".into(),
@@ -385,7 +386,7 @@ mod tests {
                 &good.replace("\"provider\"", "\"providr\"") as &str,
                 "Corrupt",
             ),
-            (&good.replace("\"schema\": 3", "\"schema\": 99"), "Newer"),
+            (&good.replace("\"schema\": 4", "\"schema\": 99"), "Newer"),
             (&good.replace("\"step\": 1", "\"step\": \"one\""), "Corrupt"),
             ("[]", "Corrupt"),
         ];

@@ -17,6 +17,9 @@ pub enum Verdict {
         took: Duration,
         /// The model's cost when the step was recorded: what this replay saved.
         cost_saved_usd: Option<f64>,
+        /// The learned positions (action, position) whose value differed from the recording's
+        /// inside their domain; the others went one more replay unvarying.
+        varied: Vec<(usize, Position)>,
     },
     /// The step goes to the agent.
     Fallback(Fallback),

@@ -11,7 +11,8 @@
 //! Outputs are built from a template: literal pieces (no digits, so they cannot form a candidate
 //! token or a port; no `-`, so no UUID) and values between spaces.
 
-use bugatti::replay::masks::{compare, varied, MaskedDiff, Position, Rules};
+use bugatti::replay::domains::{Domain, Learned};
+use bugatti::replay::masks::{candidates, compare, varied, MaskedDiff, Position, Rules};
 use bugatti::replay::normalize::{Normalizer, Volatile};
 use proptest::prelude::*;
 
@@ -144,15 +145,39 @@ fn seeds_of(template: &[Piece], base: &[u64], fresh: &[u64]) -> Vec<u64> {
         .collect()
 }
 
-fn rules<'a>(volatile: &'a [Position], instruction: &'a str) -> Rules<'a> {
+fn rules<'a>(volatile: &'a [Learned], instruction: &'a str) -> Rules<'a> {
     let now = chrono::Utc::now();
     // No "current" shortcut here: the properties are about learned masks.
     Rules {
         volatile,
-        instruction,
-        recorded: None,
-        now: (now, now),
+        ..Rules::plain(instruction, None, (now, now))
     }
+}
+
+/// `positions` of `text` learned with domains wide enough for every value [`candidate`] draws:
+/// the properties below are about where masks apply (the bounds have their own tests).
+fn wide(positions: &[Position], text: &str) -> Vec<Learned> {
+    let lines: Vec<&str> = text.split('\n').collect();
+    positions
+        .iter()
+        .filter_map(|p| {
+            let kind = candidates(lines.get(p.line)?).get(p.token)?.kind;
+            let range = match kind {
+                bugatti::replay::masks::Kind::Duration => Some((0.001, 1.0)),
+                bugatti::replay::masks::Kind::Timestamp => Some((-1e11, 1e11)),
+                _ => None,
+            };
+            Some(Learned {
+                at: *p,
+                domain: Some(Domain {
+                    kind,
+                    range,
+                    tie: None,
+                    quiet: 0,
+                }),
+            })
+        })
+        .collect()
 }
 
 /// What passes over `observations` (each next one an agent's pass) teach.
@@ -219,7 +244,7 @@ proptest! {
             now[i] = seeds[0][i];
         }
         let seen = observe(&template, &replay_session, &now);
-        let unchanged_constants = compare(last, &seen, &rules(&learned, ""));
+        let unchanged_constants = compare(last, &seen, &rules(&wide(&learned, last), ""));
         prop_assert!(
             unchanged_constants != MaskedDiff::Hard,
             "only learned or candidate values changed: {last:?} vs {seen:?}"
@@ -240,7 +265,7 @@ proptest! {
         prop_assume!(candidate_of(&template, i, &broken) != before);
         let seen = observe(&template, &replay_session, &broken);
         prop_assert_ne!(
-            compare(last, &seen, &rules(&learned, "")),
+            compare(last, &seen, &rules(&wide(&learned, last), "")),
             MaskedDiff::Same,
             "a constant {:?} → {:?} was masked", before, candidate_of(&template, i, &broken)
         );
@@ -267,10 +292,10 @@ proptest! {
         let every: Vec<Position> = (0..oa.split('\n').count())
             .flat_map(|line| (0..PIECES).map(move |token| Position { line, token }))
             .collect();
-        prop_assert_eq!(compare(&oa, &ob, &rules(&every, &instruction)), MaskedDiff::Hard);
+        prop_assert_eq!(compare(&oa, &ob, &rules(&wide(&every, &oa), &instruction)), MaskedDiff::Hard);
         // Nor is it ever learned.
         let learned = learn(&[oa.clone(), ob.clone()], &instruction);
-        prop_assert_ne!(compare(&oa, &ob, &rules(&learned, &instruction)), MaskedDiff::Same);
+        prop_assert_ne!(compare(&oa, &ob, &rules(&wide(&learned, &oa), &instruction)), MaskedDiff::Same);
     }
 
     #[test]
@@ -297,7 +322,7 @@ proptest! {
         let every: Vec<Position> = (0..a.split('\n').count())
             .flat_map(|line| (0..PIECES).map(move |token| Position { line, token }))
             .collect();
-        prop_assert_eq!(compare(&a, &b, &rules(&every, "")), MaskedDiff::Hard);
+        prop_assert_eq!(compare(&a, &b, &rules(&wide(&every, &a), "")), MaskedDiff::Hard);
     }
 
     #[test]

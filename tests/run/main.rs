@@ -19,6 +19,7 @@ mod outcomes;
 mod quarantine;
 mod registry_sweep;
 mod replay_actions;
+mod replay_domains;
 mod replay_trust;
 mod security_hostile;
 mod selection;

@@ -8,8 +8,9 @@ use crate::common::processes_with_env_entry;
 use bugatti::console::{Console, ConsoleSetup};
 use bugatti::model::redact::Secrets;
 use bugatti::replay::compare::Drift;
+use bugatti::replay::domains::{Domain, Learned};
 use bugatti::replay::format::{Action, RecordedStep};
-use bugatti::replay::masks::Position;
+use bugatti::replay::masks::{Kind, Position};
 use bugatti::replay::normalize::Normalizer;
 use bugatti::replay::placeholders::Placeholders;
 use bugatti::replay::record::{console_action, shell_action};
@@ -141,6 +142,25 @@ fn step(actions: Vec<Action>) -> RecordedStep {
         run_started_at: None,
         cost_usd: Some(0.03),
         actions,
+        relations: None,
+    }
+}
+
+/// Position `token` of line 1 learned as an agent's passes would have taught it: the request's
+/// UUID (token 1, untied) and its duration (token 2, seen from 1 to 97 ms).
+fn learned_at(token: usize) -> Learned {
+    let (kind, range) = match token {
+        1 => (Kind::Uuid, None),
+        _ => (Kind::Duration, Some((0.001, 0.097))),
+    };
+    Learned {
+        at: Position { line: 1, token },
+        domain: Some(Domain {
+            kind,
+            range,
+            tie: None,
+            quiet: 0,
+        }),
     }
 }
 
@@ -181,7 +201,7 @@ async fn a_shell_step_replays_in_another_session() {
     assert_eq!(learn, vec![line1(1), line1(2)], "{verdict:?}");
     // Once learned, those positions (and only those) are masked: the step replays.
     let mut learned = recorded.clone();
-    learned.actions[0].set_volatile(learn.iter().map(|(_, p)| *p).collect());
+    learned.actions[0].set_volatile(learn.iter().map(|(_, p)| learned_at(p.token)).collect());
     let verdict = replay_step(&b.ctx(), &learned).await;
     assert!(verdict.passed(), "{}", verdict.describe());
     assert!(matches!(
@@ -258,10 +278,7 @@ async fn console_calls_replay_through_the_console() {
     assert!(text.contains("hi bob on 41234"), "{text}");
     let mut recorded = step(vec![exec, ask, answer]);
     // The UUID and the duration of the first call, as learned when an agent passed it twice.
-    recorded.actions[0].set_volatile(vec![
-        Position { line: 1, token: 1 },
-        Position { line: 1, token: 2 },
-    ]);
+    recorded.actions[0].set_volatile(vec![learned_at(1), learned_at(2)]);
 
     let b = Session::new(50321);
     let verdict = replay_step(&b.ctx(), &recorded).await;

@@ -222,7 +222,7 @@ fn a_changed_instruction_is_a_miss() {
     // A recording of the first layout (masks up front) is read, not replayed, and renewed.
     let path = p.root().join("bugatti.replay/due.replay.json");
     let text = std::fs::read_to_string(&path).expect("recording");
-    std::fs::write(&path, text.replace("\"schema\": 3", "\"schema\": 1")).expect("old layout");
+    std::fs::write(&path, text.replace("\"schema\": 4", "\"schema\": 1")).expect("old layout");
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
     let s = step(&latest(&p), "due").clone();
@@ -297,8 +297,11 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
     assert_eq!(s["replay_drift"]["soft"], true, "{s}");
     let recording = std::fs::read_to_string(p.root().join("bugatti.replay/request.replay.json"))
         .expect("recording");
+    // Each position keeps what it was seen to be: an untied UUID, a duration's range.
     assert!(
-        recording.contains("\"volatile\": [[0, 0], [0, 1]]"),
+        recording.contains(
+            "\"volatile\": [[0, 0, {\"kind\": \"uuid\"}], [0, 1, {\"kind\": \"duration\", \"range\": ["
+        ),
         "{recording}"
     );
     // Third run and after: replayed.

@@ -18,6 +18,12 @@ in a result marker. Each line of a step's instruction is a directive:
     within SECS       RESULT ERROR unless the last `mcp` call answered within SECS seconds
     expect_now        RESULT ERROR unless the last body holds a UTC timestamp (…T…Z) within
                       10 minutes of now (a clock that is current)
+    below RE LIMIT    RESULT ERROR unless the number RE's group 1 finds in this step's outputs is
+                      below LIMIT (no spaces in RE: `\\s`)
+    same RE1 RE2      RESULT ERROR unless RE1's and RE2's group 1 in this step's outputs are equal
+    age_under RE SECS RESULT ERROR unless the UTC timestamp (…T…Z) RE's group 1 finds is at most
+                      SECS seconds old (and not from the future)
+    later RE1 RE2     RESULT ERROR unless RE2's timestamp is later than RE1's
     mcp TOOL JSON     call TOOL of the agent console (MCP over HTTP at $BUGATTI_MCP_URL with
                       $BUGATTI_MCP_TOKEN); its text is printed and kept for `expect`. In JSON,
                       {session_id} and {next_offset} become the last such number an answer gave
@@ -93,8 +99,40 @@ def current_timestamp_in(body):
     return False
 
 
+def found(pattern, text):
+    m = re.search(pattern, text)
+    return m.group(1) if m else None
+
+
+def utc(stamp):
+    import datetime
+    return datetime.datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
+
+
+def judge(word, args, seen):
+    """A model's judgement of this step's outputs (`seen`): None when it holds, else why not."""
+    import datetime
+    try:
+        if word == "below":
+            value = float(found(args[0], seen))
+            return None if value < float(args[1]) else f"{value} is not below {args[1]}"
+        if word == "same":
+            a, b = found(args[0], seen), found(args[1], seen)
+            return None if a is not None and a == b else f"{a} differs from {b}"
+        if word == "age_under":
+            age = (datetime.datetime.now(datetime.timezone.utc) - utc(found(args[0], seen))).total_seconds()
+            return None if -60 <= age <= float(args[1]) else f"{age:.0f} s old, not under {args[1]}"
+        if word == "later":
+            a, b = utc(found(args[0], seen)), utc(found(args[1], seen))
+            return None if b > a else f"{b} is not later than {a}"
+    except (TypeError, ValueError) as err:  # the value is not there: the check fails
+        return f"cannot tell: {err}"
+    return None
+
+
 def run_step(instruction):
     out, body, result = [], "", "RESULT OK"
+    seen = ""
     took = 0.0
     for raw in instruction.splitlines():
         word, _, rest = raw.strip().partition(" ")
@@ -128,6 +166,10 @@ def run_step(instruction):
         elif word == "expect_now":
             if not current_timestamp_in(body):
                 result = f"RESULT ERROR: no current timestamp in {body!r}"
+        elif word in ("below", "same", "age_under", "later"):
+            why = judge(word, rest.split(), seen)
+            if why is not None:
+                result = f"RESULT ERROR: {word}: {why}"
         elif word == "env":
             out.append(f"{rest}={os.environ.get(rest, '<unset>')}")
         elif word == "sleep":
@@ -148,6 +190,7 @@ def run_step(instruction):
             except Exception as err:  # the agent reports, it does not crash
                 body = f"mcp call failed: {err}"
             took = time.monotonic() - began
+            seen += body + "\n"
             out.append(body)
     reply(out, result)
 

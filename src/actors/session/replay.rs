@@ -13,7 +13,8 @@ use crate::replay::masks::Position;
 use crate::replay::normalize::{instruction_hash, Normalizer};
 use crate::replay::placeholders::Placeholders;
 use crate::replay::record::{
-    browser_action, console_action, file_action, learn, shell_action, unreplayable_tool, Learning,
+    browser_action, console_action, file_action, learn, relations, shell_action, unreplayable_tool,
+    Learning,
 };
 use crate::replay::replayer::{replay_step, ReplayContext};
 use crate::replay::shell::AgentShell;
@@ -261,6 +262,25 @@ impl SessionReplay {
         store::save(&self.path, recording).map_err(|e| e.to_string())
     }
 
+    /// After a replayed step: a learned position seen varying starts its count again, the others
+    /// count one more quiet replay, and one quiet for
+    /// [`crate::replay::domains::EXPIRES_AFTER`] replays is exact again. The recording is
+    /// written only when a count changed.
+    pub(super) fn age(&mut self, step: usize, varied: &[(usize, Position)]) {
+        let Ok(recording) = &mut self.recording else {
+            return;
+        };
+        let Some(recorded) = recording.steps.iter_mut().find(|s| s.step == step) else {
+            return;
+        };
+        let changed = crate::replay::record::age(recorded, varied);
+        if changed {
+            if let Err(e) = store::save(&self.path, recording) {
+                tracing::warn!("replay: could not write {}: {e}", self.path.display());
+            }
+        }
+    }
+
     /// Remembers what a replayed step did: the agent, when first needed, is told.
     pub(super) fn note_replayed(&mut self, step_id: u32, instruction: &str, step: &RecordedStep) {
         self.replayed
@@ -485,6 +505,12 @@ impl SessionReplay {
         previous: Option<(&RecordedStep, &[(usize, Position)])>,
         instruction: &str,
     ) -> Result<(), String> {
+        let relations = relations(
+            previous.map(|(old, _)| old),
+            &actions,
+            &self.normalizer,
+            instruction,
+        );
         if let Some((old, soft)) = previous {
             let learning = Learning {
                 instruction,
@@ -517,6 +543,7 @@ impl SessionReplay {
             run_started_at,
             cost_usd,
             actions,
+            relations: Some(relations),
         });
         store::save(&self.path, recording).map_err(|e| e.to_string())
     }

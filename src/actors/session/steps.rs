@@ -301,9 +301,9 @@ impl Driver {
             (outcome @ Verdict::Replayed { .. }, Some(recorded)) => {
                 let (mut message, info) =
                     replay::replayed(&recorded, &outcome, replay.placeholders());
-                let took = match outcome {
-                    Verdict::Replayed { took, .. } => took,
-                    Verdict::Fallback(_) => Duration::ZERO,
+                let (took, varied) = match outcome {
+                    Verdict::Replayed { took, varied, .. } => (took, varied),
+                    Verdict::Fallback(_) => (Duration::ZERO, Vec::new()),
                 };
                 // The evidence of a replayed step is taken as an agent step's is.
                 let mut status = StepStatus::Ok;
@@ -319,6 +319,7 @@ impl Driver {
                 ));
                 if let Some(replay) = started.replay.as_mut() {
                     replay.note_replayed(id, instruction, &recorded);
+                    replay.age(recorded.step, &varied);
                 }
                 ReplayStage::Done(Ok((status, Some(message))))
             }

@@ -1,0 +1,320 @@
+//! A learned mask is a bounded domain, never "any value there" (see docs/replay.md, "What is
+//! masked"): the real supervisor on a project of one-step tests, each driven by the scripted
+//! `command` agent (tests/support/directive_agent.py), which runs its commands through the
+//! console and judges them as a model would (a latency under a second, an owner that is the
+//! user just created, a copy whose checksum is the source's, a snapshot under three hours old, a
+//! token that expires after it is issued). The agent records them, passes them again with other
+//! values (which are learned), the replays pass values inside what was learned, and then each app
+//! breaks in a way the learned mask used to pass: every one goes to the agent, which fails it.
+//! Also: a date the instruction names, inside a longer timestamp and under a wide
+//! `[replay] ignore`, is never masked.
+
+use crate::common;
+
+use common::{stdout, Project};
+use serde_json::Value;
+
+fn project(extra: &str) -> Project {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"command\"\ncmd = \"{}\"\nstep_timeout_secs = 60\n{extra}",
+            Project::directive_agent_cmd()
+        ),
+    );
+    p
+}
+
+/// A one-step test running each of `apps` (`app/<name>.sh`) through the console, then `judge`.
+fn write_check(p: &Project, name: &str, apps: &[&str], judge: &str) {
+    let calls: String = apps
+        .iter()
+        .map(|a| {
+            format!(
+                "mcp exec_command {{\"cmd\": \"sh ${{BUGATTI_PROJECT_ROOT}}/app/{a}.sh\", \"yield_time_ms\": 10000}}\n"
+            )
+        })
+        .collect();
+    p.write(
+        &format!("{name}.test.toml"),
+        &format!("[[steps]]\ninstruction = '''\n{calls}{judge}\n'''\n"),
+    );
+}
+
+/// The first step of the newest run of each test, by test name.
+fn latest(p: &Project) -> std::collections::BTreeMap<String, Value> {
+    let mut records = p.run_records();
+    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+    records
+        .into_iter()
+        .map(|r| {
+            let name = r["test_file"]
+                .as_str()
+                .unwrap_or_default()
+                .trim_end_matches(".test.toml")
+                .to_string();
+            (name, r["steps"][0].clone())
+        })
+        .collect()
+}
+
+fn start(p: &Project) -> (Option<i32>, String) {
+    let out = p.run(&["start"]);
+    (
+        out.status.code(),
+        format!("{}\n{}", stdout(&out), common::stderr(&out)),
+    )
+}
+
+/// A UUID whose first group is `n`.
+fn uuid(n: u32) -> String {
+    format!("{n:08x}-3d4e-4f50-8a61-7b8c9d0e1f23")
+}
+
+/// The apps of one run: a latency in ms, the user created and the owner shown, the source's and
+/// the copy's checksums, the snapshot's age (a `date -d` offset), and how long after it is issued
+/// a token expires (seconds).
+struct Apps {
+    latency_ms: &'static str,
+    user: String,
+    owner: String,
+    source: &'static str,
+    copy: &'static str,
+    snapshot: &'static str,
+    expires_after: u32,
+}
+
+fn write_apps(p: &Project, a: &Apps) {
+    p.write(
+        "app/latency.sh",
+        &format!("echo 'latency {}'", a.latency_ms),
+    );
+    p.write("app/user.sh", &format!("echo 'created user={}'", a.user));
+    p.write("app/owner.sh", &format!("echo 'order 7 owner={}'", a.owner));
+    p.write(
+        "app/copy.sh",
+        &format!("echo 'source {}'; echo 'copy {}'", a.source, a.copy),
+    );
+    p.write(
+        "app/snapshot.sh",
+        &format!(
+            "echo \"snapshot $(date -u -d '{}' +%Y-%m-%dT%H:%M:%SZ)\"",
+            a.snapshot
+        ),
+    );
+    p.write(
+        "app/token.sh",
+        &format!(
+            "now=$(date -u +%s)\necho \"issued $(date -u -d @$now +%Y-%m-%dT%H:%M:%SZ)\"\necho \"expires $(date -u -d @$((now + {})) +%Y-%m-%dT%H:%M:%SZ)\"",
+            a.expires_after
+        ),
+    );
+}
+
+const NAMES: [&str; 5] = ["latency", "owner", "copy", "snapshot", "token"];
+
+fn write_checks(p: &Project) {
+    write_check(
+        p,
+        "latency",
+        &["latency"],
+        "Check the endpoint answers within a second.\nbelow latency\\s(\\d+)ms 1000",
+    );
+    write_check(
+        p,
+        "owner",
+        &["user", "owner"],
+        "Create a user, then check the order's owner is that user.\nsame user=(\\S+) owner=(\\S+)",
+    );
+    write_check(
+        p,
+        "copy",
+        &["copy"],
+        "Copy the file and check the copy's checksum is the source's.\nsame source\\s(\\S+) copy\\s(\\S+)",
+    );
+    write_check(
+        p,
+        "snapshot",
+        &["snapshot"],
+        "Check the last snapshot is under 3 hours old.\nage_under snapshot\\s(\\S+) 10800",
+    );
+    write_check(
+        p,
+        "token",
+        &["token"],
+        "Check the token expires after it is issued.\nlater issued\\s(\\S+) expires\\s(\\S+)",
+    );
+}
+
+#[test]
+fn a_learned_value_passes_only_inside_what_was_seen_and_with_its_ties_and_relations() {
+    let p = project("");
+    write_checks(&p);
+    // 1. The agent passes every check; each is recorded.
+    write_apps(
+        &p,
+        &Apps {
+            latency_ms: "20ms",
+            user: uuid(1),
+            owner: uuid(1),
+            source: "0xaaaa0001",
+            copy: "0xaaaa0001",
+            snapshot: "-1 hour",
+            expires_after: 300,
+        },
+    );
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    for (name, s) in latest(&p) {
+        assert_eq!(s["recorded"], true, "{name}: {s}");
+    }
+
+    // 2. Other values, as a working app gives them: the tokens that changed go to the agent
+    // once (a soft drift), which passes them, and they are learned with what it saw. The token
+    // that expires five minutes after it is issued is current and keeps its relation: replayed.
+    write_apps(
+        &p,
+        &Apps {
+            latency_ms: "35ms",
+            user: uuid(2),
+            owner: uuid(2),
+            source: "0xbbbb0002",
+            copy: "0xbbbb0002",
+            snapshot: "-2 hours",
+            expires_after: 300,
+        },
+    );
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    let records = latest(&p);
+    for name in ["latency", "owner", "copy", "snapshot"] {
+        let s = &records[name];
+        assert_eq!(s["mode"], "agent", "{name}: {s}");
+        assert_eq!(s["replay_drift"]["soft"], true, "{name}: {s}");
+        assert_eq!(s["recorded"], true, "{name}: {s}");
+    }
+    assert_eq!(records["token"]["mode"], "replayed", "{}", records["token"]);
+    let owner = std::fs::read_to_string(p.root().join("bugatti.replay/owner.replay.json"))
+        .expect("recording");
+    assert!(owner.contains("\"tie\": [0, 0, 0]"), "{owner}");
+
+    // 3. Values inside what was learned replay: the model is not asked.
+    write_apps(
+        &p,
+        &Apps {
+            latency_ms: "50ms",
+            user: uuid(3),
+            owner: uuid(3),
+            source: "0xcccc0003",
+            copy: "0xcccc0003",
+            snapshot: "-90 minutes",
+            expires_after: 300,
+        },
+    );
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    for (name, s) in latest(&p) {
+        assert_eq!(s["mode"], "replayed", "{name}: {s}\n{console}");
+    }
+
+    // 4. The app breaks where a learned mask used to pass anything: a 4.5 s latency, a foreign
+    // owner, a corrupted copy, a six-hour-old snapshot, a token that expires when issued. Each
+    // goes to the agent, which fails it.
+    write_apps(
+        &p,
+        &Apps {
+            latency_ms: "4500ms",
+            user: uuid(4),
+            owner: uuid(9),
+            source: "0xdddd0004",
+            copy: "0xdddd0005",
+            snapshot: "-6 hours",
+            expires_after: 0,
+        },
+    );
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(1), "{console}");
+    let records = latest(&p);
+    let passed: Vec<&str> = NAMES
+        .into_iter()
+        .filter(|name| records[*name]["status"] != "error")
+        .collect();
+    assert!(
+        passed.is_empty(),
+        "passed a broken app: {passed:?}\n{records:#?}"
+    );
+    for name in NAMES {
+        let s = &records[name];
+        assert_eq!(s["mode"], "agent", "{name} replayed a broken app: {s}");
+        assert!(s["replay_drift"].is_object(), "{name}: {s}");
+    }
+
+    // 5. A backup from 1999 is no snapshot under three hours old either.
+    write_apps(
+        &p,
+        &Apps {
+            latency_ms: "50ms",
+            user: uuid(3),
+            owner: uuid(3),
+            source: "0xcccc0003",
+            copy: "0xcccc0003",
+            snapshot: "1999-01-01T00:00:00Z",
+            expires_after: 300,
+        },
+    );
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(1), "{console}");
+    let records = latest(&p);
+    let s = &records["snapshot"];
+    assert_eq!(s["mode"], "agent", "{s}");
+    assert_eq!(s["status"], "error", "{s}");
+    for name in ["latency", "owner", "copy", "token"] {
+        assert_eq!(
+            records[name]["mode"], "replayed",
+            "{name}: {}",
+            records[name]
+        );
+    }
+}
+
+#[test]
+fn a_date_the_instruction_names_is_exact_inside_a_timestamp_and_under_a_wide_ignore() {
+    let judge = "Check the due date is 2026-12-31.\nexpect due 2026-12-31";
+    // The date inside a longer timestamp, whose time part is learned.
+    let p = project("");
+    write_check(&p, "due", &["due"], judge);
+    p.write("app/due.sh", "echo 'due 2026-12-31T09:00:00.04Z'");
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    p.write("app/due.sh", "echo 'due 2026-12-31T09:00:07.51Z'");
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    let s = latest(&p)["due"].clone();
+    assert_eq!(s["replay_drift"]["soft"], true, "{s}");
+    p.write("app/due.sh", "echo 'due 2027-01-15T09:00:00.04Z'");
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(1), "{console}");
+    let s = latest(&p)["due"].clone();
+    assert_eq!(s["mode"], "agent", "{s}");
+    assert_eq!(s["status"], "error", "{s}");
+    // The named date differs: a hard drift, whatever was learned of the timestamp.
+    assert!(s["replay_drift"]["soft"].is_null(), "{s}");
+
+    // A wide `[replay] ignore` over whole timestamps masks their time, never the named date.
+    let p = project("\n[replay]\nignore = ['\\d{4}-\\d{2}-\\d{2}T[0-9:.]+Z']\n");
+    write_check(&p, "due", &["due"], judge);
+    p.write("app/due.sh", "echo 'due 2026-12-31T09:00:00.04Z'");
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    p.write("app/due.sh", "echo 'due 2026-12-31T17:45:12.9Z'");
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(latest(&p)["due"]["mode"], "replayed", "{console}");
+    p.write("app/due.sh", "echo 'due 2027-01-15T09:00:00.04Z'");
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(1), "{console}");
+    let s = latest(&p)["due"].clone();
+    assert_eq!(s["mode"], "agent", "{s}");
+    assert_eq!(s["status"], "error", "{s}");
+}
