@@ -78,6 +78,9 @@ pub struct BrowserConfig {
     pub capture: CaptureSet,
     /// A passing step whose page logged console errors fails (otherwise: a warning).
     pub fail_on_console_errors: bool,
+    /// A kept workspace keeps the browser's profile (its cookies, its storage): off by default,
+    /// the profile holds the app's session.
+    pub keep_profile: bool,
 }
 
 impl Default for BrowserConfig {
@@ -90,6 +93,7 @@ impl Default for BrowserConfig {
             mcp_cmd: None,
             capture: CaptureSet::all(),
             fail_on_console_errors: false,
+            keep_profile: false,
         }
     }
 }
@@ -155,6 +159,9 @@ impl BrowserConfig {
         }
         if let Some(v) = section.fail_on_console_errors {
             self.fail_on_console_errors = v;
+        }
+        if let Some(v) = section.keep_profile {
+            self.keep_profile = v;
         }
         // In file order, like every other problem of a config file.
         problems.sort_by_key(|p| p.span.start);

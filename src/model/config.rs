@@ -325,6 +325,7 @@ pub struct BrowserSection {
     pub mcp_cmd: Option<Spanned<String>>,
     pub capture: Option<Spanned<Vec<String>>>,
     pub fail_on_console_errors: Option<bool>,
+    pub keep_profile: Option<bool>,
 }
 
 /// Parse a config file's text; `path` is only for the error's location.

@@ -4,13 +4,16 @@
 //! would stop while its agent and servers ran on, and on `fg` every step deadline would have
 //! passed. Instead, on SIGTSTP the supervisor stops every registered group with SIGSTOP, then
 //! itself; once continued, it continues them (SIGCONT) and adds the time it was stopped to the
-//! suspended total. A step's [`Deadline`] moves by that total: stopped time does not count against
+//! suspended total. A descendant that left its group (the agent's `setsid` child) is stopped and
+//! continued by itself: as child subreaper the supervisor still finds it below it. A step's [`Deadline`] moves by that total: stopped time does not count against
 //! step timeouts or no-output limits.
 
-use super::group::signal_group;
+use super::group::{all_processes, descendants_of, signal_group};
 use super::registry;
 use futures::StreamExt;
+use nix::sys::signal::kill;
 use nix::sys::signal::Signal;
+use nix::unistd::Pid;
 use signal_hook::consts::SIGTSTP;
 use signal_hook_tokio::Signals;
 use std::sync::LazyLock;
@@ -62,12 +65,33 @@ pub fn listen() -> std::io::Result<JobControl> {
     Ok(JobControl { handle, task })
 }
 
-/// Stops every registered group and the supervisor; returns once continued, with the groups
-/// continued too.
+/// Every live descendant of the supervisor outside the groups in `groups`: what left its group
+/// (`setsid`, a daemon). The supervisor is their child subreaper, so they stay its descendants.
+fn escaped_descendants(groups: &[i32]) -> Vec<i32> {
+    let own = std::process::id() as i32;
+    descendants_of(own, &all_processes())
+        .into_iter()
+        .filter(|p| !p.is_zombie() && !groups.contains(&p.pgid))
+        .map(|p| p.pid)
+        .collect()
+}
+
+/// Stops every registered group, every descendant that left them, and the supervisor; returns
+/// once continued, with all of them continued too.
 fn suspend_all() {
     let stopped: Vec<i32> = registry::registered().iter().map(|g| g.pgid).collect();
     for &pgid in &stopped {
         let _ = signal_group(pgid, Signal::SIGSTOP);
+    }
+    // Twice: one forked while the first pass stopped its parent is caught by the second.
+    let mut escaped: Vec<i32> = Vec::new();
+    for _ in 0..2 {
+        for pid in escaped_descendants(&stopped) {
+            if !escaped.contains(&pid) {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGSTOP);
+                escaped.push(pid);
+            }
+        }
     }
     SUSPENSION.send_modify(|s| s.since = Some(Instant::now()));
     // The default action of SIGTSTP, now ours: the shell sees the job stopped. Returns on SIGCONT.
@@ -82,6 +106,15 @@ fn suspend_all() {
         if stopped.contains(&group.pgid) {
             let _ = signal_group(group.pgid, Signal::SIGCONT);
         }
+    }
+    // Only those still below the supervisor: a pid that ended meanwhile may be another's now.
+    let own = std::process::id() as i32;
+    let below: Vec<i32> = descendants_of(own, &all_processes())
+        .iter()
+        .map(|p| p.pid)
+        .collect();
+    for pid in escaped.into_iter().filter(|pid| below.contains(pid)) {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGCONT);
     }
 }
 

@@ -25,6 +25,7 @@ mod contract_real;
 mod fault_supervisor_killed_claude_real;
 mod file_tools_conformance_claude_real;
 mod file_tools_replay_claude_real;
+mod kept_workspace_real;
 mod pi_real;
 mod replay_claude_real;
 mod replay_codex_real;

@@ -488,3 +488,67 @@ fn what_a_background_supervisor_starts_hears_every_stop_signal() {
         assert_eq!(ignored & heard, 0, "{who} ignores: {line}");
     }
 }
+
+#[test]
+fn ctrl_z_stops_a_setsid_child_of_the_step_too() {
+    // The step starts a ticker in a session of its own (`setsid`): outside every group the
+    // supervisor registered, still below it (child subreaper). Ctrl+Z stops it with the rest.
+    let p = Project::new();
+    let ticks = p.root().join("ticks");
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    p.write(
+        "escape.test.toml",
+        &format!(
+            "[[steps]]\ninstruction = \"`setsid sh -c 'while :; do echo t >> {}; sleep 0.05; done' & sleep 4; echo done`\"\ntimeout_secs = 60\n",
+            ticks.display()
+        ),
+    );
+    let child = p
+        .supervisor()
+        .args(["start"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    let count = || {
+        std::fs::read_to_string(&ticks)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + fault::GUARD;
+    while count() < 3 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the ticker never ticked"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    fault::signal(child.id(), "TSTP");
+    let _resume = ResumeOnDrop(child.id());
+    // The supervisor stops itself last, after its children.
+    let state = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| s.rsplit(')').next()?.trim_start().chars().next())
+    };
+    while state(child.id()) != Some('T') {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the supervisor never stopped"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let before = count();
+    std::thread::sleep(Duration::from_secs(2));
+    let after = count();
+    assert!(
+        after <= before + 1,
+        "the setsid child ran on while the supervisor was stopped: {before} -> {after} ticks"
+    );
+    fault::signal(child.id(), "CONT");
+    let out = fault::wait_guarded(child);
+    p.assert_nothing_survives();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(count() > after, "it ran again after fg");
+}

@@ -6,8 +6,11 @@ use super::*;
 impl Driver {
     /// Workspace, variables, harness, agent. Returns the session variables.
     pub(super) async fn setup(&self, started: &mut Started) -> Result<SessionVars, Ending> {
+        // Owner-only whatever the umask: a kept workspace holds what the session left.
+        use std::os::unix::fs::PermissionsExt;
         let workdir = tempfile::Builder::new()
             .prefix(crate::model::artifacts::WORKSPACE_PREFIX)
+            .permissions(std::fs::Permissions::from_mode(0o700))
             .tempdir()
             .map_err(|e| Ending::error(format!("cannot create the session workspace: {e}")))?
             .keep();

@@ -65,6 +65,19 @@ impl Driver {
                 }
             };
             if keep {
+                // The browser's profile holds the app's cookies and storage: kept only when asked
+                // ([browser] keep_profile, docs/browser.md).
+                let keep_profile = self
+                    .test
+                    .effective
+                    .browser
+                    .as_ref()
+                    .is_some_and(|b| b.value.keep_profile);
+                if !keep_profile {
+                    let workspace = crate::model::artifacts::WorkspacePaths::new(&workdir);
+                    let _ = std::fs::remove_dir_all(workspace.browser_profile());
+                    let _ = std::fs::remove_dir_all(workspace.browser_tmp());
+                }
                 tracing::info!("workspace kept at {}", workdir.display());
             } else if let Err(e) = std::fs::remove_dir_all(&workdir) {
                 tracing::warn!("cannot remove workspace {}: {e}", workdir.display());

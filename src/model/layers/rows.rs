@@ -309,6 +309,12 @@ impl EffectiveConfig {
                 v.fail_on_console_errors.to_string(),
                 b.source,
             );
+            row(
+                rows,
+                "browser.keep_profile",
+                v.keep_profile.to_string(),
+                b.source,
+            );
         }
     }
 }
