@@ -287,6 +287,23 @@ impl ClaudeCode {
         let mut usage = usage;
         usage.step_cost_usd = (usage.total_cost_usd - self.cost_so_far).max(0.0);
         self.cost_so_far = usage.total_cost_usd;
+        // Counted, not believed: with a price, this turn's tokens × the price is its cost.
+        let u = &event["usage"];
+        let cached = u["cache_read_input_tokens"].as_u64().unwrap_or(0);
+        let fresh = usage.input_tokens.unwrap_or(0).saturating_sub(cached);
+        let output = usage.output_tokens.unwrap_or(0);
+        let reported = usage.cost_reported.then_some(usage.step_cost_usd);
+        if let Some((cost, beside)) = super::pricing::counted(
+            self.ctx.spec.price_per_mtok,
+            fresh,
+            cached,
+            output,
+            reported,
+        ) {
+            usage.step_cost_usd = cost;
+            usage.cost_reported = true;
+            usage.reported_cost_usd = beside;
+        }
         let denied = denied_tools(event);
         if !denied.is_empty() {
             self.log(&format!("[permission_denials] {}\n", denied.join(", ")));

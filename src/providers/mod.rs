@@ -186,6 +186,10 @@ pub struct StepUsage {
     /// Tokens of this step, where the agent reports them.
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,
+    /// The cost the CLI reported, where it disagrees by more than 2× with its tokens × the price
+    /// (which is then the cost used).
+    #[serde(default)]
+    pub reported_cost_usd: Option<f64>,
 }
 
 /// The usage of a Claude Code turn (the name it had before other agents reported usage).

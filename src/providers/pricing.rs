@@ -32,6 +32,26 @@ const fn price(input: f64, cached_input: f64, output: f64) -> PricePerMtok {
     }
 }
 
+/// What a step cost, counted rather than believed (docs/providers.md, "Cost"): with a price, the
+/// tokens × the price is the cost; what the CLI itself reported is kept beside it only when the
+/// two disagree by more than 2× (Claude Code has reported ~10× too much). `None` without a price:
+/// the CLI's own figure stands. Returns (cost, the reported cost recorded beside it).
+pub fn counted(
+    price: Option<PricePerMtok>,
+    fresh_input: u64,
+    cached_input: u64,
+    output: u64,
+    reported: Option<f64>,
+) -> Option<(f64, Option<f64>)> {
+    let p = price?;
+    let mtok = |n: u64| n as f64 / 1_000_000.0;
+    let cost = mtok(fresh_input) * p.input
+        + mtok(cached_input) * p.cached_input.unwrap_or(p.input)
+        + mtok(output) * p.output;
+    let apart = reported.filter(|r| *r > 2.0 * cost || cost > 2.0 * *r);
+    Some((cost, apart))
+}
+
 /// The built-in price of `model`, if it has one.
 pub fn built_in(model: &str) -> Option<PricePerMtok> {
     BUILT_IN
@@ -98,6 +118,22 @@ pub fn codex_price(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_reported_cost_far_from_the_counted_one_is_kept_beside_not_used() {
+        let p = Some(price(3.0, 0.3, 15.0));
+        // 1M fresh in, 1M cached in, 0.1M out: $3 + $0.30 + $1.50 = $4.80.
+        let (cost, beside) = counted(p, 1_000_000, 1_000_000, 100_000, Some(48.0)).expect("priced");
+        assert!((cost - 4.8).abs() < 1e-9, "{cost}");
+        assert_eq!(beside, Some(48.0), "10x too high: kept beside");
+        let (_, beside) = counted(p, 1_000_000, 1_000_000, 100_000, Some(6.0)).expect("priced");
+        assert_eq!(beside, None, "within 2x: not kept");
+        assert_eq!(
+            counted(None, 1, 1, 1, Some(1.0)),
+            None,
+            "no price: the CLI's figure"
+        );
+    }
+
     use super::*;
 
     #[test]

@@ -104,6 +104,10 @@ pub struct Usage {
     pub input_tokens: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub output_tokens: Option<u64>,
+    /// What the CLI itself reported, kept beside `cost_usd` when it disagrees by more than 2× with
+    /// the tokens × the price (docs/providers.md, "Cost").
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub reported_cost_usd: Option<f64>,
 }
 
 /// What happened to a harness command during setup and while the session ran.

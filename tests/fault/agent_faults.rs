@@ -52,11 +52,13 @@ fn run(provider: &str, mode: &str, tests: usize, step_timeout: u64) -> Ran {
 
 /// [`run`] in a given project (a second suite of the same project).
 fn run_in(p: Project, provider: &str, mode: &str, tests: usize, step_timeout: u64) -> Ran {
+    // More `[provider]` lines, where a test wrote them in `extra.toml`.
+    let extra = std::fs::read_to_string(p.root().join("extra.toml")).unwrap_or_default();
     p.write(
         "bugatti.config.toml",
         &format!(
             "[provider]\nname = \"{provider}\"\nstep_timeout_secs = {step_timeout}\n\
-             no_output_timeout_secs = {IDLE_SECS}\nconsole = false\n"
+             no_output_timeout_secs = {IDLE_SECS}\nconsole = false\n{extra}"
         ),
     );
     for i in 1..=tests {
@@ -258,6 +260,23 @@ fn an_agent_error_after_a_pass_is_no_new_failure_and_is_shown_apart() {
         "report.html"
     );
     assert!(html.contains("agent error: auth"), "report.html");
+}
+
+#[test]
+fn a_claude_cost_far_from_its_tokens_times_the_price_is_kept_beside_not_used() {
+    let p = Project::new();
+    // The fake reports $0.001 for 10 input and 5 output tokens: priced at $3 / $15 per million
+    // tokens they cost $0.000105, nearly 10x less.
+    p.write(
+        "extra.toml",
+        "price_per_mtok = { input = 3.0, output = 15.0 }\n",
+    );
+    let ran = run_in(p, "claude-code", "ok", 1, 30);
+    assert_passed(&ran);
+    let usage = &ran.step()["usage"];
+    let cost = usage["cost_usd"].as_f64().expect("cost_usd");
+    assert!((cost - 0.000105).abs() < 1e-9, "{usage}");
+    assert_eq!(usage["reported_cost_usd"], 0.001, "{usage}");
 }
 
 #[test]

@@ -260,7 +260,7 @@ async fn a_stream_that_never_finishes_times_out_and_the_agent_is_stopped() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_stream_broken_mid_turn_is_an_error_step() {
+async fn a_stream_broken_mid_turn_is_an_agent_error_step() {
     let Some(bin) = claude_bin() else { return };
     let mut rig = Rig::new(&[]);
     let (stub, stub_port, _) = start_stub(
@@ -279,7 +279,12 @@ async fn a_stream_broken_mid_turn_is_an_error_step() {
     p.start().await.expect("claude starts");
     p.bootstrap().await.expect("bootstrap");
     let v = run(&mut p, step(1, "Do something.", Duration::from_secs(120))).await;
-    assert_eq!(v.status, StepStatus::Error, "{v:?}");
+    // The API connection lost, as Claude Code reports it: the agent's fault, not the app's.
+    assert_eq!(v.status, StepStatus::AgentError, "{v:?}");
+    assert_eq!(
+        v.agent_fault,
+        Some(bugatti::model::agent_fault::FaultKind::ApiError)
+    );
     assert!(
         v.message.contains("Claude Code turn failed"),
         "{}",

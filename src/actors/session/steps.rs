@@ -409,6 +409,7 @@ impl Driver {
             total_cost_usd: u.cost_reported.then_some(u.total_cost_usd),
             input_tokens: u.input_tokens,
             output_tokens: u.output_tokens,
+            reported_cost_usd: u.reported_cost_usd,
         });
         self.budget_after(&mut verdict);
         let judged = verdict.status;
