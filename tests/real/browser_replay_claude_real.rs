@@ -349,6 +349,38 @@ async fn a_shop_test_through_the_browser_replays_without_the_model_and_a_changed
         "report.html shows the replayed steps' screenshots: {widths:?}"
     );
 
+    // 2b. The same basket, but the click now logs a console error. The agent's Playwright MCP
+    //     would show it "Console: 1 errors" with the click's answer: the replay, shown the
+    //     same, drifts to the agent (not a pass that only warns), and the agent fails it.
+    p.write(
+        "site/index.html",
+        &shop_page("Basket: 1 item", false).replace(
+            "onclick=\"",
+            "onclick=\"console.error('basket service failed'); ",
+        ),
+    );
+    let erring = run(
+        &p,
+        &tools,
+        side.path(),
+        "console-error",
+        json!([
+            {"tool": "mcp__browser__browser_snapshot", "input": {}},
+            {"text": "The page logged an error.\nRESULT ERROR: the basket logs a console error",
+             "expect": ["Console: 1 errors"]},
+        ]),
+    );
+    let steps2b = steps(&erring.record);
+    assert_eq!(erring.code, Some(1), "{}\n{steps2b:#?}", erring.console);
+    assert_eq!(steps2b[0]["mode"], "replayed", "{steps2b:#?}");
+    assert_eq!(steps2b[1]["mode"], "agent", "{steps2b:#?}");
+    assert_eq!(steps2b[1]["status"], "error", "{steps2b:#?}");
+    assert_eq!(
+        steps2b[1]["replay_drift"]["field"], "console errors",
+        "{:#}",
+        steps2b[1]
+    );
+
     // 3. The shop now puts two items in the basket: opening it still replays, adding to it
     //    drifts, and the agent, looking at the page as it is, fails the step. Nothing after it
     //    passes on a recording.
