@@ -7,8 +7,8 @@
 //! - Replayed: the same calls in order; a ref is resolved afresh in a snapshot taken just before
 //!   the call (none or several elements with the path → drift).
 //! - Compared: the answers as text in [`compared`] form: snapshot links put inline (the page the
-//!   call left), refs masked, the server's own file names and console counters left out (each
-//!   server counts what it saw since it attached; the page's console is the step's evidence).
+//!   call left), refs masked, the server's own file names left out; the console errors the
+//!   agent was shown are a bound ([`console_errors`]: more is a drift, not a warning).
 //!   `browser_take_screenshot` is made again, not compared: its image is evidence.
 //! - Timed like the agent's: Playwright MCP answers an action after letting the page settle
 //!   (`--timeout-settle`, 500 ms by default), and that page is what the agent saw. The replay's
@@ -211,7 +211,8 @@ static OUTPUT_FILE: LazyLock<regex::Regex> = LazyLock::new(|| {
 });
 
 /// An answer in the form both sides are compared in: refs masked, the server's file names
-/// masked, its `Console: N errors, M warnings` line and `### Events` section left out.
+/// masked, its `Console: N errors, M warnings` line (compared as a bound by
+/// [`console_errors`]) and `### Events` section left out.
 pub fn compared(answer: &str) -> String {
     let mut out = Vec::new();
     let mut in_events = false;
@@ -478,7 +479,48 @@ pub(super) async fn replay(
             &format!("{}: {}", word(answer.is_error), compared(&seen)),
         )));
     }
+    console_check(at, recorded.output, &seen)?;
     ctx.check(at, &compared(recorded.output), &compared(&seen))
+}
+
+/// The console errors a page showed with an answer: Playwright MCP's `- Console: N errors, M
+/// warnings` line of its `### Page` section, which counts the page's errors since it was last
+/// navigated to (no line: none). `None` for an answer without a `### Page` section.
+pub fn console_errors(answer: &str) -> Option<u64> {
+    let mut in_page = false;
+    let mut errors = None;
+    for line in answer.lines() {
+        if line.starts_with("### ") {
+            in_page = line.trim() == "### Page";
+            if in_page {
+                errors = Some(0);
+            }
+            continue;
+        }
+        if let Some(counts) = line.strip_prefix("- Console: ").filter(|_| in_page) {
+            errors = counts
+                .split_once(" errors")
+                .and_then(|(n, _)| n.trim().parse().ok())
+                .or(errors);
+        }
+    }
+    errors
+}
+
+/// The agent was shown how many console errors the page had logged: a replayed answer that
+/// shows more is a drift (the agent, told "Console: 1 errors", looks and may well fail the
+/// step), not a pass that only warns.
+fn console_check(at: &ActionAt<'_>, recorded: &str, seen: &str) -> Result<(), Fallback> {
+    match (console_errors(recorded), console_errors(seen)) {
+        (Some(expected), Some(now)) if now > expected => Err(Fallback::hard(drift(
+            at.index,
+            &at.what,
+            "console errors",
+            &format!("{expected} console errors shown to the agent"),
+            &format!("{now} console errors"),
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Waits until `settle` has passed since `answered`, or until the page proves nothing in it can
@@ -591,6 +633,22 @@ mod tests {
         // Another basket: different.
         let changed = inlined.replace("Basket: Red mug", "Basket: Blue mug");
         assert_ne!(compared(&changed), seen);
+        // The agent was shown 1 error: as many or fewer replay; more is a drift.
+        assert_eq!(console_errors(&inlined), Some(1));
+        assert_eq!(console_errors(&other), Some(0));
+        assert_eq!(
+            console_errors(&inlined.replace("- Console: 1 errors, 0 warnings\n", "")),
+            Some(0)
+        );
+        assert_eq!(console_errors("### Result\nok\n"), None);
+        let at = ActionAt {
+            index: 0,
+            what: "browser_click".into(),
+            recorded: None,
+            volatile: &[],
+        };
+        assert!(console_check(&at, &inlined, &other).is_ok());
+        assert!(console_check(&at, &other, &inlined).is_err());
         // A link without its file stays a link, its name masked.
         let kept = compared(&inline_snapshots(CLICK, Some(&dir.path().join("none"))));
         assert!(kept.contains("- [Snapshot](<file>)"), "{kept}");

@@ -743,7 +743,6 @@ mod tests {
             dir.path(),
         );
         let cancel = AtomicBool::new(false);
-        let began = std::time::Instant::now();
         std::fs::remove_file(&file).expect("rm");
         nix::unistd::mkfifo(&file, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
         let fifo = observe(&check, dir.path(), &cancel).err().expect("a drift");
@@ -762,7 +761,6 @@ mod tests {
         assert!(huge.contains("over the"), "{huge}");
         let huge = observe(&grep, dir.path(), &cancel).err().expect("a drift");
         assert!(huge.contains("recorded size"), "{huge}");
-        assert!(began.elapsed() < std::time::Duration::from_secs(5));
     }
 
     #[test]
