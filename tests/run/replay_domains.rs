@@ -310,7 +310,8 @@ fn a_date_the_instruction_names_is_exact_inside_a_timestamp_and_under_a_wide_ign
     p.write("app/due.sh", "echo 'due 2026-12-31T17:45:12.9Z'");
     let (code, console) = start(&p);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(latest(&p)["due"]["mode"], "replayed", "{console}");
+    let s = latest(&p)["due"].clone();
+    assert_eq!(s["mode"], "replayed", "{s}\n{console}");
     p.write("app/due.sh", "echo 'due 2027-01-15T09:00:00.04Z'");
     let (code, console) = start(&p);
     assert_eq!(code, Some(1), "{console}");
