@@ -297,8 +297,15 @@ pub fn stream_json(data: &[u8]) {
                 serde_json::from_str(text.trim()).unwrap_or(serde_json::Value::Null);
             let usage = verdict.usage.as_ref().map(|u| u.step_cost_usd);
             assert!(usage.is_some_and(|c| c >= 0.0), "{verdict:?}");
+            // A failed turn is never a pass: a step error, or (the CLI's own API failure) an
+            // agent error.
             if event["is_error"] == true {
-                assert_eq!(verdict.status, crate::model::outcome::StepStatus::Error);
+                assert!(matches!(
+                    verdict.status,
+                    crate::model::outcome::StepStatus::Error
+                        | crate::model::outcome::StepStatus::AgentError
+                        | crate::model::outcome::StepStatus::OverBudget
+                ));
             }
         }
     }

@@ -136,8 +136,10 @@ proptest! {
                 let reading = read_stream(&bytes);
                 prop_assert_eq!(reading.lines_read, lines.len() - 1);
                 let verdict = reading.verdict.expect("a verdict");
+                // `is_error` under `subtype: "success"` is Claude Code's report of an API failure:
+                // the agent's fault, never the app's.
                 let want = if is_error == json!(true) {
-                    StepStatus::Error
+                    StepStatus::AgentError
                 } else {
                     result_status.or(last_block).unwrap_or(StepStatus::ProtocolError)
                 };
