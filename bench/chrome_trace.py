@@ -15,7 +15,8 @@ def chrome_trace(ctx):
     shutil.rmtree(project, ignore_errors=True)
     os.makedirs(project)
     dirs = [_fake_suite(project, tests, steps, shard=(k, shards)) for k in range(1, shards + 1)]
-    merged = os.path.join(project, "merged")
+    # Beside the shards in the artifact dir: a suite folder elsewhere reads only the runs under it.
+    merged = os.path.join(project, ".bugatti", "suites", "merged-trace")
     m = run([ctx.binary, "merge", *dirs, "--out", merged], project, ctx.out("trace-merge"), ctx.env)
     if m.rc != 1:  # every 10th test fails: exit 1
         raise BenchError(f"merge exited {m.rc}\n{m.tail()}")

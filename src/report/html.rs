@@ -283,7 +283,23 @@ struct Page<'a> {
     lanes: HashMap<String, crate::report::timeline::Lane>,
     /// Screenshots already inlined in a film strip (`run_id/path`): a step links to them.
     in_film: HashSet<String>,
+    /// Bytes the timelines may still take, and the prompts of "Copy as prompt": a suite of
+    /// thousands of tests still makes a page under 5 MiB (docs/reports.md).
+    timeline_budget: usize,
+    prompt_budget: usize,
+    /// Every step gets an id (the bars link to it, scripts off too); past [`BIG_SUITE_STEPS`]
+    /// only the failing ones, and the script finds the others.
+    all_step_ids: bool,
 }
+
+/// Past this many steps, the page spends less on what it can cut: timelines, prompts, ids.
+pub const BIG_SUITE_STEPS: usize = 3000;
+/// What the timelines may take: of a suite, of a big one.
+pub const TIMELINE_BYTES: usize = 1024 * 1024;
+pub const BIG_TIMELINE_BYTES: usize = 24 * 1024;
+/// What the "Copy as prompt" texts may take: of a suite, of a big one.
+pub const PROMPT_BYTES: usize = 256 * 1024;
+pub const BIG_PROMPT_BYTES: usize = 12 * 1024;
 
 impl<'a> Page<'a> {
     fn w(&mut self, s: &str) {
@@ -607,6 +623,8 @@ pub fn render(input: &HtmlInput<'_>) -> String {
             }
         })
         .next();
+    let steps: usize = shown.iter().map(|(_, _, r)| r.steps.len()).sum();
+    let big = steps > BIG_SUITE_STEPS;
     let mut page = Page {
         input,
         out: String::with_capacity(64 * 1024),
@@ -616,6 +634,13 @@ pub fn render(input: &HtmlInput<'_>) -> String {
         first_failure,
         lanes,
         in_film: HashSet::new(),
+        timeline_budget: if big {
+            BIG_TIMELINE_BYTES
+        } else {
+            TIMELINE_BYTES
+        },
+        prompt_budget: if big { BIG_PROMPT_BYTES } else { PROMPT_BYTES },
+        all_step_ids: !big,
     };
     page.header();
     page.failure_groups(&order, &records);

@@ -94,6 +94,7 @@ pub const JS: &str = r#"
       el=document.querySelector('.step.bad')||document.querySelector('.test.bad');
     }else if(/^t[0-9]+(-s[0-9]+)?$/.test(raw)){
       el=document.getElementById(raw);
+      if(!el){var parts=raw.split('-s'),t=document.getElementById(parts[0]);el=t&&t.querySelector('.step[data-step="'+parts[1]+'"]');}
     }else if(p.get('test')){
       var tests=document.querySelectorAll('.test');
       for(var i=0;i<tests.length;i++){if(tests[i].getAttribute('data-file')===p.get('test')){el=tests[i];break;}}

@@ -57,10 +57,15 @@ impl Page<'_> {
         // `data-file` and the step's `data-step`: the same link, not written 10 000 times.
         let _ = write!(
             self.out,
-            "<div class=\"step{}\" id=\"{id}\" data-step=\"{}\"><div class=\"head\"><a class=\"sl\">#{}</a> <span class=\"badge b-{}\">{}</span> <span class=\"meta\">{}</span> <span class=\"instr\">{}</span>{source}</div>",
-            // Every step has its id: the timeline's bars and the film strip link to it, scripts
-            // on or off.
+            "<div class=\"step{}\"{} data-step=\"{}\"><div class=\"head\"><a class=\"sl\">#{}</a> <span class=\"badge b-{}\">{}</span> <span class=\"meta\">{}</span> <span class=\"instr\">{}</span>{source}</div>",
             if bad { " bad" } else { "" },
+            // The timeline's bars and the film strip link to a step's id, scripts on or off; a
+            // big page gives ids to its failing steps only (the script finds the others).
+            if bad || self.all_step_ids {
+                format!(" id=\"{id}\"")
+            } else {
+                String::new()
+            },
             step.step_id,
             step.step_id,
             step.status.as_str(),

@@ -101,6 +101,7 @@ impl Page<'_> {
             }
         }
         self.w("<div class=\"suite-tl\">");
+        let mut cut = 0usize;
         for (g, group) in groups.iter().enumerate() {
             if groups.len() > 1 {
                 let _ = write!(
@@ -116,6 +117,11 @@ impl Page<'_> {
                 .iter()
                 .filter(|(_, _, r)| r.identity.suite_id == *group)
             {
+                if self.timeline_budget == 0 {
+                    cut += 1;
+                    continue;
+                }
+                let before = self.out.len();
                 let lane = self.lanes[record.identity.run_id.as_str()].clone();
                 let offset = since(origin, lane.started_at);
                 let _ = write!(
@@ -128,10 +134,17 @@ impl Page<'_> {
                 );
                 self.lane_bars(*index, &lane, offset, end);
                 self.w("</div></div>");
+                self.timeline_budget = self.timeline_budget.saturating_sub(self.out.len() - before);
             }
             if groups.len() > 1 {
                 self.w("</div>");
             }
+        }
+        if cut > 0 {
+            let _ = write!(
+                self.out,
+                "<div class=\"note\">{cut} more tests are not drawn here (the page's timeline budget is spent): <code>supervisor report --chrome-trace FILE</code> has every one.</div>"
+            );
         }
         self.w("</div>\n");
     }
@@ -145,6 +158,11 @@ impl Page<'_> {
             return;
         }
         let end = lane.total_ms.max(1);
+        if self.timeline_budget == 0 {
+            self.film_strip(index, record, run_dir, &lane, end);
+            return;
+        }
+        let before = self.out.len();
         let _ = write!(
             self.out,
             "<div class=\"lane own\" role=\"group\" aria-label=\"timeline of this test, {}\"><div class=\"track\">",
@@ -152,6 +170,7 @@ impl Page<'_> {
         );
         self.lane_bars(index, &lane, 0, end);
         self.w("</div></div>");
+        self.timeline_budget = self.timeline_budget.saturating_sub(self.out.len() - before);
         self.film_strip(index, record, run_dir, &lane, end);
     }
 

@@ -189,10 +189,15 @@ impl Page<'_> {
                 text[from..].trim_end()
             );
         }
+        let shown = escape(&p);
+        if shown.len() > self.prompt_budget {
+            self.w("<div class=\"prompt meta\">Copy as prompt: not on this page (its prompt budget is spent); the step's parts are above.</div>");
+            return;
+        }
+        self.prompt_budget -= shown.len();
         let _ = write!(
             self.out,
-            "<div class=\"prompt\"><button type=\"button\" class=\"copy\" data-for=\"p-{id}\" hidden>Copy as prompt</button><details><summary>prompt for an agent</summary><pre class=\"prompt-text\" id=\"p-{id}\">{}</pre></details></div>",
-            escape(&p)
+            "<div class=\"prompt\"><button type=\"button\" class=\"copy\" data-for=\"p-{id}\" hidden>Copy as prompt</button><details><summary>prompt for an agent</summary><pre class=\"prompt-text\" id=\"p-{id}\">{shown}</pre></details></div>"
         );
     }
 }
