@@ -641,11 +641,14 @@ mod tests {
             Some(0)
         );
         assert_eq!(console_errors("### Result\nok\n"), None);
+        let seen_so_far = std::sync::Mutex::new(Default::default());
         let at = ActionAt {
             index: 0,
             what: "browser_click".into(),
             recorded: None,
             volatile: &[],
+            relations: &[],
+            seen: &seen_so_far,
         };
         assert!(console_check(&at, &inlined, &other).is_ok());
         assert!(console_check(&at, &other, &inlined).is_err());
