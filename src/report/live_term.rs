@@ -2,7 +2,7 @@
 //!
 //! indicatif pads every line it draws with spaces to the terminal's width and lets the terminal's
 //! automatic wrap move to the next line: on screen the same, but a `script` log, `tmux
-//! capture-pane` or a copied recap gets one endless line (docs/reports.md, "The console"). This
+//! capture-pane` or a copied recap gets one endless line (docs/reports.md, "What a run leaves behind"). This
 //! [`TermLike`] keeps indicatif's model of the cursor (at the end of the last line it drew) and
 //! writes what the padding stood for instead: the rest of the line erased, and a newline *when
 //! the next line is written*. A newline written at once would put the cursor one row lower than

@@ -113,8 +113,8 @@ pub(crate) fn start(
     cmd
 }
 
-/// What the page's `img.shot` elements of `report.html` look like once loaded in Chromium:
-/// their natural widths (0 for an image that did not decode).
+/// The screenshots `report.html` shows once loaded in Chromium (the film strip's frames and any
+/// shown large or inline, `img.shot`): their natural widths (0 for an image that did not decode).
 pub(crate) async fn rendered_screenshot_widths(report: &Path) -> Vec<u64> {
     let exe = executable::find_on_env_path(None).expect("chromium");
     let dir = tempfile::tempdir().expect("dir");
@@ -132,7 +132,7 @@ pub(crate) async fn rendered_screenshot_widths(report: &Path) -> Vec<u64> {
         let answer = client
             .call(
                 "Runtime.evaluate",
-                json!({"expression": "location.protocol === 'file:' && document.readyState === 'complete' ? JSON.stringify([...document.querySelectorAll('img.shot')].map(i => i.naturalWidth)) : null", "returnByValue": true}),
+                json!({"expression": "location.protocol === 'file:' && document.readyState === 'complete' ? JSON.stringify([...document.querySelectorAll('img.shot, .film img')].map(i => i.naturalWidth)) : null", "returnByValue": true}),
                 Some(&session),
                 limit,
             )
