@@ -23,9 +23,13 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
-/// After the process exits, how long its output gets to reach end-of-file (a background child
-/// may hold the terminal open): Codex's 50 ms.
+/// After the process exits, how long its output gets to reach end-of-file while a background
+/// child of it may hold the terminal open: Codex's 50 ms.
 pub const EXIT_DRAIN: Duration = Duration::from_millis(50);
+/// After the process exits with nothing left in its group, end-of-file is certain and only the
+/// pump's reading stands between the call and the last bytes (on a loaded machine more than
+/// [`EXIT_DRAIN`]): the call waits for it up to this long.
+pub const EMPTY_GROUP_DRAIN: Duration = Duration::from_secs(5);
 /// How long a write may block on a terminal whose program does not read.
 const WRITE_LIMIT: Duration = Duration::from_secs(10);
 /// How long a console session's group gets after SIGHUP before SIGKILL.
@@ -93,6 +97,8 @@ pub struct ConsoleSession {
     pub cmd: String,
     pub tty: bool,
     pub started: Instant,
+    /// The session's process group (its leader's pid), readable while `group` is locked.
+    pgid: i32,
     group: tokio::sync::Mutex<Group>,
     exit: watch::Receiver<Option<ExitStatus>>,
     shared: Arc<Shared>,
@@ -192,6 +198,7 @@ impl ConsoleSession {
             tty: spawn.tty,
             started: Instant::now(),
             exit: group.exit_watch(),
+            pgid: group.pgid(),
             group: tokio::sync::Mutex::new(group),
             shared,
             seq: seq_rx,
@@ -244,8 +251,10 @@ impl ConsoleSession {
         result.map_err(SessionError::Write)
     }
 
-    /// Waits until the process exits (then drains its output for at most [`EXIT_DRAIN`]) or
-    /// `deadline` passes, and takes the output that arrived since the last call.
+    /// Waits until the process exits (then drains its output to end-of-file: for at most
+    /// [`EXIT_DRAIN`] while its group has members, which may hold the output open, else for at
+    /// most [`EMPTY_GROUP_DRAIN`]) or `deadline` passes, and takes the output that arrived since
+    /// the last call.
     pub async fn collect(&self, deadline: Instant) -> Collected {
         let mut exit = self.exit.clone();
         let exited = tokio::select! {
@@ -253,8 +262,13 @@ impl ConsoleSession {
             () = tokio::time::sleep_until(deadline) => false,
         };
         if exited {
+            let drain = if crate::process::group::group_is_alive(self.pgid) {
+                EXIT_DRAIN
+            } else {
+                EMPTY_GROUP_DRAIN
+            };
             let mut seq = self.seq.clone();
-            let _ = tokio::time::timeout(EXIT_DRAIN, seq.wait_for(|n| *n == u64::MAX)).await;
+            let _ = tokio::time::timeout(drain, seq.wait_for(|n| *n == u64::MAX)).await;
         }
         Collected {
             output: self.take(),
@@ -368,6 +382,49 @@ impl OutputTap for Tap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A flood that ends with its process and leaves nothing behind in the group is read to the
+    /// end before the call answers, even with several floods' pumps competing for the CPU (the
+    /// last bytes once missed the 50 ms drain on a loaded CI machine).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_exited_flood_is_answered_with_its_last_line() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let secrets = Arc::new(Secrets::new([("TOKEN", "s3cr3t-never-printed")]));
+        let sessions: Vec<ConsoleSession> = (0..16u32)
+            .map(|id| {
+                ConsoleSession::start(Spawn {
+                    id,
+                    run_id: format!("drain-{id}"),
+                    cmd: format!(
+                        "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo end-of-flood-{id}"
+                    ),
+                    shell: "/bin/sh".into(),
+                    login: false,
+                    tty: id % 2 == 0,
+                    cwd: dir.path().to_path_buf(),
+                    env: vec![("PATH".into(), "/usr/bin:/bin".into())],
+                    log_path: dir.path().join(format!("console/{id}.log")),
+                    max_log_bytes: 1 << 30,
+                    secrets: Arc::clone(&secrets),
+                })
+                .expect("start a session")
+            })
+            .collect();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let collected =
+            futures::future::join_all(sessions.iter().map(|s| s.collect(deadline))).await;
+        for (id, c) in collected.iter().enumerate() {
+            let tail = String::from_utf8_lossy(&c.output.tail);
+            assert!(c.exit.is_some(), "session {id} did not exit");
+            assert!(
+                tail.trim_end().ends_with(&format!("end-of-flood-{id}")),
+                "session {id} answered without its last line ({} bytes of {}): ...{}",
+                c.output.head.len() + c.output.tail.len(),
+                c.output.total,
+                &tail[tail.len().saturating_sub(80)..]
+            );
+        }
+    }
 
     #[test]
     fn long_lines_are_refused_short_ones_pass() {
