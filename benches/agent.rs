@@ -92,6 +92,7 @@ async fn provider_reply(dir: &Path, bytes: usize) -> (Duration, u64) {
         include_chain: vec![],
         instruction: actions.to_string(),
         timeout: Duration::from_secs(600),
+        question: None,
     };
     let (_keep, cancel) = tokio::sync::watch::channel(false);
     let started = Instant::now();

@@ -9,7 +9,8 @@
 //!
 //! A line is a marker when, after trimming whitespace and the Markdown decorations agents like to
 //! add (`**RESULT OK**`, `` `RESULT OK` ``, a `> ` quote), it starts with `RESULT OK`,
-//! `RESULT WARN`, `RESULT ERROR`, `BUGATTI_LOG ` or `BUGATTI_EVIDENCE `.
+//! `RESULT WARN`, `RESULT ERROR`, `BUGATTI_LOG `, `BUGATTI_EVIDENCE ` or `BUGATTI_FACT ` (a fact
+//! the agent's pass rested on, stated when the harness asks: docs/replay.md).
 
 use serde::{Deserialize, Serialize};
 
@@ -57,6 +58,8 @@ pub enum Marker {
     Result(ResultMarker),
     Log(String),
     Evidence(Evidence),
+    /// A fact the pass rested on, as stated (`1 contains "ok"`): parsed by the replay.
+    Fact(String),
 }
 
 /// Reads one line (without its newline) as a marker, if it is one.
@@ -68,6 +71,12 @@ pub fn parse_line(line: &str) -> Option<Marker> {
     if let Some(rest) = line.strip_prefix("BUGATTI_LOG") {
         if rest.is_empty() || rest.starts_with(char::is_whitespace) {
             return Some(Marker::Log(rest.trim().to_string()));
+        }
+        return None;
+    }
+    if let Some(rest) = line.strip_prefix("BUGATTI_FACT") {
+        if rest.starts_with(char::is_whitespace) && !rest.trim().is_empty() {
+            return Some(Marker::Fact(rest.trim().to_string()));
         }
         return None;
     }
@@ -232,7 +241,12 @@ impl MarkerScanner {
 /// `>`, `*`, `` ` ``), so this never rejects what [`parse_line`] would accept; a non-ASCII byte
 /// (Unicode whitespace, say) makes the line a candidate and [`parse_line`] decides.
 fn could_be_marker(start: &[u8]) -> Option<bool> {
-    const KEYWORDS: [&[u8]; 3] = [b"RESULT", b"BUGATTI_LOG", b"BUGATTI_EVIDENCE"];
+    const KEYWORDS: [&[u8]; 4] = [
+        b"RESULT",
+        b"BUGATTI_LOG",
+        b"BUGATTI_EVIDENCE",
+        b"BUGATTI_FACT",
+    ];
     let first = start
         .iter()
         .position(|b| !(b.is_ascii_whitespace() || matches!(b, b'>' | b'*' | b'`' | b'\x0b')))?;
@@ -302,6 +316,12 @@ mod tests {
             Some(Marker::Log("opened the page".into()))
         );
         assert_eq!(parse_line("BUGATTI_LOGGER x"), None);
+        assert_eq!(
+            parse_line("**BUGATTI_FACT 1 contains \"ok\"**"),
+            Some(Marker::Fact("1 contains \"ok\"".into()))
+        );
+        assert_eq!(parse_line("BUGATTI_FACTS 1"), None);
+        assert_eq!(parse_line("BUGATTI_FACT   "), None);
         assert_eq!(
             parse_line("BUGATTI_EVIDENCE screenshot screenshots/a b.png"),
             Some(Marker::Evidence(Evidence {

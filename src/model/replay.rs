@@ -255,6 +255,10 @@ pub struct StepReplay {
     /// For a replayed step: the provider whose agent passed it then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_by: Option<String>,
+    /// The facts the pass rests on (docs/replay.md): for a replayed step, those that held on
+    /// today's outputs; for a recorded one, those the agent stated.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<String>,
 }
 
 /// How a run's (or a suite's) steps went through replay: the summary line's words.

@@ -456,7 +456,7 @@ impl Provider for CommandProvider {
 
     async fn run_step(&mut self, request: &StepRequest, cancel: CancelSignal) -> StepVerdict {
         let facts = &self.ctx.facts;
-        let line = json!({
+        let mut line = json!({
             "type": "step",
             "run_id": facts.run_id,
             "session_id": facts.session_id,
@@ -466,6 +466,10 @@ impl Provider for CommandProvider {
             "include_chain": request.include_chain,
             "instruction": request.instruction,
         });
+        // Only a question carries the key: a step message stays as it always was.
+        if let Some(question) = request.question {
+            line["question"] = json!(question.as_str());
+        }
         self.exchange(line, request.step_id, request.timeout, cancel)
             .await
     }

@@ -165,6 +165,24 @@ pub struct StepRequest {
     pub include_chain: Vec<String>,
     pub instruction: String,
     pub timeout: Duration,
+    /// Set when the message is not the step itself but a question about it (after a pass, the
+    /// facts it rested on: docs/replay.md); a `command` agent sees it as `"question"`.
+    pub question: Option<Question>,
+}
+
+/// A question the harness asks about a step the agent already judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Question {
+    /// Which facts in the outputs decided the pass (answered in `BUGATTI_FACT` lines).
+    Facts,
+}
+
+impl Question {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Facts => "facts",
+        }
+    }
 }
 
 /// What one step cost, as the agent reports it: Claude Code's `result` event, Codex's
@@ -270,6 +288,9 @@ pub struct StepVerdict {
     /// With status `agent_error`: the kind of fault, as the CLI reported it.
     #[serde(default)]
     pub agent_fault: Option<crate::model::agent_fault::FaultKind>,
+    /// The `BUGATTI_FACT` lines of the reply (the answer to the facts question), redacted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<String>,
 }
 
 impl StepVerdict {
@@ -288,6 +309,7 @@ impl StepVerdict {
             interrupted: false,
             tool_calls: Vec::new(),
             agent_fault: None,
+            facts: Vec::new(),
         }
     }
 
@@ -524,6 +546,7 @@ mod tests {
             include_chain: vec!["checkout.test.toml".into(), "shared/login.test.toml".into()],
             instruction: "  Log in.  ".into(),
             timeout: Duration::from_secs(5),
+            question: None,
         };
         let message = bootstrap::step_message(&facts(), &request);
         assert!(message.starts_with(

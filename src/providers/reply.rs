@@ -19,6 +19,8 @@ pub struct ReplyCollector {
     events: UnboundedSender<AgentEvent>,
     secrets: Arc<Secrets>,
     markers: Vec<Marker>,
+    /// `BUGATTI_FACT` lines, redacted (asked for after a pass: docs/replay.md).
+    facts: Vec<String>,
     /// Evidence paths are relative to the run directory; absolute ones inside it are made so.
     run_dir: Option<PathBuf>,
 }
@@ -33,6 +35,7 @@ impl ReplyCollector {
             events,
             secrets,
             markers: Vec::new(),
+            facts: Vec::new(),
             run_dir: None,
         }
     }
@@ -104,6 +107,7 @@ impl ReplyCollector {
                     });
                     self.evidence.push(evidence);
                 }
+                Marker::Fact(fact) => self.facts.push(self.secrets.redact_str(&fact)),
             }
         }
         saw_result
@@ -159,5 +163,6 @@ impl ReplyCollector {
     fn fill(&self, verdict: &mut StepVerdict) {
         verdict.logs = self.logs.clone();
         verdict.evidence = self.evidence.clone();
+        verdict.facts = self.facts.clone();
     }
 }

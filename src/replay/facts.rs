@@ -1,27 +1,26 @@
-//! The facts a pass rested on (see docs/replay.md): the small checked form in which an agent,
-//! asked after it passed a step, states what in the outputs it saw decided the pass; and their
-//! evaluation on a replay's outputs. One line a fact, each naming an action (1-based, as the
-//! question lists them) and a test on that action's output:
+//! The facts a pass rested on (see docs/replay.md, "The facts a pass rests on"): the small
+//! checked form in which an agent, asked after it passed a step, states what in the outputs it
+//! saw decided the pass; and their evaluation on a replay's outputs. One `BUGATTI_FACT` line a
+//! fact, each naming an action (1-based, as the question lists them) and a test on that action's
+//! output:
 //!
 //! ```text
-//! fact 1 contains "status: ok"
-//! fact 1 equals "pong"
-//! fact 1 matches /status: (ok|degraded)/
-//! fact 1 absent /error/
-//! fact 1 /latency (\d+)ms/ number in [0, 1000]
-//! fact 3 /snapshot (\S+)/ age under 3h
-//! fact 3 /issued (\S+)/ time within 10m of now
-//! fact 2 /owner=(\S+)/ same as 1 /user=(\S+)/
-//! fact 1 /request (\S+)/ differs from the recording
+//! BUGATTI_FACT 1 contains "status: ok"
+//! BUGATTI_FACT 1 equals "pong"
+//! BUGATTI_FACT 1 matches /status: (ok|degraded)/
+//! BUGATTI_FACT 1 absent /error/
+//! BUGATTI_FACT 1 /latency (\d+)ms/ number in [0, 1000]
+//! BUGATTI_FACT 3 /snapshot (\S+)/ age under 3h
+//! BUGATTI_FACT 3 /issued (\S+)/ time within 10m of now
+//! BUGATTI_FACT 2 /owner=(\S+)/ same as 1 /user=(\S+)/
+//! BUGATTI_FACT 1 /request (\S+)/ differs from the recording
 //! ```
 //!
 //! A regex's first group (or its whole match, without a group) is the value tested. A fact that
 //! does not parse, names no action of the step, or does not hold on the recording is refused with
-//! the reason; a step with such a fact is not recorded (the caller's rule).
-//!
-//! This module is the language and its evaluation only: asking the question in the agent's
-//! conversation, storing the facts in the recording and evaluating them on replay are the
-//! session's (not wired yet).
+//! the reason, and a step with such a fact is not recorded (the caller's rule). The reply scanner
+//! ([`crate::model::markers`]) finds the lines; this module is the language, the question and the
+//! evaluation.
 
 use chrono::{DateTime, Utc};
 use regex::Regex;
@@ -57,15 +56,56 @@ pub struct BadFact {
     pub reason: String,
 }
 
-/// The facts of an answer: every line starting with `fact`; other lines are ignored (the agent
-/// may explain). `actions`: how many actions the step has.
-pub fn parse(answer: &str, actions: usize) -> Result<Vec<Fact>, BadFact> {
-    answer
-        .lines()
-        .map(str::trim)
-        .filter(|l| l.starts_with("fact "))
-        .map(|l| parse_line(l, actions))
+/// The facts of an answer: its `BUGATTI_FACT` lines without the keyword (`1 contains "ok"`).
+/// `actions`: how many actions the step has.
+pub fn parse(stated: &[String], actions: usize) -> Result<Vec<Fact>, BadFact> {
+    stated
+        .iter()
+        .map(|l| parse_line(l.trim(), actions))
         .collect()
+}
+
+/// The question asked after a pass, listing the step's recorded actions (one line each, as
+/// [`crate::replay::format::Action::describe`] says them), numbered as the facts name them.
+pub fn question(actions: &[String]) -> String {
+    let mut text = String::from(
+        "You passed this step. One question about it, to be answered from what you already saw \
+         (run nothing new): which facts in the outputs below decided your pass? The harness \
+         checks them whenever it runs these actions again without you, so state what must stay \
+         true for the step to pass, as precisely as the instruction asks. Your actions, numbered:\n",
+    );
+    for (i, what) in actions.iter().enumerate() {
+        let what: String = what.chars().take(200).collect();
+        text.push_str(&format!("  {}. {}\n", i + 1, what.replace('\n', " ")));
+    }
+    text.push_str(
+        "Write one line per fact, in one of these forms (N: an action's number; a /regex/'s \
+         first group, or its whole match, is the value; D: a duration like 90s, 10m, 3h, 2d):\n\
+         BUGATTI_FACT N contains \"text\"\n\
+         BUGATTI_FACT N equals \"text\"\n\
+         BUGATTI_FACT N matches /regex/\n\
+         BUGATTI_FACT N absent /regex/\n\
+         BUGATTI_FACT N /regex/ number in [min, max]\n\
+         BUGATTI_FACT N /regex/ age under D\n\
+         BUGATTI_FACT N /regex/ time within D of now\n\
+         BUGATTI_FACT N /regex/ same as M /regex/\n\
+         BUGATTI_FACT N /regex/ differs from the recording\n\
+         Every fact must hold on the outputs you saw. If none can be stated this way, write none. \
+         End with RESULT OK.",
+    );
+    text
+}
+
+/// The first of `facts` that does not hold, with why (see [`holds`]).
+pub fn first_false<'a>(
+    facts: &'a [Fact],
+    outputs: &[Option<String>],
+    recorded: &[Option<String>],
+    now: DateTime<Utc>,
+) -> Option<(&'a Fact, String)> {
+    facts
+        .iter()
+        .find_map(|f| holds(f, outputs, recorded, now).err().map(|why| (f, why)))
 }
 
 fn bad(line: &str, reason: impl Into<String>) -> BadFact {
@@ -76,8 +116,7 @@ fn bad(line: &str, reason: impl Into<String>) -> BadFact {
 }
 
 fn parse_line(line: &str, actions: usize) -> Result<Fact, BadFact> {
-    let rest = line.strip_prefix("fact ").unwrap_or(line).trim_start();
-    let (action, rest) = action_number(line, rest, actions)?;
+    let (action, rest) = action_number(line, line, actions)?;
     let test = if let Some(q) = rest.strip_prefix("contains ") {
         Test::Contains(quoted(line, q)?)
     } else if let Some(q) = rest.strip_prefix("equals ") {
@@ -151,7 +190,7 @@ fn action_number<'a>(
     let end = rest.find(' ').unwrap_or(rest.len());
     let n: usize = rest[..end]
         .parse()
-        .map_err(|_| bad(line, "a fact names its action by number (fact 1 …)"))?;
+        .map_err(|_| bad(line, "a fact names its action by number (BUGATTI_FACT 1 …)"))?;
     if n == 0 || n > actions {
         return Err(bad(
             line,
@@ -277,15 +316,17 @@ mod tests {
 
     #[test]
     fn every_form_parses_and_holds_or_not() {
-        let answer = "The pass rested on:\n\
-            fact 1 contains \"status: ok\"\n\
-            fact 1 /latency (\\d+)ms/ number in [0, 1000]\n\
-            fact 2 /owner=(\\S+)/ same as 3 /user=(\\S+)/\n\
-            fact 4 /snapshot (\\S+)/ age under 3h\n\
-            fact 1 absent /error/\n\
-            fact 3 /user=(\\S+)/ differs from the recording\n\
-            fact 4 /snapshot (\\S+)/ time within 4h of now\n";
-        let facts = parse(answer, 4).expect("parses");
+        let answer = [
+            "1 contains \"status: ok\"",
+            "1 /latency (\\d+)ms/ number in [0, 1000]",
+            "2 /owner=(\\S+)/ same as 3 /user=(\\S+)/",
+            "4 /snapshot (\\S+)/ age under 3h",
+            "1 absent /error/",
+            "3 /user=(\\S+)/ differs from the recording",
+            "4 /snapshot (\\S+)/ time within 4h of now",
+        ]
+        .map(String::from);
+        let facts = parse(&answer, 4).expect("parses");
         assert_eq!(facts.len(), 7);
         let now = at("2026-11-25T12:00:00Z");
         let good = outputs(&[
@@ -316,14 +357,14 @@ mod tests {
     #[test]
     fn a_bad_fact_says_why() {
         for (line, why) in [
-            ("fact 5 contains \"x\"", "actions 1 to 2"),
-            ("fact one contains \"x\"", "by number"),
-            ("fact 1 /x( / number in [0, 1]", "not a regex"),
-            ("fact 1 /x/ number in [a, 1]", "not a number"),
-            ("fact 1 /x/ age under soon", "not a duration"),
-            ("fact 1 looks fine", "expected"),
+            ("5 contains \"x\"", "actions 1 to 2"),
+            ("one contains \"x\"", "by number"),
+            ("1 /x( / number in [0, 1]", "not a regex"),
+            ("1 /x/ number in [a, 1]", "not a number"),
+            ("1 /x/ age under soon", "not a duration"),
+            ("1 looks fine", "expected"),
         ] {
-            let e = parse(line, 2).expect_err(line);
+            let e = parse(&[line.to_string()], 2).expect_err(line);
             assert!(e.reason.contains(why), "{line}: {e}");
         }
     }

@@ -20,8 +20,9 @@ use std::io;
 /// Version 4 gives each learned position its domain (`[line, token, {domain}]`) and each step
 /// its timestamps' `relations`; a position of an older version (`[line, token]`) masks nothing
 /// until the agent passes it again, and a step without `relations` has them read from its
-/// recorded outputs.
-pub const SCHEMA_VERSION: u32 = 4;
+/// recorded outputs. Version 5 adds each step's `facts`: what the agent said its pass rested on,
+/// checked on every replay (a version 4 step has none and is compared as before).
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// The first version whose masks are learned: older steps are not replayed.
 pub const LEARNED_MASKS_SINCE: u32 = 2;
@@ -63,6 +64,11 @@ pub struct RecordedStep {
     /// (see [`crate::replay::domains`]); `None` in an older recording: read from its outputs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relations: Option<Vec<Relation>>,
+    /// The facts the agent stated its pass rested on (`BUGATTI_FACT` lines without the keyword,
+    /// see [`crate::replay::facts`]), each held on the recorded outputs; every replay checks
+    /// them. `None`: not asked (an older recording) or not answered; `[]`: the agent stated none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts: Option<Vec<String>>,
 }
 
 /// A console tool the agent called (see docs/console.md). `list_sessions` changes nothing and its
@@ -466,6 +472,7 @@ mod tests {
             run_started_at: None,
             cost_usd: Some(0.0125),
             relations: None,
+            facts: None,
             actions: outputs
                 .iter()
                 .map(|o| Action::Shell {

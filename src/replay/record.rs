@@ -360,6 +360,7 @@ mod tests {
             cost_usd: None,
             actions,
             relations: None,
+            facts: None,
         }
     }
 

@@ -63,6 +63,9 @@ pub(super) struct StepState {
 #[derive(Default)]
 pub(super) struct StepSeen {
     outputs: Vec<Option<String>>,
+    /// The same outputs before normalisation (session values as placeholders): what the
+    /// agent's stated facts are checked on, as they were on the recording.
+    comparable: Vec<Option<String>>,
     varied: Vec<(usize, Position)>,
 }
 
@@ -154,13 +157,42 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
         }
         state.sessions.previous_began = Some(began);
     }
-    let varied = seen.into_inner().map(|s| s.varied).unwrap_or_default();
+    let seen = seen.into_inner().unwrap_or_else(|e| e.into_inner());
+    if let Some(fallback) = false_fact(step, &seen.comparable) {
+        return Verdict::Fallback(fallback);
+    }
+    let varied = seen.varied;
     Verdict::Replayed {
         actions: step.actions.len(),
         took: started.elapsed(),
         cost_saved_usd: step.cost_usd,
         varied,
     }
+}
+
+/// The first of the step's recorded facts that does not hold on today's outputs, as the
+/// fallback to the agent (a fact is what the agent's pass rested on: one false, the pass is
+/// the agent's to give again).
+fn false_fact(step: &RecordedStep, today: &[Option<String>]) -> Option<Fallback> {
+    let stated = step.facts.as_deref().filter(|f| !f.is_empty())?;
+    let facts = match super::facts::parse(stated, step.actions.len()) {
+        Ok(facts) => facts,
+        Err(e) => {
+            return Some(Fallback::Failed {
+                action: 0,
+                reason: format!("a recorded fact is not one ({e}): the agent decides"),
+            })
+        }
+    };
+    let recorded = compared_outputs(&step.actions);
+    let (fact, why) = super::facts::first_false(&facts, today, &recorded, Utc::now())?;
+    Some(Fallback::Failed {
+        action: fact.action,
+        reason: format!(
+            "the fact `{}` the agent's pass rested on no longer holds: {why}",
+            fact.text
+        ),
+    })
 }
 
 /// The relations between timestamps that hold in `actions`' outputs as the replay compares them.
@@ -263,13 +295,16 @@ impl ReplayContext<'_> {
             &self.comparable(seen),
         );
         if note && checked == Checked::Same {
+            let comparable = self.comparable(seen);
             let text = self
                 .normalizer
-                .normalize_with(&self.comparable(seen), &self.instruction);
+                .normalize_with(&comparable, &self.instruction);
             if step.outputs.len() <= at.index {
                 step.outputs.resize(at.index + 1, None);
+                step.comparable.resize(at.index + 1, None);
             }
             step.outputs[at.index] = Some(text);
+            step.comparable[at.index] = Some(comparable);
             step.varied
                 .extend(varied.into_iter().map(|p| (at.index, p)));
         }

@@ -327,6 +327,7 @@ mod tests {
             run_started_at: None,
             cost_usd: Some(0.02),
             relations: None,
+            facts: None,
             actions: vec![Action::Shell {
                 command: "true".into(),
                 cwd: "${BUGATTI_WORKDIR}".into(),
@@ -386,7 +387,10 @@ mod tests {
                 &good.replace("\"provider\"", "\"providr\"") as &str,
                 "Corrupt",
             ),
-            (&good.replace("\"schema\": 4", "\"schema\": 99"), "Newer"),
+            (
+                &good.replace(&format!("\"schema\": {SCHEMA_VERSION}"), "\"schema\": 99"),
+                "Newer",
+            ),
             (&good.replace("\"step\": 1", "\"step\": \"one\""), "Corrupt"),
             ("[]", "Corrupt"),
         ];

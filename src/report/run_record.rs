@@ -258,6 +258,10 @@ pub struct StepRecord {
     pub replay_recorded_at: Option<chrono::DateTime<chrono::Utc>>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub replay_recorded_by: Option<String>,
+    /// The facts the pass rests on (docs/replay.md): those that held for a replayed step, those
+    /// the agent stated for a recorded one.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub replay_facts: Vec<String>,
 }
 
 /// The version of the layout of run.json, summary.json, events.jsonl and history.jsonl (their
@@ -355,6 +359,7 @@ impl StepRecord {
         self.replay_actions = r.actions.clone();
         self.replay_recorded_at = r.recorded_at;
         self.replay_recorded_by = r.recorded_by.clone();
+        self.replay_facts = r.facts.clone();
     }
 }
 
@@ -436,6 +441,7 @@ impl RunRecord {
                     replay_actions: Vec::new(),
                     replay_recorded_at: None,
                     replay_recorded_by: None,
+                    replay_facts: Vec::new(),
                 })
                 .collect(),
             commands: plan

@@ -136,6 +136,7 @@ pub fn step(step_id: u32, instruction: impl Into<String>, timeout: Duration) -> 
         include_chain: vec!["root.test.toml".into(), "agent.test.toml".into()],
         instruction: instruction.into(),
         timeout,
+        question: None,
     }
 }
 

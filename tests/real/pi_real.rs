@@ -110,6 +110,8 @@ fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay(bin:
     let script = json!([
         {"bash": "curl -s -X POST http://127.0.0.1:$APP_PORT/inc; echo; echo marker-step-one"},
         {"text": "The counter says {tool_result}\nRESULT OK"},
+        // The facts question after step 1, in the same pi session; step 2's is answered with none.
+        {"facts": ["1 contains \"marker-step-one\""]},
         {"bash": "cat version.txt"},
         {"text": "It says {tool_result}.\nRESULT OK"},
     ]);
@@ -125,8 +127,22 @@ fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay(bin:
         .map(|s| s["status"].clone())
         .collect();
     assert_eq!(statuses, [json!("ok"), json!("ok")], "{record}");
-    assert_eq!(requests.len(), 4, "two model calls a step: {requests:?}");
-    let step_two = text_of(&requests[2]);
+    assert_eq!(
+        requests.len(),
+        6,
+        "two model calls a step and the facts question after each: {requests:?}"
+    );
+    assert!(
+        text_of(&requests[2]).contains("BUGATTI_FACT N contains"),
+        "the facts question follows step 1 in its session: {}",
+        text_of(&requests[2])
+    );
+    assert_eq!(
+        record["steps"][0]["replay_facts"],
+        json!(["1 contains \"marker-step-one\""]),
+        "{record}"
+    );
+    let step_two = text_of(&requests[3]);
     assert!(
         step_two.contains("marker-step-one") && step_two.contains("Bugatti step 1"),
         "the second step's request carries the first step's messages: {step_two}"

@@ -96,6 +96,8 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
             {"text": "The counter says 1.\nRESULT OK"},
             {"bash": "cat version.txt"},
             {"text": "It says version 1.\nRESULT OK"},
+            // The facts question after step 2, in the same conversation (step 1's: none).
+            {"facts": ["1 equals \"version 1\""]},
         ])
     };
 
@@ -116,6 +118,11 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
     assert_eq!(modes(&record), ["agent", "agent"], "{record}");
     assert_eq!(record["steps"][0]["recorded"], true, "{record}");
     assert_eq!(record["agent_steps"], 2, "{record}");
+    assert_eq!(
+        record["steps"][1]["replay_facts"],
+        json!(["1 equals \"version 1\""]),
+        "{record}"
+    );
     let recording_path = p.root().join("bugatti.replay/counter.replay.json");
     let recording = std::fs::read_to_string(&recording_path).expect("a recording was written");
     assert!(
@@ -144,6 +151,8 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
         message.contains("recorded actions ran again and matched"),
         "{message}"
     );
+    let message = record["steps"][1]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("1 fact held: `1 equals"), "{message}");
 
     // 3. The version file changed: step 1 replays, step 2 drifts and goes to the agent, which
     //    renews its recording; its first message says what the replayed step did.

@@ -57,6 +57,9 @@ fn three_codex_steps_recorded_then_replayed_without_a_model_request() {
         json!([
             {"shell": "echo one-$BUGATTI_STEP_ID"},
             {"text": "Saw it.\nRESULT OK"},
+            // The facts question after step 1 (asked in the same Codex thread); steps 2 and 3
+            // are answered with none.
+            {"facts": ["1 contains \"one-1\""]},
             {"shell": "echo two; date -u +%FT%TZ"},
             {"text": "RESULT OK"},
             {"shell": "echo state > $BUGATTI_WORKDIR/state && cat $BUGATTI_WORKDIR/state"},
@@ -66,11 +69,17 @@ fn three_codex_steps_recorded_then_replayed_without_a_model_request() {
     configure(&p, &stub);
     let (code, console, record) = run(&p, &bin);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(stub.request_log().len(), 6);
+    // Two model calls a step, and the facts question after each pass.
+    assert_eq!(stub.request_log().len(), 9);
     for step in record["steps"].as_array().expect("steps") {
         assert_eq!(step["mode"], "agent", "{step}");
         assert_eq!(step["recorded"], true, "{step}");
     }
+    assert_eq!(
+        record["steps"][0]["replay_facts"],
+        json!(["1 contains \"one-1\""]),
+        "{record}"
+    );
     let recording = std::fs::read_to_string(p.root().join("bugatti.replay/codex.replay.json"))
         .expect("recording");
     assert!(recording.contains("\"kind\": \"shell\""), "{recording}");
@@ -83,6 +92,8 @@ fn three_codex_steps_recorded_then_replayed_without_a_model_request() {
     assert_eq!(code, Some(0), "{console}");
     assert_eq!(stub.request_log().len(), 0, "no model request");
     assert_eq!(record["replayed_steps"], 3, "{record}");
+    let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("1 fact held"), "{message}");
     let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
     assert!(
         !run_dir.join("transcripts/agent.jsonl").exists(),

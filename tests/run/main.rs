@@ -20,6 +20,7 @@ mod quarantine;
 mod registry_sweep;
 mod replay_actions;
 mod replay_domains;
+mod replay_facts;
 mod replay_trust;
 mod security_hostile;
 mod selection;

@@ -143,6 +143,7 @@ fn step(actions: Vec<Action>) -> RecordedStep {
         cost_usd: Some(0.03),
         actions,
         relations: None,
+        facts: None,
     }
 }
 

@@ -222,7 +222,7 @@ fn a_changed_instruction_is_a_miss() {
     // A recording of the first layout (masks up front) is read, not replayed, and renewed.
     let path = p.root().join("bugatti.replay/due.replay.json");
     let text = std::fs::read_to_string(&path).expect("recording");
-    std::fs::write(&path, text.replace("\"schema\": 4", "\"schema\": 1")).expect("old layout");
+    std::fs::write(&path, text.replace("\"schema\": 5", "\"schema\": 1")).expect("old layout");
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
     let s = step(&latest(&p), "due").clone();

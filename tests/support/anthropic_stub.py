@@ -23,6 +23,9 @@ tools, as Claude Code's agent loop always does). Each reply is one of:
                                      authentication_error, 500 api_error, 529 overloaded_error…)
 Other requests (side queries without tools) get a short plain answer. When the script runs out,
 main-loop requests get a text reply without a result marker.
+The harness's facts question (asked after a pass it records, docs/replay.md) is answered
+without consuming the script: with the next reply when that is {"facts": ["1 contains \"x\"", ...]}
+(consumed, answered as `BUGATTI_FACT` lines and `RESULT OK`), else with `RESULT OK` alone (no facts).
 Every request body is appended to REQUEST_LOG.jsonl, one JSON object per line.
 Python standard library only.
 """
@@ -49,6 +52,37 @@ def next_reply():
     if i < len(SCRIPT):
         return SCRIPT[i]
     return {"text": "stub: script exhausted"}
+
+
+# A line of the facts question's form list: how the stub knows the question (it runs no tool).
+FACTS_QUESTION = "BUGATTI_FACT N contains"
+
+
+def facts_reply():
+    """The answer to the facts question: the scripted facts when the next reply holds them."""
+    with LOCK:
+        i = STATE["next"]
+        if i < len(SCRIPT) and "facts" in SCRIPT[i]:
+            STATE["next"] += 1
+            lines = ["BUGATTI_FACT " + f for f in SCRIPT[i]["facts"]]
+            return {"text": "\n".join(lines + ["RESULT OK"])}
+    return {"text": "RESULT OK"}
+
+
+def last_user_text(body):
+    """The text of the last user message ('' when it carries tool results)."""
+    for message in reversed(body.get("messages", [])):
+        if message.get("role") != "user":
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            if any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content):
+                return ""
+            return "".join(b.get("text", "") for b in content if isinstance(b, dict))
+        return ""
+    return ""
 
 
 def last_tool_result(body):
@@ -144,7 +178,10 @@ class Handler(BaseHTTPRequestHandler):
         # Claude Code's shell tool is `Bash`, pi's is `bash`: either marks the agent loop.
         shell_tools = [t.get("name") for t in body.get("tools") or [] if t.get("name") in ("Bash", "bash")]
         main_loop = bool(shell_tools)
-        reply = next_reply() if main_loop else {"text": "ok"}
+        if main_loop and FACTS_QUESTION in last_user_text(body):
+            reply = facts_reply()
+        else:
+            reply = next_reply() if main_loop else {"text": "ok"}
         if "status" in reply:
             self.error_reply(int(reply["status"]))
             return

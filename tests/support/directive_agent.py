@@ -24,6 +24,8 @@ in a result marker. Each line of a step's instruction is a directive:
     age_under RE SECS RESULT ERROR unless the UTC timestamp (…T…Z) RE's group 1 finds is at most
                       SECS seconds old (and not from the future)
     later RE1 RE2     RESULT ERROR unless RE2's timestamp is later than RE1's
+    fact TEXT         a fact the pass rests on: stated as `BUGATTI_FACT TEXT` when the harness asks
+                      its facts question about this step (a message with "question": "facts")
     mcp TOOL JSON     call TOOL of the agent console (MCP over HTTP at $BUGATTI_MCP_URL with
                       $BUGATTI_MCP_TOKEN); its text is printed and kept for `expect`. In JSON,
                       {session_id} and {next_offset} become the last such number an answer gave
@@ -39,6 +41,8 @@ import time
 import urllib.request
 
 MCP = {"next_id": 1, "initialized": False, "session_id": "", "next_offset": ""}
+# The `fact` directives of the last step, stated when the harness asks its facts question.
+FACTS = []
 
 
 def mcp_post(message):
@@ -131,6 +135,7 @@ def judge(word, args, seen):
 
 
 def run_step(instruction):
+    FACTS.clear()
     out, body, result = [], "", "RESULT OK"
     seen = ""
     took = 0.0
@@ -170,6 +175,8 @@ def run_step(instruction):
             why = judge(word, rest.split(), seen)
             if why is not None:
                 result = f"RESULT ERROR: {word}: {why}"
+        elif word == "fact":
+            FACTS.append(rest)
         elif word == "env":
             out.append(f"{rest}={os.environ.get(rest, '<unset>')}")
         elif word == "sleep":
@@ -199,5 +206,7 @@ for line in sys.stdin:
     message = json.loads(line)
     if message.get("type") == "bootstrap":
         reply(["directive agent ready"], "RESULT OK")
+    elif message.get("question") == "facts":
+        reply(["BUGATTI_FACT " + fact for fact in FACTS], "RESULT OK")
     else:
         run_step(message.get("instruction", ""))

@@ -12,6 +12,7 @@
 //! actor turns them into report events. If the actor dies (a panic), the driver is aborted with
 //! it and the supervisor, told by ractor's supervision, cleans up the run's processes.
 
+mod facts;
 mod policy;
 mod replay;
 mod setup;

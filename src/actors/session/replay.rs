@@ -504,6 +504,7 @@ impl SessionReplay {
         cost_usd: Option<f64>,
         previous: Option<(&RecordedStep, &[(usize, Position)])>,
         instruction: &str,
+        facts: Option<Vec<String>>,
     ) -> Result<(), String> {
         let relations = relations(
             previous.map(|(old, _)| old),
@@ -544,6 +545,7 @@ impl SessionReplay {
             cost_usd,
             actions,
             relations: Some(relations),
+            facts,
         });
         store::save(&self.path, recording).map_err(|e| e.to_string())
     }
@@ -574,8 +576,21 @@ pub(super) fn replayed(
         Verdict::Replayed { actions, took, .. } => (*actions, *took),
         Verdict::Fallback(_) => (0, Duration::ZERO),
     };
+    let facts = step.facts.clone().unwrap_or_default();
+    let held = match facts.len() {
+        0 => String::new(),
+        n => format!(
+            "; {n} fact{} held: {}",
+            if n == 1 { "" } else { "s" },
+            facts
+                .iter()
+                .map(|f| format!("`{}`", placeholders.fill(f)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
     let message = format!(
-        "replayed: all {actions} recorded actions ran again and matched ({}ms; recorded {} by {})",
+        "replayed: all {actions} recorded actions ran again and matched{held} ({}ms; recorded {} by {})",
         took.as_millis(),
         step.recorded_at.format("%Y-%m-%d %H:%M UTC"),
         step.provider
@@ -604,6 +619,7 @@ pub(super) fn replayed(
         actions: shown,
         recorded_at: Some(step.recorded_at),
         recorded_by: Some(step.provider.clone()),
+        facts: facts.iter().map(|f| placeholders.fill(f)).collect(),
     };
     (message, replay)
 }
@@ -633,5 +649,6 @@ pub(super) fn by_the_agent(fallback: Option<&Fallback>) -> StepReplay {
         actions: Vec::new(),
         recorded_at: None,
         recorded_by: None,
+        facts: Vec::new(),
     }
 }

@@ -31,12 +31,14 @@ struct AgentTurn {
 }
 
 /// What the agent stage hands on: the verdict, its usage, the console calls it made.
-struct AgentDone {
-    verdict: StepVerdict,
+pub(super) struct AgentDone {
+    /// The step as it was sent (a question about it goes the same way).
+    pub(super) asked: StepRequest,
+    pub(super) verdict: StepVerdict,
     /// The agent's own verdict, before the browser's console errors made it a warning: a step
     /// the agent passed is recorded, and its replay warns the same way.
     judged: StepStatus,
-    usage: Option<Usage>,
+    pub(super) usage: Option<Usage>,
     console_calls: Vec<CallRecord>,
 }
 
@@ -136,7 +138,9 @@ impl Driver {
             ReplayStage::Agent(turn) => {
                 let request = self.request(step, id, instruction.clone());
                 let mut done = self.agent_stage(started, id, request).await?;
-                let info = self.record_stage(started, turn, &mut done, &instruction);
+                let info = self
+                    .record_stage(started, turn, &mut done, &instruction)
+                    .await;
                 self.agent_fault(id, &done.verdict);
                 let message =
                     (!done.verdict.message.is_empty()).then(|| done.verdict.message.clone());
@@ -246,6 +250,7 @@ impl Driver {
                 step.timeout_secs
                     .unwrap_or(self.test.effective.provider.step_timeout_secs.value),
             ),
+            question: None,
         }
     }
 
@@ -383,6 +388,7 @@ impl Driver {
             request.instruction = format!("{summary}\n{}", request.instruction);
         }
         let marks = LogMarks::take(&self.run_paths().logs_dir());
+        let asked = request.clone();
         let verdict = self
             .run_step(&agent, request, &mut started.agent_news)
             .await;
@@ -401,16 +407,7 @@ impl Driver {
                 return Err(Ending::error(message));
             }
         };
-        let usage = verdict.usage.as_ref().map(|u| Usage {
-            session_id: Some(u.session_id.clone()),
-            turns: u32::try_from(u.num_turns).ok(),
-            duration_ms: Some(u.duration_ms),
-            cost_usd: u.cost_reported.then_some(u.step_cost_usd),
-            total_cost_usd: u.cost_reported.then_some(u.total_cost_usd),
-            input_tokens: u.input_tokens,
-            output_tokens: u.output_tokens,
-            reported_cost_usd: u.reported_cost_usd,
-        });
+        let usage = verdict.usage.as_ref().map(super::facts::usage_of);
         self.budget_after(&mut verdict);
         let judged = verdict.status;
         if !verdict.interrupted {
@@ -434,6 +431,7 @@ impl Driver {
             return Err(Ending::from_stop(reason));
         }
         Ok(AgentDone {
+            asked,
             verdict,
             judged,
             usage,
@@ -486,21 +484,21 @@ impl Driver {
 
     /// What replay makes of the agent's step: its pass recorded (with what it learnt), an
     /// audited failure's recording deleted.
-    fn record_stage(
+    async fn record_stage(
         &self,
         started: &mut Started,
         turn: Option<Box<AgentTurn>>,
         done: &mut AgentDone,
         instruction: &str,
     ) -> Option<StepReplay> {
-        let info = self.record_step(started, turn, done, instruction);
+        let info = self.record_step(started, turn, done, instruction).await;
         if let Some(replay) = started.replay.as_mut() {
             replay.observe_pages(&done.verdict.tool_calls);
         }
         info
     }
 
-    fn record_step(
+    async fn record_step(
         &self,
         started: &mut Started,
         turn: Option<Box<AgentTurn>>,
@@ -527,38 +525,47 @@ impl Driver {
             return Some(info);
         }
         if done.judged != StepStatus::Ok || failed {
-            let note = format!(
-                "not recorded: the step ended {}, and only a step the agent passed (RESULT OK) is \
-                 recorded",
-                verdict.status.as_str()
+            add_note(
+                &mut info,
+                format!(
+                    "not recorded: the step ended {}, and only a step the agent passed (RESULT OK) \
+                     is recorded",
+                    verdict.status.as_str()
+                ),
             );
-            info.note = Some(match info.note.take() {
-                Some(before) => format!("{before}; {note}"),
-                None => note,
-            });
             return Some(info);
         }
+        let actions = match replay.actions_of(&done.console_calls, &verdict.tool_calls) {
+            Ok(actions) => actions,
+            Err(why) => {
+                add_note(&mut info, format!("not recorded: {why}"));
+                return Some(info);
+            }
+        };
+        let answer = self.ask_facts(started, done, &actions).await;
+        if let Some(note) = &answer.note {
+            add_note(&mut info, note.clone());
+        }
+        let Some(replay) = started.replay.as_mut() else {
+            return Some(info);
+        };
+        let facts = match answer.facts {
+            Ok(facts) => facts,
+            Err(why) => {
+                add_note(&mut info, format!("not recorded: {why}"));
+                return Some(info);
+            }
+        };
+        info.facts = facts.clone().unwrap_or_default();
         let cost = done.usage.as_ref().and_then(|u| u.cost_usd);
         let soft: &[(usize, crate::replay::masks::Position)] = match &turn.fallback {
             Some(Fallback::SoftDrift { learn, .. }) => learn,
             _ => &[],
         };
         let previous = turn.previous.as_ref().map(|p| (p, soft));
-        let not_recorded = match replay.actions_of(&done.console_calls, &verdict.tool_calls) {
-            Ok(actions) => replay
-                .record(&turn.key, actions, cost, previous, instruction)
-                .err(),
-            Err(why) => Some(why),
-        };
-        match not_recorded {
-            None => info.recorded = true,
-            Some(why) => {
-                let note = format!("not recorded: {why}");
-                info.note = Some(match info.note.take() {
-                    Some(before) => format!("{before}; {note}"),
-                    None => note,
-                });
-            }
+        match replay.record(&turn.key, actions, cost, previous, instruction, facts) {
+            Ok(()) => info.recorded = true,
+            Err(why) => add_note(&mut info, format!("not recorded: {why}")),
         }
         Some(info)
     }
@@ -686,7 +693,10 @@ impl Driver {
     }
 
     /// The session's agent, started now if it was waiting for a step that needs it.
-    async fn agent(&self, started: &mut Started) -> Result<ActorRef<AgentMsg>, AgentStartFailure> {
+    pub(super) async fn agent(
+        &self,
+        started: &mut Started,
+    ) -> Result<ActorRef<AgentMsg>, AgentStartFailure> {
         let no_agent = || AgentStartFailure {
             ending: Ending::error("no agent was started"),
             nothing_sent: true,
@@ -813,6 +823,14 @@ impl Driver {
         }
         Ok(rendered.text)
     }
+}
+
+/// Adds `note` to the step's replay note (after what is there).
+fn add_note(info: &mut StepReplay, note: String) {
+    info.note = Some(match info.note.take() {
+        Some(before) => format!("{before}; {note}"),
+        None => note,
+    });
 }
 
 pub(super) async fn sleep_until_opt(at: Option<tokio::time::Instant>) {

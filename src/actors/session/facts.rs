@@ -1,0 +1,167 @@
+//! The facts question (docs/replay.md, "The facts a pass rests on"): after the agent passed a
+//! step that is about to be recorded, the session asks it, in the same conversation, which facts
+//! in the outputs it saw decided the pass. The answer's `BUGATTI_FACT` lines are checked on the
+//! outputs the agent saw (a fact that does not hold there is refused, and the step is not
+//! recorded), stored in the recording, and evaluated on every replay. The question's cost is the
+//! step's.
+
+use super::steps::AgentDone;
+use super::*;
+use crate::providers::{Question, StepUsage};
+use crate::replay::format::Action;
+
+/// The longest the agent may take to answer (it runs nothing; the step's own timeout when that
+/// is shorter).
+const ANSWER_LIMIT: Duration = Duration::from_secs(120);
+
+/// What the question came to.
+pub(super) struct FactsAnswer {
+    /// `Ok(Some(facts))`: stated (empty: the agent stated none); `Ok(None)`: not answered;
+    /// `Err`: a stated fact is refused, and the step is not recorded (why).
+    pub(super) facts: Result<Option<Vec<String>>, String>,
+    /// What the report says about it, beside the step's replay note.
+    pub(super) note: Option<String>,
+}
+
+impl FactsAnswer {
+    fn unanswered(note: String) -> Self {
+        Self {
+            facts: Ok(None),
+            note: Some(note),
+        }
+    }
+}
+
+impl Driver {
+    /// Asks the agent the facts question about the step it just passed with `actions`.
+    pub(super) async fn ask_facts(
+        &self,
+        started: &mut Started,
+        done: &mut AgentDone,
+        actions: &[Action],
+    ) -> FactsAnswer {
+        let Some(replay) = started.replay.as_ref().filter(|_| !actions.is_empty()) else {
+            return FactsAnswer {
+                facts: Ok(None),
+                note: None,
+            };
+        };
+        let described: Vec<String> = actions
+            .iter()
+            .map(|a| replay.placeholders().fill(&a.describe()))
+            .collect();
+        let mut request = done.asked.clone();
+        request.instruction = crate::replay::facts::question(&described);
+        request.question = Some(Question::Facts);
+        request.timeout = request.timeout.min(ANSWER_LIMIT);
+        let id = request.step_id;
+        let agent = match self.agent(started).await {
+            Ok(agent) => agent,
+            Err(failure) => {
+                let why = failure.ending.message.unwrap_or_default();
+                return FactsAnswer::unanswered(format!(
+                    "the facts question was not asked (the agent could not start: {why}); the \
+                     recording is compared exactly"
+                ));
+            }
+        };
+        let answer = self
+            .run_step(&agent, request, &mut started.agent_news)
+            .await;
+        // Console calls made while answering are the step's too.
+        let _ = self.emit_console_calls(started, id);
+        let verdict = match answer {
+            Ok(v) => v,
+            Err(why) => {
+                return FactsAnswer::unanswered(format!(
+                    "the facts question was not answered ({why}); the recording is compared exactly"
+                ))
+            }
+        };
+        if let Some(usage) = &verdict.usage {
+            self.add_question_cost(done, usage);
+        }
+        if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
+            return FactsAnswer::unanswered(format!(
+                "the facts question was not answered ({}: {}); the recording is compared exactly",
+                verdict.status.as_str(),
+                verdict.message
+            ));
+        }
+        let Some(replay) = started.replay.as_ref() else {
+            return FactsAnswer::unanswered("replay stopped".into());
+        };
+        // Stored as the outputs are: with this session's values as placeholders.
+        let stated: Vec<String> = verdict
+            .facts
+            .iter()
+            .map(|f| replay.placeholders().insert(f))
+            .collect();
+        if stated.is_empty() {
+            return FactsAnswer {
+                facts: Ok(Some(Vec::new())),
+                note: Some("the agent stated no facts its pass rested on".into()),
+            };
+        }
+        FactsAnswer {
+            facts: held_on_recording(&stated, actions).map(Some),
+            note: None,
+        }
+    }
+
+    /// The question's cost is the step's: in its usage and in the suite's budget.
+    fn add_question_cost(&self, done: &mut AgentDone, asked: &StepUsage) {
+        if asked.cost_reported {
+            self.suite
+                .budget
+                .add(&self.test.rel_path, asked.step_cost_usd);
+        }
+        let Some(usage) = done.usage.as_mut() else {
+            done.usage = Some(usage_of(asked));
+            return;
+        };
+        let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        usage.turns = usage
+            .turns
+            .map(|t| t.saturating_add(u32::try_from(asked.num_turns).unwrap_or(u32::MAX)));
+        usage.duration_ms = sum(usage.duration_ms, Some(asked.duration_ms));
+        usage.input_tokens = sum(usage.input_tokens, asked.input_tokens);
+        usage.output_tokens = sum(usage.output_tokens, asked.output_tokens);
+        if asked.cost_reported {
+            usage.cost_usd = Some(usage.cost_usd.unwrap_or(0.0) + asked.step_cost_usd);
+            usage.total_cost_usd = Some(asked.total_cost_usd);
+        }
+    }
+}
+
+/// What one step's report records of the agent's usage.
+pub(super) fn usage_of(u: &StepUsage) -> Usage {
+    Usage {
+        session_id: Some(u.session_id.clone()),
+        turns: u32::try_from(u.num_turns).ok(),
+        duration_ms: Some(u.duration_ms),
+        cost_usd: u.cost_reported.then_some(u.step_cost_usd),
+        total_cost_usd: u.cost_reported.then_some(u.total_cost_usd),
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        reported_cost_usd: u.reported_cost_usd,
+    }
+}
+
+/// `stated` when every fact parses and holds on the outputs of `actions` as recorded; else why
+/// not (the step is then not recorded).
+fn held_on_recording(stated: &[String], actions: &[Action]) -> Result<Vec<String>, String> {
+    let facts = crate::replay::facts::parse(stated, actions.len())
+        .map_err(|e| format!("a fact the agent stated is not one: {e}"))?;
+    let outputs = crate::replay::replayer::compared_outputs(actions);
+    match crate::replay::facts::first_false(&facts, &outputs, &outputs, chrono::Utc::now()) {
+        Some((fact, why)) => Err(format!(
+            "the fact `{}` the agent stated does not hold on the outputs it saw: {why}",
+            fact.text
+        )),
+        None => Ok(stated.to_vec()),
+    }
+}

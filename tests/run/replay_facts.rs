@@ -1,0 +1,190 @@
+//! The facts a pass rests on (see docs/replay.md, "The facts a pass rests on"): the real
+//! supervisor asks the scripted `command` agent (tests/support/directive_agent.py), after each
+//! pass it records, which facts in the outputs decided it; the answer is checked on those
+//! outputs, kept in the recording, and evaluated on every replay. A value the learned domain
+//! would pass but a stated fact does not goes to the agent.
+
+use crate::common;
+
+use common::{stdout, Project};
+use serde_json::Value;
+
+fn project() -> Project {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"command\"\ncmd = \"{}\"\nstep_timeout_secs = 60\n",
+            Project::directive_agent_cmd()
+        ),
+    );
+    p
+}
+
+/// A one-step test that reads the app's latency through the console and judges it under 31 ms,
+/// stating `fact` as what the pass rests on.
+fn write_latency_check(p: &Project, fact: &str) {
+    p.write(
+        "latency.test.toml",
+        &format!(
+            "[[steps]]\ninstruction = '''\nCheck the endpoint answers within 30 ms.\n\
+             mcp exec_command {{\"cmd\": \"sh ${{BUGATTI_PROJECT_ROOT}}/app.sh\", \"yield_time_ms\": 10000}}\n\
+             below latency\\s(\\d+)ms 31\n{fact}\n'''\n"
+        ),
+    );
+}
+
+fn set_latency(p: &Project, ms: u32) {
+    p.write("app.sh", &format!("echo 'latency {ms}ms'"));
+}
+
+/// Runs `start`; the exit code, the console, and the newest run's first step.
+fn start(p: &Project) -> (Option<i32>, String, Value) {
+    let out = p.run(&["start"]);
+    let console = format!("{}\n{}", stdout(&out), common::stderr(&out));
+    let step = newest_run(p)["steps"][0].clone();
+    (out.status.code(), console, step)
+}
+
+/// The newest run's record.
+fn newest_run(p: &Project) -> Value {
+    let mut records = p.run_records();
+    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+    records.pop().unwrap_or_default()
+}
+
+/// The newest run's directory.
+fn newest_run_dir(p: &Project) -> std::path::PathBuf {
+    p.root()
+        .join(".bugatti/runs")
+        .join(newest_run(p)["run_id"].as_str().expect("run id"))
+}
+
+fn recording(p: &Project) -> Value {
+    let text = std::fs::read_to_string(p.root().join("bugatti.replay/latency.replay.json"))
+        .expect("the recording");
+    serde_json::from_str(&text).expect("JSON")
+}
+
+#[test]
+fn a_stated_fact_sends_a_value_the_learned_range_would_pass_to_the_agent() {
+    let p = project();
+    let fact = "fact 1 /latency (\\d+)ms/ number in [0, 30]";
+    write_latency_check(&p, fact);
+
+    // 1. The agent passes and is asked its facts: the answer is recorded and shown.
+    set_latency(&p, 20);
+    let (code, console, step) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(step["recorded"], true, "{step}");
+    assert_eq!(
+        step["replay_facts"][0], "1 /latency (\\d+)ms/ number in [0, 30]",
+        "{step}"
+    );
+    let rec = recording(&p);
+    assert_eq!(rec["schema"], 5, "{rec}");
+    assert_eq!(
+        rec["steps"][0]["facts"][0], step["replay_facts"][0],
+        "{rec}"
+    );
+    let transcript = std::fs::read_to_string(newest_run_dir(&p).join("transcripts/agent.jsonl"))
+        .expect("agent.jsonl");
+    assert!(
+        transcript.contains("\\\"question\\\":\\\"facts\\\"")
+            || transcript.contains("\"question\":\"facts\""),
+        "the question is in the transcript: {transcript}"
+    );
+    assert!(
+        transcript.contains("BUGATTI_FACT 1 /latency"),
+        "{transcript}"
+    );
+
+    // 2. Another latency: a soft drift the agent passes; the value's range is learned.
+    set_latency(&p, 25);
+    let (code, console, step) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(step["mode"], "agent", "{step}");
+    assert_eq!(step["recorded"], true, "{step}");
+
+    // 3. Inside what was learned and inside the fact: replayed, and the fact is named.
+    set_latency(&p, 22);
+    let (code, console, step) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(step["mode"], "replayed", "{step}");
+    let message = step["message"].as_str().unwrap_or_default();
+    assert!(message.contains("1 fact held"), "{message}");
+    assert_eq!(
+        step["replay_facts"][0], "1 /latency (\\d+)ms/ number in [0, 30]",
+        "{step}"
+    );
+    let report = std::fs::read_to_string(newest_run_dir(&p).join("report.md")).expect("report.md");
+    assert!(report.contains("1 fact held"), "{report}");
+
+    // 4. 45 ms is inside the learned range (up to twice the largest seen) but breaks the fact:
+    // the agent decides, and fails it.
+    set_latency(&p, 45);
+    let (code, console, step) = start(&p);
+    assert_eq!(code, Some(1), "{console}");
+    assert_eq!(step["mode"], "agent", "{step}");
+    assert_eq!(step["status"], "error", "{step}");
+    let note = step["replay_note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("no longer holds") && note.contains("45 is not in [0, 30]"),
+        "{note}"
+    );
+    p.assert_nothing_survives();
+}
+
+#[test]
+fn a_fact_that_does_not_hold_on_what_the_agent_saw_is_refused_and_nothing_is_recorded() {
+    let p = project();
+    write_latency_check(&p, "fact 1 contains \"latency 99ms\"");
+    set_latency(&p, 20);
+    let (code, console, step) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(step["status"], "ok", "{step}");
+    assert_eq!(step["recorded"], false, "{step}");
+    let note = step["replay_note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("not recorded")
+            && note.contains("does not hold on the outputs it saw")
+            && note.contains("latency 99ms"),
+        "{note}"
+    );
+    assert!(!p.root().join("bugatti.replay/latency.replay.json").exists());
+
+    // A fact that is not one says why, too.
+    write_latency_check(&p, "fact 3 contains \"x\"");
+    let (code, console, step) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    let note = step["replay_note"].as_str().unwrap_or_default();
+    assert!(
+        note.contains("not one") && note.contains("actions 1 to 1"),
+        "{note}"
+    );
+    p.assert_nothing_survives();
+}
+
+#[test]
+fn an_agent_that_states_no_facts_is_recorded_with_none_and_the_report_says_so() {
+    let p = project();
+    write_latency_check(&p, "");
+    set_latency(&p, 20);
+    let (code, console, step) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(step["recorded"], true, "{step}");
+    assert!(
+        step["replay_note"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("stated no facts"),
+        "{step}"
+    );
+    let rec = recording(&p);
+    assert_eq!(rec["steps"][0]["facts"], serde_json::json!([]), "{rec}");
+    // The unchanged app replays.
+    let (code, console, step) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(step["mode"], "replayed", "{step}");
+    p.assert_nothing_survives();
+}
