@@ -1009,8 +1009,9 @@ readiness_url = "http://127.0.0.1:${WEB_PORT}/"
 # Row 23 lives in a module of its own (it uses Row and _stub_run from here).
 from browser_replay import browser_replay  # noqa: E402
 from chrome_trace import chrome_trace  # noqa: E402
+from mutations import mutation_corpus  # noqa: E402
 
 ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead,
        check_many_env, html_report, console_latency, console_wait_for_log, console_idle,
        console_flood, many_steps, replay, merge_shards, shard_balance, shard_wall,
-       browser, replay_learning, browser_replay, chrome_trace]
+       browser, replay_learning, browser_replay, chrome_trace, mutation_corpus]
