@@ -552,3 +552,77 @@ fn ctrl_z_stops_a_setsid_child_of_the_step_too() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(count() > after, "it ran again after fg");
 }
+
+/// SIGINT while a step replays (its recorded console command is running again, without the
+/// agent): the replay stops at once, the step and the run say `interrupted`, every report is
+/// written, and nothing the replay started survives.
+#[test]
+fn sigint_while_a_step_replays_stops_the_replay_and_leaves_every_record() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "[provider]\nname = \"command\"\ncmd = \"{}\"\nstep_timeout_secs = 60\n",
+            Project::directive_agent_cmd()
+        ),
+    );
+    p.write(
+        "slow.test.toml",
+        "name = \"Slow\"\n[[steps]]\ninstruction = '''\n\
+         mcp exec_command {\"cmd\": \"sleep 3; echo slept\", \"yield_time_ms\": 20000}\n\
+         expect slept\n'''\n",
+    );
+    // 1. The agent passes it (three seconds), and it is recorded.
+    let out = p.run(&["start"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(p.record_for("slow.test.toml")["steps"][0]["recorded"], true);
+    // 2. The replay runs the same `sleep 3`: interrupted mid-way.
+    std::fs::remove_dir_all(p.root().join(".bugatti/runs")).expect("old runs");
+    let mut child = p
+        .supervisor()
+        .args(["start"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn supervisor");
+    // The replay started its step (no agent is involved: no agent message to wait for).
+    let runs = p.root().join(".bugatti/runs");
+    let started = || {
+        std::fs::read_dir(&runs)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|d| {
+                std::fs::read_to_string(d.path().join("events.jsonl"))
+                    .is_ok_and(|e| e.contains("\"step_started\""))
+            })
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !started() {
+        assert!(
+            child.try_wait().expect("wait").is_none(),
+            "ended before its step"
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the step never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    fault::signal(child.id(), "INT");
+    let out = child.wait_with_output().expect("wait");
+    p.assert_nothing_survives();
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(130), "{console}");
+    let record = p.record_for("slow.test.toml");
+    assert_eq!(record["outcome"], "interrupted", "{record}");
+    assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
+    let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
+    assert!(report.contains("INTERRUPTED"), "{report}");
+    assert!(p.suite_dir().join("junit.xml").exists());
+    // The recording is untouched: the next run replays it.
+    let out = p.run(&["start"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}

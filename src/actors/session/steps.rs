@@ -286,9 +286,22 @@ impl Driver {
             return ReplayStage::Agent(Some(turn(None, Some(previous), true)));
         } else {
             let console = started.console.as_ref().map(|s| s.console().as_ref());
-            let tried = replay
-                .try_step(&key, instruction, console, &self.run_id)
-                .await;
+            // A stop (a signal, the deadline) ends a replay at once, as it ends an agent's step:
+            // what the replay started is dropped here and swept with the session.
+            let tried = tokio::select! {
+                tried = replay.try_step(&key, instruction, console, &self.run_id) => tried,
+                reason = Self::until_stopped(self.stop.clone()) => {
+                    self.emit_console_calls(started, id);
+                    self.emit(step_finished(
+                        id,
+                        StepStatus::Interrupted,
+                        Some(reason.cut_off_message()),
+                        Duration::ZERO,
+                        None,
+                    ));
+                    return ReplayStage::Done(Err(Ending::from_stop(reason)));
+                }
+            };
             self.emit_console_calls(started, id);
             // The screenshots the agent had taken, taken again (before a drift too), are the
             // step's evidence.
