@@ -789,7 +789,10 @@ keep_workspace = "never"
                          f'$(( RANDOM % 900 + 10 ))ms"; echo "part {i}: ok"')
     script = []
     for i in range(1, steps + 1):
-        script += [{"bash": command(i)}, {"text": "RESULT OK"}]
+        # The facts the pass rests on (docs/replay.md): an agent that stated none would get
+        # exact comparison only, and nothing would be learned.
+        script += [{"bash": command(i)}, {"text": "RESULT OK"},
+                   {"facts": [f'1 contains "part {i}: ok"']}]
     runs = []
     for label, s in (("first", script), ("second", script), ("third", [])):
         wall, calls = _stub_run(ctx, project, claude, f"learning-{label}", s)

@@ -7,7 +7,9 @@
 //! values (which are learned), the replays pass values inside what was learned, and then each app
 //! breaks in a way the learned mask used to pass: every one goes to the agent, which fails it.
 //! Also: a date the instruction names, inside a longer timestamp and under a wide
-//! `[replay] ignore`, is never masked.
+//! `[replay] ignore`, is never masked. Each check states one weak fact (a word its output holds):
+//! what is proven here is the masks' own bounds, not the facts' (tests/run/replay_facts.rs),
+//! and an agent that stated no facts would get exact comparison only.
 
 use crate::common;
 
@@ -119,31 +121,31 @@ fn write_checks(p: &Project) {
         p,
         "latency",
         &["latency"],
-        "Check the endpoint answers within a second.\nbelow latency\\s(\\d+)ms 1000",
+        "Check the endpoint answers within a second.\nbelow latency\\s(\\d+)ms 1000\nfact 1 contains \"latency\"",
     );
     write_check(
         p,
         "owner",
         &["user", "owner"],
-        "Create a user, then check the order's owner is that user.\nsame user=(\\S+) owner=(\\S+)",
+        "Create a user, then check the order's owner is that user.\nsame user=(\\S+) owner=(\\S+)\nfact 2 contains \"order 7\"",
     );
     write_check(
         p,
         "copy",
         &["copy"],
-        "Copy the file and check the copy's checksum is the source's.\nsame source\\s(\\S+) copy\\s(\\S+)",
+        "Copy the file and check the copy's checksum is the source's.\nsame source\\s(\\S+) copy\\s(\\S+)\nfact 1 contains \"copy\"",
     );
     write_check(
         p,
         "snapshot",
         &["snapshot"],
-        "Check the last snapshot is under 3 hours old.\nage_under snapshot\\s(\\S+) 10800",
+        "Check the last snapshot is under 3 hours old.\nage_under snapshot\\s(\\S+) 10800\nfact 1 contains \"snapshot\"",
     );
     write_check(
         p,
         "token",
         &["token"],
-        "Check the token expires after it is issued.\nlater issued\\s(\\S+) expires\\s(\\S+)",
+        "Check the token expires after it is issued.\nlater issued\\s(\\S+) expires\\s(\\S+)\nfact 1 contains \"expires\"",
     );
 }
 

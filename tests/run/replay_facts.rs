@@ -166,7 +166,7 @@ fn a_fact_that_does_not_hold_on_what_the_agent_saw_is_refused_and_nothing_is_rec
 }
 
 #[test]
-fn an_agent_that_states_no_facts_is_recorded_with_none_and_the_report_says_so() {
+fn an_agent_that_states_no_facts_is_recorded_with_none_and_compared_exactly() {
     let p = project();
     write_latency_check(&p, "");
     set_latency(&p, 20);
@@ -186,5 +186,19 @@ fn an_agent_that_states_no_facts_is_recorded_with_none_and_the_report_says_so() 
     let (code, console, step) = start(&p);
     assert_eq!(code, Some(0), "{console}");
     assert_eq!(step["mode"], "replayed", "{step}");
+    // Without stated facts it is compared exactly: a latency that varies goes to the agent
+    // every time, and nothing is learned from its passes.
+    for ms in [25, 22] {
+        set_latency(&p, ms);
+        let (code, console, step) = start(&p);
+        assert_eq!(code, Some(0), "{console}");
+        assert_eq!(step["mode"], "agent", "{ms} ms: {step}");
+        assert_eq!(step["recorded"], true, "{step}");
+    }
+    let rec = recording(&p);
+    assert!(
+        rec["steps"][0]["actions"][0].get("volatile").is_none(),
+        "nothing learned: {rec}"
+    );
     p.assert_nothing_survives();
 }

@@ -279,7 +279,7 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
     write_check(
         &p,
         "request",
-        "Check the request is served with status ok.\nexpect status: ok",
+        "Check the request is served with status ok.\nexpect status: ok\nfact 1 contains \"status: ok\"",
     );
     let mode = |p: &Project| step(&latest(p), "request")["mode"].clone();
     let (code, console) = start(&p, &[]);

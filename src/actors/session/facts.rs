@@ -16,17 +16,20 @@ const ANSWER_LIMIT: Duration = Duration::from_secs(120);
 
 /// What the question came to.
 pub(super) struct FactsAnswer {
-    /// `Ok(Some(facts))`: stated (empty: the agent stated none); `Ok(None)`: not answered;
-    /// `Err`: a stated fact is refused, and the step is not recorded (why).
+    /// `Ok(Some(facts))`: stated (empty: none stated, or the question not answered: the step is
+    /// then compared exactly); `Ok(None)`: not asked (a step without actions); `Err`: a stated
+    /// fact is refused, and the step is not recorded (why).
     pub(super) facts: Result<Option<Vec<String>>, String>,
     /// What the report says about it, beside the step's replay note.
     pub(super) note: Option<String>,
 }
 
 impl FactsAnswer {
+    /// The question was not answered: the step is recorded as if the agent stated no facts
+    /// (exact comparison only).
     fn unanswered(note: String) -> Self {
         Self {
-            facts: Ok(None),
+            facts: Ok(Some(Vec::new())),
             note: Some(note),
         }
     }
@@ -60,8 +63,8 @@ impl Driver {
             Err(failure) => {
                 let why = failure.ending.message.unwrap_or_default();
                 return FactsAnswer::unanswered(format!(
-                    "the facts question was not asked (the agent could not start: {why}); the \
-                     recording is compared exactly"
+                    "the facts question was not asked (the agent could not start: {why}); its \
+                     replays compare exactly"
                 ));
             }
         };
@@ -74,7 +77,7 @@ impl Driver {
             Ok(v) => v,
             Err(why) => {
                 return FactsAnswer::unanswered(format!(
-                    "the facts question was not answered ({why}); the recording is compared exactly"
+                    "the facts question was not answered ({why}); its replays compare exactly"
                 ))
             }
         };
@@ -83,7 +86,7 @@ impl Driver {
         }
         if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
             return FactsAnswer::unanswered(format!(
-                "the facts question was not answered ({}: {}); the recording is compared exactly",
+                "the facts question was not answered ({}: {}); its replays compare exactly",
                 verdict.status.as_str(),
                 verdict.message
             ));
@@ -100,7 +103,10 @@ impl Driver {
         if stated.is_empty() {
             return FactsAnswer {
                 facts: Ok(Some(Vec::new())),
-                note: Some("the agent stated no facts its pass rested on".into()),
+                note: Some(
+                    "the agent stated no facts its pass rested on: its replays compare exactly"
+                        .into(),
+                ),
             };
         }
         FactsAnswer {

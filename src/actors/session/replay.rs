@@ -512,7 +512,9 @@ impl SessionReplay {
             &self.normalizer,
             instruction,
         );
-        if let Some((old, soft)) = previous {
+        // Without stated facts the step is compared exactly: nothing is learned for it.
+        let exact = facts.as_ref().is_some_and(Vec::is_empty);
+        if let Some((old, soft)) = previous.filter(|_| !exact) {
             let learning = Learning {
                 instruction,
                 previous_window: Some((
