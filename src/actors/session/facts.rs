@@ -5,7 +5,7 @@
 //! recorded), stored in the recording, and evaluated on every replay. The question's cost is the
 //! step's.
 
-use super::steps::AgentDone;
+use super::steps::{usage_of, AgentDone};
 use super::*;
 use crate::providers::{Question, StepUsage};
 use crate::replay::format::Action;
@@ -140,20 +140,6 @@ impl Driver {
             usage.cost_usd = Some(usage.cost_usd.unwrap_or(0.0) + asked.step_cost_usd);
             usage.total_cost_usd = Some(asked.total_cost_usd);
         }
-    }
-}
-
-/// What one step's report records of the agent's usage.
-pub(super) fn usage_of(u: &StepUsage) -> Usage {
-    Usage {
-        session_id: Some(u.session_id.clone()),
-        turns: u32::try_from(u.num_turns).ok(),
-        duration_ms: Some(u.duration_ms),
-        cost_usd: u.cost_reported.then_some(u.step_cost_usd),
-        total_cost_usd: u.cost_reported.then_some(u.total_cost_usd),
-        input_tokens: u.input_tokens,
-        output_tokens: u.output_tokens,
-        reported_cost_usd: u.reported_cost_usd,
     }
 }
 

@@ -420,7 +420,7 @@ impl Driver {
                 return Err(Ending::error(message));
             }
         };
-        let usage = verdict.usage.as_ref().map(super::facts::usage_of);
+        let usage = verdict.usage.as_ref().map(usage_of);
         self.budget_after(&mut verdict);
         let judged = verdict.status;
         if !verdict.interrupted {
@@ -835,6 +835,20 @@ impl Driver {
             })?;
         }
         Ok(rendered.text)
+    }
+}
+
+/// What one step's report records of the agent's usage.
+pub(super) fn usage_of(u: &crate::providers::StepUsage) -> Usage {
+    Usage {
+        session_id: Some(u.session_id.clone()),
+        turns: u32::try_from(u.num_turns).ok(),
+        duration_ms: Some(u.duration_ms),
+        cost_usd: u.cost_reported.then_some(u.step_cost_usd),
+        total_cost_usd: u.cost_reported.then_some(u.total_cost_usd),
+        input_tokens: u.input_tokens,
+        output_tokens: u.output_tokens,
+        reported_cost_usd: u.reported_cost_usd,
     }
 }
 
