@@ -50,6 +50,37 @@ impl Project {
         path
     }
 
+    /// A project whose agent is the scripted directive agent (`[provider] name = "command"`,
+    /// a 60 s step timeout), with `extra` appended to its config.
+    pub fn with_directive_agent(extra: &str) -> Self {
+        let p = Self::new();
+        p.write(
+            "bugatti.config.toml",
+            &format!(
+                "[provider]\nname = \"command\"\ncmd = \"{}\"\nstep_timeout_secs = 60\n{extra}",
+                Self::directive_agent_cmd()
+            ),
+        );
+        p
+    }
+
+    /// The newest run.json of each test, by test file without `.test.toml`.
+    pub fn newest_run_by_test(&self) -> std::collections::BTreeMap<String, serde_json::Value> {
+        let mut records = self.run_records();
+        records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+        records
+            .into_iter()
+            .map(|r| {
+                let name = r["test_file"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .trim_end_matches(".test.toml")
+                    .to_string();
+                (name, r)
+            })
+            .collect()
+    }
+
     /// The scripted agent of tests/support, for `[provider] name = "command"`.
     pub fn directive_agent_cmd() -> String {
         format!(

@@ -53,14 +53,7 @@ time.sleep(120)
 
 #[test]
 fn thousands_of_idle_connections_leave_the_records_and_the_exit_code() {
-    let p = Project::new();
-    p.write(
-        "bugatti.config.toml",
-        &format!(
-            "[provider]\nname = \"command\"\ncmd = \"{}\"\nstep_timeout_secs = 60\n",
-            Project::directive_agent_cmd()
-        ),
-    );
+    let p = Project::with_directive_agent("");
     p.write(
         "flood.test.toml",
         "[[steps]]\ninstruction = '''\nsleep 6\nmcp list_logs {}\n'''\n",

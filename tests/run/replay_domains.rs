@@ -17,15 +17,7 @@ use common::{stdout, Project};
 use serde_json::Value;
 
 fn project(extra: &str) -> Project {
-    let p = Project::new();
-    p.write(
-        "bugatti.config.toml",
-        &format!(
-            "[provider]\nname = \"command\"\ncmd = \"{}\"\nstep_timeout_secs = 60\n{extra}",
-            Project::directive_agent_cmd()
-        ),
-    );
-    p
+    Project::with_directive_agent(extra)
 }
 
 /// A one-step test running each of `apps` (`app/<name>.sh`) through the console, then `judge`.
@@ -46,18 +38,9 @@ fn write_check(p: &Project, name: &str, apps: &[&str], judge: &str) {
 
 /// The first step of the newest run of each test, by test name.
 fn latest(p: &Project) -> std::collections::BTreeMap<String, Value> {
-    let mut records = p.run_records();
-    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
-    records
+    p.newest_run_by_test()
         .into_iter()
-        .map(|r| {
-            let name = r["test_file"]
-                .as_str()
-                .unwrap_or_default()
-                .trim_end_matches(".test.toml")
-                .to_string();
-            (name, r["steps"][0].clone())
-        })
+        .map(|(name, r)| (name, r["steps"][0].clone()))
         .collect()
 }
 

@@ -10,15 +10,7 @@ use common::{stdout, Project};
 use serde_json::Value;
 
 fn project() -> Project {
-    let p = Project::new();
-    p.write(
-        "bugatti.config.toml",
-        &format!(
-            "[provider]\nname = \"command\"\ncmd = \"{}\"\nstep_timeout_secs = 60\n",
-            Project::directive_agent_cmd()
-        ),
-    );
-    p
+    Project::with_directive_agent("")
 }
 
 /// A one-step test that reads the app's latency through the console and judges it under 31 ms,

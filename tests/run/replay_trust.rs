@@ -80,15 +80,7 @@ const CHECKS: [Check; 9] = [
 ];
 
 fn project() -> Project {
-    let p = Project::new();
-    p.write(
-        "bugatti.config.toml",
-        &format!(
-            "[provider]\nname = \"command\"\ncmd = \"{}\"\nstep_timeout_secs = 60\n",
-            Project::directive_agent_cmd()
-        ),
-    );
-    p
+    Project::with_directive_agent("")
 }
 
 /// A one-step test running `app/<name>.sh` through the console, then judging it.
@@ -103,19 +95,7 @@ fn write_check(p: &Project, name: &str, judge: &str) {
 
 /// The newest run.json of each test, by test name.
 fn latest(p: &Project) -> std::collections::BTreeMap<String, Value> {
-    let mut records = p.run_records();
-    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
-    records
-        .into_iter()
-        .map(|r| {
-            let name = r["test_file"]
-                .as_str()
-                .unwrap_or_default()
-                .trim_end_matches(".test.toml")
-                .to_string();
-            (name, r)
-        })
-        .collect()
+    p.newest_run_by_test()
 }
 
 fn step<'a>(records: &'a std::collections::BTreeMap<String, Value>, name: &str) -> &'a Value {

@@ -558,14 +558,7 @@ fn ctrl_z_stops_a_setsid_child_of_the_step_too() {
 /// written, and nothing the replay started survives.
 #[test]
 fn sigint_while_a_step_replays_stops_the_replay_and_leaves_every_record() {
-    let p = Project::new();
-    p.write(
-        "bugatti.config.toml",
-        &format!(
-            "[provider]\nname = \"command\"\ncmd = \"{}\"\nstep_timeout_secs = 60\n",
-            Project::directive_agent_cmd()
-        ),
-    );
+    let p = Project::with_directive_agent("");
     p.write(
         "slow.test.toml",
         "name = \"Slow\"\n[[steps]]\ninstruction = '''\n\

@@ -23,9 +23,8 @@ tools, as Claude Code's agent loop always does). Each reply is one of:
                                      authentication_error, 500 api_error, 529 overloaded_error…)
 Other requests (side queries without tools) get a short plain answer. When the script runs out,
 main-loop requests get a text reply without a result marker.
-The harness's facts question (asked after a pass it records, docs/replay.md) is answered
-without consuming the script: with the next reply when that is {"facts": ["1 contains \"x\"", ...]}
-(consumed, answered as `BUGATTI_FACT` lines and `RESULT OK`), else with `RESULT OK` alone (no facts).
+The harness's facts question is answered as facts_answer.py says: a {"facts": [...]} reply is
+consumed by it, any other is left for the next step.
 Every request body is appended to REQUEST_LOG.jsonl, one JSON object per line.
 Python standard library only.
 """
@@ -36,6 +35,8 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import facts_answer
 
 SCRIPT = json.load(open(sys.argv[1]))
 LOG_PATH = sys.argv[2]
@@ -52,21 +53,6 @@ def next_reply():
     if i < len(SCRIPT):
         return SCRIPT[i]
     return {"text": "stub: script exhausted"}
-
-
-# A line of the facts question's form list: how the stub knows the question (it runs no tool).
-FACTS_QUESTION = "BUGATTI_FACT N contains"
-
-
-def facts_reply():
-    """The answer to the facts question: the scripted facts when the next reply holds them."""
-    with LOCK:
-        i = STATE["next"]
-        if i < len(SCRIPT) and "facts" in SCRIPT[i]:
-            STATE["next"] += 1
-            lines = ["BUGATTI_FACT " + f for f in SCRIPT[i]["facts"]]
-            return {"text": "\n".join(lines + ["RESULT OK"])}
-    return {"text": "RESULT OK"}
 
 
 def last_user_text(body):
@@ -178,8 +164,8 @@ class Handler(BaseHTTPRequestHandler):
         # Claude Code's shell tool is `Bash`, pi's is `bash`: either marks the agent loop.
         shell_tools = [t.get("name") for t in body.get("tools") or [] if t.get("name") in ("Bash", "bash")]
         main_loop = bool(shell_tools)
-        if main_loop and FACTS_QUESTION in last_user_text(body):
-            reply = facts_reply()
+        if main_loop and facts_answer.is_question(last_user_text(body)):
+            reply = facts_answer.reply(SCRIPT, STATE, LOCK)
         else:
             reply = next_reply() if main_loop else {"text": "ok"}
         if "status" in reply:

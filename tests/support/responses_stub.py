@@ -33,9 +33,8 @@ SCRIPT.json is a list of replies, one consumed per `POST /v1/responses` request,
 Any reply may carry "tokens": [input, output] or [input, output, cached input] for its usage
 (default [100, 20], nothing cached).
 When the script runs out, a text reply without a result marker.
-The harness's facts question (asked after a pass it records, docs/replay.md) is answered
-without consuming the script: with the next reply when that is {"facts": ["1 contains \"x\"", ...]}
-(consumed, answered as `BUGATTI_FACT` lines and `RESULT OK`), else with `RESULT OK` alone (no facts).
+The harness's facts question is answered as facts_answer.py says: a {"facts": [...]} reply is
+consumed by it, any other is left for the next step.
 Each request is appended to REQUEST_LOG.jsonl as {"path", "headers", "body"}, one object a line.
 Python standard library only.
 """
@@ -46,25 +45,12 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import facts_answer
+
 SCRIPT = json.load(open(sys.argv[1]))
 LOG_PATH = sys.argv[2]
 LOCK = threading.Lock()
 STATE = {"next": 0, "id": 0, "search": None}
-
-
-# A line of the facts question's form list: how the stub knows the question (it runs no tool).
-FACTS_QUESTION = "BUGATTI_FACT N contains"
-
-
-def facts_reply():
-    """The answer to the facts question: the scripted facts when the next reply holds them."""
-    with LOCK:
-        i = STATE["next"]
-        if i < len(SCRIPT) and "facts" in SCRIPT[i]:
-            STATE["next"] += 1
-            lines = ["BUGATTI_FACT " + f for f in SCRIPT[i]["facts"]]
-            return {"text": "\n".join(lines + ["RESULT OK"])}
-    return {"text": "RESULT OK"}
 
 
 def last_user_text(body):
@@ -80,8 +66,8 @@ def last_user_text(body):
 
 def reply_for(body):
     """The next reply, or the last tool search again while its output lacks `retry_until`."""
-    if FACTS_QUESTION in last_user_text(body):
-        return facts_reply()
+    if facts_answer.is_question(last_user_text(body)):
+        return facts_answer.reply(SCRIPT, STATE, LOCK)
     with LOCK:
         pending = STATE["search"]
     if pending:
