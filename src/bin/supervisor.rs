@@ -735,7 +735,12 @@ fn print_check(suite: &Suite, verbosity: Verbosity) {
             .display()
             .to_string();
         print_test_heading(out, test, replays, &recording, &shown_path);
-        print_plan(out, test, replays, &recording, replay.max_age_days.value);
+        let shown = PlanShown {
+            replays,
+            max_age_days: replay.max_age_days.value,
+            timeouts: verbosity == Verbosity::Verbose,
+        };
+        print_plan(out, test, &recording, &shown);
         steps += test.plan.len();
         print_test_config(out, test, &base_rows, verbosity);
     }
@@ -862,14 +867,26 @@ fn print_test_heading(
     }
 }
 
+/// What a plan's lines say besides each step.
+struct PlanShown {
+    replays: bool,
+    max_age_days: u32,
+    /// Every step's timeout and where it comes from (`-v`), not only a step's own.
+    timeouts: bool,
+}
+
 /// A test's steps, one line each, with their marks (setup, skip, checkpoint, timeout, replay).
 fn print_plan(
     out: &mut String,
     test: &bugatti::model::load::RootTest,
-    replays: bool,
     recording: &Loaded,
-    max_age_days: u32,
+    shown: &PlanShown,
 ) {
+    let PlanShown {
+        replays,
+        max_age_days,
+        ..
+    } = *shown;
     let pw = test
         .plan
         .iter()
@@ -887,8 +904,15 @@ fn print_plan(
         if let Some(c) = &s.checkpoint {
             marks.push(format!("checkpoint: {c}"));
         }
-        if let Some(t) = s.timeout_secs {
-            marks.push(format!("timeout: {t}s"));
+        let provider_timeout = &test.effective.provider.step_timeout_secs;
+        match (s.timeout_secs, shown.timeouts) {
+            (Some(t), false) => marks.push(format!("timeout: {t}s")),
+            (Some(t), true) => marks.push(format!("timeout: {t}s from the step's timeout_secs")),
+            (None, true) => marks.push(format!(
+                "timeout: {}s from provider.step_timeout_secs ({})",
+                provider_timeout.value, provider_timeout.source
+            )),
+            (None, false) => {}
         }
         if replays && !s.replay {
             marks.push("replay = false: always the agent".to_string());

@@ -491,8 +491,19 @@ fn quiet_check_prints_plans_only_and_verbose_prints_each_tests_whole_config() {
     let out = String::from_utf8(out).expect("utf8");
     assert_eq!(out.matches("  effective config:\n").count(), 2, "{out}");
     assert_eq!(
-        out.matches("provider.step_timeout_secs").count(),
+        out.matches("\n    provider.step_timeout_secs ").count(),
         2,
+        "{out}"
+    );
+    // Every step's timeout, and where it comes from: the step's own, or the provider's.
+    assert!(
+        out.contains("[timeout: 120s from the step's timeout_secs] Open http://"),
+        "{out}"
+    );
+    assert_eq!(
+        out.matches("timeout: 300s from provider.step_timeout_secs (default)]")
+            .count(),
+        3,
         "{out}"
     );
 }
