@@ -255,7 +255,11 @@ fn a_pi_that_lingers_after_agent_end_is_not_waited_for(bin: &Path) {
     let lingering = side.path().join("lingering-pi");
     std::fs::write(
         &lingering,
-        format!("#!/bin/sh\n'{}' \"$@\"\nexec sleep 600\n", bin.display()),
+        // A pi session lingers; `--version` (asked before the run) answers as pi's does.
+        format!(
+            "#!/bin/sh\n[ \"$1\" = --version ] && exec '{0}' \"$@\"\n'{0}' \"$@\"\nexec sleep 600\n",
+            bin.display()
+        ),
     )
     .expect("wrapper");
     use std::os::unix::fs::PermissionsExt;
