@@ -339,6 +339,25 @@ fn a_claude_cost_far_from_its_tokens_times_the_price_is_kept_beside_not_used() {
     assert_eq!(usage["reported_cost_usd"], 0.001, "{usage}");
 }
 
+/// Issue 40: without `price_per_mtok`, Claude Code's tokens are counted at the built-in list
+/// price of the model its init event names (Sonnet 4.5: $3 / $15 per million tokens), and its
+/// own figure, ten times that, is kept beside.
+#[test]
+fn a_claude_models_tokens_are_counted_at_its_built_in_price() {
+    let ran = run("claude-code", "sonnet", 1, 30);
+    assert_passed(&ran);
+    let usage = &ran.step()["usage"];
+    let cost = usage["cost_usd"].as_f64().expect("cost_usd");
+    assert!((cost - 0.000105).abs() < 1e-9, "{usage}");
+    assert_eq!(usage["reported_cost_usd"], 0.001, "{usage}");
+    // A model with no built-in price (the fake's `ok` names none): the CLI's figure stands.
+    let ran = run("claude-code", "ok", 1, 30);
+    assert_passed(&ran);
+    let usage = &ran.step()["usage"];
+    assert_eq!(usage["cost_usd"], 0.001, "{usage}");
+    assert!(usage["reported_cost_usd"].is_null(), "{usage}");
+}
+
 #[test]
 fn claude_revoked_key_is_auth() {
     let ran = run("claude-code", "revoked", 1, 30);
