@@ -64,17 +64,22 @@ pub fn problems(suite: &Suite) -> Vec<String> {
     out
 }
 
-/// The agents the selected tests will start that plainly cannot log in (docs/providers.md,
-/// "Logging the agent in"), one line each with its fix; asked of each CLI without a model call.
-/// Empty when every agent can authenticate, or its state is not known (a later fault is still
-/// named by kind).
-pub async fn login_problems(suite: &Suite) -> Vec<String> {
-    use crate::providers::login::{check, Login};
+/// One agent CLI the selected tests will start, as preflight asks it: once per program and
+/// environment.
+struct Asked {
+    kind: ProviderKind,
+    program: std::path::PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    cwd: std::path::PathBuf,
+    /// The first test that starts it, for the message.
+    test: std::path::PathBuf,
+}
+
+/// The agent CLIs the selected tests will start (not under `--replay only`), each once.
+fn agents_to_ask(suite: &Suite) -> Vec<Asked> {
     let claude = crate::actors::session_plan::claude_bin(&suite.base);
-    // Each agent is asked once per program and environment.
-    type Asked = (ProviderKind, std::path::PathBuf, Vec<(String, String)>);
     let mut asked: Vec<Asked> = Vec::new();
-    let mut out = Vec::new();
     for test in &suite.tests {
         let provider = &test.effective.provider;
         let kind = provider.name.value;
@@ -103,18 +108,71 @@ pub async fn login_problems(suite: &Suite) -> Vec<String> {
                 )
                 .filter(|(_, v)| !v.contains("${")),
         );
-        let key = (kind, program.clone(), env.clone());
-        if asked.contains(&key) {
+        if asked
+            .iter()
+            .any(|a| a.kind == kind && a.program == program && a.env == env)
+        {
             continue;
         }
-        asked.push(key);
-        let cwd = crate::providers::locate::agent_cwd(provider, &suite.project_root);
-        let login = check(kind, &program, &provider.agent_args.value, &env, &cwd).await;
+        asked.push(Asked {
+            kind,
+            program,
+            args: provider.agent_args.value.clone(),
+            env,
+            cwd: crate::providers::locate::agent_cwd(provider, &suite.project_root),
+            test: test.rel_path.clone(),
+        });
+    }
+    asked
+}
+
+/// The agent CLIs the selected tests will start that speak a protocol this supervisor does not
+/// (docs/providers.md, "Before anything runs"): a `--version` below the oldest supported, the
+/// fault `cli_version`, one line each with its fix. Empty when every agent's version is
+/// supported or not known.
+pub async fn version_problems(suite: &Suite) -> Vec<String> {
+    use crate::providers::cli_version::{check, Verdict};
+    let mut out = Vec::new();
+    let mut asked: Vec<(ProviderKind, std::path::PathBuf)> = Vec::new();
+    for agent in agents_to_ask(suite) {
+        // The version is the program's own, whatever the environment.
+        if asked.contains(&(agent.kind, agent.program.clone())) {
+            continue;
+        }
+        asked.push((agent.kind, agent.program.clone()));
+        if let Verdict::TooOld(why) =
+            check(agent.kind, &agent.program, &agent.env, &agent.cwd).await
+        {
+            out.push(format!(
+                "the agent speaks a protocol this supervisor does not: {why} (`{}`)",
+                agent.test.display()
+            ));
+        }
+    }
+    out
+}
+
+/// The agents the selected tests will start that plainly cannot log in (docs/providers.md,
+/// "Logging the agent in"), one line each with its fix; asked of each CLI without a model call.
+/// Empty when every agent can authenticate, or its state is not known (a later fault is still
+/// named by kind).
+pub async fn login_problems(suite: &Suite) -> Vec<String> {
+    use crate::providers::login::{check, Login};
+    let mut out = Vec::new();
+    for agent in agents_to_ask(suite) {
+        let login = check(
+            agent.kind,
+            &agent.program,
+            &agent.args,
+            &agent.env,
+            &agent.cwd,
+        )
+        .await;
         if let Login::No(_) = login {
             let line = format!(
                 "the agent cannot log in: {} (`{}`)",
-                login.describe(kind),
-                test.rel_path.display()
+                login.describe(agent.kind),
+                agent.test.display()
             );
             if !out.contains(&line) {
                 out.push(line);

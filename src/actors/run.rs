@@ -113,6 +113,16 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         }
         return ExitReason::InvalidInput;
     }
+    // An agent CLI older than the protocol we read would fail every step the same way: the
+    // fault `cli_version`, refused before any harness starts (docs/providers.md, "Before
+    // anything runs").
+    let versions = crate::actors::preflight::version_problems(&suite).await;
+    if !versions.is_empty() {
+        for line in &versions {
+            stderr_notice(&format!("cannot start: {line}"));
+        }
+        return ExitReason::HarnessError;
+    }
     // An agent that cannot log in would fail every test, the app untested: refused in seconds,
     // the fix named, before any harness starts (docs/providers.md, "Logging the agent in").
     let logins = crate::actors::preflight::login_problems(&suite).await;

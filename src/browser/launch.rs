@@ -267,9 +267,18 @@ impl Browser {
         } else {
             Ladder::harness(Signal::SIGTERM, STOP_GRACE)
         };
+        // Chromium's crash reporter (and a second one watching it) double-forks and calls setsid
+        // at the browser's start, so it runs outside the browser's group by design, and it ends
+        // by itself only once it sees the browser gone: the sweep after the group often found it
+        // still alive and reported the browser as leaking (issue 39, item 7). It is the
+        // browser's own: ended with it, not a leak.
+        let ladder = ladder.with_companions(CHROMIUM_COMPANIONS);
         terminate(&mut self.group, &ladder).await
     }
 }
+
+/// The processes Chromium starts outside its group by design: its crash reporter.
+const CHROMIUM_COMPANIONS: &[&str] = &["chrome_crashpad_handler"];
 
 /// Copies the browser's output to its log (if any) on a thread of its own (the read blocks),
 /// keeping the last [`TAIL_BYTES`] for an early-exit error.

@@ -196,6 +196,10 @@ impl RunPaths {
     pub fn agent_mcp_config(&self) -> PathBuf {
         self.agent_dir().join("mcp.json")
     }
+    /// pi's extension registering the session's MCP servers, `agent/pi-mcp.js`.
+    pub fn agent_pi_extension(&self) -> PathBuf {
+        self.agent_dir().join("pi-mcp.js")
+    }
     pub fn logs_dir(&self) -> PathBuf {
         self.dir.join(LOGS)
     }

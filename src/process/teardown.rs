@@ -90,6 +90,11 @@ pub struct Ladder {
     pub rungs: Vec<Rung>,
     /// How long SIGKILLed members get to disappear.
     pub kill_wait: Duration,
+    /// Processes the program starts outside its group by design, by their `comm` (Chromium's
+    /// crash reporter, `chrome_crashpad_handler`, double-forks into a session of its own and ends
+    /// only after the browser has): ended with the group like any escapee, but part of the
+    /// program, so never reported as leaked.
+    pub companions: &'static [&'static str],
 }
 
 impl Ladder {
@@ -108,6 +113,7 @@ impl Ladder {
         Self {
             rungs,
             kill_wait: KILL_WAIT,
+            companions: &[],
         }
     }
 
@@ -131,12 +137,19 @@ impl Ladder {
                 },
             ],
             kill_wait: grace.max(Duration::from_secs(2)),
+            companions: &[],
         }
     }
 
     /// No ceremony: SIGKILL at once (an abandoned probe attempt, a finished step's leftovers).
     pub fn kill() -> Self {
         Self::harness(Signal::SIGKILL, Duration::ZERO)
+    }
+
+    /// The same ladder, with `companions` ended as part of the program (see [`Ladder::companions`]).
+    pub fn with_companions(mut self, companions: &'static [&'static str]) -> Self {
+        self.companions = companions;
+        self
     }
 }
 
@@ -267,7 +280,7 @@ pub async fn terminate(group: &mut Group, ladder: &Ladder) -> TeardownReport {
 
     // Nothing was signalled: the first pass is still what /proc shows.
     let unchanged = already_gone.then_some(&first);
-    let leaked = kill_leftovers(group, &snapshot, unchanged).await;
+    let leaked = kill_leftovers(group, &snapshot, unchanged, ladder.companions).await;
     if !leaked.is_empty() {
         state = TeardownState::Leaked;
     }
@@ -291,15 +304,17 @@ pub async fn terminate(group: &mut Group, ladder: &Ladder) -> TeardownReport {
 /// Finds what outlived the group (seen before the stop, or carrying its marker; not looked up by
 /// pgid, which may belong to someone else once the group is gone), SIGKILLs it and waits for it to
 /// go, looking again while it does (a shell may fork between two commands). Returns the pids that
-/// were alive.
+/// were alive, but for the program's `companions` (ended all the same).
 async fn kill_leftovers(
     group: &Group,
     snapshot: &HashSet<i32>,
     mut current: Option<&ProcSnapshot>,
+    companions: &[&str],
 ) -> Vec<i32> {
     let own = std::process::id() as i32;
     let marker = group.marker();
     let mut leaked: HashSet<i32> = HashSet::new();
+    let mut companion_pids: HashSet<i32> = HashSet::new();
     let mut alive: HashSet<i32> = snapshot.iter().copied().filter(|&p| is_alive(p)).collect();
     let deadline = Instant::now() + KILL_WAIT;
     loop {
@@ -324,6 +339,9 @@ async fn kill_leftovers(
             break;
         }
         for &pid in &alive {
+            if !companions.is_empty() && is_companion(pid, companions) {
+                companion_pids.insert(pid);
+            }
             // A setsid escapee leads its own group: take that group down with it.
             if let Some(stat) = group::read_stat(pid) {
                 if stat.pgid == pid && stat.pgid != own {
@@ -338,9 +356,26 @@ async fn kill_leftovers(
         }
         alive.clear();
     }
-    let mut leaked: Vec<i32> = leaked.into_iter().collect();
+    if !companion_pids.is_empty() {
+        tracing::debug!(
+            "ended the program's own companions {:?} ({}) with its group",
+            companion_pids,
+            companions.join(", ")
+        );
+    }
+    let mut leaked: Vec<i32> = leaked.difference(&companion_pids).copied().collect();
     leaked.sort_unstable();
     leaked
+}
+
+/// Whether `pid`'s command name (`/proc/<pid>/comm`, cut by the kernel at 15 bytes) is one of
+/// `companions` (cut alike).
+fn is_companion(pid: i32, companions: &[&str]) -> bool {
+    let Ok(comm) = std::fs::read_to_string(format!("/proc/{pid}/comm")) else {
+        return false;
+    };
+    let comm = comm.trim_end_matches('\n');
+    companions.iter().any(|c| c.get(..15).unwrap_or(c) == comm)
 }
 
 /// Reaps zombies re-parented to us (as child subreaper) that belong to this group: members of its

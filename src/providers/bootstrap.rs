@@ -74,7 +74,7 @@ pub fn system_prompt(spec: &AgentSpec, facts: &SessionFacts) -> String {
 
 /// What the bootstrap tells the agent about the session's browser (docs/browser.md).
 pub const BROWSER: &str = "THE BROWSER. A headless Chromium runs for this session; the MCP \
-server `browser` (Playwright MCP, tools mcp__browser__* in Claude Code) drives it: \
+server `browser` (Playwright MCP, tools mcp__browser__* in Claude Code and pi 1.x) drives it: \
 browser_navigate opens a URL, browser_snapshot reads the page as text with a ref for each \
 element, browser_click / browser_type act on an element by its ref. Check web pages through it, \
 as a user sees them. Its DevTools endpoint is BUGATTI_CDP_URL. After every step the supervisor \

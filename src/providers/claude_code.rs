@@ -61,6 +61,9 @@ pub struct ClaudeCode {
     stderr: Option<SharedTranscript>,
     /// The process was restarted with `--resume` and has not answered a turn since.
     resumed: bool,
+    /// The model its `system/init` event names: its tokens are priced at its built-in list
+    /// price when `price_per_mtok` is not given.
+    model: Option<String>,
 }
 
 /// What Claude Code (2.1) answers a `--resume` of a session it never saved: killed before it
@@ -115,6 +118,7 @@ impl ClaudeCode {
             tools: Default::default(),
             stderr: None,
             resumed: false,
+            model: None,
         }
     }
 
@@ -194,6 +198,11 @@ impl ClaudeCode {
         };
         if let Some(id) = event["session_id"].as_str().filter(|id| !id.is_empty()) {
             self.session_id = Some(id.to_string());
+        }
+        if event["type"] == "system" && event["subtype"] == "init" {
+            if let Some(model) = event["model"].as_str() {
+                self.model = Some(model.to_string());
+            }
         }
         match event["type"].as_str() {
             Some("assistant") => {
@@ -287,19 +296,30 @@ impl ClaudeCode {
         let mut usage = usage;
         usage.step_cost_usd = (usage.total_cost_usd - self.cost_so_far).max(0.0);
         self.cost_so_far = usage.total_cost_usd;
-        // Counted, not believed: with a price, this turn's tokens × the price is its cost.
+        // Counted, not believed: with a price (the configured one, else the built-in list price
+        // of the model Claude Code runs), this turn's tokens × the price is its cost.
         let u = &event["usage"];
-        let cached = u["cache_read_input_tokens"].as_u64().unwrap_or(0);
-        let fresh = usage.input_tokens.unwrap_or(0).saturating_sub(cached);
-        let output = usage.output_tokens.unwrap_or(0);
+        let cache_read = u["cache_read_input_tokens"].as_u64().unwrap_or(0);
+        let cache_write = u["cache_creation_input_tokens"].as_u64().unwrap_or(0);
+        let tokens = super::pricing::Tokens {
+            fresh_input: usage
+                .input_tokens
+                .unwrap_or(0)
+                .saturating_sub(cache_read + cache_write),
+            cache_write,
+            cache_write_1h: u["cache_creation"]["ephemeral_1h_input_tokens"]
+                .as_u64()
+                .unwrap_or(0),
+            cache_read,
+            output: usage.output_tokens.unwrap_or(0),
+        };
         let reported = usage.cost_reported.then_some(usage.step_cost_usd);
-        if let Some((cost, beside)) = super::pricing::counted(
-            self.ctx.spec.price_per_mtok,
-            fresh,
-            cached,
-            output,
-            reported,
-        ) {
+        let price = self.ctx.spec.price_per_mtok.or_else(|| {
+            self.model
+                .as_deref()
+                .and_then(super::pricing::claude_built_in)
+        });
+        if let Some((cost, beside)) = super::pricing::counted(price, tokens, reported) {
             usage.step_cost_usd = cost;
             usage.cost_reported = true;
             usage.reported_cost_usd = beside;

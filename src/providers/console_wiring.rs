@@ -1,7 +1,9 @@
 //! How each provider is pointed at the console (docs/console.md): Claude Code through an `--mcp-config`
-//! file, Codex through `-c mcp_servers.bugatti=…`, a `command` agent through environment
-//! variables. The token never goes on a command line.
+//! file, Codex through `-c mcp_servers.bugatti=…`, pi 1.x through an extension of its own
+//! (`-e`, which registers the servers), a `command` agent through environment variables. The
+//! token never goes on a command line.
 
+use crate::browser::mcp::McpCommand;
 use crate::console::server::Endpoint;
 use crate::console::SERVER_NAME;
 use std::path::Path;
@@ -14,7 +16,8 @@ pub const TOKEN_ENV: &str = "BUGATTI_MCP_TOKEN";
 /// What the bootstrap tells the agent about the console (one wording for every provider).
 pub const BOOTSTRAP: &str =
     "THE CONSOLE. Besides your own tools you have the MCP server `bugatti` \
-(tools mcp__bugatti__* in Claude Code; BUGATTI_MCP_URL and BUGATTI_MCP_TOKEN for other agents). \
+(tools mcp__bugatti__* in Claude Code and pi 1.x; BUGATTI_MCP_URL and BUGATTI_MCP_TOKEN for other \
+agents). \
 Use it to drive interactive programs (a REPL, a prompt that asks a question, a migration that \
 wants a yes): exec_command starts one under a terminal and returns what it printed, or a session \
 ID while it still runs; write_stdin types into it (\"\\n\" ends a line, \"\\u0003\" is Ctrl-C) and \
@@ -53,6 +56,11 @@ pub fn claude_servers(console: Option<&Endpoint>, mcp: &super::McpServers) -> se
 
 /// The `--mcp-config` file for Claude Code: written 0600 (it holds the console's token).
 pub fn write_claude_config(path: &Path, config: &serde_json::Value) -> std::io::Result<()> {
+    write_private(path, config.to_string().as_bytes())
+}
+
+/// A file of the agent's, written 0600 (its folder made if need be).
+fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     if let Some(dir) = path.parent() {
@@ -64,7 +72,7 @@ pub fn write_claude_config(path: &Path, config: &serde_json::Value) -> std::io::
         .truncate(true)
         .mode(0o600)
         .open(path)?;
-    file.write_all(config.to_string().as_bytes())
+    file.write_all(bytes)
 }
 
 /// Claude Code's extra arguments: the config, alone (`--strict-mcp-config`: the project's
@@ -201,6 +209,127 @@ pub fn codex_console_failure(stderr: &str) -> Option<String> {
     Some(format!("Codex could not connect to it ({shown}{cut})"))
 }
 
+/// The extension pi 1.x loads with `-e` (docs/providers.md, pi): it registers the console as the
+/// HTTP MCP server `bugatti` and the session browser's Playwright MCP as the stdio server
+/// `browser`, both with `direct` exposure, so their tools are declared to the model as
+/// `mcp__bugatti__*` / `mcp__browser__*` (pi's default, `codemode`, would hide them behind scripts)
+/// and pi's first prompt waits for them to connect. pi 1.x reads MCP servers only from its agent
+/// directory's `mcp.json` and a trusted project's `.pi/mcp.json`, both the user's; an extension
+/// adds them for one process without touching either. pi 0.73 loads the same file and, having no
+/// `registerMcpServer`, does nothing. The token is read from [`TOKEN_ENV`] in pi's own process:
+/// it is never in the file.
+pub fn pi_extension(console: Option<&Endpoint>, browser: Option<&McpCommand>) -> String {
+    let mut text = String::from(
+        "// Written by the Bugatti supervisor for one session: its MCP servers for pi 1.x.\n\
+         export default function (pi) {\n\
+         \x20 if (typeof pi.registerMcpServer !== \"function\") return;\n",
+    );
+    if let Some(endpoint) = console {
+        let server = serde_json::json!({
+            "url": endpoint.url,
+            "exposure": "direct",
+            "description": "The Bugatti console: interactive programs under a terminal and the \
+                            harness commands' logs.",
+        });
+        text.push_str(&format!(
+            "  const server = {server};\n\
+             \x20 server.headers = {{ Authorization: \"Bearer \" + (process.env[{}] || \"\") }};\n\
+             \x20 pi.registerMcpServer({}, server);\n",
+            serde_json::Value::from(TOKEN_ENV),
+            serde_json::Value::from(SERVER_NAME),
+        ));
+    }
+    if let Some(browser) = browser {
+        let server = serde_json::json!({
+            "command": browser.program,
+            "args": browser.args,
+            "exposure": "direct",
+            "description": "The session's browser (Playwright MCP).",
+        });
+        text.push_str(&format!(
+            "  pi.registerMcpServer({}, {server});\n",
+            serde_json::Value::from(crate::browser::mcp::SERVER_NAME),
+        ));
+    }
+    text.push_str("}\n");
+    text
+}
+
+/// pi's `--tools` / `-t` in `agent_args`, with the tools of `servers` added: an allowlist declares
+/// no MCP tool it does not name, so the user's `--tools read,bash` would leave the console's tools
+/// undeclared. A list of `+name` / `-name` changes (which keeps MCP tools) is left as written.
+pub fn pi_tools_args(agent_args: &[String], servers: &[&str]) -> Vec<String> {
+    let mut args = agent_args.to_vec();
+    let mut i = 0;
+    while i < args.len() {
+        let (value_at, prefix) = match args[i].as_str() {
+            "--tools" | "-t" => (i + 1, ""),
+            a if a.starts_with("--tools=") => (i, "--tools="),
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        if let Some(value) = args.get(value_at).cloned() {
+            let list = value.strip_prefix(prefix).unwrap_or(&value);
+            let entries: Vec<&str> = list.split(',').map(str::trim).collect();
+            let changes_only = entries
+                .iter()
+                .filter(|e| !e.is_empty())
+                .all(|e| e.starts_with('+') || e.starts_with('-'));
+            if !changes_only {
+                let mut extended: Vec<String> = entries
+                    .iter()
+                    .filter(|e| !e.is_empty())
+                    .map(|e| e.to_string())
+                    .collect();
+                for name in servers {
+                    let pattern = format!("mcp__{name}__*");
+                    if !extended.contains(&pattern) {
+                        extended.push(pattern);
+                    }
+                }
+                args[value_at] = format!("{prefix}{}", extended.join(","));
+            }
+        }
+        i = value_at + 1;
+    }
+    args
+}
+
+/// What the `pi` provider adds for its MCP servers: `-e <extension>` and the servers' names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PiMcp {
+    pub args: Vec<String>,
+    pub servers: Vec<&'static str>,
+}
+
+/// The `pi` provider's [`PiMcp`]: the extension written to `<run_dir>/agent/pi-mcp.js`
+/// (owner-only, like every agent file). Nothing when the session has neither console nor
+/// browser.
+pub fn for_pi(facts: &super::SessionFacts) -> Result<PiMcp, super::AgentError> {
+    if facts.console.is_none() && facts.mcp.browser.is_none() {
+        return Ok(PiMcp::default());
+    }
+    let mut servers = Vec::new();
+    if facts.console.is_some() {
+        servers.push(SERVER_NAME);
+    }
+    if facts.mcp.browser.is_some() {
+        servers.push(crate::browser::mcp::SERVER_NAME);
+    }
+    let text = pi_extension(facts.console.as_ref(), facts.mcp.browser.as_ref());
+    let path = facts.run_paths().agent_pi_extension();
+    write_private(&path, text.as_bytes()).map_err(|source| super::AgentError::ConsoleConfig {
+        path: path.clone(),
+        source,
+    })?;
+    Ok(PiMcp {
+        args: vec!["-e".into(), path.display().to_string()],
+        servers,
+    })
+}
+
 /// A TOML basic string.
 fn toml_string(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
@@ -335,6 +464,77 @@ mod tests {
                 .starts_with("mcp_servers.browser={command=\"playwright-mcp\",args=[\"--config\""),
             "{}",
             codex[1]
+        );
+    }
+
+    #[test]
+    fn pi_gets_an_extension_that_registers_both_servers_without_the_token() {
+        let browser = crate::browser::mcp::McpCommand {
+            program: "playwright-mcp".into(),
+            args: vec!["--config".into(), "/run/browser/pw \"x\".json".into()],
+            source: crate::browser::mcp::McpSource::Configured,
+            cdp_endpoint: None,
+        };
+        let text = pi_extension(Some(&endpoint()), Some(&browser));
+        assert!(!text.contains("t0k"), "{text}");
+        assert!(
+            text.contains("process.env[\"BUGATTI_MCP_TOKEN\"]"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\"url\":\"http://127.0.0.1:4242/mcp\""),
+            "{text}"
+        );
+        assert!(text.contains("pi.registerMcpServer(\"bugatti\", server)"));
+        // Arguments are JSON (JavaScript) strings, quotes escaped.
+        assert!(
+            text.contains(r#""args":["--config","/run/browser/pw \"x\".json"]"#),
+            "{text}"
+        );
+        assert_eq!(text.matches("\"exposure\":\"direct\"").count(), 2, "{text}");
+        // pi 0.73 has no registerMcpServer: the extension returns before using it.
+        let guard = text.find("typeof pi.registerMcpServer").expect("guard");
+        assert!(guard < text.find("pi.registerMcpServer(").expect("call"));
+        let only_browser = pi_extension(None, Some(&browser));
+        assert!(!only_browser.contains("bugatti"), "{only_browser}");
+    }
+
+    #[test]
+    fn a_pi_tools_allowlist_gets_the_servers_tools_and_a_change_list_is_left() {
+        let args = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            pi_tools_args(
+                &args(&["--model", "m", "--tools", "read,bash"]),
+                &["bugatti"]
+            ),
+            args(&["--model", "m", "--tools", "read,bash,mcp__bugatti__*"])
+        );
+        assert_eq!(
+            pi_tools_args(
+                &args(&["-t", "read", "--tools=bash"]),
+                &["bugatti", "browser"]
+            ),
+            args(&[
+                "-t",
+                "read,mcp__bugatti__*,mcp__browser__*",
+                "--tools=bash,mcp__bugatti__*,mcp__browser__*"
+            ])
+        );
+        assert_eq!(
+            pi_tools_args(&args(&["--tools", "+codemode,-write"]), &["bugatti"]),
+            args(&["--tools", "+codemode,-write"])
+        );
+        assert_eq!(
+            pi_tools_args(&args(&["--tools", "read,mcp__bugatti__*"]), &["bugatti"]),
+            args(&["--tools", "read,mcp__bugatti__*"])
+        );
+        assert_eq!(
+            pi_tools_args(&args(&["--tools"]), &["bugatti"]),
+            args(&["--tools"])
+        );
+        assert_eq!(
+            pi_tools_args(&args(&["--tools", "read"]), &[]),
+            args(&["--tools", "read"])
         );
     }
 }

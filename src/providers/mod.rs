@@ -13,6 +13,7 @@
 
 pub mod bootstrap;
 pub mod claude_code;
+pub mod cli_version;
 pub mod codex;
 pub mod codex_home;
 pub mod codex_sandbox;

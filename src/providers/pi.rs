@@ -7,8 +7,11 @@
 //!   in with `--append-system-prompt` on every invocation (pi does not keep it in the session);
 //!   the step message is the prompt; `agent_args` (`--provider`, `--model`, `--tools`) are
 //!   appended before it. stdin is closed at once.
-//! - pi takes no MCP servers: the console is offered through `BUGATTI_MCP_URL` /
-//!   `BUGATTI_MCP_TOKEN` in its environment and its address in the bootstrap.
+//! - MCP: pi 1.x gets the console (`bugatti`) and the session browser (`browser`) from an
+//!   extension the provider writes and passes with `-e` (`console_wiring::for_pi`): their tools
+//!   are declared to the model as `mcp__bugatti__*` / `mcp__browser__*`. pi 0.73 takes no MCP
+//!   servers (it loads the extension, which does nothing there): the console is offered through
+//!   `BUGATTI_MCP_URL` / `BUGATTI_MCP_TOKEN` in its environment and its address in the bootstrap.
 //! - Output lines go raw to `transcripts/agent.jsonl`, a readable account to `agent.log`, stderr
 //!   to `agent.stderr.log`. `agent_end` ends the reply and is authoritative (Bugatti #48: a pi that
 //!   lingers after it is stopped, not waited for); the last assistant message's marker decides.
@@ -17,6 +20,7 @@
 //!   `auto_retry_start` notices are news, not progress.
 //! - Its `bash` tool calls (`tool_execution_start` / `_end`) are kept for replay.
 
+use super::console_wiring;
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
 use super::tool_calls::ToolCalls;
@@ -50,6 +54,9 @@ pub struct Pi {
     /// The session's cost so far (pi reports each message's).
     cost_so_far: f64,
     tools: ToolCalls,
+    /// `-e <extension>` registering the session's MCP servers (pi 1.x), and their names; empty
+    /// when the session has neither console nor browser.
+    mcp: console_wiring::PiMcp,
 }
 
 /// What one step's stream has said so far: pi's framing of a turn.
@@ -76,6 +83,7 @@ impl Pi {
             session_id: None,
             cost_so_far: 0.0,
             tools: ToolCalls::default(),
+            mcp: console_wiring::PiMcp::default(),
         }
     }
 
@@ -100,6 +108,7 @@ impl Pi {
         if self.has_session() {
             args.push("--continue".into());
         }
+        args.extend(self.mcp.args.iter().cloned());
         args
     }
 
@@ -107,18 +116,26 @@ impl Pi {
         let mut args = self.base_args();
         args.push("--append-system-prompt".into());
         args.push(self.system_prompt());
-        args.extend(self.ctx.spec.agent_args.iter().cloned());
+        args.extend(self.agent_args());
         args.push(prompt.to_string());
         args
     }
 
-    /// The bootstrap, with the console's address (pi takes no MCP servers itself).
+    /// `agent_args`, with the MCP servers' tools added to a `--tools` allowlist (which would
+    /// otherwise leave them undeclared).
+    fn agent_args(&self) -> Vec<String> {
+        console_wiring::pi_tools_args(&self.ctx.spec.agent_args, &self.mcp.servers)
+    }
+
+    /// The bootstrap, with the console's address for a pi that takes no MCP servers (0.73).
     fn system_prompt(&self) -> String {
         let mut text = bootstrap::system_prompt(&self.ctx.spec, &self.ctx.facts);
         if let Some(endpoint) = &self.ctx.facts.console {
             text.push_str(&format!(
-                "\nThe console `bugatti` is an MCP server (Streamable HTTP) at {} ; send its bearer \
-                 token from $BUGATTI_MCP_TOKEN.\n",
+                "\nWith pi 1.x the console's tools are yours as mcp__bugatti__* (exec_command, \
+                 write_stdin, list_logs, read_log, wait_for_log, …). Without them, the console \
+                 `bugatti` is an MCP server (Streamable HTTP) at {} ; send its bearer token from \
+                 $BUGATTI_MCP_TOKEN.\n",
                 endpoint.url
             ));
         }
@@ -130,7 +147,7 @@ impl Pi {
         let mut words = vec![self.ctx.spec.pi_bin.display().to_string()];
         words.extend(self.base_args());
         words.extend(["--append-system-prompt".into(), "<bootstrap>".into()]);
-        words.extend(self.ctx.spec.agent_args.iter().cloned());
+        words.extend(self.agent_args());
         words.push("<prompt>".into());
         shell_words::join(words)
     }
@@ -473,6 +490,7 @@ impl Provider for Pi {
 
     /// Checks that pi can be started and opens the transcripts; pi itself starts with each step.
     async fn start(&mut self) -> Result<(), AgentError> {
+        self.mcp = console_wiring::for_pi(&self.ctx.facts)?;
         let transcripts =
             turn::start_turn_agent(&self.ctx.spec.pi_bin, &self.ctx, || self.shown_command())?;
         self.log = Some(transcripts.log);

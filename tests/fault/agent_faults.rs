@@ -164,6 +164,66 @@ fn codex_not_logged_in_is_refused_before_any_harness_starts_naming_the_fix() {
     assert!(fault::run_dirs(&ran.p).is_empty());
 }
 
+/// Issue 40: a CLI older than the protocol the supervisor reads is the fault `cli_version`, found
+/// by its `--version` before anything starts: exit 3 in seconds, the fix named, no run started,
+/// the agent never asked for a turn.
+#[test]
+fn a_cli_older_than_the_protocol_we_read_is_refused_before_anything_starts() {
+    for (provider, shown, package) in [
+        (
+            "claude-code",
+            "claude-code 0.2.9",
+            "@anthropic-ai/claude-code",
+        ),
+        ("codex", "codex 0.30.0", "@openai/codex"),
+        ("pi", "pi 0.60.2", "@earendil-works/pi-coding-agent"),
+    ] {
+        let ran = run(provider, "old_version", 2, 30);
+        let said = ran.said();
+        assert_eq!(ran.code(), Some(3), "{provider}: {said}");
+        assert!(
+            said.contains("the agent speaks a protocol this supervisor does not")
+                && said.contains(shown)
+                && said.contains("(cli_version)")
+                && said.contains(&format!("npm install -g {package}")),
+            "{provider}: {said}"
+        );
+        assert!(
+            fault::run_dirs(&ran.p).is_empty(),
+            "{provider}: a run started: {:?}",
+            fault::run_dirs(&ran.p)
+        );
+        assert!(
+            !ran.p.root().join("turns.log").exists(),
+            "{provider}: the agent was asked"
+        );
+    }
+    // `doctor` says the same of the old CLI, and passes a supported one.
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"pi\"\n");
+    p.write(
+        "t1.test.toml",
+        "name = \"T1\"\n[[steps]]\ninstruction = \"Check.\"\n",
+    );
+    let doctor = |mode: &str| {
+        let out = p
+            .supervisor()
+            .arg("doctor")
+            .env("BUGATTI_PI_BIN", fake("fake_pi.py"))
+            .env("FAKE_PI_MODE", mode)
+            .output()
+            .expect("doctor");
+        stdout(&out)
+    };
+    let said = doctor("old_version");
+    assert!(
+        said.contains("FAIL provider pi: pi 0.60.2 is older than 0.73.0"),
+        "{said}"
+    );
+    let said = doctor("ok");
+    assert!(said.contains("ok   provider pi: 1.5.2"), "{said}");
+}
+
 #[test]
 fn pi_with_no_login_and_no_provider_is_refused_before_anything_starts() {
     let p = Project::new();
@@ -277,6 +337,25 @@ fn a_claude_cost_far_from_its_tokens_times_the_price_is_kept_beside_not_used() {
     let cost = usage["cost_usd"].as_f64().expect("cost_usd");
     assert!((cost - 0.000105).abs() < 1e-9, "{usage}");
     assert_eq!(usage["reported_cost_usd"], 0.001, "{usage}");
+}
+
+/// Issue 40: without `price_per_mtok`, Claude Code's tokens are counted at the built-in list
+/// price of the model its init event names (Sonnet 4.5: $3 / $15 per million tokens), and its
+/// own figure, ten times that, is kept beside.
+#[test]
+fn a_claude_models_tokens_are_counted_at_its_built_in_price() {
+    let ran = run("claude-code", "sonnet", 1, 30);
+    assert_passed(&ran);
+    let usage = &ran.step()["usage"];
+    let cost = usage["cost_usd"].as_f64().expect("cost_usd");
+    assert!((cost - 0.000105).abs() < 1e-9, "{usage}");
+    assert_eq!(usage["reported_cost_usd"], 0.001, "{usage}");
+    // A model with no built-in price (the fake's `ok` names none): the CLI's figure stands.
+    let ran = run("claude-code", "ok", 1, 30);
+    assert_passed(&ran);
+    let usage = &ran.step()["usage"];
+    assert_eq!(usage["cost_usd"], 0.001, "{usage}");
+    assert!(usage["reported_cost_usd"].is_null(), "{usage}");
 }
 
 #[test]

@@ -76,7 +76,7 @@ readiness_url = "http://127.0.0.1:${{WEB_PORT}}/"
 }
 
 /// The agent's turn: navigate, snapshot, click the button by its ref, snapshot again.
-fn browsing_script(server: &str, port: u16) -> Value {
+pub(crate) fn browsing_script(server: &str, port: u16) -> Value {
     let tool = |name: &str| format!("mcp__{server}__{name}");
     json!([
         {"tool": tool("browser_navigate"), "input": {"url": format!("http://127.0.0.1:{port}/")}},
@@ -89,7 +89,7 @@ fn browsing_script(server: &str, port: u16) -> Value {
 }
 
 /// PATH with Playwright MCP's folder first, as a user who installed it has it.
-fn path_with(mcp: &Path) -> String {
+pub(crate) fn path_with(mcp: &Path) -> String {
     let dir = mcp.parent().expect("bin dir");
     format!(
         "{}:{}",

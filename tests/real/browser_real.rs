@@ -81,13 +81,28 @@ fn crash_handlers(run: &str, profile: &Path) -> Vec<i32> {
         .collect()
 }
 
-/// The teardown killed every browser process; the only ones outside its group it had to find by
-/// the marker are crash handlers that had not exited on their own yet.
-fn assert_only_crash_handlers_leaked(report: &bugatti::process::TeardownReport, handlers: &[i32]) {
+/// The crash handlers held still (SIGSTOP) as on a loaded machine, where they are slow to see the
+/// browser gone and so outlive its group: what made 5 of 71 passing sessions report `LEAKED`.
+fn hold_still(handlers: &[i32]) {
     assert!(
-        report.leaked.iter().all(|pid| handlers.contains(pid)),
-        "leaked {:?}, crash handlers {handlers:?}: {report:?}",
-        report.leaked
+        !handlers.is_empty(),
+        "Debian's Chromium starts chrome_crashpad_handler; none found"
+    );
+    for pid in handlers {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(*pid),
+            nix::sys::signal::Signal::SIGSTOP,
+        );
+    }
+}
+
+/// Issue 39 item 7: the teardown ended every browser process, and the crash handlers, which
+/// leave the browser's group by design and end only after it, are the browser's own, not a leak
+/// (before, a sweep that found them still alive reported the browser as `leaked`).
+fn assert_crash_handlers_are_no_leak(report: &bugatti::process::TeardownReport, handlers: &[i32]) {
+    assert!(
+        report.leaked.is_empty() && report.state != bugatti::model::outcome::TeardownState::Leaked,
+        "crash handlers {handlers:?}: {report:?}"
     );
 }
 
@@ -135,8 +150,9 @@ async fn the_browser_starts_in_its_own_group_answers_and_leaves_nothing() {
     assert!(running.len() > 1, "only {running:?}");
     assert!(running.contains(&browser.pid()));
     let handlers = crash_handlers(&run, &profile);
+    hold_still(&handlers);
     let report = browser.stop(false).await;
-    assert_only_crash_handlers_leaked(&report, &handlers);
+    assert_crash_handlers_are_no_leak(&report, &handlers);
     assert_none_left(&run, &profile);
 }
 
@@ -147,8 +163,9 @@ async fn a_skipped_grace_kills_the_whole_browser_at_once() {
     let (mut browser, run, profile) = start("kill", exe, dir.path()).await;
     assert!(browser_processes(&run, &profile).len() > 1);
     let handlers = crash_handlers(&run, &profile);
+    hold_still(&handlers);
     let report = browser.stop(true).await;
-    assert_only_crash_handlers_leaked(&report, &handlers);
+    assert_crash_handlers_are_no_leak(&report, &handlers);
     assert_none_left(&run, &profile);
 }
 
@@ -326,7 +343,7 @@ async fn a_step_capture_holds_the_screenshot_the_console_error_and_the_404() {
     monitor.close().await;
     let handlers = crash_handlers(&run, &profile);
     let report = browser.stop(false).await;
-    assert_only_crash_handlers_leaked(&report, &handlers);
+    assert_crash_handlers_are_no_leak(&report, &handlers);
     assert_none_left(&run, &profile);
     stop_server.store(true, std::sync::atomic::Ordering::Relaxed);
     server.join().expect("server");
@@ -493,7 +510,7 @@ async fn the_real_playwright_mcp_drives_the_supervised_browser_and_the_capture_s
     monitor.close().await;
     let handlers = crash_handlers(&run, &profile);
     let report = browser.stop(false).await;
-    assert_only_crash_handlers_leaked(&report, &handlers);
+    assert_crash_handlers_are_no_leak(&report, &handlers);
     assert_none_left(&run, &profile);
     let deadline = Instant::now() + Duration::from_secs(5);
     while !common::processes_with_env_entry(&marker).is_empty() {
@@ -635,7 +652,7 @@ async fn a_session_browser_follows_its_config_and_leaves_nothing() {
     agent.close().await;
     let handlers = crash_handlers(&run, &places.profile_dir);
     let report = session.stop(false).await;
-    assert_only_crash_handlers_leaked(&report, &handlers);
+    assert_crash_handlers_are_no_leak(&report, &handlers);
     assert_none_left(&run, &places.profile_dir);
     stop_server.store(true, std::sync::atomic::Ordering::Relaxed);
     server.join().expect("server");

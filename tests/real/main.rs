@@ -11,6 +11,7 @@ mod common;
 mod browser_claude_real;
 mod browser_devtools_token;
 mod browser_mcp_client_real;
+mod browser_pi_real;
 mod browser_real;
 mod browser_replay_claude_real;
 mod browser_replay_codex_real;

@@ -271,7 +271,11 @@ fn a_pi_that_lingers_after_agent_end_is_not_waited_for(bin: &Path) {
     let lingering = side.path().join("lingering-pi");
     std::fs::write(
         &lingering,
-        format!("#!/bin/sh\n'{}' \"$@\"\nexec sleep 600\n", bin.display()),
+        // A pi session lingers; `--version` (asked before the run) answers as pi's does.
+        format!(
+            "#!/bin/sh\n[ \"$1\" = --version ] && exec '{0}' \"$@\"\n'{0}' \"$@\"\nexec sleep 600\n",
+            bin.display()
+        ),
     )
     .expect("wrapper");
     use std::os::unix::fs::PermissionsExt;
@@ -289,4 +293,86 @@ fn a_pi_that_lingers_after_agent_end_is_not_waited_for(bin: &Path) {
         started.elapsed() < std::time::Duration::from_secs(60),
         "the step ended at agent_end, not when pi's process did"
     );
+}
+
+/// A one-step project with the console on (the default) and `--tools read,bash` in `agent_args`,
+/// as docs/providers.md's pi example writes them.
+fn console_project() -> Project {
+    let p = project("agent_args = [\"--tools\", \"read,bash\"]\n[replay]\nmode = \"off\"");
+    p.write(
+        "counter.test.toml",
+        "name = \"Counter\"\n[[steps]]\ninstruction = \"Ask the console for the answer.\"\n",
+    );
+    p
+}
+
+/// The names of the tools a model request declared.
+fn declared_tools(request: &Value) -> Vec<String> {
+    request["body"]["tools"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t["name"].as_str().map(String::from))
+        .collect()
+}
+
+/// Issue 40: pi 1.x takes MCP servers, so the console reaches it as it reaches Claude Code and
+/// Codex: its tools are declared to the model (the user's `--tools` allowlist extended), a call
+/// of `mcp__bugatti__exec_command` runs in the console and its answer comes back to the model.
+#[test]
+fn the_console_reaches_pi_1_as_mcp_tools() {
+    let Some(bin) = pi1_bin("pi_real (pi 1.x console)") else {
+        return;
+    };
+    let p = console_project();
+    let side = tempfile::tempdir().expect("side dir");
+    let script = json!([
+        {"tool": "mcp__bugatti__exec_command",
+         "input": {"cmd": "echo console-$((40+2))", "tty": false, "yield_time_ms": 5000}},
+        {"expect": ["console-42", "Process exited with code 0"],
+         "text": "The console said: {tool_result}\nRESULT OK"},
+    ]);
+    let (code, console, record, requests) = run(&p, &bin, side.path(), "console", script);
+    assert_eq!(code, Some(0), "{console}\n{record}\n{requests:#?}");
+    let tools = declared_tools(&requests[0]);
+    assert!(
+        tools.iter().any(|t| t == "mcp__bugatti__exec_command")
+            && tools.iter().any(|t| t == "bash"),
+        "{tools:?}"
+    );
+    let run_dir = std::path::PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let calls: Vec<Value> = std::fs::read_to_string(run_dir.join("transcripts/console.jsonl"))
+        .expect("console.jsonl: the call reached the console")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    let names: Vec<&str> = calls.iter().filter_map(|c| c["tool"].as_str()).collect();
+    assert_eq!(names, ["exec_command"], "{calls:#?}");
+    assert_eq!(calls[0]["is_error"], false, "{calls:#?}");
+    // The extension is private and holds no token: pi reads it from its environment.
+    let extension = run_dir.join("agent/pi-mcp.js");
+    use std::os::unix::fs::PermissionsExt;
+    let meta = std::fs::metadata(&extension).expect("the extension");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    let text = std::fs::read_to_string(&extension).expect("read");
+    assert!(
+        text.contains("process.env[\"BUGATTI_MCP_TOKEN\"]"),
+        "{text}"
+    );
+}
+
+/// pi 0.73 takes no MCP servers: the same project runs, the extension does nothing there and the
+/// extended `--tools` declares no tool pi does not have.
+#[test]
+fn a_console_project_still_runs_with_pi_0_73() {
+    let Some(bin) = pi_bin("pi_real (pi 0.73 console)") else {
+        return;
+    };
+    let p = console_project();
+    let side = tempfile::tempdir().expect("side dir");
+    let script = json!([{"text": "Nothing to ask.\nRESULT OK"}]);
+    let (code, console, record, requests) = run(&p, &bin, side.path(), "console073", script);
+    assert_eq!(code, Some(0), "{console}\n{record}\n{requests:#?}");
+    let tools = declared_tools(&requests[0]);
+    assert_eq!(tools, ["read", "bash"], "{tools:?}");
 }

@@ -224,12 +224,19 @@ pub(super) fn agent_versions(
     wanted
         .into_iter()
         .flat_map(|(name, path)| {
+            let kind = ProviderKind::parse(&name).unwrap_or(ProviderKind::Command);
             let version = match runtime.block_on(agent_version(&path, project_root)) {
-                Ok(version) => (true, format!("provider {name}: {version}")),
+                // One older than the protocol we read is the fault `cli_version` (preflight
+                // refuses it).
+                Ok(version) => match bugatti::providers::cli_version::judge(kind, &version) {
+                    bugatti::providers::cli_version::Verdict::TooOld(why) => {
+                        (false, format!("provider {name}: {why}"))
+                    }
+                    _ => (true, format!("provider {name}: {version}")),
+                },
                 Err(why) => (false, format!("provider {name}: {why}")),
             };
             // Its login, asked of the CLI without a model call (docs/providers.md).
-            let kind = ProviderKind::parse(&name).unwrap_or(ProviderKind::Command);
             let args: Vec<String> = providers
                 .iter()
                 .find(|p| p.name.value == kind)

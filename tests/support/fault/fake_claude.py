@@ -20,6 +20,11 @@ reads one stream-json user message per line and answers each by FAKE_CLAUDE_MODE
     crash               dies mid-turn (exit 139) with a stack trace on stderr
     prose_401           a passing turn whose text (the model's prose) talks of 401 and /login:
                         never an agent fault
+    sonnet              as ok, its init naming the model claude-sonnet-4-5-20250929 (a model
+                        with a built-in price)
+    old_version         `--version` says 0.2.9, older than the stream-json print mode the
+                        supervisor reads (refused before anything starts: cli_version)
+`--version` answers as the real CLI does (`2.1.3 (Claude Code)`).
 Every request it answers is counted in FAKE_CLAUDE_COUNT (a file), when set: how many turns the
 suite asked of the agent.
 """
@@ -32,6 +37,10 @@ import uuid
 
 MODE = os.environ.get("FAKE_CLAUDE_MODE", "ok")
 args = sys.argv[1:]
+
+if args == ["--version"]:
+    print("0.2.9 (Claude Code)" if MODE == "old_version" else "2.1.3 (Claude Code)")
+    sys.exit(0)
 
 if args[:2] == ["auth", "status"]:
     logged_in = MODE != "not_logged_in"
@@ -83,8 +92,11 @@ for line in sys.stdin:
         continue
     turns += 1
     count()
-    emit({"type": "system", "subtype": "init", "apiKeySource": "ANTHROPIC_API_KEY"})
-    if MODE == "ok":
+    init = {"type": "system", "subtype": "init", "apiKeySource": "ANTHROPIC_API_KEY"}
+    if MODE == "sonnet":
+        init["model"] = "claude-sonnet-4-5-20250929"
+    emit(init)
+    if MODE in ("ok", "sonnet"):
         assistant("All good.\nRESULT OK")
         result("All good.\nRESULT OK")
     elif MODE == "not_logged_in":

@@ -10,6 +10,9 @@
     stall               thread.started and turn.started, then silence
     linger              a passing turn, then it stays 30 s before exiting
     descendant          a passing turn, then it exits leaving a child that holds its stdout
+    old_version         `--version` says 0.30.0, from before the thread and turn events of
+                        `codex exec --json` (refused before anything starts: cli_version)
+`codex --version` answers as the real CLI does (`codex-cli 0.169.0`).
 """
 import json
 import os
@@ -20,6 +23,10 @@ import uuid
 
 MODE = os.environ.get("FAKE_CODEX_MODE", "ok")
 args = sys.argv[1:]
+
+if args == ["--version"]:
+    print("codex-cli " + ("0.30.0" if MODE == "old_version" else "0.169.0"))
+    sys.exit(0)
 
 if args[:2] == ["login", "status"]:
     if MODE == "not_logged_in":

@@ -7,6 +7,9 @@ fails"). One process per step; it answers the prompt (its last argument) by FAKE
                         then a passing reply, agent_end and agent_settled
     settled_no_exit     pi 1.x: a passing reply, agent_end, agent_settled, then it never exits
     exit0_on_error      a 401 error message, agent_end (no retry), exit 0
+    old_version         `--version` says 0.60.2, older than the pi the supervisor reads
+                        (refused before anything starts: cli_version)
+`pi --version` answers as the real CLI does (`1.5.2`).
 """
 import json
 import os
@@ -15,6 +18,10 @@ import time
 import uuid
 
 MODE = os.environ.get("FAKE_PI_MODE", "ok")
+
+if sys.argv[1:] == ["--version"]:
+    print("0.60.2" if MODE == "old_version" else "1.5.2")
+    sys.exit(0)
 
 
 def emit(event):
