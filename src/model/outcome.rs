@@ -125,6 +125,9 @@ pub enum InterruptSignal {
     Hangup,
     Quit,
     Interrupt,
+    /// Another signal whose default action ends a process (SIGUSR1, SIGALRM, SIGXCPU, …; see
+    /// `process::signals`): stopped in order instead, its number kept for the exit code.
+    Other(i32),
 }
 
 impl InterruptSignal {
@@ -134,6 +137,18 @@ impl InterruptSignal {
             Self::Hangup => "SIGHUP",
             Self::Quit => "SIGQUIT",
             Self::Interrupt => "SIGINT",
+            Self::Other(n) => match n {
+                10 => "SIGUSR1",
+                12 => "SIGUSR2",
+                14 => "SIGALRM",
+                24 => "SIGXCPU",
+                25 => "SIGXFSZ",
+                26 => "SIGVTALRM",
+                27 => "SIGPROF",
+                29 => "SIGIO",
+                30 => "SIGPWR",
+                _ => "a signal",
+            },
         }
     }
 }
@@ -150,6 +165,9 @@ impl ExitReason {
             Self::Interrupted(InterruptSignal::Interrupt) => 130,
             Self::Interrupted(InterruptSignal::Quit) => 131,
             Self::Interrupted(InterruptSignal::Terminate) => 143,
+            Self::Interrupted(InterruptSignal::Other(n)) => {
+                u8::try_from(128 + n.clamp(1, 127)).unwrap_or(u8::MAX)
+            }
         }
     }
 

@@ -1,5 +1,7 @@
 //! SIGINT, SIGTERM, SIGHUP (the terminal or SSH session closed) and SIGQUIT become shutdown
-//! requests that escalate: the first is graceful (teardown with
+//! requests, and so does every other signal whose default action would end the supervisor on the
+//! spot with no record written and its children left running ([`ENDING`]: SIGUSR1, SIGALRM,
+//! SIGXCPU from a CPU limit, …, sent by a stray `kill` or a CI runner). They escalate: the first is graceful (teardown with
 //! grace periods), the second skips the grace periods, the third ends the process at once after
 //! SIGKILLing every registered process group and giving the caller's last word (the reports held
 //! in memory) [`LAST_WORD_LIMIT`] to be written. Installing handlers removes Ctrl-C's default
@@ -7,7 +9,19 @@
 
 use crate::model::outcome::InterruptSignal;
 use futures::StreamExt;
-use signal_hook::consts::{SIGHUP, SIGINT, SIGQUIT, SIGTERM};
+use nix::libc::SIGPWR;
+use signal_hook::consts::{
+    SIGALRM, SIGHUP, SIGINT, SIGIO, SIGPROF, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2, SIGVTALRM,
+    SIGXCPU, SIGXFSZ,
+};
+
+/// The signals that end the supervisor in order: every signal whose default action terminates a
+/// process and that can be caught (not SIGKILL; SIGPIPE is ignored by Rust's runtime; SIGSEGV and
+/// its kind are faults of our own, not requests).
+pub const ENDING: [i32; 13] = [
+    SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGVTALRM, SIGPROF, SIGIO, SIGPWR,
+    SIGXCPU, SIGXFSZ,
+];
 use signal_hook_tokio::Signals;
 
 /// How long the third signal waits for the last word before the process exits regardless.
@@ -40,11 +54,12 @@ fn interrupt_signal(signal: i32) -> InterruptSignal {
         SIGTERM => InterruptSignal::Terminate,
         SIGHUP => InterruptSignal::Hangup,
         SIGQUIT => InterruptSignal::Quit,
-        _ => InterruptSignal::Interrupt,
+        SIGINT => InterruptSignal::Interrupt,
+        other => InterruptSignal::Other(other),
     }
 }
 
-/// Listens for SIGINT, SIGTERM, SIGHUP and SIGQUIT. Must be called inside a tokio runtime.
+/// Listens for the [`ENDING`] signals. Must be called inside a tokio runtime.
 /// `last_word` runs on the third signal, after every registered group was SIGKILLed, for at most
 /// [`LAST_WORD_LIMIT`]; then the process exits with the first signal's code.
 pub fn listen<F>(
@@ -54,7 +69,7 @@ pub fn listen<F>(
 where
     F: std::future::Future<Output = ()> + Send + 'static,
 {
-    let mut signals = Signals::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT])?;
+    let mut signals = Signals::new(ENDING)?;
     let handle = signals.handle();
     let task = tokio::spawn(async move {
         let mut first: Option<InterruptSignal> = None;
@@ -84,4 +99,24 @@ where
         }
     });
     Ok(SignalListener { handle, task })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ending_signal_is_named_and_exits_128_plus_its_number() {
+        use crate::model::outcome::ExitReason;
+        for n in ENDING {
+            let kind = interrupt_signal(n);
+            let signal = nix::sys::signal::Signal::try_from(n).expect("a signal");
+            assert_eq!(kind.name(), signal.as_str(), "{n}");
+            assert_eq!(
+                i32::from(ExitReason::Interrupted(kind).code()),
+                128 + n,
+                "{n}"
+            );
+        }
+    }
 }

@@ -480,6 +480,51 @@ fn a_panic_in_one_session_fails_that_test_only() {
     assert_eq!(fine["outcome"], "passed");
 }
 
+/// Issue 39 item 8: a panic in the task that runs a session's steps (not the session actor's own
+/// handler) once ended only that task: no record past "step 1 started", the session waiting for
+/// ever. Now that run ends as an `error` with every record, its processes gone, and the other test
+/// runs on.
+#[test]
+fn a_panic_in_a_sessions_driver_mid_step_ends_that_run_with_its_records() {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"shell\"\n[commands.server]\nkind = \"long_lived\"\n\
+         cmd = \"echo up; exec sleep 300\"\nreadiness = { log = \"^up$\" }\n",
+    );
+    p.write(
+        "boom.test.toml",
+        "name = \"Boom\"\n[[steps]]\ninstruction = \"`sleep 5`\"\n",
+    );
+    p.write(
+        "fine.test.toml",
+        "name = \"Fine\"\n[[steps]]\ninstruction = \"`true`\"\n",
+    );
+    let out = p
+        .supervisor()
+        .args(["start"])
+        .env(bugatti::actors::session::FAULT_DRIVER_PANIC_ENV, "boom")
+        .output()
+        .expect("run");
+    p.assert_nothing_survives();
+    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    let boom = p.record_for("boom.test.toml");
+    assert_eq!(boom["outcome"], "error", "{boom}");
+    assert!(
+        boom["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("driver panicked"),
+        "{boom}"
+    );
+    let run_dir = std::path::PathBuf::from(boom["run_dir"].as_str().expect("run_dir"));
+    assert!(run_dir.join("report.md").is_file(), "{boom}");
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
+    assert!(events.contains("run_finished"), "{events}");
+    assert_eq!(p.record_for("fine.test.toml")["outcome"], "passed");
+    assert!(p.suite_dir().join("summary.json").is_file());
+}
+
 #[test]
 fn a_skipped_command_is_not_launched_but_its_readiness_is_still_checked() {
     let p = Project::new();

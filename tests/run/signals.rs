@@ -127,6 +127,20 @@ fn sighup_mid_step_with_servers_up_exits_129_with_every_report() {
     assert_all_interrupted(&p);
 }
 
+/// Issue 39 item 8: a signal whose default action would end the supervisor on the spot (here
+/// SIGUSR1, a stray `kill -USR1`) leaves every record written, as SIGTERM does, and nothing
+/// running; the exit code is 128 + its number.
+#[test]
+fn sigusr1_mid_step_stops_in_order_with_every_report() {
+    let (p, out) = interrupt_mid_step(&["USR1", "USR1"]);
+    let console = stdout(&out);
+    assert_eq!(out.status.code(), Some(138), "{console}");
+    assert!(console.contains("SIGUSR1: stopping"), "{console}");
+    assert_all_interrupted(&p);
+    let message = p.run_records()[0]["steps"][0]["message"].to_string();
+    assert!(message.contains("SIGUSR1"), "{message}");
+}
+
 #[test]
 fn the_invocation_deadline_behaves_like_sigterm() {
     let p = Project::new();

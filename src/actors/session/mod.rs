@@ -70,6 +70,11 @@ use tracing::Instrument;
 /// first step starts (proves that one session's panic fails only that test).
 pub const FAULT_PANIC_ENV: &str = "BUGATTI_FAULT_PANIC_IN";
 
+/// Test-only fault injection: a session whose test file path contains this value has its driver
+/// (the task that runs the steps) panic mid-step (proves that a panic outside the actor's own
+/// handler still ends that run with its records).
+pub const FAULT_DRIVER_PANIC_ENV: &str = "BUGATTI_FAULT_DRIVER_PANIC_IN";
+
 /// How long the agent gets to answer `Close` before the session moves on (its process group is
 /// in the registry either way).
 const AGENT_CLOSE_LIMIT: Duration = Duration::from_secs(30);
@@ -136,6 +141,9 @@ pub enum SessionMsg {
     StepStarting(usize),
     /// The driver finished: the run's files are final.
     DriverDone(RunOutcome),
+    /// The driver's task panicked: the session fails, as if it had panicked itself, so the
+    /// supervisor ends the run as an `error` with its records (`on_session_failed`).
+    DriverPanicked(String),
 }
 
 pub struct SessionState {
@@ -191,7 +199,11 @@ impl Actor for SessionActor {
             args.test.effective.provider.name.value,
             ProviderKind::ClaudeCode | ProviderKind::Codex | ProviderKind::Pi
         );
+        let fault_driver_panic = std::env::var(FAULT_DRIVER_PANIC_ENV).is_ok_and(|needle| {
+            !needle.is_empty() && args.test.rel_path.to_string_lossy().contains(&needle)
+        });
         let driver = Driver {
+            fault_driver_panic,
             test: Arc::clone(&args.test),
             attempt: args.attempt,
             suite: Arc::clone(&args.suite),
@@ -205,10 +217,19 @@ impl Actor for SessionActor {
         // A root span: ractor carries the sender's span with each message, so a span created while
         // handling the previous session's end would nest every session inside the one before.
         let span = tracing::info_span!(parent: None, "run", run_id = %run_id);
+        let session = myself.clone();
         let handle = tokio::spawn(
             async move {
-                let outcome = driver.run().await;
-                let _ = driver.myself.cast(SessionMsg::DriverDone(outcome));
+                // A panic in the driver would otherwise end only this task: no `DriverDone`, the
+                // session waiting for ever, the run never finalised.
+                use futures::FutureExt;
+                let ran = std::panic::AssertUnwindSafe(driver.run())
+                    .catch_unwind()
+                    .await;
+                let _ = session.cast(match ran {
+                    Ok(outcome) => SessionMsg::DriverDone(outcome),
+                    Err(panic) => SessionMsg::DriverPanicked(panic_text(panic.as_ref())),
+                });
             }
             .instrument(span),
         );
@@ -241,6 +262,10 @@ impl Actor for SessionActor {
                 if state.fault_panic {
                     panic!("injected fault: session panicked before step {step_id}");
                 }
+            }
+            SessionMsg::DriverPanicked(why) => {
+                state.driver = None;
+                return Err(format!("its driver panicked: {why}").into());
             }
             SessionMsg::DriverDone(outcome) => {
                 state.driver = None;
@@ -351,6 +376,9 @@ struct Driver {
     events: RunEvents,
     myself: ActorRef<SessionMsg>,
     stop: watch::Receiver<Option<StopReason>>,
+    /// `BUGATTI_FAULT_DRIVER_PANIC_IN` matched this test: panic once a step has started (fault
+    /// tests only).
+    fault_driver_panic: bool,
 }
 
 /// The session's own secrets: the browser's DevTools token and the console's bearer token. Made
@@ -572,4 +600,13 @@ impl Driver {
             Err(ending) => ending,
         }
     }
+}
+
+/// What a panic said (its `&str` or `String` payload).
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic without a message".to_string())
 }

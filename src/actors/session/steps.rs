@@ -99,6 +99,9 @@ impl Driver {
             instruction_sent: skipped.is_none().then(|| instruction.clone()),
             provenance: provenance(step),
         });
+        if self.fault_driver_panic {
+            panic!("injected fault: the session's driver panicked mid-step");
+        }
         if let Some(message) = skipped {
             self.emit(step_finished(
                 id,
