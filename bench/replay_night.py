@@ -83,7 +83,8 @@ def _scripts(ctx, label, tests, steps):
 
 def _proc_opens_per_test(ctx, project, tests):
     """Opens of files under /proc by the supervisor and everything it started, per test, counted
-    by `strace -f` on one replayed night of `tests` tests; None without strace."""
+    by `strace -f` on one more replayed night of the project's `tests` tests; None without
+    strace."""
     strace = shutil.which("strace")
     if strace is None:
         return None
@@ -117,7 +118,7 @@ def replay_night(ctx):
         base.append(baseline(ctx, shell, folder, "night-scripts"))
     wall, cpu = med([m.wall for m in sup]), med([m.cpu for m in sup])
     base_wall, base_cpu = med([m.wall for m in base]), med([m.cpu for m in base])
-    opens = _proc_opens_per_test(ctx, project, min(tests, 32))
+    opens = _proc_opens_per_test(ctx, project, tests)
     counted = "not counted (no strace)" if opens is None else f"{opens:.1f} `/proc` opens per test"
     # The goal is set for 300 tests; --quick scales it down with the night.
     scale = tests / 300
