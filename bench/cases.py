@@ -714,9 +714,10 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/health"
                f"third run, step {changed}'s output changed: {third:.2f} s, {third_calls} model calls (that step only)")
 
 
-def _stub_run(ctx, project, claude, label, script, extra_env=None):
+def _stub_run(ctx, project, claude, label, script, extra_env=None, delay_ms=None):
     """One `supervisor start -q` on `project` through Claude Code and a fresh scripted stub holding
-    `script`, with `extra_env` over the bench's environment; (wall seconds, model calls)."""
+    `script`, with `extra_env` over the bench's environment; (wall seconds, model calls). The
+    stub's model latency is 1 s per call (0.2 s with --quick) unless `delay_ms` says otherwise."""
     import subprocess
     stub_py = os.path.join(ctx.root, "tests", "support", "anthropic_stub.py")
     home = os.path.join(ctx.tmp, "replay-home")
@@ -727,7 +728,9 @@ def _stub_run(ctx, project, claude, label, script, extra_env=None):
     script_path, requests = os.path.join(side, "script.json"), os.path.join(side, "requests.jsonl")
     with open(script_path, "w") as f:
         json.dump(script, f)
-    stub_env = dict(ctx.env, STUB_DELAY_MS="200" if ctx.quick else "1000")
+    if delay_ms is None:
+        delay_ms = 200 if ctx.quick else 1000
+    stub_env = dict(ctx.env, STUB_DELAY_MS=str(delay_ms))
     stub = subprocess.Popen(["python3", stub_py, script_path, requests], stdout=subprocess.PIPE,
                             env=stub_env, start_new_session=True, text=True)
     try:
@@ -1012,9 +1015,11 @@ readiness_url = "http://127.0.0.1:${WEB_PORT}/"
 # Row 23 lives in a module of its own (it uses Row and _stub_run from here).
 from browser_replay import browser_replay  # noqa: E402
 from chrome_trace import chrome_trace  # noqa: E402
+from replay_night import replay_limit, replay_night  # noqa: E402
 from mutations import mutation_corpus  # noqa: E402
 
 ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead,
        check_many_env, html_report, console_latency, console_wait_for_log, console_idle,
        console_flood, many_steps, replay, merge_shards, shard_balance, shard_wall,
-       browser, replay_learning, browser_replay, chrome_trace, mutation_corpus]
+       browser, replay_learning, browser_replay, chrome_trace, replay_night, replay_limit,
+       mutation_corpus]

@@ -306,7 +306,7 @@ def mutation_corpus(ctx):
     after learning (goal >= 95 %), and the agent's steps spent learning per check (goal <= 1)."""
     r = corpus(ctx)
     checks_run = r["mutations"] // (2 if ctx.quick else 5)
-    name = (f"25. mutation corpus: {r['mutations']} mutations of {checks_run} apps, "
+    name = (f"27. mutation corpus: {r['mutations']} mutations of {checks_run} apps, "
             "each a regression the agent fails")
     ok = (not r["false_passes"] and not r["invalid"] and r["replayed_share"] >= 0.95
           and r["learning_calls_per_step"] <= 1.0)

@@ -295,7 +295,7 @@ fn reporter_args(
             shard: suite.shard.clone(),
             fail_on_flaky: suite.base.supervisor.flaky.value
                 == crate::model::config::FlakyPolicy::Fail,
-            revision: crate::model::revision::Revision::of(&suite.project_root),
+            revision: crate::model::revision::PendingRevision::ask(&suite.project_root),
             provider: Some(suite.base.provider.name.value.to_string()),
             quarantine_changes: Vec::new(),
         },

@@ -5,6 +5,7 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -44,6 +45,58 @@ impl Revision {
         } else {
             short.to_string()
         })
+    }
+}
+
+/// A [`Revision`] being asked of git on a thread of its own, joined when the suite's summary is
+/// written: git takes milliseconds to start, which a one-test suite would otherwise wait for
+/// before its first step.
+#[derive(Clone, Default)]
+pub struct PendingRevision(Arc<Mutex<Pending>>);
+
+#[derive(Default)]
+enum Pending {
+    #[default]
+    Unknown,
+    Known(Revision),
+    Asking(std::thread::JoinHandle<Revision>),
+}
+
+impl PendingRevision {
+    /// Starts asking git about `root`; a thread that cannot start asks now.
+    pub fn ask(root: &Path) -> Self {
+        let owned = root.to_path_buf();
+        let pending = match std::thread::Builder::new()
+            .name("git-revision".into())
+            .spawn(move || Revision::of(&owned))
+        {
+            Ok(thread) => Pending::Asking(thread),
+            Err(_) => Pending::Known(Revision::of(root)),
+        };
+        Self(Arc::new(Mutex::new(pending)))
+    }
+
+    /// An answer already known.
+    pub fn known(revision: Revision) -> Self {
+        Self(Arc::new(Mutex::new(Pending::Known(revision))))
+    }
+
+    /// The answer, waiting for git if it is still being asked; what git could not say is `None`.
+    pub fn get(&self) -> Revision {
+        let mut pending = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let revision = match std::mem::take(&mut *pending) {
+            Pending::Unknown => Revision::default(),
+            Pending::Known(revision) => revision,
+            Pending::Asking(thread) => thread.join().unwrap_or_default(),
+        };
+        *pending = Pending::Known(revision.clone());
+        revision
+    }
+}
+
+impl std::fmt::Debug for PendingRevision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PendingRevision")
     }
 }
 

@@ -46,13 +46,7 @@ pub fn read_stat(pid: i32) -> Option<ProcStat> {
 
 /// Every process currently visible in `/proc`.
 pub fn all_processes() -> Vec<ProcStat> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(read_stat)
-        .collect()
+    list_pids().into_iter().filter_map(read_stat).collect()
 }
 
 /// Live (non-zombie) members of process group `pgid`.
@@ -64,8 +58,113 @@ pub fn live_members(pgid: i32) -> Vec<i32> {
         .collect()
 }
 
+/// Whether the group has a live member. A group without any member, zombies included, answers
+/// `kill(-pgid, 0)` with ESRCH, which costs no walk of `/proc`; only a group that answers (live
+/// members, or zombies nobody reaped yet) is looked up member by member.
 pub fn group_is_alive(pgid: i32) -> bool {
-    !live_members(pgid).is_empty()
+    match killpg(Pid::from_raw(pgid), None) {
+        Err(nix::errno::Errno::ESRCH) => false,
+        _ => !live_members(pgid).is_empty(),
+    }
+}
+
+/// Whether this process provably has no descendant at all: it is a child subreaper and has no
+/// child, live or zombie (`waitid` answers ECHILD). A live descendant always has a live chain
+/// of parents up to one of our children, since an orphan below us is re-parented to us (the
+/// nearest subreaper), so no child means no descendant. Without the subreaper flag an orphan
+/// goes to init and nothing can be proved. Costs one system call and no `/proc` read.
+pub fn no_descendants() -> bool {
+    use nix::sys::wait::{waitid, Id, WaitPidFlag};
+    super::subreaper::is_child_subreaper()
+        && matches!(
+            waitid(
+                Id::All,
+                WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT,
+            ),
+            Err(nix::errno::Errno::ECHILD)
+        )
+}
+
+/// Where the machine's pid allocation stood at some moment: the last pid handed out
+/// (`/proc/loadavg`) and the number of forks since boot (`processes` in `/proc/stat`). Every
+/// process created after that moment has a pid after `last_pid` in the kernel's cyclic order,
+/// as long as the counter has not gone once around since (see [`safe_span`]). A teardown looks
+/// for what a group left behind only among those pids, not among every process on the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PidMark {
+    last_pid: i32,
+    forks: u64,
+}
+
+/// The latest mark taken (each scan takes one): reading an earlier mark than the moment asks
+/// for only widens the window, so a group started now may use it without reading anything.
+static LATEST_MARK: std::sync::Mutex<Option<PidMark>> = std::sync::Mutex::new(None);
+
+/// A mark taken at or before now (see [`PidMark`]); `None` when `/proc` cannot say.
+pub fn pid_mark() -> Option<PidMark> {
+    let cached = *LATEST_MARK.lock().unwrap_or_else(|p| p.into_inner());
+    cached.or_else(|| {
+        let mark = read_mark();
+        remember(mark);
+        mark
+    })
+}
+
+fn remember(mark: Option<PidMark>) {
+    if let Some(mark) = mark {
+        *LATEST_MARK.lock().unwrap_or_else(|p| p.into_inner()) = Some(mark);
+    }
+}
+
+/// The last pid first, then the fork count: forks counted after the pid was read only make the
+/// window look older, never younger.
+fn read_mark() -> Option<PidMark> {
+    let loadavg = fs::read_to_string("/proc/loadavg").ok()?;
+    let last_pid = loadavg.split_whitespace().nth(4)?.parse().ok()?;
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    let forks = stat
+        .lines()
+        .find_map(|line| line.strip_prefix("processes "))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(PidMark { last_pid, forks })
+}
+
+/// How many forks may have happened since a mark for its window to be trusted: half the pid
+/// space. Pids are handed out in increasing order and wrap at `pid_max`, so a pid below the
+/// mark's can only be new after a wrap, which the window handles, and only a full turn of the
+/// counter (`pid_max` allocations) could bring a new process back into the old range. Half
+/// leaves room for allocations no fork was counted for (a fork that failed after its pid was
+/// taken) and for the few forks between reading the last pid and the counter.
+fn safe_span() -> u64 {
+    static SPAN: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
+        let pid_max: u64 = fs::read_to_string("/proc/sys/kernel/pid_max")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(32_768);
+        // Pids below 300 are never reused once the counter wraps (RESERVED_PIDS).
+        pid_max.saturating_sub(300) / 2
+    });
+    *SPAN
+}
+
+/// Whether `pid` comes after `from` and not after `to` in the kernel's cyclic order.
+fn in_window(pid: i32, from: i32, to: i32) -> bool {
+    if to >= from {
+        pid > from && pid <= to
+    } else {
+        pid > from || pid <= to
+    }
+}
+
+fn list_pids() -> Vec<i32> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .collect()
 }
 
 /// Sends `signal` to every member of the group. A group that no longer exists is not an error.
@@ -99,7 +198,17 @@ pub fn live_descendants_with_env(key: &str, value: &str) -> Vec<i32> {
 
 /// SIGKILLs every live descendant carrying `key=value` in its environment; returns their pids.
 pub fn kill_descendants_with_env(key: &str, value: &str) -> Vec<i32> {
-    let pids = live_descendants_with_env(key, value);
+    kill_marked_since(key, value, None)
+}
+
+/// [`kill_descendants_with_env`] for processes that can only have started after `mark` (a
+/// run's, a group's): nothing is read when we provably have no descendant, and otherwise only
+/// the processes started since the mark (see [`ProcSnapshot::since`]).
+pub fn kill_marked_since(key: &str, value: &str, mark: Option<PidMark>) -> Vec<i32> {
+    if no_descendants() {
+        return Vec::new();
+    }
+    let pids = ProcSnapshot::since(mark).live_descendants_with_env(key, value);
     for pid in &pids {
         let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
     }
@@ -111,12 +220,42 @@ pub fn kill_descendants_with_env(key: &str, value: &str) -> Vec<i32> {
 #[derive(Debug, Clone)]
 pub struct ProcSnapshot {
     procs: Vec<ProcStat>,
+    /// Only the processes started since a [`PidMark`]: their parents may be missing from it, so
+    /// descent from us cannot be checked, and an environment marker alone attributes a process.
+    partial: bool,
 }
 
 impl ProcSnapshot {
     pub fn take() -> Self {
         Self {
             procs: all_processes(),
+            partial: false,
+        }
+    }
+
+    /// The processes started since `mark`, when that window can be trusted ([`safe_span`]);
+    /// every process otherwise (no mark, `/proc` silent, or too many forks since). Lists the pids
+    /// (one directory read) and reads the `stat` of those in the window only: on a busy machine
+    /// a handful instead of hundreds.
+    pub fn since(mark: Option<PidMark>) -> Self {
+        let pids = list_pids();
+        // After the listing: every pid listed that is new since `mark` was handed out by now.
+        let now = read_mark();
+        remember(now);
+        let window = match (mark, now) {
+            (Some(then), Some(now)) if now.forks.saturating_sub(then.forks) < safe_span() => {
+                Some((then.last_pid, now.last_pid))
+            }
+            _ => None,
+        };
+        let procs = pids
+            .into_iter()
+            .filter(|&pid| window.is_none_or(|(from, to)| in_window(pid, from, to)))
+            .filter_map(read_stat)
+            .collect();
+        Self {
+            procs,
+            partial: window.is_some(),
         }
     }
 
@@ -138,7 +277,7 @@ impl ProcSnapshot {
     pub fn live_descendants_with_env(&self, key: &str, value: &str) -> Vec<i32> {
         let needle = format!("{key}={value}");
         let own = std::process::id() as i32;
-        let candidates = if super::subreaper::is_child_subreaper() {
+        let candidates = if super::subreaper::is_child_subreaper() && !self.partial {
             descendants_of(own, &self.procs)
         } else {
             self.procs.clone()

@@ -138,6 +138,9 @@ pub struct Group {
     kill_on_drop: bool,
     /// Set by the termination routine; a second call returns it.
     pub(super) report: Option<TeardownReport>,
+    /// Where pid allocation stood before the leader was spawned: everything the group started
+    /// has a later pid, so its teardown looks among those only.
+    pub(super) since: Option<super::group::PidMark>,
 }
 
 impl std::fmt::Debug for Group {
@@ -335,6 +338,7 @@ fn no_pid() -> std::io::Error {
 }
 
 fn start_piped(launch: Launch, fds: Vec<OwnedFd>) -> std::io::Result<Group> {
+    let since = super::group::pid_mark();
     let mut command = tokio::process::Command::new(&launch.program);
     command.args(&launch.args);
     // Only when there is something to do in the child: without a `pre_exec` the standard
@@ -422,10 +426,12 @@ fn start_piped(launch: Launch, fds: Vec<OwnedFd>) -> std::io::Result<Group> {
         pty_master: std::sync::Mutex::new(None),
         kill_on_drop: launch.kill_on_drop,
         report: None,
+        since,
     })
 }
 
 fn start_pty(launch: Launch, rows: u16, cols: u16) -> std::io::Result<Group> {
+    let since = super::group::pid_mark();
     use portable_pty::{native_pty_system, CommandBuilder, PtySize};
     if let Some(cwd) = &launch.cwd {
         // CommandBuilder would silently fall back to $HOME for a bad cwd.
@@ -484,6 +490,7 @@ fn start_pty(launch: Launch, rows: u16, cols: u16) -> std::io::Result<Group> {
         // Until the waiter runs, an error below must not leave the group behind.
         kill_on_drop: true,
         report: None,
+        since,
     };
     group.output = std::sync::Mutex::new(Some(
         pair.master

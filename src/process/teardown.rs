@@ -197,7 +197,7 @@ async fn wait_gone(group: &Group, deadline: Instant) -> bool {
         return false;
     }
     loop {
-        if group::live_members(group.pgid()).is_empty() {
+        if !members_left(group) {
             return true;
         }
         if Instant::now() >= deadline {
@@ -207,12 +207,82 @@ async fn wait_gone(group: &Group, deadline: Instant) -> bool {
     }
 }
 
+/// Whether the group still has a live member, once its leader has been reaped (call it no
+/// sooner: the zombies of the group that are our children are reaped here, and the leader's
+/// status belongs to its waiter). Asked of the kernel, not of `/proc`: `kill(-pgid, 0)` fails
+/// with ESRCH for a group without any member; only a group that answers is looked up member by
+/// member (a live member, or a zombie that is not our child).
+fn members_left(group: &Group) -> bool {
+    let pgid = group.pgid();
+    reap_group_zombies(pgid, group.pid());
+    group::group_is_alive(pgid)
+}
+
+/// Reaps the zombies of process group `pgid` that are our children (members re-parented to us
+/// as child subreaper), never `leader` nor another registered leader, whose statuses belong to
+/// their waiters: `waitid(P_PGID)` names them one at a time without reaping (WNOWAIT), and each
+/// is then reaped by its pid.
+fn reap_group_zombies(pgid: i32, leader: i32) {
+    use nix::sys::wait::{waitid, waitpid, Id, WaitPidFlag, WaitStatus};
+    let peek = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    // Bounded: each round reaps one zombie, and a group has finitely many.
+    for _ in 0..4096 {
+        let pid = match waitid(Id::PGid(nix::unistd::Pid::from_raw(pgid)), peek) {
+            Ok(WaitStatus::Exited(pid, _) | WaitStatus::Signaled(pid, _, _)) => pid,
+            _ => return,
+        };
+        if pid.as_raw() == leader || registry::leader_pids().contains(&pid.as_raw()) {
+            return;
+        }
+        let _ = waitpid(pid, Some(WaitPidFlag::WNOHANG));
+    }
+}
+
 /// Ends the group: climbs `ladder`, SIGKILLs what is left, sweeps for escapees, unregisters the
 /// group and closes its PTY. Idempotent: a second call answers the first report.
 pub async fn terminate(group: &mut Group, ladder: &Ladder) -> TeardownReport {
     if let Some(report) = &group.report {
         return report.clone();
     }
+    let report = if group.exit_status().is_some() && !members_left(group) {
+        ended(group).await
+    } else {
+        stop(group, ladder).await
+    };
+    group.report = Some(report.clone());
+    report
+}
+
+/// The teardown of a group that had already ended (a finished step, a command that exited):
+/// nothing to signal, only what it left behind to find. Nothing is read when we provably have
+/// no descendant ([`group::no_descendants`]: a one-test run after its step); otherwise only the
+/// processes started since the group was (its [`group::PidMark`]), not every process on the
+/// machine.
+async fn ended(group: &mut Group) -> TeardownReport {
+    let leaked = if group::no_descendants() {
+        Vec::new()
+    } else {
+        let since = ProcSnapshot::since(group.since);
+        kill_leftovers(group, &HashSet::new(), Some(&since)).await
+    };
+    if !leaked.is_empty() {
+        reap_ours(group.pid(), group.pgid(), &leaked, None);
+    }
+    registry::unregister(group.pgid());
+    group.release_pty();
+    TeardownReport {
+        state: if leaked.is_empty() {
+            TeardownState::Clean
+        } else {
+            TeardownState::Leaked
+        },
+        exit: group.exit_status(),
+        leaked,
+    }
+}
+
+/// The teardown of a group with a live leader or members: the ladder, SIGKILL, then the sweep.
+async fn stop(group: &mut Group, ladder: &Ladder) -> TeardownReport {
     let own = std::process::id() as i32;
     // One pass over /proc answers every question when the group had already ended (a finished
     // step, a command that exited): each pass reads every process's stat on the machine, about
@@ -292,13 +362,11 @@ pub async fn terminate(group: &mut Group, ladder: &Ladder) -> TeardownReport {
     );
     registry::unregister(pgid);
     group.release_pty();
-    let report = TeardownReport {
+    TeardownReport {
         state,
         exit: group.exit_status(),
         leaked,
-    };
-    group.report = Some(report.clone());
-    report
+    }
 }
 
 /// Finds what outlived the group (seen before the stop, or carrying its marker; not looked up by
@@ -456,11 +524,35 @@ pub fn kill_scope(scope: &Scope) {
     sweep_run(scope);
 }
 
+/// Where pid allocation stood when each open run began ([`run_begins`]): its sweep looks only
+/// among the processes started since.
+static RUN_MARKS: LazyLock<std::sync::Mutex<HashMap<String, group::PidMark>>> =
+    LazyLock::new(Default::default);
+
+/// Notes where pid allocation stands as a run begins, before it starts any process, so that
+/// [`sweep_run`] looks only among the processes started since (every process of the run is).
+/// Reads nothing in the common case (the latest mark taken is reused).
+pub fn run_begins(run_id: &str) {
+    if let Some(mark) = group::pid_mark() {
+        RUN_MARKS
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(run_id.to_string())
+            .or_insert(mark);
+    }
+}
+
 /// After a run's teardown: SIGKILLs every descendant still carrying the run's `BUGATTI_RUN_ID`
 /// (escaped from every group); returns their pids.
 pub fn sweep_run(scope: &Scope) -> Vec<i32> {
     match scope.run_id() {
-        Some(run) => group::kill_descendants_with_env("BUGATTI_RUN_ID", run.as_str()),
+        Some(run) => {
+            let mark = RUN_MARKS
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(run.as_str());
+            group::kill_marked_since("BUGATTI_RUN_ID", run.as_str(), mark)
+        }
         None => Vec::new(),
     }
 }

@@ -50,6 +50,10 @@ pub struct RunWriter {
     next_json_at: Instant,
     /// run.json is behind the record (a rewrite was put off).
     json_behind: bool,
+    /// run.json holds the record as it is now: written, and no event applied since. The final
+    /// rewrite is then skipped (on ext4, each atomic rewrite allocates an inode, a cost that grows
+    /// with the files recently deleted on the file system).
+    json_current: bool,
 }
 
 impl RunWriter {
@@ -76,6 +80,7 @@ impl RunWriter {
             notes: Vec::new(),
             next_json_at: Instant::now(),
             json_behind: false,
+            json_current: false,
         };
         let started = Event {
             timestamp: plan.identity.started_at,
@@ -122,6 +127,7 @@ impl RunWriter {
         let mut json = self.redactor.json("run.json", &self.record, true)?;
         json.push('\n');
         let written = write_atomic(&self.paths.run_json(), json.as_bytes());
+        self.json_current = written.is_ok();
         let now = Instant::now();
         self.next_json_at = now + (now - began).saturating_mul(GAP_FACTOR).min(MAX_GAP);
         written
@@ -155,6 +161,7 @@ impl RunWriter {
             self.note(e);
         }
         self.record.apply(event);
+        self.json_current = false;
         let rewrite = match &event.kind {
             EventKind::StepFinished { .. }
             | EventKind::StepStarted { .. }
@@ -211,7 +218,11 @@ impl RunWriter {
             };
             let _ = self.apply(&event);
         }
-        let json_result = self.write_run_json();
+        let json_result = if self.json_current {
+            Ok(())
+        } else {
+            self.write_run_json()
+        };
         if let Err(e) = &json_result {
             self.note(e);
         }

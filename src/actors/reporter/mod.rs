@@ -94,7 +94,7 @@ pub struct SuiteExtras {
     /// `--fail-on-flaky` / `[supervisor] flaky = "fail"`, recorded in the summary.
     pub fail_on_flaky: bool,
     /// The commit the suite ran against (docs/ci.md), recorded in summary and history.
-    pub revision: crate::model::revision::Revision,
+    pub revision: crate::model::revision::PendingRevision,
     /// The suite's provider: history compares only suites of the same one.
     pub provider: Option<String>,
     /// What `[supervisor] auto_quarantine` changed before the suite started.

@@ -59,8 +59,9 @@ impl ReporterState {
         self.create_suite_dir(&paths);
         summary.shard = self.args.extras.shard.clone();
         summary.fail_on_flaky = self.args.extras.fail_on_flaky;
-        summary.commit = self.args.extras.revision.commit.clone();
-        summary.dirty = self.args.extras.revision.dirty;
+        let revision = self.args.extras.revision.get();
+        summary.commit = revision.commit;
+        summary.dirty = revision.dirty;
         summary.quarantine_changes = self.args.extras.quarantine_changes.clone();
         let (history_note, trends) = self.record_history(&mut summary);
         // Redact the data before it is formatted: XML and JSON escape characters a secret may hold.

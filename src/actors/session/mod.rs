@@ -192,6 +192,8 @@ impl Actor for SessionActor {
     ) -> Result<SessionState, ActorProcessingErr> {
         let (stop, stop_rx) = watch::channel(None);
         let run_id = args.events.run_id().to_string();
+        // Before any process of the run starts: its final sweep looks among later ones only.
+        crate::process::teardown::run_begins(&run_id);
         let fault_panic = std::env::var(FAULT_PANIC_ENV).is_ok_and(|needle| {
             !needle.is_empty() && args.test.rel_path.to_string_lossy().contains(&needle)
         });

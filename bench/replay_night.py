@@ -1,0 +1,148 @@
+"""Rows 25 and 26: what replay costs where it repeats (docs/replay.md). Both record one test
+through the real Claude Code CLI and the scripted stub (no model latency: only the recording is
+wanted), then replay it with `--replay only` (the model is never asked) against a shell baseline
+in the same invocation.
+
+Row 25, the replayed night: the recording copied to N tests (300; 32 with --quick) of 5 steps,
+run at `-j 16`, wall and CPU (user + system, the supervisor and every process it reaped), against
+the same commands as N shell scripts run 16 at a time. Also counted: the opens of `/proc` files
+per test, from a second, smaller replayed night under `strace -f` (when strace is installed).
+
+Row 26, replay's own limit: one replayed 10-step test against the same 10 commands as one shell
+script."""
+import os
+import shutil
+import subprocess
+
+from cases import Row, _claude_bin, _stub_run, baseline, med, ms, supervise
+from proc import BenchError, run
+
+STEPS_NIGHT = 5
+STEPS_LIMIT = 10
+
+CONFIG = """[provider]
+name = "claude-code"
+agent_args = ["--allowedTools", "Bash"]
+step_timeout_secs = 120
+
+[supervisor]
+tests = ["tests/*.test.toml"]
+keep_workspace = "never"
+"""
+
+
+def _command(test, step):
+    return f"echo test {test} step {step}"
+
+
+def _test_text(steps):
+    return 'name = "Night"\n\n' + "".join(
+        f'[[steps]]\ninstruction = "Check part {i}."\n\n' for i in range(1, steps + 1))
+
+
+def _recorded_project(ctx, name, steps):
+    """A project of one test, `t0001`, run once by the agent (recorded): (project, recording)."""
+    project = os.path.join(ctx.tmp, name)
+    shutil.rmtree(project, ignore_errors=True)
+    os.makedirs(os.path.join(project, "tests"))
+    with open(os.path.join(project, "bugatti.config.toml"), "w") as f:
+        f.write(CONFIG)
+    with open(os.path.join(project, "tests", "t0001.test.toml"), "w") as f:
+        f.write(_test_text(steps))
+    script = []
+    for i in range(1, steps + 1):
+        script += [{"bash": _command(1, i)}, {"text": "RESULT OK"}]
+    _stub_run(ctx, project, _claude_bin(ctx), f"{name}-record", script, delay_ms=0)
+    recording = os.path.join(project, "bugatti.replay", "tests", "t0001.replay.json")
+    if not os.path.exists(recording):
+        raise BenchError(f"{name}: the agent's run left no recording at {recording}")
+    return project, recording
+
+
+def _copies(project, recording, tests, steps):
+    """Tests t0002 … t<tests>, each the same test with the same recording (its own file)."""
+    text = open(recording).read()
+    for t in range(2, tests + 1):
+        name = f"t{t:04d}"
+        with open(os.path.join(project, "tests", f"{name}.test.toml"), "w") as f:
+            f.write(_test_text(steps))
+        with open(os.path.join(project, "bugatti.replay", "tests", f"{name}.replay.json"), "w") as f:
+            f.write(text.replace("t0001", name))
+
+
+def _scripts(ctx, label, tests, steps):
+    """The baseline: the same commands, one `sh` script per test, in a folder of their own."""
+    folder = os.path.join(ctx.tmp, label)
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    for t in range(1, tests + 1):
+        with open(os.path.join(folder, f"t{t:04d}.sh"), "w") as f:
+            f.write("".join(f"{_command(1, i)}\n" for i in range(1, steps + 1)))
+    return folder
+
+
+def _proc_opens_per_test(ctx, project, tests):
+    """Opens of files under /proc by the supervisor and everything it started, per test, counted
+    by `strace -f` on one more replayed night of the project's `tests` tests; None without
+    strace."""
+    strace = shutil.which("strace")
+    if strace is None:
+        return None
+    trace = os.path.join(ctx.tmp, "night-strace.txt")
+    argv = [strace, "-f", "-qq", "-e", "trace=openat,open", "-e", "signal=none", "-o", trace,
+            ctx.binary, "start", "--config", os.path.join(project, "bugatti.config.toml"),
+            "-q", "-j", "16", "--replay", "only"]
+    shutil.rmtree(os.path.join(project, ".bugatti"), ignore_errors=True)
+    m = run(argv, project, ctx.out("night-strace"), ctx.env)
+    if m.rc != 0:
+        raise BenchError(f"the replayed night under strace exited {m.rc}:\n{m.tail()}")
+    with open(trace, errors="replace") as f:
+        opens = sum(1 for line in f if '"/proc/' in line)
+    return opens / tests
+
+
+def replay_night(ctx):
+    tests = 32 if ctx.quick else 300
+    name = f"25. replayed night: {tests} tests × {STEPS_NIGHT} steps, `-j 16`, `--replay only`"
+    goal = "≤ 5 s wall, ≤ 4 s CPU (300 tests)"
+    if _claude_bin(ctx) is None:
+        return Row.skip(name, goal, "Claude Code CLI not installed: .ci/run installs it into .ci/node")
+    project, recording = _recorded_project(ctx, "night", STEPS_NIGHT)
+    _copies(project, recording, tests, STEPS_NIGHT)
+    folder = _scripts(ctx, "night-scripts", tests, STEPS_NIGHT)
+    shell = ["sh", "-c", "ls *.sh | xargs -P 16 -n 1 sh > /dev/null"]
+    sup, base = [], []
+    for _ in range(1 if ctx.quick else max(ctx.runs // 2, 1)):
+        sup.append(supervise(ctx, project, ["-q", "-j", "16", "--replay", "only"],
+                             expected_runs=tests, label="night"))
+        base.append(baseline(ctx, shell, folder, "night-scripts"))
+    wall, cpu = med([m.wall for m in sup]), med([m.cpu for m in sup])
+    base_wall, base_cpu = med([m.wall for m in base]), med([m.cpu for m in base])
+    opens = _proc_opens_per_test(ctx, project, tests)
+    counted = "not counted (no strace)" if opens is None else f"{opens:.1f} `/proc` opens per test"
+    # The goal is set for 300 tests; --quick scales it down with the night.
+    scale = tests / 300
+    met = wall <= 5.0 * scale and cpu <= 4.0 * scale
+    return Row(name, f"{wall:.2f} s wall, {cpu:.2f} s CPU; {counted}",
+               f"{base_wall:.2f} s wall, {base_cpu:.2f} s CPU (the same commands, {tests} `sh` "
+               f"scripts, 16 at a time)",
+               f"{wall / base_wall:.1f}× wall, {cpu / base_cpu:.1f}× CPU", goal, met)
+
+
+def replay_limit(ctx):
+    name = f"26. replay's limit: a replayed {STEPS_LIMIT}-step test vs the same commands as one `sh` script"
+    goal = "≤ 1.5×"
+    if _claude_bin(ctx) is None:
+        return Row.skip(name, goal, "Claude Code CLI not installed: .ci/run installs it into .ci/node")
+    project, _ = _recorded_project(ctx, "limit", STEPS_LIMIT)
+    script = os.path.join(ctx.tmp, "limit.sh")
+    with open(script, "w") as f:
+        f.write("".join(f"{_command(1, i)}\n" for i in range(1, STEPS_LIMIT + 1)))
+    sup, base = [], []
+    supervise(ctx, project, ["-q", "-j", "1", "--replay", "only"], label="limit")  # warm-up
+    for _ in range(max(ctx.runs, 5)):
+        sup.append(supervise(ctx, project, ["-q", "-j", "1", "--replay", "only"], label="limit").wall)
+        base.append(baseline(ctx, ["sh", script], project, "limit-script").wall)
+    ratio = med(sup) / med(base)
+    return Row(name, f"{ms(med(sup))} replayed (0 model calls)", f"{ms(med(base))} (`sh` script)",
+               f"{ratio:.1f}×", goal, ratio <= 1.5)
