@@ -245,7 +245,7 @@ pub async fn terminate(group: &mut Group, ladder: &Ladder) -> TeardownReport {
         return report.clone();
     }
     let report = if group.exit_status().is_some() && !members_left(group) {
-        ended(group).await
+        ended(group, ladder.companions).await
     } else {
         stop(group, ladder).await
     };
@@ -258,12 +258,12 @@ pub async fn terminate(group: &mut Group, ladder: &Ladder) -> TeardownReport {
 /// no descendant ([`group::no_descendants`]: a one-test run after its step); otherwise only the
 /// processes started since the group was (its [`group::PidMark`]), not every process on the
 /// machine.
-async fn ended(group: &mut Group) -> TeardownReport {
+async fn ended(group: &mut Group, companions: &[&str]) -> TeardownReport {
     let leaked = if group::no_descendants() {
         Vec::new()
     } else {
         let since = ProcSnapshot::since(group.since);
-        kill_leftovers(group, &HashSet::new(), Some(&since)).await
+        kill_leftovers(group, &HashSet::new(), Some(&since), companions).await
     };
     if !leaked.is_empty() {
         reap_ours(group.pid(), group.pgid(), &leaked, None);
