@@ -82,17 +82,22 @@ fn three_steps_run_in_one_codex_thread_with_a_shell_call_each() {
     assert_eq!(steps[1]["logs"][0], "two");
     assert_eq!(steps[2]["status"], "error");
     assert_eq!(steps[2]["message"], "exit 3");
-    // Usage from turn.completed: two model responses and their tokens per step.
-    assert_eq!(steps[0]["agent_turns"], 2, "{}", steps[0]);
+    // Usage from turn.completed: two model responses and their tokens per step, and for the
+    // step that passed (and is recorded) one more, the facts question (docs/replay.md).
+    assert_eq!(steps[0]["agent_turns"], 3, "{}", steps[0]);
     assert_eq!(steps[2]["usage"]["input_tokens"], 400);
-    assert_eq!(record["input_tokens"], 800, "the steps' own tokens, summed");
+    assert_eq!(record["input_tokens"], 900, "the steps' own tokens, summed");
     // Codex reports tokens only; `-m gpt-5.5` has a built-in list price ($5 in, $30 out per
-    // million): 800 input and 130 output tokens over the three steps.
+    // million): 900 input and 150 output tokens over the three steps and the facts question.
     let cost = record["cost_usd"].as_f64().expect("priced");
-    assert!((cost - 0.0079).abs() < 1e-9, "{cost}");
+    assert!((cost - 0.0090).abs() < 1e-9, "{cost}");
     // One thread: every request carried the same conversation key, and Codex named it each time.
     let requests = stub.request_log();
-    assert_eq!(requests.len(), 6, "one request per scripted reply");
+    assert_eq!(
+        requests.len(),
+        7,
+        "one request per scripted reply, and the facts question after the pass"
+    );
     let keys: std::collections::BTreeSet<String> = requests
         .iter()
         .map(|r| {
@@ -108,7 +113,7 @@ fn three_steps_run_in_one_codex_thread_with_a_shell_call_each() {
     assert_eq!(steps[2]["usage"]["session_id"], thread.as_str());
     // The bootstrap went in the first message only; later steps resumed with the step alone.
     let first_input = requests[0]["body"]["input"].to_string();
-    let last_input = requests[5]["body"]["input"].to_string();
+    let last_input = requests[6]["body"]["input"].to_string();
     assert!(first_input.contains("RESULT OK"), "bootstrap in step 1");
     assert_eq!(
         last_input.matches("RESULT WARN: <short reason>").count(),
@@ -117,7 +122,8 @@ fn three_steps_run_in_one_codex_thread_with_a_shell_call_each() {
     );
     let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
     let jsonl = std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).expect("jsonl");
-    assert_eq!(jsonl.matches("\"turn.completed\"").count(), 3);
+    // Three steps and the facts question after the first (the one that passed).
+    assert_eq!(jsonl.matches("\"turn.completed\"").count(), 4);
     let log = std::fs::read_to_string(run_dir.join("transcripts/agent.log")).expect("log");
     assert!(log.contains("[exec] /bin/bash -c 'echo two'"), "{log}");
 }
@@ -364,7 +370,11 @@ fn codex_drives_an_interactive_program_and_waits_for_the_servers_log_line_throug
     );
     // The MCP tools were offered only after the search, as Codex 0.169 does it.
     let requests = stub.request_log();
-    assert_eq!(requests.len(), 7, "one request per scripted reply");
+    assert_eq!(
+        requests.len(),
+        8,
+        "one request per scripted reply, and the facts question after the pass"
+    );
     let first_tools = requests[0]["body"]["tools"].to_string();
     assert!(first_tools.contains("tool_search"), "{first_tools}");
 }
