@@ -8,7 +8,7 @@ import os
 import shutil
 import socket
 
-from cases import Row, _claude_bin, _stub_run
+from cases import CLAUDE_CONFIG, Row, _claude_bin, _stub_run
 
 PRODUCTS = ["Apple", "Pear", "Plum", "Cherry", "Peach", "Mango", "Lemon", "Lime", "Fig"]
 
@@ -105,15 +105,7 @@ def browser_replay(ctx):
         f.write(SHOP_PAGE.format(items="\n".join(
             f'<li>{p} <button onclick="add(\'{p}\')">Add {p}</button></li>' for p in PRODUCTS)))
     with open(os.path.join(project, "bugatti.config.toml"), "w") as f:
-        f.write(f"""[provider]
-name = "claude-code"
-agent_args = ["--allowedTools", "Bash"]
-step_timeout_secs = 120
-
-[supervisor]
-tests = ["tests/*.test.toml"]
-keep_workspace = "never"
-
+        f.write(CLAUDE_CONFIG + f"""
 [ports]
 WEB_PORT = {port}
 

@@ -76,6 +76,18 @@ tests = ["tests/*.test.toml"]
 keep_workspace = "never"
 """
 
+# The rows that drive Claude Code against the scripted stub (replay, learning, the browser, the
+# replayed night): its shell tool allowed, every test under tests/.
+CLAUDE_CONFIG = """[provider]
+name = "claude-code"
+agent_args = ["--allowedTools", "Bash"]
+step_timeout_secs = 120
+
+[supervisor]
+tests = ["tests/*.test.toml"]
+keep_workspace = "never"
+"""
+
 
 def supervise(ctx, project, extra=(), expected_runs=1, poll_rss=False, label="supervisor"):
     """One `supervisor start` on `project`, which must pass; its previous artifacts are removed."""
@@ -670,15 +682,7 @@ def replay(ctx):
     with open(os.path.join(project, "note.txt"), "w") as f:
         f.write("note one\n")
     with open(os.path.join(project, "bugatti.config.toml"), "w") as f:
-        f.write("""[provider]
-name = "claude-code"
-agent_args = ["--allowedTools", "Bash"]
-step_timeout_secs = 120
-
-[supervisor]
-tests = ["tests/*.test.toml"]
-keep_workspace = "never"
-
+        f.write(CLAUDE_CONFIG + """
 [ports]
 APP_PORT = "auto"
 
@@ -775,15 +779,7 @@ def replay_learning(ctx):
     shutil.rmtree(project, ignore_errors=True)
     os.makedirs(os.path.join(project, "tests"))
     with open(os.path.join(project, "bugatti.config.toml"), "w") as f:
-        f.write("""[provider]
-name = "claude-code"
-agent_args = ["--allowedTools", "Bash"]
-step_timeout_secs = 120
-
-[supervisor]
-tests = ["tests/*.test.toml"]
-keep_workspace = "never"
-""")
+        f.write(CLAUDE_CONFIG)
     with open(os.path.join(project, "tests", "api.test.toml"), "w") as f:
         f.write('name = "API"\n\n' + "".join(
             f'[[steps]]\ninstruction = "Call the API, part {i}, and check it answers ok."\n\n'

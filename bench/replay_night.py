@@ -14,21 +14,13 @@ import os
 import shutil
 import subprocess
 
-from cases import Row, _claude_bin, _stub_run, baseline, med, ms, supervise
+from cases import CLAUDE_CONFIG, Row, _claude_bin, _stub_run, baseline, med, ms, supervise
 from proc import BenchError, run
 
 STEPS_NIGHT = 5
 STEPS_LIMIT = 10
 
-CONFIG = """[provider]
-name = "claude-code"
-agent_args = ["--allowedTools", "Bash"]
-step_timeout_secs = 120
-
-[supervisor]
-tests = ["tests/*.test.toml"]
-keep_workspace = "never"
-"""
+CONFIG = CLAUDE_CONFIG
 
 
 def _command(test, step):
