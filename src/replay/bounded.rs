@@ -71,7 +71,7 @@ pub fn read(path: &Path, bound: u64) -> Result<Vec<u8>, Refused> {
     if !meta.is_file() {
         return Err(Refused::NotRegular {
             path: shown,
-            kind: super::store::file_kind(&meta),
+            kind: file_kind(&meta),
         });
     }
     if meta.len() > bound {
@@ -95,6 +95,25 @@ pub fn read(path: &Path, bound: u64) -> Result<Vec<u8>, Refused> {
         });
     }
     Ok(bytes)
+}
+
+/// What kind of file `meta` describes, for a refusal.
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
 }
 
 #[cfg(test)]

@@ -22,7 +22,7 @@ use super::browser_refs::{
     element_targets, mask_refs, retarget, ElementPath, Resolution, Snapshot,
 };
 use super::compare::drift;
-use super::replayer::{ActionAt, ReplayContext};
+use super::context::{ActionAt, ReplayContext};
 use super::verdict::Fallback;
 use crate::browser::mcp::McpCommand;
 use crate::browser::mcp_client::{McpClientError, PlaywrightClient};
@@ -401,6 +401,7 @@ pub(super) struct Recorded<'a> {
 /// Makes the call again on the session's browser and compares its answer.
 pub(super) async fn replay(
     ctx: &ReplayContext<'_>,
+    browser: Option<&BrowserReplay>,
     at: &ActionAt<'_>,
     recorded: Recorded<'_>,
 ) -> Result<(), Fallback> {
@@ -408,7 +409,7 @@ pub(super) async fn replay(
         action: at.index,
         reason,
     };
-    let Some(browser) = ctx.browser else {
+    let Some(browser) = browser else {
         return Err(failed(
             "this session gives the agent no browser ([browser] with mcp = true): a browser \
              action cannot run"

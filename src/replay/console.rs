@@ -9,8 +9,8 @@
 //! passed, so different chunking is no drift.
 
 use super::compare::{drift, Checked};
+use super::context::{ActionAt, ReplayContext};
 use super::format::ConsoleTool;
-use super::replayer::{ActionAt, ReplayContext};
 use super::verdict::Fallback;
 use serde_json::Value;
 use std::collections::HashMap;

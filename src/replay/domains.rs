@@ -15,7 +15,7 @@
 //! consecutive timestamps and their difference ([`Relation`]), checked on every replay, the first
 //! one too.
 
-use super::masks::{Kind, Position};
+use super::tokens::{Kind, Position};
 use chrono::{DateTime, Duration as Span, NaiveDate, NaiveDateTime, NaiveTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -311,7 +311,7 @@ pub fn relations_in(action: usize, text: &str) -> Vec<Relation> {
     let near = Utc::now();
     let mut stamps: Vec<(Position, &str)> = Vec::new();
     for (line, l) in text.split('\n').enumerate() {
-        for (token, t) in super::masks::candidates(l).iter().enumerate() {
+        for (token, t) in super::tokens::candidates(l).iter().enumerate() {
             let value = &l[t.start..t.end];
             if t.kind == Kind::Timestamp && value.len() >= 10 && instant(value, near).is_some() {
                 stamps.push((Position { line, token }, value));

@@ -46,7 +46,7 @@ pub struct RecordedStep {
     pub step: usize,
     /// Where the instruction was written (`PlannedStep::provenance`).
     pub provenance: String,
-    /// [`crate::replay::normalize::instruction_hash`] of the instruction as sent.
+    /// [`crate::replay::placeholders::instruction_hash`] of the instruction as sent.
     pub instruction_hash: String,
     /// The provider that passed it (`claude-code`, `codex`, `command`): another one is a miss.
     pub provider: String,

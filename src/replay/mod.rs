@@ -1,7 +1,9 @@
 //! Replay (see docs/replay.md): a step the agent passed, compiled into a check that runs at shell speed.
 //!
-//! The session's side (when to replay, when to record, the lazy agent) is
-//! `actors/session/replay.rs`; the agents' own tool calls come from `providers/tool_calls.rs`.
+//! The session's side is [`session`]: the replay stage of a step (`before`: replayed, or to the
+//! agent and why) and its recording stage (`after`, `record`: the agent's pass compiled, with the
+//! facts it rested on); the session actor calls it and nothing else of replay. The agents' own
+//! tool calls come from `providers/tool_calls.rs`.
 //!
 //! - [`format`]: the recording file, one per root test, its serde types and its layout on disk
 //!   (stable key order, one action per line);
@@ -12,6 +14,8 @@
 //! - [`masks`]: the learned masks: timestamps, UUIDs, durations, hex values as candidates, a
 //!   difference only there a soft drift, the positions that varied while the agent passed
 //!   masked after; a value the instruction names never;
+//! - [`tokens`]: the candidate tokens of an output line (timestamps, UUIDs, durations, hex
+//!   values) and a token's position, what masks and domains name;
 //! - [`domains`]: what a learned position may be (a duration's range, a timestamp's offset
 //!   from the run's clock, an id's tie to another token) and the relations between timestamps;
 //! - [`facts`]: the checked form in which an agent states the facts its pass rested on, and
@@ -24,6 +28,11 @@
 //!   step (a miss always says why);
 //! - [`verdict`]: why a step passed without the model, or why it went to the agent;
 //! - [`record`]: an action as the recording keeps it, from what the agent did and saw;
+//!   [`calls`]: a step's tool and console calls into those actions, in order;
+//! - [`told`]: what the agent is told of the steps replayed before it; [`step_report`]: what a
+//!   step's record says of replay;
+//! - [`context`]: what every replayed action is checked with (the session's side, the action's
+//!   place in its step, the one comparison against the recording);
 //! - [`replayer`]: a recorded step run again, one action kind per file: [`console`] (the
 //!   session's console), [`shell`] (the agent's own shell tool, as that tool ran it, in a
 //!   group and with a marker of the replay's own), [`files`] (Claude Code's `Read`, `Grep`,
@@ -35,8 +44,10 @@
 pub mod bounded;
 pub mod browser;
 pub mod browser_refs;
+pub mod calls;
 pub mod compare;
 pub mod console;
+pub mod context;
 pub mod cut;
 pub mod domains;
 pub mod facts;
@@ -48,6 +59,10 @@ pub mod placeholders;
 pub mod record;
 pub mod replayer;
 pub mod rg;
+pub mod session;
 pub mod shell;
+pub mod step_report;
 pub mod store;
+pub mod tokens;
+pub mod told;
 pub mod verdict;

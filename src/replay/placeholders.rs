@@ -9,6 +9,7 @@
 
 use crate::model::redact::Secrets;
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 
 /// The names and values a session substitutes, and its secrets.
 #[derive(Debug, Clone, Default)]
@@ -122,6 +123,14 @@ fn map_strings(value: &Value, f: &dyn Fn(&str) -> String) -> Value {
     }
 }
 
+/// The key of an instruction: SHA-256 (hex) of the instruction as sent with only the session's
+/// own values (and secrets) as placeholders, so that any other change of wording or value is a
+/// miss.
+pub fn instruction_hash(placeholders: &Placeholders, instruction: &str) -> String {
+    let digest = Sha256::digest(placeholders.insert(instruction).as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,5 +178,27 @@ mod tests {
     fn outputs_are_redacted() {
         let a = session("41234", "/tmp/ws-a");
         assert_eq!(a.redact("token=s3cr3t-value"), "token=[REDACTED:API_TOKEN]");
+    }
+
+    #[test]
+    fn instruction_hash_is_exact_but_for_the_sessions_values() {
+        let a = Placeholders::new([("APP_PORT".to_string(), "41234".to_string())], []);
+        let b = Placeholders::new([("APP_PORT".to_string(), "50000".to_string())], []);
+        let h = |p: &Placeholders, port: &str| {
+            instruction_hash(
+                p,
+                &format!("Open http://localhost:{port}/ and check the title"),
+            )
+        };
+        assert_eq!(h(&a, "41234"), h(&b, "50000"));
+        assert_eq!(h(&a, "41234").len(), 64);
+        // A date, a duration, a number: any other change is a miss.
+        for (x, y) in [
+            ("due date is 2026-12-31", "due date is 2027-01-15"),
+            ("ttl is 30 minutes", "ttl is 45 minutes"),
+            ("check the title", "check the footer"),
+        ] {
+            assert_ne!(instruction_hash(&a, x), instruction_hash(&a, y), "{x}");
+        }
     }
 }

@@ -8,46 +8,17 @@
 //! ([`super::masks`]). The first difference stops the replay: the step goes to the agent with the
 //! drift (soft when only unlearned candidate tokens differ).
 
-use super::compare::Checked;
-use super::domains::{Learned, Relation};
+use super::browser::BrowserReplay;
+use super::context::{ActionAt, ReplayContext, StepSeen};
+use super::domains::Relation;
 use super::format::{Action, RecordedStep};
-use super::masks::{Position, Rules};
 use super::normalize::Normalizer;
-use super::placeholders::Placeholders;
 use super::shell::AgentShell;
 use super::verdict::{Fallback, Verdict};
-use crate::console::Console;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
-
-/// What a replay needs from its session.
-pub struct ReplayContext<'a> {
-    /// The session's console: console actions run through it (`None` when `[provider] console`
-    /// is off: a recording with console actions then falls back to the agent).
-    pub console: Option<&'a Console>,
-    pub placeholders: &'a Placeholders,
-    pub normalizer: &'a Normalizer,
-    /// The run: owner of shell actions' groups.
-    pub run_id: String,
-    pub step_id: u32,
-    /// A shell action's whole environment (the agent's, without the agent's marker).
-    pub env: Vec<(String, String)>,
-    /// The longest a shell action may run before it is stopped and the replay falls back.
-    pub action_timeout: Duration,
-    /// The step's instruction as sent: a value it names is never masked.
-    pub instruction: String,
-    /// How the agent's own shell tool ran its commands.
-    pub shell: AgentShell,
-    /// When this replay's session started: a timestamp since then (± 10 minutes) is current.
-    pub session_started: DateTime<Utc>,
-    /// Where the agent's own tools ran: file checks look from here.
-    pub agent_cwd: PathBuf,
-    /// The session's browser, through the supervisor's own Playwright MCP client (`None`
-    /// without `[browser] mcp = true`: a recording with browser actions then falls back).
-    pub browser: Option<&'a super::browser::BrowserReplay>,
-}
+use std::time::Instant;
 
 /// What one step's replay carries from action to action.
 #[derive(Default)]
@@ -58,19 +29,22 @@ pub(super) struct StepState {
     pub(super) cwd: Option<PathBuf>,
 }
 
-/// What the step's outputs were seen to be so far (for ties between them), and which learned
-/// positions varied (for their expiry).
-#[derive(Default)]
-pub(super) struct StepSeen {
-    outputs: Vec<Option<String>>,
-    /// The same outputs before normalisation (session values as placeholders): what the
-    /// agent's stated facts are checked on, as they were on the recording.
-    comparable: Vec<Option<String>>,
-    varied: Vec<(usize, Position)>,
+/// The agent's own tools a replay runs again as the agent ran them.
+#[derive(Clone, Copy)]
+pub struct AgentTools<'a> {
+    /// How the agent's own shell tool ran its commands.
+    pub shell: AgentShell,
+    /// The session's browser, through the supervisor's own Playwright MCP client (`None`
+    /// without `[browser] mcp = true`: a recording with browser actions then falls back).
+    pub browser: Option<&'a BrowserReplay>,
 }
 
 /// Replays `step`: [`Verdict::Replayed`] only when every action ran and matched.
-pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdict {
+pub async fn replay_step(
+    ctx: &ReplayContext<'_>,
+    tools: AgentTools<'_>,
+    step: &RecordedStep,
+) -> Verdict {
     let started = Instant::now();
     let mut state = StepState::default();
     let recorded = Some((
@@ -134,7 +108,7 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
                     output,
                     timeout_ms: *timeout_ms,
                 };
-                super::shell::replay(ctx, &mut state.cwd, &at, recorded).await
+                super::shell::replay(ctx, tools.shell, &mut state.cwd, &at, recorded).await
             }
             Action::File { check, .. } => replay_file(ctx, &at, check).await,
             Action::Browser {
@@ -152,7 +126,7 @@ pub async fn replay_step(ctx: &ReplayContext<'_>, step: &RecordedStep) -> Verdic
                     output,
                     is_error: *is_error,
                 };
-                super::browser::replay(ctx, &at, recorded).await
+                super::browser::replay(ctx, tools.browser, &at, recorded).await
             }
         };
         if let Err(fallback) = result {
@@ -244,92 +218,6 @@ async fn replay_file(
         }
     };
     ctx.check(at, &super::files::seen(check), &seen)
-}
-
-/// The action being replayed: its place, its words, and what its comparison needs.
-pub(super) struct ActionAt<'a> {
-    pub(super) index: usize,
-    pub(super) what: String,
-    pub(super) recorded: Option<(DateTime<Utc>, DateTime<Utc>)>,
-    pub(super) volatile: &'a [Learned],
-    /// The step's relations between timestamps (this action's are checked).
-    pub(super) relations: &'a [Relation],
-    /// The step's outputs seen so far.
-    pub(super) seen: &'a Mutex<StepSeen>,
-}
-
-impl ReplayContext<'_> {
-    /// An output in the form both sides are compared in: this session's values as placeholders
-    /// (the recording's were written so), secrets redacted.
-    pub(super) fn comparable(&self, text: &str) -> String {
-        self.placeholders.insert(text)
-    }
-
-    pub(super) fn rules<'a>(
-        &'a self,
-        at: &'a ActionAt<'a>,
-        earlier: &'a [Option<String>],
-    ) -> Rules<'a> {
-        Rules {
-            volatile: at.volatile,
-            instruction: &self.instruction,
-            recorded: at.recorded,
-            now: (self.session_started, Utc::now()),
-            action: at.index,
-            earlier,
-            relations: at.relations,
-        }
-    }
-
-    /// Compares one output; a difference is the step's fallback.
-    pub(super) fn compare(&self, at: &ActionAt<'_>, expected: &str, seen: &str) -> Checked {
-        self.compare_noting(at, expected, seen, false)
-    }
-
-    /// [`Self::compare`]; with `note`, a match is kept as what the step's output was seen to be.
-    fn compare_noting(&self, at: &ActionAt<'_>, expected: &str, seen: &str, note: bool) -> Checked {
-        let mut step = at.seen.lock().unwrap_or_else(|e| e.into_inner());
-        let (checked, varied) = super::compare::compare_output_noting(
-            self.normalizer,
-            &self.rules(at, &step.outputs),
-            at.index,
-            &at.what,
-            &self.comparable(expected),
-            &self.comparable(seen),
-        );
-        if note && checked == Checked::Same {
-            let comparable = self.comparable(seen);
-            let text = self
-                .normalizer
-                .normalize_with(&comparable, &self.instruction);
-            if step.outputs.len() <= at.index {
-                step.outputs.resize(at.index + 1, None);
-                step.comparable.resize(at.index + 1, None);
-            }
-            step.outputs[at.index] = Some(text);
-            step.comparable[at.index] = Some(comparable);
-            step.varied
-                .extend(varied.into_iter().map(|p| (at.index, p)));
-        }
-        checked
-    }
-
-    /// [`Self::compare`] as the replay's result.
-    pub(super) fn check(
-        &self,
-        at: &ActionAt<'_>,
-        expected: &str,
-        seen: &str,
-    ) -> Result<(), Fallback> {
-        match self.compare_noting(at, expected, seen, true) {
-            Checked::Same => Ok(()),
-            Checked::Soft(drift, positions) => Err(Fallback::SoftDrift {
-                drift: Box::new(drift),
-                learn: positions.into_iter().map(|p| (at.index, p)).collect(),
-            }),
-            Checked::Hard(drift) => Err(Fallback::hard(drift)),
-        }
-    }
 }
 
 /// Each action's output in the form its replay compares it (a console session's output

@@ -15,7 +15,7 @@
 //! behind never reaches the agent process running beside it.
 
 use super::compare::drift;
-use super::replayer::{ActionAt, ReplayContext};
+use super::context::{ActionAt, ReplayContext};
 use super::verdict::Fallback;
 use crate::process::handle::{self, EnvMarker, Io, Launch};
 use crate::process::owner::{Owner, Role, Scope};
@@ -109,6 +109,7 @@ fn launch_for(ctx: &ReplayContext<'_>, command: &str, cwd_file: Option<&Path>) -
 /// Replays one shell action; `cwd` is the directory the previous one left (bash only).
 pub(super) async fn replay(
     ctx: &ReplayContext<'_>,
+    shell: AgentShell,
     cwd: &mut Option<PathBuf>,
     at: &ActionAt<'_>,
     recorded: Recorded<'_>,
@@ -118,14 +119,14 @@ pub(super) async fn replay(
         reason,
     };
     let command = ctx.placeholders.fill(recorded.command);
-    let dir = match (ctx.shell, cwd.as_ref()) {
+    let dir = match (shell, cwd.as_ref()) {
         (AgentShell::Bash, Some(carried)) => carried.clone(),
         _ => PathBuf::from(ctx.placeholders.fill(recorded.cwd)),
     };
     if !dir.is_dir() {
         return Err(failed(format!("cwd {} is not a directory", dir.display())));
     }
-    let cwd_file = match ctx.shell {
+    let cwd_file = match shell {
         AgentShell::Bash => Some(
             tempfile::NamedTempFile::new()
                 .map_err(|e| failed(format!("cannot make a temporary file: {e}")))?,
@@ -139,7 +140,7 @@ pub(super) async fn replay(
         handle::start(launch).map_err(|e| failed(format!("cannot start {program}: {e}")))?;
     let mut bytes = Vec::new();
     let timeout = recorded.timeout_ms.map_or(
-        ctx.shell.default_timeout(ctx.action_timeout),
+        shell.default_timeout(ctx.action_timeout),
         Duration::from_millis,
     );
     // A background job may hold the pipe: what it wrote shortly after the exit is the output.

@@ -3,9 +3,10 @@
 //! Reading never fails a run: every way a file can be unusable (unreadable, not JSON, hand-edited
 //! into another shape, written by a newer supervisor, for another test) is a [`LoadError`] the
 //! caller turns into a warning before asking the agent. Finding a step either gives its recording
-//! or a [`Miss`] that says why not.
+//! or a [`Miss`](super::verdict::Miss) that says why not.
 
 use super::format::{RecordedStep, Recording, LEARNED_MASKS_SINCE, SCHEMA_VERSION};
+use super::verdict::Miss;
 use crate::report::error::ReportError;
 use std::path::{Path, PathBuf};
 
@@ -66,25 +67,6 @@ pub enum LoadError {
 /// symlink to `/dev/zero` or a giant file must not take the supervisor's memory.
 pub const MAX_RECORDING_BYTES: u64 = 64 * 1024 * 1024;
 
-/// What kind of file `meta` describes, for a refusal.
-pub(crate) fn file_kind(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_dir() {
-        "a directory"
-    } else {
-        "not a file"
-    }
-}
-
 /// The text of the file at `path` if it is a regular file (a symlink to one is fine) of at most
 /// [`MAX_RECORDING_BYTES`]; `Ok(None)` when there is none. A FIFO or a device is never opened
 /// for blocking: its type is checked before the open, the open does not block, and the opened
@@ -100,7 +82,7 @@ fn read_regular(path: &Path) -> Result<Option<String>, LoadError> {
         if !meta.is_file() {
             return Err(LoadError::NotRegular {
                 path: path.to_path_buf(),
-                kind: file_kind(meta),
+                kind: super::bounded::file_kind(meta),
             });
         }
         if meta.len() > MAX_RECORDING_BYTES {
@@ -193,31 +175,6 @@ pub struct StepKey {
     pub provenance: String,
     pub instruction_hash: String,
     pub provider: String,
-}
-
-/// Why a step has no usable recording.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Miss {
-    #[error("no recording of this test")]
-    NoFile,
-    #[error("step not recorded")]
-    NoStep,
-    #[error("the step moved (recorded from {recorded}, now {now})")]
-    Moved { recorded: String, now: String },
-    #[error("the instruction changed since it was recorded")]
-    InstructionChanged,
-    #[error("recorded with provider {recorded}, this run uses {now}")]
-    OtherProvider { recorded: String, now: String },
-    #[error("the recording is {age_days} days old (max_age_days = {max_age_days})")]
-    TooOld { age_days: i64, max_age_days: u32 },
-    #[error("the recording has no action to check")]
-    NoActions,
-    #[error(
-        "recorded by an older supervisor (schema {schema}), which masked timestamps, UUIDs and durations up front: the agent runs once and records it anew"
-    )]
-    OldSchema { schema: u32 },
-    #[error("replay = false: this step always goes to the agent")]
-    OptedOut,
 }
 
 impl Recording {

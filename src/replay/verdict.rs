@@ -3,7 +3,6 @@
 
 use super::compare::Drift;
 use super::masks::Position;
-use super::store::{LoadError, Miss};
 use std::time::Duration;
 
 /// What replaying one step came to.
@@ -76,12 +75,6 @@ impl Fallback {
     }
 }
 
-impl From<LoadError> for Fallback {
-    fn from(e: LoadError) -> Self {
-        Self::Unreadable(e.to_string())
-    }
-}
-
 impl std::fmt::Display for Fallback {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -94,4 +87,29 @@ impl std::fmt::Display for Fallback {
             }
         }
     }
+}
+
+/// Why a step has no usable recording.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Miss {
+    #[error("no recording of this test")]
+    NoFile,
+    #[error("step not recorded")]
+    NoStep,
+    #[error("the step moved (recorded from {recorded}, now {now})")]
+    Moved { recorded: String, now: String },
+    #[error("the instruction changed since it was recorded")]
+    InstructionChanged,
+    #[error("recorded with provider {recorded}, this run uses {now}")]
+    OtherProvider { recorded: String, now: String },
+    #[error("the recording is {age_days} days old (max_age_days = {max_age_days})")]
+    TooOld { age_days: i64, max_age_days: u32 },
+    #[error("the recording has no action to check")]
+    NoActions,
+    #[error(
+        "recorded by an older supervisor (schema {schema}), which masked timestamps, UUIDs and durations up front: the agent runs once and records it anew"
+    )]
+    OldSchema { schema: u32 },
+    #[error("replay = false: this step always goes to the agent")]
+    OptedOut,
 }

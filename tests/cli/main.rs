@@ -14,6 +14,7 @@ mod ci_examples;
 mod closed_pipe;
 mod contributing_map;
 mod hostile_files;
+mod import_graph;
 mod junit_tools;
 mod live_view_tty;
 mod readme_examples;

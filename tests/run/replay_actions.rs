@@ -8,13 +8,14 @@ use crate::common::processes_with_env_entry;
 use bugatti::console::{Console, ConsoleSetup};
 use bugatti::model::redact::Secrets;
 use bugatti::replay::compare::Drift;
+use bugatti::replay::context::ReplayContext;
 use bugatti::replay::domains::{Domain, Learned};
 use bugatti::replay::format::{Action, RecordedStep};
 use bugatti::replay::masks::{Kind, Position};
 use bugatti::replay::normalize::Normalizer;
 use bugatti::replay::placeholders::Placeholders;
 use bugatti::replay::record::{console_action, shell_action};
-use bugatti::replay::replayer::{replay_step, ReplayContext};
+use bugatti::replay::replayer::{replay_step, AgentTools};
 use bugatti::replay::shell::AgentShell;
 use bugatti::replay::verdict::{Fallback, Verdict};
 use std::sync::Arc;
@@ -79,9 +80,15 @@ impl Session {
             env: self.env.clone(),
             action_timeout: Duration::from_secs(10),
             instruction: "Check the app answers.".into(),
-            shell: AgentShell::Sh,
             session_started: chrono::Utc::now(),
             agent_cwd: self.workdir.clone().into(),
+        }
+    }
+
+    /// The agent's tools as Codex ran them: its shell `sh`, no browser.
+    fn tools(&self) -> AgentTools<'_> {
+        AgentTools {
+            shell: AgentShell::Sh,
             browser: None,
         }
     }
@@ -190,7 +197,7 @@ async fn a_shell_step_replays_in_another_session() {
     // The timestamp was current when recorded and is now. The UUID and the duration were never
     // seen to vary: a soft drift at exactly those two tokens, for the agent to judge.
     let b = Session::new(50321);
-    let verdict = replay_step(&b.ctx(), &recorded).await;
+    let verdict = replay_step(&b.ctx(), b.tools(), &recorded).await;
     let learn = match &verdict {
         Verdict::Fallback(Fallback::SoftDrift { drift, learn }) => {
             assert!(drift.soft, "{drift:?}");
@@ -203,7 +210,7 @@ async fn a_shell_step_replays_in_another_session() {
     // Once learned, those positions (and only those) are masked: the step replays.
     let mut learned = recorded.clone();
     learned.actions[0].set_volatile(learn.iter().map(|(_, p)| learned_at(p.token)).collect());
-    let verdict = replay_step(&b.ctx(), &learned).await;
+    let verdict = replay_step(&b.ctx(), b.tools(), &learned).await;
     assert!(verdict.passed(), "{}", verdict.describe());
     assert!(matches!(
         verdict,
@@ -228,7 +235,7 @@ async fn a_changed_output_or_exit_code_is_a_drift() {
         if let Action::Shell { command, .. } = &mut recorded.actions[1] {
             *command = b.placeholders.insert(&b_echo);
         }
-        drift(replay_step(&b.ctx(), &recorded).await)
+        drift(replay_step(&b.ctx(), b.tools(), &recorded).await)
     };
     assert_eq!(d.action, 1);
     assert_eq!(d.field, "output");
@@ -241,7 +248,7 @@ async fn a_changed_output_or_exit_code_is_a_drift() {
     if let Action::Shell { command, .. } = &mut changed.actions[0] {
         *command = "exit 3".into();
     }
-    let d = drift(replay_step(&b.ctx(), &changed).await);
+    let d = drift(replay_step(&b.ctx(), b.tools(), &changed).await);
     assert_eq!(d.field, "exit code");
     assert_eq!((d.expected.as_str(), d.seen.as_str()), ("0", "3"));
     a.finish().await;
@@ -282,7 +289,7 @@ async fn console_calls_replay_through_the_console() {
     recorded.actions[0].set_volatile(vec![learned_at(1), learned_at(2)]);
 
     let b = Session::new(50321);
-    let verdict = replay_step(&b.ctx(), &recorded).await;
+    let verdict = replay_step(&b.ctx(), b.tools(), &recorded).await;
     assert!(verdict.passed(), "{}", verdict.describe());
 
     // The same program answering otherwise is a drift at the write.
@@ -290,7 +297,7 @@ async fn console_calls_replay_through_the_console() {
     if let Action::Console { output, .. } = &mut changed.actions[2] {
         *output = output.replace("hi bob", "hi alice");
     }
-    let d = drift(replay_step(&b.ctx(), &changed).await);
+    let d = drift(replay_step(&b.ctx(), b.tools(), &changed).await);
     assert_eq!(d.action, 2);
     assert!(d.diff.contains("-hi alice"), "{}", d.diff);
     a.finish().await;
@@ -309,7 +316,7 @@ async fn a_write_to_a_session_the_step_did_not_start_is_no_pass() {
         after_ms: None,
         volatile: Vec::new(),
     }]);
-    let verdict = replay_step(&b.ctx(), &recorded).await;
+    let verdict = replay_step(&b.ctx(), b.tools(), &recorded).await;
     assert!(
         matches!(
             verdict,
@@ -336,13 +343,13 @@ async fn a_command_slower_than_its_recorded_wait_is_awaited() {
         arguments["yield_time_ms"] = serde_json::json!(250);
     }
     let b = Session::new(50321);
-    let verdict = replay_step(&b.ctx(), &step(vec![exec.clone()])).await;
+    let verdict = replay_step(&b.ctx(), b.tools(), &step(vec![exec.clone()])).await;
     assert!(verdict.passed(), "{}", verdict.describe());
     // And a recorded output the program does not print is still a drift.
     if let Action::Console { output, .. } = &mut exec {
         *output = output.replace("done", "failed");
     }
-    let d = drift(replay_step(&b.ctx(), &step(vec![exec])).await);
+    let d = drift(replay_step(&b.ctx(), b.tools(), &step(vec![exec])).await);
     assert!(d.diff.contains("-failed\n+done"), "{}", d.diff);
     a.finish().await;
     b.finish().await;
@@ -370,9 +377,12 @@ async fn a_failing_cd_does_not_move_the_replayed_bash() {
             "removed",
         ),
     ]);
-    let mut ctx = a.ctx();
-    ctx.shell = AgentShell::Bash;
-    let verdict = replay_step(&ctx, &recorded).await;
+    let ctx = a.ctx();
+    let bash = AgentTools {
+        shell: AgentShell::Bash,
+        browser: None,
+    };
+    let verdict = replay_step(&ctx, bash, &recorded).await;
     assert!(verdict.passed(), "{}", verdict.describe());
     assert!(!ws.join("victim.txt").exists(), "the workspace's file went");
     assert!(
@@ -397,14 +407,17 @@ async fn a_replayed_command_has_the_agents_own_timeout() {
     let asked = bugatti::replay::record::with_timeout(slow.clone(), Some(5_000));
     let mut ctx = a.ctx();
     ctx.action_timeout = Duration::from_millis(500);
-    ctx.shell = AgentShell::Bash;
+    let bash = AgentTools {
+        shell: AgentShell::Bash,
+        browser: None,
+    };
     for action in [slow, asked.clone()] {
-        let verdict = replay_step(&ctx, &step(vec![action])).await;
+        let verdict = replay_step(&ctx, bash, &step(vec![action])).await;
         assert!(verdict.passed(), "{}", verdict.describe());
     }
     // A call that asked for less than the command now takes stops there.
     let short = bugatti::replay::record::with_timeout(asked, Some(300));
-    let verdict = replay_step(&ctx, &step(vec![short])).await;
+    let verdict = replay_step(&ctx, bash, &step(vec![short])).await;
     assert!(
         matches!(verdict, Verdict::Fallback(Fallback::Failed { .. })),
         "{}",

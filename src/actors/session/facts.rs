@@ -5,56 +5,24 @@
 //! recorded), stored in the recording, and evaluated on every replay. The question's cost is the
 //! step's.
 
-use super::steps::{usage_of, AgentDone};
 use super::*;
 use crate::providers::{Question, StepUsage};
-use crate::replay::format::Action;
+use crate::replay::session::FactsAnswer;
 
 /// The longest the agent may take to answer (it runs nothing; the step's own timeout when that
 /// is shorter).
 const ANSWER_LIMIT: Duration = Duration::from_secs(120);
 
-/// What the question came to.
-pub(super) struct FactsAnswer {
-    /// `Ok(Some(facts))`: stated (empty: none stated, or the question not answered: the step is
-    /// then compared exactly); `Ok(None)`: not asked (a step without actions); `Err`: a stated
-    /// fact is refused, and the step is not recorded (why).
-    pub(super) facts: Result<Option<Vec<String>>, String>,
-    /// What the report says about it, beside the step's replay note.
-    pub(super) note: Option<String>,
-}
-
-impl FactsAnswer {
-    /// The question was not answered: the step is recorded as if the agent stated no facts
-    /// (exact comparison only).
-    fn unanswered(note: String) -> Self {
-        Self {
-            facts: Ok(Some(Vec::new())),
-            note: Some(note),
-        }
-    }
-}
-
 impl Driver {
-    /// Asks the agent the facts question about the step it just passed with `actions`.
+    /// Asks the agent `question` about the step it just passed; what it answered, or why not.
     pub(super) async fn ask_facts(
         &self,
         started: &mut Started,
         done: &mut AgentDone,
-        actions: &[Action],
+        question: String,
     ) -> FactsAnswer {
-        let Some(replay) = started.replay.as_ref().filter(|_| !actions.is_empty()) else {
-            return FactsAnswer {
-                facts: Ok(None),
-                note: None,
-            };
-        };
-        let described: Vec<String> = actions
-            .iter()
-            .map(|a| replay.placeholders().fill(&a.describe()))
-            .collect();
         let mut request = done.asked.clone();
-        request.instruction = crate::replay::facts::question(&described);
+        request.instruction = question;
         request.question = Some(Question::Facts);
         request.timeout = request.timeout.min(ANSWER_LIMIT);
         let id = request.step_id;
@@ -62,7 +30,7 @@ impl Driver {
             Ok(agent) => agent,
             Err(failure) => {
                 let why = failure.ending.message.unwrap_or_default();
-                return FactsAnswer::unanswered(format!(
+                return FactsAnswer::NotAnswered(format!(
                     "the facts question was not asked (the agent could not start: {why}); its \
                      replays compare exactly"
                 ));
@@ -76,7 +44,7 @@ impl Driver {
         let verdict = match answer {
             Ok(v) => v,
             Err(why) => {
-                return FactsAnswer::unanswered(format!(
+                return FactsAnswer::NotAnswered(format!(
                     "the facts question was not answered ({why}); its replays compare exactly"
                 ))
             }
@@ -85,34 +53,13 @@ impl Driver {
             self.add_question_cost(done, usage);
         }
         if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
-            return FactsAnswer::unanswered(format!(
+            return FactsAnswer::NotAnswered(format!(
                 "the facts question was not answered ({}: {}); its replays compare exactly",
                 verdict.status.as_str(),
                 verdict.message
             ));
         }
-        let Some(replay) = started.replay.as_ref() else {
-            return FactsAnswer::unanswered("replay stopped".into());
-        };
-        // Stored as the outputs are: with this session's values as placeholders.
-        let stated: Vec<String> = verdict
-            .facts
-            .iter()
-            .map(|f| replay.placeholders().insert(f))
-            .collect();
-        if stated.is_empty() {
-            return FactsAnswer {
-                facts: Ok(Some(Vec::new())),
-                note: Some(
-                    "the agent stated no facts its pass rested on: its replays compare exactly"
-                        .into(),
-                ),
-            };
-        }
-        FactsAnswer {
-            facts: held_on_recording(&stated, actions).map(Some),
-            note: None,
-        }
+        FactsAnswer::Stated(verdict.facts)
     }
 
     /// The question's cost is the step's: in its usage and in the suite's budget.
@@ -140,20 +87,5 @@ impl Driver {
             usage.cost_usd = Some(usage.cost_usd.unwrap_or(0.0) + asked.step_cost_usd);
             usage.total_cost_usd = Some(asked.total_cost_usd);
         }
-    }
-}
-
-/// `stated` when every fact parses and holds on the outputs of `actions` as recorded; else why
-/// not (the step is then not recorded).
-fn held_on_recording(stated: &[String], actions: &[Action]) -> Result<Vec<String>, String> {
-    let facts = crate::replay::facts::parse(stated, actions.len())
-        .map_err(|e| format!("a fact the agent stated is not one: {e}"))?;
-    let outputs = crate::replay::replayer::compared_outputs(actions);
-    match crate::replay::facts::first_false(&facts, &outputs, &outputs, chrono::Utc::now()) {
-        Some((fact, why)) => Err(format!(
-            "the fact `{}` the agent stated does not hold on the outputs it saw: {why}",
-            fact.text
-        )),
-        None => Ok(stated.to_vec()),
     }
 }

@@ -12,13 +12,18 @@
 //! actor turns them into report events. If the actor dies (a panic), the driver is aborted with
 //! it and the supervisor, told by ractor's supervision, cleans up the run's processes.
 
+mod agent_stage;
+mod checkpoints;
 mod facts;
 mod policy;
-mod replay;
+mod replay_stage;
 mod setup;
+mod step_events;
 mod steps;
 mod teardown;
 
+use agent_stage::*;
+use replay_stage::*;
 use steps::*;
 
 use crate::actors::agent::{AgentActor, AgentArgs, AgentMsg};
@@ -451,7 +456,7 @@ struct Started {
     /// The agent, not started yet: with replay on, it starts when a step first needs it.
     pending_agent: Option<AgentArgs>,
     /// Replay and recording (see docs/replay.md), where they apply.
-    replay: Option<replay::SessionReplay>,
+    replay: Option<crate::replay::session::ReplaySession>,
     /// The session's browser (`[browser]`, docs/browser.md), ended with the harness.
     browser: Option<crate::browser::SessionBrowser>,
 }

@@ -4,13 +4,21 @@
 
 use super::{Ending, StopReason};
 use crate::model::outcome::{RunOutcome, StepStatus};
+use crate::model::replay::StepReplay;
+use crate::report::events::Usage;
+use std::time::Duration;
 
-/// What the loop knows of a step once its `step_finished` is out.
+/// How a step ended: what its `step_finished` says, and what the policy reads. Every end of a
+/// step — skipped, over budget, replayed, refused a replay, the agent's verdict, interrupted, the
+/// agent unable to start — is one of these, and goes through [`after_step`].
 #[derive(Debug, Clone)]
-pub(super) struct StepFacts<'a> {
-    pub id: u32,
+pub(super) struct StepEnd {
     pub status: StepStatus,
-    pub message: Option<&'a str>,
+    pub message: Option<String>,
+    pub duration: Duration,
+    pub usage: Option<Usage>,
+    /// What replay did for the step (`None` where replay does not apply).
+    pub replay: Option<StepReplay>,
     /// The watchdog's fault left after the step (after a restart, when `restarts > 0`).
     pub fault: Option<String>,
     pub restarts: u32,
@@ -18,6 +26,25 @@ pub(super) struct StepFacts<'a> {
     pub agent_died: Option<String>,
     /// A stop asked for while the step ran.
     pub stopped: Option<StopReason>,
+    /// The step could not be run at all (the agent did not start for it, its actor is gone): why.
+    pub not_run: Option<String>,
+}
+
+impl StepEnd {
+    pub fn new(status: StepStatus, message: Option<String>) -> Self {
+        Self {
+            status,
+            message,
+            duration: Duration::ZERO,
+            usage: None,
+            replay: None,
+            fault: None,
+            restarts: 0,
+            agent_died: None,
+            stopped: None,
+            not_run: None,
+        }
+    }
 }
 
 /// What the session does after a step.
@@ -29,24 +56,30 @@ pub(super) enum AfterStep {
     End(Ending),
 }
 
-/// The policy: a fault, the agent's death, a stop, then the step's own status, in that order.
-pub(super) fn after_step(facts: &StepFacts<'_>) -> AfterStep {
-    let id = facts.id;
+/// The policy: a step that could not run, a fault, the agent's death, a stop, then the step's
+/// own status, in that order.
+pub(super) fn after_step(id: u32, end: &StepEnd) -> AfterStep {
+    if let Some(why) = &end.not_run {
+        return AfterStep::End(match &end.stopped {
+            Some(reason) => Ending::from_stop(reason.clone()),
+            None => Ending::error(why.clone()),
+        });
+    }
     // The agent, not the app (docs/providers.md): its own message names the fault and the fix,
     // whatever the watchdog saw on the way.
-    if facts.status == StepStatus::AgentError && facts.stopped.is_none() {
-        let again = if facts.fault.is_some() && facts.restarts > 0 {
+    if end.status == StepStatus::AgentError && end.stopped.is_none() {
+        let again = if end.fault.is_some() && end.restarts > 0 {
             " (the watchdog's fault, again after a restart)"
         } else {
             ""
         };
         return AfterStep::End(Ending::error(format!(
             "step {id} agent_error: {}{again}",
-            facts.message.unwrap_or_default()
+            end.message.as_deref().unwrap_or_default()
         )));
     }
-    if let Some(fault) = &facts.fault {
-        let again = if facts.restarts > 0 {
+    if let Some(fault) = &end.fault {
+        let again = if end.restarts > 0 {
             ", again after a restart"
         } else {
             " and could not be restarted"
@@ -55,16 +88,16 @@ pub(super) fn after_step(facts: &StepFacts<'_>) -> AfterStep {
             "the agent {fault} during step {id}{again}; the session gave up"
         )));
     }
-    if let Some(death) = &facts.agent_died {
+    if let Some(death) = &end.agent_died {
         return AfterStep::End(Ending::error(format!(
             "the agent died during step {id}: {death}"
         )));
     }
-    if let Some(reason) = &facts.stopped {
+    if let Some(reason) = &end.stopped {
         return AfterStep::End(Ending::from_stop(reason.clone()));
     }
-    let message = facts.message.unwrap_or_default();
-    match facts.status {
+    let message = end.message.as_deref().unwrap_or_default();
+    match end.status {
         StepStatus::Ok | StepStatus::Skipped | StepStatus::NotRun | StepStatus::Interrupted => {
             AfterStep::Continue
         }
@@ -78,7 +111,7 @@ pub(super) fn after_step(facts: &StepFacts<'_>) -> AfterStep {
         | StepStatus::Timeout
         | StepStatus::OverBudget => AfterStep::End(Ending {
             outcome: RunOutcome::Failed,
-            message: Some(format!("step {id} {}: {message}", facts.status.as_str())),
+            message: Some(format!("step {id} {}: {message}", end.status.as_str())),
         }),
     }
 }
@@ -106,24 +139,19 @@ pub(super) fn final_ending(warnings: &[String], strict: bool) -> Ending {
 mod tests {
     use super::*;
 
-    fn facts(status: StepStatus) -> StepFacts<'static> {
-        StepFacts {
-            id: 3,
-            status,
-            message: Some("why"),
-            fault: None,
-            restarts: 0,
-            agent_died: None,
-            stopped: None,
-        }
+    fn facts(status: StepStatus) -> StepEnd {
+        StepEnd::new(status, Some("why".into()))
     }
 
     #[test]
     fn a_passing_step_goes_on_and_a_warning_is_kept() {
-        assert_eq!(after_step(&facts(StepStatus::Ok)), AfterStep::Continue);
-        assert_eq!(after_step(&facts(StepStatus::Skipped)), AfterStep::Continue);
+        assert_eq!(after_step(3, &facts(StepStatus::Ok)), AfterStep::Continue);
         assert_eq!(
-            after_step(&facts(StepStatus::Warn)),
+            after_step(3, &facts(StepStatus::Skipped)),
+            AfterStep::Continue
+        );
+        assert_eq!(
+            after_step(3, &facts(StepStatus::Warn)),
             AfterStep::Warned("step 3 warned: why".into())
         );
     }
@@ -136,7 +164,7 @@ mod tests {
             StepStatus::Timeout,
             StepStatus::OverBudget,
         ] {
-            let AfterStep::End(ending) = after_step(&facts(status)) else {
+            let AfterStep::End(ending) = after_step(3, &facts(status)) else {
                 panic!("{status:?} goes on");
             };
             assert_eq!(ending.outcome, RunOutcome::Failed);
@@ -149,7 +177,7 @@ mod tests {
 
     #[test]
     fn an_agent_error_ends_the_run_as_an_error_not_a_failure() {
-        let AfterStep::End(ending) = after_step(&facts(StepStatus::AgentError)) else {
+        let AfterStep::End(ending) = after_step(3, &facts(StepStatus::AgentError)) else {
             panic!("an agent error goes on");
         };
         assert_eq!(ending.outcome, RunOutcome::Error);
@@ -163,7 +191,7 @@ mod tests {
         f.agent_died = Some("signal 9".into());
         f.fault = Some("went silent".into());
         f.restarts = 1;
-        let end = |f: &StepFacts<'_>| match after_step(f) {
+        let end = |f: &StepEnd| match after_step(3, f) {
             AfterStep::End(e) => e,
             other => panic!("{other:?}"),
         };
@@ -180,6 +208,22 @@ mod tests {
             .is_some_and(|m| m.contains("died during step 3: signal 9")));
         f.agent_died = None;
         assert_eq!(end(&f).outcome, RunOutcome::Interrupted);
+    }
+
+    #[test]
+    fn a_step_that_could_not_run_ends_the_run_as_an_error_or_as_the_stop() {
+        let mut f = facts(StepStatus::NotRun);
+        f.not_run = Some("the agent could not start".into());
+        let AfterStep::End(ending) = after_step(3, &f) else {
+            panic!("a step that could not run goes on");
+        };
+        assert_eq!(ending.outcome, RunOutcome::Error);
+        assert_eq!(ending.message.as_deref(), Some("the agent could not start"));
+        f.stopped = Some(StopReason::Interrupted("SIGTERM".into()));
+        let AfterStep::End(ending) = after_step(3, &f) else {
+            panic!("a stopped step goes on");
+        };
+        assert_eq!(ending.outcome, RunOutcome::Interrupted);
     }
 
     #[test]

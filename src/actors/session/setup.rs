@@ -2,6 +2,7 @@
 //! retry of a setup that lost its auto port to another process ("address already in use").
 
 use super::*;
+use crate::replay::session::{ReplaySession, SessionValues};
 
 impl Driver {
     /// Workspace, variables, harness, agent. Returns the session variables.
@@ -75,12 +76,15 @@ impl Driver {
             facts,
             events: agent_tx,
         };
-        started.replay = super::replay::SessionReplay::new(
+        started.replay = ReplaySession::new(
             &self.test,
             &self.suite.project_root,
-            &vars,
-            replay_env,
-            &agent_cwd,
+            SessionValues {
+                vars: &vars.vars,
+                ports: &vars.ports,
+                env: replay_env,
+                agent_cwd: &agent_cwd,
+            },
         )
         .map(|replay| match replay_browser {
             // Browser steps replay through the same Playwright MCP the agent gets.

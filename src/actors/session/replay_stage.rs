@@ -1,0 +1,131 @@
+//! Replay's two places in a step's pipeline (see docs/replay.md), all of it `replay::session`'s
+//! doing: before the agent, the step's recording replayed (the step ends here when it passed
+//! without the model); after the agent's pass, its recording, with the facts it rested on.
+
+use super::agent_stage::AgentDone;
+use super::policy::StepEnd;
+use super::steps::StepRun;
+use super::*;
+use crate::model::replay::StepReplay;
+use crate::replay::session::{After, AgentStep, AgentTurn, Before, StepAsked};
+
+/// What a step's replay stage came to.
+pub(super) enum ReplayStage {
+    /// The step ended without the agent: replayed, refused (`mode = "only"`), or stopped.
+    Ended(StepEnd),
+    /// The agent takes the step; what recording its pass needs (`None` where replay does not
+    /// apply).
+    ToAgent(Option<AgentTurn>),
+}
+
+impl Driver {
+    /// The step's recording first; the agent only on a miss, a drift, an opt-out or an audit.
+    pub(super) async fn replay_stage(
+        &self,
+        started: &mut Started,
+        run: &StepRun<'_>,
+    ) -> ReplayStage {
+        let Some(replay) = started.replay.as_mut() else {
+            return ReplayStage::ToAgent(None);
+        };
+        let asked = StepAsked {
+            step: run.step,
+            id: run.id,
+            instruction: &run.instruction,
+            console: started.console.as_ref().map(|s| s.console().as_ref()),
+            run_id: &self.run_id,
+        };
+        let before = replay
+            .before(&asked, Self::until_stopped(self.stop.clone()))
+            .await;
+        let screenshots = replay.take_screenshots();
+        // The console calls a replay made are the step's.
+        self.emit_console_calls(started, run.id);
+        // The screenshots the agent had taken, taken again (before a drift too), are the step's
+        // evidence.
+        for path in screenshots {
+            self.emit(EventKind::Evidence {
+                step_id: run.id,
+                kind: "screenshot".to_string(),
+                path,
+                problem: None,
+            });
+        }
+        match before {
+            Err(reason) => {
+                let mut end = StepEnd::new(StepStatus::Interrupted, Some(reason.cut_off_message()));
+                end.stopped = Some(reason);
+                ReplayStage::Ended(end)
+            }
+            Ok(Before::Replayed(replayed)) => {
+                // The evidence of a replayed step is taken as an agent step's is.
+                let mut status = StepStatus::Ok;
+                let mut message = replayed.message;
+                self.capture_browser(started, run.id, &mut status, &mut message)
+                    .await;
+                let mut end = StepEnd::new(status, Some(message));
+                end.duration = replayed.took;
+                end.replay = Some(replayed.info);
+                ReplayStage::Ended(end)
+            }
+            Ok(Before::NoAgent { message, info }) => {
+                let mut end = StepEnd::new(StepStatus::Error, Some(message));
+                end.replay = Some(info);
+                ReplayStage::Ended(end)
+            }
+            Ok(Before::ToAgent(turn)) => ReplayStage::ToAgent(Some(turn)),
+        }
+    }
+
+    /// The agent's turn at the step, then what replay makes of it: its pass recorded (with the
+    /// facts it rested on), an audited failure's recording deleted.
+    pub(super) async fn agent_and_record(
+        &self,
+        started: &mut Started,
+        run: &StepRun<'_>,
+        turn: Option<AgentTurn>,
+    ) -> StepEnd {
+        let mut done = match self.agent_stage(started, run).await {
+            Ok(done) => done,
+            Err(end) => return end,
+        };
+        let info = match turn {
+            Some(turn) => self.record_stage(started, turn, &mut done).await,
+            None => None,
+        };
+        self.agent_fault(run.id, &done.verdict);
+        let v = done.verdict;
+        let mut end = StepEnd::new(v.status, (!v.message.is_empty()).then_some(v.message));
+        end.duration = v.duration;
+        end.usage = done.usage;
+        end.replay = info;
+        end.fault = v.fault.as_ref().map(|f| f.to_string());
+        end.restarts = v.restarts;
+        end.agent_died = v.agent_died.as_ref().map(|d| d.to_string());
+        end.stopped = self.stopped();
+        end
+    }
+
+    async fn record_stage(
+        &self,
+        started: &mut Started,
+        turn: AgentTurn,
+        done: &mut AgentDone,
+    ) -> Option<StepReplay> {
+        let replay = started.replay.as_mut()?;
+        let step = AgentStep {
+            status: done.verdict.status,
+            judged: done.judged,
+            console_calls: &done.console_calls,
+            tool_calls: &done.verdict.tool_calls,
+        };
+        let pending = match replay.after(turn, step, &mut done.verdict.message) {
+            After::Done(info) => return Some(info),
+            After::AskFacts(pending) => pending,
+        };
+        let answer = self.ask_facts(started, done, pending.question()).await;
+        let cost = done.usage.as_ref().and_then(|u| u.cost_usd);
+        let replay = started.replay.as_mut()?;
+        Some(replay.record(pending, answer, cost))
+    }
+}

@@ -1,0 +1,114 @@
+//! What a step leaves in the run's events besides its verdict: the console calls it made, the
+//! agent's news (logs, evidence, restarts), the browser's evidence and what its console makes of
+//! the verdict, the harness logs' excerpt of a step that did not pass.
+
+use super::*;
+use crate::console::record::CallRecord;
+
+impl Driver {
+    /// The console calls made since the last step ended, reported with this step.
+    pub(super) fn emit_console_calls(&self, started: &Started, step_id: u32) -> Vec<CallRecord> {
+        let Some(server) = &started.console else {
+            return Vec::new();
+        };
+        let calls = server.console().recorder().take_calls();
+        for call in calls.iter().cloned() {
+            self.emit(EventKind::ConsoleCall {
+                step_id,
+                summary: call.summary(),
+                tool: call.tool,
+                duration_ms: call.duration_ms,
+                exit_code: call.exit_code,
+                bytes: call.bytes,
+                is_error: call.is_error,
+            });
+        }
+        calls
+    }
+
+    /// The evidence the supervisor takes from the browser at the end of a step, and
+    /// what the page's console errors make of a passing verdict. A failed capture is noted on
+    /// the step, never fatal.
+    pub(super) async fn capture_browser(
+        &self,
+        started: &Started,
+        id: u32,
+        status: &mut StepStatus,
+        message: &mut String,
+    ) {
+        let Some(browser) = &started.browser else {
+            return;
+        };
+        let capture = browser.end_step(id, &self.run_dir()).await;
+        for evidence in &capture.evidence {
+            self.emit(EventKind::Evidence {
+                step_id: id,
+                kind: evidence.kind().to_string(),
+                path: evidence.path().to_string(),
+                problem: None,
+            });
+        }
+        for problem in &capture.problems {
+            self.emit(EventKind::Evidence {
+                step_id: id,
+                kind: "browser".to_string(),
+                path: String::new(),
+                problem: Some(format!("not captured: {problem}")),
+            });
+        }
+        let passed = matches!(*status, StepStatus::Ok | StepStatus::Warn);
+        // The console's verdict is why the step warned or failed: it comes first, what the step
+        // itself said after it.
+        let joined = |message: &str, cause: &str| {
+            if message.is_empty() {
+                cause.to_string()
+            } else {
+                format!("{cause} — {message}")
+            }
+        };
+        match browser.console_verdict(passed, &capture) {
+            None => {}
+            Some(crate::browser::session::ConsoleVerdict::Warn(why)) => {
+                *status = StepStatus::Warn;
+                *message = joined(message, &why);
+            }
+            Some(crate::browser::session::ConsoleVerdict::Fail(why)) => {
+                *status = StepStatus::Error;
+                *message = joined(message, &why);
+            }
+        }
+    }
+
+    /// For a step that did not pass: what each harness command logged while it ran.
+    pub(super) fn emit_excerpt(&self, step_id: u32, marks: &LogMarks) {
+        let excerpt = marks.excerpt_since(&self.run_paths().logs_dir());
+        if !excerpt.is_empty() {
+            self.emit(EventKind::HarnessLogExcerpt { step_id, excerpt });
+        }
+    }
+
+    /// A step's log and evidence become run events; the rest (bootstrap notes, the agent's
+    /// death) is the session actor's to judge.
+    pub(super) fn pass_on(&self, event: AgentEvent) {
+        match event {
+            AgentEvent::Log { step_id, message } if step_id > 0 => {
+                self.emit(EventKind::AgentLog { step_id, message });
+            }
+            AgentEvent::Restarted { step_id, reason } => {
+                self.emit(EventKind::AgentRestarted { step_id, reason });
+            }
+            AgentEvent::Evidence { step_id, evidence } if step_id > 0 => {
+                let problem = evidence_problem(&self.run_dir(), &evidence.path);
+                self.emit(EventKind::Evidence {
+                    step_id,
+                    kind: evidence.kind.to_string(),
+                    path: evidence.path.clone(),
+                    problem,
+                });
+            }
+            other => {
+                let _ = self.myself.cast(SessionMsg::Agent(other));
+            }
+        }
+    }
+}

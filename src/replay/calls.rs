@@ -1,0 +1,157 @@
+//! What the agent did in a step, as a recording keeps it: its own tool calls (a shell command,
+//! Claude Code's `Read`/`Grep`/`Glob`, a Playwright MCP call) and its console calls, in the
+//! order they ran, each an [`Action`] — or why the step cannot be recorded. A new kind of
+//! replayed action is added here and in [`super::record`], never in the session.
+
+use super::browser_refs::Snapshot;
+use super::format::Action;
+use super::placeholders::Placeholders;
+use super::record::{browser_action, console_action, file_action, shell_action, unreplayable_tool};
+use crate::console::record::CallRecord;
+use crate::providers::tool_calls::ToolCall;
+use std::path::Path;
+
+/// What the calls are read against.
+pub struct CallsContext<'a> {
+    pub placeholders: &'a Placeholders,
+    /// Where the agent's own tools ran.
+    pub agent_cwd: &'a Path,
+    /// The last page snapshot the agent was shown before this step: a ref it names may come
+    /// from there.
+    pub last_snapshot: Option<&'a Snapshot>,
+    /// Where the agent's Playwright MCP writes the snapshot files its answers link to.
+    pub browser_output_dir: Option<&'a Path>,
+}
+
+/// The step's actions as a recording keeps them, or why it cannot be recorded.
+pub fn actions_of(
+    ctx: &CallsContext<'_>,
+    console_calls: &[CallRecord],
+    tool_calls: &[ToolCall],
+) -> Result<Vec<Action>, String> {
+    let cwd = ctx.agent_cwd.display().to_string();
+    let mut timed: Vec<(Option<std::time::Instant>, Action)> = Vec::new();
+    // The page snapshots the agent was shown, oldest first: a ref it names comes from one.
+    let mut snapshots: Vec<Snapshot> = ctx.last_snapshot.into_iter().cloned().collect();
+    for call in tool_calls {
+        if let Some(why) = &call.unreplayable {
+            return Err(why.clone());
+        }
+        if let Some(why) = unreplayable_tool(&call.tool) {
+            return Err(why);
+        }
+        if let Some(action) = file_or_browser_action(ctx, call, &mut snapshots)? {
+            timed.push((Some(call.at), action));
+            continue;
+        }
+        if let Some(shell) = &call.shell {
+            let action = shell_action(
+                ctx.placeholders,
+                &shell.command,
+                &cwd,
+                shell.exit_code,
+                &ctx.placeholders.redact(&shell.output),
+            );
+            let action = super::record::with_timeout(action, shell.timeout_ms);
+            timed.push((Some(call.at), action));
+        }
+    }
+    for call in console_calls {
+        if call.is_error {
+            // A refused or failed call would fail the same way every run: nothing to check.
+            return Err(format!(
+                "the console refused a call ({}): a refused or failed call is not replayed",
+                call.tool
+            ));
+        }
+        let answer = crate::console::Answer {
+            text: call.answer.clone(),
+            is_error: call.is_error,
+            exit_code: call.exit_code,
+            bytes: call.bytes,
+        };
+        if let Some(action) = console_action(ctx.placeholders, &call.tool, &call.arguments, &answer)
+        {
+            timed.push((call.began, action));
+        }
+    }
+    // Stable: a console call and a shell call seen at the same instant keep their order.
+    timed.sort_by_key(|(at, _)| *at);
+    // A look at the commands' states keeps how long after the previous action it came.
+    for i in 1..timed.len() {
+        if let (Some(now), Some(before)) = (timed[i].0, timed[i - 1].0) {
+            let gap = now.saturating_duration_since(before);
+            super::record::set_after(&mut timed[i].1, gap);
+        }
+    }
+    let actions: Vec<Action> = timed.into_iter().map(|(_, a)| a).collect();
+    if actions.is_empty() {
+        return Err(
+            "the agent ran no command in this step: there is nothing to check again".into(),
+        );
+    }
+    Ok(actions)
+}
+
+/// A read-only file tool's or a browser tool's call as recorded (`None` for another tool);
+/// `Err` says why the step cannot be recorded.
+fn file_or_browser_action(
+    ctx: &CallsContext<'_>,
+    call: &ToolCall,
+    snapshots: &mut Vec<Snapshot>,
+) -> Result<Option<Action>, String> {
+    let is_file = super::files::is_file_tool(&call.tool);
+    let browser_tool = super::browser::recorded_tool(&call.tool);
+    if !is_file && browser_tool.is_none() {
+        return Ok(None);
+    }
+    let Some(answer) = &call.answer else {
+        return Err(format!("the agent's {} call got no answer", call.tool));
+    };
+    if is_file {
+        let check = super::files::from_claude(
+            &call.tool,
+            &call.input,
+            &answer.text,
+            answer.structured.as_ref(),
+            answer.is_error,
+            ctx.agent_cwd,
+        )
+        .map_err(|e| e.to_string())?;
+        // What it reads now bounds what a replay will read of it.
+        let check = super::files::measured(check, ctx.agent_cwd);
+        return file_action(ctx.placeholders, &check).map(Some);
+    }
+    let tool = browser_tool.unwrap_or_default();
+    let elements = super::browser::element_paths(&call.input, snapshots)?;
+    let output = super::browser::inline_snapshots(&answer.text, ctx.browser_output_dir);
+    if let Some(snapshot) = super::browser::snapshot_of(&output) {
+        snapshots.push(snapshot);
+    }
+    Ok(Some(browser_action(
+        ctx.placeholders,
+        tool,
+        &call.input,
+        elements,
+        &output,
+        answer.is_error,
+    )))
+}
+
+/// The last page snapshot the agent was shown in `tool_calls`, if any.
+pub fn last_snapshot(
+    tool_calls: &[ToolCall],
+    browser_output_dir: Option<&Path>,
+) -> Option<Snapshot> {
+    tool_calls
+        .iter()
+        .rev()
+        .filter(|c| super::browser::is_browser_tool(&c.tool))
+        .filter_map(|c| c.answer.as_ref())
+        .find_map(|a| {
+            super::browser::snapshot_of(&super::browser::inline_snapshots(
+                &a.text,
+                browser_output_dir,
+            ))
+        })
+}

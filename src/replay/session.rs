@@ -1,0 +1,936 @@
+//! Replay as a stage of a session's steps (see docs/replay.md). Before a step goes to the agent,
+//! [`ReplaySession::before`] replays its recording: the step passed without the model, or it goes
+//! to the agent and the session is told why. After the agent's turn, [`ReplaySession::after`]
+//! decides whether its pass can be recorded, and [`ReplaySession::record`] writes it with the
+//! facts the agent said it rested on. The recording is loaded once per session and written back
+//! after each step it gained, so a run cut short keeps what it learnt.
+//!
+//! The session actor calls this and nothing else of replay: a new kind of replayed action is
+//! [`super::calls`], [`super::record`] and [`super::replayer`]'s business.
+
+use super::browser::BrowserReplay;
+use super::browser_refs::Snapshot;
+use super::calls::{actions_of, last_snapshot, CallsContext};
+use super::context::ReplayContext;
+use super::format::{Action, RecordedStep, Recording};
+use super::masks::Position;
+use super::normalize::Normalizer;
+use super::placeholders::{instruction_hash, Placeholders};
+use super::record::{learn, relations, Learning};
+use super::replayer::{replay_step, AgentTools};
+use super::shell::AgentShell;
+use super::step_report::{add_note, by_the_agent, replayed};
+use super::store::{self, StepKey};
+use super::told::Told;
+use super::verdict::{Fallback, Miss, Verdict};
+use crate::console::record::CallRecord;
+use crate::console::Console;
+use crate::model::load::RootTest;
+use crate::model::outcome::StepStatus;
+use crate::model::plan::PlannedStep;
+use crate::model::replay::{ReplayMode, StepMode, StepReplay};
+use crate::providers::tool_calls::ToolCall;
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The longest one replayed shell action may run before the replay gives up on it.
+const ACTION_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A session's replay: its recording, and how this session's values are masked.
+pub struct ReplaySession {
+    mode: ReplayMode,
+    provider: String,
+    test: String,
+    path: PathBuf,
+    /// The recording as loaded (a fresh one when there is none), or why it cannot be used.
+    recording: Result<Recording, String>,
+    placeholders: Placeholders,
+    normalizer: Normalizer,
+    max_age_days: u32,
+    /// The agent's environment: what a replayed shell action runs with.
+    env: Vec<(String, String)>,
+    /// Where the agent's own shell tool runs (`[provider] cwd`).
+    agent_cwd: PathBuf,
+    /// What the replayed steps did, for the agent's first message.
+    told: Told,
+    /// When the session started: a timestamp since then is current.
+    started_at: chrono::DateTime<chrono::Utc>,
+    /// `[replay] audit`.
+    audit: crate::model::replay::AuditShare,
+    /// The supervisor's own Playwright MCP client (`[browser] mcp = true`), started when a
+    /// browser action first replays.
+    browser: Option<BrowserReplay>,
+    /// The last page snapshot the agent was shown in an earlier step: a ref it names in the
+    /// next step may come from there.
+    last_snapshot: Option<Snapshot>,
+}
+
+/// The session's own values, masked as placeholders in what is recorded.
+pub struct SessionValues<'a> {
+    /// The session's variables (`BUGATTI_*` and the config's).
+    pub vars: &'a BTreeMap<String, String>,
+    /// The session's `[ports]`, resolved.
+    pub ports: &'a BTreeMap<String, u16>,
+    /// The agent's environment: what a replayed shell action runs with.
+    pub env: Vec<(String, String)>,
+    /// Where the agent's own shell tool runs (`[provider] cwd`).
+    pub agent_cwd: &'a Path,
+}
+
+/// A session's replay settings, read from its config.
+struct Setup<'a> {
+    mode: ReplayMode,
+    provider: String,
+    /// The root test, as its recording names it.
+    test: String,
+    /// The recording's file.
+    path: PathBuf,
+    placeholders: Placeholders,
+    /// `[replay] ignore`.
+    ignore: &'a [String],
+    max_age_days: u32,
+    audit: crate::model::replay::AuditShare,
+    env: Vec<(String, String)>,
+    agent_cwd: PathBuf,
+}
+
+/// One step as the replay stage is given it.
+pub struct StepAsked<'a> {
+    pub step: &'a PlannedStep,
+    /// The step's id in events and reports.
+    pub id: u32,
+    /// The instruction as the agent would get it.
+    pub instruction: &'a str,
+    /// The session's console (`None` when `[provider] console` is off).
+    pub console: Option<&'a Console>,
+    pub run_id: &'a str,
+}
+
+/// What a step's replay stage came to.
+pub enum Before {
+    /// The step passed without the model: every recorded action ran again and matched, every
+    /// stated fact held.
+    Replayed(Replayed),
+    /// `[replay] mode = "only"` and the step could not replay: it fails, and no agent is asked.
+    NoAgent { message: String, info: StepReplay },
+    /// The agent takes the step; what the recording stage needs of it.
+    ToAgent(AgentTurn),
+}
+
+/// A step that replayed.
+pub struct Replayed {
+    /// What the step's record says ("replayed: all 3 recorded actions ran again and matched…").
+    pub message: String,
+    pub info: StepReplay,
+    pub took: Duration,
+}
+
+/// What recording an agent's step needs from its replay stage.
+pub struct AgentTurn {
+    key: StepKey,
+    instruction: String,
+    /// Why the step was not replayed (`None`: `record` mode, or an audit).
+    fallback: Option<Fallback>,
+    /// The recording the step had (a drift, an audit): what varied while the agent passed is
+    /// learned from it.
+    previous: Option<RecordedStep>,
+    /// `[replay] audit` sent it to the agent although it could replay.
+    audited: bool,
+}
+
+/// What the agent's step came to, as the recording stage reads it.
+pub struct AgentStep<'a> {
+    /// The step's status after budgets and the browser's console.
+    pub status: StepStatus,
+    /// The agent's own verdict, before the browser's console errors made it a warning: a step
+    /// the agent passed is recorded, and its replay warns the same way.
+    pub judged: StepStatus,
+    pub console_calls: &'a [CallRecord],
+    pub tool_calls: &'a [ToolCall],
+}
+
+/// What the recording stage came to. (Once per step, moved at once: its size does not matter.)
+#[allow(clippy::large_enum_variant)]
+pub enum After {
+    /// Nothing (more) to record: what the step's record says of replay.
+    Done(StepReplay),
+    /// The pass can be recorded once the agent said which facts it rested on
+    /// ([`PendingRecord::question`], then [`ReplaySession::record`]).
+    AskFacts(PendingRecord),
+}
+
+/// A pass about to be recorded.
+pub struct PendingRecord {
+    turn: AgentTurn,
+    actions: Vec<Action>,
+    info: StepReplay,
+    /// The actions as the agent is asked about them (this session's values filled in).
+    described: Vec<String>,
+}
+
+/// What the agent answered to the facts question.
+pub enum FactsAnswer {
+    /// Its `BUGATTI_FACT` lines (with this session's values, as it saw them); none stated: the
+    /// step is compared exactly.
+    Stated(Vec<String>),
+    /// The question was not answered (why): the step is recorded as if no facts were stated.
+    NotAnswered(String),
+}
+
+impl PendingRecord {
+    /// The facts question about this step.
+    pub fn question(&self) -> String {
+        super::facts::question(&self.described)
+    }
+}
+
+impl ReplaySession {
+    /// `None` where replay does not apply: `[replay] mode = "off"`, or the `shell` provider (it
+    /// is deterministic already).
+    pub fn new(test: &RootTest, project_root: &Path, values: SessionValues<'_>) -> Option<Self> {
+        let effective = &test.effective;
+        let mode = effective.replay.mode.value;
+        let provider = effective.provider.name.value;
+        if !crate::model::replay::applies(mode, provider) {
+            return None;
+        }
+        let mut volatile: Vec<(String, String)> = values
+            .vars
+            .iter()
+            .filter(|(name, _)| is_volatile_builtin(name))
+            .map(|(n, v)| (n.clone(), v.clone()))
+            .collect();
+        volatile.extend(values.ports.iter().map(|(n, p)| (n.clone(), p.to_string())));
+        volatile.extend(
+            values
+                .env
+                .iter()
+                // The console's and the browser's addresses carry a token of the session's.
+                .filter(|(name, _)| {
+                    name.starts_with("BUGATTI_MCP_") || name == crate::browser::CDP_URL_ENV
+                })
+                .cloned(),
+        );
+        Some(Self::open(Setup {
+            mode,
+            provider: provider.to_string(),
+            test: test.rel_path.to_string_lossy().into_owned(),
+            path: store::recording_path(&effective.replay.dir_in(project_root), &test.rel_path),
+            placeholders: Placeholders::new(volatile, effective.secret_pairs()),
+            ignore: &effective.replay.ignore.value,
+            max_age_days: effective.replay.max_age_days.value,
+            audit: effective.replay.audit.value,
+            env: values.env,
+            agent_cwd: values.agent_cwd.to_path_buf(),
+        }))
+    }
+
+    /// The session's replay from its settings, its recording loaded.
+    fn open(setup: Setup<'_>) -> Self {
+        let recording = match store::load(&setup.path, &setup.test) {
+            Ok(Some(recording)) => Ok(recording),
+            Ok(None) => Ok(Recording::new(setup.test.clone())),
+            Err(e) => Err(e.to_string()),
+        };
+        let volatiles = setup.placeholders.volatiles();
+        let normalizer = match Normalizer::new(volatiles, setup.ignore) {
+            Ok(n) => n,
+            // Checked when the config was loaded; should it fail here, mask nothing extra.
+            Err(e) => {
+                tracing::warn!("[replay] ignore: {e}");
+                Normalizer::new(setup.placeholders.volatiles(), &[])
+                    .unwrap_or_else(|_| Normalizer::generic())
+            }
+        };
+        Self {
+            mode: setup.mode,
+            provider: setup.provider,
+            test: setup.test,
+            path: setup.path,
+            recording,
+            placeholders: setup.placeholders,
+            normalizer,
+            max_age_days: setup.max_age_days,
+            env: setup.env,
+            agent_cwd: setup.agent_cwd,
+            told: Told::default(),
+            started_at: chrono::Utc::now(),
+            audit: setup.audit,
+            browser: None,
+            last_snapshot: None,
+        }
+    }
+
+    /// Browser actions replay through `command` (the agent's own Playwright MCP command, with
+    /// its output folder and secrets), run by `owner` in the agent's directory.
+    pub fn with_browser(
+        mut self,
+        command: crate::browser::mcp::McpCommand,
+        owner: crate::process::owner::Owner,
+        run_dir: PathBuf,
+    ) -> Self {
+        self.browser = Some(BrowserReplay::new(
+            command,
+            owner,
+            self.agent_cwd.clone(),
+            self.env.clone(),
+            run_dir,
+        ));
+        self
+    }
+
+    /// The screenshots a replay took again (the agent had taken them), relative to the run
+    /// directory: the step's evidence.
+    pub fn take_screenshots(&self) -> Vec<String> {
+        self.browser
+            .as_ref()
+            .map(BrowserReplay::take_screenshots)
+            .unwrap_or_default()
+    }
+
+    /// Ends the supervisor's Playwright MCP client, if a replay started it.
+    pub async fn stop_browser(&mut self) {
+        if let Some(browser) = self.browser.take() {
+            browser.stop().await;
+        }
+    }
+
+    /// Replayed steps are tried first (`auto`, `only`): the agent starts only when a step needs it.
+    pub fn replays(&self) -> bool {
+        matches!(self.mode, ReplayMode::Auto | ReplayMode::Only)
+    }
+
+    /// For the agent's first step after replayed ones: what those did, so that it knows the
+    /// state it finds. `None` once told.
+    pub fn take_summary(&mut self) -> Option<String> {
+        self.told.take()
+    }
+
+    /// The replay stage: the step's recording first; the agent only on a miss, a drift, an
+    /// opt-out or an audit. `stop` resolving ends a replay at once, as it ends an agent's step
+    /// (`Err` with its output: what the replay started is dropped here and swept with the
+    /// session).
+    pub async fn before<T>(
+        &mut self,
+        asked: &StepAsked<'_>,
+        stop: impl Future<Output = T>,
+    ) -> Result<Before, T> {
+        let key = self.key(asked.step, asked.instruction);
+        let turn = |fallback, previous, audited| AgentTurn {
+            key: key.clone(),
+            instruction: asked.instruction.to_string(),
+            fallback,
+            previous,
+            audited,
+        };
+        if !self.replays() {
+            return Ok(Before::ToAgent(turn(None, None, false)));
+        }
+        let only = self.mode == ReplayMode::Only;
+        let (outcome, recorded) = if !asked.step.replay {
+            (Verdict::Fallback(Fallback::Miss(Miss::OptedOut)), None)
+        } else if let Some(previous) = self
+            .usable(&key)
+            .filter(|_| !only && self.audits(asked.step.step_id))
+        {
+            return Ok(Before::ToAgent(turn(None, Some(previous), true)));
+        } else {
+            tokio::select! {
+                tried = self.try_step(&key, asked) => tried,
+                stopped = stop => return Err(stopped),
+            }
+        };
+        Ok(match (outcome, recorded) {
+            (outcome @ Verdict::Replayed { .. }, Some(recorded)) => {
+                let (message, info) = replayed(&recorded, &outcome, &self.placeholders);
+                let (took, varied) = match outcome {
+                    Verdict::Replayed { took, varied, .. } => (took, varied),
+                    Verdict::Fallback(_) => (Duration::ZERO, Vec::new()),
+                };
+                self.told
+                    .replayed(&self.placeholders, asked.id, asked.instruction, &recorded);
+                self.age(recorded.step, &varied);
+                Before::Replayed(Replayed {
+                    message,
+                    info,
+                    took,
+                })
+            }
+            (Verdict::Fallback(why), _) if only => {
+                // A drift is not "no recording": say what stopped the replay.
+                let message = match &why {
+                    Fallback::Miss(_) | Fallback::Unreadable(_) => format!(
+                        "no usable recording ([replay] mode = \"only\" asks no agent): {why}"
+                    ),
+                    _ => format!("not replayed ([replay] mode = \"only\" asks no agent): {why}"),
+                };
+                let mut info = by_the_agent(Some(&why));
+                info.mode = StepMode::NotReplayed;
+                Before::NoAgent { message, info }
+            }
+            (Verdict::Fallback(why), previous) => {
+                // A drift mid-step: the agent is told which of its actions already ran.
+                let stopped = match &why {
+                    // An element not found on the page: that action never ran.
+                    Fallback::Drift(d) | Fallback::SoftDrift { drift: d, .. } => {
+                        Some((d.action, d.field != "element"))
+                    }
+                    Fallback::Failed { action, .. } => Some((*action, false)),
+                    _ => None,
+                };
+                if let (Some((at, drifted)), Some(recorded)) = (stopped, previous.as_ref()) {
+                    self.told
+                        .partial(&self.placeholders, asked.id, recorded, at, drifted);
+                }
+                Before::ToAgent(turn(Some(why), previous, false))
+            }
+            (Verdict::Replayed { .. }, None) => Before::ToAgent(turn(None, None, false)),
+        })
+    }
+
+    /// The recording stage, after the agent's turn: an audited failure's recording deleted (its
+    /// `message` says so), and whether the pass can be recorded.
+    pub fn after(&mut self, turn: AgentTurn, step: AgentStep<'_>, message: &mut String) -> After {
+        let after = self.decide(turn, &step, message);
+        // The last page the agent was shown, for the refs of the next step.
+        if let Some(last) = last_snapshot(step.tool_calls, self.browser_output_dir()) {
+            self.last_snapshot = Some(last);
+        }
+        after
+    }
+
+    fn decide(&mut self, turn: AgentTurn, step: &AgentStep<'_>, message: &mut String) -> After {
+        let mut info = by_the_agent(turn.fallback.as_ref());
+        info.audited = turn.audited;
+        let failed = !matches!(step.status, StepStatus::Ok | StepStatus::Warn);
+        if turn.audited && failed {
+            info.audit_disagreed = true;
+            let deleted = match self.forget(turn.key.step) {
+                Ok(()) => "its recording was deleted".to_string(),
+                Err(e) => format!("its recording could not be deleted: {e}"),
+            };
+            *message =
+                format!("{message} (audit: replay would have passed a failing step; {deleted})");
+        }
+        if !matches!(self.mode, ReplayMode::Auto | ReplayMode::Record) {
+            return After::Done(info);
+        }
+        if step.judged != StepStatus::Ok || failed {
+            add_note(
+                &mut info,
+                format!(
+                    "not recorded: the step ended {}, and only a step the agent passed (RESULT OK) \
+                     is recorded",
+                    step.status.as_str()
+                ),
+            );
+            return After::Done(info);
+        }
+        let ctx = CallsContext {
+            placeholders: &self.placeholders,
+            agent_cwd: &self.agent_cwd,
+            last_snapshot: self.last_snapshot.as_ref(),
+            browser_output_dir: self.browser_output_dir(),
+        };
+        match actions_of(&ctx, step.console_calls, step.tool_calls) {
+            Ok(actions) => {
+                let described = actions
+                    .iter()
+                    .map(|a| self.placeholders.fill(&a.describe()))
+                    .collect();
+                After::AskFacts(PendingRecord {
+                    turn,
+                    actions,
+                    info,
+                    described,
+                })
+            }
+            Err(why) => {
+                add_note(&mut info, format!("not recorded: {why}"));
+                After::Done(info)
+            }
+        }
+    }
+
+    /// Writes the agent's pass with the facts it stated (each must hold on the outputs it saw,
+    /// else the step is not recorded). `cost_usd`: what the step cost, kept as what a replay saves.
+    pub fn record(
+        &mut self,
+        pending: PendingRecord,
+        answer: FactsAnswer,
+        cost_usd: Option<f64>,
+    ) -> StepReplay {
+        let PendingRecord {
+            turn,
+            actions,
+            mut info,
+            ..
+        } = pending;
+        let facts = match answer {
+            FactsAnswer::NotAnswered(note) => {
+                add_note(&mut info, note);
+                Vec::new()
+            }
+            // Stored as the outputs are: with this session's values as placeholders.
+            FactsAnswer::Stated(stated) if stated.is_empty() => {
+                add_note(
+                    &mut info,
+                    "the agent stated no facts its pass rested on: its replays compare exactly"
+                        .into(),
+                );
+                Vec::new()
+            }
+            FactsAnswer::Stated(stated) => {
+                let stated: Vec<String> =
+                    stated.iter().map(|f| self.placeholders.insert(f)).collect();
+                match held_on_recording(&stated, &actions) {
+                    Ok(facts) => facts,
+                    Err(why) => {
+                        add_note(&mut info, format!("not recorded: {why}"));
+                        return info;
+                    }
+                }
+            }
+        };
+        info.facts = facts.clone();
+        let soft: &[(usize, Position)] = match &turn.fallback {
+            Some(Fallback::SoftDrift { learn, .. }) => learn,
+            _ => &[],
+        };
+        let previous = turn.previous.as_ref().map(|p| (p, soft));
+        match self.write(&turn, actions, cost_usd, previous, facts) {
+            Ok(()) => info.recorded = true,
+            Err(why) => add_note(&mut info, format!("not recorded: {why}")),
+        }
+        info
+    }
+
+    /// Where the agent's Playwright MCP writes the snapshot files its answers link to.
+    fn browser_output_dir(&self) -> Option<&Path> {
+        self.browser.as_ref().and_then(BrowserReplay::output_dir)
+    }
+
+    fn key(&self, step: &PlannedStep, instruction: &str) -> StepKey {
+        StepKey {
+            step: step.step_id,
+            provenance: step.provenance(),
+            instruction_hash: instruction_hash(&self.placeholders, instruction),
+            provider: self.provider.clone(),
+        }
+    }
+
+    /// Replays the step's recording, when it has a usable one.
+    async fn try_step(
+        &self,
+        key: &StepKey,
+        asked: &StepAsked<'_>,
+    ) -> (Verdict, Option<RecordedStep>) {
+        let recording = match &self.recording {
+            Ok(r) => r,
+            Err(why) => return (Verdict::Fallback(Fallback::Unreadable(why.clone())), None),
+        };
+        let recorded = match recording.lookup(key, chrono::Utc::now(), self.max_age_days) {
+            Ok(step) => step.clone(),
+            Err(miss) => {
+                let miss = if recording.steps.is_empty() {
+                    Miss::NoFile
+                } else {
+                    miss
+                };
+                return (Verdict::Fallback(Fallback::Miss(miss)), None);
+            }
+        };
+        let ctx = ReplayContext {
+            console: asked.console,
+            placeholders: &self.placeholders,
+            normalizer: &self.normalizer,
+            run_id: asked.run_id.to_string(),
+            step_id: u32::try_from(key.step).unwrap_or(u32::MAX),
+            // As the agent's own shell tool ran it: with the step's id.
+            env: self
+                .env
+                .iter()
+                .filter(|(name, _)| name != "BUGATTI_STEP_ID")
+                .cloned()
+                .chain([("BUGATTI_STEP_ID".to_string(), key.step.to_string())])
+                .collect(),
+            action_timeout: ACTION_TIMEOUT,
+            instruction: asked.instruction.to_string(),
+            session_started: self.started_at,
+            agent_cwd: self.agent_cwd.clone(),
+        };
+        let tools = AgentTools {
+            shell: AgentShell::of_provider(&recorded.provider),
+            browser: self.browser.as_ref(),
+        };
+        (replay_step(&ctx, tools, &recorded).await, Some(recorded))
+    }
+
+    /// `[replay] audit` picks this step today: it goes to the agent although it could replay.
+    fn audits(&self, step: usize) -> bool {
+        let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
+        self.audit.picks(&self.test, step, &today)
+    }
+
+    /// The step's current recording, if it has one this run could replay.
+    fn usable(&self, key: &StepKey) -> Option<RecordedStep> {
+        let recording = self.recording.as_ref().ok()?;
+        recording
+            .lookup(key, chrono::Utc::now(), self.max_age_days)
+            .ok()
+            .cloned()
+    }
+
+    /// Deletes the step's recording (an audit found it would have passed a failing step).
+    fn forget(&mut self, step: usize) -> Result<(), String> {
+        let Ok(recording) = &mut self.recording else {
+            return Ok(());
+        };
+        recording.steps.retain(|s| s.step != step);
+        store::save(&self.path, recording).map_err(|e| e.to_string())
+    }
+
+    /// After a replayed step: a learned position seen varying starts its count again, the others
+    /// count one more quiet replay, and one quiet for
+    /// [`super::domains::EXPIRES_AFTER`] replays is exact again. The recording is
+    /// written only when a count changed.
+    fn age(&mut self, step: usize, varied: &[(usize, Position)]) {
+        let Ok(recording) = &mut self.recording else {
+            return;
+        };
+        let Some(recorded) = recording.steps.iter_mut().find(|s| s.step == step) else {
+            return;
+        };
+        let changed = super::record::age(recorded, varied);
+        if changed {
+            if let Err(e) = store::save(&self.path, recording) {
+                tracing::warn!("replay: could not write {}: {e}", self.path.display());
+            }
+        }
+    }
+
+    /// Writes the agent's pass of a step into the recording. `previous`: the recording the step
+    /// had (a drift or an audit), with the positions a soft drift found: what varied while the
+    /// agent passed is learned as volatile.
+    fn write(
+        &mut self,
+        turn: &AgentTurn,
+        mut actions: Vec<Action>,
+        cost_usd: Option<f64>,
+        previous: Option<(&RecordedStep, &[(usize, Position)])>,
+        facts: Vec<String>,
+    ) -> Result<(), String> {
+        let instruction = turn.instruction.as_str();
+        let relations = relations(
+            previous.map(|(old, _)| old),
+            &actions,
+            &self.normalizer,
+            instruction,
+        );
+        // Without stated facts the step is compared exactly: nothing is learned for it.
+        let exact = facts.is_empty();
+        if let Some((old, soft)) = previous.filter(|_| !exact) {
+            let learning = Learning {
+                instruction,
+                previous_window: Some((
+                    old.run_started_at.unwrap_or(old.recorded_at),
+                    old.recorded_at,
+                )),
+                window: (self.started_at, chrono::Utc::now()),
+            };
+            learn(old, &mut actions, soft, &self.normalizer, &learning);
+        }
+        let run_started_at = Some(self.started_at);
+        // A file we could not read is replaced by a good one.
+        let recording = match &mut self.recording {
+            Ok(r) => r,
+            slot @ Err(_) => {
+                *slot = Ok(Recording::new(self.test.clone()));
+                match slot {
+                    Ok(r) => r,
+                    Err(why) => return Err(why.clone()),
+                }
+            }
+        };
+        let key = &turn.key;
+        recording.upsert(RecordedStep {
+            step: key.step,
+            provenance: key.provenance.clone(),
+            instruction_hash: key.instruction_hash.clone(),
+            provider: key.provider.clone(),
+            recorded_at: chrono::Utc::now(),
+            run_started_at,
+            cost_usd,
+            actions,
+            relations: Some(relations),
+            facts: Some(facts),
+        });
+        store::save(&self.path, recording).map_err(|e| e.to_string())
+    }
+}
+
+/// The built-in variables whose values differ every session.
+fn is_volatile_builtin(name: &str) -> bool {
+    matches!(
+        name,
+        "BUGATTI_RUN_ID"
+            | "BUGATTI_SESSION_ID"
+            | "BUGATTI_RUN_DIR"
+            | "BUGATTI_WORKDIR"
+            | "BUGATTI_PROJECT_ROOT"
+    )
+}
+
+/// `stated` when every fact parses and holds on the outputs of `actions` as recorded; else why
+/// not (the step is then not recorded).
+fn held_on_recording(stated: &[String], actions: &[Action]) -> Result<Vec<String>, String> {
+    let facts = super::facts::parse(stated, actions.len())
+        .map_err(|e| format!("a fact the agent stated is not one: {e}"))?;
+    let outputs = super::replayer::compared_outputs(actions);
+    match super::facts::first_false(&facts, &outputs, &outputs, chrono::Utc::now()) {
+        Some((fact, why)) => Err(format!(
+            "the fact `{}` the agent stated does not hold on the outputs it saw: {why}",
+            fact.text
+        )),
+        None => Ok(stated.to_vec()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The stage on its own: a pass recorded through `after`/`record`, then replayed by `before`
+    //! in the next session (real shell commands, no console, no agent).
+
+    use super::*;
+    use crate::providers::tool_calls::ShellRun;
+
+    fn session(dir: &Path, mode: ReplayMode, audit: f64) -> ReplaySession {
+        ReplaySession::open(Setup {
+            mode,
+            provider: "claude".into(),
+            test: "t.test.toml".into(),
+            path: store::recording_path(&dir.join("replays"), Path::new("t.test.toml")),
+            placeholders: Placeholders::new(Vec::new(), Vec::new()),
+            ignore: &[],
+            max_age_days: 30,
+            audit: crate::model::replay::AuditShare::new(audit).expect("a share"),
+            env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
+            agent_cwd: dir.to_path_buf(),
+        })
+    }
+
+    fn step() -> PlannedStep {
+        PlannedStep {
+            step_id: 1,
+            source_file: "t.test.toml".into(),
+            source_index: 0,
+            include_chain: Vec::new(),
+            instruction: "check the value".into(),
+            timeout_secs: None,
+            checkpoint: None,
+            setup: false,
+            skip: false,
+            replay: true,
+            source_span: 0..0,
+        }
+    }
+
+    fn shell_call(command: &str, output: &str) -> ToolCall {
+        ToolCall {
+            at: std::time::Instant::now(),
+            tool: "Bash".into(),
+            shell: Some(ShellRun {
+                command: command.into(),
+                exit_code: Some(0),
+                output: output.into(),
+                timeout_ms: None,
+            }),
+            unreplayable: None,
+            input: serde_json::Value::Null,
+            answer: None,
+        }
+    }
+
+    async fn before(replay: &mut ReplaySession, step: &PlannedStep) -> Before {
+        let asked = StepAsked {
+            step,
+            id: 1,
+            instruction: "check the value",
+            console: None,
+            run_id: "session-unit-test",
+        };
+        match replay.before(&asked, std::future::pending::<()>()).await {
+            Ok(before) => before,
+            Err(()) => unreachable!("never stopped"),
+        }
+    }
+
+    /// The agent passes the step with `calls`, is asked the facts question, answers `facts`.
+    async fn agent_passes(
+        replay: &mut ReplaySession,
+        calls: &[ToolCall],
+        facts: FactsAnswer,
+    ) -> StepReplay {
+        let step = step();
+        let Before::ToAgent(turn) = before(replay, &step).await else {
+            panic!("a step without a recording goes to the agent");
+        };
+        let mut message = "the value is 41".to_string();
+        let agent = AgentStep {
+            status: StepStatus::Ok,
+            judged: StepStatus::Ok,
+            console_calls: &[],
+            tool_calls: calls,
+        };
+        let After::AskFacts(pending) = replay.after(turn, agent, &mut message) else {
+            panic!("a pass with a command is recorded once its facts are stated");
+        };
+        assert!(
+            pending.question().contains("cat value.txt"),
+            "{}",
+            pending.question()
+        );
+        replay.record(pending, facts, Some(0.02))
+    }
+
+    #[tokio::test]
+    async fn a_recorded_pass_replays_in_the_next_session_and_says_why() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("value.txt"), "value=41\n").expect("write");
+        let mut first = session(dir.path(), ReplayMode::Auto, 0.0);
+        let calls = [shell_call("cat value.txt", "value=41\n")];
+        let info = agent_passes(
+            &mut first,
+            &calls,
+            FactsAnswer::Stated(vec!["1 contains \"value=41\"".into()]),
+        )
+        .await;
+        assert!(info.recorded, "{info:?}");
+        assert_eq!(info.facts, vec!["1 contains \"value=41\"".to_string()]);
+
+        let mut next = session(dir.path(), ReplayMode::Auto, 0.0);
+        let Before::Replayed(replayed) = before(&mut next, &step()).await else {
+            panic!("an unchanged step replays");
+        };
+        assert!(
+            replayed
+                .message
+                .starts_with("replayed: all 1 recorded actions ran again and matched; 1 fact held"),
+            "{}",
+            replayed.message
+        );
+        assert_eq!(replayed.info.mode, StepMode::Replayed);
+        assert_eq!(replayed.info.cost_saved_usd, Some(0.02));
+        // The agent, when it is next needed, is told what ran without it.
+        let told = next.take_summary().expect("a summary");
+        assert!(
+            told.contains("$ shell cat value.txt\n    value=41"),
+            "{told}"
+        );
+        assert_eq!(next.take_summary(), None, "told once");
+    }
+
+    #[tokio::test]
+    async fn a_changed_output_goes_to_the_agent_which_is_told_what_differed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("value.txt"), "value=41\n").expect("write");
+        let mut first = session(dir.path(), ReplayMode::Auto, 0.0);
+        let calls = [shell_call("cat value.txt", "value=41\n")];
+        let info = agent_passes(&mut first, &calls, FactsAnswer::Stated(Vec::new())).await;
+        assert!(info.recorded, "{info:?}");
+        assert!(
+            info.note
+                .as_deref()
+                .is_some_and(|n| n.contains("compare exactly")),
+            "{info:?}"
+        );
+
+        std::fs::write(dir.path().join("value.txt"), "value=40\n").expect("write");
+        let mut next = session(dir.path(), ReplayMode::Auto, 0.0);
+        let Before::ToAgent(turn) = before(&mut next, &step()).await else {
+            panic!("a changed output is never replayed");
+        };
+        assert!(
+            matches!(turn.fallback, Some(Fallback::Drift(_))),
+            "{:?}",
+            turn.fallback.map(|f| f.to_string())
+        );
+        let told = next.take_summary().expect("a summary");
+        assert!(told.contains("output differed"), "{told}");
+    }
+
+    #[tokio::test]
+    async fn a_stated_fact_that_does_not_hold_on_what_the_agent_saw_is_not_recorded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("value.txt"), "value=41\n").expect("write");
+        let mut first = session(dir.path(), ReplayMode::Auto, 0.0);
+        let calls = [shell_call("cat value.txt", "value=41\n")];
+        let info = agent_passes(
+            &mut first,
+            &calls,
+            FactsAnswer::Stated(vec!["1 contains \"value=42\"".into()]),
+        )
+        .await;
+        assert!(!info.recorded, "{info:?}");
+        let note = info.note.unwrap_or_default();
+        assert!(
+            note.contains("does not hold on the outputs it saw"),
+            "{note}"
+        );
+        let mut next = session(dir.path(), ReplayMode::Auto, 0.0);
+        assert!(matches!(
+            before(&mut next, &step()).await,
+            Before::ToAgent(_)
+        ));
+    }
+
+    #[tokio::test]
+    async fn only_mode_without_a_recording_fails_the_step_and_asks_no_agent() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut only = session(dir.path(), ReplayMode::Only, 0.0);
+        let Before::NoAgent { message, info } = before(&mut only, &step()).await else {
+            panic!("`only` never goes to the agent");
+        };
+        assert!(message.starts_with("no usable recording"), "{message}");
+        assert_eq!(info.mode, StepMode::NotReplayed);
+    }
+
+    #[tokio::test]
+    async fn an_audit_the_agent_fails_deletes_the_recording() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("value.txt"), "value=41\n").expect("write");
+        let mut first = session(dir.path(), ReplayMode::Auto, 0.0);
+        let calls = [shell_call("cat value.txt", "value=41\n")];
+        let info = agent_passes(&mut first, &calls, FactsAnswer::Stated(Vec::new())).await;
+        assert!(info.recorded, "{info:?}");
+
+        let mut audited = session(dir.path(), ReplayMode::Auto, 1.0);
+        let Before::ToAgent(turn) = before(&mut audited, &step()).await else {
+            panic!("an audited step goes to the agent although it could replay");
+        };
+        let mut message = "the value is wrong".to_string();
+        let failed = AgentStep {
+            status: StepStatus::Error,
+            judged: StepStatus::Error,
+            console_calls: &[],
+            tool_calls: &calls,
+        };
+        let After::Done(info) = audited.after(turn, failed, &mut message) else {
+            panic!("a failed step is not recorded");
+        };
+        assert!(info.audited && info.audit_disagreed, "{info:?}");
+        assert!(
+            message.ends_with(
+                "(audit: replay would have passed a failing step; its recording was deleted)"
+            ),
+            "{message}"
+        );
+        let mut next = session(dir.path(), ReplayMode::Auto, 0.0);
+        assert!(matches!(
+            before(&mut next, &step()).await,
+            Before::ToAgent(_)
+        ));
+    }
+}

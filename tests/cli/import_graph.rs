@@ -1,0 +1,339 @@
+//! The house keeps its floor plan: among the files of one room (`src/model`, `src/replay`,
+//! `src/report`) no import runs in a circle. A circle means no file of it can be read, tested or
+//! moved without the others; the room's order (what is built on what) is lost. The graph is read
+//! from the code itself (`syn`): every `use` and every path that names a module of the crate
+//! (`crate::…`, `super::…`, `self::…`, or a child module by name), test modules included.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use syn::visit::Visit;
+
+/// The rooms whose files must not import in a circle.
+const ROOMS: &[&str] = &["replay"];
+
+fn src() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// A module of the crate, as its path from the crate root (`["replay", "format"]`).
+type ModPath = Vec<String>;
+
+/// Every module file of the library under `src` (the binaries' own files excluded).
+fn module_files(src: &Path) -> BTreeMap<ModPath, PathBuf> {
+    let mut files = BTreeMap::new();
+    for entry in walkdir::WalkDir::new(src)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("rs") {
+            continue;
+        }
+        let rel = path.strip_prefix(src).expect("under src");
+        if rel.starts_with("bin") {
+            continue;
+        }
+        let mut segments: ModPath = rel
+            .with_extension("")
+            .iter()
+            .map(|s| s.to_string_lossy().into_owned())
+            .collect();
+        if matches!(segments.last().map(String::as_str), Some("mod" | "lib")) {
+            segments.pop();
+        }
+        files.insert(segments, path.to_path_buf());
+    }
+    files
+}
+
+/// Collects the module paths one file names.
+struct Names<'a> {
+    /// The module the code being visited is in (the file's, then its inline modules').
+    here: ModPath,
+    /// The child modules declared (`mod x;`) at each inline depth: `x::f()` names them.
+    children: Vec<BTreeSet<String>>,
+    files: &'a BTreeMap<ModPath, PathBuf>,
+    named: BTreeSet<ModPath>,
+}
+
+impl Names<'_> {
+    /// `segments` made absolute from `self.here`, when it starts at a module of the crate.
+    fn absolute(&self, segments: &[String]) -> Option<ModPath> {
+        let first = segments.first()?;
+        let mut base = match first.as_str() {
+            "crate" => Vec::new(),
+            "self" => self.here.clone(),
+            "super" => self.here.clone(),
+            name if self.children.last().is_some_and(|c| c.contains(name)) => {
+                let mut base = self.here.clone();
+                base.push(name.to_string());
+                return Some(
+                    base.into_iter()
+                        .chain(segments[1..].iter().cloned())
+                        .collect(),
+                );
+            }
+            _ => return None,
+        };
+        let mut rest = &segments[1..];
+        if first == "super" {
+            base.pop();
+        }
+        while rest.first().map(String::as_str) == Some("super") {
+            base.pop();
+            rest = &rest[1..];
+        }
+        Some(base.into_iter().chain(rest.iter().cloned()).collect())
+    }
+
+    /// The module file a path names: its longest prefix that is one.
+    fn note(&mut self, segments: &[String]) {
+        let Some(path) = self.absolute(segments) else {
+            return;
+        };
+        for len in (1..=path.len()).rev() {
+            if self.files.contains_key(&path[..len]) {
+                self.named.insert(path[..len].to_vec());
+                return;
+            }
+        }
+    }
+
+    fn use_tree(&mut self, prefix: &mut Vec<String>, tree: &syn::UseTree) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                self.use_tree(prefix, &p.tree);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                prefix.push(n.ident.to_string());
+                self.note(prefix);
+                prefix.pop();
+            }
+            syn::UseTree::Rename(r) => {
+                prefix.push(r.ident.to_string());
+                self.note(prefix);
+                prefix.pop();
+            }
+            syn::UseTree::Glob(_) => self.note(prefix),
+            syn::UseTree::Group(g) => {
+                for tree in &g.items {
+                    self.use_tree(prefix, tree);
+                }
+            }
+        }
+    }
+}
+
+/// The `mod x;` declarations among `items`.
+fn declared_children(items: &[syn::Item]) -> BTreeSet<String> {
+    items
+        .iter()
+        .filter_map(|item| match item {
+            syn::Item::Mod(m) if m.content.is_none() => Some(m.ident.to_string()),
+            _ => None,
+        })
+        .collect()
+}
+
+impl<'ast> Visit<'ast> for Names<'_> {
+    fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+        self.use_tree(&mut Vec::new(), &item.tree);
+    }
+
+    fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
+        let Some((_, items)) = &item.content else {
+            return;
+        };
+        self.here.push(item.ident.to_string());
+        self.children.push(declared_children(items));
+        for item in items {
+            self.visit_item(item);
+        }
+        self.children.pop();
+        self.here.pop();
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        let segments: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        self.note(&segments);
+        syn::visit::visit_path(self, path);
+    }
+}
+
+/// Each module file of the crate and the module files it names (itself left out).
+fn import_graph(src: &Path) -> BTreeMap<ModPath, BTreeSet<ModPath>> {
+    let files = module_files(src);
+    let mut graph = BTreeMap::new();
+    for (module, path) in &files {
+        let text = std::fs::read_to_string(path).expect("read a source file");
+        let file =
+            syn::parse_file(&text).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()));
+        let mut names = Names {
+            here: module.clone(),
+            children: vec![declared_children(&file.items)],
+            files: &files,
+            named: BTreeSet::new(),
+        };
+        names.visit_file(&file);
+        names.named.remove(module);
+        graph.insert(module.clone(), names.named);
+    }
+    graph
+}
+
+/// The strongly connected components of `graph` with more than one member (Tarjan).
+fn circles(graph: &BTreeMap<ModPath, BTreeSet<ModPath>>) -> Vec<Vec<ModPath>> {
+    struct Walk<'g> {
+        graph: &'g BTreeMap<ModPath, BTreeSet<ModPath>>,
+        index: BTreeMap<&'g ModPath, usize>,
+        low: BTreeMap<&'g ModPath, usize>,
+        stack: Vec<&'g ModPath>,
+        on_stack: BTreeSet<&'g ModPath>,
+        found: Vec<Vec<ModPath>>,
+    }
+    impl<'g> Walk<'g> {
+        fn visit(&mut self, node: &'g ModPath) {
+            let n = self.index.len();
+            self.index.insert(node, n);
+            self.low.insert(node, n);
+            self.stack.push(node);
+            self.on_stack.insert(node);
+            for next in self.graph.get(node).into_iter().flatten() {
+                let Some((next, _)) = self.graph.get_key_value(next) else {
+                    continue;
+                };
+                if !self.index.contains_key(next) {
+                    self.visit(next);
+                    let low = self.low[node].min(self.low[next]);
+                    self.low.insert(node, low);
+                } else if self.on_stack.contains(next) {
+                    let low = self.low[node].min(self.index[next]);
+                    self.low.insert(node, low);
+                }
+            }
+            if self.low[node] == self.index[node] {
+                let mut component = Vec::new();
+                while let Some(member) = self.stack.pop() {
+                    self.on_stack.remove(member);
+                    component.push(member.clone());
+                    if member == node {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    component.sort();
+                    self.found.push(component);
+                }
+            }
+        }
+    }
+    let mut walk = Walk {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on_stack: BTreeSet::new(),
+        found: Vec::new(),
+    };
+    for node in graph.keys() {
+        if !walk.index.contains_key(node) {
+            walk.visit(node);
+        }
+    }
+    walk.found
+}
+
+/// The graph among the files of `room` alone.
+fn room_graph(
+    graph: &BTreeMap<ModPath, BTreeSet<ModPath>>,
+    room: &str,
+) -> BTreeMap<ModPath, BTreeSet<ModPath>> {
+    let inside = |m: &ModPath| m.first().map(String::as_str) == Some(room);
+    graph
+        .iter()
+        .filter(|(m, _)| inside(m))
+        .map(|(m, named)| {
+            (
+                m.clone(),
+                named.iter().filter(|n| inside(n)).cloned().collect(),
+            )
+        })
+        .collect()
+}
+
+fn show(component: &[ModPath]) -> String {
+    component
+        .iter()
+        .map(|m| m.join("::"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+#[test]
+fn no_room_imports_in_a_circle() {
+    let graph = import_graph(&src());
+    let mut found = Vec::new();
+    for room in ROOMS {
+        let room_graph = room_graph(&graph, room);
+        for component in circles(&room_graph) {
+            // The edges inside the circle: one of them is to go.
+            let edges: Vec<String> = component
+                .iter()
+                .flat_map(|from| {
+                    room_graph[from]
+                        .iter()
+                        .filter(|to| component.contains(to))
+                        .map(move |to| format!("    {} -> {}", from.join("::"), to.join("::")))
+                })
+                .collect();
+            found.push(format!(
+                "src/{room}: {{{}}}\n{}",
+                show(&component),
+                edges.join("\n")
+            ));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "import circles among a room's files (each file of a circle names another of it; \
+         break it by moving the shared piece down into a file of its own):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The check sees a circle: two files of a room that import each other, written to a scratch
+/// crate tree, are found (a checker that finds nothing proves nothing).
+#[test]
+fn the_check_finds_a_circle() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path();
+    std::fs::create_dir_all(src.join("replay")).expect("mkdir");
+    std::fs::write(src.join("lib.rs"), "pub mod replay;\n").expect("write");
+    std::fs::write(
+        src.join("replay/mod.rs"),
+        "pub mod format;\npub mod store;\npub mod verdict;\n",
+    )
+    .expect("write");
+    std::fs::write(
+        src.join("replay/format.rs"),
+        "use super::store::Store;\npub struct Format;\n",
+    )
+    .expect("write");
+    std::fs::write(
+        src.join("replay/store.rs"),
+        "pub struct Store;\npub fn load() -> crate::replay::verdict::Verdict { todo!() }\n",
+    )
+    .expect("write");
+    std::fs::write(
+        src.join("replay/verdict.rs"),
+        "pub struct Verdict(super::format::Format);\n#[cfg(test)]\nmod tests { use super::*; }\n",
+    )
+    .expect("write");
+    let found = circles(&room_graph(&import_graph(src), "replay"));
+    assert_eq!(
+        found.iter().map(|c| show(c)).collect::<Vec<_>>(),
+        vec!["replay::format, replay::store, replay::verdict".to_string()]
+    );
+}
