@@ -9,7 +9,7 @@ use std::str::FromStr;
 use toml::Spanned;
 
 use super::config::{CommandKind, CommandScope, CommandSection, RestartPolicy};
-use super::layers::{known_list, origin, problem, Layer, LayerProblem, Origin};
+use super::sourced::{known_list, origin, problem, Layer, LayerProblem, Origin};
 
 pub const DEFAULT_READINESS_INTERVAL_MS: u64 = 50;
 pub const DEFAULT_READINESS_TIMEOUT_SECS: u64 = 60;

@@ -30,6 +30,7 @@ pub mod redact;
 pub mod replay;
 pub mod revision;
 pub mod shard;
+pub mod sourced;
 pub mod substitute;
 pub mod test_file;
 pub mod toml_read;

@@ -1,66 +1,9 @@
 //! The options of `start` / `test` (docs/getting-started.md "Commands") as plain data, independent of the CLI
 //! parser.
 
-use std::fmt;
 use std::path::PathBuf;
-use std::str::FromStr;
 
-/// `--shard K/N`: the K-th (1-based) of N deterministic slices of the discovered root tests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Shard {
-    pub index: usize,
-    pub count: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ShardError {
-    #[error("--shard `{0}` is not of the form K/N (for example 1/3)")]
-    Form(String),
-    #[error("--shard `{0}`: K and N must be whole numbers")]
-    Number(String),
-    #[error("--shard `{0}`: N must be at least 1")]
-    ZeroCount(String),
-    #[error("--shard `{0}`: K must be between 1 and N ({1})")]
-    OutOfRange(String, usize),
-}
-
-impl FromStr for Shard {
-    type Err = ShardError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (k, n) = s
-            .split_once('/')
-            .ok_or_else(|| ShardError::Form(s.to_string()))?;
-        let index: usize = k
-            .trim()
-            .parse()
-            .map_err(|_| ShardError::Number(s.to_string()))?;
-        let count: usize = n
-            .trim()
-            .parse()
-            .map_err(|_| ShardError::Number(s.to_string()))?;
-        if count == 0 {
-            return Err(ShardError::ZeroCount(s.to_string()));
-        }
-        if index == 0 || index > count {
-            return Err(ShardError::OutOfRange(s.to_string(), count));
-        }
-        Ok(Shard { index, count })
-    }
-}
-
-impl fmt::Display for Shard {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.index, self.count)
-    }
-}
-
-impl Shard {
-    /// Whether the root test at `position` (0-based, in sorted discovery order) is in this shard.
-    /// Round-robin, so every test lands in exactly one shard and shards differ in size by ≤ 1.
-    pub fn contains(&self, position: usize) -> bool {
-        position % self.count == self.index - 1
-    }
-}
+pub use super::shard::Shard;
 
 /// Console verbosity: `-q` / default / `-v`. Ordered: a line of level `l` shows when
 /// `l <= verbosity`.

@@ -5,7 +5,7 @@
 //! reports keep it.
 
 use super::diagnostics::did_you_mean;
-use super::layers::Sourced;
+use super::sourced::Sourced;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use toml::Spanned;

@@ -7,7 +7,62 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 
-use super::options::{Shard, ShardError};
+/// `--shard K/N`: the K-th (1-based) of N deterministic slices of the discovered root tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShardError {
+    #[error("--shard `{0}` is not of the form K/N (for example 1/3)")]
+    Form(String),
+    #[error("--shard `{0}`: K and N must be whole numbers")]
+    Number(String),
+    #[error("--shard `{0}`: N must be at least 1")]
+    ZeroCount(String),
+    #[error("--shard `{0}`: K must be between 1 and N ({1})")]
+    OutOfRange(String, usize),
+}
+
+impl FromStr for Shard {
+    type Err = ShardError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (k, n) = s
+            .split_once('/')
+            .ok_or_else(|| ShardError::Form(s.to_string()))?;
+        let index: usize = k
+            .trim()
+            .parse()
+            .map_err(|_| ShardError::Number(s.to_string()))?;
+        let count: usize = n
+            .trim()
+            .parse()
+            .map_err(|_| ShardError::Number(s.to_string()))?;
+        if count == 0 {
+            return Err(ShardError::ZeroCount(s.to_string()));
+        }
+        if index == 0 || index > count {
+            return Err(ShardError::OutOfRange(s.to_string(), count));
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+impl fmt::Display for Shard {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.index, self.count)
+    }
+}
+
+impl Shard {
+    /// Whether the root test at `position` (0-based, in sorted discovery order) is in this shard.
+    /// Round-robin, so every test lands in exactly one shard and shards differ in size by ≤ 1.
+    pub fn contains(&self, position: usize) -> bool {
+        position % self.count == self.index - 1
+    }
+}
 
 /// `--shard K/N` or `--shard auto`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

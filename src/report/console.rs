@@ -20,7 +20,7 @@ use crate::report::console_text::{
 };
 use crate::report::events::{summarize_instruction, CheckpointState, Event, EventKind, SetupState};
 use crate::report::live_term::LineTerm;
-use crate::report::printable::{escape_controls, Newlines};
+use crate::report::printable::{escape_controls, secs, Newlines};
 use crate::report::run_record::RunRecord;
 use crate::report::scrub::Redactor;
 use crate::report::suite::SuiteSummary;
@@ -191,15 +191,6 @@ pub fn run_label(test_file: &str, run_id: &str) -> String {
         chars[chars.len().saturating_sub(6)..].iter().collect()
     };
     format!("{stem} {tail}")
-}
-
-/// A duration for people: `420ms`, `3.2s`.
-pub fn secs(ms: u64) -> String {
-    if ms < 1000 {
-        format!("{ms}ms")
-    } else {
-        format!("{:.1}s", ms as f64 / 1000.0)
-    }
 }
 
 fn outcome_word(outcome: RunOutcome) -> &'static str {

@@ -1,12 +1,13 @@
 //! One console line per event: the words of each event kind, and whether the plain console
 //! prints it at `Normal` verbosity or only at `Verbose`.
 
+use crate::model::options::Verbosity;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::model::replay::{StepMode, StepReplay};
-use crate::report::console::{secs, Verbosity};
 use crate::report::events::{
     summarize_instruction, CheckpointState, EventKind, PortRetry, SetupState, Usage,
 };
+use crate::report::printable::secs;
 
 use Verbosity::{Normal, Verbose};
 

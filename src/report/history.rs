@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::report::error::ReportError;
 use crate::report::run_record::RunRecord;
-use crate::report::suite::SuiteSummary;
 
 pub use crate::model::history::{
     history_path, read, read_checked, recent_durations, HistoryEntry, HistoryTest, Selection,
@@ -28,7 +27,7 @@ pub fn run_cost(record: &RunRecord) -> Option<f64> {
     (!costs.is_empty()).then(|| costs.iter().sum())
 }
 
-fn sum_opt(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
+pub(crate) fn sum_opt(values: impl Iterator<Item = Option<f64>>) -> Option<f64> {
     values.fold(None, |acc, v| match (acc, v) {
         (None, None) => None,
         (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
@@ -41,73 +40,6 @@ impl HistoryEntry {
     pub fn spent(&self) -> Option<f64> {
         self.cost_usd
             .or((self.agent_steps == 0 && self.replayed_steps > 0).then_some(0.0))
-    }
-
-    /// The history line of a finished suite; `records` are every run of it (all attempts).
-    pub fn of(summary: &SuiteSummary, records: &[RunRecord], selection: &Selection) -> Self {
-        let cost_of = |file: &str| {
-            sum_opt(
-                records
-                    .iter()
-                    .filter(|r| r.identity.test_file == file)
-                    .map(run_cost),
-            )
-        };
-        let mut tests: Vec<HistoryTest> = summary
-            .tests
-            .iter()
-            .map(|t| HistoryTest {
-                test_file: t.test_file.clone(),
-                outcome: t.outcome.as_str().to_string(),
-                passed: t.outcome.is_pass(summary.strict_warnings),
-                flaky: t.flaky,
-                attempts: t.attempts,
-                duration_ms: t.duration_ms,
-                cost_usd: cost_of(&t.test_file),
-                quarantined: t.quarantined,
-                runs: crate::report::stability::history_runs(records, &t.test_file),
-                agent_error: t.agent_fault,
-            })
-            .collect();
-        tests.extend(summary.not_run.iter().map(|f| HistoryTest {
-            test_file: f.clone(),
-            outcome: NOT_RUN.to_string(),
-            passed: false,
-            flaky: false,
-            attempts: 0,
-            duration_ms: 0,
-            cost_usd: None,
-            quarantined: false,
-            runs: Vec::new(),
-            agent_error: None,
-        }));
-        let cost_usd = sum_opt(tests.iter().map(|t| t.cost_usd));
-        Self {
-            schema_version: crate::report::run_record::SCHEMA_VERSION,
-            suite_id: summary.suite_id.clone(),
-            started_at: summary.started_at,
-            finished_at: summary.finished_at,
-            duration_ms: summary.duration_ms,
-            selection: selection.clone(),
-            tests,
-            cost_usd,
-            replayed_steps: summary.replayed_steps,
-            agent_steps: summary.agent_steps,
-            replay_drift_steps: summary.replay_drift_steps,
-            cost_saved_usd: summary.cost_saved_usd,
-            commit: summary.commit.clone(),
-            dirty: summary.dirty,
-            provider: None,
-            stability: summary
-                .stability
-                .iter()
-                .map(|s| crate::model::history::HistoryClass {
-                    test_file: s.test_file.clone(),
-                    class: s.class,
-                })
-                .collect(),
-            suite_dir: None,
-        }
     }
 
     /// The root tests that did not pass, by test file.

@@ -19,14 +19,13 @@ use crate::model::paths::normalize;
 use crate::report::confined::{self, Refused};
 use crate::report::history::{run_cost, Comparison};
 use crate::report::html_assets::{CSS, JS};
+pub use crate::report::html_escape::escape;
 use crate::report::run_record::{RunRecord, StepRecord};
 use crate::report::suite::{RootTestSummary, SuiteSummary};
 
 mod step;
 mod timeline;
 mod why;
-
-pub use timeline::normalise;
 
 /// A step's transcript shown in the page, at most (failing steps; passing ones get a quarter).
 pub const TRANSCRIPT_STEP_BYTES: usize = 16 * 1024;
@@ -56,26 +55,6 @@ pub struct HtmlInput<'a> {
     pub notes: &'a [String],
     /// Trends of this selection from history (docs/ci.md), when there is an earlier suite.
     pub trends: Option<&'a crate::report::trends::Trends>,
-}
-
-/// HTML-escapes text for element content and quoted attribute values.
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 16);
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            // Control characters (an agent's raw terminal output) are shown, not interpreted.
-            c if c.is_control() && c != '\n' && c != '\t' => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Percent-encodes a relative path or a fragment value for an `href`.

@@ -20,6 +20,7 @@ pub mod harness_log;
 pub mod history;
 pub mod html;
 pub mod html_assets;
+pub mod html_escape;
 pub mod junit;
 pub mod live_term;
 pub mod markdown;

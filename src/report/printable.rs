@@ -56,6 +56,15 @@ pub fn markdown_text(text: &str, newlines: Newlines) -> String {
         .replace('|', "\\|")
 }
 
+/// A duration for people: `420ms`, `3.2s`.
+pub fn secs(ms: u64) -> String {
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else {
+        format!("{:.1}s", ms as f64 / 1000.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,128 +9,16 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
+use crate::model::outcome::{RunOutcome, StepStatus};
 use crate::report::events::{
-    CheckpointAction, CheckpointState, Event, EventKind, PortRetry, Provenance, SetupState, Usage,
+    CheckpointAction, CheckpointState, Event, EventKind, PortRetry, Provenance, Usage,
 };
 
 use crate::model::agent_fault::AgentFaultRecord;
-pub use crate::report::run_plan::{ConfigRow, PlanEntry, PlannedCommand, RunIdentity, RunPlan};
-
-/// What the record knows about one harness command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum CommandStatus {
-    Pending,
-    Running,
-    Ready,
-    Skipped,
-    Exited,
-    Failed,
-    /// A short-lived command stopped at its `timeout_secs`.
-    TimedOut,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct Restart {
-    pub attempt: u32,
-    pub exit_status: String,
-    pub at: DateTime<Utc>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct CommandRecord {
-    pub name: String,
-    pub kind: String,
-    /// `test` (the run's own) | `suite` (started once, shared by every run of the suite).
-    #[serde(default = "test_scope")]
-    pub scope: String,
-    pub status: CommandStatus,
-    pub exit_code: Option<i32>,
-    pub restarts: Vec<Restart>,
-    pub log: String,
-    pub teardown: Option<TeardownState>,
-    /// Why it failed, when it did.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub error: Option<String>,
-    /// The readiness probe that answered.
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub ready_probe: Option<String>,
-    /// Bytes of output past `[supervisor] max_log_bytes`: the log holds the head, and only a
-    /// rolling tail of the rest is kept (`logs/<name>.tail.log`, `.tail.log.1`).
-    #[serde(skip_serializing_if = "Option::is_none", default)]
-    pub log_truncated_bytes: Option<u64>,
-}
-
-fn test_scope() -> String {
-    "test".to_string()
-}
-
-impl CommandRecord {
-    /// A command not started yet.
-    pub fn pending(name: &str, kind: &str, scope: &str, log: String) -> Self {
-        Self {
-            name: name.to_string(),
-            kind: kind.to_string(),
-            scope: scope.to_string(),
-            status: CommandStatus::Pending,
-            exit_code: None,
-            restarts: Vec::new(),
-            log,
-            teardown: None,
-            error: None,
-            ready_probe: None,
-            log_truncated_bytes: None,
-        }
-    }
-
-    /// Brings the command up to date with one of its setup statuses (`at`: when it happened).
-    pub fn apply_setup(&mut self, state: &SetupState, at: DateTime<Utc>) {
-        match state {
-            SetupState::Started => {
-                // A setup retried with fresh ports starts its commands again: the first try's
-                // failure is in `port_retries`, not this command's state.
-                self.status = CommandStatus::Running;
-                self.error = None;
-                self.exit_code = None;
-            }
-            SetupState::Ready { probe } => {
-                // A skipped command's probe still runs; it stays `skipped`.
-                if self.status != CommandStatus::Skipped {
-                    self.status = CommandStatus::Ready;
-                }
-                self.ready_probe = Some(probe.clone());
-            }
-            SetupState::Skipped => self.status = CommandStatus::Skipped,
-            SetupState::Exited { exit_code } => {
-                self.status = CommandStatus::Exited;
-                self.exit_code = *exit_code;
-            }
-            SetupState::Restarted {
-                attempt,
-                exit_status,
-            } => {
-                self.status = CommandStatus::Running;
-                self.restarts.push(Restart {
-                    attempt: *attempt,
-                    exit_status: exit_status.clone(),
-                    at,
-                });
-            }
-            SetupState::Failed { reason, exit_code } => {
-                self.status = CommandStatus::Failed;
-                self.error = Some(reason.clone());
-                if exit_code.is_some() {
-                    self.exit_code = *exit_code;
-                }
-            }
-            SetupState::TimedOut { reason } => {
-                self.status = CommandStatus::TimedOut;
-                self.error = Some(reason.clone());
-            }
-        }
-    }
-}
+pub use crate::report::run_plan::{
+    CommandRecord, CommandStatus, ConfigRow, PlanEntry, PlannedCommand, Restart, RunIdentity,
+    RunPlan,
+};
 
 /// How a `[checkpoint]` command of the run went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

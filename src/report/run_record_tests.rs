@@ -1,7 +1,8 @@
 //! Unit tests of run.json's record: events applied in order, checkpoints.
 
 use super::*;
-use crate::report::events::EventClock;
+use crate::model::outcome::TeardownState;
+use crate::report::events::{EventClock, SetupState};
 
 pub(crate) fn plan() -> RunPlan {
     RunPlan {

@@ -87,9 +87,17 @@ pub struct QuarantineChange {
     pub reason: String,
 }
 
+/// What a suite's end says about stability: the tests classified, the quarantine changes, and
+/// the commit they were seen at.
+pub struct StabilityNews<'a> {
+    pub stability: &'a [Stability],
+    pub quarantine_changes: &'a [QuarantineChange],
+    pub commit: Option<&'a str>,
+}
+
 /// The console's notice at the suite's end: each classified test with its evidence, and each
 /// change of quarantine; `None` when there is neither.
-pub fn console_text(summary: &crate::report::suite::SuiteSummary) -> Option<String> {
+pub fn console_text(summary: &StabilityNews<'_>) -> Option<String> {
     if summary.stability.is_empty() && summary.quarantine_changes.is_empty() {
         return None;
     }
@@ -97,16 +105,15 @@ pub fn console_text(summary: &crate::report::suite::SuiteSummary) -> Option<Stri
     if !summary.stability.is_empty() {
         let commit = summary
             .commit
-            .as_deref()
             .map_or("no commit (not a git repository)".to_string(), |c| {
                 format!("commit {}", c.get(..12).unwrap_or(c))
             });
         let _ = write!(text, "Stability ({commit}):");
-        for s in &summary.stability {
+        for s in summary.stability {
             let _ = write!(text, "\n  {}", s.line());
         }
     }
-    for c in &summary.quarantine_changes {
+    for c in summary.quarantine_changes {
         if !text.is_empty() {
             text.push('\n');
         }
@@ -120,7 +127,7 @@ pub fn console_text(summary: &crate::report::suite::SuiteSummary) -> Option<Stri
 }
 
 /// The `## Stability` section of summary.md (empty when nothing was classified or changed).
-pub fn markdown(summary: &crate::report::suite::SuiteSummary) -> String {
+pub fn markdown(summary: &StabilityNews<'_>) -> String {
     match console_text(summary) {
         None => String::new(),
         Some(text) => {

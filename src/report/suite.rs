@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::model::artifacts::RunPaths;
 use crate::model::outcome::RunOutcome;
 use crate::report::events::Totals;
-use crate::report::history::Comparison;
+use crate::report::history::{run_cost, Comparison, HistoryEntry, HistoryTest, Selection};
 use crate::report::printable::{markdown_text, Newlines};
 use crate::report::run_record::{RunRecord, SCHEMA_VERSION};
 
@@ -483,7 +483,7 @@ impl SuiteSummary {
             s.push('\n');
         }
         s.push_str(&self.quarantine_markdown());
-        s.push_str(&crate::report::stability::markdown(self));
+        s.push_str(&crate::report::stability::markdown(&self.stability_news()));
         if let Some(changes) = &self.changes {
             s.push_str(&changes.to_markdown());
         }
@@ -584,4 +584,85 @@ fn relative_path(from: &Path, to: &str) -> String {
             .map(|c| c.as_os_str().to_string_lossy().into_owned()),
     );
     parts.join("/")
+}
+
+impl SuiteSummary {
+    /// What the suite's end says about stability.
+    pub fn stability_news(&self) -> crate::report::stability::StabilityNews<'_> {
+        crate::report::stability::StabilityNews {
+            stability: &self.stability,
+            quarantine_changes: &self.quarantine_changes,
+            commit: self.commit.as_deref(),
+        }
+    }
+}
+
+/// A finished suite as its line in history.jsonl.
+impl HistoryEntry {
+    /// The history line of a finished suite; `records` are every run of it (all attempts).
+    pub fn of(summary: &SuiteSummary, records: &[RunRecord], selection: &Selection) -> Self {
+        let cost_of = |file: &str| {
+            crate::report::history::sum_opt(
+                records
+                    .iter()
+                    .filter(|r| r.identity.test_file == file)
+                    .map(run_cost),
+            )
+        };
+        let mut tests: Vec<HistoryTest> = summary
+            .tests
+            .iter()
+            .map(|t| HistoryTest {
+                test_file: t.test_file.clone(),
+                outcome: t.outcome.as_str().to_string(),
+                passed: t.outcome.is_pass(summary.strict_warnings),
+                flaky: t.flaky,
+                attempts: t.attempts,
+                duration_ms: t.duration_ms,
+                cost_usd: cost_of(&t.test_file),
+                quarantined: t.quarantined,
+                runs: crate::report::stability::history_runs(records, &t.test_file),
+                agent_error: t.agent_fault,
+            })
+            .collect();
+        tests.extend(summary.not_run.iter().map(|f| HistoryTest {
+            test_file: f.clone(),
+            outcome: crate::report::history::NOT_RUN.to_string(),
+            passed: false,
+            flaky: false,
+            attempts: 0,
+            duration_ms: 0,
+            cost_usd: None,
+            quarantined: false,
+            runs: Vec::new(),
+            agent_error: None,
+        }));
+        let cost_usd = crate::report::history::sum_opt(tests.iter().map(|t| t.cost_usd));
+        Self {
+            schema_version: crate::report::run_record::SCHEMA_VERSION,
+            suite_id: summary.suite_id.clone(),
+            started_at: summary.started_at,
+            finished_at: summary.finished_at,
+            duration_ms: summary.duration_ms,
+            selection: selection.clone(),
+            tests,
+            cost_usd,
+            replayed_steps: summary.replayed_steps,
+            agent_steps: summary.agent_steps,
+            replay_drift_steps: summary.replay_drift_steps,
+            cost_saved_usd: summary.cost_saved_usd,
+            commit: summary.commit.clone(),
+            dirty: summary.dirty,
+            provider: None,
+            stability: summary
+                .stability
+                .iter()
+                .map(|s| crate::model::history::HistoryClass {
+                    test_file: s.test_file.clone(),
+                    class: s.class,
+                })
+                .collect(),
+            suite_dir: None,
+        }
+    }
 }

@@ -135,7 +135,7 @@ impl Trends {
             "<div class=\"meta\">the last {} suites of this selection, oldest first</div><div class=\"charts\">",
             self.suites.len()
         );
-        let secs = crate::report::console::secs;
+        let secs = crate::report::printable::secs;
         out.push_str(&self.chart(
             "pass rate",
             |s| Some(s.pass_rate * 100.0),
@@ -166,7 +166,7 @@ impl Trends {
             s.push_str("</div>");
             s
         };
-        use crate::report::html::escape;
+        use crate::report::html_escape::escape;
         out.push_str(&list(
             "Flip most (pass ↔ fail)",
             self.flips
@@ -182,7 +182,7 @@ impl Trends {
                     format!(
                         "<code>{}</code> {}",
                         escape(t),
-                        crate::report::console::secs(*ms)
+                        crate::report::printable::secs(*ms)
                     )
                 })
                 .collect(),
@@ -211,7 +211,7 @@ impl Trends {
                 s.started_at.format("%Y-%m-%d %H:%M"),
                 id_tail(&s.suite_id),
                 s.pass_rate * 100.0,
-                crate::report::console::secs(s.duration_ms),
+                crate::report::printable::secs(s.duration_ms),
                 s.cost_usd.map_or(String::new(), |c| format!("  ${c:.2}"))
             );
         }
@@ -235,7 +235,7 @@ impl Trends {
             "Slowest",
             self.slowest
                 .iter()
-                .map(|(t, ms)| format!("{t}: {}", crate::report::console::secs(*ms)))
+                .map(|(t, ms)| format!("{t}: {}", crate::report::printable::secs(*ms)))
                 .collect(),
         );
         section(
@@ -281,7 +281,7 @@ impl Trends {
         max: Option<f64>,
         label: impl Fn(f64) -> String,
     ) -> String {
-        use crate::report::html::escape;
+        use crate::report::html_escape::escape;
         let values: Vec<f64> = self
             .suites
             .iter()

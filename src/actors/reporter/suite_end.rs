@@ -313,7 +313,7 @@ impl ReporterState {
             }
             self.args.console.notice(&text, redactor);
         }
-        if let Some(text) = crate::report::stability::console_text(summary) {
+        if let Some(text) = crate::report::stability::console_text(&summary.stability_news()) {
             self.args.console.notice(&text, redactor);
         }
         let shown = self.args.console.shown_path(html_path);

@@ -10,13 +10,14 @@ mod validate;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use toml::Spanned;
 
 use super::commands::{apply_command_fields, new_command, validate_commands};
 pub use super::commands::{CommandConfig, ProbeKind, ReadinessProbe};
+use super::sourced::{known_list, origin, problem};
+pub use super::sourced::{Layer, LayerProblem, Origin, Sourced};
 
 use super::config::{
     CheckpointSection, CommandKind, CommandScope, CommandSection, ConfigFile, KeepWorkspace,
@@ -29,70 +30,6 @@ use super::substitute::{
 
 /// The names of one table with where each was defined.
 type NamedOrigins<'a> = Vec<(&'a String, Option<Origin>)>;
-
-/// Where a value came from, lowest precedence first. Serialized as `default`, `global`,
-/// `project`, `env`, `test`, `flag`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Layer {
-    Default,
-    Global,
-    Project,
-    Env,
-    Test,
-    Flag,
-}
-
-impl Layer {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Layer::Default => "default",
-            Layer::Global => "global config",
-            Layer::Project => "project config",
-            Layer::Env => "environment",
-            Layer::Test => "test overrides",
-            Layer::Flag => "command line",
-        }
-    }
-}
-
-impl fmt::Display for Layer {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// A place in a file: for error messages about a value after parsing.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Origin {
-    pub file: PathBuf,
-    pub span: Range<usize>,
-}
-
-/// A value and the layer it came from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sourced<T> {
-    pub value: T,
-    pub source: Layer,
-    pub origin: Option<Origin>,
-}
-
-impl<T> Sourced<T> {
-    pub fn default_value(value: T) -> Self {
-        Sourced {
-            value,
-            source: Layer::Default,
-            origin: None,
-        }
-    }
-    fn set(&mut self, value: T, source: Layer, origin: Option<Origin>) {
-        *self = Sourced {
-            value,
-            source,
-            origin,
-        };
-    }
-}
 
 pub const DEFAULT_PROVIDER: ProviderKind = ProviderKind::ClaudeCode;
 pub const DEFAULT_STEP_TIMEOUT_SECS: u64 = 300;
@@ -222,20 +159,6 @@ pub struct EffectiveConfig {
     pub replay: crate::model::replay::ReplayConfig,
 }
 
-/// A problem found while layering, before it gets a rendered position.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LayerProblem {
-    pub message: String,
-    pub origin: Option<Origin>,
-}
-
-pub(super) fn problem(message: impl Into<String>, origin: Option<Origin>) -> LayerProblem {
-    LayerProblem {
-        message: message.into(),
-        origin,
-    }
-}
-
 impl Default for EffectiveConfig {
     fn default() -> Self {
         EffectiveConfig {
@@ -289,13 +212,6 @@ impl Default for EffectiveConfig {
     }
 }
 
-pub(super) fn origin(file: &Path, span: Range<usize>) -> Option<Origin> {
-    Some(Origin {
-        file: file.to_path_buf(),
-        span,
-    })
-}
-
 impl SupervisorSettings {
     /// How many failed root tests halt the suite: `max_fail`, else 1 under `fail_fast`.
     pub fn failures_allowed(&self) -> Option<u32> {
@@ -338,19 +254,6 @@ impl EffectiveConfig {
             .iter()
             .map(|(k, v)| (k.clone(), v.value.value.clone()))
             .collect()
-    }
-}
-
-/// The commands defined, for a message about `unknown` (which is not among them), with the
-/// closest name first when one is close: ` (did you mean `api`? defined: api, db)`.
-pub(super) fn known_list<'a>(unknown: &str, names: impl Iterator<Item = &'a String>) -> String {
-    let names: Vec<&str> = names.map(String::as_str).collect();
-    if names.is_empty() {
-        return " (no commands are defined)".to_string();
-    }
-    match super::diagnostics::did_you_mean(unknown, &names) {
-        Some(hint) => format!(" ({hint} defined: {})", names.join(", ")),
-        None => format!(" (defined: {})", names.join(", ")),
     }
 }
 

@@ -2,7 +2,19 @@
 //! every `${NAME}`, command and checkpoint name, each plan's assets and checkpoints; every problem
 //! collected with its file and line, none stopping the others.
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use crate::model::assets::check_assets;
+use crate::model::checkpoint::{artifact_root, name_problem, CheckpointPaths};
+use crate::model::diagnostics::{Problem, Problems};
+use crate::model::layers::{EffectiveConfig, LayerProblem, ProbeKind};
+use crate::model::options::RunOptions;
+use crate::model::paths::relative_to;
+use crate::model::plan::{PlannedStep, TestFiles};
+use crate::model::substitute::{
+    check_known, references, session_vars, SubstError, BUILTIN_NAMES, CHECKPOINT_NAMES,
+};
 
 /// `--skip-cmd` / `--skip-readiness` must name defined commands.
 pub(super) fn check_skip_flags(

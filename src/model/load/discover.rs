@@ -1,7 +1,15 @@
 //! Finding the root tests: the PATH arguments or `[supervisor] tests` globs, walked under the project
 //! root (hidden folders, `.bugatti/`, `target/`, `node_modules/` skipped), sorted by path.
 
-use super::*;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use super::checks::layer_problem_to_problem;
+use super::host::HostEnv;
+use crate::model::diagnostics::{Problem, Problems};
+use crate::model::discovery::{from_globs, resolve_arg, walk_test_files_noting};
+use crate::model::layers::{EffectiveConfig, LayerProblem};
+use crate::model::options::RunOptions;
 
 /// Candidate root-test files (canonical, sorted, unique) and those named explicitly as files.
 pub(super) fn discover(

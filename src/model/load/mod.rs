@@ -4,59 +4,26 @@
 
 mod checks;
 mod discover;
+mod host;
+
+pub use host::HostEnv;
 
 use checks::*;
 use discover::*;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::assets::check_assets;
-use super::checkpoint::{artifact_root, name_problem, CheckpointPaths};
 use super::config::parse_config_lenient;
 use super::diagnostics::{Problem, Problems};
-use super::discovery::{from_globs, resolve_arg, walk_test_files_noting};
-use super::layers::{EffectiveConfig, Layer, LayerProblem, ProbeKind};
+use super::layers::{EffectiveConfig, Layer, LayerProblem};
 use super::options::RunOptions;
 use super::paths::{normalize, relative_to};
 use super::plan::{expand, PlannedStep, TestFiles};
 use super::shard::ShardBy;
-use super::substitute::{
-    check_known, references, session_vars, SubstError, BUILTIN_NAMES, CHECKPOINT_NAMES,
-};
 use super::test_file::test_name;
 
 pub const CONFIG_FILE_NAME: &str = "bugatti.config.toml";
-
-/// What the loader needs from the outside world, so tests can give their own.
-#[derive(Debug, Clone, Default)]
-pub struct HostEnv {
-    pub cwd: PathBuf,
-    pub vars: BTreeMap<String, String>,
-}
-
-impl HostEnv {
-    pub fn from_process() -> Self {
-        HostEnv {
-            cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from(".")),
-            vars: std::env::vars().collect(),
-        }
-    }
-
-    fn var(&self, name: &str) -> Option<String> {
-        self.vars.get(name).cloned()
-    }
-
-    /// `$BUGATTI_CONFIG_HOME/config.toml`, else `~/.bugatti/config.toml`.
-    pub fn global_config_path(&self) -> Option<PathBuf> {
-        if let Some(home) = self.var("BUGATTI_CONFIG_HOME").filter(|v| !v.is_empty()) {
-            return Some(PathBuf::from(home).join("config.toml"));
-        }
-        self.var("HOME")
-            .filter(|v| !v.is_empty())
-            .map(|h| PathBuf::from(h).join(".bugatti").join("config.toml"))
-    }
-}
 
 /// One root test, ready to run.
 #[derive(Debug, Clone, PartialEq)]
