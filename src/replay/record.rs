@@ -319,7 +319,7 @@ pub fn unreplayable_tool(tool: &str) -> Option<String> {
     // The providers' shell tools: Claude Code's `Bash`, Codex's `command_execution`, pi's
     // `bash`; Claude Code's read-only file tools; the session browser's recorded tools.
     let known = console
-        || ["Bash", "command_execution", "bash"].contains(&tool)
+        || crate::model::provider::rows().any(|row| row.is_shell_tool(tool))
         || super::files::is_file_tool(tool)
         || super::browser::recorded_tool(tool).is_some();
     (!known).then(|| format!("the agent used {tool}, which is not replayed"))

@@ -114,7 +114,7 @@ fn claude_spec(rig: &mut Rig, bin: PathBuf, stub_port: u16) -> AgentSpec {
     );
     let mut spec = AgentSpec::new(ProviderKind::ClaudeCode);
     spec.cwd = rig.facts.project_root.clone();
-    spec.claude_bin = bin;
+    spec.program = bin;
     // As root, bypass modes refuse to run; allowing the Bash tool is what works.
     spec.agent_args = vec!["--allowedTools".into(), "Bash".into()];
     spec.inherit_env = false;
@@ -444,7 +444,7 @@ async fn a_refused_tool_is_named_on_the_step() {
 async fn a_missing_claude_binary_is_a_startup_error() {
     let rig = Rig::new(&[]);
     let mut spec = AgentSpec::new(ProviderKind::ClaudeCode);
-    spec.claude_bin = PathBuf::from("/nonexistent/bin/claude");
+    spec.program = PathBuf::from("/nonexistent/bin/claude");
     spec.agent_args = vec!["--model".into(), "sonnet".into()];
     let mut p = create(&rig, spec);
     let err = p.start().await.expect_err("missing binary");

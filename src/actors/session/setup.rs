@@ -34,8 +34,7 @@ impl Driver {
                 HarnessUp::PortTaken(given_up) => retry = Some(given_up),
             }
         };
-        let agent = agent_spec(effective, &id, &vars, self.suite.claude_bin.clone())
-            .map_err(|e| Ending::error(e.to_string()))?;
+        let agent = agent_spec(effective, &id, &vars).map_err(|e| Ending::error(e.to_string()))?;
 
         // Resuming: the saved state comes back once the harness is up, before the agent starts.
         if let Some(name) = &self.suite.from_checkpoint {
@@ -117,8 +116,7 @@ impl Driver {
     ) -> Result<Option<crate::console::server::Endpoint>, Ending> {
         let effective = &self.test.effective;
         // `shell` runs no model: nothing would call it.
-        let wanted = effective.provider.console.value
-            && agent.provider != crate::providers::ProviderKind::Shell;
+        let wanted = effective.provider.console.value && agent.provider.info().mcp.serves_console();
         if wanted {
             let mut logs = log_sources;
             for log in &mut logs {
@@ -200,12 +198,10 @@ impl Driver {
                 None => None,
             },
             // Claude Code's format; the other agents do not read it.
-            project: match agent.provider {
-                crate::providers::ProviderKind::ClaudeCode => {
-                    project_mcp_servers(&agent.cwd, started.browser.is_some())
-                        .map_err(Ending::error)?
-                }
-                _ => None,
+            project: if agent.provider.info().mcp.reads_project_mcp_json() {
+                project_mcp_servers(&agent.cwd, started.browser.is_some()).map_err(Ending::error)?
+            } else {
+                None
             },
         })
     }
