@@ -924,7 +924,7 @@ fn print_plan(
                         step: s.step_id,
                         provenance: s.provenance(),
                         instruction_hash: String::new(),
-                        provider: test.effective.provider.name.value.to_string(),
+                        provider: test.effective.provider.name.value,
                     },
                     chrono::Utc::now(),
                     max_age_days,

@@ -29,13 +29,6 @@ use std::time::Duration;
 pub use crate::model::provider::AgentShell;
 
 impl AgentShell {
-    /// The shell of a provider's recorded shell actions (`sh` for a name no provider has).
-    pub fn of_provider(provider: &str) -> Self {
-        provider
-            .parse::<crate::model::provider::ProviderKind>()
-            .map_or(Self::Sh, |k| k.info().shell)
-    }
-
     /// How long the agent's tool lets a command run when its call asks for no timeout: Claude
     /// Code's Bash 2 minutes; for the others, `otherwise` (the replay's own limit).
     pub fn default_timeout(self, otherwise: Duration) -> Duration {

@@ -6,6 +6,7 @@
 //! or a [`Miss`] that says why not.
 
 use super::format::{RecordedStep, Recording, LEARNED_MASKS_SINCE, SCHEMA_VERSION};
+use crate::model::provider::ProviderKind;
 use crate::report::error::ReportError;
 use std::path::{Path, PathBuf};
 
@@ -192,7 +193,7 @@ pub struct StepKey {
     pub step: usize,
     pub provenance: String,
     pub instruction_hash: String,
-    pub provider: String,
+    pub provider: ProviderKind,
 }
 
 /// Why a step has no usable recording.
@@ -207,7 +208,10 @@ pub enum Miss {
     #[error("the instruction changed since it was recorded")]
     InstructionChanged,
     #[error("recorded with provider {recorded}, this run uses {now}")]
-    OtherProvider { recorded: String, now: String },
+    OtherProvider {
+        recorded: ProviderKind,
+        now: ProviderKind,
+    },
     #[error("the recording is {age_days} days old (max_age_days = {max_age_days})")]
     TooOld { age_days: i64, max_age_days: u32 },
     #[error("the recording has no action to check")]
@@ -246,8 +250,8 @@ impl Recording {
         }
         if step.provider != key.provider {
             return Err(Miss::OtherProvider {
-                recorded: step.provider.clone(),
-                now: key.provider.clone(),
+                recorded: step.provider,
+                now: key.provider,
             });
         }
         if step.instruction_hash != key.instruction_hash {
@@ -322,7 +326,7 @@ mod tests {
             step: 1,
             provenance: "tests/a.test.toml#1".into(),
             instruction_hash: "h1".into(),
-            provider: "claude-code".into(),
+            provider: ProviderKind::ClaudeCode,
             recorded_at: "2026-11-01T00:00:00Z".parse().expect("ts"),
             run_started_at: None,
             cost_usd: Some(0.02),
@@ -345,7 +349,7 @@ mod tests {
             step: 1,
             provenance: "tests/a.test.toml#1".into(),
             instruction_hash: "h1".into(),
-            provider: "claude-code".into(),
+            provider: ProviderKind::ClaudeCode,
         }
     }
 
@@ -374,6 +378,9 @@ mod tests {
             .expect("loads")
             .expect("some");
         assert_eq!(back, recording());
+        // The typed provider is written as its name, as the string was.
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(text.contains("\"provider\": \"claude-code\""), "{text}");
     }
 
     #[test]
@@ -385,6 +392,11 @@ mod tests {
             ("{\"schema\": 1, \"test\": ", "Corrupt"),
             (
                 &good.replace("\"provider\"", "\"providr\"") as &str,
+                "Corrupt",
+            ),
+            // A provider no supervisor has: unreadable, so the agent runs the step.
+            (
+                &good.replace("\"claude-code\"", "\"claude\"") as &str,
                 "Corrupt",
             ),
             (
@@ -434,7 +446,7 @@ mod tests {
             Miss::InstructionChanged
         );
         assert!(matches!(
-            with(|k| k.provider = "codex".into()),
+            with(|k| k.provider = ProviderKind::Codex),
             Miss::OtherProvider { .. }
         ));
         assert!(matches!(
@@ -482,7 +494,7 @@ mod tests {
         assert!(status(key(), 10).contains("23 days old"));
         assert!(status(
             StepKey {
-                provider: "codex".into(),
+                provider: ProviderKind::Codex,
                 ..key()
             },
             30

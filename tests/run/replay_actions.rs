@@ -137,7 +137,7 @@ fn step(actions: Vec<Action>) -> RecordedStep {
         step: 1,
         provenance: "tests/a.test.toml#1".into(),
         instruction_hash: "h".into(),
-        provider: "claude-code".into(),
+        provider: bugatti::model::provider::ProviderKind::ClaudeCode,
         recorded_at: chrono::Utc::now(),
         run_started_at: None,
         cost_usd: Some(0.03),

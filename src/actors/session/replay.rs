@@ -17,7 +17,6 @@ use crate::replay::record::{
     Learning,
 };
 use crate::replay::replayer::{replay_step, ReplayContext};
-use crate::replay::shell::AgentShell;
 use crate::replay::store::{self, StepKey};
 use crate::replay::verdict::{Fallback, Verdict};
 
@@ -29,7 +28,7 @@ const SUMMARY_OUTPUT_CHARS: usize = 300;
 /// A session's replay: its recording, and how this session's values are masked.
 pub(super) struct SessionReplay {
     mode: ReplayMode,
-    provider: String,
+    provider: crate::model::provider::ProviderKind,
     test: String,
     path: PathBuf,
     /// The recording as loaded (a fresh one when there is none), or why it cannot be used.
@@ -106,7 +105,7 @@ impl SessionReplay {
             };
         Some(Self {
             mode,
-            provider: provider.to_string(),
+            provider,
             test: test_path,
             path,
             recording,
@@ -182,7 +181,7 @@ impl SessionReplay {
             step: step.step_id,
             provenance: step.provenance(),
             instruction_hash: instruction_hash(&self.placeholders, instruction),
-            provider: self.provider.clone(),
+            provider: self.provider,
         }
     }
 
@@ -225,7 +224,7 @@ impl SessionReplay {
                 .collect(),
             action_timeout: ACTION_TIMEOUT,
             instruction: instruction.to_string(),
-            shell: AgentShell::of_provider(&recorded.provider),
+            shell: recorded.provider.info().shell,
             session_started: self.started_at,
             agent_cwd: PathBuf::from(&self.agent_cwd),
             browser: self.browser.as_ref(),
@@ -541,7 +540,7 @@ impl SessionReplay {
             step: key.step,
             provenance: key.provenance.clone(),
             instruction_hash: key.instruction_hash.clone(),
-            provider: key.provider.clone(),
+            provider: key.provider,
             recorded_at: chrono::Utc::now(),
             run_started_at,
             cost_usd,
@@ -620,7 +619,7 @@ pub(super) fn replayed(
         no_recording: false,
         actions: shown,
         recorded_at: Some(step.recorded_at),
-        recorded_by: Some(step.provider.clone()),
+        recorded_by: Some(step.provider.to_string()),
         facts: facts.iter().map(|f| placeholders.fill(f)).collect(),
     };
     (message, replay)
