@@ -31,6 +31,7 @@ pub mod tool_calls;
 pub mod transcript;
 pub mod turn;
 
+use crate::model::ids::{RunId, SessionId, SuiteId};
 use crate::model::markers::Evidence;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::model::redact::Secrets;
@@ -115,9 +116,9 @@ impl AgentSpec {
 /// What this root-test session is.
 #[derive(Debug, Clone)]
 pub struct SessionFacts {
-    pub run_id: String,
-    pub session_id: String,
-    pub suite_id: String,
+    pub run_id: RunId,
+    pub session_id: SessionId,
+    pub suite_id: SuiteId,
     pub test_name: String,
     pub test_file: PathBuf,
     pub project_root: PathBuf,
@@ -460,7 +461,7 @@ fn env_over(
     if let Some(endpoint) = &facts.console {
         env.extend(crate::providers::console_wiring::agent_env(endpoint));
     }
-    env.push((AGENT_MARKER_ENV.to_string(), facts.run_id.clone()));
+    env.push((AGENT_MARKER_ENV.to_string(), facts.run_id.to_string()));
     env
 }
 

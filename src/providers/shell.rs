@@ -179,7 +179,7 @@ impl ShellProvider {
         launch.inherit_env = false;
         launch.marker = EnvMarker {
             var: AGENT_MARKER_ENV,
-            value: facts.run_id.clone(),
+            value: facts.run_id.to_string(),
         };
         launch.kill_on_drop = true;
         let mut group = match handle::start(launch) {

@@ -33,7 +33,7 @@ impl Drop for Owned {
 fn spawn_owned(command: &mut Command, rig: &Rig) -> Owned {
     use std::os::unix::process::CommandExt;
     let child = command
-        .env("BUGATTI_RUN_ID", &rig.facts.run_id)
+        .env("BUGATTI_RUN_ID", rig.facts.run_id.as_str())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .process_group(0)
@@ -177,7 +177,7 @@ async fn a_multi_step_session_with_a_real_bash_tool_call() {
     // The tool ran with the session's environment (so teardown can find what it starts).
     let seen_run_id =
         std::fs::read_to_string(rig.facts.workdir.join("run_id.txt")).expect("run_id.txt");
-    assert_eq!(seen_run_id, rig.facts.run_id);
+    assert_eq!(seen_run_id, rig.facts.run_id.as_str());
     let usage = first.usage.clone().expect("usage recorded");
     assert!(usage.total_cost_usd > 0.0, "{usage:?}");
     assert!(
@@ -359,7 +359,8 @@ async fn a_tool_process_that_escaped_is_found_and_killed_at_close() {
     )
     .await;
     assert_eq!(v.status, StepStatus::Ok, "{v:?}");
-    let escaped = group::live_processes_with_env(providers::AGENT_MARKER_ENV, &rig.facts.run_id);
+    let escaped =
+        group::live_processes_with_env(providers::AGENT_MARKER_ENV, rig.facts.run_id.as_str());
     assert!(
         !escaped.is_empty(),
         "the background sleep runs until teardown"

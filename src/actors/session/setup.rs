@@ -52,9 +52,9 @@ impl Driver {
         let (agent_tx, agent_rx) = mpsc::unbounded_channel();
         started.agent_news = Some(agent_rx);
         let facts = crate::providers::SessionFacts {
-            run_id: self.run_id.clone(),
-            session_id: self.session_id.clone(),
-            suite_id: self.suite.suite_id.clone(),
+            run_id: self.run_id.as_str().into(),
+            session_id: self.session_id.as_str().into(),
+            suite_id: self.suite.suite_id.as_str().into(),
             test_name: self.test.name.clone(),
             test_file: self.test.rel_path.clone(),
             project_root: self.suite.project_root.clone(),
