@@ -49,7 +49,7 @@ impl Session {
         env.push(("API_TOKEN".into(), SECRET.into()));
         env.push(("PATH".into(), std::env::var("PATH").unwrap_or_default()));
         let console = Console::new(ConsoleSetup {
-            run_id: run_id.clone(),
+            run_id: run_id.clone().into(),
             run_dir: dir.path().join("run"),
             workdir: workdir.clone().into(),
             env: env.clone(),

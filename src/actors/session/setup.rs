@@ -124,7 +124,7 @@ impl Driver {
             }
             let console = Arc::new(
                 Console::new(ConsoleSetup {
-                    run_id: self.run_id.clone(),
+                    run_id: self.run_id.as_str().into(),
                     run_dir: self.run_dir(),
                     // docs/console.md: where the agent itself runs, so a command means the same through the
                     // console as through the agent's own shell.
