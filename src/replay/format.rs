@@ -468,7 +468,7 @@ mod tests {
             step: n,
             provenance: format!("tests/a.test.toml#{n}"),
             instruction_hash: "ab".repeat(32),
-            provider: crate::model::provider::ProviderKind::ClaudeCode,
+            provider: "claude-code".parse().expect("a provider"),
             recorded_at: "2026-11-24T12:00:00Z".parse().expect("timestamp"),
             run_started_at: None,
             cost_usd: Some(0.0125),

@@ -354,7 +354,7 @@ mod tests {
             step: 1,
             provenance: "t#1".into(),
             instruction_hash: "h".into(),
-            provider: crate::model::provider::ProviderKind::Command,
+            provider: "command".parse().expect("a provider"),
             recorded_at: "2026-11-24T12:01:00Z".parse().expect("ts"),
             run_started_at: Some("2026-11-24T12:00:00Z".parse().expect("ts")),
             cost_usd: None,

@@ -326,7 +326,7 @@ mod tests {
             step: 1,
             provenance: "tests/a.test.toml#1".into(),
             instruction_hash: "h1".into(),
-            provider: ProviderKind::ClaudeCode,
+            provider: "claude-code".parse().expect("a provider"),
             recorded_at: "2026-11-01T00:00:00Z".parse().expect("ts"),
             run_started_at: None,
             cost_usd: Some(0.02),
@@ -349,7 +349,7 @@ mod tests {
             step: 1,
             provenance: "tests/a.test.toml#1".into(),
             instruction_hash: "h1".into(),
-            provider: ProviderKind::ClaudeCode,
+            provider: "claude-code".parse().expect("a provider"),
         }
     }
 
@@ -446,7 +446,7 @@ mod tests {
             Miss::InstructionChanged
         );
         assert!(matches!(
-            with(|k| k.provider = ProviderKind::Codex),
+            with(|k| k.provider = "codex".parse().expect("a provider")),
             Miss::OtherProvider { .. }
         ));
         assert!(matches!(
@@ -494,7 +494,7 @@ mod tests {
         assert!(status(key(), 10).contains("23 days old"));
         assert!(status(
             StepKey {
-                provider: ProviderKind::Codex,
+                provider: "codex".parse().expect("a provider"),
                 ..key()
             },
             30
