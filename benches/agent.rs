@@ -59,8 +59,8 @@ async fn provider_reply(dir: &Path, bytes: usize) -> (Duration, u64) {
     let workdir = dir.join(format!("work-{run_id}"));
     std::fs::create_dir_all(&workdir).expect("workdir");
     let facts = SessionFacts {
-        run_id: run_id.clone(),
-        session_id: run_id.clone(),
+        run_id: run_id.clone().into(),
+        session_id: run_id.clone().into(),
         suite_id: "bench".into(),
         test_name: "bench".into(),
         test_file: "bench.test.toml".into(),

@@ -20,7 +20,7 @@ use crate::model::substitute::{check_known, references, session_vars, substitute
 use crate::model::test_file::{parse_test_file, test_name};
 use crate::providers::claude_code::ClaudeCode;
 use crate::providers::reply::ReplyCollector;
-use crate::providers::{AgentContext, AgentSpec, ProviderKind, SessionFacts, StepVerdict};
+use crate::providers::{AgentContext, SessionFacts, StepVerdict};
 
 /// A problem from reading `file` must say so, and its position must be inside `text`.
 fn check_problem(problem: &Problem, file: &Path, text: &str) {
@@ -251,7 +251,7 @@ pub fn read_stream(data: &[u8]) -> StreamReading {
         mcp: Default::default(),
     };
     let mut reader = ClaudeCode::new(AgentContext {
-        spec: AgentSpec::new(ProviderKind::ClaudeCode),
+        spec: crate::providers::claude_code::spec(),
         facts,
         events: events.clone(),
     });

@@ -11,7 +11,7 @@
 //! group is in the process registry, which the supervisor sweeps on the way out. `post_stop`
 //! still closes a provider that was never closed, so a stopped actor leaves nothing behind.
 
-use crate::model::outcome::{StepStatus, TeardownState};
+use crate::model::outcome::TeardownState;
 use crate::providers::{
     self, AgentContext, AgentError, AgentEvent, AgentSpec, Provider, SessionFacts, StepRequest,
     StepVerdict,
@@ -115,9 +115,8 @@ impl Actor for AgentActor {
                 let events = state.events.clone();
                 tokio::spawn(async move {
                     let mut provider = provider.lock().await;
-                    let verdict = with_timeout_hint(
-                        supervised_step(provider.as_mut(), &request, cancel, &events).await,
-                    );
+                    let verdict =
+                        supervised_step(provider.as_mut(), &request, cancel, &events).await;
                     let _ = reply.send(verdict);
                 });
             }
@@ -153,29 +152,6 @@ impl Actor for AgentActor {
         }
         Ok(())
     }
-}
-
-/// One step under the watchdog (docs/providers.md "Supervision"): a step that ends with an
-/// [`AgentFault`](providers::AgentFault) (the agent silent for `no_output_timeout_secs`, or dead)
-/// gets the agent restarted with its conversation resumed and is run once more; what the second
-/// attempt says is the verdict, a fault left then fails the session.
-/// How a user raises a step's time limit: the step's own `timeout_secs`, the provider's default,
-/// the command line's override.
-pub const STEP_TIMEOUT_HINT: &str = "raise the limit with `timeout_secs` on the step, \
-    `[provider] step_timeout_secs` or `--step-timeout`";
-
-/// A timed-out step's message ends with [`STEP_TIMEOUT_HINT`]: added here, where every
-/// provider's verdict passes, so no provider has to say it.
-fn with_timeout_hint(mut verdict: StepVerdict) -> StepVerdict {
-    if matches!(verdict.status, StepStatus::Timeout) && !verdict.interrupted {
-        let message = verdict.message.trim_end();
-        verdict.message = if message.is_empty() {
-            STEP_TIMEOUT_HINT.to_string()
-        } else {
-            format!("{message} ({STEP_TIMEOUT_HINT})")
-        };
-    }
-    verdict
 }
 
 /// How often a transient agent fault (`rate_limit`, `overloaded`, `api_error`) is retried, at
@@ -233,12 +209,7 @@ async fn supervised_step(
 /// last words were the CLI's own login error, `auth`) or `stalled`.
 fn watchdog_fault(mut verdict: StepVerdict, agent: providers::ProviderKind) -> StepVerdict {
     use crate::model::agent_fault::{classify_api_failure, FaultKind};
-    let is_cli = matches!(
-        agent,
-        providers::ProviderKind::ClaudeCode
-            | providers::ProviderKind::Codex
-            | providers::ProviderKind::Pi
-    );
+    let is_cli = agent.info().cli().is_some();
     if !is_cli || verdict.interrupted || verdict.agent_fault.is_some() {
         return verdict;
     }

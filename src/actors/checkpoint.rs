@@ -89,7 +89,7 @@ impl CheckpointJob<'_> {
         };
         let spec = match self.prepare() {
             Ok(spec) => spec,
-            Err(reason) => return Err(failed(reason, None, Duration::ZERO)),
+            Err(reason) => return Err(failed(reason.to_string(), None, Duration::ZERO)),
         };
         let log_start = std::fs::metadata(&spec.log_path).map_or(0, |m| m.len());
         emit(event(CheckpointState::Started));
@@ -113,7 +113,7 @@ impl CheckpointJob<'_> {
             OneShotEnd::Exited(status) if status.success() => {
                 if self.action == CheckpointAction::Save {
                     if let Err(e) = self.mark_saved() {
-                        return Err(failed(e, Some(0), done.duration));
+                        return Err(failed(e.to_string(), Some(0), done.duration));
                     }
                 }
                 emit(event(CheckpointState::Done {
@@ -148,23 +148,28 @@ impl CheckpointJob<'_> {
     }
 
     /// The folder, the saved marker, the substituted command, the log header.
-    fn prepare(&self) -> Result<CommandSpec, String> {
+    fn prepare(&self) -> Result<CommandSpec, CheckpointFileError> {
         let dir = &self.paths.dir;
         match self.action {
             CheckpointAction::Save => {
                 match std::fs::remove_file(&self.paths.saved) {
                     Ok(()) => {}
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => {
-                        return Err(format!("cannot remove {}: {e}", self.paths.saved.display()))
+                    Err(source) => {
+                        return Err(CheckpointFileError::Remove {
+                            path: self.paths.saved.clone(),
+                            source,
+                        })
                     }
                 }
-                std::fs::create_dir_all(dir)
-                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+                std::fs::create_dir_all(dir).map_err(|source| CheckpointFileError::Create {
+                    path: dir.clone(),
+                    source,
+                })?;
             }
             CheckpointAction::Restore => {
                 if !dir.is_dir() {
-                    return Err(format!("{} does not exist any more", dir.display()));
+                    return Err(CheckpointFileError::Gone(dir.clone()));
                 }
             }
         }
@@ -173,7 +178,8 @@ impl CheckpointJob<'_> {
         vars.insert("BUGATTI_CHECKPOINT_ID".into(), self.name.to_string());
         vars.insert("BUGATTI_CHECKPOINT_PATH".into(), path.clone());
         let field = format!("[checkpoint] {}", self.action.as_str());
-        let cmd = substitute(self.command(), &vars).map_err(|e| format!("{field}: {e}"))?;
+        let cmd = substitute(self.command(), &vars)
+            .map_err(|source| CheckpointFileError::Substitute { field, source })?;
         let log_path = RunPaths::new(self.run_dir).file(CHECKPOINT_LOG);
         let mut spec = CommandSpec::new(
             "checkpoint",
@@ -194,20 +200,25 @@ impl CheckpointJob<'_> {
             None => format!("--- {} ---\n", self.what()),
         };
         if let Some(parent) = log_path.parent() {
-            std::fs::create_dir_all(parent)
-                .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+            std::fs::create_dir_all(parent).map_err(|source| CheckpointFileError::Create {
+                path: parent.to_path_buf(),
+                source,
+            })?;
         }
         std::fs::OpenOptions::new()
             .create(true)
             .append(true)
             .open(&log_path)
             .and_then(|mut f| f.write_all(header.as_bytes()))
-            .map_err(|e| format!("cannot write {}: {e}", log_path.display()))?;
+            .map_err(|source| CheckpointFileError::Write {
+                path: log_path.clone(),
+                source,
+            })?;
         Ok(spec)
     }
 
     /// `<NAME>.saved.json`: which run saved it, when, after which step.
-    fn mark_saved(&self) -> Result<(), String> {
+    fn mark_saved(&self) -> Result<(), CheckpointFileError> {
         let record = serde_json::json!({
             "checkpoint": self.name,
             "test_file": self.test_file.display().to_string(),
@@ -217,9 +228,38 @@ impl CheckpointJob<'_> {
             "path": self.paths.dir.display().to_string(),
         });
         let text = format!("{record:#}\n");
-        std::fs::write(&self.paths.saved, text)
-            .map_err(|e| format!("cannot write {}: {e}", self.paths.saved.display()))
+        std::fs::write(&self.paths.saved, text).map_err(|source| CheckpointFileError::Write {
+            path: self.paths.saved.clone(),
+            source,
+        })
     }
+}
+
+/// Why a checkpoint's files could not be prepared or marked saved (its event's reason).
+#[derive(Debug, thiserror::Error)]
+enum CheckpointFileError {
+    #[error("cannot remove {}: {source}", path.display())]
+    Remove {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot create {}: {source}", path.display())]
+    Create {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{} does not exist any more", .0.display())]
+    Gone(std::path::PathBuf),
+    #[error("{field}: {source}")]
+    Substitute {
+        field: String,
+        source: crate::model::substitute::SubstError,
+    },
+    #[error("cannot write {}: {source}", path.display())]
+    Write {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// The last `max_lines` lines written to `path` after byte `from` (at most 8 KiB of them).

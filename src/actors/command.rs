@@ -67,7 +67,7 @@ pub enum CommandMsg {
     RestartReadiness {
         incarnation: u32,
         attempt: u32,
-        result: Result<(), String>,
+        result: Result<(), HarnessError>,
     },
 }
 
@@ -504,7 +504,7 @@ async fn restart(myself: &ActorRef<CommandMsg>, state: &mut CommandState) {
         let result = readiness::check_all(me.get_cell(), &name, probes, &ctx)
             .await
             .map(|_| ())
-            .map_err(|f| HarnessError::from(f).to_string());
+            .map_err(HarnessError::from);
         let _ = me.cast(CommandMsg::RestartReadiness {
             incarnation,
             attempt,

@@ -6,7 +6,6 @@
 //! `browser::executable`, `browser::mcp`).
 
 use crate::browser::mcp::McpCommand;
-use crate::model::layers::ProviderSettings;
 use crate::model::load::Suite;
 use crate::model::provider::ProviderKind;
 use crate::model::replay::ReplayMode;
@@ -14,7 +13,6 @@ use crate::providers::locate::check_agent_program;
 
 /// What is missing, one line each with its fix; empty when every session can start.
 pub fn problems(suite: &Suite) -> Vec<String> {
-    let claude = crate::actors::session_plan::claude_bin(&suite.base);
     let path_var = std::env::var("PATH").ok();
     let mut out: Vec<String> = Vec::new();
     let mut push = |line: String| {
@@ -26,12 +24,12 @@ pub fn problems(suite: &Suite) -> Vec<String> {
         let effective = &test.effective;
         // `--replay only` never starts the agent.
         if effective.replay.mode.value != ReplayMode::Only {
-            for finding in check_agent_program(&effective.provider, &suite.project_root, &claude) {
+            for finding in check_agent_program(&effective.provider, &suite.project_root) {
                 if !finding.ok {
                     push(format!(
                         "{}; {}",
                         finding.message,
-                        provider_fix(&effective.provider)
+                        effective.provider.name.value.info().install_fix()
                     ));
                 }
             }
@@ -78,16 +76,14 @@ struct Asked {
 
 /// The agent CLIs the selected tests will start (not under `--replay only`), each once.
 fn agents_to_ask(suite: &Suite) -> Vec<Asked> {
-    let claude = crate::actors::session_plan::claude_bin(&suite.base);
     let mut asked: Vec<Asked> = Vec::new();
     for test in &suite.tests {
         let provider = &test.effective.provider;
         let kind = provider.name.value;
-        let program = match kind {
-            ProviderKind::ClaudeCode => claude.clone(),
-            ProviderKind::Codex => provider.codex_bin.value.clone().into(),
-            ProviderKind::Pi => provider.pi_bin.value.clone().into(),
-            ProviderKind::Command | ProviderKind::Shell => continue,
+        // Only agent CLIs are asked (their version, their login).
+        let program = match provider.program() {
+            Some(program) if kind.info().cli().is_some() => std::path::PathBuf::from(program),
+            _ => continue,
         };
         if test.effective.replay.mode.value == ReplayMode::Only {
             continue;
@@ -180,20 +176,4 @@ pub async fn login_problems(suite: &Suite) -> Vec<String> {
         }
     }
     out
-}
-
-/// What to install, or which setting names the program.
-fn provider_fix(provider: &ProviderSettings) -> String {
-    let npm = |package: &str, env: &str| {
-        format!("install it (npm install -g {package}) or name the binary with {env}")
-    };
-    match provider.name.value {
-        ProviderKind::ClaudeCode => npm("@anthropic-ai/claude-code", "BUGATTI_CLAUDE_BIN"),
-        ProviderKind::Codex => npm("@openai/codex", "BUGATTI_CODEX_BIN"),
-        ProviderKind::Pi => npm("@earendil-works/pi-coding-agent", "BUGATTI_PI_BIN"),
-        ProviderKind::Command => {
-            "check [provider] cmd (a relative program starts at [provider] cwd)".to_string()
-        }
-        ProviderKind::Shell => "`sh` must be on PATH".to_string(),
-    }
 }

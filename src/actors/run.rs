@@ -189,7 +189,6 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             max_log_bytes: suite.base.supervisor.max_log_bytes.value,
         });
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
-    let claude_bin = crate::actors::session_plan::claude_bin(&suite.base);
     let args = SupervisorArgs {
         suite,
         suite_id,
@@ -198,7 +197,6 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         skip_cmd: options.skip_cmd.clone(),
         skip_readiness: options.skip_readiness.clone(),
         from_checkpoint: options.from_checkpoint.clone(),
-        claude_bin,
         done: done_tx,
     };
     let (supervisor, supervisor_task) = match Actor::spawn(None, SupervisorActor, args).await {

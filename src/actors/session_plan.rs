@@ -10,7 +10,7 @@ use crate::model::redact::Secrets;
 use crate::model::substitute::{substitute, SubstError};
 use crate::process::ports::allocate_loopback_port;
 use crate::process::spec::{CommandSpec, ProbeSpec};
-use crate::providers::{AgentSpec, ProviderKind};
+use crate::providers::AgentSpec;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -184,12 +184,6 @@ fn command_spec(
     Ok(spec)
 }
 
-/// Where the Claude Code executable is: `provider.claude_bin` of the effective config
-/// (`$BUGATTI_CLAUDE_BIN`, else `claude` on `PATH`), read once at load.
-pub fn claude_bin(config: &EffectiveConfig) -> PathBuf {
-    PathBuf::from(&config.provider.claude_bin.value)
-}
-
 /// The agent's spec, `${NAME}` substituted in `cmd`, `cwd`, `agent_args` and `base_url`, its
 /// working directory resolved: `[provider] cwd` against the project root, by default the project
 /// root itself (as Bugatti 0.7 runs it, so `CLAUDE.md`, `.claude/` and `.mcp.json` are found) — but
@@ -198,7 +192,6 @@ pub fn agent_spec(
     config: &EffectiveConfig,
     id: &SessionIdentity,
     vars: &SessionVars,
-    claude: PathBuf,
 ) -> Result<AgentSpec, PlanError> {
     let p = &config.provider;
     let kind = p.name.value;
@@ -219,7 +212,7 @@ pub fn agent_spec(
             let cwd = PathBuf::from(subst(cwd, &vars.vars, "[provider] cwd".into())?);
             id.project_root.join(cwd)
         }
-        (None, ProviderKind::Shell) => id.workdir.clone(),
+        (None, kind) if kind.info().runs_in_workspace => id.workdir.clone(),
         (None, _) => id.project_root.clone(),
     };
     if !spec.cwd.is_dir() {
@@ -231,18 +224,15 @@ pub fn agent_spec(
         Some(url) => Some(subst(url, &vars.vars, "[provider] base_url".into())?),
         None => None,
     };
-    spec.claude_bin = claude;
-    spec.codex_bin = PathBuf::from(&p.codex_bin.value);
-    spec.pi_bin = PathBuf::from(&p.pi_bin.value);
+    if let Some(program) = p.program() {
+        spec.program = PathBuf::from(program);
+    }
     spec.max_turns_per_step = p.max_turns_per_step.value;
     spec.price_per_mtok = p.price_per_mtok.value;
-    spec.no_output_timeout = match kind {
-        ProviderKind::Shell => None,
-        ProviderKind::Command
-        | ProviderKind::ClaudeCode
-        | ProviderKind::Codex
-        | ProviderKind::Pi => Some(Duration::from_secs(p.no_output_timeout_secs.value)),
-    };
+    spec.no_output_timeout = kind
+        .info()
+        .watchdog
+        .then(|| Duration::from_secs(p.no_output_timeout_secs.value));
     Ok(spec)
 }
 

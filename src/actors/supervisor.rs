@@ -65,7 +65,6 @@ pub struct SupervisorArgs {
     pub skip_readiness: Vec<String>,
     /// `--from-checkpoint NAME`: every session restores it and skips the steps up to it.
     pub from_checkpoint: Option<String>,
-    pub claude_bin: PathBuf,
     /// Answered once, when every report is written.
     pub done: oneshot::Sender<ExitReason>,
 }
@@ -94,8 +93,6 @@ pub struct SupervisorState {
     args_skip_readiness: Vec<String>,
     /// `--from-checkpoint`, as given.
     from_checkpoint: Option<String>,
-    /// `provider.claude_bin` of the effective config.
-    claude_bin: PathBuf,
     /// The validated suite; fixed.
     suite: Suite,
     /// This invocation's id (suite directory, ledger, suite-scoped commands' owner).
@@ -155,7 +152,6 @@ impl Actor for SupervisorActor {
             args_skip_cmd: args.skip_cmd,
             args_skip_readiness: args.skip_readiness,
             from_checkpoint: args.from_checkpoint,
-            claude_bin: args.claude_bin,
             suite: args.suite,
             suite_id: args.suite_id,
             artifact_dir: args.artifact_dir,
@@ -220,7 +216,6 @@ impl SupervisorState {
                     skip_readiness: self.args_skip_readiness.clone(),
                     from_checkpoint: self.from_checkpoint.clone(),
                     shared_ports,
-                    claude_bin: self.claude_bin.clone(),
                     suite_commands: Arc::clone(&self.suite_commands),
                     budget: Arc::new(
                         Budget::new(self.suite.base.supervisor.max_cost_usd.value)

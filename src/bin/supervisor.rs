@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use bugatti::model::layers::Layer;
 use bugatti::model::load::{load_suite, Suite, CONFIG_FILE_NAME};
 use bugatti::model::options::{RunOptions, Verbosity};
-use bugatti::model::provider::ProviderKind;
 use bugatti::model::replay::ReplayMode;
 use bugatti::model::shard::{self, ShardArg, ShardBy};
 use bugatti::report::{history, store};
@@ -781,7 +780,7 @@ fn print_check_header(out: &mut String, suite: &Suite) {
 /// so whether max_cost_usd can stop it), the MCP servers a claude-code agent gets.
 fn print_agent_facts(out: &mut String, suite: &Suite) {
     let p = &suite.base.provider;
-    if p.name.value == ProviderKind::Codex {
+    if p.name.value.info().prices_tokens {
         let config = bugatti::providers::codex_home::user_home().map(|h| h.dir.join("config.toml"));
         match bugatti::providers::pricing::codex_price(
             p.price_per_mtok.value,
@@ -796,7 +795,7 @@ fn print_agent_facts(out: &mut String, suite: &Suite) {
         }
     }
     // docs/browser.md: the MCP servers a claude-code agent gets.
-    if p.name.value == ProviderKind::ClaudeCode {
+    if p.name.value.info().mcp.reads_project_mcp_json() {
         let mut servers = Vec::new();
         if p.console.value {
             servers.push("bugatti (the console)".to_string());
@@ -925,7 +924,7 @@ fn print_plan(
                         step: s.step_id,
                         provenance: s.provenance(),
                         instruction_hash: String::new(),
-                        provider: test.effective.provider.name.value.to_string(),
+                        provider: test.effective.provider.name.value,
                     },
                     chrono::Utc::now(),
                     max_age_days,

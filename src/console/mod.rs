@@ -52,7 +52,7 @@ const STOP_AFTER: Duration = Duration::from_millis(20);
 /// What a test session gives its console.
 #[derive(Debug, Clone)]
 pub struct ConsoleSetup {
-    pub run_id: String,
+    pub run_id: crate::model::ids::RunId,
     /// `.bugatti/runs/<run_id>/`: `console/<id>.log` and `transcripts/console.jsonl` go there.
     pub run_dir: PathBuf,
     /// The agent's working directory (`[provider] cwd`, the project root by default): the

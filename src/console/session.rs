@@ -70,7 +70,7 @@ pub enum SessionError {
 #[derive(Debug, Clone)]
 pub struct Spawn {
     pub id: u32,
-    pub run_id: String,
+    pub run_id: crate::model::ids::RunId,
     pub cmd: String,
     pub shell: String,
     pub login: bool,
@@ -394,7 +394,7 @@ mod tests {
             .map(|id| {
                 ConsoleSession::start(Spawn {
                     id,
-                    run_id: format!("drain-{id}"),
+                    run_id: format!("drain-{id}").into(),
                     cmd: format!(
                         "head -c 3000000 /dev/zero | tr '\\0' x; echo; echo end-of-flood-{id}"
                     ),

@@ -59,3 +59,7 @@ id_type!(
     /// One invocation of the supervisor over a set of tests (`suites/<suite id>/`).
     SuiteId
 );
+id_type!(
+    /// One root-test session (`BUGATTI_SESSION_ID`, the agent's conversation is one per session).
+    SessionId
+);

@@ -1,9 +1,15 @@
 //! Which agent runs the steps (`[provider] name`, `BUGATTI_PROVIDER`, `--provider`): parsed once,
 //! where the config, the environment or the flag gives it, and a [`ProviderKind`] from there on.
+//!
+//! Everything the rest of the supervisor knows about a provider is one row of data, its
+//! [`ProviderInfo`] (`kind.info()`): its program and where it is named, its npm package, whether
+//! a restart resumes it, its watchdog, its shell and shell tools, how it gets MCP servers. No code
+//! outside this file and `providers/` matches on the kind: a new provider is a new row here (and
+//! its `providers/<name>.rs`), and a place that forgot it cannot exist.
 
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProviderKind {
     ClaudeCode,
@@ -12,6 +18,229 @@ pub enum ProviderKind {
     Command,
     Shell,
 }
+
+/// A version as `major.minor.patch`.
+pub type Version = (u64, u64, u64);
+
+/// Where a provider's program comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Program {
+    /// An agent CLI installed from npm, found on `PATH` unless an environment variable names it.
+    Cli(Cli),
+    /// `[provider] cmd`, the user's own program line (`command`).
+    Cmd,
+    /// A fixed program on `PATH` (`shell`: `sh`).
+    Fixed(&'static str),
+}
+
+/// The facts of an agent CLI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cli {
+    /// Its row in `check` (`provider.<key>`): `claude_bin`.
+    pub key: &'static str,
+    /// The environment variable that names the program: `BUGATTI_CLAUDE_BIN`.
+    pub env: &'static str,
+    /// The program otherwise, on `PATH`: `claude`.
+    pub default: &'static str,
+    /// What `npm install -g` installs it from.
+    pub npm: &'static str,
+    /// The oldest version whose output the provider reads, and what it writes from then on.
+    pub floor: (Version, &'static str),
+    /// Environment variables that log it in by themselves (an API key).
+    pub key_vars: &'static [&'static str],
+}
+
+/// How the agent's own shell tool runs a command (what shell replay runs a recorded one with).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentShell {
+    /// `bash`, its working directory carried from call to call (Claude Code's Bash).
+    Bash,
+    /// The recorded command line through `sh -c` (Codex records the shell it ran in it).
+    Sh,
+}
+
+/// How the agent is given the console and the other MCP servers (`providers/console_wiring.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum McpStyle {
+    /// A generated `--mcp-config` file (Claude Code), the project's `.mcp.json` servers merged in.
+    ConfigFile,
+    /// `-c mcp_servers.…` arguments on every invocation (Codex).
+    Args,
+    /// An extension the provider writes and passes with `-e` (pi).
+    Extension,
+    /// The console's address and token in the environment only (`command`).
+    Env,
+    /// No console: the provider runs no model that would call it (`shell`).
+    None,
+}
+
+impl McpStyle {
+    /// Whether the agent gets the console at all.
+    pub fn serves_console(self) -> bool {
+        self != Self::None
+    }
+
+    /// Whether the agent reads the project's `.mcp.json` (so it is checked, merged and shown).
+    pub fn reads_project_mcp_json(self) -> bool {
+        self == Self::ConfigFile
+    }
+}
+
+/// Arguments without which a non-interactive agent runs none of its tools.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ToolPermission {
+    /// An agent argument starting with one of these allows tools.
+    pub flags: &'static [&'static str],
+    /// What `doctor` notes when none is given.
+    pub note: &'static str,
+}
+
+/// Everything the supervisor knows about one provider outside `providers/`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProviderInfo {
+    pub kind: ProviderKind,
+    /// As the config, `--provider` and every file name it.
+    pub name: &'static str,
+    pub program: Program,
+    /// A restart after a watchdog fault resumes its conversation (and an agent that died between
+    /// steps is restarted at the next one rather than failing the session).
+    pub resumes: bool,
+    /// `no_output_timeout_secs` applies: an agent silent that long mid-step is stopped.
+    pub watchdog: bool,
+    /// Its steps run in the session's workspace unless `[provider] cwd` says otherwise (else the
+    /// project root, as Bugatti 0.7 runs the agent).
+    pub runs_in_workspace: bool,
+    /// The shell its shell tool runs commands with.
+    pub shell: AgentShell,
+    /// Its own shell tool, as its stream names it (recorded and replayed).
+    pub shell_tools: &'static [&'static str],
+    pub mcp: McpStyle,
+    /// It reports tokens only: a price turns them into dollars (`check` shows it).
+    pub prices_tokens: bool,
+    /// Its session home starts as a copy of the user's config and login (`doctor` says which).
+    pub seeds_user_home: bool,
+    pub tool_permission: Option<ToolPermission>,
+}
+
+const ROWS: [ProviderInfo; 5] = [
+    ProviderInfo {
+        kind: ProviderKind::ClaudeCode,
+        name: "claude-code",
+        program: Program::Cli(Cli {
+            key: "claude_bin",
+            env: "BUGATTI_CLAUDE_BIN",
+            default: "claude",
+            npm: "@anthropic-ai/claude-code",
+            // Claude Code before 1.0 (its general release) is not the print mode the provider reads.
+            floor: ((1, 0, 0), "Claude Code's stream-json print mode"),
+            key_vars: &[
+                "ANTHROPIC_API_KEY",
+                "ANTHROPIC_AUTH_TOKEN",
+                "CLAUDE_CODE_OAUTH_TOKEN",
+                "CLAUDE_CODE_USE_BEDROCK",
+                "CLAUDE_CODE_USE_VERTEX",
+            ],
+        }),
+        resumes: true,
+        watchdog: true,
+        runs_in_workspace: false,
+        shell: AgentShell::Bash,
+        shell_tools: &["Bash"],
+        mcp: McpStyle::ConfigFile,
+        prices_tokens: false,
+        seeds_user_home: false,
+        tool_permission: Some(ToolPermission {
+            flags: &[
+                "--allowedTools",
+                "--allowed-tools",
+                "--permission-mode",
+                "--dangerously-skip-permissions",
+            ],
+            note: "claude-code: agent_args allow no tools, so Claude Code will refuse the agent's \
+                   Bash calls (the step names each refusal); allow them with \
+                   agent_args = [\"--allowedTools\", \"Bash\"]",
+        }),
+    },
+    ProviderInfo {
+        kind: ProviderKind::Codex,
+        name: "codex",
+        program: Program::Cli(Cli {
+            key: "codex_bin",
+            env: "BUGATTI_CODEX_BIN",
+            default: "codex",
+            npm: "@openai/codex",
+            // Before 0.44 `codex exec --json` wrote the legacy `{"msg": …}` events, not the
+            // thread, turn and item events the provider reads (openai/codex#4525).
+            floor: (
+                (0, 44, 0),
+                "the thread and turn events of `codex exec --json`",
+            ),
+            key_vars: &["OPENAI_API_KEY", "CODEX_API_KEY"],
+        }),
+        resumes: true,
+        watchdog: true,
+        runs_in_workspace: false,
+        shell: AgentShell::Sh,
+        shell_tools: &["command_execution"],
+        mcp: McpStyle::Args,
+        prices_tokens: true,
+        seeds_user_home: true,
+        tool_permission: None,
+    },
+    ProviderInfo {
+        kind: ProviderKind::Pi,
+        name: "pi",
+        program: Program::Cli(Cli {
+            key: "pi_bin",
+            env: "BUGATTI_PI_BIN",
+            default: "pi",
+            npm: "@earendil-works/pi-coding-agent",
+            // 0.73 is the oldest pi the provider is written and tested against (docs/providers.md).
+            floor: (
+                (0, 73, 0),
+                "pi's `--mode json` events as 0.73 and 1.x write them",
+            ),
+            key_vars: &[],
+        }),
+        resumes: true,
+        watchdog: true,
+        runs_in_workspace: false,
+        shell: AgentShell::Sh,
+        shell_tools: &["bash"],
+        mcp: McpStyle::Extension,
+        prices_tokens: false,
+        seeds_user_home: false,
+        tool_permission: None,
+    },
+    ProviderInfo {
+        kind: ProviderKind::Command,
+        name: "command",
+        program: Program::Cmd,
+        resumes: false,
+        watchdog: true,
+        runs_in_workspace: false,
+        shell: AgentShell::Sh,
+        shell_tools: &[],
+        mcp: McpStyle::Env,
+        prices_tokens: false,
+        seeds_user_home: false,
+        tool_permission: None,
+    },
+    ProviderInfo {
+        kind: ProviderKind::Shell,
+        name: "shell",
+        program: Program::Fixed("sh"),
+        resumes: false,
+        watchdog: false,
+        runs_in_workspace: true,
+        shell: AgentShell::Sh,
+        shell_tools: &[],
+        mcp: McpStyle::None,
+        prices_tokens: false,
+        seeds_user_home: false,
+        tool_permission: None,
+    },
+];
 
 impl ProviderKind {
     /// Every provider, in the order messages list them.
@@ -23,14 +252,20 @@ impl ProviderKind {
         Self::Shell,
     ];
 
+    /// This provider's row.
+    pub fn info(self) -> &'static ProviderInfo {
+        let at = match self {
+            Self::ClaudeCode => 0,
+            Self::Codex => 1,
+            Self::Pi => 2,
+            Self::Command => 3,
+            Self::Shell => 4,
+        };
+        &ROWS[at]
+    }
+
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ClaudeCode => "claude-code",
-            Self::Codex => "codex",
-            Self::Pi => "pi",
-            Self::Command => "command",
-            Self::Shell => "shell",
-        }
+        self.info().name
     }
 
     pub fn parse(name: &str) -> Option<Self> {
@@ -44,7 +279,53 @@ impl ProviderKind {
 
     /// The providers that ask a model (and so are recorded and replayed); `shell` does not.
     pub fn is_agent(self) -> bool {
-        self != Self::Shell
+        self.info().mcp.serves_console()
+    }
+}
+
+/// Every provider's row, in the order messages list them.
+pub fn rows() -> impl Iterator<Item = &'static ProviderInfo> {
+    ProviderKind::ALL.into_iter().map(ProviderKind::info)
+}
+
+impl ProviderInfo {
+    /// The agent CLI's facts, for a provider that runs one.
+    pub fn cli(&self) -> Option<&'static Cli> {
+        match &self.kind.info().program {
+            Program::Cli(cli) => Some(cli),
+            Program::Cmd | Program::Fixed(_) => None,
+        }
+    }
+
+    /// Whether `tool` is this provider's own shell tool.
+    pub fn is_shell_tool(&self, tool: &str) -> bool {
+        self.shell_tools.contains(&tool)
+    }
+
+    /// What to do when its program is not found: what to install, or which setting names it.
+    pub fn install_fix(&self) -> String {
+        match self.program {
+            Program::Cli(cli) => format!(
+                "install it (npm install -g {}) or name the binary with {}",
+                cli.npm, cli.env
+            ),
+            Program::Cmd => {
+                "check [provider] cmd (a relative program starts at [provider] cwd)".to_string()
+            }
+            Program::Fixed(program) => format!("`{program}` must be on PATH"),
+        }
+    }
+}
+
+/// An unknown provider name; shows what is expected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("expected one of {}", ProviderKind::names())]
+pub struct UnknownProvider;
+
+impl std::str::FromStr for ProviderKind {
+    type Err = UnknownProvider;
+    fn from_str(name: &str) -> Result<Self, UnknownProvider> {
+        Self::parse(name).ok_or(UnknownProvider)
     }
 }
 
@@ -72,5 +353,22 @@ mod tests {
             ProviderKind::names(),
             "claude-code, codex, pi, command, shell"
         );
+        assert_eq!(
+            "claude".parse::<ProviderKind>().map_err(|e| e.to_string()),
+            Err("expected one of claude-code, codex, pi, command, shell".to_string())
+        );
+    }
+
+    #[test]
+    fn each_row_is_its_own_kinds() {
+        for kind in ProviderKind::ALL {
+            assert_eq!(kind.info().kind, kind);
+        }
+        let clis: Vec<_> = rows().filter_map(|r| r.cli()).map(|c| c.key).collect();
+        assert_eq!(clis, ["claude_bin", "codex_bin", "pi_bin"]);
+        // A provider that resumes is an agent CLI with a watchdog.
+        for row in rows().filter(|r| r.resumes) {
+            assert!(row.cli().is_some() && row.watchdog, "{}", row.name);
+        }
     }
 }

@@ -75,7 +75,7 @@ impl std::str::FromStr for ReplayMode {
 /// Whether replay applies to a run at all: not with `mode = "off"`, and not for the built-in
 /// `shell` provider (it is deterministic already). The one rule a run and `check` both use.
 pub fn applies(mode: ReplayMode, provider: crate::model::provider::ProviderKind) -> bool {
-    mode != ReplayMode::Off && provider != crate::model::provider::ProviderKind::Shell
+    mode != ReplayMode::Off && provider.is_agent()
 }
 
 /// `[replay]` as written; every field optional.

@@ -30,7 +30,6 @@ use super::{
 };
 use crate::model::markers::scan_text;
 use crate::model::outcome::{StepStatus, TeardownState};
-use crate::process::job_control::Deadline;
 use crate::process::owner::{Owner, Role, Scope};
 use crate::providers::console_wiring;
 use serde_json::{json, Value};
@@ -103,6 +102,11 @@ impl Framing for ClaudeTurn<'_> {
     }
 }
 
+/// A spec for Claude Code with every default (the fuzz targets read its stream with it).
+pub fn spec() -> super::AgentSpec {
+    super::AgentSpec::new(ProviderKind::ClaudeCode)
+}
+
 impl ClaudeCode {
     pub fn new(ctx: AgentContext) -> Self {
         Self {
@@ -156,7 +160,7 @@ impl ClaudeCode {
     /// The command line for messages, with the long prompt elided.
     fn shown_command(&self) -> String {
         let mut words = vec![
-            self.ctx.spec.claude_bin.display().to_string(),
+            self.ctx.spec.program.display().to_string(),
             "-p".into(),
             "--input-format".into(),
             "stream-json".into(),
@@ -531,7 +535,7 @@ impl ClaudeCode {
         let mut env = agent_env(&self.ctx.spec, facts);
         env.extend(console.env);
         let spawn = SpawnSpec {
-            program: self.ctx.spec.claude_bin.clone(),
+            program: self.ctx.spec.program.clone(),
             args,
             env,
             cwd: self.ctx.spec.cwd.clone(),
@@ -574,7 +578,8 @@ impl ClaudeCode {
         let line = json!({"type": "user", "message": {"role": "user", "content": message}});
         // Claude Code may stop reading its input (a wedged CLI): the write of a long step message
         // must not outlive the step's deadline or a cancel.
-        let deadline = Deadline::after(request.timeout);
+        let limits = self.ctx.step_limits(request.timeout);
+        let deadline = limits.deadline;
         let mut cancel_during_write = cancel.clone();
         let text = line.to_string();
         let written = tokio::select! {
@@ -588,21 +593,17 @@ impl ClaudeCode {
             }
         };
         if !written {
-            let v = collector.verdict_with(
-                StepStatus::Timeout,
-                format!(
-                    "step timed out after {}s ({}): Claude Code did not read the step message (its input \
-                     stayed full); the agent was stopped",
-                    request.timeout.as_secs_f64(),
-                    super::STEP_TIMEOUT_HINT
-                ),
+            let v = turn::timed_out_verdict(
+                &collector,
+                request.timeout,
+                ": Claude Code did not read the step message (its input stayed full); the agent \
+                 was stopped",
             );
             self.stop().await;
             return v;
         }
         self.log(&format!("### step {}\n", request.step_id));
         self.in_turn = true;
-        let limits = self.ctx.step_limits(deadline);
         let mut output = std::mem::replace(&mut self.output, Output::new(None));
         let mut framing = ClaudeTurn {
             claude: self,
@@ -619,40 +620,12 @@ impl ClaudeCode {
                 v
             }
             TurnEnd::Ended => self.died(&collector, "exited during the step").await,
-            TurnEnd::TimedOut => {
-                let v = collector.verdict_with(
-                    StepStatus::Timeout,
-                    format!(
-                        "step timed out after {}s ({}) with no result from Claude Code; the agent was stopped",
-                        request.timeout.as_secs_f64(),
-                        super::STEP_TIMEOUT_HINT
-                    ),
-                );
-                self.stop().await;
-                v
-            }
-            TurnEnd::Silent => {
-                let v = turn::silent_verdict(
-                    &collector,
-                    "Claude Code",
-                    self.ctx.spec.no_output_timeout,
-                    String::new(),
-                );
-                self.stop().await;
-                v
-            }
-            TurnEnd::OverTurns(turns) => {
-                let v = turn::over_turns_verdict(
-                    &collector,
-                    "Claude Code",
-                    turns,
-                    self.ctx.spec.max_turns_per_step,
-                );
-                self.stop().await;
-                v
-            }
-            TurnEnd::Cancelled => {
-                let v = collector.interrupted_verdict();
+            TurnEnd::Stopped(stop) => {
+                let agent = turn::Agent {
+                    name: "Claude Code",
+                    awaited: "no result from Claude Code",
+                };
+                let v = turn::stopped_verdict(stop, &collector, &limits, agent, String::new());
                 self.stop().await;
                 v
             }

@@ -18,27 +18,12 @@ use std::time::Duration;
 /// on a loaded machine); one that hangs is let through, not waited for.
 pub const VERSION_CHECK_LIMIT: Duration = Duration::from_secs(10);
 
-/// A version as `major.minor.patch`.
-pub type Version = (u64, u64, u64);
+pub use crate::model::provider::Version;
 
-/// The oldest version of each agent CLI whose output this supervisor reads, and why.
+/// The oldest version of each agent CLI whose output this supervisor reads, and why (its
+/// provider's row).
 pub fn floor(agent: ProviderKind) -> Option<(Version, &'static str)> {
-    match agent {
-        // Claude Code before 1.0 (its general release) is not the print mode the provider reads.
-        ProviderKind::ClaudeCode => Some(((1, 0, 0), "Claude Code's stream-json print mode")),
-        // Before 0.44 `codex exec --json` wrote the legacy `{"msg": …}` events, not the thread,
-        // turn and item events the provider reads (openai/codex#4525).
-        ProviderKind::Codex => Some((
-            (0, 44, 0),
-            "the thread and turn events of `codex exec --json`",
-        )),
-        // 0.73 is the oldest pi the provider is written and tested against (docs/providers.md).
-        ProviderKind::Pi => Some((
-            (0, 73, 0),
-            "pi's `--mode json` events as 0.73 and 1.x write them",
-        )),
-        ProviderKind::Command | ProviderKind::Shell => None,
-    }
+    agent.info().cli().map(|cli| cli.floor)
 }
 
 /// The version on the first non-empty line of a `--version` answer: a word such as `2.0.14`,
@@ -104,18 +89,11 @@ pub fn judge(agent: ProviderKind, answer: &str) -> Verdict {
 
 /// What to install.
 fn fix(agent: ProviderKind) -> String {
-    let package = match agent {
-        ProviderKind::ClaudeCode => "@anthropic-ai/claude-code",
-        ProviderKind::Codex => "@openai/codex",
-        ProviderKind::Pi => "@earendil-works/pi-coding-agent",
-        ProviderKind::Command | ProviderKind::Shell => {
-            return FaultKind::CliVersion.fix(agent.as_str())
-        }
-    };
-    format!(
-        "{} (npm install -g {package})",
-        FaultKind::CliVersion.fix(agent.as_str())
-    )
+    let fix = FaultKind::CliVersion.fix(agent.as_str());
+    match agent.info().cli() {
+        Some(cli) => format!("{fix} (npm install -g {})", cli.npm),
+        None => fix,
+    }
 }
 
 /// Asks `program --version` (bounded by [`VERSION_CHECK_LIMIT`], stdin empty, `env` over the

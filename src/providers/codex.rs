@@ -22,19 +22,16 @@
 
 use super::codex_home;
 use super::codex_sandbox;
+use super::per_step::{PerStep, StepCommand};
 use super::pricing;
-use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
-use super::transcript::SharedTranscript;
-use super::turn::{self, Framing, Output, Seen, TurnEnd};
+use super::turn::{self, Framing, Seen, TurnEnd};
 use super::{
-    agent_env, bootstrap, AgentContext, AgentDeath, AgentError, AgentFault, CancelSignal, Provider,
+    bootstrap, AgentContext, AgentDeath, AgentError, AgentFault, CancelSignal, Provider,
     ProviderKind, StepRequest, StepUsage, StepVerdict,
 };
 use crate::model::config::PricePerMtok;
 use crate::model::outcome::{StepStatus, TeardownState};
-use crate::process::job_control::Deadline;
-use crate::process::owner::{Owner, Role, Scope};
 use crate::providers::console_wiring;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -46,11 +43,8 @@ const TOOL_OUTPUT_SHOWN: usize = 2000;
 
 pub struct Codex {
     ctx: AgentContext,
-    /// The running step's process; `None` between steps.
-    process: Option<AgentProcess>,
-    log: Option<SharedTranscript>,
-    jsonl: Option<SharedTranscript>,
-    stderr: Option<SharedTranscript>,
+    /// The running step's process and the transcripts.
+    steps: PerStep,
     /// The conversation, once Codex named it (`thread.started`).
     thread_id: Option<String>,
     /// The thread's input and output tokens at the end of the previous turn: `turn.completed`
@@ -66,8 +60,6 @@ pub struct Codex {
     bypass_sandbox: Option<bool>,
     /// The thread's cost so far, at `price`.
     cost_so_far: f64,
-    /// The running step's tool calls (replay records them).
-    tools: super::tool_calls::ToolCalls,
 }
 
 /// What one turn's stream has said so far.
@@ -139,17 +131,13 @@ impl Codex {
     pub fn new(ctx: AgentContext) -> Self {
         Self {
             ctx,
-            process: None,
-            log: None,
-            jsonl: None,
-            stderr: None,
+            steps: PerStep::default(),
             thread_id: None,
             tokens_so_far: (0, 0),
             cached_so_far: 0,
             price: None,
             bypass_sandbox: None,
             cost_so_far: 0.0,
-            tools: Default::default(),
         }
     }
 
@@ -196,7 +184,7 @@ impl Codex {
     /// The command line for messages, with the long prompt elided.
     fn shown_command(&self) -> String {
         let mut words = vec![
-            self.ctx.spec.codex_bin.display().to_string(),
+            self.ctx.spec.program.display().to_string(),
             "exec".into(),
             "--json".into(),
             "--skip-git-repo-check".into(),
@@ -212,13 +200,10 @@ impl Codex {
     }
 
     fn log(&self, text: &str) {
-        if let Some(log) = &self.log {
-            log.write(text.as_bytes());
-        }
+        self.steps.log(text);
     }
 
     fn spawn(&mut self, prompt: &str, step_id: u32) -> Result<ChildStdout, AgentError> {
-        let facts = &self.ctx.facts;
         let home = self.codex_home();
         let fresh = !home.exists();
         std::fs::create_dir_all(&home).map_err(|source| AgentError::Spawn {
@@ -254,40 +239,12 @@ impl Codex {
         if self.bypass_sandbox.is_none() {
             self.bypass_sandbox = Some(self.decide_sandbox());
         }
-        let stderr = match &self.stderr {
-            Some(t) => t.clone(),
-            None => {
-                return Err(AgentError::Config {
-                    provider: "codex",
-                    problem: "started before its transcripts were opened".into(),
-                })
-            }
-        };
-        let mut env = agent_env(&self.ctx.spec, facts);
-        env.push(("CODEX_HOME".into(), home.display().to_string()));
-        // One process per step: its tools see the step they serve.
-        env.push(("BUGATTI_STEP_ID".into(), step_id.to_string()));
-        let spawn = SpawnSpec {
-            program: self.ctx.spec.codex_bin.clone(),
+        let command = StepCommand {
             args: self.args(prompt),
-            env,
-            cwd: self.ctx.spec.cwd.clone(),
-            owner: Owner::new(
-                Scope::run(facts.run_id.clone()),
-                Role::Agent("codex".into()),
-            ),
-            stderr,
-            display: Some(self.shown_command()),
+            env: vec![("CODEX_HOME".into(), home.display().to_string())],
+            shown: self.shown_command(),
         };
-        let mut process = AgentProcess::spawn(spawn)?;
-        // `codex exec` reads more prompt from a piped stdin until it ends.
-        process.close_stdin();
-        let stdout = process.take_stdout();
-        self.process = Some(process);
-        stdout.ok_or_else(|| AgentError::Config {
-            provider: "codex",
-            problem: "the agent's stdout was not piped".into(),
-        })
+        self.steps.spawn(&self.ctx, step_id, command)
     }
 
     /// Handles one `--json` line; `Some` once the turn ended (completed or failed).
@@ -298,7 +255,7 @@ impl Codex {
         collector: &mut ReplyCollector,
         step_id: u32,
     ) -> (bool, Option<StepVerdict>) {
-        if let Some(jsonl) = &self.jsonl {
+        if let Some(jsonl) = &self.steps.jsonl {
             jsonl.write(raw);
             if !raw.ends_with(b"\n") {
                 jsonl.write(b"\n");
@@ -361,7 +318,7 @@ impl Codex {
     /// `item.completed`: the agent's messages, its commands' and MCP calls' answers (logged,
     /// kept for replay) and the turn count.
     fn on_item_completed(&mut self, item: &Value, turn: &mut Turn, collector: &mut ReplyCollector) {
-        self.tools.codex_item(item);
+        self.steps.tools.codex_item(item);
         match item["type"].as_str() {
             Some("agent_message") => {
                 let text = item["text"].as_str().unwrap_or_default();
@@ -529,17 +486,7 @@ impl Codex {
 
     /// Stops the step's process (if any) and everything it started.
     async fn stop(&mut self) -> TeardownState {
-        turn::stop_turn_process(
-            self.process.take(),
-            self.ctx.spec.stop_timeout,
-            [&self.log, &self.jsonl],
-        )
-        .await
-    }
-
-    async fn death(&self) -> Option<AgentDeath> {
-        let process = self.process.as_ref()?;
-        process.death_once_exited(&self.ctx.facts.secrets).await
+        self.steps.stop(&self.ctx).await
     }
 
     /// One `codex exec` for `prompt`, read to the turn's end (or the watchdog's).
@@ -550,37 +497,25 @@ impl Codex {
         cancel: CancelSignal,
     ) -> StepVerdict {
         let mut collector = self.ctx.collector(request.step_id);
-        let limits = self.ctx.step_limits(Deadline::after(request.timeout));
+        let limits = self.ctx.step_limits(request.timeout);
         let stdout = match self.spawn(prompt, request.step_id) {
             Ok(stdout) => stdout,
-            Err(e) => {
-                return turn::spawn_failed_verdict(&collector, &e.to_string(), ProviderKind::Codex)
-            }
+            Err(e) => return PerStep::spawn_failed(&self.ctx, &collector, &e),
         };
         self.log(&format!("### step {}\n", request.step_id));
         let mut turn = Turn::default();
-        let mut output = Output::new(Some(stdout));
+        let jsonl = self.steps.jsonl.clone();
         let mut framing = CodexTurn {
             codex: self,
             turn: &mut turn,
             collector: &mut collector,
             step_id: request.step_id,
         };
-        let end = output
-            .read_turn(&mut framing, limits, cancel, turn::NO_MESSAGE)
-            .await;
-        // Whatever follows the turn's end (a lingering process) goes to the transcript.
-        if let Some(stdout) = output.take() {
-            spawn_drain(stdout, self.jsonl.clone());
-        }
-        let command = self.shown_command();
+        let end = PerStep::read(stdout, jsonl, &mut framing, limits, cancel).await;
         let verdict = match end {
             TurnEnd::Done(v) => v,
             TurnEnd::Ended => {
-                let death = self.death().await.unwrap_or(AgentDeath {
-                    status: "its output ended".into(),
-                    stderr_tail: String::new(),
-                });
+                let death = self.steps.death(&self.ctx).await;
                 // A console Codex could not connect to: restarting would fail the same way.
                 if self.ctx.facts.console.is_some() {
                     if let Some(problem) = console_wiring::codex_console_failure(&death.stderr_tail)
@@ -604,34 +539,24 @@ impl Codex {
                     .unwrap_or_default();
                 let mut v = collector.verdict_with(
                     StepStatus::Error,
-                    format!("Codex `{command}` exited before the turn ended: {death}{said}"),
+                    format!(
+                        "Codex `{}` exited before the turn ended: {death}{said}",
+                        self.shown_command()
+                    ),
                 );
                 v.fault = Some(AgentFault::Died(death));
                 v
             }
-            TurnEnd::TimedOut => collector.verdict_with(
-                StepStatus::Timeout,
-                format!(
-                    "step timed out after {}s ({}) with no completed turn from Codex; the agent was stopped",
-                    request.timeout.as_secs_f64(),
-                    super::STEP_TIMEOUT_HINT
-                ),
-            ),
-            TurnEnd::Silent => turn::silent_verdict(
-                &collector,
-                "Codex",
-                self.ctx.spec.no_output_timeout,
-                turn.last_error.clone().unwrap_or_default(),
-            ),
-            TurnEnd::Cancelled => collector.interrupted_verdict(),
-            TurnEnd::OverTurns(turns) => {
-                let mut v = turn::over_turns_verdict(
-                    &collector,
-                    "Codex",
-                    turns,
-                    self.ctx.spec.max_turns_per_step,
-                );
-                v.usage = Some(self.usage(&Value::Null, turns));
+            TurnEnd::Stopped(stop) => {
+                let agent = turn::Agent {
+                    name: "Codex",
+                    awaited: "no completed turn from Codex",
+                };
+                let last_words = turn.last_error.clone().unwrap_or_default();
+                let mut v = turn::stopped_verdict(stop, &collector, &limits, agent, last_words);
+                if let turn::Stop::OverTurns(turns) = stop {
+                    v.usage = Some(self.usage(&Value::Null, turns));
+                }
                 v
             }
         };
@@ -649,12 +574,8 @@ impl Provider for Codex {
     /// Checks that Codex can be started and opens the transcripts; Codex itself starts with each
     /// step.
     async fn start(&mut self) -> Result<(), AgentError> {
-        let transcripts =
-            turn::start_turn_agent(&self.ctx.spec.codex_bin, &self.ctx, || self.shown_command())?;
-        self.log = Some(transcripts.log);
-        self.jsonl = Some(transcripts.jsonl);
-        self.stderr = Some(transcripts.stderr);
-        Ok(())
+        let shown = self.shown_command();
+        self.steps.start(&self.ctx, shown)
     }
 
     /// The bootstrap travels in the first step's message (Codex has no separate system prompt
@@ -673,32 +594,22 @@ impl Provider for Codex {
                 bootstrap::system_prompt(&self.ctx.spec, &self.ctx.facts)
             ),
         };
-        self.tools.take();
-        let mut verdict = self.run_turn(&prompt, request, cancel).await;
-        verdict.step_id = request.step_id;
-        verdict.duration = started.elapsed();
-        verdict.tool_calls = self.tools.take();
-        verdict
+        self.steps.begin();
+        let verdict = self.run_turn(&prompt, request, cancel).await;
+        self.steps.end(verdict, request, started)
     }
 
     async fn close(&mut self) -> TeardownState {
-        let state = self.stop().await;
-        for t in [&self.log, &self.jsonl, &self.stderr].into_iter().flatten() {
-            t.finish();
-        }
-        state
+        self.steps.close(&self.ctx).await
     }
 
     /// Each step is its own process, already stopped: the retried step resumes the thread (or,
     /// when Codex died before naming one, starts it again with the bootstrap).
     async fn restart(&mut self) -> Result<bool, AgentError> {
-        self.stop().await;
-        self.log(&format!(
-            "### restart: resuming thread {}\n",
-            self.thread_id
-                .as_deref()
-                .unwrap_or("(none yet: starting afresh)")
-        ));
+        let thread = self.thread_id.as_deref();
+        self.steps
+            .restart(&self.ctx, "resuming thread", thread)
+            .await;
         Ok(true)
     }
 }

@@ -21,7 +21,7 @@
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
 use super::transcript::SharedTranscript;
-use super::turn::{Framing, Limits, Output, Seen, TurnEnd};
+use super::turn::{Framing, Limits, Output, Seen, Stop, TurnEnd};
 use super::{
     agent_env, bootstrap, AgentContext, AgentError, CancelSignal, Provider, ProviderKind,
     StepRequest, StepVerdict,
@@ -169,8 +169,8 @@ impl CommandProvider {
         let mut verdict = match end {
             TurnEnd::Done(()) => collector.verdict(None),
             // A last marker line without its newline still counts once the agent is quiet.
-            TurnEnd::Silent if collector.finish() => collector.verdict(None),
-            TurnEnd::Silent if collector.bytes_seen() > 0 => collector.verdict_with(
+            TurnEnd::Stopped(Stop::Silent) if collector.finish() => collector.verdict(None),
+            TurnEnd::Stopped(Stop::Silent) if collector.bytes_seen() > 0 => collector.verdict_with(
                 StepStatus::ProtocolError,
                 format!(
                     "the agent wrote {} bytes, then nothing for {}s (no_output_timeout_secs), \
@@ -180,7 +180,7 @@ impl CommandProvider {
                     limit.as_secs_f64()
                 ),
             ),
-            TurnEnd::Silent => {
+            TurnEnd::Stopped(Stop::Silent) => {
                 let v = collector.verdict_with(
                     StepStatus::Timeout,
                     format!(
@@ -191,43 +191,39 @@ impl CommandProvider {
                 self.stop().await;
                 v
             }
-            TurnEnd::TimedOut => {
+            TurnEnd::Stopped(Stop::TimedOut) => {
                 let v = if collector.last_result().is_some() || collector.finish() {
                     collector.verdict(None)
                 } else if collector.bytes_seen() > 0 {
                     // docs/providers.md: a step that outlives its timeout is `timeout`, whatever the agent
                     // wrote; an agent still writing may simply be slow. `protocol_error` is for
                     // output followed by silence (above).
-                    collector.verdict_with(
-                        StepStatus::Timeout,
-                        format!(
-                            "step timed out after {}s ({}): the agent wrote {} bytes but no RESULT line \
-                             (RESULT OK, RESULT WARN: <reason>, RESULT ERROR: <reason>) yet; it was stopped",
-                            timeout.as_secs_f64(),
-                            super::STEP_TIMEOUT_HINT,
+                    super::turn::timed_out_verdict(
+                        &collector,
+                        timeout,
+                        &format!(
+                            ": the agent wrote {} bytes but no RESULT line (RESULT OK, \
+                             RESULT WARN: <reason>, RESULT ERROR: <reason>) yet; it was stopped",
                             collector.bytes_seen()
                         ),
                     )
                 } else {
-                    collector.verdict_with(
-                        StepStatus::Timeout,
-                        format!(
-                            "step timed out after {}s ({}); the agent wrote nothing and was stopped",
-                            timeout.as_secs_f64(),
-                            super::STEP_TIMEOUT_HINT
-                        ),
+                    super::turn::timed_out_verdict(
+                        &collector,
+                        timeout,
+                        "; the agent wrote nothing and was stopped",
                     )
                 };
                 self.stop().await;
                 v
             }
-            TurnEnd::Cancelled => {
+            TurnEnd::Stopped(Stop::Cancelled) => {
                 let v = collector.interrupted_verdict();
                 self.stop().await;
                 v
             }
             // The command protocol counts no model turns: never over them.
-            TurnEnd::Ended | TurnEnd::OverTurns(_) => {
+            TurnEnd::Ended | TurnEnd::Stopped(Stop::OverTurns(_)) => {
                 collector.finish();
                 let process = self.process.as_mut();
                 let death = match process {
@@ -276,6 +272,7 @@ impl CommandProvider {
             return TurnEnd::Ended;
         };
         let limits = Limits {
+            timeout,
             // Stopped time (Ctrl+Z) counts against neither.
             deadline: Deadline::after(timeout),
             idle: ctx.spec.no_output_timeout,

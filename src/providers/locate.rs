@@ -2,7 +2,6 @@
 //! itself (on `PATH`, or a path from the agent's cwd) and, for an interpreter, the script it is
 //! given (`python3 agents/my_agent.py`). The same resolution as the providers use at spawn time.
 
-use super::ProviderKind;
 use crate::model::layers::ProviderSettings;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -30,24 +29,15 @@ impl Finding {
     }
 }
 
-/// Checks the agent program of `provider` as the session will start it. `claude_bin` is where
-/// the claude-code provider finds Claude Code.
-pub fn check_agent_program(
-    provider: &ProviderSettings,
-    project_root: &Path,
-    claude_bin: &Path,
-) -> Vec<Finding> {
+/// Checks the agent program of `provider` as the session will start it: its CLI (or `sh`), or
+/// the program of its `cmd` line.
+pub fn check_agent_program(provider: &ProviderSettings, project_root: &Path) -> Vec<Finding> {
     let name = provider.name.value.as_str();
     let cwd = agent_cwd(provider, project_root);
-    let program_line = match provider.name.value {
-        ProviderKind::Shell => return vec![program(name, "sh", &cwd)],
-        ProviderKind::ClaudeCode => {
-            return vec![program(name, &claude_bin.display().to_string(), &cwd)]
-        }
-        ProviderKind::Codex => return vec![program(name, &provider.codex_bin.value, &cwd)],
-        ProviderKind::Pi => return vec![program(name, &provider.pi_bin.value, &cwd)],
-        ProviderKind::Command => provider.cmd.value.clone().unwrap_or_default(),
-    };
+    if let Some(bin) = provider.program() {
+        return vec![program(name, bin, &cwd)];
+    }
+    let program_line = provider.cmd.value.clone().unwrap_or_default();
     let line = program_line.replace(
         "${BUGATTI_PROJECT_ROOT}",
         &project_root.display().to_string(),
@@ -154,7 +144,7 @@ mod tests {
 
     fn command(cmd: &str) -> ProviderSettings {
         let mut p = EffectiveConfig::default().provider;
-        p.name.value = ProviderKind::Command;
+        p.name.value = super::super::ProviderKind::Command;
         p.cmd.value = Some(cmd.into());
         p
     }
@@ -164,15 +154,14 @@ mod tests {
         let root = tempfile::tempdir().expect("tempdir");
         std::fs::create_dir_all(root.path().join("agents")).expect("dir");
         std::fs::write(root.path().join("agents/a.py"), "").expect("script");
-        let claude = Path::new("claude");
-        let found = check_agent_program(&command("python3 -u agents/a.py"), root.path(), claude);
+        let found = check_agent_program(&command("python3 -u agents/a.py"), root.path());
         assert!(found.iter().all(|f| f.ok), "{found:?}");
-        let missing = check_agent_program(&command("python3 agents/b.py"), root.path(), claude);
+        let missing = check_agent_program(&command("python3 agents/b.py"), root.path());
         assert!(
             !missing[1].ok && missing[1].message.contains("agents/b.py"),
             "{missing:?}"
         );
-        let not_exec = check_agent_program(&command("agents/a.py"), root.path(), claude);
+        let not_exec = check_agent_program(&command("agents/a.py"), root.path());
         assert!(
             !not_exec[0].ok && not_exec[0].message.contains("not executable"),
             "{not_exec:?}"
@@ -180,7 +169,6 @@ mod tests {
         let rooted = check_agent_program(
             &command("python3 ${BUGATTI_PROJECT_ROOT}/agents/a.py"),
             root.path(),
-            claude,
         );
         assert!(rooted.iter().all(|f| f.ok), "{rooted:?}");
     }

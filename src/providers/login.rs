@@ -41,19 +41,9 @@ impl Login {
     }
 }
 
-/// The environment variables that log each CLI in by themselves.
+/// The environment variables that log each CLI in by themselves (its provider's row).
 fn key_vars(agent: ProviderKind) -> &'static [&'static str] {
-    match agent {
-        ProviderKind::ClaudeCode => &[
-            "ANTHROPIC_API_KEY",
-            "ANTHROPIC_AUTH_TOKEN",
-            "CLAUDE_CODE_OAUTH_TOKEN",
-            "CLAUDE_CODE_USE_BEDROCK",
-            "CLAUDE_CODE_USE_VERTEX",
-        ],
-        ProviderKind::Codex => &["OPENAI_API_KEY", "CODEX_API_KEY"],
-        _ => &[],
-    }
+    agent.info().cli().map_or(&[], |cli| cli.key_vars)
 }
 
 fn get<'a>(env: &'a [(String, String)], key: &str) -> Option<&'a str> {

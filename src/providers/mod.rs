@@ -21,6 +21,7 @@ pub mod command;
 pub mod console_wiring;
 pub mod locate;
 pub mod login;
+pub mod per_step;
 pub mod pi;
 pub mod pricing;
 pub mod process;
@@ -30,6 +31,7 @@ pub mod tool_calls;
 pub mod transcript;
 pub mod turn;
 
+use crate::model::ids::{RunId, SessionId, SuiteId};
 use crate::model::markers::Evidence;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::model::redact::Secrets;
@@ -50,10 +52,6 @@ pub use crate::process::inherited_env::CLAUDE_NESTING_VARS;
 
 pub use crate::model::provider::ProviderKind;
 
-/// Said in every step-timeout message: where the limit is raised.
-pub const STEP_TIMEOUT_HINT: &str =
-    "raise it with the step's timeout_secs or [provider] step_timeout_secs";
-
 /// What the effective config says about the agent.
 #[derive(Debug, Clone)]
 pub struct AgentSpec {
@@ -71,12 +69,9 @@ pub struct AgentSpec {
     pub step_timeout: Duration,
     /// Told to the agent in the bootstrap.
     pub base_url: Option<String>,
-    /// The Claude Code executable (`claude` on `PATH` unless configured).
-    pub claude_bin: PathBuf,
-    /// The Codex executable (`codex` on `PATH` unless configured).
-    pub codex_bin: PathBuf,
-    /// The pi executable (`pi` on `PATH` unless configured).
-    pub pi_bin: PathBuf,
+    /// The agent CLI's executable (`claude`, `codex`, `pi` on `PATH` unless configured: its
+    /// provider's row); unused by `command` (its program is in `cmd`).
+    pub program: PathBuf,
     /// claude-code / codex: model turns one step may take; one more stops it as `over_budget`.
     pub max_turns_per_step: Option<u32>,
     /// codex: `[provider] price_per_mtok`, else the built-in price of its model.
@@ -103,9 +98,11 @@ impl AgentSpec {
             extra_system_prompt: None,
             step_timeout: Duration::from_secs(300),
             base_url: None,
-            claude_bin: PathBuf::from("claude"),
-            codex_bin: PathBuf::from("codex"),
-            pi_bin: PathBuf::from("pi"),
+            program: PathBuf::from(match provider.info().program {
+                crate::model::provider::Program::Cli(cli) => cli.default,
+                crate::model::provider::Program::Fixed(program) => program,
+                crate::model::provider::Program::Cmd => "",
+            }),
             max_turns_per_step: None,
             price_per_mtok: None,
             no_output_timeout: None,
@@ -119,9 +116,9 @@ impl AgentSpec {
 /// What this root-test session is.
 #[derive(Debug, Clone)]
 pub struct SessionFacts {
-    pub run_id: String,
-    pub session_id: String,
-    pub suite_id: String,
+    pub run_id: RunId,
+    pub session_id: SessionId,
+    pub suite_id: SuiteId,
     pub test_name: String,
     pub test_file: PathBuf,
     pub project_root: PathBuf,
@@ -420,11 +417,12 @@ impl AgentContext {
             .relative_to(&self.facts.run_dir)
     }
 
-    /// One step's limits: until `deadline`, silent at most `no_output_timeout_secs`, at most
+    /// One step's limits: `timeout` from now, silent at most `no_output_timeout_secs`, at most
     /// `max_turns_per_step` model turns.
-    pub fn step_limits(&self, deadline: crate::process::job_control::Deadline) -> turn::Limits {
+    pub fn step_limits(&self, timeout: Duration) -> turn::Limits {
         turn::Limits {
-            deadline,
+            timeout,
+            deadline: crate::process::job_control::Deadline::after(timeout),
             idle: self.spec.no_output_timeout,
             max_turns: self.spec.max_turns_per_step,
         }
@@ -463,7 +461,7 @@ fn env_over(
     if let Some(endpoint) = &facts.console {
         env.extend(crate::providers::console_wiring::agent_env(endpoint));
     }
-    env.push((AGENT_MARKER_ENV.to_string(), facts.run_id.clone()));
+    env.push((AGENT_MARKER_ENV.to_string(), facts.run_id.to_string()));
     env
 }
 

@@ -21,19 +21,15 @@
 //! - Its `bash` tool calls (`tool_execution_start` / `_end`) are kept for replay.
 
 use super::console_wiring;
-use super::process::{spawn_drain, AgentProcess, SpawnSpec};
+use super::per_step::{PerStep, StepCommand};
 use super::reply::ReplyCollector;
-use super::tool_calls::ToolCalls;
-use super::transcript::SharedTranscript;
-use super::turn::{self, Framing, Output, Seen, TurnEnd};
+use super::turn::{self, Framing, Seen, TurnEnd};
 use super::{
-    agent_env, bootstrap, AgentContext, AgentDeath, AgentError, AgentFault, CancelSignal, Provider,
-    ProviderKind, StepRequest, StepUsage, StepVerdict,
+    bootstrap, AgentContext, AgentError, AgentFault, CancelSignal, Provider, ProviderKind,
+    StepRequest, StepUsage, StepVerdict,
 };
 use crate::model::markers::scan_text;
 use crate::model::outcome::{StepStatus, TeardownState};
-use crate::process::job_control::Deadline;
-use crate::process::owner::{Owner, Role, Scope};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::time::Instant;
@@ -44,16 +40,12 @@ const TOOL_OUTPUT_SHOWN: usize = 2000;
 
 pub struct Pi {
     ctx: AgentContext,
-    /// The running step's process; `None` between steps.
-    process: Option<AgentProcess>,
-    log: Option<SharedTranscript>,
-    jsonl: Option<SharedTranscript>,
-    stderr: Option<SharedTranscript>,
+    /// The running step's process and the transcripts.
+    steps: PerStep,
     /// pi's session id (its `session` line): there is a session to continue.
     session_id: Option<String>,
     /// The session's cost so far (pi reports each message's).
     cost_so_far: f64,
-    tools: ToolCalls,
     /// `-e <extension>` registering the session's MCP servers (pi 1.x), and their names; empty
     /// when the session has neither console nor browser.
     mcp: console_wiring::PiMcp,
@@ -76,13 +68,9 @@ impl Pi {
     pub fn new(ctx: AgentContext) -> Self {
         Self {
             ctx,
-            process: None,
-            log: None,
-            jsonl: None,
-            stderr: None,
+            steps: PerStep::default(),
             session_id: None,
             cost_so_far: 0.0,
-            tools: ToolCalls::default(),
             mcp: console_wiring::PiMcp::default(),
         }
     }
@@ -144,7 +132,7 @@ impl Pi {
 
     /// The command line for messages, with the long texts elided.
     fn shown_command(&self) -> String {
-        let mut words = vec![self.ctx.spec.pi_bin.display().to_string()];
+        let mut words = vec![self.ctx.spec.program.display().to_string()];
         words.extend(self.base_args());
         words.extend(["--append-system-prompt".into(), "<bootstrap>".into()]);
         words.extend(self.agent_args());
@@ -153,58 +141,25 @@ impl Pi {
     }
 
     fn log(&self, text: &str) {
-        if let Some(log) = &self.log {
-            log.write(text.as_bytes());
-        }
+        self.steps.log(text);
     }
 
     fn spawn(&mut self, prompt: &str, step_id: u32) -> Result<ChildStdout, AgentError> {
-        let facts = &self.ctx.facts;
         let dir = self.session_dir();
         std::fs::create_dir_all(&dir).map_err(|source| AgentError::Spawn {
             command: format!("mkdir {}", dir.display()),
             source,
         })?;
-        let Some(stderr) = self.stderr.clone() else {
-            return Err(AgentError::Config {
-                provider: "pi",
-                problem: "started before its transcripts were opened".into(),
-            });
-        };
-        let mut env = agent_env(&self.ctx.spec, facts);
-        // One process per step: its tools see the step they serve.
-        env.push(("BUGATTI_STEP_ID".into(), step_id.to_string()));
-        let spawn = SpawnSpec {
-            program: self.ctx.spec.pi_bin.clone(),
+        let command = StepCommand {
             args: self.args(prompt),
-            env,
-            cwd: self.ctx.spec.cwd.clone(),
-            owner: Owner::new(Scope::run(facts.run_id.clone()), Role::Agent("pi".into())),
-            stderr,
-            display: Some(self.shown_command()),
+            env: Vec::new(),
+            shown: self.shown_command(),
         };
-        let mut process = AgentProcess::spawn(spawn)?;
-        process.close_stdin();
-        let stdout = process.take_stdout();
-        self.process = Some(process);
-        stdout.ok_or_else(|| AgentError::Config {
-            provider: "pi",
-            problem: "the agent's stdout was not piped".into(),
-        })
+        self.steps.spawn(&self.ctx, step_id, command)
     }
 
     async fn stop(&mut self) -> TeardownState {
-        turn::stop_turn_process(
-            self.process.take(),
-            self.ctx.spec.stop_timeout,
-            [&self.log, &self.jsonl],
-        )
-        .await
-    }
-
-    async fn death(&self) -> Option<AgentDeath> {
-        let process = self.process.as_ref()?;
-        process.death_once_exited(&self.ctx.facts.secrets).await
+        self.steps.stop(&self.ctx).await
     }
 
     /// One `pi --print` for `prompt`, read to `agent_end` (or the watchdog's end).
@@ -215,15 +170,13 @@ impl Pi {
         cancel: CancelSignal,
     ) -> StepVerdict {
         let mut collector = self.ctx.collector(request.step_id);
-        let limits = self.ctx.step_limits(Deadline::after(request.timeout));
+        let limits = self.ctx.step_limits(request.timeout);
         let stdout = match self.spawn(prompt, request.step_id) {
             Ok(stdout) => stdout,
-            Err(e) => {
-                return turn::spawn_failed_verdict(&collector, &e.to_string(), ProviderKind::Pi)
-            }
+            Err(e) => return PerStep::spawn_failed(&self.ctx, &collector, &e),
         };
         self.log(&format!("### step {}\n", request.step_id));
-        let mut output = Output::new(Some(stdout));
+        let jsonl = self.steps.jsonl.clone();
         let mut turn = Turn {
             pi: self,
             collector: &mut collector,
@@ -233,22 +186,13 @@ impl Pi {
             usage: StepUsage::default(),
             settled: None,
         };
-        let end = output
-            .read_turn(&mut turn, limits, cancel, turn::NO_MESSAGE)
-            .await;
-        let (last_error, usage) = (turn.last_error.take(), turn.usage.clone());
         // Whatever follows `agent_end` (a lingering pi) goes to the transcript, never waited for.
-        if let Some(stdout) = output.take() {
-            spawn_drain(stdout, self.jsonl.clone());
-        }
-        let agent = "pi";
+        let end = PerStep::read(stdout, jsonl, &mut turn, limits, cancel).await;
+        let (last_error, usage) = (turn.last_error.take(), turn.usage.clone());
         let verdict = match end {
             TurnEnd::Done(v) => v,
             TurnEnd::Ended => {
-                let death = self.death().await.unwrap_or(AgentDeath {
-                    status: "its output ended".into(),
-                    stderr_tail: String::new(),
-                });
+                let death = self.steps.death(&self.ctx).await;
                 let said = last_error
                     .as_deref()
                     .map(|e| format!("; its last error: {e}"))
@@ -264,29 +208,16 @@ impl Pi {
                 v.usage = Some(usage);
                 v
             }
-            TurnEnd::TimedOut => collector.verdict_with(
-                StepStatus::Timeout,
-                format!(
-                    "step timed out after {}s with no agent_end from pi (raise it with the \
-                     step's timeout_secs or [provider] step_timeout_secs); the agent was stopped",
-                    request.timeout.as_secs_f64()
-                ),
-            ),
-            TurnEnd::Silent => turn::silent_verdict(
-                &collector,
-                agent,
-                self.ctx.spec.no_output_timeout,
-                last_error.unwrap_or_default(),
-            ),
-            TurnEnd::Cancelled => collector.interrupted_verdict(),
-            TurnEnd::OverTurns(turns) => {
-                let mut v = turn::over_turns_verdict(
-                    &collector,
-                    agent,
-                    turns,
-                    self.ctx.spec.max_turns_per_step,
-                );
-                v.usage = Some(usage);
+            TurnEnd::Stopped(stop) => {
+                let agent = turn::Agent {
+                    name: "pi",
+                    awaited: "no agent_end from pi",
+                };
+                let last_words = last_error.unwrap_or_default();
+                let mut v = turn::stopped_verdict(stop, &collector, &limits, agent, last_words);
+                if let turn::Stop::OverTurns(_) = stop {
+                    v.usage = Some(usage);
+                }
                 v
             }
         };
@@ -345,7 +276,7 @@ impl Turn<'_> {
             .filter_map(|c| c["text"].as_str())
             .collect::<Vec<_>>()
             .join("\n");
-        self.pi.tools.pi_tool_end(event, &content);
+        self.pi.steps.tools.pi_tool_end(event, &content);
         let shown: String = content.chars().take(TOOL_OUTPUT_SHOWN).collect();
         let cut = if shown.len() < content.len() {
             " …"
@@ -409,7 +340,7 @@ impl Framing for Turn<'_> {
     type Done = StepVerdict;
 
     fn line(&mut self, raw: &[u8]) -> Seen<StepVerdict> {
-        if let Some(jsonl) = &self.pi.jsonl {
+        if let Some(jsonl) = &self.pi.steps.jsonl {
             jsonl.write(raw);
         }
         let text = String::from_utf8_lossy(raw);
@@ -427,7 +358,7 @@ impl Framing for Turn<'_> {
                 self.assistant(&event["message"]);
             }
             Some("tool_execution_start") => {
-                self.pi.tools.pi_tool_start(&event);
+                self.pi.steps.tools.pi_tool_start(&event);
                 let input = match event["args"]["command"].as_str() {
                     Some(cmd) => cmd.to_string(),
                     None => event["args"].to_string(),
@@ -491,12 +422,8 @@ impl Provider for Pi {
     /// Checks that pi can be started and opens the transcripts; pi itself starts with each step.
     async fn start(&mut self) -> Result<(), AgentError> {
         self.mcp = console_wiring::for_pi(&self.ctx.facts)?;
-        let transcripts =
-            turn::start_turn_agent(&self.ctx.spec.pi_bin, &self.ctx, || self.shown_command())?;
-        self.log = Some(transcripts.log);
-        self.jsonl = Some(transcripts.jsonl);
-        self.stderr = Some(transcripts.stderr);
-        Ok(())
+        let shown = self.shown_command();
+        self.steps.start(&self.ctx, shown)
     }
 
     /// The bootstrap travels as the appended system prompt of every invocation.
@@ -507,32 +434,22 @@ impl Provider for Pi {
     async fn run_step(&mut self, request: &StepRequest, cancel: CancelSignal) -> StepVerdict {
         let started = Instant::now();
         let prompt = bootstrap::step_message(&self.ctx.facts, request);
-        self.tools.take();
-        let mut verdict = self.run_turn(&prompt, request, cancel).await;
-        verdict.step_id = request.step_id;
-        verdict.duration = started.elapsed();
-        verdict.tool_calls = self.tools.take();
-        verdict
+        self.steps.begin();
+        let verdict = self.run_turn(&prompt, request, cancel).await;
+        self.steps.end(verdict, request, started)
     }
 
     async fn close(&mut self) -> TeardownState {
-        let state = self.stop().await;
-        for t in [&self.log, &self.jsonl, &self.stderr].into_iter().flatten() {
-            t.finish();
-        }
-        state
+        self.steps.close(&self.ctx).await
     }
 
     /// Each step is its own process, already stopped: the retried step continues the session
     /// (or starts it, when pi died before writing one).
     async fn restart(&mut self) -> Result<bool, AgentError> {
-        self.stop().await;
-        self.log(&format!(
-            "### restart: continuing session {}\n",
-            self.session_id
-                .as_deref()
-                .unwrap_or("(none yet: starting afresh)")
-        ));
+        let session = self.session_id.as_deref();
+        self.steps
+            .restart(&self.ctx, "continuing session", session)
+            .await;
         Ok(true)
     }
 }

@@ -179,7 +179,7 @@ impl ShellProvider {
         launch.inherit_env = false;
         launch.marker = EnvMarker {
             var: AGENT_MARKER_ENV,
-            value: facts.run_id.clone(),
+            value: facts.run_id.to_string(),
         };
         launch.kill_on_drop = true;
         let mut group = match handle::start(launch) {
@@ -314,14 +314,10 @@ impl Provider for ShellProvider {
                     }
                     collector.verdict_with(StepStatus::Error, message)
                 }
-                CommandEnd::TimedOut => collector.verdict_with(
-                    StepStatus::Timeout,
-                    format!(
-                        "step timed out after {}s ({}) while running {}",
-                        request.timeout.as_secs_f64(),
-                        super::STEP_TIMEOUT_HINT,
-                        short(command)
-                    ),
+                CommandEnd::TimedOut => super::turn::timed_out_verdict(
+                    &collector,
+                    request.timeout,
+                    &format!(" while running {}", short(command)),
                 ),
                 CommandEnd::Cancelled => collector.interrupted_verdict(),
                 CommandEnd::SpawnFailed(e) => collector.verdict_with(

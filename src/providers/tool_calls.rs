@@ -80,15 +80,18 @@ impl ToolCalls {
     pub fn claude_tool_use(&mut self, block: &serde_json::Value) {
         let tool = block["name"].as_str().unwrap_or("tool").to_string();
         let mut unreplayable = None;
-        let shell = (tool == "Bash").then(|| ShellRun {
-            command: block["input"]["command"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-            exit_code: None,
-            output: String::new(),
-            timeout_ms: block["input"]["timeout"].as_u64(),
-        });
+        let shell = super::ProviderKind::ClaudeCode
+            .info()
+            .is_shell_tool(&tool)
+            .then(|| ShellRun {
+                command: block["input"]["command"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                exit_code: None,
+                output: String::new(),
+                timeout_ms: block["input"]["timeout"].as_u64(),
+            });
         if shell.is_some() && block["input"]["run_in_background"].as_bool() == Some(true) {
             unreplayable = Some("the agent ran a Bash command in the background".to_string());
         }
@@ -138,7 +141,7 @@ impl ToolCalls {
     /// A Codex `item.completed`.
     pub fn codex_item(&mut self, item: &serde_json::Value) {
         let (tool, shell) = match item["type"].as_str() {
-            Some("command_execution") => (
+            Some(tool) if super::ProviderKind::Codex.info().is_shell_tool(tool) => (
                 "command_execution".to_string(),
                 Some(ShellRun {
                     command: item["command"].as_str().unwrap_or_default().to_string(),
@@ -191,17 +194,20 @@ impl ToolCalls {
     /// in its working directory).
     pub fn pi_tool_start(&mut self, event: &serde_json::Value) {
         let tool = event["toolName"].as_str().unwrap_or("tool").to_string();
-        let shell = (tool == "bash").then(|| ShellRun {
-            command: event["args"]["command"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-            exit_code: None,
-            output: String::new(),
-            timeout_ms: event["args"]["timeout"]
-                .as_u64()
-                .map(|s| s.saturating_mul(1000)),
-        });
+        let shell = super::ProviderKind::Pi
+            .info()
+            .is_shell_tool(&tool)
+            .then(|| ShellRun {
+                command: event["args"]["command"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                exit_code: None,
+                output: String::new(),
+                timeout_ms: event["args"]["timeout"]
+                    .as_u64()
+                    .map(|s| s.saturating_mul(1000)),
+            });
         if let Some(id) = event["toolCallId"].as_str() {
             self.pending.insert(id.to_string(), self.calls.len());
         }

@@ -4,8 +4,10 @@
 //!
 //! A provider says only how its turn is framed ([`Framing`]): what one line of its output means
 //! (progress, news that is not progress, the end of the turn), and how many model turns the step
-//! has taken so far. Turning each way a turn can end into a verdict stays with the provider (its
-//! messages name it), with [`silent_verdict`] and [`over_turns_verdict`] shared.
+//! has taken so far. A turn that ended by itself (its end line, or the end of output) is the
+//! provider's to read; one the harness stopped (the step's timeout, the watchdog's silence, a
+//! cancel, the turn budget) gets its verdict here, worded once for every provider
+//! ([`stopped_verdict`]; [`timed_out_verdict`] is the one "step timed out" message).
 
 use super::command::cancelled;
 use super::reply::ReplyCollector;
@@ -57,6 +59,13 @@ pub enum TurnEnd<D> {
     Done(D),
     /// The agent's output ended before the turn did.
     Ended,
+    /// The harness stopped it ([`stopped_verdict`]).
+    Stopped(Stop),
+}
+
+/// Why the harness stopped a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
     TimedOut,
     /// Nothing that counts as progress for the silence limit.
     Silent,
@@ -68,9 +77,17 @@ pub enum TurnEnd<D> {
 /// `send` for a provider whose message is not written while its reply is read.
 pub const NO_MESSAGE: Option<std::future::Ready<std::io::Result<()>>> = None;
 
+/// How a user raises a step's time limit: the step's own `timeout_secs`, the provider's default,
+/// the command line's override. Said by every step-timeout message ([`timed_out_verdict`]), and
+/// only by those: a silent agent is stopped by `no_output_timeout_secs`, which its message names.
+pub const STEP_TIMEOUT_HINT: &str = "raise the limit with `timeout_secs` on the step, \
+    `[provider] step_timeout_secs` or `--step-timeout`";
+
 /// The limits of one turn.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
+    /// The step's timeout, as the messages give it.
+    pub timeout: Duration,
     /// The step's deadline (stopped time does not count).
     pub deadline: Deadline,
     /// `no_output_timeout_secs`.
@@ -117,7 +134,7 @@ impl<R: AsyncRead + Unpin> Output<R> {
             }
             let turns = framing.model_turns();
             if max_turns.is_some_and(|max| turns > u64::from(max)) {
-                return Some(TurnEnd::OverTurns(turns));
+                return Some(TurnEnd::Stopped(Stop::OverTurns(turns)));
             }
         }
         None
@@ -188,15 +205,15 @@ impl<R: AsyncRead + Unpin> Output<R> {
                 },
                 _ = reached(idle_at), if idle_at.is_some() && reading => {
                     self.stop(framing);
-                    return TurnEnd::Silent;
+                    return TurnEnd::Stopped(Stop::Silent);
                 }
                 _ = limits.deadline.reached() => {
                     self.stop(framing);
-                    return TurnEnd::TimedOut;
+                    return TurnEnd::Stopped(Stop::TimedOut);
                 }
                 _ = cancelled(&mut cancel) => {
                     self.stop(framing);
-                    return TurnEnd::Cancelled;
+                    return TurnEnd::Stopped(Stop::Cancelled);
                 }
             }
         }
@@ -224,8 +241,57 @@ pub fn spawn_failed_verdict(
     v
 }
 
+/// How the verdicts of a stopped turn name the agent.
+#[derive(Debug, Clone, Copy)]
+pub struct Agent<'a> {
+    /// `Claude Code`, `Codex`, `pi`.
+    pub name: &'a str,
+    /// What the step still lacked when its time ran out: `no result from Claude Code`.
+    pub awaited: &'a str,
+}
+
+/// The verdict of a turn the harness stopped, worded here once for every provider: the step's
+/// timeout, the watchdog's silence (with the agent's `last_words`), a cancel, more model turns
+/// than `max_turns_per_step`.
+pub fn stopped_verdict(
+    stop: Stop,
+    collector: &ReplyCollector,
+    limits: &Limits,
+    agent: Agent<'_>,
+    last_words: String,
+) -> StepVerdict {
+    match stop {
+        Stop::TimedOut => timed_out_verdict(
+            collector,
+            limits.timeout,
+            &format!(" with {}; the agent was stopped", agent.awaited),
+        ),
+        Stop::Silent => silent_verdict(collector, agent.name, limits.idle, last_words),
+        Stop::Cancelled => collector.interrupted_verdict(),
+        Stop::OverTurns(turns) => {
+            over_turns_verdict(collector, agent.name, turns, limits.max_turns)
+        }
+    }
+}
+
+/// The verdict of a step that outlived its timeout, `detail` saying what it had not done yet:
+/// the one place a step-timeout message is written, with how to raise the limit.
+pub fn timed_out_verdict(
+    collector: &ReplyCollector,
+    timeout: Duration,
+    detail: &str,
+) -> StepVerdict {
+    collector.verdict_with(
+        StepStatus::Timeout,
+        format!(
+            "step timed out after {}s{detail} ({STEP_TIMEOUT_HINT})",
+            timeout.as_secs_f64()
+        ),
+    )
+}
+
 /// The verdict of a step whose agent went silent (the watchdog's fault, retried on a restart).
-pub fn silent_verdict(
+fn silent_verdict(
     collector: &ReplyCollector,
     agent: &str,
     idle: Option<Duration>,
@@ -244,7 +310,7 @@ pub fn silent_verdict(
 }
 
 /// The verdict of a step that took more model turns than `max_turns_per_step`.
-pub fn over_turns_verdict(
+fn over_turns_verdict(
     collector: &ReplyCollector,
     agent: &str,
     turns: u64,
@@ -258,40 +324,6 @@ pub fn over_turns_verdict(
             max.unwrap_or_default()
         ),
     )
-}
-
-/// Stops a per-turn agent process (Codex's and pi's `exec`-style runs), if one is running, and
-/// flushes the step's transcripts after it: what it wrote last is kept.
-pub(crate) async fn stop_turn_process(
-    process: Option<super::process::AgentProcess>,
-    grace: Duration,
-    transcripts: [&Option<super::transcript::SharedTranscript>; 2],
-) -> crate::model::outcome::TeardownState {
-    let Some(mut process) = process else {
-        return crate::model::outcome::TeardownState::Clean;
-    };
-    let state = process.stop(grace).await;
-    for t in transcripts.into_iter().flatten() {
-        t.flush();
-    }
-    state
-}
-
-/// A per-turn agent's start (Codex's and pi's: their process starts with each step): its
-/// program found, so that a missing one is an error before any step, and its transcripts opened.
-pub(crate) fn start_turn_agent(
-    program: &std::path::Path,
-    ctx: &super::AgentContext,
-    shown_command: impl FnOnce() -> String,
-) -> Result<super::transcript::AgentTranscripts, super::AgentError> {
-    let program = program.display().to_string();
-    super::locate::find_program(&program, &ctx.spec.cwd).map_err(|why| {
-        super::AgentError::Spawn {
-            command: shown_command(),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, why),
-        }
-    })?;
-    super::transcript::AgentTranscripts::create(&ctx.facts)
 }
 
 #[cfg(test)]
@@ -330,6 +362,7 @@ mod tests {
 
     fn limits(secs: u64, idle_ms: Option<u64>, max_turns: Option<u32>) -> Limits {
         Limits {
+            timeout: Duration::from_secs(secs),
             deadline: Deadline::after(Duration::from_secs(secs)),
             idle: idle_ms.map(Duration::from_millis),
             max_turns,
@@ -382,7 +415,10 @@ mod tests {
                 NO_MESSAGE,
             )
             .await;
-        assert!(matches!(end, TurnEnd::OverTurns(3)), "{end:?}");
+        assert!(
+            matches!(end, TurnEnd::Stopped(Stop::OverTurns(3))),
+            "{end:?}"
+        );
     }
 
     #[tokio::test]
@@ -405,7 +441,7 @@ mod tests {
                 NO_MESSAGE,
             )
             .await;
-        assert!(matches!(end, TurnEnd::Silent), "{end:?}");
+        assert!(matches!(end, TurnEnd::Stopped(Stop::Silent)), "{end:?}");
         drop(writer.await);
     }
 

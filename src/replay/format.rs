@@ -49,7 +49,8 @@ pub struct RecordedStep {
     /// [`crate::replay::placeholders::instruction_hash`] of the instruction as sent.
     pub instruction_hash: String,
     /// The provider that passed it (`claude-code`, `codex`, `command`): another one is a miss.
-    pub provider: String,
+    /// A name no provider has makes the recording unreadable (replay then asks the agent).
+    pub provider: crate::model::provider::ProviderKind,
     /// RFC 3339; `max_age_days` counts from here.
     pub recorded_at: chrono::DateTime<chrono::Utc>,
     /// When the recording's run started: with `recorded_at`, the window in which a timestamp
@@ -467,7 +468,7 @@ mod tests {
             step: n,
             provenance: format!("tests/a.test.toml#{n}"),
             instruction_hash: "ab".repeat(32),
-            provider: "claude-code".into(),
+            provider: "claude-code".parse().expect("a provider"),
             recorded_at: "2026-11-24T12:00:00Z".parse().expect("timestamp"),
             run_started_at: None,
             cost_usd: Some(0.0125),

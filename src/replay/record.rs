@@ -319,7 +319,7 @@ pub fn unreplayable_tool(tool: &str) -> Option<String> {
     // The providers' shell tools: Claude Code's `Bash`, Codex's `command_execution`, pi's
     // `bash`; Claude Code's read-only file tools; the session browser's recorded tools.
     let known = console
-        || ["Bash", "command_execution", "bash"].contains(&tool)
+        || crate::model::provider::rows().any(|row| row.is_shell_tool(tool))
         || super::files::is_file_tool(tool)
         || super::browser::recorded_tool(tool).is_some();
     (!known).then(|| format!("the agent used {tool}, which is not replayed"))
@@ -354,7 +354,7 @@ mod tests {
             step: 1,
             provenance: "t#1".into(),
             instruction_hash: "h".into(),
-            provider: "command".into(),
+            provider: "command".parse().expect("a provider"),
             recorded_at: "2026-11-24T12:01:00Z".parse().expect("ts"),
             run_started_at: Some("2026-11-24T12:00:00Z".parse().expect("ts")),
             cost_usd: None,

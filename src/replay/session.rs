@@ -18,7 +18,6 @@ use super::normalize::Normalizer;
 use super::placeholders::{instruction_hash, Placeholders};
 use super::record::{learn, relations, Learning};
 use super::replayer::{replay_step, AgentTools};
-use super::shell::AgentShell;
 use super::step_report::{add_note, by_the_agent, replayed};
 use super::store::{self, StepKey};
 use super::told::Told;
@@ -28,6 +27,7 @@ use crate::console::Console;
 use crate::model::load::RootTest;
 use crate::model::outcome::StepStatus;
 use crate::model::plan::PlannedStep;
+use crate::model::provider::ProviderKind;
 use crate::model::replay::{ReplayMode, StepMode, StepReplay};
 use crate::providers::tool_calls::ToolCall;
 use std::collections::BTreeMap;
@@ -41,7 +41,7 @@ const ACTION_TIMEOUT: Duration = Duration::from_secs(60);
 /// A session's replay: its recording, and how this session's values are masked.
 pub struct ReplaySession {
     mode: ReplayMode,
-    provider: String,
+    provider: ProviderKind,
     test: String,
     path: PathBuf,
     /// The recording as loaded (a fresh one when there is none), or why it cannot be used.
@@ -82,7 +82,7 @@ pub struct SessionValues<'a> {
 /// A session's replay settings, read from its config.
 struct Setup<'a> {
     mode: ReplayMode,
-    provider: String,
+    provider: ProviderKind,
     /// The root test, as its recording names it.
     test: String,
     /// The recording's file.
@@ -215,7 +215,7 @@ impl ReplaySession {
         );
         Some(Self::open(Setup {
             mode,
-            provider: provider.to_string(),
+            provider,
             test: test.rel_path.to_string_lossy().into_owned(),
             path: store::recording_path(&effective.replay.dir_in(project_root), &test.rel_path),
             placeholders: Placeholders::new(volatile, effective.secret_pairs()),
@@ -517,7 +517,7 @@ impl ReplaySession {
             step: step.step_id,
             provenance: step.provenance(),
             instruction_hash: instruction_hash(&self.placeholders, instruction),
-            provider: self.provider.clone(),
+            provider: self.provider,
         }
     }
 
@@ -562,7 +562,7 @@ impl ReplaySession {
             agent_cwd: self.agent_cwd.clone(),
         };
         let tools = AgentTools {
-            shell: AgentShell::of_provider(&recorded.provider),
+            shell: recorded.provider.info().shell,
             browser: self.browser.as_ref(),
         };
         (replay_step(&ctx, tools, &recorded).await, Some(recorded))
@@ -659,7 +659,7 @@ impl ReplaySession {
             step: key.step,
             provenance: key.provenance.clone(),
             instruction_hash: key.instruction_hash.clone(),
-            provider: key.provider.clone(),
+            provider: key.provider,
             recorded_at: chrono::Utc::now(),
             run_started_at,
             cost_usd,
@@ -709,7 +709,7 @@ mod tests {
     fn session(dir: &Path, mode: ReplayMode, audit: f64) -> ReplaySession {
         ReplaySession::open(Setup {
             mode,
-            provider: "claude".into(),
+            provider: "claude-code".parse().expect("a provider"),
             test: "t.test.toml".into(),
             path: store::recording_path(&dir.join("replays"), Path::new("t.test.toml")),
             placeholders: Placeholders::new(Vec::new(), Vec::new()),

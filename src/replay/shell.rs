@@ -25,25 +25,10 @@ use crate::providers::AGENT_MARKER_ENV;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// How the agent's shell tool ran a command.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentShell {
-    /// `bash`, its working directory carried from call to call (Claude Code's Bash).
-    Bash,
-    /// The recorded command line through `sh -c` (Codex records the shell it ran in it).
-    Sh,
-}
+/// How the agent's shell tool ran a command: its provider's row says.
+pub use crate::model::provider::AgentShell;
 
 impl AgentShell {
-    /// The shell of a provider's recorded shell actions.
-    pub fn of_provider(provider: &str) -> Self {
-        if provider == "claude-code" {
-            Self::Bash
-        } else {
-            Self::Sh
-        }
-    }
-
     /// How long the agent's tool lets a command run when its call asks for no timeout: Claude
     /// Code's Bash 2 minutes; for the others, `otherwise` (the replay's own limit).
     pub fn default_timeout(self, otherwise: Duration) -> Duration {

@@ -59,7 +59,7 @@ pub fn replayed(
         no_recording: false,
         actions: shown,
         recorded_at: Some(step.recorded_at),
-        recorded_by: Some(step.provider.clone()),
+        recorded_by: Some(step.provider.to_string()),
         facts: facts.iter().map(|f| placeholders.fill(f)).collect(),
     };
     (message, replay)

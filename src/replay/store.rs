@@ -7,6 +7,7 @@
 
 use super::format::{RecordedStep, Recording, LEARNED_MASKS_SINCE, SCHEMA_VERSION};
 use super::verdict::Miss;
+use crate::model::provider::ProviderKind;
 use crate::report::error::ReportError;
 use std::path::{Path, PathBuf};
 
@@ -174,7 +175,7 @@ pub struct StepKey {
     pub step: usize,
     pub provenance: String,
     pub instruction_hash: String,
-    pub provider: String,
+    pub provider: ProviderKind,
 }
 
 impl Recording {
@@ -203,8 +204,8 @@ impl Recording {
         }
         if step.provider != key.provider {
             return Err(Miss::OtherProvider {
-                recorded: step.provider.clone(),
-                now: key.provider.clone(),
+                recorded: step.provider,
+                now: key.provider,
             });
         }
         if step.instruction_hash != key.instruction_hash {
@@ -279,7 +280,7 @@ mod tests {
             step: 1,
             provenance: "tests/a.test.toml#1".into(),
             instruction_hash: "h1".into(),
-            provider: "claude-code".into(),
+            provider: "claude-code".parse().expect("a provider"),
             recorded_at: "2026-11-01T00:00:00Z".parse().expect("ts"),
             run_started_at: None,
             cost_usd: Some(0.02),
@@ -302,7 +303,7 @@ mod tests {
             step: 1,
             provenance: "tests/a.test.toml#1".into(),
             instruction_hash: "h1".into(),
-            provider: "claude-code".into(),
+            provider: "claude-code".parse().expect("a provider"),
         }
     }
 
@@ -331,6 +332,9 @@ mod tests {
             .expect("loads")
             .expect("some");
         assert_eq!(back, recording());
+        // The typed provider is written as its name, as the string was.
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(text.contains("\"provider\": \"claude-code\""), "{text}");
     }
 
     #[test]
@@ -342,6 +346,11 @@ mod tests {
             ("{\"schema\": 1, \"test\": ", "Corrupt"),
             (
                 &good.replace("\"provider\"", "\"providr\"") as &str,
+                "Corrupt",
+            ),
+            // A provider no supervisor has: unreadable, so the agent runs the step.
+            (
+                &good.replace("\"claude-code\"", "\"claude\"") as &str,
                 "Corrupt",
             ),
             (
@@ -391,7 +400,7 @@ mod tests {
             Miss::InstructionChanged
         );
         assert!(matches!(
-            with(|k| k.provider = "codex".into()),
+            with(|k| k.provider = "codex".parse().expect("a provider")),
             Miss::OtherProvider { .. }
         ));
         assert!(matches!(
@@ -439,7 +448,7 @@ mod tests {
         assert!(status(key(), 10).contains("23 days old"));
         assert!(status(
             StepKey {
-                provider: "codex".into(),
+                provider: "codex".parse().expect("a provider"),
                 ..key()
             },
             30

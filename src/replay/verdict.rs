@@ -3,6 +3,7 @@
 
 use super::compare::Drift;
 use super::masks::Position;
+use crate::model::provider::ProviderKind;
 use std::time::Duration;
 
 /// What replaying one step came to.
@@ -101,7 +102,10 @@ pub enum Miss {
     #[error("the instruction changed since it was recorded")]
     InstructionChanged,
     #[error("recorded with provider {recorded}, this run uses {now}")]
-    OtherProvider { recorded: String, now: String },
+    OtherProvider {
+        recorded: ProviderKind,
+        now: ProviderKind,
+    },
     #[error("the recording is {age_days} days old (max_age_days = {max_age_days})")]
     TooOld { age_days: i64, max_age_days: u32 },
     #[error("the recording has no action to check")]

@@ -25,7 +25,22 @@ pub struct ReportInput<'a> {
 }
 
 /// One section: its title and a renderer.
-pub type Section = (&'static str, fn(&ReportInput<'_>) -> Result<String, String>);
+pub type Section = (
+    &'static str,
+    fn(&ReportInput<'_>) -> Result<String, SectionError>,
+);
+
+/// Why a section of report.md could not be written (it becomes a note; the rest is written).
+#[derive(Debug, thiserror::Error)]
+pub enum SectionError {
+    #[error(transparent)]
+    Format(#[from] std::fmt::Error),
+    #[error("listing {path}: {source}")]
+    List {
+        path: std::path::PathBuf,
+        source: walkdir::Error,
+    },
+}
 
 /// The sections of report.md, in order.
 pub const SECTIONS: &[Section] = &[
@@ -110,11 +125,7 @@ fn status_label(status: StepStatus) -> &'static str {
     }
 }
 
-fn fmt_err(e: std::fmt::Error) -> String {
-    e.to_string()
-}
-
-fn summary(input: &ReportInput<'_>) -> Result<String, String> {
+fn summary(input: &ReportInput<'_>) -> Result<String, SectionError> {
     let r = input.record;
     let mut s = String::new();
     let outcome = r.outcome.map_or("running", |o| o.as_str());
@@ -191,12 +202,11 @@ fn summary(input: &ReportInput<'_>) -> Result<String, String> {
             writeln!(s, "| reason | {} |", cell(&msg))?;
         }
         writeln!(s)
-    })()
-    .map_err(fmt_err)?;
+    })()?;
     Ok(s)
 }
 
-fn skipped(input: &ReportInput<'_>) -> Result<String, String> {
+fn skipped(input: &ReportInput<'_>) -> Result<String, SectionError> {
     let r = input.record;
     let mut s = String::from("## Skipped commands\n\n");
     if r.skipped_commands.is_empty() {
@@ -210,7 +220,7 @@ fn skipped(input: &ReportInput<'_>) -> Result<String, String> {
     Ok(s)
 }
 
-fn steps(input: &ReportInput<'_>) -> Result<String, String> {
+fn steps(input: &ReportInput<'_>) -> Result<String, SectionError> {
     let mut s = String::from("## Steps\n\n");
     if input.record.steps.is_empty() {
         s.push_str("No steps were planned.\n\n");
@@ -241,7 +251,7 @@ fn steps(input: &ReportInput<'_>) -> Result<String, String> {
 
 /// What replay did for each step (docs/replay.md): replayed or by the agent, why, the drift as a diff;
 /// nothing when replay did not apply to this run.
-fn replay(input: &ReportInput<'_>) -> Result<String, String> {
+fn replay(input: &ReportInput<'_>) -> Result<String, SectionError> {
     let r = input.record;
     if !r.steps.iter().any(|st| st.mode.is_some()) {
         return Ok(String::new());
@@ -307,7 +317,7 @@ fn replay(input: &ReportInput<'_>) -> Result<String, String> {
 }
 
 /// The agent console calls of each step (docs/console.md); nothing when no step made one.
-fn console_calls(input: &ReportInput<'_>) -> Result<String, String> {
+fn console_calls(input: &ReportInput<'_>) -> Result<String, SectionError> {
     let mut s = String::new();
     for step in input
         .record
@@ -349,7 +359,7 @@ What the agent did through its console (full arguments in \
 }
 
 /// Logs, evidence and usage of the steps that need a look: WARN and every failure.
-fn step_details(input: &ReportInput<'_>) -> Result<String, String> {
+fn step_details(input: &ReportInput<'_>) -> Result<String, SectionError> {
     let mut s = String::new();
     let noteworthy = input
         .record
@@ -455,7 +465,7 @@ fn longest_backtick_run(text: &str) -> usize {
 
 /// Evidence the agent named that is not a file inside the run directory, for every step (a
 /// passing step's broken link is still a broken link); no section when there is none.
-fn evidence_warnings(input: &ReportInput<'_>) -> Result<String, String> {
+fn evidence_warnings(input: &ReportInput<'_>) -> Result<String, SectionError> {
     let mut s = String::new();
     for step in &input.record.steps {
         for ev in &step.evidence {
@@ -481,7 +491,7 @@ fn evidence_warnings(input: &ReportInput<'_>) -> Result<String, String> {
 }
 
 /// `[checkpoint]` saves and restores; no section when there were none.
-fn checkpoints(input: &ReportInput<'_>) -> Result<String, String> {
+fn checkpoints(input: &ReportInput<'_>) -> Result<String, SectionError> {
     let r = input.record;
     if r.checkpoints.is_empty() {
         return Ok(String::new());
@@ -514,7 +524,7 @@ fn checkpoints(input: &ReportInput<'_>) -> Result<String, String> {
     Ok(s)
 }
 
-fn commands(input: &ReportInput<'_>) -> Result<String, String> {
+fn commands(input: &ReportInput<'_>) -> Result<String, SectionError> {
     let mut s = String::from("## Commands\n\n");
     if input.record.commands.is_empty() {
         s.push_str("No harness commands.\n\n");
@@ -589,10 +599,13 @@ fn commands(input: &ReportInput<'_>) -> Result<String, String> {
 }
 
 /// The files in the run directory, as they are now.
-fn artifacts(input: &ReportInput<'_>) -> Result<String, String> {
+fn artifacts(input: &ReportInput<'_>) -> Result<String, SectionError> {
     let mut files = Vec::new();
     for entry in walkdir::WalkDir::new(input.run_dir).sort_by_file_name() {
-        let entry = entry.map_err(|e| format!("listing {}: {e}", input.run_dir.display()))?;
+        let entry = entry.map_err(|source| SectionError::List {
+            path: input.run_dir.to_path_buf(),
+            source,
+        })?;
         if entry.file_type().is_file() {
             if let Ok(rel) = entry.path().strip_prefix(input.run_dir) {
                 let name = rel.to_string_lossy().to_string();
@@ -614,7 +627,7 @@ fn artifacts(input: &ReportInput<'_>) -> Result<String, String> {
     Ok(s)
 }
 
-fn effective_config(input: &ReportInput<'_>) -> Result<String, String> {
+fn effective_config(input: &ReportInput<'_>) -> Result<String, SectionError> {
     let mut s = String::from("## Effective config\n\n");
     if input.record.effective_config.is_empty() {
         s.push_str("Not recorded.\n\n");

@@ -40,8 +40,8 @@ impl Rig {
         ];
         env.extend(secrets.iter().map(|(k, v)| (k.to_string(), v.to_string())));
         let facts = SessionFacts {
-            run_id: run_id.clone(),
-            session_id: format!("s-{run_id}"),
+            run_id: run_id.clone().into(),
+            session_id: format!("s-{run_id}").into(),
             suite_id: "suite-test".into(),
             test_name: "agent test".into(),
             test_file: PathBuf::from("agent.test.toml"),
@@ -96,12 +96,12 @@ impl Rig {
     /// No agent process of this run is alive and none is registered (helpers such as a test's
     /// own app may still run).
     pub fn assert_agent_stopped(&self) {
-        let run_id = &self.facts.run_id;
+        let run_id = self.facts.run_id.as_str();
         let marked = group::live_processes_with_env(AGENT_MARKER_ENV, run_id);
         assert!(marked.is_empty(), "agent processes survive: {marked:?}");
         let left: Vec<_> = registry::registered()
             .into_iter()
-            .filter(|g| g.owner.scope.id() == run_id.as_str())
+            .filter(|g| g.owner.scope.id() == run_id)
             .collect();
         assert!(left.is_empty(), "groups still registered: {left:?}");
     }
@@ -109,7 +109,7 @@ impl Rig {
     /// Nothing of this run is alive: no process with the agent marker or the run id, no group
     /// of this run left in the registry.
     pub fn assert_no_survivors(&self) {
-        let run_id = &self.facts.run_id;
+        let run_id = self.facts.run_id.as_str();
         let marked = group::live_processes_with_env(AGENT_MARKER_ENV, run_id);
         let of_run = group::live_processes_with_env("BUGATTI_RUN_ID", run_id);
         assert!(marked.is_empty(), "agent processes survive: {marked:?}");
@@ -119,7 +119,7 @@ impl Rig {
         );
         let left: Vec<_> = registry::registered()
             .into_iter()
-            .filter(|g| g.owner.scope.id() == run_id.as_str())
+            .filter(|g| g.owner.scope.id() == run_id)
             .collect();
         assert!(left.is_empty(), "groups still registered: {left:?}");
         for g in left {

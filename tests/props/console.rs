@@ -253,7 +253,7 @@ fn console_tools_answer_any_arguments_without_panic_or_hang() {
         .expect("runtime");
     let console = runtime.block_on(async {
         Arc::new(Console::new(ConsoleSetup {
-            run_id: run_id.clone(),
+            run_id: run_id.clone().into(),
             run_dir: dir.path().join("run"),
             workdir,
             env: vec![("BUGATTI_RUN_ID".into(), run_id.clone())],

@@ -33,7 +33,7 @@ impl Drop for Owned {
 fn spawn_owned(command: &mut Command, rig: &Rig) -> Owned {
     use std::os::unix::process::CommandExt;
     let child = command
-        .env("BUGATTI_RUN_ID", &rig.facts.run_id)
+        .env("BUGATTI_RUN_ID", rig.facts.run_id.as_str())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .process_group(0)
@@ -114,7 +114,7 @@ fn claude_spec(rig: &mut Rig, bin: PathBuf, stub_port: u16) -> AgentSpec {
     );
     let mut spec = AgentSpec::new(ProviderKind::ClaudeCode);
     spec.cwd = rig.facts.project_root.clone();
-    spec.claude_bin = bin;
+    spec.program = bin;
     // As root, bypass modes refuse to run; allowing the Bash tool is what works.
     spec.agent_args = vec!["--allowedTools".into(), "Bash".into()];
     spec.inherit_env = false;
@@ -177,7 +177,7 @@ async fn a_multi_step_session_with_a_real_bash_tool_call() {
     // The tool ran with the session's environment (so teardown can find what it starts).
     let seen_run_id =
         std::fs::read_to_string(rig.facts.workdir.join("run_id.txt")).expect("run_id.txt");
-    assert_eq!(seen_run_id, rig.facts.run_id);
+    assert_eq!(seen_run_id, rig.facts.run_id.as_str());
     let usage = first.usage.clone().expect("usage recorded");
     assert!(usage.total_cost_usd > 0.0, "{usage:?}");
     assert!(
@@ -359,7 +359,8 @@ async fn a_tool_process_that_escaped_is_found_and_killed_at_close() {
     )
     .await;
     assert_eq!(v.status, StepStatus::Ok, "{v:?}");
-    let escaped = group::live_processes_with_env(providers::AGENT_MARKER_ENV, &rig.facts.run_id);
+    let escaped =
+        group::live_processes_with_env(providers::AGENT_MARKER_ENV, rig.facts.run_id.as_str());
     assert!(
         !escaped.is_empty(),
         "the background sleep runs until teardown"
@@ -444,7 +445,7 @@ async fn a_refused_tool_is_named_on_the_step() {
 async fn a_missing_claude_binary_is_a_startup_error() {
     let rig = Rig::new(&[]);
     let mut spec = AgentSpec::new(ProviderKind::ClaudeCode);
-    spec.claude_bin = PathBuf::from("/nonexistent/bin/claude");
+    spec.program = PathBuf::from("/nonexistent/bin/claude");
     spec.agent_args = vec!["--model".into(), "sonnet".into()];
     let mut p = create(&rig, spec);
     let err = p.start().await.expect_err("missing binary");

@@ -7,7 +7,7 @@ use crate::common::report::{assert_absent_everywhere, events, plan, SECRET};
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::model::redact::Secrets;
 use bugatti::report::events::{Event, EventClock};
-use bugatti::report::markdown::{ReportInput, Section, SECTIONS};
+use bugatti::report::markdown::{ReportInput, Section, SectionError, SECTIONS};
 use bugatti::report::run_record::RunRecord;
 use bugatti::report::run_writer::RunWriter;
 use bugatti::report::scrub::Redactor;
@@ -244,11 +244,11 @@ fn a_run_that_never_reports_its_end_is_closed_as_error() {
     assert_eq!(record.steps.len(), 3);
 }
 
-fn broken(_: &ReportInput<'_>) -> Result<String, String> {
-    Err("disk on fire".to_string())
+fn broken(_: &ReportInput<'_>) -> Result<String, SectionError> {
+    Err(SectionError::Format(std::fmt::Error))
 }
 
-fn panicking(_: &ReportInput<'_>) -> Result<String, String> {
+fn panicking(_: &ReportInput<'_>) -> Result<String, SectionError> {
     panic!("renderer bug")
 }
 
@@ -276,7 +276,10 @@ fn report_md_is_still_written_when_a_part_fails() {
     );
     assert!(md.contains("## Notes"), "{md}");
     assert!(
-        md.contains("- the broken part section could not be written: disk on fire"),
+        md.contains(&format!(
+            "- the broken part section could not be written: {}",
+            std::fmt::Error
+        )),
         "{md}"
     );
     assert!(

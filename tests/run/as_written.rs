@@ -320,6 +320,37 @@ fn a_slow_agent_that_wrote_something_is_a_timeout_at_the_step_timeout() {
     ] {
         assert!(message.contains(setting), "{setting}: {message}");
     }
+    assert_eq!(message.matches("--step-timeout").count(), 1, "{message}");
+}
+
+#[test]
+fn a_silent_agent_is_told_the_silence_limit_not_the_step_timeout() {
+    // The watchdog stopped it, not the step's timeout: its message names no_output_timeout_secs,
+    // and raising the step's timeout would not help.
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"command\"\ncmd = \"sh agents/mute.sh\"\nno_output_timeout_secs = 1\n",
+    );
+    // `sh` starts at once: the bootstrap is answered well within the silence limit.
+    p.write(
+        "agents/mute.sh",
+        "read bootstrap\necho 'RESULT OK'\nread step\nexec sleep 60\n",
+    );
+    p.write("a.test.toml", "[[steps]]\ninstruction = \"anything\"\n");
+    let out = p.run(&["start"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let record = p.record_for("a.test.toml");
+    let step = &record["steps"][0];
+    assert_eq!(step["status"], "timeout", "{step}");
+    let message = step["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("wrote nothing for 1s (no_output_timeout_secs)"),
+        "{message}"
+    );
+    for wrong in ["step_timeout_secs", "--step-timeout", "timed out after"] {
+        assert!(!message.contains(wrong), "{wrong}: {message}");
+    }
 }
 
 #[test]

@@ -23,7 +23,7 @@ fn rig() -> Rig {
     std::fs::create_dir_all(&workdir).expect("ws");
     let run_id = format!("console-test-{}", uuid::Uuid::new_v4());
     let console = Arc::new(Console::new(ConsoleSetup {
-        run_id: run_id.clone(),
+        run_id: run_id.clone().into(),
         run_dir: dir.path().join("run"),
         workdir,
         env: vec![

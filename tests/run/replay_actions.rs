@@ -50,7 +50,7 @@ impl Session {
         env.push(("API_TOKEN".into(), SECRET.into()));
         env.push(("PATH".into(), std::env::var("PATH").unwrap_or_default()));
         let console = Console::new(ConsoleSetup {
-            run_id: run_id.clone(),
+            run_id: run_id.clone().into(),
             run_dir: dir.path().join("run"),
             workdir: workdir.clone().into(),
             env: env.clone(),
@@ -144,7 +144,7 @@ fn step(actions: Vec<Action>) -> RecordedStep {
         step: 1,
         provenance: "tests/a.test.toml#1".into(),
         instruction_hash: "h".into(),
-        provider: "claude-code".into(),
+        provider: bugatti::model::provider::ProviderKind::ClaudeCode,
         recorded_at: chrono::Utc::now(),
         run_started_at: None,
         cost_usd: Some(0.03),

@@ -51,7 +51,7 @@ use crate::process::event::{HarnessEvent, HarnessEventKind};
 use crate::process::owner::Scope;
 use crate::process::record::HarnessRecord;
 use crate::process::teardown::{grace_is_over, sweep_run};
-use crate::providers::{AgentEvent, ProviderKind, StepRequest, StepVerdict};
+use crate::providers::{AgentEvent, StepRequest, StepVerdict};
 use crate::report::console::stderr_notice;
 use crate::report::error::ReportError;
 use crate::report::events::{
@@ -96,7 +96,6 @@ pub struct SuiteContext {
     pub from_checkpoint: Option<String>,
     /// Ports of suite-scoped commands: every session sees the same value.
     pub shared_ports: BTreeMap<String, u16>,
-    pub claude_bin: PathBuf,
     /// The suite-scoped commands as they stand (kept by the supervisor), for each run's record.
     pub suite_commands: SuiteCommands,
     /// What the suite has spent on agents, and its ceilings.
@@ -202,10 +201,7 @@ impl Actor for SessionActor {
         let fault_panic = std::env::var(FAULT_PANIC_ENV).is_ok_and(|needle| {
             !needle.is_empty() && args.test.rel_path.to_string_lossy().contains(&needle)
         });
-        let agent_restartable = matches!(
-            args.test.effective.provider.name.value,
-            ProviderKind::ClaudeCode | ProviderKind::Codex | ProviderKind::Pi
-        );
+        let agent_restartable = args.test.effective.provider.name.value.info().resumes;
         let fault_driver_panic = std::env::var(FAULT_DRIVER_PANIC_ENV).is_ok_and(|needle| {
             !needle.is_empty() && args.test.rel_path.to_string_lossy().contains(&needle)
         });

@@ -9,7 +9,8 @@ use super::*;
 use crate::model::replay::StepReplay;
 use crate::replay::session::{After, AgentStep, AgentTurn, Before, StepAsked};
 
-/// What a step's replay stage came to.
+/// What a step's replay stage came to. (Once per step, moved at once: its size does not matter.)
+#[allow(clippy::large_enum_variant)]
 pub(super) enum ReplayStage {
     /// The step ended without the agent: replayed, refused (`mode = "only"`), or stopped.
     Ended(StepEnd),

@@ -35,8 +35,7 @@ impl Driver {
                 HarnessUp::PortTaken(given_up) => retry = Some(given_up),
             }
         };
-        let agent = agent_spec(effective, &id, &vars, self.suite.claude_bin.clone())
-            .map_err(|e| Ending::error(e.to_string()))?;
+        let agent = agent_spec(effective, &id, &vars).map_err(|e| Ending::error(e.to_string()))?;
 
         // Resuming: the saved state comes back once the harness is up, before the agent starts.
         if let Some(name) = &self.suite.from_checkpoint {
@@ -54,9 +53,9 @@ impl Driver {
         let (agent_tx, agent_rx) = mpsc::unbounded_channel();
         started.agent_news = Some(agent_rx);
         let facts = crate::providers::SessionFacts {
-            run_id: self.run_id.clone(),
-            session_id: self.session_id.clone(),
-            suite_id: self.suite.suite_id.clone(),
+            run_id: self.run_id.as_str().into(),
+            session_id: self.session_id.as_str().into(),
+            suite_id: self.suite.suite_id.as_str().into(),
             test_name: self.test.name.clone(),
             test_file: self.test.rel_path.clone(),
             project_root: self.suite.project_root.clone(),
@@ -121,8 +120,7 @@ impl Driver {
     ) -> Result<Option<crate::console::server::Endpoint>, Ending> {
         let effective = &self.test.effective;
         // `shell` runs no model: nothing would call it.
-        let wanted = effective.provider.console.value
-            && agent.provider != crate::providers::ProviderKind::Shell;
+        let wanted = effective.provider.console.value && agent.provider.info().mcp.serves_console();
         if wanted {
             let mut logs = log_sources;
             for log in &mut logs {
@@ -130,7 +128,7 @@ impl Driver {
             }
             let console = Arc::new(
                 Console::new(ConsoleSetup {
-                    run_id: self.run_id.clone(),
+                    run_id: self.run_id.as_str().into(),
                     run_dir: self.run_dir(),
                     // docs/console.md: where the agent itself runs, so a command means the same through the
                     // console as through the agent's own shell.
@@ -204,12 +202,10 @@ impl Driver {
                 None => None,
             },
             // Claude Code's format; the other agents do not read it.
-            project: match agent.provider {
-                crate::providers::ProviderKind::ClaudeCode => {
-                    project_mcp_servers(&agent.cwd, started.browser.is_some())
-                        .map_err(Ending::error)?
-                }
-                _ => None,
+            project: if agent.provider.info().mcp.reads_project_mcp_json() {
+                project_mcp_servers(&agent.cwd, started.browser.is_some()).map_err(Ending::error)?
+            } else {
+                None
             },
         })
     }

@@ -23,27 +23,28 @@ pub(super) fn doctor(config: Option<PathBuf>) -> ExitCode {
     // Every distinct provider setting (tests may override it), checked as a session starts it.
     let mut providers: Vec<_> = suite.tests.iter().map(|t| &t.effective.provider).collect();
     providers.push(&suite.base.provider);
-    let uses_codex = providers
+    let seeds_user_home = providers
         .iter()
-        .any(|p| p.name.value == ProviderKind::Codex);
-    // A non-interactive Claude Code runs only the tools it is allowed: without any, the agent's
-    // Bash calls are refused and the step says so only after the fact.
-    let claude_without_tools = providers.iter().any(|p| {
-        p.name.value == ProviderKind::ClaudeCode
-            && !p.agent_args.value.iter().any(|a| {
-                a.starts_with("--allowedTools")
-                    || a.starts_with("--allowed-tools")
-                    || a.starts_with("--permission-mode")
-                    || a == "--dangerously-skip-permissions"
-            })
-    });
-    let claude = bugatti::actors::session_plan::claude_bin(&suite.base);
-    let versions = agent_versions(&providers, &suite.project_root, &claude);
+        .any(|p| p.name.value.info().seeds_user_home);
+    // A non-interactive agent (Claude Code) runs only the tools it is allowed: without any, the
+    // agent's shell calls are refused and the step says so only after the fact.
+    let mut tool_notes: Vec<&str> = providers
+        .iter()
+        .filter_map(|p| {
+            let permission = p.name.value.info().tool_permission?;
+            let allowed = p
+                .agent_args
+                .value
+                .iter()
+                .any(|a| permission.flags.iter().any(|flag| a.starts_with(flag)));
+            (!allowed).then_some(permission.note)
+        })
+        .collect();
+    tool_notes.dedup();
+    let versions = agent_versions(&providers, &suite.project_root);
     let mut findings: Vec<_> = providers
         .into_iter()
-        .flat_map(|p| {
-            bugatti::providers::locate::check_agent_program(p, &suite.project_root, &claude)
-        })
+        .flat_map(|p| bugatti::providers::locate::check_agent_program(p, &suite.project_root))
         .collect();
     findings.dedup();
     let mut seen = std::collections::BTreeSet::new();
@@ -59,19 +60,15 @@ pub(super) fn doctor(config: Option<PathBuf>) -> ExitCode {
         }
     }
     // Codex sessions start from the user's own Codex home: say which one, and which login.
-    if uses_codex {
+    if seeds_user_home {
         let home = bugatti::providers::codex_home::user_home();
         println!(
             "ok   {}",
             bugatti::providers::codex_home::describe(home.as_ref())
         );
     }
-    if claude_without_tools {
-        println!(
-            "note claude-code: agent_args allow no tools, so Claude Code will refuse the agent's \
-             Bash calls (the step names each refusal); allow them with \
-             agent_args = [\"--allowedTools\", \"Bash\"]"
-        );
+    for note in tool_notes {
+        println!("note {note}");
     }
     for (ok, line) in versions {
         if ok {
@@ -191,22 +188,19 @@ pub(super) fn report_dead_runs(artifacts: &Path) {
 pub(super) fn agent_versions(
     providers: &[&bugatti::model::layers::ProviderSettings],
     project_root: &std::path::Path,
-    claude: &std::path::Path,
 ) -> Vec<(bool, String)> {
     use bugatti::providers::locate::{agent_version, find_program};
     let mut seen = std::collections::BTreeSet::new();
     let mut wanted = Vec::new();
     for p in providers {
-        let name = p.name.value.as_str();
-        let bin = match p.name.value {
-            ProviderKind::ClaudeCode => claude.display().to_string(),
-            ProviderKind::Codex => p.codex_bin.value.clone(),
-            ProviderKind::Pi => p.pi_bin.value.clone(),
-            ProviderKind::Command | ProviderKind::Shell => continue,
+        let kind = p.name.value;
+        let bin = match p.program() {
+            Some(bin) if kind.info().cli().is_some() => bin,
+            _ => continue,
         };
-        if let Ok(path) = find_program(&bin, project_root) {
+        if let Ok(path) = find_program(bin, project_root) {
             if seen.insert(path.clone()) {
-                wanted.push((name.to_string(), path));
+                wanted.push((kind, path));
             }
         }
     }
@@ -223,8 +217,8 @@ pub(super) fn agent_versions(
     let env: Vec<(String, String)> = std::env::vars().collect();
     wanted
         .into_iter()
-        .flat_map(|(name, path)| {
-            let kind = ProviderKind::parse(&name).unwrap_or(ProviderKind::Command);
+        .flat_map(|(kind, path)| {
+            let name = kind.as_str();
             let version = match runtime.block_on(agent_version(&path, project_root)) {
                 // One older than the protocol we read is the fault `cli_version` (preflight
                 // refuses it).

@@ -335,14 +335,10 @@ impl EffectiveConfig {
         let pr = &mut self.provider;
         if let Some(v) = &p.name {
             let at = origin(file, v.span());
-            match ProviderKind::parse(v.get_ref()) {
-                Some(kind) => pr.name.set(kind, layer, at),
-                None => problems.push(problem(
-                    format!(
-                        "unknown provider `{}` (expected one of {})",
-                        v.get_ref(),
-                        ProviderKind::names()
-                    ),
+            match v.get_ref().parse() {
+                Ok(kind) => pr.name.set(kind, layer, at),
+                Err(expected) => problems.push(problem(
+                    format!("unknown provider `{}` ({expected})", v.get_ref()),
                     at,
                 )),
             }
@@ -427,25 +423,24 @@ impl EffectiveConfig {
     pub fn apply_env(&mut self, env: &dyn Fn(&str) -> Option<String>) -> Vec<LayerProblem> {
         let mut problems = Vec::new();
         if let Some(v) = env("BUGATTI_PROVIDER").filter(|v| !v.is_empty()) {
-            match ProviderKind::parse(&v) {
-                Some(kind) => self.provider.name.set(kind, Layer::Env, None),
-                None => problems.push(problem(
-                    format!(
-                        "BUGATTI_PROVIDER=`{v}` is not a provider (expected one of {})",
-                        ProviderKind::names()
-                    ),
+            match v.parse() {
+                Ok(kind) => self.provider.name.set(kind, Layer::Env, None),
+                Err(expected) => problems.push(problem(
+                    format!("BUGATTI_PROVIDER=`{v}` is not a provider ({expected})"),
                     None,
                 )),
             }
         }
-        if let Some(v) = env("BUGATTI_CLAUDE_BIN").filter(|v| !v.is_empty()) {
-            self.provider.claude_bin.set(v, Layer::Env, None);
-        }
-        if let Some(v) = env("BUGATTI_CODEX_BIN").filter(|v| !v.is_empty()) {
-            self.provider.codex_bin.set(v, Layer::Env, None);
-        }
-        if let Some(v) = env("BUGATTI_PI_BIN").filter(|v| !v.is_empty()) {
-            self.provider.pi_bin.set(v, Layer::Env, None);
+        // Each agent CLI's program (`BUGATTI_CLAUDE_BIN`, …), as its provider's row names it.
+        for row in super::super::provider::rows() {
+            let Some(cli) = row.cli() else { continue };
+            if let Some(v) = env(cli.env).filter(|v| !v.is_empty()) {
+                self.provider
+                    .programs
+                    .entry(row.kind)
+                    .or_insert_with(|| Sourced::default_value(cli.default.to_string()))
+                    .set(v, Layer::Env, None);
+            }
         }
         if let Some(v) = env("BUGATTI_BASE_URL").filter(|v| !v.is_empty()) {
             self.provider.base_url.set(Some(v), Layer::Env, None);
@@ -507,13 +502,10 @@ impl EffectiveConfig {
             self.replay.mode.set(mode, Layer::Flag, None);
         }
         if let Some(v) = &o.provider {
-            match ProviderKind::parse(v) {
-                Some(kind) => self.provider.name.set(kind, Layer::Flag, None),
-                None => problems.push(problem(
-                    format!(
-                        "--provider `{v}` is not a provider (expected one of {})",
-                        ProviderKind::names()
-                    ),
+            match v.parse() {
+                Ok(kind) => self.provider.name.set(kind, Layer::Flag, None),
+                Err(expected) => problems.push(problem(
+                    format!("--provider `{v}` is not a provider ({expected})"),
                     None,
                 )),
             }

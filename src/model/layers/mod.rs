@@ -44,9 +44,6 @@ pub const DEFAULT_MAX_LOG_BYTES: u64 = 256 * 1024 * 1024;
 pub const MIN_MAX_LOG_BYTES: u64 = 4096;
 pub const DEFAULT_CHECKPOINT_TIMEOUT_SECS: u64 = 120;
 pub const DEFAULT_NO_OUTPUT_TIMEOUT_SECS: u64 = 120;
-pub const DEFAULT_CLAUDE_BIN: &str = "claude";
-pub const DEFAULT_CODEX_BIN: &str = "codex";
-pub const DEFAULT_PI_BIN: &str = "pi";
 pub use super::provider::ProviderKind;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -71,13 +68,39 @@ pub struct ProviderSettings {
     pub strict_warnings: Sourced<bool>,
     /// Serve the agent console over MCP (docs/console.md).
     pub console: Sourced<bool>,
-    /// Where the Claude Code executable is: `claude` (on `PATH`) unless `BUGATTI_CLAUDE_BIN` says
-    /// otherwise. Read once, here, with the other environment knobs; sessions and `check` use it.
-    pub claude_bin: Sourced<String>,
-    /// Where the Codex executable is: `codex` (on `PATH`) unless `BUGATTI_CODEX_BIN` says so.
-    pub codex_bin: Sourced<String>,
-    /// Where the pi executable is: `pi` (on `PATH`) unless `BUGATTI_PI_BIN` says so.
-    pub pi_bin: Sourced<String>,
+    /// Where each agent CLI is (`provider.claude_bin`, …): its default on `PATH` unless its
+    /// environment variable (`BUGATTI_CLAUDE_BIN`, …) says otherwise. Read once, here, with the
+    /// other environment knobs; sessions, preflight, `doctor` and `check` use it.
+    pub programs: BTreeMap<ProviderKind, Sourced<String>>,
+}
+
+impl ProviderSettings {
+    /// The program the provider starts: its CLI as configured, a fixed one (`sh`), or `None`
+    /// for `command` (whose program is the first word of `cmd`).
+    pub fn program(&self) -> Option<&str> {
+        let kind = self.name.value;
+        match kind.info().program {
+            super::provider::Program::Cli(cli) => Some(
+                self.programs
+                    .get(&kind)
+                    .map_or(cli.default, |p| p.value.as_str()),
+            ),
+            super::provider::Program::Cmd => None,
+            super::provider::Program::Fixed(program) => Some(program),
+        }
+    }
+}
+
+/// Every agent CLI at its default program.
+fn default_programs() -> BTreeMap<ProviderKind, Sourced<String>> {
+    super::provider::rows()
+        .filter_map(|row| {
+            Some((
+                row.kind,
+                Sourced::default_value(row.cli()?.default.to_string()),
+            ))
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -176,9 +199,7 @@ impl Default for EffectiveConfig {
                 base_url: Sourced::default_value(None),
                 strict_warnings: Sourced::default_value(false),
                 console: Sourced::default_value(true),
-                claude_bin: Sourced::default_value(DEFAULT_CLAUDE_BIN.to_string()),
-                codex_bin: Sourced::default_value(DEFAULT_CODEX_BIN.to_string()),
-                pi_bin: Sourced::default_value(DEFAULT_PI_BIN.to_string()),
+                programs: default_programs(),
             },
             supervisor: SupervisorSettings {
                 jobs: Sourced::default_value(DEFAULT_JOBS),

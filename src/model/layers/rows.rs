@@ -46,24 +46,18 @@ impl EffectiveConfig {
             p.cwd.value.clone().unwrap_or_else(|| ".".to_string()),
             p.cwd.source,
         );
-        row(
-            rows,
-            "provider.claude_bin",
-            p.claude_bin.value.clone(),
-            p.claude_bin.source,
-        );
-        row(
-            rows,
-            "provider.codex_bin",
-            p.codex_bin.value.clone(),
-            p.codex_bin.source,
-        );
-        row(
-            rows,
-            "provider.pi_bin",
-            p.pi_bin.value.clone(),
-            p.pi_bin.source,
-        );
+        for provider in super::super::provider::rows() {
+            let (Some(cli), Some(program)) = (provider.cli(), p.programs.get(&provider.kind))
+            else {
+                continue;
+            };
+            row(
+                rows,
+                &format!("provider.{}", cli.key),
+                program.value.clone(),
+                program.source,
+            );
+        }
         row(
             rows,
             "provider.step_timeout_secs",

@@ -19,7 +19,8 @@ fn apply(text: &str) -> (EffectiveConfig, Vec<String>) {
 #[test]
 fn defaults_when_nothing_is_set() {
     let e = EffectiveConfig::default();
-    assert_eq!(e.provider.name.value, ProviderKind::ClaudeCode);
+    assert_eq!(e.provider.name.value, DEFAULT_PROVIDER);
+    assert_eq!(e.provider.name.value.as_str(), "claude-code");
     assert_eq!(e.provider.step_timeout_secs.value, 300);
     assert_eq!(e.supervisor.jobs.value, 4);
     assert_eq!(e.supervisor.artifact_dir.value, ".bugatti");

@@ -7,9 +7,14 @@ impl EffectiveConfig {
     /// Whole-config checks once every layer is applied: provider needs, command graph.
     pub fn validate(&self) -> Vec<LayerProblem> {
         let mut problems = Vec::new();
-        if self.provider.name.value == ProviderKind::Command && self.provider.cmd.value.is_none() {
+        let needs_cmd =
+            self.provider.name.value.info().program == super::super::provider::Program::Cmd;
+        if needs_cmd && self.provider.cmd.value.is_none() {
             problems.push(problem(
-                "provider `command` needs `[provider] cmd`, the program to run",
+                format!(
+                    "provider `{}` needs `[provider] cmd`, the program to run",
+                    self.provider.name.value
+                ),
                 self.provider.name.origin.clone(),
             ));
         }

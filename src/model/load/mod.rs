@@ -607,10 +607,19 @@ fn check_mcp_json(
     } else {
         &["bugatti"]
     };
-    let claude = tests.iter().any(|t| {
-        t.effective.provider.name.value == crate::model::provider::ProviderKind::ClaudeCode
+    let reads_mcp_json = tests.iter().any(|t| {
+        t.effective
+            .provider
+            .name
+            .value
+            .info()
+            .mcp
+            .reads_project_mcp_json()
     });
-    match (claude, crate::model::mcp_json::read(&agent_cwd, reserved)) {
+    match (
+        reads_mcp_json,
+        crate::model::mcp_json::read(&agent_cwd, reserved),
+    ) {
         (true, Err(e)) => Err(Problem::new(e.to_string())),
         _ => Ok(()),
     }

@@ -53,10 +53,7 @@ fn the_nearest_config_upward_is_the_project_root() {
     assert_eq!(s.project_root, p.root);
     assert_eq!(s.config_path, Some(p.root.join("bugatti.config.toml")));
     assert_eq!(s.tests[0].rel_path, PathBuf::from("tests/a.test.toml"));
-    assert_eq!(
-        s.base.provider.name.value,
-        crate::model::provider::ProviderKind::Shell
-    );
+    assert_eq!(s.base.provider.name.value.as_str(), "shell");
 }
 
 #[test]
@@ -153,10 +150,7 @@ fn config_dir_is_the_project_root_and_global_config_is_a_layer() {
     .unwrap();
     assert_eq!(s.project_root, p.root.join("proj"));
     assert_eq!(s.global_config_path, Some(p.root.join("home/config.toml")));
-    assert_eq!(
-        s.base.provider.name.value,
-        crate::model::provider::ProviderKind::Shell
-    );
+    assert_eq!(s.base.provider.name.value.as_str(), "shell");
     assert_eq!(s.base.provider.name.source, Layer::Project);
     assert_eq!(s.base.provider.step_timeout_secs.value, 9);
     assert_eq!(s.base.provider.step_timeout_secs.source, Layer::Global);
