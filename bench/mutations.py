@@ -9,14 +9,25 @@ tokens soft-drift to the agent once and are learned); runs 3-5 give yet other he
 should replay. Then each mutation breaks one app the way a real regression would (a value out of
 its range, a broken tie or relation, a stale time, a hidden or non-UTF-8 file, a worker that
 dies after it was ready, a changed value inside every kind of token); the agent would fail every
-one, so a replayed pass of a mutated step is a false pass (goal: 0)."""
+one, so a replayed pass of a mutated step is a false pass (goal: 0).
+
+Two more apps are checked through the real Claude Code CLI (.ci/node) and the scripted Messages
+stub (tests/support/anthropic_stub.py), because their checks go through tools the `command`
+agent does not have: a shop page in the session's Chromium, looked at with Playwright MCP's
+tools (a `[browser]` step), and a settings folder looked at with Claude Code's own `Read`,
+`Grep` and `Glob`. Their agent judges with `expect` / `expect_absent` on what each tool
+answered, as a model shown those answers would."""
+import concurrent.futures
 import json
 import os
 import random
 import shutil
+import subprocess
+import time
 
 import artifacts
-from cases import Row
+from browser_replay import _chromium, _free_port, _playwright_mcp
+from cases import CLAUDE_CONFIG, Row, _claude_bin
 from proc import BenchError, run
 
 UUID_TAIL = "-3d4e-4f50-8a61-7b8c9d0e1f23"
@@ -238,11 +249,11 @@ keep_workspace = "never"
     return project
 
 
-def suite(ctx, project, label):
+def suite(ctx, project, label, env=None):
     """One `supervisor start` of every test; each test's first step from its run.json."""
     shutil.rmtree(os.path.join(project, ".bugatti", "runs"), ignore_errors=True)
     argv = [ctx.binary, "start", "-q", "-j", "8", "--config", os.path.join(project, "bugatti.config.toml")]
-    m = run(argv, project, ctx.out(label), ctx.env)
+    m = run(argv, project, ctx.out(label), env or ctx.env)
     if m.rc not in (0, 1):
         raise BenchError(f"{' '.join(argv)} exited {m.rc}; its output ends:\n{m.tail()}")
     steps = {}
@@ -253,51 +264,302 @@ def suite(ctx, project, label):
     return steps
 
 
-def corpus(ctx):
-    """Learning on healthy variants, then every mutation; the row's figures."""
+# Through Claude Code -------------------------------------------------------------------------------
+class ClaudeApp:
+    """One app checked by a one-step test through Claude Code: its project's `config` text, the
+    step's `instruction`, the agent's turns `script(project)` (the stub's replies, the facts
+    last), `healthy(rng, phase)` the files of its `folder` for a working variant, `mutations`
+    (label, files) pairs that break it."""
+
+    def __init__(self, name, config, instruction, script, folder, healthy, mutations):
+        self.name, self.config, self.instruction, self.script = name, config, instruction, script
+        self.folder, self.healthy, self.mutations = folder, healthy, mutations
+
+
+# The empty icon keeps Chromium from asking for /favicon.ico (a failed request, a console error).
+SHOP = """<!doctype html>
+<html><head><title>Fruit shop</title><link rel="icon" href="data:,"></head>
+<body><main>
+<h1>Fruit shop</h1>
+<p>Rendered in {rendered}ms</p>
+<ul>
+{items}
+</ul>
+<p id="basket">Basket: empty</p>
+</main>
+<script>
+function add() {{
+{add}
+}}
+</script>
+</body></html>
+"""
+
+
+def shop(rendered=12, basket="Basket: 1 item, total 1.25", before="", apple=True):
+    """The shop page: `Add Apple` puts one apple (1.25) in the basket; `before` runs first in the
+    click (a console error, a request), `basket` is what the basket then says."""
+    items = ['<li>Pear 0.80 <button>Add Pear</button></li>']
+    if apple:
+        items.insert(0, '<li>Apple 1.25 <button onclick="add()">Add Apple</button></li>')
+    add = f"{before}\ndocument.getElementById('basket').textContent = {json.dumps(basket)};"
+    return {"index.html": SHOP.format(rendered=rendered, items="\n".join(items), add=add)}
+
+
+def browser_app(port):
+    browser = lambda tool: f"mcp__browser__browser_{tool}"
+    config = CLAUDE_CONFIG + f"""
+[ports]
+WEB_PORT = {port}
+
+[commands.web]
+kind = "long_lived"
+cmd = "python3 -m http.server ${{WEB_PORT}} --bind 127.0.0.1 --directory site"
+readiness_url = "http://127.0.0.1:${{WEB_PORT}}/"
+
+[browser]
+"""
+    # The agent reads the page from each answer, as a model does: the shop and its Apple button
+    # after the navigation, no console error after the click (Playwright MCP lists the click's
+    # new console entries with its answer), the basket in the snapshot.
+    script = lambda project: [
+        {"tool": browser("navigate"), "input": {"url": f"http://127.0.0.1:{port}/"}},
+        {"tool": browser("snapshot"), "input": {}},
+        {"tool": browser("click"), "input": {"element": "Add Apple button", "target": "{ref:Add Apple}"},
+         "expect": ["Fruit shop", "Add Apple"]},
+        {"tool": browser("snapshot"), "input": {}, "expect_absent": ["[ERROR]", "Console: 1", "Console: 2"]},
+        {"text": "The basket holds one apple, 1.25.\nRESULT OK",
+         "expect": ["Basket: 1 item, total 1.25"], "expect_absent": ["[ERROR]"]},
+        {"facts": ['4 contains "Basket: 1 item, total 1.25"']},
+    ]
+    return ClaudeApp(
+        "browser", config,
+        "Open the shop at http://127.0.0.1:${WEB_PORT}/, add an apple and check the basket holds one apple at 1.25.",
+        script, "site",
+        lambda r, p: shop(rendered=pick(r, p, 5, 60)),
+        # The first is the quick mode's sample.
+        [("a console error on the click", shop(before="console.error('basket sync failed');")),
+         ("the basket counts two", shop(basket="Basket: 2 items, total 2.50")),
+         ("a failed request on the click", shop(before="fetch('api/basket').catch(() => {});")),
+         ("no Add Apple button", shop(apple=False)),
+         ("a wrong total", shop(basket="Basket: 1 item, total 1.52"))])
+
+
+def settings(took=35, port=8080, drop=(), extra=None):
+    """The settings folder: app.cfg (a header generated now, then the values), db.cfg, a readme."""
+    header = f"# generated {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} in {took}ms\n"
+    files = {"app.cfg": f"{header}name = shop\nport = {port}\nworkers = 4\n",
+             "db.cfg": "host = localhost\nuser = shop\n",
+             "README.txt": "The shop's settings: one .cfg file per service.\n"}
+    for name in drop:
+        files.pop(name)
+    files.update(extra or {})
+    return files
+
+
+def files_app():
+    config = CLAUDE_CONFIG.replace('["--allowedTools", "Bash"]', '["--allowedTools", "Bash,Read,Grep,Glob"]')
+    # The Glob answer must list app.cfg and db.cfg and nothing else (Claude Code lists the
+    # paths, one a line).
+    only_two = r"(?:\S*conf/(?:app|db)\.cfg\n?){2}"
+    script = lambda project: [
+        {"tool": "Read", "input": {"file_path": os.path.join(project, "conf", "app.cfg")}},
+        {"tool": "Grep", "input": {"pattern": "password", "path": "conf", "output_mode": "files_with_matches"},
+         "expect": ["port = 8080"]},
+        {"tool": "Glob", "input": {"pattern": "*.cfg", "path": os.path.join(project, "conf")},
+         "expect": ["No files found"]},
+        {"text": "Port 8080, no password in any file, the two .cfg files.\nRESULT OK",
+         "expect": ["conf/app.cfg", "conf/db.cfg"], "expect_re": [only_two]},
+        # Facts are read on a Grep's entries, not on its "No files found" sentence.
+        {"facts": ['1 contains "port = 8080"', '2 absent /conf/',
+                   '3 contains "conf/app.cfg"', '3 contains "conf/db.cfg"']},
+    ]
+    return ClaudeApp(
+        "files", config,
+        "Check the settings under conf/: app.cfg sets port 8080, no file under conf/ holds a password, "
+        "and the .cfg files are app.cfg and db.cfg only.",
+        script, "conf",
+        lambda r, p: settings(took=pick(r, p, 20, 90)),
+        # The first is the quick mode's sample.
+        [("a hidden file with a password", settings(extra={".env": "password = hunter2\n"})),
+         ("port 9090 in app.cfg", settings(port=9090)),
+         ("a password in a Latin-1 file", settings(extra={"legacy.ini": b"caf\xe9 = 1\npassword = s3cret\n"})),
+         ("a new .cfg file", settings(extra={"cache.cfg": "size = 64\n"})),
+         ("db.cfg removed", settings(drop=("db.cfg",)))])
+
+
+def claude_apps(ctx):
+    """The apps checked through Claude Code, or why none can run here."""
+    claude, chromium, mcp = _claude_bin(ctx), _chromium(), _playwright_mcp(ctx)
+    if claude is None:
+        return [], None, "the browser and files apps (Claude Code CLI not installed: .ci/run installs it)"
+    apps, env, why = [files_app()], {"BUGATTI_CLAUDE_BIN": claude}, None
+    if chromium is None or mcp is None:
+        why = "the browser app (" + ("no Chromium" if chromium is None else "Playwright MCP not installed") + ")"
+    else:
+        apps.insert(0, browser_app(_free_port()))
+        # Playwright MCP found on PATH, as a user who installed it has it.
+        env["PATH"] = f"{os.path.dirname(mcp)}:{os.environ.get('PATH', '')}"
+    return apps, env, why
+
+
+def claude_project(ctx, a):
+    project = os.path.join(ctx.tmp, f"mutations-{a.name}")
+    shutil.rmtree(project, ignore_errors=True)
+    os.makedirs(os.path.join(project, "tests"))
+    with open(os.path.join(project, "bugatti.config.toml"), "w") as f:
+        f.write(a.config)
+    with open(os.path.join(project, "tests", f"{a.name}.test.toml"), "w") as f:
+        f.write(f'name = "{a.name}"\n\n[[steps]]\ninstruction = "{a.instruction}"\n')
+    return project
+
+
+def write_folder(project, folder, files):
+    where = os.path.join(project, folder)
+    shutil.rmtree(where, ignore_errors=True)
+    os.makedirs(where)
+    for rel, content in files.items():
+        with open(os.path.join(where, rel), "wb") as f:
+            f.write(content if isinstance(content, bytes) else content.encode())
+
+
+def claude_suite(ctx, project, a, label, env):
+    """One `supervisor start` of the app's test through Claude Code and a fresh stub holding its
+    script (no model latency: the corpus counts verdicts, not seconds); the step's record."""
+    side = os.path.join(ctx.tmp, "mutation-stubs", label)
+    shutil.rmtree(side, ignore_errors=True)
+    os.makedirs(side)
+    script_path = os.path.join(side, "script.json")
+    with open(script_path, "w") as f:
+        json.dump(a.script(project), f)
+    stub = subprocess.Popen(
+        ["python3", os.path.join(ctx.root, "tests", "support", "anthropic_stub.py"), script_path,
+         os.path.join(side, "requests.jsonl")],
+        stdout=subprocess.PIPE, env=dict(ctx.env, STUB_DELAY_MS="0"), start_new_session=True, text=True)
+    try:
+        port = stub.stdout.readline().strip().removeprefix("PORT ")
+        home = os.path.join(ctx.tmp, f"mutation-home-{a.name}")
+        os.makedirs(home, exist_ok=True)
+        run_env = dict(ctx.env, HOME=home, ANTHROPIC_BASE_URL=f"http://127.0.0.1:{port}",
+                       ANTHROPIC_API_KEY="dummy", CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+                       CLAUDE_CODE_MAX_RETRIES="1", **env)
+        return suite(ctx, project, label, run_env).get(a.name) or {}
+    finally:
+        os.killpg(stub.pid, 9)
+        stub.wait()
+
+
+def claude_app_corpus(ctx, a, env, phases, per_check):
+    """One Claude Code app learned, then mutated: its own Tally."""
+    tally, rng = Tally(), random.Random(f"20261127-{a.name}")
+    project = claude_project(ctx, a)
+    for phase in range(phases):
+        write_folder(project, a.folder, a.healthy(rng, phase))
+        s = claude_suite(ctx, project, a, f"mutations-{a.name}-healthy-{phase}", env)
+        if s.get("status") != "ok" and s.get("mode") == "agent":
+            # The agent's own browser can miss a page on a loaded machine (a navigation that
+            # never landed): once more, so that the row counts replay's verdicts.
+            s = claude_suite(ctx, project, a, f"mutations-{a.name}-healthy-{phase}-again", env)
+        tally.healthy(a.name, phase, s)
+    for k in range(per_check):
+        label, files = a.mutations[k]
+        write_folder(project, a.folder, files)
+        tally.mutated(f"{a.name}: {label}", claude_suite(ctx, project, a, f"mutations-{a.name}-{k}", env))
+    return tally
+
+
+def claude_corpus(ctx, tally):
+    """The Claude Code apps, side by side (each its own project, stub, script and HOME: one
+    stub's script is one conversation), each learned and mutated; added to `tally` as corpus()
+    counts. The apps run, and why any could not."""
+    apps, env, why = claude_apps(ctx)
+    # A run through Claude Code takes seconds, and with Chromium and Playwright MCP ten: the
+    # quick mode (CI) records, learns and replays the files app once and tries one mutation of
+    # it (the browser's console-error drift is tests/real's); the full run does every app.
+    phases, per_check = (3, 1) if ctx.quick else (5, 5)
+    if ctx.quick:
+        apps = [a for a in apps if a.name == "files"]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(len(apps), 1)) as pool:
+        parts = list(pool.map(lambda a: claude_app_corpus(ctx, a, env, phases, per_check), apps))
+    for part in parts:
+        tally.merge(part)
+    return [a.name for a in apps], why
+
+
+class Tally:
+    """The corpus's counts over every app."""
+
+    def __init__(self):
+        self.learned_agent_steps, self.replayed, self.unmutated, self.apps = 0, 0, 0, set()
+        self.mutations, self.false_passes, self.caught, self.invalid, self.by_fact = 0, [], 0, [], 0
+
+    def merge(self, other):
+        self.learned_agent_steps += other.learned_agent_steps
+        self.replayed += other.replayed
+        self.unmutated += other.unmutated
+        self.apps |= other.apps
+        self.mutations += other.mutations
+        self.false_passes += other.false_passes
+        self.caught += other.caught
+        self.invalid += other.invalid
+        self.by_fact += other.by_fact
+
+    def healthy(self, name, phase, s):
+        if s is None or s.get("status") != "ok":
+            raise BenchError(f"mutation corpus: the healthy {name} app did not pass (phase {phase}): {s}")
+        self.apps.add(name)
+        if phase >= 1:
+            self.learned_agent_steps += s.get("mode") == "agent"
+        if phase >= 2:
+            self.unmutated += 1
+            self.replayed += s.get("mode") == "replayed"
+
+    def mutated(self, label, s):
+        self.mutations += 1
+        if s.get("mode") == "replayed" and s.get("status") in ("ok", "warn"):
+            self.false_passes.append(label)
+        elif s.get("status") in ("ok", "warn"):
+            self.invalid.append(label)  # the agent passed it: not a regression it would catch
+        else:
+            self.caught += 1
+            self.by_fact += "no longer holds" in (s.get("replay_note") or "")
+
+
+def corpus(ctx, only=None):
+    """Learning on healthy variants, then every mutation; the row's figures. `only`: "command" or
+    "claude" runs just those apps (for trying one group out)."""
     rng = random.Random(20261127)
     chosen = checks()
     per_check = 2 if ctx.quick else 5
     if ctx.quick:
         chosen = chosen[:6]
-    project = project_for(ctx, chosen)
-    learned_agent_steps, replayed, unmutated = 0, 0, 0
-    for phase in range(5):
-        for c in chosen:
-            write_files(project, c, c.healthy(rng, phase))
-        steps = suite(ctx, project, f"mutations-healthy-{phase}")
-        for c in chosen:
-            s = steps.get(c.name)
-            if s is None or s.get("status") != "ok":
-                raise BenchError(f"mutation corpus: the healthy {c.name} app did not pass (phase {phase}): {s}")
-            if phase >= 1:
-                learned_agent_steps += s.get("mode") == "agent"
-            if phase >= 2:
-                unmutated += 1
-                replayed += s.get("mode") == "replayed"
-    false_passes, caught, invalid, by_fact = [], 0, [], 0
-    for k in range(per_check):
-        for c in chosen:
-            write_files(project, c, c.mutations[k][1])
-        steps = suite(ctx, project, f"mutations-{k}")
-        for c in chosen:
-            s = steps.get(c.name) or {}
-            label = f"{c.name}: {c.mutations[k][0]}"
-            if s.get("mode") == "replayed" and s.get("status") in ("ok", "warn"):
-                false_passes.append(label)
-            elif s.get("status") in ("ok", "warn"):
-                invalid.append(label)  # the agent passed it: not a regression it would catch
-            else:
-                caught += 1
-                by_fact += "no longer holds" in (s.get("replay_note") or "")
+    tally = Tally()
+    if only != "claude":
+        project = project_for(ctx, chosen)
+        for phase in range(5):
+            for c in chosen:
+                write_files(project, c, c.healthy(rng, phase))
+            steps = suite(ctx, project, f"mutations-healthy-{phase}")
+            for c in chosen:
+                tally.healthy(c.name, phase, steps.get(c.name))
+        for k in range(per_check):
+            for c in chosen:
+                write_files(project, c, c.mutations[k][1])
+            steps = suite(ctx, project, f"mutations-{k}")
+            for c in chosen:
+                tally.mutated(f"{c.name}: {c.mutations[k][0]}", steps.get(c.name) or {})
+    claude_run, claude_missing = ([], None) if only == "command" else claude_corpus(ctx, tally)
     return {
-        "mutations": per_check * len(chosen),
-        "false_passes": false_passes,
-        "caught": caught,
-        "caught_by_a_fact": by_fact,
-        "invalid": invalid,
-        "replayed_share": replayed / unmutated if unmutated else 0.0,
-        "learning_calls_per_step": learned_agent_steps / len(chosen),
+        "apps": len(tally.apps),
+        "through_claude": claude_run,
+        "claude_missing": claude_missing,
+        "mutations": tally.mutations,
+        "false_passes": tally.false_passes,
+        "caught": tally.caught,
+        "caught_by_a_fact": tally.by_fact,
+        "invalid": tally.invalid,
+        "replayed_share": tally.replayed / tally.unmutated if tally.unmutated else 0.0,
+        "learning_calls_per_step": tally.learned_agent_steps / max(len(tally.apps), 1),
     }
 
 
@@ -305,12 +567,15 @@ def mutation_corpus(ctx):
     """The row: replayed passes of mutated steps (goal 0), the share of healthy steps replayed
     after learning (goal >= 95 %), and the agent's steps spent learning per check (goal <= 1)."""
     r = corpus(ctx)
-    checks_run = r["mutations"] // (2 if ctx.quick else 5)
-    name = (f"27. mutation corpus: {r['mutations']} mutations of {checks_run} apps, "
+    name = (f"27. mutation corpus: {r['mutations']} mutations of {r['apps']} apps, "
             "each a regression the agent fails")
     ok = (not r["false_passes"] and not r["invalid"] and r["replayed_share"] >= 0.95
           and r["learning_calls_per_step"] <= 1.0)
     note = f"{r['caught_by_a_fact']} of {r['caught']} caught by a stated fact, the rest by the comparison"
+    if r["through_claude"]:
+        note += f"; through Claude Code: {', '.join(r['through_claude'])}"
+    if r["claude_missing"]:
+        note += f"; not run here: {r['claude_missing']}"
     if r["false_passes"]:
         note += "; false passes: " + "; ".join(r["false_passes"])
     if r["invalid"]:

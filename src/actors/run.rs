@@ -207,8 +207,12 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             return ExitReason::HarnessError;
         }
     };
-    let (listener, job_control, requests) = listen_for_signals(&supervisor, &reporter, tests);
-    let reason = done_rx.await.unwrap_or(ExitReason::HarnessError);
+    let (listener, job_control, requests) =
+        listen_for_signals(&supervisor, &reporter, tests.clone());
+    let reason = match done_rx.await {
+        Ok(reason) => reason,
+        Err(_) => supervisor_gone(&reporter, tests).await,
+    };
     let _ = supervisor_task.await;
     reporter.stop(None);
     let _ = reporter_task.await;
@@ -221,6 +225,34 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     };
     drop(listener);
     reason
+}
+
+/// The supervisor actor ended without answering (a panic in it: a bug). Its sessions cannot
+/// report to it any more, so every process of the suite is killed now and the reporter writes
+/// what it has, as after a third signal: each run still open ended (`interrupted`, "the suite
+/// ended before this run finished"), then the suite's files. Always exit 3.
+async fn supervisor_gone(
+    reporter: &ractor::ActorRef<ReporterMsg>,
+    tests: Vec<String>,
+) -> ExitReason {
+    let message = "the supervisor failed (a bug: its panic is printed above); every process \
+                   killed, writing the reports from what was recorded"
+        .to_string();
+    for group in registry::sweep() {
+        tracing::info!(
+            "killed process group {} left by {}",
+            group.pgid,
+            group.label
+        );
+    }
+    if let Err(e) = ractor::call!(reporter, |reply| ReporterMsg::LastWord {
+        message,
+        tests,
+        reply
+    }) {
+        stderr_notice(&format!("the reporter is gone too: {e}"));
+    }
+    ExitReason::HarnessError
 }
 
 /// The process made ready to supervise: the open-files limit raised, the supervisor a child

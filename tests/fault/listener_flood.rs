@@ -1,12 +1,14 @@
-//! Another local process floods the supervisor's loopback listeners (the agent console) with
-//! thousands of idle connections mid-step, the supervisor's open-files limit lowered to 600: the
-//! run still writes every record and exits as its test decides (0), because each listener
-//! serves a bounded number of connections and closes the rest (docs/troubleshooting.md).
+//! Another local process floods the supervisor's loopback listeners (the agent console, and the
+//! browser's DevTools endpoint during a `[browser]` step) with thousands of idle connections
+//! mid-step, the supervisor's open-files limit lowered to 600: the run still writes every record
+//! and exits as its test decides, because each listener serves a bounded number of connections
+//! and closes the rest (docs/troubleshooting.md).
 
 use crate::common::{stderr, stdout, Project};
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
+use std::process::Output;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -51,13 +53,10 @@ print("FLOODING", len(held), flush=True)
 time.sleep(120)
 "#;
 
-#[test]
-fn thousands_of_idle_connections_leave_the_records_and_the_exit_code() {
-    let p = Project::with_directive_agent("");
-    p.write(
-        "flood.test.toml",
-        "[[steps]]\ninstruction = '''\nsleep 6\nmcp list_logs {}\n'''\n",
-    );
+/// `supervisor start` in `p` with its open-files limit at 600; once it listens on `listeners`
+/// loopback ports, another process opens 2000 idle connections spread over them and holds them.
+/// Its output, and how many connections the flood held.
+fn start_flooded(p: &Project, listeners: usize) -> (Output, usize) {
     let mut cmd = p.supervisor();
     cmd.arg("start")
         .stdout(Stdio::piped())
@@ -80,10 +79,13 @@ fn thousands_of_idle_connections_leave_the_records_and_the_exit_code() {
     let deadline = Instant::now() + Duration::from_secs(30);
     let ports = loop {
         let ports = listening_ports(pid);
-        if !ports.is_empty() {
+        if ports.len() >= listeners {
             break ports;
         }
-        assert!(Instant::now() < deadline, "the console never listened");
+        assert!(
+            Instant::now() < deadline,
+            "the supervisor never listened on {listeners} port(s): {ports:?}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     };
     let mut flood = std::process::Command::new("python3")
@@ -101,17 +103,65 @@ fn thousands_of_idle_connections_leave_the_records_and_the_exit_code() {
     let _ = flood.kill();
     let _ = flood.wait();
     p.assert_nothing_survives();
-    let console = format!("{}\n{}", stdout(&out), stderr(&out));
     assert!(line.starts_with("FLOODING"), "{line}");
     let held: usize = line
         .split_whitespace()
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
+    (out, held)
+}
+
+#[test]
+fn thousands_of_idle_connections_leave_the_records_and_the_exit_code() {
+    let p = Project::with_directive_agent("");
+    p.write(
+        "flood.test.toml",
+        "[[steps]]\ninstruction = '''\nsleep 6\nmcp list_logs {}\n'''\n",
+    );
+    let (out, held) = start_flooded(&p, 1);
+    let console = format!("{}\n{}", stdout(&out), stderr(&out));
     assert!(held >= 1000, "the flood held {held} connections");
     assert_eq!(out.status.code(), Some(0), "{console}");
     let record = p.record_for("flood.test.toml");
     assert_eq!(record["outcome"], "passed", "{record}");
+    assert!(p.suite_dir().join("summary.json").is_file());
+    assert!(p.suite_dir().join("report.html").is_file());
+}
+
+/// The same flood over the console and the browser's DevTools endpoint (the supervisor's two
+/// listeners of a `[browser]` session) during a step. The step opens a page through the endpoint
+/// and asks it for the browser's version once the flood's silent connections were closed, and
+/// passes; the step's capture (through the same endpoint) takes the page's screenshot; every
+/// record is written; exit 0.
+#[test]
+fn a_flood_of_the_devtools_endpoint_and_the_console_leaves_the_records_and_the_exit_code() {
+    if crate::common::skip::chromium("a flood of the DevTools endpoint").is_none() {
+        return;
+    }
+    let p = Project::with_directive_agent("\n[browser]\nmcp = false\n");
+    // The flood's silent connections are closed after the listeners' first-byte limit (5 s):
+    // the step speaks to both listeners after that.
+    p.write(
+        "flood.test.toml",
+        "[[steps]]\ninstruction = '''\nsleep 9\n\
+         get $BUGATTI_CDP_HTTP/json/new?data:text/html,%3Ch1%3Eflooded%3C/h1%3E\n\
+         get $BUGATTI_CDP_HTTP/json/version\nexpect webSocketDebuggerUrl\n\
+         mcp list_logs {}\n'''\n",
+    );
+    let (out, held) = start_flooded(&p, 2);
+    let console = format!("{}\n{}", stdout(&out), stderr(&out));
+    assert!(held >= 1000, "the flood held {held} connections");
+    assert_eq!(out.status.code(), Some(0), "{console}");
+    let record = p.record_for("flood.test.toml");
+    assert_eq!(record["outcome"], "passed", "{record}");
+    let step = &record["steps"][0];
+    assert!(
+        step["evidence"]
+            .as_array()
+            .is_some_and(|e| e.iter().any(|x| x["kind"] == "screenshot")),
+        "the step's capture went through the flooded endpoint: {step:#}"
+    );
     assert!(p.suite_dir().join("summary.json").is_file());
     assert!(p.suite_dir().join("report.html").is_file());
 }

@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod actor_panics;
 mod agent;
 mod agent_faults;
 mod artifacts;

@@ -16,6 +16,10 @@ tools, as Claude Code's agent loop always does). Each reply is one of:
                                      "{ref:TEXT}" the ref of the last snapshot line holding TEXT
   "expect": ["text", ...]            (with any reply) each text must be in the last tool_result,
                                      else the reply is `RESULT ERROR: expected ...` instead
+  "expect_absent": ["text", ...]     (with any reply) no text may be in the last tool_result,
+                                     else the reply is `RESULT ERROR: did not expect ...` instead
+  "expect_re": ["regex", ...]        (with any reply) each regex must match the whole last
+                                     tool_result (stripped), else `RESULT ERROR: ...` instead
   {"hang": true}                     starts streaming, then never sends another event
   {"break": true}                    starts streaming, then drops the connection mid-message (a
                                      non-streaming request gets half a body, then the same)
@@ -109,8 +113,9 @@ def fill(value, body):
     if isinstance(value, str):
         ref = re.fullmatch(r"\{ref:(.+)\}", value)
         if ref:
-            # A Playwright MCP snapshot line: `- button "Buy" [ref=e3]`.
-            pattern = re.escape(ref.group(1)) + r"[^\n]*?\[ref=(e\d+)\]"
+            # A Playwright MCP snapshot line: `- button "Buy" [ref=e3]` (`f1e3` once a second
+            # client, the supervisor's replay, has attached to the browser).
+            pattern = re.escape(ref.group(1)) + r"[^\n]*?\[ref=((?:f\d+)?e\d+)\]"
             found = [m for t in tool_results(body) for m in re.findall(pattern, t)]
             return found[-1] if found else value
         for key, pattern in (("session_id", r"session ID (\d+)"), ("next_offset", r"Next offset: (\d+)")):
@@ -121,11 +126,18 @@ def fill(value, body):
 
 
 def checked(reply, body):
-    """The reply, or a RESULT ERROR text when a text it expects is not in the last tool result."""
+    """The reply, or a RESULT ERROR text when a text it expects is not in the last tool result
+    (or one it must not see is)."""
     seen = last_tool_result(body)
     for text in reply.get("expect", []):
         if text not in seen:
             return {"text": f"RESULT ERROR: expected {text!r} in the tool result {seen!r}"}
+    for text in reply.get("expect_absent", []):
+        if text in seen:
+            return {"text": f"RESULT ERROR: did not expect {text!r} in the tool result {seen!r}"}
+    for pattern in reply.get("expect_re", []):
+        if not re.fullmatch(pattern, seen.strip()):
+            return {"text": f"RESULT ERROR: the tool result {seen!r} is not /{pattern}/"}
     return reply
 
 

@@ -8,7 +8,9 @@ in a result marker. Each line of a step's instruction is a directive:
                       here replaces the closing `RESULT OK`)
     log TEXT          print `BUGATTI_LOG TEXT`
     evidence KIND P   write a small file at P (relative to BUGATTI_RUN_DIR), print BUGATTI_EVIDENCE
-    get URL           HTTP GET; the body is printed and kept for `expect`
+    get URL           HTTP GET; the body is printed and kept for `expect` ($NAME in URL: from
+                      the agent's environment; $BUGATTI_CDP_HTTP is the http base of the
+                      browser's endpoint, e.g. `get $BUGATTI_CDP_HTTP/json/version`)
     expect TEXT       RESULT ERROR unless TEXT is in the last body
     env NAME          print NAME=value from the agent's environment
     sleep SECS        sleep
@@ -157,7 +159,11 @@ def run_step(instruction):
             out.append(f"BUGATTI_EVIDENCE {kind} {path}")
         elif word == "get":
             try:
-                with urllib.request.urlopen(rest, timeout=10) as resp:
+                cdp = os.environ.get("BUGATTI_CDP_URL", "")
+                if cdp.startswith("ws://"):
+                    # ws://127.0.0.1:PORT/TOKEN/devtools/browser → http://127.0.0.1:PORT/TOKEN
+                    os.environ["BUGATTI_CDP_HTTP"] = "http://" + cdp[5:].removesuffix("/devtools/browser")
+                with urllib.request.urlopen(os.path.expandvars(rest), timeout=10) as resp:
                     body = resp.read().decode()
             except Exception as err:  # the agent reports, it does not crash
                 body = f"request failed: {err}"

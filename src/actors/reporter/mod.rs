@@ -281,6 +281,13 @@ impl ReporterState {
     }
 
     fn event(&mut self, run_id: &str, event: &Event) {
+        if matches!(event.kind, EventKind::StepStarted { .. }) {
+            fault_panic(
+                self.open
+                    .get(run_id)
+                    .map(|w| &w.record().identity.test_file),
+            );
+        }
         let Some(writer) = self.open.get_mut(run_id) else {
             let note = format!(
                 "an event ({}) arrived for run {run_id}, which is not open",
@@ -333,6 +340,19 @@ impl ReporterState {
         self.finished_secrets
             .extend(redactor.sets().iter().cloned());
         files
+    }
+}
+
+/// Test-only fault injection: the reporter panics handling a step's start in a run whose test
+/// file path contains this value (proves that a panic in the reporter costs that record, said
+/// as a record lost, exit 3, and nothing else).
+pub const FAULT_REPORTER_PANIC_ENV: &str = "BUGATTI_FAULT_REPORTER_PANIC_IN";
+
+fn fault_panic(test_file: Option<&String>) {
+    let hit = std::env::var(FAULT_REPORTER_PANIC_ENV)
+        .is_ok_and(|needle| !needle.is_empty() && test_file.is_some_and(|t| t.contains(&needle)));
+    if hit {
+        panic!("fault injection: {FAULT_REPORTER_PANIC_ENV}");
     }
 }
 
@@ -435,8 +455,10 @@ impl Actor for ReporterActor {
                     state.event(&run_id, &event);
                     Ok(())
                 });
+                // Only a panic fails here, and the event it was writing is not in the record:
+                // a record lost (exit 3), not a note.
                 if let Err(e) = result {
-                    state.notes.push(e.to_string());
+                    state.lose(e.to_string());
                 }
                 let due = state.open.get(&run_id).and_then(RunWriter::run_json_due_in);
                 if let Some(wait) = due {
@@ -482,9 +504,15 @@ impl Actor for ReporterActor {
             }
             ReporterMsg::FlushRunJson { run_id } => {
                 state.flush_scheduled.remove(&run_id);
-                if let Some(writer) = state.open.get_mut(&run_id) {
-                    // A failure is kept as a note of the run (and counted when it closes).
-                    let _ = writer.flush_run_json();
+                let result = guarded("flush", || {
+                    if let Some(writer) = state.open.get_mut(&run_id) {
+                        // A failure is kept as a note of the run (and counted when it closes).
+                        let _ = writer.flush_run_json();
+                    }
+                    Ok(())
+                });
+                if let Err(e) = result {
+                    state.lose(e.to_string());
                 }
             }
             ReporterMsg::LastWord {
