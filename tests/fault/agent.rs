@@ -1,9 +1,10 @@
 //! Hostile agents, end to end through the binary: an agent SIGKILLed mid-step, and a
 //! `claude-code` agent (a fake `claude` executable) writing truncated and invalid stream-json.
 
+use crate::common::assert_exit;
 use crate::common::fault;
 
-use crate::common::{stderr, stdout, Project};
+use crate::common::Project;
 use std::process::Stdio;
 
 #[test]
@@ -32,14 +33,8 @@ fn an_agent_sigkilled_mid_step_fails_the_session_with_error_and_exit_3() {
 
     let out = fault::wait_guarded(child);
     p.assert_nothing_survives();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("victim.test.toml");
+    assert_exit(&out, 3);
+    let record = p.record_json_for("victim.test.toml");
     assert_eq!(record["outcome"], "error", "{record}");
     assert_eq!(record["steps"][0]["status"], "error");
     assert_eq!(record["steps"][1]["status"], "not_run");
@@ -102,14 +97,8 @@ fn garbage_claude_project_with(
 #[test]
 fn invalid_and_truncated_stream_json_lines_are_skipped_and_kept_in_the_transcript() {
     let (p, out) = garbage_claude_project("recover");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("garbage.test.toml");
+    assert_exit(&out, 0);
+    let record = p.record_json_for("garbage.test.toml");
     assert_eq!(record["outcome"], "passed", "{record}");
     for step in record["steps"].as_array().expect("steps") {
         assert_eq!(step["status"], "ok", "{step}");
@@ -123,14 +112,8 @@ fn invalid_and_truncated_stream_json_lines_are_skipped_and_kept_in_the_transcrip
 #[test]
 fn a_stream_ending_in_a_truncated_line_is_an_error_not_a_hang() {
     let (p, out) = garbage_claude_project("truncate");
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("garbage.test.toml");
+    assert_exit(&out, 3);
+    let record = p.record_json_for("garbage.test.toml");
     assert_eq!(record["outcome"], "error", "{record}");
     // Dead twice (the restart included): the agent crashed, not the app.
     assert_eq!(record["steps"][0]["status"], "agent_error");
@@ -149,14 +132,8 @@ fn huge_instruction() -> String {
 #[test]
 fn a_claude_that_stops_reading_cannot_hold_a_big_step_past_its_timeout() {
     let (p, out) = garbage_claude_project_with("deaf", 2, &huge_instruction());
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("garbage.test.toml");
+    assert_exit(&out, 1);
+    let record = p.record_json_for("garbage.test.toml");
     assert_eq!(record["steps"][0]["status"], "timeout", "{record}");
     let message = record["steps"][0]["message"].as_str().unwrap_or_default();
     assert!(
@@ -191,8 +168,8 @@ fn a_command_agent_that_stops_reading_cannot_hold_a_big_step_past_its_timeout() 
         .expect("spawn supervisor");
     let out = fault::wait_guarded(child);
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    let record = p.record_for("big.test.toml");
+    assert_exit(&out, 1);
+    let record = p.record_json_for("big.test.toml");
     assert_eq!(record["steps"][0]["status"], "timeout", "{record}");
     let message = record["steps"][0]["message"].as_str().unwrap_or_default();
     assert!(message.contains("timed out after 2s"), "{message}");

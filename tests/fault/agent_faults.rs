@@ -3,6 +3,7 @@
 //! (tests/support/fault/fake_*.py), each classified right, within `no_output_timeout_secs` + 5 s
 //! of its last word, with nothing left running; the login check before a run; the circuit breaker.
 
+use crate::common::assert_exit;
 use crate::common::{fault, stderr, stdout, Project};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -32,7 +33,7 @@ impl Ran {
     fn record(&self) -> serde_json::Value {
         let mut runs: Vec<serde_json::Value> = self
             .p
-            .run_records()
+            .run_records_json()
             .into_iter()
             .filter(|r| r["test_file"] == "t1.test.toml")
             .collect();
@@ -248,7 +249,7 @@ fn pi_with_no_login_and_no_provider_is_refused_before_anything_starts() {
         .env("PI_CODING_AGENT_DIR", &empty)
         .output()
         .expect("run");
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_exit(&out, 3);
     assert!(
         stderr(&out).contains("pi: not logged in"),
         "{}",
@@ -269,7 +270,7 @@ fn a_401_on_every_call_stops_the_suite_after_two_tests_the_rest_not_run() {
     );
     let started = fault::run_dirs(&ran.p).len();
     assert!(started <= 2, "{started} tests started");
-    let summary = ran.p.suite_summary();
+    let summary = ran.p.suite_summary_json();
     let not_run = summary["not_run"].as_array().expect("not_run").len();
     assert_eq!(not_run, 6 - started, "{summary}");
     assert!(
@@ -295,7 +296,7 @@ fn an_agent_error_after_a_pass_is_no_new_failure_and_is_shown_apart() {
     assert_passed(&first);
     let ran = run_in(first.p, "claude-code", "revoked", 1, 30);
     assert_agent_error(&ran, "auth", "ANTHROPIC_API_KEY");
-    let summary = ran.p.suite_summary();
+    let summary = ran.p.suite_summary_json();
     let changes = &summary["changes"];
     assert_eq!(changes["new_failures"], serde_json::json!([]), "{changes}");
     assert_eq!(

@@ -1,6 +1,7 @@
 //! The artifact directory unusable before the run, or vanishing mid-run. Tests run as root, so
 //! `chmod` would not stop writes: the directory is replaced by a regular file, or removed.
 
+use crate::common::assert_exit;
 use crate::common::fault;
 
 use crate::common::{stderr, stdout, Project};
@@ -94,7 +95,7 @@ fn report_targets_the_os_refuses_are_refused_before_anything_runs_even_as_root()
     // A writable target in folders that do not exist yet: the check leaves nothing behind when
     // the run is refused for another reason (here the broken artifact directory).
     let out = p.run(&["start", "--junit", "new/deep/junit.xml"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_exit(&out, 2);
     assert!(
         !p.root().join("new").exists(),
         "the probe's folders are removed"
@@ -113,7 +114,7 @@ fn a_runs_directory_that_is_a_file_is_a_clear_error_with_exit_3() {
         "the error names what it could not create and why: {all}"
     );
     // The run still counts in the suite's summary and JUnit, as an error.
-    let summary: serde_json::Value = p.suite_summary();
+    let summary: serde_json::Value = p.suite_summary_json();
     assert_eq!(summary["totals"]["error"], 1, "{summary}");
     assert!(
         summary["tests"][0]["message"]

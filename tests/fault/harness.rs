@@ -2,6 +2,7 @@
 //! keeps running, a child that escapes its process group with `setsid`, a fixed port someone else
 //! already holds, and `auto` ports handed out while many ports are in use.
 
+use crate::common::assert_exit;
 use crate::common::{stderr, stdout, Project};
 use std::net::TcpListener;
 
@@ -37,14 +38,8 @@ stop_timeout_secs = 5
         "name = \"Mute\"\n[[steps]]\ninstruction = \"`sleep 2`\"\n[[steps]]\ninstruction = \"`pgrep -x -f 'sleep 3131'`\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("mute.test.toml");
+    assert_exit(&out, 0);
+    let record = p.record_json_for("mute.test.toml");
     assert_eq!(record["outcome"], "passed", "{record}");
     let mute = command(&record, "mute");
     assert_eq!(mute["restarts"].as_array().map_or(0, Vec::len), 0, "{mute}");
@@ -70,14 +65,8 @@ readiness = { log = "^up$" }
         "name = \"Escape\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
     let out = p.run(&["start"]); // asserts the escaped sleep did not survive
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("escape.test.toml");
+    assert_exit(&out, 0);
+    let record = p.record_json_for("escape.test.toml");
     let escaper = command(&record, "escaper");
     assert_eq!(escaper["teardown"], "leaked", "{escaper}");
     let run_dir = std::path::PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
@@ -111,7 +100,7 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/"
     let out = p.run(&["start"]);
     let err = format!("{}\n{}", stdout(&out), stderr(&out));
     assert_eq!(out.status.code(), Some(3), "{err}");
-    let record = p.record_for("port.test.toml");
+    let record = p.record_json_for("port.test.toml");
     assert_eq!(record["outcome"], "error", "{record}");
     assert_eq!(record["steps"][0]["status"], "not_run");
     let run_dir = std::path::PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
@@ -170,13 +159,7 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/"
         );
     }
     let out = p.run(&["start", "-j", "4"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let text = std::fs::read_to_string(p.root().join("ports.txt")).expect("ports.txt");
     let mut ports: Vec<u16> = text
         .lines()
@@ -205,14 +188,8 @@ fn quick_commands_in_parallel_sessions_keep_their_own_exit_status() {
         );
     }
     let out = p.run(&["start", "-j", "8"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    assert_eq!(p.run_records().len(), 50);
+    assert_exit(&out, 0);
+    assert_eq!(p.run_records_json().len(), 50);
 }
 
 #[test]
@@ -241,7 +218,7 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/"
     let out = p.run(&["start"]); // also checks nothing survives
     let (said, err) = (stdout(&out), stderr(&out));
     assert_eq!(out.status.code(), Some(0), "{said}\n{err}");
-    let record = p.record_for("retry.test.toml");
+    let record = p.record_json_for("retry.test.toml");
     assert_eq!(record["outcome"], "passed", "{record}");
     let retries = record["port_retries"].as_array().expect("port_retries");
     assert_eq!(retries.len(), 1, "{record}");
@@ -296,14 +273,8 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/"
         "name = \"Busy\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("busy.test.toml");
+    assert_exit(&out, 3);
+    let record = p.record_json_for("busy.test.toml");
     assert_eq!(record["outcome"], "error", "{record}");
     assert_eq!(
         record["port_retries"].as_array().map_or(0, Vec::len),

@@ -2,6 +2,7 @@
 //! a 64 KiB limit keeps a bounded log (its head, the limit's marker) and a rolling tail with its
 //! newest lines, while its readiness log probe still sees a line printed long after the cut.
 
+use crate::common::assert_exit;
 use crate::common::{stderr, stdout, Project};
 use std::path::Path;
 
@@ -59,14 +60,8 @@ readiness = {{ log = "^server ready late$", timeout_secs = 60 }}
         "name = \"Chatty\"\n[[steps]]\ninstruction = \"`while [ ! -f done.flag ]; do sleep 0.05; done`\"\n",
     );
     let out = p.run(&["start"]); // also checks nothing survives
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("chatty.test.toml");
+    assert_exit(&out, 0);
+    let record = p.record_json_for("chatty.test.toml");
     assert_eq!(record["outcome"], "passed", "{record}");
     let web = command(&record, "web");
     assert_eq!(web["ready_probe"], "log /^server ready late$/", "{web}");
@@ -147,7 +142,7 @@ fn check_refuses_a_log_limit_below_4096_bytes_in_the_users_words() {
         "name = \"A\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
     let out = p.run(&["check"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert_exit(&out, 2);
     let said = format!("{}{}", stdout(&out), stderr(&out));
     assert!(
         said.contains("`[supervisor] max_log_bytes` must be a whole number of bytes, at least 4096 (found 1000;"),

@@ -3,6 +3,7 @@
 //! through the dead run's process ledger, reports them and kills them, and makes the dead run's
 //! records final (`interrupted`).
 
+use crate::common::assert_exit;
 use crate::common::fault;
 
 use crate::common::{stderr, Project};
@@ -182,7 +183,7 @@ fn a_live_supervisor_s_processes_are_left_alone() {
         .args(["start", "quick.test.toml"])
         .output()
         .expect("second supervisor");
-    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert_exit(&second, 0);
     assert!(!stderr(&second).contains("leftover"), "{}", stderr(&second));
     for pid in &before {
         assert!(
@@ -192,7 +193,7 @@ fn a_live_supervisor_s_processes_are_left_alone() {
     }
     fault::signal(first.id(), "INT");
     let out = fault::wait_guarded(first);
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert_exit(&out, 130);
     p.assert_nothing_survives();
 }
 

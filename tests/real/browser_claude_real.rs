@@ -7,9 +7,10 @@
 //! Each skips, saying why, without Chromium, the Claude Code CLI or Playwright MCP.
 
 use crate::common;
+use crate::common::assert_exit;
 
 use crate::common::claude::{claude_bin, Stub};
-use crate::common::{stderr, stdout, Project};
+use crate::common::{stderr, Project};
 use bugatti::browser::cdp::CdpClient;
 use bugatti::browser::{executable, Browser, BrowserLaunch};
 use bugatti::process::Scope;
@@ -161,9 +162,8 @@ async fn the_agent_drives_the_supervised_browser_and_the_run_keeps_the_evidence(
         .output()
         .expect("run");
     p.assert_nothing_survives();
-    let console = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(0), "{console}");
-    let record = p.record_for("shop.test.toml");
+    assert_exit(&out, 0);
+    let record = p.record_json_for("shop.test.toml");
     let step = &record["steps"][0];
     // The page's deliberate console error makes the passing step a warning (docs/browser.md).
     assert_eq!(step["status"], "warn", "{step}");
@@ -249,9 +249,8 @@ async fn playwright_mcp_declared_only_in_the_projects_mcp_json_works_beside_the_
         .output()
         .expect("run");
     p.assert_nothing_survives();
-    let console = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(0), "{console}");
-    let record = p.record_for("shop.test.toml");
+    assert_exit(&out, 0);
+    let record = p.record_json_for("shop.test.toml");
     assert_eq!(record["steps"][0]["status"], "ok", "{record}");
     let requests = stub.requests_text();
     assert!(
@@ -272,13 +271,13 @@ fn a_project_mcp_json_naming_the_supervisors_servers_is_refused_before_anything_
         r#"{"mcpServers": {"browser": {"command": "playwright-mcp"}}}"#,
     );
     let out = p.supervisor().arg("start").output().expect("run");
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_exit(&out, 2);
     assert!(
         stderr(&out).contains(".mcp.json") && stderr(&out).contains("browser"),
         "{}",
         stderr(&out)
     );
-    assert!(p.run_records().is_empty(), "nothing ran");
+    assert!(p.run_records_json().is_empty(), "nothing ran");
 }
 
 #[test]
@@ -314,8 +313,8 @@ fn sigint_mid_step_leaves_no_browser_process() {
     assert!(status.success());
     let out = child.wait_with_output().expect("wait");
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
-    let record = p.record_for("shop.test.toml");
+    assert_exit(&out, 130);
+    let record = p.record_json_for("shop.test.toml");
     assert_eq!(record["outcome"], "interrupted", "{record}");
     let browser = record["commands"]
         .as_array()
@@ -359,9 +358,8 @@ fn a_secret_shown_on_a_page_reaches_the_agent_as_its_name_only() {
         .output()
         .expect("run");
     p.assert_nothing_survives();
-    let console = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(0), "{console}");
-    let record = p.record_for("shop.test.toml");
+    assert_exit(&out, 0);
+    let record = p.record_json_for("shop.test.toml");
     assert_eq!(record["steps"][0]["status"], "ok", "{record}");
     let requests = stub.requests_text();
     assert!(

@@ -47,7 +47,7 @@ fn pi_1_drives_the_supervised_browser_through_playwright_mcp() {
     let console = format!("{}\n{}", stdout(&out), stderr(&out));
     let requests = std::fs::read_to_string(&stub.requests).unwrap_or_default();
     assert_eq!(out.status.code(), Some(0), "{console}\n{requests}");
-    let record = p.record_for("shop.test.toml");
+    let record = p.record_json_for("shop.test.toml");
     let step = &record["steps"][0];
     // The page's deliberate console error makes the passing step a warning (docs/browser.md).
     assert_eq!(step["status"], "warn", "{step}");

@@ -45,7 +45,7 @@ fn run(p: &Project, codex: &Path, mcp: &Path) -> (Option<i32>, String, Value) {
         .expect("run supervisor");
     p.assert_nothing_survives();
     let console = format!("{}\n{}", stdout(&out), stderr(&out));
-    let mut records = p.run_records();
+    let mut records = p.run_records_json();
     records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
     (
         out.status.code(),

@@ -154,7 +154,7 @@ step_timeout_secs = 60
     );
     let (code, console) = start(&p, &bin, &stub, side.path());
     assert_eq!(code, Some(0), "{console}");
-    let record = p.record_for("cli.test.toml");
+    let record = p.record_json_for("cli.test.toml");
     assert_eq!(record["outcome"], "passed", "{record}");
     let build = &record["commands"][0];
     assert_eq!(
@@ -286,7 +286,7 @@ instruction = "POST an item named 'tea' to /api/items, then check it is listed."
     );
     let (code, console) = start(&p, &bin, &stub, side.path());
     assert_eq!(code, Some(0), "{console}");
-    let record = p.record_for("api.test.toml");
+    let record = p.record_json_for("api.test.toml");
     assert_eq!(record["outcome"], "passed", "{record}");
     let steps = record["steps"].as_array().expect("steps");
     assert_eq!(logs(&steps[0]), r#"{"items": []}"#);

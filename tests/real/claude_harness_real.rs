@@ -2,10 +2,10 @@
 //! installed by `.ci/run`, or `$BUGATTI_CLAUDE_BIN`) against the scripted Anthropic API stub on
 //! loopback, driving a real app the harness started. Skips loudly without the CLI.
 
-use crate::common;
+use crate::common::assert_exit;
 
 use crate::common::claude::{claude_bin, Stub};
-use crate::common::{stdout, Project};
+use crate::common::Project;
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -56,14 +56,8 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
         .output()
         .expect("run supervisor");
     p.assert_nothing_survives();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        common::stderr(&out)
-    );
-    let record = p.record_for("counter.test.toml");
+    assert_exit(&out, 0);
+    let record = p.record_json_for("counter.test.toml");
     assert_eq!(record["outcome"], "warned", "{record}");
     assert_eq!(record["provider"], "claude-code");
     let steps = &record["steps"];

@@ -5,6 +5,7 @@
 //! The fault cases assert their wall time only against the timeouts they configure.
 
 use crate::common;
+use crate::common::assert_exit;
 
 use crate::common::codex::{codex_bin, ResponsesStub};
 use crate::common::{stderr, stdout, Project};
@@ -63,14 +64,8 @@ fn three_steps_run_in_one_codex_thread_with_a_shell_call_each() {
     );
     let p = project(&stub, "", &["Say one.", "Say two.", "Fail."]);
     let (out, _) = run(&p, &bin);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("codex.test.toml");
+    assert_exit(&out, 1);
+    let record = p.record_json_for("codex.test.toml");
     assert_eq!(record["provider"], "codex");
     let steps = &record["steps"];
     assert_eq!(steps[0]["status"], "ok", "{record}");
@@ -142,14 +137,8 @@ fn an_api_silent_forever_fails_the_session_after_one_restart_naming_what_happene
         &["Hang."],
     );
     let (out, took) = run(&p, &bin);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("codex.test.toml");
+    assert_exit(&out, 3);
+    let record = p.record_json_for("codex.test.toml");
     assert_eq!(record["outcome"], "error", "{record}");
     let error = record["error"].as_str().unwrap_or("");
     assert!(
@@ -177,14 +166,8 @@ fn an_api_that_errors_forever_is_a_clear_agent_error() {
     );
     let (out, took) = run(&p, &bin);
     // The API failing is the agent's fault, never the app's: an error (exit 3), not a failure.
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("codex.test.toml");
+    assert_exit(&out, 3);
+    let record = p.record_json_for("codex.test.toml");
     let step = &record["steps"][0];
     assert_eq!(step["status"], "agent_error", "{record}");
     assert_eq!(step["agent_fault"]["kind"], "api_error", "{record}");
@@ -223,14 +206,8 @@ fn codex_retrying_an_api_that_errors_forever_is_stopped_by_the_watchdog() {
         "name = \"Codex\"\n[[steps]]\ninstruction = \"Try.\"\n",
     );
     let (out, took) = run(&p, &bin);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("codex.test.toml");
+    assert_exit(&out, 3);
+    let record = p.record_json_for("codex.test.toml");
     let error = record["error"].as_str().unwrap_or("");
     assert!(
         error.contains("made no progress for 6s") && error.contains("again after a restart"),
@@ -303,7 +280,7 @@ fn codex_drives_an_interactive_program_and_waits_for_the_servers_log_line_throug
          order 42 at http://127.0.0.1:${APP_PORT}/checkout?order=42 and see the server log it.\"\n",
     );
     let (out, _) = run(&p, &bin);
-    let record = p.record_for("console.test.toml");
+    let record = p.record_json_for("console.test.toml");
     let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
     let agent =
         std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).unwrap_or_default();
@@ -401,7 +378,7 @@ fn a_codex_whose_console_token_does_not_reach_it_stops_at_its_start_naming_the_c
     std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     let p = project(&stub, "", &["Anything."]);
     let (out, _) = run(&p, &wrapper);
-    let record = p.record_for("codex.test.toml");
+    let record = p.record_json_for("codex.test.toml");
     assert_eq!(
         out.status.code(),
         Some(3),
@@ -462,7 +439,7 @@ fn a_missing_codex_is_refused_before_anything_starts_naming_it() {
             && err.contains("BUGATTI_CODEX_BIN"),
         "{err}"
     );
-    assert!(p.run_records().is_empty(), "no run began");
+    assert!(p.run_records_json().is_empty(), "no run began");
 }
 
 /// A user's own Codex setup, as `codex login` and a hand-written `~/.codex/config.toml` leave it:
@@ -623,14 +600,8 @@ fn codex_tokens_are_priced_and_max_cost_usd_stops_the_run() {
         stdout(&check)
     );
     let (out, _) = run(&p, &bin);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("codex.test.toml");
+    assert_exit(&out, 1);
+    let record = p.record_json_for("codex.test.toml");
     let steps = &record["steps"];
     assert_eq!(steps[0]["status"], "ok", "{record}");
     let first = steps[0]["cost_usd"].as_f64().expect("step cost");
@@ -680,7 +651,7 @@ fn codex_configured_as_the_readme_shows_reaches_the_app_with_its_own_shell() {
             "[[steps]]\ninstruction = \"Check that the app answers its health check.\"\n",
         );
         let (out, _) = run(&p, &bin);
-        let record = p.record_for("health.test.toml");
+        let record = p.record_json_for("health.test.toml");
         let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
         let agent =
             std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).unwrap_or_default();
@@ -773,7 +744,7 @@ fn codex_drives_the_sessions_browser_through_playwright_mcp() {
         .output()
         .expect("run supervisor");
     p.assert_nothing_survives();
-    let record = p.record_for("shop.test.toml");
+    let record = p.record_json_for("shop.test.toml");
     let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
     let agent =
         std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).unwrap_or_default();
@@ -821,14 +792,8 @@ fn max_turns_per_step_stops_a_codex_whose_every_turn_runs_a_long_command() {
     let stub = ResponsesStub::start(side.path(), Value::Array(script));
     let p = project(&stub, "max_turns_per_step = 3", &["Wait."]);
     let (out, took) = run(&p, &bin);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("codex.test.toml");
+    assert_exit(&out, 1);
+    let record = p.record_json_for("codex.test.toml");
     let step = &record["steps"][0];
     assert_eq!(step["status"], "over_budget", "{record}");
     assert_eq!(

@@ -6,6 +6,7 @@
 //! Skips loudly without the CLI.
 
 use crate::common;
+use crate::common::assert_exit;
 
 use crate::common::claude::{claude_bin, Stub};
 use crate::common::{stdout, Project};
@@ -75,7 +76,7 @@ fn claude_code_drives_an_interactive_program_and_waits_for_the_servers_log_line(
         .output()
         .expect("run supervisor");
     p.assert_nothing_survives();
-    let record = p.record_for("console.test.toml");
+    let record = p.record_json_for("console.test.toml");
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -156,7 +157,7 @@ fn a_console_claude_code_does_not_get_is_a_clear_provider_error() {
         .output()
         .expect("run supervisor");
     p.assert_nothing_survives();
-    let record = p.record_for("console.test.toml");
+    let record = p.record_json_for("console.test.toml");
     // An error of the run (exit 3 is a harness error), not a failed step (exit 1).
     assert_eq!(record["outcome"], "error", "{record:#}\n{}", stdout(&out));
     assert!(
@@ -165,5 +166,5 @@ fn a_console_claude_code_does_not_get_is_a_clear_provider_error() {
             .contains("the agent console is unavailable"),
         "{record:#}"
     );
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert_exit(&out, 3);
 }

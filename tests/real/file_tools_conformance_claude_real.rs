@@ -261,7 +261,7 @@ fn steps_resting_on_a_hidden_file_a_comma_glob_and_a_final_newline_replay_and_th
             .output()
             .expect("supervisor");
         p.assert_nothing_survives();
-        let mut records = p.run_records();
+        let mut records = p.run_records_json();
         records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
         let record = records.pop().expect("run.json");
         let console = format!("{}\n{}", stdout(&out), common::stderr(&out));
@@ -368,7 +368,7 @@ fn a_read_target_that_became_a_fifo_a_device_or_huge_drifts_and_the_run_ends() {
             std::thread::sleep(std::time::Duration::from_millis(100));
         };
         p.assert_nothing_survives();
-        let mut records = p.run_records();
+        let mut records = p.run_records_json();
         records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
         (code, records.pop().expect("run.json"))
     };

@@ -6,6 +6,7 @@
 //! Skips loudly without the CLI.
 
 use crate::common;
+use crate::common::assert_exit;
 
 use crate::common::claude::{claude_bin, Stub};
 use crate::common::{stdout, Project};
@@ -73,7 +74,7 @@ fn run(
     p.assert_nothing_survives();
     let console = format!("{}\n{}", stdout(&out), common::stderr(&out));
     let requests = stub.requests_text().lines().count();
-    let mut records = p.run_records();
+    let mut records = p.run_records_json();
     records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
     let record = records.pop().expect("a run.json");
     (out.status.code(), console, record, requests)
@@ -125,7 +126,7 @@ fn grep_glob_and_read_replay_while_the_files_are_unchanged_and_a_changed_line_dr
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let out = p.supervisor().arg("check").output().expect("check");
     let listed = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{listed}");
+    assert_exit(&out, 0);
     assert_eq!(
         listed
             .matches(&format!("replay: recorded {today} (1 action: 1 file)"))

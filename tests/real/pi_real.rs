@@ -15,7 +15,7 @@ use std::path::Path;
 
 /// The newest run.json of the project (each invocation here runs one test).
 fn latest_record(p: &Project) -> Value {
-    let mut records = p.run_records();
+    let mut records = p.run_records_json();
     records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
     records.pop().expect("a run.json")
 }

@@ -5,6 +5,7 @@
 //! agent for every step. Skips loudly without the CLI.
 
 use crate::common;
+use crate::common::assert_exit;
 
 use crate::common::claude::{claude_bin, Stub};
 use crate::common::{stdout, Project};
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 
 /// The newest run.json of the project (each invocation here runs one test).
 fn latest_record(p: &Project) -> Value {
-    let mut records = p.run_records();
+    let mut records = p.run_records_json();
     records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
     records.pop().expect("a run.json")
 }
@@ -222,7 +223,7 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
             .output()
             .expect("check");
         let text = stdout(&out);
-        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert_exit(&out, 0);
         let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
         assert_eq!(
             text.matches(&format!("replay: recorded {today} (1 action: 1 shell)"))
@@ -334,7 +335,7 @@ fn an_item_store_project_replays_every_step_on_its_second_run() {
     }
 
     p.write("notes/.keep", "");
-    let records_before = p.run_records().len();
+    let records_before = p.run_records_json().len();
     let (code, console, requests) = start("second", json!([]), &p.root().join("notes"));
     assert_eq!(code, Some(0), "{console}");
     assert_eq!(requests, 0, "no model request on the second run");
@@ -342,7 +343,7 @@ fn an_item_store_project_replays_every_step_on_its_second_run() {
         console.contains("steps: 6 replayed, 0 by the agent"),
         "{console}"
     );
-    let mut records = p.run_records();
+    let mut records = p.run_records_json();
     records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
     let second: Vec<&Value> = records.iter().skip(records_before).collect();
     assert_eq!(second.len(), 2);

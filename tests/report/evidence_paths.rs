@@ -2,6 +2,7 @@
 //! a missing file or a path leaving the directory is still recorded, with the problem, and warned
 //! about on the console and in report.md (for a passing step too).
 
+use crate::common::assert_exit;
 use crate::common::{stdout, Project};
 use std::path::Path;
 
@@ -38,7 +39,7 @@ instruction = "`mkdir -p $BUGATTI_RUN_DIR/screenshots && echo png > $BUGATTI_RUN
         !console.contains("WARNING: screenshot screenshots/ok.png"),
         "{console}"
     );
-    let record = p.record_for("a.test.toml");
+    let record = p.record_json_for("a.test.toml");
     let evidence = record["steps"][0]["evidence"].as_array().expect("evidence");
     assert_eq!(evidence.len(), 4, "{record}");
     assert!(evidence[0].get("problem").is_none(), "{}", evidence[0]);
@@ -89,8 +90,8 @@ instruction = "`mkdir -p $BUGATTI_RUN_DIR/browser && cp $BUGATTI_PROJECT_ROOT/co
 "#,
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    let record = p.record_for("a.test.toml");
+    assert_exit(&out, 1);
+    let record = p.record_json_for("a.test.toml");
     let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
     let md = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(

@@ -2,7 +2,8 @@
 //! that traceback (and only what the server wrote during that step) in run.json's
 //! `harness_log_excerpt`, in report.md and in events.jsonl, before the step's verdict.
 
-use crate::common::{stdout, Project};
+use crate::common::assert_exit;
+use crate::common::Project;
 use std::path::Path;
 
 const SERVER: &str = r#"
@@ -63,8 +64,8 @@ instruction = "The basket answers: `curl -sf http://127.0.0.1:${APP_PORT}/boom`"
 "#,
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    let record = p.record_for("basket.test.toml");
+    assert_exit(&out, 1);
+    let record = p.record_json_for("basket.test.toml");
     let steps = record["steps"].as_array().expect("steps");
     assert_eq!(steps[0]["status"], "ok");
     assert!(

@@ -3,6 +3,7 @@
 //! console; a failed suite-scoped command makes every test an `error` in JUnit and the summaries,
 //! with the reason, so a CI dashboard cannot show green.
 
+use crate::common::assert_exit;
 use crate::common::{stdout, Project};
 use std::path::Path;
 
@@ -23,13 +24,13 @@ fn a_failed_setup_command_is_failed_with_its_exit_code_everywhere() {
     p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
     let out = p.run(&["start"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(3), "{console}");
+    assert_exit(&out, 3);
     assert!(
         console.contains("SETUP migrate ........ FAILED")
             && console.contains("no such table: users"),
         "the console shows the failure and its log tail: {console}"
     );
-    let record = p.record_for("a.test.toml");
+    let record = p.record_json_for("a.test.toml");
     let migrate = command(&record, "migrate");
     assert_eq!(migrate["status"], "failed", "{migrate}");
     assert_eq!(migrate["exit_code"], 4, "{migrate}");
@@ -57,8 +58,8 @@ fn a_setup_command_past_its_timeout_is_timed_out() {
     );
     p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
-    let record = p.record_for("a.test.toml");
+    assert_exit(&out, 3);
+    let record = p.record_json_for("a.test.toml");
     let seed = command(&record, "seed");
     assert_eq!(seed["status"], "timed_out", "{seed}");
     assert!(
@@ -88,8 +89,8 @@ fn a_pty_setup_command_that_prompts_is_stopped_and_said_to_wait_for_input() {
     p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
     let out = p.run(&["start"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(3), "{console}");
-    let record = p.record_for("a.test.toml");
+    assert_exit(&out, 3);
+    let record = p.record_json_for("a.test.toml");
     let reset = command(&record, "reset");
     assert_eq!(reset["status"], "timed_out", "{reset}");
     let error = reset["error"].as_str().unwrap_or_default();
@@ -113,7 +114,7 @@ fn a_failed_suite_command_makes_every_test_an_error_with_the_reason() {
     p.write("b.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
     let out = p.run(&["start"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(3), "{console}");
+    assert_exit(&out, 3);
     let suite = p.suite_dir();
     let junit = std::fs::read_to_string(suite.join("junit.xml")).expect("junit.xml");
     assert!(
@@ -121,7 +122,7 @@ fn a_failed_suite_command_makes_every_test_an_error_with_the_reason() {
         "{junit}"
     );
     assert!(junit.contains("database refused the connection"), "{junit}");
-    let summary = p.suite_summary();
+    let summary = p.suite_summary_json();
     assert_eq!(summary["totals"]["error"], 2, "{summary}");
     assert!(
         summary["harness_error"]
@@ -168,14 +169,14 @@ fn suite_scoped_commands_are_on_the_console_and_in_every_runs_report() {
     let p = project_with_a_suite_command_and_a_crashing_server();
     let out = p.run(&["start", "-j", "1"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(3), "{console}");
+    assert_exit(&out, 3);
     assert!(
         console.contains("[suite] SETUP db ........ started")
             && console.contains("[suite] SETUP db ........ ready (log /db up/)"),
         "{console}"
     );
     for file in ["a.test.toml", "b.test.toml"] {
-        let record = p.record_for(file);
+        let record = p.record_json_for(file);
         let db = command(&record, "db");
         assert_eq!(db["scope"], "suite", "{db}");
         assert_eq!(db["status"], "ready", "{db}");
@@ -198,7 +199,7 @@ fn a_server_crash_mid_test_is_not_called_a_setup_failure() {
     let p = project_with_a_suite_command_and_a_crashing_server();
     let out = p.run(&["start", "-j", "1", "b.test.toml"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(3), "{console}");
+    assert_exit(&out, 3);
     assert!(!console.contains("SETUP api ........ FAILED"), "{console}");
     assert!(!console.contains("SETUP api ........ exited"), "{console}");
     assert!(
@@ -233,7 +234,7 @@ instruction = "`touch $BUGATTI_PROJECT_ROOT/die; until grep '\"exit_code\":7' $B
     );
     let out = p.run(&["start", "--step-timeout", "20"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert_exit(&out, 0);
     assert!(
         console.contains("[suite] COMMAND db ........ while tests ran: exited with 7"),
         "{console}"
@@ -242,7 +243,7 @@ instruction = "`touch $BUGATTI_PROJECT_ROOT/die; until grep '\"exit_code\":7' $B
         console.contains("] COMMAND db ........ during step 1: exited with 7"),
         "{console}"
     );
-    let record = p.record_for("a.test.toml");
+    let record = p.record_json_for("a.test.toml");
     let db = command(&record, "db");
     assert_eq!(db["scope"], "suite", "{db}");
     assert_ne!(

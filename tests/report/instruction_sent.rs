@@ -2,7 +2,8 @@
 //! (`steps[].instruction_sent`, beside `instruction` as written) and in report.md for a step that
 //! did not pass — with `[secrets]` values redacted, as everywhere.
 
-use crate::common::{stdout, Project};
+use crate::common::assert_exit;
+use crate::common::Project;
 use std::path::Path;
 
 #[test]
@@ -34,8 +35,8 @@ TOKEN = { from_env = "INSTRUCTION_SENT_TOKEN" }
         .output()
         .expect("run supervisor");
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    let record = p.record_for("a.test.toml");
+    assert_exit(&out, 1);
+    let record = p.record_json_for("a.test.toml");
     let port = record["ports"]["APP_PORT"]
         .as_u64()
         .expect("APP_PORT resolved");

@@ -5,6 +5,7 @@
 //! answers the bootstrap.
 
 use crate::common;
+use crate::common::assert_exit;
 use crate::common::{stderr, stdout, Project};
 use std::path::Path;
 
@@ -137,7 +138,7 @@ fn the_readme_command_agent_runs_from_the_project_root_and_from_a_subdirectory()
             !p.root().join("tests/.bugatti").exists(),
             "artifacts go to the project root, also from the {label}"
         );
-        let records = p.run_records();
+        let records = p.run_records_json();
         assert_eq!(records.len(), 2, "from the {label}");
         let mut workspaces = Vec::new();
         let mut ports = Vec::new();
@@ -194,14 +195,8 @@ fn variables_in_the_agent_cmd_and_cwd_are_substituted() {
     );
     std::fs::remove_file(p.root().join("tests/second.test.toml")).expect("rm");
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let record = p.record_for("first.test.toml");
+    assert_exit(&out, 0);
+    let record = p.record_json_for("first.test.toml");
     let line = where_of(&record);
     let cwd = line.split_whitespace().next().unwrap_or_default();
     let work = line.split_whitespace().nth(1).unwrap_or_default();
@@ -218,7 +213,7 @@ fn doctor_names_a_missing_agent_script_and_passes_once_it_exists() {
     std::fs::remove_file(p.root().join("agents/my_agent.py")).expect("rm");
     let out = p.supervisor().arg("doctor").output().expect("doctor");
     let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_exit(&out, 1);
     assert!(
         text.contains("FAIL provider command: script `agents/my_agent.py` not found at"),
         "{text}"
@@ -230,11 +225,11 @@ fn doctor_names_a_missing_agent_script_and_passes_once_it_exists() {
         .arg("doctor")
         .output()
         .expect("doctor");
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     p.write("agents/my_agent.py", &readme_block("agents/my_agent.py"));
     let out = p.supervisor().arg("doctor").output().expect("doctor");
     let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_exit(&out, 0);
     assert!(text.contains("ok   provider command: script"), "{text}");
 }
 
@@ -248,8 +243,8 @@ fn an_agent_that_never_answers_the_bootstrap_gets_an_error_that_says_so() {
     p.write("agents/silent.sh", "exec sleep 60\n");
     p.write("a.test.toml", "[[steps]]\ninstruction = \"anything\"\n");
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
-    let record = p.record_for("a.test.toml");
+    assert_exit(&out, 3);
+    let record = p.record_json_for("a.test.toml");
     assert_eq!(record["outcome"], "error");
     let report = std::fs::read_to_string(
         Path::new(record["run_dir"].as_str().expect("run_dir")).join("report.md"),
@@ -274,8 +269,8 @@ fn output_without_a_result_line_is_a_protocol_error_after_the_silence_limit() {
     );
     p.write("a.test.toml", "[[steps]]\ninstruction = \"anything\"\n");
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    let record = p.record_for("a.test.toml");
+    assert_exit(&out, 1);
+    let record = p.record_json_for("a.test.toml");
     let step = &record["steps"][0];
     assert_eq!(step["status"], "protocol_error", "{step}");
     let message = step["message"].as_str().unwrap_or_default();
@@ -303,8 +298,8 @@ fn a_slow_agent_that_wrote_something_is_a_timeout_at_the_step_timeout() {
         "[[steps]]\ninstruction = \"anything\"\ntimeout_secs = 1\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    let record = p.record_for("a.test.toml");
+    assert_exit(&out, 1);
+    let record = p.record_json_for("a.test.toml");
     let step = &record["steps"][0];
     assert_eq!(step["status"], "timeout", "{step}");
     let message = step["message"].as_str().unwrap_or_default();
@@ -358,6 +353,6 @@ fn the_open_files_limit_is_raised_to_the_hard_limit_for_the_run() {
         .output()
         .expect("run supervisor");
     p.assert_nothing_survives();
-    let record = p.record_for("limit.test.toml");
+    let record = p.record_json_for("limit.test.toml");
     assert_eq!(out.status.code(), Some(0), "{record}\n{}", stdout(&out));
 }

@@ -2,6 +2,7 @@
 //! configured as a user would (`bugatti.config.toml`, relative paths, the `shell` provider), its
 //! exit codes, and what run.json, report.md, events.jsonl and the checkpoint folder hold.
 
+use crate::common::assert_exit;
 use crate::common::{stderr, stdout, Project};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -79,7 +80,7 @@ fn read(path: &Path) -> String {
 
 /// The run.json of the newest run (run ids are UUIDv7: they sort by time).
 fn newest_record(p: &Project) -> Value {
-    p.run_records()
+    p.run_records_json()
         .into_iter()
         .max_by_key(|r| r["run_id"].as_str().unwrap_or_default().to_string())
         .expect("a run.json")
@@ -91,13 +92,7 @@ fn a_passed_checkpoint_step_saves_and_from_checkpoint_restores_skips_and_reruns_
 
     // First run: every step runs; the checkpoint is saved after step 3.
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let first = newest_record(&p);
     assert_eq!(first["outcome"], "passed");
     assert_eq!(statuses(&first), ["ok", "ok", "ok", "ok"]);
@@ -216,7 +211,7 @@ fn resuming_from_a_checkpoint_never_saved_is_exit_2_and_runs_nothing() {
 
     // An unknown name lists the checkpoints the test has.
     let out = p.run(&["start", "--from-checkpoint", "nope"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, 2);
     assert!(
         stderr(&out).contains("(it has: seeded)"),
         "{}",
@@ -228,13 +223,7 @@ fn resuming_from_a_checkpoint_never_saved_is_exit_2_and_runs_nothing() {
 fn a_failing_save_is_an_error_naming_the_command_and_cannot_be_resumed_from() {
     let p = project("echo saving; echo disk full >&2; exit 4", RESTORE);
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 3);
     let record = newest_record(&p);
     assert_eq!(record["outcome"], "error");
     assert_eq!(statuses(&record), ["ok", "ok", "ok", "not_run"]);
@@ -257,7 +246,7 @@ fn a_failing_save_is_an_error_naming_the_command_and_cannot_be_resumed_from() {
 
     // The folder was created for the save, but a failed save is not a checkpoint.
     let out = p.run(&["start", "--from-checkpoint", "seeded"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, 2);
     assert!(
         stderr(&out).contains("was never saved successfully"),
         "{}",
@@ -273,13 +262,7 @@ fn a_save_past_its_timeout_is_stopped_with_what_it_started() {
     p.write("bugatti.config.toml", &text);
     let started = std::time::Instant::now();
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 3);
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
     let record = newest_record(&p);
     let error = record["error"].as_str().expect("error");
@@ -294,21 +277,9 @@ fn a_save_past_its_timeout_is_stopped_with_what_it_started() {
 fn a_failing_restore_is_an_error_before_the_agent_starts() {
     let p = project(SAVE, "echo no backup here; exit 9");
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let out = p.run(&["start", "--from-checkpoint", "seeded"]);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 3);
     let record = newest_record(&p);
     assert_eq!(record["outcome"], "error");
     assert_eq!(
@@ -365,5 +336,5 @@ fn skip_true_steps_are_skipped_not_sent_and_the_test_passes() {
     assert!(events.contains(r#""status":"skipped""#), "{events}");
     let junit = read(&p.suite_dir().join("junit.xml"));
     assert!(junit.contains("2. skipped"), "{junit}");
-    assert_eq!(p.suite_summary()["tests"][0]["outcome"], "passed");
+    assert_eq!(p.suite_summary_json()["tests"][0]["outcome"], "passed");
 }

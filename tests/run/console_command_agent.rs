@@ -4,6 +4,7 @@
 //! waits for the harness app's log line, and the records say what it did. Needs only python3.
 
 use crate::common;
+use crate::common::assert_exit;
 
 use crate::common::{stdout, Project};
 
@@ -36,7 +37,7 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
 
 /// The console.jsonl of the (only) run, parsed.
 fn console_calls(p: &Project) -> Vec<serde_json::Value> {
-    let record = p.record_for("console.test.toml");
+    let record = p.record_json_for("console.test.toml");
     let run_dir = p
         .root()
         .join(".bugatti/runs")
@@ -78,7 +79,7 @@ expect checkout hit order=7
 fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
     let p = project(STEPS);
     let out = p.run(&["start"]);
-    let record = p.record_for("console.test.toml");
+    let record = p.record_json_for("console.test.toml");
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -184,8 +185,8 @@ expect app: long-lived
         ),
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    let record = p.record_for("console.test.toml");
+    assert_exit(&out, 1);
+    let record = p.record_json_for("console.test.toml");
     // The agent found no BUGATTI_MCP_URL, so its call failed and the step said so.
     assert!(record.to_string().contains("BUGATTI_MCP_URL"), "{record:#}");
     let run_dir = p
@@ -221,7 +222,7 @@ expect hello from notes
         .output()
         .expect("run supervisor");
     p.assert_nothing_survives();
-    let record = p.record_for("console.test.toml");
+    let record = p.record_json_for("console.test.toml");
     assert_eq!(out.status.code(), Some(0), "{}\n{record:#}", stdout(&out));
     let calls = console_calls(&p);
     assert_eq!(calls[0]["exit_code"], 0, "{:#}", calls[0]);
@@ -246,6 +247,6 @@ expect seed: short_lived, finished
         &format!("{config}\n[commands.seed]\nkind = \"short_lived\"\ncmd = \"echo seeded\"\n"),
     );
     let out = p.run(&["start"]);
-    let record = p.record_for("console.test.toml");
+    let record = p.record_json_for("console.test.toml");
     assert_eq!(out.status.code(), Some(0), "{}\n{record:#}", stdout(&out));
 }

@@ -2,6 +2,7 @@
 //! `command` provider, real servers; everything checked from the files written and the exit code.
 
 use crate::common;
+use crate::common::assert_exit;
 
 use crate::common::{stdout, Project};
 use serde_json::Value;
@@ -70,14 +71,14 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     let out = p.supervisor().arg("start").output().expect("run");
     p.assert_nothing_survives();
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "console:\n{console}");
+    assert_exit(&out, 1);
 
-    let pass = p.record_for("pass.test.toml");
+    let pass = p.record_json_for("pass.test.toml");
     assert_eq!(pass["outcome"], "passed");
     assert_eq!(statuses(&pass), ["ok", "ok"]);
     assert_eq!(pass["steps"][0]["logs"][0], "all good");
 
-    let warn = p.record_for("warn.test.toml");
+    let warn = p.record_json_for("warn.test.toml");
     assert_eq!(warn["outcome"], "warned");
     assert_eq!(statuses(&warn), ["warn"]);
     assert_eq!(warn["steps"][0]["message"], "the page took 3 s");
@@ -95,7 +96,7 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
         "{warn_report}"
     );
 
-    let fail = p.record_for("fail.test.toml");
+    let fail = p.record_json_for("fail.test.toml");
     assert_eq!(fail["outcome"], "failed");
     assert_eq!(
         statuses(&fail),
@@ -104,13 +105,13 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     );
     assert_eq!(fail["steps"][1]["message"], "basket is empty");
 
-    let nomarker = p.record_for("nomarker.test.toml");
+    let nomarker = p.record_json_for("nomarker.test.toml");
     assert_eq!(nomarker["outcome"], "failed");
     assert_eq!(statuses(&nomarker), ["protocol_error"]);
 
     // One line per run names its outcome and its report path, which names the run id (docs/reports.md):
     // `[n/N] OUTCOME  file  time  .bugatti/runs/<run_id>/report.md`.
-    for record in p.run_records() {
+    for record in p.run_records_json() {
         let run_id = record["run_id"].as_str().expect("run id");
         let line = console
             .lines()
@@ -126,7 +127,7 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     assert_eq!(junit_attr(&junit, "tests"), 4, "{junit}");
     assert_eq!(junit_attr(&junit, "failures"), 2, "{junit}");
     assert_eq!(junit_attr(&junit, "errors"), 0, "{junit}");
-    let summary: Value = p.suite_summary();
+    let summary: Value = p.suite_summary_json();
     assert_eq!(summary["tests"].as_array().map(Vec::len), Some(4));
 }
 
@@ -145,7 +146,7 @@ fn warnings_pass_unless_strict() {
         "--json",
         "ci/summary.json",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     let junit = std::fs::read_to_string(p.root().join("ci/junit.xml")).expect("--junit copy");
     assert_eq!(junit_attr(&junit, "tests"), 1, "{junit}");
     let summary: Value = serde_json::from_str(
@@ -154,7 +155,7 @@ fn warnings_pass_unless_strict() {
     .expect("JSON");
     assert_eq!(summary["tests"][0]["outcome"], "warned");
     let out = p.run(&["start", "--strict-warnings"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
 }
 
 #[test]
@@ -174,8 +175,8 @@ cmd = "echo migrating; echo 'table exists' >&2; exit 4"
         "name = \"T\"\n[[steps]]\ninstruction = \"say hi\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
-    let record = p.record_for("t.test.toml");
+    assert_exit(&out, 3);
+    let record = p.record_json_for("t.test.toml");
     assert_eq!(record["outcome"], "error");
     assert_eq!(statuses(&record), ["not_run"]);
     let error = record["error"].as_str().unwrap_or_default();
@@ -212,8 +213,8 @@ stop_timeout_secs = 1
         "name = \"T\"\n[[steps]]\ninstruction = \"say hi\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
-    let record = p.record_for("t.test.toml");
+    assert_exit(&out, 3);
+    let record = p.record_json_for("t.test.toml");
     assert_eq!(record["outcome"], "error");
     let error = record["error"].as_str().unwrap_or_default();
     assert!(error.contains("server") && error.contains("tcp"), "{error}");
@@ -229,7 +230,7 @@ fn invalid_input_exits_2_and_runs_nothing() {
         "name = \"T\"\n[[steps]]\ninstruction = \"say hi\"\n",
     );
     let out = p.run(&["start", "--skip-cmd", "nope"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, 2);
     assert!(common::stderr(&out).contains("nope"));
     assert!(
         !p.root().join(".bugatti").exists(),
@@ -274,8 +275,8 @@ stop_timeout_secs = 1
         "name = \"T\"\n[[steps]]\ninstruction = \"\"\"\nget http://127.0.0.1:${APP_PORT}/count\nexpect count=0\n\"\"\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let record = p.record_for("t.test.toml");
+    assert_exit(&out, 0);
+    let record = p.record_json_for("t.test.toml");
     let commands = record["commands"].as_array().expect("commands");
     let app = commands.iter().find(|c| c["name"] == "app").expect("app");
     assert_eq!(app["restarts"].as_array().map(Vec::len), Some(1), "{app}");
@@ -310,8 +311,8 @@ cmd = "sleep 1; exit 7"
         "name = \"T\"\n[[steps]]\ninstruction = \"sleep 20\"\n[[steps]]\ninstruction = \"say later\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
-    let record = p.record_for("t.test.toml");
+    assert_exit(&out, 3);
+    let record = p.record_json_for("t.test.toml");
     assert_eq!(record["outcome"], "error");
     let error = record["error"].as_str().unwrap_or_default();
     assert!(error.contains("flaky"), "{error}");
@@ -369,9 +370,9 @@ curl -fsS http://127.0.0.1:$APP_PORT/count | grep -x count=1
         );
     }
     let out = p.run(&["start", "a.test.toml", "b.test.toml"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     let logs: Vec<String> = p
-        .run_records()
+        .run_records_json()
         .iter()
         .map(|r| {
             r["steps"][0]["logs"][0]
@@ -412,8 +413,8 @@ fn retries_mark_a_later_pass_flaky() {
         "name = \"Flaky\"\n[[steps]]\ninstruction = \"`test -f $BUGATTI_PROJECT_ROOT/.second || { touch $BUGATTI_PROJECT_ROOT/.second; exit 1; }`\"\n",
     );
     let out = p.run(&["start", "--retries", "1"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let summary: Value = p.suite_summary();
+    assert_exit(&out, 0);
+    let summary: Value = p.suite_summary_json();
     assert_eq!(summary["tests"][0]["flaky"], true, "{summary}");
     assert_eq!(summary["tests"][0]["attempts"], 2);
     let junit = std::fs::read_to_string(p.suite_dir().join("junit.xml")).expect("junit");
@@ -437,9 +438,9 @@ fn fail_fast_starts_no_new_root_test_after_a_failure() {
         "name = \"C\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
     let out = p.run(&["start", "-j", "1", "--fail-fast"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    assert_eq!(p.run_records().len(), 1, "only the first test ran");
-    let summary: Value = p.suite_summary();
+    assert_exit(&out, 1);
+    assert_eq!(p.run_records_json().len(), 1, "only the first test ran");
+    let summary: Value = p.suite_summary_json();
     assert_eq!(
         summary["not_run"].as_array().map(Vec::len),
         Some(2),
@@ -466,8 +467,8 @@ fn a_panic_in_one_session_fails_that_test_only() {
         .output()
         .expect("run");
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
-    let boom = p.record_for("boom.test.toml");
+    assert_exit(&out, 3);
+    let boom = p.record_json_for("boom.test.toml");
     assert_eq!(boom["outcome"], "error");
     assert!(
         boom["error"]
@@ -476,7 +477,7 @@ fn a_panic_in_one_session_fails_that_test_only() {
             .contains("panicked"),
         "{boom}"
     );
-    let fine = p.record_for("fine.test.toml");
+    let fine = p.record_json_for("fine.test.toml");
     assert_eq!(fine["outcome"], "passed");
 }
 
@@ -507,8 +508,8 @@ fn a_panic_in_a_sessions_driver_mid_step_ends_that_run_with_its_records() {
         .output()
         .expect("run");
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
-    let boom = p.record_for("boom.test.toml");
+    assert_exit(&out, 3);
+    let boom = p.record_json_for("boom.test.toml");
     assert_eq!(boom["outcome"], "error", "{boom}");
     assert!(
         boom["error"]
@@ -521,7 +522,7 @@ fn a_panic_in_a_sessions_driver_mid_step_ends_that_run_with_its_records() {
     assert!(run_dir.join("report.md").is_file(), "{boom}");
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
     assert!(events.contains("run_finished"), "{events}");
-    assert_eq!(p.record_for("fine.test.toml")["outcome"], "passed");
+    assert_eq!(p.record_json_for("fine.test.toml")["outcome"], "passed");
     assert!(p.suite_dir().join("summary.json").is_file());
 }
 
@@ -559,7 +560,7 @@ readiness = {{ http = "http://127.0.0.1:${{APP_PORT}}/health", timeout_secs = 2 
     );
     // Nobody started the server: readiness fails, nothing was launched.
     let out = p.run(&["start", "--skip-cmd", "app"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert_exit(&out, 3);
 
     // Started by hand: the run uses it.
     let state = p.root().join("by-hand-count");
@@ -571,14 +572,14 @@ readiness = {{ http = "http://127.0.0.1:${{APP_PORT}}/health", timeout_secs = 2 
     let out = p.run(&["start", "--skip-cmd", "app"]);
     let _ = by_hand.kill();
     let _ = by_hand.wait();
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     assert_eq!(
         std::fs::read_to_string(&state).ok().as_deref(),
         Some("1"),
         "the step reached the server started by hand"
     );
     let record = p
-        .run_records()
+        .run_records_json()
         .into_iter()
         .find(|r| r["outcome"] == "passed")
         .expect("the passing run");
@@ -628,7 +629,7 @@ readiness_url = "http://127.0.0.1:${{SHARED_PORT}}/health"
         );
     }
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     assert_eq!(
         std::fs::read_to_string(&state).ok().as_deref(),
         Some("3"),
@@ -658,8 +659,8 @@ readiness = { log = "^up$" }
         "[[steps]]\ninstruction = \"`sleep 30`\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
-    let record = p.record_for("cut.test.toml");
+    assert_exit(&out, 3);
+    let record = p.record_json_for("cut.test.toml");
     assert_eq!(record["outcome"], "error", "{record}");
     assert_eq!(statuses(&record), ["interrupted", "not_run"]);
     let message = record["steps"][0]["message"].as_str().unwrap_or_default();
@@ -684,7 +685,7 @@ fn the_console_ends_with_every_failure_again_also_under_quiet() {
     );
     let out = p.run(&["start", "-q", "-j", "2"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{console}");
+    assert_exit(&out, 1);
     let recap = console
         .split("Failures (1):")
         .nth(1)
@@ -712,8 +713,8 @@ fn a_fast_shell_steps_logs_come_before_its_result() {
     p.write("fast.test.toml", &steps);
     let out = p.run(&["start"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{console}");
-    let record = p.record_for("fast.test.toml");
+    assert_exit(&out, 0);
+    let record = p.record_json_for("fast.test.toml");
     let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
     for i in 1..=5 {
@@ -757,11 +758,11 @@ fn tests_fail_fast_never_started_are_counted_apart_not_as_failures() {
         ),
     );
     let first = p.run(&["start", "-j", "1"]);
-    assert_eq!(first.status.code(), Some(0), "{}", stdout(&first));
+    assert_exit(&first, 0);
     p.write("fail-now", "");
     let out = p.run(&["start", "-j", "1", "--fail-fast"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{console}");
+    assert_exit(&out, 1);
     assert!(console.contains("Failures (1):"), "{console}");
     assert!(console.contains("Not run (2):"), "{console}");
     assert!(
@@ -790,7 +791,7 @@ fn a_failed_attempt_that_is_retried_reads_as_a_try_not_as_failed() {
     );
     let out = p.run(&["start", "--retries", "2"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert_exit(&out, 0);
     assert!(
         console.contains("TRY 1 FAIL  flaky.test.toml"),
         "the first attempt is a try: {console}"
@@ -811,7 +812,7 @@ fn the_last_attempt_of_a_failing_test_reads_failed() {
     p.write("bad.test.toml", "[[steps]]\ninstruction = \"`false`\"\n");
     let out = p.run(&["start", "--retries", "1"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{console}");
+    assert_exit(&out, 1);
     assert!(console.contains("TRY 1 FAIL  bad.test.toml"), "{console}");
     assert!(console.contains("FAILED      bad.test.toml"), "{console}");
 }
@@ -853,7 +854,7 @@ fn a_missing_agent_cli_is_refused_with_exit_2_before_anything_starts() {
         "names the program and the fix: {err}"
     );
     assert!(!p.root().join("setup-ran").exists(), "nothing started");
-    assert!(p.run_records().is_empty(), "no run began");
+    assert!(p.run_records_json().is_empty(), "no run began");
 }
 
 #[test]

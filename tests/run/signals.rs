@@ -2,6 +2,7 @@
 //! write every report as `interrupted` and exit 130 / 143 / 129; `--timeout` behaves like SIGTERM
 //! and says it was the deadline. The first signal is acknowledged on the console.
 
+use crate::common::assert_exit;
 use crate::common::fault;
 
 use crate::common::{stdout, Project};
@@ -69,7 +70,7 @@ fn interrupt_mid_step(signals: &[&str]) -> (Project, std::process::Output) {
 }
 
 fn assert_all_interrupted(p: &Project) {
-    let records = p.run_records();
+    let records = p.run_records_json();
     assert_eq!(records.len(), 2);
     for record in records {
         assert_eq!(record["outcome"], "interrupted", "{record}");
@@ -92,7 +93,7 @@ fn sigint_mid_step_interrupts_every_session_and_exits_130() {
     // The second SIGINT skips the 30 s grace period of the server that ignores SIGTERM.
     let (p, out) = interrupt_mid_step(&["INT", "INT"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(130), "{console}");
+    assert_exit(&out, 130);
     assert!(
         console.contains("SIGINT: stopping") && console.contains("a second signal skips them"),
         "the first signal is acknowledged: {console}"
@@ -102,7 +103,7 @@ fn sigint_mid_step_interrupts_every_session_and_exits_130() {
         "{console}"
     );
     assert_all_interrupted(&p);
-    let record = &p.run_records()[0];
+    let record = &p.run_records_json()[0];
     let stubborn = record["commands"]
         .as_array()
         .and_then(|c| c.iter().find(|c| c["name"] == "stubborn"))
@@ -113,7 +114,7 @@ fn sigint_mid_step_interrupts_every_session_and_exits_130() {
 #[test]
 fn sigterm_mid_step_exits_143() {
     let (p, out) = interrupt_mid_step(&["TERM", "INT"]);
-    assert_eq!(out.status.code(), Some(143), "{}", stdout(&out));
+    assert_exit(&out, 143);
     assert_all_interrupted(&p);
 }
 
@@ -122,7 +123,7 @@ fn sighup_mid_step_with_servers_up_exits_129_with_every_report() {
     // The terminal or SSH session closed: the same orderly stop, not a death with leftovers.
     let (p, out) = interrupt_mid_step(&["HUP", "HUP"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(129), "{console}");
+    assert_exit(&out, 129);
     assert!(console.contains("SIGHUP: stopping"), "{console}");
     assert_all_interrupted(&p);
 }
@@ -134,10 +135,10 @@ fn sighup_mid_step_with_servers_up_exits_129_with_every_report() {
 fn sigusr1_mid_step_stops_in_order_with_every_report() {
     let (p, out) = interrupt_mid_step(&["USR1", "USR1"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(138), "{console}");
+    assert_exit(&out, 138);
     assert!(console.contains("SIGUSR1: stopping"), "{console}");
     assert_all_interrupted(&p);
-    let message = p.run_records()[0]["steps"][0]["message"].to_string();
+    let message = p.run_records_json()[0]["steps"][0]["message"].to_string();
     assert!(message.contains("SIGUSR1"), "{message}");
 }
 
@@ -151,12 +152,12 @@ fn the_invocation_deadline_behaves_like_sigterm() {
     );
     let out = p.run(&["start", "--timeout", "2"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(143), "{console}");
+    assert_exit(&out, 143);
     assert!(
         console.contains("--timeout: the 2s deadline passed"),
         "the deadline is named as the reason: {console}"
     );
-    let record = p.record_for("slow.test.toml");
+    let record = p.record_json_for("slow.test.toml");
     assert_eq!(record["outcome"], "interrupted");
     assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
     for said in [&record["steps"][0]["message"], &record["error"]] {
@@ -178,7 +179,7 @@ fn the_invocation_deadline_behaves_like_sigterm() {
 #[test]
 fn the_suite_harness_log_records_the_signals_received() {
     let (p, out) = interrupt_mid_step(&["INT", "INT"]);
-    assert_eq!(out.status.code(), Some(130), "{}", stdout(&out));
+    assert_exit(&out, 130);
     let log = std::fs::read_to_string(p.suite_dir().join("harness.log")).expect("suite log");
     assert!(
         log.contains("signal SIGINT received: SIGINT: stopping"),
@@ -245,7 +246,7 @@ fn signal_twice(
 }
 
 fn stubborn_was_killed(p: &Project) {
-    let record = p.record_for("stuck.test.toml");
+    let record = p.record_json_for("stuck.test.toml");
     assert_eq!(record["outcome"], "interrupted", "{record}");
     assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
     let stubborn = record["commands"]
@@ -266,7 +267,7 @@ cmd = '''sh -c "trap '' INT TERM HUP; read -r l; echo 'RESULT OK'; read -r l; ec
     let p = project_with_stubborn_processes(agent, "Do the thing.");
     let (out, took) = signal_twice(&p, "INT", "INT", Duration::from_secs(1));
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(130), "{console}");
+    assert_exit(&out, 130);
     eprintln!("the run ended {took:?} after the second signal");
     assert!(
         took < Duration::from_secs(5),
@@ -286,7 +287,7 @@ fn a_second_signal_cuts_a_shell_steps_grace() {
     );
     let (out, took) = signal_twice(&p, "TERM", "TERM", Duration::from_millis(300));
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(143), "{console}");
+    assert_exit(&out, 143);
     eprintln!("the run ended {took:?} after the second signal");
     assert!(
         took < Duration::from_secs(3),
@@ -325,7 +326,7 @@ fn a_third_signal_still_writes_the_reports_held_in_memory() {
     let out = fault::wait_guarded(child);
     p.assert_nothing_survives();
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(130), "{console}");
+    assert_exit(&out, 130);
     assert!(console.contains("third signal"), "{console}");
     for file in ["summary.json", "summary.md", "junit.xml"] {
         assert!(p.suite_dir().join(file).exists(), "{file}: {console}");
@@ -333,12 +334,12 @@ fn a_third_signal_still_writes_the_reports_held_in_memory() {
     for copy in ["ci/junit.xml", "ci/suite.json"] {
         assert!(p.root().join(copy).exists(), "{copy}: {console}");
     }
-    let records = p.run_records();
+    let records = p.run_records_json();
     assert_eq!(records.len(), 2, "{console}");
     for record in records {
         assert_eq!(record["outcome"], "interrupted", "{record}");
     }
-    let summary = p.suite_summary();
+    let summary = p.suite_summary_json();
     assert_eq!(summary["totals"]["interrupted"], 2, "{summary}");
 }
 
@@ -429,9 +430,8 @@ fn ctrl_z_then_fg_stops_the_children_too_and_costs_no_step_its_timeout() {
     fault::signal(child.id(), "CONT");
     let out = fault::wait_guarded(child);
     p.assert_nothing_survives();
-    let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{console}");
-    let record = p.record_for("pause.test.toml");
+    assert_exit(&out, 0);
+    let record = p.record_json_for("pause.test.toml");
     assert_eq!(record["steps"][0]["status"], "ok", "{record}");
     assert_eq!(record["steps"][1]["status"], "ok", "{record}");
     let transcript = std::fs::read_to_string(
@@ -477,8 +477,8 @@ fn what_a_background_supervisor_starts_hears_every_stop_signal() {
     }
     let out = command.output().expect("run supervisor");
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let record = p.record_for("bg.test.toml");
+    assert_exit(&out, 0);
+    let record = p.record_json_for("bg.test.toml");
     let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
     let heard = [
         libc::SIGINT,
@@ -563,7 +563,7 @@ fn ctrl_z_stops_a_setsid_child_of_the_step_too() {
     fault::signal(child.id(), "CONT");
     let out = fault::wait_guarded(child);
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     assert!(count() > after, "it ran again after fg");
 }
 
@@ -581,8 +581,11 @@ fn sigint_while_a_step_replays_stops_the_replay_and_leaves_every_record() {
     );
     // 1. The agent passes it (three seconds), and it is recorded.
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert_eq!(p.record_for("slow.test.toml")["steps"][0]["recorded"], true);
+    assert_exit(&out, 0);
+    assert_eq!(
+        p.record_json_for("slow.test.toml")["steps"][0]["recorded"],
+        true
+    );
     // 2. The replay runs the same `sleep 3`: interrupted mid-way.
     std::fs::remove_dir_all(p.root().join(".bugatti/runs")).expect("old runs");
     let mut child = p
@@ -620,9 +623,8 @@ fn sigint_while_a_step_replays_stops_the_replay_and_leaves_every_record() {
     fault::signal(child.id(), "INT");
     let out = child.wait_with_output().expect("wait");
     p.assert_nothing_survives();
-    let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(130), "{console}");
-    let record = p.record_for("slow.test.toml");
+    assert_exit(&out, 130);
+    let record = p.record_json_for("slow.test.toml");
     assert_eq!(record["outcome"], "interrupted", "{record}");
     assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
     let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
@@ -631,5 +633,5 @@ fn sigint_while_a_step_replays_stops_the_replay_and_leaves_every_record() {
     assert!(p.suite_dir().join("junit.xml").exists());
     // The recording is untouched: the next run replays it.
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
 }
