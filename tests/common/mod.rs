@@ -19,11 +19,22 @@ pub mod rig;
 pub mod scripted_api;
 pub mod skip;
 
-use bugatti::report::run_record::RunRecord;
+use bugatti::report::run_record::{CommandRecord, RunRecord};
 use bugatti::report::suite::SuiteSummary;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
+
+/// What a test reading run.json and summary.json needs: `use crate::common::records::*;`.
+#[allow(unused_imports)]
+pub mod records {
+    pub use super::RecordExt;
+    pub use bugatti::model::agent_fault::FaultKind;
+    pub use bugatti::model::outcome::{RunOutcome, StepStatus, TeardownState};
+    pub use bugatti::model::replay::StepMode;
+    pub use bugatti::report::run_record::{CommandStatus, RunRecord};
+    pub use bugatti::report::suite::SuiteSummary;
+}
 
 pub struct Project {
     pub dir: tempfile::TempDir,
@@ -251,6 +262,43 @@ pub fn assert_nothing_survives(entries: &[(&str, &str)]) {
             panic!("processes survived the supervisor: {survivors:?}");
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What the tests ask of a [`RunRecord`] beyond its fields.
+pub trait RecordExt {
+    /// The run directory (`.bugatti/runs/<run_id>`, absolute).
+    fn run_dir(&self) -> PathBuf;
+    /// The harness command `name`; fails, showing the record, without it.
+    fn command(&self, name: &str) -> &CommandRecord;
+    /// Each step's status, in order.
+    fn statuses(&self) -> Vec<records::StepStatus>;
+    /// A file of the run directory, read as text; fails naming it when it cannot be read.
+    fn read(&self, rel: &str) -> String;
+}
+
+impl RecordExt for RunRecord {
+    fn run_dir(&self) -> PathBuf {
+        PathBuf::from(&self.identity.run_dir)
+    }
+
+    #[track_caller]
+    fn command(&self, name: &str) -> &CommandRecord {
+        self.commands
+            .iter()
+            .find(|c| c.name == name)
+            .unwrap_or_else(|| panic!("no command {name} in {self:?}"))
+    }
+
+    fn statuses(&self) -> Vec<records::StepStatus> {
+        self.steps.iter().map(|s| s.status).collect()
+    }
+
+    #[track_caller]
+    fn read(&self, rel: &str) -> String {
+        let path = self.run_dir().join(rel);
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
     }
 }
 

@@ -105,7 +105,10 @@ fn sigint_during_on_finish_stops_the_hook_and_exits_130() {
     let summary = p.suite_summary_json();
     assert_eq!(summary["totals"]["passed"], 1, "{summary}");
     assert!(p.suite_dir().join("report.html").is_file());
-    assert_eq!(p.record_json_for("a.test.toml")["outcome"], "passed");
+    assert_eq!(
+        p.record_for("a.test.toml").outcome,
+        Some(bugatti::model::outcome::RunOutcome::Passed)
+    );
 }
 
 #[test]

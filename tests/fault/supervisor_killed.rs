@@ -5,6 +5,8 @@
 
 use crate::common::assert_exit;
 use crate::common::fault;
+use crate::common::read_run_record;
+use crate::common::records::*;
 
 use crate::common::{stderr, Project};
 use std::process::Stdio;
@@ -114,22 +116,21 @@ readiness = {{ log = "^up$" }}
         "{err}"
     );
     let dead_dir = p.root().join(".bugatti/runs").join(&dead_run);
-    let record: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dead_dir.join("run.json")).expect("run.json"),
-    )
-    .expect("run.json is JSON");
-    assert_eq!(record["outcome"], "interrupted", "{record}");
+    let record = read_run_record(&dead_dir);
+    assert_eq!(record.outcome, Some(RunOutcome::Interrupted), "{record:?}");
     assert!(
-        record["error"]
-            .as_str()
+        record
+            .error
+            .as_deref()
             .is_some_and(|e| e.contains("the supervisor was killed")),
-        "{record}"
+        "{record:?}"
     );
     assert_eq!(
-        record["steps"][0]["status"], "interrupted",
-        "the step it was cut off in: {record}"
+        record.steps[0].status,
+        StepStatus::Interrupted,
+        "the step it was cut off in: {record:?}"
     );
-    assert!(record["finished_at"].is_string(), "{record}");
+    assert!(record.finished_at.is_some(), "{record:?}");
     let events = std::fs::read_to_string(dead_dir.join("events.jsonl")).expect("events.jsonl");
     assert!(
         events
@@ -266,15 +267,6 @@ fn a_sigkilled_supervisor_that_is_still_a_zombie_counts_as_dead() {
         err.contains(&format!("run {dead_run} of a supervisor that was killed")),
         "{err}"
     );
-    let record: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            p.root()
-                .join(".bugatti/runs")
-                .join(&dead_run)
-                .join("run.json"),
-        )
-        .expect("run.json"),
-    )
-    .expect("run.json is JSON");
-    assert_eq!(record["outcome"], "interrupted", "{record}");
+    let record = read_run_record(&p.root().join(".bugatti/runs").join(&dead_run));
+    assert_eq!(record.outcome, Some(RunOutcome::Interrupted), "{record:?}");
 }
