@@ -3,8 +3,8 @@
 //! about on the console and in report.md (for a passing step too).
 
 use crate::common::assert_exit;
+use crate::common::records::*;
 use crate::common::{stdout, Project};
-use std::path::Path;
 
 #[test]
 fn evidence_that_is_missing_or_outside_the_run_directory_is_warned_about() {
@@ -39,18 +39,23 @@ instruction = "`mkdir -p $BUGATTI_RUN_DIR/screenshots && echo png > $BUGATTI_RUN
         !console.contains("WARNING: screenshot screenshots/ok.png"),
         "{console}"
     );
-    let record = p.record_json_for("a.test.toml");
-    let evidence = record["steps"][0]["evidence"].as_array().expect("evidence");
-    assert_eq!(evidence.len(), 4, "{record}");
-    assert!(evidence[0].get("problem").is_none(), "{}", evidence[0]);
-    assert_eq!(evidence[1]["problem"], "no such file in the run directory");
-    assert!(evidence[2]["problem"]
-        .as_str()
+    let record = p.record_for("a.test.toml");
+    let evidence = &record.steps[0].evidence;
+    assert_eq!(evidence.len(), 4, "{record:?}");
+    assert!(evidence[0].problem.is_none(), "{:?}", evidence[0]);
+    assert_eq!(
+        evidence[1].problem.as_deref(),
+        Some("no such file in the run directory")
+    );
+    assert!(evidence[2]
+        .problem
+        .as_deref()
         .is_some_and(|p| p.starts_with("outside the run directory")));
-    assert!(evidence[3]["problem"]
-        .as_str()
+    assert!(evidence[3]
+        .problem
+        .as_deref()
         .is_some_and(|p| p.starts_with("outside the run directory (a link to ")));
-    let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(
         report.contains("## Evidence warnings")
@@ -91,8 +96,8 @@ instruction = "`mkdir -p $BUGATTI_RUN_DIR/browser && cp $BUGATTI_PROJECT_ROOT/co
     );
     let out = p.run(&["start"]);
     assert_exit(&out, 1);
-    let record = p.record_json_for("a.test.toml");
-    let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let record = p.record_for("a.test.toml");
+    let run_dir = record.run_dir();
     let md = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(
         md.contains("Browser console errors (`browser/step-1.console.jsonl`, more in the file):"),

@@ -4,15 +4,8 @@
 //! with the reason, so a CI dashboard cannot show green.
 
 use crate::common::assert_exit;
+use crate::common::records::*;
 use crate::common::{stdout, Project};
-use std::path::Path;
-
-fn command<'a>(record: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    record["commands"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["name"] == name))
-        .unwrap_or_else(|| panic!("no command {name} in {record}"))
-}
 
 #[test]
 fn a_failed_setup_command_is_failed_with_its_exit_code_everywhere() {
@@ -30,11 +23,11 @@ fn a_failed_setup_command_is_failed_with_its_exit_code_everywhere() {
             && console.contains("no such table: users"),
         "the console shows the failure and its log tail: {console}"
     );
-    let record = p.record_json_for("a.test.toml");
-    let migrate = command(&record, "migrate");
-    assert_eq!(migrate["status"], "failed", "{migrate}");
-    assert_eq!(migrate["exit_code"], 4, "{migrate}");
-    let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let record = p.record_for("a.test.toml");
+    let migrate = record.command("migrate");
+    assert_eq!(migrate.status, CommandStatus::Failed, "{migrate:?}");
+    assert_eq!(migrate.exit_code, Some(4), "{migrate:?}");
+    let run_dir = record.run_dir();
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
     assert!(
         events
@@ -59,22 +52,22 @@ fn a_setup_command_past_its_timeout_is_timed_out() {
     p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
     let out = p.run(&["start"]);
     assert_exit(&out, 3);
-    let record = p.record_json_for("a.test.toml");
-    let seed = command(&record, "seed");
-    assert_eq!(seed["status"], "timed_out", "{seed}");
+    let record = p.record_for("a.test.toml");
+    let seed = record.command("seed");
+    assert_eq!(seed.status, CommandStatus::TimedOut, "{seed:?}");
     assert!(
-        seed["error"]
-            .as_str()
+        seed.error
+            .as_deref()
             .unwrap_or_default()
             .contains("did not finish within"),
-        "{seed}"
+        "{seed:?}"
     );
     assert!(
-        seed["error"]
-            .as_str()
+        seed.error
+            .as_deref()
             .unwrap_or_default()
             .contains("(its `timeout_secs`; raise it to wait longer)"),
-        "the setting that raises the limit is named: {seed}"
+        "the setting that raises the limit is named: {seed:?}"
     );
 }
 
@@ -90,10 +83,10 @@ fn a_pty_setup_command_that_prompts_is_stopped_and_said_to_wait_for_input() {
     let out = p.run(&["start"]);
     let console = stdout(&out);
     assert_exit(&out, 3);
-    let record = p.record_json_for("a.test.toml");
-    let reset = command(&record, "reset");
-    assert_eq!(reset["status"], "timed_out", "{reset}");
-    let error = reset["error"].as_str().unwrap_or_default();
+    let record = p.record_for("a.test.toml");
+    let reset = record.command("reset");
+    assert_eq!(reset.status, CommandStatus::TimedOut, "{reset:?}");
+    let error = reset.error.as_deref().unwrap_or_default();
     assert!(
         error.contains("setup command `reset` did not finish")
             && error.contains("it may be waiting for input")
@@ -176,13 +169,13 @@ fn suite_scoped_commands_are_on_the_console_and_in_every_runs_report() {
         "{console}"
     );
     for file in ["a.test.toml", "b.test.toml"] {
-        let record = p.record_json_for(file);
-        let db = command(&record, "db");
-        assert_eq!(db["scope"], "suite", "{db}");
-        assert_eq!(db["status"], "ready", "{db}");
-        assert_eq!(command(&record, "api")["scope"], "test");
-        let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
-        let log = run_dir.join(db["log"].as_str().expect("log"));
+        let record = p.record_for(file);
+        let db = record.command("db");
+        assert_eq!(db.scope, "suite", "{db:?}");
+        assert_eq!(db.status, CommandStatus::Ready, "{db:?}");
+        assert_eq!(record.command("api").scope, "test");
+        let run_dir = record.run_dir();
+        let log = run_dir.join(&db.log);
         let text = std::fs::read_to_string(&log).expect("the suite command's log, from the run");
         assert!(text.contains("db up"), "{}: {text}", log.display());
         let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
@@ -243,12 +236,13 @@ instruction = "`touch $BUGATTI_PROJECT_ROOT/die; until grep '\"exit_code\":7' $B
         console.contains("] COMMAND db ........ during step 1: exited with 7"),
         "{console}"
     );
-    let record = p.record_json_for("a.test.toml");
-    let db = command(&record, "db");
-    assert_eq!(db["scope"], "suite", "{db}");
+    let record = p.record_for("a.test.toml");
+    let db = record.command("db");
+    assert_eq!(db.scope, "suite", "{db:?}");
     assert_ne!(
-        db["status"], "ready",
-        "the run's record saw the death: {db}"
+        db.status,
+        CommandStatus::Ready,
+        "the run's record saw the death: {db:?}"
     );
-    assert_eq!(db["exit_code"], 7, "{db}");
+    assert_eq!(db.exit_code, Some(7), "{db:?}");
 }

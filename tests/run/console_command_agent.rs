@@ -5,6 +5,7 @@
 
 use crate::common;
 use crate::common::assert_exit;
+use crate::common::records::*;
 
 use crate::common::{stdout, Project};
 
@@ -37,11 +38,11 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
 
 /// The console.jsonl of the (only) run, parsed.
 fn console_calls(p: &Project) -> Vec<serde_json::Value> {
-    let record = p.record_json_for("console.test.toml");
+    let record = p.record_for("console.test.toml");
     let run_dir = p
         .root()
         .join(".bugatti/runs")
-        .join(record["run_id"].as_str().expect("run id"));
+        .join(record.identity.run_id.as_str());
     std::fs::read_to_string(run_dir.join("transcripts/console.jsonl"))
         .expect("console.jsonl")
         .lines()
@@ -79,11 +80,11 @@ expect checkout hit order=7
 fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
     let p = project(STEPS);
     let out = p.run(&["start"]);
-    let record = p.record_json_for("console.test.toml");
+    let record = p.record_for("console.test.toml");
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{}\n{}\n{record:#}",
+        "{}\n{}\n{record:#?}",
         stdout(&out),
         common::stderr(&out)
     );
@@ -109,7 +110,7 @@ fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
     let run_dir = p
         .root()
         .join(".bugatti/runs")
-        .join(record["run_id"].as_str().expect("run id"));
+        .join(record.identity.run_id.as_str());
     let logs: Vec<_> = std::fs::read_dir(run_dir.join("console"))
         .expect("console dir")
         .filter_map(|e| e.ok())
@@ -186,13 +187,14 @@ expect app: long-lived
     );
     let out = p.run(&["start"]);
     assert_exit(&out, 1);
-    let record = p.record_json_for("console.test.toml");
+    let record = p.record_for("console.test.toml");
     // The agent found no BUGATTI_MCP_URL, so its call failed and the step said so.
-    assert!(record.to_string().contains("BUGATTI_MCP_URL"), "{record:#}");
+    let written = record.read("run.json");
+    assert!(written.contains("BUGATTI_MCP_URL"), "{written}");
     let run_dir = p
         .root()
         .join(".bugatti/runs")
-        .join(record["run_id"].as_str().expect("run id"));
+        .join(record.identity.run_id.as_str());
     assert!(!run_dir.join("transcripts/console.jsonl").exists());
 }
 
@@ -222,8 +224,8 @@ expect hello from notes
         .output()
         .expect("run supervisor");
     p.assert_nothing_survives();
-    let record = p.record_json_for("console.test.toml");
-    assert_eq!(out.status.code(), Some(0), "{}\n{record:#}", stdout(&out));
+    let record = p.record_for("console.test.toml");
+    assert_eq!(out.status.code(), Some(0), "{}\n{record:#?}", stdout(&out));
     let calls = console_calls(&p);
     assert_eq!(calls[0]["exit_code"], 0, "{:#}", calls[0]);
 }
@@ -247,6 +249,6 @@ expect seed: short_lived, finished
         &format!("{config}\n[commands.seed]\nkind = \"short_lived\"\ncmd = \"echo seeded\"\n"),
     );
     let out = p.run(&["start"]);
-    let record = p.record_json_for("console.test.toml");
-    assert_eq!(out.status.code(), Some(0), "{}\n{record:#}", stdout(&out));
+    let record = p.record_for("console.test.toml");
+    assert_eq!(out.status.code(), Some(0), "{}\n{record:#?}", stdout(&out));
 }

@@ -3,6 +3,7 @@
 
 use crate::common;
 use crate::common::assert_exit;
+use crate::common::records::*;
 
 use crate::common::{stdout, Project};
 use serde_json::Value;
@@ -23,16 +24,8 @@ max_parallel = 4
     )
 }
 
-fn statuses(record: &Value) -> Vec<String> {
-    record["steps"]
-        .as_array()
-        .map(|steps| {
-            steps
-                .iter()
-                .map(|s| s["status"].as_str().unwrap_or("?").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
+fn statuses(record: &RunRecord) -> Vec<&'static str> {
+    record.steps.iter().map(|s| s.status.as_str()).collect()
 }
 
 fn junit_attr(xml: &str, attr: &str) -> usize {
@@ -73,53 +66,47 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     let console = stdout(&out);
     assert_exit(&out, 1);
 
-    let pass = p.record_json_for("pass.test.toml");
-    assert_eq!(pass["outcome"], "passed");
+    let pass = p.record_for("pass.test.toml");
+    assert_eq!(pass.outcome, Some(RunOutcome::Passed));
     assert_eq!(statuses(&pass), ["ok", "ok"]);
-    assert_eq!(pass["steps"][0]["logs"][0], "all good");
+    assert_eq!(pass.steps[0].logs[0], "all good");
 
-    let warn = p.record_json_for("warn.test.toml");
-    assert_eq!(warn["outcome"], "warned");
+    let warn = p.record_for("warn.test.toml");
+    assert_eq!(warn.outcome, Some(RunOutcome::Warned));
     assert_eq!(statuses(&warn), ["warn"]);
-    assert_eq!(warn["steps"][0]["message"], "the page took 3 s");
-    assert_eq!(
-        warn["steps"][0]["evidence"][0]["path"],
-        "screenshots/slow.png"
-    );
-    let warn_report = std::fs::read_to_string(
-        std::path::Path::new(warn["run_dir"].as_str().expect("run_dir")).join("report.md"),
-    )
-    .expect("report.md");
+    assert_eq!(warn.steps[0].message.as_deref(), Some("the page took 3 s"));
+    assert_eq!(warn.steps[0].evidence[0].path, "screenshots/slow.png");
+    let warn_report = std::fs::read_to_string(warn.run_dir().join("report.md")).expect("report.md");
     assert!(warn_report.contains("looked slow"), "{warn_report}");
     assert!(
         warn_report.contains("screenshots/slow.png"),
         "{warn_report}"
     );
 
-    let fail = p.record_json_for("fail.test.toml");
-    assert_eq!(fail["outcome"], "failed");
+    let fail = p.record_for("fail.test.toml");
+    assert_eq!(fail.outcome, Some(RunOutcome::Failed));
     assert_eq!(
         statuses(&fail),
         ["ok", "error", "not_run"],
         "the marker ends the step; the rest is not run"
     );
-    assert_eq!(fail["steps"][1]["message"], "basket is empty");
+    assert_eq!(fail.steps[1].message.as_deref(), Some("basket is empty"));
 
-    let nomarker = p.record_json_for("nomarker.test.toml");
-    assert_eq!(nomarker["outcome"], "failed");
+    let nomarker = p.record_for("nomarker.test.toml");
+    assert_eq!(nomarker.outcome, Some(RunOutcome::Failed));
     assert_eq!(statuses(&nomarker), ["protocol_error"]);
 
     // One line per run names its outcome and its report path, which names the run id (docs/reports.md):
     // `[n/N] OUTCOME  file  time  .bugatti/runs/<run_id>/report.md`.
-    for record in p.run_records_json() {
-        let run_id = record["run_id"].as_str().expect("run id");
+    for record in p.run_records() {
+        let run_id = record.identity.run_id.as_str();
         let line = console
             .lines()
             .find(|l| l.starts_with('[') && l.contains(run_id) && l.contains("report.md"))
             .unwrap_or_else(|| panic!("no outcome line for {run_id} in\n{console}"));
-        let outcome = record["outcome"].as_str().expect("outcome").to_uppercase();
+        let outcome = record.outcome.expect("outcome").as_str().to_uppercase();
         assert!(line.contains(&format!("] {outcome} ")), "{line}");
-        let file = record["test_file"].as_str().expect("test_file");
+        let file = record.identity.test_file.as_str();
         assert!(line.contains(file), "{line}");
     }
 
@@ -176,18 +163,16 @@ cmd = "echo migrating; echo 'table exists' >&2; exit 4"
     );
     let out = p.run(&["start"]);
     assert_exit(&out, 3);
-    let record = p.record_json_for("t.test.toml");
-    assert_eq!(record["outcome"], "error");
+    let record = p.record_for("t.test.toml");
+    assert_eq!(record.outcome, Some(RunOutcome::Error));
     assert_eq!(statuses(&record), ["not_run"]);
-    let error = record["error"].as_str().unwrap_or_default();
+    let error = record.error.as_deref().unwrap_or_default();
     assert!(
         error.contains("migrate") && error.contains("table exists"),
         "{error}"
     );
-    let report = std::fs::read_to_string(
-        std::path::Path::new(record["run_dir"].as_str().expect("run_dir")).join("report.md"),
-    )
-    .expect("report.md written for an errored run");
+    let report = std::fs::read_to_string(record.run_dir().join("report.md"))
+        .expect("report.md written for an errored run");
     assert!(report.contains("ERROR"), "{report}");
 }
 
@@ -214,11 +199,11 @@ stop_timeout_secs = 1
     );
     let out = p.run(&["start"]);
     assert_exit(&out, 3);
-    let record = p.record_json_for("t.test.toml");
-    assert_eq!(record["outcome"], "error");
-    let error = record["error"].as_str().unwrap_or_default();
+    let record = p.record_for("t.test.toml");
+    assert_eq!(record.outcome, Some(RunOutcome::Error));
+    let error = record.error.as_deref().unwrap_or_default();
     assert!(error.contains("server") && error.contains("tcp"), "{error}");
-    assert_eq!(record["commands"][0]["teardown"], "clean");
+    assert_eq!(record.commands[0].teardown, Some(TeardownState::Clean));
 }
 
 #[test]
@@ -276,22 +261,17 @@ stop_timeout_secs = 1
     );
     let out = p.run(&["start"]);
     assert_exit(&out, 0);
-    let record = p.record_json_for("t.test.toml");
-    let commands = record["commands"].as_array().expect("commands");
-    let app = commands.iter().find(|c| c["name"] == "app").expect("app");
-    assert_eq!(app["restarts"].as_array().map(Vec::len), Some(1), "{app}");
-    assert!(
-        app["restarts"][0]["exit_status"]
-            .as_str()
-            .is_some_and(|s| s.contains('1')),
-        "{app}"
+    let record = p.record_for("t.test.toml");
+    let app = record.command("app");
+    assert_eq!(app.restarts.len(), 1, "{app:?}");
+    assert!(app.restarts[0].exit_status.contains('1'), "{app:?}");
+    assert_eq!(app.teardown, Some(TeardownState::Clean));
+    let stubborn = record.command("stubborn");
+    assert_eq!(
+        stubborn.teardown,
+        Some(TeardownState::Killed),
+        "{stubborn:?}"
     );
-    assert_eq!(app["teardown"], "clean");
-    let stubborn = commands
-        .iter()
-        .find(|c| c["name"] == "stubborn")
-        .expect("stubborn");
-    assert_eq!(stubborn["teardown"], "killed", "{stubborn}");
 }
 
 #[test]
@@ -312,9 +292,9 @@ cmd = "sleep 1; exit 7"
     );
     let out = p.run(&["start"]);
     assert_exit(&out, 3);
-    let record = p.record_json_for("t.test.toml");
-    assert_eq!(record["outcome"], "error");
-    let error = record["error"].as_str().unwrap_or_default();
+    let record = p.record_for("t.test.toml");
+    assert_eq!(record.outcome, Some(RunOutcome::Error));
+    let error = record.error.as_deref().unwrap_or_default();
     assert!(error.contains("flaky"), "{error}");
     assert_eq!(statuses(&record)[1], "not_run");
 }
@@ -372,14 +352,9 @@ curl -fsS http://127.0.0.1:$APP_PORT/count | grep -x count=1
     let out = p.run(&["start", "a.test.toml", "b.test.toml"]);
     assert_exit(&out, 0);
     let logs: Vec<String> = p
-        .run_records_json()
+        .run_records()
         .iter()
-        .map(|r| {
-            r["steps"][0]["logs"][0]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
-        })
+        .map(|r| r.steps[0].logs[0].clone())
         .collect();
     assert_eq!(logs.len(), 2);
     assert_ne!(
@@ -439,7 +414,7 @@ fn fail_fast_starts_no_new_root_test_after_a_failure() {
     );
     let out = p.run(&["start", "-j", "1", "--fail-fast"]);
     assert_exit(&out, 1);
-    assert_eq!(p.run_records_json().len(), 1, "only the first test ran");
+    assert_eq!(p.run_records().len(), 1, "only the first test ran");
     let summary: Value = p.suite_summary_json();
     assert_eq!(
         summary["not_run"].as_array().map(Vec::len),
@@ -468,17 +443,17 @@ fn a_panic_in_one_session_fails_that_test_only() {
         .expect("run");
     p.assert_nothing_survives();
     assert_exit(&out, 3);
-    let boom = p.record_json_for("boom.test.toml");
-    assert_eq!(boom["outcome"], "error");
+    let boom = p.record_for("boom.test.toml");
+    assert_eq!(boom.outcome, Some(RunOutcome::Error));
     assert!(
-        boom["error"]
-            .as_str()
+        boom.error
+            .as_deref()
             .unwrap_or_default()
             .contains("panicked"),
-        "{boom}"
+        "{boom:?}"
     );
-    let fine = p.record_json_for("fine.test.toml");
-    assert_eq!(fine["outcome"], "passed");
+    let fine = p.record_for("fine.test.toml");
+    assert_eq!(fine.outcome, Some(RunOutcome::Passed));
 }
 
 /// Issue 39 item 8: a panic in the task that runs a session's steps (not the session actor's own
@@ -509,20 +484,23 @@ fn a_panic_in_a_sessions_driver_mid_step_ends_that_run_with_its_records() {
         .expect("run");
     p.assert_nothing_survives();
     assert_exit(&out, 3);
-    let boom = p.record_json_for("boom.test.toml");
-    assert_eq!(boom["outcome"], "error", "{boom}");
+    let boom = p.record_for("boom.test.toml");
+    assert_eq!(boom.outcome, Some(RunOutcome::Error), "{boom:?}");
     assert!(
-        boom["error"]
-            .as_str()
+        boom.error
+            .as_deref()
             .unwrap_or_default()
             .contains("driver panicked"),
-        "{boom}"
+        "{boom:?}"
     );
-    let run_dir = std::path::PathBuf::from(boom["run_dir"].as_str().expect("run_dir"));
-    assert!(run_dir.join("report.md").is_file(), "{boom}");
+    let run_dir = boom.run_dir();
+    assert!(run_dir.join("report.md").is_file(), "{boom:?}");
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
     assert!(events.contains("run_finished"), "{events}");
-    assert_eq!(p.record_json_for("fine.test.toml")["outcome"], "passed");
+    assert_eq!(
+        p.record_for("fine.test.toml").outcome,
+        Some(RunOutcome::Passed)
+    );
     assert!(p.suite_dir().join("summary.json").is_file());
 }
 
@@ -579,15 +557,19 @@ readiness = {{ http = "http://127.0.0.1:${{APP_PORT}}/health", timeout_secs = 2 
         "the step reached the server started by hand"
     );
     let record = p
-        .run_records_json()
+        .run_records()
         .into_iter()
-        .find(|r| r["outcome"] == "passed")
+        .find(|r| r.outcome == Some(RunOutcome::Passed))
         .expect("the passing run");
-    assert_eq!(record["skipped_commands"][0], "app");
-    assert_eq!(record["commands"][0]["status"], "skipped", "{record}");
+    assert_eq!(record.skipped_commands[0], "app");
+    assert_eq!(
+        record.commands[0].status,
+        CommandStatus::Skipped,
+        "{record:?}"
+    );
     assert!(
-        record["commands"][0]["teardown"].is_null(),
-        "not torn down: {record}"
+        record.commands[0].teardown.is_none(),
+        "not torn down: {record:?}"
     );
 }
 
@@ -660,18 +642,20 @@ readiness = { log = "^up$" }
     );
     let out = p.run(&["start"]);
     assert_exit(&out, 3);
-    let record = p.record_json_for("cut.test.toml");
-    assert_eq!(record["outcome"], "error", "{record}");
+    let record = p.record_for("cut.test.toml");
+    assert_eq!(record.outcome, Some(RunOutcome::Error), "{record:?}");
     assert_eq!(statuses(&record), ["interrupted", "not_run"]);
-    let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+    let message = record.steps[0].message.as_deref().unwrap_or_default();
     assert!(
         message.starts_with("interrupted: long-lived command `server` failed"),
         "{message}"
     );
-    let excerpt = record["steps"][0]["harness_log_excerpt"]["server"]
-        .as_str()
+    let excerpt = record.steps[0]
+        .harness_log_excerpt
+        .get("server")
+        .map(String::as_str)
         .unwrap_or_default();
-    assert!(excerpt.contains("fatal: out of memory"), "{record}");
+    assert!(excerpt.contains("fatal: out of memory"), "{record:?}");
 }
 
 #[test]
@@ -714,8 +698,8 @@ fn a_fast_shell_steps_logs_come_before_its_result() {
     let out = p.run(&["start"]);
     let console = stdout(&out);
     assert_exit(&out, 0);
-    let record = p.record_json_for("fast.test.toml");
-    let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let record = p.record_for("fast.test.toml");
+    let run_dir = record.run_dir();
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
     for i in 1..=5 {
         let at = |kind: &str| {
@@ -854,7 +838,7 @@ fn a_missing_agent_cli_is_refused_with_exit_2_before_anything_starts() {
         "names the program and the fix: {err}"
     );
     assert!(!p.root().join("setup-ran").exists(), "nothing started");
-    assert!(p.run_records_json().is_empty(), "no run began");
+    assert!(p.run_records().is_empty(), "no run began");
 }
 
 #[test]

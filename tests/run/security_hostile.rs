@@ -5,6 +5,7 @@
 
 use crate::common;
 use crate::common::assert_exit;
+use crate::common::records::*;
 
 use common::{stderr, stdout, Project};
 use std::path::PathBuf;
@@ -23,10 +24,10 @@ step_timeout_secs = 60
 }
 
 fn run_dir(p: &Project, test_file: &str) -> PathBuf {
-    let record = p.record_json_for(test_file);
+    let record = p.record_for(test_file);
     p.root()
         .join(".bugatti/runs")
-        .join(record["run_id"].as_str().expect("run id"))
+        .join(record.identity.run_id.as_str())
 }
 
 /// `transcripts/console.jsonl` of a run, parsed.
@@ -136,9 +137,9 @@ fn a_recording_that_is_a_fifo_or_a_device_is_a_warning_and_the_agent_runs() {
     let out = run_within(&p, &["start", "--replay", "auto"], limit);
     assert_exit(&out, 0);
     for name in ["fifo", "zero"] {
-        let record = p.record_json_for(&format!("{name}.test.toml"));
-        assert_eq!(record["outcome"], "passed", "{record:#}");
-        assert_eq!(record["steps"][0]["mode"], "agent", "{record:#}");
+        let record = p.record_for(&format!("{name}.test.toml"));
+        assert_eq!(record.outcome, Some(RunOutcome::Passed), "{record:#?}");
+        assert_eq!(record.steps[0].mode, Some(StepMode::Agent), "{record:#?}");
         let run = run_dir(&p, &format!("{name}.test.toml"));
         let report = std::fs::read_to_string(run.join("report.md")).expect("report.md");
         assert!(report.contains("not a regular file"), "{report}");
@@ -168,7 +169,10 @@ fn discovery_skips_what_it_cannot_stat_with_a_note() {
     assert_exit(&out, 0);
     assert!(shown.contains(".#a.test.toml: cannot read it"), "{shown}");
     assert!(shown.contains("loop-a: cannot read it"), "{shown}");
-    assert_eq!(p.record_json_for("a.test.toml")["outcome"], "passed");
+    assert_eq!(
+        p.record_for("a.test.toml").outcome,
+        Some(RunOutcome::Passed)
+    );
 }
 
 /// Total bytes of the files in `dir` whose name starts with `prefix`.

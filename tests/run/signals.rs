@@ -4,6 +4,7 @@
 
 use crate::common::assert_exit;
 use crate::common::fault;
+use crate::common::records::*;
 
 use crate::common::{stdout, Project};
 use std::process::Stdio;
@@ -70,18 +71,22 @@ fn interrupt_mid_step(signals: &[&str]) -> (Project, std::process::Output) {
 }
 
 fn assert_all_interrupted(p: &Project) {
-    let records = p.run_records_json();
+    let records = p.run_records();
     assert_eq!(records.len(), 2);
     for record in records {
-        assert_eq!(record["outcome"], "interrupted", "{record}");
-        assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
-        let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+        assert_eq!(record.outcome, Some(RunOutcome::Interrupted), "{record:?}");
+        assert_eq!(
+            record.steps[0].status,
+            StepStatus::Interrupted,
+            "{record:?}"
+        );
+        let message = record.steps[0].message.as_deref().unwrap_or_default();
         assert!(
             message.starts_with("interrupted: SIG"),
             "names the signal: {message}"
         );
-        assert_eq!(record["steps"][1]["status"], "not_run");
-        let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
+        assert_eq!(record.steps[1].status, StepStatus::NotRun);
+        let run_dir = record.run_dir();
         let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
         assert!(report.contains("INTERRUPTED"), "{report}");
     }
@@ -103,12 +108,13 @@ fn sigint_mid_step_interrupts_every_session_and_exits_130() {
         "{console}"
     );
     assert_all_interrupted(&p);
-    let record = &p.run_records_json()[0];
-    let stubborn = record["commands"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["name"] == "stubborn"))
-        .expect("stubborn command");
-    assert_eq!(stubborn["teardown"], "killed", "{stubborn}");
+    let record = &p.run_records()[0];
+    let stubborn = record.command("stubborn");
+    assert_eq!(
+        stubborn.teardown,
+        Some(TeardownState::Killed),
+        "{stubborn:?}"
+    );
 }
 
 #[test]
@@ -138,7 +144,7 @@ fn sigusr1_mid_step_stops_in_order_with_every_report() {
     assert_exit(&out, 138);
     assert!(console.contains("SIGUSR1: stopping"), "{console}");
     assert_all_interrupted(&p);
-    let message = p.run_records_json()[0]["steps"][0]["message"].to_string();
+    let message = format!("{:?}", p.run_records()[0].steps[0].message);
     assert!(message.contains("SIGUSR1"), "{message}");
 }
 
@@ -157,19 +163,21 @@ fn the_invocation_deadline_behaves_like_sigterm() {
         console.contains("--timeout: the 2s deadline passed"),
         "the deadline is named as the reason: {console}"
     );
-    let record = p.record_json_for("slow.test.toml");
-    assert_eq!(record["outcome"], "interrupted");
-    assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
-    for said in [&record["steps"][0]["message"], &record["error"]] {
+    let record = p.record_for("slow.test.toml");
+    assert_eq!(record.outcome, Some(RunOutcome::Interrupted));
+    assert_eq!(
+        record.steps[0].status,
+        StepStatus::Interrupted,
+        "{record:?}"
+    );
+    for said in [&record.steps[0].message, &record.error] {
         assert_eq!(
-            said, "interrupted: the --timeout deadline (2s) passed",
-            "the deadline is named in run.json: {record}"
+            said.as_deref(),
+            Some("interrupted: the --timeout deadline (2s) passed"),
+            "the deadline is named in run.json: {record:?}"
         );
     }
-    let report = std::fs::read_to_string(
-        std::path::Path::new(record["run_dir"].as_str().expect("run_dir")).join("report.md"),
-    )
-    .expect("report.md");
+    let report = std::fs::read_to_string(record.run_dir().join("report.md")).expect("report.md");
     assert!(
         report.contains("the --timeout deadline (2s) passed"),
         "{report}"
@@ -246,14 +254,19 @@ fn signal_twice(
 }
 
 fn stubborn_was_killed(p: &Project) {
-    let record = p.record_json_for("stuck.test.toml");
-    assert_eq!(record["outcome"], "interrupted", "{record}");
-    assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
-    let stubborn = record["commands"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["name"] == "stubborn"))
-        .expect("stubborn command");
-    assert_eq!(stubborn["teardown"], "killed", "{stubborn}");
+    let record = p.record_for("stuck.test.toml");
+    assert_eq!(record.outcome, Some(RunOutcome::Interrupted), "{record:?}");
+    assert_eq!(
+        record.steps[0].status,
+        StepStatus::Interrupted,
+        "{record:?}"
+    );
+    let stubborn = record.command("stubborn");
+    assert_eq!(
+        stubborn.teardown,
+        Some(TeardownState::Killed),
+        "{stubborn:?}"
+    );
 }
 
 #[test]
@@ -334,10 +347,10 @@ fn a_third_signal_still_writes_the_reports_held_in_memory() {
     for copy in ["ci/junit.xml", "ci/suite.json"] {
         assert!(p.root().join(copy).exists(), "{copy}: {console}");
     }
-    let records = p.run_records_json();
+    let records = p.run_records();
     assert_eq!(records.len(), 2, "{console}");
     for record in records {
-        assert_eq!(record["outcome"], "interrupted", "{record}");
+        assert_eq!(record.outcome, Some(RunOutcome::Interrupted), "{record:?}");
     }
     let summary = p.suite_summary_json();
     assert_eq!(summary["totals"]["interrupted"], 2, "{summary}");
@@ -431,14 +444,11 @@ fn ctrl_z_then_fg_stops_the_children_too_and_costs_no_step_its_timeout() {
     let out = fault::wait_guarded(child);
     p.assert_nothing_survives();
     assert_exit(&out, 0);
-    let record = p.record_json_for("pause.test.toml");
-    assert_eq!(record["steps"][0]["status"], "ok", "{record}");
-    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
-    let transcript = std::fs::read_to_string(
-        std::path::Path::new(record["run_dir"].as_str().expect("run_dir"))
-            .join("transcripts/agent.log"),
-    )
-    .unwrap_or_default();
+    let record = p.record_for("pause.test.toml");
+    assert_eq!(record.steps[0].status, StepStatus::Ok, "{record:?}");
+    assert_eq!(record.steps[1].status, StepStatus::Ok, "{record:?}");
+    let transcript =
+        std::fs::read_to_string(record.run_dir().join("transcripts/agent.log")).unwrap_or_default();
     assert!(
         transcript.contains("second"),
         "the output is kept: {transcript}"
@@ -478,8 +488,8 @@ fn what_a_background_supervisor_starts_hears_every_stop_signal() {
     let out = command.output().expect("run supervisor");
     p.assert_nothing_survives();
     assert_exit(&out, 0);
-    let record = p.record_json_for("bg.test.toml");
-    let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let record = p.record_for("bg.test.toml");
+    let run_dir = record.run_dir();
     let heard = [
         libc::SIGINT,
         libc::SIGQUIT,
@@ -582,10 +592,7 @@ fn sigint_while_a_step_replays_stops_the_replay_and_leaves_every_record() {
     // 1. The agent passes it (three seconds), and it is recorded.
     let out = p.run(&["start"]);
     assert_exit(&out, 0);
-    assert_eq!(
-        p.record_json_for("slow.test.toml")["steps"][0]["recorded"],
-        true
-    );
+    assert!(p.record_for("slow.test.toml").steps[0].recorded);
     // 2. The replay runs the same `sleep 3`: interrupted mid-way.
     std::fs::remove_dir_all(p.root().join(".bugatti/runs")).expect("old runs");
     let mut child = p
@@ -624,10 +631,14 @@ fn sigint_while_a_step_replays_stops_the_replay_and_leaves_every_record() {
     let out = child.wait_with_output().expect("wait");
     p.assert_nothing_survives();
     assert_exit(&out, 130);
-    let record = p.record_json_for("slow.test.toml");
-    assert_eq!(record["outcome"], "interrupted", "{record}");
-    assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
-    let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let record = p.record_for("slow.test.toml");
+    assert_eq!(record.outcome, Some(RunOutcome::Interrupted), "{record:?}");
+    assert_eq!(
+        record.steps[0].status,
+        StepStatus::Interrupted,
+        "{record:?}"
+    );
+    let run_dir = record.run_dir();
     let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(report.contains("INTERRUPTED"), "{report}");
     assert!(p.suite_dir().join("junit.xml").exists());
