@@ -490,12 +490,11 @@ fn claude_codes_tokens_are_counted_in_run_json() {
         .expect("run supervisor");
     p.assert_nothing_survives();
     assert_exit(&out, 0);
-    let record = p.record_json_for("hello.test.toml");
-    let input = record["input_tokens"].as_u64().unwrap_or(0);
-    let output = record["output_tokens"].as_u64().unwrap_or(0);
+    let record = p.record_for("hello.test.toml");
+    let (input, output) = (record.input_tokens, record.output_tokens);
     assert!(
         input >= 2000 && output >= 400,
-        "two model calls' tokens: {record}"
+        "two model calls' tokens: {record:?}"
     );
     let summary = p.suite_summary_json();
     assert_eq!(summary["input_tokens"].as_u64(), Some(input), "{summary}");

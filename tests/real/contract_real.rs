@@ -10,6 +10,7 @@ use crate::common::assert_exit;
 use crate::common::claude::{claude_bin, Stub};
 use crate::common::codex::{codex_bin, ResponsesStub};
 use crate::common::pi::{pi1_bin, pi_bin};
+use crate::common::records::*;
 use crate::common::{stdout, Project};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -189,8 +190,8 @@ impl Api {
     }
 }
 
-fn report_md(record: &Value) -> String {
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+fn report_md(record: &RunRecord) -> String {
+    let run_dir = record.run_dir();
     std::fs::read_to_string(run_dir.join("report.md")).expect("report.md")
 }
 
@@ -211,19 +212,26 @@ fn an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed(cli: Cli) {
     );
     let (out, took) = agent.run(&p, &api);
     assert_exit(&out, 0);
-    let record = p.record_json_for("agent.test.toml");
-    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
-    let restarts = record["agent_restarts"].as_array().expect("agent_restarts");
-    assert_eq!(restarts.len(), 1, "{record}");
-    assert_eq!(restarts[0]["step_id"], 2);
-    let reason = restarts[0]["reason"].as_str().unwrap_or("");
+    let record = p.record_for("agent.test.toml");
+    assert_eq!(record.steps[1].status, StepStatus::Ok, "{record:?}");
+    let restarts = &record.agent_restarts;
+    assert_eq!(restarts.len(), 1, "{record:?}");
+    assert_eq!(restarts[0].step_id, 2);
+    let reason = restarts[0].reason.as_str();
     assert!(
         reason.contains(&format!("no progress for {limit}s")),
         "{restarts:?}"
     );
     api.assert_resumed();
     assert_eq!(
-        record["steps"][0]["usage"]["session_id"], record["steps"][1]["usage"]["session_id"],
+        record.steps[0]
+            .usage
+            .as_ref()
+            .and_then(|u| u.session_id.clone()),
+        record.steps[1]
+            .usage
+            .as_ref()
+            .and_then(|u| u.session_id.clone()),
         "the same conversation"
     );
     assert!(
@@ -231,7 +239,7 @@ fn an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed(cli: Cli) {
         "{}",
         stdout(&out)
     );
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events.jsonl");
     assert!(
         events
@@ -274,11 +282,11 @@ fn killed_mid_step(cli: Cli, test: &str, before: &str) {
     let p = agent.project(&api, "no_output_timeout_secs = 60", &["First.", "Second."]);
     let (out, _) = agent.run(&p, &api);
     assert_exit(&out, 0);
-    let record = p.record_json_for("agent.test.toml");
-    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
-    let restarts = record["agent_restarts"].as_array().expect("agent_restarts");
-    assert_eq!(restarts.len(), 1, "{record}");
-    let reason = restarts[0]["reason"].as_str().unwrap_or("");
+    let record = p.record_for("agent.test.toml");
+    assert_eq!(record.steps[1].status, StepStatus::Ok, "{record:?}");
+    let restarts = &record.agent_restarts;
+    assert_eq!(restarts.len(), 1, "{record:?}");
+    let reason = restarts[0].reason.as_str();
     assert!(reason.contains("died"), "{restarts:?}");
 }
 
@@ -293,11 +301,11 @@ fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five(cli: Cli) {
     let p = agent.project(&api, "max_turns_per_step = 5", &["Loop."]);
     let (out, _) = agent.run(&p, &api);
     assert_exit(&out, 1);
-    let record = p.record_json_for("agent.test.toml");
-    let step = &record["steps"][0];
-    assert_eq!(step["status"], "over_budget", "{record}");
-    let message = step["message"].as_str().unwrap_or("");
-    assert!(message.contains("max_turns_per_step = 5"), "{step}");
+    let record = p.record_for("agent.test.toml");
+    let step = &record.steps[0];
+    assert_eq!(step.status, StepStatus::OverBudget, "{record:?}");
+    let message = step.message.as_deref().unwrap_or("");
+    assert!(message.contains("max_turns_per_step = 5"), "{step:?}");
     let requests = api.turn_requests().len();
     match api {
         // Claude Code's sixth request is its first turn over the limit.
@@ -306,11 +314,11 @@ fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five(cli: Cli) {
         }
         // pi is stopped when its sixth turn ends; by then it may have sent its seventh request.
         Api::Messages(_) => {
-            assert_eq!(step["agent_turns"], 6, "the first turn over the limit");
+            assert_eq!(step.agent_turns, Some(6), "the first turn over the limit");
             assert!(requests <= 7, "stopped at the budget: {requests} requests");
         }
         Api::Responses(_) => {
-            assert_eq!(step["agent_turns"], 6, "the first turn over the limit");
+            assert_eq!(step.agent_turns, Some(6), "the first turn over the limit");
             assert!(
                 requests < 60,
                 "Codex was stopped, not left to loop: {requests}"

@@ -27,8 +27,8 @@ fn kept_workspace(extra: &str) -> PathBuf {
     let out = cmd.output().expect("run");
     p.assert_nothing_survives();
     assert_exit(&out, 1);
-    let record = p.record_json_for("fails.test.toml");
-    let workspace = PathBuf::from(record["workspace"].as_str().expect("workspace"));
+    let record = p.record_for("fails.test.toml");
+    let workspace = PathBuf::from(record.workspace.as_deref().expect("workspace"));
     assert!(workspace.is_dir(), "kept on failure");
     let mode = std::fs::metadata(&workspace)
         .expect("meta")

@@ -10,6 +10,7 @@
 use crate::browser_claude_real::{shop_project, start, tools};
 use crate::common::assert_exit;
 use crate::common::claude::Stub;
+use crate::common::records::*;
 use crate::common::stderr;
 use serde_json::json;
 use std::path::Path;
@@ -212,8 +213,8 @@ fn no_token_on_any_command_line_and_another_user_cannot_get_in() {
     assert_exit(&out, 0);
     // The records redact both tokens (agent/mcp.json, Claude Code's owner-only config, holds the
     // console's token by design: docs/reports.md; the token is dead with the run).
-    let record = p.record_json_for("shop.test.toml");
-    let run_dir = std::path::PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let record = p.record_for("shop.test.toml");
+    let run_dir = record.run_dir();
     for entry in walk(&run_dir) {
         if entry.ends_with("agent/mcp.json") {
             continue;
