@@ -5,6 +5,7 @@
 
 use crate::common;
 use crate::common::assert_exit;
+use crate::common::records::*;
 
 use common::{stderr, stdout, Project};
 use serde_json::Value;
@@ -50,7 +51,7 @@ fn a_flaky_pass_fails_the_suite_only_under_fail_on_flaky_and_says_why() {
         "by default a flaky pass passes: {}",
         stderr(&out)
     );
-    assert_eq!(p.suite_summary_json()["totals"]["flaky"], 1);
+    assert_eq!(p.suite_summary().totals.flaky, 1);
 
     reset(&p);
     let out = p.run(&["start", "--retries", "1", "--fail-on-flaky"]);
@@ -60,8 +61,8 @@ fn a_flaky_pass_fails_the_suite_only_under_fail_on_flaky_and_says_why() {
         console.contains("FLAKY") && console.contains("passed only on a retry"),
         "the console says why: {console}"
     );
-    let summary = p.suite_summary_json();
-    assert_eq!(summary["fail_on_flaky"], true, "{summary}");
+    let summary = p.suite_summary();
+    assert!(summary.fail_on_flaky, "{summary:?}");
     assert!(read(&p, "summary.md").contains("passed only on a retry"));
     let junit = read(&p, "junit.xml");
     let case = junit
@@ -123,15 +124,18 @@ fn a_quarantined_failure_runs_is_reported_apart_and_exits_0() {
             && !console.contains("Failures ("),
         "{console}"
     );
-    let summary = p.suite_summary_json();
-    let bad = summary["tests"]
-        .as_array()
-        .expect("tests")
+    let summary = p.suite_summary();
+    let bad = summary
+        .tests
         .iter()
-        .find(|t| t["test_file"] == "tests/known_bad.test.toml")
+        .find(|t| t.test_file == "tests/known_bad.test.toml")
         .expect("it ran");
-    assert_eq!(bad["outcome"], "failed", "reported as it is: {bad}");
-    assert_eq!(bad["quarantined"], true, "{bad}");
+    assert_eq!(
+        bad.outcome,
+        RunOutcome::Failed,
+        "reported as it is: {bad:?}"
+    );
+    assert!(bad.quarantined, "{bad:?}");
     let md = read(&p, "summary.md");
     assert!(
         md.contains("## Quarantined") && md.contains("`tests/known_bad.test.toml` failed"),
@@ -185,14 +189,9 @@ fn a_quarantined_failure_runs_is_reported_apart_and_exits_0() {
     );
     let out = p.run(&["start", "--retries", "1", "--fail-on-flaky"]);
     assert_exit(&out, 0);
-    let summary = p.suite_summary_json();
-    let quarantined: Vec<&Value> = summary["tests"]
-        .as_array()
-        .expect("tests")
-        .iter()
-        .filter(|t| t["quarantined"] == true)
-        .collect();
-    assert_eq!(quarantined.len(), 2, "{summary}");
+    let summary = p.suite_summary();
+    let quarantined: Vec<_> = summary.tests.iter().filter(|t| t.quarantined).collect();
+    assert_eq!(quarantined.len(), 2, "{summary:?}");
     // Without quarantine the same suite fails.
     p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
     let out = p.run(&["start"]);
@@ -217,9 +216,9 @@ fn a_quarantined_tests_harness_error_still_exits_3() {
         Some(3),
         "quarantine hides a test's flakiness, not a harness that cannot start: {console}"
     );
-    let summary = p.suite_summary_json();
-    assert_eq!(summary["tests"][0]["outcome"], "error", "{summary}");
-    assert_eq!(summary["tests"][0]["quarantined"], true, "{summary}");
+    let summary = p.suite_summary();
+    assert_eq!(summary.tests[0].outcome, RunOutcome::Error, "{summary:?}");
+    assert!(summary.tests[0].quarantined, "{summary:?}");
     // `merge` of that suite does not pass it either.
     let suite = p.suite_dir();
     let out = p.run(&[
