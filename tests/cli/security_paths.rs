@@ -156,7 +156,7 @@ fn test_files_symlinked_from_outside_are_not_read() {
     symlink("/etc", p.root().join("tests/etc")).expect("symlink");
     let check = p.run(&["check"]);
     let console = stdout(&check);
-    assert_eq!(check.status.code(), Some(0), "{console}{}", stderr(&check));
+    assert_exit(&check, 0);
     assert!(console.contains("1 root test"), "{console}");
     assert!(!console.contains(OUTSIDE_MARK), "{console}");
     let start = p.run(&["start"]);

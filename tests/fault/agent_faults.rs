@@ -507,7 +507,7 @@ fn doctor_reports_each_clis_login_state() {
             && said.contains("claude auth login"),
         "{said}"
     );
-    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert_exit(&out, 1);
     let said = stdout(&doctor("ok", None));
     assert!(
         said.contains("ok   login of claude-code: logged in (api key)"),

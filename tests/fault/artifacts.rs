@@ -23,7 +23,7 @@ fn an_artifact_directory_that_is_a_file_is_refused_before_anything_runs() {
     p.write(".bugatti", "not a directory\n");
     let out = p.run(&["start"]);
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert_exit(&out, 2);
     assert!(
         all.contains("artifact directory")
             && all.contains(".bugatti")
@@ -86,7 +86,7 @@ fn report_targets_the_os_refuses_are_refused_before_anything_runs_even_as_root()
     );
     let out = p.run(&["start"]);
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert_exit(&out, 2);
     assert!(
         all.contains("artifact directory") && all.contains("/proc/nope/.bugatti"),
         "{all}"
@@ -108,7 +108,7 @@ fn a_runs_directory_that_is_a_file_is_a_clear_error_with_exit_3() {
     p.write(".bugatti/runs", "not a directory\n");
     let out = p.run(&["start"]);
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert_exit(&out, 3);
     assert!(
         all.contains("cannot create the run directory") && all.contains("Not a directory"),
         "the error names what it could not create and why: {all}"
@@ -142,7 +142,7 @@ fn the_artifact_directory_vanishing_mid_step_neither_crashes_nor_hangs_nor_leaks
     p.assert_nothing_survives();
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
     // Lost records are a harness error, never a silent 0.
-    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert_exit(&out, 3);
     assert!(!all.contains("panicked"), "{all}");
     // The verdict still reaches the console, and so does the loss of its files: which, and why.
     assert!(all.contains("PASSED") || all.contains("ERROR"), "{all}");
@@ -178,7 +178,7 @@ fn the_junit_and_json_copies_are_written_from_memory_when_the_artifact_directory
     let out = fault::wait_guarded(child);
     p.assert_nothing_survives();
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert_exit(&out, 3);
     assert!(
         all.contains("could not be written (exit 3)")
             && all.contains("summary.json")

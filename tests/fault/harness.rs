@@ -97,7 +97,7 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/"
     );
     let out = p.run(&["start"]);
     let err = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_exit(&out, 3);
     let record = p.record_for("port.test.toml");
     assert_eq!(record.outcome, Some(RunOutcome::Error), "{record:?}");
     assert_eq!(record.steps[0].status, StepStatus::NotRun);

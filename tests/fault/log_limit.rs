@@ -149,7 +149,7 @@ fn check_refuses_a_log_limit_below_4096_bytes_in_the_users_words() {
     );
     let out = p.run(&["check"]);
     let said = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{said}{}", stderr(&out));
+    assert_exit(&out, 0);
     let row = said
         .lines()
         .find(|l| l.contains("supervisor.max_log_bytes"))

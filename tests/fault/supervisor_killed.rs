@@ -88,7 +88,7 @@ readiness = {{ log = "^up$" }}
 
     let out = p.run(&["start", "quick.test.toml"]); // also asserts that nothing survives
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_exit(&out, 0);
     let line = err
         .lines()
         .find(|l| l.contains(&format!("leftover processes of dead run {dead_run}")))
@@ -258,7 +258,7 @@ fn a_sigkilled_supervisor_that_is_still_a_zombie_counts_as_dead() {
     // Still unreaped while the next start ran.
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
     child.wait().expect("reap the supervisor");
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_exit(&out, 0);
     assert!(
         err.contains(&format!("leftover processes of dead run {dead_run}")),
         "{err}"

@@ -156,7 +156,7 @@ fn lines_use_the_terminals_width_and_80_when_it_is_unknown() {
         .output()
         .expect("start");
     let narrow = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{narrow}");
+    assert_exit(&out, 1);
     let lines = message_lines(&narrow);
     assert!(!lines.is_empty(), "{narrow}");
     assert!(lines.iter().all(|l| l.chars().count() <= 80), "{narrow}");
@@ -169,7 +169,7 @@ fn lines_use_the_terminals_width_and_80_when_it_is_unknown() {
         .output()
         .expect("start");
     let wide = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{wide}");
+    assert_exit(&out, 1);
     let lines = message_lines(&wide);
     assert!(lines.iter().any(|l| l.contains(command)), "{wide}");
     assert!(lines.iter().all(|l| l.chars().count() <= 200), "{wide}");
