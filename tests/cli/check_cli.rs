@@ -2,6 +2,7 @@
 //! and exit 2, a valid project prints a plan a person can read. Runs nothing, writes nothing.
 
 use crate::common;
+use crate::common::assert_exit;
 use std::fs;
 use std::path::Path;
 
@@ -707,7 +708,7 @@ fn one_mistake_is_one_error_with_did_you_mean_for_values_and_variables() {
         .output()
         .expect("check runs");
     let text = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert_exit(&out, 2);
     // Both mistakes in one pass, each once, each with its hint.
     assert!(text.contains("did you mean `long_lived`?"), "{text}");
     assert!(
@@ -742,7 +743,7 @@ fn a_misspelt_command_name_gets_did_you_mean() {
         .output()
         .expect("check runs");
     let text = String::from_utf8_lossy(&out.stderr).to_string();
-    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert_exit(&out, 2);
     assert!(
         text.contains("depends on `migrat`, which is not defined (did you mean `migrate`?"),
         "{text}"

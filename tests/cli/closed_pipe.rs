@@ -51,7 +51,7 @@ fn start_into_a_closed_pipe_finishes_writes_its_reports_and_keeps_its_exit_code(
     let (status, stderr) = piped(&p, "start", "head -1");
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(status, 0, "the run's own exit code: {stderr}");
-    let summary = p.suite_summary();
+    let summary = p.suite_summary_json();
     assert_eq!(
         summary["tests"].as_array().map(Vec::len),
         Some(3),

@@ -2,6 +2,7 @@
 //! 3.0 schema (xmllint), on a suite with passed, failed, flaky, error and not-run tests.
 
 use crate::common;
+use crate::common::assert_exit;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -36,7 +37,7 @@ fn two_suites(p: &Project) -> (PathBuf, PathBuf) {
     assert!(matches!(out.status.code(), Some(1 | 3)), "{}", stdout(&out));
     let first = p.suite_dir();
     let out = p.run(&["start", "-j", "1", "--fail-fast"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     let second = p.suite_dir();
     assert_ne!(first, second);
     (first, second)

@@ -4,6 +4,7 @@
 //! against them with Python's `jsonschema`, a validator this project did not write.
 
 use crate::common;
+use crate::common::assert_exit;
 use crate::common::{stderr, Project};
 use bugatti::report::schemas::Document;
 use std::path::{Path, PathBuf};
@@ -138,11 +139,11 @@ readiness_url = "http://127.0.0.1:${WEB_PORT}/"
             ])
             .output()
             .expect("start");
-        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_exit(&out, 1);
     }
     // A fail-fast suite leaves tests not run.
     let out = p.run(&["start", "--fail-fast", "-j", "1"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_exit(&out, 1);
     // Two shards and their merge (run one after the other here, so the first one's history
     // entry must not change the second one's split: by count).
     let mut shards = Vec::new();
@@ -160,7 +161,7 @@ readiness_url = "http://127.0.0.1:${WEB_PORT}/"
         "--history",
         "ci/history.jsonl",
     ]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_exit(&out, 1);
 
     let bugatti = p.root().join(".bugatti");
     let runs = files_named(&bugatti.join("runs"), "run.json");

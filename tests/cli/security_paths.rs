@@ -4,6 +4,7 @@
 //! test files symlinked from outside. Each is a clear error naming the file and line, `check` and
 //! `start` exit 2, nothing runs, and no byte of the outside file shows up anywhere.
 
+use crate::common::assert_exit;
 use crate::common::{stderr, stdout, Project};
 use std::os::unix::fs::symlink;
 use std::path::Path;
@@ -51,7 +52,7 @@ fn refused(p: &Project) -> String {
     assert_eq!(start.status.code(), Some(2), "start:\n{start_console}");
     assert!(!start_console.contains(OUTSIDE_MARK), "{start_console}");
     assert!(
-        p.run_records().is_empty(),
+        p.run_records_json().is_empty(),
         "nothing may run when a path escapes"
     );
     console
@@ -155,12 +156,12 @@ fn test_files_symlinked_from_outside_are_not_read() {
     symlink("/etc", p.root().join("tests/etc")).expect("symlink");
     let check = p.run(&["check"]);
     let console = stdout(&check);
-    assert_eq!(check.status.code(), Some(0), "{console}{}", stderr(&check));
+    assert_exit(&check, 0);
     assert!(console.contains("1 root test"), "{console}");
     assert!(!console.contains(OUTSIDE_MARK), "{console}");
     let start = p.run(&["start"]);
-    assert_eq!(start.status.code(), Some(0), "{}", stdout(&start));
-    let records = p.run_records();
+    assert_exit(&start, 0);
+    let records = p.run_records_json();
     assert_eq!(records.len(), 1);
     assert!(records[0]["test_file"]
         .as_str()

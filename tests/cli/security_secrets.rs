@@ -7,7 +7,8 @@
 //! step's output tail), in a setup command that fails (its output tail in the harness error).
 //! Then every file under `.bugatti`, and the console, is searched byte by byte for the value.
 
-use crate::common::{stderr, stdout, Project};
+use crate::common::assert_exit;
+use crate::common::Project;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
@@ -198,20 +199,14 @@ fn the_secret_never_reaches_an_artifact_or_the_console() {
     let mut console = out.stdout.clone();
     console.extend_from_slice(&out.stderr);
     // The shell test's last step fails on purpose; the run itself must have happened.
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "stdout:\n{}\nstderr:\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let agent = p.record_for("agent.test.toml");
+    assert_exit(&out, 1);
+    let agent = p.record_json_for("agent.test.toml");
     assert_eq!(agent["outcome"], "warned", "{agent:#}");
     assert_eq!(
         agent["steps"][1]["message"], "leaked [REDACTED:API_TOKEN]",
         "{agent:#}"
     );
-    let shell = p.record_for("shell.test.toml");
+    let shell = p.record_json_for("shell.test.toml");
     assert_eq!(shell["steps"][1]["status"], "error", "{shell:#}");
 
     // The value did go through every channel: the commands' logs and the agent's transcript
@@ -281,13 +276,7 @@ fn a_failing_setup_command_does_not_leak_the_secret_in_its_error() {
     p.assert_nothing_survives();
     let mut console = out.stdout.clone();
     console.extend_from_slice(&out.stderr);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "stdout:\n{}\nstderr:\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 3);
     assert_no_secret(&p, &console);
     assert_owner_only(&p);
 }

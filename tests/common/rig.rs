@@ -106,25 +106,20 @@ impl Rig {
         assert!(left.is_empty(), "groups still registered: {left:?}");
     }
 
-    /// Nothing of this run is alive: no process with the agent marker or the run id, no group
-    /// of this run left in the registry.
+    /// Nothing of this run is alive: no process with the agent marker or the run id (the one
+    /// survivor check, [`crate::common::assert_nothing_survives`]), no group of this run left in
+    /// the registry.
     pub fn assert_no_survivors(&self) {
         let run_id = self.facts.run_id.as_str();
-        let marked = group::live_processes_with_env(AGENT_MARKER_ENV, run_id);
-        let of_run = group::live_processes_with_env("BUGATTI_RUN_ID", run_id);
-        assert!(marked.is_empty(), "agent processes survive: {marked:?}");
-        assert!(
-            of_run.is_empty(),
-            "processes of the run survive: {of_run:?}"
-        );
+        crate::common::assert_nothing_survives(&[
+            (AGENT_MARKER_ENV, run_id),
+            ("BUGATTI_RUN_ID", run_id),
+        ]);
         let left: Vec<_> = registry::registered()
             .into_iter()
             .filter(|g| g.owner.scope.id() == run_id)
             .collect();
         assert!(left.is_empty(), "groups still registered: {left:?}");
-        for g in left {
-            assert!(group::live_members(g.pgid).is_empty());
-        }
     }
 }
 

@@ -3,8 +3,8 @@
 //! one writer of records). Either way every run's records are final, the suite's files are
 //! written, nothing the suite started survives, and the exit code says a harness error (3).
 
-use crate::common::{stderr, stdout, Project};
-use std::path::PathBuf;
+use crate::common::records::*;
+use crate::common::{stderr, stdout, Project, RecordExt};
 
 /// Two tests beside a long-lived server: `boom` ends at once, `slow` is mid-step for seconds.
 fn project() -> Project {
@@ -25,9 +25,9 @@ fn project() -> Project {
     p
 }
 
-fn assert_final(record: &serde_json::Value) {
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
-    assert!(run_dir.join("report.md").is_file(), "{record}");
+fn assert_final(record: &RunRecord) {
+    let run_dir = record.run_dir();
+    assert!(run_dir.join("report.md").is_file(), "{record:?}");
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
     assert!(events.contains("run_finished"), "{events}");
 }
@@ -51,10 +51,10 @@ fn a_panic_in_the_supervisor_actor_leaves_every_record_and_exit_3() {
     let console = format!("{}\n{}", stdout(&out), stderr(&out));
     assert_eq!(out.status.code(), Some(3), "{console}");
     let boom = p.record_for("boom.test.toml");
-    assert_eq!(boom["outcome"], "passed", "{boom}");
+    assert_eq!(boom.outcome, Some(RunOutcome::Passed), "{boom:?}");
     assert_final(&boom);
     let slow = p.record_for("slow.test.toml");
-    assert_eq!(slow["outcome"], "interrupted", "{slow}");
+    assert_eq!(slow.outcome, Some(RunOutcome::Interrupted), "{slow:?}");
     assert_final(&slow);
     assert!(p.suite_dir().join("summary.json").is_file(), "{console}");
     assert!(p.suite_dir().join("report.html").is_file(), "{console}");
@@ -82,7 +82,7 @@ fn a_panic_in_the_reporter_is_a_lost_record_and_exit_3() {
     );
     assert_final(&p.record_for("boom.test.toml"));
     let slow = p.record_for("slow.test.toml");
-    assert_eq!(slow["outcome"], "passed", "{slow}");
+    assert_eq!(slow.outcome, Some(RunOutcome::Passed), "{slow:?}");
     assert_final(&slow);
     assert!(p.suite_dir().join("summary.json").is_file(), "{console}");
     assert!(p.suite_dir().join("report.html").is_file(), "{console}");

@@ -1,9 +1,11 @@
 //! Hostile agents, end to end through the binary: an agent SIGKILLed mid-step, and a
 //! `claude-code` agent (a fake `claude` executable) writing truncated and invalid stream-json.
 
+use crate::common::assert_exit;
 use crate::common::fault;
+use crate::common::records::*;
 
-use crate::common::{stderr, stdout, Project};
+use crate::common::Project;
 use std::process::Stdio;
 
 #[test]
@@ -32,31 +34,22 @@ fn an_agent_sigkilled_mid_step_fails_the_session_with_error_and_exit_3() {
 
     let out = fault::wait_guarded(child);
     p.assert_nothing_survives();
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 3);
     let record = p.record_for("victim.test.toml");
-    assert_eq!(record["outcome"], "error", "{record}");
-    assert_eq!(record["steps"][0]["status"], "error");
-    assert_eq!(record["steps"][1]["status"], "not_run");
-    let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+    assert_eq!(record.outcome, Some(RunOutcome::Error), "{record:?}");
+    assert_eq!(record.steps[0].status, StepStatus::Error);
+    assert_eq!(record.steps[1].status, StepStatus::NotRun);
+    let message = record.steps[0].message.as_deref().unwrap_or_default();
     assert!(
         message.contains("exited during the step")
             && (message.contains("SIGKILL") || message.contains("signal: 9")),
         "the message says the agent died, and of what: {message}"
     );
-    let run_dir = std::path::PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(report.contains("exited during the step"), "{report}");
-    let server = record["commands"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["name"] == "server"))
-        .expect("server command");
-    assert_ne!(server["teardown"], "leaked", "{server}");
+    let server = record.command("server");
+    assert_ne!(server.teardown, Some(TeardownState::Leaked), "{server:?}");
 }
 
 fn garbage_claude_project(mode: &str) -> (Project, std::process::Output) {
@@ -102,19 +95,13 @@ fn garbage_claude_project_with(
 #[test]
 fn invalid_and_truncated_stream_json_lines_are_skipped_and_kept_in_the_transcript() {
     let (p, out) = garbage_claude_project("recover");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let record = p.record_for("garbage.test.toml");
-    assert_eq!(record["outcome"], "passed", "{record}");
-    for step in record["steps"].as_array().expect("steps") {
-        assert_eq!(step["status"], "ok", "{step}");
+    assert_eq!(record.outcome, Some(RunOutcome::Passed), "{record:?}");
+    for step in &record.steps {
+        assert_eq!(step.status, StepStatus::Ok, "{step:?}");
     }
-    let run_dir = std::path::PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let log = std::fs::read_to_string(run_dir.join("transcripts/agent.log")).expect("agent.log");
     assert!(log.contains("[non-json] this is not json"), "{log}");
     assert!(log.contains("[non-json] [1, 2"), "{log}");
@@ -123,20 +110,17 @@ fn invalid_and_truncated_stream_json_lines_are_skipped_and_kept_in_the_transcrip
 #[test]
 fn a_stream_ending_in_a_truncated_line_is_an_error_not_a_hang() {
     let (p, out) = garbage_claude_project("truncate");
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 3);
     let record = p.record_for("garbage.test.toml");
-    assert_eq!(record["outcome"], "error", "{record}");
+    assert_eq!(record.outcome, Some(RunOutcome::Error), "{record:?}");
     // Dead twice (the restart included): the agent crashed, not the app.
-    assert_eq!(record["steps"][0]["status"], "agent_error");
-    assert_eq!(record["steps"][0]["agent_fault"]["kind"], "crashed");
-    assert_eq!(record["steps"][1]["status"], "not_run");
-    let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+    assert_eq!(record.steps[0].status, StepStatus::AgentError);
+    assert_eq!(
+        record.steps[0].agent_fault.as_ref().map(|f| f.kind),
+        Some(FaultKind::Crashed)
+    );
+    assert_eq!(record.steps[1].status, StepStatus::NotRun);
+    let message = record.steps[0].message.as_deref().unwrap_or_default();
     assert!(message.contains("exited during the step"), "{message}");
 }
 
@@ -149,21 +133,15 @@ fn huge_instruction() -> String {
 #[test]
 fn a_claude_that_stops_reading_cannot_hold_a_big_step_past_its_timeout() {
     let (p, out) = garbage_claude_project_with("deaf", 2, &huge_instruction());
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 1);
     let record = p.record_for("garbage.test.toml");
-    assert_eq!(record["steps"][0]["status"], "timeout", "{record}");
-    let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+    assert_eq!(record.steps[0].status, StepStatus::Timeout, "{record:?}");
+    let message = record.steps[0].message.as_deref().unwrap_or_default();
     assert!(
         message.contains("did not read the step message"),
         "{message}"
     );
-    assert_eq!(record["steps"][1]["status"], "not_run");
+    assert_eq!(record.steps[1].status, StepStatus::NotRun);
 }
 
 #[test]
@@ -191,9 +169,9 @@ fn a_command_agent_that_stops_reading_cannot_hold_a_big_step_past_its_timeout() 
         .expect("spawn supervisor");
     let out = fault::wait_guarded(child);
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     let record = p.record_for("big.test.toml");
-    assert_eq!(record["steps"][0]["status"], "timeout", "{record}");
-    let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+    assert_eq!(record.steps[0].status, StepStatus::Timeout, "{record:?}");
+    let message = record.steps[0].message.as_deref().unwrap_or_default();
     assert!(message.contains("timed out after 2s"), "{message}");
 }

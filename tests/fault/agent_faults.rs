@@ -3,7 +3,11 @@
 //! (tests/support/fault/fake_*.py), each classified right, within `no_output_timeout_secs` + 5 s
 //! of its last word, with nothing left running; the login check before a run; the circuit breaker.
 
+use crate::common::assert_exit;
+use crate::common::records::*;
 use crate::common::{fault, stderr, stdout, Project};
+use bugatti::model::agent_fault::AgentFaultRecord;
+use bugatti::report::run_record::StepRecord;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -29,18 +33,18 @@ impl Ran {
         format!("{}\n{}", stdout(&self.out), stderr(&self.out))
     }
     /// The newest run of `t1.test.toml` (a project may hold an earlier suite's too).
-    fn record(&self) -> serde_json::Value {
-        let mut runs: Vec<serde_json::Value> = self
+    fn record(&self) -> RunRecord {
+        let mut runs: Vec<RunRecord> = self
             .p
             .run_records()
             .into_iter()
-            .filter(|r| r["test_file"] == "t1.test.toml")
+            .filter(|r| r.identity.test_file == "t1.test.toml")
             .collect();
-        runs.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+        runs.sort_by_key(|r| r.identity.started_at);
         runs.pop().expect("a run of t1.test.toml")
     }
-    fn step(&self) -> serde_json::Value {
-        self.record()["steps"][0].clone()
+    fn step(&self) -> StepRecord {
+        self.record().steps[0].clone()
     }
 }
 
@@ -102,19 +106,17 @@ fn run_in(p: Project, provider: &str, mode: &str, tests: usize, step_timeout: u6
 
 /// The step is `agent_error` of `kind`, the test an `error` (exit 3), the fix said.
 fn assert_agent_error(ran: &Ran, kind: &str, fix: &str) {
-    assert_eq!(ran.code(), Some(3), "{}", ran.said());
+    assert_exit(&ran.out, 3);
     let record = ran.record();
-    assert_eq!(record["outcome"], "error", "{record}");
+    assert_eq!(record.outcome, Some(RunOutcome::Error), "{record:?}");
     let step = ran.step();
-    assert_eq!(step["status"], "agent_error", "{step}");
-    assert_eq!(step["agent_fault"]["kind"], kind, "{step}");
-    assert_eq!(record["agent_fault"]["kind"], kind, "{record}");
-    let message = step["message"].as_str().unwrap_or_default();
+    assert_eq!(step.status, StepStatus::AgentError, "{step:?}");
+    let kind_of = |f: &Option<AgentFaultRecord>| f.as_ref().map(|f| f.kind.as_str());
+    assert_eq!(kind_of(&step.agent_fault), Some(kind), "{step:?}");
+    assert_eq!(kind_of(&record.agent_fault), Some(kind), "{record:?}");
+    let message = step.message.as_deref().unwrap_or_default();
     assert!(message.contains(fix), "{message}");
-    let report = std::fs::read_to_string(
-        std::path::Path::new(record["run_dir"].as_str().expect("run_dir")).join("report.md"),
-    )
-    .expect("report.md");
+    let report = record.read("report.md");
     assert!(
         report.contains(&format!("The agent, not the app, failed ({kind})")),
         "{report}"
@@ -123,7 +125,7 @@ fn assert_agent_error(ran: &Ran, kind: &str, fix: &str) {
 
 fn assert_passed(ran: &Ran) {
     assert_eq!(ran.code(), Some(0), "{}", ran.said());
-    assert_eq!(ran.step()["status"], "ok", "{}", ran.step());
+    assert_eq!(ran.step().status, StepStatus::Ok, "{:?}", ran.step());
 }
 
 /// Ended within the silence limit + 5 s of what the fixture's own timing needs.
@@ -248,7 +250,7 @@ fn pi_with_no_login_and_no_provider_is_refused_before_anything_starts() {
         .env("PI_CODING_AGENT_DIR", &empty)
         .output()
         .expect("run");
-    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+    assert_exit(&out, 3);
     assert!(
         stderr(&out).contains("pi: not logged in"),
         "{}",
@@ -269,7 +271,7 @@ fn a_401_on_every_call_stops_the_suite_after_two_tests_the_rest_not_run() {
     );
     let started = fault::run_dirs(&ran.p).len();
     assert!(started <= 2, "{started} tests started");
-    let summary = ran.p.suite_summary();
+    let summary = ran.p.suite_summary_json();
     let not_run = summary["not_run"].as_array().expect("not_run").len();
     assert_eq!(not_run, 6 - started, "{summary}");
     assert!(
@@ -295,7 +297,7 @@ fn an_agent_error_after_a_pass_is_no_new_failure_and_is_shown_apart() {
     assert_passed(&first);
     let ran = run_in(first.p, "claude-code", "revoked", 1, 30);
     assert_agent_error(&ran, "auth", "ANTHROPIC_API_KEY");
-    let summary = ran.p.suite_summary();
+    let summary = ran.p.suite_summary_json();
     let changes = &summary["changes"];
     assert_eq!(changes["new_failures"], serde_json::json!([]), "{changes}");
     assert_eq!(
@@ -333,10 +335,10 @@ fn a_claude_cost_far_from_its_tokens_times_the_price_is_kept_beside_not_used() {
     );
     let ran = run_in(p, "claude-code", "ok", 1, 30);
     assert_passed(&ran);
-    let usage = &ran.step()["usage"];
-    let cost = usage["cost_usd"].as_f64().expect("cost_usd");
-    assert!((cost - 0.000105).abs() < 1e-9, "{usage}");
-    assert_eq!(usage["reported_cost_usd"], 0.001, "{usage}");
+    let usage = ran.step().usage.expect("usage");
+    let cost = usage.cost_usd.expect("cost_usd");
+    assert!((cost - 0.000105).abs() < 1e-9, "{usage:?}");
+    assert_eq!(usage.reported_cost_usd, Some(0.001), "{usage:?}");
 }
 
 /// Issue 40: without `price_per_mtok`, Claude Code's tokens are counted at the built-in list
@@ -346,16 +348,16 @@ fn a_claude_cost_far_from_its_tokens_times_the_price_is_kept_beside_not_used() {
 fn a_claude_models_tokens_are_counted_at_its_built_in_price() {
     let ran = run("claude-code", "sonnet", 1, 30);
     assert_passed(&ran);
-    let usage = &ran.step()["usage"];
-    let cost = usage["cost_usd"].as_f64().expect("cost_usd");
-    assert!((cost - 0.000105).abs() < 1e-9, "{usage}");
-    assert_eq!(usage["reported_cost_usd"], 0.001, "{usage}");
+    let usage = ran.step().usage.expect("usage");
+    let cost = usage.cost_usd.expect("cost_usd");
+    assert!((cost - 0.000105).abs() < 1e-9, "{usage:?}");
+    assert_eq!(usage.reported_cost_usd, Some(0.001), "{usage:?}");
     // A model with no built-in price (the fake's `ok` names none): the CLI's figure stands.
     let ran = run("claude-code", "ok", 1, 30);
     assert_passed(&ran);
-    let usage = &ran.step()["usage"];
-    assert_eq!(usage["cost_usd"], 0.001, "{usage}");
-    assert!(usage["reported_cost_usd"].is_null(), "{usage}");
+    let usage = ran.step().usage.expect("usage");
+    assert_eq!(usage.cost_usd, Some(0.001), "{usage:?}");
+    assert!(usage.reported_cost_usd.is_none(), "{usage:?}");
 }
 
 #[test]
@@ -403,10 +405,7 @@ fn claude_api_error_reported_as_success_is_api_error_not_a_test_failure() {
 fn claude_stream_that_stops_mid_turn_is_stalled_after_its_restart() {
     let ran = run("claude-code", "stop_mid_turn", 1, 60);
     assert_agent_error(&ran, "stalled", "agent.stderr.log");
-    assert_eq!(
-        ran.record()["agent_restarts"].as_array().map(Vec::len),
-        Some(1)
-    );
+    assert_eq!(ran.record().agent_restarts.len(), 1);
     assert_bounded(&ran, Duration::from_secs(IDLE_SECS));
 }
 
@@ -427,10 +426,10 @@ fn claude_that_crashes_is_crashed_after_its_restart() {
 #[test]
 fn the_models_prose_about_401_is_the_apps_failure_not_an_agent_fault() {
     let ran = run("claude-code", "prose_401", 1, 30);
-    assert_eq!(ran.code(), Some(1), "{}", ran.said());
-    assert_eq!(ran.record()["outcome"], "failed");
-    assert_eq!(ran.step()["status"], "error");
-    assert!(ran.step().get("agent_fault").is_none(), "{}", ran.step());
+    assert_exit(&ran.out, 1);
+    assert_eq!(ran.record().outcome, Some(RunOutcome::Failed));
+    assert_eq!(ran.step().status, StepStatus::Error);
+    assert!(ran.step().agent_fault.is_none(), "{:?}", ran.step());
 }
 
 #[test]
@@ -508,7 +507,7 @@ fn doctor_reports_each_clis_login_state() {
             && said.contains("claude auth login"),
         "{said}"
     );
-    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert_exit(&out, 1);
     let said = stdout(&doctor("ok", None));
     assert!(
         said.contains("ok   login of claude-code: logged in (api key)"),

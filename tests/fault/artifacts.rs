@@ -1,6 +1,7 @@
 //! The artifact directory unusable before the run, or vanishing mid-run. Tests run as root, so
 //! `chmod` would not stop writes: the directory is replaced by a regular file, or removed.
 
+use crate::common::assert_exit;
 use crate::common::fault;
 
 use crate::common::{stderr, stdout, Project};
@@ -22,7 +23,7 @@ fn an_artifact_directory_that_is_a_file_is_refused_before_anything_runs() {
     p.write(".bugatti", "not a directory\n");
     let out = p.run(&["start"]);
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert_exit(&out, 2);
     assert!(
         all.contains("artifact directory")
             && all.contains(".bugatti")
@@ -85,7 +86,7 @@ fn report_targets_the_os_refuses_are_refused_before_anything_runs_even_as_root()
     );
     let out = p.run(&["start"]);
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(2), "{all}");
+    assert_exit(&out, 2);
     assert!(
         all.contains("artifact directory") && all.contains("/proc/nope/.bugatti"),
         "{all}"
@@ -94,7 +95,7 @@ fn report_targets_the_os_refuses_are_refused_before_anything_runs_even_as_root()
     // A writable target in folders that do not exist yet: the check leaves nothing behind when
     // the run is refused for another reason (here the broken artifact directory).
     let out = p.run(&["start", "--junit", "new/deep/junit.xml"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_exit(&out, 2);
     assert!(
         !p.root().join("new").exists(),
         "the probe's folders are removed"
@@ -107,13 +108,13 @@ fn a_runs_directory_that_is_a_file_is_a_clear_error_with_exit_3() {
     p.write(".bugatti/runs", "not a directory\n");
     let out = p.run(&["start"]);
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert_exit(&out, 3);
     assert!(
         all.contains("cannot create the run directory") && all.contains("Not a directory"),
         "the error names what it could not create and why: {all}"
     );
     // The run still counts in the suite's summary and JUnit, as an error.
-    let summary: serde_json::Value = p.suite_summary();
+    let summary: serde_json::Value = p.suite_summary_json();
     assert_eq!(summary["totals"]["error"], 1, "{summary}");
     assert!(
         summary["tests"][0]["message"]
@@ -141,7 +142,7 @@ fn the_artifact_directory_vanishing_mid_step_neither_crashes_nor_hangs_nor_leaks
     p.assert_nothing_survives();
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
     // Lost records are a harness error, never a silent 0.
-    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert_exit(&out, 3);
     assert!(!all.contains("panicked"), "{all}");
     // The verdict still reaches the console, and so does the loss of its files: which, and why.
     assert!(all.contains("PASSED") || all.contains("ERROR"), "{all}");
@@ -177,7 +178,7 @@ fn the_junit_and_json_copies_are_written_from_memory_when_the_artifact_directory
     let out = fault::wait_guarded(child);
     p.assert_nothing_survives();
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(3), "{all}");
+    assert_exit(&out, 3);
     assert!(
         all.contains("could not be written (exit 3)")
             && all.contains("summary.json")

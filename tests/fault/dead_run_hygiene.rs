@@ -2,6 +2,7 @@
 //! the leftovers of dead runs (the dead supervisor's ledger and each workspace still on disk); the
 //! next `start` removes those workspaces and says so; `doctor` then finds nothing.
 
+use crate::common::assert_exit;
 use crate::common::fault;
 
 use crate::common::{stderr, stdout, Project};
@@ -70,7 +71,7 @@ fn doctor_reports_a_dead_runs_workspace_and_the_next_start_removes_it() {
     assert!(said.contains("still running: "), "the step's shell: {said}");
 
     let out = p.run(&["start", "quick.test.toml"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     assert!(
         stderr(&out).contains(&format!(
             "removed the workspace {} of dead run {dead_run} (slow.test.toml)",

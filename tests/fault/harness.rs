@@ -2,18 +2,13 @@
 //! keeps running, a child that escapes its process group with `setsid`, a fixed port someone else
 //! already holds, and `auto` ports handed out while many ports are in use.
 
+use crate::common::assert_exit;
+use crate::common::records::*;
 use crate::common::{stderr, stdout, Project};
 use std::net::TcpListener;
 
 fn shell_config(commands: &str) -> String {
     format!("[provider]\nname = \"shell\"\n\n{commands}")
-}
-
-fn command<'a>(record: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    record["commands"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["name"] == name))
-        .unwrap_or_else(|| panic!("no command {name}: {record}"))
 }
 
 #[test]
@@ -37,18 +32,16 @@ stop_timeout_secs = 5
         "name = \"Mute\"\n[[steps]]\ninstruction = \"`sleep 2`\"\n[[steps]]\ninstruction = \"`pgrep -x -f 'sleep 3131'`\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let record = p.record_for("mute.test.toml");
-    assert_eq!(record["outcome"], "passed", "{record}");
-    let mute = command(&record, "mute");
-    assert_eq!(mute["restarts"].as_array().map_or(0, Vec::len), 0, "{mute}");
-    assert_eq!(mute["teardown"], "clean", "SIGTERM stops it: {mute}");
+    assert_eq!(record.outcome, Some(RunOutcome::Passed), "{record:?}");
+    let mute = record.command("mute");
+    assert_eq!(mute.restarts.len(), 0, "{mute:?}");
+    assert_eq!(
+        mute.teardown,
+        Some(TeardownState::Clean),
+        "SIGTERM stops it: {mute:?}"
+    );
 }
 
 #[test]
@@ -70,17 +63,11 @@ readiness = { log = "^up$" }
         "name = \"Escape\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
     let out = p.run(&["start"]); // asserts the escaped sleep did not survive
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let record = p.record_for("escape.test.toml");
-    let escaper = command(&record, "escaper");
-    assert_eq!(escaper["teardown"], "leaked", "{escaper}");
-    let run_dir = std::path::PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let escaper = record.command("escaper");
+    assert_eq!(escaper.teardown, Some(TeardownState::Leaked), "{escaper:?}");
+    let run_dir = record.run_dir();
     let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(report.contains("leaked"), "{report}");
 }
@@ -110,11 +97,11 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/"
     );
     let out = p.run(&["start"]);
     let err = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_exit(&out, 3);
     let record = p.record_for("port.test.toml");
-    assert_eq!(record["outcome"], "error", "{record}");
-    assert_eq!(record["steps"][0]["status"], "not_run");
-    let run_dir = std::path::PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    assert_eq!(record.outcome, Some(RunOutcome::Error), "{record:?}");
+    assert_eq!(record.steps[0].status, StepStatus::NotRun);
+    let run_dir = record.run_dir();
     let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(
         report.contains("server"),
@@ -170,13 +157,7 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/"
         );
     }
     let out = p.run(&["start", "-j", "4"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let text = std::fs::read_to_string(p.root().join("ports.txt")).expect("ports.txt");
     let mut ports: Vec<u16> = text
         .lines()
@@ -205,13 +186,7 @@ fn quick_commands_in_parallel_sessions_keep_their_own_exit_status() {
         );
     }
     let out = p.run(&["start", "-j", "8"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     assert_eq!(p.run_records().len(), 50);
 }
 
@@ -242,19 +217,15 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/"
     let (said, err) = (stdout(&out), stderr(&out));
     assert_eq!(out.status.code(), Some(0), "{said}\n{err}");
     let record = p.record_for("retry.test.toml");
-    assert_eq!(record["outcome"], "passed", "{record}");
-    let retries = record["port_retries"].as_array().expect("port_retries");
-    assert_eq!(retries.len(), 1, "{record}");
-    let first = retries[0]["ports"]["APP_PORT"]
-        .as_u64()
-        .expect("first port");
-    let second = record["ports"]["APP_PORT"].as_u64().expect("second port");
-    assert_ne!(first, second, "{record}");
+    assert_eq!(record.outcome, Some(RunOutcome::Passed), "{record:?}");
+    let retries = &record.port_retries;
+    assert_eq!(retries.len(), 1, "{record:?}");
+    let first = *retries[0].ports.get("APP_PORT").expect("first port");
+    let second = *record.ports.get("APP_PORT").expect("second port");
+    assert_ne!(first, second, "{record:?}");
     assert!(
-        retries[0]["reason"]
-            .as_str()
-            .is_some_and(|r| r.contains("Address already in use")),
-        "{record}"
+        retries[0].reason.contains("Address already in use"),
+        "{record:?}"
     );
     let used = std::fs::read_to_string(p.root().join("port.txt")).expect("port.txt");
     assert_eq!(
@@ -262,9 +233,9 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/"
         second.to_string(),
         "the steps saw the new port"
     );
-    let server = command(&record, "server");
-    assert_eq!(server["status"], "ready", "{server}");
-    assert!(server["error"].is_null(), "{server}");
+    let server = record.command("server");
+    assert_eq!(server.status, CommandStatus::Ready, "{server:?}");
+    assert!(server.error.is_none(), "{server:?}");
     let shown = format!("{said}{err}");
     assert!(
         shown.contains(&format!(
@@ -296,24 +267,19 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/"
         "name = \"Busy\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 3);
     let record = p.record_for("busy.test.toml");
-    assert_eq!(record["outcome"], "error", "{record}");
+    assert_eq!(record.outcome, Some(RunOutcome::Error), "{record:?}");
     assert_eq!(
-        record["port_retries"].as_array().map_or(0, Vec::len),
+        record.port_retries.len(),
         1,
-        "retried once only: {record}"
+        "retried once only: {record:?}"
     );
     assert!(
-        record["error"]
-            .as_str()
+        record
+            .error
+            .as_deref()
             .is_some_and(|e| e.contains("EADDRINUSE")),
-        "{record}"
+        "{record:?}"
     );
 }

@@ -4,7 +4,9 @@
 //! and exits as its test decides, because each listener serves a bounded number of connections
 //! and closes the rest (docs/troubleshooting.md).
 
-use crate::common::{stderr, stdout, Project};
+use crate::common::assert_exit;
+use crate::common::records::*;
+use crate::common::Project;
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::CommandExt;
@@ -120,11 +122,10 @@ fn thousands_of_idle_connections_leave_the_records_and_the_exit_code() {
         "[[steps]]\ninstruction = '''\nsleep 6\nmcp list_logs {}\n'''\n",
     );
     let (out, held) = start_flooded(&p, 1);
-    let console = format!("{}\n{}", stdout(&out), stderr(&out));
     assert!(held >= 1000, "the flood held {held} connections");
-    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert_exit(&out, 0);
     let record = p.record_for("flood.test.toml");
-    assert_eq!(record["outcome"], "passed", "{record}");
+    assert_eq!(record.outcome, Some(RunOutcome::Passed), "{record:?}");
     assert!(p.suite_dir().join("summary.json").is_file());
     assert!(p.suite_dir().join("report.html").is_file());
 }
@@ -150,17 +151,14 @@ fn a_flood_of_the_devtools_endpoint_and_the_console_leaves_the_records_and_the_e
          mcp list_logs {}\n'''\n",
     );
     let (out, held) = start_flooded(&p, 2);
-    let console = format!("{}\n{}", stdout(&out), stderr(&out));
     assert!(held >= 1000, "the flood held {held} connections");
-    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert_exit(&out, 0);
     let record = p.record_for("flood.test.toml");
-    assert_eq!(record["outcome"], "passed", "{record}");
-    let step = &record["steps"][0];
+    assert_eq!(record.outcome, Some(RunOutcome::Passed), "{record:?}");
+    let step = &record.steps[0];
     assert!(
-        step["evidence"]
-            .as_array()
-            .is_some_and(|e| e.iter().any(|x| x["kind"] == "screenshot")),
-        "the step's capture went through the flooded endpoint: {step:#}"
+        step.evidence.iter().any(|x| x.kind == "screenshot"),
+        "the step's capture went through the flooded endpoint: {step:#?}"
     );
     assert!(p.suite_dir().join("summary.json").is_file());
     assert!(p.suite_dir().join("report.html").is_file());

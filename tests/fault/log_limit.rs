@@ -2,19 +2,14 @@
 //! a 64 KiB limit keeps a bounded log (its head, the limit's marker) and a rolling tail with its
 //! newest lines, while its readiness log probe still sees a line printed long after the cut.
 
+use crate::common::assert_exit;
+use crate::common::records::*;
 use crate::common::{stderr, stdout, Project};
 use std::path::Path;
 
 const LIMIT: u64 = 64 * 1024;
 const EARLY: u32 = 200_000;
 const LATE: u32 = 20_000;
-
-fn command<'a>(record: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    record["commands"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["name"] == name))
-        .unwrap_or_else(|| panic!("no command {name}: {record}"))
-}
 
 /// Every byte the server prints, as `seq` prints it.
 fn printed() -> Vec<u8> {
@@ -59,19 +54,17 @@ readiness = {{ log = "^server ready late$", timeout_secs = 60 }}
         "name = \"Chatty\"\n[[steps]]\ninstruction = \"`while [ ! -f done.flag ]; do sleep 0.05; done`\"\n",
     );
     let out = p.run(&["start"]); // also checks nothing survives
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let record = p.record_for("chatty.test.toml");
-    assert_eq!(record["outcome"], "passed", "{record}");
-    let web = command(&record, "web");
-    assert_eq!(web["ready_probe"], "log /^server ready late$/", "{web}");
+    assert_eq!(record.outcome, Some(RunOutcome::Passed), "{record:?}");
+    let web = record.command("web");
+    assert_eq!(
+        web.ready_probe.as_deref(),
+        Some("log /^server ready late$/"),
+        "{web:?}"
+    );
 
-    let logs = Path::new(record["run_dir"].as_str().expect("run_dir")).join("logs");
+    let logs = record.run_dir().join("logs");
     let log = std::fs::read(logs.join("web.log")).expect("web.log");
     let marker = format!(
         "[bugatti: log limit of {LIMIT} bytes reached; the rest is kept as a rolling tail in web.tail.log]\n"
@@ -110,9 +103,9 @@ readiness = {{ log = "^server ready late$", timeout_secs = 60 }}
 
     // Every byte is accounted for, and the whole log directory stays bounded.
     assert_eq!(
-        web["log_truncated_bytes"].as_u64(),
+        web.log_truncated_bytes,
         Some((printed.len() - head.len()) as u64),
-        "{web}"
+        "{web:?}"
     );
     let on_disk: u64 = std::fs::read_dir(&logs)
         .expect("logs")
@@ -125,10 +118,7 @@ readiness = {{ log = "^server ready late$", timeout_secs = 60 }}
         "{on_disk} bytes for {} printed",
         printed.len()
     );
-    let report = std::fs::read_to_string(
-        Path::new(record["run_dir"].as_str().expect("run_dir")).join("report.md"),
-    )
-    .expect("report.md");
+    let report = std::fs::read_to_string(record.run_dir().join("report.md")).expect("report.md");
     assert!(
         report.contains("`web`: its log reached `[supervisor] max_log_bytes`"),
         "{report}"
@@ -147,7 +137,7 @@ fn check_refuses_a_log_limit_below_4096_bytes_in_the_users_words() {
         "name = \"A\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
     let out = p.run(&["check"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert_exit(&out, 2);
     let said = format!("{}{}", stdout(&out), stderr(&out));
     assert!(
         said.contains("`[supervisor] max_log_bytes` must be a whole number of bytes, at least 4096 (found 1000;"),
@@ -159,7 +149,7 @@ fn check_refuses_a_log_limit_below_4096_bytes_in_the_users_words() {
     );
     let out = p.run(&["check"]);
     let said = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{said}{}", stderr(&out));
+    assert_exit(&out, 0);
     let row = said
         .lines()
         .find(|l| l.contains("supervisor.max_log_bytes"))

@@ -12,9 +12,10 @@
 //! to the 1000th. It prints the figures.
 
 use crate::common;
+use crate::common::assert_exit;
 use crate::common::fault;
 
-use crate::common::{stderr, stdout, Project};
+use crate::common::Project;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -95,13 +96,7 @@ fn fds_and_rss_stay_flat_over_200_root_tests() {
     }
     let out = child.wait_with_output().expect("output");
     p.assert_nothing_survives();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     assert_eq!(finished_runs(&p), TESTS);
 
     let window = |lo: usize, hi: usize| -> Vec<Sample> {
@@ -213,7 +208,7 @@ readiness = { tcp = "127.0.0.1:${APP_PORT}" }
     }
     let out = child.wait_with_output().expect("output");
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, 0);
     assert_eq!(finished_runs(&p), N);
     let window = |lo: usize, hi: usize| -> Vec<(usize, usize, u64, u64)> {
         samples

@@ -3,7 +3,10 @@
 //! through the dead run's process ledger, reports them and kills them, and makes the dead run's
 //! records final (`interrupted`).
 
+use crate::common::assert_exit;
 use crate::common::fault;
+use crate::common::read_run_record;
+use crate::common::records::*;
 
 use crate::common::{stderr, Project};
 use std::process::Stdio;
@@ -85,7 +88,7 @@ readiness = {{ log = "^up$" }}
 
     let out = p.run(&["start", "quick.test.toml"]); // also asserts that nothing survives
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_exit(&out, 0);
     let line = err
         .lines()
         .find(|l| l.contains(&format!("leftover processes of dead run {dead_run}")))
@@ -113,22 +116,21 @@ readiness = {{ log = "^up$" }}
         "{err}"
     );
     let dead_dir = p.root().join(".bugatti/runs").join(&dead_run);
-    let record: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(dead_dir.join("run.json")).expect("run.json"),
-    )
-    .expect("run.json is JSON");
-    assert_eq!(record["outcome"], "interrupted", "{record}");
+    let record = read_run_record(&dead_dir);
+    assert_eq!(record.outcome, Some(RunOutcome::Interrupted), "{record:?}");
     assert!(
-        record["error"]
-            .as_str()
+        record
+            .error
+            .as_deref()
             .is_some_and(|e| e.contains("the supervisor was killed")),
-        "{record}"
+        "{record:?}"
     );
     assert_eq!(
-        record["steps"][0]["status"], "interrupted",
-        "the step it was cut off in: {record}"
+        record.steps[0].status,
+        StepStatus::Interrupted,
+        "the step it was cut off in: {record:?}"
     );
-    assert!(record["finished_at"].is_string(), "{record}");
+    assert!(record.finished_at.is_some(), "{record:?}");
     let events = std::fs::read_to_string(dead_dir.join("events.jsonl")).expect("events.jsonl");
     assert!(
         events
@@ -182,7 +184,7 @@ fn a_live_supervisor_s_processes_are_left_alone() {
         .args(["start", "quick.test.toml"])
         .output()
         .expect("second supervisor");
-    assert_eq!(second.status.code(), Some(0), "{}", stderr(&second));
+    assert_exit(&second, 0);
     assert!(!stderr(&second).contains("leftover"), "{}", stderr(&second));
     for pid in &before {
         assert!(
@@ -192,7 +194,7 @@ fn a_live_supervisor_s_processes_are_left_alone() {
     }
     fault::signal(first.id(), "INT");
     let out = fault::wait_guarded(first);
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert_exit(&out, 130);
     p.assert_nothing_survives();
 }
 
@@ -256,7 +258,7 @@ fn a_sigkilled_supervisor_that_is_still_a_zombie_counts_as_dead() {
     // Still unreaped while the next start ran.
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
     child.wait().expect("reap the supervisor");
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_exit(&out, 0);
     assert!(
         err.contains(&format!("leftover processes of dead run {dead_run}")),
         "{err}"
@@ -265,15 +267,6 @@ fn a_sigkilled_supervisor_that_is_still_a_zombie_counts_as_dead() {
         err.contains(&format!("run {dead_run} of a supervisor that was killed")),
         "{err}"
     );
-    let record: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            p.root()
-                .join(".bugatti/runs")
-                .join(&dead_run)
-                .join("run.json"),
-        )
-        .expect("run.json"),
-    )
-    .expect("run.json is JSON");
-    assert_eq!(record["outcome"], "interrupted", "{record}");
+    let record = read_run_record(&p.root().join(".bugatti/runs").join(&dead_run));
+    assert_eq!(record.outcome, Some(RunOutcome::Interrupted), "{record:?}");
 }

@@ -7,9 +7,11 @@
 //! Each skips, saying why, without Chromium, the Claude Code CLI or Playwright MCP.
 
 use crate::common;
+use crate::common::assert_exit;
+use crate::common::records::*;
 
 use crate::common::claude::{claude_bin, Stub};
-use crate::common::{stderr, stdout, Project};
+use crate::common::{stderr, Project};
 use bugatti::browser::cdp::CdpClient;
 use bugatti::browser::{executable, Browser, BrowserLaunch};
 use bugatti::process::Scope;
@@ -161,17 +163,16 @@ async fn the_agent_drives_the_supervised_browser_and_the_run_keeps_the_evidence(
         .output()
         .expect("run");
     p.assert_nothing_survives();
-    let console = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert_exit(&out, 0);
     let record = p.record_for("shop.test.toml");
-    let step = &record["steps"][0];
+    let step = &record.steps[0];
     // The page's deliberate console error makes the passing step a warning (docs/browser.md).
-    assert_eq!(step["status"], "warn", "{step}");
+    assert_eq!(step.status, StepStatus::Warn, "{step:?}");
     assert!(
-        step["message"]
-            .as_str()
+        step.message
+            .as_deref()
             .is_some_and(|m| m.contains("console error")),
-        "{step}"
+        "{step:?}"
     );
     let requests = stub.requests_text();
     assert!(
@@ -179,13 +180,13 @@ async fn the_agent_drives_the_supervised_browser_and_the_run_keeps_the_evidence(
         "the agent saw the page change"
     );
 
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
-    let evidence = step["evidence"].as_array().expect("evidence");
+    let run_dir = record.run_dir();
+    let evidence = &step.evidence;
     let of_kind = |kind: &str| -> Vec<String> {
         evidence
             .iter()
-            .filter(|e| e["kind"] == kind)
-            .filter_map(|e| e["path"].as_str().map(String::from))
+            .filter(|e| e.kind == kind)
+            .map(|e| e.path.clone())
             .collect()
     };
     let shots = of_kind("screenshot");
@@ -205,12 +206,9 @@ async fn the_agent_drives_the_supervised_browser_and_the_run_keeps_the_evidence(
         network.contains("/missing.png") && network.contains("404"),
         "{network}"
     );
-    let browser = record["commands"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["name"] == "browser"))
-        .expect("the browser in run.json");
-    assert_eq!(browser["kind"], "browser");
-    assert_eq!(browser["teardown"], "clean", "{browser}");
+    let browser = record.command("browser");
+    assert_eq!(browser.kind, "browser");
+    assert_eq!(browser.teardown, Some(TeardownState::Clean), "{browser:?}");
 
     let suite = p.suite_dir();
     let widths = rendered_screenshot_widths(&suite.join("report.html")).await;
@@ -249,10 +247,9 @@ async fn playwright_mcp_declared_only_in_the_projects_mcp_json_works_beside_the_
         .output()
         .expect("run");
     p.assert_nothing_survives();
-    let console = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert_exit(&out, 0);
     let record = p.record_for("shop.test.toml");
-    assert_eq!(record["steps"][0]["status"], "ok", "{record}");
+    assert_eq!(record.steps[0].status, StepStatus::Ok, "{record:?}");
     let requests = stub.requests_text();
     assert!(
         requests.contains("Basket: 1 item"),
@@ -272,7 +269,7 @@ fn a_project_mcp_json_naming_the_supervisors_servers_is_refused_before_anything_
         r#"{"mcpServers": {"browser": {"command": "playwright-mcp"}}}"#,
     );
     let out = p.supervisor().arg("start").output().expect("run");
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert_exit(&out, 2);
     assert!(
         stderr(&out).contains(".mcp.json") && stderr(&out).contains("browser"),
         "{}",
@@ -314,19 +311,16 @@ fn sigint_mid_step_leaves_no_browser_process() {
     assert!(status.success());
     let out = child.wait_with_output().expect("wait");
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert_exit(&out, 130);
     let record = p.record_for("shop.test.toml");
-    assert_eq!(record["outcome"], "interrupted", "{record}");
-    let browser = record["commands"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["name"] == "browser"))
-        .expect("the browser in run.json");
+    assert_eq!(record.outcome, Some(RunOutcome::Interrupted), "{record:?}");
+    let browser = record.command("browser");
     // `leaked` is Chromium's crash handler, which leaves the group by design and is found and
     // killed by the sweep when it has not exited on its own yet (see browser/launch.rs); that
     // nothing survives is asserted above.
     assert!(
-        ["clean", "killed", "leaked"].contains(&browser["teardown"].as_str().unwrap_or("")),
-        "{browser}"
+        ["clean", "killed", "leaked"].contains(&browser.teardown.map_or("", |t| t.as_str())),
+        "{browser:?}"
     );
 }
 
@@ -359,17 +353,16 @@ fn a_secret_shown_on_a_page_reaches_the_agent_as_its_name_only() {
         .output()
         .expect("run");
     p.assert_nothing_survives();
-    let console = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert_exit(&out, 0);
     let record = p.record_for("shop.test.toml");
-    assert_eq!(record["steps"][0]["status"], "ok", "{record}");
+    assert_eq!(record.steps[0].status, StepStatus::Ok, "{record:?}");
     let requests = stub.requests_text();
     assert!(
         requests.contains("<secret>SHOP_TOKEN</secret>"),
         "the model saw the secret's name"
     );
     assert!(!requests.contains(value), "the model never saw the value");
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let transcript =
         std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).expect("agent.jsonl");
     assert!(

@@ -7,6 +7,7 @@
 use crate::browser_claude_real::{browsing_script, path_with, shop_project};
 use crate::common;
 use crate::common::pi::{client_env, pi1_bin};
+use crate::common::records::*;
 use crate::common::scripted_api::ScriptedApi;
 use crate::common::{stderr, stdout};
 
@@ -48,9 +49,9 @@ fn pi_1_drives_the_supervised_browser_through_playwright_mcp() {
     let requests = std::fs::read_to_string(&stub.requests).unwrap_or_default();
     assert_eq!(out.status.code(), Some(0), "{console}\n{requests}");
     let record = p.record_for("shop.test.toml");
-    let step = &record["steps"][0];
+    let step = &record.steps[0];
     // The page's deliberate console error makes the passing step a warning (docs/browser.md).
-    assert_eq!(step["status"], "warn", "{step}");
+    assert_eq!(step.status, StepStatus::Warn, "{step:?}");
     assert!(
         requests.contains("Basket: 1 item"),
         "the agent saw the page change"

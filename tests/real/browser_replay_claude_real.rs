@@ -8,6 +8,7 @@
 //! Skips loudly without Chromium, the Claude Code CLI or Playwright MCP.
 
 use crate::common;
+use crate::common::assert_exit;
 
 use crate::browser_claude_real::rendered_screenshot_widths;
 use crate::common::claude::{claude_bin, Stub};
@@ -167,7 +168,7 @@ fn run_with(
 
 /// The newest run.json of the project (each invocation here runs one test).
 fn latest_record(p: &Project) -> Value {
-    let mut records = p.run_records();
+    let mut records = p.run_records_json();
     records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
     records.pop().expect("a run.json")
 }
@@ -296,7 +297,7 @@ async fn a_shop_test_through_the_browser_replays_without_the_model_and_a_changed
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let check = p.supervisor().arg("check").output().expect("check");
     let listed = stdout(&check);
-    assert_eq!(check.status.code(), Some(0), "{listed}");
+    assert_exit(&check, 0);
     for line in [
         format!("replay: recorded {today} (2 actions: 2 browser)"),
         format!("replay: recorded {today} (1 action: 1 browser)"),

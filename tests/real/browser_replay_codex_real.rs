@@ -6,11 +6,12 @@
 //! fails it on the page as it is. Skips loudly without Chromium, the Codex CLI or Playwright MCP.
 
 use crate::common;
+use crate::common::records::*;
 
 use crate::common::codex::{codex_bin, ResponsesStub};
 use crate::common::{stderr, stdout, Project};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// A project as docs/browser.md sets one up, with Codex pointed at `stub`: the `site/` folder
 /// served on an auto port, `[browser]` with its defaults, one step.
@@ -29,7 +30,7 @@ fn configure(p: &Project, stub: &ResponsesStub) {
 }
 
 /// One invocation: (exit code, console, run.json).
-fn run(p: &Project, codex: &Path, mcp: &Path) -> (Option<i32>, String, Value) {
+fn run(p: &Project, codex: &Path, mcp: &Path) -> (Option<i32>, String, RunRecord) {
     let path = format!(
         "{}:{}",
         mcp.parent().expect("bin dir").display(),
@@ -46,7 +47,7 @@ fn run(p: &Project, codex: &Path, mcp: &Path) -> (Option<i32>, String, Value) {
     p.assert_nothing_survives();
     let console = format!("{}\n{}", stdout(&out), stderr(&out));
     let mut records = p.run_records();
-    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+    records.sort_by_key(|r| r.identity.started_at);
     (
         out.status.code(),
         console,
@@ -98,16 +99,16 @@ fn a_codex_browser_step_replays_without_a_model_request_and_a_changed_page_fails
     );
     configure(&p, &stub);
     let (code, console, record) = run(&p, &codex, &mcp);
-    let step = &record["steps"][0];
+    let step = &record.steps[0];
     assert_eq!(
         code,
         Some(0),
-        "{console}\n{step:#}\n{}",
+        "{console}\n{step:#?}\n{}",
         stub.requests_text()
     );
-    assert_eq!(step["status"], "ok", "{step:#}");
-    assert_eq!(step["mode"], "agent", "{step:#}");
-    assert_eq!(step["recorded"], true, "{step:#}");
+    assert_eq!(step.status, StepStatus::Ok, "{step:#?}");
+    assert_eq!(step.mode, Some(StepMode::Agent), "{step:#?}");
+    assert!(step.recorded, "{step:#?}");
     assert!(stub.request_log().len() >= 4, "the model was asked");
     let text = std::fs::read_to_string(p.root().join("bugatti.replay/shop.replay.json"))
         .expect("a recording");
@@ -131,19 +132,19 @@ fn a_codex_browser_step_replays_without_a_model_request_and_a_changed_page_fails
     let stub = ResponsesStub::start(&second, json!([]));
     configure(&p, &stub);
     let (code, console, record) = run(&p, &codex, &mcp);
-    let step = &record["steps"][0];
-    assert_eq!(code, Some(0), "{console}\n{step:#}");
+    let step = &record.steps[0];
+    assert_eq!(code, Some(0), "{console}\n{step:#?}");
     assert_eq!(stub.request_log().len(), 0, "no model request");
-    assert_eq!(step["mode"], "replayed", "{step:#}");
-    assert_eq!(step["status"], "ok", "{step:#}");
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    assert_eq!(step.mode, Some(StepMode::Replayed), "{step:#?}");
+    assert_eq!(step.status, StepStatus::Ok, "{step:#?}");
+    let run_dir = record.run_dir();
     assert!(
         !run_dir.join("transcripts/agent.jsonl").exists(),
         "Codex never started"
     );
     assert!(
-        step["evidence"].to_string().contains("screenshots/step-1-"),
-        "the replayed step has the browser's screenshot: {step:#}"
+        format!("{:?}", step.evidence).contains("screenshots/step-1-"),
+        "the replayed step has the browser's screenshot: {step:#?}"
     );
 
     // 3. The shop sold out: the button is gone, the replayed page differs, the step drifts to
@@ -166,16 +167,20 @@ fn a_codex_browser_step_replays_without_a_model_request_and_a_changed_page_fails
     );
     configure(&p, &stub);
     let (code, console, record) = run(&p, &codex, &mcp);
-    let step = &record["steps"][0];
-    assert_eq!(code, Some(1), "{console}\n{step:#}");
-    assert_eq!(step["mode"], "agent", "{step:#}");
-    assert_eq!(step["status"], "error", "{step:#}");
-    let diff = step["replay_drift"]["diff"].as_str().unwrap_or_default();
+    let step = &record.steps[0];
+    assert_eq!(code, Some(1), "{console}\n{step:#?}");
+    assert_eq!(step.mode, Some(StepMode::Agent), "{step:#?}");
+    assert_eq!(step.status, StepStatus::Error, "{step:#?}");
+    let diff = step
+        .replay_drift
+        .as_ref()
+        .map(|d| d.diff.as_str())
+        .unwrap_or_default();
     assert!(
         diff.contains("Add to basket") && diff.contains("Sold out"),
-        "the drift shows what changed on the page: {step:#}"
+        "the drift shows what changed on the page: {step:#?}"
     );
-    let message = step["message"].as_str().unwrap_or_default();
+    let message = step.message.as_deref().unwrap_or_default();
     assert!(
         message.contains("Sold out"),
         "Codex judged the page as it is (its verdict quotes the snapshot): {message}"

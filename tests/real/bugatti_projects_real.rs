@@ -9,7 +9,9 @@
 //! relative commands, the agent expected in the project root. Skips loudly without the CLI.
 
 use crate::common::claude::{claude_bin, Stub};
+use crate::common::records::*;
 use crate::common::{stderr, stdout, Project};
+use bugatti::report::run_record::StepRecord;
 use serde_json::json;
 use std::path::Path;
 
@@ -63,21 +65,13 @@ fn start(p: &Project, bin: &Path, stub: &Stub, side: &Path) -> (Option<i32>, Str
     )
 }
 
-fn logs(step: &serde_json::Value) -> String {
-    step["logs"]
-        .as_array()
-        .map(|l| {
-            l.iter()
-                .filter_map(|v| v.as_str())
-                .collect::<Vec<_>>()
-                .join("\n")
-        })
-        .unwrap_or_default()
+fn logs(step: &StepRecord) -> String {
+    step.logs.join("\n")
 }
 
 /// The `cwd` of Claude Code's `system/init` event in the run's agent.jsonl.
-fn claude_cwd(record: &serde_json::Value) -> String {
-    let run_dir = record["run_dir"].as_str().expect("run_dir");
+fn claude_cwd(record: &RunRecord) -> String {
+    let run_dir = record.identity.run_dir.as_str();
     let jsonl = std::fs::read_to_string(Path::new(run_dir).join("transcripts/agent.jsonl"))
         .expect("agent.jsonl");
     jsonl
@@ -155,14 +149,14 @@ step_timeout_secs = 60
     let (code, console) = start(&p, &bin, &stub, side.path());
     assert_eq!(code, Some(0), "{console}");
     let record = p.record_for("cli.test.toml");
-    assert_eq!(record["outcome"], "passed", "{record}");
-    let build = &record["commands"][0];
+    assert_eq!(record.outcome, Some(RunOutcome::Passed), "{record:?}");
+    let build = &record.commands[0];
     assert_eq!(
-        (&build["name"], &build["exit_code"]),
-        (&json!("build"), &json!(0)),
-        "{build}"
+        (build.name.as_str(), build.exit_code),
+        ("build", Some(0)),
+        "{build:?}"
     );
-    let steps = record["steps"].as_array().expect("steps");
+    let steps = &record.steps;
     let usage = logs(&steps[0]);
     assert!(
         usage == "usage: greeter <name> [--shout] (exit=1)",
@@ -287,17 +281,17 @@ instruction = "POST an item named 'tea' to /api/items, then check it is listed."
     let (code, console) = start(&p, &bin, &stub, side.path());
     assert_eq!(code, Some(0), "{console}");
     let record = p.record_for("api.test.toml");
-    assert_eq!(record["outcome"], "passed", "{record}");
-    let steps = record["steps"].as_array().expect("steps");
+    assert_eq!(record.outcome, Some(RunOutcome::Passed), "{record:?}");
+    let steps = &record.steps;
     assert_eq!(logs(&steps[0]), r#"{"items": []}"#);
     assert_eq!(
         logs(&steps[1]),
         r#"{"items": [{"id": 1, "name": "tea"}]}"#,
         "curl really reached the app through the project's permission"
     );
-    let server = &record["commands"][0];
-    assert_eq!(server["name"], "server");
-    assert_eq!(server["teardown"], "clean", "{server}");
+    let server = &record.commands[0];
+    assert_eq!(server.name, "server");
+    assert_eq!(server.teardown, Some(TeardownState::Clean), "{server:?}");
     assert_eq!(claude_cwd(&record), root.display().to_string());
     assert!(
         stub.requests_text().contains(&base),

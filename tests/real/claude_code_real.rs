@@ -5,6 +5,7 @@
 //! Without the CLI, each test prints why it is skipped and returns (fails under `CI=true`).
 
 use crate::common;
+use crate::common::assert_exit;
 use crate::common::rig::{step, support_dir, Rig};
 use bugatti::model::outcome::{StepStatus, TeardownState};
 use bugatti::process::group;
@@ -489,14 +490,13 @@ fn claude_codes_tokens_are_counted_in_run_json() {
         .output()
         .expect("run supervisor");
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(0), "{}", common::stdout(&out));
+    assert_exit(&out, 0);
     let record = p.record_for("hello.test.toml");
-    let input = record["input_tokens"].as_u64().unwrap_or(0);
-    let output = record["output_tokens"].as_u64().unwrap_or(0);
+    let (input, output) = (record.input_tokens, record.output_tokens);
     assert!(
         input >= 2000 && output >= 400,
-        "two model calls' tokens: {record}"
+        "two model calls' tokens: {record:?}"
     );
-    let summary = p.suite_summary();
+    let summary = p.suite_summary_json();
     assert_eq!(summary["input_tokens"].as_u64(), Some(input), "{summary}");
 }

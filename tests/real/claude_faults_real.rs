@@ -4,6 +4,7 @@
 //! two tests. Skips loudly without the CLI (a failure under `CI=true`).
 
 use crate::common;
+use crate::common::records::*;
 
 use common::claude::{claude_bin, Stub};
 use common::{stdout, Project};
@@ -58,12 +59,16 @@ fn an_api_answering_500_is_an_agent_error_not_a_test_failure() {
     let said = format!("{}\n{}", stdout(&out), common::stderr(&out));
     assert_eq!(out.status.code(), Some(3), "{said}");
     let record = p.record_for("t1.test.toml");
-    assert_eq!(record["outcome"], "error", "{record}");
-    let step = &record["steps"][0];
-    assert_eq!(step["status"], "agent_error", "{step}");
-    assert_eq!(step["agent_fault"]["kind"], "api_error", "{step}");
+    assert_eq!(record.outcome, Some(RunOutcome::Error), "{record:?}");
+    let step = &record.steps[0];
+    assert_eq!(step.status, StepStatus::AgentError, "{step:?}");
+    assert_eq!(
+        step.agent_fault.as_ref().map(|f| f.kind.as_str()),
+        Some("api_error"),
+        "{step:?}"
+    );
     assert!(said.contains("AGENT ERROR (api_error)"), "{said}");
-    let summary = p.suite_summary();
+    let summary = p.suite_summary_json();
     assert_eq!(summary["totals"]["failed"], 0, "{summary}");
 }
 
@@ -74,7 +79,7 @@ fn a_401_on_every_call_starts_at_most_two_of_six_tests() {
     };
     let said = format!("{}\n{}", stdout(&out), common::stderr(&out));
     assert_eq!(out.status.code(), Some(3), "{said}");
-    let summary = p.suite_summary();
+    let summary = p.suite_summary_json();
     let ran = summary["tests"].as_array().map_or(0, Vec::len);
     assert!(ran <= 2, "{ran} tests started: {summary}");
     assert_eq!(

@@ -2,12 +2,12 @@
 //! installed by `.ci/run`, or `$BUGATTI_CLAUDE_BIN`) against the scripted Anthropic API stub on
 //! loopback, driving a real app the harness started. Skips loudly without the CLI.
 
-use crate::common;
+use crate::common::assert_exit;
+use crate::common::records::*;
 
 use crate::common::claude::{claude_bin, Stub};
-use crate::common::{stdout, Project};
+use crate::common::Project;
 use serde_json::json;
-use std::path::PathBuf;
 
 #[test]
 fn a_claude_code_session_runs_a_real_tool_against_the_harness_app() {
@@ -56,34 +56,26 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
         .output()
         .expect("run supervisor");
     p.assert_nothing_survives();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        common::stderr(&out)
-    );
+    assert_exit(&out, 0);
     let record = p.record_for("counter.test.toml");
-    assert_eq!(record["outcome"], "warned", "{record}");
-    assert_eq!(record["provider"], "claude-code");
-    let steps = &record["steps"];
-    assert_eq!(steps[0]["status"], "ok");
+    assert_eq!(record.outcome, Some(RunOutcome::Warned), "{record:?}");
+    assert_eq!(record.identity.provider, "claude-code");
+    let steps = &record.steps;
+    assert_eq!(steps[0].status, StepStatus::Ok);
     assert_eq!(
-        steps[0]["logs"][0], "count=1",
+        steps[0].logs[0], "count=1",
         "the Bash tool really hit the app"
     );
-    assert_eq!(steps[1]["status"], "warn");
-    assert_eq!(steps[1]["message"], "the page is slow");
-    let usage = &steps[0]["usage"];
-    assert!(
-        usage["cost_usd"].as_f64().is_some_and(|c| c > 0.0),
-        "{usage}"
-    );
-    assert!(usage["session_id"].as_str().is_some_and(|s| !s.is_empty()));
+    assert_eq!(steps[1].status, StepStatus::Warn);
+    assert_eq!(steps[1].message.as_deref(), Some("the page is slow"));
+    let usage = steps[0].usage.clone().unwrap_or_default();
+    assert!(usage.cost_usd.is_some_and(|c| c > 0.0), "{usage:?}");
+    assert!(usage.session_id.as_ref().is_some_and(|s| !s.is_empty()));
     assert_eq!(
-        steps[1]["usage"]["session_id"], usage["session_id"],
+        steps[1].usage.as_ref().and_then(|u| u.session_id.clone()),
+        usage.session_id,
         "one conversation per session"
     );
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     assert!(run_dir.join("transcripts/agent.jsonl").is_file());
 }

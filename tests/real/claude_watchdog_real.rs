@@ -4,7 +4,9 @@
 //! max_cost_usd, a Claude Code that wedges after its result or dies between steps. Skips loudly
 //! without the CLI. Wall time is asserted only against the timeouts each test configures.
 
+use crate::common::assert_exit;
 use crate::common::claude::{claude_bin, Stub};
+use crate::common::records::*;
 use crate::common::{stderr, stdout, Project};
 use serde_json::json;
 use std::path::Path;
@@ -55,15 +57,10 @@ fn a_suite_whose_next_test_would_pass_its_budget_does_not_start_it() {
     // What one such test costs, as Claude Code prices the stub's tokens: measured, not assumed.
     let calibration = project("", &["Do it."]);
     let (out, _) = run(&calibration, &bin, &stub, &home);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
-    let cost = calibration.record_for("claude.test.toml")["cost_usd"]
-        .as_f64()
+    assert_exit(&out, 0);
+    let cost = calibration
+        .record_for("claude.test.toml")
+        .cost_usd
         .expect("Claude Code reports a cost");
     assert!(cost > 0.0);
 
@@ -85,9 +82,12 @@ fn a_suite_whose_next_test_would_pass_its_budget_does_not_start_it() {
     let (out, _) = run(&p, &bin, &stub, &home);
     let console = stdout(&out);
     assert_eq!(out.status.code(), Some(1), "{console}\n{}", stderr(&out));
-    assert_eq!(p.record_for("a.test.toml")["outcome"], "passed");
+    assert_eq!(
+        p.record_for("a.test.toml").outcome,
+        Some(RunOutcome::Passed)
+    );
     assert_eq!(p.run_records().len(), 1, "b never started");
-    let summary = p.suite_summary();
+    let summary = p.suite_summary_json();
     assert_eq!(summary["not_run"], json!(["b.test.toml"]), "{summary}");
     let reason = summary["not_run_reason"].as_str().unwrap_or("");
     assert!(reason.contains("[supervisor] max_cost_usd"), "{reason}");
@@ -128,24 +128,22 @@ fn a_claude_code_that_wedges_after_its_result_is_restarted_and_torn_down_within_
         .expect("run supervisor");
     let took = started.elapsed();
     p.assert_nothing_survives();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let record = p.record_for("claude.test.toml");
-    assert_eq!(record["steps"][0]["status"], "ok", "{record}");
+    assert_eq!(record.steps[0].status, StepStatus::Ok, "{record:?}");
     // Step 2 went to the wedged process: silence, a restart on the same session, an answer.
-    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
-    let restarts = record["agent_restarts"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert_eq!(restarts.len(), 1, "{record}");
+    assert_eq!(record.steps[1].status, StepStatus::Ok, "{record:?}");
+    let restarts = &record.agent_restarts;
+    assert_eq!(restarts.len(), 1, "{record:?}");
     assert_eq!(
-        record["steps"][0]["usage"]["session_id"], record["steps"][1]["usage"]["session_id"],
+        record.steps[0]
+            .usage
+            .as_ref()
+            .and_then(|u| u.session_id.clone()),
+        record.steps[1]
+            .usage
+            .as_ref()
+            .and_then(|u| u.session_id.clone()),
         "resumed, not a new conversation"
     );
     // One silence (5 s) and two teardowns that need SIGTERM (after the 2 s close-stdin and SIGINT
@@ -174,30 +172,22 @@ fn a_claude_code_that_dies_between_steps_is_restarted_at_the_next_one() {
         .output()
         .expect("run supervisor");
     p.assert_nothing_survives();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let record = p.record_for("claude.test.toml");
-    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
-    let restarts = record["agent_restarts"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert_eq!(restarts.len(), 1, "{record}");
-    assert_eq!(restarts[0]["step_id"], 2);
-    assert!(
-        restarts[0]["reason"]
-            .as_str()
-            .unwrap_or("")
-            .contains("exit code 1"),
-        "{restarts:?}"
-    );
+    assert_eq!(record.steps[1].status, StepStatus::Ok, "{record:?}");
+    let restarts = &record.agent_restarts;
+    assert_eq!(restarts.len(), 1, "{record:?}");
+    assert_eq!(restarts[0].step_id, 2);
+    assert!(restarts[0].reason.contains("exit code 1"), "{restarts:?}");
     assert_eq!(
-        record["steps"][0]["usage"]["session_id"], record["steps"][1]["usage"]["session_id"],
+        record.steps[0]
+            .usage
+            .as_ref()
+            .and_then(|u| u.session_id.clone()),
+        record.steps[1]
+            .usage
+            .as_ref()
+            .and_then(|u| u.session_id.clone()),
         "resumed, not a new conversation"
     );
 }

@@ -5,6 +5,8 @@
 //! The fault cases assert their wall time only against the timeouts they configure.
 
 use crate::common;
+use crate::common::assert_exit;
+use crate::common::records::*;
 
 use crate::common::codex::{codex_bin, ResponsesStub};
 use crate::common::{stderr, stdout, Project};
@@ -63,33 +65,30 @@ fn three_steps_run_in_one_codex_thread_with_a_shell_call_each() {
     );
     let p = project(&stub, "", &["Say one.", "Say two.", "Fail."]);
     let (out, _) = run(&p, &bin);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 1);
     let record = p.record_for("codex.test.toml");
-    assert_eq!(record["provider"], "codex");
-    let steps = &record["steps"];
-    assert_eq!(steps[0]["status"], "ok", "{record}");
+    assert_eq!(record.identity.provider, "codex");
+    let steps = &record.steps;
+    assert_eq!(steps[0].status, StepStatus::Ok, "{record:?}");
     assert_eq!(
-        steps[0]["logs"][0], "one-1",
+        steps[0].logs[0], "one-1",
         "the shell tool really ran, with the step's BUGATTI_STEP_ID"
     );
-    assert_eq!(steps[1]["status"], "warn");
-    assert_eq!(steps[1]["logs"][0], "two");
-    assert_eq!(steps[2]["status"], "error");
-    assert_eq!(steps[2]["message"], "exit 3");
+    assert_eq!(steps[1].status, StepStatus::Warn);
+    assert_eq!(steps[1].logs[0], "two");
+    assert_eq!(steps[2].status, StepStatus::Error);
+    assert_eq!(steps[2].message.as_deref(), Some("exit 3"));
     // Usage from turn.completed: two model responses and their tokens per step, and for the
     // step that passed (and is recorded) one more, the facts question (docs/replay.md).
-    assert_eq!(steps[0]["agent_turns"], 3, "{}", steps[0]);
-    assert_eq!(steps[2]["usage"]["input_tokens"], 400);
-    assert_eq!(record["input_tokens"], 900, "the steps' own tokens, summed");
+    assert_eq!(steps[0].agent_turns, Some(3), "{:?}", steps[0]);
+    assert_eq!(
+        steps[2].usage.as_ref().and_then(|u| u.input_tokens),
+        Some(400)
+    );
+    assert_eq!(record.input_tokens, 900, "the steps' own tokens, summed");
     // Codex reports tokens only; `-m gpt-5.5` has a built-in list price ($5 in, $30 out per
     // million): 900 input and 150 output tokens over the three steps and the facts question.
-    let cost = record["cost_usd"].as_f64().expect("priced");
+    let cost = record.cost_usd.expect("priced");
     assert!((cost - 0.0090).abs() < 1e-9, "{cost}");
     // One thread: every request carried the same conversation key, and Codex named it each time.
     let requests = stub.request_log();
@@ -110,7 +109,13 @@ fn three_steps_run_in_one_codex_thread_with_a_shell_call_each() {
     assert_eq!(keys.len(), 1, "one thread across steps: {keys:?}");
     let thread = keys.into_iter().next().unwrap_or_default();
     assert!(!thread.is_empty());
-    assert_eq!(steps[2]["usage"]["session_id"], thread.as_str());
+    assert_eq!(
+        steps[2]
+            .usage
+            .as_ref()
+            .and_then(|u| u.session_id.as_deref()),
+        Some(thread.as_str())
+    );
     // The bootstrap went in the first message only; later steps resumed with the step alone.
     let first_input = requests[0]["body"]["input"].to_string();
     let last_input = requests[6]["body"]["input"].to_string();
@@ -120,7 +125,7 @@ fn three_steps_run_in_one_codex_thread_with_a_shell_call_each() {
         1,
         "the bootstrap was sent once, in the first message"
     );
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let jsonl = std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).expect("jsonl");
     // Three steps and the facts question after the first (the one that passed).
     assert_eq!(jsonl.matches("\"turn.completed\"").count(), 4);
@@ -142,21 +147,15 @@ fn an_api_silent_forever_fails_the_session_after_one_restart_naming_what_happene
         &["Hang."],
     );
     let (out, took) = run(&p, &bin);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 3);
     let record = p.record_for("codex.test.toml");
-    assert_eq!(record["outcome"], "error", "{record}");
-    let error = record["error"].as_str().unwrap_or("");
+    assert_eq!(record.outcome, Some(RunOutcome::Error), "{record:?}");
+    let error = record.error.as_deref().unwrap_or("");
     assert!(
         error.contains("made no progress for 4s") && error.contains("again after a restart"),
         "{error}"
     );
-    assert_eq!(record["agent_restarts"].as_array().map(Vec::len), Some(1));
+    assert_eq!(Some(record.agent_restarts.len()), Some(1));
     assert!(took < Duration::from_secs(limit * 2 + 30), "took {took:?}");
 }
 
@@ -177,23 +176,21 @@ fn an_api_that_errors_forever_is_a_clear_agent_error() {
     );
     let (out, took) = run(&p, &bin);
     // The API failing is the agent's fault, never the app's: an error (exit 3), not a failure.
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 3);
     let record = p.record_for("codex.test.toml");
-    let step = &record["steps"][0];
-    assert_eq!(step["status"], "agent_error", "{record}");
-    assert_eq!(step["agent_fault"]["kind"], "api_error", "{record}");
+    let step = &record.steps[0];
+    assert_eq!(step.status, StepStatus::AgentError, "{record:?}");
+    assert_eq!(
+        step.agent_fault.as_ref().map(|f| f.kind.as_str()),
+        Some("api_error"),
+        "{record:?}"
+    );
     assert!(
-        step["message"]
-            .as_str()
+        step.message
+            .as_deref()
             .unwrap_or("")
             .contains("the Codex turn failed: "),
-        "{step}"
+        "{step:?}"
     );
     assert!(took < Duration::from_secs(limit + 30), "took {took:?}");
 }
@@ -223,27 +220,18 @@ fn codex_retrying_an_api_that_errors_forever_is_stopped_by_the_watchdog() {
         "name = \"Codex\"\n[[steps]]\ninstruction = \"Try.\"\n",
     );
     let (out, took) = run(&p, &bin);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 3);
     let record = p.record_for("codex.test.toml");
-    let error = record["error"].as_str().unwrap_or("");
+    let error = record.error.as_deref().unwrap_or("");
     assert!(
         error.contains("made no progress for 6s") && error.contains("again after a restart"),
         "{error}"
     );
-    let restarts = record["agent_restarts"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    assert_eq!(restarts.len(), 1, "{record}");
+    let restarts = &record.agent_restarts;
+    assert_eq!(restarts.len(), 1, "{record:?}");
     // What it was doing while it made no progress is named (a slow start on a loaded machine can
     // leave one of the two silences without a retry notice, not both).
-    let said = format!("{error} {}", restarts[0]["reason"]);
+    let said = format!("{error} {}", restarts[0].reason);
     assert!(said.contains("it last said: Reconnecting..."), "{said}");
     // Two silences and two starts: bounded by the configured limit, not by Codex's retries.
     assert!(took < Duration::from_secs(limit * 2 + 30), "took {took:?}");
@@ -304,18 +292,18 @@ fn codex_drives_an_interactive_program_and_waits_for_the_servers_log_line_throug
     );
     let (out, _) = run(&p, &bin);
     let record = p.record_for("console.test.toml");
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let agent =
         std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).unwrap_or_default();
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{}\n{}\n{record:#}\n{agent}\n{}",
+        "{}\n{}\n{record:#?}\n{agent}\n{}",
         stdout(&out),
         stderr(&out),
         stub.requests_text()
     );
-    assert_eq!(record["steps"][0]["status"], "ok", "{record:#}");
+    assert_eq!(record.steps[0].status, StepStatus::Ok, "{record:#?}");
     // Codex itself reported each call as an MCP call of the `bugatti` server that completed.
     let mcp_calls: Vec<Value> = agent
         .lines()
@@ -405,32 +393,29 @@ fn a_codex_whose_console_token_does_not_reach_it_stops_at_its_start_naming_the_c
     assert_eq!(
         out.status.code(),
         Some(3),
-        "{}\n{}\n{record:#}",
+        "{}\n{}\n{record:#?}",
         stdout(&out),
         stderr(&out)
     );
-    assert_eq!(record["outcome"], "error", "{record:#}");
+    assert_eq!(record.outcome, Some(RunOutcome::Error), "{record:#?}");
     assert!(
-        record["error"]
-            .as_str()
+        record
+            .error
+            .as_deref()
             .unwrap_or("")
             .contains("agent console unavailable"),
-        "{record:#}"
+        "{record:#?}"
     );
-    let message = record["steps"][0]["message"].as_str().unwrap_or("");
+    let message = record.steps[0].message.as_deref().unwrap_or("");
     assert!(
         message.contains(
             "the agent console is unavailable: Codex could not connect to it (bugatti: \
              Environment variable BUGATTI_MCP_TOKEN for MCP server 'bugatti' is not set)"
         ),
-        "{record:#}"
+        "{record:#?}"
     );
     // Not restarted: the same command line would fail the same way.
-    assert_eq!(
-        record["agent_restarts"].as_array().map(Vec::len),
-        Some(0),
-        "{record:#}"
-    );
+    assert_eq!(Some(record.agent_restarts.len()), Some(0), "{record:#?}");
     assert!(
         stub.request_log().is_empty(),
         "no step ran without the console"
@@ -623,21 +608,15 @@ fn codex_tokens_are_priced_and_max_cost_usd_stops_the_run() {
         stdout(&check)
     );
     let (out, _) = run(&p, &bin);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 1);
     let record = p.record_for("codex.test.toml");
-    let steps = &record["steps"];
-    assert_eq!(steps[0]["status"], "ok", "{record}");
-    let first = steps[0]["cost_usd"].as_f64().expect("step cost");
+    let steps = &record.steps;
+    assert_eq!(steps[0].status, StepStatus::Ok, "{record:?}");
+    let first = steps[0].cost_usd.expect("step cost");
     assert!((first - 0.0051).abs() < 1e-9, "{first}");
-    assert_eq!(steps[1]["status"], "over_budget", "{record}");
-    assert_eq!(steps[2]["status"], "not_run", "{record}");
-    let total = record["cost_usd"].as_f64().expect("run cost");
+    assert_eq!(steps[1].status, StepStatus::OverBudget, "{record:?}");
+    assert_eq!(steps[2].status, StepStatus::NotRun, "{record:?}");
+    let total = record.cost_usd.expect("run cost");
     assert!((total - 0.0102).abs() < 1e-9, "{total}");
     assert_eq!(
         stub.request_log().len(),
@@ -681,14 +660,14 @@ fn codex_configured_as_the_readme_shows_reaches_the_app_with_its_own_shell() {
         );
         let (out, _) = run(&p, &bin);
         let record = p.record_for("health.test.toml");
-        let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+        let run_dir = record.run_dir();
         let agent =
             std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).unwrap_or_default();
         let expected = if reached { Some(0) } else { Some(1) };
         assert_eq!(
             out.status.code(),
             expected,
-            "sandbox {sandbox:?}\n{}\n{record:#}\n{agent}",
+            "sandbox {sandbox:?}\n{}\n{record:#?}\n{agent}",
             stdout(&out)
         );
         // Codex itself ran the command (its own shell, not the console).
@@ -774,7 +753,7 @@ fn codex_drives_the_sessions_browser_through_playwright_mcp() {
         .expect("run supervisor");
     p.assert_nothing_survives();
     let record = p.record_for("shop.test.toml");
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let agent =
         std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).unwrap_or_default();
     assert_eq!(
@@ -804,8 +783,8 @@ fn codex_drives_the_sessions_browser_through_playwright_mcp() {
         "{agent}"
     );
     assert!(calls.iter().all(|i| i["server"] == "browser"), "{calls:#?}");
-    let evidence = record["steps"][0]["evidence"].to_string();
-    assert!(evidence.contains("screenshots/step-1-1.png"), "{record:#}");
+    let evidence = format!("{:?}", record.steps[0].evidence);
+    assert!(evidence.contains("screenshots/step-1-1.png"), "{record:#?}");
     assert!(run_dir.join("screenshots/step-1-1.png").is_file());
 }
 
@@ -821,18 +800,13 @@ fn max_turns_per_step_stops_a_codex_whose_every_turn_runs_a_long_command() {
     let stub = ResponsesStub::start(side.path(), Value::Array(script));
     let p = project(&stub, "max_turns_per_step = 3", &["Wait."]);
     let (out, took) = run(&p, &bin);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 1);
     let record = p.record_for("codex.test.toml");
-    let step = &record["steps"][0];
-    assert_eq!(step["status"], "over_budget", "{record}");
+    let step = &record.steps[0];
+    assert_eq!(step.status, StepStatus::OverBudget, "{record:?}");
     assert_eq!(
-        step["agent_turns"], 4,
+        step.agent_turns,
+        Some(4),
         "stopped at the first turn over the limit"
     );
     assert!(

@@ -6,6 +6,8 @@
 //! Skips loudly without the CLI.
 
 use crate::common;
+use crate::common::assert_exit;
+use crate::common::records::*;
 
 use crate::common::claude::{claude_bin, Stub};
 use crate::common::{stdout, Project};
@@ -79,7 +81,7 @@ fn claude_code_drives_an_interactive_program_and_waits_for_the_servers_log_line(
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{}\n{}\n{record:#}\n{}",
+        "{}\n{}\n{record:#?}\n{}",
         stdout(&out),
         common::stderr(&out),
         stub.requests_text()
@@ -87,7 +89,7 @@ fn claude_code_drives_an_interactive_program_and_waits_for_the_servers_log_line(
     let run_dir = p
         .root()
         .join(".bugatti/runs")
-        .join(record["run_id"].as_str().expect("run id"));
+        .join(record.identity.run_id.as_str());
     // Claude Code connected to the console and was offered its tools.
     let agent = std::fs::read_to_string(run_dir.join("transcripts/agent.jsonl")).expect("agent");
     let init: serde_json::Value = agent
@@ -158,12 +160,16 @@ fn a_console_claude_code_does_not_get_is_a_clear_provider_error() {
     p.assert_nothing_survives();
     let record = p.record_for("console.test.toml");
     // An error of the run (exit 3 is a harness error), not a failed step (exit 1).
-    assert_eq!(record["outcome"], "error", "{record:#}\n{}", stdout(&out));
-    assert!(
-        record
-            .to_string()
-            .contains("the agent console is unavailable"),
-        "{record:#}"
+    assert_eq!(
+        record.outcome,
+        Some(RunOutcome::Error),
+        "{record:#?}\n{}",
+        stdout(&out)
     );
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    let written = record.read("run.json");
+    assert!(
+        written.contains("the agent console is unavailable"),
+        "{written}"
+    );
+    assert_exit(&out, 3);
 }

@@ -1,22 +1,30 @@
 //! The watchdog and budget contract every agent CLI provider keeps, written once and run against
-//! each real CLI (Claude Code and Codex, as `.ci/run` installs them) through its scripted API stub
+//! each real CLI (Claude Code, Codex, pi 0.73 and pi 1.x, as `.ci/run` installs them) through its
+//! scripted API stub
 //! on loopback: an API that goes silent mid-step gets the agent restarted and the conversation
 //! resumed; an agent SIGKILLed mid-step is restarted and the step passes; a step that would take
 //! sixty turns stops over budget at five. Skips loudly without the CLI (fails under `CI=true`).
 //! Wall time is asserted only against the timeouts each test configures.
 
+use crate::common::assert_exit;
 use crate::common::claude::{claude_bin, Stub};
 use crate::common::codex::{codex_bin, ResponsesStub};
-use crate::common::{stderr, stdout, Project};
+use crate::common::pi::{pi1_bin, pi_bin};
+use crate::common::records::*;
+use crate::common::{stdout, Project};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// Which real CLI a contract test drives.
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 enum Cli {
     Claude,
     Codex,
+    /// pi 0.73 (`@mariozechner/pi-coding-agent`, in `.ci/node`).
+    Pi,
+    /// pi 1.x (`@earendil-works/pi-coding-agent`, in `.ci/pi1`).
+    Pi1,
 }
 
 /// The scripted API the CLI talks to.
@@ -38,6 +46,8 @@ impl Cli {
         let bin = match self {
             Cli::Claude => claude_bin(&format!("claude-code: {test}"))?,
             Cli::Codex => codex_bin(&format!("codex: {test}"))?,
+            Cli::Pi => pi_bin(&format!("pi: {test}"))?,
+            Cli::Pi1 => pi1_bin(&format!("pi 1.x: {test}"))?,
         };
         let side = tempfile::tempdir().expect("side dir");
         Some(Agent {
@@ -50,8 +60,17 @@ impl Cli {
     /// A scripted tool call that runs `command` (the stubs name the tool differently).
     fn tool_call(self, command: &str) -> Value {
         match self {
-            Cli::Claude => json!({ "bash": command }),
+            Cli::Claude | Cli::Pi | Cli::Pi1 => json!({ "bash": command }),
             Cli::Codex => json!({ "shell": command }),
+        }
+    }
+
+    /// `no_output_timeout_secs` for the silence test: long enough that a slow start on a loaded
+    /// machine is not taken for silence. pi 0.73 loads for seconds before its first request.
+    fn silence_limit_secs(self) -> u64 {
+        match self {
+            Cli::Pi => 15,
+            _ => 5,
         }
     }
 
@@ -60,6 +79,8 @@ impl Cli {
         match self {
             Cli::Claude => "case \"$(cat /proc/$p/comm)\" in claude*) true;; *) false;; esac",
             Cli::Codex => "[ \"$(cat /proc/$p/comm)\" = codex ]",
+            // pi names its Node process `pi` (`process.title`).
+            Cli::Pi | Cli::Pi1 => "[ \"$(cat /proc/$p/comm)\" = pi ]",
         }
     }
 }
@@ -67,7 +88,10 @@ impl Cli {
 impl Agent {
     fn api(&self, script: Value) -> Api {
         match self.cli {
-            Cli::Claude => Api::Messages(Stub::start(self.side.path(), script)),
+            // pi speaks the Messages API too, to the same stub (a custom provider of its own).
+            Cli::Claude | Cli::Pi | Cli::Pi1 => {
+                Api::Messages(Stub::start(self.side.path(), script))
+            }
             Cli::Codex => Api::Responses(ResponsesStub::start(self.side.path(), script)),
         }
     }
@@ -75,7 +99,10 @@ impl Agent {
     /// A project whose one test runs `steps` with this agent, `extra` appended to `[provider]`.
     fn project(&self, api: &Api, extra: &str, steps: &[&str]) -> Project {
         let (name, args) = match api {
-            Api::Messages(_) => ("claude-code", "\"--allowedTools\", \"Bash\"".to_string()),
+            Api::Messages(_) if self.cli == Cli::Claude => {
+                ("claude-code", "\"--allowedTools\", \"Bash\"".to_string())
+            }
+            Api::Messages(_) => ("pi", String::new()),
             Api::Responses(stub) => ("codex", stub.agent_args_toml()),
         };
         let p = Project::new();
@@ -99,9 +126,16 @@ impl Agent {
         let mut cmd = p.supervisor();
         cmd.arg("start");
         match api {
-            Api::Messages(stub) => cmd
+            Api::Messages(stub) if self.cli == Cli::Claude => cmd
                 .env("BUGATTI_CLAUDE_BIN", &self.bin)
                 .envs(stub.client_env(&self.side.path().join("home"))),
+            Api::Messages(stub) => {
+                cmd.env("BUGATTI_PI_BIN", &self.bin)
+                    .envs(crate::common::pi::client_env(
+                        &self.side.path().join("pi-agent"),
+                        stub.port,
+                    ))
+            }
             Api::Responses(_) => cmd
                 .env("BUGATTI_CODEX_BIN", &self.bin)
                 .env("STUB_API_KEY", "dummy"),
@@ -156,18 +190,8 @@ impl Api {
     }
 }
 
-fn assert_exit(out: &std::process::Output, code: i32) {
-    assert_eq!(
-        out.status.code(),
-        Some(code),
-        "{}\n{}",
-        stdout(out),
-        stderr(out)
-    );
-}
-
-fn report_md(record: &Value) -> String {
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+fn report_md(record: &RunRecord) -> String {
+    let run_dir = record.run_dir();
     std::fs::read_to_string(run_dir.join("report.md")).expect("report.md")
 }
 
@@ -180,7 +204,7 @@ fn an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed(cli: Cli) {
         {"hang": true},
         {"text": "Back again.\nRESULT OK"},
     ]));
-    let limit = 5; // long enough that a slow start on a loaded machine is not taken for silence
+    let limit = cli.silence_limit_secs();
     let p = agent.project(
         &api,
         &format!("no_output_timeout_secs = {limit}"),
@@ -189,15 +213,25 @@ fn an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed(cli: Cli) {
     let (out, took) = agent.run(&p, &api);
     assert_exit(&out, 0);
     let record = p.record_for("agent.test.toml");
-    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
-    let restarts = record["agent_restarts"].as_array().expect("agent_restarts");
-    assert_eq!(restarts.len(), 1, "{record}");
-    assert_eq!(restarts[0]["step_id"], 2);
-    let reason = restarts[0]["reason"].as_str().unwrap_or("");
-    assert!(reason.contains("no progress for 5s"), "{restarts:?}");
+    assert_eq!(record.steps[1].status, StepStatus::Ok, "{record:?}");
+    let restarts = &record.agent_restarts;
+    assert_eq!(restarts.len(), 1, "{record:?}");
+    assert_eq!(restarts[0].step_id, 2);
+    let reason = restarts[0].reason.as_str();
+    assert!(
+        reason.contains(&format!("no progress for {limit}s")),
+        "{restarts:?}"
+    );
     api.assert_resumed();
     assert_eq!(
-        record["steps"][0]["usage"]["session_id"], record["steps"][1]["usage"]["session_id"],
+        record.steps[0]
+            .usage
+            .as_ref()
+            .and_then(|u| u.session_id.clone()),
+        record.steps[1]
+            .usage
+            .as_ref()
+            .and_then(|u| u.session_id.clone()),
         "the same conversation"
     );
     assert!(
@@ -205,7 +239,7 @@ fn an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed(cli: Cli) {
         "{}",
         stdout(&out)
     );
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events.jsonl");
     assert!(
         events
@@ -249,10 +283,10 @@ fn killed_mid_step(cli: Cli, test: &str, before: &str) {
     let (out, _) = agent.run(&p, &api);
     assert_exit(&out, 0);
     let record = p.record_for("agent.test.toml");
-    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
-    let restarts = record["agent_restarts"].as_array().expect("agent_restarts");
-    assert_eq!(restarts.len(), 1, "{record}");
-    let reason = restarts[0]["reason"].as_str().unwrap_or("");
+    assert_eq!(record.steps[1].status, StepStatus::Ok, "{record:?}");
+    let restarts = &record.agent_restarts;
+    assert_eq!(restarts.len(), 1, "{record:?}");
+    let reason = restarts[0].reason.as_str();
     assert!(reason.contains("died"), "{restarts:?}");
 }
 
@@ -268,16 +302,23 @@ fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five(cli: Cli) {
     let (out, _) = agent.run(&p, &api);
     assert_exit(&out, 1);
     let record = p.record_for("agent.test.toml");
-    let step = &record["steps"][0];
-    assert_eq!(step["status"], "over_budget", "{record}");
-    let message = step["message"].as_str().unwrap_or("");
-    assert!(message.contains("max_turns_per_step = 5"), "{step}");
+    let step = &record.steps[0];
+    assert_eq!(step.status, StepStatus::OverBudget, "{record:?}");
+    let message = step.message.as_deref().unwrap_or("");
+    assert!(message.contains("max_turns_per_step = 5"), "{step:?}");
     let requests = api.turn_requests().len();
     match api {
         // Claude Code's sixth request is its first turn over the limit.
-        Api::Messages(_) => assert!(requests <= 6, "stopped at the budget: {requests} requests"),
+        Api::Messages(_) if cli == Cli::Claude => {
+            assert!(requests <= 6, "stopped at the budget: {requests} requests")
+        }
+        // pi is stopped when its sixth turn ends; by then it may have sent its seventh request.
+        Api::Messages(_) => {
+            assert_eq!(step.agent_turns, Some(6), "the first turn over the limit");
+            assert!(requests <= 7, "stopped at the budget: {requests} requests");
+        }
         Api::Responses(_) => {
-            assert_eq!(step["agent_turns"], 6, "the first turn over the limit");
+            assert_eq!(step.agent_turns, Some(6), "the first turn over the limit");
             assert!(
                 requests < 60,
                 "Codex was stopped, not left to loop: {requests}"
@@ -334,5 +375,43 @@ mod codex {
     #[test]
     fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five() {
         super::a_step_that_would_take_sixty_turns_stops_over_budget_at_five(Codex);
+    }
+}
+
+mod pi {
+    use super::Cli::Pi;
+
+    #[test]
+    fn an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed() {
+        super::an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed(Pi);
+    }
+
+    #[test]
+    fn an_agent_killed_mid_step_is_restarted_and_the_step_passes() {
+        super::an_agent_killed_mid_step_is_restarted_and_the_step_passes(Pi);
+    }
+
+    #[test]
+    fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five() {
+        super::a_step_that_would_take_sixty_turns_stops_over_budget_at_five(Pi);
+    }
+}
+
+mod pi1 {
+    use super::Cli::Pi1;
+
+    #[test]
+    fn an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed() {
+        super::an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed(Pi1);
+    }
+
+    #[test]
+    fn an_agent_killed_mid_step_is_restarted_and_the_step_passes() {
+        super::an_agent_killed_mid_step_is_restarted_and_the_step_passes(Pi1);
+    }
+
+    #[test]
+    fn a_step_that_would_take_sixty_turns_stops_over_budget_at_five() {
+        super::a_step_that_would_take_sixty_turns_stops_over_budget_at_five(Pi1);
     }
 }

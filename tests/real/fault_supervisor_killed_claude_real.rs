@@ -4,9 +4,10 @@
 //! run shows where it was. The next `start` cleans up what the dead supervisor left.
 
 use crate::common;
+use crate::common::assert_exit;
 
 use common::claude::{claude_bin, Stub};
-use common::{stderr, Project};
+use common::Project;
 use serde_json::json;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -76,7 +77,7 @@ fn a_sigkilled_supervisor_leaves_the_step_in_progress_in_the_claude_transcripts(
         .output()
         .expect("run supervisor");
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, 0);
 
     assert!(
         jsonl.contains("\"type\":\"system\"") && jsonl.contains("partial-step-marker"),

@@ -8,6 +8,7 @@
 //! Skips loudly without the CLI.
 
 use crate::common;
+use crate::common::records::*;
 
 use crate::common::claude::{claude_bin, Stub};
 use crate::common::{stdout, Project};
@@ -262,7 +263,7 @@ fn steps_resting_on_a_hidden_file_a_comma_glob_and_a_final_newline_replay_and_th
             .expect("supervisor");
         p.assert_nothing_survives();
         let mut records = p.run_records();
-        records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+        records.sort_by_key(|r| r.identity.started_at);
         let record = records.pop().expect("run.json");
         let console = format!("{}\n{}", stdout(&out), common::stderr(&out));
         (
@@ -282,15 +283,15 @@ fn steps_resting_on_a_hidden_file_a_comma_glob_and_a_final_newline_replay_and_th
         {"text": "Due on Friday.\nRESULT OK", "expect": ["due on Friday"]},
     ]);
     let (code, console, record, _) = run("first", script);
-    assert_eq!(code, Some(0), "{console}\n{:#}", record["steps"]);
-    for step in record["steps"].as_array().expect("steps") {
-        assert_eq!(step["recorded"], true, "{step:#}");
+    assert_eq!(code, Some(0), "{console}\n{:#?}", record.steps);
+    for step in &record.steps {
+        assert!(step.recorded, "{step:#?}");
     }
 
     let (code, console, record, requests) = run("second", json!([]));
-    assert_eq!(code, Some(0), "{console}\n{:#}", record["steps"]);
-    assert_eq!(requests, 0, "no model call: {:#}", record["steps"]);
-    assert_eq!(record["replayed_steps"], 3, "{:#}", record["steps"]);
+    assert_eq!(code, Some(0), "{console}\n{:#?}", record.steps);
+    assert_eq!(requests, 0, "no model call: {:#?}", record.steps);
+    assert_eq!(record.replayed_steps, 3, "{:#?}", record.steps);
 
     // A .cfg file now holds the key: the comma glob's step drifts, and the agent fails it.
     p.write("conf/app.cfg", "port = 8080\nkey = key-123\n");
@@ -299,18 +300,18 @@ fn steps_resting_on_a_hidden_file_a_comma_glob_and_a_final_newline_replay_and_th
         {"text": "None does.\nRESULT OK", "expect": ["No files found"]},
     ]);
     let (code, console, record, requests) = run("third", script);
-    let steps = record["steps"].as_array().expect("steps");
+    let steps = &record.steps;
     assert_eq!(code, Some(1), "{console}\n{steps:#?}");
     assert!(requests >= 1);
-    assert_eq!(steps[0]["mode"], "replayed", "{steps:#?}");
-    assert_eq!(steps[1]["mode"], "agent", "{steps:#?}");
-    assert_ne!(steps[1]["status"], "ok", "{steps:#?}");
+    assert_eq!(steps[0].mode, Some(StepMode::Replayed), "{steps:#?}");
+    assert_eq!(steps[1].mode, Some(StepMode::Agent), "{steps:#?}");
+    assert_ne!(steps[1].status, StepStatus::Ok, "{steps:#?}");
     assert!(
-        steps[1]["replay_drift"]["diff"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("conf/app.cfg"),
-        "{:#}",
+        steps[1]
+            .replay_drift
+            .as_ref()
+            .is_some_and(|d| d.diff.contains("conf/app.cfg")),
+        "{:#?}",
         steps[1]
     );
 }
@@ -369,16 +370,12 @@ fn a_read_target_that_became_a_fifo_a_device_or_huge_drifts_and_the_run_ends() {
         };
         p.assert_nothing_survives();
         let mut records = p.run_records();
-        records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+        records.sort_by_key(|r| r.identity.started_at);
         (code, records.pop().expect("run.json"))
     };
     let (code, record) = run("first", read.clone());
-    assert_eq!(code, Some(0), "{:#}", record["steps"]);
-    assert_eq!(
-        record["steps"][0]["recorded"], true,
-        "{:#}",
-        record["steps"]
-    );
+    assert_eq!(code, Some(0), "{:#?}", record.steps);
+    assert!(record.steps[0].recorded, "{:#?}", record.steps);
 
     let fifo = |path: &Path| {
         nix::unistd::mkfifo(path, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
@@ -403,11 +400,11 @@ fn a_read_target_that_became_a_fifo_a_device_or_huge_drifts_and_the_run_ends() {
             {"text": "Not green.\nRESULT OK", "expect": ["state: green"]},
         ]);
         let (code, record) = run(name, script);
-        let step = &record["steps"][0];
-        assert_eq!(code, Some(1), "{name}: {step:#}");
-        assert_eq!(step["mode"], "agent", "{name}: {step:#}");
-        assert_ne!(step["status"], "ok", "{name}: {step:#}");
-        let drift = step["replay_drift"].to_string();
+        let step = &record.steps[0];
+        assert_eq!(code, Some(1), "{name}: {step:#?}");
+        assert_eq!(step.mode, Some(StepMode::Agent), "{name}: {step:#?}");
+        assert_ne!(step.status, StepStatus::Ok, "{name}: {step:#?}");
+        let drift = format!("{:?}", step.replay_drift);
         assert!(drift.contains(said), "{name}: {drift}");
         std::fs::remove_file(&status).expect("rm");
         p.write("status.txt", "state: green\n");

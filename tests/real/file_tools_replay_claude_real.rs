@@ -6,6 +6,8 @@
 //! Skips loudly without the CLI.
 
 use crate::common;
+use crate::common::assert_exit;
+use crate::common::records::*;
 
 use crate::common::claude::{claude_bin, Stub};
 use crate::common::{stdout, Project};
@@ -59,7 +61,7 @@ fn run(
     side: &Path,
     name: &str,
     script: Value,
-) -> (Option<i32>, String, Value, usize) {
+) -> (Option<i32>, String, RunRecord, usize) {
     let dir = side.join(name);
     std::fs::create_dir_all(&dir).expect("stub dir");
     let stub = Stub::start(&dir, script);
@@ -74,17 +76,16 @@ fn run(
     let console = format!("{}\n{}", stdout(&out), common::stderr(&out));
     let requests = stub.requests_text().lines().count();
     let mut records = p.run_records();
-    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
+    records.sort_by_key(|r| r.identity.started_at);
     let record = records.pop().expect("a run.json");
     (out.status.code(), console, record, requests)
 }
 
-fn modes(record: &Value) -> Vec<String> {
-    record["steps"]
-        .as_array()
-        .expect("steps")
+fn modes(record: &RunRecord) -> Vec<&'static str> {
+    record
+        .steps
         .iter()
-        .map(|s| s["mode"].as_str().unwrap_or("-").to_string())
+        .map(|s| s.mode.map_or("-", |m| m.as_str()))
         .collect()
 }
 
@@ -99,16 +100,16 @@ fn grep_glob_and_read_replay_while_the_files_are_unchanged_and_a_changed_line_dr
     // 1. The agent passes the steps by looking at the files; each is recorded as file checks.
     let (code, console, record, requests) =
         run(&p, &claude, side.path(), "first", agent_script(p.root()));
-    assert_eq!(code, Some(0), "{console}\n{:#}", record["steps"]);
+    assert_eq!(code, Some(0), "{console}\n{:#?}", record.steps);
     assert!(requests >= 7, "the agent was asked: {requests}");
     assert_eq!(
         modes(&record),
         ["agent", "agent", "agent"],
-        "{:#}",
-        record["steps"]
+        "{:#?}",
+        record.steps
     );
-    for step in record["steps"].as_array().expect("steps") {
-        assert_eq!(step["recorded"], true, "{step:#}");
+    for step in &record.steps {
+        assert!(step.recorded, "{step:#?}");
     }
     let text = std::fs::read_to_string(p.root().join("bugatti.replay/notes.replay.json"))
         .expect("a recording");
@@ -125,7 +126,7 @@ fn grep_glob_and_read_replay_while_the_files_are_unchanged_and_a_changed_line_dr
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let out = p.supervisor().arg("check").output().expect("check");
     let listed = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{listed}");
+    assert_exit(&out, 0);
     assert_eq!(
         listed
             .matches(&format!("replay: recorded {today} (1 action: 1 file)"))
@@ -140,15 +141,15 @@ fn grep_glob_and_read_replay_while_the_files_are_unchanged_and_a_changed_line_dr
 
     // 2. The files are unchanged: every step replays, the model is never asked.
     let (code, console, record, requests) = run(&p, &claude, side.path(), "second", json!([]));
-    assert_eq!(code, Some(0), "{console}\n{:#}", record["steps"]);
+    assert_eq!(code, Some(0), "{console}\n{:#?}", record.steps);
     assert_eq!(requests, 0, "no model request on a replayed run");
     assert_eq!(
         modes(&record),
         ["replayed", "replayed", "replayed"],
-        "{:#}",
-        record["steps"]
+        "{:#?}",
+        record.steps
     );
-    assert_eq!(record["replayed_steps"], 3, "{record}");
+    assert_eq!(record.replayed_steps, 3, "{record:?}");
 
     // 3. The invoice is now due on Monday: the Grep's line differs, the step drifts to the agent,
     //    which greps again and fails it. The test fails; no later step passes.
@@ -163,26 +164,26 @@ fn grep_glob_and_read_replay_while_the_files_are_unchanged_and_a_changed_line_dr
             {"text": "Invoice 17 is due on Friday.\nRESULT OK", "expect": ["due on Friday"]},
         ]),
     );
-    let steps = record["steps"].as_array().expect("steps");
+    let steps = &record.steps;
     assert_eq!(code, Some(1), "{console}\n{steps:#?}");
     assert!(requests >= 1, "the drifted step went to the agent");
     let due = &steps[0];
-    assert_eq!(due["mode"], "agent", "{due:#}");
-    assert_eq!(due["status"], "error", "{due:#}");
-    let drift = &due["replay_drift"];
-    let diff = drift["diff"].as_str().unwrap_or_default();
+    assert_eq!(due.mode, Some(StepMode::Agent), "{due:#?}");
+    assert_eq!(due.status, StepStatus::Error, "{due:#?}");
+    let drift = &due.replay_drift;
+    let diff = drift.as_ref().map(|d| d.diff.as_str()).unwrap_or_default();
     assert!(
         diff.contains("due on Friday") && diff.contains("due on Monday"),
-        "the drift shows the line that changed: {drift:#}"
+        "the drift shows the line that changed: {drift:#?}"
     );
     // The scripted agent's verdict quotes the tool result it judged.
-    let message = due["message"].as_str().unwrap_or_default();
+    let message = due.message.as_deref().unwrap_or_default();
     assert!(
         message.contains("due on Monday"),
         "the agent grepped and saw what the file says now: {message}"
     );
     for later in &steps[1..] {
-        assert_ne!(later["status"], "ok", "{later:#}");
-        assert_ne!(later["mode"], "replayed", "{later:#}");
+        assert_ne!(later.status, StepStatus::Ok, "{later:#?}");
+        assert_ne!(later.mode, Some(StepMode::Replayed), "{later:#?}");
     }
 }

@@ -2,7 +2,8 @@
 //! umask) and leaves the browser's profile out (it holds the app's cookies) unless
 //! `[browser] keep_profile = true` (docs/browser.md). Skips without Chromium.
 
-use crate::common::{stderr, stdout, Project};
+use crate::common::assert_exit;
+use crate::common::Project;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
@@ -25,15 +26,9 @@ fn kept_workspace(extra: &str) -> PathBuf {
     }
     let out = cmd.output().expect("run");
     p.assert_nothing_survives();
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 1);
     let record = p.record_for("fails.test.toml");
-    let workspace = PathBuf::from(record["workspace"].as_str().expect("workspace"));
+    let workspace = PathBuf::from(record.workspace.as_deref().expect("workspace"));
     assert!(workspace.is_dir(), "kept on failure");
     let mode = std::fs::metadata(&workspace)
         .expect("meta")

@@ -6,6 +6,7 @@
 //! failure under `CI=true`).
 
 use crate::common;
+use crate::common::records::*;
 
 use common::pi::{client_env, pi1_bin, pi_bin};
 use common::scripted_api::ScriptedApi;
@@ -14,10 +15,8 @@ use serde_json::{json, Value};
 use std::path::Path;
 
 /// The newest run.json of the project (each invocation here runs one test).
-fn latest_record(p: &Project) -> Value {
-    let mut records = p.run_records();
-    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
-    records.pop().expect("a run.json")
+fn latest_record(p: &Project) -> RunRecord {
+    p.newest_record()
 }
 
 /// One `supervisor start` against a fresh stub holding `script`; returns (exit code, console,
@@ -28,7 +27,7 @@ fn run(
     side: &Path,
     name: &str,
     script: Value,
-) -> (Option<i32>, String, Value, Vec<Value>) {
+) -> (Option<i32>, String, RunRecord, Vec<Value>) {
     let dir = side.join(name);
     std::fs::create_dir_all(&dir).expect("stub dir");
     let stub = ScriptedApi::start("anthropic_stub.py", "messages", &dir, script);
@@ -118,15 +117,13 @@ fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay(bin:
 
     // 1. The agent passes both steps in one pi session; tokens and cost are counted.
     let (code, console, record, requests) = run(&p, bin, side.path(), "first", script);
-    assert_eq!(code, Some(0), "{console}\n{record}");
-    assert_eq!(record["provider"], "pi", "{record}");
-    let statuses: Vec<_> = record["steps"]
-        .as_array()
-        .expect("steps")
-        .iter()
-        .map(|s| s["status"].clone())
-        .collect();
-    assert_eq!(statuses, [json!("ok"), json!("ok")], "{record}");
+    assert_eq!(code, Some(0), "{console}\n{record:?}");
+    assert_eq!(record.identity.provider, "pi", "{record:?}");
+    assert_eq!(
+        record.statuses(),
+        [StepStatus::Ok, StepStatus::Ok],
+        "{record:?}"
+    );
     assert_eq!(
         requests.len(),
         6,
@@ -138,9 +135,9 @@ fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay(bin:
         text_of(&requests[2])
     );
     assert_eq!(
-        record["steps"][0]["replay_facts"],
-        json!(["1 contains \"marker-step-one\""]),
-        "{record}"
+        record.steps[0].replay_facts,
+        ["1 contains \"marker-step-one\""],
+        "{record:?}"
     );
     let step_two = text_of(&requests[3]);
     assert!(
@@ -156,15 +153,12 @@ fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay(bin:
         system.contains("RESULT CONTRACT"),
         "the bootstrap is pi's system prompt: {system}"
     );
-    assert!(record["input_tokens"].as_u64().unwrap_or(0) > 0, "{record}");
-    assert!(
-        record["output_tokens"].as_u64().unwrap_or(0) > 0,
-        "{record}"
-    );
-    assert!(record["cost_usd"].as_f64().unwrap_or(0.0) > 0.0, "{record}");
-    let run_dir = std::path::PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    assert!(record.input_tokens > 0, "{record:?}");
+    assert!(record.output_tokens > 0, "{record:?}");
+    assert!(record.cost_usd.unwrap_or(0.0) > 0.0, "{record:?}");
+    let run_dir = record.run_dir();
     let sessions: Vec<_> = std::fs::read_dir(
-        std::path::PathBuf::from(record["workspace"].as_str().unwrap_or_default())
+        std::path::PathBuf::from(record.workspace.as_deref().unwrap_or_default())
             .join(".pi-sessions"),
     )
     .map(|d| d.filter_map(|e| e.ok()).collect())
@@ -182,20 +176,19 @@ fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay(bin:
         recording.contains("cat version.txt") && recording.contains("marker-step-one"),
         "{recording}"
     );
-    assert_eq!(record["steps"][0]["recorded"], true, "{record}");
-    assert_eq!(record["steps"][1]["recorded"], true, "{record}");
+    assert!(record.steps[0].recorded, "{record:?}");
+    assert!(record.steps[1].recorded, "{record:?}");
 
     // 2. The second run replays both steps: no model request, pi never starts.
     let (code, console, record, requests) = run(&p, bin, side.path(), "second", json!([]));
-    assert_eq!(code, Some(0), "{console}\n{record}");
+    assert_eq!(code, Some(0), "{console}\n{record:?}");
     assert_eq!(requests.len(), 0, "no model request on a replayed run");
-    let modes: Vec<_> = record["steps"]
-        .as_array()
-        .expect("steps")
-        .iter()
-        .map(|s| s["mode"].clone())
-        .collect();
-    assert_eq!(modes, [json!("replayed"), json!("replayed")], "{record}");
+    let modes: Vec<_> = record.steps.iter().map(|s| s.mode).collect();
+    assert_eq!(
+        modes,
+        [Some(StepMode::Replayed), Some(StepMode::Replayed)],
+        "{record:?}"
+    );
 }
 
 #[test]
@@ -225,16 +218,16 @@ fn a_hung_pi_is_stopped_by_the_watchdog_and_the_step_retried_on_its_session(bin:
     ]);
     let started = std::time::Instant::now();
     let (code, console, record, requests) = run(&p, bin, side.path(), "hung", script);
-    assert_eq!(code, Some(0), "{console}\n{record}");
+    assert_eq!(code, Some(0), "{console}\n{record:?}");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(90),
         "no hang"
     );
-    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
-    let restarts = record["agent_restarts"].as_array().expect("agent_restarts");
-    assert_eq!(restarts.len(), 1, "{record}");
+    assert_eq!(record.steps[1].status, StepStatus::Ok, "{record:?}");
+    let restarts = &record.agent_restarts;
+    assert_eq!(restarts.len(), 1, "{record:?}");
     assert!(
-        restarts[0].to_string().contains("no_output_timeout_secs"),
+        restarts[0].reason.contains("no_output_timeout_secs"),
         "{restarts:?}"
     );
     // The retried step continued the same pi session: its request carries step 1's messages.
@@ -288,7 +281,7 @@ fn a_pi_that_lingers_after_agent_end_is_not_waited_for(bin: &Path) {
         "linger",
         json!([{"text": "Hello.\nRESULT OK"}]),
     );
-    assert_eq!(code, Some(0), "{console}\n{record}");
+    assert_eq!(code, Some(0), "{console}\n{record:?}");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(60),
         "the step ended at agent_end, not when pi's process did"
@@ -333,14 +326,14 @@ fn the_console_reaches_pi_1_as_mcp_tools() {
          "text": "The console said: {tool_result}\nRESULT OK"},
     ]);
     let (code, console, record, requests) = run(&p, &bin, side.path(), "console", script);
-    assert_eq!(code, Some(0), "{console}\n{record}\n{requests:#?}");
+    assert_eq!(code, Some(0), "{console}\n{record:?}\n{requests:#?}");
     let tools = declared_tools(&requests[0]);
     assert!(
         tools.iter().any(|t| t == "mcp__bugatti__exec_command")
             && tools.iter().any(|t| t == "bash"),
         "{tools:?}"
     );
-    let run_dir = std::path::PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let calls: Vec<Value> = std::fs::read_to_string(run_dir.join("transcripts/console.jsonl"))
         .expect("console.jsonl: the call reached the console")
         .lines()
@@ -372,7 +365,7 @@ fn a_console_project_still_runs_with_pi_0_73() {
     let side = tempfile::tempdir().expect("side dir");
     let script = json!([{"text": "Nothing to ask.\nRESULT OK"}]);
     let (code, console, record, requests) = run(&p, &bin, side.path(), "console073", script);
-    assert_eq!(code, Some(0), "{console}\n{record}\n{requests:#?}");
+    assert_eq!(code, Some(0), "{console}\n{record:?}\n{requests:#?}");
     let tools = declared_tools(&requests[0]);
     assert_eq!(tools, ["read", "bash"], "{tools:?}");
 }

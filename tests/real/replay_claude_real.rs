@@ -5,17 +5,17 @@
 //! agent for every step. Skips loudly without the CLI.
 
 use crate::common;
+use crate::common::assert_exit;
+use crate::common::records::*;
 
 use crate::common::claude::{claude_bin, Stub};
 use crate::common::{stdout, Project};
 use serde_json::{json, Value};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The newest run.json of the project (each invocation here runs one test).
-fn latest_record(p: &Project) -> Value {
-    let mut records = p.run_records();
-    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
-    records.pop().expect("a run.json")
+fn latest_record(p: &Project) -> RunRecord {
+    p.newest_record()
 }
 
 /// One invocation against a fresh stub holding `script`; returns (exit code, console, record,
@@ -27,7 +27,7 @@ fn run(
     name: &str,
     script: Value,
     extra: &[&str],
-) -> (Option<i32>, String, Value, usize) {
+) -> (Option<i32>, String, RunRecord, usize) {
     let dir = side.join(name);
     std::fs::create_dir_all(&dir).expect("stub dir");
     let stub = Stub::start(&dir, script);
@@ -45,12 +45,11 @@ fn run(
     (out.status.code(), console, latest_record(p), requests)
 }
 
-fn modes(record: &Value) -> Vec<String> {
-    record["steps"]
-        .as_array()
-        .expect("steps")
+fn modes(record: &RunRecord) -> Vec<&'static str> {
+    record
+        .steps
         .iter()
-        .map(|s| s["mode"].as_str().unwrap_or("-").to_string())
+        .map(|s| s.mode.map_or("-", |m| m.as_str()))
         .collect()
 }
 
@@ -115,43 +114,43 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
         run(&p, &bin, side.path(), "first", agent_script(), &[]);
     assert_eq!(code, Some(0), "{console}");
     assert!(requests >= 2, "the agent was asked: {requests} requests");
-    assert_eq!(modes(&record), ["agent", "agent"], "{record}");
-    assert_eq!(record["steps"][0]["recorded"], true, "{record}");
-    assert_eq!(record["agent_steps"], 2, "{record}");
+    assert_eq!(modes(&record), ["agent", "agent"], "{record:?}");
+    assert!(record.steps[0].recorded, "{record:?}");
+    assert_eq!(record.agent_steps, 2, "{record:?}");
     assert_eq!(
-        record["steps"][1]["replay_facts"],
-        json!(["1 equals \"version 1\""]),
-        "{record}"
+        record.steps[1].replay_facts,
+        ["1 equals \"version 1\""],
+        "{record:?}"
     );
     let recording_path = p.root().join("bugatti.replay/counter.replay.json");
     let recording = std::fs::read_to_string(&recording_path).expect("a recording was written");
     assert!(
         recording.contains("${APP_PORT}")
-            && !recording.contains(&record["ports"]["APP_PORT"].to_string()),
+            && !recording.contains(&record.ports["APP_PORT"].to_string()),
         "the session's port is a placeholder: {recording}"
     );
 
     // 2. Unchanged app: every step replays, the agent CLI never starts, the stub sees nothing.
     let (code, console, record, requests) = run(&p, &bin, side.path(), "second", json!([]), &[]);
-    assert_eq!(code, Some(0), "{console}\n{}", record["steps"]);
+    assert_eq!(code, Some(0), "{console}\n{:?}", record.steps);
     assert_eq!(requests, 0, "no model request on a replayed run");
-    assert_eq!(modes(&record), ["replayed", "replayed"], "{record}");
-    assert_eq!(record["replayed_steps"], 2, "{record}");
-    assert_eq!(record["agent_steps"], 0, "{record}");
+    assert_eq!(modes(&record), ["replayed", "replayed"], "{record:?}");
+    assert_eq!(record.replayed_steps, 2, "{record:?}");
+    assert_eq!(record.agent_steps, 0, "{record:?}");
     assert!(console.contains("OK (replayed "), "{console}");
     // Nothing spent on the model this run: the cost says so, with what replay saved.
     assert!(console.contains("agent cost $0.0000 (saved $"), "{console}");
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     assert!(
         !run_dir.join("transcripts/agent.jsonl").exists(),
         "the agent CLI never started"
     );
-    let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+    let message = record.steps[0].message.as_deref().unwrap_or_default();
     assert!(
         message.contains("recorded actions ran again and matched"),
         "{message}"
     );
-    let message = record["steps"][1]["message"].as_str().unwrap_or_default();
+    let message = record.steps[1].message.as_deref().unwrap_or_default();
     assert!(message.contains("1 fact held: `1 equals"), "{message}");
 
     // 3. The version file changed: step 1 replays, step 2 drifts and goes to the agent, which
@@ -170,20 +169,20 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
     );
     assert_eq!(code, Some(0), "{console}");
     assert!(requests >= 1, "the drifted step went to the agent");
-    assert_eq!(modes(&record), ["replayed", "agent"], "{record}");
-    let drift = &record["steps"][1]["replay_drift"];
+    assert_eq!(modes(&record), ["replayed", "agent"], "{record:?}");
+    let drift = &record.steps[1].replay_drift;
     assert!(
-        drift["diff"]
-            .as_str()
-            .is_some_and(|d| d.contains("version 1") && d.contains("version 2")),
-        "{drift}"
+        drift
+            .as_ref()
+            .is_some_and(|d| d.diff.contains("version 1") && d.diff.contains("version 2")),
+        "{drift:?}"
     );
-    assert_eq!(record["steps"][1]["recorded"], true, "{record}");
+    assert!(record.steps[1].recorded, "{record:?}");
     assert!(
         console.contains("steps: 1 replayed, 1 by the agent (1 drift)"),
         "{console}"
     );
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(
         report.contains("## Replay")
@@ -204,7 +203,7 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
     let (code, console, record, requests) = run(&p, &bin, side.path(), "fourth", json!([]), &[]);
     assert_eq!(code, Some(0), "{console}");
     assert_eq!(requests, 0);
-    assert_eq!(modes(&record), ["replayed", "replayed"], "{record}");
+    assert_eq!(modes(&record), ["replayed", "replayed"], "{record:?}");
     let history =
         std::fs::read_to_string(p.root().join(".bugatti/history.jsonl")).expect("history");
     let last: Value = serde_json::from_str(history.lines().last().expect("a line")).expect("json");
@@ -222,7 +221,7 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
             .output()
             .expect("check");
         let text = stdout(&out);
-        assert_eq!(out.status.code(), Some(0), "{text}");
+        assert_exit(&out, 0);
         let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
         assert_eq!(
             text.matches(&format!("replay: recorded {today} (1 action: 1 shell)"))
@@ -245,11 +244,9 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
         run(&p, &bin, side.path(), "corrupt", agent_script_v2(), &[]);
     assert_eq!(code, Some(0), "{console}");
     assert!(requests >= 2, "the agent was asked");
-    assert_eq!(modes(&record), ["agent", "agent"], "{record}");
-    let note = record["steps"][0]["replay_note"]
-        .as_str()
-        .unwrap_or_default();
-    assert!(note.contains("counter.replay.json"), "{record}");
+    assert_eq!(modes(&record), ["agent", "agent"], "{record:?}");
+    let note = record.steps[0].replay_note.as_deref().unwrap_or_default();
+    assert!(note.contains("counter.replay.json"), "{record:?}");
     assert!(
         console.contains("counter.replay.json"),
         "the run warns: {console}"
@@ -268,8 +265,8 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
     );
     assert_eq!(code, Some(0), "{console}");
     assert!(requests >= 2);
-    assert_eq!(modes(&record), ["-", "-"], "{record}");
-    assert_eq!(record["replayed_steps"], 0);
+    assert_eq!(modes(&record), ["-", "-"], "{record:?}");
+    assert_eq!(record.replayed_steps, 0);
 }
 
 /// An item store shaped like Bugatti's Flask example (an install command, a server on a port,
@@ -343,12 +340,12 @@ fn an_item_store_project_replays_every_step_on_its_second_run() {
         "{console}"
     );
     let mut records = p.run_records();
-    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
-    let second: Vec<&Value> = records.iter().skip(records_before).collect();
+    records.sort_by_key(|r| r.identity.started_at);
+    let second: Vec<&RunRecord> = records.iter().skip(records_before).collect();
     assert_eq!(second.len(), 2);
     for record in second {
-        assert!(modes(record).iter().all(|m| m == "replayed"), "{record}");
-        let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+        assert!(modes(record).iter().all(|m| *m == "replayed"), "{record:?}");
+        let run_dir = record.run_dir();
         assert!(
             !run_dir.join("transcripts/agent.jsonl").exists(),
             "the agent CLI never started"
@@ -386,7 +383,7 @@ fn claude_bash_replays_in_the_directory_it_left_and_as_bash() {
     ]);
     let (code, console, record, _) = run(&p, &bin, side.path(), "first", script, &[]);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(record["steps"][0]["recorded"], true, "{record}");
+    assert!(record.steps[0].recorded, "{record:?}");
     assert!(
         p.root().join("victim.txt").exists(),
         "the agent kept the root's file"
@@ -398,9 +395,9 @@ fn claude_bash_replays_in_the_directory_it_left_and_as_bash() {
 
     p.write("sub/victim.txt", "sub\n");
     let (code, console, record, requests) = run(&p, &bin, side.path(), "second", json!([]), &[]);
-    assert_eq!(code, Some(0), "{console}\n{}", record["steps"]);
+    assert_eq!(code, Some(0), "{console}\n{:?}", record.steps);
     assert_eq!(requests, 0, "replayed without the model");
-    assert_eq!(modes(&record), ["replayed"], "{record}");
+    assert_eq!(modes(&record), ["replayed"], "{record:?}");
     assert!(
         p.root().join("victim.txt").exists(),
         "the replay deleted the root's victim.txt"
@@ -431,20 +428,16 @@ fn a_replayed_step_between_two_agent_steps_leaves_the_agent_running() {
     ]);
     let (code, console, record, _) = run(&p, &bin, side.path(), "first", first, &[]);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(record["steps"][1]["recorded"], true, "{record}");
+    assert!(record.steps[1].recorded, "{record:?}");
     let second = json!([
         {"bash": "echo one"}, {"text": "RESULT OK"},
         {"bash": "echo three"}, {"text": "RESULT OK"},
     ]);
     let (code, console, record, _) = run(&p, &bin, side.path(), "second", second, &[]);
-    assert_eq!(code, Some(0), "{console}\n{}", record["steps"]);
-    assert_eq!(modes(&record), ["agent", "replayed", "agent"], "{record}");
+    assert_eq!(code, Some(0), "{console}\n{:?}", record.steps);
+    assert_eq!(modes(&record), ["agent", "replayed", "agent"], "{record:?}");
     assert!(!console.contains("AGENT RESTARTED"), "{console}");
-    assert_eq!(
-        record["agent_restarts"].as_array().map(Vec::len),
-        Some(0),
-        "{record}"
-    );
+    assert_eq!(Some(record.agent_restarts.len()), Some(0), "{record:?}");
 }
 
 /// A Bash output of 40 000 lines reaches the agent as Claude Code's `<persisted-output>` block (a
@@ -462,21 +455,21 @@ fn a_forty_thousand_line_output_replays_as_claude_code_cut_it() {
     let script = json!([{"bash": command}, {"text": "It is long.\nRESULT OK"}]);
     let (code, console, record, _) = run(&p, &bin, side.path(), "first", script, &[]);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(record["steps"][0]["recorded"], true, "{record}");
+    assert!(record.steps[0].recorded, "{record:?}");
     let recording =
         std::fs::read_to_string(p.root().join("bugatti.replay/t.replay.json")).expect("recording");
     assert!(recording.contains("<persisted-output>"), "{recording}");
 
     let (code, console, record, requests) = run(&p, &bin, side.path(), "second", json!([]), &[]);
-    assert_eq!(code, Some(0), "{console}\n{}", record["steps"]);
+    assert_eq!(code, Some(0), "{console}\n{:?}", record.steps);
     assert_eq!(requests, 0, "replayed without the model");
-    assert_eq!(modes(&record), ["replayed"], "{record}");
+    assert_eq!(modes(&record), ["replayed"], "{record:?}");
 
     // The output now starts elsewhere: inside the preview the agent saw, so a drift.
     p.write("first.txt", "2\n");
     let script = json!([{"bash": command}, {"text": "RESULT OK"}]);
     let (code, console, record, _) = run(&p, &bin, side.path(), "third", script, &[]);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(modes(&record), ["agent"], "{record}");
-    assert!(record["steps"][0]["replay_drift"].is_object(), "{record}");
+    assert_eq!(modes(&record), ["agent"], "{record:?}");
+    assert!(record.steps[0].replay_drift.is_some(), "{record:?}");
 }

@@ -3,8 +3,9 @@
 //! run with no model request and no Codex process. Skips loudly without the CLI.
 
 use crate::common::codex::{codex_bin, ResponsesStub};
+use crate::common::records::*;
 use crate::common::{stderr, stdout, Project};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::PathBuf;
 
 fn configure(p: &Project, stub: &ResponsesStub) {
@@ -17,13 +18,11 @@ fn configure(p: &Project, stub: &ResponsesStub) {
     );
 }
 
-fn latest_record(p: &Project) -> Value {
-    let mut records = p.run_records();
-    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
-    records.pop().expect("a run.json")
+fn latest_record(p: &Project) -> RunRecord {
+    p.newest_record()
 }
 
-fn run(p: &Project, bin: &PathBuf) -> (Option<i32>, String, Value) {
+fn run(p: &Project, bin: &PathBuf) -> (Option<i32>, String, RunRecord) {
     let out = p
         .supervisor()
         .arg("start")
@@ -71,14 +70,14 @@ fn three_codex_steps_recorded_then_replayed_without_a_model_request() {
     assert_eq!(code, Some(0), "{console}");
     // Two model calls a step, and the facts question after each pass.
     assert_eq!(stub.request_log().len(), 9);
-    for step in record["steps"].as_array().expect("steps") {
-        assert_eq!(step["mode"], "agent", "{step}");
-        assert_eq!(step["recorded"], true, "{step}");
+    for step in &record.steps {
+        assert_eq!(step.mode, Some(StepMode::Agent), "{step:?}");
+        assert!(step.recorded, "{step:?}");
     }
     assert_eq!(
-        record["steps"][0]["replay_facts"],
-        json!(["1 contains \"one-1\""]),
-        "{record}"
+        record.steps[0].replay_facts,
+        ["1 contains \"one-1\""],
+        "{record:?}"
     );
     let recording = std::fs::read_to_string(p.root().join("bugatti.replay/codex.replay.json"))
         .expect("recording");
@@ -91,10 +90,10 @@ fn three_codex_steps_recorded_then_replayed_without_a_model_request() {
     let (code, console, record) = run(&p, &bin);
     assert_eq!(code, Some(0), "{console}");
     assert_eq!(stub.request_log().len(), 0, "no model request");
-    assert_eq!(record["replayed_steps"], 3, "{record}");
-    let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+    assert_eq!(record.replayed_steps, 3, "{record:?}");
+    let message = record.steps[0].message.as_deref().unwrap_or_default();
     assert!(message.contains("1 fact held"), "{message}");
-    let run_dir = PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     assert!(
         !run_dir.join("transcripts/agent.jsonl").exists(),
         "Codex never started"

@@ -8,8 +8,10 @@
 //! Skips without Chromium, Claude Code or Playwright MCP, and the `nobody` half when not root.
 
 use crate::browser_claude_real::{shop_project, start, tools};
+use crate::common::assert_exit;
 use crate::common::claude::Stub;
-use crate::common::{stderr, stdout};
+use crate::common::records::*;
+use crate::common::stderr;
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -208,12 +210,11 @@ fn no_token_on_any_command_line_and_another_user_cannot_get_in() {
 
     let out = child.wait_with_output().expect("supervisor");
     p.assert_nothing_survives();
-    let console = format!("{}\n{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert_exit(&out, 0);
     // The records redact both tokens (agent/mcp.json, Claude Code's owner-only config, holds the
     // console's token by design: docs/reports.md; the token is dead with the run).
     let record = p.record_for("shop.test.toml");
-    let run_dir = std::path::PathBuf::from(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     for entry in walk(&run_dir) {
         if entry.ends_with("agent/mcp.json") {
             continue;

@@ -2,6 +2,7 @@
 //! Perfetto and chrome://tracing load) with a process per root test, its threads setup / steps /
 //! agent named, and a complete event per setup command and per step, on one time axis.
 
+use crate::common::assert_exit;
 use crate::common::{stdout, Project};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -97,7 +98,7 @@ fn a_suite_as_chrome_trace_events_a_process_per_test_and_a_complete_event_per_st
 
     // A file that cannot be written: exit 2 with its name, nothing half-written elsewhere.
     let bad = p.run(&["report", "--chrome-trace", "no/such/dir/trace.json"]);
-    assert_eq!(bad.status.code(), Some(2));
+    assert_exit(&bad, 2);
     assert!(
         String::from_utf8_lossy(&bad.stderr).contains("no/such/dir/trace.json"),
         "{}",

@@ -2,6 +2,7 @@
 //! test's outcome line (`[2/3] FAILED …`), paths relative to the cwd, and every line within 80
 //! columns — long instructions and messages are cut (routine lines) or wrapped (the recap).
 
+use crate::common::assert_exit;
 use crate::common::{stdout, Project};
 
 #[test]
@@ -20,7 +21,7 @@ fn lines_fit_80_columns_with_a_progress_count_and_relative_paths() {
     p.write("c_short.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
     let out = p.run(&["start", "-j", "1"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{console}");
+    assert_exit(&out, 1);
     let root = p.root().display().to_string();
     for line in console.lines() {
         // The first line names the config and the project root, absolute on purpose (it says
@@ -61,7 +62,7 @@ fn lines_fit_80_columns_with_a_progress_count_and_relative_paths() {
             "{line}\n{console}"
         );
     }
-    let b = p.record_for("b_failing.test.toml");
+    let b = p.record_json_for("b_failing.test.toml");
     let report = format!(
         "  .bugatti/runs/{}/report.md",
         b["run_id"].as_str().expect("run_id")
@@ -96,7 +97,7 @@ fn a_log_tail_reads_as_lines_on_the_console_and_in_the_recap() {
     let p = failing_project();
     let out = p.run(&["start"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(3), "{console}");
+    assert_exit(&out, 3);
     assert!(!console.contains("\\n"), "a literal \\n: {console}");
     let path = format!(
         "/var/tmp/{}/migrations/0042_add_basket_items.sql",
@@ -155,7 +156,7 @@ fn lines_use_the_terminals_width_and_80_when_it_is_unknown() {
         .output()
         .expect("start");
     let narrow = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{narrow}");
+    assert_exit(&out, 1);
     let lines = message_lines(&narrow);
     assert!(!lines.is_empty(), "{narrow}");
     assert!(lines.iter().all(|l| l.chars().count() <= 80), "{narrow}");
@@ -168,7 +169,7 @@ fn lines_use_the_terminals_width_and_80_when_it_is_unknown() {
         .output()
         .expect("start");
     let wide = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{wide}");
+    assert_exit(&out, 1);
     let lines = message_lines(&wide);
     assert!(lines.iter().any(|l| l.contains(command)), "{wide}");
     assert!(lines.iter().all(|l| l.chars().count() <= 200), "{wide}");

@@ -1,8 +1,9 @@
 //! Control characters from agents, commands and file names never reach the console or report.md
 //! raw: ESC and NUL are escaped, and a newline in a file name does not split a console line.
 
+use crate::common::assert_exit;
+use crate::common::records::*;
 use crate::common::{stdout, Project};
-use std::path::Path;
 
 #[test]
 fn escape_sequences_and_newlines_are_escaped_on_the_console_and_in_report_md() {
@@ -20,7 +21,7 @@ instruction = '''`printf '\033[31mred alert\001\n'; exit 3`'''
     );
     let out = p.run(&["start"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{console}");
+    assert_exit(&out, 1);
     assert!(
         !console.contains('\u{1b}'),
         "raw ESC on the console: {console:?}"
@@ -38,7 +39,7 @@ instruction = '''`printf '\033[31mred alert\001\n'; exit 3`'''
     }
     assert!(console.contains("odd\\nname.test.toml"), "{console}");
     let record = p.run_records().pop().expect("a run");
-    let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(
         !report.contains('\u{1b}'),
@@ -51,10 +52,11 @@ instruction = '''`printf '\033[31mred alert\001\n'; exit 3`'''
     assert!(report.contains("\\e[31mred alert"), "{report}");
     // The record keeps what really came, escaped only by JSON.
     assert!(
-        record["steps"][1]["message"]
-            .as_str()
+        record.steps[1]
+            .message
+            .as_deref()
             .unwrap_or_default()
             .contains('\u{1b}'),
-        "{record}"
+        "{record:?}"
     );
 }

@@ -2,8 +2,9 @@
 //! a missing file or a path leaving the directory is still recorded, with the problem, and warned
 //! about on the console and in report.md (for a passing step too).
 
+use crate::common::assert_exit;
+use crate::common::records::*;
 use crate::common::{stdout, Project};
-use std::path::Path;
 
 #[test]
 fn evidence_that_is_missing_or_outside_the_run_directory_is_warned_about() {
@@ -39,17 +40,22 @@ instruction = "`mkdir -p $BUGATTI_RUN_DIR/screenshots && echo png > $BUGATTI_RUN
         "{console}"
     );
     let record = p.record_for("a.test.toml");
-    let evidence = record["steps"][0]["evidence"].as_array().expect("evidence");
-    assert_eq!(evidence.len(), 4, "{record}");
-    assert!(evidence[0].get("problem").is_none(), "{}", evidence[0]);
-    assert_eq!(evidence[1]["problem"], "no such file in the run directory");
-    assert!(evidence[2]["problem"]
-        .as_str()
+    let evidence = &record.steps[0].evidence;
+    assert_eq!(evidence.len(), 4, "{record:?}");
+    assert!(evidence[0].problem.is_none(), "{:?}", evidence[0]);
+    assert_eq!(
+        evidence[1].problem.as_deref(),
+        Some("no such file in the run directory")
+    );
+    assert!(evidence[2]
+        .problem
+        .as_deref()
         .is_some_and(|p| p.starts_with("outside the run directory")));
-    assert!(evidence[3]["problem"]
-        .as_str()
+    assert!(evidence[3]
+        .problem
+        .as_deref()
         .is_some_and(|p| p.starts_with("outside the run directory (a link to ")));
-    let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(
         report.contains("## Evidence warnings")
@@ -89,9 +95,9 @@ instruction = "`mkdir -p $BUGATTI_RUN_DIR/browser && cp $BUGATTI_PROJECT_ROOT/co
 "#,
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     let record = p.record_for("a.test.toml");
-    let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let md = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(
         md.contains("Browser console errors (`browser/step-1.console.jsonl`, more in the file):"),

@@ -2,8 +2,9 @@
 //! that traceback (and only what the server wrote during that step) in run.json's
 //! `harness_log_excerpt`, in report.md and in events.jsonl, before the step's verdict.
 
-use crate::common::{stdout, Project};
-use std::path::Path;
+use crate::common::assert_exit;
+use crate::common::records::*;
+use crate::common::Project;
 
 const SERVER: &str = r#"
 import sys, traceback
@@ -63,18 +64,20 @@ instruction = "The basket answers: `curl -sf http://127.0.0.1:${APP_PORT}/boom`"
 "#,
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     let record = p.record_for("basket.test.toml");
-    let steps = record["steps"].as_array().expect("steps");
-    assert_eq!(steps[0]["status"], "ok");
+    let steps = &record.steps;
+    assert_eq!(steps[0].status, StepStatus::Ok);
     assert!(
-        steps[0].get("harness_log_excerpt").is_none(),
-        "a passing step carries no excerpt: {}",
+        steps[0].harness_log_excerpt.is_empty(),
+        "a passing step carries no excerpt: {:?}",
         steps[0]
     );
-    assert_eq!(steps[1]["status"], "error");
-    let excerpt = steps[1]["harness_log_excerpt"]["server"]
-        .as_str()
+    assert_eq!(steps[1].status, StepStatus::Error);
+    let excerpt = steps[1]
+        .harness_log_excerpt
+        .get("server")
+        .map(String::as_str)
         .unwrap_or_default();
     assert!(
         excerpt.contains("Traceback (most recent call last)")
@@ -85,7 +88,7 @@ instruction = "The basket answers: `curl -sf http://127.0.0.1:${APP_PORT}/boom`"
         !excerpt.contains("GET /home"),
         "the lines of the step before are not: {excerpt:?}"
     );
-    let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(
         report.contains("Harness log `server` while the step ran")

@@ -3,15 +3,9 @@
 //! console; a failed suite-scoped command makes every test an `error` in JUnit and the summaries,
 //! with the reason, so a CI dashboard cannot show green.
 
+use crate::common::assert_exit;
+use crate::common::records::*;
 use crate::common::{stdout, Project};
-use std::path::Path;
-
-fn command<'a>(record: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    record["commands"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["name"] == name))
-        .unwrap_or_else(|| panic!("no command {name} in {record}"))
-}
 
 #[test]
 fn a_failed_setup_command_is_failed_with_its_exit_code_everywhere() {
@@ -23,17 +17,17 @@ fn a_failed_setup_command_is_failed_with_its_exit_code_everywhere() {
     p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
     let out = p.run(&["start"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(3), "{console}");
+    assert_exit(&out, 3);
     assert!(
         console.contains("SETUP migrate ........ FAILED")
             && console.contains("no such table: users"),
         "the console shows the failure and its log tail: {console}"
     );
     let record = p.record_for("a.test.toml");
-    let migrate = command(&record, "migrate");
-    assert_eq!(migrate["status"], "failed", "{migrate}");
-    assert_eq!(migrate["exit_code"], 4, "{migrate}");
-    let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let migrate = record.command("migrate");
+    assert_eq!(migrate.status, CommandStatus::Failed, "{migrate:?}");
+    assert_eq!(migrate.exit_code, Some(4), "{migrate:?}");
+    let run_dir = record.run_dir();
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
     assert!(
         events
@@ -57,23 +51,23 @@ fn a_setup_command_past_its_timeout_is_timed_out() {
     );
     p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert_exit(&out, 3);
     let record = p.record_for("a.test.toml");
-    let seed = command(&record, "seed");
-    assert_eq!(seed["status"], "timed_out", "{seed}");
+    let seed = record.command("seed");
+    assert_eq!(seed.status, CommandStatus::TimedOut, "{seed:?}");
     assert!(
-        seed["error"]
-            .as_str()
+        seed.error
+            .as_deref()
             .unwrap_or_default()
             .contains("did not finish within"),
-        "{seed}"
+        "{seed:?}"
     );
     assert!(
-        seed["error"]
-            .as_str()
+        seed.error
+            .as_deref()
             .unwrap_or_default()
             .contains("(its `timeout_secs`; raise it to wait longer)"),
-        "the setting that raises the limit is named: {seed}"
+        "the setting that raises the limit is named: {seed:?}"
     );
 }
 
@@ -88,11 +82,11 @@ fn a_pty_setup_command_that_prompts_is_stopped_and_said_to_wait_for_input() {
     p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
     let out = p.run(&["start"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(3), "{console}");
+    assert_exit(&out, 3);
     let record = p.record_for("a.test.toml");
-    let reset = command(&record, "reset");
-    assert_eq!(reset["status"], "timed_out", "{reset}");
-    let error = reset["error"].as_str().unwrap_or_default();
+    let reset = record.command("reset");
+    assert_eq!(reset.status, CommandStatus::TimedOut, "{reset:?}");
+    let error = reset.error.as_deref().unwrap_or_default();
     assert!(
         error.contains("setup command `reset` did not finish")
             && error.contains("it may be waiting for input")
@@ -113,7 +107,7 @@ fn a_failed_suite_command_makes_every_test_an_error_with_the_reason() {
     p.write("b.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
     let out = p.run(&["start"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(3), "{console}");
+    assert_exit(&out, 3);
     let suite = p.suite_dir();
     let junit = std::fs::read_to_string(suite.join("junit.xml")).expect("junit.xml");
     assert!(
@@ -121,7 +115,7 @@ fn a_failed_suite_command_makes_every_test_an_error_with_the_reason() {
         "{junit}"
     );
     assert!(junit.contains("database refused the connection"), "{junit}");
-    let summary = p.suite_summary();
+    let summary = p.suite_summary_json();
     assert_eq!(summary["totals"]["error"], 2, "{summary}");
     assert!(
         summary["harness_error"]
@@ -168,7 +162,7 @@ fn suite_scoped_commands_are_on_the_console_and_in_every_runs_report() {
     let p = project_with_a_suite_command_and_a_crashing_server();
     let out = p.run(&["start", "-j", "1"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(3), "{console}");
+    assert_exit(&out, 3);
     assert!(
         console.contains("[suite] SETUP db ........ started")
             && console.contains("[suite] SETUP db ........ ready (log /db up/)"),
@@ -176,12 +170,12 @@ fn suite_scoped_commands_are_on_the_console_and_in_every_runs_report() {
     );
     for file in ["a.test.toml", "b.test.toml"] {
         let record = p.record_for(file);
-        let db = command(&record, "db");
-        assert_eq!(db["scope"], "suite", "{db}");
-        assert_eq!(db["status"], "ready", "{db}");
-        assert_eq!(command(&record, "api")["scope"], "test");
-        let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
-        let log = run_dir.join(db["log"].as_str().expect("log"));
+        let db = record.command("db");
+        assert_eq!(db.scope, "suite", "{db:?}");
+        assert_eq!(db.status, CommandStatus::Ready, "{db:?}");
+        assert_eq!(record.command("api").scope, "test");
+        let run_dir = record.run_dir();
+        let log = run_dir.join(&db.log);
         let text = std::fs::read_to_string(&log).expect("the suite command's log, from the run");
         assert!(text.contains("db up"), "{}: {text}", log.display());
         let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
@@ -198,7 +192,7 @@ fn a_server_crash_mid_test_is_not_called_a_setup_failure() {
     let p = project_with_a_suite_command_and_a_crashing_server();
     let out = p.run(&["start", "-j", "1", "b.test.toml"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(3), "{console}");
+    assert_exit(&out, 3);
     assert!(!console.contains("SETUP api ........ FAILED"), "{console}");
     assert!(!console.contains("SETUP api ........ exited"), "{console}");
     assert!(
@@ -233,7 +227,7 @@ instruction = "`touch $BUGATTI_PROJECT_ROOT/die; until grep '\"exit_code\":7' $B
     );
     let out = p.run(&["start", "--step-timeout", "20"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert_exit(&out, 0);
     assert!(
         console.contains("[suite] COMMAND db ........ while tests ran: exited with 7"),
         "{console}"
@@ -243,11 +237,12 @@ instruction = "`touch $BUGATTI_PROJECT_ROOT/die; until grep '\"exit_code\":7' $B
         "{console}"
     );
     let record = p.record_for("a.test.toml");
-    let db = command(&record, "db");
-    assert_eq!(db["scope"], "suite", "{db}");
+    let db = record.command("db");
+    assert_eq!(db.scope, "suite", "{db:?}");
     assert_ne!(
-        db["status"], "ready",
-        "the run's record saw the death: {db}"
+        db.status,
+        CommandStatus::Ready,
+        "the run's record saw the death: {db:?}"
     );
-    assert_eq!(db["exit_code"], 7, "{db}");
+    assert_eq!(db.exit_code, Some(7), "{db:?}");
 }

@@ -2,7 +2,8 @@
 //! root of its own, so the 30th run of a `-j 1` suite logs no more than the first (before, each
 //! session's span nested in the previous one's and every line carried all earlier runs' ids).
 
-use crate::common::{stdout, Project};
+use crate::common::assert_exit;
+use crate::common::Project;
 
 #[test]
 fn the_last_runs_harness_log_is_as_small_as_the_firsts() {
@@ -42,8 +43,8 @@ fn last_run_log_against_first(n: usize) {
         );
     }
     let out = p.run(&["start", "-j", "1", "-q"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let mut records = p.run_records();
+    assert_exit(&out, 0);
+    let mut records = p.run_records_json();
     records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
     let log_of = |r: &serde_json::Value| {
         let dir = std::path::Path::new(r["run_dir"].as_str().expect("run_dir"));
@@ -104,7 +105,7 @@ readiness = { log = "db up" }
     p.write("b.test.toml", "[[steps]]\ninstruction = \"`false`\"\n");
     p.write("c.test.toml", "[[steps]]\ninstruction = \"`sleep 60`\"\n");
     let out = p.run(&["start", "-j", "1", "--retries", "1", "--timeout", "4"]);
-    assert_eq!(out.status.code(), Some(143), "{}", stdout(&out));
+    assert_exit(&out, 143);
     let log = suite_log(&p);
     for line in log.lines() {
         assert!(!debug_dump(line), "a Debug dump in the suite log: {line}");
@@ -131,7 +132,7 @@ readiness = { log = "db up" }
         );
     }
     // Where each test started: the dispatch line names its run directory.
-    let a = p.record_for("a.test.toml");
+    let a = p.record_json_for("a.test.toml");
     let run_dir = a["run_dir"].as_str().expect("run_dir");
     assert!(log.contains(run_dir), "{run_dir} not in:\n{log}");
 }

@@ -3,6 +3,7 @@
 //! `--html`, and report.html opened in a real headless Chromium when one is installed.
 
 use crate::common;
+use crate::common::assert_exit;
 use std::path::{Path, PathBuf};
 
 use crate::common::{stdout, Project};
@@ -38,7 +39,7 @@ fn read(path: &Path) -> String {
 fn three_suites_pass_fail_pass_say_new_failure_then_fixed() {
     let p = project(1);
     let first = p.run(&["start"]);
-    assert_eq!(first.status.code(), Some(0), "{}", stdout(&first));
+    assert_exit(&first, 0);
     assert!(
         !read(&latest_suite(&p).join("summary.md")).contains("## Since the previous suite"),
         "the first suite has nothing to compare with"
@@ -46,7 +47,7 @@ fn three_suites_pass_fail_pass_say_new_failure_then_fixed() {
 
     p.write("broken", "");
     let second = p.run(&["start"]);
-    assert_eq!(second.status.code(), Some(1));
+    assert_exit(&second, 1);
     let out = stdout(&second);
     assert!(
         out.contains("new failure: flip.test.toml (was passed, now failed)"),
@@ -67,7 +68,7 @@ fn three_suites_pass_fail_pass_say_new_failure_then_fixed() {
 
     std::fs::remove_file(p.root().join("broken")).unwrap();
     let third = p.run(&["start"]);
-    assert_eq!(third.status.code(), Some(0));
+    assert_exit(&third, 0);
     let out = stdout(&third);
     assert!(
         out.contains("fixed: flip.test.toml (was failed, now passed)"),
@@ -89,7 +90,7 @@ fn three_suites_pass_fail_pass_say_new_failure_then_fixed() {
         out.contains("report.html:") && out.contains("fixed: flip.test.toml"),
         "{out}"
     );
-    assert_eq!(report.status.code(), Some(0));
+    assert_exit(&report, 0);
 }
 
 #[test]
@@ -105,8 +106,8 @@ fn rerun_failed_runs_only_what_did_not_pass() {
     assert_eq!(p.run(&["start"]).status.code(), Some(1));
     std::fs::remove_file(p.root().join("broken")).unwrap();
     let again = p.run(&["start", "--last-failed"]);
-    assert_eq!(again.status.code(), Some(0), "{}", stdout(&again));
-    let summary = p.suite_summary();
+    assert_exit(&again, 0);
+    let summary = p.suite_summary_json();
     let files: Vec<&str> = summary["tests"]
         .as_array()
         .unwrap()
@@ -115,7 +116,7 @@ fn rerun_failed_runs_only_what_did_not_pass() {
         .collect();
     assert_eq!(files, vec!["flip.test.toml"]);
     let nothing = p.run(&["start", "--rerun-failed"]);
-    assert_eq!(nothing.status.code(), Some(0));
+    assert_exit(&nothing, 0);
     assert!(stdout(&nothing).contains("nothing to run"));
 }
 
@@ -163,7 +164,7 @@ fn two_shards_merged_match_one_unsharded_run() {
     args.extend(["--out".to_string(), merged_dir.display().to_string()]);
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = p.run(&args);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     let merged: serde_json::Value =
         serde_json::from_str(&read(&merged_dir.join("summary.json"))).unwrap();
     assert_eq!(merged["totals"], whole_summary["totals"]);
@@ -214,7 +215,7 @@ fn keep_runs_and_clean_prune_old_suites() {
     assert_eq!(read(&bugatti.join("history.jsonl")).lines().count(), 4);
 
     let out = p.run(&["clean", "--keep", "2"]);
-    assert_eq!(out.status.code(), Some(0));
+    assert_exit(&out, 0);
     assert!(
         stdout(&out).contains("removed 1 suite(s), 2 run(s)"),
         "{}",
@@ -235,10 +236,10 @@ fn keep_runs_and_clean_prune_old_suites() {
 fn html_copy_is_written_and_checked_before_anything_runs() {
     let p = project(0);
     let bad = p.run(&["start", "--html", "/proc/version/report.html"]);
-    assert_eq!(bad.status.code(), Some(2));
+    assert_exit(&bad, 2);
     assert!(!p.root().join(".bugatti/runs").exists(), "nothing ran");
     let out = p.run(&["start", "--html", "out/page.html"]);
-    assert_eq!(out.status.code(), Some(0));
+    assert_exit(&out, 0);
     let page = read(&p.root().join("out/page.html"));
     assert!(page.contains("flip.test.toml") && page.contains("<script>"));
 }

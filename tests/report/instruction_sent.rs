@@ -2,8 +2,9 @@
 //! (`steps[].instruction_sent`, beside `instruction` as written) and in report.md for a step that
 //! did not pass — with `[secrets]` values redacted, as everywhere.
 
-use crate::common::{stdout, Project};
-use std::path::Path;
+use crate::common::assert_exit;
+use crate::common::records::*;
+use crate::common::Project;
 
 #[test]
 fn the_substituted_instruction_is_in_run_json_and_report_md_with_secrets_redacted() {
@@ -34,23 +35,21 @@ TOKEN = { from_env = "INSTRUCTION_SENT_TOKEN" }
         .output()
         .expect("run supervisor");
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     let record = p.record_for("a.test.toml");
-    let port = record["ports"]["APP_PORT"]
-        .as_u64()
-        .expect("APP_PORT resolved");
-    let step = &record["steps"][0];
+    let port = *record.ports.get("APP_PORT").expect("APP_PORT resolved");
+    let step = &record.steps[0];
     assert_eq!(
-        step["instruction"], "`echo ${GREETING} ${TOKEN} on ${APP_PORT}; false`",
-        "as written: {step}"
+        step.instruction, "`echo ${GREETING} ${TOKEN} on ${APP_PORT}; false`",
+        "as written: {step:?}"
     );
-    let sent = step["instruction_sent"].as_str().expect("instruction_sent");
+    let sent = step.instruction_sent.as_deref().expect("instruction_sent");
     assert_eq!(
         sent,
         format!("`echo hello-there [REDACTED:TOKEN] on {port}; false`"),
-        "{step}"
+        "{step:?}"
     );
-    let run_dir = Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(
         report.contains("Instruction as sent to the agent:")

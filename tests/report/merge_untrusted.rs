@@ -6,6 +6,7 @@
 //! See docs/ci.md "Merging artifacts you did not make".
 
 use crate::common;
+use crate::common::assert_exit;
 
 use common::{stderr, Project};
 use serde_json::Value;
@@ -39,7 +40,7 @@ fn hostile_shard(p: &Project, outside: &Path) -> PathBuf {
         "[[steps]]\ninstruction = \"`echo BUGATTI_EVIDENCE screenshot shot.png; exit 1`\"\n",
     );
     let out = p.run(&["start", "--shard", "1/1"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_exit(&out, 1);
     let suite = p.suite_dir();
     let run = read_json(&suite.join("summary.json"))["tests"][0]["run_id"]
         .as_str()

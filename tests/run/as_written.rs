@@ -5,6 +5,8 @@
 //! answers the bootstrap.
 
 use crate::common;
+use crate::common::assert_exit;
+use crate::common::records::*;
 use crate::common::{stderr, stdout, Project};
 use std::path::Path;
 
@@ -69,9 +71,8 @@ fn project(config: &str) -> Project {
     p
 }
 
-fn where_of(record: &serde_json::Value) -> String {
-    let run_dir = record["run_dir"].as_str().expect("run_dir");
-    std::fs::read_to_string(Path::new(run_dir).join("where.txt")).expect("where.txt")
+fn where_of(record: &RunRecord) -> String {
+    record.read("where.txt")
 }
 
 /// In events.jsonl, every `agent_log` of a step comes before that step's `step_finished`, even
@@ -142,8 +143,8 @@ fn the_readme_command_agent_runs_from_the_project_root_and_from_a_subdirectory()
         let mut workspaces = Vec::new();
         let mut ports = Vec::new();
         for record in &records {
-            assert_eq!(record["outcome"], "passed", "{record}");
-            assert_eq!(record["steps"][0]["status"], "ok");
+            assert_eq!(record.outcome, Some(RunOutcome::Passed), "{record:?}");
+            assert_eq!(record.steps[0].status, StepStatus::Ok);
             let line = where_of(record);
             let field = |name: &str| {
                 line.split_whitespace()
@@ -153,11 +154,15 @@ fn the_readme_command_agent_runs_from_the_project_root_and_from_a_subdirectory()
             };
             assert_eq!(field("cwd"), root, "the agent runs in the project root");
             // run.json records the session's places as the agent saw them.
-            assert_eq!(record["workspace"], field("work").as_str(), "{record}");
             assert_eq!(
-                record["ports"]["APP_PORT"].to_string(),
+                record.workspace.as_deref(),
+                Some(field("work").as_str()),
+                "{record:?}"
+            );
+            assert_eq!(
+                record.ports["APP_PORT"].to_string(),
                 field("port"),
-                "{record}"
+                "{record:?}"
             );
             workspaces.push(field("work"));
             ports.push(field("port"));
@@ -168,7 +173,7 @@ fn the_readme_command_agent_runs_from_the_project_root_and_from_a_subdirectory()
         );
         assert_ne!(ports[0], ports[1], "parallel sessions: own ports");
         // Both directions of the conversation are in agent.jsonl.
-        let run_dir = records[0]["run_dir"].as_str().expect("run_dir");
+        let run_dir = records[0].identity.run_dir.as_str();
         assert_logs_precede_their_verdict(Path::new(run_dir));
         let jsonl = std::fs::read_to_string(Path::new(run_dir).join("transcripts/agent.jsonl"))
             .expect("agent.jsonl");
@@ -194,13 +199,7 @@ fn variables_in_the_agent_cmd_and_cwd_are_substituted() {
     );
     std::fs::remove_file(p.root().join("tests/second.test.toml")).expect("rm");
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let record = p.record_for("first.test.toml");
     let line = where_of(&record);
     let cwd = line.split_whitespace().next().unwrap_or_default();
@@ -218,7 +217,7 @@ fn doctor_names_a_missing_agent_script_and_passes_once_it_exists() {
     std::fs::remove_file(p.root().join("agents/my_agent.py")).expect("rm");
     let out = p.supervisor().arg("doctor").output().expect("doctor");
     let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert_exit(&out, 1);
     assert!(
         text.contains("FAIL provider command: script `agents/my_agent.py` not found at"),
         "{text}"
@@ -230,11 +229,11 @@ fn doctor_names_a_missing_agent_script_and_passes_once_it_exists() {
         .arg("doctor")
         .output()
         .expect("doctor");
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     p.write("agents/my_agent.py", &readme_block("agents/my_agent.py"));
     let out = p.supervisor().arg("doctor").output().expect("doctor");
     let text = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_exit(&out, 0);
     assert!(text.contains("ok   provider command: script"), "{text}");
 }
 
@@ -248,13 +247,10 @@ fn an_agent_that_never_answers_the_bootstrap_gets_an_error_that_says_so() {
     p.write("agents/silent.sh", "exec sleep 60\n");
     p.write("a.test.toml", "[[steps]]\ninstruction = \"anything\"\n");
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert_exit(&out, 3);
     let record = p.record_for("a.test.toml");
-    assert_eq!(record["outcome"], "error");
-    let report = std::fs::read_to_string(
-        Path::new(record["run_dir"].as_str().expect("run_dir")).join("report.md"),
-    )
-    .expect("report.md");
+    assert_eq!(record.outcome, Some(RunOutcome::Error));
+    let report = std::fs::read_to_string(record.run_dir().join("report.md")).expect("report.md");
     assert!(
         report.contains("did not answer the bootstrap message"),
         "{report}"
@@ -274,11 +270,11 @@ fn output_without_a_result_line_is_a_protocol_error_after_the_silence_limit() {
     );
     p.write("a.test.toml", "[[steps]]\ninstruction = \"anything\"\n");
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     let record = p.record_for("a.test.toml");
-    let step = &record["steps"][0];
-    assert_eq!(step["status"], "protocol_error", "{step}");
-    let message = step["message"].as_str().unwrap_or_default();
+    let step = &record.steps[0];
+    assert_eq!(step.status, StepStatus::ProtocolError, "{step:?}");
+    let message = step.message.as_deref().unwrap_or_default();
     assert!(
         message.contains("no RESULT line") && message.contains("no_output_timeout_secs"),
         "{message}"
@@ -303,11 +299,11 @@ fn a_slow_agent_that_wrote_something_is_a_timeout_at_the_step_timeout() {
         "[[steps]]\ninstruction = \"anything\"\ntimeout_secs = 1\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     let record = p.record_for("a.test.toml");
-    let step = &record["steps"][0];
-    assert_eq!(step["status"], "timeout", "{step}");
-    let message = step["message"].as_str().unwrap_or_default();
+    let step = &record.steps[0];
+    assert_eq!(step.status, StepStatus::Timeout, "{step:?}");
+    let message = step.message.as_deref().unwrap_or_default();
     assert!(
         message.contains("timed out after 1s") && message.contains("no RESULT line"),
         "{message}"
@@ -339,11 +335,11 @@ fn a_silent_agent_is_told_the_silence_limit_not_the_step_timeout() {
     );
     p.write("a.test.toml", "[[steps]]\ninstruction = \"anything\"\n");
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     let record = p.record_for("a.test.toml");
-    let step = &record["steps"][0];
-    assert_eq!(step["status"], "timeout", "{step}");
-    let message = step["message"].as_str().unwrap_or_default();
+    let step = &record.steps[0];
+    assert_eq!(step.status, StepStatus::Timeout, "{step:?}");
+    let message = step.message.as_deref().unwrap_or_default();
     assert!(
         message.contains("wrote nothing for 1s (no_output_timeout_secs)"),
         "{message}"
@@ -390,5 +386,5 @@ fn the_open_files_limit_is_raised_to_the_hard_limit_for_the_run() {
         .expect("run supervisor");
     p.assert_nothing_survives();
     let record = p.record_for("limit.test.toml");
-    assert_eq!(out.status.code(), Some(0), "{record}\n{}", stdout(&out));
+    assert_eq!(out.status.code(), Some(0), "{record:?}\n{}", stdout(&out));
 }

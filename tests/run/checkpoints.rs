@@ -2,7 +2,11 @@
 //! configured as a user would (`bugatti.config.toml`, relative paths, the `shell` provider), its
 //! exit codes, and what run.json, report.md, events.jsonl and the checkpoint folder hold.
 
+use crate::common::assert_exit;
+use crate::common::records::*;
 use crate::common::{stderr, stdout, Project};
+use bugatti::report::events::CheckpointAction;
+use bugatti::report::run_record::CheckpointStatus;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -60,17 +64,12 @@ instruction = 'Check it: `echo step-4 >> $TRACE` and `test "$(cat $STATE)" = "on
 const SAVE: &str = r#"cp app/state.txt "$BUGATTI_CHECKPOINT_PATH/state.txt" && pwd > "${BUGATTI_CHECKPOINT_PATH}/cwd.txt" && echo "save $BUGATTI_CHECKPOINT_ID" >> trace.txt"#;
 const RESTORE: &str = r#"test "$BUGATTI_CHECKPOINT_ID" = seeded && cp "${BUGATTI_CHECKPOINT_PATH}/state.txt" app/state.txt && echo "restore $BUGATTI_CHECKPOINT_ID" >> trace.txt && echo restored-ok"#;
 
-fn statuses(record: &Value) -> Vec<String> {
-    record["steps"]
-        .as_array()
-        .expect("steps")
-        .iter()
-        .map(|s| s["status"].as_str().unwrap_or("?").to_string())
-        .collect()
+fn statuses(record: &RunRecord) -> Vec<&'static str> {
+    record.steps.iter().map(|s| s.status.as_str()).collect()
 }
 
-fn run_dir(record: &Value) -> PathBuf {
-    PathBuf::from(record["run_dir"].as_str().expect("run_dir"))
+fn run_dir(record: &RunRecord) -> PathBuf {
+    record.run_dir()
 }
 
 fn read(path: &Path) -> String {
@@ -78,10 +77,10 @@ fn read(path: &Path) -> String {
 }
 
 /// The run.json of the newest run (run ids are UUIDv7: they sort by time).
-fn newest_record(p: &Project) -> Value {
+fn newest_record(p: &Project) -> RunRecord {
     p.run_records()
         .into_iter()
-        .max_by_key(|r| r["run_id"].as_str().unwrap_or_default().to_string())
+        .max_by_key(|r| r.identity.run_id.clone())
         .expect("a run.json")
 }
 
@@ -91,23 +90,17 @@ fn a_passed_checkpoint_step_saves_and_from_checkpoint_restores_skips_and_reruns_
 
     // First run: every step runs; the checkpoint is saved after step 3.
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let first = newest_record(&p);
-    assert_eq!(first["outcome"], "passed");
+    assert_eq!(first.outcome, Some(RunOutcome::Passed));
     assert_eq!(statuses(&first), ["ok", "ok", "ok", "ok"]);
-    assert_eq!(first["checkpoints"][0]["name"], "seeded");
-    assert_eq!(first["checkpoints"][0]["action"], "save");
-    assert_eq!(first["checkpoints"][0]["status"], "done");
-    assert_eq!(first["checkpoints"][0]["step_id"], 3);
+    assert_eq!(first.checkpoints[0].name, "seeded");
+    assert_eq!(first.checkpoints[0].action, CheckpointAction::Save);
+    assert_eq!(first.checkpoints[0].status, CheckpointStatus::Done);
+    assert_eq!(first.checkpoints[0].step_id, Some(3));
     let saved = p.root().join(".bugatti/checkpoints/tests__flow/seeded");
     assert_eq!(
-        first["checkpoints"][0]["path"].as_str(),
+        Some(first.checkpoints[0].path.as_str()),
         Some(
             saved
                 .canonicalize()
@@ -124,7 +117,7 @@ fn a_passed_checkpoint_step_saves_and_from_checkpoint_restores_skips_and_reruns_
     );
     let marker: Value =
         serde_json::from_str(&read(&saved.with_file_name("seeded.saved.json"))).expect("json");
-    assert_eq!(marker["run_id"], first["run_id"]);
+    assert_eq!(marker["run_id"], first.identity.run_id);
     let report = read(&run_dir(&first).join("report.md"));
     assert!(
         report.contains("## Checkpoints") && report.contains("| `seeded` | save | 3 | done |"),
@@ -137,18 +130,19 @@ fn a_passed_checkpoint_step_saves_and_from_checkpoint_restores_skips_and_reruns_
     let console = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{console}{}", stderr(&out));
     let second = newest_record(&p);
-    assert_ne!(second["run_id"], first["run_id"]);
-    assert_eq!(second["outcome"], "passed");
+    assert_ne!(second.identity.run_id, first.identity.run_id);
+    assert_eq!(second.outcome, Some(RunOutcome::Passed));
     assert_eq!(statuses(&second), ["ok", "skipped", "skipped", "ok"]);
     for i in [1, 2] {
         assert_eq!(
-            second["steps"][i]["message"], "restored from checkpoint `seeded`",
-            "{second}"
+            second.steps[i].message.as_deref(),
+            Some("restored from checkpoint `seeded`"),
+            "{second:?}"
         );
     }
-    assert_eq!(second["checkpoints"].as_array().map(Vec::len), Some(1));
-    assert_eq!(second["checkpoints"][0]["action"], "restore");
-    assert_eq!(second["checkpoints"][0]["status"], "done");
+    assert_eq!(Some(second.checkpoints.len()), Some(1));
+    assert_eq!(second.checkpoints[0].action, CheckpointAction::Restore);
+    assert_eq!(second.checkpoints[0].status, CheckpointStatus::Done);
     assert_eq!(read(&p.root().join("app/state.txt")), "one two");
 
     // What ran, in order: the harness, then the restore, then the setup step, then step 4; the
@@ -216,7 +210,7 @@ fn resuming_from_a_checkpoint_never_saved_is_exit_2_and_runs_nothing() {
 
     // An unknown name lists the checkpoints the test has.
     let out = p.run(&["start", "--from-checkpoint", "nope"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, 2);
     assert!(
         stderr(&out).contains("(it has: seeded)"),
         "{}",
@@ -228,17 +222,11 @@ fn resuming_from_a_checkpoint_never_saved_is_exit_2_and_runs_nothing() {
 fn a_failing_save_is_an_error_naming_the_command_and_cannot_be_resumed_from() {
     let p = project("echo saving; echo disk full >&2; exit 4", RESTORE);
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 3);
     let record = newest_record(&p);
-    assert_eq!(record["outcome"], "error");
+    assert_eq!(record.outcome, Some(RunOutcome::Error));
     assert_eq!(statuses(&record), ["ok", "ok", "ok", "not_run"]);
-    let error = record["error"].as_str().expect("error");
+    let error = record.error.as_deref().expect("error");
     assert!(
         error.contains("checkpoint save `seeded` failed")
             && error.contains("echo saving")
@@ -246,8 +234,8 @@ fn a_failing_save_is_an_error_naming_the_command_and_cannot_be_resumed_from() {
             && error.contains("disk full"),
         "{error}"
     );
-    assert_eq!(record["checkpoints"][0]["status"], "failed");
-    assert_eq!(record["checkpoints"][0]["exit_code"], 4);
+    assert_eq!(record.checkpoints[0].status, CheckpointStatus::Failed);
+    assert_eq!(record.checkpoints[0].exit_code, Some(4));
     let report = read(&run_dir(&record).join("report.md"));
     assert!(
         report.contains("checkpoint save `seeded` failed"),
@@ -257,7 +245,7 @@ fn a_failing_save_is_an_error_naming_the_command_and_cannot_be_resumed_from() {
 
     // The folder was created for the save, but a failed save is not a checkpoint.
     let out = p.run(&["start", "--from-checkpoint", "seeded"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, 2);
     assert!(
         stderr(&out).contains("was never saved successfully"),
         "{}",
@@ -273,16 +261,10 @@ fn a_save_past_its_timeout_is_stopped_with_what_it_started() {
     p.write("bugatti.config.toml", &text);
     let started = std::time::Instant::now();
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 3);
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
     let record = newest_record(&p);
-    let error = record["error"].as_str().expect("error");
+    let error = record.error.as_deref().expect("error");
     assert!(
         error.contains("did not finish within [checkpoint] timeout_secs = 1")
             && error.contains("slow"),
@@ -294,28 +276,16 @@ fn a_save_past_its_timeout_is_stopped_with_what_it_started() {
 fn a_failing_restore_is_an_error_before_the_agent_starts() {
     let p = project(SAVE, "echo no backup here; exit 9");
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let out = p.run(&["start", "--from-checkpoint", "seeded"]);
-    assert_eq!(
-        out.status.code(),
-        Some(3),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 3);
     let record = newest_record(&p);
-    assert_eq!(record["outcome"], "error");
+    assert_eq!(record.outcome, Some(RunOutcome::Error));
     assert_eq!(
         statuses(&record),
         ["not_run", "not_run", "not_run", "not_run"]
     );
-    let error = record["error"].as_str().expect("error");
+    let error = record.error.as_deref().expect("error");
     assert!(
         error.contains("checkpoint restore `seeded` failed")
             && error.contains("exit code 9")
@@ -344,15 +314,15 @@ fn skip_true_steps_are_skipped_not_sent_and_the_test_passes() {
     let console = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{console}{}", stderr(&out));
     let record = newest_record(&p);
-    assert_eq!(record["outcome"], "passed");
+    assert_eq!(record.outcome, Some(RunOutcome::Passed));
     assert_eq!(statuses(&record), ["ok", "skipped", "ok"]);
-    assert_eq!(record["steps"][1]["message"], "skip = true");
+    assert_eq!(record.steps[1].message.as_deref(), Some("skip = true"));
     assert!(
-        record["steps"][1].get("instruction_sent").is_none(),
-        "a skipped step sends nothing: {}",
-        record["steps"][1]
+        record.steps[1].instruction_sent.is_none(),
+        "a skipped step sends nothing: {:?}",
+        record.steps[1]
     );
-    assert!(record["steps"][0]["instruction_sent"].is_string());
+    assert!(record.steps[0].instruction_sent.is_some());
     assert_eq!(read(&p.root().join("trace.txt")), "one\nthree\n");
     let report = read(&run_dir(&record).join("report.md"));
     assert!(report.contains("**Outcome: PASSED**"), "{report}");
@@ -365,5 +335,5 @@ fn skip_true_steps_are_skipped_not_sent_and_the_test_passes() {
     assert!(events.contains(r#""status":"skipped""#), "{events}");
     let junit = read(&p.suite_dir().join("junit.xml"));
     assert!(junit.contains("2. skipped"), "{junit}");
-    assert_eq!(p.suite_summary()["tests"][0]["outcome"], "passed");
+    assert_eq!(p.suite_summary().tests[0].outcome, RunOutcome::Passed);
 }

@@ -4,6 +4,8 @@
 //! waits for the harness app's log line, and the records say what it did. Needs only python3.
 
 use crate::common;
+use crate::common::assert_exit;
+use crate::common::records::*;
 
 use crate::common::{stdout, Project};
 
@@ -40,7 +42,7 @@ fn console_calls(p: &Project) -> Vec<serde_json::Value> {
     let run_dir = p
         .root()
         .join(".bugatti/runs")
-        .join(record["run_id"].as_str().expect("run id"));
+        .join(record.identity.run_id.as_str());
     std::fs::read_to_string(run_dir.join("transcripts/console.jsonl"))
         .expect("console.jsonl")
         .lines()
@@ -82,7 +84,7 @@ fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
     assert_eq!(
         out.status.code(),
         Some(0),
-        "{}\n{}\n{record:#}",
+        "{}\n{}\n{record:#?}",
         stdout(&out),
         common::stderr(&out)
     );
@@ -108,7 +110,7 @@ fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
     let run_dir = p
         .root()
         .join(".bugatti/runs")
-        .join(record["run_id"].as_str().expect("run id"));
+        .join(record.identity.run_id.as_str());
     let logs: Vec<_> = std::fs::read_dir(run_dir.join("console"))
         .expect("console dir")
         .filter_map(|e| e.ok())
@@ -184,14 +186,15 @@ expect app: long-lived
         ),
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     let record = p.record_for("console.test.toml");
     // The agent found no BUGATTI_MCP_URL, so its call failed and the step said so.
-    assert!(record.to_string().contains("BUGATTI_MCP_URL"), "{record:#}");
+    let written = record.read("run.json");
+    assert!(written.contains("BUGATTI_MCP_URL"), "{written}");
     let run_dir = p
         .root()
         .join(".bugatti/runs")
-        .join(record["run_id"].as_str().expect("run id"));
+        .join(record.identity.run_id.as_str());
     assert!(!run_dir.join("transcripts/console.jsonl").exists());
 }
 
@@ -222,7 +225,7 @@ expect hello from notes
         .expect("run supervisor");
     p.assert_nothing_survives();
     let record = p.record_for("console.test.toml");
-    assert_eq!(out.status.code(), Some(0), "{}\n{record:#}", stdout(&out));
+    assert_eq!(out.status.code(), Some(0), "{}\n{record:#?}", stdout(&out));
     let calls = console_calls(&p);
     assert_eq!(calls[0]["exit_code"], 0, "{:#}", calls[0]);
 }
@@ -247,5 +250,5 @@ expect seed: short_lived, finished
     );
     let out = p.run(&["start"]);
     let record = p.record_for("console.test.toml");
-    assert_eq!(out.status.code(), Some(0), "{}\n{record:#}", stdout(&out));
+    assert_eq!(out.status.code(), Some(0), "{}\n{record:#?}", stdout(&out));
 }

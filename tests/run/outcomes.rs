@@ -2,6 +2,8 @@
 //! `command` provider, real servers; everything checked from the files written and the exit code.
 
 use crate::common;
+use crate::common::assert_exit;
+use crate::common::records::*;
 
 use crate::common::{stdout, Project};
 use serde_json::Value;
@@ -22,16 +24,8 @@ max_parallel = 4
     )
 }
 
-fn statuses(record: &Value) -> Vec<String> {
-    record["steps"]
-        .as_array()
-        .map(|steps| {
-            steps
-                .iter()
-                .map(|s| s["status"].as_str().unwrap_or("?").to_string())
-                .collect()
-        })
-        .unwrap_or_default()
+fn statuses(record: &RunRecord) -> Vec<&'static str> {
+    record.steps.iter().map(|s| s.status.as_str()).collect()
 }
 
 fn junit_attr(xml: &str, attr: &str) -> usize {
@@ -70,25 +64,19 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     let out = p.supervisor().arg("start").output().expect("run");
     p.assert_nothing_survives();
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "console:\n{console}");
+    assert_exit(&out, 1);
 
     let pass = p.record_for("pass.test.toml");
-    assert_eq!(pass["outcome"], "passed");
+    assert_eq!(pass.outcome, Some(RunOutcome::Passed));
     assert_eq!(statuses(&pass), ["ok", "ok"]);
-    assert_eq!(pass["steps"][0]["logs"][0], "all good");
+    assert_eq!(pass.steps[0].logs[0], "all good");
 
     let warn = p.record_for("warn.test.toml");
-    assert_eq!(warn["outcome"], "warned");
+    assert_eq!(warn.outcome, Some(RunOutcome::Warned));
     assert_eq!(statuses(&warn), ["warn"]);
-    assert_eq!(warn["steps"][0]["message"], "the page took 3 s");
-    assert_eq!(
-        warn["steps"][0]["evidence"][0]["path"],
-        "screenshots/slow.png"
-    );
-    let warn_report = std::fs::read_to_string(
-        std::path::Path::new(warn["run_dir"].as_str().expect("run_dir")).join("report.md"),
-    )
-    .expect("report.md");
+    assert_eq!(warn.steps[0].message.as_deref(), Some("the page took 3 s"));
+    assert_eq!(warn.steps[0].evidence[0].path, "screenshots/slow.png");
+    let warn_report = std::fs::read_to_string(warn.run_dir().join("report.md")).expect("report.md");
     assert!(warn_report.contains("looked slow"), "{warn_report}");
     assert!(
         warn_report.contains("screenshots/slow.png"),
@@ -96,29 +84,29 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     );
 
     let fail = p.record_for("fail.test.toml");
-    assert_eq!(fail["outcome"], "failed");
+    assert_eq!(fail.outcome, Some(RunOutcome::Failed));
     assert_eq!(
         statuses(&fail),
         ["ok", "error", "not_run"],
         "the marker ends the step; the rest is not run"
     );
-    assert_eq!(fail["steps"][1]["message"], "basket is empty");
+    assert_eq!(fail.steps[1].message.as_deref(), Some("basket is empty"));
 
     let nomarker = p.record_for("nomarker.test.toml");
-    assert_eq!(nomarker["outcome"], "failed");
+    assert_eq!(nomarker.outcome, Some(RunOutcome::Failed));
     assert_eq!(statuses(&nomarker), ["protocol_error"]);
 
     // One line per run names its outcome and its report path, which names the run id (docs/reports.md):
     // `[n/N] OUTCOME  file  time  .bugatti/runs/<run_id>/report.md`.
     for record in p.run_records() {
-        let run_id = record["run_id"].as_str().expect("run id");
+        let run_id = record.identity.run_id.as_str();
         let line = console
             .lines()
             .find(|l| l.starts_with('[') && l.contains(run_id) && l.contains("report.md"))
             .unwrap_or_else(|| panic!("no outcome line for {run_id} in\n{console}"));
-        let outcome = record["outcome"].as_str().expect("outcome").to_uppercase();
+        let outcome = record.outcome.expect("outcome").as_str().to_uppercase();
         assert!(line.contains(&format!("] {outcome} ")), "{line}");
-        let file = record["test_file"].as_str().expect("test_file");
+        let file = record.identity.test_file.as_str();
         assert!(line.contains(file), "{line}");
     }
 
@@ -126,8 +114,8 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
     assert_eq!(junit_attr(&junit, "tests"), 4, "{junit}");
     assert_eq!(junit_attr(&junit, "failures"), 2, "{junit}");
     assert_eq!(junit_attr(&junit, "errors"), 0, "{junit}");
-    let summary: Value = p.suite_summary();
-    assert_eq!(summary["tests"].as_array().map(Vec::len), Some(4));
+    let summary = p.suite_summary();
+    assert_eq!(Some(summary.tests.len()), Some(4));
 }
 
 #[test]
@@ -145,7 +133,7 @@ fn warnings_pass_unless_strict() {
         "--json",
         "ci/summary.json",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     let junit = std::fs::read_to_string(p.root().join("ci/junit.xml")).expect("--junit copy");
     assert_eq!(junit_attr(&junit, "tests"), 1, "{junit}");
     let summary: Value = serde_json::from_str(
@@ -154,7 +142,7 @@ fn warnings_pass_unless_strict() {
     .expect("JSON");
     assert_eq!(summary["tests"][0]["outcome"], "warned");
     let out = p.run(&["start", "--strict-warnings"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
 }
 
 #[test]
@@ -174,19 +162,17 @@ cmd = "echo migrating; echo 'table exists' >&2; exit 4"
         "name = \"T\"\n[[steps]]\ninstruction = \"say hi\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert_exit(&out, 3);
     let record = p.record_for("t.test.toml");
-    assert_eq!(record["outcome"], "error");
+    assert_eq!(record.outcome, Some(RunOutcome::Error));
     assert_eq!(statuses(&record), ["not_run"]);
-    let error = record["error"].as_str().unwrap_or_default();
+    let error = record.error.as_deref().unwrap_or_default();
     assert!(
         error.contains("migrate") && error.contains("table exists"),
         "{error}"
     );
-    let report = std::fs::read_to_string(
-        std::path::Path::new(record["run_dir"].as_str().expect("run_dir")).join("report.md"),
-    )
-    .expect("report.md written for an errored run");
+    let report = std::fs::read_to_string(record.run_dir().join("report.md"))
+        .expect("report.md written for an errored run");
     assert!(report.contains("ERROR"), "{report}");
 }
 
@@ -212,12 +198,12 @@ stop_timeout_secs = 1
         "name = \"T\"\n[[steps]]\ninstruction = \"say hi\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert_exit(&out, 3);
     let record = p.record_for("t.test.toml");
-    assert_eq!(record["outcome"], "error");
-    let error = record["error"].as_str().unwrap_or_default();
+    assert_eq!(record.outcome, Some(RunOutcome::Error));
+    let error = record.error.as_deref().unwrap_or_default();
     assert!(error.contains("server") && error.contains("tcp"), "{error}");
-    assert_eq!(record["commands"][0]["teardown"], "clean");
+    assert_eq!(record.commands[0].teardown, Some(TeardownState::Clean));
 }
 
 #[test]
@@ -229,7 +215,7 @@ fn invalid_input_exits_2_and_runs_nothing() {
         "name = \"T\"\n[[steps]]\ninstruction = \"say hi\"\n",
     );
     let out = p.run(&["start", "--skip-cmd", "nope"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, 2);
     assert!(common::stderr(&out).contains("nope"));
     assert!(
         !p.root().join(".bugatti").exists(),
@@ -274,23 +260,18 @@ stop_timeout_secs = 1
         "name = \"T\"\n[[steps]]\ninstruction = \"\"\"\nget http://127.0.0.1:${APP_PORT}/count\nexpect count=0\n\"\"\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     let record = p.record_for("t.test.toml");
-    let commands = record["commands"].as_array().expect("commands");
-    let app = commands.iter().find(|c| c["name"] == "app").expect("app");
-    assert_eq!(app["restarts"].as_array().map(Vec::len), Some(1), "{app}");
-    assert!(
-        app["restarts"][0]["exit_status"]
-            .as_str()
-            .is_some_and(|s| s.contains('1')),
-        "{app}"
+    let app = record.command("app");
+    assert_eq!(app.restarts.len(), 1, "{app:?}");
+    assert!(app.restarts[0].exit_status.contains('1'), "{app:?}");
+    assert_eq!(app.teardown, Some(TeardownState::Clean));
+    let stubborn = record.command("stubborn");
+    assert_eq!(
+        stubborn.teardown,
+        Some(TeardownState::Killed),
+        "{stubborn:?}"
     );
-    assert_eq!(app["teardown"], "clean");
-    let stubborn = commands
-        .iter()
-        .find(|c| c["name"] == "stubborn")
-        .expect("stubborn");
-    assert_eq!(stubborn["teardown"], "killed", "{stubborn}");
 }
 
 #[test]
@@ -310,10 +291,10 @@ cmd = "sleep 1; exit 7"
         "name = \"T\"\n[[steps]]\ninstruction = \"sleep 20\"\n[[steps]]\ninstruction = \"say later\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert_exit(&out, 3);
     let record = p.record_for("t.test.toml");
-    assert_eq!(record["outcome"], "error");
-    let error = record["error"].as_str().unwrap_or_default();
+    assert_eq!(record.outcome, Some(RunOutcome::Error));
+    let error = record.error.as_deref().unwrap_or_default();
     assert!(error.contains("flaky"), "{error}");
     assert_eq!(statuses(&record)[1], "not_run");
 }
@@ -369,16 +350,11 @@ curl -fsS http://127.0.0.1:$APP_PORT/count | grep -x count=1
         );
     }
     let out = p.run(&["start", "a.test.toml", "b.test.toml"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     let logs: Vec<String> = p
         .run_records()
         .iter()
-        .map(|r| {
-            r["steps"][0]["logs"][0]
-                .as_str()
-                .unwrap_or_default()
-                .to_string()
-        })
+        .map(|r| r.steps[0].logs[0].clone())
         .collect();
     assert_eq!(logs.len(), 2);
     assert_ne!(
@@ -412,10 +388,10 @@ fn retries_mark_a_later_pass_flaky() {
         "name = \"Flaky\"\n[[steps]]\ninstruction = \"`test -f $BUGATTI_PROJECT_ROOT/.second || { touch $BUGATTI_PROJECT_ROOT/.second; exit 1; }`\"\n",
     );
     let out = p.run(&["start", "--retries", "1"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let summary: Value = p.suite_summary();
-    assert_eq!(summary["tests"][0]["flaky"], true, "{summary}");
-    assert_eq!(summary["tests"][0]["attempts"], 2);
+    assert_exit(&out, 0);
+    let summary = p.suite_summary();
+    assert!(summary.tests[0].flaky, "{summary:?}");
+    assert_eq!(summary.tests[0].attempts, 2);
     let junit = std::fs::read_to_string(p.suite_dir().join("junit.xml")).expect("junit");
     assert!(junit.contains("flaky"), "{junit}");
 }
@@ -437,14 +413,10 @@ fn fail_fast_starts_no_new_root_test_after_a_failure() {
         "name = \"C\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
     let out = p.run(&["start", "-j", "1", "--fail-fast"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     assert_eq!(p.run_records().len(), 1, "only the first test ran");
-    let summary: Value = p.suite_summary();
-    assert_eq!(
-        summary["not_run"].as_array().map(Vec::len),
-        Some(2),
-        "{summary}"
-    );
+    let summary = p.suite_summary();
+    assert_eq!(Some(summary.not_run.len()), Some(2), "{summary:?}");
 }
 
 #[test]
@@ -466,18 +438,18 @@ fn a_panic_in_one_session_fails_that_test_only() {
         .output()
         .expect("run");
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert_exit(&out, 3);
     let boom = p.record_for("boom.test.toml");
-    assert_eq!(boom["outcome"], "error");
+    assert_eq!(boom.outcome, Some(RunOutcome::Error));
     assert!(
-        boom["error"]
-            .as_str()
+        boom.error
+            .as_deref()
             .unwrap_or_default()
             .contains("panicked"),
-        "{boom}"
+        "{boom:?}"
     );
     let fine = p.record_for("fine.test.toml");
-    assert_eq!(fine["outcome"], "passed");
+    assert_eq!(fine.outcome, Some(RunOutcome::Passed));
 }
 
 /// Issue 39 item 8: a panic in the task that runs a session's steps (not the session actor's own
@@ -507,21 +479,24 @@ fn a_panic_in_a_sessions_driver_mid_step_ends_that_run_with_its_records() {
         .output()
         .expect("run");
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert_exit(&out, 3);
     let boom = p.record_for("boom.test.toml");
-    assert_eq!(boom["outcome"], "error", "{boom}");
+    assert_eq!(boom.outcome, Some(RunOutcome::Error), "{boom:?}");
     assert!(
-        boom["error"]
-            .as_str()
+        boom.error
+            .as_deref()
             .unwrap_or_default()
             .contains("driver panicked"),
-        "{boom}"
+        "{boom:?}"
     );
-    let run_dir = std::path::PathBuf::from(boom["run_dir"].as_str().expect("run_dir"));
-    assert!(run_dir.join("report.md").is_file(), "{boom}");
+    let run_dir = boom.run_dir();
+    assert!(run_dir.join("report.md").is_file(), "{boom:?}");
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
     assert!(events.contains("run_finished"), "{events}");
-    assert_eq!(p.record_for("fine.test.toml")["outcome"], "passed");
+    assert_eq!(
+        p.record_for("fine.test.toml").outcome,
+        Some(RunOutcome::Passed)
+    );
     assert!(p.suite_dir().join("summary.json").is_file());
 }
 
@@ -559,7 +534,7 @@ readiness = {{ http = "http://127.0.0.1:${{APP_PORT}}/health", timeout_secs = 2 
     );
     // Nobody started the server: readiness fails, nothing was launched.
     let out = p.run(&["start", "--skip-cmd", "app"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert_exit(&out, 3);
 
     // Started by hand: the run uses it.
     let state = p.root().join("by-hand-count");
@@ -571,7 +546,7 @@ readiness = {{ http = "http://127.0.0.1:${{APP_PORT}}/health", timeout_secs = 2 
     let out = p.run(&["start", "--skip-cmd", "app"]);
     let _ = by_hand.kill();
     let _ = by_hand.wait();
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     assert_eq!(
         std::fs::read_to_string(&state).ok().as_deref(),
         Some("1"),
@@ -580,13 +555,17 @@ readiness = {{ http = "http://127.0.0.1:${{APP_PORT}}/health", timeout_secs = 2 
     let record = p
         .run_records()
         .into_iter()
-        .find(|r| r["outcome"] == "passed")
+        .find(|r| r.outcome == Some(RunOutcome::Passed))
         .expect("the passing run");
-    assert_eq!(record["skipped_commands"][0], "app");
-    assert_eq!(record["commands"][0]["status"], "skipped", "{record}");
+    assert_eq!(record.skipped_commands[0], "app");
+    assert_eq!(
+        record.commands[0].status,
+        CommandStatus::Skipped,
+        "{record:?}"
+    );
     assert!(
-        record["commands"][0]["teardown"].is_null(),
-        "not torn down: {record}"
+        record.commands[0].teardown.is_none(),
+        "not torn down: {record:?}"
     );
 }
 
@@ -628,7 +607,7 @@ readiness_url = "http://127.0.0.1:${{SHARED_PORT}}/health"
         );
     }
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     assert_eq!(
         std::fs::read_to_string(&state).ok().as_deref(),
         Some("3"),
@@ -658,19 +637,21 @@ readiness = { log = "^up$" }
         "[[steps]]\ninstruction = \"`sleep 30`\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(3), "{}", stdout(&out));
+    assert_exit(&out, 3);
     let record = p.record_for("cut.test.toml");
-    assert_eq!(record["outcome"], "error", "{record}");
+    assert_eq!(record.outcome, Some(RunOutcome::Error), "{record:?}");
     assert_eq!(statuses(&record), ["interrupted", "not_run"]);
-    let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+    let message = record.steps[0].message.as_deref().unwrap_or_default();
     assert!(
         message.starts_with("interrupted: long-lived command `server` failed"),
         "{message}"
     );
-    let excerpt = record["steps"][0]["harness_log_excerpt"]["server"]
-        .as_str()
+    let excerpt = record.steps[0]
+        .harness_log_excerpt
+        .get("server")
+        .map(String::as_str)
         .unwrap_or_default();
-    assert!(excerpt.contains("fatal: out of memory"), "{record}");
+    assert!(excerpt.contains("fatal: out of memory"), "{record:?}");
 }
 
 #[test]
@@ -684,7 +665,7 @@ fn the_console_ends_with_every_failure_again_also_under_quiet() {
     );
     let out = p.run(&["start", "-q", "-j", "2"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{console}");
+    assert_exit(&out, 1);
     let recap = console
         .split("Failures (1):")
         .nth(1)
@@ -712,9 +693,9 @@ fn a_fast_shell_steps_logs_come_before_its_result() {
     p.write("fast.test.toml", &steps);
     let out = p.run(&["start"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert_exit(&out, 0);
     let record = p.record_for("fast.test.toml");
-    let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
     for i in 1..=5 {
         let at = |kind: &str| {
@@ -757,11 +738,11 @@ fn tests_fail_fast_never_started_are_counted_apart_not_as_failures() {
         ),
     );
     let first = p.run(&["start", "-j", "1"]);
-    assert_eq!(first.status.code(), Some(0), "{}", stdout(&first));
+    assert_exit(&first, 0);
     p.write("fail-now", "");
     let out = p.run(&["start", "-j", "1", "--fail-fast"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{console}");
+    assert_exit(&out, 1);
     assert!(console.contains("Failures (1):"), "{console}");
     assert!(console.contains("Not run (2):"), "{console}");
     assert!(
@@ -790,7 +771,7 @@ fn a_failed_attempt_that_is_retried_reads_as_a_try_not_as_failed() {
     );
     let out = p.run(&["start", "--retries", "2"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert_exit(&out, 0);
     assert!(
         console.contains("TRY 1 FAIL  flaky.test.toml"),
         "the first attempt is a try: {console}"
@@ -811,7 +792,7 @@ fn the_last_attempt_of_a_failing_test_reads_failed() {
     p.write("bad.test.toml", "[[steps]]\ninstruction = \"`false`\"\n");
     let out = p.run(&["start", "--retries", "1"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{console}");
+    assert_exit(&out, 1);
     assert!(console.contains("TRY 1 FAIL  bad.test.toml"), "{console}");
     assert!(console.contains("FAILED      bad.test.toml"), "{console}");
 }

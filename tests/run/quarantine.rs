@@ -4,6 +4,8 @@
 //! `[supervisor] quarantine` globs) runs and is reported apart, and never changes the exit code.
 
 use crate::common;
+use crate::common::assert_exit;
+use crate::common::records::*;
 
 use common::{stderr, stdout, Project};
 use serde_json::Value;
@@ -49,18 +51,18 @@ fn a_flaky_pass_fails_the_suite_only_under_fail_on_flaky_and_says_why() {
         "by default a flaky pass passes: {}",
         stderr(&out)
     );
-    assert_eq!(p.suite_summary()["totals"]["flaky"], 1);
+    assert_eq!(p.suite_summary().totals.flaky, 1);
 
     reset(&p);
     let out = p.run(&["start", "--retries", "1", "--fail-on-flaky"]);
     let console = format!("{}{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(1), "{console}");
+    assert_exit(&out, 1);
     assert!(
         console.contains("FLAKY") && console.contains("passed only on a retry"),
         "the console says why: {console}"
     );
     let summary = p.suite_summary();
-    assert_eq!(summary["fail_on_flaky"], true, "{summary}");
+    assert!(summary.fail_on_flaky, "{summary:?}");
     assert!(read(&p, "summary.md").contains("passed only on a retry"));
     let junit = read(&p, "junit.xml");
     let case = junit
@@ -80,7 +82,7 @@ fn a_flaky_pass_fails_the_suite_only_under_fail_on_flaky_and_says_why() {
     // The same from the config, and `check` shows where the policy came from.
     let q = flaky_project("\n[supervisor]\nflaky = \"fail\"\n");
     let out = q.run(&["start", "--retries", "1"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_exit(&out, 1);
     let out = q.run(&["check"]);
     assert!(
         stdout(&out)
@@ -92,7 +94,7 @@ fn a_flaky_pass_fails_the_suite_only_under_fail_on_flaky_and_says_why() {
     // A wrong value is a clear error naming it.
     let r = flaky_project("\n[supervisor]\nflaky = \"maybe\"\n");
     let out = r.run(&["check"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, 2);
     assert!(stderr(&out).contains("maybe"), "{}", stderr(&out));
 }
 
@@ -116,21 +118,24 @@ fn a_quarantined_failure_runs_is_reported_apart_and_exits_0() {
     );
     let out = p.run(&["start"]);
     let console = format!("{}{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert_exit(&out, 0);
     assert!(
         console.contains("Quarantined (1), not deciding the exit code:")
             && !console.contains("Failures ("),
         "{console}"
     );
     let summary = p.suite_summary();
-    let bad = summary["tests"]
-        .as_array()
-        .expect("tests")
+    let bad = summary
+        .tests
         .iter()
-        .find(|t| t["test_file"] == "tests/known_bad.test.toml")
+        .find(|t| t.test_file == "tests/known_bad.test.toml")
         .expect("it ran");
-    assert_eq!(bad["outcome"], "failed", "reported as it is: {bad}");
-    assert_eq!(bad["quarantined"], true, "{bad}");
+    assert_eq!(
+        bad.outcome,
+        RunOutcome::Failed,
+        "reported as it is: {bad:?}"
+    );
+    assert!(bad.quarantined, "{bad:?}");
     let md = read(&p, "summary.md");
     assert!(
         md.contains("## Quarantined") && md.contains("`tests/known_bad.test.toml` failed"),
@@ -183,25 +188,14 @@ fn a_quarantined_failure_runs_is_reported_apart_and_exits_0() {
         "[provider]\nname = \"shell\"\n\n[supervisor]\nquarantine = [\"tests/known_*.test.toml\"]\n",
     );
     let out = p.run(&["start", "--retries", "1", "--fail-on-flaky"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let summary = p.suite_summary();
-    let quarantined: Vec<&Value> = summary["tests"]
-        .as_array()
-        .expect("tests")
-        .iter()
-        .filter(|t| t["quarantined"] == true)
-        .collect();
-    assert_eq!(quarantined.len(), 2, "{summary}");
+    let quarantined: Vec<_> = summary.tests.iter().filter(|t| t.quarantined).collect();
+    assert_eq!(quarantined.len(), 2, "{summary:?}");
     // Without quarantine the same suite fails.
     p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
 }
 
 #[test]
@@ -223,8 +217,8 @@ fn a_quarantined_tests_harness_error_still_exits_3() {
         "quarantine hides a test's flakiness, not a harness that cannot start: {console}"
     );
     let summary = p.suite_summary();
-    assert_eq!(summary["tests"][0]["outcome"], "error", "{summary}");
-    assert_eq!(summary["tests"][0]["quarantined"], true, "{summary}");
+    assert_eq!(summary.tests[0].outcome, RunOutcome::Error, "{summary:?}");
+    assert!(summary.tests[0].quarantined, "{summary:?}");
     // `merge` of that suite does not pass it either.
     let suite = p.suite_dir();
     let out = p.run(&[
@@ -233,11 +227,5 @@ fn a_quarantined_tests_harness_error_still_exits_3() {
         "--out",
         &p.root().join("merged").display().to_string(),
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 1);
 }

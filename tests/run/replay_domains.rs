@@ -38,7 +38,7 @@ fn write_check(p: &Project, name: &str, apps: &[&str], judge: &str) {
 
 /// The first step of the newest run of each test, by test name.
 fn latest(p: &Project) -> std::collections::BTreeMap<String, Value> {
-    p.newest_run_by_test()
+    p.newest_run_json_by_test()
         .into_iter()
         .map(|(name, r)| (name, r["steps"][0].clone()))
         .collect()

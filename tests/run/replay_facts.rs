@@ -40,7 +40,7 @@ fn start(p: &Project) -> (Option<i32>, String, Value) {
 
 /// The newest run's record.
 fn newest_run(p: &Project) -> Value {
-    let mut records = p.run_records();
+    let mut records = p.run_records_json();
     records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
     records.pop().unwrap_or_default()
 }

@@ -95,7 +95,7 @@ fn write_check(p: &Project, name: &str, judge: &str) {
 
 /// The newest run.json of each test, by test name.
 fn latest(p: &Project) -> std::collections::BTreeMap<String, Value> {
-    p.newest_run_by_test()
+    p.newest_run_json_by_test()
 }
 
 fn step<'a>(records: &'a std::collections::BTreeMap<String, Value>, name: &str) -> &'a Value {

@@ -4,6 +4,8 @@
 //! answers, completes, leaves its report, and nothing it started survives.
 
 use crate::common;
+use crate::common::assert_exit;
+use crate::common::records::*;
 
 use common::{stderr, stdout, Project};
 use std::path::PathBuf;
@@ -25,7 +27,7 @@ fn run_dir(p: &Project, test_file: &str) -> PathBuf {
     let record = p.record_for(test_file);
     p.root()
         .join(".bugatti/runs")
-        .join(record["run_id"].as_str().expect("run id"))
+        .join(record.identity.run_id.as_str())
 }
 
 /// `transcripts/console.jsonl` of a run, parsed.
@@ -60,13 +62,7 @@ mcp write_stdin {"session_id": 4294967295, "yield_time_ms": 18446744073709551615
 "#,
     );
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let dir = run_dir(&p, "budget.test.toml");
     assert!(dir.join("report.md").is_file() && dir.join("run.json").is_file());
     let calls = console_calls(&p, "budget.test.toml");
@@ -139,12 +135,11 @@ fn a_recording_that_is_a_fifo_or_a_device_is_a_warning_and_the_agent_runs() {
     );
 
     let out = run_within(&p, &["start", "--replay", "auto"], limit);
-    let shown = format!("{}{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert_exit(&out, 0);
     for name in ["fifo", "zero"] {
         let record = p.record_for(&format!("{name}.test.toml"));
-        assert_eq!(record["outcome"], "passed", "{record:#}");
-        assert_eq!(record["steps"][0]["mode"], "agent", "{record:#}");
+        assert_eq!(record.outcome, Some(RunOutcome::Passed), "{record:#?}");
+        assert_eq!(record.steps[0].mode, Some(StepMode::Agent), "{record:#?}");
         let run = run_dir(&p, &format!("{name}.test.toml"));
         let report = std::fs::read_to_string(run.join("report.md")).expect("report.md");
         assert!(report.contains("not a regular file"), "{report}");
@@ -171,10 +166,13 @@ fn discovery_skips_what_it_cannot_stat_with_a_note() {
     std::os::unix::fs::symlink("loop-a", p.root().join("docs/loop-b")).expect("link");
     let out = p.run(&["start"]);
     let shown = format!("{}{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert_exit(&out, 0);
     assert!(shown.contains(".#a.test.toml: cannot read it"), "{shown}");
     assert!(shown.contains("loop-a: cannot read it"), "{shown}");
-    assert_eq!(p.record_for("a.test.toml")["outcome"], "passed");
+    assert_eq!(
+        p.record_for("a.test.toml").outcome,
+        Some(RunOutcome::Passed)
+    );
 }
 
 /// Total bytes of the files in `dir` whose name starts with `prefix`.
@@ -228,13 +226,7 @@ sleep 1
 "#,
     );
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let dir = run_dir(&p, "flood.test.toml");
     let consoles: Vec<PathBuf> = std::fs::read_dir(dir.join("console"))
         .expect("console dir")
@@ -341,7 +333,7 @@ expect [REDACTED:KEY]
         .expect("run supervisor");
     p.assert_nothing_survives();
     let shown = format!("{}{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(0), "{shown}");
+    assert_exit(&out, 0);
     let recording = p.root().join("bugatti.replay/secret.replay.json");
     let recorded = std::fs::read_to_string(&recording).expect("the step was recorded");
     // The token printed across two answers is one placeholder in the second.
@@ -389,13 +381,7 @@ instruction = "say RESULT ERROR: \u001b]0;owned\u0007 <script>alert(2)</script> 
 "#,
     );
     let out = p.run(&["start"]);
-    assert_eq!(
-        out.status.code(),
-        Some(1),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 1);
     let report = std::fs::read_to_string(run_dir(&p, "evil.test.toml").join("report.md"))
         .expect("report.md");
     let summary = std::fs::read_to_string(p.suite_dir().join("summary.md")).expect("summary.md");

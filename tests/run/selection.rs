@@ -1,6 +1,7 @@
 //! What a Playwright or nextest user types first: `supervisor list` with the selection flags of
 //! `start` (`-g`, `--grep-invert`, `--tag`), `--max-fail N` and `--headed` (docs/running.md).
 
+use crate::common::assert_exit;
 use crate::common::{stderr, stdout, Project};
 use serde_json::Value;
 
@@ -29,7 +30,7 @@ fn lines(out: &std::process::Output) -> Vec<String> {
 /// The test files a finished suite ran, sorted.
 fn ran(p: &Project) -> Vec<String> {
     let mut files: Vec<String> = p
-        .run_records()
+        .run_records_json()
         .iter()
         .filter_map(|r| r["test_file"].as_str().map(str::to_string))
         .collect();
@@ -41,7 +42,7 @@ fn ran(p: &Project) -> Vec<String> {
 fn list_prints_what_start_runs_with_the_same_selection() {
     let p = shop();
     let all = p.run(&["list"]);
-    assert_eq!(all.status.code(), Some(0), "{}", stderr(&all));
+    assert_exit(&all, 0);
     assert_eq!(
         lines(&all),
         [
@@ -101,7 +102,7 @@ fn list_prints_what_start_runs_with_the_same_selection() {
     p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
     // start with the same flags runs exactly those.
     let start = p.run(&["start", "-g", "basket"]);
-    assert_eq!(start.status.code(), Some(0), "{}", stdout(&start));
+    assert_exit(&start, 0);
     assert_eq!(ran(&p), lines(&grep));
     p.assert_nothing_survives();
 }
@@ -110,7 +111,7 @@ fn list_prints_what_start_runs_with_the_same_selection() {
 fn a_pattern_that_selects_nothing_or_is_no_regex_is_invalid_input() {
     let p = shop();
     let none = p.run(&["start", "-g", "no-such-test"]);
-    assert_eq!(none.status.code(), Some(2));
+    assert_exit(&none, 2);
     assert!(
         stderr(&none)
             .contains("no root test is selected by --grep `no-such-test` (of 3 discovered)"),
@@ -118,7 +119,7 @@ fn a_pattern_that_selects_nothing_or_is_no_regex_is_invalid_input() {
         stderr(&none)
     );
     let bad = p.run(&["list", "--grep-invert", "(unclosed"]);
-    assert_eq!(bad.status.code(), Some(2));
+    assert_exit(&bad, 2);
     assert!(
         stderr(&bad).contains("--grep-invert `(unclosed` is not a regular expression"),
         "{}",
@@ -144,13 +145,13 @@ fn max_fail_starts_nothing_new_after_the_nth_failure_and_names_the_rest() {
         );
     }
     let out = p.run(&["start", "-j", "1", "--max-fail", "2"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     assert_eq!(ran(&p), ["a.test.toml", "b.test.toml", "c.test.toml"]);
     let summary = p.suite_summary();
     assert_eq!(
-        summary["not_run"],
-        serde_json::json!(["d.test.toml", "e.test.toml"]),
-        "{summary}"
+        summary.not_run,
+        ["d.test.toml", "e.test.toml"],
+        "{summary:?}"
     );
     let console = stdout(&out);
     assert!(
@@ -169,15 +170,11 @@ fn max_fail_starts_nothing_new_after_the_nth_failure_and_names_the_rest() {
         stdout(&check)
     );
     let out = p.run(&["start", "-j", "1"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
     let again = p.suite_summary();
-    assert_eq!(
-        again["not_run"].as_array().map(Vec::len),
-        Some(4),
-        "{again}"
-    );
+    assert_eq!(Some(again.not_run.len()), Some(4), "{again:?}");
     let zero = p.run(&["start", "--max-fail", "0"]);
-    assert_eq!(zero.status.code(), Some(2), "{}", stderr(&zero));
+    assert_exit(&zero, 2);
     assert!(stderr(&zero).contains("--max-fail must be at least 1"));
     p.assert_nothing_survives();
 }
@@ -196,7 +193,7 @@ fn headed_needs_a_display_and_turns_the_browser_window_on() {
         .env_remove("WAYLAND_DISPLAY")
         .output()
         .expect("run");
-    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert_exit(&out, 2);
     assert!(
         stderr(&out)
             .contains("--headed needs a display, and neither DISPLAY nor WAYLAND_DISPLAY is set"),
@@ -210,7 +207,7 @@ fn headed_needs_a_display_and_turns_the_browser_window_on() {
         .env("DISPLAY", ":99")
         .output()
         .expect("check");
-    assert_eq!(check.status.code(), Some(0), "{}", stderr(&check));
+    assert_exit(&check, 0);
     let text = stdout(&check);
     let headless: Vec<&str> = text
         .lines()
@@ -264,15 +261,15 @@ fn rerun_failed_reads_the_last_whole_suite_not_a_later_shards_entry() {
         "name = \"B\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
     // A later shard holding only b, all green: its entry is not the suite's.
     let out = p.run(&["start", "--shard", "2/2", "--shard-by", "count"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     let listed = p.run(&["list", "--rerun-failed"]);
-    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    assert_exit(&listed, 0);
     assert_eq!(lines(&listed), ["a.test.toml"], "{}", stderr(&listed));
     let out = p.run(&["start", "--rerun-failed"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     assert!(
         stdout(&out).contains("--rerun-failed: 1 root test(s) that did not pass in suite"),
         "{}",

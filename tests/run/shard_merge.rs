@@ -5,6 +5,7 @@
 //! `report --trends` finds the merged suite the CI recipe writes with `--out`.
 
 use crate::common;
+use crate::common::assert_exit;
 
 use common::{stderr, stdout, Project};
 use serde_json::Value;
@@ -43,7 +44,7 @@ fn suites(p: &Project) -> Vec<PathBuf> {
 fn run_shard(p: &Project, k: usize, n: usize) -> (PathBuf, Vec<String>) {
     let before = suites(p);
     let out = p.run(&["start", "--shard", &format!("{k}/{n}")]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, 0);
     let dir = suites(p)
         .into_iter()
         .find(|d| !before.contains(d))
@@ -107,7 +108,7 @@ fn shards_run_one_after_another_run_every_test_once_three_nights_in_a_row() {
         .args(["--out", "merged"])
         .output()
         .expect("merge");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, 0);
     let merged = json(&p.root().join("merged/summary.json"));
     let out = p.run(&["report", "--trends"]);
     let text = stdout(&out);
@@ -152,7 +153,7 @@ fn a_merge_lacking_a_shard_names_its_tests_not_run_and_exits_1() {
         .output()
         .expect("merge");
     let console = format!("{}{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(1), "{console}");
+    assert_exit(&out, 1);
     let dir = p.root().join("partial");
     let summary = json(&dir.join("summary.json"));
     let md = std::fs::read_to_string(dir.join("summary.md")).expect("md");
@@ -204,7 +205,7 @@ fn a_merge_lacking_a_shard_names_its_tests_not_run_and_exits_1() {
         .output()
         .expect("merge");
     let console = format!("{}{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert_exit(&out, 0);
     assert!(console.contains("shard 2/3 missing"), "{console}");
     let summary = json(&p.root().join("allowed/summary.json"));
     assert_eq!(
@@ -271,7 +272,7 @@ fn a_partial_merge_with_a_failure_still_fails_and_two_unsharded_suites_are_refus
         .args(["--out", "refused"])
         .output()
         .expect("merge");
-    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert_exit(&out, 2);
     assert!(
         stderr(&out).contains("ran without --shard"),
         "{}",

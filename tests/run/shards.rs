@@ -4,6 +4,7 @@
 //! `[supervisor] on_finish` with the suite's facts.
 
 use crate::common;
+use crate::common::assert_exit;
 use crate::common::{stderr, stdout, Project};
 use serde_json::Value;
 use std::path::Path;
@@ -34,7 +35,7 @@ fn selected(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Vec<String> {
         .envs(env.iter().copied())
         .output()
         .expect("check");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, 0);
     stdout(&out)
         .lines()
         .filter_map(|l| l.strip_prefix("== "))
@@ -74,14 +75,18 @@ fn shard_auto_runs_what_the_engines_k_of_n_runs() {
         .env("CI_NODE_TOTAL", "3")
         .output()
         .expect("start");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, 0);
     assert!(
         stderr(&out).contains("shard 2/3 from CI_NODE_INDEX/CI_NODE_TOTAL (GitLab)"),
         "{}",
         stderr(&out)
     );
     let summary = p.suite_summary();
-    assert_eq!(summary["shard"]["shard"], "2/3", "{summary}");
+    assert_eq!(
+        summary.shard.as_ref().map(|s| s.shard.as_str()),
+        Some("2/3"),
+        "{summary:?}"
+    );
     // None set: the whole suite, said so.
     let out = p
         .supervisor()
@@ -101,7 +106,7 @@ fn shard_auto_runs_what_the_engines_k_of_n_runs() {
         .env("CI_NODE_TOTAL", "3")
         .output()
         .expect("start");
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, 2);
     assert!(stderr(&out).contains("CI_NODE_INDEX"), "{}", stderr(&out));
 }
 
@@ -121,7 +126,7 @@ fn shards_by_duration_give_the_slow_test_a_shard_of_its_own() {
     let history = p.root().join("ci-cache/history.jsonl");
     let h = history.display().to_string();
     let out = p.run(&["start", "--history", &h]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, 0);
     assert!(history.is_file(), "--history FILE is written");
     assert!(
         !p.root().join(".bugatti/history.jsonl").exists(),
@@ -153,7 +158,7 @@ fn shards_by_duration_give_the_slow_test_a_shard_of_its_own() {
         .output()
         .expect("check");
     let text = format!("{}{}", stdout(&out), stderr(&out));
-    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert_exit(&out, 0);
     assert!(
         text.contains("unreadable line") && text.contains("split by count"),
         "{text}"
@@ -187,7 +192,7 @@ fn three_nights_of_two_shards_merge_into_three_whole_suite_history_entries() {
             .args(["--out", &out_dir.display().to_string(), "--history", &h])
             .output()
             .expect("merge");
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        assert_exit(&out, 0);
         let merged: Value = serde_json::from_str(
             &std::fs::read_to_string(out_dir.join("summary.json")).expect("summary"),
         )
@@ -238,23 +243,23 @@ fn three_nights_of_two_shards_merge_into_three_whole_suite_history_entries() {
 
     // Refusals (exit 2): a shard merged with a stranger's shard, and a test in two shards.
     let first = p.run(&["start", "--shard", "1/2"]);
-    assert_eq!(first.status.code(), Some(0));
+    assert_exit(&first, 0);
     let one = p.suite_dir().display().to_string();
     let other = p.run(&["start", "--shard", "2/3"]);
-    assert_eq!(other.status.code(), Some(0));
+    assert_exit(&other, 0);
     let three = p.suite_dir().display().to_string();
     let out = p.run(&["merge", &one, &three, "--out", "refused"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, 2);
     assert!(
         stderr(&out).contains("different selections"),
         "{}",
         stderr(&out)
     );
     let again = p.run(&["start", "--shard", "1/2"]);
-    assert_eq!(again.status.code(), Some(0));
+    assert_exit(&again, 0);
     let twin = p.suite_dir().display().to_string();
     let out = p.run(&["merge", &one, &twin, "--out", "refused"]);
-    assert_eq!(out.status.code(), Some(2));
+    assert_exit(&out, 2);
     assert!(
         stderr(&out).contains("ran in two shards"),
         "{}",
@@ -286,10 +291,7 @@ fn on_finish_gets_the_suites_facts_and_never_changes_the_exit_code() {
     let suite = p.suite_dir();
     let summary = p.suite_summary();
     for expected in [
-        format!(
-            "BUGATTI_SUITE_ID={}",
-            summary["suite_id"].as_str().expect("id")
-        ),
+        format!("BUGATTI_SUITE_ID={}", summary.suite_id),
         "BUGATTI_OUTCOME=failed".to_string(),
         "BUGATTI_PASSED=7".to_string(),
         "BUGATTI_FAILED=1".to_string(),
@@ -316,7 +318,7 @@ fn on_finish_gets_the_suites_facts_and_never_changes_the_exit_code() {
     );
     std::fs::remove_file(p.root().join("tests/broken.test.toml")).expect("rm");
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_exit(&out, 0);
     assert!(
         stderr(&out).contains("stopped after 1s"),
         "{}",

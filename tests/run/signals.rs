@@ -2,7 +2,9 @@
 //! write every report as `interrupted` and exit 130 / 143 / 129; `--timeout` behaves like SIGTERM
 //! and says it was the deadline. The first signal is acknowledged on the console.
 
+use crate::common::assert_exit;
 use crate::common::fault;
+use crate::common::records::*;
 
 use crate::common::{stdout, Project};
 use std::process::Stdio;
@@ -72,15 +74,19 @@ fn assert_all_interrupted(p: &Project) {
     let records = p.run_records();
     assert_eq!(records.len(), 2);
     for record in records {
-        assert_eq!(record["outcome"], "interrupted", "{record}");
-        assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
-        let message = record["steps"][0]["message"].as_str().unwrap_or_default();
+        assert_eq!(record.outcome, Some(RunOutcome::Interrupted), "{record:?}");
+        assert_eq!(
+            record.steps[0].status,
+            StepStatus::Interrupted,
+            "{record:?}"
+        );
+        let message = record.steps[0].message.as_deref().unwrap_or_default();
         assert!(
             message.starts_with("interrupted: SIG"),
             "names the signal: {message}"
         );
-        assert_eq!(record["steps"][1]["status"], "not_run");
-        let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
+        assert_eq!(record.steps[1].status, StepStatus::NotRun);
+        let run_dir = record.run_dir();
         let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
         assert!(report.contains("INTERRUPTED"), "{report}");
     }
@@ -92,7 +98,7 @@ fn sigint_mid_step_interrupts_every_session_and_exits_130() {
     // The second SIGINT skips the 30 s grace period of the server that ignores SIGTERM.
     let (p, out) = interrupt_mid_step(&["INT", "INT"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(130), "{console}");
+    assert_exit(&out, 130);
     assert!(
         console.contains("SIGINT: stopping") && console.contains("a second signal skips them"),
         "the first signal is acknowledged: {console}"
@@ -103,17 +109,18 @@ fn sigint_mid_step_interrupts_every_session_and_exits_130() {
     );
     assert_all_interrupted(&p);
     let record = &p.run_records()[0];
-    let stubborn = record["commands"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["name"] == "stubborn"))
-        .expect("stubborn command");
-    assert_eq!(stubborn["teardown"], "killed", "{stubborn}");
+    let stubborn = record.command("stubborn");
+    assert_eq!(
+        stubborn.teardown,
+        Some(TeardownState::Killed),
+        "{stubborn:?}"
+    );
 }
 
 #[test]
 fn sigterm_mid_step_exits_143() {
     let (p, out) = interrupt_mid_step(&["TERM", "INT"]);
-    assert_eq!(out.status.code(), Some(143), "{}", stdout(&out));
+    assert_exit(&out, 143);
     assert_all_interrupted(&p);
 }
 
@@ -122,7 +129,7 @@ fn sighup_mid_step_with_servers_up_exits_129_with_every_report() {
     // The terminal or SSH session closed: the same orderly stop, not a death with leftovers.
     let (p, out) = interrupt_mid_step(&["HUP", "HUP"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(129), "{console}");
+    assert_exit(&out, 129);
     assert!(console.contains("SIGHUP: stopping"), "{console}");
     assert_all_interrupted(&p);
 }
@@ -134,10 +141,10 @@ fn sighup_mid_step_with_servers_up_exits_129_with_every_report() {
 fn sigusr1_mid_step_stops_in_order_with_every_report() {
     let (p, out) = interrupt_mid_step(&["USR1", "USR1"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(138), "{console}");
+    assert_exit(&out, 138);
     assert!(console.contains("SIGUSR1: stopping"), "{console}");
     assert_all_interrupted(&p);
-    let message = p.run_records()[0]["steps"][0]["message"].to_string();
+    let message = format!("{:?}", p.run_records()[0].steps[0].message);
     assert!(message.contains("SIGUSR1"), "{message}");
 }
 
@@ -151,24 +158,26 @@ fn the_invocation_deadline_behaves_like_sigterm() {
     );
     let out = p.run(&["start", "--timeout", "2"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(143), "{console}");
+    assert_exit(&out, 143);
     assert!(
         console.contains("--timeout: the 2s deadline passed"),
         "the deadline is named as the reason: {console}"
     );
     let record = p.record_for("slow.test.toml");
-    assert_eq!(record["outcome"], "interrupted");
-    assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
-    for said in [&record["steps"][0]["message"], &record["error"]] {
+    assert_eq!(record.outcome, Some(RunOutcome::Interrupted));
+    assert_eq!(
+        record.steps[0].status,
+        StepStatus::Interrupted,
+        "{record:?}"
+    );
+    for said in [&record.steps[0].message, &record.error] {
         assert_eq!(
-            said, "interrupted: the --timeout deadline (2s) passed",
-            "the deadline is named in run.json: {record}"
+            said.as_deref(),
+            Some("interrupted: the --timeout deadline (2s) passed"),
+            "the deadline is named in run.json: {record:?}"
         );
     }
-    let report = std::fs::read_to_string(
-        std::path::Path::new(record["run_dir"].as_str().expect("run_dir")).join("report.md"),
-    )
-    .expect("report.md");
+    let report = std::fs::read_to_string(record.run_dir().join("report.md")).expect("report.md");
     assert!(
         report.contains("the --timeout deadline (2s) passed"),
         "{report}"
@@ -178,7 +187,7 @@ fn the_invocation_deadline_behaves_like_sigterm() {
 #[test]
 fn the_suite_harness_log_records_the_signals_received() {
     let (p, out) = interrupt_mid_step(&["INT", "INT"]);
-    assert_eq!(out.status.code(), Some(130), "{}", stdout(&out));
+    assert_exit(&out, 130);
     let log = std::fs::read_to_string(p.suite_dir().join("harness.log")).expect("suite log");
     assert!(
         log.contains("signal SIGINT received: SIGINT: stopping"),
@@ -246,13 +255,18 @@ fn signal_twice(
 
 fn stubborn_was_killed(p: &Project) {
     let record = p.record_for("stuck.test.toml");
-    assert_eq!(record["outcome"], "interrupted", "{record}");
-    assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
-    let stubborn = record["commands"]
-        .as_array()
-        .and_then(|c| c.iter().find(|c| c["name"] == "stubborn"))
-        .expect("stubborn command");
-    assert_eq!(stubborn["teardown"], "killed", "{stubborn}");
+    assert_eq!(record.outcome, Some(RunOutcome::Interrupted), "{record:?}");
+    assert_eq!(
+        record.steps[0].status,
+        StepStatus::Interrupted,
+        "{record:?}"
+    );
+    let stubborn = record.command("stubborn");
+    assert_eq!(
+        stubborn.teardown,
+        Some(TeardownState::Killed),
+        "{stubborn:?}"
+    );
 }
 
 #[test]
@@ -266,7 +280,7 @@ cmd = '''sh -c "trap '' INT TERM HUP; read -r l; echo 'RESULT OK'; read -r l; ec
     let p = project_with_stubborn_processes(agent, "Do the thing.");
     let (out, took) = signal_twice(&p, "INT", "INT", Duration::from_secs(1));
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(130), "{console}");
+    assert_exit(&out, 130);
     eprintln!("the run ended {took:?} after the second signal");
     assert!(
         took < Duration::from_secs(5),
@@ -286,7 +300,7 @@ fn a_second_signal_cuts_a_shell_steps_grace() {
     );
     let (out, took) = signal_twice(&p, "TERM", "TERM", Duration::from_millis(300));
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(143), "{console}");
+    assert_exit(&out, 143);
     eprintln!("the run ended {took:?} after the second signal");
     assert!(
         took < Duration::from_secs(3),
@@ -325,7 +339,7 @@ fn a_third_signal_still_writes_the_reports_held_in_memory() {
     let out = fault::wait_guarded(child);
     p.assert_nothing_survives();
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(130), "{console}");
+    assert_exit(&out, 130);
     assert!(console.contains("third signal"), "{console}");
     for file in ["summary.json", "summary.md", "junit.xml"] {
         assert!(p.suite_dir().join(file).exists(), "{file}: {console}");
@@ -336,10 +350,10 @@ fn a_third_signal_still_writes_the_reports_held_in_memory() {
     let records = p.run_records();
     assert_eq!(records.len(), 2, "{console}");
     for record in records {
-        assert_eq!(record["outcome"], "interrupted", "{record}");
+        assert_eq!(record.outcome, Some(RunOutcome::Interrupted), "{record:?}");
     }
     let summary = p.suite_summary();
-    assert_eq!(summary["totals"]["interrupted"], 2, "{summary}");
+    assert_eq!(summary.totals.interrupted, 2, "{summary:?}");
 }
 
 /// Sends SIGCONT then SIGTERM to a supervisor the test stopped, when the test ends before it
@@ -429,16 +443,12 @@ fn ctrl_z_then_fg_stops_the_children_too_and_costs_no_step_its_timeout() {
     fault::signal(child.id(), "CONT");
     let out = fault::wait_guarded(child);
     p.assert_nothing_survives();
-    let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(0), "{console}");
+    assert_exit(&out, 0);
     let record = p.record_for("pause.test.toml");
-    assert_eq!(record["steps"][0]["status"], "ok", "{record}");
-    assert_eq!(record["steps"][1]["status"], "ok", "{record}");
-    let transcript = std::fs::read_to_string(
-        std::path::Path::new(record["run_dir"].as_str().expect("run_dir"))
-            .join("transcripts/agent.log"),
-    )
-    .unwrap_or_default();
+    assert_eq!(record.steps[0].status, StepStatus::Ok, "{record:?}");
+    assert_eq!(record.steps[1].status, StepStatus::Ok, "{record:?}");
+    let transcript =
+        std::fs::read_to_string(record.run_dir().join("transcripts/agent.log")).unwrap_or_default();
     assert!(
         transcript.contains("second"),
         "the output is kept: {transcript}"
@@ -477,9 +487,9 @@ fn what_a_background_supervisor_starts_hears_every_stop_signal() {
     }
     let out = command.output().expect("run supervisor");
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     let record = p.record_for("bg.test.toml");
-    let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
+    let run_dir = record.run_dir();
     let heard = [
         libc::SIGINT,
         libc::SIGQUIT,
@@ -563,7 +573,7 @@ fn ctrl_z_stops_a_setsid_child_of_the_step_too() {
     fault::signal(child.id(), "CONT");
     let out = fault::wait_guarded(child);
     p.assert_nothing_survives();
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     assert!(count() > after, "it ran again after fg");
 }
 
@@ -581,8 +591,8 @@ fn sigint_while_a_step_replays_stops_the_replay_and_leaves_every_record() {
     );
     // 1. The agent passes it (three seconds), and it is recorded.
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert_eq!(p.record_for("slow.test.toml")["steps"][0]["recorded"], true);
+    assert_exit(&out, 0);
+    assert!(p.record_for("slow.test.toml").steps[0].recorded);
     // 2. The replay runs the same `sleep 3`: interrupted mid-way.
     std::fs::remove_dir_all(p.root().join(".bugatti/runs")).expect("old runs");
     let mut child = p
@@ -620,16 +630,19 @@ fn sigint_while_a_step_replays_stops_the_replay_and_leaves_every_record() {
     fault::signal(child.id(), "INT");
     let out = child.wait_with_output().expect("wait");
     p.assert_nothing_survives();
-    let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(130), "{console}");
+    assert_exit(&out, 130);
     let record = p.record_for("slow.test.toml");
-    assert_eq!(record["outcome"], "interrupted", "{record}");
-    assert_eq!(record["steps"][0]["status"], "interrupted", "{record}");
-    let run_dir = std::path::Path::new(record["run_dir"].as_str().expect("run_dir"));
+    assert_eq!(record.outcome, Some(RunOutcome::Interrupted), "{record:?}");
+    assert_eq!(
+        record.steps[0].status,
+        StepStatus::Interrupted,
+        "{record:?}"
+    );
+    let run_dir = record.run_dir();
     let report = std::fs::read_to_string(run_dir.join("report.md")).expect("report.md");
     assert!(report.contains("INTERRUPTED"), "{report}");
     assert!(p.suite_dir().join("junit.xml").exists());
     // The recording is untouched: the next run replays it.
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
 }

@@ -2,6 +2,7 @@
 //! flag in every suite's records, `--repeat N` classifying each test with its evidence, and the
 //! auto-quarantine policy.
 
+use crate::common::assert_exit;
 use crate::common::{stdout, Project};
 use serde_json::Value;
 use std::process::Command;
@@ -62,13 +63,13 @@ fn repeat_tells_a_steady_an_app_flaky_and_a_verdict_flaky_test_apart() {
     );
     let out = p.run(&["start", "--repeat", "4", "-j", "2"]);
     let console = stdout(&out);
-    assert_eq!(out.status.code(), Some(1), "{console}");
-    assert_eq!(p.run_records().len(), 12, "3 tests × 4 runs");
+    assert_exit(&out, 1);
+    assert_eq!(p.run_records_json().len(), 12, "3 tests × 4 runs");
     assert!(
         console.contains("[12/12]") && !console.contains("[13/"),
         "runs are counted: {console}"
     );
-    let summary = p.suite_summary();
+    let summary = p.suite_summary_json();
     let steady = stability_of(&summary, "steady.test.toml");
     assert_eq!(steady["class"], "stable", "{steady}");
     assert_eq!(steady["runs"].as_array().map(Vec::len), Some(4));
@@ -163,8 +164,8 @@ fn the_commit_and_dirty_flag_are_recorded_in_summary_history_and_report() {
     .trim()
     .to_string();
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let summary = p.suite_summary();
+    assert_exit(&out, 0);
+    let summary = p.suite_summary_json();
     assert_eq!(summary["commit"], head.as_str(), "{summary}");
     assert_eq!(
         summary["dirty"], false,
@@ -181,7 +182,7 @@ fn the_commit_and_dirty_flag_are_recorded_in_summary_history_and_report() {
         "name = \"A\"\n[[steps]]\ninstruction = \"`true && true`\"\n",
     );
     let out = p.run(&["start"]);
-    assert_eq!(out.status.code(), Some(0));
+    assert_exit(&out, 0);
     let history =
         std::fs::read_to_string(p.root().join(".bugatti/history.jsonl")).expect("history");
     let lines: Vec<Value> = history
@@ -217,16 +218,16 @@ fn auto_quarantine_holds_a_flaky_test_until_five_passes_and_never_a_broken_one()
     git(&p, &["commit", "-q", "-m", "works"]);
     // Passes once on the first commit; then it breaks on the next one.
     let out = p.run(&["start", "broken"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_exit(&out, 0);
     p.write(
         "broken.test.toml",
         "name = \"Broken\"\n[[steps]]\ninstruction = \"`false`\"\n",
     );
     git(&p, &["commit", "-q", "-am", "breaks"]);
     let out = p.run(&["start", "broken", "--repeat", "2"]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_exit(&out, 1);
     assert_eq!(
-        stability_of(&p.suite_summary(), "broken.test.toml")["class"],
+        stability_of(&p.suite_summary_json(), "broken.test.toml")["class"],
         "broken"
     );
     let out = p.run(&["start", "broken"]);
@@ -235,14 +236,14 @@ fn auto_quarantine_holds_a_flaky_test_until_five_passes_and_never_a_broken_one()
         Some(1),
         "a broken test is never quarantined"
     );
-    let summary = p.suite_summary();
+    let summary = p.suite_summary_json();
     assert!(summary["quarantine_changes"].is_null(), "{summary}");
 
     // The flaky test: classified verdict-flaky by a repeat, then quarantined.
     let out = p.run(&["start", "flaky", "--repeat", "2", "-j", "1"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_exit(&out, 1);
     assert_eq!(
-        stability_of(&p.suite_summary(), "flaky.test.toml")["class"],
+        stability_of(&p.suite_summary_json(), "flaky.test.toml")["class"],
         "verdict-flaky"
     );
     // Its next run fails (the counter says an odd run).
@@ -254,7 +255,7 @@ fn auto_quarantine_holds_a_flaky_test_until_five_passes_and_never_a_broken_one()
         Some(0),
         "quarantined: its failure does not count: {console}"
     );
-    let summary = p.suite_summary();
+    let summary = p.suite_summary_json();
     assert_eq!(
         summary["quarantine_changes"][0]["test_file"], "flaky.test.toml",
         "{summary}"
@@ -272,8 +273,8 @@ fn auto_quarantine_holds_a_flaky_test_until_five_passes_and_never_a_broken_one()
     );
     for n in 1..=5 {
         let out = p.run(&["start", "flaky"]);
-        assert_eq!(out.status.code(), Some(0));
-        let summary = p.suite_summary();
+        assert_exit(&out, 0);
+        let summary = p.suite_summary_json();
         assert_eq!(
             summary["tests"][0]["quarantined"], true,
             "pass {n}: {summary}"
@@ -284,7 +285,7 @@ fn auto_quarantine_holds_a_flaky_test_until_five_passes_and_never_a_broken_one()
         );
     }
     let out = p.run(&["start", "flaky"]);
-    let summary = p.suite_summary();
+    let summary = p.suite_summary_json();
     assert_eq!(
         summary["quarantine_changes"][0]["change"], "released",
         "{summary}"
