@@ -21,8 +21,6 @@ use crate::replay::shell::AgentShell;
 use crate::replay::store::{self, StepKey};
 use crate::replay::verdict::{Fallback, Verdict};
 
-/// The longest one replayed shell action may run before the replay gives up on it.
-const ACTION_TIMEOUT: Duration = Duration::from_secs(60);
 /// How much of a replayed action's output the agent is told, when it is first needed.
 const SUMMARY_OUTPUT_CHARS: usize = 300;
 
@@ -193,6 +191,7 @@ impl SessionReplay {
         instruction: &str,
         console: Option<&Console>,
         run_id: &str,
+        step_timeout: Duration,
     ) -> (Verdict, Option<RecordedStep>) {
         let recording = match &self.recording {
             Ok(r) => r,
@@ -223,7 +222,8 @@ impl SessionReplay {
                 .cloned()
                 .chain([("BUGATTI_STEP_ID".to_string(), key.step.to_string())])
                 .collect(),
-            action_timeout: ACTION_TIMEOUT,
+            // An action the agent's tool set no bound for is bound as the agent's step was.
+            action_timeout: step_timeout,
             instruction: instruction.to_string(),
             shell: AgentShell::of_provider(&recorded.provider),
             session_started: self.started_at,

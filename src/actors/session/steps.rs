@@ -249,12 +249,17 @@ impl Driver {
             source_index,
             include_chain,
             instruction,
-            timeout: Duration::from_secs(
-                step.timeout_secs
-                    .unwrap_or(self.test.effective.provider.step_timeout_secs.value),
-            ),
+            timeout: self.step_timeout(step),
             question: None,
         }
+    }
+
+    /// The step's timeout: its own, else the provider's default.
+    fn step_timeout(&self, step: &PlannedStep) -> Duration {
+        Duration::from_secs(
+            step.timeout_secs
+                .unwrap_or(self.test.effective.provider.step_timeout_secs.value),
+        )
     }
 
     /// The step's recording first; the agent only on a miss, a drift, an opt-out or an audit.
@@ -292,7 +297,7 @@ impl Driver {
             // A stop (a signal, the deadline) ends a replay at once, as it ends an agent's step:
             // what the replay started is dropped here and swept with the session.
             let tried = tokio::select! {
-                tried = replay.try_step(&key, instruction, console, &self.run_id) => tried,
+                tried = replay.try_step(&key, instruction, console, &self.run_id, self.step_timeout(step)) => tried,
                 reason = Self::until_stopped(self.stop.clone()) => {
                     self.emit_console_calls(started, id);
                     self.emit(step_finished(
