@@ -129,14 +129,30 @@ impl SessionReplay {
         owner: crate::process::owner::Owner,
         run_dir: PathBuf,
     ) -> Self {
-        self.browser = Some(BrowserReplay::new(
+        let browser = BrowserReplay::new(
             command,
             owner,
             PathBuf::from(&self.agent_cwd),
             self.env.clone(),
             run_dir,
-        ));
+        );
+        // Started now, beside the rest of the setup, when a browser action may replay.
+        if self.replays() && self.has_browser_actions() {
+            browser.prestart();
+        }
+        self.browser = Some(browser);
         self
+    }
+
+    /// Whether the recording has a browser action to replay.
+    fn has_browser_actions(&self) -> bool {
+        self.recording.as_ref().is_ok_and(|r| {
+            r.steps.iter().any(|s| {
+                s.actions
+                    .iter()
+                    .any(|a| matches!(a, Action::Browser { .. }))
+            })
+        })
     }
 
     /// The screenshots a replay took again (the agent had taken them), relative to the run
