@@ -88,7 +88,7 @@ def browser_replay(ctx):
     steps = 3 if ctx.quick else 10
     latency = "0.2" if ctx.quick else "1"
     name = f"23. browser replay: {steps}-step browser test, model latency {latency} s/call"
-    goal = "≥ 10× faster, 0 model calls"
+    goal = "≥ 20× faster, 0 model calls"
     claude, chromium, mcp = _claude_bin(ctx), _chromium(), _playwright_mcp(ctx)
     if claude is None:
         return Row.skip(name, goal, "Claude Code CLI not installed: .ci/run installs it into .ci/node")
@@ -130,7 +130,7 @@ readiness_url = "http://127.0.0.1:${{WEB_PORT}}/"
     second, second_calls = _stub_run(ctx, project, claude, "browser-replay-second", [], env)
     replayed = _replayed_steps(project)
     ratio = first / second
-    ok = ratio >= 10 and second_calls == 0 and replayed == steps
+    ok = ratio >= 20 and second_calls == 0 and replayed == steps
     return Row(name, f"{second:.2f} s replayed ({second_calls} model calls, {replayed} of {steps} "
                      f"steps replayed)",
                f"{first:.2f} s by the agent ({first_calls} model calls)", f"{ratio:.1f}×", goal, ok,

@@ -3,9 +3,14 @@
 //! `start` in the same artifact directory reads the dead supervisor's ledger and kills what
 //! survived.
 //!
-//! One file per invocation, `<artifact_dir>/ledger/<suite_id>.json`, rewritten atomically
-//! (temporary file + rename, so a SIGKILL mid-write leaves the old version) each time the
-//! registry gains or loses a group, and removed when the supervisor ends normally. It names the
+//! One file per invocation, `<artifact_dir>/ledger/<suite_id>.json`, a journal: its first line
+//! the whole ledger as it stood when the file was (re)written atomically (temporary file +
+//! rename), then one line appended per change (a group gained or lost, a run opened or closed),
+//! and removed when the supervisor ends normally. Appending a line is one `write`; rewriting the
+//! file for every change cost a rename each, and on ext4 a rename over an existing file waits
+//! for the new file's data to reach the disk (tens of milliseconds on a busy machine, a dozen
+//! times per test). The journal is rewritten whole only once it holds many more lines than the
+//! ledger has entries. A SIGKILL mid-append leaves a torn last line, which a reader skips. It names the
 //! supervisor (pid and start time, so a live supervisor's groups are never touched and a reused
 //! pid is not mistaken for it) and each group (pgid, leader pid and start time, label, and the
 //! `BUGATTI_RUN_ID` of the leader, which also finds descendants that left their group with
@@ -117,8 +122,45 @@ pub use crate::model::artifacts::ledger_dir;
 struct Open {
     path: PathBuf,
     file: LedgerFile,
+    /// The journal, opened for appending after its last rewrite (`None` after a failed one).
+    journal: Option<fs::File>,
+    /// Lines appended since the last rewrite.
+    appended: usize,
     /// Set after the first failed write, so a vanished directory is reported once.
     failing: bool,
+}
+
+/// One change appended to the journal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Change {
+    AddGroup(LedgerGroup),
+    DropGroup(i32),
+    OpenRun(LedgerRun),
+    CloseRun(RunId),
+}
+
+impl LedgerFile {
+    fn apply(&mut self, change: Change) {
+        match change {
+            Change::AddGroup(group) => {
+                self.groups.retain(|g| g.pgid != group.pgid);
+                self.groups.push(group);
+            }
+            Change::DropGroup(pgid) => self.groups.retain(|g| g.pgid != pgid),
+            Change::OpenRun(run) => {
+                self.runs.retain(|r| r.run_id != run.run_id);
+                self.runs.push(run);
+            }
+            Change::CloseRun(id) => self.runs.retain(|r| r.run_id != id),
+        }
+    }
+}
+
+/// How many lines the journal may gain before it is rewritten whole: a few dozen, more when the
+/// ledger itself is large (a rewrite costs as much as the ledger is long).
+fn rewrite_after(file: &LedgerFile) -> usize {
+    64 + 4 * (file.groups.len() + file.runs.len())
 }
 
 fn current() -> &'static Mutex<Option<Open>> {
@@ -132,24 +174,57 @@ fn lock() -> std::sync::MutexGuard<'static, Option<Open>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The ledger as one line (the journal's first), written atomically.
 fn write_atomically(path: &Path, file: &LedgerFile) -> std::io::Result<()> {
-    let text = serde_json::to_vec_pretty(file).map_err(std::io::Error::other)?;
+    let mut text = serde_json::to_vec(file).map_err(std::io::Error::other)?;
+    text.push(b'\n');
     let tmp = path.with_extension("json.tmp");
     fs::write(&tmp, text)?;
     fs::rename(&tmp, path)
 }
 
-fn persist(open: &mut Open) {
-    match write_atomically(&open.path, &open.file) {
-        Ok(()) => open.failing = false,
-        Err(e) if !open.failing => {
-            open.failing = true;
-            tracing::warn!(
-                "cannot write the process ledger `{}`: {e}; a SIGKILLed supervisor's processes may go unfound",
-                open.path.display()
-            );
+/// Rewrites the journal whole and opens it for appending.
+fn rewrite(open: &mut Open) -> std::io::Result<()> {
+    open.journal = None;
+    write_atomically(&open.path, &open.file)?;
+    open.journal = Some(fs::OpenOptions::new().append(true).open(&open.path)?);
+    open.appended = 0;
+    Ok(())
+}
+
+/// Appends one change (one `write` of one line), or rewrites the journal when it has grown
+/// long or the last write failed.
+fn append(open: &mut Open, change: &Change) -> std::io::Result<()> {
+    use std::io::Write;
+    let rewrite_due = open.appended >= rewrite_after(&open.file);
+    match open.journal.as_mut().filter(|_| !rewrite_due) {
+        Some(journal) => {
+            let mut line = serde_json::to_vec(change).map_err(std::io::Error::other)?;
+            line.push(b'\n');
+            journal.write_all(&line)?;
+            open.appended += 1;
+            Ok(())
         }
-        Err(_) => {}
+        None => rewrite(open),
+    }
+}
+
+/// Applies `change` to the ledger and records it on disk.
+fn persist(open: &mut Open, change: Change) {
+    open.file.apply(change.clone());
+    match append(open, &change) {
+        Ok(()) => open.failing = false,
+        Err(e) => {
+            // The next change rewrites the whole file.
+            open.journal = None;
+            if !open.failing {
+                open.failing = true;
+                tracing::warn!(
+                    "cannot write the process ledger `{}`: {e}; a SIGKILLed supervisor's processes may go unfound",
+                    open.path.display()
+                );
+            }
+        }
     }
 }
 
@@ -168,16 +243,17 @@ pub fn open(artifact_dir: &Path, suite_id: &str) -> std::io::Result<PathBuf> {
             groups: Vec::new(),
             runs: Vec::new(),
         },
+        journal: None,
+        appended: 0,
         failing: false,
     };
-    write_atomically(&open.path, &open.file).map_err(|e| {
+    rewrite(&mut open).map_err(|e| {
         std::io::Error::new(
             e.kind(),
             format!("cannot write `{}`: {e}", open.path.display()),
         )
     })?;
     let path = open.path.clone();
-    open.failing = false;
     *lock() = Some(open);
     Ok(path)
 }
@@ -186,25 +262,22 @@ pub fn open(artifact_dir: &Path, suite_id: &str) -> std::io::Result<PathBuf> {
 pub fn record(group: &RegisteredGroup) {
     let mut guard = lock();
     let Some(open) = guard.as_mut() else { return };
-    open.file.groups.retain(|g| g.pgid != group.pgid);
-    open.file.groups.push(LedgerGroup {
+    let group = LedgerGroup {
         pgid: group.pgid,
         leader: group.leader,
         leader_start: start_time(group.leader),
         label: group.label.clone(),
         run_id: group.run_id.clone(),
-    });
-    persist(open);
+    };
+    persist(open, Change::AddGroup(group));
 }
 
 /// Called by the registry once a group is torn down.
 pub fn forget(pgid: i32) {
     let mut guard = lock();
     let Some(open) = guard.as_mut() else { return };
-    let before = open.file.groups.len();
-    open.file.groups.retain(|g| g.pgid != pgid);
-    if open.file.groups.len() != before {
-        persist(open);
+    if open.file.groups.iter().any(|g| g.pgid == pgid) {
+        persist(open, Change::DropGroup(pgid));
     }
 }
 
@@ -212,22 +285,19 @@ pub fn forget(pgid: i32) {
 pub fn run_opened(run_id: &str, run_dir: &Path) {
     let mut guard = lock();
     let Some(open) = guard.as_mut() else { return };
-    open.file.runs.retain(|r| r.run_id.as_str() != run_id);
-    open.file.runs.push(LedgerRun {
+    let run = LedgerRun {
         run_id: RunId::new(run_id),
         run_dir: run_dir.to_path_buf(),
-    });
-    persist(open);
+    };
+    persist(open, Change::OpenRun(run));
 }
 
 /// Called by the reporter once run `run_id`'s files are final.
 pub fn run_closed(run_id: &str) {
     let mut guard = lock();
     let Some(open) = guard.as_mut() else { return };
-    let before = open.file.runs.len();
-    open.file.runs.retain(|r| r.run_id.as_str() != run_id);
-    if open.file.runs.len() != before {
-        persist(open);
+    if open.file.runs.iter().any(|r| r.run_id.as_str() == run_id) {
+        persist(open, Change::CloseRun(RunId::new(run_id)));
     }
 }
 
@@ -373,10 +443,34 @@ pub fn read_ledgers(artifact_dir: &Path) -> Vec<(PathBuf, Result<LedgerFile, Str
         .map(|path| {
             let read = fs::read(&path)
                 .map_err(|e| e.to_string())
-                .and_then(|bytes| serde_json::from_slice(&bytes).map_err(|e| e.to_string()));
+                .and_then(|bytes| parse(&bytes));
             (path, read)
         })
         .collect()
+}
+
+/// A ledger file read back: the whole ledger (a file an older supervisor wrote), or the journal
+/// (the ledger, then its changes, one per line). A last line that is not a change is a write a
+/// SIGKILL cut short: the ledger is what the lines before it say.
+pub fn parse(bytes: &[u8]) -> Result<LedgerFile, String> {
+    if let Ok(file) = serde_json::from_slice::<LedgerFile>(bytes) {
+        return Ok(file);
+    }
+    let mut lines = bytes
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .enumerate()
+        .peekable();
+    let (_, first) = lines.next().ok_or("an empty ledger")?;
+    let mut file: LedgerFile = serde_json::from_slice(first).map_err(|e| format!("line 1: {e}"))?;
+    while let Some((i, line)) = lines.next() {
+        match serde_json::from_slice::<Change>(line) {
+            Ok(change) => file.apply(change),
+            Err(_) if lines.peek().is_none() => break,
+            Err(e) => return Err(format!("line {}: {e}", i + 1)),
+        }
+    }
+    Ok(file)
 }
 
 #[cfg(test)]
@@ -503,9 +597,7 @@ mod tests {
         use crate::process::registry;
         let artifacts = tempfile::tempdir().expect("tempdir");
         let path = open(artifacts.path(), "suite-under-test").expect("open");
-        let read = || -> LedgerFile {
-            serde_json::from_slice(&fs::read(&path).expect("ledger")).expect("json")
-        };
+        let read = || -> LedgerFile { parse(&fs::read(&path).expect("ledger")).expect("ledger") };
         assert_eq!(read().supervisor_pid, std::process::id() as i32);
         // A pgid no real group has: the registry only records it.
         let pgid = i32::MAX - 7;
@@ -600,5 +692,84 @@ mod tests {
         assert!(survivors(&group).is_empty());
         child.kill().expect("kill");
         child.wait().expect("wait");
+    }
+
+    #[test]
+    fn the_journal_reads_back_as_its_changes_say_and_a_torn_last_line_is_skipped() {
+        let group = |pgid: i32| LedgerGroup {
+            pgid,
+            leader: pgid,
+            leader_start: Some(7),
+            label: format!("g{pgid}"),
+            run_id: Some(RunId::new("r1")),
+        };
+        let mut expected = LedgerFile {
+            suite_id: "s".into(),
+            supervisor_pid: 1,
+            supervisor_start: Some(2),
+            groups: vec![group(10)],
+            runs: Vec::new(),
+        };
+        let mut text = serde_json::to_string(&expected).expect("json") + "\n";
+        let changes = [
+            Change::AddGroup(group(11)),
+            Change::OpenRun(LedgerRun {
+                run_id: RunId::new("r1"),
+                run_dir: "/runs/r1".into(),
+            }),
+            Change::DropGroup(10),
+            Change::AddGroup(group(12)),
+            Change::CloseRun(RunId::new("r1")),
+        ];
+        for change in changes {
+            text += &(serde_json::to_string(&change).expect("json") + "\n");
+            expected.apply(change);
+        }
+        assert_eq!(parse(text.as_bytes()), Ok(expected.clone()));
+        assert_eq!(
+            expected.groups.iter().map(|g| g.pgid).collect::<Vec<_>>(),
+            [11, 12]
+        );
+        // A SIGKILL in the middle of an append: the lines before it stand.
+        let torn = text.clone() + "{\"add_group\":{\"pgid\":13,";
+        assert_eq!(parse(torn.as_bytes()), Ok(expected));
+        // A bad line before the last is a corrupt ledger, not a shorter one.
+        let bad = text.replacen("{\"drop_group\"", "{\"nonsense\"", 1);
+        assert!(parse(bad.as_bytes()).is_err());
+        // The whole ledger in one JSON value (an older supervisor's) still reads.
+        let old =
+            serde_json::to_vec_pretty(&parse(text.as_bytes()).expect("ledger")).expect("json");
+        assert!(parse(&old).is_ok());
+    }
+
+    #[test]
+    fn a_long_journal_is_rewritten_whole() {
+        let artifacts = tempfile::tempdir().expect("tempdir");
+        let mut open = Open {
+            path: artifacts.path().join("s.json"),
+            file: LedgerFile {
+                suite_id: "s".into(),
+                supervisor_pid: 1,
+                supervisor_start: None,
+                groups: Vec::new(),
+                runs: Vec::new(),
+            },
+            journal: None,
+            appended: 0,
+            failing: false,
+        };
+        rewrite(&mut open).expect("rewrite");
+        for i in 0..200 {
+            let run = LedgerRun {
+                run_id: RunId::new(format!("r{i}")),
+                run_dir: "/runs".into(),
+            };
+            persist(&mut open, Change::OpenRun(run));
+            persist(&mut open, Change::CloseRun(RunId::new(format!("r{i}"))));
+        }
+        let text = fs::read_to_string(&open.path).expect("ledger");
+        assert!(text.lines().count() <= 65, "{} lines", text.lines().count());
+        assert_eq!(parse(text.as_bytes()).expect("ledger"), open.file);
+        assert!(open.file.runs.is_empty());
     }
 }

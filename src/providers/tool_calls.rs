@@ -204,9 +204,11 @@ impl ToolCalls {
                     .to_string(),
                 exit_code: None,
                 output: String::new(),
+                // Seconds, possibly a fraction (its schema says a number).
                 timeout_ms: event["args"]["timeout"]
-                    .as_u64()
-                    .map(|s| s.saturating_mul(1000)),
+                    .as_f64()
+                    .filter(|s| s.is_finite() && *s > 0.0)
+                    .map(|s| (s * 1000.0).round() as u64),
             });
         if let Some(id) = event["toolCallId"].as_str() {
             self.pending.insert(id.to_string(), self.calls.len());
@@ -431,5 +433,21 @@ mod tests {
             calls.take()[0].shell.as_ref().and_then(|s| s.timeout_ms),
             Some(300_000)
         );
+    }
+
+    #[test]
+    fn a_pi_timeout_is_seconds_and_may_be_a_fraction() {
+        // pi's bash tool takes `timeout` as a number of seconds (its schema: `Type.Number`).
+        let mut calls = ToolCalls::default();
+        for (id, timeout) in [("a", json!(2)), ("b", json!(2.5)), ("c", json!(null))] {
+            calls.pi_tool_start(&json!({"toolCallId": id, "toolName": "bash",
+                "args": {"command": "sleep 1", "timeout": timeout}}));
+        }
+        let asked: Vec<_> = calls
+            .take()
+            .iter()
+            .map(|c| c.shell.as_ref().and_then(|s| s.timeout_ms))
+            .collect();
+        assert_eq!(asked, [Some(2_000), Some(2_500), None]);
     }
 }

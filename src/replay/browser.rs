@@ -4,8 +4,10 @@
 //!
 //! - Recorded: the tools in [`RECORDED_TOOLS`] only; each element ref the agent gave is kept with
 //!   the element's path in the snapshot it read the ref in ([`super::browser_refs`]).
-//! - Replayed: the same calls in order; a ref is resolved afresh in a snapshot taken just before
-//!   the call (none or several elements with the path → drift).
+//! - Replayed: the same calls in order; a ref is resolved afresh in the last snapshot the client
+//!   took when no other call followed it (Playwright MCP resolves refs against that snapshot),
+//!   else in one taken just before the call (none or several elements with the path → drift).
+//!   The client is started during the session's setup when the recording has browser actions.
 //! - Compared: the answers as text in [`compared`] form: snapshot links put inline (the page the
 //!   call left), refs masked, the server's own file names left out; the console errors the
 //!   agent was shown are a bound ([`console_errors`]: more is a drift, not a warning).
@@ -243,6 +245,12 @@ pub struct BrowserReplay {
     cwd: PathBuf,
     env: Vec<(String, String)>,
     client: tokio::sync::OnceCell<PlaywrightClient>,
+    /// The client being started ahead of the first browser action ([`BrowserReplay::prestart`]).
+    starting:
+        std::sync::Mutex<Option<tokio::task::JoinHandle<Result<PlaywrightClient, McpClientError>>>>,
+    /// The last page snapshot the client took (its answer's text): the refs Playwright MCP
+    /// resolves now are that snapshot's, so a recorded ref is looked up there first.
+    last_snapshot: std::sync::Mutex<Option<String>>,
     /// The run directory: screenshots taken again are kept in its `screenshots/`.
     run_dir: PathBuf,
     /// The screenshots taken again since the session last took them (paths relative to the
@@ -273,6 +281,8 @@ impl BrowserReplay {
             cwd,
             env,
             client: tokio::sync::OnceCell::new(),
+            starting: std::sync::Mutex::new(None),
+            last_snapshot: std::sync::Mutex::new(None),
             run_dir,
             screenshots: std::sync::Mutex::new(Vec::new()),
             settle,
@@ -337,9 +347,44 @@ impl BrowserReplay {
         self.output_dir.as_deref()
     }
 
+    /// Starts the client now, in the background, so that the first browser action does not
+    /// wait for Node and Playwright MCP to come up (seconds on a busy machine): called when the
+    /// session's recording has browser actions. The server attaches to the browser only on its
+    /// first tool call, so a client started and never used touches no page.
+    pub fn prestart(&self) {
+        let Ok(mut starting) = self.starting.lock() else {
+            return;
+        };
+        if starting.is_some() || self.client.initialized() {
+            return;
+        }
+        let (command, owner, cwd, env) = (
+            self.client_command(),
+            self.owner.clone(),
+            self.cwd.clone(),
+            self.env.clone(),
+        );
+        *starting = Some(tokio::spawn(async move {
+            PlaywrightClient::start(&command, owner, &cwd, env).await
+        }));
+    }
+
+    /// The client started ahead, if one was.
+    fn take_started(
+        &self,
+    ) -> Option<tokio::task::JoinHandle<Result<PlaywrightClient, McpClientError>>> {
+        self.starting.lock().ok().and_then(|mut s| s.take())
+    }
+
     async fn client(&self) -> Result<&PlaywrightClient, McpClientError> {
         self.client
             .get_or_try_init(|| async {
+                if let Some(Ok(started)) = match self.take_started() {
+                    Some(handle) => Some(handle.await),
+                    None => None,
+                } {
+                    return started;
+                }
                 PlaywrightClient::start(
                     &self.client_command(),
                     self.owner.clone(),
@@ -351,11 +396,39 @@ impl BrowserReplay {
             .await
     }
 
-    /// Ends the client and its server, if one was started.
+    /// Ends the client and its server, if one was started (a client started ahead and never
+    /// used too).
     pub async fn stop(self) {
+        if let Some(Ok(Ok(client))) = match self.take_started() {
+            Some(handle) => Some(handle.await),
+            None => None,
+        } {
+            let _ = client.stop().await;
+        }
         if let Some(client) = self.client.into_inner() {
             let _ = client.stop().await;
         }
+    }
+
+    /// Keeps a `browser_snapshot` answer: the page, and the refs Playwright MCP now knows.
+    fn saw(&self, answer: &str) {
+        if answer.contains("### Snapshot") {
+            if let Ok(mut last) = self.last_snapshot.lock() {
+                *last = Some(answer.to_string());
+            }
+        }
+    }
+
+    /// A call other than a snapshot was made: the page may differ from the last snapshot.
+    fn forget_snapshot(&self) {
+        if let Ok(mut last) = self.last_snapshot.lock() {
+            *last = None;
+        }
+    }
+
+    /// The last page snapshot the client took, if no other call came after it.
+    fn last_snapshot(&self) -> Option<String> {
+        self.last_snapshot.lock().ok().and_then(|l| l.clone())
     }
 }
 
@@ -420,28 +493,25 @@ pub(super) async fn replay(
     let output_dir = browser.output_dir();
     let mut current = BTreeMap::new();
     if !recorded.elements.is_empty() {
-        let page = client
-            .call("browser_snapshot", serde_json::json!({}))
-            .await
-            .map_err(|e| failed(e.to_string()))?;
-        let snapshot = Snapshot::parse(&inline_snapshots(&page.text, output_dir));
-        for (old, path) in recorded.elements {
-            let seen = match snapshot.resolve(path) {
-                Resolution::Found(now) => {
-                    current.insert(old.clone(), now);
-                    continue;
-                }
-                Resolution::Missing => "no element on the page has this path".to_string(),
-                Resolution::Ambiguous(n) => format!("{n} elements on the page have this path"),
-            };
-            return Err(Fallback::hard(drift(
-                at.index,
-                &at.what,
-                "element",
-                &describe_path(path),
-                &seen,
-            )));
-        }
+        // The refs Playwright MCP knows are those of the last snapshot the client took, as the
+        // agent's ref came from the last snapshot it read: resolved there when every element
+        // is found once, else in a snapshot taken now.
+        let known = browser
+            .last_snapshot()
+            .map(|page| Snapshot::parse(&inline_snapshots(&page, output_dir)))
+            .and_then(|snapshot| resolve_all(&snapshot, recorded.elements));
+        current = match known {
+            Some(found) => found,
+            None => {
+                let page = client
+                    .call("browser_snapshot", serde_json::json!({}))
+                    .await
+                    .map_err(|e| failed(e.to_string()))?;
+                browser.saw(&page.text);
+                let snapshot = Snapshot::parse(&inline_snapshots(&page.text, output_dir));
+                resolve_or_drift(at, &snapshot, recorded.elements)?
+            }
+        };
     }
     let arguments = ctx
         .placeholders
@@ -450,6 +520,11 @@ pub(super) async fn replay(
         .call(recorded.tool, arguments)
         .await
         .map_err(|e| failed(e.to_string()))?;
+    // Any other call may have changed the page since the last snapshot.
+    browser.forget_snapshot();
+    if recorded.tool == "browser_snapshot" {
+        browser.saw(&answer.text);
+    }
     let answer = if SETTLING_TOOLS.contains(&recorded.tool) && !answer.is_error {
         let answered = Instant::now();
         settle(client, answered, browser.settle).await;
@@ -458,6 +533,7 @@ pub(super) async fn replay(
             .call("browser_snapshot", serde_json::json!({}))
             .await
             .map_err(|e| failed(e.to_string()))?;
+        browser.saw(&page.text);
         crate::browser::mcp_client::ToolAnswer {
             text: with_page_of(&answer.text, &page.text),
             ..answer
@@ -482,6 +558,47 @@ pub(super) async fn replay(
     }
     console_check(at, recorded.output, &seen)?;
     ctx.check(at, &compared(recorded.output), &compared(&seen))
+}
+
+/// Every recorded element's ref in `snapshot`, when each path is found there once.
+fn resolve_all(
+    snapshot: &Snapshot,
+    elements: &BTreeMap<String, ElementPath>,
+) -> Option<BTreeMap<String, String>> {
+    elements
+        .iter()
+        .map(|(old, path)| match snapshot.resolve(path) {
+            Resolution::Found(now) => Some((old.clone(), now)),
+            Resolution::Missing | Resolution::Ambiguous(_) => None,
+        })
+        .collect()
+}
+
+/// Every recorded element's ref in `snapshot`; an element not found there once is a drift.
+fn resolve_or_drift(
+    at: &ActionAt<'_>,
+    snapshot: &Snapshot,
+    elements: &BTreeMap<String, ElementPath>,
+) -> Result<BTreeMap<String, String>, Fallback> {
+    let mut current = BTreeMap::new();
+    for (old, path) in elements {
+        let seen = match snapshot.resolve(path) {
+            Resolution::Found(now) => {
+                current.insert(old.clone(), now);
+                continue;
+            }
+            Resolution::Missing => "no element on the page has this path".to_string(),
+            Resolution::Ambiguous(n) => format!("{n} elements on the page have this path"),
+        };
+        return Err(Fallback::hard(drift(
+            at.index,
+            &at.what,
+            "element",
+            &describe_path(path),
+            &seen,
+        )));
+    }
+    Ok(current)
 }
 
 /// The console errors a page showed with an answer: Playwright MCP's `- Console: N errors, M

@@ -27,7 +27,8 @@ pub struct ReplayContext<'a> {
     pub step_id: u32,
     /// A shell action's whole environment (the agent's, without the agent's marker).
     pub env: Vec<(String, String)>,
-    /// The longest a shell action may run before it is stopped and the replay falls back.
+    /// The step's timeout: the longest an action may run when the agent's own tool set no
+    /// bound of its own (Codex's and pi's shell, a file check), before the replay falls back.
     pub action_timeout: Duration,
     /// The step's instruction as sent: a value it names is never masked.
     pub instruction: String,

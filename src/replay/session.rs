@@ -35,9 +35,6 @@ use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The longest one replayed shell action may run before the replay gives up on it.
-const ACTION_TIMEOUT: Duration = Duration::from_secs(60);
-
 /// A session's replay: its recording, and how this session's values are masked.
 pub struct ReplaySession {
     mode: ReplayMode,
@@ -106,6 +103,9 @@ pub struct StepAsked<'a> {
     /// The session's console (`None` when `[provider] console` is off).
     pub console: Option<&'a Console>,
     pub run_id: &'a str,
+    /// The step's timeout: an action the agent's tool set no bound for is bound as the agent's
+    /// step was.
+    pub step_timeout: Duration,
 }
 
 /// What a step's replay stage came to.
@@ -271,14 +271,30 @@ impl ReplaySession {
         owner: crate::process::owner::Owner,
         run_dir: PathBuf,
     ) -> Self {
-        self.browser = Some(BrowserReplay::new(
+        let browser = BrowserReplay::new(
             command,
             owner,
             self.agent_cwd.clone(),
             self.env.clone(),
             run_dir,
-        ));
+        );
+        // Started now, beside the rest of the setup, when a browser action may replay.
+        if self.replays() && self.has_browser_actions() {
+            browser.prestart();
+        }
+        self.browser = Some(browser);
         self
+    }
+
+    /// Whether the recording has a browser action to replay.
+    fn has_browser_actions(&self) -> bool {
+        self.recording.as_ref().is_ok_and(|r| {
+            r.steps.iter().any(|s| {
+                s.actions
+                    .iter()
+                    .any(|a| matches!(a, Action::Browser { .. }))
+            })
+        })
     }
 
     /// The screenshots a replay took again (the agent had taken them), relative to the run
@@ -556,7 +572,7 @@ impl ReplaySession {
                 .cloned()
                 .chain([("BUGATTI_STEP_ID".to_string(), key.step.to_string())])
                 .collect(),
-            action_timeout: ACTION_TIMEOUT,
+            action_timeout: asked.step_timeout,
             instruction: asked.instruction.to_string(),
             session_started: self.started_at,
             agent_cwd: self.agent_cwd.clone(),
@@ -760,6 +776,7 @@ mod tests {
             instruction: "check the value",
             console: None,
             run_id: "session-unit-test",
+            step_timeout: Duration::from_secs(30),
         };
         match replay.before(&asked, std::future::pending::<()>()).await {
             Ok(before) => before,

@@ -29,18 +29,38 @@ use std::time::Duration;
 pub use crate::model::provider::AgentShell;
 
 impl AgentShell {
-    /// How long the agent's tool lets a command run when its call asks for no timeout: Claude
-    /// Code's Bash 2 minutes; for the others, `otherwise` (the replay's own limit).
-    pub fn default_timeout(self, otherwise: Duration) -> Duration {
+    /// How long the agent's own tool let a command run: the timeout its call asked for, else
+    /// the tool's default. Claude Code's Bash: `BASH_DEFAULT_TIMEOUT_MS` from the agent's
+    /// environment, else 2 minutes. Codex's and pi's shell tools set none of their own (pi's
+    /// `timeout` is "optional, no default"; Codex waits on a slow command), so there the bound
+    /// is the step's: `step_timeout`.
+    pub fn timeout(
+        self,
+        asked_ms: Option<u64>,
+        env: &[(String, String)],
+        step_timeout: Duration,
+    ) -> Duration {
+        if let Some(ms) = asked_ms {
+            return Duration::from_millis(ms);
+        }
         match self {
-            Self::Bash => CLAUDE_BASH_TIMEOUT,
-            Self::Sh => otherwise,
+            Self::Bash => env
+                .iter()
+                .rev()
+                .find(|(name, _)| name == CLAUDE_BASH_DEFAULT_ENV)
+                .and_then(|(_, value)| value.trim().parse::<u64>().ok())
+                .filter(|ms| *ms > 0)
+                .map_or(CLAUDE_BASH_TIMEOUT, Duration::from_millis),
+            Self::Sh => step_timeout,
         }
     }
 }
 
-/// Claude Code's Bash timeout when the call gives none.
+/// Claude Code's Bash timeout when the call gives none and its environment sets none.
 pub const CLAUDE_BASH_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The variable Claude Code reads its Bash tool's default timeout from (ms).
+const CLAUDE_BASH_DEFAULT_ENV: &str = "BASH_DEFAULT_TIMEOUT_MS";
 
 /// A shell action as recorded.
 pub(super) struct Recorded<'a> {
@@ -124,10 +144,7 @@ pub(super) async fn replay(
     let mut group =
         handle::start(launch).map_err(|e| failed(format!("cannot start {program}: {e}")))?;
     let mut bytes = Vec::new();
-    let timeout = recorded.timeout_ms.map_or(
-        shell.default_timeout(ctx.action_timeout),
-        Duration::from_millis,
-    );
+    let timeout = shell.timeout(recorded.timeout_ms, &ctx.env, ctx.action_timeout);
     // A background job may hold the pipe: what it wrote shortly after the exit is the output.
     let end = read_to_exit(
         &mut group,
@@ -142,8 +159,8 @@ pub(super) async fn replay(
         Ok(status) => status,
         Err(()) => {
             return Err(failed(format!(
-                "still running after {}s",
-                timeout.as_secs()
+                "still running after {}s, the timeout the agent's tool gave it",
+                timeout.as_secs_f64()
             )))
         }
     };

@@ -425,3 +425,69 @@ async fn a_replayed_command_has_the_agents_own_timeout() {
     );
     a.finish().await;
 }
+
+/// Claude Code's Bash reads its default timeout from `BASH_DEFAULT_TIMEOUT_MS` in its
+/// environment: a replay of a call that asked for none stops where the agent's would have.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_bash_command_has_the_agents_configured_default() {
+    let mut a = Session::new(41235);
+    let slow = shell_action(
+        &a.placeholders,
+        "sleep 30; echo done",
+        &a.workdir,
+        Some(0),
+        "done",
+    );
+    a.env.push(("BASH_DEFAULT_TIMEOUT_MS".into(), "300".into()));
+    let mut ctx = a.ctx();
+    // The step's own timeout is far longer: the agent's tool, not the step, stops the command.
+    ctx.action_timeout = Duration::from_secs(600);
+    let bash = AgentTools {
+        shell: AgentShell::Bash,
+        browser: None,
+    };
+    let verdict = replay_step(&ctx, bash, &step(vec![slow])).await;
+    match &verdict {
+        Verdict::Fallback(Fallback::Failed { reason, .. }) => {
+            assert!(reason.contains("0.3s"), "{reason}");
+        }
+        other => panic!("{}", other.describe()),
+    }
+    a.finish().await;
+}
+
+/// Codex's and pi's shell tools set no timeout of their own (pi: "no default timeout"; Codex
+/// keeps a slow command running and waits on it): a call that asked for none runs as long as
+/// the step may, and one that asked for a timeout stops there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replayed_codex_or_pi_command_runs_as_its_call_allowed() {
+    let a = Session::new(41236);
+    let slow = shell_action(
+        &a.placeholders,
+        "sleep 30; echo done",
+        &a.workdir,
+        Some(0),
+        "done",
+    );
+    // The call asked for 2 s (pi's `timeout: 2`): the replay stops it there.
+    let asked = bugatti::replay::record::with_timeout(slow, Some(2_000));
+    let mut ctx = a.ctx();
+    ctx.action_timeout = Duration::from_secs(600);
+    let verdict = replay_step(&ctx, a.tools(), &step(vec![asked])).await;
+    match &verdict {
+        Verdict::Fallback(Fallback::Failed { reason, .. }) => {
+            assert!(reason.contains("after 2s"), "{reason}");
+        }
+        other => panic!("{}", other.describe()),
+    }
+    // Without one, the bound is the step's (the replay's context), not a limit of the replay's.
+    assert_eq!(
+        AgentShell::Sh.timeout(None, &[], Duration::from_secs(900)),
+        Duration::from_secs(900)
+    );
+    assert_eq!(
+        AgentShell::Bash.timeout(None, &[], Duration::from_secs(900)),
+        Duration::from_secs(120)
+    );
+    a.finish().await;
+}

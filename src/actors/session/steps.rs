@@ -175,13 +175,17 @@ impl Driver {
             source_index,
             include_chain,
             instruction: run.instruction.clone(),
-            timeout: Duration::from_secs(
-                run.step
-                    .timeout_secs
-                    .unwrap_or(self.test.effective.provider.step_timeout_secs.value),
-            ),
+            timeout: self.step_timeout(run.step),
             question: None,
         }
+    }
+
+    /// The step's timeout: its own, else the provider's default.
+    pub(super) fn step_timeout(&self, step: &PlannedStep) -> Duration {
+        Duration::from_secs(
+            step.timeout_secs
+                .unwrap_or(self.test.effective.provider.step_timeout_secs.value),
+        )
     }
 
     /// The instruction as the agent gets it: variables substituted, assets inlined or copied.
