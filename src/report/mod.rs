@@ -36,6 +36,7 @@ pub mod scrub;
 pub mod stability;
 pub mod store;
 pub mod suite;
+pub mod suite_files;
 pub mod terminal_echo;
 pub mod timeline;
 pub mod trends;

@@ -11,10 +11,9 @@ use chrono::{DateTime, Utc};
 use crate::model::artifacts::{self, RunPaths, SuitePaths};
 use crate::report::confined;
 use crate::report::history::{self, HistoryEntry, Selection};
-use crate::report::html::{self, HtmlInput};
-use crate::report::junit;
 use crate::report::run_record::RunRecord;
 use crate::report::suite::SuiteSummary;
+use crate::report::suite_files::{RenderedSuite, SuiteInput};
 
 /// One suite directory found under `<artifact_dir>/suites`.
 #[derive(Debug, Clone, PartialEq)]
@@ -311,7 +310,19 @@ pub fn merge(
         0,
         format!("merged from {} suites: {}", ids.len(), ids.join(", ")),
     );
-    write_suite_files(&out, &summary, &records, &notes, trends.as_ref())?;
+    // No secret of the shards' runs is known here: theirs were redacted when they wrote.
+    let redactor = crate::report::scrub::Redactor::new([]);
+    let files = RenderedSuite::render(&SuiteInput {
+        dir: &out,
+        summary: &summary,
+        records: &records,
+        notes: &notes,
+        trends: trends.as_ref(),
+        redactor: &redactor,
+    });
+    for (_, written) in files.write(&out) {
+        written.map_err(|e| e.to_string())?;
+    }
     Ok(Merged {
         summary,
         out,
@@ -402,47 +413,6 @@ fn shards_belong_together(
     let present = owner.keys().map(|f| f.to_string()).collect();
     let infos: Vec<&crate::model::shard::ShardInfo> = sharded.iter().map(|(_, s)| *s).collect();
     Ok((notes, crate::report::merge_gaps::find(&infos, &present)))
-}
-
-/// Writes summary.json, summary.md, junit.xml and report.html of `summary` into `dir`.
-pub fn write_suite_files(
-    dir: &Path,
-    summary: &SuiteSummary,
-    records: &[RunRecord],
-    notes: &[String],
-    trends: Option<&crate::report::trends::Trends>,
-) -> Result<(), String> {
-    let write = |name: &str, bytes: &[u8]| {
-        crate::report::atomic::write_atomic(&dir.join(name), bytes).map_err(|e| e.to_string())
-    };
-    // Links relative to `dir`, so the folder can be copied with the runs beside it.
-    let local = match std::path::absolute(dir) {
-        Ok(abs) => summary.with_paths_relative_to(&abs),
-        Err(_) => summary.clone(),
-    };
-    let mut json = serde_json::to_string_pretty(&local).map_err(|e| e.to_string())?;
-    json.push('\n');
-    write(artifacts::SUMMARY_JSON, json.as_bytes())?;
-    let mut md = local.to_markdown();
-    for n in notes {
-        md.push_str(&format!("- note: {n}\n"));
-    }
-    write(artifacts::SUMMARY_MD, md.as_bytes())?;
-    write(
-        artifacts::JUNIT_XML,
-        junit::to_xml(summary, records)
-            .map_err(|e| e.to_string())?
-            .as_bytes(),
-    )?;
-    let page = html::render(&HtmlInput {
-        summary,
-        records,
-        comparison: summary.changes.as_ref(),
-        report_dir: dir,
-        notes,
-        trends,
-    });
-    write(artifacts::REPORT_HTML, page.as_bytes())
 }
 
 /// What a prune removed.

@@ -48,8 +48,7 @@ use crate::report::error::ReportError;
 use crate::report::events::{millis, Event, EventClock, EventKind};
 use crate::report::harness_log::HarnessLogs;
 use crate::report::history::{self, HistoryEntry, Selection};
-use crate::report::html::{self, HtmlInput};
-use crate::report::junit;
+
 use crate::report::run_record::{RunPlan, RunRecord};
 use crate::report::run_writer::{RunFiles, RunWriter};
 use crate::report::scrub::Redactor;

@@ -3,6 +3,7 @@
 //! never started named, and every file that could not be written said on the console.
 
 use super::*;
+use crate::report::suite_files::{report_html, summary_json, RenderedSuite, SuiteInput};
 use std::path::Path;
 
 /// The suite files' write results: what failed (a note and a lost record each) and the
@@ -187,8 +188,8 @@ impl ReporterState {
         (history_note, trends)
     }
 
-    /// summary.json, summary.md, junit.xml and report.html in the suite folder, and the copies
-    /// the command line asked for; returns report.html's path.
+    /// The suite directory's files (one renderer, `report::suite_files`), and the `--json`,
+    /// `--junit` and `--html` copies.
     fn write_suite_files(
         &self,
         paths: &SuitePaths,
@@ -198,17 +199,25 @@ impl ReporterState {
         out: &mut Outputs,
     ) -> PathBuf {
         let redactor = self.redactor_all();
-        self.write_summaries(paths, redacted_summary, redacted_records, &redactor, out);
-        let html_path = paths.report_html();
-        let html = redactor.str(&html::render(&HtmlInput {
+        let input = SuiteInput {
+            dir: &paths.dir,
             summary: redacted_summary,
             records: redacted_records,
-            comparison: redacted_summary.changes.as_ref(),
-            report_dir: &paths.dir,
             notes: &[],
             trends,
-        }));
-        out.keep(write_atomic(&html_path, html.as_bytes()));
+            redactor: &redactor,
+        };
+        let files = RenderedSuite::render(&input);
+        // A `--json` copy lives elsewhere: it keeps absolute paths.
+        if let Some(copy) = &self.args.json_copy {
+            match summary_json(&redactor, redacted_summary) {
+                Ok(json) => out.copy(copy, json.as_bytes()),
+                Err(e) => out.keep(Err(e)),
+            }
+        }
+        if let (Some(copy), Ok(xml)) = (&self.args.junit_copy, &files.junit_xml) {
+            out.copy(copy, xml.as_bytes());
+        }
         if let Some(copy) = &self.args.extras.html_copy {
             // A copy elsewhere links to the run files by absolute path.
             let dir = copy
@@ -218,62 +227,12 @@ impl ReporterState {
                     || std::env::current_dir().unwrap_or_default(),
                     |p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()),
                 );
-            let html = redactor.str(&html::render(&HtmlInput {
-                summary: redacted_summary,
-                records: redacted_records,
-                comparison: redacted_summary.changes.as_ref(),
-                report_dir: &dir,
-                notes: &[],
-                trends,
-            }));
-            out.copy(copy, html.as_bytes());
+            out.copy(copy, report_html(&input, &dir).as_bytes());
         }
-        html_path
-    }
-
-    /// summary.json, summary.md and junit.xml, and the `--json` / `--junit` copies.
-    fn write_summaries(
-        &self,
-        paths: &SuitePaths,
-        redacted_summary: &SuiteSummary,
-        redacted_records: &[RunRecord],
-        redactor: &Redactor,
-        out: &mut Outputs,
-    ) {
-        let to_json = |summary: &SuiteSummary| {
-            redactor.json("summary.json", summary, true).map(|mut j| {
-                j.push('\n');
-                j
-            })
-        };
-        // The suite folder's files link to the runs relative to that folder, so they still
-        // resolve once it is copied as a CI artifact; a `--json` copy lives elsewhere and keeps
-        // absolute paths.
-        let suite_dir = std::path::absolute(&paths.dir).unwrap_or_else(|_| paths.dir.clone());
-        let local_summary = redacted_summary.with_paths_relative_to(&suite_dir);
-        let local_json = to_json(&local_summary);
-        let json = to_json(redacted_summary);
-        let md = redactor.str(&local_summary.to_markdown());
-        let xml = junit::to_xml(redacted_summary, redacted_records).map(|x| redactor.str(&x));
-        match (local_json, json) {
-            (Ok(local_json), Ok(json)) => {
-                out.keep(write_atomic(&paths.summary_json(), local_json.as_bytes()));
-                if let Some(copy) = &self.args.json_copy {
-                    out.copy(copy, json.as_bytes());
-                }
-            }
-            (Err(e), _) | (_, Err(e)) => out.keep(Err(e)),
+        for (_, written) in files.write(&paths.dir) {
+            out.keep(written);
         }
-        out.keep(write_atomic(&paths.summary_md(), md.as_bytes()));
-        match xml {
-            Ok(xml) => {
-                out.keep(write_atomic(&paths.junit(), xml.as_bytes()));
-                if let Some(copy) = &self.args.junit_copy {
-                    out.copy(copy, xml.as_bytes());
-                }
-            }
-            Err(e) => out.keep(Err(e)),
-        }
+        paths.report_html()
     }
 
     /// The suite's end on the console: the summary, what changed since the previous suite,
