@@ -310,19 +310,15 @@ pub fn merge(
         0,
         format!("merged from {} suites: {}", ids.len(), ids.join(", ")),
     );
-    // No secret of the shards' runs is known here: theirs were redacted when they wrote.
-    let redactor = crate::report::scrub::Redactor::new([]);
-    let files = RenderedSuite::render(&SuiteInput {
+    write_merged(&SuiteInput {
         dir: &out,
         summary: &summary,
         records: &records,
         notes: &notes,
         trends: trends.as_ref(),
-        redactor: &redactor,
-    });
-    for (_, written) in files.write(&out) {
-        written.map_err(|e| e.to_string())?;
-    }
+        // No secret of the shards' runs is known here: theirs were redacted when they wrote.
+        redactor: &crate::report::scrub::Redactor::new([]),
+    })?;
     Ok(Merged {
         summary,
         out,
@@ -333,6 +329,14 @@ pub fn merge(
 /// docs/ci.md: suites that are shards (`--shard`) merge only with shards of the same selection
 /// and N, each test in one of them. Returns notes (a shard missing, splits made from different
 /// histories); an error when they cannot be one CI run.
+/// The merged suite's files; the first that could not be written ends the merge.
+fn write_merged(input: &SuiteInput<'_>) -> Result<(), String> {
+    for (_, written) in RenderedSuite::render(input).write(input.dir) {
+        written.map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 fn shards_belong_together(
     loaded: &[LoadedSuite],
 ) -> Result<(Vec<String>, crate::report::merge_gaps::Gaps), String> {
