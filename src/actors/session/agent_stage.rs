@@ -8,6 +8,17 @@ use super::steps::StepRun;
 use super::*;
 use crate::console::record::CallRecord;
 
+/// A step sent to the agent that came back without a verdict.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum TurnLost {
+    #[error("the agent actor is gone: {0}")]
+    ActorGone(String),
+    #[error("the agent actor stopped without a verdict")]
+    NoVerdict,
+    #[error("the agent did not end the step after it was cancelled")]
+    CancelIgnored,
+}
+
 /// What the agent stage hands on: the verdict, its usage, the console calls it made.
 pub(super) struct AgentDone {
     /// The step as it was sent (a question about it goes the same way).
@@ -63,7 +74,8 @@ impl Driver {
         let console_calls = self.emit_console_calls(started, id);
         let mut verdict = match verdict {
             Ok(v) => v,
-            Err(message) => {
+            Err(lost) => {
+                let message = lost.to_string();
                 self.emit_excerpt(id, &marks);
                 let mut end = StepEnd::new(StepStatus::Error, Some(message.clone()));
                 end.not_run = Some(message);
@@ -146,12 +158,12 @@ impl Driver {
         agent: &ActorRef<AgentMsg>,
         request: StepRequest,
         news: &mut Option<mpsc::UnboundedReceiver<AgentEvent>>,
-    ) -> Result<StepVerdict, String> {
+    ) -> Result<StepVerdict, TurnLost> {
         let limit = request.timeout + Duration::from_secs(60);
         let (reply, answer) = ractor::concurrency::oneshot();
         agent
             .cast(AgentMsg::RunStep(request, reply.into()))
-            .map_err(|e| format!("the agent actor is gone: {e}"))?;
+            .map_err(|e| TurnLost::ActorGone(e.to_string()))?;
         let mut answer = answer;
         // Set once a stop was asked for: the interrupted verdict must come by then.
         let mut cancelled_until: Option<tokio::time::Instant> = None;
@@ -161,14 +173,14 @@ impl Driver {
         let mut died: Option<AgentEvent> = None;
         let verdict = loop {
             tokio::select! {
-                verdict = &mut answer => break verdict.map_err(|_| "the agent actor stopped without a verdict".to_string()),
+                verdict = &mut answer => break verdict.map_err(|_| TurnLost::NoVerdict),
                 Some(event) = next_news(news) => self.take_news(event, &mut died),
                 _ = Self::until_stopped(self.stop.clone()), if cancelled_until.is_none() => {
                     let _ = agent.cast(AgentMsg::Cancel);
                     cancelled_until = Some(tokio::time::Instant::now() + limit);
                 }
                 _ = sleep_until_opt(cancelled_until), if cancelled_until.is_some() => {
-                    break Err("the agent did not end the step after it was cancelled".to_string());
+                    break Err(TurnLost::CancelIgnored);
                 }
             }
         };

@@ -203,7 +203,8 @@ impl Driver {
             },
             // Claude Code's format; the other agents do not read it.
             project: if agent.provider.info().mcp.reads_project_mcp_json() {
-                project_mcp_servers(&agent.cwd, started.browser.is_some()).map_err(Ending::error)?
+                project_mcp_servers(&agent.cwd, started.browser.is_some())
+                    .map_err(|e| Ending::error(e.to_string()))?
             } else {
                 None
             },
@@ -511,7 +512,7 @@ pub(super) const BROWSER: &str = "browser";
 pub(super) fn project_mcp_servers(
     agent_cwd: &std::path::Path,
     browser: bool,
-) -> Result<Option<crate::model::mcp_json::ProjectServers>, String> {
+) -> Result<Option<crate::model::mcp_json::ProjectServers>, crate::model::mcp_json::McpJsonError> {
     let reserved: &[&str] = if browser {
         &[
             crate::console::SERVER_NAME,
@@ -520,5 +521,5 @@ pub(super) fn project_mcp_servers(
     } else {
         &[crate::console::SERVER_NAME]
     };
-    crate::model::mcp_json::read(agent_cwd, reserved).map_err(|e| e.to_string())
+    crate::model::mcp_json::read(agent_cwd, reserved)
 }

@@ -7,6 +7,27 @@
 use super::policy::{AfterStep, StepEnd};
 use super::*;
 
+/// Why a step's instruction could not be made ready for the agent.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum RenderError {
+    #[error("{source} ({provenance})")]
+    Instruction {
+        source: crate::model::assets::PrepareError,
+        provenance: String,
+    },
+    #[error("cannot create {}: {source}", path.display())]
+    CreateDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot copy asset {} to {}: {source}", from.display(), to.display())]
+    CopyAsset {
+        from: PathBuf,
+        to: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// One step on its way through the pipeline.
 pub(super) struct StepRun<'a> {
     pub(super) step: &'a PlannedStep,
@@ -60,7 +81,9 @@ impl Driver {
     ) -> Result<Option<String>, Ending> {
         let id = step_id(step);
         let _ = self.myself.cast(SessionMsg::StepStarting(step.step_id));
-        let instruction = self.render(step, vars, workdir).map_err(Ending::error)?;
+        let instruction = self
+            .render(step, vars, workdir)
+            .map_err(|e| Ending::error(e.to_string()))?;
         let skipped = if step.skip {
             Some("skip = true".to_string())
         } else {
@@ -194,25 +217,28 @@ impl Driver {
         step: &PlannedStep,
         vars: &SessionVars,
         workdir: &Path,
-    ) -> Result<String, String> {
+    ) -> Result<String, RenderError> {
         let rendered = prepare_instruction(
             step,
             &self.suite.project_root,
             &step_vars(vars, step.step_id),
             workdir,
         )
-        .map_err(|e| format!("{e} ({})", step.provenance()))?;
+        .map_err(|source| RenderError::Instruction {
+            source,
+            provenance: step.provenance(),
+        })?;
         for copy in &rendered.copies {
             if let Some(parent) = copy.to.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
+                std::fs::create_dir_all(parent).map_err(|source| RenderError::CreateDir {
+                    path: parent.to_path_buf(),
+                    source,
+                })?;
             }
-            std::fs::copy(&copy.from, &copy.to).map_err(|e| {
-                format!(
-                    "cannot copy asset {} to {}: {e}",
-                    copy.from.display(),
-                    copy.to.display()
-                )
+            std::fs::copy(&copy.from, &copy.to).map_err(|source| RenderError::CopyAsset {
+                from: copy.from.clone(),
+                to: copy.to.clone(),
+                source,
             })?;
         }
         Ok(rendered.text)
