@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::model::outcome::TeardownState;
-use crate::report::events::{Provenance, SetupState};
+use crate::report::events::{Event, EventKind, Provenance, SetupState};
 
 /// Which run this is: the fields a plan and its record (run.json) share, in the order both write
 /// them (flattened, so the JSON is as before). Plain comments on the fields, not doc comments:
@@ -31,6 +31,26 @@ pub struct RunIdentity {
     #[serde(default = "first_repeat", skip_serializing_if = "is_first_repeat")]
     pub repeat: u32,
     pub started_at: DateTime<Utc>,
+}
+
+impl RunIdentity {
+    /// The run's first event (`run_started`): the one way it is made, for events.jsonl and the
+    /// console alike.
+    pub fn started_event(&self) -> Event {
+        Event {
+            timestamp: self.started_at,
+            elapsed_ms: 0,
+            kind: EventKind::RunStarted {
+                run_id: self.run_id.clone(),
+                session_id: self.session_id.clone(),
+                test_file: self.test_file.clone(),
+                test_name: self.test_name.clone(),
+                attempt: self.attempt,
+                provider: self.provider.clone(),
+                run_dir: self.run_dir.clone(),
+            },
+        }
+    }
 }
 
 fn first_repeat() -> u32 {

@@ -82,19 +82,7 @@ impl RunWriter {
             json_behind: false,
             json_current: false,
         };
-        let started = Event {
-            timestamp: plan.identity.started_at,
-            elapsed_ms: 0,
-            kind: EventKind::RunStarted {
-                run_id: plan.identity.run_id.clone(),
-                session_id: plan.identity.session_id.clone(),
-                test_file: plan.identity.test_file.clone(),
-                test_name: plan.identity.test_name.clone(),
-                attempt: plan.identity.attempt,
-                provider: plan.identity.provider.clone(),
-                run_dir: plan.identity.run_dir.clone(),
-            },
-        };
+        let started = plan.identity.started_event();
         writer.events.append(&started, &writer.redactor)?;
         writer.write_run_json()?;
         Ok(writer)

@@ -257,19 +257,7 @@ impl ReporterState {
         self.args
             .console
             .run_started(&plan.identity.run_id, &plan.identity.test_file);
-        let first = Event {
-            timestamp: plan.identity.started_at,
-            elapsed_ms: 0,
-            kind: EventKind::RunStarted {
-                run_id: plan.identity.run_id.clone(),
-                session_id: plan.identity.session_id.clone(),
-                test_file: plan.identity.test_file.clone(),
-                test_name: plan.identity.test_name.clone(),
-                attempt: plan.identity.attempt,
-                provider: plan.identity.provider.clone(),
-                run_dir: plan.identity.run_dir.clone(),
-            },
-        };
+        let first = plan.identity.started_event();
         self.args
             .console
             .run_event(&plan.identity.run_id, &first, &redactor);
