@@ -66,10 +66,12 @@ impl Cli {
     }
 
     /// `no_output_timeout_secs` for the silence test: long enough that a slow start on a loaded
-    /// machine is not taken for silence. pi 0.73 loads for seconds before its first request.
+    /// machine is not taken for silence. pi 0.73 loads for seconds before its first request;
+    /// Claude Code (Node) took over 5 s to show its first progress beside a benchmark run.
     fn silence_limit_secs(self) -> u64 {
         match self {
             Cli::Pi => 15,
+            Cli::Claude => 10,
             _ => 5,
         }
     }
