@@ -56,8 +56,10 @@ readiness = { log = "^listening" }
         "tests/basket.test.toml",
         r#"name = "Basket"
 
+# The step ends once the server's line for it is in its log: what the server wrote during a
+# step is that step's, and the log's pump is not raced (it may lag on a loaded machine).
 [[steps]]
-instruction = "The home page answers: `curl -sf http://127.0.0.1:${APP_PORT}/home`"
+instruction = "The home page answers: `curl -sf http://127.0.0.1:${APP_PORT}/home && until grep -q 'GET /home' \"$BUGATTI_RUN_DIR/logs/server.log\"; do sleep 0.05; done`"
 
 [[steps]]
 instruction = "The basket answers: `curl -sf http://127.0.0.1:${APP_PORT}/boom`"

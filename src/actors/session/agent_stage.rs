@@ -76,7 +76,7 @@ impl Driver {
             Ok(v) => v,
             Err(lost) => {
                 let message = lost.to_string();
-                self.emit_excerpt(id, &marks);
+                self.emit_excerpt(id, &marks, true).await;
                 let mut end = StepEnd::new(StepStatus::Error, Some(message.clone()));
                 end.not_run = Some(message);
                 return Err(end);
@@ -90,7 +90,8 @@ impl Driver {
                 .await;
         }
         if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
-            self.emit_excerpt(id, &marks);
+            // A stop does not wait for the logs to settle.
+            self.emit_excerpt(id, &marks, !verdict.interrupted).await;
         }
         if verdict.interrupted {
             let reason = self

@@ -79,9 +79,15 @@ impl Driver {
         }
     }
 
-    /// For a step that did not pass: what each harness command logged while it ran.
-    pub(super) fn emit_excerpt(&self, step_id: u32, marks: &LogMarks) {
-        let excerpt = marks.excerpt_since(&self.run_paths().logs_dir());
+    /// For a step that did not pass: what each harness command logged while it ran. What a
+    /// command wrote just before the step failed (a traceback printed before its `500`) may still
+    /// be on its way through the log's pump: the logs are given until they are quiet.
+    pub(super) async fn emit_excerpt(&self, step_id: u32, marks: &LogMarks, settled: bool) {
+        let logs = self.run_paths().logs_dir();
+        if settled {
+            settle(&logs).await;
+        }
+        let excerpt = marks.excerpt_since(&logs);
         if !excerpt.is_empty() {
             self.emit(EventKind::HarnessLogExcerpt { step_id, excerpt });
         }
@@ -110,5 +116,25 @@ impl Driver {
                 let _ = self.myself.cast(SessionMsg::Agent(other));
             }
         }
+    }
+}
+
+/// How long the harness logs must stay unchanged before a failing step's excerpt is read, and
+/// the most it waits (a server that never stops writing).
+const LOGS_QUIET: Duration = Duration::from_millis(100);
+const LOGS_SETTLE_MAX: Duration = Duration::from_secs(1);
+
+/// Waits until no harness log grew for [`LOGS_QUIET`], at most [`LOGS_SETTLE_MAX`]. Only a step
+/// that did not pass waits: a passing step reads no excerpt.
+async fn settle(logs: &Path) {
+    let started = tokio::time::Instant::now();
+    let mut before = LogMarks::take(logs);
+    while started.elapsed() < LOGS_SETTLE_MAX {
+        tokio::time::sleep(LOGS_QUIET).await;
+        let now = LogMarks::take(logs);
+        if now == before {
+            return;
+        }
+        before = now;
     }
 }
