@@ -812,18 +812,24 @@ mod tests {
         replay.record(pending, facts, Some(0.02))
     }
 
-    #[tokio::test]
-    async fn a_recorded_pass_replays_in_the_next_session_and_says_why() {
+    /// A project whose `value.txt` says 41, and the agent's pass of reading it (`cat`) in a first
+    /// session, with `facts` as its answer to the facts question.
+    async fn first_pass(facts: FactsAnswer) -> (tempfile::TempDir, StepReplay) {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("value.txt"), "value=41\n").expect("write");
         let mut first = session(dir.path(), ReplayMode::Auto, 0.0);
-        let calls = [shell_call("cat value.txt", "value=41\n")];
-        let info = agent_passes(
-            &mut first,
-            &calls,
-            FactsAnswer::Stated(vec!["1 contains \"value=41\"".into()]),
-        )
-        .await;
+        let info = agent_passes(&mut first, &[cat_value()], facts).await;
+        (dir, info)
+    }
+
+    fn cat_value() -> ToolCall {
+        shell_call("cat value.txt", "value=41\n")
+    }
+
+    #[tokio::test]
+    async fn a_recorded_pass_replays_in_the_next_session_and_says_why() {
+        let (dir, info) =
+            first_pass(FactsAnswer::Stated(vec!["1 contains \"value=41\"".into()])).await;
         assert!(info.recorded, "{info:?}");
         assert_eq!(info.facts, vec!["1 contains \"value=41\"".to_string()]);
 
@@ -851,11 +857,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_changed_output_goes_to_the_agent_which_is_told_what_differed() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("value.txt"), "value=41\n").expect("write");
-        let mut first = session(dir.path(), ReplayMode::Auto, 0.0);
-        let calls = [shell_call("cat value.txt", "value=41\n")];
-        let info = agent_passes(&mut first, &calls, FactsAnswer::Stated(Vec::new())).await;
+        let (dir, info) = first_pass(FactsAnswer::Stated(Vec::new())).await;
         assert!(info.recorded, "{info:?}");
         assert!(
             info.note
@@ -880,16 +882,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_stated_fact_that_does_not_hold_on_what_the_agent_saw_is_not_recorded() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("value.txt"), "value=41\n").expect("write");
-        let mut first = session(dir.path(), ReplayMode::Auto, 0.0);
-        let calls = [shell_call("cat value.txt", "value=41\n")];
-        let info = agent_passes(
-            &mut first,
-            &calls,
-            FactsAnswer::Stated(vec!["1 contains \"value=42\"".into()]),
-        )
-        .await;
+        let (dir, info) =
+            first_pass(FactsAnswer::Stated(vec!["1 contains \"value=42\"".into()])).await;
         assert!(!info.recorded, "{info:?}");
         let note = info.note.unwrap_or_default();
         assert!(
@@ -916,11 +910,7 @@ mod tests {
 
     #[tokio::test]
     async fn an_audit_the_agent_fails_deletes_the_recording() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("value.txt"), "value=41\n").expect("write");
-        let mut first = session(dir.path(), ReplayMode::Auto, 0.0);
-        let calls = [shell_call("cat value.txt", "value=41\n")];
-        let info = agent_passes(&mut first, &calls, FactsAnswer::Stated(Vec::new())).await;
+        let (dir, info) = first_pass(FactsAnswer::Stated(Vec::new())).await;
         assert!(info.recorded, "{info:?}");
 
         let mut audited = session(dir.path(), ReplayMode::Auto, 1.0);
@@ -932,7 +922,7 @@ mod tests {
             status: StepStatus::Error,
             judged: StepStatus::Error,
             console_calls: &[],
-            tool_calls: &calls,
+            tool_calls: &[cat_value()],
         };
         let After::Done(info) = audited.after(turn, failed, &mut message) else {
             panic!("a failed step is not recorded");
