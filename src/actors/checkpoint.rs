@@ -15,7 +15,7 @@ use crate::model::substitute::substitute;
 use crate::process::oneshot::{run_once, OneShotEnd};
 use crate::process::owner::{Owner, Role, Scope};
 use crate::process::spec::{CommandKind, CommandSpec};
-use crate::report::events::{millis, CheckpointAction, CheckpointState, EventKind};
+use crate::report::records::events::{millis, CheckpointAction, CheckpointState, EventKind};
 use std::future::Future;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;

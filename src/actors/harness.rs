@@ -18,7 +18,7 @@ use crate::process::probe::ProbeContext;
 use crate::process::record::{HarnessRecord, HarnessStatus};
 use crate::process::spec::CommandSpec;
 use crate::process::teardown::kill_owner;
-use crate::report::events::SetupState;
+use crate::report::records::events::SetupState;
 use ractor::rpc::CallResult;
 use ractor::{
     Actor, ActorCell, ActorId, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent,

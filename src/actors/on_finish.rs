@@ -12,7 +12,7 @@ use crate::model::outcome::{ExitReason, InterruptSignal};
 use crate::process::oneshot::{run_once, OneShotEnd};
 use crate::process::owner::{Owner, Role, Scope};
 use crate::process::spec::{CommandKind, CommandSpec};
-use crate::report::suite::SuiteSummary;
+use crate::report::records::suite::SuiteSummary;
 
 /// What the hook gets to know about the suite.
 pub struct SuiteFacts<'a> {

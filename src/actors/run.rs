@@ -12,8 +12,8 @@ use crate::model::options::RunOptions;
 use crate::model::outcome::ExitReason;
 use crate::model::redact::Secrets;
 use crate::process::{dead_runs, job_control, ledger, limits, registry, signals, subreaper};
-use crate::report::console::{stderr_notice, ConsoleMode, LiveView};
-use crate::report::harness_log::HarnessLogs;
+use crate::report::live::console::{stderr_notice, ConsoleMode, LiveView};
+use crate::report::store::harness_log::HarnessLogs;
 use ractor::Actor;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -88,7 +88,7 @@ fn reap_dead_runs(artifact_dir: &std::path::Path) {
         stderr_notice(&line);
     }
     for run in &reaped.open_runs {
-        match crate::report::recover::finalise_dead_run(&run.run_dir) {
+        match crate::report::store::recover::finalise_dead_run(&run.run_dir) {
             Ok(Some(outcome)) => stderr_notice(&format!(
                 "run {} of a supervisor that was killed: its reports are final now ({}): {}",
                 run.run_id,
@@ -153,8 +153,8 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     }
     let mut suite = suite;
     let quarantine_changes = if suite.base.supervisor.auto_quarantine.value {
-        let selection = crate::report::history::Selection::of(options);
-        crate::report::stability::apply_auto_quarantine(&mut suite, &selection)
+        let selection = crate::report::records::history::Selection::of(options);
+        crate::report::records::stability::apply_auto_quarantine(&mut suite, &selection)
     } else {
         Vec::new()
     };
@@ -280,7 +280,8 @@ fn prune_old_runs(suite: &Suite, artifact_dir: &std::path::Path) {
     let keep_runs = suite.base.supervisor.keep_runs.value;
     if keep_runs > 0 {
         let keep_old = keep_runs.saturating_sub(suite.tests.len()).max(1);
-        let pruned = crate::report::store::prune(artifact_dir, Some(keep_old), None, &[]);
+        let pruned =
+            crate::report::store::artifact_dir::prune(artifact_dir, Some(keep_old), None, &[]);
         if !pruned.suites.is_empty() {
             tracing::info!(
                 "keep_runs = {keep_runs}: removed {} old suite(s) and {} run(s)",
@@ -319,7 +320,7 @@ fn reporter_args(
         json_copy: options.json.clone(),
         extras: crate::actors::reporter::SuiteExtras {
             html_copy: options.html.clone(),
-            selection: crate::report::history::Selection::of(options),
+            selection: crate::report::records::history::Selection::of(options),
             no_history: false,
             history_file: Some(suite.history_file.clone()),
             shard: suite.shard.clone(),
@@ -418,7 +419,7 @@ impl OnFinish {
                 }
             }
         };
-        let summary: Option<crate::report::suite::SuiteSummary> =
+        let summary: Option<crate::report::records::suite::SuiteSummary> =
             std::fs::read_to_string(self.suite.summary_json())
                 .ok()
                 .and_then(|text| serde_json::from_str(&text).ok());

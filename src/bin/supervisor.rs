@@ -9,7 +9,7 @@ use bugatti::model::load::{load_suite, Suite, CONFIG_FILE_NAME};
 use bugatti::model::options::{RunOptions, Verbosity};
 use bugatti::model::replay::ReplayMode;
 use bugatti::model::shard::{self, ShardArg, ShardBy};
-use bugatti::report::{history, store};
+use bugatti::report::{records::history, store::artifact_dir};
 use clap::{Args, Parser, Subcommand};
 
 #[path = "supervisor/doctor.rs"]
@@ -392,7 +392,8 @@ fn main() -> ExitCode {
                     say!("supervisor: {}", suite.config_summary());
                     print_notes(&suite);
                     let artifacts = bugatti::actors::run::artifact_dir_path(&suite);
-                    if let Err(e) = store::check_dir_writable("the artifact directory", &artifacts)
+                    if let Err(e) =
+                        artifact_dir::check_dir_writable("the artifact directory", &artifacts)
                     {
                         eprintln!("error: {e}");
                         return ExitCode::from(2);
@@ -471,7 +472,7 @@ fn check_copies(options: &RunOptions) -> Result<(), String> {
         ("--history", &options.history),
     ] {
         if let Some(path) = path {
-            store::check_writable(flag, path)?;
+            artifact_dir::check_writable(flag, path)?;
         }
     }
     Ok(())
@@ -621,7 +622,7 @@ fn clean(keep: Option<usize>, older_than: Option<u64>, config: Option<PathBuf>) 
     };
     let age = older_than
         .map(|d| chrono::Duration::days(i64::try_from(d).unwrap_or(i64::MAX / 86_400_000)));
-    let pruned = store::prune(&dir, keep, age, &[]);
+    let pruned = artifact_dir::prune(&dir, keep, age, &[]);
     for p in &pruned.problems {
         eprintln!("warning: {p}");
     }

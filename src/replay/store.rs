@@ -8,7 +8,7 @@
 use super::format::{RecordedStep, Recording, LEARNED_MASKS_SINCE, SCHEMA_VERSION};
 use super::verdict::Miss;
 use crate::model::provider::ProviderKind;
-use crate::report::error::ReportError;
+use crate::report::ground::error::ReportError;
 use std::path::{Path, PathBuf};
 
 /// `<dir>/<test path without .test.toml>.replay.json`: `tests/login.test.toml` in
@@ -165,7 +165,7 @@ pub fn save(path: &Path, recording: &Recording) -> Result<(), ReportError> {
     let text = recording
         .to_text()
         .map_err(|e| ReportError::write(path, std::io::Error::other(e)))?;
-    crate::report::atomic::write_atomic(path, text.as_bytes())
+    crate::report::ground::atomic::write_atomic(path, text.as_bytes())
 }
 
 /// What identifies a step's recording (docs/replay.md): its place and provenance, its instruction as

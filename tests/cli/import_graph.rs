@@ -367,3 +367,74 @@ fn the_check_finds_a_circle() {
         vec!["replay::format, replay::store, replay::verdict".to_string()]
     );
 }
+
+/// `report`'s rooms, bottom up: each may import only the rooms before it (docs: CONTRIBUTING's
+/// map). A renderer that writes a file, or a record that draws itself in HTML, lands here.
+const REPORT_FLOORS: &[&str] = &["ground", "records", "renderers", "store", "live"];
+
+/// The imports between `report`'s rooms that run up (or sideways) instead of down.
+fn report_floor_breaches(graph: &BTreeMap<ModPath, BTreeSet<ModPath>>) -> Vec<String> {
+    let floor = |m: &ModPath| -> Option<usize> {
+        (m.first().map(String::as_str) == Some("report"))
+            .then(|| m.get(1))
+            .flatten()
+            .and_then(|room| REPORT_FLOORS.iter().position(|f| f == room))
+    };
+    let mut breaches = Vec::new();
+    for (from, named) in graph {
+        let Some(from_floor) = floor(from) else {
+            continue;
+        };
+        for to in named {
+            if let Some(to_floor) = floor(to) {
+                if to_floor > from_floor {
+                    breaches.push(format!("    {} -> {}", from.join("::"), to.join("::")));
+                }
+            }
+        }
+    }
+    breaches
+}
+
+#[test]
+fn report_rooms_import_only_the_rooms_below() {
+    let breaches = report_floor_breaches(&import_graph(&src()));
+    assert!(
+        breaches.is_empty(),
+        "imports that run up report's floors ({}; each room may use only those before it):\n{}",
+        REPORT_FLOORS.join(" < "),
+        breaches.join("\n")
+    );
+}
+
+/// The floor check sees a record that imports a renderer.
+#[test]
+fn the_floor_check_finds_an_import_that_runs_up() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path();
+    for room in ["records", "renderers"] {
+        std::fs::create_dir_all(src.join("report").join(room)).expect("mkdir");
+    }
+    std::fs::write(src.join("lib.rs"), "pub mod report;\n").expect("write");
+    std::fs::write(
+        src.join("report/mod.rs"),
+        "pub mod records;\npub mod renderers;\n",
+    )
+    .expect("write");
+    std::fs::write(src.join("report/records/mod.rs"), "pub mod suite;\n").expect("write");
+    std::fs::write(src.join("report/renderers/mod.rs"), "pub mod html;\n").expect("write");
+    std::fs::write(
+        src.join("report/records/suite.rs"),
+        "use crate::report::renderers::html::escape;\npub struct Suite;\n",
+    )
+    .expect("write");
+    std::fs::write(
+        src.join("report/renderers/html.rs"),
+        "use crate::report::records::suite::Suite;\npub fn escape() {}\n",
+    )
+    .expect("write");
+    assert_eq!(
+        report_floor_breaches(&import_graph(src)),
+        vec!["    report::records::suite -> report::renderers::html".to_string()]
+    );
+}

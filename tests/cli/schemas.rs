@@ -6,7 +6,7 @@
 use crate::common;
 use crate::common::assert_exit;
 use crate::common::{stderr, Project};
-use bugatti::report::schemas::Document;
+use bugatti::report::renderers::schemas::Document;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -19,8 +19,8 @@ pub mod rig;
 pub mod scripted_api;
 pub mod skip;
 
-use bugatti::report::run_record::{CommandRecord, RunRecord};
-use bugatti::report::suite::SuiteSummary;
+use bugatti::report::records::run_record::{CommandRecord, RunRecord};
+use bugatti::report::records::suite::SuiteSummary;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -32,8 +32,8 @@ pub mod records {
     pub use bugatti::model::agent_fault::FaultKind;
     pub use bugatti::model::outcome::{RunOutcome, StepStatus, TeardownState};
     pub use bugatti::model::replay::StepMode;
-    pub use bugatti::report::run_record::{CommandStatus, RunRecord};
-    pub use bugatti::report::suite::SuiteSummary;
+    pub use bugatti::report::records::run_record::{CommandStatus, RunRecord};
+    pub use bugatti::report::records::suite::SuiteSummary;
 }
 
 pub struct Project {

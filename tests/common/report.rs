@@ -6,8 +6,12 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 use bugatti::model::outcome::{RunOutcome, StepStatus, TeardownState};
-use bugatti::report::events::{Event, EventClock, EventKind, Provenance, SetupState, Usage};
-use bugatti::report::run_record::{ConfigRow, PlanEntry, PlannedCommand, RunIdentity, RunPlan};
+use bugatti::report::records::events::{
+    Event, EventClock, EventKind, Provenance, SetupState, Usage,
+};
+use bugatti::report::records::run_record::{
+    ConfigRow, PlanEntry, PlannedCommand, RunIdentity, RunPlan,
+};
 
 pub const SECRET: &str = "sk-live-7f3a9c";
 

@@ -7,7 +7,7 @@ use crate::common::assert_exit;
 use crate::common::records::*;
 use crate::common::{fault, stderr, stdout, Project};
 use bugatti::model::agent_fault::AgentFaultRecord;
-use bugatti::report::run_record::StepRecord;
+use bugatti::report::records::run_record::StepRecord;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 

@@ -3,8 +3,8 @@
 
 use crate::common::report::plan;
 use bugatti::model::outcome::{RunOutcome, StepStatus, TeardownState};
-use bugatti::report::events::{EventClock, EventKind, Provenance, SetupState};
-use bugatti::report::run_record::RunRecord;
+use bugatti::report::records::events::{EventClock, EventKind, Provenance, SetupState};
+use bugatti::report::records::run_record::RunRecord;
 use proptest::prelude::*;
 
 fn status() -> impl Strategy<Value = StepStatus> {

@@ -11,7 +11,7 @@
 use crate::common::claude::{claude_bin, Stub};
 use crate::common::records::*;
 use crate::common::{stderr, stdout, Project};
-use bugatti::report::run_record::StepRecord;
+use bugatti::report::records::run_record::StepRecord;
 use serde_json::json;
 use std::path::Path;
 

@@ -9,9 +9,9 @@ use crate::common::report::{all_files, assert_absent_everywhere, events, plan, S
 use bugatti::actors::reporter::{ReporterActor, ReporterArgs, ReporterMsg};
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::model::redact::Secrets;
-use bugatti::report::console::{LiveView, Verbosity};
-use bugatti::report::events::{EventClock, EventKind, SetupState};
-use bugatti::report::harness_log::HarnessLogs;
+use bugatti::report::live::console::{LiveView, Verbosity};
+use bugatti::report::records::events::{EventClock, EventKind, SetupState};
+use bugatti::report::store::harness_log::HarnessLogs;
 use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
 use ractor::{call, cast, ActorRef};
 use serde_json::Value;
@@ -402,7 +402,7 @@ async fn parallel_sessions_leave_every_file_and_a_suite_summary() {
     );
     // The same summary, but the `--json` copy (elsewhere) names the run reports by absolute path
     // and the suite folder's own summary.json relative to that folder.
-    let parse = |path: &std::path::Path| -> bugatti::report::suite::SuiteSummary {
+    let parse = |path: &std::path::Path| -> bugatti::report::records::suite::SuiteSummary {
         serde_json::from_slice(&std::fs::read(path).expect("summary")).expect("a summary")
     };
     let (copy, local) = (parse(&suite.copies.1), parse(&files.summary_json));
@@ -573,7 +573,7 @@ async fn unwritable_run_directory_is_an_error_reply_naming_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_reporter_handle_records_a_real_process_step() {
     use bugatti::actors::reporter::{finish_suite, RunReporter};
-    use bugatti::report::events::{summarize_instruction, Provenance};
+    use bugatti::report::records::events::{summarize_instruction, Provenance};
     use tokio::io::{AsyncBufReadExt, BufReader};
 
     let tmp = tempfile::tempdir().expect("tempdir");

@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use crate::common::report::{events, plan, SharedBuf, SECRET};
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::model::redact::Secrets;
-use bugatti::report::console::{LiveView, Verbosity};
-use bugatti::report::events::EventClock;
-use bugatti::report::run_record::RunRecord;
-use bugatti::report::scrub::Redactor;
-use bugatti::report::suite::SuiteSummary;
+use bugatti::report::ground::scrub::Redactor;
+use bugatti::report::live::console::{LiveView, Verbosity};
+use bugatti::report::records::events::EventClock;
+use bugatti::report::records::run_record::RunRecord;
+use bugatti::report::records::suite::SuiteSummary;
 use indicatif::{ProgressDrawTarget, TermLike};
 
 fn redactor() -> Redactor {
@@ -222,7 +222,7 @@ fn live_view_shows_each_running_session_and_prints_results_above() {
 /// step runs is `during step N`, news between steps is `after step N`.
 #[test]
 fn a_command_line_says_whether_it_came_before_during_or_after_a_step() {
-    use bugatti::report::events::{EventKind, Provenance, SetupState};
+    use bugatti::report::records::events::{EventKind, Provenance, SetupState};
     let buf = SharedBuf::default();
     let mut console = LiveView::plain_to(Box::new(buf.clone()), Verbosity::Normal);
     let run_id = "0192-abcdef";

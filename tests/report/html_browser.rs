@@ -13,9 +13,9 @@ use bugatti::browser::{Browser, BrowserLaunch};
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::model::replay::{Drift, ReplayedAction, StepMode};
 use bugatti::process::Scope;
-use bugatti::report::html::{render, HtmlInput};
-use bugatti::report::run_record::{ConsoleCallRecord, EvidenceRecord, RunRecord};
-use bugatti::report::suite::SuiteSummary;
+use bugatti::report::records::run_record::{ConsoleCallRecord, EvidenceRecord, RunRecord};
+use bugatti::report::records::suite::SuiteSummary;
+use bugatti::report::renderers::html::{render, HtmlInput};
 use chrono::{Duration as Span, Utc};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -37,7 +37,7 @@ fn step(
     ms: u64,
     status: StepStatus,
     mode: Option<StepMode>,
-) -> &mut bugatti::report::run_record::StepRecord {
+) -> &mut bugatti::report::records::run_record::StepRecord {
     let start = r.identity.started_at + Span::milliseconds(at_ms);
     let s = &mut r.steps[i];
     s.started_at = Some(start);
@@ -340,7 +340,7 @@ async fn report_html_timeline_film_strip_diff_groups_and_copy_in_a_real_browser(
     });
     // The same suite as Chrome trace events: the checkout test's agent actions are complete
     // events on its agent thread (its console call measured 300 ms; its turns spread).
-    let trace = bugatti::report::chrome_trace::events(&summary, &records);
+    let trace = bugatti::report::renderers::chrome_trace::events(&summary, &records);
     let agent: Vec<&Value> = trace
         .iter()
         .filter(|e| e["ph"] == "X" && e["tid"] == 3)

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use crate::common::report::{assert_absent_everywhere, events, plan, SECRET};
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::model::redact::Secrets;
-use bugatti::report::events::{Event, EventClock};
-use bugatti::report::markdown::{ReportInput, Section, SectionError, SECTIONS};
-use bugatti::report::run_record::RunRecord;
-use bugatti::report::run_writer::RunWriter;
-use bugatti::report::scrub::Redactor;
+use bugatti::report::ground::scrub::Redactor;
+use bugatti::report::records::events::{Event, EventClock};
+use bugatti::report::records::run_record::RunRecord;
+use bugatti::report::renderers::markdown::{ReportInput, Section, SectionError, SECTIONS};
+use bugatti::report::store::run_writer::RunWriter;
 use serde_json::Value;
 
 fn redactor() -> Redactor {
@@ -208,7 +208,7 @@ fn interrupted_run_marks_the_started_step_interrupted_and_keeps_the_rest_not_run
     }
     writer
         .apply(
-            &clock.event(bugatti::report::events::EventKind::RunFinished {
+            &clock.event(bugatti::report::records::events::EventKind::RunFinished {
                 outcome: RunOutcome::Interrupted,
                 message: Some("SIGINT".into()),
             }),
@@ -356,7 +356,7 @@ fn a_large_run_json_is_rewritten_at_a_bounded_rate_and_catches_up_on_flush() {
     let mut writer = RunWriter::start(&plan, Redactor::default()).expect("start");
     let clock = EventClock::start();
     let started = |step_id| {
-        clock.event(bugatti::report::events::EventKind::StepStarted {
+        clock.event(bugatti::report::records::events::EventKind::StepStarted {
             step_id,
             instruction: format!("Check item {step_id}"),
             instruction_sent: None,
@@ -370,7 +370,7 @@ fn a_large_run_json_is_rewritten_at_a_bounded_rate_and_catches_up_on_flush() {
         "the rewrite right after a costly one is put off"
     );
     assert!(
-        due.is_some_and(|d| d <= bugatti::report::run_writer::MAX_GAP),
+        due.is_some_and(|d| d <= bugatti::report::store::run_writer::MAX_GAP),
         "{due:?}"
     );
     assert_eq!(run_json(&run_dir)["steps"][0]["started_at"], Value::Null);

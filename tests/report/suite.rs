@@ -3,10 +3,10 @@
 
 use crate::common::report::{events, plan};
 use bugatti::model::outcome::{RunOutcome, StepStatus};
-use bugatti::report::events::EventClock;
-use bugatti::report::junit;
-use bugatti::report::run_record::RunRecord;
-use bugatti::report::suite::SuiteSummary;
+use bugatti::report::records::events::EventClock;
+use bugatti::report::records::run_record::RunRecord;
+use bugatti::report::records::suite::SuiteSummary;
+use bugatti::report::renderers::junit;
 use quick_junit::{FlakyOrRerun, NonSuccessKind, Report, TestCaseStatus};
 
 fn record(

@@ -5,8 +5,8 @@
 use crate::common::assert_exit;
 use crate::common::records::*;
 use crate::common::{stderr, stdout, Project};
-use bugatti::report::events::CheckpointAction;
-use bugatti::report::run_record::CheckpointStatus;
+use bugatti::report::records::events::CheckpointAction;
+use bugatti::report::records::run_record::CheckpointStatus;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

@@ -41,18 +41,18 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use crate::model::artifacts::{RunPaths, SuitePaths};
 use crate::model::outcome::RunOutcome;
 use crate::model::redact::Secrets;
-use crate::report::atomic::write_atomic;
-use crate::report::console::stderr_notice;
-use crate::report::console::LiveView;
-use crate::report::error::ReportError;
-use crate::report::events::{millis, Event, EventClock, EventKind};
-use crate::report::harness_log::HarnessLogs;
-use crate::report::history::{self, HistoryEntry, Selection};
+use crate::report::ground::atomic::write_atomic;
+use crate::report::ground::error::ReportError;
+use crate::report::live::console::stderr_notice;
+use crate::report::live::console::LiveView;
+use crate::report::records::events::{millis, Event, EventClock, EventKind};
+use crate::report::records::history::{self, HistoryEntry, Selection};
+use crate::report::store::harness_log::HarnessLogs;
 
-use crate::report::run_record::{RunPlan, RunRecord};
-use crate::report::run_writer::{RunFiles, RunWriter};
-use crate::report::scrub::Redactor;
-use crate::report::suite::SuiteSummary;
+use crate::report::ground::scrub::Redactor;
+use crate::report::records::run_record::{RunPlan, RunRecord};
+use crate::report::records::suite::SuiteSummary;
+use crate::report::store::run_writer::{RunFiles, RunWriter};
 
 /// The facts of the invocation the reporter needs from the start.
 pub struct ReporterArgs {
@@ -97,7 +97,7 @@ pub struct SuiteExtras {
     /// The suite's provider: history compares only suites of the same one.
     pub provider: Option<String>,
     /// What `[supervisor] auto_quarantine` changed before the suite started.
-    pub quarantine_changes: Vec<crate::report::stability::QuarantineChange>,
+    pub quarantine_changes: Vec<crate::report::records::stability::QuarantineChange>,
 }
 
 impl std::fmt::Debug for ReporterArgs {

@@ -3,7 +3,7 @@
 //! never started named, and every file that could not be written said on the console.
 
 use super::*;
-use crate::report::suite_files::{report_html, summary_json, RenderedSuite, SuiteInput};
+use crate::report::store::suite_files::{report_html, summary_json, RenderedSuite, SuiteInput};
 use std::path::Path;
 
 /// The suite files' write results: what failed (a note and a lost record each) and the
@@ -157,7 +157,10 @@ impl ReporterState {
     fn record_history(
         &mut self,
         summary: &mut SuiteSummary,
-    ) -> (Option<String>, Option<crate::report::trends::Trends>) {
+    ) -> (
+        Option<String>,
+        Option<crate::report::records::trends::Trends>,
+    ) {
         if self.args.extras.no_history {
             return (None, None);
         }
@@ -171,15 +174,16 @@ impl ReporterState {
             .unwrap_or_else(|| history::history_path(&self.args.artifact_dir));
         let earlier = history::read(&file);
         summary.changes = history::compare(&earlier, &entry);
-        summary.stability =
-            crate::report::stability::classify_suite(&crate::report::stability::Inputs {
+        summary.stability = crate::report::records::stability::classify_suite(
+            &crate::report::records::stability::Inputs {
                 records: &self.finished,
                 history: &earlier,
                 current: &entry,
                 strict_warnings: self.args.strict_warnings,
-            });
+            },
+        );
         entry.stability = HistoryEntry::of(summary, &[], &entry.selection).stability;
-        let trends = crate::report::trends::Trends::of(&earlier, &entry);
+        let trends = crate::report::records::trends::Trends::of(&earlier, &entry);
         let mut history_note = None;
         if let Err(e) = history::append(&file, &entry) {
             self.lose(e.to_string());
@@ -195,7 +199,7 @@ impl ReporterState {
         paths: &SuitePaths,
         redacted_summary: &SuiteSummary,
         redacted_records: &[RunRecord],
-        trends: Option<&crate::report::trends::Trends>,
+        trends: Option<&crate::report::records::trends::Trends>,
         out: &mut Outputs,
     ) -> PathBuf {
         let redactor = self.redactor_all();
@@ -272,7 +276,9 @@ impl ReporterState {
             }
             self.args.console.notice(&text, redactor);
         }
-        if let Some(text) = crate::report::stability::console_text(&summary.stability_news()) {
+        if let Some(text) =
+            crate::report::records::stability::console_text(&summary.stability_news())
+        {
             self.args.console.notice(&text, redactor);
         }
         let shown = self.args.console.shown_path(html_path);

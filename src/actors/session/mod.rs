@@ -52,15 +52,15 @@ use crate::process::owner::Scope;
 use crate::process::record::HarnessRecord;
 use crate::process::teardown::{grace_is_over, sweep_run};
 use crate::providers::{AgentEvent, StepRequest, StepVerdict};
-use crate::report::console::stderr_notice;
-use crate::report::error::ReportError;
-use crate::report::events::{
+use crate::report::ground::error::ReportError;
+use crate::report::live::console::stderr_notice;
+use crate::report::records::events::{
     millis, summarize_instruction, CheckpointAction, EventKind, PortRetry, Provenance, SetupState,
     Usage,
 };
-use crate::report::evidence::problem as evidence_problem;
-use crate::report::excerpt::LogMarks;
-use crate::report::run_record::{
+use crate::report::records::evidence::problem as evidence_problem;
+use crate::report::records::excerpt::LogMarks;
+use crate::report::records::run_record::{
     CommandRecord, ConfigRow, PlanEntry as ReportStep, PlannedCommand, RunIdentity, RunPlan,
 };
 use ractor::{Actor, ActorProcessingErr, ActorRef, SupervisionEvent};

@@ -5,7 +5,7 @@
 use super::{Ending, StopReason};
 use crate::model::outcome::{RunOutcome, StepStatus};
 use crate::model::replay::StepReplay;
-use crate::report::events::Usage;
+use crate::report::records::events::Usage;
 use std::time::Duration;
 
 /// How a step ended: what its `step_finished` says, and what the policy reads. Every end of a

@@ -92,7 +92,7 @@ pub(super) fn doctor(config: Option<PathBuf>) -> ExitCode {
     let artifacts = suite
         .project_root
         .join(&suite.base.supervisor.artifact_dir.value);
-    match store::check_dir_writable("artifacts:", &artifacts) {
+    match artifact_dir::check_dir_writable("artifacts:", &artifacts) {
         Ok(()) => println!("ok   artifacts: {} is writable", artifacts.display()),
         Err(e) => {
             failed = true;

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use bugatti::model::artifacts::SuitePaths;
-use bugatti::report::suite::SuiteSummary;
-use bugatti::report::{history, store};
+use bugatti::report::records::suite::SuiteSummary;
+use bugatti::report::{records::history, store::artifact_dir};
 
 use super::{artifact_dir_of, restore_default_sigpipe};
 
@@ -41,7 +41,7 @@ pub(crate) fn merge(
     allow_partial: bool,
 ) -> ExitCode {
     if let Some(file) = &history {
-        if let Err(e) = store::check_writable("--history", file) {
+        if let Err(e) = artifact_dir::check_writable("--history", file) {
             eprintln!("error: {e}");
             return ExitCode::from(2);
         }
@@ -62,7 +62,7 @@ pub(crate) fn merge(
             return ExitCode::from(2);
         }
     };
-    match store::merge(dirs, &out, history.as_deref(), allow_partial) {
+    match artifact_dir::merge(dirs, &out, history.as_deref(), allow_partial) {
         Ok(merged) => {
             for note in &merged.notes {
                 say!("note: {note}");
@@ -95,16 +95,17 @@ fn find_suite(
     which: Option<&str>,
     artifacts: &Result<PathBuf, String>,
     history_file: Option<&Path>,
-) -> Result<store::LoadedSuite, String> {
+) -> Result<artifact_dir::LoadedSuite, String> {
     if let Some(dir) = which
         .map(Path::new)
         .filter(|d| SuitePaths::new(d).summary_json().is_file())
     {
-        return store::load_suite(dir);
+        return artifact_dir::load_suite(dir);
     }
     if !matches!(which, None | Some("last")) {
         let dir = artifacts.clone()?;
-        return store::resolve_suite(&dir, which).and_then(|s| store::load_suite(&s.dir));
+        return artifact_dir::resolve_suite(&dir, which)
+            .and_then(|s| artifact_dir::load_suite(&s.dir));
     }
     let project_history = artifacts.as_ref().ok().map(|d| history::history_path(d));
     let file = history_file.map(Path::to_path_buf).or(project_history);
@@ -112,16 +113,16 @@ fn find_suite(
     let stored = artifacts
         .as_ref()
         .ok()
-        .and_then(|d| store::list_suites(d).pop());
+        .and_then(|d| artifact_dir::list_suites(d).pop());
     match (whole, stored) {
         (Some(Err(e)), _) if history_file.is_some() => Err(e),
         (Some(Ok((id, dir))), Some(s)) if history_file.is_some() || id > s.suite_id => {
-            store::load_suite(&dir)
+            artifact_dir::load_suite(&dir)
         }
-        (Some(Ok((_, dir))), None) => store::load_suite(&dir),
+        (Some(Ok((_, dir))), None) => artifact_dir::load_suite(&dir),
         _ => {
             let dir = artifacts.clone()?;
-            store::resolve_suite(&dir, which).and_then(|s| store::load_suite(&s.dir))
+            artifact_dir::resolve_suite(&dir, which).and_then(|s| artifact_dir::load_suite(&s.dir))
         }
     }
 }
@@ -141,7 +142,7 @@ fn last_whole_suite(
     let in_store = artifacts
         .as_ref()
         .ok()
-        .and_then(|d| store::resolve_suite(d, Some(&last.suite_id)).ok())
+        .and_then(|d| artifact_dir::resolve_suite(d, Some(&last.suite_id)).ok())
         .map(|s| s.dir);
     let written = last.suite_dir.as_deref().map(PathBuf::from);
     let found = in_store
@@ -184,7 +185,11 @@ pub(crate) fn report(
     if let Some(file) = &chrome_trace {
         let written = std::fs::File::create(file).and_then(|f| {
             let mut out = std::io::BufWriter::new(f);
-            bugatti::report::chrome_trace::write(&loaded.summary, &loaded.records, &mut out)
+            bugatti::report::renderers::chrome_trace::write(
+                &loaded.summary,
+                &loaded.records,
+                &mut out,
+            )
         });
         if let Err(e) = written {
             eprintln!("error: --chrome-trace {}: {e}", file.display());
@@ -253,7 +258,8 @@ fn open_in_browser(page: &Path) -> Result<(), String> {
 fn print_trends(file: &Path, suite_id: &str) {
     let entries = history::read(file);
     let at = entries.iter().position(|e| e.suite_id == suite_id);
-    let trend = at.and_then(|i| bugatti::report::trends::Trends::of(&entries[..i], &entries[i]));
+    let trend =
+        at.and_then(|i| bugatti::report::records::trends::Trends::of(&entries[..i], &entries[i]));
     println!();
     match trend {
         Some(t) => print!("{}", t.text()),

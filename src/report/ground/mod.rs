@@ -1,0 +1,10 @@
+//! What every other room of `report` stands on: errors that name their file, writes a reader never
+//! sees half done, reads confined to a run's directory, redaction, and text made safe to print or
+//! to put in HTML. It imports nothing else of `report`.
+
+pub mod atomic;
+pub mod confined;
+pub mod error;
+pub mod html_escape;
+pub mod printable;
+pub mod scrub;
