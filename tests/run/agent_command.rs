@@ -203,7 +203,7 @@ async fn markers_split_across_chunk_boundaries() {
 async fn a_reply_without_a_marker_is_a_protocol_error() {
     let rig = Rig::new(&[]);
     let mut spec = rig.command_spec();
-    spec.no_output_timeout = Some(Duration::from_secs(1));
+    spec.no_output_timeout = Some(Duration::from_secs(2));
     let mut p = started(&rig, spec).await;
     let v = step(
         &mut p,

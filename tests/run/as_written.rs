@@ -262,7 +262,7 @@ fn output_without_a_result_line_is_a_protocol_error_after_the_silence_limit() {
     let p = Project::new();
     p.write(
         "bugatti.config.toml",
-        "[provider]\nname = \"command\"\ncmd = \"python3 agents/chatty.py\"\nno_output_timeout_secs = 1\n",
+        "[provider]\nname = \"command\"\ncmd = \"python3 agents/chatty.py\"\nno_output_timeout_secs = 3\n",
     );
     p.write(
         "agents/chatty.py",

@@ -42,7 +42,7 @@ fn verdicts_become_outcomes_step_statuses_junit_and_exit_code_1() {
         "bugatti.config.toml",
         &command_provider_config("").replace(
             "step_timeout_secs = 30",
-            "step_timeout_secs = 30\nno_output_timeout_secs = 2",
+            "step_timeout_secs = 30\nno_output_timeout_secs = 3",
         ),
     );
     p.write(
