@@ -3,6 +3,7 @@
 //! reads it: the shard split takes each test's recent duration from it (docs/ci.md). Writing lines,
 //! comparing suites and the trends are the report's.
 
+use crate::model::ids::SuiteId;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, Read};
 use std::path::Path;
@@ -26,7 +27,7 @@ pub struct Selection {
     pub rerun_failed: bool,
     /// `merge`: the suites merged into this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub merged: Vec<String>,
+    pub merged: Vec<SuiteId>,
 }
 
 impl Selection {
@@ -188,7 +189,7 @@ pub struct HistoryEntry {
     /// before it was recorded read as 1.
     #[serde(default = "first_schema_version")]
     pub schema_version: u32,
-    pub suite_id: String,
+    pub suite_id: SuiteId,
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
     pub duration_ms: u64,
@@ -513,7 +514,7 @@ mod tests {
             duration_ms: ms,
             selection: Selection {
                 shard: shard.map(str::to_string),
-                merged: merged.iter().map(|m| m.to_string()).collect(),
+                merged: merged.iter().map(|m| SuiteId::new(*m)).collect(),
                 ..Selection::default()
             },
             tests: vec![HistoryTest {

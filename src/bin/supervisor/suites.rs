@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use bugatti::model::artifacts::SuitePaths;
+use bugatti::model::ids::SuiteId;
 use bugatti::report::records::suite::SuiteSummary;
 use bugatti::report::{records::history, store::artifact_dir};
 
@@ -56,7 +57,7 @@ pub(crate) fn merge(
     };
     let out = match (out, &artifacts) {
         (Some(out), _) => out,
-        (None, Ok(dir)) => SuitePaths::under(dir, &uuid::Uuid::now_v7().to_string()).dir,
+        (None, Ok(dir)) => SuitePaths::under(dir, &SuiteId::fresh()).dir,
         (None, Err(e)) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
@@ -133,7 +134,7 @@ fn find_suite(
 fn last_whole_suite(
     file: &Path,
     artifacts: &Result<PathBuf, String>,
-) -> Option<Result<(String, PathBuf), String>> {
+) -> Option<Result<(SuiteId, PathBuf), String>> {
     let entries = history::read(file);
     let last = entries
         .iter()
@@ -142,7 +143,7 @@ fn last_whole_suite(
     let in_store = artifacts
         .as_ref()
         .ok()
-        .and_then(|d| artifact_dir::resolve_suite(d, Some(&last.suite_id)).ok())
+        .and_then(|d| artifact_dir::resolve_suite(d, Some(last.suite_id.as_str())).ok())
         .map(|s| s.dir);
     let written = last.suite_dir.as_deref().map(PathBuf::from);
     let found = in_store
@@ -255,9 +256,9 @@ fn open_in_browser(page: &Path) -> Result<(), String> {
 }
 
 /// The trends of `suite_id`'s selection up to it, from `file`.
-fn print_trends(file: &Path, suite_id: &str) {
+fn print_trends(file: &Path, suite_id: &SuiteId) {
     let entries = history::read(file);
-    let at = entries.iter().position(|e| e.suite_id == suite_id);
+    let at = entries.iter().position(|e| &e.suite_id == suite_id);
     let trend =
         at.and_then(|i| bugatti::report::records::trends::Trends::of(&entries[..i], &entries[i]));
     println!();

@@ -388,8 +388,8 @@ fn mask(record: &RunRecord, text: &str) -> String {
     let id = &record.identity;
     let mut values: Vec<(String, String)> = vec![
         (id.run_dir.clone(), "${BUGATTI_RUN_DIR}".into()),
-        (id.run_id.clone(), "${BUGATTI_RUN_ID}".into()),
-        (id.session_id.clone(), "${BUGATTI_SESSION_ID}".into()),
+        (id.run_id.to_string(), "${BUGATTI_RUN_ID}".into()),
+        (id.session_id.to_string(), "${BUGATTI_SESSION_ID}".into()),
     ];
     if let Some(w) = &record.workspace {
         values.push((w.clone(), "${BUGATTI_WORKDIR}".into()));

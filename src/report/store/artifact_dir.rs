@@ -3,6 +3,8 @@
 //! `[supervisor] keep_runs`), and check that `--junit` / `--json` / `--html` targets are writable
 //! before anything runs.
 
+use crate::model::ids::RunId;
+use crate::model::ids::SuiteId;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -18,7 +20,7 @@ use crate::report::store::suite_files::{RenderedSuite, SuiteInput};
 /// One suite directory found under `<artifact_dir>/suites`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuiteDir {
-    pub suite_id: String,
+    pub suite_id: SuiteId,
     pub dir: PathBuf,
     /// From summary.json, when it is readable.
     pub started_at: Option<DateTime<Utc>>,
@@ -40,7 +42,7 @@ pub fn list_suites(artifact_dir: &Path) -> Vec<SuiteDir> {
                 .and_then(|v| v["started_at"].as_str().map(str::to_string))
                 .and_then(|t| t.parse().ok());
             SuiteDir {
-                suite_id: e.file_name().to_string_lossy().into_owned(),
+                suite_id: SuiteId::new(e.file_name().to_string_lossy()),
                 dir,
                 started_at,
             }
@@ -58,7 +60,7 @@ pub struct LoadedSuite {
     /// Every attempt whose run.json was found, `run_dir` pointing where it was found.
     pub records: Vec<RunRecord>,
     /// Runs named by summary.json whose run.json was not found.
-    pub missing_runs: Vec<String>,
+    pub missing_runs: Vec<RunId>,
 }
 
 /// Where run `run_id` of the suite in `suite_dir` is: beside it (`../../runs/<id>`, the layout
@@ -66,9 +68,9 @@ pub struct LoadedSuite {
 /// may come from an untrusted shard artifact: the id must be a plain id and every candidate stay
 /// inside the artifact directory the suite is in (`<root>/suites/<id>`; a suite folder elsewhere
 /// is its own root), with no symbolic link on the way (see docs/ci.md).
-fn find_run(suite_dir: &Path, run_id: &str, report: &str) -> Option<PathBuf> {
+fn find_run(suite_dir: &Path, run_id: &RunId, report: &str) -> Option<PathBuf> {
     use std::ffi::OsString;
-    if !confined::is_plain_id(run_id) {
+    if !confined::is_plain_id(run_id.as_str()) {
         return None;
     }
     let stored = suite_dir
@@ -147,7 +149,7 @@ pub fn resolve_suite(artifact_dir: &Path, which: Option<&str>) -> Result<SuiteDi
         Some(id) => {
             let hits: Vec<&SuiteDir> = suites
                 .iter()
-                .filter(|s| s.suite_id.starts_with(id))
+                .filter(|s| s.suite_id.as_str().starts_with(id))
                 .collect();
             match hits.as_slice() {
                 [one] => Ok((*one).clone()),
@@ -235,8 +237,8 @@ pub fn merge(
         .and_then(Path::file_name)
         .is_some_and(artifacts::is_suites_folder);
     let merged_id = match out.file_name() {
-        Some(name) if in_store => name.to_string_lossy().into_owned(),
-        _ => uuid::Uuid::now_v7().to_string(),
+        Some(name) if in_store => SuiteId::new(name.to_string_lossy()),
+        _ => SuiteId::fresh(),
     };
     not_run.extend(gaps.not_run.keys().cloned());
     let mut summary =
@@ -308,7 +310,14 @@ pub fn merge(
     }
     notes.insert(
         0,
-        format!("merged from {} suites: {}", ids.len(), ids.join(", ")),
+        format!(
+            "merged from {} suites: {}",
+            ids.len(),
+            ids.iter()
+                .map(SuiteId::as_str)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     );
     write_merged(&SuiteInput {
         dir: &out,
@@ -425,7 +434,7 @@ fn shards_belong_together(
 /// What a prune removed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Pruned {
-    pub suites: Vec<String>,
+    pub suites: Vec<SuiteId>,
     pub runs: usize,
     pub workspaces: usize,
     pub problems: Vec<String>,
@@ -433,7 +442,7 @@ pub struct Pruned {
 
 /// One suite and the runs it owns, as retention sees them.
 struct Unit {
-    suite_id: String,
+    suite_id: SuiteId,
     suite_dir: Option<PathBuf>,
     runs: Vec<(PathBuf, Option<PathBuf>)>,
     at: Option<DateTime<Utc>>,
@@ -450,7 +459,7 @@ pub fn prune(
     artifact_dir: &Path,
     keep: Option<usize>,
     older_than: Option<chrono::Duration>,
-    protect: &[String],
+    protect: &[SuiteId],
 ) -> Pruned {
     let mut pruned = Pruned::default();
     // Fewer run directories than `keep` and no age limit: nothing can go, and reading every
@@ -466,7 +475,7 @@ pub fn prune(
             }
         }
     }
-    let mut units: std::collections::BTreeMap<String, Unit> = std::collections::BTreeMap::new();
+    let mut units: std::collections::BTreeMap<SuiteId, Unit> = std::collections::BTreeMap::new();
     for s in list_suites(artifact_dir) {
         units.insert(
             s.suite_id.clone(),
@@ -486,13 +495,13 @@ pub fn prune(
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok());
             let Some(value) = value else { continue };
-            let Some(suite) = value["suite_id"].as_str() else {
+            let Some(suite) = value["suite_id"].as_str().map(SuiteId::new) else {
                 continue;
             };
             let started: Option<DateTime<Utc>> =
                 value["started_at"].as_str().and_then(|t| t.parse().ok());
-            let unit = units.entry(suite.to_string()).or_insert_with(|| Unit {
-                suite_id: suite.to_string(),
+            let unit = units.entry(suite.clone()).or_insert_with(|| Unit {
+                suite_id: suite,
                 suite_dir: None,
                 runs: Vec::new(),
                 at: None,
