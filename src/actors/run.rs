@@ -328,7 +328,7 @@ fn reporter_args(
             fail_on_flaky: suite.base.supervisor.flaky.value
                 == crate::model::config::FlakyPolicy::Fail,
             revision: crate::model::revision::PendingRevision::ask(&suite.project_root),
-            provider: Some(suite.base.provider.name.value.to_string()),
+            provider: Some(suite.base.provider.name.value.into()),
             quarantine_changes: Vec::new(),
         },
     }

@@ -4,6 +4,7 @@
 //! comparing suites and the trends are the report's.
 
 use crate::model::ids::SuiteId;
+use crate::model::provider::ProviderName;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, Read};
 use std::path::Path;
@@ -215,7 +216,7 @@ pub struct HistoryEntry {
     pub dirty: Option<bool>,
     /// The provider the suite ran with: suites compare only with the same provider's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
+    pub provider: Option<ProviderName>,
     /// Each test the suite could classify, and its class.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stability: Vec<HistoryClass>,

@@ -196,3 +196,42 @@ fn summary_json_round_trips() {
     let back: SuiteSummary = serde_json::from_str(&json).expect("parse");
     assert_eq!(back, s);
 }
+
+/// A shard written by another version may name a provider this one does not know: `merge` and
+/// `report` still read its run (they only show the name) and keep the name as it was written.
+#[test]
+fn a_run_naming_a_provider_this_version_does_not_know_still_loads() {
+    use bugatti::model::artifacts::{RunPaths, SuitePaths};
+    use bugatti::report::store::artifact_dir::load_suite;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let artifacts = tmp.path().join(".bugatti");
+    let mut r = RunRecord::from_plan(&plan(&artifacts, "r1", "a.test.toml", 1));
+    let clock = EventClock::start();
+    for ev in events(&clock, StepStatus::Ok, RunOutcome::Passed) {
+        r.apply(&ev);
+    }
+    let mut run_json = serde_json::to_value(&r).expect("json");
+    run_json["provider"] = "a-provider-of-a-later-version".into();
+    let run = RunPaths::new(&r.identity.run_dir);
+    std::fs::create_dir_all(&run.dir).expect("run dir");
+    std::fs::write(run.run_json(), run_json.to_string()).expect("run.json");
+    let now = chrono::Utc::now();
+    let suite_id = SuiteId::new("s1");
+    let summary = SuiteSummary::build(&suite_id, now, now, false, &[r], &[]);
+    let suite = SuitePaths::under(&artifacts, &suite_id);
+    std::fs::create_dir_all(&suite.dir).expect("suite dir");
+    std::fs::write(
+        suite.summary_json(),
+        serde_json::to_string(&summary).expect("json"),
+    )
+    .expect("summary.json");
+
+    let loaded = load_suite(&suite.dir).expect("the suite loads");
+    assert!(loaded.missing_runs.is_empty(), "{:?}", loaded.missing_runs);
+    assert_eq!(loaded.records.len(), 1);
+    let provider = &loaded.records[0].identity.provider;
+    assert_eq!(provider.as_str(), "a-provider-of-a-later-version");
+    assert_eq!(provider.kind(), None);
+    let again = serde_json::to_value(&loaded.records[0]).expect("json");
+    assert_eq!(again["provider"], run_json["provider"]);
+}

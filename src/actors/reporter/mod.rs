@@ -30,6 +30,7 @@ mod outlets;
 mod suite_end;
 
 use crate::model::ids::{RunId, SuiteId};
+use crate::model::provider::ProviderName;
 pub use outlets::*;
 
 use std::collections::HashMap;
@@ -96,7 +97,7 @@ pub struct SuiteExtras {
     /// The commit the suite ran against (docs/ci.md), recorded in summary and history.
     pub revision: crate::model::revision::PendingRevision,
     /// The suite's provider: history compares only suites of the same one.
-    pub provider: Option<String>,
+    pub provider: Option<ProviderName>,
     /// What `[supervisor] auto_quarantine` changed before the suite started.
     pub quarantine_changes: Vec<crate::report::records::stability::QuarantineChange>,
 }

@@ -547,7 +547,7 @@ impl Driver {
                 test_name: self.test.name.clone(),
                 quarantined: self.test.quarantined,
                 project_root: self.suite.project_root.display().to_string(),
-                provider: effective.provider.name.value.to_string(),
+                provider: effective.provider.name.value.into(),
                 run_dir: self.run_dir().display().to_string(),
                 attempt: self.attempt.number,
                 repeat: self.attempt.repeat,

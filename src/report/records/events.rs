@@ -7,6 +7,7 @@
 //! object tagged by `"type"` (one line of `events.jsonl`).
 
 use crate::model::ids::{RunId, SessionId, StepId, SuiteId};
+use crate::model::provider::ProviderName;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -216,7 +217,7 @@ pub enum EventKind {
         test_file: String,
         test_name: String,
         attempt: u32,
-        provider: String,
+        provider: ProviderName,
         run_dir: String,
     },
     SetupStatus {

@@ -2,6 +2,7 @@
 //! commands and effective config a [`crate::report::records::run_record::RunRecord`] starts from (docs/reports.md).
 
 use crate::model::ids::{RunId, SessionId, StepId, SuiteId};
+use crate::model::provider::ProviderName;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -23,7 +24,7 @@ pub struct RunIdentity {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub quarantined: bool,
     pub project_root: String,
-    pub provider: String,
+    pub provider: ProviderName,
     // `.bugatti/runs/<run_id>`, absolute.
     pub run_dir: String,
     // 1 for the first attempt, 2 for the first retry, ...

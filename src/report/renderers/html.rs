@@ -520,7 +520,7 @@ impl<'a> Page<'a> {
             self.out,
             "<div class=\"meta\">run <code>{}</code> · provider {} · <a href=\"{report_md}\">report.md</a> · <a href=\"{}\">agent.log</a></div>",
             escape(record.identity.run_id.as_str()),
-            escape(&record.identity.provider),
+            escape(record.identity.provider.as_str()),
             relative(self.input.report_dir, &run.agent_log()),
         );
         if let Some(cost) = record.cost_usd {
