@@ -101,12 +101,11 @@ fn find_suite(
         .map(Path::new)
         .filter(|d| SuitePaths::new(d).summary_json().is_file())
     {
-        return artifact_dir::load_suite(dir);
+        return load_suite(dir);
     }
     if !matches!(which, None | Some("last")) {
         let dir = artifacts.clone()?;
-        return artifact_dir::resolve_suite(&dir, which)
-            .and_then(|s| artifact_dir::load_suite(&s.dir));
+        return resolve_and_load(&dir, which);
     }
     let project_history = artifacts.as_ref().ok().map(|d| history::history_path(d));
     let file = history_file.map(Path::to_path_buf).or(project_history);
@@ -118,14 +117,26 @@ fn find_suite(
     match (whole, stored) {
         (Some(Err(e)), _) if history_file.is_some() => Err(e),
         (Some(Ok((id, dir))), Some(s)) if history_file.is_some() || id > s.suite_id => {
-            artifact_dir::load_suite(&dir)
+            load_suite(&dir)
         }
-        (Some(Ok((_, dir))), None) => artifact_dir::load_suite(&dir),
+        (Some(Ok((_, dir))), None) => load_suite(&dir),
         _ => {
             let dir = artifacts.clone()?;
-            artifact_dir::resolve_suite(&dir, which).and_then(|s| artifact_dir::load_suite(&s.dir))
+            resolve_and_load(&dir, which)
         }
     }
+}
+
+/// A suite folder read back, its error as the CLI prints it.
+fn load_suite(dir: &Path) -> Result<artifact_dir::LoadedSuite, String> {
+    artifact_dir::load_suite(dir).map_err(|e| e.to_string())
+}
+
+/// The suite `which` names in the artifact directory `dir`, read back.
+fn resolve_and_load(dir: &Path, which: Option<&str>) -> Result<artifact_dir::LoadedSuite, String> {
+    artifact_dir::resolve_suite(dir, which)
+        .and_then(|s| artifact_dir::load_suite(&s.dir))
+        .map_err(|e| e.to_string())
 }
 
 /// The id and folder of the last whole suite `file` records (not a shard's own entry), looked
