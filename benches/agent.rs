@@ -9,6 +9,7 @@
 //! Exits non-zero when a ratio exceeds 1.5 (memory, not time: this is not noisy).
 //! Run: `cargo bench --bench agent`.
 
+use bugatti::model::ids::StepId;
 use bugatti::model::markers::MarkerScanner;
 use bugatti::model::outcome::StepStatus;
 use bugatti::model::redact::Secrets;
@@ -86,7 +87,7 @@ async fn provider_reply(dir: &Path, bytes: usize) -> (Duration, u64) {
     p.bootstrap().await.expect("bootstrap");
     let actions = serde_json::json!([{"bulk": bytes}, {"say": "\nRESULT OK\n"}]);
     let request = StepRequest {
-        step_id: 1,
+        step_id: StepId::new(1),
         source_file: "bench.test.toml".into(),
         source_index: 1,
         include_chain: vec![],

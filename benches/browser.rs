@@ -8,6 +8,7 @@
 
 use bugatti::browser::cdp::CdpClient;
 use bugatti::browser::{executable, Browser, BrowserLaunch, CaptureSet, Monitor};
+use bugatti::model::ids::StepId;
 use bugatti::process::Scope;
 use serde_json::json;
 use std::time::{Duration, Instant};
@@ -143,7 +144,7 @@ fn main() {
             monitor.begin_step();
             let t = Instant::now();
             let got = monitor
-                .capture_step(step, &run_dir, CaptureSet::all())
+                .capture_step(StepId::new(step), &run_dir, CaptureSet::all())
                 .await;
             capture.push(ms(t.elapsed()));
             assert!(got.problems.is_empty(), "{:?}", got.problems);

@@ -6,6 +6,7 @@
 //! step ids are not `1..=n`, a scanner that disagrees with the plain definition, and so on.
 //! Nothing here is used by the supervisor itself.
 
+use crate::model::ids::StepId;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -88,8 +89,9 @@ pub fn expand_checked(project: &Path, root: &Path) -> Expansion {
     let mut files = TestFiles::default();
     let (steps, problems) = expand(project, root, &mut files);
     assert!(steps.len() <= MAX_PLAN_STEPS, "{} steps", steps.len());
-    let ids: Vec<usize> = steps.iter().map(|s| s.step_id).collect();
-    assert_eq!(ids, (1..=steps.len()).collect::<Vec<_>>(), "step ids");
+    let ids: Vec<StepId> = steps.iter().map(|s| s.step_id).collect();
+    let expected: Vec<StepId> = (0..steps.len()).map(StepId::from_index).collect();
+    assert_eq!(ids, expected, "step ids");
     for s in &steps {
         assert!(s.source_file.is_relative(), "{s:?}");
         assert!(!s.source_file.starts_with(".."), "{s:?}");
@@ -255,11 +257,11 @@ pub fn read_stream(data: &[u8]) -> StreamReading {
         facts,
         events: events.clone(),
     });
-    let mut collector = ReplyCollector::new(1, events, secrets);
+    let mut collector = ReplyCollector::new(StepId::FIRST, events, secrets);
     let mut lines_read = 0;
     for line in data.split_inclusive(|&b| b == b'\n') {
         lines_read += 1;
-        if let Some(verdict) = reader.handle_line(line, &mut collector, 1) {
+        if let Some(verdict) = reader.handle_line(line, &mut collector, StepId::FIRST) {
             return StreamReading {
                 lines_read,
                 verdict: Some(verdict),

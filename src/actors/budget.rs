@@ -15,6 +15,7 @@
 //! nothing else is known). When nothing at all is known, the test starts only when no other is
 //! running: the first test's cost is learned before others are started on a guess.
 
+use crate::model::ids::RunId;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -36,7 +37,7 @@ struct Spent {
     runs_finished: u32,
     runs_cost: f64,
     /// Runs started and not yet ended, by run id.
-    reserved: HashMap<String, Reservation>,
+    reserved: HashMap<RunId, Reservation>,
 }
 
 /// What a running test was expected to cost when it started.
@@ -193,12 +194,12 @@ impl Budget {
     }
 
     /// A run of `test` starts: its expected cost is reserved until [`Budget::release`].
-    pub fn reserve(&self, run_id: &str, test: &Path, test_limit: Option<f64>) {
+    pub fn reserve(&self, run_id: &RunId, test: &Path, test_limit: Option<f64>) {
         self.with(|s| {
             let expected = self.expected(s, test, test_limit).unwrap_or(0.0);
             let spent_before = s.per_test.get(test).copied().unwrap_or(0.0);
             s.reserved.insert(
-                run_id.to_string(),
+                run_id.clone(),
                 Reservation {
                     test: test.to_path_buf(),
                     expected,
@@ -209,7 +210,7 @@ impl Budget {
     }
 
     /// The run ended (or never started): its reservation is given back.
-    pub fn release(&self, run_id: &str) {
+    pub fn release(&self, run_id: &RunId) {
         self.with(|s| {
             s.reserved.remove(run_id);
         });
@@ -247,9 +248,9 @@ mod tests {
         let budget = Budget::new(Some(0.25)).with_history(costs);
         let (a, b, c) = (Path::new("a"), Path::new("b"), Path::new("c"));
         assert_eq!(budget.admit(a, None), Admission::Start);
-        budget.reserve("r1", a, None);
+        budget.reserve(&RunId::new("r1"), a, None);
         assert_eq!(budget.admit(b, None), Admission::Start, "0.1 + 0.1 <= 0.25");
-        budget.reserve("r2", b, None);
+        budget.reserve(&RunId::new("r2"), b, None);
         assert_eq!(
             budget.admit(a, None),
             Admission::Wait,
@@ -263,14 +264,14 @@ mod tests {
         // `a` ends cheaper than expected: room again.
         budget.add(a, 0.01);
         budget.run_finished(0.01);
-        budget.release("r1");
+        budget.release(&RunId::new("r1"));
         assert_eq!(budget.admit(a, None), Admission::Start, "0.01 + 0.1 + 0.1");
         budget.add(b, 0.2);
-        budget.release("r2");
+        budget.release(&RunId::new("r2"));
         assert!(matches!(budget.admit(a, None), Admission::Refuse(_)));
         // Nothing known but its own ceiling: that is the expectation.
         let capped = Budget::new(Some(1.0));
-        capped.reserve("r", a, Some(0.6));
+        capped.reserve(&RunId::new("r"), a, Some(0.6));
         assert_eq!(capped.admit(b, Some(0.6)), Admission::Wait);
     }
 

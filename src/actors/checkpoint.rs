@@ -10,6 +10,8 @@
 
 use crate::actors::session_plan::SessionVars;
 use crate::model::checkpoint::CheckpointPaths;
+use crate::model::ids::RunId;
+use crate::model::ids::StepId;
 use crate::model::layers::CheckpointConfig;
 use crate::model::substitute::substitute;
 use crate::process::oneshot::{run_once, OneShotEnd};
@@ -33,11 +35,11 @@ pub struct CheckpointJob<'a> {
     pub action: CheckpointAction,
     pub name: &'a str,
     /// The step whose pass triggered a save.
-    pub step_id: Option<u32>,
+    pub step_id: Option<StepId>,
     pub paths: CheckpointPaths,
     pub project_root: &'a Path,
     pub run_dir: &'a Path,
-    pub run_id: &'a str,
+    pub run_id: &'a RunId,
     pub test_file: &'a Path,
     pub vars: &'a SessionVars,
     /// `[supervisor] max_log_bytes` for `logs/checkpoint.log`, capped like every log.

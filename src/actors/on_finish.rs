@@ -4,6 +4,7 @@
 //! suite's `logs/on_finish.log`), bounded by `on_finish_timeout_secs`; whatever it does, the
 //! suite's exit code stands.
 
+use crate::model::ids::SuiteId;
 use std::path::Path;
 use std::time::Duration;
 
@@ -16,7 +17,7 @@ use crate::report::records::suite::SuiteSummary;
 
 /// What the hook gets to know about the suite.
 pub struct SuiteFacts<'a> {
-    pub suite_id: &'a str,
+    pub suite_id: &'a SuiteId,
     pub reason: ExitReason,
     /// The suite's folder (`<artifact_dir>/suites/<id>`).
     pub suite_dir: &'a Path,

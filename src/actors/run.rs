@@ -7,6 +7,7 @@ use crate::actors::reporter::Notices;
 use crate::actors::reporter::{ReporterActor, ReporterArgs, ReporterMsg};
 use crate::actors::supervisor::{SupervisorActor, SupervisorArgs, SupervisorMsg};
 use crate::model::artifacts::{RunPaths, SuitePaths};
+use crate::model::ids::SuiteId;
 use crate::model::load::Suite;
 use crate::model::options::RunOptions;
 use crate::model::outcome::ExitReason;
@@ -143,7 +144,7 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             return ExitReason::HarnessError;
         }
     };
-    let suite_id = uuid::Uuid::now_v7().to_string();
+    let suite_id = SuiteId::fresh();
     reap_dead_runs(&artifact_dir);
     prune_old_runs(&suite, &artifact_dir);
     if let Err(e) = ledger::open(&artifact_dir, &suite_id) {
@@ -300,13 +301,13 @@ fn prune_old_runs(suite: &Suite, artifact_dir: &std::path::Path) {
 fn reporter_args(
     suite: &Suite,
     options: &RunOptions,
-    suite_id: &str,
+    suite_id: &SuiteId,
     artifact_dir: &std::path::Path,
     logs: &HarnessLogs,
 ) -> ReporterArgs {
     let secrets = Arc::new(Secrets::new(suite.base.secret_pairs()));
     ReporterArgs {
-        suite_id: suite_id.to_string(),
+        suite_id: suite_id.clone(),
         artifact_dir: artifact_dir.to_path_buf(),
         root_tests: suite.tests.len(),
         jobs: suite.base.supervisor.jobs.value,
@@ -327,7 +328,7 @@ fn reporter_args(
             fail_on_flaky: suite.base.supervisor.flaky.value
                 == crate::model::config::FlakyPolicy::Fail,
             revision: crate::model::revision::PendingRevision::ask(&suite.project_root),
-            provider: Some(suite.base.provider.name.value.to_string()),
+            provider: Some(suite.base.provider.name.value.into()),
             quarantine_changes: Vec::new(),
         },
     }
@@ -386,7 +387,7 @@ struct OnFinish {
     project_root: PathBuf,
     limit: std::time::Duration,
     suite: SuitePaths,
-    suite_id: String,
+    suite_id: SuiteId,
     /// `[supervisor] max_log_bytes`: the hook's log is capped like every other.
     max_log_bytes: u64,
 }

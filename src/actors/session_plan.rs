@@ -4,6 +4,7 @@
 
 use crate::model::commands::DEFAULT_SHORT_LIVED_TIMEOUT_SECS;
 use crate::model::config::{CommandKind, CommandScope, PortSpec};
+use crate::model::ids::{RunId, SessionId, StepId};
 use crate::model::layers::{CommandConfig, EffectiveConfig};
 use crate::model::load::RootTest;
 use crate::model::redact::Secrets;
@@ -33,8 +34,8 @@ pub enum PlanError {
 /// The identity and places of one session.
 #[derive(Debug, Clone)]
 pub struct SessionIdentity {
-    pub run_id: String,
-    pub session_id: String,
+    pub run_id: RunId,
+    pub session_id: SessionId,
     pub run_dir: PathBuf,
     pub workdir: PathBuf,
     pub project_root: PathBuf,
@@ -59,8 +60,8 @@ pub fn session_vars(
     shared_ports: &BTreeMap<String, u16>,
 ) -> Result<SessionVars, PlanError> {
     let builtins: BTreeMap<String, String> = [
-        ("BUGATTI_RUN_ID", id.run_id.clone()),
-        ("BUGATTI_SESSION_ID", id.session_id.clone()),
+        ("BUGATTI_RUN_ID", id.run_id.to_string()),
+        ("BUGATTI_SESSION_ID", id.session_id.to_string()),
         ("BUGATTI_RUN_DIR", id.run_dir.display().to_string()),
         ("BUGATTI_WORKDIR", id.workdir.display().to_string()),
         (
@@ -237,7 +238,7 @@ pub fn agent_spec(
 }
 
 /// The step's instruction as the agent gets it: `${NAME}` substituted (with `BUGATTI_STEP_ID`).
-pub fn step_vars(vars: &SessionVars, step_id: usize) -> BTreeMap<String, String> {
+pub fn step_vars(vars: &SessionVars, step_id: StepId) -> BTreeMap<String, String> {
     let mut step = vars.vars.clone();
     step.insert("BUGATTI_STEP_ID".to_string(), step_id.to_string());
     step

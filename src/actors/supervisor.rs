@@ -14,6 +14,8 @@ use crate::actors::session::{SessionActor, SessionArgs, SessionMsg, SuiteCommand
 use crate::actors::session_plan::{command_specs, session_vars, SessionIdentity};
 use crate::model::artifacts::{self, RunPaths, SuitePaths};
 use crate::model::config::{CommandScope, FlakyPolicy};
+use crate::model::ids::SessionId;
+use crate::model::ids::{RunId, SuiteId};
 use crate::model::layers::ProbeKind;
 use crate::model::load::{RootTest, Suite};
 use crate::model::outcome::{ExitReason, InterruptSignal, RunOutcome};
@@ -45,7 +47,7 @@ pub enum SupervisorMsg {
     Begin,
     SessionDone {
         attempt: Attempt,
-        run_id: String,
+        run_id: RunId,
         outcome: RunOutcome,
     },
     Shutdown(ShutdownRequest),
@@ -63,7 +65,7 @@ pub enum SupervisorMsg {
 
 pub struct SupervisorArgs {
     pub suite: Suite,
-    pub suite_id: String,
+    pub suite_id: SuiteId,
     pub artifact_dir: PathBuf,
     pub reporter: ActorRef<ReporterMsg>,
     pub skip_cmd: Vec<String>,
@@ -77,7 +79,7 @@ pub struct SupervisorArgs {
 /// A session the supervisor started and has not heard the end of.
 struct RunningSession {
     attempt: Attempt,
-    run_id: String,
+    run_id: RunId,
     /// The run's event outlet (shared with the session), to close the run should it panic.
     events: RunEvents,
     actor: ActorRef<SessionMsg>,
@@ -101,7 +103,7 @@ pub struct SupervisorState {
     /// The validated suite; fixed.
     suite: Suite,
     /// This invocation's id (suite directory, ledger, suite-scoped commands' owner).
-    suite_id: String,
+    suite_id: SuiteId,
     /// Where every artifact goes (created by `run`).
     artifact_dir: PathBuf,
     /// The one writer of artifacts and console lines.
@@ -328,14 +330,14 @@ impl SupervisorState {
     }
 
     /// A run ended: its reserved expected cost is given back to the suite's budget.
-    fn release_budget(&self, run_id: &str) {
+    fn release_budget(&self, run_id: &RunId) {
         if let Some(context) = &self.context {
             context.budget.release(run_id);
         }
     }
 
     /// Books a finished attempt in the queue and says in the suite log what follows from it.
-    fn attempt_finished(&mut self, attempt: Attempt, run_id: &str, outcome: RunOutcome) {
+    fn attempt_finished(&mut self, attempt: Attempt, run_id: &RunId, outcome: RunOutcome) {
         let test = self.tests[attempt.test].rel_path.display().to_string();
         tracing::info!(
             "finished: {test} attempt {} (run {run_id}): {}",
@@ -414,7 +416,7 @@ impl SupervisorState {
             let Some(attempt) = self.queue.next_to_start() else {
                 break;
             };
-            let run_id = uuid::Uuid::now_v7().to_string();
+            let run_id = RunId::fresh();
             let test = &self.tests[attempt.test];
             context.budget.reserve(
                 &run_id,
@@ -504,9 +506,11 @@ impl SupervisorState {
         let suite = SuitePaths::under(&self.artifact_dir, &self.suite_id);
         let workdir = suite.workspace();
         let _ = std::fs::create_dir_all(&workdir);
+        // Suite-scoped commands belong to no run: their `BUGATTI_RUN_ID` and
+        // `BUGATTI_SESSION_ID` are the suite's id (as they always were).
         let id = SessionIdentity {
-            run_id: self.suite_id.clone(),
-            session_id: self.suite_id.clone(),
+            run_id: RunId::new(self.suite_id.as_str()),
+            session_id: SessionId::new(self.suite_id.as_str()),
             run_dir: suite.dir.clone(),
             workdir,
             project_root: self.suite.project_root.clone(),

@@ -472,7 +472,7 @@ fn check_copies(options: &RunOptions) -> Result<(), String> {
         ("--history", &options.history),
     ] {
         if let Some(path) = path {
-            artifact_dir::check_writable(flag, path)?;
+            artifact_dir::check_writable(flag, path).map_err(|e| e.to_string())?;
         }
     }
     Ok(())

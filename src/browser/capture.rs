@@ -18,6 +18,7 @@ use super::error::BrowserError;
 use super::evidence::BrowserEvidence;
 use crate::model::artifacts;
 pub use crate::model::browser::CaptureSet;
+use crate::model::ids::StepId;
 use base64::Engine;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -224,7 +225,7 @@ impl Monitor {
     /// `browser/step-<id>.network.jsonl`). Problems are noted, never raised.
     pub async fn capture_step(
         &self,
-        step_id: u32,
+        step_id: StepId,
         run_dir: &Path,
         what: CaptureSet,
     ) -> StepCapture {

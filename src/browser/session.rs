@@ -10,6 +10,7 @@ use super::launch::{Browser, BrowserLaunch};
 use super::mcp::McpCommand;
 use crate::model::artifacts::{RunPaths, WorkspacePaths};
 use crate::model::browser::BrowserConfig;
+use crate::model::ids::StepId;
 use crate::process::owner::Scope;
 use crate::process::teardown::TeardownReport;
 use std::path::{Path, PathBuf};
@@ -119,7 +120,7 @@ impl SessionBrowser {
     }
 
     /// A step ended: the capture `[browser] capture` asks for, under `run_dir`.
-    pub async fn end_step(&self, step_id: u32, run_dir: &Path) -> StepCapture {
+    pub async fn end_step(&self, step_id: StepId, run_dir: &Path) -> StepCapture {
         self.monitor
             .capture_step(step_id, run_dir, self.config.capture)
             .await

@@ -9,6 +9,7 @@
 //! `report/`. Checkpoints keep their own module (`checkpoint.rs`): their layout is a function of
 //! the test's path.
 
+use super::ids::{RunId, StepId, SuiteId};
 use std::path::{Path, PathBuf};
 
 const RUNS: &str = "runs";
@@ -58,8 +59,8 @@ pub fn is_suites_folder(name: &std::ffi::OsStr) -> bool {
 }
 
 /// The artifact directory's parts from its root to a run directory, `runs/<run_id>`.
-pub fn run_dir_parts(run_id: &str) -> [std::ffi::OsString; 2] {
-    [RUNS.into(), run_id.into()]
+pub fn run_dir_parts(run_id: &RunId) -> [std::ffi::OsString; 2] {
+    [RUNS.into(), run_id.as_str().into()]
 }
 
 /// The artifact directory's parts from its root to a suite directory, `suites/<suite_id>`.
@@ -78,7 +79,7 @@ pub fn ledger_dir(artifact_dir: &Path) -> PathBuf {
 }
 
 /// `<artifact_dir>/ledger/<suite_id>.json`: this invocation's process groups.
-pub fn ledger_file(artifact_dir: &Path, suite_id: &str) -> PathBuf {
+pub fn ledger_file(artifact_dir: &Path, suite_id: &SuiteId) -> PathBuf {
     ledger_dir(artifact_dir).join(format!("{suite_id}.json"))
 }
 
@@ -94,12 +95,12 @@ pub fn command_log_rel(name: &str) -> String {
 
 /// A suite-scoped command's log, relative to a run directory (`runs/<id>/`), like a run's own
 /// command logs: `../../suites/<suite_id>/logs/<name>.log`.
-pub fn suite_command_log_rel(suite_id: &str, name: &str) -> String {
+pub fn suite_command_log_rel(suite_id: &SuiteId, name: &str) -> String {
     format!("../../{SUITES}/{suite_id}/{LOGS}/{name}.log")
 }
 
 /// A page's screenshot after a step, relative to the run directory (`index` from 1).
-pub fn screenshot_rel(step_id: u32, index: usize) -> String {
+pub fn screenshot_rel(step_id: StepId, index: usize) -> String {
     format!("{SCREENSHOTS}/step-{step_id}-{index}.png")
 }
 
@@ -114,7 +115,7 @@ pub fn a11y_snapshot_rel(screenshot_rel: &str) -> String {
 
 /// A screenshot the agent had taken, taken again by a replay, relative to the run directory
 /// (`index` from 1).
-pub fn replayed_screenshot_rel(step_id: u32, index: usize) -> String {
+pub fn replayed_screenshot_rel(step_id: StepId, index: usize) -> String {
     format!("{SCREENSHOTS}/step-{step_id}-replayed-{index}.png")
 }
 
@@ -126,12 +127,12 @@ pub const BROWSER_STEP_PREFIX: &str = "browser/step-";
 pub const BROWSER_CONSOLE_SUFFIX: &str = ".console.jsonl";
 
 /// A step's page console messages, relative to the run directory.
-pub fn browser_console_rel(step_id: u32) -> String {
+pub fn browser_console_rel(step_id: StepId) -> String {
     format!("{BROWSER_STEP_PREFIX}{step_id}{BROWSER_CONSOLE_SUFFIX}")
 }
 
 /// A step's failed requests, relative to the run directory.
-pub fn browser_network_rel(step_id: u32) -> String {
+pub fn browser_network_rel(step_id: StepId) -> String {
     format!("{BROWSER_STEP_PREFIX}{step_id}.network.jsonl")
 }
 
@@ -146,9 +147,9 @@ impl RunPaths {
         Self { dir: dir.into() }
     }
     /// `<artifact_dir>/runs/<run_id>`.
-    pub fn under(artifact_dir: &Path, run_id: &str) -> Self {
+    pub fn under(artifact_dir: &Path, run_id: &RunId) -> Self {
         Self {
-            dir: runs_dir(artifact_dir).join(run_id),
+            dir: runs_dir(artifact_dir).join(run_id.as_str()),
         }
     }
     pub fn run_json(&self) -> PathBuf {
@@ -250,9 +251,9 @@ pub struct SuitePaths {
 
 impl SuitePaths {
     /// `<artifact_dir>/suites/<suite_id>`.
-    pub fn under(artifact_dir: &Path, suite_id: &str) -> Self {
+    pub fn under(artifact_dir: &Path, suite_id: &SuiteId) -> Self {
         Self {
-            dir: suites_dir(artifact_dir).join(suite_id),
+            dir: suites_dir(artifact_dir).join(suite_id.as_str()),
         }
     }
     /// A suite directory found elsewhere (`report`, `merge --out`).
@@ -342,7 +343,7 @@ mod tests {
     #[test]
     fn the_layout_is_the_documented_one() {
         let a = Path::new("/p/.bugatti");
-        let run = RunPaths::under(a, "r1");
+        let run = RunPaths::under(a, &RunId::new("r1"));
         assert_eq!(run.dir, Path::new("/p/.bugatti/runs/r1"));
         assert_eq!(run.file(AGENT_LOG), run.agent_log());
         assert_eq!(
@@ -365,21 +366,28 @@ mod tests {
             run.browser_secrets(),
             Path::new("/p/.bugatti/runs/r1/browser/.secrets.env")
         );
-        let suite = SuitePaths::under(a, "s1");
+        let suite = SuitePaths::under(a, &SuiteId::new("s1"));
         assert_eq!(
             suite.on_finish_log(),
             Path::new("/p/.bugatti/suites/s1/logs/on_finish.log")
         );
         assert_eq!(
-            run.dir.join(suite_command_log_rel("s1", "db")),
+            run.dir
+                .join(suite_command_log_rel(&SuiteId::new("s1"), "db")),
             Path::new("/p/.bugatti/runs/r1/../../suites/s1/logs/db.log")
         );
         assert_eq!(
-            ledger_file(a, "s1"),
+            ledger_file(a, &SuiteId::new("s1")),
             Path::new("/p/.bugatti/ledger/s1.json")
         );
         assert_eq!(history_path(a), Path::new("/p/.bugatti/history.jsonl"));
-        assert_eq!(browser_console_rel(2), "browser/step-2.console.jsonl");
-        assert_eq!(screenshot_rel(2, 1), "screenshots/step-2-1.png");
+        assert_eq!(
+            browser_console_rel(StepId::new(2)),
+            "browser/step-2.console.jsonl"
+        );
+        assert_eq!(
+            screenshot_rel(StepId::new(2), 1),
+            "screenshots/step-2-1.png"
+        );
     }
 }

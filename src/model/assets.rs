@@ -6,6 +6,7 @@
 //!
 //! Load time calls [`check_assets`]; the session calls [`render_assets`] and does the copying.
 
+use crate::model::ids::StepId;
 use std::path::{Component, Path, PathBuf};
 use std::sync::OnceLock;
 
@@ -190,9 +191,9 @@ pub fn render_assets(
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PrepareError {
     #[error("step {step_id}: {source}")]
-    Subst { step_id: usize, source: SubstError },
+    Subst { step_id: StepId, source: SubstError },
     #[error("step {step_id}: {source}")]
-    Asset { step_id: usize, source: AssetError },
+    Asset { step_id: StepId, source: AssetError },
 }
 
 /// The session's one call per step: `${NAME}` replaced from `vars` (see
@@ -311,7 +312,7 @@ mod tests {
         let (_d, root) = setup();
         fs::write(root.join("tests/checkout/note.txt"), "literal ${NOT_A_VAR}").unwrap();
         let step = PlannedStep {
-            step_id: 4,
+            step_id: StepId::new(4),
             source_file: PathBuf::from("tests/checkout.test.toml"),
             source_index: 1,
             include_chain: vec![],

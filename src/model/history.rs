@@ -3,6 +3,8 @@
 //! reads it: the shard split takes each test's recent duration from it (docs/ci.md). Writing lines,
 //! comparing suites and the trends are the report's.
 
+use crate::model::ids::SuiteId;
+use crate::model::provider::ProviderName;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{BufRead, Read};
 use std::path::Path;
@@ -26,7 +28,7 @@ pub struct Selection {
     pub rerun_failed: bool,
     /// `merge`: the suites merged into this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub merged: Vec<String>,
+    pub merged: Vec<SuiteId>,
 }
 
 impl Selection {
@@ -188,7 +190,7 @@ pub struct HistoryEntry {
     /// before it was recorded read as 1.
     #[serde(default = "first_schema_version")]
     pub schema_version: u32,
-    pub suite_id: String,
+    pub suite_id: SuiteId,
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
     pub duration_ms: u64,
@@ -214,7 +216,7 @@ pub struct HistoryEntry {
     pub dirty: Option<bool>,
     /// The provider the suite ran with: suites compare only with the same provider's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub provider: Option<String>,
+    pub provider: Option<ProviderName>,
     /// Each test the suite could classify, and its class.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub stability: Vec<HistoryClass>,
@@ -513,7 +515,7 @@ mod tests {
             duration_ms: ms,
             selection: Selection {
                 shard: shard.map(str::to_string),
-                merged: merged.iter().map(|m| m.to_string()).collect(),
+                merged: merged.iter().map(|m| SuiteId::new(*m)).collect(),
                 ..Selection::default()
             },
             tests: vec![HistoryTest {

@@ -3,6 +3,7 @@
 //! 1-based `step_id` in plan order. Cycles, missing includes, globs matching nothing and
 //! includes leaving the project root are problems naming the file, line and chain.
 
+use crate::model::ids::StepId;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -18,7 +19,7 @@ use super::test_file::{parse_test_file_all, StepKind, TestFile};
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PlannedStep {
     /// 1-based, in plan order.
-    pub step_id: usize,
+    pub step_id: StepId,
     /// The file that wrote the instruction, relative to the project root.
     pub source_file: PathBuf,
     /// 1-based index of the step in that file's `[[steps]]`.
@@ -191,7 +192,7 @@ impl Expander<'_> {
                         .map(|p| self.rel(p))
                         .collect();
                     self.steps.push(PlannedStep {
-                        step_id: self.steps.len() + 1,
+                        step_id: StepId::from_index(self.steps.len()),
                         source_file: self.rel(file),
                         source_index: i + 1,
                         include_chain: chain,
@@ -359,11 +360,11 @@ mod tests {
         );
         write(&r, "shared/_deeper.test.toml", &step("three"));
         let plan = expand_at(&r, &root).unwrap();
-        let got: Vec<(usize, &str, String, usize, usize)> = plan
+        let got: Vec<(u32, &str, String, usize, usize)> = plan
             .iter()
             .map(|s| {
                 (
-                    s.step_id,
+                    s.step_id.get(),
                     s.instruction.as_str(),
                     s.source_file.display().to_string(),
                     s.source_index,

@@ -335,9 +335,111 @@ impl std::fmt::Display for ProviderKind {
     }
 }
 
+/// The provider as a record names it (`provider` of run.json and of the `run_started` event,
+/// a history line's `provider`): a kind this supervisor knows, or the name another version
+/// wrote, kept as written. `report` and `merge` read run.json and history.jsonl written by other
+/// versions and shards; a name they do not know must not make them lose the record.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ProviderName {
+    Known(ProviderKind),
+    Unknown(String),
+}
+
+impl ProviderName {
+    /// The name as written.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Known(kind) => kind.as_str(),
+            Self::Unknown(name) => name,
+        }
+    }
+    /// The kind, when this supervisor knows the name.
+    pub fn kind(&self) -> Option<ProviderKind> {
+        match self {
+            Self::Known(kind) => Some(*kind),
+            Self::Unknown(_) => None,
+        }
+    }
+}
+
+impl From<ProviderKind> for ProviderName {
+    fn from(kind: ProviderKind) -> Self {
+        Self::Known(kind)
+    }
+}
+
+impl From<&str> for ProviderName {
+    fn from(name: &str) -> Self {
+        ProviderKind::parse(name).map_or_else(|| Self::Unknown(name.to_string()), Self::Known)
+    }
+}
+
+impl PartialEq<ProviderKind> for ProviderName {
+    fn eq(&self, other: &ProviderKind) -> bool {
+        self.kind() == Some(*other)
+    }
+}
+
+impl std::fmt::Display for ProviderName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for ProviderName {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for ProviderName {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        Ok(match ProviderKind::parse(&name) {
+            Some(kind) => Self::Known(kind),
+            None => Self::Unknown(name),
+        })
+    }
+}
+
+/// A string in the schemas, as it always was: the set of names grows with the versions.
+impl schemars::JsonSchema for ProviderName {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        String::schema_name()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        String::json_schema(generator)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_provider_name_reads_back_as_written_known_or_not() {
+        for text in [
+            "\"codex\"",
+            "\"claude-code\"",
+            "\"a-provider-of-a-later-version\"",
+        ] {
+            let name: ProviderName = serde_json::from_str(text).expect("a name");
+            assert_eq!(serde_json::to_string(&name).expect("json"), text);
+        }
+        let known: ProviderName = serde_json::from_str("\"shell\"").expect("a name");
+        assert_eq!(known, ProviderName::Known(ProviderKind::Shell));
+        assert!(known == ProviderKind::Shell);
+        let other: ProviderName = serde_json::from_str("\"claude\"").expect("a name");
+        assert_eq!(other, ProviderName::Unknown("claude".into()));
+        assert_eq!(other.kind(), None);
+        assert_eq!(
+            schemars::schema_for!(ProviderName).as_value(),
+            schemars::schema_for!(String).as_value()
+        );
+    }
 
     #[test]
     fn every_name_parses_back() {

@@ -6,6 +6,7 @@
 
 use super::diagnostics::did_you_mean;
 use super::sourced::Sourced;
+use crate::model::ids::StepId;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use toml::Spanned;
@@ -130,7 +131,7 @@ impl AuditShare {
 
     /// Whether step `step` of `test` is audited on `date` (`YYYY-MM-DD`): a hash of the three
     /// below the share, so that every shard of a run chooses the same steps.
-    pub fn picks(self, test: &str, step: usize, date: &str) -> bool {
+    pub fn picks(self, test: &str, step: StepId, date: &str) -> bool {
         use sha2::{Digest, Sha256};
         if self.0 == 0 {
             return false;
@@ -432,17 +433,17 @@ mod tests {
         let (e, problems) = effective("[replay]\naudit = 1.0\n", None);
         assert!(problems.is_empty(), "{problems:?}");
         let all = e.replay.audit.value;
-        assert!((1..20).all(|s| all.picks("t.test.toml", s, "2026-11-25")));
+        assert!((1..20).all(|s| all.picks("t.test.toml", StepId::new(s), "2026-11-25")));
         let none = AuditShare::default();
-        assert!(!(1..20).any(|s| none.picks("t.test.toml", s, "2026-11-25")));
+        assert!(!(1..20).any(|s| none.picks("t.test.toml", StepId::new(s), "2026-11-25")));
         let half = AuditShare::new(0.5).expect("in range");
         let picked = (1..200)
-            .filter(|s| half.picks("t", *s, "2026-11-25"))
+            .filter(|s| half.picks("t", StepId::new(*s), "2026-11-25"))
             .count();
         assert!((50..150).contains(&picked), "{picked}");
         assert_eq!(
-            half.picks("t", 7, "2026-11-25"),
-            half.picks("t", 7, "2026-11-25")
+            half.picks("t", StepId::new(7), "2026-11-25"),
+            half.picks("t", StepId::new(7), "2026-11-25")
         );
         let (_, problems) = effective("[replay]\naudit = 1.5\n", None);
         assert!(

@@ -5,7 +5,7 @@
 //! [`super::ledger::reap_dead`] kills) is its workspace: `start` removes it, `doctor` reports it.
 
 use crate::model::artifacts::{self, RunPaths};
-use crate::model::ids::RunId;
+use crate::model::ids::{RunId, SuiteId};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -15,7 +15,7 @@ use super::ledger::{read_ledgers, start_time, supervisor_alive, LedgerFile};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadRun {
     pub run_id: RunId,
-    pub suite_id: String,
+    pub suite_id: SuiteId,
     pub test_file: String,
     /// Its workspace, when it is still on disk.
     pub workspace: Option<PathBuf>,
@@ -27,7 +27,7 @@ pub struct DeadRun {
 /// process groups still have their leader.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLedger {
-    pub suite_id: String,
+    pub suite_id: SuiteId,
     pub supervisor_pid: i32,
     pub path: PathBuf,
     pub groups_alive: Vec<String>,
@@ -62,7 +62,7 @@ pub fn dead_ledgers(artifact_dir: &Path) -> Vec<DeadLedger> {
 
 /// Every dead run under `artifact_dir`.
 pub fn find(artifact_dir: &Path) -> Vec<DeadRun> {
-    let live: BTreeSet<String> = ledgers(artifact_dir)
+    let live: BTreeSet<SuiteId> = ledgers(artifact_dir)
         .into_iter()
         .filter(|(_, file)| supervisor_alive(file))
         .map(|(_, file)| file.suite_id)
@@ -80,7 +80,7 @@ pub fn find(artifact_dir: &Path) -> Vec<DeadRun> {
             let value: serde_json::Value = std::fs::read(run.run_json())
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok())?;
-            let suite_id = value["suite_id"].as_str()?.to_string();
+            let suite_id = SuiteId::new(value["suite_id"].as_str()?);
             if !value["outcome"].is_null() || live.contains(&suite_id) {
                 return None;
             }

@@ -20,7 +20,7 @@
 
 use super::group::{live_members, live_processes_with_env, read_stat, signal_group};
 use super::registry::RegisteredGroup;
-use crate::model::ids::RunId;
+use crate::model::ids::{RunId, SuiteId};
 use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -48,7 +48,7 @@ pub struct LedgerRun {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LedgerFile {
-    pub suite_id: String,
+    pub suite_id: SuiteId,
     pub supervisor_pid: i32,
     pub supervisor_start: Option<u64>,
     pub groups: Vec<LedgerGroup>,
@@ -68,7 +68,7 @@ pub struct Reaped {
 /// suite-scoped commands).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Leftovers {
-    pub suite_id: String,
+    pub suite_id: SuiteId,
     pub run_id: Option<RunId>,
     /// The labels of the groups that still had live members.
     pub labels: Vec<String>,
@@ -230,14 +230,14 @@ fn persist(open: &mut Open, change: Change) {
 
 /// Starts this invocation's ledger under `artifact_dir`. Groups registered from now on are
 /// recorded. Errors name the file that could not be written.
-pub fn open(artifact_dir: &Path, suite_id: &str) -> std::io::Result<PathBuf> {
+pub fn open(artifact_dir: &Path, suite_id: &SuiteId) -> std::io::Result<PathBuf> {
     let dir = ledger_dir(artifact_dir);
     fs::create_dir_all(&dir)?;
     let own = std::process::id() as i32;
     let mut open = Open {
         path: crate::model::artifacts::ledger_file(artifact_dir, suite_id),
         file: LedgerFile {
-            suite_id: suite_id.to_string(),
+            suite_id: suite_id.clone(),
             supervisor_pid: own,
             supervisor_start: start_time(own),
             groups: Vec::new(),
@@ -282,22 +282,22 @@ pub fn forget(pgid: i32) {
 }
 
 /// Called by the reporter once run `run_id`'s directory and first files exist.
-pub fn run_opened(run_id: &str, run_dir: &Path) {
+pub fn run_opened(run_id: &RunId, run_dir: &Path) {
     let mut guard = lock();
     let Some(open) = guard.as_mut() else { return };
     let run = LedgerRun {
-        run_id: RunId::new(run_id),
+        run_id: run_id.clone(),
         run_dir: run_dir.to_path_buf(),
     };
     persist(open, Change::OpenRun(run));
 }
 
 /// Called by the reporter once run `run_id`'s files are final.
-pub fn run_closed(run_id: &str) {
+pub fn run_closed(run_id: &RunId) {
     let mut guard = lock();
     let Some(open) = guard.as_mut() else { return };
-    if open.file.runs.iter().any(|r| r.run_id.as_str() == run_id) {
-        persist(open, Change::CloseRun(RunId::new(run_id)));
+    if open.file.runs.iter().any(|r| &r.run_id == run_id) {
+        persist(open, Change::CloseRun(run_id.clone()));
     }
 }
 
@@ -341,11 +341,11 @@ fn kill_leftovers(file: &LedgerFile) -> Vec<Leftovers> {
     let mut by_run: BTreeMap<Option<RunId>, Leftovers> = BTreeMap::new();
     fn entry<'a>(
         by_run: &'a mut BTreeMap<Option<RunId>, Leftovers>,
-        suite_id: &str,
+        suite_id: &SuiteId,
         run_id: &Option<RunId>,
     ) -> &'a mut Leftovers {
         by_run.entry(run_id.clone()).or_insert_with(|| Leftovers {
-            suite_id: suite_id.to_string(),
+            suite_id: suite_id.clone(),
             run_id: run_id.clone(),
             labels: Vec::new(),
             pids: Vec::new(),
@@ -596,7 +596,7 @@ mod tests {
         use crate::process::owner::{Owner, Role, Scope};
         use crate::process::registry;
         let artifacts = tempfile::tempdir().expect("tempdir");
-        let path = open(artifacts.path(), "suite-under-test").expect("open");
+        let path = open(artifacts.path(), &SuiteId::new("suite-under-test")).expect("open");
         let read = || -> LedgerFile { parse(&fs::read(&path).expect("ledger")).expect("ledger") };
         assert_eq!(read().supervisor_pid, std::process::id() as i32);
         // A pgid no real group has: the registry only records it.

@@ -3,7 +3,7 @@
 //! and a role within it. The registry and the on-disk ledger are keyed by this, never by matching
 //! human-readable labels; the label shown in messages is derived from it ([`Owner`]'s `Display`).
 
-use crate::model::ids::{RunId, SuiteId};
+use crate::model::ids::{RunId, StepId, SuiteId};
 use std::fmt;
 
 /// The run or suite whose teardown is responsible for a group.
@@ -52,7 +52,7 @@ pub enum Role {
     /// The agent process of a provider (`claude-code`, `command`).
     Agent(String),
     /// One command of a `shell` provider step.
-    ShellStep(u32),
+    ShellStep(StepId),
     /// A session of the agent console (`exec_command`), by its session id.
     Console(u32),
     /// The session's browser (`[browser]`).

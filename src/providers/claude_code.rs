@@ -28,6 +28,7 @@ use super::{
     agent_env, bootstrap, command::cancelled, AgentContext, AgentDeath, AgentError, AgentFault,
     CancelSignal, ClaudeUsage, Provider, ProviderKind, StepRequest, StepVerdict,
 };
+use crate::model::ids::StepId;
 use crate::model::markers::scan_text;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::process::owner::{Owner, Role, Scope};
@@ -73,7 +74,7 @@ const NOT_RESUMABLE: &str = "No conversation found with session ID";
 struct ClaudeTurn<'a> {
     claude: &'a mut ClaudeCode,
     collector: &'a mut ReplyCollector,
-    step_id: u32,
+    step_id: StepId,
 }
 
 impl Framing for ClaudeTurn<'_> {
@@ -186,7 +187,7 @@ impl ClaudeCode {
         &mut self,
         raw: &[u8],
         collector: &mut ReplyCollector,
-        step_id: u32,
+        step_id: StepId,
     ) -> Option<StepVerdict> {
         if let Some(jsonl) = &self.jsonl {
             jsonl.write(raw);
@@ -285,7 +286,7 @@ impl ClaudeCode {
         &mut self,
         event: &Value,
         collector: &mut ReplyCollector,
-        step_id: u32,
+        step_id: StepId,
     ) -> StepVerdict {
         let usage = ClaudeUsage {
             session_id: event["session_id"].as_str().unwrap_or_default().to_string(),

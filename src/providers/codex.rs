@@ -31,6 +31,7 @@ use super::{
     ProviderKind, StepRequest, StepUsage, StepVerdict,
 };
 use crate::model::config::PricePerMtok;
+use crate::model::ids::StepId;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::providers::console_wiring;
 use serde_json::Value;
@@ -96,7 +97,7 @@ struct CodexTurn<'a> {
     codex: &'a mut Codex,
     turn: &'a mut Turn,
     collector: &'a mut ReplyCollector,
-    step_id: u32,
+    step_id: StepId,
 }
 
 impl Framing for CodexTurn<'_> {
@@ -203,7 +204,7 @@ impl Codex {
         self.steps.log(text);
     }
 
-    fn spawn(&mut self, prompt: &str, step_id: u32) -> Result<ChildStdout, AgentError> {
+    fn spawn(&mut self, prompt: &str, step_id: StepId) -> Result<ChildStdout, AgentError> {
         let home = self.codex_home();
         let fresh = !home.exists();
         std::fs::create_dir_all(&home).map_err(|source| AgentError::Spawn {
@@ -253,7 +254,7 @@ impl Codex {
         raw: &[u8],
         turn: &mut Turn,
         collector: &mut ReplyCollector,
-        step_id: u32,
+        step_id: StepId,
     ) -> (bool, Option<StepVerdict>) {
         if let Some(jsonl) = &self.steps.jsonl {
             jsonl.write(raw);
@@ -383,7 +384,7 @@ impl Codex {
         event: &Value,
         turn: &mut Turn,
         collector: &mut ReplyCollector,
-        step_id: u32,
+        step_id: StepId,
     ) -> StepVerdict {
         let usage = self.usage(&event["usage"], turn.model_turns);
         let totals = (

@@ -26,6 +26,7 @@ use super::{
     agent_env, bootstrap, AgentContext, AgentError, CancelSignal, Provider, ProviderKind,
     StepRequest, StepVerdict,
 };
+use crate::model::ids::StepId;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::process::job_control::Deadline;
 use crate::process::owner::{Owner, Role, Scope};
@@ -122,7 +123,7 @@ impl CommandProvider {
     async fn exchange(
         &mut self,
         line: serde_json::Value,
-        step_id: u32,
+        step_id: StepId,
         timeout: Duration,
         cancel: CancelSignal,
     ) -> StepVerdict {
@@ -423,7 +424,9 @@ impl Provider for CommandProvider {
         });
         let (_never, cancel) = tokio::sync::watch::channel(false);
         let timeout = self.ctx.spec.step_timeout;
-        let verdict = self.exchange(line, 0, timeout, cancel).await;
+        let verdict = self
+            .exchange(line, StepId::BOOTSTRAP, timeout, cancel)
+            .await;
         let command = self
             .process
             .as_ref()

@@ -31,7 +31,7 @@ pub mod tool_calls;
 pub mod transcript;
 pub mod turn;
 
-use crate::model::ids::{RunId, SessionId, SuiteId};
+use crate::model::ids::{RunId, SessionId, StepId, SuiteId};
 use crate::model::markers::Evidence;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::model::redact::Secrets;
@@ -157,7 +157,7 @@ impl SessionFacts {
 /// One planned step, its instruction already substituted.
 #[derive(Debug, Clone)]
 pub struct StepRequest {
-    pub step_id: u32,
+    pub step_id: StepId,
     pub source_file: String,
     pub source_index: usize,
     pub include_chain: Vec<String>,
@@ -264,7 +264,7 @@ impl std::fmt::Display for AgentDeath {
 /// The verdict on one step. `message`, `logs` and evidence paths are already redacted.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepVerdict {
-    pub step_id: u32,
+    pub step_id: StepId,
     pub status: StepStatus,
     pub message: String,
     pub logs: Vec<String>,
@@ -292,7 +292,7 @@ pub struct StepVerdict {
 }
 
 impl StepVerdict {
-    pub fn new(step_id: u32, status: StepStatus, message: impl Into<String>) -> Self {
+    pub fn new(step_id: StepId, status: StepStatus, message: impl Into<String>) -> Self {
         Self {
             step_id,
             status,
@@ -330,11 +330,11 @@ impl StepVerdict {
 #[derive(Debug, Clone, PartialEq)]
 pub enum AgentEvent {
     Log {
-        step_id: u32,
+        step_id: StepId,
         message: String,
     },
     Evidence {
-        step_id: u32,
+        step_id: StepId,
         evidence: Evidence,
     },
     /// The agent process ended without being asked to (between or during steps).
@@ -342,7 +342,7 @@ pub enum AgentEvent {
     /// The watchdog stopped a hung or dead agent and started it again, its conversation resumed;
     /// the step is retried.
     Restarted {
-        step_id: u32,
+        step_id: StepId,
         reason: String,
     },
 }
@@ -412,7 +412,7 @@ pub struct AgentContext {
 impl AgentContext {
     /// The collector of one step's reply: its news goes to the session, secrets redacted, paths
     /// relative to the run directory.
-    pub fn collector(&self, step_id: u32) -> reply::ReplyCollector {
+    pub fn collector(&self, step_id: StepId) -> reply::ReplyCollector {
         reply::ReplyCollector::new(step_id, self.events.clone(), self.facts.secrets.clone())
             .relative_to(&self.facts.run_dir)
     }
@@ -539,7 +539,7 @@ mod tests {
             assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
         }
         let request = StepRequest {
-            step_id: 4,
+            step_id: StepId::new(4),
             source_file: "shared/login.test.toml".into(),
             source_index: 2,
             include_chain: vec!["checkout.test.toml".into(), "shared/login.test.toml".into()],

@@ -8,6 +8,7 @@ use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::transcript::SharedTranscript;
 use super::turn::{self, Framing, Limits, Output, TurnEnd};
 use super::{agent_env, AgentContext, AgentDeath, AgentError, CancelSignal, StepVerdict};
+use crate::model::ids::StepId;
 use crate::model::outcome::TeardownState;
 use crate::process::owner::{Owner, Role, Scope};
 use tokio::process::ChildStdout;
@@ -80,7 +81,7 @@ impl PerStep {
     pub fn spawn(
         &mut self,
         ctx: &AgentContext,
-        step_id: u32,
+        step_id: StepId,
         command: StepCommand,
     ) -> Result<ChildStdout, AgentError> {
         let provider = ctx.spec.provider.as_str();

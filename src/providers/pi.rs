@@ -28,6 +28,7 @@ use super::{
     bootstrap, AgentContext, AgentError, AgentFault, CancelSignal, Provider, ProviderKind,
     StepRequest, StepUsage, StepVerdict,
 };
+use crate::model::ids::StepId;
 use crate::model::markers::scan_text;
 use crate::model::outcome::{StepStatus, TeardownState};
 use serde_json::Value;
@@ -55,7 +56,7 @@ pub struct Pi {
 struct Turn<'a> {
     pi: &'a mut Pi,
     collector: &'a mut ReplyCollector,
-    step_id: u32,
+    step_id: StepId,
     last_text: Option<String>,
     /// The last assistant message's error (`stopReason: "error"`), or a retry notice.
     last_error: Option<String>,
@@ -144,7 +145,7 @@ impl Pi {
         self.steps.log(text);
     }
 
-    fn spawn(&mut self, prompt: &str, step_id: u32) -> Result<ChildStdout, AgentError> {
+    fn spawn(&mut self, prompt: &str, step_id: StepId) -> Result<ChildStdout, AgentError> {
         let dir = self.session_dir();
         std::fs::create_dir_all(&dir).map_err(|source| AgentError::Spawn {
             command: format!("mkdir {}", dir.display()),

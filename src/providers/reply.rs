@@ -3,6 +3,7 @@
 //! the last one. Everything kept or sent is redacted.
 
 use super::{AgentEvent, StepVerdict};
+use crate::model::ids::StepId;
 use crate::model::markers::{Evidence, Marker, MarkerScanner, ResultMarker, ResultVerdict};
 use crate::model::outcome::StepStatus;
 use crate::model::redact::Secrets;
@@ -12,7 +13,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 #[derive(Debug)]
 pub struct ReplyCollector {
-    step_id: u32,
+    step_id: StepId,
     scanner: MarkerScanner,
     logs: Vec<String>,
     evidence: Vec<Evidence>,
@@ -26,7 +27,11 @@ pub struct ReplyCollector {
 }
 
 impl ReplyCollector {
-    pub fn new(step_id: u32, events: UnboundedSender<AgentEvent>, secrets: Arc<Secrets>) -> Self {
+    pub fn new(
+        step_id: StepId,
+        events: UnboundedSender<AgentEvent>,
+        secrets: Arc<Secrets>,
+    ) -> Self {
         Self {
             step_id,
             scanner: MarkerScanner::new(),

@@ -24,6 +24,7 @@ use super::{
     agent_env, command::cancelled, AgentContext, AgentError, CancelSignal, Provider, ProviderKind,
     StepRequest, StepVerdict, AGENT_MARKER_ENV,
 };
+use crate::model::ids::StepId;
 use crate::model::markers::{ResultMarker, ResultVerdict};
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::process::exit::ExitStatus;
@@ -154,7 +155,7 @@ impl ShellProvider {
     async fn run_command(
         &mut self,
         command: &str,
-        step_id: u32,
+        step_id: StepId,
         deadline: Deadline,
         cancel: &mut CancelSignal,
         collector: &mut ReplyCollector,

@@ -28,6 +28,7 @@ use super::context::{ActionAt, ReplayContext};
 use super::verdict::Fallback;
 use crate::browser::mcp::McpCommand;
 use crate::browser::mcp_client::{McpClientError, PlaywrightClient};
+use crate::model::ids::StepId;
 use crate::process::owner::Owner;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -318,7 +319,7 @@ impl BrowserReplay {
     /// Keeps the images of a screenshot taken again for step `step_id` in the run's
     /// `screenshots/`; a file that cannot be written is left out (the evidence is missing, the
     /// replay is not wrong).
-    fn keep_screenshot(&self, step_id: u32, images: &[Vec<u8>]) {
+    fn keep_screenshot(&self, step_id: StepId, images: &[Vec<u8>]) {
         let Ok(mut kept) = self.screenshots.lock() else {
             return;
         };

@@ -10,6 +10,7 @@ use super::normalize::Normalizer;
 use super::placeholders::Placeholders;
 use super::verdict::Fallback;
 use crate::console::Console;
+use crate::model::ids::{RunId, StepId};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -23,8 +24,8 @@ pub struct ReplayContext<'a> {
     pub placeholders: &'a Placeholders,
     pub normalizer: &'a Normalizer,
     /// The run: owner of shell actions' groups.
-    pub run_id: String,
-    pub step_id: u32,
+    pub run_id: RunId,
+    pub step_id: StepId,
     /// A shell action's whole environment (the agent's, without the agent's marker).
     pub env: Vec<(String, String)>,
     /// The step's timeout: the longest an action may run when the agent's own tool set no

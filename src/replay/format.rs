@@ -8,6 +8,7 @@
 use super::browser_refs::ElementPath;
 use super::domains::{Learned, Relation};
 use super::files::FileCheck;
+use crate::model::ids::StepId;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::io;
@@ -43,7 +44,7 @@ pub struct Recording {
 #[serde(deny_unknown_fields)]
 pub struct RecordedStep {
     /// The step's 1-based place in the root test's plan.
-    pub step: usize,
+    pub step: StepId,
     /// Where the instruction was written (`PlannedStep::provenance`).
     pub provenance: String,
     /// [`crate::replay::placeholders::instruction_hash`] of the instruction as sent.
@@ -463,9 +464,9 @@ impl serde_json::ser::Formatter for Layout {
 mod tests {
     use super::*;
 
-    fn step(n: usize, outputs: &[&str]) -> RecordedStep {
+    fn step(n: u32, outputs: &[&str]) -> RecordedStep {
         RecordedStep {
-            step: n,
+            step: StepId::new(n),
             provenance: format!("tests/a.test.toml#{n}"),
             instruction_hash: "ab".repeat(32),
             provider: "claude-code".parse().expect("a provider"),

@@ -328,6 +328,7 @@ pub fn unreplayable_tool(tool: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::ids::StepId;
 
     #[test]
     fn only_console_and_shell_tools_replay() {
@@ -351,7 +352,7 @@ mod tests {
 
     fn pass(actions: Vec<Action>) -> RecordedStep {
         RecordedStep {
-            step: 1,
+            step: StepId::new(1),
             provenance: "t#1".into(),
             instruction_hash: "h".into(),
             provider: "command".parse().expect("a provider"),

@@ -24,6 +24,7 @@ use super::told::Told;
 use super::verdict::{Fallback, Miss, Verdict};
 use crate::console::record::CallRecord;
 use crate::console::Console;
+use crate::model::ids::{RunId, StepId};
 use crate::model::load::RootTest;
 use crate::model::outcome::StepStatus;
 use crate::model::plan::PlannedStep;
@@ -97,12 +98,12 @@ struct Setup<'a> {
 pub struct StepAsked<'a> {
     pub step: &'a PlannedStep,
     /// The step's id in events and reports.
-    pub id: u32,
+    pub id: StepId,
     /// The instruction as the agent would get it.
     pub instruction: &'a str,
     /// The session's console (`None` when `[provider] console` is off).
     pub console: Option<&'a Console>,
-    pub run_id: &'a str,
+    pub run_id: &'a RunId,
     /// The step's timeout: an action the agent's tool set no bound for is bound as the agent's
     /// step was.
     pub step_timeout: Duration,
@@ -562,8 +563,8 @@ impl ReplaySession {
             console: asked.console,
             placeholders: &self.placeholders,
             normalizer: &self.normalizer,
-            run_id: asked.run_id.to_string(),
-            step_id: u32::try_from(key.step).unwrap_or(u32::MAX),
+            run_id: asked.run_id.clone(),
+            step_id: key.step,
             // As the agent's own shell tool ran it: with the step's id.
             env: self
                 .env
@@ -585,7 +586,7 @@ impl ReplaySession {
     }
 
     /// `[replay] audit` picks this step today: it goes to the agent although it could replay.
-    fn audits(&self, step: usize) -> bool {
+    fn audits(&self, step: StepId) -> bool {
         let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
         self.audit.picks(&self.test, step, &today)
     }
@@ -600,7 +601,7 @@ impl ReplaySession {
     }
 
     /// Deletes the step's recording (an audit found it would have passed a failing step).
-    fn forget(&mut self, step: usize) -> Result<(), String> {
+    fn forget(&mut self, step: StepId) -> Result<(), String> {
         let Ok(recording) = &mut self.recording else {
             return Ok(());
         };
@@ -612,7 +613,7 @@ impl ReplaySession {
     /// count one more quiet replay, and one quiet for
     /// [`super::domains::EXPIRES_AFTER`] replays is exact again. The recording is
     /// written only when a count changed.
-    fn age(&mut self, step: usize, varied: &[(usize, Position)]) {
+    fn age(&mut self, step: StepId, varied: &[(usize, Position)]) {
         let Ok(recording) = &mut self.recording else {
             return;
         };
@@ -739,7 +740,7 @@ mod tests {
 
     fn step() -> PlannedStep {
         PlannedStep {
-            step_id: 1,
+            step_id: StepId::new(1),
             source_file: "t.test.toml".into(),
             source_index: 0,
             include_chain: Vec::new(),
@@ -772,10 +773,10 @@ mod tests {
     async fn before(replay: &mut ReplaySession, step: &PlannedStep) -> Before {
         let asked = StepAsked {
             step,
-            id: 1,
+            id: StepId::new(1),
             instruction: "check the value",
             console: None,
-            run_id: "session-unit-test",
+            run_id: &RunId::new("session-unit-test"),
             step_timeout: Duration::from_secs(30),
         };
         match replay.before(&asked, std::future::pending::<()>()).await {

@@ -7,6 +7,7 @@
 
 use super::format::{RecordedStep, Recording, LEARNED_MASKS_SINCE, SCHEMA_VERSION};
 use super::verdict::Miss;
+use crate::model::ids::StepId;
 use crate::model::provider::ProviderKind;
 use crate::report::ground::error::ReportError;
 use std::path::{Path, PathBuf};
@@ -172,7 +173,7 @@ pub fn save(path: &Path, recording: &Recording) -> Result<(), ReportError> {
 /// sent (hashed, volatile values masked), and the provider.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StepKey {
-    pub step: usize,
+    pub step: StepId,
     pub provenance: String,
     pub instruction_hash: String,
     pub provider: ProviderKind,
@@ -277,7 +278,7 @@ mod tests {
     fn recording() -> Recording {
         let mut rec = Recording::new("tests/a.test.toml");
         rec.upsert(RecordedStep {
-            step: 1,
+            step: StepId::new(1),
             provenance: "tests/a.test.toml#1".into(),
             instruction_hash: "h1".into(),
             provider: "claude-code".parse().expect("a provider"),
@@ -300,7 +301,7 @@ mod tests {
 
     fn key() -> StepKey {
         StepKey {
-            step: 1,
+            step: StepId::new(1),
             provenance: "tests/a.test.toml#1".into(),
             instruction_hash: "h1".into(),
             provider: "claude-code".parse().expect("a provider"),
@@ -394,7 +395,7 @@ mod tests {
             f(&mut k);
             rec.lookup(&k, now, 30).expect_err("miss")
         };
-        assert_eq!(with(|k| k.step = 2), Miss::NoStep);
+        assert_eq!(with(|k| k.step = StepId::new(2)), Miss::NoStep);
         assert_eq!(
             with(|k| k.instruction_hash = "h2".into()),
             Miss::InstructionChanged
@@ -442,7 +443,13 @@ mod tests {
             "recorded 2026-11-01 (1 action: 1 shell)"
         );
         assert_eq!(
-            status(StepKey { step: 2, ..key() }, 30),
+            status(
+                StepKey {
+                    step: StepId::new(2),
+                    ..key()
+                },
+                30
+            ),
             "not replayable, step not recorded"
         );
         assert!(status(key(), 10).contains("23 days old"));

@@ -4,6 +4,7 @@
 
 use super::format::{Action, RecordedStep};
 use super::placeholders::Placeholders;
+use crate::model::ids::StepId;
 
 /// How much of a replayed action's output the agent is told.
 const SUMMARY_OUTPUT_CHARS: usize = 300;
@@ -19,7 +20,7 @@ impl Told {
     pub fn replayed(
         &mut self,
         placeholders: &Placeholders,
-        step_id: u32,
+        step_id: StepId,
         instruction: &str,
         step: &RecordedStep,
     ) {
@@ -34,7 +35,7 @@ impl Told {
     pub fn partial(
         &mut self,
         placeholders: &Placeholders,
-        step_id: u32,
+        step_id: StepId,
         step: &RecordedStep,
         stopped: usize,
         drifted: bool,

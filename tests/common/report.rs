@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use bugatti::model::ids::{RunId, SessionId, StepId};
 use bugatti::model::outcome::{RunOutcome, StepStatus, TeardownState};
 use bugatti::report::records::events::{
     Event, EventClock, EventKind, Provenance, SetupState, Usage,
@@ -18,8 +19,8 @@ pub const SECRET: &str = "sk-live-7f3a9c";
 pub fn plan(artifact_dir: &Path, run_id: &str, test_file: &str, attempt: u32) -> RunPlan {
     RunPlan {
         identity: RunIdentity {
-            run_id: run_id.to_string(),
-            session_id: format!("session-{run_id}"),
+            run_id: RunId::new(run_id),
+            session_id: SessionId::new(format!("session-{run_id}")),
             suite_id: "suite-1".into(),
             test_file: test_file.to_string(),
             test_name: format!("Test {test_file}"),
@@ -38,7 +39,7 @@ pub fn plan(artifact_dir: &Path, run_id: &str, test_file: &str, attempt: u32) ->
         skipped_commands: vec!["seed".into()],
         steps: (1..=3)
             .map(|i| PlanEntry {
-                step_id: i,
+                step_id: StepId::new(i),
                 provenance: Provenance {
                     source_file: if i == 2 {
                         "shared/login.test.toml".into()
@@ -113,13 +114,13 @@ pub fn events(clock: &EventClock, last: StepStatus, outcome: RunOutcome) -> Vec<
             },
         },
         EventKind::StepStarted {
-            step_id: 1,
+            step_id: StepId::new(1),
             instruction: "Step 1".into(),
             instruction_sent: None,
             provenance: prov(1),
         },
         EventKind::StepFinished {
-            step_id: 1,
+            step_id: StepId::new(1),
             status: StepStatus::Ok,
             message: None,
             duration_ms: 10,
@@ -127,23 +128,23 @@ pub fn events(clock: &EventClock, last: StepStatus, outcome: RunOutcome) -> Vec<
             replay: None,
         },
         EventKind::StepStarted {
-            step_id: 2,
+            step_id: StepId::new(2),
             instruction: "Step 2".into(),
             instruction_sent: None,
             provenance: prov(2),
         },
         EventKind::AgentLog {
-            step_id: 2,
+            step_id: StepId::new(2),
             message: format!("cart total is 0, token {SECRET}"),
         },
         EventKind::Evidence {
-            step_id: 2,
+            step_id: StepId::new(2),
             kind: "screenshot".into(),
             path: "screenshots/cart.png".into(),
             problem: None,
         },
         EventKind::StepFinished {
-            step_id: 2,
+            step_id: StepId::new(2),
             status: StepStatus::Warn,
             message: Some("cart slow to load".into()),
             duration_ms: 20,
@@ -160,17 +161,17 @@ pub fn events(clock: &EventClock, last: StepStatus, outcome: RunOutcome) -> Vec<
     ];
     if last != StepStatus::NotRun {
         kinds.push(EventKind::StepStarted {
-            step_id: 3,
+            step_id: StepId::new(3),
             instruction: "Step 3".into(),
             instruction_sent: None,
             provenance: prov(3),
         });
         kinds.push(EventKind::AgentLog {
-            step_id: 3,
+            step_id: StepId::new(3),
             message: "button missing".into(),
         });
         kinds.push(EventKind::StepFinished {
-            step_id: 3,
+            step_id: StepId::new(3),
             status: last,
             message: if last == StepStatus::Ok {
                 None

@@ -125,7 +125,7 @@ impl Rig {
 
 pub fn step(step_id: u32, instruction: impl Into<String>, timeout: Duration) -> StepRequest {
     StepRequest {
-        step_id,
+        step_id: bugatti::model::ids::StepId::new(step_id),
         source_file: "agent.test.toml".into(),
         source_index: step_id as usize,
         include_chain: vec!["root.test.toml".into(), "agent.test.toml".into()],

@@ -2,6 +2,7 @@
 //! or invents planned steps, and a step keeps `not_run` unless a `step_finished` names it.
 
 use crate::common::report::plan;
+use bugatti::model::ids::StepId;
 use bugatti::model::outcome::{RunOutcome, StepStatus, TeardownState};
 use bugatti::report::records::events::{EventClock, EventKind, Provenance, SetupState};
 use bugatti::report::records::run_record::RunRecord;
@@ -30,7 +31,8 @@ fn outcome() -> impl Strategy<Value = RunOutcome> {
 }
 
 fn kind() -> impl Strategy<Value = EventKind> {
-    let step = 0u32..6; // the plan has steps 1..=3: 0, 4, 5 are strangers
+    // The plan has steps 1..=3: 0, 4, 5 are strangers.
+    let step = (0u32..6).prop_map(StepId::new);
     let cmd = prop_oneof![Just("server".to_string()), Just("other".to_string())];
     prop_oneof![
         (step.clone(), ".{0,20}")
@@ -108,7 +110,7 @@ proptest! {
         prop_assert_eq!(record.outcome.is_some(), ended);
         let strangers = kinds.iter().filter(|k| match k {
             EventKind::AgentLog { step_id, .. } | EventKind::StepStarted { step_id, .. }
-            | EventKind::StepFinished { step_id, .. } | EventKind::Evidence { step_id, .. } => !(1..=3).contains(step_id),
+            | EventKind::StepFinished { step_id, .. } | EventKind::Evidence { step_id, .. } => !(1..=3).contains(&step_id.get()),
             _ => false,
         }).count();
         prop_assert_eq!(record.anomalies.len(), strangers);

@@ -4,6 +4,7 @@
 
 use bugatti::browser::cdp::CdpClient;
 use bugatti::browser::{Browser, BrowserError, BrowserLaunch, CaptureSet, Monitor};
+use bugatti::model::ids::StepId;
 use bugatti::process::Scope;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
@@ -291,7 +292,9 @@ async fn a_step_capture_holds_the_screenshot_the_console_error_and_the_404() {
         )
         .await
         .expect("loaded");
-    let capture = monitor.capture_step(3, &run_dir, CaptureSet::all()).await;
+    let capture = monitor
+        .capture_step(StepId::new(3), &run_dir, CaptureSet::all())
+        .await;
     assert!(capture.problems.is_empty(), "{:?}", capture.problems);
     let kinds: Vec<_> = capture.evidence.iter().map(|e| e.kind()).collect();
     assert_eq!(
@@ -332,7 +335,9 @@ async fn a_step_capture_holds_the_screenshot_the_console_error_and_the_404() {
 
     // The next step's window starts empty: the first step's messages are not repeated.
     monitor.begin_step();
-    let next = monitor.capture_step(4, &run_dir, CaptureSet::all()).await;
+    let next = monitor
+        .capture_step(StepId::new(4), &run_dir, CaptureSet::all())
+        .await;
     assert_eq!(next.console_errors, 0, "{next:?}");
     let console =
         std::fs::read_to_string(run_dir.join("browser/step-4.console.jsonl")).expect("console");
@@ -360,7 +365,7 @@ async fn a_capture_from_a_browser_that_died_is_a_noted_problem() {
     browser.stop(true).await;
     assert_none_left(&run, &profile);
     let capture = monitor
-        .capture_step(1, &dir.path().join("run"), CaptureSet::all())
+        .capture_step(StepId::new(1), &dir.path().join("run"), CaptureSet::all())
         .await;
     assert!(!capture.problems.is_empty(), "{capture:?}");
     assert!(
@@ -481,7 +486,9 @@ async fn the_real_playwright_mcp_drives_the_supervised_browser_and_the_capture_s
     .await;
     assert!(snapshot.to_string().contains("Shop"), "{snapshot}");
 
-    let capture = monitor.capture_step(1, &run_dir, CaptureSet::all()).await;
+    let capture = monitor
+        .capture_step(StepId::new(1), &run_dir, CaptureSet::all())
+        .await;
     assert!(capture.problems.is_empty(), "{:?}", capture.problems);
     let screenshots: Vec<_> = capture
         .evidence
@@ -623,7 +630,7 @@ async fn a_session_browser_follows_its_config_and_leaves_nothing() {
         )
         .await
         .expect("loaded");
-    let capture = session.end_step(2, &run_dir).await;
+    let capture = session.end_step(StepId::new(2), &run_dir).await;
     assert!(capture.problems.is_empty(), "{:?}", capture.problems);
     // Two pages (the first about:blank and the app): one screenshot, the app's, since a blank
     // page is no evidence; no network file (not asked for).

@@ -59,7 +59,7 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
     assert_exit(&out, 0);
     let record = p.record_for("counter.test.toml");
     assert_eq!(record.outcome, Some(RunOutcome::Warned), "{record:?}");
-    assert_eq!(record.identity.provider, "claude-code");
+    assert_eq!(record.identity.provider.as_str(), "claude-code");
     let steps = &record.steps;
     assert_eq!(steps[0].status, StepStatus::Ok);
     assert_eq!(

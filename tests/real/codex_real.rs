@@ -67,7 +67,7 @@ fn three_steps_run_in_one_codex_thread_with_a_shell_call_each() {
     let (out, _) = run(&p, &bin);
     assert_exit(&out, 1);
     let record = p.record_for("codex.test.toml");
-    assert_eq!(record.identity.provider, "codex");
+    assert_eq!(record.identity.provider.as_str(), "codex");
     let steps = &record.steps;
     assert_eq!(steps[0].status, StepStatus::Ok, "{record:?}");
     assert_eq!(

@@ -118,7 +118,7 @@ fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay(bin:
     // 1. The agent passes both steps in one pi session; tokens and cost are counted.
     let (code, console, record, requests) = run(&p, bin, side.path(), "first", script);
     assert_eq!(code, Some(0), "{console}\n{record:?}");
-    assert_eq!(record.identity.provider, "pi", "{record:?}");
+    assert_eq!(record.identity.provider.as_str(), "pi", "{record:?}");
     assert_eq!(
         record.statuses(),
         [StepStatus::Ok, StepStatus::Ok],

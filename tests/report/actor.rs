@@ -7,6 +7,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::common::report::{all_files, assert_absent_everywhere, events, plan, SharedBuf, SECRET};
 use bugatti::actors::reporter::{ReporterActor, ReporterArgs, ReporterMsg};
+use bugatti::model::ids::{RunId, StepId};
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::model::redact::Secrets;
 use bugatti::report::live::console::{LiveView, Verbosity};
@@ -146,7 +147,7 @@ async fn session(reporter: ActorRef<ReporterMsg>, artifacts: PathBuf, run: Run) 
         cast!(
             reporter,
             ReporterMsg::Event {
-                run_id: run_id.to_string(),
+                run_id: RunId::new(run_id),
                 event: ev
             }
         )
@@ -155,7 +156,7 @@ async fn session(reporter: ActorRef<ReporterMsg>, artifacts: PathBuf, run: Run) 
     }
     if finish {
         let files = call!(reporter, |reply| ReporterMsg::RunFinished {
-            run_id: run_id.to_string(),
+            run_id: RunId::new(run_id),
             reply
         })
         .expect("reporter answers")
@@ -532,7 +533,7 @@ async fn unwritable_run_directory_is_an_error_reply_naming_it() {
         ReporterMsg::Event {
             run_id: "run-x".into(),
             event: EventClock::start().event(EventKind::AgentLog {
-                step_id: 1,
+                step_id: StepId::new(1),
                 message: "late".into()
             })
         }
@@ -603,7 +604,7 @@ async fn run_reporter_handle_records_a_real_process_step() {
         .expect("spawn sh");
     let pid = child.id().expect("pid");
     run.emit(EventKind::StepStarted {
-        step_id: 1,
+        step_id: StepId::new(1),
         instruction: summarize_instruction(&p.steps[0].instruction, 80),
         instruction_sent: None,
         provenance: Provenance {
@@ -618,14 +619,14 @@ async fn run_reporter_handle_records_a_real_process_step() {
     while let Some(line) = lines.next_line().await.expect("read") {
         if let Some(msg) = line.strip_prefix("BUGATTI_LOG ") {
             run.emit(EventKind::AgentLog {
-                step_id: 1,
+                step_id: StepId::new(1),
                 message: msg.to_string(),
             })
             .expect("emit");
         } else if let Some(rest) = line.strip_prefix("BUGATTI_EVIDENCE ") {
             let (kind, path) = rest.split_once(' ').expect("kind and path");
             run.emit(EventKind::Evidence {
-                step_id: 1,
+                step_id: StepId::new(1),
                 kind: kind.into(),
                 path: path.into(),
                 problem: None,
@@ -638,7 +639,7 @@ async fn run_reporter_handle_records_a_real_process_step() {
     let status = child.wait().await.expect("wait");
     assert!(status.success());
     run.emit(EventKind::StepFinished {
-        step_id: 1,
+        step_id: StepId::new(1),
         status: StepStatus::Warn,
         message: verdict,
         duration_ms: u64::try_from(run.clock().elapsed().as_millis()).unwrap_or(0),
@@ -695,7 +696,7 @@ async fn concurrent_sessions_keep_their_own_event_order() {
                 .expect("start");
             for n in 0..LOGS {
                 run.emit(EventKind::AgentLog {
-                    step_id: 1,
+                    step_id: StepId::new(1),
                     message: format!("{run_id} message {n}"),
                 })
                 .expect("emit");

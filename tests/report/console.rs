@@ -5,6 +5,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 
 use crate::common::report::{events, plan, SharedBuf, SECRET};
+use bugatti::model::ids::{RunId, StepId, SuiteId};
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::model::redact::Secrets;
 use bugatti::report::ground::scrub::Redactor;
@@ -42,7 +43,7 @@ fn play(console: &mut LiveView, last: StepStatus, outcome: RunOutcome) -> (RunRe
 
 fn summary(records: &[RunRecord]) -> SuiteSummary {
     let now = chrono::Utc::now();
-    SuiteSummary::build("suite-9", now, now, false, records, &[])
+    SuiteSummary::build(&SuiteId::new("suite-9"), now, now, false, records, &[])
 }
 
 #[test]
@@ -225,7 +226,7 @@ fn a_command_line_says_whether_it_came_before_during_or_after_a_step() {
     use bugatti::report::records::events::{EventKind, Provenance, SetupState};
     let buf = SharedBuf::default();
     let mut console = LiveView::plain_to(Box::new(buf.clone()), Verbosity::Normal);
-    let run_id = "0192-abcdef";
+    let run_id = &RunId::new("0192-abcdef");
     console.run_started(run_id, "c.test.toml");
     let clock = EventClock::start();
     let status = |command: &str, state: SetupState| EventKind::SetupStatus {
@@ -238,7 +239,7 @@ fn a_command_line_says_whether_it_came_before_during_or_after_a_step() {
     let kinds = [
         status("server", SetupState::Started),
         EventKind::StepStarted {
-            step_id: 1,
+            step_id: StepId::new(1),
             instruction: "Step 1".into(),
             instruction_sent: None,
             provenance: Provenance {
@@ -258,7 +259,7 @@ fn a_command_line_says_whether_it_came_before_during_or_after_a_step() {
         ),
         status("server", ready("again after restart 1")),
         EventKind::StepFinished {
-            step_id: 1,
+            step_id: StepId::new(1),
             status: StepStatus::Ok,
             message: None,
             duration_ms: 10,

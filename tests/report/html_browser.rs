@@ -10,6 +10,7 @@ use crate::common;
 use crate::common::report::plan;
 use bugatti::browser::cdp::CdpClient;
 use bugatti::browser::{Browser, BrowserLaunch};
+use bugatti::model::ids::SuiteId;
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::model::replay::{Drift, ReplayedAction, StepMode};
 use bugatti::process::Scope;
@@ -322,7 +323,7 @@ async fn report_html_timeline_film_strip_diff_groups_and_copy_in_a_real_browser(
     let records = mixed_suite(&artifacts, &shots);
     let now = Utc::now();
     let summary = SuiteSummary::build(
-        "merged-suite",
+        &SuiteId::new("merged-suite"),
         now - Span::minutes(5),
         now,
         false,

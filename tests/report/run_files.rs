@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::common::report::{assert_absent_everywhere, events, plan, SECRET};
+use bugatti::model::ids::StepId;
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::model::redact::Secrets;
 use bugatti::report::ground::scrub::Redactor;
@@ -347,7 +348,7 @@ fn a_large_run_json_is_rewritten_at_a_bounded_rate_and_catches_up_on_flush() {
     plan.steps = (1..=5_000)
         .map(|i| {
             let mut step = template.clone();
-            step.step_id = i;
+            step.step_id = StepId::new(i);
             step.instruction = format!("Check item {i} of the catalogue and its price.");
             step
         })
@@ -363,7 +364,7 @@ fn a_large_run_json_is_rewritten_at_a_bounded_rate_and_catches_up_on_flush() {
             provenance: template.provenance.clone(),
         })
     };
-    writer.apply(&started(1)).expect("apply");
+    writer.apply(&started(StepId::new(1))).expect("apply");
     let due = writer.run_json_due_in();
     assert!(
         due.is_some(),

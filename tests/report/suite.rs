@@ -2,6 +2,7 @@
 //! warnings, reruns of a test that never passed, not-run tests; JUnit parsed back.
 
 use crate::common::report::{events, plan};
+use bugatti::model::ids::SuiteId;
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::report::records::events::EventClock;
 use bugatti::report::records::run_record::RunRecord;
@@ -57,7 +58,7 @@ fn a_test_failing_every_attempt_carries_its_reruns_and_is_not_flaky() {
         record("p1", "p.test.toml", 1, StepStatus::Ok, RunOutcome::Passed),
     ];
     let now = chrono::Utc::now();
-    let s = SuiteSummary::build("s", now, now, false, &records, &[]);
+    let s = SuiteSummary::build(&SuiteId::new("s"), now, now, false, &records, &[]);
     assert_eq!(s.tests.len(), 2);
     assert_eq!(s.tests[0].test_file, "p.test.toml");
     let x = &s.tests[1];
@@ -104,9 +105,9 @@ fn strict_warnings_turn_a_warned_attempt_into_a_failure_and_a_later_pass_into_fl
         record("w2", "w.test.toml", 2, StepStatus::Ok, RunOutcome::Passed),
     ];
     let now = chrono::Utc::now();
-    let lenient = SuiteSummary::build("s", now, now, false, &records, &[]);
+    let lenient = SuiteSummary::build(&SuiteId::new("s"), now, now, false, &records, &[]);
     assert!(!lenient.tests[0].flaky);
-    let strict = SuiteSummary::build("s", now, now, true, &records, &[]);
+    let strict = SuiteSummary::build(&SuiteId::new("s"), now, now, true, &records, &[]);
     assert!(strict.tests[0].flaky);
     assert_eq!(strict.totals.flaky, 1);
     let report = parse(&strict, &records);
@@ -144,7 +145,7 @@ fn interrupted_and_error_are_junit_errors_and_not_run_tests_are_skipped() {
         "e.test.toml".to_string(),
         "z.test.toml".to_string(),
     ];
-    let s = SuiteSummary::build("s", now, now, false, &records, &not_run);
+    let s = SuiteSummary::build(&SuiteId::new("s"), now, now, false, &records, &not_run);
     // A test that ran is not also "not run"; duplicates collapse.
     assert_eq!(s.not_run, vec!["z.test.toml".to_string()]);
     assert_eq!(
@@ -189,9 +190,48 @@ fn summary_json_round_trips() {
         RunOutcome::Passed,
     )];
     let now = chrono::Utc::now();
-    let s = SuiteSummary::build("s", now, now, false, &records, &[]);
+    let s = SuiteSummary::build(&SuiteId::new("s"), now, now, false, &records, &[]);
     let json = serde_json::to_string_pretty(&s).expect("json");
     assert!(json.contains("\"schema_version\": 2"), "{json}");
     let back: SuiteSummary = serde_json::from_str(&json).expect("parse");
     assert_eq!(back, s);
+}
+
+/// A shard written by another version may name a provider this one does not know: `merge` and
+/// `report` still read its run (they only show the name) and keep the name as it was written.
+#[test]
+fn a_run_naming_a_provider_this_version_does_not_know_still_loads() {
+    use bugatti::model::artifacts::{RunPaths, SuitePaths};
+    use bugatti::report::store::artifact_dir::load_suite;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let artifacts = tmp.path().join(".bugatti");
+    let mut r = RunRecord::from_plan(&plan(&artifacts, "r1", "a.test.toml", 1));
+    let clock = EventClock::start();
+    for ev in events(&clock, StepStatus::Ok, RunOutcome::Passed) {
+        r.apply(&ev);
+    }
+    let mut run_json = serde_json::to_value(&r).expect("json");
+    run_json["provider"] = "a-provider-of-a-later-version".into();
+    let run = RunPaths::new(&r.identity.run_dir);
+    std::fs::create_dir_all(&run.dir).expect("run dir");
+    std::fs::write(run.run_json(), run_json.to_string()).expect("run.json");
+    let now = chrono::Utc::now();
+    let suite_id = SuiteId::new("s1");
+    let summary = SuiteSummary::build(&suite_id, now, now, false, &[r], &[]);
+    let suite = SuitePaths::under(&artifacts, &suite_id);
+    std::fs::create_dir_all(&suite.dir).expect("suite dir");
+    std::fs::write(
+        suite.summary_json(),
+        serde_json::to_string(&summary).expect("json"),
+    )
+    .expect("summary.json");
+
+    let loaded = load_suite(&suite.dir).expect("the suite loads");
+    assert!(loaded.missing_runs.is_empty(), "{:?}", loaded.missing_runs);
+    assert_eq!(loaded.records.len(), 1);
+    let provider = &loaded.records[0].identity.provider;
+    assert_eq!(provider.as_str(), "a-provider-of-a-later-version");
+    assert_eq!(provider.kind(), None);
+    let again = serde_json::to_value(&loaded.records[0]).expect("json");
+    assert_eq!(again["provider"], run_json["provider"]);
 }

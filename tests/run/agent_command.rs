@@ -4,6 +4,7 @@
 
 use crate::common::rig::{scripted, Rig};
 use bugatti::actors::agent::{AgentActor, AgentArgs, AgentMsg};
+use bugatti::model::ids::StepId;
 use bugatti::model::outcome::{StepStatus, TeardownState};
 use bugatti::providers::{self, AgentContext, AgentError, AgentEvent, Provider, StepVerdict};
 use ractor::{call, Actor, ActorRef};
@@ -100,11 +101,14 @@ async fn ok_warn_error_over_one_session_through_the_actor() {
     // Live events arrived as the lines did, in order.
     let events = rig.drain_events();
     assert!(
-        matches!(&events[0], AgentEvent::Log { step_id: 1, message } if message == "opened the page")
+        matches!(&events[0], AgentEvent::Log { step_id: StepId::FIRST, message } if message == "opened the page")
     );
     assert!(matches!(
         &events[1],
-        AgentEvent::Evidence { step_id: 1, .. }
+        AgentEvent::Evidence {
+            step_id: StepId::FIRST,
+            ..
+        }
     ));
     // The agent got the docs/providers.md lines.
     let received =

@@ -57,7 +57,7 @@ async fn commands_run_in_the_workspace_with_the_session_env() {
     assert_eq!(facts, "4242 7");
     let events = rig.drain_events();
     assert!(
-        matches!(&events[0], AgentEvent::Log { step_id: 7, message } if message == "port is 4242")
+        matches!(&events[0], AgentEvent::Log { step_id, message } if *step_id == 7 && message == "port is 4242")
     );
     assert_eq!(p.close().await, TeardownState::Clean);
     let log = String::from_utf8_lossy(&rig.transcript("agent.log")).into_owned();

@@ -5,6 +5,7 @@
 use crate::common::assert_exit;
 use crate::common::records::*;
 use crate::common::{stderr, stdout, Project};
+use bugatti::model::ids::StepId;
 use bugatti::report::records::events::CheckpointAction;
 use bugatti::report::records::run_record::CheckpointStatus;
 use serde_json::Value;
@@ -97,7 +98,7 @@ fn a_passed_checkpoint_step_saves_and_from_checkpoint_restores_skips_and_reruns_
     assert_eq!(first.checkpoints[0].name, "seeded");
     assert_eq!(first.checkpoints[0].action, CheckpointAction::Save);
     assert_eq!(first.checkpoints[0].status, CheckpointStatus::Done);
-    assert_eq!(first.checkpoints[0].step_id, Some(3));
+    assert_eq!(first.checkpoints[0].step_id, Some(StepId::new(3)));
     let saved = p.root().join(".bugatti/checkpoints/tests__flow/seeded");
     assert_eq!(
         Some(first.checkpoints[0].path.as_str()),
@@ -117,7 +118,7 @@ fn a_passed_checkpoint_step_saves_and_from_checkpoint_restores_skips_and_reruns_
     );
     let marker: Value =
         serde_json::from_str(&read(&saved.with_file_name("seeded.saved.json"))).expect("json");
-    assert_eq!(marker["run_id"], first.identity.run_id);
+    assert_eq!(marker["run_id"], first.identity.run_id.as_str());
     let report = read(&run_dir(&first).join("report.md"));
     assert!(
         report.contains("## Checkpoints") && report.contains("| `seeded` | save | 3 | done |"),

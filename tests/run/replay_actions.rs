@@ -6,6 +6,7 @@
 
 use crate::common::processes_with_env_entry;
 use bugatti::console::{Console, ConsoleSetup};
+use bugatti::model::ids::StepId;
 use bugatti::model::redact::Secrets;
 use bugatti::replay::compare::Drift;
 use bugatti::replay::context::ReplayContext;
@@ -75,8 +76,8 @@ impl Session {
             console: Some(&self.console),
             placeholders: &self.placeholders,
             normalizer: &self.normalizer,
-            run_id: self.run_id.clone(),
-            step_id: 1,
+            run_id: self.run_id.clone().into(),
+            step_id: StepId::new(1),
             env: self.env.clone(),
             action_timeout: Duration::from_secs(10),
             instruction: "Check the app answers.".into(),
@@ -141,7 +142,7 @@ impl Session {
 
 fn step(actions: Vec<Action>) -> RecordedStep {
     RecordedStep {
-        step: 1,
+        step: StepId::new(1),
         provenance: "tests/a.test.toml#1".into(),
         instruction_hash: "h".into(),
         provider: bugatti::model::provider::ProviderKind::ClaudeCode,

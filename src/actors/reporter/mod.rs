@@ -29,6 +29,8 @@
 mod outlets;
 mod suite_end;
 
+use crate::model::ids::{RunId, SuiteId};
+use crate::model::provider::ProviderName;
 pub use outlets::*;
 
 use std::collections::HashMap;
@@ -56,7 +58,7 @@ use crate::report::store::run_writer::{RunFiles, RunWriter};
 
 /// The facts of the invocation the reporter needs from the start.
 pub struct ReporterArgs {
-    pub suite_id: String,
+    pub suite_id: SuiteId,
     /// `<project root>/.bugatti` (or `[supervisor] artifact_dir`).
     pub artifact_dir: PathBuf,
     /// How many root tests the suite will run (after shard/tag filtering).
@@ -95,7 +97,7 @@ pub struct SuiteExtras {
     /// The commit the suite ran against (docs/ci.md), recorded in summary and history.
     pub revision: crate::model::revision::PendingRevision,
     /// The suite's provider: history compares only suites of the same one.
-    pub provider: Option<String>,
+    pub provider: Option<ProviderName>,
     /// What `[supervisor] auto_quarantine` changed before the suite started.
     pub quarantine_changes: Vec<crate::report::records::stability::QuarantineChange>,
 }
@@ -139,11 +141,11 @@ pub enum ReporterMsg {
     },
     /// One event of run `run_id`, in order. A `run_started` event is written by `RunStarted`;
     /// sessions need not send one.
-    Event { run_id: String, event: Event },
+    Event { run_id: RunId, event: Event },
     /// The run is over: closes it (as `error` if no `run_finished` event came), writes the final
     /// run.json and report.md, prints its final console line. Replies when the files are on disk.
     RunFinished {
-        run_id: String,
+        run_id: RunId,
         reply: RpcReplyPort<Result<RunFiles, ReportError>>,
     },
     /// An event of the suite's own (a suite-scoped command's setup status): on the console as
@@ -165,7 +167,7 @@ pub enum ReporterMsg {
     },
     /// Rewrite run `run_id`'s run.json if it is behind its events (sent by the reporter to itself
     /// when a rewrite was put off; see `RunWriter::run_json_due_in`).
-    FlushRunJson { run_id: String },
+    FlushRunJson { run_id: RunId },
     /// A third shutdown signal: the process exits within a second. What is in memory is written
     /// now — every open run closed as `interrupted`, the summaries, JUnit and the copies — with
     /// the root tests never started (of `tests`, by path) as not run. Nothing if the suite was
@@ -182,13 +184,13 @@ pub struct ReporterState {
     started_at: DateTime<Utc>,
     started: std::time::Instant,
     redactor: Redactor,
-    open: HashMap<String, RunWriter>,
+    open: HashMap<RunId, RunWriter>,
     finished: Vec<RunRecord>,
     /// The secrets of finished runs: the suite files quote their messages.
     finished_secrets: Vec<Arc<Secrets>>,
     notes: Vec<String>,
     /// Runs with a `FlushRunJson` on its way.
-    flush_scheduled: std::collections::HashSet<String>,
+    flush_scheduled: std::collections::HashSet<RunId>,
     /// Records that could not be written, each naming the file and why (deduplicated: a vanished
     /// directory fails every later write the same way).
     lost: Vec<String>,
@@ -267,7 +269,7 @@ impl ReporterState {
         Ok(paths)
     }
 
-    fn event(&mut self, run_id: &str, event: &Event) {
+    fn event(&mut self, run_id: &RunId, event: &Event) {
         if matches!(event.kind, EventKind::StepStarted { .. }) {
             fault_panic(
                 self.open
@@ -291,12 +293,12 @@ impl ReporterState {
             .run_event(run_id, event, writer.redactor());
     }
 
-    fn run_finished(&mut self, run_id: &str) -> Result<RunFiles, ReportError> {
+    fn run_finished(&mut self, run_id: &RunId) -> Result<RunFiles, ReportError> {
         let writer = self
             .open
             .remove(run_id)
             .ok_or_else(|| ReportError::UnknownRun {
-                run_id: run_id.to_string(),
+                run_id: run_id.clone(),
             })?;
         let redactor = writer.redactor().clone();
         let report_path = writer.paths().report_md().display().to_string();

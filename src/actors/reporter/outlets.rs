@@ -3,6 +3,7 @@
 //! run; and the calls that close a run or the suite.
 
 use super::*;
+use crate::model::ids::RunId;
 
 /// The one outlet for a run's events: stamps each with the run's clock, traces it into the run's
 /// harness.log (routed by `run_id`) and sends it to the reporter. Made by the supervisor when it
@@ -11,13 +12,13 @@ use super::*;
 #[derive(Debug, Clone)]
 pub struct RunEvents {
     reporter: ActorRef<ReporterMsg>,
-    run_id: String,
+    run_id: RunId,
     clock: EventClock,
 }
 
 impl RunEvents {
     /// A run's outlet, its clock started now.
-    pub fn start(reporter: ActorRef<ReporterMsg>, run_id: impl Into<String>) -> Self {
+    pub fn start(reporter: ActorRef<ReporterMsg>, run_id: impl Into<RunId>) -> Self {
         Self {
             reporter,
             run_id: run_id.into(),
@@ -25,7 +26,7 @@ impl RunEvents {
         }
     }
 
-    pub fn run_id(&self) -> &str {
+    pub fn run_id(&self) -> &RunId {
         &self.run_id
     }
 
@@ -128,7 +129,7 @@ impl RunReporter {
         Ok(Self { events, paths })
     }
 
-    pub fn run_id(&self) -> &str {
+    pub fn run_id(&self) -> &RunId {
         &self.events.run_id
     }
 
@@ -165,10 +166,10 @@ impl RunReporter {
 /// The supervisor uses this for a session that panicked, after sending its `run_finished`.
 pub async fn close_run(
     reporter: &ActorRef<ReporterMsg>,
-    run_id: &str,
+    run_id: &RunId,
 ) -> Result<RunFiles, ReportError> {
     ractor::call!(reporter, |reply| ReporterMsg::RunFinished {
-        run_id: run_id.to_string(),
+        run_id: run_id.clone(),
         reply
     })
     .map_err(|e| ReportError::ReporterGone(e.to_string()))?

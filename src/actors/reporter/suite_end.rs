@@ -3,6 +3,7 @@
 //! never started named, and every file that could not be written said on the console.
 
 use super::*;
+use crate::model::ids::RunId;
 use crate::report::store::suite_files::{report_html, summary_json, RenderedSuite, SuiteInput};
 use std::path::Path;
 
@@ -107,7 +108,7 @@ impl ReporterState {
 
     /// Runs still open when the suite ends are finished as interrupted, with a note each.
     fn close_open_runs(&mut self) {
-        let still_open: Vec<String> = self.open.keys().cloned().collect();
+        let still_open: Vec<RunId> = self.open.keys().cloned().collect();
         for run_id in still_open {
             if let Some(writer) = self.open.get_mut(&run_id) {
                 let at = Utc::now();

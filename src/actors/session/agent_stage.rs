@@ -7,6 +7,7 @@ use super::setup::AgentStartFailure;
 use super::steps::StepRun;
 use super::*;
 use crate::console::record::CallRecord;
+use crate::model::ids::StepId;
 
 /// A step sent to the agent that came back without a verdict.
 #[derive(Debug, thiserror::Error)]
@@ -34,7 +35,7 @@ pub(super) struct AgentDone {
 impl Driver {
     /// A step the agent could not do (docs/providers.md, "When the agent, not the app, fails"):
     /// the fault goes in the run's record, and a lasting one is booked for the circuit breaker.
-    pub(super) fn agent_fault(&self, id: u32, verdict: &StepVerdict) {
+    pub(super) fn agent_fault(&self, id: StepId, verdict: &StepVerdict) {
         let Some(kind) = verdict.agent_fault else {
             return;
         };

@@ -2,6 +2,7 @@
 //! right after the step that names it passed.
 
 use super::*;
+use crate::model::ids::StepId;
 
 impl Driver {
     /// Runs `[checkpoint] save` or `restore` for checkpoint `name`; a failure ends the run.
@@ -9,7 +10,7 @@ impl Driver {
         &self,
         action: CheckpointAction,
         name: &str,
-        step_id: Option<u32>,
+        step_id: Option<StepId>,
         vars: &SessionVars,
     ) -> Result<(), Ending> {
         let Some(config) = &self.test.effective.checkpoint else {

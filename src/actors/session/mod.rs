@@ -22,6 +22,8 @@ mod step_events;
 mod steps;
 mod teardown;
 
+use crate::model::ids::StepId;
+use crate::model::ids::{RunId, SessionId, SuiteId};
 use agent_stage::*;
 use replay_stage::*;
 use steps::*;
@@ -86,7 +88,7 @@ const AGENT_CLOSE_LIMIT: Duration = Duration::from_secs(30);
 
 /// What every session of an invocation shares.
 pub struct SuiteContext {
-    pub suite_id: String,
+    pub suite_id: SuiteId,
     pub project_root: PathBuf,
     pub artifact_dir: PathBuf,
     pub reporter: ActorRef<crate::actors::reporter::ReporterMsg>,
@@ -142,7 +144,7 @@ pub enum SessionMsg {
     Harness(HarnessEvent),
     Agent(AgentEvent),
     /// The driver is about to send step `step_id` (a point for fault injection).
-    StepStarting(usize),
+    StepStarting(StepId),
     /// The driver finished: the run's files are final.
     DriverDone(RunOutcome),
     /// The driver's task panicked: the session fails, as if it had panicked itself, so the
@@ -152,7 +154,7 @@ pub enum SessionMsg {
 
 pub struct SessionState {
     /// This run's id (the same as `events.run_id()`); set at start, never changes.
-    run_id: String,
+    run_id: RunId,
     /// Asks the driver to stop; the first reason wins (set by interrupts, a command that gave up,
     /// the agent's death, a failed child actor).
     stop: watch::Sender<Option<StopReason>>,
@@ -195,9 +197,9 @@ impl Actor for SessionActor {
         args: SessionArgs,
     ) -> Result<SessionState, ActorProcessingErr> {
         let (stop, stop_rx) = watch::channel(None);
-        let run_id = args.events.run_id().to_string();
+        let run_id = args.events.run_id().clone();
         // Before any process of the run starts: its final sweep looks among later ones only.
-        crate::process::teardown::run_begins(&run_id);
+        crate::process::teardown::run_begins(run_id.as_str());
         let fault_panic = std::env::var(FAULT_PANIC_ENV).is_ok_and(|needle| {
             !needle.is_empty() && args.test.rel_path.to_string_lossy().contains(&needle)
         });
@@ -211,7 +213,7 @@ impl Actor for SessionActor {
             attempt: args.attempt,
             suite: Arc::clone(&args.suite),
             run_id: run_id.clone(),
-            session_id: uuid::Uuid::now_v7().to_string(),
+            session_id: SessionId::fresh(),
             tokens: SessionTokens::new(),
             events: args.events.clone(),
             myself: myself.clone(),
@@ -372,8 +374,8 @@ struct Driver {
     test: Arc<RootTest>,
     attempt: Attempt,
     suite: Arc<SuiteContext>,
-    run_id: String,
-    session_id: String,
+    run_id: RunId,
+    session_id: SessionId,
     tokens: SessionTokens,
     /// The run's event outlet (shared with the session actor).
     events: RunEvents,
@@ -545,7 +547,7 @@ impl Driver {
                 test_name: self.test.name.clone(),
                 quarantined: self.test.quarantined,
                 project_root: self.suite.project_root.display().to_string(),
-                provider: effective.provider.name.value.to_string(),
+                provider: effective.provider.name.value.into(),
                 run_dir: self.run_dir().display().to_string(),
                 attempt: self.attempt.number,
                 repeat: self.attempt.repeat,
@@ -557,7 +559,7 @@ impl Driver {
                 .plan
                 .iter()
                 .map(|s| ReportStep {
-                    step_id: step_id(s),
+                    step_id: s.step_id,
                     provenance: provenance(s),
                     instruction: s.instruction.clone(),
                 })

@@ -3,6 +3,7 @@
 //! The loop (`steps.rs`) does the I/O; the decisions are here, unit-tested.
 
 use super::{Ending, StopReason};
+use crate::model::ids::StepId;
 use crate::model::outcome::{RunOutcome, StepStatus};
 use crate::model::replay::StepReplay;
 use crate::report::records::events::Usage;
@@ -58,7 +59,7 @@ pub(super) enum AfterStep {
 
 /// The policy: a step that could not run, a fault, the agent's death, a stop, then the step's
 /// own status, in that order.
-pub(super) fn after_step(id: u32, end: &StepEnd) -> AfterStep {
+pub(super) fn after_step(id: StepId, end: &StepEnd) -> AfterStep {
     if let Some(why) = &end.not_run {
         return AfterStep::End(match &end.stopped {
             Some(reason) => Ending::from_stop(reason.clone()),
@@ -145,13 +146,16 @@ mod tests {
 
     #[test]
     fn a_passing_step_goes_on_and_a_warning_is_kept() {
-        assert_eq!(after_step(3, &facts(StepStatus::Ok)), AfterStep::Continue);
         assert_eq!(
-            after_step(3, &facts(StepStatus::Skipped)),
+            after_step(StepId::new(3), &facts(StepStatus::Ok)),
             AfterStep::Continue
         );
         assert_eq!(
-            after_step(3, &facts(StepStatus::Warn)),
+            after_step(StepId::new(3), &facts(StepStatus::Skipped)),
+            AfterStep::Continue
+        );
+        assert_eq!(
+            after_step(StepId::new(3), &facts(StepStatus::Warn)),
             AfterStep::Warned("step 3 warned: why".into())
         );
     }
@@ -164,7 +168,7 @@ mod tests {
             StepStatus::Timeout,
             StepStatus::OverBudget,
         ] {
-            let AfterStep::End(ending) = after_step(3, &facts(status)) else {
+            let AfterStep::End(ending) = after_step(StepId::new(3), &facts(status)) else {
                 panic!("{status:?} goes on");
             };
             assert_eq!(ending.outcome, RunOutcome::Failed);
@@ -177,7 +181,8 @@ mod tests {
 
     #[test]
     fn an_agent_error_ends_the_run_as_an_error_not_a_failure() {
-        let AfterStep::End(ending) = after_step(3, &facts(StepStatus::AgentError)) else {
+        let AfterStep::End(ending) = after_step(StepId::new(3), &facts(StepStatus::AgentError))
+        else {
             panic!("an agent error goes on");
         };
         assert_eq!(ending.outcome, RunOutcome::Error);
@@ -191,7 +196,7 @@ mod tests {
         f.agent_died = Some("signal 9".into());
         f.fault = Some("went silent".into());
         f.restarts = 1;
-        let end = |f: &StepEnd| match after_step(3, f) {
+        let end = |f: &StepEnd| match after_step(StepId::new(3), f) {
             AfterStep::End(e) => e,
             other => panic!("{other:?}"),
         };
@@ -214,13 +219,13 @@ mod tests {
     fn a_step_that_could_not_run_ends_the_run_as_an_error_or_as_the_stop() {
         let mut f = facts(StepStatus::NotRun);
         f.not_run = Some("the agent could not start".into());
-        let AfterStep::End(ending) = after_step(3, &f) else {
+        let AfterStep::End(ending) = after_step(StepId::new(3), &f) else {
             panic!("a step that could not run goes on");
         };
         assert_eq!(ending.outcome, RunOutcome::Error);
         assert_eq!(ending.message.as_deref(), Some("the agent could not start"));
         f.stopped = Some(StopReason::Interrupted("SIGTERM".into()));
-        let AfterStep::End(ending) = after_step(3, &f) else {
+        let AfterStep::End(ending) = after_step(StepId::new(3), &f) else {
             panic!("a stopped step goes on");
         };
         assert_eq!(ending.outcome, RunOutcome::Interrupted);

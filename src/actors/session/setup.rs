@@ -263,7 +263,10 @@ impl Driver {
         let path_var = std::env::var("PATH").ok();
         // The session's identity, as every harness process has it (the launch adds the run id).
         let env = vec![
-            ("BUGATTI_SESSION_ID".to_string(), self.session_id.clone()),
+            (
+                "BUGATTI_SESSION_ID".to_string(),
+                self.session_id.to_string(),
+            ),
             (
                 "BUGATTI_PROJECT_ROOT".to_string(),
                 self.suite.project_root.display().to_string(),

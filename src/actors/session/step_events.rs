@@ -4,10 +4,11 @@
 
 use super::*;
 use crate::console::record::CallRecord;
+use crate::model::ids::StepId;
 
 impl Driver {
     /// The console calls made since the last step ended, reported with this step.
-    pub(super) fn emit_console_calls(&self, started: &Started, step_id: u32) -> Vec<CallRecord> {
+    pub(super) fn emit_console_calls(&self, started: &Started, step_id: StepId) -> Vec<CallRecord> {
         let Some(server) = &started.console else {
             return Vec::new();
         };
@@ -32,7 +33,7 @@ impl Driver {
     pub(super) async fn capture_browser(
         &self,
         started: &Started,
-        id: u32,
+        id: StepId,
         status: &mut StepStatus,
         message: &mut String,
     ) {
@@ -82,7 +83,7 @@ impl Driver {
     /// For a step that did not pass: what each harness command logged while it ran. What a
     /// command wrote just before the step failed (a traceback printed before its `500`) may still
     /// be on its way through the log's pump: the logs are given until they are quiet.
-    pub(super) async fn emit_excerpt(&self, step_id: u32, marks: &LogMarks, settled: bool) {
+    pub(super) async fn emit_excerpt(&self, step_id: StepId, marks: &LogMarks, settled: bool) {
         let logs = self.run_paths().logs_dir();
         if settled {
             settle(&logs).await;
@@ -97,13 +98,13 @@ impl Driver {
     /// death) is the session actor's to judge.
     pub(super) fn pass_on(&self, event: AgentEvent) {
         match event {
-            AgentEvent::Log { step_id, message } if step_id > 0 => {
+            AgentEvent::Log { step_id, message } if step_id.is_step() => {
                 self.emit(EventKind::AgentLog { step_id, message });
             }
             AgentEvent::Restarted { step_id, reason } => {
                 self.emit(EventKind::AgentRestarted { step_id, reason });
             }
-            AgentEvent::Evidence { step_id, evidence } if step_id > 0 => {
+            AgentEvent::Evidence { step_id, evidence } if step_id.is_step() => {
                 let problem = evidence_problem(&self.run_dir(), &evidence.path);
                 self.emit(EventKind::Evidence {
                     step_id,

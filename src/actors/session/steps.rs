@@ -6,6 +6,7 @@
 
 use super::policy::{AfterStep, StepEnd};
 use super::*;
+use crate::model::ids::StepId;
 
 /// Why a step's instruction could not be made ready for the agent.
 #[derive(Debug, thiserror::Error)]
@@ -32,11 +33,11 @@ pub(super) enum RenderError {
 pub(super) struct StepRun<'a> {
     pub(super) step: &'a PlannedStep,
     /// The step's id in events and reports.
-    pub(super) id: u32,
+    pub(super) id: StepId,
     /// The instruction as the agent gets it (variables substituted, assets inlined).
     pub(super) instruction: String,
     /// Resumed from a checkpoint through this step: the steps up to it were restored, not run.
-    restored: Option<(usize, &'a str)>,
+    restored: Option<(StepId, &'a str)>,
 }
 
 impl Driver {
@@ -77,9 +78,9 @@ impl Driver {
         vars: &SessionVars,
         workdir: &Path,
         step: &PlannedStep,
-        restored: Option<(usize, &str)>,
+        restored: Option<(StepId, &str)>,
     ) -> Result<Option<String>, Ending> {
-        let id = step_id(step);
+        let id = step.step_id;
         let _ = self.myself.cast(SessionMsg::StepStarting(step.step_id));
         let instruction = self
             .render(step, vars, workdir)
@@ -243,10 +244,6 @@ impl Driver {
         }
         Ok(rendered.text)
     }
-}
-
-pub(super) fn step_id(step: &PlannedStep) -> u32 {
-    u32::try_from(step.step_id).unwrap_or(u32::MAX)
 }
 
 pub(super) fn provenance(step: &PlannedStep) -> Provenance {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use bugatti::model::artifacts::SuitePaths;
+use bugatti::model::ids::SuiteId;
 use bugatti::report::records::suite::SuiteSummary;
 use bugatti::report::{records::history, store::artifact_dir};
 
@@ -56,7 +57,7 @@ pub(crate) fn merge(
     };
     let out = match (out, &artifacts) {
         (Some(out), _) => out,
-        (None, Ok(dir)) => SuitePaths::under(dir, &uuid::Uuid::now_v7().to_string()).dir,
+        (None, Ok(dir)) => SuitePaths::under(dir, &SuiteId::fresh()).dir,
         (None, Err(e)) => {
             eprintln!("error: {e}");
             return ExitCode::from(2);
@@ -100,12 +101,11 @@ fn find_suite(
         .map(Path::new)
         .filter(|d| SuitePaths::new(d).summary_json().is_file())
     {
-        return artifact_dir::load_suite(dir);
+        return load_suite(dir);
     }
     if !matches!(which, None | Some("last")) {
         let dir = artifacts.clone()?;
-        return artifact_dir::resolve_suite(&dir, which)
-            .and_then(|s| artifact_dir::load_suite(&s.dir));
+        return resolve_and_load(&dir, which);
     }
     let project_history = artifacts.as_ref().ok().map(|d| history::history_path(d));
     let file = history_file.map(Path::to_path_buf).or(project_history);
@@ -117,14 +117,26 @@ fn find_suite(
     match (whole, stored) {
         (Some(Err(e)), _) if history_file.is_some() => Err(e),
         (Some(Ok((id, dir))), Some(s)) if history_file.is_some() || id > s.suite_id => {
-            artifact_dir::load_suite(&dir)
+            load_suite(&dir)
         }
-        (Some(Ok((_, dir))), None) => artifact_dir::load_suite(&dir),
+        (Some(Ok((_, dir))), None) => load_suite(&dir),
         _ => {
             let dir = artifacts.clone()?;
-            artifact_dir::resolve_suite(&dir, which).and_then(|s| artifact_dir::load_suite(&s.dir))
+            resolve_and_load(&dir, which)
         }
     }
+}
+
+/// A suite folder read back, its error as the CLI prints it.
+fn load_suite(dir: &Path) -> Result<artifact_dir::LoadedSuite, String> {
+    artifact_dir::load_suite(dir).map_err(|e| e.to_string())
+}
+
+/// The suite `which` names in the artifact directory `dir`, read back.
+fn resolve_and_load(dir: &Path, which: Option<&str>) -> Result<artifact_dir::LoadedSuite, String> {
+    artifact_dir::resolve_suite(dir, which)
+        .and_then(|s| artifact_dir::load_suite(&s.dir))
+        .map_err(|e| e.to_string())
 }
 
 /// The id and folder of the last whole suite `file` records (not a shard's own entry), looked
@@ -133,7 +145,7 @@ fn find_suite(
 fn last_whole_suite(
     file: &Path,
     artifacts: &Result<PathBuf, String>,
-) -> Option<Result<(String, PathBuf), String>> {
+) -> Option<Result<(SuiteId, PathBuf), String>> {
     let entries = history::read(file);
     let last = entries
         .iter()
@@ -142,7 +154,7 @@ fn last_whole_suite(
     let in_store = artifacts
         .as_ref()
         .ok()
-        .and_then(|d| artifact_dir::resolve_suite(d, Some(&last.suite_id)).ok())
+        .and_then(|d| artifact_dir::resolve_suite(d, Some(last.suite_id.as_str())).ok())
         .map(|s| s.dir);
     let written = last.suite_dir.as_deref().map(PathBuf::from);
     let found = in_store
@@ -255,9 +267,9 @@ fn open_in_browser(page: &Path) -> Result<(), String> {
 }
 
 /// The trends of `suite_id`'s selection up to it, from `file`.
-fn print_trends(file: &Path, suite_id: &str) {
+fn print_trends(file: &Path, suite_id: &SuiteId) {
     let entries = history::read(file);
-    let at = entries.iter().position(|e| e.suite_id == suite_id);
+    let at = entries.iter().position(|e| &e.suite_id == suite_id);
     let trend =
         at.and_then(|i| bugatti::report::records::trends::Trends::of(&entries[..i], &entries[i]));
     println!();

@@ -2,6 +2,7 @@
 //! every `${NAME}`, command and checkpoint name, each plan's assets and checkpoints; every problem
 //! collected with its file and line, none stopping the others.
 
+use crate::model::ids::StepId;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -336,7 +337,7 @@ pub(super) fn check_plan(
     files: &TestFiles,
     problems: &mut Problems,
 ) {
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut seen: BTreeMap<&str, StepId> = BTreeMap::new();
     for s in plan {
         let file = root.join(&s.source_file);
         for e in check_assets(&s.instruction, &file) {

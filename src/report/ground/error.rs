@@ -1,5 +1,6 @@
 //! Errors of the reporting layer. Each names the file it was about.
 
+use crate::model::ids::RunId;
 use std::path::PathBuf;
 
 #[derive(Debug, thiserror::Error)]
@@ -22,7 +23,7 @@ pub enum ReportError {
     #[error("cannot build the JUnit report: {0}")]
     Junit(String),
     #[error("no run {run_id} is open in the reporter")]
-    UnknownRun { run_id: String },
+    UnknownRun { run_id: RunId },
     #[error("the reporter failed while handling {what}: {why}")]
     Panicked { what: &'static str, why: String },
     #[error("the reporter is gone: {0}")]

@@ -6,6 +6,7 @@
 //! step; results worth reading are printed above it. Both end with one line per root test (outcome,
 //! run id, report path) and an aggregate summary. Every line passes through redaction.
 
+use crate::model::ids::{RunId, StepId};
 use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -56,7 +57,7 @@ pub use crate::model::options::Verbosity;
 /// Where a run is: its label and the step it is running (once steps began).
 struct RunPlace {
     label: String,
-    step: Option<u32>,
+    step: Option<StepId>,
     /// The step in `step` has not finished yet.
     step_running: bool,
     /// Commands restarted in this run: their later `started` / `ready` are mid-run news.
@@ -112,7 +113,7 @@ struct Bars {
     /// The terminal the bars are drawn on, its lines newline-terminated (`None`: a test's
     /// captured target).
     term: Option<LineTerm>,
-    bars: HashMap<String, ProgressBar>,
+    bars: HashMap<RunId, ProgressBar>,
     /// The terminal's `^C` echo, off while the bars are drawn (dropped, so restored, when the
     /// suite's summary is printed, also on the way out after a third signal).
     echo: Option<QuietControlEcho>,
@@ -133,7 +134,7 @@ pub struct LiveView {
     verbosity: Verbosity,
     out: Box<dyn Write + Send>,
     live: Option<Bars>,
-    runs: HashMap<String, RunPlace>,
+    runs: HashMap<RunId, RunPlace>,
     /// Paths are shown relative to this directory (the cwd) when they are under it.
     cwd: Option<PathBuf>,
     /// Root tests of the suite (from `suite_started`) and how many have finished a first
@@ -185,11 +186,11 @@ impl std::fmt::Debug for LiveView {
 
 /// A short, unique-enough label for a run: the test file's stem and the end of the run id
 /// (two parallel runs of one test must be told apart).
-pub fn run_label(test_file: &str, run_id: &str) -> String {
+pub fn run_label(test_file: &str, run_id: &RunId) -> String {
     let name = test_file.rsplit('/').next().unwrap_or(test_file);
     let stem = name.strip_suffix(".test.toml").unwrap_or(name);
     let tail: String = {
-        let chars: Vec<char> = run_id.chars().collect();
+        let chars: Vec<char> = run_id.as_str().chars().collect();
         chars[chars.len().saturating_sub(6)..].iter().collect()
     };
     format!("{stem} {tail}")
@@ -355,7 +356,7 @@ impl LiveView {
     }
 
     /// A run begins: remembers its label, adds its line to the live view.
-    pub fn run_started(&mut self, run_id: &str, test_file: &str) {
+    pub fn run_started(&mut self, run_id: &RunId, test_file: &str) {
         let label = run_label(test_file, run_id);
         if let Some(live) = &mut self.live {
             let bar = live.multi.add(ProgressBar::new_spinner());
@@ -366,14 +367,14 @@ impl LiveView {
             bar.set_prefix(label.clone());
             bar.set_message("setting up");
             bar.enable_steady_tick(Duration::from_millis(120));
-            live.bars.insert(run_id.to_string(), bar);
+            live.bars.insert(run_id.clone(), bar);
         }
-        self.runs.insert(run_id.to_string(), RunPlace::new(label));
+        self.runs.insert(run_id.clone(), RunPlace::new(label));
         self.runs_seen = true;
     }
 
     /// An event of run `run_id`.
-    pub fn run_event(&mut self, run_id: &str, event: &Event, redactor: &Redactor) {
+    pub fn run_event(&mut self, run_id: &RunId, event: &Event, redactor: &Redactor) {
         if self.verbosity == Verbosity::Quiet {
             return;
         }

@@ -1,6 +1,7 @@
 //! One console line per event: the words of each event kind, and whether the plain console
 //! prints it at `Normal` verbosity or only at `Verbose`.
 
+use crate::model::ids::StepId;
 use crate::model::options::Verbosity;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::model::replay::{StepMode, StepReplay};
@@ -17,9 +18,9 @@ pub(crate) enum Phase {
     /// Before a run's first step (or, for the suite, before its first run).
     Setup,
     /// While this step of the run ran.
-    Step(u32),
+    Step(StepId),
     /// After this step had finished, before the next one started (or the run ended).
-    After(u32),
+    After(StepId),
     /// Suite-scoped: once runs had started.
     Tests,
 }
@@ -240,7 +241,7 @@ fn session_line(
 
 /// A step's verdict: the status word, duration and cost, then the message.
 fn step_finished_line(
-    step_id: u32,
+    step_id: StepId,
     status: StepStatus,
     message: Option<&str>,
     duration_ms: u64,

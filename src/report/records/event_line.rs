@@ -1,6 +1,7 @@
 //! One line of `events.jsonl`: the event, the run it belongs to and, on the first line, the
 //! layout's version. The shape scripts read (its schema is `renderers::schemas`); the store writes it.
 
+use crate::model::ids::RunId;
 use serde::Serialize;
 
 use crate::report::records::events::{Event, EventKind};
@@ -15,13 +16,13 @@ pub struct EventLine<'a> {
     pub schema_version: Option<u32>,
     /// The run's id. The `run_started` line names it among its own fields.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub run_id: Option<&'a str>,
+    pub run_id: Option<&'a RunId>,
     #[serde(flatten)]
     pub event: &'a Event,
 }
 
 impl<'a> EventLine<'a> {
-    pub fn of(run_id: &'a str, event: &'a Event) -> Self {
+    pub fn of(run_id: &'a RunId, event: &'a Event) -> Self {
         let first = matches!(event.kind, EventKind::RunStarted { .. });
         Self {
             schema_version: first.then_some(SCHEMA_VERSION),

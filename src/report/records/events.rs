@@ -6,6 +6,8 @@
 //! kind is a compile error everywhere it must be handled. Serialized, an event is one flat JSON
 //! object tagged by `"type"` (one line of `events.jsonl`).
 
+use crate::model::ids::{RunId, SessionId, StepId, SuiteId};
+use crate::model::provider::ProviderName;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
@@ -205,17 +207,17 @@ impl Totals {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EventKind {
     SuiteStarted {
-        suite_id: String,
+        suite_id: SuiteId,
         root_tests: usize,
         jobs: usize,
     },
     RunStarted {
-        run_id: String,
-        session_id: String,
+        run_id: RunId,
+        session_id: SessionId,
         test_file: String,
         test_name: String,
         attempt: u32,
-        provider: String,
+        provider: ProviderName,
         run_dir: String,
     },
     SetupStatus {
@@ -224,7 +226,7 @@ pub enum EventKind {
         state: SetupState,
     },
     StepStarted {
-        step_id: u32,
+        step_id: StepId,
         /// One line, shortened, for the console.
         instruction: String,
         /// The whole instruction as the agent got it: `${NAME}` substituted, assets inlined
@@ -235,11 +237,11 @@ pub enum EventKind {
         provenance: Provenance,
     },
     AgentLog {
-        step_id: u32,
+        step_id: StepId,
         message: String,
     },
     Evidence {
-        step_id: u32,
+        step_id: StepId,
         kind: String,
         /// Relative to the run directory.
         path: String,
@@ -251,7 +253,7 @@ pub enum EventKind {
     /// A call the agent made to its console (docs/console.md), sent before its step's `step_finished`
     /// (the whole call, arguments included, is in `transcripts/console.jsonl`).
     ConsoleCall {
-        step_id: u32,
+        step_id: StepId,
         tool: String,
         /// The call in one line: its command, session, log or pattern (secrets redacted).
         summary: String,
@@ -262,7 +264,7 @@ pub enum EventKind {
         is_error: bool,
     },
     StepFinished {
-        step_id: u32,
+        step_id: StepId,
         status: StepStatus,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         message: Option<String>,
@@ -277,14 +279,14 @@ pub enum EventKind {
     /// the kind of fault, as the CLI reported it, and what to do about it; sent before the
     /// step's `step_finished` (status `agent_error`).
     AgentFault {
-        step_id: u32,
+        step_id: StepId,
         kind: crate::model::agent_fault::FaultKind,
         fix: String,
     },
     /// The watchdog stopped a hung or dead agent mid-step and started it again with its
     /// conversation resumed; the step is retried (docs/providers.md "Supervision").
     AgentRestarted {
-        step_id: u32,
+        step_id: StepId,
         reason: String,
     },
     /// The session's places, once chosen: its workspace and its resolved `[ports]`. Sent again
@@ -299,7 +301,7 @@ pub enum EventKind {
     /// What each harness command wrote to its log while a step that did not pass ran (by byte
     /// offsets taken when the step started and ended), bounded; sent before its `step_finished`.
     HarnessLogExcerpt {
-        step_id: u32,
+        step_id: StepId,
         /// Command name → the lines it wrote during the step.
         excerpt: std::collections::BTreeMap<String, String>,
     },
@@ -318,7 +320,7 @@ pub enum EventKind {
         action: CheckpointAction,
         /// The step whose pass triggered a save.
         #[serde(skip_serializing_if = "Option::is_none", default)]
-        step_id: Option<u32>,
+        step_id: Option<StepId>,
         /// `BUGATTI_CHECKPOINT_PATH`, absolute.
         path: String,
         /// The command's output, relative to the run directory.
@@ -387,7 +389,7 @@ mod tests {
     fn events_serialize_flat_and_tagged_and_round_trip() {
         let clock = EventClock::start();
         let ev = clock.event(EventKind::StepFinished {
-            step_id: 2,
+            step_id: StepId::new(2),
             status: StepStatus::Warn,
             message: Some("slow".into()),
             duration_ms: 12,

@@ -2,6 +2,7 @@
 //! previous suite of the same selection: new failures, fixed, still failing, flaky, duration and
 //! cost change. Also what `--rerun-failed` reads.
 
+use crate::model::ids::SuiteId;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -124,7 +125,7 @@ pub struct Change {
 /// What changed since the previous suite of the same selection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Comparison {
-    pub previous_suite_id: String,
+    pub previous_suite_id: SuiteId,
     pub previous_started_at: DateTime<Utc>,
     pub selection: String,
     pub new_failures: Vec<Change>,

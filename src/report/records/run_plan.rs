@@ -1,6 +1,8 @@
 //! The plan of one run, handed over by its session before anything is launched: the steps,
 //! commands and effective config a [`crate::report::records::run_record::RunRecord`] starts from (docs/reports.md).
 
+use crate::model::ids::{RunId, SessionId, StepId, SuiteId};
+use crate::model::provider::ProviderName;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -12,9 +14,9 @@ use crate::report::records::events::{Event, EventKind, Provenance, SetupState};
 /// run.json's schema (`schemas/run.schema.json`) describes them as before.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RunIdentity {
-    pub run_id: String,
-    pub session_id: String,
-    pub suite_id: String,
+    pub run_id: RunId,
+    pub session_id: SessionId,
+    pub suite_id: SuiteId,
     // As the user names it: relative to the project root.
     pub test_file: String,
     pub test_name: String,
@@ -22,7 +24,7 @@ pub struct RunIdentity {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub quarantined: bool,
     pub project_root: String,
-    pub provider: String,
+    pub provider: ProviderName,
     // `.bugatti/runs/<run_id>`, absolute.
     pub run_dir: String,
     // 1 for the first attempt, 2 for the first retry, ...
@@ -80,7 +82,7 @@ pub struct RunPlan {
 /// [`crate::model::plan::PlannedStep`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanEntry {
-    pub step_id: u32,
+    pub step_id: StepId,
     #[serde(flatten)]
     pub provenance: Provenance,
     /// The instruction as sent to the agent (after substitution).

@@ -4,6 +4,7 @@
 //! (every step `not_run`, every command `pending`) and is brought up to date by [`RunRecord::apply`]
 //! with each [`Event`] of the run, in order. It is pure data: writing it is `writers`' job.
 
+use crate::model::ids::StepId;
 use crate::model::replay::{Drift, StepMode};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -45,7 +46,7 @@ pub struct CheckpointRecord {
     pub name: String,
     pub action: CheckpointAction,
     /// The step whose pass triggered a save.
-    pub step_id: Option<u32>,
+    pub step_id: Option<StepId>,
     /// `BUGATTI_CHECKPOINT_PATH`: where the checkpoint's data lives.
     pub path: String,
     /// The command's output, relative to the run directory.
@@ -60,7 +61,7 @@ pub struct CheckpointRecord {
 /// One restart of the agent by the watchdog.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AgentRestart {
-    pub step_id: u32,
+    pub step_id: StepId,
     /// What the watchdog saw: silence, or the agent's death.
     pub reason: String,
     pub at: DateTime<Utc>,
@@ -90,7 +91,7 @@ pub struct ConsoleCallRecord {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepRecord {
-    pub step_id: u32,
+    pub step_id: StepId,
     #[serde(flatten)]
     pub provenance: Provenance,
     /// As written in the test file.
@@ -418,7 +419,7 @@ impl RunRecord {
         self.error.clone()
     }
 
-    fn step_mut(&mut self, step_id: u32, event: &str) -> Option<&mut StepRecord> {
+    fn step_mut(&mut self, step_id: StepId, event: &str) -> Option<&mut StepRecord> {
         let found = self.steps.iter().position(|s| s.step_id == step_id);
         match found {
             Some(i) => self.steps.get_mut(i),
@@ -598,7 +599,7 @@ impl RunRecord {
         &mut self,
         name: &str,
         action: CheckpointAction,
-        step_id: Option<u32>,
+        step_id: Option<StepId>,
         path: &str,
         log: &str,
         state: &CheckpointState,

@@ -23,7 +23,7 @@ pub(crate) fn plan() -> RunPlan {
         skipped_commands: vec!["seed".into()],
         steps: (1..=3)
             .map(|i| PlanEntry {
-                step_id: i,
+                step_id: StepId::new(i),
                 provenance: Provenance {
                     source_file: "checkout.test.toml".into(),
                     source_index: (i - 1) as usize,
@@ -72,17 +72,17 @@ fn apply_builds_steps_commands_and_outcome() {
             },
         },
         EventKind::StepStarted {
-            step_id: 1,
+            step_id: StepId::new(1),
             instruction: "do thing 1".into(),
             instruction_sent: None,
             provenance: plan().steps[0].provenance.clone(),
         },
         EventKind::AgentLog {
-            step_id: 1,
+            step_id: StepId::new(1),
             message: "saw it".into(),
         },
         EventKind::StepFinished {
-            step_id: 1,
+            step_id: StepId::new(1),
             status: StepStatus::Error,
             message: Some("no button".into()),
             duration_ms: 5,
@@ -90,7 +90,7 @@ fn apply_builds_steps_commands_and_outcome() {
             replay: None,
         },
         EventKind::AgentLog {
-            step_id: 9,
+            step_id: StepId::new(9),
             message: "stray".into(),
         },
         EventKind::CommandTornDown {
@@ -134,10 +134,14 @@ fn checkpoint_events_become_one_record_per_save_or_restore() {
             None,
             CheckpointState::Done { duration_ms: 7 },
         ),
-        event(CheckpointAction::Save, Some(2), CheckpointState::Started),
         event(
             CheckpointAction::Save,
-            Some(2),
+            Some(StepId::new(2)),
+            CheckpointState::Started,
+        ),
+        event(
+            CheckpointAction::Save,
+            Some(StepId::new(2)),
             CheckpointState::Failed {
                 reason: "exit code 4".into(),
                 exit_code: Some(4),
@@ -160,7 +164,7 @@ fn checkpoint_events_become_one_record_per_save_or_restore() {
     );
     let save = &r.checkpoints[1];
     assert_eq!(save.status, CheckpointStatus::Failed);
-    assert_eq!(save.step_id, Some(2));
+    assert_eq!(save.step_id, Some(StepId::new(2)));
     assert_eq!(save.exit_code, Some(4));
     assert_eq!(save.error.as_deref(), Some("exit code 4"));
     // A steps' status is untouched by checkpoints.

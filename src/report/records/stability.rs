@@ -10,6 +10,7 @@
 //! (ports, run and session ids, its folders) and clock times masked: two runs of an unchanged app
 //! show the same text; a verdict that flips over the same text is the agent's judgement.
 
+use crate::model::provider::ProviderKind;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -336,7 +337,7 @@ pub fn observe(record: &RunRecord) -> (String, String) {
             text.push('\n');
         }
     }
-    if record.identity.provider == "shell" {
+    if record.identity.provider == ProviderKind::Shell {
         // The shell agent has no judgement: its transcript is its commands' output, what the
         // app showed. Only the result lines (its verdicts) are left out.
         let mut body = Vec::new();
@@ -388,8 +389,8 @@ fn mask(record: &RunRecord, text: &str) -> String {
     let id = &record.identity;
     let mut values: Vec<(String, String)> = vec![
         (id.run_dir.clone(), "${BUGATTI_RUN_DIR}".into()),
-        (id.run_id.clone(), "${BUGATTI_RUN_ID}".into()),
-        (id.session_id.clone(), "${BUGATTI_SESSION_ID}".into()),
+        (id.run_id.to_string(), "${BUGATTI_RUN_ID}".into()),
+        (id.session_id.to_string(), "${BUGATTI_SESSION_ID}".into()),
     ];
     if let Some(w) = &record.workspace {
         values.push((w.clone(), "${BUGATTI_WORKDIR}".into()));

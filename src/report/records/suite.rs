@@ -1,6 +1,7 @@
 //! The suite summary: one entry per root test over all its attempts (`summary.json`,
 //! `summary.md`), built from the final records of every run of the invocation.
 
+use crate::model::ids::{RunId, SuiteId};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Component, Path};
@@ -18,7 +19,7 @@ use crate::report::records::run_record::{RunRecord, SCHEMA_VERSION};
 /// One attempt of a root test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct AttemptSummary {
-    pub run_id: String,
+    pub run_id: RunId,
     pub attempt: u32,
     /// With `--repeat N`: which of the test's N runs this attempt belongs to (1-based).
     #[serde(default = "one", skip_serializing_if = "is_one")]
@@ -35,7 +36,7 @@ pub struct RootTestSummary {
     pub test_file: String,
     pub test_name: String,
     /// The final attempt's run.
-    pub run_id: String,
+    pub run_id: RunId,
     pub outcome: RunOutcome,
     pub attempts: u32,
     /// Passed after an earlier attempt did not.
@@ -73,7 +74,7 @@ pub struct RootTestSummary {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SuiteSummary {
     pub schema_version: u32,
-    pub suite_id: String,
+    pub suite_id: SuiteId,
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
     pub duration_ms: u64,
@@ -275,7 +276,7 @@ impl SuiteSummary {
 
     /// Groups `records` by test file (sorted, as discovery is), attempts in order.
     pub fn build(
-        suite_id: &str,
+        suite_id: &SuiteId,
         started_at: DateTime<Utc>,
         finished_at: DateTime<Utc>,
         strict_warnings: bool,
@@ -371,7 +372,7 @@ impl SuiteSummary {
         );
         Self {
             schema_version: SCHEMA_VERSION,
-            suite_id: suite_id.to_string(),
+            suite_id: suite_id.clone(),
             started_at,
             finished_at,
             duration_ms: u64::try_from(ms).unwrap_or(0),

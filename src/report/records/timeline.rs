@@ -8,6 +8,7 @@
 //! the calls are laid end to end from their step's start). Agent turns carry no times: they are
 //! spread evenly over their step, and say so.
 
+use crate::model::ids::StepId;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -128,7 +129,7 @@ pub struct Span {
 
 #[derive(Debug, Clone)]
 pub struct StepSpan {
-    pub step_id: u32,
+    pub step_id: StepId,
     pub start_ms: u64,
     pub dur_ms: u64,
     pub decided: Decided,
@@ -155,7 +156,7 @@ fn since(start: DateTime<Utc>, at: DateTime<Utc>) -> u64 {
 struct FromEvents {
     setup: Vec<Span>,
     /// step id → (end ms, duration ms) of each console call, in order.
-    calls: BTreeMap<u32, Vec<(u64, u64)>>,
+    calls: BTreeMap<StepId, Vec<(u64, u64)>>,
 }
 
 fn from_events(run_dir: &Path) -> Option<FromEvents> {
@@ -188,7 +189,11 @@ fn from_events(run_dir: &Path) -> Option<FromEvents> {
                 }
             }
             Some("console_call") => {
-                if let Some(step) = v["step_id"].as_u64().and_then(|s| u32::try_from(s).ok()) {
+                if let Some(step) = v["step_id"]
+                    .as_u64()
+                    .and_then(|s| u32::try_from(s).ok())
+                    .map(StepId::new)
+                {
                     let dur = v["duration_ms"].as_u64().unwrap_or(0);
                     out.calls.entry(step).or_default().push((elapsed, dur));
                 }

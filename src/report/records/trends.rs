@@ -3,6 +3,7 @@
 //! between pass and fail most, the slowest and the costliest tests. The same figures as text for
 //! `supervisor report --trends`.
 
+use crate::model::ids::SuiteId;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -16,7 +17,7 @@ const TOP: usize = 5;
 /// One suite on the charts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuitePoint {
-    pub suite_id: String,
+    pub suite_id: SuiteId,
     pub started_at: chrono::DateTime<chrono::Utc>,
     /// Passed root tests over root tests, 0..=1.
     pub pass_rate: f64,
@@ -209,7 +210,7 @@ impl Trends {
                 out,
                 "  {}  {}  pass {:>3.0}%  {:>8}{}",
                 s.started_at.format("%Y-%m-%d %H:%M"),
-                id_tail(&s.suite_id),
+                id_tail(s.suite_id.as_str()),
                 s.pass_rate * 100.0,
                 crate::report::ground::printable::secs(s.duration_ms),
                 s.cost_usd.map_or(String::new(), |c| format!("  ${c:.2}"))
@@ -341,7 +342,7 @@ impl Trends {
                 escape(&format!(
                     "{} · suite …{} · {title} {shown}",
                     when(s),
-                    id_tail(&s.suite_id)
+                    id_tail(s.suite_id.as_str())
                 )),
                 x = x(i),
                 y = y(*v),

@@ -8,6 +8,7 @@
 //! app is HTML-escaped; sizes are bounded (transcripts, log excerpts, inline screenshots) so a
 //! suite of thousands of steps still makes a page a browser opens at once.
 
+use crate::model::ids::{RunId, StepId};
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::io::{Read, Seek, SeekFrom};
@@ -132,17 +133,17 @@ fn bounded(text: &str, max: usize) -> String {
 }
 
 /// The agent transcript split per step (`### step N` headers, as the providers write them).
-fn transcript_by_step(run_dir: &Path) -> HashMap<u32, String> {
-    let mut map: HashMap<u32, String> = HashMap::new();
+fn transcript_by_step(run_dir: &Path) -> HashMap<StepId, String> {
+    let mut map: HashMap<StepId, String> = HashMap::new();
     let Ok(text) = confined::read(run_dir, artifacts::AGENT_LOG) else {
         return map;
     };
     let text = String::from_utf8_lossy(&text);
-    let mut current: Option<u32> = None;
+    let mut current: Option<StepId> = None;
     for line in text.split_inclusive('\n') {
         if let Some(n) = line
             .strip_prefix("### step ")
-            .and_then(|r| r.trim().parse::<u32>().ok())
+            .and_then(|r| r.trim().parse::<StepId>().ok())
         {
             current = Some(n);
             continue;
@@ -184,7 +185,7 @@ fn excerpts(
         .and_then(|steps| {
             steps
                 .iter()
-                .find(|s| s["step_id"].as_u64() == Some(u64::from(step.step_id)))
+                .find(|s| s["step_id"].as_u64() == Some(u64::from(step.step_id.get())))
         })
         .map(|s| &s["harness_log_excerpt"]);
     match recorded {
@@ -259,7 +260,7 @@ struct Page<'a> {
     image_budget: u64,
     first_failure: Option<String>,
     /// Each shown run's timeline, by run id (docs/reports.md).
-    lanes: HashMap<String, crate::report::records::timeline::Lane>,
+    lanes: HashMap<RunId, crate::report::records::timeline::Lane>,
     /// Screenshots already inlined in a film strip (`run_id/path`): a step links to them.
     in_film: HashSet<String>,
     /// Bytes the timelines may still take, and the prompts of "Copy as prompt": a suite of
@@ -508,7 +509,7 @@ impl<'a> Page<'a> {
                 self.out,
                 "<div class=\"msg\">{}</div><div class=\"meta\">run {} (its run.json was not found)</div></div></details>",
                 escape(test.message.as_deref().unwrap_or("")),
-                escape(&test.run_id)
+                escape(test.run_id.as_str())
             );
             return;
         };
@@ -518,8 +519,8 @@ impl<'a> Page<'a> {
         let _ = writeln!(
             self.out,
             "<div class=\"meta\">run <code>{}</code> · provider {} · <a href=\"{report_md}\">report.md</a> · <a href=\"{}\">agent.log</a></div>",
-            escape(&record.identity.run_id),
-            escape(&record.identity.provider),
+            escape(record.identity.run_id.as_str()),
+            escape(record.identity.provider.as_str()),
             relative(self.input.report_dir, &run.agent_log()),
         );
         if let Some(cost) = record.cost_usd {

@@ -149,7 +149,7 @@ fn summary(input: &ReportInput<'_>) -> Result<String, SectionError> {
             "| test file | `{}` |",
             cell(&r.identity.test_file).replace('`', "'")
         )?;
-        writeln!(s, "| provider | {} |", cell(&r.identity.provider))?;
+        writeln!(s, "| provider | {} |", cell(r.identity.provider.as_str()))?;
         writeln!(s, "| attempt | {} |", r.identity.attempt)?;
         writeln!(
             s,

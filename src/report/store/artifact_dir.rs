@@ -9,16 +9,122 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 
 use crate::model::artifacts::{self, RunPaths, SuitePaths};
+use crate::model::ids::{RunId, SuiteId};
+use crate::model::user_file::UserFileError;
 use crate::report::ground::confined;
+use crate::report::ground::error::ReportError;
 use crate::report::records::history::{self, HistoryEntry, Selection};
 use crate::report::records::run_record::RunRecord;
 use crate::report::records::suite::SuiteSummary;
 use crate::report::store::suite_files::{RenderedSuite, SuiteInput};
 
+/// Why a suite could not be read back (`report`) or shard suites merged (`merge`). Users and
+/// scripts read these messages: they are the ones these errors always had.
+#[derive(Debug, thiserror::Error)]
+pub enum SuiteError {
+    /// summary.json could not be opened or read (also: not a regular file, too big).
+    #[error(transparent)]
+    Unreadable(#[from] UserFileError),
+    #[error("{} is not a suite summary: {source}", path.display())]
+    NotASummary {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("no suite in {}: run `supervisor start` first", suites.display())]
+    NoSuite { suites: PathBuf },
+    #[error("no suite `{id}` in {}", suites.display())]
+    NoSuchSuite { id: String, suites: PathBuf },
+    #[error("`{id}` names {count} suites; give more of the id")]
+    Ambiguous { id: String, count: usize },
+    #[error("merge needs at least one suite directory")]
+    NothingToMerge,
+    /// Two whole suites are no CI run: their tests would read as retries of each other.
+    /// `one`, `two`: a suite as `<suite id> (<folder>)`, as are the suites named below.
+    #[error("merge joins the shards of one CI run, and these suites are not shards: {one} and {two} ran without --shard")]
+    NotShards { one: String, two: String },
+    #[error("cannot merge a shard with a suite that is not one: {sharded} is shard {shard}, {plain} ran without --shard")]
+    ShardWithWhole {
+        sharded: String,
+        shard: String,
+        plain: String,
+    },
+    /// `first_is`, `other_is`: `shard K/N of paths [...] tags [...]`.
+    #[error("these suites are shards of different selections: {first} is {first_is}, {other} is {other_is}")]
+    DifferentSelections {
+        first: String,
+        first_is: String,
+        other: String,
+        other_is: String,
+    },
+    #[error(
+        "{file} ran in two shards, {before} and {after}{}",
+        if *split_differently {
+            ": the shards split the suite differently (their histories differed; give every shard the same --history)"
+        } else {
+            ""
+        }
+    )]
+    RanTwice {
+        file: String,
+        before: String,
+        after: String,
+        /// The shards' split digests differ.
+        split_differently: bool,
+    },
+    #[error("cannot create {}: {source}", path.display())]
+    CreateOut {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// A merged suite file could not be written.
+    #[error(transparent)]
+    Write(#[from] ReportError),
+}
+
+/// Why a file or folder the supervisor is to write cannot be written, found before anything
+/// runs. `what` names it as the user gave it: the flag (`--junit`) or the setting.
+#[derive(Debug, thiserror::Error)]
+pub enum Unwritable {
+    #[error("{what} {}: is a directory", path.display())]
+    IsADirectory { what: String, path: PathBuf },
+    #[error("{what} {}: has no parent folder", path.display())]
+    NoParent { what: String, path: PathBuf },
+    /// A FIFO would hold the probe's open until a reader came; a device is no file to append to.
+    #[error("{what} {}: not a regular file (a {kind})", path.display())]
+    NotAFile {
+        what: String,
+        path: PathBuf,
+        kind: &'static str,
+    },
+    #[error("{what} {}: {} is not writable: {source}", path.display(), at.display())]
+    Denied {
+        what: String,
+        path: PathBuf,
+        at: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{what} {}: is not a directory", path.display())]
+    NotADirectory { what: String, path: PathBuf },
+    /// A file is in the way at `at`, above `path`.
+    #[error("{what} {}: {} is not a directory", path.display(), at.display())]
+    FileAbove {
+        what: String,
+        path: PathBuf,
+        at: PathBuf,
+    },
+    #[error("{what} {}: {} cannot be created: {source}", path.display(), at.display())]
+    CannotCreate {
+        what: String,
+        path: PathBuf,
+        at: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 /// One suite directory found under `<artifact_dir>/suites`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SuiteDir {
-    pub suite_id: String,
+    pub suite_id: SuiteId,
     pub dir: PathBuf,
     /// From summary.json, when it is readable.
     pub started_at: Option<DateTime<Utc>>,
@@ -40,7 +146,7 @@ pub fn list_suites(artifact_dir: &Path) -> Vec<SuiteDir> {
                 .and_then(|v| v["started_at"].as_str().map(str::to_string))
                 .and_then(|t| t.parse().ok());
             SuiteDir {
-                suite_id: e.file_name().to_string_lossy().into_owned(),
+                suite_id: SuiteId::new(e.file_name().to_string_lossy()),
                 dir,
                 started_at,
             }
@@ -58,7 +164,7 @@ pub struct LoadedSuite {
     /// Every attempt whose run.json was found, `run_dir` pointing where it was found.
     pub records: Vec<RunRecord>,
     /// Runs named by summary.json whose run.json was not found.
-    pub missing_runs: Vec<String>,
+    pub missing_runs: Vec<RunId>,
 }
 
 /// Where run `run_id` of the suite in `suite_dir` is: beside it (`../../runs/<id>`, the layout
@@ -66,9 +172,9 @@ pub struct LoadedSuite {
 /// may come from an untrusted shard artifact: the id must be a plain id and every candidate stay
 /// inside the artifact directory the suite is in (`<root>/suites/<id>`; a suite folder elsewhere
 /// is its own root), with no symbolic link on the way (see docs/ci.md).
-fn find_run(suite_dir: &Path, run_id: &str, report: &str) -> Option<PathBuf> {
+fn find_run(suite_dir: &Path, run_id: &RunId, report: &str) -> Option<PathBuf> {
     use std::ffi::OsString;
-    if !confined::is_plain_id(run_id) {
+    if !confined::is_plain_id(run_id.as_str()) {
         return None;
     }
     let stored = suite_dir
@@ -100,13 +206,13 @@ fn find_run(suite_dir: &Path, run_id: &str, report: &str) -> Option<PathBuf> {
 const SUMMARY_MAX: u64 = 256 * 1024 * 1024;
 
 /// Reads summary.json of `dir` and the run.json of every attempt it names.
-pub fn load_suite(dir: &Path) -> Result<LoadedSuite, String> {
+pub fn load_suite(dir: &Path) -> Result<LoadedSuite, SuiteError> {
     let path = SuitePaths::new(dir).summary_json();
     // A shard's artifact is shaped by whoever shaped the pull request: a FIFO or a huge file
     // there is refused at once.
-    let bytes = crate::model::user_file::read(&path, SUMMARY_MAX).map_err(|e| e.to_string())?;
+    let bytes = crate::model::user_file::read(&path, SUMMARY_MAX)?;
     let summary: SuiteSummary = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("{} is not a suite summary: {e}", path.display()))?;
+        .map_err(|source| SuiteError::NotASummary { path, source })?;
     let mut records = Vec::new();
     let mut missing_runs = Vec::new();
     for test in &summary.tests {
@@ -135,30 +241,27 @@ pub fn load_suite(dir: &Path) -> Result<LoadedSuite, String> {
 }
 
 /// The suite `which` names under `artifact_dir`: `last` (or none), a suite id, or a unique prefix.
-pub fn resolve_suite(artifact_dir: &Path, which: Option<&str>) -> Result<SuiteDir, String> {
+pub fn resolve_suite(artifact_dir: &Path, which: Option<&str>) -> Result<SuiteDir, SuiteError> {
     let suites = list_suites(artifact_dir);
     match which {
-        None | Some("last") => suites.last().cloned().ok_or_else(|| {
-            format!(
-                "no suite in {}: run `supervisor start` first",
-                artifacts::suites_dir(artifact_dir).display()
-            )
+        None | Some("last") => suites.last().cloned().ok_or_else(|| SuiteError::NoSuite {
+            suites: artifacts::suites_dir(artifact_dir),
         }),
         Some(id) => {
             let hits: Vec<&SuiteDir> = suites
                 .iter()
-                .filter(|s| s.suite_id.starts_with(id))
+                .filter(|s| s.suite_id.as_str().starts_with(id))
                 .collect();
             match hits.as_slice() {
                 [one] => Ok((*one).clone()),
-                [] => Err(format!(
-                    "no suite `{id}` in {}",
-                    artifacts::suites_dir(artifact_dir).display()
-                )),
-                _ => Err(format!(
-                    "`{id}` names {} suites; give more of the id",
-                    hits.len()
-                )),
+                [] => Err(SuiteError::NoSuchSuite {
+                    id: id.to_string(),
+                    suites: artifacts::suites_dir(artifact_dir),
+                }),
+                _ => Err(SuiteError::Ambiguous {
+                    id: id.to_string(),
+                    count: hits.len(),
+                }),
             }
         }
     }
@@ -180,9 +283,9 @@ pub fn merge(
     out: &Path,
     history_file: Option<&Path>,
     allow_partial: bool,
-) -> Result<Merged, String> {
+) -> Result<Merged, SuiteError> {
     if dirs.is_empty() {
-        return Err("merge needs at least one suite directory".to_string());
+        return Err(SuiteError::NothingToMerge);
     }
     let mut loaded = Vec::new();
     for d in dirs {
@@ -235,8 +338,8 @@ pub fn merge(
         .and_then(Path::file_name)
         .is_some_and(artifacts::is_suites_folder);
     let merged_id = match out.file_name() {
-        Some(name) if in_store => name.to_string_lossy().into_owned(),
-        _ => uuid::Uuid::now_v7().to_string(),
+        Some(name) if in_store => SuiteId::new(name.to_string_lossy()),
+        _ => SuiteId::fresh(),
     };
     not_run.extend(gaps.not_run.keys().cloned());
     let mut summary =
@@ -244,8 +347,76 @@ pub fn merge(
     summary.fail_on_flaky = loaded.iter().any(|l| l.summary.fail_on_flaky);
     summary.partial_allowed = allow_partial;
     (summary.commit, summary.dirty) = common_revision(loaded.iter().map(|l| &l.summary));
-    // A test whose run.json was not found still counts, as its shard's summary says.
-    for l in &loaded {
+    add_what_only_the_shards_say(&mut summary, &loaded, gaps);
+    for shard in &summary.missing_shards {
+        notes.push(format!(
+            "shard {shard} missing: its tests were not run{}",
+            if allow_partial {
+                " (--allow-partial: the merge exits by the tests that ran)"
+            } else {
+                ""
+            }
+        ));
+    }
+    // Shards of one selection: the merge is that selection, whole.
+    let of_shards = loaded.iter().find_map(|l| l.summary.shard.as_ref());
+    let selection = Selection {
+        merged: ids.clone(),
+        paths: of_shards.map(|s| s.paths.clone()).unwrap_or_default(),
+        tags: of_shards.map(|s| s.tags.clone()).unwrap_or_default(),
+        ..Selection::default()
+    };
+    std::fs::create_dir_all(out).map_err(|source| SuiteError::CreateOut {
+        path: out.to_path_buf(),
+        source,
+    })?;
+    let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
+    let mut entry = HistoryEntry::of(&summary, &records, &selection);
+    entry.suite_dir = Some(out.display().to_string());
+    // One history entry for the whole CI run, compared with the previous merge: in `--history
+    // FILE`, else beside `--out` when it is a project's suites folder.
+    let history_file = history_file
+        .map(Path::to_path_buf)
+        .or_else(|| in_store.then(|| history::history_path(&SuitePaths::new(&out).artifact_dir())));
+    let mut trends = None;
+    if let Some(file) = history_file {
+        let earlier = history::read(&file);
+        summary.changes = history::compare(&earlier, &entry);
+        trends = crate::report::records::trends::Trends::of(&earlier, &entry);
+        if let Err(e) = history::append(&file, &entry) {
+            notes.push(e.to_string());
+        }
+    }
+    let ids: Vec<&str> = ids.iter().map(SuiteId::as_str).collect();
+    notes.insert(
+        0,
+        format!("merged from {} suites: {}", ids.len(), ids.join(", ")),
+    );
+    write_merged(&SuiteInput {
+        dir: &out,
+        summary: &summary,
+        records: &records,
+        notes: &notes,
+        trends: trends.as_ref(),
+        // No secret of the shards' runs is known here: theirs were redacted when they wrote.
+        redactor: &crate::report::ground::scrub::Redactor::new([]),
+    })?;
+    Ok(Merged {
+        summary,
+        out,
+        notes,
+    })
+}
+
+/// What the merged records cannot tell: a test whose run.json was not found still counts, as its
+/// shard's summary says; the tests of a missing shard are listed as not run, with why (see
+/// docs/ci.md).
+fn add_what_only_the_shards_say(
+    summary: &mut SuiteSummary,
+    loaded: &[LoadedSuite],
+    gaps: crate::report::records::merge_gaps::Gaps,
+) {
+    for l in loaded {
         for test in &l.summary.tests {
             if !summary.tests.iter().any(|t| t.test_file == test.test_file) {
                 summary.totals.count(test.outcome);
@@ -270,76 +441,22 @@ pub fn merge(
         .filter(|(f, _)| summary.not_run.contains(f))
         .collect();
     summary.missing_shards = gaps.missing_shards;
-    for shard in &summary.missing_shards {
-        notes.push(format!(
-            "shard {shard} missing: its tests were not run{}",
-            if allow_partial {
-                " (--allow-partial: the merge exits by the tests that ran)"
-            } else {
-                ""
-            }
-        ));
+}
+
+/// The merged suite's files; the first that could not be written ends the merge.
+fn write_merged(input: &SuiteInput<'_>) -> Result<(), SuiteError> {
+    for (_, written) in RenderedSuite::render(input).write(input.dir) {
+        written?;
     }
-    // Shards of one selection: the merge is that selection, whole.
-    let of_shards = loaded.iter().find_map(|l| l.summary.shard.as_ref());
-    let selection = Selection {
-        merged: ids.clone(),
-        paths: of_shards.map(|s| s.paths.clone()).unwrap_or_default(),
-        tags: of_shards.map(|s| s.tags.clone()).unwrap_or_default(),
-        ..Selection::default()
-    };
-    std::fs::create_dir_all(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    let out = std::path::absolute(out).unwrap_or_else(|_| out.to_path_buf());
-    let mut entry = HistoryEntry::of(&summary, &records, &selection);
-    entry.suite_dir = Some(out.display().to_string());
-    // One history entry for the whole CI run, compared with the previous merge: in `--history
-    // FILE`, else beside `--out` when it is a project's suites folder.
-    let history_file = history_file
-        .map(Path::to_path_buf)
-        .or_else(|| in_store.then(|| history::history_path(&SuitePaths::new(&out).artifact_dir())));
-    let mut trends = None;
-    if let Some(file) = history_file {
-        let earlier = history::read(&file);
-        summary.changes = history::compare(&earlier, &entry);
-        trends = crate::report::records::trends::Trends::of(&earlier, &entry);
-        if let Err(e) = history::append(&file, &entry) {
-            notes.push(e.to_string());
-        }
-    }
-    notes.insert(
-        0,
-        format!("merged from {} suites: {}", ids.len(), ids.join(", ")),
-    );
-    write_merged(&SuiteInput {
-        dir: &out,
-        summary: &summary,
-        records: &records,
-        notes: &notes,
-        trends: trends.as_ref(),
-        // No secret of the shards' runs is known here: theirs were redacted when they wrote.
-        redactor: &crate::report::ground::scrub::Redactor::new([]),
-    })?;
-    Ok(Merged {
-        summary,
-        out,
-        notes,
-    })
+    Ok(())
 }
 
 /// docs/ci.md: suites that are shards (`--shard`) merge only with shards of the same selection
 /// and N, each test in one of them. Returns notes (a shard missing, splits made from different
 /// histories); an error when they cannot be one CI run.
-/// The merged suite's files; the first that could not be written ends the merge.
-fn write_merged(input: &SuiteInput<'_>) -> Result<(), String> {
-    for (_, written) in RenderedSuite::render(input).write(input.dir) {
-        written.map_err(|e| e.to_string())?;
-    }
-    Ok(())
-}
-
 fn shards_belong_together(
     loaded: &[LoadedSuite],
-) -> Result<(Vec<String>, crate::report::records::merge_gaps::Gaps), String> {
+) -> Result<(Vec<String>, crate::report::records::merge_gaps::Gaps), SuiteError> {
     let mut notes = Vec::new();
     let sharded: Vec<(&LoadedSuite, &crate::model::shard::ShardInfo)> = loaded
         .iter()
@@ -349,21 +466,19 @@ fn shards_belong_together(
     let Some((first, info)) = sharded.first() else {
         // Two whole suites are no CI run: their tests would read as retries of each other.
         if let [one, two, ..] = loaded {
-            return Err(format!(
-                "merge joins the shards of one CI run, and these suites are not shards: {} and {} ran without --shard",
-                name(one),
-                name(two)
-            ));
+            return Err(SuiteError::NotShards {
+                one: name(one),
+                two: name(two),
+            });
         }
         return Ok((notes, Default::default()));
     };
     if let Some(plain) = loaded.iter().find(|l| l.summary.shard.is_none()) {
-        return Err(format!(
-            "cannot merge a shard with a suite that is not one: {} is shard {}, {} ran without --shard",
-            name(first),
-            info.shard,
-            name(plain)
-        ));
+        return Err(SuiteError::ShardWithWhole {
+            sharded: name(first),
+            shard: info.shard.to_string(),
+            plain: name(plain),
+        });
     }
     for (l, other) in &sharded[1..] {
         if other.paths != info.paths || other.tags != info.tags || other.count() != info.count() {
@@ -375,13 +490,12 @@ fn shards_belong_together(
                     s.tags.join(",")
                 )
             };
-            return Err(format!(
-                "these suites are shards of different selections: {} is {}, {} is {}",
-                name(first),
-                describe(info),
-                name(l),
-                describe(other)
-            ));
+            return Err(SuiteError::DifferentSelections {
+                first: name(first),
+                first_is: describe(info),
+                other: name(l),
+                other_is: describe(other),
+            });
         }
     }
     let digests_differ = sharded.iter().any(|(_, s)| s.digest != info.digest);
@@ -395,16 +509,12 @@ fn shards_belong_together(
             .chain(l.summary.not_run.iter().map(String::as_str));
         for file in files {
             if let Some(before) = owner.insert(file, l) {
-                return Err(format!(
-                    "{file} ran in two shards, {} and {}{}",
-                    name(before),
-                    name(l),
-                    if digests_differ {
-                        ": the shards split the suite differently (their histories differed; give every shard the same --history)"
-                    } else {
-                        ""
-                    }
-                ));
+                return Err(SuiteError::RanTwice {
+                    file: file.to_string(),
+                    before: name(before),
+                    after: name(l),
+                    split_differently: digests_differ,
+                });
             }
         }
     }
@@ -425,7 +535,7 @@ fn shards_belong_together(
 /// What a prune removed.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Pruned {
-    pub suites: Vec<String>,
+    pub suites: Vec<SuiteId>,
     pub runs: usize,
     pub workspaces: usize,
     pub problems: Vec<String>,
@@ -433,7 +543,7 @@ pub struct Pruned {
 
 /// One suite and the runs it owns, as retention sees them.
 struct Unit {
-    suite_id: String,
+    suite_id: SuiteId,
     suite_dir: Option<PathBuf>,
     runs: Vec<(PathBuf, Option<PathBuf>)>,
     at: Option<DateTime<Utc>>,
@@ -450,7 +560,7 @@ pub fn prune(
     artifact_dir: &Path,
     keep: Option<usize>,
     older_than: Option<chrono::Duration>,
-    protect: &[String],
+    protect: &[SuiteId],
 ) -> Pruned {
     let mut pruned = Pruned::default();
     // Fewer run directories than `keep` and no age limit: nothing can go, and reading every
@@ -466,7 +576,7 @@ pub fn prune(
             }
         }
     }
-    let mut units: std::collections::BTreeMap<String, Unit> = std::collections::BTreeMap::new();
+    let mut units: std::collections::BTreeMap<SuiteId, Unit> = std::collections::BTreeMap::new();
     for s in list_suites(artifact_dir) {
         units.insert(
             s.suite_id.clone(),
@@ -486,13 +596,13 @@ pub fn prune(
                 .ok()
                 .and_then(|b| serde_json::from_slice(&b).ok());
             let Some(value) = value else { continue };
-            let Some(suite) = value["suite_id"].as_str() else {
+            let Some(suite) = value["suite_id"].as_str().map(SuiteId::new) else {
                 continue;
             };
             let started: Option<DateTime<Utc>> =
                 value["started_at"].as_str().and_then(|t| t.parse().ok());
-            let unit = units.entry(suite.to_string()).or_insert_with(|| Unit {
-                suite_id: suite.to_string(),
+            let unit = units.entry(suite.clone()).or_insert_with(|| Unit {
+                suite_id: suite,
                 suite_dir: None,
                 runs: Vec::new(),
                 at: None,
@@ -558,29 +668,35 @@ pub fn prune(
 /// above it are created and a probe file is made where the file will go (an existing file is
 /// opened for appending, nothing written), then everything made here is removed. access(2) is not
 /// enough: it says yes to root (CI containers) for `/proc/…` and read-only mounts.
-pub fn check_writable(flag: &str, path: &Path) -> Result<(), String> {
+pub fn check_writable(flag: &str, path: &Path) -> Result<(), Unwritable> {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let what = flag.to_string();
     if abs.is_dir() {
-        return Err(format!("{flag} {}: is a directory", path.display()));
+        return Err(Unwritable::IsADirectory {
+            what,
+            path: path.to_path_buf(),
+        });
     }
     let Some(parent) = abs.parent() else {
-        return Err(format!("{flag} {}: has no parent folder", path.display()));
+        return Err(Unwritable::NoParent {
+            what,
+            path: path.to_path_buf(),
+        });
     };
-    let fail = |at: &Path, e: std::io::Error| {
-        format!(
-            "{flag} {}: {} is not writable: {e}",
-            path.display(),
-            at.display()
-        )
+    let fail = |at: &Path, source: std::io::Error| Unwritable::Denied {
+        what: flag.to_string(),
+        path: path.to_path_buf(),
+        at: at.to_path_buf(),
+        source,
     };
     // A FIFO would hold the probe's open until a reader came; a device is no file to append to.
     if let Ok(meta) = std::fs::metadata(&abs) {
         if !meta.is_file() {
-            let kind = crate::model::user_file::kind_of(&meta.file_type());
-            return Err(format!(
-                "{flag} {}: not a regular file (a {kind})",
-                path.display()
-            ));
+            return Err(Unwritable::NotAFile {
+                what,
+                path: path.to_path_buf(),
+                kind: crate::model::user_file::kind_of(&meta.file_type()),
+            });
         }
     }
     let made = make_folders(parent).map_err(|(at, e)| not_a_folder_or(flag, path, &at, e))?;
@@ -606,7 +722,7 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<(), String> {
 /// Checks before anything runs that the directory `path` (the artifact directory) can be written,
 /// by writing: its missing folders are created and a probe file is made and removed in it, then
 /// the folders made here are removed again. `what` names it in the error.
-pub fn check_dir_writable(what: &str, path: &Path) -> Result<(), String> {
+pub fn check_dir_writable(what: &str, path: &Path) -> Result<(), Unwritable> {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let made = make_folders(&abs).map_err(|(at, e)| not_a_folder_or(what, path, &at, e))?;
     let probe = abs.join(format!(".bugatti-write-probe-{}", std::process::id()));
@@ -616,12 +732,11 @@ pub fn check_dir_writable(what: &str, path: &Path) -> Result<(), String> {
         .open(&probe)
         .map(drop)
         .and_then(|()| std::fs::remove_file(&probe))
-        .map_err(|e| {
-            format!(
-                "{what} {}: {} is not writable: {e}",
-                path.display(),
-                abs.display()
-            )
+        .map_err(|source| Unwritable::Denied {
+            what: what.to_string(),
+            path: path.to_path_buf(),
+            at: abs.clone(),
+            source,
         });
     remove_folders(&made);
     probed
@@ -659,23 +774,28 @@ fn remove_folders(made: &[PathBuf]) {
 
 /// The error for a folder that could not be made: "… is not a directory" when a file is in the
 /// way, else "… is not writable: <why>".
-fn not_a_folder_or(what: &str, path: &Path, at: &Path, e: std::io::Error) -> String {
+fn not_a_folder_or(what: &str, path: &Path, at: &Path, e: std::io::Error) -> Unwritable {
+    let (what, path_buf, at_buf) = (what.to_string(), path.to_path_buf(), at.to_path_buf());
     if e.kind() == std::io::ErrorKind::NotADirectory {
         if at == path || std::path::absolute(path).is_ok_and(|a| a == at) {
-            format!("{what} {}: is not a directory", path.display())
+            Unwritable::NotADirectory {
+                what,
+                path: path_buf,
+            }
         } else {
-            format!(
-                "{what} {}: {} is not a directory",
-                path.display(),
-                at.display()
-            )
+            Unwritable::FileAbove {
+                what,
+                path: path_buf,
+                at: at_buf,
+            }
         }
     } else {
-        format!(
-            "{what} {}: {} cannot be created: {e}",
-            path.display(),
-            at.display()
-        )
+        Unwritable::CannotCreate {
+            what,
+            path: path_buf,
+            at: at_buf,
+            source: e,
+        }
     }
 }
 
@@ -692,5 +812,87 @@ fn common_revision<'a>(
         revision
     } else {
         (None, None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The errors read as they did when they were strings: users and scripts match on them.
+    #[test]
+    fn the_errors_say_what_they_always_said() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let artifacts = dir.path().join(".bugatti");
+        let suites = artifacts::suites_dir(&artifacts);
+        assert_eq!(
+            resolve_suite(&artifacts, None).unwrap_err().to_string(),
+            format!(
+                "no suite in {}: run `supervisor start` first",
+                suites.display()
+            )
+        );
+        for id in ["0192a", "0192b"] {
+            std::fs::create_dir_all(suites.join(id)).expect("suite dir");
+        }
+        assert_eq!(
+            resolve_suite(&artifacts, Some("0192"))
+                .unwrap_err()
+                .to_string(),
+            "`0192` names 2 suites; give more of the id"
+        );
+        assert_eq!(
+            resolve_suite(&artifacts, Some("7"))
+                .unwrap_err()
+                .to_string(),
+            format!("no suite `7` in {}", suites.display())
+        );
+        assert_eq!(
+            merge(&[], dir.path(), None, false).unwrap_err().to_string(),
+            "merge needs at least one suite directory"
+        );
+        let err = load_suite(&suites.join("0192a")).unwrap_err();
+        assert!(matches!(err, SuiteError::Unreadable(_)), "{err}");
+        std::fs::write(SuitePaths::new(suites.join("0192a")).summary_json(), "{").expect("write");
+        let summary = SuitePaths::new(suites.join("0192a")).summary_json();
+        let err = load_suite(&suites.join("0192a")).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!("{} is not a suite summary: ", summary.display())),
+            "{err}"
+        );
+        let err = SuiteError::RanTwice {
+            file: "a.test.toml".into(),
+            before: "s1 (d1)".into(),
+            after: "s2 (d2)".into(),
+            split_differently: true,
+        };
+        assert_eq!(
+            err.to_string(),
+            "a.test.toml ran in two shards, s1 (d1) and s2 (d2): the shards split the suite differently (their histories differed; give every shard the same --history)"
+        );
+        assert_eq!(
+            check_writable("--junit", dir.path())
+                .unwrap_err()
+                .to_string(),
+            format!("--junit {}: is a directory", dir.path().display())
+        );
+        let file = dir.path().join("file");
+        std::fs::write(&file, "").expect("write");
+        assert_eq!(
+            check_writable("--json", &file.join("out.json"))
+                .unwrap_err()
+                .to_string(),
+            format!(
+                "--json {}: {} is not a directory",
+                file.join("out.json").display(),
+                file.display()
+            )
+        );
+        assert_eq!(
+            check_dir_writable("artifacts:", &file)
+                .unwrap_err()
+                .to_string(),
+            format!("artifacts: {}: is not a directory", file.display())
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! `events.jsonl`: every event of a run, one redacted JSON object per line, in order, written
 //! through to the file as each event happens (a crash loses nothing already reported).
 
+use crate::model::ids::RunId;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,14 +14,14 @@ use crate::report::records::events::Event;
 #[derive(Debug)]
 pub struct EventLog {
     path: PathBuf,
-    run_id: String,
+    run_id: RunId,
     file: File,
     lines: usize,
 }
 
 impl EventLog {
     /// Opens (creating or appending to) the log of run `run_id` at `path`.
-    pub fn open(path: &Path, run_id: &str) -> Result<Self, ReportError> {
+    pub fn open(path: &Path, run_id: &RunId) -> Result<Self, ReportError> {
         let file = OpenOptions::new()
             .create(true)
             .append(true)
@@ -28,7 +29,7 @@ impl EventLog {
             .map_err(|e| ReportError::write(path, e))?;
         Ok(Self {
             path: path.to_path_buf(),
-            run_id: run_id.to_string(),
+            run_id: run_id.clone(),
             file,
             lines: 0,
         })

@@ -7,6 +7,7 @@
 //! buffered, and nothing is dropped: an event for a run whose file is not open goes to the suite
 //! log with its run id; before the suite log is open such lines wait in memory.
 
+use crate::model::ids::RunId;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
@@ -130,7 +131,7 @@ impl HarnessLogs {
     /// Opens `path` as the log of run `run_id`.
     pub fn open_run(
         &self,
-        run_id: &str,
+        run_id: &RunId,
         path: &Path,
         redactor: Redactor,
     ) -> Result<(), ReportError> {
@@ -143,8 +144,8 @@ impl HarnessLogs {
     }
 
     /// Flushes and closes run `run_id`'s log. Later events of that run go to the suite log.
-    pub fn close_run(&self, run_id: &str) -> Result<(), ReportError> {
-        let sink = self.lock().runs.remove(run_id);
+    pub fn close_run(&self, run_id: &RunId) -> Result<(), ReportError> {
+        let sink = self.lock().runs.remove(run_id.as_str());
         match sink {
             Some(sink) => sink.close(),
             None => Ok(()),
@@ -328,8 +329,10 @@ mod tests {
         tracing::subscriber::with_default(subscriber, || {
             tracing::info!("before the suite log opens");
             logs.open_suite(&suite, secrets.clone()).expect("suite");
-            logs.open_run("run-a", &a, secrets.clone()).expect("a");
-            logs.open_run("run-b", &b, secrets.clone()).expect("b");
+            logs.open_run(&RunId::new("run-a"), &a, secrets.clone())
+                .expect("a");
+            logs.open_run(&RunId::new("run-b"), &b, secrets.clone())
+                .expect("b");
             let span_a = tracing::info_span!("run", run_id = %"run-a");
             let span_b = tracing::info_span!("run", run_id = "run-b");
             span_a.in_scope(|| {
@@ -337,7 +340,7 @@ mod tests {
                 step.in_scope(|| tracing::info!(token = "hunter2", "step of a"));
             });
             span_b.in_scope(|| tracing::warn!("event of b"));
-            logs.close_run("run-b").expect("close b");
+            logs.close_run(&RunId::new("run-b")).expect("close b");
             span_b.in_scope(|| tracing::info!("late event of b"));
             tracing::info!("suite event");
             tracing::info!(run_id = "run-a", "named its run");

@@ -3,6 +3,7 @@
 //! stays a small share of the run's time however large it grows) and, at the end, `report.md`. Everything passes through the run's redactor. The reporter actor owns one
 //! `RunWriter` per open run; nothing else writes these files.
 
+use crate::model::ids::RunId;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -21,7 +22,7 @@ use crate::report::store::event_log::EventLog;
 /// What a finished run left behind.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunFiles {
-    pub run_id: String,
+    pub run_id: RunId,
     pub outcome: RunOutcome,
     pub run_json: PathBuf,
     pub events: PathBuf,

@@ -3,6 +3,8 @@
 //! transcript.
 
 use super::*;
+use crate::model::ids::RunId;
+use crate::model::ids::StepId;
 use crate::report::records::page_console;
 use crate::report::records::run_record::EvidenceRecord;
 
@@ -13,7 +15,7 @@ impl Page<'_> {
         record: &RunRecord,
         run_dir: &Path,
         step: &StepRecord,
-        transcripts: &HashMap<u32, String>,
+        transcripts: &HashMap<StepId, String>,
         run_json: Option<&serde_json::Value>,
     ) {
         let bad = step.status.is_failure();
@@ -126,7 +128,7 @@ impl Page<'_> {
     fn step_evidence(
         &mut self,
         run_dir: &Path,
-        run_id: &str,
+        run_id: &RunId,
         evidence: &[EvidenceRecord],
         bad: bool,
     ) {
@@ -285,7 +287,7 @@ impl Page<'_> {
         run_dir: &Path,
         step: &StepRecord,
         bad: bool,
-        transcripts: &HashMap<u32, String>,
+        transcripts: &HashMap<StepId, String>,
     ) {
         let Some(text) = transcripts.get(&step.step_id) else {
             return;

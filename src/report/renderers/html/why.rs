@@ -4,6 +4,7 @@
 //! highlighted), and "Copy as prompt".
 
 use super::*;
+use crate::model::ids::StepId;
 use crate::model::replay::Drift;
 use crate::report::records::page_console;
 
@@ -135,7 +136,7 @@ impl Page<'_> {
         record: &RunRecord,
         run_dir: &Path,
         step: &StepRecord,
-        transcripts: &HashMap<u32, String>,
+        transcripts: &HashMap<StepId, String>,
         run_json: Option<&serde_json::Value>,
     ) {
         let mut p = String::new();
