@@ -27,8 +27,8 @@ use super::pricing;
 use super::reply::ReplyCollector;
 use super::turn::{self, Framing, Seen, TurnEnd};
 use super::{
-    bootstrap, AgentContext, AgentDeath, AgentError, AgentFault, CancelSignal, Provider,
-    ProviderKind, StepRequest, StepUsage, StepVerdict,
+    bootstrap, AgentContext, AgentDeath, AgentError, CancelSignal, Provider, ProviderKind,
+    StepRequest, StepUsage, StepVerdict,
 };
 use crate::model::config::PricePerMtok;
 use crate::model::ids::StepId;
@@ -533,20 +533,17 @@ impl Codex {
                         return v;
                     }
                 }
-                let said = turn
-                    .last_error
-                    .as_deref()
-                    .map(|e| format!("; its last error event: {e}"))
-                    .unwrap_or_default();
-                let mut v = collector.verdict_with(
-                    StepStatus::Error,
+                PerStep::died_verdict(
+                    &collector,
                     format!(
-                        "Codex `{}` exited before the turn ended: {death}{said}",
+                        "Codex `{}` exited before the turn ended",
                         self.shown_command()
                     ),
-                );
-                v.fault = Some(AgentFault::Died(death));
-                v
+                    death,
+                    turn.last_error
+                        .as_deref()
+                        .map(|e| ("its last error event", e)),
+                )
             }
             TurnEnd::Stopped(stop) => {
                 let agent = turn::Agent {

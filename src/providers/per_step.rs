@@ -7,8 +7,11 @@
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::transcript::SharedTranscript;
 use super::turn::{self, Framing, Limits, Output, TurnEnd};
-use super::{agent_env, AgentContext, AgentDeath, AgentError, CancelSignal, StepVerdict};
+use super::{
+    agent_env, AgentContext, AgentDeath, AgentError, AgentFault, CancelSignal, StepVerdict,
+};
 use crate::model::ids::StepId;
+use crate::model::outcome::StepStatus;
 use crate::model::outcome::TeardownState;
 use crate::process::owner::{Owner, Role, Scope};
 use tokio::process::ChildStdout;
@@ -187,5 +190,22 @@ impl PerStep {
         error: &AgentError,
     ) -> StepVerdict {
         turn::spawn_failed_verdict(collector, &error.to_string(), ctx.spec.provider)
+    }
+
+    /// A step whose process ended before its turn did: an error naming the command (`exited`:
+    /// "Codex `codex exec …` exited before the turn ended"), how it ended and the last error it
+    /// reported (`last_error`, under its CLI's own word for it), with the fault `Died`.
+    pub fn died_verdict(
+        collector: &super::reply::ReplyCollector,
+        exited: String,
+        death: AgentDeath,
+        last_error: Option<(&str, &str)>,
+    ) -> StepVerdict {
+        let said = last_error
+            .map(|(word, e)| format!("; {word}: {e}"))
+            .unwrap_or_default();
+        let mut v = collector.verdict_with(StepStatus::Error, format!("{exited}: {death}{said}"));
+        v.fault = Some(AgentFault::Died(death));
+        v
     }
 }

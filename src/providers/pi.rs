@@ -25,8 +25,8 @@ use super::per_step::{PerStep, StepCommand};
 use super::reply::ReplyCollector;
 use super::turn::{self, Framing, Seen, TurnEnd};
 use super::{
-    bootstrap, AgentContext, AgentError, AgentFault, CancelSignal, Provider, ProviderKind,
-    StepRequest, StepUsage, StepVerdict,
+    bootstrap, AgentContext, AgentError, CancelSignal, Provider, ProviderKind, StepRequest,
+    StepUsage, StepVerdict,
 };
 use crate::model::ids::StepId;
 use crate::model::markers::scan_text;
@@ -194,18 +194,12 @@ impl Pi {
             TurnEnd::Done(v) => v,
             TurnEnd::Ended => {
                 let death = self.steps.death(&self.ctx).await;
-                let said = last_error
-                    .as_deref()
-                    .map(|e| format!("; its last error: {e}"))
-                    .unwrap_or_default();
-                let mut v = collector.verdict_with(
-                    StepStatus::Error,
-                    format!(
-                        "pi `{}` exited before agent_end: {death}{said}",
-                        self.shown_command()
-                    ),
+                let mut v = PerStep::died_verdict(
+                    &collector,
+                    format!("pi `{}` exited before agent_end", self.shown_command()),
+                    death,
+                    last_error.as_deref().map(|e| ("its last error", e)),
                 );
-                v.fault = Some(AgentFault::Died(death));
                 v.usage = Some(usage);
                 v
             }
