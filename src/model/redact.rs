@@ -60,11 +60,15 @@ impl Secrets {
     fn from_entries(mut entries: Vec<(String, Vec<u8>)>) -> Self {
         entries.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
         let longest = entries.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
-        let finder = aho_corasick::AhoCorasick::builder()
-            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-            .build(entries.iter().map(|(_, v)| v))
-            .ok()
-            .filter(|_| !entries.is_empty());
+        // No automaton for no secret (most suites' own set): building one is not free.
+        let finder = (!entries.is_empty())
+            .then(|| {
+                aho_corasick::AhoCorasick::builder()
+                    .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                    .build(entries.iter().map(|(_, v)| v))
+                    .ok()
+            })
+            .flatten();
         Self {
             entries,
             finder,

@@ -341,8 +341,13 @@ impl ReporterState {
     pub(super) fn redactor_all(&self) -> Redactor {
         let open = self.open.values().flat_map(|w| w.redactor().sets());
         let sets = self.redactor.sets().iter().chain(open);
-        let all = sets.chain(&self.finished_secrets).map(|s| s.as_ref());
-        Redactor::new([Arc::new(Secrets::merged(all))])
+        let all = Redactor::new(sets.chain(&self.finished_secrets).cloned());
+        if all.sets().len() < 2 {
+            return all;
+        }
+        Redactor::new([Arc::new(Secrets::merged(
+            all.sets().iter().map(|s| s.as_ref()),
+        ))])
     }
 }
 
