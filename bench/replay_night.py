@@ -9,7 +9,8 @@ the same commands as N shell scripts run 16 at a time. Also counted: the opens o
 per test, from a second, smaller replayed night under `strace -f` (when strace is installed).
 
 Row 26, replay's own limit: one replayed 10-step test against the same 10 commands as one shell
-script."""
+script; beside it, what each further replayed step costs (the 10-step test against the same test
+of one step)."""
 import os
 import shutil
 import subprocess
@@ -127,14 +128,20 @@ def replay_limit(ctx):
     if _claude_bin(ctx) is None:
         return Row.skip(name, goal, "Claude Code CLI not installed: .ci/run installs it into .ci/node")
     project, _ = _recorded_project(ctx, "limit", STEPS_LIMIT)
+    # Beside it, the same test of one step: what each further replayed step costs.
+    one, _ = _recorded_project(ctx, "limit-one", 1)
     script = os.path.join(ctx.tmp, "limit.sh")
     with open(script, "w") as f:
         f.write("".join(f"{_command(1, i)}\n" for i in range(1, STEPS_LIMIT + 1)))
-    sup, base = [], []
-    supervise(ctx, project, ["-q", "-j", "1", "--replay", "only"], label="limit")  # warm-up
+    sup, sup_one, base = [], [], []
+    replay_only = ["-q", "-j", "1", "--replay", "only"]
+    supervise(ctx, project, replay_only, label="limit")  # warm-up
     for _ in range(max(ctx.runs, 5)):
-        sup.append(supervise(ctx, project, ["-q", "-j", "1", "--replay", "only"], label="limit").wall)
+        sup.append(supervise(ctx, project, replay_only, label="limit").wall)
+        sup_one.append(supervise(ctx, one, replay_only, label="limit-one").wall)
         base.append(baseline(ctx, ["sh", script], project, "limit-script").wall)
     ratio = med(sup) / med(base)
-    return Row(name, f"{ms(med(sup))} replayed (0 model calls)", f"{ms(med(base))} (`sh` script)",
+    per_step = (med(sup) - med(sup_one)) / (STEPS_LIMIT - 1)
+    return Row(name, f"{ms(med(sup))} replayed (0 model calls); {ms(per_step)} per further step "
+               f"({ms(med(sup_one))} for 1 step)", f"{ms(med(base))} (`sh` script)",
                f"{ratio:.1f}×", goal, ratio <= 1.5)

@@ -37,13 +37,38 @@ impl Secrets {
                 }
             }
         }
+        Self::from_entries(entries)
+    }
+
+    /// One set holding every value of `sets` (the first name given to a value keeps it): a text
+    /// is then searched once, not once per set. The suite's files quote every run, each with
+    /// secrets of its own (its tokens), and a pass per run over every string made the suite's
+    /// end grow with the square of its runs.
+    pub fn merged<'a>(sets: impl IntoIterator<Item = &'a Secrets>) -> Self {
+        let mut seen = std::collections::HashSet::new();
+        let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
+        for set in sets {
+            for (name, value) in &set.entries {
+                if seen.insert(value.clone()) {
+                    entries.push((name.clone(), value.clone()));
+                }
+            }
+        }
+        Self::from_entries(entries)
+    }
+
+    fn from_entries(mut entries: Vec<(String, Vec<u8>)>) -> Self {
         entries.sort_by(|a, b| b.1.len().cmp(&a.1.len()).then_with(|| a.0.cmp(&b.0)));
         let longest = entries.iter().map(|(_, v)| v.len()).max().unwrap_or(0);
-        let finder = aho_corasick::AhoCorasick::builder()
-            .match_kind(aho_corasick::MatchKind::LeftmostLongest)
-            .build(entries.iter().map(|(_, v)| v))
-            .ok()
-            .filter(|_| !entries.is_empty());
+        // No automaton for no secret (most suites' own set): building one is not free.
+        let finder = (!entries.is_empty())
+            .then(|| {
+                aho_corasick::AhoCorasick::builder()
+                    .match_kind(aho_corasick::MatchKind::LeftmostLongest)
+                    .build(entries.iter().map(|(_, v)| v))
+                    .ok()
+            })
+            .flatten();
         Self {
             entries,
             finder,
@@ -57,7 +82,12 @@ impl Secrets {
 
     /// Redacts a whole, complete text.
     pub fn redact_str(&self, text: &str) -> String {
-        if self.is_empty() {
+        // Most texts hold no secret: then no copy through the lossy UTF-8 check.
+        if self
+            .finder
+            .as_ref()
+            .is_none_or(|f| !f.is_match(text.as_bytes()))
+        {
             return text.to_string();
         }
         let mut out = Vec::with_capacity(text.len());
@@ -306,6 +336,23 @@ mod tests {
         // A short value is redacted as written only.
         let short = Secrets::new([("PIN", "1234")]);
         assert_eq!(short.redact_str("MTIzNA== 1234"), "MTIzNA== [REDACTED:PIN]");
+    }
+
+    #[test]
+    fn merged_sets_redact_as_each_would_longest_first() {
+        let run_a = Secrets::new([("TOKEN", "token-of-run-a"), ("PIN", "1234")]);
+        let run_b = Secrets::new([("TOKEN", "token-of-run-b"), ("LONG", "1234-and-more")]);
+        let all = Secrets::merged([&run_a, &run_b]);
+        assert_eq!(
+            all.redact_str("a token-of-run-a b token-of-run-b c 1234-and-more d 1234"),
+            "a [REDACTED:TOKEN] b [REDACTED:TOKEN] c [REDACTED:LONG] d [REDACTED:PIN]"
+        );
+        // The encodings come along: run b's token in base64.
+        use base64::Engine;
+        let b64 = base64::engine::general_purpose::STANDARD.encode("token-of-run-b");
+        assert!(all.redact_str(&b64).starts_with("[REDACTED:TOKEN:base64]"));
+        assert!(Secrets::merged([&Secrets::default()]).is_empty());
+        assert_eq!(all.redact_str("nothing"), "nothing");
     }
 
     proptest::proptest! {

@@ -23,6 +23,11 @@ pub struct Revision {
 impl Revision {
     /// Asks git about `root`. Never fails: what git cannot say is `None`.
     pub fn of(root: &Path) -> Self {
+        // Outside every repository there is nothing to ask: starting git costs a one-test suite
+        // more CPU than its step (git finds a repository the same way, by these names).
+        if !in_a_repository(root) {
+            return Self::default();
+        }
         let commit = git(root, &["rev-parse", "--verify", "--quiet", "HEAD"])
             .map(|out| out.trim().to_string())
             .filter(|c| !c.is_empty() && c.bytes().all(|b| b.is_ascii_hexdigit()));
@@ -100,6 +105,22 @@ impl std::fmt::Debug for PendingRevision {
     }
 }
 
+/// Whether `root` or a folder above it holds a repository as git discovers one (GIT_DIR is not
+/// passed on, see [`git`]): a `.git` folder or file (a worktree, a submodule), or the folder
+/// itself is a bare repository (`HEAD`, `objects/`, `refs/`). When unsure (the path cannot be
+/// made absolute), yes: git is asked.
+fn in_a_repository(root: &Path) -> bool {
+    let Ok(root) = std::path::absolute(root) else {
+        return true;
+    };
+    root.ancestors().any(|dir| {
+        dir.join(".git").symlink_metadata().is_ok()
+            || (dir.join("HEAD").is_file()
+                && dir.join("objects").is_dir()
+                && dir.join("refs").is_dir())
+    })
+}
+
 /// git's stdout, when it ran and succeeded. The index is not locked (`GIT_OPTIONAL_LOCKS=0`):
 /// a status taken while the user commits must not get in their way.
 fn git(root: &Path, args: &[&str]) -> Option<String> {
@@ -122,6 +143,28 @@ fn git(root: &Path, args: &[&str]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repository_is_seen_from_below_its_root_and_nothing_from_outside() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let below = dir.path().join("project/sub");
+        std::fs::create_dir_all(&below).expect("mkdir");
+        if in_a_repository(dir.path()) {
+            // The temp dir sits inside a repository on this machine: nothing to check.
+            return;
+        }
+        assert!(!in_a_repository(&below));
+        // A worktree's or submodule's `.git` is a file.
+        std::fs::write(dir.path().join("project/.git"), "gitdir: elsewhere\n").expect("write");
+        assert!(in_a_repository(&below));
+        // A bare repository.
+        let bare = dir.path().join("bare.git");
+        for sub in ["objects", "refs"] {
+            std::fs::create_dir_all(bare.join(sub)).expect("mkdir");
+        }
+        std::fs::write(bare.join("HEAD"), "ref: refs/heads/main\n").expect("write");
+        assert!(in_a_repository(&bare.join("refs")));
+    }
 
     #[test]
     fn outside_a_repository_both_are_none() {

@@ -85,6 +85,87 @@ pub fn no_descendants() -> bool {
         )
 }
 
+/// The orphans re-parented to us (the child subreaper) that are still around, and everything
+/// below them: the only places a process can be that outlived a group which provably ended (its
+/// leader reaped, `kill(-pgid, 0)` ESRCH), since each of its escapees has a live chain of parents
+/// up to an orphan of ours (see [`no_descendants`]). Read from the kernel's own list of our
+/// children, not from a walk of every process on the machine: the kernel hands an orphan to the
+/// first live thread of its subreaper, our main thread, which lives as long as we do, while the
+/// children we start stay with the thread that started them. So
+/// `/proc/<us>/task/<us>/children` names the orphans (and whatever the main thread started
+/// itself, which a marker never matches); it is empty, one read, after a step that left nothing.
+/// Our registered group leaders are left out (their groups are live, their members theirs).
+///
+/// `None` when that cannot be known (not a subreaper, a kernel without the `children` file, or
+/// orphans coming and going while looked at): the caller then reads `/proc` as before.
+pub fn adopted() -> Option<Vec<ProcStat>> {
+    if !super::subreaper::is_child_subreaper() {
+        return None;
+    }
+    let leaders = super::registry::leader_pids();
+    let roots = || -> Option<Vec<i32>> {
+        let mut roots = main_thread_children()?;
+        roots.retain(|p| !leaders.contains(p));
+        roots.sort_unstable();
+        Some(roots)
+    };
+    let mut before = roots()?;
+    // A few rounds: an orphan that ends while its children are listed hands them to us, to the
+    // list just read; when the list is the same after the walk, nothing moved under it.
+    for _ in 0..5 {
+        if before.is_empty() {
+            return Some(Vec::new());
+        }
+        let mut found = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut frontier = before.clone();
+        while let Some(pid) = frontier.pop() {
+            if !seen.insert(pid) {
+                continue;
+            }
+            if let Some(stat) = read_stat(pid) {
+                found.push(stat);
+                frontier.extend(children_of(pid));
+            }
+        }
+        let after = roots()?;
+        if after == before {
+            return Some(found);
+        }
+        before = after;
+    }
+    None
+}
+
+/// The children of our main thread, by the kernel's list (`None` without it).
+fn main_thread_children() -> Option<Vec<i32>> {
+    let own = std::process::id();
+    let text = fs::read_to_string(format!("/proc/{own}/task/{own}/children")).ok()?;
+    Some(
+        text.split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect(),
+    )
+}
+
+/// The children of `pid`, every thread's (empty when it is gone).
+fn children_of(pid: i32) -> Vec<i32> {
+    let Ok(tasks) = fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new();
+    };
+    tasks
+        .filter_map(|task| {
+            let path = task.ok()?.path().join("children");
+            fs::read_to_string(path).ok()
+        })
+        .flat_map(|text| {
+            text.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect::<Vec<i32>>()
+        })
+        .collect()
+}
+
 /// Where the machine's pid allocation stood at some moment: the last pid handed out
 /// (`/proc/loadavg`) and the number of forks since boot (`processes` in `/proc/stat`). Every
 /// process created after that moment has a pid after `last_pid` in the kernel's cyclic order,
@@ -198,17 +279,23 @@ pub fn live_descendants_with_env(key: &str, value: &str) -> Vec<i32> {
 
 /// SIGKILLs every live descendant carrying `key=value` in its environment; returns their pids.
 pub fn kill_descendants_with_env(key: &str, value: &str) -> Vec<i32> {
-    kill_marked_since(key, value, None)
+    kill_marked_since(key, value, None, false)
 }
 
 /// [`kill_descendants_with_env`] for processes that can only have started after `mark` (a
 /// run's, a group's): nothing is read when we provably have no descendant, and otherwise only
-/// the processes started since the mark (see [`ProcSnapshot::since`]).
-pub fn kill_marked_since(key: &str, value: &str, mark: Option<PidMark>) -> Vec<i32> {
+/// the processes started since the mark (see [`ProcSnapshot::since`]), or, when every group
+/// that carried the marker has ended (`ended`), only our orphans ([`ProcSnapshot::left_since`]).
+pub fn kill_marked_since(key: &str, value: &str, mark: Option<PidMark>, ended: bool) -> Vec<i32> {
     if no_descendants() {
         return Vec::new();
     }
-    let pids = ProcSnapshot::since(mark).live_descendants_with_env(key, value);
+    let candidates = if ended {
+        ProcSnapshot::left_since(mark)
+    } else {
+        ProcSnapshot::since(mark)
+    };
+    let pids = candidates.live_descendants_with_env(key, value);
     for pid in &pids {
         let _ = nix::sys::signal::kill(Pid::from_raw(*pid), Signal::SIGKILL);
     }
@@ -220,8 +307,9 @@ pub fn kill_marked_since(key: &str, value: &str, mark: Option<PidMark>) -> Vec<i
 #[derive(Debug, Clone)]
 pub struct ProcSnapshot {
     procs: Vec<ProcStat>,
-    /// Only the processes started since a [`PidMark`]: their parents may be missing from it, so
-    /// descent from us cannot be checked, and an environment marker alone attributes a process.
+    /// Only the processes started since a [`PidMark`], or the orphans of ours ([`adopted`]): their
+    /// parents may be missing from it, so descent from us cannot be checked, and an environment
+    /// marker alone attributes a process.
     partial: bool,
 }
 
@@ -230,6 +318,20 @@ impl ProcSnapshot {
         Self {
             procs: all_processes(),
             partial: false,
+        }
+    }
+
+    /// What a group that provably ended may have left: the orphans re-parented to us and their
+    /// descendants ([`adopted`]), or the processes started since `mark` ([`ProcSnapshot::since`])
+    /// when the kernel cannot say.
+    pub fn left_since(mark: Option<PidMark>) -> Self {
+        match adopted() {
+            Some(procs) => Self {
+                procs,
+                // Attributed by marker alone, as in a window: the orphans' parents are gone.
+                partial: true,
+            },
+            None => Self::since(mark),
         }
     }
 

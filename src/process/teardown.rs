@@ -256,13 +256,13 @@ pub async fn terminate(group: &mut Group, ladder: &Ladder) -> TeardownReport {
 /// The teardown of a group that had already ended (a finished step, a command that exited):
 /// nothing to signal, only what it left behind to find. Nothing is read when we provably have
 /// no descendant ([`group::no_descendants`]: a one-test run after its step); otherwise only the
-/// processes started since the group was (its [`group::PidMark`]), not every process on the
-/// machine.
+/// orphans re-parented to us and what is below them ([`group::adopted`]: none, one read, after
+/// a step that left nothing, however many other sessions run), not every process on the machine.
 async fn ended(group: &mut Group, companions: &[&str]) -> TeardownReport {
     let leaked = if group::no_descendants() {
         Vec::new()
     } else {
-        let since = ProcSnapshot::since(group.since);
+        let since = ProcSnapshot::left_since(group.since);
         kill_leftovers(group, &HashSet::new(), Some(&since), companions).await
     };
     if !leaked.is_empty() {
@@ -551,7 +551,15 @@ pub fn sweep_run(scope: &Scope) -> Vec<i32> {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .remove(run.as_str());
-            group::kill_marked_since("BUGATTI_RUN_ID", run.as_str(), mark)
+            // Every group of the run torn down: what still carries its id is below an orphan of
+            // ours (`group::adopted`). A group of the run still registered (an actor that did
+            // not answer) is looked for among the processes started since the run began.
+            let groups_left = registry::registered().iter().any(|g| {
+                g.run_id
+                    .as_ref()
+                    .is_some_and(|r| r.as_str() == run.as_str())
+            });
+            group::kill_marked_since("BUGATTI_RUN_ID", run.as_str(), mark, !groups_left)
         }
         None => Vec::new(),
     }

@@ -111,6 +111,25 @@ fn launch_for(ctx: &ReplayContext<'_>, command: &str, cwd_file: Option<&Path>) -
     launch
 }
 
+/// The file a replayed `bash` writes its last directory to, in a memory file system when there
+/// is one (the user's runtime folder, `/dev/shm`): one is made per action, and on a disk file
+/// system (ext4) each costs an inode allocation that grows with the files deleted lately.
+fn cwd_file() -> std::io::Result<tempfile::NamedTempFile> {
+    let in_memory = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([PathBuf::from("/dev/shm")]);
+    for dir in in_memory.filter(|d| d.is_absolute() && d.is_dir()) {
+        let made = tempfile::Builder::new()
+            .prefix(".bugatti-cwd-")
+            .tempfile_in(&dir);
+        if made.is_ok() {
+            return made;
+        }
+    }
+    tempfile::NamedTempFile::new()
+}
+
 /// Replays one shell action; `cwd` is the directory the previous one left (bash only).
 pub(super) async fn replay(
     ctx: &ReplayContext<'_>,
@@ -132,10 +151,9 @@ pub(super) async fn replay(
         return Err(failed(format!("cwd {} is not a directory", dir.display())));
     }
     let cwd_file = match shell {
-        AgentShell::Bash => Some(
-            tempfile::NamedTempFile::new()
-                .map_err(|e| failed(format!("cannot make a temporary file: {e}")))?,
-        ),
+        AgentShell::Bash => {
+            Some(cwd_file().map_err(|e| failed(format!("cannot make a temporary file: {e}")))?)
+        }
         AgentShell::Sh => None,
     };
     let mut launch = launch_for(ctx, &command, cwd_file.as_ref().map(|f| f.path()));

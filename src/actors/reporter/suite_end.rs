@@ -67,11 +67,12 @@ impl ReporterState {
         summary.quarantine_changes = self.args.extras.quarantine_changes.clone();
         let (history_note, trends) = self.record_history(&mut summary);
         // Redact the data before it is formatted: XML and JSON escape characters a secret may hold.
-        let redacted_summary: SuiteSummary = redact_data(&self.redactor_all(), &summary)?;
+        let all = self.redactor_all();
+        let redacted_summary: SuiteSummary = redact_data(&all, &summary)?;
         let redacted_records: Vec<RunRecord> = self
             .finished
             .iter()
-            .map(|r| redact_data(&self.redactor_all(), r))
+            .map(|r| redact_data(&all, r))
             .collect::<Result<_, _>>()?;
         let mut notes = std::mem::take(&mut self.notes);
         notes.extend(history_note);
@@ -342,18 +343,18 @@ impl ReporterState {
             .collect()
     }
 
-    /// The suite's secrets and every run's (suite files quote messages from every run).
+    /// The suite's secrets and every run's (suite files quote messages from every run), as one
+    /// set: one search per text however many runs there were (`Secrets::merged`).
     pub(super) fn redactor_all(&self) -> Redactor {
-        let mut all = self.redactor.clone();
-        for writer in self.open.values() {
-            for set in writer.redactor().sets() {
-                all = all.with(set.clone());
-            }
+        let open = self.open.values().flat_map(|w| w.redactor().sets());
+        let sets = self.redactor.sets().iter().chain(open);
+        let all = Redactor::new(sets.chain(&self.finished_secrets).cloned());
+        if all.sets().len() < 2 {
+            return all;
         }
-        for set in &self.finished_secrets {
-            all = all.with(set.clone());
-        }
-        all
+        Redactor::new([Arc::new(Secrets::merged(
+            all.sets().iter().map(|s| s.as_ref()),
+        ))])
     }
 }
 

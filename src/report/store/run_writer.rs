@@ -39,6 +39,10 @@ pub struct RunFiles {
 const GAP_FACTOR: u32 = 20;
 /// The longest run.json may lag behind events.jsonl (the reporter flushes it then).
 pub const MAX_GAP: Duration = Duration::from_secs(1);
+/// The shortest gap between two rewrites: a replayed step takes milliseconds, and each rewrite
+/// is a new inode and a rename over the old file, which on ext4 starts the new file's writeback
+/// in the one reporter every session waits on. A poller sees a change within a quarter second.
+const MIN_GAP: Duration = Duration::from_millis(250);
 
 #[derive(Debug)]
 pub struct RunWriter {
@@ -118,7 +122,10 @@ impl RunWriter {
         let written = write_atomic(&self.paths.run_json(), json.as_bytes());
         self.json_current = written.is_ok();
         let now = Instant::now();
-        self.next_json_at = now + (now - began).saturating_mul(GAP_FACTOR).min(MAX_GAP);
+        self.next_json_at = now
+            + (now - began)
+                .saturating_mul(GAP_FACTOR)
+                .clamp(MIN_GAP, MAX_GAP);
         written
     }
 
