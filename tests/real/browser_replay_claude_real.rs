@@ -692,12 +692,55 @@ fn timed_shop_page(first: &str, then: &str, delay_ms: u32) -> String {
     )
 }
 
+/// The shop that shows the item at once, then asks `stock_url` (20 ms after the click, so that
+/// Playwright MCP's own wait for the requests an action made does not see it) and takes the
+/// item back unless the answer is `ok`.
+fn stock_checking_shop_page(stock_url: &str) -> String {
+    format!(
+        "<!doctype html>\n<html><head><title>Shop</title><link rel=\"icon\" href=\"data:,\"></head>\n\
+         <body>\n<h1>Shop</h1>\n<p id=\"state\">Basket empty</p>\n\
+         <button onclick=\"document.getElementById('state').textContent = 'Basket: 1 item'; \
+         setTimeout(() => fetch('{stock_url}').then((r) => r.text()).then((t) => {{ \
+         if (t.trim() !== 'ok') document.getElementById('state').textContent = 'Basket empty (out of stock)'; }}), 20)\">\
+         Add to basket</button>\n</body></html>\n"
+    )
+}
+
+/// A loopback HTTP server that answers every request `body` after `delay`, to any origin: a
+/// request the page has pending for that long. Ends with the test process.
+fn slow_server(body: &'static str, delay: std::time::Duration) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                std::thread::sleep(delay);
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nAccess-Control-Allow-Origin: *\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    port
+}
+
 /// Replay looks at the page when the agent did, after Playwright MCP's settle time, or sooner
 /// only when the page proves nothing in it can change before then. A shop whose basket updates
 /// by a timer 200 ms after the click replays (the replay waits for it, the model is not asked);
 /// a shop that shows the item at once and takes it back 250 ms later (an optimistic page the
 /// server overrules) drifts, and the agent, shown the page as it is, fails it: the first look
-/// matched the recording, and a replay that had trusted it would have passed a broken shop.
+/// matched the recording, and a replay that had trusted it would have passed a broken shop. So
+/// does a shop that takes the item back when a stock request it made after the click answers
+/// 300 ms later: the page is not settled while its request is pending, however quiet it looks,
+/// and the snapshot the agent took right after the click is not answered from a page read
+/// before the request came back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_sees_the_page_after_the_agents_settle_time_so_a_page_that_takes_back_a_change_drifts(
 ) {
@@ -753,4 +796,27 @@ async fn replay_sees_the_page_after_the_agents_settle_time_so_a_page_that_takes_
         last_tool_results(&third.log).contains("out of stock"),
         "the agent saw the page as it is"
     );
+
+    // Shown at once, taken back when the stock request answers, 320 ms after the click.
+    let stock = slow_server("none", std::time::Duration::from_millis(300));
+    p.write(
+        "site/index.html",
+        &stock_checking_shop_page(&format!("http://127.0.0.1:{stock}/stock")),
+    );
+    let fourth = run(
+        &p,
+        &tools,
+        side.path(),
+        "fourth",
+        json!([
+            {"tool": "mcp__browser__browser_snapshot", "input": {}},
+            {"text": "The basket holds the item.\nRESULT OK", "expect": ["Basket: 1 item"]},
+        ]),
+    );
+    assert_eq!(fourth.code, Some(1), "{}", fourth.console);
+    let step = &steps(&fourth.record)[1];
+    assert_eq!(step["mode"], "agent", "{step:#}");
+    assert_eq!(step["status"], "error", "{step:#}");
+    let drift = step["replay_drift"]["diff"].as_str().unwrap_or_default();
+    assert!(drift.contains("out of stock"), "{step:#}");
 }
