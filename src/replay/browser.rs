@@ -280,7 +280,7 @@ impl BrowserReplay {
         env: Vec<(String, String)>,
         run_dir: PathBuf,
     ) -> Self {
-        let settle = settle_of(&command);
+        let settle = settle_of(&command, &env);
         let output_dir = output_dir_of(&command);
         Self {
             output_dir,
@@ -463,20 +463,47 @@ impl BrowserReplay {
     }
 }
 
-/// A Playwright MCP command's `--timeout-settle` (milliseconds), else its default.
-fn settle_of(command: &McpCommand) -> Duration {
+/// How long a Playwright MCP run as `command` with `env` lets the page settle after an action,
+/// found as it finds it (its command line over its environment over its `--config` file): its
+/// `--timeout-settle`, `PLAYWRIGHT_MCP_TIMEOUT_SETTLE` (`env`, else the supervisor's own, which
+/// it inherits), the config file's `timeouts.settle` (milliseconds), else its default. The replay
+/// must wait as long as the agent's server did.
+fn settle_of(command: &McpCommand, env: &[(String, String)]) -> Duration {
+    const VAR: &str = "PLAYWRIGHT_MCP_TIMEOUT_SETTLE";
     let mut args = command.args.iter();
-    let mut found = None;
+    let mut cli = None;
+    let mut config = None;
     while let Some(arg) = args.next() {
         if arg == "--timeout-settle" {
-            found = args.next().cloned();
+            cli = args.next().cloned();
         } else if let Some(ms) = arg.strip_prefix("--timeout-settle=") {
-            found = Some(ms.to_string());
+            cli = Some(ms.to_string());
+        } else if arg == "--config" {
+            config = args.next().map(PathBuf::from);
+        } else if let Some(path) = arg.strip_prefix("--config=") {
+            config = Some(PathBuf::from(path));
         }
     }
-    found
-        .and_then(|ms| ms.trim().parse::<u64>().ok())
-        .map_or(DEFAULT_SETTLE, Duration::from_millis)
+    let from_env = || {
+        env.iter()
+            .rev()
+            .find(|(name, _)| name == VAR)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(VAR).ok())
+    };
+    let from_file = || {
+        let bytes = super::bounded::read(config.as_deref()?, 1024 * 1024).ok()?;
+        let json: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        json["timeouts"]["settle"].as_f64().map(|ms| ms.to_string())
+    };
+    [cli, from_env(), from_file()]
+        .into_iter()
+        .flatten()
+        .find_map(|ms| {
+            let ms = ms.trim().parse::<f64>().ok()?;
+            (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
+        })
+        .unwrap_or(DEFAULT_SETTLE)
 }
 
 /// A Playwright MCP command's `--output-dir` (`--output-dir X` or `--output-dir=X`).
@@ -952,12 +979,40 @@ mod tests {
             source: crate::browser::mcp::McpSource::Configured,
             cdp_endpoint: None,
         };
-        assert_eq!(settle_of(&command(&[])), DEFAULT_SETTLE);
+        let none: &[(String, String)] = &[];
+        assert_eq!(settle_of(&command(&[]), none), DEFAULT_SETTLE);
         assert_eq!(
-            settle_of(&command(&["--timeout-settle", "200"])),
+            settle_of(&command(&["--timeout-settle", "200"]), none),
             Duration::from_millis(200)
         );
-        assert_eq!(settle_of(&command(&["--timeout-settle=0"])), Duration::ZERO);
+        assert_eq!(
+            settle_of(&command(&["--timeout-settle=0"]), none),
+            Duration::ZERO
+        );
+        // Its environment, then its config file, as Playwright MCP reads them.
+        let dir = tempfile::tempdir().expect("dir");
+        let config = dir.path().join("config.json");
+        std::fs::write(&config, r#"{"timeouts": {"settle": 3000}}"#).expect("write");
+        let config = config.display().to_string();
+        let env = vec![(
+            "PLAYWRIGHT_MCP_TIMEOUT_SETTLE".to_string(),
+            "1500".to_string(),
+        )];
+        assert_eq!(
+            settle_of(&command(&["--config", &config]), none),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            settle_of(&command(&["--config", &config]), &env),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            settle_of(
+                &command(&["--config", &config, "--timeout-settle", "200"]),
+                &env
+            ),
+            Duration::from_millis(200)
+        );
     }
 
     #[test]
