@@ -139,8 +139,15 @@ impl PlaywrightClient {
             });
         };
         let params = CallToolRequestParams::new(tool.to_string()).with_arguments(arguments);
-        let result = tokio::time::timeout(CALL_TIMEOUT, self.service.call_tool(params))
-            .await
+        let began = std::time::Instant::now();
+        let result = tokio::time::timeout(CALL_TIMEOUT, self.service.call_tool(params)).await;
+        // Where a replayed browser step's time goes (`BUGATTI_LOG_LEVEL=debug`).
+        tracing::debug!(
+            tool,
+            ms = began.elapsed().as_millis(),
+            "playwright mcp call"
+        );
+        let result = result
             .map_err(|_| McpClientError::Call {
                 tool: tool.to_string(),
                 reason: format!("no answer within {} s", CALL_TIMEOUT.as_secs()),

@@ -17,8 +17,10 @@
 //!   client runs with no settle of its own and waits here instead, up to the same time, then
 //!   compares a fresh snapshot; it stops waiting early only when the page proves nothing in it
 //!   can change before that time (`page_idle.js`: no timer due, no request, frame callback,
-//!   socket, worker or animation pending, the DOM unchanged across two looks). A page that
-//!   cannot prove it waits the whole settle time, as the agent's did.
+//!   socket, worker or animation pending, the DOM unchanged across two looks, the snapshot
+//!   taken between them). A page that cannot prove it waits the whole settle time, as the
+//!   agent's did. A `browser_snapshot` right after is answered with that proven page while the
+//!   proof holds ([`BrowserReplay::settled_before`]).
 
 use super::browser_refs::{
     element_targets, mask_refs, retarget, ElementPath, Resolution, Snapshot,
@@ -238,6 +240,10 @@ pub fn snapshot_of(inlined_answer: &str) -> Option<Snapshot> {
     (!snapshot.is_empty()).then_some(snapshot)
 }
 
+/// The page an action left, proven settled: the action (its step and index in the step), until
+/// when the page is proven to stay so, and its snapshot.
+type KeptPage = ((u32, usize), Instant, String);
+
 /// The supervisor's own Playwright MCP client for a session's replays: started the first time
 /// a browser action replays, attached to the session's browser, ended with the session.
 pub struct BrowserReplay {
@@ -252,6 +258,8 @@ pub struct BrowserReplay {
     /// The last page snapshot the client took (its answer's text): the refs Playwright MCP
     /// resolves now are that snapshot's, so a recorded ref is looked up there first.
     last_snapshot: std::sync::Mutex<Option<String>>,
+    /// The page an action left, proven settled ([`settled_page`]).
+    settled: std::sync::Mutex<Option<KeptPage>>,
     /// The run directory: screenshots taken again are kept in its `screenshots/`.
     run_dir: PathBuf,
     /// The screenshots taken again since the session last took them (paths relative to the
@@ -273,7 +281,7 @@ impl BrowserReplay {
         env: Vec<(String, String)>,
         run_dir: PathBuf,
     ) -> Self {
-        let settle = settle_of(&command);
+        let settle = settle_of(&command, &env);
         let output_dir = output_dir_of(&command);
         Self {
             output_dir,
@@ -284,6 +292,7 @@ impl BrowserReplay {
             client: tokio::sync::OnceCell::new(),
             starting: std::sync::Mutex::new(None),
             last_snapshot: std::sync::Mutex::new(None),
+            settled: std::sync::Mutex::new(None),
             run_dir,
             screenshots: std::sync::Mutex::new(Vec::new()),
             settle,
@@ -425,6 +434,28 @@ impl BrowserReplay {
         if let Ok(mut last) = self.last_snapshot.lock() {
             *last = None;
         }
+        if let Ok(mut settled) = self.settled.lock() {
+            *settled = None;
+        }
+    }
+
+    /// Keeps the settled page action `at` (step, index) left, proven to stay so until `until`.
+    fn keep_settled(&self, at: (u32, usize), until: Instant, page: &str) {
+        if let Ok(mut settled) = self.settled.lock() {
+            *settled = Some((at, until, page.to_string()));
+        }
+    }
+
+    /// The settled page the action just before `index` in step `step_id` left, if it was
+    /// proven settled, no call came after it and its proof still holds.
+    fn settled_before(&self, step_id: u32, index: usize) -> Option<String> {
+        let mut settled = self.settled.lock().ok()?;
+        let ((step, at), until, _) = settled.as_ref()?;
+        if *step != step_id || at + 1 != index || Instant::now() > *until {
+            *settled = None;
+            return None;
+        }
+        settled.take().map(|(_, _, page)| page)
     }
 
     /// The last page snapshot the client took, if no other call came after it.
@@ -433,20 +464,47 @@ impl BrowserReplay {
     }
 }
 
-/// A Playwright MCP command's `--timeout-settle` (milliseconds), else its default.
-fn settle_of(command: &McpCommand) -> Duration {
+/// How long a Playwright MCP run as `command` with `env` lets the page settle after an action,
+/// found as it finds it (its command line over its environment over its `--config` file): its
+/// `--timeout-settle`, `PLAYWRIGHT_MCP_TIMEOUT_SETTLE` (`env`, else the supervisor's own, which
+/// it inherits), the config file's `timeouts.settle` (milliseconds), else its default. The replay
+/// must wait as long as the agent's server did.
+fn settle_of(command: &McpCommand, env: &[(String, String)]) -> Duration {
+    const VAR: &str = "PLAYWRIGHT_MCP_TIMEOUT_SETTLE";
     let mut args = command.args.iter();
-    let mut found = None;
+    let mut cli = None;
+    let mut config = None;
     while let Some(arg) = args.next() {
         if arg == "--timeout-settle" {
-            found = args.next().cloned();
+            cli = args.next().cloned();
         } else if let Some(ms) = arg.strip_prefix("--timeout-settle=") {
-            found = Some(ms.to_string());
+            cli = Some(ms.to_string());
+        } else if arg == "--config" {
+            config = args.next().map(PathBuf::from);
+        } else if let Some(path) = arg.strip_prefix("--config=") {
+            config = Some(PathBuf::from(path));
         }
     }
-    found
-        .and_then(|ms| ms.trim().parse::<u64>().ok())
-        .map_or(DEFAULT_SETTLE, Duration::from_millis)
+    let from_env = || {
+        env.iter()
+            .rev()
+            .find(|(name, _)| name == VAR)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(VAR).ok())
+    };
+    let from_file = || {
+        let bytes = super::bounded::read(config.as_deref()?, 1024 * 1024).ok()?;
+        let json: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+        json["timeouts"]["settle"].as_f64().map(|ms| ms.to_string())
+    };
+    [cli, from_env(), from_file()]
+        .into_iter()
+        .flatten()
+        .find_map(|ms| {
+            let ms = ms.trim().parse::<f64>().ok()?;
+            (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
+        })
+        .unwrap_or(DEFAULT_SETTLE)
 }
 
 /// A Playwright MCP command's `--output-dir` (`--output-dir X` or `--output-dir=X`).
@@ -517,30 +575,28 @@ pub(super) async fn replay(
     let arguments = ctx
         .placeholders
         .fill_json(&retarget(recorded.arguments, &current));
-    let answer = client
-        .call(recorded.tool, arguments)
+    // A snapshot right after an action whose page was proven settled: that page, as a
+    // snapshot taken now would show it (nothing called since, nothing in the page can have
+    // changed it yet).
+    let settled = (recorded.tool == "browser_snapshot"
+        && recorded.arguments == &serde_json::json!({}))
+        .then(|| browser.settled_before(ctx.step_id, at.index))
+        .flatten();
+    let answer = match settled {
+        Some(text) => crate::browser::mcp_client::ToolAnswer {
+            text,
+            images: Vec::new(),
+            is_error: false,
+        },
+        None => call_and_settle(
+            browser,
+            client,
+            (ctx.step_id, at.index),
+            recorded.tool,
+            arguments,
+        )
         .await
-        .map_err(|e| failed(e.to_string()))?;
-    // Any other call may have changed the page since the last snapshot.
-    browser.forget_snapshot();
-    if recorded.tool == "browser_snapshot" {
-        browser.saw(&answer.text);
-    }
-    let answer = if SETTLING_TOOLS.contains(&recorded.tool) && !answer.is_error {
-        let answered = Instant::now();
-        settle(client, answered, browser.settle).await;
-        // The page as it is now, in place of the one the unsettled answer showed.
-        let page = client
-            .call("browser_snapshot", serde_json::json!({}))
-            .await
-            .map_err(|e| failed(e.to_string()))?;
-        browser.saw(&page.text);
-        crate::browser::mcp_client::ToolAnswer {
-            text: with_page_of(&answer.text, &page.text),
-            ..answer
-        }
-    } else {
-        answer
+        .map_err(|e| failed(e.to_string()))?,
     };
     if recorded.tool == SCREENSHOT && !answer.is_error {
         browser.keep_screenshot(ctx.step_id, &answer.images);
@@ -559,6 +615,36 @@ pub(super) async fn replay(
     }
     console_check(at, recorded.output, &seen)?;
     ctx.check(at, &compared(recorded.output), &compared(&seen))
+}
+
+/// Makes the call; an action Playwright MCP answers after letting the page settle is answered
+/// with the page once settled ([`settled_page`]) in place of the one it showed at once. A page
+/// proven settled is kept for a snapshot right after (`at`: the step and the action's index).
+async fn call_and_settle(
+    browser: &BrowserReplay,
+    client: &PlaywrightClient,
+    at: (u32, usize),
+    tool: &str,
+    arguments: serde_json::Value,
+) -> Result<crate::browser::mcp_client::ToolAnswer, McpClientError> {
+    let answer = client.call(tool, arguments).await?;
+    // Any other call may have changed the page since the last snapshot.
+    browser.forget_snapshot();
+    if tool == "browser_snapshot" {
+        browser.saw(&answer.text);
+    }
+    if !SETTLING_TOOLS.contains(&tool) || answer.is_error {
+        return Ok(answer);
+    }
+    let settled = settled_page(client, Instant::now(), browser.settle).await?;
+    browser.saw(&settled.text);
+    if let Some(until) = settled.valid_until {
+        browser.keep_settled(at, until, &settled.text);
+    }
+    Ok(crate::browser::mcp_client::ToolAnswer {
+        text: with_page_of(&answer.text, &settled.text),
+        ..answer
+    })
 }
 
 /// Every recorded element's ref in `snapshot`, when each path is found there once.
@@ -642,43 +728,84 @@ fn console_check(at: &ActionAt<'_>, recorded: &str, seen: &str) -> Result<(), Fa
     }
 }
 
-/// Waits until `settle` has passed since `answered`, or until the page proves nothing in it can
-/// change before then: two looks [`IDLE_LOOK_GAP`] apart, both idle to the end of the settle
-/// time, with the same count of DOM changes.
-async fn settle(client: &PlaywrightClient, answered: Instant, settle: Duration) {
-    let mut idle_look: Option<(Instant, u64)> = None;
-    loop {
-        let elapsed = answered.elapsed();
-        if elapsed >= settle {
-            return;
+/// One look at the page through `page_idle.js`: the page was idle when asked at `sent`, with
+/// `mutations` DOM changes so far, and nothing in it could change it for `horizon` from then.
+struct Look {
+    sent: Instant,
+    horizon: Duration,
+    mutations: u64,
+}
+
+/// Asks the page whether it is idle to the end of the settle time (`settle` after `answered`),
+/// with a margin for the look itself; `None` when it is busy or could not say.
+async fn look(client: &PlaywrightClient, answered: Instant, settle: Duration) -> Option<Look> {
+    let horizon = settle.saturating_sub(answered.elapsed()) + Duration::from_millis(100);
+    let function = format!(
+        "() => window.__bugattiIdle ? window.__bugattiIdle({}) : {{ idle: false }}",
+        horizon.as_millis()
+    );
+    let sent = Instant::now();
+    let answer = client
+        .call(
+            "browser_evaluate",
+            serde_json::json!({ "function": function }),
+        )
+        .await
+        .ok()?;
+    idle_of(&answer.text).map(|mutations| Look {
+        sent,
+        horizon,
+        mutations,
+    })
+}
+
+/// The page after an action, as the agent saw it once Playwright MCP's settle time was over.
+struct Settled {
+    /// A `browser_snapshot` answer.
+    text: String,
+    /// Until when the page is proven to stay as `text` shows it, if it was proven idle (else
+    /// the settle time ran out and the page was taken as it was then).
+    valid_until: Option<Instant>,
+}
+
+/// The page once `settle` has passed since `answered`, or sooner when the page proves nothing
+/// in it can change before then: a look finds it idle to the end of the settle time, a
+/// snapshot is taken, and a second look, at least [`IDLE_LOOK_GAP`] later and still within the
+/// first look's horizon, finds it idle with the same count of DOM changes. Nothing could run
+/// between the two looks and the DOM did not change, so the snapshot between them is the page
+/// as it will be at the end of the settle time.
+async fn settled_page(
+    client: &PlaywrightClient,
+    answered: Instant,
+    settle: Duration,
+) -> Result<Settled, McpClientError> {
+    let snapshot = || client.call("browser_snapshot", serde_json::json!({}));
+    while answered.elapsed() < settle {
+        let Some(first) = look(client, answered, settle).await else {
+            let left = settle.saturating_sub(answered.elapsed());
+            tokio::time::sleep(IDLE_LOOK_GAP.min(left)).await;
+            continue;
+        };
+        let page = snapshot().await?;
+        let waited = first.sent.elapsed();
+        if waited < IDLE_LOOK_GAP {
+            tokio::time::sleep(IDLE_LOOK_GAP - waited).await;
         }
-        // To the end of the settle time, with a margin for the look itself.
-        let horizon = (settle - elapsed + Duration::from_millis(100)).as_millis();
-        let function = format!(
-            "() => window.__bugattiIdle ? window.__bugattiIdle({horizon}) : {{ idle: false }}"
-        );
-        let look = client
-            .call(
-                "browser_evaluate",
-                serde_json::json!({ "function": function }),
-            )
-            .await
-            .ok()
-            .and_then(|a| idle_of(&a.text));
-        let now = Instant::now();
-        match (look, idle_look) {
-            (Some(mutations), Some((at, before)))
-                if mutations == before && now.duration_since(at) >= IDLE_LOOK_GAP =>
-            {
-                return;
+        if let Some(second) = look(client, answered, settle).await {
+            if second.mutations == first.mutations && Instant::now() <= first.sent + first.horizon {
+                return Ok(Settled {
+                    text: page.text,
+                    valid_until: Some(second.sent + second.horizon),
+                });
             }
-            (Some(mutations), Some((_, before))) if mutations == before => {}
-            (Some(mutations), _) => idle_look = Some((now, mutations)),
-            (None, _) => idle_look = None,
         }
-        let left = settle.saturating_sub(answered.elapsed());
-        tokio::time::sleep(IDLE_LOOK_GAP.min(left)).await;
     }
+    // The page could not prove it: taken as it is at the end of the settle time, as the
+    // agent's Playwright MCP took it.
+    Ok(Settled {
+        text: snapshot().await?.text,
+        valid_until: None,
+    })
 }
 
 /// The DOM change count of an idle page from `browser_evaluate`'s answer (`### Result` then the
@@ -805,6 +932,47 @@ mod tests {
     }
 
     #[test]
+    fn a_proven_page_answers_only_the_snapshot_right_after_its_action_while_its_proof_holds() {
+        let replay = || {
+            BrowserReplay::new(
+                McpCommand {
+                    program: "playwright-mcp".into(),
+                    args: Vec::new(),
+                    source: crate::browser::mcp::McpSource::Configured,
+                    cdp_endpoint: None,
+                },
+                Owner::new(
+                    crate::process::owner::Scope::run("run"),
+                    crate::process::owner::Role::Other("test".into()),
+                ),
+                PathBuf::from("."),
+                Vec::new(),
+                PathBuf::from("."),
+            )
+        };
+        let later = Instant::now() + Duration::from_secs(60);
+        let b = replay();
+        b.keep_settled((2, 0), later, "page");
+        // Not the next action, another step: not answered, and the page is not kept.
+        assert_eq!(b.settled_before(2, 2), None);
+        assert_eq!(b.settled_before(2, 1), None);
+        b.keep_settled((2, 0), later, "page");
+        assert_eq!(b.settled_before(3, 1), None);
+        // The next action of the same step: answered, once.
+        b.keep_settled((2, 0), later, "page");
+        assert_eq!(b.settled_before(2, 1).as_deref(), Some("page"));
+        assert_eq!(b.settled_before(2, 1), None);
+        // Any call since: the page may have changed.
+        b.keep_settled((2, 0), later, "page");
+        b.forget_snapshot();
+        assert_eq!(b.settled_before(2, 1), None);
+        // The proof ran out: nothing says the page is still so.
+        b.keep_settled((2, 0), Instant::now(), "page");
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(b.settled_before(2, 1), None);
+    }
+
+    #[test]
     fn the_client_waits_the_settle_time_the_agent_had() {
         let command = |args: &[&str]| McpCommand {
             program: "playwright-mcp".into(),
@@ -812,12 +980,40 @@ mod tests {
             source: crate::browser::mcp::McpSource::Configured,
             cdp_endpoint: None,
         };
-        assert_eq!(settle_of(&command(&[])), DEFAULT_SETTLE);
+        let none: &[(String, String)] = &[];
+        assert_eq!(settle_of(&command(&[]), none), DEFAULT_SETTLE);
         assert_eq!(
-            settle_of(&command(&["--timeout-settle", "200"])),
+            settle_of(&command(&["--timeout-settle", "200"]), none),
             Duration::from_millis(200)
         );
-        assert_eq!(settle_of(&command(&["--timeout-settle=0"])), Duration::ZERO);
+        assert_eq!(
+            settle_of(&command(&["--timeout-settle=0"]), none),
+            Duration::ZERO
+        );
+        // Its environment, then its config file, as Playwright MCP reads them.
+        let dir = tempfile::tempdir().expect("dir");
+        let config = dir.path().join("config.json");
+        std::fs::write(&config, r#"{"timeouts": {"settle": 3000}}"#).expect("write");
+        let config = config.display().to_string();
+        let env = vec![(
+            "PLAYWRIGHT_MCP_TIMEOUT_SETTLE".to_string(),
+            "1500".to_string(),
+        )];
+        assert_eq!(
+            settle_of(&command(&["--config", &config]), none),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            settle_of(&command(&["--config", &config]), &env),
+            Duration::from_millis(1500)
+        );
+        assert_eq!(
+            settle_of(
+                &command(&["--config", &config, "--timeout-settle", "200"]),
+                &env
+            ),
+            Duration::from_millis(200)
+        );
     }
 
     #[test]

@@ -692,12 +692,55 @@ fn timed_shop_page(first: &str, then: &str, delay_ms: u32) -> String {
     )
 }
 
+/// The shop that asks `stock_url` as it loads and says it is closed unless the answer is `ok`.
+/// Playwright MCP answers a navigation once the page's `load` event fired, without waiting for
+/// the requests the page still has pending.
+fn stock_checking_shop_page(stock_url: &str) -> String {
+    format!(
+        "<!doctype html>\n<html><head><title>Shop</title><link rel=\"icon\" href=\"data:,\"></head>\n\
+         <body>\n<h1>Shop</h1>\n<p id=\"state\">Basket empty</p>\n\
+         <button onclick=\"document.getElementById('state').textContent = 'Basket: 1 item'\">Add to basket</button>\n\
+         <script>fetch('{stock_url}').then((r) => r.text()).then((t) => {{ \
+         if (t.trim() !== 'ok') document.getElementById('state').textContent = 'Shop closed (no stock)'; }});</script>\n\
+         </body></html>\n"
+    )
+}
+
+/// A loopback HTTP server that answers every request `body` after `delay`, to any origin: a
+/// request the page has pending for that long. Ends with the test process.
+fn slow_server(body: &'static str, delay: std::time::Duration) -> u16 {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            std::thread::spawn(move || {
+                let mut request = [0u8; 4096];
+                let _ = stream.read(&mut request);
+                std::thread::sleep(delay);
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nAccess-Control-Allow-Origin: *\r\n\
+                     Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            });
+        }
+    });
+    port
+}
+
 /// Replay looks at the page when the agent did, after Playwright MCP's settle time, or sooner
 /// only when the page proves nothing in it can change before then. A shop whose basket updates
 /// by a timer 200 ms after the click replays (the replay waits for it, the model is not asked);
 /// a shop that shows the item at once and takes it back 250 ms later (an optimistic page the
 /// server overrules) drifts, and the agent, shown the page as it is, fails it: the first look
-/// matched the recording, and a replay that had trusted it would have passed a broken shop.
+/// matched the recording, and a replay that had trusted it would have passed a broken shop. So
+/// does a shop whose stock request, made as it loads, answers 1.5 s later and closes the shop,
+/// under a Playwright MCP that lets pages settle for 3 s: the page is not settled while its
+/// request is pending, however quiet it looks, and the snapshot the agent took right after
+/// opening it is not answered from a page read before the request came back.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn replay_sees_the_page_after_the_agents_settle_time_so_a_page_that_takes_back_a_change_drifts(
 ) {
@@ -753,4 +796,36 @@ async fn replay_sees_the_page_after_the_agents_settle_time_so_a_page_that_takes_
         last_tool_results(&third.log).contains("out of stock"),
         "the agent saw the page as it is"
     );
+
+    // The shop closes when its stock request answers, 1.5 s after it was made: within the
+    // settle time of its Playwright MCP, and far past the first look at the page on any machine.
+    let stock = slow_server("none", std::time::Duration::from_millis(1500));
+    let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
+    p.write(
+        "bugatti.config.toml",
+        &config.replace(
+            "[browser]\n",
+            "[browser]\nmcp_cmd = \"playwright-mcp --timeout-settle 3000\"\n",
+        ),
+    );
+    p.write(
+        "site/index.html",
+        &stock_checking_shop_page(&format!("http://127.0.0.1:{stock}/stock")),
+    );
+    let fourth = run(
+        &p,
+        &tools,
+        side.path(),
+        "fourth",
+        json!([
+            {"tool": "mcp__browser__browser_snapshot", "input": {}},
+            {"text": "The shop is open.\nRESULT OK", "expect": ["Basket empty"]},
+        ]),
+    );
+    assert_eq!(fourth.code, Some(1), "{}", fourth.console);
+    let step = &steps(&fourth.record)[0];
+    assert_eq!(step["mode"], "agent", "{step:#}");
+    assert_eq!(step["status"], "error", "{step:#}");
+    let drift = step["replay_drift"]["diff"].as_str().unwrap_or_default();
+    assert!(drift.contains("Shop closed"), "{step:#}");
 }
