@@ -242,7 +242,7 @@ pub fn snapshot_of(inlined_answer: &str) -> Option<Snapshot> {
 
 /// The page an action left, proven settled: the action (its step and index in the step), until
 /// when the page is proven to stay so, and its snapshot.
-type KeptPage = ((u32, usize), Instant, String);
+type KeptPage = ((StepId, usize), Instant, String);
 
 /// The supervisor's own Playwright MCP client for a session's replays: started the first time
 /// a browser action replays, attached to the session's browser, ended with the session.
@@ -440,7 +440,7 @@ impl BrowserReplay {
     }
 
     /// Keeps the settled page action `at` (step, index) left, proven to stay so until `until`.
-    fn keep_settled(&self, at: (u32, usize), until: Instant, page: &str) {
+    fn keep_settled(&self, at: (StepId, usize), until: Instant, page: &str) {
         if let Ok(mut settled) = self.settled.lock() {
             *settled = Some((at, until, page.to_string()));
         }
@@ -448,7 +448,7 @@ impl BrowserReplay {
 
     /// The settled page the action just before `index` in step `step_id` left, if it was
     /// proven settled, no call came after it and its proof still holds.
-    fn settled_before(&self, step_id: u32, index: usize) -> Option<String> {
+    fn settled_before(&self, step_id: StepId, index: usize) -> Option<String> {
         let mut settled = self.settled.lock().ok()?;
         let ((step, at), until, _) = settled.as_ref()?;
         if *step != step_id || at + 1 != index || Instant::now() > *until {
@@ -623,7 +623,7 @@ pub(super) async fn replay(
 async fn call_and_settle(
     browser: &BrowserReplay,
     client: &PlaywrightClient,
-    at: (u32, usize),
+    at: (StepId, usize),
     tool: &str,
     arguments: serde_json::Value,
 ) -> Result<crate::browser::mcp_client::ToolAnswer, McpClientError> {
@@ -952,24 +952,27 @@ mod tests {
         };
         let later = Instant::now() + Duration::from_secs(60);
         let b = replay();
-        b.keep_settled((2, 0), later, "page");
+        b.keep_settled((StepId::from(2), 0), later, "page");
         // Not the next action, another step: not answered, and the page is not kept.
-        assert_eq!(b.settled_before(2, 2), None);
-        assert_eq!(b.settled_before(2, 1), None);
-        b.keep_settled((2, 0), later, "page");
-        assert_eq!(b.settled_before(3, 1), None);
+        assert_eq!(b.settled_before(StepId::from(2), 2), None);
+        assert_eq!(b.settled_before(StepId::from(2), 1), None);
+        b.keep_settled((StepId::from(2), 0), later, "page");
+        assert_eq!(b.settled_before(StepId::from(3), 1), None);
         // The next action of the same step: answered, once.
-        b.keep_settled((2, 0), later, "page");
-        assert_eq!(b.settled_before(2, 1).as_deref(), Some("page"));
-        assert_eq!(b.settled_before(2, 1), None);
+        b.keep_settled((StepId::from(2), 0), later, "page");
+        assert_eq!(
+            b.settled_before(StepId::from(2), 1).as_deref(),
+            Some("page")
+        );
+        assert_eq!(b.settled_before(StepId::from(2), 1), None);
         // Any call since: the page may have changed.
-        b.keep_settled((2, 0), later, "page");
+        b.keep_settled((StepId::from(2), 0), later, "page");
         b.forget_snapshot();
-        assert_eq!(b.settled_before(2, 1), None);
+        assert_eq!(b.settled_before(StepId::from(2), 1), None);
         // The proof ran out: nothing says the page is still so.
-        b.keep_settled((2, 0), Instant::now(), "page");
+        b.keep_settled((StepId::from(2), 0), Instant::now(), "page");
         std::thread::sleep(Duration::from_millis(2));
-        assert_eq!(b.settled_before(2, 1), None);
+        assert_eq!(b.settled_before(StepId::from(2), 1), None);
     }
 
     #[test]
