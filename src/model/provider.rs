@@ -119,6 +119,9 @@ pub struct ProviderInfo {
     pub prices_tokens: bool,
     /// Its session home starts as a copy of the user's config and login (`doctor` says which).
     pub seeds_user_home: bool,
+    /// It has no judgement of its own: it runs the step's commands, so its transcript is what
+    /// the app showed (stability's observed output reads it).
+    pub transcript_is_app_output: bool,
     pub tool_permission: Option<ToolPermission>,
 }
 
@@ -149,6 +152,7 @@ const ROWS: [ProviderInfo; 5] = [
         mcp: McpStyle::ConfigFile,
         prices_tokens: false,
         seeds_user_home: false,
+        transcript_is_app_output: false,
         tool_permission: Some(ToolPermission {
             flags: &[
                 "--allowedTools",
@@ -185,6 +189,7 @@ const ROWS: [ProviderInfo; 5] = [
         mcp: McpStyle::Args,
         prices_tokens: true,
         seeds_user_home: true,
+        transcript_is_app_output: false,
         tool_permission: None,
     },
     ProviderInfo {
@@ -210,6 +215,7 @@ const ROWS: [ProviderInfo; 5] = [
         mcp: McpStyle::Extension,
         prices_tokens: false,
         seeds_user_home: false,
+        transcript_is_app_output: false,
         tool_permission: None,
     },
     ProviderInfo {
@@ -224,6 +230,7 @@ const ROWS: [ProviderInfo; 5] = [
         mcp: McpStyle::Env,
         prices_tokens: false,
         seeds_user_home: false,
+        transcript_is_app_output: false,
         tool_permission: None,
     },
     ProviderInfo {
@@ -238,6 +245,7 @@ const ROWS: [ProviderInfo; 5] = [
         mcp: McpStyle::None,
         prices_tokens: false,
         seeds_user_home: false,
+        transcript_is_app_output: true,
         tool_permission: None,
     },
 ];

@@ -10,7 +10,6 @@
 //! (ports, run and session ids, its folders) and clock times masked: two runs of an unchanged app
 //! show the same text; a verdict that flips over the same text is the agent's judgement.
 
-use crate::model::provider::ProviderKind;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -337,7 +336,12 @@ pub fn observe(record: &RunRecord) -> (String, String) {
             text.push('\n');
         }
     }
-    if record.identity.provider == ProviderKind::Shell {
+    let transcript_is_app_output = record
+        .identity
+        .provider
+        .kind()
+        .is_some_and(|kind| kind.info().transcript_is_app_output);
+    if transcript_is_app_output {
         // The shell agent has no judgement: its transcript is its commands' output, what the
         // app showed. Only the result lines (its verdicts) are left out.
         let mut body = Vec::new();
