@@ -252,8 +252,10 @@ fn codex_drives_an_interactive_program_and_waits_for_the_servers_log_line_throug
         json!([
             {"tool_search": "bugatti console exec_command write_stdin wait_for_log"},
             {"expect": ["mcp__bugatti", "exec_command", "write_stdin", "wait_for_log"],
+             // The prompt must be on the screen when the yield ends: 1 s left no margin for
+             // bash starting in a PTY on a loaded CI machine (one such run failed).
              "tool": "exec_command", "namespace": console,
-             "input": {"cmd": "read -p 'name? ' n; echo \"hello ${n^^}\"", "yield_time_ms": 1000}},
+             "input": {"cmd": "read -p 'name? ' n; echo \"hello ${n^^}\"", "yield_time_ms": 3000}},
             {"expect": ["Process running with session ID", "Output:\nname? "],
              "tool": "write_stdin", "namespace": console,
              "input": {"session_id": "{session_id}", "chars": "bugatti\n", "yield_time_ms": 5000}},

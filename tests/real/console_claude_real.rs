@@ -51,8 +51,10 @@ fn claude_code_drives_an_interactive_program_and_waits_for_the_servers_log_line(
     let stub = Stub::start(
         side.path(),
         json!([
+            // The prompt must be on the screen when the yield ends: 1 s left no margin for
+            // bash starting in a PTY on a loaded CI machine (one such run failed).
             {"tool": "mcp__bugatti__exec_command",
-             "input": {"cmd": "read -p 'name? ' n; echo \"hello $n\"", "yield_time_ms": 1000}},
+             "input": {"cmd": "read -p 'name? ' n; echo \"hello $n\"", "yield_time_ms": 3000}},
             {"expect": ["Process running with session ID", "Output:\nname? "],
              "tool": "mcp__bugatti__write_stdin",
              "input": {"session_id": "{session_id}", "chars": "bugatti\n", "yield_time_ms": 5000}},

@@ -56,7 +56,7 @@ name = "Console"
 [[steps]]
 instruction = '''
 Start a program that asks for a name, answer it, and read the greeting.
-mcp exec_command {"cmd": "read -p 'name? ' n; echo \"hello $n\"", "yield_time_ms": 500}
+mcp exec_command {"cmd": "read -p 'name? ' n; echo \"hello $n\"", "yield_time_ms": 3000}
 expect name?
 mcp write_stdin {"session_id": {session_id}, "chars": "bugatti\n", "yield_time_ms": 5000}
 expect hello bugatti
