@@ -105,7 +105,7 @@ fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
     assert_eq!(calls[4]["bytes"], 0, "{:#}", calls[4]);
     assert_eq!(calls[1]["exit_code"], 0, "{:#}", calls[1]);
     assert!(calls[1]["bytes"].as_u64().unwrap_or(0) > 0);
-    assert_eq!(calls[0]["arguments"]["yield_time_ms"], 500);
+    assert_eq!(calls[0]["arguments"]["yield_time_ms"], 3000);
     // The PTY session's full output is kept.
     let run_dir = p
         .root()
