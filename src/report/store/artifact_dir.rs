@@ -720,11 +720,18 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<(), Unwritable> {
 }
 
 /// Checks before anything runs that the directory `path` (the artifact directory) can be written,
-/// by writing: its missing folders are created and a probe file is made and removed in it, then
-/// the folders made here are removed again. `what` names it in the error.
+/// by writing: its missing folders are created and, unless the folder itself was one of them, a
+/// probe file is made and removed in it; then the folders made here are removed again. `what`
+/// names it in the error.
 pub fn check_dir_writable(what: &str, path: &Path) -> Result<(), Unwritable> {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let made = make_folders(&abs).map_err(|(at, e)| not_a_folder_or(what, path, &at, e))?;
+    if made.last().is_some_and(|deepest| *deepest == abs) {
+        // The folder is new and ours: its mkdir was the write, and a probe file in it one more
+        // inode to allocate and free before every run that starts without .bugatti/.
+        remove_folders(&made);
+        return Ok(());
+    }
     let probe = abs.join(format!(".bugatti-write-probe-{}", std::process::id()));
     let probed = std::fs::OpenOptions::new()
         .write(true)
