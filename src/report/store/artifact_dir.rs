@@ -902,4 +902,36 @@ mod tests {
             format!("artifacts: {}: is not a directory", file.display())
         );
     }
+
+    /// A new artifact directory is checked by making it, an existing one by a probe file in it;
+    /// either way nothing is left, and an existing folder no one may write is refused.
+    #[test]
+    fn the_artifact_directory_check_leaves_nothing_and_refuses_a_read_only_folder() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let new = dir.path().join("a/.bugatti");
+        check_dir_writable("artifacts:", &new).expect("a new folder is writable");
+        assert!(
+            !dir.path().join("a").exists(),
+            "the folders it made are removed"
+        );
+        let existing = dir.path().join("existing");
+        std::fs::create_dir(&existing).expect("mkdir");
+        check_dir_writable("artifacts:", &existing).expect("an existing folder is writable");
+        assert_eq!(std::fs::read_dir(&existing).expect("list").count(), 0);
+        // root writes anywhere: the refusal is only checked for other users.
+        if running_as_root() {
+            return;
+        }
+        std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o500)).expect("chmod");
+        let refused = check_dir_writable("artifacts:", &existing);
+        std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        assert!(refused.is_err(), "a read-only folder is refused");
+    }
+
+    fn running_as_root() -> bool {
+        std::fs::metadata("/proc/self")
+            .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+            .unwrap_or(false)
+    }
 }
