@@ -207,6 +207,10 @@ impl Actor for SessionActor {
         let fault_driver_panic = std::env::var(FAULT_DRIVER_PANIC_ENV).is_ok_and(|needle| {
             !needle.is_empty() && args.test.rel_path.to_string_lossy().contains(&needle)
         });
+        let tokens = SessionTokens::new();
+        let secrets = Arc::new(crate::model::redact::Secrets::new(secret_pairs(
+            &args.test, &tokens,
+        )));
         let driver = Driver {
             fault_driver_panic,
             test: Arc::clone(&args.test),
@@ -214,7 +218,8 @@ impl Actor for SessionActor {
             suite: Arc::clone(&args.suite),
             run_id: run_id.clone(),
             session_id: SessionId::fresh(),
-            tokens: SessionTokens::new(),
+            tokens,
+            secrets,
             events: args.events.clone(),
             myself: myself.clone(),
             stop: stop_rx,
@@ -377,6 +382,9 @@ struct Driver {
     run_id: RunId,
     session_id: SessionId,
     tokens: SessionTokens,
+    /// `[secrets]` and the tokens, searched in one automaton built once per run: the run's
+    /// records and its harness's output redact with the same set.
+    secrets: Arc<crate::model::redact::Secrets>,
     /// The run's event outlet (shared with the session actor).
     events: RunEvents,
     myself: ActorRef<SessionMsg>,
@@ -404,14 +412,12 @@ impl SessionTokens {
     }
 }
 
-impl Driver {
-    /// `[secrets]` and the session's own tokens: everything the run's records redact.
-    fn secret_pairs(&self) -> Vec<(String, String)> {
-        let mut pairs = self.test.effective.secret_pairs();
-        pairs.push(("BUGATTI_CDP_TOKEN".into(), self.tokens.cdp.clone()));
-        pairs.push(("BUGATTI_MCP_TOKEN".into(), self.tokens.console.clone()));
-        pairs
-    }
+/// `[secrets]` and the session's own tokens: everything the run's records redact.
+fn secret_pairs(test: &RootTest, tokens: &SessionTokens) -> Vec<(String, String)> {
+    let mut pairs = test.effective.secret_pairs();
+    pairs.push(("BUGATTI_CDP_TOKEN".into(), tokens.cdp.clone()));
+    pairs.push(("BUGATTI_MCP_TOKEN".into(), tokens.console.clone()));
+    pairs
 }
 
 /// How a phase of the run ended, when not by going on.
@@ -492,8 +498,7 @@ impl Driver {
     async fn run(&self) -> RunOutcome {
         let plan = self.run_plan();
         let notices = Notices::new(self.events.reporter().clone());
-        let secrets = Arc::new(crate::model::redact::Secrets::new(self.secret_pairs()));
-        match self.events.open(plan, secrets).await {
+        match self.events.open(plan, Arc::clone(&self.secrets)).await {
             Ok(_paths) => {}
             Err(e @ ReportError::ReporterGone(_)) => {
                 stderr_notice(&e.to_string());

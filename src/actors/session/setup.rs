@@ -331,7 +331,7 @@ impl Driver {
         let is_retry = retry.is_some();
         let mut vars = session_vars(effective, id, &self.suite.shared_ports)
             .map_err(|e| Ending::error(e.to_string()))?;
-        vars.secrets = Arc::new(crate::model::redact::Secrets::new(self.secret_pairs()));
+        vars.secrets = Arc::clone(&self.secrets);
         if let Some(browser) = &started.browser {
             vars.env.extend(browser.env());
         }

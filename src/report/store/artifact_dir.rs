@@ -720,11 +720,18 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<(), Unwritable> {
 }
 
 /// Checks before anything runs that the directory `path` (the artifact directory) can be written,
-/// by writing: its missing folders are created and a probe file is made and removed in it, then
-/// the folders made here are removed again. `what` names it in the error.
+/// by writing: its missing folders are created and, unless the folder itself was one of them, a
+/// probe file is made and removed in it; then the folders made here are removed again. `what`
+/// names it in the error.
 pub fn check_dir_writable(what: &str, path: &Path) -> Result<(), Unwritable> {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
     let made = make_folders(&abs).map_err(|(at, e)| not_a_folder_or(what, path, &at, e))?;
+    if made.last().is_some_and(|deepest| *deepest == abs) {
+        // The folder is new and ours: its mkdir was the write, and a probe file in it one more
+        // inode to allocate and free before every run that starts without .bugatti/.
+        remove_folders(&made);
+        return Ok(());
+    }
     let probe = abs.join(format!(".bugatti-write-probe-{}", std::process::id()));
     let probed = std::fs::OpenOptions::new()
         .write(true)
@@ -894,5 +901,37 @@ mod tests {
                 .to_string(),
             format!("artifacts: {}: is not a directory", file.display())
         );
+    }
+
+    /// A new artifact directory is checked by making it, an existing one by a probe file in it;
+    /// either way nothing is left, and an existing folder no one may write is refused.
+    #[test]
+    fn the_artifact_directory_check_leaves_nothing_and_refuses_a_read_only_folder() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let new = dir.path().join("a/.bugatti");
+        check_dir_writable("artifacts:", &new).expect("a new folder is writable");
+        assert!(
+            !dir.path().join("a").exists(),
+            "the folders it made are removed"
+        );
+        let existing = dir.path().join("existing");
+        std::fs::create_dir(&existing).expect("mkdir");
+        check_dir_writable("artifacts:", &existing).expect("an existing folder is writable");
+        assert_eq!(std::fs::read_dir(&existing).expect("list").count(), 0);
+        // root writes anywhere: the refusal is only checked for other users.
+        if running_as_root() {
+            return;
+        }
+        std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o500)).expect("chmod");
+        let refused = check_dir_writable("artifacts:", &existing);
+        std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+        assert!(refused.is_err(), "a read-only folder is refused");
+    }
+
+    fn running_as_root() -> bool {
+        std::fs::metadata("/proc/self")
+            .map(|m| std::os::unix::fs::MetadataExt::uid(&m) == 0)
+            .unwrap_or(false)
     }
 }
