@@ -359,8 +359,11 @@ impl BrowserReplay {
 
     /// Starts the client now, in the background, so that the first browser action does not
     /// wait for Node and Playwright MCP to come up (seconds on a busy machine): called when the
-    /// session's recording has browser actions. The server attaches to the browser only on its
-    /// first tool call, so a client started and never used touches no page.
+    /// session's recording has browser actions, as soon as the browser is up (beside the
+    /// harness's start). Once the handshake is done, the client attaches to the browser with a
+    /// `browser_tabs` list: it navigates nothing and, as any first call (the agent's too), takes
+    /// the browser's open tab. The first replayed action then finds it attached; it waits for
+    /// all of this to end ([`BrowserReplay::client`]): the client is never used half-started.
     pub fn prestart(&self) {
         let Ok(mut starting) = self.starting.lock() else {
             return;
@@ -375,8 +378,25 @@ impl BrowserReplay {
             self.env.clone(),
         );
         *starting = Some(tokio::spawn(async move {
-            PlaywrightClient::start(&command, owner, &cwd, env).await
+            let client = PlaywrightClient::start(&command, owner, &cwd, env).await?;
+            // A failed attach is not the client's failure: the first action attaches again
+            // and answers for itself.
+            let tabs = serde_json::json!({ "action": "list" });
+            if let Err(e) = client.call("browser_tabs", tabs).await {
+                tracing::debug!("playwright mcp: attaching ahead failed: {e}");
+            }
+            Ok(client)
         }));
+    }
+
+    /// Whether `other` would run the very client this one runs (same command, folder,
+    /// environment and run): one started ahead with what was known then is used only if so.
+    pub fn same_client_as(&self, other: &BrowserReplay) -> bool {
+        self.command == other.command
+            && self.cwd == other.cwd
+            && self.env == other.env
+            && self.run_dir == other.run_dir
+            && self.owner == other.owner
     }
 
     /// The client started ahead, if one was.

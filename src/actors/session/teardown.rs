@@ -33,6 +33,10 @@ impl Driver {
             if let Some(replay) = started.replay.as_mut() {
                 replay.stop_browser().await;
             }
+            // One started ahead that no replay took over (the setup ended before).
+            if let Some(ahead) = started.replay_browser.take() {
+                ahead.stop().await;
+            }
             match started.browser.take() {
                 Some(browser) => Some(browser.stop(skip_grace).await),
                 None => None,
