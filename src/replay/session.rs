@@ -65,6 +65,16 @@ pub struct ReplaySession {
     last_snapshot: Option<Snapshot>,
 }
 
+/// Whether the browser actions of `recording` need the page in the client's action answers.
+fn action_pages(recording: &Recording) -> bool {
+    super::browser::needs_action_pages(recording.steps.iter().flat_map(|s| {
+        s.actions.iter().filter_map(|a| match a {
+            Action::Browser { tool, .. } => Some(tool.as_str()),
+            _ => None,
+        })
+    }))
+}
+
 /// Whether `recording` has a browser action.
 fn has_browser_actions(recording: &Recording) -> bool {
     recording.steps.iter().any(|s| {
@@ -286,20 +296,32 @@ impl ReplaySession {
     }
 
     /// Whether `test`'s session will replay browser actions (replay tries steps first and its
-    /// recording has some): its Playwright MCP client is then worth starting as soon as the
-    /// browser is up, before this session's replay is set up. A recording that cannot be read
-    /// says no (the session's replay reports why).
-    pub fn replays_browser_actions(test: &RootTest, project_root: &Path) -> bool {
+    /// recording has some), and if so whether the client's action answers must show the page
+    /// ([`super::browser::needs_action_pages`]): its Playwright MCP client is then worth
+    /// starting as soon as the browser is up, before this session's replay is set up. A
+    /// recording that cannot be read says no (the session's replay reports why).
+    pub fn browser_replay_ahead(test: &RootTest, project_root: &Path) -> Option<bool> {
         let effective = &test.effective;
         let mode = effective.replay.mode.value;
         if !crate::model::replay::applies(mode, effective.provider.name.value)
             || !matches!(mode, ReplayMode::Auto | ReplayMode::Only)
         {
-            return false;
+            return None;
         }
         let path = store::recording_path(&effective.replay.dir_in(project_root), &test.rel_path);
         let name = test.rel_path.to_string_lossy();
-        matches!(store::load(&path, &name), Ok(Some(r)) if has_browser_actions(&r))
+        match store::load(&path, &name) {
+            Ok(Some(recording)) if has_browser_actions(&recording) => {
+                Some(action_pages(&recording))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the replay's Playwright MCP client must show the page in its action answers
+    /// ([`super::browser::needs_action_pages`]); with no recording, as Playwright MCP does.
+    pub fn browser_action_pages(&self) -> bool {
+        self.recording.as_ref().map_or(true, action_pages)
     }
 
     /// Whether the recording has a browser action to replay.

@@ -89,7 +89,9 @@ impl Driver {
         started.replay = match (replay, replay_browser) {
             // Browser steps replay through the same Playwright MCP the agent gets.
             (Some(replay), Some(command)) => {
-                Some(replay.with_browser(self.replay_browser(started, command, &args.spec, &vars)))
+                let pages = replay.browser_action_pages();
+                let browser = self.replay_browser(started, command, &args.spec, &vars, pages);
+                Some(replay.with_browser(browser))
             }
             (replay, _) => replay,
         };
@@ -237,6 +239,7 @@ impl Driver {
         command: crate::browser::mcp::McpCommand,
         agent: &crate::providers::AgentSpec,
         vars: &SessionVars,
+        action_pages: bool,
     ) -> BrowserReplay {
         let wanted = BrowserReplay::new(
             command,
@@ -247,6 +250,7 @@ impl Driver {
             agent.cwd.clone(),
             crate::providers::agent_env_without_console(agent, &vars.env, &self.run_id),
             self.run_dir(),
+            action_pages,
         );
         match started.replay_browser.take() {
             Some(ahead) if ahead.same_client_as(&wanted) => ahead,
@@ -267,18 +271,20 @@ impl Driver {
         id: &SessionIdentity,
         vars: &SessionVars,
     ) -> Result<(), Ending> {
-        if started.browser.is_none()
-            || started.replay_browser.is_some()
-            || !ReplaySession::replays_browser_actions(&self.test, &self.suite.project_root)
-        {
+        if started.browser.is_none() || started.replay_browser.is_some() {
             return Ok(());
         }
+        let Some(action_pages) =
+            ReplaySession::browser_replay_ahead(&self.test, &self.suite.project_root)
+        else {
+            return Ok(());
+        };
         // An agent that cannot be planned is reported where it is planned for good.
         let Ok(agent) = agent_spec(&self.test.effective, id, vars) else {
             return Ok(());
         };
         if let Some(command) = self.browser_mcp_command(started, vars)? {
-            let ahead = self.replay_browser(started, command, &agent, vars);
+            let ahead = self.replay_browser(started, command, &agent, vars, action_pages);
             ahead.prestart();
             started.replay_browser = Some(ahead);
         }
