@@ -389,7 +389,7 @@ impl Monitor {
             .client
             .call(
                 "Page.captureScreenshot",
-                json!({ "format": "png" }),
+                json!({ "format": "png", "optimizeForSpeed": true }),
                 Some(session),
                 CALL_LIMIT,
             )

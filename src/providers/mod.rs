@@ -443,25 +443,48 @@ pub fn create(context: AgentContext) -> Box<dyn Provider> {
 /// The agent's environment: (optionally) the supervisor's own without Claude Code's nesting
 /// variables, then the session's, then the agent marker.
 pub fn agent_env(spec: &AgentSpec, facts: &SessionFacts) -> Vec<(String, String)> {
+    env_over(
+        inherited(spec),
+        &facts.env,
+        facts.console.as_ref(),
+        &facts.run_id,
+    )
+}
+
+/// [`agent_env`] without the console's address and token: what the replay's own Playwright MCP
+/// client runs with. It never calls the console, and this is known before the console is
+/// served, so the client can start while the harness comes up.
+pub fn agent_env_without_console(
+    spec: &AgentSpec,
+    session_env: &[(String, String)],
+    run_id: &RunId,
+) -> Vec<(String, String)> {
+    env_over(inherited(spec), session_env, None, run_id)
+}
+
+/// The supervisor's own environment when the agent inherits it.
+fn inherited(spec: &AgentSpec) -> Box<dyn Iterator<Item = (String, String)>> {
     if spec.inherit_env {
-        env_over(std::env::vars(), facts)
+        Box::new(std::env::vars())
     } else {
-        env_over(std::iter::empty(), facts)
+        Box::new(std::iter::empty())
     }
 }
 
 fn env_over(
     inherited: impl Iterator<Item = (String, String)>,
-    facts: &SessionFacts,
+    session_env: &[(String, String)],
+    console: Option<&crate::console::server::Endpoint>,
+    run_id: &RunId,
 ) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = inherited
         .filter(|(k, _)| !CLAUDE_NESTING_VARS.contains(&k.as_str()))
         .collect();
-    env.extend(facts.env.iter().cloned());
-    if let Some(endpoint) = &facts.console {
+    env.extend(session_env.iter().cloned());
+    if let Some(endpoint) = console {
         env.extend(crate::providers::console_wiring::agent_env(endpoint));
     }
-    env.push((AGENT_MARKER_ENV.to_string(), facts.run_id.to_string()));
+    env.push((AGENT_MARKER_ENV.to_string(), run_id.to_string()));
     env
 }
 
@@ -499,7 +522,8 @@ mod tests {
             ("HOME", "/root"),
         ]
         .map(|(k, v)| (k.to_string(), v.to_string()));
-        let env = env_over(inherited.into_iter(), &facts());
+        let facts = facts();
+        let env = env_over(inherited.into_iter(), &facts.env, None, &facts.run_id);
         let get = |key: &str| {
             env.iter()
                 .rev()

@@ -79,6 +79,32 @@ const SETTLING_TOOLS: &[&str] = &[
     "browser_evaluate",
 ];
 
+/// The tools whose answer shows the page (its header and snapshot) in Playwright MCP's default
+/// snapshot mode (`full`). The replay's client runs with `--snapshot-mode none` when it can
+/// (see [`needs_action_pages`]): a settling tool's page is then taken once settled
+/// ([`with_page_of`]), as it is replaced by that page in any case.
+const PAGE_TOOLS: &[&str] = &[
+    "browser_navigate",
+    "browser_navigate_back",
+    "browser_click",
+    "browser_type",
+    "browser_select_option",
+    "browser_press_key",
+    "browser_hover",
+    "browser_drag",
+    "browser_wait_for",
+    "browser_tabs",
+];
+
+/// Whether a replay of `tools` (the recorded browser actions' tools) needs the page in the
+/// client's own answers: a tool of [`PAGE_TOOLS`] that does not settle (`browser_wait_for`,
+/// `browser_tabs`) is compared with the page as its own answer showed it, the moment it ended,
+/// and only the server's snapshot of that moment is that page. Otherwise the client's action
+/// snapshots are thrown away unread, and it runs without them (`--snapshot-mode none`).
+pub fn needs_action_pages<'a>(mut tools: impl Iterator<Item = &'a str>) -> bool {
+    tools.any(|tool| PAGE_TOOLS.contains(&tool) && !SETTLING_TOOLS.contains(&tool))
+}
+
 /// Playwright MCP's settle time when the command does not set one.
 const DEFAULT_SETTLE: Duration = Duration::from_millis(500);
 
@@ -269,17 +295,21 @@ pub struct BrowserReplay {
     settle: Duration,
     /// Where the server writes its snapshot files (its `--output-dir`).
     output_dir: Option<PathBuf>,
+    /// Whether the client's action answers carry the page ([`needs_action_pages`]).
+    action_pages: bool,
 }
 
 impl BrowserReplay {
     /// A client to be run as `command` (the agent's Playwright MCP command, its output folder
-    /// and secrets file included) for `owner`, in `cwd`.
+    /// and secrets file included) for `owner`, in `cwd`; `action_pages`: its action answers
+    /// must show the page ([`needs_action_pages`]).
     pub fn new(
         command: McpCommand,
         owner: Owner,
         cwd: PathBuf,
         env: Vec<(String, String)>,
         run_dir: PathBuf,
+        action_pages: bool,
     ) -> Self {
         let settle = settle_of(&command, &env);
         let output_dir = output_dir_of(&command);
@@ -296,23 +326,36 @@ impl BrowserReplay {
             run_dir,
             screenshots: std::sync::Mutex::new(Vec::new()),
             settle,
+            action_pages,
         }
     }
 
     /// The client's command: the agent's, with no settle of its own (the replay waits as long
-    /// itself, or proves it need not) and the page script that lets a page prove it.
+    /// itself, or proves it need not), no snapshot in its action answers unless the replay
+    /// reads them ([`needs_action_pages`]; an explicit `browser_snapshot` always has one), and
+    /// the page script that lets a page prove it is idle.
     fn client_command(&self) -> McpCommand {
         let mut command = self.command.clone();
+        let mut replaced = vec!["--timeout-settle"];
+        if !self.action_pages {
+            replaced.push("--snapshot-mode");
+        }
         let mut args = Vec::new();
         let mut given = command.args.iter();
         while let Some(arg) = given.next() {
-            if arg == "--timeout-settle" {
+            if replaced.contains(&arg.as_str()) {
                 given.next();
-            } else if !arg.starts_with("--timeout-settle=") {
+            } else if !replaced
+                .iter()
+                .any(|flag| arg.starts_with(&format!("{flag}=")))
+            {
                 args.push(arg.clone());
             }
         }
         args.extend(["--timeout-settle".to_string(), "0".to_string()]);
+        if !self.action_pages {
+            args.extend(["--snapshot-mode".to_string(), "none".to_string()]);
+        }
         let script = crate::model::artifacts::RunPaths::new(&self.run_dir).browser_replay_script();
         let written = script
             .parent()
@@ -359,8 +402,11 @@ impl BrowserReplay {
 
     /// Starts the client now, in the background, so that the first browser action does not
     /// wait for Node and Playwright MCP to come up (seconds on a busy machine): called when the
-    /// session's recording has browser actions. The server attaches to the browser only on its
-    /// first tool call, so a client started and never used touches no page.
+    /// session's recording has browser actions, as soon as the browser is up (beside the
+    /// harness's start). Once the handshake is done, the client attaches to the browser with a
+    /// `browser_tabs` list: it navigates nothing and, as any first call (the agent's too), takes
+    /// the browser's open tab. The first replayed action then finds it attached; it waits for
+    /// all of this to end ([`BrowserReplay::client`]): the client is never used half-started.
     pub fn prestart(&self) {
         let Ok(mut starting) = self.starting.lock() else {
             return;
@@ -375,8 +421,26 @@ impl BrowserReplay {
             self.env.clone(),
         );
         *starting = Some(tokio::spawn(async move {
-            PlaywrightClient::start(&command, owner, &cwd, env).await
+            let client = PlaywrightClient::start(&command, owner, &cwd, env).await?;
+            // A failed attach is not the client's failure: the first action attaches again
+            // and answers for itself.
+            let tabs = serde_json::json!({ "action": "list" });
+            if let Err(e) = client.call("browser_tabs", tabs).await {
+                tracing::debug!("playwright mcp: attaching ahead failed: {e}");
+            }
+            Ok(client)
         }));
+    }
+
+    /// Whether `other` would run the very client this one runs (same command, folder,
+    /// environment and run): one started ahead with what was known then is used only if so.
+    pub fn same_client_as(&self, other: &BrowserReplay) -> bool {
+        self.command == other.command
+            && self.action_pages == other.action_pages
+            && self.cwd == other.cwd
+            && self.env == other.env
+            && self.run_dir == other.run_dir
+            && self.owner == other.owner
     }
 
     /// The client started ahead, if one was.
@@ -642,7 +706,7 @@ async fn call_and_settle(
         browser.keep_settled(at, until, &settled.text);
     }
     Ok(crate::browser::mcp_client::ToolAnswer {
-        text: with_page_of(&answer.text, &settled.text),
+        text: with_page_of(&answer.text, &settled.text, PAGE_TOOLS.contains(&tool)),
         ..answer
     })
 }
@@ -821,12 +885,41 @@ fn idle_of(answer: &str) -> Option<u64> {
 
 /// An action's answer with its page (`### Page` onwards) replaced by `page`'s, a snapshot's
 /// answer: what the action ran, then the page as it is now.
-/// An answer that shows no page (`browser_evaluate`'s result) is kept as it is.
-fn with_page_of(answer: &str, page: &str) -> String {
+/// An answer that shows no page is kept as it is (`browser_evaluate`'s result), unless the
+/// tool's answer shows one (`shows_page`, [`PAGE_TOOLS`]) and the client left it out
+/// (`--snapshot-mode none` shows no page whose header did not change): then what the action
+/// ran (its sections before the page's) is followed by `page`'s tabs and page.
+fn with_page_of(answer: &str, page: &str, shows_page: bool) -> String {
     match (answer.find("### Page"), page.find("### Page")) {
         (Some(ran), Some(now)) => format!("{}{}", &answer[..ran], &page[now..]),
+        (None, Some(now)) if shows_page => {
+            let ran = ["### Modal state", "### Snapshot", "### Events"]
+                .iter()
+                .filter_map(|section| section_at(answer, section))
+                .min()
+                .unwrap_or(answer.len());
+            let now = section_at(page, "### Open tabs").map_or(now, |tabs| tabs.min(now));
+            let mut text = answer[..ran].to_string();
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&page[now..]);
+            text
+        }
         _ => answer.to_string(),
     }
+}
+
+/// Where a `### Title` section line starts in an answer.
+fn section_at(answer: &str, title: &str) -> Option<usize> {
+    let mut at = 0;
+    for line in answer.split_inclusive('\n') {
+        if line.trim_end() == title {
+            return Some(at);
+        }
+        at += line.len();
+    }
+    None
 }
 
 /// An element's path in one line: `main > list > listitem "Red mug" > button "Add to basket"`.
@@ -906,14 +999,46 @@ mod tests {
     #[test]
     fn a_settled_page_takes_the_place_of_the_unsettled_one() {
         let snapshot = "### Page\n- Page URL: http://x/\n### Snapshot\n```yaml\n- paragraph: \"Basket: 1\"\n```\n";
-        let merged = with_page_of(CLICK, snapshot);
+        let merged = with_page_of(CLICK, snapshot, true);
         assert!(merged.starts_with("### Ran Playwright code"), "{merged}");
         assert!(
             merged.contains("Basket: 1") && !merged.contains("[Snapshot]"),
             "{merged}"
         );
         let evaluate = "### Result\n42\n### Ran Playwright code\n```js\nx\n```\n";
-        assert_eq!(with_page_of(evaluate, snapshot), evaluate);
+        assert_eq!(with_page_of(evaluate, snapshot, false), evaluate);
+        // With `--snapshot-mode none` a click's answer shows no page when its header did not
+        // change: the settled page is put after what the click ran, tabs included; what it
+        // shows of a dialog goes with the page as the snapshot shows it.
+        let ran = "### Ran Playwright code\n```js\nawait page.click();\n```\n";
+        let none = format!("{ran}### Events\n- New console entries: out/c.log#L1\n");
+        assert_eq!(
+            with_page_of(&none, snapshot, true),
+            format!("{ran}{snapshot}")
+        );
+        let tabs = format!("### Open tabs\n- 0: (current) [Shop]\n- 1: [Other]\n{snapshot}");
+        assert_eq!(with_page_of(ran, &tabs, true), format!("{ran}{tabs}"));
+        let modal = format!("{ran}### Modal state\n- [\"alert\" dialog]\n");
+        let page_with_modal =
+            "### Page\n- Page URL: http://x/\n### Modal state\n- [\"alert\" dialog]\n";
+        assert_eq!(
+            with_page_of(&modal, page_with_modal, true),
+            format!("{ran}{page_with_modal}")
+        );
+        // Which answers the client shows no page in, and when it must show them.
+        assert!(!needs_action_pages(
+            [
+                "browser_navigate",
+                "browser_click",
+                "browser_snapshot",
+                "browser_evaluate"
+            ]
+            .into_iter()
+        ));
+        assert!(needs_action_pages(
+            ["browser_click", "browser_wait_for"].into_iter()
+        ));
+        assert!(needs_action_pages(["browser_tabs"].into_iter()));
     }
 
     #[test]
@@ -948,6 +1073,7 @@ mod tests {
                 PathBuf::from("."),
                 Vec::new(),
                 PathBuf::from("."),
+                false,
             )
         };
         let later = Instant::now() + Duration::from_secs(60);

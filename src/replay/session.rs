@@ -65,6 +65,25 @@ pub struct ReplaySession {
     last_snapshot: Option<Snapshot>,
 }
 
+/// Whether the browser actions of `recording` need the page in the client's action answers.
+fn action_pages(recording: &Recording) -> bool {
+    super::browser::needs_action_pages(recording.steps.iter().flat_map(|s| {
+        s.actions.iter().filter_map(|a| match a {
+            Action::Browser { tool, .. } => Some(tool.as_str()),
+            _ => None,
+        })
+    }))
+}
+
+/// Whether `recording` has a browser action.
+fn has_browser_actions(recording: &Recording) -> bool {
+    recording.steps.iter().any(|s| {
+        s.actions
+            .iter()
+            .any(|a| matches!(a, Action::Browser { .. }))
+    })
+}
+
 /// The session's own values, masked as placeholders in what is recorded.
 pub struct SessionValues<'a> {
     /// The session's variables (`BUGATTI_*` and the config's).
@@ -264,21 +283,10 @@ impl ReplaySession {
         }
     }
 
-    /// Browser actions replay through `command` (the agent's own Playwright MCP command, with
-    /// its output folder and secrets), run by `owner` in the agent's directory.
-    pub fn with_browser(
-        mut self,
-        command: crate::browser::mcp::McpCommand,
-        owner: crate::process::owner::Owner,
-        run_dir: PathBuf,
-    ) -> Self {
-        let browser = BrowserReplay::new(
-            command,
-            owner,
-            self.agent_cwd.clone(),
-            self.env.clone(),
-            run_dir,
-        );
+    /// Browser actions replay through `browser`, the client for the agent's own Playwright MCP
+    /// command (its output folder and secrets), run in the agent's directory; it may have been
+    /// started ahead ([`Self::replays_browser_actions`]).
+    pub fn with_browser(mut self, browser: BrowserReplay) -> Self {
         // Started now, beside the rest of the setup, when a browser action may replay.
         if self.replays() && self.has_browser_actions() {
             browser.prestart();
@@ -287,15 +295,38 @@ impl ReplaySession {
         self
     }
 
+    /// Whether `test`'s session will replay browser actions (replay tries steps first and its
+    /// recording has some), and if so whether the client's action answers must show the page
+    /// ([`super::browser::needs_action_pages`]): its Playwright MCP client is then worth
+    /// starting as soon as the browser is up, before this session's replay is set up. A
+    /// recording that cannot be read says no (the session's replay reports why).
+    pub fn browser_replay_ahead(test: &RootTest, project_root: &Path) -> Option<bool> {
+        let effective = &test.effective;
+        let mode = effective.replay.mode.value;
+        if !crate::model::replay::applies(mode, effective.provider.name.value)
+            || !matches!(mode, ReplayMode::Auto | ReplayMode::Only)
+        {
+            return None;
+        }
+        let path = store::recording_path(&effective.replay.dir_in(project_root), &test.rel_path);
+        let name = test.rel_path.to_string_lossy();
+        match store::load(&path, &name) {
+            Ok(Some(recording)) if has_browser_actions(&recording) => {
+                Some(action_pages(&recording))
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the replay's Playwright MCP client must show the page in its action answers
+    /// ([`super::browser::needs_action_pages`]); with no recording, as Playwright MCP does.
+    pub fn browser_action_pages(&self) -> bool {
+        self.recording.as_ref().map_or(true, action_pages)
+    }
+
     /// Whether the recording has a browser action to replay.
     fn has_browser_actions(&self) -> bool {
-        self.recording.as_ref().is_ok_and(|r| {
-            r.steps.iter().any(|s| {
-                s.actions
-                    .iter()
-                    .any(|a| matches!(a, Action::Browser { .. }))
-            })
-        })
+        self.recording.as_ref().is_ok_and(has_browser_actions)
     }
 
     /// The screenshots a replay took again (the agent had taken them), relative to the run

@@ -829,3 +829,70 @@ async fn replay_sees_the_page_after_the_agents_settle_time_so_a_page_that_takes_
     let drift = step["replay_drift"]["diff"].as_str().unwrap_or_default();
     assert!(drift.contains("Shop closed"), "{step:#}");
 }
+
+/// The replay's own Playwright MCP client starts while the harness comes up, not after it: on
+/// the replayed run the web server waits, before it listens, until a Playwright MCP has started
+/// (the `mcp_cmd` wrapper leaves a file behind), which only a client started beside the harness
+/// can be (the agent never starts on a replayed run). That client then takes a second more to
+/// come up, while the first step is already due: the step waits for it, and every step replays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_replays_browser_client_starts_beside_the_harness_and_is_waited_for() {
+    let Some(tools) = tools("browser replay's client started beside the harness") else {
+        return;
+    };
+    let (p, port) = shop_project();
+    let root = p.root().display().to_string();
+    p.write(
+        "mcp.sh",
+        &format!(
+            "#!/bin/sh\n: > '{root}/client-started'\n[ -e '{root}/await-client' ] && sleep 1\nexec '{}' \"$@\"\n",
+            tools.1.display()
+        ),
+    );
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            r#"[provider]
+name = "claude-code"
+agent_args = ["--allowedTools", "Bash"]
+step_timeout_secs = 120
+
+[ports]
+WEB_PORT = {port}
+
+[commands.web]
+kind = "long_lived"
+cmd = "while [ -e await-client ] && [ ! -e client-started ]; do sleep 0.05; done; exec python3 -m http.server ${{WEB_PORT}} --bind 127.0.0.1 --directory site"
+readiness_url = "http://127.0.0.1:${{WEB_PORT}}/"
+readiness_timeout_secs = 30
+
+[browser]
+mcp_cmd = "sh '{root}/mcp.sh'"
+"#
+        ),
+    );
+    let side = tempfile::tempdir().expect("side");
+    let first = run(&p, &tools, side.path(), "first", agent_script(port));
+    assert_eq!(first.code, Some(0), "{}", first.console);
+    assert_eq!(field(&first.record, "mode"), ["agent", "agent", "agent"]);
+
+    std::fs::remove_file(p.root().join("client-started")).expect("the agent's server started");
+    p.write("await-client", "");
+    let second = run(&p, &tools, side.path(), "second", json!([]));
+    assert_eq!(
+        second.code,
+        Some(0),
+        "{}\n{:#}",
+        second.console,
+        second.record["steps"]
+    );
+    assert!(p.root().join("client-started").exists());
+    assert_eq!(second.requests, 0, "no model request on a replayed run");
+    assert_eq!(
+        field(&second.record, "mode"),
+        ["replayed", "replayed", "replayed"],
+        "{:#}",
+        second.record["steps"]
+    );
+    assert_eq!(field(&second.record, "status"), ["ok", "ok", "ok"]);
+}

@@ -463,6 +463,12 @@ struct Started {
     replay: Option<crate::replay::session::ReplaySession>,
     /// The session's browser (`[browser]`, docs/browser.md), ended with the harness.
     browser: Option<crate::browser::SessionBrowser>,
+    /// The agent's Playwright MCP command for the browser, with the `PATH` it was found on: its
+    /// config and secrets files are written once, and a client started ahead reads them.
+    browser_mcp: Option<(Option<String>, crate::browser::mcp::McpCommand)>,
+    /// The replay's Playwright MCP client, started ahead beside the harness's start; the
+    /// session's replay takes it over (or it is stopped with the session).
+    replay_browser: Option<crate::replay::browser::BrowserReplay>,
 }
 
 impl Driver {

@@ -2,6 +2,7 @@
 //! retry of a setup that lost its auto port to another process ("address already in use").
 
 use super::*;
+use crate::replay::browser::BrowserReplay;
 use crate::replay::session::{ReplaySession, SessionValues};
 
 impl Driver {
@@ -75,7 +76,7 @@ impl Driver {
             facts,
             events: agent_tx,
         };
-        started.replay = ReplaySession::new(
+        let replay = ReplaySession::new(
             &self.test,
             &self.suite.project_root,
             SessionValues {
@@ -84,19 +85,20 @@ impl Driver {
                 env: replay_env,
                 agent_cwd: &agent_cwd,
             },
-        )
-        .map(|replay| match replay_browser {
+        );
+        started.replay = match (replay, replay_browser) {
             // Browser steps replay through the same Playwright MCP the agent gets.
-            Some(command) => replay.with_browser(
-                command,
-                crate::process::owner::Owner::new(
-                    Scope::run(self.run_id.clone()),
-                    crate::process::owner::Role::Other("playwright-mcp (replay)".into()),
-                ),
-                self.run_dir(),
-            ),
-            None => replay,
-        });
+            (Some(replay), Some(command)) => {
+                let pages = replay.browser_action_pages();
+                let browser = self.replay_browser(started, command, &args.spec, &vars, pages);
+                Some(replay.with_browser(browser))
+            }
+            (replay, _) => replay,
+        };
+        // A client started ahead that is not this one (a retried setup's other ports) goes.
+        if let Some(unused) = started.replay_browser.take() {
+            unused.stop().await;
+        }
         // With steps to replay first (see docs/replay.md), the agent starts only when a step needs it.
         if started.replay.as_ref().is_some_and(|r| r.replays()) {
             started.pending_agent = Some(args);
@@ -154,53 +156,12 @@ impl Driver {
     /// and secrets file in the run directory), the project's own `.mcp.json` for Claude Code.
     fn mcp_servers(
         &self,
-        started: &Started,
+        started: &mut Started,
         agent: &crate::providers::AgentSpec,
         vars: &SessionVars,
     ) -> Result<crate::providers::McpServers, Ending> {
-        let path_var = vars
-            .env
-            .iter()
-            .rev()
-            .find(|(name, _)| name == "PATH")
-            .map(|(_, v)| v.clone())
-            .or_else(|| std::env::var("PATH").ok());
         Ok(crate::providers::McpServers {
-            browser: match started
-                .browser
-                .as_ref()
-                .and_then(|b| b.mcp_command(path_var.as_deref()))
-            {
-                Some(Ok(mut command)) => {
-                    // The endpoint (and its token) in an owner-only file, not on its command line.
-                    command
-                        .attach(&self.run_paths().browser_mcp_config())
-                        .map_err(|e| Ending::error(e.to_string()))?;
-                    // Its snapshots and downloads go with the run, not into the project.
-                    if !command.args.iter().any(|a| a.starts_with("--output-dir")) {
-                        command.args.push("--output-dir".to_string());
-                        command
-                            .args
-                            .push(self.run_paths().browser_dir().display().to_string());
-                    }
-                    // What it returns shows `<secret>NAME</secret>`, never a `[secrets]` value.
-                    let secrets = self.test.effective.secret_pairs();
-                    if !secrets.is_empty() && !command.args.iter().any(|a| a == "--secrets") {
-                        let file = self.run_paths().browser_secrets();
-                        crate::browser::secrets_file::write(&file, &secrets).map_err(|e| {
-                            Ending::error(format!(
-                                "cannot write Playwright MCP's secrets file {}: {e}",
-                                file.display()
-                            ))
-                        })?;
-                        command.args.push("--secrets".to_string());
-                        command.args.push(file.display().to_string());
-                    }
-                    Some(command)
-                }
-                Some(Err(e)) => return Err(Ending::error(e.to_string())),
-                None => None,
-            },
+            browser: self.browser_mcp_command(started, vars)?,
             // Claude Code's format; the other agents do not read it.
             project: if agent.provider.info().mcp.reads_project_mcp_json() {
                 project_mcp_servers(&agent.cwd, started.browser.is_some())
@@ -209,6 +170,125 @@ impl Driver {
                 None
             },
         })
+    }
+
+    /// The agent's Playwright MCP command for the session's browser (`None` without one, or
+    /// with `mcp = false`), found on the session's `PATH`. Its files are written the first time
+    /// (and again only if the `PATH` changed): a client started ahead may be reading them.
+    fn browser_mcp_command(
+        &self,
+        started: &mut Started,
+        vars: &SessionVars,
+    ) -> Result<Option<crate::browser::mcp::McpCommand>, Ending> {
+        let path_var = vars
+            .env
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "PATH")
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var("PATH").ok());
+        if let Some((found_on, command)) = &started.browser_mcp {
+            if *found_on == path_var {
+                return Ok(Some(command.clone()));
+            }
+        }
+        let command = match started
+            .browser
+            .as_ref()
+            .and_then(|b| b.mcp_command(path_var.as_deref()))
+        {
+            Some(Ok(mut command)) => {
+                // The endpoint (and its token) in an owner-only file, not on its command line.
+                command
+                    .attach(&self.run_paths().browser_mcp_config())
+                    .map_err(|e| Ending::error(e.to_string()))?;
+                // Its snapshots and downloads go with the run, not into the project.
+                if !command.args.iter().any(|a| a.starts_with("--output-dir")) {
+                    command.args.push("--output-dir".to_string());
+                    command
+                        .args
+                        .push(self.run_paths().browser_dir().display().to_string());
+                }
+                // What it returns shows `<secret>NAME</secret>`, never a `[secrets]` value.
+                let secrets = self.test.effective.secret_pairs();
+                if !secrets.is_empty() && !command.args.iter().any(|a| a == "--secrets") {
+                    let file = self.run_paths().browser_secrets();
+                    crate::browser::secrets_file::write(&file, &secrets).map_err(|e| {
+                        Ending::error(format!(
+                            "cannot write Playwright MCP's secrets file {}: {e}",
+                            file.display()
+                        ))
+                    })?;
+                    command.args.push("--secrets".to_string());
+                    command.args.push(file.display().to_string());
+                }
+                command
+            }
+            Some(Err(e)) => return Err(Ending::error(e.to_string())),
+            None => return Ok(None),
+        };
+        started.browser_mcp = Some((path_var, command.clone()));
+        Ok(Some(command))
+    }
+
+    /// The replay's Playwright MCP client for `command`: the one started ahead when it is the
+    /// same client, else a new one (started when its replay is set up).
+    fn replay_browser(
+        &self,
+        started: &mut Started,
+        command: crate::browser::mcp::McpCommand,
+        agent: &crate::providers::AgentSpec,
+        vars: &SessionVars,
+        action_pages: bool,
+    ) -> BrowserReplay {
+        let wanted = BrowserReplay::new(
+            command,
+            crate::process::owner::Owner::new(
+                Scope::run(self.run_id.clone()),
+                crate::process::owner::Role::Other("playwright-mcp (replay)".into()),
+            ),
+            agent.cwd.clone(),
+            crate::providers::agent_env_without_console(agent, &vars.env, &self.run_id),
+            self.run_dir(),
+            action_pages,
+        );
+        match started.replay_browser.take() {
+            Some(ahead) if ahead.same_client_as(&wanted) => ahead,
+            other => {
+                started.replay_browser = other;
+                wanted
+            }
+        }
+    }
+
+    /// Starts the replay's Playwright MCP client now, beside the harness's start, when this
+    /// session will replay browser actions: Node and Playwright MCP take about a second to come
+    /// up, the harness often as long. Only a client the session's replay would run is started
+    /// ([`Self::replay_browser`] takes it over only if it is the same).
+    fn start_replay_browser_ahead(
+        &self,
+        started: &mut Started,
+        id: &SessionIdentity,
+        vars: &SessionVars,
+    ) -> Result<(), Ending> {
+        if started.browser.is_none() || started.replay_browser.is_some() {
+            return Ok(());
+        }
+        let Some(action_pages) =
+            ReplaySession::browser_replay_ahead(&self.test, &self.suite.project_root)
+        else {
+            return Ok(());
+        };
+        // An agent that cannot be planned is reported where it is planned for good.
+        let Ok(agent) = agent_spec(&self.test.effective, id, vars) else {
+            return Ok(());
+        };
+        if let Some(command) = self.browser_mcp_command(started, vars)? {
+            let ahead = self.replay_browser(started, command, &agent, vars, action_pages);
+            ahead.prestart();
+            started.replay_browser = Some(ahead);
+        }
+        Ok(())
     }
 
     /// Spawns the agent actor and has it start its process and send the bootstrap.
@@ -417,6 +497,9 @@ impl Driver {
         .await
         .map_err(|e| Ending::error(e.to_string()))?;
         started.harness = Some(harness.clone());
+        if !is_retry {
+            self.start_replay_browser_ahead(started, id, &vars)?;
+        }
         if !specs.is_empty() {
             let result = tokio::select! {
                 result = harness.start(specs) => result,

@@ -28,15 +28,29 @@ impl Driver {
                 None => Vec::new(),
             }
         };
-        let browser_down = async {
-            // The replay's own Playwright MCP client first: it is attached to the browser.
+        // The replay's own Playwright MCP client ends beside the browser, as the agent's own
+        // Playwright MCP does: a client whose browser went first only has less to close.
+        let replay_browser_down = async {
             if let Some(replay) = started.replay.as_mut() {
                 replay.stop_browser().await;
             }
-            match started.browser.take() {
-                Some(browser) => Some(browser.stop(skip_grace).await),
-                None => None,
+            // One started ahead that no replay took over (the setup ended before).
+            if let Some(ahead) = started.replay_browser.take() {
+                ahead.stop().await;
             }
+        };
+        let browser = started.browser.take();
+        let browser_down = async {
+            let (report, ()) = tokio::join!(
+                async {
+                    match browser {
+                        Some(browser) => Some(browser.stop(skip_grace).await),
+                        None => None,
+                    }
+                },
+                replay_browser_down
+            );
+            report
         };
         let ((), records, (), browser) =
             tokio::join!(agent_close, harness_down, console_down, browser_down);
