@@ -24,8 +24,9 @@ use tracing_subscriber::Layer;
 
 /// Runs a validated suite to its end and returns why the process should exit as it does.
 pub fn run_suite(suite: Suite, options: &RunOptions) -> ExitReason {
+    // As many workers as cores, even for one test: its harness's log pumps, its session and the
+    // reporter run at once; with one worker row 6 of BENCHMARKS.md (log capture) fell to 0.56×.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(worker_threads(&suite))
         .enable_all()
         .build()
     {
@@ -53,20 +54,6 @@ pub fn run_suite(suite: Suite, options: &RunOptions) -> ExitReason {
     }
     ledger::close();
     reason
-}
-
-/// The runtime's workers: no more than the root tests that can run at once (a one-test run needs
-/// one thread to drive its session and its reporter; a worker more is a thread to start and to
-/// hand each message across), no more than the machine's cores.
-fn worker_threads(suite: &Suite) -> usize {
-    let settings = &suite.base.supervisor;
-    let runs = suite
-        .tests
-        .len()
-        .saturating_mul(usize::try_from(settings.repeat.value).unwrap_or(usize::MAX));
-    let at_once = settings.jobs.value.min(runs).max(1);
-    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-    at_once.min(cores)
 }
 
 /// Where the suite's artifacts go: `[supervisor] artifact_dir`, relative to the project root.
