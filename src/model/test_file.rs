@@ -181,9 +181,13 @@ fn no_kind_override(path: &Path, text: &str, file: TestFile) -> Result<TestFile,
     Ok(file)
 }
 
-/// The test's display name: `name`, else the file name without `.test.toml`.
+/// The test's display name: `name`, else (also for a blank `name = ""`, which would leave the
+/// test nameless in every report) the file name without `.test.toml`.
 pub fn test_name(file: &TestFile, path: &Path) -> String {
-    file.name.clone().unwrap_or_else(|| file_stem(path))
+    file.name
+        .clone()
+        .filter(|name| !name.trim().is_empty())
+        .unwrap_or_else(|| file_stem(path))
 }
 
 /// `checkout.test.toml` → `checkout`.
@@ -203,6 +207,17 @@ pub fn file_stem(path: &Path) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_blank_name_is_the_file_name() {
+        let path = std::path::Path::new("/project/tests/checkout.test.toml");
+        for text in ["name = \"\"", "name = \"  \"", ""] {
+            let file = super::parse_test_file(path, text).expect("parses");
+            assert_eq!(super::test_name(&file, path), "checkout", "{text}");
+        }
+        let file = super::parse_test_file(path, "name = \"Checkout\"").expect("parses");
+        assert_eq!(super::test_name(&file, path), "Checkout");
+    }
+
     use super::*;
 
     fn parse(text: &str) -> Result<TestFile, Problem> {
