@@ -25,7 +25,7 @@ use tracing_subscriber::Layer;
 /// Runs a validated suite to its end and returns why the process should exit as it does.
 pub fn run_suite(suite: Suite, options: &RunOptions) -> ExitReason {
     // As many workers as cores, even for one test: its harness's log pumps, its session and the
-    // reporter run at once; with one worker row 6 of BENCHMARKS.md (log capture) fell to 0.56×.
+    // reporter run at once.
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
