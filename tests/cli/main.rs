@@ -17,6 +17,7 @@ mod hostile_files;
 mod import_graph;
 mod junit_tools;
 mod live_view_tty;
+mod packed_relocs;
 mod readme_examples;
 mod schemas;
 mod security_paths;
