@@ -365,6 +365,24 @@ impl BrowserReplay {
             args.extend(["--init-script".to_string(), script.display().to_string()]);
         }
         command.args = args;
+        // npx spends most of a second finding a package it already holds: the default
+        // command runs straight from npx's cache when that is provably what npx would run
+        // (docs/replay.md). A configured command or one found on `PATH` is run as given.
+        if command.source == crate::browser::mcp::McpSource::Npx {
+            if let Some(direct) = crate::browser::npx_cache::resolve(
+                &command.program,
+                &command.args,
+                &self.cwd,
+                &self.env,
+            ) {
+                command.program = direct.program.display().to_string();
+                command.args = direct.args;
+            }
+        }
+        tracing::debug!(
+            program = %command.program,
+            "playwright mcp (replay): the client's command"
+        );
         command
     }
 
