@@ -426,6 +426,14 @@ impl BrowserReplay {
     /// the browser's open tab. The first replayed action then finds it attached; it waits for
     /// all of this to end ([`BrowserReplay::client`]): the client is never used half-started.
     pub fn prestart(&self) {
+        self.prestart_before_browser(None);
+    }
+
+    /// As [`Self::prestart`], started before the browser is up (its endpoint's address already
+    /// known): Node and Playwright MCP come up beside Chromium, and the client attaches only
+    /// once `browser_up` says the browser is up, as it would have had it started then. If that
+    /// never comes (the setup failed), it attaches to nothing and is stopped with the session.
+    pub fn prestart_before_browser(&self, browser_up: Option<tokio::sync::oneshot::Receiver<()>>) {
         let Ok(mut starting) = self.starting.lock() else {
             return;
         };
@@ -440,6 +448,11 @@ impl BrowserReplay {
         );
         *starting = Some(tokio::spawn(async move {
             let client = PlaywrightClient::start(&command, owner, &cwd, env).await?;
+            if let Some(up) = browser_up {
+                if up.await.is_err() {
+                    return Ok(client);
+                }
+            }
             // A failed attach is not the client's failure: the first action attaches again
             // and answers for itself.
             let tabs = serde_json::json!({ "action": "list" });
