@@ -36,6 +36,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
+use tracing::Instrument as _;
 
 /// The MCP server name of the session's browser, as a tool-name prefix (`mcp__browser__…`).
 const PREFIX: &str = "mcp__browser__";
@@ -446,21 +447,31 @@ impl BrowserReplay {
             self.cwd.clone(),
             self.env.clone(),
         );
-        *starting = Some(tokio::spawn(async move {
-            let client = PlaywrightClient::start(&command, owner, &cwd, env).await?;
-            if let Some(up) = browser_up {
-                if up.await.is_err() {
-                    return Ok(client);
+        *starting = Some(tokio::spawn(
+            async move {
+                let began = std::time::Instant::now();
+                let client = PlaywrightClient::start(&command, owner, &cwd, env).await?;
+                // Where the first replayed step's wait goes (`BUGATTI_LOG_LEVEL=debug`).
+                tracing::debug!(
+                    ms = began.elapsed().as_millis(),
+                    "playwright mcp (replay): handshake done"
+                );
+                if let Some(up) = browser_up {
+                    if up.await.is_err() {
+                        return Ok(client);
+                    }
                 }
+                // A failed attach is not the client's failure: the first action attaches again
+                // and answers for itself.
+                let tabs = serde_json::json!({ "action": "list" });
+                if let Err(e) = client.call("browser_tabs", tabs).await {
+                    tracing::debug!("playwright mcp: attaching ahead failed: {e}");
+                }
+                Ok(client)
             }
-            // A failed attach is not the client's failure: the first action attaches again
-            // and answers for itself.
-            let tabs = serde_json::json!({ "action": "list" });
-            if let Err(e) = client.call("browser_tabs", tabs).await {
-                tracing::debug!("playwright mcp: attaching ahead failed: {e}");
-            }
-            Ok(client)
-        }));
+            // Its lines go to the run's diagnostics with the rest of the session's.
+            .instrument(tracing::Span::current()),
+        ));
     }
 
     /// Whether `other` would run the very client this one runs (same command, folder,
