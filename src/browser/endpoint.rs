@@ -57,6 +57,29 @@ impl DevtoolsEndpoint {
         token: Option<String>,
     ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        Self::serve_listener(listener, hub, version, token)
+    }
+
+    /// As [`Self::serve`], on a loopback listener bound ahead ([`bind_ahead`]): the endpoint's
+    /// address is known before the browser is up, so the replay's Playwright MCP client can
+    /// start beside the browser. A connection made before the browser was up waits in the
+    /// listener's backlog until the endpoint serves it.
+    pub fn serve_bound(
+        listener: std::net::TcpListener,
+        hub: PipeHub,
+        version: Value,
+        token: Option<String>,
+    ) -> std::io::Result<Self> {
+        listener.set_nonblocking(true)?;
+        Self::serve_listener(TcpListener::from_std(listener)?, hub, version, token)
+    }
+
+    fn serve_listener(
+        listener: TcpListener,
+        hub: PipeHub,
+        version: Value,
+        token: Option<String>,
+    ) -> std::io::Result<Self> {
         let port = listener.local_addr()?.port();
         let token = token.unwrap_or_else(new_token);
         let shared = Shared {
@@ -104,7 +127,14 @@ pub fn new_token() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
-fn ws_url(port: u16, token: &str) -> String {
+/// A loopback listener on a kernel-chosen port, for [`DevtoolsEndpoint::serve_bound`].
+pub fn bind_ahead() -> std::io::Result<std::net::TcpListener> {
+    std::net::TcpListener::bind(("127.0.0.1", 0))
+}
+
+/// `ws://127.0.0.1:<port>/<token>/devtools/browser`: what [`DevtoolsEndpoint::ws_url`] is for
+/// an endpoint on `port` behind `token` (`BUGATTI_CDP_URL`).
+pub fn ws_url(port: u16, token: &str) -> String {
     format!("ws://127.0.0.1:{port}/{token}/devtools/browser")
 }
 

@@ -60,6 +60,9 @@ pub struct BrowserLaunch {
     /// The DevTools endpoint's token (a fresh one when `None`): a session makes its own first, so
     /// that its redaction knows it before anything can print it.
     pub token: Option<String>,
+    /// The endpoint's loopback listener, bound ahead
+    /// ([`super::endpoint::DevtoolsEndpoint::serve_bound`]); a fresh one when `None`.
+    pub listener: Option<Arc<std::net::TcpListener>>,
 }
 
 impl BrowserLaunch {
@@ -78,6 +81,7 @@ impl BrowserLaunch {
             ready_timeout: Duration::from_secs(30),
             no_sandbox: running_as_root(),
             token: None,
+            listener: None,
         }
     }
 
@@ -184,10 +188,14 @@ impl Browser {
             );
         }
         let ready = match wait_ready(&group, &hub, spec.ready_timeout, &tail).await {
-            Ok(answer) => DevtoolsEndpoint::serve(hub, answer.clone(), spec.token.clone())
-                .await
-                .map(|endpoint| (endpoint, answer))
-                .map_err(BrowserError::from),
+            Ok(answer) => match &spec.listener {
+                Some(bound) => bound.try_clone().and_then(|listener| {
+                    DevtoolsEndpoint::serve_bound(listener, hub, answer.clone(), spec.token.clone())
+                }),
+                None => DevtoolsEndpoint::serve(hub, answer.clone(), spec.token.clone()).await,
+            }
+            .map(|endpoint| (endpoint, answer))
+            .map_err(BrowserError::from),
             Err(e) => Err(e),
         };
         match ready {

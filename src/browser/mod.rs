@@ -12,6 +12,8 @@
 //! - [`capture`]: the per-step window of console messages and failed requests, and the
 //!   screenshots, written under the run directory.
 //! - [`mcp`]: the Playwright MCP command the agent gets, attached to this browser over CDP.
+//! - [`npx_cache`]: the replay's own Playwright MCP client run straight from npx's cache when
+//!   it holds the exact pinned package (npx itself takes most of a second to start).
 //! - [`doctor`]: what `doctor` says about the browser and Playwright MCP.
 //! - [`session`]: the browser as a session uses it: start from `[browser]`, `BUGATTI_CDP_URL`,
 //!   a capture per step, the console-error verdict, the end.
@@ -29,6 +31,7 @@ pub mod executable;
 pub mod launch;
 pub mod mcp;
 pub mod mcp_client;
+pub mod npx_cache;
 pub mod pipe;
 pub mod secrets_file;
 pub mod session;

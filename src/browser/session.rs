@@ -34,6 +34,9 @@ pub struct BrowserPlaces {
     pub max_log_bytes: u64,
     /// The DevTools endpoint's token (a fresh one when `None`).
     pub token: Option<String>,
+    /// The DevTools endpoint's listener, bound ahead so that its address is known before the
+    /// browser is up (a fresh one when `None`).
+    pub listener: Option<std::sync::Arc<std::net::TcpListener>>,
 }
 
 impl BrowserPlaces {
@@ -46,6 +49,7 @@ impl BrowserPlaces {
             tmp_dir: workspace.browser_tmp(),
             max_log_bytes: crate::process::log_limit::DEFAULT_MAX_LOG_BYTES,
             token: None,
+            listener: None,
         }
     }
 }
@@ -74,6 +78,7 @@ impl SessionBrowser {
         spec.log_path = Some(places.log_path.clone());
         spec.max_log_bytes = places.max_log_bytes;
         spec.token = places.token.clone();
+        spec.listener = places.listener.clone();
         spec.env = env;
         if std::fs::create_dir_all(&places.tmp_dir).is_ok() {
             spec.env

@@ -36,6 +36,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 use std::time::{Duration, Instant};
+use tracing::Instrument as _;
 
 /// The MCP server name of the session's browser, as a tool-name prefix (`mcp__browser__…`).
 const PREFIX: &str = "mcp__browser__";
@@ -365,6 +366,24 @@ impl BrowserReplay {
             args.extend(["--init-script".to_string(), script.display().to_string()]);
         }
         command.args = args;
+        // npx spends most of a second finding a package it already holds: the default
+        // command runs straight from npx's cache when that is provably what npx would run
+        // (docs/replay.md). A configured command or one found on `PATH` is run as given.
+        if command.source == crate::browser::mcp::McpSource::Npx {
+            if let Some(direct) = crate::browser::npx_cache::resolve(
+                &command.program,
+                &command.args,
+                &self.cwd,
+                &self.env,
+            ) {
+                command.program = direct.program.display().to_string();
+                command.args = direct.args;
+            }
+        }
+        tracing::debug!(
+            program = %command.program,
+            "playwright mcp (replay): the client's command"
+        );
         command
     }
 
@@ -408,6 +427,14 @@ impl BrowserReplay {
     /// the browser's open tab. The first replayed action then finds it attached; it waits for
     /// all of this to end ([`BrowserReplay::client`]): the client is never used half-started.
     pub fn prestart(&self) {
+        self.prestart_before_browser(None);
+    }
+
+    /// As [`Self::prestart`], started before the browser is up (its endpoint's address already
+    /// known): Node and Playwright MCP come up beside Chromium, and the client attaches only
+    /// once `browser_up` says the browser is up, as it would have had it started then. If that
+    /// never comes (the setup failed), it attaches to nothing and is stopped with the session.
+    pub fn prestart_before_browser(&self, browser_up: Option<tokio::sync::oneshot::Receiver<()>>) {
         let Ok(mut starting) = self.starting.lock() else {
             return;
         };
@@ -420,16 +447,31 @@ impl BrowserReplay {
             self.cwd.clone(),
             self.env.clone(),
         );
-        *starting = Some(tokio::spawn(async move {
-            let client = PlaywrightClient::start(&command, owner, &cwd, env).await?;
-            // A failed attach is not the client's failure: the first action attaches again
-            // and answers for itself.
-            let tabs = serde_json::json!({ "action": "list" });
-            if let Err(e) = client.call("browser_tabs", tabs).await {
-                tracing::debug!("playwright mcp: attaching ahead failed: {e}");
+        *starting = Some(tokio::spawn(
+            async move {
+                let began = std::time::Instant::now();
+                let client = PlaywrightClient::start(&command, owner, &cwd, env).await?;
+                // Where the first replayed step's wait goes (`BUGATTI_LOG_LEVEL=debug`).
+                tracing::debug!(
+                    ms = began.elapsed().as_millis(),
+                    "playwright mcp (replay): handshake done"
+                );
+                if let Some(up) = browser_up {
+                    if up.await.is_err() {
+                        return Ok(client);
+                    }
+                }
+                // A failed attach is not the client's failure: the first action attaches again
+                // and answers for itself.
+                let tabs = serde_json::json!({ "action": "list" });
+                if let Err(e) = client.call("browser_tabs", tabs).await {
+                    tracing::debug!("playwright mcp: attaching ahead failed: {e}");
+                }
+                Ok(client)
             }
-            Ok(client)
-        }));
+            // Its lines go to the run's diagnostics with the rest of the session's.
+            .instrument(tracing::Span::current()),
+        ));
     }
 
     /// Whether `other` would run the very client this one runs (same command, folder,

@@ -830,14 +830,16 @@ async fn replay_sees_the_page_after_the_agents_settle_time_so_a_page_that_takes_
     assert!(drift.contains("Shop closed"), "{step:#}");
 }
 
-/// The replay's own Playwright MCP client starts while the harness comes up, not after it: on
-/// the replayed run the web server waits, before it listens, until a Playwright MCP has started
-/// (the `mcp_cmd` wrapper leaves a file behind), which only a client started beside the harness
-/// can be (the agent never starts on a replayed run). That client then takes a second more to
-/// come up, while the first step is already due: the step waits for it, and every step replays.
+/// The replay's own Playwright MCP client starts before the browser is up, not after it: on
+/// the replayed run the browser (a wrapper around Chromium) waits, before it starts, until a
+/// Playwright MCP has started (the `mcp_cmd` wrapper leaves a file behind), and so does the web
+/// server before it listens; only a client started before the browser can be that (the agent
+/// never starts on a replayed run). That client then takes a second more to come up, while the
+/// first step is already due: the step waits for it, and every step replays.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_replays_browser_client_starts_beside_the_harness_and_is_waited_for() {
-    let Some(tools) = tools("browser replay's client started beside the harness") else {
+async fn the_replays_browser_client_starts_before_the_browser_and_is_waited_for() {
+    let test = "browser replay's client started before the browser";
+    let (Some(tools), Some(chromium)) = (tools(test), common::skip::chromium(test)) else {
         return;
     };
     let (p, port) = shop_project();
@@ -849,6 +851,19 @@ async fn the_replays_browser_client_starts_beside_the_harness_and_is_waited_for(
             tools.1.display()
         ),
     );
+    // Waits at most 10 s, then starts all the same: the run says whether the client was first.
+    p.write(
+        "chromium.sh",
+        &format!(
+            "#!/bin/sh\nif [ -e '{root}/await-client' ]; then\n  i=0\n  while [ ! -e '{root}/client-started' ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done\n  [ -e '{root}/client-started' ] && : > '{root}/browser-saw-client'\nfi\nexec '{}' \"$@\"\n",
+            chromium.display()
+        ),
+    );
+    std::fs::set_permissions(
+        p.root().join("chromium.sh"),
+        <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+    )
+    .expect("chmod");
     p.write(
         "bugatti.config.toml",
         &format!(
@@ -868,6 +883,7 @@ readiness_timeout_secs = 30
 
 [browser]
 mcp_cmd = "sh '{root}/mcp.sh'"
+executable = "{root}/chromium.sh"
 "#
         ),
     );
@@ -887,6 +903,10 @@ mcp_cmd = "sh '{root}/mcp.sh'"
         second.record["steps"]
     );
     assert!(p.root().join("client-started").exists());
+    assert!(
+        p.root().join("browser-saw-client").exists(),
+        "the replay's client started only after the browser"
+    );
     assert_eq!(second.requests, 0, "no model request on a replayed run");
     assert_eq!(
         field(&second.record, "mode"),

@@ -469,6 +469,9 @@ struct Started {
     /// The replay's Playwright MCP client, started ahead beside the harness's start; the
     /// session's replay takes it over (or it is stopped with the session).
     replay_browser: Option<crate::replay::browser::BrowserReplay>,
+    /// The browser's `BUGATTI_CDP_URL`, known before it is up (its endpoint's listener is bound
+    /// ahead): the replay's client starts beside the browser.
+    early_cdp_url: Option<String>,
 }
 
 impl Driver {

@@ -26,12 +26,37 @@ impl Driver {
         };
         let effective = &self.test.effective;
         // docs/browser.md: the browser first, so that the commands get its BUGATTI_CDP_URL.
+        let mut first_vars = None;
         if let Some(config) = &effective.browser {
-            started.browser = Some(self.start_browser(&config.value, &workdir).await?);
+            // Its endpoint's address is known before it is up: the session's variables and the
+            // replay's Playwright MCP client (Node takes about a second) need not wait for it.
+            let listener = crate::browser::endpoint::bind_ahead().ok().map(Arc::new);
+            let mut browser_up = None;
+            if let Some(port) = listener
+                .as_ref()
+                .and_then(|l| l.local_addr().ok())
+                .map(|a| a.port())
+            {
+                started.early_cdp_url =
+                    Some(crate::browser::endpoint::ws_url(port, &self.tokens.cdp));
+                let vars = self.session_vars_now(started, &id)?;
+                browser_up = self.start_replay_browser_before(started, &id, &vars)?;
+                first_vars = Some(vars);
+            }
+            started.browser = Some(
+                self.start_browser(&config.value, &workdir, listener)
+                    .await?,
+            );
+            if let Some(up) = browser_up {
+                let _ = up.send(());
+            }
         }
         let mut retry = None;
         let (vars, log_sources, harness) = loop {
-            match self.start_harness(started, &id, retry.take()).await? {
+            match self
+                .start_harness(started, &id, retry.take(), first_vars.take())
+                .await?
+            {
                 HarnessUp::Up(up) => break *up,
                 HarnessUp::PortTaken(given_up) => retry = Some(given_up),
             }
@@ -192,11 +217,25 @@ impl Driver {
                 return Ok(Some(command.clone()));
             }
         }
-        let command = match started
-            .browser
-            .as_ref()
-            .and_then(|b| b.mcp_command(path_var.as_deref()))
-        {
+        // Before the browser is up, from its endpoint's address known ahead.
+        let resolved = match (&started.browser, &started.early_cdp_url) {
+            (Some(browser), _) => browser.mcp_command(path_var.as_deref()),
+            (None, Some(url)) => self
+                .test
+                .effective
+                .browser
+                .as_ref()
+                .filter(|config| config.value.mcp)
+                .map(|config| {
+                    crate::browser::mcp::McpCommand::resolve(
+                        config.value.mcp_cmd.as_deref(),
+                        path_var.as_deref(),
+                        url,
+                    )
+                }),
+            (None, None) => None,
+        };
+        let command = match resolved {
             Some(Ok(mut command)) => {
                 // The endpoint (and its token) in an owner-only file, not on its command line.
                 command
@@ -270,25 +309,62 @@ impl Driver {
         started: &mut Started,
         id: &SessionIdentity,
         vars: &SessionVars,
-    ) -> Result<(), Ending> {
-        if started.browser.is_none() || started.replay_browser.is_some() {
-            return Ok(());
+        browser_up: Option<tokio::sync::oneshot::Receiver<()>>,
+    ) -> Result<bool, Ending> {
+        let no_browser = started.browser.is_none() && started.early_cdp_url.is_none();
+        if no_browser || started.replay_browser.is_some() {
+            return Ok(false);
         }
         let Some(action_pages) =
             ReplaySession::browser_replay_ahead(&self.test, &self.suite.project_root)
         else {
-            return Ok(());
+            return Ok(false);
         };
         // An agent that cannot be planned is reported where it is planned for good.
         let Ok(agent) = agent_spec(&self.test.effective, id, vars) else {
-            return Ok(());
+            return Ok(false);
         };
         if let Some(command) = self.browser_mcp_command(started, vars)? {
             let ahead = self.replay_browser(started, command, &agent, vars, action_pages);
-            ahead.prestart();
+            ahead.prestart_before_browser(browser_up);
             started.replay_browser = Some(ahead);
+            return Ok(true);
         }
-        Ok(())
+        Ok(false)
+    }
+
+    /// [`Self::start_replay_browser_ahead`] before the browser is up (its endpoint's address
+    /// known ahead, `vars` the first setup's): the client comes up beside Chromium and attaches
+    /// once the returned sender says the browser is up (dropped unsent: never).
+    fn start_replay_browser_before(
+        &self,
+        started: &mut Started,
+        id: &SessionIdentity,
+        vars: &SessionVars,
+    ) -> Result<Option<tokio::sync::oneshot::Sender<()>>, Ending> {
+        let (up, browser_up) = tokio::sync::oneshot::channel();
+        let started_ahead = self.start_replay_browser_ahead(started, id, vars, Some(browser_up))?;
+        Ok(started_ahead.then_some(up))
+    }
+
+    /// The session's variables for one setup: its ports picked, its secrets, the browser's
+    /// `BUGATTI_CDP_URL` (known before the browser is up).
+    fn session_vars_now(
+        &self,
+        started: &Started,
+        id: &SessionIdentity,
+    ) -> Result<SessionVars, Ending> {
+        let mut vars = session_vars(&self.test.effective, id, &self.suite.shared_ports)
+            .map_err(|e| Ending::error(e.to_string()))?;
+        vars.secrets = Arc::clone(&self.secrets);
+        match (&started.browser, &started.early_cdp_url) {
+            (Some(browser), _) => vars.env.extend(browser.env()),
+            (None, Some(url)) => vars
+                .env
+                .push((crate::browser::CDP_URL_ENV.to_string(), url.clone())),
+            (None, None) => {}
+        }
+        Ok(vars)
     }
 
     /// Spawns the agent actor and has it start its process and send the bootstrap.
@@ -336,10 +412,12 @@ impl Driver {
         &self,
         config: &crate::model::browser::BrowserConfig,
         workdir: &std::path::Path,
+        listener: Option<Arc<std::net::TcpListener>>,
     ) -> Result<crate::browser::SessionBrowser, Ending> {
         let mut places = crate::browser::session::BrowserPlaces::new(workdir, &self.run_paths());
         places.max_log_bytes = self.test.effective.supervisor.max_log_bytes.value;
         places.token = Some(self.tokens.cdp.clone());
+        places.listener = listener;
         let path_var = std::env::var("PATH").ok();
         // The session's identity, as every harness process has it (the launch adds the run id).
         let env = vec![
@@ -406,15 +484,15 @@ impl Driver {
         started: &mut Started,
         id: &SessionIdentity,
         retry: Option<PortRetry>,
+        first_vars: Option<SessionVars>,
     ) -> Result<HarnessUp, Ending> {
         let effective = &self.test.effective;
         let is_retry = retry.is_some();
-        let mut vars = session_vars(effective, id, &self.suite.shared_ports)
-            .map_err(|e| Ending::error(e.to_string()))?;
-        vars.secrets = Arc::clone(&self.secrets);
-        if let Some(browser) = &started.browser {
-            vars.env.extend(browser.env());
-        }
+        // The first setup's, when the replay's client was started with them before the browser.
+        let vars = match first_vars {
+            Some(vars) => vars,
+            None => self.session_vars_now(started, id)?,
+        };
         self.emit(EventKind::SessionPrepared {
             workspace: id.workdir.display().to_string(),
             ports: vars.ports.clone(),
@@ -498,7 +576,7 @@ impl Driver {
         .map_err(|e| Ending::error(e.to_string()))?;
         started.harness = Some(harness.clone());
         if !is_retry {
-            self.start_replay_browser_ahead(started, id, &vars)?;
+            self.start_replay_browser_ahead(started, id, &vars, None)?;
         }
         if !specs.is_empty() {
             let result = tokio::select! {
