@@ -1,7 +1,7 @@
-//! The replay's Playwright MCP client without npx (docs/replay.md, "The replay's browser
-//! client"): `npx -y @playwright/mcp@<pinned>` spends most of a second loading npm and finding
-//! the package in its cache before it runs the server, and a replayed browser test's first step
-//! waits for that. When npx's cache already holds the exact pinned package, and nothing would make
+//! The replay's Playwright MCP client without npx (docs/replay.md, "Browser steps"):
+//! `npx -y @playwright/mcp@<pinned>` spends most of a second loading npm and finding the package
+//! in its cache before it runs the server, and a replayed browser test's first step waits for
+//! that. When npx's cache already holds the exact pinned package, and nothing would make
 //! npx run another copy, the package's own bin from that cache entry is what npx would run: the
 //! replay's client runs it directly, with the same arguments.
 //!
