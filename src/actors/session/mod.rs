@@ -142,6 +142,10 @@ pub enum SessionMsg {
     /// Shutdown: stop the running step, tear down, report `interrupted`, naming the cause.
     Interrupt(String),
     Harness(HarnessEvent),
+    /// Every harness event forwarded before this one has been reported: the driver waits for it
+    /// before the run's last events, so a setup's own failure (its `timed_out`, its exit code)
+    /// is never recorded after the run it failed has finished.
+    HarnessFlushed(tokio::sync::oneshot::Sender<()>),
     Agent(AgentEvent),
     /// The driver is about to send step `step_id` (a point for fault injection).
     StepStarting(StepId),
@@ -267,6 +271,9 @@ impl Actor for SessionActor {
                 state.stop_with(StopReason::Interrupted(cause));
             }
             SessionMsg::Harness(event) => state.on_harness_event(event),
+            SessionMsg::HarnessFlushed(done) => {
+                let _ = done.send(());
+            }
             SessionMsg::Agent(event) => state.on_agent_event(event),
             SessionMsg::StepStarting(step_id) => {
                 if state.fault_panic {
@@ -472,6 +479,24 @@ struct Started {
     /// The browser's `BUGATTI_CDP_URL`, known before it is up (its endpoint's listener is bound
     /// ahead): the replay's client starts beside the browser.
     early_cdp_url: Option<String>,
+    /// Asks the harness's event forwarder to hand the session everything it holds, then answer.
+    harness_flush: Option<mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>>,
+}
+
+/// How long the end of a run waits for the harness's last events to be reported: they are
+/// already queued, so this only bounds a session that is no longer answering.
+const HARNESS_FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Waits until the session has reported every harness event sent so far (see
+/// [`SessionMsg::HarnessFlushed`]); a forwarder or session already gone has nothing to flush.
+async fn flush_harness_events(
+    flush: Option<mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>>,
+) {
+    let Some(flush) = flush else { return };
+    let (done, flushed) = tokio::sync::oneshot::channel();
+    if flush.send(done).is_ok() {
+        let _ = tokio::time::timeout(HARNESS_FLUSH_LIMIT, flushed).await;
+    }
 }
 
 impl Driver {
@@ -532,7 +557,9 @@ impl Driver {
         self.suite
             .budget
             .run_finished(self.suite.budget.test_spent(&self.test.rel_path) - spent_before);
+        let harness_flush = started.harness_flush.take();
         self.teardown(started, &ending).await;
+        flush_harness_events(harness_flush).await;
         let outcome = ending.outcome;
         tracing::info!(outcome = outcome.as_str(), "session finished");
         self.emit(EventKind::RunFinished {

@@ -541,22 +541,12 @@ impl Driver {
         } else {
             GiveUpGate::Forward
         }));
-        let (harness_tx, mut harness_rx) = mpsc::unbounded_channel();
-        let me = self.myself.clone();
-        let forwarder_gate = Arc::clone(&gate);
-        tokio::spawn(async move {
-            while let Some(event) = harness_rx.recv().await {
-                let event = forwarder_gate
-                    .lock()
-                    .unwrap_or_else(|poisoned| poisoned.into_inner())
-                    .pass(event);
-                if let Some(event) = event {
-                    if me.cast(SessionMsg::Harness(event)).is_err() {
-                        break;
-                    }
-                }
-            }
-        });
+        let (harness_tx, harness_rx) = mpsc::unbounded_channel();
+        started.harness_flush = Some(forward_harness_events(
+            self.myself.clone(),
+            Arc::clone(&gate),
+            harness_rx,
+        ));
         let log_sources: Vec<LogSource> = specs
             .iter()
             .filter(|spec| !spec.skipped)
@@ -619,6 +609,53 @@ impl Driver {
         }
         Ok(HarnessUp::Up(Box::new((vars, log_sources, harness))))
     }
+}
+
+/// Forwards a harness's events to the session (through `gate`) in a task of their own; the
+/// returned sender asks it to answer once the session has reported everything sent before
+/// (see `SessionMsg::HarnessFlushed`).
+fn forward_harness_events(
+    me: ActorRef<SessionMsg>,
+    gate: Arc<std::sync::Mutex<GiveUpGate>>,
+    mut harness_rx: mpsc::UnboundedReceiver<HarnessEvent>,
+) -> mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>> {
+    let (flush_tx, mut flush_rx) = mpsc::unbounded_channel::<tokio::sync::oneshot::Sender<()>>();
+    tokio::spawn(async move {
+        let forward = |event| {
+            let event = gate
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner())
+                .pass(event);
+            match event {
+                Some(event) => me.cast(SessionMsg::Harness(event)).is_ok(),
+                None => true,
+            }
+        };
+        loop {
+            tokio::select! {
+                // Events first: a flush answers after everything already sent.
+                biased;
+                event = harness_rx.recv() => {
+                    let Some(event) = event else { break };
+                    if !forward(event) {
+                        break;
+                    }
+                }
+                Some(done) = flush_rx.recv() => {
+                    while let Ok(event) = harness_rx.try_recv() {
+                        if !forward(event) {
+                            return;
+                        }
+                    }
+                    // The session answers once it has reported what came before.
+                    if me.cast(SessionMsg::HarnessFlushed(done)).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    flush_tx
 }
 
 /// How [`Session::start_harness`] went, short of an error that ends the run.
