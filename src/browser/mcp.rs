@@ -164,17 +164,19 @@ fn read_own_config(path: &Path) -> Result<Value, BrowserError> {
     })
 }
 
-fn on_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
+/// The first executable file `name` in the folders of `path_var`.
+pub(super) fn on_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
     path_var?
         .split(':')
         .filter(|d| !d.is_empty())
         .map(|d| Path::new(d).join(name))
-        .find(|p| {
-            std::fs::metadata(p)
-                .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                .unwrap_or(false)
-        })
+        .find(|p| is_executable(p))
+}
+
+/// A regular file (links followed) with an execute bit.
+pub(super) fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 //! package or shadow its bin, a global install) keeps the npx command unchanged. Only the
 //! replay's client is resolved here; the agent's Playwright MCP command stays as it is.
 
+use super::mcp::{is_executable, on_path};
 use sha2::{Digest, Sha512};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -288,19 +289,6 @@ fn read_json(path: &Path) -> Option<serde_json::Value> {
 /// Anything at `path`, a dangling link included.
 fn exists(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok()
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-}
-
-fn on_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
-    path_var?
-        .split(':')
-        .filter(|d| !d.is_empty())
-        .map(|d| Path::new(d).join(name))
-        .find(|p| is_executable(p))
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@ use super::capture::{Monitor, StepCapture};
 use super::error::BrowserError;
 use super::executable;
 use super::launch::{Browser, BrowserLaunch};
-use super::mcp::McpCommand;
 use crate::model::artifacts::{RunPaths, WorkspacePaths};
 use crate::model::browser::BrowserConfig;
 use crate::model::ids::StepId;
@@ -101,17 +100,6 @@ impl SessionBrowser {
     /// What the agent's and the commands' environment gets: `BUGATTI_CDP_URL`.
     pub fn env(&self) -> Vec<(String, String)> {
         vec![(CDP_URL_ENV.to_string(), self.browser.cdp_url())]
-    }
-
-    /// The Playwright MCP server for the agent (`None` with `mcp = false`).
-    pub fn mcp_command(&self, path_var: Option<&str>) -> Option<Result<McpCommand, BrowserError>> {
-        self.config.mcp.then(|| {
-            McpCommand::resolve(
-                self.config.mcp_cmd.as_deref(),
-                path_var,
-                &self.browser.cdp_url(),
-            )
-        })
     }
 
     /// The running browser (its endpoint, version, pid).

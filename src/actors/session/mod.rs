@@ -483,6 +483,17 @@ struct Started {
     harness_flush: Option<mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>>,
 }
 
+impl Started {
+    /// The browser's `BUGATTI_CDP_URL`: the running browser's, else the one its endpoint's
+    /// listener, bound ahead, will serve.
+    fn cdp_url(&self) -> Option<String> {
+        match &self.browser {
+            Some(browser) => Some(browser.browser().cdp_url()),
+            None => self.early_cdp_url.clone(),
+        }
+    }
+}
+
 /// How long the end of a run waits for the harness's last events to be reported: they are
 /// already queued, so this only bounds a session that is no longer answering.
 const HARNESS_FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);

@@ -217,11 +217,9 @@ impl Driver {
                 return Ok(Some(command.clone()));
             }
         }
-        // Before the browser is up, from its endpoint's address known ahead.
-        let resolved = match (&started.browser, &started.early_cdp_url) {
-            (Some(browser), _) => browser.mcp_command(path_var.as_deref()),
-            (None, Some(url)) => self
-                .test
+        // The browser's endpoint address, known ahead of the browser itself.
+        let resolved = started.cdp_url().and_then(|url| {
+            self.test
                 .effective
                 .browser
                 .as_ref()
@@ -230,11 +228,10 @@ impl Driver {
                     crate::browser::mcp::McpCommand::resolve(
                         config.value.mcp_cmd.as_deref(),
                         path_var.as_deref(),
-                        url,
+                        &url,
                     )
-                }),
-            (None, None) => None,
-        };
+                })
+        });
         let command = match resolved {
             Some(Ok(mut command)) => {
                 // The endpoint (and its token) in an owner-only file, not on its command line.
@@ -357,12 +354,9 @@ impl Driver {
         let mut vars = session_vars(&self.test.effective, id, &self.suite.shared_ports)
             .map_err(|e| Ending::error(e.to_string()))?;
         vars.secrets = Arc::clone(&self.secrets);
-        match (&started.browser, &started.early_cdp_url) {
-            (Some(browser), _) => vars.env.extend(browser.env()),
-            (None, Some(url)) => vars
-                .env
-                .push((crate::browser::CDP_URL_ENV.to_string(), url.clone())),
-            (None, None) => {}
+        if let Some(url) = started.cdp_url() {
+            vars.env
+                .push((crate::browser::CDP_URL_ENV.to_string(), url));
         }
         Ok(vars)
     }
