@@ -11,9 +11,9 @@
 //! - where the CLI reports its session state (`session_state_changed`, which the supervisor asks
 //!   for with `CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS`), the reply ends at `idle` after a result.
 //!
-//! A `result` seen before the step's own turn began (its `init`, or `running`) is a late one of
-//! the previous step: counted, never this step's answer. A `result_index` already counted is
-//! not counted again.
+//! A `result` seen before the step's own turn began (its `init`, or `running`), from a process
+//! that marks its turns so, is a late one of the previous step: counted, never this step's
+//! answer. A `result_index` already counted is not counted again.
 
 use serde_json::Value;
 
@@ -43,6 +43,9 @@ pub struct ReplyEnd {
     reports_state: bool,
     /// This step's own turn began.
     began: bool,
+    /// The process marks the start of its turns (`init`, `running`): without that mark, a
+    /// result cannot be told late.
+    marks_turns: bool,
     /// A result of this step's own turn was read.
     answered: bool,
     /// The highest `result_index` counted.
@@ -64,6 +67,7 @@ impl ReplyEnd {
     /// `system/init`: the CLI started a turn.
     pub fn turn_began(&mut self) {
         self.began = true;
+        self.marks_turns = true;
     }
 
     /// `system/background_tasks_changed`: the live tasks, all of them.
@@ -87,7 +91,7 @@ impl ReplyEnd {
         self.reports_state = true;
         match state {
             "running" => {
-                self.began = true;
+                self.turn_began();
                 false
             }
             "idle" => self.began && self.answered && self.holding.is_empty(),
@@ -103,7 +107,7 @@ impl ReplyEnd {
             }
             self.counted = Some(index);
         }
-        if !self.began {
+        if !self.began && self.marks_turns {
             return ResultIs::Late;
         }
         self.answered = true;
@@ -254,6 +258,14 @@ mod tests {
             ResultIs::Interim
         );
         assert_eq!(end.result(&json!({"result_index": 3})), ResultIs::Final);
+    }
+
+    #[test]
+    fn a_process_that_never_marks_its_turns_has_no_late_result() {
+        let mut end = ReplyEnd::default();
+        assert_eq!(end.result(&json!({})), ResultIs::Final);
+        end.new_step();
+        assert_eq!(end.result(&json!({})), ResultIs::Final);
     }
 
     #[test]
