@@ -99,6 +99,7 @@ impl Driver {
             instruction_sent: skipped.is_none().then(|| instruction.clone()),
             provenance: provenance(step),
         });
+        #[cfg(feature = "fault-injection")]
         if self.fault_driver_panic {
             panic!("injected fault: the session's driver panicked mid-step");
         }
