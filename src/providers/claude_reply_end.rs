@@ -160,11 +160,12 @@ mod tests {
             match (event["type"].as_str(), event["subtype"].as_str()) {
                 (Some("system"), Some("init")) => end.turn_began(),
                 (Some("system"), Some("background_tasks_changed")) => end.tasks_changed(&event),
-                (Some("system"), Some("session_state_changed")) => {
-                    if end.state(event["state"].as_str().unwrap_or_default()) {
-                        interim -= 1;
-                        over(&mut last, &mut interim, &mut end);
-                    }
+                (Some("system"), Some("session_state_changed"))
+                    if end.state(event["state"].as_str().unwrap_or_default()) =>
+                {
+                    // The last result was counted as interim: it is the reply's.
+                    interim -= 1;
+                    over(&mut last, &mut interim, &mut end);
                 }
                 (Some("result"), _) => {
                     let is = end.result(&event);
