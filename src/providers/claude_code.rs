@@ -822,6 +822,8 @@ impl ClaudeCode {
                 };
                 let mut v = turn::stopped_verdict(stop, &collector, &limits, agent, String::new());
                 // Out of time while the CLI retried an API failure: the API's fault, named.
+                // (Its retry notices are progress, and its backoff, about half a minute at
+                // most, stays under the default silence limit.)
                 if let (Stop::TimedOut, Some(kind)) = (stop, self.retrying.take()) {
                     v.message = format!(
                         "{} while Claude Code retried an API error ({kind})",
