@@ -242,7 +242,12 @@ mod tests {
 
     #[test]
     fn only_lasting_faults_trip_the_breaker_and_only_passing_ones_are_retried() {
-        for kind in [FaultKind::Auth, FaultKind::Quota, FaultKind::CliMissing] {
+        for kind in [
+            FaultKind::Auth,
+            FaultKind::Quota,
+            FaultKind::CliMissing,
+            FaultKind::CliConfig,
+        ] {
             assert!(kind.is_persistent() && !kind.is_transient(), "{kind}");
         }
         for kind in [
