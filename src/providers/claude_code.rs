@@ -51,6 +51,13 @@ use std::time::{Duration, Instant};
 use tokio::process::ChildStdout;
 
 /// Asks Claude Code for `system/session_state_changed` events (`running`, `idle`).
+///
+/// `CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS` is deliberately left as the user set it: 2.1.332 in print
+/// mode did not move a 4 s console call to the background even with it at 1000 (only with the
+/// user's own `CLAUDE_AUTO_BACKGROUND_TASKS=1`, and a moved call then holds the reply like a
+/// subagent: tests/fixtures/claude-code/2.1.332/mcp_auto_background.jsonl), and the variable
+/// would change every MCP server of the agent, the user's included (docs/providers.md, "When a
+/// reply ends").
 const SESSION_STATE_ENV: &str = "CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS";
 
 /// Characters of a tool result shown in `agent.log` (the whole one is in `agent.jsonl`).
