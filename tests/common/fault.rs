@@ -11,15 +11,16 @@ use std::time::{Duration, Instant};
 /// panic on cue). The hooks are compiled in only with the `fault-injection` feature (never in a
 /// release build).
 #[derive(Debug, Clone, Copy)]
+/// Each variant names the actor that panics.
 pub enum Hook {
     /// The session actor panics as its test's first step starts.
-    SessionPanic,
+    Session,
     /// A session's driver (the task running the steps) panics mid-step.
-    DriverPanic,
+    Driver,
     /// The supervisor actor panics on hearing that the test's session is done.
-    SupervisorPanic,
+    Supervisor,
     /// The reporter panics handling the test's step start.
-    ReporterPanic,
+    Reporter,
 }
 
 /// The environment variable that sets `hook`. Without the `fault-injection` feature the binary
@@ -29,10 +30,10 @@ pub fn hook_env(hook: Hook) -> &'static str {
     #[cfg(feature = "fault-injection")]
     {
         match hook {
-            Hook::SessionPanic => bugatti::actors::session::FAULT_PANIC_ENV,
-            Hook::DriverPanic => bugatti::actors::session::FAULT_DRIVER_PANIC_ENV,
-            Hook::SupervisorPanic => bugatti::actors::supervisor::FAULT_SUPERVISOR_PANIC_ENV,
-            Hook::ReporterPanic => bugatti::actors::reporter::FAULT_REPORTER_PANIC_ENV,
+            Hook::Session => bugatti::actors::session::FAULT_PANIC_ENV,
+            Hook::Driver => bugatti::actors::session::FAULT_DRIVER_PANIC_ENV,
+            Hook::Supervisor => bugatti::actors::supervisor::FAULT_SUPERVISOR_PANIC_ENV,
+            Hook::Reporter => bugatti::actors::reporter::FAULT_REPORTER_PANIC_ENV,
         }
     }
     #[cfg(not(feature = "fault-injection"))]

@@ -42,7 +42,7 @@ fn a_panic_in_the_supervisor_actor_leaves_every_record_and_exit_3() {
     let out = p
         .supervisor()
         .args(["start", "-j", "2"])
-        .env(hook_env(Hook::SupervisorPanic), "boom")
+        .env(hook_env(Hook::Supervisor), "boom")
         .output()
         .expect("run");
     p.assert_nothing_survives();
@@ -68,7 +68,7 @@ fn a_panic_in_the_reporter_is_a_lost_record_and_exit_3() {
     let out = p
         .supervisor()
         .args(["start", "-j", "2"])
-        .env(hook_env(Hook::ReporterPanic), "boom")
+        .env(hook_env(Hook::Reporter), "boom")
         .output()
         .expect("run");
     p.assert_nothing_survives();
