@@ -1,5 +1,5 @@
-//! The `codex` provider: the OpenAI Codex CLI (0.169), one `codex exec --json` process per step
-//! (docs/providers.md "Providers").
+//! The `codex` provider: the OpenAI Codex CLI (0.169 to 0.171, docs/providers.md "Supported
+//! versions"), one `codex exec --json` process per step (docs/providers.md "Providers").
 //!
 //! - Step 1 runs `codex exec --json --skip-git-repo-check <agent_args> <bootstrap + step>`; its
 //!   `thread.started` names the thread. Every later step (and a restart) runs
