@@ -27,7 +27,10 @@ fn documented() -> Table {
     let section = doc
         .split("### Supported versions")
         .nth(1)
-        .expect("docs/providers.md has a Supported versions section");
+        .expect("docs/providers.md has a Supported versions section")
+        .split("\n#")
+        .next()
+        .unwrap_or_default();
     let mut table = Table::new();
     for line in section.lines().filter(|l| l.starts_with('|')) {
         let cells: Vec<&str> = line.trim_matches('|').split('|').map(str::trim).collect();
