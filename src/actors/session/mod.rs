@@ -475,7 +475,7 @@ struct Started {
     browser_mcp: Option<(Option<String>, crate::browser::mcp::McpCommand)>,
     /// The replay's Playwright MCP client, started ahead beside the harness's start; the
     /// session's replay takes it over (or it is stopped with the session).
-    replay_browser: Option<crate::replay::browser::BrowserReplay>,
+    replay_browser: Option<crate::replay::session::BrowserAhead>,
     /// The browser's `BUGATTI_CDP_URL`, known before it is up (its endpoint's listener is bound
     /// ahead): the replay's client starts beside the browser.
     early_cdp_url: Option<String>,

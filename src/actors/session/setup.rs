@@ -2,8 +2,7 @@
 //! retry of a setup that lost its auto port to another process ("address already in use").
 
 use super::*;
-use crate::replay::browser::BrowserReplay;
-use crate::replay::session::{ReplaySession, SessionValues};
+use crate::replay::session::{BrowserAhead, BrowserClientSpec, ReplaySession, SessionValues};
 
 impl Driver {
     /// Workspace, variables, harness, agent. Returns the session variables.
@@ -114,9 +113,8 @@ impl Driver {
         started.replay = match (replay, replay_browser) {
             // Browser steps replay through the same Playwright MCP the agent gets.
             (Some(replay), Some(command)) => {
-                let pages = replay.browser_action_pages();
-                let browser = self.replay_browser(started, command, &args.spec, &vars, pages);
-                Some(replay.with_browser(browser))
+                let spec = self.replay_browser(command, &args.spec, &vars);
+                Some(replay.with_browser_client(&spec, &mut started.replay_browser))
             }
             (replay, _) => replay,
         };
@@ -267,40 +265,27 @@ impl Driver {
         Ok(Some(command))
     }
 
-    /// The replay's Playwright MCP client for `command`: the one started ahead when it is the
-    /// same client, else a new one (started when its replay is set up).
+    /// What the replay's Playwright MCP client for `command` runs: in the agent's directory,
+    /// with the agent's environment but for the console.
     fn replay_browser(
         &self,
-        started: &mut Started,
         command: crate::browser::mcp::McpCommand,
         agent: &crate::providers::AgentSpec,
         vars: &SessionVars,
-        action_pages: bool,
-    ) -> BrowserReplay {
-        let wanted = BrowserReplay::new(
+    ) -> BrowserClientSpec {
+        BrowserClientSpec {
             command,
-            crate::process::owner::Owner::new(
-                Scope::run(self.run_id.clone()),
-                crate::process::owner::Role::Other("playwright-mcp (replay)".into()),
-            ),
-            agent.cwd.clone(),
-            crate::providers::agent_env_without_console(agent, &vars.env, &self.run_id),
-            self.run_dir(),
-            action_pages,
-        );
-        match started.replay_browser.take() {
-            Some(ahead) if ahead.same_client_as(&wanted) => ahead,
-            other => {
-                started.replay_browser = other;
-                wanted
-            }
+            run_id: self.run_id.clone(),
+            cwd: agent.cwd.clone(),
+            env: crate::providers::agent_env_without_console(agent, &vars.env, &self.run_id),
+            run_dir: self.run_dir(),
         }
     }
 
     /// Starts the replay's Playwright MCP client now, beside the harness's start, when this
     /// session will replay browser actions: Node and Playwright MCP take about a second to come
     /// up, the harness often as long. Only a client the session's replay would run is started
-    /// ([`Self::replay_browser`] takes it over only if it is the same).
+    /// (the replay takes it over only if it is the same).
     fn start_replay_browser_ahead(
         &self,
         started: &mut Started,
@@ -322,9 +307,8 @@ impl Driver {
             return Ok(false);
         };
         if let Some(command) = self.browser_mcp_command(started, vars)? {
-            let ahead = self.replay_browser(started, command, &agent, vars, action_pages);
-            ahead.prestart_before_browser(browser_up);
-            started.replay_browser = Some(ahead);
+            let spec = self.replay_browser(command, &agent, vars);
+            started.replay_browser = Some(BrowserAhead::start(&spec, action_pages, browser_up));
             return Ok(true);
         }
         Ok(false)
