@@ -56,24 +56,22 @@ impl Driver {
     /// and the browser's evidence. `Err` when the step ends without a verdict to record.
     pub(super) async fn agent_stage(
         &self,
-        started: &mut Started,
+        kit: &mut SessionKit,
         run: &StepRun<'_>,
     ) -> Result<AgentDone, StepEnd> {
         let id = run.id;
         let mut request = self.request(run);
-        let agent = match self.agent(started).await {
+        let (agent, news) = match self.agent(&mut kit.agent).await {
             Ok(agent) => agent,
             Err(failure) => return Err(self.agent_start_failed(failure)),
         };
-        if let Some(summary) = started.replay.as_mut().and_then(|r| r.take_summary()) {
+        if let Some(summary) = kit.replay.as_mut().and_then(|r| r.take_summary()) {
             request.instruction = format!("{summary}\n{}", request.instruction);
         }
         let marks = LogMarks::take(&self.run_paths().logs_dir());
         let asked = request.clone();
-        let verdict = self
-            .run_step(&agent, request, &mut started.agent_news)
-            .await;
-        let console_calls = self.emit_console_calls(started, id);
+        let verdict = self.run_step(&agent, request, news).await;
+        let console_calls = self.emit_console_calls(kit, id);
         let mut verdict = match verdict {
             Ok(v) => v,
             Err(lost) => {
@@ -88,7 +86,7 @@ impl Driver {
         self.budget_after(&mut verdict);
         let judged = verdict.status;
         if !verdict.interrupted {
-            self.capture_browser(started, id, &mut verdict.status, &mut verdict.message)
+            self.capture_browser(kit, id, &mut verdict.status, &mut verdict.message)
                 .await;
         }
         if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
@@ -160,7 +158,7 @@ impl Driver {
         &self,
         agent: &ActorRef<AgentMsg>,
         request: StepRequest,
-        news: &mut Option<mpsc::UnboundedReceiver<AgentEvent>>,
+        news: &mut AgentNews,
     ) -> Result<StepVerdict, TurnLost> {
         let limit = request.timeout.saturating_add(Duration::from_secs(60));
         let (reply, answer) = ractor::concurrency::oneshot();
@@ -187,10 +185,8 @@ impl Driver {
                 }
             }
         };
-        if let Some(rx) = news.as_mut() {
-            while let Ok(event) = rx.try_recv() {
-                self.take_news(event, &mut died);
-            }
+        while let Ok(event) = news.try_recv() {
+            self.take_news(event, &mut died);
         }
         // A death the verdict names, or one the watchdog already answered with a restart, is
         // not news for the session.
@@ -213,21 +209,21 @@ impl Driver {
         }
     }
 
-    /// The session's agent, started now if it was waiting for a step that needs it.
-    pub(super) async fn agent(
+    /// The session's agent and its news, started now if it was waiting for a step that needs it.
+    pub(super) async fn agent<'k>(
         &self,
-        started: &mut Started,
-    ) -> Result<ActorRef<AgentMsg>, AgentStartFailure> {
-        let no_agent = || AgentStartFailure {
-            ending: Ending::error("no agent was started"),
-            nothing_sent: true,
-        };
-        if let Some(agent) = &started.agent {
-            return Ok(agent.clone());
+        slot: &'k mut AgentSlot,
+    ) -> Result<(ActorRef<AgentMsg>, &'k mut AgentNews), AgentStartFailure> {
+        if matches!(slot, AgentSlot::Waiting { .. }) {
+            self.start_agent(slot).await?;
         }
-        let args = started.pending_agent.take().ok_or_else(no_agent)?;
-        self.start_agent(started, args).await?;
-        started.agent.clone().ok_or_else(no_agent)
+        match slot {
+            AgentSlot::Spawned { actor, news } => Ok((actor.clone(), news)),
+            AgentSlot::Waiting { .. } | AgentSlot::Gone => Err(AgentStartFailure {
+                ending: Ending::error("no agent was started"),
+                nothing_sent: true,
+            }),
+        }
     }
 }
 
@@ -252,15 +248,10 @@ pub(super) async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
     }
 }
 
-/// The next piece of news, or never when there is no receiver (or it is closed).
-pub(super) async fn next_news(
-    news: &mut Option<mpsc::UnboundedReceiver<AgentEvent>>,
-) -> Option<AgentEvent> {
-    match news.as_mut() {
-        Some(rx) => match rx.recv().await {
-            Some(event) => Some(event),
-            None => std::future::pending().await,
-        },
+/// The next piece of news, or never once the agent's channel is closed.
+pub(super) async fn next_news(news: &mut AgentNews) -> Option<AgentEvent> {
+    match news.recv().await {
+        Some(event) => Some(event),
         None => std::future::pending().await,
     }
 }

@@ -17,7 +17,7 @@ impl Driver {
     /// Asks the agent `question` about the step it just passed; what it answered, or why not.
     pub(super) async fn ask_facts(
         &self,
-        started: &mut Started,
+        kit: &mut SessionKit,
         done: &mut AgentDone,
         question: String,
     ) -> FactsAnswer {
@@ -26,7 +26,7 @@ impl Driver {
         request.question = Some(Question::Facts);
         request.timeout = request.timeout.min(ANSWER_LIMIT);
         let id = request.step_id;
-        let agent = match self.agent(started).await {
+        let (agent, news) = match self.agent(&mut kit.agent).await {
             Ok(agent) => agent,
             Err(failure) => {
                 let why = failure.ending.message.unwrap_or_default();
@@ -36,11 +36,9 @@ impl Driver {
                 ));
             }
         };
-        let answer = self
-            .run_step(&agent, request, &mut started.agent_news)
-            .await;
+        let answer = self.run_step(&agent, request, news).await;
         // Console calls made while answering are the step's too.
-        let _ = self.emit_console_calls(started, id);
+        let _ = self.emit_console_calls(kit, id);
         let verdict = match answer {
             Ok(v) => v,
             Err(why) => {

@@ -15,6 +15,7 @@
 mod agent_stage;
 mod checkpoints;
 mod facts;
+mod kit;
 mod policy;
 mod replay_stage;
 mod setup;
@@ -25,6 +26,7 @@ mod teardown;
 use crate::model::ids::StepId;
 use crate::model::ids::{RunId, SessionId, SuiteId};
 use agent_stage::*;
+use kit::{AgentNews, AgentSlot, SessionKit};
 use replay_stage::*;
 use steps::*;
 
@@ -453,19 +455,15 @@ impl Ending {
     }
 }
 
-/// What the session started, for teardown.
+/// What a setup has started so far (all of it, once it is done: the [`SessionKit`] given
+/// back), for teardown.
 #[derive(Default)]
 struct Started {
     harness: Option<Harness>,
     agent: Option<ActorRef<AgentMsg>>,
-    /// The agent's live news (logs, evidence, its death). The driver reads it itself, so that a
-    /// step's logs are reported before that step's verdict.
-    agent_news: Option<mpsc::UnboundedReceiver<AgentEvent>>,
     workdir: Option<PathBuf>,
     /// The agent console's MCP server (`[provider] console`), stopped with the session.
     console: Option<ConsoleServer>,
-    /// The agent, not started yet: with replay on, it starts when a step first needs it.
-    pending_agent: Option<AgentArgs>,
     /// Replay and recording (see docs/replay.md), where they apply.
     replay: Option<crate::replay::session::ReplaySession>,
     /// The session's browser (`[browser]`, docs/browser.md), ended with the harness.
@@ -652,11 +650,23 @@ impl Driver {
         }
     }
 
+    /// Setup, then the agent (unless replay tries steps first: it starts when a step needs
+    /// it, docs/replay.md), then the steps; `started` is what teardown has to end.
     async fn setup_and_steps(&self, started: &mut Started) -> Ending {
-        match self.setup(started).await {
-            Ok(vars) => self.steps(started, &vars).await,
-            Err(ending) => ending,
-        }
+        let mut kit = match self.setup(started).await {
+            Ok(kit) => kit,
+            Err(ending) => return ending,
+        };
+        let replays_first = kit.replay.as_ref().is_some_and(|r| r.replays());
+        let ending = match replays_first {
+            false => match self.agent(&mut kit.agent).await {
+                Ok(_) => self.steps(&mut kit).await,
+                Err(failure) => failure.ending,
+            },
+            true => self.steps(&mut kit).await,
+        };
+        *started = Started::from(kit);
+        ending
     }
 }
 

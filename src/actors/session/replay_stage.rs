@@ -23,17 +23,17 @@ impl Driver {
     /// The step's recording first; the agent only on a miss, a drift, an opt-out or an audit.
     pub(super) async fn replay_stage(
         &self,
-        started: &mut Started,
+        kit: &mut SessionKit,
         run: &StepRun<'_>,
     ) -> ReplayStage {
-        let Some(replay) = started.replay.as_mut() else {
+        let Some(replay) = kit.replay.as_mut() else {
             return ReplayStage::ToAgent(None);
         };
         let asked = StepAsked {
             step: run.step,
             id: run.id,
             instruction: &run.instruction,
-            console: started.console.as_ref().map(|s| s.console().as_ref()),
+            console: kit.console.as_ref().map(|s| s.console().as_ref()),
             run_id: &self.run_id,
             step_timeout: run.step.timeout.value,
         };
@@ -42,7 +42,7 @@ impl Driver {
             .await;
         let screenshots = replay.take_screenshots();
         // The console calls a replay made are the step's.
-        self.emit_console_calls(started, run.id);
+        self.emit_console_calls(kit, run.id);
         // The screenshots the agent had taken, taken again (before a drift too), are the step's
         // evidence.
         for path in screenshots {
@@ -63,7 +63,7 @@ impl Driver {
                 // The evidence of a replayed step is taken as an agent step's is.
                 let mut status = StepStatus::Ok;
                 let mut message = replayed.message;
-                self.capture_browser(started, run.id, &mut status, &mut message)
+                self.capture_browser(kit, run.id, &mut status, &mut message)
                     .await;
                 let mut end = StepEnd::new(status, Some(message));
                 end.duration = replayed.took;
@@ -83,16 +83,16 @@ impl Driver {
     /// facts it rested on), an audited failure's recording deleted.
     pub(super) async fn agent_and_record(
         &self,
-        started: &mut Started,
+        kit: &mut SessionKit,
         run: &StepRun<'_>,
         turn: Option<AgentTurn>,
     ) -> StepEnd {
-        let mut done = match self.agent_stage(started, run).await {
+        let mut done = match self.agent_stage(kit, run).await {
             Ok(done) => done,
             Err(end) => return end,
         };
         let info = match turn {
-            Some(turn) => self.record_stage(started, turn, &mut done).await,
+            Some(turn) => self.record_stage(kit, turn, &mut done).await,
             None => None,
         };
         self.agent_fault(run.id, &done.verdict);
@@ -110,11 +110,11 @@ impl Driver {
 
     async fn record_stage(
         &self,
-        started: &mut Started,
+        kit: &mut SessionKit,
         turn: AgentTurn,
         done: &mut AgentDone,
     ) -> Option<StepReplay> {
-        let replay = started.replay.as_mut()?;
+        let replay = kit.replay.as_mut()?;
         let step = AgentStep {
             status: done.verdict.status,
             judged: done.judged,
@@ -125,9 +125,9 @@ impl Driver {
             After::Done(info) => return Some(info),
             After::AskFacts(pending) => pending,
         };
-        let answer = self.ask_facts(started, done, pending.question()).await;
+        let answer = self.ask_facts(kit, done, pending.question()).await;
         let cost = done.usage.as_ref().and_then(|u| u.cost_usd);
-        let replay = started.replay.as_mut()?;
+        let replay = kit.replay.as_mut()?;
         Some(replay.record(pending, answer, cost))
     }
 }

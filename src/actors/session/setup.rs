@@ -5,8 +5,9 @@ use super::*;
 use crate::replay::session::{BrowserAhead, BrowserClientSpec, ReplaySession, SessionValues};
 
 impl Driver {
-    /// Workspace, variables, harness, agent. Returns the session variables.
-    pub(super) async fn setup(&self, started: &mut Started) -> Result<SessionVars, Ending> {
+    /// Workspace, variables, harness, console, the agent's arguments, replay: the session's kit.
+    /// What it starts is in `started` until the kit takes it (a failed setup's, for teardown).
+    pub(super) async fn setup(&self, started: &mut Started) -> Result<SessionKit, Ending> {
         // Owner-only whatever the umask: a kept workspace holds what the session left.
         use std::os::unix::fs::PermissionsExt;
         let workdir = tempfile::Builder::new()
@@ -51,7 +52,7 @@ impl Driver {
             }
         }
         let mut retry = None;
-        let (vars, log_sources, harness) = loop {
+        let (vars, log_sources, harness, harness_flush) = loop {
             match self
                 .start_harness(started, &id, retry.take(), first_vars.take())
                 .await?
@@ -76,7 +77,6 @@ impl Driver {
 
         // The agent: one conversation for the whole session.
         let (agent_tx, agent_rx) = mpsc::unbounded_channel();
-        started.agent_news = Some(agent_rx);
         let facts = crate::providers::SessionFacts {
             run_id: self.run_id.as_str().into(),
             session_id: self.session_id.as_str().into(),
@@ -85,7 +85,7 @@ impl Driver {
             test_file: self.test.rel_path.clone(),
             project_root: self.suite.project_root.clone(),
             run_dir: self.run_dir(),
-            workdir,
+            workdir: workdir.clone(),
             env: vars.env.clone(),
             secrets: Arc::clone(&vars.secrets),
             max_log_bytes: effective.supervisor.max_log_bytes.value,
@@ -110,7 +110,7 @@ impl Driver {
                 agent_cwd: &agent_cwd,
             },
         );
-        started.replay = match (replay, replay_browser) {
+        let replay = match (replay, replay_browser) {
             // Browser steps replay through the same Playwright MCP the agent gets.
             (Some(replay), Some(command)) => {
                 let spec = self.replay_browser(command, &args.spec, &vars);
@@ -122,15 +122,22 @@ impl Driver {
         if let Some(unused) = started.replay_browser.take() {
             unused.stop().await;
         }
-        // With steps to replay first (see docs/replay.md), the agent starts only when a step needs it.
-        if started.replay.as_ref().is_some_and(|r| r.replays()) {
-            started.pending_agent = Some(args);
-            return Ok(vars);
-        }
-        self.start_agent(started, args)
-            .await
-            .map_err(|failure| failure.ending)?;
-        Ok(vars)
+        // Everything started is the kit's now: teardown gets it back from the kit.
+        let kit = SessionKit {
+            workdir,
+            vars,
+            harness,
+            console: started.console.take(),
+            browser: started.browser.take(),
+            agent: AgentSlot::Waiting {
+                args: Box::new(args),
+                news: agent_rx,
+            },
+            replay,
+            harness_flush,
+        };
+        *started = Started::default();
+        Ok(kit)
     }
 
     /// The agent console (docs/console.md), unless `[provider] console = false` or the provider
@@ -345,22 +352,29 @@ impl Driver {
         Ok(vars)
     }
 
-    /// Spawns the agent actor and has it start its process and send the bootstrap.
-    pub(super) async fn start_agent(
-        &self,
-        started: &mut Started,
-        args: AgentArgs,
-    ) -> Result<(), AgentStartFailure> {
+    /// Spawns the waiting agent's actor and has it start its process and send the bootstrap; a
+    /// slot not waiting is left as it is.
+    pub(super) async fn start_agent(&self, slot: &mut AgentSlot) -> Result<(), AgentStartFailure> {
         let nothing_sent = |ending| AgentStartFailure {
             ending,
             nothing_sent: true,
         };
-        let (actor, _) = Actor::spawn_linked(None, AgentActor, args, self.myself.get_cell())
+        let (args, news) = match std::mem::replace(slot, AgentSlot::Gone) {
+            AgentSlot::Waiting { args, news } => (args, news),
+            other => {
+                *slot = other;
+                return Ok(());
+            }
+        };
+        let (actor, _) = Actor::spawn_linked(None, AgentActor, *args, self.myself.get_cell())
             .await
             .map_err(|e| {
                 nothing_sent(Ending::error(format!("cannot start the agent actor: {e}")))
             })?;
-        started.agent = Some(actor.clone());
+        *slot = AgentSlot::Spawned {
+            actor: actor.clone(),
+            news,
+        };
         for phase in ["start", "bootstrap"] {
             let call = async {
                 if phase == "start" {
@@ -520,11 +534,9 @@ impl Driver {
             GiveUpGate::Forward
         }));
         let (harness_tx, harness_rx) = mpsc::unbounded_channel();
-        started.harness_flush = Some(forward_harness_events(
-            self.myself.clone(),
-            Arc::clone(&gate),
-            harness_rx,
-        ));
+        let harness_flush =
+            forward_harness_events(self.myself.clone(), Arc::clone(&gate), harness_rx);
+        started.harness_flush = Some(harness_flush.clone());
         let log_sources: Vec<LogSource> = specs
             .iter()
             .filter(|spec| !spec.skipped)
@@ -585,9 +597,17 @@ impl Driver {
                 }));
             }
         }
-        Ok(HarnessUp::Up(Box::new((vars, log_sources, harness))))
+        Ok(HarnessUp::Up(Box::new((
+            vars,
+            log_sources,
+            harness,
+            harness_flush,
+        ))))
     }
 }
+
+/// Asks a harness's event forwarder to answer once the session has reported what it sent.
+pub(super) type HarnessFlush = mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>;
 
 /// Forwards a harness's events to the session (through `gate`) in a task of their own; the
 /// returned sender asks it to answer once the session has reported everything sent before
@@ -638,7 +658,7 @@ fn forward_harness_events(
 
 /// How [`Session::start_harness`] went, short of an error that ends the run.
 pub(super) enum HarnessUp {
-    Up(Box<(SessionVars, Vec<LogSource>, Harness)>),
+    Up(Box<(SessionVars, Vec<LogSource>, Harness, HarnessFlush)>),
     /// An `auto` port was taken before its server bound it: try once more with fresh ones.
     PortTaken(PortRetry),
 }

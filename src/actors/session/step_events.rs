@@ -8,8 +8,8 @@ use crate::model::ids::StepId;
 
 impl Driver {
     /// The console calls made since the last step ended, reported with this step.
-    pub(super) fn emit_console_calls(&self, started: &Started, step_id: StepId) -> Vec<CallRecord> {
-        let Some(server) = &started.console else {
+    pub(super) fn emit_console_calls(&self, kit: &SessionKit, step_id: StepId) -> Vec<CallRecord> {
+        let Some(server) = &kit.console else {
             return Vec::new();
         };
         let calls = server.console().recorder().take_calls();
@@ -32,12 +32,12 @@ impl Driver {
     /// the step, never fatal.
     pub(super) async fn capture_browser(
         &self,
-        started: &Started,
+        kit: &SessionKit,
         id: StepId,
         status: &mut StepStatus,
         message: &mut String,
     ) {
-        let Some(browser) = &started.browser else {
+        let Some(browser) = &kit.browser else {
             return;
         };
         let capture = browser.end_step(id, &self.run_dir()).await;

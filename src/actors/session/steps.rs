@@ -42,10 +42,7 @@ pub(super) struct StepRun<'a> {
 
 impl Driver {
     /// The steps in order, each through its stages (replay → agent → budgets → verdict).
-    pub(super) async fn steps(&self, started: &mut Started, vars: &SessionVars) -> Ending {
-        let Some(workdir) = started.workdir.clone() else {
-            return Ending::error("no workspace was created");
-        };
+    pub(super) async fn steps(&self, kit: &mut SessionKit) -> Ending {
         let strict = self.test.effective.provider.strict_warnings.value;
         let mut warnings = Vec::new();
         // Resuming from a checkpoint: the steps up to and including its step were restored, not
@@ -62,7 +59,7 @@ impl Driver {
                 return Ending::from_stop(reason);
             }
             let restored = resumed_through.filter(|(last, _)| step.step_id <= *last);
-            match self.one_step(started, vars, &workdir, step, restored).await {
+            match self.one_step(kit, step, restored).await {
                 Ok(Some(warning)) => warnings.push(warning),
                 Ok(None) => {}
                 Err(ending) => return ending,
@@ -74,16 +71,14 @@ impl Driver {
     /// One step: `Ok(Some(warning))` when it warned, `Err` when the session ends here.
     async fn one_step(
         &self,
-        started: &mut Started,
-        vars: &SessionVars,
-        workdir: &Path,
+        kit: &mut SessionKit,
         step: &PlannedStep,
         restored: Option<(StepId, &str)>,
     ) -> Result<Option<String>, Ending> {
         let id = step.step_id;
         let _ = self.myself.cast(SessionMsg::StepStarting(step.step_id));
         let instruction = self
-            .render(step, vars, workdir)
+            .render(step, &kit.vars, &kit.workdir)
             .map_err(|e| Ending::error(e.to_string()))?;
         let skipped = if step.skip {
             Some("skip = true".to_string())
@@ -110,24 +105,24 @@ impl Driver {
         };
         let end = match skipped {
             Some(message) => StepEnd::new(StepStatus::Skipped, Some(message)),
-            None => self.stages(started, &run).await,
+            None => self.stages(kit, &run).await,
         };
-        self.finish(&run, end, vars).await
+        self.finish(&run, end, &kit.vars).await
     }
 
     /// The stages of a step that is sent: the budget, its replay, else the agent and the
     /// recording of its pass.
-    async fn stages(&self, started: &mut Started, run: &StepRun<'_>) -> StepEnd {
+    async fn stages(&self, kit: &mut SessionKit, run: &StepRun<'_>) -> StepEnd {
         if let Some(end) = self.budget_before() {
             return end;
         }
         // The step's window of console messages and failed requests opens.
-        if let Some(browser) = &started.browser {
+        if let Some(browser) = &kit.browser {
             browser.begin_step();
         }
-        match self.replay_stage(started, run).await {
+        match self.replay_stage(kit, run).await {
             ReplayStage::Ended(end) => end,
-            ReplayStage::ToAgent(turn) => self.agent_and_record(started, run, turn).await,
+            ReplayStage::ToAgent(turn) => self.agent_and_record(kit, run, turn).await,
         }
     }
 
