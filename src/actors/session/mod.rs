@@ -567,7 +567,7 @@ impl Driver {
             .budget
             .run_finished(self.suite.budget.test_spent(&self.test.rel_path) - spent_before);
         let harness_flush = started.harness_flush.take();
-        self.teardown(started, &ending).await;
+        started.tear_down(self, &ending).await;
         flush_harness_events(harness_flush).await;
         let outcome = ending.outcome;
         tracing::info!(outcome = outcome.as_str(), "session finished");
@@ -653,20 +653,49 @@ impl Driver {
     /// Setup, then the agent (unless replay tries steps first: it starts when a step needs
     /// it, docs/replay.md), then the steps; `started` is what teardown has to end.
     async fn setup_and_steps(&self, started: &mut Started) -> Ending {
-        let mut kit = match self.setup(started).await {
+        let mut kit = match setup::Setup::new(self, started).kit().await {
             Ok(kit) => kit,
             Err(ending) => return ending,
         };
         let replays_first = kit.replay.as_ref().is_some_and(|r| r.replays());
         let ending = match replays_first {
-            false => match self.agent(&mut kit.agent).await {
-                Ok(_) => self.steps(&mut kit).await,
+            false => match ready_agent(self, &mut kit.agent).await {
+                Ok(_) => Steps::new(self, &mut kit).run().await,
                 Err(failure) => failure.ending,
             },
-            true => self.steps(&mut kit).await,
+            true => Steps::new(self, &mut kit).run().await,
         };
         *started = Started::from(kit);
         ending
+    }
+
+    fn report_browser_teardown(&self, report: &crate::process::teardown::TeardownReport) {
+        self.emit(EventKind::CommandTornDown {
+            name: setup::BROWSER.to_string(),
+            teardown: report.state,
+            log_truncated_bytes: None,
+        });
+        if !report.leaked.is_empty() {
+            tracing::warn!("the browser leaked processes {:?} (killed)", report.leaked);
+        }
+    }
+
+    pub(super) fn report_teardown(&self, record: &HarnessRecord) {
+        if let Some(teardown) = record.teardown {
+            self.emit(EventKind::CommandTornDown {
+                name: record.name.clone(),
+                teardown,
+                log_truncated_bytes: (record.log_truncated_bytes > 0)
+                    .then_some(record.log_truncated_bytes),
+            });
+        }
+        if !record.leaked_pids.is_empty() {
+            tracing::warn!(
+                "command `{}` leaked processes {:?} (killed)",
+                record.name,
+                record.leaked_pids
+            );
+        }
     }
 }
 
