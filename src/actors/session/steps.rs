@@ -263,3 +263,6 @@ pub(super) fn provenance(step: &PlannedStep) -> Provenance {
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests;
