@@ -108,6 +108,7 @@ impl<'s> Steps<'s> {
             instruction_sent: skipped.is_none().then(|| instruction.clone()),
             provenance: provenance(step),
         });
+        #[cfg(feature = "fault-injection")]
         if self.session.fault_driver_panic {
             panic!("injected fault: the session's driver panicked mid-step");
         }

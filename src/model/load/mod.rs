@@ -516,6 +516,8 @@ fn cut_shard(
         digest: crate::model::shard::digest(&names, shard.count, by, &durations),
         paths: options.paths.clone(),
         tags: options.tags.clone(),
+        grep: options.grep.clone(),
+        grep_invert: options.grep_invert.clone(),
         split: crate::model::shard::owners(&names, shard.count, by, &durations),
     }
 }

@@ -150,6 +150,7 @@ async fn run_steps(plan: Vec<PlannedStep>, status: StepStatus) -> (Ending, Vec<E
         events: RunEvents::start(reporter.clone(), run_id.clone()),
         myself: myself.clone(),
         stop,
+        #[cfg(feature = "fault-injection")]
         fault_driver_panic: false,
     };
     let (harness_tx, _harness_rx) = mpsc::unbounded_channel();
