@@ -438,3 +438,59 @@ fn the_floor_check_finds_an_import_that_runs_up() {
         vec!["    report::records::suite -> report::renderers::html".to_string()]
     );
 }
+
+/// The imports from `actors` into `replay` that do not go through `replay::session`, the one
+/// door replay gives the session (docs: CONTRIBUTING's map): a session that reaches replay's
+/// browser, store or format itself has taken replay's work back into `actors`.
+fn actor_replay_breaches(graph: &BTreeMap<ModPath, BTreeSet<ModPath>>) -> Vec<String> {
+    let in_room = |m: &ModPath, room: &str| m.first().map(String::as_str) == Some(room);
+    let through_session = |m: &ModPath| m.get(1).map(String::as_str) == Some("session");
+    graph
+        .iter()
+        .filter(|(from, _)| in_room(from, "actors"))
+        .flat_map(|(from, named)| {
+            named
+                .iter()
+                .filter(|to| in_room(to, "replay") && !through_session(to))
+                .map(move |to| format!("    {} -> {}", from.join("::"), to.join("::")))
+        })
+        .collect()
+}
+
+#[test]
+fn actors_reach_replay_only_through_its_session() {
+    let breaches = actor_replay_breaches(&import_graph(&src()));
+    assert!(
+        breaches.is_empty(),
+        "actors import replay past `replay::session` (give the session what it needs there):\n{}",
+        breaches.join("\n")
+    );
+}
+
+/// The check sees an actor reaching past `replay::session`.
+#[test]
+fn the_replay_door_check_finds_an_actor_past_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path();
+    for room in ["actors", "replay"] {
+        std::fs::create_dir_all(src.join(room)).expect("mkdir");
+    }
+    std::fs::write(src.join("lib.rs"), "pub mod actors;\npub mod replay;\n").expect("write");
+    std::fs::write(
+        src.join("replay/mod.rs"),
+        "pub mod browser;\npub mod session;\n",
+    )
+    .expect("write");
+    std::fs::write(src.join("replay/browser.rs"), "pub struct Client;\n").expect("write");
+    std::fs::write(src.join("replay/session.rs"), "pub struct Session;\n").expect("write");
+    std::fs::write(src.join("actors/mod.rs"), "pub mod session;\n").expect("write");
+    std::fs::write(
+        src.join("actors/session.rs"),
+        "use crate::replay::session::Session;\npub fn f(_: crate::replay::browser::Client) {}\n",
+    )
+    .expect("write");
+    assert_eq!(
+        actor_replay_breaches(&import_graph(src)),
+        vec!["    actors::session -> replay::browser".to_string()]
+    );
+}
