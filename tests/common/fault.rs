@@ -11,34 +11,35 @@ use std::time::{Duration, Instant};
 /// panic on cue). The hooks are compiled in only with the `fault-injection` feature (never in a
 /// release build).
 #[derive(Debug, Clone, Copy)]
-pub enum Hook {
+pub enum PanicIn {
     /// The session actor panics as its test's first step starts.
-    SessionPanic,
+    Session,
     /// A session's driver (the task running the steps) panics mid-step.
-    DriverPanic,
+    Driver,
     /// The supervisor actor panics on hearing that the test's session is done.
-    SupervisorPanic,
+    Supervisor,
     /// The reporter panics handling the test's step start.
-    ReporterPanic,
+    Reporter,
 }
 
 /// The environment variable that sets `hook`. Without the `fault-injection` feature the binary
 /// has no hooks, so the test fails here and says how to run it, instead of passing with no fault
 /// injected.
-pub fn hook_env(hook: Hook) -> &'static str {
+pub fn hook_env(hook: PanicIn) -> &'static str {
     #[cfg(feature = "fault-injection")]
     {
         match hook {
-            Hook::SessionPanic => bugatti::actors::session::FAULT_PANIC_ENV,
-            Hook::DriverPanic => bugatti::actors::session::FAULT_DRIVER_PANIC_ENV,
-            Hook::SupervisorPanic => bugatti::actors::supervisor::FAULT_SUPERVISOR_PANIC_ENV,
-            Hook::ReporterPanic => bugatti::actors::reporter::FAULT_REPORTER_PANIC_ENV,
+            PanicIn::Session => bugatti::actors::session::FAULT_PANIC_ENV,
+            PanicIn::Driver => bugatti::actors::session::FAULT_DRIVER_PANIC_ENV,
+            PanicIn::Supervisor => bugatti::actors::supervisor::FAULT_SUPERVISOR_PANIC_ENV,
+            PanicIn::Reporter => bugatti::actors::reporter::FAULT_REPORTER_PANIC_ENV,
         }
     }
     #[cfg(not(feature = "fault-injection"))]
     panic!(
-        "{hook:?} is a fault hook, compiled in only with the `fault-injection` feature: run the \
-         tests as the README says, `cargo test --features fault-injection`"
+        "this test sets the fault hook that panics in the {hook:?}, compiled in only with the \
+         `fault-injection` feature: run the tests as the README says, \
+         `cargo test --features fault-injection`"
     )
 }
 
