@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 use crate::common::report::{all_files, assert_absent_everywhere, events, plan, SharedBuf, SECRET};
 use bugatti::actors::reporter::{ReporterActor, ReporterArgs, ReporterMsg};
 use bugatti::model::ids::{RunId, StepId};
+use bugatti::model::options::SuiteCopy;
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::model::redact::Secrets;
 use bugatti::report::live::console::{LiveView, Verbosity};
@@ -55,8 +56,16 @@ async fn start_suite(root: &Path, strict: bool) -> Suite {
         console: LiveView::plain_to(Box::new(console.clone()), Verbosity::Normal),
         secrets: secrets(),
         harness_logs: Some(harness_logs()),
-        junit_copy: Some(copies.0.clone()),
-        json_copy: Some(copies.1.clone()),
+        copies: vec![
+            SuiteCopy {
+                format: "junit".into(),
+                path: copies.0.clone(),
+            },
+            SuiteCopy {
+                format: "json".into(),
+                path: copies.1.clone(),
+            },
+        ],
         extras: Default::default(),
     })
     .await
@@ -395,7 +404,7 @@ async fn parallel_sessions_leave_every_file_and_a_suite_summary() {
     // Copies, identical.
     assert_eq!(
         files.copies,
-        vec![suite.copies.1.clone(), suite.copies.0.clone()]
+        vec![suite.copies.0.clone(), suite.copies.1.clone()]
     );
     assert_eq!(
         std::fs::read_to_string(&suite.copies.0).expect("junit copy"),
