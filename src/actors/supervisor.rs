@@ -627,7 +627,7 @@ impl SupervisorState {
         let strict = self.suite.base.provider.strict_warnings.value;
         let fail_on_flaky = self.suite.base.supervisor.flaky.value == FlakyPolicy::Fail;
         for (i, tally) in tallies.iter().enumerate() {
-            if let Some(outcome) = tally.final_outcome() {
+            if let Some(outcome) = tally.final_outcome(strict) {
                 let contributes = match (outcome, self.shutdown) {
                     (RunOutcome::Interrupted, Some(signal)) => ExitReason::Interrupted(signal),
                     // A quarantined test's failure never changes the exit code (docs/ci.md), but a

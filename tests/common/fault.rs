@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 /// panic on cue). The hooks are compiled in only with the `fault-injection` feature (never in a
 /// release build).
 #[derive(Debug, Clone, Copy)]
-pub enum PanicIn {
+/// Each variant names the actor that panics.
+pub enum Hook {
     /// The session actor panics as its test's first step starts.
     Session,
     /// A session's driver (the task running the steps) panics mid-step.
@@ -25,21 +26,20 @@ pub enum PanicIn {
 /// The environment variable that sets `hook`. Without the `fault-injection` feature the binary
 /// has no hooks, so the test fails here and says how to run it, instead of passing with no fault
 /// injected.
-pub fn hook_env(hook: PanicIn) -> &'static str {
+pub fn hook_env(hook: Hook) -> &'static str {
     #[cfg(feature = "fault-injection")]
     {
         match hook {
-            PanicIn::Session => bugatti::actors::session::FAULT_PANIC_ENV,
-            PanicIn::Driver => bugatti::actors::session::FAULT_DRIVER_PANIC_ENV,
-            PanicIn::Supervisor => bugatti::actors::supervisor::FAULT_SUPERVISOR_PANIC_ENV,
-            PanicIn::Reporter => bugatti::actors::reporter::FAULT_REPORTER_PANIC_ENV,
+            Hook::Session => bugatti::actors::session::FAULT_PANIC_ENV,
+            Hook::Driver => bugatti::actors::session::FAULT_DRIVER_PANIC_ENV,
+            Hook::Supervisor => bugatti::actors::supervisor::FAULT_SUPERVISOR_PANIC_ENV,
+            Hook::Reporter => bugatti::actors::reporter::FAULT_REPORTER_PANIC_ENV,
         }
     }
     #[cfg(not(feature = "fault-injection"))]
     panic!(
-        "this test sets the fault hook that panics in the {hook:?}, compiled in only with the \
-         `fault-injection` feature: run the tests as the README says, \
-         `cargo test --features fault-injection`"
+        "{hook:?} is a fault hook, compiled in only with the `fault-injection` feature: run the \
+         tests as the README says, `cargo test --features fault-injection`"
     )
 }
 

@@ -435,7 +435,7 @@ fn a_panic_in_one_session_fails_that_test_only() {
         .supervisor()
         .args(["start"])
         .env(
-            crate::common::fault::hook_env(crate::common::fault::PanicIn::Session),
+            crate::common::fault::hook_env(crate::common::fault::Hook::Session),
             "boom",
         )
         .output()
@@ -479,7 +479,7 @@ fn a_panic_in_a_sessions_driver_mid_step_ends_that_run_with_its_records() {
         .supervisor()
         .args(["start"])
         .env(
-            crate::common::fault::hook_env(crate::common::fault::PanicIn::Driver),
+            crate::common::fault::hook_env(crate::common::fault::Hook::Driver),
             "boom",
         )
         .output()

@@ -625,6 +625,7 @@ impl Driver {
                     step_id: s.step_id,
                     provenance: provenance(s),
                     instruction: s.instruction.clone(),
+                    timeout_secs: Some(s.timeout.value.as_secs()),
                 })
                 .collect(),
             commands: effective
