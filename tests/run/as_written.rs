@@ -78,27 +78,28 @@ fn where_of(record: &RunRecord) -> String {
 /// In events.jsonl, every `agent_log` of a step comes before that step's `step_finished`, even
 /// when the agent answers at once.
 fn assert_logs_precede_their_verdict(run_dir: &Path) {
-    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events.jsonl");
+    let events = common::read_events(&run_dir.join("events.jsonl"));
     let mut finished = std::collections::BTreeSet::new();
     let mut logs = 0;
-    for line in events.lines() {
-        let event: serde_json::Value = serde_json::from_str(line).expect("JSON event");
-        let step = event["step_id"].as_u64();
-        match event["type"].as_str() {
-            Some("step_finished") => {
-                finished.insert(step);
+    for event in &events {
+        match &event.kind {
+            EventKind::StepFinished { step_id, .. } => {
+                finished.insert(*step_id);
             }
-            Some("agent_log") => {
+            EventKind::AgentLog { step_id, .. } => {
                 logs += 1;
                 assert!(
-                    !finished.contains(&step),
-                    "a log of step {step:?} after its verdict:\n{events}"
+                    !finished.contains(step_id),
+                    "a log of step {step_id} after its verdict:\n{events:#?}"
                 );
             }
             _ => {}
         }
     }
-    assert!(logs >= 2, "the agent's logs are in events.jsonl:\n{events}");
+    assert!(
+        logs >= 2,
+        "the agent's logs are in events.jsonl:\n{events:#?}"
+    );
 }
 
 fn canonical(p: &Path) -> String {

@@ -134,12 +134,11 @@ fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
     );
     let html = std::fs::read_to_string(p.suite_dir().join("report.html")).expect("report.html");
     assert!(html.contains("Console calls") && html.contains("<code>wait_for_log</code>"));
-    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
-    let kinds: Vec<String> = events
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|e| e["type"].as_str().map(str::to_string))
-        .filter(|t| t == "console_call" || t == "step_finished")
+    let events = common::read_events(&run_dir.join("events.jsonl"));
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e.kind.name())
+        .filter(|t| *t == "console_call" || *t == "step_finished")
         .collect();
     assert_eq!(
         kinds,

@@ -6,7 +6,6 @@ use crate::common::assert_exit;
 use crate::common::records::*;
 
 use crate::common::{stdout, Project};
-use serde_json::Value;
 
 fn command_provider_config(extra: &str) -> String {
     format!(
@@ -136,11 +135,8 @@ fn warnings_pass_unless_strict() {
     assert_exit(&out, 0);
     let junit = std::fs::read_to_string(p.root().join("ci/junit.xml")).expect("--junit copy");
     assert_eq!(junit_attr(&junit, "tests"), 1, "{junit}");
-    let summary: Value = serde_json::from_str(
-        &std::fs::read_to_string(p.root().join("ci/summary.json")).expect("--json copy"),
-    )
-    .expect("JSON");
-    assert_eq!(summary["tests"][0]["outcome"], "warned");
+    let summary: SuiteSummary = common::read_json_file(&p.root().join("ci/summary.json"));
+    assert_eq!(summary.tests[0].outcome, RunOutcome::Warned);
     let out = p.run(&["start", "--strict-warnings"]);
     assert_exit(&out, 1);
 }
