@@ -115,14 +115,15 @@ fn a_failed_suite_command_makes_every_test_an_error_with_the_reason() {
         "{junit}"
     );
     assert!(junit.contains("database refused the connection"), "{junit}");
-    let summary = p.suite_summary_json();
-    assert_eq!(summary["totals"]["error"], 2, "{summary}");
+    let summary = p.suite_summary();
+    assert_eq!(summary.totals.error, 2, "{summary:?}");
     assert!(
-        summary["harness_error"]
-            .as_str()
+        summary
+            .harness_error
+            .as_deref()
             .unwrap_or_default()
             .contains("setup command `db` failed with exit code 5"),
-        "{summary}"
+        "{summary:?}"
     );
     let md = std::fs::read_to_string(suite.join("summary.md")).expect("summary.md");
     assert!(md.contains("## Suite harness error"), "{md}");
