@@ -143,6 +143,11 @@ impl Project {
         out
     }
 
+    /// `supervisor start` on the whole project, waited for (nothing it started may survive).
+    pub fn start(&self) -> Output {
+        self.run(&["start"])
+    }
+
     /// Every `run.json` written under `.bugatti/runs`, read as the library's own [`RunRecord`],
     /// by test file.
     pub fn run_records(&self) -> Vec<RunRecord> {

@@ -21,7 +21,7 @@ fn project() -> Project {
 fn an_artifact_directory_that_is_a_file_is_refused_before_anything_runs() {
     let p = project();
     p.write(".bugatti", "not a directory\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
     assert_exit(&out, 2);
     assert!(
@@ -84,7 +84,7 @@ fn report_targets_the_os_refuses_are_refused_before_anything_runs_even_as_root()
             fault::agent_and_server_config()
         ),
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
     assert_exit(&out, 2);
     assert!(
@@ -106,7 +106,7 @@ fn report_targets_the_os_refuses_are_refused_before_anything_runs_even_as_root()
 fn a_runs_directory_that_is_a_file_is_a_clear_error_with_exit_3() {
     let p = project();
     p.write(".bugatti/runs", "not a directory\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
     assert_exit(&out, 3);
     assert!(

@@ -46,7 +46,7 @@ fn a_suite_as_chrome_trace_events_a_process_per_test_and_a_complete_event_per_st
         "[[steps]]\ninstruction = \"`sleep 0.1`\"\n[[steps]]\ninstruction = \"`sleep 0.1`\"\n",
     );
     p.write("b.test.toml", "[[steps]]\ninstruction = \"`false`\"\n");
-    assert_eq!(p.run(&["start"]).status.code(), Some(1));
+    assert_eq!(p.start().status.code(), Some(1));
     let out = p.run(&["report", "--chrome-trace", "trace.json"]);
     assert_eq!(
         out.status.code(),

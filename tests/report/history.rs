@@ -39,7 +39,7 @@ fn read(path: &Path) -> String {
 #[test]
 fn three_suites_pass_fail_pass_say_new_failure_then_fixed() {
     let p = project(1);
-    let first = p.run(&["start"]);
+    let first = p.start();
     assert_exit(&first, 0);
     assert!(
         !read(&latest_suite(&p).join("summary.md")).contains("## Since the previous suite"),
@@ -47,7 +47,7 @@ fn three_suites_pass_fail_pass_say_new_failure_then_fixed() {
     );
 
     p.write("broken", "");
-    let second = p.run(&["start"]);
+    let second = p.start();
     assert_exit(&second, 1);
     let out = stdout(&second);
     assert!(
@@ -69,7 +69,7 @@ fn three_suites_pass_fail_pass_say_new_failure_then_fixed() {
     assert!(html.contains("&lt;b&gt;FLIP-BROKE&lt;/b&gt;") && !html.contains("<b>FLIP-BROKE"));
 
     std::fs::remove_file(p.root().join("broken")).unwrap();
-    let third = p.run(&["start"]);
+    let third = p.start();
     assert_exit(&third, 0);
     let out = stdout(&third);
     assert!(
@@ -106,7 +106,7 @@ fn rerun_failed_runs_only_what_did_not_pass() {
         "no previous suite is invalid input"
     );
     p.write("broken", "");
-    assert_eq!(p.run(&["start"]).status.code(), Some(1));
+    assert_eq!(p.start().status.code(), Some(1));
     std::fs::remove_file(p.root().join("broken")).unwrap();
     let again = p.run(&["start", "--last-failed"]);
     assert_exit(&again, 0);
@@ -133,7 +133,7 @@ fn testcases(junit: &str) -> Vec<String> {
 fn two_shards_merged_match_one_unsharded_run() {
     let p = project(4);
     p.write("broken", "");
-    assert_eq!(p.run(&["start"]).status.code(), Some(1));
+    assert_eq!(p.start().status.code(), Some(1));
     let whole = latest_suite(&p);
     let whole_summary: SuiteSummary = read_json_file(&whole.join("summary.json"));
 
@@ -277,7 +277,7 @@ fn report_html_in_a_real_headless_browser() {
     let Some(chromium) = chromium() else { return };
     let p = project(2);
     p.write("broken", "");
-    assert_eq!(p.run(&["start"]).status.code(), Some(1));
+    assert_eq!(p.start().status.code(), Some(1));
     let page = latest_suite(&p).join("report.html");
     let text = read(&page);
     assert!(
@@ -425,7 +425,7 @@ fn compared_with(p: &Project) -> Option<(String, String)> {
 #[test]
 fn comparisons_compare_like_with_like() {
     let p = project(2);
-    assert_exit(&p.run(&["start"]), 0);
+    assert_exit(&p.start(), 0);
     let whole = p.suite_summary().suite_id;
     // A subset by name, its inverse and a stress run are selections of their own: none of
     // them is compared with the whole suite.

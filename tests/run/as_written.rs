@@ -199,7 +199,7 @@ fn variables_in_the_agent_cmd_and_cwd_are_substituted() {
         "[[steps]]\ninstruction = \"`test ! -f CLAUDE.md` and `echo cwd=$PWD work=$BUGATTI_WORKDIR > \\\"$BUGATTI_RUN_DIR/where.txt\\\"`\"\n",
     );
     std::fs::remove_file(p.root().join("tests/second.test.toml")).expect("rm");
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
     let record = p.record_for("first.test.toml");
     let line = where_of(&record);
@@ -247,7 +247,7 @@ fn an_agent_that_never_answers_the_bootstrap_gets_an_error_that_says_so() {
     );
     p.write("agents/silent.sh", "exec sleep 60\n");
     p.write("a.test.toml", "[[steps]]\ninstruction = \"anything\"\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 3);
     let record = p.record_for("a.test.toml");
     assert_eq!(record.outcome, Some(RunOutcome::Error));
@@ -270,7 +270,7 @@ fn output_without_a_result_line_is_a_protocol_error_after_the_silence_limit() {
         "import json, sys, time\nfor line in sys.stdin:\n    m = json.loads(line)\n    if m['type'] == 'bootstrap':\n        print('RESULT OK', flush=True)\n    else:\n        print('it all looks fine to me', flush=True)\n",
     );
     p.write("a.test.toml", "[[steps]]\ninstruction = \"anything\"\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
     let record = p.record_for("a.test.toml");
     let step = &record.steps[0];
@@ -299,7 +299,7 @@ fn a_slow_agent_that_wrote_something_is_a_timeout_at_the_step_timeout() {
         "a.test.toml",
         "[[steps]]\ninstruction = \"anything\"\ntimeout_secs = 1\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
     let record = p.record_for("a.test.toml");
     let step = &record.steps[0];
@@ -335,7 +335,7 @@ fn a_silent_agent_is_told_the_silence_limit_not_the_step_timeout() {
         "read bootstrap\necho 'RESULT OK'\nread step\nexec sleep 60\n",
     );
     p.write("a.test.toml", "[[steps]]\ninstruction = \"anything\"\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
     let record = p.record_for("a.test.toml");
     let step = &record.steps[0];

@@ -79,7 +79,7 @@ expect checkout hit order=7
 #[test]
 fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
     let p = project(STEPS);
-    let out = p.run(&["start"]);
+    let out = p.start();
     let record = p.record_for("console.test.toml");
     assert_eq!(
         out.status.code(),
@@ -184,7 +184,7 @@ expect app: long-lived
             "step_timeout_secs = 60\nconsole = false",
         ),
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
     let record = p.record_for("console.test.toml");
     // The agent found no BUGATTI_MCP_URL, so its call failed and the step said so.
@@ -247,7 +247,7 @@ expect seed: short_lived, finished
         "bugatti.config.toml",
         &format!("{config}\n[commands.seed]\nkind = \"short_lived\"\ncmd = \"echo seeded\"\n"),
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     let record = p.record_for("console.test.toml");
     assert_eq!(out.status.code(), Some(0), "{}\n{record:#?}", stdout(&out));
 }

@@ -115,7 +115,7 @@ fn a_quarantined_failure_runs_is_reported_apart_and_exits_0() {
         "{}",
         stdout(&out)
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     let console = format!("{}{}", stdout(&out), stderr(&out));
     assert_exit(&out, 0);
     assert!(
@@ -190,7 +190,7 @@ fn a_quarantined_failure_runs_is_reported_apart_and_exits_0() {
     assert_eq!(quarantined.len(), 2, "{summary:?}");
     // Without quarantine the same suite fails.
     p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
 }
 
@@ -205,7 +205,7 @@ fn a_quarantined_tests_harness_error_still_exits_3() {
         "tests/known_bad.test.toml",
         "quarantine = true\n\n[[steps]]\ninstruction = \"`echo ok`\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     let console = format!("{}{}", stdout(&out), stderr(&out));
     assert_eq!(
         out.status.code(),

@@ -58,7 +58,7 @@ fn latest_of(p: &Project, name: &str) -> StepRecord {
 }
 
 fn start(p: &Project) -> (Option<i32>, String) {
-    let out = p.run(&["start"]);
+    let out = p.start();
     (
         out.status.code(),
         format!("{}\n{}", stdout(&out), common::stderr(&out)),

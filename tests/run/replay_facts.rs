@@ -33,7 +33,7 @@ fn set_latency(p: &Project, ms: u32) {
 
 /// Runs `start`; the exit code, the console, and the newest run's first step.
 fn start(p: &Project) -> (Option<i32>, String, StepRecord) {
-    let out = p.run(&["start"]);
+    let out = p.start();
     let console = format!("{}\n{}", stdout(&out), common::stderr(&out));
     let step = p.newest_record().steps[0].clone();
     (out.status.code(), console, step)

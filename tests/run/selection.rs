@@ -275,7 +275,7 @@ fn rerun_failed_reads_the_last_whole_suite_not_a_later_shards_entry() {
         "b.test.toml",
         "name = \"B\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
     // A later shard holding only b, all green: its entry is not the suite's.
     let out = p.run(&["start", "--shard", "2/2", "--shard-by", "count"]);

@@ -249,7 +249,7 @@ fn a_partial_merge_with_a_failure_still_fails_and_two_unsharded_suites_are_refus
         "tests/s0.test.toml",
         "[[steps]]\ninstruction = \"`echo ok`\"\n",
     );
-    let _ = q.run(&["start"]);
+    let _ = q.start();
     let both: Vec<String> = suites(&q).iter().map(|d| d.display().to_string()).collect();
     assert_eq!(both.len(), 2);
     let out = q

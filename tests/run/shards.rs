@@ -268,7 +268,7 @@ fn on_finish_gets_the_suites_facts_and_never_changes_the_exit_code() {
         "tests/broken.test.toml",
         "[[steps]]\ninstruction = \"`exit 3`\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -309,7 +309,7 @@ fn on_finish_gets_the_suites_facts_and_never_changes_the_exit_code() {
         "[provider]\nname = \"shell\"\n\n[supervisor]\non_finish = \"sleep 300\"\non_finish_timeout_secs = 1\n",
     );
     std::fs::remove_file(p.root().join("tests/broken.test.toml")).expect("rm");
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
     assert!(
         stderr(&out).contains("stopped after 1s"),
@@ -355,7 +355,7 @@ fn report_trends_prints_the_selections_last_suites() {
                 "[[steps]]\ninstruction = \"`echo back`\"\n",
             );
         }
-        let _ = p.run(&["start"]);
+        let _ = p.start();
     }
     let out = p.run(&["report", "--trends"]);
     let text = stdout(&out);

@@ -166,7 +166,7 @@ fn the_commit_and_dirty_flag_are_recorded_in_summary_history_and_report() {
     .expect("utf-8")
     .trim()
     .to_string();
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
     let summary = p.suite_summary();
     assert_eq!(
@@ -189,7 +189,7 @@ fn the_commit_and_dirty_flag_are_recorded_in_summary_history_and_report() {
         "a.test.toml",
         "name = \"A\"\n[[steps]]\ninstruction = \"`true && true`\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
     let lines = history(&p);
     assert_eq!(lines[0].commit.as_deref(), Some(head.as_str()));
