@@ -8,7 +8,7 @@ use super::format::Action;
 use super::placeholders::Placeholders;
 use super::record::{browser_action, console_action, file_action, shell_action, unreplayable_tool};
 use crate::console::record::CallRecord;
-use crate::providers::tool_calls::ToolCall;
+use crate::model::tool_call::ToolCall;
 use std::path::Path;
 
 /// What the calls are read against.

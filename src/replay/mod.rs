@@ -50,6 +50,7 @@ pub mod console;
 pub mod context;
 pub mod cut;
 pub mod domains;
+pub mod error;
 pub mod facts;
 pub mod files;
 pub mod format;

@@ -12,6 +12,7 @@ use super::browser::BrowserReplay;
 use super::browser_refs::Snapshot;
 use super::calls::{actions_of, last_snapshot, CallsContext};
 use super::context::ReplayContext;
+use super::error::LoadError;
 use super::format::{Action, RecordedStep, Recording};
 use super::masks::Position;
 use super::normalize::Normalizer;
@@ -22,6 +23,7 @@ use super::step_report::{add_note, by_the_agent, replayed};
 use super::store::{self, StepKey};
 use super::told::Told;
 use super::verdict::{Fallback, Miss, Verdict};
+use crate::atomic::WriteError;
 use crate::console::record::CallRecord;
 use crate::console::Console;
 use crate::model::ids::{RunId, StepId};
@@ -30,7 +32,7 @@ use crate::model::outcome::StepStatus;
 use crate::model::plan::PlannedStep;
 use crate::model::provider::ProviderKind;
 use crate::model::replay::{ReplayMode, StepMode, StepReplay};
-use crate::providers::tool_calls::ToolCall;
+use crate::model::tool_call::ToolCall;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -43,7 +45,7 @@ pub struct ReplaySession {
     test: String,
     path: PathBuf,
     /// The recording as loaded (a fresh one when there is none), or why it cannot be used.
-    recording: Result<Recording, String>,
+    recording: Result<Recording, LoadError>,
     placeholders: Placeholders,
     normalizer: Normalizer,
     max_age_days: u32,
@@ -252,7 +254,7 @@ impl ReplaySession {
         let recording = match store::load(&setup.path, &setup.test) {
             Ok(Some(recording)) => Ok(recording),
             Ok(None) => Ok(Recording::new(setup.test.clone())),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         };
         let volatiles = setup.placeholders.volatiles();
         let normalizer = match Normalizer::new(volatiles, setup.ignore) {
@@ -632,12 +634,12 @@ impl ReplaySession {
     }
 
     /// Deletes the step's recording (an audit found it would have passed a failing step).
-    fn forget(&mut self, step: StepId) -> Result<(), String> {
+    fn forget(&mut self, step: StepId) -> Result<(), WriteError> {
         let Ok(recording) = &mut self.recording else {
             return Ok(());
         };
         recording.steps.retain(|s| s.step != step);
-        store::save(&self.path, recording).map_err(|e| e.to_string())
+        store::save(&self.path, recording)
     }
 
     /// After a replayed step: a learned position seen varying starts its count again, the others
@@ -669,7 +671,7 @@ impl ReplaySession {
         cost_usd: Option<f64>,
         previous: Option<(&RecordedStep, &[(usize, Position)])>,
         facts: Vec<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), WriteError> {
         let instruction = turn.instruction.as_str();
         let relations = relations(
             previous.map(|(old, _)| old),
@@ -692,16 +694,13 @@ impl ReplaySession {
         }
         let run_started_at = Some(self.started_at);
         // A file we could not read is replaced by a good one.
-        let recording = match &mut self.recording {
-            Ok(r) => r,
-            slot @ Err(_) => {
-                *slot = Ok(Recording::new(self.test.clone()));
-                match slot {
-                    Ok(r) => r,
-                    Err(why) => return Err(why.clone()),
-                }
-            }
-        };
+        if self.recording.is_err() {
+            self.recording = Ok(Recording::new(self.test.clone()));
+        }
+        let recording = self
+            .recording
+            .as_mut()
+            .unwrap_or_else(|_| unreachable!("a fresh recording was just set"));
         let key = &turn.key;
         recording.upsert(RecordedStep {
             step: key.step,
@@ -715,7 +714,7 @@ impl ReplaySession {
             relations: Some(relations),
             facts: Some(facts),
         });
-        store::save(&self.path, recording).map_err(|e| e.to_string())
+        store::save(&self.path, recording)
     }
 }
 
@@ -752,7 +751,7 @@ mod tests {
     //! in the next session (real shell commands, no console, no agent).
 
     use super::*;
-    use crate::providers::tool_calls::ShellRun;
+    use crate::model::tool_call::ShellRun;
 
     fn session(dir: &Path, mode: ReplayMode, audit: f64) -> ReplaySession {
         ReplaySession::open(Setup {

@@ -17,11 +17,11 @@
 use super::compare::drift;
 use super::context::{ActionAt, ReplayContext};
 use super::verdict::Fallback;
+use crate::process::handle::AGENT_MARKER_ENV;
 use crate::process::handle::{self, EnvMarker, Io, Launch};
 use crate::process::owner::{Owner, Role, Scope};
 use crate::process::piped::read_to_exit;
 use crate::process::teardown::{terminate, Ladder};
-use crate::providers::AGENT_MARKER_ENV;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
