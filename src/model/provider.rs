@@ -48,6 +48,8 @@ pub struct Cli {
     pub floor: (Version, &'static str),
     /// Environment variables that log it in by themselves (an API key).
     pub key_vars: &'static [&'static str],
+    /// What the owner of the run does when it is not logged in (the `auth` fault's fix).
+    pub login_fix: &'static str,
 }
 
 /// How the agent's own shell tool runs a command (what shell replay runs a recorded one with).
@@ -114,6 +116,9 @@ pub struct ProviderInfo {
     pub shell: AgentShell,
     /// Its own shell tool, as its stream names it (recorded and replayed).
     pub shell_tools: &'static [&'static str],
+    /// Its read-only file tools, as its stream names them (recorded and replayed as checks
+    /// made again over today's files: `replay/files.rs`).
+    pub file_tools: &'static [&'static str],
     pub mcp: McpStyle,
     /// It reports tokens only: a price turns them into dollars (`check` shows it).
     pub prices_tokens: bool,
@@ -143,12 +148,15 @@ const ROWS: [ProviderInfo; 5] = [
                 "CLAUDE_CODE_USE_BEDROCK",
                 "CLAUDE_CODE_USE_VERTEX",
             ],
+            login_fix: "log Claude Code in (`claude auth login`, or `claude` then /login) or set \
+                        ANTHROPIC_API_KEY in the supervisor's environment",
         }),
         resumes: true,
         watchdog: true,
         runs_in_workspace: false,
         shell: AgentShell::Bash,
         shell_tools: &["Bash"],
+        file_tools: &["Read", "Grep", "Glob"],
         mcp: McpStyle::ConfigFile,
         prices_tokens: false,
         seeds_user_home: false,
@@ -180,12 +188,15 @@ const ROWS: [ProviderInfo; 5] = [
                 "the thread and turn events of `codex exec --json`",
             ),
             key_vars: &["OPENAI_API_KEY", "CODEX_API_KEY"],
+            login_fix: "log Codex in (`codex login`, or `printenv OPENAI_API_KEY | codex login \
+                        --with-api-key`) or set OPENAI_API_KEY in the supervisor's environment",
         }),
         resumes: true,
         watchdog: true,
         runs_in_workspace: false,
         shell: AgentShell::Sh,
         shell_tools: &["command_execution"],
+        file_tools: &[],
         mcp: McpStyle::Args,
         prices_tokens: true,
         seeds_user_home: true,
@@ -206,12 +217,15 @@ const ROWS: [ProviderInfo; 5] = [
                 "pi's `--mode json` events as 0.73 and 1.x write them",
             ),
             key_vars: &[],
+            login_fix: "log pi in (`pi` then /login) or set the provider's API key \
+                        (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) in the supervisor's environment",
         }),
         resumes: true,
         watchdog: true,
         runs_in_workspace: false,
         shell: AgentShell::Sh,
         shell_tools: &["bash"],
+        file_tools: &[],
         mcp: McpStyle::Extension,
         prices_tokens: false,
         seeds_user_home: false,
@@ -227,6 +241,7 @@ const ROWS: [ProviderInfo; 5] = [
         runs_in_workspace: false,
         shell: AgentShell::Sh,
         shell_tools: &[],
+        file_tools: &[],
         mcp: McpStyle::Env,
         prices_tokens: false,
         seeds_user_home: false,
@@ -242,6 +257,7 @@ const ROWS: [ProviderInfo; 5] = [
         runs_in_workspace: true,
         shell: AgentShell::Sh,
         shell_tools: &[],
+        file_tools: &[],
         mcp: McpStyle::None,
         prices_tokens: false,
         seeds_user_home: false,
@@ -308,6 +324,11 @@ impl ProviderInfo {
     /// Whether `tool` is this provider's own shell tool.
     pub fn is_shell_tool(&self, tool: &str) -> bool {
         self.shell_tools.contains(&tool)
+    }
+
+    /// Whether `tool` is one of this provider's read-only file tools.
+    pub fn is_file_tool(&self, tool: &str) -> bool {
+        self.file_tools.contains(&tool)
     }
 
     /// What to do when its program is not found: what to install, or which setting names it.

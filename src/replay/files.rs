@@ -110,9 +110,10 @@ pub struct NotReplayable {
     pub reason: String,
 }
 
-/// The tools this module makes checks of.
+/// The tools this module makes checks of: a provider's read-only file tools (its row says
+/// which: Claude Code's `Read`, `Grep`, `Glob`).
 pub fn is_file_tool(tool: &str) -> bool {
-    matches!(tool, "Read" | "Grep" | "Glob")
+    crate::model::provider::rows().any(|row| row.is_file_tool(tool))
 }
 
 /// A check from a Claude Code `tool_use` (`tool`, `input`) and the answer the agent got: the
