@@ -1,4 +1,5 @@
-//! Claude Code's read-only file tools — `Read`, `Grep`, `Glob` — as replayable checks.
+//! The file kind of action ([`FileAction`]): Claude Code's read-only file tools — `Read`,
+//! `Grep`, `Glob` — as replayable checks.
 //!
 //! A step in which the agent only *looked* at files is as replayable as one in which it ran
 //! `cat` or `grep` through Bash, but the look goes through Claude Code's own tools, whose answers
@@ -18,9 +19,15 @@
 //! made again faithfully (context lines, multiline patterns, a `head_limit` that cut the answer,
 //! a truncated glob, a tool error) is not a check: the step is then not recorded.
 
+use super::context::{ActionAt, AgentTools, ReplayContext};
+use super::domains::Learned;
+use super::kind::RecordedKind;
+use super::placeholders::Placeholders;
 use super::rg;
+use super::verdict::Fallback;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -500,6 +507,104 @@ pub fn describe(check: &FileCheck) -> String {
 fn sorted(entries: Vec<String>) -> String {
     let set: BTreeSet<String> = entries.into_iter().collect();
     set.into_iter().collect::<Vec<_>>().join("\n")
+}
+
+/// One of a provider's read-only file tools as recorded: a check made again over today's files.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileAction {
+    /// What was asked and what the agent saw (paths with placeholders).
+    pub check: FileCheck,
+    /// Learned volatile tokens of the compared text (`[line, token, {domain}]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volatile: Vec<Learned>,
+}
+
+impl FileAction {
+    /// A file check as recorded: the paths it names and what it saw with the session's values
+    /// as placeholders. `Err` for a look at the run's own records (a browser snapshot file, a
+    /// log): their names and contents differ every run.
+    pub fn recorded(placeholders: &Placeholders, check: &FileCheck) -> Result<Self, String> {
+        let check = check
+            .map_paths(|p| placeholders.insert(p))
+            .map_seen(|seen| placeholders.insert(&placeholders.redact(seen)));
+        if let Some(file) = check
+            .read_file()
+            .filter(|f| f.starts_with("${BUGATTI_RUN_DIR}"))
+        {
+            return Err(format!(
+                "the agent read {file}, a file of the run's own records, which differ every run"
+            ));
+        }
+        Ok(Self {
+            check,
+            volatile: Vec::new(),
+        })
+    }
+}
+
+impl RecordedKind for FileAction {
+    type State = ();
+    const NAME: &'static str = "file";
+
+    fn describe(&self) -> String {
+        describe(&self.check)
+    }
+
+    fn output(&self) -> Cow<'_, str> {
+        Cow::Owned(seen(&self.check))
+    }
+
+    fn volatile(&self) -> &[Learned] {
+        &self.volatile
+    }
+
+    fn volatile_mut(&mut self) -> &mut Vec<Learned> {
+        &mut self.volatile
+    }
+
+    fn same_call(&self, other: &Self) -> bool {
+        self.check.same_call(&other.check)
+    }
+
+    fn compared(&self, _: &mut ()) -> Option<String> {
+        Some(seen(&self.check))
+    }
+
+    /// The check run again over today's files (its paths filled with this session's values),
+    /// off the runtime's threads and within the action timeout: a walk of a huge tree never
+    /// holds the session (or its signals) up.
+    async fn replay(
+        &self,
+        ctx: &ReplayContext<'_>,
+        _: AgentTools<'_>,
+        _: &mut (),
+        at: &ActionAt<'_>,
+    ) -> Result<(), Fallback> {
+        let check = &self.check;
+        let filled = check.map_paths(|p| ctx.placeholders.fill(p));
+        let cwd = ctx.agent_cwd.clone();
+        let cancel = std::sync::Arc::new(AtomicBool::new(false));
+        let stop = cancel.clone();
+        let work = tokio::task::spawn_blocking(move || observe(&filled, &cwd, &cancel));
+        let today = match tokio::time::timeout(ctx.action_timeout, work).await {
+            Ok(Ok(Ok(observed))) => observed.text,
+            Ok(Ok(Err(e))) => e,
+            Ok(Err(e)) => format!("the file check failed: {e}"),
+            Err(_) => {
+                stop.store(true, std::sync::atomic::Ordering::Relaxed);
+                return Err(Fallback::Failed {
+                    action: at.index,
+                    reason: format!(
+                        "{} still running after {}s",
+                        at.what,
+                        ctx.action_timeout.as_secs()
+                    ),
+                });
+            }
+        };
+        ctx.check(at, &seen(check), &today)
+    }
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 //! The session actor calls this and nothing else of replay: a new kind of replayed action is
 //! [`super::calls`], [`super::record`] and [`super::replayer`]'s business.
 
-use super::browser::BrowserReplay;
+use super::browser::client::BrowserReplay;
 use super::browser_refs::Snapshot;
 use super::calls::{actions_of, last_snapshot, CallsContext};
 use super::context::ReplayContext;
@@ -69,9 +69,9 @@ pub struct ReplaySession {
 
 /// Whether the browser actions of `recording` need the page in the client's action answers.
 fn action_pages(recording: &Recording) -> bool {
-    super::browser::needs_action_pages(recording.steps.iter().flat_map(|s| {
+    super::browser::tools::needs_action_pages(recording.steps.iter().flat_map(|s| {
         s.actions.iter().filter_map(|a| match a {
-            Action::Browser { tool, .. } => Some(tool.as_str()),
+            Action::Browser(call) => Some(call.tool.as_str()),
             _ => None,
         })
     }))
@@ -79,11 +79,10 @@ fn action_pages(recording: &Recording) -> bool {
 
 /// Whether `recording` has a browser action.
 fn has_browser_actions(recording: &Recording) -> bool {
-    recording.steps.iter().any(|s| {
-        s.actions
-            .iter()
-            .any(|a| matches!(a, Action::Browser { .. }))
-    })
+    recording
+        .steps
+        .iter()
+        .any(|s| s.actions.iter().any(|a| matches!(a, Action::Browser(_))))
 }
 
 /// The session's own values, masked as placeholders in what is recorded.
@@ -299,7 +298,7 @@ impl ReplaySession {
 
     /// Whether `test`'s session will replay browser actions (replay tries steps first and its
     /// recording has some), and if so whether the client's action answers must show the page
-    /// ([`super::browser::needs_action_pages`]): its Playwright MCP client is then worth
+    /// ([`super::browser::tools::needs_action_pages`]): its Playwright MCP client is then worth
     /// starting as soon as the browser is up, before this session's replay is set up. A
     /// recording that cannot be read says no (the session's replay reports why).
     pub fn browser_replay_ahead(test: &RootTest, project_root: &Path) -> Option<bool> {
@@ -321,7 +320,7 @@ impl ReplaySession {
     }
 
     /// Whether the replay's Playwright MCP client must show the page in its action answers
-    /// ([`super::browser::needs_action_pages`]); with no recording, as Playwright MCP does.
+    /// ([`super::browser::tools::needs_action_pages`]); with no recording, as Playwright MCP does.
     pub fn browser_action_pages(&self) -> bool {
         self.recording.as_ref().map_or(true, action_pages)
     }

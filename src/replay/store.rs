@@ -221,13 +221,16 @@ pub fn check_status(
 
 /// What kinds of action a step's recording holds, with their counts: `2 browser, 1 shell`.
 fn kinds(step: &RecordedStep) -> String {
-    let mut counts = std::collections::BTreeMap::new();
-    for action in &step.actions {
-        *counts.entry(action.kind()).or_insert(0usize) += 1;
-    }
-    counts
-        .into_iter()
-        .map(|(kind, n)| format!("{n} {}", kind.name()))
+    super::action::KIND_NAMES
+        .iter()
+        .filter_map(|kind| {
+            let n = step
+                .actions
+                .iter()
+                .filter(|a| a.kind_name() == *kind)
+                .count();
+            (n > 0).then(|| format!("{n} {kind}"))
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -236,6 +239,7 @@ fn kinds(step: &RecordedStep) -> String {
 mod tests {
     use super::*;
     use crate::replay::format::Action;
+    use crate::replay::shell::ShellAction;
 
     fn recording() -> Recording {
         let mut rec = Recording::new("tests/a.test.toml");
@@ -249,14 +253,14 @@ mod tests {
             cost_usd: Some(0.02),
             relations: None,
             facts: None,
-            actions: vec![Action::Shell {
+            actions: vec![Action::Shell(ShellAction {
                 command: "true".into(),
                 cwd: "${BUGATTI_WORKDIR}".into(),
                 exit_code: Some(0),
                 output: String::new(),
                 timeout_ms: None,
                 volatile: Vec::new(),
-            }],
+            })],
         });
         rec
     }
