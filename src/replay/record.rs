@@ -10,7 +10,7 @@
 
 use super::action::Action;
 use super::console::ConsoleTool;
-use super::domains::{learn_domain, Learned, Seen};
+use super::domains::{learn_domain, Learned, SeenValue};
 use super::format::RecordedStep;
 use super::masks::{candidates, compare, named_in, Kind, MaskedDiff, Position, Rules};
 use super::normalize::Normalizer;
@@ -99,11 +99,11 @@ pub fn learn(
                 let mut domain = learn_domain(
                     ka,
                     before.and_then(|l| l.domain.as_ref()),
-                    &Seen {
+                    &SeenValue {
                         value: va,
                         window: learning.previous_window,
                     },
-                    &Seen {
+                    &SeenValue {
                         value: vb,
                         window: Some(learning.window),
                     },

@@ -16,17 +16,17 @@ use super::context::{ActionAt, ReplayContext, StepSeen};
 use super::domains::Relation;
 use super::format::RecordedStep;
 use super::normalize::Normalizer;
-use super::verdict::{Fallback, Verdict};
+use super::verdict::{Fallback, ReplayVerdict};
 use chrono::Utc;
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// Replays `step`: [`Verdict::Replayed`] only when every action ran and matched.
+/// Replays `step`: [`ReplayVerdict::Replayed`] only when every action ran and matched.
 pub async fn replay_step(
     ctx: &ReplayContext<'_>,
     tools: AgentTools<'_>,
     step: &RecordedStep,
-) -> Verdict {
+) -> ReplayVerdict {
     let started = Instant::now();
     let mut state = StepState::default();
     let mut previous_began = None;
@@ -60,16 +60,16 @@ pub async fn replay_step(
         };
         let result = action.replay(ctx, tools, &mut state, &at).await;
         if let Err(fallback) = result {
-            return Verdict::Fallback(fallback);
+            return ReplayVerdict::Fallback(fallback);
         }
         previous_began = Some(began);
     }
     let seen = seen.into_inner().unwrap_or_else(|e| e.into_inner());
     if let Some(fallback) = false_fact(step, &seen.comparable) {
-        return Verdict::Fallback(fallback);
+        return ReplayVerdict::Fallback(fallback);
     }
     let varied = seen.varied;
-    Verdict::Replayed {
+    ReplayVerdict::Replayed {
         actions: step.actions.len(),
         took: started.elapsed(),
         cost_saved_usd: step.cost_usd,

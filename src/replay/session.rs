@@ -22,7 +22,7 @@ use super::replayer::{replay_step, AgentTools};
 use super::step_report::{add_note, by_the_agent, replayed};
 use super::store::{self, StepKey};
 use super::told::Told;
-use super::verdict::{Fallback, Miss, Verdict};
+use super::verdict::{Fallback, Miss, ReplayVerdict};
 use crate::atomic::WriteError;
 use crate::console::record::CallRecord;
 use crate::console::Console;
@@ -379,7 +379,10 @@ impl ReplaySession {
         }
         let only = self.mode == ReplayMode::Only;
         let (outcome, recorded) = if !asked.step.replay {
-            (Verdict::Fallback(Fallback::Miss(Miss::OptedOut)), None)
+            (
+                ReplayVerdict::Fallback(Fallback::Miss(Miss::OptedOut)),
+                None,
+            )
         } else if let Some(previous) = self
             .usable(&key)
             .filter(|_| !only && self.audits(asked.step.step_id))
@@ -392,11 +395,11 @@ impl ReplaySession {
             }
         };
         Ok(match (outcome, recorded) {
-            (outcome @ Verdict::Replayed { .. }, Some(recorded)) => {
+            (outcome @ ReplayVerdict::Replayed { .. }, Some(recorded)) => {
                 let (message, info) = replayed(&recorded, &outcome, &self.placeholders);
                 let (took, varied) = match outcome {
-                    Verdict::Replayed { took, varied, .. } => (took, varied),
-                    Verdict::Fallback(_) => (Duration::ZERO, Vec::new()),
+                    ReplayVerdict::Replayed { took, varied, .. } => (took, varied),
+                    ReplayVerdict::Fallback(_) => (Duration::ZERO, Vec::new()),
                 };
                 self.told
                     .replayed(&self.placeholders, asked.id, asked.instruction, &recorded);
@@ -407,7 +410,7 @@ impl ReplaySession {
                     took,
                 })
             }
-            (Verdict::Fallback(why), _) if only => {
+            (ReplayVerdict::Fallback(why), _) if only => {
                 // A drift is not "no recording": say what stopped the replay.
                 let message = match &why {
                     Fallback::Miss(_) | Fallback::Unreadable(_) => format!(
@@ -419,7 +422,7 @@ impl ReplaySession {
                 info.mode = StepMode::NotReplayed;
                 Before::NoAgent { message, info }
             }
-            (Verdict::Fallback(why), previous) => {
+            (ReplayVerdict::Fallback(why), previous) => {
                 // A drift mid-step: the agent is told which of its actions already ran.
                 let stopped = match &why {
                     // An element not found on the page: that action never ran.
@@ -435,7 +438,7 @@ impl ReplaySession {
                 }
                 Before::ToAgent(turn(Some(why), previous, false))
             }
-            (Verdict::Replayed { .. }, None) => Before::ToAgent(turn(None, None, false)),
+            (ReplayVerdict::Replayed { .. }, None) => Before::ToAgent(turn(None, None, false)),
         })
     }
 
@@ -575,10 +578,15 @@ impl ReplaySession {
         &self,
         key: &StepKey,
         asked: &StepAsked<'_>,
-    ) -> (Verdict, Option<RecordedStep>) {
+    ) -> (ReplayVerdict, Option<RecordedStep>) {
         let recording = match &self.recording {
             Ok(r) => r,
-            Err(why) => return (Verdict::Fallback(Fallback::Unreadable(why.clone())), None),
+            Err(why) => {
+                return (
+                    ReplayVerdict::Fallback(Fallback::Unreadable(why.clone())),
+                    None,
+                )
+            }
         };
         let recorded = match recording.lookup(key, chrono::Utc::now(), self.max_age_days) {
             Ok(step) => step.clone(),
@@ -588,7 +596,7 @@ impl ReplaySession {
                 } else {
                     miss
                 };
-                return (Verdict::Fallback(Fallback::Miss(miss)), None);
+                return (ReplayVerdict::Fallback(Fallback::Miss(miss)), None);
             }
         };
         let ctx = ReplayContext {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 /// What replaying one step came to.
 #[derive(Debug, Clone)]
-pub enum Verdict {
+pub enum ReplayVerdict {
     /// Every recorded action ran again and matched: the step passes without the model
     /// (`status = "ok"`, `mode = "replayed"`).
     Replayed {
@@ -45,7 +45,7 @@ pub enum Fallback {
     Failed { action: usize, reason: String },
 }
 
-impl Verdict {
+impl ReplayVerdict {
     /// True only for a step every action of which matched.
     pub fn passed(&self) -> bool {
         matches!(self, Self::Replayed { .. })

@@ -22,3 +22,4 @@ mod readme_examples;
 mod schemas;
 mod security_paths;
 mod security_secrets;
+mod type_names;

@@ -20,7 +20,7 @@ use bugatti::replay::placeholders::Placeholders;
 use bugatti::replay::replayer::{replay_step, AgentTools};
 use bugatti::replay::shell::AgentShell;
 use bugatti::replay::shell::ShellAction;
-use bugatti::replay::verdict::{Fallback, Verdict};
+use bugatti::replay::verdict::{Fallback, ReplayVerdict};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -177,9 +177,9 @@ fn learned_at(token: usize) -> Learned {
     }
 }
 
-fn drift(verdict: Verdict) -> Drift {
+fn drift(verdict: ReplayVerdict) -> Drift {
     match verdict {
-        Verdict::Fallback(Fallback::Drift(d)) => *d,
+        ReplayVerdict::Fallback(Fallback::Drift(d)) => *d,
         other => panic!("expected a drift, got {other:?}"),
     }
 }
@@ -204,7 +204,7 @@ async fn a_shell_step_replays_in_another_session() {
     let b = Session::new(50321);
     let verdict = replay_step(&b.ctx(), b.tools(), &recorded).await;
     let learn = match &verdict {
-        Verdict::Fallback(Fallback::SoftDrift { drift, learn }) => {
+        ReplayVerdict::Fallback(Fallback::SoftDrift { drift, learn }) => {
             assert!(drift.soft, "{drift:?}");
             learn.clone()
         }
@@ -219,7 +219,7 @@ async fn a_shell_step_replays_in_another_session() {
     assert!(verdict.passed(), "{}", verdict.describe());
     assert!(matches!(
         verdict,
-        Verdict::Replayed {
+        ReplayVerdict::Replayed {
             actions: 2,
             cost_saved_usd: Some(_),
             ..
@@ -325,7 +325,7 @@ async fn a_write_to_a_session_the_step_did_not_start_is_no_pass() {
     assert!(
         matches!(
             verdict,
-            Verdict::Fallback(Fallback::Failed { action: 0, .. })
+            ReplayVerdict::Fallback(Fallback::Failed { action: 0, .. })
         ),
         "{verdict:?}"
     );
@@ -424,7 +424,7 @@ async fn a_replayed_command_has_the_agents_own_timeout() {
     let short = bugatti::replay::record::with_timeout(asked, Some(300));
     let verdict = replay_step(&ctx, bash, &step(vec![short])).await;
     assert!(
-        matches!(verdict, Verdict::Fallback(Fallback::Failed { .. })),
+        matches!(verdict, ReplayVerdict::Fallback(Fallback::Failed { .. })),
         "{}",
         verdict.describe()
     );
@@ -453,7 +453,7 @@ async fn a_replayed_bash_command_has_the_agents_configured_default() {
     };
     let verdict = replay_step(&ctx, bash, &step(vec![slow])).await;
     match &verdict {
-        Verdict::Fallback(Fallback::Failed { reason, .. }) => {
+        ReplayVerdict::Fallback(Fallback::Failed { reason, .. }) => {
             assert!(reason.contains("0.3s"), "{reason}");
         }
         other => panic!("{}", other.describe()),
@@ -480,7 +480,7 @@ async fn a_replayed_codex_or_pi_command_runs_as_its_call_allowed() {
     ctx.action_timeout = Duration::from_secs(600);
     let verdict = replay_step(&ctx, a.tools(), &step(vec![asked])).await;
     match &verdict {
-        Verdict::Fallback(Fallback::Failed { reason, .. }) => {
+        ReplayVerdict::Fallback(Fallback::Failed { reason, .. }) => {
             assert!(reason.contains("after 2s"), "{reason}");
         }
         other => panic!("{}", other.describe()),
