@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 /// The provider's own shell tool run to its end.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ShellRun {
     pub command: String,
     /// `None` when the stream did not show one (a refused or interrupted call).
@@ -15,6 +15,13 @@ pub struct ShellRun {
     /// The timeout the call asked for, in ms (Claude Code's Bash `timeout`, pi's `timeout` in
     /// seconds); `None`: the tool's default.
     pub timeout_ms: Option<u64>,
+    /// Where the agent's shell was when the command began, where the CLI says so and it differs
+    /// from the agent's working directory: Claude Code 2.1.265 and later keep a `cd` across
+    /// user messages, and each turn's `init` names the directory (set on the turn's first
+    /// shell call; the replay carries the directory from there on). `None`: the agent's cwd.
+    pub started_in: Option<String>,
+    /// The version of the agent CLI that ran it, as its stream named it.
+    pub cli_version: Option<String>,
 }
 
 /// One tool call of the agent.

@@ -107,10 +107,13 @@ fn shell_action(
     let Some(shell) = &call.shell else {
         return Ok(None);
     };
+    // Where the agent's shell was, where the CLI said so (a `cd` kept from the step before),
+    // else the agent's own directory.
+    let cwd = ctx.agent_cwd.display().to_string();
     let mut action = ShellAction::recorded(
         ctx.placeholders,
         &shell.command,
-        &ctx.agent_cwd.display().to_string(),
+        shell.started_in.as_deref().unwrap_or(&cwd),
         shell.exit_code,
         &ctx.placeholders.redact(&shell.output),
     );

@@ -288,6 +288,7 @@ mod tests {
             actions,
             relations: None,
             facts: None,
+            agent_version: None,
         }
     }
 

@@ -27,6 +27,7 @@ fn step() -> PlannedStep {
         include_chain: Vec::new(),
         instruction: "check the value".into(),
         timeout_secs: None,
+        timeout: crate::model::layers::Sourced::default_value(Duration::from_secs(300)),
         checkpoint: None,
         setup: false,
         skip: false,
@@ -44,6 +45,8 @@ fn shell_call(command: &str, output: &str) -> ToolCall {
             exit_code: Some(0),
             output: output.into(),
             timeout_ms: None,
+            cli_version: Some("2.1.197".into()),
+            ..ShellRun::default()
         }),
         unreplayable: None,
         input: serde_json::Value::Null,
