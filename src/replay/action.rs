@@ -130,3 +130,52 @@ pub fn compared_outputs(actions: &[Action]) -> Vec<Option<String>> {
     let mut state = StepState::default();
     actions.iter().map(|a| a.compared(&mut state)).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One action of each kind as the recording file has always held it (each kind's fields
+    /// after its `"kind"`, defaults left out): read and written back byte for byte.
+    const LINES: [&str; 4] = [
+        r#"{"kind": "shell", "command": "curl -s localhost:${APP_PORT}/health", "cwd": "${BUGATTI_WORKDIR}", "exit_code": 0, "output": "ok", "timeout_ms": 5000}"#,
+        r#"{"kind": "console", "tool": "list_logs", "arguments": {}, "output": "worker: long_lived, running", "after_ms": 12}"#,
+        r#"{"kind": "file", "check": {"tool": "Read", "file": "${BUGATTI_WORKDIR}/a.txt", "offset": 1, "limit": 2000, "seen": "a\n", "bytes": 2}}"#,
+        r#"{"kind": "browser", "tool": "browser_navigate", "arguments": {"url": "http://127.0.0.1:${APP_PORT}/"}, "output": "- Page Title: Shop", "is_error": true}"#,
+    ];
+
+    #[test]
+    fn each_kind_reads_and_writes_as_the_file_always_had_it() {
+        let mut recording = crate::replay::format::Recording::new("t.test.toml");
+        let actions: Vec<Action> = LINES
+            .iter()
+            .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))
+            .collect();
+        let names: Vec<&str> = actions.iter().map(Action::kind_name).collect();
+        assert_eq!(names, KIND_NAMES);
+        recording.upsert(crate::replay::format::RecordedStep {
+            step: crate::model::ids::StepId::new(1),
+            provenance: "t.test.toml#1".into(),
+            instruction_hash: "h".into(),
+            provider: "claude-code".parse().expect("a provider"),
+            recorded_at: "2026-11-24T12:00:00Z".parse().expect("timestamp"),
+            run_started_at: None,
+            cost_usd: None,
+            relations: None,
+            facts: None,
+            agent_version: None,
+            actions,
+        });
+        let text = recording.to_text().expect("serializes");
+        let written: Vec<&str> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| l.starts_with("{\"kind\""))
+            .map(|l| l.trim_end_matches(','))
+            .collect();
+        assert_eq!(written, LINES);
+        // A field no kind has is refused, as before.
+        let unknown = LINES[0].replace("\"cwd\"", "\"cwdx\"");
+        assert!(serde_json::from_str::<Action>(&unknown).is_err());
+    }
+}
