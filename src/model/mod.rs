@@ -34,4 +34,5 @@ pub mod sourced;
 pub mod substitute;
 pub mod test_file;
 pub mod toml_read;
+pub mod tool_call;
 pub mod user_file;

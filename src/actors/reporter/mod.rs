@@ -42,10 +42,10 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
+use crate::atomic::write_atomic;
 use crate::model::artifacts::{RunPaths, SuitePaths};
 use crate::model::outcome::RunOutcome;
 use crate::model::redact::Secrets;
-use crate::report::ground::atomic::write_atomic;
 use crate::report::ground::error::ReportError;
 use crate::report::live::console::stderr_notice;
 use crate::report::live::console::LiveView;

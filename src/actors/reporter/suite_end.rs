@@ -349,5 +349,5 @@ pub(super) fn write_copy(path: &std::path::Path, bytes: &[u8]) -> Result<(), Rep
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| ReportError::write(parent, e))?;
     }
-    write_atomic(path, bytes)
+    Ok(write_atomic(path, bytes)?)
 }
