@@ -318,7 +318,7 @@ fn reporter_args(
         jobs: suite.base.supervisor.jobs.value,
         strict_warnings: suite.base.provider.strict_warnings.value,
         console: LiveView::new(ConsoleMode::detect(), options.verbosity)
-            .with_max_attempts(1 + suite.base.supervisor.retries.value)
+            .with_max_attempts(1 + suite.base.supervisor.retries.value.count)
             .with_repeat(suite.base.supervisor.repeat.value),
         secrets,
         harness_logs: Some(logs.clone()),

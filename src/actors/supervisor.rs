@@ -51,6 +51,8 @@ pub enum SupervisorMsg {
         outcome: RunOutcome,
     },
     Shutdown(ShutdownRequest),
+    /// A retry waited out its backoff (`retries.delay`): it may start.
+    RetryDue(Attempt),
     /// `--timeout` expired: a shutdown like SIGTERM's, said to be the deadline's.
     DeadlineReached {
         secs: u64,
@@ -141,9 +143,14 @@ impl Actor for SupervisorActor {
             tests.len(),
             base.repeat.value,
             base.jobs.value,
-            base.retries.value,
+            base.retries.value.count,
             base.failures_allowed(),
             strict,
+        )
+        .with_retries(
+            tests
+                .iter()
+                .map(|t| t.effective.supervisor.retries.value.count),
         );
         if let Some(secs) = base.timeout_secs.value {
             myself.send_after(Duration::from_secs(secs), move || {
@@ -251,7 +258,11 @@ impl SupervisorState {
                 }
                 self.running.retain(|_, r| r.run_id != run_id);
                 self.release_budget(&run_id);
-                self.attempt_finished(attempt, &run_id, outcome);
+                self.attempt_finished(myself, attempt, &run_id, outcome);
+                self.dispatch(myself).await;
+            }
+            SupervisorMsg::RetryDue(retry) => {
+                self.queue.release(retry);
                 self.dispatch(myself).await;
             }
             SupervisorMsg::Shutdown(request) => {
@@ -325,7 +336,7 @@ impl SupervisorState {
         });
         let _ = running.events.close().await;
         self.release_budget(&running.run_id);
-        self.attempt_finished(running.attempt, &running.run_id, RunOutcome::Error);
+        self.attempt_finished(myself, running.attempt, &running.run_id, RunOutcome::Error);
         self.dispatch(myself).await;
     }
 
@@ -337,7 +348,13 @@ impl SupervisorState {
     }
 
     /// Books a finished attempt in the queue and says in the suite log what follows from it.
-    fn attempt_finished(&mut self, attempt: Attempt, run_id: &RunId, outcome: RunOutcome) {
+    fn attempt_finished(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        attempt: Attempt,
+        run_id: &RunId,
+        outcome: RunOutcome,
+    ) {
         let test = self.tests[attempt.test].rel_path.display().to_string();
         tracing::info!(
             "finished: {test} attempt {} (run {run_id}): {}",
@@ -346,12 +363,25 @@ impl SupervisorState {
         );
         match self.queue.finished(attempt, outcome) {
             AfterAttempt::Done => {}
-            AfterAttempt::Retry(next) => tracing::info!(
-                "retry: {test} failed ({}); attempt {} of {} queued next",
-                outcome.as_str(),
-                next.number,
-                self.queue.max_attempts()
-            ),
+            AfterAttempt::Retry(next) => {
+                let policy = self.tests[attempt.test].effective.supervisor.retries.value;
+                let wait = policy.delay_before(attempt.number, random_fraction());
+                tracing::info!(
+                    "retry: {test} failed ({}); attempt {} of {} queued next, after {}ms",
+                    outcome.as_str(),
+                    next.number,
+                    self.queue.max_attempts(attempt.test),
+                    wait.as_millis()
+                );
+                if !wait.is_zero() {
+                    self.queue.defer(next);
+                    let due = Attempt {
+                        waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                        ..next
+                    };
+                    myself.send_after(wait, move || SupervisorMsg::RetryDue(due));
+                }
+            }
             AfterAttempt::FailFast => tracing::info!(
                 "fail-fast: {test} failed ({}); no new test starts",
                 outcome.as_str()
@@ -678,6 +708,13 @@ impl SupervisorState {
         let _ = done.send(reason);
         myself.stop(None);
     }
+}
+
+/// A random number in 0..1 for a retry's jitter (a v4 uuid's random bits: no other source is
+/// needed for spreading waits).
+fn random_fraction() -> f64 {
+    let bits = uuid::Uuid::new_v4().as_u128() as u64;
+    (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The test as a `--repeat` run after the first runs it: without replay unless `--replay` said

@@ -477,8 +477,13 @@ impl LiveView {
         }
         let outcome = record.outcome.unwrap_or(RunOutcome::Interrupted);
         // A failed attempt with attempts left is not the test's verdict: the retry decides.
+        // The run's own limit (a test file's `retries`), else the suite's.
+        let max_attempts = match record.identity.max_attempts {
+            0 => self.max_attempts,
+            own => own,
+        };
         let retry_may_follow = matches!(outcome, RunOutcome::Failed | RunOutcome::Error)
-            && record.identity.attempt.max(1) < self.max_attempts;
+            && record.identity.attempt.max(1) < max_attempts;
         let word = if retry_may_follow {
             format!(
                 "{:<11}",
@@ -527,7 +532,7 @@ impl LiveView {
             line.push_str(&format!(
                 "  (retrying: attempt {} of {})",
                 record.identity.attempt.max(1) + 1,
-                self.max_attempts
+                max_attempts
             ));
         } else if record.identity.attempt > 1 {
             line.push_str(&format!("  (attempt {})", record.identity.attempt));
