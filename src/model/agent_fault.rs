@@ -28,6 +28,12 @@ pub enum FaultKind {
     CliMissing,
     /// The program speaks a protocol this supervisor does not.
     CliVersion,
+    /// The CLI refused part of the configuration it was given (Claude Code's `init` listing a
+    /// rejected MCP server in `mcp_server_errors`): found before the first agent step.
+    CliConfig,
+    /// The model asked the user a question (Codex's `request_user_input`) in a run with no user
+    /// to answer it: the step cannot go on as the test meant, and the next test may not ask.
+    AskedUser,
 }
 
 impl FaultKind {
@@ -42,6 +48,8 @@ impl FaultKind {
             Self::Stalled => "stalled",
             Self::CliMissing => "cli_missing",
             Self::CliVersion => "cli_version",
+            Self::CliConfig => "cli_config",
+            Self::AskedUser => "asked_user",
         }
     }
 
@@ -50,7 +58,7 @@ impl FaultKind {
     pub fn is_persistent(self) -> bool {
         matches!(
             self,
-            Self::Auth | Self::Quota | Self::CliMissing | Self::CliVersion
+            Self::Auth | Self::Quota | Self::CliMissing | Self::CliVersion | Self::CliConfig
         )
     }
 
@@ -96,8 +104,19 @@ impl FaultKind {
                     .into()
             }
             (Self::CliMissing, _) => "install the agent CLI or name it in the config".into(),
+            (Self::CliConfig, _) => {
+                "the agent CLI rejected an MCP server of its configuration: fix the entry it \
+                 names (the project's .mcp.json, [browser] mcp_cmd) or use a CLI version that \
+                 accepts it (docs/providers.md)"
+                    .into()
+            }
             (Self::CliVersion, _) => {
                 "install a supported version of the agent CLI (docs/providers.md)".into()
+            }
+            (Self::AskedUser, _) => {
+                "the agent asked for an answer no one can give in an unattended run: say in \
+                 the step's instruction (or extra_system_prompt) what it wanted to know"
+                    .into()
             }
         }
     }
@@ -232,7 +251,12 @@ mod tests {
 
     #[test]
     fn only_lasting_faults_trip_the_breaker_and_only_passing_ones_are_retried() {
-        for kind in [FaultKind::Auth, FaultKind::Quota, FaultKind::CliMissing] {
+        for kind in [
+            FaultKind::Auth,
+            FaultKind::Quota,
+            FaultKind::CliMissing,
+            FaultKind::CliConfig,
+        ] {
             assert!(kind.is_persistent() && !kind.is_transient(), "{kind}");
         }
         for kind in [
@@ -243,6 +267,8 @@ mod tests {
             assert!(kind.is_transient() && !kind.is_persistent(), "{kind}");
         }
         assert!(!FaultKind::Crashed.is_transient() && !FaultKind::Crashed.is_persistent());
+        // A question to the absent user is this test's, not the suite's: no retry, no breaker.
+        assert!(!FaultKind::AskedUser.is_transient() && !FaultKind::AskedUser.is_persistent());
         assert!(FaultKind::Auth
             .fix("claude-code")
             .contains("ANTHROPIC_API_KEY"));

@@ -219,11 +219,68 @@ fn a_cli_older_than_the_protocol_we_read_is_refused_before_anything_starts() {
     };
     let said = doctor("old_version");
     assert!(
-        said.contains("FAIL provider pi: pi 0.60.2 is older than 0.73.0"),
+        said.contains("FAIL provider pi: pi 0.60.2 is older than 0.73.1"),
         "{said}"
     );
     let said = doctor("ok");
     assert!(said.contains("ok   provider pi: 1.5.2"), "{said}");
+}
+
+/// Issue 51: a CLI newer than the newest tested is a warning of `doctor` (docs/providers.md,
+/// "Supported versions"), not a refusal: `doctor` passes and names the newest tested.
+#[test]
+fn a_cli_newer_than_tested_is_a_doctor_warning_not_a_refusal() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"pi\"\n");
+    p.write(
+        "t1.test.toml",
+        "name = \"T1\"\n[[steps]]\ninstruction = \"Check.\"\n",
+    );
+    let out = p
+        .supervisor()
+        .arg("doctor")
+        .env("BUGATTI_PI_BIN", fake("fake_pi.py"))
+        .env("FAKE_PI_MODE", "newer_version")
+        .env("PI_CODING_AGENT_DIR", p.root().join(".pi"))
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .output()
+        .expect("doctor");
+    let said = stdout(&out);
+    assert!(
+        said.contains("warn provider pi: pi 1.7.0 is newer than tested (1.6.0 on "),
+        "{said}"
+    );
+    assert!(!said.contains("FAIL provider pi"), "{said}");
+}
+
+/// Issue 51: pi 1.x on a Node older than 22.19 dies at its first import; that is named as the
+/// Node it needs (the fault `cli_version` before anything starts, and `doctor`'s FAIL), never
+/// "update the CLI".
+#[test]
+fn pi_on_a_node_too_old_is_refused_naming_the_node_it_needs() {
+    let ran = run("pi", "old_node", 1, 30);
+    let said = ran.said();
+    assert_eq!(ran.code(), Some(3), "{said}");
+    assert!(
+        said.contains("needs Node.js 22.19 or later, and it ran on Node.js 20.20.2")
+            && said.contains("(cli_version)")
+            && !said.contains("update the CLI"),
+        "{said}"
+    );
+    assert!(fault::run_dirs(&ran.p).is_empty(), "a run started");
+    let out = ran
+        .p
+        .supervisor()
+        .arg("doctor")
+        .env("BUGATTI_PI_BIN", fake("fake_pi.py"))
+        .env("FAKE_PI_MODE", "old_node")
+        .output()
+        .expect("doctor");
+    let said = stdout(&out);
+    assert!(
+        said.contains("FAIL provider pi: pi (@earendil-works/pi-coding-agent) needs Node.js 22.19"),
+        "{said}"
+    );
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! directory, the browser and Playwright MCP, and the dead runs a SIGKILLed supervisor left.
 
 use super::*;
+use bugatti::providers::cli_version::Level;
 use std::path::Path;
 
 /// Check what a run will need, without running anything.
@@ -70,13 +71,9 @@ pub(super) fn doctor(config: Option<PathBuf>) -> ExitCode {
     for note in tool_notes {
         println!("note {note}");
     }
-    for (ok, line) in versions {
-        if ok {
-            println!("ok   {line}");
-        } else {
-            failed = true;
-            println!("FAIL {line}");
-        }
+    for (level, line) in versions {
+        failed |= level == Level::Fail;
+        println!("{} {line}", level.tag());
     }
     for (name, port) in &suite.base.ports {
         if let bugatti::model::config::PortSpec::Fixed(n) = port.value {
@@ -188,7 +185,7 @@ pub(super) fn report_dead_runs(artifacts: &Path) {
 pub(super) fn agent_versions(
     providers: &[&bugatti::model::layers::ProviderSettings],
     project_root: &std::path::Path,
-) -> Vec<(bool, String)> {
+) -> Vec<(Level, String)> {
     use bugatti::providers::locate::{agent_version, find_program};
     let mut seen = std::collections::BTreeSet::new();
     let mut wanted = Vec::new();
@@ -212,7 +209,7 @@ pub(super) fn agent_versions(
         .build()
     {
         Ok(runtime) => runtime,
-        Err(e) => return vec![(false, format!("cannot check agent versions: {e}"))],
+        Err(e) => return vec![(Level::Fail, format!("cannot check agent versions: {e}"))],
     };
     let env: Vec<(String, String)> = std::env::vars().collect();
     wanted
@@ -222,14 +219,10 @@ pub(super) fn agent_versions(
             let version = match runtime.block_on(agent_version(&path, project_root)) {
                 // One older than the protocol we read is the fault `cli_version` (preflight
                 // refuses it).
-                Ok(version) => match bugatti::providers::cli_version::judge(kind, &version) {
-                    bugatti::providers::cli_version::Verdict::TooOld(why) => {
-                        (false, format!("provider {name}: {why}"))
-                    }
-                    _ => (true, format!("provider {name}: {version}")),
-                },
-                Err(why) => (false, format!("provider {name}: {why}")),
+                Ok(version) => bugatti::providers::cli_version::doctor_line(kind, &version),
+                Err(why) => bugatti::providers::cli_version::doctor_failure(kind, why),
             };
+            let version = (version.0, format!("provider {name}: {}", version.1));
             // Its login, asked of the CLI without a model call (docs/providers.md).
             let args: Vec<String> = providers
                 .iter()
@@ -243,8 +236,14 @@ pub(super) fn agent_versions(
                 &env,
                 project_root,
             ));
-            let ok = !matches!(login, bugatti::providers::login::Login::No(_));
-            [version, (ok, format!("login of {}", login.describe(kind)))]
+            let level = match login {
+                bugatti::providers::login::Login::No(_) => Level::Fail,
+                _ => Level::Ok,
+            };
+            [
+                version,
+                (level, format!("login of {}", login.describe(kind))),
+            ]
         })
         .collect()
 }
