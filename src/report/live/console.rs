@@ -594,7 +594,13 @@ impl LiveView {
             .iter()
             .filter_map(|t| summary.failure_reason(t).map(|why| (t, why)))
             .collect();
-        let quarantined: Vec<_> = summary.tests.iter().filter(|t| t.quarantined).collect();
+        // A quarantined test whose harness failed does decide the exit code: it is a failure
+        // above, never "not deciding" here.
+        let quarantined: Vec<_> = summary
+            .tests
+            .iter()
+            .filter(|t| t.quarantined && !summary.fails_suite(t))
+            .collect();
         // Tests never started are failures only when the suite's harness failed (ERROR); after
         // --fail-fast, a budget or the deadline they are listed apart, as not run.
         let not_run_are_errors = summary.harness_error.is_some();
@@ -614,13 +620,18 @@ impl LiveView {
         for (test, why) in failing {
             let flaky = test.outcome.is_pass(summary.strict_warnings);
             recap.push_str(&format!(
-                "\n  {:<11} {}\n{}\n{INDENT}report: {}",
+                "\n  {:<11} {}{}\n{}\n{INDENT}report: {}",
                 if flaky {
                     "FLAKY"
                 } else {
                     outcome_word(test.outcome)
                 },
                 escape_controls(&test.test_file, Newlines::Escape),
+                if test.quarantined {
+                    " (quarantined, but its harness failed: that decides the exit code)"
+                } else {
+                    ""
+                },
                 message_block(
                     if flaky {
                         &why
