@@ -328,18 +328,18 @@ fn a_401_on_every_call_stops_the_suite_after_two_tests_the_rest_not_run() {
     );
     let started = fault::run_dirs(&ran.p).len();
     assert!(started <= 2, "{started} tests started");
-    let summary = ran.p.suite_summary_json();
-    let not_run = summary["not_run"].as_array().expect("not_run").len();
-    assert_eq!(not_run, 6 - started, "{summary}");
+    let summary = ran.p.suite_summary();
+    assert_eq!(summary.not_run.len(), 6 - started, "{summary:?}");
     assert!(
-        summary["not_run_reason"]
-            .as_str()
+        summary
+            .not_run_reason
+            .as_deref()
             .is_some_and(|r| r.starts_with("agent unavailable: auth")),
-        "{summary}"
+        "{summary:?}"
     );
-    for test in summary["tests"].as_array().expect("tests") {
-        assert_eq!(test["outcome"], "error", "{test}");
-        assert_eq!(test["agent_fault"], "auth", "{test}");
+    for test in &summary.tests {
+        assert_eq!(test.outcome, RunOutcome::Error, "{test:?}");
+        assert_eq!(test.agent_fault, Some(FaultKind::Auth), "{test:?}");
     }
     assert!(
         ran.said().contains("agent unavailable: auth"),
@@ -354,19 +354,20 @@ fn an_agent_error_after_a_pass_is_no_new_failure_and_is_shown_apart() {
     assert_passed(&first);
     let ran = run_in(first.p, "claude-code", "revoked", 1, 30);
     assert_agent_error(&ran, "auth", "ANTHROPIC_API_KEY");
-    let summary = ran.p.suite_summary_json();
-    let changes = &summary["changes"];
-    assert_eq!(changes["new_failures"], serde_json::json!([]), "{changes}");
+    let summary = ran.p.suite_summary();
+    let changes = summary.changes.as_ref().expect("a comparison");
+    assert!(changes.new_failures.is_empty(), "{changes:?}");
     assert_eq!(
-        changes["agent_errors"][0]["test_file"], "t1.test.toml",
-        "{changes}"
+        changes.agent_errors.first().map(|c| c.test_file.as_str()),
+        Some("t1.test.toml"),
+        "{changes:?}"
     );
-    assert_eq!(summary["totals"]["failed"], 0, "{summary}");
-    let history = std::fs::read_to_string(ran.p.root().join(".bugatti/history.jsonl"))
-        .expect("history.jsonl");
-    let last: serde_json::Value =
-        serde_json::from_str(history.lines().last().expect("a line")).expect("json");
-    assert_eq!(last["tests"][0]["agent_error"], "auth", "{last}");
+    assert_eq!(summary.totals.failed, 0, "{summary:?}");
+    let last =
+        bugatti::report::records::history::read(&ran.p.root().join(".bugatti/history.jsonl"))
+            .pop()
+            .expect("a history entry");
+    assert_eq!(last.tests[0].agent_error, Some(FaultKind::Auth), "{last:?}");
     let said = ran.said();
     assert!(
         said.contains("agent error (not the app): t1.test.toml"),
