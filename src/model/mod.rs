@@ -28,6 +28,7 @@ pub mod plan;
 pub mod provider;
 pub mod redact;
 pub mod replay;
+pub mod retries;
 pub mod revision;
 pub mod shard;
 pub mod sourced;

@@ -61,6 +61,7 @@ impl ReporterState {
         self.create_suite_dir(&paths);
         summary.shard = self.args.extras.shard.clone();
         summary.fail_on_flaky = self.args.extras.fail_on_flaky;
+        summary.cost_cap_usd = self.args.extras.cost_cap_usd;
         let revision = self.args.extras.revision.get();
         summary.commit = revision.commit;
         summary.dirty = revision.dirty;

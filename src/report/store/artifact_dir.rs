@@ -306,6 +306,18 @@ pub fn merge(
     let mut summary =
         SuiteSummary::build(&merged_id, started, finished, strict, &records, &not_run);
     summary.fail_on_flaky = loaded.iter().any(|l| l.summary.fail_on_flaky);
+    summary.cost_cap_usd = loaded.iter().find_map(|l| l.summary.cost_cap_usd);
+    if let Some(cap) = summary.cost_cap_usd {
+        let total = summary.cost_usd.unwrap_or(0.0);
+        notes.push(format!(
+            "cost: the run spent ${total:.4} of its [supervisor] max_cost_usd ${cap:.4}{}",
+            if total > cap {
+                " (over: the steps in flight when the cap was reached)"
+            } else {
+                ""
+            }
+        ));
+    }
     summary.partial_allowed = allow_partial;
     (summary.commit, summary.dirty) = common_revision(loaded.iter().map(|l| &l.summary));
     add_what_only_the_shards_say(&mut summary, &loaded, gaps);
