@@ -103,7 +103,7 @@ impl FaultKind {
             Self::CliVersion => {
                 "install a supported version of the agent CLI (docs/providers.md)".into()
             }
-            (Self::AskedUser, _) => {
+            Self::AskedUser => {
                 "the agent asked for an answer no one can give in an unattended run: say in \
                  the step's instruction (or extra_system_prompt) what it wanted to know"
                     .into()
