@@ -14,6 +14,7 @@
 pub mod bootstrap;
 pub mod claude_code;
 pub mod claude_reply_end;
+mod claude_result;
 pub mod cli_version;
 pub mod codex;
 pub mod codex_home;
