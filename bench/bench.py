@@ -66,6 +66,22 @@ def tally(rows):
             f"{skipped} skipped")
 
 
+def agent_clis(numbered):
+    """The line naming the agent CLI each row drove, as the row found it (`--version`): rows that
+    drove the same ones share a clause; the rest drove none (the `shell` provider, or the
+    `command` provider's python3 stand-in agent)."""
+    used = {}
+    for number, row in numbered:
+        used.setdefault(tuple(sorted(row.agent_clis)), []).append(str(number))
+    label = lambda ns: f"row{'s' if len(ns) > 1 else ''} {', '.join(ns)}"
+    clauses = [f"{label(ns)}: {' and '.join(clis)}" for clis, ns in used.items() if clis]
+    none = used.get((), [])
+    if none:
+        clauses.append(f"{label(none)}: none (the `shell` provider, or the `command` "
+                       "provider's python3 stand-in agent)")
+    return "Agent CLIs: " + "; ".join(clauses) + "."
+
+
 def notes_after_table(path):
     """What people wrote below the table of an earlier run (explanations of a miss, older figures
     to compare with): kept, so a new run replaces the figures and nothing else."""
@@ -110,6 +126,7 @@ def main():
         if unknown:
             sys.exit(f"--only {args.only}: no row {unknown[0]} (the rows are 1-{len(cases.ALL)})")
         selected = [c for i, c in enumerate(cases.ALL, 1) if i in wanted]
+    numbers = [cases.ALL.index(c) + 1 for c in selected]
 
     mark = uuid.uuid4().hex
     env = dict(os.environ, **{MARK_VAR: mark, "NO_COLOR": "1"})
@@ -124,7 +141,9 @@ def main():
         for case in selected:
             t = time.monotonic()
             print(f"bench: {case.__name__} …", file=sys.stderr, flush=True)
+            ctx.agent_clis = set()
             rows.append(case(ctx))
+            rows[-1].agent_clis = ctx.agent_clis
             leaked = reap_leaks(mark)
             if leaked:
                 raise BenchError(f"{case.__name__}: processes survived the run:\n  " + "\n  ".join(leaked))
@@ -151,7 +170,8 @@ def main():
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} (the machine is shared: "
               f"other work on it shows up as noise).  \n"
               f"Run {info['date']} at commit {info['commit']}; {mode}; "
-              f"took {time.monotonic() - began:.0f} s.")
+              f"took {time.monotonic() - began:.0f} s.  \n"
+              + agent_clis(zip(numbers, rows)))
     text = table(rows)
     print(header + "\n\n" + text)
     os.makedirs(os.path.dirname(out), exist_ok=True)

@@ -5,6 +5,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 
 import artifacts
 from proc import BenchError, run
@@ -21,6 +22,28 @@ class Context:
         self.quick = quick
         self.env = env  # carries the leak marker
         self.counter = 0
+        # The agent CLIs the running row found, "Claude Code 2.1.332 (path)" each: bench.py
+        # empties it before a row and names them after the table, so a figure says what it drove.
+        self.agent_clis = set()
+        self._cli_versions = {}
+
+    def agent_cli(self, product, path):
+        """Notes that the running row drives `product` at `path` (None: not found) and returns the
+        path; the version is the binary's own `--version`, asked once per path."""
+        if path is None:
+            self.agent_clis.add(f"{product} not installed")
+            return None
+        if path not in self._cli_versions:
+            try:
+                done = subprocess.run([path, "--version"], capture_output=True, text=True,
+                                      timeout=60, env=self.env)
+                said = (done.stdout.strip() or done.stderr.strip()).splitlines()
+                self._cli_versions[path] = said[0] if said else f"no version (exit {done.returncode})"
+            except (OSError, subprocess.TimeoutExpired) as e:
+                self._cli_versions[path] = f"no version ({e})"
+        shown = os.path.relpath(path, self.root) if path.startswith(self.root + os.sep) else path
+        self.agent_clis.add(f"{product} {self._cli_versions[path]} (`{shown}`)")
+        return path
 
     def out(self, label):
         self.counter += 1
@@ -645,7 +668,7 @@ def many_steps(ctx):
 # 17 -----------------------------------------------------------------------------------------------
 def _claude_bin(ctx):
     path = os.environ.get("BUGATTI_CLAUDE_BIN") or os.path.join(ctx.root, ".ci", "node", "node_modules", ".bin", "claude")
-    return path if os.access(path, os.X_OK) else None
+    return ctx.agent_cli("Claude Code", path if os.access(path, os.X_OK) else None)
 
 
 def _model_calls(requests_path):

@@ -1,6 +1,7 @@
 //! `bench/run` cannot lie (see docs/testing.md, Benchmarks): a row whose measurement could not be
 //! made here (the Claude Code CLI missing) says `skipped` in its result column, never `pass`, and
-//! the run's last line counts the rows that ran, passed, missed and were skipped.
+//! the run's last line counts the rows that ran, passed, missed and were skipped; the table names
+//! the agent CLI (and its `--version`) each row drove.
 
 use std::path::Path;
 use std::process::Command;
@@ -59,4 +60,10 @@ fn a_row_that_did_not_run_says_skipped_and_is_never_counted_as_met() {
         written.contains("skipped (Claude Code CLI not installed"),
         "{written}"
     );
+    // The table names the agent CLI each row drove, as the row looked for it.
+    let clis = written
+        .lines()
+        .find(|l| l.starts_with("Agent CLIs: "))
+        .unwrap_or_else(|| panic!("no agent CLI line: {written}"));
+    assert_eq!(clis, "Agent CLIs: row 17: Claude Code not installed.");
 }
