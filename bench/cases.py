@@ -42,7 +42,9 @@ class Context:
             except (OSError, subprocess.TimeoutExpired) as e:
                 self._cli_versions[path] = f"no version ({e})"
         shown = os.path.relpath(path, self.root) if path.startswith(self.root + os.sep) else path
-        self.agent_clis.add(f"{product} {self._cli_versions[path]} (`{shown}`)")
+        # Claude Code says "2.1.332 (Claude Code)": the product is named once, in front.
+        version = self._cli_versions[path].removesuffix(f" ({product})")
+        self.agent_clis.add(f"{product} {version} (`{shown}`)")
         return path
 
     def out(self, label):
