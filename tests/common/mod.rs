@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 #[allow(unused_imports)]
 pub mod records {
     pub use super::RecordExt;
+    pub use bugatti::console::record::CallRecord as ConsoleCall;
     pub use bugatti::model::agent_fault::FaultKind;
     pub use bugatti::model::history::{HistoryEntry, StabilityClass};
     pub use bugatti::model::outcome::{RunOutcome, StepStatus, TeardownState};
@@ -326,6 +327,24 @@ pub fn read_events(path: &Path) -> Vec<records::Event> {
         .map(|(n, line)| {
             serde_json::from_str(line).unwrap_or_else(|e| {
                 panic!("{}:{}: not an event: {e}\n{line}", path.display(), n + 1)
+            })
+        })
+        .collect()
+}
+
+/// A JSON-lines file, each line read into `T`; the failure names the file and the line.
+pub fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Vec<T> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    text.lines()
+        .enumerate()
+        .map(|(n, line)| {
+            serde_json::from_str(line).unwrap_or_else(|e| {
+                panic!(
+                    "{}:{}: does not read as expected: {e}\n{line}",
+                    path.display(),
+                    n + 1
+                )
             })
         })
         .collect()

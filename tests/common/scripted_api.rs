@@ -159,3 +159,27 @@ pub fn logged_requests(log: &str) -> Vec<LoggedRequest> {
         .filter_map(|l| serde_json::from_str(l).ok())
         .collect()
 }
+
+/// A tool a request declared, by its name (a built-in tool of the Responses API may have none).
+#[derive(Debug, Clone, serde::Deserialize)]
+struct DeclaredTool {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+impl RequestBody {
+    /// The names of the tools the request declared, in order.
+    pub fn tool_names(&self) -> Vec<String> {
+        let declared: Vec<DeclaredTool> = self
+            .tools
+            .clone()
+            .and_then(|t| serde_json::from_value(t).ok())
+            .unwrap_or_default();
+        declared.into_iter().filter_map(|t| t.name).collect()
+    }
+
+    /// The conversation as JSON text, to look for what it holds.
+    pub fn messages_text(&self) -> String {
+        serde_json::to_string(&self.messages).unwrap_or_default()
+    }
+}
