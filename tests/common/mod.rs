@@ -3,6 +3,7 @@
 //! (`tests/*/main.rs`) includes this module; its children serve some of them:
 //! - `skip`: finding an optional program (a real CLI, Chromium, xmllint…) or a loud skip;
 //! - `claude`, `codex`, `scripted_api`: the real agent CLIs and their API stubs on loopback;
+//! - `mcp`: the JSON-RPC answers of an MCP server, read as types;
 //! - `rig`: a provider driven directly, without the binary (the agent tests);
 //! - `harness`: the harness actor driven directly (the harness tests);
 //! - `fault`: waiting for a run's steps, sending signals (the fault-injection tests);
@@ -13,6 +14,7 @@ pub mod claude;
 pub mod codex;
 pub mod fault;
 pub mod harness;
+pub mod mcp;
 pub mod pi;
 pub mod report;
 pub mod rig;
