@@ -322,16 +322,7 @@ impl RecordExt for RunRecord {
 /// An events.jsonl, each line read as the library's own [`Event`](records::Event) (the line's
 /// `run_id` and `schema_version` aside); the failure names the file and the line.
 pub fn read_events(path: &Path) -> Vec<records::Event> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
-    text.lines()
-        .enumerate()
-        .map(|(n, line)| {
-            serde_json::from_str(line).unwrap_or_else(|e| {
-                panic!("{}:{}: not an event: {e}\n{line}", path.display(), n + 1)
-            })
-        })
-        .collect()
+    read_jsonl(path)
 }
 
 /// A JSON-lines file, each line read into `T`; the failure names the file and the line.
