@@ -224,7 +224,7 @@ fn union(a: Option<(f64, f64)>, b: (f64, f64)) -> (f64, f64) {
 }
 
 /// One observation of a token while the agent passed: its text, and when its run ran.
-pub struct Seen<'a> {
+pub struct SeenValue<'a> {
     pub value: &'a str,
     pub window: Option<Window>,
 }
@@ -235,8 +235,8 @@ pub struct Seen<'a> {
 pub fn learn_domain(
     kind: Kind,
     old: Option<&Domain>,
-    before: &Seen<'_>,
-    after: &Seen<'_>,
+    before: &SeenValue<'_>,
+    after: &SeenValue<'_>,
 ) -> Option<Domain> {
     let old = old.filter(|d| d.kind == kind);
     let range = match kind {
