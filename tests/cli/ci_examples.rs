@@ -49,12 +49,7 @@ fn the_recipes_are_valid_yaml_for_each_engine() {
             file.display()
         );
     }
-    let k8s_text = std::fs::read_to_string(&files[2]).expect("read");
-    let k8s_docs: Vec<Job> = yaml_rust2::YamlLoader::load_from_str(&k8s_text)
-        .expect("yaml")
-        .iter()
-        .map(|doc| serde_json::from_value(yaml_to_json(doc)).expect("a Kubernetes Job"))
-        .collect();
+    let k8s_docs = kubernetes_jobs(&files[2]);
     let k8s = &k8s_docs[0];
     assert_eq!(k8s.kind, "Job");
     assert_eq!(k8s.spec.completion_mode.as_deref(), Some("Indexed"));
@@ -139,6 +134,38 @@ struct PodSpec {
 struct Container {
     #[serde(default)]
     args: Vec<String>,
+    #[serde(default)]
+    env: Vec<EnvVar>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EnvVar {
+    name: String,
+    value: Option<String>,
+    value_from: Option<EnvSource>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EnvSource {
+    secret_key_ref: Option<SecretKeyRef>,
+}
+
+#[derive(serde::Deserialize)]
+struct SecretKeyRef {
+    name: String,
+    key: String,
+}
+
+/// The Jobs of a Kubernetes recipe, in order.
+fn kubernetes_jobs(path: &Path) -> Vec<Job> {
+    let text = std::fs::read_to_string(path).expect("read");
+    yaml_rust2::YamlLoader::load_from_str(&text)
+        .expect("yaml")
+        .iter()
+        .map(|doc| serde_json::from_value(yaml_to_json(doc)).expect("a Kubernetes Job"))
+        .collect()
 }
 
 impl Job {
@@ -462,11 +489,8 @@ fn the_kubernetes_recipe_passes_kubernetes_validate_for_1_33() {
 fn run_shard_script(code: i32, index_failures: &str) -> (Option<String>, Option<i32>) {
     let recipe =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci/kubernetes-indexed-job.yaml");
-    let docs =
-        yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(recipe).expect("read"))
-            .expect("yaml");
-    let container = &docs[0]["spec"]["template"]["spec"]["containers"][0];
-    let script = container["args"][0].as_str().expect("the shard script");
+    let shards = &kubernetes_jobs(&recipe)[0];
+    let script = shards.script().expect("the shard script");
     let dir = tempfile::tempdir().expect("tmp");
     let bin = dir.path().join("bin");
     let work = dir.path().join("work");
@@ -545,18 +569,18 @@ fn a_kubernetes_shard_writes_its_exit_file_only_when_its_index_is_final() {
 fn the_kubernetes_shards_take_the_agents_key_from_a_secret() {
     let recipe =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci/kubernetes-indexed-job.yaml");
-    let docs =
-        yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(recipe).expect("read"))
-            .expect("yaml");
-    let env = docs[0]["spec"]["template"]["spec"]["containers"][0]["env"]
-        .as_vec()
-        .expect("env");
+    let shards = &kubernetes_jobs(&recipe)[0];
+    let env = &shards.spec.template.spec.containers[0].env;
     let key = env
         .iter()
-        .find(|e| e["name"].as_str() == Some("ANTHROPIC_API_KEY"))
+        .find(|e| e.name == "ANTHROPIC_API_KEY")
         .expect("ANTHROPIC_API_KEY in the shard pods");
-    assert!(key["value"].is_badvalue(), "no key written in the file");
-    let secret = &key["valueFrom"]["secretKeyRef"];
-    assert_eq!(secret["name"].as_str(), Some("bugatti-agent"));
-    assert_eq!(secret["key"].as_str(), Some("anthropic-api-key"));
+    assert!(key.value.is_none(), "no key written in the file");
+    let secret = key
+        .value_from
+        .as_ref()
+        .and_then(|v| v.secret_key_ref.as_ref())
+        .expect("a secretKeyRef");
+    assert_eq!(secret.name, "bugatti-agent");
+    assert_eq!(secret.key, "anthropic-api-key");
 }
