@@ -194,7 +194,7 @@ fn browser_tools(actions: &[Action]) -> Vec<String> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::Browser { tool, .. } => Some(tool.clone()),
+            Action::Browser(browser) => Some(browser.tool.clone()),
             _ => None,
         })
         .collect()
@@ -441,9 +441,7 @@ async fn a_page_whose_refs_were_renumbered_still_replays_without_the_model() {
     let click = recorded_actions(&recorded, 2)
         .into_iter()
         .find_map(|a| match a {
-            Action::Browser {
-                tool, arguments, ..
-            } if tool == "browser_click" => Some(arguments),
+            Action::Browser(browser) if browser.tool == "browser_click" => Some(browser.arguments),
             _ => None,
         })
         .unwrap_or_else(|| panic!("a recorded click: {recorded:#?}"));

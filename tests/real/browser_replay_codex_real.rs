@@ -118,7 +118,7 @@ fn a_codex_browser_step_replays_without_a_model_request_and_a_changed_page_fails
         .actions
         .iter()
         .filter_map(|a| match a {
-            Action::Browser { tool, .. } => Some(tool.as_str()),
+            Action::Browser(browser) => Some(browser.tool.as_str()),
             _ => None,
         })
         .collect();
