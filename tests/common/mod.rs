@@ -151,6 +151,16 @@ impl Project {
         self.run(&["start"])
     }
 
+    /// `supervisor check` on the whole project.
+    pub fn check(&self) -> Output {
+        self.run(&["check"])
+    }
+
+    /// `supervisor list` on the whole project.
+    pub fn list(&self) -> Output {
+        self.run(&["list"])
+    }
+
     /// Every `run.json` written under `.bugatti/runs`, read as the library's own [`RunRecord`],
     /// by test file.
     pub fn run_records(&self) -> Vec<RunRecord> {
