@@ -277,8 +277,13 @@ pub fn admits(domain: &Domain, kind: Kind, recorded: &str, value: &str, now: Win
             }
             _ => false,
         },
-        Kind::Timestamp => match (domain.range, offset(value, now)) {
-            (Some((lo, hi)), Some(v)) => lo <= v && v <= hi,
+        Kind::Timestamp => match (domain.range, offset(value, now), instant(value, now.0)) {
+            // A token written to the second stands for any instant of that second: its offset
+            // may be off by that much from run to run (at most a second, never a day's worth).
+            (Some((lo, hi)), Some(v), Some((_, span))) => {
+                let tol = (span.num_milliseconds() as f64 / 1000.0).min(1.0);
+                lo - tol <= v && v <= hi + tol
+            }
             _ => false,
         },
         // An id of another length is another kind of id.

@@ -160,8 +160,8 @@ pub fn learn(
         };
         let mut positions: Vec<Position> = old.volatile().iter().map(|l| l.at).collect();
         positions.extend(soft.iter().filter(|(x, _)| *x == i).map(|(_, p)| *p));
-        // What a replay would have called a soft drift: a timestamp current in both passes
-        // is not learned (a clock that later sticks is still caught).
+        // What a replay would have called a soft drift: a timestamp "current" in both passes is
+        // learned too (its offset from the run's clock, 0 inside the run).
         let rules = Rules::plain(instruction, learning.previous_window, learning.window);
         if let MaskedDiff::Soft(varied) = compare(a, b, &rules) {
             positions.extend(varied);

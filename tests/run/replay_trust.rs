@@ -9,6 +9,7 @@
 
 use crate::common;
 
+use common::records::StepMode;
 use common::{stdout, Project};
 use serde_json::Value;
 
@@ -69,7 +70,7 @@ const CHECKS: [Check; 9] = [
         name: "clock",
         good: "date -u +%Y-%m-%dT%H:%M:%SZ",
         broken: "echo 1999-01-01T00:00:00Z",
-        judge: "Check the clock is current.\nexpect_now",
+        judge: "Check the clock is current.\nexpect_now\nfact 1 /(\\S+)/ time within 10m of now",
     },
     Check {
         name: "status",
@@ -136,6 +137,23 @@ fn a_broken_app_drifts_to_the_agent_at_every_check_and_an_unchanged_one_replays_
     let records = latest(&p);
     for name in &names {
         assert_eq!(step(&records, name)["recorded"], true, "{name}: {console}");
+    }
+
+    // 1b. The clock's time is the one output that differs: compared exactly until the agent
+    // has seen it vary (a soft drift it passes), then as an offset from the run's clock.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    for (name, record) in p.newest_run_by_test() {
+        let s = &record.steps[0];
+        let mode = if name == "clock" {
+            StepMode::Agent
+        } else {
+            StepMode::Replayed
+        };
+        assert_eq!(s.mode, Some(mode), "{name}: {console}\n{s:?}");
+        let soft = s.replay_drift.as_ref().map(|d| d.soft);
+        assert_eq!(soft, (name == "clock").then_some(true), "{name}: {s:?}");
     }
 
     // 2. Unchanged: every check replays, the agent never starts.
@@ -265,10 +283,10 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
     assert_eq!(mode(&p), "agent");
-    // A second later, so that the timestamp differs too (it is current in both runs: not learned).
+    // A second later, so that the timestamp differs too.
     std::thread::sleep(std::time::Duration::from_millis(1100));
-    // Second run: the request id and the duration differ from the recording, and nowhere else
-    // (the timestamp is current in both runs): a soft drift, the agent passes, they are learned.
+    // Second run: the request id, the duration and the timestamp differ from the recording, and
+    // nowhere else: a soft drift, the agent passes, they are learned.
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
     let records = latest(&p);
@@ -277,11 +295,12 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
     assert_eq!(s["replay_drift"]["soft"], true, "{s}");
     let recording = std::fs::read_to_string(p.root().join("bugatti.replay/request.replay.json"))
         .expect("recording");
-    // Each position keeps what it was seen to be: an untied UUID, a duration's range.
+    // Each position keeps what it was seen to be: an untied UUID, a duration's range, the
+    // timestamp's offset from the run's clock (0: inside the run).
     assert!(
         recording.contains(
             "\"volatile\": [[0, 0, {\"kind\": \"uuid\"}], [0, 1, {\"kind\": \"duration\", \"range\": ["
-        ),
+        ) && recording.contains("[0, 2, {\"kind\": \"timestamp\", \"range\": [0.0, 0.0]}]"),
         "{recording}"
     );
     // Third run and after: replayed.
@@ -291,8 +310,7 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
         let s = step(&latest(&p), "request").clone();
         assert_eq!(s["mode"], "replayed", "{console}\n{s:#}");
     }
-    // The timestamp was never learned (it was current in every pass): a clock stuck in 1999 is
-    // not replayed.
+    // The timestamp was learned as the run's own time: a clock stuck in 1999 is not replayed.
     p.write(
         "app/request.sh",
         "echo \"request $(cat /proc/sys/kernel/random/uuid) took 5ms at 1999-01-01T00:00:00Z\"\necho 'status: ok'",

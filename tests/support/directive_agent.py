@@ -26,6 +26,9 @@ in a result marker. Each line of a step's instruction is a directive:
     age_under RE SECS RESULT ERROR unless the UTC timestamp (…T…Z) RE's group 1 finds is at most
                       SECS seconds old (and not from the future)
     later RE1 RE2     RESULT ERROR unless RE2's timestamp is later than RE1's
+    ahead RE MIN MAX  RESULT ERROR unless RE's timestamp is MIN to MAX seconds after now (negative:
+                      before now)
+    differ RE1 RE2    RESULT ERROR unless RE1's and RE2's group 1 are found and differ
     fact TEXT         a fact the pass rests on: stated as `BUGATTI_FACT TEXT` when the harness asks
                       its facts question about this step (a message with "question": "facts")
     mcp TOOL JSON     call TOOL of the agent console (MCP over HTTP at $BUGATTI_MCP_URL with
@@ -131,6 +134,13 @@ def judge(word, args, seen):
         if word == "later":
             a, b = utc(found(args[0], seen)), utc(found(args[1], seen))
             return None if b > a else f"{b} is not later than {a}"
+        if word == "ahead":
+            ahead = (utc(found(args[0], seen)) - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+            low, high = float(args[1]), float(args[2])
+            return None if low <= ahead <= high else f"{ahead:.0f} s from now, not {low:.0f} to {high:.0f}"
+        if word == "differ":
+            a, b = found(args[0], seen), found(args[1], seen)
+            return None if a is not None and b is not None and a != b else f"{a} is {b}"
     except (TypeError, ValueError) as err:  # the value is not there: the check fails
         return f"cannot tell: {err}"
     return None
@@ -177,7 +187,7 @@ def run_step(instruction):
         elif word == "expect_now":
             if not current_timestamp_in(body):
                 result = f"RESULT ERROR: no current timestamp in {body!r}"
-        elif word in ("below", "same", "age_under", "later"):
+        elif word in ("below", "same", "age_under", "later", "ahead", "differ"):
             why = judge(word, rest.split(), seen)
             if why is not None:
                 result = f"RESULT ERROR: {word}: {why}"
