@@ -3,7 +3,7 @@
 //! owns one and asks it what to start next.
 
 use crate::model::outcome::RunOutcome;
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 
 /// One attempt to start: which root test (index into the suite's list) and its 1-based attempt.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,17 +41,53 @@ pub enum AfterAttempt {
 pub struct Tally {
     /// Outcome of each finished attempt, in order.
     pub attempts: Vec<RunOutcome>,
+    /// With `--repeat N`: each repeat's latest attempt, by repeat.
+    repeats: BTreeMap<u32, RepeatTally>,
+}
+
+/// One repeat of a root test: its latest attempt's outcome, and whether an earlier attempt of it
+/// failed (a later pass is then flaky).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RepeatTally {
+    number: u32,
+    outcome: RunOutcome,
+    /// This attempt counts as failed (`strict_warnings` included).
+    failed: bool,
+    failed_before: bool,
 }
 
 impl Tally {
-    pub fn final_outcome(&self) -> Option<RunOutcome> {
-        self.attempts.last().copied()
+    fn record(&mut self, attempt: Attempt, outcome: RunOutcome, failed: bool) {
+        self.attempts.push(outcome);
+        let latest = RepeatTally {
+            number: attempt.number,
+            outcome,
+            failed,
+            failed_before: false,
+        };
+        let entry = self.repeats.entry(attempt.repeat).or_insert(latest);
+        if attempt.number > entry.number {
+            *entry = RepeatTally {
+                failed_before: entry.failed_before || entry.failed,
+                ..latest
+            };
+        }
     }
 
-    /// Passed (or warned) in the end after at least one failed attempt.
+    /// The outcome that decides the test, as the suite summary decides it: each repeat's last
+    /// attempt is that repeat's verdict, and the first repeat that did not pass decides (a
+    /// stress run fails when one run fails, as nextest's), else the last one.
+    pub fn final_outcome(&self, strict_warnings: bool) -> Option<RunOutcome> {
+        let mut finals = self.repeats.values().map(|r| r.outcome);
+        let last = self.repeats.values().next_back().map(|r| r.outcome);
+        finals.find(|o| !o.is_pass(strict_warnings)).or(last)
+    }
+
+    /// Passed (or warned) in the end after at least one failed attempt: a repeat passed on a
+    /// retry after failing (a failed repeat is not flaky, it fails the test).
     pub fn is_flaky(&self, strict_warnings: bool) -> bool {
-        matches!(self.final_outcome(), Some(o) if o.is_pass(strict_warnings))
-            && self.attempts.len() > 1
+        matches!(self.final_outcome(strict_warnings), Some(o) if o.is_pass(strict_warnings))
+            && self.repeats.values().any(|r| r.failed_before)
     }
 
     pub fn was_started(&self) -> bool {
@@ -128,11 +164,11 @@ impl SuiteQueue {
     /// Records a finished attempt; queues a retry when the test failed and attempts are left.
     pub fn finished(&mut self, attempt: Attempt, outcome: RunOutcome) -> AfterAttempt {
         self.running = self.running.saturating_sub(1);
-        if let Some(tally) = self.tallies.get_mut(attempt.test) {
-            tally.attempts.push(outcome);
-        }
         let failed = matches!(outcome, RunOutcome::Failed | RunOutcome::Error)
             || (outcome == RunOutcome::Warned && self.strict_warnings);
+        if let Some(tally) = self.tallies.get_mut(attempt.test) {
+            tally.record(attempt, outcome, failed);
+        }
         if !failed {
             return AfterAttempt::Done;
         }
@@ -302,5 +338,29 @@ mod tests {
         assert_eq!(q.halted(), Some(Halt::FailFast));
         assert!(q.next_to_start().is_none());
         assert!(q.is_done());
+    }
+
+    #[test]
+    fn a_failed_repeat_decides_the_test_whichever_repeat_ended_last() {
+        let mut q = SuiteQueue::new(1, 3, 1, 0, None, false);
+        for outcome in [Passed, Failed, Passed] {
+            let a = q.next_to_start().expect("a repeat");
+            q.finished(a, outcome);
+        }
+        assert!(q.is_done());
+        assert_eq!(q.tallies()[0].final_outcome(false), Some(Failed));
+        assert!(!q.tallies()[0].is_flaky(false));
+    }
+
+    #[test]
+    fn a_repeat_passed_on_a_retry_is_flaky_and_passes() {
+        let mut q = SuiteQueue::new(1, 2, 1, 1, None, false);
+        for outcome in [Passed, Failed, Passed] {
+            let a = q.next_to_start().expect("an attempt");
+            q.finished(a, outcome);
+        }
+        assert!(q.is_done());
+        assert_eq!(q.tallies()[0].final_outcome(false), Some(Passed));
+        assert!(q.tallies()[0].is_flaky(false));
     }
 }

@@ -156,7 +156,10 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     }
     let mut suite = suite;
     let quarantine_changes = if suite.base.supervisor.auto_quarantine.value {
-        let selection = crate::report::records::history::Selection::of(options);
+        let selection = crate::report::records::history::Selection::of(
+            options,
+            suite.base.supervisor.repeat.value,
+        );
         crate::report::records::stability::apply_auto_quarantine(&mut suite, &selection)
     } else {
         Vec::new()
@@ -323,7 +326,10 @@ fn reporter_args(
         json_copy: options.json.clone(),
         extras: crate::actors::reporter::SuiteExtras {
             html_copy: options.html.clone(),
-            selection: crate::report::records::history::Selection::of(options),
+            selection: crate::report::records::history::Selection::of(
+                options,
+                suite.base.supervisor.repeat.value,
+            ),
             no_history: false,
             history_file: Some(suite.history_file.clone()),
             shard: suite.shard.clone(),

@@ -220,7 +220,8 @@ pub fn agent_spec(
         return Err(PlanError::AgentCwd(spec.cwd.clone()));
     }
     spec.extra_system_prompt = p.extra_system_prompt.value.clone();
-    spec.step_timeout = Duration::from_secs(p.step_timeout_secs.value);
+    // The bootstrap turn is no step: it gets the provider's timeout, as a step without its own.
+    spec.step_timeout = p.step_timeout(None).value;
     spec.base_url = match &p.base_url.value {
         Some(url) => Some(subst(url, &vars.vars, "[provider] base_url".into())?),
         None => None,

@@ -40,6 +40,7 @@ use tracing::Instrument;
 /// Test-only fault injection: the supervisor actor panics on hearing that a session of a test
 /// whose file path contains this value is done (proves that a panic of the supervisor itself
 /// still leaves every run's records, the suite's files and exit 3; see `actors::run`).
+#[cfg(feature = "fault-injection")]
 pub const FAULT_SUPERVISOR_PANIC_ENV: &str = "BUGATTI_FAULT_SUPERVISOR_PANIC_IN";
 
 pub enum SupervisorMsg {
@@ -240,14 +241,14 @@ impl SupervisorState {
                 run_id,
                 outcome,
             } => {
-                let test = self.tests[attempt.test]
-                    .rel_path
-                    .to_string_lossy()
-                    .into_owned();
-                if std::env::var(FAULT_SUPERVISOR_PANIC_ENV)
-                    .is_ok_and(|needle| !needle.is_empty() && test.contains(&needle))
+                #[cfg(feature = "fault-injection")]
                 {
-                    panic!("fault injection: {FAULT_SUPERVISOR_PANIC_ENV}");
+                    let test = self.tests[attempt.test].rel_path.to_string_lossy();
+                    if std::env::var(FAULT_SUPERVISOR_PANIC_ENV)
+                        .is_ok_and(|needle| !needle.is_empty() && test.contains(&needle))
+                    {
+                        panic!("fault injection: {FAULT_SUPERVISOR_PANIC_ENV}");
+                    }
                 }
                 self.running.retain(|_, r| r.run_id != run_id);
                 self.release_budget(&run_id);
@@ -626,7 +627,7 @@ impl SupervisorState {
         let strict = self.suite.base.provider.strict_warnings.value;
         let fail_on_flaky = self.suite.base.supervisor.flaky.value == FlakyPolicy::Fail;
         for (i, tally) in tallies.iter().enumerate() {
-            if let Some(outcome) = tally.final_outcome() {
+            if let Some(outcome) = tally.final_outcome(strict) {
                 let contributes = match (outcome, self.shutdown) {
                     (RunOutcome::Interrupted, Some(signal)) => ExitReason::Interrupted(signal),
                     // A quarantined test's failure never changes the exit code (docs/ci.md), but a

@@ -904,15 +904,16 @@ fn print_plan(
         if let Some(c) = &s.checkpoint {
             marks.push(format!("checkpoint: {c}"));
         }
-        let provider_timeout = &test.effective.provider.step_timeout_secs;
-        match (s.timeout_secs, shown.timeouts) {
-            (Some(t), false) => marks.push(format!("timeout: {t}s")),
-            (Some(t), true) => marks.push(format!("timeout: {t}s from the step's timeout_secs")),
-            (None, true) => marks.push(format!(
-                "timeout: {}s from provider.step_timeout_secs ({})",
-                provider_timeout.value, provider_timeout.source
+        let t = s.timeout.value.as_secs();
+        match (s.timeout.source, shown.timeouts) {
+            (Layer::Step, false) => marks.push(format!("timeout: {t}s")),
+            (Layer::Step, true) => {
+                marks.push(format!("timeout: {t}s from the step's timeout_secs"))
+            }
+            (layer, true) => marks.push(format!(
+                "timeout: {t}s from provider.step_timeout_secs ({layer})"
             )),
-            (None, false) => {}
+            (_, false) => {}
         }
         if replays && !s.replay {
             marks.push("replay = false: always the agent".to_string());

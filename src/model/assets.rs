@@ -333,6 +333,9 @@ mod tests {
             include_chain: vec![],
             instruction: "at ${P}: [[asset:note.txt]] {{path:cart.json}}".into(),
             timeout_secs: None,
+            timeout: crate::model::layers::Sourced::default_value(std::time::Duration::from_secs(
+                300,
+            )),
             checkpoint: None,
             setup: false,
             skip: false,

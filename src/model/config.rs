@@ -43,7 +43,7 @@ pub struct ProviderSection {
     pub cmd: Option<Spanned<String>>,
     /// Where the agent runs; relative to the project root.
     pub cwd: Option<Spanned<String>>,
-    pub step_timeout_secs: Option<u64>,
+    pub step_timeout_secs: Option<Spanned<u64>>,
     /// An agent silent this long in the middle of a step is taken as hung.
     pub no_output_timeout_secs: Option<u64>,
     /// claude-code / codex: a step needing more model turns than this stops as `over_budget`.

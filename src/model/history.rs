@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 
 pub use super::artifacts::history_path;
 
-/// What the user asked to run: two suites compare when their selections are equal.
+/// What the user asked to run: two suites compare when their selections are equal. A selection
+/// is defined by its filters (PATH arguments, tags, `-g`, `--grep-invert`) and `--repeat`; a
+/// shard is part of one, and a merge of every shard is the whole selection, as an unsharded run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Selection {
     /// PATH arguments as given (empty: the whole project).
@@ -22,6 +24,15 @@ pub struct Selection {
     pub paths: Vec<String>,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// `-g, --grep PATTERN`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grep: Option<String>,
+    /// `--grep-invert PATTERN`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grep_invert: Option<String>,
+    /// `--repeat N` (or `[supervisor] repeat`): runs of each test; 1 is not written.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub repeat: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<String>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -29,23 +40,38 @@ pub struct Selection {
     /// `merge`: the suites merged into this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged: Vec<SuiteId>,
+    /// `merge --allow-partial` with shards missing: part of the selection only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn is_one(n: &u32) -> bool {
+    *n <= 1
 }
 
 impl Selection {
-    /// What the history compares suites by, from the command line.
-    pub fn of(options: &crate::model::options::RunOptions) -> Self {
+    /// What the history compares suites by, from the command line and the effective `repeat`.
+    pub fn of(options: &crate::model::options::RunOptions, repeat: u32) -> Self {
         Selection {
             paths: options.paths.clone(),
             tags: options.tags.clone(),
+            grep: options.grep.clone(),
+            grep_invert: options.grep_invert.clone(),
+            repeat: repeat.max(1),
             shard: options.shard.map(|s| s.to_string()),
             rerun_failed: options.rerun_failed,
             merged: Vec::new(),
+            partial: false,
         }
     }
 }
 
 impl Selection {
-    /// A short human description ("all root tests", "tags nightly, shard 1/2").
+    /// A short human description ("all root tests", "tags nightly, -g login, repeat 3, shard 1/2").
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
         if !self.paths.is_empty() {
@@ -54,6 +80,15 @@ impl Selection {
         if !self.tags.is_empty() {
             parts.push(format!("tags {}", self.tags.join(",")));
         }
+        if let Some(g) = &self.grep {
+            parts.push(format!("-g {g}"));
+        }
+        if let Some(g) = &self.grep_invert {
+            parts.push(format!("--grep-invert {g}"));
+        }
+        if self.repeat > 1 {
+            parts.push(format!("repeat {}", self.repeat));
+        }
         if let Some(s) = &self.shard {
             parts.push(format!("shard {s}"));
         }
@@ -61,7 +96,11 @@ impl Selection {
             parts.push("rerun-failed".to_string());
         }
         if !self.merged.is_empty() {
-            parts.push(format!("merge of {} suites", self.merged.len()));
+            parts.push(format!(
+                "{}merge of {} suites",
+                if self.partial { "partial " } else { "" },
+                self.merged.len()
+            ));
         }
         if parts.is_empty() {
             "all root tests".to_string()
@@ -70,21 +109,25 @@ impl Selection {
         }
     }
 
-    /// A whole-suite entry: an unsharded run of every selected test, or a merge of shards. A
-    /// shard's own entry (and a `--rerun-failed` one) holds only part of the suite; a split
-    /// that read it would differ from the split the earlier shards of the same run made (see
-    /// docs/ci.md).
+    /// A whole-suite entry: an unsharded run of every selected test, or a full merge of shards.
+    /// A shard's own entry (and a `--rerun-failed` or partial one) holds only part of the suite;
+    /// a split that read it would differ from the split the earlier shards of the same run made
+    /// (see docs/ci.md).
     pub fn is_whole_suite(&self) -> bool {
-        self.shard.is_none() && !self.rerun_failed
+        self.shard.is_none() && !self.rerun_failed && !self.partial
     }
 
-    /// Equal for comparison: a merge compares with earlier merges (whatever the shard ids).
+    /// Equal for comparison: the same filters and repeats, the same shard; a full merge of
+    /// shards is the same selection as an unsharded run (whatever the shard ids).
     pub fn same_as(&self, other: &Selection) -> bool {
         self.paths == other.paths
             && self.tags == other.tags
+            && self.grep == other.grep
+            && self.grep_invert == other.grep_invert
+            && self.repeat.max(1) == other.repeat.max(1)
             && self.shard == other.shard
             && self.rerun_failed == other.rerun_failed
-            && self.merged.is_empty() == other.merged.is_empty()
+            && self.partial == other.partial
     }
 }
 

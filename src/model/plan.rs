@@ -6,11 +6,14 @@
 use crate::model::ids::StepId;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use walkdir::WalkDir;
 
 use super::diagnostics::{Problem, Problems};
 use super::discovery::glob_matcher;
+use super::layers::step_timeout::out_of_range as step_timeout_out_of_range;
+use super::layers::{Sourced, DEFAULT_STEP_TIMEOUT_SECS};
 use super::paths::{is_inside, is_skipped_dir, normalize, relative_to};
 use super::test_file::{parse_test_file_all, StepKind, TestFile};
 
@@ -29,7 +32,12 @@ pub struct PlannedStep {
     pub include_chain: Vec<PathBuf>,
     /// Raw text, before `${NAME}` and asset substitution.
     pub instruction: String,
+    /// The step's own `timeout_secs`, as written.
     pub timeout_secs: Option<u64>,
+    /// The step's timeout, resolved once by the loader: its own, else the provider's
+    /// `step_timeout_secs` from its layer (`ProviderSettings::step_timeout`).
+    #[serde(skip)]
+    pub timeout: Sourced<Duration>,
     pub checkpoint: Option<String>,
     pub setup: bool,
     /// Bugatti 0.7 `skip = true`: not sent to the agent, counts as passed.
@@ -183,9 +191,8 @@ impl Expander<'_> {
                         )));
                         break;
                     }
-                    if timeout_secs == Some(0) {
-                        self.problems
-                            .push(at("step `timeout_secs` must be at least 1".into()));
+                    if let Some(why) = timeout_secs.and_then(step_timeout_out_of_range) {
+                        self.problems.push(at(format!("step `timeout_secs` {why}")));
                     }
                     let chain = stack[..stack.len() - 1]
                         .iter()
@@ -198,6 +205,9 @@ impl Expander<'_> {
                         include_chain: chain,
                         instruction,
                         timeout_secs,
+                        timeout: Sourced::default_value(Duration::from_secs(
+                            DEFAULT_STEP_TIMEOUT_SECS,
+                        )),
                         checkpoint,
                         setup,
                         skip,

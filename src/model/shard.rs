@@ -133,6 +133,12 @@ pub struct ShardInfo {
     pub paths: Vec<String>,
     #[serde(default)]
     pub tags: Vec<String>,
+    /// `-g` and `--grep-invert` of the selection, so a merge is the same selection as an
+    /// unsharded run with them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grep: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grep_invert: Option<String>,
     /// The whole split: each selected root test and the shard (1-based K) that runs it, so a
     /// merge that lacks a shard can name the tests nobody ran. Empty in summaries written
     /// before it was recorded.

@@ -8,7 +8,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 /// Where a value came from, lowest precedence first. Serialized as `default`, `global`,
-/// `project`, `env`, `test`, `flag`.
+/// `project`, `env`, `test`, `flag`; above them all `step`, a step's own `timeout_secs` (the
+/// one setting a step writes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Layer {
@@ -18,6 +19,7 @@ pub enum Layer {
     Env,
     Test,
     Flag,
+    Step,
 }
 
 impl Layer {
@@ -29,6 +31,7 @@ impl Layer {
             Layer::Env => "environment",
             Layer::Test => "test overrides",
             Layer::Flag => "command line",
+            Layer::Step => "the step",
         }
     }
 }

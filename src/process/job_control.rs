@@ -118,6 +118,15 @@ fn suspend_all() {
     }
 }
 
+/// `wait` after `from`, or a century after it when that is past what the clock can hold: a
+/// deadline that far off is never reached, and adding to an `Instant` must not panic.
+pub fn later(from: Instant, wait: Duration) -> Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 60 * 60);
+    from.checked_add(wait)
+        .or_else(|| from.checked_add(CENTURY))
+        .unwrap_or(from)
+}
+
 /// A point in time that moves later by however long the supervisor is stopped by job control
 /// after it was set: a step's timeout, a no-output limit.
 #[derive(Debug, Clone, Copy)]
@@ -131,14 +140,14 @@ impl Deadline {
     /// `wait` from now.
     pub fn after(wait: Duration) -> Self {
         Self {
-            at: Instant::now() + wait,
+            at: later(Instant::now(), wait),
             base: suspended(),
         }
     }
 
     /// When it falls now (later after every stop).
     pub fn when(&self) -> Instant {
-        self.at + suspended().saturating_sub(self.base)
+        later(self.at, suspended().saturating_sub(self.base))
     }
 
     /// What is left of it (zero once passed).

@@ -777,6 +777,7 @@ mod tests {
             include_chain: Vec::new(),
             instruction: "check the value".into(),
             timeout_secs: None,
+            timeout: crate::model::layers::Sourced::default_value(Duration::from_secs(300)),
             checkpoint: None,
             setup: false,
             skip: false,

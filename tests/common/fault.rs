@@ -7,6 +7,42 @@ use std::path::PathBuf;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
+/// A fault hook of the supervisor (a `BUGATTI_FAULT_*` environment variable that makes an actor
+/// panic on cue). The hooks are compiled in only with the `fault-injection` feature (never in a
+/// release build).
+#[derive(Debug, Clone, Copy)]
+/// Each variant names the actor that panics.
+pub enum Hook {
+    /// The session actor panics as its test's first step starts.
+    Session,
+    /// A session's driver (the task running the steps) panics mid-step.
+    Driver,
+    /// The supervisor actor panics on hearing that the test's session is done.
+    Supervisor,
+    /// The reporter panics handling the test's step start.
+    Reporter,
+}
+
+/// The environment variable that sets `hook`. Without the `fault-injection` feature the binary
+/// has no hooks, so the test fails here and says how to run it, instead of passing with no fault
+/// injected.
+pub fn hook_env(hook: Hook) -> &'static str {
+    #[cfg(feature = "fault-injection")]
+    {
+        match hook {
+            Hook::Session => bugatti::actors::session::FAULT_PANIC_ENV,
+            Hook::Driver => bugatti::actors::session::FAULT_DRIVER_PANIC_ENV,
+            Hook::Supervisor => bugatti::actors::supervisor::FAULT_SUPERVISOR_PANIC_ENV,
+            Hook::Reporter => bugatti::actors::reporter::FAULT_REPORTER_PANIC_ENV,
+        }
+    }
+    #[cfg(not(feature = "fault-injection"))]
+    panic!(
+        "{hook:?} is a fault hook, compiled in only with the `fault-injection` feature: run the \
+         tests as the README says, `cargo test --features fault-injection`"
+    )
+}
+
 /// Generous: a guard against hangs on a loaded 2-core machine, not a timing assertion.
 pub const GUARD: Duration = Duration::from_secs(60);
 

@@ -54,6 +54,7 @@ pub fn plan(artifact_dir: &Path, run_id: &str, test_file: &str, attempt: u32) ->
                     },
                 },
                 instruction: format!("Step {i}: check the page with token {SECRET}\nsecond line"),
+                timeout_secs: None,
             })
             .collect(),
         commands: vec![

@@ -3,6 +3,7 @@
 //! one writer of records). Either way every run's records are final, the suite's files are
 //! written, nothing the suite started survives, and the exit code says a harness error (3).
 
+use crate::common::fault::{hook_env, Hook};
 use crate::common::records::*;
 use crate::common::{stderr, stdout, Project, RecordExt};
 
@@ -41,10 +42,7 @@ fn a_panic_in_the_supervisor_actor_leaves_every_record_and_exit_3() {
     let out = p
         .supervisor()
         .args(["start", "-j", "2"])
-        .env(
-            bugatti::actors::supervisor::FAULT_SUPERVISOR_PANIC_ENV,
-            "boom",
-        )
+        .env(hook_env(Hook::Supervisor), "boom")
         .output()
         .expect("run");
     p.assert_nothing_survives();
@@ -70,7 +68,7 @@ fn a_panic_in_the_reporter_is_a_lost_record_and_exit_3() {
     let out = p
         .supervisor()
         .args(["start", "-j", "2"])
-        .env(bugatti::actors::reporter::FAULT_REPORTER_PANIC_ENV, "boom")
+        .env(hook_env(Hook::Reporter), "boom")
         .output()
         .expect("run");
     p.assert_nothing_survives();

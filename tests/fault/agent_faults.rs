@@ -322,6 +322,26 @@ fn an_agent_error_after_a_pass_is_no_new_failure_and_is_shown_apart() {
         "report.html"
     );
     assert!(html.contains("agent error: auth"), "report.html");
+    // Said apart everywhere: the headline, the test's badge, the trends (no 0 % pass rate),
+    // and no "no change in outcomes" under the change it lists.
+    assert!(
+        html.contains(">AGENT ERROR (not the app)</span>") && !html.contains(">FAILED</span>"),
+        "report.html's headline"
+    );
+    assert!(
+        html.contains("<span class=\"badge b-error\">agent error</span>"),
+        "report.html's test badge"
+    );
+    assert!(
+        html.contains("pass rate: <b>none recorded</b>") && !html.contains("pass rate: <b>0%"),
+        "report.html's trends"
+    );
+    assert!(!said.contains("no change in outcomes"), "{said}");
+    let trends = stdout(&ran.p.run(&["report", "--trends"]));
+    assert!(
+        trends.contains("(1 agent error, not counted)") && !trends.contains("pass   0%"),
+        "{trends}"
+    );
 }
 
 #[test]

@@ -166,7 +166,7 @@ proptest! {
         }
         let file = Path::new("/p/bugatti.config.toml");
         let cfg = parse_config(file, &text).map_err(|p| TestCaseError::fail(p.to_string()))?;
-        prop_assert_eq!(cfg.provider.step_timeout_secs, Some(timeout));
+        prop_assert_eq!(cfg.provider.step_timeout_secs.map(|t| *t.get_ref()), Some(timeout));
         prop_assert_eq!(cfg.provider.name.as_ref().map(|n| n.get_ref().as_str()), Some(provider));
         let got: Vec<(&String, &String)> = cfg.env.iter().map(|(k, v)| (k, v.get_ref())).collect();
         let want: Vec<(&String, &String)> = env.iter().collect();

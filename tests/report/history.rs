@@ -418,3 +418,48 @@ fn report_open_without_a_display_or_opener_says_where_the_page_is() {
         assert!(!err.contains("RAW-OPENER-NOISE"), "{err}");
     }
 }
+
+/// The suite's comparison with the previous one of its selection, read back typed.
+fn compared_with(p: &Project) -> Option<(String, String)> {
+    p.suite_summary()
+        .changes
+        .map(|c| (c.previous_suite_id.as_str().to_string(), c.selection))
+}
+
+#[test]
+fn comparisons_compare_like_with_like() {
+    let p = project(2);
+    assert_exit(&p.run(&["start"]), 0);
+    let whole = p.suite_summary().suite_id;
+    // A subset by name, its inverse and a stress run are selections of their own: none of
+    // them is compared with the whole suite.
+    for args in [
+        &["start", "-g", "t1"][..],
+        &["start", "--grep-invert", "t1"],
+        &["start", "--repeat", "2"],
+    ] {
+        assert_exit(&p.run(args), 0);
+        assert_eq!(compared_with(&p), None, "{args:?}");
+    }
+    // The same subset again compares with its own earlier suite, and says which it is.
+    assert_exit(&p.run(&["start", "-g", "t1"]), 0);
+    let (_, selection) = compared_with(&p).expect("compared with the earlier -g t1");
+    assert_eq!(selection, "-g t1");
+    // Both shards of a CI run merged are the whole suite: compared with the unsharded run.
+    let mut shards = Vec::new();
+    for k in 1..=2 {
+        assert_exit(&p.run(&["start", "--shard", &format!("{k}/2")]), 0);
+        shards.push(p.suite_dir().display().to_string());
+    }
+    let out = p.root().join(".bugatti/suites/zz-merged");
+    let out_arg = out.display().to_string();
+    let merge = p.run(&["merge", &shards[0], &shards[1], "--out", &out_arg]);
+    assert_exit(&merge, 0);
+    let merged: bugatti::report::records::suite::SuiteSummary =
+        common::read_json_file(&out.join("summary.json"));
+    let changes = merged
+        .changes
+        .expect("a full merge compares with the unsharded run");
+    assert_eq!(changes.previous_suite_id, whole, "{}", stdout(&merge));
+    p.assert_nothing_survives();
+}

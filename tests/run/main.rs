@@ -28,4 +28,5 @@ mod shard_merge;
 mod shards;
 mod signals;
 mod stability;
+mod step_timeout;
 mod suite_budget;

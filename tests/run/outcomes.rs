@@ -434,7 +434,10 @@ fn a_panic_in_one_session_fails_that_test_only() {
     let out = p
         .supervisor()
         .args(["start"])
-        .env(bugatti::actors::session::FAULT_PANIC_ENV, "boom")
+        .env(
+            crate::common::fault::hook_env(crate::common::fault::Hook::Session),
+            "boom",
+        )
         .output()
         .expect("run");
     p.assert_nothing_survives();
@@ -475,7 +478,10 @@ fn a_panic_in_a_sessions_driver_mid_step_ends_that_run_with_its_records() {
     let out = p
         .supervisor()
         .args(["start"])
-        .env(bugatti::actors::session::FAULT_DRIVER_PANIC_ENV, "boom")
+        .env(
+            crate::common::fault::hook_env(crate::common::fault::Hook::Driver),
+            "boom",
+        )
         .output()
         .expect("run");
     p.assert_nothing_survives();

@@ -3,6 +3,7 @@
 //! auto-quarantine policy.
 
 use crate::common::assert_exit;
+use crate::common::records::*;
 use crate::common::{stdout, Project};
 use serde_json::Value;
 use std::process::Command;
@@ -294,5 +295,43 @@ fn auto_quarantine_holds_a_flaky_test_until_five_passes_and_never_a_broken_one()
     assert!(stdout(&out).contains("auto-quarantine: flaky.test.toml released"));
     let md = std::fs::read_to_string(p.suite_dir().join("summary.md")).expect("md");
     assert!(md.contains("flaky.test.toml released"), "{md}");
+    p.assert_nothing_survives();
+}
+
+/// `--repeat` counts every run (docs/ci.md): a run that failed fails the suite even when the runs
+/// after it passed, and the console, summary.json, JUnit and the exit code all say so.
+#[test]
+fn a_failed_repeat_fails_the_suite_whichever_run_came_last() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    // Runs 1 and 3 pass, run 2 fails.
+    p.write("middle.test.toml", &counting("middle", "test $n != 1"));
+    let out = p.run(&["start", "--repeat", "3", "-j", "1"]);
+    let console = stdout(&out);
+    assert_exit(&out, 1);
+    let summary = p.suite_summary();
+    let test = &summary.tests[0];
+    let outcomes: Vec<RunOutcome> = test.history.iter().map(|a| a.outcome).collect();
+    assert_eq!(
+        outcomes,
+        [RunOutcome::Passed, RunOutcome::Failed, RunOutcome::Passed],
+        "{console}"
+    );
+    assert_eq!(test.outcome, RunOutcome::Failed, "{console}");
+    assert!(!test.flaky, "a failed repeat is not a flaky pass");
+    assert!(
+        !summary.passed(),
+        "the summary's verdict is the exit code's"
+    );
+    assert_eq!((summary.totals.failed, summary.totals.passed), (1, 0));
+    let junit = std::fs::read_to_string(p.suite_dir().join("junit.xml")).expect("junit.xml");
+    assert!(
+        junit.contains("failures=\"1\"") && junit.contains("<failure"),
+        "{junit}"
+    );
+    assert!(
+        !junit.contains("rerunFailure"),
+        "the runs that passed are no rerun failures: {junit}"
+    );
     p.assert_nothing_survives();
 }

@@ -270,6 +270,7 @@ impl ReporterState {
     }
 
     fn event(&mut self, run_id: &RunId, event: &Event) {
+        #[cfg(feature = "fault-injection")]
         if matches!(event.kind, EventKind::StepStarted { .. }) {
             fault_panic(
                 self.open
@@ -335,8 +336,10 @@ impl ReporterState {
 /// Test-only fault injection: the reporter panics handling a step's start in a run whose test
 /// file path contains this value (proves that a panic in the reporter costs that record, said
 /// as a record lost, exit 3, and nothing else).
+#[cfg(feature = "fault-injection")]
 pub const FAULT_REPORTER_PANIC_ENV: &str = "BUGATTI_FAULT_REPORTER_PANIC_IN";
 
+#[cfg(feature = "fault-injection")]
 fn fault_panic(test_file: Option<&String>) {
     let hit = std::env::var(FAULT_REPORTER_PANIC_ENV)
         .is_ok_and(|needle| !needle.is_empty() && test_file.is_some_and(|t| t.contains(&needle)));

@@ -8,6 +8,7 @@ use super::steps::StepRun;
 use super::*;
 use crate::console::record::CallRecord;
 use crate::model::ids::StepId;
+use crate::process::job_control::later;
 
 /// A step sent to the agent that came back without a verdict.
 #[derive(Debug, thiserror::Error)]
@@ -161,7 +162,7 @@ impl Driver {
         request: StepRequest,
         news: &mut Option<mpsc::UnboundedReceiver<AgentEvent>>,
     ) -> Result<StepVerdict, TurnLost> {
-        let limit = request.timeout + Duration::from_secs(60);
+        let limit = request.timeout.saturating_add(Duration::from_secs(60));
         let (reply, answer) = ractor::concurrency::oneshot();
         agent
             .cast(AgentMsg::RunStep(request, reply.into()))
@@ -179,7 +180,7 @@ impl Driver {
                 Some(event) = next_news(news) => self.take_news(event, &mut died),
                 _ = Self::until_stopped(self.stop.clone()), if cancelled_until.is_none() => {
                     let _ = agent.cast(AgentMsg::Cancel);
-                    cancelled_until = Some(tokio::time::Instant::now() + limit);
+                    cancelled_until = Some(later(tokio::time::Instant::now(), limit));
                 }
                 _ = sleep_until_opt(cancelled_until), if cancelled_until.is_some() => {
                     break Err(TurnLost::CancelIgnored);

@@ -75,11 +75,13 @@ use tracing::Instrument;
 
 /// Test-only fault injection: a session whose test file path contains this value panics when its
 /// first step starts (proves that one session's panic fails only that test).
+#[cfg(feature = "fault-injection")]
 pub const FAULT_PANIC_ENV: &str = "BUGATTI_FAULT_PANIC_IN";
 
 /// Test-only fault injection: a session whose test file path contains this value has its driver
 /// (the task that runs the steps) panic mid-step (proves that a panic outside the actor's own
 /// handler still ends that run with its records).
+#[cfg(feature = "fault-injection")]
 pub const FAULT_DRIVER_PANIC_ENV: &str = "BUGATTI_FAULT_DRIVER_PANIC_IN";
 
 /// How long the agent gets to answer `Close` before the session moves on (its process group is
@@ -167,6 +169,7 @@ pub struct SessionState {
     /// Last exit status seen per command, to report with its restart.
     last_exit: HashMap<String, String>,
     /// `BUGATTI_FAULT_PANIC` matched this test: panic before a step (fault tests only).
+    #[cfg(feature = "fault-injection")]
     fault_panic: bool,
     /// The provider resumes a dead agent at its next step (claude-code, codex): its death
     /// between steps is the watchdog's to answer, not a reason to stop the session.
@@ -204,10 +207,12 @@ impl Actor for SessionActor {
         let run_id = args.events.run_id().clone();
         // Before any process of the run starts: its final sweep looks among later ones only.
         crate::process::teardown::run_begins(run_id.as_str());
+        #[cfg(feature = "fault-injection")]
         let fault_panic = std::env::var(FAULT_PANIC_ENV).is_ok_and(|needle| {
             !needle.is_empty() && args.test.rel_path.to_string_lossy().contains(&needle)
         });
         let agent_restartable = args.test.effective.provider.name.value.info().resumes;
+        #[cfg(feature = "fault-injection")]
         let fault_driver_panic = std::env::var(FAULT_DRIVER_PANIC_ENV).is_ok_and(|needle| {
             !needle.is_empty() && args.test.rel_path.to_string_lossy().contains(&needle)
         });
@@ -216,6 +221,7 @@ impl Actor for SessionActor {
             &args.test, &tokens,
         )));
         let driver = Driver {
+            #[cfg(feature = "fault-injection")]
             fault_driver_panic,
             test: Arc::clone(&args.test),
             attempt: args.attempt,
@@ -252,6 +258,7 @@ impl Actor for SessionActor {
             stop,
             events: args.events,
             last_exit: HashMap::new(),
+            #[cfg(feature = "fault-injection")]
             fault_panic,
             agent_restartable,
             driver: Some(AbortOnDrop(handle)),
@@ -275,7 +282,10 @@ impl Actor for SessionActor {
                 let _ = done.send(());
             }
             SessionMsg::Agent(event) => state.on_agent_event(event),
-            SessionMsg::StepStarting(step_id) => {
+            #[cfg_attr(not(feature = "fault-injection"), allow(unused_variables))]
+            SessionMsg::StepStarting(step_id) =>
+            {
+                #[cfg(feature = "fault-injection")]
                 if state.fault_panic {
                     panic!("injected fault: session panicked before step {step_id}");
                 }
@@ -398,6 +408,7 @@ struct Driver {
     stop: watch::Receiver<Option<StopReason>>,
     /// `BUGATTI_FAULT_DRIVER_PANIC_IN` matched this test: panic once a step has started (fault
     /// tests only).
+    #[cfg(feature = "fault-injection")]
     fault_driver_panic: bool,
 }
 
@@ -614,6 +625,7 @@ impl Driver {
                     step_id: s.step_id,
                     provenance: provenance(s),
                     instruction: s.instruction.clone(),
+                    timeout_secs: Some(s.timeout.value.as_secs()),
                 })
                 .collect(),
             commands: effective

@@ -35,7 +35,7 @@ impl Driver {
             instruction: &run.instruction,
             console: started.console.as_ref().map(|s| s.console().as_ref()),
             run_id: &self.run_id,
-            step_timeout: self.step_timeout(run.step),
+            step_timeout: run.step.timeout.value,
         };
         let before = replay
             .before(&asked, Self::until_stopped(self.stop.clone()))

@@ -99,6 +99,7 @@ impl Driver {
             instruction_sent: skipped.is_none().then(|| instruction.clone()),
             provenance: provenance(step),
         });
+        #[cfg(feature = "fault-injection")]
         if self.fault_driver_panic {
             panic!("injected fault: the session's driver panicked mid-step");
         }
@@ -186,7 +187,7 @@ impl Driver {
         ))
     }
 
-    /// The step as the agent gets it; its timeout resolved against the provider's default.
+    /// The step as the agent gets it, with its timeout as the loader resolved it.
     pub(super) fn request(&self, run: &StepRun<'_>) -> StepRequest {
         let Provenance {
             source_file,
@@ -199,17 +200,9 @@ impl Driver {
             source_index,
             include_chain,
             instruction: run.instruction.clone(),
-            timeout: self.step_timeout(run.step),
+            timeout: run.step.timeout.value,
             question: None,
         }
-    }
-
-    /// The step's timeout: its own, else the provider's default.
-    pub(super) fn step_timeout(&self, step: &PlannedStep) -> Duration {
-        Duration::from_secs(
-            step.timeout_secs
-                .unwrap_or(self.test.effective.provider.step_timeout_secs.value),
-        )
     }
 
     /// The instruction as the agent gets it: variables substituted, assets inlined or copied.

@@ -353,11 +353,9 @@ impl EffectiveConfig {
             pr.cmd
                 .set(Some(v.get_ref().clone()), layer, origin(file, v.span()));
         }
-        if let Some(v) = p.step_timeout_secs {
-            if v == 0 {
-                problems.push(problem("`step_timeout_secs` must be at least 1", None));
-            }
-            pr.step_timeout_secs.set(v, layer, None);
+        if let Some(v) = &p.step_timeout_secs {
+            pr.step_timeout_secs
+                .set(*v.get_ref(), layer, origin(file, v.span()));
         }
         if let Some(v) = &p.cwd {
             pr.cwd
@@ -447,9 +445,9 @@ impl EffectiveConfig {
         }
         if let Some(v) = env("BUGATTI_STEP_TIMEOUT").filter(|v| !v.is_empty()) {
             match v.trim().parse::<u64>() {
-                Ok(n) if n > 0 => self.provider.step_timeout_secs.set(n, Layer::Env, None),
-                _ => problems.push(problem(
-                    format!("BUGATTI_STEP_TIMEOUT=`{v}` is not a whole number of seconds ≥ 1"),
+                Ok(n) => self.provider.step_timeout_secs.set(n, Layer::Env, None),
+                Err(_) => problems.push(problem(
+                    format!("BUGATTI_STEP_TIMEOUT=`{v}` is not a whole number of seconds"),
                     None,
                 )),
             }
@@ -511,9 +509,6 @@ impl EffectiveConfig {
             }
         }
         if let Some(v) = o.step_timeout {
-            if v == 0 {
-                problems.push(problem("--step-timeout must be at least 1 second", None));
-            }
             self.provider.step_timeout_secs.set(v, Layer::Flag, None);
         }
         if o.strict_warnings {

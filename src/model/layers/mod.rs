@@ -6,6 +6,7 @@
 
 mod apply;
 mod rows;
+pub mod step_timeout;
 mod validate;
 
 use std::collections::BTreeMap;

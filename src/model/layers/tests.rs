@@ -152,8 +152,14 @@ fn bad_env_and_flag_values_are_problems() {
         .into_iter()
         .map(|p| p.message)
         .collect();
-    assert_eq!(ps.len(), 4, "{ps:?}");
+    assert_eq!(ps.len(), 3, "{ps:?}");
     assert!(ps[0].starts_with("--provider `nope` is not a provider"));
+    // The step timeout's range is checked once, on the effective value, naming the flag.
+    let ps: Vec<String> = e.validate().into_iter().map(|p| p.message).collect();
+    assert_eq!(
+        ps,
+        vec!["--step-timeout must be from 1 to 604800 seconds (a week), not 0"]
+    );
 }
 
 #[test]

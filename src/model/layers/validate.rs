@@ -18,9 +18,7 @@ impl EffectiveConfig {
                 self.provider.name.origin.clone(),
             ));
         }
-        if self.provider.step_timeout_secs.value == 0 {
-            problems.push(problem("`step_timeout_secs` must be at least 1", None));
-        }
+        problems.extend(self.provider.check_step_timeout());
         problems.extend(validate_commands(&self.commands));
         problems.extend(self.validate_names());
         if let (Some(browser), Some(command)) = (&self.browser, self.commands.get("browser")) {

@@ -516,6 +516,8 @@ fn cut_shard(
         digest: crate::model::shard::digest(&names, shard.count, by, &durations),
         paths: options.paths.clone(),
         tags: options.tags.clone(),
+        grep: options.grep.clone(),
+        grep_invert: options.grep_invert.clone(),
         split: crate::model::shard::owners(&names, shard.count, by, &durations),
     }
 }
@@ -531,7 +533,7 @@ fn plan_root_test(
     found: &mut Found,
 ) -> RootTest {
     let Root { path, name, tags } = root;
-    let (plan, plan_problems) = expand(project_root, &path, files);
+    let (mut plan, plan_problems) = expand(project_root, &path, files);
     found.problems.extend(plan_problems);
     let mut effective = base.clone();
     let mut lps = Vec::new();
@@ -546,6 +548,9 @@ fn plan_root_test(
     }
     lps.extend(effective.apply_flags(options));
     lps.extend(effective.validate());
+    for step in &mut plan {
+        step.timeout = effective.provider.step_timeout(step.timeout_secs);
+    }
     check_names(
         &effective,
         &plan,

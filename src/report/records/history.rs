@@ -232,12 +232,15 @@ fn change_pct(now: f64, before: f64) -> String {
 }
 
 impl Comparison {
-    /// Whether anything is worth a line of its own.
+    /// Whether no outcome changed: no line of the list above the duration (so "no change in
+    /// outcomes" is never printed under a change).
     pub fn is_quiet(&self) -> bool {
         self.new_failures.is_empty()
             && self.fixed.is_empty()
             && self.still_failing.is_empty()
             && self.flaky.is_empty()
+            && self.not_run.is_empty()
+            && self.agent_errors.is_empty()
     }
 
     /// The lines the console, summary.md and report.html share:
@@ -369,6 +372,12 @@ mod tests {
         assert_eq!(c.previous_suite_id, "1");
         assert!(c.fixed.is_empty() && c.new_failures.is_empty(), "{c:?}");
         assert_eq!(c.not_run[0].test_file, "b");
+        let lines = c.lines();
+        assert!(
+            lines.iter().any(|l| l.starts_with("not run: b"))
+                && !lines.iter().any(|l| l == "no change in outcomes"),
+            "{lines:?}"
+        );
     }
 
     #[test]

@@ -60,6 +60,8 @@ mod tests {
             digest: "d".into(),
             paths: Vec::new(),
             tags: Vec::new(),
+            grep: None,
+            grep_invert: None,
             split: split.iter().map(|(t, k)| (t.to_string(), *k)).collect(),
         }
     }

@@ -87,6 +87,9 @@ pub struct PlanEntry {
     pub provenance: Provenance,
     /// The instruction as sent to the agent (after substitution).
     pub instruction: String,
+    /// The step's timeout in seconds, as the loader resolved it (absent in older records).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -96,6 +96,10 @@ pub struct StepRecord {
     pub provenance: Provenance,
     /// As written in the test file.
     pub instruction: String,
+    /// The step's timeout in seconds: its own `timeout_secs`, else the provider's
+    /// `step_timeout_secs` (absent in records written before it was recorded).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub timeout_secs: Option<u64>,
     /// As the agent got it (variables substituted, assets inlined); set once the step started.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub instruction_sent: Option<String>,
@@ -309,6 +313,7 @@ impl RunRecord {
                     step_id: s.step_id,
                     provenance: s.provenance.clone(),
                     instruction: s.instruction.clone(),
+                    timeout_secs: s.timeout_secs,
                     instruction_sent: None,
                     status: StepStatus::NotRun,
                     message: None,
@@ -383,6 +388,7 @@ impl RunRecord {
                     step_id: s.step_id,
                     provenance: s.provenance.clone(),
                     instruction: s.instruction.clone(),
+                    timeout_secs: s.timeout_secs,
                 })
                 .collect(),
             commands: self

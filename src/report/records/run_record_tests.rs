@@ -30,6 +30,7 @@ pub(crate) fn plan() -> RunPlan {
                     include_chain: vec![],
                 },
                 instruction: format!("do thing {i}"),
+                timeout_secs: Some(300),
             })
             .collect(),
         commands: vec![

@@ -71,6 +71,18 @@ pub struct RootTestSummary {
     pub agent_fault: Option<crate::model::agent_fault::FaultKind>,
 }
 
+impl RootTestSummary {
+    /// The outcome as a badge says it: an agent error is said apart from the app's `error`
+    /// (docs/providers.md).
+    pub fn badge_text(&self) -> &'static str {
+        if self.agent_fault.is_some() {
+            "agent error"
+        } else {
+            self.outcome.as_str()
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SuiteSummary {
     pub schema_version: u32,
@@ -251,6 +263,17 @@ impl SuiteSummary {
                 .not_run
                 .iter()
                 .all(|f| self.partial_allowed && self.not_run_reasons.contains_key(f))
+    }
+
+    /// The suite failed only because the agent could not work (every test that fails it ended
+    /// by an agent fault): the app was not seen to fail, and the headline says so.
+    pub fn failed_by_agent_only(&self) -> bool {
+        let failing: Vec<&RootTestSummary> =
+            self.tests.iter().filter(|t| self.fails_suite(t)).collect();
+        !failing.is_empty()
+            && failing.iter().all(|t| t.agent_fault.is_some())
+            && self.not_run.is_empty()
+            && self.harness_error.is_none()
     }
 
     /// Why each test that fails the suite does ("failed", "flaky, and --fail-on-flaky").

@@ -19,8 +19,11 @@ const TOP: usize = 5;
 pub struct SuitePoint {
     pub suite_id: SuiteId,
     pub started_at: chrono::DateTime<chrono::Utc>,
-    /// Passed root tests over root tests, 0..=1.
-    pub pass_rate: f64,
+    /// Passed root tests over root tests that ran (agent errors left out), 0..=1; `None` when
+    /// every test that ran ended by an agent error (nothing was learnt of the app).
+    pub pass_rate: Option<f64>,
+    /// Root tests ended by an agent error, left out of the pass rate.
+    pub agent_errors: usize,
     pub duration_ms: u64,
     pub cost_usd: Option<f64>,
 }
@@ -67,11 +70,8 @@ impl Trends {
                 SuitePoint {
                     suite_id: e.suite_id.clone(),
                     started_at: e.started_at,
-                    pass_rate: if ran.is_empty() {
-                        0.0
-                    } else {
-                        passed as f64 / ran.len() as f64
-                    },
+                    pass_rate: (!ran.is_empty()).then(|| passed as f64 / ran.len() as f64),
+                    agent_errors: e.tests.iter().filter(|t| t.agent_error.is_some()).count(),
                     duration_ms: e.duration_ms,
                     cost_usd: e.cost_usd,
                 }
@@ -139,7 +139,7 @@ impl Trends {
         let secs = crate::report::ground::printable::secs;
         out.push_str(&self.chart(
             "pass rate",
-            |s| Some(s.pass_rate * 100.0),
+            |s| s.pass_rate.map(|r| r * 100.0),
             Some(100.0),
             |v| format!("{v:.0}%"),
         ));
@@ -208,12 +208,20 @@ impl Trends {
         for s in &self.suites {
             let _ = writeln!(
                 out,
-                "  {}  {}  pass {:>3.0}%  {:>8}{}",
+                "  {}  {}  pass {:>4}  {:>8}{}{}",
                 s.started_at.format("%Y-%m-%d %H:%M"),
                 id_tail(s.suite_id.as_str()),
-                s.pass_rate * 100.0,
+                s.pass_rate
+                    .map_or("–".to_string(), |r| format!("{:.0}%", r * 100.0)),
                 crate::report::ground::printable::secs(s.duration_ms),
-                s.cost_usd.map_or(String::new(), |c| format!("  ${c:.2}"))
+                s.cost_usd.map_or(String::new(), |c| format!("  ${c:.2}")),
+                match s.agent_errors {
+                    0 => String::new(),
+                    n => format!(
+                        "  ({n} agent error{}, not counted)",
+                        if n == 1 { "" } else { "s" }
+                    ),
+                }
             );
         }
         let mut section = |title: &str, rows: Vec<String>| {
@@ -283,13 +291,11 @@ impl Trends {
         label: impl Fn(f64) -> String,
     ) -> String {
         use crate::report::ground::html_escape::escape;
-        let values: Vec<f64> = self
-            .suites
-            .iter()
-            .map(|s| value(s).unwrap_or(0.0))
-            .collect();
+        // A suite without a value (no cost recorded, only agent errors) is no point at 0: the
+        // line skips it and its tooltip says so.
+        let values: Vec<Option<f64>> = self.suites.iter().map(&value).collect();
         let top = max
-            .unwrap_or_else(|| values.iter().copied().fold(0.0, f64::max))
+            .unwrap_or_else(|| values.iter().flatten().copied().fold(0.0, f64::max))
             .max(f64::EPSILON);
         let step = if values.len() > 1 {
             PLOT_W / (values.len() - 1) as f64
@@ -326,7 +332,7 @@ impl Trends {
         let points: Vec<String> = values
             .iter()
             .enumerate()
-            .map(|(i, v)| format!("{:.1},{:.1}", x(i), y(*v)))
+            .filter_map(|(i, v)| v.map(|v| format!("{:.1},{:.1}", x(i), y(v))))
             .collect();
         let _ = write!(
             svg,
@@ -334,7 +340,10 @@ impl Trends {
             points.join(" ")
         );
         for (i, (s, v)) in self.suites.iter().zip(&values).enumerate() {
-            let shown = value(s).map_or_else(|| "none recorded".to_string(), &label);
+            let Some(v) = v else {
+                continue;
+            };
+            let shown = label(*v);
             // A wider transparent circle under each dot: a tooltip a pointer can find.
             let _ = write!(
                 svg,
@@ -349,7 +358,11 @@ impl Trends {
             );
         }
         let (w, h) = (LEFT + PLOT_W + 8.0, ABOVE + PLOT_H + BOTTOM);
-        let now = values.last().map_or_else(String::new, |v| label(*v));
+        let now = values
+            .last()
+            .copied()
+            .flatten()
+            .map_or_else(|| "none recorded".to_string(), &label);
         format!(
             "<figure class=\"chart\"><figcaption>{title}: <b>{}</b></figcaption>\
              <svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" role=\"img\" aria-label=\"{title} per suite, oldest first\">\
@@ -406,8 +419,25 @@ mod tests {
         let mut night = entry("2", &[("a", true, 100), ("b", false, 10)], None);
         night.tests[1].agent_error = Some(crate::model::agent_fault::FaultKind::Quota);
         let t = Trends::of(&[before], &night).expect("trends");
-        assert_eq!(t.suites[1].pass_rate, 1.0, "{:?}", t.suites);
+        assert_eq!(t.suites[1].pass_rate, Some(1.0), "{:?}", t.suites);
         assert!(t.flips.is_empty(), "{:?}", t.flips);
+    }
+
+    #[test]
+    fn a_night_of_agent_errors_only_has_no_pass_rate_not_zero() {
+        let before = entry("1", &[("a", true, 100)], None);
+        let mut night = entry("2", &[("a", false, 100)], None);
+        night.tests[0].agent_error = Some(crate::model::agent_fault::FaultKind::RateLimit);
+        let t = Trends::of(&[before], &night).expect("trends");
+        assert_eq!(t.suites[1].pass_rate, None, "{:?}", t.suites);
+        let text = t.text();
+        assert!(
+            text.contains("pass    –") && text.contains("(1 agent error, not counted)"),
+            "{text}"
+        );
+        assert!(!text.contains("pass   0%"), "{text}");
+        let html = t.html();
+        assert!(html.contains("pass rate: <b>none recorded</b>"), "{html}");
     }
 
     #[test]
@@ -419,7 +449,7 @@ mod tests {
         ];
         let t = Trends::of(&nights[..2], &nights[2]).expect("trends");
         assert_eq!(t.suites.len(), 3);
-        assert_eq!(t.suites[1].pass_rate, 0.5);
+        assert_eq!(t.suites[1].pass_rate, Some(0.5));
         assert_eq!(t.flips, vec![("flaky".to_string(), 2, 3)]);
         assert_eq!(t.slowest[0], ("a".to_string(), 110));
         assert_eq!(t.costliest.len(), 2);

@@ -299,15 +299,20 @@ impl<'a> Page<'a> {
             escape(&title)
         );
         let failed_total = t.failed + t.error + t.interrupted + t.not_run;
-        let verdict = if s.passed() { "passed" } else { "failed" };
+        let (verdict, headline) = if s.passed() {
+            ("passed", "PASSED")
+        } else if s.failed_by_agent_only() {
+            ("error", "AGENT ERROR (not the app)")
+        } else {
+            ("failed", "FAILED")
+        };
         let cost: Option<f64> = {
             let costs: Vec<f64> = self.input.records.iter().filter_map(run_cost).collect();
             (!costs.is_empty()).then(|| costs.iter().sum())
         };
         let _ = write!(
             self.out,
-            "<h1><span class=\"badge b-{verdict}\">{}</span> {}</h1>\n<div class=\"meta\">started {} · <span id=\"commit\">commit {}</span> · duration {}{}</div>\n",
-            verdict.to_uppercase(),
+            "<h1><span class=\"badge b-{verdict}\">{headline}</span> {}</h1>\n<div class=\"meta\">started {} · <span id=\"commit\">commit {}</span> · duration {}{}</div>\n",
             escape(&title),
             s.started_at.format("%Y-%m-%d %H:%M:%S UTC"),
             escape(&s.revision_text()),
@@ -380,7 +385,7 @@ impl<'a> Page<'a> {
                     (false, false) => "",
                 },
                 test.outcome.as_str(),
-                test.outcome.as_str(),
+                test.badge_text(),
                 ms(Some(test.duration_ms)),
                 test.attempts,
                 escape(&bounded(
@@ -478,7 +483,7 @@ impl<'a> Page<'a> {
             escape(&test.test_file),
             if bad { " open" } else { "" },
             test.outcome.as_str(),
-            test.outcome.as_str(),
+            test.badge_text(),
             escape(&test.test_file),
             escape(&test.test_name),
             ms(Some(test.duration_ms)),

@@ -121,7 +121,12 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
         suite.add_property(Property::new("flaky_result", "fail"));
     }
     for test in &summary.tests {
-        let earlier = &test.history[..test.history.len().saturating_sub(1)];
+        // Every run but the deciding one (with `--repeat`, a failed run may come before passes).
+        let earlier: Vec<_> = test
+            .history
+            .iter()
+            .filter(|a| a.run_id != test.run_id)
+            .collect();
         // Under `--fail-on-flaky` a pass on a retry fails the suite: a failure here too.
         let flaky_fails = summary.fail_on_flaky && test.flaky && !test.quarantined;
         let kind = kind_of(test.outcome, summary.strict_warnings)
@@ -149,12 +154,10 @@ pub fn build(summary: &SuiteSummary, records: &[RunRecord]) -> Report {
                     test.outcome.as_str()
                 });
                 status.set_message(one_line(text)).set_description(text);
-                status.add_reruns(earlier.iter().map(|a| {
-                    rerun(
-                        a,
-                        kind_of(a.outcome, summary.strict_warnings)
-                            .unwrap_or(NonSuccessKind::Failure),
-                    )
+                // A run that passed is no rerun failure; under `--fail-on-flaky` the failures
+                // before the deciding pass are.
+                status.add_reruns(earlier.iter().filter_map(|a| {
+                    kind_of(a.outcome, summary.strict_warnings).map(|k| rerun(a, k))
                 }));
                 status
             }

@@ -364,6 +364,11 @@ pub fn merge(
         merged: ids.clone(),
         paths: of_shards.map(|s| s.paths.clone()).unwrap_or_default(),
         tags: of_shards.map(|s| s.tags.clone()).unwrap_or_default(),
+        grep: of_shards.and_then(|s| s.grep.clone()),
+        grep_invert: of_shards.and_then(|s| s.grep_invert.clone()),
+        // The shards ran each test as many times as the selection asked.
+        repeat: records.iter().map(|r| r.identity.repeat).max().unwrap_or(1),
+        partial: !summary.missing_shards.is_empty(),
         ..Selection::default()
     };
     std::fs::create_dir_all(out).map_err(|source| SuiteError::CreateOut {

@@ -129,7 +129,7 @@ impl Page<'_> {
                     "<div class=\"lane\"><a class=\"lname\" href=\"#t{index}\" title=\"{}\"><span class=\"badge b-{}\">{}</span> {}</a><div class=\"track\">",
                     escape(&test.test_file),
                     test.outcome.as_str(),
-                    test.outcome.as_str(),
+                    test.badge_text(),
                     escape(&test.test_file)
                 );
                 self.lane_bars(*index, &lane, offset, end);
