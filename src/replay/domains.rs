@@ -12,8 +12,9 @@
 //!   in every pass (an owner id tied to the new user's id, a copy's checksum to the source's).
 //!
 //! And between the tokens of one output, the relations that held in every pass: the order of two
-//! consecutive timestamps and their difference ([`Relation`]), checked on every replay, the first
-//! one too.
+//! consecutive timestamps and their difference ([`Relation`]), and a list's order as one
+//! relation over all its timestamps however long it is (`sorted`), checked on every replay, the
+//! first one too.
 
 use super::tokens::{Kind, Position};
 use chrono::{DateTime, Duration as Span, NaiveDate, NaiveDateTime, NaiveTime, Utc};
@@ -25,8 +26,12 @@ pub type Window = (DateTime<Utc>, DateTime<Utc>);
 /// How many replays in a row a learned position may go unvarying before it is exact again.
 pub const EXPIRES_AFTER: u32 = 30;
 
-/// The most relations kept per output (a log of a thousand timestamps keeps the first ones).
+/// The most pairs of consecutive timestamps kept per output (a log of a thousand timestamps keeps
+/// the first ones; its order, one relation, is kept whole).
 pub const MAX_RELATIONS_PER_OUTPUT: usize = 32;
+
+/// The fewest timestamps a list has for its order to be kept as one relation (two are a pair).
+const SORTED_LIST_MIN: usize = 3;
 
 /// A learned volatile token: its place and what it may be. Written `[line, token, {domain}]`;
 /// a recording of an older supervisor wrote `[line, token]` alone, which is read with no domain
@@ -113,6 +118,11 @@ pub struct Relation {
     pub order: Order,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<f64>,
+    /// A list's order: every timestamp from `a` to the end of the output (`b`: the last one
+    /// when recorded) follows the one before it in `order` (`<`: never earlier, `>`: never
+    /// later), however many there are.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sorted: bool,
 }
 
 /// The bounds a duration learned over `range` passes within (seconds).
@@ -323,7 +333,7 @@ pub fn relations_in(action: usize, text: &str) -> Vec<Relation> {
             }
         }
     }
-    stamps
+    let mut relations: Vec<Relation> = stamps
         .windows(2)
         .filter_map(|w| {
             let (x, y, _) = pair(w[0].1, w[1].1, near)?;
@@ -333,10 +343,85 @@ pub fn relations_in(action: usize, text: &str) -> Vec<Relation> {
                 b: w[1].0,
                 order: order_of(x, y),
                 diff: Some(round_ms(y - x)),
+                sorted: false,
             })
         })
         .take(MAX_RELATIONS_PER_OUTPUT)
-        .collect()
+        .collect();
+    relations.extend(sorted_list(action, &stamps, near));
+    relations
+}
+
+/// The timestamps of a text with a date, in reading order, as instants.
+fn dated_instants(text: &str, near: DateTime<Utc>) -> Vec<(Position, DateTime<Utc>)> {
+    let mut out = Vec::new();
+    for (line, l) in text.split('\n').enumerate() {
+        for (token, t) in super::tokens::candidates(l).iter().enumerate() {
+            let value = &l[t.start..t.end];
+            if t.kind != Kind::Timestamp || value.len() < 10 {
+                continue;
+            }
+            if let Some((at, _)) = instant(value, near) {
+                out.push((Position { line, token }, at));
+            }
+        }
+    }
+    out
+}
+
+/// The order of the longest run of timestamps at the end of an output that all go one way (a
+/// job history newest first, after a header's own time or not), when it has at least
+/// [`SORTED_LIST_MIN`] and is not all one instant.
+fn sorted_list(
+    action: usize,
+    stamps: &[(Position, &str)],
+    near: DateTime<Utc>,
+) -> Option<Relation> {
+    let at: Vec<(Position, DateTime<Utc>)> = stamps
+        .iter()
+        .filter_map(|(p, v)| instant(v, near).map(|(t, _)| (*p, t)))
+        .collect();
+    let last = at.last()?;
+    let ordered = |order: Order| {
+        let start = at
+            .windows(2)
+            .rposition(|w| !in_order(order, w[0].1, w[1].1))
+            .map_or(0, |i| i + 1);
+        (at.len() - start, start)
+    };
+    let (order, (len, start)) = [Order::Before, Order::After]
+        .into_iter()
+        .map(|o| (o, ordered(o)))
+        .max_by_key(|(_, (len, _))| *len)?;
+    let all_same = at[start..].iter().all(|(_, t)| *t == at[start].1);
+    (len >= SORTED_LIST_MIN && !all_same).then(|| Relation {
+        action,
+        a: at[start].0,
+        b: last.0,
+        order,
+        diff: None,
+        sorted: true,
+    })
+}
+
+fn in_order(order: Order, x: DateTime<Utc>, y: DateTime<Utc>) -> bool {
+    match order {
+        Order::Before => x <= y,
+        Order::After => x >= y,
+        Order::Same => x == y,
+    }
+}
+
+/// Whether a list's order (`relation.sorted`) holds in `text`: every timestamp from the
+/// relation's first one to the end of the output follows the one before it in its order.
+pub fn sorted_holds(relation: &Relation, text: &str) -> bool {
+    let at = dated_instants(text, Utc::now());
+    let Some(start) = at.iter().position(|(p, _)| *p == relation.a) else {
+        return false;
+    };
+    at[start..]
+        .windows(2)
+        .all(|w| in_order(relation.order, w[0].1, w[1].1))
 }
 
 fn round_ms(x: f64) -> f64 {
@@ -359,9 +444,13 @@ pub fn holds(relation: &Relation, a: &str, b: &str) -> bool {
 pub fn intersect(before: &[Relation], now: &[Relation]) -> Vec<Relation> {
     now.iter()
         .filter_map(|r| {
-            let old = before
-                .iter()
-                .find(|o| o.action == r.action && o.a == r.a && o.b == r.b)?;
+            // A list's order is the same relation however long the list grew.
+            let old = before.iter().find(|o| {
+                o.action == r.action
+                    && o.a == r.a
+                    && o.sorted == r.sorted
+                    && (r.sorted || o.b == r.b)
+            })?;
             if old.order != r.order {
                 return None;
             }

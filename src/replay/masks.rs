@@ -109,6 +109,7 @@ pub fn check(expected: &str, seen: &str, rules: &Rules<'_>) -> (MaskedDiff, Vec<
         // two timestamps inside their learned ranges still have to keep theirs.
         for r in rules.relations.iter().filter(|r| r.action == rules.action) {
             let holds = match (token_at(seen, r.a), token_at(seen, r.b)) {
+                _ if r.sorted => super::domains::sorted_holds(r, seen),
                 (Some(a), Some(b)) => super::domains::holds(r, a, b),
                 _ => false,
             };
@@ -522,6 +523,52 @@ mod tests {
                 &r
             ),
             MaskedDiff::Soft(vec![a, b])
+        );
+    }
+
+    #[test]
+    fn a_long_lists_order_is_one_relation_whatever_its_length() {
+        // A job history of 40 entries, newest first; every time learned over a wide range.
+        let history = |minutes: &[u32]| -> String {
+            minutes
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    format!(
+                        "job {i} finished 2026-11-24T{:02}:{:02}:00Z",
+                        11 - m / 60,
+                        59 - m % 60
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let healthy: Vec<u32> = (0..40).map(|i| i * 2).collect();
+        let recorded = history(&healthy);
+        // As kept after passes with other spacings: each pair's order, no difference.
+        let relations: Vec<Relation> = super::super::domains::relations_in(0, &recorded)
+            .into_iter()
+            .map(|r| Relation { diff: None, ..r })
+            .collect();
+        let learned: Vec<Learned> = (0..40)
+            .map(|line| wide(Position { line, token: 0 }, Kind::Timestamp))
+            .collect();
+        let r = Rules {
+            relations: &relations,
+            ..rules(&learned, "")
+        };
+        // Other times, the same order: the same.
+        let later: Vec<u32> = (0..40).map(|i| i * 3 + 1).collect();
+        assert_eq!(compare(&recorded, &history(&later), &r), MaskedDiff::Same);
+        // Entries 37 and 38 out of order, far past the first 32 pairs: the list's order broke.
+        let mut swapped = later.clone();
+        swapped.swap(37, 38);
+        assert!(
+            matches!(
+                compare(&recorded, &history(&swapped), &r),
+                MaskedDiff::Soft(_)
+            ),
+            "{relations:?}"
         );
     }
 
