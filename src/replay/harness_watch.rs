@@ -12,6 +12,8 @@
 //!
 //! Either is a drift: the step goes to the agent, which looks for itself.
 
+use super::format::{Action, ConsoleTool, RecordedStep};
+use super::verdict::{Fallback, Verdict};
 use crate::console::logs::{self, LogSource};
 use crate::console::Console;
 use regex::Regex;
@@ -52,17 +54,20 @@ pub fn error_lines(text: &str) -> Vec<String> {
         .collect()
 }
 
+fn long_lived(log: &LogSource) -> bool {
+    log.kind.replace('-', "_") == "long_lived" && log.hub.is_some()
+}
+
 /// A long-lived command whose output has not ended.
 fn runs(log: &LogSource) -> bool {
-    log.kind.replace('-', "_") == "long_lived"
-        && log.hub.as_ref().is_some_and(|h| !h.output_ended())
+    long_lived(log) && log.hub.as_ref().is_some_and(|h| !h.output_ended())
 }
 
 /// One test's watch of its harness, from the moment its replay began (the harness was ready).
 #[derive(Debug)]
 pub struct HarnessWatch {
     began: Instant,
-    /// The long-lived commands running then.
+    /// The long-lived commands that are to keep running.
     running: Vec<String>,
     /// Each log's length then: what follows is new.
     offsets: BTreeMap<String, u64>,
@@ -70,12 +75,13 @@ pub struct HarnessWatch {
 
 impl HarnessWatch {
     /// The harness as the test's replay finds it; `None` without long-lived commands (nothing
-    /// runs that could die unseen).
+    /// runs that could die unseen). Every long-lived command that started is to be running:
+    /// the harness was ready, so each one was (one that died before this look died unseen).
     pub fn begin(console: &Console) -> Option<Self> {
         let harness = console.harness_logs();
         let running: Vec<String> = harness
             .iter()
-            .filter(|l| runs(l))
+            .filter(|l| long_lived(l))
             .map(|l| l.name.clone())
             .collect();
         if running.is_empty() {
@@ -113,8 +119,8 @@ impl HarnessWatch {
             };
             if !runs(log) {
                 return Err(format!(
-                    "the harness command `{name}` stopped running within {:.1} s of the \
-                     replay's start; the agent, looking then, would have seen it",
+                    "the harness command `{name}` is no longer running {:.1} s into the \
+                     replay; the agent, looking then, would have seen it stopped",
                     self.began.elapsed().as_secs_f64()
                 ));
             }
@@ -135,6 +141,48 @@ impl HarnessWatch {
         }
         Ok(())
     }
+}
+
+/// A replayed step's verdict after the watch: a pass stands only when the harness held up
+/// (`watch`: the test's, begun when its replay began; `None` when nothing long-lived runs);
+/// otherwise the drift, at the step's last action.
+pub async fn watched(
+    watch: Option<&HarnessWatch>,
+    console: Option<&Console>,
+    step: &RecordedStep,
+    verdict: Verdict,
+) -> Verdict {
+    let (Verdict::Replayed { .. }, Some(watch), Some(console)) = (&verdict, watch, console) else {
+        return verdict;
+    };
+    match watch.check(console, window(None), &logs_read(step)).await {
+        Ok(()) => verdict,
+        Err(reason) => Verdict::Fallback(Fallback::Failed {
+            action: step.actions.len().saturating_sub(1),
+            reason,
+        }),
+    }
+}
+
+/// The logs `step` read (`read_log`, `wait_for_log`), each with the step's recorded answers.
+fn logs_read(step: &RecordedStep) -> BTreeMap<String, String> {
+    let mut read: BTreeMap<String, String> = BTreeMap::new();
+    for action in &step.actions {
+        if let Action::Console {
+            tool: ConsoleTool::ReadLog | ConsoleTool::WaitForLog,
+            arguments,
+            output,
+            ..
+        } = action
+        {
+            if let Some(name) = arguments["name"].as_str() {
+                let all = read.entry(name.to_string()).or_default();
+                all.push_str(output);
+                all.push('\n');
+            }
+        }
+    }
+    read
 }
 
 /// The first error-level line of `new` that `recorded` does not have (as many times), numbers

@@ -13,6 +13,7 @@ use super::browser_refs::Snapshot;
 use super::calls::{actions_of, last_snapshot, CallsContext};
 use super::context::ReplayContext;
 use super::format::{Action, RecordedStep, Recording};
+use super::harness_watch::{watched, HarnessWatch};
 use super::masks::Position;
 use super::normalize::Normalizer;
 use super::placeholders::{instruction_hash, Placeholders};
@@ -63,6 +64,9 @@ pub struct ReplaySession {
     /// The last page snapshot the agent was shown in an earlier step: a ref it names in the
     /// next step may come from there.
     last_snapshot: Option<Snapshot>,
+    /// The test's watch of its harness, begun at its first step (`Some(None)`: nothing
+    /// long-lived to watch).
+    harness: Option<Option<HarnessWatch>>,
 }
 
 /// Whether the browser actions of `recording` need the page in the client's action answers.
@@ -280,6 +284,7 @@ impl ReplaySession {
             audit: setup.audit,
             browser: None,
             last_snapshot: None,
+            harness: None,
         }
     }
 
@@ -375,6 +380,10 @@ impl ReplaySession {
         };
         if !self.replays() {
             return Ok(Before::ToAgent(turn(None, None, false)));
+        }
+        // The harness is ready when the first step begins: the watch starts there.
+        if self.harness.is_none() {
+            self.harness = asked.console.map(HarnessWatch::begin);
         }
         let only = self.mode == ReplayMode::Only;
         let (outcome, recorded) = if !asked.step.replay {
@@ -613,7 +622,10 @@ impl ReplaySession {
             shell: recorded.provider.info().shell,
             browser: self.browser.as_ref(),
         };
-        (replay_step(&ctx, tools, &recorded).await, Some(recorded))
+        let verdict = replay_step(&ctx, tools, &recorded).await;
+        let watch = self.harness.as_ref().and_then(Option::as_ref);
+        let verdict = watched(watch, asked.console, &recorded, verdict).await;
+        (verdict, Some(recorded))
     }
 
     /// `[replay] audit` picks this step today: it goes to the agent although it could replay.

@@ -479,3 +479,67 @@ fn a_worker_that_dies_after_it_is_ready_drifts_to_the_agent() {
     assert_ne!(code, Some(0), "{console}");
     assert_ne!(worker["status"], "ok", "{worker:#}");
 }
+
+/// The harness is watched as long as the agent would have watched it. The agent takes a couple
+/// of seconds before its first look at a worker (it reads the instruction, thinks); a replay
+/// runs the same look at once. A worker that exits 0.2 s or 1.5 s after it is ready, or logs a
+/// `FATAL` line a second after, was still fine at that instant: only a watch of the harness
+/// until the agent's first look (at most 2 s), checked before the step passes, sees it: the
+/// worker failing while the replay watches (the session ends the step), or the watch's drift to
+/// the agent, which fails the step.
+#[test]
+fn a_worker_that_dies_or_logs_fatal_soon_after_ready_is_no_replayed_pass() {
+    use common::records::StepStatus;
+    let p = project();
+    let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "{config}\n[commands.worker]\nkind = \"long_lived\"\ncmd = \"sh worker.sh\"\nreadiness = {{ log = \"ready\" }}\n"
+        ),
+    );
+    let healthy = "echo ready\nexec sleep 600\n";
+    p.write("worker.sh", healthy);
+    p.write(
+        "worker.test.toml",
+        "[[steps]]\ninstruction = '''\nCheck the worker is up and healthy.\nsleep 2\n\
+         mcp list_logs {}\nexpect worker: long_lived, running\n\
+         mcp read_log {\"name\": \"worker\"}\nexpect ready\nabsent FATAL\n'''\n",
+    );
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let s = p.newest_run_by_test()["worker"].steps[0].clone();
+    assert_eq!(s.mode, Some(StepMode::Replayed), "{console}");
+
+    for (what, script) in [
+        ("exits 0.2 s after ready", "echo ready\nsleep 0.2\nexit 3\n"),
+        ("exits 1.5 s after ready", "echo ready\nsleep 1.5\nexit 3\n"),
+        (
+            "logs FATAL a second after ready",
+            "echo ready\nsleep 1\necho 'FATAL lost the queue'\nexec sleep 600\n",
+        ),
+    ] {
+        p.write("worker.sh", script);
+        let (code, console) = start(&p, &[]);
+        let s = p.newest_run_by_test()["worker"].steps[0].clone();
+        assert_ne!(code, Some(0), "{what}: {console}");
+        assert_ne!(s.mode, Some(StepMode::Replayed), "{what}: {s:?}");
+        assert_ne!(s.status, StepStatus::Ok, "{what}: {s:?}");
+        // Either the session saw the command fail while the replay watched (a harness failure
+        // ends the step), or the watch found what the agent would have seen: the step went to
+        // the agent, which failed it.
+        let said = format!(
+            "{} {}",
+            s.message.as_deref().unwrap_or_default(),
+            s.replay_note.as_deref().unwrap_or_default()
+        );
+        assert!(
+            said.contains("`worker`"),
+            "{what}: the step names the worker: {s:?}\n{console}"
+        );
+    }
+    p.write("worker.sh", healthy);
+    p.assert_nothing_survives();
+}

@@ -12,6 +12,7 @@ in a result marker. Each line of a step's instruction is a directive:
                       the agent's environment; $BUGATTI_CDP_HTTP is the http base of the
                       browser's endpoint, e.g. `get $BUGATTI_CDP_HTTP/json/version`)
     expect TEXT       RESULT ERROR unless TEXT is in the last body
+    absent TEXT       RESULT ERROR if TEXT is in the last body
     env NAME          print NAME=value from the agent's environment
     sleep SECS        sleep
     exit CODE         exit the agent process with CODE (a crash mid-step)
@@ -181,6 +182,9 @@ def run_step(instruction):
         elif word == "expect":
             if rest not in body:
                 result = f"RESULT ERROR: expected {rest!r} in {body!r}"
+        elif word == "absent":
+            if rest in body:
+                result = f"RESULT ERROR: did not expect {rest!r} in {body!r}"
         elif word == "within":
             if took > float(rest):
                 result = f"RESULT ERROR: the call took {took:.1f} s, more than {rest} s"
