@@ -201,6 +201,9 @@ pub enum FactsAnswer {
     Stated(Vec<String>),
     /// The question was not answered (why): the step is recorded as if no facts were stated.
     NotAnswered(String),
+    /// The agent answered `RESULT ERROR` (its words): it withdrew its pass. The step fails and
+    /// nothing is recorded.
+    Withdrawn(String),
 }
 
 impl PendingRecord {
@@ -526,6 +529,15 @@ impl ReplaySession {
             ..
         } = pending;
         let facts = match answer {
+            FactsAnswer::Withdrawn(why) => {
+                add_note(
+                    &mut info,
+                    format!(
+                        "not recorded: the agent withdrew its pass when asked its facts ({why})"
+                    ),
+                );
+                return info;
+            }
             FactsAnswer::NotAnswered(note) => {
                 add_note(&mut info, note);
                 Vec::new()
@@ -542,7 +554,7 @@ impl ReplaySession {
             FactsAnswer::Stated(stated) => {
                 let stated: Vec<String> =
                     stated.iter().map(|f| self.placeholders.insert(f)).collect();
-                match held_on_recording(&stated, &actions) {
+                match held_on_recording(&stated, &actions, turn.previous.as_ref()) {
                     Ok(facts) => facts,
                     Err(why) => {
                         add_note(&mut info, format!("not recorded: {why}"));
@@ -744,12 +756,27 @@ fn is_volatile_builtin(name: &str) -> bool {
 }
 
 /// `stated` when every fact parses and holds on the outputs of `actions` as recorded; else why
-/// not (the step is then not recorded).
-fn held_on_recording(stated: &[String], actions: &[Action]) -> Result<Vec<String>, String> {
-    let facts = super::facts::parse(stated, actions.len())
-        .map_err(|e| format!("a fact the agent stated is not one: {e}"))?;
+/// not (the step is then not recorded). `differs from the recording` is checked against
+/// `previous` (the recording this pass renews, when it has the same actions) and otherwise
+/// left to the replays.
+fn held_on_recording(
+    stated: &[String],
+    actions: &[Action],
+    previous: Option<&RecordedStep>,
+) -> Result<Vec<String>, String> {
+    let facts = super::facts::parse(stated, actions.len()).map_err(|e| match e {
+        super::facts::Refused::Bad(e) => format!("a fact the agent stated is not one: {e}"),
+        refused => format!("the facts the agent stated are refused: {refused}"),
+    })?;
     let outputs = super::replayer::compared_outputs(actions);
-    match super::facts::first_false(&facts, &outputs, &outputs, chrono::Utc::now()) {
+    let before = previous
+        .filter(|p| {
+            p.actions.len() == actions.len()
+                && p.actions.iter().zip(actions).all(|(a, b)| a.same_input(b))
+        })
+        .map(|p| super::replayer::compared_outputs(&p.actions));
+    let now = chrono::Utc::now();
+    match super::facts::first_false_when_recorded(&facts, &outputs, before.as_deref(), now) {
         Some((fact, why)) => Err(format!(
             "the fact `{}` the agent stated does not hold on the outputs it saw: {why}",
             fact.text

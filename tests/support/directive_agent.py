@@ -32,6 +32,7 @@ in a result marker. Each line of a step's instruction is a directive:
     differ RE1 RE2    RESULT ERROR unless RE1's and RE2's group 1 are found and differ
     fact TEXT         a fact the pass rests on: stated as `BUGATTI_FACT TEXT` when the harness asks
                       its facts question about this step (a message with "question": "facts")
+    withdraw TEXT     asked that question, answer `RESULT ERROR: TEXT` instead (a pass taken back)
     mcp TOOL JSON     call TOOL of the agent console (MCP over HTTP at $BUGATTI_MCP_URL with
                       $BUGATTI_MCP_TOKEN); its text is printed and kept for `expect`. In JSON,
                       {session_id} and {next_offset} become the last such number an answer gave
@@ -49,6 +50,8 @@ import urllib.request
 MCP = {"next_id": 1, "initialized": False, "session_id": "", "next_offset": ""}
 # The `fact` directives of the last step, stated when the harness asks its facts question.
 FACTS = []
+# A `withdraw` directive of the last step: the facts question is answered RESULT ERROR with it.
+WITHDRAW = []
 
 
 def mcp_post(message):
@@ -149,6 +152,7 @@ def judge(word, args, seen):
 
 def run_step(instruction):
     FACTS.clear()
+    WITHDRAW.clear()
     out, body, result = [], "", "RESULT OK"
     seen = ""
     took = 0.0
@@ -197,6 +201,8 @@ def run_step(instruction):
                 result = f"RESULT ERROR: {word}: {why}"
         elif word == "fact":
             FACTS.append(rest)
+        elif word == "withdraw":
+            WITHDRAW.append(rest)
         elif word == "env":
             out.append(f"{rest}={os.environ.get(rest, '<unset>')}")
         elif word == "sleep":
@@ -227,6 +233,9 @@ for line in sys.stdin:
     if message.get("type") == "bootstrap":
         reply(["directive agent ready"], "RESULT OK")
     elif message.get("question") == "facts":
-        reply(["BUGATTI_FACT " + fact for fact in FACTS], "RESULT OK")
+        if WITHDRAW:
+            reply(["BUGATTI_FACT " + fact for fact in FACTS], "RESULT ERROR: " + WITHDRAW[0])
+        else:
+            reply(["BUGATTI_FACT " + fact for fact in FACTS], "RESULT OK")
     else:
         run_step(message.get("instruction", ""))
