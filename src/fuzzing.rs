@@ -274,7 +274,9 @@ pub fn read_stream(data: &[u8]) -> StreamReading {
     }
 }
 
-/// The line is a JSON `result` event: the only thing that ends a turn.
+/// The line is a JSON `result` event: what ends a turn here. (A reply also ends at an API retry
+/// of a refused key, an `init` naming a rejected MCP server, or `session_state_changed` `idle`
+/// after a result; these properties generate none of them.)
 pub fn is_result_event(line: &[u8]) -> bool {
     let text = String::from_utf8_lossy(line);
     serde_json::from_str::<serde_json::Value>(text.trim())

@@ -76,4 +76,16 @@ mod tests {
             Some("agent unavailable: auth — not logged in")
         );
     }
+
+    #[test]
+    fn a_rejected_mcp_server_in_two_tests_trips_it() {
+        let b = FaultBreaker::default();
+        b.record("a.test.toml", FaultKind::CliConfig, "server `x` rejected");
+        assert_eq!(b.tripped(), None);
+        b.record("b.test.toml", FaultKind::CliConfig, "server `x` rejected");
+        assert_eq!(
+            b.tripped().as_deref(),
+            Some("agent unavailable: cli_config — server `x` rejected")
+        );
+    }
 }

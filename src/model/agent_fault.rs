@@ -28,6 +28,9 @@ pub enum FaultKind {
     CliMissing,
     /// The program speaks a protocol this supervisor does not.
     CliVersion,
+    /// The CLI refused part of the configuration it was given (Claude Code's `init` listing a
+    /// rejected MCP server in `mcp_server_errors`): found before the first agent step.
+    CliConfig,
 }
 
 impl FaultKind {
@@ -42,6 +45,7 @@ impl FaultKind {
             Self::Stalled => "stalled",
             Self::CliMissing => "cli_missing",
             Self::CliVersion => "cli_version",
+            Self::CliConfig => "cli_config",
         }
     }
 
@@ -50,7 +54,7 @@ impl FaultKind {
     pub fn is_persistent(self) -> bool {
         matches!(
             self,
-            Self::Auth | Self::Quota | Self::CliMissing | Self::CliVersion
+            Self::Auth | Self::Quota | Self::CliMissing | Self::CliVersion | Self::CliConfig
         )
     }
 
@@ -96,6 +100,12 @@ impl FaultKind {
                     .into()
             }
             (Self::CliMissing, _) => "install the agent CLI or name it in the config".into(),
+            (Self::CliConfig, _) => {
+                "the agent CLI rejected an MCP server of its configuration: fix the entry it \
+                 names (the project's .mcp.json, [browser] mcp_cmd) or use a CLI version that \
+                 accepts it (docs/providers.md)"
+                    .into()
+            }
             (Self::CliVersion, _) => {
                 "install a supported version of the agent CLI (docs/providers.md)".into()
             }
@@ -232,7 +242,12 @@ mod tests {
 
     #[test]
     fn only_lasting_faults_trip_the_breaker_and_only_passing_ones_are_retried() {
-        for kind in [FaultKind::Auth, FaultKind::Quota, FaultKind::CliMissing] {
+        for kind in [
+            FaultKind::Auth,
+            FaultKind::Quota,
+            FaultKind::CliMissing,
+            FaultKind::CliConfig,
+        ] {
             assert!(kind.is_persistent() && !kind.is_transient(), "{kind}");
         }
         for kind in [

@@ -6,12 +6,23 @@
 //! - Each step is one stream-json user line carrying run id, session id, step id and provenance.
 //! - Output lines go raw to `transcripts/agent.jsonl`; the readable part (text blocks, tool calls,
 //!   tool results) to `transcripts/agent.log`. Text blocks are scanned for markers as they come.
-//! - The `result` event ends the turn and is authoritative: `is_error` (not the subtype, not the
-//!   exit code) says whether the turn failed; the marker in its `result` text decides the step
-//!   (else the last marker of the turn's text blocks). Its session id, turns, duration, cost and
-//!   tokens (`usage`: input with the prompt cache's, output) are kept as [`ClaudeUsage`]. The turn
-//!   is read through the shared turn loop (`turn`). Lines after it, or a process that lingers, are not waited for.
-//! - Watchdog (docs/providers.md "Supervision"): api_retry notices are not progress; a turn silent past
+//! - The reply ends when the agent is idle, not at the first `result` (`claude_reply_end`: a live
+//!   subagent or backgrounded MCP call holds it, `session_state_changed` idle ends it). The last
+//!   `result` is authoritative: `is_error` (not the subtype, not the exit code) says whether the
+//!   turn failed; the marker in its `result` text decides the step (else the last marker of the
+//!   step's text blocks, the subagents' own text left out). Every `result` of the step adds its
+//!   turns, duration, cost and tokens (`usage`: input with the prompt cache's, output) to the
+//!   step's [`ClaudeUsage`], once each (`result_index`). The turn is read through the shared turn
+//!   loop (`turn`). A process that lingers after the reply is not waited for.
+//! - The CLI's own API retries (`system/api_retry`) are read as they happen: each is a sign of
+//!   life, and its `error_status` a classification: a refused key (401/403) or a quota (402) ends
+//!   the step as that agent fault at once (the agent stopped), a 429 / 529 / other error names the
+//!   fault of a step that runs out of time while the CLI retries it.
+//! - `init` lists the MCP servers the CLI rejected (`mcp_server_errors`, 2.1.2xx): the agent
+//!   fault `cli_config`, before the step is answered. Its `cwd` is where the agent's shell is at
+//!   the turn's start (2.1.265 and later keep a `cd` across messages): a recorded shell call
+//!   starts there, and the recording says which version made it.
+//! - Watchdog (docs/providers.md "Supervision"): a turn silent past
 //!   `no_output_timeout_secs`, or a process that ends mid-turn, is an [`AgentFault`]; `restart`
 //!   starts Claude Code again with `--resume <session_id>` (the session id its events carry).
 //! - `max_turns_per_step` goes in as `--max-turns` (Claude Code's own `error_max_turns` result is
@@ -20,14 +31,16 @@
 //!   runs in its own session out of reach of our group signals), then stdin closed, then SIGINT,
 //!   SIGTERM, SIGKILL to the group, then processes carrying the agent marker.
 
+use super::claude_reply_end::{keeps_cd_across_messages, ReplyEnd, ResultIs};
 use super::process::{spawn_drain, AgentProcess, SpawnSpec};
 use super::reply::ReplyCollector;
 use super::transcript::{AgentTranscripts, SharedTranscript};
-use super::turn::{self, Framing, Output, Seen, TurnEnd};
+use super::turn::{self, Framing, Output, Seen, Stop, TurnEnd};
 use super::{
     agent_env, bootstrap, command::cancelled, AgentContext, AgentDeath, AgentError, AgentFault,
     CancelSignal, ClaudeUsage, Provider, ProviderKind, StepRequest, StepVerdict,
 };
+use crate::model::agent_fault::{classify_api_failure, FaultKind};
 use crate::model::ids::StepId;
 use crate::model::markers::scan_text;
 use crate::model::outcome::{StepStatus, TeardownState};
@@ -36,6 +49,16 @@ use crate::providers::console_wiring;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 use tokio::process::ChildStdout;
+
+/// Asks Claude Code for `system/session_state_changed` events (`running`, `idle`).
+///
+/// `CLAUDE_CODE_MCP_AUTO_BACKGROUND_MS` is deliberately left as the user set it: 2.1.332 in print
+/// mode did not move a 4 s console call to the background even with it at 1000 (only with the
+/// user's own `CLAUDE_AUTO_BACKGROUND_TASKS=1`, and a moved call then holds the reply like a
+/// subagent: tests/fixtures/claude-code/2.1.332/mcp_auto_background.jsonl), and the variable
+/// would change every MCP server of the agent, the user's included (docs/providers.md, "When a
+/// reply ends").
+const SESSION_STATE_ENV: &str = "CLAUDE_CODE_EMIT_SESSION_STATE_EVENTS";
 
 /// Characters of a tool result shown in `agent.log` (the whole one is in `agent.jsonl`).
 const TOOL_RESULT_SHOWN: usize = 2000;
@@ -64,6 +87,19 @@ pub struct ClaudeCode {
     /// The model its `system/init` event names: its tokens are priced at its built-in list
     /// price when `price_per_mtok` is not given.
     model: Option<String>,
+    /// Its version, as its `system/init` event names it.
+    version: Option<String>,
+    /// When the reply to the running step is over.
+    reply_end: ReplyEnd,
+    /// The verdict of the step's last interim `result`: the step's, should the reply end
+    /// without another.
+    interim: Option<StepVerdict>,
+    /// Every `result` of the running step, added up.
+    step_usage: Option<ClaudeUsage>,
+    /// The API failure the CLI is retrying now (its last `api_retry`), until the model answers.
+    retrying: Option<FaultKind>,
+    /// The step ended on a fault that stops the agent (a refused key, a rejected server).
+    stop_after: bool,
 }
 
 /// What Claude Code (2.1) answers a `--resume` of a session it never saved: killed before it
@@ -80,11 +116,11 @@ struct ClaudeTurn<'a> {
 impl Framing for ClaudeTurn<'_> {
     type Done = StepVerdict;
 
+    /// Every line is a sign of life, an API retry notice included: the CLI is working through
+    /// an API failure it names, which [`ClaudeCode::retrying`] classifies.
     fn line(&mut self, line: &[u8]) -> Seen<StepVerdict> {
-        let news = is_retry_notice(line);
         match self.claude.handle_line(line, self.collector, self.step_id) {
             Some(verdict) => Seen::End(verdict),
-            None if news => Seen::News,
             None => Seen::Progress,
         }
     }
@@ -124,6 +160,12 @@ impl ClaudeCode {
             stderr: None,
             resumed: false,
             model: None,
+            version: None,
+            reply_end: ReplyEnd::default(),
+            interim: None,
+            step_usage: None,
+            retrying: None,
+            stop_after: false,
         }
     }
 
@@ -204,12 +246,23 @@ impl ClaudeCode {
         if let Some(id) = event["session_id"].as_str().filter(|id| !id.is_empty()) {
             self.session_id = Some(id.to_string());
         }
-        if event["type"] == "system" && event["subtype"] == "init" {
-            if let Some(model) = event["model"].as_str() {
-                self.model = Some(model.to_string());
-            }
+        // A subagent's own messages (they name the tool call that started it) are its work, not
+        // the reply: what it found reaches the agent, whose own text answers the step.
+        let subagent = !event["parent_tool_use_id"].is_null();
+        if matches!(event["type"].as_str(), Some("assistant" | "user")) {
+            // The model answered: the API is not failing (any more).
+            self.retrying = None;
         }
         match event["type"].as_str() {
+            Some("assistant") if subagent => {
+                for block in event["message"]["content"].as_array().into_iter().flatten() {
+                    if let Some(text) = block["text"].as_str() {
+                        self.log(&format!("[subagent] {}\n", text.trim_end()));
+                    }
+                }
+                None
+            }
+            Some("user") if subagent => None,
             Some("assistant") => {
                 // One line per content block: a model turn is one message id.
                 let id = event["message"]["id"].as_str().unwrap_or_default();
@@ -262,24 +315,133 @@ impl ClaudeCode {
                 }
                 None
             }
-            Some("result") => Some(self.result_verdict(&event, collector, step_id)),
-            // The agent console must have connected: without it the step would fail for a
-            // reason that is not the application's.
-            Some("system") if event["subtype"] == "init" && self.ctx.facts.console.is_some() => {
-                let problem = console_wiring::check_claude_init(&event).err()?;
-                let mut verdict = collector.verdict_with(
-                    StepStatus::Error,
-                    format!("the agent console is unavailable: {problem}"),
-                );
-                verdict.step_id = step_id;
-                verdict.agent_died = Some(super::AgentDeath {
-                    status: format!("agent console unavailable ({problem})"),
-                    stderr_tail: String::new(),
-                });
-                Some(verdict)
+            Some("result") => {
+                let is = self.reply_end.result(&event);
+                if is == ResultIs::Repeated {
+                    return None;
+                }
+                let verdict = self.result_verdict(&event, collector, step_id);
+                match is {
+                    ResultIs::Final => Some(verdict),
+                    ResultIs::Interim => {
+                        self.log(&format!(
+                            "[interim result] {} background task(s) live; the reply goes on\n",
+                            self.reply_end.holding()
+                        ));
+                        self.interim = Some(verdict);
+                        None
+                    }
+                    ResultIs::Late | ResultIs::Repeated => None,
+                }
             }
+            Some("system") => self.system_line(&event, collector, step_id),
             _ => None,
         }
+    }
+
+    /// A `system` line: the turn's start (`init`), the background tasks, the session's state,
+    /// an API retry.
+    fn system_line(
+        &mut self,
+        event: &Value,
+        collector: &mut ReplyCollector,
+        step_id: StepId,
+    ) -> Option<StepVerdict> {
+        match event["subtype"].as_str() {
+            Some("init") => self.init(event, collector, step_id),
+            Some("background_tasks_changed") => {
+                self.reply_end.tasks_changed(event);
+                None
+            }
+            Some("session_state_changed") => {
+                let state = event["state"].as_str().unwrap_or_default();
+                if !self.reply_end.state(state) {
+                    return None;
+                }
+                self.interim.take()
+            }
+            Some("api_retry") => self.api_retry(event, collector, step_id),
+            _ => None,
+        }
+    }
+
+    /// `system/init`, sent as each turn starts: the model and version, where the agent's shell
+    /// is, the MCP servers rejected and whether the agent console connected.
+    fn init(
+        &mut self,
+        event: &Value,
+        collector: &mut ReplyCollector,
+        step_id: StepId,
+    ) -> Option<StepVerdict> {
+        self.reply_end.turn_began();
+        if let Some(model) = event["model"].as_str() {
+            self.model = Some(model.to_string());
+        }
+        if let Some(version) = event["claude_code_version"].as_str() {
+            self.version = Some(version.to_string());
+        }
+        let carried = self
+            .version
+            .as_deref()
+            .is_some_and(keeps_cd_across_messages);
+        let shell_dir = event["cwd"].as_str().filter(|_| carried);
+        self.tools
+            .claude_turn_began(self.version.as_deref(), shell_dir);
+        if let Some(rejected) = rejected_servers(event) {
+            let mut verdict = collector.verdict_with(
+                StepStatus::Error,
+                format!("Claude Code rejected MCP server(s) of its configuration: {rejected}"),
+            );
+            verdict.step_id = step_id;
+            verdict.agent_error(FaultKind::CliConfig, ProviderKind::ClaudeCode);
+            self.stop_after = true;
+            return Some(verdict);
+        }
+        // The agent console must have connected: without it the step would fail for a reason
+        // that is not the application's.
+        self.ctx.facts.console.as_ref()?;
+        let problem = console_wiring::check_claude_init(event).err()?;
+        let mut verdict = collector.verdict_with(
+            StepStatus::Error,
+            format!("the agent console is unavailable: {problem}"),
+        );
+        verdict.step_id = step_id;
+        verdict.agent_died = Some(super::AgentDeath {
+            status: format!("agent console unavailable ({problem})"),
+            stderr_tail: String::new(),
+        });
+        Some(verdict)
+    }
+
+    /// `system/api_retry`: the CLI retries a failed API request. A refused key or a quota ends
+    /// the step at once (retrying them wastes the night); anything else is what the step's
+    /// timeout is named after, should it run out while the CLI retries.
+    fn api_retry(
+        &mut self,
+        event: &Value,
+        collector: &mut ReplyCollector,
+        step_id: StepId,
+    ) -> Option<StepVerdict> {
+        let status = event["error_status"].as_u64();
+        let error = event["error"].as_str().unwrap_or_default();
+        let kind = classify_api_failure(status, error);
+        let status_text = status.map_or("no status".to_string(), |s| format!("HTTP {s}"));
+        self.log(&format!(
+            "[api_retry] attempt {} of {}: {status_text} {error}\n",
+            event["attempt"], event["max_retries"]
+        ));
+        if !matches!(kind, FaultKind::Auth | FaultKind::Quota) {
+            self.retrying = Some(kind);
+            return None;
+        }
+        let mut verdict = collector.verdict_with(
+            StepStatus::Error,
+            format!("the API answered {status_text} ({error}); Claude Code was retrying it"),
+        );
+        verdict.step_id = step_id;
+        verdict.agent_error(kind, ProviderKind::ClaudeCode);
+        self.stop_after = true;
+        Some(verdict)
     }
 
     fn result_verdict(
@@ -376,8 +538,35 @@ impl ClaudeCode {
             };
         }
         verdict.step_id = step_id;
-        verdict.usage = Some(usage);
+        verdict.usage = Some(self.add_usage(usage));
         verdict
+    }
+
+    /// One `result`'s usage added to the step's: turns, time, tokens and cost are each the sum
+    /// of the step's results; the conversation's total is the last one's.
+    fn add_usage(&mut self, usage: ClaudeUsage) -> ClaudeUsage {
+        let sum = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (None, None) => None,
+            (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+        };
+        let added = match self.step_usage.take() {
+            None => usage,
+            Some(before) => ClaudeUsage {
+                num_turns: before.num_turns + usage.num_turns,
+                duration_ms: before.duration_ms + usage.duration_ms,
+                step_cost_usd: before.step_cost_usd + usage.step_cost_usd,
+                cost_reported: before.cost_reported || usage.cost_reported,
+                input_tokens: sum(before.input_tokens, usage.input_tokens),
+                output_tokens: sum(before.output_tokens, usage.output_tokens),
+                reported_cost_usd: match (before.reported_cost_usd, usage.reported_cost_usd) {
+                    (None, None) => None,
+                    (a, b) => Some(a.unwrap_or(0.0) + b.unwrap_or(0.0)),
+                },
+                ..usage
+            },
+        };
+        self.step_usage = Some(added.clone());
+        added
     }
 
     /// Interrupts a running turn (the control request kills a running tool), then tears down.
@@ -477,6 +666,7 @@ impl Provider for ClaudeCode {
             self.process = None;
             self.session_id = None;
             self.cost_so_far = 0.0;
+            self.reply_end.restarted();
             if let Err(e) = self.spawn().await {
                 verdict.message = format!(
                     "{}; starting a new conversation failed: {e}",
@@ -510,6 +700,7 @@ impl Provider for ClaudeCode {
                 .unwrap_or("(none yet: starting afresh)")
         ));
         self.resumed = self.session_id.is_some();
+        self.reply_end.restarted();
         self.spawn().await?;
         Ok(true)
     }
@@ -534,6 +725,9 @@ impl ClaudeCode {
             .unwrap_or(0);
         args.splice(at..at, console.args);
         let mut env = agent_env(&self.ctx.spec, facts);
+        // The CLI says when it is idle (`session_state_changed`, 2.1.2xx): the end of a reply
+        // whose subagents ran in the background. An older CLI ignores the variable.
+        env.push((SESSION_STATE_ENV.to_string(), "1".to_string()));
         env.extend(console.env);
         let spawn = SpawnSpec {
             program: self.ctx.spec.program.clone(),
@@ -605,6 +799,10 @@ impl ClaudeCode {
         }
         self.log(&format!("### step {}\n", request.step_id));
         self.in_turn = true;
+        self.reply_end.new_step();
+        self.interim = None;
+        self.step_usage = None;
+        self.retrying = None;
         let mut output = std::mem::replace(&mut self.output, Output::new(None));
         let mut framing = ClaudeTurn {
             claude: self,
@@ -617,6 +815,9 @@ impl ClaudeCode {
         self.output = output;
         let mut verdict = match end {
             TurnEnd::Done(v) => {
+                if std::mem::take(&mut self.stop_after) {
+                    self.stop().await;
+                }
                 self.in_turn = false;
                 v
             }
@@ -626,7 +827,19 @@ impl ClaudeCode {
                     name: "Claude Code",
                     awaited: "no result from Claude Code",
                 };
-                let v = turn::stopped_verdict(stop, &collector, &limits, agent, String::new());
+                let mut v = turn::stopped_verdict(stop, &collector, &limits, agent, String::new());
+                // Out of time while the CLI retried an API failure: the API's fault, named.
+                // (Its retry notices are progress, and its backoff, about half a minute at
+                // most, stays under the default silence limit.)
+                if let (Stop::TimedOut, Some(kind)) = (stop, self.retrying.take()) {
+                    v.message = format!(
+                        "{} while Claude Code retried an API error ({kind})",
+                        v.message
+                    );
+                    v.agent_error(kind, ProviderKind::ClaudeCode);
+                }
+                // What the step's results cost is counted, even when its reply did not end.
+                v.usage = self.step_usage.take();
                 self.stop().await;
                 v
             }
@@ -662,10 +875,23 @@ fn api_fault(result: &Value, detail: &str) -> Option<crate::model::agent_fault::
     api.then(|| crate::model::agent_fault::classify_api_failure(status, detail))
 }
 
-/// Claude Code's notice that it retries a failed API request: news, not progress.
-fn is_retry_notice(line: &[u8]) -> bool {
-    serde_json::from_slice::<Value>(line)
-        .is_ok_and(|e| e["type"] == "system" && e["subtype"] == "api_retry")
+/// The MCP servers `init` says the CLI rejected (`mcp_server_errors`, 2.1.2xx), each named with
+/// its reason; `None` when it rejected none.
+fn rejected_servers(init: &Value) -> Option<String> {
+    let rejected: Vec<String> = init["mcp_server_errors"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let name = e["name"].as_str().unwrap_or("?");
+            let why = e["message"]
+                .as_str()
+                .or(e["type"].as_str())
+                .unwrap_or("rejected");
+            format!("`{name}`: {why}")
+        })
+        .collect();
+    (!rejected.is_empty()).then(|| rejected.join("; "))
 }
 
 /// The tools Claude Code refused to run in a turn (its `result` event's `permission_denials`),
@@ -704,4 +930,92 @@ fn denial_note(denied: &[String]) -> Option<String> {
             denied.join(", ")
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fuzzing::read_stream;
+    use crate::model::agent_fault::FaultKind;
+    use crate::model::outcome::StepStatus;
+
+    /// The streams the real CLIs sent the scripted API (tests/fixtures/claude-code/<version>/,
+    /// tests/support/capture_claude_streams.py), read as the provider reads them.
+    fn captured(version: &str, name: &str) -> Vec<u8> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/claude-code")
+            .join(version)
+            .join(format!("{name}.jsonl"));
+        std::fs::read(&path).expect("fixture")
+    }
+
+    const VERSIONS: [&str; 2] = ["2.1.197", "2.1.332"];
+
+    #[test]
+    fn a_refused_key_is_auth_at_the_first_retry_notice() {
+        for version in VERSIONS {
+            let reading = read_stream(&captured(version, "retry_401"));
+            let verdict = reading.verdict.expect("a verdict");
+            assert_eq!(verdict.status, StepStatus::AgentError, "{version}");
+            assert_eq!(verdict.agent_fault, Some(FaultKind::Auth), "{version}");
+            assert!(verdict.message.contains("HTTP 401"), "{}", verdict.message);
+            let first_retry = String::from_utf8_lossy(&captured(version, "retry_401"))
+                .lines()
+                .position(|l| l.contains("\"api_retry\""))
+                .expect("a retry notice");
+            assert_eq!(reading.lines_read, first_retry + 1, "{version}");
+        }
+    }
+
+    #[test]
+    fn an_overload_being_retried_does_not_end_the_turn() {
+        for version in VERSIONS {
+            let reading = read_stream(&captured(version, "retry_529"));
+            assert!(
+                reading.verdict.is_none(),
+                "{version}: {:?}",
+                reading.verdict
+            );
+        }
+    }
+
+    #[test]
+    fn a_rate_limit_retried_to_an_answer_is_that_answer() {
+        for version in VERSIONS {
+            let verdict = read_stream(&captured(version, "retry_429"))
+                .verdict
+                .expect("a verdict");
+            assert_eq!(verdict.status, StepStatus::Ok, "{version}: {verdict:?}");
+        }
+    }
+
+    #[test]
+    fn a_rejected_mcp_server_is_cli_config_where_the_cli_names_it() {
+        let verdict = read_stream(&captured("2.1.332", "rejected_mcp_server"))
+            .verdict
+            .expect("a verdict");
+        assert_eq!(
+            verdict.agent_fault,
+            Some(FaultKind::CliConfig),
+            "{verdict:?}"
+        );
+        assert!(verdict.message.contains("`broken`"), "{}", verdict.message);
+        // 2.1.197 drops the entry without a word.
+        let verdict = read_stream(&captured("2.1.197", "rejected_mcp_server"))
+            .verdict
+            .expect("a verdict");
+        assert_eq!(verdict.status, StepStatus::Ok, "{verdict:?}");
+    }
+
+    #[test]
+    fn a_subagents_own_text_is_not_the_reply() {
+        // 2.1.332: the helper's "The endpoint answered 500." is its own message; the reply's
+        // verdict is the agent's, after the interim result.
+        let verdict = read_stream(&captured("2.1.332", "background_subagent"))
+            .verdict
+            .expect("a verdict");
+        assert_eq!(verdict.status, StepStatus::Error, "{verdict:?}");
+        assert_eq!(verdict.message, "the endpoint answers 500");
+        let usage = verdict.usage.expect("usage");
+        assert_eq!(usage.num_turns, 3, "both results counted: {usage:?}");
+    }
 }

@@ -13,6 +13,7 @@
 
 pub mod bootstrap;
 pub mod claude_code;
+pub mod claude_reply_end;
 pub mod cli_version;
 pub mod codex;
 pub mod codex_home;

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 /// The provider's own shell tool run to its end.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ShellRun {
     pub command: String,
     /// `None` when the stream did not show one (a refused or interrupted call).
@@ -19,6 +19,13 @@ pub struct ShellRun {
     /// The timeout the call asked for, in ms (Claude Code's Bash `timeout`, pi's `timeout` in
     /// seconds); `None`: the tool's default.
     pub timeout_ms: Option<u64>,
+    /// Where the agent's shell was when the command began, where the CLI says so and it differs
+    /// from the agent's working directory: Claude Code 2.1.265 and later keep a `cd` across
+    /// user messages, and each turn's `init` names the directory (set on the turn's first
+    /// shell call; the replay carries the directory from there on). `None`: the agent's cwd.
+    pub started_in: Option<String>,
+    /// The version of the agent CLI that ran it, as its stream named it.
+    pub cli_version: Option<String>,
 }
 
 /// One tool call of the agent.
@@ -73,9 +80,21 @@ pub struct ToolCalls {
     calls: Vec<ToolCall>,
     /// Claude Code `tool_use` ids waiting for their `tool_result`.
     pending: HashMap<String, usize>,
+    /// Where Claude Code's shell is at the start of the running turn (its `init`'s `cwd`), for
+    /// a version that keeps a `cd` across messages; taken by the turn's first shell call.
+    shell_dir: Option<String>,
+    /// The CLI's version, from its `init`.
+    cli_version: Option<String>,
 }
 
 impl ToolCalls {
+    /// Claude Code began a turn (`system/init`): its version, and where its shell is when the
+    /// version keeps a `cd` across messages (`None` otherwise).
+    pub fn claude_turn_began(&mut self, version: Option<&str>, shell_dir: Option<&str>) {
+        self.cli_version = version.map(str::to_string);
+        self.shell_dir = shell_dir.map(str::to_string);
+    }
+
     /// A Claude Code `tool_use` block.
     pub fn claude_tool_use(&mut self, block: &serde_json::Value) {
         let tool = block["name"].as_str().unwrap_or("tool").to_string();
@@ -91,6 +110,8 @@ impl ToolCalls {
                 exit_code: None,
                 output: String::new(),
                 timeout_ms: block["input"]["timeout"].as_u64(),
+                started_in: self.shell_dir.take(),
+                cli_version: self.cli_version.clone(),
             });
         if shell.is_some() && block["input"]["run_in_background"].as_bool() == Some(true) {
             unreplayable = Some("the agent ran a Bash command in the background".to_string());
@@ -153,6 +174,7 @@ impl ToolCalls {
                         .unwrap_or_default()
                         .to_string(),
                     timeout_ms: None,
+                    ..ShellRun::default()
                 }),
             ),
             Some("mcp_tool_call") => {
@@ -209,6 +231,7 @@ impl ToolCalls {
                     .as_f64()
                     .filter(|s| s.is_finite() && *s > 0.0)
                     .map(|s| (s * 1000.0).round() as u64),
+                ..ShellRun::default()
             });
         if let Some(id) = event["toolCallId"].as_str() {
             self.pending.insert(id.to_string(), self.calls.len());
@@ -345,7 +368,8 @@ mod tests {
                 command: "curl -s :8080/health".into(),
                 exit_code: Some(3),
                 timeout_ms: None,
-                output: "hello".into()
+                output: "hello".into(),
+                ..ShellRun::default()
             })
         );
         assert_eq!(taken[0].unreplayable, None);

@@ -45,10 +45,12 @@ pub fn actions_of(
             continue;
         }
         if let Some(shell) = &call.shell {
+            // Where the agent's shell was, where the CLI said so (a `cd` kept from the step
+            // before), else the agent's own directory.
             let action = shell_action(
                 ctx.placeholders,
                 &shell.command,
-                &cwd,
+                shell.started_in.as_deref().unwrap_or(&cwd),
                 shell.exit_code,
                 &ctx.placeholders.redact(&shell.output),
             );

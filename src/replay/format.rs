@@ -71,6 +71,12 @@ pub struct RecordedStep {
     /// them. `None`: not asked (an older recording) or not answered; `[]`: the agent stated none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub facts: Option<Vec<String>>,
+    /// The version of the agent CLI that passed it, as its stream named it (Claude Code's
+    /// `init`): where the agent's shell started the step depends on it (docs/replay.md, "The
+    /// agent's directory"). `None` in an older recording: a Claude Code step with shell actions
+    /// then goes to the agent once and is recorded anew, never replayed in a guessed directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_version: Option<String>,
 }
 
 /// A console tool the agent called (see docs/console.md). `list_sessions` changes nothing and its
@@ -475,6 +481,7 @@ mod tests {
             cost_usd: Some(0.0125),
             relations: None,
             facts: None,
+            agent_version: None,
             actions: outputs
                 .iter()
                 .map(|o| Action::Shell {

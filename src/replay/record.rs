@@ -362,6 +362,7 @@ mod tests {
             actions,
             relations: None,
             facts: None,
+            agent_version: None,
         }
     }
 

@@ -192,6 +192,8 @@ pub struct PendingRecord {
     info: StepReplay,
     /// The actions as the agent is asked about them (this session's values filled in).
     described: Vec<String>,
+    /// The agent CLI's version, as its stream named it.
+    agent_version: Option<String>,
 }
 
 /// What the agent answered to the facts question.
@@ -500,11 +502,16 @@ impl ReplaySession {
                     .iter()
                     .map(|a| self.placeholders.fill(&a.describe()))
                     .collect();
+                let agent_version = step
+                    .tool_calls
+                    .iter()
+                    .find_map(|c| c.shell.as_ref()?.cli_version.clone());
                 After::AskFacts(PendingRecord {
                     turn,
                     actions,
                     info,
                     described,
+                    agent_version,
                 })
             }
             Err(why) => {
@@ -526,6 +533,7 @@ impl ReplaySession {
             turn,
             actions,
             mut info,
+            agent_version,
             ..
         } = pending;
         let facts = match answer {
@@ -569,7 +577,7 @@ impl ReplaySession {
             _ => &[],
         };
         let previous = turn.previous.as_ref().map(|p| (p, soft));
-        match self.write(&turn, actions, cost_usd, previous, facts) {
+        match self.write(&turn, actions, cost_usd, previous, facts, agent_version) {
             Ok(()) => info.recorded = true,
             Err(why) => add_note(&mut info, format!("not recorded: {why}")),
         }
@@ -693,6 +701,7 @@ impl ReplaySession {
         cost_usd: Option<f64>,
         previous: Option<(&RecordedStep, &[(usize, Position)])>,
         facts: Vec<String>,
+        agent_version: Option<String>,
     ) -> Result<(), String> {
         let instruction = turn.instruction.as_str();
         let relations = relations(
@@ -738,6 +747,7 @@ impl ReplaySession {
             actions,
             relations: Some(relations),
             facts: Some(facts),
+            agent_version,
         });
         store::save(&self.path, recording).map_err(|e| e.to_string())
     }
@@ -834,6 +844,8 @@ mod tests {
                 exit_code: Some(0),
                 output: output.into(),
                 timeout_ms: None,
+                cli_version: Some("2.1.197".into()),
+                ..ShellRun::default()
             }),
             unreplayable: None,
             input: serde_json::Value::Null,

@@ -223,6 +223,15 @@ impl Recording {
             // A step passed without touching anything proves nothing when replayed.
             return Err(Miss::NoActions);
         }
+        // Claude Code from 2.1.265 starts a step's shell where the last one left it: without
+        // the version that made it, a recorded shell action's directory is a guess.
+        let shell = step
+            .actions
+            .iter()
+            .any(|a| matches!(a, crate::replay::format::Action::Shell { .. }));
+        if step.provider == ProviderKind::ClaudeCode && shell && step.agent_version.is_none() {
+            return Err(Miss::NoAgentVersion);
+        }
         Ok(step)
     }
 }
@@ -287,6 +296,7 @@ mod tests {
             cost_usd: Some(0.02),
             relations: None,
             facts: None,
+            agent_version: Some("2.1.197".into()),
             actions: vec![Action::Shell {
                 command: "true".into(),
                 cwd: "${BUGATTI_WORKDIR}".into(),
@@ -427,6 +437,13 @@ mod tests {
             empty.lookup(&key(), now, 30).expect_err("empty"),
             Miss::NoActions
         );
+        // Where Claude Code's shell started the step depends on its version: a recording that
+        // does not name it is made again, never replayed in a guessed directory.
+        let mut unversioned = rec.clone();
+        unversioned.steps[0].agent_version = None;
+        let miss = unversioned.lookup(&key(), now, 30).expect_err("no version");
+        assert_eq!(miss, Miss::NoAgentVersion);
+        assert!(miss.to_string().contains("records it anew"), "{miss}");
     }
 
     #[test]

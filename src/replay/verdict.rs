@@ -116,4 +116,8 @@ pub enum Miss {
     OldSchema { schema: u32 },
     #[error("replay = false: this step always goes to the agent")]
     OptedOut,
+    #[error(
+        "recorded without the agent CLI's version, which says where its shell started the step: the agent runs once and records it anew"
+    )]
+    NoAgentVersion,
 }

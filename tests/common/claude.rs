@@ -5,7 +5,8 @@ use super::scripted_api::ScriptedApi;
 use super::skip::npm_cli;
 use std::path::{Path, PathBuf};
 
-/// The CLI `.ci/run` installs (or `$BUGATTI_CLAUDE_BIN`); `None`, said on stderr, when absent.
+/// The CLI `.ci/run` installs (or `$BUGATTI_CLAUDE_BIN`, to run against a chosen version, e.g.
+/// `.ci/claude-2.1.197/node_modules/.bin/claude`); `None`, said on stderr, when absent.
 pub fn claude_bin(test: &str) -> Option<PathBuf> {
     npm_cli(
         test,
@@ -53,6 +54,14 @@ impl Stub {
         .into_iter()
         .map(|(k, v)| (k.to_string(), v))
         .collect()
+    }
+
+    /// [`Stub::client_env`] with the CLI's own retries as users have them (no
+    /// `CLAUDE_CODE_MAX_RETRIES`: ten, with backoff growing to about half a minute).
+    pub fn client_env_default_retries(&self, home: &Path) -> Vec<(String, String)> {
+        let mut env = self.client_env(home);
+        env.retain(|(name, _)| name != "CLAUDE_CODE_MAX_RETRIES");
+        env
     }
 
     pub fn requests_text(&self) -> String {

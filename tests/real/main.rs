@@ -19,6 +19,7 @@ mod bugatti_projects_real;
 mod claude_code_real;
 mod claude_faults_real;
 mod claude_harness_real;
+mod claude_today_real;
 mod claude_watchdog_real;
 mod codex_real;
 mod console_claude_real;

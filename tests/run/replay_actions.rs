@@ -152,6 +152,7 @@ fn step(actions: Vec<Action>) -> RecordedStep {
         actions,
         relations: None,
         facts: None,
+        agent_version: Some("2.1.197".into()),
     }
 }
 

@@ -20,11 +20,17 @@ tools, as Claude Code's agent loop always does). Each reply is one of:
                                      else the reply is `RESULT ERROR: did not expect ...` instead
   "expect_re": ["regex", ...]        (with any reply) each regex must match the whole last
                                      tool_result (stripped), else `RESULT ERROR: ...` instead
+  "delay_ms": N                      (with any reply) answered after N ms
+  "skip_if_seen": "text"             (with any main reply) passed over when the request already
+                                     holds the text
+  "expect_in_request": ["text", ...] (with any reply) each text must be somewhere in the request
   {"hang": true}                     starts streaming, then never sends another event
   {"break": true}                    starts streaming, then drops the connection mid-message (a
                                      non-streaming request gets half a body, then the same)
   {"status": N}                      an HTTP N answer with an Anthropic error body (401
                                      authentication_error, 500 api_error, 529 overloaded_error…)
+SCRIPT.json may instead be {"main": [...], "helper": [...]}: a subagent's requests (its first user
+message holds "[helper]") read the helper list, the others the main one.
 Other requests (side queries without tools) get a short plain answer. When the script runs out,
 main-loop requests get a text reply without a result marker.
 The harness's facts question is answered as facts_answer.py says: a {"facts": [...]} reply is
@@ -42,21 +48,48 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import facts_answer
 
-SCRIPT = json.load(open(sys.argv[1]))
+_SCRIPT = json.load(open(sys.argv[1]))
+# A list is the main loop's script; a dict has "main" and "helper" (a subagent's) scripts.
+SCRIPT = _SCRIPT["main"] if isinstance(_SCRIPT, dict) else _SCRIPT
+HELPER_SCRIPT = _SCRIPT.get("helper", []) if isinstance(_SCRIPT, dict) else []
 LOG_PATH = sys.argv[2]
 # Model latency per main-loop request (the benchmarks' slow model); 0 in tests.
 DELAY_SECS = float(os.environ.get("STUB_DELAY_MS", "0")) / 1000
 LOCK = threading.Lock()
-STATE = {"next": 0, "msg": 0}
+STATE = {"next": 0, "msg": 0, "helper": 0}
+# A subagent's conversation starts with a prompt holding this tag: it reads the helper script.
+HELPER_TAG = "[helper]"
 
 
-def next_reply():
+def next_reply(body):
+    """The next main-loop reply, passing over those whose `skip_if_seen` text the request already
+    holds (a helper's finding that came back as a tool result, as a foreground subagent's does)."""
+    seen = json.dumps(body)
     with LOCK:
-        i = STATE["next"]
-        STATE["next"] += 1
-    if i < len(SCRIPT):
-        return SCRIPT[i]
+        while STATE["next"] < len(SCRIPT):
+            reply = SCRIPT[STATE["next"]]
+            STATE["next"] += 1
+            if reply.get("skip_if_seen") and reply["skip_if_seen"] in seen:
+                continue
+            return reply
     return {"text": "stub: script exhausted"}
+
+
+def is_helper(body):
+    """A subagent's request: its first user message carries HELPER_TAG."""
+    for message in body.get("messages", []):
+        if message.get("role") == "user":
+            return HELPER_TAG in json.dumps(message.get("content"))
+    return False
+
+
+def next_helper_reply():
+    with LOCK:
+        i = STATE["helper"]
+        STATE["helper"] += 1
+    if i < len(HELPER_SCRIPT):
+        return HELPER_SCRIPT[i]
+    return {"text": "stub: helper script exhausted"}
 
 
 def last_user_text(body):
@@ -135,6 +168,9 @@ def checked(reply, body):
     for text in reply.get("expect_absent", []):
         if text in seen:
             return {"text": f"RESULT ERROR: did not expect {text!r} in the tool result {seen!r}"}
+    for text in reply.get("expect_in_request", []):
+        if text not in json.dumps(body):
+            return {"text": f"RESULT ERROR: expected {text!r} in the request"}
     for pattern in reply.get("expect_re", []):
         if not re.fullmatch(pattern, seen.strip()):
             return {"text": f"RESULT ERROR: the tool result {seen!r} is not /{pattern}/"}
@@ -179,12 +215,15 @@ class Handler(BaseHTTPRequestHandler):
         if main_loop and facts_answer.is_question(last_user_text(body)):
             reply = facts_answer.reply(SCRIPT, STATE, LOCK)
         else:
-            reply = next_reply() if main_loop else {"text": "ok"}
+            reply = next_helper_reply() if main_loop and is_helper(body) else (
+                next_reply(body) if main_loop else {"text": "ok"})
         if "status" in reply:
             self.error_reply(int(reply["status"]))
             return
         if main_loop and DELAY_SECS:
             time.sleep(DELAY_SECS)
+        if reply.get("delay_ms"):
+            time.sleep(reply["delay_ms"] / 1000)
         model = body.get("model", "claude-sonnet-4-5")
         if not body.get("stream"):
             if reply.get("break"):
