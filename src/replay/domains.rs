@@ -237,6 +237,24 @@ fn union(a: Option<(f64, f64)>, b: (f64, f64)) -> (f64, f64) {
 pub struct Seen<'a> {
     pub value: &'a str,
     pub window: Option<Window>,
+    /// When the step whose output it was began (inside `window`), when known: the output came
+    /// between then and the window's end, so its offset is a range, not a point.
+    pub step_began: Option<DateTime<Utc>>,
+}
+
+/// The offsets a timestamp seen in a pass may have had from its run's clock: measured from the
+/// window's end (when the pass was recorded), and from when its step began (the output came in
+/// between: an agent that took ten seconds to look saw an entry that expires in five minutes at
+/// 4m50s from the recording's end and at 5m from its step's start; a replay sees it at once).
+fn offsets_seen(seen: &Seen<'_>) -> Option<(f64, f64)> {
+    let window = seen.window?;
+    let at_end = offset(seen.value, window)?;
+    let at_step = seen
+        .step_began
+        .filter(|b| window.0 <= *b && *b <= window.1)
+        .and_then(|b| offset(seen.value, (window.0, b)))
+        .unwrap_or(at_end);
+    Some((at_end.min(at_step), at_end.max(at_step)))
 }
 
 /// The domain a position learns from what it was before (`old`) and two passes of the agent
@@ -255,9 +273,10 @@ pub fn learn_domain(
             Some(union(old.and_then(|d| d.range), (a.min(b), a.max(b))))
         }
         Kind::Timestamp => {
-            let a = offset(before.value, before.window?)?;
-            let b = offset(after.value, after.window?)?;
-            Some(union(old.and_then(|d| d.range), (a.min(b), a.max(b))))
+            let a = offsets_seen(before)?;
+            let b = offsets_seen(after)?;
+            let both = (a.0.min(b.0), a.1.max(b.1));
+            Some(union(old.and_then(|d| d.range), both))
         }
         Kind::Uuid | Kind::Hex => None,
     };
@@ -498,6 +517,40 @@ mod tests {
         };
         assert!(!admits(&ttl, Kind::Duration, "1800s", "1s", now));
         assert!(admits(&ttl, Kind::Duration, "1800s", "1750s", now));
+    }
+
+    #[test]
+    fn a_timestamp_seen_during_a_slow_step_learns_the_offsets_it_may_have_had() {
+        // The agent's step began at 09:00:00 and was recorded at 09:00:10; the entry it saw
+        // expires at 09:05:00, five minutes after it looked (at the step's start, at once).
+        let seen = |value, step_began| Seen {
+            value,
+            window: Some((at("2026-11-25T08:59:00Z"), at("2026-11-25T09:00:10Z"))),
+            step_began,
+        };
+        let began = Some(at("2026-11-25T09:00:00Z"));
+        let d = learn_domain(
+            Kind::Timestamp,
+            None,
+            &seen("2026-11-25T09:05:00Z", began),
+            &seen("2026-11-25T09:05:00Z", began),
+        )
+        .expect("a domain");
+        assert_eq!(d.range, Some((290.0, 300.0)));
+        // A replay looks at once: five minutes ahead passes, four does not.
+        let now = (at("2026-11-26T10:00:00Z"), at("2026-11-26T10:00:00.2Z"));
+        assert!(admits(&d, Kind::Timestamp, "", "2026-11-26T10:05:00Z", now));
+        assert!(!admits(&d, Kind::Timestamp, "", "2026-11-26T10:04:00Z", now));
+        assert!(!admits(&d, Kind::Timestamp, "", "2026-11-26T10:00:00Z", now));
+        // Without the step's start, the recording's end alone.
+        let d = learn_domain(
+            Kind::Timestamp,
+            None,
+            &seen("2026-11-25T09:05:00Z", None),
+            &seen("2026-11-25T09:05:00Z", None),
+        )
+        .expect("a domain");
+        assert_eq!(d.range, Some((290.0, 290.0)));
     }
 
     #[test]

@@ -125,6 +125,8 @@ pub struct Learning<'a> {
     pub previous_window: Option<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)>,
     /// When the agent's new pass ran (its session's start, now).
     pub window: (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>),
+    /// When the new pass's step began.
+    pub step_began: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The volatile tokens a renewed recording keeps, each with its domain: for each new action that
@@ -185,10 +187,12 @@ pub fn learn(
                     &Seen {
                         value: va,
                         window: learning.previous_window,
+                        step_began: None,
                     },
                     &Seen {
                         value: vb,
                         window: Some(learning.window),
+                        step_began: learning.step_began,
                     },
                 )?;
                 if matches!(ka, Kind::Uuid | Kind::Hex) {
@@ -373,6 +377,7 @@ mod tests {
                 "2026-11-24T12:00:00Z".parse().expect("ts"),
                 "2026-11-24T12:01:00Z".parse().expect("ts"),
             )),
+            step_began: None,
             window: (
                 "2026-11-25T12:00:00Z".parse().expect("ts"),
                 "2026-11-25T12:01:00Z".parse().expect("ts"),

@@ -67,6 +67,8 @@ pub struct ReplaySession {
     /// The test's watch of its harness, begun at its first step (`Some(None)`: nothing
     /// long-lived to watch).
     harness: Option<Option<HarnessWatch>>,
+    /// When the current step began: a timestamp its output showed came after that.
+    step_began: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Whether the browser actions of `recording` need the page in the client's action answers.
@@ -290,6 +292,7 @@ impl ReplaySession {
             browser: None,
             last_snapshot: None,
             harness: None,
+            step_began: None,
         }
     }
 
@@ -375,6 +378,7 @@ impl ReplaySession {
         asked: &StepAsked<'_>,
         stop: impl Future<Output = T>,
     ) -> Result<Before, T> {
+        self.step_began = Some(chrono::Utc::now());
         let key = self.key(asked.step, asked.instruction);
         let turn = |fallback, previous, audited| AgentTurn {
             key: key.clone(),
@@ -720,6 +724,7 @@ impl ReplaySession {
                     old.recorded_at,
                 )),
                 window: (self.started_at, chrono::Utc::now()),
+                step_began: self.step_began,
             };
             learn(old, &mut actions, soft, &self.normalizer, &learning);
         }
