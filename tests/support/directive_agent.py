@@ -30,6 +30,8 @@ in a result marker. Each line of a step's instruction is a directive:
     ahead RE MIN MAX  RESULT ERROR unless RE's timestamp is MIN to MAX seconds after now (negative:
                       before now)
     differ RE1 RE2    RESULT ERROR unless RE1's and RE2's group 1 are found and differ
+    descending RE     RESULT ERROR unless the UTC timestamps of every RE match (group 1), in
+                      reading order, are newest first (never one newer than the one before)
     fact TEXT         a fact the pass rests on: stated as `BUGATTI_FACT TEXT` when the harness asks
                       its facts question about this step (a message with "question": "facts")
     withdraw TEXT     asked that question, answer `RESULT ERROR: TEXT` instead (a pass taken back)
@@ -142,6 +144,10 @@ def judge(word, args, seen):
             ahead = (utc(found(args[0], seen)) - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
             low, high = float(args[1]), float(args[2])
             return None if low <= ahead <= high else f"{ahead:.0f} s from now, not {low:.0f} to {high:.0f}"
+        if word == "descending":
+            stamps = [utc(m) for m in re.findall(args[0], seen)]
+            bad = [i for i in range(1, len(stamps)) if stamps[i] > stamps[i - 1]]
+            return None if stamps and not bad else f"entry {bad[0] if bad else 0} is out of order"
         if word == "differ":
             a, b = found(args[0], seen), found(args[1], seen)
             return None if a is not None and b is not None and a != b else f"{a} is {b}"
@@ -195,7 +201,7 @@ def run_step(instruction):
         elif word == "expect_now":
             if not current_timestamp_in(body):
                 result = f"RESULT ERROR: no current timestamp in {body!r}"
-        elif word in ("below", "same", "age_under", "later", "ahead", "differ"):
+        elif word in ("below", "same", "age_under", "later", "ahead", "differ", "descending"):
             why = judge(word, rest.split(), seen)
             if why is not None:
                 result = f"RESULT ERROR: {word}: {why}"
