@@ -9,7 +9,8 @@
 //!   else how far before or after it), and a replay passes only inside the range of offsets seen:
 //!   a stale `updated_at` or a backup from 1999 is outside;
 //! - for an id (UUID, hex value), whether it was equal to an earlier token of the step's outputs
-//!   in every pass (an owner id tied to the new user's id, a copy's checksum to the source's).
+//!   in every pass (an owner id tied to the new user's id, a copy's checksum to the source's), and
+//!   which earlier ids of its kind it was never equal to (a session id that must rotate).
 //!
 //! And between the tokens of one output, the relations that held in every pass: the order of two
 //! consecutive timestamps and their difference ([`Relation`]), and a list's order as one
@@ -29,6 +30,9 @@ pub const EXPIRES_AFTER: u32 = 30;
 /// The most pairs of consecutive timestamps kept per output (a log of a thousand timestamps keeps
 /// the first ones; its order, one relation, is kept whole).
 pub const MAX_RELATIONS_PER_OUTPUT: usize = 32;
+
+/// The most earlier tokens an id is kept apart from (the nearest ones).
+pub const MAX_APART: usize = 4;
 
 /// The fewest timestamps a list has for its order to be kept as one relation (two are a pair).
 const SORTED_LIST_MIN: usize = 3;
@@ -87,6 +91,10 @@ pub struct Domain {
     /// (`[action, line, token]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tie: Option<(usize, usize, usize)>,
+    /// An id: the earlier tokens of the same kind it differed from in every pass (a session id
+    /// that rotates on elevation never equals the one before it), at most [`MAX_APART`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub apart: Vec<(usize, usize, usize)>,
     /// Replays in a row since it was last seen varying ([`EXPIRES_AFTER`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub quiet: u32,
@@ -288,6 +296,7 @@ pub fn learn_domain(
         kind,
         range,
         tie: None,
+        apart: Vec::new(),
         quiet,
     })
 }
@@ -505,6 +514,7 @@ mod tests {
             kind: Kind::Duration,
             range: Some((0.012, 0.040)),
             tie: None,
+            apart: Vec::new(),
             quiet: 0,
         };
         let now = (at("2026-11-25T09:00:00Z"), at("2026-11-25T09:00:30Z"));
@@ -540,8 +550,20 @@ mod tests {
         // A replay looks at once: five minutes ahead passes, four does not.
         let now = (at("2026-11-26T10:00:00Z"), at("2026-11-26T10:00:00.2Z"));
         assert!(admits(&d, Kind::Timestamp, "", "2026-11-26T10:05:00Z", now));
-        assert!(!admits(&d, Kind::Timestamp, "", "2026-11-26T10:04:00Z", now));
-        assert!(!admits(&d, Kind::Timestamp, "", "2026-11-26T10:00:00Z", now));
+        assert!(!admits(
+            &d,
+            Kind::Timestamp,
+            "",
+            "2026-11-26T10:04:00Z",
+            now
+        ));
+        assert!(!admits(
+            &d,
+            Kind::Timestamp,
+            "",
+            "2026-11-26T10:00:00Z",
+            now
+        ));
         // Without the step's start, the recording's end alone.
         let d = learn_domain(
             Kind::Timestamp,
@@ -565,6 +587,7 @@ mod tests {
             kind: Kind::Timestamp,
             range: Some((-7200.0, -3600.0)),
             tie: None,
+            apart: Vec::new(),
             quiet: 0,
         };
         let later = (at("2026-11-26T09:00:00Z"), at("2026-11-26T09:01:00Z"));
@@ -641,6 +664,7 @@ mod tests {
                 kind: Kind::Uuid,
                 range: None,
                 tie: Some((0, 1, 0)),
+                apart: Vec::new(),
                 quiet: 3,
             }),
         };

@@ -139,6 +139,28 @@ pub fn check(expected: &str, seen: &str, rules: &Rules<'_>) -> (MaskedDiff, Vec<
             soft.push(l.at);
         }
     }
+    // An id kept apart from another must still differ from it (a session id that did not
+    // rotate on elevation: broken).
+    for l in rules.volatile {
+        let Some(d) = l.domain.as_ref() else { continue };
+        let here = token_at(seen, l.at);
+        let equal = d.apart.iter().any(|&(action, line, token)| {
+            let there = Position { line, token };
+            let other = if action == rules.action {
+                token_at(seen, there)
+            } else {
+                rules
+                    .earlier
+                    .get(action)
+                    .and_then(Option::as_deref)
+                    .and_then(|text| token_at(text, there))
+            };
+            here.is_some() && here == other
+        });
+        if equal {
+            soft.push(l.at);
+        }
+    }
     soft.sort();
     soft.dedup();
     if soft.is_empty() {
@@ -316,6 +338,7 @@ mod tests {
                 kind,
                 range,
                 tie: None,
+                apart: Vec::new(),
                 quiet: 0,
             }),
         }
@@ -431,6 +454,7 @@ mod tests {
                 kind: Kind::Duration,
                 range: Some((0.012, 0.04)),
                 tie: None,
+                apart: Vec::new(),
                 quiet: 0,
             }),
         }];
@@ -454,6 +478,42 @@ mod tests {
     }
 
     #[test]
+    fn an_id_kept_apart_must_still_differ() {
+        // The admin session (action 1) never equalled the login session (action 0).
+        let admin = Position { line: 0, token: 0 };
+        let apart = [Learned {
+            at: admin,
+            domain: Some(super::super::domains::Domain {
+                kind: Kind::Uuid,
+                range: None,
+                tie: None,
+                apart: vec![(0, 0, 0)],
+                quiet: 0,
+            }),
+        }];
+        let login = |id: &str| [Some(format!("login session={id}"))];
+        let (a, b) = (
+            "6f1c2b9a-3d4e-4f50-8a61-7b8c9d0e1f23",
+            "11111111-3d4e-4f50-8a61-7b8c9d0e1f23",
+        );
+        let recorded = "admin session=22222222-3d4e-4f50-8a61-7b8c9d0e1f23";
+        let earlier = login(a);
+        let r = Rules {
+            action: 1,
+            earlier: &earlier,
+            ..rules(&apart, "")
+        };
+        assert_eq!(
+            compare(recorded, &format!("admin session={b}"), &r),
+            MaskedDiff::Same
+        );
+        assert_eq!(
+            compare(recorded, &format!("admin session={a}"), &r),
+            MaskedDiff::Soft(vec![admin])
+        );
+    }
+
+    #[test]
     fn a_tied_id_must_equal_its_token() {
         let owner = Position { line: 0, token: 0 };
         let tied = [Learned {
@@ -462,6 +522,7 @@ mod tests {
                 kind: Kind::Uuid,
                 range: None,
                 tie: Some((0, 0, 0)),
+                apart: Vec::new(),
                 quiet: 0,
             }),
         }];
@@ -601,6 +662,7 @@ mod tests {
                 kind: Kind::Timestamp,
                 range: Some((0.0, 0.0)),
                 tie: None,
+                apart: Vec::new(),
                 quiet: 0,
             }),
         }];

@@ -171,6 +171,7 @@ fn learned_at(token: usize) -> Learned {
             kind,
             range,
             tie: None,
+            apart: Vec::new(),
             quiet: 0,
         }),
     }

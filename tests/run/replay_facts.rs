@@ -241,11 +241,10 @@ fn values_that_must_differ_are_kept_apart() {
     let s = step(&p);
     assert_eq!(s.mode, Some(StepMode::Agent), "{s:?}");
     assert_eq!(s.status, StepStatus::Error, "{s:?}");
+    // Caught by the fact, or before it by what the passes taught (the ids were never equal).
     let note = s.replay_note.unwrap_or_default();
-    assert!(
-        note.contains("no longer holds") && note.contains("both are"),
-        "{note}"
-    );
+    let by_fact = note.contains("no longer holds") && note.contains("both are");
+    assert!(by_fact || note.contains("soft drift"), "{note}");
     p.assert_nothing_survives();
 }
 
