@@ -15,11 +15,13 @@
 //! - [`replay`]: recorded passing steps replayed without the model (docs/replay.md).
 //! - [`actors`]: the ractor actors: supervisor, session, command, readiness, agent, reporter.
 //! - [`report`]: every artifact a run leaves behind, and the live terminal view.
+//! - [`cli`]: the `supervisor` subcommands behind the binary's parser.
 //!
 //! CONTRIBUTING.md maps every file.
 
 pub mod actors;
 pub mod browser;
+pub mod cli;
 pub mod console;
 #[doc(hidden)]
 pub mod fuzzing;

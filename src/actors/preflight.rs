@@ -6,6 +6,7 @@
 //! `browser::executable`, `browser::mcp`).
 
 use crate::browser::mcp::McpCommand;
+use crate::model::agent_fault::FaultKind;
 use crate::model::load::Suite;
 use crate::model::provider::ProviderKind;
 use crate::model::replay::ReplayMode;
@@ -136,13 +137,17 @@ pub async fn version_problems(suite: &Suite) -> Vec<String> {
             continue;
         }
         asked.push((agent.kind, agent.program.clone()));
-        if let Verdict::TooOld(why) =
-            check(agent.kind, &agent.program, &agent.env, &agent.cwd).await
-        {
-            out.push(format!(
+        match check(agent.kind, &agent.program, &agent.env, &agent.cwd).await {
+            Verdict::TooOld(why) => out.push(format!(
                 "the agent speaks a protocol this supervisor does not: {why} (`{}`)",
                 agent.test.display()
-            ));
+            )),
+            Verdict::NeedsNode(why) => out.push(format!(
+                "the agent CLI cannot run here: {why} ({}) (`{}`)",
+                FaultKind::CliVersion.as_str(),
+                agent.test.display()
+            )),
+            _ => {}
         }
     }
     out

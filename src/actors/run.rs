@@ -322,10 +322,8 @@ fn reporter_args(
             .with_repeat(suite.base.supervisor.repeat.value),
         secrets,
         harness_logs: Some(logs.clone()),
-        junit_copy: options.junit.clone(),
-        json_copy: options.json.clone(),
+        copies: options.copies.clone(),
         extras: crate::actors::reporter::SuiteExtras {
-            html_copy: options.html.clone(),
             selection: crate::report::records::history::Selection::of(
                 options,
                 suite.base.supervisor.repeat.value,

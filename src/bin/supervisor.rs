@@ -1,22 +1,15 @@
-//! The `supervisor` binary: the CLI edge only. Parse (clap), load and validate (`model`), hand
-//! to the runner, map to an exit code. Invalid input is exit 2 before anything runs.
+//! The `supervisor` binary: the CLI edge only. Parse (clap) into plain options (`model`), hand
+//! them to the subcommand (`bugatti::cli`), exit with its code. Invalid input is exit 2 before
+//! anything runs.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bugatti::model::layers::Layer;
-use bugatti::model::load::{load_suite, Suite, CONFIG_FILE_NAME};
+use bugatti::cli::{self, copy_flags::CopyFlags, Exit};
 use bugatti::model::options::{RunOptions, Verbosity};
 use bugatti::model::replay::ReplayMode;
-use bugatti::model::shard::{self, ShardArg, ShardBy};
-use bugatti::report::{records::history, store::artifact_dir};
+use bugatti::model::shard::{ShardArg, ShardBy};
 use clap::{Args, Parser, Subcommand};
-
-#[path = "supervisor/doctor.rs"]
-mod doctor;
-#[path = "supervisor/init.rs"]
-mod init;
-use doctor::doctor;
 
 const EXIT_CODES: &str = "\
 Exit codes:
@@ -207,15 +200,9 @@ struct RunArgs {
     /// Run only root tests carrying one of these tags. Repeatable.
     #[arg(long = "tag", value_name = "TAG")]
     tags: Vec<String>,
-    /// Also write the suite's JUnit XML there
-    #[arg(long, value_name = "FILE")]
-    junit: Option<PathBuf>,
-    /// Also write the suite's JSON summary there
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Also write the suite's HTML report (report.html) there
-    #[arg(long, value_name = "FILE")]
-    html: Option<PathBuf>,
+    /// `--junit FILE`, `--json FILE`, `--html FILE`: one flag per copy format.
+    #[command(flatten)]
+    copies: CopyFlags,
     /// Run only the root tests that did not pass in the previous suite of this project
     #[arg(long = "rerun-failed", visible_alias = "last-failed")]
     rerun_failed: bool,
@@ -297,26 +284,7 @@ impl ListArgs {
 impl RunArgs {
     /// The options, `--shard auto` read from this process's environment (said on stderr).
     fn into_options(self) -> Result<RunOptions, String> {
-        let shard = match self.shard {
-            None => None,
-            Some(ShardArg::Fixed(shard)) => Some(shard),
-            Some(ShardArg::Auto) => match shard::from_env(|name| std::env::var(name).ok())? {
-                Some(found) => {
-                    eprintln!(
-                        "note: --shard auto: shard {} from {}",
-                        found.shard, found.from
-                    );
-                    Some(found.shard)
-                }
-                None => {
-                    eprintln!(
-                        "note: --shard auto: no CI shard variable is set (BUGATTI_SHARD, CI_NODE_INDEX, \
-                         CIRCLE_NODE_INDEX, BUILDKITE_PARALLEL_JOB, JOB_COMPLETION_INDEX): the whole suite runs"
-                    );
-                    None
-                }
-            },
-        };
+        let shard = cli::resolve_shard(self.shard)?;
         Ok(RunOptions {
             config: self.config,
             paths: self.paths,
@@ -340,9 +308,7 @@ impl RunArgs {
             history: self.history,
             from_checkpoint: self.from_checkpoint,
             tags: self.tags,
-            junit: self.junit,
-            json: self.json,
-            html: self.html,
+            copies: self.copies.copies,
             rerun_failed: self.rerun_failed,
             replay: self.replay,
             verbosity: if self.quiet {
@@ -356,91 +322,29 @@ impl RunArgs {
     }
 }
 
-/// A line on stdout for the commands whose exit code is a run's verdict (`start`, `merge`): a
-/// reader that went away (`supervisor start | head -1`) must not turn a finished run into a panic
-/// or a SIGPIPE death, so a failed write is dropped and the run's own exit code stands. The
-/// commands that only print (`check`, `report`, `doctor`, …) end with SIGPIPE (141) instead, as
-/// Unix filters do.
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
-    }};
-}
-
-#[path = "supervisor/suites.rs"]
-mod suites;
-use suites::{merge, report};
-
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Start(args) | Command::Test(args) => {
-            let options = match args.into_options() {
-                Ok(options) => options,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            if let Err(e) = check_copies(&options) {
-                eprintln!("error: {e}");
-                return ExitCode::from(2);
-            }
-            match load(&options) {
-                Some(mut suite) => {
-                    say!("supervisor: {}", suite.config_summary());
-                    print_notes(&suite);
-                    let artifacts = bugatti::actors::run::artifact_dir_path(&suite);
-                    if let Err(e) =
-                        artifact_dir::check_dir_writable("the artifact directory", &artifacts)
-                    {
-                        eprintln!("error: {e}");
-                        return ExitCode::from(2);
-                    }
-                    if options.rerun_failed {
-                        match select_failed(&mut suite, false) {
-                            Ok(true) => {}
-                            Ok(false) => return ExitCode::SUCCESS,
-                            Err(code) => return code,
-                        }
-                    }
-                    run_suite(suite, options)
-                }
-                None => ExitCode::from(2),
-            }
-        }
-        Command::Check(args) => {
-            restore_default_sigpipe();
-            let options = match args.into_options() {
-                Ok(options) => options,
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    return ExitCode::from(2);
-                }
-            };
-            match load(&options) {
-                Some(suite) => {
-                    if suite.config_path.is_none() {
-                        eprintln!("note: {}", suite.config_summary());
-                    }
-                    print_notes(&suite);
-                    print_check(&suite, options.verbosity);
-                    ExitCode::SUCCESS
-                }
-                None => ExitCode::from(2),
-            }
-        }
-        Command::List(args) => list(args),
-        Command::Init => init::init(),
-        Command::Doctor { config } => doctor(config),
+    let exit = match Cli::parse().command {
+        Command::Start(args) | Command::Test(args) => match args.into_options() {
+            Ok(options) => cli::start(options),
+            Err(e) => usage(&e),
+        },
+        Command::Check(args) => match args.into_options() {
+            Ok(options) => cli::check(&options),
+            Err(e) => usage(&e),
+        },
+        Command::List(args) => match args.into_options() {
+            Ok((options, json)) => cli::list(&options, json),
+            Err(e) => usage(&e),
+        },
+        Command::Init => cli::init(),
+        Command::Doctor { config } => cli::doctor(config),
         Command::Merge {
             dirs,
             out,
             config,
             history,
             allow_partial,
-        } => merge(&dirs, out, config, history, allow_partial),
+        } => cli::merge(&dirs, out, config, history, allow_partial),
         Command::Report {
             suite,
             open,
@@ -448,7 +352,7 @@ fn main() -> ExitCode {
             history,
             chrome_trace,
             config,
-        } => report(
+        } => cli::report(
             suite.as_deref(),
             open,
             trends.then_some(history),
@@ -459,526 +363,13 @@ fn main() -> ExitCode {
             keep,
             older_than,
             config,
-        } => clean(keep, older_than, config),
-    }
-}
-
-/// `--junit` / `--json` / `--html` targets must be writable before anything runs (exit 2).
-fn check_copies(options: &RunOptions) -> Result<(), String> {
-    for (flag, path) in [
-        ("--junit", &options.junit),
-        ("--json", &options.json),
-        ("--html", &options.html),
-        ("--history", &options.history),
-    ] {
-        if let Some(path) = path {
-            artifact_dir::check_writable(flag, path).map_err(|e| e.to_string())?;
-        }
-    }
-    Ok(())
-}
-
-/// The artifact directory of the project `config` (or the one found from here), without
-/// loading its tests: `report`, `clean` and `merge` work even when a test file is broken.
-/// Also `[supervisor] keep_runs`.
-pub(crate) fn artifact_dir_of(config: Option<PathBuf>) -> Result<(PathBuf, usize), String> {
-    let cwd = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
-    let config = match config {
-        Some(c) if !c.is_file() => {
-            return Err(format!("config file {} does not exist", c.display()))
-        }
-        Some(c) => Some(std::path::absolute(&c).unwrap_or(c)),
-        None => bugatti::model::load::find_config_upward(&cwd),
+        } => cli::clean(keep, older_than, config),
     };
-    let root = config
-        .as_deref()
-        .and_then(std::path::Path::parent)
-        .map_or(cwd, std::path::Path::to_path_buf);
-    let table: Option<toml::Table> = config
-        .as_deref()
-        .and_then(|c| {
-            bugatti::model::user_file::read_to_string(c, bugatti::model::user_file::CONFIG_MAX).ok()
-        })
-        .and_then(|t| t.parse().ok());
-    let sup = table.as_ref().and_then(|t| t.get("supervisor"));
-    let dir = sup
-        .and_then(|s| s.get("artifact_dir"))
-        .and_then(|v| v.as_str())
-        .unwrap_or(bugatti::model::layers::DEFAULT_ARTIFACT_DIR);
-    let keep = sup
-        .and_then(|s| s.get("keep_runs"))
-        .and_then(toml::Value::as_integer)
-        .and_then(|n| usize::try_from(n).ok())
-        .unwrap_or(bugatti::model::layers::DEFAULT_KEEP_RUNS);
-    Ok((root.join(dir), keep))
+    ExitCode::from(exit.code())
 }
 
-/// `--rerun-failed`: keeps the root tests that did not pass in the previous suite. Ok(false):
-/// nothing to run (said why); Err: the exit code.
-/// The previous suite is the last one that ran the whole selection (an unsharded run, a merge of
-/// shards, or an earlier `--rerun-failed`), never one shard's own entry, which holds only its
-/// share of the tests. `list` says what it selected on stderr (its stdout is the list).
-fn select_failed(suite: &mut Suite, on_stderr: bool) -> Result<bool, ExitCode> {
-    let say = |line: String| {
-        if on_stderr {
-            eprintln!("{line}");
-        } else {
-            say!("{line}");
-        }
-    };
-    let Some(last) = history::read(&suite.history_file)
-        .into_iter()
-        .rev()
-        .find(|e| e.selection.shard.is_none())
-    else {
-        eprintln!(
-            "error: --rerun-failed: no previous suite (other than one shard's) in {} to take the failed tests from",
-            suite.history_file.display()
-        );
-        return Err(ExitCode::from(2));
-    };
-    let failed = last.not_passed();
-    if failed.is_empty() {
-        say(format!(
-            "supervisor: --rerun-failed: every root test passed in the previous suite {}; nothing to run",
-            last.suite_id
-        ));
-        return Ok(false);
-    }
-    suite
-        .tests
-        .retain(|t| failed.iter().any(|f| std::path::Path::new(f) == t.rel_path));
-    say(format!(
-        "supervisor: --rerun-failed: {} root test(s) that did not pass in suite {}: {}",
-        suite.tests.len(),
-        last.suite_id,
-        failed.join(", ")
-    ));
-    if suite.tests.is_empty() {
-        eprintln!("error: --rerun-failed: none of them is among the selected root tests any more");
-        return Err(ExitCode::from(2));
-    }
-    Ok(true)
-}
-
-/// `supervisor list`: the root tests the same selection would run, as `start` selects them
-/// (discovery, tags, -g, shard, --rerun-failed), without running or writing anything.
-fn list(args: ListArgs) -> ExitCode {
-    restore_default_sigpipe();
-    let (options, json) = match args.into_options() {
-        Ok(found) => found,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let Some(mut suite) = load(&options) else {
-        return ExitCode::from(2);
-    };
-    print_notes(&suite);
-    if options.rerun_failed {
-        match select_failed(&mut suite, true) {
-            Ok(true) => {}
-            Ok(false) => suite.tests.clear(),
-            Err(code) => return code,
-        }
-    }
-    if json {
-        let tests: Vec<serde_json::Value> = suite
-            .tests
-            .iter()
-            .map(|t| {
-                serde_json::json!({
-                    "test_file": t.rel_path.to_string_lossy(),
-                    "name": t.name,
-                    "tags": t.tags,
-                    "quarantined": t.quarantined,
-                })
-            })
-            .collect();
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&tests).unwrap_or_else(|_| "[]".to_string())
-        );
-    } else {
-        for t in &suite.tests {
-            println!("{}", t.rel_path.display());
-        }
-    }
-    ExitCode::SUCCESS
-}
-
-fn clean(keep: Option<usize>, older_than: Option<u64>, config: Option<PathBuf>) -> ExitCode {
-    let (dir, keep_runs) = match artifact_dir_of(config) {
-        Ok(found) => found,
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    let keep = match (keep, older_than) {
-        (None, None) => Some(keep_runs),
-        (keep, _) => keep,
-    };
-    let age = older_than
-        .map(|d| chrono::Duration::days(i64::try_from(d).unwrap_or(i64::MAX / 86_400_000)));
-    let pruned = artifact_dir::prune(&dir, keep, age, &[]);
-    for p in &pruned.problems {
-        eprintln!("warning: {p}");
-    }
-    println!(
-        "removed {} suite(s), {} run(s), {} workspace(s) from {}",
-        pruned.suites.len(),
-        pruned.runs,
-        pruned.workspaces,
-        dir.display()
-    );
-    if pruned.problems.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
-}
-
-/// `check` only prints: like any Unix filter it should end quietly when its reader goes away
-/// (`supervisor check | head`) instead of panicking on a broken pipe. Not for `start`, where a
-/// dead agent's closed stdin must be an error to handle, not a death.
-pub(crate) fn restore_default_sigpipe() {
-    // SAFETY: resetting a signal disposition to its default touches no memory of ours.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
-}
-
-/// Load and validate; on problems print them all to stderr and return None.
-fn load(options: &RunOptions) -> Option<Suite> {
-    match load_suite(options) {
-        Ok(suite) => Some(suite),
-        Err(problems) => {
-            eprintln!("{problems}");
-            None
-        }
-    }
-}
-
-fn print_notes(suite: &Suite) {
-    for note in &suite.notes {
-        eprintln!("note: {note}");
-    }
-}
-
-fn first_line(text: &str) -> String {
-    let mut lines = text.trim().lines();
-    let first = lines.next().unwrap_or("").trim().to_string();
-    if lines.next().is_some() {
-        format!("{first} …")
-    } else {
-        first
-    }
-}
-
-/// `writeln!` into a String, which cannot fail.
-macro_rules! outln {
-    ($out:expr) => {
-        $out.push('\n')
-    };
-    ($out:expr, $($arg:tt)*) => {{
-        use std::fmt::Write as _;
-        let _ = writeln!($out, $($arg)*);
-    }};
-}
-
-fn print_rows(out: &mut String, rows: &[(String, String, Layer)], indent: &str) {
-    let kw = rows.iter().map(|r| r.0.len()).max().unwrap_or(0);
-    let vw = rows
-        .iter()
-        .map(|r| r.1.chars().count())
-        .max()
-        .unwrap_or(0)
-        .min(60);
-    for (k, v, l) in rows {
-        outln!(out, "{indent}{k:kw$}  {v:vw$}  ({l})");
-    }
-}
-
-/// `-q`: plans only; default: the shared config once, then what each test changes; `-v`: every
-/// test's whole effective config.
-fn print_check(suite: &Suite, verbosity: Verbosity) {
-    let mut text = String::new();
-    let out = &mut text;
-    print_check_header(out, suite);
-    let base_rows = suite.base.rows();
-    if verbosity == Verbosity::Normal {
-        outln!(out);
-        outln!(out, "effective config (before test overrides):");
-        print_rows(out, &base_rows, "  ");
-    }
-    print_agent_facts(out, suite);
-    let mut steps = 0;
-    for test in &suite.tests {
-        // Which steps have a recording this run could replay (see docs/replay.md).
-        let replay = &test.effective.replay;
-        let replays =
-            bugatti::model::replay::applies(replay.mode.value, test.effective.provider.name.value);
-        let recording_path = bugatti::replay::store::recording_path(
-            &replay.dir_in(&suite.project_root),
-            &test.rel_path,
-        );
-        let test_path = test.rel_path.to_string_lossy().into_owned();
-        let recording = replays
-            .then(|| bugatti::replay::store::load(&recording_path, &test_path))
-            // No file at all: one line for the test rather than a mark on every step.
-            .filter(|loaded| !matches!(loaded, Ok(None)));
-        let shown_path = recording_path
-            .strip_prefix(&suite.project_root)
-            .unwrap_or(&recording_path)
-            .display()
-            .to_string();
-        print_test_heading(out, test, replays, &recording, &shown_path);
-        let shown = PlanShown {
-            replays,
-            max_age_days: replay.max_age_days.value,
-            timeouts: verbosity == Verbosity::Verbose,
-        };
-        print_plan(out, test, &recording, &shown);
-        steps += test.plan.len();
-        print_test_config(out, test, &base_rows, verbosity);
-    }
-    outln!(out);
-    outln!(
-        out,
-        "ok: {} root test{}, {steps} step{}; nothing was run",
-        suite.tests.len(),
-        if suite.tests.len() == 1 { "" } else { "s" },
-        if steps == 1 { "" } else { "s" }
-    );
-    // A closed stdout (`| head`) is not an error worth a panic.
-    let _ = std::io::Write::write_all(&mut std::io::stdout(), text.as_bytes());
-}
-
-/// Where the project and its configs are, and how many root tests were selected.
-fn print_check_header(out: &mut String, suite: &Suite) {
-    outln!(out, "project root: {}", suite.project_root.display());
-    match &suite.config_path {
-        Some(p) => outln!(out, "config:       {}", p.display()),
-        None => outln!(
-            out,
-            "config:       none ({CONFIG_FILE_NAME} not found; defaults apply)"
-        ),
-    }
-    if let Some(g) = &suite.global_config_path {
-        outln!(out, "global:       {}", g.display());
-    }
-    outln!(
-        out,
-        "root tests:   {} selected of {} discovered",
-        suite.tests.len(),
-        suite.discovered
-    );
-}
-
-/// What the agent will have that `check` can tell now: Codex's price (it reports tokens only,
-/// so whether max_cost_usd can stop it), the MCP servers a claude-code agent gets.
-fn print_agent_facts(out: &mut String, suite: &Suite) {
-    let p = &suite.base.provider;
-    if p.name.value.info().prices_tokens {
-        let config = bugatti::providers::codex_home::user_home().map(|h| h.dir.join("config.toml"));
-        match bugatti::providers::pricing::codex_price(
-            p.price_per_mtok.value,
-            &p.agent_args.value,
-            config.as_deref(),
-        ) {
-            Ok((price, from)) => outln!(out, "codex price:  {price} ({from})"),
-            Err(why) => outln!(
-                out,
-                "codex price:  unknown, so cost_usd stays empty and max_cost_usd cannot stop Codex: {why}"
-            ),
-        }
-    }
-    // docs/browser.md: the MCP servers a claude-code agent gets.
-    if p.name.value.info().mcp.reads_project_mcp_json() {
-        let mut servers = Vec::new();
-        if p.console.value {
-            servers.push("bugatti (the console)".to_string());
-        }
-        if suite.base.browser.as_ref().is_some_and(|b| b.value.mcp) {
-            servers.push("browser (Playwright MCP on the session's browser)".to_string());
-        }
-        let cwd = match p.cwd.value.as_deref() {
-            Some(dir) => suite.project_root.join(dir),
-            None => suite.project_root.clone(),
-        };
-        if let Ok(Some(project)) = bugatti::model::mcp_json::read(&cwd, &[]) {
-            let file = project.path.display();
-            servers.extend(project.names().iter().map(|n| format!("{n} ({file})")));
-        }
-        if !servers.is_empty() {
-            outln!(out, "mcp servers:  {}", servers.join(", "));
-        }
-    }
-}
-
-/// What the replay check found for one test: `None` when it does not replay or has no file.
-type Loaded =
-    Option<Result<Option<bugatti::replay::format::Recording>, bugatti::replay::store::LoadError>>;
-
-/// A test's heading: its path, name and tags, its plan's size, and its recording's state.
-fn print_test_heading(
-    out: &mut String,
-    test: &bugatti::model::load::RootTest,
-    replays: bool,
-    recording: &Loaded,
-    shown_path: &str,
-) {
-    outln!(out);
-    let tags = if test.tags.is_empty() {
-        String::new()
-    } else {
-        format!("  [tags: {}]", test.tags.join(", "))
-    };
-    outln!(
-        out,
-        "== {} — \"{}\"{tags}{}",
-        test.rel_path.display(),
-        test.name,
-        if test.quarantined {
-            "  [quarantined: runs, never decides the exit code]"
-        } else {
-            ""
-        }
-    );
-    outln!(
-        out,
-        "  plan ({} step{}):",
-        test.plan.len(),
-        if test.plan.len() == 1 { "" } else { "s" }
-    );
-    if replays && recording.is_none() {
-        outln!(
-            out,
-            "  replay: no recording yet ({shown_path} is written when the agent passes a step)"
-        );
-    }
-    if let Some(Err(e)) = recording {
-        outln!(
-            out,
-            "  replay: {shown_path} is unusable, the agent will run every step: {e}"
-        );
-    }
-}
-
-/// What a plan's lines say besides each step.
-struct PlanShown {
-    replays: bool,
-    max_age_days: u32,
-    /// Every step's timeout and where it comes from (`-v`), not only a step's own.
-    timeouts: bool,
-}
-
-/// A test's steps, one line each, with their marks (setup, skip, checkpoint, timeout, replay).
-fn print_plan(
-    out: &mut String,
-    test: &bugatti::model::load::RootTest,
-    recording: &Loaded,
-    shown: &PlanShown,
-) {
-    let PlanShown {
-        replays,
-        max_age_days,
-        ..
-    } = *shown;
-    let pw = test
-        .plan
-        .iter()
-        .map(|s| s.provenance().chars().count())
-        .max()
-        .unwrap_or(0);
-    for s in &test.plan {
-        let mut marks = Vec::new();
-        if s.setup {
-            marks.push("setup".to_string());
-        }
-        if s.skip {
-            marks.push("skip".to_string());
-        }
-        if let Some(c) = &s.checkpoint {
-            marks.push(format!("checkpoint: {c}"));
-        }
-        let t = s.timeout.value.as_secs();
-        match (s.timeout.source, shown.timeouts) {
-            (Layer::Step, false) => marks.push(format!("timeout: {t}s")),
-            (Layer::Step, true) => {
-                marks.push(format!("timeout: {t}s from the step's timeout_secs"))
-            }
-            (layer, true) => marks.push(format!(
-                "timeout: {t}s from provider.step_timeout_secs ({layer})"
-            )),
-            (_, false) => {}
-        }
-        if replays && !s.replay {
-            marks.push("replay = false: always the agent".to_string());
-        } else if let (Some(Ok(Some(loaded))), false) = (recording, s.skip) {
-            marks.push(format!(
-                "replay: {}",
-                bugatti::replay::store::check_status(
-                    loaded,
-                    &bugatti::replay::store::StepKey {
-                        step: s.step_id,
-                        provenance: s.provenance(),
-                        instruction_hash: String::new(),
-                        provider: test.effective.provider.name.value,
-                    },
-                    chrono::Utc::now(),
-                    max_age_days,
-                )
-            ));
-        }
-        let marks = if marks.is_empty() {
-            String::new()
-        } else {
-            format!("[{}] ", marks.join(", "))
-        };
-        outln!(
-            out,
-            "  {:>3}  {:pw$}  {marks}{}",
-            s.step_id,
-            s.provenance(),
-            first_line(&s.instruction)
-        );
-    }
-}
-
-/// A test's effective config: whole (`-v`), or what differs from the shared one (default).
-fn print_test_config(
-    out: &mut String,
-    test: &bugatti::model::load::RootTest,
-    base_rows: &[(String, String, Layer)],
-    verbosity: Verbosity,
-) {
-    match verbosity {
-        Verbosity::Quiet => {}
-        Verbosity::Verbose => {
-            outln!(out, "  effective config:");
-            print_rows(out, &test.effective.rows(), "    ");
-        }
-        Verbosity::Normal => {
-            let own: Vec<(String, String, Layer)> = test
-                .effective
-                .rows()
-                .into_iter()
-                .filter(|r| !base_rows.contains(r))
-                .collect();
-            if own.is_empty() {
-                outln!(out, "  effective config: as above");
-            } else {
-                outln!(out, "  effective config: as above, except");
-                print_rows(out, &own, "    ");
-            }
-        }
-    }
-}
-
-/// Run a validated suite under the actors; map why it ended to the exit code of docs/signals.md.
-fn run_suite(suite: Suite, options: RunOptions) -> ExitCode {
-    ExitCode::from(bugatti::actors::run::run_suite(suite, &options).code())
+/// Invalid flags: said on stderr, exit 2 (nothing was run).
+fn usage(error: &str) -> Exit {
+    eprintln!("error: {error}");
+    Exit::USAGE
 }

@@ -31,6 +31,9 @@ pub enum FaultKind {
     /// The CLI refused part of the configuration it was given (Claude Code's `init` listing a
     /// rejected MCP server in `mcp_server_errors`): found before the first agent step.
     CliConfig,
+    /// The model asked the user a question (Codex's `request_user_input`) in a run with no user
+    /// to answer it: the step cannot go on as the test meant, and the next test may not ask.
+    AskedUser,
 }
 
 impl FaultKind {
@@ -46,6 +49,7 @@ impl FaultKind {
             Self::CliMissing => "cli_missing",
             Self::CliVersion => "cli_version",
             Self::CliConfig => "cli_config",
+            Self::AskedUser => "asked_user",
         }
     }
 
@@ -108,6 +112,11 @@ impl FaultKind {
             }
             (Self::CliVersion, _) => {
                 "install a supported version of the agent CLI (docs/providers.md)".into()
+            }
+            (Self::AskedUser, _) => {
+                "the agent asked for an answer no one can give in an unattended run: say in \
+                 the step's instruction (or extra_system_prompt) what it wanted to know"
+                    .into()
             }
         }
     }
@@ -258,6 +267,8 @@ mod tests {
             assert!(kind.is_transient() && !kind.is_persistent(), "{kind}");
         }
         assert!(!FaultKind::Crashed.is_transient() && !FaultKind::Crashed.is_persistent());
+        // A question to the absent user is this test's, not the suite's: no retry, no breaker.
+        assert!(!FaultKind::AskedUser.is_transient() && !FaultKind::AskedUser.is_persistent());
         assert!(FaultKind::Auth
             .fix("claude-code")
             .contains("ANTHROPIC_API_KEY"));

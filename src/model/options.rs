@@ -17,6 +17,14 @@ pub enum Verbosity {
     Verbose,
 }
 
+/// A copy of one of the suite's files, written to `path` besides the suite folder's own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SuiteCopy {
+    /// The format, as its flag names it without the dashes (`junit` for `--junit FILE`).
+    pub format: String,
+    pub path: PathBuf,
+}
+
 /// Every option of `start` / `test` / `check`. `None` / empty / false = not given on the
 /// command line, so lower layers (config, env, defaults) decide.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -53,10 +61,9 @@ pub struct RunOptions {
     pub history: Option<PathBuf>,
     pub from_checkpoint: Option<String>,
     pub tags: Vec<String>,
-    pub junit: Option<PathBuf>,
-    pub json: Option<PathBuf>,
-    /// `--html FILE`.
-    pub html: Option<PathBuf>,
+    /// `--junit FILE`, `--json FILE`, `--html FILE`: copies of the suite's files, in the order of
+    /// the formats' list (`actors::reporter::copies::FORMATS`).
+    pub copies: Vec<SuiteCopy>,
     /// `--rerun-failed` / `--last-failed`: applied by the caller after loading (it needs the
     /// history under the artifact directory).
     pub rerun_failed: bool,

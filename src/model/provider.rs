@@ -44,10 +44,29 @@ pub struct Cli {
     pub default: &'static str,
     /// What `npm install -g` installs it from.
     pub npm: &'static str,
-    /// The oldest version whose output the provider reads, and what it writes from then on.
+    /// The oldest version whose output the provider reads, and what it writes from then on: the
+    /// "oldest supported" of its first [`Tested`] line (docs/providers.md, "Supported versions").
     pub floor: (Version, &'static str),
+    /// The versions the tests run against, one line per npm package (pi has two).
+    pub tested: &'static [Tested],
     /// Environment variables that log it in by themselves (an API key).
     pub key_vars: &'static [&'static str],
+}
+
+/// One line of the supported-versions table (docs/providers.md, "Supported versions"): the
+/// oldest version `.ci/run` installs and tests, the newest it installs and tests, and the day the
+/// newest was tested. `.ci/run` installs exactly these two (a test compares them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tested {
+    /// The npm package of this line (`@anthropic-ai/claude-code`).
+    pub npm: &'static str,
+    pub oldest: Version,
+    pub newest: Version,
+    /// When `newest` was tested, `YYYY-MM-DD`.
+    pub on: &'static str,
+    /// The oldest Node.js this line runs under (its package's `engines`), for a CLI that runs
+    /// on Node rather than as a native binary; `None` for a native one.
+    pub node: Option<Version>,
 }
 
 /// How the agent's own shell tool runs a command (what shell replay runs a recorded one with).
@@ -134,8 +153,19 @@ const ROWS: [ProviderInfo; 5] = [
             env: "BUGATTI_CLAUDE_BIN",
             default: "claude",
             npm: "@anthropic-ai/claude-code",
-            // Claude Code before 1.0 (its general release) is not the print mode the provider reads.
-            floor: ((1, 0, 0), "Claude Code's stream-json print mode"),
+            // 2.1.197 is the oldest Claude Code the provider is tested against (its stream-json
+            // events, `api_retry`, background tasks); CI runs it beside the newest tested.
+            floor: (
+                (2, 1, 197),
+                "the stream-json events the provider is tested against",
+            ),
+            tested: &[Tested {
+                npm: "@anthropic-ai/claude-code",
+                oldest: (2, 1, 197),
+                newest: (2, 1, 332),
+                on: "2026-11-28",
+                node: None,
+            }],
             key_vars: &[
                 "ANTHROPIC_API_KEY",
                 "ANTHROPIC_AUTH_TOKEN",
@@ -173,12 +203,20 @@ const ROWS: [ProviderInfo; 5] = [
             env: "BUGATTI_CODEX_BIN",
             default: "codex",
             npm: "@openai/codex",
-            // Before 0.44 `codex exec --json` wrote the legacy `{"msg": …}` events, not the
-            // thread, turn and item events the provider reads (openai/codex#4525).
+            // 0.169 is the oldest Codex the provider is tested against (the thread, turn and
+            // item events of `codex exec --json`, its `-c` provider flags); CI runs it beside
+            // the newest tested.
             floor: (
-                (0, 44, 0),
-                "the thread and turn events of `codex exec --json`",
+                (0, 169, 0),
+                "the `codex exec --json` events the provider is tested against",
             ),
+            tested: &[Tested {
+                npm: "@openai/codex",
+                oldest: (0, 169, 0),
+                newest: (0, 171, 0),
+                on: "2026-11-28",
+                node: None,
+            }],
             key_vars: &["OPENAI_API_KEY", "CODEX_API_KEY"],
         }),
         resumes: true,
@@ -200,11 +238,30 @@ const ROWS: [ProviderInfo; 5] = [
             env: "BUGATTI_PI_BIN",
             default: "pi",
             npm: "@earendil-works/pi-coding-agent",
-            // 0.73 is the oldest pi the provider is written and tested against (docs/providers.md).
+            // 0.73.1 is the oldest pi the provider is written and tested against
+            // (docs/providers.md); pi 1.x is its new package, tested from 1.5.2.
             floor: (
-                (0, 73, 0),
+                (0, 73, 1),
                 "pi's `--mode json` events as 0.73 and 1.x write them",
             ),
+            tested: &[
+                Tested {
+                    npm: "@mariozechner/pi-coding-agent",
+                    oldest: (0, 73, 1),
+                    newest: (0, 73, 1),
+                    on: "2026-11-28",
+                    node: Some((20, 6, 0)),
+                },
+                Tested {
+                    npm: "@earendil-works/pi-coding-agent",
+                    oldest: (1, 5, 2),
+                    newest: (1, 6, 0),
+                    on: "2026-11-28",
+                    // pi 1.x imports `enableCompileCache` and friends: on an older Node it
+                    // dies at its first line, `--version` included.
+                    node: Some((22, 19, 0)),
+                },
+            ],
             key_vars: &[],
         }),
         resumes: true,

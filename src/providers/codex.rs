@@ -1,5 +1,5 @@
-//! The `codex` provider: the OpenAI Codex CLI (0.169), one `codex exec --json` process per step
-//! (docs/providers.md "Providers").
+//! The `codex` provider: the OpenAI Codex CLI (0.169 to 0.171, docs/providers.md "Supported
+//! versions"), one `codex exec --json` process per step (docs/providers.md "Providers").
 //!
 //! - Step 1 runs `codex exec --json --skip-git-repo-check <agent_args> <bootstrap + step>`; its
 //!   `thread.started` names the thread. Every later step (and a restart) runs
@@ -261,6 +261,25 @@ impl Codex {
             if !raw.ends_with(b"\n") {
                 jsonl.write(b"\n");
             }
+        }
+        // The model asked the absent user a question: Codex answers the call itself (an error,
+        // or no answer) and says so only on stderr; the turn would go on on a guess.
+        if let Some(said) = asked_user(&self.steps.stderr_so_far()) {
+            self.log(&format!("[request_user_input] {said}\n"));
+            let mut verdict = collector.verdict_with(
+                StepStatus::Error,
+                format!(
+                    "Codex's model asked the user a question (request_user_input), and no one is \
+                     there to answer it: {said}"
+                ),
+            );
+            verdict.agent_error(
+                crate::model::agent_fault::FaultKind::AskedUser,
+                ProviderKind::Codex,
+            );
+            verdict.step_id = step_id;
+            verdict.usage = Some(self.usage(&Value::Null, turn.model_turns));
+            return (true, Some(verdict));
         }
         let text = String::from_utf8_lossy(raw);
         let Ok(event) = serde_json::from_str::<Value>(text.trim()) else {
@@ -561,6 +580,22 @@ impl Codex {
         self.stop().await;
         verdict
     }
+}
+
+/// Codex's stderr line for a `request_user_input` call it could not put to a user, if `stderr`
+/// holds one: `request_user_input is unavailable in Default mode` (0.169 and later, by default)
+/// or `… is not supported in exec mode` (with the `default_mode_request_user_input` feature).
+fn asked_user(stderr: &str) -> Option<String> {
+    stderr
+        .lines()
+        .find(|line| {
+            line.contains("request_user_input is unavailable")
+                || line.contains("request_user_input is not supported")
+        })
+        .map(|line| {
+            let from = line.find("request_user_input").unwrap_or(0);
+            line[from..].trim().chars().take(200).collect()
+        })
 }
 
 #[async_trait::async_trait]

@@ -3,7 +3,9 @@
 //! down. The supervised agent already has an unsandboxed shell (the agent console, docs/console.md), so
 //! that sandbox protects nothing here and only breaks the step: the supervisor lifts it
 //! (`--dangerously-bypass-approvals-and-sandbox`) unless the user chose a sandbox themselves, in
-//! `agent_args` or in their Codex `config.toml`.
+//! `agent_args` or in their Codex `config.toml`. `--full-auto` is not among them: Codex 0.147
+//! removed it (a hard argument error since), so `check` and `doctor` refuse it, naming
+//! its replacement (`model::load::checks`).
 
 use std::path::Path;
 
@@ -19,9 +21,7 @@ fn chosen_in_args(args: &[String]) -> bool {
     let mut words = args.iter();
     while let Some(word) = words.next() {
         let word = word.as_str();
-        if matches!(word, "-s" | "--sandbox" | "--full-auto" | BYPASS)
-            || word.starts_with("--sandbox=")
-        {
+        if matches!(word, "-s" | "--sandbox" | BYPASS) || word.starts_with("--sandbox=") {
             return true;
         }
         if (word == "-c" || word == "--config")
@@ -61,7 +61,6 @@ mod tests {
             &["-s", "read-only"][..],
             &["--sandbox", "workspace-write"],
             &["--sandbox=workspace-write"],
-            &["--full-auto"],
             &[BYPASS],
             &["-c", "sandbox_mode=\"workspace-write\""],
         ] {

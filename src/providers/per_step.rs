@@ -138,6 +138,14 @@ impl PerStep {
         end
     }
 
+    /// What the running step's process wrote on stderr so far (its last bytes).
+    pub fn stderr_so_far(&self) -> String {
+        self.process
+            .as_ref()
+            .map(AgentProcess::stderr_so_far)
+            .unwrap_or_default()
+    }
+
     /// How the step's process ended, once its output ended before the turn did.
     pub async fn death(&self, ctx: &AgentContext) -> AgentDeath {
         let death = match &self.process {

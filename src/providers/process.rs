@@ -130,6 +130,15 @@ impl AgentProcess {
         })
     }
 
+    /// What the process wrote on stderr so far (its last bytes), as text: some CLIs say on
+    /// stderr alone what their stream leaves out (Codex's refused `request_user_input`).
+    pub fn stderr_so_far(&self) -> String {
+        self.stderr_tail
+            .lock()
+            .map(|tail| String::from_utf8_lossy(&tail).into_owned())
+            .unwrap_or_default()
+    }
+
     pub fn take_stdout(&mut self) -> Option<ChildStdout> {
         self.group.take_stdout()
     }

@@ -217,6 +217,59 @@ impl PendingRecord {
     }
 }
 
+/// What the replay's Playwright MCP client runs: the agent's own Playwright MCP command, in the
+/// agent's directory with the agent's environment, its processes the run's.
+#[derive(Debug, Clone)]
+pub struct BrowserClientSpec {
+    pub command: crate::browser::mcp::McpCommand,
+    pub run_id: RunId,
+    pub cwd: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub run_dir: PathBuf,
+}
+
+impl BrowserClientSpec {
+    fn client(&self, action_pages: bool) -> BrowserReplay {
+        use crate::process::owner::{Owner, Role, Scope};
+        BrowserReplay::new(
+            self.command.clone(),
+            Owner::new(
+                Scope::run(self.run_id.clone()),
+                Role::Other("playwright-mcp (replay)".into()),
+            ),
+            self.cwd.clone(),
+            self.env.clone(),
+            self.run_dir.clone(),
+            action_pages,
+        )
+    }
+}
+
+/// The replay's Playwright MCP client started ahead, beside the browser's and the harness's
+/// start (Node and Playwright MCP take about a second to come up), for a session that will
+/// replay browser actions ([`ReplaySession::browser_replay_ahead`]). The session's replay takes
+/// it over when it is the client it would run ([`ReplaySession::with_browser_client`]); else it
+/// is stopped.
+pub struct BrowserAhead(BrowserReplay);
+
+impl BrowserAhead {
+    /// Starts the client for `spec` now; with `browser_up`, it attaches once that says the
+    /// browser is up (dropped unsent: never).
+    pub fn start(
+        spec: &BrowserClientSpec,
+        action_pages: bool,
+        browser_up: Option<tokio::sync::oneshot::Receiver<()>>,
+    ) -> Self {
+        let client = spec.client(action_pages);
+        client.prestart_before_browser(browser_up);
+        Self(client)
+    }
+
+    pub async fn stop(self) {
+        self.0.stop().await;
+    }
+}
+
 impl ReplaySession {
     /// `None` where replay does not apply: `[replay] mode = "off"`, or the `shell` provider (it
     /// is deterministic already).
@@ -306,6 +359,24 @@ impl ReplaySession {
         }
         self.browser = Some(browser);
         self
+    }
+
+    /// Browser actions replay through the client for `spec`: `ahead`'s, taken over, when it is
+    /// that client (see [`BrowserAhead`]), else a new one; `ahead` is left with one that is not.
+    pub fn with_browser_client(
+        self,
+        spec: &BrowserClientSpec,
+        ahead: &mut Option<BrowserAhead>,
+    ) -> Self {
+        let wanted = spec.client(self.browser_action_pages());
+        let browser = match ahead.take() {
+            Some(BrowserAhead(started)) if started.same_client_as(&wanted) => started,
+            other => {
+                *ahead = other;
+                wanted
+            }
+        };
+        self.with_browser(browser)
     }
 
     /// Whether `test`'s session will replay browser actions (replay tries steps first and its

@@ -509,6 +509,37 @@ fn quiet_check_prints_plans_only_and_verbose_prints_each_tests_whole_config() {
     );
 }
 
+/// Issue 51: Codex's `--full-auto` has been an argument error since Codex 0.147; `check` and
+/// `doctor` refuse it at once, naming `--sandbox workspace-write`, instead of every step
+/// failing on Codex's own refusal.
+#[test]
+fn codex_full_auto_is_refused_by_check_and_doctor_with_its_replacement() {
+    let d = project();
+    write(d.path(), "a.test.toml", "[[steps]]\ninstruction = \"x\"\n");
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nname = \"codex\"\nagent_args = [\"-m\", \"gpt-5.5\", \"--full-auto\"]\n",
+    );
+    for command in ["check", "doctor"] {
+        supervisor(d.path())
+            .arg(command)
+            .assert()
+            .code(2)
+            .stderr(contains(
+                "provider.agent_args: `--full-auto` is not a Codex flag",
+            ))
+            .stderr(contains("write `--sandbox workspace-write` instead"));
+    }
+    // Its replacement is accepted.
+    write(
+        d.path(),
+        "bugatti.config.toml",
+        "[provider]\nname = \"codex\"\nagent_args = [\"--sandbox\", \"workspace-write\"]\n",
+    );
+    supervisor(d.path()).arg("check").assert().code(0);
+}
+
 #[test]
 fn doctor_starts_the_agent_cli_and_prints_its_version_or_why_not() {
     let d = project();
@@ -519,7 +550,7 @@ fn doctor_starts_the_agent_cli_and_prints_its_version_or_why_not() {
     write(
         d.path(),
         "bin/codex",
-        "#!/bin/sh\n[ \"$1\" = --version ] && echo 'codex-cli 9.9.9' && exit 0\nexit 2\n",
+        "#!/bin/sh\n[ \"$1\" = --version ] && echo 'codex-cli 0.171.0' && exit 0\nexit 2\n",
     );
     write(
         d.path(),
@@ -540,7 +571,7 @@ fn doctor_starts_the_agent_cli_and_prints_its_version_or_why_not() {
         .env("BUGATTI_CODEX_BIN", &good)
         .assert()
         .code(0)
-        .stdout(contains("ok   provider codex: codex-cli 9.9.9"));
+        .stdout(contains("ok   provider codex: codex-cli 0.171.0"));
     write(
         d.path(),
         "bugatti.config.toml",

@@ -438,3 +438,170 @@ fn the_floor_check_finds_an_import_that_runs_up() {
         vec!["    report::records::suite -> report::renderers::html".to_string()]
     );
 }
+
+/// What the binary may import of the library: the subcommands, the runner and the plain data.
+/// Anything else it needs belongs in `src/cli/`, where it can be tested.
+const BIN_MAY_IMPORT: &[&[&str]] = &[&["cli"], &["actors", "run"], &["model"]];
+
+/// Every library path (`bugatti::…`) the files under `bin` name, in `use`s and in code.
+fn bin_imports(bin: &Path) -> BTreeSet<ModPath> {
+    struct Crate(BTreeSet<ModPath>);
+    fn flatten(prefix: &mut ModPath, tree: &syn::UseTree, out: &mut BTreeSet<ModPath>) {
+        match tree {
+            syn::UseTree::Path(p) => {
+                prefix.push(p.ident.to_string());
+                flatten(prefix, &p.tree, out);
+                prefix.pop();
+            }
+            syn::UseTree::Name(n) => {
+                let mut path = prefix.clone();
+                if n.ident != "self" {
+                    path.push(n.ident.to_string());
+                }
+                out.insert(path);
+            }
+            syn::UseTree::Rename(r) => {
+                let mut path = prefix.clone();
+                path.push(r.ident.to_string());
+                out.insert(path);
+            }
+            syn::UseTree::Glob(_) => {
+                out.insert(prefix.clone());
+            }
+            syn::UseTree::Group(g) => {
+                for tree in &g.items {
+                    flatten(prefix, tree, out);
+                }
+            }
+        }
+    }
+    impl<'ast> Visit<'ast> for Crate {
+        fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
+            flatten(&mut Vec::new(), &item.tree, &mut self.0);
+        }
+        fn visit_path(&mut self, path: &'ast syn::Path) {
+            self.0
+                .insert(path.segments.iter().map(|s| s.ident.to_string()).collect());
+            syn::visit::visit_path(self, path);
+        }
+    }
+    let mut found = Crate(BTreeSet::new());
+    for entry in walkdir::WalkDir::new(bin)
+        .into_iter()
+        .filter_map(Result::ok)
+    {
+        if entry.path().extension().and_then(|e| e.to_str()) != Some("rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(entry.path()).expect("read a binary's file");
+        let file = syn::parse_file(&text).expect("parse a binary's file");
+        found.visit_file(&file);
+    }
+    found
+        .0
+        .into_iter()
+        .filter(|p| p.first().map(String::as_str) == Some("bugatti"))
+        .map(|p| p[1..].to_vec())
+        .collect()
+}
+
+/// The library paths the binary names outside [`BIN_MAY_IMPORT`].
+fn bin_breaches(bin: &Path) -> Vec<String> {
+    bin_imports(bin)
+        .into_iter()
+        .filter(|path| {
+            // `bugatti::actors` alone leads only on to `run`; `bugatti` alone to nothing.
+            !BIN_MAY_IMPORT.iter().any(|allowed| {
+                path.len() >= allowed.len() && allowed.iter().zip(path).all(|(a, p)| a == p)
+            })
+        })
+        .map(|path| format!("    bugatti::{}", path.join("::")))
+        .collect()
+}
+
+#[test]
+fn the_binary_imports_only_the_cli_the_runner_and_the_model() {
+    let breaches = bin_breaches(&src().join("bin"));
+    assert!(
+        breaches.is_empty(),
+        "src/bin/ may import only bugatti::cli, bugatti::actors::run and bugatti::model; move \
+         the rest into src/cli/:\n{}",
+        breaches.join("\n")
+    );
+}
+
+/// The binary check sees a reach past the CLI, in a `use` group and in a path in code.
+#[test]
+fn the_binary_check_finds_a_reach_past_the_cli() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(
+        dir.path().join("supervisor.rs"),
+        "use bugatti::{cli, model::options::RunOptions, replay::store};\n\
+         fn main() { cli::start(); bugatti::actors::run::run_suite(); \
+         bugatti::providers::locate::find(); }\n",
+    )
+    .expect("write");
+    assert_eq!(
+        bin_breaches(dir.path()),
+        vec![
+            "    bugatti::providers::locate::find".to_string(),
+            "    bugatti::replay::store".to_string()
+        ]
+    );
+}
+
+/// The imports from `actors` into `replay` that do not go through `replay::session`, the one
+/// door replay gives the session (docs: CONTRIBUTING's map): a session that reaches replay's
+/// browser, store or format itself has taken replay's work back into `actors`.
+fn actor_replay_breaches(graph: &BTreeMap<ModPath, BTreeSet<ModPath>>) -> Vec<String> {
+    let in_room = |m: &ModPath, room: &str| m.first().map(String::as_str) == Some(room);
+    let through_session = |m: &ModPath| m.get(1).map(String::as_str) == Some("session");
+    graph
+        .iter()
+        .filter(|(from, _)| in_room(from, "actors"))
+        .flat_map(|(from, named)| {
+            named
+                .iter()
+                .filter(|to| in_room(to, "replay") && !through_session(to))
+                .map(move |to| format!("    {} -> {}", from.join("::"), to.join("::")))
+        })
+        .collect()
+}
+
+#[test]
+fn actors_reach_replay_only_through_its_session() {
+    let breaches = actor_replay_breaches(&import_graph(&src()));
+    assert!(
+        breaches.is_empty(),
+        "actors import replay past `replay::session` (give the session what it needs there):\n{}",
+        breaches.join("\n")
+    );
+}
+
+/// The check sees an actor reaching past `replay::session`.
+#[test]
+fn the_replay_door_check_finds_an_actor_past_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path();
+    for room in ["actors", "replay"] {
+        std::fs::create_dir_all(src.join(room)).expect("mkdir");
+    }
+    std::fs::write(src.join("lib.rs"), "pub mod actors;\npub mod replay;\n").expect("write");
+    std::fs::write(
+        src.join("replay/mod.rs"),
+        "pub mod browser;\npub mod session;\n",
+    )
+    .expect("write");
+    std::fs::write(src.join("replay/browser.rs"), "pub struct Client;\n").expect("write");
+    std::fs::write(src.join("replay/session.rs"), "pub struct Session;\n").expect("write");
+    std::fs::write(src.join("actors/mod.rs"), "pub mod session;\n").expect("write");
+    std::fs::write(
+        src.join("actors/session.rs"),
+        "use crate::replay::session::Session;\npub fn f(_: crate::replay::browser::Client) {}\n",
+    )
+    .expect("write");
+    assert_eq!(
+        actor_replay_breaches(&import_graph(src)),
+        vec!["    actors::session -> replay::browser".to_string()]
+    );
+}

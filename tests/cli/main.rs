@@ -7,6 +7,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod agent_versions;
 mod bench_rows;
 mod check_cli;
 mod check_fixtures;

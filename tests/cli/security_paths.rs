@@ -47,7 +47,7 @@ fn refused(p: &Project) -> String {
     let console = format!("{}{}", stdout(&check), stderr(&check));
     assert_eq!(check.status.code(), Some(2), "check:\n{console}");
     assert!(!console.contains(OUTSIDE_MARK), "{console}");
-    let start = p.run(&["start"]);
+    let start = p.start();
     let start_console = format!("{}{}", stdout(&start), stderr(&start));
     assert_eq!(start.status.code(), Some(2), "start:\n{start_console}");
     assert!(!start_console.contains(OUTSIDE_MARK), "{start_console}");
@@ -159,11 +159,9 @@ fn test_files_symlinked_from_outside_are_not_read() {
     assert_exit(&check, 0);
     assert!(console.contains("1 root test"), "{console}");
     assert!(!console.contains(OUTSIDE_MARK), "{console}");
-    let start = p.run(&["start"]);
+    let start = p.start();
     assert_exit(&start, 0);
-    let records = p.run_records_json();
+    let records = p.run_records();
     assert_eq!(records.len(), 1);
-    assert!(records[0]["test_file"]
-        .as_str()
-        .is_some_and(|f| f.ends_with("mine.test.toml")));
+    assert!(records[0].identity.test_file.ends_with("mine.test.toml"));
 }

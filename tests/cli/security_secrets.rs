@@ -8,6 +8,7 @@
 //! Then every file under `.bugatti`, and the console, is searched byte by byte for the value.
 
 use crate::common::assert_exit;
+use crate::common::records::*;
 use crate::common::Project;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -200,14 +201,15 @@ fn the_secret_never_reaches_an_artifact_or_the_console() {
     console.extend_from_slice(&out.stderr);
     // The shell test's last step fails on purpose; the run itself must have happened.
     assert_exit(&out, 1);
-    let agent = p.record_json_for("agent.test.toml");
-    assert_eq!(agent["outcome"], "warned", "{agent:#}");
+    let agent = p.record_for("agent.test.toml");
+    assert_eq!(agent.outcome, Some(RunOutcome::Warned), "{agent:#?}");
     assert_eq!(
-        agent["steps"][1]["message"], "leaked [REDACTED:API_TOKEN]",
-        "{agent:#}"
+        agent.steps[1].message.as_deref(),
+        Some("leaked [REDACTED:API_TOKEN]"),
+        "{agent:#?}"
     );
-    let shell = p.record_json_for("shell.test.toml");
-    assert_eq!(shell["steps"][1]["status"], "error", "{shell:#}");
+    let shell = p.record_for("shell.test.toml");
+    assert_eq!(shell.steps[1].status, StepStatus::Error, "{shell:#?}");
 
     // The value did go through every channel: the commands' logs and the agent's transcript
     // show the mark where it was.

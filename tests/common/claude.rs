@@ -12,7 +12,7 @@ pub fn claude_bin(test: &str) -> Option<PathBuf> {
         test,
         "BUGATTI_CLAUDE_BIN",
         "claude",
-        "@anthropic-ai/claude-code@2",
+        "@anthropic-ai/claude-code@2.1.332",
     )
 }
 

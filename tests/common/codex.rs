@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// The CLI `.ci/run` installs (or `$BUGATTI_CODEX_BIN`); `None`, said on stderr, when absent.
 pub fn codex_bin(test: &str) -> Option<PathBuf> {
-    npm_cli(test, "BUGATTI_CODEX_BIN", "codex", "@openai/codex@0.169")
+    npm_cli(test, "BUGATTI_CODEX_BIN", "codex", "@openai/codex@0.171.0")
 }
 
 /// The stub (responses_stub.py), killed with its group when the test ends.

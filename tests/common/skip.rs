@@ -109,3 +109,25 @@ pub fn playwright_mcp(test: &str) -> Option<PathBuf> {
         "@playwright/mcp@0.0.83",
     )
 }
+
+/// The `playwright` package `.ci/run` installs into `.ci/playwright` (its `node_modules`), or the
+/// folder `$BUGATTI_PLAYWRIGHT_DIR` names (holding `node_modules/playwright`); `None` after
+/// [`skip`]. Its `npx playwright mcp` is a `[browser] mcp_cmd` users write.
+pub fn playwright_modules(test: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("BUGATTI_PLAYWRIGHT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/playwright"));
+    let modules = dir.join("node_modules");
+    if modules.join("playwright/package.json").is_file() {
+        return Some(modules);
+    }
+    skip(
+        test,
+        format!(
+            "no playwright package in {} ($BUGATTI_PLAYWRIGHT_DIR); `.ci/run` installs it \
+             (npm install playwright@1.65.1 in .ci/playwright)",
+            dir.display()
+        ),
+    );
+    None
+}

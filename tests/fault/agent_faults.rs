@@ -219,11 +219,68 @@ fn a_cli_older_than_the_protocol_we_read_is_refused_before_anything_starts() {
     };
     let said = doctor("old_version");
     assert!(
-        said.contains("FAIL provider pi: pi 0.60.2 is older than 0.73.0"),
+        said.contains("FAIL provider pi: pi 0.60.2 is older than 0.73.1"),
         "{said}"
     );
     let said = doctor("ok");
     assert!(said.contains("ok   provider pi: 1.5.2"), "{said}");
+}
+
+/// Issue 51: a CLI newer than the newest tested is a warning of `doctor` (docs/providers.md,
+/// "Supported versions"), not a refusal: `doctor` passes and names the newest tested.
+#[test]
+fn a_cli_newer_than_tested_is_a_doctor_warning_not_a_refusal() {
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"pi\"\n");
+    p.write(
+        "t1.test.toml",
+        "name = \"T1\"\n[[steps]]\ninstruction = \"Check.\"\n",
+    );
+    let out = p
+        .supervisor()
+        .arg("doctor")
+        .env("BUGATTI_PI_BIN", fake("fake_pi.py"))
+        .env("FAKE_PI_MODE", "newer_version")
+        .env("PI_CODING_AGENT_DIR", p.root().join(".pi"))
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .output()
+        .expect("doctor");
+    let said = stdout(&out);
+    assert!(
+        said.contains("warn provider pi: pi 1.7.0 is newer than tested (1.6.0 on "),
+        "{said}"
+    );
+    assert!(!said.contains("FAIL provider pi"), "{said}");
+}
+
+/// Issue 51: pi 1.x on a Node older than 22.19 dies at its first import; that is named as the
+/// Node it needs (the fault `cli_version` before anything starts, and `doctor`'s FAIL), never
+/// "update the CLI".
+#[test]
+fn pi_on_a_node_too_old_is_refused_naming_the_node_it_needs() {
+    let ran = run("pi", "old_node", 1, 30);
+    let said = ran.said();
+    assert_eq!(ran.code(), Some(3), "{said}");
+    assert!(
+        said.contains("needs Node.js 22.19 or later, and it ran on Node.js 20.20.2")
+            && said.contains("(cli_version)")
+            && !said.contains("update the CLI"),
+        "{said}"
+    );
+    assert!(fault::run_dirs(&ran.p).is_empty(), "a run started");
+    let out = ran
+        .p
+        .supervisor()
+        .arg("doctor")
+        .env("BUGATTI_PI_BIN", fake("fake_pi.py"))
+        .env("FAKE_PI_MODE", "old_node")
+        .output()
+        .expect("doctor");
+    let said = stdout(&out);
+    assert!(
+        said.contains("FAIL provider pi: pi (@earendil-works/pi-coding-agent) needs Node.js 22.19"),
+        "{said}"
+    );
 }
 
 #[test]
@@ -271,18 +328,18 @@ fn a_401_on_every_call_stops_the_suite_after_two_tests_the_rest_not_run() {
     );
     let started = fault::run_dirs(&ran.p).len();
     assert!(started <= 2, "{started} tests started");
-    let summary = ran.p.suite_summary_json();
-    let not_run = summary["not_run"].as_array().expect("not_run").len();
-    assert_eq!(not_run, 6 - started, "{summary}");
+    let summary = ran.p.suite_summary();
+    assert_eq!(summary.not_run.len(), 6 - started, "{summary:?}");
     assert!(
-        summary["not_run_reason"]
-            .as_str()
+        summary
+            .not_run_reason
+            .as_deref()
             .is_some_and(|r| r.starts_with("agent unavailable: auth")),
-        "{summary}"
+        "{summary:?}"
     );
-    for test in summary["tests"].as_array().expect("tests") {
-        assert_eq!(test["outcome"], "error", "{test}");
-        assert_eq!(test["agent_fault"], "auth", "{test}");
+    for test in &summary.tests {
+        assert_eq!(test.outcome, RunOutcome::Error, "{test:?}");
+        assert_eq!(test.agent_fault, Some(FaultKind::Auth), "{test:?}");
     }
     assert!(
         ran.said().contains("agent unavailable: auth"),
@@ -297,19 +354,20 @@ fn an_agent_error_after_a_pass_is_no_new_failure_and_is_shown_apart() {
     assert_passed(&first);
     let ran = run_in(first.p, "claude-code", "revoked", 1, 30);
     assert_agent_error(&ran, "auth", "ANTHROPIC_API_KEY");
-    let summary = ran.p.suite_summary_json();
-    let changes = &summary["changes"];
-    assert_eq!(changes["new_failures"], serde_json::json!([]), "{changes}");
+    let summary = ran.p.suite_summary();
+    let changes = summary.changes.as_ref().expect("a comparison");
+    assert!(changes.new_failures.is_empty(), "{changes:?}");
     assert_eq!(
-        changes["agent_errors"][0]["test_file"], "t1.test.toml",
-        "{changes}"
+        changes.agent_errors.first().map(|c| c.test_file.as_str()),
+        Some("t1.test.toml"),
+        "{changes:?}"
     );
-    assert_eq!(summary["totals"]["failed"], 0, "{summary}");
-    let history = std::fs::read_to_string(ran.p.root().join(".bugatti/history.jsonl"))
-        .expect("history.jsonl");
-    let last: serde_json::Value =
-        serde_json::from_str(history.lines().last().expect("a line")).expect("json");
-    assert_eq!(last["tests"][0]["agent_error"], "auth", "{last}");
+    assert_eq!(summary.totals.failed, 0, "{summary:?}");
+    let last =
+        bugatti::report::records::history::read(&ran.p.root().join(".bugatti/history.jsonl"))
+            .pop()
+            .expect("a history entry");
+    assert_eq!(last.tests[0].agent_error, Some(FaultKind::Auth), "{last:?}");
     let said = ran.said();
     assert!(
         said.contains("agent error (not the app): t1.test.toml"),

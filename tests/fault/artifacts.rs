@@ -21,7 +21,7 @@ fn project() -> Project {
 fn an_artifact_directory_that_is_a_file_is_refused_before_anything_runs() {
     let p = project();
     p.write(".bugatti", "not a directory\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
     assert_exit(&out, 2);
     assert!(
@@ -84,7 +84,7 @@ fn report_targets_the_os_refuses_are_refused_before_anything_runs_even_as_root()
             fault::agent_and_server_config()
         ),
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
     assert_exit(&out, 2);
     assert!(
@@ -106,7 +106,7 @@ fn report_targets_the_os_refuses_are_refused_before_anything_runs_even_as_root()
 fn a_runs_directory_that_is_a_file_is_a_clear_error_with_exit_3() {
     let p = project();
     p.write(".bugatti/runs", "not a directory\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     let all = format!("{}\n{}", stdout(&out), stderr(&out));
     assert_exit(&out, 3);
     assert!(
@@ -114,13 +114,14 @@ fn a_runs_directory_that_is_a_file_is_a_clear_error_with_exit_3() {
         "the error names what it could not create and why: {all}"
     );
     // The run still counts in the suite's summary and JUnit, as an error.
-    let summary: serde_json::Value = p.suite_summary_json();
-    assert_eq!(summary["totals"]["error"], 1, "{summary}");
+    let summary = p.suite_summary();
+    assert_eq!(summary.totals.error, 1, "{summary:?}");
     assert!(
-        summary["tests"][0]["message"]
-            .as_str()
+        summary.tests[0]
+            .message
+            .as_deref()
             .is_some_and(|m| m.contains("cannot create the run directory")),
-        "{summary}"
+        "{summary:?}"
     );
     let junit = std::fs::read_to_string(p.suite_dir().join("junit.xml")).expect("junit.xml");
     assert!(junit.contains("errors=\"1\""), "{junit}");
@@ -187,9 +188,7 @@ fn the_junit_and_json_copies_are_written_from_memory_when_the_artifact_directory
     );
     let junit = std::fs::read_to_string(p.root().join("ci/junit.xml")).expect("--junit copy");
     assert!(junit.contains("a.test.toml"), "{junit}");
-    let suite: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(p.root().join("ci/suite.json")).expect("--json copy"),
-    )
-    .expect("JSON");
-    assert_eq!(suite["totals"]["passed"], 1, "{suite}");
+    let suite: bugatti::report::records::suite::SuiteSummary =
+        crate::common::read_json_file(&p.root().join("ci/suite.json"));
+    assert_eq!(suite.totals.passed, 1, "{suite:?}");
 }

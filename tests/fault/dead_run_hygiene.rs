@@ -4,6 +4,7 @@
 
 use crate::common::assert_exit;
 use crate::common::fault;
+use crate::common::records::RunRecord;
 
 use crate::common::{stderr, stdout, Project};
 use std::path::PathBuf;
@@ -16,8 +17,8 @@ fn workspace_of(run_dir: &std::path::Path) -> PathBuf {
     loop {
         let ws = std::fs::read(run_dir.join("run.json"))
             .ok()
-            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
-            .and_then(|v| v["workspace"].as_str().map(PathBuf::from));
+            .and_then(|b| serde_json::from_slice::<RunRecord>(&b).ok())
+            .and_then(|r| r.workspace.map(PathBuf::from));
         if let Some(ws) = ws {
             return ws;
         }

@@ -31,7 +31,7 @@ stop_timeout_secs = 5
         "mute.test.toml",
         "name = \"Mute\"\n[[steps]]\ninstruction = \"`sleep 2`\"\n[[steps]]\ninstruction = \"`pgrep -x -f 'sleep 3131'`\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
     let record = p.record_for("mute.test.toml");
     assert_eq!(record.outcome, Some(RunOutcome::Passed), "{record:?}");
@@ -62,7 +62,7 @@ readiness = { log = "^up$" }
         "escape.test.toml",
         "name = \"Escape\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
-    let out = p.run(&["start"]); // asserts the escaped sleep did not survive
+    let out = p.start(); // asserts the escaped sleep did not survive
     assert_exit(&out, 0);
     let record = p.record_for("escape.test.toml");
     let escaper = record.command("escaper");
@@ -95,7 +95,7 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/"
         "port.test.toml",
         "name = \"Port\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     let err = format!("{}\n{}", stdout(&out), stderr(&out));
     assert_exit(&out, 3);
     let record = p.record_for("port.test.toml");
@@ -213,7 +213,7 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/"
         "retry.test.toml",
         "name = \"Retry\"\n[[steps]]\ninstruction = \"`echo $APP_PORT > $BUGATTI_PROJECT_ROOT/port.txt`\"\n",
     );
-    let out = p.run(&["start"]); // also checks nothing survives
+    let out = p.start(); // also checks nothing survives
     let (said, err) = (stdout(&out), stderr(&out));
     assert_eq!(out.status.code(), Some(0), "{said}\n{err}");
     let record = p.record_for("retry.test.toml");
@@ -266,7 +266,7 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/"
         "busy.test.toml",
         "name = \"Busy\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 3);
     let record = p.record_for("busy.test.toml");
     assert_eq!(record.outcome, Some(RunOutcome::Error), "{record:?}");

@@ -53,7 +53,7 @@ readiness = {{ log = "^server ready late$", timeout_secs = 60 }}
         "chatty.test.toml",
         "name = \"Chatty\"\n[[steps]]\ninstruction = \"`while [ ! -f done.flag ]; do sleep 0.05; done`\"\n",
     );
-    let out = p.run(&["start"]); // also checks nothing survives
+    let out = p.start(); // also checks nothing survives
     assert_exit(&out, 0);
     let record = p.record_for("chatty.test.toml");
     assert_eq!(record.outcome, Some(RunOutcome::Passed), "{record:?}");

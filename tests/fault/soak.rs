@@ -14,6 +14,7 @@
 use crate::common;
 use crate::common::assert_exit;
 use crate::common::fault;
+use crate::common::records::RunRecord;
 
 use crate::common::Project;
 use std::process::Stdio;
@@ -55,8 +56,8 @@ fn finished_runs(p: &Project) -> usize {
         .filter(|dir| {
             std::fs::read_to_string(dir.join("run.json"))
                 .ok()
-                .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                .is_some_and(|r| r["finished_at"].is_string())
+                .and_then(|t| serde_json::from_str::<RunRecord>(&t).ok())
+                .is_some_and(|r| r.finished_at.is_some())
         })
         .count()
 }

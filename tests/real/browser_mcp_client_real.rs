@@ -208,3 +208,92 @@ async fn a_recorded_click_is_made_again_on_a_renumbered_page_through_the_real_se
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// Issue 51: Playwright 1.65 ships Playwright MCP itself, as `npx playwright mcp`; that command
+/// works as a `[browser] mcp_cmd` value (resolved as the config's, its endpoint given in its
+/// `--config` file), offline, from a project whose `node_modules` holds `playwright`, driving the
+/// system Chromium; nothing is left running after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn npx_playwright_mcp_of_playwright_1_65_serves_as_the_browser_mcp_cmd() {
+    const TEST: &str = "browser_mcp_client_real (npx playwright mcp)";
+    let Some(exe) = common::skip::chromium(TEST) else {
+        return;
+    };
+    let Some(modules) = common::skip::playwright_modules(TEST) else {
+        return;
+    };
+    let package: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(modules.join("playwright/package.json")).expect("package.json"),
+    )
+    .expect("json");
+    let version = package["version"].as_str().unwrap_or_default();
+    assert!(version.starts_with("1.65."), "playwright {version}");
+    // A user's project: `playwright` in its node_modules, `npx` run from it, no network.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let project = dir.path().join("project");
+    std::fs::create_dir_all(&project).expect("project");
+    std::os::unix::fs::symlink(&modules, project.join("node_modules")).expect("node_modules");
+    let run = format!("npx-playwright-mcp-test-{}", std::process::id());
+    let mut spec = BrowserLaunch::new(exe, dir.path().join("profile"), Scope::run(run.clone()));
+    spec.log_path = Some(dir.path().join("browser.log"));
+    let mut browser = Browser::start(spec).await.expect("the browser starts");
+    let stop = Arc::new(AtomicBool::new(false));
+    let (port, server) = serve(Arc::new(AtomicBool::new(false)), stop.clone());
+
+    let mut command = McpCommand::resolve(Some("npx playwright mcp"), None, &browser.cdp_url())
+        .expect("the mcp_cmd value resolves");
+    command
+        .attach(&dir.path().join("pw-config.json"))
+        .expect("the endpoint in its config file");
+    let owner = Owner::new(
+        Scope::run(run.clone()),
+        Role::Other("playwright-mcp".into()),
+    );
+    let client = PlaywrightClient::start(
+        &command,
+        owner,
+        &project,
+        vec![
+            ("BUGATTI_RUN_ID".into(), run.clone()),
+            ("npm_config_offline".into(), "true".into()),
+        ],
+    )
+    .await
+    .expect("npx playwright mcp completes the handshake");
+    let url = format!("http://127.0.0.1:{port}/");
+    let went = client
+        .call("browser_navigate", serde_json::json!({"url": url}))
+        .await
+        .expect("navigate");
+    assert!(!went.is_error, "{}", went.text);
+    let page = client
+        .call("browser_snapshot", serde_json::json!({}))
+        .await
+        .expect("snapshot");
+    assert!(
+        page.text.contains("Red mug") && page.text.contains("button"),
+        "{}",
+        page.text
+    );
+    let report = client.stop().await;
+    assert!(report.leaked.is_empty(), "{report:?}");
+    let _ = browser.stop(false).await;
+    stop.store(true, Ordering::Relaxed);
+    let _ = server.join();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left: Vec<i32> = common::processes_with_env_entry(&format!("BUGATTI_RUN_ID={run}"))
+            .into_iter()
+            .filter(|pid| {
+                std::fs::read_to_string(format!("/proc/{pid}/cmdline"))
+                    .map(|c| !c.contains("crashpad"))
+                    .unwrap_or(false)
+            })
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "left running: {left:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -301,7 +301,8 @@ async fn a_stream_broken_mid_turn_is_an_agent_error_step() {
 async fn a_tool_command_still_running_at_timeout_is_killed() {
     let Some(bin) = claude_bin() else { return };
     let mut rig = Rig::new(&[]);
-    // Not `sleep 300`: Claude Code 2.1.332 refuses a long plain sleep as a tool call.
+    // Not a bare `sleep 300`: Claude Code 2.1.332 refuses a command that starts with a long
+    // sleep ("Blocked: sleep 300 followed by …") before running it.
     let (stub, stub_port, _) = start_stub(
         &rig,
         json!([{"bash": "python3 -c 'import time; time.sleep(300)'; echo done"}]),

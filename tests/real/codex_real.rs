@@ -816,3 +816,42 @@ fn max_turns_per_step_stops_a_codex_whose_every_turn_runs_a_long_command() {
         "stopped by the turn limit, not the step timeout: {took:?}"
     );
 }
+
+/// Issue 51: the model asks the absent user a question (`request_user_input`). `codex exec`
+/// answers the call itself ("unavailable in Default mode") and says so only on stderr; the step
+/// ends as the agent fault `asked_user` at Codex's next event, never passing on the model's guess
+/// and never waiting for a user.
+#[test]
+fn a_codex_model_asking_the_user_ends_the_step_as_asked_user() {
+    let Some(bin) = codex_bin("codex: request_user_input") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let question = json!({"questions": [{
+        "id": "port", "header": "Port", "question": "Which port does the app listen on?",
+        "options": [{"label": "8080", "description": "the usual"},
+                    {"label": "3000", "description": "node's"}]}]});
+    let stub = ResponsesStub::start(
+        side.path(),
+        json!([
+            {"tool": "request_user_input", "input": question},
+            {"text": "No answer came; I will assume 8080.\nRESULT OK"},
+        ]),
+    );
+    let p = project(&stub, "", &["Check the app's port."]);
+    let (out, _) = run(&p, &bin);
+    assert_exit(&out, 3);
+    let record = p.record_for("codex.test.toml");
+    let step = &record.steps[0];
+    assert_eq!(step.status, StepStatus::AgentError, "{record:?}");
+    assert_eq!(
+        step.agent_fault.as_ref().map(|f| f.kind),
+        Some(FaultKind::AskedUser),
+        "{record:?}"
+    );
+    let message = step.message.as_deref().unwrap_or("");
+    assert!(
+        message.contains("asked the user a question (request_user_input)"),
+        "{message}"
+    );
+}

@@ -6,16 +6,18 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use crate::common::report::{all_files, assert_absent_everywhere, events, plan, SharedBuf, SECRET};
+use crate::common::{read_events, read_json_file, read_run_record};
 use bugatti::actors::reporter::{ReporterActor, ReporterArgs, ReporterMsg};
 use bugatti::model::ids::{RunId, StepId};
+use bugatti::model::options::SuiteCopy;
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::model::redact::Secrets;
 use bugatti::report::live::console::{LiveView, Verbosity};
 use bugatti::report::records::events::{EventClock, EventKind, SetupState};
+use bugatti::report::records::suite::SuiteSummary;
 use bugatti::report::store::harness_log::HarnessLogs;
 use quick_junit::{NonSuccessKind, Report, TestCaseStatus};
 use ractor::{call, cast, ActorRef};
-use serde_json::Value;
 use tracing_subscriber::layer::SubscriberExt;
 
 /// One global subscriber for this test binary: the reporter runs on tokio worker threads.
@@ -55,8 +57,16 @@ async fn start_suite(root: &Path, strict: bool) -> Suite {
         console: LiveView::plain_to(Box::new(console.clone()), Verbosity::Normal),
         secrets: secrets(),
         harness_logs: Some(harness_logs()),
-        junit_copy: Some(copies.0.clone()),
-        json_copy: Some(copies.1.clone()),
+        copies: vec![
+            SuiteCopy {
+                format: "junit".into(),
+                path: copies.0.clone(),
+            },
+            SuiteCopy {
+                format: "json".into(),
+                path: copies.1.clone(),
+            },
+        ],
         extras: Default::default(),
     })
     .await
@@ -163,10 +173,8 @@ async fn session(reporter: ActorRef<ReporterMsg>, artifacts: PathBuf, run: Run) 
         .expect("files final");
         assert_eq!(files.outcome, outcome);
         // The reply means the files are final on disk.
-        let json: Value =
-            serde_json::from_str(&std::fs::read_to_string(&files.run_json).expect("run.json"))
-                .expect("json");
-        assert_eq!(json["outcome"], outcome.as_str());
+        let record = read_run_record(&files.run_json);
+        assert_eq!(record.outcome, Some(outcome));
         assert!(files.report_md.is_file());
     }
 }
@@ -274,32 +282,27 @@ async fn parallel_sessions_leave_every_file_and_a_suite_summary() {
 
     // Per run: events.jsonl holds every event of that run only, in order.
     for (run_id, expected) in [("run-a2", 16), ("run-c", 16), ("run-d", 3), ("run-e", 8)] {
-        let text = std::fs::read_to_string(a.join("runs").join(run_id).join("events.jsonl"))
-            .expect("events.jsonl");
-        let lines: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("line is JSON"))
-            .collect();
-        assert_eq!(lines.len(), expected, "{run_id}: {text}");
-        assert_eq!(lines[0]["type"], "run_started");
-        assert_eq!(lines[0]["run_id"], run_id);
+        let lines = read_events(&a.join("runs").join(run_id).join("events.jsonl"));
+        assert_eq!(lines.len(), expected, "{run_id}: {lines:#?}");
+        assert!(
+            matches!(&lines[0].kind, EventKind::RunStarted { run_id: id, .. } if id.as_str() == run_id),
+            "{:?}",
+            lines[0]
+        );
         let last = lines.last().expect("last");
-        assert_eq!(last["type"], "run_finished", "{run_id}");
-        let elapsed: Vec<u64> = lines[1..]
-            .iter()
-            .map(|l| l["elapsed_ms"].as_u64().expect("elapsed"))
-            .collect();
+        assert_eq!(last.kind.name(), "run_finished", "{run_id}");
+        let elapsed: Vec<u64> = lines[1..].iter().map(|l| l.elapsed_ms).collect();
         assert!(
             elapsed.windows(2).all(|w| w[0] <= w[1]),
             "{run_id} out of order"
         );
     }
-    let e: Value = serde_json::from_str(
-        &std::fs::read_to_string(a.join("runs/run-e/run.json")).expect("run-e json"),
-    )
-    .expect("json");
-    assert_eq!(e["outcome"], "interrupted");
-    assert_eq!(e["error"], "the suite ended before this run finished");
+    let e = read_run_record(&a.join("runs/run-e/run.json"));
+    assert_eq!(e.outcome, Some(RunOutcome::Interrupted));
+    assert_eq!(
+        e.error.as_deref(),
+        Some("the suite ended before this run finished")
+    );
     assert!(a.join("runs/run-e/report.md").is_file());
     let d = std::fs::read_to_string(a.join("runs/run-d/report.md")).expect("d report");
     assert!(
@@ -308,43 +311,31 @@ async fn parallel_sessions_leave_every_file_and_a_suite_summary() {
     );
 
     // summary.json
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(&files.summary_json).expect("summary.json"))
-            .expect("json");
-    let tests = summary["tests"].as_array().expect("tests");
+    let summary: SuiteSummary = read_json_file(&files.summary_json);
+    let tests = &summary.tests;
     assert_eq!(tests.len(), 5);
     let a_test = &tests[0];
-    assert_eq!(a_test["test_file"], "a.test.toml");
-    assert_eq!(a_test["run_id"], "run-a2");
-    assert_eq!(a_test["outcome"], "warned");
-    assert_eq!(a_test["attempts"], 2);
-    assert_eq!(a_test["flaky"], true);
-    assert!(a_test["duration_ms"].is_u64());
-    assert_eq!(tests[1]["flaky"], false);
-    let totals = &summary["totals"];
+    assert_eq!(a_test.test_file, "a.test.toml");
+    assert_eq!(a_test.run_id.as_str(), "run-a2");
+    assert_eq!(a_test.outcome, RunOutcome::Warned);
+    assert_eq!(a_test.attempts, 2);
+    assert!(a_test.flaky);
+    assert!(!tests[1].flaky);
+    let t = &summary.totals;
     assert_eq!(
         (
-            totals["total"].as_u64(),
-            totals["passed"].as_u64(),
-            totals["warned"].as_u64(),
-            totals["failed"].as_u64(),
-            totals["error"].as_u64(),
-            totals["interrupted"].as_u64(),
-            totals["flaky"].as_u64(),
-            totals["not_run"].as_u64()
+            t.total,
+            t.passed,
+            t.warned,
+            t.failed,
+            t.error,
+            t.interrupted,
+            t.flaky,
+            t.not_run
         ),
-        (
-            Some(6),
-            Some(0),
-            Some(2),
-            Some(1),
-            Some(1),
-            Some(1),
-            Some(1),
-            Some(1)
-        )
+        (6, 0, 2, 1, 1, 1, 1, 1)
     );
-    assert_eq!(summary["not_run"][0], "f.test.toml");
+    assert_eq!(summary.not_run, ["f.test.toml"]);
 
     // junit.xml, parsed back.
     let xml = std::fs::read_to_string(&files.junit).expect("junit.xml");
@@ -395,7 +386,7 @@ async fn parallel_sessions_leave_every_file_and_a_suite_summary() {
     // Copies, identical.
     assert_eq!(
         files.copies,
-        vec![suite.copies.1.clone(), suite.copies.0.clone()]
+        vec![suite.copies.0.clone(), suite.copies.1.clone()]
     );
     assert_eq!(
         std::fs::read_to_string(&suite.copies.0).expect("junit copy"),
@@ -709,22 +700,17 @@ async fn concurrent_sessions_keep_their_own_event_order() {
     }
     for t in tasks {
         let files = t.await.expect("task");
-        let text = std::fs::read_to_string(&files.events).expect("events");
-        let lines: Vec<Value> = text
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("json"))
-            .collect();
+        let lines = read_events(&files.events);
         assert_eq!(lines.len(), LOGS + 2);
         for (n, line) in lines[1..=LOGS].iter().enumerate() {
-            assert_eq!(line["message"], format!("{} message {n}", files.run_id));
+            let expected = format!("{} message {n}", files.run_id);
+            assert!(
+                matches!(&line.kind, EventKind::AgentLog { message, .. } if *message == expected),
+                "{line:?}"
+            );
         }
-        let json: Value =
-            serde_json::from_str(&std::fs::read_to_string(&files.run_json).expect("run.json"))
-                .expect("json");
-        assert_eq!(
-            json["steps"][0]["logs"].as_array().map(Vec::len),
-            Some(LOGS)
-        );
+        let record = read_run_record(&files.run_json);
+        assert_eq!(record.steps[0].logs.len(), LOGS);
     }
     let files = finish_suite(&suite.reporter, vec![]).await.expect("suite");
     assert_eq!(files.summary.totals.passed, SESSIONS);

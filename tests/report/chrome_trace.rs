@@ -4,8 +4,35 @@
 
 use crate::common::assert_exit;
 use crate::common::{stdout, Project};
-use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// trace.json as Chrome's trace event format has it (the fields this test reads).
+#[derive(Debug, serde::Deserialize)]
+struct Trace {
+    #[serde(rename = "traceEvents")]
+    trace_events: Vec<TraceEvent>,
+}
+
+/// One trace event: metadata (`ph` "M", naming a process or thread) or complete ("X").
+#[derive(Debug, serde::Deserialize)]
+struct TraceEvent {
+    ph: String,
+    name: Option<String>,
+    cat: Option<String>,
+    pid: u64,
+    tid: u64,
+    /// Microseconds.
+    ts: Option<i64>,
+    /// Microseconds.
+    dur: Option<u64>,
+    #[serde(default)]
+    args: TraceArgs,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+struct TraceArgs {
+    name: Option<String>,
+}
 
 #[test]
 fn a_suite_as_chrome_trace_events_a_process_per_test_and_a_complete_event_per_step() {
@@ -19,7 +46,7 @@ fn a_suite_as_chrome_trace_events_a_process_per_test_and_a_complete_event_per_st
         "[[steps]]\ninstruction = \"`sleep 0.1`\"\n[[steps]]\ninstruction = \"`sleep 0.1`\"\n",
     );
     p.write("b.test.toml", "[[steps]]\ninstruction = \"`false`\"\n");
-    assert_eq!(p.run(&["start"]).status.code(), Some(1));
+    assert_eq!(p.start().status.code(), Some(1));
     let out = p.run(&["report", "--chrome-trace", "trace.json"]);
     assert_eq!(
         out.status.code(),
@@ -32,48 +59,50 @@ fn a_suite_as_chrome_trace_events_a_process_per_test_and_a_complete_event_per_st
         "{}",
         stdout(&out)
     );
-    let text = std::fs::read_to_string(p.root().join("trace.json")).expect("trace.json");
-    let trace: Value = serde_json::from_str(&text).expect("JSON");
-    let events = trace["traceEvents"].as_array().expect("traceEvents");
+    let trace: Trace = crate::common::read_json_file(&p.root().join("trace.json"));
+    let events = &trace.trace_events;
 
     let mut processes: BTreeMap<u64, String> = BTreeMap::new();
     let mut threads: BTreeSet<(u64, u64, String)> = BTreeSet::new();
     let mut steps: BTreeMap<u64, usize> = BTreeMap::new();
     let mut setup: BTreeSet<(u64, String)> = BTreeSet::new();
     for e in events {
-        let pid = e["pid"].as_u64().expect("pid");
-        let tid = e["tid"].as_u64().expect("tid");
-        match e["ph"].as_str().expect("ph") {
-            "M" => match e["name"].as_str() {
-                Some("process_name") => {
-                    processes.insert(pid, e["args"]["name"].as_str().expect("name").into());
+        let (pid, tid) = (e.pid, e.tid);
+        let name = e.name.as_deref();
+        match e.ph.as_str() {
+            "M" => {
+                let named = || e.args.name.clone().expect("name");
+                match name {
+                    Some("process_name") => {
+                        processes.insert(pid, named());
+                    }
+                    Some("thread_name") => {
+                        threads.insert((pid, tid, named()));
+                    }
+                    _ => {}
                 }
-                Some("thread_name") => {
-                    threads.insert((pid, tid, e["args"]["name"].as_str().expect("name").into()));
-                }
-                _ => {}
-            },
+            }
             "X" => {
-                let ts = e["ts"].as_i64().expect("ts in microseconds");
-                let dur = e["dur"].as_u64().expect("dur in microseconds");
-                assert!(ts >= 0 && dur >= 1, "{e}");
-                assert!(e["name"].is_string() && e["cat"].is_string(), "{e}");
-                match e["cat"].as_str() {
+                let ts = e.ts.expect("ts in microseconds");
+                let dur = e.dur.expect("dur in microseconds");
+                assert!(ts >= 0 && dur >= 1, "{e:?}");
+                assert!(name.is_some() && e.cat.is_some(), "{e:?}");
+                match e.cat.as_deref() {
                     Some("step") => {
-                        assert_eq!(tid, 2, "steps on their thread: {e}");
-                        assert!(e["name"].as_str().unwrap_or("").starts_with("step "), "{e}");
+                        assert_eq!(tid, 2, "steps on their thread: {e:?}");
+                        assert!(name.unwrap_or("").starts_with("step "), "{e:?}");
                         *steps.entry(pid).or_default() += 1;
                     }
                     Some("setup") => {
-                        assert_eq!(tid, 1, "{e}");
+                        assert_eq!(tid, 1, "{e:?}");
                         // From start to ready: the command slept 200 ms before its line.
-                        assert!(dur >= 150_000, "{e}");
-                        setup.insert((pid, e["name"].as_str().unwrap_or("").into()));
+                        assert!(dur >= 150_000, "{e:?}");
+                        setup.insert((pid, name.unwrap_or("").into()));
                     }
-                    _ => assert_eq!(tid, 3, "agent actions on the agent thread: {e}"),
+                    _ => assert_eq!(tid, 3, "agent actions on the agent thread: {e:?}"),
                 }
             }
-            other => panic!("unexpected phase {other}: {e}"),
+            other => panic!("unexpected phase {other}: {e:?}"),
         }
     }
     let names: Vec<&str> = processes.values().map(String::as_str).collect();

@@ -95,7 +95,7 @@ fn failing_project() -> Project {
 #[test]
 fn a_log_tail_reads_as_lines_on_the_console_and_in_the_recap() {
     let p = failing_project();
-    let out = p.run(&["start"]);
+    let out = p.start();
     let console = stdout(&out);
     assert_exit(&out, 3);
     assert!(!console.contains("\\n"), "a literal \\n: {console}");

@@ -19,7 +19,7 @@ instruction = '''`printf 'BUGATTI_LOG \033[2Jcleared\n'`'''
 instruction = '''`printf '\033[31mred alert\001\n'; exit 3`'''
 "#,
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     let console = stdout(&out);
     assert_exit(&out, 1);
     assert!(

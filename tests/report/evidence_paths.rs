@@ -16,7 +16,7 @@ fn evidence_that_is_missing_or_outside_the_run_directory_is_warned_about() {
 instruction = "`mkdir -p $BUGATTI_RUN_DIR/screenshots && echo png > $BUGATTI_RUN_DIR/screenshots/ok.png && echo BUGATTI_EVIDENCE screenshot screenshots/ok.png && echo BUGATTI_EVIDENCE screenshot screenshots/never-saved.png && echo BUGATTI_EVIDENCE log ../../../etc/passwd && echo not-a-screenshot > $BUGATTI_WORKDIR/outside.png && ln -s $BUGATTI_WORKDIR/outside.png $BUGATTI_RUN_DIR/link.png && echo BUGATTI_EVIDENCE screenshot link.png`"
 "#,
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     let console = stdout(&out);
     assert_eq!(
         out.status.code(),
@@ -94,7 +94,7 @@ fn the_browser_consoles_first_errors_are_shown_inline_and_escaped() {
 instruction = "`mkdir -p $BUGATTI_RUN_DIR/browser && cp $BUGATTI_PROJECT_ROOT/console.jsonl $BUGATTI_RUN_DIR/browser/step-1.console.jsonl && echo BUGATTI_EVIDENCE console browser/step-1.console.jsonl && exit 1`"
 "#,
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
     let record = p.record_for("a.test.toml");
     let run_dir = record.run_dir();

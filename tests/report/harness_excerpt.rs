@@ -65,7 +65,7 @@ instruction = "The home page answers: `curl -sf http://127.0.0.1:${APP_PORT}/hom
 instruction = "The basket answers: `curl -sf http://127.0.0.1:${APP_PORT}/boom`"
 "#,
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
     let record = p.record_for("basket.test.toml");
     let steps = &record.steps;

@@ -15,7 +15,7 @@ fn a_failed_setup_command_is_failed_with_its_exit_code_everywhere() {
         "[provider]\nname = \"shell\"\n\n[commands.migrate]\nkind = \"short_lived\"\ncmd = \"echo migrating; echo 'no such table: users' >&2; exit 4\"\n",
     );
     p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     let console = stdout(&out);
     assert_exit(&out, 3);
     assert!(
@@ -50,7 +50,7 @@ fn a_setup_command_past_its_timeout_is_timed_out() {
         "[provider]\nname = \"shell\"\n\n[commands.seed]\nkind = \"short_lived\"\ncmd = \"sleep 30\"\ntimeout_secs = 1\n",
     );
     p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 3);
     let record = p.record_for("a.test.toml");
     let seed = record.command("seed");
@@ -80,7 +80,7 @@ fn a_pty_setup_command_that_prompts_is_stopped_and_said_to_wait_for_input() {
          cmd = \"printf 'Overwrite the database? [y/N] '; read answer\"\npty = true\ntimeout_secs = 1\n",
     );
     p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     let console = stdout(&out);
     assert_exit(&out, 3);
     let record = p.record_for("a.test.toml");
@@ -105,7 +105,7 @@ fn a_failed_suite_command_makes_every_test_an_error_with_the_reason() {
     );
     p.write("a.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
     p.write("b.test.toml", "[[steps]]\ninstruction = \"`true`\"\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     let console = stdout(&out);
     assert_exit(&out, 3);
     let suite = p.suite_dir();
@@ -115,14 +115,15 @@ fn a_failed_suite_command_makes_every_test_an_error_with_the_reason() {
         "{junit}"
     );
     assert!(junit.contains("database refused the connection"), "{junit}");
-    let summary = p.suite_summary_json();
-    assert_eq!(summary["totals"]["error"], 2, "{summary}");
+    let summary = p.suite_summary();
+    assert_eq!(summary.totals.error, 2, "{summary:?}");
     assert!(
-        summary["harness_error"]
-            .as_str()
+        summary
+            .harness_error
+            .as_deref()
             .unwrap_or_default()
             .contains("setup command `db` failed with exit code 5"),
-        "{summary}"
+        "{summary:?}"
     );
     let md = std::fs::read_to_string(suite.join("summary.md")).expect("summary.md");
     assert!(md.contains("## Suite harness error"), "{md}");

@@ -3,6 +3,7 @@
 //! session's span nested in the previous one's and every line carried all earlier runs' ids).
 
 use crate::common::assert_exit;
+use crate::common::records::*;
 use crate::common::Project;
 
 #[test]
@@ -44,12 +45,9 @@ fn last_run_log_against_first(n: usize) {
     }
     let out = p.run(&["start", "-j", "1", "-q"]);
     assert_exit(&out, 0);
-    let mut records = p.run_records_json();
-    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
-    let log_of = |r: &serde_json::Value| {
-        let dir = std::path::Path::new(r["run_dir"].as_str().expect("run_dir"));
-        std::fs::read_to_string(dir.join("diagnostics/harness.log")).expect("harness.log")
-    };
+    let mut records = p.run_records();
+    records.sort_by_key(|r| r.identity.started_at);
+    let log_of = |r: &RunRecord| r.read("diagnostics/harness.log");
     assert_eq!(records.len(), n);
     let (first, last) = (log_of(&records[0]), log_of(&records[n - 1]));
     println!(
@@ -66,7 +64,7 @@ fn last_run_log_against_first(n: usize) {
         last.len(),
         first.len()
     );
-    let own = records[n - 1]["run_id"].as_str().expect("run_id");
+    let own = records[n - 1].identity.run_id.as_str();
     for line in last.lines() {
         assert!(
             !line.contains("run_id=") || line.matches("run_id=").all(|_| line.contains(own)),
@@ -132,7 +130,7 @@ readiness = { log = "db up" }
         );
     }
     // Where each test started: the dispatch line names its run directory.
-    let a = p.record_json_for("a.test.toml");
-    let run_dir = a["run_dir"].as_str().expect("run_dir");
+    let a = p.record_for("a.test.toml");
+    let run_dir = a.identity.run_dir.as_str();
     assert!(log.contains(run_dir), "{run_dir} not in:\n{log}");
 }

@@ -6,7 +6,8 @@ use crate::common;
 use crate::common::assert_exit;
 use std::path::{Path, PathBuf};
 
-use crate::common::{stdout, Project};
+use crate::common::records::SuiteSummary;
+use crate::common::{read_json_file, stdout, Project};
 
 const CONFIG: &str = "[provider]\nname = \"shell\"\n\n[commands.srv]\nkind = \"long_lived\"\ncmd = \"sh -c 'echo server says hello; echo SERVER-LINE-42; while true; do sleep 1; done'\"\nreadiness = { log = \"SERVER-LINE-42\" }\n";
 
@@ -38,7 +39,7 @@ fn read(path: &Path) -> String {
 #[test]
 fn three_suites_pass_fail_pass_say_new_failure_then_fixed() {
     let p = project(1);
-    let first = p.run(&["start"]);
+    let first = p.start();
     assert_exit(&first, 0);
     assert!(
         !read(&latest_suite(&p).join("summary.md")).contains("## Since the previous suite"),
@@ -46,7 +47,7 @@ fn three_suites_pass_fail_pass_say_new_failure_then_fixed() {
     );
 
     p.write("broken", "");
-    let second = p.run(&["start"]);
+    let second = p.start();
     assert_exit(&second, 1);
     let out = stdout(&second);
     assert!(
@@ -56,10 +57,11 @@ fn three_suites_pass_fail_pass_say_new_failure_then_fixed() {
     let dir = latest_suite(&p);
     let md = read(&dir.join("summary.md"));
     assert!(md.contains("- new failure: flip.test.toml"), "{md}");
-    let json: serde_json::Value = serde_json::from_str(&read(&dir.join("summary.json"))).unwrap();
+    let summary: SuiteSummary = read_json_file(&dir.join("summary.json"));
+    let new_failures = summary.changes.map(|c| c.new_failures).unwrap_or_default();
     assert_eq!(
-        json["changes"]["new_failures"][0]["test_file"],
-        "flip.test.toml"
+        new_failures.first().map(|c| c.test_file.as_str()),
+        Some("flip.test.toml")
     );
     let html = read(&dir.join("report.html"));
     assert!(html.contains("new failure: flip.test.toml"));
@@ -67,7 +69,7 @@ fn three_suites_pass_fail_pass_say_new_failure_then_fixed() {
     assert!(html.contains("&lt;b&gt;FLIP-BROKE&lt;/b&gt;") && !html.contains("<b>FLIP-BROKE"));
 
     std::fs::remove_file(p.root().join("broken")).unwrap();
-    let third = p.run(&["start"]);
+    let third = p.start();
     assert_exit(&third, 0);
     let out = stdout(&third);
     assert!(
@@ -76,12 +78,13 @@ fn three_suites_pass_fail_pass_say_new_failure_then_fixed() {
     );
     assert!(read(&latest_suite(&p).join("summary.md")).contains("- fixed: flip.test.toml"));
 
-    let history = read(&p.root().join(".bugatti/history.jsonl"));
-    assert_eq!(history.lines().count(), 3, "{history}");
-    let line: serde_json::Value = serde_json::from_str(history.lines().nth(1).unwrap()).unwrap();
-    assert_eq!(line["tests"][0]["test_file"], "flip.test.toml");
-    assert_eq!(line["tests"][0]["outcome"], "failed");
-    assert!(line["tests"][0]["duration_ms"].is_u64());
+    let history = bugatti::report::records::history::read(&p.root().join(".bugatti/history.jsonl"));
+    assert_eq!(history.len(), 3, "{history:?}");
+    let test = &history[1].tests[0];
+    assert_eq!(
+        (test.test_file.as_str(), test.outcome.as_str()),
+        ("flip.test.toml", "failed")
+    );
 
     // `report last` names the files and prints the summary.
     let report = p.run(&["report", "last"]);
@@ -103,17 +106,12 @@ fn rerun_failed_runs_only_what_did_not_pass() {
         "no previous suite is invalid input"
     );
     p.write("broken", "");
-    assert_eq!(p.run(&["start"]).status.code(), Some(1));
+    assert_eq!(p.start().status.code(), Some(1));
     std::fs::remove_file(p.root().join("broken")).unwrap();
     let again = p.run(&["start", "--last-failed"]);
     assert_exit(&again, 0);
-    let summary = p.suite_summary_json();
-    let files: Vec<&str> = summary["tests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["test_file"].as_str().unwrap())
-        .collect();
+    let summary = p.suite_summary();
+    let files: Vec<&str> = summary.tests.iter().map(|t| t.test_file.as_str()).collect();
     assert_eq!(files, vec!["flip.test.toml"]);
     let nothing = p.run(&["start", "--rerun-failed"]);
     assert_exit(&nothing, 0);
@@ -135,10 +133,9 @@ fn testcases(junit: &str) -> Vec<String> {
 fn two_shards_merged_match_one_unsharded_run() {
     let p = project(4);
     p.write("broken", "");
-    assert_eq!(p.run(&["start"]).status.code(), Some(1));
+    assert_eq!(p.start().status.code(), Some(1));
     let whole = latest_suite(&p);
-    let whole_summary: serde_json::Value =
-        serde_json::from_str(&read(&whole.join("summary.json"))).unwrap();
+    let whole_summary: SuiteSummary = read_json_file(&whole.join("summary.json"));
 
     // Two CI shards, each in its own checkout; the merge job gets their .bugatti folders.
     let mut shard_dirs = Vec::new();
@@ -165,9 +162,8 @@ fn two_shards_merged_match_one_unsharded_run() {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = p.run(&args);
     assert_exit(&out, 1);
-    let merged: serde_json::Value =
-        serde_json::from_str(&read(&merged_dir.join("summary.json"))).unwrap();
-    assert_eq!(merged["totals"], whole_summary["totals"]);
+    let merged: SuiteSummary = read_json_file(&merged_dir.join("summary.json"));
+    assert_eq!(merged.totals, whole_summary.totals);
     assert_eq!(
         testcases(&read(&merged_dir.join("junit.xml"))),
         testcases(&read(&whole.join("junit.xml")))
@@ -281,7 +277,7 @@ fn report_html_in_a_real_headless_browser() {
     let Some(chromium) = chromium() else { return };
     let p = project(2);
     p.write("broken", "");
-    assert_eq!(p.run(&["start"]).status.code(), Some(1));
+    assert_eq!(p.start().status.code(), Some(1));
     let page = latest_suite(&p).join("report.html");
     let text = read(&page);
     assert!(
@@ -429,7 +425,7 @@ fn compared_with(p: &Project) -> Option<(String, String)> {
 #[test]
 fn comparisons_compare_like_with_like() {
     let p = project(2);
-    assert_exit(&p.run(&["start"]), 0);
+    assert_exit(&p.start(), 0);
     let whole = p.suite_summary().suite_id;
     // A subset by name, its inverse and a stress run are selections of their own: none of
     // them is compared with the whole suite.

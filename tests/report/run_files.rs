@@ -3,12 +3,15 @@
 
 use std::sync::Arc;
 
+use crate::common::read_events;
+use crate::common::read_run_record;
+use crate::common::records::{CommandStatus, TeardownState};
 use crate::common::report::{assert_absent_everywhere, events, plan, SECRET};
 use bugatti::model::ids::StepId;
 use bugatti::model::outcome::{RunOutcome, StepStatus};
 use bugatti::model::redact::Secrets;
 use bugatti::report::ground::scrub::Redactor;
-use bugatti::report::records::events::{Event, EventClock};
+use bugatti::report::records::events::{Event, EventClock, EventKind};
 use bugatti::report::records::run_record::RunRecord;
 use bugatti::report::renderers::markdown::{ReportInput, Section, SectionError, SECTIONS};
 use bugatti::report::store::run_writer::RunWriter;
@@ -35,13 +38,9 @@ fn failed_run_leaves_complete_run_json_events_and_report() {
     for sub in ["diagnostics", "transcripts", "logs", "screenshots"] {
         assert!(run_dir.join(sub).is_dir(), "{sub} missing");
     }
-    let initial = run_json(&run_dir);
-    assert_eq!(initial["outcome"], Value::Null);
-    assert!(initial["steps"]
-        .as_array()
-        .expect("steps")
-        .iter()
-        .all(|s| s["status"] == "not_run"));
+    let initial = read_run_record(&run_dir);
+    assert_eq!(initial.outcome, None);
+    assert!(initial.steps.iter().all(|s| s.status == StepStatus::NotRun));
 
     std::fs::write(run_dir.join("screenshots/cart.png"), b"png").expect("evidence file");
     let clock = EventClock::start();
@@ -82,10 +81,11 @@ fn failed_run_leaves_complete_run_json_events_and_report() {
     ] {
         assert!(json.get(key).is_some(), "run.json lacks {key}");
     }
-    assert_eq!(json["run_id"], "run-failed");
-    assert_eq!(json["outcome"], "failed");
-    assert_eq!(json["skipped_commands"][0], "seed");
-    let steps = json["steps"].as_array().expect("steps");
+    let record = read_run_record(&run_dir);
+    assert_eq!(record.identity.run_id.as_str(), "run-failed");
+    assert_eq!(record.outcome, Some(RunOutcome::Failed));
+    assert_eq!(record.skipped_commands, ["seed"]);
+    let steps = json.get("steps").and_then(Value::as_array).expect("steps");
     assert_eq!(steps.len(), 3);
     for key in [
         "step_id",
@@ -102,52 +102,46 @@ fn failed_run_leaves_complete_run_json_events_and_report() {
         assert!(steps[0].get(key).is_some(), "step lacks {key}");
     }
     assert_eq!(
-        steps
-            .iter()
-            .map(|s| s["status"].clone())
-            .collect::<Vec<_>>(),
-        vec!["ok", "warn", "error"]
+        record.steps.iter().map(|s| s.status).collect::<Vec<_>>(),
+        [StepStatus::Ok, StepStatus::Warn, StepStatus::Error]
     );
-    assert_eq!(steps[1]["source_file"], "shared/login.test.toml");
-    assert_eq!(steps[1]["include_chain"][0], "checkout.test.toml");
+    let login = &record.steps[1];
+    assert_eq!(login.provenance.source_file, "shared/login.test.toml");
+    assert_eq!(login.provenance.include_chain, ["checkout.test.toml"]);
+    assert_eq!(login.logs, ["cart total is 0, token [REDACTED:API_TOKEN]"]);
+    assert_eq!(login.evidence[0].kind, "screenshot");
+    let usage = login.usage.as_ref().expect("usage");
+    assert_eq!(usage.session_id.as_deref(), Some("claude-abc"));
+    assert_eq!(usage.turns, Some(4));
+    let server = &record.commands[0];
     assert_eq!(
-        steps[1]["logs"][0],
-        "cart total is 0, token [REDACTED:API_TOKEN]"
+        (server.name.as_str(), server.kind.as_str(), server.status),
+        ("server", "long_lived", CommandStatus::Ready)
     );
-    assert_eq!(steps[1]["evidence"][0]["kind"], "screenshot");
-    assert_eq!(steps[1]["usage"]["session_id"], "claude-abc");
-    assert_eq!(steps[1]["usage"]["turns"], 4);
-    let server = &json["commands"][0];
-    assert_eq!(server["name"], "server");
-    assert_eq!(server["kind"], "long_lived");
-    assert_eq!(server["status"], "ready");
-    assert_eq!(server["restarts"].as_array().map(Vec::len), Some(1));
-    assert_eq!(server["log"], "logs/server.log");
-    assert_eq!(server["teardown"], "clean");
-    assert_eq!(json["commands"][1]["status"], "skipped");
-    assert_eq!(json["effective_config"][0]["source"], "project");
-    assert_eq!(json["effective_config"][1]["value"], "[REDACTED:API_TOKEN]");
+    assert_eq!(server.restarts.len(), 1);
+    assert_eq!(server.log, "logs/server.log");
+    assert_eq!(server.teardown, Some(TeardownState::Clean));
+    assert_eq!(record.commands[1].status, CommandStatus::Skipped);
+    assert_eq!(record.effective_config[0].source, "project");
+    assert_eq!(record.effective_config[1].value, "[REDACTED:API_TOKEN]");
 
     // events.jsonl: run_started first, then every event in order, one object per line.
-    let text = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events.jsonl");
-    let lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("one JSON object per line"))
-        .collect();
+    let lines = read_events(&run_dir.join("events.jsonl"));
     assert_eq!(lines.len(), evs.len() + 1);
-    assert_eq!(lines[0]["type"], "run_started");
-    let types: Vec<String> = lines[1..]
-        .iter()
-        .map(|l| l["type"].as_str().unwrap_or("").to_string())
-        .collect();
-    let expected: Vec<String> = evs.iter().map(|e| e.kind.name().to_string()).collect();
+    assert_eq!(lines[0].kind.name(), "run_started");
+    let types: Vec<&str> = lines[1..].iter().map(|l| l.kind.name()).collect();
+    let expected: Vec<&str> = evs.iter().map(|e| e.kind.name()).collect();
     assert_eq!(types, expected);
-    for line in text.lines() {
-        let _: Event = serde_json::from_str(line).expect("each line parses back into an Event");
-    }
-    assert_eq!(
-        lines.last().map(|l| l["outcome"].clone()),
-        Some("failed".into())
+    assert!(
+        matches!(
+            lines.last().map(|l| &l.kind),
+            Some(EventKind::RunFinished {
+                outcome: RunOutcome::Failed,
+                ..
+            })
+        ),
+        "{:?}",
+        lines.last()
     );
 
     // report.md: ids, provider, skip list, ordered steps, WARN/ERROR logs and evidence, commands,
@@ -239,9 +233,12 @@ fn a_run_that_never_reports_its_end_is_closed_as_error() {
     let writer = RunWriter::start(&plan, Redactor::default()).expect("start");
     let (record, files) = writer.finish();
     assert_eq!(files.expect("files").outcome, RunOutcome::Error);
-    let json = run_json(std::path::Path::new(&plan.identity.run_dir));
-    assert_eq!(json["outcome"], "error");
-    assert_eq!(json["error"], "the run ended without reporting an outcome");
+    let json = read_run_record(std::path::Path::new(&plan.identity.run_dir));
+    assert_eq!(json.outcome, Some(RunOutcome::Error));
+    assert_eq!(
+        json.error.as_deref(),
+        Some("the run ended without reporting an outcome")
+    );
     assert_eq!(record.steps.len(), 3);
 }
 
@@ -374,11 +371,11 @@ fn a_large_run_json_is_rewritten_at_a_bounded_rate_and_catches_up_on_flush() {
         due.is_some_and(|d| d <= bugatti::report::store::run_writer::MAX_GAP),
         "{due:?}"
     );
-    assert_eq!(run_json(&run_dir)["steps"][0]["started_at"], Value::Null);
+    assert_eq!(read_run_record(&run_dir).steps[0].started_at, None);
     // events.jsonl is never put off.
     let lines = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
     assert_eq!(lines.lines().count(), 2);
     writer.flush_run_json().expect("flush");
     assert_eq!(writer.run_json_due_in(), None);
-    assert!(run_json(&run_dir)["steps"][0]["started_at"].is_string());
+    assert!(read_run_record(&run_dir).steps[0].started_at.is_some());
 }

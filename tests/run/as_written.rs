@@ -78,27 +78,28 @@ fn where_of(record: &RunRecord) -> String {
 /// In events.jsonl, every `agent_log` of a step comes before that step's `step_finished`, even
 /// when the agent answers at once.
 fn assert_logs_precede_their_verdict(run_dir: &Path) {
-    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events.jsonl");
+    let events = common::read_events(&run_dir.join("events.jsonl"));
     let mut finished = std::collections::BTreeSet::new();
     let mut logs = 0;
-    for line in events.lines() {
-        let event: serde_json::Value = serde_json::from_str(line).expect("JSON event");
-        let step = event["step_id"].as_u64();
-        match event["type"].as_str() {
-            Some("step_finished") => {
-                finished.insert(step);
+    for event in &events {
+        match &event.kind {
+            EventKind::StepFinished { step_id, .. } => {
+                finished.insert(*step_id);
             }
-            Some("agent_log") => {
+            EventKind::AgentLog { step_id, .. } => {
                 logs += 1;
                 assert!(
-                    !finished.contains(&step),
-                    "a log of step {step:?} after its verdict:\n{events}"
+                    !finished.contains(step_id),
+                    "a log of step {step_id} after its verdict:\n{events:#?}"
                 );
             }
             _ => {}
         }
     }
-    assert!(logs >= 2, "the agent's logs are in events.jsonl:\n{events}");
+    assert!(
+        logs >= 2,
+        "the agent's logs are in events.jsonl:\n{events:#?}"
+    );
 }
 
 fn canonical(p: &Path) -> String {
@@ -198,7 +199,7 @@ fn variables_in_the_agent_cmd_and_cwd_are_substituted() {
         "[[steps]]\ninstruction = \"`test ! -f CLAUDE.md` and `echo cwd=$PWD work=$BUGATTI_WORKDIR > \\\"$BUGATTI_RUN_DIR/where.txt\\\"`\"\n",
     );
     std::fs::remove_file(p.root().join("tests/second.test.toml")).expect("rm");
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
     let record = p.record_for("first.test.toml");
     let line = where_of(&record);
@@ -246,7 +247,7 @@ fn an_agent_that_never_answers_the_bootstrap_gets_an_error_that_says_so() {
     );
     p.write("agents/silent.sh", "exec sleep 60\n");
     p.write("a.test.toml", "[[steps]]\ninstruction = \"anything\"\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 3);
     let record = p.record_for("a.test.toml");
     assert_eq!(record.outcome, Some(RunOutcome::Error));
@@ -269,7 +270,7 @@ fn output_without_a_result_line_is_a_protocol_error_after_the_silence_limit() {
         "import json, sys, time\nfor line in sys.stdin:\n    m = json.loads(line)\n    if m['type'] == 'bootstrap':\n        print('RESULT OK', flush=True)\n    else:\n        print('it all looks fine to me', flush=True)\n",
     );
     p.write("a.test.toml", "[[steps]]\ninstruction = \"anything\"\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
     let record = p.record_for("a.test.toml");
     let step = &record.steps[0];
@@ -298,7 +299,7 @@ fn a_slow_agent_that_wrote_something_is_a_timeout_at_the_step_timeout() {
         "a.test.toml",
         "[[steps]]\ninstruction = \"anything\"\ntimeout_secs = 1\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
     let record = p.record_for("a.test.toml");
     let step = &record.steps[0];
@@ -334,7 +335,7 @@ fn a_silent_agent_is_told_the_silence_limit_not_the_step_timeout() {
         "read bootstrap\necho 'RESULT OK'\nread step\nexec sleep 60\n",
     );
     p.write("a.test.toml", "[[steps]]\ninstruction = \"anything\"\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
     let record = p.record_for("a.test.toml");
     let step = &record.steps[0];

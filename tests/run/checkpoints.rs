@@ -90,7 +90,7 @@ fn a_passed_checkpoint_step_saves_and_from_checkpoint_restores_skips_and_reruns_
     let p = project(SAVE, RESTORE);
 
     // First run: every step runs; the checkpoint is saved after step 3.
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
     let first = newest_record(&p);
     assert_eq!(first.outcome, Some(RunOutcome::Passed));
@@ -222,7 +222,7 @@ fn resuming_from_a_checkpoint_never_saved_is_exit_2_and_runs_nothing() {
 #[test]
 fn a_failing_save_is_an_error_naming_the_command_and_cannot_be_resumed_from() {
     let p = project("echo saving; echo disk full >&2; exit 4", RESTORE);
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 3);
     let record = newest_record(&p);
     assert_eq!(record.outcome, Some(RunOutcome::Error));
@@ -261,7 +261,7 @@ fn a_save_past_its_timeout_is_stopped_with_what_it_started() {
         .replace("timeout_secs = 10", "timeout_secs = 1");
     p.write("bugatti.config.toml", &text);
     let started = std::time::Instant::now();
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 3);
     assert!(started.elapsed() < std::time::Duration::from_secs(30));
     let record = newest_record(&p);
@@ -276,7 +276,7 @@ fn a_save_past_its_timeout_is_stopped_with_what_it_started() {
 #[test]
 fn a_failing_restore_is_an_error_before_the_agent_starts() {
     let p = project(SAVE, "echo no backup here; exit 9");
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
     let out = p.run(&["start", "--from-checkpoint", "seeded"]);
     assert_exit(&out, 3);
@@ -311,7 +311,7 @@ fn skip_true_steps_are_skipped_not_sent_and_the_test_passes() {
          [[steps]]\ninstruction = \"Broken for now: `echo two >> $TRACE` and `false`\"\nskip = true\n\
          [[steps]]\ninstruction = \"Last: `echo three >> $TRACE`\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     let console = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{console}{}", stderr(&out));
     let record = newest_record(&p);

@@ -79,7 +79,7 @@ expect checkout hit order=7
 #[test]
 fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
     let p = project(STEPS);
-    let out = p.run(&["start"]);
+    let out = p.start();
     let record = p.record_for("console.test.toml");
     assert_eq!(
         out.status.code(),
@@ -134,12 +134,11 @@ fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
     );
     let html = std::fs::read_to_string(p.suite_dir().join("report.html")).expect("report.html");
     assert!(html.contains("Console calls") && html.contains("<code>wait_for_log</code>"));
-    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events");
-    let kinds: Vec<String> = events
-        .lines()
-        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-        .filter_map(|e| e["type"].as_str().map(str::to_string))
-        .filter(|t| t == "console_call" || t == "step_finished")
+    let events = common::read_events(&run_dir.join("events.jsonl"));
+    let kinds: Vec<&str> = events
+        .iter()
+        .map(|e| e.kind.name())
+        .filter(|t| *t == "console_call" || *t == "step_finished")
         .collect();
     assert_eq!(
         kinds,
@@ -185,7 +184,7 @@ expect app: long-lived
             "step_timeout_secs = 60\nconsole = false",
         ),
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
     let record = p.record_for("console.test.toml");
     // The agent found no BUGATTI_MCP_URL, so its call failed and the step said so.
@@ -248,7 +247,7 @@ expect seed: short_lived, finished
         "bugatti.config.toml",
         &format!("{config}\n[commands.seed]\nkind = \"short_lived\"\ncmd = \"echo seeded\"\n"),
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     let record = p.record_for("console.test.toml");
     assert_eq!(out.status.code(), Some(0), "{}\n{record:#?}", stdout(&out));
 }

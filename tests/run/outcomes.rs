@@ -6,7 +6,6 @@ use crate::common::assert_exit;
 use crate::common::records::*;
 
 use crate::common::{stdout, Project};
-use serde_json::Value;
 
 fn command_provider_config(extra: &str) -> String {
     format!(
@@ -136,11 +135,8 @@ fn warnings_pass_unless_strict() {
     assert_exit(&out, 0);
     let junit = std::fs::read_to_string(p.root().join("ci/junit.xml")).expect("--junit copy");
     assert_eq!(junit_attr(&junit, "tests"), 1, "{junit}");
-    let summary: Value = serde_json::from_str(
-        &std::fs::read_to_string(p.root().join("ci/summary.json")).expect("--json copy"),
-    )
-    .expect("JSON");
-    assert_eq!(summary["tests"][0]["outcome"], "warned");
+    let summary: SuiteSummary = common::read_json_file(&p.root().join("ci/summary.json"));
+    assert_eq!(summary.tests[0].outcome, RunOutcome::Warned);
     let out = p.run(&["start", "--strict-warnings"]);
     assert_exit(&out, 1);
 }
@@ -161,7 +157,7 @@ cmd = "echo migrating; echo 'table exists' >&2; exit 4"
         "t.test.toml",
         "name = \"T\"\n[[steps]]\ninstruction = \"say hi\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 3);
     let record = p.record_for("t.test.toml");
     assert_eq!(record.outcome, Some(RunOutcome::Error));
@@ -197,7 +193,7 @@ stop_timeout_secs = 1
         "t.test.toml",
         "name = \"T\"\n[[steps]]\ninstruction = \"say hi\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 3);
     let record = p.record_for("t.test.toml");
     assert_eq!(record.outcome, Some(RunOutcome::Error));
@@ -259,7 +255,7 @@ stop_timeout_secs = 1
         "t.test.toml",
         "name = \"T\"\n[[steps]]\ninstruction = \"\"\"\nget http://127.0.0.1:${APP_PORT}/count\nexpect count=0\n\"\"\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
     let record = p.record_for("t.test.toml");
     let app = record.command("app");
@@ -290,7 +286,7 @@ cmd = "sleep 1; exit 7"
         "t.test.toml",
         "name = \"T\"\n[[steps]]\ninstruction = \"sleep 20\"\n[[steps]]\ninstruction = \"say later\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 3);
     let record = p.record_for("t.test.toml");
     assert_eq!(record.outcome, Some(RunOutcome::Error));
@@ -612,7 +608,7 @@ readiness_url = "http://127.0.0.1:${{SHARED_PORT}}/health"
             "name = \"Inc\"\n[[steps]]\ninstruction = \"`curl -fsS -X POST http://127.0.0.1:$SHARED_PORT/inc`\"\n",
         );
     }
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
     assert_eq!(
         std::fs::read_to_string(&state).ok().as_deref(),
@@ -642,7 +638,7 @@ readiness = { log = "^up$" }
         "cut.test.toml",
         "[[steps]]\ninstruction = \"`sleep 30`\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 3);
     let record = p.record_for("cut.test.toml");
     assert_eq!(record.outcome, Some(RunOutcome::Error), "{record:?}");
@@ -697,7 +693,7 @@ fn a_fast_shell_steps_logs_come_before_its_result() {
         .map(|i| format!("[[steps]]\ninstruction = \"`echo BUGATTI_LOG step {i} says hi`\"\n"))
         .collect();
     p.write("fast.test.toml", &steps);
-    let out = p.run(&["start"]);
+    let out = p.start();
     let console = stdout(&out);
     assert_exit(&out, 0);
     let record = p.record_for("fast.test.toml");
@@ -848,7 +844,7 @@ fn a_missing_browser_is_refused_with_exit_2_before_anything_starts() {
     let p = marked_project(
         "[provider]\nname = \"shell\"\n[browser]\nexecutable = \"/nonexistent/chromium\"\nmcp = false\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     let err = common::stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}\n{}", stdout(&out));
     assert!(

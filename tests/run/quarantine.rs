@@ -8,7 +8,6 @@ use crate::common::assert_exit;
 use crate::common::records::*;
 
 use common::{stderr, stdout, Project};
-use serde_json::Value;
 
 /// `tests/flaky.test.toml` fails its first attempt and passes the next (a marker file), and
 /// `tests/good.test.toml` passes.
@@ -116,7 +115,7 @@ fn a_quarantined_failure_runs_is_reported_apart_and_exits_0() {
         "{}",
         stdout(&out)
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     let console = format!("{}{}", stdout(&out), stderr(&out));
     assert_exit(&out, 0);
     assert!(
@@ -156,18 +155,15 @@ fn a_quarantined_failure_runs_is_reported_apart_and_exits_0() {
         html.contains("badge b-passed\">PASSED"),
         "the verdict is the suite's"
     );
-    let history =
-        std::fs::read_to_string(p.root().join(".bugatti/history.jsonl")).expect("history");
-    let entry: Value = serde_json::from_str(history.lines().last().expect("line")).expect("json");
+    let entry = bugatti::report::records::history::read(&p.root().join(".bugatti/history.jsonl"))
+        .pop()
+        .expect("a history entry");
     assert!(
-        entry["tests"]
-            .as_array()
-            .expect("tests")
+        entry
+            .tests
             .iter()
-            .any(|t| t["test_file"] == "tests/known_bad.test.toml"
-                && t["quarantined"] == true
-                && t["passed"] == false),
-        "history keeps it: {entry}"
+            .any(|t| t.test_file == "tests/known_bad.test.toml" && t.quarantined && !t.passed),
+        "history keeps it: {entry:?}"
     );
 
     // By glob from the config, flaky under --fail-on-flaky too: still exit 0.
@@ -194,7 +190,7 @@ fn a_quarantined_failure_runs_is_reported_apart_and_exits_0() {
     assert_eq!(quarantined.len(), 2, "{summary:?}");
     // Without quarantine the same suite fails.
     p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
 }
 
@@ -209,7 +205,7 @@ fn a_quarantined_tests_harness_error_still_exits_3() {
         "tests/known_bad.test.toml",
         "quarantine = true\n\n[[steps]]\ninstruction = \"`echo ok`\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     let console = format!("{}{}", stdout(&out), stderr(&out));
     assert_eq!(
         out.status.code(),

@@ -13,8 +13,9 @@
 
 use crate::common;
 
+use common::records::*;
 use common::{stdout, Project};
-use serde_json::Value;
+use std::collections::BTreeMap;
 
 fn project(extra: &str) -> Project {
     Project::with_directive_agent(extra)
@@ -37,15 +38,27 @@ fn write_check(p: &Project, name: &str, apps: &[&str], judge: &str) {
 }
 
 /// The first step of the newest run of each test, by test name.
-fn latest(p: &Project) -> std::collections::BTreeMap<String, Value> {
-    p.newest_run_json_by_test()
+fn latest(p: &Project) -> BTreeMap<String, StepRecord> {
+    p.newest_run_by_test()
         .into_iter()
-        .map(|(name, r)| (name, r["steps"][0].clone()))
+        .map(|(name, r)| (name, r.steps[0].clone()))
         .collect()
 }
 
+/// The step of test `name` among `records`.
+fn of<'a>(records: &'a BTreeMap<String, StepRecord>, name: &str) -> &'a StepRecord {
+    records
+        .get(name)
+        .unwrap_or_else(|| panic!("no run of {name}: {records:#?}"))
+}
+
+/// The first step of the newest run of test `name`.
+fn latest_of(p: &Project, name: &str) -> StepRecord {
+    of(&latest(p), name).clone()
+}
+
 fn start(p: &Project) -> (Option<i32>, String) {
-    let out = p.run(&["start"]);
+    let out = p.start();
     (
         out.status.code(),
         format!("{}\n{}", stdout(&out), common::stderr(&out)),
@@ -152,7 +165,7 @@ fn a_learned_value_passes_only_inside_what_was_seen_and_with_its_ties_and_relati
     let (code, console) = start(&p);
     assert_eq!(code, Some(0), "{console}");
     for (name, s) in latest(&p) {
-        assert_eq!(s["recorded"], true, "{name}: {s}");
+        assert!(s.recorded, "{name}: {s:?}");
     }
 
     // 2. Other values, as a working app gives them: the tokens that changed go to the agent
@@ -175,10 +188,13 @@ fn a_learned_value_passes_only_inside_what_was_seen_and_with_its_ties_and_relati
     assert_eq!(code, Some(0), "{console}");
     let records = latest(&p);
     for name in NAMES {
-        let s = &records[name];
-        assert_eq!(s["mode"], "agent", "{name}: {s}");
-        assert_eq!(s["replay_drift"]["soft"], true, "{name}: {s}");
-        assert_eq!(s["recorded"], true, "{name}: {s}");
+        let s = of(&records, name);
+        assert_eq!(s.mode, Some(StepMode::Agent), "{name}: {s:?}");
+        assert!(
+            s.replay_drift.as_ref().is_some_and(|d| d.soft),
+            "{name}: {s:?}"
+        );
+        assert!(s.recorded, "{name}: {s:?}");
     }
     let owner = std::fs::read_to_string(p.root().join("bugatti.replay/owner.replay.json"))
         .expect("recording");
@@ -200,7 +216,7 @@ fn a_learned_value_passes_only_inside_what_was_seen_and_with_its_ties_and_relati
     let (code, console) = start(&p);
     assert_eq!(code, Some(0), "{console}");
     for (name, s) in latest(&p) {
-        assert_eq!(s["mode"], "replayed", "{name}: {s}\n{console}");
+        assert_eq!(s.mode, Some(StepMode::Replayed), "{name}: {s:?}\n{console}");
     }
 
     // 4. The app breaks where a learned mask used to pass anything: a 4.5 s latency, a foreign
@@ -223,16 +239,20 @@ fn a_learned_value_passes_only_inside_what_was_seen_and_with_its_ties_and_relati
     let records = latest(&p);
     let passed: Vec<&str> = NAMES
         .into_iter()
-        .filter(|name| records[*name]["status"] != "error")
+        .filter(|name| of(&records, name).status != StepStatus::Error)
         .collect();
     assert!(
         passed.is_empty(),
         "passed a broken app: {passed:?}\n{records:#?}"
     );
     for name in NAMES {
-        let s = &records[name];
-        assert_eq!(s["mode"], "agent", "{name} replayed a broken app: {s}");
-        assert!(s["replay_drift"].is_object(), "{name}: {s}");
+        let s = of(&records, name);
+        assert_eq!(
+            s.mode,
+            Some(StepMode::Agent),
+            "{name} replayed a broken app: {s:?}"
+        );
+        assert!(s.replay_drift.is_some(), "{name}: {s:?}");
     }
 
     // 5. A backup from 1999 is no snapshot under three hours old either.
@@ -251,14 +271,15 @@ fn a_learned_value_passes_only_inside_what_was_seen_and_with_its_ties_and_relati
     let (code, console) = start(&p);
     assert_eq!(code, Some(1), "{console}");
     let records = latest(&p);
-    let s = &records["snapshot"];
-    assert_eq!(s["mode"], "agent", "{s}");
-    assert_eq!(s["status"], "error", "{s}");
+    let s = of(&records, "snapshot");
+    assert_eq!(s.mode, Some(StepMode::Agent), "{s:?}");
+    assert_eq!(s.status, StepStatus::Error, "{s:?}");
     for name in ["latency", "owner", "copy", "token"] {
         assert_eq!(
-            records[name]["mode"], "replayed",
-            "{name}: {}",
-            records[name]
+            of(&records, name).mode,
+            Some(StepMode::Replayed),
+            "{name}: {:?}",
+            of(&records, name)
         );
     }
 }
@@ -275,16 +296,16 @@ fn a_date_the_instruction_names_is_exact_inside_a_timestamp_and_under_a_wide_ign
     p.write("app/due.sh", "echo 'due 2026-12-31T09:00:07.51Z'");
     let (code, console) = start(&p);
     assert_eq!(code, Some(0), "{console}");
-    let s = latest(&p)["due"].clone();
-    assert_eq!(s["replay_drift"]["soft"], true, "{s}");
+    let s = latest_of(&p, "due");
+    assert!(s.replay_drift.as_ref().is_some_and(|d| d.soft), "{s:?}");
     p.write("app/due.sh", "echo 'due 2027-01-15T09:00:00.04Z'");
     let (code, console) = start(&p);
     assert_eq!(code, Some(1), "{console}");
-    let s = latest(&p)["due"].clone();
-    assert_eq!(s["mode"], "agent", "{s}");
-    assert_eq!(s["status"], "error", "{s}");
+    let s = latest_of(&p, "due");
+    assert_eq!(s.mode, Some(StepMode::Agent), "{s:?}");
+    assert_eq!(s.status, StepStatus::Error, "{s:?}");
     // The named date differs: a hard drift, whatever was learned of the timestamp.
-    assert!(s["replay_drift"]["soft"].is_null(), "{s}");
+    assert!(!s.replay_drift.as_ref().is_some_and(|d| d.soft), "{s:?}");
 
     // A wide `[replay] ignore` over whole timestamps masks their time, never the named date.
     let p = project("\n[replay]\nignore = ['\\d{4}-\\d{2}-\\d{2}T[0-9:.]+Z']\n");
@@ -295,14 +316,14 @@ fn a_date_the_instruction_names_is_exact_inside_a_timestamp_and_under_a_wide_ign
     p.write("app/due.sh", "echo 'due 2026-12-31T17:45:12.9Z'");
     let (code, console) = start(&p);
     assert_eq!(code, Some(0), "{console}");
-    let s = latest(&p)["due"].clone();
-    assert_eq!(s["mode"], "replayed", "{s}\n{console}");
+    let s = latest_of(&p, "due");
+    assert_eq!(s.mode, Some(StepMode::Replayed), "{s:?}\n{console}");
     p.write("app/due.sh", "echo 'due 2027-01-15T09:00:00.04Z'");
     let (code, console) = start(&p);
     assert_eq!(code, Some(1), "{console}");
-    let s = latest(&p)["due"].clone();
-    assert_eq!(s["mode"], "agent", "{s}");
-    assert_eq!(s["status"], "error", "{s}");
+    let s = latest_of(&p, "due");
+    assert_eq!(s.mode, Some(StepMode::Agent), "{s:?}");
+    assert_eq!(s.status, StepStatus::Error, "{s:?}");
 }
 
 /// A cache entry that must expire five minutes after it is written, with a fact that bounds it
@@ -312,7 +333,6 @@ fn a_date_the_instruction_names_is_exact_inside_a_timestamp_and_under_a_wide_ign
 /// its learned offset from the run's clock.
 #[test]
 fn a_current_timestamp_is_no_pass_for_another_current_one() {
-    use common::records::{StepMode, StepStatus};
     let p = project("");
     let judge = "Check the cache entry expires five minutes after it is written.\n\
                  ahead expires\\s(\\S+) 285 315";

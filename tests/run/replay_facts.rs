@@ -6,8 +6,9 @@
 
 use crate::common;
 
+use bugatti::replay::format::Recording;
+use common::records::*;
 use common::{stdout, Project};
-use serde_json::Value;
 
 fn project() -> Project {
     Project::with_directive_agent("")
@@ -31,31 +32,20 @@ fn set_latency(p: &Project, ms: u32) {
 }
 
 /// Runs `start`; the exit code, the console, and the newest run's first step.
-fn start(p: &Project) -> (Option<i32>, String, Value) {
-    let out = p.run(&["start"]);
+fn start(p: &Project) -> (Option<i32>, String, StepRecord) {
+    let out = p.start();
     let console = format!("{}\n{}", stdout(&out), common::stderr(&out));
-    let step = newest_run(p)["steps"][0].clone();
+    let step = p.newest_record().steps[0].clone();
     (out.status.code(), console, step)
-}
-
-/// The newest run's record.
-fn newest_run(p: &Project) -> Value {
-    let mut records = p.run_records_json();
-    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
-    records.pop().unwrap_or_default()
 }
 
 /// The newest run's directory.
 fn newest_run_dir(p: &Project) -> std::path::PathBuf {
-    p.root()
-        .join(".bugatti/runs")
-        .join(newest_run(p)["run_id"].as_str().expect("run id"))
+    p.newest_record().run_dir()
 }
 
-fn recording(p: &Project) -> Value {
-    let text = std::fs::read_to_string(p.root().join("bugatti.replay/latency.replay.json"))
-        .expect("the recording");
-    serde_json::from_str(&text).expect("JSON")
+fn recording(p: &Project) -> Recording {
+    common::read_json_file(&p.root().join("bugatti.replay/latency.replay.json"))
 }
 
 #[test]
@@ -68,16 +58,18 @@ fn a_stated_fact_sends_a_value_the_learned_range_would_pass_to_the_agent() {
     set_latency(&p, 20);
     let (code, console, step) = start(&p);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(step["recorded"], true, "{step}");
+    assert!(step.recorded, "{step:?}");
     assert_eq!(
-        step["replay_facts"][0], "1 /latency (\\d+)ms/ number in [0, 30]",
-        "{step}"
+        step.replay_facts,
+        ["1 /latency (\\d+)ms/ number in [0, 30]"],
+        "{step:?}"
     );
     let rec = recording(&p);
-    assert_eq!(rec["schema"], 5, "{rec}");
+    assert_eq!(rec.schema, 5, "{rec:?}");
     assert_eq!(
-        rec["steps"][0]["facts"][0], step["replay_facts"][0],
-        "{rec}"
+        rec.steps[0].facts.as_deref(),
+        Some(&step.replay_facts[..]),
+        "{rec:?}"
     );
     let transcript = std::fs::read_to_string(newest_run_dir(&p).join("transcripts/agent.jsonl"))
         .expect("agent.jsonl");
@@ -95,19 +87,20 @@ fn a_stated_fact_sends_a_value_the_learned_range_would_pass_to_the_agent() {
     set_latency(&p, 25);
     let (code, console, step) = start(&p);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(step["mode"], "agent", "{step}");
-    assert_eq!(step["recorded"], true, "{step}");
+    assert_eq!(step.mode, Some(StepMode::Agent), "{step:?}");
+    assert!(step.recorded, "{step:?}");
 
     // 3. Inside what was learned and inside the fact: replayed, and the fact is named.
     set_latency(&p, 22);
     let (code, console, step) = start(&p);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(step["mode"], "replayed", "{step}");
-    let message = step["message"].as_str().unwrap_or_default();
+    assert_eq!(step.mode, Some(StepMode::Replayed), "{step:?}");
+    let message = step.message.as_deref().unwrap_or_default();
     assert!(message.contains("1 fact held"), "{message}");
     assert_eq!(
-        step["replay_facts"][0], "1 /latency (\\d+)ms/ number in [0, 30]",
-        "{step}"
+        step.replay_facts,
+        ["1 /latency (\\d+)ms/ number in [0, 30]"],
+        "{step:?}"
     );
     let report = std::fs::read_to_string(newest_run_dir(&p).join("report.md")).expect("report.md");
     assert!(report.contains("1 fact held"), "{report}");
@@ -117,9 +110,9 @@ fn a_stated_fact_sends_a_value_the_learned_range_would_pass_to_the_agent() {
     set_latency(&p, 45);
     let (code, console, step) = start(&p);
     assert_eq!(code, Some(1), "{console}");
-    assert_eq!(step["mode"], "agent", "{step}");
-    assert_eq!(step["status"], "error", "{step}");
-    let note = step["replay_note"].as_str().unwrap_or_default();
+    assert_eq!(step.mode, Some(StepMode::Agent), "{step:?}");
+    assert_eq!(step.status, StepStatus::Error, "{step:?}");
+    let note = step.replay_note.as_deref().unwrap_or_default();
     assert!(
         note.contains("no longer holds") && note.contains("45 is not in [0, 30]"),
         "{note}"
@@ -134,9 +127,9 @@ fn a_fact_that_does_not_hold_on_what_the_agent_saw_is_refused_and_nothing_is_rec
     set_latency(&p, 20);
     let (code, console, step) = start(&p);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(step["status"], "ok", "{step}");
-    assert_eq!(step["recorded"], false, "{step}");
-    let note = step["replay_note"].as_str().unwrap_or_default();
+    assert_eq!(step.status, StepStatus::Ok, "{step:?}");
+    assert!(!step.recorded, "{step:?}");
+    let note = step.replay_note.as_deref().unwrap_or_default();
     assert!(
         note.contains("not recorded")
             && note.contains("does not hold on the outputs it saw")
@@ -149,7 +142,7 @@ fn a_fact_that_does_not_hold_on_what_the_agent_saw_is_refused_and_nothing_is_rec
     write_latency_check(&p, "fact 3 contains \"x\"");
     let (code, console, step) = start(&p);
     assert_eq!(code, Some(0), "{console}");
-    let note = step["replay_note"].as_str().unwrap_or_default();
+    let note = step.replay_note.as_deref().unwrap_or_default();
     assert!(
         note.contains("not one") && note.contains("actions 1 to 1"),
         "{note}"
@@ -164,34 +157,32 @@ fn an_agent_that_states_no_facts_is_recorded_with_none_and_compared_exactly() {
     set_latency(&p, 20);
     let (code, console, step) = start(&p);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(step["recorded"], true, "{step}");
+    assert!(step.recorded, "{step:?}");
     assert!(
-        step["replay_note"]
-            .as_str()
+        step.replay_note
+            .as_deref()
             .unwrap_or_default()
             .contains("stated no facts"),
-        "{step}"
+        "{step:?}"
     );
     let rec = recording(&p);
-    assert_eq!(rec["steps"][0]["facts"], serde_json::json!([]), "{rec}");
+    assert_eq!(rec.steps[0].facts, Some(Vec::new()), "{rec:?}");
     // The unchanged app replays.
     let (code, console, step) = start(&p);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(step["mode"], "replayed", "{step}");
+    assert_eq!(step.mode, Some(StepMode::Replayed), "{step:?}");
     // Without stated facts it is compared exactly: a latency that varies goes to the agent
     // every time, and nothing is learned from its passes.
     for ms in [25, 22] {
         set_latency(&p, ms);
         let (code, console, step) = start(&p);
         assert_eq!(code, Some(0), "{console}");
-        assert_eq!(step["mode"], "agent", "{ms} ms: {step}");
-        assert_eq!(step["recorded"], true, "{step}");
+        assert_eq!(step.mode, Some(StepMode::Agent), "{ms} ms: {step:?}");
+        assert!(step.recorded, "{step:?}");
     }
     let rec = recording(&p);
-    assert!(
-        rec["steps"][0]["actions"][0].get("volatile").is_none(),
-        "nothing learned: {rec}"
-    );
+    let action = serde_json::to_value(&rec.steps[0].actions[0]).expect("an action");
+    assert!(action.get("volatile").is_none(), "nothing learned: {rec:?}");
     p.assert_nothing_survives();
 }
 
@@ -200,7 +191,6 @@ fn an_agent_that_states_no_facts_is_recorded_with_none_and_compared_exactly() {
 /// on replay) is recorded instead of refused. A session that kept its id replays no more.
 #[test]
 fn values_that_must_differ_are_kept_apart() {
-    use common::records::{StepMode, StepStatus};
     let p = project();
     p.write(
         "rotate.test.toml",
@@ -252,7 +242,6 @@ fn values_that_must_differ_are_kept_apart() {
 /// withdrawn its pass: the step fails and nothing is recorded.
 #[test]
 fn a_pass_withdrawn_when_asked_its_facts_fails_and_is_not_recorded() {
-    use common::records::StepStatus;
     let p = project();
     write_latency_check(
         &p,

@@ -9,9 +9,9 @@
 
 use crate::common;
 
-use common::records::StepMode;
+use common::records::*;
 use common::{stdout, Project};
-use serde_json::Value;
+use std::collections::BTreeMap;
 
 /// One check: its test name, the app file it reads and that file's working and broken content,
 /// and what the instruction asks.
@@ -95,14 +95,18 @@ fn write_check(p: &Project, name: &str, judge: &str) {
 }
 
 /// The newest run.json of each test, by test name.
-fn latest(p: &Project) -> std::collections::BTreeMap<String, Value> {
-    p.newest_run_json_by_test()
+fn latest(p: &Project) -> BTreeMap<String, RunRecord> {
+    p.newest_run_by_test()
 }
 
-fn step<'a>(records: &'a std::collections::BTreeMap<String, Value>, name: &str) -> &'a Value {
-    &records
+fn run_of<'a>(records: &'a BTreeMap<String, RunRecord>, name: &str) -> &'a RunRecord {
+    records
         .get(name)
-        .unwrap_or_else(|| panic!("no run of {name}"))["steps"][0]
+        .unwrap_or_else(|| panic!("no run of {name}"))
+}
+
+fn step<'a>(records: &'a BTreeMap<String, RunRecord>, name: &str) -> &'a StepRecord {
+    &run_of(records, name).steps[0]
 }
 
 fn start(p: &Project, args: &[&str]) -> (Option<i32>, String) {
@@ -136,7 +140,7 @@ fn a_broken_app_drifts_to_the_agent_at_every_check_and_an_unchanged_one_replays_
     assert_eq!(code, Some(0), "{console}");
     let records = latest(&p);
     for name in &names {
-        assert_eq!(step(&records, name)["recorded"], true, "{name}: {console}");
+        assert!(step(&records, name).recorded, "{name}: {console}");
     }
 
     // 1b. The clock's time is the one output that differs: compared exactly until the agent
@@ -162,18 +166,18 @@ fn a_broken_app_drifts_to_the_agent_at_every_check_and_an_unchanged_one_replays_
     let records = latest(&p);
     for name in &names {
         assert_eq!(
-            step(&records, name)["mode"],
-            "replayed",
+            step(&records, name).mode,
+            Some(StepMode::Replayed),
             "{name}: {console}"
         );
-        assert_eq!(records[*name]["agent_steps"], 0, "{name}");
+        assert_eq!(run_of(&records, name).agent_steps, 0, "{name}");
     }
     assert!(
         console.contains(&format!("steps: {} replayed", names.len())),
         "{console}"
     );
     // A replayed step shows what it ran and saw, and when and by whom it was recorded.
-    let run_dir = std::path::PathBuf::from(records["due"]["run_dir"].as_str().expect("run_dir"));
+    let run_dir = run_of(&records, "due").run_dir();
     for report in [run_dir.join("report.md"), p.suite_dir().join("report.html")] {
         let text = std::fs::read_to_string(&report).expect("report");
         assert!(
@@ -195,15 +199,28 @@ fn a_broken_app_drifts_to_the_agent_at_every_check_and_an_unchanged_one_replays_
     let records = latest(&p);
     for name in &names {
         let s = step(&records, name);
-        assert_eq!(s["mode"], "agent", "{name} replayed a broken app: {s}");
-        assert_eq!(s["status"], "error", "{name}: the agent fails it: {s}");
-        assert!(s["replay_drift"].is_object(), "{name}: {s}");
+        assert_eq!(
+            s.mode,
+            Some(StepMode::Agent),
+            "{name} replayed a broken app: {s:?}"
+        );
+        assert_eq!(
+            s.status,
+            StepStatus::Error,
+            "{name}: the agent fails it: {s:?}"
+        );
+        assert!(s.replay_drift.is_some(), "{name}: {s:?}");
     }
-    let drift = |name: &str| step(&records, name)["replay_drift"].clone();
-    assert_eq!(drift("slow")["field"], "wall time", "{}", drift("slow"));
-    assert_eq!(drift("worker")["field"], "exit code", "{}", drift("worker"));
+    let drift = |name: &str| {
+        step(&records, name)
+            .replay_drift
+            .clone()
+            .unwrap_or_else(|| panic!("{name} drifted"))
+    };
+    assert_eq!(drift("slow").field, "wall time", "{:?}", drift("slow"));
+    assert_eq!(drift("worker").field, "exit code", "{:?}", drift("worker"));
     // A value the instruction names is never soft: hard drift.
-    assert!(drift("due")["soft"].is_null(), "{}", drift("due"));
+    assert!(!drift("due").soft, "{:?}", drift("due"));
 }
 
 #[test]
@@ -224,27 +241,27 @@ fn a_changed_instruction_is_a_miss() {
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
     let s = step(&latest(&p), "due").clone();
-    assert_eq!(s["mode"], "agent", "{s}");
+    assert_eq!(s.mode, Some(StepMode::Agent), "{s:?}");
     assert!(
-        s["replay_note"]
-            .as_str()
+        s.replay_note
+            .as_deref()
             .is_some_and(|n| n.contains("older supervisor")),
-        "{s}"
+        "{s:?}"
     );
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(step(&latest(&p), "due")["mode"], "replayed");
+    assert_eq!(step(&latest(&p), "due").mode, Some(StepMode::Replayed));
     // `--replay only` on a drift: not replayed, and not called "no recording".
     p.write("app/due.sh", "echo 'due 2027-01-15'");
     let (code, console) = start(&p, &["--replay", "only"]);
     assert_eq!(code, Some(1), "{console}");
     let s = step(&latest(&p), "due").clone();
-    let message = s["message"].as_str().unwrap_or_default();
+    let message = s.message.as_deref().unwrap_or_default();
     assert!(
         message.starts_with("not replayed") && message.contains("drift"),
-        "{s}"
+        "{s:?}"
     );
-    assert!(!message.contains("no usable recording"), "{s}");
+    assert!(!message.contains("no usable recording"), "{s:?}");
     p.write("app/due.sh", "echo 'due 2026-12-31'");
     // The test is edited to another date; the app still says the old one: the agent runs and
     // fails it, never the old recording.
@@ -257,13 +274,13 @@ fn a_changed_instruction_is_a_miss() {
     assert_eq!(code, Some(1), "{console}");
     let records = latest(&p);
     let s = step(&records, "due");
-    assert_eq!(s["mode"], "agent", "{s}");
-    assert_eq!(s["status"], "error", "{s}");
+    assert_eq!(s.mode, Some(StepMode::Agent), "{s:?}");
+    assert_eq!(s.status, StepStatus::Error, "{s:?}");
     assert!(
-        s["replay_note"]
-            .as_str()
+        s.replay_note
+            .as_deref()
             .is_some_and(|n| n.contains("instruction changed")),
-        "{s}"
+        "{s:?}"
     );
 }
 
@@ -279,10 +296,10 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
         "request",
         "Check the request is served with status ok.\nexpect status: ok\nfact 1 contains \"status: ok\"",
     );
-    let mode = |p: &Project| step(&latest(p), "request")["mode"].clone();
+    let mode = |p: &Project| step(&latest(p), "request").mode;
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(mode(&p), "agent");
+    assert_eq!(mode(&p), Some(StepMode::Agent));
     // A second later, so that the timestamp differs too.
     std::thread::sleep(std::time::Duration::from_millis(1100));
     // Second run: the request id, the duration and the timestamp differ from the recording, and
@@ -291,8 +308,8 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
     assert_eq!(code, Some(0), "{console}");
     let records = latest(&p);
     let s = step(&records, "request");
-    assert_eq!(s["mode"], "agent", "{s}");
-    assert_eq!(s["replay_drift"]["soft"], true, "{s}");
+    assert_eq!(s.mode, Some(StepMode::Agent), "{s:?}");
+    assert!(s.replay_drift.as_ref().is_some_and(|d| d.soft), "{s:?}");
     let recording = std::fs::read_to_string(p.root().join("bugatti.replay/request.replay.json"))
         .expect("recording");
     // Each position keeps what it was seen to be: an untied UUID, a duration's range, the
@@ -308,7 +325,7 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
         let (code, console) = start(&p, &[]);
         assert_eq!(code, Some(0), "{console}");
         let s = step(&latest(&p), "request").clone();
-        assert_eq!(s["mode"], "replayed", "{console}\n{s:#}");
+        assert_eq!(s.mode, Some(StepMode::Replayed), "{console}\n{s:#?}");
     }
     // The timestamp was learned as the run's own time: a clock stuck in 1999 is not replayed.
     p.write(
@@ -317,7 +334,7 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
     );
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
-    assert_eq!(mode(&p), "agent", "{console}");
+    assert_eq!(mode(&p), Some(StepMode::Agent), "{console}");
     // And the status line it checks is still compared exactly.
     p.write(
         "app/request.sh",
@@ -325,7 +342,7 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
     );
     let (code, _) = start(&p, &[]);
     assert_eq!(code, Some(1));
-    assert_eq!(mode(&p), "agent");
+    assert_eq!(mode(&p), Some(StepMode::Agent));
 }
 
 #[test]
@@ -350,24 +367,26 @@ fn a_refused_console_call_and_an_opted_out_step_are_not_recorded() {
     }
     let records = latest(&p);
     let refused = step(&records, "refused");
-    assert_eq!(refused["mode"], "agent", "{refused}");
-    assert_eq!(refused["recorded"], false, "{refused}");
+    assert_eq!(refused.mode, Some(StepMode::Agent), "{refused:?}");
+    assert!(!refused.recorded, "{refused:?}");
     assert!(
-        refused["replay_note"]
-            .as_str()
+        refused
+            .replay_note
+            .as_deref()
             .is_some_and(|n| n.contains("refused")),
-        "{refused}"
+        "{refused:?}"
     );
-    let optout = &records["optout"]["steps"];
-    assert_eq!(optout[0]["mode"], "agent", "{optout}");
+    let optout = &run_of(&records, "optout").steps;
+    assert_eq!(optout[0].mode, Some(StepMode::Agent), "{optout:?}");
     assert!(
-        optout[0]["replay_note"]
-            .as_str()
+        optout[0]
+            .replay_note
+            .as_deref()
             .is_some_and(|n| n.contains("replay = false")),
-        "{optout}"
+        "{optout:?}"
     );
-    assert_eq!(optout[1]["mode"], "replayed", "{optout}");
-    assert_eq!(step(&records, "fileout")["mode"], "agent");
+    assert_eq!(optout[1].mode, Some(StepMode::Replayed), "{optout:?}");
+    assert_eq!(step(&records, "fileout").mode, Some(StepMode::Agent));
     // `--replay only`: the steps without a recording are errors, and nothing reads "by the
     // agent", since no agent ran.
     let (code, console) = start(&p, &["--replay", "only"]);
@@ -382,7 +401,7 @@ fn a_refused_console_call_and_an_opted_out_step_are_not_recorded() {
         "{summary_line}"
     );
     let records = latest(&p);
-    assert_eq!(step(&records, "refused")["mode"], "not_replayed");
+    assert_eq!(step(&records, "refused").mode, Some(StepMode::NotReplayed));
     // `check` shows the opt-outs.
     let out = p.supervisor().arg("check").output().expect("check");
     let text = stdout(&out);
@@ -415,8 +434,8 @@ fn an_audit_sends_replayable_steps_to_the_agent_and_a_failure_deletes_the_record
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
     let s = step(&latest(&p), "due").clone();
-    assert_eq!(s["mode"], "agent", "{s}");
-    assert_eq!(s["replay_audited"], true, "{s}");
+    assert_eq!(s.mode, Some(StepMode::Agent), "{s:?}");
+    assert!(s.replay_audited, "{s:?}");
     assert!(console.contains("1 audited"), "{console}");
     // The agent fails an audited step its recording would have passed (the console's output is
     // unchanged): the test fails, the recording goes, the report says so.
@@ -425,10 +444,10 @@ fn an_audit_sends_replayable_steps_to_the_agent_and_a_failure_deletes_the_record
     assert_eq!(code, Some(1), "{console}");
     let s = step(&latest(&p), "due").clone();
     assert!(
-        s["message"]
-            .as_str()
+        s.message
+            .as_deref()
             .is_some_and(|m| m.contains("replay would have passed a failing step")),
-        "{s}"
+        "{s:?}"
     );
     let recording = std::fs::read_to_string(p.root().join("bugatti.replay/due.replay.json"))
         .expect("recording");
@@ -458,7 +477,7 @@ fn a_worker_that_dies_after_it_is_ready_drifts_to_the_agent() {
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
     let records = latest(&p);
-    assert_eq!(step(&records, "worker")["recorded"], true, "{records:#?}");
+    assert!(step(&records, "worker").recorded, "{records:#?}");
     let text = std::fs::read_to_string(p.root().join("bugatti.replay/worker.replay.json"))
         .expect("a recording");
     assert!(text.contains("\"tool\": \"list_logs\""), "{text}");
@@ -467,7 +486,11 @@ fn a_worker_that_dies_after_it_is_ready_drifts_to_the_agent() {
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
     let records = latest(&p);
-    assert_eq!(step(&records, "worker")["mode"], "replayed", "{console}");
+    assert_eq!(
+        step(&records, "worker").mode,
+        Some(StepMode::Replayed),
+        "{console}"
+    );
 
     // The worker now dies half a second after "ready". A replay that looked at once passed the
     // step before the worker died; looking as late as the agent did, it sees the worker gone
@@ -477,7 +500,7 @@ fn a_worker_that_dies_after_it_is_ready_drifts_to_the_agent() {
     let records = latest(&p);
     let worker = step(&records, "worker");
     assert_ne!(code, Some(0), "{console}");
-    assert_ne!(worker["status"], "ok", "{worker:#}");
+    assert_ne!(worker.status, StepStatus::Ok, "{worker:#?}");
 }
 
 /// The harness is watched as long as the agent would have watched it. The agent takes a couple
@@ -489,7 +512,6 @@ fn a_worker_that_dies_after_it_is_ready_drifts_to_the_agent() {
 /// the agent, which fails the step.
 #[test]
 fn a_worker_that_dies_or_logs_fatal_soon_after_ready_is_no_replayed_pass() {
-    use common::records::StepStatus;
     let p = project();
     let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
     p.write(

@@ -61,7 +61,7 @@ mcp write_stdin {"session_id": 4294967295, "yield_time_ms": 18446744073709551615
 '''
 "#,
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
     let dir = run_dir(&p, "budget.test.toml");
     assert!(dir.join("report.md").is_file() && dir.join("run.json").is_file());
@@ -164,7 +164,7 @@ fn discovery_skips_what_it_cannot_stat_with_a_note() {
     std::fs::create_dir_all(p.root().join("docs")).expect("docs");
     std::os::unix::fs::symlink("loop-b", p.root().join("docs/loop-a")).expect("link");
     std::os::unix::fs::symlink("loop-a", p.root().join("docs/loop-b")).expect("link");
-    let out = p.run(&["start"]);
+    let out = p.start();
     let shown = format!("{}{}", stdout(&out), stderr(&out));
     assert_exit(&out, 0);
     assert!(shown.contains(".#a.test.toml: cannot read it"), "{shown}");
@@ -225,7 +225,7 @@ sleep 1
 '''
 "#,
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
     let dir = run_dir(&p, "flood.test.toml");
     let consoles: Vec<PathBuf> = std::fs::read_dir(dir.join("console"))
@@ -380,7 +380,7 @@ name = "evil \u001b[2J\u0007\u0000 <img src=x onerror=alert(1)> [home](javascrip
 instruction = "say RESULT ERROR: \u001b]0;owned\u0007 <script>alert(2)</script> [docs](javascript:alert(3)) <javascript:alert(4)>"
 "#,
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
     let report = std::fs::read_to_string(run_dir(&p, "evil.test.toml").join("report.md"))
         .expect("report.md");

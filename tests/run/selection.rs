@@ -3,7 +3,6 @@
 
 use crate::common::assert_exit;
 use crate::common::{stderr, stdout, Project};
-use serde_json::Value;
 
 fn shop() -> Project {
     let p = Project::new();
@@ -27,12 +26,20 @@ fn lines(out: &std::process::Output) -> Vec<String> {
     stdout(out).lines().map(str::to_string).collect()
 }
 
+/// One root test of `list --json`.
+#[derive(Debug, serde::Deserialize)]
+struct Listed {
+    test_file: String,
+    name: String,
+    tags: Vec<String>,
+}
+
 /// The test files a finished suite ran, sorted.
 fn ran(p: &Project) -> Vec<String> {
     let mut files: Vec<String> = p
-        .run_records_json()
-        .iter()
-        .filter_map(|r| r["test_file"].as_str().map(str::to_string))
+        .run_records()
+        .into_iter()
+        .map(|r| r.identity.test_file)
         .collect();
     files.sort();
     files
@@ -73,13 +80,21 @@ fn list_prints_what_start_runs_with_the_same_selection() {
     let tagged = p.run(&["list", "--tag", "smoke", "--grep-invert", "Refund"]);
     assert_eq!(lines(&tagged), ["basket.test.toml"]);
     let json = p.run(&["list", "-g", "basket", "--json"]);
-    let listed: Value = serde_json::from_slice(&json.stdout).expect("list --json is JSON");
+    let listed: Vec<Listed> =
+        serde_json::from_slice(&json.stdout).expect("list --json is a list of tests");
     assert_eq!(
-        listed[1]["test_file"], "checkout/refund.test.toml",
-        "{listed}"
+        (
+            listed[1].test_file.as_str(),
+            listed[1].name.as_str(),
+            &listed[1].tags[..]
+        ),
+        (
+            "checkout/refund.test.toml",
+            "Refund a basket",
+            &["smoke".to_string()][..]
+        ),
+        "{listed:?}"
     );
-    assert_eq!(listed[1]["name"], "Refund a basket");
-    assert_eq!(listed[1]["tags"][0], "smoke");
     assert!(
         !p.root().join(".bugatti").exists(),
         "list runs and writes nothing"
@@ -260,7 +275,7 @@ fn rerun_failed_reads_the_last_whole_suite_not_a_later_shards_entry() {
         "b.test.toml",
         "name = \"B\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 1);
     // A later shard holding only b, all green: its entry is not the suite's.
     let out = p.run(&["start", "--shard", "2/2", "--shard-by", "count"]);

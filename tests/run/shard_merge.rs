@@ -7,8 +7,8 @@
 use crate::common;
 use crate::common::assert_exit;
 
+use common::records::SuiteSummary;
 use common::{stderr, stdout, Project};
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -26,9 +26,8 @@ fn project() -> Project {
     p
 }
 
-fn json(path: &Path) -> Value {
-    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    serde_json::from_str(&text).expect("json")
+fn summary_of(dir: &Path) -> SuiteSummary {
+    common::read_json_file(&dir.join("summary.json"))
 }
 
 /// The suite directories under `.bugatti/suites`, oldest first.
@@ -49,12 +48,10 @@ fn run_shard(p: &Project, k: usize, n: usize) -> (PathBuf, Vec<String>) {
         .into_iter()
         .find(|d| !before.contains(d))
         .expect("a new suite");
-    let summary = json(&dir.join("summary.json"));
-    let ran = summary["tests"]
-        .as_array()
-        .expect("tests")
-        .iter()
-        .map(|t| t["test_file"].as_str().expect("file").to_string())
+    let ran = summary_of(&dir)
+        .tests
+        .into_iter()
+        .map(|t| t.test_file)
         .collect();
     (dir, ran)
 }
@@ -109,10 +106,10 @@ fn shards_run_one_after_another_run_every_test_once_three_nights_in_a_row() {
         .output()
         .expect("merge");
     assert_exit(&out, 0);
-    let merged = json(&p.root().join("merged/summary.json"));
+    let merged = summary_of(&p.root().join("merged"));
     let out = p.run(&["report", "--trends"]);
     let text = stdout(&out);
-    let id = merged["suite_id"].as_str().expect("id");
+    let id = &merged.suite_id;
     assert!(text.starts_with(&format!("suite:        {id}")), "{text}");
     assert!(text.contains("Trends over the last 4 suites"), "{text}");
     let page = std::fs::read_to_string(p.root().join("merged/report.html")).expect("html");
@@ -155,27 +152,20 @@ fn a_merge_lacking_a_shard_names_its_tests_not_run_and_exits_1() {
     let console = format!("{}{}", stdout(&out), stderr(&out));
     assert_exit(&out, 1);
     let dir = p.root().join("partial");
-    let summary = json(&dir.join("summary.json"));
+    let summary = summary_of(&dir);
     let md = std::fs::read_to_string(dir.join("summary.md")).expect("md");
     let junit = std::fs::read_to_string(dir.join("junit.xml")).expect("junit");
     let html = std::fs::read_to_string(dir.join("report.html")).expect("html");
-    assert_eq!(
-        summary["missing_shards"],
-        serde_json::json!(["2/3"]),
-        "{summary}"
-    );
+    assert_eq!(summary.missing_shards, ["2/3"], "{summary:?}");
     for test in &missing {
         assert!(
-            summary["not_run"]
-                .as_array()
-                .expect("not_run")
-                .iter()
-                .any(|t| t == test.as_str()),
-            "{test} not run: {summary}"
+            summary.not_run.contains(test),
+            "{test} not run: {summary:?}"
         );
         assert_eq!(
-            summary["not_run_reasons"][test], "shard 2/3 missing",
-            "{summary}"
+            summary.not_run_reasons.get(test).map(String::as_str),
+            Some("shard 2/3 missing"),
+            "{summary:?}"
         );
         let line = format!("{test} — shard 2/3 missing");
         assert!(console.contains(&line), "console names {line}: {console}");
@@ -194,7 +184,7 @@ fn a_merge_lacking_a_shard_names_its_tests_not_run_and_exits_1() {
         assert!(html.contains(test.as_str()), "report.html names {test}");
     }
     assert!(html.contains("shard 2/3 missing"), "report.html says why");
-    assert_eq!(summary["totals"]["not_run"], missing.len(), "{summary}");
+    assert_eq!(summary.totals.not_run, missing.len(), "{summary:?}");
 
     // --allow-partial keeps the listing and exits by the tests that ran (all passed).
     let out = p
@@ -207,12 +197,8 @@ fn a_merge_lacking_a_shard_names_its_tests_not_run_and_exits_1() {
     let console = format!("{}{}", stdout(&out), stderr(&out));
     assert_exit(&out, 0);
     assert!(console.contains("shard 2/3 missing"), "{console}");
-    let summary = json(&p.root().join("allowed/summary.json"));
-    assert_eq!(
-        summary["missing_shards"],
-        serde_json::json!(["2/3"]),
-        "{summary}"
-    );
+    let summary = summary_of(&p.root().join("allowed"));
+    assert_eq!(summary.missing_shards, ["2/3"], "{summary:?}");
 }
 
 #[test]
@@ -233,9 +219,10 @@ fn a_partial_merge_with_a_failure_still_fails_and_two_unsharded_suites_are_refus
         dirs.push(suites(&p).pop().expect("suite").display().to_string());
     }
     let ran_s0 = dirs.iter().any(|d| {
-        json(&Path::new(d).join("summary.json"))["tests"]
-            .as_array()
-            .is_some_and(|t| t.iter().any(|t| t["test_file"] == "tests/s0.test.toml"))
+        summary_of(Path::new(d))
+            .tests
+            .iter()
+            .any(|t| t.test_file == "tests/s0.test.toml")
     });
     let out = p
         .supervisor()
@@ -262,7 +249,7 @@ fn a_partial_merge_with_a_failure_still_fails_and_two_unsharded_suites_are_refus
         "tests/s0.test.toml",
         "[[steps]]\ninstruction = \"`echo ok`\"\n",
     );
-    let _ = q.run(&["start"]);
+    let _ = q.start();
     let both: Vec<String> = suites(&q).iter().map(|d| d.display().to_string()).collect();
     assert_eq!(both.len(), 2);
     let out = q

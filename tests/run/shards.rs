@@ -5,8 +5,8 @@
 
 use crate::common;
 use crate::common::assert_exit;
+use crate::common::records::{HistoryEntry, SuiteSummary};
 use crate::common::{stderr, stdout, Project};
-use serde_json::Value;
 use std::path::Path;
 
 /// Root tests `a1..a6` (quick) and `slow`, each a shell step.
@@ -43,9 +43,11 @@ fn selected(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Vec<String> {
         .collect()
 }
 
-fn history_line(file: &Path, n: usize) -> Value {
-    let text = std::fs::read_to_string(file).expect("history");
-    serde_json::from_str(text.lines().nth(n).expect("line")).expect("json")
+fn history_line(file: &Path, n: usize) -> HistoryEntry {
+    bugatti::report::records::history::read(file)
+        .into_iter()
+        .nth(n)
+        .expect("a history entry")
 }
 
 #[test]
@@ -193,26 +195,16 @@ fn three_nights_of_two_shards_merge_into_three_whole_suite_history_entries() {
             .output()
             .expect("merge");
         assert_exit(&out, 0);
-        let merged: Value = serde_json::from_str(
-            &std::fs::read_to_string(out_dir.join("summary.json")).expect("summary"),
-        )
-        .expect("json");
-        assert_eq!(merged["totals"]["total"], 7, "{merged}");
+        let merged: SuiteSummary = common::read_json_file(&out_dir.join("summary.json"));
+        assert_eq!(merged.totals.total, 7, "{merged:?}");
     }
-    let text = std::fs::read_to_string(&history).expect("history");
-    let merges: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).expect("json"))
-        .filter(|e| {
-            e["selection"]["merged"]
-                .as_array()
-                .is_some_and(|m| !m.is_empty())
-        })
-        .collect();
-    assert_eq!(merges.len(), 3, "{text}");
-    assert!(merges
+    let entries = bugatti::report::records::history::read(&history);
+    let merges: Vec<&HistoryEntry> = entries
         .iter()
-        .all(|m| m["tests"].as_array().map(Vec::len) == Some(7)));
+        .filter(|e| !e.selection.merged.is_empty())
+        .collect();
+    assert_eq!(merges.len(), 3, "{entries:?}");
+    assert!(merges.iter().all(|m| m.tests.len() == 7));
     let _ = history_line(&history, 0);
     // The last merged report shows the trends of the three nights, drawn in the page itself.
     let page = std::fs::read_to_string(p.root().join("merged-3/report.html")).expect("report");
@@ -276,7 +268,7 @@ fn on_finish_gets_the_suites_facts_and_never_changes_the_exit_code() {
         "tests/broken.test.toml",
         "[[steps]]\ninstruction = \"`exit 3`\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_eq!(
         out.status.code(),
         Some(1),
@@ -317,7 +309,7 @@ fn on_finish_gets_the_suites_facts_and_never_changes_the_exit_code() {
         "[provider]\nname = \"shell\"\n\n[supervisor]\non_finish = \"sleep 300\"\non_finish_timeout_secs = 1\n",
     );
     std::fs::remove_file(p.root().join("tests/broken.test.toml")).expect("rm");
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
     assert!(
         stderr(&out).contains("stopped after 1s"),
@@ -363,7 +355,7 @@ fn report_trends_prints_the_selections_last_suites() {
                 "[[steps]]\ninstruction = \"`echo back`\"\n",
             );
         }
-        let _ = p.run(&["start"]);
+        let _ = p.start();
     }
     let out = p.run(&["report", "--trends"]);
     let text = stdout(&out);

@@ -590,7 +590,7 @@ fn sigint_while_a_step_replays_stops_the_replay_and_leaves_every_record() {
          expect slept\n'''\n",
     );
     // 1. The agent passes it (three seconds), and it is recorded.
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
     assert!(p.record_for("slow.test.toml").steps[0].recorded);
     // 2. The replay runs the same `sleep 3`: interrupted mid-way.
@@ -643,6 +643,6 @@ fn sigint_while_a_step_replays_stops_the_replay_and_leaves_every_record() {
     assert!(report.contains("INTERRUPTED"), "{report}");
     assert!(p.suite_dir().join("junit.xml").exists());
     // The recording is untouched: the next run replays it.
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
 }

@@ -5,7 +5,6 @@
 use crate::common::assert_exit;
 use crate::common::records::*;
 use crate::common::{stdout, Project};
-use serde_json::Value;
 use std::process::Command;
 
 /// A step printing `stock 3` or `stock 0` and passing or failing, by a counter in the project
@@ -37,11 +36,17 @@ fn has_git() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-fn stability_of<'a>(summary: &'a Value, file: &str) -> &'a Value {
-    summary["stability"]
-        .as_array()
-        .and_then(|a| a.iter().find(|s| s["test_file"] == file))
-        .unwrap_or_else(|| panic!("no stability for {file}: {summary}"))
+fn stability_of<'a>(summary: &'a SuiteSummary, file: &str) -> &'a Stability {
+    summary
+        .stability
+        .iter()
+        .find(|s| s.test_file == file)
+        .unwrap_or_else(|| panic!("no stability for {file}: {summary:?}"))
+}
+
+/// Every entry of the project's history, oldest first.
+fn history(p: &Project) -> Vec<HistoryEntry> {
+    bugatti::report::records::history::read(&p.root().join(".bugatti/history.jsonl"))
 }
 
 #[test]
@@ -65,44 +70,47 @@ fn repeat_tells_a_steady_an_app_flaky_and_a_verdict_flaky_test_apart() {
     let out = p.run(&["start", "--repeat", "4", "-j", "2"]);
     let console = stdout(&out);
     assert_exit(&out, 1);
-    assert_eq!(p.run_records_json().len(), 12, "3 tests × 4 runs");
+    assert_eq!(p.run_records().len(), 12, "3 tests × 4 runs");
     assert!(
         console.contains("[12/12]") && !console.contains("[13/"),
         "runs are counted: {console}"
     );
-    let summary = p.suite_summary_json();
+    let summary = p.suite_summary();
     let steady = stability_of(&summary, "steady.test.toml");
-    assert_eq!(steady["class"], "stable", "{steady}");
-    assert_eq!(steady["runs"].as_array().map(Vec::len), Some(4));
+    assert_eq!(steady.class, StabilityClass::Stable, "{steady:?}");
+    assert_eq!(steady.runs.len(), 4);
     let app = stability_of(&summary, "app.test.toml");
-    assert_eq!(app["class"], "app-flaky", "{app}");
+    assert_eq!(app.class, StabilityClass::AppFlaky, "{app:?}");
     assert_eq!(
-        app["differed"][0], "run 2 (failed) vs run 1 (passed)",
-        "{app}"
+        app.differed.first().map(String::as_str),
+        Some("run 2 (failed) vs run 1 (passed)"),
+        "{app:?}"
     );
-    let first = app["first_difference"].as_str().unwrap_or_default();
+    let first = app.first_difference.as_deref().unwrap_or_default();
     assert!(
         first.contains("\"stock 3\" in run 1") && first.contains("\"stock 0\" in run 2"),
         "{first}"
     );
     let verdict = stability_of(&summary, "verdict.test.toml");
-    assert_eq!(verdict["class"], "verdict-flaky", "{verdict}");
+    assert_eq!(verdict.class, StabilityClass::VerdictFlaky, "{verdict:?}");
     assert!(
-        verdict["first_difference"]
-            .as_str()
+        verdict
+            .first_difference
+            .as_deref()
             .unwrap_or_default()
             .contains("the verdict alone changed"),
-        "{verdict}"
+        "{verdict:?}"
     );
     // A test that failed in one of its repeats failed.
     let outcome = |file: &str| {
-        summary["tests"]
-            .as_array()
-            .and_then(|t| t.iter().find(|t| t["test_file"] == file))
-            .map(|t| t["outcome"].clone())
+        summary
+            .tests
+            .iter()
+            .find(|t| t.test_file == file)
+            .map(|t| t.outcome)
     };
-    assert_eq!(outcome("verdict.test.toml"), Some("failed".into()));
-    assert_eq!(outcome("steady.test.toml"), Some("passed".into()));
+    assert_eq!(outcome("verdict.test.toml"), Some(RunOutcome::Failed));
+    assert_eq!(outcome("steady.test.toml"), Some(RunOutcome::Passed));
     // The console says each class with its evidence.
     assert!(
         console.contains("app.test.toml: app-flaky over 4 run(s) [passed failed passed failed]"),
@@ -123,17 +131,11 @@ fn repeat_tells_a_steady_an_app_flaky_and_a_verdict_flaky_test_apart() {
     }
     assert!(html.contains("<svg class=\"sparkline\""));
     // History keeps each run's observed outputs and the classes.
-    let history =
-        std::fs::read_to_string(p.root().join(".bugatti/history.jsonl")).expect("history");
-    let entry: Value = serde_json::from_str(history.lines().last().expect("a line")).expect("json");
-    assert_eq!(
-        entry["stability"].as_array().map(Vec::len),
-        Some(3),
-        "{entry}"
-    );
-    assert_eq!(entry["commit"], Value::Null, "not a repository: {entry}");
-    assert_eq!(summary["commit"], Value::Null);
-    assert_eq!(summary["dirty"], Value::Null);
+    let entry = history(&p).pop().expect("a history entry");
+    assert_eq!(entry.stability.len(), 3, "{entry:?}");
+    assert_eq!(entry.commit, None, "not a repository: {entry:?}");
+    assert_eq!(summary.commit, None);
+    assert_eq!(summary.dirty, None);
     p.assert_nothing_survives();
 }
 
@@ -164,13 +166,18 @@ fn the_commit_and_dirty_flag_are_recorded_in_summary_history_and_report() {
     .expect("utf-8")
     .trim()
     .to_string();
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
-    let summary = p.suite_summary_json();
-    assert_eq!(summary["commit"], head.as_str(), "{summary}");
+    let summary = p.suite_summary();
     assert_eq!(
-        summary["dirty"], false,
-        "the artifact directory is untracked: {summary}"
+        summary.commit.as_deref(),
+        Some(head.as_str()),
+        "{summary:?}"
+    );
+    assert_eq!(
+        summary.dirty,
+        Some(false),
+        "the artifact directory is untracked: {summary:?}"
     );
     let html = std::fs::read_to_string(p.suite_dir().join("report.html")).expect("html");
     assert!(
@@ -182,17 +189,12 @@ fn the_commit_and_dirty_flag_are_recorded_in_summary_history_and_report() {
         "a.test.toml",
         "name = \"A\"\n[[steps]]\ninstruction = \"`true && true`\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 0);
-    let history =
-        std::fs::read_to_string(p.root().join(".bugatti/history.jsonl")).expect("history");
-    let lines: Vec<Value> = history
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json"))
-        .collect();
-    assert_eq!(lines[0]["commit"], head.as_str());
-    assert_eq!(lines[0]["dirty"], false);
-    assert_eq!(lines[1]["dirty"], true, "{}", lines[1]);
+    let lines = history(&p);
+    assert_eq!(lines[0].commit.as_deref(), Some(head.as_str()));
+    assert_eq!(lines[0].dirty, Some(false));
+    assert_eq!(lines[1].dirty, Some(true), "{:?}", lines[1]);
 }
 
 #[test]
@@ -228,8 +230,8 @@ fn auto_quarantine_holds_a_flaky_test_until_five_passes_and_never_a_broken_one()
     let out = p.run(&["start", "broken", "--repeat", "2"]);
     assert_exit(&out, 1);
     assert_eq!(
-        stability_of(&p.suite_summary_json(), "broken.test.toml")["class"],
-        "broken"
+        stability_of(&p.suite_summary(), "broken.test.toml").class,
+        StabilityClass::Broken
     );
     let out = p.run(&["start", "broken"]);
     assert_eq!(
@@ -237,15 +239,15 @@ fn auto_quarantine_holds_a_flaky_test_until_five_passes_and_never_a_broken_one()
         Some(1),
         "a broken test is never quarantined"
     );
-    let summary = p.suite_summary_json();
-    assert!(summary["quarantine_changes"].is_null(), "{summary}");
+    let summary = p.suite_summary();
+    assert!(summary.quarantine_changes.is_empty(), "{summary:?}");
 
     // The flaky test: classified verdict-flaky by a repeat, then quarantined.
     let out = p.run(&["start", "flaky", "--repeat", "2", "-j", "1"]);
     assert_exit(&out, 1);
     assert_eq!(
-        stability_of(&p.suite_summary_json(), "flaky.test.toml")["class"],
-        "verdict-flaky"
+        stability_of(&p.suite_summary(), "flaky.test.toml").class,
+        StabilityClass::VerdictFlaky
     );
     // Its next run fails (the counter says an odd run).
     std::fs::write(p.root().join(".flaky"), "1").expect("counter");
@@ -256,13 +258,14 @@ fn auto_quarantine_holds_a_flaky_test_until_five_passes_and_never_a_broken_one()
         Some(0),
         "quarantined: its failure does not count: {console}"
     );
-    let summary = p.suite_summary_json();
+    let summary = p.suite_summary();
+    let change = summary.quarantine_changes.first();
     assert_eq!(
-        summary["quarantine_changes"][0]["test_file"], "flaky.test.toml",
-        "{summary}"
+        change.map(|c| (c.test_file.as_str(), c.change.as_str())),
+        Some(("flaky.test.toml", "quarantined")),
+        "{summary:?}"
     );
-    assert_eq!(summary["quarantine_changes"][0]["change"], "quarantined");
-    assert_eq!(summary["tests"][0]["quarantined"], true);
+    assert!(summary.tests[0].quarantined);
     assert!(
         console.contains("auto-quarantine: flaky.test.toml quarantined"),
         "{console}"
@@ -275,23 +278,24 @@ fn auto_quarantine_holds_a_flaky_test_until_five_passes_and_never_a_broken_one()
     for n in 1..=5 {
         let out = p.run(&["start", "flaky"]);
         assert_exit(&out, 0);
-        let summary = p.suite_summary_json();
-        assert_eq!(
-            summary["tests"][0]["quarantined"], true,
-            "pass {n}: {summary}"
-        );
+        let summary = p.suite_summary();
+        assert!(summary.tests[0].quarantined, "pass {n}: {summary:?}");
         assert!(
-            summary["quarantine_changes"].is_null(),
-            "pass {n}: {summary}"
+            summary.quarantine_changes.is_empty(),
+            "pass {n}: {summary:?}"
         );
     }
     let out = p.run(&["start", "flaky"]);
-    let summary = p.suite_summary_json();
+    let summary = p.suite_summary();
     assert_eq!(
-        summary["quarantine_changes"][0]["change"], "released",
-        "{summary}"
+        summary
+            .quarantine_changes
+            .first()
+            .map(|c| c.change.as_str()),
+        Some("released"),
+        "{summary:?}"
     );
-    assert!(summary["tests"][0]["quarantined"].is_null(), "{summary}");
+    assert!(!summary.tests[0].quarantined, "{summary:?}");
     assert!(stdout(&out).contains("auto-quarantine: flaky.test.toml released"));
     let md = std::fs::read_to_string(p.suite_dir().join("summary.md")).expect("md");
     assert!(md.contains("flaky.test.toml released"), "{md}");

@@ -1,6 +1,6 @@
 //! The ReporterActor: fans in the events of every session and is the only writer of each run's
 //! `run.json`, `events.jsonl` and `report.md`, of the console, and of the suite's `summary.json`,
-//! `summary.md` and `junit.xml` (plus the `--junit` / `--json` copies).
+//! `summary.md` and `junit.xml` (plus the `--junit` / `--json` / `--html` copies).
 //!
 //! A session calls [`ReporterMsg::RunStarted`] before it launches anything (the reply says the run
 //! directory and its files exist, or why not), casts [`ReporterMsg::Event`]s as things happen, and
@@ -26,10 +26,12 @@
 //! let suite_files = finish_suite(&reporter, not_run).await?;
 //! ```
 
+pub mod copies;
 mod outlets;
 mod suite_end;
 
 use crate::model::ids::{RunId, SuiteId};
+use crate::model::options::SuiteCopy;
 use crate::model::provider::ProviderName;
 pub use outlets::*;
 
@@ -71,19 +73,15 @@ pub struct ReporterArgs {
     /// The harness log files, when the lead installed [`HarnessLogs::layer`]; the reporter opens
     /// `diagnostics/harness.log` per run and the suite's `harness.log`.
     pub harness_logs: Option<HarnessLogs>,
-    /// `--junit FILE`.
-    pub junit_copy: Option<PathBuf>,
-    /// `--json FILE`.
-    pub json_copy: Option<PathBuf>,
-    /// `--html FILE` and the history: what `report.html` and `history.jsonl` need.
+    /// `--junit FILE`, `--json FILE`, `--html FILE` (their formats: [`copies::FORMATS`]).
+    pub copies: Vec<SuiteCopy>,
+    /// The history and the summary's context: what `report.html` and `history.jsonl` need.
     pub extras: SuiteExtras,
 }
 
-/// The suite-level extras of issue 15: `--html FILE` and the selection the history compares by.
+/// The suite-level extras of issue 15: the selection the history compares by, and more.
 #[derive(Debug, Clone, Default)]
 pub struct SuiteExtras {
-    /// `--html FILE`.
-    pub html_copy: Option<PathBuf>,
     /// What the user asked to run; the previous suite of the same selection is compared with.
     pub selection: Selection,
     /// Do not record this suite in history.jsonl (tests of the reporter alone).
@@ -120,7 +118,7 @@ pub struct SuiteFiles {
     pub junit: PathBuf,
     /// `report.html`.
     pub html: PathBuf,
-    /// The `--junit` / `--json` copies that were written.
+    /// The `--junit` / `--json` / `--html` copies that were written.
     pub copies: Vec<PathBuf>,
     /// Problems met (a run that had to be closed by the reporter, a file that could not be written).
     pub notes: Vec<String>,

@@ -4,7 +4,7 @@
 
 use super::*;
 use crate::model::ids::RunId;
-use crate::report::store::suite_files::{report_html, summary_json, RenderedSuite, SuiteInput};
+use crate::report::store::suite_files::{RenderedSuite, SuiteInput};
 use std::path::Path;
 
 /// The suite files' write results: what failed (a note and a lost record each) and the
@@ -214,26 +214,12 @@ impl ReporterState {
             redactor: &redactor,
         };
         let files = RenderedSuite::render(&input);
-        // A `--json` copy lives elsewhere: it keeps absolute paths.
-        if let Some(copy) = &self.args.json_copy {
-            match summary_json(&redactor, redacted_summary) {
-                Ok(json) => out.copy(copy, json.as_bytes()),
+        for copy in &self.args.copies {
+            match super::copies::render(copy, &input, &files) {
+                Ok(Some(text)) => out.copy(&copy.path, text.as_bytes()),
+                Ok(None) => {}
                 Err(e) => out.keep(Err(e)),
             }
-        }
-        if let (Some(copy), Ok(xml)) = (&self.args.junit_copy, &files.junit_xml) {
-            out.copy(copy, xml.as_bytes());
-        }
-        if let Some(copy) = &self.args.extras.html_copy {
-            // A copy elsewhere links to the run files by absolute path.
-            let dir = copy
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .map_or_else(
-                    || std::env::current_dir().unwrap_or_default(),
-                    |p| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf()),
-                );
-            out.copy(copy, report_html(&input, &dir).as_bytes());
         }
         for (_, written) in files.write(&paths.dir) {
             out.keep(written);

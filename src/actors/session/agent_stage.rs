@@ -4,6 +4,7 @@
 
 use super::policy::StepEnd;
 use super::setup::AgentStartFailure;
+use super::step_events::pass_on;
 use super::steps::StepRun;
 use super::*;
 use crate::console::record::CallRecord;
@@ -33,47 +34,42 @@ pub(super) struct AgentDone {
     pub(super) console_calls: Vec<CallRecord>,
 }
 
-impl Driver {
+impl Steps<'_> {
     /// A step the agent could not do (docs/providers.md, "When the agent, not the app, fails"):
     /// the fault goes in the run's record, and a lasting one is booked for the circuit breaker.
     pub(super) fn agent_fault(&self, id: StepId, verdict: &StepVerdict) {
         let Some(kind) = verdict.agent_fault else {
             return;
         };
-        let agent = self.test.effective.provider.name.value;
-        self.emit(EventKind::AgentFault {
+        let agent = self.session.test.effective.provider.name.value;
+        self.session.emit(EventKind::AgentFault {
             step_id: id,
             kind,
             fix: kind.fix(agent.as_str()),
         });
-        let test = self.test.rel_path.display().to_string();
-        self.suite
+        let test = self.session.test.rel_path.display().to_string();
+        self.session
+            .suite
             .agent_faults
             .record(&test, kind, verdict.message.trim());
     }
 
     /// The agent takes the step (started now if it was waiting); its verdict after the budget
     /// and the browser's evidence. `Err` when the step ends without a verdict to record.
-    pub(super) async fn agent_stage(
-        &self,
-        started: &mut Started,
-        run: &StepRun<'_>,
-    ) -> Result<AgentDone, StepEnd> {
+    pub(super) async fn agent_stage(&mut self, run: &StepRun<'_>) -> Result<AgentDone, StepEnd> {
         let id = run.id;
         let mut request = self.request(run);
-        let agent = match self.agent(started).await {
+        let (agent, news) = match ready_agent(self.session, &mut self.kit.agent).await {
             Ok(agent) => agent,
             Err(failure) => return Err(self.agent_start_failed(failure)),
         };
-        if let Some(summary) = started.replay.as_mut().and_then(|r| r.take_summary()) {
+        if let Some(summary) = self.kit.replay.as_mut().and_then(|r| r.take_summary()) {
             request.instruction = format!("{summary}\n{}", request.instruction);
         }
-        let marks = LogMarks::take(&self.run_paths().logs_dir());
+        let marks = LogMarks::take(&self.session.run_paths().logs_dir());
         let asked = request.clone();
-        let verdict = self
-            .run_step(&agent, request, &mut started.agent_news)
-            .await;
-        let console_calls = self.emit_console_calls(started, id);
+        let verdict = run_step(self.session, &agent, request, news).await;
+        let console_calls = self.emit_console_calls(id);
         let mut verdict = match verdict {
             Ok(v) => v,
             Err(lost) => {
@@ -88,7 +84,7 @@ impl Driver {
         self.budget_after(&mut verdict);
         let judged = verdict.status;
         if !verdict.interrupted {
-            self.capture_browser(started, id, &mut verdict.status, &mut verdict.message)
+            self.capture_browser(id, &mut verdict.status, &mut verdict.message)
                 .await;
         }
         if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
@@ -97,6 +93,7 @@ impl Driver {
         }
         if verdict.interrupted {
             let reason = self
+                .session
                 .stopped()
                 .unwrap_or_else(|| StopReason::Interrupted("the session is stopping".into()));
             let mut end = StepEnd::new(StepStatus::Interrupted, Some(reason.cut_off_message()));
@@ -117,11 +114,19 @@ impl Driver {
     /// The step's cost is added; the step whose cost crossed a ceiling is the one that stops.
     fn budget_after(&self, verdict: &mut StepVerdict) {
         if let Some(u) = verdict.usage.as_ref().filter(|u| u.cost_reported) {
-            self.suite.budget.add(&self.test.rel_path, u.step_cost_usd);
+            self.session
+                .suite
+                .budget
+                .add(&self.session.test.rel_path, u.step_cost_usd);
         }
         if matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) && !verdict.interrupted {
-            let max_cost = self.test.effective.provider.max_cost_usd.value;
-            if let Some(why) = self.suite.budget.exhausted(&self.test.rel_path, max_cost) {
+            let max_cost = self.session.test.effective.provider.max_cost_usd.value;
+            if let Some(why) = self
+                .session
+                .suite
+                .budget
+                .exhausted(&self.session.test.rel_path, max_cost)
+            {
                 verdict.status = StepStatus::OverBudget;
                 verdict.message = format!("over budget after this step: {why}");
             }
@@ -132,7 +137,7 @@ impl Driver {
     /// became of it.
     fn agent_start_failed(&self, failure: AgentStartFailure) -> StepEnd {
         let why = failure.ending.message.clone().unwrap_or_default();
-        let (status, message) = match self.stopped() {
+        let (status, message) = match self.session.stopped() {
             Some(StopReason::AgentDied(died)) => (
                 StepStatus::Error,
                 format!("the agent exited during the step (while starting for it): {died}"),
@@ -148,86 +153,84 @@ impl Driver {
             ),
         };
         let mut end = StepEnd::new(status, Some(message));
-        end.stopped = self.stopped();
+        end.stopped = self.session.stopped();
         end.not_run = Some(why);
         end
     }
+}
 
-    /// Sends one step; on a stop request, cancels it and waits for the (interrupted) verdict.
-    /// The agent's news is passed on as it comes, and what it sent before its verdict is passed
-    /// on before the verdict is returned: a step's logs always precede its `step_finished`.
-    pub(super) async fn run_step(
-        &self,
-        agent: &ActorRef<AgentMsg>,
-        request: StepRequest,
-        news: &mut Option<mpsc::UnboundedReceiver<AgentEvent>>,
-    ) -> Result<StepVerdict, TurnLost> {
-        let limit = request.timeout.saturating_add(Duration::from_secs(60));
-        let (reply, answer) = ractor::concurrency::oneshot();
-        agent
-            .cast(AgentMsg::RunStep(request, reply.into()))
-            .map_err(|e| TurnLost::ActorGone(e.to_string()))?;
-        let mut answer = answer;
-        // Set once a stop was asked for: the interrupted verdict must come by then.
-        let mut cancelled_until: Option<tokio::time::Instant> = None;
-        // The agent's death during the step is the step's own news: its provider sees it (the
-        // end of its output) and says how it died in the verdict. Stopping the session on it
-        // here would race that verdict and cut the step off as `interrupted`.
-        let mut died: Option<AgentEvent> = None;
-        let verdict = loop {
-            tokio::select! {
-                verdict = &mut answer => break verdict.map_err(|_| TurnLost::NoVerdict),
-                Some(event) = next_news(news) => self.take_news(event, &mut died),
-                _ = Self::until_stopped(self.stop.clone()), if cancelled_until.is_none() => {
-                    let _ = agent.cast(AgentMsg::Cancel);
-                    cancelled_until = Some(later(tokio::time::Instant::now(), limit));
-                }
-                _ = sleep_until_opt(cancelled_until), if cancelled_until.is_some() => {
-                    break Err(TurnLost::CancelIgnored);
-                }
+/// Sends one step; on a stop request, cancels it and waits for the (interrupted) verdict.
+/// The agent's news is passed on as it comes, and what it sent before its verdict is passed
+/// on before the verdict is returned: a step's logs always precede its `step_finished`.
+pub(super) async fn run_step(
+    session: &Driver,
+    agent: &ActorRef<AgentMsg>,
+    request: StepRequest,
+    news: &mut AgentNews,
+) -> Result<StepVerdict, TurnLost> {
+    let limit = request.timeout.saturating_add(Duration::from_secs(60));
+    let (reply, answer) = ractor::concurrency::oneshot();
+    agent
+        .cast(AgentMsg::RunStep(request, reply.into()))
+        .map_err(|e| TurnLost::ActorGone(e.to_string()))?;
+    let mut answer = answer;
+    // Set once a stop was asked for: the interrupted verdict must come by then.
+    let mut cancelled_until: Option<tokio::time::Instant> = None;
+    // The agent's death during the step is the step's own news: its provider sees it (the
+    // end of its output) and says how it died in the verdict. Stopping the session on it
+    // here would race that verdict and cut the step off as `interrupted`.
+    let mut died: Option<AgentEvent> = None;
+    let verdict = loop {
+        tokio::select! {
+            verdict = &mut answer => break verdict.map_err(|_| TurnLost::NoVerdict),
+            Some(event) = next_news(news) => take_news(session, event, &mut died),
+            _ = Driver::until_stopped(session.stop.clone()), if cancelled_until.is_none() => {
+                let _ = agent.cast(AgentMsg::Cancel);
+                cancelled_until = Some(later(tokio::time::Instant::now(), limit));
             }
-        };
-        if let Some(rx) = news.as_mut() {
-            while let Ok(event) = rx.try_recv() {
-                self.take_news(event, &mut died);
+            _ = sleep_until_opt(cancelled_until), if cancelled_until.is_some() => {
+                break Err(TurnLost::CancelIgnored);
             }
         }
-        // A death the verdict names, or one the watchdog already answered with a restart, is
-        // not news for the session.
-        let told = match &verdict {
-            Ok(v) => v.agent_died.is_some() || v.fault.is_some() || v.restarts > 0,
-            Err(_) => false,
-        };
-        if let (Some(death), false) = (died, told) {
-            self.pass_on(death);
-        }
-        verdict
+    };
+    while let Ok(event) = news.try_recv() {
+        take_news(session, event, &mut died);
     }
-
-    /// News that came while a step ran: passed on at once, but the agent's death is held for
-    /// after the verdict (see `run_step`).
-    pub(super) fn take_news(&self, event: AgentEvent, died: &mut Option<AgentEvent>) {
-        match event {
-            AgentEvent::Exited(_) => *died = Some(event),
-            other => self.pass_on(other),
-        }
+    // A death the verdict names, or one the watchdog already answered with a restart, is
+    // not news for the session.
+    let told = match &verdict {
+        Ok(v) => v.agent_died.is_some() || v.fault.is_some() || v.restarts > 0,
+        Err(_) => false,
+    };
+    if let (Some(death), false) = (died, told) {
+        pass_on(session, death);
     }
+    verdict
+}
 
-    /// The session's agent, started now if it was waiting for a step that needs it.
-    pub(super) async fn agent(
-        &self,
-        started: &mut Started,
-    ) -> Result<ActorRef<AgentMsg>, AgentStartFailure> {
-        let no_agent = || AgentStartFailure {
+/// News that came while a step ran: passed on at once, but the agent's death is held for
+/// after the verdict (see `run_step`).
+fn take_news(session: &Driver, event: AgentEvent, died: &mut Option<AgentEvent>) {
+    match event {
+        AgentEvent::Exited(_) => *died = Some(event),
+        other => pass_on(session, other),
+    }
+}
+
+/// The session's agent and its news, started now if it was waiting for a step that needs it.
+pub(super) async fn ready_agent<'k>(
+    session: &Driver,
+    slot: &'k mut AgentSlot,
+) -> Result<(ActorRef<AgentMsg>, &'k mut AgentNews), AgentStartFailure> {
+    if matches!(slot, AgentSlot::Waiting { .. }) {
+        slot.start(session).await?;
+    }
+    match slot {
+        AgentSlot::Spawned { actor, news } => Ok((actor.clone(), news)),
+        AgentSlot::Waiting { .. } | AgentSlot::Gone => Err(AgentStartFailure {
             ending: Ending::error("no agent was started"),
             nothing_sent: true,
-        };
-        if let Some(agent) = &started.agent {
-            return Ok(agent.clone());
-        }
-        let args = started.pending_agent.take().ok_or_else(no_agent)?;
-        self.start_agent(started, args).await?;
-        started.agent.clone().ok_or_else(no_agent)
+        }),
     }
 }
 
@@ -252,15 +255,10 @@ pub(super) async fn sleep_until_opt(at: Option<tokio::time::Instant>) {
     }
 }
 
-/// The next piece of news, or never when there is no receiver (or it is closed).
-pub(super) async fn next_news(
-    news: &mut Option<mpsc::UnboundedReceiver<AgentEvent>>,
-) -> Option<AgentEvent> {
-    match news.as_mut() {
-        Some(rx) => match rx.recv().await {
-            Some(event) => Some(event),
-            None => std::future::pending().await,
-        },
+/// The next piece of news, or never once the agent's channel is closed.
+pub(super) async fn next_news(news: &mut AgentNews) -> Option<AgentEvent> {
+    match news.recv().await {
+        Some(event) => Some(event),
         None => std::future::pending().await,
     }
 }

@@ -13,11 +13,10 @@ use crate::replay::session::FactsAnswer;
 /// is shorter).
 const ANSWER_LIMIT: Duration = Duration::from_secs(120);
 
-impl Driver {
+impl Steps<'_> {
     /// Asks the agent `question` about the step it just passed; what it answered, or why not.
     pub(super) async fn ask_facts(
-        &self,
-        started: &mut Started,
+        &mut self,
         done: &mut AgentDone,
         question: String,
     ) -> FactsAnswer {
@@ -26,7 +25,7 @@ impl Driver {
         request.question = Some(Question::Facts);
         request.timeout = request.timeout.min(ANSWER_LIMIT);
         let id = request.step_id;
-        let agent = match self.agent(started).await {
+        let (agent, news) = match ready_agent(self.session, &mut self.kit.agent).await {
             Ok(agent) => agent,
             Err(failure) => {
                 let why = failure.ending.message.unwrap_or_default();
@@ -36,11 +35,9 @@ impl Driver {
                 ));
             }
         };
-        let answer = self
-            .run_step(&agent, request, &mut started.agent_news)
-            .await;
+        let answer = run_step(self.session, &agent, request, news).await;
         // Console calls made while answering are the step's too.
-        let _ = self.emit_console_calls(started, id);
+        let _ = self.emit_console_calls(id);
         let verdict = match answer {
             Ok(v) => v,
             Err(why) => {
@@ -70,9 +67,10 @@ impl Driver {
     /// The question's cost is the step's: in its usage and in the suite's budget.
     fn add_question_cost(&self, done: &mut AgentDone, asked: &StepUsage) {
         if asked.cost_reported {
-            self.suite
+            self.session
+                .suite
                 .budget
-                .add(&self.test.rel_path, asked.step_cost_usd);
+                .add(&self.session.test.rel_path, asked.step_cost_usd);
         }
         let Some(usage) = done.usage.as_mut() else {
             done.usage = Some(usage_of(asked));

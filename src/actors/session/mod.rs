@@ -15,6 +15,7 @@
 mod agent_stage;
 mod checkpoints;
 mod facts;
+mod kit;
 mod policy;
 mod replay_stage;
 mod setup;
@@ -25,6 +26,7 @@ mod teardown;
 use crate::model::ids::StepId;
 use crate::model::ids::{RunId, SessionId, SuiteId};
 use agent_stage::*;
+use kit::{AgentNews, AgentSlot, SessionKit};
 use replay_stage::*;
 use steps::*;
 
@@ -464,19 +466,15 @@ impl Ending {
     }
 }
 
-/// What the session started, for teardown.
+/// What a setup has started so far (all of it, once it is done: the [`SessionKit`] given
+/// back), for teardown.
 #[derive(Default)]
 struct Started {
     harness: Option<Harness>,
     agent: Option<ActorRef<AgentMsg>>,
-    /// The agent's live news (logs, evidence, its death). The driver reads it itself, so that a
-    /// step's logs are reported before that step's verdict.
-    agent_news: Option<mpsc::UnboundedReceiver<AgentEvent>>,
     workdir: Option<PathBuf>,
     /// The agent console's MCP server (`[provider] console`), stopped with the session.
     console: Option<ConsoleServer>,
-    /// The agent, not started yet: with replay on, it starts when a step first needs it.
-    pending_agent: Option<AgentArgs>,
     /// Replay and recording (see docs/replay.md), where they apply.
     replay: Option<crate::replay::session::ReplaySession>,
     /// The session's browser (`[browser]`, docs/browser.md), ended with the harness.
@@ -486,7 +484,7 @@ struct Started {
     browser_mcp: Option<(Option<String>, crate::browser::mcp::McpCommand)>,
     /// The replay's Playwright MCP client, started ahead beside the harness's start; the
     /// session's replay takes it over (or it is stopped with the session).
-    replay_browser: Option<crate::replay::browser::BrowserReplay>,
+    replay_browser: Option<crate::replay::session::BrowserAhead>,
     /// The browser's `BUGATTI_CDP_URL`, known before it is up (its endpoint's listener is bound
     /// ahead): the replay's client starts beside the browser.
     early_cdp_url: Option<String>,
@@ -580,7 +578,7 @@ impl Driver {
             .budget
             .run_finished(self.suite.budget.test_spent(&self.test.rel_path) - spent_before);
         let harness_flush = started.harness_flush.take();
-        self.teardown(started, &ending).await;
+        started.tear_down(self, &ending).await;
         flush_harness_events(harness_flush).await;
         let outcome = ending.outcome;
         tracing::info!(outcome = outcome.as_str(), "session finished");
@@ -663,10 +661,51 @@ impl Driver {
         }
     }
 
+    /// Setup, then the agent (unless replay tries steps first: it starts when a step needs
+    /// it, docs/replay.md), then the steps; `started` is what teardown has to end.
     async fn setup_and_steps(&self, started: &mut Started) -> Ending {
-        match self.setup(started).await {
-            Ok(vars) => self.steps(started, &vars).await,
-            Err(ending) => ending,
+        let mut kit = match setup::Setup::new(self, started).kit().await {
+            Ok(kit) => kit,
+            Err(ending) => return ending,
+        };
+        let replays_first = kit.replay.as_ref().is_some_and(|r| r.replays());
+        let ending = match replays_first {
+            false => match ready_agent(self, &mut kit.agent).await {
+                Ok(_) => Steps::new(self, &mut kit).run().await,
+                Err(failure) => failure.ending,
+            },
+            true => Steps::new(self, &mut kit).run().await,
+        };
+        *started = Started::from(kit);
+        ending
+    }
+
+    fn report_browser_teardown(&self, report: &crate::process::teardown::TeardownReport) {
+        self.emit(EventKind::CommandTornDown {
+            name: setup::BROWSER.to_string(),
+            teardown: report.state,
+            log_truncated_bytes: None,
+        });
+        if !report.leaked.is_empty() {
+            tracing::warn!("the browser leaked processes {:?} (killed)", report.leaked);
+        }
+    }
+
+    pub(super) fn report_teardown(&self, record: &HarnessRecord) {
+        if let Some(teardown) = record.teardown {
+            self.emit(EventKind::CommandTornDown {
+                name: record.name.clone(),
+                teardown,
+                log_truncated_bytes: (record.log_truncated_bytes > 0)
+                    .then_some(record.log_truncated_bytes),
+            });
+        }
+        if !record.leaked_pids.is_empty() {
+            tracing::warn!(
+                "command `{}` leaked processes {:?} (killed)",
+                record.name,
+                record.leaked_pids
+            );
         }
     }
 }

@@ -19,34 +19,30 @@ pub(super) enum ReplayStage {
     ToAgent(Option<AgentTurn>),
 }
 
-impl Driver {
+impl Steps<'_> {
     /// The step's recording first; the agent only on a miss, a drift, an opt-out or an audit.
-    pub(super) async fn replay_stage(
-        &self,
-        started: &mut Started,
-        run: &StepRun<'_>,
-    ) -> ReplayStage {
-        let Some(replay) = started.replay.as_mut() else {
+    pub(super) async fn replay_stage(&mut self, run: &StepRun<'_>) -> ReplayStage {
+        let Some(replay) = self.kit.replay.as_mut() else {
             return ReplayStage::ToAgent(None);
         };
         let asked = StepAsked {
             step: run.step,
             id: run.id,
             instruction: &run.instruction,
-            console: started.console.as_ref().map(|s| s.console().as_ref()),
-            run_id: &self.run_id,
+            console: self.kit.console.as_ref().map(|s| s.console().as_ref()),
+            run_id: &self.session.run_id,
             step_timeout: run.step.timeout.value,
         };
         let before = replay
-            .before(&asked, Self::until_stopped(self.stop.clone()))
+            .before(&asked, Driver::until_stopped(self.session.stop.clone()))
             .await;
         let screenshots = replay.take_screenshots();
         // The console calls a replay made are the step's.
-        self.emit_console_calls(started, run.id);
+        self.emit_console_calls(run.id);
         // The screenshots the agent had taken, taken again (before a drift too), are the step's
         // evidence.
         for path in screenshots {
-            self.emit(EventKind::Evidence {
+            self.session.emit(EventKind::Evidence {
                 step_id: run.id,
                 kind: "screenshot".to_string(),
                 path,
@@ -63,7 +59,7 @@ impl Driver {
                 // The evidence of a replayed step is taken as an agent step's is.
                 let mut status = StepStatus::Ok;
                 let mut message = replayed.message;
-                self.capture_browser(started, run.id, &mut status, &mut message)
+                self.capture_browser(run.id, &mut status, &mut message)
                     .await;
                 let mut end = StepEnd::new(status, Some(message));
                 end.duration = replayed.took;
@@ -82,17 +78,16 @@ impl Driver {
     /// The agent's turn at the step, then what replay makes of it: its pass recorded (with the
     /// facts it rested on), an audited failure's recording deleted.
     pub(super) async fn agent_and_record(
-        &self,
-        started: &mut Started,
+        &mut self,
         run: &StepRun<'_>,
         turn: Option<AgentTurn>,
     ) -> StepEnd {
-        let mut done = match self.agent_stage(started, run).await {
+        let mut done = match self.agent_stage(run).await {
             Ok(done) => done,
             Err(end) => return end,
         };
         let info = match turn {
-            Some(turn) => self.record_stage(started, turn, &mut done).await,
+            Some(turn) => self.record_stage(turn, &mut done).await,
             None => None,
         };
         self.agent_fault(run.id, &done.verdict);
@@ -104,17 +99,12 @@ impl Driver {
         end.fault = v.fault.as_ref().map(|f| f.to_string());
         end.restarts = v.restarts;
         end.agent_died = v.agent_died.as_ref().map(|d| d.to_string());
-        end.stopped = self.stopped();
+        end.stopped = self.session.stopped();
         end
     }
 
-    async fn record_stage(
-        &self,
-        started: &mut Started,
-        turn: AgentTurn,
-        done: &mut AgentDone,
-    ) -> Option<StepReplay> {
-        let replay = started.replay.as_mut()?;
+    async fn record_stage(&mut self, turn: AgentTurn, done: &mut AgentDone) -> Option<StepReplay> {
+        let replay = self.kit.replay.as_mut()?;
         let step = AgentStep {
             status: done.verdict.status,
             judged: done.judged,
@@ -125,7 +115,7 @@ impl Driver {
             After::Done(info) => return Some(info),
             After::AskFacts(pending) => pending,
         };
-        let answer = self.ask_facts(started, done, pending.question()).await;
+        let answer = self.ask_facts(done, pending.question()).await;
         if let FactsAnswer::Withdrawn(why) = &answer {
             // Its last word is the verdict: the step fails as the agent now says.
             done.verdict.status = StepStatus::Error;
@@ -133,7 +123,7 @@ impl Driver {
                 format!("the agent withdrew its pass when asked its facts: {why}");
         }
         let cost = done.usage.as_ref().and_then(|u| u.cost_usd);
-        let replay = started.replay.as_mut()?;
+        let replay = self.kit.replay.as_mut()?;
         Some(replay.record(pending, answer, cost))
     }
 }

@@ -6,15 +6,15 @@ use super::*;
 use crate::console::record::CallRecord;
 use crate::model::ids::StepId;
 
-impl Driver {
+impl Steps<'_> {
     /// The console calls made since the last step ended, reported with this step.
-    pub(super) fn emit_console_calls(&self, started: &Started, step_id: StepId) -> Vec<CallRecord> {
-        let Some(server) = &started.console else {
+    pub(super) fn emit_console_calls(&self, step_id: StepId) -> Vec<CallRecord> {
+        let Some(server) = &self.kit.console else {
             return Vec::new();
         };
         let calls = server.console().recorder().take_calls();
         for call in calls.iter().cloned() {
-            self.emit(EventKind::ConsoleCall {
+            self.session.emit(EventKind::ConsoleCall {
                 step_id,
                 summary: call.summary(),
                 tool: call.tool,
@@ -32,17 +32,16 @@ impl Driver {
     /// the step, never fatal.
     pub(super) async fn capture_browser(
         &self,
-        started: &Started,
         id: StepId,
         status: &mut StepStatus,
         message: &mut String,
     ) {
-        let Some(browser) = &started.browser else {
+        let Some(browser) = &self.kit.browser else {
             return;
         };
-        let capture = browser.end_step(id, &self.run_dir()).await;
+        let capture = browser.end_step(id, &self.session.run_dir()).await;
         for evidence in &capture.evidence {
-            self.emit(EventKind::Evidence {
+            self.session.emit(EventKind::Evidence {
                 step_id: id,
                 kind: evidence.kind().to_string(),
                 path: evidence.path().to_string(),
@@ -50,7 +49,7 @@ impl Driver {
             });
         }
         for problem in &capture.problems {
-            self.emit(EventKind::Evidence {
+            self.session.emit(EventKind::Evidence {
                 step_id: id,
                 kind: "browser".to_string(),
                 path: String::new(),
@@ -84,38 +83,39 @@ impl Driver {
     /// command wrote just before the step failed (a traceback printed before its `500`) may still
     /// be on its way through the log's pump: the logs are given until they are quiet.
     pub(super) async fn emit_excerpt(&self, step_id: StepId, marks: &LogMarks, settled: bool) {
-        let logs = self.run_paths().logs_dir();
+        let logs = self.session.run_paths().logs_dir();
         if settled {
             settle(&logs).await;
         }
         let excerpt = marks.excerpt_since(&logs);
         if !excerpt.is_empty() {
-            self.emit(EventKind::HarnessLogExcerpt { step_id, excerpt });
+            self.session
+                .emit(EventKind::HarnessLogExcerpt { step_id, excerpt });
         }
     }
+}
 
-    /// A step's log and evidence become run events; the rest (bootstrap notes, the agent's
-    /// death) is the session actor's to judge.
-    pub(super) fn pass_on(&self, event: AgentEvent) {
-        match event {
-            AgentEvent::Log { step_id, message } if step_id.is_step() => {
-                self.emit(EventKind::AgentLog { step_id, message });
-            }
-            AgentEvent::Restarted { step_id, reason } => {
-                self.emit(EventKind::AgentRestarted { step_id, reason });
-            }
-            AgentEvent::Evidence { step_id, evidence } if step_id.is_step() => {
-                let problem = evidence_problem(&self.run_dir(), &evidence.path);
-                self.emit(EventKind::Evidence {
-                    step_id,
-                    kind: evidence.kind.to_string(),
-                    path: evidence.path.clone(),
-                    problem,
-                });
-            }
-            other => {
-                let _ = self.myself.cast(SessionMsg::Agent(other));
-            }
+/// A step's log and evidence become run events; the rest (bootstrap notes, the agent's
+/// death) is the session actor's to judge.
+pub(super) fn pass_on(session: &Driver, event: AgentEvent) {
+    match event {
+        AgentEvent::Log { step_id, message } if step_id.is_step() => {
+            session.emit(EventKind::AgentLog { step_id, message });
+        }
+        AgentEvent::Restarted { step_id, reason } => {
+            session.emit(EventKind::AgentRestarted { step_id, reason });
+        }
+        AgentEvent::Evidence { step_id, evidence } if step_id.is_step() => {
+            let problem = evidence_problem(&session.run_dir(), &evidence.path);
+            session.emit(EventKind::Evidence {
+                step_id,
+                kind: evidence.kind.to_string(),
+                path: evidence.path.clone(),
+                problem,
+            });
+        }
+        other => {
+            let _ = session.myself.cast(SessionMsg::Agent(other));
         }
     }
 }

@@ -40,29 +40,38 @@ pub(super) struct StepRun<'a> {
     restored: Option<(StepId, &'a str)>,
 }
 
-impl Driver {
+/// A session's steps, run in order with what its setup started (its [`SessionKit`]).
+pub(super) struct Steps<'s> {
+    pub(super) session: &'s Driver,
+    pub(super) kit: &'s mut SessionKit,
+}
+
+impl<'s> Steps<'s> {
+    pub(super) fn new(session: &'s Driver, kit: &'s mut SessionKit) -> Self {
+        Self { session, kit }
+    }
+
     /// The steps in order, each through its stages (replay → agent → budgets → verdict).
-    pub(super) async fn steps(&self, started: &mut Started, vars: &SessionVars) -> Ending {
-        let Some(workdir) = started.workdir.clone() else {
-            return Ending::error("no workspace was created");
-        };
-        let strict = self.test.effective.provider.strict_warnings.value;
+    pub(super) async fn run(&mut self) -> Ending {
+        let session = self.session;
+        let strict = session.test.effective.provider.strict_warnings.value;
         let mut warnings = Vec::new();
         // Resuming from a checkpoint: the steps up to and including its step were restored, not
         // run (but `setup = true` steps still run), and no checkpoint is saved among them.
-        let resumed_through = self.suite.from_checkpoint.as_deref().and_then(|name| {
-            self.test
+        let resumed_through = session.suite.from_checkpoint.as_deref().and_then(|name| {
+            session
+                .test
                 .plan
                 .iter()
                 .find(|s| s.checkpoint.as_deref() == Some(name))
                 .map(|s| (s.step_id, name))
         });
-        for step in &self.test.plan {
-            if let Some(reason) = self.stopped() {
+        for step in &session.test.plan {
+            if let Some(reason) = session.stopped() {
                 return Ending::from_stop(reason);
             }
             let restored = resumed_through.filter(|(last, _)| step.step_id <= *last);
-            match self.one_step(started, vars, &workdir, step, restored).await {
+            match self.one_step(step, restored).await {
                 Ok(Some(warning)) => warnings.push(warning),
                 Ok(None) => {}
                 Err(ending) => return ending,
@@ -73,17 +82,17 @@ impl Driver {
 
     /// One step: `Ok(Some(warning))` when it warned, `Err` when the session ends here.
     async fn one_step(
-        &self,
-        started: &mut Started,
-        vars: &SessionVars,
-        workdir: &Path,
+        &mut self,
         step: &PlannedStep,
         restored: Option<(StepId, &str)>,
     ) -> Result<Option<String>, Ending> {
         let id = step.step_id;
-        let _ = self.myself.cast(SessionMsg::StepStarting(step.step_id));
+        let _ = self
+            .session
+            .myself
+            .cast(SessionMsg::StepStarting(step.step_id));
         let instruction = self
-            .render(step, vars, workdir)
+            .render(step, &self.kit.vars, &self.kit.workdir)
             .map_err(|e| Ending::error(e.to_string()))?;
         let skipped = if step.skip {
             Some("skip = true".to_string())
@@ -92,7 +101,7 @@ impl Driver {
                 .filter(|_| !step.setup)
                 .map(|(_, name)| format!("restored from checkpoint `{name}`"))
         };
-        self.emit(EventKind::StepStarted {
+        self.session.emit(EventKind::StepStarted {
             step_id: id,
             instruction: summarize_instruction(&instruction, 100),
             // A skipped step sends nothing.
@@ -100,7 +109,7 @@ impl Driver {
             provenance: provenance(step),
         });
         #[cfg(feature = "fault-injection")]
-        if self.fault_driver_panic {
+        if self.session.fault_driver_panic {
             panic!("injected fault: the session's driver panicked mid-step");
         }
         let run = StepRun {
@@ -111,24 +120,24 @@ impl Driver {
         };
         let end = match skipped {
             Some(message) => StepEnd::new(StepStatus::Skipped, Some(message)),
-            None => self.stages(started, &run).await,
+            None => self.stages(&run).await,
         };
-        self.finish(&run, end, vars).await
+        self.finish(&run, end, &self.kit.vars).await
     }
 
     /// The stages of a step that is sent: the budget, its replay, else the agent and the
     /// recording of its pass.
-    async fn stages(&self, started: &mut Started, run: &StepRun<'_>) -> StepEnd {
+    async fn stages(&mut self, run: &StepRun<'_>) -> StepEnd {
         if let Some(end) = self.budget_before() {
             return end;
         }
         // The step's window of console messages and failed requests opens.
-        if let Some(browser) = &started.browser {
+        if let Some(browser) = &self.kit.browser {
             browser.begin_step();
         }
-        match self.replay_stage(started, run).await {
+        match self.replay_stage(run).await {
             ReplayStage::Ended(end) => end,
-            ReplayStage::ToAgent(turn) => self.agent_and_record(started, run, turn).await,
+            ReplayStage::ToAgent(turn) => self.agent_and_record(run, turn).await,
         }
     }
 
@@ -143,7 +152,7 @@ impl Driver {
         let after = policy::after_step(run.id, &end);
         let passed = matches!(end.status, StepStatus::Ok | StepStatus::Warn);
         // The one place a step's `step_finished` is written.
-        self.emit(EventKind::StepFinished {
+        self.session.emit(EventKind::StepFinished {
             step_id: run.id,
             status: end.status,
             message: end.message,
@@ -170,7 +179,8 @@ impl Driver {
     async fn save_checkpoint(&self, run: &StepRun<'_>, vars: &SessionVars) -> Result<(), Ending> {
         match (&run.step.checkpoint, run.restored) {
             (Some(name), None) => {
-                self.checkpoint(CheckpointAction::Save, name, Some(run.id), vars)
+                self.session
+                    .checkpoint(CheckpointAction::Save, name, Some(run.id), vars)
                     .await
             }
             _ => Ok(()),
@@ -179,8 +189,12 @@ impl Driver {
 
     /// The budget before a step: a ceiling already reached sends nothing.
     fn budget_before(&self) -> Option<StepEnd> {
-        let max_cost = self.test.effective.provider.max_cost_usd.value;
-        let why = self.suite.budget.exhausted(&self.test.rel_path, max_cost)?;
+        let max_cost = self.session.test.effective.provider.max_cost_usd.value;
+        let why = self
+            .session
+            .suite
+            .budget
+            .exhausted(&self.session.test.rel_path, max_cost)?;
         Some(StepEnd::new(
             StepStatus::OverBudget,
             Some(format!("not sent to the agent: {why}")),
@@ -214,7 +228,7 @@ impl Driver {
     ) -> Result<String, RenderError> {
         let rendered = prepare_instruction(
             step,
-            &self.suite.project_root,
+            &self.session.suite.project_root,
             &step_vars(vars, step.step_id),
             workdir,
         )
@@ -250,3 +264,6 @@ pub(super) fn provenance(step: &PlannedStep) -> Provenance {
             .collect(),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -115,6 +115,7 @@ pub(super) fn check_names(
     let known = known_names(eff);
     check_env_expansion(eff, &known, lps);
     check_agent_step_id(eff, lps);
+    check_removed_agent_flags(eff, lps);
     for (field, text, origin, extra) in substituted_fields(eff) {
         if let Err(e) = only_known(text, &known, extra) {
             lps.push(LayerProblem {
@@ -213,6 +214,31 @@ fn check_agent_step_id(eff: &EffectiveConfig, lps: &mut Vec<LayerProblem>) {
             });
         }
     }
+}
+
+/// A Codex flag every supported Codex refuses (`--full-auto`): refused here, by `check` and
+/// `doctor` as by `start`, with its replacement, rather than by Codex at the first step.
+fn check_removed_agent_flags(eff: &EffectiveConfig, lps: &mut Vec<LayerProblem>) {
+    if eff.provider.name.value != crate::model::provider::ProviderKind::Codex {
+        return;
+    }
+    if let Some(why) = removed_codex_flag(&eff.provider.agent_args.value) {
+        lps.push(LayerProblem {
+            message: format!("provider.agent_args: {why}"),
+            origin: eff.provider.agent_args.origin.clone(),
+        });
+    }
+}
+
+/// A flag in Codex's `agent_args` that every supported Codex refuses, with what to write
+/// instead: `--full-auto` (removed in Codex 0.147) is `--sandbox workspace-write`.
+pub(crate) fn removed_codex_flag(agent_args: &[String]) -> Option<String> {
+    agent_args.iter().any(|a| a == "--full-auto").then(|| {
+        "`--full-auto` is not a Codex flag since Codex 0.147 (every supported Codex exits on \
+         it with an argument error): write `--sandbox workspace-write` instead (or leave the \
+         sandbox out: the supervisor lifts Codex's own, docs/providers.md)"
+            .to_string()
+    })
 }
 
 /// A config text whose `${NAME}`s a session substitutes: where it is, the text, its origin and

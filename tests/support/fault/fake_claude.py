@@ -24,7 +24,7 @@ reads one stream-json user message per line and answers each by FAKE_CLAUDE_MODE
                         with a built-in price)
     old_version         `--version` says 0.2.9, older than the stream-json print mode the
                         supervisor reads (refused before anything starts: cli_version)
-`--version` answers as the real CLI does (`2.1.3 (Claude Code)`).
+`--version` answers as the real CLI does (`2.1.197 (Claude Code)`).
 Every request it answers is counted in FAKE_CLAUDE_COUNT (a file), when set: how many turns the
 suite asked of the agent.
 """
@@ -39,7 +39,7 @@ MODE = os.environ.get("FAKE_CLAUDE_MODE", "ok")
 args = sys.argv[1:]
 
 if args == ["--version"]:
-    print("0.2.9 (Claude Code)" if MODE == "old_version" else "2.1.3 (Claude Code)")
+    print("0.2.9 (Claude Code)" if MODE == "old_version" else "2.1.197 (Claude Code)")
     sys.exit(0)
 
 if args[:2] == ["auth", "status"]:

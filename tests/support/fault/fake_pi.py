@@ -9,6 +9,9 @@ fails"). One process per step; it answers the prompt (its last argument) by FAKE
     exit0_on_error      a 401 error message, agent_end (no retry), exit 0
     old_version         `--version` says 0.60.2, older than the pi the supervisor reads
                         (refused before anything starts: cli_version)
+    newer_version       `--version` says 1.7.0, newer than the newest pi tested (a warning)
+    old_node            every run dies as pi 1.6.0 dies under Node 20.20.2 (its first import
+                        fails), `--version` included: stderr as captured, exit 1
 `pi --version` answers as the real CLI does (`1.5.2`).
 """
 import json
@@ -19,8 +22,22 @@ import uuid
 
 MODE = os.environ.get("FAKE_PI_MODE", "ok")
 
+if MODE == "old_node":
+    sys.stderr.write("""file:///usr/lib/node_modules/@earendil-works/pi-coding-agent/dist/bundle/cli.js:2
+import { createRequire, enableCompileCache } from "node:module";
+                        ^^^^^^^^^^^^^^^^^^
+SyntaxError: The requested module 'node:module' does not provide an export named 'enableCompileCache'
+    at ModuleJob._instantiate (node:internal/modules/esm/module_job:213:21)
+    at async ModuleJob.run (node:internal/modules/esm/module_job:320:5)
+    at async ModuleLoader.import (node:internal/modules/esm/loader:606:24)
+    at async asyncRunEntryPointWithESMLoader (node:internal/modules/run_main:117:5)
+
+Node.js v20.20.2
+""")
+    sys.exit(1)
+
 if sys.argv[1:] == ["--version"]:
-    print("0.60.2" if MODE == "old_version" else "1.5.2")
+    print({"old_version": "0.60.2", "newer_version": "1.7.0"}.get(MODE, "1.5.2"))
     sys.exit(0)
 
 

@@ -3,19 +3,22 @@
 //! trends of their history.
 
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 
-use bugatti::model::artifacts::SuitePaths;
-use bugatti::model::ids::SuiteId;
-use bugatti::report::records::suite::SuiteSummary;
-use bugatti::report::{records::history, store::artifact_dir};
+use crate::model::artifacts::SuitePaths;
+use crate::model::ids::SuiteId;
+use crate::report::records::suite::SuiteSummary;
+use crate::report::{records::history, store::artifact_dir};
 
-use super::{artifact_dir_of, restore_default_sigpipe};
+use super::{artifact_dir_of, restore_default_sigpipe, Exit};
 
 /// 0 when the suite passed as its summary says (quarantined tests aside, flaky passes by the
 /// suite's policy, missing shards by `--allow-partial`), else 1.
-fn suite_exit(summary: &SuiteSummary) -> ExitCode {
-    ExitCode::from(if summary.passed() { 0 } else { 1 })
+fn suite_exit(summary: &SuiteSummary) -> Exit {
+    if summary.passed() {
+        Exit::SUCCESS
+    } else {
+        Exit::FAILED
+    }
 }
 
 /// The console's list of what the suite did not run and why, and of what fails it and why.
@@ -34,17 +37,17 @@ fn print_verdicts(summary: &SuiteSummary) {
     }
 }
 
-pub(crate) fn merge(
+pub fn merge(
     dirs: &[PathBuf],
     out: Option<PathBuf>,
     config: Option<PathBuf>,
     history: Option<PathBuf>,
     allow_partial: bool,
-) -> ExitCode {
+) -> Exit {
     if let Some(file) = &history {
         if let Err(e) = artifact_dir::check_writable("--history", file) {
             eprintln!("error: {e}");
-            return ExitCode::from(2);
+            return Exit::USAGE;
         }
     }
     let artifacts = artifact_dir_of(config).map(|(dir, _)| dir);
@@ -60,7 +63,7 @@ pub(crate) fn merge(
         (None, Ok(dir)) => SuitePaths::under(dir, &SuiteId::fresh()).dir,
         (None, Err(e)) => {
             eprintln!("error: {e}");
-            return ExitCode::from(2);
+            return Exit::USAGE;
         }
     };
     match artifact_dir::merge(dirs, &out, history.as_deref(), allow_partial) {
@@ -82,7 +85,7 @@ pub(crate) fn merge(
         }
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(2)
+            Exit::USAGE
         }
     }
 }
@@ -176,13 +179,13 @@ fn last_whole_suite(
 }
 
 /// `trends`: `Some(history file)` to print them (`Some(None)`: the project's history).
-pub(crate) fn report(
+pub fn report(
     which: Option<&str>,
     open: bool,
     trends: Option<Option<PathBuf>>,
     chrome_trace: Option<PathBuf>,
     config: Option<PathBuf>,
-) -> ExitCode {
+) -> Exit {
     restore_default_sigpipe();
     let artifacts = artifact_dir_of(config).map(|(dir, _)| dir);
     let history_file = trends.clone().flatten();
@@ -190,14 +193,14 @@ pub(crate) fn report(
         Ok(loaded) => loaded,
         Err(e) => {
             eprintln!("error: {e}");
-            return ExitCode::from(2);
+            return Exit::USAGE;
         }
     };
     let d = SuitePaths::new(&loaded.dir);
     if let Some(file) = &chrome_trace {
         let written = std::fs::File::create(file).and_then(|f| {
             let mut out = std::io::BufWriter::new(f);
-            bugatti::report::renderers::chrome_trace::write(
+            crate::report::renderers::chrome_trace::write(
                 &loaded.summary,
                 &loaded.records,
                 &mut out,
@@ -205,7 +208,7 @@ pub(crate) fn report(
         });
         if let Err(e) = written {
             eprintln!("error: --chrome-trace {}: {e}", file.display());
-            return ExitCode::from(2);
+            return Exit::USAGE;
         }
     }
     println!("suite:        {}", loaded.summary.suite_id);
@@ -271,7 +274,7 @@ fn print_trends(file: &Path, suite_id: &SuiteId) {
     let entries = history::read(file);
     let at = entries.iter().position(|e| &e.suite_id == suite_id);
     let trend =
-        at.and_then(|i| bugatti::report::records::trends::Trends::of(&entries[..i], &entries[i]));
+        at.and_then(|i| crate::report::records::trends::Trends::of(&entries[..i], &entries[i]));
     println!();
     match trend {
         Some(t) => print!("{}", t.text()),

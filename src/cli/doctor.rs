@@ -1,18 +1,21 @@
 //! `supervisor doctor`: the provider CLI and its version, the config and tests, ports, the artifact
 //! directory, the browser and Playwright MCP, and the dead runs a SIGKILLed supervisor left.
 
-use super::*;
-use std::path::Path;
+use super::{load, Exit};
+use crate::model::options::RunOptions;
+use crate::providers::cli_version::Level;
+use crate::report::store::artifact_dir;
+use std::path::{Path, PathBuf};
 
 /// Check what a run will need, without running anything.
-pub(super) fn doctor(config: Option<PathBuf>) -> ExitCode {
+pub fn doctor(config: Option<PathBuf>) -> Exit {
     let options = RunOptions {
         config,
         ..RunOptions::default()
     };
     let Some(suite) = load(&options) else {
         println!("FAIL config and tests: see the problems above");
-        return ExitCode::from(2);
+        return Exit::USAGE;
     };
     println!(
         "ok   config and tests: {} root test(s) in {}",
@@ -44,7 +47,7 @@ pub(super) fn doctor(config: Option<PathBuf>) -> ExitCode {
     let versions = agent_versions(&providers, &suite.project_root);
     let mut findings: Vec<_> = providers
         .into_iter()
-        .flat_map(|p| bugatti::providers::locate::check_agent_program(p, &suite.project_root))
+        .flat_map(|p| crate::providers::locate::check_agent_program(p, &suite.project_root))
         .collect();
     findings.dedup();
     let mut seen = std::collections::BTreeSet::new();
@@ -61,25 +64,21 @@ pub(super) fn doctor(config: Option<PathBuf>) -> ExitCode {
     }
     // Codex sessions start from the user's own Codex home: say which one, and which login.
     if seeds_user_home {
-        let home = bugatti::providers::codex_home::user_home();
+        let home = crate::providers::codex_home::user_home();
         println!(
             "ok   {}",
-            bugatti::providers::codex_home::describe(home.as_ref())
+            crate::providers::codex_home::describe(home.as_ref())
         );
     }
     for note in tool_notes {
         println!("note {note}");
     }
-    for (ok, line) in versions {
-        if ok {
-            println!("ok   {line}");
-        } else {
-            failed = true;
-            println!("FAIL {line}");
-        }
+    for (level, line) in versions {
+        failed |= level == Level::Fail;
+        println!("{} {line}", level.tag());
     }
     for (name, port) in &suite.base.ports {
-        if let bugatti::model::config::PortSpec::Fixed(n) = port.value {
+        if let crate::model::config::PortSpec::Fixed(n) = port.value {
             match std::net::TcpListener::bind(("127.0.0.1", n)) {
                 Ok(_) => println!("ok   port {name} = {n} is free"),
                 Err(e) => {
@@ -104,19 +103,19 @@ pub(super) fn doctor(config: Option<PathBuf>) -> ExitCode {
     }
     report_dead_runs(&artifacts);
     if failed {
-        ExitCode::from(1)
+        Exit::FAILED
     } else {
-        ExitCode::SUCCESS
+        Exit::SUCCESS
     }
 }
 
 /// `doctor` for `[browser]`: the browser's and Playwright MCP's versions, or why they are
 /// missing; `true` when a session with this browser would fail.
 pub(super) fn browser_doctor(
-    config: &bugatti::model::browser::BrowserConfig,
+    config: &crate::model::browser::BrowserConfig,
     project_root: &Path,
 ) -> bool {
-    use bugatti::browser::doctor::{findings, BrowserFinding};
+    use crate::browser::doctor::{findings, BrowserFinding};
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -145,7 +144,7 @@ pub(super) fn browser_doctor(
 /// What supervisors that died (SIGKILL, OOM) left behind: a warning, not a failure — the next
 /// `start` cleans it up.
 pub(super) fn report_dead_runs(artifacts: &Path) {
-    use bugatti::process::dead_runs;
+    use crate::process::dead_runs;
     let ledgers = dead_runs::dead_ledgers(artifacts);
     let leftover_workspaces: Vec<_> = dead_runs::find(artifacts)
         .into_iter()
@@ -186,10 +185,10 @@ pub(super) fn report_dead_runs(artifacts: &Path) {
 /// `doctor`: each distinct Claude Code / Codex CLI the providers use answers `--version` (a CLI
 /// that is present but broken fails every session). Missing ones are the program check's news.
 pub(super) fn agent_versions(
-    providers: &[&bugatti::model::layers::ProviderSettings],
+    providers: &[&crate::model::layers::ProviderSettings],
     project_root: &std::path::Path,
-) -> Vec<(bool, String)> {
-    use bugatti::providers::locate::{agent_version, find_program};
+) -> Vec<(Level, String)> {
+    use crate::providers::locate::{agent_version, find_program};
     let mut seen = std::collections::BTreeSet::new();
     let mut wanted = Vec::new();
     for p in providers {
@@ -212,7 +211,7 @@ pub(super) fn agent_versions(
         .build()
     {
         Ok(runtime) => runtime,
-        Err(e) => return vec![(false, format!("cannot check agent versions: {e}"))],
+        Err(e) => return vec![(Level::Fail, format!("cannot check agent versions: {e}"))],
     };
     let env: Vec<(String, String)> = std::env::vars().collect();
     wanted
@@ -222,29 +221,31 @@ pub(super) fn agent_versions(
             let version = match runtime.block_on(agent_version(&path, project_root)) {
                 // One older than the protocol we read is the fault `cli_version` (preflight
                 // refuses it).
-                Ok(version) => match bugatti::providers::cli_version::judge(kind, &version) {
-                    bugatti::providers::cli_version::Verdict::TooOld(why) => {
-                        (false, format!("provider {name}: {why}"))
-                    }
-                    _ => (true, format!("provider {name}: {version}")),
-                },
-                Err(why) => (false, format!("provider {name}: {why}")),
+                Ok(version) => crate::providers::cli_version::doctor_line(kind, &version),
+                Err(why) => crate::providers::cli_version::doctor_failure(kind, why),
             };
+            let version = (version.0, format!("provider {name}: {}", version.1));
             // Its login, asked of the CLI without a model call (docs/providers.md).
             let args: Vec<String> = providers
                 .iter()
                 .find(|p| p.name.value == kind)
                 .map(|p| p.agent_args.value.clone())
                 .unwrap_or_default();
-            let login = runtime.block_on(bugatti::providers::login::check(
+            let login = runtime.block_on(crate::providers::login::check(
                 kind,
                 &path,
                 &args,
                 &env,
                 project_root,
             ));
-            let ok = !matches!(login, bugatti::providers::login::Login::No(_));
-            [version, (ok, format!("login of {}", login.describe(kind)))]
+            let level = match login {
+                crate::providers::login::Login::No(_) => Level::Fail,
+                _ => Level::Ok,
+            };
+            [
+                version,
+                (level, format!("login of {}", login.describe(kind))),
+            ]
         })
         .collect()
 }

@@ -1,7 +1,8 @@
 //! `supervisor init`: a starter config and example test in the current directory, never
 //! overwriting a file, and `.bugatti/` (every run's record) added to the project's `.gitignore`.
 
-use super::*;
+use super::Exit;
+use crate::model::load::CONFIG_FILE_NAME;
 
 const STARTER_CONFIG: &str = r#"# bugatti.config.toml — see config/bugatti.config.toml in the bugatti repository for every field.
 
@@ -24,7 +25,7 @@ instruction = "Check that the server answers: `curl -fsS http://127.0.0.1:${APP_
 "#;
 
 /// Write a starter config and example test; never overwrite.
-pub fn init() -> ExitCode {
+pub fn init() -> Exit {
     let files = [
         (CONFIG_FILE_NAME, STARTER_CONFIG),
         ("example.test.toml", STARTER_TEST),
@@ -32,13 +33,13 @@ pub fn init() -> ExitCode {
     for (name, _) in &files {
         if std::path::Path::new(name).exists() {
             eprintln!("error: {name} already exists; supervisor init does not overwrite files");
-            return ExitCode::from(2);
+            return Exit::USAGE;
         }
     }
     for (name, text) in &files {
         if let Err(e) = std::fs::write(name, text) {
             eprintln!("error: cannot write {name}: {e}");
-            return ExitCode::from(2);
+            return Exit::USAGE;
         }
         println!("wrote {name}");
     }
@@ -48,7 +49,7 @@ pub fn init() -> ExitCode {
         Err(e) => eprintln!("warning: cannot add .bugatti/ to .gitignore: {e}"),
     }
     println!("next: `supervisor check` to see the plan, `supervisor start` to run it");
-    ExitCode::SUCCESS
+    Exit::SUCCESS
 }
 
 /// The line that keeps run records out of version control.

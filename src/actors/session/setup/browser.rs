@@ -1,0 +1,216 @@
+//! The session's browser (docs/browser.md) and what reaches it: the agent's Playwright MCP
+//! command and its files, and the replay's client for it, started ahead beside the browser.
+
+use super::*;
+use crate::replay::session::{BrowserAhead, BrowserClientSpec, ReplaySession};
+
+impl Setup<'_> {
+    /// Starts the session's browser (docs/browser.md), reported like a harness command named `browser`.
+    pub(super) async fn start_browser(
+        &self,
+        config: &crate::model::browser::BrowserConfig,
+        workdir: &std::path::Path,
+        listener: Option<Arc<std::net::TcpListener>>,
+    ) -> Result<crate::browser::SessionBrowser, Ending> {
+        let mut places =
+            crate::browser::session::BrowserPlaces::new(workdir, &self.session.run_paths());
+        places.max_log_bytes = self.session.test.effective.supervisor.max_log_bytes.value;
+        places.token = Some(self.session.tokens.cdp.clone());
+        places.listener = listener;
+        let path_var = std::env::var("PATH").ok();
+        // The session's identity, as every harness process has it (the launch adds the run id).
+        let env = vec![
+            (
+                "BUGATTI_SESSION_ID".to_string(),
+                self.session.session_id.to_string(),
+            ),
+            (
+                "BUGATTI_PROJECT_ROOT".to_string(),
+                self.session.suite.project_root.display().to_string(),
+            ),
+        ];
+        let start = crate::browser::SessionBrowser::start(
+            config,
+            &places,
+            Scope::run(self.session.run_id.clone()),
+            env,
+            path_var.as_deref(),
+        );
+        let browser = tokio::select! {
+            started = start => started,
+            reason = Driver::until_stopped(self.session.stop.clone()) => return Err(Ending::from_stop(reason)),
+        };
+        match browser {
+            Ok(browser) => {
+                let b = browser.browser();
+                let sandbox = if b.no_sandbox() {
+                    ", --no-sandbox: running as root"
+                } else {
+                    ""
+                };
+                self.session.emit(EventKind::SetupStatus {
+                    command: BROWSER.to_string(),
+                    state: SetupState::Ready {
+                        probe: format!(
+                            "{} at {}{sandbox}",
+                            b.version().browser,
+                            b.shown_endpoint()
+                        ),
+                    },
+                });
+                Ok(browser)
+            }
+            Err(e) => {
+                let reason = format!("the browser did not start: {e}");
+                self.session.emit(EventKind::SetupStatus {
+                    command: BROWSER.to_string(),
+                    state: SetupState::Failed {
+                        reason: reason.clone(),
+                        exit_code: None,
+                    },
+                });
+                Err(Ending::error(reason))
+            }
+        }
+    }
+
+    /// The agent's Playwright MCP command for the session's browser (`None` without one, or
+    /// with `mcp = false`), found on the session's `PATH`. Its files are written the first time
+    /// (and again only if the `PATH` changed): a client started ahead may be reading them.
+    pub(super) fn browser_mcp_command(
+        &mut self,
+        vars: &SessionVars,
+    ) -> Result<Option<crate::browser::mcp::McpCommand>, Ending> {
+        let path_var = vars
+            .env
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "PATH")
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var("PATH").ok());
+        if let Some((found_on, command)) = &self.started.browser_mcp {
+            if *found_on == path_var {
+                return Ok(Some(command.clone()));
+            }
+        }
+        // The browser's endpoint address, known ahead of the browser itself.
+        let resolved = self.started.cdp_url().and_then(|url| {
+            self.session
+                .test
+                .effective
+                .browser
+                .as_ref()
+                .filter(|config| config.value.mcp)
+                .map(|config| {
+                    crate::browser::mcp::McpCommand::resolve(
+                        config.value.mcp_cmd.as_deref(),
+                        path_var.as_deref(),
+                        &url,
+                    )
+                })
+        });
+        let command = match resolved {
+            Some(Ok(mut command)) => {
+                // The endpoint (and its token) in an owner-only file, not on its command line.
+                command
+                    .attach(&self.session.run_paths().browser_mcp_config())
+                    .map_err(|e| Ending::error(e.to_string()))?;
+                // Its snapshots and downloads go with the run, not into the project.
+                if !command.args.iter().any(|a| a.starts_with("--output-dir")) {
+                    command.args.push("--output-dir".to_string());
+                    command
+                        .args
+                        .push(self.session.run_paths().browser_dir().display().to_string());
+                }
+                // What it returns shows `<secret>NAME</secret>`, never a `[secrets]` value.
+                let secrets = self.session.test.effective.secret_pairs();
+                if !secrets.is_empty() && !command.args.iter().any(|a| a == "--secrets") {
+                    let file = self.session.run_paths().browser_secrets();
+                    crate::browser::secrets_file::write(&file, &secrets).map_err(|e| {
+                        Ending::error(format!(
+                            "cannot write Playwright MCP's secrets file {}: {e}",
+                            file.display()
+                        ))
+                    })?;
+                    command.args.push("--secrets".to_string());
+                    command.args.push(file.display().to_string());
+                }
+                command
+            }
+            Some(Err(e)) => return Err(Ending::error(e.to_string())),
+            None => return Ok(None),
+        };
+        self.started.browser_mcp = Some((path_var, command.clone()));
+        Ok(Some(command))
+    }
+
+    /// What the replay's Playwright MCP client for `command` runs: in the agent's directory,
+    /// with the agent's environment but for the console.
+    pub(super) fn replay_browser(
+        &self,
+        command: crate::browser::mcp::McpCommand,
+        agent: &crate::providers::AgentSpec,
+        vars: &SessionVars,
+    ) -> BrowserClientSpec {
+        BrowserClientSpec {
+            command,
+            run_id: self.session.run_id.clone(),
+            cwd: agent.cwd.clone(),
+            env: crate::providers::agent_env_without_console(
+                agent,
+                &vars.env,
+                &self.session.run_id,
+            ),
+            run_dir: self.session.run_dir(),
+        }
+    }
+
+    /// Starts the replay's Playwright MCP client now, beside the harness's start, when this
+    /// session will replay browser actions: Node and Playwright MCP take about a second to come
+    /// up, the harness often as long. Only a client the session's replay would run is started
+    /// (the replay takes it over only if it is the same).
+    pub(super) fn start_replay_browser_ahead(
+        &mut self,
+        id: &SessionIdentity,
+        vars: &SessionVars,
+        browser_up: Option<tokio::sync::oneshot::Receiver<()>>,
+    ) -> Result<bool, Ending> {
+        let no_browser = self.started.browser.is_none() && self.started.early_cdp_url.is_none();
+        if no_browser || self.started.replay_browser.is_some() {
+            return Ok(false);
+        }
+        let Some(action_pages) = ReplaySession::browser_replay_ahead(
+            &self.session.test,
+            &self.session.suite.project_root,
+        ) else {
+            return Ok(false);
+        };
+        // An agent that cannot be planned is reported where it is planned for good.
+        let Ok(agent) = agent_spec(&self.session.test.effective, id, vars) else {
+            return Ok(false);
+        };
+        if let Some(command) = self.browser_mcp_command(vars)? {
+            let spec = self.replay_browser(command, &agent, vars);
+            self.started.replay_browser =
+                Some(BrowserAhead::start(&spec, action_pages, browser_up));
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// [`Self::start_replay_browser_ahead`] before the browser is up (its endpoint's address
+    /// known ahead, `vars` the first setup's): the client comes up beside Chromium and attaches
+    /// once the returned sender says the browser is up (dropped unsent: never).
+    pub(super) fn start_replay_browser_before(
+        &mut self,
+        id: &SessionIdentity,
+        vars: &SessionVars,
+    ) -> Result<Option<tokio::sync::oneshot::Sender<()>>, Ending> {
+        let (up, browser_up) = tokio::sync::oneshot::channel();
+        let started_ahead = self.start_replay_browser_ahead(id, vars, Some(browser_up))?;
+        Ok(started_ahead.then_some(up))
+    }
+}
+
+/// The name the session's browser goes by in setup and teardown lines.
+pub(in super::super) const BROWSER: &str = "browser";

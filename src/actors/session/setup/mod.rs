@@ -1,0 +1,223 @@
+//! The session's setup, in the order of docs/reports.md: workspace, the browser (so that the
+//! commands get its `BUGATTI_CDP_URL`), ports and variables, the harness, a checkpoint restored,
+//! the agent's console and MCP servers, the agent's arguments and replay. It ends in the
+//! [`SessionKit`] the steps run with; what a failed setup started is left in [`Started`], for
+//! teardown.
+
+mod agent;
+mod browser;
+mod harness;
+mod servers;
+
+use super::*;
+use crate::replay::session::{ReplaySession, SessionValues};
+pub(super) use agent::AgentStartFailure;
+pub(super) use browser::BROWSER;
+use harness::{HarnessFlush, HarnessUp};
+
+/// A setup under way: the session it is for and what it has started so far.
+pub(super) struct Setup<'s> {
+    session: &'s Driver,
+    started: &'s mut Started,
+}
+
+impl<'s> Setup<'s> {
+    pub(super) fn new(session: &'s Driver, started: &'s mut Started) -> Self {
+        Self { session, started }
+    }
+
+    /// Workspace, variables, harness, console, the agent's arguments, replay: the session's kit.
+    /// What it starts is in `started` until the kit takes it (a failed setup's, for teardown).
+    pub(super) async fn kit(mut self) -> Result<SessionKit, Ending> {
+        let session = self.session;
+        let workdir = workspace()?;
+        self.started.workdir = Some(workdir.clone());
+        let id = SessionIdentity {
+            run_id: session.run_id.clone(),
+            session_id: session.session_id.clone(),
+            run_dir: session.run_dir(),
+            workdir: workdir.clone(),
+            project_root: session.suite.project_root.clone(),
+        };
+        let first_vars = self.browser_first(&id, &workdir).await?;
+        let (vars, log_sources, harness, harness_flush) = self.harness_up(&id, first_vars).await?;
+        let agent = agent_spec(&session.test.effective, &id, &vars)
+            .map_err(|e| Ending::error(e.to_string()))?;
+
+        // Resuming: the saved state comes back once the harness is up, before the agent starts.
+        if let Some(name) = &session.suite.from_checkpoint {
+            session
+                .checkpoint(CheckpointAction::Restore, name, None, &vars)
+                .await?;
+        }
+
+        // The console: served before the agent starts, so that its first turn finds it.
+        let console = self
+            .serve_console(&agent, &vars, log_sources, &harness)
+            .await?;
+        let mcp = self.mcp_servers(&agent, &vars)?;
+        let (args, news) = agent_args(session, agent, &vars, &workdir, console, mcp);
+        let replay = self.replay(&args, &vars).await;
+        // Everything started is the kit's now: teardown gets it back from the kit.
+        let kit = SessionKit {
+            workdir,
+            vars,
+            harness,
+            console: self.started.console.take(),
+            browser: self.started.browser.take(),
+            agent: AgentSlot::Waiting {
+                args: Box::new(args),
+                news,
+            },
+            replay,
+            harness_flush,
+        };
+        *self.started = Started::default();
+        Ok(kit)
+    }
+
+    /// docs/browser.md: the browser first, so that the commands get its `BUGATTI_CDP_URL`. Its
+    /// endpoint's address is known before it is up: the session's variables and the replay's
+    /// Playwright MCP client (Node takes about a second) need not wait for it; the variables
+    /// they were made with are returned, for the first harness to use.
+    async fn browser_first(
+        &mut self,
+        id: &SessionIdentity,
+        workdir: &Path,
+    ) -> Result<Option<SessionVars>, Ending> {
+        let Some(config) = &self.session.test.effective.browser else {
+            return Ok(None);
+        };
+        let listener = crate::browser::endpoint::bind_ahead().ok().map(Arc::new);
+        let mut browser_up = None;
+        let mut first_vars = None;
+        if let Some(port) = listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+            .map(|a| a.port())
+        {
+            self.started.early_cdp_url = Some(crate::browser::endpoint::ws_url(
+                port,
+                &self.session.tokens.cdp,
+            ));
+            let vars = self.session_vars_now(id)?;
+            browser_up = self.start_replay_browser_before(id, &vars)?;
+            first_vars = Some(vars);
+        }
+        self.started.browser = Some(self.start_browser(&config.value, workdir, listener).await?);
+        if let Some(up) = browser_up {
+            let _ = up.send(());
+        }
+        Ok(first_vars)
+    }
+
+    /// The harness up, once more with fresh ports if an `auto` one was taken (see
+    /// [`Self::start_harness`]).
+    async fn harness_up(
+        &mut self,
+        id: &SessionIdentity,
+        mut first_vars: Option<SessionVars>,
+    ) -> Result<(SessionVars, Vec<LogSource>, Harness, HarnessFlush), Ending> {
+        let mut retry = None;
+        loop {
+            match self
+                .start_harness(id, retry.take(), first_vars.take())
+                .await?
+            {
+                HarnessUp::Up(up) => return Ok(*up),
+                HarnessUp::PortTaken(given_up) => retry = Some(given_up),
+            }
+        }
+    }
+
+    /// Replay and recording for the session (`None` where they do not apply); browser steps
+    /// replay through the same Playwright MCP the agent gets.
+    async fn replay(&mut self, args: &AgentArgs, vars: &SessionVars) -> Option<ReplaySession> {
+        let replay = ReplaySession::new(
+            &self.session.test,
+            &self.session.suite.project_root,
+            SessionValues {
+                vars: &vars.vars,
+                ports: &vars.ports,
+                env: crate::providers::agent_env(&args.spec, &args.facts),
+                agent_cwd: &args.spec.cwd,
+            },
+        );
+        let replay = match (replay, args.facts.mcp.browser.clone()) {
+            (Some(replay), Some(command)) => {
+                let spec = self.replay_browser(command, &args.spec, vars);
+                Some(replay.with_browser_client(&spec, &mut self.started.replay_browser))
+            }
+            (replay, _) => replay,
+        };
+        // A client started ahead that is not this one (a retried setup's other ports) goes.
+        if let Some(unused) = self.started.replay_browser.take() {
+            unused.stop().await;
+        }
+        replay
+    }
+
+    /// The session's variables for one setup: its ports picked, its secrets, the browser's
+    /// `BUGATTI_CDP_URL` (known before the browser is up).
+    pub(super) fn session_vars_now(&self, id: &SessionIdentity) -> Result<SessionVars, Ending> {
+        let mut vars = session_vars(
+            &self.session.test.effective,
+            id,
+            &self.session.suite.shared_ports,
+        )
+        .map_err(|e| Ending::error(e.to_string()))?;
+        vars.secrets = Arc::clone(&self.session.secrets);
+        if let Some(url) = self.started.cdp_url() {
+            vars.env
+                .push((crate::browser::CDP_URL_ENV.to_string(), url));
+        }
+        Ok(vars)
+    }
+}
+
+/// The session's workspace, owner-only whatever the umask: a kept one holds what the session left.
+fn workspace() -> Result<PathBuf, Ending> {
+    use std::os::unix::fs::PermissionsExt;
+    tempfile::Builder::new()
+        .prefix(crate::model::artifacts::WORKSPACE_PREFIX)
+        .permissions(std::fs::Permissions::from_mode(0o700))
+        .tempdir()
+        .map(|dir| dir.keep())
+        .map_err(|e| Ending::error(format!("cannot create the session workspace: {e}")))
+}
+
+/// The agent's arguments: its spec, what it is told of `session`, its news channel (the
+/// receiving end returned, for the kit).
+fn agent_args(
+    session: &Driver,
+    spec: crate::providers::AgentSpec,
+    vars: &SessionVars,
+    workdir: &Path,
+    console: Option<crate::console::server::Endpoint>,
+    mcp: crate::providers::McpServers,
+) -> (AgentArgs, AgentNews) {
+    let (events, news) = mpsc::unbounded_channel();
+    let facts = crate::providers::SessionFacts {
+        run_id: session.run_id.as_str().into(),
+        session_id: session.session_id.as_str().into(),
+        suite_id: session.suite.suite_id.as_str().into(),
+        test_name: session.test.name.clone(),
+        test_file: session.test.rel_path.clone(),
+        project_root: session.suite.project_root.clone(),
+        run_dir: session.run_dir(),
+        workdir: workdir.to_path_buf(),
+        env: vars.env.clone(),
+        secrets: Arc::clone(&vars.secrets),
+        max_log_bytes: session.test.effective.supervisor.max_log_bytes.value,
+        console,
+        mcp,
+    };
+    (
+        AgentArgs {
+            spec,
+            facts,
+            events,
+        },
+        news,
+    )
+}
