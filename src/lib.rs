@@ -14,12 +14,14 @@
 //!   evidence.
 //! - [`replay`]: recorded passing steps replayed without the model (docs/replay.md).
 //! - [`actors`]: the ractor actors: supervisor, session, command, readiness, agent, reporter.
+//! - [`atomic`]: a file replaced atomically, what `report` and `replay` both write through.
 //! - [`report`]: every artifact a run leaves behind, and the live terminal view.
 //! - [`cli`]: the `supervisor` subcommands behind the binary's parser.
 //!
 //! CONTRIBUTING.md maps every file.
 
 pub mod actors;
+pub mod atomic;
 pub mod browser;
 pub mod cli;
 pub mod console;

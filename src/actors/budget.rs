@@ -209,11 +209,19 @@ impl Budget {
         });
     }
 
-    /// The run ended (or never started): its reservation is given back.
-    pub fn release(&self, run_id: &RunId) {
+    /// The run ended (or never started): its reservation is given back. Returns what the run
+    /// spent while it held it.
+    pub fn release(&self, run_id: &RunId) -> f64 {
         self.with(|s| {
-            s.reserved.remove(run_id);
-        });
+            s.reserved.remove(run_id).map_or(0.0, |r| {
+                (s.per_test.get(&r.test).copied().unwrap_or(0.0) - r.spent_before).max(0.0)
+            })
+        })
+    }
+
+    /// What a run of `test` is expected to cost (see the module's comment); `None`: unknown.
+    pub fn expected_cost(&self, test: &Path, test_limit: Option<f64>) -> Option<f64> {
+        self.with(|s| self.expected(s, test, test_limit))
     }
 }
 

@@ -12,6 +12,8 @@ pub struct Attempt {
     pub number: u32,
     /// With `--repeat N`: which of the test's N runs (1-based); its retries keep it.
     pub repeat: u32,
+    /// A retry: how long it waited after the failure before it (`retries.delay`), in ms.
+    pub waited_ms: u64,
 }
 
 /// Why the queue stopped starting new attempts.
@@ -100,7 +102,10 @@ pub struct SuiteQueue {
     pending: VecDeque<Attempt>,
     running: usize,
     jobs: usize,
-    max_attempts: u32,
+    /// 1 + each test's retries, by test.
+    max_attempts: Vec<u32>,
+    /// Retries waiting out their backoff, to be [`SuiteQueue::release`]d.
+    deferred: usize,
     /// `--max-fail` (`--fail-fast` = 1): failed root tests that halt the queue.
     max_fail: Option<u32>,
     /// Root tests failed for the last time so far.
@@ -129,12 +134,14 @@ impl SuiteQueue {
                         test,
                         number: 1,
                         repeat,
+                        waited_ms: 0,
                     })
                 })
                 .collect(),
             running: 0,
             jobs: jobs.max(1),
-            max_attempts: retries.saturating_add(1),
+            max_attempts: vec![retries.saturating_add(1); tests],
+            deferred: 0,
             max_fail,
             failed: 0,
             strict_warnings,
@@ -172,12 +179,13 @@ impl SuiteQueue {
         if !failed {
             return AfterAttempt::Done;
         }
-        if attempt.number < self.max_attempts && self.halted.is_none() {
+        if attempt.number < self.max_attempts(attempt.test) && self.halted.is_none() {
             // A retry goes to the front: it should not wait behind the whole suite.
             let retry = Attempt {
                 test: attempt.test,
                 number: attempt.number + 1,
                 repeat: attempt.repeat,
+                waited_ms: 0,
             };
             self.pending.push_front(retry);
             AfterAttempt::Retry(retry)
@@ -191,9 +199,37 @@ impl SuiteQueue {
         }
     }
 
-    /// How many attempts a root test may have (1 + retries).
-    pub fn max_attempts(&self) -> u32 {
-        self.max_attempts
+    /// Each test's own retries (a test file's `retries`), by test.
+    pub fn with_retries(mut self, retries: impl IntoIterator<Item = u32>) -> Self {
+        for (max, retries) in self.max_attempts.iter_mut().zip(retries) {
+            *max = retries.saturating_add(1);
+        }
+        self
+    }
+
+    /// How many attempts root test `test` may have (1 + retries).
+    pub fn max_attempts(&self, test: usize) -> u32 {
+        self.max_attempts.get(test).copied().unwrap_or(1)
+    }
+
+    /// Holds back the retry [`SuiteQueue::finished`] just queued, while it waits out its
+    /// backoff; it starts after [`SuiteQueue::release`].
+    pub fn defer(&mut self, retry: Attempt) {
+        if let Some(i) = self.pending.iter().position(|a| *a == retry) {
+            self.pending.remove(i);
+            self.deferred += 1;
+        }
+    }
+
+    /// A deferred retry's wait is over: it starts next (unless the queue halted meanwhile).
+    pub fn release(&mut self, retry: Attempt) {
+        if self.deferred == 0 {
+            return;
+        }
+        self.deferred -= 1;
+        if self.halted.is_none() {
+            self.pending.push_front(retry);
+        }
     }
 
     /// Stops starting anything new (signal, deadline).
@@ -214,9 +250,10 @@ impl SuiteQueue {
         !self.pending.is_empty()
     }
 
-    /// Nothing running and nothing more will start.
+    /// Nothing running and nothing more will start (a retry waiting out its backoff will).
     pub fn is_done(&self) -> bool {
-        self.running == 0 && (self.pending.is_empty() || self.halted.is_some())
+        self.running == 0
+            && (self.halted.is_some() || (self.pending.is_empty() && self.deferred == 0))
     }
 
     pub fn tallies(&self) -> &[Tally] {
@@ -245,7 +282,8 @@ mod tests {
             vec![Attempt {
                 test: 2,
                 number: 1,
-                repeat: 1
+                repeat: 1,
+                waited_ms: 0
             }]
         );
         assert!(!q.is_done());
@@ -259,6 +297,7 @@ mod tests {
             test: 0,
             number: 2,
             repeat: 1,
+            waited_ms: 0,
         };
         assert_eq!(q.finished(a1, Failed), AfterAttempt::Retry(retry));
         let a2 = q.next_to_start().expect("retry");
@@ -267,7 +306,8 @@ mod tests {
             Attempt {
                 test: 0,
                 number: 2,
-                repeat: 1
+                repeat: 1,
+                waited_ms: 0
             }
         );
         q.finished(a2, Passed);
@@ -362,5 +402,21 @@ mod tests {
         assert!(q.is_done());
         assert_eq!(q.tallies()[0].final_outcome(false), Some(Passed));
         assert!(q.tallies()[0].is_flaky(false));
+    }
+
+    #[test]
+    fn a_deferred_retry_keeps_the_queue_open_until_released() {
+        let mut q = SuiteQueue::new(1, 1, 1, 1, None, false).with_retries([2]);
+        let a = q.next_to_start().expect("first");
+        let AfterAttempt::Retry(retry) = q.finished(a, Failed) else {
+            panic!("a retry")
+        };
+        q.defer(retry);
+        assert!(q.next_to_start().is_none() && !q.is_done());
+        q.release(retry);
+        let b = q.next_to_start().expect("the retry");
+        assert_eq!(b.number, 2);
+        assert!(matches!(q.finished(b, Failed), AfterAttempt::Retry(_)));
+        assert_eq!(q.max_attempts(0), 3);
     }
 }

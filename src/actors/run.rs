@@ -135,6 +135,18 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         }
         return ExitReason::HarnessError;
     }
+    let ledger = match &options.cost_ledger {
+        None => None,
+        Some(path) => match crate::process::cost_ledger::CostLedger::open(path, &|name| {
+            std::env::var(name).ok()
+        }) {
+            Ok(ledger) => Some(ledger),
+            Err(e) => {
+                stderr_notice(&format!("cannot start: {e}"));
+                return ExitReason::InvalidInput;
+            }
+        },
+    };
     let logs = prepare_process();
     let artifact_dir = match artifact_dir(&suite) {
         Ok(dir) => dir,
@@ -203,6 +215,7 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
         skip_cmd: options.skip_cmd.clone(),
         skip_readiness: options.skip_readiness.clone(),
         from_checkpoint: options.from_checkpoint.clone(),
+        cost_ledger: ledger,
         done: done_tx,
     };
     let (supervisor, supervisor_task) = match Actor::spawn(None, SupervisorActor, args).await {
@@ -318,7 +331,7 @@ fn reporter_args(
         jobs: suite.base.supervisor.jobs.value,
         strict_warnings: suite.base.provider.strict_warnings.value,
         console: LiveView::new(ConsoleMode::detect(), options.verbosity)
-            .with_max_attempts(1 + suite.base.supervisor.retries.value)
+            .with_max_attempts(1 + suite.base.supervisor.retries.value.count)
             .with_repeat(suite.base.supervisor.repeat.value),
         secrets,
         harness_logs: Some(logs.clone()),
@@ -333,6 +346,7 @@ fn reporter_args(
             shard: suite.shard.clone(),
             fail_on_flaky: suite.base.supervisor.flaky.value
                 == crate::model::config::FlakyPolicy::Fail,
+            cost_cap_usd: suite.base.supervisor.max_cost_usd.value,
             revision: crate::model::revision::PendingRevision::ask(&suite.project_root),
             provider: Some(suite.base.provider.name.value.into()),
             quarantine_changes: Vec::new(),

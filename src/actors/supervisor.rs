@@ -20,6 +20,7 @@ use crate::model::layers::ProbeKind;
 use crate::model::load::{RootTest, Suite};
 use crate::model::outcome::{ExitReason, InterruptSignal, RunOutcome};
 use crate::model::substitute::references;
+use crate::process::cost_ledger::{CostLedger, Reserved};
 use crate::process::event::{HarnessEvent, HarnessEventKind};
 use crate::process::owner::Scope;
 use crate::process::ports::allocate_loopback_port;
@@ -52,6 +53,8 @@ pub enum SupervisorMsg {
         outcome: RunOutcome,
     },
     Shutdown(ShutdownRequest),
+    /// A retry waited out its backoff (`retries.delay`): it may start.
+    RetryDue(Attempt),
     /// `--timeout` expired: a shutdown like SIGTERM's, said to be the deadline's.
     DeadlineReached {
         secs: u64,
@@ -73,6 +76,8 @@ pub struct SupervisorArgs {
     pub skip_readiness: Vec<String>,
     /// `--from-checkpoint NAME`: every session restores it and skips the steps up to it.
     pub from_checkpoint: Option<String>,
+    /// `--cost-ledger FILE`: the CI run's spend, shared with the other shards.
+    pub cost_ledger: Option<CostLedger>,
     /// Answered once, when every report is written.
     pub done: oneshot::Sender<ExitReason>,
 }
@@ -119,6 +124,9 @@ pub struct SupervisorState {
     budget_stop: Option<String>,
     /// The first shutdown signal (or the deadline), once one came.
     shutdown: Option<InterruptSignal>,
+    /// `--cost-ledger`: the CI run's spend, and the runs of ours reserved in it.
+    cost_ledger: Option<CostLedger>,
+    ledger_runs: BTreeSet<RunId>,
     /// Answered once, when the suite's files are written; taken by `finish`.
     done: Option<oneshot::Sender<ExitReason>>,
 }
@@ -142,9 +150,14 @@ impl Actor for SupervisorActor {
             tests.len(),
             base.repeat.value,
             base.jobs.value,
-            base.retries.value,
+            base.retries.value.count,
             base.failures_allowed(),
             strict,
+        )
+        .with_retries(
+            tests
+                .iter()
+                .map(|t| t.effective.supervisor.retries.value.count),
         );
         if let Some(secs) = base.timeout_secs.value {
             myself.send_after(Duration::from_secs(secs), move || {
@@ -169,6 +182,8 @@ impl Actor for SupervisorActor {
             harness_error: None,
             budget_stop: None,
             shutdown: None,
+            cost_ledger: args.cost_ledger,
+            ledger_runs: BTreeSet::new(),
             done: Some(args.done),
         })
     }
@@ -226,7 +241,7 @@ impl SupervisorState {
                     shared_ports,
                     suite_commands: Arc::clone(&self.suite_commands),
                     budget: Arc::new(
-                        Budget::new(self.suite.base.supervisor.max_cost_usd.value)
+                        Budget::new(self.shard_cost_cap())
                             .with_history(self.suite.expected_costs.clone()),
                     ),
                     agent_faults: Arc::default(),
@@ -252,7 +267,11 @@ impl SupervisorState {
                 }
                 self.running.retain(|_, r| r.run_id != run_id);
                 self.release_budget(&run_id);
-                self.attempt_finished(attempt, &run_id, outcome);
+                self.attempt_finished(myself, attempt, &run_id, outcome);
+                self.dispatch(myself).await;
+            }
+            SupervisorMsg::RetryDue(retry) => {
+                self.queue.release(retry);
                 self.dispatch(myself).await;
             }
             SupervisorMsg::Shutdown(request) => {
@@ -326,19 +345,84 @@ impl SupervisorState {
         });
         let _ = running.events.close().await;
         self.release_budget(&running.run_id);
-        self.attempt_finished(running.attempt, &running.run_id, RunOutcome::Error);
+        self.attempt_finished(myself, running.attempt, &running.run_id, RunOutcome::Error);
         self.dispatch(myself).await;
     }
 
-    /// A run ended: its reserved expected cost is given back to the suite's budget.
-    fn release_budget(&self, run_id: &RunId) {
-        if let Some(context) = &self.context {
-            context.budget.release(run_id);
+    /// A run ended: its reserved expected cost is given back to the suite's budget, and what it
+    /// spent is settled in the CI run's ledger.
+    fn release_budget(&mut self, run_id: &RunId) {
+        let Some(context) = &self.context else {
+            return;
+        };
+        let spent = context.budget.release(run_id);
+        if self.ledger_runs.remove(run_id) {
+            if let Some(ledger) = &self.cost_ledger {
+                if let Err(e) = ledger.settle(run_id.as_str(), spent) {
+                    Notices::new(self.reporter.clone()).send(e.to_string());
+                }
+            }
         }
     }
 
+    /// This invocation's own cap: `[supervisor] max_cost_usd` is the whole CI run's, so a shard
+    /// without a shared ledger gets its share, cap / N, and says so.
+    fn shard_cost_cap(&self) -> Option<f64> {
+        let cap = self.suite.base.supervisor.max_cost_usd.value?;
+        let shard = self.suite.shard.as_ref();
+        match shard.and_then(|s| s.count()) {
+            Some(n) if n > 1 && self.cost_ledger.is_none() => {
+                let share = cap / n as f64;
+                Notices::new(self.reporter.clone()).send(format!(
+                    "cost cap: [supervisor] max_cost_usd ${cap:.4} is the whole run's; without \
+                     --cost-ledger shard {} gets 1/{n} of it, ${share:.4}",
+                    shard.map_or("", |s| s.shard.as_str())
+                ));
+                Some(share)
+            }
+            _ => Some(cap),
+        }
+    }
+
+    /// With `--cost-ledger`: reserves the next test's expected cost in the CI run's ledger under
+    /// a fresh run id, or halts the queue when the run's total would pass the cap.
+    fn reserve_in_ledger(&mut self, context: &SuiteContext, test: usize) -> Option<RunId> {
+        let ledger = self.cost_ledger.as_ref()?;
+        let cap = self.suite.base.supervisor.max_cost_usd.value?;
+        let test = &self.tests[test];
+        let limit = test.effective.provider.max_cost_usd.value;
+        let expected = context
+            .budget
+            .expected_cost(&test.rel_path, limit)
+            .unwrap_or(0.0);
+        let key = RunId::fresh();
+        let refused = match ledger.reserve(key.as_str(), expected, cap) {
+            Ok(Reserved::Yes { .. }) => {
+                self.ledger_runs.insert(key.clone());
+                return Some(key);
+            }
+            Ok(Reserved::CapReached { total }) => format!(
+                "cost cap reached: CI run {} has spent or reserved ${total:.4} (--cost-ledger), \
+                 and the next test is expected to cost ${expected:.4}: it would pass \
+                 [supervisor] max_cost_usd = ${cap:.4}",
+                ledger.ci_run()
+            ),
+            Err(e) => format!("cost cap: the ledger cannot be read: {e}"),
+        };
+        Notices::new(self.reporter.clone()).send(format!("no further root test starts: {refused}"));
+        self.queue.halt(Halt::OverBudget);
+        self.budget_stop = Some(refused);
+        None
+    }
+
     /// Books a finished attempt in the queue and says in the suite log what follows from it.
-    fn attempt_finished(&mut self, attempt: Attempt, run_id: &RunId, outcome: RunOutcome) {
+    fn attempt_finished(
+        &mut self,
+        myself: &ActorRef<SupervisorMsg>,
+        attempt: Attempt,
+        run_id: &RunId,
+        outcome: RunOutcome,
+    ) {
         let test = self.tests[attempt.test].rel_path.display().to_string();
         tracing::info!(
             "finished: {test} attempt {} (run {run_id}): {}",
@@ -347,12 +431,25 @@ impl SupervisorState {
         );
         match self.queue.finished(attempt, outcome) {
             AfterAttempt::Done => {}
-            AfterAttempt::Retry(next) => tracing::info!(
-                "retry: {test} failed ({}); attempt {} of {} queued next",
-                outcome.as_str(),
-                next.number,
-                self.queue.max_attempts()
-            ),
+            AfterAttempt::Retry(next) => {
+                let policy = self.tests[attempt.test].effective.supervisor.retries.value;
+                let wait = policy.delay_before(attempt.number, random_fraction());
+                tracing::info!(
+                    "retry: {test} failed ({}); attempt {} of {} queued next, after {}ms",
+                    outcome.as_str(),
+                    next.number,
+                    self.queue.max_attempts(attempt.test),
+                    wait.as_millis()
+                );
+                if !wait.is_zero() {
+                    self.queue.defer(next);
+                    let due = Attempt {
+                        waited_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                        ..next
+                    };
+                    myself.send_after(wait, move || SupervisorMsg::RetryDue(due));
+                }
+            }
             AfterAttempt::FailFast => tracing::info!(
                 "fail-fast: {test} failed ({}); no new test starts",
                 outcome.as_str()
@@ -414,10 +511,19 @@ impl SupervisorState {
                     }
                 }
             }
+            let reserved = match self.queue.peek_next() {
+                Some(next) if self.cost_ledger.is_some() => {
+                    let Some(key) = self.reserve_in_ledger(&context, next.test) else {
+                        continue;
+                    };
+                    Some(key)
+                }
+                _ => None,
+            };
             let Some(attempt) = self.queue.next_to_start() else {
                 break;
             };
-            let run_id = RunId::fresh();
+            let run_id = reserved.unwrap_or_else(RunId::fresh);
             let test = &self.tests[attempt.test];
             context.budget.reserve(
                 &run_id,
@@ -452,7 +558,7 @@ impl SupervisorState {
                     );
                 }
                 Err(e) => {
-                    context.budget.release(&run_id);
+                    self.release_budget(&run_id);
                     Notices::new(self.reporter.clone())
                         .send(format!("cannot start a session: {e}"));
                     self.queue.finished(attempt, RunOutcome::Error);
@@ -679,6 +785,13 @@ impl SupervisorState {
         let _ = done.send(reason);
         myself.stop(None);
     }
+}
+
+/// A random number in 0..1 for a retry's jitter (a v4 uuid's random bits: no other source is
+/// needed for spreading waits).
+fn random_fraction() -> f64 {
+    let bits = uuid::Uuid::new_v4().as_u128() as u64;
+    (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The test as a `--repeat` run after the first runs it: without replay unless `--replay` said

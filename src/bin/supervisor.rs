@@ -192,6 +192,11 @@ struct RunArgs {
     /// artifact can carry it between runs)
     #[arg(long, value_name = "FILE")]
     history: Option<PathBuf>,
+    /// One cost cap for the whole CI run: shards sharing FILE (on their shared volume) keep
+    /// the run's spend under `[supervisor] max_cost_usd`, keyed by the CI run's id
+    /// (BUGATTI_CI_RUN_ID, GITHUB_RUN_ID, CI_PIPELINE_ID, …)
+    #[arg(long = "cost-ledger", value_name = "FILE")]
+    cost_ledger: Option<PathBuf>,
     /// Resume each root test from checkpoint NAME, saved by an earlier run: `[checkpoint] restore`
     /// runs after setup, then the steps up to and including NAME's are `skipped` (steps with
     /// `setup = true` still run). A checkpoint never saved is an error (exit 2)
@@ -306,6 +311,7 @@ impl RunArgs {
             shard,
             shard_by: self.shard_by,
             history: self.history,
+            cost_ledger: self.cost_ledger,
             from_checkpoint: self.from_checkpoint,
             tags: self.tags,
             copies: self.copies.copies,

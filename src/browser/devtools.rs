@@ -11,7 +11,7 @@ const REQUEST_LIMIT: Duration = Duration::from_secs(2);
 
 /// `/json/version`: who the browser is and where its browser-wide WebSocket is.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
-pub struct Version {
+pub struct BrowserVersion {
     /// `Chrome/156.0.8078.79` or `HeadlessChrome/…`.
     #[serde(rename = "Browser")]
     pub browser: String,
@@ -72,7 +72,7 @@ async fn get_json_async<T: serde::de::DeserializeOwned + Send + 'static>(
 }
 
 /// `GET /json/version`.
-pub async fn version(base: &str) -> Result<Version, BrowserError> {
+pub async fn version(base: &str) -> Result<BrowserVersion, BrowserError> {
     get_json_async(format!("{base}/json/version")).await
 }
 

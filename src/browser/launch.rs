@@ -14,7 +14,7 @@
 //! lists its pids as leaked. (`--disable-crashpad-for-testing` would avoid it, but with it
 //! Chromium 156 aborts every navigation.)
 
-use super::devtools::Version;
+use super::devtools::BrowserVersion;
 use super::endpoint::DevtoolsEndpoint;
 use super::error::BrowserError;
 use super::pipe::{PipeEnds, PipeHub};
@@ -135,7 +135,7 @@ pub fn running_as_root() -> bool {
 pub struct Browser {
     group: Group,
     endpoint: DevtoolsEndpoint,
-    version: Version,
+    version: BrowserVersion,
     profile_dir: PathBuf,
     no_sandbox: bool,
 }
@@ -200,7 +200,7 @@ impl Browser {
         };
         match ready {
             Ok((endpoint, answer)) => Ok(Self {
-                version: Version {
+                version: BrowserVersion {
                     browser: answer["product"].as_str().unwrap_or_default().to_string(),
                     protocol: answer["protocolVersion"]
                         .as_str()
@@ -243,7 +243,7 @@ impl Browser {
     }
 
     /// Who the browser is (`Browser.getVersion` at readiness) and its WebSocket.
-    pub fn version(&self) -> &Version {
+    pub fn version(&self) -> &BrowserVersion {
         &self.version
     }
 

@@ -70,50 +70,40 @@ impl FaultKind {
 
     /// What the owner of the run does about it, for `agent` (`claude-code`, `codex`, `pi`).
     pub fn fix(self, agent: &str) -> String {
-        match (self, agent) {
-            (Self::Auth, "claude-code") => {
-                "log Claude Code in (`claude auth login`, or `claude` then /login) or set \
-                 ANTHROPIC_API_KEY in the supervisor's environment"
-                    .into()
-            }
-            (Self::Auth, "codex") => {
-                "log Codex in (`codex login`, or `printenv OPENAI_API_KEY | codex login \
-                 --with-api-key`) or set OPENAI_API_KEY in the supervisor's environment"
-                    .into()
-            }
-            (Self::Auth, "pi") => {
-                "log pi in (`pi` then /login) or set the provider's API key (ANTHROPIC_API_KEY, \
-                 OPENAI_API_KEY, …) in the supervisor's environment"
-                    .into()
-            }
-            (Self::Auth, _) => "log the agent in or give it an API key".into(),
-            (Self::Quota, _) => {
+        match self {
+            Self::Auth => crate::model::provider::ProviderKind::parse(agent)
+                .and_then(|kind| kind.info().cli())
+                .map_or("log the agent in or give it an API key", |cli| {
+                    cli.login_fix
+                })
+                .into(),
+            Self::Quota => {
                 "the account's credit or usage limit is reached: top it up or wait for the \
                  limit to reset, then run again"
                     .into()
             }
-            (Self::RateLimit | Self::Overloaded, _) => {
+            Self::RateLimit | Self::Overloaded => {
                 "the API is busy: run again later, or with fewer jobs (-j)".into()
             }
-            (Self::ApiError, _) => {
+            Self::ApiError => {
                 "the model's API failed: run again; if it persists, check the API's status".into()
             }
-            (Self::Crashed | Self::Stalled, _) => {
+            Self::Crashed | Self::Stalled => {
                 "the agent CLI itself failed: see transcripts/agent.stderr.log of the run, \
                  update the CLI, run again"
                     .into()
             }
-            (Self::CliMissing, _) => "install the agent CLI or name it in the config".into(),
-            (Self::CliConfig, _) => {
+            Self::CliMissing => "install the agent CLI or name it in the config".into(),
+            Self::CliConfig => {
                 "the agent CLI rejected an MCP server of its configuration: fix the entry it \
                  names (the project's .mcp.json, [browser] mcp_cmd) or use a CLI version that \
                  accepts it (docs/providers.md)"
                     .into()
             }
-            (Self::CliVersion, _) => {
+            Self::CliVersion => {
                 "install a supported version of the agent CLI (docs/providers.md)".into()
             }
-            (Self::AskedUser, _) => {
+            Self::AskedUser => {
                 "the agent asked for an answer no one can give in an unattended run: say in \
                  the step's instruction (or extra_system_prompt) what it wanted to know"
                     .into()
@@ -273,5 +263,15 @@ mod tests {
             .fix("claude-code")
             .contains("ANTHROPIC_API_KEY"));
         assert!(FaultKind::Auth.fix("codex").contains("codex login"));
+        // Each CLI's own login, from its provider row; word for word as it always read.
+        assert_eq!(
+            FaultKind::Auth.fix("pi"),
+            "log pi in (`pi` then /login) or set the provider's API key (ANTHROPIC_API_KEY, \
+             OPENAI_API_KEY, …) in the supervisor's environment"
+        );
+        assert_eq!(
+            FaultKind::Auth.fix("command"),
+            "log the agent in or give it an API key"
+        );
     }
 }

@@ -97,7 +97,8 @@ pub struct SupervisorSection {
     pub max_parallel: Option<Spanned<usize>>,
     pub tests: Option<Spanned<Vec<String>>>,
     pub artifact_dir: Option<String>,
-    pub retries: Option<u32>,
+    /// A number (the count) or `{ count, backoff, delay, jitter, max_delay }` (docs/config.md).
+    pub retries: Option<crate::model::retries::RetriesSetting>,
     pub keep_workspace: Option<KeepWorkspace>,
     pub fail_fast: Option<bool>,
     /// After this many failed root tests, none new starts (`--max-fail`).

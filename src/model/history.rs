@@ -120,11 +120,16 @@ impl Selection {
     /// Equal for comparison: the same filters and repeats, the same shard; a full merge of
     /// shards is the same selection as an unsharded run (whatever the shard ids).
     pub fn same_as(&self, other: &Selection) -> bool {
+        self.same_tests_as(other) && self.repeat.max(1) == other.repeat.max(1)
+    }
+
+    /// The same tests, however often each ran: what a test's stability is read over (a
+    /// `--repeat` run classifies a test the plain runs of its selection ran too).
+    pub fn same_tests_as(&self, other: &Selection) -> bool {
         self.paths == other.paths
             && self.tags == other.tags
             && self.grep == other.grep
             && self.grep_invert == other.grep_invert
-            && self.repeat.max(1) == other.repeat.max(1)
             && self.shard == other.shard
             && self.rerun_failed == other.rerun_failed
             && self.partial == other.partial
@@ -273,11 +278,20 @@ impl HistoryEntry {
     /// Whether a suite compares with `other`: the same selection, and the same provider when
     /// both lines name one (a codex night is not compared with a claude-code one).
     pub fn comparable_with(&self, other: &HistoryEntry) -> bool {
-        self.selection.same_as(&other.selection)
-            && match (&self.provider, &other.provider) {
-                (Some(a), Some(b)) => a == b,
-                _ => true,
-            }
+        self.selection.same_as(&other.selection) && self.same_provider(other)
+    }
+
+    /// Whether a suite's runs of a test count for its stability with `other`'s: the same tests
+    /// and provider, however often each ran (`--repeat` classifies with the plain runs).
+    pub fn same_tests_as(&self, other: &HistoryEntry) -> bool {
+        self.selection.same_tests_as(&other.selection) && self.same_provider(other)
+    }
+
+    fn same_provider(&self, other: &HistoryEntry) -> bool {
+        match (&self.provider, &other.provider) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
     }
 }
 

@@ -59,6 +59,9 @@ pub struct RunOptions {
     pub shard_by: Option<super::shard::ShardBy>,
     /// `--history FILE`: read and write history there instead of `<artifact_dir>/history.jsonl`.
     pub history: Option<PathBuf>,
+    /// `--cost-ledger FILE`: the spend of the whole CI run, shared by its shards, under
+    /// `[supervisor] max_cost_usd` (docs/ci.md).
+    pub cost_ledger: Option<PathBuf>,
     pub from_checkpoint: Option<String>,
     pub tags: Vec<String>,
     /// `--junit FILE`, `--json FILE`, `--html FILE`: copies of the suite's files, in the order of

@@ -51,6 +51,8 @@ pub struct Cli {
     pub tested: &'static [Tested],
     /// Environment variables that log it in by themselves (an API key).
     pub key_vars: &'static [&'static str],
+    /// What the owner of the run does when it is not logged in (the `auth` fault's fix).
+    pub login_fix: &'static str,
 }
 
 /// One line of the supported-versions table (docs/providers.md, "Supported versions"): the
@@ -133,6 +135,9 @@ pub struct ProviderInfo {
     pub shell: AgentShell,
     /// Its own shell tool, as its stream names it (recorded and replayed).
     pub shell_tools: &'static [&'static str],
+    /// Its read-only file tools, as its stream names them (recorded and replayed as checks
+    /// made again over today's files: `replay/files.rs`).
+    pub file_tools: &'static [&'static str],
     pub mcp: McpStyle,
     /// It reports tokens only: a price turns them into dollars (`check` shows it).
     pub prices_tokens: bool,
@@ -173,12 +178,15 @@ const ROWS: [ProviderInfo; 5] = [
                 "CLAUDE_CODE_USE_BEDROCK",
                 "CLAUDE_CODE_USE_VERTEX",
             ],
+            login_fix: "log Claude Code in (`claude auth login`, or `claude` then /login) or set \
+                        ANTHROPIC_API_KEY in the supervisor's environment",
         }),
         resumes: true,
         watchdog: true,
         runs_in_workspace: false,
         shell: AgentShell::Bash,
         shell_tools: &["Bash"],
+        file_tools: &["Read", "Grep", "Glob"],
         mcp: McpStyle::ConfigFile,
         prices_tokens: false,
         seeds_user_home: false,
@@ -218,12 +226,15 @@ const ROWS: [ProviderInfo; 5] = [
                 node: None,
             }],
             key_vars: &["OPENAI_API_KEY", "CODEX_API_KEY"],
+            login_fix: "log Codex in (`codex login`, or `printenv OPENAI_API_KEY | codex login \
+                        --with-api-key`) or set OPENAI_API_KEY in the supervisor's environment",
         }),
         resumes: true,
         watchdog: true,
         runs_in_workspace: false,
         shell: AgentShell::Sh,
         shell_tools: &["command_execution"],
+        file_tools: &[],
         mcp: McpStyle::Args,
         prices_tokens: true,
         seeds_user_home: true,
@@ -263,12 +274,15 @@ const ROWS: [ProviderInfo; 5] = [
                 },
             ],
             key_vars: &[],
+            login_fix: "log pi in (`pi` then /login) or set the provider's API key \
+                        (ANTHROPIC_API_KEY, OPENAI_API_KEY, …) in the supervisor's environment",
         }),
         resumes: true,
         watchdog: true,
         runs_in_workspace: false,
         shell: AgentShell::Sh,
         shell_tools: &["bash"],
+        file_tools: &[],
         mcp: McpStyle::Extension,
         prices_tokens: false,
         seeds_user_home: false,
@@ -284,6 +298,7 @@ const ROWS: [ProviderInfo; 5] = [
         runs_in_workspace: false,
         shell: AgentShell::Sh,
         shell_tools: &[],
+        file_tools: &[],
         mcp: McpStyle::Env,
         prices_tokens: false,
         seeds_user_home: false,
@@ -299,6 +314,7 @@ const ROWS: [ProviderInfo; 5] = [
         runs_in_workspace: true,
         shell: AgentShell::Sh,
         shell_tools: &[],
+        file_tools: &[],
         mcp: McpStyle::None,
         prices_tokens: false,
         seeds_user_home: false,
@@ -365,6 +381,11 @@ impl ProviderInfo {
     /// Whether `tool` is this provider's own shell tool.
     pub fn is_shell_tool(&self, tool: &str) -> bool {
         self.shell_tools.contains(&tool)
+    }
+
+    /// Whether `tool` is one of this provider's read-only file tools.
+    pub fn is_file_tool(&self, tool: &str) -> bool {
+        self.file_tools.contains(&tool)
     }
 
     /// What to do when its program is not found: what to install, or which setting names it.

@@ -28,6 +28,8 @@ pub struct TestFile {
     /// `replay = false`: every step of this file (and of the files it includes) always goes to
     /// the agent, never replayed (see docs/replay.md, "When to write replay = false").
     pub replay: Option<bool>,
+    /// This test's `retries`, over `[supervisor] retries` (a number or a table, docs/config.md).
+    pub retries: Option<crate::model::retries::RetriesSetting>,
     #[serde(default)]
     pub steps: Vec<Spanned<StepSection>>,
 }

@@ -23,6 +23,13 @@ use tokio::sync::watch;
 /// The environment variable carrying a harness spawn's own token (see [`EnvMarker::fresh`]).
 pub const HARNESS_TAG_VAR: &str = "BUGATTI_HARNESS_TAG";
 
+/// The environment variable every agent process (and so every tool command it runs) carries, with
+/// the run id as value. Teardown finds the agent's escaped descendants by it. It is distinct from
+/// `BUGATTI_RUN_ID`, which the harness commands of the same run carry too and must not be killed
+/// with the agent. (Here, below both: the agent's process is started with it, and a replayed
+/// shell action is started without it.)
+pub const AGENT_MARKER_ENV: &str = "BUGATTI_AGENT_RUN_ID";
+
 /// `var=value` in a child's environment (inherited by everything it starts): how teardown finds
 /// descendants that left the process group (`setsid`, double fork).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,6 +1,7 @@
 //! Processes: specs, spawning in groups or PTYs, output pumps, probes, teardown, ports, and the
 //! registry that guarantees nothing leaks. Actor-free: the actors in `crate::actors` drive these.
 
+pub mod cost_ledger;
 pub mod dead_runs;
 pub mod error;
 pub mod event;

@@ -13,7 +13,7 @@ use std::path::Path;
 pub const VERSION_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// What a program answered: how it ended and its output (stdout and stderr, merged).
-pub struct Answer {
+pub struct VersionAnswer {
     /// `Some(code)` when it exited; `None` when it was killed at `limit` or died by a signal.
     pub code: Option<i32>,
     pub output: String,
@@ -28,7 +28,7 @@ pub async fn program_answer(
     env: &[(String, String)],
     cwd: &Path,
     limit: std::time::Duration,
-) -> Result<Answer, String> {
+) -> Result<VersionAnswer, String> {
     let log = tempfile::NamedTempFile::new().map_err(|e| format!("no temporary file: {e}"))?;
     let mut words = vec![program.display().to_string()];
     words.extend(args.iter().map(|a| a.to_string()));
@@ -50,7 +50,7 @@ pub async fn program_answer(
         OneShotEnd::Exited(ExitStatus::Code(code)) => Some(code),
         _ => None,
     };
-    Ok(Answer { code, output })
+    Ok(VersionAnswer { code, output })
 }
 
 /// Runs `<program> --version` through the one spawn path, bounded by [`VERSION_LIMIT`], its

@@ -333,7 +333,12 @@ struct JsonlTranscript {
     out: SharedTranscript,
     /// Output after the last newline, waiting for the rest of its line.
     partial: Vec<u8>,
+    /// Bytes of an over-long line not kept (its head was recorded); 0: none.
+    skipping: usize,
 }
+
+/// How much of an output line over `turn::MAX_LINE_BYTES` the transcript keeps.
+const SKIPPED_LINE_HEAD: usize = 4096;
 
 impl JsonlTranscript {
     fn record(&self, dir: &str, line: &str) {
@@ -344,11 +349,40 @@ impl JsonlTranscript {
     }
 
     fn push_output(&mut self, chunk: &[u8]) {
+        let known = self.partial.len();
         self.partial.extend_from_slice(chunk);
+        // Only the new bytes can hold the first newline.
+        if memchr::memchr(b'\n', &self.partial[known..]).is_none() {
+            self.bound_partial();
+            return;
+        }
         while let Some(at) = memchr::memchr(b'\n', &self.partial) {
             let line: Vec<u8> = self.partial.drain(..=at).collect();
+            if self.skipping > 0 {
+                self.skipping = 0;
+                continue;
+            }
             let text = String::from_utf8_lossy(&line[..line.len() - 1]);
             self.record("from_agent", text.trim_end_matches('\r'));
+        }
+        self.bound_partial();
+    }
+
+    /// A line over `turn::MAX_LINE_BYTES` so far: its head is recorded once, the rest skipped.
+    fn bound_partial(&mut self) {
+        if self.partial.len() > crate::providers::turn::MAX_LINE_BYTES {
+            // Its head is kept, the rest skipped as it arrives: memory stays bounded.
+            if self.skipping == 0 {
+                let head = &self.partial[..SKIPPED_LINE_HEAD];
+                let text = format!(
+                    "{}… (a line over {} bytes: the rest is not kept)",
+                    String::from_utf8_lossy(head),
+                    crate::providers::turn::MAX_LINE_BYTES
+                );
+                self.record("from_agent", &text);
+            }
+            self.skipping += self.partial.len();
+            self.partial.clear();
         }
     }
 
@@ -391,6 +425,7 @@ impl Provider for CommandProvider {
         self.jsonl = Some(JsonlTranscript {
             out: SharedTranscript::create_capped(&paths.agent_jsonl(), facts.secrets.clone(), cap)?,
             partial: Vec::new(),
+            skipping: 0,
         });
         let stderr =
             SharedTranscript::create_capped(&paths.agent_stderr_log(), facts.secrets.clone(), cap)?;

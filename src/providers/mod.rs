@@ -43,11 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc::UnboundedSender, watch};
 
-/// The environment variable every agent process (and so every tool command it runs) carries, with
-/// the run id as value. Teardown finds the agent's escaped descendants by it. It is distinct from
-/// `BUGATTI_RUN_ID`, which the harness commands of the same run carry too and must not be killed
-/// with the agent.
-pub const AGENT_MARKER_ENV: &str = "BUGATTI_AGENT_RUN_ID";
+pub use crate::process::handle::AGENT_MARKER_ENV;
 
 pub use crate::process::inherited_env::CLAUDE_NESTING_VARS;
 

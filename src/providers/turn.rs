@@ -96,11 +96,20 @@ pub struct Limits {
     pub max_turns: Option<u32>,
 }
 
+/// The longest agent output line kept: a longer one (a runaway tool result, a 100 MB line) is
+/// skipped where it is read, so it costs this much memory, not its size. A stream-json event
+/// cut short would not parse anyway; the transcript keeps its head (docs/providers.md).
+pub const MAX_LINE_BYTES: usize = 8 * 1024 * 1024;
+
 /// The agent's stdout and what was read of it but not yet handed out: the start of a line, or
 /// what followed the end of the last turn (the start of the next one).
 pub struct Output<R> {
     reader: Option<R>,
     pending: Vec<u8>,
+    /// Bytes of the line being skipped (over [`MAX_LINE_BYTES`]) so far; 0: none is.
+    skipping: usize,
+    /// How much of `pending` is known to hold no newline: each byte is searched once.
+    scanned: usize,
 }
 
 impl<R: AsyncRead + Unpin> Output<R> {
@@ -108,12 +117,15 @@ impl<R: AsyncRead + Unpin> Output<R> {
         Self {
             reader,
             pending: Vec::new(),
+            skipping: 0,
+            scanned: 0,
         }
     }
 
     /// The stdout, for draining at teardown; nothing is read through this `Output` again.
     pub fn take(&mut self) -> Option<R> {
         self.pending.clear();
+        self.scanned = 0;
         self.reader.take()
     }
 
@@ -125,8 +137,22 @@ impl<R: AsyncRead + Unpin> Output<R> {
         progress: &mut bool,
         max_turns: Option<u32>,
     ) -> Option<TurnEnd<F::Done>> {
-        while let Some(at) = memchr::memchr(b'\n', &self.pending) {
+        loop {
+            let from = self.scanned.min(self.pending.len());
+            let Some(at) = memchr::memchr(b'\n', &self.pending[from..]).map(|i| i + from) else {
+                self.scanned = self.pending.len();
+                break;
+            };
+            self.scanned = 0;
             let line: Vec<u8> = self.pending.drain(..=at).collect();
+            if self.skipping > 0 {
+                tracing::warn!(
+                    "an agent output line of {} bytes is over {MAX_LINE_BYTES} and was skipped",
+                    self.skipping + line.len()
+                );
+                self.skipping = 0;
+                continue;
+            }
             match framing.line(&line) {
                 Seen::Progress => *progress = true,
                 Seen::News => {}
@@ -189,6 +215,7 @@ impl<R: AsyncRead + Unpin> Output<R> {
                 read = reader.read(&mut buf), if reading => match read {
                     Ok(0) | Err(_) => {
                         let partial = std::mem::take(&mut self.pending);
+                        self.scanned = 0;
                         return match framing.ended(&partial) {
                             Some(d) => TurnEnd::Done(d),
                             None => TurnEnd::Ended,
@@ -198,6 +225,12 @@ impl<R: AsyncRead + Unpin> Output<R> {
                         progress = framing.raw(&buf[..n]);
                         self.pending.extend_from_slice(&buf[..n]);
                         done = self.lines(framing, &mut progress, limits.max_turns);
+                        if self.pending.len() > MAX_LINE_BYTES {
+                            // No end of line in sight: the line is skipped as it arrives.
+                            self.skipping += self.pending.len();
+                            self.pending.clear();
+                            self.scanned = 0;
+                        }
                         if progress {
                             idle_at = limits.idle.map(Deadline::after);
                         }
@@ -221,6 +254,7 @@ impl<R: AsyncRead + Unpin> Output<R> {
 
     fn stop<F: Framing>(&mut self, framing: &mut F) {
         let partial = std::mem::take(&mut self.pending);
+        self.scanned = 0;
         framing.stopped(&partial);
     }
 }
@@ -465,5 +499,62 @@ mod tests {
         );
         let _ = tx.send(());
         assert!(matches!(read.await, TurnEnd::Done(_)));
+    }
+
+    /// A reader of `head`, then `len` bytes of `x`, then `tail`, made as it is read.
+    struct Flood {
+        head: &'static [u8],
+        len: usize,
+        tail: &'static [u8],
+        at: usize,
+    }
+
+    impl AsyncRead for Flood {
+        fn poll_read(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &mut tokio::io::ReadBuf<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            let total = self.head.len() + self.len + self.tail.len();
+            let n = buf.remaining().min(total - self.at).min(64 * 1024);
+            for _ in 0..n {
+                let at = self.at;
+                let byte = if at < self.head.len() {
+                    self.head[at]
+                } else if at < self.head.len() + self.len {
+                    b'x'
+                } else {
+                    self.tail[at - self.head.len() - self.len]
+                };
+                buf.put_slice(&[byte]);
+                self.at += 1;
+            }
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_skipped_where_it_is_read_and_the_turn_goes_on() {
+        let flood = Flood {
+            head: b"a\n",
+            len: MAX_LINE_BYTES * 3 + 17,
+            tail: b"\nb END\n",
+            at: 0,
+        };
+        let mut out = Output::new(Some(flood));
+        let mut f = Lines::default();
+        let end = out
+            .read_turn(&mut f, limits(60, None, None), never(), NO_MESSAGE)
+            .await;
+        assert!(
+            matches!(end, TurnEnd::Done(ref d) if d == "b END"),
+            "the marker after it"
+        );
+        assert_eq!(
+            f.seen,
+            ["a", "b END"],
+            "the long line never reached the framing"
+        );
+        assert!(out.pending.capacity() <= 2 * MAX_LINE_BYTES + 128 * 1024);
     }
 }

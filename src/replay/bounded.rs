@@ -26,7 +26,7 @@ pub fn bound_for(recorded: Option<u64>) -> u64 {
 
 /// Why a file was not read, in the words of a drift.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refused {
+pub enum ReadRefused {
     /// Not a regular file: a FIFO, a device, a socket, a directory.
     #[error("{path} is {kind}, not a regular file: not read")]
     NotRegular { path: String, kind: &'static str },
@@ -53,9 +53,9 @@ pub fn regular_size(path: &Path) -> Option<u64> {
 
 /// The bytes of the regular file at `path` (a symlink to one followed), at most `bound` of
 /// them; never blocks on a FIFO or a device.
-pub fn read(path: &Path, bound: u64) -> Result<Vec<u8>, Refused> {
+pub fn read(path: &Path, bound: u64) -> Result<Vec<u8>, ReadRefused> {
     let shown = path.display().to_string();
-    let io = |e: std::io::Error| Refused::Io {
+    let io = |e: std::io::Error| ReadRefused::Io {
         path: shown.clone(),
         message: e.to_string(),
         missing: e.kind() == std::io::ErrorKind::NotFound,
@@ -69,13 +69,13 @@ pub fn read(path: &Path, bound: u64) -> Result<Vec<u8>, Refused> {
         .map_err(io)?;
     let meta = file.metadata().map_err(io)?;
     if !meta.is_file() {
-        return Err(Refused::NotRegular {
+        return Err(ReadRefused::NotRegular {
             path: shown,
             kind: file_kind(&meta),
         });
     }
     if meta.len() > bound {
-        return Err(Refused::TooBig {
+        return Err(ReadRefused::TooBig {
             path: shown,
             size: meta.len(),
             bound,
@@ -88,7 +88,7 @@ pub fn read(path: &Path, bound: u64) -> Result<Vec<u8>, Refused> {
         .read_to_end(&mut bytes)
         .map_err(io)?;
     if bytes.len() as u64 > bound {
-        return Err(Refused::TooBig {
+        return Err(ReadRefused::TooBig {
             path: shown,
             size: bytes.len() as u64,
             bound,
@@ -133,18 +133,18 @@ mod tests {
             .expect("a sparse file");
         assert!(matches!(
             read(&fifo, 10),
-            Err(Refused::NotRegular { kind: "a FIFO", .. })
+            Err(ReadRefused::NotRegular { kind: "a FIFO", .. })
         ));
         assert!(matches!(
             read(&zero, 10),
-            Err(Refused::NotRegular {
+            Err(ReadRefused::NotRegular {
                 kind: "a character device",
                 ..
             })
         ));
         assert!(matches!(
             read(&huge, bound_for(Some(100))),
-            Err(Refused::TooBig { .. })
+            Err(ReadRefused::TooBig { .. })
         ));
         std::fs::write(dir.path().join("ok"), "a\n").expect("write");
         assert_eq!(read(&dir.path().join("ok"), 2).expect("read"), b"a\n");

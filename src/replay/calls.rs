@@ -3,12 +3,17 @@
 //! order they ran, each an [`Action`] — or why the step cannot be recorded. A new kind of
 //! replayed action is added here and in [`super::record`], never in the session.
 
+use super::action::Action;
+use super::browser::action::BrowserAction;
+use super::browser::tools::{element_paths, inline_snapshots, is_browser_tool, recorded_tool};
 use super::browser_refs::Snapshot;
-use super::format::Action;
+use super::console::ConsoleAction;
+use super::files::FileAction;
 use super::placeholders::Placeholders;
-use super::record::{browser_action, console_action, file_action, shell_action, unreplayable_tool};
+use super::record::unreplayable_tool;
+use super::shell::ShellAction;
 use crate::console::record::CallRecord;
-use crate::providers::tool_calls::ToolCall;
+use crate::model::tool_call::ToolCall;
 use std::path::Path;
 
 /// What the calls are read against.
@@ -29,7 +34,6 @@ pub fn actions_of(
     console_calls: &[CallRecord],
     tool_calls: &[ToolCall],
 ) -> Result<Vec<Action>, String> {
-    let cwd = ctx.agent_cwd.display().to_string();
     let mut timed: Vec<(Option<std::time::Instant>, Action)> = Vec::new();
     // The page snapshots the agent was shown, oldest first: a ref it names comes from one.
     let mut snapshots: Vec<Snapshot> = ctx.last_snapshot.into_iter().cloned().collect();
@@ -40,22 +44,11 @@ pub fn actions_of(
         if let Some(why) = unreplayable_tool(&call.tool) {
             return Err(why);
         }
-        if let Some(action) = file_or_browser_action(ctx, call, &mut snapshots)? {
-            timed.push((Some(call.at), action));
-            continue;
-        }
-        if let Some(shell) = &call.shell {
-            // Where the agent's shell was, where the CLI said so (a `cd` kept from the step
-            // before), else the agent's own directory.
-            let action = shell_action(
-                ctx.placeholders,
-                &shell.command,
-                shell.started_in.as_deref().unwrap_or(&cwd),
-                shell.exit_code,
-                &ctx.placeholders.redact(&shell.output),
-            );
-            let action = super::record::with_timeout(action, shell.timeout_ms);
-            timed.push((Some(call.at), action));
+        for record in TOOL_KINDS {
+            if let Some(action) = record(ctx, call, &mut snapshots)? {
+                timed.push((Some(call.at), action));
+                break;
+            }
         }
     }
     for call in console_calls {
@@ -72,9 +65,10 @@ pub fn actions_of(
             exit_code: call.exit_code,
             bytes: call.bytes,
         };
-        if let Some(action) = console_action(ctx.placeholders, &call.tool, &call.arguments, &answer)
+        if let Some(action) =
+            ConsoleAction::recorded(ctx.placeholders, &call.tool, &call.arguments, &answer)
         {
-            timed.push((call.began, action));
+            timed.push((call.began, Action::Console(action)));
         }
     }
     // Stable: a console call and a shell call seen at the same instant keep their order.
@@ -95,49 +89,92 @@ pub fn actions_of(
     Ok(actions)
 }
 
-/// A read-only file tool's or a browser tool's call as recorded (`None` for another tool);
-/// `Err` says why the step cannot be recorded.
-fn file_or_browser_action(
+/// A tool call of the agent's own as one kind of action (`None`: not of this kind); `Err` says
+/// why the step cannot be recorded. `snapshots`: the pages the agent was shown so far.
+type Recorder =
+    fn(&CallsContext<'_>, &ToolCall, &mut Vec<Snapshot>) -> Result<Option<Action>, String>;
+
+/// The kinds a call of the agent's own tools may be, tried in order, one line each (a console
+/// call is the console's own record, below).
+const TOOL_KINDS: &[Recorder] = &[file_action, browser_action, shell_action];
+
+/// The provider's shell tool's call as recorded.
+fn shell_action(
+    ctx: &CallsContext<'_>,
+    call: &ToolCall,
+    _: &mut Vec<Snapshot>,
+) -> Result<Option<Action>, String> {
+    let Some(shell) = &call.shell else {
+        return Ok(None);
+    };
+    // Where the agent's shell was, where the CLI said so (a `cd` kept from the step before),
+    // else the agent's own directory.
+    let cwd = ctx.agent_cwd.display().to_string();
+    let mut action = ShellAction::recorded(
+        ctx.placeholders,
+        &shell.command,
+        shell.started_in.as_deref().unwrap_or(&cwd),
+        shell.exit_code,
+        &ctx.placeholders.redact(&shell.output),
+    );
+    action.timeout_ms = shell.timeout_ms;
+    Ok(Some(Action::Shell(action)))
+}
+
+/// A read-only file tool's call as recorded.
+fn file_action(
+    ctx: &CallsContext<'_>,
+    call: &ToolCall,
+    _: &mut Vec<Snapshot>,
+) -> Result<Option<Action>, String> {
+    if !super::files::is_file_tool(&call.tool) {
+        return Ok(None);
+    }
+    let answer = answer_of(call)?;
+    let check = super::files::from_claude(
+        &call.tool,
+        &call.input,
+        &answer.text,
+        answer.structured.as_ref(),
+        answer.is_error,
+        ctx.agent_cwd,
+    )
+    .map_err(|e| e.to_string())?;
+    // What it reads now bounds what a replay will read of it.
+    let check = super::files::measured(check, ctx.agent_cwd);
+    FileAction::recorded(ctx.placeholders, &check).map(|a| Some(Action::File(a)))
+}
+
+/// A browser tool's call as recorded, the page its answer showed added to `snapshots`.
+fn browser_action(
     ctx: &CallsContext<'_>,
     call: &ToolCall,
     snapshots: &mut Vec<Snapshot>,
 ) -> Result<Option<Action>, String> {
-    let is_file = super::files::is_file_tool(&call.tool);
-    let browser_tool = super::browser::recorded_tool(&call.tool);
-    if !is_file && browser_tool.is_none() {
+    let Some(tool) = recorded_tool(&call.tool) else {
         return Ok(None);
-    }
-    let Some(answer) = &call.answer else {
-        return Err(format!("the agent's {} call got no answer", call.tool));
     };
-    if is_file {
-        let check = super::files::from_claude(
-            &call.tool,
-            &call.input,
-            &answer.text,
-            answer.structured.as_ref(),
-            answer.is_error,
-            ctx.agent_cwd,
-        )
-        .map_err(|e| e.to_string())?;
-        // What it reads now bounds what a replay will read of it.
-        let check = super::files::measured(check, ctx.agent_cwd);
-        return file_action(ctx.placeholders, &check).map(Some);
-    }
-    let tool = browser_tool.unwrap_or_default();
-    let elements = super::browser::element_paths(&call.input, snapshots)?;
-    let output = super::browser::inline_snapshots(&answer.text, ctx.browser_output_dir);
-    if let Some(snapshot) = super::browser::snapshot_of(&output) {
+    let answer = answer_of(call)?;
+    let elements = element_paths(&call.input, snapshots)?;
+    let output = inline_snapshots(&answer.text, ctx.browser_output_dir);
+    if let Some(snapshot) = super::browser::tools::snapshot_of(&output) {
         snapshots.push(snapshot);
     }
-    Ok(Some(browser_action(
+    Ok(Some(Action::Browser(BrowserAction::recorded(
         ctx.placeholders,
         tool,
         &call.input,
         elements,
         &output,
         answer.is_error,
-    )))
+    ))))
+}
+
+/// The answer the agent got to a tool's call; a call without one is not recorded.
+fn answer_of(call: &ToolCall) -> Result<&crate::model::tool_call::ToolOutput, String> {
+    call.answer
+        .as_ref()
+        .ok_or_else(|| format!("the agent's {} call got no answer", call.tool))
 }
 
 /// The last page snapshot the agent was shown in `tool_calls`, if any.
@@ -148,12 +185,9 @@ pub fn last_snapshot(
     tool_calls
         .iter()
         .rev()
-        .filter(|c| super::browser::is_browser_tool(&c.tool))
+        .filter(|c| is_browser_tool(&c.tool))
         .filter_map(|c| c.answer.as_ref())
         .find_map(|a| {
-            super::browser::snapshot_of(&super::browser::inline_snapshots(
-                &a.text,
-                browser_output_dir,
-            ))
+            super::browser::tools::snapshot_of(&inline_snapshots(&a.text, browser_output_dir))
         })
 }

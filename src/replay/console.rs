@@ -1,4 +1,4 @@
-//! The console kind of action: a call to the agent console replayed through the session's own
+//! The console kind of action ([`ConsoleAction`]): a call to the agent console replayed through the session's own
 //! console, and compared as the agent saw it (see docs/replay.md).
 //!
 //! Everything the agent saw is compared: the output, the exit code and whether the process was
@@ -9,10 +9,15 @@
 //! passed, so different chunking is no drift.
 
 use super::compare::{drift, Checked};
-use super::context::{ActionAt, ReplayContext};
-use super::format::ConsoleTool;
+use super::context::{ActionAt, AgentTools, ReplayContext};
+use super::domains::Learned;
+use super::kind::RecordedKind;
+use super::placeholders::Placeholders;
 use super::verdict::Fallback;
+use crate::console::Answer;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -21,23 +26,164 @@ const MIN_CATCH_UP: Duration = Duration::from_millis(1_000);
 /// How long one catch-up poll waits.
 const POLL_MS: u64 = 250;
 
-/// A console call as recorded.
-pub(super) struct Recorded<'a> {
-    pub(super) output: &'a str,
-    pub(super) exit_code: Option<i32>,
-    pub(super) is_error: bool,
-    /// `list_logs`: how long after the previous action began the agent asked (ms).
-    pub(super) after_ms: Option<u64>,
+/// A console tool the agent called (see docs/console.md). `list_sessions` changes nothing and its
+/// answer holds only volatile ids, so it is not recorded; `list_logs` tells the agent whether the
+/// harness's commands still run, which a pass may rest on ("the worker is up").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConsoleTool {
+    ExecCommand,
+    WriteStdin,
+    ReadLog,
+    WaitForLog,
+    KillSession,
+    ListLogs,
+}
+
+impl ConsoleTool {
+    /// The tool's name on the MCP server.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ExecCommand => "exec_command",
+            Self::WriteStdin => "write_stdin",
+            Self::ReadLog => "read_log",
+            Self::WaitForLog => "wait_for_log",
+            Self::KillSession => "kill_session",
+            Self::ListLogs => "list_logs",
+        }
+    }
+
+    /// The tool of a name on the MCP server; `None` for one that is not replayable.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "exec_command" => Self::ExecCommand,
+            "write_stdin" => Self::WriteStdin,
+            "read_log" => Self::ReadLog,
+            "wait_for_log" => Self::WaitForLog,
+            "kill_session" => Self::KillSession,
+            "list_logs" => Self::ListLogs,
+            _ => return None,
+        })
+    }
+}
+
+/// A call to the agent console as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsoleAction {
+    pub tool: ConsoleTool,
+    /// The call's arguments as sent (a JSON object; keys sorted).
+    pub arguments: serde_json::Value,
+    /// The whole answer text the agent got.
+    pub output: String,
+    /// The process's exit code, when the call saw it exit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The answer was an error (bad arguments, unknown session).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
+    /// For `list_logs`: how long after the step's previous action began the agent asked
+    /// (ms). A replay asks no sooner: a worker that dies a second after "ready" was alive
+    /// when the agent looked, and is dead when the replay looks as late.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_ms: Option<u64>,
+    /// Learned volatile tokens of the compared output (`[line, token, {domain}]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volatile: Vec<Learned>,
+}
+
+impl ConsoleAction {
+    /// A console call as recorded; `None` for a tool that is not replayed (`list_sessions`: it
+    /// changes nothing and says nothing of the app).
+    pub fn recorded(
+        placeholders: &Placeholders,
+        tool: &str,
+        arguments: &serde_json::Value,
+        answer: &Answer,
+    ) -> Option<Self> {
+        let tool = ConsoleTool::from_name(tool)?;
+        Some(Self {
+            tool,
+            arguments: placeholders.insert_json(arguments),
+            output: placeholders.insert(&answer.text),
+            exit_code: answer.exit_code,
+            is_error: answer.is_error,
+            after_ms: None,
+            volatile: Vec::new(),
+        })
+    }
+}
+
+impl RecordedKind for ConsoleAction {
+    type State = Sessions;
+    const NAME: &'static str = "console";
+
+    fn describe(&self) -> String {
+        let arguments = &self.arguments;
+        let detail = match self.tool {
+            ConsoleTool::ExecCommand => arguments["cmd"].as_str().map(str::to_string),
+            ConsoleTool::WriteStdin => arguments["chars"]
+                .as_str()
+                .map(|c| format!("session {}: {c:?}", arguments["session_id"])),
+            ConsoleTool::KillSession => Some(format!("session {}", arguments["session_id"])),
+            ConsoleTool::ReadLog | ConsoleTool::WaitForLog => {
+                arguments["name"].as_str().map(str::to_string)
+            }
+            ConsoleTool::ListLogs => None,
+        };
+        match detail {
+            Some(d) => format!("{} {d}", self.tool.name()),
+            None => self.tool.name().to_string(),
+        }
+    }
+
+    fn output(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.output)
+    }
+
+    fn volatile(&self) -> &[Learned] {
+        &self.volatile
+    }
+
+    fn volatile_mut(&mut self) -> &mut Vec<Learned> {
+        &mut self.volatile
+    }
+
+    fn same_call(&self, other: &Self) -> bool {
+        self.tool == other.tool
+            && without_session(&self.arguments) == without_session(&other.arguments)
+    }
+
+    fn compared(&self, sessions: &mut Sessions) -> Option<String> {
+        sessions.compared(self.tool, &self.arguments, &self.output, self.is_error)
+    }
+
+    async fn replay(
+        &self,
+        ctx: &ReplayContext<'_>,
+        _: AgentTools<'_>,
+        sessions: &mut Sessions,
+        at: &ActionAt<'_>,
+    ) -> Result<(), Fallback> {
+        replay(ctx, sessions, at, self).await
+    }
+}
+
+/// Call arguments without the console session's id (it differs between two runs by design).
+fn without_session(arguments: &serde_json::Value) -> serde_json::Value {
+    let mut a = arguments.clone();
+    if let Some(map) = a.as_object_mut() {
+        map.remove("session_id");
+    }
+    a
 }
 
 /// Console sessions of this replay: recorded id → live id, and each one's output so far.
 #[derive(Default)]
-pub(super) struct Sessions {
+pub struct Sessions {
     live: HashMap<u64, u64>,
     expected: HashMap<u64, String>,
     seen: HashMap<u64, String>,
-    /// When the replay's previous action began (any kind).
-    pub(super) previous_began: Option<Instant>,
 }
 
 impl Sessions {
@@ -47,7 +193,6 @@ impl Sessions {
         tool: ConsoleTool,
         arguments: &Value,
         output: &str,
-        exit_code: Option<i32>,
         is_error: bool,
     ) -> Option<String> {
         match tool {
@@ -58,7 +203,6 @@ impl Sessions {
                     ConsoleTool::ExecCommand => parsed.running,
                     _ => arguments["session_id"].as_u64(),
                 };
-                let _ = exit_code;
                 match key {
                     None => Some(parsed.body),
                     Some(key) => {
@@ -180,14 +324,13 @@ fn wall_check(
 }
 
 /// Replays one console call.
-pub(super) async fn replay(
+async fn replay(
     ctx: &ReplayContext<'_>,
     sessions: &mut Sessions,
     at: &ActionAt<'_>,
-    tool: ConsoleTool,
-    arguments: &Value,
-    recorded: Recorded<'_>,
+    recorded: &ConsoleAction,
 ) -> Result<(), Fallback> {
+    let (tool, arguments) = (recorded.tool, &recorded.arguments);
     let failed = |reason: &str| Fallback::Failed {
         action: at.index,
         reason: reason.to_string(),
@@ -206,7 +349,7 @@ pub(super) async fn replay(
     // The agent looked at the commands' states this long after its previous action began: a
     // replay looks no sooner (a worker that died since is what the agent would have seen).
     if let (ConsoleTool::ListLogs, Some(after), Some(previous)) =
-        (tool, recorded.after_ms, sessions.previous_began)
+        (tool, recorded.after_ms, at.previous_began)
     {
         let at = previous + Duration::from_millis(after).min(MAX_LOOK_DELAY);
         tokio::time::sleep_until(tokio::time::Instant::from_std(at)).await;
@@ -224,7 +367,7 @@ pub(super) async fn replay(
     }
     match tool {
         ConsoleTool::ExecCommand | ConsoleTool::WriteStdin if !recorded.is_error => {
-            let mut expected = parse_answer(recorded.output);
+            let mut expected = parse_answer(&recorded.output);
             expected.exit_code = recorded.exit_code.or(expected.exit_code);
             let seen = parse_answer(&answer.text);
             let key = match tool {
@@ -244,16 +387,16 @@ pub(super) async fn replay(
             wall_check(at, wall, began.elapsed())
         }
         ConsoleTool::ReadLog | ConsoleTool::WaitForLog => {
-            let wall = parse_answer(recorded.output).wall;
+            let wall = parse_answer(&recorded.output).wall;
             ctx.check(
                 at,
-                &stable_lines(recorded.output),
+                &stable_lines(&recorded.output),
                 &stable_lines(&answer.text),
             )?;
             wall_check(at, wall, began.elapsed())
         }
         ConsoleTool::ListLogs => {
-            ctx.check(at, &log_states(recorded.output), &log_states(&answer.text))
+            ctx.check(at, &log_states(&recorded.output), &log_states(&answer.text))
         }
         // kill_session: that it worked (or failed) as recorded is the whole check.
         _ => Ok(()),

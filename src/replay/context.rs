@@ -1,8 +1,9 @@
 //! What every replayed action is checked with: the session's side of a replay (its console,
 //! values, environment, clock) and the action's place in its step ([`ActionAt`]), with the one
 //! comparison of an output against its recording ([`ReplayContext::check`]). Each action kind's
-//! file (`console`, `shell`, `files`, `browser`) builds on this; the step's order is `replayer`'s.
+//! file (`console`, `shell`, `files`, `browser/action`) builds on this; the step's order is `replayer`'s.
 
+use super::browser::client::BrowserReplay;
 use super::compare::Checked;
 use super::domains::{Learned, Relation};
 use super::masks::{Position, Rules};
@@ -11,10 +12,21 @@ use super::placeholders::Placeholders;
 use super::verdict::Fallback;
 use crate::console::Console;
 use crate::model::ids::{RunId, StepId};
+use crate::model::provider::AgentShell;
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+/// The agent's own tools a replay runs again as the agent ran them.
+#[derive(Clone, Copy)]
+pub struct AgentTools<'a> {
+    /// How the agent's own shell tool ran its commands.
+    pub shell: AgentShell,
+    /// The session's browser, through the supervisor's own Playwright MCP client (`None`
+    /// without `[browser] mcp = true`: a recording with browser actions then falls back).
+    pub browser: Option<&'a BrowserReplay>,
+}
 
 /// What a replay needs from its session.
 pub struct ReplayContext<'a> {
@@ -51,7 +63,7 @@ pub(super) struct StepSeen {
 }
 
 /// The action being replayed: its place, its words, and what its comparison needs.
-pub(super) struct ActionAt<'a> {
+pub struct ActionAt<'a> {
     pub(super) index: usize,
     pub(super) what: String,
     pub(super) recorded: Option<(DateTime<Utc>, DateTime<Utc>)>,
@@ -60,6 +72,8 @@ pub(super) struct ActionAt<'a> {
     pub(super) relations: &'a [Relation],
     /// The step's outputs seen so far.
     pub(super) seen: &'a Mutex<StepSeen>,
+    /// When the replay's previous action (of any kind) began.
+    pub(super) previous_began: Option<Instant>,
 }
 
 impl ReplayContext<'_> {

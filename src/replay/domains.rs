@@ -242,7 +242,7 @@ fn union(a: Option<(f64, f64)>, b: (f64, f64)) -> (f64, f64) {
 }
 
 /// One observation of a token while the agent passed: its text, and when its run ran.
-pub struct Seen<'a> {
+pub struct SeenValue<'a> {
     pub value: &'a str,
     pub window: Option<Window>,
     /// When the step whose output it was began (inside `window`), when known: the output came
@@ -254,7 +254,7 @@ pub struct Seen<'a> {
 /// window's end (when the pass was recorded), and from when its step began (the output came in
 /// between: an agent that took ten seconds to look saw an entry that expires in five minutes at
 /// 4m50s from the recording's end and at 5m from its step's start; a replay sees it at once).
-fn offsets_seen(seen: &Seen<'_>) -> Option<(f64, f64)> {
+fn offsets_seen(seen: &SeenValue<'_>) -> Option<(f64, f64)> {
     let window = seen.window?;
     let at_end = offset(seen.value, window)?;
     let at_step = seen
@@ -271,8 +271,8 @@ fn offsets_seen(seen: &Seen<'_>) -> Option<(f64, f64)> {
 pub fn learn_domain(
     kind: Kind,
     old: Option<&Domain>,
-    before: &Seen<'_>,
-    after: &Seen<'_>,
+    before: &SeenValue<'_>,
+    after: &SeenValue<'_>,
 ) -> Option<Domain> {
     let old = old.filter(|d| d.kind == kind);
     let range = match kind {
@@ -533,7 +533,7 @@ mod tests {
     fn a_timestamp_seen_during_a_slow_step_learns_the_offsets_it_may_have_had() {
         // The agent's step began at 09:00:00 and was recorded at 09:00:10; the entry it saw
         // expires at 09:05:00, five minutes after it looked (at the step's start, at once).
-        let seen = |value, step_began| Seen {
+        let seen = |value, step_began| SeenValue {
             value,
             window: Some((at("2026-11-25T08:59:00Z"), at("2026-11-25T09:00:10Z"))),
             step_began,

@@ -5,12 +5,10 @@
 //! action, and each action (its inputs and full output) on one line of its own, so that a changed
 //! output is one changed line in review.
 
-use super::browser_refs::ElementPath;
-use super::domains::{Learned, Relation};
-use super::files::FileCheck;
+pub use super::action::Action;
+use super::domains::Relation;
 use crate::model::ids::StepId;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::io;
 
 /// The version of this layout. A file with a higher one was written by a newer supervisor and is
@@ -77,268 +75,6 @@ pub struct RecordedStep {
     /// then goes to the agent once and is recorded anew, never replayed in a guessed directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_version: Option<String>,
-}
-
-/// A console tool the agent called (see docs/console.md). `list_sessions` changes nothing and its
-/// answer holds only volatile ids, so it is not recorded; `list_logs` tells the agent whether the
-/// harness's commands still run, which a pass may rest on ("the worker is up").
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ConsoleTool {
-    ExecCommand,
-    WriteStdin,
-    ReadLog,
-    WaitForLog,
-    KillSession,
-    ListLogs,
-}
-
-impl ConsoleTool {
-    /// The tool's name on the MCP server.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::ExecCommand => "exec_command",
-            Self::WriteStdin => "write_stdin",
-            Self::ReadLog => "read_log",
-            Self::WaitForLog => "wait_for_log",
-            Self::KillSession => "kill_session",
-            Self::ListLogs => "list_logs",
-        }
-    }
-
-    /// The tool of a name on the MCP server; `None` for one that is not replayable.
-    pub fn from_name(name: &str) -> Option<Self> {
-        Some(match name {
-            "exec_command" => Self::ExecCommand,
-            "write_stdin" => Self::WriteStdin,
-            "read_log" => Self::ReadLog,
-            "wait_for_log" => Self::WaitForLog,
-            "kill_session" => Self::KillSession,
-            "list_logs" => Self::ListLogs,
-            _ => return None,
-        })
-    }
-}
-
-/// One action that touched the system under test. Inputs carry `${NAME}` placeholders
-/// ([`crate::replay::placeholders`]); outputs are as the agent saw them, secrets redacted.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
-pub enum Action {
-    /// A call to the agent console.
-    Console {
-        tool: ConsoleTool,
-        /// The call's arguments as sent (a JSON object; keys sorted).
-        arguments: serde_json::Value,
-        /// The whole answer text the agent got.
-        output: String,
-        /// The process's exit code, when the call saw it exit.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        exit_code: Option<i32>,
-        /// The answer was an error (bad arguments, unknown session).
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        is_error: bool,
-        /// For `list_logs`: how long after the step's previous action began the agent asked
-        /// (ms). A replay asks no sooner: a worker that dies a second after "ready" was alive
-        /// when the agent looked, and is dead when the replay looks as late.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        after_ms: Option<u64>,
-        /// Learned volatile tokens of the compared output (`[line, token, {domain}]`).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        volatile: Vec<Learned>,
-    },
-    /// The provider's own shell tool (Claude Code `Bash`, Codex `command_execution`).
-    Shell {
-        command: String,
-        /// Where it ran (with placeholders: usually `${BUGATTI_WORKDIR}`).
-        cwd: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        exit_code: Option<i32>,
-        /// stdout and stderr as the tool result showed them.
-        output: String,
-        /// The timeout the agent's call asked for (Claude Code's Bash `timeout`), in ms; without
-        /// one, the tool's own default applies when replayed.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        timeout_ms: Option<u64>,
-        /// Learned volatile tokens of the output (`[line, token, {domain}]`).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        volatile: Vec<Learned>,
-    },
-    /// One of Claude Code's read-only file tools (`Read`, `Grep`, `Glob`), as a check run again.
-    File {
-        /// What was asked and what the agent saw (paths with placeholders).
-        check: FileCheck,
-        /// Learned volatile tokens of the compared text (`[line, token, {domain}]`).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        volatile: Vec<Learned>,
-    },
-    /// A Playwright MCP tool the agent called on the session's browser (see docs/replay.md).
-    Browser {
-        /// The tool (`browser_navigate`, `browser_click`, …).
-        tool: String,
-        /// The call's arguments as sent, with placeholders; element refs as the agent gave them.
-        arguments: serde_json::Value,
-        /// For each element ref in `arguments`: the element's path in the snapshot the agent
-        /// read it in, by which replay finds the element again.
-        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-        elements: BTreeMap<String, ElementPath>,
-        /// The answer the agent got, each page snapshot it linked to put inline.
-        output: String,
-        /// The answer was an error.
-        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-        is_error: bool,
-        /// Learned volatile tokens of the compared output (`[line, token, {domain}]`).
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        volatile: Vec<Learned>,
-    },
-}
-
-/// The kinds of action, as `check` names them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum ActionKind {
-    Shell,
-    Console,
-    File,
-    Browser,
-}
-
-impl ActionKind {
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Shell => "shell",
-            Self::Console => "console",
-            Self::File => "file",
-            Self::Browser => "browser",
-        }
-    }
-}
-
-impl Action {
-    /// The action in a few words, for a drift message and the lazy agent's summary.
-    pub fn describe(&self) -> String {
-        match self {
-            Self::Console {
-                tool, arguments, ..
-            } => {
-                let detail = match tool {
-                    ConsoleTool::ExecCommand => arguments["cmd"].as_str().map(str::to_string),
-                    ConsoleTool::WriteStdin => arguments["chars"]
-                        .as_str()
-                        .map(|c| format!("session {}: {c:?}", arguments["session_id"])),
-                    ConsoleTool::KillSession => {
-                        Some(format!("session {}", arguments["session_id"]))
-                    }
-                    ConsoleTool::ReadLog | ConsoleTool::WaitForLog => {
-                        arguments["name"].as_str().map(str::to_string)
-                    }
-                    ConsoleTool::ListLogs => None,
-                };
-                match detail {
-                    Some(d) => format!("{} {d}", tool.name()),
-                    None => tool.name().to_string(),
-                }
-            }
-            Self::Shell { command, .. } => format!("shell {command}"),
-            Self::File { check, .. } => super::files::describe(check),
-            Self::Browser {
-                tool, arguments, ..
-            } => super::browser::describe(tool, arguments),
-        }
-    }
-
-    /// The kind of action.
-    pub fn kind(&self) -> ActionKind {
-        match self {
-            Self::Console { .. } => ActionKind::Console,
-            Self::Shell { .. } => ActionKind::Shell,
-            Self::File { .. } => ActionKind::File,
-            Self::Browser { .. } => ActionKind::Browser,
-        }
-    }
-
-    /// The output the agent saw.
-    pub fn output(&self) -> std::borrow::Cow<'_, str> {
-        match self {
-            Self::Console { output, .. }
-            | Self::Shell { output, .. }
-            | Self::Browser { output, .. } => output.into(),
-            Self::File { check, .. } => super::files::seen(check).into(),
-        }
-    }
-
-    /// The learned volatile tokens of its output.
-    pub fn volatile(&self) -> &[Learned] {
-        match self {
-            Self::Console { volatile, .. }
-            | Self::Shell { volatile, .. }
-            | Self::File { volatile, .. }
-            | Self::Browser { volatile, .. } => volatile,
-        }
-    }
-
-    /// Sets the learned volatile tokens (sorted, no repeats: a stable line in review).
-    pub fn set_volatile(&mut self, mut positions: Vec<Learned>) {
-        positions.sort_by_key(|l| l.at);
-        positions.dedup_by_key(|l| l.at);
-        match self {
-            Self::Console { volatile, .. }
-            | Self::Shell { volatile, .. }
-            | Self::File { volatile, .. }
-            | Self::Browser { volatile, .. } => *volatile = positions,
-        }
-    }
-
-    /// The same call as `other` (same tool and input), whatever each saw: two observations of one
-    /// output, from which volatile tokens are learned.
-    pub fn same_input(&self, other: &Self) -> bool {
-        match (self, other) {
-            (
-                Self::Console {
-                    tool: a,
-                    arguments: x,
-                    ..
-                },
-                Self::Console {
-                    tool: b,
-                    arguments: y,
-                    ..
-                },
-            ) => a == b && without_session(x) == without_session(y),
-            (
-                Self::Shell {
-                    command: a, cwd: x, ..
-                },
-                Self::Shell {
-                    command: b, cwd: y, ..
-                },
-            ) => a == b && x == y,
-            (Self::File { check: a, .. }, Self::File { check: b, .. }) => a.same_call(b),
-            (
-                Self::Browser {
-                    tool: a,
-                    arguments: x,
-                    elements: p,
-                    ..
-                },
-                Self::Browser {
-                    tool: b,
-                    arguments: y,
-                    elements: q,
-                    ..
-                },
-            ) => a == b && super::browser::same_call(x, p, y, q),
-            _ => false,
-        }
-    }
-}
-
-/// Call arguments without the console session's id (it differs between two runs by design).
-fn without_session(arguments: &serde_json::Value) -> serde_json::Value {
-    let mut a = arguments.clone();
-    if let Some(map) = a.as_object_mut() {
-        map.remove("session_id");
-    }
-    a
 }
 
 impl Recording {
@@ -469,6 +205,7 @@ impl serde_json::ser::Formatter for Layout {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::replay::shell::ShellAction;
 
     fn step(n: u32, outputs: &[&str]) -> RecordedStep {
         RecordedStep {
@@ -484,13 +221,15 @@ mod tests {
             agent_version: None,
             actions: outputs
                 .iter()
-                .map(|o| Action::Shell {
-                    command: "curl -s localhost:${APP_PORT}/health".into(),
-                    cwd: "${BUGATTI_WORKDIR}".into(),
-                    exit_code: Some(0),
-                    output: (*o).to_string(),
-                    timeout_ms: None,
-                    volatile: Vec::new(),
+                .map(|o| {
+                    Action::Shell(ShellAction {
+                        command: "curl -s localhost:${APP_PORT}/health".into(),
+                        cwd: "${BUGATTI_WORKDIR}".into(),
+                        exit_code: Some(0),
+                        output: (*o).to_string(),
+                        timeout_ms: None,
+                        volatile: Vec::new(),
+                    })
                 })
                 .collect(),
         }
@@ -522,8 +261,8 @@ mod tests {
         let mut a = Recording::new("t");
         a.upsert(step(1, &["one", "two", "three"]));
         let mut b = a.clone();
-        if let Action::Shell { output, .. } = &mut b.steps[0].actions[1] {
-            *output = "TWO".into();
+        if let Action::Shell(shell) = &mut b.steps[0].actions[1] {
+            shell.output = "TWO".into();
         }
         let (ta, tb) = (a.to_text().expect("a"), b.to_text().expect("b"));
         let changed = ta.lines().zip(tb.lines()).filter(|(x, y)| x != y).count();
@@ -544,8 +283,6 @@ mod tests {
             "an old file is renewed in this layout"
         );
         assert_eq!(rec.steps[0].step, 1);
-        assert!(
-            matches!(&rec.steps[0].actions[0], Action::Shell { output, .. } if output == "new")
-        );
+        assert!(matches!(&rec.steps[0].actions[0], Action::Shell(s) if s.output == "new"));
     }
 }

@@ -12,8 +12,10 @@
 //!
 //! Either is a drift: the step goes to the agent, which looks for itself.
 
-use super::format::{Action, ConsoleTool, RecordedStep};
-use super::verdict::{Fallback, Verdict};
+use super::action::Action;
+use super::console::{ConsoleAction, ConsoleTool};
+use super::format::RecordedStep;
+use super::verdict::{Fallback, ReplayVerdict as Verdict};
 use crate::console::logs::{self, LogSource};
 use crate::console::Console;
 use regex::Regex;
@@ -168,12 +170,12 @@ pub async fn watched(
 fn logs_read(step: &RecordedStep) -> BTreeMap<String, String> {
     let mut read: BTreeMap<String, String> = BTreeMap::new();
     for action in &step.actions {
-        if let Action::Console {
+        if let Action::Console(ConsoleAction {
             tool: ConsoleTool::ReadLog | ConsoleTool::WaitForLog,
             arguments,
             output,
             ..
-        } = action
+        }) = action
         {
             if let Some(name) = arguments["name"].as_str() {
                 let all = read.entry(name.to_string()).or_default();

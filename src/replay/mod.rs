@@ -43,6 +43,7 @@
 //! - [`rg`]: `Grep` and `Glob` as Claude Code runs them (ripgrep's crates, its arguments);
 //!   [`bounded`]: every file a replay reads, opened without blocking and bounded.
 
+pub mod action;
 pub mod bounded;
 pub mod browser;
 pub mod browser_refs;
@@ -52,10 +53,12 @@ pub mod console;
 pub mod context;
 pub mod cut;
 pub mod domains;
+pub mod error;
 pub mod facts;
 pub mod files;
 pub mod format;
 pub mod harness_watch;
+pub mod kind;
 pub mod masks;
 pub mod normalize;
 pub mod placeholders;

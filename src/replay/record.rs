@@ -1,120 +1,37 @@
-//! An action as a recording keeps it, built from what the agent did and what it saw: inputs with
-//! the session's values and secrets as `${NAME}`, outputs likewise (so that the file shows no
-//! session's port or path, and a diff in review shows only real changes).
+//! What a recording learns from the agent's passes: the volatile positions a renewed recording
+//! keeps (with their domains and ties), the relations between timestamps, the expiry count
+//! ([`age`]); which tools replay at all; and the two details set on an action once its step's
+//! order is known (a `list_logs` call's delay, a shell call's timeout).
 //!
-//! The session's recorder (console calls from the console, shell calls from the provider's
-//! stream) is to build every action through here; [`super::replayer`] compares in the same form.
+//! Each kind builds its own action as recorded (`ShellAction::recorded`,
+//! `ConsoleAction::recorded`, …): inputs with the session's values and secrets as `${NAME}`,
+//! outputs likewise (so that the file shows no session's port or path, and a diff in review
+//! shows only real changes); [`super::replayer`] compares in the same form.
 
-use super::domains::{learn_domain, Learned, Seen};
+use super::action::Action;
+use super::console::ConsoleTool;
+use super::domains::{learn_domain, Learned, SeenValue};
 use super::format::RecordedStep;
-use super::format::{Action, ConsoleTool};
 use super::masks::{candidates, compare, named_in, Kind, MaskedDiff, Position, Rules};
 use super::normalize::Normalizer;
-use super::placeholders::Placeholders;
 use super::replayer::{compared_outputs, relations_of};
-use crate::console::Answer;
-
-/// A console call as recorded; `None` for a tool that is not replayed (`list_sessions`: it
-/// changes nothing and says nothing of the app).
-pub fn console_action(
-    placeholders: &Placeholders,
-    tool: &str,
-    arguments: &serde_json::Value,
-    answer: &Answer,
-) -> Option<Action> {
-    let tool = ConsoleTool::from_name(tool)?;
-    Some(Action::Console {
-        tool,
-        arguments: placeholders.insert_json(arguments),
-        output: placeholders.insert(&answer.text),
-        exit_code: answer.exit_code,
-        is_error: answer.is_error,
-        after_ms: None,
-        volatile: Vec::new(),
-    })
-}
-
-/// A call of the provider's own shell tool as recorded.
-pub fn shell_action(
-    placeholders: &Placeholders,
-    command: &str,
-    cwd: &str,
-    exit_code: Option<i32>,
-    output: &str,
-) -> Action {
-    Action::Shell {
-        command: placeholders.insert(command),
-        cwd: placeholders.insert(cwd),
-        exit_code,
-        output: placeholders.insert(output),
-        timeout_ms: None,
-        volatile: Vec::new(),
-    }
-}
 
 /// A `list_logs` call made `gap` after the step's previous action began (other actions keep
 /// none: they are compared whenever they run).
 pub fn set_after(action: &mut Action, gap: std::time::Duration) {
-    if let Action::Console {
-        tool: ConsoleTool::ListLogs,
-        after_ms,
-        ..
-    } = action
-    {
-        *after_ms = Some(u64::try_from(gap.as_millis()).unwrap_or(u64::MAX));
+    if let Action::Console(call) = action {
+        if call.tool == ConsoleTool::ListLogs {
+            call.after_ms = Some(u64::try_from(gap.as_millis()).unwrap_or(u64::MAX));
+        }
     }
 }
 
 /// A shell action that ran under the timeout its call asked for (ms).
 pub fn with_timeout(mut action: Action, timeout: Option<u64>) -> Action {
-    if let Action::Shell { timeout_ms, .. } = &mut action {
-        *timeout_ms = timeout;
+    if let Action::Shell(shell) = &mut action {
+        shell.timeout_ms = timeout;
     }
     action
-}
-
-/// One of Claude Code's read-only file tools as recorded: the paths it names and what it saw
-/// with the session's values as placeholders. `Err` for a look at the run's own records (a
-/// browser snapshot file, a log): their names and contents differ every run.
-pub fn file_action(
-    placeholders: &Placeholders,
-    check: &super::files::FileCheck,
-) -> Result<Action, String> {
-    let check = check
-        .map_paths(|p| placeholders.insert(p))
-        .map_seen(|seen| placeholders.insert(&placeholders.redact(seen)));
-    if let Some(file) = check
-        .read_file()
-        .filter(|f| f.starts_with("${BUGATTI_RUN_DIR}"))
-    {
-        return Err(format!(
-            "the agent read {file}, a file of the run's own records, which differ every run"
-        ));
-    }
-    Ok(Action::File {
-        check,
-        volatile: Vec::new(),
-    })
-}
-
-/// A Playwright MCP call as recorded: `output` is the answer with its snapshot links put
-/// inline ([`super::browser::inline_snapshots`]).
-pub fn browser_action(
-    placeholders: &Placeholders,
-    tool: &str,
-    arguments: &serde_json::Value,
-    elements: std::collections::BTreeMap<String, super::browser_refs::ElementPath>,
-    output: &str,
-    is_error: bool,
-) -> Action {
-    Action::Browser {
-        tool: tool.to_string(),
-        arguments: placeholders.insert_json(arguments),
-        elements,
-        output: placeholders.insert(&placeholders.redact(output)),
-        is_error,
-        volatile: Vec::new(),
-    }
 }
 
 /// What learning from an agent's pass needs besides the two recordings.
@@ -184,12 +101,12 @@ pub fn learn(
                 let mut domain = learn_domain(
                     ka,
                     before.and_then(|l| l.domain.as_ref()),
-                    &Seen {
+                    &SeenValue {
                         value: va,
                         window: learning.previous_window,
                         step_began: None,
                     },
-                    &Seen {
+                    &SeenValue {
                         value: vb,
                         window: Some(learning.window),
                         step_began: learning.step_began,
@@ -367,14 +284,17 @@ pub fn unreplayable_tool(tool: &str) -> Option<String> {
     let known = console
         || crate::model::provider::rows().any(|row| row.is_shell_tool(tool))
         || super::files::is_file_tool(tool)
-        || super::browser::recorded_tool(tool).is_some();
+        || super::browser::tools::recorded_tool(tool).is_some();
     (!known).then(|| format!("the agent used {tool}, which is not replayed"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::console::Answer;
     use crate::model::ids::StepId;
+    use crate::replay::console::ConsoleAction;
+    use crate::replay::placeholders::Placeholders;
 
     #[test]
     fn only_console_and_shell_tools_replay() {
@@ -393,7 +313,13 @@ mod tests {
     }
 
     fn shell(command: &str, output: &str) -> Action {
-        shell_action(&Placeholders::new([], []), command, "/w", Some(0), output)
+        Action::Shell(crate::replay::shell::ShellAction::recorded(
+            &Placeholders::new([], []),
+            command,
+            "/w",
+            Some(0),
+            output,
+        ))
     }
 
     fn pass(actions: Vec<Action>) -> RecordedStep {
@@ -591,12 +517,13 @@ mod tests {
             bytes: 10,
         };
         let args = serde_json::json!({"cmd": "curl -H 'T: s3cr3t-x' :41234"});
-        let action = console_action(&p, "exec_command", &args, &answer).expect("replayable");
+        let recorded = |tool| ConsoleAction::recorded(&p, tool, &args, &answer);
+        let action = recorded("exec_command").expect("replayable");
         let text = serde_json::to_string(&action).expect("json");
         assert!(
             !text.contains("41234") && !text.contains("s3cr3t"),
             "{text}"
         );
-        assert!(console_action(&p, "list_sessions", &args, &answer).is_none());
+        assert!(recorded("list_sessions").is_none());
     }
 }

@@ -1,52 +1,35 @@
 //! Running a recorded step again in a new session and comparing each output (see docs/replay.md).
 //!
-//! Each action kind has its file: console calls ([`super::console`], through the session's own
-//! console, the same PTY or pipes, env and cwd the agent's calls get) and the provider's shell
-//! tool ([`super::shell`], in a process group and with a marker of the replay's own, never the
-//! agent's). Inputs are filled with this session's values; outputs on both sides have the
-//! session's values as placeholders, are normalised, then compared under the learned masks
-//! ([`super::masks`]). The first difference stops the replay: the step goes to the agent with the
+//! Each action kind has its file, which replays it ([`super::kind::RecordedKind`]): console calls
+//! ([`super::console`], through the session's own console, the same PTY or pipes, env and cwd
+//! the agent's calls get), the provider's shell tool ([`super::shell`], in a process group and
+//! with a marker of the replay's own, never the agent's), file checks ([`super::files`]) and
+//! browser calls ([`super::browser::action`]); this file runs a step's actions in order. Inputs
+//! are filled with this session's values; outputs on both sides have the session's values as
+//! placeholders, are normalised, then compared under the learned masks ([`super::masks`]). The first difference stops the replay: the step goes to the agent with the
 //! drift (soft when only unlearned candidate tokens differ).
 
-use super::browser::BrowserReplay;
+pub use super::action::compared_outputs;
+use super::action::{Action, StepState};
+pub use super::context::AgentTools;
 use super::context::{ActionAt, ReplayContext, StepSeen};
 use super::domains::Relation;
-use super::format::{Action, RecordedStep};
+use super::format::RecordedStep;
 use super::normalize::Normalizer;
-use super::shell::AgentShell;
-use super::verdict::{Fallback, Verdict};
+use super::verdict::{Fallback, ReplayVerdict};
 use chrono::Utc;
-use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Instant;
 
-/// What one step's replay carries from action to action.
-#[derive(Default)]
-pub(super) struct StepState {
-    pub(super) sessions: super::console::Sessions,
-    /// The shell's working directory as the last shell action left it (Claude Code's Bash keeps
-    /// it between calls).
-    pub(super) cwd: Option<PathBuf>,
-}
-
-/// The agent's own tools a replay runs again as the agent ran them.
-#[derive(Clone, Copy)]
-pub struct AgentTools<'a> {
-    /// How the agent's own shell tool ran its commands.
-    pub shell: AgentShell,
-    /// The session's browser, through the supervisor's own Playwright MCP client (`None`
-    /// without `[browser] mcp = true`: a recording with browser actions then falls back).
-    pub browser: Option<&'a BrowserReplay>,
-}
-
-/// Replays `step`: [`Verdict::Replayed`] only when every action ran and matched.
+/// Replays `step`: [`ReplayVerdict::Replayed`] only when every action ran and matched.
 pub async fn replay_step(
     ctx: &ReplayContext<'_>,
     tools: AgentTools<'_>,
     step: &RecordedStep,
-) -> Verdict {
+) -> ReplayVerdict {
     let started = Instant::now();
     let mut state = StepState::default();
+    let mut previous_began = None;
     let recorded = Some((
         step.run_started_at.unwrap_or(step.recorded_at),
         step.recorded_at,
@@ -73,73 +56,20 @@ pub async fn replay_step(
             volatile: if exact { &[] } else { action.volatile() },
             relations,
             seen: &seen,
+            previous_began,
         };
-        let result = match action {
-            Action::Console {
-                tool,
-                arguments,
-                output,
-                exit_code,
-                is_error,
-                after_ms,
-                ..
-            } => {
-                let recorded = super::console::Recorded {
-                    output,
-                    exit_code: *exit_code,
-                    is_error: *is_error,
-                    after_ms: *after_ms,
-                };
-                super::console::replay(ctx, &mut state.sessions, &at, *tool, arguments, recorded)
-                    .await
-            }
-            Action::Shell {
-                command,
-                cwd,
-                exit_code,
-                output,
-                timeout_ms,
-                ..
-            } => {
-                let recorded = super::shell::Recorded {
-                    command,
-                    cwd,
-                    exit_code: *exit_code,
-                    output,
-                    timeout_ms: *timeout_ms,
-                };
-                super::shell::replay(ctx, tools.shell, &mut state.cwd, &at, recorded).await
-            }
-            Action::File { check, .. } => replay_file(ctx, &at, check).await,
-            Action::Browser {
-                tool,
-                arguments,
-                elements,
-                output,
-                is_error,
-                ..
-            } => {
-                let recorded = super::browser::Recorded {
-                    tool,
-                    arguments,
-                    elements,
-                    output,
-                    is_error: *is_error,
-                };
-                super::browser::replay(ctx, tools.browser, &at, recorded).await
-            }
-        };
+        let result = action.replay(ctx, tools, &mut state, &at).await;
         if let Err(fallback) = result {
-            return Verdict::Fallback(fallback);
+            return ReplayVerdict::Fallback(fallback);
         }
-        state.sessions.previous_began = Some(began);
+        previous_began = Some(began);
     }
     let seen = seen.into_inner().unwrap_or_else(|e| e.into_inner());
     if let Some(fallback) = false_fact(step, &seen.comparable) {
-        return Verdict::Fallback(fallback);
+        return ReplayVerdict::Fallback(fallback);
     }
     let varied = seen.varied;
-    Verdict::Replayed {
+    ReplayVerdict::Replayed {
         actions: step.actions.len(),
         took: started.elapsed(),
         cost_saved_usd: step.cost_usd,
@@ -184,63 +114,6 @@ pub fn relations_of(
         .filter_map(|(i, t)| t.as_ref().map(|t| (i, t)))
         .flat_map(|(i, t)| {
             super::domains::relations_in(i, &normalizer.normalize_with(t, instruction))
-        })
-        .collect()
-}
-
-/// A file check run again over today's files (its paths filled with this session's values), off
-/// the runtime's threads and within the action timeout: a walk of a huge tree never holds the
-/// session (or its signals) up.
-async fn replay_file(
-    ctx: &ReplayContext<'_>,
-    at: &ActionAt<'_>,
-    check: &super::files::FileCheck,
-) -> Result<(), Fallback> {
-    let filled = check.map_paths(|p| ctx.placeholders.fill(p));
-    let cwd = ctx.agent_cwd.clone();
-    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let stop = cancel.clone();
-    let work = tokio::task::spawn_blocking(move || super::files::observe(&filled, &cwd, &cancel));
-    let seen = match tokio::time::timeout(ctx.action_timeout, work).await {
-        Ok(Ok(Ok(observed))) => observed.text,
-        Ok(Ok(Err(e))) => e,
-        Ok(Err(e)) => format!("the file check failed: {e}"),
-        Err(_) => {
-            stop.store(true, std::sync::atomic::Ordering::Relaxed);
-            return Err(Fallback::Failed {
-                action: at.index,
-                reason: format!(
-                    "{} still running after {}s",
-                    at.what,
-                    ctx.action_timeout.as_secs()
-                ),
-            });
-        }
-    };
-    ctx.check(at, &super::files::seen(check), &seen)
-}
-
-/// Each action's output in the form its replay compares it (a console session's output
-/// accumulated up to the action; `None` for an action whose output is not compared): the text
-/// in which learned positions count lines and tokens.
-pub fn compared_outputs(actions: &[Action]) -> Vec<Option<String>> {
-    let mut sessions = super::console::Sessions::default();
-    actions
-        .iter()
-        .map(|action| match action {
-            Action::Shell { output, .. } => Some(output.trim_end().to_string()),
-            Action::File { check, .. } => Some(super::files::seen(check)),
-            Action::Browser { tool, output, .. } => {
-                (tool != "browser_take_screenshot").then(|| super::browser::compared(output))
-            }
-            Action::Console {
-                tool,
-                arguments,
-                output,
-                exit_code,
-                is_error,
-                ..
-            } => sessions.compared(*tool, arguments, output, *exit_code, *is_error),
         })
         .collect()
 }

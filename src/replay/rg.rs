@@ -181,8 +181,8 @@ pub fn grep(
             Ok(b) => b,
             // A file rg found but could not open is left out (rg says so on stderr only, which
             // the agent did not see); one it was given is the call's error.
-            Err(bounded::Refused::Io { .. }) if !explicit => continue,
-            Err(bounded::Refused::TooBig { path, size, .. }) => {
+            Err(bounded::ReadRefused::Io { .. }) if !explicit => continue,
+            Err(bounded::ReadRefused::TooBig { path, size, .. }) => {
                 return Err(format!(
                     "{path} is {size} bytes: the search would read over {budget} bytes, the \
                      recorded size × 2 + 1 MiB"

@@ -8,10 +8,11 @@
 //! The session actor calls this and nothing else of replay: a new kind of replayed action is
 //! [`super::calls`], [`super::record`] and [`super::replayer`]'s business.
 
-use super::browser::BrowserReplay;
+use super::browser::client::BrowserReplay;
 use super::browser_refs::Snapshot;
 use super::calls::{actions_of, last_snapshot, CallsContext};
 use super::context::ReplayContext;
+use super::error::LoadError;
 use super::format::{Action, RecordedStep, Recording};
 use super::harness_watch::{watched, HarnessWatch};
 use super::masks::Position;
@@ -22,7 +23,8 @@ use super::replayer::{replay_step, AgentTools};
 use super::step_report::{add_note, by_the_agent, replayed};
 use super::store::{self, StepKey};
 use super::told::Told;
-use super::verdict::{Fallback, Miss, Verdict};
+use super::verdict::{Fallback, Miss, ReplayVerdict};
+use crate::atomic::WriteError;
 use crate::console::record::CallRecord;
 use crate::console::Console;
 use crate::model::ids::{RunId, StepId};
@@ -31,7 +33,7 @@ use crate::model::outcome::StepStatus;
 use crate::model::plan::PlannedStep;
 use crate::model::provider::ProviderKind;
 use crate::model::replay::{ReplayMode, StepMode, StepReplay};
-use crate::providers::tool_calls::ToolCall;
+use crate::model::tool_call::ToolCall;
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -44,7 +46,7 @@ pub struct ReplaySession {
     test: String,
     path: PathBuf,
     /// The recording as loaded (a fresh one when there is none), or why it cannot be used.
-    recording: Result<Recording, String>,
+    recording: Result<Recording, LoadError>,
     placeholders: Placeholders,
     normalizer: Normalizer,
     max_age_days: u32,
@@ -73,9 +75,9 @@ pub struct ReplaySession {
 
 /// Whether the browser actions of `recording` need the page in the client's action answers.
 fn action_pages(recording: &Recording) -> bool {
-    super::browser::needs_action_pages(recording.steps.iter().flat_map(|s| {
+    super::browser::tools::needs_action_pages(recording.steps.iter().flat_map(|s| {
         s.actions.iter().filter_map(|a| match a {
-            Action::Browser { tool, .. } => Some(tool.as_str()),
+            Action::Browser(call) => Some(call.tool.as_str()),
             _ => None,
         })
     }))
@@ -83,11 +85,10 @@ fn action_pages(recording: &Recording) -> bool {
 
 /// Whether `recording` has a browser action.
 fn has_browser_actions(recording: &Recording) -> bool {
-    recording.steps.iter().any(|s| {
-        s.actions
-            .iter()
-            .any(|a| matches!(a, Action::Browser { .. }))
-    })
+    recording
+        .steps
+        .iter()
+        .any(|s| s.actions.iter().any(|a| matches!(a, Action::Browser(_))))
 }
 
 /// The session's own values, masked as placeholders in what is recorded.
@@ -316,7 +317,7 @@ impl ReplaySession {
         let recording = match store::load(&setup.path, &setup.test) {
             Ok(Some(recording)) => Ok(recording),
             Ok(None) => Ok(Recording::new(setup.test.clone())),
-            Err(e) => Err(e.to_string()),
+            Err(e) => Err(e),
         };
         let volatiles = setup.placeholders.volatiles();
         let normalizer = match Normalizer::new(volatiles, setup.ignore) {
@@ -381,7 +382,7 @@ impl ReplaySession {
 
     /// Whether `test`'s session will replay browser actions (replay tries steps first and its
     /// recording has some), and if so whether the client's action answers must show the page
-    /// ([`super::browser::needs_action_pages`]): its Playwright MCP client is then worth
+    /// ([`super::browser::tools::needs_action_pages`]): its Playwright MCP client is then worth
     /// starting as soon as the browser is up, before this session's replay is set up. A
     /// recording that cannot be read says no (the session's replay reports why).
     pub fn browser_replay_ahead(test: &RootTest, project_root: &Path) -> Option<bool> {
@@ -403,7 +404,7 @@ impl ReplaySession {
     }
 
     /// Whether the replay's Playwright MCP client must show the page in its action answers
-    /// ([`super::browser::needs_action_pages`]); with no recording, as Playwright MCP does.
+    /// ([`super::browser::tools::needs_action_pages`]); with no recording, as Playwright MCP does.
     pub fn browser_action_pages(&self) -> bool {
         self.recording.as_ref().map_or(true, action_pages)
     }
@@ -467,7 +468,10 @@ impl ReplaySession {
         }
         let only = self.mode == ReplayMode::Only;
         let (outcome, recorded) = if !asked.step.replay {
-            (Verdict::Fallback(Fallback::Miss(Miss::OptedOut)), None)
+            (
+                ReplayVerdict::Fallback(Fallback::Miss(Miss::OptedOut)),
+                None,
+            )
         } else if let Some(previous) = self
             .usable(&key)
             .filter(|_| !only && self.audits(asked.step.step_id))
@@ -480,11 +484,11 @@ impl ReplaySession {
             }
         };
         Ok(match (outcome, recorded) {
-            (outcome @ Verdict::Replayed { .. }, Some(recorded)) => {
+            (outcome @ ReplayVerdict::Replayed { .. }, Some(recorded)) => {
                 let (message, info) = replayed(&recorded, &outcome, &self.placeholders);
                 let (took, varied) = match outcome {
-                    Verdict::Replayed { took, varied, .. } => (took, varied),
-                    Verdict::Fallback(_) => (Duration::ZERO, Vec::new()),
+                    ReplayVerdict::Replayed { took, varied, .. } => (took, varied),
+                    ReplayVerdict::Fallback(_) => (Duration::ZERO, Vec::new()),
                 };
                 self.told
                     .replayed(&self.placeholders, asked.id, asked.instruction, &recorded);
@@ -495,7 +499,7 @@ impl ReplaySession {
                     took,
                 })
             }
-            (Verdict::Fallback(why), _) if only => {
+            (ReplayVerdict::Fallback(why), _) if only => {
                 // A drift is not "no recording": say what stopped the replay.
                 let message = match &why {
                     Fallback::Miss(_) | Fallback::Unreadable(_) => format!(
@@ -507,7 +511,7 @@ impl ReplaySession {
                 info.mode = StepMode::NotReplayed;
                 Before::NoAgent { message, info }
             }
-            (Verdict::Fallback(why), previous) => {
+            (ReplayVerdict::Fallback(why), previous) => {
                 // A drift mid-step: the agent is told which of its actions already ran.
                 let stopped = match &why {
                     // An element not found on the page: that action never ran.
@@ -523,7 +527,7 @@ impl ReplaySession {
                 }
                 Before::ToAgent(turn(Some(why), previous, false))
             }
-            (Verdict::Replayed { .. }, None) => Before::ToAgent(turn(None, None, false)),
+            (ReplayVerdict::Replayed { .. }, None) => Before::ToAgent(turn(None, None, false)),
         })
     }
 
@@ -678,10 +682,15 @@ impl ReplaySession {
         &self,
         key: &StepKey,
         asked: &StepAsked<'_>,
-    ) -> (Verdict, Option<RecordedStep>) {
+    ) -> (ReplayVerdict, Option<RecordedStep>) {
         let recording = match &self.recording {
             Ok(r) => r,
-            Err(why) => return (Verdict::Fallback(Fallback::Unreadable(why.clone())), None),
+            Err(why) => {
+                return (
+                    ReplayVerdict::Fallback(Fallback::Unreadable(why.clone())),
+                    None,
+                )
+            }
         };
         let recorded = match recording.lookup(key, chrono::Utc::now(), self.max_age_days) {
             Ok(step) => step.clone(),
@@ -691,7 +700,7 @@ impl ReplaySession {
                 } else {
                     miss
                 };
-                return (Verdict::Fallback(Fallback::Miss(miss)), None);
+                return (ReplayVerdict::Fallback(Fallback::Miss(miss)), None);
             }
         };
         let ctx = ReplayContext {
@@ -739,12 +748,12 @@ impl ReplaySession {
     }
 
     /// Deletes the step's recording (an audit found it would have passed a failing step).
-    fn forget(&mut self, step: StepId) -> Result<(), String> {
+    fn forget(&mut self, step: StepId) -> Result<(), WriteError> {
         let Ok(recording) = &mut self.recording else {
             return Ok(());
         };
         recording.steps.retain(|s| s.step != step);
-        store::save(&self.path, recording).map_err(|e| e.to_string())
+        store::save(&self.path, recording)
     }
 
     /// After a replayed step: a learned position seen varying starts its count again, the others
@@ -777,7 +786,7 @@ impl ReplaySession {
         previous: Option<(&RecordedStep, &[(usize, Position)])>,
         facts: Vec<String>,
         agent_version: Option<String>,
-    ) -> Result<(), String> {
+    ) -> Result<(), WriteError> {
         let instruction = turn.instruction.as_str();
         let relations = relations(
             previous.map(|(old, _)| old),
@@ -801,16 +810,13 @@ impl ReplaySession {
         }
         let run_started_at = Some(self.started_at);
         // A file we could not read is replaced by a good one.
-        let recording = match &mut self.recording {
-            Ok(r) => r,
-            slot @ Err(_) => {
-                *slot = Ok(Recording::new(self.test.clone()));
-                match slot {
-                    Ok(r) => r,
-                    Err(why) => return Err(why.clone()),
-                }
-            }
-        };
+        if self.recording.is_err() {
+            self.recording = Ok(Recording::new(self.test.clone()));
+        }
+        let recording = self
+            .recording
+            .as_mut()
+            .unwrap_or_else(|_| unreachable!("a fresh recording was just set"));
         let key = &turn.key;
         recording.upsert(RecordedStep {
             step: key.step,
@@ -825,7 +831,7 @@ impl ReplaySession {
             facts: Some(facts),
             agent_version,
         });
-        store::save(&self.path, recording).map_err(|e| e.to_string())
+        store::save(&self.path, recording)
     }
 }
 
@@ -872,232 +878,5 @@ fn held_on_recording(
 }
 
 #[cfg(test)]
-mod tests {
-    //! The stage on its own: a pass recorded through `after`/`record`, then replayed by `before`
-    //! in the next session (real shell commands, no console, no agent).
-
-    use super::*;
-    use crate::providers::tool_calls::ShellRun;
-
-    fn session(dir: &Path, mode: ReplayMode, audit: f64) -> ReplaySession {
-        ReplaySession::open(Setup {
-            mode,
-            provider: "claude-code".parse().expect("a provider"),
-            test: "t.test.toml".into(),
-            path: store::recording_path(&dir.join("replays"), Path::new("t.test.toml")),
-            placeholders: Placeholders::new(Vec::new(), Vec::new()),
-            ignore: &[],
-            max_age_days: 30,
-            audit: crate::model::replay::AuditShare::new(audit).expect("a share"),
-            env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
-            agent_cwd: dir.to_path_buf(),
-        })
-    }
-
-    fn step() -> PlannedStep {
-        PlannedStep {
-            step_id: StepId::new(1),
-            source_file: "t.test.toml".into(),
-            source_index: 0,
-            include_chain: Vec::new(),
-            instruction: "check the value".into(),
-            timeout_secs: None,
-            timeout: crate::model::layers::Sourced::default_value(Duration::from_secs(300)),
-            checkpoint: None,
-            setup: false,
-            skip: false,
-            replay: true,
-            source_span: 0..0,
-        }
-    }
-
-    fn shell_call(command: &str, output: &str) -> ToolCall {
-        ToolCall {
-            at: std::time::Instant::now(),
-            tool: "Bash".into(),
-            shell: Some(ShellRun {
-                command: command.into(),
-                exit_code: Some(0),
-                output: output.into(),
-                timeout_ms: None,
-                cli_version: Some("2.1.197".into()),
-                ..ShellRun::default()
-            }),
-            unreplayable: None,
-            input: serde_json::Value::Null,
-            answer: None,
-        }
-    }
-
-    async fn before(replay: &mut ReplaySession, step: &PlannedStep) -> Before {
-        let asked = StepAsked {
-            step,
-            id: StepId::new(1),
-            instruction: "check the value",
-            console: None,
-            run_id: &RunId::new("session-unit-test"),
-            step_timeout: Duration::from_secs(30),
-        };
-        match replay.before(&asked, std::future::pending::<()>()).await {
-            Ok(before) => before,
-            Err(()) => unreachable!("never stopped"),
-        }
-    }
-
-    /// The agent passes the step with `calls`, is asked the facts question, answers `facts`.
-    async fn agent_passes(
-        replay: &mut ReplaySession,
-        calls: &[ToolCall],
-        facts: FactsAnswer,
-    ) -> StepReplay {
-        let step = step();
-        let Before::ToAgent(turn) = before(replay, &step).await else {
-            panic!("a step without a recording goes to the agent");
-        };
-        let mut message = "the value is 41".to_string();
-        let agent = AgentStep {
-            status: StepStatus::Ok,
-            judged: StepStatus::Ok,
-            console_calls: &[],
-            tool_calls: calls,
-        };
-        let After::AskFacts(pending) = replay.after(turn, agent, &mut message) else {
-            panic!("a pass with a command is recorded once its facts are stated");
-        };
-        assert!(
-            pending.question().contains("cat value.txt"),
-            "{}",
-            pending.question()
-        );
-        replay.record(pending, facts, Some(0.02))
-    }
-
-    /// A project whose `value.txt` says 41, and the agent's pass of reading it (`cat`) in a first
-    /// session, with `facts` as its answer to the facts question.
-    async fn first_pass(facts: FactsAnswer) -> (tempfile::TempDir, StepReplay) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::write(dir.path().join("value.txt"), "value=41\n").expect("write");
-        let mut first = session(dir.path(), ReplayMode::Auto, 0.0);
-        let info = agent_passes(&mut first, &[cat_value()], facts).await;
-        (dir, info)
-    }
-
-    fn cat_value() -> ToolCall {
-        shell_call("cat value.txt", "value=41\n")
-    }
-
-    #[tokio::test]
-    async fn a_recorded_pass_replays_in_the_next_session_and_says_why() {
-        let (dir, info) =
-            first_pass(FactsAnswer::Stated(vec!["1 contains \"value=41\"".into()])).await;
-        assert!(info.recorded, "{info:?}");
-        assert_eq!(info.facts, vec!["1 contains \"value=41\"".to_string()]);
-
-        let mut next = session(dir.path(), ReplayMode::Auto, 0.0);
-        let Before::Replayed(replayed) = before(&mut next, &step()).await else {
-            panic!("an unchanged step replays");
-        };
-        assert!(
-            replayed
-                .message
-                .starts_with("replayed: all 1 recorded actions ran again and matched; 1 fact held"),
-            "{}",
-            replayed.message
-        );
-        assert_eq!(replayed.info.mode, StepMode::Replayed);
-        assert_eq!(replayed.info.cost_saved_usd, Some(0.02));
-        // The agent, when it is next needed, is told what ran without it.
-        let told = next.take_summary().expect("a summary");
-        assert!(
-            told.contains("$ shell cat value.txt\n    value=41"),
-            "{told}"
-        );
-        assert_eq!(next.take_summary(), None, "told once");
-    }
-
-    #[tokio::test]
-    async fn a_changed_output_goes_to_the_agent_which_is_told_what_differed() {
-        let (dir, info) = first_pass(FactsAnswer::Stated(Vec::new())).await;
-        assert!(info.recorded, "{info:?}");
-        assert!(
-            info.note
-                .as_deref()
-                .is_some_and(|n| n.contains("compare exactly")),
-            "{info:?}"
-        );
-
-        std::fs::write(dir.path().join("value.txt"), "value=40\n").expect("write");
-        let mut next = session(dir.path(), ReplayMode::Auto, 0.0);
-        let Before::ToAgent(turn) = before(&mut next, &step()).await else {
-            panic!("a changed output is never replayed");
-        };
-        assert!(
-            matches!(turn.fallback, Some(Fallback::Drift(_))),
-            "{:?}",
-            turn.fallback.map(|f| f.to_string())
-        );
-        let told = next.take_summary().expect("a summary");
-        assert!(told.contains("output differed"), "{told}");
-    }
-
-    #[tokio::test]
-    async fn a_stated_fact_that_does_not_hold_on_what_the_agent_saw_is_not_recorded() {
-        let (dir, info) =
-            first_pass(FactsAnswer::Stated(vec!["1 contains \"value=42\"".into()])).await;
-        assert!(!info.recorded, "{info:?}");
-        let note = info.note.unwrap_or_default();
-        assert!(
-            note.contains("does not hold on the outputs it saw"),
-            "{note}"
-        );
-        let mut next = session(dir.path(), ReplayMode::Auto, 0.0);
-        assert!(matches!(
-            before(&mut next, &step()).await,
-            Before::ToAgent(_)
-        ));
-    }
-
-    #[tokio::test]
-    async fn only_mode_without_a_recording_fails_the_step_and_asks_no_agent() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut only = session(dir.path(), ReplayMode::Only, 0.0);
-        let Before::NoAgent { message, info } = before(&mut only, &step()).await else {
-            panic!("`only` never goes to the agent");
-        };
-        assert!(message.starts_with("no usable recording"), "{message}");
-        assert_eq!(info.mode, StepMode::NotReplayed);
-    }
-
-    #[tokio::test]
-    async fn an_audit_the_agent_fails_deletes_the_recording() {
-        let (dir, info) = first_pass(FactsAnswer::Stated(Vec::new())).await;
-        assert!(info.recorded, "{info:?}");
-
-        let mut audited = session(dir.path(), ReplayMode::Auto, 1.0);
-        let Before::ToAgent(turn) = before(&mut audited, &step()).await else {
-            panic!("an audited step goes to the agent although it could replay");
-        };
-        let mut message = "the value is wrong".to_string();
-        let failed = AgentStep {
-            status: StepStatus::Error,
-            judged: StepStatus::Error,
-            console_calls: &[],
-            tool_calls: &[cat_value()],
-        };
-        let After::Done(info) = audited.after(turn, failed, &mut message) else {
-            panic!("a failed step is not recorded");
-        };
-        assert!(info.audited && info.audit_disagreed, "{info:?}");
-        assert!(
-            message.ends_with(
-                "(audit: replay would have passed a failing step; its recording was deleted)"
-            ),
-            "{message}"
-        );
-        let mut next = session(dir.path(), ReplayMode::Auto, 0.0);
-        assert!(matches!(
-            before(&mut next, &step()).await,
-            Before::ToAgent(_)
-        ));
-    }
-}
+#[path = "session_tests.rs"]
+mod tests;

@@ -1,4 +1,4 @@
-//! The shell kind of action: a call of the provider's own shell tool, replayed as that tool ran
+//! The shell kind of action ([`ShellAction`]): a call of the provider's own shell tool, replayed as that tool ran
 //! it (see docs/replay.md).
 //!
 //! Claude Code's Bash runs `bash` and keeps its working directory between calls, so a replay
@@ -15,13 +15,18 @@
 //! behind never reaches the agent process running beside it.
 
 use super::compare::drift;
-use super::context::{ActionAt, ReplayContext};
+use super::context::{ActionAt, AgentTools, ReplayContext};
+use super::domains::Learned;
+use super::kind::RecordedKind;
+use super::placeholders::Placeholders;
 use super::verdict::Fallback;
+use crate::process::handle::AGENT_MARKER_ENV;
 use crate::process::handle::{self, EnvMarker, Io, Launch};
 use crate::process::owner::{Owner, Role, Scope};
 use crate::process::piped::read_to_exit;
 use crate::process::teardown::{terminate, Ladder};
-use crate::providers::AGENT_MARKER_ENV;
+use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -62,14 +67,85 @@ pub const CLAUDE_BASH_TIMEOUT: Duration = Duration::from_secs(120);
 /// The variable Claude Code reads its Bash tool's default timeout from (ms).
 const CLAUDE_BASH_DEFAULT_ENV: &str = "BASH_DEFAULT_TIMEOUT_MS";
 
-/// A shell action as recorded.
-pub(super) struct Recorded<'a> {
-    pub(super) command: &'a str,
-    pub(super) cwd: &'a str,
-    pub(super) exit_code: Option<i32>,
-    pub(super) output: &'a str,
-    /// The timeout the call asked for (ms).
-    pub(super) timeout_ms: Option<u64>,
+/// A call of the provider's own shell tool as recorded.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ShellAction {
+    pub command: String,
+    /// Where it ran (with placeholders: usually `${BUGATTI_WORKDIR}`).
+    pub cwd: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// stdout and stderr as the tool result showed them.
+    pub output: String,
+    /// The timeout the agent's call asked for (Claude Code's Bash `timeout`), in ms; without
+    /// one, the tool's own default applies when replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Learned volatile tokens of the output (`[line, token, {domain}]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volatile: Vec<Learned>,
+}
+
+impl ShellAction {
+    /// A call of the provider's own shell tool as recorded: the session's values as
+    /// placeholders.
+    pub fn recorded(
+        placeholders: &Placeholders,
+        command: &str,
+        cwd: &str,
+        exit_code: Option<i32>,
+        output: &str,
+    ) -> Self {
+        Self {
+            command: placeholders.insert(command),
+            cwd: placeholders.insert(cwd),
+            exit_code,
+            output: placeholders.insert(output),
+            timeout_ms: None,
+            volatile: Vec::new(),
+        }
+    }
+}
+
+impl RecordedKind for ShellAction {
+    /// The directory the previous command left (Claude Code's Bash keeps it between calls).
+    type State = Option<PathBuf>;
+    const NAME: &'static str = "shell";
+
+    fn describe(&self) -> String {
+        format!("shell {}", self.command)
+    }
+
+    fn output(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.output)
+    }
+
+    fn volatile(&self) -> &[Learned] {
+        &self.volatile
+    }
+
+    fn volatile_mut(&mut self) -> &mut Vec<Learned> {
+        &mut self.volatile
+    }
+
+    fn same_call(&self, other: &Self) -> bool {
+        self.command == other.command && self.cwd == other.cwd
+    }
+
+    fn compared(&self, _: &mut Self::State) -> Option<String> {
+        Some(self.output.trim_end().to_string())
+    }
+
+    async fn replay(
+        &self,
+        ctx: &ReplayContext<'_>,
+        tools: AgentTools<'_>,
+        cwd: &mut Self::State,
+        at: &ActionAt<'_>,
+    ) -> Result<(), Fallback> {
+        replay(ctx, tools.shell, cwd, at, self).await
+    }
 }
 
 /// How long after a replayed command's exit its pipe is still read (a background job it
@@ -131,21 +207,21 @@ fn cwd_file() -> std::io::Result<tempfile::NamedTempFile> {
 }
 
 /// Replays one shell action; `cwd` is the directory the previous one left (bash only).
-pub(super) async fn replay(
+async fn replay(
     ctx: &ReplayContext<'_>,
     shell: AgentShell,
     cwd: &mut Option<PathBuf>,
     at: &ActionAt<'_>,
-    recorded: Recorded<'_>,
+    recorded: &ShellAction,
 ) -> Result<(), Fallback> {
     let failed = |reason: String| Fallback::Failed {
         action: at.index,
         reason,
     };
-    let command = ctx.placeholders.fill(recorded.command);
+    let command = ctx.placeholders.fill(&recorded.command);
     let dir = match (shell, cwd.as_ref()) {
         (AgentShell::Bash, Some(carried)) => carried.clone(),
-        _ => PathBuf::from(ctx.placeholders.fill(recorded.cwd)),
+        _ => PathBuf::from(ctx.placeholders.fill(&recorded.cwd)),
     };
     if !dir.is_dir() {
         return Err(failed(format!("cwd {} is not a directory", dir.display())));
@@ -203,7 +279,7 @@ pub(super) async fn replay(
     }
     let seen = ctx.placeholders.redact(&String::from_utf8_lossy(&bytes));
     // A large output reached the agent cut (Claude Code's preview): the replay's is cut alike.
-    let seen = super::cut::as_recorded(recorded.output, seen.trim_end()).unwrap_or(seen);
+    let seen = super::cut::as_recorded(&recorded.output, seen.trim_end()).unwrap_or(seen);
     // The agents' shell tools hand the model their output without its final newline(s) (Claude
     // Code's Bash) or with them (Codex): trailing whitespace is not a difference.
     ctx.check(at, recorded.output.trim_end(), seen.trim_end())

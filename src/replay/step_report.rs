@@ -3,7 +3,7 @@
 
 use super::format::RecordedStep;
 use super::placeholders::Placeholders;
-use super::verdict::{Fallback, Verdict};
+use super::verdict::{Fallback, ReplayVerdict};
 use crate::model::replay::{ReplayedAction, StepMode, StepReplay};
 use std::time::Duration;
 
@@ -13,12 +13,12 @@ const REPORT_OUTPUT_CHARS: usize = 2_000;
 /// What a replayed step's record says: each action it ran, and when and by whom it was recorded.
 pub fn replayed(
     step: &RecordedStep,
-    verdict: &Verdict,
+    verdict: &ReplayVerdict,
     placeholders: &Placeholders,
 ) -> (String, StepReplay) {
     let (actions, took) = match verdict {
-        Verdict::Replayed { actions, took, .. } => (*actions, *took),
-        Verdict::Fallback(_) => (0, Duration::ZERO),
+        ReplayVerdict::Replayed { actions, took, .. } => (*actions, *took),
+        ReplayVerdict::Fallback(_) => (0, Duration::ZERO),
     };
     let facts = step.facts.clone().unwrap_or_default();
     let held = match facts.len() {

@@ -5,12 +5,14 @@
 //! caller turns into a warning before asking the agent. Finding a step either gives its recording
 //! or a [`Miss`](super::verdict::Miss) that says why not.
 
+pub use super::error::LoadError;
 use super::format::{RecordedStep, Recording, LEARNED_MASKS_SINCE, SCHEMA_VERSION};
 use super::verdict::Miss;
+use crate::atomic::WriteError;
 use crate::model::ids::StepId;
 use crate::model::provider::ProviderKind;
-use crate::report::ground::error::ReportError;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// `<dir>/<test path without .test.toml>.replay.json`: `tests/login.test.toml` in
 /// `bugatti.replay` is `bugatti.replay/tests/login.replay.json`.
@@ -21,48 +23,6 @@ pub fn recording_path(dir: &Path, test: &Path) -> PathBuf {
         .or_else(|| text.strip_suffix(".toml"))
         .unwrap_or(&text);
     dir.join(format!("{stem}.replay.json"))
-}
-
-/// Why a recording file could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("cannot read {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{}:{line}:{column}: not a recording: {message}", path.display())]
-    Corrupt {
-        path: PathBuf,
-        line: usize,
-        column: usize,
-        message: String,
-    },
-    #[error(
-        "{}: written by a newer supervisor (schema {found}, this one reads {supported})",
-        path.display()
-    )]
-    Newer {
-        path: PathBuf,
-        found: u64,
-        supported: u32,
-    },
-    #[error(
-        "{}: not a regular file ({kind}); a recording is read only from a regular file",
-        path.display()
-    )]
-    NotRegular { path: PathBuf, kind: &'static str },
-    #[error(
-        "{}: {size} bytes, more than the {MAX_RECORDING_BYTES} a recording may have",
-        path.display()
-    )]
-    TooBig { path: PathBuf, size: u64 },
-    #[error("{}: the recording of {found}, not of {expected}", path.display())]
-    OtherTest {
-        path: PathBuf,
-        found: String,
-        expected: String,
-    },
 }
 
 /// The largest recording read (docs/replay.md): a recording is the project's input, and a
@@ -78,7 +38,7 @@ fn read_regular(path: &Path) -> Result<Option<String>, LoadError> {
     use std::os::unix::fs::OpenOptionsExt;
     let read_err = |source| LoadError::Read {
         path: path.to_path_buf(),
-        source,
+        source: Arc::new(source),
     };
     let check = |meta: &std::fs::Metadata| {
         if !meta.is_file() {
@@ -91,6 +51,7 @@ fn read_regular(path: &Path) -> Result<Option<String>, LoadError> {
             return Err(LoadError::TooBig {
                 path: path.to_path_buf(),
                 size: meta.len(),
+                max: MAX_RECORDING_BYTES,
             });
         }
         Ok(())
@@ -115,6 +76,7 @@ fn read_regular(path: &Path) -> Result<Option<String>, LoadError> {
         return Err(LoadError::TooBig {
             path: path.to_path_buf(),
             size: bytes.len() as u64,
+            max: MAX_RECORDING_BYTES,
         });
     }
     String::from_utf8(bytes)
@@ -159,14 +121,14 @@ pub fn load(path: &Path, test: &str) -> Result<Option<Recording>, LoadError> {
 
 /// Writes `recording` to `path` (atomically: a reader sees the old file or the new one),
 /// creating its directory.
-pub fn save(path: &Path, recording: &Recording) -> Result<(), ReportError> {
+pub fn save(path: &Path, recording: &Recording) -> Result<(), WriteError> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| ReportError::write(dir, e))?;
+        std::fs::create_dir_all(dir).map_err(|e| WriteError::new(dir, e))?;
     }
     let text = recording
         .to_text()
-        .map_err(|e| ReportError::write(path, std::io::Error::other(e)))?;
-    crate::report::ground::atomic::write_atomic(path, text.as_bytes())
+        .map_err(|e| WriteError::new(path, std::io::Error::other(e)))?;
+    crate::atomic::write_atomic(path, text.as_bytes())
 }
 
 /// What identifies a step's recording (docs/replay.md): its place and provenance, its instruction as
@@ -228,7 +190,7 @@ impl Recording {
         let shell = step
             .actions
             .iter()
-            .any(|a| matches!(a, crate::replay::format::Action::Shell { .. }));
+            .any(|a| matches!(a, crate::replay::format::Action::Shell(_)));
         if step.provider == ProviderKind::ClaudeCode && shell && step.agent_version.is_none() {
             return Err(Miss::NoAgentVersion);
         }
@@ -268,13 +230,16 @@ pub fn check_status(
 
 /// What kinds of action a step's recording holds, with their counts: `2 browser, 1 shell`.
 fn kinds(step: &RecordedStep) -> String {
-    let mut counts = std::collections::BTreeMap::new();
-    for action in &step.actions {
-        *counts.entry(action.kind()).or_insert(0usize) += 1;
-    }
-    counts
-        .into_iter()
-        .map(|(kind, n)| format!("{n} {}", kind.name()))
+    super::action::KIND_NAMES
+        .iter()
+        .filter_map(|kind| {
+            let n = step
+                .actions
+                .iter()
+                .filter(|a| a.kind_name() == *kind)
+                .count();
+            (n > 0).then(|| format!("{n} {kind}"))
+        })
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -283,6 +248,7 @@ fn kinds(step: &RecordedStep) -> String {
 mod tests {
     use super::*;
     use crate::replay::format::Action;
+    use crate::replay::shell::ShellAction;
 
     fn recording() -> Recording {
         let mut rec = Recording::new("tests/a.test.toml");
@@ -297,14 +263,14 @@ mod tests {
             relations: None,
             facts: None,
             agent_version: Some("2.1.197".into()),
-            actions: vec![Action::Shell {
+            actions: vec![Action::Shell(ShellAction {
                 command: "true".into(),
                 cwd: "${BUGATTI_WORKDIR}".into(),
                 exit_code: Some(0),
                 output: String::new(),
                 timeout_ms: None,
                 volatile: Vec::new(),
-            }],
+            })],
         });
         rec
     }

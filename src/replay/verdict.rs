@@ -2,13 +2,14 @@
 //! needs from replay, and what the report says about it.
 
 use super::compare::Drift;
+use super::error::LoadError;
 use super::masks::Position;
 use crate::model::provider::ProviderKind;
 use std::time::Duration;
 
 /// What replaying one step came to.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Verdict {
+#[derive(Debug, Clone)]
+pub enum ReplayVerdict {
     /// Every recorded action ran again and matched: the step passes without the model
     /// (`status = "ok"`, `mode = "replayed"`).
     Replayed {
@@ -26,12 +27,12 @@ pub enum Verdict {
 }
 
 /// Why a step goes to the agent although replay was asked for.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Fallback {
     /// No usable recording of this step (none, another provider, a changed instruction, too old).
     Miss(Miss),
     /// The recording file could not be used; the report shows it as a warning.
-    Unreadable(String),
+    Unreadable(LoadError),
     /// The replay ran and an action differed (`replay_drift`).
     Drift(Box<Drift>),
     /// An action differed only in timestamps, UUIDs, durations or hex values not learned yet:
@@ -44,7 +45,7 @@ pub enum Fallback {
     Failed { action: usize, reason: String },
 }
 
-impl Verdict {
+impl ReplayVerdict {
     /// True only for a step every action of which matched.
     pub fn passed(&self) -> bool {
         matches!(self, Self::Replayed { .. })

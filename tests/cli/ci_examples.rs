@@ -371,3 +371,107 @@ fn the_kubernetes_recipe_passes_kubernetes_validate_for_1_33() {
         .expect("kubernetes-validate runs");
     assert!(!out.status.success(), "a misspelt field is refused");
 }
+
+/// The Kubernetes shard pod's script, run by `sh` as the pod runs it, with a stand-in
+/// `supervisor` that exits `code`: what it leaves in the shard's folder, and its own exit code.
+fn run_shard_script(code: i32, index_failures: &str) -> (Option<String>, Option<i32>) {
+    let recipe =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci/kubernetes-indexed-job.yaml");
+    let docs =
+        yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(recipe).expect("read"))
+            .expect("yaml");
+    let container = &docs[0]["spec"]["template"]["spec"]["containers"][0];
+    let script = container["args"][0].as_str().expect("the shard script");
+    let dir = tempfile::tempdir().expect("tmp");
+    let bin = dir.path().join("bin");
+    let work = dir.path().join("work");
+    let reports = dir.path().join("reports");
+    for d in [&bin, &work, &reports] {
+        std::fs::create_dir_all(d).expect("mkdir");
+    }
+    let fake = bin.join("supervisor");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\nmkdir -p .bugatti/suites/s\nexit {code}\n"),
+    )
+    .expect("write");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(&work)
+        .env("PATH", path)
+        .env("REPORTS", &reports)
+        .env("RUN", "night")
+        .env("JOB_COMPLETION_INDEX", "0")
+        .env("BUGATTI_SHARD_TOTAL", "4")
+        .env("INDEX_FAILURES", index_failures)
+        .output()
+        .expect("sh runs");
+    let shard = reports.join("night/shard-0");
+    assert!(
+        shard.join(".bugatti/suites").is_dir(),
+        "the reports are copied"
+    );
+    assert!(!shard.join("exit.tmp").exists());
+    (
+        std::fs::read_to_string(shard.join("exit"))
+            .ok()
+            .map(|s| s.trim().to_string()),
+        out.status.code(),
+    )
+}
+
+/// A retried index must not let the merge start early: a try that fails with a harness error
+/// (3) and will be retried writes no `exit` file; its last try, or any final verdict, does.
+#[test]
+fn a_kubernetes_shard_writes_its_exit_file_only_when_its_index_is_final() {
+    assert_eq!(
+        run_shard_script(3, "0"),
+        (None, Some(3)),
+        "retried: not final"
+    );
+    assert_eq!(
+        run_shard_script(3, "1"),
+        (Some("3".into()), Some(3)),
+        "its last try"
+    );
+    assert_eq!(
+        run_shard_script(1, "0"),
+        (Some("1".into()), Some(0)),
+        "tests failed"
+    );
+    assert_eq!(run_shard_script(0, "0"), (Some("0".into()), Some(0)));
+    assert_eq!(
+        run_shard_script(2, "0"),
+        (Some("2".into()), Some(2)),
+        "invalid input"
+    );
+}
+
+/// The agent's key reaches the shard pods from a Secret, never from the file itself.
+#[test]
+fn the_kubernetes_shards_take_the_agents_key_from_a_secret() {
+    let recipe =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci/kubernetes-indexed-job.yaml");
+    let docs =
+        yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(recipe).expect("read"))
+            .expect("yaml");
+    let env = docs[0]["spec"]["template"]["spec"]["containers"][0]["env"]
+        .as_vec()
+        .expect("env");
+    let key = env
+        .iter()
+        .find(|e| e["name"].as_str() == Some("ANTHROPIC_API_KEY"))
+        .expect("ANTHROPIC_API_KEY in the shard pods");
+    assert!(key["value"].is_badvalue(), "no key written in the file");
+    let secret = &key["valueFrom"]["secretKeyRef"];
+    assert_eq!(secret["name"].as_str(), Some("bugatti-agent"));
+    assert_eq!(secret["key"].as_str(), Some("anthropic-api-key"));
+}

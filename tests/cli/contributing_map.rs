@@ -260,3 +260,86 @@ fn code_citations_name_sections_that_exist() {
         wrong.join("\n")
     );
 }
+
+/// The recipes a contributor follows to add a kind of thing: each is to be in CONTRIBUTING.md.
+const RECIPES: &[&str] = &[
+    "Add a provider.",
+    "Add a probe kind.",
+    "Add an event kind.",
+    "Add a config field.",
+    "Add a CLI flag.",
+    "Add a recorded action kind.",
+    "Add a report format.",
+];
+
+#[test]
+fn contributing_has_every_recipe() {
+    let text = read(&repo().join("CONTRIBUTING.md"));
+    let missing: Vec<&str> = RECIPES
+        .iter()
+        .copied()
+        .filter(|r| !text.contains(&format!("**{r}**")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "CONTRIBUTING.md lacks recipes: {missing:?}"
+    );
+}
+
+/// Each "`Name` (`src/…rs`)" of the prose: a name said to be in a file, as (name, file).
+fn names_with_their_file(prose: &str) -> Vec<(String, String)> {
+    let pair = Regex::new(
+        r"`([A-Za-z_][A-Za-z0-9_]*(?:::[A-Za-z_][A-Za-z0-9_]*)*)(?:\(\))?` \(`(src/[A-Za-z0-9_/.]+\.rs)`",
+    )
+    .expect("regex");
+    pair.captures_iter(prose)
+        .map(|c| {
+            let name = c[1].rsplit("::").next().unwrap_or(&c[1]).to_string();
+            (name, c[2].to_string())
+        })
+        .collect()
+}
+
+/// A recipe's step names a symbol and the file it is in: the file has it (a recipe that sends
+/// the reader to the right name in the wrong file fails here, not in their afternoon).
+#[test]
+fn contributing_names_each_symbol_in_the_file_it_gives() {
+    let text = read(&repo().join("CONTRIBUTING.md"));
+    let pairs = names_with_their_file(&text);
+    assert!(
+        pairs.iter().any(|(n, _)| n == "RecordedKind")
+            && pairs.iter().any(|(n, _)| n == "RenderedSuite"),
+        "the action kind and report format recipes name their symbols with their files: {pairs:?}"
+    );
+    let wrong: Vec<String> = pairs
+        .iter()
+        .filter(|(name, file)| {
+            let path = repo().join(file);
+            let text = std::fs::read_to_string(&path).unwrap_or_default();
+            !Regex::new(&format!(r"\b{}\b", regex::escape(name)))
+                .expect("regex")
+                .is_match(&text)
+        })
+        .map(|(name, file)| format!("{name} in {file}"))
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "CONTRIBUTING.md names symbols in files that do not have them: {wrong:?}"
+    );
+}
+
+#[test]
+fn the_symbol_check_reads_a_name_and_its_file() {
+    assert_eq!(
+        names_with_their_file(
+            "its variant in `action_kinds` (`src/replay/action.rs`) and `a::B()` (`src/x.rs`, …)"
+        ),
+        vec![
+            (
+                "action_kinds".to_string(),
+                "src/replay/action.rs".to_string()
+            ),
+            ("B".to_string(), "src/x.rs".to_string())
+        ]
+    );
+}

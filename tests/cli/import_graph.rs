@@ -605,3 +605,61 @@ fn the_replay_door_check_finds_an_actor_past_it() {
         vec!["    actors::session -> replay::browser".to_string()]
     );
 }
+
+/// What `replay` must not import: it is a stage the session calls, fed the agent's tool calls as
+/// model data; it writes its recordings through `crate::atomic`, not through the reports.
+const REPLAY_NEVER_IMPORTS: &[&str] = &["report", "providers"];
+
+/// The imports from `room`'s files into any of `forbidden` (top-level modules of the crate).
+fn imports_into(
+    graph: &BTreeMap<ModPath, BTreeSet<ModPath>>,
+    room: &str,
+    forbidden: &[&str],
+) -> Vec<String> {
+    let first = |m: &ModPath| m.first().cloned().unwrap_or_default();
+    graph
+        .iter()
+        .filter(|(from, _)| first(from) == room)
+        .flat_map(|(from, named)| {
+            named
+                .iter()
+                .filter(|to| forbidden.contains(&first(to).as_str()))
+                .map(move |to| format!("    {} -> {}", from.join("::"), to.join("::")))
+        })
+        .collect()
+}
+
+#[test]
+fn replay_imports_neither_report_nor_providers() {
+    let found = imports_into(&import_graph(&src()), "replay", REPLAY_NEVER_IMPORTS);
+    assert!(
+        found.is_empty(),
+        "replay ↛ {}: these imports cross it (move the shared piece below both):\n{}",
+        REPLAY_NEVER_IMPORTS.join(", "),
+        found.join("\n")
+    );
+}
+
+/// The rule sees a replay file that writes through a report module.
+#[test]
+fn the_replay_rule_finds_an_import_of_report() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let src = dir.path();
+    for room in ["replay", "report/ground"] {
+        std::fs::create_dir_all(src.join(room)).expect("mkdir");
+    }
+    std::fs::write(src.join("lib.rs"), "pub mod replay;\npub mod report;\n").expect("write");
+    std::fs::write(src.join("replay/mod.rs"), "pub mod store;\n").expect("write");
+    std::fs::write(src.join("report/mod.rs"), "pub mod ground;\n").expect("write");
+    std::fs::write(src.join("report/ground/mod.rs"), "pub mod atomic;\n").expect("write");
+    std::fs::write(src.join("report/ground/atomic.rs"), "pub fn write() {}\n").expect("write");
+    std::fs::write(
+        src.join("replay/store.rs"),
+        "pub fn save() { crate::report::ground::atomic::write() }\n",
+    )
+    .expect("write");
+    assert_eq!(
+        imports_into(&import_graph(src), "replay", REPLAY_NEVER_IMPORTS),
+        vec!["    replay::store -> report::ground::atomic".to_string()]
+    );
+}

@@ -23,3 +23,4 @@ mod readme_examples;
 mod schemas;
 mod security_paths;
 mod security_secrets;
+mod type_names;

@@ -34,6 +34,8 @@ pub fn plan(artifact_dir: &Path, run_id: &str, test_file: &str, attempt: u32) ->
             run_dir: artifact_dir.join("runs").join(run_id).display().to_string(),
             attempt,
             repeat: 1,
+            max_attempts: 1,
+            retry_wait_ms: 0,
             started_at: chrono::Utc::now(),
         },
         skipped_commands: vec!["seed".into()],

@@ -22,6 +22,7 @@ mod replay_actions;
 mod replay_domains;
 mod replay_facts;
 mod replay_trust;
+mod retry_backoff;
 mod security_hostile;
 mod selection;
 mod shard_merge;

@@ -215,6 +215,12 @@ fn a_quarantined_tests_harness_error_still_exits_3() {
     let summary = p.suite_summary();
     assert_eq!(summary.tests[0].outcome, RunOutcome::Error, "{summary:?}");
     assert!(summary.tests[0].quarantined, "{summary:?}");
+    // The recap agrees with the exit code: a failure, never "not deciding the exit code".
+    assert!(
+        console.contains("(quarantined, but its harness failed: that decides the exit code)"),
+        "{console}"
+    );
+    assert!(!console.contains("not deciding the exit code"), "{console}");
     // `merge` of that suite does not pass it either.
     let suite = p.suite_dir();
     let out = p.run(&[

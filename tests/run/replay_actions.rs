@@ -8,17 +8,19 @@ use crate::common::processes_with_env_entry;
 use bugatti::console::{Console, ConsoleSetup};
 use bugatti::model::ids::StepId;
 use bugatti::model::redact::Secrets;
+use bugatti::replay::action::Action;
 use bugatti::replay::compare::Drift;
+use bugatti::replay::console::{ConsoleAction, ConsoleTool};
 use bugatti::replay::context::ReplayContext;
 use bugatti::replay::domains::{Domain, Learned};
-use bugatti::replay::format::{Action, RecordedStep};
+use bugatti::replay::format::RecordedStep;
 use bugatti::replay::masks::{Kind, Position};
 use bugatti::replay::normalize::Normalizer;
 use bugatti::replay::placeholders::Placeholders;
-use bugatti::replay::record::{console_action, shell_action};
 use bugatti::replay::replayer::{replay_step, AgentTools};
 use bugatti::replay::shell::AgentShell;
-use bugatti::replay::verdict::{Fallback, Verdict};
+use bugatti::replay::shell::ShellAction;
+use bugatti::replay::verdict::{Fallback, ReplayVerdict};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -116,7 +118,9 @@ impl Session {
     /// A console call as the agent made it, recorded.
     async fn call(&self, tool: &str, args: serde_json::Value) -> (Action, String) {
         let answer = self.console.call(tool, args.clone()).await;
-        let action = console_action(&self.placeholders, tool, &args, &answer).expect("replayable");
+        let action = ConsoleAction::recorded(&self.placeholders, tool, &args, &answer)
+            .map(Action::Console)
+            .expect("replayable");
         (action, answer.text)
     }
 
@@ -177,9 +181,9 @@ fn learned_at(token: usize) -> Learned {
     }
 }
 
-fn drift(verdict: Verdict) -> Drift {
+fn drift(verdict: ReplayVerdict) -> Drift {
     match verdict {
-        Verdict::Fallback(Fallback::Drift(d)) => *d,
+        ReplayVerdict::Fallback(Fallback::Drift(d)) => *d,
         other => panic!("expected a drift, got {other:?}"),
     }
 }
@@ -205,7 +209,7 @@ async fn a_shell_step_replays_in_another_session() {
     let b = Session::new(50321);
     let verdict = replay_step(&b.ctx(), b.tools(), &recorded).await;
     let learn = match &verdict {
-        Verdict::Fallback(Fallback::SoftDrift { drift, learn }) => {
+        ReplayVerdict::Fallback(Fallback::SoftDrift { drift, learn }) => {
             assert!(drift.soft, "{drift:?}");
             learn.clone()
         }
@@ -220,7 +224,7 @@ async fn a_shell_step_replays_in_another_session() {
     assert!(verdict.passed(), "{}", verdict.describe());
     assert!(matches!(
         verdict,
-        Verdict::Replayed {
+        ReplayVerdict::Replayed {
             actions: 2,
             cost_saved_usd: Some(_),
             ..
@@ -238,8 +242,8 @@ async fn a_changed_output_or_exit_code_is_a_drift() {
     let mut recorded = step(vec![a.run_shell("true"), a.run_shell(VOLATILE_ECHO)]);
     let d = {
         let b_echo = VOLATILE_ECHO.replace("status: ok", "status: down");
-        if let Action::Shell { command, .. } = &mut recorded.actions[1] {
-            *command = b.placeholders.insert(&b_echo);
+        if let Action::Shell(shell) = &mut recorded.actions[1] {
+            shell.command = b.placeholders.insert(&b_echo);
         }
         drift(replay_step(&b.ctx(), b.tools(), &recorded).await)
     };
@@ -251,8 +255,8 @@ async fn a_changed_output_or_exit_code_is_a_drift() {
 
     let recorded = step(vec![a.run_shell("exit 0")]);
     let mut changed = recorded.clone();
-    if let Action::Shell { command, .. } = &mut changed.actions[0] {
-        *command = "exit 3".into();
+    if let Action::Shell(shell) = &mut changed.actions[0] {
+        shell.command = "exit 3".into();
     }
     let d = drift(replay_step(&b.ctx(), b.tools(), &changed).await);
     assert_eq!(d.field, "exit code");
@@ -301,8 +305,8 @@ async fn console_calls_replay_through_the_console() {
 
     // The same program answering otherwise is a drift at the write.
     let mut changed = recorded.clone();
-    if let Action::Console { output, .. } = &mut changed.actions[2] {
-        *output = output.replace("hi bob", "hi alice");
+    if let Action::Console(call) = &mut changed.actions[2] {
+        call.output = call.output.replace("hi bob", "hi alice");
     }
     let d = drift(replay_step(&b.ctx(), b.tools(), &changed).await);
     assert_eq!(d.action, 2);
@@ -314,20 +318,20 @@ async fn console_calls_replay_through_the_console() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_write_to_a_session_the_step_did_not_start_is_no_pass() {
     let b = Session::new(50321);
-    let recorded = step(vec![Action::Console {
-        tool: bugatti::replay::format::ConsoleTool::WriteStdin,
+    let recorded = step(vec![Action::Console(ConsoleAction {
+        tool: ConsoleTool::WriteStdin,
         arguments: serde_json::json!({"session_id": 4242, "chars": "x\n"}),
         output: "Process exited with code 0\nOutput:\n".into(),
         exit_code: Some(0),
         is_error: false,
         after_ms: None,
         volatile: Vec::new(),
-    }]);
+    })]);
     let verdict = replay_step(&b.ctx(), b.tools(), &recorded).await;
     assert!(
         matches!(
             verdict,
-            Verdict::Fallback(Fallback::Failed { action: 0, .. })
+            ReplayVerdict::Fallback(Fallback::Failed { action: 0, .. })
         ),
         "{verdict:?}"
     );
@@ -346,15 +350,15 @@ async fn a_command_slower_than_its_recorded_wait_is_awaited() {
     assert!(text.contains("Process exited with code 0"), "{text}");
     // The replay's first answer comes before the end; what it printed then and later is the
     // output, compared whole.
-    if let Action::Console { arguments, .. } = &mut exec {
-        arguments["yield_time_ms"] = serde_json::json!(250);
+    if let Action::Console(call) = &mut exec {
+        call.arguments["yield_time_ms"] = serde_json::json!(250);
     }
     let b = Session::new(50321);
     let verdict = replay_step(&b.ctx(), b.tools(), &step(vec![exec.clone()])).await;
     assert!(verdict.passed(), "{}", verdict.describe());
     // And a recorded output the program does not print is still a drift.
-    if let Action::Console { output, .. } = &mut exec {
-        *output = output.replace("done", "failed");
+    if let Action::Console(call) = &mut exec {
+        call.output = call.output.replace("done", "failed");
     }
     let d = drift(replay_step(&b.ctx(), b.tools(), &step(vec![exec])).await);
     assert!(d.diff.contains("-failed\n+done"), "{}", d.diff);
@@ -426,7 +430,7 @@ async fn a_replayed_command_has_the_agents_own_timeout() {
     let short = bugatti::replay::record::with_timeout(asked, Some(300));
     let verdict = replay_step(&ctx, bash, &step(vec![short])).await;
     assert!(
-        matches!(verdict, Verdict::Fallback(Fallback::Failed { .. })),
+        matches!(verdict, ReplayVerdict::Fallback(Fallback::Failed { .. })),
         "{}",
         verdict.describe()
     );
@@ -455,7 +459,7 @@ async fn a_replayed_bash_command_has_the_agents_configured_default() {
     };
     let verdict = replay_step(&ctx, bash, &step(vec![slow])).await;
     match &verdict {
-        Verdict::Fallback(Fallback::Failed { reason, .. }) => {
+        ReplayVerdict::Fallback(Fallback::Failed { reason, .. }) => {
             assert!(reason.contains("0.3s"), "{reason}");
         }
         other => panic!("{}", other.describe()),
@@ -482,7 +486,7 @@ async fn a_replayed_codex_or_pi_command_runs_as_its_call_allowed() {
     ctx.action_timeout = Duration::from_secs(600);
     let verdict = replay_step(&ctx, a.tools(), &step(vec![asked])).await;
     match &verdict {
-        Verdict::Fallback(Fallback::Failed { reason, .. }) => {
+        ReplayVerdict::Fallback(Fallback::Failed { reason, .. }) => {
             assert!(reason.contains("after 2s"), "{reason}");
         }
         other => panic!("{}", other.describe()),
@@ -497,4 +501,21 @@ async fn a_replayed_codex_or_pi_command_runs_as_its_call_allowed() {
         Duration::from_secs(120)
     );
     a.finish().await;
+}
+
+/// A call of the agent's shell tool as recorded.
+fn shell_action(
+    placeholders: &Placeholders,
+    command: &str,
+    cwd: &str,
+    exit_code: Option<i32>,
+    output: &str,
+) -> Action {
+    Action::Shell(ShellAction::recorded(
+        placeholders,
+        command,
+        cwd,
+        exit_code,
+        output,
+    ))
 }

@@ -42,10 +42,10 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 
+use crate::atomic::write_atomic;
 use crate::model::artifacts::{RunPaths, SuitePaths};
 use crate::model::outcome::RunOutcome;
 use crate::model::redact::Secrets;
-use crate::report::ground::atomic::write_atomic;
 use crate::report::ground::error::ReportError;
 use crate::report::live::console::stderr_notice;
 use crate::report::live::console::LiveView;
@@ -92,6 +92,9 @@ pub struct SuiteExtras {
     pub shard: Option<crate::model::shard::ShardInfo>,
     /// `--fail-on-flaky` / `[supervisor] flaky = "fail"`, recorded in the summary.
     pub fail_on_flaky: bool,
+    /// `[supervisor] max_cost_usd`, the whole CI run's cap: recorded so `merge` reports the
+    /// run's total against it.
+    pub cost_cap_usd: Option<f64>,
     /// The commit the suite ran against (docs/ci.md), recorded in summary and history.
     pub revision: crate::model::revision::PendingRevision,
     /// The suite's provider: history compares only suites of the same one.

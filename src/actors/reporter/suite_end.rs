@@ -61,6 +61,7 @@ impl ReporterState {
         self.create_suite_dir(&paths);
         summary.shard = self.args.extras.shard.clone();
         summary.fail_on_flaky = self.args.extras.fail_on_flaky;
+        summary.cost_cap_usd = self.args.extras.cost_cap_usd;
         let revision = self.args.extras.revision.get();
         summary.commit = revision.commit;
         summary.dirty = revision.dirty;
@@ -349,5 +350,5 @@ pub(super) fn write_copy(path: &std::path::Path, bytes: &[u8]) -> Result<(), Rep
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
         std::fs::create_dir_all(parent).map_err(|e| ReportError::write(parent, e))?;
     }
-    write_atomic(path, bytes)
+    Ok(write_atomic(path, bytes)?)
 }

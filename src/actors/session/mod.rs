@@ -612,6 +612,8 @@ impl Driver {
                 run_dir: self.run_dir().display().to_string(),
                 attempt: self.attempt.number,
                 repeat: self.attempt.repeat,
+                max_attempts: effective.supervisor.retries.value.count.saturating_add(1),
+                retry_wait_ms: self.attempt.waited_ms,
                 started_at: self.events.clock().started_at(),
             },
             skipped_commands: skipped_commands(&self.test, &self.suite.skip_cmd),

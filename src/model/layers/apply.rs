@@ -57,8 +57,8 @@ impl EffectiveConfig {
         if let Some(v) = &s.artifact_dir {
             self.supervisor.artifact_dir.set(v.clone(), layer, None);
         }
-        if let Some(v) = s.retries {
-            self.supervisor.retries.set(v, layer, None);
+        if let Some(v) = &s.retries {
+            problems.extend(self.apply_retries(v, layer));
         }
         if let Some(v) = s.keep_workspace {
             self.supervisor.keep_workspace.set(v, layer, None);
@@ -455,6 +455,21 @@ impl EffectiveConfig {
         problems
     }
 
+    /// `retries` as written in a config (`[supervisor]`) or a test file, over the layer below.
+    pub fn apply_retries(
+        &mut self,
+        setting: &crate::model::retries::RetriesSetting,
+        layer: Layer,
+    ) -> Vec<LayerProblem> {
+        match crate::model::retries::RetryPolicy::from_setting(setting) {
+            Ok(policy) => {
+                self.supervisor.retries.set(policy, layer, None);
+                Vec::new()
+            }
+            Err(e) => vec![problem(e, None)],
+        }
+    }
+
     /// A test file's `[overrides]`: provider fields and command fields (any but `kind`).
     pub fn apply_test_overrides(
         &mut self,
@@ -521,7 +536,12 @@ impl EffectiveConfig {
             self.supervisor.jobs.set(v, Layer::Flag, None);
         }
         if let Some(v) = o.retries {
-            self.supervisor.retries.set(v, Layer::Flag, None);
+            // The count only: the wait between retries stays as the files set it.
+            let policy = crate::model::retries::RetryPolicy {
+                count: v,
+                ..self.supervisor.retries.value
+            };
+            self.supervisor.retries.set(policy, Layer::Flag, None);
         }
         if o.fail_fast {
             self.supervisor.fail_fast.set(true, Layer::Flag, None);

@@ -111,7 +111,8 @@ pub struct SupervisorSettings {
     /// Discovery globs, relative to the project root; empty = the whole root.
     pub tests: Sourced<Vec<String>>,
     pub artifact_dir: Sourced<String>,
-    pub retries: Sourced<u32>,
+    /// `[supervisor] retries` / a test file's `retries` / `--retries` (the count only).
+    pub retries: Sourced<crate::model::retries::RetryPolicy>,
     pub keep_workspace: Sourced<KeepWorkspace>,
     pub fail_fast: Sourced<bool>,
     /// `[supervisor] max_fail` / `--max-fail`; `--fail-fast` counts as 1.
@@ -206,7 +207,7 @@ impl Default for EffectiveConfig {
                 jobs: Sourced::default_value(DEFAULT_JOBS),
                 tests: Sourced::default_value(Vec::new()),
                 artifact_dir: Sourced::default_value(DEFAULT_ARTIFACT_DIR.to_string()),
-                retries: Sourced::default_value(0),
+                retries: Sourced::default_value(crate::model::retries::RetryPolicy::default()),
                 keep_workspace: Sourced::default_value(KeepWorkspace::OnFailure),
                 fail_fast: Sourced::default_value(false),
                 max_fail: Sourced::default_value(None),

@@ -139,7 +139,7 @@ impl EffectiveConfig {
         row(
             rows,
             "supervisor.retries",
-            s.retries.value.to_string(),
+            s.retries.value.describe(),
             s.retries.source,
         );
         row(

@@ -545,6 +545,9 @@ fn plan_root_test(
             &test.overrides.commands,
             &path,
         ));
+        if let Some(retries) = &test.retries {
+            lps.extend(effective.apply_retries(retries, Layer::Test));
+        }
     }
     lps.extend(effective.apply_flags(options));
     lps.extend(effective.validate());

@@ -30,6 +30,15 @@ pub enum ReportError {
     ReporterGone(String),
 }
 
+impl From<crate::atomic::WriteError> for ReportError {
+    fn from(e: crate::atomic::WriteError) -> Self {
+        Self::Write {
+            path: e.path,
+            source: e.source,
+        }
+    }
+}
+
 impl ReportError {
     pub fn write(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
         Self::Write {

@@ -1,8 +1,8 @@
-//! What every other room of `report` stands on: errors that name their file, writes a reader never
-//! sees half done, reads confined to a run's directory, redaction, and text made safe to print or
-//! to put in HTML. It imports nothing else of `report`.
+//! What every other room of `report` stands on: errors that name their file, reads confined to a
+//! run's directory, redaction, and text made safe to print or to put in HTML. It imports nothing
+//! else of `report`. (Writes a reader never sees half done are `crate::atomic`, below both
+//! `report` and `replay`.)
 
-pub mod atomic;
 pub mod confined;
 pub mod error;
 pub mod html_escape;

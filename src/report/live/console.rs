@@ -477,8 +477,13 @@ impl LiveView {
         }
         let outcome = record.outcome.unwrap_or(RunOutcome::Interrupted);
         // A failed attempt with attempts left is not the test's verdict: the retry decides.
+        // The run's own limit (a test file's `retries`), else the suite's.
+        let max_attempts = match record.identity.max_attempts {
+            0 => self.max_attempts,
+            own => own,
+        };
         let retry_may_follow = matches!(outcome, RunOutcome::Failed | RunOutcome::Error)
-            && record.identity.attempt.max(1) < self.max_attempts;
+            && record.identity.attempt.max(1) < max_attempts;
         let word = if retry_may_follow {
             format!(
                 "{:<11}",
@@ -527,7 +532,7 @@ impl LiveView {
             line.push_str(&format!(
                 "  (retrying: attempt {} of {})",
                 record.identity.attempt.max(1) + 1,
-                self.max_attempts
+                max_attempts
             ));
         } else if record.identity.attempt > 1 {
             line.push_str(&format!("  (attempt {})", record.identity.attempt));
@@ -589,7 +594,13 @@ impl LiveView {
             .iter()
             .filter_map(|t| summary.failure_reason(t).map(|why| (t, why)))
             .collect();
-        let quarantined: Vec<_> = summary.tests.iter().filter(|t| t.quarantined).collect();
+        // A quarantined test whose harness failed does decide the exit code: it is a failure
+        // above, never "not deciding" here.
+        let quarantined: Vec<_> = summary
+            .tests
+            .iter()
+            .filter(|t| t.quarantined && !summary.fails_suite(t))
+            .collect();
         // Tests never started are failures only when the suite's harness failed (ERROR); after
         // --fail-fast, a budget or the deadline they are listed apart, as not run.
         let not_run_are_errors = summary.harness_error.is_some();
@@ -609,13 +620,18 @@ impl LiveView {
         for (test, why) in failing {
             let flaky = test.outcome.is_pass(summary.strict_warnings);
             recap.push_str(&format!(
-                "\n  {:<11} {}\n{}\n{INDENT}report: {}",
+                "\n  {:<11} {}{}\n{}\n{INDENT}report: {}",
                 if flaky {
                     "FLAKY"
                 } else {
                     outcome_word(test.outcome)
                 },
                 escape_controls(&test.test_file, Newlines::Escape),
+                if test.quarantined {
+                    " (quarantined, but its harness failed: that decides the exit code)"
+                } else {
+                    ""
+                },
                 message_block(
                     if flaky {
                         &why

@@ -219,6 +219,9 @@ pub enum EventKind {
         attempt: u32,
         provider: ProviderName,
         run_dir: String,
+        /// A retry: how long it waited after the failure before it (`retries.delay`, docs/config.md).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        retry_wait_ms: u64,
     },
     SetupStatus {
         command: String,
@@ -379,6 +382,10 @@ pub fn summarize_instruction(instruction: &str, max: usize) -> String {
     } else {
         first.to_string()
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

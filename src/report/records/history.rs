@@ -110,7 +110,7 @@ pub fn retain(
             text.push('\n');
         }
     }
-    crate::report::ground::atomic::write_atomic(&path, text.as_bytes())
+    Ok(crate::atomic::write_atomic(&path, text.as_bytes())?)
 }
 
 /// One test whose state changed, with what the previous suite said.

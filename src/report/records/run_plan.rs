@@ -32,6 +32,12 @@ pub struct RunIdentity {
     /// With `--repeat N`: which of the N runs of the test this is (1-based); 1 otherwise.
     #[serde(default = "first_repeat", skip_serializing_if = "is_first_repeat")]
     pub repeat: u32,
+    /// 1 + the test's retries; 0 in records written before it was kept.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub max_attempts: u32,
+    /// A retry: how long it waited after the failure before it (`retries.delay`), in ms.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub retry_wait_ms: u64,
     pub started_at: DateTime<Utc>,
 }
 
@@ -50,9 +56,18 @@ impl RunIdentity {
                 attempt: self.attempt,
                 provider: self.provider.clone(),
                 run_dir: self.run_dir.clone(),
+                retry_wait_ms: self.retry_wait_ms,
             },
         }
     }
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 fn first_repeat() -> u32 {

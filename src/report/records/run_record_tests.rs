@@ -18,6 +18,8 @@ pub(crate) fn plan() -> RunPlan {
             run_dir: "/p/.bugatti/runs/run-1".into(),
             attempt: 1,
             repeat: 1,
+            max_attempts: 1,
+            retry_wait_ms: 0,
             started_at: Utc::now(),
         },
         skipped_commands: vec!["seed".into()],

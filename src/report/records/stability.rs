@@ -486,7 +486,7 @@ pub fn classify_suite(input: &Inputs<'_>) -> Vec<Stability> {
         for e in input
             .history
             .iter()
-            .filter(|e| e.suite_id != current.suite_id && e.comparable_with(current))
+            .filter(|e| e.suite_id != current.suite_id && e.same_tests_as(current))
         {
             let Some(h) = e.tests.iter().find(|h| h.test_file == t.test_file) else {
                 continue;
@@ -554,7 +554,7 @@ pub fn auto_quarantined(
     let mut out = BTreeMap::new();
     let same: Vec<&HistoryEntry> = history
         .iter()
-        .filter(|e| e.selection.same_as(selection))
+        .filter(|e| e.selection.same_tests_as(selection))
         .collect();
     for test in tests {
         // The last suite that classified it flaky, within the window.
@@ -622,7 +622,7 @@ pub fn apply_auto_quarantine(
     let previous = history
         .iter()
         .rev()
-        .find(|e| e.selection.same_as(selection));
+        .find(|e| e.selection.same_tests_as(selection));
     let was_quarantined = |file: &str| {
         previous.is_some_and(|e| e.tests.iter().any(|t| t.test_file == file && t.quarantined))
     };

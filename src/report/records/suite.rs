@@ -117,6 +117,9 @@ pub struct SuiteSummary {
     /// fails the suite.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fail_on_flaky: bool,
+    /// `[supervisor] max_cost_usd`: the cap of the whole CI run this suite is (part of).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_cap_usd: Option<f64>,
     pub totals: Totals,
     /// What the agents cost in this suite, where they report money.
     #[serde(default)]
@@ -408,6 +411,7 @@ impl SuiteSummary {
             not_run_reasons: BTreeMap::new(),
             partial_allowed: false,
             fail_on_flaky: false,
+            cost_cap_usd: None,
             totals,
             replayed_steps,
             agent_steps,

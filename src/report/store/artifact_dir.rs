@@ -1,7 +1,7 @@
 //! The artifact directory as a store of suites: list them, load one back from disk (summary.json
 //! and its runs' run.json), merge shard suites into one, prune old ones (`supervisor clean`,
-//! `[supervisor] keep_runs`), and check that `--junit` / `--json` / `--html` targets are writable
-//! before anything runs.
+//! `[supervisor] keep_runs`). (That `--junit` / `--json` / `--html` targets are writable before
+//! anything runs is `writable.rs`'s check, named here too.)
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,6 +17,7 @@ use crate::report::records::history::{self, HistoryEntry, Selection};
 use crate::report::records::run_record::RunRecord;
 use crate::report::records::suite::SuiteSummary;
 use crate::report::store::suite_files::{RenderedSuite, SuiteInput};
+pub use crate::report::store::writable::{check_dir_writable, check_writable, Unwritable};
 
 /// Why a suite could not be read back (`report`) or shard suites merged (`merge`). Users and
 /// scripts read these messages: they are the ones these errors always had.
@@ -79,46 +80,6 @@ pub enum SuiteError {
     /// A merged suite file could not be written.
     #[error(transparent)]
     Write(#[from] ReportError),
-}
-
-/// Why a file or folder the supervisor is to write cannot be written, found before anything
-/// runs. `what` names it as the user gave it: the flag (`--junit`) or the setting.
-#[derive(Debug, thiserror::Error)]
-pub enum Unwritable {
-    #[error("{what} {}: is a directory", path.display())]
-    IsADirectory { what: String, path: PathBuf },
-    #[error("{what} {}: has no parent folder", path.display())]
-    NoParent { what: String, path: PathBuf },
-    /// A FIFO would hold the probe's open until a reader came; a device is no file to append to.
-    #[error("{what} {}: not a regular file (a {kind})", path.display())]
-    NotAFile {
-        what: String,
-        path: PathBuf,
-        kind: &'static str,
-    },
-    #[error("{what} {}: {} is not writable: {source}", path.display(), at.display())]
-    Denied {
-        what: String,
-        path: PathBuf,
-        at: PathBuf,
-        source: std::io::Error,
-    },
-    #[error("{what} {}: is not a directory", path.display())]
-    NotADirectory { what: String, path: PathBuf },
-    /// A file is in the way at `at`, above `path`.
-    #[error("{what} {}: {} is not a directory", path.display(), at.display())]
-    FileAbove {
-        what: String,
-        path: PathBuf,
-        at: PathBuf,
-    },
-    #[error("{what} {}: {} cannot be created: {source}", path.display(), at.display())]
-    CannotCreate {
-        what: String,
-        path: PathBuf,
-        at: PathBuf,
-        source: std::io::Error,
-    },
 }
 
 /// One suite directory found under `<artifact_dir>/suites`.
@@ -345,6 +306,18 @@ pub fn merge(
     let mut summary =
         SuiteSummary::build(&merged_id, started, finished, strict, &records, &not_run);
     summary.fail_on_flaky = loaded.iter().any(|l| l.summary.fail_on_flaky);
+    summary.cost_cap_usd = loaded.iter().find_map(|l| l.summary.cost_cap_usd);
+    if let Some(cap) = summary.cost_cap_usd {
+        let total = summary.cost_usd.unwrap_or(0.0);
+        notes.push(format!(
+            "cost: the run spent ${total:.4} of its [supervisor] max_cost_usd ${cap:.4}{}",
+            if total > cap {
+                " (over: the steps in flight when the cap was reached)"
+            } else {
+                ""
+            }
+        ));
+    }
     summary.partial_allowed = allow_partial;
     (summary.commit, summary.dirty) = common_revision(loaded.iter().map(|l| &l.summary));
     add_what_only_the_shards_say(&mut summary, &loaded, gaps);
@@ -667,148 +640,6 @@ pub fn prune(
         pruned.suites.push(unit.suite_id.clone());
     }
     pruned
-}
-
-/// Checks before anything runs that `path` can be written, by writing: the missing folders
-/// above it are created and a probe file is made where the file will go (an existing file is
-/// opened for appending, nothing written), then everything made here is removed. access(2) is not
-/// enough: it says yes to root (CI containers) for `/proc/…` and read-only mounts.
-pub fn check_writable(flag: &str, path: &Path) -> Result<(), Unwritable> {
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let what = flag.to_string();
-    if abs.is_dir() {
-        return Err(Unwritable::IsADirectory {
-            what,
-            path: path.to_path_buf(),
-        });
-    }
-    let Some(parent) = abs.parent() else {
-        return Err(Unwritable::NoParent {
-            what,
-            path: path.to_path_buf(),
-        });
-    };
-    let fail = |at: &Path, source: std::io::Error| Unwritable::Denied {
-        what: flag.to_string(),
-        path: path.to_path_buf(),
-        at: at.to_path_buf(),
-        source,
-    };
-    // A FIFO would hold the probe's open until a reader came; a device is no file to append to.
-    if let Ok(meta) = std::fs::metadata(&abs) {
-        if !meta.is_file() {
-            return Err(Unwritable::NotAFile {
-                what,
-                path: path.to_path_buf(),
-                kind: crate::model::user_file::kind_of(&meta.file_type()),
-            });
-        }
-    }
-    let made = make_folders(parent).map_err(|(at, e)| not_a_folder_or(flag, path, &at, e))?;
-    let probed = if abs.exists() {
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&abs)
-            .map(drop)
-            .map_err(|e| fail(&abs, e))
-    } else {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&abs)
-            .map(drop)
-            .and_then(|()| std::fs::remove_file(&abs))
-            .map_err(|e| fail(&abs, e))
-    };
-    remove_folders(&made);
-    probed
-}
-
-/// Checks before anything runs that the directory `path` (the artifact directory) can be written,
-/// by writing: its missing folders are created and, unless the folder itself was one of them, a
-/// probe file is made and removed in it; then the folders made here are removed again. `what`
-/// names it in the error.
-pub fn check_dir_writable(what: &str, path: &Path) -> Result<(), Unwritable> {
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let made = make_folders(&abs).map_err(|(at, e)| not_a_folder_or(what, path, &at, e))?;
-    if made.last().is_some_and(|deepest| *deepest == abs) {
-        // The folder is new and ours: its mkdir was the write, and a probe file in it one more
-        // inode to allocate and free before every run that starts without .bugatti/.
-        remove_folders(&made);
-        return Ok(());
-    }
-    let probe = abs.join(format!(".bugatti-write-probe-{}", std::process::id()));
-    let probed = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe)
-        .map(drop)
-        .and_then(|()| std::fs::remove_file(&probe))
-        .map_err(|source| Unwritable::Denied {
-            what: what.to_string(),
-            path: path.to_path_buf(),
-            at: abs.clone(),
-            source,
-        });
-    remove_folders(&made);
-    probed
-}
-
-/// Creates `dir` and its missing ancestors; returns the folders it made, deepest last. On failure:
-/// the folder it could not make (or that is not a folder) and why, after removing what it made.
-fn make_folders(dir: &Path) -> Result<Vec<PathBuf>, (PathBuf, std::io::Error)> {
-    let missing: Vec<&Path> = dir.ancestors().take_while(|p| !p.exists()).collect();
-    if let Some(existing) = dir.ancestors().find(|p| p.exists()) {
-        if !existing.is_dir() {
-            return Err((
-                existing.to_path_buf(),
-                std::io::Error::from(std::io::ErrorKind::NotADirectory),
-            ));
-        }
-    }
-    let mut made = Vec::new();
-    for folder in missing.into_iter().rev() {
-        if let Err(e) = std::fs::create_dir(folder) {
-            remove_folders(&made);
-            return Err((folder.to_path_buf(), e));
-        }
-        made.push(folder.to_path_buf());
-    }
-    Ok(made)
-}
-
-/// Removes the folders `make_folders` made, deepest first (best effort: they are empty).
-fn remove_folders(made: &[PathBuf]) {
-    for folder in made.iter().rev() {
-        let _ = std::fs::remove_dir(folder);
-    }
-}
-
-/// The error for a folder that could not be made: "… is not a directory" when a file is in the
-/// way, else "… is not writable: <why>".
-fn not_a_folder_or(what: &str, path: &Path, at: &Path, e: std::io::Error) -> Unwritable {
-    let (what, path_buf, at_buf) = (what.to_string(), path.to_path_buf(), at.to_path_buf());
-    if e.kind() == std::io::ErrorKind::NotADirectory {
-        if at == path || std::path::absolute(path).is_ok_and(|a| a == at) {
-            Unwritable::NotADirectory {
-                what,
-                path: path_buf,
-            }
-        } else {
-            Unwritable::FileAbove {
-                what,
-                path: path_buf,
-                at: at_buf,
-            }
-        }
-    } else {
-        Unwritable::CannotCreate {
-            what,
-            path: path_buf,
-            at: at_buf,
-            source: e,
-        }
-    }
 }
 
 /// The shards' commit and dirty flag when they all agree (one CI run checks out one commit),

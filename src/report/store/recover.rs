@@ -9,9 +9,9 @@ use std::path::Path;
 
 use chrono::Utc;
 
+use crate::atomic::write_atomic;
 use crate::model::artifacts::RunPaths;
 use crate::model::outcome::RunOutcome;
-use crate::report::ground::atomic::write_atomic;
 use crate::report::ground::error::ReportError;
 use crate::report::ground::scrub::Redactor;
 use crate::report::records::events::{millis, Event, EventKind};

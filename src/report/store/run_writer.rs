@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 
+use crate::atomic::write_atomic;
 use crate::model::artifacts::RunPaths;
 use crate::model::outcome::RunOutcome;
-use crate::report::ground::atomic::write_atomic;
 use crate::report::ground::error::ReportError;
 use crate::report::ground::scrub::Redactor;
 use crate::report::records::events::{Event, EventKind};
@@ -119,7 +119,8 @@ impl RunWriter {
         self.json_behind = false;
         let mut json = self.redactor.json("run.json", &self.record, true)?;
         json.push('\n');
-        let written = write_atomic(&self.paths.run_json(), json.as_bytes());
+        let written =
+            write_atomic(&self.paths.run_json(), json.as_bytes()).map_err(ReportError::from);
         self.json_current = written.is_ok();
         let now = Instant::now();
         self.next_json_at = now
@@ -230,7 +231,8 @@ impl RunWriter {
             },
             sections,
         );
-        let md_result = write_atomic(&self.paths.report_md(), self.redactor.str(&text).as_bytes());
+        let md_result = write_atomic(&self.paths.report_md(), self.redactor.str(&text).as_bytes())
+            .map_err(ReportError::from);
         if let Err(e) = &md_result {
             self.note(e);
         }

@@ -3,8 +3,8 @@
 //! `supervisor merge` for shards. Their links are relative to the suite directory, so the folder
 //! can be copied as a CI artifact with the runs beside it.
 
+use crate::atomic::write_atomic;
 use crate::model::artifacts;
-use crate::report::ground::atomic::write_atomic;
 use crate::report::ground::error::ReportError;
 use crate::report::ground::scrub::Redactor;
 use crate::report::records::run_record::RunRecord;
@@ -60,7 +60,7 @@ impl RenderedSuite {
     pub fn write(self, dir: &Path) -> Vec<(PathBuf, Result<(), ReportError>)> {
         let write = |name: &str, text: Result<String, ReportError>| {
             let path = dir.join(name);
-            let done = text.and_then(|text| write_atomic(&path, text.as_bytes()));
+            let done = text.and_then(|text| Ok(write_atomic(&path, text.as_bytes())?));
             (path, done)
         };
         vec![

@@ -141,6 +141,7 @@ async fn run_steps(plan: Vec<PlannedStep>, status: StepStatus) -> (Ending, Vec<E
             test: 0,
             number: 1,
             repeat: 1,
+            waited_ms: 0,
         },
         suite: Arc::new(suite),
         run_id: run_id.clone(),

@@ -1,16 +1,34 @@
 //! Atomic file replacement: a reader sees the old file or the new one, never half of one.
+//!
+//! Below both of its writers: `report` (run.json, the suite's files, history) and `replay` (a
+//! recording), neither of which imports the other for it.
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::report::ground::error::ReportError;
+/// A file that could not be written, named with the reason.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {path}: {source}")]
+pub struct WriteError {
+    pub path: PathBuf,
+    pub source: std::io::Error,
+}
+
+impl WriteError {
+    pub fn new(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self {
+            path: path.into(),
+            source,
+        }
+    }
+}
 
 /// Writes `bytes` to a temp file beside `path` and renames it over `path`.
 ///
 /// No fsync: readers (a CI job polling run.json) need atomicity, not durability across a power
 /// cut, and an fsync per rewrite costs hundreds of milliseconds on a busy disk — in the one
 /// reporter every session waits on.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), WriteError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -18,12 +36,12 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ReportError> {
     let mut tmp = tempfile::Builder::new()
         .prefix(".tmp-")
         .tempfile_in(dir)
-        .map_err(|e| ReportError::write(path, without_temp_name(e)))?;
+        .map_err(|e| WriteError::new(path, without_temp_name(e)))?;
     tmp.write_all(bytes)
         .and_then(|()| tmp.flush())
-        .map_err(|e| ReportError::write(path, e))?;
+        .map_err(|e| WriteError::new(path, e))?;
     tmp.persist(path)
-        .map_err(|e| ReportError::write(path, e.error))?;
+        .map_err(|e| WriteError::new(path, e.error))?;
     Ok(())
 }
 
