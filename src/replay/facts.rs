@@ -87,7 +87,7 @@ pub struct BadFact {
 
 /// Why an answer's facts are not kept.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Refused {
+pub enum FactsRefused {
     #[error(transparent)]
     Bad(#[from] BadFact),
     #[error(
@@ -105,15 +105,15 @@ pub enum Refused {
 /// The facts of an answer: its `BUGATTI_FACT` lines without the keyword (`1 contains "ok"`).
 /// `actions`: how many actions the step has. More than [`MAX_FACTS`] facts, or more than
 /// [`MAX_FACTS_BYTES`] of them, are refused before any is parsed.
-pub fn parse(stated: &[String], actions: usize) -> Result<Vec<Fact>, Refused> {
+pub fn parse(stated: &[String], actions: usize) -> Result<Vec<Fact>, FactsRefused> {
     if stated.len() > MAX_FACTS {
-        return Err(Refused::TooMany {
+        return Err(FactsRefused::TooMany {
             stated: stated.len(),
         });
     }
     let bytes = stated.iter().map(String::len).sum::<usize>();
     if bytes > MAX_FACTS_BYTES {
-        return Err(Refused::TooLarge { bytes });
+        return Err(FactsRefused::TooLarge { bytes });
     }
     Ok(stated
         .iter()
@@ -594,7 +594,7 @@ mod tests {
             .map(|i| format!("1 contains \"{i}\""))
             .collect();
         let e = parse(&many, 1).expect_err("too many");
-        assert_eq!(e, Refused::TooMany { stated: 65 });
+        assert_eq!(e, FactsRefused::TooMany { stated: 65 });
         assert!(e.to_string().contains("at most 64"), "{e}");
         assert!(parse(&many[..MAX_FACTS], 1).is_ok());
         let large: Vec<String> = (0..10)
@@ -602,7 +602,7 @@ mod tests {
             .collect();
         let e = parse(&large, 1).expect_err("too large");
         assert!(
-            matches!(e, Refused::TooLarge { bytes } if bytes > MAX_FACTS_BYTES),
+            matches!(e, FactsRefused::TooLarge { bytes } if bytes > MAX_FACTS_BYTES),
             "{e}"
         );
         // A line the reply scanner found over its limit is refused with a word.

@@ -857,7 +857,7 @@ fn held_on_recording(
     previous: Option<&RecordedStep>,
 ) -> Result<Vec<String>, String> {
     let facts = super::facts::parse(stated, actions.len()).map_err(|e| match e {
-        super::facts::Refused::Bad(e) => format!("a fact the agent stated is not one: {e}"),
+        super::facts::FactsRefused::Bad(e) => format!("a fact the agent stated is not one: {e}"),
         refused => format!("the facts the agent stated are refused: {refused}"),
     })?;
     let outputs = super::replayer::compared_outputs(actions);
