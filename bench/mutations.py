@@ -213,6 +213,76 @@ def checks():
                                      "echo \"second $(date -u -d @$((now - 300)) +%Y-%m-%dT%H:%M:%SZ)\"\necho failed=12")),
                ("the first from 1999", app("now=$(date -u +%s)\necho 'first 1999-01-01T00:00:00Z'\n"
                                            "echo \"second $(date -u -d @$now +%Y-%m-%dT%H:%M:%SZ)\"\necho failed=0"))]),
+    ] + checks_held_outside(sh)
+
+
+def at(offset):
+    """A shell expression printing now + `offset` seconds (an integer, or `$x` arithmetic) in UTC."""
+    return f"$(date -u -d @$(( $(date -u +%s) + {offset} )) +%Y-%m-%dT%H:%M:%SZ)"
+
+
+def history(spacing, order=None):
+    """A job history of 40 entries, newest first, `spacing` seconds apart; `order` lists which
+    entry's time each line shows (a mutation swaps two)."""
+    order = order or list(range(40))
+    lines = [f"now=$(date -u +%s)"]
+    for line, i in enumerate(order):
+        lines.append(f"echo \"job {line} finished $(date -u -d @$((now - {i * spacing})) +%Y-%m-%dT%H:%M:%SZ)\"")
+    return app("\n".join(lines))
+
+
+def swapped(a, b):
+    order = list(range(40))
+    order[a], order[b] = order[b], order[a]
+    return order
+
+
+def checks_held_outside(sh):
+    """The classes an outside corpus found replayed as passes: an entry that expires now instead
+    of in five minutes, a rate-limit reset already past, a session id that must rotate, a long
+    history out of order deep down (a worker that dies or logs FATAL after ready is
+    tests/run/replay_trust.rs's, a Grep line twice the Claude Code files app's)."""
+    return [
+        Check("ttl", "Put an entry in the cache and check it expires five minutes after it is written.",
+              [sh("ttl")],
+              ["ahead expires\\s(\\S+) 285 315"],
+              ["1 /expires (\\S+)/ time between +4m30s and +5m30s of now"],
+              lambda r, p: app(f"echo \"cached key 7 expires {at(300)}\""),
+              [("expires at once", app(f"echo \"cached key 7 expires {at(0)}\"")),
+               ("expires in four minutes", app(f"echo \"cached key 7 expires {at(240)}\"")),
+               ("expired a minute ago", app(f"echo \"cached key 7 expires {at(-60)}\"")),
+               ("expires in ten minutes", app(f"echo \"cached key 7 expires {at(600)}\"")),
+               ("expires in an hour", app(f"echo \"cached key 7 expires {at(3600)}\""))]),
+        Check("ratelimit", "Hit the rate limit and check the limit resets within the next minute.",
+              [sh("ratelimit")],
+              ["expect 429", "ahead reset\\s(\\S+) 1 60"],
+              ['1 contains "429"', "1 /reset (\\S+)/ time in the future"],
+              lambda r, p: app(f"echo \"status 429 reset {at(pick(r, p, 10, 50))}\""),
+              [("reset a minute ago", app(f"echo \"status 429 reset {at(-60)}\"")),
+               ("reset now", app(f"echo \"status 429 reset {at(-1)}\"")),
+               ("reset in an hour", app(f"echo \"status 429 reset {at(3600)}\"")),
+               ("reset in 1999", app("echo 'status 429 reset 1999-01-01T00:00:00Z'")),
+               ("reset in two minutes", app(f"echo \"status 429 reset {at(120)}\""))]),
+        Check("elevate", "Log in, elevate to admin, and check the session id rotated.",
+              [sh("elevate", "login.sh"), sh("elevate", "sudo.sh")],
+              ["differ login\\ssession=(\\S+) admin\\ssession=(\\S+)"],
+              ["2 /session=(\\S+)/ differs from 1 /session=(\\S+)/"],
+              lambda r, p: (lambda a, b: {"login.sh": f"echo 'login session={a}'",
+                                          "sudo.sh": f"echo 'admin session={b}'"})(
+                  uuid(r.getrandbits(30)), uuid((1 << 30) + r.getrandbits(30))),
+              [(f"the session kept on elevation {i}",
+                {"login.sh": f"echo 'login session={uuid(500 + i)}'",
+                 "sudo.sh": f"echo 'admin session={uuid(500 + i)}'"}) for i in range(5)]),
+        Check("jobs", "List the job history and check it is newest first, all 40 entries.",
+              [sh("jobs")],
+              ["descending finished\\s(\\S+)", "expect job 39 finished"],
+              ['1 contains "job 39 finished"'],
+              lambda r, p: history(pick(r, p, 60, 600)),
+              [("entries 37 and 38 out of order", history(300, swapped(37, 38))),
+               ("the last two out of order", history(300, swapped(38, 39))),
+               ("oldest first", history(300, list(range(39, -1, -1)))),
+               ("entries 10 and 11 out of order", history(300, swapped(10, 11))),
+               ("the oldest entry listed first", history(300, [39] + list(range(39))))]),
     ]
 
 

@@ -21,7 +21,7 @@ pub use crate::model::browser::CaptureSet;
 use crate::model::ids::StepId;
 use base64::Engine;
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::path::Path;
@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 const CALL_LIMIT: Duration = Duration::from_secs(10);
 
 /// One line of `browser/step-<id>.console.jsonl`.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ConsoleEntry {
     /// When it reached the supervisor.
     pub at: DateTime<Utc>,
@@ -63,7 +63,7 @@ impl ConsoleEntry {
 }
 
 /// One line of `browser/step-<id>.network.jsonl`.
-#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct FailedRequest {
     /// When it reached the supervisor.
     pub at: DateTime<Utc>,

@@ -537,6 +537,11 @@ impl Console {
             })
     }
 
+    /// The harness commands' logs, as `list_logs` reads them (replay watches them too).
+    pub fn harness_logs(&self) -> &[logs::LogSource] {
+        &self.setup.logs
+    }
+
     pub fn list_logs(&self) -> Answer {
         if self.setup.logs.is_empty() {
             return Answer::ok("No harness commands in this test.\n".into());

@@ -18,6 +18,21 @@ use serde::{Deserialize, Serialize};
 /// the rest of a long line is kept by the transcript, not here.
 pub const MAX_MARKER_LINE: usize = 8 * 1024;
 
+/// What a `BUGATTI_FACT` line longer than [`MAX_MARKER_LINE`] is read as: a word saying so and
+/// its length, never the cut line (a cut fact could be another, weaker one). The replay's fact
+/// language refuses it ([`overlong_fact_bytes`]).
+pub fn overlong_fact(bytes: u64) -> String {
+    format!("{OVERLONG_FACT} {bytes}")
+}
+
+/// The length of a line [`overlong_fact`] stands for, when `fact` is one.
+pub fn overlong_fact_bytes(fact: &str) -> Option<u64> {
+    fact.strip_prefix(OVERLONG_FACT)?.trim().parse().ok()
+}
+
+/// No fact starts so (a fact starts with its action's number).
+const OVERLONG_FACT: &str = "(over-long)";
+
 /// The kinds of evidence README "A test, a run, a record" names. Anything else is recorded as
 /// `other`.
 pub const EVIDENCE_KINDS: [&str; 7] = [
@@ -141,6 +156,8 @@ pub struct MarkerScanner {
     line: Vec<u8>,
     /// The current line grew past [`MAX_MARKER_LINE`]; its tail is being skipped.
     truncated: bool,
+    /// The current line's length in bytes, the skipped tail included.
+    line_bytes: u64,
     /// The current line's start already rules out a marker; the rest is skipped.
     rejected: bool,
     /// The current line's start is that of a marker; it is kept to the end.
@@ -191,6 +208,7 @@ impl MarkerScanner {
     }
 
     fn append(&mut self, bytes: &[u8]) {
+        self.line_bytes += bytes.len() as u64;
         if self.truncated || self.rejected {
             return;
         }
@@ -216,6 +234,7 @@ impl MarkerScanner {
 
     fn finish_line(&mut self, out: &mut Vec<Marker>) {
         let rejected = std::mem::take(&mut self.rejected);
+        let bytes = std::mem::take(&mut self.line_bytes);
         self.candidate = false;
         if rejected {
             self.line.clear();
@@ -224,7 +243,11 @@ impl MarkerScanner {
         }
         let text = String::from_utf8_lossy(&self.line);
         let text = text.strip_suffix('\r').unwrap_or(&text);
-        if let Some(marker) = parse_line(text) {
+        let marker = match parse_line(text) {
+            Some(Marker::Fact(_)) if self.truncated => Some(Marker::Fact(overlong_fact(bytes))),
+            marker => marker,
+        };
+        if let Some(marker) = marker {
             if let Marker::Result(result) = &marker {
                 self.last_result = Some(result.clone());
             }
@@ -291,6 +314,29 @@ mod tests {
             verdict,
             text: text.to_string(),
         })
+    }
+
+    #[test]
+    fn a_fact_line_over_the_limit_arrives_as_a_word_never_cut() {
+        let fact = format!(
+            "BUGATTI_FACT 1 contains \"{}\"",
+            "a".repeat(MAX_MARKER_LINE)
+        );
+        // Fed in pieces, as a stream arrives.
+        let mut scanner = MarkerScanner::new();
+        let mut out = Vec::new();
+        for piece in format!("{fact}\nRESULT OK\n").as_bytes().chunks(1000) {
+            scanner.push(piece, &mut out);
+        }
+        scanner.finish(&mut out);
+        let long = overlong_fact(fact.len() as u64);
+        assert_eq!(out[0], Marker::Fact(long.clone()), "{:?}", out[0]);
+        assert_eq!(overlong_fact_bytes(&long), Some(fact.len() as u64));
+        assert_eq!(out[1], result(ResultVerdict::Ok, ""));
+        // A line under the limit is the fact itself, and no fact reads as over-long.
+        let (out, _) = scan_text("BUGATTI_FACT 1 contains \"ok\"\n");
+        assert_eq!(out, [Marker::Fact("1 contains \"ok\"".into())]);
+        assert_eq!(overlong_fact_bytes("1 contains \"ok\""), None);
     }
 
     #[test]

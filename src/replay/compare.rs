@@ -140,6 +140,7 @@ mod tests {
                 kind: crate::replay::masks::Kind::Duration,
                 range: Some((0.003, 0.003)),
                 tie: None,
+                apart: Vec::new(),
                 quiet: 0,
             }),
         }];

@@ -9,11 +9,13 @@
 //!   else how far before or after it), and a replay passes only inside the range of offsets seen:
 //!   a stale `updated_at` or a backup from 1999 is outside;
 //! - for an id (UUID, hex value), whether it was equal to an earlier token of the step's outputs
-//!   in every pass (an owner id tied to the new user's id, a copy's checksum to the source's).
+//!   in every pass (an owner id tied to the new user's id, a copy's checksum to the source's), and
+//!   which earlier ids of its kind it was never equal to (a session id that must rotate).
 //!
 //! And between the tokens of one output, the relations that held in every pass: the order of two
-//! consecutive timestamps and their difference ([`Relation`]), checked on every replay, the first
-//! one too.
+//! consecutive timestamps and their difference ([`Relation`]), and a list's order as one
+//! relation over all its timestamps however long it is (`sorted`), checked on every replay, the
+//! first one too.
 
 use super::tokens::{Kind, Position};
 use chrono::{DateTime, Duration as Span, NaiveDate, NaiveDateTime, NaiveTime, Utc};
@@ -25,8 +27,15 @@ pub type Window = (DateTime<Utc>, DateTime<Utc>);
 /// How many replays in a row a learned position may go unvarying before it is exact again.
 pub const EXPIRES_AFTER: u32 = 30;
 
-/// The most relations kept per output (a log of a thousand timestamps keeps the first ones).
+/// The most pairs of consecutive timestamps kept per output (a log of a thousand timestamps keeps
+/// the first ones; its order, one relation, is kept whole).
 pub const MAX_RELATIONS_PER_OUTPUT: usize = 32;
+
+/// The most earlier tokens an id is kept apart from (the nearest ones).
+pub const MAX_APART: usize = 4;
+
+/// The fewest timestamps a list has for its order to be kept as one relation (two are a pair).
+const SORTED_LIST_MIN: usize = 3;
 
 /// A learned volatile token: its place and what it may be. Written `[line, token, {domain}]`;
 /// a recording of an older supervisor wrote `[line, token]` alone, which is read with no domain
@@ -82,6 +91,10 @@ pub struct Domain {
     /// (`[action, line, token]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tie: Option<(usize, usize, usize)>,
+    /// An id: the earlier tokens of the same kind it differed from in every pass (a session id
+    /// that rotates on elevation never equals the one before it), at most [`MAX_APART`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub apart: Vec<(usize, usize, usize)>,
     /// Replays in a row since it was last seen varying ([`EXPIRES_AFTER`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub quiet: u32,
@@ -113,6 +126,11 @@ pub struct Relation {
     pub order: Order,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<f64>,
+    /// A list's order: every timestamp from `a` to the end of the output (`b`: the last one
+    /// when recorded) follows the one before it in `order` (`<`: never earlier, `>`: never
+    /// later), however many there are.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sorted: bool,
 }
 
 /// The bounds a duration learned over `range` passes within (seconds).
@@ -227,6 +245,24 @@ fn union(a: Option<(f64, f64)>, b: (f64, f64)) -> (f64, f64) {
 pub struct SeenValue<'a> {
     pub value: &'a str,
     pub window: Option<Window>,
+    /// When the step whose output it was began (inside `window`), when known: the output came
+    /// between then and the window's end, so its offset is a range, not a point.
+    pub step_began: Option<DateTime<Utc>>,
+}
+
+/// The offsets a timestamp seen in a pass may have had from its run's clock: measured from the
+/// window's end (when the pass was recorded), and from when its step began (the output came in
+/// between: an agent that took ten seconds to look saw an entry that expires in five minutes at
+/// 4m50s from the recording's end and at 5m from its step's start; a replay sees it at once).
+fn offsets_seen(seen: &SeenValue<'_>) -> Option<(f64, f64)> {
+    let window = seen.window?;
+    let at_end = offset(seen.value, window)?;
+    let at_step = seen
+        .step_began
+        .filter(|b| window.0 <= *b && *b <= window.1)
+        .and_then(|b| offset(seen.value, (window.0, b)))
+        .unwrap_or(at_end);
+    Some((at_end.min(at_step), at_end.max(at_step)))
 }
 
 /// The domain a position learns from what it was before (`old`) and two passes of the agent
@@ -245,9 +281,10 @@ pub fn learn_domain(
             Some(union(old.and_then(|d| d.range), (a.min(b), a.max(b))))
         }
         Kind::Timestamp => {
-            let a = offset(before.value, before.window?)?;
-            let b = offset(after.value, after.window?)?;
-            Some(union(old.and_then(|d| d.range), (a.min(b), a.max(b))))
+            let a = offsets_seen(before)?;
+            let b = offsets_seen(after)?;
+            let both = (a.0.min(b.0), a.1.max(b.1));
+            Some(union(old.and_then(|d| d.range), both))
         }
         Kind::Uuid | Kind::Hex => None,
     };
@@ -259,6 +296,7 @@ pub fn learn_domain(
         kind,
         range,
         tie: None,
+        apart: Vec::new(),
         quiet,
     })
 }
@@ -277,8 +315,13 @@ pub fn admits(domain: &Domain, kind: Kind, recorded: &str, value: &str, now: Win
             }
             _ => false,
         },
-        Kind::Timestamp => match (domain.range, offset(value, now)) {
-            (Some((lo, hi)), Some(v)) => lo <= v && v <= hi,
+        Kind::Timestamp => match (domain.range, offset(value, now), instant(value, now.0)) {
+            // A token written to the second stands for any instant of that second: its offset
+            // may be off by that much from run to run (at most a second, never a day's worth).
+            (Some((lo, hi)), Some(v), Some((_, span))) => {
+                let tol = (span.num_milliseconds() as f64 / 1000.0).min(1.0);
+                lo - tol <= v && v <= hi + tol
+            }
             _ => false,
         },
         // An id of another length is another kind of id.
@@ -318,7 +361,7 @@ pub fn relations_in(action: usize, text: &str) -> Vec<Relation> {
             }
         }
     }
-    stamps
+    let mut relations: Vec<Relation> = stamps
         .windows(2)
         .filter_map(|w| {
             let (x, y, _) = pair(w[0].1, w[1].1, near)?;
@@ -328,10 +371,85 @@ pub fn relations_in(action: usize, text: &str) -> Vec<Relation> {
                 b: w[1].0,
                 order: order_of(x, y),
                 diff: Some(round_ms(y - x)),
+                sorted: false,
             })
         })
         .take(MAX_RELATIONS_PER_OUTPUT)
-        .collect()
+        .collect();
+    relations.extend(sorted_list(action, &stamps, near));
+    relations
+}
+
+/// The timestamps of a text with a date, in reading order, as instants.
+fn dated_instants(text: &str, near: DateTime<Utc>) -> Vec<(Position, DateTime<Utc>)> {
+    let mut out = Vec::new();
+    for (line, l) in text.split('\n').enumerate() {
+        for (token, t) in super::tokens::candidates(l).iter().enumerate() {
+            let value = &l[t.start..t.end];
+            if t.kind != Kind::Timestamp || value.len() < 10 {
+                continue;
+            }
+            if let Some((at, _)) = instant(value, near) {
+                out.push((Position { line, token }, at));
+            }
+        }
+    }
+    out
+}
+
+/// The order of the longest run of timestamps at the end of an output that all go one way (a
+/// job history newest first, after a header's own time or not), when it has at least
+/// [`SORTED_LIST_MIN`] and is not all one instant.
+fn sorted_list(
+    action: usize,
+    stamps: &[(Position, &str)],
+    near: DateTime<Utc>,
+) -> Option<Relation> {
+    let at: Vec<(Position, DateTime<Utc>)> = stamps
+        .iter()
+        .filter_map(|(p, v)| instant(v, near).map(|(t, _)| (*p, t)))
+        .collect();
+    let last = at.last()?;
+    let ordered = |order: Order| {
+        let start = at
+            .windows(2)
+            .rposition(|w| !in_order(order, w[0].1, w[1].1))
+            .map_or(0, |i| i + 1);
+        (at.len() - start, start)
+    };
+    let (order, (len, start)) = [Order::Before, Order::After]
+        .into_iter()
+        .map(|o| (o, ordered(o)))
+        .max_by_key(|(_, (len, _))| *len)?;
+    let all_same = at[start..].iter().all(|(_, t)| *t == at[start].1);
+    (len >= SORTED_LIST_MIN && !all_same).then(|| Relation {
+        action,
+        a: at[start].0,
+        b: last.0,
+        order,
+        diff: None,
+        sorted: true,
+    })
+}
+
+fn in_order(order: Order, x: DateTime<Utc>, y: DateTime<Utc>) -> bool {
+    match order {
+        Order::Before => x <= y,
+        Order::After => x >= y,
+        Order::Same => x == y,
+    }
+}
+
+/// Whether a list's order (`relation.sorted`) holds in `text`: every timestamp from the
+/// relation's first one to the end of the output follows the one before it in its order.
+pub fn sorted_holds(relation: &Relation, text: &str) -> bool {
+    let at = dated_instants(text, Utc::now());
+    let Some(start) = at.iter().position(|(p, _)| *p == relation.a) else {
+        return false;
+    };
+    at[start..]
+        .windows(2)
+        .all(|w| in_order(relation.order, w[0].1, w[1].1))
 }
 
 fn round_ms(x: f64) -> f64 {
@@ -354,9 +472,13 @@ pub fn holds(relation: &Relation, a: &str, b: &str) -> bool {
 pub fn intersect(before: &[Relation], now: &[Relation]) -> Vec<Relation> {
     now.iter()
         .filter_map(|r| {
-            let old = before
-                .iter()
-                .find(|o| o.action == r.action && o.a == r.a && o.b == r.b)?;
+            // A list's order is the same relation however long the list grew.
+            let old = before.iter().find(|o| {
+                o.action == r.action
+                    && o.a == r.a
+                    && o.sorted == r.sorted
+                    && (r.sorted || o.b == r.b)
+            })?;
             if old.order != r.order {
                 return None;
             }
@@ -392,6 +514,7 @@ mod tests {
             kind: Kind::Duration,
             range: Some((0.012, 0.040)),
             tie: None,
+            apart: Vec::new(),
             quiet: 0,
         };
         let now = (at("2026-11-25T09:00:00Z"), at("2026-11-25T09:00:30Z"));
@@ -407,6 +530,52 @@ mod tests {
     }
 
     #[test]
+    fn a_timestamp_seen_during_a_slow_step_learns_the_offsets_it_may_have_had() {
+        // The agent's step began at 09:00:00 and was recorded at 09:00:10; the entry it saw
+        // expires at 09:05:00, five minutes after it looked (at the step's start, at once).
+        let seen = |value, step_began| SeenValue {
+            value,
+            window: Some((at("2026-11-25T08:59:00Z"), at("2026-11-25T09:00:10Z"))),
+            step_began,
+        };
+        let began = Some(at("2026-11-25T09:00:00Z"));
+        let d = learn_domain(
+            Kind::Timestamp,
+            None,
+            &seen("2026-11-25T09:05:00Z", began),
+            &seen("2026-11-25T09:05:00Z", began),
+        )
+        .expect("a domain");
+        assert_eq!(d.range, Some((290.0, 300.0)));
+        // A replay looks at once: five minutes ahead passes, four does not.
+        let now = (at("2026-11-26T10:00:00Z"), at("2026-11-26T10:00:00.2Z"));
+        assert!(admits(&d, Kind::Timestamp, "", "2026-11-26T10:05:00Z", now));
+        assert!(!admits(
+            &d,
+            Kind::Timestamp,
+            "",
+            "2026-11-26T10:04:00Z",
+            now
+        ));
+        assert!(!admits(
+            &d,
+            Kind::Timestamp,
+            "",
+            "2026-11-26T10:00:00Z",
+            now
+        ));
+        // Without the step's start, the recording's end alone.
+        let d = learn_domain(
+            Kind::Timestamp,
+            None,
+            &seen("2026-11-25T09:05:00Z", None),
+            &seen("2026-11-25T09:05:00Z", None),
+        )
+        .expect("a domain");
+        assert_eq!(d.range, Some((290.0, 290.0)));
+    }
+
+    #[test]
     fn a_timestamp_keeps_its_offset_from_the_runs_clock() {
         let w = (at("2026-11-25T09:00:00Z"), at("2026-11-25T09:01:00Z"));
         assert_eq!(offset("2026-11-25T09:00:30Z", w), Some(0.0));
@@ -418,6 +587,7 @@ mod tests {
             kind: Kind::Timestamp,
             range: Some((-7200.0, -3600.0)),
             tie: None,
+            apart: Vec::new(),
             quiet: 0,
         };
         let later = (at("2026-11-26T09:00:00Z"), at("2026-11-26T09:01:00Z"));
@@ -494,6 +664,7 @@ mod tests {
                 kind: Kind::Uuid,
                 range: None,
                 tie: Some((0, 1, 0)),
+                apart: Vec::new(),
                 quiet: 3,
             }),
         };

@@ -12,18 +12,31 @@
 //! BUGATTI_FACT 1 /latency (\d+)ms/ number in [0, 1000]
 //! BUGATTI_FACT 3 /snapshot (\S+)/ age under 3h
 //! BUGATTI_FACT 3 /issued (\S+)/ time within 10m of now
+//! BUGATTI_FACT 3 /expires (\S+)/ time between +4m and +6m of now
+//! BUGATTI_FACT 3 /reset (\S+)/ time in the future
 //! BUGATTI_FACT 2 /owner=(\S+)/ same as 1 /user=(\S+)/
+//! BUGATTI_FACT 2 /session=(\S+)/ differs from 1 /session=(\S+)/
 //! BUGATTI_FACT 1 /request (\S+)/ differs from the recording
 //! ```
 //!
-//! A regex's first group (or its whole match, without a group) is the value tested. A fact that
-//! does not parse, names no action of the step, or does not hold on the recording is refused with
-//! the reason, and a step with such a fact is not recorded (the caller's rule). The reply scanner
-//! ([`crate::model::markers`]) finds the lines; this module is the language, the question and the
-//! evaluation.
+//! A regex's first group (or its whole match, without a group) is the value tested; a regex sees
+//! an output without its final line ends, so `/ok$/` holds on an output whose last line is `ok`.
+//! A fact that does not parse, names no action of the step, or does not hold on the recording is
+//! refused with the reason, and a step with such a fact is not recorded (the caller's rule); so is
+//! an answer of more than [`MAX_FACTS`] facts or [`MAX_FACTS_BYTES`] bytes (each replay evaluates
+//! every fact: their number and size are the replay's cost). The reply scanner
+//! ([`crate::model::markers`]) finds the lines (one over its limit arrives as
+//! [`crate::model::markers::overlong_fact`], refused here, never cut into a shorter fact); this
+//! module is the language, the question and the evaluation.
 
 use chrono::{DateTime, Utc};
 use regex::Regex;
+
+/// The most facts one step keeps.
+pub const MAX_FACTS: usize = 64;
+
+/// The most bytes the facts of one step may take together.
+pub const MAX_FACTS_BYTES: usize = 64 * 1024;
 
 /// One fact about action `action`'s output (0-based).
 #[derive(Debug, Clone)]
@@ -44,8 +57,24 @@ pub enum Test {
     NumberIn(Regex, f64, f64),
     AgeUnder(Regex, f64),
     WithinOfNow(Regex, f64),
+    /// `time between A and B of now`: the value minus now, in seconds, inside `[A, B]`.
+    BetweenOfNow(Regex, f64, f64),
+    /// `time in the future`.
+    Future(Regex),
+    /// `time in the past`.
+    Past(Regex),
     SameAs(Regex, usize, Regex),
+    /// `differs from K /regex/`: two values of the step's outputs that must not be equal.
+    DiffersFrom(Regex, usize, Regex),
     Differs(Regex),
+}
+
+impl Test {
+    /// Whether this test compares with the recording (true on replay only: at record time there
+    /// is no earlier recording to differ from, unless the caller has one).
+    pub fn needs_recording(&self) -> bool {
+        matches!(self, Test::Differs(_))
+    }
 }
 
 /// Why a fact line is not one.
@@ -56,13 +85,40 @@ pub struct BadFact {
     pub reason: String,
 }
 
+/// Why an answer's facts are not kept.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FactsRefused {
+    #[error(transparent)]
+    Bad(#[from] BadFact),
+    #[error(
+        "{stated} facts were stated and a step keeps at most {MAX_FACTS}: state only those the \
+         pass rests on"
+    )]
+    TooMany { stated: usize },
+    #[error(
+        "the facts stated take {bytes} bytes and a step keeps at most {MAX_FACTS_BYTES}: state \
+         them shorter"
+    )]
+    TooLarge { bytes: usize },
+}
+
 /// The facts of an answer: its `BUGATTI_FACT` lines without the keyword (`1 contains "ok"`).
-/// `actions`: how many actions the step has.
-pub fn parse(stated: &[String], actions: usize) -> Result<Vec<Fact>, BadFact> {
-    stated
+/// `actions`: how many actions the step has. More than [`MAX_FACTS`] facts, or more than
+/// [`MAX_FACTS_BYTES`] of them, are refused before any is parsed.
+pub fn parse(stated: &[String], actions: usize) -> Result<Vec<Fact>, FactsRefused> {
+    if stated.len() > MAX_FACTS {
+        return Err(FactsRefused::TooMany {
+            stated: stated.len(),
+        });
+    }
+    let bytes = stated.iter().map(String::len).sum::<usize>();
+    if bytes > MAX_FACTS_BYTES {
+        return Err(FactsRefused::TooLarge { bytes });
+    }
+    Ok(stated
         .iter()
         .map(|l| parse_line(l.trim(), actions))
-        .collect()
+        .collect::<Result<_, _>>()?)
 }
 
 /// The question asked after a pass, listing the step's recorded actions (one line each, as
@@ -88,10 +144,14 @@ pub fn question(actions: &[String]) -> String {
          BUGATTI_FACT N /regex/ number in [min, max]\n\
          BUGATTI_FACT N /regex/ age under D\n\
          BUGATTI_FACT N /regex/ time within D of now\n\
+         BUGATTI_FACT N /regex/ time between -D and +D of now\n\
+         BUGATTI_FACT N /regex/ time in the future\n\
+         BUGATTI_FACT N /regex/ time in the past\n\
          BUGATTI_FACT N /regex/ same as M /regex/\n\
+         BUGATTI_FACT N /regex/ differs from M /regex/\n\
          BUGATTI_FACT N /regex/ differs from the recording\n\
-         Every fact must hold on the outputs you saw. If none can be stated this way, write none. \
-         End with RESULT OK.",
+         Every fact must hold on the outputs you saw. At most 64 facts. If none can be stated \
+         this way, write none. End with RESULT OK.",
     );
     text
 }
@@ -108,6 +168,25 @@ pub fn first_false<'a>(
         .find_map(|f| holds(f, outputs, recorded, now).err().map(|why| (f, why)))
 }
 
+/// [`first_false`] at record time, on the outputs the agent saw: `differs from the recording` is
+/// checked against `previous` (the outputs of the recording this pass replaces) and, without
+/// one, left to the replays.
+pub fn first_false_when_recorded<'a>(
+    facts: &'a [Fact],
+    outputs: &[Option<String>],
+    previous: Option<&[Option<String>]>,
+    now: DateTime<Utc>,
+) -> Option<(&'a Fact, String)> {
+    facts
+        .iter()
+        .filter(|f| previous.is_some() || !f.test.needs_recording())
+        .find_map(|f| {
+            holds(f, outputs, previous.unwrap_or_default(), now)
+                .err()
+                .map(|why| (f, why))
+        })
+}
+
 fn bad(line: &str, reason: impl Into<String>) -> BadFact {
     BadFact {
         line: line.to_string(),
@@ -116,6 +195,15 @@ fn bad(line: &str, reason: impl Into<String>) -> BadFact {
 }
 
 fn parse_line(line: &str, actions: usize) -> Result<Fact, BadFact> {
+    if let Some(bytes) = crate::model::markers::overlong_fact_bytes(line) {
+        return Err(bad(
+            line,
+            format!(
+                "the line is {bytes} bytes long, over the {} a fact line may be: state it shorter",
+                crate::model::markers::MAX_MARKER_LINE
+            ),
+        ));
+    }
     let (action, rest) = action_number(line, line, actions)?;
     let test = if let Some(q) = rest.strip_prefix("contains ") {
         Test::Contains(quoted(line, q)?)
@@ -169,6 +257,24 @@ fn value_test(line: &str, re: Regex, rest: &str, actions: usize) -> Result<Test,
     {
         return Ok(Test::WithinOfNow(re, span(line, d)?));
     }
+    if let Some(bounds) = rest
+        .strip_prefix("time between ")
+        .and_then(|d| d.trim_end().strip_suffix(" of now"))
+    {
+        let (a, b) = bounds
+            .split_once(" and ")
+            .ok_or_else(|| bad(line, "a time range is written between -30s and +6m of now"))?;
+        let (a, b) = (signed_span(line, a)?, signed_span(line, b)?);
+        if a > b {
+            return Err(bad(line, format!("{a} s is after {b} s")));
+        }
+        return Ok(Test::BetweenOfNow(re, a, b));
+    }
+    match rest.trim().strip_prefix("time ").unwrap_or(rest.trim()) {
+        "in the future" => return Ok(Test::Future(re)),
+        "in the past" => return Ok(Test::Past(re)),
+        _ => {}
+    }
     if let Some(other) = rest.strip_prefix("same as ") {
         let (k, r) = action_number(line, other, actions)?;
         return Ok(Test::SameAs(re, k, regex(line, r)?.0));
@@ -176,10 +282,25 @@ fn value_test(line: &str, re: Regex, rest: &str, actions: usize) -> Result<Test,
     if rest.trim() == "differs from the recording" {
         return Ok(Test::Differs(re));
     }
+    if let Some(other) = rest.strip_prefix("differs from ") {
+        let (k, r) = action_number(line, other, actions)?;
+        return Ok(Test::DiffersFrom(re, k, regex(line, r)?.0));
+    }
     Err(bad(
         line,
-        "expected number in [a, b], age under D, time within D of now, same as K /regex/ or differs from the recording",
+        "expected number in [a, b], age under D, time within D of now, time between -D and +D \
+         of now, time in the future, time in the past, same as K /regex/, differs from K /regex/ \
+         or differs from the recording",
     ))
+}
+
+/// `-30s`, `+6m`, `0s`: a duration with its sign, in seconds.
+fn signed_span(line: &str, d: &str) -> Result<f64, BadFact> {
+    let d = d.trim();
+    match d.strip_prefix('-') {
+        Some(rest) => Ok(-span(line, rest)?),
+        None => span(line, d.strip_prefix('+').unwrap_or(d)),
+    }
 }
 
 fn action_number<'a>(
@@ -237,6 +358,12 @@ fn span(line: &str, d: &str) -> Result<f64, BadFact> {
         .ok_or_else(|| bad(line, format!("{d:?} is not a duration (3h, 10m, 90s, 2d)")))
 }
 
+/// The text a fact's regex sees: the output without its final line ends (so `/ok$/` holds on an
+/// output whose last line is `ok`, as the agent reading it meant).
+fn seen_text(text: &str) -> &str {
+    text.trim_end_matches(['\n', '\r'])
+}
+
 fn value<'a>(re: &Regex, text: &'a str) -> Option<&'a str> {
     let c = re.captures(text)?;
     c.get(1).or_else(|| c.get(0)).map(|m| m.as_str())
@@ -255,6 +382,7 @@ pub fn holds(
         outputs
             .get(k)
             .and_then(Option::as_deref)
+            .map(seen_text)
             .ok_or_else(|| format!("action {} has no output", k + 1))
     };
     let text = out(fact.action)?;
@@ -286,10 +414,30 @@ pub fn holds(
             let off = (now - instant(found(re)?)?).num_milliseconds() as f64 / 1000.0;
             ok(off.abs() <= *secs, format!("{off:.0} s from now"))
         }
+        Test::BetweenOfNow(re, lo, hi) => {
+            let off = (instant(found(re)?)? - now).num_milliseconds() as f64 / 1000.0;
+            ok(
+                *lo <= off && off <= *hi,
+                format!("{off:+.0} s from now, not between {lo:+} s and {hi:+} s"),
+            )
+        }
+        Test::Future(re) => {
+            let v = found(re)?;
+            ok(instant(v)? > now, format!("{v} is not in the future"))
+        }
+        Test::Past(re) => {
+            let v = found(re)?;
+            ok(instant(v)? <= now, format!("{v} is not in the past"))
+        }
         Test::SameAs(re, k, other) => {
             let a = found(re)?;
             let b = value(other, out(*k)?).ok_or_else(|| format!("/{other}/ finds nothing"))?;
             ok(a == b, format!("{a:?} is not {b:?}"))
+        }
+        Test::DiffersFrom(re, k, other) => {
+            let a = found(re)?;
+            let b = value(other, out(*k)?).ok_or_else(|| format!("/{other}/ finds nothing"))?;
+            ok(a != b, format!("both are {a:?}"))
         }
         Test::Differs(re) => {
             let before = recorded
@@ -355,6 +503,115 @@ mod tests {
     }
 
     #[test]
+    fn timestamps_are_bounded_in_either_direction_of_now() {
+        let facts = parse(
+            &[
+                "1 /expires (\\S+)/ time between +4m50s and +5m10s of now",
+                "1 /reset (\\S+)/ time in the future",
+                "1 /issued (\\S+)/ time in the past",
+                "1 /issued (\\S+)/ time between -30s and 0s of now",
+            ]
+            .map(String::from),
+            1,
+        )
+        .expect("parses");
+        let now = at("2026-11-25T12:00:00Z");
+        let good = outputs(&[
+            "issued 2026-11-25T11:59:50Z expires 2026-11-25T12:05:00Z reset 2026-11-25T12:01:00Z",
+        ]);
+        for f in &facts {
+            assert_eq!(holds(f, &good, &[], now), Ok(()), "{}", f.text);
+        }
+        // An entry that expires now, or in four minutes; a reset already past; an issue time
+        // from the future: each one false, which `time within 10m of now` would all have passed.
+        let bad = outputs(&[
+            "issued 2026-11-25T12:00:30Z expires 2026-11-25T12:00:00Z reset 2026-11-25T11:59:00Z",
+        ]);
+        let why: Vec<String> = facts
+            .iter()
+            .filter_map(|f| holds(f, &bad, &[], now).err())
+            .collect();
+        assert_eq!(why.len(), 4, "{why:?}");
+        assert!(
+            why[0].contains("+0 s from now, not between +290 s and +310 s"),
+            "{why:?}"
+        );
+        let four = outputs(&["issued 2026-11-25T11:59:50Z expires 2026-11-25T12:04:00Z"]);
+        assert!(holds(&facts[0], &four, &[], now).is_err());
+    }
+
+    #[test]
+    fn two_values_that_must_differ_and_a_differs_from_the_recording_recordable() {
+        let facts = parse(
+            &[
+                "2 /session=(\\S+)/ differs from 1 /session=(\\S+)/",
+                "2 /session=(\\S+)/ differs from the recording",
+            ]
+            .map(String::from),
+            2,
+        )
+        .expect("parses");
+        let now = at("2026-11-25T12:00:00Z");
+        let rotated = outputs(&["session=a1", "session=b2"]);
+        let kept = outputs(&["session=a1", "session=a1"]);
+        assert_eq!(holds(&facts[0], &rotated, &[], now), Ok(()));
+        assert_eq!(
+            holds(&facts[0], &kept, &[], now),
+            Err("both are \"a1\"".into())
+        );
+        // At record time without an earlier recording, only the replays check it; with one, it
+        // is checked against that.
+        assert!(first_false_when_recorded(&facts, &rotated, None, now).is_none());
+        let previous = outputs(&["session=a0", "session=b2"]);
+        let (fact, why) =
+            first_false_when_recorded(&facts, &rotated, Some(&previous), now).expect("false");
+        assert_eq!(fact.text, facts[1].text);
+        assert!(why.contains("as recorded"), "{why}");
+        // The replay's check: today's value against the recording's.
+        assert!(first_false(
+            &facts,
+            &outputs(&["session=a1", "session=c3"]),
+            &rotated,
+            now
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn a_regex_ending_in_dollar_sees_the_last_line_as_the_agent_did() {
+        let facts = parse(&["1 matches /status: ok$/".to_string()], 1).expect("parses");
+        let now = at("2026-11-25T12:00:00Z");
+        assert_eq!(
+            holds(&facts[0], &outputs(&["status: ok\n"]), &[], now),
+            Ok(())
+        );
+        assert!(holds(&facts[0], &outputs(&["status: ok (stale)\n"]), &[], now).is_err());
+    }
+
+    #[test]
+    fn too_many_or_too_large_facts_are_refused_clearly() {
+        let many: Vec<String> = (0..=MAX_FACTS)
+            .map(|i| format!("1 contains \"{i}\""))
+            .collect();
+        let e = parse(&many, 1).expect_err("too many");
+        assert_eq!(e, FactsRefused::TooMany { stated: 65 });
+        assert!(e.to_string().contains("at most 64"), "{e}");
+        assert!(parse(&many[..MAX_FACTS], 1).is_ok());
+        let large: Vec<String> = (0..10)
+            .map(|i| format!("1 contains \"{i}{}\"", "x".repeat(7000)))
+            .collect();
+        let e = parse(&large, 1).expect_err("too large");
+        assert!(
+            matches!(e, FactsRefused::TooLarge { bytes } if bytes > MAX_FACTS_BYTES),
+            "{e}"
+        );
+        // A line the reply scanner found over its limit is refused with a word.
+        let long = crate::model::markers::overlong_fact(9_000_000);
+        let e = parse(&[long], 1).expect_err("over-long");
+        assert!(e.to_string().contains("9000000 bytes long"), "{e}");
+    }
+
+    #[test]
     fn a_bad_fact_says_why() {
         for (line, why) in [
             ("5 contains \"x\"", "actions 1 to 2"),
@@ -362,10 +619,13 @@ mod tests {
             ("1 /x( / number in [0, 1]", "not a regex"),
             ("1 /x/ number in [a, 1]", "not a number"),
             ("1 /x/ age under soon", "not a duration"),
+            ("1 /x/ time between 6m and 1m of now", "is after"),
+            ("1 /x/ time between soon and 1m of now", "not a duration"),
+            ("1 /x/ differs from 3 /y/", "actions 1 to 2"),
             ("1 looks fine", "expected"),
         ] {
             let e = parse(&[line.to_string()], 2).expect_err(line);
-            assert!(e.reason.contains(why), "{line}: {e}");
+            assert!(e.to_string().contains(why), "{line}: {e}");
         }
     }
 }

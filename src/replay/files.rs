@@ -8,7 +8,9 @@
 //! project, in a form that can be produced again without the model:
 //!
 //! - `Read`: the file's lines in the range the agent read, as text, without the gutter;
-//! - `Grep`: the set of matching files, `path:line:text` lines or `path:count` entries;
+//! - `Grep`: the multiset of matching files, `path:line:text` lines or `path:count` entries (a
+//!   line that is there twice is shown twice: without line numbers, two equal lines read the
+//!   same and still count as two);
 //! - `Glob`: the set of matching paths;
 //!
 //! each made again as Claude Code makes it ([`super::rg`]: ripgrep's own crates with the
@@ -88,7 +90,7 @@ pub enum FileCheck {
         /// `-n` (content mode).
         #[serde(default)]
         line_numbers: bool,
-        /// The answer's entries, sorted.
+        /// The answer's entries, sorted, each as often as the answer had it.
         seen: Vec<String>,
         /// What the search read when recorded: a replay reads at most twice that and a
         /// mebibyte.
@@ -251,7 +253,7 @@ fn grep_check(
         ignore_case: input["-i"].as_bool().unwrap_or(false),
         line_numbers: input["-n"].as_bool().unwrap_or(mode == GrepMode::Content),
         mode,
-        seen: relative_set(entries, cwd),
+        seen: relative_sorted(entries, cwd),
         bytes: None,
     })
 }
@@ -306,13 +308,20 @@ fn answer_entries(answer: &str) -> Vec<String> {
 
 /// Entries with `cwd/` taken off their paths, sorted and unique.
 fn relative_set(entries: Vec<String>, cwd: &Path) -> Vec<String> {
+    let set: BTreeSet<String> = relative_sorted(entries, cwd).into_iter().collect();
+    set.into_iter().collect()
+}
+
+/// Entries with `cwd/` taken off their paths, sorted, duplicates kept.
+fn relative_sorted(entries: Vec<String>, cwd: &Path) -> Vec<String> {
     let prefix = format!("{}/", cwd.display());
-    let set: BTreeSet<String> = entries
+    let mut all: Vec<String> = entries
         .into_iter()
         .map(|e| e.strip_prefix(&prefix).map(str::to_string).unwrap_or(e))
         .map(|e| e.strip_prefix("./").map(str::to_string).unwrap_or(e))
         .collect();
-    set.into_iter().collect()
+    all.sort();
+    all
 }
 
 /// What a check's tool answers now, in the check's own form (`seen`), and how many bytes it read.
@@ -369,7 +378,7 @@ pub fn observe(check: &FileCheck, cwd: &Path, cancel: &AtomicBool) -> Result<Obs
             let found = rg::grep(cwd, &call, super::bounded::bound_for(*bytes), cancel)
                 .map_err(|e| format!("Grep: {e}"))?;
             Ok(Observed {
-                text: sorted(found.lines),
+                text: sorted_keeping_duplicates(found.lines),
                 bytes: found.bytes,
             })
         }
@@ -507,6 +516,13 @@ pub fn describe(check: &FileCheck) -> String {
 fn sorted(entries: Vec<String>) -> String {
     let set: BTreeSet<String> = entries.into_iter().collect();
     set.into_iter().collect::<Vec<_>>().join("\n")
+}
+
+/// `Grep`'s entries as a multiset: sorted (Claude Code orders files by when they changed), each
+/// as often as it was found.
+fn sorted_keeping_duplicates(mut entries: Vec<String>) -> String {
+    entries.sort();
+    entries.join("\n")
 }
 
 /// One of a provider's read-only file tools as recorded: a check made again over today's files.

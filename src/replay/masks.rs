@@ -6,11 +6,13 @@
 //! applied) are compared line by line; where they differ only inside candidate tokens, the
 //! difference is *soft*: the step goes to the agent, and only if it passes are those token
 //! positions (line, token) learned as volatile. Later replays pass over exactly those positions.
-//! Anything else that differs is a *hard* drift. Two shortcuts skip the learning: a timestamp
-//! that was current when recorded matches one that is current now, and `[replay] ignore`.
-//! A value that appears in the step's instruction is never passed over.
+//! Anything else that differs is a *hard* drift. One shortcut skips the learning: `[replay]
+//! ignore`. A timestamp that is "current" (inside the run) is learned like any other value, its
+//! offset from the run's clock a range (an entry that must expire in five minutes and now
+//! expires at once, or in four, is out of it). A value that appears in the step's instruction is
+//! never passed over.
 
-use chrono::{DateTime, NaiveDate, NaiveDateTime, Utc};
+use chrono::{DateTime, Utc};
 use regex::Regex;
 use std::sync::LazyLock;
 
@@ -18,11 +20,8 @@ use super::domains::admits;
 pub use super::domains::{Learned, Relation};
 pub use super::tokens::{candidates, Kind, Position, Token};
 
-/// How far outside a run's start–end window a timestamp still counts as "current".
-pub const CURRENT_SLACK: chrono::Duration = chrono::Duration::minutes(10);
-
 /// What a replay knows when it compares: the positions learned for this output (each with its
-/// domain), the step's instruction, the windows in which a timestamp counts as current, and what
+/// domain), the step's instruction, the runs' windows (a timestamp's offset is from them), and what
 /// ties and relations need (the step's earlier outputs as seen now, this output's relations).
 #[derive(Debug, Clone, Copy)]
 pub struct Rules<'a> {
@@ -104,15 +103,13 @@ pub fn check(expected: &str, seen: &str, rules: &Rules<'_>) -> (MaskedDiff, Vec<
                 varied.push(d.position);
                 continue;
             }
-            if d.kind == Kind::Timestamp && both_current(d.expected, d.seen, rules) {
-                continue;
-            }
             soft.push(d.position);
         }
         // The timestamps' order and differences, checked whether or not anything was learned:
-        // two current timestamps still have to keep theirs.
+        // two timestamps inside their learned ranges still have to keep theirs.
         for r in rules.relations.iter().filter(|r| r.action == rules.action) {
             let holds = match (token_at(seen, r.a), token_at(seen, r.b)) {
+                _ if r.sorted => super::domains::sorted_holds(r, seen),
                 (Some(a), Some(b)) => super::domains::holds(r, a, b),
                 _ => false,
             };
@@ -139,6 +136,28 @@ pub fn check(expected: &str, seen: &str, rules: &Rules<'_>) -> (MaskedDiff, Vec<
         };
         let here = token_at(seen, l.at);
         if here.is_none() || here != other {
+            soft.push(l.at);
+        }
+    }
+    // An id kept apart from another must still differ from it (a session id that did not
+    // rotate on elevation: broken).
+    for l in rules.volatile {
+        let Some(d) = l.domain.as_ref() else { continue };
+        let here = token_at(seen, l.at);
+        let equal = d.apart.iter().any(|&(action, line, token)| {
+            let there = Position { line, token };
+            let other = if action == rules.action {
+                token_at(seen, there)
+            } else {
+                rules
+                    .earlier
+                    .get(action)
+                    .and_then(Option::as_deref)
+                    .and_then(|text| token_at(text, there))
+            };
+            here.is_some() && here == other
+        });
+        if equal {
             soft.push(l.at);
         }
     }
@@ -286,42 +305,6 @@ fn pins_agree(instruction: &str, a: &str, b: &str) -> bool {
         .all(|(s, e)| matches!((a.get(s..e), b.get(s..e)), (Some(x), Some(y)) if x == y))
 }
 
-/// Both values are timestamps current in their own run.
-fn both_current(expected: &str, seen: &str, rules: &Rules<'_>) -> bool {
-    let Some(recorded) = rules.recorded else {
-        return false;
-    };
-    is_current(expected, recorded) && is_current(seen, rules.now)
-}
-
-/// `value` (a timestamp token) falls in `window` widened by [`CURRENT_SLACK`]. A date alone
-/// counts when it is one of the window's days; a time of day alone never does (it names no day).
-fn is_current(value: &str, window: (DateTime<Utc>, DateTime<Utc>)) -> bool {
-    let (from, to) = (window.0 - CURRENT_SLACK, window.1 + CURRENT_SLACK);
-    if let Some(at) = parse_instant(value) {
-        return from <= at && at <= to;
-    }
-    if let Ok(day) = NaiveDate::parse_from_str(value, "%Y-%m-%d") {
-        return from.date_naive() <= day && day <= to.date_naive();
-    }
-    false
-}
-
-fn parse_instant(value: &str) -> Option<DateTime<Utc>> {
-    if let Ok(t) = DateTime::parse_from_rfc3339(value) {
-        return Some(t.with_timezone(&Utc));
-    }
-    if let Ok(t) = DateTime::parse_from_rfc2822(value) {
-        return Some(t.with_timezone(&Utc));
-    }
-    // No offset written: read as UTC (what `date -u` and most servers print).
-    let t = value.replace(' ', "T").replace(',', ".");
-    ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M"]
-        .iter()
-        .find_map(|f| NaiveDateTime::parse_from_str(&t, f).ok())
-        .map(|t| t.and_utc())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -355,6 +338,7 @@ mod tests {
                 kind,
                 range,
                 tie: None,
+                apart: Vec::new(),
                 quiet: 0,
             }),
         }
@@ -470,6 +454,7 @@ mod tests {
                 kind: Kind::Duration,
                 range: Some((0.012, 0.04)),
                 tie: None,
+                apart: Vec::new(),
                 quiet: 0,
             }),
         }];
@@ -493,6 +478,42 @@ mod tests {
     }
 
     #[test]
+    fn an_id_kept_apart_must_still_differ() {
+        // The admin session (action 1) never equalled the login session (action 0).
+        let admin = Position { line: 0, token: 0 };
+        let apart = [Learned {
+            at: admin,
+            domain: Some(super::super::domains::Domain {
+                kind: Kind::Uuid,
+                range: None,
+                tie: None,
+                apart: vec![(0, 0, 0)],
+                quiet: 0,
+            }),
+        }];
+        let login = |id: &str| [Some(format!("login session={id}"))];
+        let (a, b) = (
+            "6f1c2b9a-3d4e-4f50-8a61-7b8c9d0e1f23",
+            "11111111-3d4e-4f50-8a61-7b8c9d0e1f23",
+        );
+        let recorded = "admin session=22222222-3d4e-4f50-8a61-7b8c9d0e1f23";
+        let earlier = login(a);
+        let r = Rules {
+            action: 1,
+            earlier: &earlier,
+            ..rules(&apart, "")
+        };
+        assert_eq!(
+            compare(recorded, &format!("admin session={b}"), &r),
+            MaskedDiff::Same
+        );
+        assert_eq!(
+            compare(recorded, &format!("admin session={a}"), &r),
+            MaskedDiff::Soft(vec![admin])
+        );
+    }
+
+    #[test]
     fn a_tied_id_must_equal_its_token() {
         let owner = Position { line: 0, token: 0 };
         let tied = [Learned {
@@ -501,6 +522,7 @@ mod tests {
                 kind: Kind::Uuid,
                 range: None,
                 tie: Some((0, 0, 0)),
+                apart: Vec::new(),
                 quiet: 0,
             }),
         }];
@@ -535,12 +557,17 @@ mod tests {
     }
 
     #[test]
-    fn two_current_timestamps_keep_their_relation() {
+    fn two_learned_timestamps_keep_their_relation() {
         let recorded = "issued 2026-11-24T12:00:10Z expires 2026-11-24T12:05:10Z";
         let relations = super::super::domains::relations_in(0, recorded);
+        let (a, b) = (
+            Position { line: 0, token: 0 },
+            Position { line: 0, token: 1 },
+        );
+        let learned = [wide(a, Kind::Timestamp), wide(b, Kind::Timestamp)];
         let r = Rules {
             relations: &relations,
-            ..rules(&[], "")
+            ..rules(&learned, "")
         };
         assert_eq!(
             compare(
@@ -549,10 +576,6 @@ mod tests {
                 &r
             ),
             MaskedDiff::Same
-        );
-        let (a, b) = (
-            Position { line: 0, token: 0 },
-            Position { line: 0, token: 1 },
         );
         assert_eq!(
             compare(
@@ -565,29 +588,93 @@ mod tests {
     }
 
     #[test]
-    fn a_current_timestamp_matches_a_current_one_and_a_stuck_clock_does_not() {
+    fn a_long_lists_order_is_one_relation_whatever_its_length() {
+        // A job history of 40 entries, newest first; every time learned over a wide range.
+        let history = |minutes: &[u32]| -> String {
+            minutes
+                .iter()
+                .enumerate()
+                .map(|(i, m)| {
+                    format!(
+                        "job {i} finished 2026-11-24T{:02}:{:02}:00Z",
+                        11 - m / 60,
+                        59 - m % 60
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let healthy: Vec<u32> = (0..40).map(|i| i * 2).collect();
+        let recorded = history(&healthy);
+        // As kept after passes with other spacings: each pair's order, no difference.
+        let relations: Vec<Relation> = super::super::domains::relations_in(0, &recorded)
+            .into_iter()
+            .map(|r| Relation { diff: None, ..r })
+            .collect();
+        let learned: Vec<Learned> = (0..40)
+            .map(|line| wide(Position { line, token: 0 }, Kind::Timestamp))
+            .collect();
+        let r = Rules {
+            relations: &relations,
+            ..rules(&learned, "")
+        };
+        // Other times, the same order: the same.
+        let later: Vec<u32> = (0..40).map(|i| i * 3 + 1).collect();
+        assert_eq!(compare(&recorded, &history(&later), &r), MaskedDiff::Same);
+        // Entries 37 and 38 out of order, far past the first 32 pairs: the list's order broke.
+        let mut swapped = later.clone();
+        swapped.swap(37, 38);
+        assert!(
+            matches!(
+                compare(&recorded, &history(&swapped), &r),
+                MaskedDiff::Soft(_)
+            ),
+            "{relations:?}"
+        );
+    }
+
+    #[test]
+    fn a_current_timestamp_is_learned_like_any_other_value() {
+        // Current when recorded and current now: no longer the same without learning. An entry
+        // that expired at once where it expired five minutes ahead is not "current" enough.
         let r = rules(&[], "Check the clock is current.");
+        let now = Position { line: 0, token: 0 };
+        assert_eq!(
+            compare("now 2026-11-24T12:00:30Z", "now 2026-11-25T09:00:10Z", &r),
+            MaskedDiff::Soft(vec![now])
+        );
+        assert_eq!(
+            compare("now 2026-11-24T12:00:30Z", "now 1999-01-01T00:00:00Z", &r),
+            MaskedDiff::Soft(vec![now])
+        );
+        assert_eq!(
+            compare(
+                "expires 2026-11-24T12:06:00Z",
+                "expires 2026-11-25T09:00:20Z",
+                &r
+            ),
+            MaskedDiff::Soft(vec![now])
+        );
+        // Learned inside the run (offset 0): a current one passes, one five minutes ahead not.
+        let learned = [Learned {
+            at: now,
+            domain: Some(super::super::domains::Domain {
+                kind: Kind::Timestamp,
+                range: Some((0.0, 0.0)),
+                tie: None,
+                apart: Vec::new(),
+                quiet: 0,
+            }),
+        }];
+        let r = rules(&learned, "");
         assert_eq!(
             compare("now 2026-11-24T12:00:30Z", "now 2026-11-25T09:00:10Z", &r),
             MaskedDiff::Same
         );
         assert_eq!(
-            compare("now 2026-11-24T12:00:30Z", "now 1999-01-01T00:00:00Z", &r),
-            MaskedDiff::Soft(vec![Position { line: 0, token: 0 }])
+            compare("now 2026-11-24T12:00:30Z", "now 2026-11-25T09:05:30Z", &r),
+            MaskedDiff::Soft(vec![now])
         );
-        // A time of day alone names no day: never current.
-        assert!(!is_current(
-            "12:00:30",
-            (at("2026-11-24T12:00:00Z"), at("2026-11-24T12:01:00Z"))
-        ));
-        assert!(is_current(
-            "2026-11-24",
-            (at("2026-11-24T12:00:00Z"), at("2026-11-24T12:01:00Z"))
-        ));
-        assert!(is_current(
-            "Tue, 24 Nov 2026 12:05:00 GMT",
-            (at("2026-11-24T12:00:00Z"), at("2026-11-24T12:01:00Z"))
-        ));
     }
 
     #[test]

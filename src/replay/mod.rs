@@ -38,6 +38,8 @@
 //!   group and with a marker of the replay's own), [`files`] (Claude Code's `Read`, `Grep`,
 //!   `Glob`, run again over the files) and [`browser`] (Playwright MCP calls made again on the
 //!   session's browser by the supervisor's own client, elements found by [`browser_refs`]);
+//! - [`harness_watch`]: the harness watched as long as the agent would have watched it (a
+//!   worker that dies, or logs an error, a second after it is ready);
 //! - [`rg`]: `Grep` and `Glob` as Claude Code runs them (ripgrep's crates, its arguments);
 //!   [`bounded`]: every file a replay reads, opened without blocking and bounded.
 
@@ -55,6 +57,7 @@ pub mod error;
 pub mod facts;
 pub mod files;
 pub mod format;
+pub mod harness_watch;
 pub mod kind;
 pub mod masks;
 pub mod normalize;

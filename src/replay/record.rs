@@ -42,6 +42,8 @@ pub struct Learning<'a> {
     pub previous_window: Option<(chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>)>,
     /// When the agent's new pass ran (its session's start, now).
     pub window: (chrono::DateTime<chrono::Utc>, chrono::DateTime<chrono::Utc>),
+    /// When the new pass's step began.
+    pub step_began: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// The volatile tokens a renewed recording keeps, each with its domain: for each new action that
@@ -77,8 +79,8 @@ pub fn learn(
         };
         let mut positions: Vec<Position> = old.volatile().iter().map(|l| l.at).collect();
         positions.extend(soft.iter().filter(|(x, _)| *x == i).map(|(_, p)| *p));
-        // What a replay would have called a soft drift: a timestamp current in both passes
-        // is not learned (a clock that later sticks is still caught).
+        // What a replay would have called a soft drift: a timestamp "current" in both passes is
+        // learned too (its offset from the run's clock, 0 inside the run).
         let rules = Rules::plain(instruction, learning.previous_window, learning.window);
         if let MaskedDiff::Soft(varied) = compare(a, b, &rules) {
             positions.extend(varied);
@@ -102,15 +104,18 @@ pub fn learn(
                     &SeenValue {
                         value: va,
                         window: learning.previous_window,
+                        step_began: None,
                     },
                     &SeenValue {
                         value: vb,
                         window: Some(learning.window),
+                        step_began: learning.step_began,
                     },
                 )?;
                 if matches!(ka, Kind::Uuid | Kind::Hex) {
                     let had = before.and_then(|l| l.domain.as_ref());
                     domain.tie = tie(had, (i, p), &old_tokens, &new_tokens);
+                    domain.apart = apart(had, (i, p), &old_tokens, &new_tokens);
                 }
                 Some(Learned {
                     at: p,
@@ -227,6 +232,47 @@ fn tie(
         .map(|(a, p)| (a, p.line, p.token))
 }
 
+/// The earlier ids of the same kind and length that the token at `at` differed from in both
+/// passes (and in every pass before, when `had` says), the nearest [`MAX_APART`] of them.
+fn apart(
+    had: Option<&super::domains::Domain>,
+    at: (usize, Position),
+    old: &[Placed<'_>],
+    new: &[Placed<'_>],
+) -> Vec<(usize, usize, usize)> {
+    let (Some((kind, here_old)), Some((_, here_new))) = (value_at(old, at), value_at(new, at))
+    else {
+        return Vec::new();
+    };
+    let differs_in_both = |q: (usize, Position)| {
+        matches!((value_at(old, q), value_at(new, q)),
+            (Some((ko, vo)), Some((kn, vn)))
+                if ko == kind && kn == kind && vo.len() == here_old.len()
+                    && vn.len() == here_new.len() && vo != here_old && vn != here_new)
+    };
+    let as_triple = |(a, p): (usize, Position)| (a, p.line, p.token);
+    let at_triple = |(a, line, token): (usize, usize, usize)| (a, Position { line, token });
+    // Learned before: only what still holds (an id once equal to another stays untold).
+    if let Some(d) = had {
+        return d
+            .apart
+            .iter()
+            .copied()
+            .filter(|q| differs_in_both(at_triple(*q)))
+            .collect();
+    }
+    let mut found: Vec<(usize, usize, usize)> = new
+        .iter()
+        .take_while(|(q, _, _)| *q != at)
+        .map(|(q, _, _)| *q)
+        .filter(|q| differs_in_both(*q))
+        .map(as_triple)
+        .collect();
+    found.reverse();
+    found.truncate(super::domains::MAX_APART);
+    found
+}
+
 /// Whether a tool the agent used can be replayed; a step that used any other tool is not
 /// recorded (see docs/replay.md), and this says why for the report.
 pub fn unreplayable_tool(tool: &str) -> Option<String> {
@@ -299,11 +345,50 @@ mod tests {
                 "2026-11-24T12:00:00Z".parse().expect("ts"),
                 "2026-11-24T12:01:00Z".parse().expect("ts"),
             )),
+            step_began: None,
             window: (
                 "2026-11-25T12:00:00Z".parse().expect("ts"),
                 "2026-11-25T12:01:00Z".parse().expect("ts"),
             ),
         }
+    }
+
+    #[test]
+    fn an_id_that_never_equalled_another_in_any_pass_is_kept_apart() {
+        let session =
+            |who: &str, n: u32| format!("{who} session={n:08x}-3d4e-4f50-8a61-7b8c9d0e1f23");
+        let before = pass(vec![
+            shell("login", &session("login", 1)),
+            shell("sudo", &session("admin", 2)),
+        ]);
+        let mut after = vec![
+            shell("login", &session("login", 3)),
+            shell("sudo", &session("admin", 4)),
+        ];
+        learn(
+            &before,
+            &mut after,
+            &[],
+            &Normalizer::generic(),
+            &learning("Check it."),
+        );
+        let admin = after[1].volatile()[0].domain.clone().expect("a domain");
+        assert_eq!(admin.apart, vec![(0, 0, 0)]);
+        assert_eq!(admin.tie, None);
+        // A pass in which the session did not rotate: apart no more, for good.
+        let mut third = vec![
+            shell("login", &session("login", 5)),
+            shell("sudo", &session("admin", 5)),
+        ];
+        learn(
+            &pass(after.clone()),
+            &mut third,
+            &[],
+            &Normalizer::generic(),
+            &learning("Check it."),
+        );
+        let admin = third[1].volatile()[0].domain.clone().expect("a domain");
+        assert!(admin.apart.is_empty(), "{admin:?}");
     }
 
     #[test]
@@ -365,6 +450,7 @@ mod tests {
             kind: Kind::Duration,
             range: Some((0.012, 0.02)),
             tie: None,
+            apart: Vec::new(),
             quiet: 0,
         };
         for a in &mut step.actions {

@@ -14,6 +14,7 @@ use super::calls::{actions_of, last_snapshot, CallsContext};
 use super::context::ReplayContext;
 use super::error::LoadError;
 use super::format::{Action, RecordedStep, Recording};
+use super::harness_watch::{watched, HarnessWatch};
 use super::masks::Position;
 use super::normalize::Normalizer;
 use super::placeholders::{instruction_hash, Placeholders};
@@ -65,6 +66,11 @@ pub struct ReplaySession {
     /// The last page snapshot the agent was shown in an earlier step: a ref it names in the
     /// next step may come from there.
     last_snapshot: Option<Snapshot>,
+    /// The test's watch of its harness, begun at its first step (`Some(None)`: nothing
+    /// long-lived to watch).
+    harness: Option<Option<HarnessWatch>>,
+    /// When the current step began: a timestamp its output showed came after that.
+    step_began: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Whether the browser actions of `recording` need the page in the client's action answers.
@@ -200,6 +206,9 @@ pub enum FactsAnswer {
     Stated(Vec<String>),
     /// The question was not answered (why): the step is recorded as if no facts were stated.
     NotAnswered(String),
+    /// The agent answered `RESULT ERROR` (its words): it withdrew its pass. The step fails and
+    /// nothing is recorded.
+    Withdrawn(String),
 }
 
 impl PendingRecord {
@@ -336,6 +345,8 @@ impl ReplaySession {
             audit: setup.audit,
             browser: None,
             last_snapshot: None,
+            harness: None,
+            step_began: None,
         }
     }
 
@@ -439,6 +450,7 @@ impl ReplaySession {
         asked: &StepAsked<'_>,
         stop: impl Future<Output = T>,
     ) -> Result<Before, T> {
+        self.step_began = Some(chrono::Utc::now());
         let key = self.key(asked.step, asked.instruction);
         let turn = |fallback, previous, audited| AgentTurn {
             key: key.clone(),
@@ -449,6 +461,10 @@ impl ReplaySession {
         };
         if !self.replays() {
             return Ok(Before::ToAgent(turn(None, None, false)));
+        }
+        // The harness is ready when the first step begins: the watch starts there.
+        if self.harness.is_none() {
+            self.harness = asked.console.map(HarnessWatch::begin);
         }
         let only = self.mode == ReplayMode::Only;
         let (outcome, recorded) = if !asked.step.replay {
@@ -600,6 +616,15 @@ impl ReplaySession {
             ..
         } = pending;
         let facts = match answer {
+            FactsAnswer::Withdrawn(why) => {
+                add_note(
+                    &mut info,
+                    format!(
+                        "not recorded: the agent withdrew its pass when asked its facts ({why})"
+                    ),
+                );
+                return info;
+            }
             FactsAnswer::NotAnswered(note) => {
                 add_note(&mut info, note);
                 Vec::new()
@@ -616,7 +641,7 @@ impl ReplaySession {
             FactsAnswer::Stated(stated) => {
                 let stated: Vec<String> =
                     stated.iter().map(|f| self.placeholders.insert(f)).collect();
-                match held_on_recording(&stated, &actions) {
+                match held_on_recording(&stated, &actions, turn.previous.as_ref()) {
                     Ok(facts) => facts,
                     Err(why) => {
                         add_note(&mut info, format!("not recorded: {why}"));
@@ -701,7 +726,10 @@ impl ReplaySession {
             shell: recorded.provider.info().shell,
             browser: self.browser.as_ref(),
         };
-        (replay_step(&ctx, tools, &recorded).await, Some(recorded))
+        let verdict = replay_step(&ctx, tools, &recorded).await;
+        let watch = self.harness.as_ref().and_then(Option::as_ref);
+        let verdict = watched(watch, asked.console, &recorded, verdict).await;
+        (verdict, Some(recorded))
     }
 
     /// `[replay] audit` picks this step today: it goes to the agent although it could replay.
@@ -776,6 +804,7 @@ impl ReplaySession {
                     old.recorded_at,
                 )),
                 window: (self.started_at, chrono::Utc::now()),
+                step_began: self.step_began,
             };
             learn(old, &mut actions, soft, &self.normalizer, &learning);
         }
@@ -819,12 +848,27 @@ fn is_volatile_builtin(name: &str) -> bool {
 }
 
 /// `stated` when every fact parses and holds on the outputs of `actions` as recorded; else why
-/// not (the step is then not recorded).
-fn held_on_recording(stated: &[String], actions: &[Action]) -> Result<Vec<String>, String> {
-    let facts = super::facts::parse(stated, actions.len())
-        .map_err(|e| format!("a fact the agent stated is not one: {e}"))?;
+/// not (the step is then not recorded). `differs from the recording` is checked against
+/// `previous` (the recording this pass renews, when it has the same actions) and otherwise
+/// left to the replays.
+fn held_on_recording(
+    stated: &[String],
+    actions: &[Action],
+    previous: Option<&RecordedStep>,
+) -> Result<Vec<String>, String> {
+    let facts = super::facts::parse(stated, actions.len()).map_err(|e| match e {
+        super::facts::FactsRefused::Bad(e) => format!("a fact the agent stated is not one: {e}"),
+        refused => format!("the facts the agent stated are refused: {refused}"),
+    })?;
     let outputs = super::replayer::compared_outputs(actions);
-    match super::facts::first_false(&facts, &outputs, &outputs, chrono::Utc::now()) {
+    let before = previous
+        .filter(|p| {
+            p.actions.len() == actions.len()
+                && p.actions.iter().zip(actions).all(|(a, b)| a.same_input(b))
+        })
+        .map(|p| super::replayer::compared_outputs(&p.actions));
+    let now = chrono::Utc::now();
+    match super::facts::first_false_when_recorded(&facts, &outputs, before.as_deref(), now) {
         Some((fact, why)) => Err(format!(
             "the fact `{}` the agent stated does not hold on the outputs it saw: {why}",
             fact.text

@@ -49,37 +49,142 @@ fn the_recipes_are_valid_yaml_for_each_engine() {
             file.display()
         );
     }
-    let k8s_docs =
-        yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(&files[2]).expect("read"))
-            .expect("yaml");
+    let k8s_docs = kubernetes_jobs(&files[2]);
     let k8s = &k8s_docs[0];
-    assert_eq!(k8s["kind"].as_str(), Some("Job"));
-    assert_eq!(k8s["spec"]["completionMode"].as_str(), Some("Indexed"));
+    assert_eq!(k8s.kind, "Job");
+    assert_eq!(k8s.spec.completion_mode.as_deref(), Some("Indexed"));
     // Every index runs to completion: failures are counted per index, never by the whole Job.
-    assert!(
-        k8s["spec"]["backoffLimit"].is_badvalue(),
-        "no Job-wide backoffLimit"
-    );
-    assert_eq!(k8s["spec"]["backoffLimitPerIndex"].as_i64(), Some(1));
-    assert!(!k8s["spec"]["podFailurePolicy"]["rules"].is_badvalue());
+    assert!(k8s.spec.backoff_limit.is_none(), "no Job-wide backoffLimit");
+    assert_eq!(k8s.spec.backoff_limit_per_index, Some(1));
+    assert!(k8s
+        .spec
+        .pod_failure_policy
+        .as_ref()
+        .is_some_and(|p| p.rules.is_some()));
     // A shard whose tests failed (exit 1) succeeds; a harness error does not.
-    let script = k8s["spec"]["template"]["spec"]["containers"][0]["args"][0]
-        .as_str()
-        .expect("the shard's script");
+    let script = k8s.script().expect("the shard's script");
     assert!(
         script.contains("if [ $code -eq 1 ]; then exit 0; fi"),
         "{script}"
     );
     let merge = &k8s_docs[1];
-    assert_eq!(merge["kind"].as_str(), Some("Job"));
-    let merge_script = merge["spec"]["template"]["spec"]["containers"][0]["args"][0]
-        .as_str()
-        .expect("the merge's script");
+    assert_eq!(merge.kind, "Job");
+    let merge_script = merge.script().expect("the merge's script");
     assert!(merge_script.contains("supervisor merge"), "{merge_script}");
-    let gitlab =
-        &yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(&files[1]).expect("read"))
-            .expect("yaml")[0];
-    assert_eq!(gitlab["bugatti"]["parallel"].as_i64(), Some(3));
+    let gitlab_text = std::fs::read_to_string(&files[1]).expect("read");
+    let gitlab: GitlabPipeline = serde_json::from_value(yaml_to_json(
+        &yaml_rust2::YamlLoader::load_from_str(&gitlab_text).expect("yaml")[0],
+    ))
+    .expect("a GitLab pipeline");
+    assert_eq!(gitlab.bugatti.parallel, Some(3));
+}
+
+/// A YAML document as JSON, so that serde reads it into the structs below.
+fn yaml_to_json(yaml: &yaml_rust2::Yaml) -> serde_json::Value {
+    use serde_json::Value;
+    use yaml_rust2::Yaml;
+    match yaml {
+        Yaml::Real(_) => yaml.as_f64().map_or(Value::Null, Value::from),
+        Yaml::Integer(i) => Value::from(*i),
+        Yaml::String(s) => Value::from(s.as_str()),
+        Yaml::Boolean(b) => Value::from(*b),
+        Yaml::Array(items) => Value::Array(items.iter().map(yaml_to_json).collect()),
+        Yaml::Hash(map) => Value::Object(
+            map.iter()
+                .filter_map(|(k, v)| Some((k.as_str()?.to_string(), yaml_to_json(v))))
+                .collect(),
+        ),
+        Yaml::Alias(_) | Yaml::Null | Yaml::BadValue => Value::Null,
+    }
+}
+
+/// A Kubernetes Job, as far as the recipe's checks read it.
+#[derive(serde::Deserialize)]
+struct Job {
+    kind: String,
+    spec: JobSpec,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct JobSpec {
+    completion_mode: Option<String>,
+    backoff_limit: Option<i64>,
+    backoff_limit_per_index: Option<i64>,
+    pod_failure_policy: Option<PodFailurePolicy>,
+    template: PodTemplate,
+}
+
+#[derive(serde::Deserialize)]
+struct PodFailurePolicy {
+    rules: Option<serde_json::Value>,
+}
+
+#[derive(serde::Deserialize)]
+struct PodTemplate {
+    spec: PodSpec,
+}
+
+#[derive(serde::Deserialize)]
+struct PodSpec {
+    containers: Vec<Container>,
+}
+
+#[derive(serde::Deserialize)]
+struct Container {
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: Vec<EnvVar>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EnvVar {
+    name: String,
+    value: Option<String>,
+    value_from: Option<EnvSource>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EnvSource {
+    secret_key_ref: Option<SecretKeyRef>,
+}
+
+#[derive(serde::Deserialize)]
+struct SecretKeyRef {
+    name: String,
+    key: String,
+}
+
+/// The Jobs of a Kubernetes recipe, in order.
+fn kubernetes_jobs(path: &Path) -> Vec<Job> {
+    let text = std::fs::read_to_string(path).expect("read");
+    yaml_rust2::YamlLoader::load_from_str(&text)
+        .expect("yaml")
+        .iter()
+        .map(|doc| serde_json::from_value(yaml_to_json(doc)).expect("a Kubernetes Job"))
+        .collect()
+}
+
+impl Job {
+    /// The first container's first argument: the shell script the Job runs.
+    fn script(&self) -> Option<&str> {
+        let container = self.spec.template.spec.containers.first()?;
+        container.args.first().map(String::as_str)
+    }
+}
+
+/// A GitLab CI pipeline with its `bugatti` job.
+#[derive(serde::Deserialize)]
+struct GitlabPipeline {
+    bugatti: GitlabJob,
+}
+
+#[derive(serde::Deserialize)]
+struct GitlabJob {
+    parallel: Option<i64>,
 }
 
 /// The options (`--name`) a subcommand's `--help` lists.
@@ -204,23 +309,30 @@ fn the_github_workflow_passes_actionlint() {
     assert!(!out.status.success(), "a bad workflow is caught");
 }
 
+/// Cargo.toml, as far as the install lines are checked against it.
+#[derive(serde::Deserialize)]
+struct Manifest {
+    package: Named,
+    /// `[[bin]]`.
+    bin: Vec<Named>,
+}
+
+#[derive(serde::Deserialize)]
+struct Named {
+    name: String,
+}
+
 /// Every `cargo install` line of the docs and recipes that installs the supervisor names what
 /// Cargo.toml has: the package `bugatti` (a bare `supervisor` is no package and fails) and, with
 /// `--bin`, the binary `supervisor`.
 #[test]
 fn every_documented_cargo_install_line_names_the_real_package_and_binary() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let manifest: toml::Table = std::fs::read_to_string(root.join("Cargo.toml"))
-        .expect("Cargo.toml")
-        .parse()
-        .expect("toml");
-    let package = manifest["package"]["name"].as_str().expect("package name");
-    let bins: Vec<&str> = manifest["bin"]
-        .as_array()
-        .expect("[[bin]]")
-        .iter()
-        .filter_map(|b| b["name"].as_str())
-        .collect();
+    let manifest: Manifest =
+        toml::from_str(&std::fs::read_to_string(root.join("Cargo.toml")).expect("Cargo.toml"))
+            .expect("toml");
+    let package = manifest.package.name.as_str();
+    let bins: Vec<&str> = manifest.bin.iter().map(|b| b.name.as_str()).collect();
     let mut pages: Vec<PathBuf> = examples();
     pages.push(root.join("README.md"));
     for dir in ["docs", "examples"] {
@@ -377,11 +489,8 @@ fn the_kubernetes_recipe_passes_kubernetes_validate_for_1_33() {
 fn run_shard_script(code: i32, index_failures: &str) -> (Option<String>, Option<i32>) {
     let recipe =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci/kubernetes-indexed-job.yaml");
-    let docs =
-        yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(recipe).expect("read"))
-            .expect("yaml");
-    let container = &docs[0]["spec"]["template"]["spec"]["containers"][0];
-    let script = container["args"][0].as_str().expect("the shard script");
+    let shards = &kubernetes_jobs(&recipe)[0];
+    let script = shards.script().expect("the shard script");
     let dir = tempfile::tempdir().expect("tmp");
     let bin = dir.path().join("bin");
     let work = dir.path().join("work");
@@ -460,18 +569,18 @@ fn a_kubernetes_shard_writes_its_exit_file_only_when_its_index_is_final() {
 fn the_kubernetes_shards_take_the_agents_key_from_a_secret() {
     let recipe =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/ci/kubernetes-indexed-job.yaml");
-    let docs =
-        yaml_rust2::YamlLoader::load_from_str(&std::fs::read_to_string(recipe).expect("read"))
-            .expect("yaml");
-    let env = docs[0]["spec"]["template"]["spec"]["containers"][0]["env"]
-        .as_vec()
-        .expect("env");
+    let shards = &kubernetes_jobs(&recipe)[0];
+    let env = &shards.spec.template.spec.containers[0].env;
     let key = env
         .iter()
-        .find(|e| e["name"].as_str() == Some("ANTHROPIC_API_KEY"))
+        .find(|e| e.name == "ANTHROPIC_API_KEY")
         .expect("ANTHROPIC_API_KEY in the shard pods");
-    assert!(key["value"].is_badvalue(), "no key written in the file");
-    let secret = &key["valueFrom"]["secretKeyRef"];
-    assert_eq!(secret["name"].as_str(), Some("bugatti-agent"));
-    assert_eq!(secret["key"].as_str(), Some("anthropic-api-key"));
+    assert!(key.value.is_none(), "no key written in the file");
+    let secret = key
+        .value_from
+        .as_ref()
+        .and_then(|v| v.secret_key_ref.as_ref())
+        .expect("a secretKeyRef");
+    assert_eq!(secret.name, "bugatti-agent");
+    assert_eq!(secret.key, "anthropic-api-key");
 }

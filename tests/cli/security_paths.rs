@@ -43,7 +43,7 @@ fn shell_project() -> Project {
 
 /// Runs `check`, then `start`: both refuse with exit 2; returns check's console.
 fn refused(p: &Project) -> String {
-    let check = p.run(&["check"]);
+    let check = p.check();
     let console = format!("{}{}", stdout(&check), stderr(&check));
     assert_eq!(check.status.code(), Some(2), "check:\n{console}");
     assert!(!console.contains(OUTSIDE_MARK), "{console}");
@@ -154,7 +154,7 @@ fn test_files_symlinked_from_outside_are_not_read() {
     std::fs::remove_file(p.root().join("tests/evil.test.toml")).expect("rm");
     symlink(outside.path(), p.root().join("tests/linked")).expect("symlink");
     symlink("/etc", p.root().join("tests/etc")).expect("symlink");
-    let check = p.run(&["check"]);
+    let check = p.check();
     let console = stdout(&check);
     assert_exit(&check, 0);
     assert!(console.contains("1 root test"), "{console}");

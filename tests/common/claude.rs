@@ -68,3 +68,94 @@ impl Stub {
         std::fs::read_to_string(&self.requests).unwrap_or_default()
     }
 }
+
+/// One line of `claude -p --output-format stream-json`, as far as the tests read it: the
+/// message's content blocks and, with a tool result, the CLI's own structured result.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct StreamEvent {
+    #[serde(default)]
+    pub message: Option<StreamMessage>,
+    #[serde(default)]
+    pub tool_use_result: serde_json::Value,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct StreamMessage {
+    #[serde(default)]
+    pub content: StreamContent,
+}
+
+/// A message's content: blocks, or (a plain user prompt) a text.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(untagged)]
+pub enum StreamContent {
+    Blocks(Vec<StreamBlock>),
+    Other(serde_json::Value),
+}
+
+impl Default for StreamContent {
+    fn default() -> Self {
+        Self::Other(serde_json::Value::Null)
+    }
+}
+
+/// A content block: `tool_use` (id, name, input), `tool_result` (tool_use_id, content,
+/// is_error), `text`…
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct StreamBlock {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub id: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub input: serde_json::Value,
+    #[serde(default)]
+    pub tool_use_id: Option<String>,
+    #[serde(default)]
+    pub content: Option<ToolResultContent>,
+    #[serde(default)]
+    pub is_error: Option<bool>,
+}
+
+/// A tool result's content: a text, or parts of which the text ones count.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(untagged)]
+pub enum ToolResultContent {
+    Text(String),
+    Parts(Vec<TextPart>),
+    /// Anything else holds no text.
+    Other(serde_json::Value),
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct TextPart {
+    #[serde(default)]
+    pub text: Option<String>,
+}
+
+impl StreamEvent {
+    /// The event's content blocks (none for an event without a message).
+    pub fn blocks(&self) -> &[StreamBlock] {
+        match self.message.as_ref().map(|m| &m.content) {
+            Some(StreamContent::Blocks(blocks)) => blocks,
+            _ => &[],
+        }
+    }
+}
+
+impl ToolResultContent {
+    /// The result's text: the text itself, or its text parts joined by newlines.
+    pub fn text(&self) -> String {
+        match self {
+            Self::Text(text) => text.clone(),
+            Self::Parts(parts) => parts
+                .iter()
+                .filter_map(|p| p.text.as_deref())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            Self::Other(_) => String::new(),
+        }
+    }
+}

@@ -73,11 +73,43 @@ impl ResponsesStub {
     }
 
     /// Every logged request, parsed.
-    pub fn request_log(&self) -> Vec<serde_json::Value> {
-        std::fs::read_to_string(&self.requests)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| serde_json::from_str(l).ok())
-            .collect()
+    pub fn request_log(&self) -> Vec<super::scripted_api::LoggedRequest> {
+        self.logged_requests()
     }
+}
+
+/// One line of `codex exec --json` (transcripts/agent.jsonl of a Codex run), as far as the tests
+/// read it: the event type and, for `item.*` events, the item.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct ExecEvent {
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default)]
+    pub item: Option<ExecItem>,
+}
+
+/// An item of an `item.*` event: a command, an MCP tool call, a message…
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct ExecItem {
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `mcp_tool_call`: the MCP server and tool, and how the call ended.
+    #[serde(default)]
+    pub server: Option<String>,
+    #[serde(default)]
+    pub tool: Option<String>,
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// The MCP tool calls Codex reported completed in its `--json` transcript, in order (lines that
+/// are not events are passed over).
+pub fn completed_mcp_calls(transcript: &str) -> Vec<ExecItem> {
+    transcript
+        .lines()
+        .filter_map(|l| serde_json::from_str::<ExecEvent>(l).ok())
+        .filter(|e| e.kind == "item.completed")
+        .filter_map(|e| e.item)
+        .filter(|i| i.kind == "mcp_tool_call")
+        .collect()
 }

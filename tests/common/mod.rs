@@ -3,6 +3,7 @@
 //! (`tests/*/main.rs`) includes this module; its children serve some of them:
 //! - `skip`: finding an optional program (a real CLI, Chromium, xmllint…) or a loud skip;
 //! - `claude`, `codex`, `scripted_api`: the real agent CLIs and their API stubs on loopback;
+//! - `mcp`: the JSON-RPC answers of an MCP server, read as types;
 //! - `rig`: a provider driven directly, without the binary (the agent tests);
 //! - `harness`: the harness actor driven directly (the harness tests);
 //! - `fault`: waiting for a run's steps, sending signals (the fault-injection tests);
@@ -13,6 +14,7 @@ pub mod claude;
 pub mod codex;
 pub mod fault;
 pub mod harness;
+pub mod mcp;
 pub mod pi;
 pub mod report;
 pub mod rig;
@@ -29,6 +31,7 @@ use std::time::{Duration, Instant};
 #[allow(unused_imports)]
 pub mod records {
     pub use super::RecordExt;
+    pub use bugatti::console::record::CallRecord as ConsoleCall;
     pub use bugatti::model::agent_fault::FaultKind;
     pub use bugatti::model::history::{HistoryEntry, StabilityClass};
     pub use bugatti::model::outcome::{RunOutcome, StepStatus, TeardownState};
@@ -146,6 +149,16 @@ impl Project {
     /// `supervisor start` on the whole project, waited for (nothing it started may survive).
     pub fn start(&self) -> Output {
         self.run(&["start"])
+    }
+
+    /// `supervisor check` on the whole project.
+    pub fn check(&self) -> Output {
+        self.run(&["check"])
+    }
+
+    /// `supervisor list` on the whole project.
+    pub fn list(&self) -> Output {
+        self.run(&["list"])
     }
 
     /// Every `run.json` written under `.bugatti/runs`, read as the library's own [`RunRecord`],
@@ -319,13 +332,22 @@ impl RecordExt for RunRecord {
 /// An events.jsonl, each line read as the library's own [`Event`](records::Event) (the line's
 /// `run_id` and `schema_version` aside); the failure names the file and the line.
 pub fn read_events(path: &Path) -> Vec<records::Event> {
+    read_jsonl(path)
+}
+
+/// A JSON-lines file, each line read into `T`; the failure names the file and the line.
+pub fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Vec<T> {
     let text = std::fs::read_to_string(path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     text.lines()
         .enumerate()
         .map(|(n, line)| {
             serde_json::from_str(line).unwrap_or_else(|e| {
-                panic!("{}:{}: not an event: {e}\n{line}", path.display(), n + 1)
+                panic!(
+                    "{}:{}: does not read as expected: {e}\n{line}",
+                    path.display(),
+                    n + 1
+                )
             })
         })
         .collect()

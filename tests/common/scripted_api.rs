@@ -59,3 +59,127 @@ impl ScriptedApi {
         }
     }
 }
+
+impl ScriptedApi {
+    /// Every request the CLI sent so far, read as [`LoggedRequest`]s.
+    pub fn logged_requests(&self) -> Vec<LoggedRequest> {
+        logged_requests(&std::fs::read_to_string(&self.requests).unwrap_or_default())
+    }
+}
+
+/// One line of a stub's request log: the path asked and the JSON body sent. The stubs log the
+/// Anthropic Messages, OpenAI Responses and Chat Completions requests alike; each field is there
+/// only for the API that sends it.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct LoggedRequest {
+    pub path: String,
+    pub body: RequestBody,
+}
+
+/// The parts of a model request the tests look at; the rest of the body is kept as JSON.
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+pub struct RequestBody {
+    /// The tools offered: main-loop requests carry them, side queries do not.
+    #[serde(default)]
+    pub tools: Option<serde_json::Value>,
+    /// Messages and Chat Completions: the conversation so far.
+    #[serde(default)]
+    pub messages: Vec<RequestMessage>,
+    /// Responses: the conversation so far.
+    #[serde(default)]
+    pub input: serde_json::Value,
+    /// Messages: the system prompt.
+    #[serde(default)]
+    pub system: serde_json::Value,
+    /// Responses: the key the CLI asks the prompt cache by.
+    #[serde(default)]
+    pub prompt_cache_key: Option<String>,
+}
+
+/// One message of a request: a text, or content blocks (Messages).
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
+pub struct RequestMessage {
+    #[serde(default)]
+    pub role: String,
+    #[serde(default)]
+    pub content: MessageContent,
+}
+
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
+#[serde(untagged)]
+pub enum MessageContent {
+    Text(String),
+    Blocks(Vec<ContentBlock>),
+    Other(serde_json::Value),
+}
+
+impl Default for MessageContent {
+    fn default() -> Self {
+        Self::Other(serde_json::Value::Null)
+    }
+}
+
+/// A content block of a Messages request (`text`, `tool_use`, `tool_result`, …).
+#[derive(Debug, Clone, serde::Deserialize, serde::Serialize)]
+pub struct ContentBlock {
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// A `tool_result`'s content (a text or blocks).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub content: serde_json::Value,
+    #[serde(flatten)]
+    pub rest: serde_json::Map<String, serde_json::Value>,
+}
+
+impl LoggedRequest {
+    /// A main-loop request (it offers tools), not a side query.
+    pub fn is_main_loop(&self) -> bool {
+        self.body.tools.as_ref().is_some_and(|t| t.is_array())
+    }
+
+    /// The content of each `tool_result` block in the request, as JSON text, in order.
+    pub fn tool_results(&self) -> Vec<String> {
+        self.body
+            .messages
+            .iter()
+            .filter_map(|m| match &m.content {
+                MessageContent::Blocks(blocks) => Some(blocks),
+                _ => None,
+            })
+            .flatten()
+            .filter(|b| b.kind == "tool_result")
+            .map(|b| b.content.to_string())
+            .collect()
+    }
+}
+
+/// A request log's text, one [`LoggedRequest`] a line; a line that does not read is left out.
+pub fn logged_requests(log: &str) -> Vec<LoggedRequest> {
+    log.lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// A tool a request declared, by its name (a built-in tool of the Responses API may have none).
+#[derive(Debug, Clone, serde::Deserialize)]
+struct DeclaredTool {
+    #[serde(default)]
+    name: Option<String>,
+}
+
+impl RequestBody {
+    /// The names of the tools the request declared, in order.
+    pub fn tool_names(&self) -> Vec<String> {
+        let declared: Vec<DeclaredTool> = self
+            .tools
+            .clone()
+            .and_then(|t| serde_json::from_value(t).ok())
+            .unwrap_or_default();
+        declared.into_iter().filter_map(|t| t.name).collect()
+    }
+
+    /// The conversation as JSON text, to look for what it holds.
+    pub fn messages_text(&self) -> String {
+        serde_json::to_string(&self.messages).unwrap_or_default()
+    }
+}

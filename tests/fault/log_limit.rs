@@ -136,7 +136,7 @@ fn check_refuses_a_log_limit_below_4096_bytes_in_the_users_words() {
         "a.test.toml",
         "name = \"A\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
-    let out = p.run(&["check"]);
+    let out = p.check();
     assert_exit(&out, 2);
     let said = format!("{}{}", stdout(&out), stderr(&out));
     assert!(
@@ -147,7 +147,7 @@ fn check_refuses_a_log_limit_below_4096_bytes_in_the_users_words() {
         "bugatti.config.toml",
         "[provider]\nname = \"shell\"\n\n[supervisor]\nmax_log_bytes = 65536\n",
     );
-    let out = p.run(&["check"]);
+    let out = p.check();
     let said = stdout(&out);
     assert_exit(&out, 0);
     let row = said

@@ -173,6 +173,7 @@ fn wide(positions: &[Position], text: &str) -> Vec<Learned> {
                     kind,
                     range,
                     tie: None,
+                    apart: Vec::new(),
                     quiet: 0,
                 }),
             })

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::common;
+use crate::common::mcp::RpcAnswer;
+use bugatti::browser::capture::{ConsoleEntry, FailedRequest};
 
 fn chromium() -> Option<PathBuf> {
     common::skip::chromium("the session's browser")
@@ -314,22 +316,20 @@ async fn a_step_capture_holds_the_screenshot_the_console_error_and_the_404() {
     assert!(capture.console_errors >= 1, "{capture:?}");
     let network =
         std::fs::read_to_string(run_dir.join("browser/step-3.network.jsonl")).expect("network");
-    let failed: Vec<serde_json::Value> = network
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect();
+    let failed: Vec<FailedRequest> =
+        common::read_jsonl(&run_dir.join("browser/step-3.network.jsonl"));
     assert!(
-        failed.iter().any(|f| f["url"]
-            .as_str()
-            .is_some_and(|u| u.ends_with("/missing.png"))
-            && f["status"] == 404),
+        failed
+            .iter()
+            .any(|f| f.url.ends_with("/missing.png") && f.status == Some(404)),
         "{network}\nconsole: {console}"
     );
-    for line in console.lines() {
-        let entry: serde_json::Value = serde_json::from_str(line).expect("a JSON line");
+    let entries: Vec<ConsoleEntry> =
+        common::read_jsonl(&run_dir.join("browser/step-3.console.jsonl"));
+    for entry in &entries {
         assert!(
-            entry["level"] == "error" || entry["level"] == "warning",
-            "{entry}"
+            entry.level == "error" || entry.level == "warning",
+            "{entry:?}"
         );
     }
 
@@ -381,7 +381,7 @@ async fn mcp_call(
     id: u64,
     method: &str,
     params: serde_json::Value,
-) -> serde_json::Value {
+) -> RpcAnswer {
     use tokio::io::AsyncWriteExt;
     let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
     stdin
@@ -395,10 +395,10 @@ async fn mcp_call(
                 .await
                 .expect("read from the MCP server")
                 .expect("the MCP server closed its output");
-            let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) else {
+            let Ok(message) = serde_json::from_str::<RpcAnswer>(&line) else {
                 continue;
             };
-            if message["id"] == id {
+            if message.id == json!(id) {
                 return message;
             }
         }
@@ -457,7 +457,7 @@ async fn the_real_playwright_mcp_drives_the_supervised_browser_and_the_capture_s
         json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bugatti-test", "version": "0"}}),
     )
     .await;
-    assert!(init["result"]["serverInfo"].is_object(), "{init}");
+    assert!(init.server_name().is_some(), "{init:?}");
     {
         use tokio::io::AsyncWriteExt;
         stdin
@@ -475,7 +475,7 @@ async fn the_real_playwright_mcp_drives_the_supervised_browser_and_the_capture_s
         json!({"name": "browser_navigate", "arguments": {"url": url}}),
     )
     .await;
-    assert!(navigated["result"]["isError"] != true, "{navigated}");
+    assert!(!navigated.is_tool_error(), "{navigated:?}");
     let snapshot = mcp_call(
         &mut stdin,
         &mut stdout,
@@ -484,7 +484,13 @@ async fn the_real_playwright_mcp_drives_the_supervised_browser_and_the_capture_s
         json!({"name": "browser_snapshot", "arguments": {}}),
     )
     .await;
-    assert!(snapshot.to_string().contains("Shop"), "{snapshot}");
+    let texts: Vec<&str> = snapshot
+        .result
+        .iter()
+        .flat_map(|r| &r.content)
+        .filter_map(|c| c.text.as_deref())
+        .collect();
+    assert!(texts.iter().any(|t| t.contains("Shop")), "{snapshot:?}");
 
     let capture = monitor
         .capture_step(StepId::new(1), &run_dir, CaptureSet::all())

@@ -12,7 +12,12 @@ use crate::common::assert_exit;
 
 use crate::browser_claude_real::rendered_screenshot_widths;
 use crate::common::claude::{claude_bin, Stub};
+use crate::common::records::*;
+use crate::common::scripted_api::logged_requests;
 use crate::common::{stderr, stdout, Project};
+use bugatti::model::ids::StepId;
+use bugatti::replay::format::{Action, Recording};
+use bugatti::report::records::run_record::EvidenceRecord;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 
@@ -116,7 +121,7 @@ fn agent_script(port: u16) -> Value {
 struct Outcome {
     code: Option<i32>,
     console: String,
-    record: Value,
+    record: RunRecord,
     /// Requests the stub got (model calls and the CLI's side queries alike).
     requests: usize,
     /// The stub's request log, one JSON body a line.
@@ -160,92 +165,65 @@ fn run_with(
     Outcome {
         code: out.status.code(),
         console,
-        record: latest_record(p),
+        record: p.newest_record(),
         requests: log.lines().count(),
         log,
     }
 }
 
-/// The newest run.json of the project (each invocation here runs one test).
-fn latest_record(p: &Project) -> Value {
-    let mut records = p.run_records_json();
-    records.sort_by_key(|r| r["started_at"].as_str().unwrap_or_default().to_string());
-    records.pop().expect("a run.json")
-}
-
-fn steps(record: &Value) -> &Vec<Value> {
-    record["steps"].as_array().expect("steps")
-}
-
-fn field(record: &Value, name: &str) -> Vec<String> {
-    steps(record)
-        .iter()
-        .map(|s| s[name].as_str().unwrap_or("-").to_string())
-        .collect()
-}
-
-fn run_dir(record: &Value) -> PathBuf {
-    PathBuf::from(record["run_dir"].as_str().expect("run_dir"))
+fn modes(record: &RunRecord) -> Vec<Option<StepMode>> {
+    record.steps.iter().map(|s| s.mode).collect()
 }
 
 /// The recording of `shop.test.toml`, at the documented default place.
-fn recording(p: &Project) -> Value {
-    let path = p.root().join("bugatti.replay/shop.replay.json");
-    let text = std::fs::read_to_string(&path).expect("a recording was written");
-    serde_json::from_str(&text).expect("the recording is JSON")
+fn recording(p: &Project) -> Recording {
+    common::read_json_file(&p.root().join("bugatti.replay/shop.replay.json"))
 }
 
 /// The recorded actions of plan step `step` (1-based).
-fn recorded_actions(recording: &Value, step: u64) -> Vec<Value> {
-    recording["steps"]
-        .as_array()
-        .expect("recorded steps")
+fn recorded_actions(recording: &Recording, step: u32) -> Vec<Action> {
+    recording
+        .steps
         .iter()
-        .find(|s| s["step"] == step)
-        .and_then(|s| s["actions"].as_array().cloned())
-        .unwrap_or_else(|| panic!("no recorded step {step}: {recording:#}"))
+        .find(|s| s.step == StepId::new(step))
+        .map(|s| s.actions.clone())
+        .unwrap_or_else(|| panic!("no recorded step {step}: {recording:#?}"))
 }
 
-fn browser_tools(actions: &[Value]) -> Vec<String> {
+fn browser_tools(actions: &[Action]) -> Vec<String> {
     actions
         .iter()
-        .filter(|a| a["kind"] == "browser")
-        .map(|a| a["tool"].as_str().unwrap_or("?").to_string())
+        .filter_map(|a| match a {
+            Action::Browser(browser) => Some(browser.tool.clone()),
+            _ => None,
+        })
         .collect()
 }
 
 /// The text of every tool result in the stub's last logged request: what the agent had seen
 /// when it gave its final answer.
 fn last_tool_results(log: &str) -> String {
-    let Some(last) = log.lines().rev().find_map(|l| {
-        let v: Value = serde_json::from_str(l).ok()?;
-        // Main-loop requests carry tools; side queries do not.
-        v["body"]["tools"].as_array().is_some().then_some(v)
-    }) else {
-        return String::new();
-    };
-    let mut texts = Vec::new();
-    for message in last["body"]["messages"].as_array().into_iter().flatten() {
-        for block in message["content"].as_array().into_iter().flatten() {
-            if block["type"] == "tool_result" {
-                texts.push(block["content"].to_string());
-            }
-        }
-    }
-    texts.join("\n")
+    logged_requests(log)
+        .iter()
+        .rev()
+        .find(|r| r.is_main_loop())
+        .map(|last| last.tool_results().join("\n"))
+        .unwrap_or_default()
+}
+
+/// The evidence of `kind` of a step, by path.
+fn evidence<'a>(step: &'a StepRecord, kind: &str) -> Vec<&'a EvidenceRecord> {
+    step.evidence.iter().filter(|e| e.kind == kind).collect()
 }
 
 /// The screenshot evidence of a step, each checked to be a PNG in the run directory.
-fn screenshots(record: &Value, step: usize) -> Vec<String> {
-    let shots: Vec<String> = steps(record)[step]["evidence"]
-        .as_array()
+fn screenshots(record: &RunRecord, step: usize) -> Vec<String> {
+    let shots: Vec<String> = evidence(&record.steps[step], "screenshot")
         .into_iter()
-        .flatten()
-        .filter(|e| e["kind"] == "screenshot")
-        .filter_map(|e| e["path"].as_str().map(String::from))
+        .map(|e| e.path.clone())
         .collect();
     for shot in &shots {
-        let png = std::fs::read(run_dir(record).join(shot)).expect("screenshot file");
+        let png = std::fs::read(record.run_dir().join(shot)).expect("screenshot file");
         assert!(png.starts_with(b"\x89PNG\r\n\x1a\n"), "{shot} is not a PNG");
     }
     shots
@@ -264,14 +242,14 @@ async fn a_shop_test_through_the_browser_replays_without_the_model_and_a_changed
     let first = run(&p, &tools, side.path(), "first", agent_script(port));
     assert_eq!(first.code, Some(0), "{}", first.console);
     assert_eq!(
-        field(&first.record, "status"),
-        ["ok", "ok", "ok"],
-        "{:#}",
-        first.record["steps"]
+        first.record.statuses(),
+        [StepStatus::Ok; 3],
+        "{:#?}",
+        first.record.steps
     );
-    assert_eq!(field(&first.record, "mode"), ["agent", "agent", "agent"]);
-    for step in steps(&first.record) {
-        assert_eq!(step["recorded"], true, "{step:#}");
+    assert_eq!(modes(&first.record), [Some(StepMode::Agent); 3]);
+    for step in &first.record.steps {
+        assert!(step.recorded, "{step:#?}");
     }
     assert!(
         first.requests >= 8,
@@ -282,17 +260,17 @@ async fn a_shop_test_through_the_browser_replays_without_the_model_and_a_changed
     assert_eq!(
         browser_tools(&recorded_actions(&recorded, 1)),
         ["browser_navigate", "browser_snapshot"],
-        "{recorded:#}"
+        "{recorded:#?}"
     );
     assert_eq!(
         browser_tools(&recorded_actions(&recorded, 2)),
         ["browser_click", "browser_snapshot"],
-        "{recorded:#}"
+        "{recorded:#?}"
     );
     assert_eq!(
         browser_tools(&recorded_actions(&recorded, 3)),
         ["browser_snapshot"],
-        "{recorded:#}"
+        "{recorded:#?}"
     );
     let today = chrono::Utc::now().format("%Y-%m-%d").to_string();
     let check = p.supervisor().arg("check").output().expect("check");
@@ -311,19 +289,19 @@ async fn a_shop_test_through_the_browser_replays_without_the_model_and_a_changed
     assert_eq!(
         second.code,
         Some(0),
-        "{}\n{:#}",
+        "{}\n{:#?}",
         second.console,
-        second.record["steps"]
+        second.record.steps
     );
     assert_eq!(second.requests, 0, "no model request on a replayed run");
     assert_eq!(
-        field(&second.record, "mode"),
-        ["replayed", "replayed", "replayed"],
-        "{:#}",
-        second.record["steps"]
+        modes(&second.record),
+        [Some(StepMode::Replayed); 3],
+        "{:#?}",
+        second.record.steps
     );
-    assert_eq!(field(&second.record, "status"), ["ok", "ok", "ok"]);
-    assert_eq!(second.record["replayed_steps"], 3, "{}", second.record);
+    assert_eq!(second.record.statuses(), [StepStatus::Ok; 3]);
+    assert_eq!(second.record.replayed_steps, 3, "{:#?}", second.record);
     assert_eq!(
         second.console.matches("OK (replayed ").count(),
         3,
@@ -331,7 +309,9 @@ async fn a_shop_test_through_the_browser_replays_without_the_model_and_a_changed
         second.console
     );
     assert!(
-        !run_dir(&second.record)
+        !second
+            .record
+            .run_dir()
             .join("transcripts/agent.jsonl")
             .exists(),
         "the agent CLI never started"
@@ -339,9 +319,9 @@ async fn a_shop_test_through_the_browser_replays_without_the_model_and_a_changed
     for step in 0..3 {
         assert!(
             !screenshots(&second.record, step).is_empty(),
-            "step {} of the replayed run has a screenshot: {:#}",
+            "step {} of the replayed run has a screenshot: {:#?}",
             step + 1,
-            second.record["steps"][step]
+            second.record.steps[step]
         );
     }
     let widths = rendered_screenshot_widths(&p.suite_dir().join("report.html")).await;
@@ -371,14 +351,15 @@ async fn a_shop_test_through_the_browser_replays_without_the_model_and_a_changed
              "expect": ["Console: 1 errors"]},
         ]),
     );
-    let steps2b = steps(&erring.record);
+    let steps2b = &erring.record.steps;
     assert_eq!(erring.code, Some(1), "{}\n{steps2b:#?}", erring.console);
-    assert_eq!(steps2b[0]["mode"], "replayed", "{steps2b:#?}");
-    assert_eq!(steps2b[1]["mode"], "agent", "{steps2b:#?}");
-    assert_eq!(steps2b[1]["status"], "error", "{steps2b:#?}");
+    assert_eq!(steps2b[0].mode, Some(StepMode::Replayed), "{steps2b:#?}");
+    assert_eq!(steps2b[1].mode, Some(StepMode::Agent), "{steps2b:#?}");
+    assert_eq!(steps2b[1].status, StepStatus::Error, "{steps2b:#?}");
     assert_eq!(
-        steps2b[1]["replay_drift"]["field"], "console errors",
-        "{:#}",
+        steps2b[1].replay_drift.as_ref().map(|d| d.field.as_str()),
+        Some("console errors"),
+        "{:#?}",
         steps2b[1]
     );
 
@@ -398,24 +379,25 @@ async fn a_shop_test_through_the_browser_replays_without_the_model_and_a_changed
             {"text": "The basket says 1 item.\nRESULT OK", "expect": ["Basket: 1 item"]},
         ]),
     );
-    let steps3 = steps(&third.record);
+    let steps3 = &third.record.steps;
     assert_eq!(third.code, Some(1), "{}\n{steps3:#?}", third.console);
-    assert_eq!(steps3[0]["mode"], "replayed", "{steps3:#?}");
-    assert_eq!(steps3[0]["status"], "ok", "{steps3:#?}");
+    assert_eq!(steps3[0].mode, Some(StepMode::Replayed), "{steps3:#?}");
+    assert_eq!(steps3[0].status, StepStatus::Ok, "{steps3:#?}");
     let added = &steps3[1];
-    assert_eq!(added["mode"], "agent", "{added:#}");
-    assert_eq!(added["status"], "error", "{added:#}");
-    let drift = &added["replay_drift"];
-    assert!(drift.is_object(), "the drift is kept: {added:#}");
-    let diff = drift["diff"].as_str().unwrap_or_default();
+    assert_eq!(added.mode, Some(StepMode::Agent), "{added:#?}");
+    assert_eq!(added.status, StepStatus::Error, "{added:#?}");
+    let drift = added
+        .replay_drift
+        .as_ref()
+        .unwrap_or_else(|| panic!("the drift is kept: {added:#?}"));
     assert!(
-        diff.contains("Basket: 1 item") && diff.contains("Basket: 2 items"),
-        "{drift:#}"
+        drift.diff.contains("Basket: 1 item") && drift.diff.contains("Basket: 2 items"),
+        "{drift:#?}"
     );
     let note = format!(
         "{} {}",
-        added["replay_note"].as_str().unwrap_or_default(),
-        added["message"].as_str().unwrap_or_default()
+        added.replay_note.as_deref().unwrap_or_default(),
+        added.message.as_deref().unwrap_or_default()
     );
     assert!(note.contains("drift"), "the step says it drifted: {note}");
     assert!(third.requests >= 1, "the drifted step went to the agent");
@@ -426,11 +408,16 @@ async fn a_shop_test_through_the_browser_replays_without_the_model_and_a_changed
     );
     for later in &steps3[2..] {
         assert!(
-            !(later["mode"] == "replayed" || later["status"] == "ok"),
-            "a step after the drift passed: {later:#}"
+            !(later.mode == Some(StepMode::Replayed) || later.status == StepStatus::Ok),
+            "a step after the drift passed: {later:#?}"
         );
     }
-    assert_eq!(third.record["outcome"], "failed", "{}", third.record);
+    assert_eq!(
+        third.record.outcome,
+        Some(RunOutcome::Failed),
+        "{:#?}",
+        third.record
+    );
 }
 
 /// The shop recorded with its button inside two unnamed `<div>`s, replayed without them:
@@ -449,15 +436,18 @@ async fn a_page_whose_refs_were_renumbered_still_replays_without_the_model() {
     let side = tempfile::tempdir().expect("side");
     let first = run(&p, &tools, side.path(), "first", agent_script(port));
     assert_eq!(first.code, Some(0), "{}", first.console);
-    assert_eq!(field(&first.record, "mode"), ["agent", "agent", "agent"]);
+    assert_eq!(modes(&first.record), [Some(StepMode::Agent); 3]);
     let recorded = recording(&p);
     let click = recorded_actions(&recorded, 2)
         .into_iter()
-        .find(|a| a["tool"] == "browser_click")
-        .unwrap_or_else(|| panic!("a recorded click: {recorded:#}"));
+        .find_map(|a| match a {
+            Action::Browser(browser) if browser.tool == "browser_click" => Some(browser.arguments),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("a recorded click: {recorded:#?}"));
     let recorded_ref = button_ref(&first.log);
     assert!(
-        click["arguments"].to_string().contains(&recorded_ref),
+        click.to_string().contains(&recorded_ref),
         "the recorded click holds the ref it used ({recorded_ref}): {click:#}"
     );
 
@@ -466,19 +456,19 @@ async fn a_page_whose_refs_were_renumbered_still_replays_without_the_model() {
     assert_eq!(
         second.code,
         Some(0),
-        "{}\n{:#}",
+        "{}\n{:#?}",
         second.console,
-        second.record["steps"]
+        second.record.steps
     );
     assert_eq!(
         second.requests, 0,
         "no model request on the renumbered page"
     );
     assert_eq!(
-        field(&second.record, "mode"),
-        ["replayed", "replayed", "replayed"],
-        "{:#}",
-        second.record["steps"]
+        modes(&second.record),
+        [Some(StepMode::Replayed); 3],
+        "{:#?}",
+        second.record.steps
     );
 
     // The agent on today's page: the button has another ref, the recorded one names nothing,
@@ -580,12 +570,12 @@ instruction = "Open http://127.0.0.1:${WEB_PORT}/ again and read the browser con
     );
 
     let first = run(&p, &tools, side.path(), "first", script);
-    let steps1 = steps(&first.record);
+    let steps1 = &first.record.steps;
     assert_eq!(first.code, Some(0), "{}\n{steps1:#?}", first.console);
-    assert_eq!(steps1[0]["status"], "warn", "{steps1:#?}");
-    assert_eq!(steps1[0]["recorded"], true, "{:#}", steps1[0]);
-    assert_eq!(steps1[1]["recorded"], false, "{:#}", steps1[1]);
-    let why = steps1[1]["replay_note"].as_str().unwrap_or_default();
+    assert_eq!(steps1[0].status, StepStatus::Warn, "{steps1:#?}");
+    assert!(steps1[0].recorded, "{:#?}", steps1[0]);
+    assert!(!steps1[1].recorded, "{:#?}", steps1[1]);
+    let why = steps1[1].replay_note.as_deref().unwrap_or_default();
     assert!(
         why.contains("browser_console_messages"),
         "the step says which tool kept it from being recorded: {why}"
@@ -600,11 +590,11 @@ instruction = "Open http://127.0.0.1:${WEB_PORT}/ again and read the browser con
     );
 
     let second = run(&p, &tools, side.path(), "second", console_step);
-    let steps2 = steps(&second.record);
+    let steps2 = &second.record.steps;
     assert_eq!(second.code, Some(0), "{}\n{steps2:#?}", second.console);
     assert_eq!(
-        field(&second.record, "mode"),
-        ["replayed", "agent"],
+        modes(&second.record),
+        [Some(StepMode::Replayed), Some(StepMode::Agent)],
         "{steps2:#?}"
     );
     assert!(
@@ -612,21 +602,18 @@ instruction = "Open http://127.0.0.1:${WEB_PORT}/ again and read the browser con
         "the unrecorded step went to the agent"
     );
     let replayed = &steps2[0];
-    assert_eq!(replayed["status"], "warn", "{replayed:#}");
+    assert_eq!(replayed.status, StepStatus::Warn, "{replayed:#?}");
     assert!(
-        replayed["message"]
-            .as_str()
+        replayed
+            .message
+            .as_deref()
             .is_some_and(|m| m.contains("console error")),
-        "the replayed step warns of the page's console error: {replayed:#}"
+        "the replayed step warns of the page's console error: {replayed:#?}"
     );
-    let console_log = replayed["evidence"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|e| e["kind"] == "console")
-        .and_then(|e| e["path"].as_str())
-        .map(|path| std::fs::read_to_string(run_dir(&second.record).join(path)).expect("log"))
-        .unwrap_or_else(|| panic!("console evidence: {replayed:#}"));
+    let console_log = evidence(replayed, "console")
+        .first()
+        .map(|e| second.record.read(&e.path))
+        .unwrap_or_else(|| panic!("console evidence: {replayed:#?}"));
     assert!(
         console_log.contains("deliberate console error"),
         "{console_log}"
@@ -637,9 +624,9 @@ instruction = "Open http://127.0.0.1:${WEB_PORT}/ again and read the browser con
     assert!(
         shots.iter().any(|s| s.ends_with("step-1-replayed-1.png"))
             && shots.iter().any(|s| !s.contains("replayed")),
-        "{replayed:#}"
+        "{replayed:#?}"
     );
-    let remade: Vec<PathBuf> = std::fs::read_dir(run_dir(&second.record).join("browser"))
+    let remade: Vec<PathBuf> = std::fs::read_dir(second.record.run_dir().join("browser"))
         .expect("the run's browser folder")
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|path| {
@@ -669,10 +656,10 @@ instruction = "Open http://127.0.0.1:${WEB_PORT}/ again and read the browser con
         agent_pass,
         &["--replay", "record"],
     );
-    let steps3 = steps(&third.record);
-    assert_eq!(steps3[0]["mode"], "agent", "{:#}", steps3[0]);
-    assert_eq!(steps3[0]["status"], "warn", "{:#}", steps3[0]);
-    assert_eq!(steps3[0]["recorded"], true, "{:#}", steps3[0]);
+    let steps3 = &third.record.steps;
+    assert_eq!(steps3[0].mode, Some(StepMode::Agent), "{:#?}", steps3[0]);
+    assert_eq!(steps3[0].status, StepStatus::Warn, "{:#?}", steps3[0]);
+    assert!(steps3[0].recorded, "{:#?}", steps3[0]);
     p.assert_nothing_survives();
 }
 
@@ -757,17 +744,17 @@ async fn replay_sees_the_page_after_the_agents_settle_time_so_a_page_that_takes_
     let first = run(&p, &tools, side.path(), "first", agent_script(port));
     assert_eq!(first.code, Some(0), "{}", first.console);
     assert!(
-        steps(&first.record).iter().all(|s| s["recorded"] == true),
-        "{:#}",
+        first.record.steps.iter().all(|s| s.recorded),
+        "{:#?}",
         first.record
     );
     let second = run(&p, &tools, side.path(), "second", json!([]));
     assert_eq!(second.code, Some(0), "{}", second.console);
     assert_eq!(second.requests, 0, "{}", second.console);
     assert_eq!(
-        field(&second.record, "mode"),
-        ["replayed", "replayed", "replayed"],
-        "the replay waited for the timer: {:#}",
+        modes(&second.record),
+        [Some(StepMode::Replayed); 3],
+        "the replay waited for the timer: {:#?}",
         second.record
     );
 
@@ -787,11 +774,8 @@ async fn replay_sees_the_page_after_the_agents_settle_time_so_a_page_that_takes_
         ]),
     );
     assert_eq!(third.code, Some(1), "{}", third.console);
-    let step = &steps(&third.record)[1];
-    assert_eq!(step["mode"], "agent", "{step:#}");
-    assert_eq!(step["status"], "error", "{step:#}");
-    let drift = step["replay_drift"]["diff"].as_str().unwrap_or_default();
-    assert!(drift.contains("out of stock"), "{step:#}");
+    let step = &third.record.steps[1];
+    assert_agent_failed_on_drift(step, "out of stock");
     assert!(
         last_tool_results(&third.log).contains("out of stock"),
         "the agent saw the page as it is"
@@ -823,11 +807,17 @@ async fn replay_sees_the_page_after_the_agents_settle_time_so_a_page_that_takes_
         ]),
     );
     assert_eq!(fourth.code, Some(1), "{}", fourth.console);
-    let step = &steps(&fourth.record)[0];
-    assert_eq!(step["mode"], "agent", "{step:#}");
-    assert_eq!(step["status"], "error", "{step:#}");
-    let drift = step["replay_drift"]["diff"].as_str().unwrap_or_default();
-    assert!(drift.contains("Shop closed"), "{step:#}");
+    let step = &fourth.record.steps[0];
+    assert_agent_failed_on_drift(step, "Shop closed");
+}
+
+/// The step drifted on a diff holding `seen`, and the agent then failed it.
+#[track_caller]
+fn assert_agent_failed_on_drift(step: &StepRecord, seen: &str) {
+    assert_eq!(step.mode, Some(StepMode::Agent), "{step:#?}");
+    assert_eq!(step.status, StepStatus::Error, "{step:#?}");
+    let drift = step.replay_drift.as_ref().map(|d| d.diff.as_str());
+    assert!(drift.unwrap_or_default().contains(seen), "{step:#?}");
 }
 
 /// The replay's own Playwright MCP client starts before the browser is up, not after it: on
@@ -890,7 +880,7 @@ executable = "{root}/chromium.sh"
     let side = tempfile::tempdir().expect("side");
     let first = run(&p, &tools, side.path(), "first", agent_script(port));
     assert_eq!(first.code, Some(0), "{}", first.console);
-    assert_eq!(field(&first.record, "mode"), ["agent", "agent", "agent"]);
+    assert_eq!(modes(&first.record), [Some(StepMode::Agent); 3]);
 
     std::fs::remove_file(p.root().join("client-started")).expect("the agent's server started");
     p.write("await-client", "");
@@ -898,9 +888,9 @@ executable = "{root}/chromium.sh"
     assert_eq!(
         second.code,
         Some(0),
-        "{}\n{:#}",
+        "{}\n{:#?}",
         second.console,
-        second.record["steps"]
+        second.record.steps
     );
     assert!(p.root().join("client-started").exists());
     assert!(
@@ -909,10 +899,10 @@ executable = "{root}/chromium.sh"
     );
     assert_eq!(second.requests, 0, "no model request on a replayed run");
     assert_eq!(
-        field(&second.record, "mode"),
-        ["replayed", "replayed", "replayed"],
-        "{:#}",
-        second.record["steps"]
+        modes(&second.record),
+        [Some(StepMode::Replayed); 3],
+        "{:#?}",
+        second.record.steps
     );
-    assert_eq!(field(&second.record, "status"), ["ok", "ok", "ok"]);
+    assert_eq!(second.record.statuses(), [StepStatus::Ok; 3]);
 }

@@ -7,10 +7,11 @@
 
 use crate::common;
 use crate::common::records::*;
+use bugatti::replay::format::{Action, Recording};
 
 use crate::common::codex::{codex_bin, ResponsesStub};
 use crate::common::{stderr, stdout, Project};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::path::Path;
 
 /// A project as docs/browser.md sets one up, with Codex pointed at `stub`: the `site/` folder
@@ -110,17 +111,22 @@ fn a_codex_browser_step_replays_without_a_model_request_and_a_changed_page_fails
     assert_eq!(step.mode, Some(StepMode::Agent), "{step:#?}");
     assert!(step.recorded, "{step:#?}");
     assert!(stub.request_log().len() >= 4, "the model was asked");
-    let text = std::fs::read_to_string(p.root().join("bugatti.replay/shop.replay.json"))
-        .expect("a recording");
-    let recording: Value = serde_json::from_str(&text).expect("JSON");
-    let tools: Vec<&str> = recording["steps"][0]["actions"]
-        .as_array()
-        .expect("actions")
+    let path = p.root().join("bugatti.replay/shop.replay.json");
+    let text = std::fs::read_to_string(&path).expect("a recording");
+    let recording: Recording = common::read_json_file(&path);
+    let tools: Vec<&str> = recording.steps[0]
+        .actions
         .iter()
-        .filter(|a| a["kind"] == "browser")
-        .filter_map(|a| a["tool"].as_str())
+        .filter_map(|a| match a {
+            Action::Browser(browser) => Some(browser.tool.as_str()),
+            _ => None,
+        })
         .collect();
-    assert_eq!(tools, ["browser_navigate", "browser_snapshot"], "{text}");
+    assert_eq!(
+        tools,
+        ["browser_navigate", "browser_snapshot"],
+        "{recording:#?}"
+    );
     assert!(
         text.contains("${WEB_PORT}"),
         "the session's port is a placeholder in the recorded URL: {text}"

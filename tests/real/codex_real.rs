@@ -8,7 +8,7 @@ use crate::common;
 use crate::common::assert_exit;
 use crate::common::records::*;
 
-use crate::common::codex::{codex_bin, ResponsesStub};
+use crate::common::codex::{codex_bin, completed_mcp_calls, ResponsesStub};
 use crate::common::{stderr, stdout, Project};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -99,12 +99,7 @@ fn three_steps_run_in_one_codex_thread_with_a_shell_call_each() {
     );
     let keys: std::collections::BTreeSet<String> = requests
         .iter()
-        .map(|r| {
-            r["body"]["prompt_cache_key"]
-                .as_str()
-                .unwrap_or("")
-                .to_string()
-        })
+        .map(|r| r.body.prompt_cache_key.clone().unwrap_or_default())
         .collect();
     assert_eq!(keys.len(), 1, "one thread across steps: {keys:?}");
     let thread = keys.into_iter().next().unwrap_or_default();
@@ -117,8 +112,8 @@ fn three_steps_run_in_one_codex_thread_with_a_shell_call_each() {
         Some(thread.as_str())
     );
     // The bootstrap went in the first message only; later steps resumed with the step alone.
-    let first_input = requests[0]["body"]["input"].to_string();
-    let last_input = requests[6]["body"]["input"].to_string();
+    let first_input = requests[0].body.input.to_string();
+    let last_input = requests[6].body.input.to_string();
     assert!(first_input.contains("RESULT OK"), "bootstrap in step 1");
     assert_eq!(
         last_input.matches("RESULT WARN: <short reason>").count(),
@@ -307,16 +302,8 @@ fn codex_drives_an_interactive_program_and_waits_for_the_servers_log_line_throug
     );
     assert_eq!(record.steps[0].status, StepStatus::Ok, "{record:#?}");
     // Codex itself reported each call as an MCP call of the `bugatti` server that completed.
-    let mcp_calls: Vec<Value> = agent
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "mcp_tool_call")
-        .map(|e| e["item"].clone())
-        .collect();
-    let codex_tools: Vec<&str> = mcp_calls
-        .iter()
-        .filter_map(|i| i["tool"].as_str())
-        .collect();
+    let mcp_calls = completed_mcp_calls(&agent);
+    let codex_tools: Vec<&str> = mcp_calls.iter().filter_map(|i| i.tool.as_deref()).collect();
     assert_eq!(
         codex_tools,
         [
@@ -331,7 +318,8 @@ fn codex_drives_an_interactive_program_and_waits_for_the_servers_log_line_throug
     assert!(
         mcp_calls
             .iter()
-            .all(|i| i["server"] == "bugatti" && i["status"] == "completed"),
+            .all(|i| i.server.as_deref() == Some("bugatti")
+                && i.status.as_deref() == Some("completed")),
         "{mcp_calls:#?}"
     );
     // The readable transcript says which console tool was called and what it answered.
@@ -341,14 +329,10 @@ fn codex_drives_an_interactive_program_and_waits_for_the_servers_log_line_throug
         "{log}"
     );
     // The console recorded the same calls, none an error, and kept each session's output.
-    let calls: Vec<Value> = std::fs::read_to_string(run_dir.join("transcripts/console.jsonl"))
-        .expect("console.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON"))
-        .collect();
-    let tools: Vec<&str> = calls.iter().filter_map(|c| c["tool"].as_str()).collect();
+    let calls: Vec<ConsoleCall> = common::read_jsonl(&run_dir.join("transcripts/console.jsonl"));
+    let tools: Vec<&str> = calls.iter().map(|c| c.tool.as_str()).collect();
     assert_eq!(tools, codex_tools, "{calls:#?}");
-    assert!(calls.iter().all(|c| c["is_error"] == false), "{calls:#?}");
+    assert!(calls.iter().all(|c| !c.is_error), "{calls:#?}");
     let logs: Vec<String> = std::fs::read_dir(run_dir.join("console"))
         .expect("console dir")
         .filter_map(|e| e.ok())
@@ -365,7 +349,12 @@ fn codex_drives_an_interactive_program_and_waits_for_the_servers_log_line_throug
         8,
         "one request per scripted reply, and the facts question after the pass"
     );
-    let first_tools = requests[0]["body"]["tools"].to_string();
+    let first_tools = requests[0]
+        .body
+        .tools
+        .as_ref()
+        .map(|t| t.to_string())
+        .unwrap_or_default();
     assert!(first_tools.contains("tool_search"), "{first_tools}");
 }
 
@@ -767,13 +756,8 @@ fn codex_drives_the_sessions_browser_through_playwright_mcp() {
         stub.requests_text()
     );
     // Codex reported each browser call as an MCP call of server `browser` that completed.
-    let calls: Vec<Value> = agent
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["type"] == "item.completed" && e["item"]["type"] == "mcp_tool_call")
-        .map(|e| e["item"].clone())
-        .collect();
-    let tools: Vec<&str> = calls.iter().filter_map(|i| i["tool"].as_str()).collect();
+    let calls = completed_mcp_calls(&agent);
+    let tools: Vec<&str> = calls.iter().filter_map(|i| i.tool.as_deref()).collect();
     assert_eq!(
         tools,
         [
@@ -784,7 +768,10 @@ fn codex_drives_the_sessions_browser_through_playwright_mcp() {
         ],
         "{agent}"
     );
-    assert!(calls.iter().all(|i| i["server"] == "browser"), "{calls:#?}");
+    assert!(
+        calls.iter().all(|i| i.server.as_deref() == Some("browser")),
+        "{calls:#?}"
+    );
     let evidence = format!("{:?}", record.steps[0].evidence);
     assert!(evidence.contains("screenshots/step-1-1.png"), "{record:#?}");
     assert!(run_dir.join("screenshots/step-1-1.png").is_file());

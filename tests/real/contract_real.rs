@@ -11,6 +11,7 @@ use crate::common::claude::{claude_bin, Stub};
 use crate::common::codex::{codex_bin, ResponsesStub};
 use crate::common::pi::{pi1_bin, pi_bin};
 use crate::common::records::*;
+use crate::common::scripted_api::RequestBody;
 use crate::common::{stdout, Project};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -153,20 +154,20 @@ impl Agent {
 impl Api {
     /// The model requests of the agent's own loop (Claude Code also asks for titles and the
     /// like, without tools).
-    fn turn_requests(&self) -> Vec<Value> {
+    fn turn_requests(&self) -> Vec<RequestBody> {
         match self {
             Api::Messages(stub) => stub
-                .requests_text()
-                .lines()
-                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-                .map(|r| r["body"].clone())
-                .filter(|b| b["tools"].as_array().is_some_and(|t| !t.is_empty()))
-                .collect(),
-            Api::Responses(stub) => stub
-                .request_log()
+                .logged_requests()
                 .into_iter()
-                .map(|r| r["body"].clone())
+                .map(|r| r.body)
+                .filter(|b| {
+                    b.tools
+                        .as_ref()
+                        .and_then(|t| t.as_array())
+                        .is_some_and(|t| !t.is_empty())
+                })
                 .collect(),
+            Api::Responses(stub) => stub.request_log().into_iter().map(|r| r.body).collect(),
         }
     }
 
@@ -176,17 +177,12 @@ impl Api {
         match self {
             Api::Messages(_) => {
                 let last = requests.last().expect("a request after the restart");
-                assert!(
-                    last["messages"].to_string().contains("First done."),
-                    "{last}"
-                );
+                let messages = serde_json::to_string(&last.messages).expect("JSON");
+                assert!(messages.contains("First done."), "{last:?}");
             }
             Api::Responses(_) => {
                 assert_eq!(requests.len(), 3, "{requests:?}");
-                assert_eq!(
-                    requests[2]["prompt_cache_key"],
-                    requests[0]["prompt_cache_key"]
-                );
+                assert_eq!(requests[2].prompt_cache_key, requests[0].prompt_cache_key);
             }
         }
     }
@@ -241,14 +237,12 @@ fn an_api_gone_silent_mid_step_gets_the_agent_restarted_and_resumed(cli: Cli) {
         "{}",
         stdout(&out)
     );
-    let run_dir = record.run_dir();
-    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).expect("events.jsonl");
+    let events = record.events();
     assert!(
         events
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .any(|e| e["type"] == "agent_restarted"),
-        "{events}"
+            .iter()
+            .any(|e| matches!(e.kind, EventKind::AgentRestarted { .. })),
+        "{events:#?}"
     );
     let md = report_md(&record);
     assert!(

@@ -10,7 +10,7 @@
 use crate::common;
 use crate::common::records::*;
 
-use crate::common::claude::{claude_bin, Stub};
+use crate::common::claude::{claude_bin, StreamEvent, Stub};
 use crate::common::{stdout, Project};
 use bugatti::replay::files::{describe, from_claude, observe, seen};
 use serde_json::{json, Value};
@@ -116,38 +116,29 @@ fn real_answers(
     let mut uses: Vec<(String, String, Value)> = Vec::new();
     let mut answers = Vec::new();
     for line in stdout(&out).lines() {
-        let event: Value = serde_json::from_str(line).unwrap_or(Value::Null);
-        for block in event["message"]["content"].as_array().into_iter().flatten() {
-            if block["type"] == "tool_use" {
+        let event: StreamEvent = serde_json::from_str(line).unwrap_or_default();
+        for block in event.blocks() {
+            if block.kind == "tool_use" {
                 uses.push((
-                    block["id"].as_str().unwrap_or_default().to_string(),
-                    block["name"].as_str().unwrap_or_default().to_string(),
-                    block["input"].clone(),
+                    block.id.clone().unwrap_or_default(),
+                    block.name.clone().unwrap_or_default(),
+                    block.input.clone(),
                 ));
             }
-            if block["type"] == "tool_result" {
-                let id = block["tool_use_id"].as_str().unwrap_or_default();
+            if block.kind == "tool_result" {
+                let id = block.tool_use_id.as_deref().unwrap_or_default();
                 let (_, tool, input) = uses
                     .iter()
                     .find(|(u, _, _)| u == id)
                     .cloned()
                     .expect("a tool_use for each result");
-                let text = match &block["content"] {
-                    Value::String(s) => s.clone(),
-                    other => other
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .filter_map(|p| p["text"].as_str())
-                        .collect::<Vec<_>>()
-                        .join("\n"),
-                };
+                let text = block.content.as_ref().map(|c| c.text()).unwrap_or_default();
                 answers.push((
                     tool,
                     input,
                     text,
-                    event["tool_use_result"].clone(),
-                    block["is_error"].as_bool().unwrap_or(false),
+                    event.tool_use_result.clone(),
+                    block.is_error.unwrap_or(false),
                 ));
             }
         }

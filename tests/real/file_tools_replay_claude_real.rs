@@ -187,3 +187,58 @@ fn grep_glob_and_read_replay_while_the_files_are_unchanged_and_a_changed_line_dr
         assert_ne!(later.mode, Some(StepMode::Replayed), "{later:#?}");
     }
 }
+
+/// A duplicated line is a line more: Claude Code's `Grep` shows the agent both copies (without
+/// line numbers, `-n: false`, they read the same), so the replay compares the matching lines as a
+/// multiset, and a config that now listens twice goes to the agent, which fails it.
+#[test]
+fn grep_content_is_compared_with_its_duplicate_lines() {
+    let Some(claude) = claude_bin("replay of Claude Code's Grep content with duplicates") else {
+        return;
+    };
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash,Read,Grep,Glob\"]\nstep_timeout_secs = 120\n",
+    );
+    let conf = "listen 80;\nroot /srv;\n";
+    p.write("nginx.conf", conf);
+    p.write(
+        "listen.test.toml",
+        "name = \"Listen\"\n\n[[steps]]\ninstruction = \"Check that nginx.conf has exactly one listen directive.\"\n",
+    );
+    let side = tempfile::tempdir().expect("side dir");
+    // The agent greps without line numbers and passes only on exactly one matching line.
+    let script = || {
+        json!([
+            {"tool": "Grep", "input": {"pattern": "listen", "path": "nginx.conf", "output_mode": "content", "-n": false}},
+            {"text": "One listen directive.\nRESULT OK", "expect_re": ["(\\S+:)?\\s*listen 80;"]},
+        ])
+    };
+
+    let (code, console, record, _) = run(&p, &claude, side.path(), "first", script());
+    assert_eq!(code, Some(0), "{console}\n{:#?}", record.steps);
+    assert!(record.steps[0].recorded, "{:#?}", record.steps);
+    let (code, console, record, requests) = run(&p, &claude, side.path(), "second", json!([]));
+    assert_eq!(code, Some(0), "{console}\n{:#?}", record.steps);
+    assert_eq!(requests, 0, "the unchanged file replays");
+    assert_eq!(modes(&record), ["replayed"], "{:#?}", record.steps);
+
+    // The directive is now there twice: the same text on two lines.
+    p.write("nginx.conf", &conf.replace("root", "listen 80;\nroot"));
+    let (code, console, record, requests) = run(&p, &claude, side.path(), "third", script());
+    let step = &record.steps[0];
+    assert_eq!(code, Some(1), "{console}\n{step:#?}");
+    assert!(requests >= 1, "the step went to the agent");
+    assert_eq!(step.mode, Some(StepMode::Agent), "{step:#?}");
+    assert_eq!(step.status, StepStatus::Error, "{step:#?}");
+    let diff = step
+        .replay_drift
+        .as_ref()
+        .map(|d| d.diff.as_str())
+        .unwrap_or_default();
+    assert!(
+        diff.contains("listen 80;"),
+        "the drift shows the line more: {diff}"
+    );
+}

@@ -8,6 +8,7 @@
 use crate::common;
 use crate::common::records::*;
 
+use crate::common::scripted_api::LoggedRequest;
 use common::pi::{client_env, pi1_bin, pi_bin};
 use common::scripted_api::ScriptedApi;
 use common::{stdout, Project};
@@ -27,7 +28,7 @@ fn run(
     side: &Path,
     name: &str,
     script: Value,
-) -> (Option<i32>, String, RunRecord, Vec<Value>) {
+) -> (Option<i32>, String, RunRecord, Vec<LoggedRequest>) {
     let dir = side.join(name);
     std::fs::create_dir_all(&dir).expect("stub dir");
     let stub = ScriptedApi::start("anthropic_stub.py", "messages", &dir, script);
@@ -40,15 +41,10 @@ fn run(
         .expect("run supervisor");
     p.assert_nothing_survives();
     let console = format!("{}\n{}", stdout(&out), common::stderr(&out));
-    let requests = std::fs::read_to_string(&stub.requests)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).expect("request json"))
-        .filter(|r| {
-            r["path"]
-                .as_str()
-                .is_some_and(|p| p.starts_with("/v1/messages"))
-        })
+    let requests = stub
+        .logged_requests()
+        .into_iter()
+        .filter(|r| r.path.starts_with("/v1/messages"))
         .collect();
     (out.status.code(), console, latest_record(p), requests)
 }
@@ -85,8 +81,8 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
     p
 }
 
-fn text_of(request: &Value) -> String {
-    request["body"]["messages"].to_string()
+fn text_of(request: &LoggedRequest) -> String {
+    request.body.messages_text()
 }
 
 #[test]
@@ -148,7 +144,7 @@ fn pi_runs_two_steps_in_one_session_counts_tokens_and_its_bash_calls_replay(bin:
         text_of(&requests[0]).contains("Bugatti step 1")
             && !text_of(&requests[0]).contains("Bugatti step 2"),
     );
-    let system = requests[0]["body"]["system"].to_string();
+    let system = requests[0].body.system.to_string();
     assert!(
         system.contains("RESULT CONTRACT"),
         "the bootstrap is pi's system prompt: {system}"
@@ -300,13 +296,8 @@ fn console_project() -> Project {
 }
 
 /// The names of the tools a model request declared.
-fn declared_tools(request: &Value) -> Vec<String> {
-    request["body"]["tools"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|t| t["name"].as_str().map(String::from))
-        .collect()
+fn declared_tools(request: &LoggedRequest) -> Vec<String> {
+    request.body.tool_names()
 }
 
 /// Issue 40: pi 1.x takes MCP servers, so the console reaches it as it reaches Claude Code and
@@ -334,14 +325,11 @@ fn the_console_reaches_pi_1_as_mcp_tools() {
         "{tools:?}"
     );
     let run_dir = record.run_dir();
-    let calls: Vec<Value> = std::fs::read_to_string(run_dir.join("transcripts/console.jsonl"))
-        .expect("console.jsonl: the call reached the console")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON"))
-        .collect();
-    let names: Vec<&str> = calls.iter().filter_map(|c| c["tool"].as_str()).collect();
+    // console.jsonl: the call reached the console.
+    let calls: Vec<ConsoleCall> = common::read_jsonl(&run_dir.join("transcripts/console.jsonl"));
+    let names: Vec<&str> = calls.iter().map(|c| c.tool.as_str()).collect();
     assert_eq!(names, ["exec_command"], "{calls:#?}");
-    assert_eq!(calls[0]["is_error"], false, "{calls:#?}");
+    assert!(!calls[0].is_error, "{calls:#?}");
     // The extension is private and holds no token: pi reads it from its environment.
     let extension = run_dir.join("agent/pi-mcp.js");
     use std::os::unix::fs::PermissionsExt;

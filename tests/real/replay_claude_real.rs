@@ -89,9 +89,10 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
     );
     let agent_script = || {
         json!([
-            // The output carries the session's port and a current timestamp (a request id or a
-            // duration is learned after a second agent pass: tests/replay_trust.rs).
-            {"bash": "curl -s -X POST http://127.0.0.1:$APP_PORT/inc; echo; echo served on port $APP_PORT; date -u +%FT%T.%NZ"},
+            // The output carries the session's port (a current timestamp, a request id or a
+            // duration is learned after a second agent pass, and only for a step that stated
+            // its facts: tests/run/replay_trust.rs; this step states none).
+            {"bash": "curl -s -X POST http://127.0.0.1:$APP_PORT/inc; echo; echo served on port $APP_PORT"},
             {"text": "The counter says 1.\nRESULT OK"},
             {"bash": "cat version.txt"},
             {"text": "It says version 1.\nRESULT OK"},

@@ -59,7 +59,7 @@ fn three_codex_steps_recorded_then_replayed_without_a_model_request() {
             // The facts question after step 1 (asked in the same Codex thread); steps 2 and 3
             // are answered with none.
             {"facts": ["1 contains \"one-1\""]},
-            {"shell": "echo two; date -u +%FT%TZ"},
+            {"shell": "echo two; date -u +%F"},
             {"text": "RESULT OK"},
             {"shell": "echo state > $BUGATTI_WORKDIR/state && cat $BUGATTI_WORKDIR/state"},
             {"text": "RESULT OK"},

@@ -220,7 +220,82 @@ fn mixed_suite(artifacts: &Path, shots: &Shots) -> Vec<RunRecord> {
     records
 }
 
+/// A DevTools `Runtime.evaluate` answer (`returnByValue`), as far as the test reads it.
+#[derive(serde::Deserialize)]
+struct Evaluated<T> {
+    result: EvaluatedValue<T>,
+    #[serde(rename = "exceptionDetails", default)]
+    exception: Option<Value>,
+}
+
+#[derive(serde::Deserialize)]
+struct EvaluatedValue<T> {
+    value: T,
+}
+
+/// A DevTools `Page.captureScreenshot` answer.
+#[derive(serde::Deserialize)]
+struct Screenshot {
+    /// The PNG, base64.
+    data: String,
+}
+
+/// A Chrome trace event as the test reads it: phase, thread, category, duration (µs).
+#[derive(Debug, serde::Deserialize)]
+struct TraceEvent {
+    ph: String,
+    #[serde(default)]
+    tid: Option<u64>,
+    #[serde(default)]
+    cat: Option<String>,
+    #[serde(default)]
+    dur: Option<u64>,
+}
+
+/// What the page script reads from report.html with scripts on.
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PageFacts {
+    lanes: u64,
+    groups: u64,
+    names: Vec<Option<String>>,
+    focusable: bool,
+    ticks: u64,
+    frames: Vec<String>,
+    broken: u64,
+    big_shot: bool,
+    a11y: String,
+    first_diff: Vec<String>,
+    masks: Vec<String>,
+    groups_of: Vec<Option<String>>,
+    reran: Vec<String>,
+    copy_hidden: Vec<bool>,
+}
+
+/// What the page script reads from report.html with scripts off.
+#[derive(Debug, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct NoScriptFacts {
+    ran: bool,
+    bars: u64,
+    frames: u64,
+    prompt: String,
+    copy_hidden: bool,
+    first: bool,
+    groups: u64,
+    diff: u64,
+}
+
 async fn eval(client: &CdpClient, page: &str, expression: &str) -> Value {
+    eval_as(client, page, expression).await
+}
+
+/// `expression`'s value, read as `T`.
+async fn eval_as<T: serde::de::DeserializeOwned>(
+    client: &CdpClient,
+    page: &str,
+    expression: &str,
+) -> T {
     let answer = client
         .call(
             "Runtime.evaluate",
@@ -230,10 +305,13 @@ async fn eval(client: &CdpClient, page: &str, expression: &str) -> Value {
         )
         .await
         .unwrap_or_else(|e| panic!("{expression}: {e}"));
-    if let Some(ex) = answer.get("exceptionDetails") {
+    let answer: Evaluated<Value> = serde_json::from_value(answer.clone())
+        .unwrap_or_else(|e| panic!("{expression}: {e}: {answer}"));
+    if let Some(ex) = answer.exception {
         panic!("{expression}: {ex}");
     }
-    answer["result"]["value"].clone()
+    let value = answer.result.value;
+    serde_json::from_value(value.clone()).unwrap_or_else(|e| panic!("{expression}: {e}: {value:#}"))
 }
 
 async fn navigate(client: &CdpClient, page: &str, url: &str) {
@@ -252,7 +330,8 @@ async fn navigate(client: &CdpClient, page: &str, url: &str) {
             )
             .await
             .expect("evaluate");
-        if ready["result"]["value"].as_str() == Some(url) {
+        let ready: Evaluated<Value> = serde_json::from_value(ready).expect("an evaluation");
+        if ready.result.value.as_str() == Some(url) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -272,15 +351,19 @@ async fn screenshot(client: &CdpClient, page: &str, width: u32, clip: Option<Val
         .expect("viewport");
     let mut params = json!({"format": "png", "captureBeyondViewport": clip.is_some()});
     if let Some(clip) = clip {
-        params["clip"] = clip;
+        params
+            .as_object_mut()
+            .expect("an object")
+            .insert("clip".into(), clip);
     }
     let shot = client
         .call("Page.captureScreenshot", params, Some(page), LIMIT)
         .await
         .expect("screenshot");
+    let shot: Screenshot = serde_json::from_value(shot).expect("a screenshot");
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD
-        .decode(shot["data"].as_str().expect("data"))
+        .decode(shot.data)
         .expect("png")
 }
 
@@ -342,18 +425,22 @@ async fn report_html_timeline_film_strip_diff_groups_and_copy_in_a_real_browser(
     // The same suite as Chrome trace events: the checkout test's agent actions are complete
     // events on its agent thread (its console call measured 300 ms; its turns spread).
     let trace = bugatti::report::renderers::chrome_trace::events(&summary, &records);
-    let agent: Vec<&Value> = trace
+    let trace: Vec<TraceEvent> = serde_json::from_value(Value::from(trace)).expect("trace events");
+    let agent: Vec<&TraceEvent> = trace
         .iter()
-        .filter(|e| e["ph"] == "X" && e["tid"] == 3)
+        .filter(|e| e.ph == "X" && e.tid == Some(3))
         .collect();
     assert!(
         agent
             .iter()
-            .any(|e| e["cat"] == "console" && e["dur"] == 300_000),
+            .any(|e| e.cat.as_deref() == Some("console") && e.dur == Some(300_000)),
         "{agent:#?}"
     );
     assert_eq!(
-        agent.iter().filter(|e| e["cat"] == "turn").count(),
+        agent
+            .iter()
+            .filter(|e| e.cat.as_deref() == Some("turn"))
+            .count(),
         10,
         "4 + 6 turns"
     );
@@ -373,7 +460,7 @@ async fn report_html_timeline_film_strip_diff_groups_and_copy_in_a_real_browser(
         .await
         .expect("clipboard permission");
     navigate(&client, &page, &url).await;
-    let facts = eval(
+    let facts: PageFacts = eval_as(
         &client,
         &page,
         r#"(() => {
@@ -401,14 +488,9 @@ async fn report_html_timeline_film_strip_diff_groups_and_copy_in_a_real_browser(
         })()"#,
     )
     .await;
-    assert_eq!(facts["lanes"], 4, "{facts:#}");
-    assert_eq!(facts["groups"], 2, "a lane group per shard: {facts:#}");
-    let names: Vec<&str> = facts["names"]
-        .as_array()
-        .expect("names")
-        .iter()
-        .filter_map(Value::as_str)
-        .collect();
+    assert_eq!(facts.lanes, 4, "{facts:#?}");
+    assert_eq!(facts.groups, 2, "a lane group per shard: {facts:#?}");
+    let names: Vec<&str> = facts.names.iter().filter_map(|n| n.as_deref()).collect();
     for want in [
         "step 1: agent, 2.1s",
         "step 2: replayed, 800ms",
@@ -418,37 +500,30 @@ async fn report_html_timeline_film_strip_diff_groups_and_copy_in_a_real_browser(
     ] {
         assert!(names.contains(&want), "{want:?} in {names:?}");
     }
-    assert_eq!(facts["focusable"], true);
-    assert!(facts["ticks"].as_u64().unwrap_or(0) >= 10, "{facts:#}");
+    assert!(facts.focusable);
+    assert!(facts.ticks >= 10, "{facts:#?}");
     assert_eq!(
-        facts["frames"],
-        json!(["step 1", "step 3"]),
-        "no frame for the pageless step 2: {facts:#}"
+        facts.frames,
+        ["step 1", "step 3"],
+        "no frame for the pageless step 2: {facts:#?}"
     );
-    assert_eq!(facts["broken"], 0, "every image shows: {facts:#}");
-    assert_eq!(facts["bigShot"], true);
-    assert!(facts["a11y"]
-        .as_str()
-        .unwrap_or("")
-        .contains("button \"Empty basket\""));
+    assert_eq!(facts.broken, 0, "every image shows: {facts:#?}");
+    assert!(facts.big_shot);
+    assert!(facts.a11y.contains("button \"Empty basket\""));
+    assert_eq!(facts.first_diff, ["items: 3", "items: 2"], "{facts:#?}");
+    assert_eq!(facts.masks, ["⟨APP_PORT⟩", "⟨APP_PORT⟩"]);
     assert_eq!(
-        facts["firstDiff"],
-        json!(["items: 3", "items: 2"]),
-        "{facts:#}"
-    );
-    assert_eq!(facts["masks"], json!(["⟨APP_PORT⟩", "⟨APP_PORT⟩"]));
-    assert_eq!(
-        facts["groupsOf"],
-        json!(["2"]),
-        "one group of two: {facts:#}"
+        facts.groups_of,
+        [Some("2".to_string())],
+        "one group of two: {facts:#?}"
     );
     assert!(
-        facts["reran"].to_string().contains("1 recorded action"),
-        "{facts:#}"
+        facts.reran.iter().any(|r| r.contains("1 recorded action")),
+        "{facts:#?}"
     );
     assert_eq!(
-        facts["copyHidden"],
-        json!([false, false]),
+        facts.copy_hidden,
+        [false, false],
         "the script shows the buttons"
     );
 
@@ -568,7 +643,7 @@ async fn report_html_timeline_film_strip_diff_groups_and_copy_in_a_real_browser(
         .await
         .expect("scripts off");
     navigate(&client, &quiet, &url).await;
-    let off = eval(
+    let off: NoScriptFacts = eval_as(
         &client,
         &quiet,
         r#"(() => ({
@@ -583,17 +658,14 @@ async fn report_html_timeline_film_strip_diff_groups_and_copy_in_a_real_browser(
         }))()"#,
     )
     .await;
-    assert_eq!(off["ran"], false, "scripts were off: {off:#}");
-    assert!(off["bars"].as_u64().unwrap_or(0) >= 9, "{off:#}");
-    assert_eq!(off["frames"], 2);
-    assert!(off["prompt"].as_str().unwrap_or("").contains(FAILURE));
-    assert_eq!(off["copyHidden"], true, "no button that cannot work");
-    assert_eq!(
-        off["first"], true,
-        "the first failure's link lands without a script"
-    );
-    assert_eq!(off["groups"], 1);
-    assert_eq!(off["diff"], 2);
+    assert!(!off.ran, "scripts were off: {off:#?}");
+    assert!(off.bars >= 9, "{off:#?}");
+    assert_eq!(off.frames, 2);
+    assert!(off.prompt.contains(FAILURE));
+    assert!(off.copy_hidden, "no button that cannot work");
+    assert!(off.first, "the first failure's link lands without a script");
+    assert_eq!(off.groups, 1);
+    assert_eq!(off.diff, 2);
     let png = screenshot(&client, &quiet, 1280, None).await;
     write(&out.join("report-1280-noscript.png"), &png);
 

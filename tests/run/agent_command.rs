@@ -113,23 +113,25 @@ async fn ok_warn_error_over_one_session_through_the_actor() {
     // The agent got the docs/providers.md lines.
     let received =
         std::fs::read_to_string(rig.facts.workdir.join("received.jsonl")).expect("received");
-    let lines: Vec<serde_json::Value> = received
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("json"))
-        .collect();
-    assert_eq!(lines.len(), 4);
-    assert_eq!(lines[0]["type"], "bootstrap");
-    assert_eq!(lines[0]["run_id"], rig.facts.run_id.as_str());
-    assert!(lines[0]["system_prompt"]
-        .as_str()
+    let lines: Vec<AgentLine> =
+        crate::common::read_jsonl(&rig.facts.workdir.join("received.jsonl"));
+    assert_eq!(lines.len(), 4, "{received}");
+    assert_eq!(lines[0].kind, "bootstrap");
+    assert_eq!(lines[0].run_id, rig.facts.run_id.as_str());
+    assert!(lines[0]
+        .system_prompt
+        .as_deref()
         .expect("prompt")
         .contains("RESULT WARN"));
-    assert_eq!(lines[3]["type"], "step");
-    assert_eq!(lines[3]["step_id"], 3);
-    assert_eq!(lines[3]["session_id"], rig.facts.session_id.as_str());
+    assert_eq!(lines[3].kind, "step");
+    assert_eq!(lines[3].step_id, Some(3));
     assert_eq!(
-        lines[3]["include_chain"],
-        json!(["root.test.toml", "agent.test.toml"])
+        lines[3].session_id.as_deref(),
+        Some(rig.facts.session_id.as_str())
+    );
+    assert_eq!(
+        lines[3].include_chain,
+        ["root.test.toml", "agent.test.toml"]
     );
     let transcript = String::from_utf8(rig.transcript("agent.log")).expect("utf8");
     assert!(
@@ -477,4 +479,20 @@ async fn cancel_interrupts_a_running_step_through_the_actor() {
     call!(agent, AgentMsg::Close).expect("close");
     handle.await.expect("actor ends");
     rig.assert_no_survivors();
+}
+
+/// A line the supervisor sends a `command` agent (docs/providers.md): the bootstrap, then a step.
+#[derive(Debug, serde::Deserialize)]
+struct AgentLine {
+    #[serde(rename = "type")]
+    kind: String,
+    run_id: String,
+    #[serde(default)]
+    session_id: Option<String>,
+    #[serde(default)]
+    system_prompt: Option<String>,
+    #[serde(default)]
+    step_id: Option<u32>,
+    #[serde(default)]
+    include_chain: Vec<String>,
 }

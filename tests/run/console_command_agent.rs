@@ -6,6 +6,7 @@
 use crate::common;
 use crate::common::assert_exit;
 use crate::common::records::*;
+use bugatti::console::ExecArgs;
 
 use crate::common::{stdout, Project};
 
@@ -37,17 +38,13 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
 }
 
 /// The console.jsonl of the (only) run, parsed.
-fn console_calls(p: &Project) -> Vec<serde_json::Value> {
+fn console_calls(p: &Project) -> Vec<ConsoleCall> {
     let record = p.record_for("console.test.toml");
     let run_dir = p
         .root()
         .join(".bugatti/runs")
         .join(record.identity.run_id.as_str());
-    std::fs::read_to_string(run_dir.join("transcripts/console.jsonl"))
-        .expect("console.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a JSON line"))
-        .collect()
+    common::read_jsonl(&run_dir.join("transcripts/console.jsonl"))
 }
 
 const STEPS: &str = r#"
@@ -89,7 +86,7 @@ fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
         common::stderr(&out)
     );
     let calls = console_calls(&p);
-    let tools: Vec<&str> = calls.iter().filter_map(|c| c["tool"].as_str()).collect();
+    let tools: Vec<&str> = calls.iter().map(|c| c.tool.as_str()).collect();
     assert_eq!(
         tools,
         [
@@ -102,10 +99,12 @@ fn a_command_agent_drives_a_pty_and_waits_for_the_servers_log_line() {
         ]
     );
     // wait_for_log's cursor is just past the line it matched: reading on from it gives nothing.
-    assert_eq!(calls[4]["bytes"], 0, "{:#}", calls[4]);
-    assert_eq!(calls[1]["exit_code"], 0, "{:#}", calls[1]);
-    assert!(calls[1]["bytes"].as_u64().unwrap_or(0) > 0);
-    assert_eq!(calls[0]["arguments"]["yield_time_ms"], 3000);
+    assert_eq!(calls[4].bytes, 0, "{:#?}", calls[4]);
+    assert_eq!(calls[1].exit_code, Some(0), "{:#?}", calls[1]);
+    assert!(calls[1].bytes > 0);
+    let exec: ExecArgs =
+        serde_json::from_value(calls[0].arguments.clone()).expect("exec_command's arguments");
+    assert_eq!(exec.yield_time_ms, Some(3000));
     // The PTY session's full output is kept.
     let run_dir = p
         .root()
@@ -226,7 +225,7 @@ expect hello from notes
     let record = p.record_for("console.test.toml");
     assert_eq!(out.status.code(), Some(0), "{}\n{record:#?}", stdout(&out));
     let calls = console_calls(&p);
-    assert_eq!(calls[0]["exit_code"], 0, "{:#}", calls[0]);
+    assert_eq!(calls[0].exit_code, Some(0), "{:#?}", calls[0]);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 //! floods are cut in the middle, and shutdown leaves nothing running.
 
 use crate::common;
+use crate::common::mcp::RpcAnswer;
 
 use bugatti::console::server::ConsoleServer;
 use bugatti::console::{Console, ConsoleSetup, ExecArgs, WriteArgs, MAX_SESSIONS};
@@ -120,13 +121,10 @@ async fn the_server_wants_its_token_and_serves_the_tools() {
     let (refused, wrong, ok, list, call) = answers;
     assert_eq!(refused, Err(401));
     assert_eq!(wrong, Err(401));
-    assert_eq!(ok["result"]["serverInfo"]["name"], "bugatti", "{ok:#}");
-    let tools: Vec<&str> = list["result"]["tools"]
-        .as_array()
-        .expect("tools")
-        .iter()
-        .filter_map(|t| t["name"].as_str())
-        .collect();
+    let ok = RpcAnswer::from_json(&ok);
+    assert_eq!(ok.server_name(), Some("bugatti"), "{ok:#?}");
+    let list = RpcAnswer::from_json(&list);
+    let tools = list.tool_names();
     assert_eq!(
         tools,
         [
@@ -139,7 +137,8 @@ async fn the_server_wants_its_token_and_serves_the_tools() {
             "wait_for_log"
         ]
     );
-    let text = call["result"]["content"][0]["text"].as_str().expect("text");
+    let call = RpcAnswer::from_json(&call);
+    let text = call.first_text().expect("text");
     assert!(text.contains("Process exited with code 3\n"), "{text}");
     assert!(
         text.ends_with("Output:\nkey [REDACTED:SECRET_TOKEN]\n"),
@@ -205,17 +204,14 @@ async fn a_foreign_origin_is_refused_even_with_the_token() {
     assert_eq!(evil_init, Err(403));
     assert_eq!(evil_call, Err(403));
     assert_eq!(null_call, Err(403));
-    assert_eq!(
-        own.expect("a loopback origin")["result"]["serverInfo"]["name"],
-        "bugatti"
-    );
+    let own = RpcAnswer::from_json(&own.expect("a loopback origin"));
+    assert_eq!(own.server_name(), Some("bugatti"));
     assert!(localhost.is_ok(), "{localhost:?}");
-    let cli = cli.expect("no Origin: served");
+    let cli = RpcAnswer::from_json(&cli.expect("no Origin: served"));
     assert!(
-        cli["result"]["content"][0]["text"]
-            .as_str()
+        cli.first_text()
             .is_some_and(|t| t.ends_with("Output:\nran\n")),
-        "{cli:#}"
+        "{cli:#?}"
     );
     server.shutdown().await;
     // Only the call without an Origin ran.
@@ -379,9 +375,13 @@ async fn a_refusal_names_its_scheme_and_a_body_that_is_not_json_gets_a_json_rpc_
         "{unauthorized:?}"
     );
     assert_eq!(malformed.0, 400, "{malformed:?}");
-    let answer: Value = serde_json::from_str(&malformed.2).expect("a JSON-RPC answer");
-    assert_eq!(answer["error"]["code"], -32700, "{answer}");
-    assert_eq!(answer["jsonrpc"], "2.0");
+    let answer: RpcAnswer = serde_json::from_str(&malformed.2).expect("a JSON-RPC answer");
+    assert_eq!(
+        answer.error.as_ref().map(|e| e.code),
+        Some(-32700),
+        "{answer:#?}"
+    );
+    assert_eq!(answer.jsonrpc, "2.0");
     common::processes_with_env_entry(&r.marker)
         .is_empty()
         .then_some(())

@@ -82,7 +82,7 @@ fn a_flaky_pass_fails_the_suite_only_under_fail_on_flaky_and_says_why() {
     let q = flaky_project("\n[supervisor]\nflaky = \"fail\"\n");
     let out = q.run(&["start", "--retries", "1"]);
     assert_exit(&out, 1);
-    let out = q.run(&["check"]);
+    let out = q.check();
     assert!(
         stdout(&out)
             .lines()
@@ -92,7 +92,7 @@ fn a_flaky_pass_fails_the_suite_only_under_fail_on_flaky_and_says_why() {
     );
     // A wrong value is a clear error naming it.
     let r = flaky_project("\n[supervisor]\nflaky = \"maybe\"\n");
-    let out = r.run(&["check"]);
+    let out = r.check();
     assert_exit(&out, 2);
     assert!(stderr(&out).contains("maybe"), "{}", stderr(&out));
 }
@@ -109,7 +109,7 @@ fn a_quarantined_failure_runs_is_reported_apart_and_exits_0() {
         "tests/known_bad.test.toml",
         "quarantine = true\n\n[[steps]]\ninstruction = \"`echo QUARANTINED-BROKE; exit 1`\"\n",
     );
-    let out = p.run(&["check"]);
+    let out = p.check();
     assert!(
         stdout(&out).contains("tests/known_bad.test.toml — \"known_bad\"  [quarantined"),
         "{}",

@@ -164,6 +164,8 @@ fn step(actions: Vec<Action>) -> RecordedStep {
 /// UUID (token 1, untied) and its duration (token 2, seen from 1 to 97 ms).
 fn learned_at(token: usize) -> Learned {
     let (kind, range) = match token {
+        // The timestamp is the run's own time: offset 0.
+        0 => (Kind::Timestamp, Some((0.0, 0.0))),
         1 => (Kind::Uuid, None),
         _ => (Kind::Duration, Some((0.001, 0.097))),
     };
@@ -173,6 +175,7 @@ fn learned_at(token: usize) -> Learned {
             kind,
             range,
             tie: None,
+            apart: Vec::new(),
             quiet: 0,
         }),
     }
@@ -200,8 +203,9 @@ async fn a_shell_step_replays_in_another_session() {
     );
 
     // The port, the directory and the secret are the session's own values: exact placeholders.
-    // The timestamp was current when recorded and is now. The UUID and the duration were never
-    // seen to vary: a soft drift at exactly those two tokens, for the agent to judge.
+    // The timestamp, the UUID and the duration were never seen to vary (the timestamp was the
+    // run's time when recorded and is now, but no more than that is known of it): a soft drift
+    // at exactly those three tokens, for the agent to judge.
     let b = Session::new(50321);
     let verdict = replay_step(&b.ctx(), b.tools(), &recorded).await;
     let learn = match &verdict {
@@ -212,7 +216,7 @@ async fn a_shell_step_replays_in_another_session() {
         other => panic!("expected a soft drift: {other:?}"),
     };
     let line1 = |token| (0, Position { line: 1, token });
-    assert_eq!(learn, vec![line1(1), line1(2)], "{verdict:?}");
+    assert_eq!(learn, vec![line1(0), line1(1), line1(2)], "{verdict:?}");
     // Once learned, those positions (and only those) are masked: the step replays.
     let mut learned = recorded.clone();
     learned.actions[0].set_volatile(learn.iter().map(|(_, p)| learned_at(p.token)).collect());
@@ -291,8 +295,9 @@ async fn console_calls_replay_through_the_console() {
         .await;
     assert!(text.contains("hi bob on 41234"), "{text}");
     let mut recorded = step(vec![exec, ask, answer]);
-    // The UUID and the duration of the first call, as learned when an agent passed it twice.
-    recorded.actions[0].set_volatile(vec![learned_at(1), learned_at(2)]);
+    // The timestamp, the UUID and the duration of the first call, as learned when an agent
+    // passed it twice.
+    recorded.actions[0].set_volatile(vec![learned_at(0), learned_at(1), learned_at(2)]);
 
     let b = Session::new(50321);
     let verdict = replay_step(&b.ctx(), b.tools(), &recorded).await;

@@ -170,7 +170,8 @@ fn a_learned_value_passes_only_inside_what_was_seen_and_with_its_ties_and_relati
 
     // 2. Other values, as a working app gives them: the tokens that changed go to the agent
     // once (a soft drift), which passes them, and they are learned with what it saw. The token
-    // that expires five minutes after it is issued is current and keeps its relation: replayed.
+    // issued now that expires five minutes later too: its times are learned as offsets from the
+    // run's clock (0 and five minutes), never passed as "current".
     write_apps(
         &p,
         &Apps {
@@ -186,7 +187,7 @@ fn a_learned_value_passes_only_inside_what_was_seen_and_with_its_ties_and_relati
     let (code, console) = start(&p);
     assert_eq!(code, Some(0), "{console}");
     let records = latest(&p);
-    for name in ["latency", "owner", "copy", "snapshot"] {
+    for name in NAMES {
         let s = of(&records, name);
         assert_eq!(s.mode, Some(StepMode::Agent), "{name}: {s:?}");
         assert!(
@@ -195,12 +196,6 @@ fn a_learned_value_passes_only_inside_what_was_seen_and_with_its_ties_and_relati
         );
         assert!(s.recorded, "{name}: {s:?}");
     }
-    assert_eq!(
-        of(&records, "token").mode,
-        Some(StepMode::Replayed),
-        "{:?}",
-        of(&records, "token")
-    );
     let owner = std::fs::read_to_string(p.root().join("bugatti.replay/owner.replay.json"))
         .expect("recording");
     assert!(owner.contains("\"tie\": [0, 0, 0]"), "{owner}");
@@ -329,4 +324,66 @@ fn a_date_the_instruction_names_is_exact_inside_a_timestamp_and_under_a_wide_ign
     let s = latest_of(&p, "due");
     assert_eq!(s.mode, Some(StepMode::Agent), "{s:?}");
     assert_eq!(s.status, StepStatus::Error, "{s:?}");
+}
+
+/// A cache entry that must expire five minutes after it is written, with a fact that bounds it
+/// (`cached`) and with none (`exact`). Each has been "current" in every run: that once matched
+/// any other current time, so an entry that expires at once, or in four minutes, or one already
+/// expired replayed as a pass. Now a current time is compared exactly until learned, then as
+/// its learned offset from the run's clock.
+#[test]
+fn a_current_timestamp_is_no_pass_for_another_current_one() {
+    let p = project("");
+    let judge = "Check the cache entry expires five minutes after it is written.\n\
+                 ahead expires\\s(\\S+) 285 315";
+    write_check(
+        &p,
+        "cached",
+        &["cache"],
+        &format!("{judge}\nfact 1 /expires (\\S+)/ time between +4m and +6m of now"),
+    );
+    write_check(&p, "exact", &["cache"], judge);
+    let write_cache = |secs: i64| {
+        p.write(
+            "app/cache.sh",
+            &format!(
+                "echo \"expires $(date -u -d @$(( $(date -u +%s) + {secs} )) +%Y-%m-%dT%H:%M:%SZ)\""
+            ),
+        )
+    };
+    // Each test's first step in its newest run: (mode, status).
+    let steps =
+        |p: &Project| -> std::collections::BTreeMap<String, (Option<StepMode>, StepStatus)> {
+            p.newest_run_by_test()
+                .into_iter()
+                .map(|(name, r)| (name, (r.steps[0].mode, r.steps[0].status)))
+                .collect()
+        };
+    write_cache(300);
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    // Another healthy run, a second or more later: the stated fact lets `cached` learn the
+    // offset; `exact` (no facts) goes to the agent whenever the time differs.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    for (name, (mode, _)) in steps(&p) {
+        assert_eq!(mode, Some(StepMode::Agent), "{name}: {console}");
+    }
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(steps(&p)["cached"].0, Some(StepMode::Replayed), "{console}");
+
+    // Broken: the entry expires at once, in four minutes, or expired a minute ago. Each is
+    // inside what `time within 10m of now` or a "current" shortcut would pass; none replays.
+    for secs in [0, 240, -60] {
+        write_cache(secs);
+        let (code, console) = start(&p);
+        assert_eq!(code, Some(1), "expires in {secs} s: {console}");
+        for (name, step) in steps(&p) {
+            let expected = (Some(StepMode::Agent), StepStatus::Error);
+            assert_eq!(step, expected, "{secs} s, {name}: {console}");
+        }
+    }
+    p.assert_nothing_survives();
 }

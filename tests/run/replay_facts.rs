@@ -185,3 +185,79 @@ fn an_agent_that_states_no_facts_is_recorded_with_none_and_compared_exactly() {
     assert!(action.get("volatile").is_none(), "nothing learned: {rec:?}");
     p.assert_nothing_survives();
 }
+
+/// A session id that must rotate on elevation: `differs from 1 /…/` keeps the two apart on every
+/// replay, and `differs from the recording` (checked against the recording a pass renews, and
+/// on replay) is recorded instead of refused. A session that kept its id replays no more.
+#[test]
+fn values_that_must_differ_are_kept_apart() {
+    let p = project();
+    p.write(
+        "rotate.test.toml",
+        "[[steps]]\ninstruction = '''\nLog in, elevate, and check the session id rotated.\n\
+         mcp exec_command {\"cmd\": \"sh ${BUGATTI_PROJECT_ROOT}/login.sh\", \"yield_time_ms\": 10000}\n\
+         mcp exec_command {\"cmd\": \"sh ${BUGATTI_PROJECT_ROOT}/elevate.sh\", \"yield_time_ms\": 10000}\n\
+         differ login\\ssession=(\\S+) elevated\\ssession=(\\S+)\n\
+         fact 2 /session=(\\S+)/ differs from 1 /session=(\\S+)/\n\
+         fact 1 /session=(\\S+)/ differs from the recording\n'''\n",
+    );
+    let ids = |login: &str, elevated: &str| {
+        p.write("login.sh", &format!("echo 'login session={login}'"));
+        p.write("elevate.sh", &format!("echo 'elevated session={elevated}'"));
+    };
+    let uuid = |n: u32| format!("{n:08x}-3d4e-4f50-8a61-7b8c9d0e1f23");
+    let step = |p: &Project| p.newest_run_by_test()["rotate"].steps[0].clone();
+
+    // Recorded, both facts with it; another pass learns the ids; the next run replays.
+    for (n, mode) in [
+        (1, StepMode::Agent),
+        (3, StepMode::Agent),
+        (5, StepMode::Replayed),
+    ] {
+        ids(&uuid(n), &uuid(n + 1));
+        let (code, console, _) = start(&p);
+        assert_eq!(code, Some(0), "{console}");
+        let s = step(&p);
+        assert_eq!(s.mode, Some(mode), "run {n}: {s:?}");
+        if mode == StepMode::Agent {
+            assert!(s.recorded, "run {n}: {s:?}");
+            assert_eq!(s.replay_facts.len(), 2, "{s:?}");
+        }
+    }
+    // The session kept its id on elevation: the fact is broken, the agent fails it.
+    ids(&uuid(7), &uuid(7));
+    let (code, console, _) = start(&p);
+    assert_eq!(code, Some(1), "{console}");
+    let s = step(&p);
+    assert_eq!(s.mode, Some(StepMode::Agent), "{s:?}");
+    assert_eq!(s.status, StepStatus::Error, "{s:?}");
+    // Caught by the fact, or before it by what the passes taught (the ids were never equal).
+    let note = s.replay_note.unwrap_or_default();
+    let by_fact = note.contains("no longer holds") && note.contains("both are");
+    assert!(by_fact || note.contains("soft drift"), "{note}");
+    p.assert_nothing_survives();
+}
+
+/// An agent that answers the facts question with `RESULT ERROR` ("I changed my mind") has
+/// withdrawn its pass: the step fails and nothing is recorded.
+#[test]
+fn a_pass_withdrawn_when_asked_its_facts_fails_and_is_not_recorded() {
+    let p = project();
+    write_latency_check(
+        &p,
+        "fact 1 contains \"latency\"\nwithdraw on a second look the latency is too close to call",
+    );
+    set_latency(&p, 20);
+    let (code, console, _) = start(&p);
+    assert_eq!(code, Some(1), "{console}");
+    let s = p.newest_run_by_test()["latency"].steps[0].clone();
+    assert_eq!(s.status, StepStatus::Error, "{s:?}");
+    assert!(!s.recorded, "{s:?}");
+    let message = s.message.unwrap_or_default();
+    assert!(
+        message.contains("withdrew its pass") && message.contains("too close to call"),
+        "{message}"
+    );
+    assert!(!p.root().join("bugatti.replay/latency.replay.json").exists());
+    p.assert_nothing_survives();
+}

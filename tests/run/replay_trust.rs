@@ -70,7 +70,7 @@ const CHECKS: [Check; 9] = [
         name: "clock",
         good: "date -u +%Y-%m-%dT%H:%M:%SZ",
         broken: "echo 1999-01-01T00:00:00Z",
-        judge: "Check the clock is current.\nexpect_now",
+        judge: "Check the clock is current.\nexpect_now\nfact 1 /(\\S+)/ time within 10m of now",
     },
     Check {
         name: "status",
@@ -141,6 +141,23 @@ fn a_broken_app_drifts_to_the_agent_at_every_check_and_an_unchanged_one_replays_
     let records = latest(&p);
     for name in &names {
         assert!(step(&records, name).recorded, "{name}: {console}");
+    }
+
+    // 1b. The clock's time is the one output that differs: compared exactly until the agent
+    // has seen it vary (a soft drift it passes), then as an offset from the run's clock.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    for (name, record) in p.newest_run_by_test() {
+        let s = &record.steps[0];
+        let mode = if name == "clock" {
+            StepMode::Agent
+        } else {
+            StepMode::Replayed
+        };
+        assert_eq!(s.mode, Some(mode), "{name}: {console}\n{s:?}");
+        let soft = s.replay_drift.as_ref().map(|d| d.soft);
+        assert_eq!(soft, (name == "clock").then_some(true), "{name}: {s:?}");
     }
 
     // 2. Unchanged: every check replays, the agent never starts.
@@ -283,10 +300,10 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
     assert_eq!(mode(&p), Some(StepMode::Agent));
-    // A second later, so that the timestamp differs too (it is current in both runs: not learned).
+    // A second later, so that the timestamp differs too.
     std::thread::sleep(std::time::Duration::from_millis(1100));
-    // Second run: the request id and the duration differ from the recording, and nowhere else
-    // (the timestamp is current in both runs): a soft drift, the agent passes, they are learned.
+    // Second run: the request id, the duration and the timestamp differ from the recording, and
+    // nowhere else: a soft drift, the agent passes, they are learned.
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(0), "{console}");
     let records = latest(&p);
@@ -295,11 +312,12 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
     assert!(s.replay_drift.as_ref().is_some_and(|d| d.soft), "{s:?}");
     let recording = std::fs::read_to_string(p.root().join("bugatti.replay/request.replay.json"))
         .expect("recording");
-    // Each position keeps what it was seen to be: an untied UUID, a duration's range.
+    // Each position keeps what it was seen to be: an untied UUID, a duration's range, the
+    // timestamp's offsets from the run's clock (from 0: inside the run).
     assert!(
         recording.contains(
             "\"volatile\": [[0, 0, {\"kind\": \"uuid\"}], [0, 1, {\"kind\": \"duration\", \"range\": ["
-        ),
+        ) && recording.contains("[0, 2, {\"kind\": \"timestamp\", \"range\": [0.0, "),
         "{recording}"
     );
     // Third run and after: replayed.
@@ -309,8 +327,7 @@ fn outputs_with_a_request_id_and_a_duration_replay_from_the_second_agent_pass_on
         let s = step(&latest(&p), "request").clone();
         assert_eq!(s.mode, Some(StepMode::Replayed), "{console}\n{s:#?}");
     }
-    // The timestamp was never learned (it was current in every pass): a clock stuck in 1999 is
-    // not replayed.
+    // The timestamp was learned as the run's own time: a clock stuck in 1999 is not replayed.
     p.write(
         "app/request.sh",
         "echo \"request $(cat /proc/sys/kernel/random/uuid) took 5ms at 1999-01-01T00:00:00Z\"\necho 'status: ok'",
@@ -484,4 +501,67 @@ fn a_worker_that_dies_after_it_is_ready_drifts_to_the_agent() {
     let worker = step(&records, "worker");
     assert_ne!(code, Some(0), "{console}");
     assert_ne!(worker.status, StepStatus::Ok, "{worker:#?}");
+}
+
+/// The harness is watched as long as the agent would have watched it. The agent takes a couple
+/// of seconds before its first look at a worker (it reads the instruction, thinks); a replay
+/// runs the same look at once. A worker that exits 0.2 s or 1.5 s after it is ready, or logs a
+/// `FATAL` line a second after, was still fine at that instant: only a watch of the harness
+/// until the agent's first look (at most 2 s), checked before the step passes, sees it: the
+/// worker failing while the replay watches (the session ends the step), or the watch's drift to
+/// the agent, which fails the step.
+#[test]
+fn a_worker_that_dies_or_logs_fatal_soon_after_ready_is_no_replayed_pass() {
+    let p = project();
+    let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "{config}\n[commands.worker]\nkind = \"long_lived\"\ncmd = \"sh worker.sh\"\nreadiness = {{ log = \"ready\" }}\n"
+        ),
+    );
+    let healthy = "echo ready\nexec sleep 600\n";
+    p.write("worker.sh", healthy);
+    p.write(
+        "worker.test.toml",
+        "[[steps]]\ninstruction = '''\nCheck the worker is up and healthy.\nsleep 2\n\
+         mcp list_logs {}\nexpect worker: long_lived, running\n\
+         mcp read_log {\"name\": \"worker\"}\nexpect ready\nabsent FATAL\n'''\n",
+    );
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let s = p.newest_run_by_test()["worker"].steps[0].clone();
+    assert_eq!(s.mode, Some(StepMode::Replayed), "{console}");
+
+    for (what, script) in [
+        ("exits 0.2 s after ready", "echo ready\nsleep 0.2\nexit 3\n"),
+        ("exits 1.5 s after ready", "echo ready\nsleep 1.5\nexit 3\n"),
+        (
+            "logs FATAL a second after ready",
+            "echo ready\nsleep 1\necho 'FATAL lost the queue'\nexec sleep 600\n",
+        ),
+    ] {
+        p.write("worker.sh", script);
+        let (code, console) = start(&p, &[]);
+        let s = p.newest_run_by_test()["worker"].steps[0].clone();
+        assert_ne!(code, Some(0), "{what}: {console}");
+        assert_ne!(s.mode, Some(StepMode::Replayed), "{what}: {s:?}");
+        assert_ne!(s.status, StepStatus::Ok, "{what}: {s:?}");
+        // Either the session saw the command fail while the replay watched (a harness failure
+        // ends the step), or the watch found what the agent would have seen: the step went to
+        // the agent, which failed it.
+        let said = format!(
+            "{} {}",
+            s.message.as_deref().unwrap_or_default(),
+            s.replay_note.as_deref().unwrap_or_default()
+        );
+        assert!(
+            said.contains("`worker`"),
+            "{what}: the step names the worker: {s:?}\n{console}"
+        );
+    }
+    p.write("worker.sh", healthy);
+    p.assert_nothing_survives();
 }

@@ -112,7 +112,7 @@ fn a_bad_retries_table_is_refused_before_anything_runs() {
         "t.test.toml",
         "name = \"t\"\n[[steps]]\ninstruction = \"`true`\"\n",
     );
-    let out = p.run(&["start"]);
+    let out = p.start();
     assert_exit(&out, 2);
     let said = format!("{}{}", stdout(&out), crate::common::stderr(&out));
     assert!(

@@ -48,7 +48,7 @@ fn ran(p: &Project) -> Vec<String> {
 #[test]
 fn list_prints_what_start_runs_with_the_same_selection() {
     let p = shop();
-    let all = p.run(&["list"]);
+    let all = p.list();
     assert_exit(&all, 0);
     assert_eq!(
         lines(&all),
@@ -104,7 +104,7 @@ fn list_prints_what_start_runs_with_the_same_selection() {
         "bugatti.config.toml",
         "[provider]\nname = \"shell\"\n[supervisor]\ngrep = \"basket\"\ngrep_invert = \"Refund\"\n",
     );
-    assert_eq!(lines(&p.run(&["list"])), ["basket.test.toml"]);
+    assert_eq!(lines(&p.list()), ["basket.test.toml"]);
     assert_eq!(
         lines(&p.run(&["list", "-g", "pay|Refund"])),
         ["checkout/pay.test.toml"],

@@ -135,7 +135,7 @@ fn a_huge_timeout_is_a_usage_error_naming_where_and_the_limit() {
         "{err}"
     );
     p.write("bugatti.config.toml", &CONFIG.replace("41", &huge));
-    let out = p.run(&["check"]);
+    let out = p.check();
     assert_exit(&out, 2);
     let err = stderr(&out);
     assert!(

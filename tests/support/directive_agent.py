@@ -12,6 +12,7 @@ in a result marker. Each line of a step's instruction is a directive:
                       the agent's environment; $BUGATTI_CDP_HTTP is the http base of the
                       browser's endpoint, e.g. `get $BUGATTI_CDP_HTTP/json/version`)
     expect TEXT       RESULT ERROR unless TEXT is in the last body
+    absent TEXT       RESULT ERROR if TEXT is in the last body
     env NAME          print NAME=value from the agent's environment
     sleep SECS        sleep
     exit CODE         exit the agent process with CODE (a crash mid-step)
@@ -26,8 +27,14 @@ in a result marker. Each line of a step's instruction is a directive:
     age_under RE SECS RESULT ERROR unless the UTC timestamp (…T…Z) RE's group 1 finds is at most
                       SECS seconds old (and not from the future)
     later RE1 RE2     RESULT ERROR unless RE2's timestamp is later than RE1's
+    ahead RE MIN MAX  RESULT ERROR unless RE's timestamp is MIN to MAX seconds after now (negative:
+                      before now)
+    differ RE1 RE2    RESULT ERROR unless RE1's and RE2's group 1 are found and differ
+    descending RE     RESULT ERROR unless the UTC timestamps of every RE match (group 1), in
+                      reading order, are newest first (never one newer than the one before)
     fact TEXT         a fact the pass rests on: stated as `BUGATTI_FACT TEXT` when the harness asks
                       its facts question about this step (a message with "question": "facts")
+    withdraw TEXT     asked that question, answer `RESULT ERROR: TEXT` instead (a pass taken back)
     mcp TOOL JSON     call TOOL of the agent console (MCP over HTTP at $BUGATTI_MCP_URL with
                       $BUGATTI_MCP_TOKEN); its text is printed and kept for `expect`. In JSON,
                       {session_id} and {next_offset} become the last such number an answer gave
@@ -45,6 +52,8 @@ import urllib.request
 MCP = {"next_id": 1, "initialized": False, "session_id": "", "next_offset": ""}
 # The `fact` directives of the last step, stated when the harness asks its facts question.
 FACTS = []
+# A `withdraw` directive of the last step: the facts question is answered RESULT ERROR with it.
+WITHDRAW = []
 
 
 def mcp_post(message):
@@ -131,6 +140,17 @@ def judge(word, args, seen):
         if word == "later":
             a, b = utc(found(args[0], seen)), utc(found(args[1], seen))
             return None if b > a else f"{b} is not later than {a}"
+        if word == "ahead":
+            ahead = (utc(found(args[0], seen)) - datetime.datetime.now(datetime.timezone.utc)).total_seconds()
+            low, high = float(args[1]), float(args[2])
+            return None if low <= ahead <= high else f"{ahead:.0f} s from now, not {low:.0f} to {high:.0f}"
+        if word == "descending":
+            stamps = [utc(m) for m in re.findall(args[0], seen)]
+            bad = [i for i in range(1, len(stamps)) if stamps[i] > stamps[i - 1]]
+            return None if stamps and not bad else f"entry {bad[0] if bad else 0} is out of order"
+        if word == "differ":
+            a, b = found(args[0], seen), found(args[1], seen)
+            return None if a is not None and b is not None and a != b else f"{a} is {b}"
     except (TypeError, ValueError) as err:  # the value is not there: the check fails
         return f"cannot tell: {err}"
     return None
@@ -138,6 +158,7 @@ def judge(word, args, seen):
 
 def run_step(instruction):
     FACTS.clear()
+    WITHDRAW.clear()
     out, body, result = [], "", "RESULT OK"
     seen = ""
     took = 0.0
@@ -171,18 +192,23 @@ def run_step(instruction):
         elif word == "expect":
             if rest not in body:
                 result = f"RESULT ERROR: expected {rest!r} in {body!r}"
+        elif word == "absent":
+            if rest in body:
+                result = f"RESULT ERROR: did not expect {rest!r} in {body!r}"
         elif word == "within":
             if took > float(rest):
                 result = f"RESULT ERROR: the call took {took:.1f} s, more than {rest} s"
         elif word == "expect_now":
             if not current_timestamp_in(body):
                 result = f"RESULT ERROR: no current timestamp in {body!r}"
-        elif word in ("below", "same", "age_under", "later"):
+        elif word in ("below", "same", "age_under", "later", "ahead", "differ", "descending"):
             why = judge(word, rest.split(), seen)
             if why is not None:
                 result = f"RESULT ERROR: {word}: {why}"
         elif word == "fact":
             FACTS.append(rest)
+        elif word == "withdraw":
+            WITHDRAW.append(rest)
         elif word == "env":
             out.append(f"{rest}={os.environ.get(rest, '<unset>')}")
         elif word == "sleep":
@@ -213,6 +239,9 @@ for line in sys.stdin:
     if message.get("type") == "bootstrap":
         reply(["directive agent ready"], "RESULT OK")
     elif message.get("question") == "facts":
-        reply(["BUGATTI_FACT " + fact for fact in FACTS], "RESULT OK")
+        if WITHDRAW:
+            reply(["BUGATTI_FACT " + fact for fact in FACTS], "RESULT ERROR: " + WITHDRAW[0])
+        else:
+            reply(["BUGATTI_FACT " + fact for fact in FACTS], "RESULT OK")
     else:
         run_step(message.get("instruction", ""))

@@ -49,6 +49,11 @@ impl Steps<'_> {
         if let Some(usage) = &verdict.usage {
             self.add_question_cost(done, usage);
         }
+        // `RESULT ERROR` to the question: the agent took its pass back (it saw, on a second
+        // look, what the step failed on). Its word stands, never a recording of the pass.
+        if !verdict.interrupted && verdict.status == StepStatus::Error {
+            return FactsAnswer::Withdrawn(verdict.message);
+        }
         if verdict.interrupted || !matches!(verdict.status, StepStatus::Ok | StepStatus::Warn) {
             return FactsAnswer::NotAnswered(format!(
                 "the facts question was not answered ({}: {}); its replays compare exactly",

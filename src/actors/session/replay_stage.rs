@@ -7,7 +7,7 @@ use super::policy::StepEnd;
 use super::steps::StepRun;
 use super::*;
 use crate::model::replay::StepReplay;
-use crate::replay::session::{After, AgentStep, AgentTurn, Before, StepAsked};
+use crate::replay::session::{After, AgentStep, AgentTurn, Before, FactsAnswer, StepAsked};
 
 /// What a step's replay stage came to. (Once per step, moved at once: its size does not matter.)
 #[allow(clippy::large_enum_variant)]
@@ -116,6 +116,12 @@ impl Steps<'_> {
             After::AskFacts(pending) => pending,
         };
         let answer = self.ask_facts(done, pending.question()).await;
+        if let FactsAnswer::Withdrawn(why) = &answer {
+            // Its last word is the verdict: the step fails as the agent now says.
+            done.verdict.status = StepStatus::Error;
+            done.verdict.message =
+                format!("the agent withdrew its pass when asked its facts: {why}");
+        }
         let cost = done.usage.as_ref().and_then(|u| u.cost_usd);
         let replay = self.kit.replay.as_mut()?;
         Some(replay.record(pending, answer, cost))

@@ -1,0 +1,254 @@
+//! The harness watched as long as the agent would have watched it (see docs/replay.md, "What
+//! replay watches"). A replay runs its actions at shell speed: a test whose steps all replay can
+//! end ~70 ms after the harness is ready, while the agent's first look came seconds later, when
+//! a worker that dies (or logs `FATAL`) a second after printing `ready` had already done so. So,
+//! once per test, a replayed step passes only after the harness has been up for
+//! [`window`] (the recorded time from readiness to the agent's first look, at most [`CAP`]),
+//! waited alongside the replayed actions (not added to them when they took longer), and only
+//! when then:
+//! - every long-lived harness command that ran when the test's replay began still runs;
+//! - the logs the step read (`read_log`, `wait_for_log`) have no new error-level line (`FATAL`,
+//!   `ERROR`, `panic`, a traceback, …) that the step's recorded answers did not have.
+//!
+//! Either is a drift: the step goes to the agent, which looks for itself.
+
+use super::action::Action;
+use super::console::{ConsoleAction, ConsoleTool};
+use super::format::RecordedStep;
+use super::verdict::{Fallback, ReplayVerdict as Verdict};
+use crate::console::logs::{self, LogSource};
+use crate::console::Console;
+use regex::Regex;
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+use std::time::{Duration, Instant};
+
+/// The longest a replay watches the harness before its first step may pass.
+pub const CAP: Duration = Duration::from_secs(2);
+
+/// The most bytes of one log's new lines looked at (a chatty worker is not read whole).
+const MAX_NEW_BYTES: usize = 1 << 20;
+
+/// A log line at error level, as loggers and runtimes write one.
+static ERROR_LEVEL: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(
+        r#"\b(FATAL|ERROR|CRITICAL|PANIC|EMERG|ALERT|Traceback|panicked|Unhandled|Uncaught)\b|(?i:\blevel"?[=:]\s*"?(error|fatal|critical)\b)|(?i:^\s*\[?(error|fatal|critical)\]?[:\s])"#,
+    )
+    .expect("a valid regex")
+});
+
+/// What a line keeps when compared with a recorded one: its words, not its numbers (a time, a
+/// pid, a count differ every run; the error does not).
+static NUMBERS: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"[0-9a-fA-F]*[0-9][0-9a-fA-F]*").expect("a valid regex"));
+
+/// How long the replay watches: the recorded time from readiness to the agent's first look,
+/// at most [`CAP`] (a recording that does not say: [`CAP`]).
+pub fn window(first_look: Option<Duration>) -> Duration {
+    first_look.map_or(CAP, |d| d.min(CAP))
+}
+
+/// The error-level lines of `text`, each as compared (numbers masked).
+pub fn error_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| ERROR_LEVEL.is_match(l))
+        .map(|l| NUMBERS.replace_all(l.trim(), "0").into_owned())
+        .collect()
+}
+
+fn long_lived(log: &LogSource) -> bool {
+    log.kind.replace('-', "_") == "long_lived" && log.hub.is_some()
+}
+
+/// A long-lived command whose output has not ended.
+fn runs(log: &LogSource) -> bool {
+    long_lived(log) && log.hub.as_ref().is_some_and(|h| !h.output_ended())
+}
+
+/// One test's watch of its harness, from the moment its replay began (the harness was ready).
+#[derive(Debug)]
+pub struct HarnessWatch {
+    began: Instant,
+    /// The long-lived commands that are to keep running.
+    running: Vec<String>,
+    /// Each log's length then: what follows is new.
+    offsets: BTreeMap<String, u64>,
+}
+
+impl HarnessWatch {
+    /// The harness as the test's replay finds it; `None` without long-lived commands (nothing
+    /// runs that could die unseen). Every long-lived command that started is to be running:
+    /// the harness was ready, so each one was (one that died before this look died unseen).
+    pub fn begin(console: &Console) -> Option<Self> {
+        let harness = console.harness_logs();
+        let running: Vec<String> = harness
+            .iter()
+            .filter(|l| long_lived(l))
+            .map(|l| l.name.clone())
+            .collect();
+        if running.is_empty() {
+            return None;
+        }
+        Some(Self {
+            began: Instant::now(),
+            running,
+            offsets: harness
+                .iter()
+                .map(|l| (l.name.clone(), logs::log_len(&l.path)))
+                .collect(),
+        })
+    }
+
+    /// When the watch ends: `window` after the replay began.
+    pub fn until(&self, window: Duration) -> Instant {
+        self.began + window
+    }
+
+    /// Before a replayed step passes: waits out the watch (`window` after the replay began; no
+    /// wait once that is past), then checks the harness. `read`: each log the step read, with
+    /// the step's recorded answers from it. `Err`: the drift, in words.
+    pub async fn check(
+        &self,
+        console: &Console,
+        window: Duration,
+        read: &BTreeMap<String, String>,
+    ) -> Result<(), String> {
+        tokio::time::sleep_until(tokio::time::Instant::from_std(self.until(window))).await;
+        let harness = console.harness_logs();
+        for name in &self.running {
+            let Some(log) = harness.iter().find(|l| &l.name == name) else {
+                continue;
+            };
+            if !runs(log) {
+                return Err(format!(
+                    "the harness command `{name}` is no longer running {:.1} s into the \
+                     replay; the agent, looking then, would have seen it stopped",
+                    self.began.elapsed().as_secs_f64()
+                ));
+            }
+        }
+        for (name, recorded) in read {
+            let Some(log) = harness.iter().find(|l| &l.name == name) else {
+                continue;
+            };
+            let from = self.offsets.get(name).copied().unwrap_or(0);
+            let new = logs::read_at(&log.path, from, MAX_NEW_BYTES)
+                .map(|c| String::from_utf8_lossy(&c.bytes).into_owned())
+                .unwrap_or_default();
+            if let Some(line) = unrecorded_error(&new, recorded) {
+                return Err(format!(
+                    "`{name}`'s log has an error-level line the recording did not have: {line}"
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A replayed step's verdict after the watch: a pass stands only when the harness held up
+/// (`watch`: the test's, begun when its replay began; `None` when nothing long-lived runs);
+/// otherwise the drift, at the step's last action.
+pub async fn watched(
+    watch: Option<&HarnessWatch>,
+    console: Option<&Console>,
+    step: &RecordedStep,
+    verdict: Verdict,
+) -> Verdict {
+    let (Verdict::Replayed { .. }, Some(watch), Some(console)) = (&verdict, watch, console) else {
+        return verdict;
+    };
+    match watch.check(console, window(None), &logs_read(step)).await {
+        Ok(()) => verdict,
+        Err(reason) => Verdict::Fallback(Fallback::Failed {
+            action: step.actions.len().saturating_sub(1),
+            reason,
+        }),
+    }
+}
+
+/// The logs `step` read (`read_log`, `wait_for_log`), each with the step's recorded answers.
+fn logs_read(step: &RecordedStep) -> BTreeMap<String, String> {
+    let mut read: BTreeMap<String, String> = BTreeMap::new();
+    for action in &step.actions {
+        if let Action::Console(ConsoleAction {
+            tool: ConsoleTool::ReadLog | ConsoleTool::WaitForLog,
+            arguments,
+            output,
+            ..
+        }) = action
+        {
+            if let Some(name) = arguments["name"].as_str() {
+                let all = read.entry(name.to_string()).or_default();
+                all.push_str(output);
+                all.push('\n');
+            }
+        }
+    }
+    read
+}
+
+/// The first error-level line of `new` that `recorded` does not have (as many times), numbers
+/// aside.
+pub fn unrecorded_error(new: &str, recorded: &str) -> Option<String> {
+    let mut known: BTreeMap<String, usize> = BTreeMap::new();
+    for l in error_lines(recorded) {
+        *known.entry(l).or_default() += 1;
+    }
+    new.lines().find_map(|line| {
+        let key = error_lines(line).pop()?;
+        match known.get_mut(&key) {
+            Some(n) if *n > 0 => {
+                *n -= 1;
+                None
+            }
+            _ => Some(line.trim().chars().take(300).collect()),
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_level_lines_are_told_from_others() {
+        let log = "ready on :8080\nINFO tick 3\nFATAL: queue gone\n\
+                   2026-11-28T10:00:00Z ERROR db timeout\nlevel=error msg=x\n\
+                   {\"level\":\"error\"}\nthread 'main' panicked at src/main.rs:3\n\
+                   0 errors, 0 warnings\nerror_count=0\nTraceback (most recent call last):\n\
+                   [error] upstream closed";
+        assert_eq!(error_lines(log).len(), 7, "{:?}", error_lines(log));
+    }
+
+    #[test]
+    fn a_new_error_line_the_recording_lacked_is_found_and_a_recorded_one_is_not() {
+        let recorded = "Output:\nready\nERROR cache miss for key 17\n";
+        assert_eq!(
+            unrecorded_error("INFO ok\nERROR cache miss for key 42\n", recorded),
+            None
+        );
+        // Twice where it was once: the second one is new.
+        assert_eq!(
+            unrecorded_error(
+                "ERROR cache miss for key 1\nERROR cache miss for key 2\n",
+                recorded
+            ),
+            Some("ERROR cache miss for key 2".to_string())
+        );
+        assert_eq!(
+            unrecorded_error("FATAL worker lost its queue\n", recorded),
+            Some("FATAL worker lost its queue".to_string())
+        );
+        assert_eq!(unrecorded_error("tick\ntick\n", ""), None);
+    }
+
+    #[test]
+    fn the_window_is_the_agents_first_look_at_most_two_seconds() {
+        assert_eq!(window(None), CAP);
+        assert_eq!(
+            window(Some(Duration::from_millis(300))),
+            Duration::from_millis(300)
+        );
+        assert_eq!(window(Some(Duration::from_secs(40))), CAP);
+    }
+}
