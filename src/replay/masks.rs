@@ -124,16 +124,7 @@ pub fn check(expected: &str, seen: &str, rules: &Rules<'_>) -> (MaskedDiff, Vec<
         let Some((action, line, token)) = l.domain.as_ref().and_then(|d| d.tie) else {
             continue;
         };
-        let there = Position { line, token };
-        let other = if action == rules.action {
-            token_at(seen, there)
-        } else {
-            rules
-                .earlier
-                .get(action)
-                .and_then(Option::as_deref)
-                .and_then(|text| token_at(text, there))
-        };
+        let other = token_of(rules, seen, action, Position { line, token });
         let here = token_at(seen, l.at);
         if here.is_none() || here != other {
             soft.push(l.at);
@@ -145,16 +136,7 @@ pub fn check(expected: &str, seen: &str, rules: &Rules<'_>) -> (MaskedDiff, Vec<
         let Some(d) = l.domain.as_ref() else { continue };
         let here = token_at(seen, l.at);
         let equal = d.apart.iter().any(|&(action, line, token)| {
-            let there = Position { line, token };
-            let other = if action == rules.action {
-                token_at(seen, there)
-            } else {
-                rules
-                    .earlier
-                    .get(action)
-                    .and_then(Option::as_deref)
-                    .and_then(|text| token_at(text, there))
-            };
+            let other = token_of(rules, seen, action, Position { line, token });
             here.is_some() && here == other
         });
         if equal {
@@ -167,6 +149,26 @@ pub fn check(expected: &str, seen: &str, rules: &Rules<'_>) -> (MaskedDiff, Vec<
         (MaskedDiff::Same, varied)
     } else {
         (MaskedDiff::Soft(soft), Vec::new())
+    }
+}
+
+/// The token at `there` of `action`'s output as seen now: this step's own output for the action
+/// being compared, else the earlier action's recorded-today output (ties and "kept apart" both
+/// name a token of either).
+fn token_of<'t>(
+    rules: &'t Rules<'_>,
+    seen: &'t str,
+    action: usize,
+    there: Position,
+) -> Option<&'t str> {
+    if action == rules.action {
+        token_at(seen, there)
+    } else {
+        rules
+            .earlier
+            .get(action)
+            .and_then(Option::as_deref)
+            .and_then(|text| token_at(text, there))
     }
 }
 
