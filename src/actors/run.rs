@@ -206,6 +206,7 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
             suite_id: suite_id.clone(),
             max_log_bytes: suite.base.supervisor.max_log_bytes.value,
         });
+    let suite_dir = SuitePaths::under(&artifact_dir, &suite_id).dir;
     let (done_tx, done_rx) = tokio::sync::oneshot::channel();
     let args = SupervisorArgs {
         suite,
@@ -236,6 +237,10 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     reporter.stop(None);
     let _ = reporter_task.await;
     let _ = logs.close_all();
+    if let Some(value) = options.otlp.clone() {
+        // A POST may wait on a slow collector: not on a worker of the runtime.
+        let _ = tokio::task::spawn_blocking(move || export_otlp(&suite_dir, &value)).await;
+    }
     drop(job_control);
     // Signals are still honoured while the hook runs: the listener lives until it is done.
     let reason = match on_finish {
@@ -244,6 +249,19 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     };
     drop(listener);
     reason
+}
+
+/// `start --otlp`: the suite just written, exported as OpenTelemetry spans; a failure is said
+/// on stderr and changes nothing else (docs/reports.md, "OpenTelemetry").
+fn export_otlp(suite_dir: &std::path::Path, value: &str) {
+    use crate::report::store::{artifact_dir::load_suite, otlp_export::export_suite};
+    let exported = load_suite(suite_dir)
+        .map_err(|e| format!("the OpenTelemetry export to {value} failed: {e}"))
+        .and_then(|loaded| export_suite(&loaded.summary, &loaded.records, value));
+    match exported {
+        Ok(target) => println!("supervisor: OpenTelemetry spans exported to {target}"),
+        Err(line) => stderr_notice(&line),
+    }
 }
 
 /// The supervisor actor ended without answering (a panic in it: a bug). Its sessions cannot

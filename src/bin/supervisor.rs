@@ -102,6 +102,11 @@ enum Command {
         /// chrome://tracing): a process per test, threads setup / steps / agent
         #[arg(long = "chrome-trace", value_name = "FILE")]
         chrome_trace: Option<PathBuf>,
+        /// Also export the suite as OpenTelemetry spans: OTLP/JSON to FILE, or POSTed to a
+        /// collector's URL (OTLP/HTTP; a bare `http://host:port` gets `/v1/traces`); `env`: the
+        /// collector OTEL_EXPORTER_OTLP_ENDPOINT names. A failed export is said, never the exit code
+        #[arg(long, value_name = "FILE|URL|env")]
+        otlp: Option<String>,
         /// Project config [default: ./bugatti.config.toml if present]
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
@@ -216,6 +221,11 @@ struct RunArgs {
     /// renewed) or only (no agent: a step without a usable recording is an error)
     #[arg(long, value_name = "MODE")]
     replay: Option<ReplayMode>,
+    /// Also export the suite as OpenTelemetry spans when it ends: OTLP/JSON to FILE, or POSTed
+    /// to a collector's URL; `env`: the collector OTEL_EXPORTER_OTLP_ENDPOINT names (as
+    /// `report --otlp`). A failed export is said, never the exit code
+    #[arg(long, value_name = "FILE|URL|env")]
+    otlp: Option<String>,
     /// Less console output
     #[arg(short, long, conflicts_with = "verbose")]
     quiet: bool,
@@ -317,6 +327,7 @@ impl RunArgs {
             copies: self.copies.copies,
             rerun_failed: self.rerun_failed,
             replay: self.replay,
+            otlp: self.otlp,
             verbosity: if self.quiet {
                 Verbosity::Quiet
             } else if self.verbose {
@@ -357,12 +368,14 @@ fn main() -> ExitCode {
             trends,
             history,
             chrome_trace,
+            otlp,
             config,
         } => cli::report(
             suite.as_deref(),
             open,
             trends.then_some(history),
             chrome_trace,
+            otlp,
             config,
         ),
         Command::Clean {

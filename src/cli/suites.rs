@@ -184,6 +184,7 @@ pub fn report(
     open: bool,
     trends: Option<Option<PathBuf>>,
     chrome_trace: Option<PathBuf>,
+    otlp: Option<String>,
     config: Option<PathBuf>,
 ) -> Exit {
     restore_default_sigpipe();
@@ -218,6 +219,17 @@ pub fn report(
     println!("junit.xml:    {}", d.junit().display());
     if let Some(file) = &chrome_trace {
         println!("chrome trace: {}", file.display());
+    }
+    if let Some(value) = &otlp {
+        // A failed export is said, never the exit code (docs/reports.md, "OpenTelemetry").
+        match crate::report::store::otlp_export::export_suite(
+            &loaded.summary,
+            &loaded.records,
+            value,
+        ) {
+            Ok(target) => println!("otlp:         {target}"),
+            Err(line) => eprintln!("warning: {line}"),
+        }
     }
     println!();
     print!("{}", loaded.summary.to_markdown());

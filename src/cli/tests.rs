@@ -132,7 +132,8 @@ fn report_exits_by_the_suites_verdict_and_2_for_no_such_suite() {
     let artifacts = dir.path().join(".bugatti");
     let (passed, _) = stored_suite(&artifacts, &[]);
     let (_, failed_dir) = stored_suite(&artifacts, &["a.test.toml".to_string()]);
-    let report_of = |which: &str| report(Some(which), false, None, None, Some(config.clone()));
+    let report_of =
+        |which: &str| report(Some(which), false, None, None, None, Some(config.clone()));
     assert_eq!(report_of(passed.as_str()), Exit::SUCCESS);
     assert_eq!(report_of(&failed_dir.display().to_string()), Exit::FAILED);
     assert_eq!(report_of("no-such-suite"), Exit::USAGE);

@@ -36,4 +36,5 @@ pub mod substitute;
 pub mod test_file;
 pub mod toml_read;
 pub mod tool_call;
+pub mod trace_context;
 pub mod user_file;

@@ -73,6 +73,9 @@ pub struct RunOptions {
     pub verbosity: Verbosity,
     /// `--replay MODE`: over `[replay] mode` (docs/replay.md). Validated.
     pub replay: Option<super::replay::ReplayMode>,
+    /// `--otlp FILE|URL|env`: the suite's OpenTelemetry spans, exported once it ended
+    /// (docs/reports.md, "OpenTelemetry").
+    pub otlp: Option<String>,
 }
 
 #[cfg(test)]

@@ -500,8 +500,15 @@ impl Provider for CommandProvider {
             "source_index": request.source_index,
             "include_chain": request.include_chain,
             "instruction": request.instruction,
+            // The step's span (W3C Trace Context): the process started under the run's span
+            // (`TRACEPARENT`), and what it exports for this step nests under this one.
+            "traceparent": crate::model::trace_context::step_traceparent(
+                facts.suite_id.as_str(),
+                facts.run_id.as_str(),
+                request.step_id,
+            ),
         });
-        // Only a question carries the key: a step message stays as it always was.
+        // Only a question carries the `question` key: a step message has none.
         if let Some(question) = request.question {
             line["question"] = json!(question.as_str());
         }

@@ -37,6 +37,7 @@ use crate::model::ids::{RunId, SessionId, StepId, SuiteId};
 use crate::model::markers::Evidence;
 use crate::model::outcome::{StepStatus, TeardownState};
 use crate::model::redact::Secrets;
+use crate::model::trace_context;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -441,11 +442,27 @@ pub fn create(context: AgentContext) -> Box<dyn Provider> {
 /// The agent's environment: (optionally) the supervisor's own without Claude Code's nesting
 /// variables, then the session's, then the agent marker.
 pub fn agent_env(spec: &AgentSpec, facts: &SessionFacts) -> Vec<(String, String)> {
-    env_over(
+    let mut env = env_over(
         inherited(spec),
         &facts.env,
         facts.console.as_ref(),
         &facts.run_id,
+    );
+    // A long-lived agent (Claude Code, a `command` agent) lives across the steps: it starts
+    // under the run's span; a process per step gets its step's span ([`step_traceparent`]).
+    env.push((
+        trace_context::TRACEPARENT_ENV.to_string(),
+        trace_context::run_traceparent(facts.suite_id.as_str(), facts.run_id.as_str()),
+    ));
+    env
+}
+
+/// `TRACEPARENT` for the process that carries out `step_id` (docs/reports.md,
+/// "OpenTelemetry"): the step's own span, so what the agent CLI exports nests under it.
+pub fn step_traceparent(facts: &SessionFacts, step_id: StepId) -> (String, String) {
+    (
+        trace_context::TRACEPARENT_ENV.to_string(),
+        trace_context::step_traceparent(facts.suite_id.as_str(), facts.run_id.as_str(), step_id),
     )
 }
 

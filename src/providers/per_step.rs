@@ -97,6 +97,7 @@ impl PerStep {
         let mut env = agent_env(&ctx.spec, &ctx.facts);
         env.extend(command.env);
         env.push(("BUGATTI_STEP_ID".into(), step_id.to_string()));
+        env.push(super::step_traceparent(&ctx.facts, step_id));
         let spawn = SpawnSpec {
             program: ctx.spec.program.clone(),
             args: command.args,

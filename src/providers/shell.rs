@@ -164,6 +164,7 @@ impl ShellProvider {
         let facts = &self.ctx.facts;
         let mut env = agent_env(&self.ctx.spec, facts);
         env.push(("BUGATTI_STEP_ID".into(), step_id.to_string()));
+        env.push(super::step_traceparent(facts, step_id));
         let script = format!("exec 2>&1\n{command}");
         let owner = Owner::new(Scope::run(facts.run_id.clone()), Role::ShellStep(step_id));
         let mut launch = Launch::shell(

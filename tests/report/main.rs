@@ -19,5 +19,6 @@ mod history;
 mod html_browser;
 mod instruction_sent;
 mod merge_untrusted;
+mod otlp;
 mod run_files;
 mod suite;

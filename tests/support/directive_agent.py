@@ -14,6 +14,7 @@ in a result marker. Each line of a step's instruction is a directive:
     expect TEXT       RESULT ERROR unless TEXT is in the last body
     absent TEXT       RESULT ERROR if TEXT is in the last body
     env NAME          print NAME=value from the agent's environment
+    field NAME        log (BUGATTI_LOG) NAME=value of this step's message (`field traceparent`)
     sleep SECS        sleep
     exit CODE         exit the agent process with CODE (a crash mid-step)
     panic             same as `exit 70`, for readability
@@ -54,6 +55,8 @@ MCP = {"next_id": 1, "initialized": False, "session_id": "", "next_offset": ""}
 FACTS = []
 # A `withdraw` directive of the last step: the facts question is answered RESULT ERROR with it.
 WITHDRAW = []
+# The step message being answered, for `field`.
+MESSAGE = {}
 
 
 def mcp_post(message):
@@ -211,6 +214,8 @@ def run_step(instruction):
             WITHDRAW.append(rest)
         elif word == "env":
             out.append(f"{rest}={os.environ.get(rest, '<unset>')}")
+        elif word == "field":
+            out.append(f"BUGATTI_LOG {rest}={MESSAGE.get(rest, '<unset>')}")
         elif word == "sleep":
             sys.stdout.flush()
             time.sleep(float(rest))
@@ -244,4 +249,5 @@ for line in sys.stdin:
         else:
             reply(["BUGATTI_FACT " + fact for fact in FACTS], "RESULT OK")
     else:
+        MESSAGE = message
         run_step(message.get("instruction", ""))

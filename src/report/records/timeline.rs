@@ -272,7 +272,29 @@ pub fn lane(record: &RunRecord) -> Lane {
                 });
             }
         }
-        let actions = &step.replay_actions;
+        // A replayed console action ran through the console: it is one of the console calls
+        // above already, measured. The others (the agent's own tools replayed) are ticks here.
+        let mut console_labels: Vec<String> = step
+            .console_calls
+            .iter()
+            .map(|c| format!("{} {}", c.tool, c.summary))
+            .collect();
+        let actions: Vec<_> = step
+            .replay_actions
+            .iter()
+            .filter(|a| {
+                match console_labels
+                    .iter()
+                    .position(|l| l.trim() == a.what.trim())
+                {
+                    Some(at) => {
+                        console_labels.remove(at);
+                        false
+                    }
+                    None => true,
+                }
+            })
+            .collect();
         for (k, action) in actions.iter().enumerate() {
             ticks.push(Tick {
                 kind: if is_browser(&action.what) {

@@ -6,6 +6,7 @@
 pub mod artifact_dir;
 pub mod event_log;
 pub mod harness_log;
+pub mod otlp_export;
 pub mod recover;
 pub mod run_writer;
 pub mod suite_files;
