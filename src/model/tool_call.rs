@@ -29,6 +29,9 @@ pub struct ShellRun {
 pub struct ToolCall {
     /// When the stream showed the call: orders it among the console calls of the same step.
     pub at: Instant,
+    /// When the stream showed its result (`None`: not seen); with `at`, where the call sits on
+    /// the step's timeline (docs/reports.md, "The page you look at").
+    pub answered: Option<Instant>,
     /// As the provider names it: `Bash`, `Edit`, `mcp__bugatti__exec_command`,
     /// `command_execution`, `file_change`, `mcp__browser__browser_click`, …
     pub tool: String,

@@ -73,6 +73,7 @@ impl ToolCalls {
         }
         self.calls.push(ToolCall {
             at: Instant::now(),
+            answered: None,
             tool,
             shell,
             unreplayable,
@@ -108,7 +109,9 @@ impl ToolCalls {
     /// The call a result answers (by its id), no longer pending.
     fn answered(&mut self, id: Option<&str>) -> Option<&mut ToolCall> {
         let index = self.pending.remove(id?)?;
-        self.calls.get_mut(index)
+        let call = self.calls.get_mut(index)?;
+        call.answered = Some(Instant::now());
+        Some(call)
     }
 
     /// A Codex `item.completed`.
@@ -130,8 +133,10 @@ impl ToolCalls {
                 }),
             ),
             Some("mcp_tool_call") => {
+                let now = Instant::now();
                 let call = ToolCall {
-                    at: Instant::now(),
+                    at: now,
+                    answered: Some(now),
                     tool: format!(
                         "mcp__{}__{}",
                         item["server"].as_str().unwrap_or("?"),
@@ -154,8 +159,10 @@ impl ToolCalls {
             .as_ref()
             .filter(|s| s.exit_code.is_none())
             .map(|_| "the agent's command did not run to an exit code".to_string());
+        let now = Instant::now();
         self.calls.push(ToolCall {
-            at: Instant::now(),
+            at: now,
+            answered: Some(now),
             tool,
             shell,
             unreplayable,
@@ -190,6 +197,7 @@ impl ToolCalls {
         }
         self.calls.push(ToolCall {
             at: Instant::now(),
+            answered: None,
             tool,
             shell,
             unreplayable: None,

@@ -39,6 +39,7 @@ fn step() -> PlannedStep {
 fn shell_call(command: &str, output: &str) -> ToolCall {
     ToolCall {
         at: std::time::Instant::now(),
+        answered: None,
         tool: "Bash".into(),
         shell: Some(ShellRun {
             command: command.into(),

@@ -80,6 +80,7 @@ impl Steps<'_> {
                 return Err(end);
             }
         };
+        self.emit_tool_calls(id, &verdict.tool_calls);
         let usage = verdict.usage.as_ref().map(usage_of);
         self.budget_after(&mut verdict);
         let judged = verdict.status;

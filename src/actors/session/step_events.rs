@@ -5,6 +5,44 @@
 use super::*;
 use crate::console::record::CallRecord;
 use crate::model::ids::StepId;
+use crate::model::tool_call::ToolCall;
+
+/// The console's own MCP server is `bugatti`: a call to it is a console call, recorded there.
+fn is_console_tool(tool: &str) -> bool {
+    tool.starts_with("mcp__bugatti__")
+}
+
+/// A tool call in one line for the timeline: its command, else the first of its inputs that
+/// names what it touched, else its input as JSON; cut to 160 characters.
+fn tool_summary(call: &ToolCall) -> String {
+    let line = match &call.shell {
+        Some(shell) => shell.command.clone(),
+        None => [
+            "url",
+            "file_path",
+            "path",
+            "pattern",
+            "command",
+            "element",
+            "text",
+        ]
+        .iter()
+        .find_map(|k| call.input[*k].as_str().map(str::to_string))
+        .unwrap_or_else(|| {
+            if call.input.is_null() {
+                String::new()
+            } else {
+                call.input.to_string()
+            }
+        }),
+    };
+    let line = line.lines().next().unwrap_or_default();
+    if line.chars().count() > 160 {
+        format!("{}…", line.chars().take(159).collect::<String>())
+    } else {
+        line.to_string()
+    }
+}
 
 impl Steps<'_> {
     /// The console calls made since the last step ended, reported with this step.
@@ -14,9 +52,19 @@ impl Steps<'_> {
         };
         let calls = server.console().recorder().take_calls();
         for call in calls.iter().cloned() {
+            // `at` is when the call ended: it began its duration before.
+            let started_at = chrono::DateTime::parse_from_rfc3339(&call.at)
+                .ok()
+                .map(|end| {
+                    end.with_timezone(&chrono::Utc)
+                        - chrono::Duration::milliseconds(
+                            i64::try_from(call.duration_ms).unwrap_or(0),
+                        )
+                });
             self.session.emit(EventKind::ConsoleCall {
                 step_id,
                 summary: call.summary(),
+                started_at,
                 tool: call.tool,
                 duration_ms: call.duration_ms,
                 exit_code: call.exit_code,
@@ -25,6 +73,34 @@ impl Steps<'_> {
             });
         }
         calls
+    }
+
+    /// The tools the agent itself called during the step, each at the time its stream showed
+    /// it; its calls to the console are the console's own records ([`Self::emit_console_calls`]).
+    pub(super) fn emit_tool_calls(&self, step_id: StepId, calls: &[ToolCall]) {
+        let (now, wall) = (std::time::Instant::now(), chrono::Utc::now());
+        let wall_of = |at: std::time::Instant| {
+            wall - chrono::Duration::from_std(now.saturating_duration_since(at))
+                .unwrap_or_else(|_| chrono::Duration::zero())
+        };
+        for call in calls.iter().filter(|c| !is_console_tool(&c.tool)) {
+            let duration_ms = call.answered.map(|end| {
+                u64::try_from(end.saturating_duration_since(call.at).as_millis())
+                    .unwrap_or(u64::MAX)
+            });
+            self.session.emit(EventKind::AgentToolCall {
+                step_id,
+                tool: call.tool.clone(),
+                summary: tool_summary(call),
+                started_at: wall_of(call.at),
+                duration_ms,
+                is_error: call.answer.as_ref().is_some_and(|a| a.is_error)
+                    || call
+                        .shell
+                        .as_ref()
+                        .is_some_and(|s| s.exit_code.is_some_and(|c| c != 0)),
+            });
+        }
     }
 
     /// The evidence the supervisor takes from the browser at the end of a step, and

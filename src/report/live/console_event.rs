@@ -105,6 +105,20 @@ pub(crate) fn event_line(kind: &EventKind, phase: Phase) -> Option<Line> {
             ),
             Verbose,
         ),
+        EventKind::AgentToolCall {
+            tool,
+            summary,
+            duration_ms,
+            is_error,
+            ..
+        } => (
+            format!(
+                "TOOL ........... {tool} {summary}{}{}",
+                duration_ms.map_or(String::new(), |d| format!(" ({d} ms)")),
+                if *is_error { ", failed" } else { "" }
+            ),
+            Verbose,
+        ),
         EventKind::SessionPrepared {
             workspace,
             ports,

@@ -260,10 +260,29 @@ pub enum EventKind {
         tool: String,
         /// The call in one line: its command, session, log or pattern (secrets redacted).
         summary: String,
+        /// When the call began (absent in events written before it was kept): where it sits on
+        /// the step's timeline.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        started_at: Option<DateTime<Utc>>,
         duration_ms: u64,
         #[serde(skip_serializing_if = "Option::is_none", default)]
         exit_code: Option<i32>,
         bytes: u64,
+        is_error: bool,
+    },
+    /// A tool the agent itself called during a step (its shell, a file read, a browser tool),
+    /// as its stream showed it from the call to its result; sent before its step's
+    /// `step_finished`. Its calls to the console are `console_call`s instead.
+    AgentToolCall {
+        step_id: StepId,
+        /// As the provider names it: `Bash`, `Read`, `mcp__browser__browser_click`, …
+        tool: String,
+        /// The call in one line: its command, path, URL or input (secrets redacted, cut).
+        summary: String,
+        started_at: DateTime<Utc>,
+        /// From the call to its result; absent when the stream showed no result.
+        #[serde(skip_serializing_if = "Option::is_none", default)]
+        duration_ms: Option<u64>,
         is_error: bool,
     },
     StepFinished {
@@ -353,6 +372,7 @@ impl EventKind {
             Self::AgentLog { .. } => "agent_log",
             Self::Evidence { .. } => "evidence",
             Self::ConsoleCall { .. } => "console_call",
+            Self::AgentToolCall { .. } => "agent_tool_call",
             Self::StepFinished { .. } => "step_finished",
             Self::HarnessLogExcerpt { .. } => "harness_log_excerpt",
             Self::AgentRestarted { .. } => "agent_restarted",

@@ -82,10 +82,24 @@ pub struct EvidenceRecord {
 pub struct ConsoleCallRecord {
     pub tool: String,
     pub summary: String,
+    /// When the call began (absent in records written before it was kept).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub started_at: Option<DateTime<Utc>>,
     pub duration_ms: u64,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub exit_code: Option<i32>,
     pub bytes: u64,
+    pub is_error: bool,
+}
+
+/// One tool the agent itself called during a step, from the call to its result (docs/reports.md).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ToolCallRecord {
+    pub tool: String,
+    pub summary: String,
+    pub started_at: DateTime<Utc>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub duration_ms: Option<u64>,
     pub is_error: bool,
 }
 
@@ -127,6 +141,10 @@ pub struct StepRecord {
     /// The agent console calls made during the step, in order (docs/console.md).
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub console_calls: Vec<ConsoleCallRecord>,
+    /// The tools the agent itself called during the step, in order, each at its time
+    /// (its console calls are `console_calls`).
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub tool_calls: Vec<ToolCallRecord>,
     /// docs/replay.md: `replayed` (passed without the model) or `agent`; unset where replay does not
     /// apply (the `shell` provider, `[replay] mode = "off"`, a step that never ran).
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -322,6 +340,7 @@ impl RunRecord {
                     logs: Vec::new(),
                     evidence: Vec::new(),
                     console_calls: Vec::new(),
+                    tool_calls: Vec::new(),
                     usage: None,
                     agent_turns: None,
                     cost_usd: None,
@@ -455,6 +474,53 @@ impl RunRecord {
         &mut self.commands[index]
     }
 
+    /// A console call or a tool call of the agent: one more action of its step.
+    fn apply_action(&mut self, kind: &EventKind) {
+        match kind {
+            EventKind::ConsoleCall {
+                step_id,
+                tool,
+                summary,
+                started_at,
+                duration_ms,
+                exit_code,
+                bytes,
+                is_error,
+            } => {
+                if let Some(step) = self.step_mut(*step_id, "console_call") {
+                    step.console_calls.push(ConsoleCallRecord {
+                        tool: tool.clone(),
+                        summary: summary.clone(),
+                        started_at: *started_at,
+                        duration_ms: *duration_ms,
+                        exit_code: *exit_code,
+                        bytes: *bytes,
+                        is_error: *is_error,
+                    });
+                }
+            }
+            EventKind::AgentToolCall {
+                step_id,
+                tool,
+                summary,
+                started_at,
+                duration_ms,
+                is_error,
+            } => {
+                if let Some(step) = self.step_mut(*step_id, "agent_tool_call") {
+                    step.tool_calls.push(ToolCallRecord {
+                        tool: tool.clone(),
+                        summary: summary.clone(),
+                        started_at: *started_at,
+                        duration_ms: *duration_ms,
+                        is_error: *is_error,
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Brings the record up to date with one event of this run.
     pub fn apply(&mut self, event: &Event) {
         match &event.kind {
@@ -482,25 +548,8 @@ impl RunRecord {
                     step.logs.push(message.clone());
                 }
             }
-            EventKind::ConsoleCall {
-                step_id,
-                tool,
-                summary,
-                duration_ms,
-                exit_code,
-                bytes,
-                is_error,
-            } => {
-                if let Some(step) = self.step_mut(*step_id, "console_call") {
-                    step.console_calls.push(ConsoleCallRecord {
-                        tool: tool.clone(),
-                        summary: summary.clone(),
-                        duration_ms: *duration_ms,
-                        exit_code: *exit_code,
-                        bytes: *bytes,
-                        is_error: *is_error,
-                    });
-                }
+            EventKind::ConsoleCall { .. } | EventKind::AgentToolCall { .. } => {
+                self.apply_action(&event.kind);
             }
             EventKind::Evidence {
                 step_id,

@@ -4,9 +4,12 @@
 //! --chrome-trace` writes it as Chrome trace events (docs/reports.md).
 //!
 //! Built from run.json, and from the run's events.jsonl when it is there (the exact times of the
-//! setup statuses and console calls; without it, setup spans the start to the first step and
-//! the calls are laid end to end from their step's start). Agent turns carry no times: they are
-//! spread evenly over their step, and say so.
+//! setup statuses; without it, setup spans the start to the first step). A step's ticks are
+//! measured: the agent's own tool calls from the call to its result and its console calls, at
+//! the times they happened (run.json keeps them). A record written before those times were kept
+//! has its console calls placed by their events, or laid end to end from the step's start; the
+//! actions a replay ran outside the console are spread over their step, and say so. Each action
+//! is one tick: a replayed console action is its console call.
 
 use crate::model::ids::StepId;
 use std::collections::BTreeMap;
@@ -90,8 +93,8 @@ impl Decided {
 /// A mark inside a step's bar.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TickKind {
-    /// A model turn (its place is spread, not measured).
-    Turn,
+    /// A tool the agent itself called (its shell, a file read, …), from the call to its result.
+    Tool,
     /// A call to the agent console.
     Console,
     /// A browser action (Playwright MCP, or a replayed one).
@@ -101,7 +104,7 @@ pub enum TickKind {
 impl TickKind {
     pub fn key(self) -> &'static str {
         match self {
-            Self::Turn => "turn",
+            Self::Tool => "tool",
             Self::Console => "console",
             Self::Browser => "browser",
         }
@@ -135,6 +138,9 @@ pub struct StepSpan {
     pub decided: Decided,
     pub status: StepStatus,
     pub cost_usd: Option<f64>,
+    /// The model turns the agent reported for the step (they carry no times of their own).
+    pub turns: Option<u32>,
+    /// In time order.
     pub ticks: Vec<Tick>,
 }
 
@@ -208,6 +214,7 @@ fn from_events(run_dir: &Path) -> Option<FromEvents> {
 fn is_browser(what: &str) -> bool {
     what.starts_with("browser_")
         || what.contains(" browser_")
+        || what.starts_with("mcp__browser__")
         || what.starts_with("mcp__playwright")
 }
 
@@ -228,6 +235,7 @@ pub fn lane(record: &RunRecord) -> Lane {
                 decided: Decided::NotRun,
                 status: step.status,
                 cost_usd: None,
+                turns: None,
                 ticks: Vec::new(),
             });
             continue;
@@ -238,9 +246,10 @@ pub fn lane(record: &RunRecord) -> Lane {
         let measured = events.as_ref().and_then(|e| e.calls.get(&step.step_id));
         let mut cursor = start_ms;
         for (k, call) in step.console_calls.iter().enumerate() {
-            let (at_ms, measured) = match measured.and_then(|m| m.get(k)) {
-                Some((end, d)) => (end.saturating_sub(*d).max(start_ms), true),
-                None => (cursor, false),
+            let (at_ms, measured) = match (call.started_at, measured.and_then(|m| m.get(k))) {
+                (Some(began), _) => (since(start, began).max(start_ms), true),
+                (None, Some((end, d))) => (end.saturating_sub(*d).max(start_ms), true),
+                (None, None) => (cursor, false),
             };
             cursor = at_ms + call.duration_ms;
             let kind = if is_browser(&call.tool) {
@@ -257,21 +266,22 @@ pub fn lane(record: &RunRecord) -> Lane {
             });
         }
         let spread = |n: usize, k: usize| start_ms + dur_ms * (k as u64 + 1) / (n as u64 + 1);
+        for call in &step.tool_calls {
+            ticks.push(Tick {
+                kind: if is_browser(&call.tool) {
+                    TickKind::Browser
+                } else {
+                    TickKind::Tool
+                },
+                at_ms: since(start, call.started_at).max(start_ms),
+                dur_ms: call.duration_ms.unwrap_or(0),
+                label: format!("{} {}", call.tool, call.summary),
+                measured: true,
+            });
+        }
         let turns = step
             .agent_turns
             .or(step.usage.as_ref().and_then(|u| u.turns));
-        if let Some(n) = turns.filter(|n| *n > 0) {
-            let n = n.min(200) as usize;
-            for k in 0..n {
-                ticks.push(Tick {
-                    kind: TickKind::Turn,
-                    at_ms: spread(n, k),
-                    dur_ms: 0,
-                    label: format!("model turn {} of {n}", k + 1),
-                    measured: false,
-                });
-            }
-        }
         // A replayed console action ran through the console: it is one of the console calls
         // above already, measured. The others (the agent's own tools replayed) are ticks here.
         let mut console_labels: Vec<String> = step
@@ -308,6 +318,15 @@ pub fn lane(record: &RunRecord) -> Lane {
                 measured: false,
             });
         }
+        // Stable: actions at the same millisecond keep the order they were recorded in.
+        ticks.sort_by_key(|t| t.at_ms);
+        // The bar holds its actions: a step's duration is its agent's turn, which an agent
+        // started for this step (its start, its bootstrap) does not count.
+        let dur_ms = ticks
+            .iter()
+            .filter(|t| t.measured)
+            .map(|t| (t.at_ms + t.dur_ms).saturating_sub(start_ms))
+            .fold(dur_ms, u64::max);
         steps.push(StepSpan {
             step_id: step.step_id,
             start_ms,
@@ -317,6 +336,7 @@ pub fn lane(record: &RunRecord) -> Lane {
             cost_usd: step
                 .cost_usd
                 .or(step.usage.as_ref().and_then(|u| u.cost_usd)),
+            turns,
             ticks,
         });
     }

@@ -1,8 +1,8 @@
 //! `supervisor report --chrome-trace FILE`: the suite in the Chrome trace event format
 //! (docs/reports.md), loadable in Perfetto and chrome://tracing. One process per root test (its
 //! last attempt, as the report shows), one thread per lane: `setup` (each harness command from
-//! start to ready), `steps` (each step, named by how it was decided) and `agent` (its turns,
-//! console calls and browser actions); every one a complete (`"ph": "X"`) event, in
+//! start to ready), `steps` (each step, named by how it was decided) and `agent` (its tool
+//! calls, console calls and browser actions at their measured times); every one a complete (`"ph": "X"`) event, in
 //! microseconds from the suite's first start, so tests side by side share one time axis.
 
 use std::collections::HashMap;
@@ -88,7 +88,7 @@ pub fn events(summary: &SuiteSummary, records: &[RunRecord]) -> Vec<Value> {
                 STEPS_TID,
                 at(step.start_ms),
                 step.dur_ms,
-                json!({"status": step.status.as_str(), "decided": step.decided.key(), "cost_usd": step.cost_usd, "run_id": record.identity.run_id}),
+                json!({"status": step.status.as_str(), "decided": step.decided.key(), "cost_usd": step.cost_usd, "model_turns": step.turns, "run_id": record.identity.run_id}),
             ));
             for tick in &step.ticks {
                 out.push(complete(

@@ -53,8 +53,8 @@ a{color:#0969da}
 .bar .tip{display:none;position:absolute;top:100%;left:0;margin-top:4px;z-index:4;background:#1f2328;color:#fff;padding:4px 8px;border-radius:4px;font-size:12px;white-space:nowrap;max-width:80vw;overflow:hidden;text-overflow:ellipsis;pointer-events:none}
 .bar:hover .tip,.bar:focus .tip{display:block}
 .tk{position:absolute;top:0;bottom:0;width:2px;margin-left:-1px;background:rgba(255,255,255,.9)}
-.tk-turn{top:55%}.tk-console{background:#1f2328}.tk-browser{background:#ffd33d}
-.legend .tk-turn{background:#fff;outline:1px solid #1f2328}.legend .tk-console{background:#1f2328}.legend .tk-browser{background:#ffd33d;outline:1px solid #1f2328}
+.tk-tool{top:55%}.tk-console{background:#1f2328}.tk-browser{background:#ffd33d}
+.legend .tk-tool{background:#fff;outline:1px solid #1f2328}.legend .tk-console{background:#1f2328}.legend .tk-browser{background:#ffd33d;outline:1px solid #1f2328}
 .film{display:flex;gap:6px;overflow-x:auto;padding:4px 0 6px}
 .frame{flex:0 0 auto;display:flex;flex-direction:column;align-items:center;font-size:11px;border-top:4px solid;border-color:inherit;background:none!important;color:var(--mute);text-decoration:none}
 .frame.d-replayed{border-top-color:#1a7f37}.frame.d-agent{border-top-color:#0969da}.frame.d-drift{border-top-color:#bc4c00}.frame.d-soft-drift{border-top-color:#d4a72c}.frame.d-audited{border-top-color:#8250df}

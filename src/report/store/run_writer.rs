@@ -173,6 +173,7 @@ impl RunWriter {
             | EventKind::RunStarted { .. }
             | EventKind::AgentLog { .. }
             | EventKind::ConsoleCall { .. }
+            | EventKind::AgentToolCall { .. }
             | EventKind::HarnessLogExcerpt { .. }
             | EventKind::SessionPrepared { .. }
             | EventKind::Evidence { .. } => false,

@@ -68,7 +68,7 @@ impl Page<'_> {
                 escape(d.words())
             );
         }
-        self.w("<span><i class=\"sw d-setup\"></i>setup</span><span><i class=\"tkl tk-turn\"></i>model turn</span><span><i class=\"tkl tk-console\"></i>console call</span><span><i class=\"tkl tk-browser\"></i>browser action</span></div>");
+        self.w("<span><i class=\"sw d-setup\"></i>setup</span><span><i class=\"tkl tk-tool\"></i>tool call</span><span><i class=\"tkl tk-console\"></i>console call</span><span><i class=\"tkl tk-browser\"></i>browser action</span></div>");
     }
 
     /// The suite's timeline: every test's lane on one axis, grouped by the suite (shard) that ran it.
@@ -203,6 +203,9 @@ impl Page<'_> {
         let mut tip = format!("{name} · {}", step.status.as_str());
         if let Some(c) = step.cost_usd {
             let _ = write!(tip, " · ${c:.4}");
+        }
+        if let Some(n) = step.turns.filter(|n| *n > 0) {
+            let _ = write!(tip, " · {n} model turn{}", if n == 1 { "" } else { "s" });
         }
         let _ = write!(
             self.out,
