@@ -189,7 +189,9 @@ fn replay_events(step: &StepRecord, start: DateTime<Utc>, end: DateTime<Utc>) ->
         let mut a = note.clone();
         a.set(
             "bugatti.replay.action",
-            u64::try_from(drift.action).unwrap_or(u64::MAX) + 1,
+            u64::try_from(drift.action)
+                .unwrap_or(u64::MAX)
+                .saturating_add(1),
         )
         .set("bugatti.replay.what", drift.what.as_str())
         .set("bugatti.replay.field", drift.field.as_str())
