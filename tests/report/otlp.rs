@@ -329,6 +329,19 @@ fn a_failed_export_is_said_with_its_target_and_keeps_the_exit_code() {
     let out = p.run(&["report", "--otlp", &url]);
     assert_eq!(out.status.code(), Some(1), "report's code is the suite's");
     assert!(stderr(&out).contains(&said), "{}", stderr(&out));
+    // `env`: the collector OTEL_EXPORTER_OTLP_ENDPOINT names, with `/v1/traces`.
+    let out = p
+        .supervisor()
+        .args(["report", "--otlp", "env"])
+        .env(
+            "OTEL_EXPORTER_OTLP_ENDPOINT",
+            format!("http://127.0.0.1:{port}"),
+        )
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .output()
+        .expect("run supervisor");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stderr(&out).contains(&said), "{}", stderr(&out));
     let out = p.run(&["report", "--otlp", "no/such/dir/out.json"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
