@@ -63,6 +63,7 @@ async fn provider_reply(dir: &Path, bytes: usize) -> (Duration, u64) {
         run_id: run_id.clone().into(),
         session_id: run_id.clone().into(),
         suite_id: "bench".into(),
+        traceparent: None,
         test_name: "bench".into(),
         test_file: "bench.test.toml".into(),
         project_root: dir.to_path_buf(),

@@ -241,6 +241,7 @@ pub fn read_stream(data: &[u8]) -> StreamReading {
         run_id: "fuzz".into(),
         session_id: "fuzz".into(),
         suite_id: "fuzz".into(),
+        traceparent: None,
         test_name: "fuzz".into(),
         test_file: PathBuf::from("fuzz.test.toml"),
         project_root: PathBuf::from("/nonexistent"),

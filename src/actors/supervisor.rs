@@ -232,6 +232,7 @@ impl SupervisorState {
                 let shared_ports = self.start_suite_commands(myself).await;
                 self.context = Some(Arc::new(SuiteContext {
                     suite_id: self.suite_id.clone(),
+                    traceparent: crate::model::trace_context::inherited_traceparent(),
                     project_root: self.suite.project_root.clone(),
                     artifact_dir: self.artifact_dir.clone(),
                     reporter: self.reporter.clone(),

@@ -502,11 +502,7 @@ impl Provider for CommandProvider {
             "instruction": request.instruction,
             // The step's span (W3C Trace Context): the process started under the run's span
             // (`TRACEPARENT`), and what it exports for this step nests under this one.
-            "traceparent": crate::model::trace_context::step_traceparent(
-                facts.suite_id.as_str(),
-                facts.run_id.as_str(),
-                request.step_id,
-            ),
+            "traceparent": facts.trace().step_traceparent(request.step_id),
         });
         // Only a question carries the `question` key: a step message has none.
         if let Some(question) = request.question {

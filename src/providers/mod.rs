@@ -118,6 +118,8 @@ pub struct SessionFacts {
     pub run_id: RunId,
     pub session_id: SessionId,
     pub suite_id: SuiteId,
+    /// The `TRACEPARENT` the supervisor was started under, if any: the suite's trace.
+    pub traceparent: Option<String>,
     pub test_name: String,
     pub test_file: PathBuf,
     pub project_root: PathBuf,
@@ -147,6 +149,15 @@ pub struct McpServers {
 }
 
 impl SessionFacts {
+    /// Where this run sits in its suite's trace.
+    pub fn trace(&self) -> trace_context::RunTrace<'_> {
+        trace_context::RunTrace {
+            suite_id: self.suite_id.as_str(),
+            parent: self.traceparent.as_deref(),
+            run_id: self.run_id.as_str(),
+        }
+    }
+
     /// The run directory's files (transcripts, the agent's MCP config).
     pub fn run_paths(&self) -> crate::model::artifacts::RunPaths {
         crate::model::artifacts::RunPaths::new(&self.run_dir)
@@ -452,7 +463,7 @@ pub fn agent_env(spec: &AgentSpec, facts: &SessionFacts) -> Vec<(String, String)
     // under the run's span; a process per step gets its step's span ([`step_traceparent`]).
     env.push((
         trace_context::TRACEPARENT_ENV.to_string(),
-        trace_context::run_traceparent(facts.suite_id.as_str(), facts.run_id.as_str()),
+        facts.trace().run_traceparent(),
     ));
     env
 }
@@ -462,7 +473,7 @@ pub fn agent_env(spec: &AgentSpec, facts: &SessionFacts) -> Vec<(String, String)
 pub fn step_traceparent(facts: &SessionFacts, step_id: StepId) -> (String, String) {
     (
         trace_context::TRACEPARENT_ENV.to_string(),
-        trace_context::step_traceparent(facts.suite_id.as_str(), facts.run_id.as_str(), step_id),
+        facts.trace().step_traceparent(step_id),
     )
 }
 
@@ -512,6 +523,7 @@ mod tests {
             run_id: "run-1".into(),
             session_id: "sess-1".into(),
             suite_id: "suite-1".into(),
+            traceparent: None,
             test_name: "Checkout".into(),
             test_file: PathBuf::from("tests/checkout.test.toml"),
             project_root: PathBuf::from("/p"),

@@ -37,6 +37,7 @@ pub fn plan(artifact_dir: &Path, run_id: &str, test_file: &str, attempt: u32) ->
             max_attempts: 1,
             retry_wait_ms: 0,
             started_at: chrono::Utc::now(),
+            traceparent: None,
         },
         skipped_commands: vec!["seed".into()],
         steps: (1..=3)

@@ -43,6 +43,7 @@ impl Rig {
             run_id: run_id.clone().into(),
             session_id: format!("s-{run_id}").into(),
             suite_id: "suite-test".into(),
+            traceparent: None,
             test_name: "agent test".into(),
             test_file: PathBuf::from("agent.test.toml"),
             project_root: dir.path().to_path_buf(),

@@ -472,3 +472,47 @@ fn a_replayed_step_carries_its_decision_as_an_event_and_its_action_once() {
     );
     assert!(actions[0].name.contains("echo hello-otlp"), "{actions:?}");
 }
+
+#[test]
+fn a_suite_started_under_a_span_joins_its_trace_down_to_each_step() {
+    // As a CI job traced with OpenTelemetry starts the supervisor.
+    let (trace, job_span) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+    let p = Project::new();
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
+    p.write(
+        "a.test.toml",
+        "[[steps]]\ninstruction = \"`echo BUGATTI_LOG TRACEPARENT=$TRACEPARENT`\"\n",
+    );
+    let out = p
+        .supervisor()
+        .arg("start")
+        .env("TRACEPARENT", format!("00-{trace}-{job_span}-01"))
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // `report` runs later, without the variable: run.json kept the suite's parent.
+    let out = p
+        .supervisor()
+        .args(["report", "--otlp", "out.json"])
+        .env_remove("TRACEPARENT")
+        .output()
+        .expect("run supervisor");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let spans = file_spans(&p.root().join("out.json"));
+    assert!(spans.iter().all(|s| s.trace_id == trace), "{spans:?}");
+    let suite = spans
+        .iter()
+        .find(|s| s.name.starts_with("suite "))
+        .expect("the suite's span");
+    assert_eq!(suite.parent_span_id.as_deref(), Some(job_span));
+    let record = p.record_for("a.test.toml");
+    let (step_trace, step_span) = traceparent_in(&record.steps[0].logs.join("\n"), "TRACEPARENT");
+    assert_eq!(step_trace, trace);
+    assert!(
+        spans
+            .iter()
+            .any(|s| s.span_id == step_span && s.name.starts_with("step 1:")),
+        "{spans:?}"
+    );
+}

@@ -93,6 +93,8 @@ const AGENT_CLOSE_LIMIT: Duration = Duration::from_secs(30);
 /// What every session of an invocation shares.
 pub struct SuiteContext {
     pub suite_id: SuiteId,
+    /// The `TRACEPARENT` the supervisor was started under, if valid: the suite's trace.
+    pub traceparent: Option<String>,
     pub project_root: PathBuf,
     pub artifact_dir: PathBuf,
     pub reporter: ActorRef<crate::actors::reporter::ReporterMsg>,
@@ -615,6 +617,7 @@ impl Driver {
                 max_attempts: effective.supervisor.retries.value.count.saturating_add(1),
                 retry_wait_ms: self.attempt.waited_ms,
                 started_at: self.events.clock().started_at(),
+                traceparent: self.suite.traceparent.clone(),
             },
             skipped_commands: skipped_commands(&self.test, &self.suite.skip_cmd),
             steps: self

@@ -39,6 +39,10 @@ pub struct RunIdentity {
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub retry_wait_ms: u64,
     pub started_at: DateTime<Utc>,
+    /// The W3C `traceparent` the supervisor was started under (`TRACEPARENT`, docs/reports.md,
+    /// "OpenTelemetry"): the suite's spans join that trace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 impl RunIdentity {

@@ -21,6 +21,7 @@ pub(crate) fn plan() -> RunPlan {
             max_attempts: 1,
             retry_wait_ms: 0,
             started_at: Utc::now(),
+            traceparent: None,
         },
         skipped_commands: vec!["seed".into()],
         steps: (1..=3)

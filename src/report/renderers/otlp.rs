@@ -114,7 +114,7 @@ pub struct SpanEvent {
 pub struct OtlpSpan {
     pub trace_id: String,
     pub span_id: String,
-    /// `None` for the suite's root span.
+    /// `None` for the suite's span when it is the trace's root.
     pub parent: Option<String>,
     pub name: String,
     pub start: DateTime<Utc>,
@@ -265,7 +265,7 @@ fn step_attrs(record: &RunRecord, step: &StepRecord, span: &StepSpan) -> Attrs {
 fn run_spans(record: &RunRecord, suite_span: &str, out: &mut Vec<OtlpSpan>) {
     let identity = &record.identity;
     let run_id = identity.run_id.as_str();
-    let trace = ids::trace_id(identity.suite_id.as_str());
+    let trace = ids::suite_trace_id(identity.suite_id.as_str(), identity.traceparent.as_deref());
     let run_span = ids::run_span_id(run_id);
     let lane = timeline::lane(record);
     let start = identity.started_at;
@@ -389,6 +389,7 @@ pub fn spans(summary: &SuiteSummary, records: &[RunRecord]) -> Vec<OtlpSpan> {
             .unwrap_or(summary.finished_at)
             .max(start);
         let suite_span = ids::suite_span_id(suite_id);
+        let parent = runs.iter().find_map(|r| r.identity.traceparent.as_deref());
         let mut attrs = Attrs::default();
         attrs
             .set("bugatti.suite.id", suite_id)
@@ -398,9 +399,10 @@ pub fn spans(summary: &SuiteSummary, records: &[RunRecord]) -> Vec<OtlpSpan> {
         }
         let failures = runs.iter().filter(|r| run_failed(r.outcome)).count();
         out.push(OtlpSpan {
-            trace_id: ids::trace_id(suite_id),
+            trace_id: ids::suite_trace_id(suite_id, parent),
             span_id: suite_span.clone(),
-            parent: None,
+            // Under the span the supervisor was started in (a CI job's), else the trace's root.
+            parent: ids::suite_parent_span_id(parent),
             name: format!("suite {suite_id}"),
             start,
             end,

@@ -201,6 +201,7 @@ fn agent_args(
         run_id: session.run_id.as_str().into(),
         session_id: session.session_id.as_str().into(),
         suite_id: session.suite.suite_id.as_str().into(),
+        traceparent: session.suite.traceparent.clone(),
         test_name: session.test.name.clone(),
         test_file: session.test.rel_path.clone(),
         project_root: session.suite.project_root.clone(),

@@ -113,6 +113,7 @@ async fn run_steps(plan: Vec<PlannedStep>, status: StepStatus) -> (Ending, Vec<E
     let run_id = RunId::fresh();
     let suite = SuiteContext {
         suite_id: SuiteId::fresh(),
+        traceparent: None,
         project_root: dir.path().to_path_buf(),
         artifact_dir: dir.path().join(".bugatti"),
         reporter: reporter.clone(),
