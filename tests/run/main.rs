@@ -13,6 +13,7 @@ mod as_written;
 mod checkpoints;
 mod console_command_agent;
 mod console_server;
+mod filter;
 mod harness_lifecycle;
 mod harness_readiness;
 mod outcomes;
