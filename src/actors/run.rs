@@ -350,6 +350,10 @@ fn reporter_args(
             revision: crate::model::revision::PendingRevision::ask(&suite.project_root),
             provider: Some(suite.base.provider.name.value.into()),
             quarantine_changes: Vec::new(),
+            github: crate::report::renderers::github::GithubTarget::from_env(
+                options.reporter == Some(crate::model::options::Reporter::Github),
+                |name| std::env::var(name).ok(),
+            ),
         },
     }
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bugatti::cli::{self, copy_flags::CopyFlags, Exit};
-use bugatti::model::options::{NoTests, RunOptions, Verbosity};
+use bugatti::model::options::{NoTests, Reporter, RunOptions, Verbosity};
 use bugatti::model::replay::ReplayMode;
 use bugatti::model::shard::{ShardArg, ShardBy};
 use clap::{Args, Parser, Subcommand};
@@ -216,6 +216,10 @@ struct RunArgs {
     /// renewed) or only (no agent: a step without a usable recording is an error)
     #[arg(long, value_name = "MODE")]
     replay: Option<ReplayMode>,
+    /// An output beside the console's: github (`::error` annotations at each failing step's
+    /// line, summary.md appended to $GITHUB_STEP_SUMMARY); on by itself under GITHUB_ACTIONS=true
+    #[arg(long, value_name = "NAME")]
+    reporter: Option<Reporter>,
     /// Less console output
     #[arg(short, long, conflicts_with = "verbose")]
     quiet: bool,
@@ -252,7 +256,11 @@ struct GrepArgs {
     )]
     only_changed: Option<String>,
     /// What a selection holding no root test is: pass, warn (both exit 0) or fail (exit 2)
-    #[arg(long = "no-tests", value_name = "pass|warn|fail", default_value = "fail")]
+    #[arg(
+        long = "no-tests",
+        value_name = "pass|warn|fail",
+        default_value = "fail"
+    )]
     no_tests: NoTests,
 }
 
@@ -339,6 +347,7 @@ impl RunArgs {
             copies: self.copies.copies,
             rerun_failed: self.rerun_failed,
             replay: self.replay,
+            reporter: self.reporter,
             verbosity: if self.quiet {
                 Verbosity::Quiet
             } else if self.verbose {

@@ -89,7 +89,9 @@ pub(super) fn select_failed(
 pub(super) fn no_tests(options: &RunOptions, why: &str) -> Exit {
     match options.no_tests {
         NoTests::Fail => {
-            eprintln!("error: {why}\n  = help: `--no-tests pass` makes an empty selection a success");
+            eprintln!(
+                "error: {why}\n  = help: `--no-tests pass` makes an empty selection a success"
+            );
             Exit::USAGE
         }
         NoTests::Warn => {

@@ -59,7 +59,10 @@ pub fn changed_files(root: &Path, rev: &str) -> Result<BTreeSet<PathBuf>, Change
         });
     }
     // `--` ends the revisions: a rev is never read as a path, nor a path as an option.
-    let diffed = git(&top, &["diff", "--name-only", "-z", "--no-renames", rev, "--"])?;
+    let diffed = git(
+        &top,
+        &["diff", "--name-only", "-z", "--no-renames", rev, "--"],
+    )?;
     let untracked = git(&top, &["ls-files", "-z", "--others", "--exclude-standard"])?;
     Ok(diffed
         .split('\0')

@@ -132,7 +132,9 @@ pub fn parse(text: &str) -> Result<Expr, FilterError> {
     let mut parser = Parser { text, pos: 0 };
     parser.skip_space();
     if parser.at_end() {
-        return Err(parser.error_here("an empty filter expression: expected a predicate such as `test(/login/)`"));
+        return Err(parser.error_here(
+            "an empty filter expression: expected a predicate such as `test(/login/)`",
+        ));
     }
     let expr = parser.or()?;
     parser.skip_space();

@@ -37,9 +37,24 @@ impl std::str::FromStr for NoTests {
             "pass" => Ok(NoTests::Pass),
             "warn" => Ok(NoTests::Warn),
             "fail" => Ok(NoTests::Fail),
-            other => Err(format!(
-                "--no-tests `{other}`: expected pass, warn or fail"
-            )),
+            other => Err(format!("--no-tests `{other}`: expected pass, warn or fail")),
+        }
+    }
+}
+
+/// `--reporter NAME`: an output beside the console's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reporter {
+    /// `::error` / `::warning` workflow commands and `$GITHUB_STEP_SUMMARY` (docs/ci.md).
+    Github,
+}
+
+impl std::str::FromStr for Reporter {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "github" => Ok(Reporter::Github),
+            other => Err(format!("--reporter `{other}`: the one reporter is github")),
         }
     }
 }
@@ -100,6 +115,9 @@ pub struct RunOptions {
     /// `--only-changed[=REF]`: only root tests whose files changed against REF (`HEAD` when
     /// the flag has no value).
     pub only_changed: Option<String>,
+    /// `--reporter github`: GitHub Actions annotations and job summary (also on by itself under
+    /// `GITHUB_ACTIONS=true`).
+    pub reporter: Option<Reporter>,
     /// `--no-tests`: what an empty selection is.
     pub no_tests: NoTests,
     /// `--rerun-failed` / `--last-failed`: applied by the caller after loading (it needs the

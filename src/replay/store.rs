@@ -6,11 +6,11 @@
 //! or a [`Miss`](super::verdict::Miss) that says why not.
 
 pub use super::error::LoadError;
-/// Where a root test's recording lives (in the model: `-E 'changed()'` looks at it too).
-pub use crate::model::artifacts::recording_path;
 use super::format::{RecordedStep, Recording, LEARNED_MASKS_SINCE, SCHEMA_VERSION};
 use super::verdict::Miss;
 use crate::atomic::WriteError;
+/// Where a root test's recording lives (in the model: `-E 'changed()'` looks at it too).
+pub use crate::model::artifacts::recording_path;
 use crate::model::ids::StepId;
 use crate::model::provider::ProviderKind;
 use std::path::Path;

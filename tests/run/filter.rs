@@ -56,22 +56,35 @@ fn a_filter_selects_what_the_flags_it_generalises_select() {
     ] {
         let by_flags = listed(&p, flags);
         assert!(!by_flags.is_empty(), "{flags:?}");
-        assert_eq!(listed(&p, &["-E", expr]), by_flags, "-E {expr} vs {flags:?}");
+        assert_eq!(
+            listed(&p, &["-E", expr]),
+            by_flags,
+            "-E {expr} vs {flags:?}"
+        );
     }
     assert_eq!(
-        listed(&p, &["-E", "file(checkout/*.test.toml) & !test(=Pay by card)"]),
+        listed(
+            &p,
+            &["-E", "file(checkout/*.test.toml) & !test(=Pay by card)"]
+        ),
         ["checkout/refund.test.toml"]
     );
     assert_eq!(listed(&p, &["-E", "provider(shell)"]).len(), 3);
     assert_eq!(
-        listed(&p, &["--filter", "(tag(smoke) | test(~card)) & file(checkout/**)"]),
+        listed(
+            &p,
+            &["--filter", "(tag(smoke) | test(~card)) & file(checkout/**)"]
+        ),
         ["checkout/pay.test.toml", "checkout/refund.test.toml"]
     );
 
     // last(failed) is --rerun-failed's selection; the history records the expression.
     assert_exit(&p.start(), 1);
     assert_eq!(listed(&p, &["--rerun-failed"]), ["checkout/pay.test.toml"]);
-    assert_eq!(listed(&p, &["-E", "last(failed)"]), ["checkout/pay.test.toml"]);
+    assert_eq!(
+        listed(&p, &["-E", "last(failed)"]),
+        ["checkout/pay.test.toml"]
+    );
     let out = p.run(&["start", "-E", "last(failed) | test(/^Basket/)"]);
     assert_exit(&out, 1);
     let last = history(&p).pop().expect("a history line");
@@ -121,7 +134,11 @@ fn a_filter_that_does_not_parse_points_at_the_column_and_runs_nothing() {
     );
     let out = p.run(&["list", "-E", "(tag(smoke)"]);
     assert_exit(&out, 2);
-    assert!(stderr(&out).contains("this `(` is never closed"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("this `(` is never closed"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!p.root().join(".bugatti/runs").exists(), "nothing ran");
 }
 
@@ -148,7 +165,9 @@ fn no_tests_says_what_an_empty_selection_is() {
     let out = p.run(&["start", "--tag", "nightly", "--no-tests=warn"]);
     assert_exit(&out, 0);
     assert!(
-        stderr(&out).contains("warning: no root tests to run: no root test carries any of the tags nightly"),
+        stderr(&out).contains(
+            "warning: no root tests to run: no root test carries any of the tags nightly"
+        ),
         "{}",
         stderr(&out)
     );
@@ -200,10 +219,7 @@ fn git(dir: &Path, args: &[&str]) -> String {
 /// Four root tests in a committed repository: one with an include, one with an asset folder.
 fn repository() -> Project {
     let p = Project::new();
-    p.write(
-        "bugatti.config.toml",
-        "[provider]\nname = \"shell\"\n",
-    );
+    p.write("bugatti.config.toml", "[provider]\nname = \"shell\"\n");
     p.write(
         "tests/shared/login.test.toml",
         "include_only = true\n[[steps]]\ninstruction = \"`true`\"\n",
@@ -244,8 +260,15 @@ fn only_changed_selects_the_tests_whose_files_changed_in_the_working_tree() {
     // that touched no test).
     let out = p.run(&["start", "--only-changed"]);
     assert_exit(&out, 2);
-    assert!(stderr(&out).contains("--only-changed=HEAD"), "{}", stderr(&out));
-    assert_exit(&p.run(&["start", "--only-changed", "--no-tests", "pass"]), 0);
+    assert!(
+        stderr(&out).contains("--only-changed=HEAD"),
+        "{}",
+        stderr(&out)
+    );
+    assert_exit(
+        &p.run(&["start", "--only-changed", "--no-tests", "pass"]),
+        0,
+    );
 
     // An include edited (staged), an asset added (untracked), a recording written (untracked).
     p.write(
@@ -302,7 +325,14 @@ fn only_changed_selects_the_tests_whose_files_changed_in_the_working_tree() {
     let clone = shallow.path().join("clone");
     git(
         shallow.path(),
-        &["clone", "-q", "--depth", "1", &url, &clone.to_string_lossy()],
+        &[
+            "clone",
+            "-q",
+            "--depth",
+            "1",
+            &url,
+            &clone.to_string_lossy(),
+        ],
     );
     let out = p
         .supervisor()
@@ -312,13 +342,22 @@ fn only_changed_selects_the_tests_whose_files_changed_in_the_working_tree() {
         .expect("run supervisor");
     assert_exit(&out, 2);
     let err = stderr(&out);
-    assert!(err.contains("-E changed(): the revision `HEAD~1` is not in this clone (it is a shallow clone"), "{err}");
+    assert!(
+        err.contains(
+            "-E changed(): the revision `HEAD~1` is not in this clone (it is a shallow clone"
+        ),
+        "{err}"
+    );
     assert!(err.contains("fetch-depth: 0"), "{err}");
 
     // Outside a repository: said, exit 2.
     let outside = shop();
     let out = outside.run(&["list", "--only-changed"]);
     assert_exit(&out, 2);
-    assert!(stderr(&out).contains("is not inside a git repository"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is not inside a git repository"),
+        "{}",
+        stderr(&out)
+    );
     p.assert_nothing_survives();
 }

@@ -14,6 +14,7 @@ mod checkpoints;
 mod console_command_agent;
 mod console_server;
 mod filter;
+mod github_reporter;
 mod harness_lifecycle;
 mod harness_readiness;
 mod outcomes;

@@ -197,15 +197,9 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         Err(problem) => found.problems.push(problem),
     }
     // The shard, of the selection: an empty shard of a selection that holds tests is a note.
-    let shard = options.shard.map(|shard| {
-        cut_shard(
-            options,
-            shard,
-            &history_file,
-            &mut tests,
-            &mut found.notes,
-        )
-    });
+    let shard = options
+        .shard
+        .map(|shard| cut_shard(options, shard, &history_file, &mut tests, &mut found.notes));
     let mut no_tests = None;
     if let Some(problem) = none_selected {
         match options.no_tests {

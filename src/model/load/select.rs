@@ -23,8 +23,13 @@ pub(super) fn parse_filter(options: &RunOptions, problems: &mut Problems) -> Opt
         Ok(expr) => Some(expr),
         Err(e) => {
             problems.push(
-                Problem::at(Path::new(FILTER_FLAG), text, e.span, format!("-E: {}", e.message))
-                    .with_help("filter expressions: docs/cli.md, \"Filter expressions\""),
+                Problem::at(
+                    Path::new(FILTER_FLAG),
+                    text,
+                    e.span,
+                    format!("-E: {}", e.message),
+                )
+                .with_help("filter expressions: docs/cli.md, \"Filter expressions\""),
             );
             None
         }
@@ -65,18 +70,19 @@ pub(super) fn apply(
     let classes = history::latest_classes(&entries);
     let mut changed = BTreeMap::new();
     for rev in expr.revisions() {
-        let files = crate::model::changed::changed_files(facts.project_root, &rev).map_err(|e| {
-            let flag = if options.only_changed.as_ref() == Some(&rev) {
-                "--only-changed"
-            } else {
-                "-E changed()"
-            };
-            let problem = Problem::new(format!("{flag}: {e}"));
-            match e.help() {
-                Some(help) => problem.with_help(help),
-                None => problem,
-            }
-        })?;
+        let files =
+            crate::model::changed::changed_files(facts.project_root, &rev).map_err(|e| {
+                let flag = if options.only_changed.as_ref() == Some(&rev) {
+                    "--only-changed"
+                } else {
+                    "-E changed()"
+                };
+                let problem = Problem::new(format!("{flag}: {e}"));
+                match e.help() {
+                    Some(help) => problem.with_help(help),
+                    None => problem,
+                }
+            })?;
         changed.insert(rev, files);
     }
     let config = facts
