@@ -95,7 +95,7 @@ impl ReporterState {
         }
         self.announce(&summary, &paths, &html_path, &redactor, &mut out.notes);
         if let Some(github) = self.args.extras.github.clone() {
-            self.to_github(
+            self.annotate_for_github(
                 &github,
                 &redacted_records,
                 &paths,
@@ -119,7 +119,7 @@ impl ReporterState {
 
     /// `--reporter github`: each failing step an `::error` (a WARN one a `::warning`) on the
     /// console, and summary.md appended to `$GITHUB_STEP_SUMMARY` (a failure to is a note).
-    fn to_github(
+    fn annotate_for_github(
         &mut self,
         github: &crate::report::renderers::github::GithubTarget,
         records: &[RunRecord],

@@ -70,6 +70,20 @@ pub struct Suite {
     pub expected_costs: std::collections::BTreeMap<String, f64>,
 }
 
+impl RootTest {
+    /// What `-E` and `--only-changed` read of it.
+    fn view(&self) -> select::TestView<'_> {
+        select::TestView {
+            name: &self.name,
+            path: &self.path,
+            rel_path: &self.rel_path,
+            tags: &self.tags,
+            plan: &self.plan,
+            effective: &self.effective,
+        }
+    }
+}
+
 impl Suite {
     /// One line naming the config that was loaded (or that none was found), and the project
     /// root: the first line of every run's console.
@@ -191,7 +205,7 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         history_file: &history_file,
         before: before_filter,
     };
-    match select::apply(options, filter, &facts, &mut tests) {
+    match select::apply(options, filter, &facts, &mut tests, RootTest::view) {
         Ok(Some(empty)) => none_selected = Some(empty),
         Ok(None) => {}
         Err(problem) => found.problems.push(problem),

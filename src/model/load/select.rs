@@ -6,11 +6,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use super::RootTest;
 use crate::model::diagnostics::{Problem, Problems};
 use crate::model::filter::{self, Expr, Subject};
 use crate::model::history::{self, StabilityClass};
+use crate::model::layers::EffectiveConfig;
 use crate::model::options::RunOptions;
+use crate::model::plan::PlannedStep;
 use crate::model::provider::ProviderKind;
 
 /// The path the caret of a filter's parse error names: the flag, not a file.
@@ -36,6 +37,18 @@ pub(super) fn parse_filter(options: &RunOptions, problems: &mut Problems) -> Opt
     }
 }
 
+/// A root test as selection reads it (the loader's `RootTest`, lent field by field).
+pub(super) struct TestView<'a> {
+    pub name: &'a str,
+    /// Absolute.
+    pub path: &'a Path,
+    /// Relative to the project root.
+    pub rel_path: &'a Path,
+    pub tags: &'a [String],
+    pub plan: &'a [PlannedStep],
+    pub effective: &'a EffectiveConfig,
+}
+
 /// What selection by `-E` / `--only-changed` needs beside the tests themselves.
 pub(super) struct Facts<'a> {
     pub project_root: &'a Path,
@@ -48,11 +61,12 @@ pub(super) struct Facts<'a> {
 /// Keeps the tests `expr` and `--only-changed` select. Ok(None): nothing to filter, or some
 /// tests are left; Ok(Some(problem)): the selection is empty (what `--no-tests` decides about);
 /// Err: the facts could not be had (git).
-pub(super) fn apply(
+pub(super) fn apply<T>(
     options: &RunOptions,
     expr: Option<Expr>,
     facts: &Facts<'_>,
-    tests: &mut Vec<RootTest>,
+    tests: &mut Vec<T>,
+    view: impl Fn(&T) -> TestView<'_>,
 ) -> Result<Option<Problem>, Problem> {
     let changed_since = options
         .only_changed
@@ -89,7 +103,7 @@ pub(super) fn apply(
         .config_path
         .map(|c| c.canonicalize().unwrap_or_else(|_| c.to_path_buf()));
     tests.retain(|test| {
-        let subject = Candidate::of(test, facts.project_root, config.as_deref(), &changed)
+        let subject = Candidate::of(view(test), facts.project_root, config.as_deref(), &changed)
             .with_history(&failed, &classes);
         expr.matches(&subject)
     });
@@ -115,7 +129,7 @@ pub(super) fn apply(
 
 /// One root test as a filter sees it.
 struct Candidate<'a> {
-    test: &'a RootTest,
+    test: TestView<'a>,
     path: String,
     /// Every file whose change changes the test: its file and includes, the config, its
     /// recording; and the asset folders beside each of them (`asset_dirs`).
@@ -128,14 +142,14 @@ struct Candidate<'a> {
 
 impl<'a> Candidate<'a> {
     fn of(
-        test: &'a RootTest,
+        test: TestView<'a>,
         project_root: &Path,
         config: Option<&Path>,
         changed: &'a BTreeMap<String, BTreeSet<PathBuf>>,
     ) -> Self {
         let path = test.rel_path.to_string_lossy().replace('\\', "/");
-        let mut sources: Vec<PathBuf> = vec![test.path.clone()];
-        for step in &test.plan {
+        let mut sources: Vec<PathBuf> = vec![test.path.to_path_buf()];
+        for step in test.plan {
             let source = project_root.join(&step.source_file);
             if !sources.contains(&source) {
                 sources.push(source);
@@ -149,7 +163,7 @@ impl<'a> Candidate<'a> {
         files.extend(config.map(Path::to_path_buf));
         files.push(crate::model::artifacts::recording_path(
             &test.effective.replay.dir_in(project_root),
-            &test.rel_path,
+            test.rel_path,
         ));
         Candidate {
             test,
@@ -175,13 +189,13 @@ impl<'a> Candidate<'a> {
 
 impl Subject for Candidate<'_> {
     fn name(&self) -> &str {
-        &self.test.name
+        self.test.name
     }
     fn path(&self) -> &str {
         &self.path
     }
     fn tags(&self) -> &[String] {
-        &self.test.tags
+        self.test.tags
     }
     fn provider(&self) -> ProviderKind {
         self.test.effective.provider.name.value
