@@ -184,7 +184,7 @@ impl<'a> Parser<'a> {
         if rest.starts_with(symbol) {
             // `||` and `&&` read as one operator, as a shell user writes them.
             self.pos += symbol.len_utf8();
-            if self.rest().starts_with(symbol) {
+            if symbol != '!' && self.rest().starts_with(symbol) {
                 self.pos += symbol.len_utf8();
             }
             return true;
