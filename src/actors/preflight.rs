@@ -73,6 +73,9 @@ struct Asked {
     cwd: std::path::PathBuf,
     /// The first test that starts it, for the message.
     test: std::path::PathBuf,
+    /// Every test that starts it has a recording of each of its steps under `--replay auto`:
+    /// the agent may never be needed.
+    replayable: bool,
 }
 
 /// The agent CLIs the selected tests will start (not under `--replay only`), each once.
@@ -105,10 +108,13 @@ fn agents_to_ask(suite: &Suite) -> Vec<Asked> {
                 )
                 .filter(|(_, v)| !v.contains("${")),
         );
-        if asked
-            .iter()
-            .any(|a| a.kind == kind && a.program == program && a.env == env)
+        let replayable =
+            crate::replay::session::ReplaySession::every_step_recorded(test, &suite.project_root);
+        if let Some(same) = asked
+            .iter_mut()
+            .find(|a| a.kind == kind && a.program == program && a.env == env)
         {
+            same.replayable &= replayable;
             continue;
         }
         asked.push(Asked {
@@ -118,6 +124,7 @@ fn agents_to_ask(suite: &Suite) -> Vec<Asked> {
             env,
             cwd: crate::providers::locate::agent_cwd(provider, &suite.project_root),
             test: test.rel_path.clone(),
+            replayable,
         });
     }
     asked
@@ -153,13 +160,22 @@ pub async fn version_problems(suite: &Suite) -> Vec<String> {
     out
 }
 
+/// What the login pre-check found: agents that cannot log in and are needed (refused, exit 3),
+/// and those whose tests have a recording of every step under `--replay auto` (a warning: only a
+/// step that drifts needs the agent, and it then ends as `agent_error` auth).
+#[derive(Debug, Default)]
+pub struct LoginProblems {
+    pub refused: Vec<String>,
+    pub warned: Vec<String>,
+}
+
 /// The agents the selected tests will start that plainly cannot log in (docs/providers.md,
 /// "Logging the agent in"), one line each with its fix; asked of each CLI without a model call.
 /// Empty when every agent can authenticate, or its state is not known (a later fault is still
 /// named by kind).
-pub async fn login_problems(suite: &Suite) -> Vec<String> {
+pub async fn login_problems(suite: &Suite) -> LoginProblems {
     use crate::providers::login::{check, Login};
-    let mut out = Vec::new();
+    let mut out = LoginProblems::default();
     for agent in agents_to_ask(suite) {
         let login = check(
             agent.kind,
@@ -175,8 +191,13 @@ pub async fn login_problems(suite: &Suite) -> Vec<String> {
                 login.describe(agent.kind),
                 agent.test.display()
             );
-            if !out.contains(&line) {
-                out.push(line);
+            let list = if agent.replayable {
+                &mut out.warned
+            } else {
+                &mut out.refused
+            };
+            if !list.contains(&line) {
+                list.push(line);
             }
         }
     }

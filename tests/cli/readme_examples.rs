@@ -826,8 +826,11 @@ fn check_invocation(inv: &Invocation) -> Result<(), String> {
 /// Whether `--help` output lists a flag (as a word, not a prefix of a longer one; clap shows an
 /// optional value as `--flag[=<V>]`).
 fn help_lists(help: &str, flag: &str) -> bool {
-    let re = regex::Regex::new(&format!(r"(?:^|[\s,]){}(?:$|[\s,=\[])", regex::escape(flag)))
-        .expect("regex");
+    let re = regex::Regex::new(&format!(
+        r"(?:^|[\s,]){}(?:$|[\s,=\[])",
+        regex::escape(flag)
+    ))
+    .expect("regex");
     re.is_match(help)
 }
 
