@@ -55,16 +55,16 @@ pub fn escape_property(text: &str) -> String {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Level {
+pub enum AnnotationLevel {
     Error,
     Warning,
 }
 
-impl Level {
+impl AnnotationLevel {
     fn command(self) -> &'static str {
         match self {
-            Level::Error => "error",
-            Level::Warning => "warning",
+            AnnotationLevel::Error => "error",
+            AnnotationLevel::Warning => "warning",
         }
     }
 }
@@ -72,7 +72,7 @@ impl Level {
 /// One annotation before it is written as a workflow command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Annotation {
-    pub level: Level,
+    pub level: AnnotationLevel,
     /// Relative to `GITHUB_WORKSPACE` (or the project root outside it).
     pub file: Option<String>,
     pub line: Option<usize>,
@@ -160,8 +160,8 @@ fn run_annotations(
     let mut out = Vec::new();
     for step in &record.steps {
         let level = match step.status {
-            StepStatus::Warn => Level::Warning,
-            s if s.is_failure() => Level::Error,
+            StepStatus::Warn => AnnotationLevel::Warning,
+            s if s.is_failure() => AnnotationLevel::Error,
             _ => continue,
         };
         let source = &step.provenance.source_file;
@@ -185,7 +185,7 @@ fn run_annotations(
     );
     if out.is_empty() && ended_badly {
         out.push(Annotation {
-            level: Level::Error,
+            level: AnnotationLevel::Error,
             file: Some(shown(&record.identity.test_file)),
             line: None,
             title: format!("{test}: harness error"),
@@ -203,7 +203,7 @@ fn run_annotations(
 pub fn commands(annotations: &[Annotation]) -> Vec<String> {
     let mut lines = Vec::new();
     let mut left_out = 0;
-    for level in [Level::Error, Level::Warning] {
+    for level in [AnnotationLevel::Error, AnnotationLevel::Warning] {
         let of_level: Vec<&Annotation> = annotations.iter().filter(|a| a.level == level).collect();
         left_out += of_level.len().saturating_sub(MAX_PER_LEVEL);
         lines.extend(of_level.iter().take(MAX_PER_LEVEL).map(|a| a.command()));
@@ -254,7 +254,7 @@ mod tests {
         assert_eq!(escape_data("100% done\r\nnext"), "100%25 done%0D%0Anext");
         assert_eq!(escape_property("a: b, c%\n"), "a%3A b%2C c%25%0A");
         let a = Annotation {
-            level: Level::Error,
+            level: AnnotationLevel::Error,
             file: Some("tests/a,b.test.toml".into()),
             line: Some(7),
             title: "Login: step 2 error".into(),
@@ -285,8 +285,8 @@ mod tests {
             title: format!("t{i}"),
             message: "m".repeat(if i == 0 { MAX_MESSAGE_CHARS + 50 } else { 1 }),
         };
-        let mut all: Vec<Annotation> = (0..12).map(|i| one(Level::Error, i)).collect();
-        all.extend((0..3).map(|i| one(Level::Warning, i + 1)));
+        let mut all: Vec<Annotation> = (0..12).map(|i| one(AnnotationLevel::Error, i)).collect();
+        all.extend((0..3).map(|i| one(AnnotationLevel::Warning, i + 1)));
         let lines = commands(&all);
         assert_eq!(lines.len(), 10 + 3 + 1);
         assert!(lines[0].contains("(cut: the suite's summary has it all)"));
