@@ -48,7 +48,8 @@ enum Command {
     Check(RunArgs),
     /// Print the root tests a `start` with the same selection (PATH, -g, --grep-invert, -E,
     /// --only-changed, --tag, --shard, --rerun-failed) would run, one test file per line (--json: one array). Runs
-    /// nothing, writes nothing. Exit 0, or 2 on invalid input or an empty selection.
+    /// nothing, writes nothing. Exit 0, or 2 on invalid input or an empty selection (exit 0
+    /// with --no-tests pass or warn).
     List(ListArgs),
     /// Write a commented starter config and an example test into the current directory.
     Init,
