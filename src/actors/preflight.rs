@@ -73,15 +73,15 @@ struct Asked {
     cwd: std::path::PathBuf,
     /// The first test that starts it, for the message.
     test: std::path::PathBuf,
-    /// Every test that starts it has a recording of each of its steps under `--replay auto`:
-    /// the agent may never be needed.
-    replayable: bool,
+    /// Every test that starts it (indices into the suite's tests): whether they may never need
+    /// it is asked only of an agent that cannot log in (it reads their recordings).
+    tests: Vec<usize>,
 }
 
 /// The agent CLIs the selected tests will start (not under `--replay only`), each once.
 fn agents_to_ask(suite: &Suite) -> Vec<Asked> {
     let mut asked: Vec<Asked> = Vec::new();
-    for test in &suite.tests {
+    for (index, test) in suite.tests.iter().enumerate() {
         let provider = &test.effective.provider;
         let kind = provider.name.value;
         // Only agent CLIs are asked (their version, their login).
@@ -108,13 +108,11 @@ fn agents_to_ask(suite: &Suite) -> Vec<Asked> {
                 )
                 .filter(|(_, v)| !v.contains("${")),
         );
-        let replayable =
-            crate::replay::session::ReplaySession::every_step_recorded(test, &suite.project_root);
         if let Some(same) = asked
             .iter_mut()
             .find(|a| a.kind == kind && a.program == program && a.env == env)
         {
-            same.replayable &= replayable;
+            same.tests.push(index);
             continue;
         }
         asked.push(Asked {
@@ -124,7 +122,7 @@ fn agents_to_ask(suite: &Suite) -> Vec<Asked> {
             env,
             cwd: crate::providers::locate::agent_cwd(provider, &suite.project_root),
             test: test.rel_path.clone(),
-            replayable,
+            tests: vec![index],
         });
     }
     asked
@@ -191,7 +189,16 @@ pub async fn login_problems(suite: &Suite) -> LoginProblems {
                 login.describe(agent.kind),
                 agent.test.display()
             );
-            let list = if agent.replayable {
+            // Under `--replay auto`, tests with a recording of every step may never need it.
+            let replayable = agent.tests.iter().all(|&i| {
+                suite.tests.get(i).is_some_and(|test| {
+                    crate::replay::session::ReplaySession::every_step_recorded(
+                        test,
+                        &suite.project_root,
+                    )
+                })
+            });
+            let list = if replayable {
                 &mut out.warned
             } else {
                 &mut out.refused
