@@ -101,6 +101,8 @@ pub struct SuiteExtras {
     pub provider: Option<ProviderName>,
     /// What `[supervisor] auto_quarantine` changed before the suite started.
     pub quarantine_changes: Vec<crate::report::records::stability::QuarantineChange>,
+    /// `--reporter github` (or GitHub Actions): annotations and the job summary at the end.
+    pub github: Option<crate::report::renderers::github::GithubTarget>,
 }
 
 impl std::fmt::Debug for ReporterArgs {
