@@ -245,10 +245,7 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     reporter.stop(None);
     let _ = reporter_task.await;
     let _ = logs.close_all();
-    if let Some(value) = options.otlp.clone() {
-        // A POST may wait on a slow collector: not on a worker of the runtime.
-        let _ = tokio::task::spawn_blocking(move || export_otlp(&suite_dir, &value)).await;
-    }
+    export_otlp(options.otlp.clone(), suite_dir).await;
     drop(job_control);
     // Signals are still honoured while the hook runs: the listener lives until it is done.
     let reason = match on_finish {
@@ -261,11 +258,19 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
 
 /// `start --otlp`: the suite just written, exported as OpenTelemetry spans; a failure is said
 /// on stderr and changes nothing else (docs/reports.md, "OpenTelemetry").
-fn export_otlp(suite_dir: &std::path::Path, value: &str) {
+async fn export_otlp(value: Option<String>, suite_dir: PathBuf) {
     use crate::report::store::{artifact_dir::load_suite, otlp_export::export_suite};
-    let exported = load_suite(suite_dir)
-        .map_err(|e| format!("the OpenTelemetry export to {value} failed: {e}"))
-        .and_then(|loaded| export_suite(&loaded.summary, &loaded.records, value));
+    let Some(value) = value else {
+        return;
+    };
+    // A POST may wait on a slow collector: not on a worker of the runtime.
+    let exported = tokio::task::spawn_blocking(move || {
+        load_suite(&suite_dir)
+            .map_err(|e| format!("the OpenTelemetry export to {value} failed: {e}"))
+            .and_then(|loaded| export_suite(&loaded.summary, &loaded.records, &value))
+    })
+    .await
+    .unwrap_or_else(|e| Err(format!("the OpenTelemetry export failed: {e}")));
     match exported {
         Ok(target) => println!("supervisor: OpenTelemetry spans exported to {target}"),
         Err(line) => stderr_notice(&line),
