@@ -195,8 +195,10 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
     let stub_requests = std::fs::read_to_string(side.path().join("third/messages-requests.jsonl"))
         .unwrap_or_default();
     assert!(
-        stub_requests.contains("were run again without you") && stub_requests.contains("/inc"),
-        "the agent learnt what the replayed step did"
+        stub_requests.contains("<replayed-context>")
+            && stub_requests.contains("do not run these commands again")
+            && stub_requests.contains("/inc"),
+        "the agent learnt what the replayed step did, as context not to be run again"
     );
 
     // 4. The renewed recording replays; `check` lists both steps as recorded, from a
