@@ -165,6 +165,9 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
         json!([
             {"bash": "cat version.txt"},
             {"text": "It says version 2 now, which is what the app ships.\nRESULT OK"},
+            // As many facts as the recording it renews, on the same action: as strong, so it
+            // goes in force (a pass stating none would wait for review).
+            {"facts": ["1 equals \"version 2\""]},
         ]),
         &[],
     );
