@@ -314,3 +314,52 @@ fn a_command_agent_gets_the_replayed_steps_in_their_own_field() {
     assert!(step.replayed[0].actions[0].output.contains("1 mug"));
     p.assert_nothing_survives();
 }
+
+/// On a terminal, `review` asks for each test: an answer it does not know is asked again, `a`
+/// accepts.
+#[test]
+fn review_on_a_terminal_asks_and_accepts() {
+    let p = project();
+    p.write("plan.txt", CAREFUL);
+    assert_eq!(run(&p, &["start"]).0, Some(0));
+    p.write("data.txt", "item: mug (blue)\n");
+    p.write("plan.txt", HURRIED);
+    assert_eq!(run(&p, &["start"]).0, Some(0));
+    let pty = match nix::pty::openpty(None, None) {
+        Ok(pty) => pty,
+        Err(e) => {
+            common::skip::skip(
+                "replay review on a terminal",
+                format!("no pseudo-terminal ({e})"),
+            );
+            return;
+        }
+    };
+    // Typed ahead: the terminal holds the answers until the review reads them.
+    nix::unistd::write(&pty.master, b"x\na\n").expect("type the answers");
+    let out = p
+        .supervisor()
+        .args(["replay", "review"])
+        .stdin(std::process::Stdio::from(pty.slave))
+        .output()
+        .expect("review");
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", common::stderr(&out));
+    assert!(
+        text.contains("would drop 1 console action and 1 fact"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches("stock.test.toml: a accept, r reject, s skip? ")
+            .count(),
+        2,
+        "asked again after an unknown answer: {text}"
+    );
+    assert!(
+        text.contains("accepted: stock.test.toml (1 step)"),
+        "{text}"
+    );
+    assert!(!pending_file(&p).exists());
+    assert_eq!(in_force(&p).steps[0].actions.len(), 1);
+    p.assert_nothing_survives();
+}
