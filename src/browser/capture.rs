@@ -367,12 +367,7 @@ impl Monitor {
     async fn screenshot(&self, session: &str, path: &Path, to_front: bool) -> Result<(), String> {
         if to_front {
             self.client
-                .call(
-                    "AttachedPage.bringToFront",
-                    json!({}),
-                    Some(session),
-                    CALL_LIMIT,
-                )
+                .call("Page.bringToFront", json!({}), Some(session), CALL_LIMIT)
                 .await
                 .map_err(|e| e.to_string())?;
         }
@@ -393,7 +388,7 @@ impl Monitor {
         let result = self
             .client
             .call(
-                "AttachedPage.captureScreenshot",
+                "Page.captureScreenshot",
                 json!({ "format": "png", "optimizeForSpeed": true }),
                 Some(session),
                 CALL_LIMIT,
