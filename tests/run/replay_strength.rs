@@ -147,6 +147,13 @@ fn review_shows_the_two_side_by_side_and_accept_or_reject_decides() {
         "{text}"
     );
     assert!(pending_file(&p).exists());
+    // `check` marks the step.
+    let out = p.check();
+    assert!(
+        stdout(&out).contains("a weaker re-recording waits for review"),
+        "{}",
+        stdout(&out)
+    );
 
     // Accept and reject need a test, or --all.
     let out = p.run(&["replay", "accept"]);
