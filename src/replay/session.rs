@@ -579,13 +579,16 @@ impl ReplaySession {
         info.audited = turn.audited;
         info.pending_review = turn.pending.clone();
         let failed = !matches!(step.status, StepStatus::Ok | StepStatus::Warn);
-        if turn.audited && failed {
+        // The agent judged the app failing (`RESULT ERROR`): not a timeout, a budget or a fault
+        // of the agent's own, none of which says the recording would pass a failing step.
+        let judged_failing = step.judged == StepStatus::Error;
+        if turn.audited && judged_failing {
             info.audit_disagreed = true;
             let retired = self.retire_words(&turn.key, "an audit");
             *message =
                 format!("{message} (audit: replay would have passed a failing step; {retired})");
             add_note(&mut info, format!("audit: {retired}"));
-        } else if failed && self.mode == ReplayMode::Record {
+        } else if judged_failing && self.mode == ReplayMode::Record {
             // The recording from before would pass the step the agent just failed.
             if self.in_force(&turn.key).is_some() {
                 let retired = self.retire_words(&turn.key, "--replay record");

@@ -100,13 +100,22 @@ async fn agent_passes(
 
 /// The agent fails the step (it went to the agent) having run `calls`.
 async fn agent_fails(replay: &mut ReplaySession, calls: &[ToolCall]) -> (StepReplay, String) {
+    agent_ends(replay, calls, StepStatus::Error).await
+}
+
+/// The agent's turn of the step ends `status` (not a pass) having run `calls`.
+async fn agent_ends(
+    replay: &mut ReplaySession,
+    calls: &[ToolCall],
+    status: StepStatus,
+) -> (StepReplay, String) {
     let Before::ToAgent(turn) = before(replay, &step()).await else {
         panic!("the step goes to the agent");
     };
     let mut message = "the value is wrong".to_string();
     let failed = AgentStep {
-        status: StepStatus::Error,
-        judged: StepStatus::Error,
+        status,
+        judged: status,
         console_calls: &[],
         tool_calls: calls,
     };
@@ -289,6 +298,23 @@ async fn a_step_the_agent_fails_under_record_is_never_replayed_again() {
     assert!(info.recorded, "{info:?}");
     assert!(recorded(dir.path()).failed.is_none());
     assert!(!store::pending_path(&dir.path().join("replays"), Path::new("t.test.toml")).exists());
+}
+
+#[tokio::test]
+async fn an_agent_fault_or_a_timeout_under_record_leaves_the_recording_in_force() {
+    let (dir, _) = first_pass(FactsAnswer::Stated(Vec::new())).await;
+    for status in [StepStatus::AgentError, StepStatus::Timeout] {
+        let mut record = session(dir.path(), ReplayMode::Record, 0.0);
+        let (info, _) = agent_ends(&mut record, &[], status).await;
+        assert!(
+            !info
+                .note
+                .unwrap_or_default()
+                .contains("never replayed again"),
+            "{status:?}"
+        );
+        assert!(recorded(dir.path()).failed.is_none(), "{status:?}");
+    }
 }
 
 #[tokio::test]
