@@ -63,8 +63,8 @@ impl Steps<'_> {
             Ok(agent) => agent,
             Err(failure) => return Err(self.agent_start_failed(failure)),
         };
-        if let Some(summary) = self.kit.replay.as_mut().and_then(|r| r.take_summary()) {
-            request.instruction = format!("{summary}\n{}", request.instruction);
+        if let Some(replay) = self.kit.replay.as_mut() {
+            request.replayed = replay.take_summary();
         }
         let marks = LogMarks::take(&self.session.run_paths().logs_dir());
         let asked = request.clone();

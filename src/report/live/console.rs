@@ -574,6 +574,14 @@ impl LiveView {
                 test.attempts
             ));
         }
+        // Whole, at every verbosity: the step line is cut to the terminal's width.
+        for pending in &summary.replay_pending {
+            line.push_str(&format!(
+                "\nPENDING     {} {}",
+                escape_controls(&pending.test_file, Newlines::Escape),
+                escape_controls(&pending.note, Newlines::Escape)
+            ));
+        }
         if self.verbosity >= Verbosity::Normal {
             line.push_str(&format!(
                 "\nSuite report: {}",

@@ -279,5 +279,9 @@ fn step_finished_line(
     {
         line.push_str(&format!(" — WARNING: {}", summarize_instruction(note, 300)));
     }
+    // A weaker re-recording waits for a person: said on every run until one decides.
+    if let Some(pending) = replay.and_then(|r| r.pending_review.as_ref()) {
+        line.push_str(&format!(" — {}", summarize_instruction(pending, 300)));
+    }
     (line, Normal)
 }

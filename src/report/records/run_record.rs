@@ -155,6 +155,10 @@ pub struct StepRecord {
     /// the agent stated for a recorded one.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub replay_facts: Vec<String>,
+    /// A re-recording that would weaken the step's recording waits for review (docs/replay.md):
+    /// what it would drop.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub replay_pending: Option<String>,
 }
 
 /// The version of the layout of run.json, summary.json, events.jsonl and history.jsonl (their
@@ -253,6 +257,7 @@ impl StepRecord {
         self.replay_recorded_at = r.recorded_at;
         self.replay_recorded_by = r.recorded_by.clone();
         self.replay_facts = r.facts.clone();
+        self.replay_pending = r.pending_review.clone();
     }
 }
 
@@ -336,6 +341,7 @@ impl RunRecord {
                     replay_recorded_at: None,
                     replay_recorded_by: None,
                     replay_facts: Vec::new(),
+                    replay_pending: None,
                 })
                 .collect(),
             commands: plan

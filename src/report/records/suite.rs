@@ -153,6 +153,10 @@ pub struct SuiteSummary {
     pub not_replayed_steps: u64,
     #[serde(default)]
     pub cost_saved_usd: Option<f64>,
+    /// The re-recordings waiting for review (docs/replay.md, "A recording never weakens in
+    /// silence"): each step that went to the agent because of one, or made one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replay_pending: Vec<PendingRecording>,
     /// With `--shard`: which shard this is and how the split was made (docs/ci.md), so `merge`
     /// can tell shards of one CI run from strangers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -174,6 +178,37 @@ pub struct SuiteSummary {
     /// absent when there is no such suite.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changes: Option<Comparison>,
+}
+
+/// A step whose re-recording waits for review (`supervisor replay review`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PendingRecording {
+    pub test_file: String,
+    pub step_id: crate::model::ids::StepId,
+    /// What the re-recording would drop.
+    pub note: String,
+}
+
+/// Each step of `records` with a pending re-recording, once (the newest attempt's word).
+fn pending_recordings(records: &[RunRecord]) -> Vec<PendingRecording> {
+    let mut by_step: BTreeMap<(String, crate::model::ids::StepId), String> = BTreeMap::new();
+    let mut ordered: Vec<&RunRecord> = records.iter().collect();
+    ordered.sort_by_key(|r| r.identity.started_at);
+    for r in ordered {
+        for s in &r.steps {
+            if let Some(note) = &s.replay_pending {
+                by_step.insert((r.identity.test_file.clone(), s.step_id), note.clone());
+            }
+        }
+    }
+    by_step
+        .into_iter()
+        .map(|((test_file, step_id), note)| PendingRecording {
+            test_file,
+            step_id,
+            note,
+        })
+        .collect()
 }
 
 fn one() -> u32 {
@@ -422,6 +457,7 @@ impl SuiteSummary {
             replay_audit_disagreements: counts.disagreed,
             not_replayed_steps: counts.not_replayed,
             cost_saved_usd,
+            replay_pending: pending_recordings(records),
             cost_usd,
             agent_turns,
             input_tokens,
