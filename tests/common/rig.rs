@@ -132,6 +132,7 @@ pub fn step(step_id: u32, instruction: impl Into<String>, timeout: Duration) -> 
         instruction: instruction.into(),
         timeout,
         question: None,
+        throttle: Default::default(),
     }
 }
 

@@ -216,6 +216,7 @@ impl<'s> Steps<'s> {
             instruction: run.instruction.clone(),
             timeout: run.step.timeout.value,
             question: None,
+            throttle: crate::providers::ThrottleSignal::default(),
         }
     }
 

@@ -61,6 +61,10 @@ pub struct RootTestSummary {
     /// Watchdog restarts of the agent over all attempts.
     #[serde(default)]
     pub agent_restarts: usize,
+    /// How long its steps waited for their place at the model, over all attempts (docs/ci.md,
+    /// "A rate-limited nightly").
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub model_wait_ms: u64,
     /// Quarantined (`quarantine = true`, `[supervisor] quarantine`): run and reported, but its
     /// failure or flakiness never changes the exit code (see docs/ci.md).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -131,6 +135,13 @@ pub struct SuiteSummary {
     pub input_tokens: u64,
     #[serde(default)]
     pub output_tokens: u64,
+    /// How long the suite's tests waited for the model, summed over them, and how many tests
+    /// waited (docs/ci.md, "A rate-limited nightly"): the agents at once were fewer than `-j`
+    /// while the model's API limited them, and sessions started staggered.
+    #[serde(default)]
+    pub model_wait_ms: u64,
+    #[serde(default)]
+    pub model_waited_tests: usize,
     /// docs/replay.md, over every attempt: steps passed by replay, steps the agent carried out with
     /// replay on, steps whose replay drifted, and what the replayed steps cost when recorded.
     #[serde(default)]
@@ -180,6 +191,10 @@ fn one() -> u32 {
     1
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 fn is_one(n: &u32) -> bool {
     *n <= 1
 }
@@ -213,6 +228,19 @@ fn decide(history: &[AttemptSummary], strict: bool) -> Option<(AttemptSummary, b
 }
 
 impl SuiteSummary {
+    /// `Waited for the model: 12.3s over 5 tests`, when a test waited (docs/ci.md, "A
+    /// rate-limited nightly").
+    pub fn model_wait_text(&self) -> Option<String> {
+        (self.model_wait_ms > 0).then(|| {
+            let tests = self.model_waited_tests;
+            format!(
+                "Waited for the model: {} over {tests} test{}",
+                crate::report::ground::printable::secs(self.model_wait_ms),
+                if tests == 1 { "" } else { "s" }
+            )
+        })
+    }
+
     /// How the suite's steps went through replay.
     pub fn replay_counts(&self) -> crate::model::replay::ReplayCounts {
         crate::model::replay::ReplayCounts {
@@ -358,6 +386,7 @@ impl SuiteSummary {
                 input_tokens: runs.iter().map(|r| r.input_tokens).sum(),
                 output_tokens: runs.iter().map(|r| r.output_tokens).sum(),
                 agent_restarts: runs.iter().map(|r| r.agent_restarts.len()).sum(),
+                model_wait_ms: runs.iter().map(|r| r.model_wait_ms).sum(),
                 quarantined: runs.last().is_some_and(|r| r.identity.quarantined),
                 agent_fault: runs
                     .last()
@@ -375,6 +404,8 @@ impl SuiteSummary {
         totals.total += not_run.len();
         let ms = (finished_at - started_at).num_milliseconds();
         let cost_usd = sum_costs(tests.iter().map(|t| t.cost_usd));
+        let model_wait_ms = tests.iter().map(|t| t.model_wait_ms).sum();
+        let model_waited_tests = tests.iter().filter(|t| t.model_wait_ms > 0).count();
         let agent_turns = tests.iter().map(|t| t.agent_turns).sum();
         let input_tokens = tests.iter().map(|t| t.input_tokens).sum();
         let output_tokens = tests.iter().map(|t| t.output_tokens).sum();
@@ -426,6 +457,8 @@ impl SuiteSummary {
             agent_turns,
             input_tokens,
             output_tokens,
+            model_wait_ms,
+            model_waited_tests,
             shard: None,
             commit: None,
             dirty: None,
@@ -471,6 +504,9 @@ impl SuiteSummary {
         );
         if let Some(cost) = self.cost_usd {
             let _ = writeln!(s, "Agent cost: ${cost:.4}.\n");
+        }
+        if let Some(waited) = self.model_wait_text() {
+            let _ = writeln!(s, "{waited}.\n");
         }
         if !self.tests.is_empty() {
             s.push_str("| test file | outcome | attempts | flaky | duration | run id | report |\n");

@@ -166,6 +166,7 @@ impl RunWriter {
             | EventKind::CommandTornDown { .. }
             | EventKind::Checkpoint { .. }
             | EventKind::AgentRestarted { .. }
+            | EventKind::ModelWait { .. }
             | EventKind::AgentFault { .. }
             | EventKind::RunFinished { .. } => true,
             EventKind::SuiteStarted { .. }
