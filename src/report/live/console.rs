@@ -741,6 +741,10 @@ fn totals_line(summary: &SuiteSummary) -> String {
             summary.input_tokens, summary.output_tokens
         ));
     }
+    let unrecorded = summary.unrecorded.len();
+    if unrecorded > 0 {
+        text.push_str(&format!("; {unrecorded} run(s) NOT RECORDED (exit 3)"));
+    }
     if let Some(waited) = summary.model_wait_text() {
         text.push_str(&format!("; {}", waited.to_lowercase()));
     }

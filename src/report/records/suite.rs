@@ -30,6 +30,17 @@ pub struct AttemptSummary {
     pub report: String,
 }
 
+/// A run whose outcome did not reach its run.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct UnrecordedRun {
+    pub run_id: RunId,
+    pub test_file: String,
+    /// The outcome it had, which its run.json does not say.
+    pub outcome: RunOutcome,
+    /// Why its run.json could not be written.
+    pub why: String,
+}
+
 /// One root test: its final attempt decides.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RootTestSummary {
@@ -124,6 +135,15 @@ pub struct SuiteSummary {
     /// `[supervisor] max_cost_usd`: the cap of the whole CI run this suite is (part of).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_cap_usd: Option<f64>,
+    /// Runs whose outcome did not reach their run.json (a full disk, a directory that could not
+    /// be made): the run.json on disk, if any, is an earlier state. The exit code is then 3
+    /// (docs/signals.md), whatever the outcomes say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unrecorded: Vec<UnrecordedRun>,
+    /// Records of any kind (a run's files, history, the suite's own files) that could not be
+    /// written before this summary was: with any, the exit code is 3.
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub records_lost: usize,
     pub totals: Totals,
     /// What the agents cost in this suite, where they report money.
     #[serde(default)]
@@ -191,6 +211,10 @@ fn one() -> u32 {
     1
 }
 
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
+}
+
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -228,6 +252,31 @@ fn decide(history: &[AttemptSummary], strict: bool) -> Option<(AttemptSummary, b
 }
 
 impl SuiteSummary {
+    /// The runs whose outcome is not in their run.json, and the records lost (exit 3), as
+    /// summary.md says them; empty when every record was written.
+    fn unrecorded_markdown(&self) -> String {
+        if self.unrecorded.is_empty() && self.records_lost == 0 {
+            return String::new();
+        }
+        let mut s = String::from("## Not recorded\n\n");
+        for run in &self.unrecorded {
+            let _ = writeln!(
+                s,
+                "- `{}` {} (run `{}`), but its run.json does not say so: {}",
+                markdown_text(&run.test_file, Newlines::Escape).replace('`', "'"),
+                run.outcome.as_str(),
+                run.run_id,
+                markdown_text(&run.why, Newlines::Escape)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\n{} record(s) could not be written: the suite exits 3 (docs/signals.md).\n",
+            self.records_lost.max(self.unrecorded.len())
+        );
+        s
+    }
+
     /// `Waited for the model: 12.3s over 5 tests`, when a test waited (docs/ci.md, "A
     /// rate-limited nightly").
     pub fn model_wait_text(&self) -> Option<String> {
@@ -443,6 +492,8 @@ impl SuiteSummary {
             partial_allowed: false,
             fail_on_flaky: false,
             cost_cap_usd: None,
+            unrecorded: Vec::new(),
+            records_lost: 0,
             totals,
             replayed_steps,
             agent_steps,
@@ -508,6 +559,7 @@ impl SuiteSummary {
         if let Some(waited) = self.model_wait_text() {
             let _ = writeln!(s, "{waited}.\n");
         }
+        s.push_str(&self.unrecorded_markdown());
         if !self.tests.is_empty() {
             s.push_str("| test file | outcome | attempts | flaky | duration | run id | report |\n");
             s.push_str("|---|---|---|---|---|---|---|\n");
