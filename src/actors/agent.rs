@@ -239,6 +239,10 @@ async fn supervised_step(
                 "step interrupted: the session is stopping (it was waiting for the model)",
             );
             verdict.interrupted = true;
+            if let Some(before) = before.take() {
+                verdict.restarts = before.restarts;
+                verdict.duration = before.duration;
+            }
             break verdict;
         };
         waited += wait;

@@ -299,7 +299,7 @@ pub enum EventKind {
     ModelWait {
         step_id: StepId,
         waited_ms: u64,
-        /// The agents the suite let at the model at once when the step went.
+        /// The agents the suite lets at the model at once as the step ends.
         agents_at_once: usize,
     },
     /// The session's places, once chosen: its workspace and its resolved `[ports]`. Sent again
