@@ -1,4 +1,4 @@
-"""Row 29: a fleet bound by the model (docs/ci.md, "A rate-limited nightly"). Twelve one-step
+"""Row 30: a fleet bound by the model (docs/ci.md, "A rate-limited nightly"). Twelve one-step
 tests (six with --quick) through the real Claude Code CLI at `-j 12` (`-j 6`) against the scripted
 stub with 0.5 s per model call that refuses (HTTP 429, `retry-after: 1`) a request beyond three
 in flight; the baseline is the ideal of three at a time: the same tests at `-j 3` against the
@@ -80,7 +80,7 @@ def _run(ctx, project, claude, label, tests, jobs, limit):
 def rate_limited_fleet(ctx):
     claude = _claude_bin(ctx)
     tests = 6 if ctx.quick else 12
-    name = (f"29. a rate-limited fleet: {tests} claude-code tests at `-j {tests}`, the API "
+    name = (f"30. a rate-limited fleet: {tests} claude-code tests at `-j {tests}`, the API "
             f"refusing (429) beyond {LIMIT} in flight, {DELAY_MS / 1000:g} s per call")
     goal = f"0 lost or failed; wall ≤ 1.3× the ideal of {LIMIT} at a time"
     if claude is None:
