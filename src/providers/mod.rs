@@ -167,6 +167,37 @@ pub struct StepRequest {
     /// The steps replayed before this one, told with the first step the agent takes after them
     /// (docs/providers.md): context, apart from the instruction.
     pub replayed: Vec<crate::model::replay::ReplayedStep>,
+    /// Raised as soon as the model's API limits the step (the CLI retrying a 429 / 529): the
+    /// suite's model gate lets fewer agents at once (actors/model_gate.rs).
+    pub throttle: ThrottleSignal,
+}
+
+/// What a provider raises when the model's API tells the agent to slow down mid-step; nothing
+/// listens by default.
+#[derive(Clone, Default)]
+pub struct ThrottleSignal(Option<Arc<dyn Fn(crate::model::agent_fault::FaultKind) + Send + Sync>>);
+
+impl ThrottleSignal {
+    pub fn new(on: impl Fn(crate::model::agent_fault::FaultKind) + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(on)))
+    }
+
+    /// The API limited the step (`rate_limit` or `overloaded`).
+    pub fn raise(&self, kind: crate::model::agent_fault::FaultKind) {
+        if let Some(on) = &self.0 {
+            on(kind);
+        }
+    }
+}
+
+impl std::fmt::Debug for ThrottleSignal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ThrottleSignal(listened)"
+        } else {
+            "ThrottleSignal(none)"
+        })
+    }
 }
 
 /// A question the harness asks about a step the agent already judged.
@@ -290,6 +321,10 @@ pub struct StepVerdict {
     /// The `BUGATTI_FACT` lines of the reply (the answer to the facts question), redacted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub facts: Vec<String>,
+    /// How long the step was held back before the agent could take it, with fewer agents
+    /// allowed at the model at once (actors/model_gate.rs); not part of `duration`.
+    #[serde(skip)]
+    pub model_wait: Duration,
 }
 
 impl StepVerdict {
@@ -309,6 +344,7 @@ impl StepVerdict {
             tool_calls: Vec::new(),
             agent_fault: None,
             facts: Vec::new(),
+            model_wait: Duration::ZERO,
         }
     }
 
@@ -572,6 +608,7 @@ mod tests {
             timeout: Duration::from_secs(5),
             question: None,
             replayed: Vec::new(),
+            throttle: ThrottleSignal::default(),
         };
         let message = bootstrap::step_message(&facts(), &request);
         assert!(message.starts_with(
@@ -598,6 +635,7 @@ mod tests {
             instruction: "Check the basket holds one mug.".into(),
             timeout: Duration::from_secs(5),
             question: None,
+            throttle: ThrottleSignal::default(),
             replayed: vec![ReplayedStep {
                 step_id: StepId::new(1),
                 instruction: Some("Add a mug to the basket.".into()),

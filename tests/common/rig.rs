@@ -133,6 +133,7 @@ pub fn step(step_id: u32, instruction: impl Into<String>, timeout: Duration) -> 
         timeout,
         question: None,
         replayed: Vec::new(),
+        throttle: Default::default(),
     }
 }
 

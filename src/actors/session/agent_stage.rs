@@ -169,6 +169,7 @@ pub(super) async fn run_step(
     news: &mut AgentNews,
 ) -> Result<StepVerdict, TurnLost> {
     let limit = request.timeout.saturating_add(Duration::from_secs(60));
+    let step_id = request.step_id;
     let (reply, answer) = ractor::concurrency::oneshot();
     agent
         .cast(AgentMsg::RunStep(request, reply.into()))
@@ -204,6 +205,15 @@ pub(super) async fn run_step(
     };
     if let (Some(death), false) = (died, told) {
         pass_on(session, death);
+    }
+    if let Some(waited) = verdict.as_ref().ok().map(|v| millis(v.model_wait)) {
+        if waited > 0 {
+            session.emit(EventKind::ModelWait {
+                step_id,
+                waited_ms: waited,
+                agents_at_once: session.suite.model_gate.limit(),
+            });
+        }
     }
     verdict
 }

@@ -217,6 +217,7 @@ impl<'s> Steps<'s> {
             timeout: run.step.timeout.value,
             question: None,
             replayed: Vec::new(),
+            throttle: crate::providers::ThrottleSignal::default(),
         }
     }
 

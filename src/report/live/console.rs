@@ -17,7 +17,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
 use crate::report::ground::printable::{escape_controls, secs, Newlines};
 use crate::report::ground::scrub::Redactor;
-use crate::report::live::console_event::{event_line, Phase};
+use crate::report::live::console_event::{event_line, Phase, NOTABLE_WAIT_MS};
 use crate::report::live::console_text::{
     failure_lines, fit, message_block, terminal_width, DEFAULT_WIDTH,
 };
@@ -440,6 +440,7 @@ impl LiveView {
                 ),
                 EventKind::CommandTornDown { teardown, .. } => *teardown != TeardownState::Clean,
                 EventKind::AgentRestarted { .. } => true,
+                EventKind::ModelWait { waited_ms, .. } => *waited_ms >= NOTABLE_WAIT_MS,
                 EventKind::Checkpoint { state, .. } => {
                     matches!(state, CheckpointState::Failed { .. })
                 }
@@ -747,6 +748,13 @@ fn totals_line(summary: &SuiteSummary) -> String {
             "; {} input / {} output tokens",
             summary.input_tokens, summary.output_tokens
         ));
+    }
+    let unrecorded = summary.unrecorded.len();
+    if unrecorded > 0 {
+        text.push_str(&format!("; {unrecorded} run(s) NOT RECORDED (exit 3)"));
+    }
+    if let Some(waited) = summary.model_wait_text() {
+        text.push_str(&format!("; {}", waited.to_lowercase()));
     }
     text
 }

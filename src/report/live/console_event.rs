@@ -12,6 +12,10 @@ use crate::report::records::events::{
 
 use Verbosity::{Normal, Verbose};
 
+/// A wait for the model from which on its line is shown without `-v` (a session's staggered
+/// start waits a fraction of a second: not news).
+pub const NOTABLE_WAIT_MS: u64 = 1000;
+
 /// When an event came, for the words of a command's line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
@@ -89,6 +93,22 @@ pub(crate) fn event_line(kind: &EventKind, phase: Phase) -> Option<ConsoleLine> 
         EventKind::AgentRestarted { step_id, reason } => (
             format!("AGENT RESTARTED during step {step_id}: it {reason}; the step is retried"),
             Normal,
+        ),
+        EventKind::ModelWait {
+            step_id,
+            waited_ms,
+            agents_at_once,
+        } => (
+            format!(
+                "WAITED {step_id} ........ {} for the model ({agents_at_once} agent{} at once)",
+                secs(*waited_ms),
+                if *agents_at_once == 1 { "" } else { "s" }
+            ),
+            if *waited_ms >= NOTABLE_WAIT_MS {
+                Normal
+            } else {
+                Verbose
+            },
         ),
         EventKind::ConsoleCall {
             tool,
