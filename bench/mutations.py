@@ -29,6 +29,7 @@ import artifacts
 from browser_replay import _chromium, _free_port, _playwright_mcp
 from cases import CLAUDE_CONFIG, Row, _claude_bin
 from proc import BenchError, run
+from weakened import weakened
 
 UUID_TAIL = "-3d4e-4f50-8a61-7b8c9d0e1f23"
 
@@ -618,8 +619,12 @@ def corpus(ctx, only=None):
             steps = suite(ctx, project, f"mutations-{k}")
             for c in chosen:
                 tally.mutated(f"{c.name}: {c.mutations[k][0]}", steps.get(c.name) or {})
+    # Weakened re-recordings (bench/weakened.py): a hurried pass kept pending, then what it
+    # dropped breaks.
+    weakened_pending = 0 if only == "claude" else weakened(ctx, tally)
     claude_run, claude_missing = ([], None) if only == "command" else claude_corpus(ctx, tally)
     return {
+        "weakened": weakened_pending,
         "apps": len(tally.apps),
         "through_claude": claude_run,
         "claude_missing": claude_missing,
@@ -642,6 +647,8 @@ def mutation_corpus(ctx):
     ok = (not r["false_passes"] and not r["invalid"] and r["replayed_share"] >= 0.95
           and r["learning_calls_per_step"] <= 1.0)
     note = f"{r['caught_by_a_fact']} of {r['caught']} caught by a stated fact, the rest by the comparison"
+    if r["weakened"]:
+        note += f"; {r['weakened']} weakened re-recordings kept pending, none replayed once what they dropped broke"
     if r["through_claude"]:
         note += f"; through Claude Code: {', '.join(r['through_claude'])}"
     if r["claude_missing"]:

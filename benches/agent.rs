@@ -95,6 +95,8 @@ async fn provider_reply(dir: &Path, bytes: usize) -> (Duration, u64) {
         instruction: actions.to_string(),
         timeout: Duration::from_secs(600),
         question: None,
+        replayed: Vec::new(),
+        throttle: Default::default(),
     };
     let (_keep, cancel) = tokio::sync::watch::channel(false);
     let started = Instant::now();

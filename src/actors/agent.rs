@@ -11,7 +11,9 @@
 //! group is in the process registry, which the supervisor sweeps on the way out. `post_stop`
 //! still closes a provider that was never closed, so a stopped actor leaves nothing behind.
 
-use crate::model::outcome::TeardownState;
+use crate::actors::model_gate::{ModelGate, ModelPermit};
+use crate::model::agent_fault::FaultKind;
+use crate::model::outcome::{StepStatus, TeardownState};
 use crate::providers::{
     self, AgentContext, AgentError, AgentEvent, AgentSpec, Provider, SessionFacts, StepRequest,
     StepVerdict,
@@ -40,6 +42,8 @@ pub struct AgentArgs {
     pub spec: AgentSpec,
     pub facts: SessionFacts,
     pub events: UnboundedSender<AgentEvent>,
+    /// The suite's gate to the model, for an agent CLI (none for `command` and `shell`).
+    pub gate: Option<ModelGate>,
 }
 
 pub enum AgentMsg {
@@ -61,6 +65,10 @@ pub struct AgentState {
     events: UnboundedSender<AgentEvent>,
     cancel: watch::Sender<bool>,
     closed: bool,
+    /// The suite's gate to the model, and whether a step went through it yet (the session's
+    /// first step is the one staggered).
+    gate: Option<ModelGate>,
+    stepped: bool,
 }
 
 impl Actor for AgentActor {
@@ -74,6 +82,7 @@ impl Actor for AgentActor {
         args: AgentArgs,
     ) -> Result<Self::State, ActorProcessingErr> {
         let events = args.events.clone();
+        let gate = args.gate;
         let provider = providers::create(AgentContext {
             spec: args.spec,
             facts: args.facts,
@@ -85,6 +94,8 @@ impl Actor for AgentActor {
             events,
             cancel,
             closed: false,
+            gate,
+            stepped: false,
         })
     }
 
@@ -113,10 +124,14 @@ impl Actor for AgentActor {
                 let provider = Arc::clone(&state.provider);
                 let cancel = state.cancel.subscribe();
                 let events = state.events.clone();
+                let seat = Seat {
+                    gate: state.gate.clone(),
+                    starting: !std::mem::replace(&mut state.stepped, true),
+                };
                 tokio::spawn(async move {
                     let mut provider = provider.lock().await;
                     let verdict =
-                        supervised_step(provider.as_mut(), &request, cancel, &events).await;
+                        supervised_step(provider.as_mut(), &request, cancel, &events, seat).await;
                     let _ = reply.send(verdict);
                 });
             }
@@ -154,34 +169,106 @@ impl Actor for AgentActor {
     }
 }
 
-/// How often a transient agent fault (`rate_limit`, `overloaded`, `api_error`) is retried, at
+/// How often a transient agent fault other than a rate limit (`api_error`) is retried, at
 /// most, before it is declared; each retry waits twice as long as the one before, from
-/// [`FIRST_BACKOFF`], and only while the step's timeout leaves room for another attempt.
+/// [`FIRST_BACKOFF`] up to [`MAX_BACKOFF`], and only while the step's timeout leaves room for
+/// another attempt. A step the API limited (`rate_limit`, `overloaded`) is retried for as long
+/// as its timeout leaves room: it was held back, it did not fail.
 const TRANSIENT_RETRIES: u32 = 3;
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(8);
 /// The least time an attempt is started with: less than this is not worth a model call.
 const LEAST_ATTEMPT: Duration = Duration::from_secs(2);
 
-/// One step under the watchdog and the fault policy (docs/providers.md, "When the agent, not the
-/// app, fails"): a transient API fault is retried with backoff within the step's timeout; a
-/// watchdog fault left after the restart is the agent's `crashed` or `stalled`.
+/// Where a step waits for its place at the model: the suite's gate (none: it does not wait),
+/// and whether it is the session's first step (started staggered).
+struct Seat {
+    gate: Option<ModelGate>,
+    starting: bool,
+}
+
+impl Seat {
+    /// A place at the model (`None` inside when there is no gate), and how long it took; `None`
+    /// when the step was cancelled while it waited.
+    async fn enter(
+        &mut self,
+        cancel: &watch::Receiver<bool>,
+    ) -> Option<(Option<ModelPermit>, Duration)> {
+        let Some(gate) = &self.gate else {
+            return Some((None, Duration::ZERO));
+        };
+        let starting = std::mem::replace(&mut self.starting, false);
+        let mut waiting = cancel.clone();
+        tokio::select! {
+            (permit, waited) = gate.enter(starting) => Some((Some(permit), waited)),
+            _ = crate::providers::command::cancelled(&mut waiting) => None,
+        }
+    }
+}
+
+/// The API limited the step: the kind it ended on, if a rate limit.
+fn limited(verdict: &StepVerdict) -> Option<FaultKind> {
+    verdict
+        .agent_fault
+        .filter(|k| matches!(k, FaultKind::RateLimit | FaultKind::Overloaded))
+}
+
+/// One step under the watchdog, the fault policy and the model gate (docs/providers.md, "When
+/// the agent, not the app, fails"; docs/ci.md, "A rate-limited nightly"): each attempt waits for
+/// its place at the model, a transient API fault is retried with backoff within the step's
+/// timeout (the waits at the gate not counted), a watchdog fault left after the restart is the
+/// agent's `crashed` or `stalled`.
 async fn supervised_step(
     provider: &mut dyn Provider,
     request: &StepRequest,
     cancel: watch::Receiver<bool>,
     events: &UnboundedSender<AgentEvent>,
+    mut seat: Seat,
 ) -> StepVerdict {
     let started = Instant::now();
-    let mut verdict = restarted_step(provider, request, cancel.clone(), events).await;
+    let mut waited = Duration::ZERO;
     let mut backoff = FIRST_BACKOFF;
-    for _ in 0..TRANSIENT_RETRIES {
-        let transient = verdict.agent_fault.is_some_and(|k| k.is_transient());
-        if !transient || verdict.interrupted || *cancel.borrow() {
-            break;
+    let mut retries = 0;
+    let mut asked = request.clone();
+    let mut before: Option<StepVerdict> = None;
+    let mut verdict = loop {
+        let Some((permit, wait)) = seat.enter(&cancel).await else {
+            let mut verdict = StepVerdict::new(
+                request.step_id,
+                StepStatus::Error,
+                "step interrupted: the session is stopping (it was waiting for the model)",
+            );
+            verdict.interrupted = true;
+            if let Some(before) = before.take() {
+                verdict.restarts = before.restarts;
+                verdict.duration = before.duration;
+            }
+            break verdict;
+        };
+        waited += wait;
+        asked.throttle = permit.as_ref().map(ModelPermit::signal).unwrap_or_default();
+        let mut verdict = restarted_step(provider, &asked, cancel.clone(), events).await;
+        if let Some(permit) = permit {
+            let faulted = verdict.agent_fault.is_some() || verdict.fault.is_some();
+            permit.release(limited(&verdict), faulted);
         }
-        let left = request.timeout.saturating_sub(started.elapsed());
+        if let Some(before) = before.take() {
+            verdict.restarts += before.restarts;
+            verdict.duration += before.duration;
+        }
+        let transient = verdict.agent_fault.is_some_and(|k| k.is_transient());
+        let bounded = limited(&verdict).is_none();
+        if !transient || verdict.interrupted || *cancel.borrow() {
+            break verdict;
+        }
+        if bounded && retries >= TRANSIENT_RETRIES {
+            break verdict;
+        }
+        let left = request
+            .timeout
+            .saturating_sub(started.elapsed().saturating_sub(waited));
         if left < backoff + LEAST_ATTEMPT {
-            break;
+            break verdict;
         }
         tracing::info!(
             "step {}: {}; retrying in {}s",
@@ -192,23 +279,22 @@ async fn supervised_step(
         let mut waiting = cancel.clone();
         tokio::select! {
             () = tokio::time::sleep(backoff) => {}
-            _ = crate::providers::command::cancelled(&mut waiting) => break,
+            _ = crate::providers::command::cancelled(&mut waiting) => break verdict,
         }
-        let mut again = request.clone();
-        again.timeout = left.saturating_sub(backoff);
-        let before = verdict;
-        verdict = restarted_step(provider, &again, cancel.clone(), events).await;
-        verdict.restarts += before.restarts;
-        verdict.duration += before.duration + backoff;
-        backoff *= 2;
-    }
+        asked.timeout = left.saturating_sub(backoff);
+        verdict.duration += backoff;
+        before = Some(verdict);
+        retries += 1;
+        backoff = (backoff * 2).min(MAX_BACKOFF);
+    };
+    verdict.model_wait = waited;
     watchdog_fault(verdict, provider.kind())
 }
 
 /// A watchdog fault left after the restart, for an agent CLI: the agent `crashed` (or, when its
 /// last words were the CLI's own login error, `auth`) or `stalled`.
 fn watchdog_fault(mut verdict: StepVerdict, agent: providers::ProviderKind) -> StepVerdict {
-    use crate::model::agent_fault::{classify_api_failure, FaultKind};
+    use crate::model::agent_fault::classify_api_failure;
     let is_cli = agent.info().cli().is_some();
     if !is_cli || verdict.interrupted || verdict.agent_fault.is_some() {
         return verdict;

@@ -20,6 +20,7 @@ pub mod budget;
 pub mod checkpoint;
 pub mod command;
 pub mod harness;
+pub mod model_gate;
 pub mod on_finish;
 pub mod preflight;
 pub mod queue;

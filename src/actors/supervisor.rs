@@ -8,6 +8,7 @@
 
 use crate::actors::budget::{Admission, Budget};
 use crate::actors::harness::{setup_state, Harness};
+use crate::actors::model_gate::ModelGate;
 use crate::actors::queue::{AfterAttempt, Attempt, Halt, SuiteQueue};
 use crate::actors::reporter::{Notices, ReporterMsg, RunEvents};
 use crate::actors::session::{SessionActor, SessionArgs, SessionMsg, SuiteCommands, SuiteContext};
@@ -127,6 +128,8 @@ pub struct SupervisorState {
     /// `--cost-ledger`: the CI run's spend, and the runs of ours reserved in it.
     cost_ledger: Option<CostLedger>,
     ledger_runs: BTreeSet<RunId>,
+    /// The agents at the model at once (docs/ci.md, "A rate-limited nightly"): `-j` at most.
+    model_gate: ModelGate,
     /// Answered once, when the suite's files are written; taken by `finish`.
     done: Option<oneshot::Sender<ExitReason>>,
 }
@@ -165,6 +168,7 @@ impl Actor for SupervisorActor {
             });
         }
         myself.cast(SupervisorMsg::Begin)?;
+        let model_gate = ModelGate::new(base.jobs.value);
         Ok(SupervisorState {
             tests,
             queue,
@@ -184,6 +188,7 @@ impl Actor for SupervisorActor {
             shutdown: None,
             cost_ledger: args.cost_ledger,
             ledger_runs: BTreeSet::new(),
+            model_gate,
             done: Some(args.done),
         })
     }
@@ -246,6 +251,7 @@ impl SupervisorState {
                             .with_history(self.suite.expected_costs.clone()),
                     ),
                     agent_faults: Arc::default(),
+                    model_gate: self.model_gate.clone(),
                 }));
                 if self.harness_error.is_some() {
                     self.queue.halt(Halt::Shutdown);

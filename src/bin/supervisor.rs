@@ -112,6 +112,13 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+    /// The re-recordings that would weaken a recording, waiting for review (docs/replay.md):
+    /// `review` shows each beside the recording in force, `accept` puts it in force, `reject`
+    /// keeps the one in force.
+    Replay {
+        #[command(subcommand)]
+        action: ReplayCommand,
+    },
     /// Prune old suites with their runs and kept workspaces. With neither option, applies
     /// `[supervisor] keep_runs` (default 200 runs).
     Clean {
@@ -125,6 +132,31 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum ReplayCommand {
+    /// Show each pending recording beside the one in force, actions and facts side by side;
+    /// on a terminal, ask for each: accept, reject or skip. Exit 0, 1 when one could not be
+    /// changed, 2 on invalid input.
+    Review(PendingArgs),
+    /// Put the pending recordings of TEST (or all) in force.
+    Accept(PendingArgs),
+    /// Drop the pending recordings of TEST (or all): the recordings in force stay.
+    Reject(PendingArgs),
+}
+
+#[derive(Args, Debug)]
+struct PendingArgs {
+    /// Test files (`tests/checkout.test.toml`, or `checkout` from the project root)
+    #[arg(value_name = "TEST")]
+    tests: Vec<String>,
+    /// Every test with a pending recording
+    #[arg(long)]
+    all: bool,
+    /// Project config [default: ./bugatti.config.toml if present]
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Default)]
@@ -415,6 +447,14 @@ fn main() -> ExitCode {
             older_than,
             config,
         } => cli::clean(keep, older_than, config),
+        Command::Replay { action } => {
+            let (action, args) = match action {
+                ReplayCommand::Review(args) => (cli::PendingAction::Review, args),
+                ReplayCommand::Accept(args) => (cli::PendingAction::Accept, args),
+                ReplayCommand::Reject(args) => (cli::PendingAction::Reject, args),
+            };
+            cli::replay(action, &args.tests, args.all, args.config)
+        }
     };
     ExitCode::from(exit.code())
 }

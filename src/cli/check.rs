@@ -86,6 +86,18 @@ pub(super) fn check_text(suite: &Suite, verbosity: Verbosity) -> String {
             &test.rel_path,
         );
         let test_path = test.rel_path.to_string_lossy().into_owned();
+        // The steps whose re-recording waits for review (an unreadable file: none to show).
+        let pending = replays
+            .then(|| {
+                let path = crate::replay::store::pending_path(
+                    &replay.dir_in(&suite.project_root),
+                    &test.rel_path,
+                );
+                crate::replay::store::load(&path, &test_path).ok().flatten()
+            })
+            .flatten()
+            .map(|p| p.steps.iter().map(|s| s.step).collect())
+            .unwrap_or_default();
         let recording = replays
             .then(|| crate::replay::store::load(&recording_path, &test_path))
             // No file at all: one line for the test rather than a mark on every step.
@@ -100,6 +112,7 @@ pub(super) fn check_text(suite: &Suite, verbosity: Verbosity) -> String {
             replays,
             max_age_days: replay.max_age_days.value,
             timeouts: verbosity == Verbosity::Verbose,
+            pending,
         };
         print_plan(out, test, &recording, &shown);
         steps += test.plan.len();
@@ -233,6 +246,8 @@ struct PlanShown {
     max_age_days: u32,
     /// Every step's timeout and where it comes from (`-v`), not only a step's own.
     timeouts: bool,
+    /// The steps with a re-recording waiting for review (docs/replay.md).
+    pending: Vec<crate::model::ids::StepId>,
 }
 
 /// A test's steps, one line each, with their marks (setup, skip, checkpoint, timeout, replay).
@@ -292,6 +307,9 @@ fn print_plan(
                     max_age_days,
                 )
             ));
+        }
+        if replays && shown.pending.contains(&s.step_id) {
+            marks.push("a weaker re-recording waits for review (supervisor replay review)".into());
         }
         let marks = if marks.is_empty() {
             String::new()

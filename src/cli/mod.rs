@@ -24,6 +24,7 @@ mod clean;
 pub mod copy_flags;
 mod doctor;
 mod init;
+mod replay;
 mod selection;
 mod start;
 mod suites;
@@ -34,6 +35,7 @@ pub use check::check;
 pub use clean::clean;
 pub use doctor::doctor;
 pub use init::init;
+pub use replay::{replay, PendingAction};
 pub use selection::{list, resolve_shard};
 pub use start::start;
 pub use suites::{merge, report};
@@ -93,6 +95,23 @@ fn print_notes(suite: &Suite) {
 /// loading its tests: `report`, `clean` and `merge` work even when a test file is broken.
 /// Also `[supervisor] keep_runs`.
 fn artifact_dir_of(config: Option<PathBuf>) -> Result<(PathBuf, usize), String> {
+    let (root, table) = project_config(config)?;
+    let sup = table.as_ref().and_then(|t| t.get("supervisor"));
+    let dir = sup
+        .and_then(|s| s.get("artifact_dir"))
+        .and_then(|v| v.as_str())
+        .unwrap_or(crate::model::layers::DEFAULT_ARTIFACT_DIR);
+    let keep = sup
+        .and_then(|s| s.get("keep_runs"))
+        .and_then(toml::Value::as_integer)
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(crate::model::layers::DEFAULT_KEEP_RUNS);
+    Ok((root.join(dir), keep))
+}
+
+/// The project root of `config` (or of the one found from here) and the config's table, read
+/// leniently (`None`: no config, or one that does not parse).
+fn project_config(config: Option<PathBuf>) -> Result<(PathBuf, Option<toml::Table>), String> {
     let cwd = std::env::current_dir().map_err(|e| format!("no current directory: {e}"))?;
     let config = match config {
         Some(c) if !c.is_file() => {
@@ -111,17 +130,7 @@ fn artifact_dir_of(config: Option<PathBuf>) -> Result<(PathBuf, usize), String> 
             crate::model::user_file::read_to_string(c, crate::model::user_file::CONFIG_MAX).ok()
         })
         .and_then(|t| t.parse().ok());
-    let sup = table.as_ref().and_then(|t| t.get("supervisor"));
-    let dir = sup
-        .and_then(|s| s.get("artifact_dir"))
-        .and_then(|v| v.as_str())
-        .unwrap_or(crate::model::layers::DEFAULT_ARTIFACT_DIR);
-    let keep = sup
-        .and_then(|s| s.get("keep_runs"))
-        .and_then(toml::Value::as_integer)
-        .and_then(|n| usize::try_from(n).ok())
-        .unwrap_or(crate::model::layers::DEFAULT_KEEP_RUNS);
-    Ok((root.join(dir), keep))
+    Ok((root, table))
 }
 
 /// The copies' and `--history`'s targets must be writable before anything runs (exit 2).

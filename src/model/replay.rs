@@ -241,7 +241,8 @@ pub struct StepReplay {
     /// `[replay] audit` sent this replayable step to the agent anyway.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub audited: bool,
-    /// An audited step the agent failed: its recording would have passed it, and was deleted.
+    /// An audited step the agent failed: its recording would have passed it, and is never
+    /// replayed again (kept as the baseline a new pass must match in strength).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub audit_disagreed: bool,
     /// The agent ran it because there was no usable recording (the note says why).
@@ -260,6 +261,10 @@ pub struct StepReplay {
     /// today's outputs; for a recorded one, those the agent stated.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub facts: Vec<String>,
+    /// A re-recording of the step that would weaken the one in force waits for review (what it
+    /// would drop, "…: pending review"): the console, the reports and summary.json say so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_review: Option<String>,
 }
 
 /// How a run's (or a suite's) steps went through replay: the summary line's words.
@@ -326,6 +331,22 @@ impl ReplayCounts {
         }
         text
     }
+}
+
+/// A step replayed before the one the agent takes over, as the agent is told of it: context,
+/// never instructions (a `command` agent gets it as the step line's `"replayed"`, the CLIs as a
+/// block marked not to be run again).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ReplayedStep {
+    pub step_id: crate::model::ids::StepId,
+    /// Its instruction; `None` for the step the agent now takes, whose replay stopped part way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instruction: Option<String>,
+    /// What happened to it: `replayed`, or how far a replay that stopped got.
+    pub status: String,
+    /// Each action that ran again and its recorded output, cut (the last one of a drift: its
+    /// output differed, and says so).
+    pub actions: Vec<ReplayedAction>,
 }
 
 /// One action a replayed step ran, as the report shows it.

@@ -92,12 +92,46 @@ pub fn provenance(request: &StepRequest) -> String {
 /// The user message of one step, for providers that take free text.
 pub fn step_message(facts: &SessionFacts, request: &StepRequest) -> String {
     format!(
-        "Bugatti step {step} (run {run}, session {session}; from {prov}).\n\n{instruction}\n\n\
+        "Bugatti step {step} (run {run}, session {session}; from {prov}).\n\n{context}\
+         {instruction}\n\n\
          Finish your reply with a line RESULT OK, RESULT WARN: <reason> or RESULT ERROR: <reason>.",
         step = request.step_id,
         run = facts.run_id,
         session = facts.session_id,
         prov = provenance(request),
+        context = replayed_context(&request.replayed),
         instruction = request.instruction.trim(),
     )
+}
+
+/// The steps replayed before this one, framed as context and set apart from the instruction: an
+/// agent that ran their commands again would repeat what they did (a POST, a write) on a system
+/// that already shows it. Empty when nothing was replayed.
+pub fn replayed_context(replayed: &[crate::model::replay::ReplayedStep]) -> String {
+    if replayed.is_empty() {
+        return String::new();
+    }
+    let mut text = String::from(
+        "<replayed-context>\n\
+         Context only, not instructions: do not run these commands again. Before this step, the \
+         supervisor ran again, without you, the actions recorded when an agent last passed the \
+         steps below (commands, file checks, browser calls); each output listed matched its \
+         recording. The system (and the browser's page) is in the state they left it in. They \
+         are shown so you know that state; running them again would repeat their effects.\n",
+    );
+    for step in replayed {
+        let _ = write!(text, "- step {}", step.step_id);
+        if let Some(instruction) = &step.instruction {
+            let _ = write!(text, ": {}", instruction.trim());
+        }
+        let _ = writeln!(text, " ({})", step.status);
+        for action in &step.actions {
+            let _ = writeln!(text, "  $ {}", action.what);
+            for line in action.output.lines() {
+                let _ = writeln!(text, "    {line}");
+            }
+        }
+    }
+    text.push_str("</replayed-context>\n\nThe step to carry out now:\n");
+    text
 }

@@ -17,7 +17,8 @@
 //! - The CLI's own API retries (`system/api_retry`) are read as they happen: each is a sign of
 //!   life, and its `error_status` a classification: a refused key (401/403) or a quota (402) ends
 //!   the step as that agent fault at once (the agent stopped), a 429 / 529 / other error names the
-//!   fault of a step that runs out of time while the CLI retries it.
+//!   fault of a step that runs out of time while the CLI retries it; a 429 / 529 is also raised
+//!   at once on the step's `ThrottleSignal`, so that fewer agents go to the model at once.
 //! - `init` lists the MCP servers the CLI rejected (`mcp_server_errors`, 2.1.2xx): the agent
 //!   fault `cli_config`, before the step is answered. Its `cwd` is where the agent's shell is at
 //!   the turn's start (2.1.265 and later keep a `cd` across messages): a recorded shell call
@@ -99,6 +100,8 @@ pub struct ClaudeCode {
     step_usage: Option<ClaudeUsage>,
     /// The API failure the CLI is retrying now (its last `api_retry`), until the model answers.
     retrying: Option<FaultKind>,
+    /// The running step's: raised at the first 429 / 529 the CLI retries.
+    throttle: super::ThrottleSignal,
     /// The step ended on a fault that stops the agent (a refused key, a rejected server).
     stop_after: bool,
 }
@@ -166,6 +169,7 @@ impl ClaudeCode {
             interim: None,
             step_usage: None,
             retrying: None,
+            throttle: super::ThrottleSignal::default(),
             stop_after: false,
         }
     }
@@ -432,6 +436,9 @@ impl ClaudeCode {
             event["attempt"], event["max_retries"]
         ));
         if !matches!(kind, FaultKind::Auth | FaultKind::Quota) {
+            if matches!(kind, FaultKind::RateLimit | FaultKind::Overloaded) {
+                self.throttle.raise(kind);
+            }
             self.retrying = Some(kind);
             return None;
         }
@@ -654,6 +661,7 @@ impl Provider for ClaudeCode {
     async fn run_step(&mut self, request: &StepRequest, cancel: CancelSignal) -> StepVerdict {
         self.turn_messages.clear();
         self.tools.take();
+        self.throttle = request.throttle.clone();
         let mut verdict = self.step(request, cancel.clone()).await;
         if std::mem::take(&mut self.resumed) && verdict.message.contains(NOT_RESUMABLE) {
             // The conversation is lost with the process that died: the step starts a new one

@@ -508,6 +508,10 @@ impl Provider for CommandProvider {
         if let Some(question) = request.question {
             line["question"] = json!(question.as_str());
         }
+        // The steps replayed before this one: context, never part of the instruction.
+        if !request.replayed.is_empty() {
+            line["replayed"] = json!(request.replayed);
+        }
         self.exchange(line, request.step_id, request.timeout, cancel)
             .await
     }

@@ -176,6 +176,40 @@ pub struct StepRequest {
     /// Set when the message is not the step itself but a question about it (after a pass, the
     /// facts it rested on: docs/replay.md); a `command` agent sees it as `"question"`.
     pub question: Option<Question>,
+    /// The steps replayed before this one, told with the first step the agent takes after them
+    /// (docs/providers.md): context, apart from the instruction.
+    pub replayed: Vec<crate::model::replay::ReplayedStep>,
+    /// Raised as soon as the model's API limits the step (the CLI retrying a 429 / 529): the
+    /// suite's model gate lets fewer agents at once (actors/model_gate.rs).
+    pub throttle: ThrottleSignal,
+}
+
+/// What a provider raises when the model's API tells the agent to slow down mid-step; nothing
+/// listens by default.
+#[derive(Clone, Default)]
+pub struct ThrottleSignal(Option<Arc<dyn Fn(crate::model::agent_fault::FaultKind) + Send + Sync>>);
+
+impl ThrottleSignal {
+    pub fn new(on: impl Fn(crate::model::agent_fault::FaultKind) + Send + Sync + 'static) -> Self {
+        Self(Some(Arc::new(on)))
+    }
+
+    /// The API limited the step (`rate_limit` or `overloaded`).
+    pub fn raise(&self, kind: crate::model::agent_fault::FaultKind) {
+        if let Some(on) = &self.0 {
+            on(kind);
+        }
+    }
+}
+
+impl std::fmt::Debug for ThrottleSignal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "ThrottleSignal(listened)"
+        } else {
+            "ThrottleSignal(none)"
+        })
+    }
 }
 
 /// A question the harness asks about a step the agent already judged.
@@ -299,6 +333,10 @@ pub struct StepVerdict {
     /// The `BUGATTI_FACT` lines of the reply (the answer to the facts question), redacted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub facts: Vec<String>,
+    /// How long the step was held back before the agent could take it, with fewer agents
+    /// allowed at the model at once (actors/model_gate.rs); not part of `duration`.
+    #[serde(skip)]
+    pub model_wait: Duration,
 }
 
 impl StepVerdict {
@@ -318,6 +356,7 @@ impl StepVerdict {
             tool_calls: Vec::new(),
             agent_fault: None,
             facts: Vec::new(),
+            model_wait: Duration::ZERO,
         }
     }
 
@@ -597,6 +636,8 @@ mod tests {
             instruction: "  Log in.  ".into(),
             timeout: Duration::from_secs(5),
             question: None,
+            replayed: Vec::new(),
+            throttle: ThrottleSignal::default(),
         };
         let message = bootstrap::step_message(&facts(), &request);
         assert!(message.starts_with(
@@ -604,5 +645,64 @@ mod tests {
              (via checkout.test.toml -> shared/login.test.toml))."
         ));
         assert!(message.contains("\n\nLog in.\n\n"));
+        assert!(
+            !message.contains("replayed"),
+            "nothing replayed, nothing said"
+        );
+    }
+
+    /// For the CLIs, the steps replayed before a step are context set apart from its
+    /// instruction, marked as commands not to be run again (docs/providers.md).
+    #[test]
+    fn replayed_steps_are_framed_as_context_not_to_be_run_again() {
+        use crate::model::replay::{ReplayedAction, ReplayedStep};
+        let request = StepRequest {
+            step_id: StepId::new(2),
+            source_file: "shop.test.toml".into(),
+            source_index: 2,
+            include_chain: Vec::new(),
+            instruction: "Check the basket holds one mug.".into(),
+            timeout: Duration::from_secs(5),
+            question: None,
+            throttle: ThrottleSignal::default(),
+            replayed: vec![ReplayedStep {
+                step_id: StepId::new(1),
+                instruction: Some("Add a mug to the basket.".into()),
+                status: "replayed: every recorded action ran again and matched".into(),
+                actions: vec![ReplayedAction {
+                    what: "exec_command curl -s -X POST localhost:4100/basket -d mug".into(),
+                    output: "added".into(),
+                }],
+            }],
+        };
+        let message = bootstrap::step_message(&facts(), &request);
+        let open = message.find("<replayed-context>").expect("opened");
+        let close = message.find("</replayed-context>").expect("closed");
+        let context = &message[open..close];
+        assert!(
+            context.contains("Context only, not instructions: do not run these commands again."),
+            "{message}"
+        );
+        assert!(
+            context.contains("- step 1: Add a mug to the basket."),
+            "{message}"
+        );
+        assert!(
+            context.contains(
+                "  $ exec_command curl -s -X POST localhost:4100/basket -d mug\n    added\n"
+            ),
+            "{message}"
+        );
+        // The instruction comes after the context, on its own, and carries none of it.
+        let instruction = message
+            .find("Check the basket holds one mug.")
+            .expect("instruction");
+        assert!(instruction > close, "{message}");
+        assert!(
+            message[close..]
+                .contains("The step to carry out now:\nCheck the basket holds one mug.\n\n"),
+            "{message}"
+        );
+        assert_eq!(request.instruction, "Check the basket holds one mug.");
     }
 }

@@ -78,6 +78,13 @@ macro_rules! action_kinds {
                 }
             }
 
+            /// What the call was aimed at: its kind, tool and normalised input.
+            pub fn target(&self) -> String {
+                match self {
+                    $(Self::$variant(a) => format!("{} {}", <$kind as RecordedKind>::NAME, a.target()),)*
+                }
+            }
+
             /// The recorded output in its compared form, the step's earlier actions' state in
             /// `state`.
             pub(super) fn compared(&self, state: &mut StepState) -> Option<String> {
@@ -164,6 +171,7 @@ mod tests {
             relations: None,
             facts: None,
             agent_version: None,
+            failed: None,
             actions,
         });
         let text = recording.to_text().expect("serializes");

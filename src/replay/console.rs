@@ -154,6 +154,28 @@ impl RecordedKind for ConsoleAction {
             && without_session(&self.arguments) == without_session(&other.arguments)
     }
 
+    /// The tool and what it named, without the session's id (numbered afresh each run) and
+    /// without how long it waited.
+    fn target(&self) -> String {
+        let arguments = &self.arguments;
+        let named = |key: &str| {
+            arguments[key]
+                .as_str()
+                .map(super::normalize::collapsed)
+                .unwrap_or_default()
+        };
+        let detail = match self.tool {
+            ConsoleTool::ExecCommand => named("cmd"),
+            ConsoleTool::WriteStdin => named("chars"),
+            ConsoleTool::ReadLog => named("name"),
+            ConsoleTool::WaitForLog => format!("{} {}", named("name"), named("pattern")),
+            ConsoleTool::KillSession | ConsoleTool::ListLogs => String::new(),
+        };
+        format!("{} {detail}", self.tool.name())
+            .trim_end()
+            .to_string()
+    }
+
     fn compared(&self, sessions: &mut Sessions) -> Option<String> {
         sessions.compared(self.tool, &self.arguments, &self.output, self.is_error)
     }

@@ -583,6 +583,14 @@ impl RecordedKind for FileAction {
         self.check.same_call(&other.check)
     }
 
+    /// A `Read` by its file (which lines it read aside), a search by its pattern and place.
+    fn target(&self) -> String {
+        match &self.check {
+            FileCheck::Read { file, .. } => format!("Read {file}"),
+            other => describe(other),
+        }
+    }
+
     fn compared(&self, _: &mut ()) -> Option<String> {
         Some(seen(&self.check))
     }

@@ -75,6 +75,11 @@ pub struct RecordedStep {
     /// then goes to the agent once and is recorded anew, never replayed in a guessed directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_version: Option<String>,
+    /// Set when the agent failed this step under `--replay record` or an audit: the recording
+    /// would have passed a failing step, so it is never replayed again, and is kept only as the
+    /// baseline a new pass must match in strength (strength.rs). Why, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed: Option<String>,
 }
 
 impl Recording {
@@ -219,6 +224,7 @@ mod tests {
             relations: None,
             facts: None,
             agent_version: None,
+            failed: None,
             actions: outputs
                 .iter()
                 .map(|o| {

@@ -36,6 +36,11 @@ pub trait RecordedKind {
     /// one output, from which volatile tokens are learned.
     fn same_call(&self, other: &Self) -> bool;
 
+    /// What the call was aimed at, whatever it saw: the tool and its input, normalised (spaces
+    /// collapsed, a console session's id and a page's refs left out). A renewed recording that
+    /// no longer has an old action's target checks less (strength.rs).
+    fn target(&self) -> String;
+
     /// The recorded output in the form its replay compares it (`None`: not compared), the text
     /// in which learned positions count lines and tokens.
     fn compared(&self, state: &mut Self::State) -> Option<String>;

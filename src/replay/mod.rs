@@ -29,6 +29,8 @@
 //! - [`verdict`]: why a step passed without the model, or why it went to the agent;
 //! - [`record`]: an action as the recording keeps it, from what the agent did and saw;
 //!   [`calls`]: a step's tool and console calls into those actions, in order;
+//! - [`strength`]: whether a renewed recording checks at least as much as the one in force
+//!   (pure); [`pending`]: the weaker ones kept for review, and `replay review|accept|reject`;
 //! - [`told`]: what the agent is told of the steps replayed before it; [`step_report`]: what a
 //!   step's record says of replay;
 //! - [`context`]: what every replayed action is checked with (the session's side, the action's
@@ -61,6 +63,7 @@ pub mod harness_watch;
 pub mod kind;
 pub mod masks;
 pub mod normalize;
+pub mod pending;
 pub mod placeholders;
 pub mod record;
 pub mod replayer;
@@ -69,6 +72,7 @@ pub mod session;
 pub mod shell;
 pub mod step_report;
 pub mod store;
+pub mod strength;
 pub mod tokens;
 pub mod told;
 pub mod verdict;

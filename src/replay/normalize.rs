@@ -198,6 +198,12 @@ fn escape_into(text: &str, out: &mut String) {
     }
 }
 
+/// `text` with every run of whitespace one space, trimmed: the same command however spaced (an
+/// action's target, which strength.rs compares).
+pub fn collapsed(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

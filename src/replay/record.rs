@@ -335,6 +335,7 @@ mod tests {
             relations: None,
             facts: None,
             agent_version: None,
+            failed: None,
         }
     }
 

@@ -47,6 +47,10 @@ pub struct ReplaySession {
     path: PathBuf,
     /// The recording as loaded (a fresh one when there is none), or why it cannot be used.
     recording: Result<Recording, LoadError>,
+    /// The test's re-recordings waiting for review (docs/replay.md, "A recording never weakens
+    /// in silence"), and their file.
+    pending: Recording,
+    pending_path: PathBuf,
     placeholders: Placeholders,
     normalizer: Normalizer,
     max_age_days: u32,
@@ -111,6 +115,8 @@ struct ReplaySettings<'a> {
     test: String,
     /// The recording's file.
     path: PathBuf,
+    /// The file of its re-recordings waiting for review.
+    pending_path: PathBuf,
     placeholders: Placeholders,
     /// `[replay] ignore`.
     ignore: &'a [String],
@@ -165,6 +171,8 @@ pub struct AgentTurn {
     previous: Option<RecordedStep>,
     /// `[replay] audit` sent it to the agent although it could replay.
     audited: bool,
+    /// A re-recording of the step waits for review (what it would drop).
+    pending: Option<String>,
 }
 
 /// What the agent's step came to, as the recording stage reads it.
@@ -298,11 +306,13 @@ impl ReplaySession {
                 })
                 .cloned(),
         );
+        let dir = effective.replay.dir_in(project_root);
         Some(Self::open(ReplaySettings {
             mode,
             provider,
             test: test.rel_path.to_string_lossy().into_owned(),
-            path: store::recording_path(&effective.replay.dir_in(project_root), &test.rel_path),
+            path: store::recording_path(&dir, &test.rel_path),
+            pending_path: store::pending_path(&dir, &test.rel_path),
             placeholders: Placeholders::new(volatile, effective.secret_pairs()),
             ignore: &effective.replay.ignore.value,
             max_age_days: effective.replay.max_age_days.value,
@@ -318,6 +328,16 @@ impl ReplaySession {
             Ok(Some(recording)) => Ok(recording),
             Ok(None) => Ok(Recording::new(setup.test.clone())),
             Err(e) => Err(e),
+        };
+        // A pending file that cannot be read holds nothing to review here: `replay review` says
+        // why; the session goes on with the recording in force.
+        let pending = match store::load(&setup.pending_path, &setup.test) {
+            Ok(Some(pending)) => pending,
+            Ok(None) => Recording::new(setup.test.clone()),
+            Err(e) => {
+                tracing::warn!("replay: pending recordings not read: {e}");
+                Recording::new(setup.test.clone())
+            }
         };
         let volatiles = setup.placeholders.volatiles();
         let normalizer = match Normalizer::new(volatiles, setup.ignore) {
@@ -335,6 +355,8 @@ impl ReplaySession {
             test: setup.test,
             path: setup.path,
             recording,
+            pending,
+            pending_path: setup.pending_path,
             placeholders: setup.placeholders,
             normalizer,
             max_age_days: setup.max_age_days,
@@ -467,8 +489,8 @@ impl ReplaySession {
     }
 
     /// For the agent's first step after replayed ones: what those did, so that it knows the
-    /// state it finds. `None` once told.
-    pub fn take_summary(&mut self) -> Option<String> {
+    /// state it finds. Empty once told.
+    pub fn take_summary(&mut self) -> Vec<crate::model::replay::ReplayedStep> {
         self.told.take()
     }
 
@@ -483,12 +505,14 @@ impl ReplaySession {
     ) -> Result<Before, T> {
         self.step_began = Some(chrono::Utc::now());
         let key = self.key(asked.step, asked.instruction);
+        let pending = self.pending_note(&key);
         let turn = |fallback, previous, audited| AgentTurn {
             key: key.clone(),
             instruction: asked.instruction.to_string(),
             fallback,
             previous,
             audited,
+            pending: pending.clone(),
         };
         if !self.replays() {
             return Ok(Before::ToAgent(turn(None, None, false)));
@@ -503,6 +527,11 @@ impl ReplaySession {
                 ReplayVerdict::Fallback(Fallback::Miss(Miss::OptedOut)),
                 None,
             )
+        } else if let (Some(what), false) = (&pending, only) {
+            // Until a person decides, the agent takes the step (`--replay only` replays the one
+            // in force, and warns).
+            let why = Fallback::Miss(Miss::PendingReview(what.clone()));
+            return Ok(Before::ToAgent(turn(Some(why), None, false)));
         } else if let Some(previous) = self
             .usable(&key)
             .filter(|_| !only && self.audits(asked.step.step_id))
@@ -524,6 +553,8 @@ impl ReplaySession {
                 self.told
                     .replayed(&self.placeholders, asked.id, asked.instruction, &recorded);
                 self.age(recorded.step, &varied);
+                let mut info = info;
+                warn_pending(&mut info, pending);
                 Before::Replayed(Replayed {
                     message,
                     info,
@@ -540,6 +571,7 @@ impl ReplaySession {
                 };
                 let mut info = by_the_agent(Some(&why));
                 info.mode = StepMode::NotReplayed;
+                warn_pending(&mut info, pending);
                 Before::NoAgent { message, info }
             }
             (ReplayVerdict::Fallback(why), previous) => {
@@ -576,15 +608,23 @@ impl ReplaySession {
     fn decide(&mut self, turn: AgentTurn, step: &AgentStep<'_>, message: &mut String) -> After {
         let mut info = by_the_agent(turn.fallback.as_ref());
         info.audited = turn.audited;
+        info.pending_review = turn.pending.clone();
         let failed = !matches!(step.status, StepStatus::Ok | StepStatus::Warn);
-        if turn.audited && failed {
+        // The agent judged the app failing (`RESULT ERROR`): not a timeout, a budget or a fault
+        // of the agent's own, none of which says the recording would pass a failing step.
+        let judged_failing = step.judged == StepStatus::Error;
+        if turn.audited && judged_failing {
             info.audit_disagreed = true;
-            let deleted = match self.forget(turn.key.step) {
-                Ok(()) => "its recording was deleted".to_string(),
-                Err(e) => format!("its recording could not be deleted: {e}"),
-            };
+            let retired = self.retire_words(&turn.key, "an audit");
             *message =
-                format!("{message} (audit: replay would have passed a failing step; {deleted})");
+                format!("{message} (audit: replay would have passed a failing step; {retired})");
+            add_note(&mut info, format!("audit: {retired}"));
+        } else if judged_failing && self.mode == ReplayMode::Record {
+            // The recording from before would pass the step the agent just failed.
+            if self.in_force(&turn.key).is_some() {
+                let retired = self.retire_words(&turn.key, "--replay record");
+                add_note(&mut info, retired);
+            }
         }
         if !matches!(self.mode, ReplayMode::Auto | ReplayMode::Record) {
             return After::Done(info);
@@ -688,10 +728,65 @@ impl ReplaySession {
         };
         let previous = turn.previous.as_ref().map(|p| (p, soft));
         match self.write(&turn, actions, cost_usd, previous, facts, agent_version) {
-            Ok(()) => info.recorded = true,
+            Ok(Written::InForce) => {
+                info.recorded = true;
+                info.pending_review = None;
+            }
+            Ok(Written::Pending(note)) => {
+                add_note(&mut info, note.clone());
+                info.pending_review = Some(note);
+            }
             Err(why) => add_note(&mut info, format!("not recorded: {why}")),
         }
         info
+    }
+
+    /// The step's recording in force with the same place and instruction as `key` (replayable
+    /// or not): the baseline a new pass must match in strength.
+    fn in_force(&self, key: &StepKey) -> Option<&RecordedStep> {
+        self.recording.as_ref().ok()?.steps.iter().find(|s| {
+            s.step == key.step
+                && s.provenance == key.provenance
+                && s.instruction_hash == key.instruction_hash
+        })
+    }
+
+    /// What a pending re-recording of the step `key` would drop against the one in force
+    /// (`None`: there is none for this instruction).
+    fn pending_note(&self, key: &StepKey) -> Option<String> {
+        let pending = self
+            .pending
+            .steps
+            .iter()
+            .find(|s| s.step == key.step && s.instruction_hash == key.instruction_hash)?;
+        let weaker = self.in_force(key).and_then(|old| {
+            super::strength::weakening(
+                old,
+                &pending.actions,
+                pending.facts.as_deref().unwrap_or_default(),
+            )
+        });
+        Some(match weaker {
+            Some(w) => w.note(key.step),
+            None => format!(
+                "recording for step {}: pending review (supervisor replay review)",
+                key.step
+            ),
+        })
+    }
+
+    /// Marks the step's recording failed, never to be replayed again, and says so.
+    fn retire_words(&mut self, key: &StepKey, under: &str) -> String {
+        let why = format!(
+            "the agent failed the step under {under} on {}",
+            chrono::Utc::now().format("%Y-%m-%d %H:%M UTC")
+        );
+        match self.retire(key, why) {
+            Ok(()) => "the recording from before is never replayed again: it is kept only as the \
+                       baseline a new pass must match in strength"
+                .to_string(),
+            Err(e) => format!("its recording could not be marked failed: {e}"),
+        }
     }
 
     /// Where the agent's Playwright MCP writes the snapshot files its answers link to.
@@ -778,13 +873,24 @@ impl ReplaySession {
             .cloned()
     }
 
-    /// Deletes the step's recording (an audit found it would have passed a failing step).
-    fn forget(&mut self, step: StepId) -> Result<(), WriteError> {
+    /// Marks the step's recording failed (the agent failed a step it would have passed): never
+    /// replayed again, kept as the baseline of strength ([`super::strength`]).
+    fn retire(&mut self, key: &StepKey, why: String) -> Result<(), WriteError> {
         let Ok(recording) = &mut self.recording else {
             return Ok(());
         };
-        recording.steps.retain(|s| s.step != step);
-        store::save(&self.path, recording)
+        let Some(step) = recording.steps.iter_mut().find(|s| {
+            s.step == key.step
+                && s.provenance == key.provenance
+                && s.instruction_hash == key.instruction_hash
+        }) else {
+            return Ok(());
+        };
+        if step.failed.is_none() {
+            step.failed = Some(why);
+            return store::save(&self.path, recording);
+        }
+        Ok(())
     }
 
     /// After a replayed step: a learned position seen varying starts its count again, the others
@@ -817,7 +923,7 @@ impl ReplaySession {
         previous: Option<(&RecordedStep, &[(usize, Position)])>,
         facts: Vec<String>,
         agent_version: Option<String>,
-    ) -> Result<(), WriteError> {
+    ) -> Result<Written, WriteError> {
         let instruction = turn.instruction.as_str();
         let relations = relations(
             previous.map(|(old, _)| old),
@@ -844,12 +950,8 @@ impl ReplaySession {
         if self.recording.is_err() {
             self.recording = Ok(Recording::new(self.test.clone()));
         }
-        let recording = self
-            .recording
-            .as_mut()
-            .unwrap_or_else(|_| unreachable!("a fresh recording was just set"));
         let key = &turn.key;
-        recording.upsert(RecordedStep {
+        let renewed = RecordedStep {
             step: key.step,
             provenance: key.provenance.clone(),
             instruction_hash: key.instruction_hash.clone(),
@@ -861,8 +963,50 @@ impl ReplaySession {
             relations: Some(relations),
             facts: Some(facts),
             agent_version,
+            failed: None,
+        };
+        // A pass that checks less than the recording in force waits for a person.
+        let weaker = self.in_force(key).and_then(|old| {
+            super::strength::weakening(
+                old,
+                &renewed.actions,
+                renewed.facts.as_deref().unwrap_or_default(),
+            )
         });
-        store::save(&self.path, recording)
+        if let Some(weaker) = weaker {
+            self.pending.upsert(renewed);
+            store::save(&self.pending_path, &self.pending)?;
+            return Ok(Written::Pending(weaker.note(key.step)));
+        }
+        let recording = self
+            .recording
+            .as_mut()
+            .unwrap_or_else(|_| unreachable!("a fresh recording was just set"));
+        recording.upsert(renewed);
+        store::save(&self.path, recording)?;
+        // At least as strong: a re-recording that waited for review is moot.
+        if self.pending.steps.iter().any(|s| s.step == key.step) {
+            self.pending.steps.retain(|s| s.step != key.step);
+            store::save_or_remove(&self.pending_path, &self.pending)?;
+        }
+        Ok(Written::InForce)
+    }
+}
+
+/// Where an agent's pass was written.
+enum Written {
+    /// In force: the recording the next run replays.
+    InForce,
+    /// Kept for review: it would drop what the note says.
+    Pending(String),
+}
+
+/// A `--replay only` step whose re-recording waits for review: the one in force ran, and the
+/// step's record says what waits.
+fn warn_pending(info: &mut StepReplay, pending: Option<String>) {
+    if let Some(what) = pending {
+        add_note(info, format!("replayed the recording in force; {what}"));
+        info.pending_review = Some(what);
     }
 }
 

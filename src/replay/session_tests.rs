@@ -10,6 +10,7 @@ fn session(dir: &Path, mode: ReplayMode, audit: f64) -> ReplaySession {
         provider: "claude-code".parse().expect("a provider"),
         test: "t.test.toml".into(),
         path: store::recording_path(&dir.join("replays"), Path::new("t.test.toml")),
+        pending_path: store::pending_path(&dir.join("replays"), Path::new("t.test.toml")),
         placeholders: Placeholders::new(Vec::new(), Vec::new()),
         ignore: &[],
         max_age_days: 30,
@@ -91,11 +92,38 @@ async fn agent_passes(
         panic!("a pass with a command is recorded once its facts are stated");
     };
     assert!(
-        pending.question().contains("cat value.txt"),
+        pending.question().contains("1. shell"),
         "{}",
         pending.question()
     );
     replay.record(pending, facts, Some(0.02))
+}
+
+/// The agent fails the step (it went to the agent) having run `calls`.
+async fn agent_fails(replay: &mut ReplaySession, calls: &[ToolCall]) -> (StepReplay, String) {
+    agent_ends(replay, calls, StepStatus::Error).await
+}
+
+/// The agent's turn of the step ends `status` (not a pass) having run `calls`.
+async fn agent_ends(
+    replay: &mut ReplaySession,
+    calls: &[ToolCall],
+    status: StepStatus,
+) -> (StepReplay, String) {
+    let Before::ToAgent(turn) = before(replay, &step()).await else {
+        panic!("the step goes to the agent");
+    };
+    let mut message = "the value is wrong".to_string();
+    let failed = AgentStep {
+        status,
+        judged: status,
+        console_calls: &[],
+        tool_calls: calls,
+    };
+    let After::Done(info) = replay.after(turn, failed, &mut message) else {
+        panic!("a failed step is not recorded");
+    };
+    (info, message)
 }
 
 /// A project whose `value.txt` says 41, and the agent's pass of reading it (`cat`) in a first
@@ -132,12 +160,12 @@ async fn a_recorded_pass_replays_in_the_next_session_and_says_why() {
     assert_eq!(replayed.info.mode, StepMode::Replayed);
     assert_eq!(replayed.info.cost_saved_usd, Some(0.02));
     // The agent, when it is next needed, is told what ran without it.
-    let told = next.take_summary().expect("a summary");
-    assert!(
-        told.contains("$ shell cat value.txt\n    value=41"),
-        "{told}"
-    );
-    assert_eq!(next.take_summary(), None, "told once");
+    let told = next.take_summary();
+    assert_eq!(told.len(), 1, "{told:?}");
+    assert_eq!(told[0].instruction.as_deref(), Some("check the value"));
+    assert_eq!(told[0].actions[0].what, "shell cat value.txt");
+    assert_eq!(told[0].actions[0].output, "value=41");
+    assert!(next.take_summary().is_empty(), "told once");
 }
 
 #[tokio::test]
@@ -161,8 +189,14 @@ async fn a_changed_output_goes_to_the_agent_which_is_told_what_differed() {
         "{:?}",
         turn.fallback.map(|f| f.to_string())
     );
-    let told = next.take_summary().expect("a summary");
-    assert!(told.contains("output differed"), "{told}");
+    let told = next.take_summary();
+    assert!(
+        told[0]
+            .actions
+            .iter()
+            .any(|a| a.output.contains("output differed")),
+        "{told:?}"
+    );
 }
 
 #[tokio::test]
@@ -192,35 +226,141 @@ async fn only_mode_without_a_recording_fails_the_step_and_asks_no_agent() {
     assert_eq!(info.mode, StepMode::NotReplayed);
 }
 
+/// The recording of the step, as the file holds it.
+fn recorded(dir: &Path) -> RecordedStep {
+    let rec = store::load(
+        &store::recording_path(&dir.join("replays"), Path::new("t.test.toml")),
+        "t.test.toml",
+    )
+    .expect("loads")
+    .expect("a recording");
+    rec.steps[0].clone()
+}
+
 #[tokio::test]
-async fn an_audit_the_agent_fails_deletes_the_recording() {
+async fn an_audit_the_agent_fails_keeps_the_recording_only_as_a_baseline() {
     let (dir, info) = first_pass(FactsAnswer::Stated(Vec::new())).await;
     assert!(info.recorded, "{info:?}");
 
     let mut audited = session(dir.path(), ReplayMode::Auto, 1.0);
-    let Before::ToAgent(turn) = before(&mut audited, &step()).await else {
-        panic!("an audited step goes to the agent although it could replay");
-    };
-    let mut message = "the value is wrong".to_string();
-    let failed = AgentStep {
-        status: StepStatus::Error,
-        judged: StepStatus::Error,
-        console_calls: &[],
-        tool_calls: &[cat_value()],
-    };
-    let After::Done(info) = audited.after(turn, failed, &mut message) else {
-        panic!("a failed step is not recorded");
-    };
+    let (info, message) = agent_fails(&mut audited, &[cat_value()]).await;
     assert!(info.audited && info.audit_disagreed, "{info:?}");
     assert!(
         message.ends_with(
-            "(audit: replay would have passed a failing step; its recording was deleted)"
+            "(audit: replay would have passed a failing step; the recording from before is never \
+             replayed again: it is kept only as the baseline a new pass must match in strength)"
         ),
         "{message}"
     );
+    assert!(recorded(dir.path()).failed.is_some(), "kept, marked failed");
     let mut next = session(dir.path(), ReplayMode::Auto, 0.0);
-    assert!(matches!(
-        before(&mut next, &step()).await,
-        Before::ToAgent(_)
-    ));
+    let Before::ToAgent(turn) = before(&mut next, &step()).await else {
+        panic!("a failed recording is never replayed again");
+    };
+    assert!(
+        matches!(turn.fallback, Some(Fallback::Miss(Miss::Failed(_)))),
+        "{:?}",
+        turn.fallback.map(|f| f.to_string())
+    );
+}
+
+#[tokio::test]
+async fn a_step_the_agent_fails_under_record_is_never_replayed_again() {
+    let (dir, _) = first_pass(FactsAnswer::Stated(vec!["1 contains \"value=41\"".into()])).await;
+    let mut record = session(dir.path(), ReplayMode::Record, 0.0);
+    let (info, _) = agent_fails(&mut record, &[cat_value()]).await;
+    let note = info.note.unwrap_or_default();
+    assert!(note.contains("never replayed again"), "{note}");
+    let kept = recorded(dir.path());
+    assert!(
+        kept.failed
+            .as_deref()
+            .is_some_and(|w| w.contains("--replay record")),
+        "{kept:?}"
+    );
+    let mut auto = session(dir.path(), ReplayMode::Auto, 0.0);
+    assert!(
+        matches!(before(&mut auto, &step()).await, Before::ToAgent(_)),
+        "the next auto run does not replay it"
+    );
+    // A weaker pass is measured against it: pending, not in force.
+    let hurried = shell_call("true", "");
+    let info = agent_passes(&mut auto, &[hurried], FactsAnswer::Stated(Vec::new())).await;
+    assert!(!info.recorded, "{info:?}");
+    assert!(info.pending_review.is_some(), "{info:?}");
+    // As strong a pass puts it in force again, unmarked.
+    let mut again = session(dir.path(), ReplayMode::Auto, 0.0);
+    let info = agent_passes(
+        &mut again,
+        &[cat_value()],
+        FactsAnswer::Stated(vec!["1 contains \"value=41\"".into()]),
+    )
+    .await;
+    assert!(info.recorded, "{info:?}");
+    assert!(recorded(dir.path()).failed.is_none());
+    assert!(!store::pending_path(&dir.path().join("replays"), Path::new("t.test.toml")).exists());
+}
+
+#[tokio::test]
+async fn an_agent_fault_or_a_timeout_under_record_leaves_the_recording_in_force() {
+    let (dir, _) = first_pass(FactsAnswer::Stated(Vec::new())).await;
+    for status in [StepStatus::AgentError, StepStatus::Timeout] {
+        let mut record = session(dir.path(), ReplayMode::Record, 0.0);
+        let (info, _) = agent_ends(&mut record, &[], status).await;
+        assert!(
+            !info
+                .note
+                .unwrap_or_default()
+                .contains("never replayed again"),
+            "{status:?}"
+        );
+        assert!(recorded(dir.path()).failed.is_none(), "{status:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_weaker_re_recording_waits_for_review_and_the_agent_takes_the_step_until_then() {
+    let (dir, _) = first_pass(FactsAnswer::Stated(vec!["1 contains \"value=41\"".into()])).await;
+    // The value changed: a drift; the agent passes having read another file only.
+    std::fs::write(dir.path().join("value.txt"), "value=40\n").expect("write");
+    std::fs::write(dir.path().join("other.txt"), "other\n").expect("write");
+    let mut drifted = session(dir.path(), ReplayMode::Auto, 0.0);
+    let info = agent_passes(
+        &mut drifted,
+        &[shell_call("cat other.txt", "other\n")],
+        FactsAnswer::Stated(Vec::new()),
+    )
+    .await;
+    assert!(!info.recorded, "{info:?}");
+    assert_eq!(
+        info.pending_review.as_deref(),
+        Some(
+            "recording for step 1 would drop 1 shell action and 1 fact: pending review \
+             (supervisor replay review)"
+        ),
+        "{info:?}"
+    );
+    assert!(recorded(dir.path()).actions[0]
+        .describe()
+        .contains("cat value.txt"));
+    // The next run: the agent again, told why; `only` replays the one in force and warns.
+    std::fs::write(dir.path().join("value.txt"), "value=41\n").expect("write");
+    let mut next = session(dir.path(), ReplayMode::Auto, 0.0);
+    let Before::ToAgent(turn) = before(&mut next, &step()).await else {
+        panic!("a step with a pending re-recording goes to the agent");
+    };
+    assert!(
+        matches!(turn.fallback, Some(Fallback::Miss(Miss::PendingReview(_)))),
+        "{:?}",
+        turn.fallback.map(|f| f.to_string())
+    );
+    let mut only = session(dir.path(), ReplayMode::Only, 0.0);
+    let Before::Replayed(replayed) = before(&mut only, &step()).await else {
+        panic!("`only` replays the recording in force");
+    };
+    assert!(
+        replayed.info.pending_review.is_some(),
+        "{:?}",
+        replayed.info
+    );
 }

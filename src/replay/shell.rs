@@ -133,6 +133,10 @@ impl RecordedKind for ShellAction {
         self.command == other.command && self.cwd == other.cwd
     }
 
+    fn target(&self) -> String {
+        super::normalize::collapsed(&self.command)
+    }
+
     fn compared(&self, _: &mut Self::State) -> Option<String> {
         Some(self.output.trim_end().to_string())
     }

@@ -61,6 +61,7 @@ pub fn replayed(
         recorded_at: Some(step.recorded_at),
         recorded_by: Some(step.provider.to_string()),
         facts: facts.iter().map(|f| placeholders.fill(f)).collect(),
+        pending_review: None,
     };
     (message, replay)
 }
@@ -91,6 +92,7 @@ pub fn by_the_agent(fallback: Option<&Fallback>) -> StepReplay {
         recorded_at: None,
         recorded_by: None,
         facts: Vec::new(),
+        pending_review: None,
     }
 }
 

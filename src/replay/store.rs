@@ -13,8 +13,18 @@ use crate::atomic::WriteError;
 pub use crate::model::artifacts::recording_path;
 use crate::model::ids::StepId;
 use crate::model::provider::ProviderKind;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+/// The folder of the recordings waiting for review, beside the ones in force (docs/replay.md,
+/// "A recording never weakens in silence").
+pub const PENDING_DIR: &str = "pending";
+
+/// `<dir>/pending/<test path without .test.toml>.replay.json`: the re-recordings of `test` that
+/// would weaken the one in force, waiting for a person's word.
+pub fn pending_path(dir: &Path, test: &Path) -> PathBuf {
+    recording_path(&dir.join(PENDING_DIR), test)
+}
 
 /// The largest recording read (docs/replay.md): a recording is the project's input, and a
 /// symlink to `/dev/zero` or a giant file must not take the supervisor's memory.
@@ -77,6 +87,21 @@ fn read_regular(path: &Path) -> Result<Option<String>, LoadError> {
 
 /// Reads the recording of `test` at `path`: `Ok(None)` when there is none.
 pub fn load(path: &Path, test: &str) -> Result<Option<Recording>, LoadError> {
+    let Some(recording) = load_any(path)? else {
+        return Ok(None);
+    };
+    if recording.test != test {
+        return Err(LoadError::OtherTest {
+            path: path.to_path_buf(),
+            found: recording.test,
+            expected: test.to_string(),
+        });
+    }
+    Ok(Some(recording))
+}
+
+/// Reads the recording at `path`, whichever test it is of: `Ok(None)` when there is none.
+pub fn load_any(path: &Path) -> Result<Option<Recording>, LoadError> {
     let Some(text) = read_regular(path)? else {
         return Ok(None);
     };
@@ -100,14 +125,19 @@ pub fn load(path: &Path, test: &str) -> Result<Option<Recording>, LoadError> {
     }
     // From the text, not the value, so that the error has the line and column.
     let recording: Recording = serde_json::from_str(&text).map_err(corrupt)?;
-    if recording.test != test {
-        return Err(LoadError::OtherTest {
-            path: path.to_path_buf(),
-            found: recording.test,
-            expected: test.to_string(),
-        });
-    }
     Ok(Some(recording))
+}
+
+/// Writes `recording` to `path`, or removes the file when it has no step left.
+pub fn save_or_remove(path: &Path, recording: &Recording) -> Result<(), WriteError> {
+    if !recording.steps.is_empty() {
+        return save(path, recording);
+    }
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(WriteError::new(path, e)),
+    }
 }
 
 /// Writes `recording` to `path` (atomically: a reader sees the old file or the new one),
@@ -164,6 +194,9 @@ impl Recording {
         }
         if step.instruction_hash != key.instruction_hash {
             return Err(Miss::InstructionChanged);
+        }
+        if let Some(why) = &step.failed {
+            return Err(Miss::Failed(why.clone()));
         }
         let age_days = (now - step.recorded_at).num_days();
         if age_days > i64::from(max_age_days) || age_days < 0 {
@@ -254,6 +287,7 @@ mod tests {
             relations: None,
             facts: None,
             agent_version: Some("2.1.197".into()),
+            failed: None,
             actions: vec![Action::Shell(ShellAction {
                 command: "true".into(),
                 cwd: "${BUGATTI_WORKDIR}".into(),

@@ -1,10 +1,12 @@
 //! What the agent is told of the steps replayed before the one it takes over: each replayed
 //! action and its output (cut), so that it knows the state it finds — the page, the files, the
-//! processes as those actions left them.
+//! processes as those actions left them. Told as data ([`ReplayedStep`]), apart from the step's
+//! instruction: a provider frames it as context whose commands are not to be run again.
 
 use super::format::{Action, RecordedStep};
 use super::placeholders::Placeholders;
 use crate::model::ids::StepId;
+use crate::model::replay::{ReplayedAction, ReplayedStep};
 
 /// How much of a replayed action's output the agent is told.
 const SUMMARY_OUTPUT_CHARS: usize = 300;
@@ -12,7 +14,7 @@ const SUMMARY_OUTPUT_CHARS: usize = 300;
 /// The replayed steps not told to the agent yet.
 #[derive(Default)]
 pub struct Told {
-    replayed: Vec<String>,
+    replayed: Vec<ReplayedStep>,
 }
 
 impl Told {
@@ -24,14 +26,17 @@ impl Told {
         instruction: &str,
         step: &RecordedStep,
     ) {
-        let text = format!("- step {step_id}: {}\n", instruction.trim())
-            + &actions_text(placeholders, &step.actions);
-        self.replayed.push(text);
+        self.replayed.push(ReplayedStep {
+            step_id,
+            instruction: Some(instruction.trim().to_string()),
+            status: "replayed: every recorded action ran again and matched".into(),
+            actions: actions_told(placeholders, &step.actions),
+        });
     }
 
     /// A step whose replay stopped at action `stopped` (0-based): the agent takes it over and is
-    /// told (above the step's instruction) which of its actions ran before. `drifted`: that
-    /// action ran too, and its output differed.
+    /// told which of its actions ran before. `drifted`: that action ran too, and its output
+    /// differed.
     pub fn partial(
         &mut self,
         placeholders: &Placeholders,
@@ -45,8 +50,8 @@ impl Told {
         if ran.is_empty() {
             return;
         }
-        let header = format!(
-            "- step {step_id}, the step below, now yours: {} of its recorded actions ran again{}\n",
+        let status = format!(
+            "the step now yours: {} of its recorded actions ran again{}",
             ran.len(),
             if drifted {
                 "; the last one's output differed from the recording"
@@ -55,44 +60,41 @@ impl Told {
             },
         );
         let shown = if drifted { &ran[..ran.len() - 1] } else { ran };
-        let mut text = header + &actions_text(placeholders, shown);
+        let mut actions = actions_told(placeholders, shown);
         if let (true, Some(last)) = (drifted, ran.last()) {
-            let what = placeholders.fill(&last.describe());
-            text.push_str(&format!("  $ {what}\n    (output differed: look again)\n"));
+            actions.push(ReplayedAction {
+                what: placeholders.fill(&last.describe()),
+                output: "(output differed: look again)".into(),
+            });
         }
-        self.replayed.push(text);
+        self.replayed.push(ReplayedStep {
+            step_id,
+            instruction: None,
+            status,
+            actions,
+        });
     }
 
-    /// For the agent's first step after replayed ones: what those did. `None` once told.
-    pub fn take(&mut self) -> Option<String> {
-        if self.replayed.is_empty() {
-            return None;
-        }
-        let steps = std::mem::take(&mut self.replayed).concat();
-        Some(format!(
-            "Before this step, the actions below were run again without you: the commands, file \
-             checks and browser calls recorded when an agent last passed these steps; each \
-             output listed matched its recording. The system (and the browser's page) is in the \
-             state they left it in.\n{steps}\n"
-        ))
+    /// For the agent's first step after replayed ones: what those did. Empty once told.
+    pub fn take(&mut self) -> Vec<ReplayedStep> {
+        std::mem::take(&mut self.replayed)
     }
 }
 
 /// Each action and its output, cut.
-fn actions_text(placeholders: &Placeholders, actions: &[Action]) -> String {
-    let mut text = String::new();
-    for action in actions {
-        let what = placeholders.fill(&action.describe());
-        let output = placeholders.fill(&action.output());
-        let cut: String = output.chars().take(SUMMARY_OUTPUT_CHARS).collect();
-        let more = cut.len() < output.len();
-        text.push_str(&format!("  $ {what}\n"));
-        for line in cut.trim_end().lines() {
-            text.push_str(&format!("    {line}\n"));
-        }
-        if more {
-            text.push_str("    …\n");
-        }
-    }
-    text
+fn actions_told(placeholders: &Placeholders, actions: &[Action]) -> Vec<ReplayedAction> {
+    actions
+        .iter()
+        .map(|action| {
+            let output = placeholders.fill(&action.output());
+            let mut cut: String = output.chars().take(SUMMARY_OUTPUT_CHARS).collect();
+            if cut.len() < output.len() {
+                cut = format!("{}\n…", cut.trim_end());
+            }
+            ReplayedAction {
+                what: placeholders.fill(&action.describe()),
+                output: cut.trim_end().to_string(),
+            }
+        })
+        .collect()
 }

@@ -121,4 +121,16 @@ pub enum Miss {
         "recorded without the agent CLI's version, which says where its shell started the step: the agent runs once and records it anew"
     )]
     NoAgentVersion,
+    /// The agent failed the step where this recording would have passed it (`--replay record`,
+    /// an audit): never replayed again, kept only as the baseline a new pass must match.
+    #[error(
+        "its recording is not replayed again ({0}): it is kept only as the baseline a new pass must match in strength"
+    )]
+    Failed(String),
+    /// A re-recording that would weaken the one in force waits for review: the step goes to the
+    /// agent until a person accepts or rejects it.
+    #[error(
+        "a re-recording that would weaken it waits for review ({0}): the agent runs the step until `supervisor replay accept` or `reject`"
+    )]
+    PendingReview(String),
 }

@@ -133,6 +133,8 @@ pub fn step(step_id: u32, instruction: impl Into<String>, timeout: Duration) -> 
         instruction: instruction.into(),
         timeout,
         question: None,
+        replayed: Vec::new(),
+        throttle: Default::default(),
     }
 }
 

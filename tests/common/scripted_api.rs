@@ -74,6 +74,9 @@ impl ScriptedApi {
 pub struct LoggedRequest {
     pub path: String,
     pub body: RequestBody,
+    /// Refused with HTTP 429 as one beyond the stub's `max_in_flight`.
+    #[serde(default)]
+    pub limited: bool,
 }
 
 /// The parts of a model request the tests look at; the rest of the body is kept as JSON.

@@ -12,6 +12,7 @@ mod agent;
 mod agent_faults;
 mod artifacts;
 mod dead_run_hygiene;
+mod full_disk;
 mod harness;
 mod hostile_processes;
 mod listener_flood;

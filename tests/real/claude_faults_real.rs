@@ -1,7 +1,9 @@
 //! Agent faults through the real Claude Code CLI (docs/providers.md, "When the agent, not the
 //! app, fails"), its API answering with HTTP errors on loopback (tests/support/anthropic_stub.py):
-//! an API failing is never the app's failure, and an API refusing the key stops the suite after
-//! two tests. Skips loudly without the CLI (a failure under `CI=true`).
+//! an API failing is never the app's failure, an API refusing the key stops the suite after
+//! two tests, and an API that limits requests in flight holds tests back instead of failing them
+//! (docs/ci.md, "A rate-limited nightly"). Skips loudly without the CLI (a failure under
+//! `CI=true`).
 
 use crate::common;
 use crate::common::records::*;
@@ -93,4 +95,71 @@ fn a_401_on_every_call_starts_at_most_two_of_six_tests() {
             .is_some_and(|r| r.starts_with("agent unavailable: auth")),
         "{summary:#?}"
     );
+}
+
+/// Eight tests at `-j 8` against an API that refuses (HTTP 429, `retry-after: 1`) a request
+/// beyond three in flight, each answer taking 1.5 s, the CLI retrying once itself: fewer agents
+/// go at once after the first refusal, a refused step waits for its place and is not an error,
+/// and the summary and the console say how long the tests waited for the model.
+#[test]
+fn a_burst_past_the_apis_limit_waits_for_the_model_and_every_test_passes() {
+    let Some(bin) = claude_bin("claude_faults_real") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let replies: Vec<Value> = (0..16)
+        .map(|_| json!({"text": "Checked the page.\nRESULT OK", "delay_ms": 1500}))
+        .collect();
+    let stub = Stub::start(
+        side.path(),
+        json!({"main": replies, "max_in_flight": 3, "retry_after": 1}),
+    );
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash\"]\n\
+         step_timeout_secs = 120\nconsole = false\n",
+    );
+    for i in 1..=8 {
+        p.write(
+            &format!("t{i}.test.toml"),
+            &format!("name = \"T{i}\"\n[[steps]]\ninstruction = \"Check the page.\"\n"),
+        );
+    }
+    let out = p
+        .supervisor()
+        .args(["start", "-j", "8"])
+        .env("BUGATTI_CLAUDE_BIN", &bin)
+        .envs(stub.client_env(&side.path().join("home")))
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    let said = format!("{}\n{}", stdout(&out), common::stderr(&out));
+    let refused = stub.logged_requests().iter().filter(|r| r.limited).count();
+    assert!(
+        refused > 0,
+        "the API never limited the burst: nothing was tested\n{said}"
+    );
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let summary = p.suite_summary();
+    assert_eq!(summary.totals.passed, 8, "{summary:#?}");
+    assert_eq!(summary.totals.error, 0, "{summary:#?}");
+    assert!(
+        summary.tests.iter().all(|t| t.agent_fault.is_none()),
+        "{summary:#?}"
+    );
+    assert!(summary.model_wait_ms > 0, "{summary:#?}");
+    assert!(summary.model_waited_tests > 0, "{summary:#?}");
+    let waited: u64 = summary
+        .tests
+        .iter()
+        .map(|t| p.record_for(&t.test_file).model_wait_ms)
+        .sum();
+    assert_eq!(
+        waited, summary.model_wait_ms,
+        "the runs' waits add up to the suite's"
+    );
+    let md = std::fs::read_to_string(p.suite_dir().join("summary.md")).expect("summary.md");
+    assert!(md.contains("Waited for the model: "), "{md}");
+    assert!(stdout(&out).contains("waited for the model: "), "{said}");
 }

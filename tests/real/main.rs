@@ -15,6 +15,7 @@ mod browser_pi_real;
 mod browser_real;
 mod browser_replay_claude_real;
 mod browser_replay_codex_real;
+mod browser_strength_claude_real;
 mod bugatti_projects_real;
 mod claude_code_real;
 mod claude_faults_real;

@@ -165,6 +165,9 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
         json!([
             {"bash": "cat version.txt"},
             {"text": "It says version 2 now, which is what the app ships.\nRESULT OK"},
+            // As many facts as the recording it renews, on the same action: as strong, so it
+            // goes in force (a pass stating none would wait for review).
+            {"facts": ["1 equals \"version 2\""]},
         ]),
         &[],
     );
@@ -195,8 +198,10 @@ readiness_url = "http://127.0.0.1:${{APP_PORT}}/health"
     let stub_requests = std::fs::read_to_string(side.path().join("third/messages-requests.jsonl"))
         .unwrap_or_default();
     assert!(
-        stub_requests.contains("were run again without you") && stub_requests.contains("/inc"),
-        "the agent learnt what the replayed step did"
+        stub_requests.contains("<replayed-context>")
+            && stub_requests.contains("do not run these commands again")
+            && stub_requests.contains("/inc"),
+        "the agent learnt what the replayed step did, as context not to be run again"
     );
 
     // 4. The renewed recording replays; `check` lists both steps as recorded, from a

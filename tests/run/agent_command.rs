@@ -48,6 +48,7 @@ async fn ok_warn_error_over_one_session_through_the_actor() {
         spec: rig.command_spec(),
         facts: rig.facts.clone(),
         events: rig.events.clone(),
+        gate: None,
     };
     let (agent, handle) = Actor::spawn(None, AgentActor, args)
         .await
@@ -453,6 +454,7 @@ async fn cancel_interrupts_a_running_step_through_the_actor() {
         spec: rig.command_spec(),
         facts: rig.facts.clone(),
         events: rig.events.clone(),
+        gate: None,
     };
     let (agent, handle) = Actor::spawn(None, AgentActor, args)
         .await

@@ -205,6 +205,7 @@ async fn the_actor_runs_shell_steps_and_closes() {
         spec: rig.shell_spec(),
         facts: rig.facts.clone(),
         events: rig.events.clone(),
+        gate: None,
     };
     let (agent, handle) = Actor::spawn(None, AgentActor, args).await.expect("spawn");
     call!(agent, AgentMsg::Start).expect("call").expect("start");
@@ -259,6 +260,7 @@ async fn the_agent_spawned_under_a_session_ends_without_stopping_it() {
         spec: rig.shell_spec(),
         facts: rig.facts.clone(),
         events: rig.events.clone(),
+        gate: None,
     };
     let (agent, handle) = AgentActor::spawn_under(parent.get_cell(), args)
         .await

@@ -23,6 +23,7 @@ mod registry_sweep;
 mod replay_actions;
 mod replay_domains;
 mod replay_facts;
+mod replay_strength;
 mod replay_trust;
 mod retry_backoff;
 mod security_hostile;

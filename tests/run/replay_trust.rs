@@ -409,7 +409,7 @@ fn a_refused_console_call_and_an_opted_out_step_are_not_recorded() {
 }
 
 #[test]
-fn an_audit_sends_replayable_steps_to_the_agent_and_a_failure_deletes_the_recording() {
+fn an_audit_sends_replayable_steps_to_the_agent_and_a_failure_retires_the_recording() {
     let p = project();
     p.write("app/due.sh", "echo 'due 2026-12-31'");
     // The agent also reads a flag outside the console: what it judges there, a replay cannot see
@@ -438,7 +438,7 @@ fn an_audit_sends_replayable_steps_to_the_agent_and_a_failure_deletes_the_record
     assert!(s.replay_audited, "{s:?}");
     assert!(console.contains("1 audited"), "{console}");
     // The agent fails an audited step its recording would have passed (the console's output is
-    // unchanged): the test fails, the recording goes, the report says so.
+    // unchanged): the test fails, the recording is never replayed again, the report says so.
     p.write("app/flag.txt", "disabled\n");
     let (code, console) = start(&p, &[]);
     assert_eq!(code, Some(1), "{console}");
@@ -449,9 +449,20 @@ fn an_audit_sends_replayable_steps_to_the_agent_and_a_failure_deletes_the_record
             .is_some_and(|m| m.contains("replay would have passed a failing step")),
         "{s:?}"
     );
-    let recording = std::fs::read_to_string(p.root().join("bugatti.replay/due.replay.json"))
-        .expect("recording");
-    assert!(!recording.contains("\"step\": 1"), "{recording}");
+    let note = s.replay_note.as_deref().unwrap_or_default();
+    assert!(note.contains("never replayed again"), "{note}");
+    // Kept, marked failed: only the baseline a new pass must match in strength.
+    let recording: bugatti::replay::format::Recording =
+        common::read_json_file(&p.root().join("bugatti.replay/due.replay.json"));
+    assert!(recording.steps[0].failed.is_some(), "{recording:?}");
+    // The flag back: the outputs match the recording, and still the agent decides.
+    p.write("app/flag.txt", "enabled\n");
+    p.write("bugatti.config.toml", &config);
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let s = step(&latest(&p), "due").clone();
+    assert_eq!(s.mode, Some(StepMode::Agent), "{s:?}");
+    assert!(s.recorded, "as strong a pass is in force again: {s:?}");
 }
 
 /// The console's `list_logs` is recorded and replayed, and looked at no sooner than the agent

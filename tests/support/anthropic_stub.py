@@ -30,7 +30,11 @@ tools, as Claude Code's agent loop always does). Each reply is one of:
   {"status": N}                      an HTTP N answer with an Anthropic error body (401
                                      authentication_error, 500 api_error, 529 overloaded_error…)
 SCRIPT.json may instead be {"main": [...], "helper": [...]}: a subagent's requests (its first user
-message holds "[helper]") read the helper list, the others the main one.
+message holds "[helper]") read the helper list, the others the main one. That form may also say
+  "max_in_flight": N                 a main-loop request beyond N being answered is refused at once
+                                     with HTTP 429 (rate_limit_error, as Anthropic's API limits a
+                                     burst), consuming no reply; logged with "limited": true
+  "retry_after": S                   the 429's `retry-after` header, in seconds
 Other requests (side queries without tools) get a short plain answer. When the script runs out,
 main-loop requests get a text reply without a result marker.
 The harness's facts question is answered as facts_answer.py says: a {"facts": [...]} reply is
@@ -52,11 +56,13 @@ _SCRIPT = json.load(open(sys.argv[1]))
 # A list is the main loop's script; a dict has "main" and "helper" (a subagent's) scripts.
 SCRIPT = _SCRIPT["main"] if isinstance(_SCRIPT, dict) else _SCRIPT
 HELPER_SCRIPT = _SCRIPT.get("helper", []) if isinstance(_SCRIPT, dict) else []
+MAX_IN_FLIGHT = _SCRIPT.get("max_in_flight") if isinstance(_SCRIPT, dict) else None
+RETRY_AFTER = _SCRIPT.get("retry_after") if isinstance(_SCRIPT, dict) else None
 LOG_PATH = sys.argv[2]
 # Model latency per main-loop request (the benchmarks' slow model); 0 in tests.
 DELAY_SECS = float(os.environ.get("STUB_DELAY_MS", "0")) / 1000
 LOCK = threading.Lock()
-STATE = {"next": 0, "msg": 0, "helper": 0}
+STATE = {"next": 0, "msg": 0, "helper": 0, "in_flight": 0}
 # A subagent's conversation starts with a prompt holding this tag: it reads the helper script.
 HELPER_TAG = "[helper]"
 
@@ -203,15 +209,30 @@ class Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {}
-        with LOCK:
-            with open(LOG_PATH, "a") as log:
-                log.write(json.dumps({"path": self.path, "body": body}) + "\n")
-        if not self.path.startswith("/v1/messages") or self.path.startswith("/v1/messages/count_tokens"):
-            self.json_reply({"input_tokens": 10})
-            return
+        messages = self.path.startswith("/v1/messages") and not self.path.startswith("/v1/messages/count_tokens")
         # Claude Code's shell tool is `Bash`, pi's is `bash`: either marks the agent loop.
         shell_tools = [t.get("name") for t in body.get("tools") or [] if t.get("name") in ("Bash", "bash")]
-        main_loop = bool(shell_tools)
+        main_loop = messages and bool(shell_tools)
+        with LOCK:
+            limited = main_loop and MAX_IN_FLIGHT is not None and STATE["in_flight"] >= MAX_IN_FLIGHT
+            if main_loop and not limited:
+                STATE["in_flight"] += 1
+            with open(LOG_PATH, "a") as log:
+                log.write(json.dumps({"path": self.path, "body": body, "limited": limited}) + "\n")
+        if limited:
+            self.error_reply(429)
+            return
+        if not messages:
+            self.json_reply({"input_tokens": 10})
+            return
+        try:
+            self.answer(body, main_loop, shell_tools)
+        finally:
+            if main_loop:
+                with LOCK:
+                    STATE["in_flight"] -= 1
+
+    def answer(self, body, main_loop, shell_tools):
         if main_loop and facts_answer.is_question(last_user_text(body)):
             reply = facts_answer.reply(SCRIPT, STATE, LOCK)
         else:
@@ -250,6 +271,8 @@ class Handler(BaseHTTPRequestHandler):
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
+        if status == 429 and RETRY_AFTER is not None:
+            self.send_header("retry-after", str(RETRY_AFTER))
         self.end_headers()
         self.wfile.write(data)
 

@@ -36,6 +36,8 @@ in a result marker. Each line of a step's instruction is a directive:
     fact TEXT         a fact the pass rests on: stated as `BUGATTI_FACT TEXT` when the harness asks
                       its facts question about this step (a message with "question": "facts")
     withdraw TEXT     asked that question, answer `RESULT ERROR: TEXT` instead (a pass taken back)
+    plan PATH         the directives of the file at PATH ($NAME expanded), in place: what the
+                      agent does may change between runs while the instruction stays the same
     mcp TOOL JSON     call TOOL of the agent console (MCP over HTTP at $BUGATTI_MCP_URL with
                       $BUGATTI_MCP_TOKEN); its text is printed and kept for `expect`. In JSON,
                       {session_id} and {next_offset} become the last such number an answer gave
@@ -159,13 +161,26 @@ def judge(word, args, seen):
     return None
 
 
+def planned(instruction):
+    """The instruction's lines, each `plan PATH` replaced by the lines of that file."""
+    lines = []
+    for raw in instruction.splitlines():
+        word, _, rest = raw.strip().partition(" ")
+        if word == "plan":
+            with open(os.path.expandvars(rest)) as f:
+                lines.extend(f.read().splitlines())
+        else:
+            lines.append(raw)
+    return lines
+
+
 def run_step(instruction):
     FACTS.clear()
     WITHDRAW.clear()
     out, body, result = [], "", "RESULT OK"
     seen = ""
     took = 0.0
-    for raw in instruction.splitlines():
+    for raw in planned(instruction):
         word, _, rest = raw.strip().partition(" ")
         if word == "say":
             out.append(rest)

@@ -198,6 +198,8 @@ pub struct ReporterState {
     /// Records that could not be written, each naming the file and why (deduplicated: a vanished
     /// directory fails every later write the same way).
     lost: Vec<String>,
+    /// Runs whose outcome did not reach their run.json (named in the summary, exit 3).
+    unrecorded: Vec<crate::report::records::suite::UnrecordedRun>,
     /// Set once the suite files were written: a later `SuiteFinished` / `LastWord` answers with
     /// them instead of writing (and recording history) twice.
     suite_files: Option<SuiteFiles>,
@@ -243,6 +245,7 @@ impl ReporterState {
                     Some(format!("cannot create the run directory: {e}")),
                     Utc::now(),
                 );
+                self.unrecorded(&record, e.to_string());
                 self.finished.push(record);
                 self.finished_secrets.add(&secrets);
                 self.lose(format!("run {}: {e}", plan.identity.run_id));
@@ -317,7 +320,11 @@ impl ReporterState {
         for failed in writer.notes().to_vec() {
             self.lose(failed);
         }
-        let (record, files) = writer.finish();
+        let closed = writer.finish_checked();
+        let (record, files) = (closed.record, closed.files);
+        if let Some(why) = closed.unrecorded {
+            self.unrecorded(&record, why);
+        }
         crate::process::ledger::run_closed(run_id);
         match &files {
             Ok(files) => {
@@ -335,6 +342,29 @@ impl ReporterState {
             self.finished_secrets.add(set);
         }
         files
+    }
+}
+
+impl ReporterState {
+    /// `record`'s outcome did not reach its run.json: named in the summary and on the console
+    /// now, so that a stale run.json is never the only word on the run (exit 3).
+    fn unrecorded(&mut self, record: &RunRecord, why: String) {
+        let outcome = record.outcome.unwrap_or(RunOutcome::Error);
+        let test_file = record.identity.test_file.clone();
+        let run_id = record.identity.run_id.clone();
+        let notice = format!(
+            "NOT RECORDED {test_file} (run {run_id}): {}, but its run.json could not be \
+             written ({why}); the suite exits 3",
+            outcome.as_str()
+        );
+        self.args.console.notice(&notice, &self.redactor);
+        self.unrecorded
+            .push(crate::report::records::suite::UnrecordedRun {
+                run_id,
+                test_file,
+                outcome,
+                why,
+            });
     }
 }
 
@@ -425,6 +455,7 @@ impl Actor for ReporterActor {
             finished_secrets: SecretValues::default(),
             notes,
             lost: Vec::new(),
+            unrecorded: Vec::new(),
             flush_scheduled: std::collections::HashSet::new(),
             suite_files: None,
         })

@@ -62,6 +62,8 @@ impl ReporterState {
         summary.shard = self.args.extras.shard.clone();
         summary.fail_on_flaky = self.args.extras.fail_on_flaky;
         summary.cost_cap_usd = self.args.extras.cost_cap_usd;
+        summary.unrecorded = self.unrecorded.clone();
+        summary.records_lost = self.lost.len();
         let revision = self.args.extras.revision.get();
         summary.commit = revision.commit;
         summary.dirty = revision.dirty;

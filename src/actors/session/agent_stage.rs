@@ -63,8 +63,8 @@ impl Steps<'_> {
             Ok(agent) => agent,
             Err(failure) => return Err(self.agent_start_failed(failure)),
         };
-        if let Some(summary) = self.kit.replay.as_mut().and_then(|r| r.take_summary()) {
-            request.instruction = format!("{summary}\n{}", request.instruction);
+        if let Some(replay) = self.kit.replay.as_mut() {
+            request.replayed = replay.take_summary();
         }
         let marks = LogMarks::take(&self.session.run_paths().logs_dir());
         let asked = request.clone();
@@ -170,6 +170,7 @@ pub(super) async fn run_step(
     news: &mut AgentNews,
 ) -> Result<StepVerdict, TurnLost> {
     let limit = request.timeout.saturating_add(Duration::from_secs(60));
+    let step_id = request.step_id;
     let (reply, answer) = ractor::concurrency::oneshot();
     agent
         .cast(AgentMsg::RunStep(request, reply.into()))
@@ -205,6 +206,15 @@ pub(super) async fn run_step(
     };
     if let (Some(death), false) = (died, told) {
         pass_on(session, death);
+    }
+    if let Some(waited) = verdict.as_ref().ok().map(|v| millis(v.model_wait)) {
+        if waited > 0 {
+            session.emit(EventKind::ModelWait {
+                step_id,
+                waited_ms: waited,
+                agents_at_once: session.suite.model_gate.limit(),
+            });
+        }
     }
     verdict
 }

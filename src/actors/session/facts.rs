@@ -23,6 +23,8 @@ impl Steps<'_> {
         let mut request = done.asked.clone();
         request.instruction = question;
         request.question = Some(Question::Facts);
+        // Told with the step already.
+        request.replayed.clear();
         request.timeout = request.timeout.min(ANSWER_LIMIT);
         let id = request.step_id;
         let (agent, news) = match ready_agent(self.session, &mut self.kit.agent).await {

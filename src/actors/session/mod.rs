@@ -110,6 +110,8 @@ pub struct SuiteContext {
     pub budget: Arc<Budget>,
     /// The lasting agent faults that ended root tests (the circuit breaker).
     pub agent_faults: Arc<crate::actors::breaker::FaultBreaker>,
+    /// How many agents go to the model at once (`-j` at most, fewer while the API limits them).
+    pub model_gate: crate::actors::model_gate::ModelGate,
 }
 
 /// The suite-scoped commands' records, updated as their events come.

@@ -76,7 +76,7 @@ impl Steps<'_> {
     }
 
     /// The agent's turn at the step, then what replay makes of it: its pass recorded (with the
-    /// facts it rested on), an audited failure's recording deleted.
+    /// facts it rested on), a failed step's recording retired.
     pub(super) async fn agent_and_record(
         &mut self,
         run: &StepRun<'_>,

@@ -216,6 +216,8 @@ impl<'s> Steps<'s> {
             instruction: run.instruction.clone(),
             timeout: run.step.timeout.value,
             question: None,
+            replayed: Vec::new(),
+            throttle: crate::providers::ThrottleSignal::default(),
         }
     }
 

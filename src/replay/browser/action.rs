@@ -90,6 +90,14 @@ impl RecordedKind for BrowserAction {
             )
     }
 
+    fn target(&self) -> String {
+        format!(
+            "{} {}",
+            self.tool,
+            super::tools::named_arguments(&self.arguments, &self.elements)
+        )
+    }
+
     /// A screenshot is made again, not compared: its image is evidence.
     fn compared(&self, _: &mut ()) -> Option<String> {
         (self.tool != SCREENSHOT).then(|| compared(&self.output))

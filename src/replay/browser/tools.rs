@@ -116,14 +116,26 @@ pub fn same_call(
     y: &serde_json::Value,
     q: &BTreeMap<String, ElementPath>,
 ) -> bool {
-    let named = |args: &serde_json::Value, paths: &BTreeMap<String, ElementPath>| {
-        let by_path: BTreeMap<String, String> = paths
-            .iter()
-            .map(|(r, path)| (r.clone(), serde_json::to_string(path).unwrap_or_default()))
-            .collect();
-        retarget(args, &by_path)
-    };
     named(x, p) == named(y, q)
+}
+
+/// The arguments with each element ref read as the element it names.
+fn named(args: &serde_json::Value, paths: &BTreeMap<String, ElementPath>) -> serde_json::Value {
+    let by_path: BTreeMap<String, String> = paths
+        .iter()
+        .map(|(r, path)| (r.clone(), serde_json::to_string(path).unwrap_or_default()))
+        .collect();
+    retarget(args, &by_path)
+}
+
+/// The arguments as one line, each element ref read as the element it names (and the
+/// reference text Playwright MCP asks for left out: it is the agent's own words).
+pub fn named_arguments(args: &serde_json::Value, paths: &BTreeMap<String, ElementPath>) -> String {
+    let mut named = named(args, paths);
+    if let Some(map) = named.as_object_mut() {
+        map.remove("element");
+    }
+    named.to_string()
 }
 
 /// Each element ref in `arguments` with its path, from the latest of `snapshots` (oldest

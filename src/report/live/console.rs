@@ -17,7 +17,7 @@ use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use crate::model::outcome::{RunOutcome, StepStatus, TeardownState};
 use crate::report::ground::printable::{escape_controls, secs, Newlines};
 use crate::report::ground::scrub::Redactor;
-use crate::report::live::console_event::{event_line, Phase};
+use crate::report::live::console_event::{event_line, Phase, NOTABLE_WAIT_MS};
 use crate::report::live::console_text::{
     failure_lines, fit, message_block, terminal_width, DEFAULT_WIDTH,
 };
@@ -440,6 +440,7 @@ impl LiveView {
                 ),
                 EventKind::CommandTornDown { teardown, .. } => *teardown != TeardownState::Clean,
                 EventKind::AgentRestarted { .. } => true,
+                EventKind::ModelWait { waited_ms, .. } => *waited_ms >= NOTABLE_WAIT_MS,
                 EventKind::Checkpoint { state, .. } => {
                     matches!(state, CheckpointState::Failed { .. })
                 }
@@ -572,6 +573,14 @@ impl LiveView {
                 "\nFLAKY       {} passed on attempt {}",
                 escape_controls(&test.test_file, Newlines::Escape),
                 test.attempts
+            ));
+        }
+        // Whole, at every verbosity: the step line is cut to the terminal's width.
+        for pending in &summary.replay_pending {
+            line.push_str(&format!(
+                "\nPENDING     {} {}",
+                escape_controls(&pending.test_file, Newlines::Escape),
+                escape_controls(&pending.note, Newlines::Escape)
             ));
         }
         if self.verbosity >= Verbosity::Normal {
@@ -739,6 +748,13 @@ fn totals_line(summary: &SuiteSummary) -> String {
             "; {} input / {} output tokens",
             summary.input_tokens, summary.output_tokens
         ));
+    }
+    let unrecorded = summary.unrecorded.len();
+    if unrecorded > 0 {
+        text.push_str(&format!("; {unrecorded} run(s) NOT RECORDED (exit 3)"));
+    }
+    if let Some(waited) = summary.model_wait_text() {
+        text.push_str(&format!("; {}", waited.to_lowercase()));
     }
     text
 }

@@ -12,6 +12,10 @@ use crate::report::records::events::{
 
 use Verbosity::{Normal, Verbose};
 
+/// A wait for the model from which on its line is shown without `-v` (a session's staggered
+/// start waits a fraction of a second: not news).
+pub const NOTABLE_WAIT_MS: u64 = 1000;
+
 /// When an event came, for the words of a command's line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Phase {
@@ -41,6 +45,37 @@ fn step_word(status: StepStatus) -> &'static str {
         StepStatus::NotRun => "NOT RUN",
         StepStatus::AgentError => "AGENT ERROR",
     }
+}
+
+/// A console call or a tool call of the agent: a line at `Verbose`.
+fn action_line(kind: &EventKind) -> Option<ConsoleLine> {
+    let text = match kind {
+        EventKind::ConsoleCall {
+            tool,
+            summary,
+            duration_ms,
+            exit_code,
+            is_error,
+            ..
+        } => format!(
+            "CONSOLE ........ {tool} {summary} ({duration_ms} ms{}{})",
+            exit_code.map_or(String::new(), |c| format!(", exit {c}")),
+            if *is_error { ", failed" } else { "" }
+        ),
+        EventKind::AgentToolCall {
+            tool,
+            summary,
+            duration_ms,
+            is_error,
+            ..
+        } => format!(
+            "TOOL ........... {tool} {summary}{}{}",
+            duration_ms.map_or(String::new(), |d| format!(" ({d} ms)")),
+            if *is_error { ", failed" } else { "" }
+        ),
+        _ => return None,
+    };
+    Some((text, Verbose))
 }
 
 /// One line of a run event, and whether it is worth printing at `Normal` verbosity (`None`: not
@@ -90,35 +125,23 @@ pub(crate) fn event_line(kind: &EventKind, phase: Phase) -> Option<ConsoleLine> 
             format!("AGENT RESTARTED during step {step_id}: it {reason}; the step is retried"),
             Normal,
         ),
-        EventKind::ConsoleCall {
-            tool,
-            summary,
-            duration_ms,
-            exit_code,
-            is_error,
-            ..
+        EventKind::ModelWait {
+            step_id,
+            waited_ms,
+            agents_at_once,
         } => (
             format!(
-                "CONSOLE ........ {tool} {summary} ({duration_ms} ms{}{})",
-                exit_code.map_or(String::new(), |c| format!(", exit {c}")),
-                if *is_error { ", failed" } else { "" }
+                "WAITED {step_id} ........ {} for the model ({agents_at_once} agent{} at once)",
+                secs(*waited_ms),
+                if *agents_at_once == 1 { "" } else { "s" }
             ),
-            Verbose,
+            if *waited_ms >= NOTABLE_WAIT_MS {
+                Normal
+            } else {
+                Verbose
+            },
         ),
-        EventKind::AgentToolCall {
-            tool,
-            summary,
-            duration_ms,
-            is_error,
-            ..
-        } => (
-            format!(
-                "TOOL ........... {tool} {summary}{}{}",
-                duration_ms.map_or(String::new(), |d| format!(" ({d} ms)")),
-                if *is_error { ", failed" } else { "" }
-            ),
-            Verbose,
-        ),
+        EventKind::ConsoleCall { .. } | EventKind::AgentToolCall { .. } => action_line(kind)?,
         EventKind::SessionPrepared {
             workspace,
             ports,
@@ -292,6 +315,10 @@ fn step_finished_line(
         .and_then(|r| r.note.as_ref())
     {
         line.push_str(&format!(" — WARNING: {}", summarize_instruction(note, 300)));
+    }
+    // A weaker re-recording waits for a person: said on every run until one decides.
+    if let Some(pending) = replay.and_then(|r| r.pending_review.as_ref()) {
+        line.push_str(&format!(" — {}", summarize_instruction(pending, 300)));
     }
     (line, Normal)
 }

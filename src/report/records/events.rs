@@ -311,6 +311,16 @@ pub enum EventKind {
         step_id: StepId,
         reason: String,
     },
+    /// The step waited for its place at the model before the agent took it: fewer agents go at
+    /// once while the model's API limits them, and sessions start staggered (docs/ci.md, "A
+    /// rate-limited nightly"). Sent before the step's `step_finished`; the wait is not part of
+    /// the step's `duration_ms`.
+    ModelWait {
+        step_id: StepId,
+        waited_ms: u64,
+        /// The agents the suite lets at the model at once as the step ends.
+        agents_at_once: usize,
+    },
     /// The session's places, once chosen: its workspace and its resolved `[ports]`. Sent again
     /// when setup is retried with fresh `auto` ports.
     SessionPrepared {
@@ -376,6 +386,7 @@ impl EventKind {
             Self::StepFinished { .. } => "step_finished",
             Self::HarnessLogExcerpt { .. } => "harness_log_excerpt",
             Self::AgentRestarted { .. } => "agent_restarted",
+            Self::ModelWait { .. } => "model_wait",
             Self::AgentFault { .. } => "agent_fault",
             Self::SessionPrepared { .. } => "session_prepared",
             Self::CommandTornDown { .. } => "command_torn_down",

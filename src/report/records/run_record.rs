@@ -173,6 +173,14 @@ pub struct StepRecord {
     /// the agent stated for a recorded one.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub replay_facts: Vec<String>,
+    /// A re-recording that would weaken the step's recording waits for review (docs/replay.md):
+    /// what it would drop.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub replay_pending: Option<String>,
+    /// How long the step waited for its place at the model (docs/ci.md, "A rate-limited
+    /// nightly"); not part of `duration_ms`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub model_wait_ms: Option<u64>,
 }
 
 /// The version of the layout of run.json, summary.json, events.jsonl and history.jsonl (their
@@ -227,6 +235,10 @@ pub struct RunRecord {
     /// Each time the watchdog restarted the agent, in order.
     #[serde(default)]
     pub agent_restarts: Vec<AgentRestart>,
+    /// How long the run's steps waited for their place at the model, summed (docs/ci.md, "A
+    /// rate-limited nightly").
+    #[serde(default)]
+    pub model_wait_ms: u64,
     /// The agent fault that ended the run (docs/providers.md): the run is an `error` of the agent,
     /// never a failure of the app.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -271,6 +283,7 @@ impl StepRecord {
         self.replay_recorded_at = r.recorded_at;
         self.replay_recorded_by = r.recorded_by.clone();
         self.replay_facts = r.facts.clone();
+        self.replay_pending = r.pending_review.clone();
     }
 }
 
@@ -355,6 +368,8 @@ impl RunRecord {
                     replay_recorded_at: None,
                     replay_recorded_by: None,
                     replay_facts: Vec::new(),
+                    replay_pending: None,
+                    model_wait_ms: None,
                 })
                 .collect(),
             commands: plan
@@ -376,6 +391,7 @@ impl RunRecord {
             input_tokens: 0,
             output_tokens: 0,
             agent_restarts: Vec::new(),
+            model_wait_ms: 0,
             agent_fault: None,
             replayed_steps: 0,
             agent_steps: 0,
@@ -388,6 +404,14 @@ impl RunRecord {
             cost_saved_usd: None,
             anomalies: Vec::new(),
         }
+    }
+
+    /// A step's wait for its place at the model, on the step and the run.
+    fn model_waited(&mut self, step_id: StepId, waited_ms: u64) {
+        if let Some(step) = self.step_mut(step_id, "model_wait") {
+            step.model_wait_ms = Some(step.model_wait_ms.unwrap_or(0) + waited_ms);
+        }
+        self.model_wait_ms += waited_ms;
     }
 
     pub fn is_finished(&self) -> bool {
@@ -606,6 +630,9 @@ impl RunRecord {
                 }
                 self.agent_fault = Some(fault);
             }
+            EventKind::ModelWait {
+                step_id, waited_ms, ..
+            } => self.model_waited(*step_id, *waited_ms),
             EventKind::AgentRestarted { step_id, reason } => {
                 self.agent_restarts.push(AgentRestart {
                     step_id: *step_id,

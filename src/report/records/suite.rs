@@ -30,6 +30,17 @@ pub struct AttemptSummary {
     pub report: String,
 }
 
+/// A run whose outcome did not reach its run.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct UnrecordedRun {
+    pub run_id: RunId,
+    pub test_file: String,
+    /// The outcome it had, which its run.json does not say.
+    pub outcome: RunOutcome,
+    /// Why its run.json could not be written.
+    pub why: String,
+}
+
 /// One root test: its final attempt decides.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RootTestSummary {
@@ -61,6 +72,10 @@ pub struct RootTestSummary {
     /// Watchdog restarts of the agent over all attempts.
     #[serde(default)]
     pub agent_restarts: usize,
+    /// How long its steps waited for their place at the model, over all attempts (docs/ci.md,
+    /// "A rate-limited nightly").
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub model_wait_ms: u64,
     /// Quarantined (`quarantine = true`, `[supervisor] quarantine`): run and reported, but its
     /// failure or flakiness never changes the exit code (see docs/ci.md).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -120,6 +135,15 @@ pub struct SuiteSummary {
     /// `[supervisor] max_cost_usd`: the cap of the whole CI run this suite is (part of).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost_cap_usd: Option<f64>,
+    /// Runs whose outcome did not reach their run.json (a full disk, a directory that could not
+    /// be made): the run.json on disk, if any, is an earlier state. The exit code is then 3
+    /// (docs/signals.md), whatever the outcomes say.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unrecorded: Vec<UnrecordedRun>,
+    /// Records of any kind (a run's files, history, the suite's own files) that could not be
+    /// written before this summary was: with any, the exit code is 3.
+    #[serde(default, skip_serializing_if = "is_zero_usize")]
+    pub records_lost: usize,
     pub totals: Totals,
     /// What the agents cost in this suite, where they report money.
     #[serde(default)]
@@ -131,6 +155,13 @@ pub struct SuiteSummary {
     pub input_tokens: u64,
     #[serde(default)]
     pub output_tokens: u64,
+    /// How long the suite's tests waited for the model, summed over them, and how many tests
+    /// waited (docs/ci.md, "A rate-limited nightly"): the agents at once were fewer than `-j`
+    /// while the model's API limited them, and sessions started staggered.
+    #[serde(default)]
+    pub model_wait_ms: u64,
+    #[serde(default)]
+    pub model_waited_tests: usize,
     /// docs/replay.md, over every attempt: steps passed by replay, steps the agent carried out with
     /// replay on, steps whose replay drifted, and what the replayed steps cost when recorded.
     #[serde(default)]
@@ -153,6 +184,10 @@ pub struct SuiteSummary {
     pub not_replayed_steps: u64,
     #[serde(default)]
     pub cost_saved_usd: Option<f64>,
+    /// The re-recordings waiting for review (docs/replay.md, "A recording never weakens in
+    /// silence"): each step that went to the agent because of one, or made one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub replay_pending: Vec<PendingRecording>,
     /// With `--shard`: which shard this is and how the split was made (docs/ci.md), so `merge`
     /// can tell shards of one CI run from strangers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -176,8 +211,47 @@ pub struct SuiteSummary {
     pub changes: Option<Comparison>,
 }
 
+/// A step whose re-recording waits for review (`supervisor replay review`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct PendingRecording {
+    pub test_file: String,
+    pub step_id: crate::model::ids::StepId,
+    /// What the re-recording would drop.
+    pub note: String,
+}
+
+/// Each step of `records` with a pending re-recording, once (the newest attempt's word).
+fn pending_recordings(records: &[RunRecord]) -> Vec<PendingRecording> {
+    let mut by_step: BTreeMap<(String, crate::model::ids::StepId), String> = BTreeMap::new();
+    let mut ordered: Vec<&RunRecord> = records.iter().collect();
+    ordered.sort_by_key(|r| r.identity.started_at);
+    for r in ordered {
+        for s in &r.steps {
+            if let Some(note) = &s.replay_pending {
+                by_step.insert((r.identity.test_file.clone(), s.step_id), note.clone());
+            }
+        }
+    }
+    by_step
+        .into_iter()
+        .map(|((test_file, step_id), note)| PendingRecording {
+            test_file,
+            step_id,
+            note,
+        })
+        .collect()
+}
+
 fn one() -> u32 {
     1
+}
+
+fn is_zero_usize(n: &usize) -> bool {
+    *n == 0
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_one(n: &u32) -> bool {
@@ -213,6 +287,44 @@ fn decide(history: &[AttemptSummary], strict: bool) -> Option<(AttemptSummary, b
 }
 
 impl SuiteSummary {
+    /// The runs whose outcome is not in their run.json, and the records lost (exit 3), as
+    /// summary.md says them; empty when every record was written.
+    fn unrecorded_markdown(&self) -> String {
+        if self.unrecorded.is_empty() && self.records_lost == 0 {
+            return String::new();
+        }
+        let mut s = String::from("## Not recorded\n\n");
+        for run in &self.unrecorded {
+            let _ = writeln!(
+                s,
+                "- `{}` {} (run `{}`), but its run.json does not say so: {}",
+                markdown_text(&run.test_file, Newlines::Escape).replace('`', "'"),
+                run.outcome.as_str(),
+                run.run_id,
+                markdown_text(&run.why, Newlines::Escape)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\n{} record(s) could not be written: the suite exits 3 (docs/signals.md).\n",
+            self.records_lost.max(self.unrecorded.len())
+        );
+        s
+    }
+
+    /// `Waited for the model: 12.3s over 5 tests`, when a test waited (docs/ci.md, "A
+    /// rate-limited nightly").
+    pub fn model_wait_text(&self) -> Option<String> {
+        (self.model_wait_ms > 0).then(|| {
+            let tests = self.model_waited_tests;
+            format!(
+                "Waited for the model: {} over {tests} test{}",
+                crate::report::ground::printable::secs(self.model_wait_ms),
+                if tests == 1 { "" } else { "s" }
+            )
+        })
+    }
+
     /// How the suite's steps went through replay.
     pub fn replay_counts(&self) -> crate::model::replay::ReplayCounts {
         crate::model::replay::ReplayCounts {
@@ -358,6 +470,7 @@ impl SuiteSummary {
                 input_tokens: runs.iter().map(|r| r.input_tokens).sum(),
                 output_tokens: runs.iter().map(|r| r.output_tokens).sum(),
                 agent_restarts: runs.iter().map(|r| r.agent_restarts.len()).sum(),
+                model_wait_ms: runs.iter().map(|r| r.model_wait_ms).sum(),
                 quarantined: runs.last().is_some_and(|r| r.identity.quarantined),
                 agent_fault: runs
                     .last()
@@ -375,6 +488,8 @@ impl SuiteSummary {
         totals.total += not_run.len();
         let ms = (finished_at - started_at).num_milliseconds();
         let cost_usd = sum_costs(tests.iter().map(|t| t.cost_usd));
+        let model_wait_ms = tests.iter().map(|t| t.model_wait_ms).sum();
+        let model_waited_tests = tests.iter().filter(|t| t.model_wait_ms > 0).count();
         let agent_turns = tests.iter().map(|t| t.agent_turns).sum();
         let input_tokens = tests.iter().map(|t| t.input_tokens).sum();
         let output_tokens = tests.iter().map(|t| t.output_tokens).sum();
@@ -412,6 +527,8 @@ impl SuiteSummary {
             partial_allowed: false,
             fail_on_flaky: false,
             cost_cap_usd: None,
+            unrecorded: Vec::new(),
+            records_lost: 0,
             totals,
             replayed_steps,
             agent_steps,
@@ -422,10 +539,13 @@ impl SuiteSummary {
             replay_audit_disagreements: counts.disagreed,
             not_replayed_steps: counts.not_replayed,
             cost_saved_usd,
+            replay_pending: pending_recordings(records),
             cost_usd,
             agent_turns,
             input_tokens,
             output_tokens,
+            model_wait_ms,
+            model_waited_tests,
             shard: None,
             commit: None,
             dirty: None,
@@ -472,6 +592,10 @@ impl SuiteSummary {
         if let Some(cost) = self.cost_usd {
             let _ = writeln!(s, "Agent cost: ${cost:.4}.\n");
         }
+        if let Some(waited) = self.model_wait_text() {
+            let _ = writeln!(s, "{waited}.\n");
+        }
+        s.push_str(&self.unrecorded_markdown());
         if !self.tests.is_empty() {
             s.push_str("| test file | outcome | attempts | flaky | duration | run id | report |\n");
             s.push_str("|---|---|---|---|---|---|---|\n");

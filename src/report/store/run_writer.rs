@@ -166,6 +166,7 @@ impl RunWriter {
             | EventKind::CommandTornDown { .. }
             | EventKind::Checkpoint { .. }
             | EventKind::AgentRestarted { .. }
+            | EventKind::ModelWait { .. }
             | EventKind::AgentFault { .. }
             | EventKind::RunFinished { .. } => true,
             EventKind::SuiteStarted { .. }
@@ -194,14 +195,26 @@ impl RunWriter {
     /// run.json and report.md. Both are attempted even when one fails; the first error is returned
     /// beside the final record (which the suite summary needs either way).
     pub fn finish(self) -> (RunRecord, Result<RunFiles, ReportError>) {
-        self.finish_with_sections(markdown::SECTIONS)
+        let closed = self.close(markdown::SECTIONS);
+        (closed.record, closed.files)
     }
 
     /// [`finish`](Self::finish) with a chosen list of report.md sections.
     pub fn finish_with_sections(
-        mut self,
+        self,
         sections: &[Section],
     ) -> (RunRecord, Result<RunFiles, ReportError>) {
+        let closed = self.close(sections);
+        (closed.record, closed.files)
+    }
+
+    /// [`finish`](Self::finish), saying also whether run.json on disk holds the run's outcome
+    /// (else the run is unrecorded: the file, if any, is an earlier state of it).
+    pub fn finish_checked(self) -> Closed {
+        self.close(markdown::SECTIONS)
+    }
+
+    fn close(mut self, sections: &[Section]) -> Closed {
         if !self.record.is_finished() {
             let event = Event {
                 timestamp: Utc::now(),
@@ -224,6 +237,7 @@ impl RunWriter {
         if let Err(e) = &json_result {
             self.note(e);
         }
+        let unrecorded = json_result.as_ref().err().map(ToString::to_string);
         let text = markdown::render_sections(
             &ReportInput {
                 record: &self.record,
@@ -245,6 +259,19 @@ impl RunWriter {
             report_md: self.paths.report_md(),
             notes: self.notes,
         });
-        (self.record, files)
+        Closed {
+            record: self.record,
+            files,
+            unrecorded,
+        }
     }
+}
+
+/// A closed run: its final record, its files, and why its outcome did not reach run.json.
+#[derive(Debug)]
+pub struct Closed {
+    pub record: RunRecord,
+    pub files: Result<RunFiles, ReportError>,
+    /// The final run.json could not be written: why (the run is then named as unrecorded).
+    pub unrecorded: Option<String>,
 }

@@ -218,6 +218,17 @@ fn agent_args(
             spec,
             facts,
             events,
+            // An agent CLI talks to a model whose API can tell it to slow down; a `command` or
+            // `shell` agent is the project's own program.
+            gate: session
+                .test
+                .effective
+                .provider
+                .name
+                .value
+                .info()
+                .cli()
+                .map(|_| session.suite.model_gate.clone()),
         },
         news,
     )

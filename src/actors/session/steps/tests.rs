@@ -124,6 +124,7 @@ async fn run_steps(plan: Vec<PlannedStep>, status: StepStatus) -> (Ending, Vec<E
         suite_commands: SuiteCommands::default(),
         budget: Arc::new(Budget::new(None)),
         agent_faults: Arc::new(FaultBreaker::default()),
+        model_gate: crate::actors::model_gate::ModelGate::new(1),
     };
     let test = RootTest {
         path: dir.path().join("t.test.toml"),
