@@ -37,3 +37,4 @@ pub mod test_file;
 pub mod toml_read;
 pub mod tool_call;
 pub mod user_file;
+pub mod watch;

@@ -49,7 +49,8 @@ impl Drop for SignalListener {
     }
 }
 
-fn interrupt_signal(signal: i32) -> InterruptSignal {
+/// What signal number `signal` is called (SIGUSR1 and the others: by its number).
+pub fn interrupt_signal(signal: i32) -> InterruptSignal {
     match signal {
         SIGTERM => InterruptSignal::Terminate,
         SIGHUP => InterruptSignal::Hangup,
