@@ -14,11 +14,11 @@ pub const TRIP_AFTER: usize = 2;
 /// The lasting agent faults seen so far in a suite; shared by its sessions and the supervisor.
 #[derive(Debug, Default)]
 pub struct FaultBreaker {
-    seen: Mutex<BTreeMap<&'static str, Seen>>,
+    seen: Mutex<BTreeMap<&'static str, FaultSeen>>,
 }
 
 #[derive(Debug)]
-struct Seen {
+struct FaultSeen {
     /// Root tests (by test file) ended by this fault; a retried test counts once.
     tests: BTreeSet<String>,
     /// What the first of them said.
@@ -36,7 +36,7 @@ impl FaultBreaker {
             return;
         };
         seen.entry(kind.as_str())
-            .or_insert_with(|| Seen {
+            .or_insert_with(|| FaultSeen {
                 tests: BTreeSet::new(),
                 message: message.to_string(),
             })

@@ -50,7 +50,7 @@ pub enum HarnessMsg {
     },
 }
 
-struct Entry {
+struct CommandEntry {
     spec: CommandSpec,
     actor: Option<ActorRef<CommandMsg>>,
     hub: Option<OutputHub>,
@@ -60,7 +60,7 @@ pub struct HarnessState {
     /// The run (or, for suite-scoped commands, the suite) whose commands these are.
     scope: Scope,
     events: mpsc::UnboundedSender<HarnessEvent>,
-    entries: Vec<Entry>,
+    entries: Vec<CommandEntry>,
 }
 
 impl HarnessState {
@@ -110,7 +110,7 @@ impl Actor for HarnessActor {
             HarnessMsg::Plan(specs) => {
                 for spec in specs {
                     if !state.entries.iter().any(|e| e.spec.name == spec.name) {
-                        state.entries.push(Entry {
+                        state.entries.push(CommandEntry {
                             spec,
                             actor: None,
                             hub: None,
@@ -135,7 +135,7 @@ impl Actor for HarnessActor {
                             match state.entries.iter_mut().find(|e| e.spec.name == spec.name) {
                                 Some(entry) => entry,
                                 None => {
-                                    state.entries.push(Entry {
+                                    state.entries.push(CommandEntry {
                                         spec: spec.clone(),
                                         actor: None,
                                         hub: None,

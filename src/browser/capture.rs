@@ -97,16 +97,16 @@ pub struct StepCapture {
 }
 
 #[derive(Debug, Clone, Default)]
-struct Page {
+struct AttachedPage {
     session: String,
     url: String,
     title: String,
 }
 
 #[derive(Debug, Default)]
-struct State {
+struct MonitorState {
     /// Attached pages by target id.
-    pages: HashMap<String, Page>,
+    pages: HashMap<String, AttachedPage>,
     /// Target id by session id.
     targets: HashMap<String, String>,
     /// In-flight requests by (session, request id): method, URL, resource type.
@@ -119,7 +119,7 @@ struct State {
     logged_failures: Vec<FailedRequest>,
 }
 
-impl State {
+impl MonitorState {
     fn page_url(&self, session: Option<&str>) -> String {
         session
             .and_then(|s| self.targets.get(s))
@@ -141,7 +141,7 @@ pub fn shows_no_page(url: &str) -> bool {
             .any(|blank| url.eq_ignore_ascii_case(blank))
 }
 
-fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
+fn lock(state: &Mutex<MonitorState>) -> std::sync::MutexGuard<'_, MonitorState> {
     state.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -154,7 +154,7 @@ pub struct Monitor {
     base: String,
     viewport: Option<(u32, u32)>,
     client: CdpClient,
-    state: Arc<Mutex<State>>,
+    state: Arc<Mutex<MonitorState>>,
     /// Bytes of screenshots written in this run so far.
     screenshot_bytes: std::sync::atomic::AtomicU64,
 }
@@ -166,7 +166,7 @@ impl Monitor {
     /// window's own frame takes part of it: 640×480 gave a 640×337 page in Chromium 156).
     pub async fn attach(base: &str, viewport: Option<(u32, u32)>) -> Result<Self, BrowserError> {
         let version = devtools::version(base).await?;
-        let state = Arc::new(Mutex::new(State::default()));
+        let state = Arc::new(Mutex::new(MonitorState::default()));
         let (attach_tx, mut attach_rx) = mpsc::unbounded_channel::<String>();
         let handler_state = state.clone();
         let client = CdpClient::connect(&version.ws_url, move |event| {
@@ -367,7 +367,12 @@ impl Monitor {
     async fn screenshot(&self, session: &str, path: &Path, to_front: bool) -> Result<(), String> {
         if to_front {
             self.client
-                .call("Page.bringToFront", json!({}), Some(session), CALL_LIMIT)
+                .call(
+                    "AttachedPage.bringToFront",
+                    json!({}),
+                    Some(session),
+                    CALL_LIMIT,
+                )
                 .await
                 .map_err(|e| e.to_string())?;
         }
@@ -388,7 +393,7 @@ impl Monitor {
         let result = self
             .client
             .call(
-                "Page.captureScreenshot",
+                "AttachedPage.captureScreenshot",
                 json!({ "format": "png", "optimizeForSpeed": true }),
                 Some(session),
                 CALL_LIMIT,
@@ -423,7 +428,7 @@ impl Monitor {
 /// Attaches to page `target` (once), enables the events the capture reads and sets its viewport.
 async fn attach_page(
     client: &CdpClient,
-    state: &Mutex<State>,
+    state: &Mutex<MonitorState>,
     target: &str,
     viewport: Option<(u32, u32)>,
 ) -> Result<String, BrowserError> {
@@ -441,9 +446,9 @@ async fn attach_page(
                 state.targets.insert(session.clone(), target.to_string());
                 state.pages.insert(
                     target.to_string(),
-                    Page {
+                    AttachedPage {
                         session: session.clone(),
-                        ..Page::default()
+                        ..AttachedPage::default()
                     },
                 );
                 None
@@ -484,7 +489,7 @@ async fn attach_page(
 }
 
 /// Reads one event into the state, on the connection's reader task (so in order).
-fn on_event(state: &Mutex<State>, attach: &mpsc::UnboundedSender<String>, event: CdpEvent) {
+fn on_event(state: &Mutex<MonitorState>, attach: &mpsc::UnboundedSender<String>, event: CdpEvent) {
     let p = &event.params;
     let session = event.session_id.as_deref();
     let mut state = lock(state);
@@ -504,7 +509,7 @@ fn text_of(v: &Value, key: &str) -> String {
 
 /// A page appeared (attach to it), changed its url or title, or went away.
 fn on_target_event(
-    state: &mut State,
+    state: &mut MonitorState,
     attach: &mpsc::UnboundedSender<String>,
     method: &str,
     p: &Value,
@@ -538,7 +543,7 @@ fn on_target_event(
 
 /// A console message, an uncaught exception or a log entry of a page: errors and warnings are
 /// kept (a network one in the log is also a failed request).
-fn on_console_event(state: &mut State, session: Option<&str>, method: &str, p: &Value) {
+fn on_console_event(state: &mut MonitorState, session: Option<&str>, method: &str, p: &Value) {
     match method {
         "Runtime.consoleAPICalled" => {
             let level = match p.get("type").and_then(Value::as_str) {
@@ -616,7 +621,7 @@ fn on_console_event(state: &mut State, session: Option<&str>, method: &str, p: &
 }
 
 /// A request sent, answered with 4xx/5xx, finished or failed: the failures are kept.
-fn on_network_event(state: &mut State, session: Option<&str>, method: &str, p: &Value) {
+fn on_network_event(state: &mut MonitorState, session: Option<&str>, method: &str, p: &Value) {
     match method {
         "Network.requestWillBeSent" => {
             let key = (session.unwrap_or("").to_string(), text_of(p, "requestId"));
@@ -766,7 +771,7 @@ mod tests {
 
     #[test]
     fn console_and_network_events_fill_the_window() {
-        let state = Mutex::new(State::default());
+        let state = Mutex::new(MonitorState::default());
         let (tx, mut rx) = mpsc::unbounded_channel();
         let event = |method: &str, params: Value| CdpEvent {
             method: method.to_string(),

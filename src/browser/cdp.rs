@@ -62,14 +62,14 @@ pub struct CdpEvent {
     pub session_id: Option<String>,
 }
 
-type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, String>>>>>;
-type Sink = SplitSink<WebSocketStream<MaybeTlsStream<TcpStream>>, Message>;
+type AwaitedAnswers = Arc<Mutex<HashMap<u64, oneshot::Sender<Result<Value, String>>>>>;
+type SocketSink = SplitSink<WebSocketStream<MaybeTlsStream<TcpStream>>, Message>;
 
 /// One open CDP connection. Cloned handles share it; the reader task ends with the socket.
 #[derive(Clone)]
 pub struct CdpClient {
-    sink: Arc<tokio::sync::Mutex<Sink>>,
-    pending: Pending,
+    sink: Arc<tokio::sync::Mutex<SocketSink>>,
+    pending: AwaitedAnswers,
     next_id: Arc<AtomicU64>,
 }
 
@@ -92,7 +92,7 @@ impl CdpClient {
                 reason: e.to_string(),
             })?;
         let (sink, mut source) = stream.split();
-        let pending: Pending = Arc::default();
+        let pending: AwaitedAnswers = Arc::default();
         let reader_pending = pending.clone();
         tokio::spawn(async move {
             while let Some(Ok(message)) = source.next().await {
@@ -198,7 +198,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 /// An answer goes to its waiter; anything else with a `method` is an event.
-fn dispatch(value: Value, pending: &Pending, on_event: &mut impl FnMut(CdpEvent)) {
+fn dispatch(value: Value, pending: &AwaitedAnswers, on_event: &mut impl FnMut(CdpEvent)) {
     if let Some(id) = value.get("id").and_then(Value::as_u64) {
         if let Some(waiter) = lock(pending).remove(&id) {
             let answer = match value.get("error") {

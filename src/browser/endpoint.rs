@@ -40,7 +40,7 @@ impl Drop for DevtoolsEndpoint {
 
 /// What every connection needs.
 #[derive(Clone)]
-struct Shared {
+struct EndpointShared {
     hub: PipeHub,
     token: String,
     port: u16,
@@ -82,7 +82,7 @@ impl DevtoolsEndpoint {
     ) -> std::io::Result<Self> {
         let port = listener.local_addr()?.port();
         let token = token.unwrap_or_else(new_token);
-        let shared = Shared {
+        let shared = EndpointShared {
             hub,
             token: token.clone(),
             port,
@@ -201,7 +201,7 @@ async fn answer(stream: &mut Guarded, status: &str, body: &str) -> std::io::Resu
     stream.shutdown().await
 }
 
-async fn serve_connection(mut stream: Guarded, shared: Shared) -> std::io::Result<()> {
+async fn serve_connection(mut stream: Guarded, shared: EndpointShared) -> std::io::Result<()> {
     let Ok(Some(head)) = tokio::time::timeout(HEAD_LIMIT, read_head(&mut stream)).await else {
         return answer(&mut stream, "400 Bad Request", "").await;
     };

@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 /// A message for one client (a CDP answer or event as JSON text).
 pub type ClientTx = mpsc::UnboundedSender<String>;
 
-enum Pending {
+enum ClientMessage {
     /// An internal call ([`PipeHub::call`]).
     Internal(oneshot::Sender<Value>),
     /// A client's call: its own id, given back in the answer.
@@ -35,8 +35,8 @@ struct Client {
 }
 
 #[derive(Default)]
-struct State {
-    pending: HashMap<u64, Pending>,
+struct PipeState {
+    pending: HashMap<u64, ClientMessage>,
     clients: HashMap<u64, Client>,
     /// A client's browser session id → the client.
     browser_sessions: HashMap<String, u64>,
@@ -47,7 +47,7 @@ struct State {
 
 struct Inner {
     to_browser: mpsc::UnboundedSender<String>,
-    state: Mutex<State>,
+    state: Mutex<PipeState>,
     next_id: AtomicU64,
 }
 
@@ -94,7 +94,7 @@ impl PipeHub {
         let hub = Self {
             inner: Arc::new(Inner {
                 to_browser,
-                state: Mutex::new(State::default()),
+                state: Mutex::new(PipeState::default()),
                 next_id: AtomicU64::new(1),
             }),
         };
@@ -135,7 +135,7 @@ impl PipeHub {
         Ok((hub, child))
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, PipeState> {
         self.inner
             .state
             .lock()
@@ -174,7 +174,7 @@ impl PipeHub {
             if state.closed {
                 return Err("the browser's DevTools pipe is closed".into());
             }
-            state.pending.insert(id, Pending::Internal(tx));
+            state.pending.insert(id, ClientMessage::Internal(tx));
         }
         let mut message = json!({"id": id, "method": method, "params": params});
         if let Some(session) = session {
@@ -257,7 +257,7 @@ impl PipeHub {
         message["id"] = Value::from(id);
         state
             .pending
-            .insert(id, Pending::Client { client, id: own_id });
+            .insert(id, ClientMessage::Client { client, id: own_id });
         drop(state);
         let _ = self.inner.to_browser.send(message.to_string());
     }
@@ -291,10 +291,10 @@ impl PipeHub {
         let mut state = self.lock();
         if let Some(id) = message.get("id").and_then(Value::as_u64) {
             match state.pending.remove(&id) {
-                Some(Pending::Internal(tx)) => {
+                Some(ClientMessage::Internal(tx)) => {
                     let _ = tx.send(message);
                 }
-                Some(Pending::Client { client, id }) => {
+                Some(ClientMessage::Client { client, id }) => {
                     if let Some(session) = message["result"]["sessionId"].as_str() {
                         state.children.insert(session.to_string(), client);
                     }
@@ -336,7 +336,7 @@ impl PipeHub {
 
 /// Hands `message` to `client`, without the session id when it is the client's browser session
 /// (the client sent it without one).
-fn deliver(state: &State, client: u64, mut message: Value) {
+fn deliver(state: &PipeState, client: u64, mut message: Value) {
     let Some(c) = state.clients.get(&client) else {
         return;
     };

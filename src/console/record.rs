@@ -75,11 +75,11 @@ impl CallRecord {
 pub struct Recorder {
     path: PathBuf,
     secrets: Arc<Secrets>,
-    state: Mutex<State>,
+    state: Mutex<RecorderState>,
 }
 
 #[derive(Debug, Default)]
-struct State {
+struct RecorderState {
     file: Option<std::fs::File>,
     /// Calls not yet taken by [`Recorder::take_calls`].
     unreported: Vec<CallRecord>,
@@ -91,7 +91,7 @@ impl Recorder {
         Self {
             path,
             secrets,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(RecorderState::default()),
         }
     }
 
@@ -99,7 +99,7 @@ impl Recorder {
         &self.path
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, RecorderState> {
         self.state
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -85,7 +85,7 @@ pub struct Spawn {
 
 /// What the reader thread shares with the calls.
 #[derive(Debug)]
-struct Shared {
+struct ReaderShared {
     pending: Mutex<Pending>,
     /// Bumped after every chunk; set to `u64::MAX` at end-of-file.
     seq: watch::Sender<u64>,
@@ -101,7 +101,7 @@ pub struct ConsoleSession {
     pgid: i32,
     group: tokio::sync::Mutex<Group>,
     exit: watch::Receiver<Option<ExitStatus>>,
-    shared: Arc<Shared>,
+    shared: Arc<ReaderShared>,
     seq: watch::Receiver<u64>,
     writer: Mutex<Option<Box<dyn Write + Send>>>,
     /// An incomplete UTF-8 sequence at the end of the last read, kept for the next one.
@@ -171,7 +171,7 @@ impl ConsoleSession {
             return Err(start_err(std::io::Error::other("no output stream")));
         };
         let (seq_tx, seq_rx) = watch::channel(0u64);
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(ReaderShared {
             pending: Mutex::new(Pending::new(HALF)),
             seq: seq_tx,
         });
@@ -358,7 +358,7 @@ fn incomplete_suffix(bytes: &[u8]) -> usize {
 
 /// The session's side of the pump: redacted output into the pending buffer, a sequence bump
 /// per chunk, `u64::MAX` at end-of-file.
-struct Tap(Arc<Shared>);
+struct Tap(Arc<ReaderShared>);
 
 impl OutputTap for Tap {
     fn chunk(&mut self, data: &[u8]) {

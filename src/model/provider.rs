@@ -26,7 +26,7 @@ pub type Version = (u64, u64, u64);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Program {
     /// An agent CLI installed from npm, found on `PATH` unless an environment variable names it.
-    Cli(Cli),
+    Cli(AgentCli),
     /// `[provider] cmd`, the user's own program line (`command`).
     Cmd,
     /// A fixed program on `PATH` (`shell`: `sh`).
@@ -35,7 +35,7 @@ pub enum Program {
 
 /// The facts of an agent CLI.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Cli {
+pub struct AgentCli {
     /// Its row in `check` (`provider.<key>`): `claude_bin`.
     pub key: &'static str,
     /// The environment variable that names the program: `BUGATTI_CLAUDE_BIN`.
@@ -153,7 +153,7 @@ const ROWS: [ProviderInfo; 5] = [
     ProviderInfo {
         kind: ProviderKind::ClaudeCode,
         name: "claude-code",
-        program: Program::Cli(Cli {
+        program: Program::Cli(AgentCli {
             key: "claude_bin",
             env: "BUGATTI_CLAUDE_BIN",
             default: "claude",
@@ -206,7 +206,7 @@ const ROWS: [ProviderInfo; 5] = [
     ProviderInfo {
         kind: ProviderKind::Codex,
         name: "codex",
-        program: Program::Cli(Cli {
+        program: Program::Cli(AgentCli {
             key: "codex_bin",
             env: "BUGATTI_CODEX_BIN",
             default: "codex",
@@ -244,7 +244,7 @@ const ROWS: [ProviderInfo; 5] = [
     ProviderInfo {
         kind: ProviderKind::Pi,
         name: "pi",
-        program: Program::Cli(Cli {
+        program: Program::Cli(AgentCli {
             key: "pi_bin",
             env: "BUGATTI_PI_BIN",
             default: "pi",
@@ -371,7 +371,7 @@ pub fn rows() -> impl Iterator<Item = &'static ProviderInfo> {
 
 impl ProviderInfo {
     /// The agent CLI's facts, for a provider that runs one.
-    pub fn cli(&self) -> Option<&'static Cli> {
+    pub fn cli(&self) -> Option<&'static AgentCli> {
         match &self.kind.info().program {
             Program::Cli(cli) => Some(cli),
             Program::Cmd | Program::Fixed(_) => None,

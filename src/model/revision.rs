@@ -57,10 +57,10 @@ impl Revision {
 /// written: git takes milliseconds to start, which a one-test suite would otherwise wait for
 /// before its first step.
 #[derive(Clone, Default)]
-pub struct PendingRevision(Arc<Mutex<Pending>>);
+pub struct PendingRevision(Arc<Mutex<RevisionLookup>>);
 
 #[derive(Default)]
-enum Pending {
+enum RevisionLookup {
     #[default]
     Unknown,
     Known(Revision),
@@ -75,26 +75,26 @@ impl PendingRevision {
             .name("git-revision".into())
             .spawn(move || Revision::of(&owned))
         {
-            Ok(thread) => Pending::Asking(thread),
-            Err(_) => Pending::Known(Revision::of(root)),
+            Ok(thread) => RevisionLookup::Asking(thread),
+            Err(_) => RevisionLookup::Known(Revision::of(root)),
         };
         Self(Arc::new(Mutex::new(pending)))
     }
 
     /// An answer already known.
     pub fn known(revision: Revision) -> Self {
-        Self(Arc::new(Mutex::new(Pending::Known(revision))))
+        Self(Arc::new(Mutex::new(RevisionLookup::Known(revision))))
     }
 
     /// The answer, waiting for git if it is still being asked; what git could not say is `None`.
     pub fn get(&self) -> Revision {
         let mut pending = self.0.lock().unwrap_or_else(|p| p.into_inner());
         let revision = match std::mem::take(&mut *pending) {
-            Pending::Unknown => Revision::default(),
-            Pending::Known(revision) => revision,
-            Pending::Asking(thread) => thread.join().unwrap_or_default(),
+            RevisionLookup::Unknown => Revision::default(),
+            RevisionLookup::Known(revision) => revision,
+            RevisionLookup::Asking(thread) => thread.join().unwrap_or_default(),
         };
-        *pending = Pending::Known(revision.clone());
+        *pending = RevisionLookup::Known(revision.clone());
         revision
     }
 }

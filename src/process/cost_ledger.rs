@@ -35,7 +35,7 @@ pub enum LedgerError {
 
 /// One line of the ledger.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-struct Line {
+struct LedgerLine {
     /// The CI run's id.
     ci_run: String,
     /// The reservation's key: a run id of one shard.
@@ -101,7 +101,7 @@ impl CostLedger {
     /// Runs `f` over this run's lines with the file locked; lines it returns are appended.
     fn locked<T>(
         &self,
-        f: impl FnOnce(&[Line]) -> Result<(T, Vec<Line>), LedgerError>,
+        f: impl FnOnce(&[LedgerLine]) -> Result<(T, Vec<LedgerLine>), LedgerError>,
     ) -> Result<T, LedgerError> {
         let file = std::fs::OpenOptions::new()
             .read(true)
@@ -114,9 +114,9 @@ impl CostLedger {
         let mut text = String::new();
         file.seek(SeekFrom::Start(0)).map_err(|e| self.io(e))?;
         file.read_to_string(&mut text).map_err(|e| self.io(e))?;
-        let lines: Vec<Line> = text
+        let lines: Vec<LedgerLine> = text
             .lines()
-            .filter_map(|l| serde_json::from_str::<Line>(l).ok())
+            .filter_map(|l| serde_json::from_str::<LedgerLine>(l).ok())
             .filter(|l| l.ci_run == self.ci_run)
             .collect();
         let (answer, append) = f(&lines)?;
@@ -135,7 +135,7 @@ impl CostLedger {
     }
 
     /// The run's total: what was settled, plus what is reserved and not settled yet.
-    fn total_of(lines: &[Line]) -> f64 {
+    fn total_of(lines: &[LedgerLine]) -> f64 {
         let mut by_key: HashMap<&str, (f64, Option<f64>)> = HashMap::new();
         for l in lines {
             let entry = by_key.entry(l.key.as_str()).or_default();
@@ -166,7 +166,7 @@ impl CostLedger {
             if total >= cap || (total > 0.0 && total + expected > cap) {
                 return Ok((Reserved::CapReached { total }, Vec::new()));
             }
-            let line = Line {
+            let line = LedgerLine {
                 ci_run: self.ci_run.clone(),
                 key: key.to_string(),
                 reserve: Some(expected.max(0.0)),
@@ -184,7 +184,7 @@ impl CostLedger {
     /// The run under `key` ended having spent `spent`: its reservation is replaced by it.
     pub fn settle(&self, key: &str, spent: f64) -> Result<(), LedgerError> {
         self.locked(|_| {
-            let line = Line {
+            let line = LedgerLine {
                 ci_run: self.ci_run.clone(),
                 key: key.to_string(),
                 reserve: None,

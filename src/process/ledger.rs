@@ -133,7 +133,7 @@ struct Open {
 /// One change appended to the journal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-enum Change {
+enum JournalChange {
     AddGroup(LedgerGroup),
     DropGroup(i32),
     OpenRun(LedgerRun),
@@ -141,18 +141,18 @@ enum Change {
 }
 
 impl LedgerFile {
-    fn apply(&mut self, change: Change) {
+    fn apply(&mut self, change: JournalChange) {
         match change {
-            Change::AddGroup(group) => {
+            JournalChange::AddGroup(group) => {
                 self.groups.retain(|g| g.pgid != group.pgid);
                 self.groups.push(group);
             }
-            Change::DropGroup(pgid) => self.groups.retain(|g| g.pgid != pgid),
-            Change::OpenRun(run) => {
+            JournalChange::DropGroup(pgid) => self.groups.retain(|g| g.pgid != pgid),
+            JournalChange::OpenRun(run) => {
                 self.runs.retain(|r| r.run_id != run.run_id);
                 self.runs.push(run);
             }
-            Change::CloseRun(id) => self.runs.retain(|r| r.run_id != id),
+            JournalChange::CloseRun(id) => self.runs.retain(|r| r.run_id != id),
         }
     }
 }
@@ -194,7 +194,7 @@ fn rewrite(open: &mut Open) -> std::io::Result<()> {
 
 /// Appends one change (one `write` of one line), or rewrites the journal when it has grown
 /// long or the last write failed.
-fn append(open: &mut Open, change: &Change) -> std::io::Result<()> {
+fn append(open: &mut Open, change: &JournalChange) -> std::io::Result<()> {
     use std::io::Write;
     let rewrite_due = open.appended >= rewrite_after(&open.file);
     match open.journal.as_mut().filter(|_| !rewrite_due) {
@@ -210,7 +210,7 @@ fn append(open: &mut Open, change: &Change) -> std::io::Result<()> {
 }
 
 /// Applies `change` to the ledger and records it on disk.
-fn persist(open: &mut Open, change: Change) {
+fn persist(open: &mut Open, change: JournalChange) {
     open.file.apply(change.clone());
     match append(open, &change) {
         Ok(()) => open.failing = false,
@@ -269,7 +269,7 @@ pub fn record(group: &RegisteredGroup) {
         label: group.label.clone(),
         run_id: group.run_id.clone(),
     };
-    persist(open, Change::AddGroup(group));
+    persist(open, JournalChange::AddGroup(group));
 }
 
 /// Called by the registry once a group is torn down.
@@ -277,7 +277,7 @@ pub fn forget(pgid: i32) {
     let mut guard = lock();
     let Some(open) = guard.as_mut() else { return };
     if open.file.groups.iter().any(|g| g.pgid == pgid) {
-        persist(open, Change::DropGroup(pgid));
+        persist(open, JournalChange::DropGroup(pgid));
     }
 }
 
@@ -289,7 +289,7 @@ pub fn run_opened(run_id: &RunId, run_dir: &Path) {
         run_id: run_id.clone(),
         run_dir: run_dir.to_path_buf(),
     };
-    persist(open, Change::OpenRun(run));
+    persist(open, JournalChange::OpenRun(run));
 }
 
 /// Called by the reporter once run `run_id`'s files are final.
@@ -297,7 +297,7 @@ pub fn run_closed(run_id: &RunId) {
     let mut guard = lock();
     let Some(open) = guard.as_mut() else { return };
     if open.file.runs.iter().any(|r| &r.run_id == run_id) {
-        persist(open, Change::CloseRun(run_id.clone()));
+        persist(open, JournalChange::CloseRun(run_id.clone()));
     }
 }
 
@@ -464,7 +464,7 @@ pub fn parse(bytes: &[u8]) -> Result<LedgerFile, String> {
     let (_, first) = lines.next().ok_or("an empty ledger")?;
     let mut file: LedgerFile = serde_json::from_slice(first).map_err(|e| format!("line 1: {e}"))?;
     while let Some((i, line)) = lines.next() {
-        match serde_json::from_slice::<Change>(line) {
+        match serde_json::from_slice::<JournalChange>(line) {
             Ok(change) => file.apply(change),
             Err(_) if lines.peek().is_none() => break,
             Err(e) => return Err(format!("line {}: {e}", i + 1)),
@@ -712,14 +712,14 @@ mod tests {
         };
         let mut text = serde_json::to_string(&expected).expect("json") + "\n";
         let changes = [
-            Change::AddGroup(group(11)),
-            Change::OpenRun(LedgerRun {
+            JournalChange::AddGroup(group(11)),
+            JournalChange::OpenRun(LedgerRun {
                 run_id: RunId::new("r1"),
                 run_dir: "/runs/r1".into(),
             }),
-            Change::DropGroup(10),
-            Change::AddGroup(group(12)),
-            Change::CloseRun(RunId::new("r1")),
+            JournalChange::DropGroup(10),
+            JournalChange::AddGroup(group(12)),
+            JournalChange::CloseRun(RunId::new("r1")),
         ];
         for change in changes {
             text += &(serde_json::to_string(&change).expect("json") + "\n");
@@ -764,8 +764,11 @@ mod tests {
                 run_id: RunId::new(format!("r{i}")),
                 run_dir: "/runs".into(),
             };
-            persist(&mut open, Change::OpenRun(run));
-            persist(&mut open, Change::CloseRun(RunId::new(format!("r{i}"))));
+            persist(&mut open, JournalChange::OpenRun(run));
+            persist(
+                &mut open,
+                JournalChange::CloseRun(RunId::new(format!("r{i}"))),
+            );
         }
         let text = fs::read_to_string(&open.path).expect("ledger");
         assert!(text.lines().count() <= 65, "{} lines", text.lines().count());

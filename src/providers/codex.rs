@@ -65,7 +65,7 @@ pub struct Codex {
 
 /// What one turn's stream has said so far.
 #[derive(Default)]
-struct Turn {
+struct TurnSoFar {
     last_message: Option<String>,
     last_error: Option<String>,
     /// Model responses: one per tool call, one for the final message.
@@ -76,7 +76,7 @@ struct Turn {
     counted: std::collections::HashSet<String>,
 }
 
-impl Turn {
+impl TurnSoFar {
     /// Counts `item` as one model turn, once, however many events name it.
     fn count(&mut self, item: &Value) {
         match item["id"].as_str() {
@@ -95,7 +95,7 @@ fn is_tool_call(kind: &str) -> bool {
 /// Codex's framing of a turn: `--json` lines until `turn.completed` or `turn.failed`.
 struct CodexTurn<'a> {
     codex: &'a mut Codex,
-    turn: &'a mut Turn,
+    turn: &'a mut TurnSoFar,
     collector: &'a mut ReplyCollector,
     step_id: StepId,
 }
@@ -252,7 +252,7 @@ impl Codex {
     fn handle_line(
         &mut self,
         raw: &[u8],
-        turn: &mut Turn,
+        turn: &mut TurnSoFar,
         collector: &mut ReplyCollector,
         step_id: StepId,
     ) -> (bool, Option<StepVerdict>) {
@@ -319,7 +319,7 @@ impl Codex {
 
     /// `item.started`: a tool call counts as a model turn when it starts (a command that runs
     /// for minutes would otherwise never count against `max_turns_per_step`).
-    fn on_item_started(&mut self, item: &Value, turn: &mut Turn) {
+    fn on_item_started(&mut self, item: &Value, turn: &mut TurnSoFar) {
         if item["type"].as_str().is_some_and(is_tool_call) {
             turn.count(item);
         }
@@ -337,7 +337,12 @@ impl Codex {
 
     /// `item.completed`: the agent's messages, its commands' and MCP calls' answers (logged,
     /// kept for replay) and the turn count.
-    fn on_item_completed(&mut self, item: &Value, turn: &mut Turn, collector: &mut ReplyCollector) {
+    fn on_item_completed(
+        &mut self,
+        item: &Value,
+        turn: &mut TurnSoFar,
+        collector: &mut ReplyCollector,
+    ) {
         self.steps.tools.codex_item(item);
         match item["type"].as_str() {
             Some("agent_message") => {
@@ -401,7 +406,7 @@ impl Codex {
     fn on_turn_completed(
         &mut self,
         event: &Value,
-        turn: &mut Turn,
+        turn: &mut TurnSoFar,
         collector: &mut ReplyCollector,
         step_id: StepId,
     ) -> StepVerdict {
@@ -471,7 +476,7 @@ impl Codex {
     fn on_turn_failed(
         &mut self,
         event: &Value,
-        turn: &mut Turn,
+        turn: &mut TurnSoFar,
         collector: &mut ReplyCollector,
     ) -> StepVerdict {
         let message = event["error"]["message"]
@@ -523,7 +528,7 @@ impl Codex {
             Err(e) => return PerStep::spawn_failed(&self.ctx, &collector, &e),
         };
         self.log(&format!("### step {}\n", request.step_id));
-        let mut turn = Turn::default();
+        let mut turn = TurnSoFar::default();
         let jsonl = self.steps.jsonl.clone();
         let mut framing = CodexTurn {
             codex: self,

@@ -49,13 +49,13 @@ pub struct CommandProvider {
 
 /// The `command` protocol's framing of a reply: free text, whose first result marker line ends
 /// it; any output is progress.
-struct Reply<'a> {
+struct CommandReply<'a> {
     collector: &'a mut ReplyCollector,
     transcript: Option<&'a SharedTranscript>,
     jsonl: Option<&'a mut JsonlTranscript>,
 }
 
-impl Framing for Reply<'_> {
+impl Framing for CommandReply<'_> {
     type Done = ();
 
     fn raw(&mut self, chunk: &[u8]) -> bool {
@@ -287,7 +287,7 @@ impl CommandProvider {
             }
             Ok::<(), std::io::Error>(())
         };
-        let mut reply = Reply {
+        let mut reply = CommandReply {
             collector,
             transcript: transcript.as_ref(),
             jsonl: jsonl.as_mut(),

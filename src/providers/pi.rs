@@ -53,7 +53,7 @@ pub struct Pi {
 }
 
 /// What one step's stream has said so far: pi's framing of a turn.
-struct Turn<'a> {
+struct PiTurn<'a> {
     pi: &'a mut Pi,
     collector: &'a mut ReplyCollector,
     step_id: StepId,
@@ -178,7 +178,7 @@ impl Pi {
         };
         self.log(&format!("### step {}\n", request.step_id));
         let jsonl = self.steps.jsonl.clone();
-        let mut turn = Turn {
+        let mut turn = PiTurn {
             pi: self,
             collector: &mut collector,
             step_id: request.step_id,
@@ -221,7 +221,7 @@ impl Pi {
     }
 }
 
-impl Turn<'_> {
+impl PiTurn<'_> {
     fn log(&self, text: &str) {
         self.pi.log(text);
     }
@@ -331,7 +331,7 @@ impl Turn<'_> {
     }
 }
 
-impl Framing for Turn<'_> {
+impl Framing for PiTurn<'_> {
     type Done = StepVerdict;
 
     fn line(&mut self, raw: &[u8]) -> Seen<StepVerdict> {

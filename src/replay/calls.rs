@@ -91,12 +91,12 @@ pub fn actions_of(
 
 /// A tool call of the agent's own as one kind of action (`None`: not of this kind); `Err` says
 /// why the step cannot be recorded. `snapshots`: the pages the agent was shown so far.
-type Recorder =
+type KindRecorder =
     fn(&CallsContext<'_>, &ToolCall, &mut Vec<Snapshot>) -> Result<Option<Action>, String>;
 
 /// The kinds a call of the agent's own tools may be, tried in order, one line each (a console
 /// call is the console's own record, below).
-const TOOL_KINDS: &[Recorder] = &[file_action, browser_action, shell_action];
+const TOOL_KINDS: &[KindRecorder] = &[file_action, browser_action, shell_action];
 
 /// The provider's shell tool's call as recorded.
 fn shell_action(

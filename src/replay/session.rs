@@ -104,7 +104,7 @@ pub struct SessionValues<'a> {
 }
 
 /// A session's replay settings, read from its config.
-struct Setup<'a> {
+struct ReplaySettings<'a> {
     mode: ReplayMode,
     provider: ProviderKind,
     /// The root test, as its recording names it.
@@ -298,7 +298,7 @@ impl ReplaySession {
                 })
                 .cloned(),
         );
-        Some(Self::open(Setup {
+        Some(Self::open(ReplaySettings {
             mode,
             provider,
             test: test.rel_path.to_string_lossy().into_owned(),
@@ -313,7 +313,7 @@ impl ReplaySession {
     }
 
     /// The session's replay from its settings, its recording loaded.
-    fn open(setup: Setup<'_>) -> Self {
+    fn open(setup: ReplaySettings<'_>) -> Self {
         let recording = match store::load(&setup.path, &setup.test) {
             Ok(Some(recording)) => Ok(recording),
             Ok(None) => Ok(Recording::new(setup.test.clone())),

@@ -5,7 +5,7 @@ use super::*;
 use crate::model::tool_call::ShellRun;
 
 fn session(dir: &Path, mode: ReplayMode, audit: f64) -> ReplaySession {
-    ReplaySession::open(Setup {
+    ReplaySession::open(ReplaySettings {
         mode,
         provider: "claude-code".parse().expect("a provider"),
         test: "t.test.toml".into(),

@@ -1,7 +1,9 @@
 //! Each type name is defined once in `src`: a struct, enum, union, type alias or trait of one
 //! name in two places means a reader who finds `Verdict` must first find out which, and an
-//! import of the wrong one may still compile. Counted: the names another file may import (any
-//! `pub`); a file's private helper types are its own. The names are read from the code itself (`syn`),
+//! import of the wrong one may still compile, and a private `State` in one file read beside a
+//! `pub State` in another is the same confusion. Counted: every item type, whatever its
+//! visibility (associated types such as an actor's `type State` are the trait's words, not new
+//! names). The names are read from the code itself (`syn`),
 //! as the import-graph test reads it; test modules (`#[cfg(test)]`, `tests.rs` and `*_tests.rs`)
 //! are left out: their fixtures are their own.
 
@@ -16,12 +18,8 @@ struct Defined {
 }
 
 impl Defined {
-    /// A name another file may import (`pub`, `pub(crate)`, `pub(super)`): one a reader meets
-    /// away from its definition. A file's private helper types are its own business.
-    fn add(&mut self, vis: &syn::Visibility, ident: &syn::Ident) {
-        if !matches!(vis, syn::Visibility::Inherited) {
-            self.found.push((ident.to_string(), self.here.join("::")));
-        }
+    fn add(&mut self, ident: &syn::Ident) {
+        self.found.push((ident.to_string(), self.here.join("::")));
     }
 }
 
@@ -36,19 +34,19 @@ fn is_cfg_test(attrs: &[syn::Attribute]) -> bool {
 
 impl<'ast> Visit<'ast> for Defined {
     fn visit_item_struct(&mut self, item: &'ast syn::ItemStruct) {
-        self.add(&item.vis, &item.ident);
+        self.add(&item.ident);
     }
     fn visit_item_enum(&mut self, item: &'ast syn::ItemEnum) {
-        self.add(&item.vis, &item.ident);
+        self.add(&item.ident);
     }
     fn visit_item_union(&mut self, item: &'ast syn::ItemUnion) {
-        self.add(&item.vis, &item.ident);
+        self.add(&item.ident);
     }
     fn visit_item_type(&mut self, item: &'ast syn::ItemType) {
-        self.add(&item.vis, &item.ident);
+        self.add(&item.ident);
     }
     fn visit_item_trait(&mut self, item: &'ast syn::ItemTrait) {
-        self.add(&item.vis, &item.ident);
+        self.add(&item.ident);
     }
     fn visit_item_mod(&mut self, item: &'ast syn::ItemMod) {
         if is_cfg_test(&item.attrs) {
@@ -127,13 +125,21 @@ fn the_check_finds_a_name_defined_twice() {
     std::fs::write(src.join("lib.rs"), "pub mod a;\npub trait Answer {}\n").expect("write");
     std::fs::write(
         src.join("a/mod.rs"),
-        "pub struct Answer;\nstruct Private;\nfn f() { pub struct Local; }\n#[cfg(test)]\nmod tests { pub struct Local; pub struct Answer; }\n",
+        "pub struct Answer;\nstruct Private;\nfn f() { pub struct Local; }\n#[cfg(test)]\nmod tests { pub struct Local; pub struct Answer; }\nimpl Iterator for Private { type Item = u8; fn next(&mut self) -> Option<u8> { None } }\n",
     )
     .expect("write");
     std::fs::write(src.join("a/b_tests.rs"), "pub struct Answer;\n").expect("write");
-    std::fs::write(src.join("a/c.rs"), "pub mod inner { pub enum Local {} }\n").expect("write");
+    std::fs::write(
+        src.join("a/c.rs"),
+        "pub mod inner { pub enum Local {} }\nstruct Item;\n",
+    )
+    .expect("write");
+    std::fs::write(src.join("a/d.rs"), "struct Private;\n").expect("write");
     assert_eq!(
         twice(type_names(src)),
-        vec!["    Answer: lib.rs, a/mod.rs".to_string()]
+        vec![
+            "    Answer: lib.rs, a/mod.rs".to_string(),
+            "    Private: a/d.rs, a/mod.rs".to_string()
+        ]
     );
 }

@@ -626,7 +626,20 @@ fn sigint_while_a_step_replays_stops_the_replay_and_leaves_every_record() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    std::thread::sleep(Duration::from_millis(500));
+    // Mid-way: the replayed command itself is running (not merely its step announced).
+    let replaying = || {
+        fault::project_processes(&p).into_iter().any(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains("sleep 3"))
+        })
+    };
+    while !replaying() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the replayed command never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
     fault::signal(child.id(), "INT");
     let out = child.wait_with_output().expect("wait");
     p.assert_nothing_survives();

@@ -89,7 +89,7 @@ impl Suite {
 pub fn find_config_upward(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
         .map(|d| d.join(CONFIG_FILE_NAME))
-        // Found whatever it is (a FIFO too): its reading then says why it cannot be used, instead
+        // Gathered whatever it is (a FIFO too): its reading then says why it cannot be used, instead
         // of the search going on past it to another project's config.
         .find(|p| std::fs::metadata(p).is_ok())
 }
@@ -103,8 +103,8 @@ pub fn load_suite(options: &RunOptions) -> Result<Suite, Problems> {
 /// (discovered, filtered by `--tag`, cut by `--shard`), each one planned and checked, then the
 /// project's `.mcp.json`.
 pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Problems> {
-    let mut found = Found::default();
-    let fail = |found: Found| Err(finish(found.problems, &host.cwd));
+    let mut found = Gathered::default();
+    let fail = |found: Gathered| Err(finish(found.problems, &host.cwd));
     let Some((project_root, config_path)) = locate_project(options, host, &mut found.problems)
     else {
         return fail(found);
@@ -216,7 +216,7 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
 /// What loading gathers as it goes: every problem, the text of each file read (problems are
 /// shown with their line), and the one-line notes for the console.
 #[derive(Default)]
-struct Found {
+struct Gathered {
     problems: Problems,
     texts: BTreeMap<PathBuf, String>,
     notes: Vec<String>,
@@ -287,7 +287,7 @@ fn grep_roots(
 
 /// `--headed` shows a window: without a display (DISPLAY or WAYLAND_DISPLAY) the browser could
 /// not start, so it is said before anything runs; with no `[browser]` there is nothing to show.
-fn check_display(host: &HostEnv, flagged: &EffectiveConfig, found: &mut Found) {
+fn check_display(host: &HostEnv, flagged: &EffectiveConfig, found: &mut Gathered) {
     let has = |name: &str| host.var(name).is_some_and(|v| !v.is_empty());
     if !has("DISPLAY") && !has("WAYLAND_DISPLAY") {
         found.problems.push(
@@ -342,7 +342,7 @@ fn layered_config(
     options: &RunOptions,
     host: &HostEnv,
     configs: &[(Option<&Path>, Layer)],
-    found: &mut Found,
+    found: &mut Gathered,
 ) -> Option<(EffectiveConfig, EffectiveConfig)> {
     let env = |name: &str| host.var(name);
     let mut base = EffectiveConfig::default();
@@ -390,7 +390,7 @@ fn check_base(
     options: &RunOptions,
     flagged: &EffectiveConfig,
     project_root: &Path,
-    found: &mut Found,
+    found: &mut Gathered,
 ) {
     check_skip_flags(options, flagged, &mut found.problems);
     check_skipped_readiness(options, flagged, &mut found.problems);
@@ -414,7 +414,7 @@ fn root_tests(
     project_root: &Path,
     flagged: &EffectiveConfig,
     files: &mut TestFiles,
-    found: &mut Found,
+    found: &mut Gathered,
 ) -> Vec<Root> {
     let (candidates, explicit) = discover(
         options,
@@ -530,7 +530,7 @@ fn plan_root_test(
     base: &EffectiveConfig,
     root: Root,
     files: &mut TestFiles,
-    found: &mut Found,
+    found: &mut Gathered,
 ) -> RootTest {
     let Root { path, name, tags } = root;
     let (mut plan, plan_problems) = expand(project_root, &path, files);

@@ -26,7 +26,7 @@ pub(crate) enum Phase {
 }
 
 /// A console line and the verbosity it needs.
-type Line = (String, Verbosity);
+type ConsoleLine = (String, Verbosity);
 
 fn step_word(status: StepStatus) -> &'static str {
     match status {
@@ -46,7 +46,7 @@ fn step_word(status: StepStatus) -> &'static str {
 /// One line of a run event, and whether it is worth printing at `Normal` verbosity (`None`: not
 /// printed at all by the plain console). `phase` is when it came: a command that dies while steps
 /// run is not a setup failure, and the line says which step it hit.
-pub(crate) fn event_line(kind: &EventKind, phase: Phase) -> Option<Line> {
+pub(crate) fn event_line(kind: &EventKind, phase: Phase) -> Option<ConsoleLine> {
     let line = match kind {
         EventKind::SuiteStarted {
             suite_id,
@@ -179,7 +179,7 @@ pub(crate) fn event_line(kind: &EventKind, phase: Phase) -> Option<Line> {
 
 /// A harness command's status, worded by when it came: `SETUP` before the steps, `COMMAND …
 /// during step N` while a step ran, `after step N` between steps.
-fn setup_line(command: &str, state: &SetupState, phase: Phase) -> Line {
+fn setup_line(command: &str, state: &SetupState, phase: Phase) -> ConsoleLine {
     let what = match state {
         SetupState::Started => "started".to_string(),
         SetupState::Ready { probe } => format!("ready ({probe})"),
@@ -209,7 +209,7 @@ fn session_line(
     workspace: &str,
     ports: &std::collections::BTreeMap<String, u16>,
     retried_after: Option<&PortRetry>,
-) -> Line {
+) -> ConsoleLine {
     match retried_after {
         Some(retry) => (
             format!(
@@ -247,7 +247,7 @@ fn step_finished_line(
     duration_ms: u64,
     usage: Option<&Usage>,
     replay: Option<&StepReplay>,
-) -> Line {
+) -> ConsoleLine {
     // Duration and cost before the message: a line cut to 80 columns loses only the
     // message's end (whole in report.md and the recap).
     let replayed = replay.is_some_and(|r| r.mode == StepMode::Replayed);

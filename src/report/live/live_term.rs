@@ -16,7 +16,7 @@ use console::Term;
 use indicatif::TermLike;
 
 #[derive(Debug, Default)]
-struct State {
+struct TermState {
     /// The last write was a line's text: the next all-spaces write is its padding.
     expect_filler: bool,
     /// A line was ended by its padding: the next text starts on the next line.
@@ -28,7 +28,7 @@ struct State {
 #[derive(Debug, Clone)]
 pub struct LineTerm {
     term: Term,
-    state: Arc<Mutex<State>>,
+    state: Arc<Mutex<TermState>>,
 }
 
 impl LineTerm {
@@ -43,7 +43,7 @@ impl LineTerm {
         }
     }
 
-    fn state(&self) -> MutexGuard<'_, State> {
+    fn state(&self) -> MutexGuard<'_, TermState> {
         // A poisoned lock only means a panic mid-draw: the state is two flags, still usable.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }

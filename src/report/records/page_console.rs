@@ -18,7 +18,7 @@ const ERROR_CHARS: usize = 300;
 
 /// The fields of a console line the report shows (the browser capture writes more).
 #[derive(Deserialize)]
-struct Entry {
+struct PageConsoleLine {
     level: String,
     #[serde(default)]
     source: String,
@@ -69,7 +69,7 @@ fn read(run_dir: &Path, rel: &str) -> Option<ConsoleErrors> {
     let mut more = size > READ_BYTES;
     for line in BufReader::new(file.take(READ_BYTES)).lines() {
         let Ok(line) = line else { break };
-        let Ok(entry) = serde_json::from_str::<Entry>(&line) else {
+        let Ok(entry) = serde_json::from_str::<PageConsoleLine>(&line) else {
             continue;
         };
         if entry.level != "error"
@@ -91,7 +91,7 @@ fn read(run_dir: &Path, rel: &str) -> Option<ConsoleErrors> {
 }
 
 /// One error on one line: its source, text and the script or resource it is about.
-fn shown(entry: &Entry) -> String {
+fn shown(entry: &PageConsoleLine) -> String {
     let mut line = String::new();
     if !entry.source.is_empty() {
         line.push_str(&entry.source);

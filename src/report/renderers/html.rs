@@ -252,7 +252,7 @@ fn safe_relative(path: &str) -> bool {
         && p.components().all(|c| matches!(c, Component::Normal(_)))
 }
 
-struct Page<'a> {
+struct ReportPage<'a> {
     input: &'a HtmlInput<'a>,
     out: String,
     transcript_budget: usize,
@@ -281,7 +281,7 @@ pub const BIG_TIMELINE_BYTES: usize = 24 * 1024;
 pub const PROMPT_BYTES: usize = 256 * 1024;
 pub const BIG_PROMPT_BYTES: usize = 12 * 1024;
 
-impl<'a> Page<'a> {
+impl<'a> ReportPage<'a> {
     fn w(&mut self, s: &str) {
         self.out.push_str(s);
     }
@@ -615,7 +615,7 @@ pub fn render(input: &HtmlInput<'_>) -> String {
         .next();
     let steps: usize = shown.iter().map(|(_, _, r)| r.steps.len()).sum();
     let big = steps > BIG_SUITE_STEPS;
-    let mut page = Page {
+    let mut page = ReportPage {
         input,
         out: String::with_capacity(64 * 1024),
         transcript_budget: TRANSCRIPT_TOTAL_BYTES,

@@ -25,7 +25,7 @@ use tracing_subscriber::Layer;
 use crate::report::ground::error::ReportError;
 use crate::report::ground::scrub::Redactor;
 
-struct Sink {
+struct LogSink {
     path: PathBuf,
     writer: BufWriter<File>,
     redactor: Redactor,
@@ -33,7 +33,7 @@ struct Sink {
     error: Option<std::io::Error>,
 }
 
-impl Sink {
+impl LogSink {
     fn open(path: &Path, redactor: Redactor) -> Result<Self, ReportError> {
         if let Some(dir) = path.parent() {
             // Owner-only, like every artifact directory.
@@ -82,8 +82,8 @@ impl Sink {
 
 #[derive(Default)]
 struct Sinks {
-    runs: HashMap<String, Sink>,
-    suite: Option<Sink>,
+    runs: HashMap<String, LogSink>,
+    suite: Option<LogSink>,
     /// Lines waiting for the suite log to open.
     pending: Vec<String>,
 }
@@ -117,7 +117,7 @@ impl HarnessLogs {
 
     /// Opens the suite log; lines that waited for it are written first.
     pub fn open_suite(&self, path: &Path, redactor: Redactor) -> Result<(), ReportError> {
-        let mut sink = Sink::open(path, redactor)?;
+        let mut sink = LogSink::open(path, redactor)?;
         let mut sinks = self.lock();
         for line in std::mem::take(&mut sinks.pending) {
             sink.write_line(&line, false);
@@ -135,7 +135,7 @@ impl HarnessLogs {
         path: &Path,
         redactor: Redactor,
     ) -> Result<(), ReportError> {
-        let sink = Sink::open(path, redactor)?;
+        let sink = LogSink::open(path, redactor)?;
         let old = self.lock().runs.insert(run_id.to_string(), sink);
         match old {
             Some(old) => old.close(),
@@ -169,7 +169,7 @@ impl HarnessLogs {
     pub fn close_all(&self) -> Result<(), ReportError> {
         let (runs, suite) = {
             let mut sinks = self.lock();
-            let runs: Vec<Sink> = sinks.runs.drain().map(|(_, s)| s).collect();
+            let runs: Vec<LogSink> = sinks.runs.drain().map(|(_, s)| s).collect();
             (runs, sinks.suite.take())
         };
         let mut first_error = None;

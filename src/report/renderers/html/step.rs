@@ -8,7 +8,7 @@ use crate::model::ids::StepId;
 use crate::report::records::page_console;
 use crate::report::records::run_record::EvidenceRecord;
 
-impl Page<'_> {
+impl ReportPage<'_> {
     pub(super) fn step(
         &mut self,
         index: usize,

@@ -56,7 +56,7 @@ pub fn normalise(message: &str) -> String {
     trimmed.chars().take(240).collect()
 }
 
-impl Page<'_> {
+impl ReportPage<'_> {
     /// The legend of the colours and ticks, once per page.
     fn legend(&mut self) {
         self.w("<div class=\"legend\" aria-hidden=\"true\">");

@@ -64,7 +64,7 @@ fn side(text: &str, first: Option<usize>) -> String {
     out
 }
 
-impl Page<'_> {
+impl ReportPage<'_> {
     /// A failing step's screenshot, large, with its page's accessibility snapshot beside it;
     /// `false` when it could not be inlined (the caller links it).
     pub(super) fn failing_screenshot(&mut self, run_dir: &Path, path: &str) -> bool {
