@@ -31,3 +31,4 @@ mod signals;
 mod stability;
 mod step_timeout;
 mod suite_budget;
+mod watch;
