@@ -13,7 +13,8 @@ use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use crate::model::load::Suite;
 use crate::model::paths::{is_skipped_dir, normalize};
-use crate::model::watch::{glob_base, WatchScope};
+use crate::model::touched::WatchScope;
+use crate::model::watch::glob_base;
 
 /// What the watch loop waits on: a file system event or a signal.
 #[derive(Debug)]

@@ -1,4 +1,4 @@
-//! `supervisor watch [PATH]` (docs/cli.md "watch"): on each save of a test file, an include, an
+//! `supervisor watch [PATH]` (docs/cli.md "supervisor watch"): on each save of a test file, an include, an
 //! asset, the config or an app file `[watch] paths` names, the root tests the change touches run
 //! again, as an ordinary suite, with `--replay only` (`--agent`: `auto`, drifted steps go to the
 //! agent). One suite at a time: what is saved during a run is gathered into one more run, after
@@ -21,7 +21,7 @@ use crate::model::load::Suite;
 use crate::model::options::RunOptions;
 use crate::model::outcome::ExitReason;
 use crate::model::replay::ReplayMode;
-use crate::model::watch::{may_matter, touched, Touched, WatchScope};
+use crate::model::touched::{may_matter, touched, Touched, WatchScope};
 use crate::report::store::artifact_dir;
 
 /// How long the saves must be quiet before a run starts: an editor's save is often several

@@ -182,7 +182,7 @@ pub struct EffectiveConfig {
     pub browser: Option<Sourced<crate::model::browser::BrowserConfig>>,
     /// `[replay]` and `--replay` (docs/replay.md): resolved and checked.
     pub replay: crate::model::replay::ReplayConfig,
-    /// `[watch]` (docs/cli.md "watch"): global and project config only.
+    /// `[watch]` (docs/cli.md "supervisor watch"): global and project config only.
     pub watch: crate::model::watch::WatchConfig,
 }
 
