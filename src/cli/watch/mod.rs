@@ -194,13 +194,16 @@ fn next_changes(
 }
 
 /// The ending signals (`process::signals::ENDING`) to the watch loop. A run installs its own
-/// listener besides this one (both hear a signal): the run tears down, then the loop ends.
+/// listener besides this one (both hear a signal): the run tears down, then the loop ends. A
+/// signal heard while a run is starting, before its listener is up, is noted for that listener.
 fn listen_for_signals(to: Sender<Heard>) -> std::io::Result<()> {
     let mut signals = signal_hook::iterator::Signals::new(crate::process::signals::ENDING)?;
     std::thread::Builder::new()
         .name("watch-signals".into())
         .spawn(move || {
             for signal in signals.forever() {
+                // A suite that is starting has no listener yet: it answers this one when it has.
+                crate::process::signals::note_unanswered(signal);
                 if to.send(Heard::Signal(signal)).is_err() {
                     return;
                 }
