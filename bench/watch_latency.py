@@ -81,7 +81,7 @@ def watch_latency(ctx):
         argv = [ctx.binary, "start", "--replay", "only", "--config",
                 os.path.join(project, "bugatti.config.toml"), TEST]
         # One save first, not counted: the page cache and the dynamic loader, as for `start`.
-        for n in range(ctx.runs + 1):
+        for n in range(max(ctx.runs, 3) + 1):
             saved = time.perf_counter()
             with open(test_file, "a") as f:
                 f.write(f"# saved {n}\n")

@@ -93,7 +93,9 @@ pub fn uses(test: &RootTest, root: &Path, path: &Path) -> bool {
             root.join(&step.source_file) == path
                 || step.include_chain.iter().any(|f| root.join(f) == path)
         })
-        || is_inside(&asset_dir(&test.path), path)
+        // Both are the loader's and the watcher's normalised paths under the project root: a
+        // prefix is enough, and no file system call is made for each test at each event.
+        || path.starts_with(asset_dir(&test.path))
 }
 
 /// What `changed` (absolute, normalised paths; the outputs already left out) touches in `suite`.

@@ -136,8 +136,9 @@ impl Files {
                     Err(e) => tracing::warn!("cannot watch {}: {e}", path.display()),
                 }
             }
-            if matches!(event.kind, EventKind::Remove(_)) {
-                // inotify drops the watch of a removed folder: one made again is watched anew.
+            if !path.exists() {
+                // inotify drops the watch of a folder removed or renamed away: one made again
+                // is watched anew.
                 self.folders.remove(&path);
             }
             paths.push(path);

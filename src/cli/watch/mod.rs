@@ -40,6 +40,10 @@ pub fn watch(mut options: RunOptions, agent: bool) -> Exit {
     } else {
         ReplayMode::Only
     });
+    if options.rerun_failed {
+        eprintln!("error: --rerun-failed does not apply to watch: each save selects what runs");
+        return Exit::USAGE;
+    }
     if let Err(e) = check_outputs(&options) {
         eprintln!("error: {e}");
         return Exit::USAGE;
