@@ -171,14 +171,19 @@ fn append(p: &Project, rel: &str, text: &str) {
 
 #[test]
 fn a_saved_test_replays_alone_an_app_file_replays_all_and_the_outputs_run_nothing() {
-    let p = Project::with_directive_agent("\n[watch]\npaths = [\"app/*.sh\"]\n");
+    // The app globs also name what the watch writes (the `--junit` copy, notes in its folders):
+    // those must still run nothing.
+    let p = Project::with_directive_agent(
+        "\n[watch]\npaths = [\"app/*.sh\", \"**/*.txt\", \"**/*.xml\"]\n",
+    );
+    p.write("report/README.txt", "the junit copy goes here\n");
     write_check(&p, "stock", "stock 12", "stock 12");
     write_check(&p, "price", "price 4.20", "price 4.20");
     let first = p.start();
     crate::common::assert_exit(&first, 0);
     assert!(p.root().join("bugatti.replay/stock.replay.json").is_file());
 
-    let mut watch = Watch::start(&p, &[]);
+    let mut watch = Watch::start(&p, &["--junit", "report/junit.xml"]);
     // A test file saved: that test alone, replayed.
     append(&p, "stock.test.toml", "# saved\n");
     let line = watch.run_ended(1);
@@ -230,7 +235,8 @@ fn a_saved_test_replays_alone_an_app_file_replays_all_and_the_outputs_run_nothin
         rest.last().map(String::as_str),
         Some("watch: stopped by SIGTERM")
     );
-    // The first `start` and the watch's three runs: no suite for the outputs written by hand.
+    assert!(p.root().join("report/junit.xml").is_file());
+    // The first `start` and the watch's three runs: none for the outputs.
     assert_eq!(suites(&p).len(), 4);
     p.assert_nothing_survives();
 }
@@ -349,5 +355,44 @@ fn saves_during_a_run_make_one_more_run_and_sigint_mid_run_leaves_no_process() {
         .remove("held")
         .expect("a run of held");
     assert_eq!(held.outcome, Some(RunOutcome::Interrupted), "{held:?}");
+    p.assert_nothing_survives();
+}
+
+#[test]
+fn with_agent_a_drifted_step_goes_to_the_agent_which_records_it_anew() {
+    let p = Project::with_directive_agent("\n[watch]\npaths = [\"app/*.sh\"]\n");
+    // The agent checks that a price is shown, not which: a new price passes by the agent.
+    write_check(&p, "price", "price 4.20", "price");
+    crate::common::assert_exit(&p.start(), 0);
+    let recording = p.root().join("bugatti.replay/price.replay.json");
+    let before = std::fs::read_to_string(&recording).expect("a recording");
+
+    let mut watch = Watch::start(&p, &["--agent"]);
+    p.write("app/price.sh", "echo 'price 9.99'\n");
+    let line = watch.run_ended(1);
+    assert!(line.starts_with("watch: run 1 passed"), "{line}");
+    let price = p
+        .newest_run_by_test()
+        .remove("price")
+        .expect("a run of price");
+    assert_eq!(price.steps[0].mode, Some(StepMode::Agent), "{price:?}");
+    let after = std::fs::read_to_string(&recording).expect("the recording");
+    assert!(
+        after.contains("price 9.99") && !before.contains("price 9.99"),
+        "recorded anew: {after}"
+    );
+    // The recording the agent renewed is the watch's own output: it started no run. The next
+    // save replays it.
+    append(&p, "price.test.toml", "# saved\n");
+    let line = watch.run_ended(2);
+    assert!(line.starts_with("watch: run 2 passed"), "{line}");
+    assert!(line.ends_with("(price.test.toml changed)"), "{line}");
+    let price = p
+        .newest_run_by_test()
+        .remove("price")
+        .expect("a run of price");
+    assert_eq!(price.steps[0].mode, Some(StepMode::Replayed), "{price:?}");
+    let (code, _) = watch.stop("INT");
+    assert_eq!(code, Some(130));
     p.assert_nothing_survives();
 }
