@@ -1,4 +1,4 @@
-"""Row 29: `supervisor watch` on the README's demo (examples/demo, the `shell` provider): from the
+"""Row 30: `supervisor watch` on the README's demo (examples/demo, the `shell` provider): from the
 save of a test file to the watch's verdict line for it, against a plain `supervisor start
 --replay only` of the same test in the same invocation, runs interleaved. The watch's latency
 holds its quiet period (200 ms: the saves must be quiet before a run starts), the run itself and
@@ -71,7 +71,7 @@ class _Watch:
 
 
 def watch_latency(ctx):
-    name = "29. watch: save of a demo test → verdict (`supervisor watch`, shell provider)"
+    name = "30. watch: save of a demo test → verdict (`supervisor watch`, shell provider)"
     project = _copy_demo(ctx)
     test_file = os.path.join(project, TEST)
     watch = _Watch(ctx, project)

@@ -335,7 +335,9 @@ impl ReporterState {
     pub(super) fn redactor_all(&self) -> Redactor {
         let open = self.open.values().flat_map(|w| w.redactor().sets());
         let sets = self.redactor.sets().iter().chain(open);
-        let all = Redactor::new(sets.chain(&self.finished_secrets).cloned());
+        let finished = (!self.finished_secrets.is_empty())
+            .then(|| Arc::new(Secrets::of_values(&self.finished_secrets)));
+        let all = Redactor::new(sets.cloned().chain(finished));
         if all.sets().len() < 2 {
             return all;
         }
