@@ -38,4 +38,6 @@ pub mod substitute;
 pub mod test_file;
 pub mod toml_read;
 pub mod tool_call;
+pub mod touched;
 pub mod user_file;
+pub mod watch;
