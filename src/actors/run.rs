@@ -306,7 +306,8 @@ async fn supervisor_gone(
 }
 
 /// The process made ready to supervise: the open-files limit raised, the supervisor a child
-/// subreaper, tracing routed into the per-run harness logs it returns.
+/// subreaper, tracing routed into the per-run harness logs it returns (the same handle for
+/// every suite the process runs).
 fn prepare_process() -> HarnessLogs {
     if let Err(e) = limits::raise_open_files() {
         tracing::warn!("could not raise the open-files limit: {e}");
@@ -314,12 +315,23 @@ fn prepare_process() -> HarnessLogs {
     if !subreaper::become_child_subreaper() {
         tracing::warn!("could not become a child subreaper: escaped processes may go unseen");
     }
-    let logs = HarnessLogs::new();
-    let filter = tracing_subscriber::EnvFilter::try_from_env("BUGATTI_LOG_LEVEL")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,ractor=warn"));
-    let _ = tracing_subscriber::registry()
-        .with(logs.layer().with_filter(filter))
-        .try_init();
+    // One for the process: the subscriber can be installed only once, and `supervisor watch`
+    // runs one suite after another in this process, each opening its logs on this handle.
+    static LOGS: std::sync::OnceLock<HarnessLogs> = std::sync::OnceLock::new();
+    let mut installed = false;
+    let logs = LOGS
+        .get_or_init(|| {
+            installed = true;
+            HarnessLogs::new()
+        })
+        .clone();
+    if installed {
+        let filter = tracing_subscriber::EnvFilter::try_from_env("BUGATTI_LOG_LEVEL")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,ractor=warn"));
+        let _ = tracing_subscriber::registry()
+            .with(logs.layer().with_filter(filter))
+            .try_init();
+    }
     logs
 }
 

@@ -43,6 +43,12 @@ enum Command {
     /// The same as `start` (Bugatti's spelling).
     #[command(after_help = EXIT_CODES)]
     Test(RunArgs),
+    /// Watch the project: on each save of a test file, an include, an asset, the config or an
+    /// app file `[watch] paths` names, run the root tests it touches again with `--replay only`
+    /// (an app file or the config: the whole selection). One suite at a time; Ctrl+C stops it
+    /// and whatever is running. Takes `start`'s options.
+    #[command(after_help = EXIT_CODES)]
+    Watch(WatchArgs),
     /// Parse, expand and validate; print each root test's plan and effective config. Runs
     /// nothing, writes nothing. Exit 0, or 2 with every problem found.
     Check(RunArgs),
@@ -271,6 +277,17 @@ struct RunArgs {
     verbose: bool,
 }
 
+/// `supervisor watch`: `start`'s options, and whether drifted steps go to the agent.
+#[derive(Args, Debug)]
+struct WatchArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Drifted and unrecorded steps go to the agent (`--replay auto`) instead of failing
+    /// (`--replay only`, the default of `watch`)
+    #[arg(long, conflicts_with = "replay")]
+    agent: bool,
+}
+
 /// `-g` / `--grep-invert` / `-E` / `--only-changed` / `--no-tests`: shared by `start`, `test`,
 /// `check` and `list`.
 #[derive(Args, Debug, Clone, Default)]
@@ -407,6 +424,10 @@ fn main() -> ExitCode {
     let exit = match Cli::parse().command {
         Command::Start(args) | Command::Test(args) => match args.into_options() {
             Ok(options) => cli::start(options),
+            Err(e) => usage(&e),
+        },
+        Command::Watch(args) => match args.run.into_options() {
+            Ok(options) => cli::watch(options, args.agent),
             Err(e) => usage(&e),
         },
         Command::Check(args) => match args.into_options() {

@@ -30,6 +30,7 @@ mod start;
 mod suites;
 #[cfg(test)]
 mod tests;
+mod watch;
 
 pub use check::check;
 pub use clean::clean;
@@ -39,6 +40,7 @@ pub use replay::{replay, PendingAction};
 pub use selection::{list, resolve_shard};
 pub use start::start;
 pub use suites::{merge, report};
+pub use watch::watch;
 
 /// A subcommand's exit code (docs/signals.md; the binary's `--help` lists them all).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

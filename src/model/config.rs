@@ -31,6 +31,9 @@ pub struct ConfigFile {
     /// `[replay]` (docs/replay.md). Parsed and validated; replay itself is not yet active.
     #[serde(default)]
     pub replay: super::replay::ReplaySection,
+    /// `[watch]` (docs/cli.md "supervisor watch"): the app files whose save re-runs the whole selection.
+    #[serde(default)]
+    pub watch: super::watch::WatchSection,
 }
 
 /// `[provider]`, also the shape of a test's `[overrides.provider]`.

@@ -38,5 +38,7 @@ pub mod substitute;
 pub mod test_file;
 pub mod toml_read;
 pub mod tool_call;
+pub mod touched;
 pub mod trace_context;
 pub mod user_file;
+pub mod watch;

@@ -23,6 +23,7 @@ pub const ENDING: [i32; 13] = [
     SIGXCPU, SIGXFSZ,
 ];
 use signal_hook_tokio::Signals;
+use std::sync::atomic::{AtomicI32, Ordering};
 
 /// How long the third signal waits for the last word before the process exits regardless.
 pub const LAST_WORD_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
@@ -34,6 +35,17 @@ pub enum ShutdownRequest {
     Graceful(InterruptSignal),
     /// Tear down now: SIGKILL without waiting for grace periods.
     SkipGrace(InterruptSignal),
+}
+
+/// An ending signal the process received while no [`listen`]er was installed yet (0: none):
+/// `supervisor watch` hears signals with a listener of its own and notes each here, so that a
+/// suite it is starting, whose listener is not up yet, still answers it. Taken by the next
+/// listener as its first signal.
+static UNANSWERED: AtomicI32 = AtomicI32::new(0);
+
+/// Notes `signal` for the next [`listen`]er (see [`UNANSWERED`]).
+pub fn note_unanswered(signal: i32) {
+    UNANSWERED.store(signal, Ordering::SeqCst);
 }
 
 /// Keeps the signal handlers installed while alive.
@@ -49,7 +61,8 @@ impl Drop for SignalListener {
     }
 }
 
-fn interrupt_signal(signal: i32) -> InterruptSignal {
+/// What signal number `signal` is called (SIGUSR1 and the others: by its number).
+pub fn interrupt_signal(signal: i32) -> InterruptSignal {
     match signal {
         SIGTERM => InterruptSignal::Terminate,
         SIGHUP => InterruptSignal::Hangup,
@@ -59,7 +72,8 @@ fn interrupt_signal(signal: i32) -> InterruptSignal {
     }
 }
 
-/// Listens for the [`ENDING`] signals. Must be called inside a tokio runtime.
+/// Listens for the [`ENDING`] signals. Must be called inside a tokio runtime. A signal noted
+/// unanswered before (see [`note_unanswered`]) counts as the first one received.
 /// `last_word` runs on the third signal, after every registered group was SIGKILLed, for at most
 /// [`LAST_WORD_LIMIT`]; then the process exits with the first signal's code.
 pub fn listen<F>(
@@ -75,6 +89,14 @@ where
         let mut first: Option<InterruptSignal> = None;
         let mut received = 0u32;
         let mut last_word = Some(last_word);
+        // Taken after the handlers are installed: a signal from now on reaches the stream.
+        let early = UNANSWERED.swap(0, Ordering::SeqCst);
+        if early != 0 {
+            received = 1;
+            on_request(ShutdownRequest::Graceful(
+                *first.get_or_insert(interrupt_signal(early)),
+            ));
+        }
         while let Some(signal) = signals.next().await {
             received += 1;
             let kind = *first.get_or_insert(interrupt_signal(signal));
@@ -104,6 +126,25 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_signal_noted_before_the_listener_is_its_first_request() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        note_unanswered(SIGTERM);
+        let _listener = listen(
+            move |request| {
+                let _ = tx.send(request);
+            },
+            |_| async {},
+        )
+        .expect("listen");
+        let request = tokio::time::timeout(std::time::Duration::from_secs(10), rx.recv()).await;
+        assert_eq!(
+            request.ok().flatten(),
+            Some(ShutdownRequest::Graceful(InterruptSignal::Terminate))
+        );
+        assert_eq!(UNANSWERED.load(Ordering::SeqCst), 0, "taken once");
+    }
 
     #[test]
     fn every_ending_signal_is_named_and_exits_128_plus_its_number() {

@@ -803,3 +803,29 @@ fn shell_default_syntax_is_refused_with_the_escape_to_write() {
         .stderr(contains("$${GREETING:-hello}"))
         .stderr(contains("bugatti.config.toml"));
 }
+
+/// `[watch] paths` (docs/cli.md "supervisor watch"): `check` shows it with its layer, and a glob
+/// that does not compile is one error pointing at the line.
+#[test]
+fn watch_paths_show_in_check_and_a_bad_glob_points_at_its_line() {
+    let d = project();
+    valid_project(d.path());
+    let config = d.path().join("bugatti.config.toml");
+    let text = fs::read_to_string(&config).expect("config");
+    fs::write(
+        &config,
+        format!("{text}\n[watch]\npaths = [\"app/**/*.py\", \"Makefile\"]\n"),
+    )
+    .expect("write");
+    supervisor(d.path())
+        .arg("check")
+        .assert()
+        .success()
+        .stdout(matches(
+            r"\n  watch\.paths +app/\*\*/\*\.py, Makefile +\(project config\)\n",
+        ));
+    fs::write(&config, format!("{text}\n[watch]\npaths = [\"app/[x\"]\n")).expect("write");
+    let out = supervisor(d.path()).arg("check").assert().code(2);
+    out.stderr(contains("[watch] paths: `app/[x` is not a valid glob"))
+        .stderr(contains("1 problem found"));
+}

@@ -1,5 +1,5 @@
 //! Running suites: outcomes, checkpoints, signals, shards, the harness, the `command` and `shell`
-//! agents, the console server and replay of recorded actions.
+//! agents, the console server, replay of recorded actions and `watch`.
 //!
 //! One test binary of several (see CONTRIBUTING.md, "Tests"): each file here is a module, the
 //! shared helpers are `tests/common`.
@@ -34,3 +34,4 @@ mod signals;
 mod stability;
 mod step_timeout;
 mod suite_budget;
+mod watch;

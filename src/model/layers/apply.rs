@@ -27,6 +27,30 @@ impl EffectiveConfig {
         }
         problems.extend(self.apply_sections(cfg, file, layer));
         problems.extend(self.apply_replay(&cfg.replay, file, layer));
+        problems.extend(self.apply_watch(&cfg.watch, file, layer));
+        problems
+    }
+
+    /// `[watch]` of one config file: `paths` replaces the lower layer's, each glob checked.
+    fn apply_watch(
+        &mut self,
+        w: &crate::model::watch::WatchSection,
+        file: &Path,
+        layer: Layer,
+    ) -> Vec<LayerProblem> {
+        let mut problems = Vec::new();
+        if let Some(paths) = &w.paths {
+            for glob in paths.get_ref() {
+                if let Err(e) = crate::model::watch::app_glob(glob) {
+                    problems.push(problem(
+                        format!("[watch] paths: `{glob}` is not a valid glob: {}", e.kind()),
+                        origin(file, paths.span()),
+                    ));
+                }
+            }
+            self.watch
+                .set_paths(paths.get_ref().clone(), layer, origin(file, paths.span()));
+        }
         problems
     }
 

@@ -182,6 +182,8 @@ pub struct EffectiveConfig {
     pub browser: Option<Sourced<crate::model::browser::BrowserConfig>>,
     /// `[replay]` and `--replay` (docs/replay.md): resolved and checked.
     pub replay: crate::model::replay::ReplayConfig,
+    /// `[watch]` (docs/cli.md "supervisor watch"): global and project config only.
+    pub watch: crate::model::watch::WatchConfig,
 }
 
 impl Default for EffectiveConfig {
@@ -231,6 +233,7 @@ impl Default for EffectiveConfig {
             checkpoint: None,
             browser: None,
             replay: Default::default(),
+            watch: Default::default(),
         }
     }
 }

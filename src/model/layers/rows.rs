@@ -15,6 +15,17 @@ impl EffectiveConfig {
             command_rows(&mut rows, c);
         }
         self.section_rows(&mut rows);
+        let watch = &self.watch.paths;
+        row(
+            &mut rows,
+            "watch.paths",
+            if watch.value.is_empty() {
+                "(none)".to_string()
+            } else {
+                watch.value.join(", ")
+            },
+            watch.source,
+        );
         rows
     }
 

@@ -338,3 +338,42 @@ fn browser_problems_point_at_the_value() {
     let at = ps[0].origin.as_ref().expect("origin");
     assert_eq!(&text[at.span.clone()], "\"wide\"");
 }
+
+#[test]
+fn watch_paths_of_the_project_replace_the_global_ones_and_a_bad_glob_is_refused() {
+    let mut e = EffectiveConfig::default();
+    assert!(e
+        .apply_file(
+            &cfg("[watch]\npaths = [\"lib/**\"]\n"),
+            Path::new("g.toml"),
+            Layer::Global,
+            &no_env
+        )
+        .is_empty());
+    assert!(e
+        .apply_file(
+            &cfg("[watch]\npaths = [\"app/**/*.py\", \"Makefile\"]\n"),
+            Path::new("p.toml"),
+            Layer::Project,
+            &no_env
+        )
+        .is_empty());
+    assert_eq!(e.watch.paths.value, ["app/**/*.py", "Makefile"]);
+    assert_eq!(e.watch.paths.source, Layer::Project);
+    let row = e.rows().into_iter().find(|r| r.0 == "watch.paths");
+    assert_eq!(
+        row,
+        Some((
+            "watch.paths".to_string(),
+            "app/**/*.py, Makefile".to_string(),
+            Layer::Project
+        ))
+    );
+    let (_, problems) = apply("[watch]\npaths = [\"app/[x\"]\n");
+    assert!(
+        problems
+            .iter()
+            .any(|p| p.contains("[watch] paths: `app/[x`")),
+        "{problems:?}"
+    );
+}
