@@ -856,17 +856,18 @@ fn held_on_recording(
     actions: &[Action],
     previous: Option<&RecordedStep>,
 ) -> Result<Vec<String>, String> {
-    let facts = super::facts::parse(stated, actions.len()).map_err(|e| match e {
+    let refs_masked = super::action::refs_masked(actions);
+    let facts = super::facts::parse(stated, &refs_masked).map_err(|e| match e {
         super::facts::FactsRefused::Bad(e) => format!("a fact the agent stated is not one: {e}"),
         refused => format!("the facts the agent stated are refused: {refused}"),
     })?;
-    let outputs = super::replayer::compared_outputs(actions);
+    let outputs = super::action::fact_outputs(actions);
     let before = previous
         .filter(|p| {
             p.actions.len() == actions.len()
                 && p.actions.iter().zip(actions).all(|(a, b)| a.same_input(b))
         })
-        .map(|p| super::replayer::compared_outputs(&p.actions));
+        .map(|p| super::action::fact_outputs(&p.actions));
     let now = chrono::Utc::now();
     match super::facts::first_false_when_recorded(&facts, &outputs, before.as_deref(), now) {
         Some((fact, why)) => Err(format!(
