@@ -342,6 +342,7 @@ mod tests {
                 tie: None,
                 apart: Vec::new(),
                 quiet: 0,
+                widened: 0,
             }),
         }
     }
@@ -458,6 +459,7 @@ mod tests {
                 tie: None,
                 apart: Vec::new(),
                 quiet: 0,
+                widened: 0,
             }),
         }];
         assert_eq!(
@@ -491,6 +493,7 @@ mod tests {
                 tie: None,
                 apart: vec![(0, 0, 0)],
                 quiet: 0,
+                widened: 0,
             }),
         }];
         let login = |id: &str| [Some(format!("login session={id}"))];
@@ -526,6 +529,7 @@ mod tests {
                 tie: Some((0, 0, 0)),
                 apart: Vec::new(),
                 quiet: 0,
+                widened: 0,
             }),
         }];
         let user = "user 6f1c2b9a-3d4e-4f50-8a61-7b8c9d0e1f23".to_string();
@@ -666,6 +670,7 @@ mod tests {
                 tie: None,
                 apart: Vec::new(),
                 quiet: 0,
+                widened: 0,
             }),
         }];
         let r = rules(&learned, "");

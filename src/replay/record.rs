@@ -452,6 +452,7 @@ mod tests {
             tie: None,
             apart: Vec::new(),
             quiet: 0,
+            widened: 0,
         };
         for a in &mut step.actions {
             a.set_volatile(vec![Learned {

@@ -177,6 +177,7 @@ fn learned_at(token: usize) -> Learned {
             tie: None,
             apart: Vec::new(),
             quiet: 0,
+            widened: 0,
         }),
     }
 }
