@@ -387,3 +387,50 @@ fn a_current_timestamp_is_no_pass_for_another_current_one() {
     }
     p.assert_nothing_survives();
 }
+
+/// A nightly job's time that drifts a little further back every night: each pass of the agent
+/// widens its learned offset, and once it has not settled after 10 passes it is no longer
+/// learned: the next drift is no soft drift (which would widen it once more) but a drift that
+/// says the timestamp is compared exactly.
+#[test]
+fn a_timestamp_that_never_settles_stops_being_learned_and_the_drift_says_so() {
+    let p = project("");
+    write_check(
+        &p,
+        "nightly",
+        &["nightly"],
+        "Check the nightly job ran.\nexpect job ran\nfact 1 contains \"job ran\"",
+    );
+    let hours_back = |n: u32| {
+        p.write(
+            "app/nightly.sh",
+            &format!(
+                "echo \"job ran at $(date -u -d '-{n} hours' +%Y-%m-%dT%H:%M:%SZ)\"",
+            ),
+        );
+    };
+    // Recorded, then 10 passes that each widen the offset (a soft drift each).
+    for n in 1..=11 {
+        hours_back(n);
+        let (code, console) = start(&p);
+        assert_eq!(code, Some(0), "{console}");
+        let s = latest_of(&p, "nightly");
+        assert_eq!(s.mode, Some(StepMode::Agent), "run {n}: {s:?}");
+        assert!(s.recorded, "run {n}: {s:?}");
+        if n > 1 {
+            let note = s.replay_note.unwrap_or_default();
+            assert!(note.starts_with("soft drift"), "run {n}: {note}");
+        }
+    }
+    hours_back(12);
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    let s = latest_of(&p, "nightly");
+    assert_eq!(s.mode, Some(StepMode::Agent), "{s:?}");
+    let note = s.replay_note.unwrap_or_default();
+    assert!(
+        note.starts_with("drift") && note.contains("not settled after 10 passes"),
+        "{note}"
+    );
+    p.assert_nothing_survives();
+}
