@@ -308,6 +308,28 @@ pub fn stopped_verdict(
     }
 }
 
+/// The verdict of a step whose agent process something outside the supervisor stopped (a
+/// SIGSTOP: state `T` in `/proc/<pid>/stat`) until the step's silence or time ran out: the
+/// agent fault `stopped` (the app is not at fault, and the next step may find it stopped too).
+pub fn signal_stopped_verdict(
+    collector: &ReplyCollector,
+    pid: i32,
+    after: Duration,
+    agent: super::ProviderKind,
+) -> StepVerdict {
+    let mut v = collector.verdict_with(
+        StepStatus::Error,
+        format!(
+            "the agent process (pid {pid}) was stopped by a signal from outside the supervisor \
+             (state T in /proc/{pid}/stat, a SIGSTOP) and had not gone on after {:.0}s; it was \
+             ended",
+            after.as_secs_f64()
+        ),
+    );
+    v.agent_error(crate::model::agent_fault::FaultKind::Stopped, agent);
+    v
+}
+
 /// The verdict of a step that outlived its timeout, `detail` saying what it had not done yet:
 /// the one place a step-timeout message is written, with how to raise the limit.
 pub fn timed_out_verdict(
