@@ -404,9 +404,7 @@ fn a_timestamp_that_never_settles_stops_being_learned_and_the_drift_says_so() {
     let hours_back = |n: u32| {
         p.write(
             "app/nightly.sh",
-            &format!(
-                "echo \"job ran at $(date -u -d '-{n} hours' +%Y-%m-%dT%H:%M:%SZ)\"",
-            ),
+            &format!("echo \"job ran at $(date -u -d '-{n} hours' +%Y-%m-%dT%H:%M:%SZ)\"",),
         );
     };
     // Recorded, then 10 passes that each widen the offset (a soft drift each).
