@@ -147,6 +147,11 @@ pub struct Relation {
     /// later), however many there are.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sorted: bool,
+    /// `a` is in an earlier action's output (this one), `b` in `action`'s: the last timestamp
+    /// of one output and the first of the next output that shows one (an order placed, then
+    /// shipped: the shipping must still come after the order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<usize>,
 }
 
 /// The bounds a duration learned over `range` passes within (seconds).
@@ -398,6 +403,7 @@ pub fn relations_in(action: usize, text: &str) -> Vec<Relation> {
                 order: order_of(x, y),
                 diff: Some(round_ms(y - x)),
                 sorted: false,
+                from: None,
             })
         })
         .take(MAX_RELATIONS_PER_OUTPUT)
@@ -455,7 +461,51 @@ fn sorted_list(
         order,
         diff: None,
         sorted: true,
+        from: None,
     })
+}
+
+/// The relations across the outputs of one step (`texts`, one per action, as compared): the
+/// last dated timestamp of each output that shows one, and the first of the next output that
+/// does, their order and difference, as for two timestamps of one output.
+pub fn relations_across(texts: &[Option<String>]) -> Vec<Relation> {
+    let near = Utc::now();
+    let dated = |text: &str| -> Vec<(Position, String)> {
+        let mut out = Vec::new();
+        for (line, l) in text.split('\n').enumerate() {
+            for (token, t) in super::tokens::candidates(l).iter().enumerate() {
+                let value = &l[t.start..t.end];
+                if t.kind == Kind::Timestamp && value.len() >= 10 && instant(value, near).is_some()
+                {
+                    out.push((Position { line, token }, value.to_string()));
+                }
+            }
+        }
+        out
+    };
+    let mut out = Vec::new();
+    let mut last: Option<(usize, Position, String)> = None;
+    for (action, text) in texts.iter().enumerate() {
+        let Some(text) = text else { continue };
+        let stamps = dated(text);
+        if let (Some((from, a, x)), Some((b, y))) = (&last, stamps.first()) {
+            if let Some((x, y, _)) = pair(x, y, near) {
+                out.push(Relation {
+                    action,
+                    a: *a,
+                    b: *b,
+                    order: order_of(x, y),
+                    diff: Some(round_ms(y - x)),
+                    sorted: false,
+                    from: Some(*from),
+                });
+            }
+        }
+        if let Some((p, v)) = stamps.last() {
+            last = Some((action, *p, v.clone()));
+        }
+    }
+    out
 }
 
 fn in_order(order: Order, x: DateTime<Utc>, y: DateTime<Utc>) -> bool {
@@ -501,6 +551,7 @@ pub fn intersect(before: &[Relation], now: &[Relation]) -> Vec<Relation> {
             // A list's order is the same relation however long the list grew.
             let old = before.iter().find(|o| {
                 o.action == r.action
+                    && o.from == r.from
                     && o.a == r.a
                     && o.sorted == r.sorted
                     && (r.sorted || o.b == r.b)

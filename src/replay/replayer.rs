@@ -109,12 +109,16 @@ pub fn relations_of(
     normalizer: &Normalizer,
     instruction: &str,
 ) -> Vec<Relation> {
-    compared_outputs(actions)
+    let texts: Vec<Option<String>> = compared_outputs(actions)
+        .into_iter()
+        .map(|t| t.map(|t| normalizer.normalize_with(&t, instruction)))
+        .collect();
+    let mut relations: Vec<Relation> = texts
         .iter()
         .enumerate()
         .filter_map(|(i, t)| t.as_ref().map(|t| (i, t)))
-        .flat_map(|(i, t)| {
-            super::domains::relations_in(i, &normalizer.normalize_with(t, instruction))
-        })
-        .collect()
+        .flat_map(|(i, t)| super::domains::relations_in(i, t))
+        .collect();
+    relations.extend(super::domains::relations_across(&texts));
+    relations
 }
