@@ -57,6 +57,18 @@ def table(rows):
     return "\n".join(lines)
 
 
+def short_table(rows):
+    """The current table at a glance: each row's number and name, its figure, its floor (the
+    baseline it is measured against), its goal and the result; the full table follows it."""
+    lines = ["| row | figure | floor | goal | result |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r.name} | {r.figure} | {r.baseline} | {r.goal} | {r.result()} |")
+    return "\n".join(lines)
+
+
+HISTORY = "## History"
+
+
 def tally(rows):
     """The last line of a run: how many rows ran, passed (met their goal), missed, were skipped."""
     skipped = sum(1 for r in rows if r.skipped)
@@ -83,13 +95,17 @@ def agent_clis(numbered):
 
 
 def notes_after_table(path):
-    """What people wrote below the table of an earlier run (explanations of a miss, older figures
-    to compare with): kept, so a new run replaces the figures and nothing else."""
+    """What people wrote below the tables of an earlier run (explanations of a miss, older
+    figures to compare with): kept under "## History", so a new run replaces the figures and
+    nothing else. A file from before that heading keeps what followed its one table."""
     try:
         with open(path) as f:
             lines = f.read().split("\n")
     except OSError:
         return ""
+    if HISTORY in lines:
+        rest = "\n".join(lines[lines.index(HISTORY) + 1:]).strip("\n")
+        return rest + "\n" if rest else ""
     start = next((i for i, line in enumerate(lines) if line.startswith("|")), None)
     if start is None:
         return ""
@@ -180,9 +196,8 @@ def main():
         f.write("# Benchmarks\n\nWritten by `bench/run` (see docs/testing.md, Benchmarks). "
                 "Every figure pairs the supervisor with its baseline in the same invocation, "
                 "runs interleaved.\n\n")
-        f.write(header + "\n\n" + text + "\n")
-        if notes:
-            f.write("\n" + notes)
+        f.write(header + "\n\n" + short_table(rows) + "\n\n## Every figure\n\n" + text + "\n")
+        f.write(f"\n{HISTORY}\n\n" + (notes or "(none yet)\n"))
     print(f"\nbench: wrote {out}", file=sys.stderr, flush=True)
     print(tally(rows), flush=True)
 

@@ -5,17 +5,19 @@ in the same invocation.
 
 Row 25, the replayed night: the recording copied to N tests (300; 32 with --quick) of 5 steps,
 run at `-j 16`, wall and CPU (user + system, the supervisor and every process it reaped), against
-the same commands as N shell scripts run 16 at a time. Also counted: the opens of `/proc` files
+its faithful floor: the same commands, each in its own `bash -c` as the agent ran it, N scripts
+run 16 at a time. Also counted: the opens of `/proc` files
 per test, from a second, smaller replayed night under `strace -f` (when strace is installed).
 
-Row 26, replay's own limit: one replayed 10-step test against the same 10 commands as one shell
-script; beside it, what each further replayed step costs (the 10-step test against the same test
+Row 26, replay's own limit: one replayed 10-step test against its faithful floor, the same 10
+commands each in its own `bash -c`; beside it, what each further replayed step costs (the 10-step test against the same test
 of one step)."""
 import os
 import shutil
 import subprocess
 
-from cases import CLAUDE_CONFIG, Row, _claude_bin, _stub_run, baseline, med, ms, supervise
+from cases import (CLAUDE_CONFIG, Row, _claude_bin, _stub_run, baseline, med, ms, pair_ratios,
+                   supervise)
 from proc import BenchError, run
 
 STEPS_NIGHT = 5
@@ -26,6 +28,12 @@ CONFIG = CLAUDE_CONFIG
 
 def _command(test, step):
     return f"echo test {test} step {step}"
+
+
+def _as_the_agent_ran_it(command):
+    """The faithful floor of one replayed shell action: its own `bash -c`, as the agent's tool
+    ran it and as replay runs it again (docs/replay.md), not a line of one shared script."""
+    return f"bash -c '{command}'\n"
 
 
 def _test_text(steps):
@@ -64,13 +72,14 @@ def _copies(project, recording, tests, steps):
 
 
 def _scripts(ctx, label, tests, steps):
-    """The baseline: the same commands, one `sh` script per test, in a folder of their own."""
+    """The floor: the same commands, each in its own `bash -c`, one script per test, in a folder
+    of their own."""
     folder = os.path.join(ctx.tmp, label)
     shutil.rmtree(folder, ignore_errors=True)
     os.makedirs(folder)
     for t in range(1, tests + 1):
         with open(os.path.join(folder, f"t{t:04d}.sh"), "w") as f:
-            f.write("".join(f"{_command(1, i)}\n" for i in range(1, steps + 1)))
+            f.write("".join(_as_the_agent_ran_it(_command(1, i)) for i in range(1, steps + 1)))
     return folder
 
 
@@ -97,7 +106,7 @@ def _proc_opens_per_test(ctx, project, tests):
 def replay_night(ctx):
     tests = 32 if ctx.quick else 300
     name = f"25. replayed night: {tests} tests × {STEPS_NIGHT} steps, `-j 16`, `--replay only`"
-    goal = "≤ 5 s wall, ≤ 4 s CPU (300 tests)"
+    goal = "≤ 5 s wall (300 tests), CPU ≤ 1.5× the floor"
     if _claude_bin(ctx) is None:
         return Row.skip(name, goal, "Claude Code CLI not installed: .ci/run installs it into .ci/node")
     project, recording = _recorded_project(ctx, "night", STEPS_NIGHT)
@@ -105,26 +114,28 @@ def replay_night(ctx):
     folder = _scripts(ctx, "night-scripts", tests, STEPS_NIGHT)
     shell = ["sh", "-c", "ls *.sh | xargs -P 16 -n 1 sh > /dev/null"]
     sup, base = [], []
-    for _ in range(1 if ctx.quick else max(ctx.runs // 2, 1)):
+    for _ in range(1 if ctx.quick else max(ctx.runs, 5)):
         sup.append(supervise(ctx, project, ["-q", "-j", "16", "--replay", "only"],
                              expected_runs=tests, label="night"))
         base.append(baseline(ctx, shell, folder, "night-scripts"))
     wall, cpu = med([m.wall for m in sup]), med([m.cpu for m in sup])
     base_wall, base_cpu = med([m.wall for m in base]), med([m.cpu for m in base])
+    wall_ratio, wall_spread = pair_ratios([m.wall for m in sup], [m.wall for m in base])
+    cpu_ratio, cpu_spread = pair_ratios([m.cpu for m in sup], [m.cpu for m in base])
     opens = _proc_opens_per_test(ctx, project, tests)
     counted = "not counted (no strace)" if opens is None else f"{opens:.1f} `/proc` opens per test"
-    # The goal is set for 300 tests; --quick scales it down with the night.
+    # The wall goal is set for 300 tests; --quick scales it down with the night.
     scale = tests / 300
-    met = wall <= 5.0 * scale and cpu <= 4.0 * scale
+    met = wall <= 5.0 * scale and cpu_ratio <= 1.5
     return Row(name, f"{wall:.2f} s wall, {cpu:.2f} s CPU; {counted}",
-               f"{base_wall:.2f} s wall, {base_cpu:.2f} s CPU (the same commands, {tests} `sh` "
-               f"scripts, 16 at a time)",
-               f"{wall / base_wall:.1f}× wall, {cpu / base_cpu:.1f}× CPU", goal, met)
+               f"{base_wall:.2f} s wall, {base_cpu:.2f} s CPU (the same commands, each its own "
+               f"`bash -c`, {tests} scripts, 16 at a time)",
+               f"{wall_ratio:.1f}× wall {wall_spread}, {cpu_ratio:.2f}× CPU {cpu_spread}", goal, met)
 
 
 def replay_limit(ctx):
-    name = f"26. replay's limit: a replayed {STEPS_LIMIT}-step test vs the same commands as one `sh` script"
-    goal = "≤ 1.5×"
+    name = f"26. replay's limit: a replayed {STEPS_LIMIT}-step test vs the same commands, each its own `bash -c`"
+    goal = "≤ 1.3× the floor"
     if _claude_bin(ctx) is None:
         return Row.skip(name, goal, "Claude Code CLI not installed: .ci/run installs it into .ci/node")
     project, _ = _recorded_project(ctx, "limit", STEPS_LIMIT)
@@ -132,7 +143,7 @@ def replay_limit(ctx):
     one, _ = _recorded_project(ctx, "limit-one", 1)
     script = os.path.join(ctx.tmp, "limit.sh")
     with open(script, "w") as f:
-        f.write("".join(f"{_command(1, i)}\n" for i in range(1, STEPS_LIMIT + 1)))
+        f.write("".join(_as_the_agent_ran_it(_command(1, i)) for i in range(1, STEPS_LIMIT + 1)))
     sup, sup_one, base = [], [], []
     replay_only = ["-q", "-j", "1", "--replay", "only"]
     supervise(ctx, project, replay_only, label="limit")  # warm-up
@@ -140,8 +151,9 @@ def replay_limit(ctx):
         sup.append(supervise(ctx, project, replay_only, label="limit").wall)
         sup_one.append(supervise(ctx, one, replay_only, label="limit-one").wall)
         base.append(baseline(ctx, ["sh", script], project, "limit-script").wall)
-    ratio = med(sup) / med(base)
+    ratio, spread = pair_ratios(sup, base)
     per_step = (med(sup) - med(sup_one)) / (STEPS_LIMIT - 1)
     return Row(name, f"{ms(med(sup))} replayed (0 model calls); {ms(per_step)} per further step "
-               f"({ms(med(sup_one))} for 1 step)", f"{ms(med(base))} (`sh` script)",
-               f"{ratio:.1f}×", goal, ratio <= 1.5)
+               f"({ms(med(sup_one))} for 1 step)",
+               f"{ms(med(base))} (the {STEPS_LIMIT} commands, each its own `bash -c`)",
+               f"{ratio:.1f}× {spread}", goal, ratio <= 1.3)

@@ -368,7 +368,7 @@ impl Monitor {
         if to_front {
             self.client
                 .call(
-                    "AttachedPage.bringToFront",
+                    "Page.bringToFront",
                     json!({}),
                     Some(session),
                     CALL_LIMIT,
@@ -393,7 +393,7 @@ impl Monitor {
         let result = self
             .client
             .call(
-                "AttachedPage.captureScreenshot",
+                "Page.captureScreenshot",
                 json!({ "format": "png", "optimizeForSpeed": true }),
                 Some(session),
                 CALL_LIMIT,

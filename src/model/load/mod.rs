@@ -89,7 +89,7 @@ impl Suite {
 pub fn find_config_upward(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
         .map(|d| d.join(CONFIG_FILE_NAME))
-        // Gathered whatever it is (a FIFO too): its reading then says why it cannot be used, instead
+        // Found whatever it is (a FIFO too): its reading then says why it cannot be used, instead
         // of the search going on past it to another project's config.
         .find(|p| std::fs::metadata(p).is_ok())
 }
