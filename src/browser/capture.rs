@@ -367,12 +367,7 @@ impl Monitor {
     async fn screenshot(&self, session: &str, path: &Path, to_front: bool) -> Result<(), String> {
         if to_front {
             self.client
-                .call(
-                    "Page.bringToFront",
-                    json!({}),
-                    Some(session),
-                    CALL_LIMIT,
-                )
+                .call("Page.bringToFront", json!({}), Some(session), CALL_LIMIT)
                 .await
                 .map_err(|e| e.to_string())?;
         }

@@ -243,6 +243,7 @@ mod tests {
             relations: None,
             facts: None,
             agent_version: None,
+            first_look_ms: None,
             actions,
         });
         let text = recording.to_text().expect("serializes");

@@ -75,6 +75,11 @@ pub struct RecordedStep {
     /// then goes to the agent once and is recorded anew, never replayed in a guessed directory.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_version: Option<String>,
+    /// How long after the test's harness was ready the agent first acted in this step (ms):
+    /// a replay watches the harness that long, at most two seconds (docs/replay.md, "What
+    /// replay watches"). `None` in an older recording, or without a harness watch: two seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_look_ms: Option<u64>,
 }
 
 impl Recording {
@@ -219,6 +224,7 @@ mod tests {
             relations: None,
             facts: None,
             agent_version: None,
+            first_look_ms: None,
             actions: outputs
                 .iter()
                 .map(|o| {

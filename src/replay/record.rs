@@ -337,6 +337,7 @@ mod tests {
             relations: None,
             facts: None,
             agent_version: None,
+            first_look_ms: None,
         }
     }
 

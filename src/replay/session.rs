@@ -71,6 +71,8 @@ pub struct ReplaySession {
     harness: Option<Option<HarnessWatch>>,
     /// When the current step began: a timestamp its output showed came after that.
     step_began: Option<chrono::DateTime<chrono::Utc>>,
+    /// How long after the harness was ready the agent first acted in the step being recorded.
+    first_look: Option<Duration>,
 }
 
 /// Whether the browser actions of `recording` need the page in the client's action answers.
@@ -347,6 +349,7 @@ impl ReplaySession {
             last_snapshot: None,
             harness: None,
             step_began: None,
+            first_look: None,
         }
     }
 
@@ -569,6 +572,8 @@ impl ReplaySession {
             );
             return After::Done(info);
         }
+        let harness = self.harness.as_ref().and_then(Option::as_ref);
+        self.first_look = harness.and_then(|w| w.first_look(step.console_calls, step.tool_calls));
         let ctx = CallsContext {
             placeholders: &self.placeholders,
             agent_cwd: &self.agent_cwd,
@@ -830,6 +835,9 @@ impl ReplaySession {
             relations: Some(relations),
             facts: Some(facts),
             agent_version,
+            first_look_ms: self
+                .first_look
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         });
         store::save(&self.path, recording)
     }

@@ -263,6 +263,7 @@ mod tests {
             relations: None,
             facts: None,
             agent_version: Some("2.1.197".into()),
+            first_look_ms: None,
             actions: vec![Action::Shell(ShellAction {
                 command: "true".into(),
                 cwd: "${BUGATTI_WORKDIR}".into(),
