@@ -167,28 +167,26 @@ impl CommandProvider {
             jsonl.flush();
         }
         let limit = self.ctx.spec.no_output_timeout.unwrap_or_default();
-        let stopped_by_signal = matches!(end, TurnEnd::Stopped(Stop::Silent | Stop::TimedOut))
-            && self
-                .process
-                .as_ref()
-                .is_some_and(AgentProcess::stopped_by_signal);
+        // Silent, or out of time, because something outside stopped it: said as such, not as a
+        // reply without a marker or a slow agent.
+        let signalled = match &end {
+            TurnEnd::Stopped(stop) if collector.last_result().is_none() => {
+                super::turn::signal_stopped(
+                    *stop,
+                    self.process.as_ref(),
+                    &collector,
+                    ProviderKind::Command,
+                )
+            }
+            _ => None,
+        };
+        if let Some(mut v) = signalled {
+            self.stop().await;
+            v.duration = started.elapsed();
+            return v;
+        }
         let mut verdict = match end {
             TurnEnd::Done(()) => collector.verdict(None),
-            // Silent, or out of time, because something outside stopped it: said as such, not as
-            // a reply without a marker or a slow agent.
-            TurnEnd::Stopped(_) if stopped_by_signal && !collector.finish() => {
-                let v = super::turn::signal_stopped_verdict(
-                    &collector,
-                    self.process.as_ref().map_or(0, |p| p.pid),
-                    started.elapsed(),
-                    ProviderKind::Command,
-                );
-                if let Some(p) = &self.process {
-                    p.resume();
-                }
-                self.stop().await;
-                v
-            }
             // A last marker line without its newline still counts once the agent is quiet.
             TurnEnd::Stopped(Stop::Silent) if collector.finish() => collector.verdict(None),
             TurnEnd::Stopped(Stop::Silent) if collector.bytes_seen() > 0 => collector.verdict_with(

@@ -314,20 +314,33 @@ pub fn stopped_verdict(
 pub fn signal_stopped_verdict(
     collector: &ReplyCollector,
     pid: i32,
-    after: Duration,
     agent: super::ProviderKind,
 ) -> StepVerdict {
     let mut v = collector.verdict_with(
         StepStatus::Error,
         format!(
             "the agent process (pid {pid}) was stopped by a signal from outside the supervisor \
-             (state T in /proc/{pid}/stat, a SIGSTOP) and had not gone on after {:.0}s; it was \
-             ended",
-            after.as_secs_f64()
+             (state T in /proc/{pid}/stat, a SIGSTOP) and did not go on before the step's \
+             silence or time ran out; it was ended"
         ),
     );
     v.agent_error(crate::model::agent_fault::FaultKind::Stopped, agent);
     v
+}
+
+/// For a turn stopped by its silence or its deadline: [`signal_stopped_verdict`] when the
+/// agent's process is stopped by a signal (it is continued, so that it can end when asked to);
+/// `None` otherwise, and for the other stops.
+pub fn signal_stopped(
+    stop: Stop,
+    process: Option<&super::process::AgentProcess>,
+    collector: &ReplyCollector,
+    agent: super::ProviderKind,
+) -> Option<StepVerdict> {
+    let process = process
+        .filter(|p| matches!(stop, Stop::Silent | Stop::TimedOut) && p.stopped_by_signal())?;
+    process.resume();
+    Some(signal_stopped_verdict(collector, process.pid, agent))
 }
 
 /// The verdict of a step that outlived its timeout, `detail` saying what it had not done yet:
