@@ -157,6 +157,7 @@ fn step(actions: Vec<Action>) -> RecordedStep {
         relations: None,
         facts: None,
         agent_version: Some("2.1.197".into()),
+        first_look_ms: None,
     }
 }
 
