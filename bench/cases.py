@@ -1072,9 +1072,10 @@ from chrome_trace import chrome_trace  # noqa: E402
 from replay_night import replay_limit, replay_night  # noqa: E402
 from mutations import mutation_corpus  # noqa: E402
 from playwright_suite import playwright_suite  # noqa: E402
+from night_memory import night_memory  # noqa: E402
 
 ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead,
        check_many_env, html_report, console_latency, console_wait_for_log, console_idle,
        console_flood, many_steps, replay, merge_shards, shard_balance, shard_wall,
        browser, replay_learning, browser_replay, chrome_trace, replay_night, replay_limit,
-       mutation_corpus, playwright_suite]
+       mutation_corpus, playwright_suite, night_memory]

@@ -73,12 +73,15 @@ struct Asked {
     cwd: std::path::PathBuf,
     /// The first test that starts it, for the message.
     test: std::path::PathBuf,
+    /// Every test that starts it (indices into the suite's tests): whether they may never need
+    /// it is asked only of an agent that cannot log in (it reads their recordings).
+    tests: Vec<usize>,
 }
 
 /// The agent CLIs the selected tests will start (not under `--replay only`), each once.
 fn agents_to_ask(suite: &Suite) -> Vec<Asked> {
     let mut asked: Vec<Asked> = Vec::new();
-    for test in &suite.tests {
+    for (index, test) in suite.tests.iter().enumerate() {
         let provider = &test.effective.provider;
         let kind = provider.name.value;
         // Only agent CLIs are asked (their version, their login).
@@ -105,10 +108,11 @@ fn agents_to_ask(suite: &Suite) -> Vec<Asked> {
                 )
                 .filter(|(_, v)| !v.contains("${")),
         );
-        if asked
-            .iter()
-            .any(|a| a.kind == kind && a.program == program && a.env == env)
+        if let Some(same) = asked
+            .iter_mut()
+            .find(|a| a.kind == kind && a.program == program && a.env == env)
         {
+            same.tests.push(index);
             continue;
         }
         asked.push(Asked {
@@ -118,6 +122,7 @@ fn agents_to_ask(suite: &Suite) -> Vec<Asked> {
             env,
             cwd: crate::providers::locate::agent_cwd(provider, &suite.project_root),
             test: test.rel_path.clone(),
+            tests: vec![index],
         });
     }
     asked
@@ -153,13 +158,22 @@ pub async fn version_problems(suite: &Suite) -> Vec<String> {
     out
 }
 
+/// What the login pre-check found: agents that cannot log in and are needed (refused, exit 3),
+/// and those whose tests have a recording of every step under `--replay auto` (a warning: only a
+/// step that drifts needs the agent, and it then ends as `agent_error` auth).
+#[derive(Debug, Default)]
+pub struct LoginProblems {
+    pub refused: Vec<String>,
+    pub warned: Vec<String>,
+}
+
 /// The agents the selected tests will start that plainly cannot log in (docs/providers.md,
 /// "Logging the agent in"), one line each with its fix; asked of each CLI without a model call.
 /// Empty when every agent can authenticate, or its state is not known (a later fault is still
 /// named by kind).
-pub async fn login_problems(suite: &Suite) -> Vec<String> {
+pub async fn login_problems(suite: &Suite) -> LoginProblems {
     use crate::providers::login::{check, Login};
-    let mut out = Vec::new();
+    let mut out = LoginProblems::default();
     for agent in agents_to_ask(suite) {
         let login = check(
             agent.kind,
@@ -175,8 +189,22 @@ pub async fn login_problems(suite: &Suite) -> Vec<String> {
                 login.describe(agent.kind),
                 agent.test.display()
             );
-            if !out.contains(&line) {
-                out.push(line);
+            // Under `--replay auto`, tests with a recording of every step may never need it.
+            let replayable = agent.tests.iter().all(|&i| {
+                suite.tests.get(i).is_some_and(|test| {
+                    crate::replay::session::ReplaySession::every_step_recorded(
+                        test,
+                        &suite.project_root,
+                    )
+                })
+            });
+            let list = if replayable {
+                &mut out.warned
+            } else {
+                &mut out.refused
+            };
+            if !list.contains(&line) {
+                list.push(line);
             }
         }
     }

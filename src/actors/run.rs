@@ -129,11 +129,19 @@ async fn run(suite: Suite, options: &RunOptions) -> ExitReason {
     // An agent that cannot log in would fail every test, the app untested: refused in seconds,
     // the fix named, before any harness starts (docs/providers.md, "Logging the agent in").
     let logins = crate::actors::preflight::login_problems(&suite).await;
-    if !logins.is_empty() {
-        for line in &logins {
+    if !logins.refused.is_empty() {
+        for line in &logins.refused {
             stderr_notice(&format!("cannot start: {line}"));
         }
         return ExitReason::HarnessError;
+    }
+    // Under `--replay auto` a test whose every step has a recording may finish without its
+    // agent: it runs, and only a step that drifts would need the agent (docs/replay.md).
+    for line in &logins.warned {
+        stderr_notice(&format!(
+            "warning: {line}; every step has a recording, so the run goes on: a step that drifts \
+             from its recording would need the agent and end as agent_error (auth)"
+        ));
     }
     let ledger = match &options.cost_ledger {
         None => None,
@@ -350,6 +358,10 @@ fn reporter_args(
             revision: crate::model::revision::PendingRevision::ask(&suite.project_root),
             provider: Some(suite.base.provider.name.value.into()),
             quarantine_changes: Vec::new(),
+            github: crate::report::renderers::github::GithubTarget::from_env(
+                options.reporter == Some(crate::model::options::Reporter::Github),
+                |name| std::env::var(name).ok(),
+            ),
         },
     }
 }

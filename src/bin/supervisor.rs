@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bugatti::cli::{self, copy_flags::CopyFlags, Exit};
-use bugatti::model::options::{RunOptions, Verbosity};
+use bugatti::model::options::{NoTests, Reporter, RunOptions, Verbosity};
 use bugatti::model::replay::ReplayMode;
 use bugatti::model::shard::{ShardArg, ShardBy};
 use clap::{Args, Parser, Subcommand};
@@ -46,9 +46,10 @@ enum Command {
     /// Parse, expand and validate; print each root test's plan and effective config. Runs
     /// nothing, writes nothing. Exit 0, or 2 with every problem found.
     Check(RunArgs),
-    /// Print the root tests a `start` with the same selection (PATH, -g, --grep-invert, --tag,
-    /// --shard, --rerun-failed) would run, one test file per line (--json: one array). Runs
-    /// nothing, writes nothing. Exit 0, or 2 on invalid input or an empty selection.
+    /// Print the root tests a `start` with the same selection (PATH, -g, --grep-invert, -E,
+    /// --only-changed, --tag, --shard, --rerun-failed) would run, one test file per line (--json: one array). Runs
+    /// nothing, writes nothing. Exit 0, or 2 on invalid input or an empty selection (exit 0
+    /// with --no-tests pass or warn).
     List(ListArgs),
     /// Write a commented starter config and an example test into the current directory.
     Init,
@@ -216,6 +217,10 @@ struct RunArgs {
     /// renewed) or only (no agent: a step without a usable recording is an error)
     #[arg(long, value_name = "MODE")]
     replay: Option<ReplayMode>,
+    /// An output beside the console's: github (`::error` annotations at each failing step's
+    /// line, summary.md appended to $GITHUB_STEP_SUMMARY); on by itself under GITHUB_ACTIONS=true
+    #[arg(long, value_name = "NAME")]
+    reporter: Option<Reporter>,
     /// Less console output
     #[arg(short, long, conflicts_with = "verbose")]
     quiet: bool,
@@ -224,7 +229,8 @@ struct RunArgs {
     verbose: bool,
 }
 
-/// `-g` / `--grep-invert`: shared by `start`, `test`, `check` and `list`.
+/// `-g` / `--grep-invert` / `-E` / `--only-changed` / `--no-tests`: shared by `start`, `test`,
+/// `check` and `list`.
 #[derive(Args, Debug, Clone, Default)]
 struct GrepArgs {
     /// Run only root tests whose test name or file path matches the regular expression PATTERN
@@ -235,6 +241,28 @@ struct GrepArgs {
     /// --grep-invert)
     #[arg(long = "grep-invert", value_name = "PATTERN")]
     grep_invert: Option<String>,
+    /// Run only root tests the filter expression selects (as nextest's -E): test(/regex/),
+    /// file(glob), tag(name), provider(name), class(app-flaky), last(failed), changed(REF),
+    /// joined with & | ! (and, or, not) and parentheses
+    #[arg(short = 'E', long = "filter", value_name = "EXPR")]
+    filter: Option<String>,
+    /// Run only root tests whose test file, includes, assets, the config or recording changed
+    /// against REF: the working tree, untracked files included [default REF: HEAD]
+    #[arg(
+        long = "only-changed",
+        value_name = "REF",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "HEAD"
+    )]
+    only_changed: Option<String>,
+    /// What a selection holding no root test is: pass, warn (both exit 0) or fail (exit 2)
+    #[arg(
+        long = "no-tests",
+        value_name = "pass|warn|fail",
+        default_value = "fail"
+    )]
+    no_tests: NoTests,
 }
 
 /// `supervisor list`: the selection flags of `start`, and how to print.
@@ -304,6 +332,9 @@ impl RunArgs {
             max_fail: self.max_fail,
             grep: self.grep.grep,
             grep_invert: self.grep.grep_invert,
+            filter: self.grep.filter,
+            only_changed: self.grep.only_changed,
+            no_tests: self.grep.no_tests,
             repeat: self.repeat,
             headed: self.headed,
             fail_on_flaky: self.fail_on_flaky,
@@ -317,6 +348,7 @@ impl RunArgs {
             copies: self.copies.copies,
             rerun_failed: self.rerun_failed,
             replay: self.replay,
+            reporter: self.reporter,
             verbosity: if self.quiet {
                 Verbosity::Quiet
             } else if self.verbose {

@@ -4,7 +4,7 @@
 
 use super::{load, print_notes, restore_default_sigpipe, Exit};
 use crate::model::load::Suite;
-use crate::model::options::RunOptions;
+use crate::model::options::{NoTests, RunOptions};
 use crate::model::shard::{self, Shard, ShardArg};
 use crate::report::records::history;
 
@@ -37,7 +37,11 @@ pub fn resolve_shard(arg: Option<ShardArg>) -> Result<Option<Shard>, String> {
 /// The previous suite is the last one that ran the whole selection (an unsharded run, a merge of
 /// shards, or an earlier `--rerun-failed`), never one shard's own entry, which holds only its
 /// share of the tests. `list` says what it selected on stderr (its stdout is the list).
-pub(super) fn select_failed(suite: &mut Suite, on_stderr: bool) -> Result<bool, Exit> {
+pub(super) fn select_failed(
+    suite: &mut Suite,
+    options: &RunOptions,
+    on_stderr: bool,
+) -> Result<bool, Exit> {
     let say = |line: String| {
         if on_stderr {
             eprintln!("{line}");
@@ -45,11 +49,8 @@ pub(super) fn select_failed(suite: &mut Suite, on_stderr: bool) -> Result<bool, 
             say!("{line}");
         }
     };
-    let Some(last) = history::read(&suite.history_file)
-        .into_iter()
-        .rev()
-        .find(|e| e.selection.shard.is_none())
-    else {
+    let entries = history::read(&suite.history_file);
+    let Some(last) = crate::model::history::previous_whole(&entries) else {
         eprintln!(
             "error: --rerun-failed: no previous suite (other than one shard's) in {} to take the failed tests from",
             suite.history_file.display()
@@ -74,22 +75,56 @@ pub(super) fn select_failed(suite: &mut Suite, on_stderr: bool) -> Result<bool, 
         failed.join(", ")
     ));
     if suite.tests.is_empty() {
-        eprintln!("error: --rerun-failed: none of them is among the selected root tests any more");
-        return Err(Exit::USAGE);
+        let why = "--rerun-failed: none of them is among the selected root tests any more";
+        return match no_tests(options, why) {
+            Exit::SUCCESS => Ok(false),
+            code => Err(code),
+        };
     }
     Ok(true)
 }
 
+/// `--no-tests`: an empty selection (`why`) is an error (exit 2, the default), a warning or a
+/// note; the exit code to end with, nothing having run.
+pub(super) fn no_tests(options: &RunOptions, why: &str) -> Exit {
+    match options.no_tests {
+        NoTests::Fail => {
+            eprintln!(
+                "error: {why}\n  = help: `--no-tests pass` makes an empty selection a success"
+            );
+            Exit::USAGE
+        }
+        NoTests::Warn => {
+            eprintln!("warning: no root tests to run: {why}");
+            Exit::SUCCESS
+        }
+        NoTests::Pass => {
+            eprintln!("note: no root tests to run: {why}");
+            Exit::SUCCESS
+        }
+    }
+}
+
+/// The selection is empty, said as `--no-tests` wants: Some(exit code) to end with.
+pub(super) fn empty_selection(suite: &Suite, options: &RunOptions) -> Option<Exit> {
+    let why = suite.no_tests.as_ref()?;
+    Some(no_tests(options, why))
+}
+
 /// `supervisor list`: the root tests the same selection would run, as `start` selects them
-/// (discovery, tags, -g, shard, --rerun-failed), without running or writing anything.
+/// (discovery, tags, -g, -E, --only-changed, shard, --rerun-failed), without running or writing
+/// anything.
 pub fn list(options: &RunOptions, json: bool) -> Exit {
     restore_default_sigpipe();
     let Some(mut suite) = load(options) else {
         return Exit::USAGE;
     };
     print_notes(&suite);
+    if let Some(code) = empty_selection(&suite, options) {
+        return code;
+    }
     if options.rerun_failed {
-        match select_failed(&mut suite, true) {
+        match select_failed(&mut suite, options, true) {
             Ok(true) => {}
             Ok(false) => suite.tests.clear(),
             Err(code) => return code,

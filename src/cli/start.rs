@@ -1,7 +1,7 @@
 //! `supervisor start` (and `test`): a validated suite handed to the actors, after the checks
 //! that must hold before anything runs.
 
-use super::selection::select_failed;
+use super::selection::{empty_selection, select_failed};
 use super::{check_outputs, load, print_notes, Exit};
 use crate::model::options::RunOptions;
 use crate::report::store::artifact_dir;
@@ -23,8 +23,11 @@ pub fn start(options: RunOptions) -> Exit {
         eprintln!("error: {e}");
         return Exit::USAGE;
     }
+    if let Some(code) = empty_selection(&suite, &options) {
+        return code;
+    }
     if options.rerun_failed {
-        match select_failed(&mut suite, false) {
+        match select_failed(&mut suite, &options, false) {
             Ok(true) => {}
             Ok(false) => return Exit::SUCCESS,
             Err(code) => return code,

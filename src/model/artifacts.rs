@@ -68,6 +68,17 @@ pub fn suite_dir_parts(suite_id: &std::ffi::OsStr) -> [std::ffi::OsString; 2] {
     [SUITES.into(), suite_id.to_os_string()]
 }
 
+/// `<dir>/<test path without .test.toml>.replay.json`: `tests/login.test.toml` in
+/// `bugatti.replay` is `bugatti.replay/tests/login.replay.json`.
+pub fn recording_path(dir: &Path, test: &Path) -> PathBuf {
+    let text = test.to_string_lossy();
+    let stem = text
+        .strip_suffix(".test.toml")
+        .or_else(|| text.strip_suffix(".toml"))
+        .unwrap_or(&text);
+    dir.join(format!("{stem}.replay.json"))
+}
+
 /// `<artifact_dir>/history.jsonl`: one line per suite.
 pub fn history_path(artifact_dir: &Path) -> PathBuf {
     artifact_dir.join(HISTORY)

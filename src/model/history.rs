@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 pub use super::artifacts::history_path;
 
 /// What the user asked to run: two suites compare when their selections are equal. A selection
-/// is defined by its filters (PATH arguments, tags, `-g`, `--grep-invert`) and `--repeat`; a
+/// is defined by its filters (PATH arguments, tags, `-g`, `--grep-invert`, `-E`,
+/// `--only-changed`) and `--repeat`; a
 /// shard is part of one, and a merge of every shard is the whole selection, as an unsharded run.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Selection {
@@ -30,6 +31,12 @@ pub struct Selection {
     /// `--grep-invert PATTERN`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grep_invert: Option<String>,
+    /// `-E, --filter EXPR`, as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    /// `--only-changed[=REF]`: the revision compared against (`HEAD` without a value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only_changed: Option<String>,
     /// `--repeat N` (or `[supervisor] repeat`): runs of each test; 1 is not written.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub repeat: u32,
@@ -61,6 +68,8 @@ impl Selection {
             tags: options.tags.clone(),
             grep: options.grep.clone(),
             grep_invert: options.grep_invert.clone(),
+            filter: options.filter.clone(),
+            only_changed: options.only_changed.clone(),
             repeat: repeat.max(1),
             shard: options.shard.map(|s| s.to_string()),
             rerun_failed: options.rerun_failed,
@@ -85,6 +94,12 @@ impl Selection {
         }
         if let Some(g) = &self.grep_invert {
             parts.push(format!("--grep-invert {g}"));
+        }
+        if let Some(e) = &self.filter {
+            parts.push(format!("-E {e}"));
+        }
+        if let Some(rev) = &self.only_changed {
+            parts.push(format!("changed since {rev}"));
         }
         if self.repeat > 1 {
             parts.push(format!("repeat {}", self.repeat));
@@ -130,6 +145,8 @@ impl Selection {
             && self.tags == other.tags
             && self.grep == other.grep
             && self.grep_invert == other.grep_invert
+            && self.filter == other.filter
+            && self.only_changed == other.only_changed
             && self.shard == other.shard
             && self.rerun_failed == other.rerun_failed
             && self.partial == other.partial
@@ -275,6 +292,15 @@ pub struct HistoryEntry {
 }
 
 impl HistoryEntry {
+    /// The root tests that did not pass (what `--rerun-failed` and `last(failed)` take).
+    pub fn not_passed(&self) -> Vec<String> {
+        self.tests
+            .iter()
+            .filter(|t| !t.passed)
+            .map(|t| t.test_file.clone())
+            .collect()
+    }
+
     /// Whether a suite compares with `other`: the same selection, and the same provider when
     /// both lines name one (a codex night is not compared with a claude-code one).
     pub fn comparable_with(&self, other: &HistoryEntry) -> bool {
@@ -293,6 +319,24 @@ impl HistoryEntry {
             _ => true,
         }
     }
+}
+
+/// The previous suite `--rerun-failed` and `last(failed)` read: the last one that ran the whole
+/// selection (an unsharded run, a merge of shards, or an earlier `--rerun-failed`), never one
+/// shard's own entry, which holds only its share of the tests.
+pub fn previous_whole(entries: &[HistoryEntry]) -> Option<&HistoryEntry> {
+    entries.iter().rev().find(|e| e.selection.shard.is_none())
+}
+
+/// Each test's class in the newest line that classified it (what `-E 'class(…)'` reads).
+pub fn latest_classes(entries: &[HistoryEntry]) -> BTreeMap<String, StabilityClass> {
+    let mut classes = BTreeMap::new();
+    for entry in entries {
+        for c in &entry.stability {
+            classes.insert(c.test_file.clone(), c.class);
+        }
+    }
+    classes
 }
 
 fn first_schema_version() -> u32 {

@@ -17,6 +17,48 @@ pub enum Verbosity {
     Verbose,
 }
 
+/// `--no-tests pass|warn|fail`: what a selection that holds no root test is (nextest's flag). An
+/// empty shard of a selection that holds some is not one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NoTests {
+    /// Exit 0, saying so in a note.
+    Pass,
+    /// Exit 0 with a warning.
+    Warn,
+    /// Exit 2: invalid input, nothing was run.
+    #[default]
+    Fail,
+}
+
+impl std::str::FromStr for NoTests {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "pass" => Ok(NoTests::Pass),
+            "warn" => Ok(NoTests::Warn),
+            "fail" => Ok(NoTests::Fail),
+            other => Err(format!("--no-tests `{other}`: expected pass, warn or fail")),
+        }
+    }
+}
+
+/// `--reporter NAME`: an output beside the console's own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reporter {
+    /// `::error` / `::warning` workflow commands and `$GITHUB_STEP_SUMMARY` (docs/ci.md).
+    Github,
+}
+
+impl std::str::FromStr for Reporter {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "github" => Ok(Reporter::Github),
+            other => Err(format!("--reporter `{other}`: the one reporter is github")),
+        }
+    }
+}
+
 /// A copy of one of the suite's files, written to `path` besides the suite folder's own.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SuiteCopy {
@@ -67,6 +109,17 @@ pub struct RunOptions {
     /// `--junit FILE`, `--json FILE`, `--html FILE`: copies of the suite's files, in the order of
     /// the formats' list (`actors::reporter::copies::FORMATS`).
     pub copies: Vec<SuiteCopy>,
+    /// `-E, --filter EXPR`: a filter expression over the root tests (docs/cli.md), parsed by
+    /// the loader (`model::filter`).
+    pub filter: Option<String>,
+    /// `--only-changed[=REF]`: only root tests whose files changed against REF (`HEAD` when
+    /// the flag has no value).
+    pub only_changed: Option<String>,
+    /// `--reporter github`: GitHub Actions annotations and job summary (also on by itself under
+    /// `GITHUB_ACTIONS=true`).
+    pub reporter: Option<Reporter>,
+    /// `--no-tests`: what an empty selection is.
+    pub no_tests: NoTests,
     /// `--rerun-failed` / `--last-failed`: applied by the caller after loading (it needs the
     /// history under the artifact directory).
     pub rerun_failed: bool,

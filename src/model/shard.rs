@@ -139,6 +139,11 @@ pub struct ShardInfo {
     pub grep: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grep_invert: Option<String>,
+    /// `-E` and `--only-changed` of the selection, for the same reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub filter: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub only_changed: Option<String>,
     /// The whole split: each selected root test and the shard (1-based K) that runs it, so a
     /// merge that lacks a shard can name the tests nobody ran. Empty in summaries written
     /// before it was recorded.

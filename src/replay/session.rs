@@ -406,6 +406,37 @@ impl ReplaySession {
         }
     }
 
+    /// Whether every step `test` sends to the agent has a current recording under `--replay
+    /// auto`: its session may never need the agent, so the login pre-check warns instead of
+    /// refusing (docs/replay.md). The instruction is not compared here (its `${NAME}`s are the
+    /// session's): a step whose instruction changed misses, and goes to the agent.
+    pub fn every_step_recorded(test: &RootTest, project_root: &Path) -> bool {
+        let effective = &test.effective;
+        let mode = effective.replay.mode.value;
+        let provider = effective.provider.name.value;
+        if mode != ReplayMode::Auto || !crate::model::replay::applies(mode, provider) {
+            return false;
+        }
+        let path = store::recording_path(&effective.replay.dir_in(project_root), &test.rel_path);
+        let Ok(Some(recording)) = store::load(&path, &test.rel_path.to_string_lossy()) else {
+            return false;
+        };
+        let now = chrono::Utc::now();
+        let max_age_days = effective.replay.max_age_days.value;
+        test.plan.iter().filter(|s| !s.skip).all(|s| {
+            let Some(recorded) = recording.steps.iter().find(|r| r.step == s.step_id) else {
+                return false;
+            };
+            let key = StepKey {
+                step: s.step_id,
+                provenance: s.provenance(),
+                instruction_hash: recorded.instruction_hash.clone(),
+                provider,
+            };
+            s.replay && recording.lookup(&key, now, max_age_days).is_ok()
+        })
+    }
+
     /// Whether the replay's Playwright MCP client must show the page in its action answers
     /// ([`super::browser::tools::needs_action_pages`]); with no recording, as Playwright MCP does.
     pub fn browser_action_pages(&self) -> bool {

@@ -9,21 +9,12 @@ pub use super::error::LoadError;
 use super::format::{RecordedStep, Recording, LEARNED_MASKS_SINCE, SCHEMA_VERSION};
 use super::verdict::Miss;
 use crate::atomic::WriteError;
+/// Where a root test's recording lives (in the model: `-E 'changed()'` looks at it too).
+pub use crate::model::artifacts::recording_path;
 use crate::model::ids::StepId;
 use crate::model::provider::ProviderKind;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-
-/// `<dir>/<test path without .test.toml>.replay.json`: `tests/login.test.toml` in
-/// `bugatti.replay` is `bugatti.replay/tests/login.replay.json`.
-pub fn recording_path(dir: &Path, test: &Path) -> PathBuf {
-    let text = test.to_string_lossy();
-    let stem = text
-        .strip_suffix(".test.toml")
-        .or_else(|| text.strip_suffix(".toml"))
-        .unwrap_or(&text);
-    dir.join(format!("{stem}.replay.json"))
-}
 
 /// The largest recording read (docs/replay.md): a recording is the project's input, and a
 /// symlink to `/dev/zero` or a giant file must not take the supervisor's memory.

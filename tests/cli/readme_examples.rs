@@ -823,10 +823,14 @@ fn check_invocation(inv: &Invocation) -> Result<(), String> {
     }
 }
 
-/// Whether `--help` output lists a flag (as a word, not a prefix of a longer one).
+/// Whether `--help` output lists a flag (as a word, not a prefix of a longer one; clap shows an
+/// optional value as `--flag[=<V>]`).
 fn help_lists(help: &str, flag: &str) -> bool {
-    let re = regex::Regex::new(&format!(r"(?:^|[\s,]){}(?:$|[\s,=])", regex::escape(flag)))
-        .expect("regex");
+    let re = regex::Regex::new(&format!(
+        r"(?:^|[\s,]){}(?:$|[\s,=\[])",
+        regex::escape(flag)
+    ))
+    .expect("regex");
     re.is_match(help)
 }
 
@@ -859,6 +863,13 @@ fn project_for(args: &[String], what: &str) -> Example {
             "--tag",
             "--junit",
             "--json",
+            "-g",
+            "--grep",
+            "--grep-invert",
+            "-E",
+            "--filter",
+            "--no-tests",
+            "--reporter",
         ]
         .contains(&flag);
         let value = if takes_value && inline.is_none() {

@@ -131,6 +131,11 @@ impl Project {
             .env_remove("BUGATTI_PROVIDER")
             .env_remove("BUGATTI_BASE_URL")
             .env_remove("BUGATTI_STEP_TIMEOUT")
+            // Under GitHub Actions the GitHub reporter turns itself on: these tests' suites must
+            // not annotate the job running them nor append to its summary.
+            .env_remove("GITHUB_ACTIONS")
+            .env_remove("GITHUB_STEP_SUMMARY")
+            .env_remove("GITHUB_WORKSPACE")
             .env("BUGATTI_CONFIG_HOME", self.root().join(".no-global-config"))
             .env("NO_COLOR", "1");
         cmd

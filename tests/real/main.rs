@@ -31,4 +31,5 @@ mod kept_workspace_real;
 mod pi_real;
 mod replay_claude_real;
 mod replay_codex_real;
+mod replay_login_claude_real;
 mod secrets_off_argv;

@@ -13,6 +13,8 @@ mod as_written;
 mod checkpoints;
 mod console_command_agent;
 mod console_server;
+mod filter;
+mod github_reporter;
 mod harness_lifecycle;
 mod harness_readiness;
 mod outcomes;

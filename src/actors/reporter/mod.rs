@@ -45,7 +45,7 @@ use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort};
 use crate::atomic::write_atomic;
 use crate::model::artifacts::{RunPaths, SuitePaths};
 use crate::model::outcome::RunOutcome;
-use crate::model::redact::Secrets;
+use crate::model::redact::{SecretValues, Secrets};
 use crate::report::ground::error::ReportError;
 use crate::report::live::console::stderr_notice;
 use crate::report::live::console::LiveView;
@@ -101,6 +101,8 @@ pub struct SuiteExtras {
     pub provider: Option<ProviderName>,
     /// What `[supervisor] auto_quarantine` changed before the suite started.
     pub quarantine_changes: Vec<crate::report::records::stability::QuarantineChange>,
+    /// `--reporter github` (or GitHub Actions): annotations and the job summary at the end.
+    pub github: Option<crate::report::renderers::github::GithubTarget>,
 }
 
 impl std::fmt::Debug for ReporterArgs {
@@ -187,8 +189,9 @@ pub struct ReporterState {
     redactor: Redactor,
     open: HashMap<RunId, RunWriter>,
     finished: Vec<RunRecord>,
-    /// The secrets of finished runs: the suite files quote their messages.
-    finished_secrets: Vec<Arc<Secrets>>,
+    /// The secrets of finished runs, values only (no automaton per run kept to the suite's
+    /// end): the suite files quote their messages.
+    finished_secrets: SecretValues,
     notes: Vec<String>,
     /// Runs with a `FlushRunJson` on its way.
     flush_scheduled: std::collections::HashSet<RunId>,
@@ -241,7 +244,7 @@ impl ReporterState {
                     Utc::now(),
                 );
                 self.finished.push(record);
-                self.finished_secrets.push(secrets);
+                self.finished_secrets.add(&secrets);
                 self.lose(format!("run {}: {e}", plan.identity.run_id));
                 return Err(e);
             }
@@ -328,8 +331,9 @@ impl ReporterState {
             .console
             .run_finished(&record, &report_path, &redactor);
         self.finished.push(record);
-        self.finished_secrets
-            .extend(redactor.sets().iter().cloned());
+        for set in redactor.sets() {
+            self.finished_secrets.add(set);
+        }
         files
     }
 }
@@ -418,7 +422,7 @@ impl Actor for ReporterActor {
             redactor,
             open: HashMap::new(),
             finished: Vec::new(),
-            finished_secrets: Vec::new(),
+            finished_secrets: SecretValues::default(),
             notes,
             lost: Vec::new(),
             flush_scheduled: std::collections::HashSet::new(),

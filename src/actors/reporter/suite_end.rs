@@ -94,6 +94,15 @@ impl ReporterState {
             self.lose(what);
         }
         self.announce(&summary, &paths, &html_path, &redactor, &mut out.notes);
+        if let Some(github) = self.args.extras.github.clone() {
+            self.annotate_for_github(
+                &github,
+                &redacted_records,
+                &paths,
+                &redactor,
+                &mut out.notes,
+            );
+        }
         let files = SuiteFiles {
             summary,
             summary_json: paths.summary_json(),
@@ -106,6 +115,48 @@ impl ReporterState {
         };
         self.suite_files = Some(files.clone());
         Ok(files)
+    }
+
+    /// `--reporter github`: each failing step an `::error` (a WARN one a `::warning`) on the
+    /// console, and summary.md appended to `$GITHUB_STEP_SUMMARY` (a failure to is a note).
+    fn annotate_for_github(
+        &mut self,
+        github: &crate::report::renderers::github::GithubTarget,
+        records: &[RunRecord],
+        paths: &SuitePaths,
+        redactor: &Redactor,
+        notes: &mut Vec<String>,
+    ) {
+        use crate::report::renderers::github;
+        let read = |path: &Path| {
+            crate::model::user_file::read_to_string(path, crate::model::user_file::TEST_MAX).ok()
+        };
+        let annotations = github::annotations(records, &read, github.workspace.as_deref());
+        for line in github::commands(&annotations) {
+            self.args.console.notice(&line, redactor);
+        }
+        let Some(file) = &github.step_summary else {
+            return;
+        };
+        let appended = std::fs::read_to_string(paths.summary_md()).and_then(|markdown| {
+            use std::io::Write as _;
+            let used = std::fs::metadata(file).map_or(0, |m| m.len());
+            let used = usize::try_from(used).unwrap_or(usize::MAX);
+            let text = github::step_summary(&markdown, used);
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(file)?
+                .write_all(text.as_bytes())
+        });
+        if let Err(e) = appended {
+            let note = format!(
+                "GITHUB_STEP_SUMMARY {}: summary.md not appended: {e}",
+                file.display()
+            );
+            self.args.console.notice(&note, redactor);
+            notes.push(note);
+        }
     }
 
     /// Runs still open when the suite ends are finished as interrupted, with a note each.
@@ -335,7 +386,9 @@ impl ReporterState {
     pub(super) fn redactor_all(&self) -> Redactor {
         let open = self.open.values().flat_map(|w| w.redactor().sets());
         let sets = self.redactor.sets().iter().chain(open);
-        let all = Redactor::new(sets.chain(&self.finished_secrets).cloned());
+        let finished = (!self.finished_secrets.is_empty())
+            .then(|| Arc::new(Secrets::of_values(&self.finished_secrets)));
+        let all = Redactor::new(sets.cloned().chain(finished));
         if all.sets().len() < 2 {
             return all;
         }

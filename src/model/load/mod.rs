@@ -5,6 +5,7 @@
 mod checks;
 mod discover;
 mod host;
+mod select;
 
 pub use host::HostEnv;
 
@@ -17,7 +18,7 @@ use std::path::{Path, PathBuf};
 use super::config::parse_config_lenient;
 use super::diagnostics::{Problem, Problems};
 use super::layers::{EffectiveConfig, Layer, LayerProblem};
-use super::options::RunOptions;
+use super::options::{NoTests, RunOptions};
 use super::paths::{normalize, relative_to};
 use super::plan::{expand, PlannedStep, TestFiles};
 use super::shard::ShardBy;
@@ -57,6 +58,9 @@ pub struct Suite {
     pub tests: Vec<RootTest>,
     /// How many root tests discovery found before `--tag` / `--shard`.
     pub discovered: usize,
+    /// Why the selection holds no root test, under `--no-tests pass` / `warn` (under `fail`,
+    /// the default, it is a problem: exit 2). An empty shard of a selection is not this.
+    pub no_tests: Option<String>,
     /// Where history is read and written (`--history FILE`, else `<artifact_dir>/history.jsonl`).
     pub history_file: PathBuf,
     /// With `--shard`: how the split was made (recorded in the suite's summary).
@@ -64,6 +68,20 @@ pub struct Suite {
     /// With `[supervisor] max_cost_usd`: each root test's recent cost per attempt from history,
     /// what the suite's budget reserves for it while it runs.
     pub expected_costs: std::collections::BTreeMap<String, f64>,
+}
+
+impl RootTest {
+    /// What `-E` and `--only-changed` read of it.
+    fn view(&self) -> select::TestView<'_> {
+        select::TestView {
+            name: &self.name,
+            path: &self.path,
+            rel_path: &self.rel_path,
+            tags: &self.tags,
+            plan: &self.plan,
+            effective: &self.effective,
+        }
+    }
 }
 
 impl Suite {
@@ -100,8 +118,8 @@ pub fn load_suite(options: &RunOptions) -> Result<Suite, Problems> {
 }
 
 /// Load, collecting every problem: where the project is, its config layers, the root tests
-/// (discovered, filtered by `--tag`, cut by `--shard`), each one planned and checked, then the
-/// project's `.mcp.json`.
+/// (discovered, filtered by `--tag` and `-g`, planned and checked, filtered by `-E` and
+/// `--only-changed`, cut by `--shard`), then the project's `.mcp.json`.
 pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Problems> {
     let mut found = Gathered::default();
     let fail = |found: Gathered| Err(finish(found.problems, &host.cwd));
@@ -129,8 +147,10 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         &mut found,
     );
     let discovered = roots.len();
+    // An empty selection is a problem unless `--no-tests` says otherwise (kept apart until then).
+    let mut none_selected = None;
     if roots.is_empty() && found.problems.is_empty() {
-        found.problems.push(
+        none_selected = Some(
             Problem::new(format!(
                 "no root tests found under {}",
                 project_root.display()
@@ -141,43 +161,36 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
     if !options.tags.is_empty() {
         roots.retain(|root| root.tags.iter().any(|t| options.tags.contains(t)));
         if roots.is_empty() && discovered > 0 {
-            found.problems.push(Problem::new(format!(
+            none_selected = Some(Problem::new(format!(
                 "no root test carries any of the tags {}",
                 options.tags.join(", ")
             )));
         }
     }
-    grep_roots(
+    if let Some(empty) = grep_roots(
         &flagged,
         &project_root,
         &mut roots,
         discovered,
         &mut found.problems,
-    );
+    ) {
+        none_selected = Some(empty);
+    }
+    let filter = select::parse_filter(options, &mut found.problems);
     if options.headed {
         check_display(host, &flagged, &mut found);
     }
-    // docs/ci.md: history (`--history FILE`, else under the artifact directory) and the shard.
+    // docs/ci.md: history (`--history FILE`, else under the artifact directory).
     let history_file = match &options.history {
         Some(file) => normalize(&host.cwd.join(file)),
         None => super::artifacts::history_path(
             &project_root.join(&flagged.supervisor.artifact_dir.value),
         ),
     };
-    let shard = match options.shard {
-        Some(shard) => Some(cut_shard(
-            options,
-            shard,
-            &project_root,
-            &history_file,
-            &mut roots,
-            &mut found.notes,
-        )),
-        None => None,
-    };
 
     let quarantine = quarantine_matchers(&base, &mut found.problems);
-    let tests: Vec<RootTest> = roots
+    let before_filter = roots.len();
+    let mut tests: Vec<RootTest> = roots
         .into_iter()
         .map(|root| plan_root_test(options, &project_root, &base, root, &mut files, &mut found))
         .map(|mut test| {
@@ -186,6 +199,28 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
             test
         })
         .collect();
+    let facts = select::Facts {
+        project_root: &project_root,
+        config_path: config_path.as_deref(),
+        history_file: &history_file,
+        before: before_filter,
+    };
+    match select::apply(options, filter, &facts, &mut tests, RootTest::view) {
+        Ok(Some(empty)) => none_selected = Some(empty),
+        Ok(None) => {}
+        Err(problem) => found.problems.push(problem),
+    }
+    // The shard, of the selection: an empty shard of a selection that holds tests is a note.
+    let shard = options
+        .shard
+        .map(|shard| cut_shard(options, shard, &history_file, &mut tests, &mut found.notes));
+    let mut no_tests = None;
+    if let Some(problem) = none_selected {
+        match options.no_tests {
+            NoTests::Fail => found.problems.push(problem),
+            NoTests::Pass | NoTests::Warn => no_tests = Some(problem.message),
+        }
+    }
     found.problems.extend(std::mem::take(&mut files.problems));
     if !found.problems.is_empty() {
         return fail(found);
@@ -210,6 +245,7 @@ pub fn load_suite_with(options: &RunOptions, host: &HostEnv) -> Result<Suite, Pr
         base: flagged,
         tests,
         discovered,
+        no_tests,
     })
 }
 
@@ -231,14 +267,15 @@ struct Root {
 
 /// `-g/--grep` and `--grep-invert` (as Playwright's `-g`/`-G`): a root test is kept when its name
 /// or its file path (relative to the project root) matches `--grep`, and neither matches
-/// `--grep-invert`. A pattern that is not a regex is a problem (exit 2).
+/// `--grep-invert`. A pattern that is not a regex is a problem (exit 2). Some: the selection is
+/// empty, and why.
 fn grep_roots(
     flagged: &EffectiveConfig,
     project_root: &Path,
     roots: &mut Vec<Root>,
     discovered: usize,
     problems: &mut Problems,
-) {
+) -> Option<Problem> {
     let compile = |flag: &str, pattern: &Option<String>, problems: &mut Problems| {
         let pattern = pattern.as_deref()?;
         match regex::Regex::new(pattern) {
@@ -257,7 +294,7 @@ fn grep_roots(
     let grep = compile("--grep", grep_at, problems);
     let invert = compile("--grep-invert", invert_at, problems);
     if grep.is_none() && invert.is_none() {
-        return;
+        return None;
     }
     let matches = |re: &regex::Regex, root: &Root| {
         re.is_match(&root.name)
@@ -275,7 +312,7 @@ fn grep_roots(
         if let Some(g) = invert_at {
             said.push(format!("--grep-invert `{g}`"));
         }
-        problems.push(
+        return Some(
             Problem::new(format!(
                 "no root test is selected by {} (of {discovered} discovered)",
                 said.join(" and ")
@@ -283,6 +320,7 @@ fn grep_roots(
             .with_help("the patterns are regular expressions over each test's name and its file path; `supervisor list` shows what a selection holds"),
         );
     }
+    None
 }
 
 /// `--headed` shows a window: without a display (DISPLAY or WAYLAND_DISPLAY) the browser could
@@ -453,18 +491,13 @@ fn root_tests(
 fn cut_shard(
     options: &RunOptions,
     shard: super::options::Shard,
-    project_root: &Path,
     history_file: &Path,
-    roots: &mut Vec<Root>,
+    roots: &mut Vec<RootTest>,
     notes: &mut Vec<String>,
 ) -> crate::model::shard::ShardInfo {
     let names: Vec<String> = roots
         .iter()
-        .map(|root| {
-            relative_to(project_root, &root.path)
-                .to_string_lossy()
-                .into_owned()
-        })
+        .map(|test| test.rel_path.to_string_lossy().into_owned())
         .collect();
     let (recent, unreadable) = crate::model::history::recent_durations_in(history_file);
     let durations: std::collections::BTreeMap<String, u64> = recent
@@ -518,6 +551,8 @@ fn cut_shard(
         tags: options.tags.clone(),
         grep: options.grep.clone(),
         grep_invert: options.grep_invert.clone(),
+        filter: options.filter.clone(),
+        only_changed: options.only_changed.clone(),
         split: crate::model::shard::owners(&names, shard.count, by, &durations),
     }
 }

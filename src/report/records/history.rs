@@ -42,15 +42,6 @@ impl HistoryEntry {
         self.cost_usd
             .or((self.agent_steps == 0 && self.replayed_steps > 0).then_some(0.0))
     }
-
-    /// The root tests that did not pass, by test file.
-    pub fn not_passed(&self) -> Vec<String> {
-        self.tests
-            .iter()
-            .filter(|t| !t.passed)
-            .map(|t| t.test_file.clone())
-            .collect()
-    }
 }
 
 /// Appends one line to the history file (one `write` call of a whole line, so concurrent suites

@@ -62,6 +62,8 @@ mod tests {
             tags: Vec::new(),
             grep: None,
             grep_invert: None,
+            filter: None,
+            only_changed: None,
             split: split.iter().map(|(t, k)| (t.to_string(), *k)).collect(),
         }
     }

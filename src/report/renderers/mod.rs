@@ -2,6 +2,7 @@
 //! Chrome trace, the JSON Schemas. A renderer reads `records` and returns text; `store` writes it.
 
 pub mod chrome_trace;
+pub mod github;
 pub mod html;
 pub mod html_assets;
 pub mod junit;

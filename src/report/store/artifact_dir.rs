@@ -339,6 +339,8 @@ pub fn merge(
         tags: of_shards.map(|s| s.tags.clone()).unwrap_or_default(),
         grep: of_shards.and_then(|s| s.grep.clone()),
         grep_invert: of_shards.and_then(|s| s.grep_invert.clone()),
+        filter: of_shards.and_then(|s| s.filter.clone()),
+        only_changed: of_shards.and_then(|s| s.only_changed.clone()),
         // The shards ran each test as many times as the selection asked.
         repeat: records.iter().map(|r| r.identity.repeat).max().unwrap_or(1),
         partial: !summary.missing_shards.is_empty(),

@@ -1,0 +1,74 @@
+"""Row 29: memory over a night (docs/ci.md). 3000 trivial tests (600 with --quick) at `-j 16`,
+`shell` provider: the supervisor's RSS and open files when the 300th test starts and when the
+3000th does (a tenth of the way and the end). What a finished run leaves in the supervisor is
+what the suite's files need; anything more grows with the night."""
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+
+from cases import SHELL_CONFIG, Row, step_test, write_project
+from proc import BenchError
+import artifacts
+
+
+def _status(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise BenchError(f"no {field} in /proc/{pid}/status")
+
+
+def _night(ctx, project, tests, marks):
+    """Runs the night once; {mark: (rss KiB, open fds)} read as the mark-th run directory
+    appears."""
+    runs = os.path.join(project, ".bugatti", "runs")
+    shutil.rmtree(os.path.join(project, ".bugatti"), ignore_errors=True)
+    argv = [ctx.binary, "start", "--config", os.path.join(project, "bugatti.config.toml"),
+            "-q", "-j", "16"]
+    with open(ctx.out("night-memory"), "wb") as out:
+        proc = subprocess.Popen(argv, cwd=project, env=ctx.env, stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        seen = {}
+        timer = threading.Timer(1800, lambda: os.kill(proc.pid, signal.SIGKILL))
+        timer.start()
+        try:
+            while proc.poll() is None:
+                try:
+                    started = len(os.listdir(runs))
+                    for mark in marks:
+                        if started >= mark and mark not in seen:
+                            seen[mark] = (_status(proc.pid, "VmRSS"),
+                                          len(os.listdir(f"/proc/{proc.pid}/fd")))
+                except (OSError, BenchError):
+                    pass  # not started yet, or just ended
+                time.sleep(0.02)
+        finally:
+            timer.cancel()
+    if proc.returncode != 0:
+        raise BenchError(f"the night exited {proc.returncode}, expected 0")
+    artifacts.assert_outcomes(project, tests)
+    missing = [m for m in marks if m not in seen]
+    if missing:
+        raise BenchError(f"the night ended before its run {missing[0]} was seen")
+    return seen
+
+
+def night_memory(ctx):
+    tests = 600 if ctx.quick else 3000
+    early = tests // 10
+    name = f"29. memory over a night: {tests} trivial tests, `-j 16`"
+    project = write_project(ctx, "night-memory", SHELL_CONFIG,
+                            {f"t{i:05d}": step_test(f"T{i}", "true") for i in range(tests)})
+    nights = [_night(ctx, project, tests, (early, tests)) for _ in range(1 if ctx.quick else 3)]
+    ratios = sorted(n[tests][0] / n[early][0] for n in nights)
+    ratio = ratios[len(ratios) // 2]
+    night = next(n for n in nights if n[tests][0] / n[early][0] == ratio)
+    (rss_early, fds_early), (rss_end, fds_end) = night[early], night[tests]
+    return Row(name, f"RSS {rss_end / 1024:.1f} MiB, {fds_end} open files at test {tests}",
+               f"RSS {rss_early / 1024:.1f} MiB, {fds_early} open files at test {early}",
+               f"{ratio:.2f}× RSS (nights {ratios[0]:.2f}–{ratios[-1]:.2f}×)",
+               "≤ 1.2× RSS, open files flat", ratio <= 1.2 and fds_end <= fds_early + 16)
