@@ -766,14 +766,19 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/health"
 
 def _harness_watch(project):
     """How long the newest run's replay watched the harness (docs/replay.md, "What replay
-    watches"): its first replayed step waits for the watch, the others do not, so the watch is
-    that step's time less the median of the others'."""
+    watches"): the first replayed step passes only once the watch is over, so the gap between
+    its end and the next step's start is longer than the others' by that much."""
     newest = max(artifacts.run_dirs(project), key=lambda d: os.path.getmtime(os.path.join(d, "run.json")))
     steps = artifacts.run_json(newest).get("steps", [])
-    took = [s.get("duration_ms") or 0 for s in steps if s.get("mode") == "replayed"]
-    if len(took) < 2:
+    gaps = []
+    for a, b in zip(steps, steps[1:]):
+        if not (a.get("started_at") and b.get("started_at")):
+            return 0.0
+        gaps.append(artifacts.parse_timestamp(b["started_at"]) - artifacts.parse_timestamp(a["started_at"])
+                    - (a.get("duration_ms") or 0) / 1000)
+    if len(gaps) < 2:
         return 0.0
-    return max(took[0] - med(took[1:]), 0) / 1000
+    return max(gaps[0] - med(gaps[1:]), 0.0)
 
 
 def _stub_run(ctx, project, claude, label, script, extra_env=None, delay_ms=None):
