@@ -57,6 +57,12 @@ def table(rows):
     return "\n".join(lines)
 
 
+def row_notes(numbers_rows):
+    """What a row measured beside its figure (row 17's harness watch, row 27's catches), one line
+    each, under the full table."""
+    return "\n".join(f"- row {n}: {r.note}" for n, r in numbers_rows if r.note and not r.skipped)
+
+
 def short_table(rows):
     """The current table at a glance: each row's number and name, its figure, its floor (the
     baseline it is measured against), its goal and the result; the full table follows it."""
@@ -189,6 +195,9 @@ def main():
               f"took {time.monotonic() - began:.0f} s.  \n"
               + agent_clis(zip(numbers, rows)))
     text = table(rows)
+    beside = row_notes(zip(numbers, rows))
+    if beside:
+        text += "\n\n" + beside
     print(header + "\n\n" + text)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     notes = notes_after_table(out)

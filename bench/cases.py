@@ -754,12 +754,31 @@ readiness_url = "http://127.0.0.1:${APP_PORT}/health"
     second, second_calls = one_run("second", [])
     with open(os.path.join(project, "note.txt"), "w") as f:
         f.write("note two\n")
+    watch = _harness_watch(project)
     third, third_calls = one_run("third", [{"bash": command(changed)}, {"text": "RESULT OK"}])
     ratio = first / second
     return Row(name, f"{second:.2f} s replayed ({second_calls} model calls)",
                f"{first:.2f} s by the agent ({first_calls} model calls)", f"{ratio:.1f}×",
                "≥ 10× faster, 0 model calls", ratio >= 10 and second_calls == 0,
+               f"harness watch: {watch:.2f} s of the replayed run, {second - watch:.2f} s without it; "
                f"third run, step {changed}'s output changed: {third:.2f} s, {third_calls} model calls (that step only)")
+
+
+def _harness_watch(project):
+    """How long the newest run's replay watched the harness (docs/replay.md, "What replay
+    watches"): the first replayed step passes only once the watch is over, so the gap between
+    its end and the next step's start is longer than the others' by that much."""
+    newest = max(artifacts.run_dirs(project), key=lambda d: os.path.getmtime(os.path.join(d, "run.json")))
+    steps = artifacts.run_json(newest).get("steps", [])
+    gaps = []
+    for a, b in zip(steps, steps[1:]):
+        if not (a.get("started_at") and b.get("started_at")):
+            return 0.0
+        gaps.append(artifacts.parse_timestamp(b["started_at"]) - artifacts.parse_timestamp(a["started_at"])
+                    - (a.get("duration_ms") or 0) / 1000)
+    if len(gaps) < 2:
+        return 0.0
+    return max(gaps[0] - med(gaps[1:]), 0.0)
 
 
 def _stub_run(ctx, project, claude, label, script, extra_env=None, delay_ms=None):

@@ -238,6 +238,20 @@ def swapped(a, b):
     return order
 
 
+def shipping(placed, shipped):
+    """An order placed `placed` seconds ago and shipped `shipped` seconds ago, by two commands."""
+    return {"placed.sh": f"echo \"order 7 placed {at(-placed)}\"",
+            "shipped.sh": f"echo \"order 7 shipped {at(-shipped)}\""}
+
+
+def healthy_shipping(r, phase):
+    """Placed 60 to 600 s ago and shipped after it: the two ends first, then any between."""
+    if phase < 2:
+        return shipping(*[(600, 500), (60, 10)][phase])
+    placed = r.randint(60, 600)
+    return shipping(placed, r.randint(10, min(500, placed - 10)))
+
+
 def checks_held_outside(sh):
     """The classes an outside corpus found replayed as passes: an entry that expires now instead
     of in five minutes, a rate-limit reset already past, a session id that must rotate, a long
@@ -274,6 +288,31 @@ def checks_held_outside(sh):
               [(f"the session kept on elevation {i}",
                 {"login.sh": f"echo 'login session={uuid(500 + i)}'",
                  "sudo.sh": f"echo 'admin session={uuid(500 + i)}'"}) for i in range(5)]),
+        # Two timestamps of two outputs, each learned over a wide range: only their order to
+        # each other tells a shipping recorded before the order was placed.
+        Check("shipping", "Place an order, ship it, and check it shipped after it was placed.",
+              [sh("shipping", "placed.sh"), sh("shipping", "shipped.sh")],
+              ["later placed\\s(\\S+) shipped\\s(\\S+)"],
+              ['1 contains "order 7 placed"', '2 contains "order 7 shipped"'],
+              healthy_shipping,
+              [("shipped 20 s before it was placed", shipping(70, 90)),
+               ("shipped 100 s before it was placed", shipping(300, 400)),
+               ("shipped a second before it was placed", shipping(61, 62)),
+               ("shipped long before it was placed", shipping(100, 450)),
+               ("shipped first, both mid-range", shipping(200, 480))]),
+        # A fact about the console answer's status lines (its exit code, its wall time) was
+        # refused as not holding, so such a step was never recorded.
+        Check("wall", "Run the status command and check it exits 0 within a second.",
+              [sh("wall")],
+              ["expect Process exited with code 0", "within 1"],
+              ['1 contains "Process exited with code 0"',
+               "1 /Wall time: ([0-9.]+) seconds/ number in [0, 1]"],
+              lambda r, p: app(f"sleep 0.0{pick(r, p, 1, 5)}; echo 'status ok'"),
+              [("answers in 1.05 s, under the wall-time ceiling", app("sleep 1.05; echo 'status ok'")),
+               ("answers in 1.3 s", app("sleep 1.3; echo 'status ok'")),
+               ("exits 1", app("echo 'status ok'; exit 1")),
+               ("exits 2 after a second", app("sleep 1; echo 'status ok'; exit 2")),
+               ("answers in 3 s", app("sleep 3; echo 'status ok'"))]),
         Check("jobs", "List the job history and check it is newest first, all 40 entries.",
               [sh("jobs")],
               ["descending finished\\s(\\S+)", "expect job 39 finished"],

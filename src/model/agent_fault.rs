@@ -34,6 +34,9 @@ pub enum FaultKind {
     /// The model asked the user a question (Codex's `request_user_input`) in a run with no user
     /// to answer it: the step cannot go on as the test meant, and the next test may not ask.
     AskedUser,
+    /// The agent's process was stopped by a signal from outside the supervisor (a SIGSTOP, a
+    /// debugger) and did not go on before the step's silence or time ran out.
+    Stopped,
 }
 
 impl FaultKind {
@@ -50,6 +53,7 @@ impl FaultKind {
             Self::CliVersion => "cli_version",
             Self::CliConfig => "cli_config",
             Self::AskedUser => "asked_user",
+            Self::Stopped => "stopped",
         }
     }
 
@@ -102,6 +106,11 @@ impl FaultKind {
             }
             Self::CliVersion => {
                 "install a supported version of the agent CLI (docs/providers.md)".into()
+            }
+            Self::Stopped => {
+                "something outside the supervisor stopped the agent's process (kill -STOP, a \
+                 debugger, another shell's job control): find what, and run again"
+                    .into()
             }
             Self::AskedUser => {
                 "the agent asked for an answer no one can give in an unattended run: say in \

@@ -836,7 +836,15 @@ impl ClaudeCode {
                     name: "Claude Code",
                     awaited: "no result from Claude Code",
                 };
-                let mut v = turn::stopped_verdict(stop, &collector, &limits, agent, String::new());
+                let mut v = turn::signal_stopped(
+                    stop,
+                    self.process.as_ref(),
+                    &collector,
+                    ProviderKind::ClaudeCode,
+                )
+                .unwrap_or_else(|| {
+                    turn::stopped_verdict(stop, &collector, &limits, agent, String::new())
+                });
                 // Out of time while the CLI retried an API failure: the API's fault, named.
                 // (Its retry notices are progress, and its backoff, about half a minute at
                 // most, stays under the default silence limit.)

@@ -575,7 +575,15 @@ impl Codex {
                     awaited: "no completed turn from Codex",
                 };
                 let last_words = turn.last_error.clone().unwrap_or_default();
-                let mut v = turn::stopped_verdict(stop, &collector, &limits, agent, last_words);
+                let mut v = turn::signal_stopped(
+                    stop,
+                    self.steps.process(),
+                    &collector,
+                    ProviderKind::Codex,
+                )
+                .unwrap_or_else(|| {
+                    turn::stopped_verdict(stop, &collector, &limits, agent, last_words)
+                });
                 if let turn::Stop::OverTurns(turns) = stop {
                     v.usage = Some(self.usage(&Value::Null, turns));
                 }

@@ -167,6 +167,24 @@ impl CommandProvider {
             jsonl.flush();
         }
         let limit = self.ctx.spec.no_output_timeout.unwrap_or_default();
+        // Silent, or out of time, because something outside stopped it: said as such, not as a
+        // reply without a marker or a slow agent.
+        let signalled = match &end {
+            TurnEnd::Stopped(stop) if collector.last_result().is_none() => {
+                super::turn::signal_stopped(
+                    *stop,
+                    self.process.as_ref(),
+                    &collector,
+                    ProviderKind::Command,
+                )
+            }
+            _ => None,
+        };
+        if let Some(mut v) = signalled {
+            self.stop().await;
+            v.duration = started.elapsed();
+            return v;
+        }
         let mut verdict = match end {
             TurnEnd::Done(()) => collector.verdict(None),
             // A last marker line without its newline still counts once the agent is quiet.

@@ -52,6 +52,11 @@ impl PerStep {
         Ok(())
     }
 
+    /// The running step's process, if one runs.
+    pub fn process(&self) -> Option<&AgentProcess> {
+        self.process.as_ref()
+    }
+
     /// A step about to run: the tool calls of the one before forgotten.
     pub fn begin(&mut self) {
         self.tools.take();

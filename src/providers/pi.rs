@@ -209,7 +209,11 @@ impl Pi {
                     awaited: "no agent_end from pi",
                 };
                 let last_words = last_error.unwrap_or_default();
-                let mut v = turn::stopped_verdict(stop, &collector, &limits, agent, last_words);
+                let mut v =
+                    turn::signal_stopped(stop, self.steps.process(), &collector, ProviderKind::Pi)
+                        .unwrap_or_else(|| {
+                            turn::stopped_verdict(stop, &collector, &limits, agent, last_words)
+                        });
                 if let turn::Stop::OverTurns(_) = stop {
                     v.usage = Some(usage);
                 }

@@ -74,6 +74,20 @@ pub struct AgentProcess {
 }
 
 impl AgentProcess {
+    /// Whether the agent's leader is stopped by a signal (state `T`, or `t` under a tracer, in
+    /// `/proc/<pid>/stat`): a SIGSTOP, a SIGTSTP from another terminal, a debugger. Never the
+    /// supervisor's own Ctrl+Z, which stops the supervisor with it and continues both
+    /// (`crate::process::job_control`): while the supervisor runs to ask, that is over.
+    pub fn stopped_by_signal(&self) -> bool {
+        crate::process::group::read_stat(self.pid).is_some_and(|s| matches!(s.state, 'T' | 't'))
+    }
+
+    /// Continues a stopped agent's group, so that it can end when asked to (a stopped process
+    /// keeps a SIGTERM pending until it is continued).
+    pub fn resume(&self) {
+        let _ = crate::process::group::signal_group(self.pid, nix::sys::signal::Signal::SIGCONT);
+    }
+
     pub fn spawn(spec: SpawnSpec) -> Result<Self, AgentError> {
         let command_line = spec.command_line();
         let marker = EnvMarker {

@@ -308,6 +308,41 @@ pub fn stopped_verdict(
     }
 }
 
+/// The verdict of a step whose agent process something outside the supervisor stopped (a
+/// SIGSTOP: state `T` in `/proc/<pid>/stat`) until the step's silence or time ran out: the
+/// agent fault `stopped` (the app is not at fault, and the next step may find it stopped too).
+pub fn signal_stopped_verdict(
+    collector: &ReplyCollector,
+    pid: i32,
+    agent: super::ProviderKind,
+) -> StepVerdict {
+    let mut v = collector.verdict_with(
+        StepStatus::Error,
+        format!(
+            "the agent process (pid {pid}) was stopped by a signal from outside the supervisor \
+             (state T in /proc/{pid}/stat, a SIGSTOP) and did not go on before the step's \
+             silence or time ran out; it was ended"
+        ),
+    );
+    v.agent_error(crate::model::agent_fault::FaultKind::Stopped, agent);
+    v
+}
+
+/// For a turn stopped by its silence or its deadline: [`signal_stopped_verdict`] when the
+/// agent's process is stopped by a signal (it is continued, so that it can end when asked to);
+/// `None` otherwise, and for the other stops.
+pub fn signal_stopped(
+    stop: Stop,
+    process: Option<&super::process::AgentProcess>,
+    collector: &ReplyCollector,
+    agent: super::ProviderKind,
+) -> Option<StepVerdict> {
+    let process = process
+        .filter(|p| matches!(stop, Stop::Silent | Stop::TimedOut) && p.stopped_by_signal())?;
+    process.resume();
+    Some(signal_stopped_verdict(collector, process.pid, agent))
+}
+
 /// The verdict of a step that outlived its timeout, `detail` saying what it had not done yet:
 /// the one place a step-timeout message is written, with how to raise the limit.
 pub fn timed_out_verdict(

@@ -6,6 +6,7 @@ use super::browser::action::BrowserAction;
 use super::console::ConsoleAction;
 use super::context::{ActionAt, AgentTools, ReplayContext};
 use super::domains::Learned;
+use super::facts::Shown;
 use super::files::FileAction;
 use super::kind::RecordedKind;
 use super::shell::ShellAction;
@@ -138,6 +139,34 @@ pub fn compared_outputs(actions: &[Action]) -> Vec<Option<String>> {
     actions.iter().map(|a| a.compared(&mut state)).collect()
 }
 
+/// Each action's output as the agent's stated facts read it: its compared form (refs masked in
+/// a browser answer, as a fact's own are), a console answer's status lines above it (a fact may
+/// rest on `Process exited with code 0` or the wall time).
+pub fn fact_outputs(actions: &[Action]) -> Vec<Option<Shown>> {
+    compared_outputs(actions)
+        .into_iter()
+        .zip(actions)
+        .map(|(text, action)| {
+            text.map(|output| Shown {
+                header: match action {
+                    Action::Console(call) => call.fact_header(),
+                    _ => String::new(),
+                },
+                output,
+            })
+        })
+        .collect()
+}
+
+/// Which actions answer with element refs masked (a browser answer's, compared without them):
+/// a fact about such an action has its own refs masked the same way.
+pub fn refs_masked(actions: &[Action]) -> Vec<bool> {
+    actions
+        .iter()
+        .map(|a| matches!(a, Action::Browser(_)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,6 +179,56 @@ mod tests {
         r#"{"kind": "file", "check": {"tool": "Read", "file": "${BUGATTI_WORKDIR}/a.txt", "offset": 1, "limit": 2000, "seen": "a\n", "bytes": 2}}"#,
         r#"{"kind": "browser", "tool": "browser_navigate", "arguments": {"url": "http://127.0.0.1:${APP_PORT}/"}, "output": "- Page Title: Shop", "is_error": true}"#,
     ];
+
+    /// Facts true on what the agent saw, once refused for a wrong reason: one about a console
+    /// answer's status lines (not in the compared output) and one naming an element by its
+    /// browser ref (masked in the compared output). Each holds now, and still says something.
+    #[test]
+    fn facts_about_the_console_header_and_a_browser_ref_hold_on_what_the_agent_saw() {
+        let actions: Vec<Action> = [
+            r#"{"kind": "console", "tool": "exec_command", "arguments": {"cmd": "sh app.sh"}, "output": "Chunk ID: 5b7a79\nWall time: 0.0123 seconds\nProcess exited with code 0\nOriginal token count: 3\nOutput:\nlatency 20ms\n", "exit_code": 0}"#,
+            r#"{"kind": "browser", "tool": "browser_snapshot", "arguments": {}, "output": "- Page URL: http://shop/\n### Snapshot\n- listitem \"Blue mug\" [ref=e7]:\n  - button \"Add to basket\" [ref=e12] [cursor=pointer]"}"#,
+        ]
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap_or_else(|e| panic!("{line}: {e}")))
+        .collect();
+        let stated = [
+            r#"1 contains "Process exited with code 0""#,
+            r#"1 /Wall time: ([0-9.]+) seconds/ number in [0, 0.5]"#,
+            r#"1 matches /^latency \d+ms$/"#,
+            r#"2 contains "button \"Add to basket\" [ref=e12]""#,
+            r#"2 matches /listitem "Blue mug" \[ref=e\d+\]/"#,
+            r#"2 /button "(.*?)" \[ref=[^\]]+\]/ same as 2 /button "(\S+ to basket)" \[ref=e12\]/"#,
+        ]
+        .map(String::from);
+        let facts = crate::replay::facts::parse(&stated, &refs_masked(&actions)).expect("parses");
+        let outputs = fact_outputs(&actions);
+        let now = chrono::Utc::now();
+        let refused = crate::replay::facts::first_false_when_recorded(&facts, &outputs, None, now);
+        assert!(refused.is_none(), "{refused:?}");
+        // They still protect: another exit code, a slow answer, another button.
+        let mut changed = outputs.clone();
+        for (from, to) in [
+            ("code 0", "code 1"),
+            ("0.0123 seconds", "0.9000 seconds"),
+            ("Add to basket", "Sold out"),
+        ] {
+            for shown in changed.iter_mut().flatten() {
+                shown.header = shown.header.replace(from, to);
+                shown.output = shown.output.replace(from, to);
+            }
+        }
+        let false_ones: Vec<&str> = facts
+            .iter()
+            .filter(|f| crate::replay::facts::holds(f, &changed, &[], now).is_err())
+            .map(|f| f.text.as_str())
+            .collect();
+        assert_eq!(false_ones.len(), 4, "{false_ones:?}");
+        // A ref is masked only where the output's are: a console output keeps its text.
+        let console_ref = [r#"1 contains "[ref=e12]""#.to_string()];
+        let facts = crate::replay::facts::parse(&console_ref, &refs_masked(&actions)).expect("ok");
+        assert!(crate::replay::facts::holds(&facts[0], &outputs, &[], now).is_err());
+    }
 
     #[test]
     fn each_kind_reads_and_writes_as_the_file_always_had_it() {
@@ -172,6 +251,7 @@ mod tests {
             facts: None,
             agent_version: None,
             failed: None,
+            first_look_ms: None,
             actions,
         });
         let text = recording.to_text().expect("serializes");

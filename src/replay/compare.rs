@@ -45,6 +45,16 @@ pub fn compare_output_noting(
     let (diff, varied) = masks::check(&expected, &seen, rules);
     let checked = match diff {
         MaskedDiff::Same => Checked::Same,
+        // A position that will not be learned again is no soft drift: the agent's pass
+        // would teach nothing, and the step says why it goes to the agent.
+        MaskedDiff::Soft(positions) if positions.iter().any(|p| unsettled(rules, *p)) => {
+            let field = format!(
+                "output (a timestamp whose offset from the run's clock had not settled after {} \
+                 passes of the agent, compared exactly)",
+                super::domains::SETTLES_WITHIN
+            );
+            Checked::Hard(drift(action, what, &field, &expected, &seen))
+        }
         MaskedDiff::Soft(positions) => {
             let mut d = drift(action, what, "output", &expected, &seen);
             d.soft = true;
@@ -53,6 +63,14 @@ pub fn compare_output_noting(
         MaskedDiff::Hard => Checked::Hard(drift(action, what, "output", &expected, &seen)),
     };
     (checked, varied)
+}
+
+/// Whether the learned position at `at` is a timestamp no longer learned.
+fn unsettled(rules: &Rules<'_>, at: Position) -> bool {
+    rules
+        .volatile
+        .iter()
+        .any(|l| l.at == at && l.domain.as_ref().is_some_and(|d| d.unsettled()))
 }
 
 /// A drift of two texts already normalised (or plain values: exit codes).
@@ -142,11 +160,42 @@ mod tests {
                 tie: None,
                 apart: Vec::new(),
                 quiet: 0,
+                widened: 0,
             }),
         }];
         assert_eq!(
             compare_output(&n, &rules(&learned), 0, "x", "in 3ms", "in 4ms"),
             Checked::Same
+        );
+    }
+
+    #[test]
+    fn a_timestamp_no_longer_learned_is_a_drift_that_says_so() {
+        let n = Normalizer::generic();
+        let learned = |widened| {
+            [Learned {
+                at: Position { line: 0, token: 0 },
+                domain: Some(crate::replay::domains::Domain {
+                    kind: crate::replay::masks::Kind::Timestamp,
+                    range: Some((-3600.0, 0.0)),
+                    tie: None,
+                    apart: Vec::new(),
+                    quiet: 0,
+                    widened,
+                }),
+            }]
+        };
+        let (a, b) = ("backup 2026-11-25T09:00:00Z", "backup 2026-11-20T09:00:00Z");
+        let nine = learned(crate::replay::domains::SETTLES_WITHIN - 1);
+        assert!(matches!(
+            compare_output(&n, &rules(&nine), 0, "x", a, b),
+            Checked::Soft(..)
+        ));
+        let ten = learned(crate::replay::domains::SETTLES_WITHIN);
+        let d = hard(compare_output(&n, &rules(&ten), 0, "x", a, b));
+        assert!(
+            d.field.contains("not settled after 10 passes") && d.field.contains("exactly"),
+            "{d:?}"
         );
     }
 

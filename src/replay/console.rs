@@ -241,12 +241,61 @@ impl Sessions {
     }
 }
 
+impl ConsoleAction {
+    /// The status lines of the answer the agent read above the compared output of an
+    /// `exec_command` or `write_stdin` (empty for the other tools and an error): what a fact about
+    /// the console's header (`contains "Process exited with code 0"`, `/Wall time: (\S+)/ number
+    /// in [0, 2]`) is checked on, with the compared output below it.
+    pub(super) fn fact_header(&self) -> String {
+        if self.is_error
+            || !matches!(
+                self.tool,
+                ConsoleTool::ExecCommand | ConsoleTool::WriteStdin
+            )
+        {
+            return String::new();
+        }
+        let parsed = parse_answer(&self.output);
+        fact_header(
+            self.exit_code.or(parsed.exit_code),
+            parsed.running,
+            parsed.wall,
+            parsed.tokens,
+        )
+    }
+}
+
+/// The answer's status lines as [`crate::console::reply::header`] writes them, without the chunk
+/// id (new every call): its wall time, how the process stood, its token count, `Output:`.
+fn fact_header(
+    exit_code: Option<i32>,
+    running: Option<u64>,
+    wall: Option<Duration>,
+    tokens: Option<usize>,
+) -> String {
+    let mut text = String::new();
+    if let Some(wall) = wall {
+        text.push_str(&format!("Wall time: {:.4} seconds\n", wall.as_secs_f64()));
+    }
+    match (exit_code, running) {
+        (Some(code), _) => text.push_str(&format!("Process exited with code {code}\n")),
+        (None, Some(id)) => text.push_str(&format!("Process running with session ID {id}\n")),
+        (None, None) => {}
+    }
+    if let Some(tokens) = tokens {
+        text.push_str(&format!("Original token count: {tokens}\n"));
+    }
+    text.push_str("Output:\n");
+    text
+}
+
 /// The parts of a console answer (Codex's layout, [`crate::console::reply`]).
 #[derive(Debug, Default, PartialEq)]
 pub(super) struct Parsed {
     exit_code: Option<i32>,
     running: Option<u64>,
     wall: Option<Duration>,
+    tokens: Option<usize>,
     body: String,
 }
 
@@ -261,6 +310,8 @@ fn parse_answer(text: &str) -> Parsed {
             parsed.exit_code = code.trim().parse().ok();
         } else if let Some(id) = line.strip_prefix("Process running with session ID ") {
             parsed.running = id.trim().parse().ok();
+        } else if let Some(tokens) = line.strip_prefix("Original token count: ") {
+            parsed.tokens = tokens.trim().parse().ok();
         } else if let Some(wall) = line.strip_prefix("Wall time: ") {
             parsed.wall = wall
                 .trim_end_matches(" seconds")
@@ -402,11 +453,18 @@ async fn replay(
                 sessions.live.insert(old, new);
             }
             let wall = expected.wall;
+            // What a fact about the answer's status lines reads, as the agent read them (the
+            // exit code is checked equal to the recorded one).
+            let (exit_code, tokens) = (expected.exit_code, seen.tokens);
+            let running = key.and_then(|k| sessions.live.get(&k).copied());
             match key {
                 None => one_call(ctx, at, arguments, expected, seen).await?,
                 Some(key) => in_session(ctx, sessions, at, arguments, key, expected, seen).await?,
             }
-            wall_check(at, wall, began.elapsed())
+            let took = began.elapsed();
+            wall_check(at, wall, took)?;
+            ctx.note_fact_header(at, &fact_header(exit_code, running, Some(took), tokens));
+            Ok(())
         }
         ConsoleTool::ReadLog | ConsoleTool::WaitForLog => {
             let wall = parse_answer(&recorded.output).wall;

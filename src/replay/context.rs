@@ -56,9 +56,10 @@ pub struct ReplayContext<'a> {
 #[derive(Default)]
 pub(super) struct StepSeen {
     pub(super) outputs: Vec<Option<String>>,
-    /// The same outputs before normalisation (session values as placeholders): what the
-    /// agent's stated facts are checked on, as they were on the recording.
-    pub(super) comparable: Vec<Option<String>>,
+    /// The same outputs before normalisation (session values as placeholders), a console
+    /// answer's with its status lines: what the agent's stated facts are checked on, as
+    /// they were on the recording ([`super::action::fact_outputs`]).
+    pub(super) comparable: Vec<Option<super::facts::Shown>>,
     pub(super) varied: Vec<(usize, Position)>,
 }
 
@@ -125,11 +126,20 @@ impl ReplayContext<'_> {
                 step.comparable.resize(at.index + 1, None);
             }
             step.outputs[at.index] = Some(text);
-            step.comparable[at.index] = Some(comparable);
+            step.comparable[at.index] = Some(super::facts::Shown::plain(comparable));
             step.varied
                 .extend(varied.into_iter().map(|p| (at.index, p)));
         }
         checked
+    }
+
+    /// Puts a console answer's status lines above the output a fact about action `at` reads
+    /// (see `ConsoleAction::fact_header`), once that output matched.
+    pub(super) fn note_fact_header(&self, at: &ActionAt<'_>, header: &str) {
+        let mut step = at.seen.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(Some(shown)) = step.comparable.get_mut(at.index) {
+            shown.header = self.comparable(header);
+        }
     }
 
     /// [`Self::compare`] as the replay's result.

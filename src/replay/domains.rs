@@ -27,6 +27,11 @@ pub type Window = (DateTime<Utc>, DateTime<Utc>);
 /// How many replays in a row a learned position may go unvarying before it is exact again.
 pub const EXPIRES_AFTER: u32 = 30;
 
+/// How many of the agent's passes may widen a timestamp's learned offsets: one that has not
+/// settled by then (a nightly job's time that drifts a little further every night) stops being
+/// learned, and is compared exactly from then on ([`Domain::unsettled`]).
+pub const SETTLES_WITHIN: u32 = 10;
+
 /// The most pairs of consecutive timestamps kept per output (a log of a thousand timestamps keeps
 /// the first ones; its order, one relation, is kept whole).
 pub const MAX_RELATIONS_PER_OUTPUT: usize = 32;
@@ -98,6 +103,17 @@ pub struct Domain {
     /// Replays in a row since it was last seen varying ([`EXPIRES_AFTER`]).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub quiet: u32,
+    /// A timestamp: the agent's passes that widened its range ([`SETTLES_WITHIN`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub widened: u32,
+}
+
+impl Domain {
+    /// A timestamp whose offsets still widened after [`SETTLES_WITHIN`] passes: no longer
+    /// learned, compared exactly (it admits nothing but its recorded value).
+    pub fn unsettled(&self) -> bool {
+        self.kind == Kind::Timestamp && self.widened >= SETTLES_WITHIN
+    }
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -131,6 +147,11 @@ pub struct Relation {
     /// later), however many there are.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub sorted: bool,
+    /// `a` is in an earlier action's output (this one), `b` in `action`'s: the last timestamp
+    /// of one output and the first of the next output that shows one (an order placed, then
+    /// shipped: the shipping must still come after the order).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<usize>,
 }
 
 /// The bounds a duration learned over `range` passes within (seconds).
@@ -275,6 +296,10 @@ pub fn learn_domain(
     after: &SeenValue<'_>,
 ) -> Option<Domain> {
     let old = old.filter(|d| d.kind == kind);
+    // Not settled after SETTLES_WITHIN passes: kept as it is, never widened again.
+    if let Some(d) = old.filter(|d| d.unsettled()) {
+        return Some(d.clone());
+    }
     let range = match kind {
         Kind::Duration => {
             let (a, b) = (duration_secs(before.value)?, duration_secs(after.value)?);
@@ -292,19 +317,25 @@ pub fn learn_domain(
         Some(d) if before.value == after.value => d.quiet,
         _ => 0,
     };
+    let widened = match old {
+        Some(d) if d.range == range => d.widened,
+        Some(d) => d.widened.saturating_add(1),
+        None => 1,
+    };
     Some(Domain {
         kind,
         range,
         tie: None,
         apart: Vec::new(),
         quiet,
+        widened: if kind == Kind::Timestamp { widened } else { 0 },
     })
 }
 
 /// Whether `value` (seen at replay, a token of `kind` where `recorded` was) is inside `domain`.
 /// Ties are checked apart (they need the other outputs).
 pub fn admits(domain: &Domain, kind: Kind, recorded: &str, value: &str, now: Window) -> bool {
-    if domain.kind != kind {
+    if domain.kind != kind || domain.unsettled() {
         return false;
     }
     match kind {
@@ -372,6 +403,7 @@ pub fn relations_in(action: usize, text: &str) -> Vec<Relation> {
                 order: order_of(x, y),
                 diff: Some(round_ms(y - x)),
                 sorted: false,
+                from: None,
             })
         })
         .take(MAX_RELATIONS_PER_OUTPUT)
@@ -429,7 +461,51 @@ fn sorted_list(
         order,
         diff: None,
         sorted: true,
+        from: None,
     })
+}
+
+/// The relations across the outputs of one step (`texts`, one per action, as compared): the
+/// last dated timestamp of each output that shows one, and the first of the next output that
+/// does, their order and difference, as for two timestamps of one output.
+pub fn relations_across(texts: &[Option<String>]) -> Vec<Relation> {
+    let near = Utc::now();
+    let dated = |text: &str| -> Vec<(Position, String)> {
+        let mut out = Vec::new();
+        for (line, l) in text.split('\n').enumerate() {
+            for (token, t) in super::tokens::candidates(l).iter().enumerate() {
+                let value = &l[t.start..t.end];
+                if t.kind == Kind::Timestamp && value.len() >= 10 && instant(value, near).is_some()
+                {
+                    out.push((Position { line, token }, value.to_string()));
+                }
+            }
+        }
+        out
+    };
+    let mut out = Vec::new();
+    let mut last: Option<(usize, Position, String)> = None;
+    for (action, text) in texts.iter().enumerate() {
+        let Some(text) = text else { continue };
+        let stamps = dated(text);
+        if let (Some((from, a, x)), Some((b, y))) = (&last, stamps.first()) {
+            if let Some((x, y, _)) = pair(x, y, near) {
+                out.push(Relation {
+                    action,
+                    a: *a,
+                    b: *b,
+                    order: order_of(x, y),
+                    diff: Some(round_ms(y - x)),
+                    sorted: false,
+                    from: Some(*from),
+                });
+            }
+        }
+        if let Some((p, v)) = stamps.last() {
+            last = Some((action, *p, v.clone()));
+        }
+    }
+    out
 }
 
 fn in_order(order: Order, x: DateTime<Utc>, y: DateTime<Utc>) -> bool {
@@ -475,6 +551,7 @@ pub fn intersect(before: &[Relation], now: &[Relation]) -> Vec<Relation> {
             // A list's order is the same relation however long the list grew.
             let old = before.iter().find(|o| {
                 o.action == r.action
+                    && o.from == r.from
                     && o.a == r.a
                     && o.sorted == r.sorted
                     && (r.sorted || o.b == r.b)
@@ -516,6 +593,7 @@ mod tests {
             tie: None,
             apart: Vec::new(),
             quiet: 0,
+            widened: 0,
         };
         let now = (at("2026-11-25T09:00:00Z"), at("2026-11-25T09:00:30Z"));
         assert!(admits(&d, Kind::Duration, "12ms", "700ms", now));
@@ -576,6 +654,84 @@ mod tests {
     }
 
     #[test]
+    fn a_timestamp_not_settled_after_ten_passes_is_no_longer_learned() {
+        // A nightly job's time, a little further back every night the agent passes it.
+        let night = |n: i64| {
+            let start = at("2026-11-01T02:00:00Z") + Span::days(n);
+            (start, start + Span::minutes(1))
+        };
+        let value = |n: i64| (night(n).0 - Span::hours(n + 1)).to_rfc3339();
+        let mut domain: Option<Domain> = None;
+        for n in 1..=SETTLES_WITHIN as i64 {
+            let (before, after) = (value(n - 1), value(n));
+            let d = learn_domain(
+                Kind::Timestamp,
+                domain.as_ref(),
+                &SeenValue {
+                    value: &before,
+                    window: Some(night(n - 1)),
+                    step_began: None,
+                },
+                &SeenValue {
+                    value: &after,
+                    window: Some(night(n)),
+                    step_began: None,
+                },
+            )
+            .expect("a domain");
+            assert_eq!(d.widened, n as u32, "{d:?}");
+            // Learned (and admitting what it learned) until the tenth pass.
+            assert_eq!(d.unsettled(), n as u32 == SETTLES_WITHIN, "{d:?}");
+            domain = Some(d);
+        }
+        let d = domain.expect("learned");
+        let (lo, hi) = d.range.expect("a range");
+        let inside = night(11).0 - Span::seconds(((lo + hi) / 2.0) as i64);
+        assert!(!admits(
+            &d,
+            Kind::Timestamp,
+            "x",
+            &inside.to_rfc3339(),
+            night(11)
+        ));
+        // The eleventh pass teaches it nothing: it stays as it was, compared exactly.
+        let again = learn_domain(
+            Kind::Timestamp,
+            Some(&d),
+            &SeenValue {
+                value: &value(10),
+                window: Some(night(10)),
+                step_began: None,
+            },
+            &SeenValue {
+                value: &value(30),
+                window: Some(night(11)),
+                step_began: None,
+            },
+        );
+        assert_eq!(again.as_ref(), Some(&d));
+        // A timestamp that settles (the same offset each pass) keeps its range, learned.
+        let mut settled = d.clone();
+        settled.widened = 1;
+        let same = learn_domain(
+            Kind::Timestamp,
+            Some(&settled),
+            &SeenValue {
+                value: "2026-11-25T09:00:10Z",
+                window: Some((at("2026-11-25T09:00:00Z"), at("2026-11-25T09:00:30Z"))),
+                step_began: None,
+            },
+            &SeenValue {
+                value: "2026-11-26T09:00:10Z",
+                window: Some((at("2026-11-26T09:00:00Z"), at("2026-11-26T09:00:30Z"))),
+                step_began: None,
+            },
+        )
+        .expect("a domain");
+        assert!(!same.unsettled());
+    }
+
+    #[test]
     fn a_timestamp_keeps_its_offset_from_the_runs_clock() {
         let w = (at("2026-11-25T09:00:00Z"), at("2026-11-25T09:01:00Z"));
         assert_eq!(offset("2026-11-25T09:00:30Z", w), Some(0.0));
@@ -589,6 +745,7 @@ mod tests {
             tie: None,
             apart: Vec::new(),
             quiet: 0,
+            widened: 0,
         };
         let later = (at("2026-11-26T09:00:00Z"), at("2026-11-26T09:01:00Z"));
         assert!(admits(
@@ -666,6 +823,7 @@ mod tests {
                 tie: Some((0, 1, 0)),
                 apart: Vec::new(),
                 quiet: 3,
+                widened: 0,
             }),
         };
         let text = serde_json::to_string(&new).expect("json");

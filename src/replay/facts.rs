@@ -103,9 +103,11 @@ pub enum FactsRefused {
 }
 
 /// The facts of an answer: its `BUGATTI_FACT` lines without the keyword (`1 contains "ok"`).
-/// `actions`: how many actions the step has. More than [`MAX_FACTS`] facts, or more than
+/// `refs_masked`: one entry per action of the step, true for one whose output is read with its
+/// element refs masked (a browser answer: `[ref=e12]` is `[ref=…]` on both sides, so a fact's
+/// own refs are masked too, [`mask_refs`]). More than [`MAX_FACTS`] facts, or more than
 /// [`MAX_FACTS_BYTES`] of them, are refused before any is parsed.
-pub fn parse(stated: &[String], actions: usize) -> Result<Vec<Fact>, FactsRefused> {
+pub fn parse(stated: &[String], refs_masked: &[bool]) -> Result<Vec<Fact>, FactsRefused> {
     if stated.len() > MAX_FACTS {
         return Err(FactsRefused::TooMany {
             stated: stated.len(),
@@ -117,8 +119,83 @@ pub fn parse(stated: &[String], actions: usize) -> Result<Vec<Fact>, FactsRefuse
     }
     Ok(stated
         .iter()
-        .map(|l| parse_line(l.trim(), actions))
+        .map(|l| parse_line(l.trim(), refs_masked))
         .collect::<Result<_, _>>()?)
+}
+
+/// A fact's text (a quoted text or a regex's source) with its element refs masked as a browser
+/// answer's are compared: `[ref=e12]` and a regex's `\[ref=e\d+\]` are `[ref=…]` and
+/// `\[ref=…\]`. Refs are numbered afresh per page: what a fact can rest on is the element the
+/// line shows, not its number. Everything after `ref=` up to the bracket that closes it (or
+/// the end of the word) is the ref.
+pub fn mask_refs(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("ref=") {
+        // `href=` and the like are words of their own.
+        let word = rest[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        out.push_str(&rest[..at + 4]);
+        rest = &rest[at + 4..];
+        if word {
+            continue;
+        }
+        let end = ref_end(rest);
+        if end > 0 {
+            // A group around the ref keeps its place (its value is then the masked ref).
+            out.push_str(if rest.starts_with('(') {
+                "(…)"
+            } else {
+                "…"
+            });
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// How long the ref written at the start of `text` is (a literal `e12`, `f1e12`, or a regex
+/// for one: `e\d+`, `[^\]]+`, `(e\d+)`, `\w+?`).
+fn ref_end(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    let mut depth = 0usize;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' if bytes.get(i + 1) == Some(&b']') && depth == 0 => break,
+            b'\\' => i += 2,
+            b'[' => {
+                // A class: to its closing bracket (a `]` first, or after `^`, is literal).
+                i += 1;
+                if bytes.get(i) == Some(&b'^') {
+                    i += 1;
+                }
+                if bytes.get(i) == Some(&b']') {
+                    i += 1;
+                }
+                while i < bytes.len() && bytes[i] != b']' {
+                    i += if bytes[i] == b'\\' { 2 } else { 1 };
+                }
+                i += 1;
+            }
+            b'(' => {
+                depth += 1;
+                i += 1;
+            }
+            b')' if depth > 0 => {
+                depth -= 1;
+                i += 1;
+            }
+            b']' | b')' | b'"' | b'/' | b'|' | b',' => break,
+            c if c.is_ascii_whitespace() && depth == 0 => break,
+            _ => i += 1,
+        }
+    }
+    // A quantifier is the ref's too; never past the text (an escape at its very end).
+    i.min(bytes.len())
 }
 
 /// The question asked after a pass, listing the step's recorded actions (one line each, as
@@ -159,8 +236,8 @@ pub fn question(actions: &[String]) -> String {
 /// The first of `facts` that does not hold, with why (see [`holds`]).
 pub fn first_false<'a>(
     facts: &'a [Fact],
-    outputs: &[Option<String>],
-    recorded: &[Option<String>],
+    outputs: &[Option<Shown>],
+    recorded: &[Option<Shown>],
     now: DateTime<Utc>,
 ) -> Option<(&'a Fact, String)> {
     facts
@@ -173,8 +250,8 @@ pub fn first_false<'a>(
 /// one, left to the replays.
 pub fn first_false_when_recorded<'a>(
     facts: &'a [Fact],
-    outputs: &[Option<String>],
-    previous: Option<&[Option<String>]>,
+    outputs: &[Option<Shown>],
+    previous: Option<&[Option<Shown>]>,
     now: DateTime<Utc>,
 ) -> Option<(&'a Fact, String)> {
     facts
@@ -194,7 +271,8 @@ fn bad(line: &str, reason: impl Into<String>) -> BadFact {
     }
 }
 
-fn parse_line(line: &str, actions: usize) -> Result<Fact, BadFact> {
+fn parse_line(line: &str, refs_masked: &[bool]) -> Result<Fact, BadFact> {
+    let actions = refs_masked.len();
     if let Some(bytes) = crate::model::markers::overlong_fact_bytes(line) {
         return Err(bad(
             line,
@@ -205,6 +283,13 @@ fn parse_line(line: &str, actions: usize) -> Result<Fact, BadFact> {
         ));
     }
     let (action, rest) = action_number(line, line, actions)?;
+    let masked;
+    let rest = if refs_masked[action] {
+        masked = mask_refs(rest);
+        masked.as_str()
+    } else {
+        rest
+    };
     let test = if let Some(q) = rest.strip_prefix("contains ") {
         Test::Contains(quoted(line, q)?)
     } else if let Some(q) = rest.strip_prefix("equals ") {
@@ -215,7 +300,7 @@ fn parse_line(line: &str, actions: usize) -> Result<Fact, BadFact> {
         Test::Absent(regex(line, r)?.0)
     } else if rest.starts_with('/') {
         let (re, rest) = regex(line, rest)?;
-        value_test(line, re, rest.trim_start(), actions)?
+        value_test(line, re, rest.trim_start(), refs_masked)?
     } else {
         return Err(bad(
             line,
@@ -229,7 +314,16 @@ fn parse_line(line: &str, actions: usize) -> Result<Fact, BadFact> {
     })
 }
 
-fn value_test(line: &str, re: Regex, rest: &str, actions: usize) -> Result<Test, BadFact> {
+fn value_test(line: &str, re: Regex, rest: &str, refs_masked: &[bool]) -> Result<Test, BadFact> {
+    let actions = refs_masked.len();
+    // The other action's regex, its refs masked when that action's are.
+    let other_regex = |k: usize, r: &str| {
+        if refs_masked[k] {
+            regex(line, &mask_refs(r)).map(|(re, _)| re)
+        } else {
+            regex(line, r).map(|(re, _)| re)
+        }
+    };
     if let Some(range) = rest.strip_prefix("number in ") {
         let inner = range
             .trim()
@@ -277,14 +371,14 @@ fn value_test(line: &str, re: Regex, rest: &str, actions: usize) -> Result<Test,
     }
     if let Some(other) = rest.strip_prefix("same as ") {
         let (k, r) = action_number(line, other, actions)?;
-        return Ok(Test::SameAs(re, k, regex(line, r)?.0));
+        return Ok(Test::SameAs(re, k, other_regex(k, r)?));
     }
     if rest.trim() == "differs from the recording" {
         return Ok(Test::Differs(re));
     }
     if let Some(other) = rest.strip_prefix("differs from ") {
         let (k, r) = action_number(line, other, actions)?;
-        return Ok(Test::DiffersFrom(re, k, regex(line, r)?.0));
+        return Ok(Test::DiffersFrom(re, k, other_regex(k, r)?));
     }
     Err(bad(
         line,
@@ -369,10 +463,62 @@ fn value<'a>(re: &Regex, text: &'a str) -> Option<&'a str> {
     c.get(1).or_else(|| c.get(0)).map(|m| m.as_str())
 }
 
+/// One action's output as a fact reads it: the output in its compared form, and what the agent
+/// read above it (a console answer's status lines: `Wall time: …`, `Process exited with code
+/// 0`; empty for the other kinds).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Shown {
+    pub header: String,
+    pub output: String,
+}
+
+impl Shown {
+    /// An output with nothing above it.
+    pub fn plain(output: impl Into<String>) -> Self {
+        Self {
+            header: String::new(),
+            output: output.into(),
+        }
+    }
+}
+
 /// Whether `fact` holds on `outputs` (the step's outputs as the agent or the replay saw them,
 /// one per action), `recorded` being the recording's (for `differs from the recording`) and
-/// `now` the instant of the check; `Err` says why not.
+/// `now` the instant of the check; `Err` says why not. A fact is read on the outputs, and
+/// where it does not hold there, on each with its header above (`contains "Process exited
+/// with code 0"`); `absent` must hold on both (an error in the header counts too), and a
+/// regex's `^` still means the output's start.
 pub fn holds(
+    fact: &Fact,
+    outputs: &[Option<Shown>],
+    recorded: &[Option<Shown>],
+    now: DateTime<Utc>,
+) -> Result<(), String> {
+    let bodies = |all: &[Option<Shown>]| -> Vec<Option<String>> {
+        all.iter()
+            .map(|s| s.as_ref().map(|s| s.output.clone()))
+            .collect()
+    };
+    let whole = |all: &[Option<Shown>]| -> Vec<Option<String>> {
+        all.iter()
+            .map(|s| s.as_ref().map(|s| format!("{}{}", s.header, s.output)))
+            .collect()
+    };
+    let on_outputs = holds_on(fact, &bodies(outputs), &bodies(recorded), now);
+    let headed = |all: &[Option<Shown>]| all.iter().flatten().any(|s| !s.header.is_empty());
+    if !headed(outputs) && !headed(recorded) {
+        return on_outputs;
+    }
+    match (&fact.test, on_outputs) {
+        (Test::Absent(_), Ok(())) | (_, Err(_)) => {
+            holds_on(fact, &whole(outputs), &whole(recorded), now)
+        }
+        (_, held) => held,
+    }
+}
+
+/// [`holds`] on one reading of the outputs.
+fn holds_on(
     fact: &Fact,
     outputs: &[Option<String>],
     recorded: &[Option<String>],
@@ -458,8 +604,8 @@ mod tests {
         s.parse().expect("timestamp")
     }
 
-    fn outputs(texts: &[&str]) -> Vec<Option<String>> {
-        texts.iter().map(|t| Some((*t).to_string())).collect()
+    fn outputs(texts: &[&str]) -> Vec<Option<Shown>> {
+        texts.iter().map(|t| Some(Shown::plain(*t))).collect()
     }
 
     #[test]
@@ -474,7 +620,7 @@ mod tests {
             "4 /snapshot (\\S+)/ time within 4h of now",
         ]
         .map(String::from);
-        let facts = parse(&answer, 4).expect("parses");
+        let facts = parse(&answer, &[false; 4]).expect("parses");
         assert_eq!(facts.len(), 7);
         let now = at("2026-11-25T12:00:00Z");
         let good = outputs(&[
@@ -512,7 +658,7 @@ mod tests {
                 "1 /issued (\\S+)/ time between -30s and 0s of now",
             ]
             .map(String::from),
-            1,
+            &[false; 1],
         )
         .expect("parses");
         let now = at("2026-11-25T12:00:00Z");
@@ -548,7 +694,7 @@ mod tests {
                 "2 /session=(\\S+)/ differs from the recording",
             ]
             .map(String::from),
-            2,
+            &[false; 2],
         )
         .expect("parses");
         let now = at("2026-11-25T12:00:00Z");
@@ -579,7 +725,7 @@ mod tests {
 
     #[test]
     fn a_regex_ending_in_dollar_sees_the_last_line_as_the_agent_did() {
-        let facts = parse(&["1 matches /status: ok$/".to_string()], 1).expect("parses");
+        let facts = parse(&["1 matches /status: ok$/".to_string()], &[false; 1]).expect("parses");
         let now = at("2026-11-25T12:00:00Z");
         assert_eq!(
             holds(&facts[0], &outputs(&["status: ok\n"]), &[], now),
@@ -593,22 +739,40 @@ mod tests {
         let many: Vec<String> = (0..=MAX_FACTS)
             .map(|i| format!("1 contains \"{i}\""))
             .collect();
-        let e = parse(&many, 1).expect_err("too many");
+        let e = parse(&many, &[false; 1]).expect_err("too many");
         assert_eq!(e, FactsRefused::TooMany { stated: 65 });
         assert!(e.to_string().contains("at most 64"), "{e}");
-        assert!(parse(&many[..MAX_FACTS], 1).is_ok());
+        assert!(parse(&many[..MAX_FACTS], &[false; 1]).is_ok());
         let large: Vec<String> = (0..10)
             .map(|i| format!("1 contains \"{i}{}\"", "x".repeat(7000)))
             .collect();
-        let e = parse(&large, 1).expect_err("too large");
+        let e = parse(&large, &[false; 1]).expect_err("too large");
         assert!(
             matches!(e, FactsRefused::TooLarge { bytes } if bytes > MAX_FACTS_BYTES),
             "{e}"
         );
         // A line the reply scanner found over its limit is refused with a word.
         let long = crate::model::markers::overlong_fact(9_000_000);
-        let e = parse(&[long], 1).expect_err("over-long");
+        let e = parse(&[long], &[false; 1]).expect_err("over-long");
         assert!(e.to_string().contains("9000000 bytes long"), "{e}");
+    }
+
+    #[test]
+    fn a_facts_refs_are_masked_as_a_browser_answers_are() {
+        for (fact, masked) in [
+            (
+                r#"contains "button [ref=e12]""#,
+                r#"contains "button [ref=…]""#,
+            ),
+            (r#"matches /\[ref=f1e12\] x/"#, r#"matches /\[ref=…\] x/"#),
+            (r#"matches /\[ref=e\d+\]/"#, r#"matches /\[ref=…\]/"#),
+            (r#"matches /\[ref=[^\]]+\]/"#, r#"matches /\[ref=…\]/"#),
+            (r#"/\[ref=(e\d+)\]/ same as"#, r#"/\[ref=(…)\]/ same as"#),
+            (r#"matches /href=(\S+)/"#, r#"matches /href=(\S+)/"#),
+            (r#"contains "ref=""#, r#"contains "ref=""#),
+        ] {
+            assert_eq!(mask_refs(fact), masked, "{fact}");
+        }
     }
 
     #[test]
@@ -624,7 +788,7 @@ mod tests {
             ("1 /x/ differs from 3 /y/", "actions 1 to 2"),
             ("1 looks fine", "expected"),
         ] {
-            let e = parse(&[line.to_string()], 2).expect_err(line);
+            let e = parse(&[line.to_string()], &[false; 2]).expect_err(line);
             assert!(e.to_string().contains(why), "{line}: {e}");
         }
     }

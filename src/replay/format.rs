@@ -80,6 +80,11 @@ pub struct RecordedStep {
     /// baseline a new pass must match in strength (strength.rs). Why, in words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed: Option<String>,
+    /// How long after the test's harness was ready the agent first acted in this step (ms):
+    /// a replay watches the harness that long, at most two seconds (docs/replay.md, "What
+    /// replay watches"). `None` in an older recording, or without a harness watch: two seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_look_ms: Option<u64>,
 }
 
 impl Recording {
@@ -225,6 +230,7 @@ mod tests {
             facts: None,
             agent_version: None,
             failed: None,
+            first_look_ms: None,
             actions: outputs
                 .iter()
                 .map(|o| {

@@ -3,7 +3,8 @@
 //! end ~70 ms after the harness is ready, while the agent's first look came seconds later, when
 //! a worker that dies (or logs `FATAL`) a second after printing `ready` had already done so. So,
 //! once per test, a replayed step passes only after the harness has been up for
-//! [`window`] (the recorded time from readiness to the agent's first look, at most [`CAP`]),
+//! [`window`] (the recorded time from readiness to the agent's first look in the step,
+//! `first_look_ms`, at most [`CAP`]),
 //! waited alongside the replayed actions (not added to them when they took longer), and only
 //! when then:
 //! - every long-lived harness command that ran when the test's replay began still runs;
@@ -99,6 +100,21 @@ impl HarnessWatch {
         })
     }
 
+    /// How long after the harness was ready (this watch began) the agent first acted in a
+    /// step: its earliest console call or tool call. `None` when it made none.
+    pub fn first_look(
+        &self,
+        console_calls: &[crate::console::record::CallRecord],
+        tool_calls: &[crate::model::tool_call::ToolCall],
+    ) -> Option<Duration> {
+        let first = console_calls
+            .iter()
+            .filter_map(|c| c.began)
+            .chain(tool_calls.iter().map(|c| c.at))
+            .min()?;
+        Some(first.saturating_duration_since(self.began))
+    }
+
     /// When the watch ends: `window` after the replay began.
     pub fn until(&self, window: Duration) -> Instant {
         self.began + window
@@ -157,7 +173,11 @@ pub async fn watched(
     let (Verdict::Replayed { .. }, Some(watch), Some(console)) = (&verdict, watch, console) else {
         return verdict;
     };
-    match watch.check(console, window(None), &logs_read(step)).await {
+    let first_look = step.first_look_ms.map(Duration::from_millis);
+    match watch
+        .check(console, window(first_look), &logs_read(step))
+        .await
+    {
         Ok(()) => verdict,
         Err(reason) => Verdict::Fallback(Fallback::Failed {
             action: step.actions.len().saturating_sub(1),

@@ -107,7 +107,11 @@ pub fn check(expected: &str, seen: &str, rules: &Rules<'_>) -> (MaskedDiff, Vec<
         }
         // The timestamps' order and differences, checked whether or not anything was learned:
         // two timestamps inside their learned ranges still have to keep theirs.
-        for r in rules.relations.iter().filter(|r| r.action == rules.action) {
+        for r in rules
+            .relations
+            .iter()
+            .filter(|r| r.action == rules.action && r.from.is_none())
+        {
             let holds = match (token_at(seen, r.a), token_at(seen, r.b)) {
                 _ if r.sorted => super::domains::sorted_holds(r, seen),
                 (Some(a), Some(b)) => super::domains::holds(r, a, b),
@@ -116,6 +120,19 @@ pub fn check(expected: &str, seen: &str, rules: &Rules<'_>) -> (MaskedDiff, Vec<
             if !holds {
                 soft.extend([r.a, r.b]);
             }
+        }
+    }
+    // A timestamp's relation to one of an earlier output (that output may have changed where
+    // this one did not): checked whether or not this output differs.
+    for r in rules
+        .relations
+        .iter()
+        .filter(|r| r.action == rules.action && r.from.is_some())
+    {
+        let a = r.from.and_then(|k| token_of(rules, seen, k, r.a));
+        if !matches!((a, token_at(seen, r.b)), (Some(a), Some(b)) if super::domains::holds(r, a, b))
+        {
+            soft.push(r.b);
         }
     }
     // A tied id must equal its token as seen now, even where it did not change itself (the
@@ -342,6 +359,7 @@ mod tests {
                 tie: None,
                 apart: Vec::new(),
                 quiet: 0,
+                widened: 0,
             }),
         }
     }
@@ -458,6 +476,7 @@ mod tests {
                 tie: None,
                 apart: Vec::new(),
                 quiet: 0,
+                widened: 0,
             }),
         }];
         assert_eq!(
@@ -491,6 +510,7 @@ mod tests {
                 tie: None,
                 apart: vec![(0, 0, 0)],
                 quiet: 0,
+                widened: 0,
             }),
         }];
         let login = |id: &str| [Some(format!("login session={id}"))];
@@ -526,6 +546,7 @@ mod tests {
                 tie: Some((0, 0, 0)),
                 apart: Vec::new(),
                 quiet: 0,
+                widened: 0,
             }),
         }];
         let user = "user 6f1c2b9a-3d4e-4f50-8a61-7b8c9d0e1f23".to_string();
@@ -587,6 +608,45 @@ mod tests {
             ),
             MaskedDiff::Soft(vec![a, b])
         );
+    }
+
+    #[test]
+    fn a_timestamp_keeps_its_order_to_one_of_an_earlier_output() {
+        // Action 1 placed an order at 09:00, action 2 shipped it at 09:03: both learned wide.
+        let placed = "order placed 2026-11-25T09:00:00Z".to_string();
+        let shipped = "order shipped 2026-11-25T09:03:00Z";
+        let relations: Vec<Relation> =
+            super::super::domains::relations_across(&[Some(placed.clone()), Some(shipped.into())])
+                .into_iter()
+                .map(|r| Relation { diff: None, ..r })
+                .collect();
+        assert_eq!(relations.len(), 1, "{relations:?}");
+        assert_eq!((relations[0].action, relations[0].from), (1, Some(0)));
+        let p = Position { line: 0, token: 0 };
+        let learned = [wide(p, Kind::Timestamp)];
+        let earlier = [Some(placed)];
+        let r = Rules {
+            relations: &relations,
+            action: 1,
+            earlier: &earlier,
+            ..rules(&learned, "")
+        };
+        assert_eq!(
+            compare(shipped, "order shipped 2026-11-25T09:04:00Z", &r),
+            MaskedDiff::Same
+        );
+        // Shipped before it was placed: inside its learned range, against the order.
+        assert_eq!(
+            compare(shipped, "order shipped 2026-11-25T08:59:00Z", &r),
+            MaskedDiff::Soft(vec![p])
+        );
+        // The earlier output changed (placed after today's shipping), this one did not.
+        let later = [Some("order placed 2026-11-25T09:05:00Z".to_string())];
+        let r = Rules {
+            earlier: &later,
+            ..r
+        };
+        assert_eq!(compare(shipped, shipped, &r), MaskedDiff::Soft(vec![p]));
     }
 
     #[test]
@@ -666,6 +726,7 @@ mod tests {
                 tie: None,
                 apart: Vec::new(),
                 quiet: 0,
+                widened: 0,
             }),
         }];
         let r = rules(&learned, "");

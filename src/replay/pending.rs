@@ -282,6 +282,7 @@ mod tests {
             facts: Some(facts.iter().map(|f| (*f).to_string()).collect()),
             agent_version: None,
             failed: None,
+            first_look_ms: None,
         }
     }
 

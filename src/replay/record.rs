@@ -144,7 +144,9 @@ pub fn relations(
         None => relations_of(&previous.actions, normalizer, instruction),
     };
     let same = |i: usize| matches!((previous.actions.get(i), new.get(i)), (Some(a), Some(b)) if a.same_input(b));
-    let (kept, fresh): (Vec<_>, Vec<_>) = now.into_iter().partition(|r| same(r.action));
+    let (kept, fresh): (Vec<_>, Vec<_>) = now
+        .into_iter()
+        .partition(|r| same(r.action) && r.from.is_none_or(same));
     let mut out = super::domains::intersect(&before, &kept);
     out.extend(fresh);
     out.sort_by_key(|r| (r.action, r.a, r.b));
@@ -336,6 +338,7 @@ mod tests {
             facts: None,
             agent_version: None,
             failed: None,
+            first_look_ms: None,
         }
     }
 
@@ -453,6 +456,7 @@ mod tests {
             tie: None,
             apart: Vec::new(),
             quiet: 0,
+            widened: 0,
         };
         for a in &mut step.actions {
             a.set_volatile(vec![Learned {

@@ -80,9 +80,10 @@ pub async fn replay_step(
 /// The first of the step's recorded facts that does not hold on today's outputs, as the
 /// fallback to the agent (a fact is what the agent's pass rested on: one false, the pass is
 /// the agent's to give again).
-fn false_fact(step: &RecordedStep, today: &[Option<String>]) -> Option<Fallback> {
+fn false_fact(step: &RecordedStep, today: &[Option<super::facts::Shown>]) -> Option<Fallback> {
     let stated = step.facts.as_deref().filter(|f| !f.is_empty())?;
-    let facts = match super::facts::parse(stated, step.actions.len()) {
+    let refs_masked = super::action::refs_masked(&step.actions);
+    let facts = match super::facts::parse(stated, &refs_masked) {
         Ok(facts) => facts,
         Err(e) => {
             return Some(Fallback::Failed {
@@ -91,7 +92,7 @@ fn false_fact(step: &RecordedStep, today: &[Option<String>]) -> Option<Fallback>
             })
         }
     };
-    let recorded = compared_outputs(&step.actions);
+    let recorded = super::action::fact_outputs(&step.actions);
     let (fact, why) = super::facts::first_false(&facts, today, &recorded, Utc::now())?;
     Some(Fallback::Failed {
         action: fact.action,
@@ -108,12 +109,16 @@ pub fn relations_of(
     normalizer: &Normalizer,
     instruction: &str,
 ) -> Vec<Relation> {
-    compared_outputs(actions)
+    let texts: Vec<Option<String>> = compared_outputs(actions)
+        .into_iter()
+        .map(|t| t.map(|t| normalizer.normalize_with(&t, instruction)))
+        .collect();
+    let mut relations: Vec<Relation> = texts
         .iter()
         .enumerate()
         .filter_map(|(i, t)| t.as_ref().map(|t| (i, t)))
-        .flat_map(|(i, t)| {
-            super::domains::relations_in(i, &normalizer.normalize_with(t, instruction))
-        })
-        .collect()
+        .flat_map(|(i, t)| super::domains::relations_in(i, t))
+        .collect();
+    relations.extend(super::domains::relations_across(&texts));
+    relations
 }

@@ -75,6 +75,8 @@ pub struct ReplaySession {
     harness: Option<Option<HarnessWatch>>,
     /// When the current step began: a timestamp its output showed came after that.
     step_began: Option<chrono::DateTime<chrono::Utc>>,
+    /// How long after the harness was ready the agent first acted in the step being recorded.
+    first_look: Option<Duration>,
 }
 
 /// Whether the browser actions of `recording` need the page in the client's action answers.
@@ -369,6 +371,7 @@ impl ReplaySession {
             last_snapshot: None,
             harness: None,
             step_began: None,
+            first_look: None,
         }
     }
 
@@ -640,6 +643,8 @@ impl ReplaySession {
             );
             return After::Done(info);
         }
+        let harness = self.harness.as_ref().and_then(Option::as_ref);
+        self.first_look = harness.and_then(|w| w.first_look(step.console_calls, step.tool_calls));
         let ctx = CallsContext {
             placeholders: &self.placeholders,
             agent_cwd: &self.agent_cwd,
@@ -964,6 +969,9 @@ impl ReplaySession {
             facts: Some(facts),
             agent_version,
             failed: None,
+            first_look_ms: self
+                .first_look
+                .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         };
         // A pass that checks less than the recording in force waits for a person.
         let weaker = self.in_force(key).and_then(|old| {
@@ -1031,17 +1039,18 @@ fn held_on_recording(
     actions: &[Action],
     previous: Option<&RecordedStep>,
 ) -> Result<Vec<String>, String> {
-    let facts = super::facts::parse(stated, actions.len()).map_err(|e| match e {
+    let refs_masked = super::action::refs_masked(actions);
+    let facts = super::facts::parse(stated, &refs_masked).map_err(|e| match e {
         super::facts::FactsRefused::Bad(e) => format!("a fact the agent stated is not one: {e}"),
         refused => format!("the facts the agent stated are refused: {refused}"),
     })?;
-    let outputs = super::replayer::compared_outputs(actions);
+    let outputs = super::action::fact_outputs(actions);
     let before = previous
         .filter(|p| {
             p.actions.len() == actions.len()
                 && p.actions.iter().zip(actions).all(|(a, b)| a.same_input(b))
         })
-        .map(|p| super::replayer::compared_outputs(&p.actions));
+        .map(|p| super::action::fact_outputs(&p.actions));
     let now = chrono::Utc::now();
     match super::facts::first_false_when_recorded(&facts, &outputs, before.as_deref(), now) {
         Some((fact, why)) => Err(format!(

@@ -288,6 +288,7 @@ mod tests {
             facts: None,
             agent_version: Some("2.1.197".into()),
             failed: None,
+            first_look_ms: None,
             actions: vec![Action::Shell(ShellAction {
                 command: "true".into(),
                 cwd: "${BUGATTI_WORKDIR}".into(),

@@ -119,10 +119,14 @@ pub fn weakening(
 /// The action (0-based) a fact of a step with `actions` actions is about; `None` for a line that
 /// is not a fact (a recording holds only facts that parsed).
 fn fact_action(fact: &str, actions: usize) -> Option<usize> {
-    super::facts::parse(std::slice::from_ref(&fact.to_string()), actions)
-        .ok()?
-        .first()
-        .map(|f| f.action)
+    // Only the action it names matters here, not how its text is compared: no refs masked.
+    super::facts::parse(
+        std::slice::from_ref(&fact.to_string()),
+        &vec![false; actions],
+    )
+    .ok()?
+    .first()
+    .map(|f| f.action)
 }
 
 #[cfg(test)]
@@ -163,6 +167,7 @@ mod tests {
             facts: Some(facts.iter().map(|f| (*f).to_string()).collect()),
             agent_version: None,
             failed: None,
+            first_look_ms: None,
         }
     }
 

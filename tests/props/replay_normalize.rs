@@ -175,6 +175,7 @@ fn wide(positions: &[Position], text: &str) -> Vec<Learned> {
                     tie: None,
                     apart: Vec::new(),
                     quiet: 0,
+                    widened: 0,
                 }),
             })
         })

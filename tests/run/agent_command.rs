@@ -4,6 +4,7 @@
 
 use crate::common::rig::{scripted, Rig};
 use bugatti::actors::agent::{AgentActor, AgentArgs, AgentMsg};
+use bugatti::model::agent_fault::FaultKind;
 use bugatti::model::ids::StepId;
 use bugatti::model::outcome::{StepStatus, TeardownState};
 use bugatti::providers::{self, AgentContext, AgentError, AgentEvent, Provider, StepVerdict};
@@ -246,6 +247,42 @@ async fn a_step_past_its_timeout_is_timeout_and_the_agent_is_stopped() {
         state,
         TeardownState::Clean | TeardownState::Killed
     ));
+    rig.assert_no_survivors();
+}
+
+/// An agent that something outside stopped (here itself, `kill -STOP`) is said to be stopped,
+/// the agent fault `stopped`: neither a reply without a marker (`protocol_error`, once it has
+/// written and gone silent) nor a slow agent (`timeout`, when the step's time runs out first).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_stopped_by_a_signal_is_reported_as_stopped() {
+    let rig = Rig::new(&[]);
+    let mut spec = rig.command_spec();
+    spec.no_output_timeout = Some(Duration::from_secs(2));
+    let mut p = started(&rig, spec).await;
+    let v = step(
+        &mut p,
+        1,
+        json!([{"say": "checking the page\n"}, {"stop": true}]),
+    )
+    .await;
+    assert_eq!(v.status, StepStatus::AgentError, "{v:?}");
+    assert_eq!(v.agent_fault, Some(FaultKind::Stopped), "{v:?}");
+    assert!(
+        v.message.contains("stopped by a signal") && v.message.contains("state T"),
+        "{}",
+        v.message
+    );
+    p.close().await;
+    rig.assert_no_survivors();
+
+    // Stopped before it wrote anything, until the step's timeout.
+    let mut p = started(&rig, rig.command_spec()).await;
+    let (_keep, cancel) = tokio::sync::watch::channel(false);
+    let request = scripted(1, json!([{"stop": true}]), Duration::from_secs(1));
+    let v = p.run_step(&request, cancel).await;
+    assert_eq!(v.status, StepStatus::AgentError, "{v:?}");
+    assert_eq!(v.agent_fault, Some(FaultKind::Stopped), "{v:?}");
+    p.close().await;
     rig.assert_no_survivors();
 }
 

@@ -158,6 +158,7 @@ fn step(actions: Vec<Action>) -> RecordedStep {
         facts: None,
         agent_version: Some("2.1.197".into()),
         failed: None,
+        first_look_ms: None,
     }
 }
 
@@ -178,6 +179,7 @@ fn learned_at(token: usize) -> Learned {
             tie: None,
             apart: Vec::new(),
             quiet: 0,
+            widened: 0,
         }),
     }
 }

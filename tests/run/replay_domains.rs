@@ -387,3 +387,90 @@ fn a_current_timestamp_is_no_pass_for_another_current_one() {
     }
     p.assert_nothing_survives();
 }
+
+/// A nightly job's time that drifts a little further back every night: each pass of the agent
+/// widens its learned offset, and once it has not settled after 10 passes it is no longer
+/// learned: the next drift is no soft drift (which would widen it once more) but a drift that
+/// says the timestamp is compared exactly.
+#[test]
+fn a_timestamp_that_never_settles_stops_being_learned_and_the_drift_says_so() {
+    let p = project("");
+    write_check(
+        &p,
+        "nightly",
+        &["nightly"],
+        "Check the nightly job ran.\nexpect job ran\nfact 1 contains \"job ran\"",
+    );
+    let hours_back = |n: u32| {
+        p.write(
+            "app/nightly.sh",
+            &format!("echo \"job ran at $(date -u -d '-{n} hours' +%Y-%m-%dT%H:%M:%SZ)\"",),
+        );
+    };
+    // Recorded, then 10 passes that each widen the offset (a soft drift each).
+    for n in 1..=11 {
+        hours_back(n);
+        let (code, console) = start(&p);
+        assert_eq!(code, Some(0), "{console}");
+        let s = latest_of(&p, "nightly");
+        assert_eq!(s.mode, Some(StepMode::Agent), "run {n}: {s:?}");
+        assert!(s.recorded, "run {n}: {s:?}");
+        if n > 1 {
+            let note = s.replay_note.unwrap_or_default();
+            assert!(note.starts_with("soft drift"), "run {n}: {note}");
+        }
+    }
+    hours_back(12);
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    let s = latest_of(&p, "nightly");
+    assert_eq!(s.mode, Some(StepMode::Agent), "{s:?}");
+    let note = s.replay_note.unwrap_or_default();
+    assert!(
+        note.starts_with("drift") && note.contains("not settled after 10 passes"),
+        "{note}"
+    );
+    p.assert_nothing_survives();
+}
+
+/// Two timestamps of two outputs of one step keep their order: an order placed (action 1) and
+/// shipped (action 2), each learned over a wide range of offsets. Shipped before it was placed,
+/// each inside its own range, replayed as a pass before relations across outputs were kept.
+#[test]
+fn a_timestamp_keeps_its_order_to_one_of_an_earlier_output() {
+    let p = project("");
+    write_check(
+        &p,
+        "shipping",
+        &["placed", "shipped"],
+        "Place an order, ship it, and check it shipped after it was placed.\n\
+         later placed\\s(\\S+) shipped\\s(\\S+)\nfact 1 contains \"placed\"",
+    );
+    let ago = |placed: u32, shipped: u32| {
+        let at = |s: u32| format!("$(date -u -d @$(( $(date -u +%s) - {s} )) +%Y-%m-%dT%H:%M:%SZ)");
+        p.write("app/placed.sh", &format!("echo \"placed {}\"", at(placed)));
+        p.write(
+            "app/shipped.sh",
+            &format!("echo \"shipped {}\"", at(shipped)),
+        );
+    };
+    for (placed, shipped, mode) in [
+        (600, 500, StepMode::Agent),
+        (60, 10, StepMode::Agent),
+        (300, 100, StepMode::Replayed),
+    ] {
+        ago(placed, shipped);
+        let (code, console) = start(&p);
+        assert_eq!(code, Some(0), "{console}");
+        let s = latest_of(&p, "shipping");
+        assert_eq!(s.mode, Some(mode), "{placed}/{shipped}: {s:?}");
+    }
+    // Each inside what was learned for it, but shipped before it was placed.
+    ago(70, 90);
+    let (code, console) = start(&p);
+    assert_eq!(code, Some(1), "{console}");
+    let s = latest_of(&p, "shipping");
+    assert_eq!(s.mode, Some(StepMode::Agent), "{s:?}");
+    assert_eq!(s.status, StepStatus::Error, "{s:?}");
+    p.assert_nothing_survives();
+}

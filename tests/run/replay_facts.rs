@@ -186,6 +186,30 @@ fn an_agent_that_states_no_facts_is_recorded_with_none_and_compared_exactly() {
     p.assert_nothing_survives();
 }
 
+/// Facts true on what the agent read, about the console answer's status lines (`Process
+/// exited with code 0`, its wall time), were refused as not holding, so the step was never
+/// recorded: they are recorded now, and hold on the replay's own answer.
+#[test]
+fn a_fact_about_the_console_header_is_recorded_and_replayed() {
+    let p = project();
+    write_latency_check(
+        &p,
+        "fact 1 contains \"Process exited with code 0\"\n\
+         fact 1 /Wall time: ([0-9.]+) seconds/ number in [0, 5]",
+    );
+    set_latency(&p, 20);
+    let (code, console, step) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    assert!(step.recorded, "{step:?}");
+    assert_eq!(step.replay_facts.len(), 2, "{step:?}");
+    let (code, console, step) = start(&p);
+    assert_eq!(code, Some(0), "{console}");
+    assert_eq!(step.mode, Some(StepMode::Replayed), "{step:?}");
+    let message = step.message.as_deref().unwrap_or_default();
+    assert!(message.contains("2 facts held"), "{message}");
+    p.assert_nothing_survives();
+}
+
 /// A session id that must rotate on elevation: `differs from 1 /…/` keeps the two apart on every
 /// replay, and `differs from the recording` (checked against the recording a pass renews, and
 /// on replay) is recorded instead of refused. A session that kept its id replays no more.

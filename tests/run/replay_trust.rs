@@ -514,6 +514,41 @@ fn a_worker_that_dies_after_it_is_ready_drifts_to_the_agent() {
     assert_ne!(worker.status, StepStatus::Ok, "{worker:#?}");
 }
 
+/// The recording keeps how long after the harness was ready the agent first acted in the step
+/// (`first_look_ms`): a replay watches the harness that long, at most two seconds, not always
+/// two seconds (from readiness, the agent's own start counts: it was part of the agent's wait).
+#[test]
+fn the_agents_first_look_is_recorded_for_the_harness_watch() {
+    let p = project();
+    let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "{config}\n[commands.worker]\nkind = \"long_lived\"\ncmd = \"sh worker.sh\"\nreadiness = {{ log = \"ready\" }}\n"
+        ),
+    );
+    p.write("worker.sh", "echo ready\nexec sleep 600\n");
+    p.write(
+        "worker.test.toml",
+        "[[steps]]\ninstruction = '''\nCheck the worker is up.\n\
+         mcp list_logs {}\nexpect worker: long_lived, running\n'''\n",
+    );
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let recording: bugatti::replay::format::Recording =
+        common::read_json_file(&p.root().join("bugatti.replay/worker.replay.json"));
+    assert!(
+        recording.steps[0].first_look_ms.is_some(),
+        "the agent's first look is recorded: {recording:?}"
+    );
+    // Replayed, the watch waiting for that look.
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let s = p.newest_run_by_test()["worker"].steps[0].clone();
+    assert_eq!(s.mode, Some(StepMode::Replayed), "{console}");
+    p.assert_nothing_survives();
+}
+
 /// The harness is watched as long as the agent would have watched it. The agent takes a couple
 /// of seconds before its first look at a worker (it reads the instruction, thinks); a replay
 /// runs the same look at once. A worker that exits 0.2 s or 1.5 s after it is ready, or logs a

@@ -12,10 +12,12 @@ A step's instruction is a JSON list of actions, executed in order:
   {"stderr": "text"}       write text to stderr
   {"exit": 3}              exit at once with that code
   {"escape": 300}          start `sleep N` in a new session (escapes the process group)
+  {"stop": true}           stop itself with SIGSTOP (as `kill -STOP $$` would), until continued
 Python standard library only.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -59,6 +61,8 @@ def main():
             elif "stderr" in action:
                 sys.stderr.write(action["stderr"])
                 sys.stderr.flush()
+            elif "stop" in action:
+                os.kill(os.getpid(), signal.SIGSTOP)
             elif "exit" in action:
                 sys.exit(action["exit"])
             elif "escape" in action:
