@@ -19,6 +19,7 @@ macro_rules! say {
     }};
 }
 
+pub mod args;
 mod check;
 mod clean;
 pub mod copy_flags;

@@ -39,6 +39,11 @@ const WEAKER: &str = "recording for step 1 would drop 1 console action and 1 fac
                       review (supervisor replay review)";
 
 /// `supervisor ARGS`: its exit code, its console, and the newest run's only step.
+/// `supervisor start` on the project: see [`run`].
+fn start(p: &Project) -> (Option<i32>, String, StepRecord) {
+    run(p, &["start"])
+}
+
 fn run(p: &Project, args: &[&str]) -> (Option<i32>, String, StepRecord) {
     let out = p.run(args);
     let console = format!("{}\n{}", stdout(&out), common::stderr(&out));
@@ -61,14 +66,14 @@ fn pending_file(p: &Project) -> std::path::PathBuf {
 fn a_weaker_re_recording_waits_for_review_and_the_step_goes_to_the_agent() {
     let p = project();
     p.write("plan.txt", CAREFUL);
-    let (code, console, step) = run(&p, &["start"]);
+    let (code, console, step) = start(&p);
     assert_eq!(code, Some(0), "{console}");
     assert!(step.recorded, "{step:?}");
 
     // The item's line drifts; the agent passes in a hurry, reading the first file only.
     p.write("data.txt", "item: mug (blue)\n");
     p.write("plan.txt", HURRIED);
-    let (code, console, step) = run(&p, &["start"]);
+    let (code, console, step) = start(&p);
     assert_eq!(code, Some(0), "{console}");
     assert!(!step.recorded, "{step:?}");
     assert_eq!(step.replay_pending.as_deref(), Some(WEAKER), "{step:?}");
@@ -102,7 +107,7 @@ fn a_weaker_re_recording_waits_for_review_and_the_step_goes_to_the_agent() {
     // the step goes to the agent instead, every run until a person decides.
     p.write("data.txt", "item: mug\n");
     p.write("stock.txt", "mugs: 0\n");
-    let (code, console, step) = run(&p, &["start"]);
+    let (code, console, step) = start(&p);
     assert_eq!(code, Some(0), "{console}");
     assert_eq!(step.mode, Some(StepMode::Agent), "{step:?}");
     let note = step.replay_note.as_deref().unwrap_or_default();
@@ -125,10 +130,10 @@ fn a_weaker_re_recording_waits_for_review_and_the_step_goes_to_the_agent() {
 fn review_shows_the_two_side_by_side_and_accept_or_reject_decides() {
     let p = project();
     p.write("plan.txt", CAREFUL);
-    assert_eq!(run(&p, &["start"]).0, Some(0));
+    assert_eq!(start(&p).0, Some(0));
     p.write("data.txt", "item: mug (blue)\n");
     p.write("plan.txt", HURRIED);
-    assert_eq!(run(&p, &["start"]).0, Some(0));
+    assert_eq!(start(&p).0, Some(0));
 
     // Not a terminal: the comparison is printed, nothing decided.
     let out = p.run(&["replay", "review"]);
@@ -167,18 +172,18 @@ fn review_shows_the_two_side_by_side_and_accept_or_reject_decides() {
     assert!(stdout(&out).contains("rejected: stock.test.toml (1 step)"));
     assert!(!pending_file(&p).exists());
     p.write("data.txt", "item: mug\n");
-    let (code, console, step) = run(&p, &["start"]);
+    let (code, console, step) = start(&p);
     assert_eq!(code, Some(0), "{console}");
     assert_eq!(step.mode, Some(StepMode::Replayed), "{step:?}");
 
     // Weakened again, and accepted this time: the hurried recording is in force.
     p.write("data.txt", "item: mug (blue)\n");
-    assert_eq!(run(&p, &["start"]).0, Some(0));
+    assert_eq!(start(&p).0, Some(0));
     let out = p.run(&["replay", "accept", "--all"]);
     assert_eq!(out.status.code(), Some(0), "{}", common::stderr(&out));
     assert!(!pending_file(&p).exists());
     assert_eq!(in_force(&p).steps[0].actions.len(), 1);
-    let (code, console, step) = run(&p, &["start"]);
+    let (code, console, step) = start(&p);
     assert_eq!(code, Some(0), "{console}");
     assert_eq!(step.mode, Some(StepMode::Replayed), "{step:?}");
     let out = p.run(&["replay", "review"]);
@@ -194,7 +199,7 @@ fn review_shows_the_two_side_by_side_and_accept_or_reject_decides() {
 fn a_step_failed_under_record_is_never_replayed_again_and_stays_the_baseline() {
     let p = project();
     p.write("plan.txt", CAREFUL);
-    assert_eq!(run(&p, &["start"]).0, Some(0));
+    assert_eq!(start(&p).0, Some(0));
 
     // Under `--replay record` the agent fails the step, for what its outputs do not show.
     p.write(
@@ -223,7 +228,7 @@ fn a_step_failed_under_record_is_never_replayed_again_and_stays_the_baseline() {
 
     // The outputs still match the recording: `auto` does not replay it, the agent decides.
     p.write("plan.txt", HURRIED);
-    let (code, console, step) = run(&p, &["start"]);
+    let (code, console, step) = start(&p);
     assert_eq!(code, Some(0), "{console}");
     assert_eq!(step.mode, Some(StepMode::Agent), "{step:?}");
     let note = step.replay_note.as_deref().unwrap_or_default();
@@ -328,10 +333,10 @@ fn a_command_agent_gets_the_replayed_steps_in_their_own_field() {
 fn review_on_a_terminal_asks_and_accepts() {
     let p = project();
     p.write("plan.txt", CAREFUL);
-    assert_eq!(run(&p, &["start"]).0, Some(0));
+    assert_eq!(start(&p).0, Some(0));
     p.write("data.txt", "item: mug (blue)\n");
     p.write("plan.txt", HURRIED);
-    assert_eq!(run(&p, &["start"]).0, Some(0));
+    assert_eq!(start(&p).0, Some(0));
     let pty = match nix::pty::openpty(None, None) {
         Ok(pty) => pty,
         Err(e) => {
