@@ -489,33 +489,6 @@ fn a_forty_thousand_line_output_replays_as_claude_code_cut_it() {
     let (code, console, record, _) = run(&p, &bin, side.path(), "first", script, &[]);
     assert_eq!(code, Some(0), "{console}");
     assert!(record.steps[0].recorded, "{record:?}");
-    // Its tool calls are in run.json at the times the stream showed them, call to result: the
-    // timeline's measured ticks (docs/reports.md, "The page you look at").
-    let step = &record.steps[0];
-    let calls: Vec<(&str, &str)> = step
-        .tool_calls
-        .iter()
-        .map(|c| (c.tool.as_str(), c.summary.as_str()))
-        .collect();
-    assert_eq!(
-        calls,
-        [
-            ("Bash", "cd sub && pwd"),
-            ("Bash", "rm -f victim.txt; [[ -e victim.txt ]] || echo gone")
-        ],
-        "{step:?}"
-    );
-    let started = step.started_at.expect("the step started");
-    assert!(
-        step.tool_calls
-            .windows(2)
-            .all(|w| w[0].started_at <= w[1].started_at)
-            && step
-                .tool_calls
-                .iter()
-                .all(|c| c.started_at >= started && c.duration_ms.is_some() && !c.is_error),
-        "in order, inside the step, each answered: {step:?}"
-    );
     let recording =
         std::fs::read_to_string(p.root().join("bugatti.replay/t.replay.json")).expect("recording");
     assert!(recording.contains("<persisted-output>"), "{recording}");
