@@ -177,8 +177,13 @@ fn decode_file(path: &Path) -> Received {
     received
 }
 
+/// The demo's files as a clone has them: not the `.bugatti/` an earlier run of it left in this
+/// checkout (its runs are not this export's).
 fn copy_dir(from: &Path, to: &Path) {
-    for entry in walkdir::WalkDir::new(from) {
+    let walk = walkdir::WalkDir::new(from)
+        .into_iter()
+        .filter_entry(|e| e.file_name() != ".bugatti");
+    for entry in walk {
         let entry = entry.expect("walk the demo");
         let rel = entry.path().strip_prefix(from).expect("under the demo");
         let target = to.join(rel);
