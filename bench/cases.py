@@ -114,6 +114,21 @@ keep_workspace = "never"
 """
 
 
+def directive_config(ctx):
+    """A project's config driving the scripted `command` agent (tests/support/directive_agent.py),
+    which runs what its step's plan file says: the mutation corpus's judge."""
+    agent = os.path.join(ctx.root, "tests", "support", "directive_agent.py")
+    return f"""[provider]
+name = "command"
+cmd = "python3 {agent}"
+step_timeout_secs = 60
+
+[supervisor]
+tests = ["tests/*.test.toml"]
+keep_workspace = "never"
+"""
+
+
 def supervise(ctx, project, extra=(), expected_runs=1, poll_rss=False, label="supervisor"):
     """One `supervisor start` on `project`, which must pass; its previous artifacts are removed."""
     shutil.rmtree(os.path.join(project, ".bugatti"), ignore_errors=True)

@@ -27,7 +27,7 @@ import time
 
 import artifacts
 from browser_replay import _chromium, _free_port, _playwright_mcp
-from cases import CLAUDE_CONFIG, Row, _claude_bin
+from cases import CLAUDE_CONFIG, Row, _claude_bin, directive_config, write_project
 from proc import BenchError, run
 from weakened import weakened
 
@@ -339,24 +339,8 @@ def write_files(project, check, files):
 
 
 def project_for(ctx, chosen):
-    agent = os.path.join(ctx.root, "tests", "support", "directive_agent.py")
-    project = os.path.join(ctx.tmp, "mutations")
-    shutil.rmtree(project, ignore_errors=True)
-    os.makedirs(os.path.join(project, "tests"))
-    with open(os.path.join(project, "bugatti.config.toml"), "w") as f:
-        f.write(f"""[provider]
-name = "command"
-cmd = "python3 {agent}"
-step_timeout_secs = 60
-
-[supervisor]
-tests = ["tests/*.test.toml"]
-keep_workspace = "never"
-""")
-    for c in chosen:
-        with open(os.path.join(project, "tests", f"{c.name}.test.toml"), "w") as f:
-            f.write(c.test_text())
-    return project
+    return write_project(ctx, "mutations", directive_config(ctx),
+                         {c.name: c.test_text() for c in chosen})
 
 
 def suite(ctx, project, label, env=None):

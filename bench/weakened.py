@@ -14,6 +14,7 @@ import os
 import shutil
 
 import artifacts
+from cases import directive_config, write_project
 from proc import BenchError, run
 
 # name: (healthy files, the drift the hurried plan still sees, the break it does not, careful
@@ -43,25 +44,10 @@ APPS = {
 
 
 def _project(ctx):
-    agent = os.path.join(ctx.root, "tests", "support", "directive_agent.py")
-    project = os.path.join(ctx.tmp, "mutations-weakened")
-    shutil.rmtree(project, ignore_errors=True)
-    os.makedirs(os.path.join(project, "tests"))
-    with open(os.path.join(project, "bugatti.config.toml"), "w") as f:
-        f.write(f"""[provider]
-name = "command"
-cmd = "python3 {agent}"
-step_timeout_secs = 60
-
-[supervisor]
-tests = ["tests/*.test.toml"]
-keep_workspace = "never"
-""")
-    for name in APPS:
-        with open(os.path.join(project, "tests", f"{name}.test.toml"), "w") as f:
-            f.write(f"name = \"{name}\"\n\n[[steps]]\ninstruction = '''\nCheck the {name} app.\n"
-                    f"plan ${{BUGATTI_PROJECT_ROOT}}/plans/{name}.txt\n'''\n")
-    return project
+    return write_project(ctx, "mutations-weakened", directive_config(ctx), {
+        name: (f"name = \"{name}\"\n\n[[steps]]\ninstruction = '''\nCheck the {name} app.\n"
+               f"plan ${{BUGATTI_PROJECT_ROOT}}/plans/{name}.txt\n'''\n")
+        for name in APPS})
 
 
 def _write(project, name, files, plan):
