@@ -26,6 +26,7 @@ pub mod preflight;
 pub mod queue;
 pub mod readiness;
 pub mod reporter;
+pub mod root_tests;
 pub mod run;
 pub mod session;
 pub mod session_plan;

@@ -113,6 +113,8 @@ pub struct SuiteQueue {
     strict_warnings: bool,
     halted: Option<Halt>,
     tallies: Vec<Tally>,
+    /// Attempts of each test queued, running or waiting out a backoff: at 0 the test is settled.
+    open: Vec<u32>,
 }
 
 impl SuiteQueue {
@@ -147,6 +149,7 @@ impl SuiteQueue {
             strict_warnings,
             halted: None,
             tallies: vec![Tally::default(); tests],
+            open: vec![repeat.max(1); tests],
         }
     }
 
@@ -176,6 +179,9 @@ impl SuiteQueue {
         if let Some(tally) = self.tallies.get_mut(attempt.test) {
             tally.record(attempt, outcome, failed);
         }
+        if let Some(open) = self.open.get_mut(attempt.test) {
+            *open = open.saturating_sub(1);
+        }
         if !failed {
             return AfterAttempt::Done;
         }
@@ -188,6 +194,9 @@ impl SuiteQueue {
                 waited_ms: 0,
             };
             self.pending.push_front(retry);
+            if let Some(open) = self.open.get_mut(attempt.test) {
+                *open += 1;
+            }
             AfterAttempt::Retry(retry)
         } else {
             self.failed += 1;
@@ -256,6 +265,12 @@ impl SuiteQueue {
             && (self.halted.is_some() || (self.pending.is_empty() && self.deferred == 0))
     }
 
+    /// No attempt of root test `test` is queued, running or waiting to retry: nothing of it
+    /// will start again (a halted queue's pending attempts never settle).
+    pub fn settled(&self, test: usize) -> bool {
+        self.open.get(test).is_some_and(|open| *open == 0)
+    }
+
     pub fn tallies(&self) -> &[Tally] {
         &self.tallies
     }
@@ -314,6 +329,25 @@ mod tests {
         assert!(q.is_done());
         assert!(q.tallies()[0].is_flaky(false));
         assert_eq!(q.tallies()[0].attempts, vec![Failed, Passed]);
+    }
+
+    #[test]
+    fn a_test_settles_after_its_last_attempt_of_its_last_repeat() {
+        let mut q = SuiteQueue::new(2, 2, 4, 1, None, false);
+        let round = drain(&mut q);
+        assert_eq!(round.len(), 4, "two tests, two repeats each");
+        assert!(!q.settled(0));
+        q.finished(round[0], Passed);
+        assert!(!q.settled(0), "its second repeat is still running");
+        q.finished(round[2], Failed);
+        assert!(!q.settled(0), "a retry is queued");
+        let retry = q.next_to_start().expect("retry");
+        q.finished(retry, Passed);
+        assert!(q.settled(0));
+        assert!(!q.settled(1));
+        q.finished(round[1], Passed);
+        q.finished(round[3], Passed);
+        assert!(q.settled(1));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::actors::harness::{setup_state, Harness};
 use crate::actors::model_gate::ModelGate;
 use crate::actors::queue::{AfterAttempt, Attempt, Halt, SuiteQueue};
 use crate::actors::reporter::{Notices, ReporterMsg, RunEvents};
+use crate::actors::root_tests::RootTests;
 use crate::actors::session::{SessionActor, SessionArgs, SessionMsg, SuiteCommands, SuiteContext};
 use crate::actors::session_plan::{command_specs, session_vars, SessionIdentity};
 use crate::model::artifacts::{self, RunPaths, SuitePaths};
@@ -93,8 +94,8 @@ struct RunningSession {
 }
 
 pub struct SupervisorState {
-    /// The root tests, indexed by `Attempt::test`; fixed.
-    tests: Vec<Arc<RootTest>>,
+    /// The root tests, indexed by `Attempt::test`: each one's plan until it is settled.
+    tests: RootTests,
     /// Which attempts start next (`-j`, retries, fail-fast, shutdown).
     queue: SuiteQueue,
     /// Sessions started and not yet done, by actor id (removed on `SessionDone` or a panic).
@@ -107,7 +108,7 @@ pub struct SupervisorState {
     args_skip_readiness: Vec<String>,
     /// `--from-checkpoint`, as given.
     from_checkpoint: Option<String>,
-    /// The validated suite; fixed.
+    /// The validated suite, its root tests taken into `tests`; fixed.
     suite: Suite,
     /// This invocation's id (suite directory, ledger, suite-scoped commands' owner).
     suite_id: SuiteId,
@@ -144,10 +145,10 @@ impl Actor for SupervisorActor {
     async fn pre_start(
         &self,
         myself: ActorRef<SupervisorMsg>,
-        args: SupervisorArgs,
+        mut args: SupervisorArgs,
     ) -> Result<SupervisorState, ActorProcessingErr> {
+        let tests = RootTests::new(std::mem::take(&mut args.suite.tests));
         let base = &args.suite.base.supervisor;
-        let tests: Vec<Arc<RootTest>> = args.suite.tests.iter().cloned().map(Arc::new).collect();
         let strict = args.suite.base.provider.strict_warnings.value;
         let queue = SuiteQueue::new(
             tests.len(),
@@ -157,11 +158,7 @@ impl Actor for SupervisorActor {
             base.failures_allowed(),
             strict,
         )
-        .with_retries(
-            tests
-                .iter()
-                .map(|t| t.effective.supervisor.retries.value.count),
-        );
+        .with_retries(tests.retry_counts());
         if let Some(secs) = base.timeout_secs.value {
             myself.send_after(Duration::from_secs(secs), move || {
                 SupervisorMsg::DeadlineReached { secs }
@@ -265,7 +262,7 @@ impl SupervisorState {
             } => {
                 #[cfg(feature = "fault-injection")]
                 {
-                    let test = self.tests[attempt.test].rel_path.to_string_lossy();
+                    let test = self.tests.rel_path(attempt.test).to_string_lossy();
                     if std::env::var(FAULT_SUPERVISOR_PANIC_ENV)
                         .is_ok_and(|needle| !needle.is_empty() && test.contains(&needle))
                     {
@@ -341,7 +338,7 @@ impl SupervisorState {
         let message = format!("the session panicked: {err}");
         Notices::new(self.reporter.clone()).send(format!(
             "{} (run {}): {message}",
-            self.tests[running.attempt.test].rel_path.display(),
+            self.tests.rel_path(running.attempt.test).display(),
             running.run_id
         ));
         // Whatever the dead session left: its registered groups and every process of its run.
@@ -396,11 +393,10 @@ impl SupervisorState {
     fn reserve_in_ledger(&mut self, context: &SuiteContext, test: usize) -> Option<RunId> {
         let ledger = self.cost_ledger.as_ref()?;
         let cap = self.suite.base.supervisor.max_cost_usd.value?;
-        let test = &self.tests[test];
-        let limit = test.effective.provider.max_cost_usd.value;
+        let limit = self.tests.max_cost_usd(test);
         let expected = context
             .budget
-            .expected_cost(&test.rel_path, limit)
+            .expected_cost(self.tests.rel_path(test), limit)
             .unwrap_or(0.0);
         let key = RunId::fresh();
         let refused = match ledger.reserve(key.as_str(), expected, cap) {
@@ -430,7 +426,7 @@ impl SupervisorState {
         run_id: &RunId,
         outcome: RunOutcome,
     ) {
-        let test = self.tests[attempt.test].rel_path.display().to_string();
+        let test = self.tests.rel_path(attempt.test).display().to_string();
         tracing::info!(
             "finished: {test} attempt {} (run {run_id}): {}",
             attempt.number,
@@ -439,7 +435,7 @@ impl SupervisorState {
         match self.queue.finished(attempt, outcome) {
             AfterAttempt::Done => {}
             AfterAttempt::Retry(next) => {
-                let policy = self.tests[attempt.test].effective.supervisor.retries.value;
+                let policy = self.tests.retries(attempt.test);
                 let wait = policy.delay_before(attempt.number, random_fraction());
                 tracing::info!(
                     "retry: {test} failed ({}); attempt {} of {} queued next, after {}ms",
@@ -461,6 +457,14 @@ impl SupervisorState {
                 "fail-fast: {test} failed ({}); no new test starts",
                 outcome.as_str()
             ),
+        }
+        self.settle_if_done(attempt.test);
+    }
+
+    /// Lets go of a test's plan once nothing of it will start again.
+    fn settle_if_done(&mut self, test: usize) {
+        if self.queue.settled(test) {
+            self.tests.settle(test);
         }
     }
 
@@ -504,9 +508,8 @@ impl SupervisorState {
                 }
             }
             if let Some(next) = self.queue.peek_next() {
-                let test = &self.tests[next.test];
-                let limit = test.effective.provider.max_cost_usd.value;
-                match context.budget.admit(&test.rel_path, limit) {
+                let limit = self.tests.max_cost_usd(next.test);
+                match context.budget.admit(self.tests.rel_path(next.test), limit) {
                     Admission::Start => {}
                     // Tests are running whose cost decides: asked again when one ends.
                     Admission::Wait => break,
@@ -531,22 +534,35 @@ impl SupervisorState {
                 break;
             };
             let run_id = reserved.unwrap_or_else(RunId::fresh);
-            let test = &self.tests[attempt.test];
+            let Some(plan) = self
+                .tests
+                .plan(attempt.test)
+                .map(|p| repeat_of(p, attempt.repeat))
+            else {
+                // Never: a queued attempt keeps its test's plan. Said, and counted as an error.
+                tracing::error!(
+                    "dispatch: {} has no plan left; attempt {} not started",
+                    self.tests.rel_path(attempt.test).display(),
+                    attempt.number
+                );
+                self.queue.finished(attempt, RunOutcome::Error);
+                continue;
+            };
             context.budget.reserve(
                 &run_id,
-                &test.rel_path,
-                test.effective.provider.max_cost_usd.value,
+                self.tests.rel_path(attempt.test),
+                self.tests.max_cost_usd(attempt.test),
             );
             tracing::info!(
                 "dispatch: {} attempt {} → run {run_id} in {} ({} running)",
-                self.tests[attempt.test].rel_path.display(),
+                self.tests.rel_path(attempt.test).display(),
                 attempt.number,
                 RunPaths::under(&self.artifact_dir, &run_id).dir.display(),
                 self.queue.running()
             );
             let events = RunEvents::start(self.reporter.clone(), run_id.clone());
             let args = SessionArgs {
-                test: repeat_of(&self.tests[attempt.test], attempt.repeat),
+                test: plan,
                 attempt,
                 events: events.clone(),
                 suite: Arc::clone(&context),
@@ -569,6 +585,7 @@ impl SupervisorState {
                     Notices::new(self.reporter.clone())
                         .send(format!("cannot start a session: {e}"));
                     self.queue.finished(attempt, RunOutcome::Error);
+                    self.settle_if_done(attempt.test);
                 }
             }
         }
@@ -734,7 +751,7 @@ impl SupervisorState {
             .iter()
             .enumerate()
             .filter(|(_, t)| !t.was_started())
-            .map(|(i, _)| self.tests[i].rel_path.display().to_string())
+            .map(|(i, _)| self.tests.rel_path(i).display().to_string())
             .collect();
         let mut reason = ExitReason::Success;
         let strict = self.suite.base.provider.strict_warnings.value;
@@ -747,7 +764,7 @@ impl SupervisorState {
                     // harness that could not run it does: quarantine hides a test's flakiness,
                     // not a broken machine.
                     (RunOutcome::Error, _) => ExitReason::HarnessError,
-                    _ if self.tests[i].quarantined => ExitReason::Success,
+                    _ if self.tests.quarantined(i) => ExitReason::Success,
                     _ if fail_on_flaky && tally.is_flaky(strict) => ExitReason::TestFailed,
                     _ => ExitReason::for_outcome(outcome, false),
                 };
