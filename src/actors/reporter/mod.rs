@@ -27,12 +27,14 @@
 //! ```
 
 pub mod copies;
+mod finished;
 mod outlets;
 mod suite_end;
 
 use crate::model::ids::{RunId, SuiteId};
 use crate::model::options::SuiteCopy;
 use crate::model::provider::ProviderName;
+use finished::FinishedRun;
 pub use outlets::*;
 
 use std::collections::HashMap;
@@ -188,7 +190,8 @@ pub struct ReporterState {
     started: std::time::Instant,
     redactor: Redactor,
     open: HashMap<RunId, RunWriter>,
-    finished: Vec<RunRecord>,
+    /// In the order they finished; their records are read back at the suite's end.
+    finished: Vec<FinishedRun>,
     /// The secrets of finished runs, values only (no automaton per run kept to the suite's
     /// end): the suite files quote their messages.
     finished_secrets: SecretValues,
@@ -246,7 +249,7 @@ impl ReporterState {
                     Utc::now(),
                 );
                 self.unrecorded(&record, e.to_string());
-                self.finished.push(record);
+                self.finished.push(FinishedRun::Held(Box::new(record)));
                 self.finished_secrets.add(&secrets);
                 self.lose(format!("run {}: {e}", plan.identity.run_id));
                 return Err(e);
@@ -320,8 +323,10 @@ impl ReporterState {
         for failed in writer.notes().to_vec() {
             self.lose(failed);
         }
+        let run_json = writer.paths().run_json();
         let closed = writer.finish_checked();
         let (record, files) = (closed.record, closed.files);
+        let on_disk = closed.unrecorded.is_none();
         if let Some(why) = closed.unrecorded {
             self.unrecorded(&record, why);
         }
@@ -337,7 +342,15 @@ impl ReporterState {
         self.args
             .console
             .run_finished(&record, &report_path, &redactor);
-        self.finished.push(record);
+        self.finished.push(if on_disk {
+            FinishedRun::OnDisk {
+                run_id: record.identity.run_id.clone(),
+                test_file: record.identity.test_file.clone(),
+                run_json,
+            }
+        } else {
+            FinishedRun::Held(Box::new(record))
+        });
         for set in redactor.sets() {
             self.finished_secrets.add(set);
         }

@@ -47,12 +47,13 @@ impl ReporterState {
             return Ok(files.clone());
         }
         self.close_open_runs();
+        let records = self.finished_records();
         let mut summary = SuiteSummary::build(
             &self.args.suite_id,
             self.started_at,
             Utc::now(),
             self.args.strict_warnings,
-            &self.finished,
+            &records,
             not_run,
         )
         .with_harness_error(harness_error)
@@ -68,15 +69,15 @@ impl ReporterState {
         summary.commit = revision.commit;
         summary.dirty = revision.dirty;
         summary.quarantine_changes = self.args.extras.quarantine_changes.clone();
-        let (history_note, trends) = self.record_history(&mut summary);
+        let (history_note, trends) = self.record_history(&mut summary, &records);
         // Redact the data before it is formatted: XML and JSON escape characters a secret may hold.
         let all = self.redactor_all();
         let redacted_summary: SuiteSummary = redact_data(&all, &summary)?;
-        let redacted_records: Vec<RunRecord> = self
-            .finished
+        let redacted_records: Vec<RunRecord> = records
             .iter()
             .map(|r| redact_data(&all, r))
             .collect::<Result<_, _>>()?;
+        drop(records);
         let mut notes = std::mem::take(&mut self.notes);
         notes.extend(history_note);
         let mut out = Outputs {
@@ -161,6 +162,23 @@ impl ReporterState {
         }
     }
 
+    /// Every finished run's record, in the order they finished: read back from run.json. One
+    /// that cannot be read is a record lost (exit 3), named.
+    fn finished_records(&mut self) -> Vec<RunRecord> {
+        let mut records = Vec::with_capacity(self.finished.len());
+        let mut unread = Vec::new();
+        for run in &self.finished {
+            match run.record() {
+                Ok(record) => records.push(record),
+                Err(why) => unread.push(format!("read back for the suite's files: {why}")),
+            }
+        }
+        for why in unread {
+            self.lose(why);
+        }
+        records
+    }
+
     /// Runs still open when the suite ends are finished as interrupted, with a note each.
     fn close_open_runs(&mut self) {
         let still_open: Vec<RunId> = self.open.keys().cloned().collect();
@@ -213,6 +231,7 @@ impl ReporterState {
     fn record_history(
         &mut self,
         summary: &mut SuiteSummary,
+        records: &[RunRecord],
     ) -> (
         Option<String>,
         Option<crate::report::records::trends::Trends>,
@@ -220,7 +239,7 @@ impl ReporterState {
         if self.args.extras.no_history {
             return (None, None);
         }
-        let mut entry = HistoryEntry::of(summary, &self.finished, &self.args.extras.selection);
+        let mut entry = HistoryEntry::of(summary, records, &self.args.extras.selection);
         entry.provider = self.args.extras.provider.clone();
         let file = self
             .args
@@ -232,7 +251,7 @@ impl ReporterState {
         summary.changes = history::compare(&earlier, &entry);
         summary.stability = crate::report::records::stability::classify_suite(
             &crate::report::records::stability::Inputs {
-                records: &self.finished,
+                records,
                 history: &earlier,
                 current: &entry,
                 strict_warnings: self.args.strict_warnings,
@@ -369,7 +388,7 @@ impl ReporterState {
         let started: std::collections::HashSet<&str> = self
             .finished
             .iter()
-            .map(|r| r.identity.test_file.as_str())
+            .map(FinishedRun::test_file)
             .chain(
                 self.open
                     .values()
