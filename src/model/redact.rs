@@ -16,30 +16,87 @@ pub struct Secrets {
     /// log, and a secret's encodings make many patterns with many first bytes.
     finder: Option<aho_corasick::AhoCorasick>,
     longest: usize,
+    /// The pairs as given to [`Secrets::new`], before their encodings (`None` for a set made of
+    /// other sets' entries): what [`SecretValues`] keeps of a finished run.
+    given: Option<Vec<(String, Vec<u8>)>>,
 }
 
-/// The values of many sets without their automata: what a long suite keeps of its finished runs
-/// until its end. Each run's [`Secrets`] holds an automaton of about 80 KB; kept per finished run,
-/// they made the supervisor grow with the night (3000 trivial tests at `-j 16`: 325 MB).
+/// The values of many sets without their automata and without their encodings: what a long
+/// suite keeps of its finished runs until its end. Each run's [`Secrets`] holds an automaton of
+/// about 80 KB, and its two tokens a dozen encoded forms; kept per finished run, they made the
+/// supervisor grow with the night (3000 trivial tests at `-j 16`: 325 MB with the automata, then
+/// 1.6 KB a run with the forms). Each pair is kept once, as given, in one allocation; its forms
+/// are made again when the set is built ([`Secrets::of_values`]), in the order the sets came.
 #[derive(Debug, Default)]
 pub struct SecretValues {
-    seen: std::collections::HashSet<Vec<u8>>,
-    entries: Vec<(String, Vec<u8>)>,
+    /// Each pair packed by [`pack`], with its place in the order first seen.
+    kept: std::collections::HashMap<Box<[u8]>, usize>,
 }
 
 impl SecretValues {
-    /// Adds every value of `set` not held yet (the first name given to a value keeps it).
+    /// Adds every pair of `set` not held yet (the first name given to a value keeps it).
     pub fn add(&mut self, set: &Secrets) {
-        for (name, value) in &set.entries {
-            if self.seen.insert(value.clone()) {
-                self.entries.push((name.clone(), value.clone()));
+        let (pairs, formed) = match &set.given {
+            Some(given) => (given.as_slice(), false),
+            None => (set.entries.as_slice(), true),
+        };
+        let mut key = Vec::new();
+        for (name, value) in pairs {
+            pack(&mut key, name, value, formed);
+            if !self.kept.contains_key(key.as_slice()) {
+                let next = self.kept.len();
+                self.kept.insert(key.as_slice().into(), next);
             }
         }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.kept.is_empty()
     }
+
+    /// Every form of every pair, in the order the pairs came, each value once (the first name
+    /// given to a value keeps it): the entries the merged sets would hold.
+    fn entries(&self) -> Vec<(String, Vec<u8>)> {
+        let mut kept: Vec<(&[u8], usize)> = self.kept.iter().map(|(k, at)| (&**k, *at)).collect();
+        kept.sort_unstable_by_key(|(_, at)| *at);
+        let mut seen = std::collections::HashSet::new();
+        let mut entries = Vec::new();
+        for (key, _) in kept {
+            let Some((name, value, formed)) = unpack(key) else {
+                continue;
+            };
+            let forms = if formed {
+                vec![(name.to_string(), value.to_vec())]
+            } else {
+                variants(name, value)
+            };
+            for (name, value) in forms {
+                if seen.insert(value.clone()) {
+                    entries.push((name, value));
+                }
+            }
+        }
+        entries
+    }
+}
+
+/// A pair as one run of bytes: whether it is a form already (1) or as given (0), the name's
+/// length (4 bytes, little-endian), the name, the value.
+fn pack(into: &mut Vec<u8>, name: &str, value: &[u8], formed: bool) {
+    into.clear();
+    into.push(u8::from(formed));
+    into.extend_from_slice(&u32::try_from(name.len()).unwrap_or(u32::MAX).to_le_bytes());
+    into.extend_from_slice(name.as_bytes());
+    into.extend_from_slice(value);
+}
+
+/// The pair [`pack`] made: name, value, formed.
+fn unpack(key: &[u8]) -> Option<(&str, &[u8], bool)> {
+    let (&formed, rest) = key.split_first()?;
+    let (len, rest) = rest.split_first_chunk::<4>()?;
+    let len = usize::try_from(u32::from_le_bytes(*len)).ok()?;
+    let name = std::str::from_utf8(rest.get(..len)?).ok()?;
+    Some((name, rest.get(len..)?, formed == 1))
 }
 
 impl Secrets {
@@ -50,6 +107,7 @@ impl Secrets {
         V: AsRef<[u8]>,
     {
         let mut entries: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut given = Vec::new();
         for (name, value) in pairs {
             let (name, value) = (name.into(), value.as_ref().to_vec());
             if value.is_empty() {
@@ -60,8 +118,12 @@ impl Secrets {
                     entries.push(variant);
                 }
             }
+            given.push((name, value));
         }
-        Self::from_entries(entries)
+        Self {
+            given: Some(given),
+            ..Self::from_entries(entries)
+        }
     }
 
     /// One set holding every value of `sets` (the first name given to a value keeps it): a text
@@ -83,7 +145,7 @@ impl Secrets {
 
     /// Every value of `values` as one set (see [`SecretValues`]).
     pub fn of_values(values: &SecretValues) -> Self {
-        Self::from_entries(values.entries.clone())
+        Self::from_entries(values.entries())
     }
 
     fn from_entries(mut entries: Vec<(String, Vec<u8>)>) -> Self {
@@ -104,6 +166,7 @@ impl Secrets {
             entries,
             finder,
             longest,
+            given: None,
         }
     }
 
@@ -403,9 +466,16 @@ mod tests {
             Secrets::merged([&run_a, &run_b]).redact_str(text)
         );
         assert_eq!(
-            kept.entries.len(),
-            Secrets::merged([&run_a, &run_b]).entries.len()
+            all.entries,
+            Secrets::merged([&run_a, &run_b]).entries,
+            "the same forms under the same names"
         );
+        // Kept as given: a set of sets (no pairs of its own) is kept as its forms.
+        let mut again = SecretValues::default();
+        again.add(&all);
+        again.add(&Secrets::new([("KEY", "a-value-of-its-own")]));
+        let merged = Secrets::merged([&all, &Secrets::new([("KEY", "a-value-of-its-own")])]);
+        assert_eq!(Secrets::of_values(&again).entries, merged.entries);
     }
 
     proptest::proptest! {
