@@ -50,3 +50,47 @@ impl FinishedRun {
         Ok(record)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::outcome::RunOutcome;
+    use crate::report::records::run_record::tests::plan;
+
+    /// What the suite's files are made from is the record as it was: read back whole, a cost
+    /// of seventeen digits to its last bit (the sum of a run's steps' costs is one).
+    #[test]
+    fn a_record_read_back_is_the_record_written() {
+        let dir = tempfile::tempdir().expect("dir");
+        let mut record = RunRecord::from_plan(&plan());
+        record.cost_usd = Some(0.1 + 0.2 + 0.123_456_789_012_345_67);
+        record.finish(
+            RunOutcome::Failed,
+            Some("it broke".into()),
+            chrono::Utc::now(),
+        );
+        let run_json = dir.path().join("run.json");
+        let text = serde_json::to_string_pretty(&record).expect("json");
+        std::fs::write(&run_json, text).expect("write");
+        let run = FinishedRun::OnDisk {
+            run_id: record.identity.run_id.clone(),
+            test_file: record.identity.test_file.clone(),
+            run_json: run_json.clone(),
+        };
+        assert_eq!(run.test_file(), record.identity.test_file);
+        assert_eq!(run.record(), Ok(record.clone()));
+        // Another run's record in its place, or none, is said, not taken.
+        let mut other = record.clone();
+        other.identity.run_id = RunId::new("another-run");
+        std::fs::write(&run_json, serde_json::to_string(&other).expect("json")).expect("write");
+        assert!(run
+            .record()
+            .is_err_and(|why| why.contains("not the run's final record")));
+        std::fs::remove_file(&run_json).expect("rm");
+        assert!(run.record().is_err());
+        assert_eq!(
+            FinishedRun::Held(Box::new(record.clone())).record(),
+            Ok(record)
+        );
+    }
+}

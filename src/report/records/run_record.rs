@@ -755,4 +755,4 @@ impl RunRecord {
 
 #[cfg(test)]
 #[path = "run_record_tests.rs"]
-mod tests;
+pub(crate) mod tests;
