@@ -54,6 +54,18 @@ def _open_files(pid, runs):
     return own, len(folders), plumbing
 
 
+def _settled_open_files(pid, runs, readings=5):
+    """`_open_files` read a few times 5 ms apart: the supervisor's own as most readings found it
+    (a file it rewrites, the ledger, is closed for an instant; a workspace removed holds a
+    directory open for one), the run folders and pipes at their most."""
+    seen = []
+    for _ in range(readings):
+        seen.append(_open_files(pid, runs))
+        time.sleep(0.005)
+    own = max(set(s[0] for s in seen), key=[s[0] for s in seen].count)
+    return own, max(s[1] for s in seen), max(s[2] for s in seen)
+
+
 def _night(ctx, project, tests, marks):
     """Runs the night once; {mark: (rss KiB, open files)} read as the mark-th run directory
     appears (open files as `_open_files` tells them apart)."""
@@ -74,7 +86,7 @@ def _night(ctx, project, tests, marks):
                     for mark in marks:
                         if started >= mark and mark not in seen:
                             seen[mark] = (_status(proc.pid, "VmRSS"),
-                                          _open_files(proc.pid, runs))
+                                          _settled_open_files(proc.pid, runs))
                 except (OSError, BenchError):
                     pass  # not started yet, or just ended
                 time.sleep(0.02)
