@@ -796,10 +796,11 @@ def _harness_watch(project):
     return max(gaps[0] - med(gaps[1:]), 0.0)
 
 
-def _stub_run(ctx, project, claude, label, script, extra_env=None, delay_ms=None):
-    """One `supervisor start -q` on `project` through Claude Code and a fresh scripted stub holding
-    `script`, with `extra_env` over the bench's environment; (wall seconds, model calls). The
-    stub's model latency is 1 s per call (0.2 s with --quick) unless `delay_ms` says otherwise."""
+def _stub_run(ctx, project, claude, label, script, extra_env=None, delay_ms=None, args=("-q",)):
+    """One `supervisor start -q` (or with `args`) on `project` through Claude Code and a fresh
+    scripted stub holding `script`, with `extra_env` over the bench's environment; (wall seconds,
+    model calls). The stub's model latency is 1 s per call (0.2 s with --quick) unless `delay_ms`
+    says otherwise."""
     import subprocess
     stub_py = os.path.join(ctx.root, "tests", "support", "anthropic_stub.py")
     home = os.path.join(ctx.tmp, "replay-home")
@@ -822,7 +823,7 @@ def _stub_run(ctx, project, claude, label, script, extra_env=None, delay_ms=None
                    CLAUDE_CODE_MAX_RETRIES="1", BUGATTI_CLAUDE_BIN=claude, **(extra_env or {}))
         saved, ctx.env = ctx.env, env
         try:
-            m = supervise(ctx, project, ["-q"], label=label)
+            m = supervise(ctx, project, list(args), label=label)
         finally:
             ctx.env = saved
     finally:
