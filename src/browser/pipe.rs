@@ -606,8 +606,18 @@ mod tests {
                     sessions += 1;
                     replies.push(json!({"id": command["id"], "result": {"sessionId": format!("B{sessions}")}}));
                 } else {
-                    replies.push(json!({"id": command["id"], "sessionId": command["sessionId"], "result": {"method": command["method"]}}));
+                    replies.push(json!({"id": command["id"], "sessionId": command["sessionId"], "result": {"method": command["method"], "params": command["params"]}}));
                     replies.push(json!({"method": "Test.event", "sessionId": command["sessionId"], "params": {}}));
+                }
+                // Discovery: a target in context C1 and one in C2, the latter auto-attached.
+                if command["method"] == "Target.setDiscoverTargets" {
+                    for (target, context) in [("T1", "C1"), ("T2", "C2")] {
+                        let info = json!({"targetId": target, "type": "page", "browserContextId": context});
+                        replies.push(json!({"method": "Target.targetCreated", "sessionId": command["sessionId"], "params": {"targetInfo": info}}));
+                    }
+                    let info = json!({"targetId": "T2", "type": "page", "browserContextId": "C2"});
+                    replies.push(json!({"method": "Target.attachedToTarget", "sessionId": command["sessionId"], "params": {"sessionId": "S2", "targetInfo": info, "waitingForDebugger": true}}));
+                    replies.push(json!({"method": "Test.discovered", "sessionId": command["sessionId"], "params": {}}));
                 }
                 for reply in replies {
                     let mut bytes = reply.to_string().into_bytes();
@@ -643,6 +653,11 @@ mod tests {
         let answer_a = next(&mut rx_a).await;
         assert_eq!(answer_a["id"], 1);
         assert_eq!(answer_a["result"]["method"], "Browser.getVersion");
+        assert_eq!(
+            answer_a["result"]["params"],
+            Value::Null,
+            "nothing added: {answer_a}"
+        );
         assert!(answer_a.get("sessionId").is_none(), "{answer_a}");
         let event_a = next(&mut rx_a).await;
         assert_eq!(event_a["method"], "Test.event");
@@ -660,5 +675,78 @@ mod tests {
         assert_eq!(refused["id"], 2);
         assert!(refused["error"].is_object(), "{refused}");
         assert!(rx_b.try_recv().is_err(), "nothing of a's reached b");
+    }
+
+    #[tokio::test]
+    async fn a_scoped_client_sees_its_context_as_the_default_one_and_nothing_of_another() {
+        let (hub, fds) = PipeHub::start(PipeEnds::new().expect("pipes")).expect("hub");
+        fake_browser(fds);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let scope = ContextScope::new("C1".to_string());
+        let client = hub.connect(tx, Some(scope.clone())).await.expect("client");
+
+        // A browser-level command that takes a context gets the session's when it names none.
+        hub.send(
+            client,
+            r#"{"id": 1, "method": "Target.createTarget", "params": {"url": "about:blank"}}"#,
+        );
+        let created = next(&mut rx).await;
+        assert_eq!(
+            created["result"]["params"]["browserContextId"], "C1",
+            "{created}"
+        );
+        assert_eq!(next(&mut rx).await["method"], "Test.event");
+        // Another context, named: refused, never sent.
+        hub.send(
+            client,
+            r#"{"id": 2, "method": "Storage.getCookies", "params": {"browserContextId": "C2"}}"#,
+        );
+        let refused = next(&mut rx).await;
+        assert_eq!(refused["id"], 2);
+        assert!(refused["error"].is_object(), "{refused}");
+        hub.send(client, r#"{"id": 3, "method": "Browser.close"}"#);
+        assert!(
+            next(&mut rx).await["error"].is_object(),
+            "the shared browser stays up"
+        );
+
+        // Discovery shows C1's target only; C2's auto-attachment is not told.
+        hub.send(
+            client,
+            r#"{"id": 4, "method": "Target.setDiscoverTargets", "params": {"discover": true}}"#,
+        );
+        let mut seen = Vec::new();
+        loop {
+            let message = next(&mut rx).await;
+            if message["method"] == "Test.discovered" {
+                break;
+            }
+            seen.push(message);
+        }
+        let told: Vec<&Value> = seen
+            .iter()
+            .filter(|m| {
+                m["method"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("Target."))
+            })
+            .collect();
+        assert_eq!(told.len(), 1, "{seen:?}");
+        assert_eq!(told[0]["params"]["targetInfo"]["targetId"], "T1");
+        // A session of C2's target is not the client's.
+        hub.send(
+            client,
+            r#"{"id": 5, "method": "Runtime.evaluate", "sessionId": "S2"}"#,
+        );
+        let answer = loop {
+            let message = next(&mut rx).await;
+            if message["id"] == 5 {
+                break message;
+            }
+        };
+        assert!(answer["error"].is_object(), "{answer}");
+        // A context it creates is its own.
+        scope.adopt("C3");
+        assert_eq!(scope.contexts(), ["C1", "C3"]);
     }
 }

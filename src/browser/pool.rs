@@ -438,7 +438,23 @@ async fn close_session(pooled: &Pooled, scope: &ContextScope) -> Result<(), Stri
     if !pooled.browser.is_running() {
         return Err("the browser is gone".into());
     }
+    // A context the session made with `disposeOnDetach` (Playwright's `newContext`) went with
+    // its connection: only those still there are disposed of, the session's own always.
+    let existing = pooled
+        .browser
+        .hub()
+        .call("Target.getBrowserContexts", json!({}), None, CALL_LIMIT)
+        .await?;
+    let existing: HashSet<&str> = existing["browserContextIds"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
     for context in scope.contexts() {
+        if context != scope.primary() && !existing.contains(context.as_str()) {
+            continue;
+        }
         dispose(pooled, &context)
             .await
             .map_err(|why| format!("its context {context} could not be disposed: {why}"))?;

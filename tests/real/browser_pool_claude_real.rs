@@ -223,3 +223,45 @@ fn with_reuse_the_next_test_on_the_same_browser_sees_nothing_of_the_last_by_agen
     }
     assert_eq!(pooled_pid(&a), pooled_pid(&b), "one browser replayed both");
 }
+
+/// SIGINT while a pooled browser serves a step: the session gives it back unclean, so it is
+/// ended, and the suite's end leaves no browser process.
+#[test]
+fn sigint_mid_step_leaves_no_pooled_browser_process() {
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let Some((claude, mcp)) = tools("SIGINT with a pooled browser") else {
+        return;
+    };
+    let (p, port) = crate::browser_claude_real::shop_project("\n[browser]\nreuse = true\n");
+    let side = tempfile::tempdir().expect("side");
+    let stub = Stub::start(
+        side.path(),
+        json!([
+            {"tool": "mcp__browser__browser_navigate", "input": {"url": format!("http://127.0.0.1:{port}/")}},
+            {"hang": true},
+        ]),
+    );
+    let mut child = start(&p, &claude, &mcp, &stub, &side.path().join("home"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !stub.requests_text().contains("Shop") {
+        assert!(Instant::now() < deadline, "the page was never opened");
+        assert!(child.try_wait().expect("wait").is_none(), "ended early");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let out = child.wait_with_output().expect("wait");
+    p.assert_nothing_survives();
+    crate::common::assert_exit(&out, 130);
+    let record = p.record_for("shop.test.toml");
+    assert_eq!(record.outcome, Some(RunOutcome::Interrupted), "{record:?}");
+    pooled_pid(&record);
+}
