@@ -1120,10 +1120,11 @@ from playwright_suite import playwright_suite  # noqa: E402
 from night_memory import night_memory  # noqa: E402
 from fleet import rate_limited_fleet  # noqa: E402
 from watch_latency import watch_latency  # noqa: E402
+from cost_ledger import shared_cost_cap  # noqa: E402
 
 ALL = [overhead, demo, readiness, parallel, teardown, log_throughput, idle, memory, step_overhead,
        check_many_env, html_report, console_latency, console_wait_for_log, console_idle,
        console_flood, many_steps, replay, merge_shards, shard_balance, shard_wall,
        browser, replay_learning, browser_replay, chrome_trace, replay_night, replay_limit,
        mutation_corpus, playwright_suite, night_memory, rate_limited_fleet,
-       watch_latency]
+       watch_latency, shared_cost_cap]

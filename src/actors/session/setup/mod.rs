@@ -88,6 +88,11 @@ impl<'s> Setup<'s> {
         let Some(config) = &self.session.test.effective.browser else {
             return Ok(None);
         };
+        if self.uses_browser_pool(&config.value) {
+            let config = config.value.clone();
+            let vars = self.start_pooled_browser(&config, id, workdir).await?;
+            return Ok(Some(vars));
+        }
         let listener = crate::browser::endpoint::bind_ahead().ok().map(Arc::new);
         let mut browser_up = None;
         let mut first_vars = None;
