@@ -1,7 +1,7 @@
 """Row 30: `supervisor watch` on the README's demo (examples/demo, the `shell` provider): from the
 save of a test file to the watch's verdict line for it, against a plain `supervisor start
 --replay only` of the same test in the same invocation, runs interleaved. The watch's latency
-holds its quiet period (200 ms: the saves must be quiet before a run starts), the run itself and
+holds its quiet period (100 ms: the saves must be quiet before a run starts), the run itself and
 the reading of the file changes; the baseline holds the process's own start instead."""
 import os
 import queue
@@ -101,4 +101,4 @@ def watch_latency(ctx):
     return Row(name, f"{med(latencies):.2f} s from save to `passed`",
                f"{med(walls):.2f} s (`supervisor start --replay only {TEST}`)",
                f"{ratio:.2f}×", "≤ 1.5× `start`", ratio <= 1.5,
-               "the watch's 200 ms quiet period included")
+               "the watch's 100 ms quiet period included")

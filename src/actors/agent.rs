@@ -173,7 +173,8 @@ impl Actor for AgentActor {
 /// most, before it is declared; each retry waits twice as long as the one before, from
 /// [`FIRST_BACKOFF`] up to [`MAX_BACKOFF`], and only while the step's timeout leaves room for
 /// another attempt. A step the API limited (`rate_limit`, `overloaded`) is retried for as long
-/// as its timeout leaves room: it was held back, it did not fail.
+/// as its timeout leaves room: it was held back, it did not fail; when the API said how long to
+/// wait (`retry-after`), the retry waits at least that long.
 const TRANSIENT_RETRIES: u32 = 3;
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(8);
@@ -267,22 +268,24 @@ async fn supervised_step(
         let left = request
             .timeout
             .saturating_sub(started.elapsed().saturating_sub(waited));
-        if left < backoff + LEAST_ATTEMPT {
+        // The API said how long to stay away (`retry-after`): asking sooner is refused again.
+        let pause = backoff.max(verdict.retry_after.unwrap_or_default());
+        if left < pause + LEAST_ATTEMPT {
             break verdict;
         }
         tracing::info!(
-            "step {}: {}; retrying in {}s",
+            "step {}: {}; retrying in {:.1}s",
             request.step_id,
             verdict.message,
-            backoff.as_secs()
+            pause.as_secs_f64()
         );
         let mut waiting = cancel.clone();
         tokio::select! {
-            () = tokio::time::sleep(backoff) => {}
+            () = tokio::time::sleep(pause) => {}
             _ = crate::providers::command::cancelled(&mut waiting) => break verdict,
         }
-        asked.timeout = left.saturating_sub(backoff);
-        verdict.duration += backoff;
+        asked.timeout = left.saturating_sub(pause);
+        verdict.duration += pause;
         before = Some(verdict);
         retries += 1;
         backoff = (backoff * 2).min(MAX_BACKOFF);

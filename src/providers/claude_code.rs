@@ -100,6 +100,9 @@ pub struct ClaudeCode {
     step_usage: Option<ClaudeUsage>,
     /// The API failure the CLI is retrying now (its last `api_retry`), until the model answers.
     retrying: Option<FaultKind>,
+    /// The delay of the running step's last retry of a 429 / 529 (`retry_delay_ms`): the
+    /// API's `retry-after` when it sent one, which the CLI waits for.
+    retry_delay: Option<std::time::Duration>,
     /// The running step's: raised at the first 429 / 529 the CLI retries.
     throttle: super::ThrottleSignal,
     /// The step ended on a fault that stops the agent (a refused key, a rejected server).
@@ -169,6 +172,7 @@ impl ClaudeCode {
             interim: None,
             step_usage: None,
             retrying: None,
+            retry_delay: None,
             throttle: super::ThrottleSignal::default(),
             stop_after: false,
         }
@@ -438,6 +442,10 @@ impl ClaudeCode {
         if !matches!(kind, FaultKind::Auth | FaultKind::Quota) {
             if matches!(kind, FaultKind::RateLimit | FaultKind::Overloaded) {
                 self.throttle.raise(kind);
+                self.retry_delay = event["retry_delay_ms"]
+                    .as_f64()
+                    .filter(|ms| ms.is_finite() && *ms > 0.0)
+                    .map(|ms| std::time::Duration::from_secs_f64(ms / 1000.0));
             }
             self.retrying = Some(kind);
             return None;
@@ -812,6 +820,7 @@ impl ClaudeCode {
         self.interim = None;
         self.step_usage = None;
         self.retrying = None;
+        self.retry_delay = None;
         let mut output = std::mem::replace(&mut self.output, Output::new(None));
         let mut framing = ClaudeTurn {
             claude: self,
@@ -865,6 +874,12 @@ impl ClaudeCode {
             t.flush();
         }
         verdict.duration = started.elapsed();
+        if matches!(
+            verdict.agent_fault,
+            Some(FaultKind::RateLimit | FaultKind::Overloaded)
+        ) {
+            verdict.retry_after = self.retry_delay;
+        }
         verdict
     }
 }

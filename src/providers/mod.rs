@@ -337,6 +337,11 @@ pub struct StepVerdict {
     /// allowed at the model at once (actors/model_gate.rs); not part of `duration`.
     #[serde(skip)]
     pub model_wait: Duration,
+    /// With a `rate_limit` / `overloaded` fault: how long the API asked the agent to wait before
+    /// asking again (its `retry-after`, as the CLI's last retry notice gave it); the
+    /// supervisor's own retry of the step waits at least this long.
+    #[serde(skip)]
+    pub retry_after: Option<Duration>,
 }
 
 impl StepVerdict {
@@ -357,6 +362,7 @@ impl StepVerdict {
             agent_fault: None,
             facts: Vec::new(),
             model_wait: Duration::ZERO,
+            retry_after: None,
         }
     }
 

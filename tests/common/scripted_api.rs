@@ -77,6 +77,9 @@ pub struct LoggedRequest {
     /// Refused with HTTP 429 as one beyond the stub's `max_in_flight`.
     #[serde(default)]
     pub limited: bool,
+    /// When the stub received it (seconds since the epoch; the Anthropic stub logs it).
+    #[serde(default)]
+    pub at: f64,
 }
 
 /// The parts of a model request the tests look at; the rest of the body is kept as JSON.

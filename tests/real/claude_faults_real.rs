@@ -163,3 +163,54 @@ fn a_burst_past_the_apis_limit_waits_for_the_model_and_every_test_passes() {
     assert!(md.contains("Waited for the model: "), "{md}");
     assert!(stdout(&out).contains("waited for the model: "), "{said}");
 }
+
+/// A step the API keeps limiting (HTTP 429, `retry-after: 6`) past the CLI's own one retry: the
+/// supervisor retries the step no sooner than the API asked, not after its own first backoff of
+/// one second, and the step then passes.
+#[test]
+fn a_limited_step_is_retried_no_sooner_than_the_apis_retry_after() {
+    let Some(bin) = claude_bin("claude_faults_real") else {
+        return;
+    };
+    let side = tempfile::tempdir().expect("side dir");
+    let stub = Stub::start(
+        side.path(),
+        json!({
+            "main": [{"status": 429}, {"status": 429}, {"text": "Checked the page.\nRESULT OK"}],
+            "retry_after": 6
+        }),
+    );
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash\"]\n\
+         step_timeout_secs = 120\nconsole = false\n",
+    );
+    p.write(
+        "t1.test.toml",
+        "name = \"T1\"\n[[steps]]\ninstruction = \"Check the page.\"\n",
+    );
+    let out = p
+        .supervisor()
+        .args(["start", "-j", "1"])
+        .env("BUGATTI_CLAUDE_BIN", &bin)
+        .envs(stub.client_env(&side.path().join("home")))
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    let said = format!("{}\n{}", stdout(&out), common::stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{said}");
+    let asked: Vec<f64> = stub
+        .logged_requests()
+        .iter()
+        .filter(|r| r.is_main_loop())
+        .map(|r| r.at)
+        .collect();
+    assert!(asked.len() >= 3, "{asked:?}\n{said}");
+    // The CLI's own retry (its api_retry notice) and then the supervisor's retry of the step.
+    let ours = asked[2] - asked[1];
+    assert!(
+        ours >= 6.0,
+        "the step was asked again {ours:.2} s after the API said to wait 6 s\n{said}"
+    );
+}

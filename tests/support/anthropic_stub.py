@@ -218,7 +218,8 @@ class Handler(BaseHTTPRequestHandler):
             if main_loop and not limited:
                 STATE["in_flight"] += 1
             with open(LOG_PATH, "a") as log:
-                log.write(json.dumps({"path": self.path, "body": body, "limited": limited}) + "\n")
+                log.write(json.dumps({"path": self.path, "body": body, "limited": limited,
+                                      "at": time.time()}) + "\n")
         if limited:
             self.error_reply(429)
             return

@@ -40,11 +40,16 @@ impl Started {
             }
         };
         let browser = self.browser.take();
+        // A pooled browser is lent again only after a session that ended as a test does.
+        let sound = matches!(
+            ending.outcome,
+            RunOutcome::Passed | RunOutcome::Warned | RunOutcome::Failed
+        );
         let browser_down = async {
             let (report, ()) = tokio::join!(
                 async {
                     match browser {
-                        Some(browser) => Some(browser.stop(skip_grace).await),
+                        Some(browser) => Some(browser.end(skip_grace, sound).await),
                         None => None,
                     }
                 },

@@ -25,8 +25,9 @@ use crate::model::touched::{may_matter, touched, Touched, WatchScope};
 use crate::report::store::artifact_dir;
 
 /// How long the saves must be quiet before a run starts: an editor's save is often several
-/// writes (a temporary file, a rename, a `chmod`), and a `git checkout` many.
-pub const QUIET: Duration = Duration::from_millis(200);
+/// writes (a temporary file, a rename, a `chmod`), and a `git checkout` many, each within a few
+/// milliseconds of the last (watchexec waits 50 ms); every millisecond more is the user's wait.
+pub const QUIET: Duration = Duration::from_millis(100);
 
 /// The longest a run waits for the saves to be quiet: a file written without pause does not
 /// hold every run back.

@@ -80,9 +80,10 @@ impl<'s> Setup<'s> {
     /// is bound before Chromium starts, so its address (`BUGATTI_CDP_URL`) is in the session's
     /// variables from the start: the harness commands and the replay's Playwright MCP client
     /// (Node takes about a second) come up beside Chromium instead of after it, and a command
-    /// that connects before the browser is up waits in the endpoint's backlog until it is. Only
-    /// when no address could be bound ahead does the browser start first, alone. What either
-    /// started is in `started` whatever the other came to, for teardown.
+    /// that connects before the browser is up waits in the endpoint's backlog until it is. A
+    /// pooled browser's context comes first (its address is the context's), and so does a
+    /// browser whose address could not be bound ahead. What either started is in `started`
+    /// whatever the other came to, for teardown.
     async fn browser_and_harness(
         &mut self,
         id: &SessionIdentity,
@@ -92,6 +93,11 @@ impl<'s> Setup<'s> {
         let Some(config) = &session.test.effective.browser else {
             return self.harness_up(id, None).await;
         };
+        if self.uses_browser_pool(&config.value) {
+            let config = config.value.clone();
+            let vars = self.start_pooled_browser(&config, id, workdir).await?;
+            return self.harness_up(id, Some(vars)).await;
+        }
         let listener = crate::browser::endpoint::bind_ahead().ok().map(Arc::new);
         let Some(port) = listener
             .as_ref()
