@@ -1,14 +1,15 @@
 """Row 23: browser steps replay (docs/replay.md, "Browser steps"). A test of a shop page through
 the real Claude Code CLI, the real Playwright MCP and the session's Chromium, the model played by
 the scripted stub at 1 s per call (0.2 s with --quick): first run by the agent (recorded), second
-run with an empty script (replayed through the supervisor's own Playwright MCP client). The
-browser's start counts on both sides."""
+run with an empty script (replayed through the supervisor's own Playwright MCP client), in
+interleaved pairs (each later agent run `--replay record`: the agent again, the recording renewed).
+The browser's start counts on both sides; the note says where the replayed run's time went."""
 import json
 import os
 import shutil
 import socket
 
-from cases import CLAUDE_CONFIG, Row, _claude_bin, _stub_run
+from cases import CLAUDE_CONFIG, Row, _claude_bin, _stub_run, med, pair_ratios
 
 PRODUCTS = ["Apple", "Pear", "Plum", "Cherry", "Peach", "Mango", "Lemon", "Lime", "Fig"]
 
@@ -77,11 +78,53 @@ def _script(steps, port):
     return script
 
 
-def _replayed_steps(project):
-    """replayed_steps of the run the last invocation left."""
+def _runs(project):
+    """run.json and events of each run the last invocation left, oldest first (run ids sort by
+    time)."""
     runs = os.path.join(project, ".bugatti", "runs")
-    return sum(json.load(open(os.path.join(runs, r, "run.json"))).get("replayed_steps", 0)
-               for r in os.listdir(runs))
+    out = []
+    for r in sorted(os.listdir(runs)):
+        with open(os.path.join(runs, r, "run.json")) as f:
+            run = json.load(f)
+        with open(os.path.join(runs, r, "events.jsonl")) as f:
+            events = [json.loads(line) for line in f if line.strip()]
+        out.append((run, events))
+    return out
+
+
+def _replayed_steps(project):
+    """replayed_steps of the runs the last invocation left."""
+    return sum(run.get("replayed_steps", 0) for run, _ in _runs(project))
+
+
+def phases(events):
+    """Where one run's time went, from its events (ms since the run began): `setup` (browser and
+    harness up, to the first step), `first` (the first step: its replayed actions, then the
+    harness watch and the capture), `actions` (the first step's replayed actions alone), `rest`
+    (every later step, capture included), `teardown` (the last step's end to run_finished)."""
+    at = lambda kind, **match: [e for e in events if e.get("type") == kind
+                                and all(e.get(k) == v for k, v in match.items())]
+    started, finished = at("step_started"), at("step_finished")
+    end = at("run_finished")
+    if not started or not finished or not end:
+        return None
+    first_end = at("step_finished", step_id=started[0]["step_id"])
+    return {
+        "setup": started[0]["elapsed_ms"],
+        "first": first_end[0]["elapsed_ms"] - started[0]["elapsed_ms"] if first_end else 0,
+        "actions": first_end[0].get("duration_ms", 0) if first_end else 0,
+        "rest": finished[-1]["elapsed_ms"] - (first_end[0]["elapsed_ms"] if first_end else 0),
+        "teardown": end[-1]["elapsed_ms"] - finished[-1]["elapsed_ms"],
+        "run": end[-1]["elapsed_ms"],
+    }
+
+
+def median_phases(all_phases):
+    """Each phase's median over runs (ms)."""
+    all_phases = [p for p in all_phases if p]
+    if not all_phases:
+        return None
+    return {k: med([p[k] for p in all_phases]) for k in all_phases[0]}
 
 
 def browser_replay(ctx):
@@ -125,13 +168,33 @@ readiness_url = "http://127.0.0.1:${{WEB_PORT}}/"
     # Playwright MCP found on PATH, as a user who installed it has it (else the supervisor would
     # fetch it with npx, which needs the network).
     env = {"PATH": f"{os.path.dirname(mcp)}:{os.environ.get('PATH', '')}"}
-    first, first_calls = _stub_run(ctx, project, claude, "browser-replay-first",
-                                   _script(steps, port), env)
-    second, second_calls = _stub_run(ctx, project, claude, "browser-replay-second", [], env)
-    replayed = _replayed_steps(project)
-    ratio = first / second
-    ok = ratio >= 20 and second_calls == 0 and replayed == steps
-    return Row(name, f"{second:.2f} s replayed ({second_calls} model calls, {replayed} of {steps} "
-                     f"steps replayed)",
-               f"{first:.2f} s by the agent ({first_calls} model calls)", f"{ratio:.1f}×", goal, ok,
-               f"browser start included on both sides (`{chromium}`)")
+    # Interleaved pairs: the agent takes every step and records it (`--replay record`, the first
+    # time as any first run), then the same test replays that recording with an empty script.
+    agent, replayed, agent_calls, replay_calls, replayed_steps, spent = [], [], [], [], [], []
+    pairs = ctx.runs if ctx.quick else max(ctx.runs, 5)
+    for i in range(pairs):
+        wall, calls = _stub_run(ctx, project, claude, "browser-replay-first", _script(steps, port),
+                                env, args=["-q"] if i == 0 else ["-q", "--replay", "record"])
+        agent.append(wall)
+        agent_calls.append(calls)
+        wall, calls = _stub_run(ctx, project, claude, "browser-replay-second", [], env)
+        replayed.append(wall)
+        replay_calls.append(calls)
+        replayed_steps.append(_replayed_steps(project))
+        spent.append(phases(_runs(project)[-1][1]))
+    ratio, spread = pair_ratios(agent, replayed)
+    ok = ratio >= 20 and max(replay_calls) == 0 and min(replayed_steps) == steps
+    p = median_phases(spent)
+    where = "" if p is None else (
+        f"; the replayed run's {p['run']:.0f} ms (medians): setup {p['setup']:.0f} ms (browser and "
+        f"harness up), step 1 {p['first']:.0f} ms ({p['actions']:.0f} ms its actions with the wait "
+        f"for Playwright MCP's client, the rest the harness watch of min(first look, 2 s) and the "
+        f"capture), steps 2–{steps} "
+        f"{p['rest']:.0f} ms, teardown {p['teardown']:.0f} ms; the process's start and the "
+        f"suite's end {med(replayed) * 1000 - p['run']:.0f} ms")
+    return Row(name, f"{med(replayed):.2f} s replayed ({max(replay_calls)} model calls, "
+                     f"{min(replayed_steps)} of {steps} steps replayed)",
+               f"{med(agent):.2f} s by the agent ({med(agent_calls):.0f} model calls)",
+               f"{ratio:.1f}× {spread}", goal, ok,
+               f"{pairs} interleaved pair{'s' if pairs != 1 else ''}, browser start included on both sides (`{chromium}`)"
+               + where)

@@ -10,7 +10,8 @@ import shutil
 import subprocess
 import sys
 
-from browser_replay import SHOP_PAGE, PRODUCTS, _chromium, _free_port, _playwright_mcp
+from browser_replay import (SHOP_PAGE, PRODUCTS, _chromium, _free_port, _playwright_mcp, _runs,
+                            median_phases, phases)
 from cases import CLAUDE_CONFIG, Row, _claude_bin, _stub_run, baseline, med, pair_ratios, supervise
 from proc import BenchError
 
@@ -127,6 +128,14 @@ def playwright_suite(ctx):
         os.killpg(server.pid, 9)
         server.wait()
     ratio, spread = pair_ratios(sup, base)
+    p = median_phases([phases(events) for _, events in _runs(project)])
+    where = "" if p is None else (
+        f"; a replayed test of the last pair (medians of its {TESTS}): {p['run']:.0f} ms, of which "
+        f"setup {p['setup']:.0f} ms (the browser and Playwright MCP's client up), the step "
+        f"{p['first']:.0f} ms ({p['actions']:.0f} ms its actions with the wait for the client, the "
+        f"rest the capture), teardown "
+        f"{p['teardown']:.0f} ms")
     return Row(name, f"{med(sup):.2f} s (`--replay only -j {WORKERS}`, 0 model calls)",
                f"{med(base):.2f} s (`playwright test`, {WORKERS} workers, same actions)",
-               f"{ratio:.2f}× {spread}", goal, ratio <= 1.0, f"`{chromium}` on both sides")
+               f"{ratio:.2f}× {spread}", goal, ratio <= 1.0,
+               f"{len(sup)} interleaved pairs, `{chromium}` on both sides" + where)

@@ -249,6 +249,9 @@ impl SupervisorState {
                     ),
                     agent_faults: Arc::default(),
                     model_gate: self.model_gate.clone(),
+                    browser_pool: crate::browser::pool::BrowserPool::new(
+                        crate::process::owner::Scope::suite(self.suite_id.clone()),
+                    ),
                 }));
                 if self.harness_error.is_some() {
                     self.queue.halt(Halt::Shutdown);
@@ -740,6 +743,17 @@ impl SupervisorState {
         let Some(done) = self.done.take() else {
             return;
         };
+        // The browsers kept for the suite's sessions: every session is over.
+        if let Some(context) = &self.context {
+            for report in context.browser_pool.shutdown(grace_is_over()).await {
+                if !report.leaked.is_empty() {
+                    tracing::warn!(
+                        "a pooled browser leaked processes {:?} (killed)",
+                        report.leaked
+                    );
+                }
+            }
+        }
         if let Some(harness) = self.suite_harness.take() {
             for record in harness.teardown_all(grace_is_over()).await {
                 let how = record.teardown.map_or("not running", |t| t.as_str());

@@ -9,10 +9,17 @@
 //! `/json/new?URL` and `/json/close/ID` (a tab opened and closed, as Chromium's own), and
 //! the WebSocket `/devtools/browser` (each connection a client of the pipe, with a browser
 //! session of its own). Anything else, a wrong token included, gets `403` and nothing more.
+//!
+//! A pooled browser (docs/browser.md, "One browser per worker") serves one session at a time
+//! behind that session's own token, granted when the session takes the browser with the
+//! session's [`ContextScope`] and revoked when it gives it back: the token then gets `403`, and
+//! every connection made with it is closed.
 
-use super::pipe::PipeHub;
+use super::pipe::{ContextScope, PipeHub};
 use crate::process::listen::{Bounded, Guarded, MAX_CONNECTIONS};
 use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -29,23 +36,68 @@ const MAX_MESSAGE: usize = 256 * 1024 * 1024;
 pub struct DevtoolsEndpoint {
     port: u16,
     token: String,
+    grants: Grants,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl Drop for DevtoolsEndpoint {
     fn drop(&mut self) {
         self.task.abort();
+        for (_, grant) in lock(&self.grants).drain() {
+            grant.revoked.send_replace(true);
+        }
     }
+}
+
+/// One token's access: the contexts it sees (`None`: the whole browser), and the signal that
+/// ends its connections.
+struct TokenGrant {
+    scope: Option<Arc<ContextScope>>,
+    revoked: tokio::sync::watch::Sender<bool>,
+}
+
+/// The tokens the endpoint answers, each with its grant.
+type Grants = Arc<Mutex<HashMap<String, TokenGrant>>>;
+
+fn lock(grants: &Grants) -> std::sync::MutexGuard<'_, HashMap<String, TokenGrant>> {
+    grants
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 /// What every connection needs.
 #[derive(Clone)]
 struct EndpointShared {
     hub: PipeHub,
-    token: String,
+    grants: Grants,
     port: u16,
     /// `Browser.getVersion`'s answer.
     version: Value,
+}
+
+/// The grant a request's token holds: its token, its scope, its revocation.
+struct Access {
+    token: String,
+    scope: Option<Arc<ContextScope>>,
+    revoked: tokio::sync::watch::Receiver<bool>,
+}
+
+impl EndpointShared {
+    /// The grant of `given`, compared with every token in full (no early stop).
+    fn access(&self, given: &str) -> Option<Access> {
+        let grants = lock(&self.grants);
+        let mut found = None;
+        for (token, grant) in grants.iter() {
+            if same_token(given, token) {
+                found = Some(Access {
+                    token: token.clone(),
+                    scope: grant.scope.clone(),
+                    revoked: grant.revoked.subscribe(),
+                });
+            }
+        }
+        found
+    }
 }
 
 impl DevtoolsEndpoint {
@@ -82,9 +134,17 @@ impl DevtoolsEndpoint {
     ) -> std::io::Result<Self> {
         let port = listener.local_addr()?.port();
         let token = token.unwrap_or_else(new_token);
+        let grants: Grants = Arc::default();
+        lock(&grants).insert(
+            token.clone(),
+            TokenGrant {
+                scope: None,
+                revoked: tokio::sync::watch::channel(false).0,
+            },
+        );
         let shared = EndpointShared {
             hub,
-            token: token.clone(),
+            grants: grants.clone(),
             port,
             version,
         };
@@ -103,7 +163,35 @@ impl DevtoolsEndpoint {
                 });
             }
         });
-        Ok(Self { port, token, task })
+        Ok(Self {
+            port,
+            token,
+            grants,
+            task,
+        })
+    }
+
+    /// Lets `token` in, seeing only `scope`'s contexts (a pooled browser's session).
+    pub fn grant(&self, token: &str, scope: Arc<ContextScope>) {
+        lock(&self.grants).insert(
+            token.to_string(),
+            TokenGrant {
+                scope: Some(scope),
+                revoked: tokio::sync::watch::channel(false).0,
+            },
+        );
+    }
+
+    /// Shuts `token` out: it gets `403` from now on, and its connections are closed.
+    pub fn revoke(&self, token: &str) {
+        if let Some(grant) = lock(&self.grants).remove(token) {
+            grant.revoked.send_replace(true);
+        }
+    }
+
+    /// `ws://127.0.0.1:<port>/<token>/devtools/browser` for another token of this endpoint.
+    pub fn ws_url_for(&self, token: &str) -> String {
+        ws_url(self.port, token)
     }
 
     /// `http://127.0.0.1:<port>/<token>`: the base of `/json/version` and `/json/list`.
@@ -206,14 +294,18 @@ async fn serve_connection(mut stream: Guarded, shared: EndpointShared) -> std::i
         return answer(&mut stream, "400 Bad Request", "").await;
     };
     let path = head.path.split('?').next().unwrap_or_default();
-    let rest = path
+    let granted = path
         .strip_prefix('/')
         .and_then(|p| p.split_once('/').or(Some((p, ""))))
-        .filter(|(given, _)| same_token(given, &shared.token))
-        .map(|(_, rest)| format!("/{}", rest.trim_end_matches('/')));
-    let Some(rest) = rest else {
+        .and_then(|(given, rest)| {
+            shared
+                .access(given)
+                .map(|access| (access, format!("/{}", rest.trim_end_matches('/'))))
+        });
+    let Some((access, rest)) = granted else {
         return answer(&mut stream, "403 Forbidden", "").await;
     };
+    let scope = access.scope.clone();
     match (rest.as_str(), head.websocket_key) {
         ("/json/version", None) => {
             let v = &shared.version;
@@ -223,7 +315,7 @@ async fn serve_connection(mut stream: Guarded, shared: EndpointShared) -> std::i
                 "User-Agent": v["userAgent"],
                 "V8-Version": v["jsVersion"],
                 "WebKit-Version": v["revision"],
-                "webSocketDebuggerUrl": ws_url(shared.port, &shared.token),
+                "webSocketDebuggerUrl": ws_url(shared.port, &access.token),
             });
             answer(&mut stream, "200 OK", &body.to_string()).await
         }
@@ -245,6 +337,7 @@ async fn serve_connection(mut stream: Guarded, shared: EndpointShared) -> std::i
                 .as_array()
                 .into_iter()
                 .flatten()
+                .filter(|t| in_scope(scope.as_deref(), t))
                 .rev()
                 .map(|t| {
                     json!({"id": t["targetId"], "type": t["type"], "title": t["title"], "url": t["url"]})
@@ -261,14 +354,13 @@ async fn serve_connection(mut stream: Guarded, shared: EndpointShared) -> std::i
                 .map(|(_, query)| query)
                 .filter(|query| !query.is_empty())
                 .unwrap_or("about:blank");
+            let mut params = json!({ "url": url });
+            if let Some(scope) = &scope {
+                params["browserContextId"] = Value::from(scope.primary());
+            }
             let created = shared
                 .hub
-                .call(
-                    "Target.createTarget",
-                    json!({ "url": url }),
-                    None,
-                    HEAD_LIMIT,
-                )
+                .call("Target.createTarget", params, None, HEAD_LIMIT)
                 .await;
             match created {
                 Ok(created) => {
@@ -283,6 +375,10 @@ async fn serve_connection(mut stream: Guarded, shared: EndpointShared) -> std::i
         }
         (close, None) if close.starts_with("/json/close/") => {
             let id = close.trim_start_matches("/json/close/");
+            if scope.is_some() && !scoped_target(&shared.hub, scope.as_deref(), id).await {
+                let body = json!({ "error": format!("No such target id: {id}") }).to_string();
+                return answer(&mut stream, "404 Not Found", &body).await;
+            }
             let closed = shared
                 .hub
                 .call(
@@ -303,14 +399,44 @@ async fn serve_connection(mut stream: Guarded, shared: EndpointShared) -> std::i
         (browser, Some(key))
             if browser == "/devtools/browser" || browser.starts_with("/devtools/browser/") =>
         {
-            websocket(stream, &key, shared.hub).await
+            websocket(stream, &key, shared.hub, access).await
         }
         _ => answer(&mut stream, "404 Not Found", "").await,
     }
 }
 
-/// Upgrades the connection and makes it a client of the pipe until either side closes.
-async fn websocket(mut stream: Guarded, key: &str, hub: PipeHub) -> std::io::Result<()> {
+/// Whether target `info` is one a request of `scope` may see (any, without a scope).
+fn in_scope(scope: Option<&ContextScope>, info: &Value) -> bool {
+    scope.is_none_or(|scope| {
+        info["browserContextId"]
+            .as_str()
+            .is_some_and(|context| scope.owns(context))
+    })
+}
+
+/// Whether target `id` is in `scope`'s contexts (asked of the browser now).
+async fn scoped_target(hub: &PipeHub, scope: Option<&ContextScope>, id: &str) -> bool {
+    let Ok(targets) = hub
+        .call("Target.getTargets", json!({}), None, HEAD_LIMIT)
+        .await
+    else {
+        return false;
+    };
+    targets["targetInfos"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .any(|t| t["targetId"] == id && in_scope(scope, t))
+}
+
+/// Upgrades the connection and makes it a client of the pipe until either side closes, or
+/// its token is revoked.
+async fn websocket(
+    mut stream: Guarded,
+    key: &str,
+    hub: PipeHub,
+    access: Access,
+) -> std::io::Result<()> {
     use futures::{SinkExt, StreamExt};
     let accept = tokio_tungstenite::tungstenite::handshake::derive_accept_key(key.as_bytes());
     let response = format!(
@@ -327,7 +453,10 @@ async fn websocket(mut stream: Guarded, key: &str, hub: PipeHub) -> std::io::Res
             .await;
     let (mut sink, mut source) = ws.split();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    let Ok(client) = hub.connect(tx).await else {
+    let Access {
+        scope, mut revoked, ..
+    } = access;
+    let Ok(client) = hub.connect(tx, scope).await else {
         let _ = sink.close().await;
         return Ok(());
     };
@@ -339,12 +468,16 @@ async fn websocket(mut stream: Guarded, key: &str, hub: PipeHub) -> std::io::Res
         }
         let _ = sink.close().await;
     });
-    while let Some(Ok(message)) = source.next().await {
+    loop {
+        let message = tokio::select! {
+            message = source.next() => message,
+            _ = revoked.wait_for(|gone| *gone) => break,
+        };
         match message {
-            Message::Text(text) => hub.send(client, text.as_str()),
-            Message::Binary(bytes) => hub.send(client, &String::from_utf8_lossy(&bytes)),
-            Message::Close(_) => break,
-            _ => {}
+            Some(Ok(Message::Text(text))) => hub.send(client, text.as_str()),
+            Some(Ok(Message::Binary(bytes))) => hub.send(client, &String::from_utf8_lossy(&bytes)),
+            Some(Ok(Message::Close(_)) | Err(_)) | None => break,
+            Some(Ok(_)) => {}
         }
     }
     hub.disconnect(client);

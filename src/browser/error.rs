@@ -79,4 +79,7 @@ pub enum BrowserError {
     /// A CDP command or the WebSocket failed.
     #[error("CDP: {0}")]
     Cdp(#[from] super::cdp::CdpError),
+    /// A pooled browser could not give a session a context of its own.
+    #[error("the pooled browser could not open a browser context for the session: {0}")]
+    Pool(String),
 }

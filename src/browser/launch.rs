@@ -131,10 +131,31 @@ pub fn running_as_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// Where the browser's output is written: switched to the serving session's log when a pooled
+/// browser changes hands, so that each run's `browser.log` holds what the browser said while it
+/// served that run.
+type BrowserLogSink = Arc<Mutex<Option<crate::process::log_limit::LimitedLog>>>;
+
+fn open_log(
+    path: &std::path::Path,
+    max_log_bytes: u64,
+) -> Option<crate::process::log_limit::LimitedLog> {
+    use crate::process::log_limit::{LimitedLog, LogCut};
+    let file = std::fs::File::create(path).ok()?;
+    Some(LimitedLog::new(
+        file,
+        path,
+        max_log_bytes,
+        Arc::new(LogCut::default()),
+    ))
+}
+
 /// The session's running browser.
 pub struct Browser {
     group: Group,
     endpoint: DevtoolsEndpoint,
+    hub: PipeHub,
+    log: BrowserLogSink,
     version: BrowserVersion,
     profile_dir: PathBuf,
     no_sandbox: bool,
@@ -179,20 +200,27 @@ impl Browser {
             }
         })?;
         let tail = Arc::new(Mutex::new(Vec::new()));
+        let log: BrowserLogSink = Arc::new(Mutex::new(
+            spec.log_path
+                .as_deref()
+                .and_then(|path| open_log(path, spec.max_log_bytes)),
+        ));
         if let Some(output) = group.take_output() {
-            drain_output(
-                output,
-                spec.log_path.clone(),
-                spec.max_log_bytes,
-                tail.clone(),
-            );
+            drain_output(output, log.clone(), tail.clone());
         }
         let ready = match wait_ready(&group, &hub, spec.ready_timeout, &tail).await {
             Ok(answer) => match &spec.listener {
                 Some(bound) => bound.try_clone().and_then(|listener| {
-                    DevtoolsEndpoint::serve_bound(listener, hub, answer.clone(), spec.token.clone())
+                    DevtoolsEndpoint::serve_bound(
+                        listener,
+                        hub.clone(),
+                        answer.clone(),
+                        spec.token.clone(),
+                    )
                 }),
-                None => DevtoolsEndpoint::serve(hub, answer.clone(), spec.token.clone()).await,
+                None => {
+                    DevtoolsEndpoint::serve(hub.clone(), answer.clone(), spec.token.clone()).await
+                }
             }
             .map(|endpoint| (endpoint, answer))
             .map_err(BrowserError::from),
@@ -210,6 +238,8 @@ impl Browser {
                 },
                 group,
                 endpoint,
+                hub,
+                log,
                 profile_dir: spec.profile_dir,
                 no_sandbox: spec.no_sandbox,
             }),
@@ -267,6 +297,33 @@ impl Browser {
         self.no_sandbox
     }
 
+    /// The browser's DevTools pipe, for the supervisor's own calls.
+    pub fn hub(&self) -> &PipeHub {
+        &self.hub
+    }
+
+    /// Its DevTools endpoint: where a pooled browser's sessions are let in and shut out.
+    pub fn endpoint(&self) -> &DevtoolsEndpoint {
+        &self.endpoint
+    }
+
+    /// Whether the browser is still running (its pipe open, its leader not exited).
+    pub fn is_running(&self) -> bool {
+        !self.hub.is_closed() && self.group.exit_status().is_none()
+    }
+
+    /// From now on the browser's output goes to `path` (a fresh log, at most `max_log_bytes`),
+    /// after `first_line`.
+    pub fn redirect_log(&self, path: &std::path::Path, max_log_bytes: u64, first_line: &str) {
+        let mut opened = open_log(path, max_log_bytes);
+        if let Some(log) = opened.as_mut() {
+            let _ = log
+                .write_all(format!("{first_line}\n").as_bytes())
+                .and_then(|()| log.flush());
+        }
+        *self.log.lock().unwrap_or_else(|p| p.into_inner()) = opened;
+    }
+
     /// Ends the browser and everything it started: SIGTERM, then SIGKILL of the group and a
     /// sweep for its marker. `skip_grace` (a second Ctrl-C, the deadline) goes straight to SIGKILL.
     pub async fn stop(&mut self, skip_grace: bool) -> TeardownReport {
@@ -290,30 +347,15 @@ const CHROMIUM_COMPANIONS: &[&str] = &["chrome_crashpad_handler"];
 
 /// Copies the browser's output to its log (if any) on a thread of its own (the read blocks),
 /// keeping the last [`TAIL_BYTES`] for an early-exit error.
-fn drain_output(
-    mut output: Box<dyn Read + Send>,
-    log_path: Option<PathBuf>,
-    max_log_bytes: u64,
-    tail: Arc<Mutex<Vec<u8>>>,
-) {
-    use crate::process::log_limit::{LimitedLog, LogCut};
+fn drain_output(mut output: Box<dyn Read + Send>, log: BrowserLogSink, tail: Arc<Mutex<Vec<u8>>>) {
     std::thread::spawn(move || {
-        let mut log = log_path.and_then(|p| {
-            let file = std::fs::File::create(&p).ok()?;
-            Some(LimitedLog::new(
-                file,
-                &p,
-                max_log_bytes,
-                Arc::new(LogCut::default()),
-            ))
-        });
         let mut buf = [0u8; 8192];
         while let Ok(n) = output.read(&mut buf) {
             if n == 0 {
                 break;
             }
             let chunk = buf.get(..n).unwrap_or_default();
-            if let Some(file) = log.as_mut() {
+            if let Some(file) = log.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
                 let _ = file.write_all(chunk).and_then(|()| file.flush());
             }
             let mut tail = tail.lock().unwrap_or_else(|p| p.into_inner());

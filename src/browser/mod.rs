@@ -15,6 +15,7 @@
 //! - [`npx_cache`]: the replay's own Playwright MCP client run straight from npx's cache when
 //!   it holds the exact pinned package (npx itself takes most of a second to start).
 //! - [`doctor`]: what `doctor` says about the browser and Playwright MCP.
+//! - [`pool`]: one browser per worker, kept across sessions, a fresh browser context per session.
 //! - [`session`]: the browser as a session uses it: start from `[browser]`, `BUGATTI_CDP_URL`,
 //!   a capture per step, the console-error verdict, the end.
 //! - [`evidence`]: the typed evidence a capture yields (`screenshot`, `console`, `network`).
@@ -33,6 +34,7 @@ pub mod mcp;
 pub mod mcp_client;
 pub mod npx_cache;
 pub mod pipe;
+pub mod pool;
 pub mod secrets_file;
 pub mod session;
 

@@ -9,9 +9,17 @@
 //! browser session; its ids are renumbered on the pipe and given back in the answer. Events of a
 //! client's browser session go to it (without the session id), events of a session it attached
 //! (learned from `Target.attachedToTarget` and `attachToTarget` answers) go to it as they are.
+//!
+//! A client may be given a [`ContextScope`] (a pooled browser's session, docs/browser.md): it then
+//! sees the session's browser context as if it were the browser's default one. Browser-level
+//! commands that take a `browserContextId` and omit it get the session's; a context or target of
+//! another session is refused as unknown; the targets it is told of (`Target.attachedToTarget`,
+//! `targetCreated`, `targetInfoChanged`, `targetDestroyed`, `getTargets`) are its contexts' only,
+//! and an auto-attachment to another context's target is detached at once (a target waiting for
+//! its debugger is not held by a client that never sees it).
 
 use serde_json::{json, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -25,13 +33,82 @@ pub type ClientTx = mpsc::UnboundedSender<String>;
 enum ClientMessage {
     /// An internal call ([`PipeHub::call`]).
     Internal(oneshot::Sender<Value>),
-    /// A client's call: its own id, given back in the answer.
-    Client { client: u64, id: Value },
+    /// A client's call: its own id, given back in the answer, and what it asked.
+    Client {
+        client: u64,
+        id: Value,
+        method: String,
+    },
 }
+
+/// The browser contexts one session's clients may see: the one it was given (presented as the
+/// browser's default context) and those it created itself (`Target.createBrowserContext`).
+#[derive(Debug)]
+pub struct ContextScope {
+    primary: String,
+    owned: Mutex<HashSet<String>>,
+}
+
+impl ContextScope {
+    /// A scope whose default context is `primary`.
+    pub fn new(primary: String) -> Arc<Self> {
+        let owned = Mutex::new(HashSet::from([primary.clone()]));
+        Arc::new(Self { primary, owned })
+    }
+
+    /// The context given to the session.
+    pub fn primary(&self) -> &str {
+        &self.primary
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.owned
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Whether `context` is one of the session's.
+    pub fn owns(&self, context: &str) -> bool {
+        self.lock().contains(context)
+    }
+
+    fn adopt(&self, context: &str) {
+        self.lock().insert(context.to_string());
+    }
+
+    /// Every context of the session (its own first): what its end disposes of.
+    pub fn contexts(&self) -> Vec<String> {
+        let mut all: Vec<String> = self
+            .lock()
+            .iter()
+            .filter(|c| **c != self.primary)
+            .cloned()
+            .collect();
+        all.insert(0, self.primary.clone());
+        all
+    }
+}
+
+/// Browser-level commands that act on one context, the default one when they name none: a
+/// scoped client's go to its context instead.
+const CONTEXT_COMMANDS: &[&str] = &[
+    "Target.createTarget",
+    "Storage.getCookies",
+    "Storage.setCookies",
+    "Storage.clearCookies",
+    "Browser.grantPermissions",
+    "Browser.resetPermissions",
+    "Browser.setPermission",
+    "Browser.setDownloadBehavior",
+    "Browser.cancelDownload",
+];
 
 struct Client {
     tx: ClientTx,
     browser_session: String,
+    scope: Option<Arc<ContextScope>>,
+    /// The targets a scoped client was told of: only their ends are told to it.
+    shown: HashSet<String>,
 }
 
 #[derive(Default)]
@@ -42,6 +119,8 @@ struct PipeState {
     browser_sessions: HashMap<String, u64>,
     /// A session a client attached (a page, a worker) → the client.
     children: HashMap<String, u64>,
+    /// Every target's browser context, as the root connection's discovery tells it.
+    targets: HashMap<String, String>,
     closed: bool,
 }
 
@@ -196,8 +275,13 @@ impl PipeHub {
     }
 
     /// A new client: a browser session of its own is attached for it. Its answers and events
-    /// go to `tx`. Returns its id for [`Self::send`] and [`Self::disconnect`].
-    pub async fn connect(&self, tx: ClientTx) -> Result<u64, String> {
+    /// go to `tx`; with a `scope`, it sees that scope's contexts only. Returns its id for
+    /// [`Self::send`] and [`Self::disconnect`].
+    pub async fn connect(
+        &self,
+        tx: ClientTx,
+        scope: Option<Arc<ContextScope>>,
+    ) -> Result<u64, String> {
         let result = self
             .call(
                 "Target.attachToBrowserTarget",
@@ -218,46 +302,58 @@ impl PipeHub {
             Client {
                 tx,
                 browser_session: session,
+                scope,
+                shown: HashSet::new(),
             },
         );
         Ok(client)
     }
 
     /// A message from `client`: renumbered and sent on its browser session (or the session it
-    /// names, when that is one of the client's own). Anything else is answered with an error.
+    /// names, when that is one of the client's own). Anything else is answered with an error, as
+    /// is a scoped client's reach into another session's context or target.
     pub fn send(&self, client: u64, text: &str) {
         let Ok(mut message) = serde_json::from_str::<Value>(text) else {
             return;
         };
         let id = self.fresh_id();
         let mut state = self.lock();
-        let Some(browser_session) = state
+        let Some((browser_session, scope)) = state
             .clients
             .get(&client)
-            .map(|c| c.browser_session.clone())
+            .map(|c| (c.browser_session.clone(), c.scope.clone()))
         else {
             return;
         };
         let session = message["sessionId"].as_str().map(str::to_string);
-        let allowed = match &session {
+        let own_id = message.get("id").cloned().unwrap_or(Value::Null);
+        let refused = match &session {
             None => {
                 message["sessionId"] = Value::from(browser_session);
-                true
+                scope
+                    .as_deref()
+                    .and_then(|scope| confine(&mut message, scope, &state.targets))
             }
-            Some(s) => state.children.get(s) == Some(&client),
+            Some(s) if state.children.get(s) == Some(&client) => None,
+            Some(_) => Some("Session with given id not found."),
         };
-        let own_id = message.get("id").cloned().unwrap_or(Value::Null);
-        if !allowed {
-            let answer = json!({"id": own_id, "error": {"code": -32001, "message": "Session with given id not found."}});
+        if let Some(why) = refused {
+            let answer = json!({"id": own_id, "error": {"code": -32000, "message": why}});
             if let Some(c) = state.clients.get(&client) {
                 let _ = c.tx.send(answer.to_string());
             }
             return;
         }
+        let method = message["method"].as_str().unwrap_or_default().to_string();
         message["id"] = Value::from(id);
-        state
-            .pending
-            .insert(id, ClientMessage::Client { client, id: own_id });
+        state.pending.insert(
+            id,
+            ClientMessage::Client {
+                client,
+                id: own_id,
+                method,
+            },
+        );
         drop(state);
         let _ = self.inner.to_browser.send(message.to_string());
     }
@@ -294,11 +390,12 @@ impl PipeHub {
                 Some(ClientMessage::Internal(tx)) => {
                     let _ = tx.send(message);
                 }
-                Some(ClientMessage::Client { client, id }) => {
+                Some(ClientMessage::Client { client, id, method }) => {
                     if let Some(session) = message["result"]["sessionId"].as_str() {
                         state.children.insert(session.to_string(), client);
                     }
                     message["id"] = id;
+                    scoped_answer(&mut state, client, &method, &mut message);
                     deliver(&state, client, message);
                 }
                 None => {}
@@ -306,17 +403,18 @@ impl PipeHub {
             return;
         }
         let Some(session) = message["sessionId"].as_str().map(str::to_string) else {
-            // An event of the root connection: the hub's own, no client's.
+            // An event of the root connection: the hub's own discovery of targets.
+            learn_target(&mut state.targets, &message);
             return;
         };
-        let owner = state
-            .browser_sessions
-            .get(&session)
-            .or_else(|| state.children.get(&session))
-            .copied();
+        let on_browser_session = state.browser_sessions.get(&session).copied();
+        let owner = on_browser_session.or_else(|| state.children.get(&session).copied());
         let Some(client) = owner else {
             return;
         };
+        if on_browser_session.is_some() && !self.shown_to(&mut state, client, &message) {
+            return;
+        }
         match message["method"].as_str() {
             Some("Target.attachedToTarget") => {
                 if let Some(child) = message["params"]["sessionId"].as_str() {
@@ -331,6 +429,143 @@ impl PipeHub {
             _ => {}
         }
         deliver(&state, client, message);
+    }
+
+    /// Whether an event of `client`'s browser session is the client's to see: always, unless
+    /// it is scoped and the event is about another context's target. An auto-attachment it is
+    /// not shown is detached on its behalf.
+    fn shown_to(&self, state: &mut PipeState, client: u64, event: &Value) -> bool {
+        let Some(c) = state.clients.get_mut(&client) else {
+            return false;
+        };
+        let Some(scope) = c.scope.clone() else {
+            return true;
+        };
+        let params = &event["params"];
+        let target = params["targetInfo"]["targetId"]
+            .as_str()
+            .or_else(|| params["targetId"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        match event["method"].as_str().unwrap_or_default() {
+            "Target.attachedToTarget" | "Target.targetCreated" | "Target.targetInfoChanged" => {
+                let info = &params["targetInfo"];
+                let visible = info["type"] == "browser"
+                    || info["browserContextId"]
+                        .as_str()
+                        .is_some_and(|context| scope.owns(context));
+                if visible {
+                    c.shown.insert(target);
+                } else if event["method"] == "Target.attachedToTarget" {
+                    let detach = json!({
+                        "id": self.fresh_id(),
+                        "method": "Target.detachFromTarget",
+                        "sessionId": c.browser_session,
+                        "params": {"sessionId": params["sessionId"]},
+                    });
+                    let _ = self.inner.to_browser.send(detach.to_string());
+                }
+                visible
+            }
+            "Target.targetDestroyed" => c.shown.remove(&target),
+            "Target.targetCrashed" => c.shown.contains(&target),
+            "Target.detachedFromTarget" => params["sessionId"]
+                .as_str()
+                .is_some_and(|child| state.children.get(child) == Some(&client)),
+            _ => true,
+        }
+    }
+}
+
+/// A scoped client's browser-level command confined to its contexts: the default context
+/// becomes its own; another session's context or target is refused (the error's text).
+fn confine(
+    message: &mut Value,
+    scope: &ContextScope,
+    targets: &HashMap<String, String>,
+) -> Option<&'static str> {
+    let method = message["method"].as_str().unwrap_or_default().to_string();
+    if method == "Browser.close" {
+        return Some("Browser.close: the browser is shared by the sessions of this run");
+    }
+    let params = &mut message["params"];
+    if !params.is_object() {
+        *params = json!({});
+    }
+    match params["browserContextId"].as_str() {
+        Some(context) if !scope.owns(context) => {
+            return Some("Failed to find browser context for id");
+        }
+        Some(_) => {}
+        None if CONTEXT_COMMANDS.contains(&method.as_str()) => {
+            params["browserContextId"] = Value::from(scope.primary());
+        }
+        None => {}
+    }
+    let foreign_target = params["targetId"]
+        .as_str()
+        .and_then(|target| targets.get(target))
+        .is_some_and(|context| !scope.owns(context));
+    foreign_target.then_some("No target with given id found")
+}
+
+/// What a scoped client is answered: its new contexts become its own, and the targets and
+/// contexts it is told of are its own only.
+fn scoped_answer(state: &mut PipeState, client: u64, method: &str, answer: &mut Value) {
+    let Some(c) = state.clients.get_mut(&client) else {
+        return;
+    };
+    let Some(scope) = c.scope.clone() else {
+        return;
+    };
+    let result = &mut answer["result"];
+    match method {
+        "Target.createBrowserContext" => {
+            if let Some(context) = result["browserContextId"].as_str() {
+                scope.adopt(context);
+            }
+        }
+        "Target.getTargets" => {
+            if let Some(infos) = result["targetInfos"].as_array_mut() {
+                infos.retain(|info| {
+                    info["browserContextId"]
+                        .as_str()
+                        .is_some_and(|context| scope.owns(context))
+                });
+                for info in infos.iter() {
+                    if let Some(target) = info["targetId"].as_str() {
+                        c.shown.insert(target.to_string());
+                    }
+                }
+            }
+        }
+        "Target.getBrowserContexts" => {
+            if let Some(contexts) = result["browserContextIds"].as_array_mut() {
+                contexts.retain(|context| context.as_str().is_some_and(|id| scope.owns(id)));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The root connection's target discovery: which context each target is in.
+fn learn_target(targets: &mut HashMap<String, String>, event: &Value) {
+    let params = &event["params"];
+    match event["method"].as_str() {
+        Some("Target.targetCreated" | "Target.targetInfoChanged") => {
+            let info = &params["targetInfo"];
+            if let (Some(target), Some(context)) =
+                (info["targetId"].as_str(), info["browserContextId"].as_str())
+            {
+                targets.insert(target.to_string(), context.to_string());
+            }
+        }
+        Some("Target.targetDestroyed") => {
+            if let Some(target) = params["targetId"].as_str() {
+                targets.remove(target);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -371,8 +606,18 @@ mod tests {
                     sessions += 1;
                     replies.push(json!({"id": command["id"], "result": {"sessionId": format!("B{sessions}")}}));
                 } else {
-                    replies.push(json!({"id": command["id"], "sessionId": command["sessionId"], "result": {"method": command["method"]}}));
+                    replies.push(json!({"id": command["id"], "sessionId": command["sessionId"], "result": {"method": command["method"], "params": command["params"]}}));
                     replies.push(json!({"method": "Test.event", "sessionId": command["sessionId"], "params": {}}));
+                }
+                // Discovery: a target in context C1 and one in C2, the latter auto-attached.
+                if command["method"] == "Target.setDiscoverTargets" {
+                    for (target, context) in [("T1", "C1"), ("T2", "C2")] {
+                        let info = json!({"targetId": target, "type": "page", "browserContextId": context});
+                        replies.push(json!({"method": "Target.targetCreated", "sessionId": command["sessionId"], "params": {"targetInfo": info}}));
+                    }
+                    let info = json!({"targetId": "T2", "type": "page", "browserContextId": "C2"});
+                    replies.push(json!({"method": "Target.attachedToTarget", "sessionId": command["sessionId"], "params": {"sessionId": "S2", "targetInfo": info, "waitingForDebugger": true}}));
+                    replies.push(json!({"method": "Test.discovered", "sessionId": command["sessionId"], "params": {}}));
                 }
                 for reply in replies {
                     let mut bytes = reply.to_string().into_bytes();
@@ -399,8 +644,8 @@ mod tests {
         fake_browser(fds);
         let (tx_a, mut rx_a) = mpsc::unbounded_channel();
         let (tx_b, mut rx_b) = mpsc::unbounded_channel();
-        let a = hub.connect(tx_a).await.expect("client a");
-        let b = hub.connect(tx_b).await.expect("client b");
+        let a = hub.connect(tx_a, None).await.expect("client a");
+        let b = hub.connect(tx_b, None).await.expect("client b");
 
         // Both use id 1: each gets its own answer back, with its own id, and no session id.
         hub.send(a, r#"{"id": 1, "method": "Browser.getVersion"}"#);
@@ -408,6 +653,11 @@ mod tests {
         let answer_a = next(&mut rx_a).await;
         assert_eq!(answer_a["id"], 1);
         assert_eq!(answer_a["result"]["method"], "Browser.getVersion");
+        assert_eq!(
+            answer_a["result"]["params"],
+            Value::Null,
+            "nothing added: {answer_a}"
+        );
         assert!(answer_a.get("sessionId").is_none(), "{answer_a}");
         let event_a = next(&mut rx_a).await;
         assert_eq!(event_a["method"], "Test.event");
@@ -425,5 +675,78 @@ mod tests {
         assert_eq!(refused["id"], 2);
         assert!(refused["error"].is_object(), "{refused}");
         assert!(rx_b.try_recv().is_err(), "nothing of a's reached b");
+    }
+
+    #[tokio::test]
+    async fn a_scoped_client_sees_its_context_as_the_default_one_and_nothing_of_another() {
+        let (hub, fds) = PipeHub::start(PipeEnds::new().expect("pipes")).expect("hub");
+        fake_browser(fds);
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let scope = ContextScope::new("C1".to_string());
+        let client = hub.connect(tx, Some(scope.clone())).await.expect("client");
+
+        // A browser-level command that takes a context gets the session's when it names none.
+        hub.send(
+            client,
+            r#"{"id": 1, "method": "Target.createTarget", "params": {"url": "about:blank"}}"#,
+        );
+        let created = next(&mut rx).await;
+        assert_eq!(
+            created["result"]["params"]["browserContextId"], "C1",
+            "{created}"
+        );
+        assert_eq!(next(&mut rx).await["method"], "Test.event");
+        // Another context, named: refused, never sent.
+        hub.send(
+            client,
+            r#"{"id": 2, "method": "Storage.getCookies", "params": {"browserContextId": "C2"}}"#,
+        );
+        let refused = next(&mut rx).await;
+        assert_eq!(refused["id"], 2);
+        assert!(refused["error"].is_object(), "{refused}");
+        hub.send(client, r#"{"id": 3, "method": "Browser.close"}"#);
+        assert!(
+            next(&mut rx).await["error"].is_object(),
+            "the shared browser stays up"
+        );
+
+        // Discovery shows C1's target only; C2's auto-attachment is not told.
+        hub.send(
+            client,
+            r#"{"id": 4, "method": "Target.setDiscoverTargets", "params": {"discover": true}}"#,
+        );
+        let mut seen = Vec::new();
+        loop {
+            let message = next(&mut rx).await;
+            if message["method"] == "Test.discovered" {
+                break;
+            }
+            seen.push(message);
+        }
+        let told: Vec<&Value> = seen
+            .iter()
+            .filter(|m| {
+                m["method"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("Target."))
+            })
+            .collect();
+        assert_eq!(told.len(), 1, "{seen:?}");
+        assert_eq!(told[0]["params"]["targetInfo"]["targetId"], "T1");
+        // A session of C2's target is not the client's.
+        hub.send(
+            client,
+            r#"{"id": 5, "method": "Runtime.evaluate", "sessionId": "S2"}"#,
+        );
+        let answer = loop {
+            let message = next(&mut rx).await;
+            if message["id"] == 5 {
+                break message;
+            }
+        };
+        assert!(answer["error"].is_object(), "{answer}");
+        // A context it creates is its own.
+        scope.adopt("C3");
+        assert_eq!(scope.contexts(), ["C1", "C3"]);
     }
 }

@@ -7,6 +7,7 @@ use super::capture::{Monitor, StepCapture};
 use super::error::BrowserError;
 use super::executable;
 use super::launch::{Browser, BrowserLaunch};
+use super::pool::{BrowserPool, BrowserReservation, Lease, PoolKey, PoolRequest};
 use crate::model::artifacts::{RunPaths, WorkspacePaths};
 use crate::model::browser::BrowserConfig;
 use crate::model::ids::StepId;
@@ -55,9 +56,18 @@ impl BrowserPlaces {
 
 /// The running browser of a session and its watch.
 pub struct SessionBrowser {
-    browser: Browser,
+    served: Served,
     monitor: Monitor,
     config: BrowserConfig,
+}
+
+/// Whose browser serves the session.
+enum Served {
+    /// Its own, started for it and ended with it.
+    Own(Browser),
+    /// The pool's, in a browser context of the session's own (docs/browser.md, "One browser per
+    /// worker"), given back at its end.
+    Pooled(Lease, BrowserPool),
 }
 
 impl SessionBrowser {
@@ -86,7 +96,7 @@ impl SessionBrowser {
         let mut browser = Browser::start(spec).await?;
         match Monitor::attach(&browser.http_base(), Some(config.viewport)).await {
             Ok(monitor) => Ok(Self {
-                browser,
+                served: Served::Own(browser),
                 monitor,
                 config: config.clone(),
             }),
@@ -97,14 +107,86 @@ impl SessionBrowser {
         }
     }
 
-    /// What the agent's and the commands' environment gets: `BUGATTI_CDP_URL`.
-    pub fn env(&self) -> Vec<(String, String)> {
-        vec![(CDP_URL_ENV.to_string(), self.browser.cdp_url())]
+    /// What a session asks of the pool for `config`: the browser found (on `path_var`), the
+    /// session's token (`places.token`, a fresh one when `None`) and log; `run` names the session
+    /// in the browser's log, `env` is a started browser's.
+    pub fn pool_request(
+        config: &BrowserConfig,
+        places: &BrowserPlaces,
+        run: &str,
+        env: Vec<(String, String)>,
+        path_var: Option<&str>,
+    ) -> Result<PoolRequest, BrowserError> {
+        Ok(PoolRequest {
+            key: PoolKey {
+                executable: executable::find(config.executable.as_deref(), path_var)?,
+                headless: config.headless,
+                viewport: config.viewport,
+            },
+            token: places
+                .token
+                .clone()
+                .unwrap_or_else(super::endpoint::new_token),
+            log_path: places.log_path.clone(),
+            max_log_bytes: places.max_log_bytes,
+            run: run.to_string(),
+            env,
+            ready_timeout: std::time::Duration::from_secs(30),
+        })
     }
 
-    /// The running browser (its endpoint, version, pid).
+    /// As [`Self::start`], on a browser of `pool` (one of the same settings, kept from an earlier
+    /// session, or a new one; held ahead in `reservation`), in a fresh browser context behind
+    /// the session's token.
+    pub async fn from_pool(
+        config: &BrowserConfig,
+        pool: &BrowserPool,
+        reservation: BrowserReservation,
+        request: &PoolRequest,
+    ) -> Result<Self, BrowserError> {
+        let lease = pool.checkout_reserved(reservation, request).await?;
+        match Monitor::attach(&lease.http_base(), Some(config.viewport)).await {
+            Ok(monitor) => Ok(Self {
+                served: Served::Pooled(lease, pool.clone()),
+                monitor,
+                config: config.clone(),
+            }),
+            Err(e) => {
+                pool.give_back(lease, false, true).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// What the agent's and the commands' environment gets: `BUGATTI_CDP_URL`.
+    pub fn env(&self) -> Vec<(String, String)> {
+        vec![(CDP_URL_ENV.to_string(), self.cdp_url())]
+    }
+
+    /// The running browser (its version, pid, sandbox).
     pub fn browser(&self) -> &Browser {
-        &self.browser
+        match &self.served {
+            Served::Own(browser) => browser,
+            Served::Pooled(lease, _) => lease.browser(),
+        }
+    }
+
+    /// `ws://127.0.0.1:<port>/<token>/devtools/browser`: the browser-wide DevTools WebSocket
+    /// behind the session's token (`BUGATTI_CDP_URL`).
+    pub fn cdp_url(&self) -> String {
+        match &self.served {
+            Served::Own(browser) => browser.cdp_url(),
+            Served::Pooled(lease, _) => lease.cdp_url(),
+        }
+    }
+
+    /// Which session of a pooled browser this is (1 for one started for it); `None` for a
+    /// browser of the session's own.
+    pub fn pooled_session(&self) -> Option<u32> {
+        match &self.served {
+            Served::Own(_) => None,
+            Served::Pooled(lease, _) => Some(lease.session_number()),
+        }
     }
 
     /// A step starts: its window of console messages and failed requests opens.
@@ -130,10 +212,23 @@ impl SessionBrowser {
         )
     }
 
-    /// Ends the browser (`skip_grace`: SIGKILL at once).
-    pub async fn stop(mut self, skip_grace: bool) -> TeardownReport {
+    /// Ends the browser (`skip_grace`: SIGKILL at once); a pooled one is given back.
+    pub async fn stop(self, skip_grace: bool) -> TeardownReport {
+        self.end(skip_grace, true).await
+    }
+
+    /// Ends the browser (`skip_grace`: SIGKILL at once). A pooled one is given back, and lent
+    /// again only if the session was `sound` (it ended without a harness error, a timeout or an
+    /// interruption that may have left the browser broken) and nothing of it is left.
+    pub async fn end(self, skip_grace: bool, sound: bool) -> TeardownReport {
         self.monitor.close().await;
-        self.browser.stop(skip_grace).await
+        match self.served {
+            Served::Own(mut browser) => browser.stop(skip_grace).await,
+            Served::Pooled(lease, pool) => {
+                pool.give_back(lease, sound && !skip_grace, skip_grace)
+                    .await
+            }
+        }
     }
 }
 

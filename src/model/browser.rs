@@ -81,6 +81,9 @@ pub struct BrowserConfig {
     /// A kept workspace keeps the browser's profile (its cookies, its storage): off by default,
     /// the profile holds the app's session.
     pub keep_profile: bool,
+    /// Agent sessions too take a kept browser of the pool, in a fresh context of their own
+    /// (replay sessions always do): docs/browser.md, "One browser per worker".
+    pub reuse: bool,
 }
 
 impl Default for BrowserConfig {
@@ -94,6 +97,7 @@ impl Default for BrowserConfig {
             capture: CaptureSet::all(),
             fail_on_console_errors: false,
             keep_profile: false,
+            reuse: false,
         }
     }
 }
@@ -162,6 +166,9 @@ impl BrowserConfig {
         }
         if let Some(v) = section.keep_profile {
             self.keep_profile = v;
+        }
+        if let Some(v) = section.reuse {
+            self.reuse = v;
         }
         // In file order, like every other problem of a config file.
         problems.sort_by_key(|p| p.span.start);

@@ -330,6 +330,7 @@ pub struct BrowserSection {
     pub capture: Option<Spanned<Vec<String>>>,
     pub fail_on_console_errors: Option<bool>,
     pub keep_profile: Option<bool>,
+    pub reuse: Option<bool>,
 }
 
 /// Parse a config file's text; `path` is only for the error's location.

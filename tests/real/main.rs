@@ -12,6 +12,8 @@ mod browser_claude_real;
 mod browser_devtools_token;
 mod browser_mcp_client_real;
 mod browser_pi_real;
+mod browser_pool;
+mod browser_pool_claude_real;
 mod browser_real;
 mod browser_replay_claude_real;
 mod browser_replay_codex_real;

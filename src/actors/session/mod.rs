@@ -112,6 +112,8 @@ pub struct SuiteContext {
     pub agent_faults: Arc<crate::actors::breaker::FaultBreaker>,
     /// How many agents go to the model at once (`-j` at most, fewer while the API limits them).
     pub model_gate: crate::actors::model_gate::ModelGate,
+    /// The browsers kept across sessions (docs/browser.md, "One browser per worker").
+    pub browser_pool: crate::browser::pool::BrowserPool,
 }
 
 /// The suite-scoped commands' records, updated as their events come.
@@ -501,7 +503,7 @@ impl Started {
     /// listener, bound ahead, will serve.
     fn cdp_url(&self) -> Option<String> {
         match &self.browser {
-            Some(browser) => Some(browser.browser().cdp_url()),
+            Some(browser) => Some(browser.cdp_url()),
             None => self.early_cdp_url.clone(),
         }
     }

@@ -40,11 +40,16 @@ impl Started {
             }
         };
         let browser = self.browser.take();
+        // A pooled browser is lent again only after a session that ended as a test does.
+        let sound = matches!(
+            ending.outcome,
+            RunOutcome::Passed | RunOutcome::Warned | RunOutcome::Failed
+        );
         let browser_down = async {
             let (report, ()) = tokio::join!(
                 async {
                     match browser {
-                        Some(browser) => Some(browser.stop(skip_grace).await),
+                        Some(browser) => Some(browser.end(skip_grace, sound).await),
                         None => None,
                     }
                 },
@@ -63,14 +68,11 @@ impl Started {
         for record in records.iter().filter(|r| !r.skipped) {
             session.report_teardown(record);
         }
-        let escaped = sweep_run(&Scope::run(session.run_id.clone()));
-        if !escaped.is_empty() {
-            tracing::warn!(
-                "processes of run {} outlived teardown and were killed: {escaped:?}",
-                session.run_id
-            );
-        }
-        if let Some(workdir) = self.workdir {
+        // What is left is file system and `/proc` work (a browser's profile is hundreds of files
+        // and takes a tenth of a second or more to remove): on a blocking thread, so that the
+        // other sessions' actors keep the runtime's workers meanwhile.
+        let run_id = session.run_id.clone();
+        let keep = self.workdir.as_ref().map(|_| {
             let keep = match session.test.effective.supervisor.keep_workspace.value {
                 KeepWorkspace::Always => true,
                 KeepWorkspace::Never => false,
@@ -78,24 +80,47 @@ impl Started {
                     !matches!(ending.outcome, RunOutcome::Passed | RunOutcome::Warned)
                 }
             };
-            if keep {
-                // The browser's profile holds the app's cookies and storage: kept only when asked
-                // ([browser] keep_profile, docs/browser.md).
-                let keep_profile = session
-                    .test
-                    .effective
-                    .browser
-                    .as_ref()
-                    .is_some_and(|b| b.value.keep_profile);
-                if !keep_profile {
-                    let workspace = crate::model::artifacts::WorkspacePaths::new(&workdir);
-                    let _ = std::fs::remove_dir_all(workspace.browser_profile());
-                    let _ = std::fs::remove_dir_all(workspace.browser_tmp());
-                }
-                tracing::info!("workspace kept at {}", workdir.display());
-            } else if let Err(e) = std::fs::remove_dir_all(&workdir) {
-                tracing::warn!("cannot remove workspace {}: {e}", workdir.display());
+            // The browser's profile holds the app's cookies and storage: kept only when asked
+            // ([browser] keep_profile, docs/browser.md).
+            let keep_profile = session
+                .test
+                .effective
+                .browser
+                .as_ref()
+                .is_some_and(|b| b.value.keep_profile);
+            (keep, keep_profile)
+        });
+        let workdir = self.workdir.take();
+        // Its lines go to the run's diagnostics with the rest of the session's.
+        let span = tracing::Span::current();
+        let swept = tokio::task::spawn_blocking(move || {
+            let _in_run = span.enter();
+            let escaped = sweep_run(&Scope::run(run_id.clone()));
+            if !escaped.is_empty() {
+                tracing::warn!(
+                    "processes of run {run_id} outlived teardown and were killed: {escaped:?}"
+                );
             }
+            if let (Some(workdir), Some((keep, keep_profile))) = (workdir, keep) {
+                dispose_workspace(&workdir, keep, keep_profile);
+            }
+        });
+        if let Err(e) = swept.await {
+            tracing::warn!("the run's sweep and workspace removal did not finish: {e}");
         }
+    }
+}
+
+/// Keeps the workspace (without the browser's profile unless `keep_profile`) or removes it.
+fn dispose_workspace(workdir: &Path, keep: bool, keep_profile: bool) {
+    if keep {
+        if !keep_profile {
+            let workspace = crate::model::artifacts::WorkspacePaths::new(workdir);
+            let _ = std::fs::remove_dir_all(workspace.browser_profile());
+            let _ = std::fs::remove_dir_all(workspace.browser_tmp());
+        }
+        tracing::info!("workspace kept at {}", workdir.display());
+    } else if let Err(e) = std::fs::remove_dir_all(workdir) {
+        tracing::warn!("cannot remove workspace {}: {e}", workdir.display());
     }
 }

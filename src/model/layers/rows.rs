@@ -320,6 +320,7 @@ impl EffectiveConfig {
                 v.keep_profile.to_string(),
                 b.source,
             );
+            row(rows, "browser.reuse", v.reuse.to_string(), b.source);
         }
     }
 }

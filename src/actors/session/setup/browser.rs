@@ -36,6 +36,94 @@ impl Setup<'_> {
             env,
             path_var.as_deref(),
         );
+        self.browser_started(start).await
+    }
+
+    /// Whether the session takes a kept browser of the suite's pool, in a fresh context of its
+    /// own (docs/browser.md, "One browser per worker"): with `[browser] reuse = true`, and always
+    /// for a replay session, one whose steps all replay under `--replay only`, or all have a
+    /// recording in force at its start under `--replay auto`. A replay session whose step later
+    /// drifts to the agent keeps its pooled browser: the agent takes over the page replay left.
+    pub(super) fn uses_browser_pool(&self, config: &crate::model::browser::BrowserConfig) -> bool {
+        let test = &self.session.test;
+        let replay = &test.effective.replay;
+        let replays_only = replay.mode.value == crate::model::replay::ReplayMode::Only
+            && crate::model::replay::applies(replay.mode.value, test.effective.provider.name.value);
+        config.reuse
+            || replays_only
+            || ReplaySession::every_step_recorded(test, &self.session.suite.project_root)
+    }
+
+    /// As [`Self::start_browser`], on a browser of the suite's pool: a fresh browser context
+    /// behind the session's own token, the browser's output in the session's `browser.log`. The
+    /// browser is held first, so that its endpoint's address is known before it is up: the
+    /// session's variables and the replay's Playwright MCP client (Node takes about a second)
+    /// need not wait for a browser that is still starting. The variables made with that address
+    /// are returned, for the first harness to use.
+    pub(super) async fn start_pooled_browser(
+        &mut self,
+        config: &crate::model::browser::BrowserConfig,
+        id: &SessionIdentity,
+        workdir: &std::path::Path,
+    ) -> Result<SessionVars, Ending> {
+        let mut places =
+            crate::browser::session::BrowserPlaces::new(workdir, &self.session.run_paths());
+        places.max_log_bytes = self.session.test.effective.supervisor.max_log_bytes.value;
+        places.token = Some(self.session.tokens.cdp.clone());
+        let path_var = std::env::var("PATH").ok();
+        // Only what every session of the suite shares: the browser outlives this one.
+        let env = vec![(
+            "BUGATTI_PROJECT_ROOT".to_string(),
+            self.session.suite.project_root.display().to_string(),
+        )];
+        let pool = self.session.suite.browser_pool.clone();
+        let held = crate::browser::SessionBrowser::pool_request(
+            config,
+            &places,
+            self.session.run_id.as_str(),
+            env,
+            path_var.as_deref(),
+        )
+        .and_then(|request| {
+            let reservation = pool.reserve(&request.key)?;
+            Ok((request, reservation))
+        });
+        let (request, reservation) = match held {
+            Ok(held) => held,
+            Err(e) => return Err(self.browser_failed(&e)),
+        };
+        let early = crate::browser::endpoint::ws_url(reservation.port(), &self.session.tokens.cdp);
+        self.started.early_cdp_url = Some(early.clone());
+        let vars = self.session_vars_now(id)?;
+        let browser_up = self.start_replay_browser_before(id, &vars)?;
+        let start = crate::browser::SessionBrowser::from_pool(config, &pool, reservation, &request);
+        let browser = self.browser_started(start).await?;
+        let moved = browser.cdp_url() != early;
+        self.started.browser = Some(browser);
+        if !moved {
+            if let Some(up) = browser_up {
+                let _ = up.send(());
+            }
+            return Ok(vars);
+        }
+        // The held browser could not serve the session and another took its place: the
+        // client started for the first one's address goes, and one for this one starts.
+        if let Some(ahead) = self.started.replay_browser.take() {
+            ahead.stop().await;
+        }
+        let vars = self.session_vars_now(id)?;
+        self.start_replay_browser_ahead(id, &vars, None)?;
+        Ok(vars)
+    }
+
+    /// Waits for the browser `start` brings up (or the session's stop), and reports it like a
+    /// harness command named `browser`.
+    async fn browser_started(
+        &self,
+        start: impl std::future::Future<
+            Output = Result<crate::browser::SessionBrowser, crate::browser::BrowserError>,
+        >,
+    ) -> Result<crate::browser::SessionBrowser, Ending> {
         let browser = tokio::select! {
             started = start => started,
             reason = Driver::until_stopped(self.session.stop.clone()) => return Err(Ending::from_stop(reason)),
@@ -48,11 +136,17 @@ impl Setup<'_> {
                 } else {
                     ""
                 };
+                let pooled = browser.pooled_session().map_or(String::new(), |n| {
+                    format!(
+                        ", pooled browser pid {} in a browser context of the session's own (its session {n})",
+                        b.pid()
+                    )
+                });
                 self.session.emit(EventKind::SetupStatus {
                     command: BROWSER.to_string(),
                     state: SetupState::Ready {
                         probe: format!(
-                            "{} at {}{sandbox}",
+                            "{} at {}{sandbox}{pooled}",
                             b.version().browser,
                             b.shown_endpoint()
                         ),
@@ -60,18 +154,21 @@ impl Setup<'_> {
                 });
                 Ok(browser)
             }
-            Err(e) => {
-                let reason = format!("the browser did not start: {e}");
-                self.session.emit(EventKind::SetupStatus {
-                    command: BROWSER.to_string(),
-                    state: SetupState::Failed {
-                        reason: reason.clone(),
-                        exit_code: None,
-                    },
-                });
-                Err(Ending::error(reason))
-            }
+            Err(e) => Err(self.browser_failed(&e)),
         }
+    }
+
+    /// The browser did not start: said like a harness command's failure.
+    fn browser_failed(&self, e: &crate::browser::BrowserError) -> Ending {
+        let reason = format!("the browser did not start: {e}");
+        self.session.emit(EventKind::SetupStatus {
+            command: BROWSER.to_string(),
+            state: SetupState::Failed {
+                reason: reason.clone(),
+                exit_code: None,
+            },
+        });
+        Ending::error(reason)
     }
 
     /// The agent's Playwright MCP command for the session's browser (`None` without one, or

@@ -1,8 +1,8 @@
-//! The session's setup, in the order of docs/reports.md: workspace, the browser (so that the
-//! commands get its `BUGATTI_CDP_URL`), ports and variables, the harness, a checkpoint restored,
-//! the agent's console and MCP servers, the agent's arguments and replay. It ends in the
-//! [`SessionKit`] the steps run with; what a failed setup started is left in [`Started`], for
-//! teardown.
+//! The session's setup, in the order of docs/reports.md: workspace, ports and variables, the
+//! browser and the harness together (the commands get its `BUGATTI_CDP_URL`, known before it is
+//! up), a checkpoint restored, the agent's console and MCP servers, the agent's arguments and
+//! replay. It ends in the [`SessionKit`] the steps run with; what a failed setup started is left
+//! in [`Started`], for teardown.
 
 mod agent;
 mod browser;
@@ -39,8 +39,8 @@ impl<'s> Setup<'s> {
             workdir: workdir.clone(),
             project_root: session.suite.project_root.clone(),
         };
-        let first_vars = self.browser_first(&id, &workdir).await?;
-        let (vars, log_sources, harness, harness_flush) = self.harness_up(&id, first_vars).await?;
+        let (vars, log_sources, harness, harness_flush) =
+            self.browser_and_harness(&id, &workdir).await?;
         let agent = agent_spec(&session.test.effective, &id, &vars)
             .map_err(|e| Ending::error(e.to_string()))?;
 
@@ -76,39 +76,60 @@ impl<'s> Setup<'s> {
         Ok(kit)
     }
 
-    /// docs/browser.md: the browser first, so that the commands get its `BUGATTI_CDP_URL`. Its
-    /// endpoint's address is known before it is up: the session's variables and the replay's
-    /// Playwright MCP client (Node takes about a second) need not wait for it; the variables
-    /// they were made with are returned, for the first harness to use.
-    async fn browser_first(
+    /// docs/browser.md: the browser and the harness, started together. The browser's endpoint
+    /// is bound before Chromium starts, so its address (`BUGATTI_CDP_URL`) is in the session's
+    /// variables from the start: the harness commands and the replay's Playwright MCP client
+    /// (Node takes about a second) come up beside Chromium instead of after it, and a command
+    /// that connects before the browser is up waits in the endpoint's backlog until it is. A
+    /// pooled browser's context comes first (its address is the context's), and so does a
+    /// browser whose address could not be bound ahead. What either started is in `started`
+    /// whatever the other came to, for teardown.
+    async fn browser_and_harness(
         &mut self,
         id: &SessionIdentity,
         workdir: &Path,
-    ) -> Result<Option<SessionVars>, Ending> {
-        let Some(config) = &self.session.test.effective.browser else {
-            return Ok(None);
+    ) -> Result<(SessionVars, Vec<LogSource>, Harness, HarnessFlush), Ending> {
+        let session = self.session;
+        let Some(config) = &session.test.effective.browser else {
+            return self.harness_up(id, None).await;
         };
+        if self.uses_browser_pool(&config.value) {
+            let config = config.value.clone();
+            let vars = self.start_pooled_browser(&config, id, workdir).await?;
+            return self.harness_up(id, Some(vars)).await;
+        }
         let listener = crate::browser::endpoint::bind_ahead().ok().map(Arc::new);
-        let mut browser_up = None;
-        let mut first_vars = None;
-        if let Some(port) = listener
+        let Some(port) = listener
             .as_ref()
             .and_then(|l| l.local_addr().ok())
             .map(|a| a.port())
-        {
-            self.started.early_cdp_url = Some(crate::browser::endpoint::ws_url(
-                port,
-                &self.session.tokens.cdp,
-            ));
-            let vars = self.session_vars_now(id)?;
-            browser_up = self.start_replay_browser_before(id, &vars)?;
-            first_vars = Some(vars);
-        }
-        self.started.browser = Some(self.start_browser(&config.value, workdir, listener).await?);
-        if let Some(up) = browser_up {
-            let _ = up.send(());
-        }
-        Ok(first_vars)
+        else {
+            self.started.browser = Some(self.start_browser(&config.value, workdir, None).await?);
+            return self.harness_up(id, None).await;
+        };
+        self.started.early_cdp_url =
+            Some(crate::browser::endpoint::ws_url(port, &session.tokens.cdp));
+        let vars = self.session_vars_now(id)?;
+        let browser_up = self.start_replay_browser_before(id, &vars)?;
+        // The browser's start reads the session only: it runs beside the harness's, which
+        // keeps what it starts in `started`.
+        let mut unused = Started::default();
+        let browser_setup = Setup {
+            session,
+            started: &mut unused,
+        };
+        let browser = async {
+            let started = browser_setup
+                .start_browser(&config.value, workdir, listener)
+                .await;
+            if let (Ok(_), Some(up)) = (&started, browser_up) {
+                let _ = up.send(());
+            }
+            started
+        };
+        let (browser, harness) = tokio::join!(browser, self.harness_up(id, Some(vars)));
+        self.started.browser = Some(browser?);
+        harness
     }
 
     /// The harness up, once more with fresh ports if an `auto` one was taken (see

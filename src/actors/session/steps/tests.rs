@@ -125,6 +125,9 @@ async fn run_steps(plan: Vec<PlannedStep>, status: StepStatus) -> (Ending, Vec<E
         budget: Arc::new(Budget::new(None)),
         agent_faults: Arc::new(FaultBreaker::default()),
         model_gate: crate::actors::model_gate::ModelGate::new(1),
+        browser_pool: crate::browser::pool::BrowserPool::new(crate::process::owner::Scope::suite(
+            SuiteId::fresh(),
+        )),
     };
     let test = RootTest {
         path: dir.path().join("t.test.toml"),
