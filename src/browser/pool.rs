@@ -66,6 +66,27 @@ pub struct PoolRequest {
     pub ready_timeout: Duration,
 }
 
+/// The replay's Playwright MCP client kept with a pooled browser across its sessions
+/// (docs/browser.md, "One browser per worker"): attached through the browser's client token,
+/// which each session's context is granted to and revoked from, so that its next call after a
+/// give-back connects again and finds the next session's context as its default one.
+pub struct KeptClient {
+    /// The client and its server.
+    pub client: super::mcp_client::PlaywrightClient,
+    /// What it was started as: a session that would run another client starts its own.
+    pub key: String,
+    /// Its own files (its config, page script and output link), removed with it.
+    pub dir: tempfile::TempDir,
+}
+
+impl KeptClient {
+    /// Ends the client and removes its files.
+    pub async fn stop(self) {
+        let _ = self.client.stop().await;
+        let _ = self.dir.close();
+    }
+}
+
 /// A browser of the pool.
 struct Pooled {
     key: PoolKey,
@@ -78,6 +99,11 @@ struct Pooled {
     initial: HashSet<String>,
     /// How many sessions it has served, this one included.
     sessions: u32,
+    /// The token only the kept replay client uses: never in any agent's or harness's
+    /// environment, granted the context lent out and revoked at its give-back.
+    client_token: String,
+    /// The replay's client kept with it between sessions.
+    kept: Option<KeptClient>,
 }
 
 struct PoolInner {
@@ -96,6 +122,8 @@ pub struct BrowserPool {
 pub struct Reservation {
     port: u16,
     held: Held,
+    client_token: String,
+    scope: Scope,
 }
 
 enum Held {
@@ -109,6 +137,25 @@ impl Reservation {
     pub fn port(&self) -> u16 {
         self.port
     }
+
+    /// The browser-wide WebSocket behind the browser's client token: the context lent out to
+    /// whichever session holds the browser, for the kept replay client only.
+    pub fn client_cdp_url(&self) -> String {
+        super::endpoint::ws_url(self.port, &self.client_token)
+    }
+
+    /// Whose the kept client's processes are (the suite's, as the browser's).
+    pub fn client_scope(&self) -> Scope {
+        self.scope.clone()
+    }
+
+    /// The replay client kept with the held browser, if any: the session's to use and hand back.
+    pub fn take_kept_client(&mut self) -> Option<KeptClient> {
+        match &mut self.held {
+            Held::Idle(pooled) => pooled.kept.take(),
+            Held::Listener(_) => None,
+        }
+    }
 }
 
 /// A browser lent to one session, in its own context, until [`BrowserPool::give_back`]. Dropped
@@ -117,6 +164,8 @@ pub struct Lease {
     pooled: Option<Pooled>,
     scope: Arc<ContextScope>,
     token: String,
+    /// The replay client handed back by the session, kept with the browser if it is lent again.
+    kept: Option<KeptClient>,
 }
 
 impl Lease {
@@ -145,6 +194,12 @@ impl Lease {
     /// The session's browser context.
     pub fn context(&self) -> &str {
         self.scope.primary()
+    }
+
+    /// Keeps the session's replay client with the browser: it serves the browser's next
+    /// session if the browser is lent again, else it ends with it.
+    pub fn keep_client(&mut self, client: KeptClient) {
+        self.kept = Some(client);
     }
 
     /// Which session of its browser this is (1 for a browser started for it).
@@ -187,16 +242,21 @@ impl BrowserPool {
             let at = idle.iter().position(|p| &p.key == key);
             at.map(|at| idle.swap_remove(at))
         };
+        let scope = self.inner.scope.clone();
         Ok(match found {
             Some(pooled) => Reservation {
                 port: pooled.browser.port(),
+                client_token: pooled.client_token.clone(),
                 held: Held::Idle(Box::new(pooled)),
+                scope,
             },
             None => {
                 let listener = super::endpoint::bind_ahead()?;
                 Reservation {
                     port: listener.local_addr()?.port(),
                     held: Held::Listener(Arc::new(listener)),
+                    client_token: new_token(),
+                    scope,
                 }
             }
         })
@@ -216,6 +276,7 @@ impl BrowserPool {
         reservation: Reservation,
         request: &PoolRequest,
     ) -> Result<Lease, BrowserError> {
+        let client_token = reservation.client_token;
         let listener = match reservation.held {
             Held::Idle(pooled) => {
                 let mut pooled = *pooled;
@@ -233,7 +294,7 @@ impl BrowserPool {
             }
             Held::Listener(listener) => Some(listener),
         };
-        let mut pooled = self.launch(request, listener).await?;
+        let mut pooled = self.launch(request, listener, client_token).await?;
         match open_session(&mut pooled, request).await {
             Ok(scope) => Ok(lease(pooled, scope, request)),
             Err(why) => {
@@ -250,6 +311,7 @@ impl BrowserPool {
         &self,
         request: &PoolRequest,
         listener: Option<Arc<std::net::TcpListener>>,
+        client_token: String,
     ) -> Result<Pooled, BrowserError> {
         let dir = tempfile::Builder::new()
             .prefix("bugatti-browser-")
@@ -286,6 +348,8 @@ impl BrowserPool {
             default_context: None,
             initial: HashSet::new(),
             sessions: 0,
+            client_token,
+            kept: None,
         };
         let hub = pooled.browser.hub();
         let discovered = hub
@@ -338,6 +402,9 @@ impl BrowserPool {
             return clean_report();
         };
         pooled.browser.endpoint().revoke(&lease.token);
+        // The kept client's connection goes with the context: its next call connects again.
+        pooled.browser.endpoint().revoke(&pooled.client_token);
+        pooled.kept = lease.kept.take();
         let why_not = if !sound {
             Some("its session did not end cleanly".to_string())
         } else {
@@ -379,6 +446,7 @@ fn lease(mut pooled: Pooled, scope: Arc<ContextScope>, request: &PoolRequest) ->
         pooled: Some(pooled),
         scope,
         token: request.token.clone(),
+        kept: None,
     }
 }
 
@@ -429,6 +497,9 @@ async fn open_session(
         ),
     );
     browser.endpoint().grant(&request.token, scope.clone());
+    browser
+        .endpoint()
+        .grant(&pooled.client_token, scope.clone());
     Ok(scope)
 }
 
@@ -505,6 +576,9 @@ fn target_infos(targets: &Value) -> impl Iterator<Item = &Value> {
 /// Ends a pooled browser through the one termination routine, then removes its directory.
 async fn end(mut pooled: Pooled, skip_grace: bool, why: &str) -> TeardownReport {
     tracing::info!("pooled browser pid {} ends: {why}", pooled.browser.pid());
+    if let Some(kept) = pooled.kept.take() {
+        kept.stop().await;
+    }
     let report = pooled.browser.stop(skip_grace).await;
     let Pooled { dir, .. } = pooled;
     let _ = dir.close();

@@ -222,6 +222,35 @@ fn with_reuse_the_next_test_on_the_same_browser_sees_nothing_of_the_last_by_agen
         );
     }
     assert_eq!(pooled_pid(&a), pooled_pid(&b), "one browser replayed both");
+    // One Playwright MCP client replayed both, `b` in its own fresh context (it saw nothing).
+    let handed = kept_client_pid(&a, "handed back").unwrap_or_else(|| {
+        panic!(
+            "a handed its client back: {}",
+            a.read("diagnostics/harness.log")
+        )
+    });
+    assert_eq!(
+        kept_client_pid(&b, "reused"),
+        Some(handed),
+        "{}",
+        b.read("diagnostics/harness.log")
+    );
+}
+
+/// The pid of the replay's kept Playwright MCP client in a run's diagnostics line that says
+/// it was `what` ("handed back", "reused").
+fn kept_client_pid(record: &RunRecord, what: &str) -> Option<u32> {
+    let log = record.read("diagnostics/harness.log");
+    log.lines()
+        .filter(|line| line.contains(&format!("pid ")) && line.contains(what))
+        .find_map(|line| {
+            line.split("kept client pid ")
+                .nth(1)?
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        })
 }
 
 /// SIGINT while a pooled browser serves a step: the session gives it back unclean, so it is
