@@ -377,7 +377,17 @@ impl BrowserReplay {
                     Some(handle) => Some(handle.await),
                     None => None,
                 } {
-                    return started;
+                    match started {
+                        Ok(client) if !client.is_sound() => {
+                            // A kept client that died or failed since: never used again.
+                            tracing::info!(
+                                "playwright mcp (replay): kept client pid {} is gone or failed: a new one starts",
+                                client.pid()
+                            );
+                            let _ = client.stop().await;
+                        }
+                        started => return started,
+                    }
                 }
                 let (command, reused) = self.prepare();
                 if let Some(client) = reused {
