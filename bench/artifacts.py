@@ -68,3 +68,18 @@ def assert_outcomes(project, expected_runs):
         if outcome != "passed":
             raise BenchError(f"{d}/run.json: outcome {outcome!r}, expected 'passed'")
     return dirs
+
+
+def phases(project, measured):
+    """Where one supervised run's wall time went, from its own record: (before, session, after)
+    in seconds. `before` runs from the process's start to the run's `run_started` event (the
+    process and its runtime starting, the config and tests read, the suite's folders made);
+    `session` from `run_started` to `run_finished` (the workspace, the steps, their teardown);
+    `after` from `run_finished` to the process's exit (run.json's last rewrite, report.md, the
+    suite's summary, JUnit, HTML and history, the runtime's shutdown)."""
+    run_dir = only_run(project)
+    evs = events(run_dir)
+    started = event_time(evs, run_dir, "run_started")
+    finished = event_time(evs, run_dir, "run_finished", last=True)
+    end = measured.began + measured.wall
+    return started - measured.began, finished - started, end - finished

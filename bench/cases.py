@@ -162,6 +162,23 @@ def ms(seconds):
     return f"{seconds * 1000:.1f} ms"
 
 
+def where_it_went(splits):
+    """The medians of runs' `artifacts.phases`, as text: where a supervised run's wall went."""
+    before, session, after = (med([s[i] for s in splits]) for i in range(3))
+    return (f"(the median of each part) {ms(before)} from the start to `run_started` (the process "
+            f"and its runtime, the config and tests read, the suite's folders), {ms(session)} the "
+            f"session (`run_started` to `run_finished`: the workspace, the steps, their "
+            f"teardown), {ms(after)} from `run_finished` to the exit (run.json, report.md, the "
+            f"suite's summary, JUnit, HTML and history, the runtime's shutdown)")
+
+
+def distance(measured, floor, goal):
+    """How far the median `measured` is above `goal` × the median `floor`, as text."""
+    left = measured - goal * floor
+    return (f"{ms(left)} above the goal ({goal}× the floor is {ms(goal * floor)})" if left > 0
+            else f"within the goal by {ms(-left)}")
+
+
 # 1 ------------------------------------------------------------------------------------------------
 def overhead(ctx):
     """One trivial test against its faithful floor: `sh -c true` plus copying the files a run must
@@ -176,16 +193,24 @@ def overhead(ctx):
     files = sum(len(fs) for _, _, fs in os.walk(written))
     copy = os.path.join(ctx.tmp, "overhead-copy")
     floor = ["sh", "-c", f"true && cp -r '{written}' '{copy}'"]
-    sup, base = [], []
+    sup, base, splits, cpu, base_cpu = [], [], [], [], []
     for _ in range(max(ctx.runs, 5)):
-        sup.append(supervise(ctx, project, ["-j", "1"]).wall)
+        m = supervise(ctx, project, ["-j", "1"])
+        sup.append(m.wall)
+        cpu.append(m.cpu)
+        splits.append(artifacts.phases(project, m))
         # Outside the timing, as the supervisor's own previous records are (`supervise`).
         shutil.rmtree(copy, ignore_errors=True)
-        base.append(baseline(ctx, floor, project, "overhead-floor").wall)
+        b = baseline(ctx, floor, project, "overhead-floor")
+        base.append(b.wall)
+        base_cpu.append(b.cpu)
     ratio, spread = pair_ratios(sup, base)
+    note = (f"where the {ms(med(sup))} went: {where_it_went(splits)}; CPU {ms(med(cpu))} "
+            f"(the supervisor and its `sh`) against the floor's {ms(med(base_cpu))}; "
+            f"{distance(med(sup), med(base), 1.5)}")
     return Row("1. overhead: 1 test, 1 `true` step, no commands", ms(med(sup)),
                f"{ms(med(base))} (`sh -c true` + `cp -r` of the {files} files the run wrote)",
-               f"{ratio:.1f}× {spread}", "≤ 1.5× the floor", ratio <= 1.5)
+               f"{ratio:.1f}× {spread}", "≤ 1.5× the floor", ratio <= 1.5, note)
 
 
 # 2 ------------------------------------------------------------------------------------------------

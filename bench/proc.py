@@ -17,8 +17,11 @@ MARK_VAR = "BUGATTI_BENCH_MARK"
 
 
 class Measured:
-    def __init__(self, wall, rc, cpu, peak_rss_kib, output_path):
+    def __init__(self, wall, rc, cpu, peak_rss_kib, output_path, began=None):
         self.wall = wall  # seconds
+        # Wall-clock time (epoch seconds) just before the process was started: what the
+        # timestamps a run writes are placed against (artifacts.phases).
+        self.began = began
         self.rc = rc
         self.cpu = cpu  # seconds, utime + stime, the process and its reaped children
         self.peak_rss_kib = peak_rss_kib  # the process alone; None when not polled
@@ -46,6 +49,7 @@ def _vm_hwm_kib(pid):
 def run(argv, cwd, output_path, env, poll_rss=False, timeout=600.0):
     """Runs argv to its end (killing it after `timeout`) and measures it."""
     with open(output_path, "wb") as out:
+        began = time.time()
         start = time.perf_counter()
         proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL)
@@ -73,7 +77,8 @@ def run(argv, cwd, output_path, env, poll_rss=False, timeout=600.0):
         if poller:
             poller.join()
         proc.returncode = os.waitstatus_to_exitcode(status)
-    return Measured(wall, proc.returncode, usage.ru_utime + usage.ru_stime, peak[0], output_path)
+    return Measured(wall, proc.returncode, usage.ru_utime + usage.ru_stime, peak[0], output_path,
+                    began)
 
 
 def _kill(pid):

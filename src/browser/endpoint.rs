@@ -51,15 +51,15 @@ impl Drop for DevtoolsEndpoint {
 
 /// One token's access: the contexts it sees (`None`: the whole browser), and the signal that
 /// ends its connections.
-struct Grant {
+struct TokenGrant {
     scope: Option<Arc<ContextScope>>,
     revoked: tokio::sync::watch::Sender<bool>,
 }
 
 /// The tokens the endpoint answers, each with its grant.
-type Grants = Arc<Mutex<HashMap<String, Grant>>>;
+type Grants = Arc<Mutex<HashMap<String, TokenGrant>>>;
 
-fn lock(grants: &Grants) -> std::sync::MutexGuard<'_, HashMap<String, Grant>> {
+fn lock(grants: &Grants) -> std::sync::MutexGuard<'_, HashMap<String, TokenGrant>> {
     grants
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -137,7 +137,7 @@ impl DevtoolsEndpoint {
         let grants: Grants = Arc::default();
         lock(&grants).insert(
             token.clone(),
-            Grant {
+            TokenGrant {
                 scope: None,
                 revoked: tokio::sync::watch::channel(false).0,
             },
@@ -175,7 +175,7 @@ impl DevtoolsEndpoint {
     pub fn grant(&self, token: &str, scope: Arc<ContextScope>) {
         lock(&self.grants).insert(
             token.to_string(),
-            Grant {
+            TokenGrant {
                 scope: Some(scope),
                 revoked: tokio::sync::watch::channel(false).0,
             },

@@ -134,7 +134,7 @@ pub fn running_as_root() -> bool {
 /// Where the browser's output is written: switched to the serving session's log when a pooled
 /// browser changes hands, so that each run's `browser.log` holds what the browser said while it
 /// served that run.
-type LogSink = Arc<Mutex<Option<crate::process::log_limit::LimitedLog>>>;
+type BrowserLogSink = Arc<Mutex<Option<crate::process::log_limit::LimitedLog>>>;
 
 fn open_log(
     path: &std::path::Path,
@@ -155,7 +155,7 @@ pub struct Browser {
     group: Group,
     endpoint: DevtoolsEndpoint,
     hub: PipeHub,
-    log: LogSink,
+    log: BrowserLogSink,
     version: BrowserVersion,
     profile_dir: PathBuf,
     no_sandbox: bool,
@@ -200,7 +200,7 @@ impl Browser {
             }
         })?;
         let tail = Arc::new(Mutex::new(Vec::new()));
-        let log: LogSink = Arc::new(Mutex::new(
+        let log: BrowserLogSink = Arc::new(Mutex::new(
             spec.log_path
                 .as_deref()
                 .and_then(|path| open_log(path, spec.max_log_bytes)),
@@ -347,7 +347,7 @@ const CHROMIUM_COMPANIONS: &[&str] = &["chrome_crashpad_handler"];
 
 /// Copies the browser's output to its log (if any) on a thread of its own (the read blocks),
 /// keeping the last [`TAIL_BYTES`] for an early-exit error.
-fn drain_output(mut output: Box<dyn Read + Send>, log: LogSink, tail: Arc<Mutex<Vec<u8>>>) {
+fn drain_output(mut output: Box<dyn Read + Send>, log: BrowserLogSink, tail: Arc<Mutex<Vec<u8>>>) {
     std::thread::spawn(move || {
         let mut buf = [0u8; 8192];
         while let Ok(n) = output.read(&mut buf) {

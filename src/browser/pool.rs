@@ -119,7 +119,7 @@ pub struct BrowserPool {
 }
 
 /// A browser held for one session ([`BrowserPool::reserve`]), its endpoint's port known.
-pub struct Reservation {
+pub struct BrowserReservation {
     port: u16,
     held: Held,
     client_token: String,
@@ -131,7 +131,7 @@ enum Held {
     Listener(Arc<std::net::TcpListener>),
 }
 
-impl Reservation {
+impl BrowserReservation {
     /// The port of the DevTools endpoint the session will be served on (unless the held idle
     /// browser turns out unable to serve it: then a new one's).
     pub fn port(&self) -> u16 {
@@ -236,7 +236,7 @@ impl BrowserPool {
     /// one, or a loopback listener for the DevTools endpoint of one to be started. Either way the
     /// endpoint's port is known at once (the session's `BUGATTI_CDP_URL`, and its replay's client
     /// started beside the browser).
-    pub fn reserve(&self, key: &PoolKey) -> std::io::Result<Reservation> {
+    pub fn reserve(&self, key: &PoolKey) -> std::io::Result<BrowserReservation> {
         let found = {
             let mut idle = self.idle();
             let at = idle.iter().position(|p| &p.key == key);
@@ -244,7 +244,7 @@ impl BrowserPool {
         };
         let scope = self.inner.scope.clone();
         Ok(match found {
-            Some(pooled) => Reservation {
+            Some(pooled) => BrowserReservation {
                 port: pooled.browser.port(),
                 client_token: pooled.client_token.clone(),
                 held: Held::Idle(Box::new(pooled)),
@@ -252,7 +252,7 @@ impl BrowserPool {
             },
             None => {
                 let listener = super::endpoint::bind_ahead()?;
-                Reservation {
+                BrowserReservation {
                     port: listener.local_addr()?.port(),
                     held: Held::Listener(Arc::new(listener)),
                     client_token: new_token(),
@@ -273,7 +273,7 @@ impl BrowserPool {
     /// open a context is ended, and a new one started (on another port).
     pub async fn checkout_reserved(
         &self,
-        reservation: Reservation,
+        reservation: BrowserReservation,
         request: &PoolRequest,
     ) -> Result<Lease, BrowserError> {
         let client_token = reservation.client_token;

@@ -7,7 +7,7 @@ use super::capture::{Monitor, StepCapture};
 use super::error::BrowserError;
 use super::executable;
 use super::launch::{Browser, BrowserLaunch};
-use super::pool::{BrowserPool, Lease, PoolKey, PoolRequest, Reservation};
+use super::pool::{BrowserPool, BrowserReservation, Lease, PoolKey, PoolRequest};
 use crate::model::artifacts::{RunPaths, WorkspacePaths};
 use crate::model::browser::BrowserConfig;
 use crate::model::ids::StepId;
@@ -141,7 +141,7 @@ impl SessionBrowser {
     pub async fn from_pool(
         config: &BrowserConfig,
         pool: &BrowserPool,
-        reservation: Reservation,
+        reservation: BrowserReservation,
         request: &PoolRequest,
     ) -> Result<Self, BrowserError> {
         let lease = pool.checkout_reserved(reservation, request).await?;

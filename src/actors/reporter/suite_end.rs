@@ -70,12 +70,14 @@ impl ReporterState {
         summary.quarantine_changes = self.args.extras.quarantine_changes.clone();
         let (history_note, trends) = self.record_history(&mut summary);
         // Redact the data before it is formatted: XML and JSON escape characters a secret may hold.
-        let all = self.redactor_all();
-        let redacted_summary: SuiteSummary = redact_data(&all, &summary)?;
+        // One redactor for the whole suite end: each is a search automaton over every secret of
+        // every run, and building it was nearly half of a one-test suite's end, which built three.
+        let redactor = self.redactor_all();
+        let redacted_summary: SuiteSummary = redact_data(&redactor, &summary)?;
         let redacted_records: Vec<RunRecord> = self
             .finished
             .iter()
-            .map(|r| redact_data(&all, r))
+            .map(|r| redact_data(&redactor, r))
             .collect::<Result<_, _>>()?;
         let mut notes = std::mem::take(&mut self.notes);
         notes.extend(history_note);
@@ -84,9 +86,9 @@ impl ReporterState {
             failed: Vec::new(),
             copies: Vec::new(),
         };
-        let redactor = self.redactor_all();
         let html_path = self.write_suite_files(
             &paths,
+            &redactor,
             &redacted_summary,
             &redacted_records,
             trends.as_ref(),
@@ -253,19 +255,19 @@ impl ReporterState {
     fn write_suite_files(
         &self,
         paths: &SuitePaths,
+        redactor: &Redactor,
         redacted_summary: &SuiteSummary,
         redacted_records: &[RunRecord],
         trends: Option<&crate::report::records::trends::Trends>,
         out: &mut Outputs,
     ) -> PathBuf {
-        let redactor = self.redactor_all();
         let input = SuiteInput {
             dir: &paths.dir,
             summary: redacted_summary,
             records: redacted_records,
             notes: &[],
             trends,
-            redactor: &redactor,
+            redactor,
         };
         let files = RenderedSuite::render(&input);
         for copy in &self.args.copies {
