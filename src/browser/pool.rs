@@ -99,10 +99,16 @@ struct Pooled {
     initial: HashSet<String>,
     /// How many sessions it has served, this one included.
     sessions: u32,
+    /// The kept replay client's token and the client (boxed: a lease stays small).
+    client: Box<ClientSlot>,
+}
+
+/// What a pooled browser keeps for the replay's client.
+struct ClientSlot {
     /// The token only the kept replay client uses: never in any agent's or harness's
     /// environment, granted the context lent out and revoked at its give-back.
-    client_token: String,
-    /// The replay's client kept with it between sessions.
+    token: String,
+    /// The replay's client kept with the browser between sessions.
     kept: Option<KeptClient>,
 }
 
@@ -152,7 +158,7 @@ impl BrowserReservation {
     /// The replay client kept with the held browser, if any: the session's to use and hand back.
     pub fn take_kept_client(&mut self) -> Option<KeptClient> {
         match &mut self.held {
-            Held::Idle(pooled) => pooled.kept.take(),
+            Held::Idle(pooled) => pooled.client.kept.take(),
             Held::Listener(_) => None,
         }
     }
@@ -164,8 +170,6 @@ pub struct Lease {
     pooled: Option<Pooled>,
     scope: Arc<ContextScope>,
     token: String,
-    /// The replay client handed back by the session, kept with the browser if it is lent again.
-    kept: Option<KeptClient>,
 }
 
 impl Lease {
@@ -199,7 +203,9 @@ impl Lease {
     /// Keeps the session's replay client with the browser: it serves the browser's next
     /// session if the browser is lent again, else it ends with it.
     pub fn keep_client(&mut self, client: KeptClient) {
-        self.kept = Some(client);
+        if let Some(pooled) = self.pooled.as_mut() {
+            pooled.client.kept = Some(client);
+        }
     }
 
     /// Which session of its browser this is (1 for a browser started for it).
@@ -246,7 +252,7 @@ impl BrowserPool {
         Ok(match found {
             Some(pooled) => BrowserReservation {
                 port: pooled.browser.port(),
-                client_token: pooled.client_token.clone(),
+                client_token: pooled.client.token.clone(),
                 held: Held::Idle(Box::new(pooled)),
                 scope,
             },
@@ -348,8 +354,10 @@ impl BrowserPool {
             default_context: None,
             initial: HashSet::new(),
             sessions: 0,
-            client_token,
-            kept: None,
+            client: Box::new(ClientSlot {
+                token: client_token,
+                kept: None,
+            }),
         };
         let hub = pooled.browser.hub();
         let discovered = hub
@@ -403,8 +411,7 @@ impl BrowserPool {
         };
         pooled.browser.endpoint().revoke(&lease.token);
         // The kept client's connection goes with the context: its next call connects again.
-        pooled.browser.endpoint().revoke(&pooled.client_token);
-        pooled.kept = lease.kept.take();
+        pooled.browser.endpoint().revoke(&pooled.client.token);
         let why_not = if !sound {
             Some("its session did not end cleanly".to_string())
         } else {
@@ -446,7 +453,6 @@ fn lease(mut pooled: Pooled, scope: Arc<ContextScope>, request: &PoolRequest) ->
         pooled: Some(pooled),
         scope,
         token: request.token.clone(),
-        kept: None,
     }
 }
 
@@ -499,7 +505,7 @@ async fn open_session(
     browser.endpoint().grant(&request.token, scope.clone());
     browser
         .endpoint()
-        .grant(&pooled.client_token, scope.clone());
+        .grant(&pooled.client.token, scope.clone());
     Ok(scope)
 }
 
@@ -576,7 +582,7 @@ fn target_infos(targets: &Value) -> impl Iterator<Item = &Value> {
 /// Ends a pooled browser through the one termination routine, then removes its directory.
 async fn end(mut pooled: Pooled, skip_grace: bool, why: &str) -> TeardownReport {
     tracing::info!("pooled browser pid {} ends: {why}", pooled.browser.pid());
-    if let Some(kept) = pooled.kept.take() {
+    if let Some(kept) = pooled.client.kept.take() {
         kept.stop().await;
     }
     let report = pooled.browser.stop(skip_grace).await;

@@ -279,7 +279,8 @@ fn with_reuse_the_next_test_on_the_same_browser_sees_nothing_of_the_last_by_agen
     }
     let killed = kept_client_pid(&a, "handed back").expect("a handed its client back");
     assert!(
-        b.read("logs/killer.log").contains(&format!("killed {killed}")),
+        b.read("logs/killer.log")
+            .contains(&format!("killed {killed}")),
         "the kept client was killed"
     );
     let log = b.read("diagnostics/harness.log");
