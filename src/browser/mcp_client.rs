@@ -70,6 +70,9 @@ pub struct ToolAnswer {
 pub struct PlaywrightClient {
     service: RunningService<RoleClient, ()>,
     group: Group,
+    /// A call failed at the protocol level (timeout, crash, broken pipe): the client is never
+    /// kept for another session ([`Self::is_sound`]).
+    failed: std::sync::atomic::AtomicBool,
 }
 
 impl PlaywrightClient {
@@ -109,7 +112,11 @@ impl PlaywrightClient {
         };
         let handshake = tokio::time::timeout(CALL_TIMEOUT, ().serve((stdout, stdin))).await;
         match handshake {
-            Ok(Ok(service)) => Ok(Self { service, group }),
+            Ok(Ok(service)) => Ok(Self {
+                service,
+                group,
+                failed: std::sync::atomic::AtomicBool::new(false),
+            }),
             Ok(Err(e)) => {
                 let _ = teardown::terminate(&mut group, &Ladder::kill()).await;
                 Err(McpClientError::Handshake {
@@ -147,6 +154,9 @@ impl PlaywrightClient {
             ms = began.elapsed().as_millis(),
             "playwright mcp call"
         );
+        if !matches!(result, Ok(Ok(_))) {
+            self.failed.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         let result = result
             .map_err(|_| McpClientError::Call {
                 tool: tool.to_string(),
@@ -177,6 +187,19 @@ impl PlaywrightClient {
             images,
             is_error: result.is_error.unwrap_or(false),
         })
+    }
+
+    /// The server's pid.
+    pub fn pid(&self) -> i32 {
+        self.group.pid()
+    }
+
+    /// Whether the client may serve another session: its server still runs and no call failed
+    /// at the protocol level.
+    pub fn is_sound(&self) -> bool {
+        !self.failed.load(std::sync::atomic::Ordering::SeqCst)
+            && self.group.exit_status().is_none()
+            && !self.service.is_closed()
     }
 
     /// Ends the client session and the server's process group.

@@ -66,6 +66,27 @@ pub struct PoolRequest {
     pub ready_timeout: Duration,
 }
 
+/// The replay's Playwright MCP client kept with a pooled browser across its sessions
+/// (docs/browser.md, "One browser per worker"): attached through the browser's client token,
+/// which each session's context is granted to and revoked from, so that its next call after a
+/// give-back connects again and finds the next session's context as its default one.
+pub struct KeptClient {
+    /// The client and its server.
+    pub client: super::mcp_client::PlaywrightClient,
+    /// What it was started as: a session that would run another client starts its own.
+    pub key: String,
+    /// Its own files (its config, page script and output link), removed with it.
+    pub dir: tempfile::TempDir,
+}
+
+impl KeptClient {
+    /// Ends the client and removes its files.
+    pub async fn stop(self) {
+        let _ = self.client.stop().await;
+        let _ = self.dir.close();
+    }
+}
+
 /// A browser of the pool.
 struct Pooled {
     key: PoolKey,
@@ -78,6 +99,17 @@ struct Pooled {
     initial: HashSet<String>,
     /// How many sessions it has served, this one included.
     sessions: u32,
+    /// The kept replay client's token and the client (boxed: a lease stays small).
+    client: Box<ClientSlot>,
+}
+
+/// What a pooled browser keeps for the replay's client.
+struct ClientSlot {
+    /// The token only the kept replay client uses: never in any agent's or harness's
+    /// environment, granted the context lent out and revoked at its give-back.
+    token: String,
+    /// The replay's client kept with the browser between sessions.
+    kept: Option<KeptClient>,
 }
 
 struct PoolInner {
@@ -96,6 +128,8 @@ pub struct BrowserPool {
 pub struct BrowserReservation {
     port: u16,
     held: Held,
+    client_token: String,
+    scope: Scope,
 }
 
 enum Held {
@@ -108,6 +142,25 @@ impl BrowserReservation {
     /// browser turns out unable to serve it: then a new one's).
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// The browser-wide WebSocket behind the browser's client token: the context lent out to
+    /// whichever session holds the browser, for the kept replay client only.
+    pub fn client_cdp_url(&self) -> String {
+        super::endpoint::ws_url(self.port, &self.client_token)
+    }
+
+    /// Whose the kept client's processes are (the suite's, as the browser's).
+    pub fn client_scope(&self) -> Scope {
+        self.scope.clone()
+    }
+
+    /// The replay client kept with the held browser, if any: the session's to use and hand back.
+    pub fn take_kept_client(&mut self) -> Option<KeptClient> {
+        match &mut self.held {
+            Held::Idle(pooled) => pooled.client.kept.take(),
+            Held::Listener(_) => None,
+        }
     }
 }
 
@@ -145,6 +198,14 @@ impl Lease {
     /// The session's browser context.
     pub fn context(&self) -> &str {
         self.scope.primary()
+    }
+
+    /// Keeps the session's replay client with the browser: it serves the browser's next
+    /// session if the browser is lent again, else it ends with it.
+    pub fn keep_client(&mut self, client: KeptClient) {
+        if let Some(pooled) = self.pooled.as_mut() {
+            pooled.client.kept = Some(client);
+        }
     }
 
     /// Which session of its browser this is (1 for a browser started for it).
@@ -187,16 +248,21 @@ impl BrowserPool {
             let at = idle.iter().position(|p| &p.key == key);
             at.map(|at| idle.swap_remove(at))
         };
+        let scope = self.inner.scope.clone();
         Ok(match found {
             Some(pooled) => BrowserReservation {
                 port: pooled.browser.port(),
+                client_token: pooled.client.token.clone(),
                 held: Held::Idle(Box::new(pooled)),
+                scope,
             },
             None => {
                 let listener = super::endpoint::bind_ahead()?;
                 BrowserReservation {
                     port: listener.local_addr()?.port(),
                     held: Held::Listener(Arc::new(listener)),
+                    client_token: new_token(),
+                    scope,
                 }
             }
         })
@@ -216,6 +282,7 @@ impl BrowserPool {
         reservation: BrowserReservation,
         request: &PoolRequest,
     ) -> Result<Lease, BrowserError> {
+        let client_token = reservation.client_token;
         let listener = match reservation.held {
             Held::Idle(pooled) => {
                 let mut pooled = *pooled;
@@ -233,7 +300,7 @@ impl BrowserPool {
             }
             Held::Listener(listener) => Some(listener),
         };
-        let mut pooled = self.launch(request, listener).await?;
+        let mut pooled = self.launch(request, listener, client_token).await?;
         match open_session(&mut pooled, request).await {
             Ok(scope) => Ok(lease(pooled, scope, request)),
             Err(why) => {
@@ -250,6 +317,7 @@ impl BrowserPool {
         &self,
         request: &PoolRequest,
         listener: Option<Arc<std::net::TcpListener>>,
+        client_token: String,
     ) -> Result<Pooled, BrowserError> {
         let dir = tempfile::Builder::new()
             .prefix("bugatti-browser-")
@@ -286,6 +354,10 @@ impl BrowserPool {
             default_context: None,
             initial: HashSet::new(),
             sessions: 0,
+            client: Box::new(ClientSlot {
+                token: client_token,
+                kept: None,
+            }),
         };
         let hub = pooled.browser.hub();
         let discovered = hub
@@ -338,6 +410,8 @@ impl BrowserPool {
             return clean_report();
         };
         pooled.browser.endpoint().revoke(&lease.token);
+        // The kept client's connection goes with the context: its next call connects again.
+        pooled.browser.endpoint().revoke(&pooled.client.token);
         let why_not = if !sound {
             Some("its session did not end cleanly".to_string())
         } else {
@@ -429,6 +503,9 @@ async fn open_session(
         ),
     );
     browser.endpoint().grant(&request.token, scope.clone());
+    browser
+        .endpoint()
+        .grant(&pooled.client.token, scope.clone());
     Ok(scope)
 }
 
@@ -505,6 +582,9 @@ fn target_infos(targets: &Value) -> impl Iterator<Item = &Value> {
 /// Ends a pooled browser through the one termination routine, then removes its directory.
 async fn end(mut pooled: Pooled, skip_grace: bool, why: &str) -> TeardownReport {
     tracing::info!("pooled browser pid {} ends: {why}", pooled.browser.pid());
+    if let Some(kept) = pooled.client.kept.take() {
+        kept.stop().await;
+    }
     let report = pooled.browser.stop(skip_grace).await;
     let Pooled { dir, .. } = pooled;
     let _ = dir.close();

@@ -212,6 +212,16 @@ impl SessionBrowser {
         )
     }
 
+    /// Keeps the replay's Playwright MCP client with a pooled browser for its next session
+    /// (ended with the browser if it is not lent again); a browser of the session's own does
+    /// not keep it: it is ended.
+    pub async fn keep_replay_client(&mut self, client: super::pool::KeptClient) {
+        match &mut self.served {
+            Served::Pooled(lease, _) => lease.keep_client(client),
+            Served::Own(_) => client.stop().await,
+        }
+    }
+
     /// Ends the browser (`skip_grace`: SIGKILL at once); a pooled one is given back.
     pub async fn stop(self, skip_grace: bool) -> TeardownReport {
         self.end(skip_grace, true).await

@@ -237,22 +237,60 @@ pub struct BrowserClientSpec {
     pub cwd: PathBuf,
     pub env: Vec<(String, String)>,
     pub run_dir: PathBuf,
+    /// With a pooled browser: the client kept with it across sessions.
+    pub kept: Option<KeptSlot>,
+}
+
+/// Where the replay's Playwright MCP client kept with a pooled browser (docs/browser.md, "One
+/// browser per worker") comes from and goes back to: the browser's client endpoint (its token
+/// is the pool's, in no agent's or harness's environment), whose processes they are, and the
+/// client the browser's last session handed back, taken by the first client of this session
+/// that would run the same.
+#[derive(Clone)]
+pub struct KeptSlot {
+    pub cdp_url: String,
+    pub scope: crate::process::owner::Scope,
+    pub previous: std::sync::Arc<std::sync::Mutex<Option<crate::browser::pool::KeptClient>>>,
+}
+
+impl std::fmt::Debug for KeptSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeptSlot")
+    }
+}
+
+impl KeptSlot {
+    /// The kept client no client of the session took.
+    pub fn take_previous(&self) -> Option<crate::browser::pool::KeptClient> {
+        self.previous.lock().ok().and_then(|mut p| p.take())
+    }
 }
 
 impl BrowserClientSpec {
     fn client(&self, action_pages: bool) -> BrowserReplay {
         use crate::process::owner::{Owner, Role, Scope};
+        let (scope, env) = match &self.kept {
+            // A client kept across sessions is the suite's, as its browser: it carries no
+            // session's identity (a session's sweep kills what carries its run id) nor token.
+            Some(slot) => (
+                slot.scope.clone(),
+                self.env
+                    .iter()
+                    .filter(|(name, _)| !name.starts_with("BUGATTI_"))
+                    .cloned()
+                    .collect(),
+            ),
+            None => (Scope::run(self.run_id.clone()), self.env.clone()),
+        };
         BrowserReplay::new(
             self.command.clone(),
-            Owner::new(
-                Scope::run(self.run_id.clone()),
-                Role::Other("playwright-mcp (replay)".into()),
-            ),
+            Owner::new(scope, Role::Other("playwright-mcp (replay)".into())),
             self.cwd.clone(),
-            self.env.clone(),
+            env,
             self.run_dir.clone(),
             action_pages,
         )
+        .kept_in(self.kept.clone())
     }
 }
 
@@ -278,6 +316,11 @@ impl BrowserAhead {
 
     pub async fn stop(self) {
         self.0.stop().await;
+    }
+
+    /// Ends the client, or hands it back to be kept with the pooled browser when it is sound.
+    pub async fn hand_back(self) -> Option<crate::browser::pool::KeptClient> {
+        self.0.hand_back().await
     }
 }
 
@@ -483,6 +526,15 @@ impl ReplaySession {
     pub async fn stop_browser(&mut self) {
         if let Some(browser) = self.browser.take() {
             browser.stop().await;
+        }
+    }
+
+    /// As [`Self::stop_browser`], its client handed back to be kept with the pooled browser
+    /// when it is sound ([`BrowserReplay::hand_back`]).
+    pub async fn hand_back_browser(&mut self) -> Option<crate::browser::pool::KeptClient> {
+        match self.browser.take() {
+            Some(browser) => browser.hand_back().await,
+            None => None,
         }
     }
 

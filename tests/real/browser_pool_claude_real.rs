@@ -47,6 +47,20 @@ async function look() {
 </script></body></html>
 "#;
 
+/// Once `kill-kept` exists, SIGKILLs the replay's Playwright MCP client an earlier session of
+/// this suite handed back to be kept with the pooled browser (said in its run's log, newer than
+/// the marker): the next session finds it dead.
+const KILL_KEPT: &str = r#"marker="$BUGATTI_PROJECT_ROOT/kill-kept"
+[ -f "$marker" ] || exit 0
+for log in "$BUGATTI_PROJECT_ROOT"/.bugatti/runs/*/diagnostics/harness.log; do
+  [ "$log" -nt "$marker" ] || continue
+  pid=$(grep -o 'kept client pid [0-9]* handed back' "$log" | grep -o '[0-9][0-9]*' | head -n 1)
+  [ -n "$pid" ] || continue
+  kill -9 "$pid" && echo "killed $pid"
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+done
+"#;
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .expect("bind")
@@ -60,6 +74,7 @@ fn project() -> (Project, u16) {
     let port = free_port();
     p.write("site/index.html", PAGE);
     p.write("site/sw.js", "self.addEventListener('fetch', () => {});\n");
+    p.write("kill-kept.sh", KILL_KEPT);
     p.write(
         "bugatti.config.toml",
         &format!(
@@ -75,6 +90,10 @@ WEB_PORT = {port}
 kind = "long_lived"
 cmd = "python3 -m http.server ${{WEB_PORT}} --bind 127.0.0.1 --directory site"
 readiness_url = "http://127.0.0.1:${{WEB_PORT}}/"
+
+[commands.killer]
+kind = "short_lived"
+cmd = "sh kill-kept.sh"
 
 [browser]
 reuse = true
@@ -222,6 +241,71 @@ fn with_reuse_the_next_test_on_the_same_browser_sees_nothing_of_the_last_by_agen
         );
     }
     assert_eq!(pooled_pid(&a), pooled_pid(&b), "one browser replayed both");
+    // One Playwright MCP client replayed both, `b` in its own fresh context (it saw nothing).
+    let handed = kept_client_pid(&a, "handed back").unwrap_or_else(|| {
+        panic!(
+            "a handed its client back: {}",
+            a.read("diagnostics/harness.log")
+        )
+    });
+    assert_eq!(
+        kept_client_pid(&b, "reused"),
+        Some(handed),
+        "{}",
+        b.read("diagnostics/harness.log")
+    );
+
+    // 3. The kept client killed between the sessions: `b` starts a new one and replays as
+    // recorded, in its own fresh context; nothing survives.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    p.write("kill-kept", "");
+    let before: BTreeSet<String> = p
+        .run_records()
+        .iter()
+        .map(|r| r.identity.run_id.as_str().to_string())
+        .collect();
+    let stub = Stub::start(&stub_dir("third"), json!([]));
+    let out = start(&p, &claude, &mcp, &stub, &home)
+        .args(["-j", "1", "--replay", "only"])
+        .output()
+        .expect("replay");
+    p.assert_nothing_survives();
+    let console = format!("{}\n{}", stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(0), "{console}");
+    let (a, b) = new_records(&p, &before);
+    for record in [&a, &b] {
+        assert_eq!(record.statuses(), [StepStatus::Ok], "{record:#?}");
+        assert_eq!(record.steps[0].mode, Some(StepMode::Replayed));
+    }
+    let killed = kept_client_pid(&a, "handed back").expect("a handed its client back");
+    assert!(
+        b.read("logs/killer.log")
+            .contains(&format!("killed {killed}")),
+        "the kept client was killed"
+    );
+    let log = b.read("diagnostics/harness.log");
+    assert!(
+        log.contains(&format!("kept client pid {killed} is gone or failed")),
+        "{log}"
+    );
+    let replaced = kept_client_pid(&b, "handed back").expect("b handed its new client back");
+    assert_ne!(replaced, killed, "a new client replayed b");
+}
+
+/// The pid of the replay's kept Playwright MCP client in a run's diagnostics line that says
+/// it was `what` ("handed back", "reused").
+fn kept_client_pid(record: &RunRecord, what: &str) -> Option<u32> {
+    let log = record.read("diagnostics/harness.log");
+    log.lines()
+        .filter(|line| line.contains("pid ") && line.contains(what))
+        .find_map(|line| {
+            line.split("kept client pid ")
+                .nth(1)?
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        })
 }
 
 /// SIGINT while a pooled browser serves a step: the session gives it back unclean, so it is

@@ -19,6 +19,8 @@ pub(super) struct SessionKit {
     pub(super) agent: AgentSlot,
     /// Replay and recording (docs/replay.md), where they apply.
     pub(super) replay: Option<crate::replay::session::ReplaySession>,
+    /// Where the replay's client kept with a pooled browser is handed back.
+    pub(super) kept_replay: Option<crate::replay::session::KeptSlot>,
     /// Asks the harness's event forwarder to hand the session everything it holds.
     pub(super) harness_flush: mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>,
 }
@@ -63,6 +65,7 @@ impl From<SessionKit> for Started {
             console: kit.console,
             replay: kit.replay,
             browser: kit.browser,
+            kept_replay: kit.kept_replay,
             harness_flush: Some(kit.harness_flush),
             ..Started::default()
         }

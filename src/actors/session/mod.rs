@@ -494,6 +494,8 @@ struct Started {
     /// The browser's `BUGATTI_CDP_URL`, known before it is up (its endpoint's listener is bound
     /// ahead): the replay's client starts beside the browser.
     early_cdp_url: Option<String>,
+    /// Where the replay's client kept with a pooled browser is found and handed back.
+    kept_replay: Option<crate::replay::session::KeptSlot>,
     /// Asks the harness's event forwarder to hand the session everything it holds, then answer.
     harness_flush: Option<mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>>,
 }

@@ -30,6 +30,34 @@ impl Started {
         };
         // The replay's own Playwright MCP client ends beside the browser, as the agent's own
         // Playwright MCP does: a client whose browser went first only has less to close.
+        let mut browser = self.browser.take();
+        // A pooled browser is lent again only after a session that ended as a test does.
+        let sound = matches!(
+            ending.outcome,
+            RunOutcome::Passed | RunOutcome::Warned | RunOutcome::Failed
+        );
+        // A sound session's replay client stays with its pooled browser for the next session
+        // (docs/browser.md, "One browser per worker"): handed back before the browser is, whose
+        // give-back closes its connection.
+        let kept_slot = self.kept_replay.take();
+        if sound && !skip_grace && kept_slot.is_some() && browser.is_some() {
+            let mut kept = match self.replay.as_mut() {
+                Some(replay) => replay.hand_back_browser().await,
+                None => None,
+            };
+            if let Some(ahead) = self.replay_browser.take() {
+                if let Some(more) = ahead.hand_back().await {
+                    match kept {
+                        Some(_) => more.stop().await,
+                        None => kept = Some(more),
+                    }
+                }
+            }
+            let kept = kept.or_else(|| kept_slot.as_ref().and_then(|s| s.take_previous()));
+            if let (Some(kept), Some(browser)) = (kept, browser.as_mut()) {
+                browser.keep_replay_client(kept).await;
+            }
+        }
         let replay_browser_down = async {
             if let Some(replay) = self.replay.as_mut() {
                 replay.stop_browser().await;
@@ -38,13 +66,11 @@ impl Started {
             if let Some(ahead) = self.replay_browser.take() {
                 ahead.stop().await;
             }
+            // One kept from before that nobody took.
+            if let Some(kept) = kept_slot.and_then(|s| s.take_previous()) {
+                kept.stop().await;
+            }
         };
-        let browser = self.browser.take();
-        // A pooled browser is lent again only after a session that ended as a test does.
-        let sound = matches!(
-            ending.outcome,
-            RunOutcome::Passed | RunOutcome::Warned | RunOutcome::Failed
-        );
         let browser_down = async {
             let (report, ()) = tokio::join!(
                 async {

@@ -7,6 +7,7 @@ use crate::browser::mcp::McpCommand;
 use crate::browser::mcp_client::{McpClientError, PlaywrightClient};
 use crate::model::ids::StepId;
 use crate::process::owner::Owner;
+use crate::replay::session::KeptSlot;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tracing::Instrument as _;
@@ -51,6 +52,10 @@ pub struct BrowserReplay {
     output_dir: Option<PathBuf>,
     /// Whether the client's action answers carry the page ([`needs_action_pages`]).
     action_pages: bool,
+    /// With a pooled browser: where a kept client comes from and goes back to.
+    kept: Option<KeptSlot>,
+    /// The kept form of this session's client: what it runs as, and its own files.
+    kept_files: std::sync::Mutex<Option<(String, tempfile::TempDir)>>,
 }
 
 impl BrowserReplay {
@@ -81,6 +86,127 @@ impl BrowserReplay {
             screenshots: std::sync::Mutex::new(Vec::new()),
             settle,
             action_pages,
+            kept: None,
+            kept_files: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The client is kept with the pooled browser across sessions (`slot`), when it can be.
+    pub fn kept_in(mut self, slot: Option<KeptSlot>) -> Self {
+        self.kept = slot;
+        self
+    }
+
+    /// The client to start for this session, or the one kept with the pooled browser when it
+    /// runs the same and is sound. A kept client runs with files of its own (its endpoint is the
+    /// browser's client endpoint, whose context is the session's) and its `--output-dir` a
+    /// link to this session's, so that its snapshot files land in this run's folder.
+    fn prepare(&self) -> (McpCommand, Option<PlaywrightClient>) {
+        let command = self.client_command();
+        let Some(slot) = &self.kept else {
+            return (command, None);
+        };
+        let key = match kept_form(&command, slot, &self.run_dir, &self.cwd, &self.env, None) {
+            Ok((_, key)) => key,
+            Err(why) => {
+                tracing::info!("playwright mcp (replay): the client cannot be kept: {why}");
+                return (command, None);
+            }
+        };
+        let previous = slot.take_previous();
+        let (dir, reused) = match previous {
+            Some(kept) if kept.key == key && kept.client.is_sound() => {
+                (kept.dir, Some(kept.client))
+            }
+            other => {
+                if let Some(stale) = other {
+                    tokio::spawn(stale.stop());
+                }
+                match tempfile::Builder::new()
+                    .prefix("bugatti-replay-mcp-")
+                    .tempdir()
+                {
+                    Ok(dir) => (dir, None),
+                    Err(_) => return (command, None),
+                }
+            }
+        };
+        let formed = kept_form(
+            &command,
+            slot,
+            &self.run_dir,
+            &self.cwd,
+            &self.env,
+            Some(dir.path()),
+        );
+        match formed {
+            Ok((kept_command, key)) => {
+                if let Some(client) = &reused {
+                    tracing::info!(
+                        "playwright mcp (replay): kept client pid {} reused",
+                        client.pid()
+                    );
+                }
+                if let Ok(mut files) = self.kept_files.lock() {
+                    *files = Some((key, dir));
+                }
+                (kept_command, reused)
+            }
+            Err(_) => {
+                if let Some(client) = reused {
+                    tokio::spawn(async move {
+                        let _ = client.stop().await;
+                    });
+                }
+                (command, None)
+            }
+        }
+    }
+
+    /// Ends the client, or hands it back to be kept with the pooled browser: a kept client
+    /// that is sound (no call of it failed, its server runs). A client started ahead and never
+    /// used is handed back too; with none, the one kept from before that nobody took.
+    pub async fn hand_back(self) -> Option<crate::browser::pool::KeptClient> {
+        let Some(slot) = self.kept.clone() else {
+            self.stop().await;
+            return None;
+        };
+        let ahead = match self.take_started() {
+            Some(handle) => handle.await.ok().and_then(Result::ok),
+            None => None,
+        };
+        let files = self.kept_files.lock().ok().and_then(|mut f| f.take());
+        let client = match (self.client.into_inner(), ahead) {
+            (Some(used), ahead) => {
+                if let Some(ahead) = ahead {
+                    let _ = ahead.stop().await;
+                }
+                Some(used)
+            }
+            (None, ahead) => ahead,
+        };
+        match (client, files) {
+            (Some(client), Some((key, dir))) if client.is_sound() => {
+                if let Some(untaken) = slot.take_previous() {
+                    untaken.stop().await;
+                }
+                tracing::info!(
+                    "playwright mcp (replay): kept client pid {} handed back for the browser's next session",
+                    client.pid()
+                );
+                Some(crate::browser::pool::KeptClient { client, key, dir })
+            }
+            (Some(client), files) => {
+                tracing::info!(
+                    "playwright mcp (replay): client pid {} not kept (sound: {}, kept form: {})",
+                    client.pid(),
+                    client.is_sound(),
+                    files.is_some()
+                );
+                let _ = client.stop().await;
+                slot.take_previous()
+            }
+            (None, _) => slot.take_previous(),
         }
     }
 
@@ -194,16 +320,15 @@ impl BrowserReplay {
         if starting.is_some() || self.client.initialized() {
             return;
         }
-        let (command, owner, cwd, env) = (
-            self.client_command(),
-            self.owner.clone(),
-            self.cwd.clone(),
-            self.env.clone(),
-        );
+        let (command, reused) = self.prepare();
+        let (owner, cwd, env) = (self.owner.clone(), self.cwd.clone(), self.env.clone());
         *starting = Some(tokio::spawn(
             async move {
                 let began = std::time::Instant::now();
-                let client = PlaywrightClient::start(&command, owner, &cwd, env).await?;
+                let client = match reused {
+                    Some(client) => client,
+                    None => PlaywrightClient::start(&command, owner, &cwd, env).await?,
+                };
                 // Where the first replayed step's wait goes (`BUGATTI_LOG_LEVEL=debug`).
                 tracing::debug!(
                     ms = began.elapsed().as_millis(),
@@ -252,15 +377,24 @@ impl BrowserReplay {
                     Some(handle) => Some(handle.await),
                     None => None,
                 } {
-                    return started;
+                    match started {
+                        Ok(client) if !client.is_sound() => {
+                            // A kept client that died or failed since: never used again.
+                            tracing::info!(
+                                "playwright mcp (replay): kept client pid {} is gone or failed: a new one starts",
+                                client.pid()
+                            );
+                            let _ = client.stop().await;
+                        }
+                        started => return started,
+                    }
                 }
-                PlaywrightClient::start(
-                    &self.client_command(),
-                    self.owner.clone(),
-                    &self.cwd,
-                    self.env.clone(),
-                )
-                .await
+                let (command, reused) = self.prepare();
+                if let Some(client) = reused {
+                    return Ok(client);
+                }
+                PlaywrightClient::start(&command, self.owner.clone(), &self.cwd, self.env.clone())
+                    .await
             })
             .await
     }
@@ -321,6 +455,104 @@ impl BrowserReplay {
     pub(super) fn last_snapshot(&self) -> Option<String> {
         self.last_snapshot.lock().ok().and_then(|l| l.clone())
     }
+}
+
+/// The kept form of a replay client's `command` for `slot`, and what it runs as (its key: the
+/// command, its settings and secrets, with the run's own paths and the browser's endpoint left
+/// out, its folder and the environment Node and Playwright MCP read). With `dir`, its files are
+/// written there: its config (the browser's client endpoint in place of the session's), the
+/// page script, and `output`, a link to the session's `--output-dir`.
+fn kept_form(
+    command: &McpCommand,
+    slot: &KeptSlot,
+    run_dir: &Path,
+    cwd: &Path,
+    env: &[(String, String)],
+    dir: Option<&Path>,
+) -> std::io::Result<(McpCommand, String)> {
+    let run = run_dir.display().to_string();
+    let mut key = vec![command.program.clone(), cwd.display().to_string()];
+    let mut args = Vec::new();
+    let mut given = command.args.iter();
+    let mut has_config = false;
+    while let Some(arg) = given.next() {
+        let (flag, value) = match arg.split_once('=') {
+            Some((flag, value)) if flag.starts_with("--") => (flag, Some(value.to_string())),
+            _ => (arg.as_str(), None),
+        };
+        if !["--config", "--output-dir", "--init-script", "--secrets"].contains(&flag) {
+            key.push(arg.replace(&run, "<run>"));
+            args.push(arg.clone());
+            continue;
+        }
+        let Some(value) = value.or_else(|| given.next().cloned()) else {
+            continue;
+        };
+        let at = |name: &str| dir.map(|d| d.join(name));
+        let kept = match flag {
+            "--config" => {
+                has_config = true;
+                let bytes = super::super::bounded::read(Path::new(&value), 1024 * 1024)
+                    .map_err(|e| std::io::Error::other(e.to_string()))?;
+                let mut settings: serde_json::Value = serde_json::from_slice(&bytes)?;
+                if let Some(browser) = settings["browser"].as_object_mut() {
+                    browser.remove("cdpEndpoint");
+                }
+                key.push(format!("--config {settings}"));
+                settings["browser"]["cdpEndpoint"] =
+                    serde_json::Value::String(slot.cdp_url.clone());
+                let path = at("config.json");
+                if let Some(path) = &path {
+                    crate::model::user_file::write_private(path, settings.to_string().as_bytes())?;
+                }
+                path
+            }
+            "--output-dir" => {
+                key.push("--output-dir".into());
+                let path = at("output");
+                if let Some(path) = &path {
+                    std::fs::create_dir_all(&value)?;
+                    let _ = std::fs::remove_file(path);
+                    std::os::unix::fs::symlink(&value, path)?;
+                }
+                path
+            }
+            "--init-script" => {
+                let script = std::fs::read_to_string(&value)?;
+                key.push(format!("--init-script {script}"));
+                let path = at("page_idle.js");
+                if let Some(path) = &path {
+                    std::fs::write(path, script)?;
+                }
+                path
+            }
+            _ => {
+                // Read once, when the server starts: the same secrets, the same client.
+                let secrets = std::fs::read_to_string(&value)?;
+                key.push(format!("--secrets {secrets}"));
+                Some(PathBuf::from(&value))
+            }
+        };
+        args.push(flag.to_string());
+        args.push(kept.map_or(value, |p| p.display().to_string()));
+    }
+    if !has_config {
+        return Err(std::io::Error::other("no config file holds its endpoint"));
+    }
+    let mut read: Vec<&(String, String)> = env
+        .iter()
+        .filter(|(name, _)| {
+            ["PLAYWRIGHT", "NODE", "NPM_", "npm_", "DEBUG"]
+                .iter()
+                .any(|p| name.starts_with(p))
+                || ["PATH", "HOME", "TMPDIR"].contains(&name.as_str())
+        })
+        .collect();
+    read.sort();
+    key.extend(read.into_iter().map(|(n, v)| format!("{n}={v}")));
+    let mut kept = command.clone();
+    kept.args = args;
+    Ok((kept, key.join("\0")))
 }
 
 /// How long a Playwright MCP run as `command` with `env` lets the page settle after an action,

@@ -88,12 +88,17 @@ impl Setup<'_> {
             let reservation = pool.reserve(&request.key)?;
             Ok((request, reservation))
         });
-        let (request, reservation) = match held {
+        let (request, mut reservation) = match held {
             Ok(held) => held,
             Err(e) => return Err(self.browser_failed(&e)),
         };
         let early = crate::browser::endpoint::ws_url(reservation.port(), &self.session.tokens.cdp);
         self.started.early_cdp_url = Some(early.clone());
+        self.started.kept_replay = Some(crate::replay::session::KeptSlot {
+            cdp_url: reservation.client_cdp_url(),
+            scope: reservation.client_scope(),
+            previous: Arc::new(std::sync::Mutex::new(reservation.take_kept_client())),
+        });
         let vars = self.session_vars_now(id)?;
         let browser_up = self.start_replay_browser_before(id, &vars)?;
         let start = crate::browser::SessionBrowser::from_pool(config, &pool, reservation, &request);
@@ -110,6 +115,11 @@ impl Setup<'_> {
         // client started for the first one's address goes, and one for this one starts.
         if let Some(ahead) = self.started.replay_browser.take() {
             ahead.stop().await;
+        }
+        if let Some(slot) = self.started.kept_replay.take() {
+            if let Some(kept) = slot.take_previous() {
+                kept.stop().await;
+            }
         }
         let vars = self.session_vars_now(id)?;
         self.start_replay_browser_ahead(id, &vars, None)?;
@@ -259,6 +269,7 @@ impl Setup<'_> {
                 &self.session.run_id,
             ),
             run_dir: self.session.run_dir(),
+            kept: self.started.kept_replay.clone(),
         }
     }
 

@@ -70,6 +70,7 @@ impl<'s> Setup<'s> {
                 news,
             },
             replay,
+            kept_replay: self.started.kept_replay.take(),
             harness_flush,
         };
         *self.started = Started::default();

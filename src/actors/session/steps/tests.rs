@@ -180,6 +180,7 @@ async fn run_steps(plan: Vec<PlannedStep>, status: StepStatus) -> (Ending, Vec<E
             news,
         },
         replay: None,
+        kept_replay: None,
         harness_flush: mpsc::unbounded_channel().0,
     };
     let ending = Steps::new(&session, &mut kit).run().await;
