@@ -7,7 +7,6 @@ use crate::browser::mcp::McpCommand;
 use crate::browser::mcp_client::{McpClientError, PlaywrightClient};
 use crate::model::ids::StepId;
 use crate::process::owner::Owner;
-use crate::replay::session::KeptSlot;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 use tracing::Instrument as _;
@@ -774,4 +773,29 @@ pub(super) fn section_at(answer: &str, title: &str) -> Option<usize> {
         at += line.len();
     }
     None
+}
+
+/// Where the replay's Playwright MCP client kept with a pooled browser (docs/browser.md, "One
+/// browser per worker") comes from and goes back to: the browser's client endpoint (its token
+/// is the pool's, in no agent's or harness's environment), whose processes they are, and the
+/// client the browser's last session handed back, taken by the first client of this session
+/// that would run the same.
+#[derive(Clone)]
+pub struct KeptSlot {
+    pub cdp_url: String,
+    pub scope: crate::process::owner::Scope,
+    pub previous: std::sync::Arc<std::sync::Mutex<Option<crate::browser::pool::KeptClient>>>,
+}
+
+impl std::fmt::Debug for KeptSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("KeptSlot")
+    }
+}
+
+impl KeptSlot {
+    /// The kept client no client of the session took.
+    pub fn take_previous(&self) -> Option<crate::browser::pool::KeptClient> {
+        self.previous.lock().ok().and_then(|mut p| p.take())
+    }
 }
