@@ -97,6 +97,37 @@ fn a_401_on_every_call_starts_at_most_two_of_six_tests() {
     );
 }
 
+/// `tests` one-step tests through Claude Code at `bin` against `stub`, all at once (`-j tests`),
+/// step timeout 120 s; the project and the supervisor's output, no process left.
+fn one_step_tests_at_once(
+    bin: &std::path::Path,
+    stub: &Stub,
+    side: &std::path::Path,
+    tests: usize,
+) -> (Project, std::process::Output) {
+    let p = Project::new();
+    p.write(
+        "bugatti.config.toml",
+        "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash\"]\n\
+         step_timeout_secs = 120\nconsole = false\n",
+    );
+    for i in 1..=tests {
+        p.write(
+            &format!("t{i}.test.toml"),
+            &format!("name = \"T{i}\"\n[[steps]]\ninstruction = \"Check the page.\"\n"),
+        );
+    }
+    let out = p
+        .supervisor()
+        .args(["start", "-j", &tests.to_string()])
+        .env("BUGATTI_CLAUDE_BIN", bin)
+        .envs(stub.client_env(&side.join("home")))
+        .output()
+        .expect("run supervisor");
+    p.assert_nothing_survives();
+    (p, out)
+}
+
 /// Eight tests at `-j 8` against an API that refuses (HTTP 429, `retry-after: 1`) a request
 /// beyond three in flight, each answer taking 1.5 s, the CLI retrying once itself: fewer agents
 /// go at once after the first refusal, a refused step waits for its place and is not an error,
@@ -114,26 +145,7 @@ fn a_burst_past_the_apis_limit_waits_for_the_model_and_every_test_passes() {
         side.path(),
         json!({"main": replies, "max_in_flight": 3, "retry_after": 1}),
     );
-    let p = Project::new();
-    p.write(
-        "bugatti.config.toml",
-        "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash\"]\n\
-         step_timeout_secs = 120\nconsole = false\n",
-    );
-    for i in 1..=8 {
-        p.write(
-            &format!("t{i}.test.toml"),
-            &format!("name = \"T{i}\"\n[[steps]]\ninstruction = \"Check the page.\"\n"),
-        );
-    }
-    let out = p
-        .supervisor()
-        .args(["start", "-j", "8"])
-        .env("BUGATTI_CLAUDE_BIN", &bin)
-        .envs(stub.client_env(&side.path().join("home")))
-        .output()
-        .expect("run supervisor");
-    p.assert_nothing_survives();
+    let (p, out) = one_step_tests_at_once(&bin, &stub, side.path(), 8);
     let said = format!("{}\n{}", stdout(&out), common::stderr(&out));
     let refused = stub.logged_requests().iter().filter(|r| r.limited).count();
     assert!(
@@ -180,24 +192,7 @@ fn a_limited_step_is_retried_no_sooner_than_the_apis_retry_after() {
             "retry_after": 6
         }),
     );
-    let p = Project::new();
-    p.write(
-        "bugatti.config.toml",
-        "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash\"]\n\
-         step_timeout_secs = 120\nconsole = false\n",
-    );
-    p.write(
-        "t1.test.toml",
-        "name = \"T1\"\n[[steps]]\ninstruction = \"Check the page.\"\n",
-    );
-    let out = p
-        .supervisor()
-        .args(["start", "-j", "1"])
-        .env("BUGATTI_CLAUDE_BIN", &bin)
-        .envs(stub.client_env(&side.path().join("home")))
-        .output()
-        .expect("run supervisor");
-    p.assert_nothing_survives();
+    let (_p, out) = one_step_tests_at_once(&bin, &stub, side.path(), 1);
     let said = format!("{}\n{}", stdout(&out), common::stderr(&out));
     assert_eq!(out.status.code(), Some(0), "{said}");
     let asked: Vec<f64> = stub
