@@ -1,17 +1,17 @@
 //! The harness watched as long as the agent would have watched it (see docs/replay.md, "What
 //! replay watches"). A replay runs its actions at shell speed: a test whose steps all replay can
 //! end ~70 ms after the harness is ready, while the agent's first look came seconds later, when
-//! a worker that dies (or logs `FATAL`) a second after printing `ready` had already done so. So,
-//! once per test, a replayed step passes only after the harness has been up for
-//! [`window`] (the recorded time from readiness to the agent's first look in the step,
-//! `first_look_ms`, at most [`CAP`]),
-//! waited alongside the replayed actions (not added to them when they took longer), and only
-//! when then:
-//! - every long-lived harness command that ran when the test's replay began still runs;
+//! a worker that dies (or logs `FATAL`) a second after printing `ready` had already done so. So
+//! the watch begins when the harness is ready, and a replayed step's pass stands only once the
+//! harness has been up for [`window`] (the recorded time from readiness to the agent's first
+//! look in the step, `first_look_ms`, at most [`CAP`]) and then:
+//! - every long-lived harness command that ran when the harness was ready still runs;
 //! - the logs the step read (`read_log`, `wait_for_log`) have no new error-level line (`FATAL`,
 //!   `ERROR`, `panic`, a traceback, …) that the step's recorded answers did not have.
 //!
-//! Either is a drift: the step goes to the agent, which looks for itself.
+//! Either is a drift: the step goes to the agent, which looks for itself. A step that ends
+//! before its window does is checked at once, and again when the window ends ([`Held`]): the
+//! later steps replay meanwhile, their passes held back with it (the session's doing).
 
 use super::action::Action;
 use super::console::{ConsoleAction, ConsoleTool};
@@ -19,6 +19,7 @@ use super::format::RecordedStep;
 use super::verdict::{Fallback, ReplayVerdict as Verdict};
 use crate::console::logs::{self, LogSource};
 use crate::console::Console;
+use crate::model::ids::StepId;
 use regex::Regex;
 use std::collections::BTreeMap;
 use std::sync::LazyLock;
@@ -77,12 +78,12 @@ pub struct HarnessWatch {
 }
 
 impl HarnessWatch {
-    /// The harness as the test's replay finds it; `None` without long-lived commands (nothing
-    /// runs that could die unseen). Every long-lived command that started is to be running:
-    /// the harness was ready, so each one was (one that died before this look died unseen).
-    pub fn begin(console: &Console) -> Option<Self> {
-        let harness = console.harness_logs();
-        let running: Vec<String> = harness
+    /// The harness as it is now, once ready (`logs`: its commands' logs); `None` without
+    /// long-lived commands (nothing runs that could die unseen). Every long-lived command that
+    /// started is to be running: the harness was ready, so each one was (one that died before
+    /// this look died unseen).
+    pub fn begin(logs: &[LogSource]) -> Option<Self> {
+        let running: Vec<String> = logs
             .iter()
             .filter(|l| long_lived(l))
             .map(|l| l.name.clone())
@@ -93,7 +94,7 @@ impl HarnessWatch {
         Some(Self {
             began: Instant::now(),
             running,
-            offsets: harness
+            offsets: logs
                 .iter()
                 .map(|l| (l.name.clone(), logs::log_len(&l.path)))
                 .collect(),
@@ -120,16 +121,9 @@ impl HarnessWatch {
         self.began + window
     }
 
-    /// Before a replayed step passes: waits out the watch (`window` after the replay began; no
-    /// wait once that is past), then checks the harness. `read`: each log the step read, with
-    /// the step's recorded answers from it. `Err`: the drift, in words.
-    pub async fn check(
-        &self,
-        console: &Console,
-        window: Duration,
-        read: &BTreeMap<String, String>,
-    ) -> Result<(), String> {
-        tokio::time::sleep_until(tokio::time::Instant::from_std(self.until(window))).await;
+    /// The harness checked now, for a replayed step that read `read` (each log it read, with
+    /// the step's recorded answers from it). `Err`: the drift, in words.
+    pub fn check(&self, console: &Console, read: &BTreeMap<String, String>) -> Result<(), String> {
         let harness = console.harness_logs();
         for name in &self.running {
             let Some(log) = harness.iter().find(|l| &l.name == name) else {
@@ -137,8 +131,8 @@ impl HarnessWatch {
             };
             if !runs(log) {
                 return Err(format!(
-                    "the harness command `{name}` is no longer running {:.1} s into the \
-                     replay; the agent, looking then, would have seen it stopped",
+                    "the harness command `{name}` is no longer running {:.1} s after the \
+                     harness was ready; the agent, looking then, would have seen it stopped",
                     self.began.elapsed().as_secs_f64()
                 ));
             }
@@ -161,29 +155,57 @@ impl HarnessWatch {
     }
 }
 
-/// A replayed step's verdict after the watch: a pass stands only when the harness held up
-/// (`watch`: the test's, begun when its replay began; `None` when nothing long-lived runs);
-/// otherwise the drift, at the step's last action.
-pub async fn watched(
+/// A replayed step whose pass waits for the end of its window: checked again then
+/// ([`Held::check`]), while the steps after it replay.
+#[derive(Debug, Clone)]
+pub struct Held {
+    pub step: StepId,
+    /// When its window ends.
+    pub until: Instant,
+    /// The logs the step read, each with the step's recorded answers.
+    read: BTreeMap<String, String>,
+    /// Its last action (0-based): where a drift found then is placed.
+    pub last_action: usize,
+}
+
+impl Held {
+    /// The step's check, due once its window has ended: `Err` is the drift that sends it to
+    /// the agent (at its last action: every action of it ran).
+    pub fn check(&self, watch: &HarnessWatch, console: &Console) -> Result<(), Fallback> {
+        watch
+            .check(console, &self.read)
+            .map_err(|reason| Fallback::Failed {
+                action: self.last_action,
+                reason,
+            })
+    }
+}
+
+/// A replayed step's verdict under the watch (`watch`: the test's, begun when the harness was
+/// ready; `None` when nothing long-lived runs): the harness checked now (a drift: at the
+/// step's last action), and, for a pass that came before its window ended, the check due then
+/// ([`Held`]): the pass stands only once that holds too.
+pub fn watched(
     watch: Option<&HarnessWatch>,
     console: Option<&Console>,
     step: &RecordedStep,
     verdict: Verdict,
-) -> Verdict {
+) -> (Verdict, Option<Held>) {
     let (Verdict::Replayed { .. }, Some(watch), Some(console)) = (&verdict, watch, console) else {
-        return verdict;
+        return (verdict, None);
     };
-    let first_look = step.first_look_ms.map(Duration::from_millis);
-    match watch
-        .check(console, window(first_look), &logs_read(step))
-        .await
-    {
-        Ok(()) => verdict,
-        Err(reason) => Verdict::Fallback(Fallback::Failed {
-            action: step.actions.len().saturating_sub(1),
-            reason,
-        }),
+    let read = logs_read(step);
+    let held = Held {
+        step: step.step,
+        until: watch.until(window(step.first_look_ms.map(Duration::from_millis))),
+        read,
+        last_action: step.actions.len().saturating_sub(1),
+    };
+    if let Err(why) = held.check(watch, console) {
+        return (Verdict::Fallback(why), None);
     }
+    let due = (Instant::now() < held.until).then_some(held);
+    (verdict, due)
 }
 
 /// The logs `step` read (`read_log`, `wait_for_log`), each with the step's recorded answers.

@@ -14,7 +14,7 @@ use super::calls::{actions_of, last_snapshot, CallsContext};
 use super::context::ReplayContext;
 use super::error::LoadError;
 use super::format::{Action, RecordedStep, Recording};
-use super::harness_watch::{watched, HarnessWatch};
+use super::harness_watch::{watched, HarnessWatch, Held, CAP};
 use super::masks::Position;
 use super::normalize::Normalizer;
 use super::placeholders::{instruction_hash, Placeholders};
@@ -70,9 +70,12 @@ pub struct ReplaySession {
     /// The last page snapshot the agent was shown in an earlier step: a ref it names in the
     /// next step may come from there.
     last_snapshot: Option<Snapshot>,
-    /// The test's watch of its harness, begun at its first step (`Some(None)`: nothing
-    /// long-lived to watch).
+    /// The test's watch of its harness, begun when the harness was ready (at its first step
+    /// where the session did not say when; `Some(None)`: nothing long-lived to watch).
     harness: Option<Option<HarnessWatch>>,
+    /// The replayed steps whose passes wait for the end of their watch, in order
+    /// ([`Self::settle`]).
+    held: Vec<HeldStep>,
     /// When the current step began: a timestamp its output showed came after that.
     step_began: Option<chrono::DateTime<chrono::Utc>>,
     /// How long after the harness was ready the agent first acted in the step being recorded.
@@ -160,6 +163,31 @@ pub struct Replayed {
     pub message: String,
     pub info: StepReplay,
     pub took: Duration,
+    /// The pass came before the harness watch ended: it stands only once
+    /// [`ReplaySession::settle`] says so, and its record waits until then (the next steps may
+    /// replay meanwhile).
+    pub held: bool,
+}
+
+/// A replayed step whose pass waits for the end of its watch.
+struct HeldStep {
+    check: Held,
+    key: StepKey,
+    instruction: String,
+    recorded: RecordedStep,
+    pending: Option<String>,
+}
+
+/// What a held step came to when the harness watch ended ([`ReplaySession::settle`]).
+#[allow(clippy::large_enum_variant)]
+pub enum Settled {
+    /// Its pass stands.
+    Stands,
+    /// The harness drifted (at or before the step): the agent takes it, told that its actions
+    /// and those replayed after it ran.
+    ToAgent(AgentTurn),
+    /// As [`Settled::ToAgent`] under `[replay] mode = "only"`: the step fails.
+    NoAgent { message: String, info: StepReplay },
 }
 
 /// What recording an agent's step needs from its replay stage.
@@ -390,6 +418,7 @@ impl ReplaySession {
             browser: None,
             last_snapshot: None,
             harness: None,
+            held: Vec::new(),
             step_began: None,
             first_look: None,
         }
@@ -404,6 +433,14 @@ impl ReplaySession {
             browser.prestart();
         }
         self.browser = Some(browser);
+        self
+    }
+
+    /// The harness watch, begun when the harness was ready (`None`: nothing long-lived runs, or
+    /// the agent console is off): replayed steps are watched from then, and the agent's first
+    /// look is measured from then.
+    pub fn with_harness_watch(mut self, watch: Option<HarnessWatch>) -> Self {
+        self.harness = Some(watch);
         self
     }
 
@@ -526,6 +563,91 @@ impl ReplaySession {
         self.told.take()
     }
 
+    /// Whether a replayed step's pass may yet be held ([`Replayed::held`]): steps are held, or
+    /// the harness watch has not ended (or not begun).
+    pub fn may_hold(&self) -> bool {
+        if !self.held.is_empty() {
+            return true;
+        }
+        self.replays()
+            && match &self.harness {
+                None => true,
+                Some(None) => false,
+                Some(Some(watch)) => std::time::Instant::now() < watch.until(CAP),
+            }
+    }
+
+    /// Whether steps are held and the watch has ended for all of them: [`Self::settle`] would
+    /// not wait.
+    pub fn settle_due(&self) -> bool {
+        self.held
+            .iter()
+            .map(|h| h.check.until)
+            .max()
+            .is_some_and(|until| std::time::Instant::now() >= until)
+    }
+
+    /// The held steps' passes, once their watch has ended (it waits until then; `stop`
+    /// resolving ends the wait, the steps left as they replayed): each one's check again, in
+    /// order. From the first that drifts on, every held step goes to the agent (under `only`:
+    /// fails), told which actions ran: the ones after it replayed on a harness the agent had
+    /// not yet looked at.
+    pub async fn settle<T>(
+        &mut self,
+        console: Option<&Console>,
+        stop: impl Future<Output = T>,
+    ) -> Result<Vec<Settled>, T> {
+        let held = std::mem::take(&mut self.held);
+        if let Some(until) = held.iter().map(|h| h.check.until).max() {
+            tokio::select! {
+                () = tokio::time::sleep_until(until.into()) => {}
+                stopped = stop => return Err(stopped),
+            }
+        }
+        let watch = self.harness.as_ref().and_then(Option::as_ref);
+        let mut drift: Option<(StepId, String)> = None;
+        let mut settled = Vec::with_capacity(held.len());
+        for step in held {
+            let why = match (&drift, watch, console) {
+                (Some((first, reason)), ..) => Some(Fallback::Failed {
+                    action: step.check.last_action,
+                    reason: format!(
+                        "replayed while the harness was watched, after step {first}, which \
+                         drifted: {reason}"
+                    ),
+                }),
+                (None, Some(watch), Some(console)) => step.check.check(watch, console).err(),
+                (None, ..) => None,
+            };
+            let Some(why) = why else {
+                settled.push(Settled::Stands);
+                continue;
+            };
+            if drift.is_none() {
+                drift = Some((step.check.step, why.to_string()));
+            }
+            self.told.retaken(step.check.step, &why.to_string());
+            settled.push(if self.mode == ReplayMode::Only {
+                Settled::NoAgent {
+                    message: format!(
+                        "not replayed ([replay] mode = \"only\" asks no agent): {why}"
+                    ),
+                    info: not_replayed(&why, step.pending),
+                }
+            } else {
+                Settled::ToAgent(AgentTurn {
+                    key: step.key,
+                    instruction: step.instruction,
+                    fallback: Some(why),
+                    previous: Some(step.recorded),
+                    audited: false,
+                    pending: step.pending,
+                })
+            });
+        }
+        Ok(settled)
+    }
+
     /// The replay stage: the step's recording first; the agent only on a miss, a drift, an
     /// opt-out or an audit. `stop` resolving ends a replay at once, as it ends an agent's step
     /// (`Err` with its output: what the replay started is dropped here and swept with the
@@ -549,14 +671,16 @@ impl ReplaySession {
         if !self.replays() {
             return Ok(Before::ToAgent(turn(None, None, false)));
         }
-        // The harness is ready when the first step begins: the watch starts there.
+        // Where the session did not say when the harness was ready: it is when the first step
+        // begins.
         if self.harness.is_none() {
-            self.harness = asked.console.map(HarnessWatch::begin);
+            self.harness = asked.console.map(|c| HarnessWatch::begin(c.harness_logs()));
         }
         let only = self.mode == ReplayMode::Only;
-        let (outcome, recorded) = if !asked.step.replay {
+        let (outcome, recorded, held) = if !asked.step.replay {
             (
                 ReplayVerdict::Fallback(Fallback::Miss(Miss::OptedOut)),
+                None,
                 None,
             )
         } else if let (Some(what), false) = (&pending, only) {
@@ -586,11 +710,22 @@ impl ReplaySession {
                     .replayed(&self.placeholders, asked.id, asked.instruction, &recorded);
                 self.age(recorded.step, &varied);
                 let mut info = info;
-                warn_pending(&mut info, pending);
+                warn_pending(&mut info, pending.clone());
+                let is_held = held.is_some();
+                if let Some(check) = held {
+                    self.held.push(HeldStep {
+                        check,
+                        key: key.clone(),
+                        instruction: asked.instruction.to_string(),
+                        recorded,
+                        pending,
+                    });
+                }
                 Before::Replayed(Replayed {
                     message,
                     info,
                     took,
+                    held: is_held,
                 })
             }
             (ReplayVerdict::Fallback(why), _) if only => {
@@ -601,10 +736,10 @@ impl ReplaySession {
                     ),
                     _ => format!("not replayed ([replay] mode = \"only\" asks no agent): {why}"),
                 };
-                let mut info = by_the_agent(Some(&why));
-                info.mode = StepMode::NotReplayed;
-                warn_pending(&mut info, pending);
-                Before::NoAgent { message, info }
+                Before::NoAgent {
+                    message,
+                    info: not_replayed(&why, pending),
+                }
             }
             (ReplayVerdict::Fallback(why), previous) => {
                 // A drift mid-step: the agent is told which of its actions already ran.
@@ -829,6 +964,14 @@ enum Written {
 
 /// A `--replay only` step whose re-recording waits for review: the one in force ran, and the
 /// step's record says what waits.
+/// The record of a step that could not replay under `[replay] mode = "only"`: it fails.
+fn not_replayed(why: &Fallback, pending: Option<String>) -> StepReplay {
+    let mut info = by_the_agent(Some(why));
+    info.mode = StepMode::NotReplayed;
+    warn_pending(&mut info, pending);
+    info
+}
+
 fn warn_pending(info: &mut StepReplay, pending: Option<String>) {
     if let Some(what) = pending {
         add_note(info, format!("replayed the recording in force; {what}"));

@@ -75,6 +75,17 @@ impl Told {
         });
     }
 
+    /// A step told as replayed whose pass did not stand: the harness watch, ending after it,
+    /// found `why`. The agent takes it over, its actions having run (and those told after it).
+    pub fn retaken(&mut self, step_id: StepId, why: &str) {
+        if let Some(step) = self.replayed.iter_mut().find(|s| s.step_id == step_id) {
+            step.status = format!(
+                "the step now yours: every recorded action ran again and matched, but the pass \
+                 did not stand: {why}"
+            );
+        }
+    }
+
     /// For the agent's first step after replayed ones: what those did. Empty once told.
     pub fn take(&mut self) -> Vec<ReplayedStep> {
         std::mem::take(&mut self.replayed)

@@ -611,3 +611,81 @@ fn a_worker_that_dies_or_logs_fatal_soon_after_ready_is_no_replayed_pass() {
     p.write("worker.sh", healthy);
     p.assert_nothing_survives();
 }
+
+/// The harness watch runs alongside the whole test: the steps after the first replay while it
+/// lasts, their passes held until it ends. A worker that logs `FATAL` a second after it is
+/// ready, or dies then, after every step has already replayed, is still what the agent would
+/// have seen at its first look in step 1 (which read the worker's log): step 1 goes to the
+/// agent, which fails it, and no step after it passes on a harness the agent never looked at.
+/// A watch that checked only at each step's end, or only the logs the last step read, would
+/// pass all three.
+#[test]
+fn a_worker_that_fails_after_every_step_replayed_but_within_the_watch_is_no_replayed_pass() {
+    let p = project();
+    let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "{config}\n[commands.worker]\nkind = \"long_lived\"\ncmd = \"sh worker.sh\"\nreadiness = {{ log = \"ready\" }}\n"
+        ),
+    );
+    let healthy = "echo ready\nexec sleep 600\n";
+    p.write("worker.sh", healthy);
+    p.write(
+        "worker.test.toml",
+        "[[steps]]\ninstruction = '''\nCheck the worker is up and healthy.\nsleep 2\n\
+         mcp read_log {\"name\": \"worker\"}\nexpect ready\nabsent FATAL\n'''\n\n\
+         [[steps]]\ninstruction = '''\nSay two.\n\
+         mcp exec_command {\"cmd\": \"echo two\"}\nexpect two\n'''\n\n\
+         [[steps]]\ninstruction = '''\nSay three.\n\
+         mcp exec_command {\"cmd\": \"echo three\"}\nexpect three\n'''\n",
+    );
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    // Healthy, every step replays: their held passes stand once the watch ends.
+    let (code, console) = start(&p, &[]);
+    assert_eq!(code, Some(0), "{console}");
+    let run = p.newest_run_by_test()["worker"].clone();
+    assert_eq!(run.steps.len(), 3, "{run:#?}");
+    for s in &run.steps {
+        assert_eq!(s.mode, Some(StepMode::Replayed), "{console}\n{s:?}");
+        assert_eq!(s.status, StepStatus::Ok, "{s:?}");
+    }
+
+    for (what, script) in [
+        (
+            "logs FATAL a second after ready",
+            "echo ready\nsleep 1\necho 'FATAL lost the queue'\nexec sleep 600\n",
+        ),
+        (
+            "exits a second after ready",
+            "echo ready\nsleep 1\nexit 3\n",
+        ),
+    ] {
+        p.write("worker.sh", script);
+        let (code, console) = start(&p, &[]);
+        assert_ne!(code, Some(0), "{what}: {console}");
+        let run = p.newest_run_by_test()["worker"].clone();
+        let first = &run.steps[0];
+        assert_ne!(first.mode, Some(StepMode::Replayed), "{what}: {first:?}");
+        assert_ne!(first.status, StepStatus::Ok, "{what}: {first:?}");
+        let said = format!(
+            "{} {}",
+            first.message.as_deref().unwrap_or_default(),
+            first.replay_note.as_deref().unwrap_or_default()
+        );
+        assert!(
+            said.contains("`worker`"),
+            "{what}: step 1 names the worker: {first:?}\n{console}"
+        );
+        for s in &run.steps[1..] {
+            assert_ne!(
+                s.status,
+                StepStatus::Ok,
+                "{what}: no step passes after the drift: {s:?}\n{console}"
+            );
+        }
+    }
+    p.write("worker.sh", healthy);
+    p.assert_nothing_survives();
+}

@@ -40,12 +40,18 @@ impl RunEvents {
 
     /// Sends one event, stamped now. Fails only when the reporter is gone.
     pub fn emit(&self, kind: EventKind) -> Result<(), ReportError> {
-        let detail = serde_json::to_string(&kind).unwrap_or_default();
-        tracing::info!(run_id = %self.run_id, "{} {detail}", kind.name());
+        self.send(self.clock.event(kind))
+    }
+
+    /// Sends one event stamped earlier (one whose record waited). Fails only when the reporter
+    /// is gone.
+    pub fn send(&self, event: crate::report::records::events::Event) -> Result<(), ReportError> {
+        let detail = serde_json::to_string(&event.kind).unwrap_or_default();
+        tracing::info!(run_id = %self.run_id, "{} {detail}", event.kind.name());
         self.reporter
             .cast(ReporterMsg::Event {
                 run_id: self.run_id.clone(),
-                event: self.clock.event(kind),
+                event,
             })
             .map_err(|e| ReportError::ReporterGone(e.to_string()))
     }

@@ -241,6 +241,7 @@ impl Actor for SessionActor {
             events: args.events.clone(),
             myself: myself.clone(),
             stop: stop_rx,
+            held_events: std::sync::Mutex::default(),
         };
         // A root span: ractor carries the sender's span with each message, so a span created while
         // handling the previous session's end would nest every session inside the one before.
@@ -414,6 +415,10 @@ struct Driver {
     events: RunEvents,
     myself: ActorRef<SessionMsg>,
     stop: watch::Receiver<Option<StopReason>>,
+    /// The events of steps whose record waits (a replayed pass held until the harness watch
+    /// ends, docs/replay.md): stamped when they happened, sent when the steps settle
+    /// (`None`: events go out at once).
+    held_events: std::sync::Mutex<Option<Vec<crate::report::records::events::Event>>>,
     /// `BUGATTI_FAULT_DRIVER_PANIC_IN` matched this test: panic once a step has started (fault
     /// tests only).
     #[cfg(feature = "fault-injection")]
@@ -498,6 +503,9 @@ struct Started {
     kept_replay: Option<crate::replay::session::KeptSlot>,
     /// Asks the harness's event forwarder to hand the session everything it holds, then answer.
     harness_flush: Option<mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>>,
+    /// The harness watch of replay (docs/replay.md, "What replay watches"), begun the moment
+    /// the harness was ready (`Some(None)`: nothing long-lived runs).
+    harness_watch: Option<Option<crate::replay::harness_watch::HarnessWatch>>,
 }
 
 impl Started {
@@ -529,7 +537,41 @@ async fn flush_harness_events(
 
 impl Driver {
     fn emit(&self, kind: EventKind) {
-        let _ = self.events.emit(kind);
+        let mut held = self
+            .held_events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match held.as_mut() {
+            Some(held) => held.push(self.events.clock().event(kind)),
+            None => {
+                let _ = self.events.emit(kind);
+            }
+        }
+    }
+
+    /// From now on the session's events wait, until [`Self::take_held_events`].
+    fn hold_events(&self) {
+        let mut held = self
+            .held_events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        held.get_or_insert_with(Vec::new);
+    }
+
+    /// The events that waited, in order; events go out at once again.
+    fn take_held_events(&self) -> Vec<crate::report::records::events::Event> {
+        self.held_events
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+            .unwrap_or_default()
+    }
+
+    /// Sends events that waited.
+    fn send_events(&self, events: Vec<crate::report::records::events::Event>) {
+        for event in events {
+            let _ = self.events.send(event);
+        }
     }
 
     fn run_dir(&self) -> PathBuf {

@@ -14,6 +14,9 @@ use crate::replay::session::{After, AgentStep, AgentTurn, Before, FactsAnswer, S
 pub(super) enum ReplayStage {
     /// The step ended without the agent: replayed, refused (`mode = "only"`), or stopped.
     Ended(StepEnd),
+    /// The step replayed before the harness watch ended: its record waits until the watch
+    /// settles it (`Steps::settle`).
+    Held(StepEnd),
     /// The agent takes the step; what recording its pass needs (`None` where replay does not
     /// apply).
     ToAgent(Option<AgentTurn>),
@@ -64,7 +67,10 @@ impl Steps<'_> {
                 let mut end = StepEnd::new(status, Some(message));
                 end.duration = replayed.took;
                 end.replay = Some(replayed.info);
-                ReplayStage::Ended(end)
+                match replayed.held {
+                    true => ReplayStage::Held(end),
+                    false => ReplayStage::Ended(end),
+                }
             }
             Ok(Before::NoAgent { message, info }) => {
                 let mut end = StepEnd::new(StepStatus::Error, Some(message));

@@ -7,6 +7,7 @@
 use super::policy::{AfterStep, StepEnd};
 use super::*;
 use crate::model::ids::StepId;
+use crate::replay::session::Settled;
 
 /// Why a step's instruction could not be made ready for the agent.
 #[derive(Debug, thiserror::Error)]
@@ -44,18 +45,34 @@ pub(super) struct StepRun<'a> {
 pub(super) struct Steps<'s> {
     pub(super) session: &'s Driver,
     pub(super) kit: &'s mut SessionKit,
+    /// The replayed steps whose passes wait for the harness watch to end (docs/replay.md, "What
+    /// replay watches"), in order, with their events: the next steps replay meanwhile.
+    held: Vec<HeldStep<'s>>,
+    /// The warnings of the steps so far.
+    warnings: Vec<String>,
+}
+
+/// A replayed step whose record waits for the harness watch.
+struct HeldStep<'s> {
+    run: StepRun<'s>,
+    end: StepEnd,
+    events: Vec<crate::report::records::events::Event>,
 }
 
 impl<'s> Steps<'s> {
     pub(super) fn new(session: &'s Driver, kit: &'s mut SessionKit) -> Self {
-        Self { session, kit }
+        Self {
+            session,
+            kit,
+            held: Vec::new(),
+            warnings: Vec::new(),
+        }
     }
 
     /// The steps in order, each through its stages (replay → agent → budgets → verdict).
     pub(super) async fn run(&mut self) -> Ending {
         let session = self.session;
         let strict = session.test.effective.provider.strict_warnings.value;
-        let mut warnings = Vec::new();
         // Resuming from a checkpoint: the steps up to and including its step were restored, not
         // run (but `setup = true` steps still run), and no checkpoint is saved among them.
         let resumed_through = session.suite.from_checkpoint.as_deref().and_then(|name| {
@@ -68,32 +85,46 @@ impl<'s> Steps<'s> {
         });
         for step in &session.test.plan {
             if let Some(reason) = session.stopped() {
+                self.release_held(&reason.cut_off_message());
                 return Ending::from_stop(reason);
             }
+            // Passes whose watch has ended are settled before the next step starts.
+            if self.kit.replay.as_ref().is_some_and(|r| r.settle_due()) {
+                if let Err(ending) = self.settle(None).await {
+                    return ending;
+                }
+            }
             let restored = resumed_through.filter(|(last, _)| step.step_id <= *last);
-            match self.one_step(step, restored).await {
-                Ok(Some(warning)) => warnings.push(warning),
-                Ok(None) => {}
-                Err(ending) => return ending,
+            if let Err(ending) = self.one_step(step, restored).await {
+                return ending;
             }
         }
-        policy::final_ending(&warnings, strict)
+        // The test passes only once the watch has ended and every held pass stands.
+        if let Err(ending) = self.settle(None).await {
+            return ending;
+        }
+        policy::final_ending(&self.warnings, strict)
     }
 
-    /// One step: `Ok(Some(warning))` when it warned, `Err` when the session ends here.
+    /// One step: `Err` when the session ends here.
     async fn one_step(
         &mut self,
-        step: &PlannedStep,
-        restored: Option<(StepId, &str)>,
-    ) -> Result<Option<String>, Ending> {
+        step: &'s PlannedStep,
+        restored: Option<(StepId, &'s str)>,
+    ) -> Result<(), Ending> {
         let id = step.step_id;
         let _ = self
             .session
             .myself
             .cast(SessionMsg::StepStarting(step.step_id));
-        let instruction = self
-            .render(step, &self.kit.vars, &self.kit.workdir)
-            .map_err(|e| Ending::error(e.to_string()))?;
+        let instruction = match self.render(step, &self.kit.vars, &self.kit.workdir) {
+            Ok(instruction) => instruction,
+            Err(e) => {
+                let ending = Ending::error(e.to_string());
+                self.release_held("a later step could not be sent");
+                return Err(ending);
+            }
+        };
         let skipped = if step.skip {
             Some("skip = true".to_string())
         } else {
@@ -101,6 +132,10 @@ impl<'s> Steps<'s> {
                 .filter(|_| !step.setup)
                 .map(|(_, name)| format!("restored from checkpoint `{name}`"))
         };
+        // A replayed pass may be held: the step's events wait with it.
+        if skipped.is_none() && self.kit.replay.as_ref().is_some_and(|r| r.may_hold()) {
+            self.session.hold_events();
+        }
         self.session.emit(EventKind::StepStarted {
             step_id: id,
             instruction: summarize_instruction(&instruction, 100),
@@ -120,25 +155,137 @@ impl<'s> Steps<'s> {
         };
         let end = match skipped {
             Some(message) => StepEnd::new(StepStatus::Skipped, Some(message)),
-            None => self.stages(&run).await,
+            None => match self.stages(&run).await? {
+                (end, true) => {
+                    let events = self.session.take_held_events();
+                    let checkpoint = run.step.checkpoint.is_some();
+                    self.held.push(HeldStep { run, end, events });
+                    // A checkpoint saves a state that has held.
+                    if checkpoint {
+                        self.settle(None).await?;
+                    }
+                    return Ok(());
+                }
+                (end, false) => end,
+            },
         };
-        self.finish(&run, end, &self.kit.vars).await
+        self.settle(Some(&run)).await?;
+        self.finish_step(&run, end).await
+    }
+
+    /// The held passes, once the harness watch has ended (`current`: the step under way, whose
+    /// events wait behind theirs): each stands, or goes to the agent (under `only`: fails), in
+    /// order; then the waiting events go out. `Err` when a settled step ends the session: the
+    /// steps replayed after it, and `current`, are recorded as cut off.
+    async fn settle(&mut self, current: Option<&StepRun<'_>>) -> Result<(), Ending> {
+        let waiting = self.session.take_held_events();
+        let held = std::mem::take(&mut self.held);
+        let fates = match (held.is_empty(), self.kit.replay.as_mut()) {
+            (false, Some(replay)) => {
+                let console = self.kit.console.as_ref().map(|s| s.console().as_ref());
+                let stop = Driver::until_stopped(self.session.stop.clone());
+                replay.settle(console, stop).await
+            }
+            _ => Ok(Vec::new()),
+        };
+        let fates = match fates {
+            Ok(fates) => fates,
+            Err(stopped) => {
+                // Stopped before the watch ended: the held steps were not judged.
+                for step in held {
+                    self.session.send_events(step.events);
+                    self.cut_off(&step.run, &stopped.cut_off_message());
+                }
+                self.session.send_events(waiting);
+                // The step under way ends as the stop left it; the session ends after it.
+                return match current {
+                    Some(_) => Ok(()),
+                    None => Err(Ending::from_stop(stopped)),
+                };
+            }
+        };
+        let mut fates = fates.into_iter();
+        let mut held = held.into_iter();
+        while let Some(step) = held.next() {
+            self.session.send_events(step.events);
+            let end = match fates.next() {
+                None | Some(Settled::Stands) => step.end,
+                Some(Settled::NoAgent { message, info }) => {
+                    let mut end = StepEnd::new(StepStatus::Error, Some(message));
+                    end.replay = Some(info);
+                    end
+                }
+                Some(Settled::ToAgent(turn)) => self.agent_and_record(&step.run, Some(turn)).await,
+            };
+            if let Err(ending) = self.finish_step(&step.run, end).await {
+                let why = "the session ended at an earlier step when the harness watch ended";
+                for later in held {
+                    self.session.send_events(later.events);
+                    self.cut_off(&later.run, why);
+                }
+                self.session.send_events(waiting);
+                if let Some(run) = current {
+                    self.cut_off(run, why);
+                }
+                return Err(ending);
+            }
+        }
+        self.session.send_events(waiting);
+        Ok(())
+    }
+
+    /// The session ends before the harness watch settled the held passes (`why`: a stop, a
+    /// step that could not be rendered): those steps ran, but were not judged.
+    fn release_held(&mut self, why: &str) {
+        for step in std::mem::take(&mut self.held) {
+            self.session.send_events(step.events);
+            self.cut_off(&step.run, why);
+        }
+        let waiting = self.session.take_held_events();
+        self.session.send_events(waiting);
+    }
+
+    /// A step that ran (its actions replayed) but was not judged: `why`.
+    fn cut_off(&self, run: &StepRun<'_>, why: &str) {
+        self.session.emit(EventKind::StepFinished {
+            step_id: run.id,
+            status: StepStatus::Interrupted,
+            message: Some(format!(
+                "its actions replayed while the harness was watched; not judged: {why}"
+            )),
+            duration_ms: 0,
+            usage: None,
+            replay: None,
+        });
+    }
+
+    /// The step's end through [`Self::finish`], its warning kept.
+    async fn finish_step(&mut self, run: &StepRun<'_>, end: StepEnd) -> Result<(), Ending> {
+        if let Some(warning) = self.finish(run, end, &self.kit.vars).await? {
+            self.warnings.push(warning);
+        }
+        Ok(())
     }
 
     /// The stages of a step that is sent: the budget, its replay, else the agent and the
-    /// recording of its pass.
-    async fn stages(&mut self, run: &StepRun<'_>) -> StepEnd {
+    /// recording of its pass (after the held passes settled: they come first). `true`: a
+    /// replayed pass held until the harness watch ends.
+    async fn stages(&mut self, run: &StepRun<'_>) -> Result<(StepEnd, bool), Ending> {
         if let Some(end) = self.budget_before() {
-            return end;
+            return Ok((end, false));
         }
         // The step's window of console messages and failed requests opens.
         if let Some(browser) = &self.kit.browser {
             browser.begin_step();
         }
-        match self.replay_stage(run).await {
-            ReplayStage::Ended(end) => end,
-            ReplayStage::ToAgent(turn) => self.agent_and_record(run, turn).await,
-        }
+        Ok(match self.replay_stage(run).await {
+            ReplayStage::Ended(end) => (end, false),
+            ReplayStage::Held(end) => (end, true),
+            ReplayStage::ToAgent(turn) => {
+                self.settle(Some(run)).await?;
+                (self.agent_and_record(run, turn).await, false)
+            }
+        })
     }
 
     /// The step's end: its `step_finished`, then what the policy makes of it; a step that

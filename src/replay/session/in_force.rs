@@ -72,12 +72,13 @@ impl ReplaySession {
         &self,
         key: &StepKey,
         asked: &StepAsked<'_>,
-    ) -> (ReplayVerdict, Option<RecordedStep>) {
+    ) -> (ReplayVerdict, Option<RecordedStep>, Option<Held>) {
         let recording = match &self.recording {
             Ok(r) => r,
             Err(why) => {
                 return (
                     ReplayVerdict::Fallback(Fallback::Unreadable(why.clone())),
+                    None,
                     None,
                 )
             }
@@ -90,7 +91,7 @@ impl ReplaySession {
                 } else {
                     miss
                 };
-                return (ReplayVerdict::Fallback(Fallback::Miss(miss)), None);
+                return (ReplayVerdict::Fallback(Fallback::Miss(miss)), None, None);
             }
         };
         let ctx = ReplayContext {
@@ -118,8 +119,8 @@ impl ReplaySession {
         };
         let verdict = replay_step(&ctx, tools, &recorded).await;
         let watch = self.harness.as_ref().and_then(Option::as_ref);
-        let verdict = watched(watch, asked.console, &recorded, verdict).await;
-        (verdict, Some(recorded))
+        let (verdict, held) = watched(watch, asked.console, &recorded, verdict);
+        (verdict, Some(recorded), held)
     }
 
     /// `[replay] audit` picks this step today: it goes to the agent although it could replay.

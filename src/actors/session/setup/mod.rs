@@ -10,6 +10,7 @@ mod harness;
 mod servers;
 
 use super::*;
+use crate::replay::harness_watch::HarnessWatch;
 use crate::replay::session::{ReplaySession, SessionValues};
 pub(super) use agent::AgentStartFailure;
 pub(super) use browser::BROWSER;
@@ -52,9 +53,7 @@ impl<'s> Setup<'s> {
         }
 
         // The console: served before the agent starts, so that its first turn finds it.
-        let console = self
-            .serve_console(&agent, &vars, log_sources, &harness)
-            .await?;
+        let console = self.serve_console(&agent, &vars, log_sources).await?;
         let mcp = self.mcp_servers(&agent, &vars)?;
         let (args, news) = agent_args(session, agent, &vars, &workdir, console, mcp);
         let replay = self.replay(&args, &vars).await;
@@ -146,7 +145,17 @@ impl<'s> Setup<'s> {
                 .start_harness(id, retry.take(), first_vars.take())
                 .await?
             {
-                HarnessUp::Up(up) => return Ok(*up),
+                HarnessUp::Up(mut up) => {
+                    // The commands' live output, for the console and the watch.
+                    let (_, logs, harness, _) = &mut *up;
+                    for log in logs.iter_mut() {
+                        log.hub = harness.output(&log.name).await;
+                    }
+                    // Ready now: replay watches the harness from here, beside the browser's
+                    // start.
+                    self.started.harness_watch = Some(HarnessWatch::begin(logs));
+                    return Ok(*up);
+                }
                 HarnessUp::PortTaken(given_up) => retry = Some(given_up),
             }
         }
@@ -172,6 +181,13 @@ impl<'s> Setup<'s> {
             }
             (replay, _) => replay,
         };
+        // Watched where the agent console is on (the agent looks through it).
+        let watch = self
+            .started
+            .harness_watch
+            .take()
+            .and_then(|w| w.filter(|_| self.started.console.is_some()));
+        let replay = replay.map(|r| r.with_harness_watch(watch));
         // A client started ahead that is not this one (a retried setup's other ports) goes.
         if let Some(unused) = self.started.replay_browser.take() {
             unused.stop().await;

@@ -11,16 +11,13 @@ impl Setup<'_> {
         agent: &crate::providers::AgentSpec,
         vars: &SessionVars,
         log_sources: Vec<crate::console::logs::LogSource>,
-        harness: &Harness,
     ) -> Result<Option<crate::console::server::Endpoint>, Ending> {
         let effective = &self.session.test.effective;
         // `shell` runs no model: nothing would call it.
         let wanted = effective.provider.console.value && agent.provider.info().mcp.serves_console();
         if wanted {
-            let mut logs = log_sources;
-            for log in &mut logs {
-                log.hub = harness.output(&log.name).await;
-            }
+            // Their live output is in them since the harness came up.
+            let logs = log_sources;
             let console = Arc::new(
                 Console::new(ConsoleSetup {
                     run_id: self.session.run_id.as_str().into(),

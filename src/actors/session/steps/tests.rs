@@ -156,6 +156,7 @@ async fn run_steps(plan: Vec<PlannedStep>, status: StepStatus) -> (Ending, Vec<E
         events: RunEvents::start(reporter.clone(), run_id.clone()),
         myself: myself.clone(),
         stop,
+        held_events: std::sync::Mutex::default(),
         #[cfg(feature = "fault-injection")]
         fault_driver_panic: false,
     };
