@@ -158,10 +158,12 @@ impl<'s> Steps<'s> {
             None => match self.stages(&run).await? {
                 (end, true) => {
                     let events = self.session.take_held_events();
-                    let checkpoint = run.step.checkpoint.is_some();
+                    // A checkpoint saves a state that has held; a step the browser's console
+                    // failed ends the session once it settles: no step replays after either.
+                    let now = run.step.checkpoint.is_some()
+                        || !matches!(end.status, StepStatus::Ok | StepStatus::Warn);
                     self.held.push(HeldStep { run, end, events });
-                    // A checkpoint saves a state that has held.
-                    if checkpoint {
+                    if now {
                         self.settle(None).await?;
                     }
                     return Ok(());
