@@ -99,9 +99,11 @@ def _replayed_steps(project):
 
 def phases(events):
     """Where one run's time went, from its events (ms since the run began): `setup` (browser and
-    harness up, to the first step), `first` (the first step: its replayed actions, then the
-    harness watch and the capture), `actions` (the first step's replayed actions alone), `rest`
-    (every later step, capture included), `teardown` (the last step's end to run_finished)."""
+    harness up, to the first step), `first` (the first step: its replayed actions and the
+    capture, to the next step's start), `actions` (the first step's replayed actions alone),
+    `rest` (every later step, capture included), `watch` (after the last step's capture, the
+    wait for the harness watch to end: replayed passes are held until then, docs/replay.md),
+    `teardown` (the last step's end to run_finished)."""
     at = lambda kind, **match: [e for e in events if e.get("type") == kind
                                 and all(e.get(k) == v for k, v in match.items())]
     started, finished = at("step_started"), at("step_finished")
@@ -109,11 +111,17 @@ def phases(events):
     if not started or not finished or not end:
         return None
     first_end = at("step_finished", step_id=started[0]["step_id"])
+    # A held pass's step_finished is written when the watch ends: a step's work ends with its
+    # capture (its evidence) or the next step's start.
+    work = [e["elapsed_ms"] for e in events if e.get("type") in ("step_started", "evidence")]
+    work_end = max(work) if work else finished[-1]["elapsed_ms"]
+    first_until = started[1]["elapsed_ms"] if len(started) > 1 else work_end
     return {
         "setup": started[0]["elapsed_ms"],
-        "first": first_end[0]["elapsed_ms"] - started[0]["elapsed_ms"] if first_end else 0,
+        "first": first_until - started[0]["elapsed_ms"],
         "actions": first_end[0].get("duration_ms", 0) if first_end else 0,
-        "rest": finished[-1]["elapsed_ms"] - (first_end[0]["elapsed_ms"] if first_end else 0),
+        "rest": work_end - first_until,
+        "watch": max(finished[-1]["elapsed_ms"] - work_end, 0),
         "teardown": end[-1]["elapsed_ms"] - finished[-1]["elapsed_ms"],
         "run": end[-1]["elapsed_ms"],
     }
@@ -188,9 +196,10 @@ readiness_url = "http://127.0.0.1:${{WEB_PORT}}/"
     where = "" if p is None else (
         f"; the replayed run's {p['run']:.0f} ms (medians): setup {p['setup']:.0f} ms (browser and "
         f"harness up), step 1 {p['first']:.0f} ms ({p['actions']:.0f} ms its actions with the wait "
-        f"for Playwright MCP's client, the rest the harness watch of min(first look, 2 s) and the "
-        f"capture), steps 2–{steps} "
-        f"{p['rest']:.0f} ms, teardown {p['teardown']:.0f} ms; the process's start and the "
+        f"for Playwright MCP's client, then the capture), steps 2–{steps} "
+        f"{p['rest']:.0f} ms, then the end of the harness watch (min(first look, 2 s) from the "
+        f"harness's readiness, alongside all of that) {p['watch']:.0f} ms, teardown "
+        f"{p['teardown']:.0f} ms; the process's start and the "
         f"suite's end {med(replayed) * 1000 - p['run']:.0f} ms")
     return Row(name, f"{med(replayed):.2f} s replayed ({max(replay_calls)} model calls, "
                      f"{min(replayed_steps)} of {steps} steps replayed)",
