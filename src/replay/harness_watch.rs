@@ -10,7 +10,7 @@
 //!   `ERROR`, `panic`, a traceback, …) that the step's recorded answers did not have.
 //!
 //! Either is a drift: the step goes to the agent, which looks for itself. A step that ends
-//! before its window does is checked at once, and again when the window ends ([`Held`]): the
+//! before its window does is checked at once, and again when the window ends ([`WatchRecheck`]): the
 //! later steps replay meanwhile, their passes held back with it (the session's doing).
 
 use super::action::Action;
@@ -156,9 +156,9 @@ impl HarnessWatch {
 }
 
 /// A replayed step whose pass waits for the end of its window: checked again then
-/// ([`Held::check`]), while the steps after it replay.
+/// ([`WatchRecheck::check`]), while the steps after it replay.
 #[derive(Debug, Clone)]
-pub struct Held {
+pub struct WatchRecheck {
     pub step: StepId,
     /// When its window ends.
     pub until: Instant,
@@ -168,7 +168,7 @@ pub struct Held {
     pub last_action: usize,
 }
 
-impl Held {
+impl WatchRecheck {
     /// The step's check, due once its window has ended: `Err` is the drift that sends it to
     /// the agent (at its last action: every action of it ran).
     pub fn check(&self, watch: &HarnessWatch, console: &Console) -> Result<(), Fallback> {
@@ -184,18 +184,18 @@ impl Held {
 /// A replayed step's verdict under the watch (`watch`: the test's, begun when the harness was
 /// ready; `None` when nothing long-lived runs): the harness checked now (a drift: at the
 /// step's last action), and, for a pass that came before its window ended, the check due then
-/// ([`Held`]): the pass stands only once that holds too.
+/// ([`WatchRecheck`]): the pass stands only once that holds too.
 pub fn watched(
     watch: Option<&HarnessWatch>,
     console: Option<&Console>,
     step: &RecordedStep,
     verdict: Verdict,
-) -> (Verdict, Option<Held>) {
+) -> (Verdict, Option<WatchRecheck>) {
     let (Verdict::Replayed { .. }, Some(watch), Some(console)) = (&verdict, watch, console) else {
         return (verdict, None);
     };
     let read = logs_read(step);
-    let held = Held {
+    let held = WatchRecheck {
         step: step.step,
         until: watch.until(window(step.first_look_ms.map(Duration::from_millis))),
         read,

@@ -14,7 +14,7 @@ use super::calls::{actions_of, last_snapshot, CallsContext};
 use super::context::ReplayContext;
 use super::error::LoadError;
 use super::format::{Action, RecordedStep, Recording};
-use super::harness_watch::{watched, HarnessWatch, Held, CAP};
+use super::harness_watch::{watched, WatchRecheck, CAP};
 use super::masks::Position;
 use super::normalize::Normalizer;
 use super::placeholders::{instruction_hash, Placeholders};
@@ -171,7 +171,7 @@ pub struct Replayed {
 
 /// A replayed step whose pass waits for the end of its watch.
 struct HeldStep {
-    check: Held,
+    check: WatchRecheck,
     key: StepKey,
     instruction: String,
     recorded: RecordedStep,
@@ -270,6 +270,8 @@ pub struct BrowserClientSpec {
 }
 
 pub use super::browser::client::KeptSlot;
+/// The test's watch of its harness, begun by the session's setup when the harness is ready.
+pub use super::harness_watch::HarnessWatch;
 
 impl BrowserClientSpec {
     fn client(&self, action_pages: bool) -> BrowserReplay {

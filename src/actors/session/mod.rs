@@ -505,7 +505,7 @@ struct Started {
     harness_flush: Option<mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>>,
     /// The harness watch of replay (docs/replay.md, "What replay watches"), begun the moment
     /// the harness was ready (`Some(None)`: nothing long-lived runs).
-    harness_watch: Option<Option<crate::replay::harness_watch::HarnessWatch>>,
+    harness_watch: Option<Option<crate::replay::session::HarnessWatch>>,
 }
 
 impl Started {

@@ -47,13 +47,13 @@ pub(super) struct Steps<'s> {
     pub(super) kit: &'s mut SessionKit,
     /// The replayed steps whose passes wait for the harness watch to end (docs/replay.md, "What
     /// replay watches"), in order, with their events: the next steps replay meanwhile.
-    held: Vec<HeldStep<'s>>,
+    held: Vec<HeldStepRecord<'s>>,
     /// The warnings of the steps so far.
     warnings: Vec<String>,
 }
 
 /// A replayed step whose record waits for the harness watch.
-struct HeldStep<'s> {
+struct HeldStepRecord<'s> {
     run: StepRun<'s>,
     end: StepEnd,
     events: Vec<crate::report::records::events::Event>,
@@ -162,7 +162,7 @@ impl<'s> Steps<'s> {
                     // failed ends the session once it settles: no step replays after either.
                     let now = run.step.checkpoint.is_some()
                         || !matches!(end.status, StepStatus::Ok | StepStatus::Warn);
-                    self.held.push(HeldStep { run, end, events });
+                    self.held.push(HeldStepRecord { run, end, events });
                     if now {
                         self.settle(None).await?;
                     }

@@ -677,7 +677,7 @@ pub(super) async fn look(
 }
 
 /// The page after an action, as the agent saw it once Playwright MCP's settle time was over.
-pub(super) struct Settled {
+pub(super) struct SettledPage {
     /// A `browser_snapshot` answer.
     text: String,
     /// Until when the page is proven to stay as `text` shows it, if it was proven idle (else
@@ -695,7 +695,7 @@ pub(super) async fn settled_page(
     client: &PlaywrightClient,
     answered: Instant,
     settle: Duration,
-) -> Result<Settled, McpClientError> {
+) -> Result<SettledPage, McpClientError> {
     let snapshot = || client.call("browser_snapshot", serde_json::json!({}));
     while answered.elapsed() < settle {
         let Some(first) = look(client, answered, settle).await else {
@@ -710,7 +710,7 @@ pub(super) async fn settled_page(
         }
         if let Some(second) = look(client, answered, settle).await {
             if second.mutations == first.mutations && Instant::now() <= first.sent + first.horizon {
-                return Ok(Settled {
+                return Ok(SettledPage {
                     text: page.text,
                     valid_until: Some(second.sent + second.horizon),
                 });
@@ -719,7 +719,7 @@ pub(super) async fn settled_page(
     }
     // The page could not prove it: taken as it is at the end of the settle time, as the
     // agent's Playwright MCP took it.
-    Ok(Settled {
+    Ok(SettledPage {
         text: snapshot().await?.text,
         valid_until: None,
     })

@@ -72,7 +72,7 @@ impl ReplaySession {
         &self,
         key: &StepKey,
         asked: &StepAsked<'_>,
-    ) -> (ReplayVerdict, Option<RecordedStep>, Option<Held>) {
+    ) -> (ReplayVerdict, Option<RecordedStep>, Option<WatchRecheck>) {
         let recording = match &self.recording {
             Ok(r) => r,
             Err(why) => {

@@ -10,7 +10,7 @@ mod harness;
 mod servers;
 
 use super::*;
-use crate::replay::harness_watch::HarnessWatch;
+use crate::replay::session::HarnessWatch;
 use crate::replay::session::{ReplaySession, SessionValues};
 pub(super) use agent::AgentStartFailure;
 pub(super) use browser::BROWSER;
