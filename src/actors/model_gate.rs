@@ -13,6 +13,9 @@
 //! - the limit grows back by one per `limit` clean steps, up to `-j` (congestion avoidance, as
 //!   TCP's window grows by one per round trip after a loss): grown by one per clean step, it
 //!   went straight back past the API's room and into the refusals it had just answered;
+//! - an agent CLI is started only once its session's first step has its place (the actor asks
+//!   before it starts the process): a session held back has not started its CLI yet, so the
+//!   sessions the API cannot take do not spend the CPU the ones at the model need;
 //! - a step held back waits; the wait is not the step's (its timeout does not run), and it is
 //!   recorded as the time the test waited for the model. A replayed step never comes here.
 //!
