@@ -107,6 +107,6 @@ def rate_limited_fleet(ctx):
     return Row(name, f"{med(fleet):.2f} s at `-j {tests}`, {tests}/{tests} passed; "
                      f"{med(refused):.0f} requests refused (429), waited for the model "
                      f"{med(waited):.1f} s over {med(waited_tests):.0f} tests; CPU "
-                     f"{med(fleet_cpu):.1f} s ({tests} CLIs start at once)",
+                     f"{med(fleet_cpu):.1f} s (a CLI starts once the gate lets its test through)",
                f"{med(ideal):.2f} s at `-j {LIMIT}`, no limit (the ideal); CPU "
                f"{med(ideal_cpu):.1f} s", f"{ratio:.2f}×", goal, ratio <= 1.3)

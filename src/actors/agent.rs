@@ -47,7 +47,8 @@ pub struct AgentArgs {
 }
 
 pub enum AgentMsg {
-    /// Start the agent process. Errors name the command line.
+    /// Start the agent process (an agent CLI's once its session's first step has its place at
+    /// the model). Errors name the command line.
     Start(RpcReplyPort<Result<(), AgentError>>),
     /// Send the bootstrap (harness, result contract, run facts).
     Bootstrap(RpcReplyPort<Result<(), AgentError>>),
@@ -69,7 +70,13 @@ pub struct AgentState {
     /// first step is the one staggered).
     gate: Option<ModelGate>,
     stepped: bool,
+    /// The first step's place at the model, taken before the agent CLI was started (see
+    /// [`AgentMsg::Start`]): the first step goes with it.
+    seated: Arc<std::sync::Mutex<Option<Seated>>>,
 }
+
+/// A place at the model taken ahead of the step, and how long it took.
+type Seated = (ModelPermit, Duration);
 
 impl Actor for AgentActor {
     type Msg = AgentMsg;
@@ -96,6 +103,7 @@ impl Actor for AgentActor {
             closed: false,
             gate,
             stepped: false,
+            seated: Arc::default(),
         })
     }
 
@@ -108,8 +116,18 @@ impl Actor for AgentActor {
         match message {
             AgentMsg::Start(reply) => {
                 let provider = Arc::clone(&state.provider);
+                let gate = state.gate.clone().filter(|_| !state.stepped);
+                state.stepped |= gate.is_some();
+                let seated = Arc::clone(&state.seated);
+                let cancel = state.cancel.subscribe();
                 tokio::spawn(async move {
-                    let result = provider.lock().await.start().await;
+                    let result = match seat_before_start(gate, cancel).await {
+                        Ok(place) => {
+                            *lock_seated(&seated) = place;
+                            provider.lock().await.start().await
+                        }
+                        Err(e) => Err(e),
+                    };
                     let _ = reply.send(result);
                 });
             }
@@ -127,6 +145,7 @@ impl Actor for AgentActor {
                 let seat = Seat {
                     gate: state.gate.clone(),
                     starting: !std::mem::replace(&mut state.stepped, true),
+                    seated: lock_seated(&state.seated).take(),
                 };
                 tokio::spawn(async move {
                     let mut provider = provider.lock().await;
@@ -181,11 +200,40 @@ const MAX_BACKOFF: Duration = Duration::from_secs(8);
 /// The least time an attempt is started with: less than this is not worth a model call.
 const LEAST_ATTEMPT: Duration = Duration::from_secs(2);
 
+/// The session's first place at the model, for an agent CLI (`gate`), before its process is
+/// started (docs/ci.md, "A rate-limited nightly"): a session held back by the gate has not
+/// started its CLI yet, so twelve sessions at `-j 12` do not start twelve CLIs at once while only
+/// the few the API admits could talk. `None` without a gate; an error when the session stopped
+/// while it waited.
+async fn seat_before_start(
+    gate: Option<ModelGate>,
+    mut cancel: watch::Receiver<bool>,
+) -> Result<Option<Seated>, AgentError> {
+    let Some(gate) = gate else {
+        return Ok(None);
+    };
+    tokio::select! {
+        entered = gate.enter(true) => Ok(Some(entered)),
+        _ = crate::providers::command::cancelled(&mut cancel) => Err(AgentError::Stopped),
+    }
+}
+
+/// The place taken before the start, whole after any panic (it is one `Option`).
+fn lock_seated(
+    seated: &std::sync::Mutex<Option<Seated>>,
+) -> std::sync::MutexGuard<'_, Option<Seated>> {
+    seated
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Where a step waits for its place at the model: the suite's gate (none: it does not wait),
-/// and whether it is the session's first step (started staggered).
+/// whether it is the session's first step (started staggered), and the place its session took
+/// before the agent started, which its first attempt uses.
 struct Seat {
     gate: Option<ModelGate>,
     starting: bool,
+    seated: Option<Seated>,
 }
 
 impl Seat {
@@ -195,6 +243,10 @@ impl Seat {
         &mut self,
         cancel: &watch::Receiver<bool>,
     ) -> Option<(Option<ModelPermit>, Duration)> {
+        if let Some((permit, waited)) = self.seated.take() {
+            self.starting = false;
+            return Some((Some(permit), waited));
+        }
         let Some(gate) = &self.gate else {
             return Some((None, Duration::ZERO));
         };

@@ -10,7 +10,12 @@
 //! - a `rate_limit` or `overloaded` signal (the CLI retrying a 429 / 529, or a step ended by one)
 //!   halves the agents allowed at once, once per congestion: a signal from a step let through
 //!   before the last halving is the same congestion, already answered;
-//! - each clean step gives one back, up to `-j`;
+//! - the limit grows back by one per `limit` clean steps, up to `-j` (congestion avoidance, as
+//!   TCP's window grows by one per round trip after a loss): grown by one per clean step, it
+//!   went straight back past the API's room and into the refusals it had just answered;
+//! - an agent CLI is started only once its session's first step has its place (the actor asks
+//!   before it starts the process): a session held back has not started its CLI yet, so the
+//!   sessions the API cannot take do not spend the CPU the ones at the model need;
 //! - a step held back waits; the wait is not the step's (its timeout does not run), and it is
 //!   recorded as the time the test waited for the model. A replayed step never comes here.
 //!
@@ -47,6 +52,8 @@ pub struct Aimd {
     /// How often the limit was halved, and the lowest it went.
     halvings: u32,
     lowest: usize,
+    /// Clean steps since the limit last changed: it grows by one per `limit` of them.
+    clean_steps: usize,
 }
 
 /// What [`Aimd::try_take`] answers.
@@ -79,6 +86,7 @@ impl Aimd {
             next_start: None,
             halvings: 0,
             lowest: max,
+            clean_steps: 0,
         }
     }
 
@@ -99,12 +107,16 @@ impl Aimd {
         })
     }
 
-    /// A place given back; a `clean` step (no rate-limit signal, no agent fault) allows one
-    /// agent more, up to `max`.
+    /// A place given back; `limit` clean steps (no rate-limit signal, no agent fault) since the
+    /// limit last changed allow one agent more, up to `max`.
     pub fn give_back(&mut self, clean: bool) {
         self.in_use = self.in_use.saturating_sub(1);
         if clean && self.limit < self.max {
-            self.limit += 1;
+            self.clean_steps += 1;
+            if self.clean_steps >= self.limit {
+                self.limit += 1;
+                self.clean_steps = 0;
+            }
         }
     }
 
@@ -115,6 +127,7 @@ impl Aimd {
             return false;
         }
         self.limit = (self.limit / 2).max(1);
+        self.clean_steps = 0;
         self.generation += 1;
         self.halvings += 1;
         self.lowest = self.lowest.min(self.limit);
@@ -293,7 +306,7 @@ mod tests {
     }
 
     #[test]
-    fn a_signal_halves_once_per_congestion_and_each_clean_step_gives_one_back_up_to_jobs() {
+    fn a_signal_halves_once_per_congestion_and_clean_steps_give_one_back_up_to_jobs() {
         let now = Instant::now();
         let mut rule = Aimd::new(8, Duration::ZERO);
         let grants: Vec<Grant> = (0..8).map(|_| granted(rule.try_take(now, false))).collect();
@@ -310,7 +323,13 @@ mod tests {
         }
         assert_eq!(rule.in_use(), 4);
         assert_eq!(rule.try_take(now, false), Take::Full);
+        // Four clean steps at four at once: one more.
         rule.give_back(true);
+        assert_eq!(rule.limit(), 4);
+        for _ in 0..3 {
+            granted(rule.try_take(now, false));
+            rule.give_back(true);
+        }
         assert_eq!(rule.limit(), 5);
         // A step let through after the halving that is limited again halves again.
         let late = granted(rule.try_take(now, false));
@@ -323,11 +342,59 @@ mod tests {
         };
         assert!(rule.throttled(one));
         assert_eq!(rule.limit(), 1);
-        for _ in 0..20 {
+        // 1 + 2 + … + 7 clean steps bring one back to eight.
+        for _ in 0..28 {
             rule.give_back(true);
         }
         assert_eq!(rule.limit(), 8);
+        rule.give_back(true);
+        assert_eq!(rule.limit(), 8, "never past -j");
         assert_eq!(rule.in_use(), 0);
+    }
+
+    #[test]
+    fn after_a_halving_the_limit_grows_by_one_per_limit_clean_steps() {
+        let now = Instant::now();
+        let mut rule = Aimd::new(12, Duration::ZERO);
+        let grants: Vec<Grant> = (0..12)
+            .map(|_| granted(rule.try_take(now, false)))
+            .collect();
+        assert!(rule.throttled(grants[3]));
+        assert_eq!(rule.limit(), 6);
+        // The three the API answered end clean: half a window, not three agents more.
+        for _ in 0..3 {
+            rule.give_back(true);
+        }
+        assert_eq!(rule.limit(), 6);
+        for _ in 0..3 {
+            rule.give_back(true);
+        }
+        assert_eq!(rule.limit(), 7, "six clean steps at six at once: one more");
+        // A step that was not clean does not count towards the next one, nor against it.
+        rule.give_back(false);
+        for _ in 0..6 {
+            rule.give_back(true);
+        }
+        assert_eq!(rule.limit(), 7);
+        rule.give_back(true);
+        assert_eq!(rule.limit(), 8);
+        // A halving starts the count again: the clean steps before it were in the congestion.
+        for _ in 0..7 {
+            rule.give_back(true);
+        }
+        let late = Grant {
+            generation: rule.generation,
+        };
+        assert!(rule.throttled(late));
+        assert_eq!(rule.limit(), 4);
+        for _ in 0..3 {
+            granted(rule.try_take(now, false));
+            rule.give_back(true);
+        }
+        assert_eq!(rule.limit(), 4);
+        granted(rule.try_take(now, false));
+        rule.give_back(true);
+        assert_eq!(rule.limit(), 5);
     }
 
     #[test]
@@ -365,6 +432,10 @@ mod tests {
         let (third, waited) = held.await.expect("the held step");
         assert!(waited >= Duration::from_millis(50), "{waited:?}");
         third.release(None, false);
-        assert_eq!(gate.limit(), 2, "each clean step gives one back");
+        assert_eq!(
+            gate.limit(),
+            2,
+            "a clean step at one at once gives one back"
+        );
     }
 }

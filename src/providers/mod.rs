@@ -434,6 +434,8 @@ pub enum AgentError {
         #[source]
         source: std::io::Error,
     },
+    #[error("the agent was not started: the session is stopping (it was waiting for the model)")]
+    Stopped,
 }
 
 /// One agent conversation. Call order: `start`, `bootstrap`, `run_step`…, `close` (always, also

@@ -4,10 +4,14 @@
 
 use crate::common::rig::{scripted, Rig};
 use bugatti::actors::agent::{AgentActor, AgentArgs, AgentMsg};
+use bugatti::actors::model_gate::ModelGate;
 use bugatti::model::agent_fault::FaultKind;
 use bugatti::model::ids::StepId;
 use bugatti::model::outcome::{StepStatus, TeardownState};
-use bugatti::providers::{self, AgentContext, AgentError, AgentEvent, Provider, StepVerdict};
+use bugatti::process::group;
+use bugatti::providers::{
+    self, AgentContext, AgentError, AgentEvent, Provider, StepVerdict, AGENT_MARKER_ENV,
+};
 use ractor::{call, Actor, ActorRef};
 use serde_json::json;
 use std::time::Duration;
@@ -534,4 +538,102 @@ struct AgentLine {
     step_id: Option<u32>,
     #[serde(default)]
     include_chain: Vec<String>,
+}
+
+/// No process of the run carries the agent marker.
+fn no_agent_process(rig: &Rig) -> bool {
+    let run_id = rig.facts.run_id.as_str();
+    group::live_processes_with_env(AGENT_MARKER_ENV, run_id).is_empty()
+}
+
+/// A session the model gate holds back has not started its agent (docs/ci.md, "A rate-limited
+/// nightly"): the actor starts the process once the first step has its place, and that step
+/// counts the wait as time waited for the model. A `command` agent stands in for the CLI: the
+/// gate is the actor's, whatever agent it was given for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_held_by_the_model_gate_starts_its_agent_once_it_has_a_place() {
+    let rig = Rig::new(&[]);
+    let gate = ModelGate::with_stagger(1, Duration::ZERO);
+    let (elsewhere, _) = gate.enter(false).await;
+    let args = AgentArgs {
+        spec: rig.command_spec(),
+        facts: rig.facts.clone(),
+        events: rig.events.clone(),
+        gate: Some(gate.clone()),
+    };
+    let (agent, handle) = Actor::spawn(None, AgentActor, args)
+        .await
+        .expect("spawn actor");
+    let start = {
+        let agent = agent.clone();
+        tokio::spawn(async move { call!(agent, AgentMsg::Start) })
+    };
+    let held = Duration::from_millis(500);
+    tokio::time::sleep(held).await;
+    assert!(
+        !start.is_finished(),
+        "the start waits for a place at the model"
+    );
+    assert!(no_agent_process(&rig), "the agent started while held back");
+    elsewhere.release(None, false);
+    start.await.expect("join").expect("call").expect("start");
+    assert!(
+        !no_agent_process(&rig),
+        "the agent started once it had its place"
+    );
+    call!(agent, AgentMsg::Bootstrap)
+        .expect("call")
+        .expect("bootstrap");
+    let v = actor_step(&agent, 1, json!([{"say": "RESULT OK\n"}])).await;
+    assert_eq!(v.status, StepStatus::Ok, "{v:?}");
+    assert!(v.model_wait >= held, "{:?}", v.model_wait);
+    // The step went with the place taken before the start, and gave it back.
+    let (again, waited) = tokio::time::timeout(LONG, gate.enter(false))
+        .await
+        .expect("the one place is free again");
+    assert_eq!(waited, Duration::ZERO);
+    again.release(None, false);
+    call!(agent, AgentMsg::Close).expect("close");
+    handle.await.expect("actor ends");
+    rig.assert_no_survivors();
+}
+
+/// A session closed while its agent waits for a place at the model: the start answers that the
+/// session is stopping, and no agent process was ever started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_closed_while_it_waits_for_the_model_never_starts() {
+    let rig = Rig::new(&[]);
+    let gate = ModelGate::with_stagger(1, Duration::ZERO);
+    let (elsewhere, _) = gate.enter(false).await;
+    let args = AgentArgs {
+        spec: rig.command_spec(),
+        facts: rig.facts.clone(),
+        events: rig.events.clone(),
+        gate: Some(gate.clone()),
+    };
+    let (agent, handle) = Actor::spawn(None, AgentActor, args)
+        .await
+        .expect("spawn actor");
+    let start = {
+        let agent = agent.clone();
+        tokio::spawn(async move { call!(agent, AgentMsg::Start) })
+    };
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    call!(agent, AgentMsg::Close).expect("close");
+    let answer = tokio::time::timeout(LONG, start)
+        .await
+        .expect("the start answers")
+        .expect("join")
+        .expect("call");
+    assert!(matches!(answer, Err(AgentError::Stopped)), "{answer:?}");
+    handle.await.expect("actor ends");
+    assert!(no_agent_process(&rig));
+    // The start that gave up waiting took no place: the one place is free once given back.
+    elsewhere.release(None, false);
+    let (again, waited) = tokio::time::timeout(LONG, gate.enter(false))
+        .await
+        .expect("the one place is free again");
+    assert_eq!(waited, Duration::ZERO);
+    again.release(None, false);
+    rig.assert_no_survivors();
 }
