@@ -19,10 +19,15 @@ pub fn start(options: RunOptions) -> Exit {
     say!("supervisor: {}", suite.config_summary());
     print_notes(&suite);
     let artifacts = crate::actors::run::artifact_dir_path(&suite);
-    if let Err(e) = artifact_dir::check_dir_writable("the artifact directory", &artifacts) {
-        eprintln!("error: {e}");
-        return Exit::USAGE;
-    }
+    // Made here when missing (owner-only, as the run makes it) and kept for the run; removed
+    // again when the command ends before the run begins.
+    let made = match artifact_dir::prepare_dir("the artifact directory", &artifacts) {
+        Ok(made) => made,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return Exit::USAGE;
+        }
+    };
     if let Some(code) = empty_selection(&suite, &options) {
         return code;
     }
@@ -33,5 +38,6 @@ pub fn start(options: RunOptions) -> Exit {
             Err(code) => return code,
         }
     }
+    made.keep();
     Exit::from(crate::actors::run::run_suite(suite, &options))
 }

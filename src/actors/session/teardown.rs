@@ -127,18 +127,29 @@ impl Started {
                     "processes of run {run_id} outlived teardown and were killed: {escaped:?}"
                 );
             }
-            if let (Some(workdir), Some((keep, keep_profile))) = (workdir, keep) {
-                dispose_workspace(&workdir, keep, keep_profile);
+            match (workdir, keep) {
+                (Some(workdir), Some((keep, keep_profile))) => {
+                    dispose_workspace(&workdir, keep, keep_profile)
+                }
+                _ => None,
             }
         });
-        if let Err(e) = swept.await {
-            tracing::warn!("the run's sweep and workspace removal did not finish: {e}");
+        match swept.await {
+            // Its last close frees the removed folder's blocks, off the run's way.
+            Ok(Some(removed)) => drop(tokio::task::spawn_blocking(move || drop(removed))),
+            Ok(None) => {}
+            Err(e) => tracing::warn!("the run's sweep and workspace removal did not finish: {e}"),
         }
     }
 }
 
-/// Keeps the workspace (without the browser's profile unless `keep_profile`) or removes it.
-fn dispose_workspace(workdir: &Path, keep: bool, keep_profile: bool) {
+/// Keeps the workspace (without the browser's profile unless `keep_profile`) or removes it. A
+/// removed workspace is answered as an open handle on the folder, now gone from every path: the
+/// kernel frees a removed folder's blocks when its last handle closes, and on a file system
+/// mounted with `discard` that waits for the device (milliseconds) in the closing thread, which
+/// then need not be the run's. Without the handle (the folder could not be opened) it is removed
+/// as before.
+fn dispose_workspace(workdir: &Path, keep: bool, keep_profile: bool) -> Option<std::fs::File> {
     if keep {
         if !keep_profile {
             let workspace = crate::model::artifacts::WorkspacePaths::new(workdir);
@@ -146,7 +157,14 @@ fn dispose_workspace(workdir: &Path, keep: bool, keep_profile: bool) {
             let _ = std::fs::remove_dir_all(workspace.browser_tmp());
         }
         tracing::info!("workspace kept at {}", workdir.display());
-    } else if let Err(e) = std::fs::remove_dir_all(workdir) {
-        tracing::warn!("cannot remove workspace {}: {e}", workdir.display());
+        return None;
+    }
+    let held = std::fs::File::open(workdir).ok();
+    match std::fs::remove_dir_all(workdir) {
+        Ok(()) => held,
+        Err(e) => {
+            tracing::warn!("cannot remove workspace {}: {e}", workdir.display());
+            None
+        }
     }
 }

@@ -17,7 +17,9 @@ use crate::report::records::history::{self, HistoryEntry, Selection};
 use crate::report::records::run_record::RunRecord;
 use crate::report::records::suite::SuiteSummary;
 use crate::report::store::suite_files::{RenderedSuite, SuiteInput};
-pub use crate::report::store::writable::{check_dir_writable, check_writable, Unwritable};
+pub use crate::report::store::writable::{
+    check_dir_writable, check_writable, prepare_dir, MadeFolders, Unwritable,
+};
 
 /// Why a suite could not be read back (`report`) or shard suites merged (`merge`). Users and
 /// scripts read these messages: they are the ones these errors always had.
@@ -765,6 +767,40 @@ mod tests {
         let refused = check_dir_writable("artifacts:", &existing);
         std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o700)).expect("chmod");
         assert!(refused.is_err(), "a read-only folder is refused");
+    }
+
+    /// `start`'s artifact directory: made owner-only where missing and kept for the run, not
+    /// removed only to be made again; removed when the command ends before the run.
+    #[test]
+    fn a_prepared_artifact_directory_is_owner_only_and_stays_only_when_kept() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().expect("tempdir");
+        let new = dir.path().join("a/.bugatti");
+        let made = prepare_dir("artifacts:", &new).expect("a new folder is writable");
+        for folder in [dir.path().join("a"), new.clone()] {
+            let mode = std::fs::metadata(&folder)
+                .expect("made")
+                .permissions()
+                .mode();
+            assert_eq!(
+                mode & 0o077,
+                0,
+                "{} is owner-only: {mode:o}",
+                folder.display()
+            );
+        }
+        drop(made);
+        assert!(
+            !dir.path().join("a").exists(),
+            "dropped: the folders it made are removed"
+        );
+        prepare_dir("artifacts:", &new).expect("writable").keep();
+        assert!(new.is_dir(), "kept: the run fills it");
+        assert_eq!(std::fs::read_dir(&new).expect("list").count(), 0);
+        // An existing folder is probed and left as it was, kept or not.
+        drop(prepare_dir("artifacts:", &new).expect("writable"));
+        assert!(new.is_dir(), "an existing folder is never removed");
+        assert_eq!(std::fs::read_dir(&new).expect("list").count(), 0);
     }
 
     fn running_as_root() -> bool {

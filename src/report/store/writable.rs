@@ -78,7 +78,8 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<(), Unwritable> {
             });
         }
     }
-    let made = make_folders(parent).map_err(|(at, e)| not_a_folder_or(flag, path, &at, e))?;
+    let made = make_folders(parent, FolderMode::Default)
+        .map_err(|(at, e)| not_a_folder_or(flag, path, &at, e))?;
     let probed = if abs.exists() {
         std::fs::OpenOptions::new()
             .append(true)
@@ -103,13 +104,57 @@ pub fn check_writable(flag: &str, path: &Path) -> Result<(), Unwritable> {
 /// probe file is made and removed in it; then the folders made here are removed again. `what`
 /// names it in the error.
 pub fn check_dir_writable(what: &str, path: &Path) -> Result<(), Unwritable> {
+    let made = probe_dir(what, path, FolderMode::Default)?;
+    remove_folders(&made);
+    Ok(())
+}
+
+/// [`check_dir_writable`] for a directory the command is about to fill (`start`'s artifact
+/// directory): the folders it makes are made owner-only (0700), as the run makes them, and stay
+/// while the answer is held; [`MadeFolders::keep`] keeps them, dropping it removes them (the
+/// command ended before the run began). Removing a folder only to make it again a moment later
+/// costs a freed inode, and on a file system mounted with `discard` the removal waits for the
+/// device (milliseconds, at every run that starts without its artifact directory).
+pub fn prepare_dir(what: &str, path: &Path) -> Result<MadeFolders, Unwritable> {
+    probe_dir(what, path, FolderMode::OwnerOnly).map(MadeFolders)
+}
+
+/// The folders [`prepare_dir`] made, deepest last: removed when dropped unless kept.
+#[derive(Debug)]
+#[must_use = "dropping it removes the folders it made"]
+pub struct MadeFolders(Vec<PathBuf>);
+
+impl MadeFolders {
+    /// The folders stay: the run fills them.
+    pub fn keep(mut self) {
+        self.0.clear();
+    }
+}
+
+impl Drop for MadeFolders {
+    fn drop(&mut self) {
+        remove_folders(&self.0);
+    }
+}
+
+/// How [`make_folders`] makes a folder.
+#[derive(Clone, Copy)]
+enum FolderMode {
+    /// mkdir's default (0777 less the umask): the folder is removed again at once.
+    Default,
+    /// 0700 (less the umask), as the artifact directory is made.
+    OwnerOnly,
+}
+
+/// The check of [`check_dir_writable`]; answers the folders it made (deepest last), which the
+/// caller removes or keeps. On failure, nothing it made is left.
+fn probe_dir(what: &str, path: &Path, mode: FolderMode) -> Result<Vec<PathBuf>, Unwritable> {
     let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let made = make_folders(&abs).map_err(|(at, e)| not_a_folder_or(what, path, &at, e))?;
+    let made = make_folders(&abs, mode).map_err(|(at, e)| not_a_folder_or(what, path, &at, e))?;
     if made.last().is_some_and(|deepest| *deepest == abs) {
         // The folder is new and ours: its mkdir was the write, and a probe file in it one more
         // inode to allocate and free before every run that starts without .bugatti/.
-        remove_folders(&made);
-        return Ok(());
+        return Ok(made);
     }
     let probe = abs.join(format!(".bugatti-write-probe-{}", std::process::id()));
     let probed = std::fs::OpenOptions::new()
@@ -124,13 +169,18 @@ pub fn check_dir_writable(what: &str, path: &Path) -> Result<(), Unwritable> {
             at: abs.clone(),
             source,
         });
-    remove_folders(&made);
-    probed
+    match probed {
+        Ok(()) => Ok(made),
+        Err(e) => {
+            remove_folders(&made);
+            Err(e)
+        }
+    }
 }
 
 /// Creates `dir` and its missing ancestors; returns the folders it made, deepest last. On failure:
 /// the folder it could not make (or that is not a folder) and why, after removing what it made.
-fn make_folders(dir: &Path) -> Result<Vec<PathBuf>, (PathBuf, std::io::Error)> {
+fn make_folders(dir: &Path, mode: FolderMode) -> Result<Vec<PathBuf>, (PathBuf, std::io::Error)> {
     let missing: Vec<&Path> = dir.ancestors().take_while(|p| !p.exists()).collect();
     if let Some(existing) = dir.ancestors().find(|p| p.exists()) {
         if !existing.is_dir() {
@@ -142,7 +192,14 @@ fn make_folders(dir: &Path) -> Result<Vec<PathBuf>, (PathBuf, std::io::Error)> {
     }
     let mut made = Vec::new();
     for folder in missing.into_iter().rev() {
-        if let Err(e) = std::fs::create_dir(folder) {
+        let created = match mode {
+            FolderMode::Default => std::fs::create_dir(folder),
+            FolderMode::OwnerOnly => {
+                std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700)
+                    .create(folder)
+            }
+        };
+        if let Err(e) = created {
             remove_folders(&made);
             return Err((folder.to_path_buf(), e));
         }
