@@ -63,6 +63,12 @@ pub struct BrowserLaunch {
     /// The endpoint's loopback listener, bound ahead
     /// ([`super::endpoint::DevtoolsEndpoint::serve_bound`]); a fresh one when `None`.
     pub listener: Option<Arc<std::net::TcpListener>>,
+    /// Whether the browser opens with a blank tab (`about:blank`), as a session's own browser
+    /// does for the agent to take; `false` (`--no-startup-window`, as Playwright launches it)
+    /// for a pooled browser, whose sessions each get a tab of their own in their context: an
+    /// idle first tab no session uses costs the browser, its renderer and its compositor work
+    /// all suite long (docs/browser.md, "One browser per worker").
+    pub startup_window: bool,
 }
 
 impl BrowserLaunch {
@@ -82,6 +88,7 @@ impl BrowserLaunch {
             no_sandbox: running_as_root(),
             token: None,
             listener: None,
+            startup_window: true,
         }
     }
 
@@ -120,7 +127,11 @@ impl BrowserLaunch {
             "--window-size={},{}",
             self.viewport.0, self.viewport.1
         ));
-        args.push("about:blank".to_string());
+        if self.startup_window {
+            args.push("about:blank".to_string());
+        } else {
+            args.push("--no-startup-window".to_string());
+        }
         args
     }
 }
@@ -430,6 +441,8 @@ mod tests {
             assert!(args.iter().any(|a| a == wanted), "{wanted} in {args:?}");
         }
         assert!(!args.iter().any(|a| a == "--no-sandbox"));
+        assert_eq!(args.last().map(String::as_str), Some("about:blank"));
+        assert!(!args.iter().any(|a| a == "--no-startup-window"));
         assert!(
             !args
                 .iter()
@@ -441,5 +454,9 @@ mod tests {
         let args = spec.args();
         assert!(args.iter().any(|a| a == "--no-sandbox"));
         assert!(!args.iter().any(|a| a == "--headless"));
+        spec.startup_window = false;
+        let args = spec.args();
+        assert!(args.iter().any(|a| a == "--no-startup-window"), "{args:?}");
+        assert!(!args.iter().any(|a| a == "about:blank"), "{args:?}");
     }
 }

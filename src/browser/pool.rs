@@ -95,7 +95,8 @@ struct Pooled {
     dir: tempfile::TempDir,
     /// The browser's own default context, which no session uses.
     default_context: Option<String>,
-    /// The targets it had when it was started (its first blank tab).
+    /// The targets it had when it was started: none, as it starts without a window
+    /// (`--no-startup-window`), unless the browser opened one of its own.
     initial: HashSet<String>,
     /// How many sessions it has served, this one included.
     sessions: u32,
@@ -311,8 +312,9 @@ impl BrowserPool {
     }
 
     /// Starts a browser for the pool: its profile and `TMPDIR` in a directory of its own, its
-    /// output in the first session's log, target discovery on (so that the pipe knows each
-    /// target's context).
+    /// output in the first session's log, no window of its own (each session gets a tab in its
+    /// context: an idle first tab would cost the browser work all suite long), target discovery
+    /// on (so that the pipe knows each target's context).
     async fn launch(
         &self,
         request: &PoolRequest,
@@ -338,6 +340,7 @@ impl BrowserPool {
         spec.max_log_bytes = request.max_log_bytes;
         spec.ready_timeout = request.ready_timeout;
         spec.listener = listener;
+        spec.startup_window = false;
         spec.env = request.env.clone();
         if std::fs::create_dir_all(&tmp).is_ok() {
             spec.env.push(("TMPDIR".into(), tmp.display().to_string()));
