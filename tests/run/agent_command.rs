@@ -4,7 +4,7 @@
 
 use crate::common::rig::{scripted, Rig};
 use bugatti::actors::agent::{AgentActor, AgentArgs, AgentMsg};
-use bugatti::actors::model_gate::ModelGate;
+use bugatti::actors::model_gate::{ModelGate, ModelPermit};
 use bugatti::model::agent_fault::FaultKind;
 use bugatti::model::ids::StepId;
 use bugatti::model::outcome::{StepStatus, TeardownState};
@@ -546,13 +546,17 @@ fn no_agent_process(rig: &Rig) -> bool {
     group::live_processes_with_env(AGENT_MARKER_ENV, run_id).is_empty()
 }
 
-/// A session the model gate holds back has not started its agent (docs/ci.md, "A rate-limited
-/// nightly"): the actor starts the process once the first step has its place, and that step
-/// counts the wait as time waited for the model. A `command` agent stands in for the CLI: the
-/// gate is the actor's, whatever agent it was given for.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_session_held_by_the_model_gate_starts_its_agent_once_it_has_a_place() {
-    let rig = Rig::new(&[]);
+/// A `command` agent's actor asked to start behind a model gate of one place, which another
+/// session (`elsewhere`) holds: its start waits.
+struct GatedStart {
+    gate: ModelGate,
+    elsewhere: ModelPermit,
+    agent: ActorRef<AgentMsg>,
+    handle: tokio::task::JoinHandle<()>,
+    start: tokio::task::JoinHandle<Result<Result<(), AgentError>, ractor::RactorErr<AgentMsg>>>,
+}
+
+async fn start_behind_a_full_gate(rig: &Rig) -> GatedStart {
     let gate = ModelGate::with_stagger(1, Duration::ZERO);
     let (elsewhere, _) = gate.enter(false).await;
     let args = AgentArgs {
@@ -568,6 +572,29 @@ async fn a_session_held_by_the_model_gate_starts_its_agent_once_it_has_a_place()
         let agent = agent.clone();
         tokio::spawn(async move { call!(agent, AgentMsg::Start) })
     };
+    GatedStart {
+        gate,
+        elsewhere,
+        agent,
+        handle,
+        start,
+    }
+}
+
+/// A session the model gate holds back has not started its agent (docs/ci.md, "A rate-limited
+/// nightly"): the actor starts the process once the first step has its place, and that step
+/// counts the wait as time waited for the model. A `command` agent stands in for the CLI: the
+/// gate is the actor's, whatever agent it was given for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_held_by_the_model_gate_starts_its_agent_once_it_has_a_place() {
+    let rig = Rig::new(&[]);
+    let GatedStart {
+        gate,
+        elsewhere,
+        agent,
+        handle,
+        start,
+    } = start_behind_a_full_gate(&rig).await;
     let held = Duration::from_millis(500);
     tokio::time::sleep(held).await;
     assert!(
@@ -603,21 +630,13 @@ async fn a_session_held_by_the_model_gate_starts_its_agent_once_it_has_a_place()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_closed_while_it_waits_for_the_model_never_starts() {
     let rig = Rig::new(&[]);
-    let gate = ModelGate::with_stagger(1, Duration::ZERO);
-    let (elsewhere, _) = gate.enter(false).await;
-    let args = AgentArgs {
-        spec: rig.command_spec(),
-        facts: rig.facts.clone(),
-        events: rig.events.clone(),
-        gate: Some(gate.clone()),
-    };
-    let (agent, handle) = Actor::spawn(None, AgentActor, args)
-        .await
-        .expect("spawn actor");
-    let start = {
-        let agent = agent.clone();
-        tokio::spawn(async move { call!(agent, AgentMsg::Start) })
-    };
+    let GatedStart {
+        gate,
+        elsewhere,
+        agent,
+        handle,
+        start,
+    } = start_behind_a_full_gate(&rig).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     call!(agent, AgentMsg::Close).expect("close");
     let answer = tokio::time::timeout(LONG, start)

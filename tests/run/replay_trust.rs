@@ -84,6 +84,20 @@ fn project() -> Project {
     Project::with_directive_agent("")
 }
 
+/// A project whose harness has a long-lived `worker` (`sh worker.sh`), ready once it logs
+/// `ready`: the test writes worker.sh.
+fn worker_project() -> Project {
+    let p = project();
+    let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
+    p.write(
+        "bugatti.config.toml",
+        &format!(
+            "{config}\n[commands.worker]\nkind = \"long_lived\"\ncmd = \"sh worker.sh\"\nreadiness = {{ log = \"ready\" }}\n"
+        ),
+    );
+    p
+}
+
 /// A one-step test running `app/<name>.sh` through the console, then judging it.
 fn write_check(p: &Project, name: &str, judge: &str) {
     p.write(
@@ -470,14 +484,7 @@ fn an_audit_sends_replayable_steps_to_the_agent_and_a_failure_retires_the_record
 /// (after its own thinking time) and must not pass by a replay that looks at once.
 #[test]
 fn a_worker_that_dies_after_it_is_ready_drifts_to_the_agent() {
-    let p = project();
-    let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
-    p.write(
-        "bugatti.config.toml",
-        &format!(
-            "{config}\n[commands.worker]\nkind = \"long_lived\"\ncmd = \"sh worker.sh\"\nreadiness = {{ log = \"ready\" }}\n"
-        ),
-    );
+    let p = worker_project();
     p.write("worker.sh", "echo ready\nexec sleep 600\n");
     p.write(
         "worker.test.toml",
@@ -519,14 +526,7 @@ fn a_worker_that_dies_after_it_is_ready_drifts_to_the_agent() {
 /// two seconds (from readiness, the agent's own start counts: it was part of the agent's wait).
 #[test]
 fn the_agents_first_look_is_recorded_for_the_harness_watch() {
-    let p = project();
-    let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
-    p.write(
-        "bugatti.config.toml",
-        &format!(
-            "{config}\n[commands.worker]\nkind = \"long_lived\"\ncmd = \"sh worker.sh\"\nreadiness = {{ log = \"ready\" }}\n"
-        ),
-    );
+    let p = worker_project();
     p.write("worker.sh", "echo ready\nexec sleep 600\n");
     p.write(
         "worker.test.toml",
@@ -558,14 +558,7 @@ fn the_agents_first_look_is_recorded_for_the_harness_watch() {
 /// the agent, which fails the step.
 #[test]
 fn a_worker_that_dies_or_logs_fatal_soon_after_ready_is_no_replayed_pass() {
-    let p = project();
-    let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
-    p.write(
-        "bugatti.config.toml",
-        &format!(
-            "{config}\n[commands.worker]\nkind = \"long_lived\"\ncmd = \"sh worker.sh\"\nreadiness = {{ log = \"ready\" }}\n"
-        ),
-    );
+    let p = worker_project();
     let healthy = "echo ready\nexec sleep 600\n";
     p.write("worker.sh", healthy);
     p.write(
@@ -621,14 +614,7 @@ fn a_worker_that_dies_or_logs_fatal_soon_after_ready_is_no_replayed_pass() {
 /// pass all three.
 #[test]
 fn a_worker_that_fails_after_every_step_replayed_but_within_the_watch_is_no_replayed_pass() {
-    let p = project();
-    let config = std::fs::read_to_string(p.root().join("bugatti.config.toml")).expect("config");
-    p.write(
-        "bugatti.config.toml",
-        &format!(
-            "{config}\n[commands.worker]\nkind = \"long_lived\"\ncmd = \"sh worker.sh\"\nreadiness = {{ log = \"ready\" }}\n"
-        ),
-    );
+    let p = worker_project();
     let healthy = "echo ready\nexec sleep 600\n";
     p.write("worker.sh", healthy);
     p.write(
