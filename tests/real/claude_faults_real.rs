@@ -12,17 +12,8 @@ use common::claude::{claude_bin, Stub};
 use common::{stdout, Project};
 use serde_json::{json, Value};
 
-/// `tests` root tests of one step each, run at `-j 1` against a stub answering `status` to every
-/// model call.
-fn run(
-    status: u16,
-    tests: usize,
-    step_timeout: u64,
-) -> Option<(Project, std::process::Output, usize)> {
-    let bin = claude_bin("claude_faults_real")?;
-    let side = tempfile::tempdir().expect("side dir");
-    let replies: Vec<Value> = (0..200).map(|_| json!({"status": status})).collect();
-    let stub = Stub::start(side.path(), Value::Array(replies));
+/// A Claude Code project (Bash allowed, no console) of `tests` root tests of one step each.
+fn one_step_project(tests: usize, step_timeout: u64) -> Project {
     let p = Project::new();
     p.write(
         "bugatti.config.toml",
@@ -37,6 +28,21 @@ fn run(
             &format!("name = \"T{i}\"\n[[steps]]\ninstruction = \"Check the page.\"\n"),
         );
     }
+    p
+}
+
+/// `tests` root tests of one step each, run at `-j 1` against a stub answering `status` to every
+/// model call.
+fn run(
+    status: u16,
+    tests: usize,
+    step_timeout: u64,
+) -> Option<(Project, std::process::Output, usize)> {
+    let bin = claude_bin("claude_faults_real")?;
+    let side = tempfile::tempdir().expect("side dir");
+    let replies: Vec<Value> = (0..200).map(|_| json!({"status": status})).collect();
+    let stub = Stub::start(side.path(), Value::Array(replies));
+    let p = one_step_project(tests, step_timeout);
     let out = p
         .supervisor()
         .args(["start", "-j", "1"])
@@ -105,18 +111,7 @@ fn one_step_tests_at_once(
     side: &std::path::Path,
     tests: usize,
 ) -> (Project, std::process::Output) {
-    let p = Project::new();
-    p.write(
-        "bugatti.config.toml",
-        "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash\"]\n\
-         step_timeout_secs = 120\nconsole = false\n",
-    );
-    for i in 1..=tests {
-        p.write(
-            &format!("t{i}.test.toml"),
-            &format!("name = \"T{i}\"\n[[steps]]\ninstruction = \"Check the page.\"\n"),
-        );
-    }
+    let p = one_step_project(tests, 120);
     let out = p
         .supervisor()
         .args(["start", "-j", &tests.to_string()])
