@@ -10,6 +10,7 @@
 //! launched with `kill_on_drop`; otherwise the registry's final sweep does.
 
 use super::exit::ExitStatus;
+use super::ledger;
 use super::owner::Owner;
 use super::registry;
 use super::teardown::{self, TeardownReport};
@@ -449,7 +450,9 @@ fn start_piped(launch: Launch, fds: Vec<OwnedFd>) -> std::io::Result<Group> {
         }
         Io::Pty { .. } => unreachable!("start_pty"),
     }
+    let before = ledger::BootTick::now();
     let mut child = command.spawn()?;
+    let started = before.start_until(ledger::BootTick::now());
     // Our copies of the write end must close, or the reader never sees end-of-file.
     drop(command);
     drop(fds);
@@ -457,7 +460,7 @@ fn start_piped(launch: Launch, fds: Vec<OwnedFd>) -> std::io::Result<Group> {
         .id()
         .and_then(|id| i32::try_from(id).ok())
         .ok_or_else(no_pid)?;
-    registry::register(pid, pid, &launch.owner, launch.run_id());
+    registry::register(pid, pid, &launch.owner, launch.run_id(), started);
     let stdin = child.stdin.take();
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
@@ -523,16 +526,18 @@ fn start_pty(launch: Launch, rows: u16, cols: u16) -> std::io::Result<Group> {
         builder.env(k, v);
     }
     builder.env(launch.marker.var, &launch.marker.value);
+    let before = ledger::BootTick::now();
     let mut child = pair
         .slave
         .spawn_command(builder)
         .map_err(std::io::Error::other)?;
+    let started = before.start_until(ledger::BootTick::now());
     drop(pair.slave);
     let pid = child
         .process_id()
         .and_then(|id| i32::try_from(id).ok())
         .ok_or_else(no_pid)?;
-    registry::register(pid, pid, &launch.owner, launch.run_id());
+    registry::register(pid, pid, &launch.owner, launch.run_id(), started);
     let (exit_tx, exit_rx) = watch::channel(None);
     let mut group = Group {
         pid,

@@ -104,6 +104,56 @@ pub fn start_time(pid: i32) -> Option<u64> {
     parse_start_time(&stat)
 }
 
+/// A reading of the clock a process's start time is counted on: `/proc/<pid>/stat`'s field 22
+/// is the boot-time clock at the fork, in clock ticks. Read just before and just after a spawn,
+/// the two readings bound the child's fork: when they fall in the same tick, that tick is its
+/// start time, known without opening its `/proc` file (a read that was a measurable part of
+/// each replayed command's CPU).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BootTick(Option<u64>);
+
+impl BootTick {
+    pub fn now() -> Self {
+        Self(boot_ticks())
+    }
+
+    /// The start time of a process forked after `self` was read and before `after` was: their
+    /// tick when they share one, else `None` (its `/proc` file is read then).
+    pub fn start_until(self, after: BootTick) -> Option<u64> {
+        match (self.0, after.0) {
+            (Some(before), Some(after)) if before == after => Some(before),
+            _ => None,
+        }
+    }
+}
+
+/// The boot-time clock in clock ticks, as the kernel counts a start time (`nsec_to_clock_t`:
+/// nanoseconds divided by 10⁹ / `CLK_TCK`, rounded down); `None` where that is not exact.
+fn boot_ticks() -> Option<u64> {
+    static NANOS_PER_TICK: OnceLock<Option<u64>> = OnceLock::new();
+    let per_tick = (*NANOS_PER_TICK.get_or_init(|| {
+        // SAFETY: sysconf only reads a configuration value.
+        let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+        u64::try_from(hz)
+            .ok()
+            .filter(|hz| *hz > 0 && 1_000_000_000 % hz == 0)
+            .map(|hz| 1_000_000_000 / hz)
+    }))?;
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec into `now`, which outlives the call.
+    if unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut now) } != 0 {
+        return None;
+    }
+    let nanos = u64::try_from(now.tv_sec)
+        .ok()?
+        .checked_mul(1_000_000_000)?
+        .checked_add(u64::try_from(now.tv_nsec).ok()?)?;
+    Some(nanos / per_tick)
+}
+
 fn parse_start_time(stat: &str) -> Option<u64> {
     let rest = stat.get(stat.rfind(')')? + 1..)?;
     // After the name come field 3 (state) onwards; start time is field 22.
@@ -259,13 +309,15 @@ pub fn open(artifact_dir: &Path, suite_id: &SuiteId) -> std::io::Result<PathBuf>
 }
 
 /// Called by the registry for every group it gains.
-pub fn record(group: &RegisteredGroup) {
+/// `started`: the leader's start time when its spawn knew it ([`BootTick`]), else it is read
+/// from `/proc`.
+pub fn record(group: &RegisteredGroup, started: Option<u64>) {
     let mut guard = lock();
     let Some(open) = guard.as_mut() else { return };
     let group = LedgerGroup {
         pgid: group.pgid,
         leader: group.leader,
-        leader_start: start_time(group.leader),
+        leader_start: started.or_else(|| start_time(group.leader)),
         label: group.label.clone(),
         run_id: group.run_id.clone(),
     };
@@ -489,6 +541,28 @@ mod tests {
     }
 
     #[test]
+    fn the_tick_around_a_spawn_is_the_start_time_proc_gives() {
+        let mut known = 0;
+        for _ in 0..20 {
+            let before = BootTick::now();
+            let mut child = Command::new("sleep").arg("5").spawn().expect("spawn sleep");
+            let started = before.start_until(BootTick::now());
+            let pid = child.id() as i32;
+            let read = start_time(pid);
+            child.kill().expect("kill");
+            child.wait().expect("wait");
+            if let Some(started) = started {
+                known += 1;
+                assert_eq!(Some(started), read, "child {pid}");
+            }
+        }
+        // A spawn takes well under a tick (10 ms): most fall inside one.
+        assert!(known > 0, "no spawn fell within one tick");
+        assert_eq!(BootTick(Some(7)).start_until(BootTick(Some(8))), None);
+        assert_eq!(BootTick(None).start_until(BootTick(Some(8))), None);
+    }
+
+    #[test]
     fn a_live_supervisor_is_recognised_and_a_dead_or_reused_pid_is_not() {
         let own = std::process::id() as i32;
         let mut file = LedgerFile {
@@ -602,7 +676,7 @@ mod tests {
         // A pgid no real group has: the registry only records it.
         let pgid = i32::MAX - 7;
         let owner = Owner::new(Scope::run("r"), Role::Command("fake".into()));
-        registry::register(pgid, pgid, &owner, Some("r"));
+        registry::register(pgid, pgid, &owner, Some("r"), None);
         assert!(read().groups.iter().any(|g| g.pgid == pgid
             && g.label == "command fake (r)"
             && g.run_id.as_ref().map(RunId::as_str) == Some("r")));
@@ -618,7 +692,7 @@ mod tests {
             removed = fs::remove_dir_all(artifacts.path());
         }
         assert!(!artifacts.path().exists(), "rm -rf: {removed:?}");
-        registry::register(pgid, pgid, &owner, Some("r"));
+        registry::register(pgid, pgid, &owner, Some("r"), None);
         registry::unregister(pgid);
         close();
         assert!(!path.exists());

@@ -39,8 +39,9 @@ fn lock() -> std::sync::MutexGuard<'static, HashMap<i32, RegisteredGroup>> {
 }
 
 /// Called by [`super::handle::start`] for every group, before its handle is returned.
-/// `run_id`: the `BUGATTI_RUN_ID` of its spawn spec, if any.
-pub fn register(pgid: i32, leader: i32, owner: &Owner, run_id: Option<&str>) {
+/// `run_id`: the `BUGATTI_RUN_ID` of its spawn spec, if any; `started`: the leader's start
+/// time when the spawn knew it (see [`super::ledger::BootTick`]).
+pub fn register(pgid: i32, leader: i32, owner: &Owner, run_id: Option<&str>, started: Option<u64>) {
     let group = RegisteredGroup {
         pgid,
         leader,
@@ -50,7 +51,7 @@ pub fn register(pgid: i32, leader: i32, owner: &Owner, run_id: Option<&str>) {
     };
     lock().insert(pgid, group.clone());
     // On disk too, for the next supervisor should this one be SIGKILLed.
-    super::ledger::record(&group);
+    super::ledger::record(&group, started);
 }
 
 /// Called once a group has been torn down and checked.

@@ -12,7 +12,7 @@ fn sweep_kills_every_registered_group() {
         .expect("spawn sh");
     let pgid = child.id() as i32;
     let owner = Owner::new(Scope::run("sweep-test"), Role::Other("test sleeper".into()));
-    registry::register(pgid, pgid, &owner, Some("sweep-test"));
+    registry::register(pgid, pgid, &owner, Some("sweep-test"), None);
     assert!(registry::leader_pids().contains(&pgid));
     let swept = registry::sweep();
     assert!(swept
