@@ -192,7 +192,7 @@ const ROOMY_SHARED_MEMORY: u64 = 1 << 30;
 /// Whether `/dev/shm` exists with at least [`ROOMY_SHARED_MEMORY`] free.
 fn shared_memory_roomy() -> bool {
     nix::sys::statvfs::statvfs("/dev/shm")
-        .map(|fs| fs.blocks_available() as u64 * fs.fragment_size() as u64 >= ROOMY_SHARED_MEMORY)
+        .map(|fs| fs.blocks_available().saturating_mul(fs.fragment_size()) >= ROOMY_SHARED_MEMORY)
         .unwrap_or(false)
 }
 
