@@ -139,6 +139,14 @@ enum Held {
 }
 
 impl BrowserReservation {
+    /// Whether the held browser is an idle one, which may turn out unable to serve (gone, or
+    /// refusing a context) and be replaced by a new one on another port: the session's
+    /// `BUGATTI_CDP_URL` is then known only once [`BrowserPool::checkout_reserved`] is done. A
+    /// browser started on the reserved listener is always served at its port.
+    pub fn may_move(&self) -> bool {
+        matches!(self.held, Held::Idle(_))
+    }
+
     /// The port of the DevTools endpoint the session will be served on (unless the held idle
     /// browser turns out unable to serve it: then a new one's).
     pub fn port(&self) -> u16 {
@@ -340,6 +348,8 @@ impl BrowserPool {
         spec.max_log_bytes = request.max_log_bytes;
         spec.ready_timeout = request.ready_timeout;
         spec.listener = listener;
+        // Its first session's harness may connect before the context is made (docs/browser.md).
+        spec.held_until_granted = true;
         spec.startup_window = false;
         spec.env = request.env.clone();
         if std::fs::create_dir_all(&tmp).is_ok() {
