@@ -595,10 +595,14 @@ fn target_infos(targets: &Value) -> impl Iterator<Item = &Value> {
 /// Ends a pooled browser through the one termination routine, then removes its directory.
 async fn end(mut pooled: Pooled, skip_grace: bool, why: &str) -> TeardownReport {
     tracing::info!("pooled browser pid {} ends: {why}", pooled.browser.pid());
-    if let Some(kept) = pooled.client.kept.take() {
-        kept.stop().await;
-    }
-    let report = pooled.browser.stop(skip_grace).await;
+    // The kept client ends beside its browser, as a session's own client does: each takes its
+    // own while to close (at the suite's end, on the way to the process's exit).
+    let kept = pooled.client.kept.take();
+    let (report, ()) = tokio::join!(pooled.browser.stop(skip_grace), async {
+        if let Some(kept) = kept {
+            kept.stop().await;
+        }
+    });
     let Pooled { dir, .. } = pooled;
     let _ = dir.close();
     report
