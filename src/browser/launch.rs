@@ -72,6 +72,8 @@ pub struct BrowserLaunch {
     /// idle first tab no session uses costs the browser, its renderer and its compositor work
     /// all suite long (docs/browser.md, "One browser per worker").
     pub startup_window: bool,
+    /// Whether `/dev/shm` has room for the renderers' shared memory ([`shared_memory_roomy`]).
+    pub shared_memory_roomy: bool,
 }
 
 impl BrowserLaunch {
@@ -93,6 +95,7 @@ impl BrowserLaunch {
             listener: None,
             held_until_granted: false,
             startup_window: true,
+            shared_memory_roomy: shared_memory_roomy(),
         }
     }
 
@@ -105,11 +108,25 @@ impl BrowserLaunch {
         if self.no_sandbox {
             args.push("--no-sandbox".to_string());
         }
+        if !self.shared_memory_roomy {
+            // Containers give /dev/shm 64 MiB: renderers crash on large pages without this. Where
+            // it has room, shared memory stays there: in files on disk instead, every renderer's
+            // buffers cost the file system (about a tenth of a browser suite's CPU measured).
+            args.push("--disable-dev-shm-usage".to_string());
+        }
+        if self.headless {
+            // A headless page reports a mouse, as a desktop browser's (and Playwright's) does:
+            // an app's `(hover: hover)` styles are the ones the agent's browser shows.
+            args.push(
+                "--blink-settings=primaryHoverType=2,availableHoverTypes=2,\
+                 primaryPointerType=4,availablePointerTypes=4"
+                    .to_string(),
+            );
+        }
+        args.extend(PLAYWRIGHT_SWITCHES.map(String::from));
         args.extend(
             [
                 "--disable-gpu",
-                // Containers give /dev/shm 64 MiB: renderers crash on large pages without this.
-                "--disable-dev-shm-usage",
                 "--no-first-run",
                 "--no-default-browser-check",
                 // None of these reach the network on their own: tests run offline, and a
@@ -138,6 +155,49 @@ impl BrowserLaunch {
         }
         args
     }
+}
+
+/// The switches Playwright launches Chromium with (its `chromiumSwitches`), so that the
+/// browser the agent's Playwright MCP attaches to behaves as the one it would launch itself, and
+/// costs as little: no crash reporter processes, field trials, background timers or renderer
+/// throttling, back/forward cache, optimisation hints or hang monitor; scrollbars hidden and
+/// colours in sRGB, so that screenshots of one page match from run to run.
+const PLAYWRIGHT_SWITCHES: [&str; 21] = [
+    "--disable-field-trial-config",
+    "--disable-background-timer-throttling",
+    "--disable-backgrounding-occluded-windows",
+    "--disable-back-forward-cache",
+    "--disable-breakpad",
+    "--disable-component-extensions-with-background-pages",
+    "--disable-features=AvoidUnnecessaryBeforeUnloadCheckSync,DestroyProfileOnBrowserClose,\
+     HttpsUpgrades,HttpsFirstBalancedModeAutoEnable,LensOverlay,MediaRouter,PaintHolding,\
+     ThirdPartyStoragePartitioning,AvoidCorsURLLoaderRestartOnRedirect,OptimizationHints,\
+     NetworkTimeServiceQuerying,AimEnabled,PreconnectToSearch",
+    "--allow-pre-commit-input",
+    "--disable-hang-monitor",
+    "--disable-ipc-flooding-protection",
+    "--disable-popup-blocking",
+    "--disable-prompt-on-repost",
+    "--disable-renderer-backgrounding",
+    "--force-color-profile=srgb",
+    "--use-mock-keychain",
+    "--no-service-autorun",
+    "--disable-search-engine-choice-screen",
+    "--disable-stack-profiler",
+    "--disable-infobars",
+    "--hide-scrollbars",
+    "--mute-audio",
+];
+
+/// How much free shared memory (`/dev/shm`) Chromium's renderers are given to use; below it
+/// (a container's 64 MiB) they use files on disk instead (`--disable-dev-shm-usage`).
+const ROOMY_SHARED_MEMORY: u64 = 1 << 30;
+
+/// Whether `/dev/shm` exists with at least [`ROOMY_SHARED_MEMORY`] free.
+fn shared_memory_roomy() -> bool {
+    nix::sys::statvfs::statvfs("/dev/shm")
+        .map(|fs| fs.blocks_available().saturating_mul(fs.fragment_size()) >= ROOMY_SHARED_MEMORY)
+        .unwrap_or(false)
 }
 
 /// Whether this process runs as root (CI containers), where Chromium needs `--no-sandbox`.
@@ -454,6 +514,11 @@ mod tests {
                 .any(|a| a.starts_with("--remote-debugging-port")),
             "no port of Chromium's own: {args:?}"
         );
+        assert!(args.iter().any(|a| a == "--disable-breakpad"), "{args:?}");
+        spec.shared_memory_roomy = false;
+        assert!(spec.args().iter().any(|a| a == "--disable-dev-shm-usage"));
+        spec.shared_memory_roomy = true;
+        assert!(!spec.args().iter().any(|a| a == "--disable-dev-shm-usage"));
         spec.no_sandbox = true;
         spec.headless = false;
         let args = spec.args();
