@@ -37,6 +37,8 @@ pub struct DevtoolsEndpoint {
     port: u16,
     token: String,
     grants: Grants,
+    /// Whether it accepts connections yet (see [`Self::serve_bound`]'s `held`).
+    open: tokio::sync::watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -109,21 +111,25 @@ impl DevtoolsEndpoint {
         token: Option<String>,
     ) -> std::io::Result<Self> {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
-        Self::serve_listener(listener, hub, version, token)
+        Self::serve_listener(listener, hub, version, token, false)
     }
 
     /// As [`Self::serve`], on a loopback listener bound ahead ([`bind_ahead`]): the endpoint's
     /// address is known before the browser is up, so the replay's Playwright MCP client can
     /// start beside the browser. A connection made before the browser was up waits in the
-    /// listener's backlog until the endpoint serves it.
+    /// listener's backlog until the endpoint serves it: at once, or (`held`: a pooled browser
+    /// whose first session's token is granted only once its context is made) from the first
+    /// [`Self::grant`], so that a harness command started beside the browser with that token is
+    /// let in rather than refused.
     pub fn serve_bound(
         listener: std::net::TcpListener,
         hub: PipeHub,
         version: Value,
         token: Option<String>,
+        held: bool,
     ) -> std::io::Result<Self> {
         listener.set_nonblocking(true)?;
-        Self::serve_listener(TcpListener::from_std(listener)?, hub, version, token)
+        Self::serve_listener(TcpListener::from_std(listener)?, hub, version, token, held)
     }
 
     fn serve_listener(
@@ -131,6 +137,7 @@ impl DevtoolsEndpoint {
         hub: PipeHub,
         version: Value,
         token: Option<String>,
+        held: bool,
     ) -> std::io::Result<Self> {
         let port = listener.local_addr()?.port();
         let token = token.unwrap_or_else(new_token);
@@ -151,7 +158,11 @@ impl DevtoolsEndpoint {
         // Bounded (process::listen): a failed accept does not end it, a flood of idle
         // connections from another local process does not take the supervisor's descriptors.
         let mut listener = Bounded::new(listener, MAX_CONNECTIONS, HEAD_LIMIT);
+        let (open, mut opened) = tokio::sync::watch::channel(!held);
         let task = tokio::spawn(async move {
+            if opened.wait_for(|open| *open).await.is_err() {
+                return;
+            }
             loop {
                 let (stream, _) = listener.next().await;
                 // CDP is many small messages each waiting for its answer: without this, Nagle's
@@ -167,6 +178,7 @@ impl DevtoolsEndpoint {
             port,
             token,
             grants,
+            open,
             task,
         })
     }
@@ -180,6 +192,7 @@ impl DevtoolsEndpoint {
                 revoked: tokio::sync::watch::channel(false).0,
             },
         );
+        self.open.send_replace(true);
     }
 
     /// Shuts `token` out: it gets `403` from now on, and its connections are closed.

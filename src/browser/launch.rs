@@ -63,6 +63,9 @@ pub struct BrowserLaunch {
     /// The endpoint's loopback listener, bound ahead
     /// ([`super::endpoint::DevtoolsEndpoint::serve_bound`]); a fresh one when `None`.
     pub listener: Option<Arc<std::net::TcpListener>>,
+    /// Whether that listener's connections wait in its backlog until a first token is granted
+    /// ([`super::endpoint::DevtoolsEndpoint::serve_bound`]'s `held`): a pooled browser's.
+    pub held_until_granted: bool,
     /// Whether the browser opens with a blank tab (`about:blank`), as a session's own browser
     /// does for the agent to take; `false` (`--no-startup-window`, as Playwright launches it)
     /// for a pooled browser, whose sessions each get a tab of their own in their context: an
@@ -90,6 +93,7 @@ impl BrowserLaunch {
             no_sandbox: running_as_root(),
             token: None,
             listener: None,
+            held_until_granted: false,
             startup_window: true,
             shared_memory_roomy: shared_memory_roomy(),
         }
@@ -287,6 +291,7 @@ impl Browser {
                         hub.clone(),
                         answer.clone(),
                         spec.token.clone(),
+                        spec.held_until_granted,
                     )
                 }),
                 None => {

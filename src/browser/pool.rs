@@ -139,6 +139,14 @@ enum Held {
 }
 
 impl BrowserReservation {
+    /// Whether the held browser is an idle one, which may turn out unable to serve (gone, or
+    /// refusing a context) and be replaced by a new one on another port: the session's
+    /// `BUGATTI_CDP_URL` is then known only once [`BrowserPool::checkout_reserved`] is done. A
+    /// browser started on the reserved listener is always served at its port.
+    pub fn may_move(&self) -> bool {
+        matches!(self.held, Held::Idle(_))
+    }
+
     /// The port of the DevTools endpoint the session will be served on (unless the held idle
     /// browser turns out unable to serve it: then a new one's).
     pub fn port(&self) -> u16 {
@@ -340,6 +348,8 @@ impl BrowserPool {
         spec.max_log_bytes = request.max_log_bytes;
         spec.ready_timeout = request.ready_timeout;
         spec.listener = listener;
+        // Its first session's harness may connect before the context is made (docs/browser.md).
+        spec.held_until_granted = true;
         spec.startup_window = false;
         spec.env = request.env.clone();
         if std::fs::create_dir_all(&tmp).is_ok() {
@@ -585,10 +595,14 @@ fn target_infos(targets: &Value) -> impl Iterator<Item = &Value> {
 /// Ends a pooled browser through the one termination routine, then removes its directory.
 async fn end(mut pooled: Pooled, skip_grace: bool, why: &str) -> TeardownReport {
     tracing::info!("pooled browser pid {} ends: {why}", pooled.browser.pid());
-    if let Some(kept) = pooled.client.kept.take() {
-        kept.stop().await;
-    }
-    let report = pooled.browser.stop(skip_grace).await;
+    // The kept client ends beside its browser, as a session's own client does: each takes its
+    // own while to close (at the suite's end, on the way to the process's exit).
+    let kept = pooled.client.kept.take();
+    let (report, ()) = tokio::join!(pooled.browser.stop(skip_grace), async {
+        if let Some(kept) = kept {
+            kept.stop().await;
+        }
+    });
     let Pooled { dir, .. } = pooled;
     let _ = dir.close();
     report

@@ -16,6 +16,9 @@ use std::time::Duration;
 /// An exec attempt may not hang the probe: it is bounded by this (or the probe's interval, if longer).
 const EXEC_ATTEMPT_LIMIT: Duration = Duration::from_secs(10);
 const HTTP_ATTEMPT_LIMIT: Duration = Duration::from_secs(5);
+/// How often an http or tcp probe tries in its first [`FAST_WINDOW`] (its interval if shorter).
+const FAST_INTERVAL: Duration = Duration::from_millis(10);
+const FAST_WINDOW: Duration = Duration::from_secs(1);
 
 /// Where an exec probe runs: the command's directory and environment, and whose it is (the
 /// command's owner; each attempt is registered as an [`Role::ExecProbe`] of the same scope).
@@ -75,10 +78,22 @@ pub async fn run_until_ready(
     if let ProbeKind::Log(_) = &probe.kind {
         return wait_for_line(lines).await;
     }
-    let mut ticker = tokio::time::interval(probe.interval.max(Duration::from_millis(1)));
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let interval = probe.interval.max(Duration::from_millis(1));
+    // An http or tcp attempt at a server still starting is a refused connect, well under a
+    // millisecond: polled faster while servers usually come up, one is seen ready within
+    // FAST_INTERVAL of it rather than up to a whole interval later (docs/config.md).
+    let fast = matches!(probe.kind, ProbeKind::Http(_) | ProbeKind::Tcp(_));
+    let fast_until = tokio::time::Instant::now() + FAST_WINDOW;
+    let mut next = tokio::time::Instant::now();
     loop {
-        ticker.tick().await;
+        tokio::time::sleep_until(next).await;
+        let began = tokio::time::Instant::now();
+        let gap = if fast && began < fast_until {
+            interval.min(FAST_INTERVAL)
+        } else {
+            interval
+        };
+        next = began + gap;
         let attempt = match &probe.kind {
             ProbeKind::Http(url) => http_once(url).await,
             ProbeKind::Tcp(addr) => tcp_once(addr).await,

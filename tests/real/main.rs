@@ -14,6 +14,7 @@ mod browser_mcp_client_real;
 mod browser_pi_real;
 mod browser_pool;
 mod browser_pool_claude_real;
+mod browser_pool_harness;
 mod browser_real;
 mod browser_replay_claude_real;
 mod browser_replay_codex_real;

@@ -58,14 +58,15 @@ impl Setup<'_> {
     /// behind the session's own token, the browser's output in the session's `browser.log`. The
     /// browser is held first, so that its endpoint's address is known before it is up: the
     /// session's variables and the replay's Playwright MCP client (Node takes about a second)
-    /// need not wait for a browser that is still starting. The variables made with that address
-    /// are returned, for the first harness to use.
-    pub(super) async fn start_pooled_browser(
+    /// need not wait for a browser that is still starting. The held browser, with the variables
+    /// made with that address, is for [`Self::pooled_browser_up`] (or
+    /// [`Self::pooled_browser_started`] beside the harness) to bring up.
+    pub(super) fn hold_pooled_browser(
         &mut self,
         config: &crate::model::browser::BrowserConfig,
         id: &SessionIdentity,
         workdir: &std::path::Path,
-    ) -> Result<SessionVars, Ending> {
+    ) -> Result<HeldBrowser, Ending> {
         let mut places =
             crate::browser::session::BrowserPlaces::new(workdir, &self.session.run_paths());
         places.max_log_bytes = self.session.test.effective.supervisor.max_log_bytes.value;
@@ -101,18 +102,60 @@ impl Setup<'_> {
         });
         let vars = self.session_vars_now(id)?;
         let browser_up = self.start_replay_browser_before(id, &vars)?;
-        let start = crate::browser::SessionBrowser::from_pool(config, &pool, reservation, &request);
+        Ok(HeldBrowser {
+            config: config.clone(),
+            pool,
+            request,
+            reservation,
+            early,
+            vars,
+            browser_up,
+        })
+    }
+
+    /// The `held` browser up, in the session's context (or the session's stop), and the
+    /// replay's client started ahead told so. Reads the session only: it runs beside the
+    /// harness's start where the browser's address cannot move
+    /// ([`crate::browser::pool::BrowserReservation::may_move`]).
+    pub(super) async fn pooled_browser_started(
+        &self,
+        held: HeldBrowser,
+    ) -> Result<(crate::browser::SessionBrowser, PooledUp), Ending> {
+        let HeldBrowser {
+            config,
+            pool,
+            request,
+            reservation,
+            early,
+            vars,
+            browser_up,
+        } = held;
+        let start =
+            crate::browser::SessionBrowser::from_pool(&config, &pool, reservation, &request);
         let browser = self.browser_started(start).await?;
-        let moved = browser.cdp_url() != early;
-        self.started.browser = Some(browser);
-        if !moved {
+        if browser.cdp_url() == early {
             if let Some(up) = browser_up {
                 let _ = up.send(());
             }
+            return Ok((browser, PooledUp::AsHeld(vars)));
+        }
+        Ok((browser, PooledUp::Moved))
+    }
+
+    /// [`Self::pooled_browser_started`], then the session's variables for the harness: the
+    /// held ones, or, where the held browser could not serve the session and another took its
+    /// place (another address), new ones, the client started for the first one's address gone
+    /// and one for this one started.
+    pub(super) async fn pooled_browser_up(
+        &mut self,
+        held: HeldBrowser,
+        id: &SessionIdentity,
+    ) -> Result<SessionVars, Ending> {
+        let (browser, up) = self.pooled_browser_started(held).await?;
+        self.started.browser = Some(browser);
+        if let PooledUp::AsHeld(vars) = up {
             return Ok(vars);
         }
-        // The held browser could not serve the session and another took its place: the
-        // client started for the first one's address goes, and one for this one starts.
         if let Some(ahead) = self.started.replay_browser.take() {
             ahead.stop().await;
         }
@@ -318,6 +361,42 @@ impl Setup<'_> {
         let started_ahead = self.start_replay_browser_ahead(id, vars, Some(browser_up))?;
         Ok(started_ahead.then_some(up))
     }
+}
+
+/// A browser of the suite's pool held for a session ([`Setup::hold_pooled_browser`]), not yet
+/// brought up.
+pub(super) struct HeldBrowser {
+    config: crate::model::browser::BrowserConfig,
+    pool: crate::browser::pool::BrowserPool,
+    request: crate::browser::pool::PoolRequest,
+    reservation: crate::browser::pool::BrowserReservation,
+    /// The `BUGATTI_CDP_URL` it is held at.
+    early: String,
+    /// The session's variables with that address.
+    vars: SessionVars,
+    /// Tells the replay's client started ahead that the browser is up.
+    browser_up: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl HeldBrowser {
+    /// Whether it may come up at another address than it is held at
+    /// ([`crate::browser::pool::BrowserReservation::may_move`]).
+    pub(super) fn may_move(&self) -> bool {
+        self.reservation.may_move()
+    }
+
+    /// The session's variables with the address it is held at.
+    pub(super) fn vars(&self) -> &SessionVars {
+        &self.vars
+    }
+}
+
+/// Where a held pooled browser came up.
+pub(super) enum PooledUp {
+    /// At the address it was held at: the held variables.
+    AsHeld(SessionVars),
+    /// At another (the held one could not serve): the variables are to be made again.
+    Moved,
 }
 
 /// The name the session's browser goes by in setup and teardown lines.

@@ -80,10 +80,11 @@ impl<'s> Setup<'s> {
     /// is bound before Chromium starts, so its address (`BUGATTI_CDP_URL`) is in the session's
     /// variables from the start: the harness commands and the replay's Playwright MCP client
     /// (Node takes about a second) come up beside Chromium instead of after it, and a command
-    /// that connects before the browser is up waits in the endpoint's backlog until it is. A
-    /// pooled browser's context comes first (its address is the context's), and so does a
-    /// browser whose address could not be bound ahead. What either started is in `started`
-    /// whatever the other came to, for teardown.
+    /// that connects before the browser is up waits in the endpoint's backlog until it is. So
+    /// does a pooled browser started for the session; an idle pooled browser's context comes
+    /// first (the browser may give way to another at another address), and so does a browser
+    /// whose address could not be bound ahead. What either started is in `started` whatever the
+    /// other came to, for teardown.
     async fn browser_and_harness(
         &mut self,
         id: &SessionIdentity,
@@ -94,9 +95,34 @@ impl<'s> Setup<'s> {
             return self.harness_up(id, None).await;
         };
         if self.uses_browser_pool(&config.value) {
-            let config = config.value.clone();
-            let vars = self.start_pooled_browser(&config, id, workdir).await?;
-            return self.harness_up(id, Some(vars)).await;
+            let held = self.hold_pooled_browser(&config.value, id, workdir)?;
+            if held.may_move() {
+                // An idle browser may be unable to serve and give way to one at another address:
+                // the harness gets the address the session is served at (its context is made in
+                // a few milliseconds).
+                let vars = self.pooled_browser_up(held, id).await?;
+                return self.harness_up(id, Some(vars)).await;
+            }
+            // A browser started on the session's own listener is served at the held address:
+            // the harness starts beside it, its connections held until the context is made.
+            let vars = held.vars().clone();
+            let mut unused = Started::default();
+            let browser_setup = Setup {
+                session,
+                started: &mut unused,
+            };
+            let (browser, harness) = tokio::join!(
+                browser_setup.pooled_browser_started(held),
+                self.harness_up(id, Some(vars))
+            );
+            let (browser, up) = browser?;
+            self.started.browser = Some(browser);
+            if let browser::PooledUp::Moved = up {
+                return Err(Ending::error(
+                    "the pooled browser started for the session is served at another address than it was held at",
+                ));
+            }
+            return harness;
         }
         let listener = crate::browser::endpoint::bind_ahead().ok().map(Arc::new);
         let Some(port) = listener
