@@ -546,6 +546,19 @@ fn no_agent_process(rig: &Rig) -> bool {
     group::live_processes_with_env(AGENT_MARKER_ENV, run_id).is_empty()
 }
 
+/// Whether the agent's process shows, looked for a few times: `python3` may be a shim that
+/// execs its way to Python (pyenv's runs `expr` and `find` first), and a process in the middle
+/// of an exec shows no environment for that moment.
+async fn agent_process_seen(rig: &Rig) -> bool {
+    for _ in 0..50 {
+        if !no_agent_process(rig) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
 /// A `command` agent's actor asked to start behind a model gate of one place, which another
 /// session (`elsewhere`) holds: its start waits.
 struct GatedStart {
@@ -605,7 +618,7 @@ async fn a_session_held_by_the_model_gate_starts_its_agent_once_it_has_a_place()
     elsewhere.release(None, false);
     start.await.expect("join").expect("call").expect("start");
     assert!(
-        !no_agent_process(&rig),
+        agent_process_seen(&rig).await,
         "the agent started once it had its place"
     );
     call!(agent, AgentMsg::Bootstrap)
