@@ -68,12 +68,8 @@ pub fn artifact_dir_path(suite: &Suite) -> PathBuf {
 
 /// The artifact directory, created owner-only: reports may hold what the app printed.
 fn artifact_dir(suite: &Suite) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
     let dir = artifact_dir_path(suite);
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)?;
+    crate::report::store::artifact_dir::create_owner_only(&dir)?;
     Ok(dir)
 }
 

@@ -212,12 +212,7 @@ impl ReporterState {
     /// The suite folder (0700). Not fatal: the --junit / --json copies are written from memory
     /// all the same.
     fn create_suite_dir(&mut self, paths: &SuitePaths) {
-        if let Err(source) = std::os::unix::fs::DirBuilderExt::mode(
-            std::fs::DirBuilder::new().recursive(true),
-            0o700,
-        )
-        .create(&paths.dir)
-        {
+        if let Err(source) = crate::report::store::artifact_dir::create_owner_only(&paths.dir) {
             self.lose(
                 ReportError::CreateDir {
                     path: paths.dir.clone(),

@@ -21,6 +21,13 @@ pub use crate::report::store::writable::{
     check_dir_writable, check_writable, prepare_dir, MadeFolders, Unwritable,
 };
 
+/// Makes `dir` and its missing parents owner-only (0700), as every folder of the artifact
+/// directory is: transcripts, logs and reports hold what the app and the agent printed.
+pub fn create_owner_only(dir: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::DirBuilderExt::mode(std::fs::DirBuilder::new().recursive(true), 0o700)
+        .create(dir)
+}
+
 /// Why a suite could not be read back (`report`) or shard suites merged (`merge`). Users and
 /// scripts read these messages: they are the ones these errors always had.
 #[derive(Debug, thiserror::Error)]

@@ -36,15 +36,11 @@ struct LogSink {
 impl LogSink {
     fn open(path: &Path, redactor: Redactor) -> Result<Self, ReportError> {
         if let Some(dir) = path.parent() {
-            // Owner-only, like every artifact directory.
-            std::os::unix::fs::DirBuilderExt::mode(
-                std::fs::DirBuilder::new().recursive(true),
-                0o700,
-            )
-            .create(dir)
-            .map_err(|source| ReportError::CreateDir {
-                path: dir.to_path_buf(),
-                source,
+            super::artifact_dir::create_owner_only(dir).map_err(|source| {
+                ReportError::CreateDir {
+                    path: dir.to_path_buf(),
+                    source,
+                }
             })?;
         }
         let file = OpenOptions::new()

@@ -67,14 +67,8 @@ impl RunWriter {
     pub fn start(plan: &RunPlan, redactor: Redactor) -> Result<Self, ReportError> {
         let paths = RunPaths::new(&plan.identity.run_dir);
         for dir in std::iter::once(paths.dir.clone()).chain(paths.subdirs()) {
-            // Owner-only, like the artifact directory: transcripts and logs hold what the app
-            // and the agent printed.
-            std::os::unix::fs::DirBuilderExt::mode(
-                std::fs::DirBuilder::new().recursive(true),
-                0o700,
-            )
-            .create(&dir)
-            .map_err(|source| ReportError::CreateDir { path: dir, source })?;
+            super::artifact_dir::create_owner_only(&dir)
+                .map_err(|source| ReportError::CreateDir { path: dir, source })?;
         }
         let events = EventLog::open(&paths.events(), &plan.identity.run_id)?;
         let mut writer = Self {
