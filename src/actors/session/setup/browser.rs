@@ -5,40 +5,6 @@ use super::*;
 use crate::replay::session::{BrowserAhead, BrowserClientSpec, ReplaySession};
 
 impl Setup<'_> {
-    /// Starts the session's browser (docs/browser.md), reported like a harness command named `browser`.
-    pub(super) async fn start_browser(
-        &self,
-        config: &crate::model::browser::BrowserConfig,
-        workdir: &std::path::Path,
-        listener: Option<Arc<std::net::TcpListener>>,
-    ) -> Result<crate::browser::SessionBrowser, Ending> {
-        let mut places =
-            crate::browser::session::BrowserPlaces::new(workdir, &self.session.run_paths());
-        places.max_log_bytes = self.session.test.effective.supervisor.max_log_bytes.value;
-        places.token = Some(self.session.tokens.cdp.clone());
-        places.listener = listener;
-        let path_var = std::env::var("PATH").ok();
-        // The session's identity, as every harness process has it (the launch adds the run id).
-        let env = vec![
-            (
-                "BUGATTI_SESSION_ID".to_string(),
-                self.session.session_id.to_string(),
-            ),
-            (
-                "BUGATTI_PROJECT_ROOT".to_string(),
-                self.session.suite.project_root.display().to_string(),
-            ),
-        ];
-        let start = crate::browser::SessionBrowser::start(
-            config,
-            &places,
-            Scope::run(self.session.run_id.clone()),
-            env,
-            path_var.as_deref(),
-        );
-        self.browser_started(start).await
-    }
-
     /// Whether the session takes a kept browser of the suite's pool, in a fresh context of its
     /// own (docs/browser.md, "One browser per worker"): with `[browser] reuse = true`, and always
     /// for a replay session, one whose steps all replay under `--replay only`, or all have a
@@ -60,7 +26,7 @@ impl Setup<'_> {
     /// session's variables and the replay's Playwright MCP client (Node takes about a second)
     /// need not wait for a browser that is still starting. The held browser, with the variables
     /// made with that address, is for [`Self::pooled_browser_up`] (or
-    /// [`Self::pooled_browser_started`] beside the harness) to bring up.
+    /// [`pooled_browser_started`] beside the harness) to bring up.
     pub(super) fn hold_pooled_browser(
         &mut self,
         config: &crate::model::browser::BrowserConfig,
@@ -91,7 +57,7 @@ impl Setup<'_> {
         });
         let (request, mut reservation) = match held {
             Ok(held) => held,
-            Err(e) => return Err(self.browser_failed(&e)),
+            Err(e) => return Err(browser_failed(self.session, &e)),
         };
         let early = crate::browser::endpoint::ws_url(reservation.port(), &self.session.tokens.cdp);
         self.started.early_cdp_url = Some(early.clone());
@@ -113,36 +79,7 @@ impl Setup<'_> {
         })
     }
 
-    /// The `held` browser up, in the session's context (or the session's stop), and the
-    /// replay's client started ahead told so. Reads the session only: it runs beside the
-    /// harness's start where the browser's address cannot move
-    /// ([`crate::browser::pool::BrowserReservation::may_move`]).
-    pub(super) async fn pooled_browser_started(
-        &self,
-        held: HeldBrowser,
-    ) -> Result<(crate::browser::SessionBrowser, PooledUp), Ending> {
-        let HeldBrowser {
-            config,
-            pool,
-            request,
-            reservation,
-            early,
-            vars,
-            browser_up,
-        } = held;
-        let start =
-            crate::browser::SessionBrowser::from_pool(&config, &pool, reservation, &request);
-        let browser = self.browser_started(start).await?;
-        if browser.cdp_url() == early {
-            if let Some(up) = browser_up {
-                let _ = up.send(());
-            }
-            return Ok((browser, PooledUp::AsHeld(vars)));
-        }
-        Ok((browser, PooledUp::Moved))
-    }
-
-    /// [`Self::pooled_browser_started`], then the session's variables for the harness: the
+    /// [`pooled_browser_started`], then the session's variables for the harness: the
     /// held ones, or, where the held browser could not serve the session and another took its
     /// place (another address), new ones, the client started for the first one's address gone
     /// and one for this one started.
@@ -151,7 +88,7 @@ impl Setup<'_> {
         held: HeldBrowser,
         id: &SessionIdentity,
     ) -> Result<SessionVars, Ending> {
-        let (browser, up) = self.pooled_browser_started(held).await?;
+        let (browser, up) = pooled_browser_started(self.session, held).await?;
         self.started.browser = Some(browser);
         if let PooledUp::AsHeld(vars) = up {
             return Ok(vars);
@@ -167,61 +104,6 @@ impl Setup<'_> {
         let vars = self.session_vars_now(id)?;
         self.start_replay_browser_ahead(id, &vars, None)?;
         Ok(vars)
-    }
-
-    /// Waits for the browser `start` brings up (or the session's stop), and reports it like a
-    /// harness command named `browser`.
-    async fn browser_started(
-        &self,
-        start: impl std::future::Future<
-            Output = Result<crate::browser::SessionBrowser, crate::browser::BrowserError>,
-        >,
-    ) -> Result<crate::browser::SessionBrowser, Ending> {
-        let browser = tokio::select! {
-            started = start => started,
-            reason = Driver::until_stopped(self.session.stop.clone()) => return Err(Ending::from_stop(reason)),
-        };
-        match browser {
-            Ok(browser) => {
-                let b = browser.browser();
-                let sandbox = if b.no_sandbox() {
-                    ", --no-sandbox: running as root"
-                } else {
-                    ""
-                };
-                let pooled = browser.pooled_session().map_or(String::new(), |n| {
-                    format!(
-                        ", pooled browser pid {} in a browser context of the session's own (its session {n})",
-                        b.pid()
-                    )
-                });
-                self.session.emit(EventKind::SetupStatus {
-                    command: BROWSER.to_string(),
-                    state: SetupState::Ready {
-                        probe: format!(
-                            "{} at {}{sandbox}{pooled}",
-                            b.version().browser,
-                            b.shown_endpoint()
-                        ),
-                    },
-                });
-                Ok(browser)
-            }
-            Err(e) => Err(self.browser_failed(&e)),
-        }
-    }
-
-    /// The browser did not start: said like a harness command's failure.
-    fn browser_failed(&self, e: &crate::browser::BrowserError) -> Ending {
-        let reason = format!("the browser did not start: {e}");
-        self.session.emit(EventKind::SetupStatus {
-            command: BROWSER.to_string(),
-            state: SetupState::Failed {
-                reason: reason.clone(),
-                exit_code: None,
-            },
-        });
-        Ending::error(reason)
     }
 
     /// The agent's Playwright MCP command for the session's browser (`None` without one, or
@@ -401,3 +283,119 @@ pub(super) enum PooledUp {
 
 /// The name the session's browser goes by in setup and teardown lines.
 pub(in super::super) const BROWSER: &str = "browser";
+
+/// The `held` browser up for `session`, in the session's context (or the session's stop), and the
+/// replay's client started ahead told so. It runs beside the
+/// harness's start where the browser's address cannot move
+/// ([`crate::browser::pool::BrowserReservation::may_move`]).
+pub(super) async fn pooled_browser_started(
+    session: &Driver,
+    held: HeldBrowser,
+) -> Result<(crate::browser::SessionBrowser, PooledUp), Ending> {
+    let HeldBrowser {
+        config,
+        pool,
+        request,
+        reservation,
+        early,
+        vars,
+        browser_up,
+    } = held;
+    let start = crate::browser::SessionBrowser::from_pool(&config, &pool, reservation, &request);
+    let browser = browser_started(session, start).await?;
+    if browser.cdp_url() == early {
+        if let Some(up) = browser_up {
+            let _ = up.send(());
+        }
+        return Ok((browser, PooledUp::AsHeld(vars)));
+    }
+    Ok((browser, PooledUp::Moved))
+}
+
+/// Waits for the browser `start` brings up (or the session's stop), and reports it like a
+/// harness command named `browser`.
+async fn browser_started(
+    session: &Driver,
+    start: impl std::future::Future<
+        Output = Result<crate::browser::SessionBrowser, crate::browser::BrowserError>,
+    >,
+) -> Result<crate::browser::SessionBrowser, Ending> {
+    let browser = tokio::select! {
+        started = start => started,
+        reason = Driver::until_stopped(session.stop.clone()) => return Err(Ending::from_stop(reason)),
+    };
+    match browser {
+        Ok(browser) => {
+            let b = browser.browser();
+            let sandbox = if b.no_sandbox() {
+                ", --no-sandbox: running as root"
+            } else {
+                ""
+            };
+            let pooled = browser.pooled_session().map_or(String::new(), |n| {
+                format!(
+                    ", pooled browser pid {} in a browser context of the session's own (its session {n})",
+                    b.pid()
+                )
+            });
+            session.emit(EventKind::SetupStatus {
+                command: BROWSER.to_string(),
+                state: SetupState::Ready {
+                    probe: format!(
+                        "{} at {}{sandbox}{pooled}",
+                        b.version().browser,
+                        b.shown_endpoint()
+                    ),
+                },
+            });
+            Ok(browser)
+        }
+        Err(e) => Err(browser_failed(session, &e)),
+    }
+}
+
+/// The browser did not start: said like a harness command's failure.
+fn browser_failed(session: &Driver, e: &crate::browser::BrowserError) -> Ending {
+    let reason = format!("the browser did not start: {e}");
+    session.emit(EventKind::SetupStatus {
+        command: BROWSER.to_string(),
+        state: SetupState::Failed {
+            reason: reason.clone(),
+            exit_code: None,
+        },
+    });
+    Ending::error(reason)
+}
+
+/// Starts the session's browser (docs/browser.md), reported like a harness command named `browser`.
+pub(super) async fn start_browser(
+    session: &Driver,
+    config: &crate::model::browser::BrowserConfig,
+    workdir: &std::path::Path,
+    listener: Option<Arc<std::net::TcpListener>>,
+) -> Result<crate::browser::SessionBrowser, Ending> {
+    let mut places = crate::browser::session::BrowserPlaces::new(workdir, &session.run_paths());
+    places.max_log_bytes = session.test.effective.supervisor.max_log_bytes.value;
+    places.token = Some(session.tokens.cdp.clone());
+    places.listener = listener;
+    let path_var = std::env::var("PATH").ok();
+    // The session's identity, as every harness process has it (the launch adds the run id).
+    let env = vec![
+        (
+            "BUGATTI_SESSION_ID".to_string(),
+            session.session_id.to_string(),
+        ),
+        (
+            "BUGATTI_PROJECT_ROOT".to_string(),
+            session.suite.project_root.display().to_string(),
+        ),
+    ];
+    let start = crate::browser::SessionBrowser::start(
+        config,
+        &places,
+        Scope::run(session.run_id.clone()),
+        env,
+        path_var.as_deref(),
+    );
+    browser_started(session, start).await
+}

@@ -106,13 +106,8 @@ impl<'s> Setup<'s> {
             // A browser started on the session's own listener is served at the held address:
             // the harness starts beside it, its connections held until the context is made.
             let vars = held.vars().clone();
-            let mut unused = Started::default();
-            let browser_setup = Setup {
-                session,
-                started: &mut unused,
-            };
             let (browser, harness) = tokio::join!(
-                browser_setup.pooled_browser_started(held),
+                browser::pooled_browser_started(session, held),
                 self.harness_up(id, Some(vars))
             );
             let (browser, up) = browser?;
@@ -130,7 +125,8 @@ impl<'s> Setup<'s> {
             .and_then(|l| l.local_addr().ok())
             .map(|a| a.port())
         else {
-            self.started.browser = Some(self.start_browser(&config.value, workdir, None).await?);
+            self.started.browser =
+                Some(browser::start_browser(session, &config.value, workdir, None).await?);
             return self.harness_up(id, None).await;
         };
         self.started.early_cdp_url =
@@ -139,15 +135,8 @@ impl<'s> Setup<'s> {
         let browser_up = self.start_replay_browser_before(id, &vars)?;
         // The browser's start reads the session only: it runs beside the harness's, which
         // keeps what it starts in `started`.
-        let mut unused = Started::default();
-        let browser_setup = Setup {
-            session,
-            started: &mut unused,
-        };
         let browser = async {
-            let started = browser_setup
-                .start_browser(&config.value, workdir, listener)
-                .await;
+            let started = browser::start_browser(session, &config.value, workdir, listener).await;
             if let (Ok(_), Some(up)) = (&started, browser_up) {
                 let _ = up.send(());
             }
