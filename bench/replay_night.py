@@ -18,7 +18,7 @@ import subprocess
 
 import artifacts
 from cases import (CLAUDE_CONFIG, Row, _claude_bin, _stub_run, baseline, distance, med, ms,
-                   pair_ratios, supervise, where_it_went)
+                   pair_ratios, set_aside, supervise, where_it_went)
 from proc import BenchError, run
 
 STEPS_NIGHT = 5
@@ -153,20 +153,33 @@ def replay_limit(ctx):
     script = os.path.join(ctx.tmp, "limit.sh")
     with open(script, "w") as f:
         f.write("".join(_as_the_agent_ran_it(_command(1, i)) for i in range(1, STEPS_LIMIT + 1)))
-    sup, sup_one, base, splits = [], [], [], []
+    sup, sup_one, base, splits, recorded = [], [], [], [], []
     replay_only = ["-q", "-j", "1", "--replay", "only"]
     supervise(ctx, project, replay_only, label="limit")  # warm-up
+    # Beside the floor, for scale: the same commands and then the record a run must leave
+    # (docs/artifacts.md), copied with `cp -r` from the warm-up run, as row 1's floor copies it.
+    written = os.path.join(ctx.tmp, "limit-written")
+    shutil.rmtree(written, ignore_errors=True)
+    shutil.copytree(os.path.join(project, ".bugatti"), written, symlinks=True)
+    files = sum(len(fs) for _, _, fs in os.walk(written))
+    copy = os.path.join(ctx.tmp, "limit-copy")
+    with_record = ["sh", "-c", f"sh '{script}' && cp -r '{written}' '{copy}'"]
     for _ in range(max(ctx.runs, 5)):
         m = supervise(ctx, project, replay_only, label="limit")
         sup.append(m.wall)
         splits.append(artifacts.phases(project, m))
         sup_one.append(supervise(ctx, one, replay_only, label="limit-one").wall)
         base.append(baseline(ctx, ["sh", script], project, "limit-script").wall)
+        set_aside(ctx, copy)
+        recorded.append(baseline(ctx, with_record, project, "limit-script-record").wall)
     ratio, spread = pair_ratios(sup, base)
     per_step = (med(sup) - med(sup_one)) / (STEPS_LIMIT - 1)
     per_bash = med(base) / STEPS_LIMIT
     note = (f"where the {ms(med(sup))} went: {where_it_went(splits)}; each further step "
-            f"{ms(per_step)} against its `bash -c`'s {ms(per_bash)}; {distance(med(sup), med(base), 1.3)}")
+            f"{ms(per_step)} against its `bash -c`'s {ms(per_bash)}; {distance(med(sup), med(base), 1.3)}; "
+            f"the same commands followed by `cp -r` of the {files} files of the run's record "
+            f"(no supervisor at all) take {ms(med(recorded))}, "
+            f"{med(recorded) / med(base):.2f}× the floor")
     return Row(name, f"{ms(med(sup))} replayed (0 model calls); {ms(per_step)} per further step "
                f"({ms(med(sup_one))} for 1 step)",
                f"{ms(med(base))} (the {STEPS_LIMIT} commands, each its own `bash -c`)",
