@@ -18,7 +18,7 @@ import subprocess
 
 import artifacts
 from cases import (CLAUDE_CONFIG, Row, _claude_bin, _stub_run, baseline, distance, med, ms,
-                   pair_ratios, set_aside, supervise, where_it_went)
+                   pair_ratios, set_aside, settle_file_system, supervise, where_it_went)
 from proc import BenchError, run
 
 STEPS_NIGHT = 5
@@ -116,6 +116,9 @@ def replay_night(ctx):
     shell = ["sh", "-c", "ls *.sh | xargs -P 16 -n 1 sh > /dev/null"]
     sup, base = [], []
     for _ in range(1 if ctx.quick else max(ctx.runs, 5)):
+        # Each night after a quiet file system: a night deletes hundreds of files itself (its
+        # workspaces, run.json's first version), which the next would otherwise pay for again.
+        settle_file_system()
         sup.append(supervise(ctx, project, ["-q", "-j", "16", "--replay", "only"],
                              expected_runs=tests, label="night"))
         base.append(baseline(ctx, shell, folder, "night-scripts"))
@@ -164,6 +167,7 @@ def replay_limit(ctx):
     files = sum(len(fs) for _, _, fs in os.walk(written))
     copy = os.path.join(ctx.tmp, "limit-copy")
     with_record = ["sh", "-c", f"sh '{script}' && cp -r '{written}' '{copy}'"]
+    settle_file_system()
     for _ in range(max(ctx.runs, 5)):
         m = supervise(ctx, project, replay_only, label="limit")
         sup.append(m.wall)
