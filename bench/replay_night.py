@@ -118,7 +118,7 @@ def replay_night(ctx):
     for _ in range(1 if ctx.quick else max(ctx.runs, 5)):
         # Each night after a quiet file system: a night deletes hundreds of files itself (its
         # workspaces, run.json's first version), which the next would otherwise pay for again.
-        settle_file_system()
+        settle_file_system(ctx)
         sup.append(supervise(ctx, project, ["-q", "-j", "16", "--replay", "only"],
                              expected_runs=tests, label="night"))
         base.append(baseline(ctx, shell, folder, "night-scripts"))
@@ -167,7 +167,7 @@ def replay_limit(ctx):
     files = sum(len(fs) for _, _, fs in os.walk(written))
     copy = os.path.join(ctx.tmp, "limit-copy")
     with_record = ["sh", "-c", f"sh '{script}' && cp -r '{written}' '{copy}'"]
-    settle_file_system()
+    settle_file_system(ctx)
     for _ in range(max(ctx.runs, 5)):
         m = supervise(ctx, project, replay_only, label="limit")
         sup.append(m.wall)
