@@ -155,6 +155,17 @@ def settle_file_system(ctx):
     time.sleep(6)
 
 
+def copy_of_record(ctx, project, name):
+    """The record `project`'s last run left, copied into the bench's folder as `<name>-written`
+    for a floor that copies it again with `cp -r`: (its path, how many files it holds, the path
+    the floor copies it to, `<name>-copy`)."""
+    written = os.path.join(ctx.tmp, f"{name}-written")
+    shutil.rmtree(written, ignore_errors=True)
+    shutil.copytree(os.path.join(project, ".bugatti"), written, symlinks=True)
+    files = sum(len(fs) for _, _, fs in os.walk(written))
+    return written, files, os.path.join(ctx.tmp, f"{name}-copy")
+
+
 def set_aside(ctx, path):
     """Moves `path`, if it exists, into the bench's folder of things set aside (see
     `set_aside_record`); deletes it only where it cannot be moved there."""
@@ -228,12 +239,8 @@ def overhead(ctx):
     the floor is the supervisor's own work: its start, the session and the reporter."""
     project = write_project(ctx, "overhead", SHELL_CONFIG, {"trivial": step_test("Trivial", "true")})
     supervise(ctx, project, ["-j", "1"])  # warm-up: page cache, dynamic loader
+    written, files, copy = copy_of_record(ctx, project, "overhead")
     settle_file_system(ctx)
-    written = os.path.join(ctx.tmp, "overhead-written")
-    shutil.rmtree(written, ignore_errors=True)
-    shutil.copytree(os.path.join(project, ".bugatti"), written, symlinks=True)
-    files = sum(len(fs) for _, _, fs in os.walk(written))
-    copy = os.path.join(ctx.tmp, "overhead-copy")
     floor = ["sh", "-c", f"true && cp -r '{written}' '{copy}'"]
     sup, base, splits, cpu, base_cpu = [], [], [], [], []
     for _ in range(max(ctx.runs, 5)):

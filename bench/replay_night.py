@@ -17,8 +17,8 @@ import shutil
 import subprocess
 
 import artifacts
-from cases import (CLAUDE_CONFIG, Row, _claude_bin, _stub_run, baseline, distance, med, ms,
-                   pair_ratios, set_aside, settle_file_system, supervise, where_it_went)
+from cases import (CLAUDE_CONFIG, Row, _claude_bin, _stub_run, baseline, copy_of_record, distance,
+                   med, ms, pair_ratios, set_aside, settle_file_system, supervise, where_it_went)
 from proc import BenchError, run
 
 STEPS_NIGHT = 5
@@ -161,11 +161,7 @@ def replay_limit(ctx):
     supervise(ctx, project, replay_only, label="limit")  # warm-up
     # Beside the floor, for scale: the same commands and then the record a run must leave
     # (docs/artifacts.md), copied with `cp -r` from the warm-up run, as row 1's floor copies it.
-    written = os.path.join(ctx.tmp, "limit-written")
-    shutil.rmtree(written, ignore_errors=True)
-    shutil.copytree(os.path.join(project, ".bugatti"), written, symlinks=True)
-    files = sum(len(fs) for _, _, fs in os.walk(written))
-    copy = os.path.join(ctx.tmp, "limit-copy")
+    written, files, copy = copy_of_record(ctx, project, "limit")
     with_record = ["sh", "-c", f"sh '{script}' && cp -r '{written}' '{copy}'"]
     settle_file_system(ctx)
     for _ in range(max(ctx.runs, 5)):
