@@ -130,22 +130,11 @@ keep_workspace = "never"
 """
 
 
-def set_aside_record(ctx, project):
-    """Moves `project`'s previous record (`.bugatti`) out of its way, into the bench's folder
-    (removed with it when the bench ends), instead of deleting it before the next timed run.
-    Deleting thousands of files a moment before a run charges that run for them: on a file
-    system without a journal (ext4 here) every file the run then creates skips, one by one, the
-    inodes freed in the last seconds (`recently_deleted` in the kernel's profile), a cost of
-    the bench's cleaning up, not of the run; the shell baselines create no files and never pay
-    it. What the run deletes itself (its workspace, a record it rewrites) it still pays for."""
-    set_aside(ctx, os.path.join(project, ".bugatti"))
-
-
 def settle_file_system(ctx):
     """Lets the file system forget the files deleted before a timed run: written back (`sync`),
     a freed inode counts as recently deleted for 5 s more (35 s while its block is dirty), and
     on a file system without a journal each file created meanwhile skips such inodes one by one
-    (see `set_aside_record`). Called before the rows whose supervisor creates files against a
+    (see `set_aside`). Called before the rows whose supervisor creates files against a
     floor that creates none or few (1, 25, 26), so that a run pays for the files it deletes
     itself, not for those deleted before it by the bench or the row before. Not in a quick
     run: its figures only show that every row runs to its end."""
@@ -167,8 +156,14 @@ def copy_of_record(ctx, project, name):
 
 
 def set_aside(ctx, path):
-    """Moves `path`, if it exists, into the bench's folder of things set aside (see
-    `set_aside_record`); deletes it only where it cannot be moved there."""
+    """Moves `path` (a previous run's record, a floor's copy of one), if it exists, into the
+    bench's folder (removed with it when the bench ends), instead of deleting it before the next
+    timed run; deletes it only where it cannot be moved there. Deleting thousands of files a
+    moment before a run charges that run for them: on a file system without a journal (ext4
+    here) every file the run then creates skips, one by one, the inodes freed in the last
+    seconds (`recently_deleted` in the kernel's profile), a cost of the bench's cleaning up, not
+    of the run; the shell baselines create no files and never pay it. What the run deletes
+    itself (its workspace, a record it rewrites) it still pays for."""
     if not os.path.exists(path):
         return
     ctx.counter += 1
@@ -182,8 +177,8 @@ def set_aside(ctx, path):
 
 def supervise(ctx, project, extra=(), expected_runs=1, poll_rss=False, label="supervisor"):
     """One `supervisor start` on `project`, which must pass; its previous artifacts are set
-    aside first (`set_aside_record`)."""
-    set_aside_record(ctx, project)
+    aside first (`set_aside`)."""
+    set_aside(ctx, os.path.join(project, ".bugatti"))
     argv = [ctx.binary, "start", "--config", os.path.join(project, "bugatti.config.toml"), *extra]
     m = run(argv, project, ctx.out(label), ctx.env, poll_rss=poll_rss)
     if m.rc != 0:
@@ -249,7 +244,7 @@ def overhead(ctx):
         cpu.append(m.cpu)
         splits.append(artifacts.phases(project, m))
         # Set aside outside the timing, as the supervisor's own previous records are
-        # (`supervise`, `set_aside_record`): the floor creates files too.
+        # (`supervise`, `set_aside`): the floor creates files too.
         set_aside(ctx, copy)
         b = baseline(ctx, floor, project, "overhead-floor")
         base.append(b.wall)
