@@ -8,7 +8,7 @@
 
 use crate::actors::readiness;
 use crate::process::error::HarnessError;
-use crate::process::event::{HarnessEvent, HarnessEventKind};
+use crate::process::event::{HarnessEvent, HarnessEventKind, HarnessEventSink};
 use crate::process::exit::ExitStatus;
 use crate::process::output::{log_tail, OutputHub};
 use crate::process::owner::Owner;
@@ -19,7 +19,6 @@ use crate::process::spec::{CommandKind, CommandSpec, RestartPolicy};
 use crate::process::teardown::TeardownReport;
 use ractor::{Actor, ActorProcessingErr, ActorRef, RpcReplyPort, SupervisionEvent};
 use std::time::Duration;
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::Instant;
 
 /// Lines shown of a failed command's log.
@@ -30,7 +29,7 @@ const TAIL_DRAIN_WAIT: Duration = Duration::from_secs(1);
 pub struct CommandArgs {
     pub spec: CommandSpec,
     pub hub: OutputHub,
-    pub events: UnboundedSender<HarnessEvent>,
+    pub events: HarnessEventSink,
     /// Whose process group it is, in the registry: this command of this run (or suite).
     pub owner: Owner,
 }
@@ -77,7 +76,7 @@ pub struct CommandState {
     /// Its output fan-out (log probes, `wait_for_log`); one for every incarnation.
     hub: OutputHub,
     /// To the session, through the harness: started, exited, restarted, gave up.
-    events: UnboundedSender<HarnessEvent>,
+    events: HarnessEventSink,
     /// Its process groups' key in the registry (this command of this run or suite).
     owner: Owner,
     /// The current process group; `None` before launch, between a death and its restart, and
@@ -105,7 +104,7 @@ pub struct CommandState {
 
 impl CommandState {
     fn emit(&self, kind: HarnessEventKind) {
-        let _ = self.events.send(HarnessEvent::now(&self.spec.name, kind));
+        self.events.send(HarnessEvent::now(&self.spec.name, kind));
     }
 
     fn record(&self) -> HarnessRecord {

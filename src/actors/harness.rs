@@ -10,7 +10,7 @@ use crate::actors::command::{CommandActor, CommandArgs, CommandMsg};
 use crate::actors::readiness;
 use crate::model::outcome::TeardownState;
 use crate::process::error::HarnessError;
-use crate::process::event::{HarnessEvent, HarnessEventKind};
+use crate::process::event::{HarnessEvent, HarnessEventKind, HarnessEventSink};
 use crate::process::order::start_layers;
 use crate::process::output::{log_tail, OutputHub};
 use crate::process::owner::{Owner, Role, Scope};
@@ -59,7 +59,7 @@ struct CommandEntry {
 pub struct HarnessState {
     /// The run (or, for suite-scoped commands, the suite) whose commands these are.
     scope: Scope,
-    events: mpsc::UnboundedSender<HarnessEvent>,
+    events: HarnessEventSink,
     entries: Vec<CommandEntry>,
 }
 
@@ -78,7 +78,7 @@ impl HarnessState {
 
 pub struct HarnessArgs {
     pub scope: Scope,
-    pub events: mpsc::UnboundedSender<HarnessEvent>,
+    pub events: HarnessEventSink,
 }
 
 pub struct HarnessActor;
@@ -182,7 +182,7 @@ impl Actor for HarnessActor {
         // `teardown_all`'s fallback; the session is told, and decides. Normal ends are expected.
         if let SupervisionEvent::ActorFailed(who, err) = message {
             if let Some(name) = state.name_of(who.get_id()) {
-                let _ = state.events.send(HarnessEvent::now(
+                state.events.send(HarnessEvent::now(
                     name,
                     HarnessEventKind::GaveUp {
                         reason: format!("its actor failed: {err}"),
@@ -268,10 +268,9 @@ pub fn setup_state(kind: &HarnessEventKind, last_exit: Option<&str>) -> SetupSta
 #[derive(Clone)]
 pub struct Harness {
     actor: ActorRef<HarnessMsg>,
-    /// Commands' events pass through here on their way to the session; startup watches it for
-    /// a command that gives up.
+    /// The first command that gave up: startup watches it.
     gave_up: watch::Receiver<Option<HarnessEvent>>,
-    events: mpsc::UnboundedSender<HarnessEvent>,
+    events: HarnessEventSink,
     /// Owns the exec probes' process groups.
     scope: Scope,
 }
@@ -284,25 +283,10 @@ impl Harness {
         scope: Scope,
         events: mpsc::UnboundedSender<HarnessEvent>,
     ) -> Result<Self, HarnessError> {
-        let (tx, mut rx) = mpsc::unbounded_channel::<HarnessEvent>();
-        let (gave_up_tx, gave_up) = watch::channel(None);
-        tokio::spawn(async move {
-            while let Some(event) = rx.recv().await {
-                if matches!(event.kind, HarnessEventKind::GaveUp { .. }) {
-                    gave_up_tx.send_if_modified(|first| {
-                        let fresh = first.is_none();
-                        if fresh {
-                            *first = Some(event.clone());
-                        }
-                        fresh
-                    });
-                }
-                let _ = events.send(event);
-            }
-        });
+        let (events, gave_up) = HarnessEventSink::new(events);
         let args = HarnessArgs {
             scope: scope.clone(),
-            events: tx.clone(),
+            events: events.clone(),
         };
         let (actor, _) = Actor::spawn_linked(None, HarnessActor, args, parent)
             .await
@@ -313,7 +297,7 @@ impl Harness {
         Ok(Self {
             actor,
             gave_up,
-            events: tx,
+            events,
             scope,
         })
     }
@@ -391,7 +375,7 @@ impl Harness {
         }
         let ready = readiness::check_all(self.actor.get_cell(), &spec.name, probes, ctx).await?;
         for r in ready {
-            let _ = self.events.send(HarnessEvent::now(
+            self.events.send(HarnessEvent::now(
                 &spec.name,
                 HarnessEventKind::Ready {
                     probe: r.probe,

@@ -23,7 +23,7 @@ use crate::model::load::{RootTest, Suite};
 use crate::model::outcome::{ExitReason, InterruptSignal, RunOutcome};
 use crate::model::substitute::references;
 use crate::process::cost_ledger::{CostLedger, Reserved};
-use crate::process::event::{HarnessEvent, HarnessEventKind};
+use crate::process::event::{relay, wait_for_flush, HarnessEvent, HarnessEventKind};
 use crate::process::owner::Scope;
 use crate::process::ports::allocate_loopback_port;
 use crate::process::signals::ShutdownRequest;
@@ -681,42 +681,43 @@ impl SupervisorState {
                 ));
             }
         }
-        let (tx, mut rx) = mpsc::unbounded_channel::<HarnessEvent>();
+        let (tx, rx) = mpsc::unbounded_channel::<HarnessEvent>();
         let records = Arc::clone(&self.suite_commands);
         let reporter = self.reporter.clone();
         let supervisor = myself.clone();
-        tokio::spawn(async move {
-            let mut last_exit: HashMap<String, String> = HashMap::new();
-            while let Some(event) = rx.recv().await {
-                tracing::info!("suite command `{}`: {}", event.command, event.kind);
-                let state = setup_state(
-                    &event.kind,
-                    last_exit.get(&event.command).map(String::as_str),
-                );
-                if let HarnessEventKind::Exited { status, .. } = &event.kind {
-                    last_exit.insert(event.command.clone(), status.to_string());
-                }
-                if let Some(record) = records
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .iter_mut()
-                    .find(|r| r.name == event.command)
-                {
-                    record.apply_setup(&state, event.at);
-                }
-                let _ = reporter.cast(ReporterMsg::SuiteEvent {
-                    kind: EventKind::SetupStatus {
-                        command: event.command.clone(),
-                        state: state.clone(),
-                    },
-                });
-                let _ = supervisor.cast(SupervisorMsg::SuiteCommand {
+        let mut last_exit: HashMap<String, String> = HashMap::new();
+        let forward = move |event: HarnessEvent| {
+            tracing::info!("suite command `{}`: {}", event.command, event.kind);
+            let state = setup_state(
+                &event.kind,
+                last_exit.get(&event.command).map(String::as_str),
+            );
+            if let HarnessEventKind::Exited { status, .. } = &event.kind {
+                last_exit.insert(event.command.clone(), status.to_string());
+            }
+            if let Some(record) = records
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .iter_mut()
+                .find(|r| r.name == event.command)
+            {
+                record.apply_setup(&state, event.at);
+            }
+            let _ = reporter.cast(ReporterMsg::SuiteEvent {
+                kind: EventKind::SetupStatus {
+                    command: event.command.clone(),
+                    state: state.clone(),
+                },
+            });
+            supervisor
+                .cast(SupervisorMsg::SuiteCommand {
                     command: event.command,
                     state,
                     at: event.at,
-                });
-            }
-        });
+                })
+                .is_ok()
+        };
+        let flush = relay(rx, forward, |done| done.send(()).is_ok());
         match Harness::spawn(
             myself.get_cell(),
             crate::process::owner::Scope::suite(self.suite_id.clone()),
@@ -731,6 +732,9 @@ impl SupervisorState {
                         "suite-scoped commands failed to start: {e}"
                     ));
                 }
+                // Their `ready` goes to the reporter ahead of the first run's start, so the
+                // console says it as setup, not as something that happened while tests ran.
+                wait_for_flush(&flush).await;
             }
             Err(e) => {
                 self.suite_harness_failed(format!("cannot start the suite harness: {e}"));

@@ -3,7 +3,9 @@
 
 use super::exit::ExitStatus;
 use chrono::{DateTime, Utc};
+use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::{mpsc, oneshot, watch};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HarnessEvent {
@@ -71,5 +73,97 @@ impl std::fmt::Display for HarnessEventKind {
             Self::ReadyAgain { attempt } => write!(f, "ready again after restart {attempt}"),
             Self::GaveUp { reason } => write!(f, "gave up: {reason}"),
         }
+    }
+}
+
+/// Where a harness's commands send their events: straight into the owner's channel, in order,
+/// with the first `GaveUp` also kept where startup watches for it. No task of its own in between,
+/// so every event sent before `Harness::start` returns is already in the owner's channel when it
+/// does, and a flush of that channel (see [`relay`]) covers it.
+#[derive(Clone)]
+pub struct HarnessEventSink {
+    owner: mpsc::UnboundedSender<HarnessEvent>,
+    first_give_up: Arc<watch::Sender<Option<HarnessEvent>>>,
+}
+
+impl HarnessEventSink {
+    /// The sink, and the watch of its first `GaveUp`.
+    pub fn new(
+        owner: mpsc::UnboundedSender<HarnessEvent>,
+    ) -> (Self, watch::Receiver<Option<HarnessEvent>>) {
+        let (first_give_up, watched) = watch::channel(None);
+        let sink = Self {
+            owner,
+            first_give_up: Arc::new(first_give_up),
+        };
+        (sink, watched)
+    }
+
+    /// Best effort: an owner already gone has nothing left to tell.
+    pub fn send(&self, event: HarnessEvent) {
+        if matches!(event.kind, HarnessEventKind::GaveUp { .. }) {
+            self.first_give_up.send_if_modified(|first| {
+                let fresh = first.is_none();
+                if fresh {
+                    *first = Some(event.clone());
+                }
+                fresh
+            });
+        }
+        let _ = self.owner.send(event);
+    }
+}
+
+/// Asks a [`relay`] to answer once everything sent before the ask has been forwarded.
+pub type HarnessFlush = mpsc::UnboundedSender<oneshot::Sender<()>>;
+
+/// Relays a harness's events, in order, through `forward` in a task of their own (`forward`
+/// returns false once there is no one left to tell). The returned [`HarnessFlush`] hands its
+/// answer to `flushed` after every event queued before it was forwarded, so whoever waits on
+/// it knows those events are ahead of anything it sends next (`flushed` returns false, too,
+/// once there is no one left to tell).
+pub fn relay(
+    mut events: mpsc::UnboundedReceiver<HarnessEvent>,
+    mut forward: impl FnMut(HarnessEvent) -> bool + Send + 'static,
+    mut flushed: impl FnMut(oneshot::Sender<()>) -> bool + Send + 'static,
+) -> HarnessFlush {
+    let (flush_tx, mut flush_rx) = mpsc::unbounded_channel::<oneshot::Sender<()>>();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                // Events first: a flush answers after everything already sent.
+                biased;
+                event = events.recv() => {
+                    let Some(event) = event else { break };
+                    if !forward(event) {
+                        break;
+                    }
+                }
+                Some(done) = flush_rx.recv() => {
+                    while let Ok(event) = events.try_recv() {
+                        if !forward(event) {
+                            return;
+                        }
+                    }
+                    if !flushed(done) {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    flush_tx
+}
+
+/// How long a flush is waited for: the events are already queued, so this only bounds a
+/// receiver that is no longer answering.
+const FLUSH_LIMIT: Duration = Duration::from_secs(2);
+
+/// Waits until `flush`'s [`relay`] has passed on every event sent so far; a relay already gone
+/// has nothing left to pass on.
+pub async fn wait_for_flush(flush: &HarnessFlush) {
+    let (done, flushed) = oneshot::channel();
+    if flush.send(done).is_ok() {
+        let _ = tokio::time::timeout(FLUSH_LIMIT, flushed).await;
     }
 }

@@ -22,7 +22,7 @@ pub(super) struct SessionKit {
     /// Where the replay's client kept with a pooled browser is handed back.
     pub(super) kept_replay: Option<crate::replay::session::KeptSlot>,
     /// Asks the harness's event forwarder to hand the session everything it holds.
-    pub(super) harness_flush: mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>,
+    pub(super) harness_flush: crate::process::event::HarnessFlush,
 }
 
 /// What the agent's actor reports besides its verdicts: logs, evidence, its death.

@@ -502,7 +502,7 @@ struct Started {
     /// Where the replay's client kept with a pooled browser is found and handed back.
     kept_replay: Option<crate::replay::session::KeptSlot>,
     /// Asks the harness's event forwarder to hand the session everything it holds, then answer.
-    harness_flush: Option<mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>>,
+    harness_flush: Option<crate::process::event::HarnessFlush>,
     /// The harness watch of replay (docs/replay.md, "What replay watches"), begun the moment
     /// the harness was ready (`Some(None)`: nothing long-lived runs).
     harness_watch: Option<Option<crate::replay::session::HarnessWatch>>,
@@ -519,19 +519,11 @@ impl Started {
     }
 }
 
-/// How long the end of a run waits for the harness's last events to be reported: they are
-/// already queued, so this only bounds a session that is no longer answering.
-const HARNESS_FLUSH_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
-
 /// Waits until the session has reported every harness event sent so far (see
 /// [`SessionMsg::HarnessFlushed`]); a forwarder or session already gone has nothing to flush.
-async fn flush_harness_events(
-    flush: Option<mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>>,
-) {
-    let Some(flush) = flush else { return };
-    let (done, flushed) = tokio::sync::oneshot::channel();
-    if flush.send(done).is_ok() {
-        let _ = tokio::time::timeout(HARNESS_FLUSH_LIMIT, flushed).await;
+async fn flush_harness_events(flush: Option<crate::process::event::HarnessFlush>) {
+    if let Some(flush) = flush {
+        crate::process::event::wait_for_flush(&flush).await;
     }
 }
 

@@ -2,6 +2,7 @@
 //! one retry of a setup that lost an `auto` port to another process ("address already in use").
 
 use super::*;
+use crate::process::event::{relay, HarnessFlush};
 
 impl Setup<'_> {
     /// Picks the session's ports, tells them, and brings the harness up. When a command says its
@@ -142,54 +143,28 @@ impl Setup<'_> {
     }
 }
 
-/// Asks a harness's event forwarder to answer once the session has reported what it sent.
-pub(super) type HarnessFlush = mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>>;
-
 /// Forwards a harness's events to the session (through `gate`) in a task of their own; the
 /// returned sender asks it to answer once the session has reported everything sent before
 /// (see `SessionMsg::HarnessFlushed`).
 fn forward_harness_events(
     me: ActorRef<SessionMsg>,
     gate: Arc<std::sync::Mutex<GiveUpGate>>,
-    mut harness_rx: mpsc::UnboundedReceiver<HarnessEvent>,
-) -> mpsc::UnboundedSender<tokio::sync::oneshot::Sender<()>> {
-    let (flush_tx, mut flush_rx) = mpsc::unbounded_channel::<tokio::sync::oneshot::Sender<()>>();
-    tokio::spawn(async move {
-        let forward = |event| {
-            let event = gate
-                .lock()
-                .unwrap_or_else(|poisoned| poisoned.into_inner())
-                .pass(event);
-            match event {
-                Some(event) => me.cast(SessionMsg::Harness(event)).is_ok(),
-                None => true,
-            }
-        };
-        loop {
-            tokio::select! {
-                // Events first: a flush answers after everything already sent.
-                biased;
-                event = harness_rx.recv() => {
-                    let Some(event) = event else { break };
-                    if !forward(event) {
-                        break;
-                    }
-                }
-                Some(done) = flush_rx.recv() => {
-                    while let Ok(event) = harness_rx.try_recv() {
-                        if !forward(event) {
-                            return;
-                        }
-                    }
-                    // The session answers once it has reported what came before.
-                    if me.cast(SessionMsg::HarnessFlushed(done)).is_err() {
-                        return;
-                    }
-                }
-            }
+    harness_rx: mpsc::UnboundedReceiver<HarnessEvent>,
+) -> HarnessFlush {
+    let to_session = me.clone();
+    let forward = move |event| {
+        let event = gate
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .pass(event);
+        match event {
+            Some(event) => to_session.cast(SessionMsg::Harness(event)).is_ok(),
+            None => true,
         }
-    });
-    flush_tx
+    };
+    // The session answers once it has reported what came before.
+    let flushed = move |done| me.cast(SessionMsg::HarnessFlushed(done)).is_ok();
+    relay(harness_rx, forward, flushed)
 }
 
 /// How [`Session::start_harness`] went, short of an error that ends the run.

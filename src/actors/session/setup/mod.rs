@@ -10,11 +10,12 @@ mod harness;
 mod servers;
 
 use super::*;
+use crate::process::event::HarnessFlush;
 use crate::replay::session::HarnessWatch;
 use crate::replay::session::{ReplaySession, SessionValues};
 pub(super) use agent::AgentStartFailure;
 pub(super) use browser::BROWSER;
-use harness::{HarnessFlush, HarnessUp};
+use harness::HarnessUp;
 
 /// A setup under way: the session it is for and what it has started so far.
 pub(super) struct Setup<'s> {
