@@ -167,3 +167,66 @@ pub async fn wait_for_flush(flush: &HarnessFlush) {
         let _ = tokio::time::timeout(FLUSH_LIMIT, flushed).await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Mutex;
+
+    fn ready(command: &str) -> HarnessEvent {
+        HarnessEvent::now(
+            command,
+            HarnessEventKind::Ready {
+                probe: "log /up/".into(),
+                detail: "up".into(),
+            },
+        )
+    }
+
+    #[test]
+    fn an_event_sent_to_the_sink_is_in_the_owners_channel_when_send_returns() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (sink, gave_up) = HarnessEventSink::new(tx);
+        sink.send(ready("db"));
+        assert_eq!(rx.try_recv().map(|e| e.command).ok(), Some("db".into()));
+        assert!(gave_up.borrow().is_none());
+        let give_up = |reason: &str| {
+            HarnessEvent::now(
+                "db",
+                HarnessEventKind::GaveUp {
+                    reason: reason.into(),
+                },
+            )
+        };
+        sink.send(give_up("first"));
+        sink.send(give_up("second"));
+        assert_eq!(
+            gave_up.borrow().as_ref().map(|e| e.kind.clone()),
+            Some(HarnessEventKind::GaveUp {
+                reason: "first".into()
+            })
+        );
+        assert_eq!(rx.try_recv().ok(), gave_up.borrow().clone());
+    }
+
+    #[tokio::test]
+    async fn a_flush_answers_after_every_event_sent_before_it_was_forwarded() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let forwarded = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&forwarded);
+        let flush = relay(
+            rx,
+            move |event| {
+                seen.lock().unwrap().push(event.command);
+                true
+            },
+            |done| done.send(()).is_ok(),
+        );
+        let names: Vec<String> = (0..500).map(|i| format!("c{i}")).collect();
+        for name in &names {
+            tx.send(ready(name)).unwrap();
+        }
+        wait_for_flush(&flush).await;
+        assert_eq!(*forwarded.lock().unwrap(), names);
+    }
+}
