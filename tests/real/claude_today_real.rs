@@ -260,6 +260,7 @@ fn against(
     status: u16,
     tests: usize,
     jobs: &str,
+    step_timeout_secs: u64,
 ) -> Option<(Project, std::process::Output, String)> {
     let bin = claude_bin("claude_today_real API errors")?;
     let side = tempfile::tempdir().expect("side dir");
@@ -268,8 +269,10 @@ fn against(
     let p = Project::new();
     p.write(
         "bugatti.config.toml",
-        "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash\"]\n\
-         step_timeout_secs = 60\nconsole = false\n",
+        &format!(
+            "[provider]\nname = \"claude-code\"\nagent_args = [\"--allowedTools\", \"Bash\"]\n\
+             step_timeout_secs = {step_timeout_secs}\nconsole = false\n"
+        ),
     );
     for i in 1..=tests {
         p.write(
@@ -288,7 +291,7 @@ fn against(
 
 #[test]
 fn a_dead_key_ends_each_test_as_auth_at_the_first_retry_and_the_breaker_stops_the_suite() {
-    let Some((p, out, said)) = against(401, 6, "2") else {
+    let Some((p, out, said)) = against(401, 6, "2", 60) else {
         return;
     };
     assert_eq!(out.status.code(), Some(3), "{said}");
@@ -327,7 +330,7 @@ fn a_dead_key_ends_each_test_as_auth_at_the_first_retry_and_the_breaker_stops_th
 
 #[test]
 fn an_api_overloaded_on_every_call_ends_the_test_overloaded_within_its_step_timeout() {
-    let Some((p, out, said)) = against(529, 1, "1") else {
+    let Some((p, out, said)) = against(529, 1, "1", 20) else {
         return;
     };
     assert_eq!(out.status.code(), Some(3), "{said}");

@@ -784,8 +784,11 @@ fn max_turns_per_step_stops_a_codex_whose_every_turn_runs_a_long_command() {
     };
     // Each model turn starts a command that outlasts Codex's wait for it (it answers the model
     // "still running" and the model asks again): turns that complete no command still count.
+    // Codex waits a second for each (not its default ten): the turns, not the wait, are tested.
     let side = tempfile::tempdir().expect("side dir");
-    let script: Vec<Value> = (0..20).map(|_| json!({"shell": "sleep 300"})).collect();
+    let script: Vec<Value> = (0..20)
+        .map(|_| json!({"shell": "sleep 300", "yield_time_ms": 1000}))
+        .collect();
     let stub = ResponsesStub::start(side.path(), Value::Array(script));
     let p = project(&stub, "max_turns_per_step = 3", &["Wait."]);
     let (out, took) = run(&p, &bin);

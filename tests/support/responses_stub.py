@@ -9,7 +9,9 @@ SCRIPT.json is a list of replies, one consumed per `POST /v1/responses` request,
                          of the last exec_command call the client sent back ("Output:" onwards)
   {"shell": "command"}   an `exec_command` function call (the client runs it and asks again), with
                          `login: false`: no login shell, so the machine's profile (pyenv's rehash
-                         lock, say) cannot slow a test down
+                         lock, say) cannot slow a test down; with "yield_time_ms": N, Codex
+                         waits N ms for the command's output (not its default 10 s) before it
+                         answers the model that the command still runs
   {"tool_search": "query"}
                          a client-executed `tool_search_call` (Codex 0.169 defers MCP tools: the
                          model must search before it can call one; Codex answers with a
@@ -94,6 +96,14 @@ def next_reply():
     if i < len(SCRIPT):
         return SCRIPT[i]
     return {"text": "stub: script exhausted"}
+
+
+def exec_arguments(reply):
+    """An `exec_command` call's arguments for a {"shell": ...} reply."""
+    arguments = {"cmd": reply["shell"], "login": False}
+    if "yield_time_ms" in reply:
+        arguments["yield_time_ms"] = reply["yield_time_ms"]
+    return arguments
 
 
 def fresh_id(prefix):
@@ -235,7 +245,7 @@ class Handler(BaseHTTPRequestHandler):
                 time.sleep(3600)
         if "shell" in reply:
             item = {"type": "function_call", "id": fresh_id("fc"), "call_id": fresh_id("call"),
-                    "name": "exec_command", "arguments": json.dumps({"cmd": reply["shell"], "login": False})}
+                    "name": "exec_command", "arguments": json.dumps(exec_arguments(reply))}
         elif "tool_search" in reply:
             item = {"type": "tool_search_call", "id": fresh_id("ts"), "call_id": fresh_id("call"),
                     "status": "completed", "execution": "client",
