@@ -709,13 +709,13 @@ impl SupervisorState {
                     state: state.clone(),
                 },
             });
-            supervisor
-                .cast(SupervisorMsg::SuiteCommand {
-                    command: event.command,
-                    state,
-                    at: event.at,
-                })
-                .is_ok()
+            let _ = supervisor.cast(SupervisorMsg::SuiteCommand {
+                command: event.command,
+                state,
+                at: event.at,
+            });
+            // On until the harness is gone: the record and the reporter hear of every event.
+            true
         };
         let flush = relay(rx, forward, |done| done.send(()).is_ok());
         match Harness::spawn(
