@@ -717,7 +717,11 @@ impl SupervisorState {
             // On until the harness is gone: the record and the reporter hear of every event.
             true
         };
-        let flush = relay(rx, forward, |done| done.send(()).is_ok());
+        // A flush waited for in vain (its wait timed out) must not end the relay either.
+        let flush = relay(rx, forward, |done| {
+            let _ = done.send(());
+            true
+        });
         match Harness::spawn(
             myself.get_cell(),
             crate::process::owner::Scope::suite(self.suite_id.clone()),
